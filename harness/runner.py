@@ -1,0 +1,111 @@
+"""One run of a sweep, as a chain: expand -> split unsupported -> run by topology -> store -> summary.
+
+The parent process never imports TensorFlow. Each row is stored as soon as it arrives, so an
+interrupted run (Ctrl-C) or a crashed worker loses no row already measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import __version__, metrics
+from harness.launch import WorkerOptions, git_sha, run_worker
+from harness.progress import Progress
+from harness.records import find_baseline, not_measured_row
+from harness.spec import Cell, Platform, Protocol, unsupported_reason
+from harness.store import RunFiles
+
+
+def new_run_id(now: dt.datetime) -> str:
+    """``YYYYmmddTHHMMSSZ-xxxxxx``: sortable by start time, unique across machines."""
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class RunResult:
+    """What a run produced: its rows in order, the folders written, and whether it was cut short."""
+
+    run_id: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    interrupted: bool = False
+    not_run: int = 0
+
+
+def plan(cells: Iterable[Cell], platform: Platform) -> list[tuple[Cell, str | None]]:
+    """Each cell with the reason it is unsupported here (None when it will run)."""
+    return [(c, unsupported_reason(c, platform)) for c in cells]
+
+
+def with_efficiency(row: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row plus scaling_efficiency and baseline_cell_id against the run's rows so far."""
+    if row.get("status") != "ok":
+        return row
+    base = row if row["replicas"] * row["workers"] == 1 else find_baseline(row, earlier)
+    if base is None:
+        return {**row, "baseline_cell_id": ""}
+    eff = metrics.scaling_efficiency(row["examples_per_sec"], row["replicas"] * row["workers"],
+                                     base["examples_per_sec"])
+    return {**row, "scaling_efficiency": eff, "baseline_cell_id": base["cell_id"]}
+
+
+def _events(cells: list[Cell], options: WorkerOptions) -> Iterator[dict[str, Any]]:
+    """Every worker event, one fresh worker process per cell.
+
+    Cells do not share a process: two MirroredStrategy objects in one process reuse collective
+    instance keys, so the second cell's all-reduce aborts ("Shape mismatch in the collective
+    instance 100"), even at the same replica count; a fresh process also leaves no trace of one
+    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
+    """
+    for index, cell in enumerate(cells):
+        yield from run_worker([cell], options, first_index=index)
+
+
+def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
+              mnist_path: str | None = None, progress: Progress | None = None) -> RunResult:
+    """Measure every runnable cell, write every row (unsupported ones too) under ``out``."""
+    now = dt.datetime.now(dt.timezone.utc)
+    result = RunResult(new_run_id(now))
+    files = RunFiles(out, now.strftime("%Y-%m-%d"), result.run_id)
+    base = {"run_id": result.run_id, "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
+    planned = plan(cells, platform)
+    runnable = [c for c, why in planned if why is None]
+    by_id = {c.id: c for c in runnable}
+    progress = progress or Progress(len(runnable))
+    facts: dict[str, Any] | None = None
+
+    def store(row: dict[str, Any], windows: list[dict[str, Any]]) -> None:
+        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        row = with_efficiency({**row, **base, "timestamp": stamp}, result.rows)
+        files.write(len(result.rows), row, [{**w, "run_id": result.run_id} for w in windows])
+        result.rows.append(row)
+
+    options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id, mnist_path)
+    try:
+        for ev in _events(runnable, options):
+            facts = ev.get("facts") or facts
+            if ev["event"] == "start":
+                progress.show(ev["cell_id"])
+            elif ev["event"] == "record":
+                store(ev["row"], ev["windows"])
+                progress.advance(ev["row"]["cell_id"])
+            elif ev["event"] == "failed":
+                cell = by_id[ev["cell_id"]]
+                store(not_measured_row(cell, protocol, "failed", ev["reason"], facts), [])
+                progress.advance(cell.id)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.not_run = len(runnable) - len(result.rows)
+    finally:
+        progress.close()
+        for cell, why in planned:
+            if why is not None:
+                store(not_measured_row(cell, protocol, "unsupported", why, facts), [])
+    if result.rows:
+        result.paths = [files.folder("cells"), files.folder("windows")]
+    return result

@@ -1,0 +1,364 @@
+"""Cells, sweeps and their validation: pure data and pure functions, no TensorFlow.
+
+A :class:`Cell` is one fully specified measurement. A :class:`Sweep` is a named grid of axis values
+expanded by :func:`expand`. Bad user input raises :class:`SpecError` naming the value and the accepted
+ones; a combination TensorFlow cannot run correctly on this :class:`Platform` is kept and explained by
+:func:`unsupported_reason`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class SpecError(ValueError):
+    """A user-supplied value that the suite does not accept. The message names value and choices."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Axes
+# --------------------------------------------------------------------------------------------------
+
+REPLICAS_TO_MAX = "1..max"
+"""Replica-axis token meaning every count from 1 to :attr:`Platform.max_replicas`."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of the cell grid, as the CLI and the sweeps see it.
+
+    ``choices`` lists the accepted values of a string axis; integer axes accept ``minimum..maximum``.
+    ``applies_to`` names the strategies the axis means something for; elsewhere it collapses to
+    ``inapplicable`` (e.g. cross-device ops exist only for mirrored).
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: int = 1
+    maximum: int | None = None
+    applies_to: tuple[str, ...] = ()
+    inapplicable: Any = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, text: str) -> tuple[Any, ...]:
+        """Parse a comma list given on the command line; raise SpecError on any bad item."""
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise SpecError(f"{self.flag} needs at least one value; received {text!r}. {self.accepted()}")
+        return tuple(self.check(self._convert(t)) for t in items)
+
+    def _convert(self, token: str) -> Any:
+        if self.kind is int:
+            if self.name == "replicas" and token in (REPLICAS_TO_MAX, "max"):
+                return REPLICAS_TO_MAX
+            try:
+                return int(token)
+            except ValueError:
+                raise SpecError(f"Received {self.flag}={token!r}; {self.accepted()}") from None
+        return token
+
+    def check(self, value: Any) -> Any:
+        """Return ``value`` if accepted, else raise SpecError naming it and the accepted values."""
+        if self.kind is int:
+            if value == REPLICAS_TO_MAX and self.name == "replicas":
+                return value
+            ok = isinstance(value, int) and value >= self.minimum
+            ok = ok and (self.maximum is None or value <= self.maximum)
+        else:
+            ok = value in self.choices
+        if not ok:
+            raise SpecError(f"Received {self.flag}={value!r}; {self.accepted()}")
+        return value
+
+    def accepted(self) -> str:
+        if self.kind is int:
+            hi = "" if self.maximum is None else f" and at most {self.maximum}"
+            extra = f", or {REPLICAS_TO_MAX!r}" if self.name == "replicas" else ""
+            return f"expected integers of at least {self.minimum}{hi}{extra}."
+        return "expected one of: " + ", ".join(self.choices) + "."
+
+
+MODEL_NAMES = ("cnn", "dense")
+DATA_NAMES = ("synthetic", "mnist")
+STRATEGY_NAMES = ("default", "one_device", "mirrored", "central_storage")
+CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one_device")
+LOOP_NAMES = ("ctl",)
+PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
+SCALING_NAMES = ("weak", "strong")
+SINGLE_DEVICE_STRATEGIES = ("default", "one_device")
+
+AXES: tuple[Axis, ...] = (
+    Axis("model", str, "cnn", "model to train", MODEL_NAMES),
+    Axis("data", str, "synthetic", "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
+         DATA_NAMES),
+    Axis("strategy", str, "mirrored", "tf.distribute strategy", STRATEGY_NAMES),
+    Axis("cross_device_ops", str, "auto", "all-reduce implementation of MirroredStrategy",
+         CROSS_DEVICE_OPS_NAMES, applies_to=("mirrored",), inapplicable="none"),
+    Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
+         applies_to=("mirrored", "central_storage"), inapplicable=1),
+    Axis("workers", int, 1, "worker processes (multi-worker strategies arrive later: 1 only)",
+         maximum=1),
+    Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
+    Axis("accum_steps", int, 1, "micro-batches accumulated per optimizer update (only 1 so far)",
+         maximum=1),
+    Axis("loop", str, "ctl", "training loop: ctl = strategy.run inside an in-graph tf.function loop",
+         LOOP_NAMES),
+    Axis("steps_per_execution", int, 10, "optimizer steps per tf.function call"),
+    Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
+    Axis("scaling", str, "weak", "weak: batch is per replica; strong: batch is global", SCALING_NAMES),
+)
+AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}
+
+
+# --------------------------------------------------------------------------------------------------
+# Cell, protocol, platform
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fully specified measurement. ``batch`` is per replica (weak) or global (strong), examples."""
+
+    model: str = "cnn"
+    data: str = "synthetic"
+    strategy: str = "mirrored"
+    cross_device_ops: str = "auto"
+    replicas: int = 1
+    workers: int = 1
+    batch: int = 64
+    accum_steps: int = 1
+    loop: str = "ctl"
+    steps_per_execution: int = 10
+    precision: str = "float32"
+    scaling: str = "weak"
+
+    @property
+    def devices(self) -> int:
+        """Replicas in sync across all workers."""
+        return self.replicas * self.workers
+
+    @property
+    def global_batch(self) -> int:
+        """Examples per micro-step across all replicas and workers."""
+        return self.batch if self.scaling == "strong" else self.batch * self.devices
+
+    @property
+    def per_replica_batch(self) -> int:
+        """Examples per replica per micro-step (floor for a strong batch that does not divide)."""
+        return self.batch // self.devices if self.scaling == "strong" else self.batch
+
+    @property
+    def id(self) -> str:
+        """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``."""
+        strategy = self.strategy
+        if self.cross_device_ops != "none":
+            strategy += f"[{self.cross_device_ops}]"
+        return "/".join((
+            self.model, strategy, f"r{self.replicas}w{self.workers}", f"b{self.per_replica_batch}",
+            f"acc{self.accum_steps}", self.loop, f"spe{self.steps_per_execution}", self.precision,
+            self.data, self.scaling,
+        ))
+
+    @property
+    def topology(self) -> tuple[int, int]:
+        """(workers, replicas): cells sharing it can share one worker process."""
+        return (self.workers, self.replicas)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Cell":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How each cell is timed (DESIGN.md section 3).
+
+    After a warm-up call (``compile_s``) and ``warmup_windows`` untimed windows, the window length is
+    calibrated to about ``window_s`` seconds (a multiple of steps_per_execution, at least
+    ``min_window_steps`` steps), then ``repeats`` timed windows run, each ending in a host sync.
+    """
+
+    repeats: int = 5
+    window_s: float = 1.0
+    warmup_windows: int = 1
+    min_window_steps: int = 10
+    cell_timeout_s: float = 600.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = {
+            "repeats": self.repeats >= 2, "window_s": self.window_s > 0,
+            "warmup_windows": self.warmup_windows >= 0, "min_window_steps": self.min_window_steps >= 1,
+            "cell_timeout_s": self.cell_timeout_s > 0, "seed": self.seed >= 0,
+        }
+        accepted = {
+            "repeats": "an integer of at least 2 (a CI needs two windows)", "window_s": "seconds > 0",
+            "warmup_windows": "an integer >= 0", "min_window_steps": "an integer >= 1",
+            "cell_timeout_s": "seconds > 0", "seed": "an integer >= 0",
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise SpecError(f"Received --{name.replace('_', '-')}={getattr(self, name)!r}; "
+                                f"expected {accepted[name]}.")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What the host offers, as known without TensorFlow.
+
+    ``cpu_devices`` is how many logical CPU devices a CPU-only host may split into for replicas.
+    """
+
+    device_kind: str = "cpu"
+    gpu_count: int = 0
+    cpu_devices: int = 2
+
+    @property
+    def max_replicas(self) -> int:
+        return self.gpu_count if self.device_kind == "gpu" else self.cpu_devices
+
+
+# --------------------------------------------------------------------------------------------------
+# Sweeps and expansion
+# --------------------------------------------------------------------------------------------------
+
+
+def _default_axis_values() -> dict[str, tuple[Any, ...]]:
+    return {a.name: (a.default,) for a in AXES}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A named grid: for each axis a tuple of values; the cell set is their product."""
+
+    name: str
+    description: str
+    axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    protocol: Protocol = field(default_factory=Protocol)
+
+    def values(self) -> dict[str, tuple[Any, ...]]:
+        merged = _default_axis_values()
+        merged.update(dict(self.axes))
+        return merged
+
+    def with_axes(self, overrides: dict[str, tuple[Any, ...]]) -> "Sweep":
+        """A copy with some axes replaced (used by the CLI's explicit axis flags)."""
+        merged = dict(self.axes)
+        merged.update(overrides)
+        return dataclasses.replace(self, axes=tuple(merged.items()))
+
+
+def make_sweep(name: str, description: str, protocol: Protocol | None = None,
+               **axes: Sequence[Any]) -> Sweep:
+    """Build a Sweep from keyword axes, checking every value (SpecError on a bad one)."""
+    checked: list[tuple[str, tuple[Any, ...]]] = []
+    for axis_name, values in axes.items():
+        if axis_name not in AXIS_BY_NAME:
+            raise SpecError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
+        axis = AXIS_BY_NAME[axis_name]
+        checked.append((axis_name, tuple(axis.check(v) for v in values)))
+    return Sweep(name, description, tuple(checked), protocol or Protocol())
+
+
+def _normalise(cell: Cell) -> Cell:
+    """Collapse axes that mean nothing for the cell's strategy to their inapplicable value."""
+    changes = {a.name: a.inapplicable for a in AXES
+               if a.applies_to and cell.strategy not in a.applies_to}
+    cell = dataclasses.replace(cell, **changes)
+    if cell.devices == 1:  # on one device weak and strong scaling are the same measurement
+        cell = dataclasses.replace(cell, scaling="weak")
+    return cell
+
+
+def _replica_values(values: Iterable[Any], platform: Platform) -> list[int]:
+    out: list[int] = []
+    for v in values:
+        out.extend(range(1, platform.max_replicas + 1) if v == REPLICAS_TO_MAX else [v])
+    return out
+
+
+def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
+    """Every distinct cell of the sweep, in a stable order (topologies grouped, 1 replica first).
+
+    Axes that do not apply to a strategy collapse (see :data:`AXES`), so ``default`` with replicas
+    ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
+    """
+    values = sweep.values()
+    values["replicas"] = tuple(_replica_values(values["replicas"], platform))
+    names = [a.name for a in AXES]
+    seen: dict[str, Cell] = {}
+    for combo in itertools.product(*(values[n] for n in names)):
+        cell = _normalise(Cell(**dict(zip(names, combo))))
+        seen.setdefault(cell.id, cell)
+    order = {cell_id: i for i, cell_id in enumerate(seen)}
+    return sorted(seen.values(), key=lambda c: (c.topology, order[c.id]))
+
+
+# --------------------------------------------------------------------------------------------------
+# Unsupported combinations: a registry of pure rules
+# --------------------------------------------------------------------------------------------------
+
+Rule = Callable[[Cell, Platform], "str | None"]
+
+
+def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
+    if cell.replicas > platform.max_replicas:
+        what = (f"{platform.gpu_count} GPU(s)" if platform.device_kind == "gpu"
+                else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
+        return f"needs {cell.replicas} replicas; this machine offers {what}"
+    return None
+
+
+def _nccl_on_cpu(cell: Cell, platform: Platform) -> str | None:
+    if cell.cross_device_ops == "nccl" and platform.device_kind == "cpu":
+        return ("NcclAllReduce has no CPU kernel: the first all-reduce fails with "
+                "\"No OpKernel was registered to support Op 'NcclAllReduce'\"")
+    return None
+
+
+def _hierarchical_copy_odd(cell: Cell, platform: Platform) -> str | None:
+    if cell.cross_device_ops == "hierarchical_copy" and cell.replicas > 1 and cell.replicas % 2:
+        return (f"HierarchicalCopyAllReduce returns wrong sums with an odd replica count "
+                f"({cell.replicas}): it drops the last replica (all-reduce of 1+2+3 gives 3)")
+    return None
+
+
+def _central_storage_fp16(cell: Cell, platform: Platform) -> str | None:
+    if cell.strategy == "central_storage" and cell.precision == "mixed_float16":
+        return "CentralStorageStrategy fails with the mixed_float16 loss-scale optimizer"
+    return None
+
+
+def _strong_batch_divides(cell: Cell, platform: Platform) -> str | None:
+    if cell.scaling == "strong" and cell.batch % cell.devices:
+        return (f"strong scaling: global batch {cell.batch} does not divide over "
+                f"{cell.devices} replicas")
+    return None
+
+
+UNSUPPORTED_RULES: tuple[Rule, ...] = (
+    _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _central_storage_fp16,
+    _strong_batch_divides,
+)
+
+
+def unsupported_reason(cell: Cell, platform: Platform) -> str | None:
+    """Why TensorFlow cannot run ``cell`` correctly on ``platform``, or None if it can."""
+    for rule in UNSUPPORTED_RULES:
+        reason = rule(cell, platform)
+        if reason:
+            return reason
+    return None

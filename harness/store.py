@@ -1,0 +1,188 @@
+"""The only writer of ``results/``: the schema, atomic append, and reading back.
+
+Layout (append-only; nightly runs accumulate side by side)::
+
+    results/cells/<YYYY-MM-DD>/<run_id>/<seq>.parquet     one row per cell, written as it is measured
+    results/windows/<YYYY-MM-DD>/<run_id>/<seq>.parquet   one row per timed window of that cell
+    results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
+
+Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
+interrupted run never sees half a file. Every file carries the full schema below, so
+``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
+the schema applied (columns added in later versions read as null in older files).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+
+@dataclass(frozen=True)
+class Column:
+    """One documented column: arrow type, unit ("" for none) and meaning."""
+
+    name: str
+    type: pa.DataType
+    unit: str
+    doc: str
+
+
+S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+
+CELL_COLUMNS: tuple[Column, ...] = (
+    # identity
+    Column("run_id", S, "", "Id of the `python -m harness run` invocation (UTC start time + random suffix)."),
+    Column("timestamp", S, "ISO 8601 UTC", "When the row was written."),
+    Column("suite_version", S, "", "harness version and git commit of the suite that measured."),
+    Column("cell_id", S, "", "Stable id of the cell: model/strategy[cross_device_ops]/rRwW/bB/accK/loop/speS/precision/data/scaling."),
+    # the cell
+    Column("model", S, "", "cnn (Conv32-Pool-Conv64-Pool-Flatten-Dense10) or dense (784-128-10)."),
+    Column("data", S, "", "synthetic (fixed-seed pool, pre-batched, repeated) or mnist (the real training split)."),
+    Column("strategy", S, "", "default, one_device, mirrored or central_storage."),
+    Column("cross_device_ops", S, "", "Requested all-reduce for mirrored (auto, nccl, hierarchical_copy, reduction_to_one_device); none elsewhere."),
+    Column("effective_cross_device_ops", S, "", "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies without one."),
+    Column("replicas", I, "devices", "Replicas per worker."),
+    Column("workers", I, "processes", "Worker processes."),
+    Column("per_replica_batch", I, "examples", "Examples per replica per micro-step."),
+    Column("global_batch", I, "examples", "Examples per micro-step over all replicas and workers = per_replica_batch x replicas x workers."),
+    Column("accum_steps", I, "micro-steps", "Micro-batches accumulated per optimizer update."),
+    Column("loop", S, "", "ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution steps."),
+    Column("steps_per_execution", I, "steps", "Optimizer steps per tf.function call."),
+    Column("precision", S, "", "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16."),
+    Column("scaling", S, "", "weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline."),
+    Column("jit_compile", B, "", "Whether the training function was XLA-compiled (always false so far)."),
+    Column("optimizer", S, "", "Optimizer and its settings."),
+    Column("learning_rate", F, "", "Optimizer learning rate."),
+    # outcome
+    Column("status", S, "", "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed (crashed or timed out), invalid (ran, but an integrity check failed)."),
+    Column("reason", S, "", "Why the row is not ok (empty when ok)."),
+    # measurement
+    Column("examples_per_sec", F, "examples/s", "Median over the repeats of global_examples_in_window / window_seconds; global examples count every replica, worker and micro-batch."),
+    Column("examples_per_sec_ci_low", F, "examples/s", "Lower end of the 95% percentile-bootstrap CI of that median (10,000 resamples of the window throughputs)."),
+    Column("examples_per_sec_ci_high", F, "examples/s", "Upper end of the same CI."),
+    Column("cv", F, "1", "Coefficient of variation of the window throughputs: sample std / mean."),
+    Column("window_steps", I, "steps", "Optimizer steps per timed window, calibrated so a window lasts about window_target_s."),
+    Column("window_target_s", F, "s", "Target length of a timed window."),
+    Column("repeats", I, "windows", "Timed windows per cell (all raw times are in results/windows)."),
+    Column("warmup_windows", I, "windows", "Untimed windows run after the first call and before timing."),
+    Column("startup_s", F, "s", "Building strategy, model, optimizer and input pipeline; not in throughput."),
+    Column("compile_s", F, "s", "First tf.function call: tracing, graph optimisation and its first steps_per_execution steps; not in throughput."),
+    Column("scaling_efficiency", F, "1", "examples_per_sec / (replicas x workers x baseline examples_per_sec); baseline: the 1-device cell of the same configuration in the same run (same per-replica batch for weak, same global batch for strong)."),
+    Column("baseline_cell_id", S, "", "cell_id of that baseline (empty when none was measured in the run)."),
+    Column("flops_per_example", I, "FLOP", "Analytic training FLOPs per example: forward + weight gradients + input gradients (none for the first layer) of convolutions and matmuls, 2 FLOPs per multiply-add."),
+    Column("peak_flops_per_sec", F, "FLOP/s", "Best measured rate of distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in the precision's compute dtype on one device, times device_count; measured in the same worker process."),
+    Column("mfu", F, "1", "examples_per_sec x flops_per_example / peak_flops_per_sec."),
+    Column("final_loss", F, "", "Loss of the last optimizer step of the last timed window (mean over the global batch)."),
+    Column("weights_digest", S, "", "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests mean bitwise-equal weights."),
+    # where
+    Column("device_kind", S, "", "GPU or CPU."),
+    Column("device_name", S, "", "GPU model, or CPU model for CPU runs."),
+    Column("device_count", I, "devices", "Physical devices the replicas ran on (logical CPU devices share one CPU: 1)."),
+    Column("logical_devices", B, "", "True when replicas are logical CPU devices sharing one thread pool: extra replicas add no compute."),
+    Column("host_cpu", S, "", "CPU model name."),
+    Column("host_cores", I, "cores", "Logical cores the OS reports."),
+    Column("intra_op_threads", I, "threads", "tf.config.threading intra-op setting (0 = TensorFlow's default, one per core)."),
+    Column("inter_op_threads", I, "threads", "tf.config.threading inter-op setting (0 = default)."),
+    Column("tf_version", S, "", "TensorFlow version."),
+    Column("keras_version", S, "", "Keras version."),
+    Column("python_version", S, "", "Python version."),
+    Column("build_info", S, "JSON", "CUDA/cuDNN/ROCm versions TensorFlow was built with, and the NVIDIA driver."),
+    Column("env", S, "JSON", "TF_*, NCCL_*, OMP_*, KMP_*, CUDA/HIP_VISIBLE_DEVICES and XLA_FLAGS of the worker."),
+    Column("fingerprint", S, "", "Hash of the stable hardware and software facts above: rows with equal fingerprints are comparable over time."),
+)
+
+WINDOW_COLUMNS: tuple[Column, ...] = (
+    Column("run_id", S, "", "As in the cells table."),
+    Column("cell_id", S, "", "As in the cells table."),
+    Column("worker", I, "", "Worker index (0 for single-process strategies)."),
+    Column("repeat", I, "", "0-based index of the timed window."),
+    Column("window_steps", I, "steps", "Optimizer steps in the window."),
+    Column("window_s", F, "s", "Wall time of the window, from the previous host sync to this window's host sync."),
+    Column("examples", I, "examples", "Global examples processed in the window."),
+    Column("examples_per_sec", F, "examples/s", "examples / window_s."),
+)
+
+
+def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    return pa.schema([pa.field(c.name, c.type) for c in columns])
+
+
+CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
+WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
+
+
+def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    unknown = {k for r in rows for k in r} - set(schema.names)
+    if unknown:
+        raise KeyError(f"columns not in the documented schema: {sorted(unknown)}")
+    return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
+
+
+def write_atomic(table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where one run's files go under a results root."""
+
+    root: Path
+    date: str
+    run_id: str
+
+    def folder(self, table: str) -> Path:
+        return self.root / table / self.date / self.run_id
+
+    def write(self, seq: int, row: Mapping[str, Any], windows: Sequence[Mapping[str, Any]]) -> Path:
+        """Append one cell's row (and its windows) as file number ``seq``; returns the row's path."""
+        name = f"{seq:05d}.parquet"
+        if windows:
+            write_atomic(_table(windows, WINDOW_SCHEMA), self.folder("windows") / name)
+        path = self.folder("cells") / name
+        write_atomic(_table([row], CELL_SCHEMA), path)
+        return path
+
+
+def _read(root: Path, schema: pa.Schema) -> Any:
+    files = sorted(p for p in root.rglob("*.parquet") if not p.name.startswith("."))
+    if not files:
+        return schema.empty_table().to_pandas()
+    return ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table().to_pandas()
+
+
+def read_cells(results: str | Path) -> Any:
+    """Every cell row under ``results/cells`` as a pandas DataFrame (documented schema)."""
+    return _read(Path(results) / "cells", CELL_SCHEMA)
+
+
+def read_windows(results: str | Path) -> Any:
+    """Every window row under ``results/windows`` as a pandas DataFrame."""
+    return _read(Path(results) / "windows", WINDOW_SCHEMA)
+
+
+def schema_markdown() -> str:
+    """The column tables of results/README.md, generated from the schema above."""
+    out = []
+    for title, cols in (("cells", CELL_COLUMNS), ("windows", WINDOW_COLUMNS)):
+        out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
+        out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
+        out.append("")
+    return "\n".join(out)

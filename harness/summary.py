@@ -1,0 +1,36 @@
+"""The table printed at the end of a run: model x strategy x replicas, examples/s with CI, efficiency."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _num(x: Any, fmt: str) -> str:
+    return "-" if x is None or x != x else format(x, fmt)
+
+
+def summary_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A fixed-width text table of the rows, in the order given."""
+    header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", "examples/s",
+              "95% CI", "cv", "efficiency", "status")
+    lines = [header]
+    for r in rows:
+        strategy = r["strategy"] + (f"[{r['cross_device_ops']}]" if r["cross_device_ops"] != "none" else "")
+        ci = (f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
+              if r.get("examples_per_sec") is not None else "-")
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:60]}"
+        lines.append((r["model"], strategy, f"{r['replicas']}x{r['workers']}", str(r["per_replica_batch"]),
+                      _num(r.get("examples_per_sec"), ",.0f"), ci, _num(r.get("cv"), ".1%"),
+                      _num(r.get("scaling_efficiency"), ".2f"), status))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]
+    out.insert(1, "-" * len(out[0]))
+    return "\n".join(out)
+
+
+FOOTNOTE = ("examples/s: median of {repeats} timed windows of ~{window_s:g} s each (warm-up excluded), "
+            "95% CI by percentile bootstrap; efficiency = throughput / (replicas x 1-replica throughput)"
+            "; repl 'NxW' = replicas x workers.")
+LOGICAL_NOTE = ("Replicas here are logical CPU devices sharing one thread pool: extra replicas add no "
+                "compute, so efficiency near 1/N is expected and says nothing about real devices.")

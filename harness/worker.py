@@ -1,0 +1,202 @@
+"""Worker process: configures one device topology, measures its cells, emits one JSON event per line.
+
+Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``. JOB is a JSON file
+(cells, protocol, platform, options); EVENTS is a JSON-lines file this process appends to:
+
+    {"event": "ready", "facts": {...}}             after TensorFlow and the devices are set up
+    {"event": "start", "cell_id": ...}             before each cell
+    {"event": "record", "row": {...}, "windows": [...]}
+    {"event": "done"}
+
+After a cell raises, the worker records it as failed and exits with EXIT_TAINTED so that the parent
+runs the remaining cells in a fresh process (TensorFlow state after an error is not trusted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from harness import metrics
+from harness.data import make_dataset
+from harness.fingerprint import collect, fingerprint
+from harness.loops import LOOPS
+from harness.models import MODELS
+from harness.peak import measure_matmul_peak
+from harness.records import LEARNING_RATE, cell_columns, fact_columns
+from harness.spec import Cell, Platform, Protocol
+from harness.strategies import effective_cross_device_ops, make_strategy
+from harness.timing import measure
+
+EXIT_TAINTED = 3
+COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+ERROR_TAIL_CHARS = 1500
+
+
+@dataclass(frozen=True)
+class Job:
+    cells: tuple[Cell, ...]
+    protocol: Protocol
+    platform: Platform
+    mnist_path: str | None = None
+    inject_fault: str | None = None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Job":
+        return cls(tuple(Cell.from_dict(c) for c in d["cells"]), Protocol(**d["protocol"]),
+                   Platform(**d["platform"]), d.get("mnist_path"), d.get("inject_fault"))
+
+
+def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]]:
+    """Make ``replicas`` devices visible (GPUs, or logical CPUs); returns (device type, names)."""
+    import tensorflow as tf
+
+    if platform.device_kind == "gpu":
+        gpus = tf.config.list_physical_devices("GPU")[:replicas]
+        tf.config.set_visible_devices(gpus, "GPU")
+        for g in gpus:
+            tf.config.experimental.set_memory_growth(g, True)
+        kind = "GPU"
+    else:
+        tf.config.set_visible_devices([], "GPU")
+        cpus = tf.config.list_physical_devices("CPU")
+        if replicas > 1:
+            tf.config.set_logical_device_configuration(
+                cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
+        kind = "CPU"
+    return kind, [d.name for d in tf.config.list_logical_devices(kind)]
+
+
+def weights_digest(model: Any) -> str:
+    h = hashlib.sha256()
+    for w in model.weights:
+        h.update(w.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+class PeakCache:
+    """Matmul peak per compute dtype, measured once per worker process on the first device."""
+
+    def __init__(self, device: str, device_type: str) -> None:
+        self.device, self.device_type = device, device_type
+        self._peaks: dict[str, float] = {}
+
+    def __call__(self, dtype: str) -> float:
+        if dtype not in self._peaks:
+            self._peaks[dtype] = measure_matmul_peak(self.device, self.device_type, dtype)
+        return self._peaks[dtype]
+
+
+def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
+             peak: Callable[[str], float], mnist_path: str | None = None
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Build, time and check one cell in this process. Returns (row columns, window rows)."""
+    import keras
+
+    from harness import integrity
+
+    keras.mixed_precision.set_dtype_policy(cell.precision)
+    keras.utils.set_random_seed(protocol.seed)
+    t0 = time.perf_counter()
+    strategy = make_strategy(cell, devices)
+    with strategy.scope():
+        model = MODELS[cell.model].build()
+        optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+        if cell.precision == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    dataset = make_dataset(cell.data, cell.global_batch, protocol.seed, mnist_path)
+    run = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
+    startup_s = time.perf_counter() - t0
+
+    timings = measure(run, cell.steps_per_execution, protocol)
+    problems = integrity.check(strategy, cell.strategy, model, optimizer, cell.devices,
+                               timings.final_loss)
+    keras.mixed_precision.set_dtype_policy("float32")
+
+    examples = timings.window_steps * cell.global_batch * cell.accum_steps
+    rates = metrics.window_throughputs(timings.window_seconds, examples)
+    median = metrics.median(rates)
+    lo, hi = metrics.bootstrap_ci(rates)
+    logical = device_type == "CPU" and cell.replicas > 1
+    device_count = 1 if device_type == "CPU" else cell.devices
+    peak_flops = peak(COMPUTE_DTYPE[cell.precision]) * device_count
+    flops = MODELS[cell.model].flops_per_example
+    row = {
+        "status": "invalid" if problems else "ok", "reason": "; ".join(problems),
+        "effective_cross_device_ops": effective_cross_device_ops(strategy),
+        "examples_per_sec": median, "examples_per_sec_ci_low": lo, "examples_per_sec_ci_high": hi,
+        "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": startup_s,
+        "compile_s": timings.compile_s, "peak_flops_per_sec": peak_flops,
+        "mfu": metrics.mfu(median, flops, peak_flops), "final_loss": timings.final_loss,
+        "weights_digest": weights_digest(model), "device_count": device_count,
+        "logical_devices": logical,
+    }
+    if problems:  # an invalid cell never reports a throughput
+        for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu"):
+            row[k] = None
+    windows = [{"cell_id": cell.id, "worker": 0, "repeat": i, "window_steps": timings.window_steps,
+                "window_s": s, "examples": examples, "examples_per_sec": r}
+               for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
+    return row, windows
+
+
+def _emit(stream: TextIO, event: dict[str, Any]) -> None:
+    stream.write(json.dumps(event) + "\n")
+    stream.flush()
+
+
+def _inject(fault: str | None, cell: Cell) -> None:
+    """Test hook: ``kill:<cell_id>`` or ``hang:<cell_id>`` misbehaves when that cell starts."""
+    if not fault:
+        return
+    kind, _, target = fault.partition(":")
+    if target == cell.id:
+        if kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "hang":
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like a worker stuck in a collective
+            while True:
+                time.sleep(1)
+
+
+def main(argv: list[str]) -> int:
+    job_path, events_path = argv
+    with open(job_path) as f:
+        job = Job.from_json(json.load(f))
+    replicas = max(c.replicas for c in job.cells)
+    with open(events_path, "a") as events:
+        device_type, devices = configure_devices(job.platform, replicas)
+        facts = collect(device_type)
+        facts["fingerprint"] = fingerprint(facts)
+        _emit(events, {"event": "ready", "facts": facts, "devices": devices})
+        peak = PeakCache(devices[0], device_type)
+        base = fact_columns(facts)
+        for cell in job.cells:
+            _emit(events, {"event": "start", "cell_id": cell.id})
+            _inject(job.inject_fault, cell)
+            row = {**cell_columns(cell, job.protocol), **base}
+            try:
+                measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
+                                             job.mnist_path)
+            except Exception as e:  # the cell's error becomes its row; the sweep goes on
+                tail = "".join(traceback.format_exception_only(type(e), e)).strip()
+                row.update(status="failed", reason=f"{type(e).__name__}: {tail[-ERROR_TAIL_CHARS:]}")
+                _emit(events, {"event": "record", "row": row, "windows": []})
+                traceback.print_exc()
+                return EXIT_TAINTED
+            row.update(measured)
+            _emit(events, {"event": "record", "row": row, "windows": windows})
+        _emit(events, {"event": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
