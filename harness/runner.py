@@ -32,6 +32,7 @@ class RunResult:
 
     run_id: str
     rows: list[dict[str, Any]] = field(default_factory=list)
+    windows: list[dict[str, Any]] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
     interrupted: bool = False
     not_run: int = 0
@@ -82,8 +83,10 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
     def store(row: dict[str, Any], windows: list[dict[str, Any]]) -> None:
         stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         row = with_efficiency({**row, **base, "timestamp": stamp}, result.rows)
-        files.write(len(result.rows), row, [{**w, "run_id": result.run_id} for w in windows])
+        windows = [{**w, "run_id": result.run_id} for w in windows]
+        files.write(len(result.rows), row, windows)
         result.rows.append(row)
+        result.windows.extend(windows)
 
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id, mnist_path)
     try:

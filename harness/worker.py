@@ -95,6 +95,36 @@ class PeakCache:
         return self._peaks[dtype]
 
 
+@dataclass(frozen=True)
+class BuiltCell:
+    """A cell ready to train: ``run(steps)`` trains and returns the last loss (host-synced)."""
+
+    strategy: Any
+    model: Any
+    optimizer: Any
+    run: Callable[[int], float]
+    startup_s: float
+
+
+def build_cell(cell: Cell, devices: list[str], seed: int = 0,
+               mnist_path: str | None = None) -> BuiltCell:
+    """Strategy, model and optimizer (in scope), input pipeline and training loop of ``cell``."""
+    import keras
+
+    keras.mixed_precision.set_dtype_policy(cell.precision)
+    keras.utils.set_random_seed(seed)
+    t0 = time.perf_counter()
+    strategy = make_strategy(cell, devices)
+    with strategy.scope():
+        model = MODELS[cell.model].build()
+        optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+        if cell.precision == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    dataset = make_dataset(cell.data, cell.global_batch, seed, mnist_path)
+    run = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
+    return BuiltCell(strategy, model, optimizer, run, time.perf_counter() - t0)
+
+
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
              peak: Callable[[str], float], mnist_path: str | None = None
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -103,22 +133,10 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
 
     from harness import integrity
 
-    keras.mixed_precision.set_dtype_policy(cell.precision)
-    keras.utils.set_random_seed(protocol.seed)
-    t0 = time.perf_counter()
-    strategy = make_strategy(cell, devices)
-    with strategy.scope():
-        model = MODELS[cell.model].build()
-        optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
-        if cell.precision == "mixed_float16":
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    dataset = make_dataset(cell.data, cell.global_batch, protocol.seed, mnist_path)
-    run = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
-    startup_s = time.perf_counter() - t0
-
-    timings = measure(run, cell.steps_per_execution, protocol)
-    problems = integrity.check(strategy, cell.strategy, model, optimizer, cell.devices,
-                               timings.final_loss)
+    built = build_cell(cell, devices, protocol.seed, mnist_path)
+    timings = measure(built.run, cell.steps_per_execution, protocol)
+    problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
+                               cell.devices, timings.final_loss)
     keras.mixed_precision.set_dtype_policy("float32")
 
     examples = timings.window_steps * cell.global_batch * cell.accum_steps
@@ -131,12 +149,12 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     flops = MODELS[cell.model].flops_per_example
     row = {
         "status": "invalid" if problems else "ok", "reason": "; ".join(problems),
-        "effective_cross_device_ops": effective_cross_device_ops(strategy),
+        "effective_cross_device_ops": effective_cross_device_ops(built.strategy),
         "examples_per_sec": median, "examples_per_sec_ci_low": lo, "examples_per_sec_ci_high": hi,
-        "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": startup_s,
+        "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": built.startup_s,
         "compile_s": timings.compile_s, "peak_flops_per_sec": peak_flops,
         "mfu": metrics.mfu(median, flops, peak_flops), "final_loss": timings.final_loss,
-        "weights_digest": weights_digest(model), "device_count": device_count,
+        "weights_digest": weights_digest(built.model), "device_count": device_count,
         "logical_devices": logical,
     }
     if problems:  # an invalid cell never reports a throughput

@@ -1,0 +1,158 @@
+"""Tests of ``python -m harness``, each in a fresh interpreter, checking that TensorFlow is never
+imported by the parent process."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.spec import AXES, CROSS_DEVICE_OPS_NAMES
+from harness.sweeps import SWEEPS
+
+REPO = Path(__file__).resolve().parents[2]
+NO_TF_MAIN = ("import sys; from harness.cli import main; rc = main(sys.argv[1:]); "
+              "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)")
+
+
+def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the CLI's main() in a fresh interpreter; the run fails if it imported TensorFlow."""
+    full_env = {**os.environ, "COLUMNS": "100", **(env or {})}
+    return subprocess.run([sys.executable, "-c", NO_TF_MAIN, *args], cwd=REPO, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("flag,bad,accepted", [
+    ("--model", "resnet", "cnn"),
+    ("--data", "imagenet", "synthetic"),
+    ("--strategy", "mirored", "mirrored"),
+    ("--cross-device-ops", "ring", "hierarchical_copy"),
+    ("--replicas", "0", "at least 1"),
+    ("--workers", "2", "at most 1"),
+    ("--batch", "0", "at least 1"),
+    ("--accum-steps", "0", "at least 1"),
+    ("--loop", "keras", "ctl"),
+    ("--steps-per-execution", "0", "at least 1"),
+    ("--precision", "fp8", "mixed_bfloat16"),
+    ("--scaling", "linear", "strong"),
+    ("--sweep", "nope", "smoke"),
+    ("--repeats", "1", "at least 2"),
+    ("--window-s", "0", "seconds > 0"),
+    ("--cpu-devices", "0", "at least 1"),
+])
+def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):
+    proc = harness("run", flag, bad, "--out", str(tmp_path / "results"))
+    assert proc.returncode == 2, proc.stderr
+    assert "tensorflow imported" not in proc.stderr
+    assert f"{flag}={bad!r}" in proc.stderr or f"{flag}={bad}" in proc.stderr, proc.stderr
+    assert accepted in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("error: ")
+    assert not (tmp_path / "results").exists()  # nothing measured, nothing written
+
+
+def test_bad_item_in_a_comma_list(tmp_path):
+    proc = harness("list", "--strategy", "default,mirored", "--device", "cpu")
+    assert proc.returncode == 2
+    assert "'mirored'" in proc.stderr and "central_storage" in proc.stderr
+
+
+def test_list_smoke_marks_nccl_unsupported():
+    proc = harness("list", "--sweep", "smoke", "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    assert "tensorflow imported" not in proc.stderr
+    from harness.spec import Platform, expand, unsupported_reason
+
+    platform = Platform("cpu", 0, 2)
+    cells = expand(SWEEPS["smoke"], platform)
+    lines = proc.stdout.splitlines()
+    cell_lines = lines[:len(cells)]
+    assert [line.split()[0] for line in cell_lines] == [c.id for c in cells]
+    n_unsupported = 0
+    for cell, line in zip(cells, cell_lines):
+        reason = unsupported_reason(cell, platform)
+        if cell.cross_device_ops == "nccl":
+            n_unsupported += 1
+            assert reason is not None and line.endswith("unsupported: " + reason)
+            assert "NcclAllReduce" in line
+        else:
+            assert line.split()[1:] == ["run"]
+    assert n_unsupported > 0
+    assert (f"{len(cells)} cells in sweep 'smoke': {len(cells) - n_unsupported} to run, "
+            f"{n_unsupported} unsupported") in proc.stdout
+
+
+def test_list_axis_flags_make_a_custom_sweep():
+    proc = harness("list", "--model", "dense", "--strategy", "default,mirrored", "--replicas", "1..max",
+                   "--device", "cpu", "--cpu-devices", "3", "--cross-device-ops", "hierarchical_copy",
+                   "--repeats", "2")
+    assert proc.returncode == 0, proc.stderr
+    ids = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("dense/")]
+    assert ids == [
+        "dense/default/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "dense/mirrored[hierarchical_copy]/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "dense/mirrored[hierarchical_copy]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "dense/mirrored[hierarchical_copy]/r3w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+    ]
+    r3 = [line for line in proc.stdout.splitlines() if "/r3w1/" in line][0]
+    assert "unsupported:" in r3 and "wrong sums" in r3
+    assert "sweep 'custom'" in proc.stdout
+    assert "repeats=2" in proc.stdout
+
+
+def test_data_mnist_missing_file(tmp_path):
+    missing = tmp_path / "nowhere" / "mnist.npz"
+    proc = harness("run", "--data", "mnist", "--mnist-path", str(missing), "--out", str(tmp_path / "r"),
+                   env={"KERAS_HOME": str(tmp_path / "keras")})
+    assert proc.returncode == 2
+    assert "tensorflow imported" not in proc.stderr
+    err = " ".join(proc.stderr.split())
+    assert str(missing) in err
+    assert "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz" in err
+    assert str(tmp_path / "keras" / "datasets" / "mnist.npz") in err
+    assert "--mnist-path" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_data_mnist_default_path_missing(tmp_path):
+    proc = harness("list", "--data", "synthetic,mnist", "--device", "cpu",
+                   env={"KERAS_HOME": str(tmp_path)})
+    assert proc.returncode == 2
+    assert str(tmp_path / "datasets" / "mnist.npz") in proc.stderr
+
+
+def test_run_help_lists_axes_and_choices():
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--help"], cwd=REPO,
+                          env={**os.environ, "COLUMNS": "100"}, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    for axis in AXES:
+        assert axis.flag in text
+        if axis.choices:
+            for choice in axis.choices:
+                assert re.search(rf"\b{re.escape(choice)}\b", text), (axis.flag, choice)
+        else:
+            assert f"at least {axis.minimum}" in text
+    for name in SWEEPS:
+        assert name in text
+    for flag in ("--repeats", "--window-s", "--mnist-path", "--out", "--device", "--cpu-devices"):
+        assert flag in text
+    assert "1..max" in text
+    assert all(op in text for op in CROSS_DEVICE_OPS_NAMES)
+
+
+def test_python_m_harness_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "harness", "list", "--sweep", "smoke", "--device", "cpu"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "cnn/default/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak" in proc.stdout
+
+
+def test_no_command_is_a_usage_error():
+    proc = harness()
+    assert proc.returncode == 2
+    assert "run" in proc.stderr and "list" in proc.stderr

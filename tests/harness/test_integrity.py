@@ -1,0 +1,44 @@
+"""The integrity check flags a model built outside the strategy scope (in-process, one device)."""
+
+from __future__ import annotations
+
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+from harness import integrity  # noqa: E402
+from harness.models import MODELS  # noqa: E402
+
+
+def _mirrored() -> object:
+    return tf.distribute.MirroredStrategy(["/cpu:0"])
+
+
+def test_model_built_in_scope_passes() -> None:
+    strategy = _mirrored()
+    with strategy.scope():
+        model = MODELS["dense"].build()
+        optimizer = keras.optimizers.SGD(0.01)
+    assert integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5) == []
+
+
+def test_model_built_outside_scope_is_flagged() -> None:
+    strategy = _mirrored()
+    model = MODELS["dense"].build()  # on purpose: outside strategy.scope()
+    with strategy.scope():
+        optimizer = keras.optimizers.SGD(0.01)
+    problems = integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5)
+    assert len(problems) == 1
+    assert "not DistributedValues" in problems[0] and "outside strategy.scope()" in problems[0]
+    assert "model variable" in problems[0] and "ResourceVariable" in problems[0]
+
+
+def test_replica_count_and_loss_are_checked() -> None:
+    strategy = _mirrored()
+    with strategy.scope():
+        model = MODELS["dense"].build()
+        optimizer = keras.optimizers.SGD(0.01)
+    problems = integrity.check(strategy, "mirrored", model, optimizer, 2, float("nan"))
+    assert any("num_replicas_in_sync is 1, expected 2" in p for p in problems)
+    assert any("final loss is nan" in p for p in problems)

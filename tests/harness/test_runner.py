@@ -1,0 +1,101 @@
+"""End to end, in subprocesses: the CLI runs a sweep and writes parquet that pandas reads back; a
+worker that is killed or hangs becomes a failed row, rows before it are kept, and no process is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.store import CELL_SCHEMA, WINDOW_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+        "--steps-per-execution", "5", "--batch", "32"]
+
+
+def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def worker_processes(marker: str) -> list[str]:
+    """Command lines of live harness workers whose job lives under ``marker`` (a tmp path)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "harness.worker" in cmd and marker in cmd:
+            found.append(cmd)
+    return found
+
+
+def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    proc = harness("run", "--sweep", "smoke", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cells = pd.read_parquet(out / "cells")
+    windows = pd.read_parquet(out / "windows")
+    assert set(CELL_SCHEMA.names) <= set(cells.columns)
+    assert set(WINDOW_SCHEMA.names) <= set(windows.columns)
+    assert len(cells) == 10 and cells["run_id"].nunique() == 1
+    ok = cells[cells.status == "ok"]
+    assert len(ok) == 6, cells[["cell_id", "status", "reason"]].to_string()
+    assert (ok.examples_per_sec > 0).all()
+    assert (ok.examples_per_sec_ci_low <= ok.examples_per_sec).all()
+    assert (ok.examples_per_sec <= ok.examples_per_sec_ci_high).all()
+    assert ok.fingerprint.nunique() == 1 and ok.tf_version.notna().all()
+    assert (ok.mfu > 0).all() and (ok.mfu < 1).all()
+    one = ok[ok.replicas == 1]
+    assert (one.scaling_efficiency == 1.0).all()
+    two = ok[ok.replicas == 2]
+    assert two.scaling_efficiency.notna().all() and two.logical_devices.all()
+    assert set(ok[ok.strategy == "mirrored"].effective_cross_device_ops) == {"CollectiveAllReduce(RING)"}
+    unsupported = cells[cells.status == "unsupported"]
+    assert set(unsupported.cross_device_ops) == {"nccl"}
+    assert unsupported.reason.str.contains("NcclAllReduce").all()
+    # every window of every ok cell is kept, and its figures agree with the row
+    assert len(windows) == ok.repeats.sum()
+    per_cell = windows.groupby("cell_id").examples_per_sec.median()
+    for _, r in ok.iterrows():
+        assert per_cell[r.cell_id] == pytest.approx(r.examples_per_sec)
+    assert "examples/s" in proc.stdout and "wrote" in proc.stdout
+
+
+def _fault_run(tmp_path: Path, fault: str, target: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
+    out = tmp_path / "results"
+    env = {"HARNESS_INJECT_FAULT": f"{fault}:{target}", "TMPDIR": str(tmp_path)}
+    proc = harness("run", "--model", "dense", "--strategy", "default,one_device,mirrored",
+                   "--out", str(out), *FAST, *extra, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert worker_processes(str(tmp_path)) == []
+    return proc, pd.read_parquet(out / "cells").set_index("cell_id")
+
+
+TARGET = "dense/one_device/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak"
+
+
+def test_killed_worker_becomes_failed_row_and_keeps_others(tmp_path: Path) -> None:
+    _, cells = _fault_run(tmp_path, "kill", TARGET)
+    assert cells.loc[TARGET, "status"] == "failed"
+    assert "SIGKILL" in cells.loc[TARGET, "reason"]
+    others = cells.drop(TARGET)
+    assert len(others) == 2 and (others.status == "ok").all()
+    assert (others.examples_per_sec > 0).all()
+
+
+def test_hung_worker_is_stopped_at_its_deadline(tmp_path: Path) -> None:
+    _, cells = _fault_run(tmp_path, "hang", TARGET, "--cell-timeout-s", "15")
+    assert cells.loc[TARGET, "status"] == "failed"
+    reason = cells.loc[TARGET, "reason"]
+    assert "deadline passed" in reason and "15 s" in reason and "SIGKILL" in reason
+    assert (cells.drop(TARGET).status == "ok").all()

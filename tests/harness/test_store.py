@@ -1,0 +1,182 @@
+"""Tests of harness.store: schema, atomic writes, reading back with pyarrow and pandas."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness import store
+from harness.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _value(field: pa.Field, i: int):
+    """A distinct, non-null value of the field's type for row ``i``."""
+    if field.type == pa.int64():
+        return 1000 * i + len(field.name)
+    if field.type == pa.float64():
+        return i + len(field.name) / 8  # exactly representable
+    if field.type == pa.bool_():
+        return i % 2 == 0
+    assert field.type == pa.string(), field
+    return f"{field.name}-{i}"
+
+
+def _cell_row(i: int) -> dict:
+    return {f.name: _value(f, i) for f in CELL_SCHEMA}
+
+
+def _window_rows(i: int, n: int = 3) -> list[dict]:
+    return [{"run_id": f"run_id-{i}", "cell_id": f"cell_id-{i}", "worker": 0, "repeat": r,
+             "window_steps": 50, "window_s": 0.25 * (r + 1), "examples": 3200,
+             "examples_per_sec": 3200 / (0.25 * (r + 1))} for r in range(n)]
+
+
+@pytest.fixture
+def written(tmp_path):
+    files = RunFiles(tmp_path, "2025-01-02", "20250102T030405Z-abcdef")
+    rows = [_cell_row(i) for i in range(3)]
+    paths = [files.write(i, row, _window_rows(i)) for i, row in enumerate(rows)]
+    return tmp_path, files, rows, paths
+
+
+def _assert_dtype(series: pd.Series, field: pa.Field) -> None:
+    if field.type == pa.int64():
+        assert series.dtype == "int64", field.name
+    elif field.type == pa.float64():
+        assert series.dtype == "float64", field.name
+    elif field.type == pa.bool_():
+        assert series.dtype == "bool", field.name
+    else:
+        assert pd.api.types.is_string_dtype(series), field.name
+
+
+def test_schema_names_unique_and_documented():
+    assert len(set(CELL_SCHEMA.names)) == len(CELL_SCHEMA.names)
+    assert len(set(WINDOW_SCHEMA.names)) == len(WINDOW_SCHEMA.names)
+    for col in (*store.CELL_COLUMNS, *store.WINDOW_COLUMNS):
+        assert col.doc.strip(), col.name
+
+
+def test_write_paths_and_layout(written):
+    root, files, rows, paths = written
+    assert files.folder("cells") == root / "cells" / "2025-01-02" / "20250102T030405Z-abcdef"
+    assert paths == [files.folder("cells") / f"{i:05d}.parquet" for i in range(3)]
+    assert sorted(p.name for p in files.folder("windows").iterdir()) == [
+        "00000.parquet", "00001.parquet", "00002.parquet"]
+
+
+def test_read_cells_round_trip(written):
+    root, _, rows, _ = written
+    df = store.read_cells(root)
+    assert list(df.columns) == CELL_SCHEMA.names
+    assert len(df) == 3
+    df = df.sort_values("run_id").reset_index(drop=True)
+    for field in CELL_SCHEMA:
+        _assert_dtype(df[field.name], field)
+        assert df[field.name].tolist() == [r[field.name] for r in rows], field.name
+
+
+def test_read_windows_round_trip(written):
+    root, _, _, _ = written
+    df = store.read_windows(root)
+    assert list(df.columns) == WINDOW_SCHEMA.names
+    assert len(df) == 9
+    for field in WINDOW_SCHEMA:
+        _assert_dtype(df[field.name], field)
+    first = df[df["cell_id"] == "cell_id-0"].sort_values("repeat")
+    assert first["repeat"].tolist() == [0, 1, 2]
+    assert first["window_s"].tolist() == [0.25, 0.5, 0.75]
+    assert first["examples_per_sec"].tolist() == [12800.0, 6400.0, 3200 / 0.75]
+
+
+def test_pandas_reads_the_folder_directly(written):
+    root, _, rows, _ = written
+    df = pd.read_parquet(root / "cells")
+    assert set(CELL_SCHEMA.names) <= set(df.columns)
+    assert len(df) == 3
+    assert sorted(df["cell_id"]) == sorted(r["cell_id"] for r in rows)
+    assert sorted(df["examples_per_sec"]) == sorted(r["examples_per_sec"] for r in rows)
+    assert len(pd.read_parquet(root / "windows")) == 9
+
+
+def test_missing_columns_read_as_null(tmp_path):
+    files = RunFiles(tmp_path, "2025-01-02", "run")
+    files.write(0, {"cell_id": "c", "status": "unsupported", "reason": "why"}, [])
+    df = store.read_cells(tmp_path)
+    assert list(df.columns) == CELL_SCHEMA.names
+    assert df.loc[0, "cell_id"] == "c" and df.loc[0, "reason"] == "why"
+    assert math.isnan(df.loc[0, "examples_per_sec"])
+    assert pd.isna(df.loc[0, "model"])
+    # a row without windows writes no windows file
+    assert not files.folder("windows").exists()
+    assert len(store.read_windows(tmp_path)) == 0
+
+
+def test_empty_results_read_as_empty_frames(tmp_path):
+    cells = store.read_cells(tmp_path)
+    windows = store.read_windows(tmp_path)
+    assert len(cells) == 0 and list(cells.columns) == CELL_SCHEMA.names
+    assert len(windows) == 0 and list(windows.columns) == WINDOW_SCHEMA.names
+
+
+def test_unknown_columns_raise_key_error(tmp_path):
+    files = RunFiles(tmp_path, "2025-01-02", "run")
+    with pytest.raises(KeyError, match="not_a_column"):
+        files.write(0, {**_cell_row(0), "not_a_column": 1}, [])
+    with pytest.raises(KeyError, match="bogus"):
+        files.write(1, _cell_row(1), [{**_window_rows(1)[0], "bogus": 2}])
+    assert len(store.read_cells(tmp_path)) == 0
+
+
+def test_hidden_temp_files_are_ignored(written):
+    root, files, _, _ = written
+    folder = files.folder("cells")
+    (folder / ".tmpabc123.tmp").write_bytes(b"half a parquet file")
+    (folder / ".00099.parquet").write_bytes(b"PAR1 garbage")
+    df = store.read_cells(root)
+    assert len(df) == 3
+    assert len(pd.read_parquet(root / "cells")) == 3
+
+
+def test_write_atomic_leaves_no_temp_file(tmp_path):
+    table = pa.Table.from_pylist([{"a": 1}, {"a": 2}])
+    target = tmp_path / "deep" / "folder" / "t.parquet"
+    store.write_atomic(table, target)
+    assert [p.name for p in target.parent.iterdir()] == ["t.parquet"]
+    assert pq.read_table(target).column("a").to_pylist() == [1, 2]
+    # overwriting in place also leaves only the target
+    store.write_atomic(pa.Table.from_pylist([{"a": 3}]), target)
+    assert [p.name for p in target.parent.iterdir()] == ["t.parquet"]
+    assert pq.read_table(target).column("a").to_pylist() == [3]
+
+
+def test_write_atomic_cleans_up_on_failure(tmp_path, monkeypatch):
+    def boom(table, where):
+        Path(where).write_bytes(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store.pq, "write_table", boom)
+    target = tmp_path / "t.parquet"
+    with pytest.raises(OSError, match="disk full"):
+        store.write_atomic(pa.Table.from_pylist([{"a": 1}]), target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_schema_markdown_lists_every_column():
+    md = store.schema_markdown()
+    assert "### `cells` table" in md and "### `windows` table" in md
+    for col in (*store.CELL_COLUMNS, *store.WINDOW_COLUMNS):
+        assert f"| `{col.name}` | {col.type} |" in md
+
+
+def test_results_readme_contains_schema_markdown():
+    readme = REPO / "results" / "README.md"
+    assert readme.is_file(), f"{readme} is missing; it must contain store.schema_markdown() verbatim"
+    assert store.schema_markdown() in readme.read_text(encoding="utf-8")

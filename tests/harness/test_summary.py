@@ -1,0 +1,57 @@
+"""Tests of harness.summary."""
+
+from __future__ import annotations
+
+from harness.summary import FOOTNOTE, summary_table
+
+
+def _row(**kw):
+    base = {"model": "cnn", "strategy": "mirrored", "cross_device_ops": "auto", "replicas": 1,
+            "workers": 1, "per_replica_batch": 64, "status": "ok", "reason": ""}
+    return {**base, **kw}
+
+
+def test_summary_table_rows():
+    rows = [
+        _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
+             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv=0.0123,
+             scaling_efficiency=1.0),
+        _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
+             examples_per_sec_ci_high=18600.0, cv=0.05, scaling_efficiency=0.75),
+        _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
+             reason="NcclAllReduce has no CPU kernel"),
+        _row(replicas=2, batch=32, per_replica_batch=32, status="failed",
+             reason="worker died: signal 9 " + "x" * 100),
+    ]
+    lines = summary_table(rows).splitlines()
+    assert len(lines) == 2 + len(rows)
+    assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
+    assert set(lines[1]) == {"-"}
+    ok1, ok2, unsup, failed = lines[2:]
+    assert ok1.split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%", "1.00", "ok"]
+    assert ok2.split() == ["cnn", "mirrored[auto]", "2x1", "64", "18,000", "17,500..18,600", "5.0%",
+                           "0.75", "ok"]
+    assert unsup.split()[:9] == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-",
+                                 "unsupported:"]
+    assert unsup.endswith("unsupported: NcclAllReduce has no CPU kernel")
+    assert "failed: worker died: signal 9" in failed
+    assert failed.endswith("x" * (60 - len("worker died: signal 9 ")))  # reason cut at 60 chars
+    # columns line up: every line has the same prefix width before the status
+    assert len({line.index("ok") for line in (ok1, ok2)}) == 1
+
+
+def test_summary_table_missing_and_nan_numbers():
+    lines = summary_table([_row(examples_per_sec=100.0, cv=float("nan"))]).splitlines()
+    fields = lines[2].split()
+    # no CI, cv NaN, no efficiency
+    assert fields[4] == "100" and fields[5] == "-..-" and fields[6] == "-" and fields[7] == "-"
+
+
+def test_summary_table_empty():
+    lines = summary_table([]).splitlines()
+    assert len(lines) == 2 and "examples/s" in lines[0]
+
+
+def test_footnote_formats():
+    text = FOOTNOTE.format(repeats=5, window_s=0.6)
+    assert "median of 5 timed windows of ~0.6 s" in text

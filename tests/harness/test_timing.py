@@ -1,0 +1,80 @@
+"""Tests of harness.timing with a fake training callable and a fake clock (no real time)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.spec import Protocol
+from harness.timing import Timings, calibrated_window_steps, measure
+
+STEP_S = 0.001   # fake seconds per optimizer step
+COMPILE_S = 0.5  # fake extra seconds of the first call (tracing)
+
+
+class FakeTraining:
+    """``run(steps) -> loss`` that advances a fake clock by steps * STEP_S (plus COMPILE_S once)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.calls: list[int] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def run(self, steps: int) -> float:
+        self.now += steps * STEP_S + (COMPILE_S if not self.calls else 0.0)
+        self.calls.append(steps)
+        return 1.0 / len(self.calls)  # loss falls call by call
+
+
+def test_measure_with_fake_clock():
+    fake = FakeTraining()
+    protocol = Protocol(repeats=4, window_s=0.05, warmup_windows=2, min_window_steps=10)
+    t = measure(fake.run, 4, protocol, clock=fake.clock)
+    assert isinstance(t, Timings)
+    # first call: one steps_per_execution of steps plus tracing
+    assert t.compile_s == pytest.approx(COMPILE_S + 4 * STEP_S)
+    # 0.05 s / 0.001 s per step = 50 steps, rounded up to a multiple of 4
+    assert t.window_steps == 52
+    assert t.window_steps % 4 == 0 and t.window_steps >= protocol.min_window_steps
+    assert len(t.window_seconds) == protocol.repeats
+    assert t.window_seconds == pytest.approx((52 * STEP_S,) * 4)
+    # calls: compile (4), calibration probe (12 = 4 * ceil(10 / 4)), 2 warm-up windows, 4 timed windows
+    assert fake.calls == [4, 12, 52, 52, 52, 52, 52, 52]
+    assert t.final_loss == 1.0 / len(fake.calls)
+
+
+def test_measure_respects_min_window_steps():
+    fake = FakeTraining()
+    # a 0.005 s window would be 5 steps: the minimum of 20 wins, rounded up to a multiple of 6
+    protocol = Protocol(repeats=2, window_s=0.005, warmup_windows=0, min_window_steps=20)
+    t = measure(fake.run, 6, protocol, clock=fake.clock)
+    assert t.window_steps == 24
+    assert fake.calls == [6, 24, 24, 24]
+    assert len(t.window_seconds) == 2
+    assert t.final_loss == 0.25
+
+
+def test_measure_window_length_near_target():
+    fake = FakeTraining()
+    protocol = Protocol(repeats=3, window_s=1.0, warmup_windows=1, min_window_steps=10)
+    t = measure(fake.run, 10, protocol, clock=fake.clock)
+    assert t.window_steps == 1000
+    for s in t.window_seconds:
+        assert s == pytest.approx(protocol.window_s)
+
+
+@pytest.mark.parametrize("step_s,spe,window_s,min_steps,expected", [
+    (0.01, 10, 1.0, 10, 100),     # 1.0 / 0.01 = 100, already a multiple of 10
+    (0.003, 10, 1.0, 10, 340),    # 333.3 -> 340
+    (0.003, 1, 1.0, 10, 334),     # 333.3 -> 334
+    (0.5, 4, 1.0, 10, 12),        # 2 steps wanted, the minimum 10 rounds up to 12
+    (0.25, 5, 1.0, 1, 5),         # 4 steps wanted, one execution of 5
+    (0.002, 7, 0.1, 10, 56),      # 50 -> 56
+    (0.0, 10, 1.0, 10, 1_000_000_000),  # a zero step time is clamped to 1e-9 s
+])
+def test_calibrated_window_steps(step_s, spe, window_s, min_steps, expected):
+    protocol = Protocol(window_s=window_s, min_window_steps=min_steps)
+    steps = calibrated_window_steps(step_s, spe, protocol)
+    assert steps == expected
+    assert steps % spe == 0 and steps >= min_steps
