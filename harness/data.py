@@ -1,4 +1,4 @@
-"""Input pipelines yielding global batches ``(x, y)``: x float32 (B, 28, 28, 1) in [0, 1), y int32 (B,).
+"""Input pipelines yielding global batches ``(x, y)``: x float32 (B, 28, 28, 1) in [0, 1], y int32 (B,).
 
 No strategy logic here: the worker distributes the dataset. Both sources end in the same
 ``repeat -> prefetch`` tail, so they differ only in where the examples come from.
@@ -7,6 +7,7 @@ No strategy logic here: the worker distributes the dataset. Both sources end in 
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,11 @@ def load_mnist(path: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     try:
         with np.load(p, allow_pickle=False) as f:
             x, y = f["x_train"], f["y_train"]
-    except (OSError, KeyError, ValueError) as e:
+    except (OSError, KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as e:
         raise DataError(f"{p} is not a Keras mnist.npz (needs x_train and y_train): {e}") from e
-    if x.ndim != 3 or x.shape[1:] != (28, 28) or len(x) != len(y):
-        raise DataError(f"{p}: x_train has shape {x.shape} and y_train {y.shape}; "
-                        "expected (N, 28, 28) and (N,)")
+    if x.shape[1:] != (28, 28) or x.dtype != np.uint8 or y.ndim != 1 or len(x) != len(y):
+        raise DataError(f"{p}: x_train is {x.dtype} {x.shape} and y_train {y.dtype} {y.shape}; "
+                        "expected uint8 (N, 28, 28) and integers (N,)")
     return (x.astype(np.float32) / 255.0)[..., None], y.astype(np.int32)
 
 

@@ -58,9 +58,7 @@ class Axis:
         return tuple(self.check(self._convert(t)) for t in items)
 
     def _convert(self, token: str) -> Any:
-        if self.kind is int:
-            if self.name == "replicas" and token in (REPLICAS_TO_MAX, "max"):
-                return REPLICAS_TO_MAX
+        if self.kind is int and not (self.name == "replicas" and token in (REPLICAS_TO_MAX, "max")):
             try:
                 return int(token)
             except ValueError:
@@ -70,9 +68,9 @@ class Axis:
     def check(self, value: Any) -> Any:
         """Return ``value`` if accepted, else raise SpecError naming it and the accepted values."""
         if self.kind is int:
-            if value == REPLICAS_TO_MAX and self.name == "replicas":
-                return value
-            ok = isinstance(value, int) and value >= self.minimum
+            if self.name == "replicas" and value in (REPLICAS_TO_MAX, "max"):
+                return REPLICAS_TO_MAX
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.minimum
             ok = ok and (self.maximum is None or value <= self.maximum)
         else:
             ok = value in self.choices
@@ -159,15 +157,22 @@ class Cell:
 
     @property
     def id(self) -> str:
-        """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``."""
+        """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``.
+
+        The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
+        """
         strategy = self.strategy
         if self.cross_device_ops != "none":
             strategy += f"[{self.cross_device_ops}]"
         return "/".join((
-            self.model, strategy, f"r{self.replicas}w{self.workers}", f"b{self.per_replica_batch}",
+            self.model, strategy, f"r{self.replicas}w{self.workers}", self._batch_id(),
             f"acc{self.accum_steps}", self.loop, f"spe{self.steps_per_execution}", self.precision,
             self.data, self.scaling,
         ))
+
+    def _batch_id(self) -> str:
+        """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
+        return f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}"
 
     @property
     def topology(self) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -161,11 +162,16 @@ class RunFiles:
         return path
 
 
+_NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
+"""Integers and booleans stay integers and booleans when some rows hold nulls."""
+
+
 def _read(root: Path, schema: pa.Schema) -> Any:
     files = sorted(p for p in root.rglob("*.parquet") if not p.name.startswith("."))
     if not files:
-        return schema.empty_table().to_pandas()
-    return ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table().to_pandas()
+        return schema.empty_table().to_pandas(types_mapper=_NULLABLE.get)
+    table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table()
+    return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
 def read_cells(results: str | Path) -> Any:

@@ -10,9 +10,14 @@ def _num(x: Any, fmt: str) -> str:
     return "-" if x is None or x != x else format(x, fmt)
 
 
+OPTIONAL_AXES = ("data", "precision", "steps_per_execution", "loop", "accum_steps", "scaling")
+"""Shown as extra columns when they vary between the rows."""
+
+
 def summary_table(rows: Sequence[dict[str, Any]]) -> str:
     """A fixed-width text table of the rows, in the order given."""
-    header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", "examples/s",
+    extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
+    header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", *extra, "examples/s",
               "95% CI", "cv", "efficiency", "status")
     lines = [header]
     for r in rows:
@@ -21,7 +26,7 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
               if r.get("examples_per_sec") is not None else "-")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:60]}"
         lines.append((r["model"], strategy, f"{r['replicas']}x{r['workers']}", str(r["per_replica_batch"]),
-                      _num(r.get("examples_per_sec"), ",.0f"), ci, _num(r.get("cv"), ".1%"),
+                      *(str(r.get(a)) for a in extra), _num(r.get("examples_per_sec"), ",.0f"), ci, _num(r.get("cv"), ".1%"),
                       _num(r.get("scaling_efficiency"), ".2f"), status))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
     out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]

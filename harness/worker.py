@@ -166,6 +166,15 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     return row, windows
 
 
+def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
+    """``Type: message`` without TensorFlow's "Detected at node ... defined at" stack dumps."""
+    text = getattr(e, "message", None) or str(e)
+    kept = [line.strip() for line in text.splitlines()
+            if line.strip() and not line.strip().startswith(("File ", "Detected at node"))]
+    summary = " ".join(dict.fromkeys(kept))  # TF repeats the same lines per replica
+    return f"{type(e).__name__}: {summary}"[:limit]
+
+
 def _emit(stream: TextIO, event: dict[str, Any]) -> None:
     stream.write(json.dumps(event) + "\n")
     stream.flush()
@@ -205,8 +214,7 @@ def main(argv: list[str]) -> int:
                 measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
                                              job.mnist_path)
             except Exception as e:  # the cell's error becomes its row; the sweep goes on
-                tail = "".join(traceback.format_exception_only(type(e), e)).strip()
-                row.update(status="failed", reason=f"{type(e).__name__}: {tail[-ERROR_TAIL_CHARS:]}")
+                row.update(status="failed", reason=summarize_error(e))
                 _emit(events, {"event": "record", "row": row, "windows": []})
                 traceback.print_exc()
                 return EXIT_TAINTED

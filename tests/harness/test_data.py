@@ -92,9 +92,6 @@ def test_load_mnist_bad_file(tmp_path, kind):
     assert str(path) in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG harness/data.py load_mnist: only len(x) == len(y) is checked, so y_train of shape (N, 1) "
-    "passes and comes back as (N, 1) labels instead of DataError"))
 def test_load_mnist_rejects_2d_labels(tmp_path):
     path = tmp_path / "bad.npz"
     _fake_mnist(path, y_shape=(100, 1))
@@ -102,9 +99,6 @@ def test_load_mnist_rejects_2d_labels(tmp_path):
         load_mnist(str(path))
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "BUG harness/data.py load_mnist: a .npy file (np.load returns an ndarray, not an NpzFile) raises "
-    "TypeError from the `with` statement instead of DataError"))
 def test_load_mnist_npy_file_raises_data_error(tmp_path):
     path = tmp_path / "mnist.npz"
     with open(path, "wb") as f:

@@ -123,9 +123,10 @@ def test_cell_id_default_strategy_has_no_brackets():
     assert Cell().id == "cnn/mirrored[auto]/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak"
 
 
-def test_cell_id_strong_scaling_shows_per_replica_batch():
+def test_cell_id_strong_scaling_shows_global_batch():
     cell = Cell(replicas=2, batch=128, scaling="strong")
-    assert cell.id == "cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/strong"
+    assert cell.per_replica_batch == 64
+    assert cell.id == "cnn/mirrored[auto]/r2w1/gb128/acc1/ctl/spe10/float32/synthetic/strong"
 
 
 def test_cell_dict_round_trip():
@@ -240,9 +241,6 @@ def test_platform_max_replicas():
     assert Platform("gpu", 3, 2).max_replicas == 3
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG harness/spec.py Cell.id: strong-scaling ids use the floored per_replica_batch, so global "
-    "batches 64 and 65 on 2 replicas share one id and expand() silently drops one of them"))
 def test_expand_keeps_strong_cells_with_different_global_batches():
     sweep = make_sweep("t", "t", replicas=(2,), batch=(65, 64), scaling=("strong",))
     cells = expand(sweep, CPU2)
