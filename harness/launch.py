@@ -19,11 +19,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.spec import Cell, Platform, Protocol, SpecError
+from harness.worker import Job
 
 KILL_GRACE_S = 5.0
 POLL_S = 0.1
@@ -158,11 +159,9 @@ class _Events:
 
 def _start(cells: list[Cell], options: WorkerOptions, index: int, tmp: Path
            ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
-    job = {"cells": [c.to_dict() for c in cells], "protocol": asdict(options.protocol),
-           "platform": asdict(options.platform), "mnist_path": options.mnist_path,
-           "inject_fault": injected_fault()}
+    job = Job(tuple(cells), options.protocol, options.platform, options.mnist_path, injected_fault())
     job_path, events_path = tmp / f"job-{index}.json", tmp / f"events-{index}.jsonl"
-    job_path.write_text(json.dumps(job))
+    job_path.write_text(json.dumps(job.to_json()))
     events_path.touch()
     options.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = options.log_dir / f"worker-{index}.log"

@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 from harness import metrics
@@ -49,6 +49,11 @@ class Job:
     mnist_path: str | None = None
     inject_fault: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        return {"cells": [c.to_dict() for c in self.cells], "protocol": asdict(self.protocol),
+                "platform": asdict(self.platform), "mnist_path": self.mnist_path,
+                "inject_fault": self.inject_fault}
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Job":
         return cls(tuple(Cell.from_dict(c) for c in d["cells"]), Protocol(**d["protocol"]),
@@ -72,7 +77,12 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
             tf.config.set_logical_device_configuration(
                 cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
         kind = "CPU"
-    return kind, [d.name for d in tf.config.list_logical_devices(kind)]
+    devices = [d.name for d in tf.config.list_logical_devices(kind)]
+    if len(devices) < replicas:
+        raise RuntimeError(f"TensorFlow sees {len(devices)} {kind} device(s), the cell needs {replicas}"
+                           + (" (a CPU-only TensorFlow build? install the CUDA build, or run with "
+                              "--device cpu)" if kind == "GPU" else ""))
+    return kind, devices
 
 
 def weights_digest(model: Any) -> str:

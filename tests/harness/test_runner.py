@@ -99,3 +99,25 @@ def test_hung_worker_is_stopped_at_its_deadline(tmp_path: Path) -> None:
     reason = cells.loc[TARGET, "reason"]
     assert "deadline passed" in reason and "15 s" in reason and "SIGKILL" in reason
     assert (cells.drop(TARGET).status == "ok").all()
+
+
+def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    out = tmp_path / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--model", "dense", "--strategy",
+         "default,one_device,mirrored", "--out", str(out), *FAST],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)})
+    deadline = time.monotonic() + 300
+    while not list((out / "cells").rglob("*.parquet")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "kept" in err
+    cells = pd.read_parquet(out / "cells")
+    assert 1 <= len(cells) < 3 and (cells.status == "ok").all()
+    assert worker_processes(str(tmp_path)) == []

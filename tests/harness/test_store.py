@@ -181,3 +181,13 @@ def test_results_readme_contains_schema_markdown():
     readme = REPO / "results" / "README.md"
     assert readme.is_file(), f"{readme} is missing; it must contain store.schema_markdown() verbatim"
     assert store.schema_markdown() in readme.read_text(encoding="utf-8")
+
+
+def test_read_cells_keeps_types_with_null_rows(tmp_path):
+    files = RunFiles(tmp_path, "2025-01-02", "run")
+    files.write(0, {"cell_id": "a", "status": "ok", "window_steps": 40, "jit_compile": False}, [])
+    files.write(1, {"cell_id": "b", "status": "unsupported", "reason": "why"}, [])
+    cells = store.read_cells(tmp_path).set_index("cell_id")
+    assert cells.window_steps.dtype == pd.Int64Dtype() and cells.loc["a", "window_steps"] == 40
+    assert pd.isna(cells.loc["b", "window_steps"])
+    assert cells.jit_compile.dtype == pd.BooleanDtype()
