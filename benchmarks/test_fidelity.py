@@ -70,9 +70,9 @@ def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
     runs = {
         "handwritten": handwritten_loop(64, seed=0),
         "harness": build_cell(Cell(model="cnn", strategy="default", batch=64,
-                                   steps_per_execution=SPE), devices).run,
+                                   steps_per_execution=SPE), devices).trainer.run,
         "mirrored_r1": build_cell(Cell(model="cnn", strategy="mirrored", batch=64,
-                                       steps_per_execution=SPE), devices).run,
+                                       steps_per_execution=SPE), devices).trainer.run,
     }
     for run in runs.values():  # trace, compile, warm up
         run(SPE)

@@ -63,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="results", help="results folder. Default: results")
     lst = sub.add_parser("list", help="print a sweep's cells, ids and which are unsupported (no TF)")
     _selection_args(lst)
+    ver = sub.add_parser(
+        "verify", help="train cells for a fixed number of updates from one seed and check that cells "
+        "which must be equivalent (same model, data, precision and examples per update) agree",
+        description="Exit 0 when every group agrees within tolerance (float32: 1e-5 relative on the "
+        "final loss and on the weights' L2 norm; mixed precision: 1e-2, bfloat16 2e-2), 1 when a "
+        "cell disagrees, is invalid or failed, 2 on bad input. Default cells: --sweep equivalence.")
+    _selection_args(ver)
+    ver.add_argument("--updates", type=int, default=8,
+                     help="optimizer updates per cell (a multiple of every steps_per_execution). "
+                          "Default: 8")
+    ver.add_argument("--include-unsupported", action="store_true",
+                     help="also run cells marked unsupported, to see what they compute")
     return parser
 
 
@@ -80,7 +92,7 @@ class Selection:
 def select(args: argparse.Namespace) -> Selection:
     """Resolve sweep, axis overrides, protocol and platform; SpecError/DataError on bad input."""
     overrides = {a.name: a.parse(getattr(args, a.name)) for a in AXES if getattr(args, a.name) is not None}
-    sweep = get_sweep(args.sweep or "default")
+    sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
     if args.sweep is None and overrides:
         sweep = Sweep("custom", "axes from the command line", protocol=sweep.protocol)
     sweep = sweep.with_axes(overrides)
@@ -138,13 +150,41 @@ def cmd_run(sel: Selection, out: Path) -> int:
     return 0
 
 
+def cmd_verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
+    from harness.verify import judge, run_cells, verdict_table
+
+    print(f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}",
+          flush=True)
+    outcomes = run_cells(sel.cells, updates, sel.protocol, sel.platform, include_unsupported,
+                         sel.mnist_path)
+    verdicts = judge(outcomes)
+    print()
+    print(verdict_table(verdicts))
+    bad = [v for v in verdicts if v.agrees is False or v.outcome.status in ("failed", "invalid")]
+    print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid." if bad
+          else f"\nall {sum(v.agrees is not None for v in verdicts)} compared cells agree with "
+               "their group's reference.")
+    return 1 if bad else 0
+
+
+def _check_updates(updates: int, cells: list[Cell]) -> None:
+    spes = sorted({c.steps_per_execution for c in cells})
+    if updates < 1 or any(updates % s for s in spes):
+        raise SpecError(f"Received --updates={updates}; expected a positive multiple of every "
+                        f"steps_per_execution in the selection: {spes}.")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         sel = select(args)
+        if args.command == "verify":
+            _check_updates(args.updates, sel.cells)
     except (SpecError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "list":
         return cmd_list(sel)
+    if args.command == "verify":
+        return cmd_verify(sel, args.updates, args.include_unsupported)
     return cmd_run(sel, Path(args.out))

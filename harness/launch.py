@@ -101,6 +101,8 @@ class WorkerOptions:
     log_dir: Path
     mnist_path: str | None = None
     startup_timeout_s: float = 180.0
+    verify_updates: int | None = None
+    weights_dir: str | None = None
 
 
 def _signal_name(code: int) -> str:
@@ -159,7 +161,8 @@ class _Events:
 
 def _start(cells: list[Cell], options: WorkerOptions, index: int, tmp: Path
            ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
-    job = Job(tuple(cells), options.protocol, options.platform, options.mnist_path, injected_fault())
+    job = Job(tuple(cells), options.protocol, options.platform, options.mnist_path, injected_fault(),
+              options.verify_updates, options.weights_dir)
     job_path, events_path = tmp / f"job-{index}.json", tmp / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
     events_path.touch()

@@ -1,71 +1,231 @@
-"""LOOPS registry: training loops. Each builds a ``run(steps) -> final loss`` callable.
+"""LOOPS registry: training loops around one shared replica update with gradient accumulation.
 
-``run(steps)`` trains ``steps`` optimizer steps (a multiple of steps_per_execution) and returns the
-loss of the last step as a Python float: fetching it to the host is the window's closing sync.
+One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples on each replica:
+each replica sums the k micro-batch gradients locally, then ``optimizer.apply_gradients`` performs the
+update's one cross-replica reduction (Keras's TF optimizer all-reduces the gradients) and one optimizer
+step. The input pipeline yields ``k x global_batch`` examples per update, so replica r sees the same
+examples as it would in one step on ``k x per_replica_batch``: k micro-batches of b are the same
+arithmetic as one batch of k*b (up to float summation order). The loss of each micro-batch is divided
+by the effective global batch (``global_batch x k``), never by the replica count again.
+
+Every loop returns a :class:`Trainer`: ``run(steps)`` trains ``steps`` updates (a multiple of
+steps_per_execution) and returns the last update's loss as a float, fetched to the host;
+``windows(steps, n)`` runs n back-to-back windows of ``steps`` updates and returns their durations,
+each ending in a host sync, without adding any other sync.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.spec import Cell
 
-RunSteps = Callable[[int], float]
+
+@dataclass
+class ReductionCounter:
+    """Counts the cross-replica reductions a strategy emits, by wrapping its cross-device ops.
+
+    Counting happens while TensorFlow traces: every top-level ``reduce``/``batch_reduce``
+    implementation call made while tracing an update is one reduction in the graph of that update
+    (micro-batch phase counts k times, since its traced body runs k times). ``updates_traced`` counts
+    traced update bodies, so retracing does not inflate the result; MirroredStrategy traces the
+    replica function once per local replica but merges (and reduces) once, hence ``local_replicas``.
+    """
+
+    phase: str = "other"
+    calls: dict[str, int] = field(default_factory=lambda: {"micro": 0, "apply": 0, "other": 0})
+    updates_traced: int = 0
+    local_replicas: int = 1
+    _depth: int = 0
+
+    def attach(self, strategy: Any) -> "ReductionCounter":
+        try:
+            self.local_replicas = len(strategy.extended.worker_devices)
+        except RuntimeError:  # the default strategy: one device, and no device list to ask
+            self.local_replicas = 1
+        ops = getattr(strategy.extended, "_cross_device_ops", None)
+        if ops is None:  # default / one-device strategies: nothing to reduce across
+            return self
+        for name in ("reduce_implementation", "batch_reduce_implementation"):
+            setattr(ops, name, self._wrap(getattr(ops, name)))
+        return self
+
+    def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if self._depth == 0:
+                self.calls[self.phase] += 1
+            self._depth += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth -= 1
+        return counted
+
+    def per_update(self, accum_steps: int) -> float | None:
+        """Cross-replica reductions per optimizer update; None before any update was traced."""
+        if not self.updates_traced:
+            return None
+        updates = self.updates_traced / self.local_replicas
+        return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates
 
 
-def make_step(strategy: Any, model: Any, optimizer: Any, cell: Cell) -> Callable[[Any, Any], Any]:
-    """One replica's training step: forward, loss averaged over the global batch, backward, update.
+def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
+                counter: ReductionCounter) -> Callable[[Any, Any], Any]:
+    """The replica function of one update on a (k x per_replica_batch)-example slice.
 
-    ``optimizer.apply_gradients`` all-reduces the gradients across replicas (Keras's TF optimizer),
-    so the step itself never divides by the replica count (that would be a silent error).
+    Returns this replica's share of the update's loss (summing shares over replicas gives the mean
+    over the effective global batch).
     """
     import keras
     import tensorflow as tf
 
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
-    global_batch = cell.global_batch
+    k = cell.accum_steps
+    effective_batch = cell.global_batch * k
+    variables = model.trainable_variables
 
-    def step(x: Any, y: Any) -> Any:
+    def micro(x: Any, y: Any) -> tuple[Any, list[Any]]:
+        counter.phase = "micro"
         with tf.GradientTape() as tape:
             logits = tf.cast(model(x, training=True), tf.float32)
-            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=global_batch)
+            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=effective_batch)
             scaled = optimizer.scale_loss(loss)
-        grads = tape.gradient(scaled, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss, tape.gradient(scaled, variables)
+
+    def update(x: Any, y: Any) -> Any:
+        counter.updates_traced += 1
+        if k == 1:
+            loss, grads = micro(x, y)
+        else:  # an explicit while loop: Keras's fit traces train_step with AutoGraph off
+            xs = tf.reshape(x, [k, -1, *x.shape[1:]])
+            ys = tf.reshape(y, [k, -1])
+            loss, grads = micro(xs[0], ys[0])
+
+            def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
+                loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))
+                return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i)]
+
+            _, loss, grads = tf.while_loop(lambda i, *_: i < k, body, (tf.constant(1), loss, grads))
+        counter.phase = "apply"
+        optimizer.apply_gradients(zip(grads, variables))
+        counter.phase = "other"
         return loss
 
-    return step
+    return update
 
 
-def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cell) -> RunSteps:
+@dataclass(frozen=True)
+class Trainer:
+    """A ready training loop. ``run(steps) -> last loss``; ``windows(steps, n) -> (seconds, loss)``."""
+
+    run: Callable[[int], float]
+    windows: Callable[[int, int], tuple[list[float], float]]
+    counter: ReductionCounter
+
+
+def _check_steps(steps: int, spe: int) -> None:
+    if steps <= 0 or steps % spe:
+        raise ValueError(f"steps={steps} must be a positive multiple of steps_per_execution={spe}")
+
+
+def timed_windows(run: Callable[[int], float], steps: int, n: int,
+                  clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
+    """n windows of ``run(steps)``; each ends with run's host sync, which bounds the next start."""
+    seconds: list[float] = []
+    loss = float("nan")
+    for _ in range(n):
+        t0 = clock()
+        loss = run(steps)
+        seconds.append(clock() - t0)
+    return seconds, loss
+
+
+def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cell) -> Trainer:
     """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
-    steps_per_execution steps; only the last step's loss is reduced across replicas."""
+    steps_per_execution updates; only the last update's loss is reduced across replicas."""
     import tensorflow as tf
 
-    step = make_step(strategy, model, optimizer, cell)
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
     spe = cell.steps_per_execution
 
     @tf.function(jit_compile=False)
     def execution(iterator: Any) -> Any:
         for _ in tf.range(spe - 1):
-            strategy.run(step, args=next(iterator))
-        last = strategy.run(step, args=next(iterator))
+            strategy.run(update, args=next(iterator))
+        last = strategy.run(update, args=next(iterator))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
 
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
 
     def run(steps: int) -> float:
-        if steps <= 0 or steps % spe:
-            raise ValueError(f"steps={steps} must be a positive multiple of steps_per_execution={spe}")
+        _check_steps(steps, spe)
         loss = None
         for _ in range(steps // spe):
             loss = execution(iterator)
         return float(loss)
 
-    return run
+    return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter)
 
 
-LOOPS: dict[str, Callable[[Any, Any, Any, Any, Cell], RunSteps]] = {
+def build_fit(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cell) -> Trainer:
+    """Keras ``model.fit`` with steps_per_execution and the suite's own train step (the same update
+    as ``ctl``; Keras's built-in gradient accumulation fails under tf.distribute). A window is one
+    epoch of ``steps`` updates inside a single ``fit`` call; its end is timed in ``on_epoch_end``
+    after the epoch's loss is fetched to the host, so no sync is added inside a window."""
+    import keras
+
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+
+    class Wrapped(keras.Model):
+        def __init__(self, inner: Any) -> None:
+            super().__init__(name=f"{inner.name}_fit")
+            self.inner = inner
+
+        def call(self, x: Any, training: bool = False) -> Any:
+            return self.inner(x, training=training)
+
+        def train_step(self, data: Any) -> dict[str, Any]:
+            x, y = data
+            # Keras averages per-replica outputs: return this replica's mean, not its share.
+            return {"update_loss": update(x, y) * strategy.num_replicas_in_sync}
+
+    with strategy.scope():
+        wrapped = Wrapped(model)
+        wrapped.compile(optimizer=optimizer, steps_per_execution=spe, jit_compile=False)
+
+    class WindowClock(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stamps: list[float] = []
+            self.loss = float("nan")
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            self.stamps.append(time.perf_counter())
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.loss = float((logs or {})["update_loss"])  # the host sync closing the window
+            self.stamps.append(time.perf_counter())
+
+    def windows(steps: int, n: int) -> tuple[list[float], float]:
+        _check_steps(steps, spe)
+        clock = WindowClock()
+        wrapped.fit(dataset, epochs=n, steps_per_epoch=steps, verbose=0, callbacks=[clock],
+                    shuffle=False)
+        return [b - a for a, b in zip(clock.stamps, clock.stamps[1:])], clock.loss
+
+    def run(steps: int) -> float:
+        return windows(steps, 1)[1]
+
+    return Trainer(run, windows, counter)
+
+
+LOOPS: dict[str, Callable[[Any, Any, Any, Any, Cell], Trainer]] = {
     "ctl": build_ctl,
+    "fit": build_fit,
 }

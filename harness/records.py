@@ -18,6 +18,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
         "cell_id": cell.id, "model": cell.model, "data": cell.data, "strategy": cell.strategy,
         "cross_device_ops": cell.cross_device_ops, "replicas": cell.replicas, "workers": cell.workers,
         "per_replica_batch": cell.per_replica_batch, "global_batch": cell.global_batch,
+        "effective_batch": cell.effective_batch,
         "accum_steps": cell.accum_steps, "loop": cell.loop,
         "steps_per_execution": cell.steps_per_execution, "precision": cell.precision,
         "scaling": cell.scaling, "jit_compile": False, "optimizer": OPTIMIZER,

@@ -90,7 +90,7 @@ MODEL_NAMES = ("cnn", "dense")
 DATA_NAMES = ("synthetic", "mnist")
 STRATEGY_NAMES = ("default", "one_device", "mirrored", "central_storage")
 CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one_device")
-LOOP_NAMES = ("ctl",)
+LOOP_NAMES = ("ctl", "fit")
 PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
 SCALING_NAMES = ("weak", "strong")
 SINGLE_DEVICE_STRATEGIES = ("default", "one_device")
@@ -107,11 +107,11 @@ AXES: tuple[Axis, ...] = (
     Axis("workers", int, 1, "worker processes (multi-worker strategies arrive later: 1 only)",
          maximum=1),
     Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
-    Axis("accum_steps", int, 1, "micro-batches accumulated per optimizer update (only 1 so far)",
-         maximum=1),
-    Axis("loop", str, "ctl", "training loop: ctl = strategy.run inside an in-graph tf.function loop",
-         LOOP_NAMES),
-    Axis("steps_per_execution", int, 10, "optimizer steps per tf.function call"),
+    Axis("accum_steps", int, 1, "micro-batches whose gradients each replica sums before one "
+         "all-reduce and one optimizer update"),
+    Axis("loop", str, "ctl", "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
+         "fit = Keras model.fit with the suite's train step", LOOP_NAMES),
+    Axis("steps_per_execution", int, 10, "optimizer updates per tf.function call"),
     Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
     Axis("scaling", str, "weak", "weak: batch is per replica; strong: batch is global", SCALING_NAMES),
 )
@@ -149,6 +149,11 @@ class Cell:
     def global_batch(self) -> int:
         """Examples per micro-step across all replicas and workers."""
         return self.batch if self.scaling == "strong" else self.batch * self.devices
+
+    @property
+    def effective_batch(self) -> int:
+        """Examples per optimizer update: global_batch x accum_steps."""
+        return self.global_batch * self.accum_steps
 
     @property
     def per_replica_batch(self) -> int:
@@ -245,37 +250,56 @@ def _default_axis_values() -> dict[str, tuple[Any, ...]]:
     return {a.name: (a.default,) for a in AXES}
 
 
+Grid = tuple[tuple[str, tuple[Any, ...]], ...]
+"""Axis name -> values; axes left out take their default. Its cells are the product."""
+
+
 @dataclass(frozen=True)
 class Sweep:
-    """A named grid: for each axis a tuple of values; the cell set is their product."""
+    """A named union of grids (usually one); the cell set is the union of their products."""
 
     name: str
     description: str
-    axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    grids: tuple[Grid, ...] = ((),)
     protocol: Protocol = field(default_factory=Protocol)
 
+    def grid_values(self) -> list[dict[str, tuple[Any, ...]]]:
+        """Every axis's values, grid by grid (defaults filled in)."""
+        return [{**_default_axis_values(), **dict(grid)} for grid in self.grids]
+
     def values(self) -> dict[str, tuple[Any, ...]]:
-        merged = _default_axis_values()
-        merged.update(dict(self.axes))
+        """Every value each axis takes in any grid, in first-seen order."""
+        merged: dict[str, tuple[Any, ...]] = {}
+        for grid in self.grid_values():
+            for name, vals in grid.items():
+                merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *vals)))
         return merged
 
     def with_axes(self, overrides: dict[str, tuple[Any, ...]]) -> "Sweep":
-        """A copy with some axes replaced (used by the CLI's explicit axis flags)."""
-        merged = dict(self.axes)
-        merged.update(overrides)
-        return dataclasses.replace(self, axes=tuple(merged.items()))
+        """A copy with some axes replaced in every grid (the CLI's explicit axis flags)."""
+        grids = tuple(tuple({**dict(g), **overrides}.items()) for g in self.grids)
+        return dataclasses.replace(self, grids=tuple(dict.fromkeys(grids)))
 
 
-def make_sweep(name: str, description: str, protocol: Protocol | None = None,
-               **axes: Sequence[Any]) -> Sweep:
-    """Build a Sweep from keyword axes, checking every value (SpecError on a bad one)."""
+def _check_axes(axes: dict[str, Sequence[Any]]) -> Grid:
     checked: list[tuple[str, tuple[Any, ...]]] = []
     for axis_name, values in axes.items():
         if axis_name not in AXIS_BY_NAME:
             raise SpecError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
         axis = AXIS_BY_NAME[axis_name]
         checked.append((axis_name, tuple(axis.check(v) for v in values)))
-    return Sweep(name, description, tuple(checked), protocol or Protocol())
+    return tuple(checked)
+
+
+def make_sweep(name: str, description: str, protocol: Protocol | None = None,
+               **axes: Sequence[Any]) -> Sweep:
+    """A one-grid Sweep from keyword axes, checking every value (SpecError on a bad one)."""
+    return Sweep(name, description, (_check_axes(axes),), protocol or Protocol())
+
+
+def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep) -> Sweep:
+    """The union of several sweeps' grids, as one named sweep."""
+    return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
 
 
 def _normalise(cell: Cell) -> Cell:
@@ -301,13 +325,13 @@ def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     Axes that do not apply to a strategy collapse (see :data:`AXES`), so ``default`` with replicas
     ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
     """
-    values = sweep.values()
-    values["replicas"] = tuple(_replica_values(values["replicas"], platform))
     names = [a.name for a in AXES]
     seen: dict[str, Cell] = {}
-    for combo in itertools.product(*(values[n] for n in names)):
-        cell = _normalise(Cell(**dict(zip(names, combo))))
-        seen.setdefault(cell.id, cell)
+    for values in sweep.grid_values():
+        values["replicas"] = tuple(_replica_values(values["replicas"], platform))
+        for combo in itertools.product(*(values[n] for n in names)):
+            cell = _normalise(Cell(**dict(zip(names, combo))))
+            seen.setdefault(cell.id, cell)
     order = {cell_id: i for i, cell_id in enumerate(seen)}
     return sorted(seen.values(), key=lambda c: (c.topology, order[c.id]))
 
@@ -354,9 +378,30 @@ def _strong_batch_divides(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
+def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
+    if (cell.loop == "fit" and cell.strategy == "mirrored" and cell.cross_device_ops == "auto"
+            and cell.replicas > 1 and cell.steps_per_execution > 1):
+        return ("Keras fit with steps_per_execution > 1 runs each step under a tf.cond inside a "
+                "while loop; MirroredStrategy's collective all-reduce there fails (\"You must feed a "
+                "value for placeholder tensor ...cond/Placeholder\"): use steps_per_execution 1 or "
+                "another cross-device op")
+    return None
+
+
+def _ctl_loss_scale_collective(cell: Cell, platform: Platform) -> str | None:
+    if (cell.loop == "ctl" and cell.precision == "mixed_float16" and cell.strategy == "mirrored"
+            and cell.replicas > 1
+            and (cell.cross_device_ops == "auto" or cell.steps_per_execution == 1)):
+        return ("Keras's LossScaleOptimizer applies the update under a tf.cond; in the custom loop "
+                "on several replicas that all-reduce fails (\"You must feed a value for placeholder "
+                "tensor ...\") with the collective op at any steps_per_execution and with the other "
+                "ops at steps_per_execution 1 (measured on TF 2.21 / Keras 3.15)")
+    return None
+
+
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _central_storage_fp16,
-    _strong_batch_divides,
+    _strong_batch_divides, _fit_collective_multi_step, _ctl_loss_scale_collective,
 )
 
 

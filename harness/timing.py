@@ -1,24 +1,22 @@
-"""The warm-up / calibrate / window / repeat protocol, around any ``run(steps) -> loss`` callable.
+"""The warm-up / calibrate / window / repeat protocol, around a loop's ``run`` and ``windows``.
 
-Every timed window ends with a host sync (``run`` returns the last loss as a Python float), and the
-previous window's sync bounds its start, so a window's time covers exactly its own steps.
+``run(steps)`` trains and returns the last loss, fetched to the host; ``windows(steps, n)`` runs n
+back-to-back windows and returns each one's seconds (each window ends in a host sync that also bounds
+the next one's start) and the last loss. See :class:`harness.loops.Trainer`.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.spec import Protocol
 
-Clock = Callable[[], float]
-
 
 @dataclass(frozen=True)
 class Timings:
-    """Raw timings of one cell. Seconds throughout; steps are optimizer steps."""
+    """Raw timings of one cell. Seconds throughout; steps are optimizer updates."""
 
     compile_s: float
     window_steps: int
@@ -33,10 +31,11 @@ def calibrated_window_steps(step_seconds: float, steps_per_execution: int, proto
     return int(math.ceil(wanted / steps_per_execution) * steps_per_execution)
 
 
-def measure(run: Callable[[int], float], steps_per_execution: int, protocol: Protocol,
-            clock: Clock = time.perf_counter) -> Timings:
-    """Time ``run`` by the protocol: first call (compile_s), a calibration call, warm-up windows,
-    then ``protocol.repeats`` timed windows."""
+def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[list[float], float]],
+            steps_per_execution: int, protocol: Protocol,
+            clock: Callable[[], float]) -> Timings:
+    """Time a loop by the protocol: the first call (compile_s), a calibration call, then
+    ``warmup_windows`` untimed and ``repeats`` timed windows, back to back."""
     spe = steps_per_execution
     t0 = clock()
     run(spe)
@@ -47,13 +46,5 @@ def measure(run: Callable[[int], float], steps_per_execution: int, protocol: Pro
     run(probe)
     steps = calibrated_window_steps((clock() - t0) / probe, spe, protocol)
 
-    for _ in range(protocol.warmup_windows):
-        run(steps)
-
-    seconds: list[float] = []
-    loss = float("nan")
-    for _ in range(protocol.repeats):
-        t0 = clock()
-        loss = run(steps)
-        seconds.append(clock() - t0)
-    return Timings(compile_s, steps, tuple(seconds), loss)
+    seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
+    return Timings(compile_s, steps, tuple(seconds[protocol.warmup_windows:]), loss)

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from harness import metrics
 from harness.data import make_dataset
 from harness.fingerprint import collect, fingerprint
-from harness.loops import LOOPS
+from harness.loops import LOOPS, Trainer
 from harness.models import MODELS
 from harness.peak import measure_matmul_peak
 from harness.records import LEARNING_RATE, cell_columns, fact_columns
@@ -48,16 +48,19 @@ class Job:
     platform: Platform
     mnist_path: str | None = None
     inject_fault: str | None = None
+    verify_updates: int | None = None
+    """When set, train each cell for this many updates and save its weights (no timing)."""
+    weights_dir: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"cells": [c.to_dict() for c in self.cells], "protocol": asdict(self.protocol),
-                "platform": asdict(self.platform), "mnist_path": self.mnist_path,
-                "inject_fault": self.inject_fault}
+        d = asdict(self)
+        d["cells"] = [c.to_dict() for c in self.cells]
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Job":
-        return cls(tuple(Cell.from_dict(c) for c in d["cells"]), Protocol(**d["protocol"]),
-                   Platform(**d["platform"]), d.get("mnist_path"), d.get("inject_fault"))
+        return cls(**{**d, "cells": tuple(Cell.from_dict(c) for c in d["cells"]),
+                      "protocol": Protocol(**d["protocol"]), "platform": Platform(**d["platform"])})
 
 
 def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]]:
@@ -107,12 +110,12 @@ class PeakCache:
 
 @dataclass(frozen=True)
 class BuiltCell:
-    """A cell ready to train: ``run(steps)`` trains and returns the last loss (host-synced)."""
+    """A cell ready to train (see :class:`harness.loops.Trainer`)."""
 
     strategy: Any
     model: Any
     optimizer: Any
-    run: Callable[[int], float]
+    trainer: Trainer
     startup_s: float
 
 
@@ -130,9 +133,9 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0,
         optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
         if cell.precision == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    dataset = make_dataset(cell.data, cell.global_batch, seed, mnist_path)
-    run = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
-    return BuiltCell(strategy, model, optimizer, run, time.perf_counter() - t0)
+    dataset = make_dataset(cell.data, cell.global_batch * cell.accum_steps, seed, mnist_path)
+    trainer = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
+    return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0)
 
 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
@@ -144,12 +147,14 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     from harness import integrity
 
     built = build_cell(cell, devices, protocol.seed, mnist_path)
-    timings = measure(built.run, cell.steps_per_execution, protocol)
+    timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
+                      time.perf_counter)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.devices, timings.final_loss)
     keras.mixed_precision.set_dtype_policy("float32")
 
-    examples = timings.window_steps * cell.global_batch * cell.accum_steps
+    reductions = built.trainer.counter.per_update(cell.accum_steps)
+    examples = timings.window_steps * cell.effective_batch
     rates = metrics.window_throughputs(timings.window_seconds, examples)
     median = metrics.median(rates)
     lo, hi = metrics.bootstrap_ci(rates)
@@ -164,16 +169,38 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
         "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": built.startup_s,
         "compile_s": timings.compile_s, "peak_flops_per_sec": peak_flops,
         "mfu": metrics.mfu(median, flops, peak_flops), "final_loss": timings.final_loss,
+        "optimizer_updates_per_sec": median / cell.effective_batch,
+        "allreduces_per_update": reductions,
+        "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
         "weights_digest": weights_digest(built.model), "device_count": device_count,
         "logical_devices": logical,
     }
     if problems:  # an invalid cell never reports a throughput
-        for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu"):
+        for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",
+                  "optimizer_updates_per_sec"):
             row[k] = None
     windows = [{"cell_id": cell.id, "worker": 0, "repeat": i, "window_steps": timings.window_steps,
                 "window_s": s, "examples": examples, "examples_per_sec": r}
                for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
     return row, windows
+
+
+def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_path: str,
+                mnist_path: str | None = None) -> dict[str, Any]:
+    """Train ``updates`` optimizer updates from ``seed``, check integrity, save the weights (.npz)."""
+    import numpy as np
+
+    from harness import integrity
+
+    built = build_cell(cell, devices, seed, mnist_path)
+    loss = built.trainer.run(updates)
+    problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
+                               cell.devices, loss)
+    np.savez(weights_path, *[w.numpy() for w in built.model.weights])
+    return {"status": "invalid" if problems else "ok", "reason": "; ".join(problems),
+            "final_loss": loss, "weights_digest": weights_digest(built.model),
+            "weights_path": weights_path,
+            "effective_cross_device_ops": effective_cross_device_ops(built.strategy)}
 
 
 def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
@@ -221,8 +248,14 @@ def main(argv: list[str]) -> int:
             _inject(job.inject_fault, cell)
             row = {**cell_columns(cell, job.protocol), **base}
             try:
-                measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
-                                             job.mnist_path)
+                if job.verify_updates:
+                    name = hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz"
+                    path = os.path.join(job.weights_dir or ".", name)
+                    measured, windows = verify_cell(cell, job.verify_updates, job.protocol.seed,
+                                                    devices, path, job.mnist_path), []
+                else:
+                    measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
+                                                 job.mnist_path)
             except Exception as e:  # the cell's error becomes its row; the sweep goes on
                 row.update(status="failed", reason=summarize_error(e))
                 _emit(events, {"event": "record", "row": row, "windows": []})

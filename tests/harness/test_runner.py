@@ -47,18 +47,30 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     windows = pd.read_parquet(out / "windows")
     assert set(CELL_SCHEMA.names) <= set(cells.columns)
     assert set(WINDOW_SCHEMA.names) <= set(windows.columns)
-    assert len(cells) == 10 and cells["run_id"].nunique() == 1
+    assert len(cells) == 13 and cells["run_id"].nunique() == 1
     ok = cells[cells.status == "ok"]
-    assert len(ok) == 6, cells[["cell_id", "status", "reason"]].to_string()
+    assert len(ok) == 9, cells[["cell_id", "status", "reason"]].to_string()
+    assert set(ok.loop) == {"ctl", "fit"} and set(ok.accum_steps) == {1, 2}
     assert (ok.examples_per_sec > 0).all()
     assert (ok.examples_per_sec_ci_low <= ok.examples_per_sec).all()
     assert (ok.examples_per_sec <= ok.examples_per_sec_ci_high).all()
     assert ok.fingerprint.nunique() == 1 and ok.tf_version.notna().all()
     assert (ok.mfu > 0).all() and (ok.mfu < 1).all()
+    # all-reduces are counted: none on one device, one per update on two replicas, whatever k
+    assert (ok[ok.replicas == 1].allreduces_per_update == 0).all()
+    two_ok = ok[ok.replicas == 2]
+    assert (two_ok.allreduces_per_update == 1).all()
+    assert (two_ok.allreduces_per_example * two_ok.effective_batch == 1).all()
+    assert (ok.effective_batch == ok.global_batch * ok.accum_steps).all()
+    assert ok.optimizer_updates_per_sec.mul(ok.effective_batch).sub(ok.examples_per_sec).abs().max() < 1e-6
     one = ok[ok.replicas == 1]
     assert (one.scaling_efficiency == 1.0).all()
     two = ok[ok.replicas == 2]
-    assert two.scaling_efficiency.notna().all() and two.logical_devices.all()
+    assert two.logical_devices.all()
+    has_base = (two.loop == "ctl") & (two.accum_steps == 1)  # only these have a 1-replica twin
+    assert two[has_base].scaling_efficiency.notna().all()
+    assert two[has_base].baseline_cell_id.str.contains("/r1w1/").all()
+    assert two[~has_base].scaling_efficiency.isna().all() and (two[~has_base].baseline_cell_id == "").all()
     assert set(ok[ok.strategy == "mirrored"].effective_cross_device_ops) == {"CollectiveAllReduce(RING)"}
     unsupported = cells[cells.status == "unsupported"]
     assert set(unsupported.cross_device_ops) == {"nccl"}

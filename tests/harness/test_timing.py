@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.loops import timed_windows
 from harness.spec import Protocol
 from harness.timing import Timings, calibrated_window_steps, measure
 
@@ -26,11 +27,14 @@ class FakeTraining:
         self.calls.append(steps)
         return 1.0 / len(self.calls)  # loss falls call by call
 
+    def windows(self, steps: int, n: int) -> tuple[list[float], float]:
+        return timed_windows(self.run, steps, n, clock=self.clock)
+
 
 def test_measure_with_fake_clock():
     fake = FakeTraining()
     protocol = Protocol(repeats=4, window_s=0.05, warmup_windows=2, min_window_steps=10)
-    t = measure(fake.run, 4, protocol, clock=fake.clock)
+    t = measure(fake.run, fake.windows, 4, protocol, clock=fake.clock)
     assert isinstance(t, Timings)
     # first call: one steps_per_execution of steps plus tracing
     assert t.compile_s == pytest.approx(COMPILE_S + 4 * STEP_S)
@@ -48,7 +52,7 @@ def test_measure_respects_min_window_steps():
     fake = FakeTraining()
     # a 0.005 s window would be 5 steps: the minimum of 20 wins, rounded up to a multiple of 6
     protocol = Protocol(repeats=2, window_s=0.005, warmup_windows=0, min_window_steps=20)
-    t = measure(fake.run, 6, protocol, clock=fake.clock)
+    t = measure(fake.run, fake.windows, 6, protocol, clock=fake.clock)
     assert t.window_steps == 24
     assert fake.calls == [6, 24, 24, 24]
     assert len(t.window_seconds) == 2
@@ -58,7 +62,7 @@ def test_measure_respects_min_window_steps():
 def test_measure_window_length_near_target():
     fake = FakeTraining()
     protocol = Protocol(repeats=3, window_s=1.0, warmup_windows=1, min_window_steps=10)
-    t = measure(fake.run, 10, protocol, clock=fake.clock)
+    t = measure(fake.run, fake.windows, 10, protocol, clock=fake.clock)
     assert t.window_steps == 1000
     for s in t.window_seconds:
         assert s == pytest.approx(protocol.window_s)

@@ -1,0 +1,143 @@
+"""``python -m harness verify``: do cells that must compute the same thing agree?
+
+Each cell trains ``updates`` optimizer updates from the same seed and data order in its own worker
+(no timing), then its final loss and weights are compared with a reference cell of its
+**equivalence group**: same model, data, precision and effective batch (examples per update =
+per_replica_batch x replicas x workers x accum_steps). With SGD these must agree whatever the
+strategy, replica count, cross-device op, loop or accumulation split; only float summation order
+differs. The reference is the group's simplest ok cell (fewest devices, no accumulation, default
+strategy, ctl loop).
+
+Tolerance (relative; documented in README): ``|loss - loss_ref| / |loss_ref|`` and
+``||w - w_ref||_2 / ||w_ref||_2`` over all weights must both be at most ``TOLERANCE[precision]``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.launch import WorkerOptions, run_worker
+from harness.progress import Progress
+from harness.spec import Cell, Platform, Protocol, unsupported_reason
+
+TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
+
+
+def equivalence_key(cell: Cell) -> tuple[Any, ...]:
+    return (cell.model, cell.data, cell.precision, cell.effective_batch)
+
+
+def _simplicity(cell: Cell) -> tuple[Any, ...]:
+    return (cell.devices, cell.accum_steps, cell.strategy != "default", cell.loop != "ctl")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One cell's result: status ok/invalid/failed/unsupported, and for ok ones loss and weights."""
+
+    cell: Cell
+    status: str
+    reason: str = ""
+    final_loss: float | None = None
+    weights_digest: str = ""
+    weights_path: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    reference: str
+    loss_rel: float | None
+    weights_rel: float | None
+    agrees: bool | None
+    """True/False against the reference; None when not compared (not ok, or alone)."""
+
+
+def relative_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
+    """||a - b||_2 / ||b||_2 over all arrays concatenated."""
+    fa = np.concatenate([np.ravel(x).astype(np.float64) for x in a])
+    fb = np.concatenate([np.ravel(x).astype(np.float64) for x in b])
+    return float(np.linalg.norm(fa - fb) / max(np.linalg.norm(fb), 1e-30))
+
+
+def load_weights(path: str) -> list[np.ndarray]:
+    with np.load(path) as f:
+        return [f[f"arr_{i}"] for i in range(len(f.files))]
+
+
+def judge(outcomes: Sequence[Outcome],
+          weights: Callable[[str], Sequence[np.ndarray]] = load_weights) -> list[Verdict]:
+    """Compare every ok outcome with its group's reference (pure, given ``weights``)."""
+    refs: dict[tuple[Any, ...], Outcome] = {}
+    for o in sorted((o for o in outcomes if o.status == "ok"), key=lambda o: _simplicity(o.cell)):
+        refs.setdefault(equivalence_key(o.cell), o)
+    verdicts = []
+    for o in outcomes:
+        ref = refs.get(equivalence_key(o.cell))
+        if o.status != "ok" or ref is None or ref is o:
+            verdicts.append(Verdict(o, ref.cell.id if ref else "", None, None, None))
+            continue
+        loss_rel = abs(o.final_loss - ref.final_loss) / max(abs(ref.final_loss), 1e-30)
+        weights_rel = relative_difference(weights(o.weights_path), weights(ref.weights_path))
+        tol = TOLERANCE[o.cell.precision]
+        verdicts.append(Verdict(o, ref.cell.id, loss_rel, weights_rel,
+                                loss_rel <= tol and weights_rel <= tol))
+    return verdicts
+
+
+def run_cells(cells: Sequence[Cell], updates: int, protocol: Protocol, platform: Platform,
+              include_unsupported: bool = False, mnist_path: str | None = None,
+              weights_dir: Path | None = None, log_dir: Path | None = None) -> list[Outcome]:
+    """Train every cell in its own worker; unsupported ones are skipped unless asked for."""
+    tmp = Path(tempfile.mkdtemp(prefix="harness-verify-"))
+    weights_dir = weights_dir or tmp / "weights"
+    weights_dir.mkdir(parents=True, exist_ok=True)
+    options = WorkerOptions(protocol, platform, log_dir or tmp / "logs", mnist_path,
+                            verify_updates=updates, weights_dir=str(weights_dir))
+    todo = [c for c in cells if include_unsupported or unsupported_reason(c, platform) is None]
+    progress = Progress(len(todo))
+    outcomes: dict[str, Outcome] = {}
+    for index, cell in enumerate(todo):
+        for ev in run_worker([cell], options, first_index=index):
+            if ev["event"] == "start":
+                progress.show(cell.id)
+            elif ev["event"] == "record":
+                r = ev["row"]
+                outcomes[cell.id] = Outcome(cell, r["status"], r.get("reason") or "",
+                                            r.get("final_loss"), r.get("weights_digest") or "",
+                                            r.get("weights_path") or "")
+                progress.advance(cell.id)
+            elif ev["event"] == "failed":
+                outcomes[cell.id] = Outcome(cell, "failed", ev["reason"])
+                progress.advance(cell.id)
+    progress.close()
+    return [outcomes.get(c.id) or Outcome(c, "unsupported", unsupported_reason(c, platform) or "")
+            for c in cells]
+
+
+def verdict_table(verdicts: Sequence[Verdict]) -> str:
+    """Rows grouped by equivalence group, each with its comparison against the reference."""
+    def num(x: float | None, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+
+    lines = [("effective batch", "cell", "status", "final loss", "weights digest", "loss rel",
+              "weights rel", "verdict")]
+    for v in sorted(verdicts, key=lambda v: equivalence_key(v.outcome.cell)):
+        o = v.outcome
+        if v.agrees is None:
+            verdict = "reference" if o.status == "ok" and v.reference == o.cell.id else (
+                "alone" if o.status == "ok" else f"{o.status}: {o.reason[:70]}")
+        else:
+            verdict = "agrees" if v.agrees else f"DISAGREES (tolerance {TOLERANCE[o.cell.precision]:g})"
+        lines.append((f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}", o.cell.id,
+                      o.status, num(o.final_loss, ".7f"), o.weights_digest or "-",
+                      num(v.loss_rel, ".1e"), num(v.weights_rel, ".1e"), verdict))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1]
+                     for line in lines)

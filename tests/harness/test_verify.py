@@ -1,0 +1,81 @@
+"""verify: the pure judgement on literal weights, and end to end through the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.spec import Cell
+from harness.verify import TOLERANCE, Outcome, judge, relative_difference, verdict_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_relative_difference_on_literal_arrays() -> None:
+    a = [np.array([3.0, 0.0]), np.array([[0.0]])]
+    b = [np.array([3.0, 4.0]), np.array([[0.0]])]
+    assert relative_difference(a, b) == pytest.approx(4.0 / 5.0)
+    assert relative_difference(b, b) == 0.0
+
+
+def _outcome(cell: Cell, loss: float, key: str, status: str = "ok") -> Outcome:
+    return Outcome(cell, status, "" if status == "ok" else "boom", loss, key, key)
+
+
+def test_judge_groups_by_effective_batch_and_picks_the_simplest_reference() -> None:
+    weights = {"ref": [np.ones(4)], "same": [np.ones(4) * (1 + 1e-7)], "off": [np.ones(4) * 1.1]}
+    big = Cell(model="dense", strategy="default", batch=64)
+    mirrored = Cell(model="dense", strategy="mirrored", replicas=2, batch=32)
+    accum = Cell(model="dense", strategy="mirrored", replicas=2, batch=16, accum_steps=2)
+    wrong = Cell(model="dense", strategy="mirrored", replicas=2, batch=8, accum_steps=4)
+    failed = Cell(model="dense", strategy="one_device", batch=64)
+    alone = Cell(model="cnn", strategy="default", batch=64)
+    outcomes = [_outcome(mirrored, 2.0, "same"), _outcome(big, 2.0, "ref"),
+                _outcome(accum, 2.0 + 1e-7, "same"), _outcome(wrong, 2.2, "off"),
+                _outcome(failed, 0.0, "", "failed"), _outcome(alone, 1.0, "ref")]
+    verdicts = {v.outcome.cell.id: v for v in judge(outcomes, weights.__getitem__)}
+    assert verdicts[big.id].agrees is None and verdicts[big.id].reference == big.id
+    assert verdicts[mirrored.id].agrees is True and verdicts[mirrored.id].reference == big.id
+    assert verdicts[accum.id].agrees is True
+    assert verdicts[accum.id].loss_rel == pytest.approx(0.5e-7)
+    assert verdicts[wrong.id].agrees is False
+    assert verdicts[wrong.id].weights_rel == pytest.approx(0.1)
+    assert verdicts[failed.id].agrees is None
+    assert verdicts[alone.id].agrees is None
+    table = verdict_table(list(verdicts.values()))
+    assert f"DISAGREES (tolerance {TOLERANCE['float32']:g})" in table
+    assert "reference" in table and "failed: boom" in table
+
+
+def verify(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "verify", "--device", "cpu", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def test_equivalence_sweep_agrees() -> None:
+    """SGD, same seed and data order: k micro-batches of b equal one step on k*b (k = 1, 2, 4) under
+    default, one_device and mirrored on 2 replicas, with ctl and fit; the same global batch under
+    default and mirrored agrees; every cell within 1e-5 relative of the reference."""
+    proc = verify("--sweep", "equivalence")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "all 19 compared cells agree" in proc.stdout
+    assert proc.stdout.count("agrees") == 19 and "reference" in proc.stdout
+
+
+HC3 = ["--model", "dense", "--strategy", "default,mirrored", "--cross-device-ops", "hierarchical_copy",
+       "--replicas", "3", "--scaling", "strong", "--batch", "96", "--steps-per-execution", "1",
+       "--cpu-devices", "3", "--updates", "4"]
+
+
+def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
+    refused = verify(*HC3)
+    assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-2000:]
+    assert "unsupported: HierarchicalCopyAllReduce returns wrong sums" in refused.stdout
+    forced = verify(*HC3, "--include-unsupported")
+    assert forced.returncode == 1, forced.stdout[-3000:] + forced.stderr[-2000:]
+    line = next(s for s in forced.stdout.splitlines() if "hierarchical_copy" in s)
+    assert "DISAGREES" in line or "invalid" in line
