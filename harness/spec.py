@@ -140,6 +140,16 @@ class Cell:
     precision: str = "float32"
     scaling: str = "weak"
 
+    def __post_init__(self) -> None:
+        """Collapse axes that mean nothing here, so equal measurements have equal ids: cross-device
+        ops exist only for mirrored, replicas only for multi-device strategies, and on one device
+        weak and strong scaling are the same measurement."""
+        for axis in AXES:
+            if axis.applies_to and self.strategy not in axis.applies_to:
+                object.__setattr__(self, axis.name, axis.inapplicable)
+        if self.devices == 1:
+            object.__setattr__(self, "scaling", "weak")
+
     @property
     def devices(self) -> int:
         """Replicas in sync across all workers."""
@@ -302,16 +312,6 @@ def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep)
     return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
 
 
-def _normalise(cell: Cell) -> Cell:
-    """Collapse axes that mean nothing for the cell's strategy to their inapplicable value."""
-    changes = {a.name: a.inapplicable for a in AXES
-               if a.applies_to and cell.strategy not in a.applies_to}
-    cell = dataclasses.replace(cell, **changes)
-    if cell.devices == 1:  # on one device weak and strong scaling are the same measurement
-        cell = dataclasses.replace(cell, scaling="weak")
-    return cell
-
-
 def _replica_values(values: Iterable[Any], platform: Platform) -> list[int]:
     out: list[int] = []
     for v in values:
@@ -322,15 +322,15 @@ def _replica_values(values: Iterable[Any], platform: Platform) -> list[int]:
 def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     """Every distinct cell of the sweep, in a stable order (topologies grouped, 1 replica first).
 
-    Axes that do not apply to a strategy collapse (see :data:`AXES`), so ``default`` with replicas
-    ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
+    Axes that do not apply to a strategy collapse (see :meth:`Cell.__post_init__`), so ``default``
+    with replicas ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
     """
     names = [a.name for a in AXES]
     seen: dict[str, Cell] = {}
     for values in sweep.grid_values():
         values["replicas"] = tuple(_replica_values(values["replicas"], platform))
         for combo in itertools.product(*(values[n] for n in names)):
-            cell = _normalise(Cell(**dict(zip(names, combo))))
+            cell = Cell(**dict(zip(names, combo)))
             seen.setdefault(cell.id, cell)
     order = {cell_id: i for i, cell_id in enumerate(seen)}
     return sorted(seen.values(), key=lambda c: (c.topology, order[c.id]))

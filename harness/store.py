@@ -196,3 +196,19 @@ def schema_markdown() -> str:
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
         out.append("")
     return "\n".join(out)
+
+
+README_MARKER = "## Columns\n"
+
+
+def update_readme(path: str | Path) -> None:
+    """Rewrite the column tables of results/README.md (everything after README_MARKER)."""
+    p = Path(path)
+    head = p.read_text().split(README_MARKER)[0]
+    p.write_text(head + README_MARKER + "\n" + schema_markdown())
+
+
+if __name__ == "__main__":  # python -m harness.store results/README.md
+    import sys
+
+    update_readme(sys.argv[1])

@@ -402,8 +402,14 @@ def test_default_sweep_coverage():
     assert {c.cross_device_ops for c in cells if c.strategy == "mirrored"} == set(CROSS_DEVICE_OPS_NAMES)
     assert {c.replicas for c in cells} == {1, 2}
     assert len({c.batch for c in cells}) == 2
-    # models x (default + one_device + 2 x central_storage + 2 x 4 mirrored) x batches
-    assert len(cells) == 2 * (1 + 1 + 2 + 2 * 4) * 2
+    assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
+    # the strategy grid: models x (default + one_device + 2 x central_storage + 2 x 4 mirrored) x batches
+    grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1]
+    assert len(grid) == 2 * (1 + 1 + 2 + 2 * 4) * 2
+    # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
+    # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with
+    # steps_per_execution 1 on mirrored x2 adds 2
+    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2)
 
 
 def test_smoke_sweep_on_cpu_marks_nccl_only():
