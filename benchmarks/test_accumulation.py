@@ -20,6 +20,7 @@ from harness.spec import Cell, Protocol
 KS = (1, 2, 4, 8)
 PROTOCOL = Protocol(repeats=7, window_s=1.0, warmup_windows=1)
 PLATFORM = detect_platform()
+pytestmark = pytest.mark.skipif(PLATFORM.max_replicas < 2, reason="needs 2 devices")
 
 
 def cell(k: int) -> Cell:

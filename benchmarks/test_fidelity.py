@@ -64,9 +64,10 @@ def window(run: Callable[[int], float]) -> float:
 
 
 def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
-    from harness.worker import build_cell
+    from harness.launch import detect_platform
+    from harness.worker import build_cell, configure_devices
 
-    devices = ["/device:CPU:0"]
+    _, devices = configure_devices(detect_platform(), 1)
     runs = {
         "handwritten": handwritten_loop(64, seed=0),
         "harness": build_cell(Cell(model="cnn", strategy="default", batch=64,

@@ -25,6 +25,7 @@ from harness.runner import run_sweep
 from harness.spec import Cell, Protocol
 
 PLATFORM = detect_platform()
+pytestmark = pytest.mark.skipif(PLATFORM.max_replicas < 2, reason="needs 2 devices")
 PROTOCOL = Protocol(repeats=5, window_s=1.5, warmup_windows=1)
 PLAIN_RUNS = 3
 FIT = Cell(model="cnn", strategy="mirrored", replicas=2, batch=64, loop="fit", steps_per_execution=1)

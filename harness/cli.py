@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.data import DataError, resolve_mnist_path
+from harness.data import DataError, load_mnist
 from harness.launch import DEVICE_CHOICES, detect_platform
 from harness.spec import AXES, REPLICAS_TO_MAX, Cell, Platform, Protocol, SpecError, Sweep, expand
 from harness.sweeps import SWEEPS, get_sweep
@@ -38,7 +40,7 @@ def _axis_help(axis: Any) -> str:
 def _selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep", default=None,
                    help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
-                        "Default: default, or only the axes given")
+                        "Default: default (equivalence for verify), or only the axes given")
     for axis in AXES:
         p.add_argument(axis.flag, dest=axis.name, default=None, metavar="LIST", help=_axis_help(axis))
     for name, (kind, text) in PROTOCOL_FLAGS.items():
@@ -100,8 +102,28 @@ def select(args: argparse.Namespace) -> Selection:
     protocol = dataclasses.replace(sweep.protocol, **changes)
     platform = detect_platform(args.device, args.cpu_devices)
     if "mnist" in sweep.values()["data"]:
-        resolve_mnist_path(args.mnist_path)
+        load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
+    if getattr(args, "out", None) is not None:
+        _check_writable(Path(args.out))
     return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path)
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise SpecError(f"Received --out={str(out)!r}; expected a folder this user can write to "
+                        f"({e.strerror}).") from None
+
+
+def _interrupt_on_sigterm() -> None:
+    """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def cmd_list(sel: Selection) -> int:
@@ -161,10 +183,16 @@ def cmd_verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
     print()
     print(verdict_table(verdicts))
     bad = [v for v in verdicts if v.agrees is False or v.outcome.status in ("failed", "invalid")]
-    print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid." if bad
-          else f"\nall {sum(v.agrees is not None for v in verdicts)} compared cells agree with "
-               "their group's reference.")
-    return 1 if bad else 0
+    compared = sum(v.agrees is not None for v in verdicts)
+    if bad:
+        print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid.")
+        return 1
+    if not compared:
+        print("\nnothing was compared: no group (same model, data, precision and examples per "
+              "update) holds two cells that ran; add a cell to compare with.")
+        return 1
+    print(f"\nall {compared} compared cells agree with their group's reference.")
+    return 0
 
 
 def _check_updates(updates: int, cells: list[Cell]) -> None:
@@ -185,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.command == "list":
         return cmd_list(sel)
+    _interrupt_on_sigterm()
     if args.command == "verify":
         return cmd_verify(sel, args.updates, args.include_unsupported)
     return cmd_run(sel, Path(args.out))

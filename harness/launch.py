@@ -1,11 +1,10 @@
-"""The only module that starts processes, signals them or reads/sets environment variables.
+"""The only module that starts processes or signals other processes, and that sets environment
+variables for them.
 
-:func:`run_worker` starts one worker for a list of cells of one topology and yields its events.
-Deadlines: ``startup_timeout_s`` until the worker is ready, ``protocol.cell_timeout_s`` per cell.
-A worker that dies or passes a deadline is stopped (SIGTERM to its process group, SIGKILL after
-``KILL_GRACE_S``), the cell in flight becomes a ``failed`` event with the cause and the tail of the
-worker's stderr, and the remaining cells run in a fresh worker; a worker that dies before it is ready
-fails all remaining cells with the cause (a fresh one would die the same way).
+:func:`run_worker` starts one worker process for one cell and yields its events. Deadlines:
+``startup_timeout_s`` until the cell starts, ``protocol.cell_timeout_s`` for the cell. A worker that
+dies or passes a deadline is stopped (SIGTERM to its process group, SIGKILL after ``KILL_GRACE_S``)
+and the cell becomes a ``failed`` event with the phase, the cause and the tail of the worker's log.
 """
 
 from __future__ import annotations
@@ -143,6 +142,17 @@ def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     return " | ".join(line.strip() for line in text[-lines:])
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, get SIGKILL when the parent dies (even by SIGKILL), so a
+    worker in its own session never outlives the run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class _Events:
     """Reads complete JSON lines appended to a file by a worker."""
 
@@ -159,74 +169,65 @@ class _Events:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def _start(cells: list[Cell], options: WorkerOptions, index: int, tmp: Path
+def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path
            ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
-    job = Job(tuple(cells), options.protocol, options.platform, options.mnist_path, injected_fault(),
+    job = Job(cell, options.protocol, options.platform, options.mnist_path, injected_fault(),
               options.verify_updates, options.weights_dir)
-    job_path, events_path = tmp / f"job-{index}.json", tmp / f"events-{index}.jsonl"
+    job_path, events_path = tmp / "job.json", tmp / "events.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
     events_path.touch()
     options.log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = options.log_dir / f"worker-{index}.log"
+    log_path = options.log_dir / f"{name}.log"
     env = {**os.environ, **WORKER_ENV}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(job_path), str(events_path)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=_die_with_parent)
     return proc, _Events(events_path), log_path
 
 
-def run_worker(cells: list[Cell], options: WorkerOptions, first_index: int = 0
+def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker"
                ) -> Iterator[dict[str, Any]]:
-    """Run ``cells`` (one topology) in worker processes; yield their events.
+    """Run ``cell`` in a fresh worker process; yield its events (each with the worker's ``facts``).
 
-    Besides the worker's own events this yields ``{"event": "failed", "cell_id", "reason",
-    "facts"}`` for a cell whose worker died or passed a deadline. Always leaves no process behind.
+    If the worker dies or passes a deadline before its record, it is stopped and this yields
+    ``{"event": "failed", "cell_id", "reason", "facts"}`` naming the phase, the cause and the tail
+    of its log. Always leaves no process behind.
     """
-    pending = list(cells)
-    index = first_index
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
-        while pending:
-            proc, events, log_path = _start(pending, options, index, Path(tmpdir))
-            index += 1
-            facts: dict[str, Any] | None = None
-            current: str | None = None
-            progressed = False
-            deadline = time.monotonic() + options.startup_timeout_s
-            phase = "start-up (import TensorFlow, set up devices)"
-            try:
-                while True:
-                    exited = proc.poll() is not None
-                    for ev in events.read():
-                        kind = ev["event"]
-                        if kind == "ready":
-                            facts = ev["facts"]
-                        elif kind == "start":
-                            current = ev["cell_id"]
-                            deadline = time.monotonic() + options.protocol.cell_timeout_s
-                            phase = f"cell {current}"
-                        elif kind == "record":
-                            pending = [c for c in pending if c.id != ev["row"]["cell_id"]]
-                            current, progressed = None, True
-                        yield {**ev, "facts": facts}
-                    if exited or time.monotonic() > deadline:
-                        break
-                    time.sleep(POLL_S)
-            finally:
-                how = stop(proc)
-            if not pending:
-                return
-            if exited:
-                cause = f"worker exited with {_signal_name(proc.returncode)} during {phase}"
-            else:
-                cause = (f"deadline passed: {phase} took over "
-                         f"{options.protocol.cell_timeout_s if current else options.startup_timeout_s:g} s; "
-                         f"worker stopped with {how}")
-            cause += f"; worker log {log_path}: {_tail(log_path)}"
-            doomed = [c for c in pending if c.id == current] if current else list(pending)
-            if facts is None or not (current or progressed):
-                doomed = list(pending)  # a fresh worker would fail the same way
-            for c in doomed:
-                yield {"event": "failed", "cell_id": c.id, "reason": cause, "facts": facts}
-            pending = [c for c in pending if c not in doomed]
+        proc, events, log_path = _start(cell, options, name, Path(tmpdir))
+        facts: dict[str, Any] | None = None
+        recorded = False
+        limit = options.startup_timeout_s
+        deadline = time.monotonic() + limit
+        phase = "start-up (import TensorFlow, set up devices)"
+
+        def drain() -> Iterator[dict[str, Any]]:
+            nonlocal facts, recorded, limit, deadline, phase
+            for ev in events.read():
+                if ev["event"] == "ready":
+                    facts = ev["facts"]
+                elif ev["event"] == "start":
+                    limit = options.protocol.cell_timeout_s
+                    deadline = time.monotonic() + limit
+                    phase = f"cell {cell.id}"
+                elif ev["event"] == "record":
+                    recorded = True
+                yield {**ev, "facts": facts}
+
+        try:
+            while proc.poll() is None and time.monotonic() <= deadline:
+                yield from drain()
+                time.sleep(POLL_S)
+        finally:
+            how = stop(proc)
+        yield from drain()  # anything written just before the exit or the deadline
+        if recorded:
+            return
+        if how == "already exited":
+            cause = f"worker exited with {_signal_name(proc.returncode)} during {phase}"
+        else:
+            cause = (f"deadline passed: {phase} took over {limit:g} s; worker stopped with {how}")
+        yield {"event": "failed", "cell_id": cell.id, "facts": facts,
+               "reason": f"{cause}; worker log {log_path}: {_tail(log_path)}"}

@@ -1,4 +1,4 @@
-"""One run of a sweep, as a chain: expand -> split unsupported -> run by topology -> store -> summary.
+"""One run of a sweep, as a chain: expand -> split unsupported -> one worker per cell -> store -> summary.
 
 The parent process never imports TensorFlow. Each row is stored as soon as it arrives, so an
 interrupted run (Ctrl-C) or a crashed worker loses no row already measured.
@@ -64,7 +64,7 @@ def _events(cells: list[Cell], options: WorkerOptions) -> Iterator[dict[str, Any
     cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
     """
     for index, cell in enumerate(cells):
-        yield from run_worker([cell], options, first_index=index)
+        yield from run_worker(cell, options, name=f"{index:05d}")
 
 
 def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,

@@ -93,7 +93,6 @@ CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one
 LOOP_NAMES = ("ctl", "fit")
 PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
 SCALING_NAMES = ("weak", "strong")
-SINGLE_DEVICE_STRATEGIES = ("default", "one_device")
 
 AXES: tuple[Axis, ...] = (
     Axis("model", str, "cnn", "model to train", MODEL_NAMES),
@@ -191,7 +190,7 @@ class Cell:
 
     @property
     def topology(self) -> tuple[int, int]:
-        """(workers, replicas): cells sharing it can share one worker process."""
+        """(workers, replicas): cells run in this order, 1-device cells (the baselines) first."""
         return (self.workers, self.replicas)
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,9 +205,10 @@ class Cell:
 class Protocol:
     """How each cell is timed (DESIGN.md section 3).
 
-    After a warm-up call (``compile_s``) and ``warmup_windows`` untimed windows, the window length is
-    calibrated to about ``window_s`` seconds (a multiple of steps_per_execution, at least
-    ``min_window_steps`` steps), then ``repeats`` timed windows run, each ending in a host sync.
+    After a first call (``compile_s``), the window length is calibrated to about ``window_s`` seconds
+    (a multiple of steps_per_execution, at least ``min_window_steps`` updates); then
+    ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each ending in a host
+    sync.
     """
 
     repeats: int = 5
@@ -220,12 +220,13 @@ class Protocol:
 
     def __post_init__(self) -> None:
         checks = {
-            "repeats": self.repeats >= 2, "window_s": self.window_s > 0,
+            "repeats": self.repeats >= 2, "window_s": 0 < self.window_s < 3600,
             "warmup_windows": self.warmup_windows >= 0, "min_window_steps": self.min_window_steps >= 1,
-            "cell_timeout_s": self.cell_timeout_s > 0, "seed": self.seed >= 0,
+            "cell_timeout_s": 0 < self.cell_timeout_s < float("inf"), "seed": self.seed >= 0,
         }
         accepted = {
-            "repeats": "an integer of at least 2 (a CI needs two windows)", "window_s": "seconds > 0",
+            "repeats": "an integer of at least 2 (a CI needs two windows)",
+            "window_s": "seconds, more than 0 and less than 3600",
             "warmup_windows": "an integer >= 0", "min_window_steps": "an integer >= 1",
             "cell_timeout_s": "seconds > 0", "seed": "an integer >= 0",
         }

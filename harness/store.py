@@ -86,7 +86,7 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("allreduces_per_example", F, "reductions/example", "allreduces_per_update / effective_batch."),
     Column("peak_flops_per_sec", F, "FLOP/s", "Best measured rate of distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in the precision's compute dtype on one device, times device_count; measured in the same worker process."),
     Column("mfu", F, "1", "examples_per_sec x flops_per_example / peak_flops_per_sec."),
-    Column("final_loss", F, "", "Loss of the last optimizer step of the last timed window (mean over the global batch)."),
+    Column("final_loss", F, "", "Loss of the last optimizer update of the last timed window (mean over the update's effective batch)."),
     Column("weights_digest", S, "", "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests mean bitwise-equal weights."),
     # where
     Column("device_kind", S, "", "GPU or CPU."),
@@ -139,6 +139,9 @@ def write_atomic(table: pa.Table, path: Path) -> None:
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for everyone who can read the folder
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -34,17 +34,16 @@ def calibrated_window_steps(step_seconds: float, steps_per_execution: int, proto
 def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[list[float], float]],
             steps_per_execution: int, protocol: Protocol,
             clock: Callable[[], float]) -> Timings:
-    """Time a loop by the protocol: the first call (compile_s), a calibration call, then
-    ``warmup_windows`` untimed and ``repeats`` timed windows, back to back."""
+    """Time a loop by the protocol: the first call (compile_s), two calibration windows (the step time
+    comes from the second), then ``warmup_windows`` untimed and ``repeats`` timed windows."""
     spe = steps_per_execution
     t0 = clock()
     run(spe)
     compile_s = clock() - t0
 
     probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
-    t0 = clock()
-    run(probe)
-    steps = calibrated_window_steps((clock() - t0) / probe, spe, protocol)
+    probe_seconds, _ = windows(probe, 2)  # the second window: no set-up cost left in it
+    steps = calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol)
 
     seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
     return Timings(compile_s, steps, tuple(seconds[protocol.warmup_windows:]), loss)

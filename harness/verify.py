@@ -8,8 +8,10 @@ strategy, replica count, cross-device op, loop or accumulation split; only float
 differs. The reference is the group's simplest ok cell (fewest devices, no accumulation, default
 strategy, ctl loop).
 
-Tolerance (relative; documented in README): ``|loss - loss_ref| / |loss_ref|`` and
-``||w - w_ref||_2 / ||w_ref||_2`` over all weights must both be at most ``TOLERANCE[precision]``.
+Tolerance (relative; documented in README): ``|loss - loss_ref| / |loss_ref|`` and, on what training
+changed, ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0: the common
+initial weights) must both be at most ``TOLERANCE[precision]``. Comparing the change rather than the
+weights keeps the shared initial weights from hiding a wrong gradient.
 """
 
 from __future__ import annotations
@@ -66,14 +68,17 @@ def relative_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> flo
     return float(np.linalg.norm(fa - fb) / max(np.linalg.norm(fb), 1e-30))
 
 
-def load_weights(path: str) -> list[np.ndarray]:
+def load_update(path: str) -> list[np.ndarray]:
+    """What training changed: after - before, per weight, from a worker's .npz."""
     with np.load(path) as f:
-        return [f[f"arr_{i}"] for i in range(len(f.files))]
+        n = len(f.files) // 2
+        return [f[f"after_{i}"].astype(np.float64) - f[f"before_{i}"] for i in range(n)]
 
 
 def judge(outcomes: Sequence[Outcome],
-          weights: Callable[[str], Sequence[np.ndarray]] = load_weights) -> list[Verdict]:
-    """Compare every ok outcome with its group's reference (pure, given ``weights``)."""
+          weights: Callable[[str], Sequence[np.ndarray]] = load_update) -> list[Verdict]:
+    """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
+    weights path to what training changed)."""
     refs: dict[tuple[Any, ...], Outcome] = {}
     for o in sorted((o for o in outcomes if o.status == "ok"), key=lambda o: _simplicity(o.cell)):
         refs.setdefault(equivalence_key(o.cell), o)
@@ -104,7 +109,7 @@ def run_cells(cells: Sequence[Cell], updates: int, protocol: Protocol, platform:
     progress = Progress(len(todo))
     outcomes: dict[str, Outcome] = {}
     for index, cell in enumerate(todo):
-        for ev in run_worker([cell], options, first_index=index):
+        for ev in run_worker(cell, options, name=f"{index:05d}"):
             if ev["event"] == "start":
                 progress.show(cell.id)
             elif ev["event"] == "record":

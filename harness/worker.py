@@ -1,15 +1,13 @@
-"""Worker process: configures one device topology, measures its cells, emits one JSON event per line.
+"""Worker process: sets up the devices of one cell, measures (or verifies) it, emits JSON events.
 
-Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``. JOB is a JSON file
-(cells, protocol, platform, options); EVENTS is a JSON-lines file this process appends to:
+Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one process per cell.
+JOB is a JSON file (:class:`Job`); EVENTS is a JSON-lines file this process appends to:
 
     {"event": "ready", "facts": {...}}             after TensorFlow and the devices are set up
-    {"event": "start", "cell_id": ...}             before each cell
+    {"event": "start", "cell_id": ...}             the cell starts
     {"event": "record", "row": {...}, "windows": [...]}
-    {"event": "done"}
 
-After a cell raises, the worker records it as failed and exits with EXIT_TAINTED so that the parent
-runs the remaining cells in a fresh process (TensorFlow state after an error is not trusted).
+A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1.
 """
 
 from __future__ import annotations
@@ -36,14 +34,13 @@ from harness.spec import Cell, Platform, Protocol
 from harness.strategies import effective_cross_device_ops, make_strategy
 from harness.timing import measure
 
-EXIT_TAINTED = 3
 COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 ERROR_TAIL_CHARS = 1500
 
 
 @dataclass(frozen=True)
 class Job:
-    cells: tuple[Cell, ...]
+    cell: Cell
     protocol: Protocol
     platform: Platform
     mnist_path: str | None = None
@@ -53,13 +50,11 @@ class Job:
     weights_dir: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["cells"] = [c.to_dict() for c in self.cells]
-        return d
+        return asdict(self)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Job":
-        return cls(**{**d, "cells": tuple(Cell.from_dict(c) for c in d["cells"]),
+        return cls(**{**d, "cell": Cell.from_dict(d["cell"]),
                       "protocol": Protocol(**d["protocol"]), "platform": Platform(**d["platform"])})
 
 
@@ -95,19 +90,6 @@ def weights_digest(model: Any) -> str:
     return h.hexdigest()[:16]
 
 
-class PeakCache:
-    """Matmul peak per compute dtype, measured once per worker process on the first device."""
-
-    def __init__(self, device: str, device_type: str) -> None:
-        self.device, self.device_type = device, device_type
-        self._peaks: dict[str, float] = {}
-
-    def __call__(self, dtype: str) -> float:
-        if dtype not in self._peaks:
-            self._peaks[dtype] = measure_matmul_peak(self.device, self.device_type, dtype)
-        return self._peaks[dtype]
-
-
 @dataclass(frozen=True)
 class BuiltCell:
     """A cell ready to train (see :class:`harness.loops.Trainer`)."""
@@ -133,6 +115,8 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0,
         optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
         if cell.precision == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        # Build now: a loss-scale optimizer traced unbuilt bakes its initial scale into the graph.
+        optimizer.build(model.trainable_variables)
     dataset = make_dataset(cell.data, cell.global_batch * cell.accum_steps, seed, mnist_path)
     trainer = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
     return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0)
@@ -185,21 +169,24 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     return row, windows
 
 
-def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_path: str,
+def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,
                 mnist_path: str | None = None) -> dict[str, Any]:
-    """Train ``updates`` optimizer updates from ``seed``, check integrity, save the weights (.npz)."""
+    """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
+    and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
 
     from harness import integrity
 
     built = build_cell(cell, devices, seed, mnist_path)
+    before = [w.numpy() for w in built.model.weights]
     loss = built.trainer.run(updates)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.devices, loss)
-    np.savez(weights_path, *[w.numpy() for w in built.model.weights])
+    path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
+    np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
+             **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)})
     return {"status": "invalid" if problems else "ok", "reason": "; ".join(problems),
-            "final_loss": loss, "weights_digest": weights_digest(built.model),
-            "weights_path": weights_path,
+            "final_loss": loss, "weights_digest": weights_digest(built.model), "weights_path": path,
             "effective_cross_device_ops": effective_cross_device_ops(built.strategy)}
 
 
@@ -235,35 +222,30 @@ def main(argv: list[str]) -> int:
     job_path, events_path = argv
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
-    replicas = max(c.replicas for c in job.cells)
+    cell = job.cell
     with open(events_path, "a") as events:
-        device_type, devices = configure_devices(job.platform, replicas)
+        device_type, devices = configure_devices(job.platform, cell.replicas)
         facts = collect(device_type)
         facts["fingerprint"] = fingerprint(facts)
         _emit(events, {"event": "ready", "facts": facts, "devices": devices})
-        peak = PeakCache(devices[0], device_type)
-        base = fact_columns(facts)
-        for cell in job.cells:
-            _emit(events, {"event": "start", "cell_id": cell.id})
-            _inject(job.inject_fault, cell)
-            row = {**cell_columns(cell, job.protocol), **base}
-            try:
-                if job.verify_updates:
-                    name = hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz"
-                    path = os.path.join(job.weights_dir or ".", name)
-                    measured, windows = verify_cell(cell, job.verify_updates, job.protocol.seed,
-                                                    devices, path, job.mnist_path), []
-                else:
-                    measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
-                                                 job.mnist_path)
-            except Exception as e:  # the cell's error becomes its row; the sweep goes on
-                row.update(status="failed", reason=summarize_error(e))
-                _emit(events, {"event": "record", "row": row, "windows": []})
-                traceback.print_exc()
-                return EXIT_TAINTED
-            row.update(measured)
-            _emit(events, {"event": "record", "row": row, "windows": windows})
-        _emit(events, {"event": "done"})
+        _emit(events, {"event": "start", "cell_id": cell.id})
+        _inject(job.inject_fault, cell)
+        row = {**cell_columns(cell, job.protocol), **fact_columns(facts)}
+        try:
+            if job.verify_updates:
+                measured, windows = verify_cell(cell, job.verify_updates, job.protocol.seed, devices,
+                                                job.weights_dir or ".", job.mnist_path), []
+            else:
+                measured, windows = run_cell(
+                    cell, job.protocol, devices, device_type,
+                    lambda dtype: measure_matmul_peak(devices[0], device_type, dtype), job.mnist_path)
+        except Exception as e:  # the cell's error becomes its row; the sweep goes on
+            traceback.print_exc()
+            row.update(status="failed", reason=summarize_error(e))
+            _emit(events, {"event": "record", "row": row, "windows": []})
+            return 1
+        row.update(measured)
+        _emit(events, {"event": "record", "row": row, "windows": windows})
     return 0
 
 

@@ -41,7 +41,7 @@ def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     ("--scaling", "linear", "strong"),
     ("--sweep", "nope", "smoke"),
     ("--repeats", "1", "at least 2"),
-    ("--window-s", "0", "seconds > 0"),
+    ("--window-s", "0", "more than 0"),
     ("--cpu-devices", "0", "at least 1"),
 ])
 def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):

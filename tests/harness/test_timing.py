@@ -43,8 +43,8 @@ def test_measure_with_fake_clock():
     assert t.window_steps % 4 == 0 and t.window_steps >= protocol.min_window_steps
     assert len(t.window_seconds) == protocol.repeats
     assert t.window_seconds == pytest.approx((52 * STEP_S,) * 4)
-    # calls: compile (4), calibration probe (12 = 4 * ceil(10 / 4)), 2 warm-up windows, 4 timed windows
-    assert fake.calls == [4, 12, 52, 52, 52, 52, 52, 52]
+    # calls: compile (4), two calibration probes (12 = 4 * ceil(10 / 4)), 2 warm-up, 4 timed windows
+    assert fake.calls == [4, 12, 12, 52, 52, 52, 52, 52, 52]
     assert t.final_loss == 1.0 / len(fake.calls)
 
 
@@ -54,9 +54,9 @@ def test_measure_respects_min_window_steps():
     protocol = Protocol(repeats=2, window_s=0.005, warmup_windows=0, min_window_steps=20)
     t = measure(fake.run, fake.windows, 6, protocol, clock=fake.clock)
     assert t.window_steps == 24
-    assert fake.calls == [6, 24, 24, 24]
+    assert fake.calls == [6, 24, 24, 24, 24]
     assert len(t.window_seconds) == 2
-    assert t.final_loss == 0.25
+    assert t.final_loss == 1.0 / len(fake.calls)
 
 
 def test_measure_window_length_near_target():

@@ -29,5 +29,6 @@ def test_summarize_error_is_bounded() -> None:
 
 
 def test_job_round_trips_through_json() -> None:
-    job = Job((Cell(model="dense", replicas=2),), Protocol(repeats=3), Platform("cpu", 0, 4), "/m.npz")
+    job = Job(Cell(model="dense", replicas=2), Protocol(repeats=3), Platform("cpu", 0, 4), "/m.npz",
+              verify_updates=8, weights_dir="/w")
     assert Job.from_json(json.loads(json.dumps(job.to_json()))) == job
