@@ -389,20 +389,9 @@ def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
-def _ctl_loss_scale_collective(cell: Cell, platform: Platform) -> str | None:
-    if (cell.loop == "ctl" and cell.precision == "mixed_float16" and cell.strategy == "mirrored"
-            and cell.replicas > 1
-            and (cell.cross_device_ops == "auto" or cell.steps_per_execution == 1)):
-        return ("Keras's LossScaleOptimizer applies the update under a tf.cond; in the custom loop "
-                "on several replicas that all-reduce fails (\"You must feed a value for placeholder "
-                "tensor ...\") with the collective op at any steps_per_execution and with the other "
-                "ops at steps_per_execution 1 (measured on TF 2.21 / Keras 3.15)")
-    return None
-
-
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _central_storage_fp16,
-    _strong_batch_divides, _fit_collective_multi_step, _ctl_loss_scale_collective,
+    _strong_batch_divides, _fit_collective_multi_step,
 )
 
 
