@@ -66,7 +66,8 @@ def test_equivalence_sweep_agrees() -> None:
     assert proc.stdout.count("agrees") == 19 and "reference" in proc.stdout
 
 
-HC3 = ["--model", "dense", "--strategy", "default,mirrored", "--cross-device-ops", "hierarchical_copy",
+HC3 = ["--model", "dense", "--strategy", "default,mirrored",
+       "--cross-device-ops", "hierarchical_copy,reduction_to_one_device",
        "--replicas", "3", "--scaling", "strong", "--batch", "96", "--steps-per-execution", "1",
        "--cpu-devices", "3", "--updates", "4"]
 
@@ -75,6 +76,7 @@ def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
     refused = verify(*HC3)
     assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-2000:]
     assert "unsupported: HierarchicalCopyAllReduce returns wrong sums" in refused.stdout
+    assert "all 1 compared cells agree" in refused.stdout  # reduction_to_one_device on 3 replicas
     forced = verify(*HC3, "--include-unsupported")
     assert forced.returncode == 1, forced.stdout[-3000:] + forced.stderr[-2000:]
     line = next(s for s in forced.stdout.splitlines() if "hierarchical_copy" in s)
