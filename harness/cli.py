@@ -26,6 +26,7 @@ PROTOCOL_FLAGS = {
     "warmup_windows": (int, "untimed windows before timing"),
     "min_window_steps": (int, "fewest optimizer steps in a window"),
     "cell_timeout_s": (float, "seconds a cell may take before its worker is stopped"),
+    "rendezvous_timeout_s": (float, "seconds for every worker of a multi-worker cell to join"),
     "seed": (int, "seed of weights and data"),
 }
 

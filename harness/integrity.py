@@ -27,6 +27,8 @@ def _expected_variable_class(strategy_name: str, replicas: int
     registry: dict[str, tuple[str, Callable[[Any], bool]]] = {
         "mirrored": ("DistributedValues (MirroredVariable)",
                      lambda v: isinstance(v, tf.distribute.DistributedValues)),
+        "multi_worker_mirrored": ("DistributedValues (MirroredVariable)",
+                                  lambda v: isinstance(v, tf.distribute.DistributedValues)),
         "central_storage": ("AggregatingVariable",
                             lambda v: isinstance(v, ps_values.AggregatingVariable)),
     }

@@ -169,16 +169,17 @@ class _Events:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path
+def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path, index: int = 0,
+           extra_env: dict[str, str] | None = None, cores: int | None = None
            ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
     job = Job(cell, options.protocol, options.platform, options.mnist_path, injected_fault(),
-              options.verify_updates, options.weights_dir)
-    job_path, events_path = tmp / "job.json", tmp / "events.jsonl"
+              options.verify_updates, options.weights_dir, index, cores)
+    job_path, events_path = tmp / f"job-{index}.json", tmp / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
     events_path.touch()
     options.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = options.log_dir / f"{name}.log"
-    env = {**os.environ, **WORKER_ENV}
+    env = {**os.environ, **WORKER_ENV, **(extra_env or {})}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(job_path), str(events_path)],
@@ -231,3 +232,139 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker"
             cause = (f"deadline passed: {phase} took over {limit:g} s; worker stopped with {how}")
         yield {"event": "failed", "cell_id": cell.id, "facts": facts,
                "reason": f"{cause}; worker log {log_path}: {_tail(log_path)}"}
+
+
+# ------------------------------------------------------------------------------------------------
+# Multi-worker cells on 127.0.0.1: TensorFlow's own cluster runtime (TF_CONFIG, gRPC collectives)
+# ------------------------------------------------------------------------------------------------
+
+FINISH_GRACE_S = 30.0
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (held open together while chosen)."""
+    import socket
+
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def cluster_env(ports: list[int], index: int, cores: int, platform: Platform, replicas: int
+                ) -> dict[str, str]:
+    """Environment of local worker ``index``: TF_CONFIG, its thread counts, its device mask."""
+    env = {
+        "TF_CONFIG": json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                                 "task": {"type": "worker", "index": index}}),
+        "TF_NUM_INTRAOP_THREADS": str(cores), "OMP_NUM_THREADS": str(cores),
+    }
+    mask = ",".join(str(index * replicas + r) for r in range(replicas))
+    if platform.device_kind != "gpu":
+        mask = "-1"  # no GPU for a CPU cell, even on a GPU machine
+    env.update(CUDA_VISIBLE_DEVICES=mask, HIP_VISIBLE_DEVICES=mask)
+    return env
+
+
+def absent_worker(cell: Cell) -> int | None:
+    """Test hook ``absent@N:<cell_id>``: worker N is never started (a peer that never appears)."""
+    fault = injected_fault() or ""
+    kind, _, target = fault.partition(":")
+    if target == cell.id and kind.startswith("absent@"):
+        return int(kind.split("@")[1])
+    return None
+
+
+def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[dict[str, Any]]:
+    """Run a multi-worker cell as ``cell.workers`` local processes; yield the chief's events.
+
+    Phases and deadlines: start-up (``startup_timeout_s``), rendezvous
+    (``protocol.rendezvous_timeout_s``, until every worker has joined: MultiWorkerMirroredStrategy's
+    constructor waits for its peers forever, so the deadline is the launcher's), the cell (``protocol.cell_timeout_s``), then
+    ``FINISH_GRACE_S`` for the others to exit. A worker that dies, or any phase that overruns,
+    stops every worker (SIGTERM, then SIGKILL) and yields one ``failed`` event naming the worker,
+    the phase and the cause. Ports are released with the processes; none is left behind.
+    """
+    n = cell.workers
+    cores = max(1, (os.cpu_count() or 1) // n)
+    ports = free_ports(n)
+    missing = absent_worker(cell)
+    with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
+        procs: dict[int, tuple[subprocess.Popen[bytes], _Events, Path]] = {}
+        facts: dict[str, Any] | None = None
+        seen: dict[int, set[str]] = {i: set() for i in range(n)}
+        recorded = False
+        phase, limit = "start-up (import TensorFlow, set up devices)", options.startup_timeout_s
+        deadline = time.monotonic() + limit
+        culprit = ""
+        try:
+            for i in range(n):
+                if i != missing:
+                    env = cluster_env(ports, i, cores, options.platform, cell.replicas)
+                    procs[i] = _start(cell, options, f"{name}-w{i}", Path(tmpdir), i, env, cores)
+
+            def drain() -> Iterator[dict[str, Any]]:
+                nonlocal facts, recorded
+                for i, (_, events, _) in procs.items():
+                    for ev in events.read():
+                        seen[i].add(ev["event"])
+                        if ev["event"] == "failed" or (ev["event"] == "record" and i != 0):
+                            continue
+                        if i == 0:
+                            if ev["event"] == "ready":
+                                facts = ev["facts"]
+                            if ev["event"] == "record":
+                                recorded = True
+                            if ev["event"] in ("start", "record"):
+                                yield {**ev, "facts": facts}
+
+            while True:
+                yield from drain()
+                everyone = range(n)
+                if phase.startswith("start-up") and all("start" in seen[i] for i in procs):
+                    phase = "rendezvous (every worker joining the cluster)"
+                    limit = options.protocol.rendezvous_timeout_s
+                    deadline = time.monotonic() + limit
+                if phase.startswith("rendezvous") and all("joined" in seen[i] for i in everyone):
+                    phase, limit = f"cell {cell.id}", options.protocol.cell_timeout_s
+                    deadline = time.monotonic() + limit
+                if recorded and phase.startswith("cell"):
+                    phase, limit = "shutdown", FINISH_GRACE_S
+                    deadline = time.monotonic() + limit
+                dead = [i for i, (p, _, _) in procs.items() if p.poll() is not None and p.returncode != 0]
+                if dead:
+                    i = dead[0]
+                    culprit = (f"worker {i} exited with {_signal_name(procs[i][0].returncode)} during "
+                               f"{phase}; its log {procs[i][2]}: {_tail(procs[i][2])}")
+                    break
+                if all(p.poll() is not None for p, _, _ in procs.values()):
+                    culprit = "" if recorded else f"every worker exited without a record during {phase}"
+                    break
+                if time.monotonic() > deadline:
+                    culprit = f"deadline passed: {phase} took over {limit:g} s"
+                    absent = [i for i in everyone if i not in procs or "start" not in seen[i]]
+                    waiting = [i for i in procs if "joined" not in seen[i]]
+                    if absent:
+                        culprit += f" (worker(s) {', '.join(map(str, absent))} not there)"
+                    elif phase.startswith("rendezvous") and waiting:
+                        culprit += f" (worker(s) {', '.join(map(str, waiting))} never joined)"
+                    break
+                time.sleep(POLL_S)
+        finally:
+            hows = {i: stop(p) for i, (p, _, _) in procs.items()}
+        yield from drain()
+        if recorded:
+            return
+        if culprit.startswith("deadline"):
+            culprit += "; stopped with " + ", ".join(f"worker {i}: {h}" for i, h in hows.items())
+        yield {"event": "failed", "cell_id": cell.id, "facts": facts,
+               "reason": culprit or "the chief exited without a record"}
+
+
+def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
+    """The events of one cell: one worker process, or a local cluster for multi-worker cells."""
+    return (run_cluster if cell.workers > 1 else run_worker)(cell, options, name)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.spec import Cell
+from harness.strategies import distribute
 
 
 @dataclass
@@ -119,11 +120,18 @@ def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
 
 @dataclass(frozen=True)
 class Trainer:
-    """A ready training loop. ``run(steps) -> last loss``; ``windows(steps, n) -> (seconds, loss)``."""
+    """A ready training loop. ``run(steps) -> last loss``; ``windows(steps, n) -> (seconds, loss)``.
+
+    With several workers, ``per_worker`` holds after ``windows`` each worker's own seconds per
+    window (from its start barrier to its own host sync), gathered from every worker.
+    """
 
     run: Callable[[int], float]
     windows: Callable[[int, int], tuple[list[float], float]]
     counter: ReductionCounter
+    per_worker: list[list[float]] = field(default_factory=list)
+    agree: Callable[[int], int] = lambda value: value
+    """Every worker's copy of the chief's value (workers must agree on a window length)."""
 
 
 def _check_steps(steps: int, spe: int) -> None:
@@ -143,6 +151,47 @@ def timed_windows(run: Callable[[int], float], steps: int, n: int,
     return seconds, loss
 
 
+def _cross_worker_sum(strategy: Any, values: Any) -> Any:
+    """Sum a float32 vector over all workers (each worker's local replicas share its value)."""
+    import tensorflow as tf
+
+    local = len(strategy.extended.worker_devices)
+    mine = tf.constant(values, tf.float32) / local
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(mine)),
+                           axis=None).numpy()
+
+
+def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: int,
+                    per_worker: list[list[float]],
+                    clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
+    """n windows bounded by cross-worker barriers: every worker starts a window together, and a
+    window ends when the slowest worker's host sync is done, so ``window_steps x effective_batch``
+    global examples are counted over one common window. Each worker's own time (start barrier to
+    its own sync) is gathered from every worker into ``per_worker``."""
+    import numpy as np
+
+    def barrier() -> None:
+        _cross_worker_sum(strategy, [1.0])
+
+    common: list[float] = []
+    own: list[float] = []
+    loss = float("nan")
+    for _ in range(n):
+        barrier()
+        t0 = clock()
+        loss = run(steps)
+        own.append(clock() - t0)
+        barrier()
+        common.append(clock() - t0)
+    workers = strategy.extended._num_workers  # noqa: SLF001 (no public accessor in TF 2.21)
+    index = strategy.cluster_resolver.task_id
+    slots = np.zeros(workers * n, np.float32)
+    slots[index * n:(index + 1) * n] = own
+    gathered = _cross_worker_sum(strategy, slots)
+    per_worker[:] = [list(map(float, gathered[w * n:(w + 1) * n])) for w in range(workers)]
+    return common, loss
+
+
 def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cell) -> Trainer:
     """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
     steps_per_execution updates; only the last update's loss is reduced across replicas."""
@@ -160,7 +209,7 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
         last = strategy.run(update, args=next(iterator))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
 
-    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    iterator = iter(distribute(strategy, dataset, cell))
 
     def run(steps: int) -> float:
         _check_steps(steps, spe)
@@ -169,6 +218,15 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
             loss = execution(iterator)
         return float(loss)
 
+    if cell.workers > 1:
+        per_worker: list[list[float]] = []
+
+        def chiefs(value: int) -> int:
+            mine = float(value) if strategy.cluster_resolver.task_id == 0 else 0.0
+            return int(round(_cross_worker_sum(strategy, [mine])[0]))
+
+        return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, per_worker),
+                       counter, per_worker, chiefs)
     return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter)
 
 

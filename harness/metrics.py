@@ -77,3 +77,11 @@ def mfu(examples_per_sec: float, flops_per_example: float, peak_flops_per_sec: f
 def matmul_flops(n: int) -> int:
     """FLOPs of one n x n by n x n matrix product: 2 n^3."""
     return 2 * n ** 3
+
+
+def straggler_ratio(per_worker_seconds: Sequence[Sequence[float]]) -> float:
+    """Slowest over fastest worker, by each worker's median own window time (1.0: no straggler)."""
+    medians = [median(s) for s in per_worker_seconds if len(s)]
+    if not medians or min(medians) <= 0:
+        return float("nan")
+    return max(medians) / min(medians)

@@ -16,7 +16,8 @@ def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
     """The columns that describe the cell and how it is timed (known before it runs)."""
     return {
         "cell_id": cell.id, "model": cell.model, "data": cell.data, "strategy": cell.strategy,
-        "cross_device_ops": cell.cross_device_ops, "replicas": cell.replicas, "workers": cell.workers,
+        "cross_device_ops": cell.cross_device_ops, "communication": cell.communication,
+        "replicas": cell.replicas, "workers": cell.workers,
         "per_replica_batch": cell.per_replica_batch, "global_batch": cell.global_batch,
         "effective_batch": cell.effective_batch,
         "accum_steps": cell.accum_steps, "loop": cell.loop,
@@ -50,8 +51,8 @@ def not_measured_row(cell: Cell, protocol: Protocol, status: str, reason: str,
     return {**cell_columns(cell, protocol), **fact_columns(facts), "status": status, "reason": reason}
 
 
-EFFICIENCY_KEY = ("model", "data", "strategy", "cross_device_ops", "loop", "steps_per_execution",
-                  "precision", "accum_steps")
+EFFICIENCY_KEY = ("model", "data", "strategy", "cross_device_ops", "communication", "loop",
+                  "steps_per_execution", "precision", "accum_steps")
 
 
 def find_baseline(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:

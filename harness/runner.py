@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, metrics
-from harness.launch import WorkerOptions, git_sha, run_worker
+from harness.launch import WorkerOptions, git_sha, run_cell_processes
 from harness.progress import Progress
 from harness.records import find_baseline, not_measured_row
 from harness.spec import Cell, Platform, Protocol, unsupported_reason
@@ -64,7 +64,7 @@ def _events(cells: list[Cell], options: WorkerOptions) -> Iterator[dict[str, Any
     cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
     """
     for index, cell in enumerate(cells):
-        yield from run_worker(cell, options, name=f"{index:05d}")
+        yield from run_cell_processes(cell, options, name=f"{index:05d}")
 
 
 def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,

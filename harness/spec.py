@@ -88,8 +88,11 @@ class Axis:
 
 MODEL_NAMES = ("cnn", "dense")
 DATA_NAMES = ("synthetic", "mnist")
-STRATEGY_NAMES = ("default", "one_device", "mirrored", "central_storage")
+SINGLE_PROCESS_STRATEGIES = ("default", "one_device", "mirrored", "central_storage")
+MULTI_WORKER_STRATEGIES = ("multi_worker_mirrored",)
+STRATEGY_NAMES = SINGLE_PROCESS_STRATEGIES + MULTI_WORKER_STRATEGIES
 CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one_device")
+COMMUNICATION_NAMES = ("auto", "ring", "nccl")
 LOOP_NAMES = ("ctl", "fit")
 PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
 SCALING_NAMES = ("weak", "strong")
@@ -101,10 +104,12 @@ AXES: tuple[Axis, ...] = (
     Axis("strategy", str, "mirrored", "tf.distribute strategy", STRATEGY_NAMES),
     Axis("cross_device_ops", str, "auto", "all-reduce implementation of MirroredStrategy",
          CROSS_DEVICE_OPS_NAMES, applies_to=("mirrored",), inapplicable="none"),
+    Axis("communication", str, "auto", "collective implementation of MultiWorkerMirroredStrategy",
+         COMMUNICATION_NAMES, applies_to=MULTI_WORKER_STRATEGIES, inapplicable="none"),
     Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
-         applies_to=("mirrored", "central_storage"), inapplicable=1),
-    Axis("workers", int, 1, "worker processes (multi-worker strategies arrive later: 1 only)",
-         maximum=1),
+         applies_to=("mirrored", "central_storage", *MULTI_WORKER_STRATEGIES), inapplicable=1),
+    Axis("workers", int, 1, "worker processes, each on 127.0.0.1 with its own TF_CONFIG",
+         applies_to=MULTI_WORKER_STRATEGIES, inapplicable=1),
     Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
     Axis("accum_steps", int, 1, "micro-batches whose gradients each replica sums before one "
          "all-reduce and one optimizer update"),
@@ -130,6 +135,7 @@ class Cell:
     data: str = "synthetic"
     strategy: str = "mirrored"
     cross_device_ops: str = "auto"
+    communication: str = "auto"
     replicas: int = 1
     workers: int = 1
     batch: int = 64
@@ -176,8 +182,9 @@ class Cell:
         The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
         """
         strategy = self.strategy
-        if self.cross_device_ops != "none":
-            strategy += f"[{self.cross_device_ops}]"
+        for option in (self.cross_device_ops, self.communication):
+            if option != "none":
+                strategy += f"[{option}]"
         return "/".join((
             self.model, strategy, f"r{self.replicas}w{self.workers}", self._batch_id(),
             f"acc{self.accum_steps}", self.loop, f"spe{self.steps_per_execution}", self.precision,
@@ -216,19 +223,22 @@ class Protocol:
     warmup_windows: int = 1
     min_window_steps: int = 10
     cell_timeout_s: float = 600.0
+    rendezvous_timeout_s: float = 120.0
     seed: int = 0
 
     def __post_init__(self) -> None:
         checks = {
             "repeats": self.repeats >= 2, "window_s": 0 < self.window_s < 3600,
             "warmup_windows": self.warmup_windows >= 0, "min_window_steps": self.min_window_steps >= 1,
-            "cell_timeout_s": 0 < self.cell_timeout_s < float("inf"), "seed": self.seed >= 0,
+            "cell_timeout_s": 0 < self.cell_timeout_s < float("inf"),
+            "rendezvous_timeout_s": 0 < self.rendezvous_timeout_s < float("inf"), "seed": self.seed >= 0,
         }
         accepted = {
             "repeats": "an integer of at least 2 (a CI needs two windows)",
             "window_s": "seconds, more than 0 and less than 3600",
             "warmup_windows": "an integer >= 0", "min_window_steps": "an integer >= 1",
-            "cell_timeout_s": "seconds > 0", "seed": "an integer >= 0",
+            "cell_timeout_s": "seconds > 0", "rendezvous_timeout_s": "seconds > 0",
+            "seed": "an integer >= 0",
         }
         for name, ok in checks.items():
             if not ok:
@@ -389,9 +399,30 @@ def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
+def _multi_worker_cpu_one_device(cell: Cell, platform: Platform) -> str | None:
+    if cell.strategy in MULTI_WORKER_STRATEGIES and platform.device_kind == "cpu" and cell.replicas > 1:
+        return ("a CPU worker of MultiWorkerMirroredStrategy uses exactly one device (logical CPU "
+                "devices are ignored): use replicas 1 and more workers")
+    return None
+
+
+def _multi_worker_fit(cell: Cell, platform: Platform) -> str | None:
+    if cell.strategy in MULTI_WORKER_STRATEGIES and cell.loop == "fit":
+        return ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
+                "(PerReplica...)\", keras#20585): use the ctl loop")
+    return None
+
+
+def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
+    if cell.communication == "nccl" and platform.device_kind == "cpu":
+        return "NCCL collectives need GPUs"
+    return None
+
+
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _central_storage_fp16,
-    _strong_batch_divides, _fit_collective_multi_step,
+    _strong_batch_divides, _fit_collective_multi_step, _multi_worker_cpu_one_device,
+    _multi_worker_fit, _nccl_communication_on_cpu,
 )
 
 

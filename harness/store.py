@@ -50,6 +50,7 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("data", S, "", "synthetic (fixed-seed pool, pre-batched, repeated) or mnist (the real training split)."),
     Column("strategy", S, "", "default, one_device, mirrored or central_storage."),
     Column("cross_device_ops", S, "", "Requested all-reduce for mirrored (auto, nccl, hierarchical_copy, reduction_to_one_device); none elsewhere."),
+    Column("communication", S, "", "Requested collective implementation for multi_worker_mirrored (auto, ring, nccl); none elsewhere."),
     Column("effective_cross_device_ops", S, "", "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies without one."),
     Column("replicas", I, "devices", "Replicas per worker."),
     Column("workers", I, "processes", "Worker processes."),
@@ -84,6 +85,9 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("optimizer_updates_per_sec", F, "updates/s", "examples_per_sec / effective_batch."),
     Column("allreduces_per_update", F, "reductions", "Cross-replica reductions per optimizer update, counted: every top-level reduce/batch_reduce call of the strategy's cross-device ops traced into the update's graph (micro-batch phase x accum_steps). 0 where none is made: one device (default, one_device, or mirrored with one replica, whose reduce TensorFlow skips)."),
     Column("allreduces_per_example", F, "reductions/example", "allreduces_per_update / effective_batch."),
+    Column("straggler_ratio", F, "1", "Slowest over fastest worker by median own window time (start barrier to the worker's own host sync); 1.0 with one worker."),
+    Column("cores_per_worker", I, "cores", "Cores each worker process was given (TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS for local multi-worker cells; the whole host otherwise)."),
+    Column("oversubscribed", B, "", "True when cores_per_worker x workers exceeds host_cores: the figure was measured on shared cores."),
     Column("peak_flops_per_sec", F, "FLOP/s", "Best measured rate of distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in the precision's compute dtype on one device, times device_count; measured in the same worker process."),
     Column("mfu", F, "1", "examples_per_sec x flops_per_example / peak_flops_per_sec."),
     Column("final_loss", F, "", "Loss of the last optimizer update of the last timed window (mean over the update's effective batch)."),
@@ -108,11 +112,12 @@ CELL_COLUMNS: tuple[Column, ...] = (
 WINDOW_COLUMNS: tuple[Column, ...] = (
     Column("run_id", S, "", "As in the cells table."),
     Column("cell_id", S, "", "As in the cells table."),
-    Column("worker", I, "", "Worker index (0 for single-process strategies)."),
+    Column("worker", I, "", "Worker index (0 for single-process strategies; one row per worker and window otherwise)."),
     Column("repeat", I, "", "0-based index of the timed window."),
     Column("window_steps", I, "updates", "Optimizer updates in the window."),
-    Column("window_s", F, "s", "Wall time of the window, from the previous host sync to this window's host sync."),
-    Column("examples", I, "examples", "Global examples processed in the window."),
+    Column("window_s", F, "s", "Wall time of the window: from the previous host sync to this window's host sync (single process), or between the cross-worker barriers around it (multi-worker: the same for every worker)."),
+    Column("worker_s", F, "s", "This worker's own time in the window: from the start barrier to its own host sync (equals window_s in a single process)."),
+    Column("examples", I, "examples", "Global examples processed in the window (all replicas, workers and micro-batches)."),
     Column("examples_per_sec", F, "examples/s", "examples / window_s."),
 )
 

@@ -45,12 +45,55 @@ def _central_storage(cell: Cell, devices: Sequence[str]) -> Any:
     return tf.distribute.experimental.CentralStorageStrategy(list(devices[: cell.replicas]))
 
 
+def _multi_worker_mirrored(cell: Cell, devices: Sequence[str]) -> Any:
+    """Joins the cluster in TF_CONFIG (set by the launcher); blocks until every peer has joined."""
+    import tensorflow as tf
+
+    implementation = {
+        "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+    }[cell.communication]
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=implementation))
+
+
 STRATEGIES: dict[str, Callable[[Cell, Sequence[str]], Any]] = {
     "default": _default,
     "one_device": _one_device,
     "mirrored": _mirrored,
     "central_storage": _central_storage,
+    "multi_worker_mirrored": _multi_worker_mirrored,
 }
+
+
+def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
+    """The distributed form of a dataset of update batches (``effective_batch`` examples each).
+
+    In one process, ``experimental_distribute_dataset`` splits each batch into contiguous
+    per-replica slices. With several workers each worker reads the same batches and keeps its own
+    contiguous slice, so global replica r sees the same examples as replica r of MirroredStrategy:
+    a multi-worker cell computes what the single-process cell of the same global batch computes.
+    """
+    import tensorflow as tf
+
+    if cell.workers == 1:
+        return strategy.experimental_distribute_dataset(dataset)
+    per_replica = cell.per_replica_batch * cell.accum_steps
+
+    def worker_slice(context: Any) -> Any:
+        first = context.input_pipeline_id * cell.replicas * per_replica
+
+        def take(x: Any, y: Any) -> Any:
+            x = tf.reshape(x[first:first + cell.replicas * per_replica], [cell.replicas, per_replica, *x.shape[1:]])
+            y = tf.reshape(y[first:first + cell.replicas * per_replica], [cell.replicas, per_replica])
+            return x, y
+
+        return dataset.map(take).unbatch()  # one element per local replica, in replica order
+
+    return strategy.distribute_datasets_from_function(worker_slice)
+
 
 
 def make_strategy(cell: Cell, devices: Sequence[str]) -> Any:

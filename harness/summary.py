@@ -21,7 +21,8 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
               "95% CI", "cv", "efficiency", "status")
     lines = [header]
     for r in rows:
-        strategy = r["strategy"] + (f"[{r['cross_device_ops']}]" if r["cross_device_ops"] != "none" else "")
+        strategy = r["strategy"] + "".join(f"[{r[k]}]" for k in ("cross_device_ops", "communication")
+                                           if r.get(k) not in (None, "none"))
         ci = (f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
               if r.get("examples_per_sec") is not None else "-")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:60]}"

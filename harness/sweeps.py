@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.spec import (CROSS_DEVICE_OPS_NAMES, REPLICAS_TO_MAX, STRATEGY_NAMES, Protocol, SpecError,
-                          Sweep, chain, make_sweep)
+from harness.spec import (CROSS_DEVICE_OPS_NAMES, REPLICAS_TO_MAX, SINGLE_PROCESS_STRATEGIES, Protocol,
+                          SpecError, Sweep, chain, make_sweep)
 
 SMOKE_PROTOCOL = Protocol(repeats=3, window_s=0.2, warmup_windows=1, min_window_steps=5,
                           cell_timeout_s=180.0)
@@ -23,7 +23,7 @@ DEFAULT = chain(
     "default", "what `nox -s bench` runs: both models, every single-process strategy and "
     "cross-device op, 1 and 2 replicas, two batch sizes; then accumulation 1 and 4 with both loops "
     "on default and mirrored", Protocol(repeats=5, window_s=0.6, warmup_windows=1, min_window_steps=10),
-    make_sweep("", "", model=("cnn", "dense"), strategy=STRATEGY_NAMES,
+    make_sweep("", "", model=("cnn", "dense"), strategy=SINGLE_PROCESS_STRATEGIES,
                cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(1, 2), batch=(64, 256),
                steps_per_execution=(10,)),
     make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
@@ -31,6 +31,22 @@ DEFAULT = chain(
     # fit on mirrored's collective across replicas runs only with steps_per_execution 1
     make_sweep("", "", model=("cnn", "dense"), strategy=("mirrored",), replicas=(2,), batch=(64,),
                accum_steps=(1, 4), loop=("fit",), steps_per_execution=(1,)),
+    # the part of the cluster sweep that fits the time budget: 1 and 2 local workers, ring
+    make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
+               communication=("ring",), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
+)
+
+CLUSTER = chain(
+    "cluster", "MultiWorkerMirroredStrategy with ring and auto collectives on 1 and 2 local worker "
+    "processes (TF_CONFIG on 127.0.0.1), both models, against mirrored on 1 and 2 replicas and "
+    "default, at the same global batch", Protocol(repeats=5, window_s=1.0, warmup_windows=1,
+                                                  min_window_steps=10),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
+               batch=(64,), steps_per_execution=(10,)),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("default",), batch=(128,),
+               steps_per_execution=(10,)),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
+               communication=("ring", "auto"), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
 )
 
 SCALING = make_sweep(
@@ -62,7 +78,7 @@ EQUIVALENCE = chain(
                steps_per_execution=(1,)),
 )
 
-SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, EQUIVALENCE)}
+SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE)}
 
 
 def get_sweep(name: str) -> Sweep:

@@ -33,9 +33,10 @@ def calibrated_window_steps(step_seconds: float, steps_per_execution: int, proto
 
 def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[list[float], float]],
             steps_per_execution: int, protocol: Protocol,
-            clock: Callable[[], float]) -> Timings:
+            clock: Callable[[], float], agree: Callable[[int], int] = lambda steps: steps) -> Timings:
     """Time a loop by the protocol: the first call (compile_s), two calibration windows (the step time
-    comes from the second), then ``warmup_windows`` untimed and ``repeats`` timed windows."""
+    comes from the second; ``agree`` makes every worker of a cluster use the chief's length), then
+    ``warmup_windows`` untimed and ``repeats`` timed windows."""
     spe = steps_per_execution
     t0 = clock()
     run(spe)
@@ -43,7 +44,7 @@ def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[lis
 
     probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
     probe_seconds, _ = windows(probe, 2)  # the second window: no set-up cost left in it
-    steps = calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol)
+    steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol))
 
     seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
     return Timings(compile_s, steps, tuple(seconds[protocol.warmup_windows:]), loss)

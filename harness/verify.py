@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.launch import WorkerOptions, run_worker
+from harness.launch import WorkerOptions, run_cell_processes
 from harness.progress import Progress
 from harness.spec import Cell, Platform, Protocol, unsupported_reason
 
@@ -109,7 +109,7 @@ def run_cells(cells: Sequence[Cell], updates: int, protocol: Protocol, platform:
     progress = Progress(len(todo))
     outcomes: dict[str, Outcome] = {}
     for index, cell in enumerate(todo):
-        for ev in run_worker(cell, options, name=f"{index:05d}"):
+        for ev in run_cell_processes(cell, options, name=f"{index:05d}"):
             if ev["event"] == "start":
                 progress.show(cell.id)
             elif ev["event"] == "record":

@@ -30,7 +30,7 @@ from harness.loops import LOOPS, Trainer
 from harness.models import MODELS
 from harness.peak import measure_matmul_peak
 from harness.records import LEARNING_RATE, cell_columns, fact_columns
-from harness.spec import Cell, Platform, Protocol
+from harness.spec import MULTI_WORKER_STRATEGIES, Cell, Platform, Protocol
 from harness.strategies import effective_cross_device_ops, make_strategy
 from harness.timing import measure
 
@@ -48,6 +48,10 @@ class Job:
     verify_updates: int | None = None
     """When set, train each cell for this many updates and save its weights (no timing)."""
     weights_dir: str | None = None
+    worker_index: int = 0
+    """This process's task index in a multi-worker cell (0 = chief, which reports the row)."""
+    cores_per_worker: int | None = None
+    """Cores the launcher gave this worker (None: the whole host)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,15 +105,15 @@ class BuiltCell:
     startup_s: float
 
 
-def build_cell(cell: Cell, devices: list[str], seed: int = 0,
-               mnist_path: str | None = None) -> BuiltCell:
-    """Strategy, model and optimizer (in scope), input pipeline and training loop of ``cell``."""
+def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | None = None,
+               strategy: Any = None) -> BuiltCell:
+    """Strategy (unless given), model and optimizer (in scope), input pipeline and training loop."""
     import keras
 
     keras.mixed_precision.set_dtype_policy(cell.precision)
     keras.utils.set_random_seed(seed)
     t0 = time.perf_counter()
-    strategy = make_strategy(cell, devices)
+    strategy = strategy or make_strategy(cell, devices)
     with strategy.scope():
         model = MODELS[cell.model].build()
         optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
@@ -123,16 +127,16 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0,
 
 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
-             peak: Callable[[str], float], mnist_path: str | None = None
+             peak: Callable[[str], float], mnist_path: str | None = None, strategy: Any = None
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Build, time and check one cell in this process. Returns (row columns, window rows)."""
     import keras
 
     from harness import integrity
 
-    built = build_cell(cell, devices, protocol.seed, mnist_path)
+    built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
     timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
-                      time.perf_counter)
+                      time.perf_counter, built.trainer.agree)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.devices, timings.final_loss)
     keras.mixed_precision.set_dtype_policy("float32")
@@ -142,8 +146,9 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     rates = metrics.window_throughputs(timings.window_seconds, examples)
     median = metrics.median(rates)
     lo, hi = metrics.bootstrap_ci(rates)
-    logical = device_type == "CPU" and cell.replicas > 1
+    logical = device_type == "CPU" and cell.devices > 1  # local workers share the host CPU too
     device_count = 1 if device_type == "CPU" else cell.devices
+    own = [w[protocol.warmup_windows:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
     peak_flops = peak(COMPUTE_DTYPE[cell.precision]) * device_count
     flops = MODELS[cell.model].flops_per_example
     row = {
@@ -157,34 +162,37 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
         "allreduces_per_update": reductions,
         "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
         "weights_digest": weights_digest(built.model), "device_count": device_count,
-        "logical_devices": logical,
+        "logical_devices": logical, "straggler_ratio": metrics.straggler_ratio(own),
     }
     if problems:  # an invalid cell never reports a throughput
         for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",
                   "optimizer_updates_per_sec"):
             row[k] = None
-    windows = [{"cell_id": cell.id, "worker": 0, "repeat": i, "window_steps": timings.window_steps,
-                "window_s": s, "examples": examples, "examples_per_sec": r}
+    windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
+                "window_s": s, "worker_s": own[w][i], "examples": examples, "examples_per_sec": r}
+               for w in range(len(own))
                for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
     return row, windows
 
 
 def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,
-                mnist_path: str | None = None) -> dict[str, Any]:
+                mnist_path: str | None = None, strategy: Any = None, save: bool = True
+                ) -> dict[str, Any]:
     """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
     and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
 
     from harness import integrity
 
-    built = build_cell(cell, devices, seed, mnist_path)
+    built = build_cell(cell, devices, seed, mnist_path, strategy)
     before = [w.numpy() for w in built.model.weights]
     loss = built.trainer.run(updates)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.devices, loss)
     path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
-    np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
-             **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)})
+    if save:  # (in a multi-worker cell only the chief writes)
+        np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
+                 **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)})
     return {"status": "invalid" if problems else "ok", "reason": "; ".join(problems),
             "final_loss": loss, "weights_digest": weights_digest(built.model), "weights_path": path,
             "effective_cross_device_ops": effective_cross_device_ops(built.strategy)}
@@ -204,12 +212,14 @@ def _emit(stream: TextIO, event: dict[str, Any]) -> None:
     stream.flush()
 
 
-def _inject(fault: str | None, cell: Cell) -> None:
-    """Test hook: ``kill:<cell_id>`` or ``hang:<cell_id>`` misbehaves when that cell starts."""
+def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
+    """Test hook. ``kill:<cell_id>`` / ``hang:<cell_id>``: misbehave when the cell starts;
+    ``kill@N:<cell_id>`` / ``hang@N:<cell_id>``: worker N misbehaves once every peer has joined."""
     if not fault:
         return
     kind, _, target = fault.partition(":")
-    if target == cell.id:
+    kind, _, at = kind.partition("@")
+    if target == cell.id and (point, worker) == (("joined", int(at)) if at else ("start", worker)):
         if kind == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         if kind == "hang":
@@ -218,34 +228,60 @@ def _inject(fault: str | None, cell: Cell) -> None:
                 time.sleep(1)
 
 
+def _join_cluster(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[str]]:
+    """Multi-worker: create the strategy first (collectives must be configured before TensorFlow
+    starts its runtime; the launcher already masked this worker's devices), announcing the join."""
+    import tensorflow as tf
+
+    _emit(events, {"event": "start", "cell_id": cell.id})
+    _inject(job.inject_fault, cell, job.worker_index, "start")
+    strategy = make_strategy(cell, [])
+    _emit(events, {"event": "joined"})
+    _inject(job.inject_fault, cell, job.worker_index, "joined")
+    kind = "GPU" if job.platform.device_kind == "gpu" else "CPU"
+    return strategy, kind, [d.name for d in tf.config.list_logical_devices(kind)]
+
+
 def main(argv: list[str]) -> int:
     job_path, events_path = argv
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
     cell = job.cell
     with open(events_path, "a") as events:
-        device_type, devices = configure_devices(job.platform, cell.replicas)
+        strategy = None
+        if cell.strategy in MULTI_WORKER_STRATEGIES:
+            strategy, device_type, devices = _join_cluster(cell, events, job)
+        else:
+            device_type, devices = configure_devices(job.platform, cell.replicas)
         facts = collect(device_type)
         facts["fingerprint"] = fingerprint(facts)
         _emit(events, {"event": "ready", "facts": facts, "devices": devices})
-        _emit(events, {"event": "start", "cell_id": cell.id})
-        _inject(job.inject_fault, cell)
-        row = {**cell_columns(cell, job.protocol), **fact_columns(facts)}
+        if strategy is None:
+            _emit(events, {"event": "start", "cell_id": cell.id})
+            _inject(job.inject_fault, cell, job.worker_index, "start")
+        cores = job.cores_per_worker or facts["host_cores"]
+        row = {**cell_columns(cell, job.protocol), **fact_columns(facts), "cores_per_worker": cores,
+               "oversubscribed": cores * cell.workers > facts["host_cores"]}
         try:
             if job.verify_updates:
                 measured, windows = verify_cell(cell, job.verify_updates, job.protocol.seed, devices,
-                                                job.weights_dir or ".", job.mnist_path), []
+                                                job.weights_dir or ".", job.mnist_path, strategy,
+                                                save=job.worker_index == 0), []
             else:
                 measured, windows = run_cell(
                     cell, job.protocol, devices, device_type,
-                    lambda dtype: measure_matmul_peak(devices[0], device_type, dtype), job.mnist_path)
+                    lambda dtype: measure_matmul_peak(devices[0], device_type, dtype), job.mnist_path,
+                    strategy)
         except Exception as e:  # the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
             row.update(status="failed", reason=summarize_error(e))
             _emit(events, {"event": "record", "row": row, "windows": []})
             return 1
         row.update(measured)
-        _emit(events, {"event": "record", "row": row, "windows": windows})
+        if job.worker_index == 0:  # the chief reports the cell; its windows hold every worker's
+            _emit(events, {"event": "record", "row": row, "windows": windows})
+        else:
+            _emit(events, {"event": "finished"})
     return 0
 
 

@@ -25,7 +25,7 @@ GPU2 = Platform("gpu", 2)
     ("model", "cnn", ("cnn",)),
     ("model", "cnn, dense", ("cnn", "dense")),
     ("data", "synthetic,mnist", ("synthetic", "mnist")),
-    ("strategy", "default,one_device,mirrored,central_storage", STRATEGY_NAMES),
+    ("strategy", "default,one_device,mirrored,central_storage,multi_worker_mirrored", STRATEGY_NAMES),
     ("cross_device_ops", "auto,nccl,hierarchical_copy,reduction_to_one_device", CROSS_DEVICE_OPS_NAMES),
     ("replicas", "1,2", (1, 2)),
     ("replicas", "1..max", (REPLICAS_TO_MAX,)),
@@ -53,7 +53,8 @@ def test_axis_parse_good(name, text, expected):
     ("scaling", "linear", "linear", ["weak", "strong"]),
     ("replicas", "0", "0", ["at least 1", REPLICAS_TO_MAX]),
     ("replicas", "two", "two", ["at least 1"]),
-    ("workers", "2", "2", ["at least 1", "at most 1"]),
+    ("workers", "0", "0", ["at least 1"]),
+    ("communication", "grpc", "grpc", ["auto", "ring", "nccl"]),
     ("batch", "0", "0", ["at least 1"]),
     ("batch", "-8", "-8", ["at least 1"]),
     ("accum_steps", "0", "0", ["at least 1"]),
@@ -95,12 +96,14 @@ def test_axis_check_returns_value_or_raises():
 
 def test_axis_flags_and_defaults_build_a_cell():
     assert [a.flag for a in AXES] == [
-        "--model", "--data", "--strategy", "--cross-device-ops", "--replicas", "--workers", "--batch",
-        "--accum-steps", "--loop", "--steps-per-execution", "--precision", "--scaling"]
+        "--model", "--data", "--strategy", "--cross-device-ops", "--communication", "--replicas",
+        "--workers", "--batch", "--accum-steps", "--loop", "--steps-per-execution", "--precision",
+        "--scaling"]
     # every axis default is accepted by its own check and matches the Cell field default
+    defaults = {f.name: f.default for f in dataclasses.fields(Cell)}
     for axis in AXES:
         assert axis.check(axis.default) == axis.default
-        assert getattr(Cell(), axis.name) == axis.default
+        assert defaults[axis.name] == axis.default
     assert {f.name for f in dataclasses.fields(Cell)} == {a.name for a in AXES}
 
 
@@ -170,11 +173,11 @@ def test_expand_collapses_cross_device_ops_for_non_mirrored():
             assert cell.cross_device_ops in CROSS_DEVICE_OPS_NAMES
         else:
             assert cell.cross_device_ops == "none"
-            assert "[" not in cell.id
+            assert ("[" in cell.id) == (cell.strategy == "multi_worker_mirrored")  # [communication]
     mirrored = [c for c in cells if c.strategy == "mirrored"]
     assert sorted(c.cross_device_ops for c in mirrored) == sorted(CROSS_DEVICE_OPS_NAMES)
-    # 4 mirrored variants + one each of default, one_device, central_storage
-    assert len(cells) == 4 + 3
+    # 4 mirrored variants + one each of default, one_device, central_storage, multi_worker_mirrored
+    assert len(cells) == 4 + 4
 
 
 def test_expand_collapses_replicas_for_single_device_strategies():
@@ -348,7 +351,7 @@ def test_make_sweep_rejects_unknown_axis():
     ({"strategy": ("mirored",)}, "mirored"),
     ({"model": ("cnn", "resnet")}, "resnet"),
     ({"batch": (64, 0)}, "0"),
-    ({"workers": (2,)}, "2"),
+    ({"workers": (0,)}, "0"),
 ])
 def test_make_sweep_rejects_bad_values(axes, bad):
     with pytest.raises(SpecError) as info:
@@ -399,17 +402,20 @@ def test_default_sweep_coverage():
     cells = expand(SWEEPS["default"], Platform())
     assert {c.model for c in cells} == set(MODEL_NAMES)
     assert {c.strategy for c in cells} == set(STRATEGY_NAMES)
+    assert {(c.communication, c.workers) for c in cells if c.strategy == "multi_worker_mirrored"} == {
+        ("ring", 1), ("ring", 2)}
     assert {c.cross_device_ops for c in cells if c.strategy == "mirrored"} == set(CROSS_DEVICE_OPS_NAMES)
     assert {c.replicas for c in cells} == {1, 2}
     assert len({c.batch for c in cells}) == 2
     assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
     # the strategy grid: models x (default + one_device + 2 x central_storage + 2 x 4 mirrored) x batches
-    grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1]
+    grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1 and c.workers == 1
+            and c.strategy != "multi_worker_mirrored"]
     assert len(grid) == 2 * (1 + 1 + 2 + 2 * 4) * 2
     # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
     # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with
     # steps_per_execution 1 on mirrored x2 adds 2
-    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2)
+    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2) + 2 * 2
 
 
 def test_smoke_sweep_on_cpu_marks_nccl_only():

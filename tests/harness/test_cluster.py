@@ -1,0 +1,86 @@
+"""MultiWorkerMirroredStrategy on 127.0.0.1: TF_CONFIG processes, aggregation, faults (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from harness.launch import cluster_env, free_ports
+from harness.spec import Platform
+from tests.harness.test_runner import ROOT, harness, worker_processes
+
+FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+        "--steps-per-execution", "5", "--batch", "32", "--model", "dense"]
+MWMS = "dense/multi_worker_mirrored[ring]/r1w2/b32/acc1/ctl/spe5/float32/synthetic/weak"
+
+
+def test_cluster_env_and_ports() -> None:
+    ports = free_ports(3)
+    assert len(set(ports)) == 3
+    env = cluster_env(ports, 1, 4, Platform(), 1)
+    config = json.loads(env["TF_CONFIG"])
+    assert config["cluster"]["worker"] == [f"127.0.0.1:{p}" for p in ports]
+    assert config["task"] == {"type": "worker", "index": 1}
+    assert env["TF_NUM_INTRAOP_THREADS"] == "4" and env["CUDA_VISIBLE_DEVICES"] == "-1"
+    gpu = cluster_env(ports, 1, 4, Platform("gpu", 4), 2)
+    assert gpu["CUDA_VISIBLE_DEVICES"] == "2,3" and gpu["HIP_VISIBLE_DEVICES"] == "2,3"
+
+
+def _run(tmp_path: Path, *args: str, fault: str = "") -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
+    out = tmp_path / "results"
+    env = {"TMPDIR": str(tmp_path), **({"HARNESS_INJECT_FAULT": fault} if fault else {})}
+    proc = harness("run", "--out", str(out), *FAST, *args, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert worker_processes(str(tmp_path)) == []
+    return proc, pd.read_parquet(out / "cells").set_index("cell_id")
+
+
+def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
+    _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
+                    "--workers", "2")
+    row = cells.loc[MWMS]
+    assert row.status == "ok", row.reason
+    assert row.examples_per_sec > 0 and row.global_batch == 64 and row.effective_batch == 64
+    assert row.allreduces_per_update == 1 and row.straggler_ratio >= 1.0
+    assert row.effective_cross_device_ops == "CollectiveAllReduce(RING)"
+    assert row.cores_per_worker == max(1, (os.cpu_count() or 1) // 2)
+    windows = pd.read_parquet(tmp_path / "results" / "windows")
+    assert sorted(windows.worker.unique()) == [0, 1] and len(windows) == 2 * 2
+    assert (windows.worker_s <= windows.window_s + 1e-9).all()
+
+
+def test_killed_worker_fails_the_cell_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    _, cells = _run(tmp_path, "--strategy", "mirrored,multi_worker_mirrored", "--communication", "ring",
+                    "--workers", "2", fault=f"kill@1:{MWMS}")
+    assert cells.loc[MWMS, "status"] == "failed"
+    reason = cells.loc[MWMS, "reason"]
+    assert "worker 1 exited with signal SIGKILL" in reason, reason
+    mirrored = cells.drop(MWMS)
+    assert len(mirrored) == 1 and (mirrored.status == "ok").all()
+    assert time.monotonic() - t0 < 180
+
+
+def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path) -> None:
+    _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
+                    "--workers", "2", "--rendezvous-timeout-s", "20", fault=f"absent@1:{MWMS}")
+    reason = cells.loc[MWMS, "reason"]
+    assert cells.loc[MWMS, "status"] == "failed"
+    assert "deadline passed: rendezvous" in reason and "20 s" in reason and "worker(s) 1 not there" in reason
+
+
+def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "verify", "--device", "cpu", "--model", "dense",
+         "--strategy", "mirrored,multi_worker_mirrored", "--communication", "ring", "--replicas", "1,2",
+         "--workers", "2", "--batch", "32", "--steps-per-execution", "1", "--updates", "4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    line = next(s for s in proc.stdout.splitlines() if "multi_worker_mirrored" in s and "r1w2" in s)
+    assert "agrees" in line
