@@ -149,7 +149,7 @@ def _platform_text(p: Platform) -> str:
 
 def cmd_run(sel: Selection, out: Path) -> int:
     from harness.runner import run_sweep
-    from harness.summary import FOOTNOTE, LOGICAL_NOTE, summary_table
+    from harness.summary import FOOTNOTE, LOGICAL_NOTE, OVERSUBSCRIBED_NOTE, summary_table
 
     print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {_platform_text(sel.platform)}; "
           f"results -> {out}", flush=True)
@@ -160,6 +160,8 @@ def cmd_run(sel: Selection, out: Path) -> int:
     print(FOOTNOTE.format(repeats=sel.protocol.repeats, window_s=sel.protocol.window_s))
     if any(r.get("logical_devices") for r in result.rows):
         print(LOGICAL_NOTE)
+    if any(r.get("oversubscribed") for r in result.rows):
+        print(OVERSUBSCRIBED_NOTE)
     counts: dict[str, int] = {}
     for r in result.rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1

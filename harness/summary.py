@@ -27,7 +27,8 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
               if r.get("examples_per_sec") is not None else "-")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:60]}"
         lines.append((r["model"], strategy, f"{r['replicas']}x{r['workers']}", str(r["per_replica_batch"]),
-                      *(str(r.get(a)) for a in extra), _num(r.get("examples_per_sec"), ",.0f"), ci, _num(r.get("cv"), ".1%"),
+                      *(str(r.get(a)) for a in extra),
+                      _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci, _num(r.get("cv"), ".1%"),
                       _num(r.get("scaling_efficiency"), ".2f"), status))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
     out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]
@@ -38,5 +39,7 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
 FOOTNOTE = ("examples/s: median of {repeats} timed windows of ~{window_s:g} s each (warm-up excluded), "
             "95% CI by percentile bootstrap; efficiency = throughput / (replicas x 1-replica throughput)"
             "; repl 'NxW' = replicas x workers.")
-LOGICAL_NOTE = ("Replicas here are logical CPU devices sharing one thread pool: extra replicas add no "
-                "compute, so efficiency near 1/N is expected and says nothing about real devices.")
+OVERSUBSCRIBED_NOTE = "* measured with oversubscribed cores (cores_per_worker x workers > host cores)."
+LOGICAL_NOTE = ("Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "
+                "replicas add no compute, so efficiency near 1/N is expected and says nothing about "
+                "real devices.")

@@ -55,3 +55,16 @@ def test_summary_table_empty():
 def test_footnote_formats():
     text = FOOTNOTE.format(repeats=5, window_s=0.6)
     assert "median of 5 timed windows of ~0.6 s" in text
+
+
+def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
+    table = summary_table([
+        _row(strategy="multi_worker_mirrored", cross_device_ops="none", communication="ring",
+             workers=2, examples_per_sec=9000.0, examples_per_sec_ci_low=8000.0,
+             examples_per_sec_ci_high=9500.0, cv=0.01, oversubscribed=True),
+        _row(examples_per_sec=7000.0, examples_per_sec_ci_low=6000.0, examples_per_sec_ci_high=8000.0,
+             cv=0.01, oversubscribed=False),
+    ])
+    lines = table.splitlines()
+    assert "multi_worker_mirrored[ring]" in lines[2] and "1x2" in lines[2] and "9,000*" in lines[2]
+    assert "7,000*" not in lines[3] and "7,000" in lines[3]
