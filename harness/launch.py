@@ -284,8 +284,8 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
 
     Phases and deadlines: start-up (``startup_timeout_s``), rendezvous
     (``protocol.rendezvous_timeout_s``, until every worker has joined: MultiWorkerMirroredStrategy's
-    constructor waits for its peers forever, so the deadline is the launcher's), the cell (``protocol.cell_timeout_s``), then
-    ``FINISH_GRACE_S`` for the others to exit. A worker that dies, or any phase that overruns,
+    constructor waits for its peers forever, so the deadline is the launcher's), the cell
+    (``protocol.cell_timeout_s``), then ``FINISH_GRACE_S`` for the others to exit. A worker that dies, or any phase that overruns,
     stops every worker (SIGTERM, then SIGKILL) and yields one ``failed`` event naming the worker,
     the phase and the cause. Ports are released with the processes; none is left behind.
     """
@@ -312,15 +312,14 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
                 for i, (_, events, _) in procs.items():
                     for ev in events.read():
                         seen[i].add(ev["event"])
-                        if ev["event"] == "failed" or (ev["event"] == "record" and i != 0):
+                        if i != 0:  # only the chief's events reach the caller
                             continue
-                        if i == 0:
-                            if ev["event"] == "ready":
-                                facts = ev["facts"]
-                            if ev["event"] == "record":
-                                recorded = True
-                            if ev["event"] in ("start", "record"):
-                                yield {**ev, "facts": facts}
+                        if ev["event"] == "ready":
+                            facts = ev["facts"]
+                        if ev["event"] == "record":
+                            recorded = True
+                        if ev["event"] in ("start", "record"):
+                            yield {**ev, "facts": facts}
 
             while True:
                 yield from drain()
