@@ -180,9 +180,10 @@ def cmd_verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
 
     print(f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}",
           flush=True)
-    outcomes = run_cells(sel.cells, updates, sel.protocol, sel.platform, include_unsupported,
-                         sel.mnist_path)
-    verdicts = judge(outcomes)
+    with tempfile.TemporaryDirectory(prefix="harness-verify-") as work:
+        outcomes = run_cells(sel.cells, updates, sel.protocol, sel.platform, Path(work),
+                             include_unsupported, sel.mnist_path)
+        verdicts = judge(outcomes)
     print()
     print(verdict_table(verdicts))
     bad = [v for v in verdicts if v.agrees is False or v.outcome.status in ("failed", "invalid")]

@@ -60,6 +60,7 @@ def collect(device_type: str) -> dict[str, Any]:
         "cuda_version": str(build.get("cuda_version", "")),
         "cudnn_version": str(build.get("cudnn_version", "")),
         "rocm_version": str(build.get("rocm_version", "")),
+        "tensor_float_32": tf.config.experimental.tensor_float_32_execution_enabled(),
         "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env": env,

@@ -39,8 +39,8 @@ def fact_columns(facts: dict[str, Any] | None) -> dict[str, Any]:
         "intra_op_threads": facts["intra_op_threads"], "inter_op_threads": facts["inter_op_threads"],
         "tf_version": facts["tf_version"], "keras_version": facts["keras_version"],
         "python_version": facts["python_version"],
-        "build_info": json.dumps({k: facts[k] for k in ("cuda_version", "cudnn_version",
-                                                         "rocm_version", "nvidia_driver")}),
+        "build_info": json.dumps({k: facts.get(k) for k in (
+            "cuda_version", "cudnn_version", "rocm_version", "nvidia_driver", "tensor_float_32")}),
         "env": json.dumps(facts["env"], sort_keys=True), "fingerprint": facts["fingerprint"],
     }
 

@@ -104,7 +104,7 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("tf_version", S, "", "TensorFlow version."),
     Column("keras_version", S, "", "Keras version."),
     Column("python_version", S, "", "Python version."),
-    Column("build_info", S, "JSON", "CUDA/cuDNN/ROCm versions TensorFlow was built with, and the NVIDIA driver."),
+    Column("build_info", S, "JSON", "CUDA/cuDNN/ROCm versions TensorFlow was built with, the NVIDIA driver, and whether TensorFlow runs float32 matmuls as TF32 on GPUs (tensor_float_32: then the float32 peak and mfu are against TF32)."),
     Column("env", S, "JSON", "TF_*, NCCL_*, OMP_*, KMP_*, CUDA/HIP_VISIBLE_DEVICES and XLA_FLAGS of the worker."),
     Column("fingerprint", S, "", "Hash of the stable hardware and software facts above: rows with equal fingerprints are comparable over time."),
 )

@@ -16,7 +16,6 @@ weights keeps the shared initial weights from hiding a wrong gradient.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,13 +96,13 @@ def judge(outcomes: Sequence[Outcome],
 
 
 def run_cells(cells: Sequence[Cell], updates: int, protocol: Protocol, platform: Platform,
-              include_unsupported: bool = False, mnist_path: str | None = None,
-              weights_dir: Path | None = None, log_dir: Path | None = None) -> list[Outcome]:
-    """Train every cell in its own worker; unsupported ones are skipped unless asked for."""
-    tmp = Path(tempfile.mkdtemp(prefix="harness-verify-"))
-    weights_dir = weights_dir or tmp / "weights"
+              work_dir: Path, include_unsupported: bool = False,
+              mnist_path: str | None = None) -> list[Outcome]:
+    """Train every cell in its own worker, weights and logs under ``work_dir``; unsupported cells
+    are skipped unless asked for."""
+    weights_dir = work_dir / "weights"
     weights_dir.mkdir(parents=True, exist_ok=True)
-    options = WorkerOptions(protocol, platform, log_dir or tmp / "logs", mnist_path,
+    options = WorkerOptions(protocol, platform, work_dir / "logs", mnist_path,
                             verify_updates=updates, weights_dir=str(weights_dir))
     todo = [c for c in cells if include_unsupported or unsupported_reason(c, platform) is None]
     progress = Progress(len(todo))

@@ -44,7 +44,8 @@ def test_fact_columns():
     assert set(cols) <= set(CELL_SCHEMA.names)
     assert cols["device_kind"] == "CPU" and cols["fingerprint"] == "abc"
     assert json.loads(cols["build_info"]) == {"cuda_version": None, "cudnn_version": None,
-                                              "rocm_version": None, "nvidia_driver": None}
+                                              "rocm_version": None, "nvidia_driver": None,
+                                              "tensor_float_32": None}
     assert cols["env"] == '{"TF_A": "2", "TF_B": "1"}'
 
 
