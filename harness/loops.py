@@ -103,13 +103,14 @@ def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
         else:  # an explicit while loop: Keras's fit traces train_step with AutoGraph off
             xs = tf.reshape(x, [k, -1, *x.shape[1:]])
             ys = tf.reshape(y, [k, -1])
-            loss, grads = micro(xs[0], ys[0])
 
             def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
                 loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))
                 return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i)]
 
-            _, loss, grads = tf.while_loop(lambda i, *_: i < k, body, (tf.constant(1), loss, grads))
+            zeros = [tf.zeros_like(v) for v in variables]  # micro is traced once, in the body
+            _, loss, grads = tf.while_loop(lambda i, *_: i < k, body,
+                                           (tf.constant(0), tf.constant(0.0), zeros))
         counter.phase = "apply"
         optimizer.apply_gradients(zip(grads, variables))
         counter.phase = "other"
@@ -162,7 +163,7 @@ def _cross_worker_sum(strategy: Any, values: Any) -> Any:
 
 
 def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: int,
-                    per_worker: list[list[float]],
+                    workers: int, per_worker: list[list[float]],
                     clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
     """n windows bounded by cross-worker barriers: every worker starts a window together, and a
     window ends when the slowest worker's host sync is done, so ``window_steps x effective_batch``
@@ -183,7 +184,6 @@ def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: i
         own.append(clock() - t0)
         barrier()
         common.append(clock() - t0)
-    workers = strategy.extended._num_workers  # noqa: SLF001 (no public accessor in TF 2.21)
     index = strategy.cluster_resolver.task_id
     slots = np.zeros(workers * n, np.float32)
     slots[index * n:(index + 1) * n] = own
@@ -225,7 +225,8 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
             mine = float(value) if strategy.cluster_resolver.task_id == 0 else 0.0
             return int(round(_cross_worker_sum(strategy, [mine])[0]))
 
-        return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, per_worker),
+        return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers,
+                                                             per_worker),
                        counter, per_worker, chiefs)
     return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter)
 

@@ -3,7 +3,6 @@ worker that is killed or hangs becomes a failed row, rows before it are kept, an
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
