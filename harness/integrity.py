@@ -1,11 +1,18 @@
 """Checks run after every cell: a cell failing one is ``status="invalid"``, never a throughput.
 
-1. ``num_replicas_in_sync`` equals the cell's replicas x workers.
-2. Every model and optimizer variable has the class its strategy creates (a model built outside
-   ``strategy.scope()`` trains silently on one device with plain variables).
+1. ``num_replicas_in_sync`` equals the cell's replicas in sync (replicas x workers; a worker's
+   replicas under parameter_server).
+2. Every model and optimizer variable has the class (parameter_server: the placement) its strategy
+   creates (a model built outside ``strategy.scope()`` trains silently on one device with plain
+   variables).
 3. All replica copies of each variable are bitwise equal.
-4. An all-reduce of (replica id + 1) through the strategy returns n(n+1)/2 on every replica.
+4. An all-reduce of (replica id + 1) through the strategy returns n(n+1)/2 on every replica (not
+   under parameter_server: its coordinator cannot run replica functions, and workers do not
+   all-reduce with each other).
 5. The final loss and every weight are finite.
+6. Synchronous strategies: ``optimizer.iterations`` equals the updates the loop ran. (Under
+   parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent workers
+   lose increments; the row reports it instead.)
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ def _expected_variable_class(strategy_name: str, replicas: int
                                   lambda v: isinstance(v, tf.distribute.DistributedValues)),
         "central_storage": ("AggregatingVariable",
                             lambda v: isinstance(v, ps_values.AggregatingVariable)),
+        "parameter_server": ("placed on a ps task", lambda v: "/job:ps/" in v.device),
     }
     if strategy_name == "central_storage" and replicas == 1:
         return None
@@ -56,9 +64,14 @@ def _allreduce_probe(strategy: Any) -> list[float]:
     return [float(t.numpy()[0]) for t in strategy.experimental_local_results(probe())]
 
 
+ASYNCHRONOUS = ("parameter_server",)
+"""Strategies whose workers update the variables independently (no all-reduce, no exact count)."""
+
+
 def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int,
-          final_loss: float) -> list[str]:
-    """Every problem found, in words; empty when the cell is trustworthy."""
+          final_loss: float, updates: int | None = None) -> list[str]:
+    """Every problem found, in words; empty when the cell is trustworthy. ``replicas``: replicas in
+    sync expected; ``updates``: optimizer updates the loop ran (None: do not check)."""
     problems: list[str] = []
     n = strategy.num_replicas_in_sync
     if n != replicas:
@@ -85,11 +98,23 @@ def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replica
             problems.append(f"{owner} variable {v.path} holds non-finite values")
             break
 
-    sums = _allreduce_probe(strategy)
-    want = n * (n + 1) / 2
-    if any(s != want for s in sums):
-        problems.append(f"all-reduce of replica ids 1..{n} returned {sums}, expected {want}")
+    if strategy_name not in ASYNCHRONOUS:
+        sums = _allreduce_probe(strategy)
+        want = n * (n + 1) / 2
+        if any(s != want for s in sums):
+            problems.append(f"all-reduce of replica ids 1..{n} returned {sums}, expected {want}")
+        iterations = int(optimizer.iterations.numpy())
+        if updates is not None and iterations != updates:
+            problems.append(f"optimizer.iterations is {iterations} after {updates} updates")
 
     if not math.isfinite(final_loss):
         problems.append(f"final loss is {final_loss}")
     return problems
+
+
+def idle_workers(per_worker_updates: list[list[int]]) -> list[str]:
+    """Parameter server: a worker that ran no update in any timed window hung or failed, and the
+    coordinator worked around it; the figure is then not that of the cell's worker count. (One
+    window without a given worker is possible by chance when a window holds few calls.)"""
+    return [f"worker {w} ran no update in the timed windows (hung or failed; the coordinator "
+            f"scheduled around it)" for w, counts in enumerate(per_worker_updates) if sum(counts) == 0]

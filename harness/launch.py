@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.spec import Cell, Platform, Protocol, SpecError
+from harness.spec import PARAMETER_SERVER, Cell, Platform, Protocol, SpecError
 from harness.worker import Job
 
 KILL_GRACE_S = 5.0
@@ -30,7 +30,9 @@ POLL_S = 0.1
 STDERR_TAIL_LINES = 12
 WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 FAULT_ENV = "HARNESS_INJECT_FAULT"
-"""Test hook, passed to workers: ``kill:<cell_id>`` or ``hang:<cell_id>``."""
+"""Test hook, passed to workers: ``kill:<cell_id>`` or ``hang:<cell_id>`` (at the cell's start);
+``kill@N:`` / ``hang@N:<cell_id>`` (task N of a multi-worker cell, once every task has joined);
+``absent@N:<cell_id>`` (task N is never started)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -170,10 +172,11 @@ class _Events:
 
 
 def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path, index: int = 0,
-           extra_env: dict[str, str] | None = None, cores: int | None = None
-           ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
+           extra_env: dict[str, str] | None = None, cores: int | None = None, role: str = "chief",
+           oversubscribed: bool | None = None) -> tuple[subprocess.Popen[bytes], _Events, Path]:
     job = Job(cell, options.protocol, options.platform, options.mnist_path, injected_fault(),
-              options.verify_updates, options.weights_dir, index, cores)
+              options.verify_updates, options.weights_dir, index, cores, role,
+              oversubscribed=oversubscribed)
     job_path, events_path = tmp / f"job-{index}.json", tmp / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
     events_path.touch()
@@ -255,23 +258,79 @@ def free_ports(n: int) -> list[int]:
             sock.close()
 
 
-def cluster_env(ports: list[int], index: int, cores: int, platform: Platform, replicas: int
-                ) -> dict[str, str]:
-    """Environment of local worker ``index``: TF_CONFIG, its thread counts, its device mask."""
+@dataclass(frozen=True)
+class Task:
+    """One process of a multi-worker cell: its TF_CONFIG task and its part in the harness.
+
+    ``role``: chief (runs the cell, reports the row), peer (runs the cell: a MultiWorkerMirrored
+    worker other than the chief) or server (a parameter-server cell's worker or ps task: a
+    ``tf.distribute.Server`` the chief's ClusterCoordinator drives)."""
+
+    type: str
+    index: int
+    role: str
+
+    @property
+    def label(self) -> str:
+        name = self.type if self.type == "chief" else f"{self.type} {self.index}"
+        return name + (" (chief)" if self.role == "chief" and self.type != "chief" else "")
+
+    @property
+    def computes(self) -> bool:
+        """Whether this task runs training steps (and so gets cores and devices)."""
+        return self.type == "worker"
+
+
+def cluster_tasks(cell: Cell) -> list[Task]:
+    """The processes of a multi-worker cell, chief first. MultiWorkerMirrored: ``workers`` workers,
+    worker 0 the chief. Parameter server: a chief (the coordinator), the workers and the ps tasks."""
+    if cell.strategy == PARAMETER_SERVER:
+        return ([Task("chief", 0, "chief")] + [Task("worker", i, "server") for i in range(cell.workers)]
+                + [Task("ps", j, "server") for j in range(cell.ps)])
+    return [Task("worker", i, "chief" if i == 0 else "peer") for i in range(cell.workers)]
+
+
+def cluster_spec(tasks: list[Task], addresses: list[str]) -> dict[str, list[str]]:
+    """TF_CONFIG's ``cluster``: each task type's addresses, in task-index order."""
+    spec: dict[str, list[str]] = {}
+    for task, address in zip(tasks, addresses):
+        spec.setdefault(task.type, []).append(address)
+    return spec
+
+
+def cores_per_task(cell: Cell, host_cores: int) -> int:
+    """Threads for each worker (and ps task) of a local cell: the host's cores split evenly
+    between the processes that compute or apply updates (never below 1)."""
+    return max(1, host_cores // (cell.workers + cell.ps))
+
+
+def is_oversubscribed(cell: Cell, cores: int, host_cores: int) -> bool:
+    """Whether the cell's workers and ps tasks together ask for more cores than the host has
+    (the parameter-server coordinator, which mostly waits, is not counted)."""
+    return cores * (cell.workers + cell.ps) > host_cores
+
+
+def cluster_env(tasks: list[Task], addresses: list[str], position: int, cores: int,
+                platform: Platform, replicas: int) -> dict[str, str]:
+    """Environment of local task ``tasks[position]``: TF_CONFIG, its thread counts, its device mask
+    (compute task c gets GPUs c*replicas .. c*replicas + replicas - 1; other tasks none)."""
+    task = tasks[position]
     env = {
-        "TF_CONFIG": json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
-                                 "task": {"type": "worker", "index": index}}),
+        "TF_CONFIG": json.dumps({"cluster": cluster_spec(tasks, addresses),
+                                 "task": {"type": task.type, "index": task.index}}),
         "TF_NUM_INTRAOP_THREADS": str(cores), "OMP_NUM_THREADS": str(cores),
     }
-    mask = ",".join(str(index * replicas + r) for r in range(replicas))
-    if platform.device_kind != "gpu":
-        mask = "-1"  # no GPU for a CPU cell, even on a GPU machine
+    compute = [t for t in tasks if t.computes].index(task) if task.computes else None
+    mask = "-1"  # no GPU for a CPU cell (even on a GPU machine), a coordinator or a ps task
+    if platform.device_kind == "gpu" and compute is not None:
+        mask = ",".join(str(compute * replicas + r) for r in range(replicas))
     env.update(CUDA_VISIBLE_DEVICES=mask, HIP_VISIBLE_DEVICES=mask)
     return env
 
 
 def absent_worker(cell: Cell) -> int | None:
-    """Test hook ``absent@N:<cell_id>``: worker N is never started (a peer that never appears)."""
+    """Test hook ``absent@N:<cell_id>``: task N of :func:`cluster_tasks` is never started (a peer
+    that never appears)."""
     fault = injected_fault() or ""
     kind, _, target = fault.partition(":")
     if target == cell.id and kind.startswith("absent@"):
@@ -280,32 +339,36 @@ def absent_worker(cell: Cell) -> int | None:
 
 
 def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[dict[str, Any]]:
-    """Run a multi-worker cell as ``cell.workers`` local processes; yield the chief's events.
+    """Run a multi-worker cell as local processes (:func:`cluster_tasks`); yield the chief's events.
 
     Phases and deadlines: start-up (``startup_timeout_s``), rendezvous
-    (``protocol.rendezvous_timeout_s``, until every worker has joined: MultiWorkerMirroredStrategy's
+    (``protocol.rendezvous_timeout_s``, until every task has joined: MultiWorkerMirroredStrategy's
     constructor waits for its peers forever, so the deadline is the launcher's), the cell
-    (``protocol.cell_timeout_s``), then ``FINISH_GRACE_S`` for the others to exit. A worker that dies, or any phase that overruns,
-    stops every worker (SIGTERM, then SIGKILL) and yields one ``failed`` event naming the worker,
-    the phase and the cause. Ports are released with the processes; none is left behind.
+    (``protocol.cell_timeout_s``), then ``FINISH_GRACE_S`` for the peers to exit (servers are
+    stopped as soon as the chief has its row). A task that dies (a server that exits at all), or any
+    phase that overruns, stops every task (SIGTERM, then SIGKILL) and yields one ``failed`` event
+    naming the task, the phase and the cause. Ports are released with the processes.
     """
-    n = cell.workers
-    cores = max(1, (os.cpu_count() or 1) // n)
-    ports = free_ports(n)
+    tasks = cluster_tasks(cell)
+    host_cores = os.cpu_count() or 1
+    cores = cores_per_task(cell, host_cores)
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(len(tasks))]
     missing = absent_worker(cell)
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         procs: dict[int, tuple[subprocess.Popen[bytes], _Events, Path]] = {}
         facts: dict[str, Any] | None = None
-        seen: dict[int, set[str]] = {i: set() for i in range(n)}
+        seen: dict[int, set[str]] = {i: set() for i in range(len(tasks))}
         recorded = False
         phase, limit = "start-up (import TensorFlow, set up devices)", options.startup_timeout_s
         deadline = time.monotonic() + limit
         culprit = ""
         try:
-            for i in range(n):
+            for i, task in enumerate(tasks):
                 if i != missing:
-                    env = cluster_env(ports, i, cores, options.platform, cell.replicas)
-                    procs[i] = _start(cell, options, f"{name}-w{i}", Path(tmpdir), i, env, cores)
+                    env = cluster_env(tasks, addresses, i, cores, options.platform, cell.replicas)
+                    procs[i] = _start(cell, options, f"{name}-{task.type}{task.index}", Path(tmpdir),
+                                      i, env, cores, task.role,
+                                      is_oversubscribed(cell, cores, host_cores))
 
             def drain() -> Iterator[dict[str, Any]]:
                 nonlocal facts, recorded
@@ -321,11 +384,18 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
                         if ev["event"] in ("start", "record"):
                             yield {**ev, "facts": facts}
 
+            def failed(i: int) -> bool:
+                """Task i exited when it must not have: with an error, or a server at all."""
+                proc = procs[i][0]
+                if proc.poll() is None:
+                    return False
+                return proc.returncode != 0 or (tasks[i].role == "server" and not recorded)
+
             while True:
                 yield from drain()
-                everyone = range(n)
+                everyone = range(len(tasks))
                 if phase.startswith("start-up") and all("start" in seen[i] for i in procs):
-                    phase = "rendezvous (every worker joining the cluster)"
+                    phase = "rendezvous (every task joining the cluster)"
                     limit = options.protocol.rendezvous_timeout_s
                     deadline = time.monotonic() + limit
                 if phase.startswith("rendezvous") and all("joined" in seen[i] for i in everyone):
@@ -334,23 +404,24 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
                 if recorded and phase.startswith("cell"):
                     phase, limit = "shutdown", FINISH_GRACE_S
                     deadline = time.monotonic() + limit
-                dead = [i for i, (p, _, _) in procs.items() if p.poll() is not None and p.returncode != 0]
+                dead = [i for i in procs if failed(i)]
                 if dead:
                     i = dead[0]
-                    culprit = (f"worker {i} exited with {_signal_name(procs[i][0].returncode)} during "
-                               f"{phase}; its log {procs[i][2]}: {_tail(procs[i][2])}")
+                    culprit = (f"{tasks[i].label} exited with {_signal_name(procs[i][0].returncode)} "
+                               f"during {phase}; its log {procs[i][2]}: {_tail(procs[i][2])}")
                     break
-                if all(p.poll() is not None for p, _, _ in procs.values()):
-                    culprit = "" if recorded else f"every worker exited without a record during {phase}"
+                running = [i for i, (p, _, _) in procs.items() if p.poll() is None]
+                if all(tasks[i].role == "server" for i in running) and (recorded or not running):
+                    culprit = "" if recorded else f"every task exited without a record during {phase}"
                     break
                 if time.monotonic() > deadline:
                     culprit = f"deadline passed: {phase} took over {limit:g} s"
-                    absent = [i for i in everyone if i not in procs or "start" not in seen[i]]
-                    waiting = [i for i in procs if "joined" not in seen[i]]
+                    absent = [tasks[i].label for i in everyone if i not in procs or "start" not in seen[i]]
+                    waiting = [tasks[i].label for i in procs if "joined" not in seen[i]]
                     if absent:
-                        culprit += f" (worker(s) {', '.join(map(str, absent))} not there)"
+                        culprit += f" ({', '.join(absent)} not there)"
                     elif phase.startswith("rendezvous") and waiting:
-                        culprit += f" (worker(s) {', '.join(map(str, waiting))} never joined)"
+                        culprit += f" ({', '.join(waiting)} never joined)"
                     break
                 time.sleep(POLL_S)
         finally:
@@ -359,11 +430,11 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
         if recorded:
             return
         if culprit.startswith("deadline"):
-            culprit += "; stopped with " + ", ".join(f"worker {i}: {h}" for i, h in hows.items())
+            culprit += "; stopped with " + ", ".join(f"{tasks[i].label}: {h}" for i, h in hows.items())
         yield {"event": "failed", "cell_id": cell.id, "facts": facts,
                "reason": culprit or "the chief exited without a record"}
 
 
 def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
     """The events of one cell: one worker process, or a local cluster for multi-worker cells."""
-    return (run_cluster if cell.workers > 1 else run_worker)(cell, options, name)
+    return (run_cluster if cell.processes > 1 else run_worker)(cell, options, name)

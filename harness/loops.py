@@ -8,10 +8,12 @@ examples as it would in one step on ``k x per_replica_batch``: k micro-batches o
 arithmetic as one batch of k*b (up to float summation order). The loss of each micro-batch is divided
 by the effective global batch (``global_batch x k``), never by the replica count again.
 
-Every loop returns a :class:`Trainer`: ``run(steps)`` trains ``steps`` updates (a multiple of
-steps_per_execution) and returns the last update's loss as a float, fetched to the host;
-``windows(steps, n)`` runs n back-to-back windows of ``steps`` updates and returns their durations,
-each ending in a host sync, without adding any other sync.
+Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)``, where ``input_fn(examples)``
+returns an infinite dataset of batches of that many examples, and returns a :class:`Trainer`:
+``run(steps)`` trains ``steps`` updates (a multiple of steps_per_execution) and returns the last
+update's loss as a float, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of
+``steps`` updates and returns their durations, each ending in a host sync, without adding any other
+sync.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.spec import Cell
+from harness.spec import PARAMETER_SERVER, Cell
 from harness.strategies import distribute
 
 
@@ -45,8 +47,10 @@ class ReductionCounter:
     def attach(self, strategy: Any) -> "ReductionCounter":
         try:
             self.local_replicas = len(strategy.extended.worker_devices)
-        except RuntimeError:  # the default strategy: one device, and no device list to ask
-            self.local_replicas = 1
+        except (RuntimeError, AttributeError, ValueError):
+            # the default strategy (one device, no device list to ask); a parameter-server
+            # coordinator, whose update runs on one worker's replicas
+            self.local_replicas = strategy.num_replicas_in_sync
         ops = getattr(strategy.extended, "_cross_device_ops", None)
         if ops is None:  # default / one-device strategies: nothing to reduce across
             return self
@@ -85,7 +89,7 @@ def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
 
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
     k = cell.accum_steps
-    effective_batch = cell.global_batch * k
+    effective_batch = cell.effective_batch
     variables = model.trainable_variables
 
     def micro(x: Any, y: Any) -> tuple[Any, list[Any]]:
@@ -133,6 +137,11 @@ class Trainer:
     per_worker: list[list[float]] = field(default_factory=list)
     agree: Callable[[int], int] = lambda value: value
     """Every worker's copy of the chief's value (workers must agree on a window length)."""
+    updates: list[int] = field(default_factory=lambda: [0])
+    """``updates[0]``: optimizer updates run so far, counted by the caller of the training function
+    (the coordinator under parameter_server)."""
+    updates_by_worker: list[list[int]] = field(default_factory=list)
+    """Parameter server: updates each worker ran in each window of the last ``windows`` call."""
 
 
 def _check_steps(steps: int, spe: int) -> None:
@@ -192,16 +201,11 @@ def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: i
     return common, loss
 
 
-def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cell) -> Trainer:
-    """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
-    steps_per_execution updates; only the last update's loss is reduced across replicas."""
+def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int) -> Callable[[Any], Any]:
+    """One training-function call: steps_per_execution updates in an in-graph loop; returns the
+    last update's loss (summed over replicas)."""
     import tensorflow as tf
 
-    counter = ReductionCounter().attach(strategy)
-    update = make_update(strategy, model, optimizer, cell, counter)
-    spe = cell.steps_per_execution
-
-    @tf.function(jit_compile=False)
     def execution(iterator: Any) -> Any:
         if spe > 1:  # (a Python branch: no empty while loop in the graph when spe is 1)
             for _ in tf.range(spe - 1):
@@ -209,13 +213,32 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
         last = strategy.run(update, args=next(iterator))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
 
-    iterator = iter(distribute(strategy, dataset, cell))
+    return execution
+
+
+def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+              cell: Cell) -> Trainer:
+    """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
+    steps_per_execution updates; only the last update's loss is reduced across replicas.
+    Under parameter_server the same function is scheduled through a ClusterCoordinator
+    (:func:`build_coordinated`)."""
+    import tensorflow as tf
+
+    if cell.strategy == PARAMETER_SERVER:
+        return build_coordinated(strategy, model, optimizer, input_fn, cell)
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+    execution = tf.function(_execution(strategy, update, spe), jit_compile=False)
+    iterator = iter(distribute(strategy, input_fn(cell.effective_batch), cell))
+    updates = [0]
 
     def run(steps: int) -> float:
         _check_steps(steps, spe)
         loss = None
         for _ in range(steps // spe):
             loss = execution(iterator)
+        updates[0] += steps
         return float(loss)
 
     if cell.workers > 1:
@@ -227,11 +250,69 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
 
         return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers,
                                                              per_worker),
-                       counter, per_worker, chiefs)
-    return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter)
+                       counter, per_worker, chiefs, updates)
+    return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates)
 
 
-def build_fit(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cell) -> Trainer:
+def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+                      cell: Cell) -> Trainer:
+    """Parameter-server loop: the coordinator schedules training-function calls (steps_per_execution
+    updates each) on whichever worker is free, through ``ClusterCoordinator.schedule``, and a window
+    of ``steps`` updates ends when ``coordinator.join()`` returns and the last loss is fetched.
+    Updates are asynchronous, so they are counted here, at the coordinator. Each worker reads its
+    own copy of the input pipeline (per-replica batches of per_replica_batch x accum_steps).
+
+    Each call also returns the index of the worker that ran it: after the timed windows those values
+    are fetched (outside every window) into ``updates_by_worker``.
+    """
+    import tensorflow as tf
+
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+    per_replica = cell.per_replica_batch * cell.accum_steps
+    body = _execution(strategy, update, spe)
+
+    @tf.function(jit_compile=False)
+    def execution(iterator: Any) -> Any:
+        return body(iterator), tf.distribute.coordinator.experimental_get_current_worker_index()
+
+    def per_worker_dataset() -> Any:
+        return strategy.distribute_datasets_from_function(lambda context: input_fn(per_replica))
+
+    iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset))
+    updates = [0]
+    by_worker: list[list[int]] = []
+
+    def schedule(steps: int) -> list[Any]:
+        _check_steps(steps, spe)
+        results = [coordinator.schedule(execution, args=(iterator,)) for _ in range(steps // spe)]
+        coordinator.join()
+        updates[0] += steps
+        return results
+
+    def run(steps: int) -> float:
+        return float(schedule(steps)[-1].fetch()[0])
+
+    def windows(steps: int, n: int) -> tuple[list[float], float]:
+        seconds: list[float] = []
+        calls: list[list[Any]] = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            calls.append(schedule(steps))
+            loss = float(calls[-1][-1].fetch()[0])  # the host sync that closes the window
+            seconds.append(time.perf_counter() - t0)
+        ran = [[int(r.fetch()[1]) for r in window] for window in calls]
+        by_worker[:] = [[spe * sum(1 for w in window if w == i) for window in ran]
+                        for i in range(cell.workers)]
+        return seconds, loss
+
+    return Trainer(run, windows, counter, updates=updates, updates_by_worker=by_worker)
+
+
+def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+              cell: Cell) -> Trainer:
     """Keras ``model.fit`` with steps_per_execution and the suite's own train step (the same update
     as ``ctl``; Keras's built-in gradient accumulation fails under tf.distribute). A window is one
     epoch of ``steps`` updates inside a single ``fit`` call, after one untimed leading epoch; its end
@@ -270,11 +351,15 @@ def build_fit(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
             self.loss = float((logs or {})["update_loss"])  # the host sync closing the window
             self.stamps.append(time.perf_counter())
 
+    dataset = input_fn(cell.effective_batch)
+    updates = [0]
+
     def fit(steps: int, epochs: int) -> WindowClock:
         _check_steps(steps, spe)
         clock = WindowClock()
         wrapped.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[clock],
                     shuffle=False)
+        updates[0] += steps * epochs
         return clock
 
     def windows(steps: int, n: int) -> tuple[list[float], float]:
@@ -286,10 +371,10 @@ def build_fit(strategy: Any, model: Any, optimizer: Any, dataset: Any, cell: Cel
     def run(steps: int) -> float:
         return fit(steps, 1).loss
 
-    return Trainer(run, windows, counter)
+    return Trainer(run, windows, counter, updates=updates)
 
 
-LOOPS: dict[str, Callable[[Any, Any, Any, Any, Cell], Trainer]] = {
+LOOPS: dict[str, Callable[[Any, Any, Any, Callable[[int], Any], Cell], Trainer]] = {
     "ctl": build_ctl,
     "fit": build_fit,
 }

@@ -85,3 +85,13 @@ def straggler_ratio(per_worker_seconds: Sequence[Sequence[float]]) -> float:
     if not medians or min(medians) <= 0:
         return float("nan")
     return max(medians) / min(medians)
+
+
+def update_imbalance(per_worker_updates: Sequence[Sequence[int]]) -> float:
+    """Parameter server: the busiest worker's updates over the idlest's, summed over the timed
+    windows (1.0: every worker ran as many; inf: a worker ran none). Under asynchronous updates a
+    slower worker runs fewer, so this is the straggler ratio in work rather than in time."""
+    totals = [sum(u) for u in per_worker_updates]
+    if not totals or max(totals) <= 0:
+        return float("nan")
+    return float("inf") if min(totals) == 0 else max(totals) / min(totals)

@@ -17,7 +17,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
     return {
         "cell_id": cell.id, "model": cell.model, "data": cell.data, "strategy": cell.strategy,
         "cross_device_ops": cell.cross_device_ops, "communication": cell.communication,
-        "replicas": cell.replicas, "workers": cell.workers,
+        "replicas": cell.replicas, "workers": cell.workers, "ps": cell.ps,
         "per_replica_batch": cell.per_replica_batch, "global_batch": cell.global_batch,
         "effective_batch": cell.effective_batch,
         "accum_steps": cell.accum_steps, "loop": cell.loop,

@@ -89,7 +89,9 @@ class Axis:
 MODEL_NAMES = ("cnn", "dense")
 DATA_NAMES = ("synthetic", "mnist")
 SINGLE_PROCESS_STRATEGIES = ("default", "one_device", "mirrored", "central_storage")
-MULTI_WORKER_STRATEGIES = ("multi_worker_mirrored",)
+PARAMETER_SERVER = "parameter_server"
+MULTI_WORKER_STRATEGIES = ("multi_worker_mirrored", PARAMETER_SERVER)
+"""Strategies whose cells run as several processes on TensorFlow's cluster runtime (TF_CONFIG)."""
 STRATEGY_NAMES = SINGLE_PROCESS_STRATEGIES + MULTI_WORKER_STRATEGIES
 CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one_device")
 COMMUNICATION_NAMES = ("auto", "ring", "nccl")
@@ -105,11 +107,13 @@ AXES: tuple[Axis, ...] = (
     Axis("cross_device_ops", str, "auto", "all-reduce implementation of MirroredStrategy",
          CROSS_DEVICE_OPS_NAMES, applies_to=("mirrored",), inapplicable="none"),
     Axis("communication", str, "auto", "collective implementation of MultiWorkerMirroredStrategy",
-         COMMUNICATION_NAMES, applies_to=MULTI_WORKER_STRATEGIES, inapplicable="none"),
+         COMMUNICATION_NAMES, applies_to=("multi_worker_mirrored",), inapplicable="none"),
     Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
          applies_to=("mirrored", "central_storage", *MULTI_WORKER_STRATEGIES), inapplicable=1),
     Axis("workers", int, 1, "worker processes, each on 127.0.0.1 with its own TF_CONFIG",
          applies_to=MULTI_WORKER_STRATEGIES, inapplicable=1),
+    Axis("ps", int, 1, "parameter-server processes holding the variables (parameter_server)",
+         applies_to=(PARAMETER_SERVER,), inapplicable=0),
     Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
     Axis("accum_steps", int, 1, "micro-batches whose gradients each replica sums before one "
          "all-reduce and one optimizer update"),
@@ -138,6 +142,7 @@ class Cell:
     communication: str = "auto"
     replicas: int = 1
     workers: int = 1
+    ps: int = 1
     batch: int = 64
     accum_steps: int = 1
     loop: str = "ctl"
@@ -161,13 +166,29 @@ class Cell:
         return self.replicas * self.workers
 
     @property
+    def processes(self) -> int:
+        """Processes the cell runs as: a coordinator, the workers and the ps tasks under
+        parameter_server; one per worker otherwise."""
+        return self.workers + self.ps + 1 if self.strategy == PARAMETER_SERVER else self.workers
+
+    @property
+    def replicas_in_sync(self) -> int:
+        """Replicas that share each optimizer update: every device, except under parameter_server,
+        where each worker updates the variables on its own (asynchronously) with its own replicas."""
+        return self.replicas if self.strategy == PARAMETER_SERVER else self.devices
+
+    @property
     def global_batch(self) -> int:
-        """Examples per micro-step across all replicas and workers."""
+        """Examples per micro-step across all replicas and workers (under parameter_server: one
+        update on every worker)."""
         return self.batch if self.scaling == "strong" else self.batch * self.devices
 
     @property
     def effective_batch(self) -> int:
-        """Examples per optimizer update: global_batch x accum_steps."""
+        """Examples per optimizer update: per_replica_batch x replicas_in_sync x accum_steps
+        (= global_batch x accum_steps for synchronous strategies)."""
+        if self.strategy == PARAMETER_SERVER:
+            return self.per_replica_batch * self.replicas_in_sync * self.accum_steps
         return self.global_batch * self.accum_steps
 
     @property
@@ -180,16 +201,20 @@ class Cell:
         """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``.
 
         The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
+        Parameter-server cells add their ps count to the topology: ``r1w2p1``.
         """
         strategy = self.strategy
         for option in (self.cross_device_ops, self.communication):
             if option != "none":
                 strategy += f"[{option}]"
         return "/".join((
-            self.model, strategy, f"r{self.replicas}w{self.workers}", self._batch_id(),
+            self.model, strategy, self._topology_id(), self._batch_id(),
             f"acc{self.accum_steps}", self.loop, f"spe{self.steps_per_execution}", self.precision,
             self.data, self.scaling,
         ))
+
+    def _topology_id(self) -> str:
+        return f"r{self.replicas}w{self.workers}" + (f"p{self.ps}" if self.ps else "")
 
     def _batch_id(self) -> str:
         """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
@@ -205,7 +230,8 @@ class Cell:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Cell":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+        """From :meth:`to_dict` output; axes added later take their defaults."""
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
 
 
 @dataclass(frozen=True)
@@ -401,16 +427,30 @@ def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
 
 def _multi_worker_cpu_one_device(cell: Cell, platform: Platform) -> str | None:
     if cell.strategy in MULTI_WORKER_STRATEGIES and platform.device_kind == "cpu" and cell.replicas > 1:
-        return ("a CPU worker of MultiWorkerMirroredStrategy uses exactly one device (logical CPU "
-                "devices are ignored): use replicas 1 and more workers")
+        return (f"a CPU worker of {cell.strategy} uses exactly one device (logical CPU devices are "
+                "ignored): use replicas 1 and more workers")
     return None
+
+
+def _fit_multi_worker_mirrored(cell: Cell, platform: Platform) -> str | None:
+    return ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
+            "(PerReplica...)\", keras#20585): use the ctl loop")
+
+
+def _fit_parameter_server(cell: Cell, platform: Platform) -> str | None:
+    return ("Keras 3 fit does not support ParameterServerStrategy (keras#18624): use the ctl loop, "
+            "which schedules steps through tf.distribute.coordinator.ClusterCoordinator")
+
+
+_FIT_UNSUPPORTED: dict[str, Rule] = {
+    "multi_worker_mirrored": _fit_multi_worker_mirrored,
+    PARAMETER_SERVER: _fit_parameter_server,
+}
 
 
 def _multi_worker_fit(cell: Cell, platform: Platform) -> str | None:
-    if cell.strategy in MULTI_WORKER_STRATEGIES and cell.loop == "fit":
-        return ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
-                "(PerReplica...)\", keras#20585): use the ctl loop")
-    return None
+    rule = _FIT_UNSUPPORTED.get(cell.strategy)
+    return rule(cell, platform) if rule and cell.loop == "fit" else None
 
 
 def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:

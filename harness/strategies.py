@@ -59,12 +59,22 @@ def _multi_worker_mirrored(cell: Cell, devices: Sequence[str]) -> Any:
             implementation=implementation))
 
 
+def _parameter_server(cell: Cell, devices: Sequence[str]) -> Any:
+    """The coordinator's strategy over the cluster in TF_CONFIG (chief, workers and ps tasks, each a
+    ``tf.distribute.Server``); variables live on the ps tasks, each worker updates them on its own."""
+    import tensorflow as tf
+
+    return tf.distribute.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.TFConfigClusterResolver())
+
+
 STRATEGIES: dict[str, Callable[[Cell, Sequence[str]], Any]] = {
     "default": _default,
     "one_device": _one_device,
     "mirrored": _mirrored,
     "central_storage": _central_storage,
     "multi_worker_mirrored": _multi_worker_mirrored,
+    "parameter_server": _parameter_server,
 }
 
 
@@ -93,7 +103,6 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
         return dataset.map(take).unbatch()  # one element per local replica, in replica order
 
     return strategy.distribute_datasets_from_function(worker_slice)
-
 
 
 def make_strategy(cell: Cell, devices: Sequence[str]) -> Any:

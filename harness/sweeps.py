@@ -22,7 +22,8 @@ SMOKE = chain(
 DEFAULT = chain(
     "default", "what `nox -s bench` runs: both models, every single-process strategy and "
     "cross-device op, 1 and 2 replicas, two batch sizes; then accumulation 1 and 4 with both loops "
-    "on default and mirrored", Protocol(repeats=5, window_s=0.6, warmup_windows=1, min_window_steps=10),
+    "on default and mirrored; multi-worker mirrored (ring) and parameter server on 1 and 2 local "
+    "workers", Protocol(repeats=5, window_s=0.6, warmup_windows=1, min_window_steps=10),
     make_sweep("", "", model=("cnn", "dense"), strategy=SINGLE_PROCESS_STRATEGIES,
                cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(1, 2), batch=(64, 256),
                steps_per_execution=(10,)),
@@ -31,22 +32,27 @@ DEFAULT = chain(
     # fit on mirrored's collective across replicas runs only with steps_per_execution 1
     make_sweep("", "", model=("cnn", "dense"), strategy=("mirrored",), replicas=(2,), batch=(64,),
                accum_steps=(1, 4), loop=("fit",), steps_per_execution=(1,)),
-    # the part of the cluster sweep that fits the time budget: 1 and 2 local workers, ring
+    # the part of the cluster sweep that fits the time budget: 1 and 2 local workers, ring, and
+    # the parameter server with 1 and 2 workers and one ps
     make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
                communication=("ring",), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("parameter_server",), workers=(1, 2),
+               ps=(1,), batch=(64,), steps_per_execution=(10,)),
 )
 
 CLUSTER = chain(
     "cluster", "MultiWorkerMirroredStrategy with ring and auto collectives on 1 and 2 local worker "
-    "processes (TF_CONFIG on 127.0.0.1), both models, against mirrored on 1 and 2 replicas and "
-    "default, at the same global batch", Protocol(repeats=5, window_s=1.0, warmup_windows=1,
-                                                  min_window_steps=10),
+    "processes (TF_CONFIG on 127.0.0.1) and ParameterServerStrategy with 1 and 2 workers and one ps, "
+    "both models, against mirrored on 1 and 2 replicas and default, at the same global batch",
+    Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
     make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
                batch=(64,), steps_per_execution=(10,)),
     make_sweep("", "", model=("cnn", "dense"), strategy=("default",), batch=(128,),
                steps_per_execution=(10,)),
     make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
                communication=("ring", "auto"), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("parameter_server",), workers=(1, 2),
+               ps=(1,), batch=(64,), steps_per_execution=(10,)),
 )
 
 SCALING = make_sweep(

@@ -6,7 +6,9 @@ Each cell trains ``updates`` optimizer updates from the same seed and data order
 per_replica_batch x replicas x workers x accum_steps). With SGD these must agree whatever the
 strategy, replica count, cross-device op, loop or accumulation split; only float summation order
 differs. The reference is the group's simplest ok cell (fewest devices, no accumulation, default
-strategy, ctl loop).
+strategy, ctl loop). Parameter-server cells with several workers update asynchronously (each
+worker applies its gradients on its own, from weights others may have changed since): nothing
+must agree with them, so they are trained and checked but not compared.
 
 Tolerance (relative; documented in README): ``|loss - loss_ref| / |loss_ref|`` and, on what training
 changed, ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0: the common
@@ -25,13 +27,22 @@ import numpy as np
 
 from harness.launch import WorkerOptions, run_cell_processes
 from harness.progress import Progress
-from harness.spec import Cell, Platform, Protocol, unsupported_reason
+from harness.spec import PARAMETER_SERVER, Cell, Platform, Protocol, unsupported_reason
 
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
 
 
 def equivalence_key(cell: Cell) -> tuple[Any, ...]:
     return (cell.model, cell.data, cell.precision, cell.effective_batch)
+
+
+def synchronous(cell: Cell) -> bool:
+    """Whether the cell's training is deterministic SGD on its effective batch (all but
+    parameter_server on several workers)."""
+    return not (cell.strategy == PARAMETER_SERVER and cell.workers > 1)
+
+
+ASYNCHRONOUS_NOTE = "not compared: asynchronous updates"
 
 
 def _simplicity(cell: Cell) -> tuple[Any, ...]:
@@ -57,7 +68,8 @@ class Verdict:
     loss_rel: float | None
     weights_rel: float | None
     agrees: bool | None
-    """True/False against the reference; None when not compared (not ok, or alone)."""
+    """True/False against the reference; None when not compared (not ok, alone, asynchronous)."""
+    note: str = ""
 
 
 def relative_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
@@ -79,11 +91,15 @@ def judge(outcomes: Sequence[Outcome],
     """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
     weights path to what training changed)."""
     refs: dict[tuple[Any, ...], Outcome] = {}
-    for o in sorted((o for o in outcomes if o.status == "ok"), key=lambda o: _simplicity(o.cell)):
+    for o in sorted((o for o in outcomes if o.status == "ok" and synchronous(o.cell)),
+                    key=lambda o: _simplicity(o.cell)):
         refs.setdefault(equivalence_key(o.cell), o)
     verdicts = []
     for o in outcomes:
         ref = refs.get(equivalence_key(o.cell))
+        if o.status == "ok" and not synchronous(o.cell):
+            verdicts.append(Verdict(o, "", None, None, None, ASYNCHRONOUS_NOTE))
+            continue
         if o.status != "ok" or ref is None or ref is o:
             verdicts.append(Verdict(o, ref.cell.id if ref else "", None, None, None))
             continue
@@ -134,7 +150,9 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
               "weights rel", "verdict")]
     for v in sorted(verdicts, key=lambda v: equivalence_key(v.outcome.cell)):
         o = v.outcome
-        if v.agrees is None:
+        if v.note:
+            verdict = v.note
+        elif v.agrees is None:
             verdict = "reference" if o.status == "ok" and v.reference == o.cell.id else (
                 "alone" if o.status == "ok" else f"{o.status}: {o.reason[:70]}")
         else:

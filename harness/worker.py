@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -49,9 +50,17 @@ class Job:
     """When set, train each cell for this many updates and save its weights (no timing)."""
     weights_dir: str | None = None
     worker_index: int = 0
-    """This process's task index in a multi-worker cell (0 = chief, which reports the row)."""
+    """This process's position in a multi-worker cell's task list (0 = the chief)."""
     cores_per_worker: int | None = None
-    """Cores the launcher gave this worker (None: the whole host)."""
+    """Cores the launcher gave each worker (None: the whole host)."""
+    role: str = "chief"
+    """chief: runs the cell and reports its row; peer: runs the cell (MultiWorkerMirrored worker
+    other than the chief); server: a parameter-server cell's worker or ps task, a
+    ``tf.distribute.Server`` that the chief's coordinator drives."""
+    hosts: int = 1
+    """Distinct hosts the cell's workers run on (1 for local processes)."""
+    oversubscribed: bool | None = None
+    """Whether the cell's processes ask for more cores than the host has (None: the worker decides)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,15 +130,19 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         # Build now: a loss-scale optimizer traced unbuilt bakes its initial scale into the graph.
         optimizer.build(model.trainable_variables)
-    dataset = make_dataset(cell.data, cell.global_batch * cell.accum_steps, seed, mnist_path)
-    trainer = LOOPS[cell.loop](strategy, model, optimizer, dataset, cell)
+    def input_fn(examples: int) -> Any:
+        return make_dataset(cell.data, examples, seed, mnist_path)
+
+    trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0)
 
 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
-             peak: Callable[[str], float], mnist_path: str | None = None, strategy: Any = None
-             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Build, time and check one cell in this process. Returns (row columns, window rows)."""
+             peak: Callable[[str], float | None], mnist_path: str | None = None,
+             strategy: Any = None, hosts: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Build, time and check one cell in this process. Returns (row columns, window rows).
+
+    ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host)."""
     import keras
 
     from harness import integrity
@@ -138,7 +151,8 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
                       time.perf_counter, built.trainer.agree)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
-                               cell.devices, timings.final_loss)
+                               cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
+    iterations = int(built.optimizer.iterations.numpy())
     keras.mixed_precision.set_dtype_policy("float32")
 
     reductions = built.trainer.counter.per_update(cell.accum_steps)
@@ -146,10 +160,14 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     rates = metrics.window_throughputs(timings.window_seconds, examples)
     median = metrics.median(rates)
     lo, hi = metrics.bootstrap_ci(rates)
-    logical = device_type == "CPU" and cell.devices > 1  # local workers share the host CPU too
-    device_count = 1 if device_type == "CPU" else cell.devices
-    own = [w[protocol.warmup_windows:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
-    peak_flops = peak(COMPUTE_DTYPE[cell.precision]) * device_count
+    logical = device_type == "CPU" and cell.devices > hosts  # local workers share the host CPU too
+    device_count = hosts if device_type == "CPU" else cell.devices
+    skip = protocol.warmup_windows
+    own = [w[skip:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
+    counts = [w[skip:] for w in built.trainer.updates_by_worker]
+    problems += integrity.idle_workers(counts)
+    one_device_peak = peak(COMPUTE_DTYPE[cell.precision])
+    peak_flops = None if one_device_peak is None else one_device_peak * device_count
     flops = MODELS[cell.model].flops_per_example
     row = {
         "status": "invalid" if problems else "ok", "reason": "; ".join(problems),
@@ -157,17 +175,27 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
         "examples_per_sec": median, "examples_per_sec_ci_low": lo, "examples_per_sec_ci_high": hi,
         "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": built.startup_s,
         "compile_s": timings.compile_s, "peak_flops_per_sec": peak_flops,
-        "mfu": metrics.mfu(median, flops, peak_flops), "final_loss": timings.final_loss,
+        "mfu": None if peak_flops is None else metrics.mfu(median, flops, peak_flops),
+        "final_loss": timings.final_loss,
         "optimizer_updates_per_sec": median / cell.effective_batch,
         "allreduces_per_update": reductions,
         "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
         "weights_digest": weights_digest(built.model), "device_count": device_count,
-        "logical_devices": logical, "straggler_ratio": metrics.straggler_ratio(own),
+        "logical_devices": logical, "hosts": hosts,
+        "straggler_ratio": metrics.update_imbalance(counts) if counts else metrics.straggler_ratio(own),
+        "updates_run": built.trainer.updates[0], "optimizer_iterations": iterations,
     }
     if problems:  # an invalid cell never reports a throughput
         for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",
                   "optimizer_updates_per_sec"):
             row[k] = None
+    if counts:  # parameter server: the coordinator's windows, split by the updates each worker ran
+        windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
+                    "window_s": s, "worker_s": None, "worker_updates": counts[w][i],
+                    "examples": examples, "examples_per_sec": r}
+                   for w in range(len(counts))
+                   for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
+        return row, windows
     windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
                 "window_s": s, "worker_s": own[w][i], "examples": examples, "examples_per_sec": r}
                for w in range(len(own))
@@ -188,7 +216,7 @@ def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights
     before = [w.numpy() for w in built.model.weights]
     loss = built.trainer.run(updates)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
-                               cell.devices, loss)
+                               cell.replicas_in_sync, loss, built.trainer.updates[0])
     path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
     if save:  # (in a multi-worker cell only the chief writes)
         np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
@@ -212,20 +240,32 @@ def _emit(stream: TextIO, event: dict[str, Any]) -> None:
     stream.flush()
 
 
+def _misbehave(kind: str) -> None:
+    if kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "stop":  # frozen, every thread included (TensorFlow's gRPC server too)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    if kind == "hang":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like a worker stuck in a collective
+        while True:
+            time.sleep(1)
+
+
 def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
-    """Test hook. ``kill:<cell_id>`` / ``hang:<cell_id>``: misbehave when the cell starts;
-    ``kill@N:<cell_id>`` / ``hang@N:<cell_id>``: worker N misbehaves once every peer has joined."""
+    """Test hook: ``KIND:<cell_id>`` misbehaves when the cell starts; ``KIND@N:<cell_id>`` makes
+    task N misbehave once it has joined the cluster, ``KIND@N+S:<cell_id>`` S seconds after that.
+    KIND: kill (SIGKILL), hang (ignore SIGTERM, block the main thread), stop (SIGSTOP)."""
     if not fault:
         return
     kind, _, target = fault.partition(":")
     kind, _, at = kind.partition("@")
-    if target == cell.id and (point, worker) == (("joined", int(at)) if at else ("start", worker)):
-        if kind == "kill":
-            os.kill(os.getpid(), signal.SIGKILL)
-        if kind == "hang":
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like a worker stuck in a collective
-            while True:
-                time.sleep(1)
+    at, _, delay = at.partition("+")
+    if target != cell.id or (point, worker) != (("joined", int(at)) if at else ("start", worker)):
+        return
+    if delay:
+        threading.Timer(float(delay), _misbehave, (kind,)).start()
+    else:
+        _misbehave(kind)
 
 
 def _join_cluster(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[str]]:
@@ -242,11 +282,32 @@ def _join_cluster(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[
     return strategy, kind, [d.name for d in tf.config.list_logical_devices(kind)]
 
 
+def serve(cell: Cell, events: TextIO, job: Job) -> int:
+    """A parameter-server cell's worker or ps task: start this task's ``tf.distribute.Server``
+    (from TF_CONFIG) and serve the coordinator until the launcher stops this process."""
+    import tensorflow as tf
+
+    _emit(events, {"event": "start", "cell_id": cell.id})
+    _inject(job.inject_fault, cell, job.worker_index, "start")
+    for gpu in tf.config.list_physical_devices("GPU"):
+        tf.config.experimental.set_memory_growth(gpu, True)
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                                  task_index=resolver.task_id, protocol="grpc", start=True)
+    _emit(events, {"event": "joined"})
+    _inject(job.inject_fault, cell, job.worker_index, "joined")
+    server.join()  # never returns
+    return 0
+
+
 def main(argv: list[str]) -> int:
     job_path, events_path = argv
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
     cell = job.cell
+    if job.role == "server":
+        with open(events_path, "a") as events:
+            return serve(cell, events, job)
     with open(events_path, "a") as events:
         strategy = None
         if cell.strategy in MULTI_WORKER_STRATEGIES:
@@ -260,25 +321,32 @@ def main(argv: list[str]) -> int:
             _emit(events, {"event": "start", "cell_id": cell.id})
             _inject(job.inject_fault, cell, job.worker_index, "start")
         cores = job.cores_per_worker or facts["host_cores"]
+        oversubscribed = job.oversubscribed
+        if oversubscribed is None:
+            oversubscribed = cores * cell.workers > facts["host_cores"]
         row = {**cell_columns(cell, job.protocol), **fact_columns(facts), "cores_per_worker": cores,
-               "oversubscribed": cores * cell.workers > facts["host_cores"]}
+               "oversubscribed": oversubscribed}
+        if devices:
+            def peak(dtype: str) -> float | None:
+                return measure_matmul_peak(devices[0], device_type, dtype)
+        else:  # a parameter-server coordinator without the workers' device kind: no peak here
+            def peak(dtype: str) -> float | None:
+                return None
         try:
             if job.verify_updates:
                 measured, windows = verify_cell(cell, job.verify_updates, job.protocol.seed, devices,
                                                 job.weights_dir or ".", job.mnist_path, strategy,
-                                                save=job.worker_index == 0), []
+                                                save=job.role == "chief"), []
             else:
-                measured, windows = run_cell(
-                    cell, job.protocol, devices, device_type,
-                    lambda dtype: measure_matmul_peak(devices[0], device_type, dtype), job.mnist_path,
-                    strategy)
+                measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
+                                             job.mnist_path, strategy, job.hosts)
         except Exception as e:  # the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
             row.update(status="failed", reason=summarize_error(e))
             _emit(events, {"event": "record", "row": row, "windows": []})
             return 1
         row.update(measured)
-        if job.worker_index == 0:  # the chief reports the cell; its windows hold every worker's
+        if job.role == "chief":  # the chief reports the cell; its windows hold every worker's
             _emit(events, {"event": "record", "row": row, "windows": windows})
         else:
             _emit(events, {"event": "finished"})

@@ -1,4 +1,5 @@
-"""MultiWorkerMirroredStrategy on 127.0.0.1: TF_CONFIG processes, aggregation, faults (subprocesses)."""
+"""Multi-worker cells on 127.0.0.1 (MultiWorkerMirroredStrategy, ParameterServerStrategy): TF_CONFIG
+processes, aggregation, faults (subprocesses)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.launch import cluster_env, free_ports
-from harness.spec import Platform
+from harness.launch import (cluster_env, cluster_tasks, cores_per_task, free_ports,
+                            is_oversubscribed)
+from harness.spec import Cell, Platform
 from tests.harness.test_runner import ROOT, harness, worker_processes
 
 FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
@@ -20,16 +22,41 @@ FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-w
 MWMS = "dense/multi_worker_mirrored[ring]/r1w2/b32/acc1/ctl/spe5/float32/synthetic/weak"
 
 
+PS = "dense/parameter_server/r1w2p1/b32/acc1/ctl/spe5/float32/synthetic/weak"
+
+
 def test_cluster_env_and_ports() -> None:
     ports = free_ports(3)
     assert len(set(ports)) == 3
-    env = cluster_env(ports, 1, 4, Platform(), 1)
+    addresses = [f"127.0.0.1:{p}" for p in ports]
+    tasks = cluster_tasks(Cell(strategy="multi_worker_mirrored", workers=3))
+    assert [t.label for t in tasks] == ["worker 0 (chief)", "worker 1", "worker 2"]
+    env = cluster_env(tasks, addresses, 1, 4, Platform(), 1)
     config = json.loads(env["TF_CONFIG"])
-    assert config["cluster"]["worker"] == [f"127.0.0.1:{p}" for p in ports]
+    assert config["cluster"] == {"worker": addresses}
     assert config["task"] == {"type": "worker", "index": 1}
     assert env["TF_NUM_INTRAOP_THREADS"] == "4" and env["CUDA_VISIBLE_DEVICES"] == "-1"
-    gpu = cluster_env(ports, 1, 4, Platform("gpu", 4), 2)
+    gpu = cluster_env(tasks, addresses, 1, 4, Platform("gpu", 4), 2)
     assert gpu["CUDA_VISIBLE_DEVICES"] == "2,3" and gpu["HIP_VISIBLE_DEVICES"] == "2,3"
+
+
+def test_parameter_server_tasks_env_and_cores() -> None:
+    cell = Cell(strategy="parameter_server", workers=2, ps=1)
+    tasks = cluster_tasks(cell)
+    assert [(t.type, t.index, t.role) for t in tasks] == [
+        ("chief", 0, "chief"), ("worker", 0, "server"), ("worker", 1, "server"), ("ps", 0, "server")]
+    assert [t.label for t in tasks] == ["chief", "worker 0", "worker 1", "ps 0"]
+    addresses = [f"127.0.0.1:{p}" for p in (1001, 1002, 1003, 1004)]
+    masks = [cluster_env(tasks, addresses, i, 1, Platform("gpu", 4), 2)["CUDA_VISIBLE_DEVICES"]
+             for i in range(4)]
+    assert masks == ["-1", "0,1", "2,3", "-1"]  # GPUs for the workers only
+    config = json.loads(cluster_env(tasks, addresses, 3, 1, Platform(), 1)["TF_CONFIG"])
+    assert config["cluster"] == {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
+    assert config["task"] == {"type": "ps", "index": 0}
+    assert cores_per_task(cell, 16) == 5 and cores_per_task(cell, 2) == 1
+    assert is_oversubscribed(cell, 1, 2) and not is_oversubscribed(cell, 5, 16)
+    mwms = Cell(strategy="multi_worker_mirrored", workers=2)
+    assert cores_per_task(mwms, 16) == 8 and not is_oversubscribed(mwms, 8, 16)
 
 
 def _run(tmp_path: Path, *args: str, fault: str = "") -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
@@ -72,7 +99,7 @@ def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path
                     "--workers", "2", "--rendezvous-timeout-s", "20", fault=f"absent@1:{MWMS}")
     reason = cells.loc[MWMS, "reason"]
     assert cells.loc[MWMS, "status"] == "failed"
-    assert "deadline passed: rendezvous" in reason and "20 s" in reason and "worker(s) 1 not there" in reason
+    assert "deadline passed: rendezvous" in reason and "20 s" in reason and "(worker 1 not there)" in reason
 
 
 def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
@@ -84,3 +111,48 @@ def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     line = next(s for s in proc.stdout.splitlines() if "multi_worker_mirrored" in s and "r1w2" in s)
     assert "agrees" in line
+
+
+def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path) -> None:
+    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--ps", "1")
+    row = cells.loc[PS]
+    assert row.status == "ok", row.reason
+    assert row.examples_per_sec > 0 and row.ps == 1 and row.effective_batch == 32
+    assert row.global_batch == 64 and row.straggler_ratio >= 1.0
+    # Keras 3 loses iteration increments under concurrent workers; never gains any
+    assert 0 < row.optimizer_iterations <= row.updates_run
+    windows = pd.read_parquet(tmp_path / "results" / "windows")
+    assert sorted(windows.worker.unique()) == [0, 1] and windows.worker_s.isna().all()
+    per_window = windows.groupby("repeat").agg(updates=("worker_updates", "sum"),
+                                               steps=("window_steps", "first"))
+    assert (per_window.updates == per_window.steps).all()
+
+
+def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--window-s", "2",
+                    "--repeats", "6", fault=f"kill@1+10:{PS}")
+    reason = cells.loc[PS, "reason"]
+    assert cells.loc[PS, "status"] == "failed"
+    assert "worker 0 exited with signal SIGKILL during cell" in reason, reason
+    assert time.monotonic() - t0 < 120
+
+
+def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: Path) -> None:
+    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2",
+                    "--rendezvous-timeout-s", "20", fault=f"absent@3:{PS}")
+    reason = cells.loc[PS, "reason"]
+    assert cells.loc[PS, "status"] == "failed"
+    assert "deadline passed: rendezvous" in reason and "(ps 0 not there)" in reason, reason
+
+
+def test_parameter_server_on_one_worker_matches_one_device_in_verify() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "verify", "--device", "cpu", "--model", "dense",
+         "--strategy", "default,parameter_server", "--workers", "1,2", "--batch", "32",
+         "--steps-per-execution", "1", "--updates", "3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert "agrees" in next(s for s in lines if "parameter_server/r1w1p1" in s)
+    assert "not compared: asynchronous" in next(s for s in lines if "parameter_server/r1w2p1" in s)

@@ -42,3 +42,21 @@ def test_replica_count_and_loss_are_checked() -> None:
     problems = integrity.check(strategy, "mirrored", model, optimizer, 2, float("nan"))
     assert any("num_replicas_in_sync is 1, expected 2" in p for p in problems)
     assert any("final loss is nan" in p for p in problems)
+
+
+def test_iterations_must_match_the_updates_run() -> None:
+    strategy = _mirrored()
+    with strategy.scope():
+        model = MODELS["dense"].build()
+        optimizer = keras.optimizers.SGD(0.01)
+        optimizer.build(model.trainable_variables)
+    assert integrity.check(strategy, "mirrored", model, optimizer, 1, 1.0, updates=0) == []
+    problems = integrity.check(strategy, "mirrored", model, optimizer, 1, 1.0, updates=3)
+    assert problems == ["optimizer.iterations is 0 after 3 updates"]
+
+
+def test_idle_parameter_server_worker_is_named() -> None:
+    assert integrity.idle_workers([[10, 0], [0, 10]]) == []  # one idle window is chance
+    assert integrity.idle_workers([[10, 10], [0, 0]]) == [
+        ("worker 1 ran no update in the timed windows (hung or failed; the coordinator scheduled "
+         "around it)")]

@@ -99,3 +99,10 @@ def test_mfu():
 def test_matmul_flops():
     assert metrics.matmul_flops(2) == 16
     assert metrics.matmul_flops(1024) == 2 * 1024 ** 3
+
+
+def test_update_imbalance():
+    assert metrics.update_imbalance([[10, 10], [10, 10]]) == 1.0
+    assert metrics.update_imbalance([[30, 30], [10, 20]]) == 2.0
+    assert metrics.update_imbalance([[20], [0]]) == math.inf
+    assert math.isnan(metrics.update_imbalance([]))

@@ -25,7 +25,8 @@ GPU2 = Platform("gpu", 2)
     ("model", "cnn", ("cnn",)),
     ("model", "cnn, dense", ("cnn", "dense")),
     ("data", "synthetic,mnist", ("synthetic", "mnist")),
-    ("strategy", "default,one_device,mirrored,central_storage,multi_worker_mirrored", STRATEGY_NAMES),
+    ("strategy", ",".join(STRATEGY_NAMES), STRATEGY_NAMES),
+    ("ps", "1,2", (1, 2)),
     ("cross_device_ops", "auto,nccl,hierarchical_copy,reduction_to_one_device", CROSS_DEVICE_OPS_NAMES),
     ("replicas", "1,2", (1, 2)),
     ("replicas", "1..max", (REPLICAS_TO_MAX,)),
@@ -97,7 +98,7 @@ def test_axis_check_returns_value_or_raises():
 def test_axis_flags_and_defaults_build_a_cell():
     assert [a.flag for a in AXES] == [
         "--model", "--data", "--strategy", "--cross-device-ops", "--communication", "--replicas",
-        "--workers", "--batch", "--accum-steps", "--loop", "--steps-per-execution", "--precision",
+        "--workers", "--ps", "--batch", "--accum-steps", "--loop", "--steps-per-execution", "--precision",
         "--scaling"]
     # every axis default is accepted by its own check and matches the Cell field default
     defaults = {f.name: f.default for f in dataclasses.fields(Cell)}
@@ -176,8 +177,9 @@ def test_expand_collapses_cross_device_ops_for_non_mirrored():
             assert ("[" in cell.id) == (cell.strategy == "multi_worker_mirrored")  # [communication]
     mirrored = [c for c in cells if c.strategy == "mirrored"]
     assert sorted(c.cross_device_ops for c in mirrored) == sorted(CROSS_DEVICE_OPS_NAMES)
-    # 4 mirrored variants + one each of default, one_device, central_storage, multi_worker_mirrored
-    assert len(cells) == 4 + 4
+    # 4 mirrored variants + one each of default, one_device, central_storage, multi_worker_mirrored,
+    # parameter_server
+    assert len(cells) == 4 + 5
 
 
 def test_expand_collapses_replicas_for_single_device_strategies():
@@ -410,12 +412,14 @@ def test_default_sweep_coverage():
     assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
     # the strategy grid: models x (default + one_device + 2 x central_storage + 2 x 4 mirrored) x batches
     grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1 and c.workers == 1
-            and c.strategy != "multi_worker_mirrored"]
+            and c.strategy not in ("multi_worker_mirrored", "parameter_server")]
+    assert {(c.model, c.workers, c.ps) for c in cells if c.strategy == "parameter_server"} == {
+        (m, w, 1) for m in ("cnn", "dense") for w in (1, 2)}
     assert len(grid) == 2 * (1 + 1 + 2 + 2 * 4) * 2
     # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
     # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with
     # steps_per_execution 1 on mirrored x2 adds 2
-    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2) + 2 * 2
+    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2) + 2 * 2 + 2 * 2
 
 
 def test_smoke_sweep_on_cpu_marks_nccl_only():
@@ -430,3 +434,33 @@ def test_scaling_sweep_covers_machine_replicas():
     assert {c.replicas for c in cells} == {1, 2, 3, 4}
     assert {c.scaling for c in cells if c.replicas > 1} == {"weak", "strong"}
     assert {c.strategy for c in cells} == {"mirrored"}
+
+
+def test_parameter_server_cell_id_batches_and_processes():
+    cell = Cell(model="dense", strategy="parameter_server", workers=2, ps=1, batch=32, accum_steps=2)
+    assert cell.id == "dense/parameter_server/r1w2p1/b32/acc2/ctl/spe10/float32/synthetic/weak"
+    # each worker updates on its own: an update is one worker's replicas' examples
+    assert cell.replicas_in_sync == 1 and cell.effective_batch == 64 and cell.global_batch == 64
+    assert cell.processes == 4 and cell.devices == 2
+    strong = Cell(strategy="parameter_server", workers=2, batch=64, scaling="strong")
+    assert strong.per_replica_batch == 32 and strong.effective_batch == 32
+    mwms = Cell(strategy="multi_worker_mirrored", workers=2, ps=3)
+    assert mwms.ps == 0 and mwms.processes == 2 and "p" not in mwms.id.split("/")[2]
+    assert Cell(strategy="mirrored", ps=2).ps == 0
+
+
+def test_cell_from_older_dict_without_ps_takes_defaults():
+    d = Cell(strategy="mirrored").to_dict()
+    del d["ps"]
+    assert Cell.from_dict(d) == Cell(strategy="mirrored")
+
+
+def test_multi_worker_fit_unsupported_with_its_own_reason():
+    cpu = Platform()
+    ps = unsupported_reason(Cell(strategy="parameter_server", workers=2, loop="fit"), cpu)
+    mwms = unsupported_reason(Cell(strategy="multi_worker_mirrored", workers=2, loop="fit"), cpu)
+    assert "keras#18624" in ps and "keras#20585" in mwms
+    assert unsupported_reason(Cell(strategy="parameter_server", workers=2), cpu) is None
+    two = unsupported_reason(Cell(strategy="parameter_server", workers=2, replicas=2), cpu)
+    assert "parameter_server uses exactly one device" in two
+    assert unsupported_reason(Cell(strategy="parameter_server", replicas=2), Platform("gpu", 2)) is None

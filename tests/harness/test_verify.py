@@ -51,6 +51,19 @@ def test_judge_groups_by_effective_batch_and_picks_the_simplest_reference() -> N
     assert "reference" in table and "failed: boom" in table
 
 
+def test_asynchronous_parameter_server_cells_are_not_compared() -> None:
+    weights = {"ref": [np.ones(4)], "off": [np.ones(4) * 1.5]}
+    base = Cell(model="dense", strategy="default", batch=32)
+    one = Cell(model="dense", strategy="parameter_server", workers=1, batch=32)
+    two = Cell(model="dense", strategy="parameter_server", workers=2, batch=32)
+    verdicts = {v.outcome.cell.id: v for v in judge(
+        [_outcome(two, 3.0, "off"), _outcome(one, 2.0, "ref"), _outcome(base, 2.0, "ref")],
+        weights.__getitem__)}
+    assert verdicts[one.id].agrees is True and verdicts[one.id].reference == base.id
+    assert verdicts[two.id].agrees is None and verdicts[two.id].note.startswith("not compared")
+    assert "not compared: asynchronous updates" in verdict_table(list(verdicts.values()))
+
+
 def verify(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "harness", "verify", "--device", "cpu", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
