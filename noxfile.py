@@ -1,6 +1,7 @@
-"""Sessions: ``bench`` (run the default sweep, or ``-- ARGS`` for ``python -m harness run ARGS``) and
-``tests``. Each installs the TensorFlow build that fits the machine: the CUDA build where
-``nvidia-smi`` lists a GPU, tensorflow-cpu elsewhere; ``HARNESS_TF=cpu|cuda`` overrides."""
+"""Sessions: ``bench`` (run the default sweep, or ``-- ARGS`` for ``python -m harness run ARGS``,
+then the report), ``report``, ``tests`` and ``benchmarks``. Each installs the TensorFlow build that
+fits the machine: the CUDA build where ``nvidia-smi`` lists a GPU, tensorflow-cpu elsewhere;
+``HARNESS_TF=cpu|cuda`` overrides."""
 
 from __future__ import annotations
 
@@ -43,6 +44,25 @@ def bench(session: nox.Session) -> None:
     to ``python -m harness run``."""
     _install(session)
     session.run("python", "-m", "harness", "run", *(session.posargs or ["--sweep", "default"]))
+    out = _results_dir(session.posargs)
+    session.run("python", "-m", "harness", "report", "--results", out, "--out", f"{out}/report")
+
+
+def _results_dir(args: list[str]) -> str:
+    """The --out of ``python -m harness run`` ARGS (default: results)."""
+    for i, arg in enumerate(args):
+        if arg == "--out" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--out="):
+            return arg.split("=", 1)[1]
+    return "results"
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Figures and an HTML report of the latest run: ``-- ARGS`` go to ``python -m harness report``."""
+    _install(session)
+    session.run("python", "-m", "harness", "report", *session.posargs)
 
 
 @nox.session

@@ -1,5 +1,5 @@
-"""``python -m harness run|list``. Validates everything before any expensive work; never imports
-TensorFlow (workers do)."""
+"""``python -m harness run|list|verify|report|compare``. Validates everything before any expensive
+work; never imports TensorFlow (workers do)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config, resolve_slurm
 from harness.data import DataError, load_mnist
 from harness.launch import DEVICE_CHOICES, detect_platform
 from harness.spec import AXES, REPLICAS_TO_MAX, Cell, Platform, Protocol, SpecError, Sweep, expand
@@ -53,6 +54,13 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
                    help="logical CPU devices available as replicas on a CPU-only machine. Default: 2")
     p.add_argument("--mnist-path", default=None,
                    help="mnist.npz for --data mnist. Default: Keras's cache, ~/.keras/datasets/mnist.npz")
+    p.add_argument("--cluster", default="local", choices=CLUSTER_CHOICES,
+                   help="local: the harness starts every process of a multi-worker cell on this "
+                        "machine. tf_config: this process is one task of a cluster the scheduler "
+                        "started, each task with its own TF_CONFIG; slurm: the same, the cluster "
+                        "built by TensorFlow's SlurmClusterResolver (with --ps P: a chief, P ps and "
+                        "the rest workers). Every task runs the same command; the cluster fixes "
+                        "--strategy, --workers and --ps; only the chief writes results. Default: local")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +86,35 @@ def build_parser() -> argparse.ArgumentParser:
                           "Default: 8")
     ver.add_argument("--include-unsupported", action="store_true",
                      help="also run cells marked unsupported, to see what they compute")
+    rep = sub.add_parser("report", help="figures (PNG, SVG) and one self-contained HTML file for a run")
+    rep.add_argument("--results", default="results", help="results folder. Default: results")
+    rep.add_argument("--run", default="latest", metavar="REF",
+                     help="the run(s) to report (see compare for REF). Default: latest")
+    rep.add_argument("--out", default=None, help="output folder. Default: RESULTS/report")
+    cmp = sub.add_parser(
+        "compare", help="the regression gate: compare a candidate run with baseline runs of the "
+        "same cells on the same machine fingerprint",
+        description="Exit 0: no regression; 1: a regression (or a cell that now fails); 2: error "
+        "(unreadable results, bad reference); 3: not enough history to judge any cell. REF: "
+        "a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
+        "YYYY-MM-DD..YYYY-MM-DD.")
+    cmp.add_argument("--results", default="results", help="results folder. Default: results")
+    cmp.add_argument("--baseline", default="last:10", metavar="REF",
+                     help="baseline runs (their history feeds the robust z-score); runs at or after "
+                          "the candidate are never in it. Default: last:10")
+    cmp.add_argument("--candidate", default="latest", metavar="REF", help="Default: latest")
+    cmp.add_argument("--min-effect", type=float, default=0.05,
+                     help="smallest change called, as a fraction. Default: 0.05")
+    cmp.add_argument("--z", type=float, default=3.0, dest="z_threshold",
+                     help="robust z-score a change must reach against the history. Default: 3")
+    cmp.add_argument("--min-history", type=int, default=5,
+                     help="baseline runs a series needs to be judged. Default: 5")
+    cmp.add_argument("--alpha", type=float, default=0.05,
+                     help="family-wise false-call rate of the CI test over all series. Default: 0.05")
+    cmp.add_argument("--markdown", default=None, metavar="FILE",
+                     help="also write the result as markdown for a CI comment")
+    cmp.add_argument("--figures", default=None, metavar="DIR",
+                     help="also draw each changed series' history with its change points")
     return parser
 
 
@@ -90,6 +127,8 @@ class Selection:
     platform: Platform
     cells: list[Cell]
     mnist_path: str | None = None
+    cluster: ClusterConfig | None = None
+    """This process's cluster with --cluster tf_config|slurm; None for local runs."""
 
 
 def select(args: argparse.Namespace) -> Selection:
@@ -98,15 +137,40 @@ def select(args: argparse.Namespace) -> Selection:
     sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
     if args.sweep is None and overrides:
         sweep = Sweep("custom", "axes from the command line", protocol=sweep.protocol)
+    platform = detect_platform(args.device, args.cpu_devices)
+    cluster = _cluster(args.cluster, overrides, platform)
+    if cluster is not None:
+        overrides.update(strategy=(cluster.strategy,), workers=(cluster.workers,),
+                         ps=(max(cluster.ps, 1),))
     sweep = sweep.with_axes(overrides)
     changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
     protocol = dataclasses.replace(sweep.protocol, **changes)
-    platform = detect_platform(args.device, args.cpu_devices)
     if "mnist" in sweep.values()["data"]:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
     if getattr(args, "out", None) is not None:
         _check_writable(Path(args.out))
-    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path)
+    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster)
+
+
+def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform
+             ) -> ClusterConfig | None:
+    """This process's cluster (None for local runs); SpecError when the axes given contradict it."""
+    if kind == "local":
+        return None
+    ps = overrides.get("ps", (0,))
+    if kind == "slurm" and len(ps) != 1:
+        raise SpecError(f"Received --ps={','.join(map(str, ps))} with --cluster slurm; expected one "
+                        "value: the Slurm job step's ps tasks.")
+    config = read_tf_config() if kind == "tf_config" else resolve_slurm(ps[0], platform.gpu_count)
+    shape = {"strategy": (config.strategy,), "workers": (config.workers,)}
+    if config.ps:
+        shape["ps"] = (config.ps,)
+    for name, value in shape.items():
+        if name in overrides and overrides[name] != value:
+            given = ",".join(map(str, overrides[name]))
+            raise SpecError(f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
+                            f"worker(s), {config.ps} ps) runs only --{name} {value[0]}.")
+    return config
 
 
 def _check_writable(out: Path) -> None:
@@ -147,13 +211,51 @@ def _platform_text(p: Platform) -> str:
     return f"CPU only, up to {p.cpu_devices} logical CPU devices as replicas"
 
 
+def cmd_cluster_task(sel: Selection, out: Path) -> int:
+    """A task of a real cluster other than the chief: a peer takes part in every cell, a server
+    serves the whole run; neither writes results."""
+    import datetime as dt
+
+    from harness.launch import WorkerOptions, run_cluster_task, serve_cluster_task
+    from harness.runner import follow_sweep
+
+    config = sel.cluster
+    assert config is not None
+    task = f"{config.task_type}{config.task_index}"
+    stamp = dt.datetime.now(dt.timezone.utc)
+    log_dir = out / "logs" / stamp.strftime("%Y-%m-%d") / f"{stamp:%Y%m%dT%H%M%SZ}-{task}"
+    print(f"cluster task {config.task_type} {config.task_index} ({config.role}) at {config.address}; "
+          f"logs -> {log_dir}", flush=True)
+    try:
+        if config.role == "server":
+            options = WorkerOptions(sel.protocol, sel.platform, log_dir, sel.mnist_path)
+            code = serve_cluster_task(sel.cells[0], options, config)
+            print(f"server exited with code {code}")
+            return 0 if code == 0 else 1
+        counts = follow_sweep(sel.cells, sel.protocol, sel.platform, log_dir,
+                              lambda c, o, n: run_cluster_task(c, o, n, config), sel.mnist_path)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"peer done: {counts['finished']} cells finished, {counts['failed']} failed")
+    return 0
+
+
 def cmd_run(sel: Selection, out: Path) -> int:
+    from harness.launch import run_cell_processes, run_cluster_task
     from harness.runner import run_sweep
     from harness.summary import FOOTNOTE, LOGICAL_NOTE, OVERSUBSCRIBED_NOTE, summary_table
 
-    print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {_platform_text(sel.platform)}; "
-          f"results -> {out}", flush=True)
-    result = run_sweep(sel.cells, sel.protocol, sel.platform, out, sel.mnist_path)
+    config = sel.cluster
+    if config is not None and config.role != "chief":
+        return cmd_cluster_task(sel, out)
+    launcher = run_cell_processes if config is None else (
+        lambda c, o, n: run_cluster_task(c, o, n, config))
+    where = "" if config is None else (f" as the chief of a {config.workers}-worker"
+                                       + (f", {config.ps}-ps" if config.ps else "") + " cluster")
+    print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {_platform_text(sel.platform)}"
+          f"{where}; results -> {out}", flush=True)
+    result = run_sweep(sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher)
     print()
     print(summary_table(result.rows))
     print()
@@ -206,8 +308,64 @@ def _check_updates(updates: int, cells: list[Cell]) -> None:
                         f"steps_per_execution in the selection: {spes}.")
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness import history
+    from harness.compare import compare, text_table, write_markdown
+    from harness.gate import EXIT_ERROR, GatePolicy
+
+    checks = {"--min-effect": 0 <= args.min_effect < 1, "--z": args.z_threshold > 0,
+              "--min-history": args.min_history >= 1, "--alpha": 0 < args.alpha < 1}
+    bad = [flag for flag, ok in checks.items() if not ok]
+    if bad:
+        print(f"error: Received {bad[0]}={getattr(args, bad[0][2:].replace('-', '_'), None)}; "
+              "expected --min-effect in [0, 1), --z > 0, --min-history >= 1, --alpha in (0, 1).",
+              file=sys.stderr)
+        return EXIT_ERROR
+    policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
+    try:
+        cells, windows = history.load(args.results)
+        result = compare(cells, windows, args.baseline, args.candidate, policy)
+    except history.HistoryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    print(text_table(result))
+    if args.markdown:
+        write_markdown(result, Path(args.markdown))
+        print(f"wrote {args.markdown}")
+    if args.figures:
+        from harness.plots import series_figures
+
+        for path in series_figures(cells, result, Path(args.figures)):
+            print(f"wrote {path}")
+    if result.exit_code == 3:
+        print(f"not enough history: no cell has {policy.min_history} baseline runs on this "
+              "fingerprint; widen --baseline (e.g. last:20) or lower --min-history.")
+    return result.exit_code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness import history
+    from harness.report import write_report
+
+    try:
+        cells, _ = history.load(args.results)
+        run_ids = history.resolve(args.run, history.runs(cells))
+    except history.HistoryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    rows = cells[cells["run_id"].isin(run_ids)]
+    out = Path(args.out) if args.out else Path(args.results) / "report"
+    for path in write_report(rows, out, f"tf-strategy-bench: {', '.join(run_ids)}"):
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "compare":
+        return cmd_compare(args)
+    if args.command == "report":
+        return cmd_report(args)
     try:
         sel = select(args)
         if args.command == "verify":

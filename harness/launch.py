@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cluster import ClusterConfig
 from harness.spec import PARAMETER_SERVER, Cell, Platform, Protocol, SpecError
 from harness.worker import Job
 
@@ -171,18 +172,31 @@ class _Events:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path, index: int = 0,
-           extra_env: dict[str, str] | None = None, cores: int | None = None, role: str = "chief",
-           oversubscribed: bool | None = None) -> tuple[subprocess.Popen[bytes], _Events, Path]:
+@dataclass(frozen=True)
+class Launch:
+    """How to start one process of a cell: its environment additions (TF_CONFIG, threads, device
+    mask), its role (see :class:`harness.worker.Job`), its position in the cell's task list, the
+    cores each worker gets, the hosts the workers span and whether the cell oversubscribes cores."""
+
+    env: tuple[tuple[str, str], ...] = ()
+    role: str = "chief"
+    index: int = 0
+    cores: int | None = None
+    hosts: int = 1
+    oversubscribed: bool | None = None
+
+
+def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path, launch: Launch = Launch()
+           ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
     job = Job(cell, options.protocol, options.platform, options.mnist_path, injected_fault(),
-              options.verify_updates, options.weights_dir, index, cores, role,
-              oversubscribed=oversubscribed)
-    job_path, events_path = tmp / f"job-{index}.json", tmp / f"events-{index}.jsonl"
+              options.verify_updates, options.weights_dir, launch.index, launch.cores, launch.role,
+              launch.hosts, launch.oversubscribed)
+    job_path, events_path = tmp / f"job-{launch.index}.json", tmp / f"events-{launch.index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
     events_path.touch()
     options.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = options.log_dir / f"{name}.log"
-    env = {**os.environ, **WORKER_ENV, **(extra_env or {})}
+    env = {**os.environ, **WORKER_ENV, **dict(launch.env)}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(job_path), str(events_path)],
@@ -191,33 +205,40 @@ def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path, index: int 
     return proc, _Events(events_path), log_path
 
 
-def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker"
-               ) -> Iterator[dict[str, Any]]:
-    """Run ``cell`` in a fresh worker process; yield its events (each with the worker's ``facts``).
+def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch: Launch = Launch(),
+               joins: bool = False) -> Iterator[dict[str, Any]]:
+    """Run ``cell`` in one fresh worker process; yield its events (each with the worker's ``facts``).
 
-    If the worker dies or passes a deadline before its record, it is stopped and this yields
-    ``{"event": "failed", "cell_id", "reason", "facts"}`` naming the phase, the cause and the tail
-    of its log. Always leaves no process behind.
+    Deadlines: start-up until the cell starts; with ``joins`` (one task of a cluster the scheduler
+    started: ``--cluster tf_config|slurm``), the rendezvous until the worker has joined its cluster;
+    then the cell. If the worker dies or passes a deadline before its record (a peer: before it
+    finished), it is stopped and this yields ``{"event": "failed", "cell_id", "reason", "facts"}``
+    naming the phase, the cause and the tail of its log. Always leaves no process behind.
     """
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
-        proc, events, log_path = _start(cell, options, name, Path(tmpdir))
+        proc, events, log_path = _start(cell, options, name, Path(tmpdir), launch)
         facts: dict[str, Any] | None = None
-        recorded = False
+        done = False
         limit = options.startup_timeout_s
         deadline = time.monotonic() + limit
         phase = "start-up (import TensorFlow, set up devices)"
 
+        def enter(name: str, seconds: float) -> None:
+            nonlocal phase, limit, deadline
+            phase, limit, deadline = name, seconds, time.monotonic() + seconds
+
         def drain() -> Iterator[dict[str, Any]]:
-            nonlocal facts, recorded, limit, deadline, phase
+            nonlocal facts, done
             for ev in events.read():
                 if ev["event"] == "ready":
                     facts = ev["facts"]
                 elif ev["event"] == "start":
-                    limit = options.protocol.cell_timeout_s
-                    deadline = time.monotonic() + limit
-                    phase = f"cell {cell.id}"
-                elif ev["event"] == "record":
-                    recorded = True
+                    enter("rendezvous (joining the cluster)", options.protocol.rendezvous_timeout_s
+                          ) if joins else enter(f"cell {cell.id}", options.protocol.cell_timeout_s)
+                elif ev["event"] == "joined" and joins:
+                    enter(f"cell {cell.id}", options.protocol.cell_timeout_s)
+                elif ev["event"] in ("record", "finished"):
+                    done = True
                 yield {**ev, "facts": facts}
 
         try:
@@ -227,7 +248,7 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker"
         finally:
             how = stop(proc)
         yield from drain()  # anything written just before the exit or the deadline
-        if recorded:
+        if done:
             return
         if how == "already exited":
             cause = f"worker exited with {_signal_name(proc.returncode)} during {phase}"
@@ -366,9 +387,10 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
             for i, task in enumerate(tasks):
                 if i != missing:
                     env = cluster_env(tasks, addresses, i, cores, options.platform, cell.replicas)
+                    launch = Launch(tuple(env.items()), task.role, i, cores, 1,
+                                    is_oversubscribed(cell, cores, host_cores))
                     procs[i] = _start(cell, options, f"{name}-{task.type}{task.index}", Path(tmpdir),
-                                      i, env, cores, task.role,
-                                      is_oversubscribed(cell, cores, host_cores))
+                                      launch)
 
             def drain() -> Iterator[dict[str, Any]]:
                 nonlocal facts, recorded
@@ -433,6 +455,51 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
             culprit += "; stopped with " + ", ".join(f"{tasks[i].label}: {h}" for i, h in hows.items())
         yield {"event": "failed", "cell_id": cell.id, "facts": facts,
                "reason": culprit or "the chief exited without a record"}
+
+
+# ------------------------------------------------------------------------------------------------
+# Real clusters: this process is one task, started by the user's scheduler (--cluster tf_config|slurm)
+# ------------------------------------------------------------------------------------------------
+
+
+def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
+    """How this task's worker process of each cell is started: its TF_CONFIG, the host's cores split
+    between the tasks on this host, and its device mask (the Slurm resolver's GPU split; none for a
+    parameter-server coordinator or ps task, or a CPU run; else as inherited from the scheduler)."""
+    cores = max(1, host_cores // config.tasks_on_my_host)
+    env = {"TF_CONFIG": config.tf_config(), "TF_NUM_INTRAOP_THREADS": str(cores),
+           "OMP_NUM_THREADS": str(cores)}
+    mask = config.gpu_mask
+    if platform.device_kind != "gpu" or config.task_type in ("chief", "ps") and config.ps:
+        mask = "-1"
+    if mask is not None:
+        env.update(CUDA_VISIBLE_DEVICES=mask, HIP_VISIBLE_DEVICES=mask)
+    position = [(t, i) for t, addresses in config.spec for i in range(len(addresses))].index(
+        (config.task_type, config.task_index))
+    return Launch(tuple(env.items()), config.role, position, cores, config.hosts,
+                  cores * config.tasks_on_my_host > host_cores)
+
+
+def run_cluster_task(cell: Cell, options: WorkerOptions, name: str, config: ClusterConfig
+                     ) -> Iterator[dict[str, Any]]:
+    """This task's part of a cell on a real cluster: one worker process joined to the cluster in
+    ``config``, with the start-up, rendezvous and cell deadlines of :func:`run_worker`."""
+    launch = task_launch(config, options.platform, os.cpu_count() or 1)
+    return run_worker(cell, options, name, launch, joins=True)
+
+
+def serve_cluster_task(cell: Cell, options: WorkerOptions, config: ClusterConfig) -> int:
+    """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` for the whole
+    run (``cell`` only names the job). Returns the server's exit code once it exits; stops it when
+    this process is interrupted (SIGTERM or Ctrl-C)."""
+    with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
+        launch = task_launch(config, options.platform, os.cpu_count() or 1)
+        proc, _, _ = _start(cell, options, f"{config.task_type}{config.task_index}", Path(tmpdir),
+                            launch)
+        try:
+            return proc.wait()
+        finally:
+            stop(proc)
 
 
 def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:

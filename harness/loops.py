@@ -171,6 +171,16 @@ def _cross_worker_sum(strategy: Any, values: Any) -> Any:
                            axis=None).numpy()
 
 
+def worker_rank(strategy: Any) -> int:
+    """This worker's rank among a MultiWorkerMirrored cluster's training tasks: a ``chief`` task (if
+    the cluster has one) is 0 and worker i is i + 1; otherwise worker i is i."""
+    resolver = strategy.cluster_resolver
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    if resolver.task_type == "chief":
+        return 0
+    return resolver.task_id + (1 if has_chief else 0)
+
+
 def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: int,
                     workers: int, per_worker: list[list[float]],
                     clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
@@ -193,7 +203,7 @@ def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: i
         own.append(clock() - t0)
         barrier()
         common.append(clock() - t0)
-    index = strategy.cluster_resolver.task_id
+    index = worker_rank(strategy)
     slots = np.zeros(workers * n, np.float32)
     slots[index * n:(index + 1) * n] = own
     gathered = _cross_worker_sum(strategy, slots)
@@ -245,7 +255,7 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
         per_worker: list[list[float]] = []
 
         def chiefs(value: int) -> int:
-            mine = float(value) if strategy.cluster_resolver.task_id == 0 else 0.0
+            mine = float(value) if worker_rank(strategy) == 0 else 0.0
             return int(round(_cross_worker_sum(strategy, [mine])[0]))
 
         return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,13 @@ def with_efficiency(row: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[
     return {**row, "scaling_efficiency": eff, "baseline_cell_id": base["cell_id"]}
 
 
-def _events(cells: list[Cell], options: WorkerOptions) -> Iterator[dict[str, Any]]:
+Launcher = Callable[[Cell, WorkerOptions, str], Iterator[dict[str, Any]]]
+"""Runs one cell's processes and yields their events: :func:`harness.launch.run_cell_processes`
+(local), or this task's part on a real cluster."""
+
+
+def _events(cells: list[Cell], options: WorkerOptions, launcher: Launcher = run_cell_processes
+            ) -> Iterator[dict[str, Any]]:
     """Every worker event, one fresh worker process per cell.
 
     Cells do not share a process: two MirroredStrategy objects in one process reuse collective
@@ -64,11 +70,12 @@ def _events(cells: list[Cell], options: WorkerOptions) -> Iterator[dict[str, Any
     cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
     """
     for index, cell in enumerate(cells):
-        yield from run_cell_processes(cell, options, name=f"{index:05d}")
+        yield from launcher(cell, options, f"{index:05d}")
 
 
 def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
-              mnist_path: str | None = None, progress: Progress | None = None) -> RunResult:
+              mnist_path: str | None = None, progress: Progress | None = None,
+              launcher: Launcher = run_cell_processes) -> RunResult:
     """Measure every runnable cell, write every row (unsupported ones too) under ``out``."""
     now = dt.datetime.now(dt.timezone.utc)
     result = RunResult(new_run_id(now))
@@ -90,7 +97,7 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
 
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id, mnist_path)
     try:
-        for ev in _events(runnable, options):
+        for ev in _events(runnable, options, launcher):
             facts = ev.get("facts") or facts
             if ev["event"] == "start":
                 progress.show(ev["cell_id"])
@@ -112,3 +119,23 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
     if result.rows:
         result.paths = [files.folder("cells"), files.folder("windows")]
     return result
+
+
+def follow_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, log_dir: Path,
+                 launcher: Launcher, mnist_path: str | None = None) -> dict[str, int]:
+    """A peer's part of a cluster run: take part in every runnable cell, in the chief's order,
+    writing no results (the chief writes every row). Prints one line per cell; returns counts of
+    ``finished`` and ``failed`` cells."""
+    runnable = [c for c, why in plan(cells, platform) if why is None]
+    options = WorkerOptions(protocol, platform, log_dir, mnist_path)
+    counts = {"finished": 0, "failed": 0}
+    for ev in _events(runnable, options, launcher):
+        if ev["event"] == "finished":
+            counts["finished"] += 1
+            print(f"finished {ev.get('cell_id') or ''}".rstrip(), flush=True)
+        elif ev["event"] in ("failed", "record"):  # a peer's record is its own failure
+            counts["failed"] += 1
+            reason = ev.get("reason") or ev.get("row", {}).get("reason", "")
+            print(f"failed {ev.get('cell_id') or ev.get('row', {}).get('cell_id')}: {reason}",
+                  flush=True)
+    return counts

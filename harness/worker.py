@@ -349,7 +349,7 @@ def main(argv: list[str]) -> int:
         if job.role == "chief":  # the chief reports the cell; its windows hold every worker's
             _emit(events, {"event": "record", "row": row, "windows": windows})
         else:
-            _emit(events, {"event": "finished"})
+            _emit(events, {"event": "finished", "cell_id": cell.id})
     return 0
 
 

@@ -156,3 +156,55 @@ def test_parameter_server_on_one_worker_matches_one_device_in_verify() -> None:
     lines = proc.stdout.splitlines()
     assert "agrees" in next(s for s in lines if "parameter_server/r1w1p1" in s)
     assert "not compared: asynchronous" in next(s for s in lines if "parameter_server/r1w2p1" in s)
+
+
+def _task_env(tmp_path: Path, cluster: dict[str, list[str]], kind: str, index: int) -> dict[str, str]:
+    config = {"cluster": cluster, "task": {"type": kind, "index": index}}
+    return {**os.environ, "TF_CONFIG": json.dumps(config), "TMPDIR": str(tmp_path)}
+
+
+def _start_task(tmp_path: Path, cluster: dict[str, list[str]], kind: str, index: int,
+                *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--cluster", "tf_config", "--device", "cpu",
+         "--out", str(tmp_path / f"{kind}{index}"), *FAST, *args],
+        cwd=ROOT, env=_task_env(tmp_path, cluster, kind, index), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+
+
+def test_tf_config_cluster_runs_every_cell_and_only_the_chief_writes(tmp_path: Path) -> None:
+    """Two tasks started as a scheduler would, each with its own TF_CONFIG; two cells in a row on
+    the same addresses."""
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+    tasks = [_start_task(tmp_path, cluster, "worker", i, "--communication", "ring,auto")
+             for i in range(2)]
+    outputs = [t.communicate(timeout=400)[0] for t in tasks]
+    assert [t.returncode for t in tasks] == [0, 0], outputs
+    cells = pd.read_parquet(tmp_path / "worker0" / "cells")
+    assert len(cells) == 2 and (cells.status == "ok").all(), cells.reason.tolist()
+    assert (cells.workers == 2).all() and (cells.examples_per_sec > 0).all()
+    assert not (tmp_path / "worker1" / "cells").exists()  # only the chief writes results
+    assert outputs[1].count("finished ") == 2 and "peer done: 2 cells finished, 0 failed" in outputs[1]
+    assert worker_processes(str(tmp_path)) == []
+
+
+def test_tf_config_parameter_server_cluster_serves_every_cell(tmp_path: Path) -> None:
+    """A chief, two workers and a ps started by hand: the servers live for the whole run, each cell's
+    coordinator is a fresh process; the scheduler stops the servers when the chief is done."""
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(4)]
+    cluster = {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
+    servers = [_start_task(tmp_path, cluster, kind, i) for kind, i in (("worker", 0), ("worker", 1),
+                                                                        ("ps", 0))]
+    chief = _start_task(tmp_path, cluster, "chief", 0, "--accum-steps", "1,2")
+    try:
+        out = chief.communicate(timeout=400)[0]
+    finally:
+        for s in servers:  # as srun --wait or a TFJob's clean-up would
+            s.terminate()
+        codes = [s.wait(timeout=60) for s in servers]
+    assert chief.returncode == 0, out
+    cells = pd.read_parquet(tmp_path / "chief0" / "cells")
+    assert len(cells) == 2 and (cells.status == "ok").all(), cells.reason.tolist()
+    assert (cells.strategy == "parameter_server").all() and (cells.ps == 1).all()
+    assert codes == [130, 130, 130]  # each server's harness stopped its server process and exited
+    assert worker_processes(str(tmp_path)) == []

@@ -1,0 +1,140 @@
+"""``python -m harness compare`` and ``report`` on synthetic histories written with the real store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import history
+from harness.compare import compare, markdown
+from harness.gate import GatePolicy
+from harness.spec import Cell, Protocol
+from harness.records import cell_columns
+from harness.store import RunFiles
+
+ROOT = Path(__file__).resolve().parents[2]
+CELLS = [Cell(model=m, strategy=s) for m in ("cnn", "dense") for s in ("default", "mirrored")]
+
+
+def write_run(results: Path, day: int, seed: int, slowdown: dict[str, float] | None = None,
+              noise: float = 0.02, fingerprint: str = "fp1", failed: tuple[str, ...] = ()) -> str:
+    """One run of CELLS: 5 windows per cell around 1000 examples/s (x the slowdown factor)."""
+    rng = np.random.default_rng(seed)
+    run_id = f"2026110{day}T000000Z-{seed:06x}"
+    files = RunFiles(results, f"2026-11-0{day}", run_id)
+    for i, cell in enumerate(CELLS):
+        level = 1000.0 * (slowdown or {}).get(cell.id, 1.0) * (1 + noise * rng.standard_normal())
+        rates = level * (1 + noise * rng.standard_normal(5))
+        row = {**cell_columns(cell, Protocol()), "run_id": run_id, "fingerprint": fingerprint,
+               "timestamp": f"2026-11-0{day}T00:00:{i:02d}+00:00", "status": "ok", "reason": "",
+               "examples_per_sec": float(np.median(rates)),
+               "examples_per_sec_ci_low": float(rates.min()),
+               "examples_per_sec_ci_high": float(rates.max()), "cv": 0.02, "compile_s": 1.0,
+               "startup_s": 0.5, "logical_devices": False, "oversubscribed": False,
+               "scaling_efficiency": 1.0}
+        windows = [{"run_id": run_id, "cell_id": cell.id, "worker": 0, "repeat": k,
+                    "window_steps": 10, "window_s": 640 / r, "examples": 640,
+                    "examples_per_sec": float(r)} for k, r in enumerate(rates)]
+        if cell.id in failed:
+            row.update(status="failed", reason="boom", examples_per_sec=None)
+            windows = []
+        files.write(i, row, windows)
+    return run_id
+
+
+def history_of(tmp_path: Path, runs: int, **candidate: object) -> Path:
+    results = tmp_path / "results"
+    for r in range(runs):
+        write_run(results, 1 + r // 4 if r < 32 else 9, seed=r + 1)
+    write_run(results, 9, seed=999, **candidate)  # the candidate: newest
+    return results
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_injected_regression_is_detected(tmp_path: Path) -> None:
+    slow = CELLS[1].id
+    results = history_of(tmp_path, 8, slowdown={slow: 0.85})
+    md = tmp_path / "comment.md"
+    proc = harness("compare", "--results", str(results), "--markdown", str(md))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next(s for s in proc.stdout.splitlines() if slow in s)
+    assert line.startswith("regression")
+    assert sum(s.startswith("regression") for s in proc.stdout.splitlines()) == 1
+    assert "**Performance regression**" in md.read_text() and slow in md.read_text()
+
+
+def test_noise_only_is_not_flagged(tmp_path: Path) -> None:
+    proc = harness("compare", "--results", str(history_of(tmp_path, 8)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 no change" in proc.stdout
+
+
+def test_too_short_a_history_exits_3(tmp_path: Path) -> None:
+    proc = harness("compare", "--results", str(history_of(tmp_path, 3)))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "not enough history" in proc.stdout
+
+
+def test_missing_or_corrupt_results_exit_2_with_a_clear_message(tmp_path: Path) -> None:
+    proc = harness("compare", "--results", str(tmp_path / "nowhere"))
+    assert proc.returncode == 2 and "no results under" in proc.stderr
+    results = history_of(tmp_path, 6)
+    bad = next((results / "cells").rglob("*.parquet"))
+    bad.write_bytes(b"not parquet")
+    proc = harness("compare", "--results", str(results))
+    assert proc.returncode == 2 and "corrupt" in proc.stderr, proc.stderr
+    proc = harness("compare", "--results", str(tmp_path / "nowhere"), "--min-effect", "2")
+    assert proc.returncode == 2 and "--min-effect" in proc.stderr
+
+
+def test_a_cell_that_now_fails_is_a_regression(tmp_path: Path) -> None:
+    cells, windows = history.load(history_of(tmp_path, 6, failed=(CELLS[0].id,)))
+    result = compare(cells, windows, "last:10", "latest")
+    assert result.exit_code == 1 and result.broken[0][:2] == (CELLS[0].id, "failed")
+    assert "now failing" in markdown(result)
+
+
+def test_other_fingerprints_are_not_history(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    for r in range(6):
+        write_run(results, 1, seed=r + 1, fingerprint="other-machine")
+    write_run(results, 2, seed=99)
+    cells, windows = history.load(results)
+    result = compare(cells, windows, "last:10", "latest", GatePolicy())
+    assert {v.change for v in result.verdicts} == {"new"} and result.exit_code == 3
+
+
+def test_references_resolve() -> None:
+    runs = pd.DataFrame({"run_id": ["a1", "b2", "c3", "d4"],
+                         "start": ["2026-11-01T1", "2026-11-02T1", "2026-11-02T2", "2026-11-03T1"]})
+    assert history.resolve("latest", runs) == ["d4"]
+    assert history.resolve("previous", runs) == ["c3"]
+    assert history.resolve("last:2", runs, before=["d4"]) == ["b2", "c3"]
+    assert history.resolve("2026-11-02", runs) == ["b2", "c3"]
+    assert history.resolve("2026-11-01..2026-11-02", runs) == ["a1", "b2", "c3"]
+    assert history.resolve("c", runs) == ["c3"]
+    with pytest.raises(history.HistoryError, match="no run matches"):
+        history.resolve("zz", runs)
+    with pytest.raises(history.HistoryError, match="no run matches"):
+        history.resolve("latest", runs, before=["a1"])
+
+
+def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:
+    results = history_of(tmp_path, 1)
+    proc = harness("report", "--results", str(results), "--out", str(tmp_path / "report"))
+    assert proc.returncode == 0, proc.stderr
+    page = tmp_path / "report" / "report.html"
+    pngs = list((tmp_path / "report" / "figures").glob("*.png"))
+    svgs = list((tmp_path / "report" / "figures").glob("*.svg"))
+    assert pngs and len(pngs) == len(svgs) and all(p.stat().st_size > 1000 for p in pngs + svgs)
+    text = page.read_text()
+    assert "data:image/png;base64," in text and "How the numbers were measured" in text
