@@ -91,6 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--run", default="latest", metavar="REF",
                      help="the run(s) to report (see compare for REF). Default: latest")
     rep.add_argument("--out", default=None, help="output folder. Default: RESULTS/report")
+    ing = sub.add_parser("ingest", help="add pytest-benchmark JSON (pytest benchmarks/ "
+                         "--benchmark-json=F) to the results history, as one run")
+    ing.add_argument("json", help="the --benchmark-json file")
+    ing.add_argument("--results", default="results", help="results folder. Default: results")
+    hw = sub.add_parser("compare-hardware", help="two or more machines (fingerprints), like for "
+                        "like: per-cell ratios with CI, scaling side by side, cost and energy")
+    hw.add_argument("--results", default="results", help="results folder. Default: results")
+    hw.add_argument("--runs", nargs="*", default=None, metavar="REF",
+                    help="runs to compare (default: the newest run of each machine)")
+    hw.add_argument("--prices", default=None, metavar="FILE",
+                    help="price table, CSV (machine,price_per_device_hour,purchase_price) or TOML")
+    hw.add_argument("--figures", default=None, metavar="DIR", help="also draw scaling side by side")
+    hw.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
     cmp = sub.add_parser(
         "compare", help="the regression gate: compare a candidate run with baseline runs of the "
         "same cells on the same machine fingerprint",
@@ -360,8 +373,54 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from harness.ingest import IngestError, ingest
+
+    try:
+        done = ingest(Path(args.json), Path(args.results))
+    except IngestError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"run {done.run_id}: {done.rows} harness row(s) ingested"
+          + (f" into {done.path}" if done.path else "")
+          + (f"; skipped {len(done.skipped)} benchmark(s) without a harness row" if done.skipped else ""))
+    return 0 if done.rows else 1
+
+
+def cmd_compare_hardware(args: argparse.Namespace) -> int:
+    from harness import history
+    from harness.hardware import compare_machines, latest_runs_per_machine, read_prices, text_table
+
+    try:
+        cells, windows = history.load(args.results)
+        all_runs = history.runs(cells)
+        run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs)] if args.runs
+                   else latest_runs_per_machine(cells))
+        prices = read_prices(Path(args.prices)) if args.prices else None
+        table = compare_machines(cells, windows, run_ids, prices)
+    except history.HistoryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text_table(table))
+    print("\nratio: median throughput / the reference machine's, 95% bootstrap CI of window "
+          "throughputs; examples/$ = examples/s x 3600 / (price per device-hour x devices).")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    if args.figures:
+        from harness.plots import hardware_scaling
+
+        for path in hardware_scaling(table, Path(args.figures)):
+            print(f"wrote {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "compare-hardware":
+        return cmd_compare_hardware(args)
+    if args.command == "ingest":
+        return cmd_ingest(args)
     if args.command == "compare":
         return cmd_compare(args)
     if args.command == "report":

@@ -94,6 +94,7 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("hosts", I, "machines", "Distinct machines the workers ran on (1 for local processes)."),
     Column("peak_flops_per_sec", F, "FLOP/s", "Best measured rate of distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in the precision's compute dtype on one device, times device_count; measured in the same worker process (the chief; null for parameter_server on GPUs, whose coordinator has no GPU)."),
     Column("mfu", F, "1", "examples_per_sec x flops_per_example / peak_flops_per_sec."),
+    Column("energy_j_per_example", F, "J/example", "GPU energy (NVML total-energy counters of the cell's GPUs, where pynvml and the driver provide them) over the whole measurement (first call, calibration, warm-up and timed windows) / the examples it trained; null on CPU, for multi-process cells and without NVML."),
     Column("final_loss", F, "", "Loss of the last optimizer update of the last timed window (mean over the update's effective batch)."),
     Column("weights_digest", S, "", "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests mean bitwise-equal weights."),
     # where

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from harness import metrics
 from harness.data import make_dataset
+from harness.energy import energy_meter
 from harness.fingerprint import collect, fingerprint
 from harness.loops import LOOPS, Trainer
 from harness.models import MODELS
@@ -148,10 +149,16 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     from harness import integrity
 
     built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
+    # energy only where this process drives every device of the cell
+    meter = energy_meter() if device_type == "GPU" and cell.processes == 1 else (lambda: None)
+    joules_before = meter()
     timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
                       time.perf_counter, built.trainer.agree)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
+    joules_after = meter()
+    joules = (None if joules_before is None or joules_after is None
+              else (joules_after - joules_before) / (built.trainer.updates[0] * cell.effective_batch))
     iterations = int(built.optimizer.iterations.numpy())
     keras.mixed_precision.set_dtype_policy("float32")
 
@@ -184,6 +191,7 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
         "logical_devices": logical, "hosts": hosts,
         "straggler_ratio": metrics.update_imbalance(counts) if counts else metrics.straggler_ratio(own),
         "updates_run": built.trainer.updates[0], "optimizer_iterations": iterations,
+        "energy_j_per_example": joules,
     }
     if problems:  # an invalid cell never reports a throughput
         for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",

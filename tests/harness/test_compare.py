@@ -138,3 +138,79 @@ def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:
     assert pngs and len(pngs) == len(svgs) and all(p.stat().st_size > 1000 for p in pngs + svgs)
     text = page.read_text()
     assert "data:image/png;base64," in text and "How the numbers were measured" in text
+
+
+def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
+    """A --benchmark-json file as benchmarks/conftest.py writes it becomes a run compare can gate."""
+    import json
+
+    results = history_of(tmp_path, 6)
+    cells, windows = history.load(results)
+    latest = cells[cells.run_id == history.runs(cells).run_id.iloc[-1]]
+    benchmarks = []
+    for row in latest.to_dict("records"):
+        mine = windows[(windows.run_id == row["run_id"]) & (windows.cell_id == row["cell_id"])]
+        info = {k: (None if pd.isna(v) else v) for k, v in row.items() if k != "run_id"}
+        info["examples_per_sec"] *= 0.8  # this build is 20% slower
+        info["harness_windows"] = [{**w, "examples_per_sec": w["examples_per_sec"] * 0.8}
+                                   for w in mine.drop(columns=["run_id", "cell_id"]).to_dict("records")]
+        benchmarks.append({"name": row["cell_id"], "fullname": row["cell_id"], "extra_info": info})
+    benchmarks.append({"name": "test_fidelity", "fullname": "test_fidelity", "extra_info": {}})
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"datetime": "2026-11-30T00:00:00+00:00", "benchmarks": benchmarks},
+                                default=str))
+    proc = harness("ingest", str(bench), "--results", str(results))
+    assert proc.returncode == 0 and "4 harness row(s) ingested" in proc.stdout, proc.stderr
+    assert "skipped 1 benchmark" in proc.stdout
+    proc = harness("compare", "--results", str(results))
+    assert proc.returncode == 1, proc.stdout
+    assert sum(s.startswith("regression") for s in proc.stdout.splitlines()) == 4
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    proc = harness("ingest", str(bad), "--results", str(results))
+    assert proc.returncode == 2 and "benchmark-json" in proc.stderr
+
+
+def _two_machines(tmp_path: Path, tf_b: str = "2.21.0") -> Path:
+    results = tmp_path / "results"
+    write_run(results, 1, seed=1, fingerprint="machineA")
+    write_run(results, 2, seed=2, fingerprint="machineB", slowdown={c.id: 2.0 for c in CELLS})
+    cells = history.load(results)[0]
+    for path in (results / "cells").rglob("*.parquet"):  # name the machines and their software
+        df = pd.read_parquet(path)
+        fp = df.fingerprint.iloc[0]
+        df["device_name"] = "Fast GPU" if fp == "machineB" else "Slow GPU"
+        df["device_count"] = 1
+        df["tf_version"] = tf_b if fp == "machineB" else "2.21.0"
+        df["keras_version"], df["suite_version"] = "3.15.1", "0.1.0+abc"
+        df.to_parquet(path)
+    assert len(cells) == 8
+    return results
+
+
+def test_compare_hardware_ratios_and_cost(tmp_path: Path) -> None:
+    results = _two_machines(tmp_path)
+    prices = tmp_path / "prices.csv"
+    prices.write_text("machine,price_per_device_hour,purchase_price\nFast GPU,4.0,30000\n"
+                      "Slow GPU,1.0,\n")
+    proc = harness("compare-hardware", "--results", str(results), "--prices", str(prices),
+                   "--csv", str(tmp_path / "hw.csv"), "--figures", str(tmp_path / "fig"))
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "hw.csv")
+    fast = table[table.machine == "Fast GPU x1"]  # the reference: first device name
+    slow = table[table.machine == "Slow GPU x1"]
+    assert fast.ratio_to_reference.isna().all()
+    assert slow.ratio_to_reference.between(0.4, 0.6).all()
+    assert (slow.ratio_ci_low <= slow.ratio_to_reference).all()
+    assert (slow.ratio_to_reference <= slow.ratio_ci_high).all()
+    # twice as fast at four times the price: half the examples per dollar
+    ratio = fast.examples_per_dollar.to_numpy() / slow.examples_per_dollar.to_numpy()
+    assert np.allclose(ratio, fast.examples_per_sec.to_numpy() / slow.examples_per_sec.to_numpy() / 4)
+    assert slow.examples_per_sec_per_1000_purchase.isna().all()
+    assert list((tmp_path / "fig").glob("hardware_scaling.png"))
+
+
+def test_compare_hardware_refuses_unlike_software(tmp_path: Path) -> None:
+    proc = harness("compare-hardware", "--results", str(_two_machines(tmp_path, tf_b="2.20.0")))
+    assert proc.returncode == 2
+    assert "unlike software" in proc.stderr and "tf_version" in proc.stderr
