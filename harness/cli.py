@@ -197,11 +197,14 @@ def _check_writable(out: Path) -> None:
 
 
 def _interrupt_on_sigterm() -> None:
-    """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept."""
+    """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept. Ctrl-C
+    (SIGINT) is handled even when a wrapper started this process with SIGINT ignored (Python then
+    installs no handler of its own)."""
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cmd_list(sel: Selection) -> int:

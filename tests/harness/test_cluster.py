@@ -130,8 +130,9 @@ def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path)
 
 def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) -> None:
     t0 = time.monotonic()
+    # worker 0 dies 15 s after joining: after the chief's start-up, long before 30 windows of 2 s end
     _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--window-s", "2",
-                    "--repeats", "6", fault=f"kill@1+10:{PS}")
+                    "--repeats", "30", fault=f"kill@1+15:{PS}")
     reason = cells.loc[PS, "reason"]
     assert cells.loc[PS, "status"] == "failed"
     assert "worker 0 exited with signal SIGKILL during cell" in reason, reason
