@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import gate, history
+from harness import gate, history, metrics
 from harness.gate import GatePolicy, SeriesVerdict
+from harness.summary import fixed_width
 
 NOW_FAILING = "now failing"
 
@@ -56,7 +57,7 @@ def compare(cells: pd.DataFrame, windows: pd.DataFrame, baseline_ref: str, candi
         verdicts.append(gate.judge_series(
             cell_id, fp, history.window_rates(windows, list(mine["run_id"]), cell_id) or
             list(mine["examples_per_sec"]),
-            gate.median(list(mine["examples_per_sec"])),
+            metrics.median(list(mine["examples_per_sec"])),
             history.window_rates(windows, past_runs, cell_id) or
             ([] if past is None else list(past["examples_per_sec"])),
             [] if past is None else [float(x) for x in past["examples_per_sec"]], compared, policy))
@@ -108,12 +109,7 @@ def _method(result: Comparison) -> str:
 
 def text_table(result: Comparison) -> str:
     """The printed table: changes first."""
-    lines = [HEADER, *_rows(result)]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER) - 1)]
-    body = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1]
-            for line in lines]
-    body.insert(1, "-" * len(body[0]))
-    return "\n".join([*body, "", f"candidate {', '.join(result.candidate_runs)} vs "
+    return "\n".join([fixed_width([HEADER, *_rows(result)]), "", f"candidate {', '.join(result.candidate_runs)} vs "
                       f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}.",
                       _method(result)])
 

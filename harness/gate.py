@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness import metrics
+
 MAD_SCALE = 1.4826
 """MAD x 1.4826 estimates the standard deviation of normally distributed values."""
 MAD_FLOOR = 0.005
@@ -66,10 +68,6 @@ class SeriesVerdict:
     change: str
 
 
-def median(values: Sequence[float]) -> float:
-    return float(np.median(np.asarray(values, dtype=float)))
-
-
 def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], confidence: float,
              resamples: int = 4000, seed: int = 0) -> tuple[float, float, float]:
     """(ratio of medians, CI low, CI high): percentile bootstrap, each sample resampled on its own."""
@@ -105,7 +103,7 @@ def judge_series(cell_id: str, fingerprint: str, candidate_windows: Sequence[flo
     confidence = 1 - policy.alpha / max(compared, 1)
     ratio, lo, hi = ratio_ci(candidate_windows, baseline_windows, confidence, policy.resamples,
                              policy.seed)
-    base = median(baseline_windows)
+    base = metrics.median(baseline_windows)
     n = len(history_medians)
     if n < policy.min_history:
         return SeriesVerdict(cell_id, fingerprint, candidate_median, base, ratio, lo, hi, None, n,

@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import gate, history
+from harness.summary import fixed_width
 
 SOFTWARE = ("suite", "tf_version", "keras_version")
 PRICE_FIELDS = ("price_per_device_hour", "purchase_price")
@@ -132,8 +133,4 @@ def text_table(table: pd.DataFrame) -> str:
                       fmt(r.examples_per_dollar, ",.0f"),
                       fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
                       fmt(r.examples_per_joule, ",.1f")))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
-    body = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1]
-            for line in lines]
-    body.insert(1, "-" * len(body[0]))
-    return "\n".join(body)
+    return fixed_width(lines)

@@ -470,7 +470,7 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
     env = {"TF_CONFIG": config.tf_config(), "TF_NUM_INTRAOP_THREADS": str(cores),
            "OMP_NUM_THREADS": str(cores)}
     mask = config.gpu_mask
-    if platform.device_kind != "gpu" or config.task_type in ("chief", "ps") and config.ps:
+    if platform.device_kind != "gpu" or (config.ps and config.task_type in ("chief", "ps")):
         mask = "-1"
     if mask is not None:
         env.update(CUDA_VISIBLE_DEVICES=mask, HIP_VISIBLE_DEVICES=mask)

@@ -14,6 +14,16 @@ OPTIONAL_AXES = ("data", "precision", "steps_per_execution", "loop", "accum_step
 """Shown as extra columns when they vary between the rows."""
 
 
+def fixed_width(lines: Sequence[Sequence[str]], rule: bool = True) -> str:
+    """Rows as left-aligned columns two spaces apart (the last column unpadded), with a rule under
+    the first (header) row when ``rule``."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]
+    if rule:
+        out.insert(1, "-" * len(out[0]))
+    return "\n".join(out)
+
+
 def summary_table(rows: Sequence[dict[str, Any]]) -> str:
     """A fixed-width text table of the rows, in the order given."""
     extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
@@ -31,10 +41,7 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
                       *(str(r.get(a)) for a in extra),
                       _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci, _num(r.get("cv"), ".1%"),
                       _num(r.get("scaling_efficiency"), ".2f"), status))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
-    out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]
-    out.insert(1, "-" * len(out[0]))
-    return "\n".join(out)
+    return fixed_width(lines)
 
 
 FOOTNOTE = ("examples/s: median of {repeats} timed windows of ~{window_s:g} s each (warm-up excluded), "

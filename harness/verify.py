@@ -28,6 +28,7 @@ import numpy as np
 from harness.launch import WorkerOptions, run_cell_processes
 from harness.progress import Progress
 from harness.spec import PARAMETER_SERVER, Cell, Platform, Protocol, unsupported_reason
+from harness.summary import fixed_width
 
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
 
@@ -160,6 +161,4 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
         lines.append((f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}", o.cell.id,
                       o.status, num(o.final_loss, ".7f"), o.weights_digest or "-",
                       num(v.loss_rel, ".1e"), num(v.weights_rel, ".1e"), verdict))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1]
-                     for line in lines)
+    return fixed_width(lines, rule=False)
