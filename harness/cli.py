@@ -15,6 +15,7 @@ from typing import Any
 from harness.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config, resolve_slurm
 from harness.data import DataError, load_mnist
 from harness.launch import DEVICE_CHOICES, detect_platform
+from harness.gate import GatePolicy
 from harness.spec import AXES, REPLICAS_TO_MAX, Cell, Platform, Protocol, SpecError, Sweep, expand
 from harness.sweeps import SWEEPS, get_sweep
 
@@ -112,22 +113,39 @@ def build_parser() -> argparse.ArgumentParser:
         "a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
         "YYYY-MM-DD..YYYY-MM-DD.")
     cmp.add_argument("--results", default="results", help="results folder. Default: results")
-    cmp.add_argument("--baseline", default="last:10", metavar="REF",
+    cmp.add_argument("--baseline", default="last:20", metavar="REF",
                      help="baseline runs (their history feeds the robust z-score); runs at or after "
-                          "the candidate are never in it. Default: last:10")
-    cmp.add_argument("--candidate", default="latest", metavar="REF", help="Default: latest")
-    cmp.add_argument("--min-effect", type=float, default=0.05,
-                     help="smallest change called, as a fraction. Default: 0.05")
-    cmp.add_argument("--z", type=float, default=3.0, dest="z_threshold",
-                     help="robust z-score a change must reach against the history. Default: 3")
-    cmp.add_argument("--min-history", type=int, default=5,
-                     help="baseline runs a series needs to be judged. Default: 5")
-    cmp.add_argument("--alpha", type=float, default=0.05,
-                     help="family-wise false-call rate of the CI test over all series. Default: 0.05")
+                          "the candidate are never in it. Default: last:20")
+    cmp.add_argument("--candidate", default="latest", metavar="REF",
+                     help="candidate run(s): last:N after N runs of the same code gates on all N, "
+                          "which shrinks the detectable effect by about sqrt(N). Default: latest")
+    gp = GatePolicy()
+    cmp.add_argument("--min-effect", type=float, default=gp.min_effect,
+                     help=f"smallest change called, as a fraction. Default: {gp.min_effect}")
+    cmp.add_argument("--z", type=float, default=gp.z_threshold, dest="z_threshold",
+                     help="robust z-score a change must reach against the history. "
+                          f"Default: {gp.z_threshold}")
+    cmp.add_argument("--min-history", type=int, default=gp.min_history,
+                     help=f"baseline runs a series needs to be judged. Default: {gp.min_history}")
+    cmp.add_argument("--alpha", type=float, default=gp.alpha,
+                     help="family-wise false-call rate of the CI test over all series. "
+                          f"Default: {gp.alpha}")
     cmp.add_argument("--markdown", default=None, metavar="FILE",
                      help="also write the result as markdown for a CI comment")
     cmp.add_argument("--figures", default=None, metavar="DIR",
                      help="also draw each changed series' history with its change points")
+    doc = sub.add_parser(
+        "doctor", help="what this machine can run: devices, build, threads, and a checked "
+        "all-reduce through every strategy and cross-device op",
+        description="Exit 0 when the probes ran (whatever they found), 1 when TensorFlow could not "
+        "report its devices, 2 on bad input.")
+    doc.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
+                     help="probe GPUs (auto: when TensorFlow sees any) or logical CPU devices")
+    doc.add_argument("--replicas", default=None, metavar="N[,N...]",
+                     help="replica counts to probe. Default: 2,3 on CPU; 1,2,3 and all GPUs")
+    doc.add_argument("--json", action="store_true", help="print one JSON object instead")
+    doc.add_argument("--timeout", type=float, default=180.0,
+                     help="seconds each probe process may take. Default: 180")
     return parser
 
 
@@ -327,13 +345,15 @@ def _check_updates(updates: int, cells: list[Cell]) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from harness import history
     from harness.compare import compare, text_table, write_markdown
-    from harness.gate import EXIT_ERROR, GatePolicy
+    from harness.gate import EXIT_ERROR
 
-    checks = {"--min-effect": 0 <= args.min_effect < 1, "--z": args.z_threshold > 0,
-              "--min-history": args.min_history >= 1, "--alpha": 0 < args.alpha < 1}
-    bad = [flag for flag, ok in checks.items() if not ok]
+    checks = {"--min-effect": (args.min_effect, 0 <= args.min_effect < 1),
+              "--z": (args.z_threshold, args.z_threshold > 0),
+              "--min-history": (args.min_history, args.min_history >= 1),
+              "--alpha": (args.alpha, 0 < args.alpha < 1)}
+    bad = [(flag, value) for flag, (value, ok) in checks.items() if not ok]
     if bad:
-        print(f"error: Received {bad[0]}={getattr(args, bad[0][2:].replace('-', '_'), None)}; "
+        print(f"error: Received {bad[0][0]}={bad[0][1]}; "
               "expected --min-effect in [0, 1), --z > 0, --min-history >= 1, --alpha in (0, 1).",
               file=sys.stderr)
         return EXIT_ERROR
@@ -418,16 +438,49 @@ def cmd_compare_hardware(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from harness.doctor import DoctorError, examine, render, to_json_text
+
+    try:
+        counts = _int_list("--replicas", args.replicas, minimum=1) if args.replicas else None
+        if not args.timeout > 0:
+            raise SpecError(f"Received --timeout={args.timeout}; expected seconds > 0.")
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.json:
+        print("probing (one process per replica count, then two local workers per "
+              "MultiWorkerMirrored communication) ...", file=sys.stderr)
+    try:
+        report = examine(args.device, counts, args.timeout)
+    except DoctorError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE if "Received" in str(e) else 1
+    print(to_json_text(report) if args.json else render(report))
+    return 0
+
+
+def _int_list(flag: str, text: str, minimum: int) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(v < minimum for v in values):
+        raise SpecError(f"Received {flag}={text!r}; expected comma-separated integers >= {minimum}.")
+    return sorted(set(values))
+
+
+SELECTION_FREE: dict[str, Any] = {
+    "compare-hardware": cmd_compare_hardware, "ingest": cmd_ingest, "compare": cmd_compare,
+    "report": cmd_report, "doctor": cmd_doctor,
+}
+"""Subcommands that take no cell selection: name -> handler(args) -> exit code."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "compare-hardware":
-        return cmd_compare_hardware(args)
-    if args.command == "ingest":
-        return cmd_ingest(args)
-    if args.command == "compare":
-        return cmd_compare(args)
-    if args.command == "report":
-        return cmd_report(args)
+    if args.command in SELECTION_FREE:
+        return SELECTION_FREE[args.command](args)
     try:
         sel = select(args)
         if args.command == "verify":

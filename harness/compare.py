@@ -1,7 +1,8 @@
 """``python -m harness compare``: the nightly regression gate over the results history.
 
 Every ok cell of the candidate run(s) is a series (cell id x fingerprint); the baseline runs of the
-same series give its baseline windows and its history of run medians; :mod:`harness.gate` judges it.
+same series give its history of run medians; :mod:`harness.gate` judges it, one observation per run
+(the median of that run's timed windows).
 A cell that was ok in the baseline and is failed or invalid in the candidate is a regression too
 ("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough history.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import gate, history, metrics
+from harness import gate, history
 from harness.gate import GatePolicy, SeriesVerdict
 from harness.summary import fixed_width
 
@@ -53,19 +54,19 @@ def compare(cells: pd.DataFrame, windows: pd.DataFrame, baseline_ref: str, candi
     for cell_id, fp in keys:
         mine = cand_rows[(cand_rows["cell_id"] == cell_id) & (cand_rows["fingerprint"] == fp)]
         past = history_of.get((cell_id, fp))
-        past_runs = [] if past is None else list(past["run_id"])
         verdicts.append(gate.judge_series(
-            cell_id, fp, history.window_rates(windows, list(mine["run_id"]), cell_id) or
-            list(mine["examples_per_sec"]),
-            metrics.median(list(mine["examples_per_sec"])),
-            history.window_rates(windows, past_runs, cell_id) or
-            ([] if past is None else list(past["examples_per_sec"])),
-            [] if past is None else [float(x) for x in past["examples_per_sec"]], compared, policy))
+            cell_id, fp, _run_medians(mine), [] if past is None else _run_medians(past), compared,
+            policy))
     cand_all = cells[cells["run_id"].isin(candidate)]
     was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"]))
     broken = [(r.cell_id, r.status, r.reason or "") for r in cand_all.itertuples()
               if r.status in ("failed", "invalid") and (r.cell_id, r.fingerprint) in was_ok]
     return Comparison(candidate, baseline, verdicts, broken, policy)
+
+
+def _run_medians(rows: pd.DataFrame) -> list[float]:
+    """One median throughput (examples/s) per run, oldest first."""
+    return [float(x) for x in rows.sort_values("timestamp")["examples_per_sec"]]
 
 
 def _pct(x: float | None) -> str:
@@ -80,14 +81,15 @@ def _rows(result: Comparison) -> list[tuple[str, ...]]:
         ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
         out.append((v.change, v.cell_id, f"{v.candidate:,.0f}",
                     "-" if v.baseline is None else f"{v.baseline:,.0f}", _pct(v.ratio), ci,
-                    "-" if v.z is None else f"{v.z:+.1f}", str(v.history)))
-    out.extend((NOW_FAILING, cell_id, status, "-", "-", "-", "-", reason[:80])
+                    "-" if v.z is None else f"{v.z:+.1f}",
+                    "-" if v.detectable is None else f"{v.detectable:.0%}", f"{v.runs}/{v.history}"))
+    out.extend((NOW_FAILING, cell_id, status, "-", "-", "-", "-", "-", reason[:80])
                for cell_id, status, reason in result.broken)
     return out
 
 
 HEADER = ("change", "cell", "examples/s", "baseline", "change %", "CI (corrected)", "robust z",
-          "history runs")
+          "detectable", "runs cand/base")
 
 
 def _counts(result: Comparison) -> str:
@@ -101,10 +103,13 @@ def _counts(result: Comparison) -> str:
 
 def _method(result: Comparison) -> str:
     p = result.policy
-    return (f"Regression or improvement only when the ratio of median throughputs moves by at least "
-            f"{p.min_effect:.0%}, its bootstrap CI (Bonferroni-corrected over the compared series, "
-            f"family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
-            f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}.")
+    return (f"One observation per run: the median of its timed windows. Regression or improvement "
+            f"only when the ratio of the candidate's to the baseline's median run moves by at least "
+            f"{p.min_effect:.0%}, its bootstrap CI over runs (Bonferroni-corrected over the compared "
+            f"series, family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
+            f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}. "
+            f"'detectable': the smallest change caught with {p.power:.0%} probability at this "
+            f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it.")
 
 
 def text_table(result: Comparison) -> str:

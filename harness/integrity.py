@@ -2,9 +2,9 @@
 
 1. ``num_replicas_in_sync`` equals the cell's replicas in sync (replicas x workers; a worker's
    replicas under parameter_server).
-2. Every model and optimizer variable has the class (parameter_server: the placement) its strategy
-   creates (a model built outside ``strategy.scope()`` trains silently on one device with plain
-   variables).
+2. :func:`harness.diagnosis.diagnose`: the model and the optimizer were built inside
+   ``strategy.scope()`` (it names the one that was not), variables are mirrored on every replica
+   device, and every replica device did work.
 3. All replica copies of each variable are bitwise equal.
 4. An all-reduce of (replica id + 1) through the strategy returns n(n+1)/2 on every replica (not
    under parameter_server: its coordinator cannot run replica functions, and workers do not
@@ -18,39 +18,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-
-def _expected_variable_class(strategy_name: str, replicas: int
-                             ) -> tuple[str, Callable[[Any], bool]] | None:
-    """(label, test) for the variables the strategy creates; None where any variable will do
-    (single-device strategies, and central storage on one device, which then makes plain ones)."""
-    import tensorflow as tf
-    from tensorflow.python.distribute import ps_values
-
-    registry: dict[str, tuple[str, Callable[[Any], bool]]] = {
-        "mirrored": ("DistributedValues (MirroredVariable)",
-                     lambda v: isinstance(v, tf.distribute.DistributedValues)),
-        "multi_worker_mirrored": ("DistributedValues (MirroredVariable)",
-                                  lambda v: isinstance(v, tf.distribute.DistributedValues)),
-        "central_storage": ("AggregatingVariable",
-                            lambda v: isinstance(v, ps_values.AggregatingVariable)),
-        "parameter_server": ("placed on a ps task", lambda v: "/job:ps/" in v.device),
-    }
-    if strategy_name == "central_storage" and replicas == 1:
-        return None
-    return registry.get(strategy_name)
+from harness.diagnosis import diagnose, tf_variable
 
 
-def _tf_variable(v: Any) -> Any:
-    """The tf.Variable behind a Keras 3 variable (``.value``), or ``v`` itself."""
-    return getattr(v, "value", v)
-
-
-def _allreduce_probe(strategy: Any) -> list[float]:
+def allreduce_sums(strategy: Any) -> list[float]:
+    """Each replica's result of all-reducing (replica id + 1) through the strategy: n(n+1)/2 when
+    right."""
     import tensorflow as tf
 
     @tf.function
@@ -77,19 +54,10 @@ def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replica
     if n != replicas:
         problems.append(f"num_replicas_in_sync is {n}, expected {replicas}")
 
-    expected = _expected_variable_class(strategy_name, replicas)
+    problems += diagnose(strategy, strategy_name, model, optimizer, replicas)
     variables = [("model", v) for v in model.weights] + [("optimizer", v) for v in optimizer.variables]
-    if expected is not None:
-        label, ok = expected
-        wrong = [(f"{owner} variable {v.path}", _tf_variable(v)) for owner, v in variables
-                 if not ok(_tf_variable(v))]
-        if wrong:
-            name, tv = wrong[0]
-            problems.append(f"{len(wrong)} of {len(variables)} variables are not {label}: "
-                            f"built outside strategy.scope()? e.g. {name} is {type(tv).__name__}")
-
     for owner, v in variables:
-        tv = _tf_variable(v)
+        tv = tf_variable(v)
         arrays = [np.asarray(c.numpy()) for c in strategy.experimental_local_results(tv)]
         if any(not np.array_equal(arrays[0], a) for a in arrays[1:]):
             problems.append(f"replica copies of {owner} variable {v.path} differ")
@@ -99,7 +67,7 @@ def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replica
             break
 
     if strategy_name not in ASYNCHRONOUS:
-        sums = _allreduce_probe(strategy)
+        sums = allreduce_sums(strategy)
         want = n * (n + 1) / 2
         if any(s != want for s in sums):
             problems.append(f"all-reduce of replica ids 1..{n} returned {sums}, expected {want}")

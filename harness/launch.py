@@ -502,6 +502,96 @@ def serve_cluster_task(cell: Cell, options: WorkerOptions, config: ClusterConfig
             stop(proc)
 
 
+# ------------------------------------------------------------------------------------------------
+# Co-tenant cells: T independent worker processes of one cell on the same devices
+# ------------------------------------------------------------------------------------------------
+
+def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
+    """Start ``cell.tenants`` worker processes of the cell at once (each with every device of the
+    cell and the host's cores; GPU memory growth is on in every worker), let them meet at a file
+    barrier after their first call, and yield tenant 0's start, then one record that
+    :func:`harness.tenancy.combine` makes of all of them (or the first tenant's failure)."""
+    import threading
+
+    from harness.tenancy import combine
+    from harness.worker import TENANT_BARRIER_ENV
+
+    with tempfile.TemporaryDirectory(prefix="harness-tenants-") as barrier:
+        streams: list[list[dict[str, Any]]] = [[] for _ in range(cell.tenants)]
+
+        def follow(i: int) -> None:
+            launch = Launch(((TENANT_BARRIER_ENV, barrier),), "chief", i, None, 1, True)
+            streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
+
+        threads = [threading.Thread(target=follow, args=(i,), daemon=True)
+                   for i in range(cell.tenants)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(POLL_S)
+    facts = next((ev.get("facts") for ev in streams[0] if ev.get("facts")), None)
+    yield {"event": "start", "cell_id": cell.id, "facts": facts}
+    for i, events in enumerate(streams):
+        failed = next((ev for ev in events if ev["event"] == "failed"), None)
+        if failed is not None or not any(ev["event"] == "record" for ev in events):
+            reason = failed["reason"] if failed else "no record"
+            yield {"event": "failed", "cell_id": cell.id, "facts": facts,
+                   "reason": f"tenant {i} of {cell.tenants}: {reason}"}
+            return
+    records = [next(ev for ev in events if ev["event"] == "record") for events in streams]
+    row, windows = combine([r["row"] for r in records], [r["windows"] for r in records],
+                           cell.effective_batch)
+    yield {"event": "record", "row": row, "windows": windows, "facts": facts}
+
+
 def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
-    """The events of one cell: one worker process, or a local cluster for multi-worker cells."""
+    """The events of one cell: one worker process, a local cluster for multi-worker cells, or
+    several independent processes for co-tenant cells."""
+    if cell.tenants > 1:
+        return run_tenants(cell, options, name)
     return (run_cluster if cell.processes > 1 else run_worker)(cell, options, name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Probe processes (harness doctor)
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe process printed (JSON lines) and how it ended."""
+
+    lines: list[dict[str, Any]]
+    returncode: int | None
+    """Exit status; negative: killed by that signal; None: stopped at the deadline."""
+    stderr_tail: str
+
+
+def run_probe_processes(argvs: list[list[str]], envs: list[dict[str, str]], timeout_s: float
+                        ) -> list[ProbeResult]:
+    """Start ``python -m`` + each argv at once (with its extra environment), wait for all up to
+    ``timeout_s``, stop the rest; returns each one's JSON lines, exit status and stderr tail."""
+    procs = []
+    for argv, extra in zip(argvs, envs):
+        env = {**os.environ, **WORKER_ENV, **extra}
+        procs.append(subprocess.Popen([sys.executable, "-m", *argv], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env=env,
+                                      start_new_session=True))
+    deadline = time.monotonic() + timeout_s
+    results = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            stop(proc)  # type: ignore[arg-type]
+            out, err = proc.communicate()
+            code = None
+        lines = []
+        for line in out.splitlines():
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        results.append(ProbeResult(lines, code, "\n".join(err.splitlines()[-STDERR_TAIL_LINES:])))
+    return results

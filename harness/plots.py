@@ -28,7 +28,7 @@ def _pyplot() -> Any:
 
 
 def label(row: Any) -> str:
-    """strategy[option] x replicas x workers (+ps), e.g. ``mirrored[auto] 2x1``."""
+    """strategy[option] x replicas x workers (+ps, +tenants), e.g. ``mirrored[auto] 2x1``."""
     name = str(row["strategy"])
     for k in ("cross_device_ops", "communication"):
         if row.get(k) not in (None, "none") and not pd.isna(row.get(k)):
@@ -36,6 +36,9 @@ def label(row: Any) -> str:
     topology = f"{row['replicas']}x{row['workers']}"
     if row.get("ps") and not pd.isna(row.get("ps")):
         topology += f"+{row['ps']}ps"
+    tenants = row.get("tenants")
+    if tenants is not None and not pd.isna(tenants) and tenants > 1:
+        topology += f" x{int(tenants)} tenants"
     return f"{name} {topology}"
 
 
@@ -50,13 +53,24 @@ def _save(fig: Any, out: Path, name: str) -> list[Path]:
     return paths
 
 
-def _ok(rows: pd.DataFrame) -> pd.DataFrame:
+def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
+    """The measured rows, labelled; co-tenant rows (tenants > 1) only with ``tenants``."""
     ok = rows[(rows["status"] == "ok") & rows["examples_per_sec"].notna()].copy()
+    if not tenants and "tenants" in ok:
+        ok = ok[ok["tenants"].fillna(1) <= 1]
     if not ok.empty:
         ok["series"] = ok.apply(label, axis=1)
         ok["strategy_label"] = ok.apply(lambda r: label(r).rsplit(" ", 1)[0], axis=1)
         ok["total_replicas"] = ok["replicas"] * ok["workers"]
     return ok
+
+
+def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-") -> None:
+    """Median examples/s of the rows ``s`` against column ``x``, 95% CI as whiskers."""
+    y = s["examples_per_sec"].astype(float)
+    err = [y - s["examples_per_sec_ci_low"].astype(float),
+           s["examples_per_sec_ci_high"].astype(float) - y]
+    ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
 
 
 def _device_note(rows: pd.DataFrame) -> str:
@@ -95,11 +109,7 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for series, s in part.sort_values("global_batch").groupby("series"):
-            y = s["examples_per_sec"].astype(float)
-            err = [y - s["examples_per_sec_ci_low"].astype(float),
-                   s["examples_per_sec_ci_high"].astype(float) - y]
-            ax.errorbar(s["global_batch"], y, yerr=err, fmt="o-", capsize=3, label=series,
-                        color=colors[str(series)])
+            _ci_line(ax, s, "global_batch", str(series), colors[str(series)])
             if len(s) > 1:
                 ax.fill_between(s["global_batch"], s["examples_per_sec_ci_low"].astype(float),
                                 s["examples_per_sec_ci_high"].astype(float), alpha=0.15,
@@ -141,25 +151,31 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 
 def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
-    """Throughput and all-reduces per example against accumulation steps, per strategy and loop."""
+    """Median examples/s (95% CI whiskers) against accumulation steps, one line per strategy,
+    topology, loop and steps_per_execution; the y axis starts at 0."""
     import seaborn as sns
 
     ok = _ok(rows)
     if ok.empty or ok["accum_steps"].nunique() < 2:
         return []
-    ok["config"] = ok["series"] + " " + ok["loop"] + " spe" + ok["steps_per_execution"].astype(str)
+    ok["config"] = (ok["series"] + " " + ok["loop"] + " spe" + ok["steps_per_execution"].astype(str)
+                    + " b" + ok["per_replica_batch"].astype(str) + " " + ok["precision"])
     ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
     if ok.empty:
         return []
+    names = sorted(ok["config"].unique())
+    colors = dict(zip(names, sns.color_palette("tab10", len(names))))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        sns.lineplot(part.sort_values("accum_steps"), x="accum_steps", y="examples_per_sec",
-                     hue="config", marker="o", ax=ax, errorbar=None)
+        for config, s in part.sort_values("accum_steps").groupby("config"):
+            _ci_line(ax, s, "accum_steps", str(config), colors[str(config)])
         ax.set_xticks(sorted(part["accum_steps"].unique()))
-        ax.legend(fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
     fig = _facet_models(ok, draw, "Gradient accumulation: examples/s vs micro-batches per update "
-                        "(one all-reduce per update)", "examples/s", "accumulation steps (k)")
+                        "(one all-reduce per update; median, 95% CI)" + _device_note(ok),
+                        "examples/s", "accumulation steps (k)", width=7.5)
     return _save(fig, out, "accumulation")
 
 
@@ -212,12 +228,54 @@ def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     return _save(fig, out, "compile_time")
 
 
+def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """Co-tenancy: aggregate examples/s of T processes sharing the same devices (95% CI whiskers)
+    and each tenant's own median (band from the slowest to the fastest tenant), against T; the
+    dotted line is the cell alone divided by T (a fair split of the same total)."""
+    ok = _ok(rows, tenants=True)
+    if ok.empty or "tenants" not in ok or ok["tenants"].nunique() < 2:
+        return []
+    ok["cell"] = ok.apply(lambda r: label({**r, "tenants": 1}) + f" b{r['per_replica_batch']}"
+                          f" acc{r['accum_steps']} {r['loop']} spe{r['steps_per_execution']}"
+                          f" {r['precision']}", axis=1)
+    ok = ok[ok.groupby(["model", "cell"])["tenants"].transform("nunique") > 1]
+    if ok.empty:
+        return []
+    plt = _pyplot()
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for n, (cell, s) in enumerate(part.sort_values("tenants").groupby("cell")):
+            c = colors[n % len(colors)]
+            y = s["examples_per_sec"].astype(float)
+            _ci_line(ax, s, "tenants", f"{cell}: aggregate", c)
+            lo = s["tenant_examples_per_sec_min"].astype(float)
+            hi = s["tenant_examples_per_sec_max"].astype(float)
+            ax.fill_between(s["tenants"], lo, hi, color=c, alpha=0.25,
+                            label=f"{cell}: slowest..fastest tenant")
+            ax.plot(s["tenants"], y / s["tenants"], "s--", color=c,
+                    label=f"{cell}: per tenant (aggregate / T)")
+            alone = s[s["tenants"] == 1]["examples_per_sec"]
+            if len(alone):
+                t = s["tenants"].astype(float)
+                ax.plot(t, float(alone.iloc[0]) / t, ":", color=c, label=f"{cell}: alone / T")
+        ax.set_xticks(sorted(part["tenants"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    fig = _facet_models(ok, draw, "Co-tenancy: T training processes sharing the same devices "
+                        "(median of timed windows, 95% CI)" + _device_note(ok), "examples/s",
+                        "tenants (processes at once)", width=7.5)
+    return _save(fig, out, "cotenancy")
+
+
 REPORT_FIGURES: dict[str, Callable[[pd.DataFrame, Path], list[Path]]] = {
     "throughput_vs_batch": throughput_vs_batch,
     "scaling_efficiency": scaling_efficiency,
     "accumulation": accumulation,
     "cross_device_ops": cross_device_ops,
     "compile_time": compile_time,
+    "cotenancy": cotenancy,
 }
 """The report's figures, in order."""
 

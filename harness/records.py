@@ -17,7 +17,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
     return {
         "cell_id": cell.id, "model": cell.model, "data": cell.data, "strategy": cell.strategy,
         "cross_device_ops": cell.cross_device_ops, "communication": cell.communication,
-        "replicas": cell.replicas, "workers": cell.workers, "ps": cell.ps,
+        "replicas": cell.replicas, "workers": cell.workers, "ps": cell.ps, "tenants": cell.tenants,
         "per_replica_batch": cell.per_replica_batch, "global_batch": cell.global_batch,
         "effective_batch": cell.effective_batch,
         "accum_steps": cell.accum_steps, "loop": cell.loop,
@@ -52,7 +52,18 @@ def not_measured_row(cell: Cell, protocol: Protocol, status: str, reason: str,
 
 
 EFFICIENCY_KEY = ("model", "data", "strategy", "cross_device_ops", "communication", "loop",
-                  "steps_per_execution", "precision", "accum_steps")
+                  "steps_per_execution", "precision", "accum_steps", "tenants")
+ALONE_KEY = tuple(k for k in EFFICIENCY_KEY if k != "tenants") + ("replicas", "workers", "ps",
+                                                                   "per_replica_batch", "scaling")
+
+
+def find_alone(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ok row of the same cell with one tenant (co-tenancy's reference)."""
+    for other in rows:
+        if (other.get("status") == "ok" and other.get("tenants", 1) == 1
+                and all(other.get(k) == row.get(k) for k in ALONE_KEY)):
+            return other
+    return None
 
 
 def find_baseline(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:

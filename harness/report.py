@@ -95,7 +95,9 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<p>Runs: {html.escape(runs)}. Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} "
-        f"UTC. Cells: {html.escape(json.dumps(counts))}.</p>",
+        f"UTC. Cells: {html.escape(json.dumps(counts))}"
+        + (" (a cell measured in several of these runs: its newest row)" if rows["run_id"].nunique() > 1
+           else "") + ".</p>",
         "<h2>Machine</h2>", _table(_machines(rows)),
         "<h2>How the numbers were measured</h2>", f"<p>{_method(rows)}</p>", notes,
         "<h2>Summary (ok cells)</h2>", _table(_summary(rows)),
@@ -105,9 +107,19 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         "</body></html>"])
 
 
+def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each cell's newest row per machine (by timestamp), so a report over several runs never
+    averages or stacks repeated measurements of one cell."""
+    if rows.empty:
+        return rows
+    order = rows.sort_values("timestamp")
+    return order.drop_duplicates(["cell_id", "fingerprint"], keep="last").sort_index()
+
+
 def write_report(rows: pd.DataFrame, out: Path, title: str) -> list[Path]:
     """Every figure of :data:`harness.plots.REPORT_FIGURES` that the rows support, then
-    ``report.html``; returns the paths written."""
+    ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
+    rows = newest_per_cell(rows)
     figures: list[Path] = []
     for draw in plots.REPORT_FIGURES.values():
         figures += draw(rows, out / "figures")

@@ -16,7 +16,7 @@ from typing import Any
 from harness import __version__, metrics
 from harness.launch import WorkerOptions, git_sha, run_cell_processes
 from harness.progress import Progress
-from harness.records import find_baseline, not_measured_row
+from harness.records import find_alone, find_baseline, not_measured_row
 from harness.spec import Cell, Platform, Protocol, unsupported_reason
 from harness.store import RunFiles
 
@@ -44,9 +44,14 @@ def plan(cells: Iterable[Cell], platform: Platform) -> list[tuple[Cell, str | No
 
 
 def with_efficiency(row: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any]:
-    """The row plus scaling_efficiency and baseline_cell_id against the run's rows so far."""
+    """The row plus scaling_efficiency and baseline_cell_id against the run's rows so far, and for
+    co-tenant cells cotenancy_ratio against the same cell alone."""
     if row.get("status") != "ok":
         return row
+    if row.get("tenants", 1) > 1:
+        alone = find_alone(row, earlier)
+        if alone is not None:
+            row = {**row, "cotenancy_ratio": row["examples_per_sec"] / alone["examples_per_sec"]}
     base = row if row["replicas"] * row["workers"] == 1 else find_baseline(row, earlier)
     if base is None:
         return {**row, "baseline_cell_id": ""}

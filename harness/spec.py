@@ -122,6 +122,9 @@ AXES: tuple[Axis, ...] = (
     Axis("steps_per_execution", int, 10, "optimizer updates per tf.function call"),
     Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
     Axis("scaling", str, "weak", "weak: batch is per replica; strong: batch is global", SCALING_NAMES),
+    Axis("tenants", int, 1, "independent training processes of this cell at once on the same "
+         "devices (co-tenancy); the row's throughput is their sum", maximum=16,
+         applies_to=SINGLE_PROCESS_STRATEGIES, inapplicable=1),
 )
 AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}
 
@@ -149,6 +152,7 @@ class Cell:
     steps_per_execution: int = 10
     precision: str = "float32"
     scaling: str = "weak"
+    tenants: int = 1
 
     def __post_init__(self) -> None:
         """Collapse axes that mean nothing here, so equal measurements have equal ids: cross-device
@@ -201,7 +205,8 @@ class Cell:
         """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``.
 
         The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
-        Parameter-server cells add their ps count to the topology: ``r1w2p1``.
+        Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
+        their tenant count: ``r2w1t2``.
         """
         strategy = self.strategy
         for option in (self.cross_device_ops, self.communication):
@@ -214,7 +219,8 @@ class Cell:
         ))
 
     def _topology_id(self) -> str:
-        return f"r{self.replicas}w{self.workers}" + (f"p{self.ps}" if self.ps else "")
+        return (f"r{self.replicas}w{self.workers}" + (f"p{self.ps}" if self.ps else "")
+                + (f"t{self.tenants}" if self.tenants > 1 else ""))
 
     def _batch_id(self) -> str:
         """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
@@ -222,8 +228,9 @@ class Cell:
 
     @property
     def topology(self) -> tuple[int, int]:
-        """(workers, replicas): cells run in this order, 1-device cells (the baselines) first."""
-        return (self.workers, self.replicas)
+        """(workers, replicas, tenants): cells run in this order, 1-device cells (the baselines)
+        first, each alone before it shares its devices."""
+        return (self.workers, self.replicas, self.tenants)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

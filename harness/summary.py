@@ -36,7 +36,8 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
         ci = (f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
               if r.get("examples_per_sec") is not None else "-")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:60]}"
-        topology = f"{r['replicas']}x{r['workers']}" + (f"+{r['ps']}ps" if r.get("ps") else "")
+        topology = (f"{r['replicas']}x{r['workers']}" + (f"+{r['ps']}ps" if r.get("ps") else "")
+                    + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else ""))
         lines.append((r["model"], strategy, topology, str(r["per_replica_batch"]),
                       *(str(r.get(a)) for a in extra),
                       _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci, _num(r.get("cv"), ".1%"),
@@ -46,7 +47,8 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
 
 FOOTNOTE = ("examples/s: median of {repeats} timed windows of ~{window_s:g} s each (warm-up excluded), "
             "95% CI by percentile bootstrap; efficiency = throughput / (replicas x 1-replica throughput)"
-            "; repl 'NxW' = replicas x workers ('+Pps': parameter-server tasks).")
+            "; repl 'NxW' = replicas x workers ('+Pps': parameter-server tasks; 'tT': T co-tenant "
+            "processes, examples/s their aggregate).")
 OVERSUBSCRIBED_NOTE = ("* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host "
                        "cores).")
 LOGICAL_NOTE = ("Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "

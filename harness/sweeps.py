@@ -23,7 +23,8 @@ DEFAULT = chain(
     "default", "what `nox -s bench` runs: both models, every single-process strategy and "
     "cross-device op, 1 and 2 replicas, two batch sizes; then accumulation 1 and 4 with both loops "
     "on default and mirrored; multi-worker mirrored (ring) and parameter server on 1 and 2 local "
-    "workers", Protocol(repeats=5, window_s=0.6, warmup_windows=1, min_window_steps=10),
+    "workers; two co-tenant processes of default", Protocol(repeats=5, window_s=0.6,
+                                                           warmup_windows=1, min_window_steps=10),
     make_sweep("", "", model=("cnn", "dense"), strategy=SINGLE_PROCESS_STRATEGIES,
                cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(1, 2), batch=(64, 256),
                steps_per_execution=(10,)),
@@ -38,6 +39,9 @@ DEFAULT = chain(
                communication=("ring",), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
     make_sweep("", "", model=("cnn", "dense"), strategy=("parameter_server",), workers=(1, 2),
                ps=(1,), batch=(64,), steps_per_execution=(10,)),
+    # what sharing the devices costs: against the tenants-1 default cells above
+    make_sweep("", "", model=("cnn", "dense"), strategy=("default",), batch=(64,),
+               steps_per_execution=(10,), tenants=(2,)),
 )
 
 CLUSTER = chain(

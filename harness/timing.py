@@ -33,14 +33,17 @@ def calibrated_window_steps(step_seconds: float, steps_per_execution: int, proto
 
 def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[list[float], float]],
             steps_per_execution: int, protocol: Protocol,
-            clock: Callable[[], float], agree: Callable[[int], int] = lambda steps: steps) -> Timings:
-    """Time a loop by the protocol: the first call (compile_s), two calibration windows (the step time
+            clock: Callable[[], float], agree: Callable[[int], int] = lambda steps: steps,
+            ready: Callable[[], None] = lambda: None) -> Timings:
+    """Time a loop by the protocol: the first call (compile_s), ``ready`` (co-tenants wait there
+    for each other, so they calibrate and time together), two calibration windows (the step time
     comes from the second; ``agree`` makes every worker of a cluster use the chief's length), then
     ``warmup_windows`` untimed and ``repeats`` timed windows."""
     spe = steps_per_execution
     t0 = clock()
     run(spe)
     compile_s = clock() - t0
+    ready()
 
     probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
     probe_seconds, _ = windows(probe, 2)  # the second window: no set-up cost left in it

@@ -18,6 +18,8 @@ weights keeps the shared initial weights from hiding a wrong gradient.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +118,9 @@ def run_cells(cells: Sequence[Cell], updates: int, protocol: Protocol, platform:
               work_dir: Path, include_unsupported: bool = False,
               mnist_path: str | None = None) -> list[Outcome]:
     """Train every cell in its own worker, weights and logs under ``work_dir``; unsupported cells
-    are skipped unless asked for."""
+    are skipped unless asked for. Co-tenancy does not change what a process computes, so a cell
+    with tenants is trained once, alone (tenants 1)."""
+    cells = list({c.id: c for c in (dataclasses.replace(c, tenants=1) for c in cells)}.values())
     weights_dir = work_dir / "weights"
     weights_dir.mkdir(parents=True, exist_ok=True)
     options = WorkerOptions(protocol, platform, work_dir / "logs", mnist_path,

@@ -22,6 +22,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from harness import metrics
@@ -34,6 +35,7 @@ from harness.peak import measure_matmul_peak
 from harness.records import LEARNING_RATE, cell_columns, fact_columns
 from harness.spec import MULTI_WORKER_STRATEGIES, Cell, Platform, Protocol
 from harness.strategies import effective_cross_device_ops, make_strategy
+from harness.tenancy import alone_columns
 from harness.timing import measure
 
 COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
@@ -140,10 +142,12 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
              peak: Callable[[str], float | None], mnist_path: str | None = None,
-             strategy: Any = None, hosts: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Build, time and check one cell in this process. Returns (row columns, window rows).
 
-    ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host)."""
+    ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
+    ``ready``: called after the first call (co-tenants' barrier)."""
     import keras
 
     from harness import integrity
@@ -153,7 +157,7 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     meter = energy_meter() if device_type == "GPU" and cell.processes == 1 else (lambda: None)
     joules_before = meter()
     timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
-                      time.perf_counter, built.trainer.agree)
+                      time.perf_counter, built.trainer.agree, ready)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
     joules_after = meter()
@@ -193,6 +197,7 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
         "updates_run": built.trainer.updates[0], "optimizer_iterations": iterations,
         "energy_j_per_example": joules,
     }
+    row.update(alone_columns(row))
     if problems:  # an invalid cell never reports a throughput
         for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",
                   "optimizer_updates_per_sec"):
@@ -241,6 +246,32 @@ def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
             if line.strip() and not line.strip().startswith(("File ", "Detected at node"))]
     summary = " ".join(dict.fromkeys(kept))  # TF repeats the same lines per replica
     return f"{type(e).__name__}: {summary}"[:limit]
+
+
+TENANT_BARRIER_ENV = "HARNESS_TENANT_BARRIER"
+"""Folder of the co-tenants' start barrier, set by the launcher for cells with tenants > 1."""
+
+
+def tenant_barrier(folder: str | None, index: int, tenants: int, timeout_s: float
+                   ) -> Callable[[], None]:
+    """A barrier for the ``tenants`` processes of a co-tenant cell: each writes ``ready-<index>``
+    into ``folder`` and waits until all have; RuntimeError naming the absent ones after
+    ``timeout_s``. A no-op without a folder or with one tenant."""
+    if not folder or tenants <= 1:
+        return lambda: None
+
+    def wait() -> None:
+        Path(folder, f"ready-{index}").touch()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            absent = [i for i in range(tenants) if not Path(folder, f"ready-{i}").exists()]
+            if not absent:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"co-tenant barrier: tenant(s) {absent} not ready after "
+                                   f"{timeout_s:g} s")
+            time.sleep(0.01)
+    return wait
 
 
 def _emit(stream: TextIO, event: dict[str, Any]) -> None:
@@ -346,8 +377,10 @@ def main(argv: list[str]) -> int:
                                                 job.weights_dir or ".", job.mnist_path, strategy,
                                                 save=job.role == "chief"), []
             else:
+                ready = tenant_barrier(os.environ.get(TENANT_BARRIER_ENV), job.worker_index,
+                                       cell.tenants, job.protocol.rendezvous_timeout_s)
                 measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
-                                             job.mnist_path, strategy, job.hosts)
+                                             job.mnist_path, strategy, job.hosts, ready)
         except Exception as e:  # the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
             row.update(status="failed", reason=summarize_error(e))

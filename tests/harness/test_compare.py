@@ -62,7 +62,7 @@ def harness(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_injected_regression_is_detected(tmp_path: Path) -> None:
     slow = CELLS[1].id
-    results = history_of(tmp_path, 8, slowdown={slow: 0.85})
+    results = history_of(tmp_path, 12, slowdown={slow: 0.85})
     md = tmp_path / "comment.md"
     proc = harness("compare", "--results", str(results), "--markdown", str(md))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -73,7 +73,7 @@ def test_injected_regression_is_detected(tmp_path: Path) -> None:
 
 
 def test_noise_only_is_not_flagged(tmp_path: Path) -> None:
-    proc = harness("compare", "--results", str(history_of(tmp_path, 8)))
+    proc = harness("compare", "--results", str(history_of(tmp_path, 12)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4 no change" in proc.stdout
 
@@ -144,7 +144,7 @@ def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
     """A --benchmark-json file as benchmarks/conftest.py writes it becomes a run compare can gate."""
     import json
 
-    results = history_of(tmp_path, 6)
+    results = history_of(tmp_path, 12)
     cells, windows = history.load(results)
     latest = cells[cells.run_id == history.runs(cells).run_id.iloc[-1]]
     benchmarks = []

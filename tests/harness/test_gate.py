@@ -19,22 +19,47 @@ def test_ratio_ci_brackets_the_ratio_and_narrows_with_confidence() -> None:
     assert lo99 <= lo and hi99 >= hi
 
 
+def test_a_bimodal_history_shrinks_less_with_more_runs_than_one_over_sqrt_n() -> None:
+    # runs land fast or slow: a median of three is still mostly one mode or the other
+    bimodal = [85.0] * 10 + [115.0] * 10
+    normal = list(100 + 15 * np.random.default_rng(0).standard_normal(20))
+    shrink = {name: gate.candidate_scale(h, 3) / gate.candidate_scale(h, 1)
+              for name, h in (("bimodal", bimodal), ("normal", normal))}
+    assert shrink["bimodal"] > 0.9 and shrink["normal"] < 0.8
+
+
+def test_run_ratio_ci_gives_one_candidate_run_the_baselines_spread() -> None:
+    rng = np.random.default_rng(2)
+    base = list(1000 * (1 + 0.05 * rng.standard_normal(10)))
+    ratio, lo, hi = gate.run_ratio_ci([1000.0], base, 0.95)
+    # one run is one draw: the CI is about as wide as the baseline's run-to-run spread
+    assert lo < ratio < hi and hi - lo > 0.1
+    _, lo3, hi3 = gate.run_ratio_ci([1000.0, 990.0, 1010.0], base, 0.95)
+    assert hi3 - lo3 < hi - lo
+
+
 def test_robust_z_uses_median_mad_and_a_floor() -> None:
     history = [100.0, 101.0, 99.0, 100.0, 102.0, 98.0]
-    # median 100, MAD 1 -> scale 1.4826
-    assert gate.robust_z(97.0, history) == pytest.approx(-3 / 1.4826)
+    # median 100, MAD 1 -> scale 1.4826, one candidate run against 6: sqrt(1 + 1/6)
+    assert gate.robust_z(97.0, history) == pytest.approx(-3 / 1.4826 / np.sqrt(7 / 6))
+    # three candidate runs: their median (97), against the measured spread of medians of three
+    # runs resampled from the history, which is narrower than one run's
+    wide = list(100 + 2 * np.random.default_rng(1).standard_normal(30))
+    three = gate._z_scale(wide, 3)
+    assert three < gate._z_scale(wide, 1)
+    assert gate.robust_z([96.0, 97.0, 99.0], wide) == pytest.approx(
+        (97 - np.median(wide)) / three)
     # identical history: the floor (0.5% of 100 = 0.5) keeps z finite
-    assert gate.robust_z(99.0, [100.0] * 5) == pytest.approx(-2.0)
+    assert gate.robust_z(99.0, [100.0] * 4) == pytest.approx(-2.0 / np.sqrt(1.25))
 
 
-def _series(candidate: float, noise: float = 0.01, runs: int = 8, seed: int = 0,
-            policy: GatePolicy = GatePolicy(), compared: int = 1) -> gate.SeriesVerdict:
+def _series(candidate: float, noise: float = 0.01, runs: int = 12, seed: int = 0,
+            policy: GatePolicy = GatePolicy(), compared: int = 1,
+            candidate_runs: int = 1) -> gate.SeriesVerdict:
     rng = np.random.default_rng(seed)
     history = [1000 * (1 + noise * rng.standard_normal()) for _ in range(runs)]
-    base_windows = [h * (1 + noise * rng.standard_normal()) for h in history for _ in range(5)]
-    cand_windows = [candidate * (1 + noise * rng.standard_normal()) for _ in range(5)]
-    return gate.judge_series("c", "fp", cand_windows, float(np.median(cand_windows)), base_windows,
-                             history, compared, policy)
+    cand = [candidate * (1 + noise * rng.standard_normal()) for _ in range(candidate_runs)]
+    return gate.judge_series("c", "fp", cand, history, compared, policy)
 
 
 def test_judge_flags_a_ten_percent_slowdown_and_speedup() -> None:
@@ -49,10 +74,23 @@ def test_judge_needs_the_minimum_effect_even_when_significant() -> None:
     assert _series(970, noise=0.001, policy=GatePolicy(min_effect=0.02)).change == gate.REGRESSION
 
 
+def test_noisy_series_report_a_larger_detectable_effect_that_more_runs_shrink() -> None:
+    quiet, noisy = _series(1000, noise=0.01), _series(1000, noise=0.06)
+    assert quiet.detectable == pytest.approx(0.05)  # the minimum effect
+    assert noisy.detectable > 0.15
+    assert _series(1000, noise=0.06, candidate_runs=3).detectable < noisy.detectable
+    # a 10% slowdown inside a noise band of sd ~4.4% is not called from one run, but is from five
+    history = [940.0, 960, 980, 1000, 1020, 1040, 1060, 950, 1050, 990, 1010, 1000]  # MAD 30
+    one = gate.judge_series("c", "fp", [900.0], history, 1, GatePolicy())
+    assert one.change == gate.NO_CHANGE and one.z == pytest.approx(-100 / (1.4826 * 30) / np.sqrt(13 / 12))
+    five = gate.judge_series("c", "fp", [890.0, 900, 905, 895, 910], history, 1, GatePolicy())
+    assert five.change == gate.REGRESSION and five.detectable < one.detectable
+
+
 def test_judge_short_history_and_new_series() -> None:
     short = _series(900, runs=3)
     assert short.change == gate.SHORT_HISTORY and short.history == 3 and short.z is None
-    new = gate.judge_series("c", "fp", [1.0], 1.0, [], [], 1, GatePolicy())
+    new = gate.judge_series("c", "fp", [1.0], [], 1, GatePolicy())
     assert new.change == gate.NEW
 
 

@@ -30,7 +30,7 @@ def test_model_built_outside_scope_is_flagged() -> None:
         optimizer = keras.optimizers.SGD(0.01)
     problems = integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5)
     assert len(problems) == 1
-    assert "not DistributedValues" in problems[0] and "outside strategy.scope()" in problems[0]
+    assert "not MirroredVariable" in problems[0] and "outside strategy.scope()" in problems[0]
     assert "model variable" in problems[0] and "ResourceVariable" in problems[0]
 
 

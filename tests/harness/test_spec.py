@@ -99,7 +99,7 @@ def test_axis_flags_and_defaults_build_a_cell():
     assert [a.flag for a in AXES] == [
         "--model", "--data", "--strategy", "--cross-device-ops", "--communication", "--replicas",
         "--workers", "--ps", "--batch", "--accum-steps", "--loop", "--steps-per-execution", "--precision",
-        "--scaling"]
+        "--scaling", "--tenants"]
     # every axis default is accepted by its own check and matches the Cell field default
     defaults = {f.name: f.default for f in dataclasses.fields(Cell)}
     for axis in AXES:
@@ -153,7 +153,7 @@ def test_global_and_per_replica_batch(replicas, batch, scaling, global_batch, pe
     assert cell.devices == replicas
     assert cell.global_batch == global_batch
     assert cell.per_replica_batch == per_replica
-    assert cell.topology == (1, replicas)
+    assert cell.topology == (1, replicas, 1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -412,14 +412,16 @@ def test_default_sweep_coverage():
     assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
     # the strategy grid: models x (default + one_device + 2 x central_storage + 2 x 4 mirrored) x batches
     grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1 and c.workers == 1
-            and c.strategy not in ("multi_worker_mirrored", "parameter_server")]
+            and c.strategy not in ("multi_worker_mirrored", "parameter_server") and c.tenants == 1]
+    assert {(c.model, c.strategy) for c in cells if c.tenants == 2} == {("cnn", "default"),
+                                                                       ("dense", "default")}
     assert {(c.model, c.workers, c.ps) for c in cells if c.strategy == "parameter_server"} == {
         (m, w, 1) for m in ("cnn", "dense") for w in (1, 2)}
     assert len(grid) == 2 * (1 + 1 + 2 + 2 * 4) * 2
     # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
     # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with
-    # steps_per_execution 1 on mirrored x2 adds 2
-    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2) + 2 * 2 + 2 * 2
+    # steps_per_execution 1 on mirrored x2 adds 2; 2 tenants of default add 1
+    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2) + 2 * 2 + 2 * 2 + 2
 
 
 def test_smoke_sweep_on_cpu_marks_nccl_only():

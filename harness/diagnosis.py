@@ -1,0 +1,144 @@
+"""Misconfiguration diagnosis: "why is only one device busy?", answered in words.
+
+:func:`diagnose` takes a strategy, a Keras model and optimizer and says
+
+1. which of them was built outside ``strategy.scope()`` (the model, the optimizer, or both): their
+   variables are plain ``ResourceVariable`` instead of the strategy's kind, so training silently
+   runs on one device (the model) or mixes strategies (the optimizer);
+2. whether the variables are really mirrored: one copy per replica, each on its own replica device;
+3. whether every replica device did work: a computation run on every replica (eagerly) must come
+   back from each replica's device, and after training on GPUs each replica GPU must show allocated
+   memory (``tf.config.experimental.get_memory_info``'s peak).
+
+The integrity check runs it after every cell (:mod:`harness.integrity`), so a cell with such a
+problem is ``invalid`` and records no throughput. Imports TensorFlow lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Test = Callable[[Any], bool]
+
+
+def expected_variables(strategy_name: str, replicas: int) -> tuple[str, Test] | None:
+    """(label, test) for the variables the strategy creates; None where any variable will do
+    (single-device strategies, and central storage on one device, which then makes plain ones)."""
+    import tensorflow as tf
+    from tensorflow.python.distribute import ps_values
+
+    registry: dict[str, tuple[str, Test]] = {
+        "mirrored": ("MirroredVariable (DistributedValues)",
+                     lambda v: isinstance(v, tf.distribute.DistributedValues)),
+        "multi_worker_mirrored": ("MirroredVariable (DistributedValues)",
+                                  lambda v: isinstance(v, tf.distribute.DistributedValues)),
+        "central_storage": ("AggregatingVariable",
+                            lambda v: isinstance(v, ps_values.AggregatingVariable)),
+        "parameter_server": ("placed on a ps task", lambda v: "/job:ps/" in v.device),
+    }
+    if strategy_name == "central_storage" and replicas == 1:
+        return None
+    return registry.get(strategy_name)
+
+
+def tf_variable(v: Any) -> Any:
+    """The tf.Variable behind a Keras 3 variable (``.value``), or ``v`` itself."""
+    return getattr(v, "value", v)
+
+
+def _outside(owner: str, variables: Sequence[Any], label: str, ok: Test) -> tuple[int, str] | None:
+    """(count, example) of ``variables`` that fail ``ok``; None when all pass."""
+    wrong = [v for v in variables if not ok(tf_variable(v))]
+    if not wrong:
+        return None
+    v = wrong[0]
+    return len(wrong), f"{owner} variable {v.path} is {type(tf_variable(v)).__name__}"
+
+
+def scope_problems(strategy_name: str, replicas: int, model: Any, optimizer: Any) -> list[str]:
+    """Which of model and optimizer was built outside ``strategy.scope()``, in one sentence each
+    (or one sentence naming both). The optimizer's ``iterations`` counter is made when the optimizer
+    is constructed, so an optimizer built outside the scope is caught before it trains."""
+    expected = expected_variables(strategy_name, replicas)
+    if expected is None:
+        return []
+    label, ok = expected
+    opt_vars = list(optimizer.variables) or [optimizer.iterations]
+    model_bad = _outside("model", list(model.weights), label, ok)
+    opt_bad = _outside("optimizer", opt_vars, label, ok)
+    fix = "build it inside `with strategy.scope():`"
+    if model_bad and opt_bad:
+        return [(f"both the model and the optimizer were built outside strategy.scope(): "
+                 f"{model_bad[0]} of {len(model.weights)} model and {opt_bad[0]} of "
+                 f"{len(opt_vars)} optimizer variables are not {label} (e.g. {model_bad[1]}; "
+                 f"{opt_bad[1]}); build both inside `with strategy.scope():`")]
+    out = []
+    if model_bad:
+        out.append(f"the model was built outside strategy.scope(): {model_bad[0]} of "
+                   f"{len(model.weights)} model variables are not {label} (e.g. {model_bad[1]}), "
+                   f"so it trains on one device; {fix}")
+    if opt_bad:
+        out.append(f"the optimizer was built outside strategy.scope(): {opt_bad[0]} of "
+                   f"{len(opt_vars)} optimizer variables are not {label} (e.g. {opt_bad[1]}); "
+                   f"{fix} (also `compile(optimizer=...)`)")
+    return out
+
+
+def mirroring_problems(strategy: Any, model: Any, devices: Sequence[str]) -> list[str]:
+    """Each model variable must have one copy per replica device (``devices``: the strategy's
+    replica devices), each on its own device."""
+    want = {_canonical(d) for d in devices}
+    for v in model.weights:
+        copies = strategy.experimental_local_results(tf_variable(v))
+        places = [_canonical(c.device) for c in copies]
+        if len(copies) != len(devices) or set(places) != want:
+            return [(f"model variable {v.path} has {len(copies)} copies on "
+                     f"{sorted(set(places))}; expected one on each of {sorted(want)}")]
+    return []
+
+
+def idle_replica_problems(strategy: Any, devices: Sequence[str]) -> list[str]:
+    """Run a small matmul on every replica, eagerly (a tf.function would hand every output back on
+    its host device); each result must come back from its replica's device. On GPUs, each replica
+    GPU must also show allocated memory (its peak, in bytes)."""
+    import tensorflow as tf
+
+    def fn() -> Any:
+        x = tf.ones((8, 8))
+        return tf.matmul(x, x)
+
+    got = [_canonical(t.device) for t in strategy.experimental_local_results(strategy.run(fn))]
+    want = [_canonical(d) for d in devices]
+    out = []
+    missing = sorted(set(want) - set(got))
+    if missing:
+        out.append(f"replica device(s) {', '.join(missing)} did no work: the per-replica results "
+                   f"came from {sorted(set(got))}")
+    for d in devices:
+        if "GPU" in d.upper():
+            try:
+                peak = tf.config.experimental.get_memory_info(_canonical(d))["peak"]
+            except (ValueError, tf.errors.OpError):
+                continue
+            if peak == 0:
+                out.append(f"{_canonical(d)} allocated no memory: it did no work")
+    return out
+
+
+def _canonical(device: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` -> ``CPU:1`` (case-insensitive match)."""
+    tail = device.split("device:")[-1] if "device:" in device else device.rsplit("/", 1)[-1]
+    return tail.upper()
+
+
+def diagnose(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int
+             ) -> list[str]:
+    """Every misconfiguration found, in words (empty when none): scope, mirroring, idle replicas.
+    ``replicas``: replicas in sync the cell asked for."""
+    problems = scope_problems(strategy_name, replicas, model, optimizer)
+    if strategy_name in ("mirrored", "multi_worker_mirrored") and not problems:
+        devices = list(strategy.extended.worker_devices)
+        problems += mirroring_problems(strategy, model, devices)
+        problems += idle_replica_problems(strategy, devices)
+    return problems

@@ -1,0 +1,85 @@
+"""harness doctor: warnings and probe bookkeeping (pure), and the real JSON on this CPU machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import doctor, gpus
+from harness.doctor_probe import FAILS, UNSUPPORTED, WORKS, WRONG, judge, local_probes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FACTS = {"physical": [{"name": "/physical_device:GPU:0", "type": "GPU", "vendor": "NVIDIA",
+                       "model": "NVIDIA H100"}],
+         "build": {"is_cuda_build": True}, "memory_growth": {"/physical_device:GPU:0": False},
+         "env": {}, "threads": {"cores": 16, "affinity": 16}}
+
+
+def test_judge_checks_every_replica_sum() -> None:
+    assert judge([6.0, 6.0, 6.0], 3)[0] == WORKS
+    status, detail = judge([3.0, 3.0, 3.0], 3)
+    assert status == WRONG and "expected 6" in detail
+
+
+def test_local_probes_per_replica_count() -> None:
+    assert local_probes(1) == [("one_device", "-"), ("mirrored", "auto")]
+    assert ("mirrored", "hierarchical_copy") in local_probes(3)
+    assert ("one_device", "-") not in local_probes(2)
+
+
+def test_a_probe_process_that_died_fails_the_probes_it_never_reported() -> None:
+    lines = [{"kind": "probe", "strategy": "mirrored", "cross_device_ops": "auto", "status": WORKS,
+              "detail": "sum 3", "effective": "CollectiveAllReduce"}]
+    probes = doctor.collect_local(2, lines, doctor.ended_as(-11, "Segmentation fault"))
+    assert probes[0].status == WORKS
+    rest = [p for p in probes if p.cross_device_ops != "auto"]
+    assert rest and all(p.status == FAILS and "died with signal 11" in p.detail for p in rest)
+
+
+def test_mixed_vendors_other_gpu_processes_and_memory_growth_are_warned_about() -> None:
+    os_list = [gpus.OsGpu("card0", "NVIDIA", "0000:01:00.0"), gpus.OsGpu("card1", "AMD", "0000:02:00.0")]
+    procs = [gpus.GpuProcess(0, 4242, 3 * 2**30), gpus.GpuProcess(0, 1, 2**30)]
+    warnings = doctor.warnings(FACTS, os_list, procs, {1}, [])
+    text = "\n".join(warnings)
+    assert "mixed GPU vendors" in text and "1 AMD and 1 NVIDIA" in text and "CUDA (NVIDIA)" in text
+    assert "GPU 0: 1 other process(es) hold 3.0 GiB (pids 4242)" in text
+    assert "memory growth is off" in text
+
+
+def test_wrong_sums_are_warned_about() -> None:
+    probe = doctor.Probe("mirrored", "hierarchical_copy", 3, WRONG, "returned [3.0], expected 6")
+    assert any("silently wrong" in w for w in doctor.warnings(FACTS, [], [], set(), [probe]))
+
+
+def test_os_gpus_reads_pci_vendors(tmp_path: Path) -> None:
+    for card, vendor in (("card0", "0x10de"), ("card1", "0x1002")):
+        (tmp_path / card / "device").mkdir(parents=True)
+        (tmp_path / card / "device" / "vendor").write_text(vendor + "\n")
+    (tmp_path / "card0-DP-1").mkdir()  # a connector, not a card
+    assert [(g.card, g.vendor) for g in gpus.os_gpus(tmp_path)] == [("card0", "NVIDIA"),
+                                                                     ("card1", "AMD")]
+
+
+def test_doctor_json_on_this_cpu_machine() -> None:
+    proc = subprocess.run([sys.executable, "-m", "harness", "doctor", "--json", "--device", "cpu"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["facts"]["logical"] == [f"/device:CPU:{i}" for i in range(3)]
+    status = {(p["strategy"], p["cross_device_ops"], p["replicas"]): p for p in report["probes"]}
+    assert status[("mirrored", "nccl", 2)]["status"] == UNSUPPORTED
+    assert "NcclAllReduce" in status[("mirrored", "nccl", 2)]["detail"]
+    assert status[("mirrored", "hierarchical_copy", 3)]["status"] == WRONG
+    assert status[("mirrored", "hierarchical_copy", 2)]["status"] == WORKS
+    assert status[("mirrored", "auto", 3)]["status"] == WORKS
+    assert status[("multi_worker_mirrored", "ring", 2)]["status"] == WORKS
+    assert any("hierarchical_copy on 3 replicas returns wrong sums" in w for w in report["warnings"])
+
+
+def test_doctor_refuses_bad_replica_counts_before_probing() -> None:
+    proc = subprocess.run([sys.executable, "-m", "harness", "doctor", "--replicas", "0,x"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--replicas='0,x'" in proc.stderr
