@@ -221,7 +221,7 @@ def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.barh([i + 0.2 for i in y], part["compile_s"], 0.4, label="compile_s (first call)")
         ax.barh([i - 0.2 for i in y], part["startup_s"], 0.4, label="startup_s (build)")
         ax.set_yticks(list(y), part["series"], fontsize=7)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 
     fig = _facet_models(agg, draw, "Start-up and first-call (trace/compile) time, median over cells",
                         "", "seconds", width=6.5)
