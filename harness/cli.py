@@ -359,8 +359,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
     try:
-        cells, windows = history.load(args.results)
-        result = compare(cells, windows, args.baseline, args.candidate, policy)
+        cells, _ = history.load(args.results)
+        result = compare(cells, args.baseline, args.candidate, policy)
     except history.HistoryError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR

@@ -39,7 +39,7 @@ class Comparison:
         return gate.exit_code(self.verdicts)
 
 
-def compare(cells: pd.DataFrame, windows: pd.DataFrame, baseline_ref: str, candidate_ref: str,
+def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
             policy: GatePolicy = GatePolicy()) -> Comparison:
     """Judge every series of the candidate against the baseline (see the module docstring)."""
     all_runs = history.runs(cells)

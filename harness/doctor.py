@@ -64,15 +64,11 @@ def default_replica_counts(gpu_count: int) -> list[int]:
     return sorted({c for c in (1, 2, 3, gpu_count) if c <= gpu_count})
 
 
-def expected_local(replicas: int) -> list[tuple[str, str]]:
-    return doctor_probe.local_probes(replicas)
-
-
 def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> list[Probe]:
     """The probes of one local probe process; those it never reported failed with ``ended``."""
     got = {(d["strategy"], d["cross_device_ops"]): d for d in lines if d.get("kind") == "probe"}
     out = []
-    for strategy, op in expected_local(replicas):
+    for strategy, op in doctor_probe.local_probes(replicas):
         d = got.get((strategy, op))
         if d is None:
             out.append(Probe(strategy, op, replicas, FAILS, f"the probe process {ended} before "

@@ -45,8 +45,6 @@ def facts(device_type: str, replicas: int) -> None:
     import keras
     import tensorflow as tf
 
-    from harness.worker import configure_devices
-
     build = dict(tf.sysconfig.get_build_info())
     physical = []
     for d in tf.config.list_physical_devices():
@@ -63,7 +61,7 @@ def facts(device_type: str, replicas: int) -> None:
               for g in tf.config.list_physical_devices("GPU")}
     if device_type == "GPU" and not growth:  # asked for GPUs, TensorFlow sees none: list CPUs
         device_type = "CPU"
-    kind, logical = configure_devices_for(device_type, replicas, configure_devices)
+    kind, logical = devices(device_type, replicas)
     emit("facts", physical=physical, logical=logical, logical_type=kind,
          tensorflow=tf.__version__, keras=keras.__version__,
          build={k: build.get(k) for k in ("is_cuda_build", "is_rocm_build", "cuda_version",
@@ -79,12 +77,13 @@ def facts(device_type: str, replicas: int) -> None:
                        "OMP_NUM_THREADS")})
 
 
-def configure_devices_for(device_type: str, replicas: int,
-                          configure: Callable[..., tuple[str, list[str]]]) -> tuple[str, list[str]]:
+def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
+    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs or logical CPU devices."""
     from harness.spec import Platform
+    from harness.worker import configure_devices
 
     platform = Platform("gpu" if device_type == "GPU" else "cpu", replicas, replicas)
-    return configure(platform, replicas)
+    return configure_devices(platform, replicas)
 
 
 def _mirrored(op: str) -> Callable[[list[str]], Any]:
@@ -164,13 +163,11 @@ def local_probes(replicas: int) -> list[tuple[str, str]]:
 
 
 def local(device_type: str, replicas: int) -> None:
-    from harness.worker import configure_devices
-
-    _, devices = configure_devices_for(device_type, replicas, configure_devices)
+    _, names = devices(device_type, replicas)
     wanted = local_probes(replicas)
     for name, op, build in LOCAL_PROBES:
         if (name, op) in wanted:
-            probe(name, op, lambda b=build: b(devices[:replicas]), replicas)
+            probe(name, op, lambda b=build: b(names[:replicas]), replicas)
 
 
 def worker(device_type: str, communication: str, workers: int) -> None:

@@ -153,11 +153,13 @@ def candidate_scale(history: Sequence[float], candidate_runs: int, resamples: in
     return max(robust_scale(draws), by_iqr)
 
 
-def robust_z(candidate: float | Sequence[float], history: Sequence[float]) -> float:
+def robust_z(candidate: float | Sequence[float], history: Sequence[float],
+             scale: float | None = None) -> float:
     """(median(candidate) - median(history)) / sqrt(s_c^2 + s_h^2 / n_h): s_h the history's robust
-    scale, s_c :func:`candidate_scale` for the candidate's run count. A single value is one run."""
+    scale, s_c :func:`candidate_scale` for the candidate's run count (``scale``: that denominator,
+    when already known). A single value is one run."""
     c = np.atleast_1d(np.asarray(candidate, dtype=float))
-    scale = _z_scale(history, len(c))
+    scale = _z_scale(history, len(c)) if scale is None else scale
     diff = float(np.median(c)) - float(np.median(history))
     return diff / scale if scale > 0 else 0.0
 
@@ -167,11 +169,13 @@ def _z_scale(history: Sequence[float], candidate_runs: int) -> float:
                           robust_scale(history) / np.sqrt(len(history))))
 
 
-def detectable_effect(history: Sequence[float], candidate_runs: int, policy: GatePolicy) -> float:
+def detectable_effect(history: Sequence[float], candidate_runs: int, policy: GatePolicy,
+                      scale: float | None = None) -> float:
     """Smallest relative change (fraction of the history's median) that the z-test flags with
-    probability ``policy.power``, given the history's spread; at least ``policy.min_effect``."""
+    probability ``policy.power``, given the history's spread (``scale``: the z-score's
+    denominator, when already known); at least ``policy.min_effect``."""
     z = policy.z_threshold + NormalDist().inv_cdf(policy.power)
-    scale = _z_scale(history, candidate_runs)
+    scale = _z_scale(history, candidate_runs) if scale is None else scale
     return max(policy.min_effect, float(z * scale / abs(float(np.median(history)))))
 
 
@@ -190,14 +194,15 @@ def judge_series(cell_id: str, fingerprint: str, candidate: Sequence[float],
     if n < policy.min_history:
         return SeriesVerdict(cell_id, fingerprint, center, base, ratio, lo, hi, None, n,
                              SHORT_HISTORY, len(candidate))
-    z = robust_z(candidate, baseline)
+    scale = _z_scale(baseline, len(candidate))  # resampled: computed once for z and detectable
+    z = robust_z(candidate, baseline, scale)
     change = NO_CHANGE
     if hi < 1 and ratio <= 1 - policy.min_effect and z <= -policy.z_threshold:
         change = REGRESSION
     elif lo > 1 and ratio >= 1 + policy.min_effect and z >= policy.z_threshold:
         change = IMPROVEMENT
     return SeriesVerdict(cell_id, fingerprint, center, base, ratio, lo, hi, z, n, change,
-                         len(candidate), detectable_effect(baseline, len(candidate), policy))
+                         len(candidate), detectable_effect(baseline, len(candidate), policy, scale))
 
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_SHORT_HISTORY = 0, 1, 2, 3

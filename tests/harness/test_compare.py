@@ -97,8 +97,8 @@ def test_missing_or_corrupt_results_exit_2_with_a_clear_message(tmp_path: Path) 
 
 
 def test_a_cell_that_now_fails_is_a_regression(tmp_path: Path) -> None:
-    cells, windows = history.load(history_of(tmp_path, 6, failed=(CELLS[0].id,)))
-    result = compare(cells, windows, "last:10", "latest")
+    cells, _ = history.load(history_of(tmp_path, 6, failed=(CELLS[0].id,)))
+    result = compare(cells, "last:10", "latest")
     assert result.exit_code == 1 and result.broken[0][:2] == (CELLS[0].id, "failed")
     assert "now failing" in markdown(result)
 
@@ -108,8 +108,8 @@ def test_other_fingerprints_are_not_history(tmp_path: Path) -> None:
     for r in range(6):
         write_run(results, 1, seed=r + 1, fingerprint="other-machine")
     write_run(results, 2, seed=99)
-    cells, windows = history.load(results)
-    result = compare(cells, windows, "last:10", "latest", GatePolicy())
+    cells, _ = history.load(results)
+    result = compare(cells, "last:10", "latest", GatePolicy())
     assert {v.change for v in result.verdicts} == {"new"} and result.exit_code == 3
 
 
