@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from benchmarks.conftest import record_row
-from harness.launch import detect_platform
-from harness.runner import RunResult, run_sweep
-from harness.spec import Cell, Protocol
+from harness.launch.platform import detect_platform
+from harness.launch.runner import RunResult, run_sweep
+from harness.spec.cell import Cell
+from harness.spec.protocol import Protocol
 
 KS = (1, 2, 4, 8)
 PROTOCOL = Protocol(repeats=7, window_s=1.0, warmup_windows=1)

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.data import make_dataset
-from harness.models import MODELS
-from harness.records import LEARNING_RATE
-from harness.spec import Cell
+from harness.results.rows import LEARNING_RATE
+from harness.spec.cell import Cell
+from harness.worker.build.data import make_dataset
+from harness.worker.build.models import MODELS
 
 PAIRS = 9
 WINDOW_STEPS = 200
@@ -64,8 +64,9 @@ def window(run: Callable[[int], float]) -> float:
 
 
 def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
-    from harness.launch import detect_platform
-    from harness.worker import build_cell, configure_devices
+    from harness.launch.platform import detect_platform
+    from harness.worker.devices import configure_devices
+    from harness.worker.measure import build_cell
 
     _, devices = configure_devices(detect_platform(), 1)
     runs = {

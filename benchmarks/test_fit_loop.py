@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from benchmarks.conftest import record_row
-from harness.launch import detect_platform
-from harness.runner import run_sweep
-from harness.spec import Cell, Protocol
+from harness.launch.platform import detect_platform
+from harness.launch.runner import run_sweep
+from harness.spec.cell import Cell
+from harness.spec.protocol import Protocol
 
 PLATFORM = detect_platform()
 pytestmark = pytest.mark.skipif(PLATFORM.max_replicas < 2, reason="needs 2 devices")

@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import gate, history
-from harness.gate import GatePolicy
+from harness.analysis import gate
+from harness.analysis.gate import GatePolicy
+from harness.results import history
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = int(os.environ.get("HARNESS_AA_RUNS", "30"))

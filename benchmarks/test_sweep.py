@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from benchmarks.conftest import record_row
-from harness.launch import detect_platform
-from harness.runner import run_sweep
-from harness.spec import Cell, expand, unsupported_reason
-from harness.sweeps import get_sweep
+from harness.launch.platform import detect_platform
+from harness.launch.runner import run_sweep
+from harness.spec.cell import Cell
+from harness.spec.rules import unsupported_reason
+from harness.spec.sweep import expand
+from harness.spec.sweeps import get_sweep
 
 SWEEP = get_sweep(os.environ.get("HARNESS_BENCH_SWEEP", "smoke"))
 PLATFORM = detect_platform()

@@ -1,7 +1,7 @@
-"""``python -m harness``: see :mod:`harness.cli`."""
+"""``python -m harness``: see :mod:`harness.commands`."""
 
 import sys
 
-from harness.cli import main
+from harness.commands import main
 
 sys.exit(main())

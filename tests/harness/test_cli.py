@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import AXES, CROSS_DEVICE_OPS_NAMES
-from harness.sweeps import SWEEPS
+from harness.spec.axes import AXES, CROSS_DEVICE_OPS_NAMES
+from harness.spec.sweeps import SWEEPS
 
 REPO = Path(__file__).resolve().parents[2]
-NO_TF_MAIN = ("import sys; from harness.cli import main; rc = main(sys.argv[1:]); "
+NO_TF_MAIN = ("import sys; from harness.commands import main; rc = main(sys.argv[1:]); "
               "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)")
 
 
@@ -65,7 +65,9 @@ def test_list_smoke_marks_nccl_unsupported():
     proc = harness("list", "--sweep", "smoke", "--device", "cpu")
     assert proc.returncode == 0, proc.stderr
     assert "tensorflow imported" not in proc.stderr
-    from harness.spec import Platform, expand, unsupported_reason
+    from harness.spec.protocol import Platform
+    from harness.spec.rules import unsupported_reason
+    from harness.spec.sweep import expand
 
     platform = Platform("cpu", 0, 2)
     cells = expand(SWEEPS["smoke"], platform)

@@ -12,9 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.launch import (cluster_env, cluster_tasks, cores_per_task, free_ports,
-                            is_oversubscribed)
-from harness.spec import Cell, Platform
+from harness.launch.local_cluster import (
+    cluster_env,
+    cluster_tasks,
+    cores_per_task,
+    free_ports,
+    is_oversubscribed,
+)
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform
 from tests.harness.test_runner import ROOT, harness, worker_processes
 
 FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",

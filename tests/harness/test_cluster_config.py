@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-from harness.cluster import ClusterConfig, parse_tf_config, read_tf_config, resolve_slurm, slurm_jobs
-from harness.spec import SpecError
+from harness.errors import SpecError
+from harness.launch.real_cluster import (
+    ClusterConfig,
+    parse_tf_config,
+    read_tf_config,
+    resolve_slurm,
+    slurm_jobs,
+)
 
 
 def _config(cluster: dict[str, list[str]], kind: str, index: int) -> ClusterConfig:

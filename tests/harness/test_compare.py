@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import history
-from harness.compare import compare, markdown
-from harness.gate import GatePolicy
-from harness.spec import Cell, Protocol
-from harness.records import cell_columns
-from harness.store import RunFiles
+from harness.analysis.compare import compare, markdown
+from harness.analysis.gate import GatePolicy
+from harness.results import history
+from harness.results.rows import cell_columns
+from harness.results.store import RunFiles
+from harness.spec.cell import Cell
+from harness.spec.protocol import Protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS = [Cell(model=m, strategy=s) for m in ("cnn", "dense") for s in ("default", "mirrored")]

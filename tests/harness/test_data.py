@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import data
-from harness.data import MNIST_URL, DataError, load_mnist, resolve_mnist_path
+from harness import mnist
+from harness.mnist import MNIST_URL, DataError, load_mnist, resolve_mnist_path
+from harness.worker.build import data
 
 
 def _fake_mnist(path, n=100, x_shape=None, y_shape=None, **extra):
@@ -38,7 +39,7 @@ def test_load_mnist(mnist_file):
 def test_default_mnist_path_uses_keras_home(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     expected = tmp_path / "datasets" / "mnist.npz"
-    assert data.default_mnist_path() == expected
+    assert mnist.default_mnist_path() == expected
     with pytest.raises(DataError) as info:
         resolve_mnist_path(None)
     assert str(expected) in str(info.value)

@@ -7,8 +7,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from harness import diagnosis  # noqa: E402
-from harness.models import MODELS  # noqa: E402
+from harness.worker.build.models import MODELS
+from harness.worker.checks import diagnosis
 
 
 def _planted(model_inside: bool, optimizer_inside: bool) -> list[str]:

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import doctor, gpus
-from harness.doctor_probe import FAILS, UNSUPPORTED, WORKS, WRONG, judge, local_probes
+from harness.launch import doctor, gpus
+from harness.worker.probe import FAILS, UNSUPPORTED, WORKS, WRONG, judge, local_probes
 
 ROOT = Path(__file__).resolve().parents[2]
 

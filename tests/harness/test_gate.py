@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import gate
-from harness.gate import GatePolicy
+from harness.analysis import gate
+from harness.analysis.gate import GatePolicy
 
 
 def test_ratio_ci_brackets_the_ratio_and_narrows_with_confidence() -> None:

@@ -7,8 +7,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from harness import integrity  # noqa: E402
-from harness.models import MODELS  # noqa: E402
+from harness.worker.build.models import MODELS
+from harness.worker.checks import integrity
 
 
 def _mirrored() -> object:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness import metrics
+from harness.analysis import metrics
 
 
 def test_throughput():

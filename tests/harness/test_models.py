@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import models
-from harness.models import MODELS
+from harness.spec import models
+from harness.worker.build.models import MODELS
 
 
 def test_conv2d_and_dense_flops():

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from harness.progress import Progress, format_eta
+from harness.launch.progress import Progress, format_eta
 
 
 @pytest.mark.parametrize("seconds,text", [

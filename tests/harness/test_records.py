@@ -6,10 +6,17 @@ import json
 
 import pytest
 
-from harness.records import cell_columns, find_baseline, fact_columns, not_measured_row
-from harness.runner import plan, with_efficiency
-from harness.spec import Cell, Platform, Protocol
-from harness.store import CELL_SCHEMA
+from harness.launch.runner import plan
+from harness.results.rows import (
+    cell_columns,
+    fact_columns,
+    find_baseline,
+    not_measured_row,
+    with_efficiency,
+)
+from harness.results.store import CELL_SCHEMA
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
 
 PROTOCOL = Protocol(repeats=3, window_s=0.5, warmup_windows=1)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.store import CELL_SCHEMA, WINDOW_SCHEMA
+from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",

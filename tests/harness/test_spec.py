@@ -6,11 +6,21 @@ import dataclasses
 
 import pytest
 
-from harness import spec
-from harness.spec import (AXES, AXIS_BY_NAME, CROSS_DEVICE_OPS_NAMES, MODEL_NAMES, REPLICAS_TO_MAX,
-                          STRATEGY_NAMES, Cell, Platform, Protocol, SpecError, Sweep, expand,
-                          make_sweep, unsupported_reason)
-from harness.sweeps import SWEEPS, get_sweep
+from harness.spec import rules
+from harness.errors import SpecError
+from harness.spec.axes import (
+    AXES,
+    AXIS_BY_NAME,
+    CROSS_DEVICE_OPS_NAMES,
+    MODEL_NAMES,
+    REPLICAS_TO_MAX,
+    STRATEGY_NAMES,
+)
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+from harness.spec.rules import unsupported_reason
+from harness.spec.sweep import Sweep, expand, make_sweep
+from harness.spec.sweeps import SWEEPS, get_sweep
 
 CPU2 = Platform()  # cpu, 2 logical devices
 GPU2 = Platform("gpu", 2)
@@ -305,7 +315,7 @@ def test_central_storage_mixed_float16_unsupported():
 
 
 def test_every_rule_returns_str_or_none():
-    for rule in spec.UNSUPPORTED_RULES:
+    for rule in rules.UNSUPPORTED_RULES:
         assert rule(Cell(), CPU2) is None
 
 

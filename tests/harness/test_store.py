@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness import store
-from harness.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
+from harness.results import store
+from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.summary import FOOTNOTE, summary_table
+from harness.analysis.tables import FOOTNOTE, summary_table
 
 
 def _row(**kw):

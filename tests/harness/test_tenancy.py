@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import tenancy
-from harness.spec import Cell
+from harness.results import rows as tenancy
+from harness.spec.cell import Cell
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def test_tenants_apply_to_single_process_strategies_and_mark_the_id() -> None:
 
 def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> None:
     pd = pytest.importorskip("pandas")
-    from harness import history
+    from harness.results import history
 
     out = tmp_path / "results"
     proc = subprocess.run(

@@ -9,8 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.spec import Cell
-from harness.verify import TOLERANCE, Outcome, judge, relative_difference, verdict_table
+from harness.analysis.verdicts import (
+    TOLERANCE,
+    Outcome,
+    judge,
+    relative_difference,
+    verdict_table,
+)
+from harness.spec.cell import Cell
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
-from harness.spec import Cell, Platform, Protocol
-from harness.worker import Job, summarize_error
+from harness.launch.contract import Job
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+from harness.worker.main import summarize_error
 
 
 class FakeOpError(Exception):

@@ -1,0 +1,141 @@
+"""``python -m harness compare``: the nightly regression gate over the results history.
+
+Every ok cell of the candidate run(s) is a series (cell id x fingerprint); the baseline runs of the
+same series give its history of run medians; :mod:`harness.gate` judges it, one observation per run
+(the median of that run's timed windows).
+A cell that was ok in the baseline and is failed or invalid in the candidate is a regression too
+("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis import gate
+from harness.analysis.gate import GatePolicy, SeriesVerdict
+from harness.analysis.tables import fixed_width
+from harness.results import history
+
+NOW_FAILING = "now failing"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The gate's result: verdicts per series, the runs compared, and cells that broke."""
+
+    candidate_runs: list[str]
+    baseline_runs: list[str]
+    verdicts: list[SeriesVerdict]
+    broken: list[tuple[str, str, str]] = field(default_factory=list)
+    """(cell_id, status, reason) of cells ok in the baseline and not ok in the candidate."""
+    policy: GatePolicy = GatePolicy()
+
+    @property
+    def exit_code(self) -> int:
+        if self.broken:
+            return gate.EXIT_REGRESSION
+        return gate.exit_code(self.verdicts)
+
+
+def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
+            policy: GatePolicy = GatePolicy()) -> Comparison:
+    """Judge every series of the candidate against the baseline (see the module docstring)."""
+    all_runs = history.runs(cells)
+    candidate = history.resolve(candidate_ref, all_runs)
+    baseline = history.resolve(baseline_ref, all_runs, before=candidate)
+    cand_rows = history.ok_rows(cells, candidate)
+    base_rows = history.ok_rows(cells, baseline)
+    keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"])))
+    history_of = {key: group for key, group in base_rows.groupby(["cell_id", "fingerprint"])}
+    compared = sum(1 for k in keys if k in history_of)
+    verdicts = []
+    for cell_id, fp in keys:
+        mine = cand_rows[(cand_rows["cell_id"] == cell_id) & (cand_rows["fingerprint"] == fp)]
+        past = history_of.get((cell_id, fp))
+        verdicts.append(gate.judge_series(
+            cell_id, fp, _run_medians(mine), [] if past is None else _run_medians(past), compared,
+            policy))
+    cand_all = cells[cells["run_id"].isin(candidate)]
+    was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"]))
+    broken = [(r.cell_id, r.status, r.reason or "") for r in cand_all.itertuples()
+              if r.status in ("failed", "invalid") and (r.cell_id, r.fingerprint) in was_ok]
+    return Comparison(candidate, baseline, verdicts, broken, policy)
+
+
+def _run_medians(rows: pd.DataFrame) -> list[float]:
+    """One median throughput (examples/s) per run, oldest first."""
+    return [float(x) for x in rows.sort_values("timestamp")["examples_per_sec"]]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{(x - 1) * 100:+.1f}%"
+
+
+def _rows(result: Comparison) -> list[tuple[str, ...]]:
+    order = {gate.REGRESSION: 0, gate.IMPROVEMENT: 1, gate.SHORT_HISTORY: 2, gate.NEW: 3,
+             gate.NO_CHANGE: 4}
+    out = []
+    for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
+        ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
+        out.append((v.change, v.cell_id, f"{v.candidate:,.0f}",
+                    "-" if v.baseline is None else f"{v.baseline:,.0f}", _pct(v.ratio), ci,
+                    "-" if v.z is None else f"{v.z:+.1f}",
+                    "-" if v.detectable is None else f"{v.detectable:.0%}", f"{v.runs}/{v.history}"))
+    out.extend((NOW_FAILING, cell_id, status, "-", "-", "-", "-", "-", reason[:80])
+               for cell_id, status, reason in result.broken)
+    return out
+
+
+HEADER = ("change", "cell", "examples/s", "baseline", "change %", "CI (corrected)", "robust z",
+          "detectable", "runs cand/base")
+
+
+def _counts(result: Comparison) -> str:
+    counts: dict[str, int] = {}
+    for v in result.verdicts:
+        counts[v.change] = counts.get(v.change, 0) + 1
+    if result.broken:
+        counts[NOW_FAILING] = len(result.broken)
+    return ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) or "nothing to compare"
+
+
+def _method(result: Comparison) -> str:
+    p = result.policy
+    return (f"One observation per run: the median of its timed windows. Regression or improvement "
+            f"only when the ratio of the candidate's to the baseline's median run moves by at least "
+            f"{p.min_effect:.0%}, its bootstrap CI over runs (Bonferroni-corrected over the compared "
+            f"series, family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
+            f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}. "
+            f"'detectable': the smallest change caught with {p.power:.0%} probability at this "
+            f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it.")
+
+
+def text_table(result: Comparison) -> str:
+    """The printed table: changes first."""
+    return "\n".join([fixed_width([HEADER, *_rows(result)]), "", f"candidate {', '.join(result.candidate_runs)} vs "
+                      f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}.",
+                      _method(result)])
+
+
+def markdown(result: Comparison, show_unchanged: bool = False) -> str:
+    """A CI comment: verdict, counts, the changed series as a table, and the method."""
+    verdict = {0: "No performance regression", 1: "**Performance regression**",
+               3: "Not enough history to judge"}[result.exit_code]
+    rows = [r for r in _rows(result) if show_unchanged or r[0] != gate.NO_CHANGE]
+    lines = [f"### {verdict}", "",
+             f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
+             f"baseline run(s): {_counts(result)}.", ""]
+    if rows:
+        lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
+        lines.append("")
+    lines.append(_method(result))
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(result: Comparison, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown(result))

@@ -1,0 +1,252 @@
+"""The regression gate's statistics, as pure functions (numpy and the standard library).
+
+A **series** is one cell id on one machine fingerprint over runs. The **run is the unit of
+replication**: each run's median throughput is one observation. Windows inside one run are not
+independent draws: on a 2-core VM the run medians of one cell spread 6-13% while the windows inside a
+run spread 1-2%, because the machine's speed drifts over seconds to minutes and each fresh process
+lands differently. A gate that pooled windows would read that drift as a change.
+
+The gate compares the candidate run(s) of a series with its baseline runs and calls a change only
+when three tests agree:
+
+1. **Ratio of medians with a bootstrap CI**: ``r = median(candidate run medians) / median(baseline
+   run medians)``. Its percentile-bootstrap CI resamples the baseline runs, and gives each candidate
+   run the run-to-run spread seen in the baseline (its median times a resampled baseline run's
+   ratio to the baseline median), so one candidate run is judged as what it is: one draw. The CI's
+   confidence is Bonferroni-corrected over the m series compared, ``1 - alpha / m``.
+2. **Minimum effect**: ``|r - 1| >= min_effect`` (default 5%), so a tiny but real change does not fail CI.
+3. **Robust z-score against the series' history**: ``z = (median(c) - median(h)) / sqrt(s_c^2 +
+   s^2 / n_h)`` with c the n_c candidate run medians, h the n_h baseline run medians, ``s = 1.4826
+   MAD(h)`` (floored at ``MAD_FLOOR`` of the median) and s_c the spread of the median of n_c runs
+   resampled from h (:func:`candidate_scale`; s itself for one run; measured rather than s /
+   sqrt(n_c), because run medians on a shared machine are often bimodal and a median of three
+   shrinks far less than that);
+   ``|z| >= z_threshold``. It needs at least ``min_history`` baseline runs.
+
+The default thresholds are calibrated by the A/A benchmark (``benchmarks/test_gate_calibration.py``):
+same-code runs on this project's CI machine. Each verdict also carries the **detectable effect**: the
+smallest change the z-test would catch with 95% probability given the series' noise and the number
+of runs, so a reader sees when a series is too noisy to gate at all. More candidate runs (``--candidate
+last:3`` after three runs) shrink it by about sqrt(3).
+
+Change points in a series' history are found by :func:`change_points` (binary segmentation with the
+CUSUM step statistic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from harness.analysis import metrics
+
+MAD_SCALE = 1.4826
+"""MAD x 1.4826 estimates the standard deviation of normally distributed values."""
+
+
+MAD_FLOOR = 0.005
+"""The MAD-based scale is at least 0.5% of the history's median."""
+
+
+REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"
+
+
+SHORT_HISTORY, NEW = "insufficient history", "new"
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """How sure the gate must be. Fractions, not percent."""
+
+    min_effect: float = 0.05
+    z_threshold: float = 3.5
+    min_history: int = 10
+    alpha: float = 0.05
+    resamples: int = 4000
+    seed: int = 0
+    power: float = 0.95
+    """The detection probability the reported detectable effect is computed for."""
+
+
+@dataclass(frozen=True)
+class SeriesVerdict:
+    """One series' comparison. ``ratio``: candidate / baseline median throughput; ``ci_low``,
+    ``ci_high``: its corrected CI; ``z``: robust z of the candidate against the history (None without
+    enough history); ``history``: baseline runs of this series; ``change``: one of regression,
+    improvement, no change, insufficient history, new."""
+
+    cell_id: str
+    fingerprint: str
+    candidate: float
+    baseline: float | None
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    z: float | None
+    history: int
+    change: str
+    runs: int = 1
+    """Candidate runs of this series."""
+    detectable: float | None = None
+    """Smallest relative change (fraction) the gate catches with ``policy.power`` probability."""
+
+
+def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], confidence: float,
+             resamples: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+    """(ratio of medians, CI low, CI high): percentile bootstrap, each sample resampled on its own.
+    For independent samples (hardware comparison of window throughputs)."""
+    c = np.asarray(candidate, dtype=float)
+    b = np.asarray(baseline, dtype=float)
+    if len(c) == 0 or len(b) == 0 or np.median(b) <= 0:
+        raise ValueError("need non-empty samples and a positive baseline median")
+    rng = np.random.default_rng(seed)
+    cs = np.median(rng.choice(c, (resamples, len(c))), axis=1)
+    bs = np.median(rng.choice(b, (resamples, len(b))), axis=1)
+    return _percentiles(float(np.median(c) / np.median(b)), cs / bs, confidence)
+
+
+def run_ratio_ci(candidate: Sequence[float], baseline: Sequence[float], confidence: float,
+                 resamples: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+    """(ratio of medians, CI low, CI high) of candidate run medians over baseline run medians.
+
+    Bootstrap: the baseline's runs are resampled; each candidate run is multiplied by a resampled
+    baseline run's ratio to the baseline median (the run-to-run spread the baseline shows), so a
+    single candidate run still carries run-to-run uncertainty."""
+    c = np.asarray(candidate, dtype=float)
+    b = np.asarray(baseline, dtype=float)
+    if len(c) == 0 or len(b) == 0 or np.median(b) <= 0:
+        raise ValueError("need non-empty samples and a positive baseline median")
+    rng = np.random.default_rng(seed)
+    spread = b / np.median(b)
+    bs = np.median(rng.choice(b, (resamples, len(b))), axis=1)
+    cs = np.median(c * rng.choice(spread, (resamples, len(c))), axis=1)
+    return _percentiles(float(np.median(c) / np.median(b)), cs / bs, confidence)
+
+
+def _percentiles(ratio: float, draws: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    tail = (1 - confidence) / 2
+    lo, hi = np.quantile(draws, [tail, 1 - tail])
+    return ratio, float(lo), float(hi)
+
+
+def robust_scale(history: Sequence[float]) -> float:
+    """max(1.4826 MAD, MAD_FLOOR x |median|) of the history: its robust standard deviation."""
+    h = np.asarray(history, dtype=float)
+    center = float(np.median(h))
+    return max(MAD_SCALE * float(np.median(np.abs(h - center))), MAD_FLOOR * abs(center))
+
+
+def candidate_scale(history: Sequence[float], candidate_runs: int, resamples: int = 4000,
+                    seed: int = 0) -> float:
+    """Robust spread of the median of ``candidate_runs`` runs drawn from the history: the larger of
+    the robust scale of the medians of resampled draws and the history's robust scale times
+    IQR(draws) / IQR(history) (at most the history's scale; the MAD alone collapses on a history
+    of two tight clusters). It shrinks as the run-to-run noise allows: about 1.25/sqrt(n) for
+    normal noise, hardly at all for a bimodal history (runs that land fast or slow), where a median
+    of three is still one mode."""
+    s = robust_scale(history)
+    if candidate_runs <= 1:
+        return s
+    h = np.asarray(history, dtype=float)
+    draws = np.median(np.random.default_rng(seed).choice(h, (resamples, candidate_runs)), axis=1)
+    iqr_h = float(np.subtract(*np.quantile(h, [0.75, 0.25])))
+    iqr_d = float(np.subtract(*np.quantile(draws, [0.75, 0.25])))
+    by_iqr = s if iqr_h <= 0 else s * min(1.0, iqr_d / iqr_h)
+    return max(robust_scale(draws), by_iqr)
+
+
+def robust_z(candidate: float | Sequence[float], history: Sequence[float],
+             scale: float | None = None) -> float:
+    """(median(candidate) - median(history)) / sqrt(s_c^2 + s_h^2 / n_h): s_h the history's robust
+    scale, s_c :func:`candidate_scale` for the candidate's run count (``scale``: that denominator,
+    when already known). A single value is one run."""
+    c = np.atleast_1d(np.asarray(candidate, dtype=float))
+    scale = _z_scale(history, len(c)) if scale is None else scale
+    diff = float(np.median(c)) - float(np.median(history))
+    return diff / scale if scale > 0 else 0.0
+
+
+def _z_scale(history: Sequence[float], candidate_runs: int) -> float:
+    return float(np.hypot(candidate_scale(history, candidate_runs),
+                          robust_scale(history) / np.sqrt(len(history))))
+
+
+def detectable_effect(history: Sequence[float], candidate_runs: int, policy: GatePolicy,
+                      scale: float | None = None) -> float:
+    """Smallest relative change (fraction of the history's median) that the z-test flags with
+    probability ``policy.power``, given the history's spread (``scale``: the z-score's
+    denominator, when already known); at least ``policy.min_effect``."""
+    z = policy.z_threshold + NormalDist().inv_cdf(policy.power)
+    scale = _z_scale(history, candidate_runs) if scale is None else scale
+    return max(policy.min_effect, float(z * scale / abs(float(np.median(history)))))
+
+
+def judge_series(cell_id: str, fingerprint: str, candidate: Sequence[float],
+                 baseline: Sequence[float], compared: int, policy: GatePolicy) -> SeriesVerdict:
+    """The verdict on one series. ``candidate`` and ``baseline``: run medians (examples/s), one per
+    run; ``compared``: series in the family (for Bonferroni)."""
+    center = float(np.median(candidate))
+    if not baseline:
+        return SeriesVerdict(cell_id, fingerprint, center, None, None, None, None, None, 0, NEW,
+                             len(candidate))
+    confidence = 1 - policy.alpha / max(compared, 1)
+    ratio, lo, hi = run_ratio_ci(candidate, baseline, confidence, policy.resamples, policy.seed)
+    base = metrics.median(baseline)
+    n = len(baseline)
+    if n < policy.min_history:
+        return SeriesVerdict(cell_id, fingerprint, center, base, ratio, lo, hi, None, n,
+                             SHORT_HISTORY, len(candidate))
+    scale = _z_scale(baseline, len(candidate))  # resampled: computed once for z and detectable
+    z = robust_z(candidate, baseline, scale)
+    change = NO_CHANGE
+    if hi < 1 and ratio <= 1 - policy.min_effect and z <= -policy.z_threshold:
+        change = REGRESSION
+    elif lo > 1 and ratio >= 1 + policy.min_effect and z >= policy.z_threshold:
+        change = IMPROVEMENT
+    return SeriesVerdict(cell_id, fingerprint, center, base, ratio, lo, hi, z, n, change,
+                         len(candidate), detectable_effect(baseline, len(candidate), policy, scale))
+
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_SHORT_HISTORY = 0, 1, 2, 3
+
+
+def exit_code(verdicts: Sequence[SeriesVerdict]) -> int:
+    """1 if any series regressed; else 3 if no series had enough history to be judged; else 0."""
+    if any(v.change == REGRESSION for v in verdicts):
+        return EXIT_REGRESSION
+    if not any(v.change in (NO_CHANGE, IMPROVEMENT) for v in verdicts):
+        return EXIT_SHORT_HISTORY
+    return EXIT_OK
+
+
+def change_points(values: Sequence[float], min_size: int = 3, threshold: float = 4.0) -> list[int]:
+    """Indices where a series steps to a new level, by binary segmentation with the CUSUM step
+    statistic: in a segment of n values, the split k (both sides at least ``min_size`` long)
+    maximising ``|mean(left) - mean(right)| x sqrt(n_left x n_right / n) / sigma`` is kept when that
+    exceeds ``threshold``; then both sides are searched again. ``sigma`` is the noise level, estimated
+    robustly from successive differences (1.4826 x MAD(diff) / sqrt 2, which a few steps do not
+    inflate), floored at MAD_FLOOR of the series' median. Returns the first index of each new level,
+    ascending."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 * min_size:
+        return []
+    diffs = np.diff(x)
+    sigma = max(MAD_SCALE * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2),
+                MAD_FLOOR * abs(float(np.median(x))), 1e-12)
+
+    def search(lo: int, hi: int) -> list[int]:
+        n = hi - lo
+        best, where = 0.0, None
+        for k in range(lo + min_size, hi - min_size + 1):
+            nl, nr = k - lo, hi - k
+            stat = abs(x[lo:k].mean() - x[k:hi].mean()) * np.sqrt(nl * nr / n) / sigma
+            if stat > best:
+                best, where = stat, k
+        if where is None or best < threshold:
+            return []
+        return [*search(lo, where), where, *search(where, hi)]
+
+    return search(0, len(x))

@@ -1,0 +1,139 @@
+"""``python -m harness compare-hardware``: two or more machines, like for like, with cost.
+
+Machines are fingerprints (see ``fingerprint`` in results/README.md). For each, the newest run on it
+is used unless ``--runs`` names runs. The comparison is refused, saying what differs, unless every
+machine ran the same suite version, TensorFlow and Keras. For every cell measured ok on the reference
+machine and another: the ratio of median throughputs with a 95% bootstrap CI from the window
+throughputs. With a price table, examples per dollar:
+
+- ``price_per_device_hour`` (renting): examples/s x 3600 / (price x device_count);
+- ``purchase_price`` (buying, per device): examples/s per 1,000 of currency = 1000 x examples/s /
+  (price x device_count).
+
+Where rows carry ``energy_j_per_example`` (NVML, single-process GPU cells), examples per joule too.
+A price table is CSV (``machine,price_per_device_hour,purchase_price``) or TOML
+(``[machines."NVIDIA H100 80GB HBM3"] price_per_device_hour = 2.5``); ``machine`` matches a device
+name or a fingerprint.
+"""
+
+from __future__ import annotations
+
+import csv
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis import gate
+from harness.analysis.tables import fixed_width
+from harness.results import history
+
+SOFTWARE = ("suite", "tf_version", "keras_version")
+
+
+PRICE_FIELDS = ("price_per_device_hour", "purchase_price")
+
+
+@dataclass(frozen=True)
+class Price:
+    price_per_device_hour: float | None = None
+    purchase_price: float | None = None
+
+
+def read_prices(path: Path) -> dict[str, Price]:
+    """machine (device name or fingerprint) -> Price; HistoryError on a malformed table."""
+    try:
+        if path.suffix == ".toml":
+            table = tomllib.loads(path.read_text()).get("machines", {})
+            items = [(name, values) for name, values in table.items()]
+        else:
+            with open(path, newline="") as f:
+                items = [(r["machine"], r) for r in csv.DictReader(f)]
+        return {name: Price(*(float(v[k]) if v.get(k) not in (None, "") else None
+                              for k in PRICE_FIELDS)) for name, v in items}
+    except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
+        raise history.HistoryError(
+            f"cannot read the price table {path} ({type(e).__name__}: {e}); expected CSV with "
+            "columns machine,price_per_device_hour,purchase_price or TOML [machines.\"NAME\"] "
+            "tables with those keys") from None
+
+
+def latest_runs_per_machine(cells: pd.DataFrame) -> list[str]:
+    runs = history.runs(cells)
+    newest: dict[str, str] = {}
+    for r in runs.itertuples():
+        for fp in r.fingerprints:
+            newest[fp] = r.run_id
+    return sorted(set(newest.values()))
+
+
+def software_differences(rows: pd.DataFrame) -> list[str]:
+    """What differs in suite version, TensorFlow or Keras between the machines (empty: alike)."""
+    sw = rows.assign(suite=rows["suite_version"].astype(str).str.split("+").str[0])
+    out = []
+    for col in SOFTWARE:
+        values = sw.groupby("fingerprint")[col].agg(lambda s: ",".join(sorted(set(map(str, s)))))
+        if values.nunique() > 1:
+            out.append(f"{col}: " + "; ".join(f"{fp[:10]} {v}" for fp, v in values.items()))
+    return out
+
+
+def compare_machines(cells: pd.DataFrame, windows: pd.DataFrame, run_ids: list[str],
+                     prices: dict[str, Price] | None = None) -> pd.DataFrame:
+    """One row per (cell, machine): throughput, ratio to the reference machine (the first
+    fingerprint by device name) with its 95% CI, and examples per dollar / joule where known."""
+    ok = history.ok_rows(cells, run_ids)
+    if ok["fingerprint"].nunique() < 2:
+        raise history.HistoryError(
+            f"the runs given hold {ok['fingerprint'].nunique()} machine fingerprint(s); "
+            "compare-hardware needs two or more (use --runs to name runs from each machine)")
+    differs = software_differences(ok)
+    if differs:
+        raise history.HistoryError("refusing to compare unlike software: " + " | ".join(differs))
+    machines = ok.drop_duplicates("fingerprint").sort_values("device_name")
+    reference = machines["fingerprint"].iloc[0]
+    prices = prices or {}
+    out = []
+    for (cell_id, fp), g in ok.groupby(["cell_id", "fingerprint"]):
+        row = g.iloc[-1]
+        rates = history.window_rates(windows, list(g["run_id"]), cell_id) or list(g["examples_per_sec"])
+        ref = ok[(ok["cell_id"] == cell_id) & (ok["fingerprint"] == reference)]
+        ratio = lo = hi = None
+        if not ref.empty and fp != reference:
+            base = history.window_rates(windows, list(ref["run_id"]), cell_id) or list(ref["examples_per_sec"])
+            ratio, lo, hi = gate.ratio_ci(rates, base, 0.95)
+        price = prices.get(str(row["device_name"])) or prices.get(fp) or Price()
+        devices = int(row["device_count"]) if pd.notna(row["device_count"]) else 1
+        eps = float(row["examples_per_sec"])
+        energy = row.get("energy_j_per_example")
+        out.append({
+            "cell_id": cell_id, "machine": f"{row['device_name']} x{devices}", "fingerprint": fp,
+            "examples_per_sec": eps, "ratio_to_reference": ratio, "ratio_ci_low": lo,
+            "ratio_ci_high": hi,
+            "examples_per_dollar": (eps * 3600 / (price.price_per_device_hour * devices)
+                                    if price.price_per_device_hour else None),
+            "examples_per_sec_per_1000_purchase": (1000 * eps / (price.purchase_price * devices)
+                                                   if price.purchase_price else None),
+            "examples_per_joule": (1 / float(energy) if energy is not None and pd.notna(energy)
+                                   and float(energy) > 0 else None),
+            "total_replicas": int(row["replicas"] * row["workers"]), "model": row["model"],
+            "strategy": row["strategy"], "scaling_efficiency": row.get("scaling_efficiency"),
+        })
+    return pd.DataFrame(out).sort_values(["cell_id", "machine"]).reset_index(drop=True)
+
+
+def text_table(table: pd.DataFrame) -> str:
+    def fmt(x: object, spec: str) -> str:
+        return "-" if x is None or (isinstance(x, float) and pd.isna(x)) else format(x, spec)
+
+    lines = [("cell", "machine", "examples/s", "vs reference [95% CI]", "examples/$",
+              "ex/s per 1000 purchase", "examples/J")]
+    for r in table.itertuples():
+        ci = ("reference" if r.ratio_to_reference is None or pd.isna(r.ratio_to_reference) else
+              f"{r.ratio_to_reference:.2f}x [{r.ratio_ci_low:.2f}..{r.ratio_ci_high:.2f}]")
+        lines.append((r.cell_id, r.machine, fmt(r.examples_per_sec, ",.0f"), ci,
+                      fmt(r.examples_per_dollar, ",.0f"),
+                      fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
+                      fmt(r.examples_per_joule, ",.1f")))
+    return fixed_width(lines)

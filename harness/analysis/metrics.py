@@ -1,0 +1,99 @@
+"""Pure maths of the measurement protocol (no TensorFlow). Units in each docstring.
+
+Formulas (also in results/README.md):
+- window throughput  = global_examples_in_window / window_seconds             [examples/s]
+- examples_per_sec   = median over the repeats of the window throughputs      [examples/s]
+- CI                 = 95% percentile bootstrap of that median                [examples/s]
+- cv                 = sample std / mean of the window throughputs            [1]
+- scaling_efficiency = throughput(N) / (N * throughput(1))                    [1]
+- mfu                = examples_per_sec * flops_per_example / peak_flops      [1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+CONFIDENCE = 0.95
+
+
+def throughput(examples: float, seconds: float) -> float:
+    """Examples per second of one window."""
+    if seconds <= 0:
+        raise ValueError(f"window seconds must be > 0; received {seconds}")
+    return examples / seconds
+
+
+def window_throughputs(window_seconds: Sequence[float], examples_per_window: float) -> list[float]:
+    """Throughput of each window, examples/s."""
+    return [throughput(examples_per_window, s) for s in window_seconds]
+
+
+def median(values: Sequence[float]) -> float:
+    return float(np.median(np.asarray(values, dtype=float)))
+
+
+def bootstrap_ci(values: Sequence[float], confidence: float = CONFIDENCE,
+                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of the median, same unit as ``values``.
+
+    Resamples ``values`` with replacement ``resamples`` times (fixed ``seed``: reproducible) and takes
+    the (1-confidence)/2 and (1+confidence)/2 quantiles of the resampled medians.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        raise ValueError("bootstrap_ci needs at least one value")
+    rng = np.random.default_rng(seed)
+    medians = np.median(x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
+    lo, hi = np.quantile(medians, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(lo), float(hi)
+
+
+def cv(values: Sequence[float]) -> float:
+    """Coefficient of variation: sample standard deviation / mean (dimensionless); NaN below 2 values."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        return float("nan")
+    return float(np.std(x, ddof=1) / np.mean(x))
+
+
+def scaling_efficiency(throughput_n: float, devices: int, throughput_1: float) -> float:
+    """throughput(N) / (N * throughput(1)); 1.0 is perfect scaling. Weak or strong alike: the
+    caller picks the right 1-device baseline (same per-replica batch, or same global batch)."""
+    if devices < 1 or throughput_1 <= 0:
+        raise ValueError(f"need devices >= 1 and a positive baseline; got {devices}, {throughput_1}")
+    return throughput_n / (devices * throughput_1)
+
+
+def mfu(examples_per_sec: float, flops_per_example: float, peak_flops_per_sec: float) -> float:
+    """Model FLOPs utilisation: achieved training FLOP/s over the measured peak FLOP/s."""
+    if peak_flops_per_sec <= 0:
+        raise ValueError(f"peak FLOP/s must be > 0; received {peak_flops_per_sec}")
+    return examples_per_sec * flops_per_example / peak_flops_per_sec
+
+
+def matmul_flops(n: int) -> int:
+    """FLOPs of one n x n by n x n matrix product: 2 n^3."""
+    return 2 * n ** 3
+
+
+def straggler_ratio(per_worker_seconds: Sequence[Sequence[float]]) -> float:
+    """Slowest over fastest worker, by each worker's median own window time (1.0: no straggler)."""
+    medians = [median(s) for s in per_worker_seconds if len(s)]
+    if not medians or min(medians) <= 0:
+        return float("nan")
+    return max(medians) / min(medians)
+
+
+def update_imbalance(per_worker_updates: Sequence[Sequence[int]]) -> float:
+    """Parameter server: the busiest worker's updates over the idlest's, summed over the timed
+    windows (1.0: every worker ran as many; inf: a worker ran none). Under asynchronous updates a
+    slower worker runs fewer, so this is the straggler ratio in work rather than in time."""
+    totals = [sum(u) for u in per_worker_updates]
+    if not totals or max(totals) <= 0:
+        return float("nan")
+    return float("inf") if min(totals) == 0 else max(totals) / min(totals)

@@ -1,0 +1,330 @@
+"""seaborn figures from result rows. Each function takes a DataFrame of cell rows (the documented
+schema) and writes PNG and SVG files, returning their paths; none reads or writes anything else.
+
+Every figure says what its numbers are: throughput is the median over timed windows (warm-up
+excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis import gate
+
+FORMATS = ("png", "svg")
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def label(row: Any) -> str:
+    """strategy[option] x replicas x workers (+ps, +tenants), e.g. ``mirrored[auto] 2x1``."""
+    name = str(row["strategy"])
+    for k in ("cross_device_ops", "communication"):
+        if row.get(k) not in (None, "none") and not pd.isna(row.get(k)):
+            name += f"[{row[k]}]"
+    topology = f"{row['replicas']}x{row['workers']}"
+    if row.get("ps") and not pd.isna(row.get("ps")):
+        topology += f"+{row['ps']}ps"
+    tenants = row.get("tenants")
+    if tenants is not None and not pd.isna(tenants) and tenants > 1:
+        topology += f" x{int(tenants)} tenants"
+    return f"{name} {topology}"
+
+
+def _save(fig: Any, out: Path, name: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in FORMATS:
+        path = out / f"{name}.{ext}"
+        fig.savefig(path, bbox_inches="tight", dpi=110)
+        paths.append(path)
+    _pyplot().close(fig)
+    return paths
+
+
+def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
+    """The measured rows, labelled; co-tenant rows (tenants > 1) only with ``tenants``."""
+    ok = rows[(rows["status"] == "ok") & rows["examples_per_sec"].notna()].copy()
+    if not tenants and "tenants" in ok:
+        ok = ok[ok["tenants"].fillna(1) <= 1]
+    if not ok.empty:
+        ok["series"] = ok.apply(label, axis=1)
+        ok["strategy_label"] = ok.apply(lambda r: label(r).rsplit(" ", 1)[0], axis=1)
+        ok["total_replicas"] = ok["replicas"] * ok["workers"]
+    return ok
+
+
+def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-") -> None:
+    """Median examples/s of the rows ``s`` against column ``x``, 95% CI as whiskers."""
+    y = s["examples_per_sec"].astype(float)
+    err = [y - s["examples_per_sec_ci_low"].astype(float),
+           s["examples_per_sec_ci_high"].astype(float) - y]
+    ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
+
+
+def _device_note(rows: pd.DataFrame) -> str:
+    if rows.get("logical_devices") is not None and rows["logical_devices"].fillna(False).any():
+        return " (CPU: replicas are logical devices sharing one CPU)"
+    return ""
+
+
+def _facet_models(rows: pd.DataFrame, draw: Callable[[Any, pd.DataFrame], None], title: str,
+                  ylabel: str, xlabel: str, width: float = 6.0) -> Any:
+    plt = _pyplot()
+    models = sorted(rows["model"].unique())
+    fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        draw(ax, rows[rows["model"] == model])
+        ax.set_title(model)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """Median examples/s against the global batch, one line per strategy/topology: 95% CI as
+    whiskers (and a band where a line has several batches). Only cells without accumulation, in the
+    ctl loop, float32 (the comparable core)."""
+    import seaborn as sns
+
+    ok = _ok(rows)
+    ok = ok[(ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["precision"] == "float32")]
+    if ok.empty:
+        return []
+    names = sorted(ok["series"].unique())
+    colors = dict(zip(names, sns.color_palette("tab10", len(names))))
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        for series, s in part.sort_values("global_batch").groupby("series"):
+            _ci_line(ax, s, "global_batch", str(series), colors[str(series)])
+            if len(s) > 1:
+                ax.fill_between(s["global_batch"], s["examples_per_sec_ci_low"].astype(float),
+                                s["examples_per_sec_ci_high"].astype(float), alpha=0.15,
+                                color=colors[str(series)])
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(part["global_batch"].unique()), sorted(part["global_batch"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    fig = _facet_models(ok, draw, "Throughput vs global batch (median of timed windows, 95% CI)"
+                        + _device_note(ok), "examples/s", "global batch (examples)", width=7.5)
+    return _save(fig, out, "throughput_vs_batch")
+
+
+def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """Scaling efficiency against total replicas (replicas x workers), the ideal at 1.0."""
+    import seaborn as sns
+
+    ok = _ok(rows)
+    ok = ok[ok["scaling_efficiency"].notna() & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
+    if ok.empty or ok["total_replicas"].max() < 2:
+        return []
+    ok["batch"] = ok.apply(lambda r: f"{r['scaling']}, batch {r['per_replica_batch']}/replica", axis=1)
+    # only strategies measured on several devices (default and one_device are 1.0 by definition)
+    ok = ok[ok.groupby(["model", "strategy_label"])["total_replicas"].transform("max") > 1]
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        sns.lineplot(part, x="total_replicas", y="scaling_efficiency", hue="strategy_label",
+                     style="batch" if part["batch"].nunique() > 1 else None, markers=True,
+                     dashes=True, marker="o", ax=ax, errorbar=None)
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal")
+        ax.set_xticks(sorted(part["total_replicas"].unique()))
+        ax.set_ylim(0, max(1.2, float(part["scaling_efficiency"].max()) * 1.1))
+        ax.legend(fontsize=7)
+
+    fig = _facet_models(ok, draw, "Scaling efficiency = throughput / (N x 1-device throughput)"
+                        + _device_note(ok), "scaling efficiency", "replicas x workers")
+    return _save(fig, out, "scaling_efficiency")
+
+
+def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """Median examples/s (95% CI whiskers) against accumulation steps, one line per strategy,
+    topology, loop and steps_per_execution; the y axis starts at 0."""
+    import seaborn as sns
+
+    ok = _ok(rows)
+    if ok.empty or ok["accum_steps"].nunique() < 2:
+        return []
+    ok["config"] = (ok["series"] + " " + ok["loop"] + " spe" + ok["steps_per_execution"].astype(str)
+                    + " b" + ok["per_replica_batch"].astype(str) + " " + ok["precision"])
+    ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
+    if ok.empty:
+        return []
+    names = sorted(ok["config"].unique())
+    colors = dict(zip(names, sns.color_palette("tab10", len(names))))
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        for config, s in part.sort_values("accum_steps").groupby("config"):
+            _ci_line(ax, s, "accum_steps", str(config), colors[str(config)])
+        ax.set_xticks(sorted(part["accum_steps"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    fig = _facet_models(ok, draw, "Gradient accumulation: examples/s vs micro-batches per update "
+                        "(one all-reduce per update; median, 95% CI)" + _device_note(ok),
+                        "examples/s", "accumulation steps (k)", width=7.5)
+    return _save(fig, out, "accumulation")
+
+
+def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """MirroredStrategy's cross-device ops side by side, per replica count, with CI whiskers."""
+    plt = _pyplot()
+    ok = _ok(rows)
+    ok = ok[(ok["strategy"] == "mirrored") & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
+    if ok.empty or ok["cross_device_ops"].nunique() < 2:
+        return []
+    ok["group"] = ok.apply(lambda r: f"{r['replicas']} repl, b{r['per_replica_batch']}", axis=1)
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        groups = sorted(part["group"].unique())
+        ops = sorted(part["cross_device_ops"].unique())
+        width = 0.8 / len(ops)
+        for j, op in enumerate(ops):
+            s = part[part["cross_device_ops"] == op].set_index("group").reindex(groups)
+            x = [i + j * width for i in range(len(groups))]
+            err = [s["examples_per_sec"] - s["examples_per_sec_ci_low"],
+                   s["examples_per_sec_ci_high"] - s["examples_per_sec"]]
+            ax.bar(x, s["examples_per_sec"], width, yerr=err, capsize=3, label=op)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups, fontsize=8)
+        ax.legend(fontsize=7)
+
+    fig = _facet_models(ok, draw, "MirroredStrategy cross-device ops (median, 95% CI)"
+                        + _device_note(ok), "examples/s", "")
+    return _save(fig, out, "cross_device_ops")
+
+
+def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """compile_s (first call: tracing + first steps) and startup_s per strategy, as bars."""
+    plt = _pyplot()
+    ok = _ok(rows)
+    ok = ok[ok["compile_s"].notna()]
+    if ok.empty:
+        return []
+    agg = ok.groupby(["model", "series"], as_index=False)[["compile_s", "startup_s"]].median()
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        part = part.sort_values("compile_s")
+        y = range(len(part))
+        ax.barh([i + 0.2 for i in y], part["compile_s"], 0.4, label="compile_s (first call)")
+        ax.barh([i - 0.2 for i in y], part["startup_s"], 0.4, label="startup_s (build)")
+        ax.set_yticks(list(y), part["series"], fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+
+    fig = _facet_models(agg, draw, "Start-up and first-call (trace/compile) time, median over cells",
+                        "", "seconds", width=6.5)
+    return _save(fig, out, "compile_time")
+
+
+def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """Co-tenancy: aggregate examples/s of T processes sharing the same devices (95% CI whiskers)
+    and each tenant's own median (band from the slowest to the fastest tenant), against T; the
+    dotted line is the cell alone divided by T (a fair split of the same total)."""
+    ok = _ok(rows, tenants=True)
+    if ok.empty or "tenants" not in ok or ok["tenants"].nunique() < 2:
+        return []
+    ok["cell"] = ok.apply(lambda r: label({**r, "tenants": 1}) + f" b{r['per_replica_batch']}"
+                          f" acc{r['accum_steps']} {r['loop']} spe{r['steps_per_execution']}"
+                          f" {r['precision']}", axis=1)
+    ok = ok[ok.groupby(["model", "cell"])["tenants"].transform("nunique") > 1]
+    if ok.empty:
+        return []
+    plt = _pyplot()
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for n, (cell, s) in enumerate(part.sort_values("tenants").groupby("cell")):
+            c = colors[n % len(colors)]
+            y = s["examples_per_sec"].astype(float)
+            _ci_line(ax, s, "tenants", f"{cell}: aggregate", c)
+            lo = s["tenant_examples_per_sec_min"].astype(float)
+            hi = s["tenant_examples_per_sec_max"].astype(float)
+            ax.fill_between(s["tenants"], lo, hi, color=c, alpha=0.25,
+                            label=f"{cell}: slowest..fastest tenant")
+            ax.plot(s["tenants"], y / s["tenants"], "s--", color=c,
+                    label=f"{cell}: per tenant (aggregate / T)")
+            alone = s[s["tenants"] == 1]["examples_per_sec"]
+            if len(alone):
+                t = s["tenants"].astype(float)
+                ax.plot(t, float(alone.iloc[0]) / t, ":", color=c, label=f"{cell}: alone / T")
+        ax.set_xticks(sorted(part["tenants"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    fig = _facet_models(ok, draw, "Co-tenancy: T training processes sharing the same devices "
+                        "(median of timed windows, 95% CI)" + _device_note(ok), "examples/s",
+                        "tenants (processes at once)", width=7.5)
+    return _save(fig, out, "cotenancy")
+
+
+REPORT_FIGURES: dict[str, Callable[[pd.DataFrame, Path], list[Path]]] = {
+    "throughput_vs_batch": throughput_vs_batch,
+    "scaling_efficiency": scaling_efficiency,
+    "accumulation": accumulation,
+    "cross_device_ops": cross_device_ops,
+    "compile_time": compile_time,
+    "cotenancy": cotenancy,
+}
+"""The report's figures, in order."""
+
+
+MAX_SERIES_FIGURES = 12
+
+
+def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
+    """For each changed series of a :class:`harness.compare.Comparison` (at most 12): its run
+    medians over time with CI whiskers, the candidate highlighted, change points as dashed lines."""
+    plt = _pyplot()
+    changed = [v for v in result.verdicts if v.change in (gate.REGRESSION, gate.IMPROVEMENT)]
+    paths: list[Path] = []
+    for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
+        s = cells[(cells["cell_id"] == v.cell_id) & (cells["fingerprint"] == v.fingerprint)
+                  & (cells["status"] == "ok")].sort_values("timestamp")
+        x = list(range(len(s)))
+        y = s["examples_per_sec"].astype(float).to_numpy()
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        ax.errorbar(x, y, yerr=[y - s["examples_per_sec_ci_low"].astype(float).to_numpy(),
+                                s["examples_per_sec_ci_high"].astype(float).to_numpy() - y],
+                    fmt="o-", capsize=2, label="run median (95% CI)")
+        cand = [i for i, r in enumerate(s["run_id"]) if r in result.candidate_runs]
+        ax.plot(cand, y[cand], "o", color="red", markersize=9, label=f"candidate: {v.change}")
+        for k in gate.change_points(y):
+            ax.axvline(k - 0.5, color="gray", linestyle="--", linewidth=1)
+        ax.set_xticks(x, [str(t)[:10] for t in s["timestamp"]], rotation=60, fontsize=7)
+        ax.set_ylabel("examples/s")
+        ax.set_title(f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; "
+                     "dashed: change points", fontsize=8)
+        ax.legend(fontsize=7)
+        paths += _save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
+    return paths
+
+
+def hardware_scaling(table: pd.DataFrame, out: Path) -> list[Path]:
+    """Machines side by side: median examples/s against replicas x workers, per strategy."""
+    import seaborn as sns
+
+    if table.empty:
+        return []
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        sns.lineplot(part.sort_values("total_replicas"), x="total_replicas", y="examples_per_sec",
+                     hue="machine", style="strategy", markers=True, ax=ax, errorbar=None)
+        ax.set_xticks(sorted(part["total_replicas"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+
+    fig = _facet_models(table, draw, "Machines side by side: throughput vs replicas x workers "
+                        "(median of timed windows)", "examples/s", "replicas x workers")
+    return _save(fig, out, "hardware_scaling")

@@ -1,0 +1,147 @@
+"""``python -m harness run|list|verify|report|compare``. Validates everything before any expensive
+work; never imports TensorFlow (workers do)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.errors import SpecError
+from harness.launch.platform import DEVICE_CHOICES, detect_platform
+from harness.launch.real_cluster import (
+    CLUSTER_CHOICES,
+    ClusterConfig,
+    read_tf_config,
+    resolve_slurm,
+)
+from harness.mnist import load_mnist
+from harness.spec.axes import AXES, REPLICAS_TO_MAX
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+from harness.spec.sweep import Sweep, expand
+from harness.spec.sweeps import SWEEPS, get_sweep
+
+PROTOCOL_FLAGS = {
+    "repeats": (int, "timed windows per cell"),
+    "window_s": (float, "target seconds per timed window"),
+    "warmup_windows": (int, "untimed windows before timing"),
+    "min_window_steps": (int, "fewest optimizer steps in a window"),
+    "cell_timeout_s": (float, "seconds a cell may take before its worker is stopped"),
+    "rendezvous_timeout_s": (float, "seconds for every worker of a multi-worker cell to join"),
+    "seed": (int, "seed of weights and data"),
+}
+
+
+def _axis_help(axis: Any) -> str:
+    accepted = ", ".join(axis.choices) if axis.choices else axis.accepted().removeprefix("expected ")
+    extra = " Comma list." + (f" {REPLICAS_TO_MAX!r} = 1 up to the machine's devices."
+                              if axis.name == "replicas" else "")
+    return f"{axis.help}. Accepted: {accepted} Default: {axis.default} (or the sweep's).{extra}"
+
+
+def _selection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sweep", default=None,
+                   help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
+                        "Default: default (equivalence for verify), or only the axes given")
+    for axis in AXES:
+        p.add_argument(axis.flag, dest=axis.name, default=None, metavar="LIST", help=_axis_help(axis))
+    for name, (kind, text) in PROTOCOL_FLAGS.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
+                       help=f"{text} (default: the sweep's)")
+    p.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
+                   help="plan for GPUs (if nvidia-smi lists any) or CPU. Default: auto")
+    p.add_argument("--cpu-devices", type=int, default=2,
+                   help="logical CPU devices available as replicas on a CPU-only machine. Default: 2")
+    p.add_argument("--mnist-path", default=None,
+                   help="mnist.npz for --data mnist. Default: Keras's cache, ~/.keras/datasets/mnist.npz")
+    p.add_argument("--cluster", default="local", choices=CLUSTER_CHOICES,
+                   help="local: the harness starts every process of a multi-worker cell on this "
+                        "machine. tf_config: this process is one task of a cluster the scheduler "
+                        "started, each task with its own TF_CONFIG; slurm: the same, the cluster "
+                        "built by TensorFlow's SlurmClusterResolver (with --ps P: a chief, P ps and "
+                        "the rest workers). Every task runs the same command; the cluster fixes "
+                        "--strategy, --workers and --ps; only the chief writes results. Default: local")
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The validated selection of cells to run, and how to time them."""
+
+    sweep: Sweep
+    protocol: Protocol
+    platform: Platform
+    cells: list[Cell]
+    mnist_path: str | None = None
+    cluster: ClusterConfig | None = None
+    """This process's cluster with --cluster tf_config|slurm; None for local runs."""
+
+
+def select(args: argparse.Namespace) -> Selection:
+    """Resolve sweep, axis overrides, protocol and platform; SpecError/DataError on bad input."""
+    overrides = {a.name: a.parse(getattr(args, a.name)) for a in AXES if getattr(args, a.name) is not None}
+    sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
+    if args.sweep is None and overrides:
+        sweep = Sweep("custom", "axes from the command line", protocol=sweep.protocol)
+    platform = detect_platform(args.device, args.cpu_devices)
+    cluster = _cluster(args.cluster, overrides, platform)
+    if cluster is not None:
+        overrides.update(strategy=(cluster.strategy,), workers=(cluster.workers,),
+                         ps=(max(cluster.ps, 1),))
+    sweep = sweep.with_axes(overrides)
+    changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
+    protocol = dataclasses.replace(sweep.protocol, **changes)
+    if "mnist" in sweep.values()["data"]:
+        load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
+    if getattr(args, "out", None) is not None:
+        _check_writable(Path(args.out))
+    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster)
+
+
+def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform
+             ) -> ClusterConfig | None:
+    """This process's cluster (None for local runs); SpecError when the axes given contradict it."""
+    if kind == "local":
+        return None
+    ps = overrides.get("ps", (0,))
+    if kind == "slurm" and len(ps) != 1:
+        raise SpecError(f"Received --ps={','.join(map(str, ps))} with --cluster slurm; expected one "
+                        "value: the Slurm job step's ps tasks.")
+    config = read_tf_config() if kind == "tf_config" else resolve_slurm(ps[0], platform.gpu_count)
+    shape = {"strategy": (config.strategy,), "workers": (config.workers,)}
+    if config.ps:
+        shape["ps"] = (config.ps,)
+    for name, value in shape.items():
+        if name in overrides and overrides[name] != value:
+            given = ",".join(map(str, overrides[name]))
+            raise SpecError(f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
+                            f"worker(s), {config.ps} ps) runs only --{name} {value[0]}.")
+    return config
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise SpecError(f"Received --out={str(out)!r}; expected a folder this user can write to "
+                        f"({e.strerror}).") from None
+
+
+def _platform_text(p: Platform) -> str:
+    if p.device_kind == "gpu":
+        return f"{p.gpu_count} GPU(s)"
+    return f"CPU only, up to {p.cpu_devices} logical CPU devices as replicas"
+
+
+def _int_list(flag: str, text: str, minimum: int) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(v < minimum for v in values):
+        raise SpecError(f"Received {flag}={text!r}; expected comma-separated integers >= {minimum}.")
+    return sorted(set(values))

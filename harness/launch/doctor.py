@@ -1,0 +1,160 @@
+"""``python -m harness doctor``: what this machine can run, and why a device might sit idle.
+
+The parent never imports TensorFlow. It asks :mod:`harness.doctor_probe` child processes for the
+devices, build and thread settings, then probes every single-process strategy and cross-device op
+at each replica count (one process per count: two MirroredStrategy topologies in one process break
+each other's collectives) and MultiWorkerMirroredStrategy with two local workers per communication
+implementation. It adds what the OS (``/sys/class/drm``) and NVML say about GPUs, and turns all of
+it into warnings in words. ParameterServerStrategy needs a cluster of servers and is not probed
+here (``python -m harness run --strategy parameter_server --workers 1 --ps 1`` exercises it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
+from harness.launch import gpus
+from harness.worker import probe as doctor_probe
+from harness.worker.probe import FAILS, WORKS
+
+PROBE_MODULE = "harness.worker.probe"
+
+
+MWMS_COMMUNICATIONS_CPU = ("auto", "ring")
+
+
+MWMS_COMMUNICATIONS_GPU = ("auto", "ring", "nccl")
+
+
+MWMS_WORKERS = 2
+
+
+def default_replica_counts(gpu_count: int) -> list[int]:
+    """CPU (no GPU): 2 and 3 logical devices (3 shows odd-count bugs). GPUs: 1, 2, 3 and all of
+    them, as far as there are GPUs."""
+    if gpu_count == 0:
+        return [2, 3]
+    return sorted({c for c in (1, 2, 3, gpu_count) if c <= gpu_count})
+
+
+def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> list[Probe]:
+    """The probes of one local probe process; those it never reported failed with ``ended``."""
+    got = {(d["strategy"], d["cross_device_ops"]): d for d in lines if d.get("kind") == "probe"}
+    out = []
+    for strategy, op in doctor_probe.local_probes(replicas):
+        d = got.get((strategy, op))
+        if d is None:
+            out.append(Probe(strategy, op, replicas, FAILS, f"the probe process {ended} before "
+                             "this probe reported (it may have crashed in it)"))
+        else:
+            out.append(Probe(strategy, op, replicas, d["status"], d["detail"], d.get("effective", "")))
+    return out
+
+
+def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, Any]], str]]
+                    ) -> Probe:
+    """One MultiWorkerMirrored probe from its workers' lines: works only if every worker says so."""
+    results = []
+    for i, (lines, ended) in enumerate(per_worker):
+        d = next((x for x in lines if x.get("kind") == "probe"), None)
+        results.append((i, d, ended))
+    bad = [(i, d, ended) for i, d, ended in results if d is None or d["status"] != WORKS]
+    replicas = len(per_worker)
+    if not bad:
+        d = results[0][1] or {}
+        return Probe("multi_worker_mirrored", communication, replicas, WORKS, d.get("detail", ""),
+                     d.get("effective", ""), workers=len(per_worker))
+    i, d, ended = bad[0]
+    if d is None:
+        return Probe("multi_worker_mirrored", communication, replicas, FAILS,
+                     f"worker {i}: the probe process {ended} before reporting",
+                     workers=len(per_worker))
+    return Probe("multi_worker_mirrored", communication, replicas, d["status"],
+                 f"worker {i}: {d['detail']}", d.get("effective", ""), workers=len(per_worker))
+
+
+def ended_as(returncode: int | None, stderr_tail: str) -> str:
+    """How a probe process ended, in words, with its last stderr line."""
+    if returncode is None:
+        how = "was stopped at the deadline"
+    elif returncode < 0:
+        how = f"died with signal {-returncode}"
+    else:
+        how = f"exited with code {returncode}"
+    last = stderr_tail.strip().splitlines()[-1:] if stderr_tail.strip() else []
+    return how + (f" ({last[0][:200]})" if last else "")
+
+
+# ------------------------------------------------------------------------------------------------
+# Running it (processes via harness.launch)
+# ------------------------------------------------------------------------------------------------
+
+class DoctorError(RuntimeError):
+    """The facts probe itself failed (TensorFlow does not import or start)."""
+
+
+def examine(device: str = "auto", replica_counts: list[int] | None = None,
+            timeout_s: float = 180.0) -> Report:
+    """Run every probe process and assemble the report (takes a minute or two on 2 cores)."""
+    import os
+
+    from harness.launch.local_cluster import Task, cluster_env, free_ports
+    from harness.launch.probes import run_probe_processes
+    from harness.spec.protocol import Platform
+
+    cpu_env = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
+
+    def ask_facts(kind: str, replicas: int) -> dict[str, Any]:
+        res = run_probe_processes([[PROBE_MODULE, "facts", kind, str(replicas)]],
+                                  [cpu_env if kind == "CPU" else {}], timeout_s)[0]
+        found = next((d for d in res.lines if d.get("kind") == "facts"), None)
+        if found is None:
+            raise DoctorError("TensorFlow could not report its devices: the probe process "
+                              f"{ended_as(res.returncode, res.stderr_tail)}")
+        return found
+
+    if device == "cpu":
+        kind, gpu_count = "CPU", 0
+        counts = replica_counts or default_replica_counts(0)
+        facts = ask_facts("CPU", max(counts))
+    else:
+        facts = ask_facts("GPU", 1)
+        gpu_count = sum(1 for d in facts["physical"] if d["type"] == "GPU")
+        if device == "gpu" and gpu_count == 0:
+            raise DoctorError("Received --device=gpu, but TensorFlow sees no GPU; expected "
+                              "--device cpu or auto.")
+        kind = "GPU" if gpu_count else "CPU"
+        counts = replica_counts or default_replica_counts(gpu_count)
+        if kind == "GPU" and max(counts) > gpu_count:
+            raise DoctorError(f"Received --replicas {','.join(map(str, counts))}; this machine "
+                              f"has {gpu_count} GPU(s); expected counts from 1 to {gpu_count}.")
+        if kind == "CPU":  # list the logical devices of the largest count
+            facts = ask_facts("CPU", max(counts))
+    mask = {} if kind == "GPU" else cpu_env
+    probes: list[Probe] = []
+    for r in counts:
+        res = run_probe_processes([[PROBE_MODULE, "local", kind, str(r)]], [mask], timeout_s)[0]
+        probes += collect_local(r, res.lines, ended_as(res.returncode, res.stderr_tail))
+    communications = MWMS_COMMUNICATIONS_CPU
+    if kind == "GPU":
+        communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
+        if not communications:
+            probes.append(Probe("multi_worker_mirrored", "-", MWMS_WORKERS, SKIPPED,
+                                f"needs {MWMS_WORKERS} GPUs, one per local worker",
+                                workers=MWMS_WORKERS))
+    tasks = [Task("worker", i, "chief" if i == 0 else "peer") for i in range(MWMS_WORKERS)]
+    cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
+    platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1)
+    for comm in communications:
+        addresses = [f"127.0.0.1:{p}" for p in free_ports(MWMS_WORKERS)]
+        envs = [cluster_env(tasks, addresses, i, cores, platform, 1) for i in range(MWMS_WORKERS)]
+        results = run_probe_processes(
+            [[PROBE_MODULE, "worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS, envs,
+            timeout_s)
+        probes.append(collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail))
+                                             for r in results]))
+    os_list = gpus.os_gpus()
+    procs, nvml = gpus.gpu_processes()
+    return Report(facts, os_list, procs, nvml, probes,
+                  warnings(facts, os_list, procs, {os.getpid()}, probes))

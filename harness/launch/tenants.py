@@ -1,0 +1,54 @@
+"""Co-tenant cells: T independent worker processes of one cell on the same devices."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from harness.launch.contract import Launch, WorkerOptions
+from harness.launch.process import POLL_S
+from harness.launch.single import run_worker
+from harness.spec.cell import Cell
+
+# ------------------------------------------------------------------------------------------------
+# Co-tenant cells: T independent worker processes of one cell on the same devices
+# ------------------------------------------------------------------------------------------------
+
+def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
+    """Start ``cell.tenants`` worker processes of the cell at once (each with every device of the
+    cell and the host's cores; GPU memory growth is on in every worker), let them meet at a file
+    barrier after their first call, and yield tenant 0's start, then one record that
+    :func:`harness.tenancy.combine` makes of all of them (or the first tenant's failure)."""
+    import threading
+
+    from harness.launch.contract import TENANT_BARRIER_ENV
+    from harness.results.rows import combine
+
+    with tempfile.TemporaryDirectory(prefix="harness-tenants-") as barrier:
+        streams: list[list[dict[str, Any]]] = [[] for _ in range(cell.tenants)]
+
+        def follow(i: int) -> None:
+            launch = Launch(((TENANT_BARRIER_ENV, barrier),), "chief", i, None, 1, True)
+            streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
+
+        threads = [threading.Thread(target=follow, args=(i,), daemon=True)
+                   for i in range(cell.tenants)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(POLL_S)
+    facts = next((ev.get("facts") for ev in streams[0] if ev.get("facts")), None)
+    yield {"event": "start", "cell_id": cell.id, "facts": facts}
+    for i, events in enumerate(streams):
+        failed = next((ev for ev in events if ev["event"] == "failed"), None)
+        if failed is not None or not any(ev["event"] == "record" for ev in events):
+            reason = failed["reason"] if failed else "no record"
+            yield {"event": "failed", "cell_id": cell.id, "facts": facts,
+                   "reason": f"tenant {i} of {cell.tenants}: {reason}"}
+            return
+    records = [next(ev for ev in events if ev["event"] == "record") for events in streams]
+    row, windows = combine([r["row"] for r in records], [r["windows"] for r in records],
+                           cell.effective_batch)
+    yield {"event": "record", "row": row, "windows": windows, "facts": facts}

@@ -1,0 +1,113 @@
+"""The results history: reading it with clear errors, listing its runs, and resolving run references.
+
+A **run reference** (REF) names runs of the history:
+
+- a run id (``20261121T133824Z-e6d583``) or a unique prefix of one;
+- ``latest`` (the newest run), ``previous`` (the one before it);
+- ``last:N``: the N newest runs (when used as a baseline: the N newest before the candidate);
+- a date ``YYYY-MM-DD`` (every run that started that UTC day) or a range ``YYYY-MM-DD..YYYY-MM-DD``
+  (both ends included).
+
+Runs are ordered by their first row's timestamp.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from harness.results.store import read_cells, read_windows
+
+
+class HistoryError(RuntimeError):
+    """The history cannot be read or a reference matches nothing; the message says what to do."""
+
+
+REF_HELP = ("a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
+            "YYYY-MM-DD..YYYY-MM-DD")
+
+
+_DATE = r"\d{4}-\d{2}-\d{2}"
+
+
+def load(results: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, windows) of every run under ``results``; HistoryError naming the problem."""
+    root = Path(results)
+    if not (root / "cells").is_dir() or not any((root / "cells").rglob("*.parquet")):
+        raise HistoryError(f"no results under {root / 'cells'}: run `python -m harness run` first, "
+                           "or pass --results DIR")
+    try:
+        return read_cells(root), read_windows(root)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise HistoryError(f"cannot read the results under {root}: {e}. A file there is corrupt or "
+                           "not a results file; move it away and retry.") from None
+
+
+def runs(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: run_id, start (first timestamp), rows, fingerprints; oldest first."""
+    if cells.empty:
+        return pd.DataFrame(columns=["run_id", "start", "rows", "fingerprints"])
+    grouped = cells.groupby("run_id", sort=False).agg(
+        start=("timestamp", "min"), rows=("cell_id", "size"),
+        fingerprints=("fingerprint", lambda s: tuple(sorted(set(s.dropna())))))
+    return grouped.reset_index().sort_values(["start", "run_id"]).reset_index(drop=True)
+
+
+def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = ()) -> list[str]:
+    """The run ids ``ref`` names, oldest first. With ``before`` (the candidate's runs), ``last:N``,
+    ``latest`` and ``previous`` only look at runs that started before the first of them, and those
+    runs are never included."""
+    ids = list(all_runs["run_id"])
+    starts = dict(zip(all_runs["run_id"], all_runs["start"]))
+    pool = ids
+    if before:
+        first = min(starts[r] for r in before)
+        pool = [r for r in ids if starts[r] < first and r not in before]
+    ref = ref.strip()
+    found: list[str]
+    if ref == "latest":
+        found = pool[-1:]
+    elif ref == "previous":
+        found = pool[-2:-1]
+    elif m := re.fullmatch(r"last:(\d+)", ref):
+        n = int(m.group(1))
+        if n < 1:
+            raise HistoryError(f"Received {ref!r}; expected last:N with N >= 1.")
+        found = pool[-n:]
+    elif m := re.fullmatch(rf"({_DATE})(?:\.\.({_DATE}))?", ref):
+        lo, hi = m.group(1), m.group(2) or m.group(1)
+        found = [r for r in ids if lo <= str(starts[r])[:10] <= hi and r not in before]
+    else:
+        found = [r for r in ids if r == ref] or [r for r in ids if r.startswith(ref)]
+        if len(found) > 1:
+            raise HistoryError(f"Received {ref!r}: it matches {len(found)} runs "
+                               f"({', '.join(found[:3])}, ...); give more of the run id.")
+    if not found:
+        known = ", ".join(ids[-3:]) or "none"
+        raise HistoryError(f"Received {ref!r}: no run matches; expected {REF_HELP}. "
+                           f"Newest runs: {known}.")
+    return found
+
+
+def ok_rows(cells: pd.DataFrame, run_ids: Sequence[str]) -> pd.DataFrame:
+    """Measured rows (status ok, with a throughput) of the given runs."""
+    sel = cells[cells["run_id"].isin(list(run_ids))]
+    return sel[(sel["status"] == "ok") & sel["examples_per_sec"].notna()]
+
+
+def window_rates(windows: pd.DataFrame, run_ids: Sequence[str], cell_id: str) -> list[float]:
+    """The timed windows' throughputs of one cell in the given runs (one row per window: worker 0)."""
+    sel = windows[windows["run_id"].isin(list(run_ids)) & (windows["cell_id"] == cell_id)
+                  & (windows["worker"] == 0)]
+    return [float(x) for x in sel["examples_per_sec"].dropna()]
+
+
+def describe(all_runs: pd.DataFrame, run_ids: Sequence[str]) -> dict[str, Any]:
+    """A short description of a set of runs, for printing."""
+    sel = all_runs[all_runs["run_id"].isin(list(run_ids))]
+    return {"runs": len(sel), "first": str(sel["start"].min()), "last": str(sel["start"].max())}

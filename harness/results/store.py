@@ -1,0 +1,237 @@
+"""The only writer of ``results/``: the schema, atomic append, and reading back.
+
+Layout (append-only; nightly runs accumulate side by side)::
+
+    results/cells/<YYYY-MM-DD>/<run_id>/<seq>.parquet     one row per cell, written as it is measured
+    results/windows/<YYYY-MM-DD>/<run_id>/<seq>.parquet   one row per timed window of that cell
+    results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
+
+Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
+interrupted run never sees half a file. Every file carries the full schema below, so
+``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
+the schema applied (columns added in later versions read as null in older files).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+
+@dataclass(frozen=True)
+class Column:
+    """One documented column: arrow type, unit ("" for none) and meaning."""
+
+    name: str
+    type: pa.DataType
+    unit: str
+    doc: str
+
+
+S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+
+
+CELL_COLUMNS: tuple[Column, ...] = (
+    # identity
+    Column("run_id", S, "", "Id of the `python -m harness run` invocation (UTC start time + random suffix)."),
+    Column("timestamp", S, "ISO 8601 UTC", "When the row was written."),
+    Column("suite_version", S, "", "harness version and git commit of the suite that measured."),
+    Column("cell_id", S, "", "Stable id of the cell: model/strategy[option]/rRwW[pP][tT]/bB/accK/loop/speS/precision/data/scaling (pP: ps tasks, parameter_server only; tT: co-tenant processes, more than one only; gbB instead of bB for strong scaling)."),
+    # the cell
+    Column("model", S, "", "cnn (Conv32-Pool-Conv64-Pool-Flatten-Dense10) or dense (784-128-10)."),
+    Column("data", S, "", "synthetic (fixed-seed pool, pre-batched, repeated) or mnist (the real training split)."),
+    Column("strategy", S, "", "default, one_device, mirrored, central_storage, multi_worker_mirrored or parameter_server."),
+    Column("cross_device_ops", S, "", "Requested all-reduce for mirrored (auto, nccl, hierarchical_copy, reduction_to_one_device); none elsewhere."),
+    Column("communication", S, "", "Requested collective implementation for multi_worker_mirrored (auto, ring, nccl); none elsewhere."),
+    Column("effective_cross_device_ops", S, "", "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies without one."),
+    Column("replicas", I, "devices", "Replicas per worker."),
+    Column("workers", I, "processes", "Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the ps tasks)."),
+    Column("ps", I, "processes", "Parameter-server tasks holding the variables (parameter_server; 0 elsewhere)."),
+    Column("tenants", I, "processes", "Independent training processes of this cell run at once on the same devices (co-tenancy; 1 = alone). With more than one, examples_per_sec is their aggregate."),
+    Column("per_replica_batch", I, "examples", "Examples per replica per micro-step."),
+    Column("global_batch", I, "examples", "Examples per micro-step over all replicas and workers = per_replica_batch x replicas x workers (parameter_server: one update on every worker)."),
+    Column("accum_steps", I, "micro-batches", "Micro-batches per optimizer update: each replica sums their gradients locally, then one cross-replica reduction and one optimizer step."),
+    Column("effective_batch", I, "examples", "Examples per optimizer update = per_replica_batch x replicas x workers x accum_steps; parameter_server, where each worker updates on its own: per_replica_batch x replicas x accum_steps."),
+    Column("loop", S, "", "ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution updates; fit: Keras model.fit(steps_per_execution=...) with the suite's train step (same update as ctl)."),
+    Column("steps_per_execution", I, "updates", "Optimizer updates per tf.function call (per train_function call in fit)."),
+    Column("precision", S, "", "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16."),
+    Column("scaling", S, "", "weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline."),
+    Column("jit_compile", B, "", "Whether the training function was XLA-compiled (always false so far)."),
+    Column("optimizer", S, "", "Optimizer and its settings."),
+    Column("learning_rate", F, "", "Optimizer learning rate."),
+    # outcome
+    Column("status", S, "", "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed (crashed or timed out), invalid (ran, but an integrity check failed)."),
+    Column("reason", S, "", "Why the row is not ok (empty when ok)."),
+    # measurement
+    Column("examples_per_sec", F, "examples/s", "Median over the repeats of window_steps x effective_batch / window_seconds: global examples count every replica, worker and micro-batch."),
+    Column("examples_per_sec_ci_low", F, "examples/s", "Lower end of the 95% percentile-bootstrap CI of that median (10,000 resamples of the window throughputs)."),
+    Column("examples_per_sec_ci_high", F, "examples/s", "Upper end of the same CI."),
+    Column("cv", F, "1", "Coefficient of variation of the window throughputs: sample std / mean."),
+    Column("window_steps", I, "updates", "Optimizer updates per timed window, calibrated so a window lasts about window_target_s."),
+    Column("window_target_s", F, "s", "Target length of a timed window."),
+    Column("repeats", I, "windows", "Timed windows per cell (all raw times are in results/windows)."),
+    Column("warmup_windows", I, "windows", "Untimed windows run after the first call and before timing."),
+    Column("startup_s", F, "s", "Building strategy, model, optimizer and input pipeline; not in throughput."),
+    Column("compile_s", F, "s", "First tf.function call: tracing, graph optimisation and its first steps_per_execution steps; not in throughput."),
+    Column("scaling_efficiency", F, "1", "examples_per_sec / (replicas x workers x baseline examples_per_sec); baseline: the 1-device cell of the same configuration in the same run (same per-replica batch for weak, same global batch for strong)."),
+    Column("baseline_cell_id", S, "", "cell_id of that baseline (empty when none was measured in the run)."),
+    Column("flops_per_example", I, "FLOP", "Analytic training FLOPs per example: forward + weight gradients + input gradients (none for the first layer) of convolutions and matmuls, 2 FLOPs per multiply-add."),
+    Column("optimizer_updates_per_sec", F, "updates/s", "examples_per_sec / effective_batch."),
+    Column("allreduces_per_update", F, "reductions", "Cross-replica reductions per optimizer update, counted: every top-level reduce/batch_reduce call of the strategy's cross-device ops traced into the update's graph (micro-batch phase x accum_steps). 0 where none is made: one device (default, one_device, or mirrored with one replica, whose reduce TensorFlow skips)."),
+    Column("allreduces_per_example", F, "reductions/example", "allreduces_per_update / effective_batch."),
+    Column("straggler_ratio", F, "1", "Slowest over fastest worker by median own window time (start barrier to the worker's own host sync); 1.0 with one worker. parameter_server (asynchronous): the busiest worker's updates over the idlest's in the timed windows (inf: a worker ran none)."),
+    Column("updates_run", I, "updates", "Optimizer updates the loop ran in the cell (first call, calibration, warm-up and timed windows), counted by the caller of the training function (the coordinator under parameter_server)."),
+    Column("optimizer_iterations", I, "updates", "optimizer.iterations at the end of the cell: equal to updates_run (checked) for synchronous strategies; lower under parameter_server, where Keras 3 increments it by a read then an assign on the ps and concurrent workers lose increments (the weight updates themselves are atomic assign_sub ops)."),
+    Column("cores_per_worker", I, "cores", "Cores each worker (and ps task) was given: TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS = host_cores // (workers + ps) for local multi-worker cells; the whole host otherwise."),
+    Column("oversubscribed", B, "", "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells (each tenant gets every core): the figure was measured on shared cores (the parameter-server coordinator is not counted)."),
+    Column("hosts", I, "machines", "Distinct machines the workers ran on (1 for local processes)."),
+    Column("tenant_examples_per_sec_min", F, "examples/s", "Co-tenancy: the slowest tenant's median window throughput (equals examples_per_sec with one tenant)."),
+    Column("tenant_examples_per_sec_max", F, "examples/s", "Co-tenancy: the fastest tenant's median window throughput."),
+    Column("tenant_share_min", F, "1", "Co-tenancy: the slowest tenant's median / the aggregate examples_per_sec (1/tenants is a fair split; 1.0 with one tenant)."),
+    Column("cotenancy_ratio", F, "1", "Aggregate examples_per_sec with this many tenants / examples_per_sec of the same cell alone (tenants 1) in the same run: 1.0 means sharing the devices costs nothing in aggregate; per tenant it is cotenancy_ratio / tenants. Null with one tenant or without that row."),
+    Column("peak_flops_per_sec", F, "FLOP/s", "Best measured rate of distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in the precision's compute dtype on one device, times device_count; measured in the same worker process (the chief; null for parameter_server on GPUs, whose coordinator has no GPU)."),
+    Column("mfu", F, "1", "examples_per_sec x flops_per_example / peak_flops_per_sec."),
+    Column("energy_j_per_example", F, "J/example", "GPU energy (NVML total-energy counters of the cell's GPUs, where pynvml and the driver provide them) over the whole measurement (first call, calibration, warm-up and timed windows) / the examples it trained; null on CPU, for multi-process cells and without NVML."),
+    Column("final_loss", F, "", "Loss of the last optimizer update of the last timed window (mean over the update's effective batch)."),
+    Column("weights_digest", S, "", "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests mean bitwise-equal weights."),
+    # where
+    Column("device_kind", S, "", "GPU or CPU."),
+    Column("device_name", S, "", "GPU model, or CPU model for CPU runs."),
+    Column("device_count", I, "devices", "Physical devices the replicas ran on: GPUs, or for CPU cells one per host (logical CPU devices and local workers share one CPU)."),
+    Column("logical_devices", B, "", "True when several replicas share one host's CPU (logical CPU devices, or local worker processes): extra replicas add no compute."),
+    Column("host_cpu", S, "", "CPU model name."),
+    Column("host_cores", I, "cores", "Logical cores the OS reports."),
+    Column("intra_op_threads", I, "threads", "tf.config.threading intra-op setting (0 = TensorFlow's default, one per core)."),
+    Column("inter_op_threads", I, "threads", "tf.config.threading inter-op setting (0 = default)."),
+    Column("tf_version", S, "", "TensorFlow version."),
+    Column("keras_version", S, "", "Keras version."),
+    Column("python_version", S, "", "Python version."),
+    Column("build_info", S, "JSON", "CUDA/cuDNN/ROCm versions TensorFlow was built with, the NVIDIA driver, and whether TensorFlow runs float32 matmuls as TF32 on GPUs (tensor_float_32: then the float32 peak and mfu are against TF32)."),
+    Column("env", S, "JSON", "TF_*, NCCL_*, OMP_*, KMP_*, CUDA/HIP_VISIBLE_DEVICES and XLA_FLAGS of the worker."),
+    Column("fingerprint", S, "", "Hash of the stable hardware and software facts above: rows with equal fingerprints are comparable over time."),
+)
+
+
+WINDOW_COLUMNS: tuple[Column, ...] = (
+    Column("run_id", S, "", "As in the cells table."),
+    Column("cell_id", S, "", "As in the cells table."),
+    Column("worker", I, "", "Worker index (0 for single-process strategies; one row per worker and window otherwise); for co-tenant cells the tenant index, each tenant's own windows."),
+    Column("repeat", I, "", "0-based index of the timed window."),
+    Column("window_steps", I, "updates", "Optimizer updates in the window."),
+    Column("window_s", F, "s", "Wall time of the window: from the previous host sync to this window's host sync (single process), or between the cross-worker barriers around it (multi-worker: the same for every worker)."),
+    Column("worker_s", F, "s", "This worker's own time in the window: from the start barrier to its own host sync (equals window_s in a single process; null under parameter_server)."),
+    Column("worker_updates", I, "updates", "parameter_server: the updates this worker ran in the window (they sum to window_steps); null elsewhere."),
+    Column("examples", I, "examples", "Global examples processed in the window (all replicas, workers and micro-batches)."),
+    Column("examples_per_sec", F, "examples/s", "examples / window_s."),
+)
+
+
+def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    return pa.schema([pa.field(c.name, c.type) for c in columns])
+
+
+CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
+
+
+WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
+
+
+def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    unknown = {k for r in rows for k in r} - set(schema.names)
+    if unknown:
+        raise KeyError(f"columns not in the documented schema: {sorted(unknown)}")
+    return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
+
+
+def write_atomic(table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for everyone who can read the folder
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where one run's files go under a results root."""
+
+    root: Path
+    date: str
+    run_id: str
+
+    def folder(self, table: str) -> Path:
+        return self.root / table / self.date / self.run_id
+
+    def write(self, seq: int, row: Mapping[str, Any], windows: Sequence[Mapping[str, Any]]) -> Path:
+        """Append one cell's row (and its windows) as file number ``seq``; returns the row's path."""
+        name = f"{seq:05d}.parquet"
+        if windows:
+            write_atomic(_table(windows, WINDOW_SCHEMA), self.folder("windows") / name)
+        path = self.folder("cells") / name
+        write_atomic(_table([row], CELL_SCHEMA), path)
+        return path
+
+
+_NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
+"""Integers and booleans stay integers and booleans when some rows hold nulls."""
+
+
+def _read(root: Path, schema: pa.Schema) -> Any:
+    files = sorted(p for p in root.rglob("*.parquet") if not p.name.startswith("."))
+    if not files:
+        return schema.empty_table().to_pandas(types_mapper=_NULLABLE.get)
+    table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table()
+    return table.to_pandas(types_mapper=_NULLABLE.get)
+
+
+def read_cells(results: str | Path) -> Any:
+    """Every cell row under ``results/cells`` as a pandas DataFrame (documented schema)."""
+    return _read(Path(results) / "cells", CELL_SCHEMA)
+
+
+def read_windows(results: str | Path) -> Any:
+    """Every window row under ``results/windows`` as a pandas DataFrame."""
+    return _read(Path(results) / "windows", WINDOW_SCHEMA)
+
+
+def schema_markdown() -> str:
+    """The column tables of results/README.md, generated from the schema above."""
+    out = []
+    for title, cols in (("cells", CELL_COLUMNS), ("windows", WINDOW_COLUMNS)):
+        out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
+        out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
+        out.append("")
+    return "\n".join(out)
+
+
+README_MARKER = "## Columns\n"
+
+
+def update_readme(path: str | Path) -> None:
+    """Rewrite the column tables of results/README.md (everything after README_MARKER)."""
+    p = Path(path)
+    head = p.read_text().split(README_MARKER)[0]
+    p.write_text(head + README_MARKER + "\n" + schema_markdown())
+
+
+if __name__ == "__main__":  # python -m harness.results.store results/README.md
+    import sys
+
+    update_readme(sys.argv[1])

@@ -1,0 +1,120 @@
+"""The :class:`Cell`: one fully specified measurement, its derived sizes and its stable id. Pure data."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from harness.spec.axes import AXES, PARAMETER_SERVER
+
+# --------------------------------------------------------------------------------------------------
+# Cell, protocol, platform
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fully specified measurement. ``batch`` is per replica (weak) or global (strong), examples."""
+
+    model: str = "cnn"
+    data: str = "synthetic"
+    strategy: str = "mirrored"
+    cross_device_ops: str = "auto"
+    communication: str = "auto"
+    replicas: int = 1
+    workers: int = 1
+    ps: int = 1
+    batch: int = 64
+    accum_steps: int = 1
+    loop: str = "ctl"
+    steps_per_execution: int = 10
+    precision: str = "float32"
+    scaling: str = "weak"
+    tenants: int = 1
+
+    def __post_init__(self) -> None:
+        """Collapse axes that mean nothing here, so equal measurements have equal ids: cross-device
+        ops exist only for mirrored, replicas only for multi-device strategies, and on one device
+        weak and strong scaling are the same measurement."""
+        for axis in AXES:
+            if axis.applies_to and self.strategy not in axis.applies_to:
+                object.__setattr__(self, axis.name, axis.inapplicable)
+        if self.devices == 1:
+            object.__setattr__(self, "scaling", "weak")
+
+    @property
+    def devices(self) -> int:
+        """Replicas in sync across all workers."""
+        return self.replicas * self.workers
+
+    @property
+    def processes(self) -> int:
+        """Processes the cell runs as: a coordinator, the workers and the ps tasks under
+        parameter_server; one per worker otherwise."""
+        return self.workers + self.ps + 1 if self.strategy == PARAMETER_SERVER else self.workers
+
+    @property
+    def replicas_in_sync(self) -> int:
+        """Replicas that share each optimizer update: every device, except under parameter_server,
+        where each worker updates the variables on its own (asynchronously) with its own replicas."""
+        return self.replicas if self.strategy == PARAMETER_SERVER else self.devices
+
+    @property
+    def global_batch(self) -> int:
+        """Examples per micro-step across all replicas and workers (under parameter_server: one
+        update on every worker)."""
+        return self.batch if self.scaling == "strong" else self.batch * self.devices
+
+    @property
+    def effective_batch(self) -> int:
+        """Examples per optimizer update: per_replica_batch x replicas_in_sync x accum_steps
+        (= global_batch x accum_steps for synchronous strategies)."""
+        if self.strategy == PARAMETER_SERVER:
+            return self.per_replica_batch * self.replicas_in_sync * self.accum_steps
+        return self.global_batch * self.accum_steps
+
+    @property
+    def per_replica_batch(self) -> int:
+        """Examples per replica per micro-step (floor for a strong batch that does not divide)."""
+        return self.batch // self.devices if self.scaling == "strong" else self.batch
+
+    @property
+    def id(self) -> str:
+        """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``.
+
+        The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
+        Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
+        their tenant count: ``r2w1t2``.
+        """
+        strategy = self.strategy
+        for option in (self.cross_device_ops, self.communication):
+            if option != "none":
+                strategy += f"[{option}]"
+        return "/".join((
+            self.model, strategy, self._topology_id(), self._batch_id(),
+            f"acc{self.accum_steps}", self.loop, f"spe{self.steps_per_execution}", self.precision,
+            self.data, self.scaling,
+        ))
+
+    def _topology_id(self) -> str:
+        return (f"r{self.replicas}w{self.workers}" + (f"p{self.ps}" if self.ps else "")
+                + (f"t{self.tenants}" if self.tenants > 1 else ""))
+
+    def _batch_id(self) -> str:
+        """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
+        return f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}"
+
+    @property
+    def topology(self) -> tuple[int, int]:
+        """(workers, replicas, tenants): cells run in this order, 1-device cells (the baselines)
+        first, each alone before it shares its devices."""
+        return (self.workers, self.replicas, self.tenants)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Cell":
+        """From :meth:`to_dict` output; axes added later take their defaults."""
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})

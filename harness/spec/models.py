@@ -1,0 +1,54 @@
+"""MODELS registry: name -> how to build the Keras model and its analytic training FLOPs.
+
+FLOPs count the multiply-adds of convolutions and matmuls (2 FLOPs each); biases, activations,
+pooling, the loss and the optimizer update are not counted. Training FLOPs per example are the
+forward pass plus the backward pass: weight gradients for every layer (same FLOPs as its forward)
+and input gradients for every layer except the first (the input needs no gradient).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INPUT_SHAPE = (28, 28, 1)
+
+
+NUM_CLASSES = 10
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A FLOP-bearing layer: forward FLOPs per example."""
+
+    name: str
+    forward_flops: int
+
+
+def conv2d_flops(h: int, w: int, c_in: int, c_out: int, k: int) -> tuple[int, int, int]:
+    """FLOPs per example of a 'valid' stride-1 k x k convolution, and its output height and width."""
+    h_out, w_out = h - k + 1, w - k + 1
+    return 2 * k * k * c_in * c_out * h_out * w_out, h_out, w_out
+
+
+def dense_flops(n_in: int, n_out: int) -> int:
+    """FLOPs per example of a dense layer (a matmul of one example)."""
+    return 2 * n_in * n_out
+
+
+def cnn_layers() -> list[Layer]:
+    """Conv32(3x3)-Pool(2)-Conv64(3x3)-Pool(2)-Flatten-Dense10 on 28x28x1."""
+    f1, h, w = conv2d_flops(28, 28, 1, 32, 3)
+    h, w = h // 2, w // 2
+    f2, h, w = conv2d_flops(h, w, 32, 64, 3)
+    h, w = h // 2, w // 2
+    return [Layer("conv32", f1), Layer("conv64", f2), Layer("dense10", dense_flops(h * w * 64, 10))]
+
+
+def dense_layers() -> list[Layer]:
+    """Flatten-Dense128-Dense10 on 784 inputs."""
+    return [Layer("dense128", dense_flops(784, 128)), Layer("dense10", dense_flops(128, 10))]
+
+
+def training_flops(layers: list[Layer]) -> int:
+    """Forward + weight-gradient + input-gradient FLOPs per example (no input gradient for layer 0)."""
+    return sum((2 if i == 0 else 3) * layer.forward_flops for i, layer in enumerate(layers))

@@ -1,0 +1,112 @@
+"""Combinations TensorFlow cannot run correctly here: a registry of pure rules, each a function
+``(Cell, Platform) -> reason or None``. An unsupported cell is kept and reported with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.spec.axes import MULTI_WORKER_STRATEGIES, PARAMETER_SERVER
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform
+
+# --------------------------------------------------------------------------------------------------
+# Unsupported combinations: a registry of pure rules
+# --------------------------------------------------------------------------------------------------
+
+Rule = Callable[[Cell, Platform], "str | None"]
+
+
+def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
+    if cell.replicas > platform.max_replicas:
+        what = (f"{platform.gpu_count} GPU(s)" if platform.device_kind == "gpu"
+                else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
+        return f"needs {cell.replicas} replicas; this machine offers {what}"
+    return None
+
+
+def _nccl_on_cpu(cell: Cell, platform: Platform) -> str | None:
+    if cell.cross_device_ops == "nccl" and platform.device_kind == "cpu":
+        return ("NcclAllReduce has no CPU kernel: the first all-reduce fails with "
+                "\"No OpKernel was registered to support Op 'NcclAllReduce'\"")
+    return None
+
+
+def _hierarchical_copy_odd(cell: Cell, platform: Platform) -> str | None:
+    if cell.cross_device_ops == "hierarchical_copy" and cell.replicas > 1 and cell.replicas % 2:
+        return (f"HierarchicalCopyAllReduce returns wrong sums with an odd replica count "
+                f"({cell.replicas}): it drops the last replica (all-reduce of 1+2+3 gives 3)")
+    return None
+
+
+def _central_storage_fp16(cell: Cell, platform: Platform) -> str | None:
+    if cell.strategy == "central_storage" and cell.precision == "mixed_float16":
+        return "CentralStorageStrategy fails with the mixed_float16 loss-scale optimizer"
+    return None
+
+
+def _strong_batch_divides(cell: Cell, platform: Platform) -> str | None:
+    if cell.scaling == "strong" and cell.batch % cell.devices:
+        return (f"strong scaling: global batch {cell.batch} does not divide over "
+                f"{cell.devices} replicas")
+    return None
+
+
+def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
+    if (cell.loop == "fit" and cell.strategy == "mirrored" and cell.cross_device_ops == "auto"
+            and cell.replicas > 1 and cell.steps_per_execution > 1):
+        return ("Keras fit with steps_per_execution > 1 runs each step under a tf.cond inside a "
+                "while loop; MirroredStrategy's collective all-reduce there fails (\"You must feed a "
+                "value for placeholder tensor ...cond/Placeholder\"): use steps_per_execution 1 or "
+                "another cross-device op")
+    return None
+
+
+def _multi_worker_cpu_one_device(cell: Cell, platform: Platform) -> str | None:
+    if cell.strategy in MULTI_WORKER_STRATEGIES and platform.device_kind == "cpu" and cell.replicas > 1:
+        return (f"a CPU worker of {cell.strategy} uses exactly one device (logical CPU devices are "
+                "ignored): use replicas 1 and more workers")
+    return None
+
+
+def _fit_multi_worker_mirrored(cell: Cell, platform: Platform) -> str | None:
+    return ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
+            "(PerReplica...)\", keras#20585): use the ctl loop")
+
+
+def _fit_parameter_server(cell: Cell, platform: Platform) -> str | None:
+    return ("Keras 3 fit does not support ParameterServerStrategy (keras#18624): use the ctl loop, "
+            "which schedules steps through tf.distribute.coordinator.ClusterCoordinator")
+
+
+_FIT_UNSUPPORTED: dict[str, Rule] = {
+    "multi_worker_mirrored": _fit_multi_worker_mirrored,
+    PARAMETER_SERVER: _fit_parameter_server,
+}
+
+
+def _multi_worker_fit(cell: Cell, platform: Platform) -> str | None:
+    rule = _FIT_UNSUPPORTED.get(cell.strategy)
+    return rule(cell, platform) if rule and cell.loop == "fit" else None
+
+
+def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
+    if cell.communication == "nccl" and platform.device_kind == "cpu":
+        return "NCCL collectives need GPUs"
+    return None
+
+
+UNSUPPORTED_RULES: tuple[Rule, ...] = (
+    _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _central_storage_fp16,
+    _strong_batch_divides, _fit_collective_multi_step, _multi_worker_cpu_one_device,
+    _multi_worker_fit, _nccl_communication_on_cpu,
+)
+
+
+def unsupported_reason(cell: Cell, platform: Platform) -> str | None:
+    """Why TensorFlow cannot run ``cell`` correctly on ``platform``, or None if it can."""
+    for rule in UNSUPPORTED_RULES:
+        reason = rule(cell, platform)
+        if reason:
+            return reason
+    return None

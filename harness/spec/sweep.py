@@ -1,0 +1,98 @@
+"""Sweeps as data: a :class:`Sweep` is a named union of grids, :func:`expand` (pure) turns it into cells."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import SpecError
+from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_MAX
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+
+# --------------------------------------------------------------------------------------------------
+# Sweeps and expansion
+# --------------------------------------------------------------------------------------------------
+
+
+def _default_axis_values() -> dict[str, tuple[Any, ...]]:
+    return {a.name: (a.default,) for a in AXES}
+
+
+Grid = tuple[tuple[str, tuple[Any, ...]], ...]
+"""Axis name -> values; axes left out take their default. Its cells are the product."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A named union of grids (usually one); the cell set is the union of their products."""
+
+    name: str
+    description: str
+    grids: tuple[Grid, ...] = ((),)
+    protocol: Protocol = field(default_factory=Protocol)
+
+    def grid_values(self) -> list[dict[str, tuple[Any, ...]]]:
+        """Every axis's values, grid by grid (defaults filled in)."""
+        return [{**_default_axis_values(), **dict(grid)} for grid in self.grids]
+
+    def values(self) -> dict[str, tuple[Any, ...]]:
+        """Every value each axis takes in any grid, in first-seen order."""
+        merged: dict[str, tuple[Any, ...]] = {}
+        for grid in self.grid_values():
+            for name, vals in grid.items():
+                merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *vals)))
+        return merged
+
+    def with_axes(self, overrides: dict[str, tuple[Any, ...]]) -> "Sweep":
+        """A copy with some axes replaced in every grid (the CLI's explicit axis flags)."""
+        grids = tuple(tuple({**dict(g), **overrides}.items()) for g in self.grids)
+        return dataclasses.replace(self, grids=tuple(dict.fromkeys(grids)))
+
+
+def _check_axes(axes: dict[str, Sequence[Any]]) -> Grid:
+    checked: list[tuple[str, tuple[Any, ...]]] = []
+    for axis_name, values in axes.items():
+        if axis_name not in AXIS_BY_NAME:
+            raise SpecError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
+        axis = AXIS_BY_NAME[axis_name]
+        checked.append((axis_name, tuple(axis.check(v) for v in values)))
+    return tuple(checked)
+
+
+def make_sweep(name: str, description: str, protocol: Protocol | None = None,
+               **axes: Sequence[Any]) -> Sweep:
+    """A one-grid Sweep from keyword axes, checking every value (SpecError on a bad one)."""
+    return Sweep(name, description, (_check_axes(axes),), protocol or Protocol())
+
+
+def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep) -> Sweep:
+    """The union of several sweeps' grids, as one named sweep."""
+    return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
+
+
+def _replica_values(values: Iterable[Any], platform: Platform) -> list[int]:
+    out: list[int] = []
+    for v in values:
+        out.extend(range(1, platform.max_replicas + 1) if v == REPLICAS_TO_MAX else [v])
+    return out
+
+
+def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
+    """Every distinct cell of the sweep, in a stable order (topologies grouped, 1 replica first).
+
+    Axes that do not apply to a strategy collapse (see :meth:`Cell.__post_init__`), so ``default``
+    with replicas ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
+    """
+    names = [a.name for a in AXES]
+    seen: dict[str, Cell] = {}
+    for values in sweep.grid_values():
+        values["replicas"] = tuple(_replica_values(values["replicas"], platform))
+        for combo in itertools.product(*(values[n] for n in names)):
+            cell = Cell(**dict(zip(names, combo)))
+            seen.setdefault(cell.id, cell)
+    order = {cell_id: i for i, cell_id in enumerate(seen)}
+    return sorted(seen.values(), key=lambda c: (c.topology, order[c.id]))

@@ -1,0 +1,391 @@
+"""LOOPS registry: training loops around one shared replica update with gradient accumulation.
+
+One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples on each replica:
+each replica sums the k micro-batch gradients locally, then ``optimizer.apply_gradients`` performs the
+update's one cross-replica reduction (Keras's TF optimizer all-reduces the gradients) and one optimizer
+step. The input pipeline yields ``k x global_batch`` examples per update, so replica r sees the same
+examples as it would in one step on ``k x per_replica_batch``: k micro-batches of b are the same
+arithmetic as one batch of k*b (up to float summation order). The loss of each micro-batch is divided
+by the effective global batch (``global_batch x k``), never by the replica count again.
+
+Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)``, where ``input_fn(examples)``
+returns an infinite dataset of batches of that many examples, and returns a :class:`Trainer`:
+``run(steps)`` trains ``steps`` updates (a multiple of steps_per_execution) and returns the last
+update's loss as a float, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of
+``steps`` updates and returns their durations, each ending in a host sync, without adding any other
+sync.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.spec.axes import PARAMETER_SERVER
+from harness.spec.cell import Cell
+from harness.worker.build.strategies import distribute
+
+
+@dataclass
+class ReductionCounter:
+    """Counts the cross-replica reductions a strategy emits, by wrapping its cross-device ops.
+
+    Counting happens while TensorFlow traces: every top-level ``reduce``/``batch_reduce``
+    implementation call made while tracing an update is one reduction in the graph of that update
+    (micro-batch phase counts k times, since its traced body runs k times). ``updates_traced`` counts
+    traced update bodies, so retracing does not inflate the result; MirroredStrategy traces the
+    replica function once per local replica but merges (and reduces) once, hence ``local_replicas``.
+    """
+
+    phase: str = "other"
+    calls: dict[str, int] = field(default_factory=lambda: {"micro": 0, "apply": 0, "other": 0})
+    updates_traced: int = 0
+    local_replicas: int = 1
+    _depth: int = 0
+
+    def attach(self, strategy: Any) -> "ReductionCounter":
+        try:
+            self.local_replicas = len(strategy.extended.worker_devices)
+        except (RuntimeError, AttributeError, ValueError):
+            # the default strategy (one device, no device list to ask); a parameter-server
+            # coordinator, whose update runs on one worker's replicas
+            self.local_replicas = strategy.num_replicas_in_sync
+        ops = getattr(strategy.extended, "_cross_device_ops", None)
+        if ops is None:  # default / one-device strategies: nothing to reduce across
+            return self
+        for name in ("reduce_implementation", "batch_reduce_implementation"):
+            setattr(ops, name, self._wrap(getattr(ops, name)))
+        return self
+
+    def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if self._depth == 0:
+                self.calls[self.phase] += 1
+            self._depth += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth -= 1
+        return counted
+
+    def per_update(self, accum_steps: int) -> float | None:
+        """Cross-replica reductions per optimizer update; None before any update was traced."""
+        if not self.updates_traced:
+            return None
+        updates = self.updates_traced / self.local_replicas
+        return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates
+
+
+def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
+                counter: ReductionCounter) -> Callable[[Any, Any], Any]:
+    """The replica function of one update on a (k x per_replica_batch)-example slice.
+
+    Returns this replica's share of the update's loss (summing shares over replicas gives the mean
+    over the effective global batch).
+    """
+    import keras
+    import tensorflow as tf
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+    k = cell.accum_steps
+    effective_batch = cell.effective_batch
+    variables = model.trainable_variables
+
+    def micro(x: Any, y: Any) -> tuple[Any, list[Any]]:
+        counter.phase = "micro"
+        with tf.GradientTape() as tape:
+            logits = tf.cast(model(x, training=True), tf.float32)
+            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=effective_batch)
+            scaled = optimizer.scale_loss(loss)
+        return loss, tape.gradient(scaled, variables)
+
+    def update(x: Any, y: Any) -> Any:
+        counter.updates_traced += 1
+        if k == 1:
+            loss, grads = micro(x, y)
+        else:  # an explicit while loop: Keras's fit traces train_step with AutoGraph off
+            xs = tf.reshape(x, [k, -1, *x.shape[1:]])
+            ys = tf.reshape(y, [k, -1])
+
+            def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
+                loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))
+                return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i)]
+
+            zeros = [tf.zeros_like(v) for v in variables]  # micro is traced once, in the body
+            _, loss, grads = tf.while_loop(lambda i, *_: i < k, body,
+                                           (tf.constant(0), tf.constant(0.0), zeros))
+        counter.phase = "apply"
+        optimizer.apply_gradients(zip(grads, variables))
+        counter.phase = "other"
+        return loss
+
+    return update
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """A ready training loop. ``run(steps) -> last loss``; ``windows(steps, n) -> (seconds, loss)``.
+
+    With several workers, ``per_worker`` holds after ``windows`` each worker's own seconds per
+    window (from its start barrier to its own host sync), gathered from every worker.
+    """
+
+    run: Callable[[int], float]
+    windows: Callable[[int, int], tuple[list[float], float]]
+    counter: ReductionCounter
+    per_worker: list[list[float]] = field(default_factory=list)
+    agree: Callable[[int], int] = lambda value: value
+    """Every worker's copy of the chief's value (workers must agree on a window length)."""
+    updates: list[int] = field(default_factory=lambda: [0])
+    """``updates[0]``: optimizer updates run so far, counted by the caller of the training function
+    (the coordinator under parameter_server)."""
+    updates_by_worker: list[list[int]] = field(default_factory=list)
+    """Parameter server: updates each worker ran in each window of the last ``windows`` call."""
+
+
+def _check_steps(steps: int, spe: int) -> None:
+    if steps <= 0 or steps % spe:
+        raise ValueError(f"steps={steps} must be a positive multiple of steps_per_execution={spe}")
+
+
+def timed_windows(run: Callable[[int], float], steps: int, n: int,
+                  clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
+    """n windows of ``run(steps)``; each ends with run's host sync, which bounds the next start."""
+    seconds: list[float] = []
+    loss = float("nan")
+    for _ in range(n):
+        t0 = clock()
+        loss = run(steps)
+        seconds.append(clock() - t0)
+    return seconds, loss
+
+
+def _cross_worker_sum(strategy: Any, values: Any) -> Any:
+    """Sum a float32 vector over all workers (each worker's local replicas share its value)."""
+    import tensorflow as tf
+
+    local = len(strategy.extended.worker_devices)
+    mine = tf.constant(values, tf.float32) / local
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(mine)),
+                           axis=None).numpy()
+
+
+def worker_rank(strategy: Any) -> int:
+    """This worker's rank among a MultiWorkerMirrored cluster's training tasks: a ``chief`` task (if
+    the cluster has one) is 0 and worker i is i + 1; otherwise worker i is i."""
+    resolver = strategy.cluster_resolver
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    if resolver.task_type == "chief":
+        return 0
+    return resolver.task_id + (1 if has_chief else 0)
+
+
+def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: int,
+                    workers: int, per_worker: list[list[float]],
+                    clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
+    """n windows bounded by cross-worker barriers: every worker starts a window together, and a
+    window ends when the slowest worker's host sync is done, so ``window_steps x effective_batch``
+    global examples are counted over one common window. Each worker's own time (start barrier to
+    its own sync) is gathered from every worker into ``per_worker``."""
+    import numpy as np
+
+    def barrier() -> None:
+        _cross_worker_sum(strategy, [1.0])
+
+    common: list[float] = []
+    own: list[float] = []
+    loss = float("nan")
+    for _ in range(n):
+        barrier()
+        t0 = clock()
+        loss = run(steps)
+        own.append(clock() - t0)
+        barrier()
+        common.append(clock() - t0)
+    index = worker_rank(strategy)
+    slots = np.zeros(workers * n, np.float32)
+    slots[index * n:(index + 1) * n] = own
+    gathered = _cross_worker_sum(strategy, slots)
+    per_worker[:] = [list(map(float, gathered[w * n:(w + 1) * n])) for w in range(workers)]
+    return common, loss
+
+
+def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int) -> Callable[[Any], Any]:
+    """One training-function call: steps_per_execution updates in an in-graph loop; returns the
+    last update's loss (summed over replicas)."""
+    import tensorflow as tf
+
+    def execution(iterator: Any) -> Any:
+        if spe > 1:  # (a Python branch: no empty while loop in the graph when spe is 1)
+            for _ in tf.range(spe - 1):
+                strategy.run(update, args=next(iterator))
+        last = strategy.run(update, args=next(iterator))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
+
+    return execution
+
+
+def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+              cell: Cell) -> Trainer:
+    """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
+    steps_per_execution updates; only the last update's loss is reduced across replicas.
+    Under parameter_server the same function is scheduled through a ClusterCoordinator
+    (:func:`build_coordinated`)."""
+    import tensorflow as tf
+
+    if cell.strategy == PARAMETER_SERVER:
+        return build_coordinated(strategy, model, optimizer, input_fn, cell)
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+    execution = tf.function(_execution(strategy, update, spe), jit_compile=False)
+    iterator = iter(distribute(strategy, input_fn(cell.effective_batch), cell))
+    updates = [0]
+
+    def run(steps: int) -> float:
+        _check_steps(steps, spe)
+        loss = None
+        for _ in range(steps // spe):
+            loss = execution(iterator)
+        updates[0] += steps
+        return float(loss)
+
+    if cell.workers > 1:
+        per_worker: list[list[float]] = []
+
+        def chiefs(value: int) -> int:
+            mine = float(value) if worker_rank(strategy) == 0 else 0.0
+            return int(round(_cross_worker_sum(strategy, [mine])[0]))
+
+        return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers,
+                                                             per_worker),
+                       counter, per_worker, chiefs, updates)
+    return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates)
+
+
+def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+                      cell: Cell) -> Trainer:
+    """Parameter-server loop: the coordinator schedules training-function calls (steps_per_execution
+    updates each) on whichever worker is free, through ``ClusterCoordinator.schedule``, and a window
+    of ``steps`` updates ends when ``coordinator.join()`` returns and the last loss is fetched.
+    Updates are asynchronous, so they are counted here, at the coordinator. Each worker reads its
+    own copy of the input pipeline (per-replica batches of per_replica_batch x accum_steps).
+
+    Each call also returns the index of the worker that ran it: after the timed windows those values
+    are fetched (outside every window) into ``updates_by_worker``.
+    """
+    import tensorflow as tf
+
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+    per_replica = cell.per_replica_batch * cell.accum_steps
+    body = _execution(strategy, update, spe)
+
+    @tf.function(jit_compile=False)
+    def execution(iterator: Any) -> Any:
+        return body(iterator), tf.distribute.coordinator.experimental_get_current_worker_index()
+
+    def per_worker_dataset() -> Any:
+        return strategy.distribute_datasets_from_function(lambda context: input_fn(per_replica))
+
+    iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset))
+    updates = [0]
+    by_worker: list[list[int]] = []
+
+    def schedule(steps: int) -> list[Any]:
+        _check_steps(steps, spe)
+        results = [coordinator.schedule(execution, args=(iterator,)) for _ in range(steps // spe)]
+        coordinator.join()
+        updates[0] += steps
+        return results
+
+    def run(steps: int) -> float:
+        return float(schedule(steps)[-1].fetch()[0])
+
+    def windows(steps: int, n: int) -> tuple[list[float], float]:
+        seconds: list[float] = []
+        calls: list[list[Any]] = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            calls.append(schedule(steps))
+            loss = float(calls[-1][-1].fetch()[0])  # the host sync that closes the window
+            seconds.append(time.perf_counter() - t0)
+        ran = [[int(r.fetch()[1]) for r in window] for window in calls]
+        by_worker[:] = [[spe * sum(1 for w in window if w == i) for window in ran]
+                        for i in range(cell.workers)]
+        return seconds, loss
+
+    return Trainer(run, windows, counter, updates=updates, updates_by_worker=by_worker)
+
+
+def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+              cell: Cell) -> Trainer:
+    """Keras ``model.fit`` with steps_per_execution and the suite's own train step (the same update
+    as ``ctl``; Keras's built-in gradient accumulation fails under tf.distribute). A window is one
+    epoch of ``steps`` updates inside a single ``fit`` call, after one untimed leading epoch; its end
+    is timed in ``on_epoch_end`` after the epoch's loss is fetched to the host, so no sync is added
+    inside a window."""
+    import keras
+
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+
+    class Wrapped(keras.Model):
+        def __init__(self, inner: Any) -> None:
+            super().__init__(name=f"{inner.name}_fit")
+            self.inner = inner
+
+        def call(self, x: Any, training: bool = False) -> Any:
+            return self.inner(x, training=training)
+
+        def train_step(self, data: Any) -> dict[str, Any]:
+            x, y = data
+            # Keras averages per-replica outputs: return this replica's mean, not its share.
+            return {"update_loss": update(x, y) * strategy.num_replicas_in_sync}
+
+    with strategy.scope():
+        wrapped = Wrapped(model)
+        wrapped.compile(optimizer=optimizer, steps_per_execution=spe, jit_compile=False)
+
+    class WindowClock(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stamps: list[float] = []
+            self.loss = float("nan")
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.loss = float((logs or {})["update_loss"])  # the host sync closing the window
+            self.stamps.append(time.perf_counter())
+
+    dataset = input_fn(cell.effective_batch)
+    updates = [0]
+
+    def fit(steps: int, epochs: int) -> WindowClock:
+        _check_steps(steps, spe)
+        clock = WindowClock()
+        wrapped.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[clock],
+                    shuffle=False)
+        updates[0] += steps * epochs
+        return clock
+
+    def windows(steps: int, n: int) -> tuple[list[float], float]:
+        # One extra leading epoch: its end bounds the first window, so fit's own set-up (iterator,
+        # callbacks) is in no timed window.
+        clock = fit(steps, n + 1)
+        return [b - a for a, b in zip(clock.stamps, clock.stamps[1:])], clock.loss
+
+    def run(steps: int) -> float:
+        return fit(steps, 1).loss
+
+    return Trainer(run, windows, counter, updates=updates)
+
+
+LOOPS: dict[str, Callable[[Any, Any, Any, Callable[[int], Any], Cell], Trainer]] = {
+    "ctl": build_ctl,
+    "fit": build_fit,
+}

@@ -1,0 +1,123 @@
+"""STRATEGIES and CROSS_DEVICE_OPS registries: build the tf.distribute strategy of a cell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.spec.cell import Cell
+
+
+def _cross_device_ops(name: str) -> Any:
+    import tensorflow as tf
+
+    registry: dict[str, Callable[[], Any]] = {
+        "auto": lambda: None,
+        "nccl": tf.distribute.NcclAllReduce,
+        "hierarchical_copy": tf.distribute.HierarchicalCopyAllReduce,
+        "reduction_to_one_device": tf.distribute.ReductionToOneDevice,
+    }
+    return registry[name]()
+
+
+def _default(cell: Cell, devices: Sequence[str]) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy()
+
+
+def _one_device(cell: Cell, devices: Sequence[str]) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.OneDeviceStrategy(devices[0])
+
+
+def _mirrored(cell: Cell, devices: Sequence[str]) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(
+        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(cell.cross_device_ops))
+
+
+def _central_storage(cell: Cell, devices: Sequence[str]) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.experimental.CentralStorageStrategy(list(devices[: cell.replicas]))
+
+
+def _multi_worker_mirrored(cell: Cell, devices: Sequence[str]) -> Any:
+    """Joins the cluster in TF_CONFIG (set by the launcher); blocks until every peer has joined."""
+    import tensorflow as tf
+
+    implementation = {
+        "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+    }[cell.communication]
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=implementation))
+
+
+def _parameter_server(cell: Cell, devices: Sequence[str]) -> Any:
+    """The coordinator's strategy over the cluster in TF_CONFIG (chief, workers and ps tasks, each a
+    ``tf.distribute.Server``); variables live on the ps tasks, each worker updates them on its own."""
+    import tensorflow as tf
+
+    return tf.distribute.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.TFConfigClusterResolver())
+
+
+STRATEGIES: dict[str, Callable[[Cell, Sequence[str]], Any]] = {
+    "default": _default,
+    "one_device": _one_device,
+    "mirrored": _mirrored,
+    "central_storage": _central_storage,
+    "multi_worker_mirrored": _multi_worker_mirrored,
+    "parameter_server": _parameter_server,
+}
+
+
+def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
+    """The distributed form of a dataset of update batches (``effective_batch`` examples each).
+
+    In one process, ``experimental_distribute_dataset`` splits each batch into contiguous
+    per-replica slices. With several workers each worker reads the same batches and keeps its own
+    contiguous slice, so global replica r sees the same examples as replica r of MirroredStrategy:
+    a multi-worker cell computes what the single-process cell of the same global batch computes.
+    """
+    import tensorflow as tf
+
+    if cell.workers == 1:
+        return strategy.experimental_distribute_dataset(dataset)
+    per_replica = cell.per_replica_batch * cell.accum_steps
+
+    def worker_slice(context: Any) -> Any:
+        first = context.input_pipeline_id * cell.replicas * per_replica
+
+        def take(x: Any, y: Any) -> Any:
+            x = tf.reshape(x[first:first + cell.replicas * per_replica], [cell.replicas, per_replica, *x.shape[1:]])
+            y = tf.reshape(y[first:first + cell.replicas * per_replica], [cell.replicas, per_replica])
+            return x, y
+
+        return dataset.map(take).unbatch()  # one element per local replica, in replica order
+
+    return strategy.distribute_datasets_from_function(worker_slice)
+
+
+def make_strategy(cell: Cell, devices: Sequence[str]) -> Any:
+    """The cell's strategy over the first ``cell.replicas`` of ``devices`` (TF device names)."""
+    return STRATEGIES[cell.strategy](cell, devices)
+
+
+def effective_cross_device_ops(strategy: Any) -> str:
+    """What the strategy really all-reduces with, e.g. ``CollectiveAllReduce(RING)``, or ``none``."""
+    ops = getattr(strategy.extended, "_cross_device_ops", None)
+    if ops is None:
+        return "none"
+    name = type(ops).__name__
+    options = getattr(ops, "_options", None)
+    implementation = getattr(options, "implementation", None)
+    if implementation is not None:
+        name += f"({getattr(implementation, 'name', implementation)})"
+    return name

@@ -1,0 +1,88 @@
+"""Checks run after every cell: a cell failing one is ``status="invalid"``, never a throughput.
+
+1. ``num_replicas_in_sync`` equals the cell's replicas in sync (replicas x workers; a worker's
+   replicas under parameter_server).
+2. :func:`harness.diagnosis.diagnose`: the model and the optimizer were built inside
+   ``strategy.scope()`` (it names the one that was not), variables are mirrored on every replica
+   device, and every replica device did work.
+3. All replica copies of each variable are bitwise equal.
+4. An all-reduce of (replica id + 1) through the strategy returns n(n+1)/2 on every replica (not
+   under parameter_server: its coordinator cannot run replica functions, and workers do not
+   all-reduce with each other).
+5. The final loss and every weight are finite.
+6. Synchronous strategies: ``optimizer.iterations`` equals the updates the loop ran. (Under
+   parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent workers
+   lose increments; the row reports it instead.)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from harness.worker.checks.diagnosis import diagnose, tf_variable
+
+
+def allreduce_sums(strategy: Any) -> list[float]:
+    """Each replica's result of all-reducing (replica id + 1) through the strategy: n(n+1)/2 when
+    right."""
+    import tensorflow as tf
+
+    @tf.function
+    def probe() -> Any:
+        def fn() -> Any:
+            ctx = tf.distribute.get_replica_context()
+            x = tf.cast(ctx.replica_id_in_sync_group + 1, tf.float32) * tf.ones((4,))
+            return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
+        return strategy.run(fn)
+
+    return [float(t.numpy()[0]) for t in strategy.experimental_local_results(probe())]
+
+
+ASYNCHRONOUS = ("parameter_server",)
+"""Strategies whose workers update the variables independently (no all-reduce, no exact count)."""
+
+
+def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int,
+          final_loss: float, updates: int | None = None) -> list[str]:
+    """Every problem found, in words; empty when the cell is trustworthy. ``replicas``: replicas in
+    sync expected; ``updates``: optimizer updates the loop ran (None: do not check)."""
+    problems: list[str] = []
+    n = strategy.num_replicas_in_sync
+    if n != replicas:
+        problems.append(f"num_replicas_in_sync is {n}, expected {replicas}")
+
+    problems += diagnose(strategy, strategy_name, model, optimizer, replicas)
+    variables = [("model", v) for v in model.weights] + [("optimizer", v) for v in optimizer.variables]
+    for owner, v in variables:
+        tv = tf_variable(v)
+        arrays = [np.asarray(c.numpy()) for c in strategy.experimental_local_results(tv)]
+        if any(not np.array_equal(arrays[0], a) for a in arrays[1:]):
+            problems.append(f"replica copies of {owner} variable {v.path} differ")
+            break
+        if arrays[0].dtype.kind == "f" and not np.all(np.isfinite(arrays[0])):
+            problems.append(f"{owner} variable {v.path} holds non-finite values")
+            break
+
+    if strategy_name not in ASYNCHRONOUS:
+        sums = allreduce_sums(strategy)
+        want = n * (n + 1) / 2
+        if any(s != want for s in sums):
+            problems.append(f"all-reduce of replica ids 1..{n} returned {sums}, expected {want}")
+        iterations = int(optimizer.iterations.numpy())
+        if updates is not None and iterations != updates:
+            problems.append(f"optimizer.iterations is {iterations} after {updates} updates")
+
+    if not math.isfinite(final_loss):
+        problems.append(f"final loss is {final_loss}")
+    return problems
+
+
+def idle_workers(per_worker_updates: list[list[int]]) -> list[str]:
+    """Parameter server: a worker that ran no update in any timed window hung or failed, and the
+    coordinator worked around it; the figure is then not that of the cell's worker count. (One
+    window without a given worker is possible by chance when a window holds few calls.)"""
+    return [f"worker {w} ran no update in the timed windows (hung or failed; the coordinator "
+            f"scheduled around it)" for w, counts in enumerate(per_worker_updates) if sum(counts) == 0]

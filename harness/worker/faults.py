@@ -1,0 +1,38 @@
+"""Test-only fault injection (``HARNESS_INJECT_FAULT``): a worker that dies, hangs or freezes on cue."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from harness.spec.cell import Cell
+
+
+def _misbehave(kind: str) -> None:
+    if kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "stop":  # frozen, every thread included (TensorFlow's gRPC server too)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    if kind == "hang":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like a worker stuck in a collective
+        while True:
+            time.sleep(1)
+
+
+def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
+    """Test hook: ``KIND:<cell_id>`` misbehaves when the cell starts; ``KIND@N:<cell_id>`` makes
+    task N misbehave once it has joined the cluster, ``KIND@N+S:<cell_id>`` S seconds after that.
+    KIND: kill (SIGKILL), hang (ignore SIGTERM, block the main thread), stop (SIGSTOP)."""
+    if not fault:
+        return
+    kind, _, target = fault.partition(":")
+    kind, _, at = kind.partition("@")
+    at, _, delay = at.partition("+")
+    if target != cell.id or (point, worker) != (("joined", int(at)) if at else ("start", worker)):
+        return
+    if delay:
+        threading.Timer(float(delay), _misbehave, (kind,)).start()
+    else:
+        _misbehave(kind)

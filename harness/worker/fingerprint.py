@@ -1,0 +1,80 @@
+"""Hardware and software fingerprint of a worker process (imports TensorFlow; reads, never writes).
+
+``fingerprint`` hashes only stable fields (CPU model and cores, accelerator models, count and driver,
+TF/Keras/Python versions, CUDA/cuDNN/ROCm build, thread settings, TF_*/NCCL_* variables that change
+behaviour), so nightly runs on the same machine and software group together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIXES = ("TF_", "NCCL_", "OMP_", "KMP_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                "XLA_FLAGS")
+
+
+VOLATILE_ENV = ("TF_CONFIG", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL")
+"""Recorded but not hashed: they differ between runs without changing performance."""
+
+
+def host_cpu() -> str:
+    """CPU model name from /proc/cpuinfo (Linux) or the platform module."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _nvidia_driver() -> str:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        return ""
+    return text.splitlines()[0].strip() if text else ""
+
+
+def collect(device_type: str) -> dict[str, Any]:
+    """Facts about this process's devices and software; ``device_type`` is "GPU" or "CPU"."""
+    import keras
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    details = [tf.config.experimental.get_device_details(g) for g in gpus]
+    build = tf.sysconfig.get_build_info()
+    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    facts: dict[str, Any] = {
+        "host_cpu": host_cpu(),
+        "host_cores": os.cpu_count() or 0,
+        "gpu_names": [d.get("device_name", "") for d in details],
+        "gpu_compute_capability": [list(d.get("compute_capability", ())) for d in details],
+        "nvidia_driver": _nvidia_driver(),
+        "tf_version": tf.__version__,
+        "keras_version": keras.__version__,
+        "python_version": platform.python_version(),
+        "cuda_version": str(build.get("cuda_version", "")),
+        "cudnn_version": str(build.get("cudnn_version", "")),
+        "rocm_version": str(build.get("rocm_version", "")),
+        "tensor_float_32": tf.config.experimental.tensor_float_32_execution_enabled(),
+        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+        "env": env,
+    }
+    facts["device_type"] = device_type
+    facts["device_name"] = facts["gpu_names"][0] if device_type == "GPU" and gpus else facts["host_cpu"]
+    return facts
+
+
+def fingerprint(facts: dict[str, Any]) -> str:
+    """16-hex-digit hash of the stable facts."""
+    stable = {k: v for k, v in facts.items() if k != "env"}
+    stable["env"] = {k: v for k, v in facts.get("env", {}).items() if k not in VOLATILE_ENV}
+    blob = json.dumps(stable, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]

@@ -1,0 +1,166 @@
+"""Measuring one cell in this process: build it, time its windows, check it, return its row columns
+and window rows (:func:`run_cell`); or train it a fixed number of updates for ``verify``
+(:func:`verify_cell`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.analysis import metrics
+from harness.results.rows import LEARNING_RATE, alone_columns
+from harness.spec.cell import Cell
+from harness.spec.protocol import Protocol
+from harness.worker.build.data import make_dataset
+from harness.worker.build.loops import LOOPS, Trainer
+from harness.worker.build.models import MODELS
+from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
+from harness.worker.energy import energy_meter
+from harness.worker.timing import measure
+
+COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+
+
+def weights_digest(model: Any) -> str:
+    h = hashlib.sha256()
+    for w in model.weights:
+        h.update(w.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class BuiltCell:
+    """A cell ready to train (see :class:`harness.loops.Trainer`)."""
+
+    strategy: Any
+    model: Any
+    optimizer: Any
+    trainer: Trainer
+    startup_s: float
+
+
+def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | None = None,
+               strategy: Any = None) -> BuiltCell:
+    """Strategy (unless given), model and optimizer (in scope), input pipeline and training loop."""
+    import keras
+
+    keras.mixed_precision.set_dtype_policy(cell.precision)
+    keras.utils.set_random_seed(seed)
+    t0 = time.perf_counter()
+    strategy = strategy or make_strategy(cell, devices)
+    with strategy.scope():
+        model = MODELS[cell.model].build()
+        optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+        if cell.precision == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        # Build now: a loss-scale optimizer traced unbuilt bakes its initial scale into the graph.
+        optimizer.build(model.trainable_variables)
+    def input_fn(examples: int) -> Any:
+        return make_dataset(cell.data, examples, seed, mnist_path)
+
+    trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
+    return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0)
+
+
+def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
+             peak: Callable[[str], float | None], mnist_path: str | None = None,
+             strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Build, time and check one cell in this process. Returns (row columns, window rows).
+
+    ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
+    ``ready``: called after the first call (co-tenants' barrier)."""
+    import keras
+
+    from harness.worker.checks import integrity
+
+    built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
+    # energy only where this process drives every device of the cell
+    meter = energy_meter() if device_type == "GPU" and cell.processes == 1 else (lambda: None)
+    joules_before = meter()
+    timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
+                      time.perf_counter, built.trainer.agree, ready)
+    problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
+                               cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
+    joules_after = meter()
+    joules = (None if joules_before is None or joules_after is None
+              else (joules_after - joules_before) / (built.trainer.updates[0] * cell.effective_batch))
+    iterations = int(built.optimizer.iterations.numpy())
+    keras.mixed_precision.set_dtype_policy("float32")
+
+    reductions = built.trainer.counter.per_update(cell.accum_steps)
+    examples = timings.window_steps * cell.effective_batch
+    rates = metrics.window_throughputs(timings.window_seconds, examples)
+    median = metrics.median(rates)
+    lo, hi = metrics.bootstrap_ci(rates)
+    logical = device_type == "CPU" and cell.devices > hosts  # local workers share the host CPU too
+    device_count = hosts if device_type == "CPU" else cell.devices
+    skip = protocol.warmup_windows
+    own = [w[skip:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
+    counts = [w[skip:] for w in built.trainer.updates_by_worker]
+    problems += integrity.idle_workers(counts)
+    one_device_peak = peak(COMPUTE_DTYPE[cell.precision])
+    peak_flops = None if one_device_peak is None else one_device_peak * device_count
+    flops = MODELS[cell.model].flops_per_example
+    row = {
+        "status": "invalid" if problems else "ok", "reason": "; ".join(problems),
+        "effective_cross_device_ops": effective_cross_device_ops(built.strategy),
+        "examples_per_sec": median, "examples_per_sec_ci_low": lo, "examples_per_sec_ci_high": hi,
+        "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": built.startup_s,
+        "compile_s": timings.compile_s, "peak_flops_per_sec": peak_flops,
+        "mfu": None if peak_flops is None else metrics.mfu(median, flops, peak_flops),
+        "final_loss": timings.final_loss,
+        "optimizer_updates_per_sec": median / cell.effective_batch,
+        "allreduces_per_update": reductions,
+        "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
+        "weights_digest": weights_digest(built.model), "device_count": device_count,
+        "logical_devices": logical, "hosts": hosts,
+        "straggler_ratio": metrics.update_imbalance(counts) if counts else metrics.straggler_ratio(own),
+        "updates_run": built.trainer.updates[0], "optimizer_iterations": iterations,
+        "energy_j_per_example": joules,
+    }
+    row.update(alone_columns(row))
+    if problems:  # an invalid cell never reports a throughput
+        for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",
+                  "optimizer_updates_per_sec"):
+            row[k] = None
+    if counts:  # parameter server: the coordinator's windows, split by the updates each worker ran
+        windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
+                    "window_s": s, "worker_s": None, "worker_updates": counts[w][i],
+                    "examples": examples, "examples_per_sec": r}
+                   for w in range(len(counts))
+                   for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
+        return row, windows
+    windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
+                "window_s": s, "worker_s": own[w][i], "examples": examples, "examples_per_sec": r}
+               for w in range(len(own))
+               for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
+    return row, windows
+
+
+def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,
+                mnist_path: str | None = None, strategy: Any = None, save: bool = True
+                ) -> dict[str, Any]:
+    """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
+    and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
+    import numpy as np
+
+    from harness.worker.checks import integrity
+
+    built = build_cell(cell, devices, seed, mnist_path, strategy)
+    before = [w.numpy() for w in built.model.weights]
+    loss = built.trainer.run(updates)
+    problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
+                               cell.replicas_in_sync, loss, built.trainer.updates[0])
+    path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
+    if save:  # (in a multi-worker cell only the chief writes)
+        np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
+                 **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)})
+    return {"status": "invalid" if problems else "ok", "reason": "; ".join(problems),
+            "final_loss": loss, "weights_digest": weights_digest(built.model), "weights_path": path,
+            "effective_cross_device_ops": effective_cross_device_ops(built.strategy)}

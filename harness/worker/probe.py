@@ -1,0 +1,199 @@
+"""The TensorFlow side of ``harness doctor``: run in a child process, prints one JSON line per fact.
+
+``python -m harness.worker.probe facts GPU|CPU REPLICAS`` prints the devices, build and thread settings.
+``python -m harness.worker.probe local GPU|CPU REPLICAS`` probes every single-process strategy and
+cross-device op (:data:`LOCAL_PROBES`) over REPLICAS devices; ``... worker GPU|CPU WORKERS
+COMMUNICATION`` is one task of a MultiWorkerMirroredStrategy probe (TF_CONFIG set by the parent). Each probe prints a
+line as soon as it ends, so a probe that kills the process still leaves the earlier ones' results.
+
+A probe all-reduces (replica id + 1) through the strategy and checks every replica got n(n+1)/2, so
+it catches an op with no kernel here (NCCL on CPU) and an op that returns wrong sums
+(HierarchicalCopyAllReduce on odd replica counts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from harness.launch.contract import UNSUPPORTED_SIGNS
+from harness.worker.fingerprint import host_cpu
+
+WORKS, UNSUPPORTED, FAILS, WRONG = "works", "unsupported", "fails", "wrong result"
+
+
+def emit(kind: str, **fields: Any) -> None:
+    print(json.dumps({"kind": kind, **fields}, default=str), flush=True)
+
+
+def _vendor(name: str, build: dict[str, Any]) -> str:
+    low = name.lower()
+    for vendor, signs in (("NVIDIA", ("nvidia", "tesla", "geforce", "quadro")),
+                          ("AMD", ("amd", "radeon", "instinct", "gfx"))):
+        if any(s in low for s in signs):
+            return vendor
+    return "AMD" if build.get("is_rocm_build") else "NVIDIA" if build.get("is_cuda_build") else ""
+
+
+def facts(device_type: str, replicas: int) -> None:
+    """Physical and logical devices (vendor, model), the build, Keras, threads, memory growth."""
+    import keras
+    import tensorflow as tf
+
+    build = dict(tf.sysconfig.get_build_info())
+    physical = []
+    for d in tf.config.list_physical_devices():
+        if d.device_type == "GPU":
+            details = tf.config.experimental.get_device_details(d)
+            name = details.get("device_name", "")
+            physical.append({"name": d.name, "type": d.device_type, "model": name,
+                             "vendor": _vendor(name, build),
+                             "compute_capability": list(details.get("compute_capability", ()))})
+        else:
+            physical.append({"name": d.name, "type": d.device_type, "model": host_cpu(),
+                             "vendor": "", "compute_capability": []})
+    growth = {g.name: tf.config.experimental.get_memory_growth(g)
+              for g in tf.config.list_physical_devices("GPU")}
+    if device_type == "GPU" and not growth:  # asked for GPUs, TensorFlow sees none: list CPUs
+        device_type = "CPU"
+    kind, logical = devices(device_type, replicas)
+    emit("facts", physical=physical, logical=logical, logical_type=kind,
+         tensorflow=tf.__version__, keras=keras.__version__,
+         build={k: build.get(k) for k in ("is_cuda_build", "is_rocm_build", "cuda_version",
+                                          "cudnn_version", "rocm_version", "cuda_compute_capabilities")},
+         threads={"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+                  "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+                  "cores": os.cpu_count() or 0, "affinity": len(os.sched_getaffinity(0))
+                  if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0},
+         memory_growth=growth,
+         env={k: v for k, v in os.environ.items()
+              if k in ("TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "CUDA_VISIBLE_DEVICES",
+                       "HIP_VISIBLE_DEVICES", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+                       "OMP_NUM_THREADS")})
+
+
+def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
+    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs or logical CPU devices."""
+    from harness.spec.protocol import Platform
+    from harness.worker.devices import configure_devices
+
+    platform = Platform("gpu" if device_type == "GPU" else "cpu", replicas, replicas)
+    return configure_devices(platform, replicas)
+
+
+def _mirrored(op: str) -> Callable[[list[str]], Any]:
+    def build(devices: list[str]) -> Any:
+        import tensorflow as tf
+
+        from harness.worker.build.strategies import _cross_device_ops
+
+        return tf.distribute.MirroredStrategy(devices, cross_device_ops=_cross_device_ops(op))
+    return build
+
+
+def _central_storage(devices: list[str]) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.experimental.CentralStorageStrategy(devices)
+
+
+def _one_device(devices: list[str]) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.OneDeviceStrategy(devices[0])
+
+
+LOCAL_PROBES: list[tuple[str, str, Callable[[list[str]], Any]]] = [
+    ("one_device", "-", _one_device),
+    ("mirrored", "auto", _mirrored("auto")),
+    ("mirrored", "reduction_to_one_device", _mirrored("reduction_to_one_device")),
+    ("mirrored", "hierarchical_copy", _mirrored("hierarchical_copy")),
+    ("central_storage", "-", _central_storage),
+    ("mirrored", "nccl", _mirrored("nccl")),  # last: a failed NCCL init may leave state behind
+]
+"""(strategy, cross-device op, builder over the device names) of the single-process probes."""
+
+
+def classify(error: BaseException) -> tuple[str, str]:
+    """(status, first line of the reason) of a probe that raised."""
+    text = f"{type(error).__name__}: {error}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), text)[:300]
+    status = UNSUPPORTED if any(s in text for s in UNSUPPORTED_SIGNS) else FAILS
+    return status, first
+
+
+def judge(sums: list[float], replicas: int, local: int | None = None) -> tuple[str, str]:
+    """(status, detail) of an all-reduce's results on this process's ``local`` replicas (all
+    ``replicas`` in one process)."""
+    want = replicas * (replicas + 1) / 2
+    if len(sums) == (local or replicas) and all(s == want for s in sums):
+        return WORKS, f"sum {want:g} on every replica"
+    return WRONG, f"all-reduce of 1..{replicas} returned {sums}, expected {want:g}"
+
+
+def probe(strategy_name: str, op: str, build: Callable[[], Any], replicas: int,
+          local: int | None = None) -> None:
+    from harness.worker.build.strategies import effective_cross_device_ops
+    from harness.worker.checks.integrity import allreduce_sums
+
+    try:
+        strategy = build()
+        n = strategy.num_replicas_in_sync
+        effective = effective_cross_device_ops(strategy)
+        status, detail = judge(allreduce_sums(strategy), replicas, local)
+        if n != replicas:
+            status, detail = WRONG, f"num_replicas_in_sync is {n}, expected {replicas}"
+    except Exception as e:  # noqa: BLE001 - every failure is a result here
+        status, detail = classify(e)
+        effective = ""
+    emit("probe", strategy=strategy_name, cross_device_ops=op, replicas=replicas, status=status,
+         detail=detail, effective=effective)
+
+
+def local_probes(replicas: int) -> list[tuple[str, str]]:
+    """(strategy, cross-device op) probed with ``replicas`` devices: one_device only with one;
+    with one device, mirrored only with its default op (the others skip the reduce)."""
+    return [(name, op) for name, op, _ in LOCAL_PROBES
+            if (name == "one_device") == (replicas == 1) or (name == "mirrored" and op == "auto")]
+
+
+def local(device_type: str, replicas: int) -> None:
+    _, names = devices(device_type, replicas)
+    wanted = local_probes(replicas)
+    for name, op, build in LOCAL_PROBES:
+        if (name, op) in wanted:
+            probe(name, op, lambda b=build: b(names[:replicas]), replicas)
+
+
+def worker(device_type: str, communication: str, workers: int) -> None:
+    """One task of a MultiWorkerMirroredStrategy probe (TF_CONFIG names the cluster, the
+    environment's device mask its devices, so ``device_type`` is not needed here). The strategy is
+    built before anything else touches
+    TensorFlow's context: collectives must be configured at program start-up."""
+    import tensorflow as tf
+
+    implementation = getattr(tf.distribute.experimental.CommunicationImplementation,
+                             communication.upper())
+
+    def build() -> Any:
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(
+                implementation=implementation, timeout_seconds=60))
+
+    probe("multi_worker_mirrored", communication, build, workers, local=1)
+
+
+def main(argv: list[str]) -> int:
+    mode, device_type, count, *rest = argv
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    {"facts": lambda: facts(device_type, int(count)),
+     "local": lambda: local(device_type, int(count)),
+     "worker": lambda: worker(device_type, rest[0], int(count))}[mode]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

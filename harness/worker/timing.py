@@ -1,0 +1,53 @@
+"""The warm-up / calibrate / window / repeat protocol, around a loop's ``run`` and ``windows``.
+
+``run(steps)`` trains and returns the last loss, fetched to the host; ``windows(steps, n)`` runs n
+back-to-back windows and returns each one's seconds (each window ends in a host sync that also bounds
+the next one's start) and the last loss. See :class:`harness.loops.Trainer`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.spec.protocol import Protocol
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Raw timings of one cell. Seconds throughout; steps are optimizer updates."""
+
+    compile_s: float
+    window_steps: int
+    window_seconds: tuple[float, ...]
+    final_loss: float
+
+
+def calibrated_window_steps(step_seconds: float, steps_per_execution: int, protocol: Protocol) -> int:
+    """Steps per window so that a window lasts about ``protocol.window_s``: a multiple of
+    steps_per_execution and at least ``protocol.min_window_steps``."""
+    wanted = max(protocol.min_window_steps, protocol.window_s / max(step_seconds, 1e-9))
+    return int(math.ceil(wanted / steps_per_execution) * steps_per_execution)
+
+
+def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[list[float], float]],
+            steps_per_execution: int, protocol: Protocol,
+            clock: Callable[[], float], agree: Callable[[int], int] = lambda steps: steps,
+            ready: Callable[[], None] = lambda: None) -> Timings:
+    """Time a loop by the protocol: the first call (compile_s), ``ready`` (co-tenants wait there
+    for each other, so they calibrate and time together), two calibration windows (the step time
+    comes from the second; ``agree`` makes every worker of a cluster use the chief's length), then
+    ``warmup_windows`` untimed and ``repeats`` timed windows."""
+    spe = steps_per_execution
+    t0 = clock()
+    run(spe)
+    compile_s = clock() - t0
+    ready()
+
+    probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
+    probe_seconds, _ = windows(probe, 2)  # the second window: no set-up cost left in it
+    steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol))
+
+    seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
+    return Timings(compile_s, steps, tuple(seconds[protocol.warmup_windows:]), loss)
