@@ -10,11 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.errors import HarnessError
+
 MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
-
-
-class DataError(RuntimeError):
-    """The requested data cannot be loaded; the message says how to fix it."""
 
 
 def default_mnist_path() -> Path:
@@ -24,10 +22,10 @@ def default_mnist_path() -> Path:
 
 
 def resolve_mnist_path(path: str | None) -> Path:
-    """The MNIST file to read, or DataError saying where to put it. Cheap: no TensorFlow."""
+    """The MNIST file to read, or HarnessError saying where to put it. Cheap: no TensorFlow."""
     p = Path(path).expanduser() if path else default_mnist_path()
     if not p.is_file():
-        raise DataError(
+        raise HarnessError(
             f"MNIST file not found at {p}. This machine may be offline: download {MNIST_URL} "
             f"and save it as {default_mnist_path()} (where Keras caches it), or pass --mnist-path FILE "
             "pointing to an .npz with arrays x_train (N, 28, 28) uint8 and y_train (N,) integers.")
@@ -41,8 +39,8 @@ def load_mnist(path: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         with np.load(p, allow_pickle=False) as f:
             x, y = f["x_train"], f["y_train"]
     except (OSError, KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as e:
-        raise DataError(f"{p} is not a Keras mnist.npz (needs x_train and y_train): {e}") from e
+        raise HarnessError(f"{p} is not a Keras mnist.npz (needs x_train and y_train): {e}") from e
     if x.shape[1:] != (28, 28) or x.dtype != np.uint8 or y.ndim != 1 or len(x) != len(y):
-        raise DataError(f"{p}: x_train is {x.dtype} {x.shape} and y_train {y.dtype} {y.shape}; "
+        raise HarnessError(f"{p}: x_train is {x.dtype} {x.shape} and y_train {y.dtype} {y.shape}; "
                         "expected uint8 (N, 28, 28) and integers (N,)")
     return (x.astype(np.float32) / 255.0)[..., None], y.astype(np.int32)

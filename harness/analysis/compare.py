@@ -4,7 +4,8 @@ Every ok cell of the candidate run(s) is a series (cell id x fingerprint); the b
 same series give its history of run medians; :mod:`harness.gate` judges it, one observation per run
 (the median of that run's timed windows).
 A cell that was ok in the baseline and is failed or invalid in the candidate is a regression too
-("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough history.
+("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough history (no
+series has ``min_history`` baseline runs, including a first run with no run before it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import pandas as pd
 
 from harness.analysis import gate
 from harness.analysis.gate import GatePolicy, SeriesVerdict
-from harness.analysis.tables import fixed_width
+from harness.analysis.tables import render_table
+from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 from harness.results import history
 
 NOW_FAILING = "now failing"
@@ -32,6 +34,8 @@ class Comparison:
     broken: list[tuple[str, str, str]] = field(default_factory=list)
     """(cell_id, status, reason) of cells ok in the baseline and not ok in the candidate."""
     policy: GatePolicy = GatePolicy()
+    history_runs: int = 0
+    """Runs in the whole history (every fingerprint), for the not-enough-history sentence."""
 
     @property
     def exit_code(self) -> int:
@@ -39,13 +43,31 @@ class Comparison:
             return gate.EXIT_REGRESSION
         return gate.exit_code(self.verdicts)
 
+    @property
+    def shortfall(self) -> str:
+        """Why no series could be judged (exit 3): how many runs there are and how many are needed."""
+        need = self.policy.min_history
+        best = max((v.history for v in self.verdicts), default=0)
+        cand = len(self.candidate_runs)
+        total = f"{self.history_runs} run" + ("" if self.history_runs == 1 else "s")
+        return (f"not enough history: the results hold {total} ({cand} candidate, "
+                f"{len(self.baseline_runs)} baseline before it); judging a cell needs "
+                f"{need} baseline runs of it on the same machine fingerprint ({need + cand} runs in "
+                f"all with the candidate), and the best-covered cell has {best}. Run the suite "
+                f"{need - best} more time(s), widen --baseline or lower --min-history.")
+
 
 def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
             policy: GatePolicy = GatePolicy()) -> Comparison:
     """Judge every series of the candidate against the baseline (see the module docstring)."""
     all_runs = history.runs(cells)
     candidate = history.resolve(candidate_ref, all_runs)
-    baseline = history.resolve(baseline_ref, all_runs, before=candidate)
+    try:
+        baseline = history.resolve(baseline_ref, all_runs, before=candidate)
+    except HarnessError as e:
+        if e.exit_code != EXIT_SHORT_HISTORY:
+            raise
+        baseline = []  # no run before the candidate yet: every series is new, exit 3
     cand_rows = history.ok_rows(cells, candidate)
     base_rows = history.ok_rows(cells, baseline)
     keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"])))
@@ -62,7 +84,7 @@ def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
     was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"]))
     broken = [(r.cell_id, r.status, r.reason or "") for r in cand_all.itertuples()
               if r.status in ("failed", "invalid") and (r.cell_id, r.fingerprint) in was_ok]
-    return Comparison(candidate, baseline, verdicts, broken, policy)
+    return Comparison(candidate, baseline, verdicts, broken, policy, len(all_runs))
 
 
 def _run_medians(rows: pd.DataFrame) -> list[float]:
@@ -115,7 +137,7 @@ def _method(result: Comparison) -> str:
 
 def text_table(result: Comparison) -> str:
     """The printed table: changes first."""
-    return "\n".join([fixed_width([HEADER, *_rows(result)]), "", f"candidate {', '.join(result.candidate_runs)} vs "
+    return "\n".join([render_table(HEADER, _rows(result)), "", f"candidate {', '.join(result.candidate_runs)} vs "
                       f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}.",
                       _method(result)])
 
@@ -128,6 +150,8 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
     lines = [f"### {verdict}", "",
              f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
              f"baseline run(s): {_counts(result)}.", ""]
+    if result.exit_code == EXIT_SHORT_HISTORY:
+        lines += [result.shortfall[0].upper() + result.shortfall[1:], ""]
     if rows:
         lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
         lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]

@@ -6,11 +6,30 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.analysis.tables import fixed_width
-from harness.launch import gpus
-from harness.worker.probe import FAILS, UNSUPPORTED, WORKS, WRONG
+from harness.analysis.tables import render_table
+from harness.launch.contract import FAILS, UNSUPPORTED, WORKS, WRONG
 
 SKIPPED = "not probed"
+
+
+@dataclass(frozen=True)
+class OsGpu:
+    """One DRM card: its sysfs name (``card0``), PCI vendor (NVIDIA, AMD, Intel, or the raw id)
+    and PCI address."""
+
+    card: str
+    vendor: str
+    pci: str
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on an NVIDIA GPU: GPU index, pid, memory (bytes; None if the
+    driver does not say)."""
+
+    gpu: int
+    pid: int
+    used_bytes: int | None
 
 
 @dataclass(frozen=True)
@@ -32,8 +51,8 @@ class Report:
     """Everything doctor found. ``facts``: the probe child's devices/build/threads JSON."""
 
     facts: dict[str, Any]
-    os_gpus: list[gpus.OsGpu]
-    gpu_processes: list[gpus.GpuProcess]
+    os_gpus: list[OsGpu]
+    gpu_processes: list[GpuProcess]
     nvml: str
     probes: list[Probe]
     warnings: list[str] = field(default_factory=list)
@@ -46,7 +65,7 @@ class Report:
 # Warnings: pure functions of what was found
 # ------------------------------------------------------------------------------------------------
 
-def _vendor_warnings(facts: dict[str, Any], os_list: list[gpus.OsGpu]) -> list[str]:
+def _vendor_warnings(facts: dict[str, Any], os_list: list[OsGpu]) -> list[str]:
     out = []
     os_vendors: dict[str, int] = {}
     for g in os_list:
@@ -68,11 +87,11 @@ def _vendor_warnings(facts: dict[str, Any], os_list: list[gpus.OsGpu]) -> list[s
     return out
 
 
-def _gpu_warnings(facts: dict[str, Any], procs: list[gpus.GpuProcess], own_pids: set[int]
+def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[int]
                   ) -> list[str]:
     out = []
     others = [p for p in procs if p.pid not in own_pids]
-    by_gpu: dict[int, list[gpus.GpuProcess]] = {}
+    by_gpu: dict[int, list[GpuProcess]] = {}
     for p in others:
         by_gpu.setdefault(p.gpu, []).append(p)
     for gpu, ps in sorted(by_gpu.items()):
@@ -111,7 +130,7 @@ def _probe_warnings(probes: list[Probe], gpu_count: int) -> list[str]:
     return out
 
 
-def warnings(facts: dict[str, Any], os_list: list[gpus.OsGpu], procs: list[gpus.GpuProcess],
+def warnings(facts: dict[str, Any], os_list: list[OsGpu], procs: list[GpuProcess],
              own_pids: set[int], probes: list[Probe]) -> list[str]:
     """Every warning, in words: vendors, GPU sharing and memory growth, threads, probe results."""
     gpu_count = sum(1 for d in facts.get("physical", []) if d["type"] == "GPU")
@@ -129,7 +148,7 @@ def render(report: Report) -> str:
     lines = ["Devices (TensorFlow):"]
     rows = [("physical", "type", "vendor", "model")]
     rows += [(d["name"], d["type"], d["vendor"] or "-", d["model"] or "-") for d in f["physical"]]
-    lines += ["  " + s for s in fixed_width(rows).splitlines()]
+    lines.append(render_table(rows[0], rows[1:], indent=2))
     lines.append(f"  logical {f['logical_type']} devices: {', '.join(f['logical'])}")
     if report.os_gpus:
         lines.append("  GPUs the OS lists: " + ", ".join(f"{g.card} {g.vendor} ({g.pci})"
@@ -149,7 +168,7 @@ def render(report: Report) -> str:
     rows += [(p.strategy, p.cross_device_ops, str(p.replicas) if p.workers == 1 else
               f"{p.replicas} ({p.workers} workers)", p.status, p.detail[:110])
              for p in report.probes]
-    lines += ["  " + s for s in fixed_width(rows).splitlines()]
+    lines.append(render_table(rows[0], rows[1:], indent=2))
     lines += ["", "Warnings:" if report.warnings else "Warnings: none"]
     lines += [f"  - {w}" for w in report.warnings]
     lines += ["", advice(report)]

@@ -42,17 +42,15 @@ from statistics import NormalDist
 import numpy as np
 
 from harness.analysis import metrics
+from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 
 MAD_SCALE = 1.4826
 """MAD x 1.4826 estimates the standard deviation of normally distributed values."""
 
-
 MAD_FLOOR = 0.005
 """The MAD-based scale is at least 0.5% of the history's median."""
 
-
 REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"
-
 
 SHORT_HISTORY, NEW = "insufficient history", "new"
 
@@ -69,6 +67,14 @@ class GatePolicy:
     seed: int = 0
     power: float = 0.95
     """The detection probability the reported detectable effect is computed for."""
+
+    def __post_init__(self) -> None:
+        require({"--min-effect": (self.min_effect, 0 <= self.min_effect < 1, "a fraction in [0, 1)"),
+                 "--z": (self.z_threshold, self.z_threshold > 0, "a number > 0"),
+                 "--min-history": (self.min_history, self.min_history >= 1, "an integer >= 1"),
+                 "--alpha": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
+                 "resamples": (self.resamples, self.resamples >= 100, "an integer >= 100"),
+                 "power": (self.power, 0 < self.power < 1, "a fraction in (0, 1)")})
 
 
 @dataclass(frozen=True)
@@ -210,7 +216,7 @@ def judge_series(cell_id: str, fingerprint: str, candidate: Sequence[float],
                          len(candidate), detectable_effect(baseline, len(candidate), policy, scale))
 
 
-EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_SHORT_HISTORY = 0, 1, 2, 3
+EXIT_REGRESSION = EXIT_FAILURE
 
 
 def exit_code(verdicts: Sequence[SeriesVerdict]) -> int:

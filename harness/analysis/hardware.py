@@ -26,11 +26,11 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import gate
-from harness.analysis.tables import fixed_width
+from harness.analysis.tables import render_table
+from harness.errors import HarnessError
 from harness.results import history
 
 SOFTWARE = ("suite", "tf_version", "keras_version")
-
 
 PRICE_FIELDS = ("price_per_device_hour", "purchase_price")
 
@@ -42,7 +42,7 @@ class Price:
 
 
 def read_prices(path: Path) -> dict[str, Price]:
-    """machine (device name or fingerprint) -> Price; HistoryError on a malformed table."""
+    """machine (device name or fingerprint) -> Price; HarnessError on a malformed table."""
     try:
         if path.suffix == ".toml":
             table = tomllib.loads(path.read_text()).get("machines", {})
@@ -53,7 +53,7 @@ def read_prices(path: Path) -> dict[str, Price]:
         return {name: Price(*(float(v[k]) if v.get(k) not in (None, "") else None
                               for k in PRICE_FIELDS)) for name, v in items}
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
-        raise history.HistoryError(
+        raise HarnessError(
             f"cannot read the price table {path} ({type(e).__name__}: {e}); expected CSV with "
             "columns machine,price_per_device_hour,purchase_price or TOML [machines.\"NAME\"] "
             "tables with those keys") from None
@@ -85,12 +85,12 @@ def compare_machines(cells: pd.DataFrame, windows: pd.DataFrame, run_ids: list[s
     fingerprint by device name) with its 95% CI, and examples per dollar / joule where known."""
     ok = history.ok_rows(cells, run_ids)
     if ok["fingerprint"].nunique() < 2:
-        raise history.HistoryError(
+        raise HarnessError(
             f"the runs given hold {ok['fingerprint'].nunique()} machine fingerprint(s); "
             "compare-hardware needs two or more (use --runs to name runs from each machine)")
     differs = software_differences(ok)
     if differs:
-        raise history.HistoryError("refusing to compare unlike software: " + " | ".join(differs))
+        raise HarnessError("refusing to compare unlike software: " + " | ".join(differs))
     machines = ok.drop_duplicates("fingerprint").sort_values("device_name")
     reference = machines["fingerprint"].iloc[0]
     prices = prices or {}
@@ -136,4 +136,4 @@ def text_table(table: pd.DataFrame) -> str:
                       fmt(r.examples_per_dollar, ",.0f"),
                       fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
                       fmt(r.examples_per_joule, ",.1f")))
-    return fixed_width(lines)
+    return render_table(lines[0], lines[1:])

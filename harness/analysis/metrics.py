@@ -17,7 +17,6 @@ import numpy as np
 
 BOOTSTRAP_RESAMPLES = 10_000
 
-
 CONFIDENCE = 0.95
 
 

@@ -279,7 +279,6 @@ REPORT_FIGURES: dict[str, Callable[[pd.DataFrame, Path], list[Path]]] = {
 }
 """The report's figures, in order."""
 
-
 MAX_SERIES_FIGURES = 12
 
 

@@ -1,9 +1,20 @@
-"""The table printed at the end of a run: model x strategy x replicas, examples/s with CI, efficiency."""
+"""The table printed at the end of a run: model x strategy x replicas, examples/s with CI,
+efficiency; and :func:`render_table`, the table renderer every command shares (rich on a terminal,
+plain text otherwise)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+from rich import box
+from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
 
 def _num(x: Any, fmt: str) -> str:
@@ -15,8 +26,8 @@ OPTIONAL_AXES = ("data", "precision", "steps_per_execution", "loop", "accum_step
 
 
 def fixed_width(lines: Sequence[Sequence[str]], rule: bool = True) -> str:
-    """Rows as left-aligned columns two spaces apart (the last column unpadded), with a rule under
-    the first (header) row when ``rule``."""
+    """The plain form of :func:`render_table`: rows as left-aligned columns two spaces apart (the
+    last column unpadded), with a rule under the first (header) row when ``rule``."""
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
     out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]
     if rule:
@@ -24,8 +35,103 @@ def fixed_width(lines: Sequence[Sequence[str]], rule: bool = True) -> str:
     return "\n".join(out)
 
 
-def summary_table(rows: Sequence[dict[str, Any]]) -> str:
-    """A fixed-width text table of the rows, in the order given."""
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?[%x*]?")
+"""A number as the tables print it (``12,346``, ``+1.2%``, ``18,000*``): right-aligned on a terminal."""
+
+
+def is_terminal(stream: TextIO | None = None, force_terminal: bool | None = None) -> bool:
+    """Whether text for ``stream`` (default stdout) should be rendered for a terminal: its
+    ``isatty()``, unless ``force_terminal`` says otherwise. FORCE_COLOR does not count: the plain
+    form is what scripts parse."""
+    if force_terminal is not None:
+        return force_terminal
+    stream = stream or sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None,
+                 stream: TextIO | None = None, *, rule: bool = True, indent: int = 0,
+                 force_terminal: bool | None = None) -> str:
+    """The one table renderer of every command: the text to write to ``stream`` (default stdout).
+
+    On a terminal (see :func:`is_terminal`) a rich table fitted to the terminal's width: free-text
+    columns wrap at spaces, long headers wrap too when needed, other values are never broken (when
+    even that is too wide, rows stay whole and the terminal folds them, as it folds plain text);
+    numeric columns right-aligned; colours as rich decides (none under NO_COLOR). Otherwise plain
+    :func:`fixed_width` text with the same columns and values, ``title`` on a line above, the rule
+    under the header only when ``rule``. Every line is indented by ``indent`` spaces.
+    """
+    cells = [tuple(str(c) for c in r) for r in rows]
+    if not is_terminal(stream, force_terminal):
+        lines = ([title] if title else []) + fixed_width([tuple(header), *cells], rule).splitlines()
+        return "\n".join(" " * indent + line for line in lines)
+    console = Console(file=stream or sys.stdout, force_terminal=True)
+    for wrap_headers in (False, True):
+        table = Padding(_rich_table(header, cells, title, wrap_headers), (0, 0, 0, indent),
+                        expand=False)
+        width = Measurement.get(console, console.options.update_width(10_000), table)
+        if width.minimum <= console.width:
+            break
+    else:  # too wide even wrapped: whole rows, which the terminal folds
+        console = Console(file=stream or sys.stdout, force_terminal=True, width=width.maximum)
+    with console.capture() as captured:
+        console.print(table)
+    return captured.get().rstrip("\n")
+
+
+def _rich_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str | None,
+                wrap_headers: bool) -> Table:
+    """:func:`render_table`'s rich table: a column whose values hold a space is free text, which
+    may wrap at spaces; any other column is exactly as wide as its longest value or its header
+    (or, when ``wrap_headers``, the header's longest piece, see :func:`_pieces`)."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, header_style="bold", title_justify="left",
+                  show_edge=False, pad_edge=False, collapse_padding=True)
+    for i, name in enumerate(header):
+        values = [r[i] for r in rows]
+        numbers = [v for v in values if v != "-"]
+        justify = "right" if numbers and all(_NUMBER.fullmatch(v) for v in numbers) else "left"
+        pieces = _pieces(name) if wrap_headers else [name]
+        head = max([1, *(len(p.strip()) for p in pieces)])
+        if any(" " in v for v in values):
+            width = max([head, *(len(w) for v in values for w in v.split())])
+            table.add_column(_broken(pieces, width), justify=justify, overflow="fold",
+                             min_width=width)
+        else:
+            width = max([head, *map(len, values)])
+            table.add_column(_broken(pieces, width), justify=justify, overflow="fold", width=width)
+    for r in rows:
+        table.add_row(*(Text(c) for c in r))
+    return table
+
+
+def _pieces(header: str) -> list[str]:
+    """``header`` cut after each space, ``_``, ``/`` and ``-``, a piece of one or two characters
+    kept with the one before (``examples/s`` stays whole)."""
+    pieces: list[str] = []
+    for piece in re.findall(r"[^ _/-]*[ _/-]?", header):
+        if pieces and len(piece.strip(" _/-")) <= 2:
+            pieces[-1] += piece
+        elif piece:
+            pieces.append(piece)
+    return pieces
+
+
+def _broken(pieces: Sequence[str], width: int) -> Text:
+    """A header from its pieces, as few lines of at most ``width`` as they pack into."""
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len((lines[-1] + piece).rstrip()) > width:
+            lines.append("")
+        lines[-1] += piece
+    return Text("\n".join(line.rstrip() for line in lines))
+
+
+def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
+                  force_terminal: bool | None = None) -> str:
+    """The rows as a table (see :func:`render_table`), in the order given."""
     extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
     header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", *extra, "examples/s",
               "95% CI", "cv", "efficiency", "status")
@@ -42,19 +148,15 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
                       *(str(r.get(a)) for a in extra),
                       _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci, _num(r.get("cv"), ".1%"),
                       _num(r.get("scaling_efficiency"), ".2f"), status))
-    return fixed_width(lines)
+    return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
 FOOTNOTE = ("examples/s: median of {repeats} timed windows of ~{window_s:g} s each (warm-up excluded), "
             "95% CI by percentile bootstrap; efficiency = throughput / (replicas x 1-replica throughput)"
             "; repl 'NxW' = replicas x workers ('+Pps': parameter-server tasks; 'tT': T co-tenant "
             "processes, examples/s their aggregate).")
-
-
 OVERSUBSCRIBED_NOTE = ("* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host "
                        "cores).")
-
-
 LOGICAL_NOTE = ("Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "
                 "replicas add no compute, so efficiency near 1/N is expected and says nothing about "
                 "real devices.")

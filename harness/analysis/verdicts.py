@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.tables import fixed_width
-from harness.spec.axes import PARAMETER_SERVER
+from harness.analysis.tables import render_table
 from harness.spec.cell import Cell
 
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
@@ -38,7 +37,7 @@ def equivalence_key(cell: Cell) -> tuple[Any, ...]:
 def synchronous(cell: Cell) -> bool:
     """Whether the cell's training is deterministic SGD on its effective batch (all but
     parameter_server on several workers)."""
-    return not (cell.strategy == PARAMETER_SERVER and cell.workers > 1)
+    return cell.kind.synchronous_at(cell.workers)
 
 
 ASYNCHRONOUS_NOTE = "not compared: asynchronous updates"
@@ -129,4 +128,4 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
         lines.append((f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}", o.cell.id,
                       o.status, num(o.final_loss, ".7f"), o.weights_digest or "-",
                       num(v.loss_rel, ".1e"), num(v.weights_rel, ".1e"), verdict))
-    return fixed_width(lines, rule=False)
+    return render_table(lines[0], lines[1:], rule=False)

@@ -1,36 +1,55 @@
-"""TODO docstring: commands.compare."""
+"""``python -m harness compare``: the regression gate, a candidate run against its history."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
 from harness.analysis.gate import GatePolicy
+from harness.errors import EXIT_SHORT_HISTORY
+
+NAME = "compare"
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        NAME, help="the regression gate: compare a candidate run with baseline runs of the "
+        "same cells on the same machine fingerprint",
+        description="Exit 0: no regression; 1: a regression (or a cell that now fails); 2: error "
+        "(unreadable results, bad reference); 3: not enough history to judge any cell. REF: "
+        "a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
+        "YYYY-MM-DD..YYYY-MM-DD.")
+    p.add_argument("--results", default="results", help="results folder. Default: results")
+    p.add_argument("--baseline", default="last:20", metavar="REF",
+                   help="baseline runs (their history feeds the robust z-score); runs at or after "
+                        "the candidate are never in it. Default: last:20")
+    p.add_argument("--candidate", default="latest", metavar="REF",
+                   help="candidate run(s): last:N after N runs of the same code gates on all N, "
+                        "which shrinks the detectable effect by about sqrt(N). Default: latest")
+    gp = GatePolicy()
+    p.add_argument("--min-effect", type=float, default=gp.min_effect,
+                   help=f"smallest change called, as a fraction. Default: {gp.min_effect}")
+    p.add_argument("--z", type=float, default=gp.z_threshold, dest="z_threshold",
+                   help=f"robust z-score a change must reach against the history. Default: {gp.z_threshold}")
+    p.add_argument("--min-history", type=int, default=gp.min_history,
+                   help=f"baseline runs a series needs to be judged. Default: {gp.min_history}")
+    p.add_argument("--alpha", type=float, default=gp.alpha,
+                   help=f"family-wise false-call rate of the CI test over all series. Default: {gp.alpha}")
+    p.add_argument("--markdown", default=None, metavar="FILE",
+                   help="also write the result as markdown for a CI comment")
+    p.add_argument("--figures", default=None, metavar="DIR",
+                   help="also draw each changed series' history with its change points")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
     from harness.analysis.compare import compare, text_table, write_markdown
-    from harness.analysis.gate import EXIT_ERROR
     from harness.results import history
 
-    checks = {"--min-effect": (args.min_effect, 0 <= args.min_effect < 1),
-              "--z": (args.z_threshold, args.z_threshold > 0),
-              "--min-history": (args.min_history, args.min_history >= 1),
-              "--alpha": (args.alpha, 0 < args.alpha < 1)}
-    bad = [(flag, value) for flag, (value, ok) in checks.items() if not ok]
-    if bad:
-        print(f"error: Received {bad[0][0]}={bad[0][1]}; "
-              "expected --min-effect in [0, 1), --z > 0, --min-history >= 1, --alpha in (0, 1).",
-              file=sys.stderr)
-        return EXIT_ERROR
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
-    try:
-        cells, _ = history.load(args.results)
-        result = compare(cells, args.baseline, args.candidate, policy)
-    except history.HistoryError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+    cells, _ = history.load(args.results)
+    result = compare(cells, args.baseline, args.candidate, policy)
     print(text_table(result))
     if args.markdown:
         write_markdown(result, Path(args.markdown))
@@ -40,7 +59,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         for path in series_figures(cells, result, Path(args.figures)):
             print(f"wrote {path}")
-    if result.exit_code == 3:
-        print(f"not enough history: no cell has {policy.min_history} baseline runs on this "
-              "fingerprint; widen --baseline (e.g. last:20) or lower --min-history.")
+    if result.exit_code == EXIT_SHORT_HISTORY:
+        print(result.shortfall)
     return result.exit_code

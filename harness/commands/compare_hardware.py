@@ -1,15 +1,28 @@
-"""TODO docstring: commands.compare_hardware."""
+"""``python -m harness compare-hardware``: machines side by side, like for like, with cost and energy."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
-from harness.errors import EXIT_USAGE
+NAME = "compare-hardware"
 
 
-def cmd_compare_hardware(args: argparse.Namespace) -> int:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="two or more machines (fingerprints), like for like: per-cell "
+                       "ratios with CI, scaling side by side, cost and energy")
+    p.add_argument("--results", default="results", help="results folder. Default: results")
+    p.add_argument("--runs", nargs="*", default=None, metavar="REF",
+                   help="runs to compare (default: the newest run of each machine)")
+    p.add_argument("--prices", default=None, metavar="FILE",
+                   help="price table, CSV (machine,price_per_device_hour,purchase_price) or TOML")
+    p.add_argument("--figures", default=None, metavar="DIR", help="also draw scaling side by side")
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
     from harness.analysis.hardware import (
         compare_machines,
         latest_runs_per_machine,
@@ -18,16 +31,12 @@ def cmd_compare_hardware(args: argparse.Namespace) -> int:
     )
     from harness.results import history
 
-    try:
-        cells, windows = history.load(args.results)
-        all_runs = history.runs(cells)
-        run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs)] if args.runs
-                   else latest_runs_per_machine(cells))
-        prices = read_prices(Path(args.prices)) if args.prices else None
-        table = compare_machines(cells, windows, run_ids, prices)
-    except history.HistoryError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    cells, windows = history.load(args.results)
+    all_runs = history.runs(cells)
+    run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs)] if args.runs
+               else latest_runs_per_machine(cells))
+    prices = read_prices(Path(args.prices)) if args.prices else None
+    table = compare_machines(cells, windows, run_ids, prices)
     print(text_table(table))
     print("\nratio: median throughput / the reference machine's, 95% bootstrap CI of window "
           "throughputs; examples/$ = examples/s x 3600 / (price per device-hour x devices).")

@@ -1,23 +1,29 @@
-"""TODO docstring: commands.ingest."""
+"""``python -m harness ingest``: pytest-benchmark JSON into the results history, as one run."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
-from harness.errors import EXIT_USAGE
+from harness.errors import EXIT_FAILURE, EXIT_OK
+
+NAME = "ingest"
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    from harness.results.ingest import IngestError, ingest
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="add pytest-benchmark JSON (pytest benchmarks/ "
+                       "--benchmark-json=F) to the results history, as one run")
+    p.add_argument("json", help="the --benchmark-json file")
+    p.add_argument("--results", default="results", help="results folder. Default: results")
+    return p
 
-    try:
-        done = ingest(Path(args.json), Path(args.results))
-    except IngestError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+
+def run(args: argparse.Namespace) -> int:
+    from harness.results.ingest import ingest
+
+    done = ingest(Path(args.json), Path(args.results))
     print(f"run {done.run_id}: {done.rows} harness row(s) ingested"
           + (f" into {done.path}" if done.path else "")
           + (f"; skipped {len(done.skipped)} benchmark(s) without a harness row" if done.skipped else ""))
-    return 0 if done.rows else 1
+    return EXIT_OK if done.rows else EXIT_FAILURE

@@ -1,19 +1,30 @@
-"""TODO docstring: commands.listing."""
+"""``python -m harness list``: a selection's cells, their ids, and which are unsupported here and why."""
 
 from __future__ import annotations
 
-from harness.commands.selection import Selection, _platform_text
+import argparse
+from typing import Any
+
+from harness.commands.selection import add_selection_args, platform_text, select
+from harness.spec.rules import unsupported_reason
+
+NAME = "list"
 
 
-def cmd_list(sel: Selection) -> int:
-    from harness.launch.runner import plan
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="print a sweep's cells, ids and which are unsupported (no TF)")
+    add_selection_args(p)
+    return p
 
-    planned = plan(sel.cells, sel.platform)
+
+def run(args: argparse.Namespace) -> int:
+    sel = select(args)
+    planned = [(c, unsupported_reason(c, sel.platform)) for c in sel.cells]
     width = max((len(c.id) for c, _ in planned), default=0)
     for cell, why in planned:
         print(f"{cell.id.ljust(width)}  {'run' if why is None else 'unsupported: ' + why}")
     n_unsup = sum(why is not None for _, why in planned)
     print(f"\n{len(planned)} cells in sweep {sel.sweep.name!r}: {len(planned) - n_unsup} to run, "
-          f"{n_unsup} unsupported on this machine ({_platform_text(sel.platform)}).")
+          f"{n_unsup} unsupported on this machine ({platform_text(sel.platform)}).")
     print(f"protocol: {sel.protocol}")
     return 0

@@ -1,24 +1,29 @@
-"""TODO docstring: commands.report."""
+"""``python -m harness report``: figures (PNG, SVG) and one self-contained HTML file for a run."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
-from harness.errors import EXIT_USAGE
+NAME = "report"
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="figures (PNG, SVG) and one self-contained HTML file for a run")
+    p.add_argument("--results", default="results", help="results folder. Default: results")
+    p.add_argument("--run", default="latest", metavar="REF",
+                   help="the run(s) to report (see compare for REF). Default: latest")
+    p.add_argument("--out", default=None, help="output folder. Default: RESULTS/report")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
     from harness.analysis.report import write_report
     from harness.results import history
 
-    try:
-        cells, _ = history.load(args.results)
-        run_ids = history.resolve(args.run, history.runs(cells))
-    except history.HistoryError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    cells, _ = history.load(args.results)
+    run_ids = history.resolve(args.run, history.runs(cells))
     rows = cells[cells["run_id"].isin(run_ids)]
     out = Path(args.out) if args.out else Path(args.results) / "report"
     for path in write_report(rows, out, f"tf-strategy-bench: {', '.join(run_ids)}"):

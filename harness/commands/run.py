@@ -1,17 +1,74 @@
-"""TODO docstring: commands.run."""
+"""``python -m harness run``: measure a selection of cells and append their rows to the results.
+
+On a real cluster (``--cluster tf_config|slurm``) every task runs this same command: the chief
+measures and writes every row, a peer takes part in every cell, a server serves the whole run.
+"""
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from harness.commands.selection import Selection, _platform_text
-from harness.errors import EXIT_INTERRUPTED
+from harness.commands.selection import (
+    Selection,
+    add_selection_args,
+    platform_text,
+    select,
+)
+from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
+from harness.launch.contract import Role
+from harness.launch.lease import server_names
+
+NAME = "run"
 
 
-def _interrupt_on_sigterm() -> None:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
+    add_selection_args(p)
+    p.add_argument("--out", default="results", help="results folder. Default: results")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    sel = select(args)
+    interrupt_on_sigterm()
+    out = Path(args.out)
+    config = sel.cluster
+    if config is not None and config.role != Role.CHIEF:
+        return _cluster_task(sel, out)
+    if config is None or not server_names(config):
+        return _measure(sel, out)
+    return _measure_holding_the_lease(sel, out)
+
+
+def _measure_holding_the_lease(sel: Selection, out: Path) -> int:
+    """A parameter-server chief measures while holding the run lease
+    (:class:`harness.launch.lease.RunLease`), so that the servers end when the run does."""
+    from harness.launch.lease import RunLease, lease_address
+
+    config = sel.cluster
+    assert config is not None
+    try:
+        lease = RunLease(config)
+    except OSError as e:
+        raise HarnessError(f"the chief's run lease needs TCP port {lease_address(config)[1]} on this "
+                           f"host (the servers watch it to learn when the run is over): "
+                           f"{e.strerror or e}", EXIT_FAILURE) from None
+    with lease:
+        print(f"run lease on port {lease.port}: {len(server_names(config))} servers end when this "
+              "run does", flush=True)
+        code = _measure(sel, out)
+        missing = lease.finish(code)
+        if missing:
+            print(f"servers never connected to the run lease: {', '.join(missing)}", file=sys.stderr)
+    return code
+
+
+def interrupt_on_sigterm() -> None:
     """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept. Ctrl-C
     (SIGINT) is handled even when a wrapper started this process with SIGINT ignored (Python then
     installs no handler of its own)."""
@@ -22,13 +79,11 @@ def _interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def cmd_cluster_task(sel: Selection, out: Path) -> int:
+def _cluster_task(sel: Selection, out: Path) -> int:
     """A task of a real cluster other than the chief: a peer takes part in every cell, a server
     serves the whole run; neither writes results."""
-    import datetime as dt
-
-    from harness.launch.contract import WorkerOptions
-    from harness.launch.real_cluster import run_cluster_task, serve_cluster_task
+    from harness.launch.lease import lease_address
+    from harness.launch.real_cluster import cluster_launcher, serve_cluster_task
     from harness.launch.runner import follow_sweep
 
     config = sel.cluster
@@ -39,38 +94,38 @@ def cmd_cluster_task(sel: Selection, out: Path) -> int:
     print(f"cluster task {config.task_type} {config.task_index} ({config.role}) at {config.address}; "
           f"logs -> {log_dir}", flush=True)
     try:
-        if config.role == "server":
-            options = WorkerOptions(sel.protocol, sel.platform, log_dir, sel.mnist_path)
-            code = serve_cluster_task(sel.cells[0], options, config)
-            print(f"server exited with code {code}")
-            return 0 if code == 0 else 1
-        counts = follow_sweep(sel.cells, sel.protocol, sel.platform, log_dir,
-                              lambda c, o, n: run_cluster_task(c, o, n, config), sel.mnist_path)
+        if config.role == Role.SERVER:
+            host, port = lease_address(config)
+            print(f"serving until the chief's run is over (its run lease at {host}:{port})",
+                  flush=True)
+            end = serve_cluster_task(sel.cells[0], sel.worker_options(log_dir), config)
+            print(f"server done: {end.detail}; exit code {end.code}", flush=True)
+            return end.code
+        counts = follow_sweep(sel.cells, sel.platform, sel.worker_options(log_dir),
+                              cluster_launcher(config))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"peer done: {counts['finished']} cells finished, {counts['failed']} failed")
-    return 0
+    return EXIT_OK
 
 
-def cmd_run(sel: Selection, out: Path) -> int:
+def _measure(sel: Selection, out: Path) -> int:
+    """The chief (or a local run): measure every cell, store every row, print the summary."""
     from harness.analysis.tables import (
         FOOTNOTE,
         LOGICAL_NOTE,
         OVERSUBSCRIBED_NOTE,
         summary_table,
     )
-    from harness.launch.real_cluster import run_cluster_task
+    from harness.launch.real_cluster import cluster_launcher
     from harness.launch.runner import run_cell_processes, run_sweep
 
     config = sel.cluster
-    if config is not None and config.role != "chief":
-        return cmd_cluster_task(sel, out)
-    launcher = run_cell_processes if config is None else (
-        lambda c, o, n: run_cluster_task(c, o, n, config))
+    launcher = run_cell_processes if config is None else cluster_launcher(config)
     where = "" if config is None else (f" as the chief of a {config.workers}-worker"
                                        + (f", {config.ps}-ps" if config.ps else "") + " cluster")
-    print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {_platform_text(sel.platform)}"
+    print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}"
           f"{where}; results -> {out}", flush=True)
     result = run_sweep(sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher)
     print()
@@ -91,4 +146,4 @@ def cmd_run(sel: Selection, out: Path) -> int:
         print(f"interrupted: {result.not_run} cells not run; every row measured before is kept.",
               file=sys.stderr)
         return EXIT_INTERRUPTED
-    return 0
+    return EXIT_OK

@@ -1,5 +1,6 @@
-"""``python -m harness run|list|verify|report|compare``. Validates everything before any expensive
-work; never imports TensorFlow (workers do)."""
+"""The cell selection that ``run``, ``list`` and ``verify`` share: the axis, protocol, device and
+cluster flags, and :func:`select`, which turns them into validated cells before any expensive work
+(a bad value is a HarnessError naming it and the accepted ones)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import HarnessError
+from harness.launch.contract import WorkerOptions
 from harness.launch.platform import DEVICE_CHOICES, detect_platform
 from harness.launch.real_cluster import (
     CLUSTER_CHOICES,
@@ -42,7 +44,7 @@ def _axis_help(axis: Any) -> str:
     return f"{axis.help}. Accepted: {accepted} Default: {axis.default} (or the sweep's).{extra}"
 
 
-def _selection_args(p: argparse.ArgumentParser) -> None:
+def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep", default=None,
                    help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
                         "Default: default (equivalence for verify), or only the axes given")
@@ -78,9 +80,13 @@ class Selection:
     cluster: ClusterConfig | None = None
     """This process's cluster with --cluster tf_config|slurm; None for local runs."""
 
+    def worker_options(self, log_dir: Path) -> WorkerOptions:
+        """The options every worker process of this selection gets, logs under ``log_dir``."""
+        return WorkerOptions(self.protocol, self.platform, log_dir, self.mnist_path)
+
 
 def select(args: argparse.Namespace) -> Selection:
-    """Resolve sweep, axis overrides, protocol and platform; SpecError/DataError on bad input."""
+    """Resolve sweep, axis overrides, protocol and platform; HarnessError on bad input."""
     overrides = {a.name: a.parse(getattr(args, a.name)) for a in AXES if getattr(args, a.name) is not None}
     sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
     if args.sweep is None and overrides:
@@ -96,18 +102,18 @@ def select(args: argparse.Namespace) -> Selection:
     if "mnist" in sweep.values()["data"]:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
     if getattr(args, "out", None) is not None:
-        _check_writable(Path(args.out))
+        check_writable(Path(args.out))
     return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster)
 
 
 def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform
              ) -> ClusterConfig | None:
-    """This process's cluster (None for local runs); SpecError when the axes given contradict it."""
+    """This process's cluster (None for local runs); HarnessError when the axes given contradict it."""
     if kind == "local":
         return None
     ps = overrides.get("ps", (0,))
     if kind == "slurm" and len(ps) != 1:
-        raise SpecError(f"Received --ps={','.join(map(str, ps))} with --cluster slurm; expected one "
+        raise HarnessError(f"Received --ps={','.join(map(str, ps))} with --cluster slurm; expected one "
                         "value: the Slurm job step's ps tasks.")
     config = read_tf_config() if kind == "tf_config" else resolve_slurm(ps[0], platform.gpu_count)
     shape = {"strategy": (config.strategy,), "workers": (config.workers,)}
@@ -116,32 +122,32 @@ def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platfor
     for name, value in shape.items():
         if name in overrides and overrides[name] != value:
             given = ",".join(map(str, overrides[name]))
-            raise SpecError(f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
+            raise HarnessError(f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
                             f"worker(s), {config.ps} ps) runs only --{name} {value[0]}.")
     return config
 
 
-def _check_writable(out: Path) -> None:
+def check_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as e:
-        raise SpecError(f"Received --out={str(out)!r}; expected a folder this user can write to "
+        raise HarnessError(f"Received --out={str(out)!r}; expected a folder this user can write to "
                         f"({e.strerror}).") from None
 
 
-def _platform_text(p: Platform) -> str:
+def platform_text(p: Platform) -> str:
     if p.device_kind == "gpu":
         return f"{p.gpu_count} GPU(s)"
     return f"CPU only, up to {p.cpu_devices} logical CPU devices as replicas"
 
 
-def _int_list(flag: str, text: str, minimum: int) -> list[int]:
+def int_list(flag: str, text: str, minimum: int) -> list[int]:
     try:
         values = [int(x) for x in text.split(",")]
     except ValueError:
         values = []
     if not values or any(v < minimum for v in values):
-        raise SpecError(f"Received {flag}={text!r}; expected comma-separated integers >= {minimum}.")
+        raise HarnessError(f"Received {flag}={text!r}; expected comma-separated integers >= {minimum}.")
     return sorted(set(values))

@@ -1,24 +1,64 @@
-"""TODO docstring: commands.verify."""
+"""``python -m harness verify``: do cells that must compute the same thing agree?
+
+Each cell trains a fixed number of optimizer updates from one seed in its own worker; the verdicts
+(:mod:`harness.analysis.verdicts`) compare each with its equivalence group's reference.
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from harness.commands.selection import Selection
-from harness.errors import SpecError
+from harness.commands.run import interrupt_on_sigterm
+from harness.commands.selection import Selection, add_selection_args, select
+from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.spec.cell import Cell
 
+NAME = "verify"
+MIN_DEFAULT_UPDATES = 8
+"""verify's default updates per cell are the smallest fitting multiple at or above this."""
 
-def cmd_verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        NAME, help="train cells for a fixed number of updates from one seed and check that cells "
+        "which must be equivalent (same model, data, precision and examples per update) agree",
+        description="Exit 0 when every group agrees within tolerance (float32: 1e-5 relative on the "
+        "final loss and on the weights' L2 norm; mixed precision: 1e-2, bfloat16 2e-2), 1 when a "
+        "cell disagrees, is invalid or failed, 2 on bad input. Default cells: --sweep equivalence.")
+    add_selection_args(p)
+    p.add_argument("--updates", type=int, default=None,
+                   help="optimizer updates per cell (a multiple of every steps_per_execution in "
+                        "the selection). Default: the smallest such multiple that is at least "
+                        f"{MIN_DEFAULT_UPDATES} ({MIN_DEFAULT_UPDATES} for the equivalence sweep, "
+                        "10 at steps_per_execution 10)")
+    p.add_argument("--include-unsupported", action="store_true",
+                   help="also run cells marked unsupported, to see what they compute")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+
+    sel = select(args)
+    updates = verify_updates(args.updates, sel.cells)
+    interrupt_on_sigterm()
+    return verify(sel, updates, args.include_unsupported)
+
+
+def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
+    """Train and judge the selection's cells (see the module docstring); the exit code."""
     from harness.analysis.verdicts import judge, verdict_table
-    from harness.launch.runner import run_cells
+    from harness.launch.runner import verify_cells
 
     print(f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="harness-verify-") as work:
-        outcomes = run_cells(sel.cells, updates, sel.protocol, sel.platform, Path(work),
-                             include_unsupported, sel.mnist_path)
+        outcomes = verify_cells(sel.cells, updates, sel.platform, sel.worker_options(Path(work)),
+                                include_unsupported)
         verdicts = judge(outcomes)
     print()
     print(verdict_table(verdicts))
@@ -26,17 +66,31 @@ def cmd_verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
     compared = sum(v.agrees is not None for v in verdicts)
     if bad:
         print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid.")
-        return 1
+        return EXIT_FAILURE
     if not compared:
         print("\nnothing was compared: no group (same model, data, precision and examples per "
               "update) holds two cells that ran; add a cell to compare with.")
-        return 1
+        return EXIT_FAILURE
     print(f"\nall {compared} compared cells agree with their group's reference.")
-    return 0
+    return EXIT_OK
 
 
-def _check_updates(updates: int, cells: list[Cell]) -> None:
+def verify_updates(requested: int | None, cells: Sequence[Cell]) -> int:
+    """The optimizer updates ``verify`` trains each cell for.
+
+    A cell trains whole ``tf.function`` calls of steps_per_execution updates, so the count must be a
+    multiple of every steps_per_execution in the selection. Without ``--updates`` (``requested`` is
+    None) it is the smallest multiple of their least common multiple that is at least
+    :data:`MIN_DEFAULT_UPDATES`, so the default fits any selection; an explicit value that does not
+    fit raises HarnessError naming it and the accepted ones.
+    """
     spes = sorted({c.steps_per_execution for c in cells})
-    if updates < 1 or any(updates % s for s in spes):
-        raise SpecError(f"Received --updates={updates}; expected a positive multiple of every "
-                        f"steps_per_execution in the selection: {spes}.")
+    step = math.lcm(*spes) if spes else 1
+    if requested is None:
+        return step * -(-MIN_DEFAULT_UPDATES // step)
+    if requested < 1 or requested % step:
+        raise HarnessError(f"Received --updates={requested}; expected a positive multiple of {step} "
+                           f"(every steps_per_execution in the selection: {spes}), e.g. {step} or "
+                           f"{2 * step}; without --updates verify trains "
+                           f"{verify_updates(None, cells)}.")
+    return requested

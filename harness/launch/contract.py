@@ -1,74 +1,48 @@
-"""The job and event contract between the parent (:mod:`harness.launch`) and a worker process."""
+"""The job and event contract between the parent (:mod:`harness.launch`) and a worker process.
+
+Both sides import this module and nothing else of each other. The parent writes a :class:`Job`
+as JSON and starts ``python -m harness.worker JOB EVENTS``; the worker appends one JSON object per
+line to EVENTS, each with an ``event`` key from :class:`Event`:
+
+    ready     {"facts": {...}, "devices": [...]}    TensorFlow and the devices are set up
+    start     {"cell_id": ...}                      the cell starts (start-up is over)
+    joined    {}                                    a multi-worker task has joined its cluster
+    record    {"row": {...}, "windows": [...]}      the cell's row (the chief, or a failure)
+    finished  {"cell_id": ...}                      a peer's part of the cell is done
+    failed    {"cell_id": ..., "reason": ...}       made by the parent when a worker dies or overruns
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
+from harness.spec.strategies import Role
 
 
-@dataclass(frozen=True)
-class Job:
-    cell: Cell
-    protocol: Protocol
-    platform: Platform
-    mnist_path: str | None = None
-    inject_fault: str | None = None
-    verify_updates: int | None = None
-    """When set, train each cell for this many updates and save its weights (no timing)."""
-    weights_dir: str | None = None
-    worker_index: int = 0
-    """This process's position in a multi-worker cell's task list (0 = the chief)."""
-    cores_per_worker: int | None = None
-    """Cores the launcher gave each worker (None: the whole host)."""
-    role: str = "chief"
-    """chief: runs the cell and reports its row; peer: runs the cell (MultiWorkerMirrored worker
-    other than the chief); server: a parameter-server cell's worker or ps task, a
-    ``tf.distribute.Server`` that the chief's coordinator drives."""
-    hosts: int = 1
-    """Distinct hosts the cell's workers run on (1 for local processes)."""
-    oversubscribed: bool | None = None
-    """Whether the cell's processes ask for more cores than the host has (None: the worker decides)."""
+class Event(StrEnum):
+    """The ``event`` of each line a worker appends to its events file (see the module docstring)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Job":
-        return cls(**{**d, "cell": Cell.from_dict(d["cell"]),
-                      "protocol": Protocol(**d["protocol"]), "platform": Platform(**d["platform"])})
-
-
-TENANT_BARRIER_ENV = "HARNESS_TENANT_BARRIER"
-"""Folder of the co-tenants' start barrier, set by the launcher for cells with tenants > 1."""
-
-
-WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
-
-
-FAULT_ENV = "HARNESS_INJECT_FAULT"
-"""Test hook, passed to workers: ``kill:<cell_id>`` or ``hang:<cell_id>`` (at the cell's start);
-``kill@N:`` / ``hang@N:<cell_id>`` (task N of a multi-worker cell, once every task has joined);
-``absent@N:<cell_id>`` (task N is never started)."""
-
-
-def injected_fault() -> str | None:
-    return os.environ.get(FAULT_ENV) or None
-
-
-# ------------------------------------------------------------------------------------------------
-# Worker processes
-# ------------------------------------------------------------------------------------------------
+    READY = "ready"
+    START = "start"
+    JOINED = "joined"
+    RECORD = "record"
+    FINISHED = "finished"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
 class WorkerOptions:
-    """What a worker needs besides its cells. ``startup_timeout_s``: seconds to import TensorFlow and
-    set up devices."""
+    """What every worker process of a run shares.
+
+    ``log_dir``: where each process's log goes; ``startup_timeout_s``: seconds to import TensorFlow
+    and set up devices; ``verify_updates``: when set, train each cell this many updates and save its
+    weights under ``weights_dir`` (no timing)."""
 
     protocol: Protocol
     platform: Platform
@@ -81,18 +55,80 @@ class WorkerOptions:
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start one process of a cell: its environment additions (TF_CONFIG, threads, device
-    mask), its role (see :class:`harness.worker.Job`), its position in the cell's task list, the
-    cores each worker gets, the hosts the workers span and whether the cell oversubscribes cores."""
+    """How one process of a cell is started: its environment additions (TF_CONFIG, threads, device
+    mask), its role, its position in the cell's task list (0 = the chief; a co-tenant's index), the
+    cores each worker gets (None: the whole host), the hosts the workers span, and whether the cell's
+    processes ask for more cores than the host has (None: the worker decides)."""
 
     env: tuple[tuple[str, str], ...] = ()
-    role: str = "chief"
+    role: Role = Role.CHIEF
     index: int = 0
     cores: int | None = None
     hosts: int = 1
     oversubscribed: bool | None = None
 
 
-UNSUPPORTED_SIGNS = ("No OpKernel was registered", "not supported", "Could not satisfy device",
-                     "no supported devices", "NCCL is not supported")
-"""Error texts that mean "this machine or build has no kernel or device for it" (vs a failure)."""
+@dataclass(frozen=True)
+class Job:
+    """Everything one worker process reads: the cell, the run's options and its own launch."""
+
+    cell: Cell
+    options: WorkerOptions
+    launch: Launch = Launch()
+    inject_fault: str | None = None
+    """Test hook (:data:`FAULT_ENV`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["options"]["log_dir"] = str(self.options.log_dir)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Job":
+        o, la = d["options"], d["launch"]
+        options = WorkerOptions(**{**o, "protocol": Protocol(**o["protocol"]),
+                                   "platform": Platform(**o["platform"]), "log_dir": Path(o["log_dir"])})
+        launch = Launch(**{**la, "env": tuple(map(tuple, la["env"])), "role": Role(la["role"])})
+        return cls(Cell.from_dict(d["cell"]), options, launch, d.get("inject_fault"))
+
+
+TENANT_BARRIER_ENV = "HARNESS_TENANT_BARRIER"
+"""Folder of the co-tenants' start barrier, set by the launcher for cells with tenants > 1."""
+
+WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+"""Set in every worker and probe process."""
+
+FAULT_ENV = "HARNESS_INJECT_FAULT"
+"""Test hook, passed to workers: ``kill:<cell_id>`` or ``hang:<cell_id>`` (at the cell's start);
+``kill@N:`` / ``hang@N:<cell_id>`` (task N of a multi-worker cell, once every task has joined);
+``absent@N:<cell_id>`` (task N is never started)."""
+
+
+def injected_fault() -> str | None:
+    return os.environ.get(FAULT_ENV) or None
+
+
+# ------------------------------------------------------------------------------------------------
+# Doctor probes: ``python -m harness.worker.probe`` prints one JSON line per fact or probe
+# ------------------------------------------------------------------------------------------------
+
+PROBE_MODULE = "harness.worker.probe"
+WORKS, UNSUPPORTED, FAILS, WRONG = "works", "unsupported", "fails", "wrong result"
+"""A probe's status: the all-reduce summed right; no kernel or device here; it raised; wrong sums."""
+
+LOCAL_PROBES: tuple[tuple[str, str], ...] = (
+    ("one_device", "-"),
+    ("mirrored", "auto"),
+    ("mirrored", "reduction_to_one_device"),
+    ("mirrored", "hierarchical_copy"),
+    ("central_storage", "-"),
+    ("mirrored", "nccl"),  # last: a failed NCCL init may leave state behind
+)
+"""(strategy, cross-device op) of the single-process probes, in the order a probe process runs them."""
+
+
+def local_probes(replicas: int) -> list[tuple[str, str]]:
+    """(strategy, cross-device op) probed with ``replicas`` devices: one_device only with one;
+    with one device, mirrored only with its default op (the others skip the reduce)."""
+    return [(name, op) for name, op in LOCAL_PROBES
+            if (name == "one_device") == (replicas == 1) or (name == "mirrored" and op == "auto")]

@@ -1,6 +1,6 @@
 """``python -m harness doctor``: what this machine can run, and why a device might sit idle.
 
-The parent never imports TensorFlow. It asks :mod:`harness.doctor_probe` child processes for the
+The parent never imports TensorFlow. It asks :mod:`harness.worker.probe` child processes for the
 devices, build and thread settings, then probes every single-process strategy and cross-device op
 at each replica count (one process per count: two MirroredStrategy topologies in one process break
 each other's collectives) and MultiWorkerMirroredStrategy with two local workers per communication
@@ -11,21 +11,21 @@ here (``python -m harness run --strategy parameter_server --workers 1 --ps 1`` e
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
+from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus
-from harness.worker import probe as doctor_probe
-from harness.worker.probe import FAILS, WORKS
-
-PROBE_MODULE = "harness.worker.probe"
-
+from harness.launch.contract import FAILS, WORKS, local_probes
+from harness.launch.local_cluster import cluster_env, free_ports
+from harness.launch.probes import run_probe_processes
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform
 
 MWMS_COMMUNICATIONS_CPU = ("auto", "ring")
 
-
 MWMS_COMMUNICATIONS_GPU = ("auto", "ring", "nccl")
-
 
 MWMS_WORKERS = 2
 
@@ -42,7 +42,7 @@ def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> lis
     """The probes of one local probe process; those it never reported failed with ``ended``."""
     got = {(d["strategy"], d["cross_device_ops"]): d for d in lines if d.get("kind") == "probe"}
     out = []
-    for strategy, op in doctor_probe.local_probes(replicas):
+    for strategy, op in local_probes(replicas):
         d = got.get((strategy, op))
         if d is None:
             out.append(Probe(strategy, op, replicas, FAILS, f"the probe process {ended} before "
@@ -86,75 +86,76 @@ def ended_as(returncode: int | None, stderr_tail: str) -> str:
     return how + (f" ({last[0][:200]})" if last else "")
 
 
-# ------------------------------------------------------------------------------------------------
-# Running it (processes via harness.launch)
-# ------------------------------------------------------------------------------------------------
-
-class DoctorError(RuntimeError):
-    """The facts probe itself failed (TensorFlow does not import or start)."""
-
-
 def examine(device: str = "auto", replica_counts: list[int] | None = None,
             timeout_s: float = 180.0) -> Report:
     """Run every probe process and assemble the report (takes a minute or two on 2 cores)."""
-    import os
-
-    from harness.launch.local_cluster import Task, cluster_env, free_ports
-    from harness.launch.probes import run_probe_processes
-    from harness.spec.protocol import Platform
-
-    cpu_env = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
-
-    def ask_facts(kind: str, replicas: int) -> dict[str, Any]:
-        res = run_probe_processes([[PROBE_MODULE, "facts", kind, str(replicas)]],
-                                  [cpu_env if kind == "CPU" else {}], timeout_s)[0]
-        found = next((d for d in res.lines if d.get("kind") == "facts"), None)
-        if found is None:
-            raise DoctorError("TensorFlow could not report its devices: the probe process "
-                              f"{ended_as(res.returncode, res.stderr_tail)}")
-        return found
-
-    if device == "cpu":
-        kind, gpu_count = "CPU", 0
-        counts = replica_counts or default_replica_counts(0)
-        facts = ask_facts("CPU", max(counts))
-    else:
-        facts = ask_facts("GPU", 1)
-        gpu_count = sum(1 for d in facts["physical"] if d["type"] == "GPU")
-        if device == "gpu" and gpu_count == 0:
-            raise DoctorError("Received --device=gpu, but TensorFlow sees no GPU; expected "
-                              "--device cpu or auto.")
-        kind = "GPU" if gpu_count else "CPU"
-        counts = replica_counts or default_replica_counts(gpu_count)
-        if kind == "GPU" and max(counts) > gpu_count:
-            raise DoctorError(f"Received --replicas {','.join(map(str, counts))}; this machine "
-                              f"has {gpu_count} GPU(s); expected counts from 1 to {gpu_count}.")
-        if kind == "CPU":  # list the logical devices of the largest count
-            facts = ask_facts("CPU", max(counts))
-    mask = {} if kind == "GPU" else cpu_env
+    facts, kind, gpu_count, counts = _facts(device, replica_counts, timeout_s)
     probes: list[Probe] = []
     for r in counts:
-        res = run_probe_processes([[PROBE_MODULE, "local", kind, str(r)]], [mask], timeout_s)[0]
+        res = run_probe_processes([["local", kind, str(r)]], [{} if kind == "GPU" else CPU_ENV],
+                                  timeout_s)[0]
         probes += collect_local(r, res.lines, ended_as(res.returncode, res.stderr_tail))
+    probes += _worker_probes(kind, gpu_count, timeout_s)
+    os_list = gpus.os_gpus()
+    procs, nvml = gpus.gpu_processes()
+    return Report(facts, os_list, procs, nvml, probes,
+                  warnings(facts, os_list, procs, {os.getpid()}, probes))
+
+
+CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
+
+
+def _ask_facts(kind: str, replicas: int, timeout_s: float) -> dict[str, Any]:
+    res = run_probe_processes([["facts", kind, str(replicas)]], [CPU_ENV if kind == "CPU" else {}],
+                              timeout_s)[0]
+    found = next((d for d in res.lines if d.get("kind") == "facts"), None)
+    if found is None:
+        raise HarnessError("TensorFlow could not report its devices: the probe process "
+                           f"{ended_as(res.returncode, res.stderr_tail)}", EXIT_FAILURE)
+    return found
+
+
+def _facts(device: str, replica_counts: list[int] | None, timeout_s: float
+           ) -> tuple[dict[str, Any], str, int, list[int]]:
+    """(facts, device type probed, GPU count, replica counts); HarnessError on a bad request."""
+    if device == "cpu":
+        counts = replica_counts or default_replica_counts(0)
+        return _ask_facts("CPU", max(counts), timeout_s), "CPU", 0, counts
+    facts = _ask_facts("GPU", 1, timeout_s)
+    gpu_count = sum(1 for d in facts["physical"] if d["type"] == "GPU")
+    if device == "gpu" and gpu_count == 0:
+        raise HarnessError("Received --device=gpu, but TensorFlow sees no GPU; expected "
+                           "--device cpu or auto.")
+    kind = "GPU" if gpu_count else "CPU"
+    counts = replica_counts or default_replica_counts(gpu_count)
+    if kind == "GPU" and max(counts) > gpu_count:
+        raise HarnessError(f"Received --replicas {','.join(map(str, counts))}; this machine "
+                           f"has {gpu_count} GPU(s); expected counts from 1 to {gpu_count}.")
+    if kind == "CPU":  # list the logical devices of the largest count
+        facts = _ask_facts("CPU", max(counts), timeout_s)
+    return facts, kind, gpu_count, counts
+
+
+def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:
+    """MultiWorkerMirrored with two local workers per communication implementation (TF_CONFIG and
+    device masks exactly as a local multi-worker cell gets them)."""
     communications = MWMS_COMMUNICATIONS_CPU
+    probes: list[Probe] = []
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
         if not communications:
             probes.append(Probe("multi_worker_mirrored", "-", MWMS_WORKERS, SKIPPED,
                                 f"needs {MWMS_WORKERS} GPUs, one per local worker",
                                 workers=MWMS_WORKERS))
-    tasks = [Task("worker", i, "chief" if i == 0 else "peer") for i in range(MWMS_WORKERS)]
     cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
     platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1)
     for comm in communications:
+        cell = Cell(strategy="multi_worker_mirrored", communication=comm, workers=MWMS_WORKERS)
         addresses = [f"127.0.0.1:{p}" for p in free_ports(MWMS_WORKERS)]
-        envs = [cluster_env(tasks, addresses, i, cores, platform, 1) for i in range(MWMS_WORKERS)]
-        results = run_probe_processes(
-            [[PROBE_MODULE, "worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS, envs,
-            timeout_s)
+        envs = [cluster_env(cell, cell.tasks, addresses, i, cores, platform)
+                for i in range(MWMS_WORKERS)]
+        results = run_probe_processes([["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS,
+                                      envs, timeout_s)
         probes.append(collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail))
                                              for r in results]))
-    os_list = gpus.os_gpus()
-    procs, nvml = gpus.gpu_processes()
-    return Report(facts, os_list, procs, nvml, probes,
-                  warnings(facts, os_list, procs, {os.getpid()}, probes))
+    return probes

@@ -10,21 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from harness.analysis.doctor import GpuProcess, OsGpu
 
 PCI_VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD", "0x8086": "Intel"}
 """PCI vendor ids of GPU makers."""
-
-
-@dataclass(frozen=True)
-class OsGpu:
-    """One DRM card: its sysfs name (``card0``), PCI vendor (NVIDIA, AMD, Intel, or the raw id)
-    and PCI address."""
-
-    card: str
-    vendor: str
-    pci: str
 
 
 def os_gpus(drm: Path = Path("/sys/class/drm")) -> list[OsGpu]:
@@ -40,16 +31,6 @@ def os_gpus(drm: Path = Path("/sys/class/drm")) -> list[OsGpu]:
         pci = os.path.basename(os.path.realpath(card / "device"))
         found.append(OsGpu(card.name, PCI_VENDORS.get(vendor_id, vendor_id), pci))
     return found
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """A process holding memory on an NVIDIA GPU: GPU index, pid, memory (bytes; None if the
-    driver does not say)."""
-
-    gpu: int
-    pid: int
-    used_bytes: int | None
 
 
 def gpu_processes() -> tuple[list[GpuProcess], str]:

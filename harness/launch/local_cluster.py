@@ -6,23 +6,25 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import Launch, WorkerOptions, injected_fault
-from harness.launch.process import POLL_S, _Events, _signal_name, _start, _tail, stop
-from harness.spec.axes import PARAMETER_SERVER
+from harness.launch.contract import Event, Job, Launch, WorkerOptions, injected_fault
+from harness.launch.process import (
+    POLL_S,
+    Deadline,
+    Phase,
+    Process,
+    signal_text,
+    start_worker,
+)
 from harness.spec.cell import Cell
-from harness.spec.protocol import Platform
-
-# ------------------------------------------------------------------------------------------------
-# Multi-worker cells on 127.0.0.1: TensorFlow's own cluster runtime (TF_CONFIG, gRPC collectives)
-# ------------------------------------------------------------------------------------------------
+from harness.spec.protocol import Platform, Protocol
+from harness.spec.strategies import Role, Task
 
 FINISH_GRACE_S = 30.0
 
@@ -41,39 +43,7 @@ def free_ports(n: int) -> list[int]:
             sock.close()
 
 
-@dataclass(frozen=True)
-class Task:
-    """One process of a multi-worker cell: its TF_CONFIG task and its part in the harness.
-
-    ``role``: chief (runs the cell, reports the row), peer (runs the cell: a MultiWorkerMirrored
-    worker other than the chief) or server (a parameter-server cell's worker or ps task: a
-    ``tf.distribute.Server`` the chief's ClusterCoordinator drives)."""
-
-    type: str
-    index: int
-    role: str
-
-    @property
-    def label(self) -> str:
-        name = self.type if self.type == "chief" else f"{self.type} {self.index}"
-        return name + (" (chief)" if self.role == "chief" and self.type != "chief" else "")
-
-    @property
-    def computes(self) -> bool:
-        """Whether this task runs training steps (and so gets cores and devices)."""
-        return self.type == "worker"
-
-
-def cluster_tasks(cell: Cell) -> list[Task]:
-    """The processes of a multi-worker cell, chief first. MultiWorkerMirrored: ``workers`` workers,
-    worker 0 the chief. Parameter server: a chief (the coordinator), the workers and the ps tasks."""
-    if cell.strategy == PARAMETER_SERVER:
-        return ([Task("chief", 0, "chief")] + [Task("worker", i, "server") for i in range(cell.workers)]
-                + [Task("ps", j, "server") for j in range(cell.ps)])
-    return [Task("worker", i, "chief" if i == 0 else "peer") for i in range(cell.workers)]
-
-
-def cluster_spec(tasks: list[Task], addresses: list[str]) -> dict[str, list[str]]:
+def cluster_spec(tasks: Sequence[Task], addresses: list[str]) -> dict[str, list[str]]:
     """TF_CONFIG's ``cluster``: each task type's addresses, in task-index order."""
     spec: dict[str, list[str]] = {}
     for task, address in zip(tasks, addresses):
@@ -93,8 +63,8 @@ def is_oversubscribed(cell: Cell, cores: int, host_cores: int) -> bool:
     return cores * (cell.workers + cell.ps) > host_cores
 
 
-def cluster_env(tasks: list[Task], addresses: list[str], position: int, cores: int,
-                platform: Platform, replicas: int) -> dict[str, str]:
+def cluster_env(cell: Cell, tasks: Sequence[Task], addresses: list[str], position: int, cores: int,
+                platform: Platform) -> dict[str, str]:
     """Environment of local task ``tasks[position]``: TF_CONFIG, its thread counts, its device mask
     (compute task c gets GPUs c*replicas .. c*replicas + replicas - 1; other tasks none)."""
     task = tasks[position]
@@ -103,7 +73,9 @@ def cluster_env(tasks: list[Task], addresses: list[str], position: int, cores: i
                                  "task": {"type": task.type, "index": task.index}}),
         "TF_NUM_INTRAOP_THREADS": str(cores), "OMP_NUM_THREADS": str(cores),
     }
-    compute = [t for t in tasks if t.computes].index(task) if task.computes else None
+    training = [t for t in tasks if t.type in cell.kind.training_tasks]
+    compute = training.index(task) if task in training else None
+    replicas = cell.replicas
     mask = "-1"  # no GPU for a CPU cell (even on a GPU machine), a coordinator or a ps task
     if platform.device_kind == "gpu" and compute is not None:
         mask = ",".join(str(compute * replicas + r) for r in range(replicas))
@@ -112,7 +84,7 @@ def cluster_env(tasks: list[Task], addresses: list[str], position: int, cores: i
 
 
 def absent_worker(cell: Cell) -> int | None:
-    """Test hook ``absent@N:<cell_id>``: task N of :func:`cluster_tasks` is never started (a peer
+    """Test hook ``absent@N:<cell_id>``: task N of ``cell.tasks`` is never started (a peer
     that never appears)."""
     fault = injected_fault() or ""
     kind, _, target = fault.partition(":")
@@ -121,8 +93,79 @@ def absent_worker(cell: Cell) -> int | None:
     return None
 
 
+@dataclass
+class _Cluster:
+    """The local processes of one multi-worker cell and what the launcher has seen of them."""
+
+    cell: Cell
+    tasks: tuple[Task, ...]
+    deadline: Deadline
+    procs: dict[int, Process] = field(default_factory=dict)
+    seen: dict[int, set[str]] = field(default_factory=dict)
+    facts: dict[str, Any] | None = None
+    recorded: bool = False
+
+    def drain(self) -> Iterator[dict[str, Any]]:
+        """Read every task's events; yield the chief's start and record (with its facts)."""
+        for i, proc in self.procs.items():
+            for ev in proc.read():
+                self.seen.setdefault(i, set()).add(ev["event"])
+                if i != 0:  # only the chief's events reach the caller
+                    continue
+                if ev["event"] == Event.READY:
+                    self.facts = ev["facts"]
+                self.recorded = self.recorded or ev["event"] == Event.RECORD
+                if ev["event"] in (Event.START, Event.RECORD):
+                    yield {**ev, "facts": self.facts}
+
+    def _all(self, event: Event, among: Iterable[int]) -> bool:
+        return all(event in self.seen.get(i, ()) for i in among)
+
+    def advance(self, protocol: Protocol) -> None:
+        """Start-up -> rendezvous once every started task has started; -> the cell once every task
+        has joined; -> shutdown once the chief has its record."""
+        phase = self.deadline.phase
+        if phase == Phase.STARTUP and self._all(Event.START, self.procs):
+            self.deadline.enter(Phase.RENDEZVOUS, protocol.rendezvous_timeout_s)
+        elif phase == Phase.RENDEZVOUS and self._all(Event.JOINED, range(len(self.tasks))):
+            self.deadline.enter(Phase.CELL, protocol.cell_timeout_s, self.cell.id)
+        elif phase == Phase.CELL and self.recorded:
+            self.deadline.enter(Phase.SHUTDOWN, FINISH_GRACE_S)
+
+    def _exited_wrongly(self, i: int) -> bool:
+        """Task i exited when it must not have: with an error, or a server at all."""
+        code = self.procs[i].returncode
+        return code is not None and (code != 0 or (self.tasks[i].role == Role.SERVER
+                                                   and not self.recorded))
+
+    def outcome(self) -> str | None:
+        """None while the cell goes on; "" when it is over with a record; else what went wrong."""
+        dead = [i for i in self.procs if self._exited_wrongly(i)]
+        if dead:
+            proc = self.procs[dead[0]]
+            return (f"{self.tasks[dead[0]].label} exited with {signal_text(proc.returncode or 0)} "
+                    f"during {self.deadline.text}; its log {proc.log_path}: {proc.tail()}")
+        running = [i for i, p in self.procs.items() if p.running]
+        if all(self.tasks[i].role == Role.SERVER for i in running) and (self.recorded or not running):
+            return "" if self.recorded else f"every task exited without a record during {self.deadline.text}"
+        if self.deadline.overdue:
+            return self.deadline.passed() + self._who_is_missing()
+        return None
+
+    def _who_is_missing(self) -> str:
+        everyone = range(len(self.tasks))
+        absent = [self.tasks[i].label for i in everyone
+                  if i not in self.procs or Event.START not in self.seen.get(i, ())]
+        waiting = [self.tasks[i].label for i in self.procs if Event.JOINED not in self.seen.get(i, ())]
+        if absent:
+            return f" ({', '.join(absent)} not there)"
+        if self.deadline.phase == Phase.RENDEZVOUS and waiting:
+            return f" ({', '.join(waiting)} never joined)"
+        return ""
+
+
 def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[dict[str, Any]]:
-    """Run a multi-worker cell as local processes (:func:`cluster_tasks`); yield the chief's events.
+    """Run a multi-worker cell as local processes (``cell.tasks``); yield the chief's events.
 
     Phases and deadlines: start-up (``startup_timeout_s``), rendezvous
     (``protocol.rendezvous_timeout_s``, until every task has joined: MultiWorkerMirroredStrategy's
@@ -132,88 +175,36 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
     phase that overruns, stops every task (SIGTERM, then SIGKILL) and yields one ``failed`` event
     naming the task, the phase and the cause. Ports are released with the processes.
     """
-    tasks = cluster_tasks(cell)
+    cluster = _Cluster(cell, cell.tasks, Deadline(Phase.STARTUP, options.startup_timeout_s))
+    with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
+        try:
+            _start_tasks(cluster, options, name, Path(tmpdir))
+            while (culprit := cluster.outcome()) is None:
+                yield from cluster.drain()
+                cluster.advance(options.protocol)
+                time.sleep(POLL_S)
+        finally:
+            hows = {i: p.stop() for i, p in cluster.procs.items()}
+        yield from cluster.drain()
+    if cluster.recorded:
+        return
+    if culprit.startswith("deadline"):
+        culprit += "; stopped with " + ", ".join(f"{cluster.tasks[i].label}: {h}" for i, h in hows.items())
+    yield {"event": Event.FAILED, "cell_id": cell.id, "facts": cluster.facts,
+           "reason": culprit or "the chief exited without a record"}
+
+
+def _start_tasks(cluster: _Cluster, options: WorkerOptions, name: str, folder: Path) -> None:
+    """Start every task of the cell but the one the ``absent@N`` test hook leaves out."""
+    cell, tasks = cluster.cell, cluster.tasks
     host_cores = os.cpu_count() or 1
     cores = cores_per_task(cell, host_cores)
     addresses = [f"127.0.0.1:{p}" for p in free_ports(len(tasks))]
     missing = absent_worker(cell)
-    with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
-        procs: dict[int, tuple[subprocess.Popen[bytes], _Events, Path]] = {}
-        facts: dict[str, Any] | None = None
-        seen: dict[int, set[str]] = {i: set() for i in range(len(tasks))}
-        recorded = False
-        phase, limit = "start-up (import TensorFlow, set up devices)", options.startup_timeout_s
-        deadline = time.monotonic() + limit
-        culprit = ""
-        try:
-            for i, task in enumerate(tasks):
-                if i != missing:
-                    env = cluster_env(tasks, addresses, i, cores, options.platform, cell.replicas)
-                    launch = Launch(tuple(env.items()), task.role, i, cores, 1,
-                                    is_oversubscribed(cell, cores, host_cores))
-                    procs[i] = _start(cell, options, f"{name}-{task.type}{task.index}", Path(tmpdir),
-                                      launch)
-
-            def drain() -> Iterator[dict[str, Any]]:
-                nonlocal facts, recorded
-                for i, (_, events, _) in procs.items():
-                    for ev in events.read():
-                        seen[i].add(ev["event"])
-                        if i != 0:  # only the chief's events reach the caller
-                            continue
-                        if ev["event"] == "ready":
-                            facts = ev["facts"]
-                        if ev["event"] == "record":
-                            recorded = True
-                        if ev["event"] in ("start", "record"):
-                            yield {**ev, "facts": facts}
-
-            def failed(i: int) -> bool:
-                """Task i exited when it must not have: with an error, or a server at all."""
-                proc = procs[i][0]
-                if proc.poll() is None:
-                    return False
-                return proc.returncode != 0 or (tasks[i].role == "server" and not recorded)
-
-            while True:
-                yield from drain()
-                everyone = range(len(tasks))
-                if phase.startswith("start-up") and all("start" in seen[i] for i in procs):
-                    phase = "rendezvous (every task joining the cluster)"
-                    limit = options.protocol.rendezvous_timeout_s
-                    deadline = time.monotonic() + limit
-                if phase.startswith("rendezvous") and all("joined" in seen[i] for i in everyone):
-                    phase, limit = f"cell {cell.id}", options.protocol.cell_timeout_s
-                    deadline = time.monotonic() + limit
-                if recorded and phase.startswith("cell"):
-                    phase, limit = "shutdown", FINISH_GRACE_S
-                    deadline = time.monotonic() + limit
-                dead = [i for i in procs if failed(i)]
-                if dead:
-                    i = dead[0]
-                    culprit = (f"{tasks[i].label} exited with {_signal_name(procs[i][0].returncode)} "
-                               f"during {phase}; its log {procs[i][2]}: {_tail(procs[i][2])}")
-                    break
-                running = [i for i, (p, _, _) in procs.items() if p.poll() is None]
-                if all(tasks[i].role == "server" for i in running) and (recorded or not running):
-                    culprit = "" if recorded else f"every task exited without a record during {phase}"
-                    break
-                if time.monotonic() > deadline:
-                    culprit = f"deadline passed: {phase} took over {limit:g} s"
-                    absent = [tasks[i].label for i in everyone if i not in procs or "start" not in seen[i]]
-                    waiting = [tasks[i].label for i in procs if "joined" not in seen[i]]
-                    if absent:
-                        culprit += f" ({', '.join(absent)} not there)"
-                    elif phase.startswith("rendezvous") and waiting:
-                        culprit += f" ({', '.join(waiting)} never joined)"
-                    break
-                time.sleep(POLL_S)
-        finally:
-            hows = {i: stop(p) for i, (p, _, _) in procs.items()}
-        yield from drain()
-        if recorded:
-            return
-        if culprit.startswith("deadline"):
-            culprit += "; stopped with " + ", ".join(f"{tasks[i].label}: {h}" for i, h in hows.items())
-        yield {"event": "failed", "cell_id": cell.id, "facts": facts,
-               "reason": culprit or "the chief exited without a record"}
+    for i, task in enumerate(tasks):
+        if i != missing:
+            env = cluster_env(cell, tasks, addresses, i, cores, options.platform)
+            launch = Launch(tuple(env.items()), task.role, i, cores, 1,
+                            is_oversubscribed(cell, cores, host_cores))
+            cluster.procs[i] = start_worker(Job(cell, options, launch, injected_fault()), folder,
+                                            f"{name}-{task.type}{task.index}", cluster.deadline)

@@ -9,12 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.errors import SpecError
+from harness.errors import HarnessError
 from harness.spec.protocol import Platform
-
-# ------------------------------------------------------------------------------------------------
-# Facts from the environment, without TensorFlow
-# ------------------------------------------------------------------------------------------------
 
 
 def count_nvidia_gpus() -> int:
@@ -40,12 +36,12 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
     """The Platform to plan for: GPUs if ``nvidia-smi`` sees any (or ``device="gpu"``), else CPU
     with ``cpu_devices`` logical devices."""
     if device not in DEVICE_CHOICES:
-        raise SpecError(f"Received --device={device!r}; expected one of: {', '.join(DEVICE_CHOICES)}.")
+        raise HarnessError(f"Received --device={device!r}; expected one of: {', '.join(DEVICE_CHOICES)}.")
     if cpu_devices < 1:
-        raise SpecError(f"Received --cpu-devices={cpu_devices!r}; expected an integer of at least 1.")
+        raise HarnessError(f"Received --cpu-devices={cpu_devices!r}; expected an integer of at least 1.")
     gpus = count_nvidia_gpus() if device != "cpu" else 0
     if device == "gpu" and gpus == 0:
-        raise SpecError("Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto.")
+        raise HarnessError("Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto.")
     return Platform("gpu" if gpus else "cpu", gpus, cpu_devices)
 
 

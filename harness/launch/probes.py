@@ -1,21 +1,17 @@
-"""Doctor probe processes: start ``python -m harness.worker.probe`` children and collect their JSON lines."""
+"""Doctor probe processes: ``python -m harness.worker.probe`` children on the common
+:class:`~harness.launch.process.Process` handle, started together and collected with a deadline."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import WORKER_ENV
-from harness.launch.process import STDERR_TAIL_LINES, stop
+from harness.launch.contract import PROBE_MODULE
+from harness.launch.process import POLL_S, Deadline, Phase, Process
 
-# ------------------------------------------------------------------------------------------------
-# Probe processes (harness doctor)
-# ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -29,29 +25,18 @@ class ProbeResult:
 
 def run_probe_processes(argvs: list[list[str]], envs: list[dict[str, str]], timeout_s: float
                         ) -> list[ProbeResult]:
-    """Start ``python -m`` + each argv at once (with its extra environment), wait for all up to
-    ``timeout_s``, stop the rest; returns each one's JSON lines, exit status and stderr tail."""
-    procs = []
-    for argv, extra in zip(argvs, envs):
-        env = {**os.environ, **WORKER_ENV, **extra}
-        procs.append(subprocess.Popen([sys.executable, "-m", *argv], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, env=env,
-                                      start_new_session=True))
-    deadline = time.monotonic() + timeout_s
-    results = []
-    for proc in procs:
-        try:
-            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-            code: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            stop(proc)  # type: ignore[arg-type]
-            out, err = proc.communicate()
-            code = None
-        lines = []
-        for line in out.splitlines():
-            try:
-                lines.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        results.append(ProbeResult(lines, code, "\n".join(err.splitlines()[-STDERR_TAIL_LINES:])))
-    return results
+    """Start ``python -m harness.worker.probe`` + each argv at once (with its extra environment),
+    wait for all up to ``timeout_s``, stop the rest; returns each one's JSON lines, exit status
+    and log tail."""
+    with tempfile.TemporaryDirectory(prefix="harness-probe-") as tmpdir:
+        folder = Path(tmpdir)
+        deadline = Deadline(Phase.PROBE, timeout_s)
+        procs = [Process(["-m", PROBE_MODULE, *argv], env, folder / f"probe-{i}.log",
+                         folder / f"probe-{i}.jsonl", events_on_stdout=True, deadline=deadline)
+                 for i, (argv, env) in enumerate(zip(argvs, envs))]
+        while any(p.running for p in procs) and not deadline.overdue:
+            time.sleep(POLL_S)
+        codes = [p.returncode for p in procs]
+        for p in procs:
+            p.stop()
+        return [ProbeResult(p.read(), code, p.tail(sep="\n")) for p, code in zip(procs, codes)]

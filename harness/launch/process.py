@@ -1,10 +1,12 @@
-"""The only module that starts processes or signals other processes, and that sets environment
-variables for them.
+"""The one handle on a child process that every launcher uses (single cell, local cluster,
+co-tenants, real-cluster tasks, doctor probes): :class:`Process`.
 
-:func:`run_worker` starts one worker process for one cell and yields its events. Deadlines:
-``startup_timeout_s`` until the cell starts, ``protocol.cell_timeout_s`` for the cell. A worker that
-dies or passes a deadline is stopped (SIGTERM to its process group, SIGKILL after ``KILL_GRACE_S``)
-and the cell becomes a ``failed`` event with the phase, the cause and the tail of the worker's log.
+A child starts in its own session (so it can be stopped with its whole group) and dies with the
+parent (``PR_SET_PDEATHSIG``). It reports JSON lines to an events file (a worker appends to it; a
+probe's stdout is that file), its other output goes to a log. Its launcher moves it through named
+phases (:class:`Phase`), each with a deadline (:class:`Deadline`); :meth:`Process.stop` sends
+SIGTERM to the group and SIGKILL after ``KILL_GRACE_S``, and :meth:`Process.failure` says in words
+what went wrong, in which phase, with the tail of the log.
 """
 
 from __future__ import annotations
@@ -14,28 +16,61 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import (
-    WORKER_ENV,
-    Job,
-    Launch,
-    WorkerOptions,
-    injected_fault,
-)
-from harness.spec.cell import Cell
+from harness.launch.contract import WORKER_ENV, Job
 
 KILL_GRACE_S = 5.0
-
-
+"""Seconds between SIGTERM and SIGKILL."""
 POLL_S = 0.1
+"""Seconds between two looks at a child's events and exit status."""
+LOG_TAIL_LINES = 12
 
 
-STDERR_TAIL_LINES = 12
+class Phase(StrEnum):
+    """What a child is doing; each phase has its own deadline."""
+
+    STARTUP = "start-up (import TensorFlow, set up devices)"
+    RENDEZVOUS = "rendezvous (every task joining the cluster)"
+    CELL = "cell"
+    SHUTDOWN = "shutdown"
+    PROBE = "probe"
 
 
-def _signal_name(code: int) -> str:
+@dataclass
+class Deadline:
+    """The current phase (with a detail, e.g. the cell id) and when it must be over (monotonic s)."""
+
+    phase: Phase
+    limit_s: float
+    detail: str = ""
+    ends: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ends = time.monotonic() + self.limit_s
+
+    def enter(self, phase: Phase, limit_s: float, detail: str = "") -> None:
+        self.phase, self.limit_s, self.detail = phase, limit_s, detail
+        self.ends = time.monotonic() + limit_s
+
+    @property
+    def overdue(self) -> bool:
+        return time.monotonic() > self.ends
+
+    @property
+    def text(self) -> str:
+        return f"{self.phase} {self.detail}".strip()
+
+    def passed(self) -> str:
+        return f"deadline passed: {self.text} took over {self.limit_s:g} s"
+
+
+def signal_text(code: int) -> str:
+    """``exit code N`` or ``signal SIGKILL`` for a child's return code."""
     if code < 0:
         try:
             return f"signal {signal.Signals(-code).name}"
@@ -44,38 +79,9 @@ def _signal_name(code: int) -> str:
     return f"exit code {code}"
 
 
-def stop(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> str:
-    """SIGTERM the worker's process group, SIGKILL it after ``grace_s``; returns what it took."""
-    if proc.poll() is not None:
-        return "already exited"
-    how = "SIGTERM"
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        how = "SIGTERM, then SIGKILL"
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    return how
-
-
-def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(line.strip() for line in text[-lines:])
-
-
 def _die_with_parent() -> None:
     """In the child before exec: on Linux, get SIGKILL when the parent dies (even by SIGKILL), so a
-    worker in its own session never outlives the run."""
+    child in its own session never outlives the run."""
     try:
         import ctypes
 
@@ -84,36 +90,99 @@ def _die_with_parent() -> None:
         pass
 
 
-class _Events:
-    """Reads complete JSON lines appended to a file by a worker."""
+class Process:
+    """One child process (``python`` + ``argv``, ``env`` added to ours): its events, its log, its
+    phase and deadline (see the module docstring)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.offset, self.partial = path, 0, ""
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, events_path: Path,
+                 events_on_stdout: bool = False, deadline: Deadline | None = None) -> None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        events_path.touch()
+        self.log_path, self.events_path = log_path, events_path
+        self.deadline = deadline or Deadline(Phase.STARTUP, float("inf"))
+        self._offset, self._partial = 0, ""
+        with open(log_path, "wb") as log, open(events_path, "ab") as events:
+            self.proc = subprocess.Popen(
+                [sys.executable, *argv], stdout=events if events_on_stdout else log,
+                stderr=log if events_on_stdout else subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **WORKER_ENV, **env}, start_new_session=True,
+                preexec_fn=_die_with_parent)
 
     def read(self) -> list[dict[str, Any]]:
-        with open(self.path) as f:
-            f.seek(self.offset)
+        """The complete JSON lines appended since the last call (other lines are skipped)."""
+        with open(self.events_path) as f:
+            f.seek(self._offset)
             chunk = f.read()
-            self.offset = f.tell()
-        lines = (self.partial + chunk).split("\n")
-        self.partial = lines.pop()
-        return [json.loads(line) for line in lines if line.strip()]
+            self._offset = f.tell()
+        lines = (self._partial + chunk).split("\n")
+        self._partial = lines.pop()
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def enter(self, phase: Phase, limit_s: float, detail: str = "") -> None:
+        self.deadline.enter(phase, limit_s, detail)
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        """Wait for the exit (at most ``timeout_s``); its return code, or None if still running."""
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, grace_s: float = KILL_GRACE_S) -> str:
+        """SIGTERM the process group, SIGKILL it after ``grace_s``; returns what it took."""
+        if self.proc.poll() is not None:
+            return "already exited"
+        how = "SIGTERM"
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        if self.wait(grace_s) is None:
+            how = "SIGTERM, then SIGKILL"
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        return how
+
+    def tail(self, lines: int = LOG_TAIL_LINES, sep: str = " | ") -> str:
+        """The last lines of the log."""
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return sep.join(line.strip() for line in text[-lines:])
+
+    def failure(self, how: str, who: str = "worker") -> str:
+        """Why this child ended without its result: its exit (``how`` == "already exited") or the
+        deadline it passed and how it was stopped, with the tail of its log."""
+        if how == "already exited":
+            cause = f"{who} exited with {signal_text(self.proc.returncode)} during {self.deadline.text}"
+        else:
+            cause = f"{self.deadline.passed()}; {who} stopped with {how}"
+        return f"{cause}; {who} log {self.log_path}: {self.tail()}"
 
 
-def _start(cell: Cell, options: WorkerOptions, name: str, tmp: Path, launch: Launch = Launch()
-           ) -> tuple[subprocess.Popen[bytes], _Events, Path]:
-    job = Job(cell, options.protocol, options.platform, options.mnist_path, injected_fault(),
-              options.verify_updates, options.weights_dir, launch.index, launch.cores, launch.role,
-              launch.hosts, launch.oversubscribed)
-    job_path, events_path = tmp / f"job-{launch.index}.json", tmp / f"events-{launch.index}.jsonl"
+def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = None) -> Process:
+    """``python -m harness.worker JOB EVENTS`` for ``job``, its files in ``folder`` and its log at
+    ``job.options.log_dir / name.log``."""
+    index = job.launch.index
+    job_path, events_path = folder / f"job-{index}.json", folder / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
-    events_path.touch()
-    options.log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = options.log_dir / f"{name}.log"
-    env = {**os.environ, **WORKER_ENV, **dict(launch.env)}
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.worker", str(job_path), str(events_path)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True, preexec_fn=_die_with_parent)
-    return proc, _Events(events_path), log_path
+    return Process(["-m", "harness.worker", str(job_path), str(events_path)], dict(job.launch.env),
+                   job.options.log_dir / f"{name}.log", events_path, deadline=deadline)

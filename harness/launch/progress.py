@@ -1,10 +1,28 @@
-"""A one-line progress display with the current cell id and an ETA, on stderr."""
+"""Progress of a sweep on stderr: a live rich progress bar on a terminal (the cell being measured,
+done/total, elapsed, ETA), one plain line per finished cell otherwise (CI logs, pipes)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Callable
+from types import TracebackType
 from typing import TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+)
+from rich.progress import Progress as RichProgress
+from rich.table import Column
+from rich.text import Text
 
 
 def format_eta(seconds: float) -> str:
@@ -15,39 +33,122 @@ def format_eta(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _isatty(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal that can redraw a line (not TERM=dumb, as in Emacs)."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+    return tty and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
+
+
+class _ClockColumn(ProgressColumn):
+    """``elapsed 1:02  ETA 3:10`` from the owning :class:`Progress`'s clock."""
+
+    def __init__(self, owner: Progress) -> None:
+        super().__init__(table_column=Column(no_wrap=True))
+        self.owner = owner
+
+    def render(self, task: Task) -> Text:
+        return Text(f"elapsed {format_eta(self.owner.elapsed())}  ETA {self.owner.eta_text()}",
+                    style="progress.remaining")
+
+
 class Progress:
-    """``[####......] 3/10 eta 1:02  cnn/mirrored[auto]/r2w1/...``; redrawn in place on a terminal,
-    one line per cell otherwise (CI logs)."""
+    """Progress over ``total`` cells, written to ``stream`` (default stderr).
 
-    def __init__(self, total: int, stream: TextIO | None = None, width: int = 20) -> None:
-        self.total, self.done, self.width = total, 0, width
+    On a terminal: a rich progress bar redrawn in place, started at the first :meth:`show`, with
+    the cell being measured, ``done/total``, elapsed time and ETA. Otherwise one line per finished
+    cell, ``[3/13] cnn/default/r1w1/b64 ok  ETA 0:42``, with no escape codes or carriage returns.
+    ``force_terminal`` overrides the detection (``stream.isatty()``, TERM not dumb); colours follow
+    rich, which honours ``NO_COLOR``. ``width``: the bar's, in characters; ``clock`` (seconds) is
+    for tests. Call :meth:`close` (or use it as a context manager) to end the bar.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = None, width: int = 20,
+                 force_terminal: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.done = total, 0
+        self.clock = clock
         self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.t0 = time.monotonic()
+        self.tty = _isatty(self.stream) if force_terminal is None else force_terminal
+        self.width = width
+        self.t0 = clock()
+        self.t_last = self.t0
+        """When the last cell finished (the start, before any did)."""
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
 
-    def line(self, current: str) -> str:
-        filled = self.width * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        if self.done:
-            eta = format_eta((time.monotonic() - self.t0) / self.done * (self.total - self.done))
-        else:
-            eta = "?"
-        return f"[{bar}] {self.done}/{self.total} eta {eta}  {current}"
+    # -- the clock ---------------------------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        """Seconds since this progress was made."""
+        return self.clock() - self.t0
+
+    def eta(self) -> float | None:
+        """Seconds left: the mean time per finished cell times the cells left, less the time the
+        current cell has run so far (never below 0); None before any cell finished."""
+        if not self.done:
+            return None
+        per_cell = (self.t_last - self.t0) / self.done
+        return max(per_cell * (self.total - self.done) - (self.clock() - self.t_last), 0.0)
+
+    def eta_text(self) -> str:
+        """:meth:`eta` as ``m:ss``, ``?`` when unknown."""
+        eta = self.eta()
+        return "?" if eta is None else format_eta(eta)
+
+    # -- events ------------------------------------------------------------------------------------
 
     def show(self, current: str) -> None:
-        text = self.line(current)
+        """``current`` is now being measured (shown on a terminal only)."""
+        if not self.tty:
+            return
+        if self._bar is None:
+            self._start(current)
+        assert self._bar is not None and self._task is not None
+        self._bar.update(self._task, description=current)
+
+    def advance(self, current: str = "", status: str = "") -> None:
+        """``current`` finished, as ``status`` (``ok``, ``failed``, ...)."""
+        self.done += 1
+        self.t_last = self.clock()
         if self.tty:
-            self.stream.write("\r\033[K" + text)
-        else:
-            self.stream.write(text + "\n")
+            if self._bar is None:
+                self._start(current)
+            assert self._bar is not None and self._task is not None
+            self._bar.update(self._task, completed=self.done, description=current)
+            return
+        cell = " ".join(s for s in (current, status) if s)
+        self.stream.write(f"[{self.done}/{self.total}] {cell}  ETA {self.eta_text()}\n")
         self.stream.flush()
 
-    def advance(self, current: str = "") -> None:
-        self.done += 1
-        if self.tty:
-            self.show(current)
-
     def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        """Stop the live bar, leaving its last state on screen; idempotent."""
+        if self._bar is not None:
+            if self.done >= self.total and self._task is not None:
+                self._bar.update(self._task, description="")
+            self._bar.refresh()
+            self._bar.stop()
+            self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _start(self, current: str) -> None:
+        console = Console(file=self.stream, force_terminal=True)
+        self._bar = RichProgress(
+            SpinnerColumn(finished_text="[progress.spinner]done"),
+            BarColumn(bar_width=self.width, table_column=Column(no_wrap=True)),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            _ClockColumn(self),
+            TextColumn("{task.description}", markup=False,
+                       table_column=Column(overflow="ellipsis")),  # the one to shorten
+            console=console,
+        )
+        self._task = self._bar.add_task(current, total=self.total, completed=self.done)
+        self._bar.start()

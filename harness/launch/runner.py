@@ -1,7 +1,12 @@
-"""One run of a sweep, as a chain: expand -> split unsupported -> one worker per cell -> store -> summary.
+"""Running a selection of cells: each in its own fresh processes, one after the other, with the
+progress bar, through one event loop (:func:`each_cell`) that three callers share:
 
-The parent process never imports TensorFlow. Each row is stored as soon as it arrives, so an
-interrupted run (Ctrl-C) or a crashed worker loses no row already measured.
+- :func:`run_sweep` measures and stores every row as soon as it arrives (an interrupted run or a
+  crashed worker loses no row already measured), unsupported cells as rows with their reason;
+- :func:`follow_sweep` is a peer's part of a real-cluster run (the chief writes every row);
+- :func:`verify_cells` trains each cell a fixed number of updates for ``verify``.
+
+The parent process never imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from harness import __version__
 from harness.analysis.verdicts import Outcome
-from harness.launch.contract import WorkerOptions
+from harness.launch.contract import Event, WorkerOptions
 from harness.launch.local_cluster import run_cluster
 from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
@@ -28,37 +33,9 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
 
-
-def run_cells(cells: Sequence[Cell], updates: int, protocol: Protocol, platform: Platform,
-              work_dir: Path, include_unsupported: bool = False,
-              mnist_path: str | None = None) -> list[Outcome]:
-    """Train every cell in its own worker, weights and logs under ``work_dir``; unsupported cells
-    are skipped unless asked for. Co-tenancy does not change what a process computes, so a cell
-    with tenants is trained once, alone (tenants 1)."""
-    cells = list({c.id: c for c in (dataclasses.replace(c, tenants=1) for c in cells)}.values())
-    weights_dir = work_dir / "weights"
-    weights_dir.mkdir(parents=True, exist_ok=True)
-    options = WorkerOptions(protocol, platform, work_dir / "logs", mnist_path,
-                            verify_updates=updates, weights_dir=str(weights_dir))
-    todo = [c for c in cells if include_unsupported or unsupported_reason(c, platform) is None]
-    progress = Progress(len(todo))
-    outcomes: dict[str, Outcome] = {}
-    for index, cell in enumerate(todo):
-        for ev in run_cell_processes(cell, options, name=f"{index:05d}"):
-            if ev["event"] == "start":
-                progress.show(cell.id)
-            elif ev["event"] == "record":
-                r = ev["row"]
-                outcomes[cell.id] = Outcome(cell, r["status"], r.get("reason") or "",
-                                            r.get("final_loss"), r.get("weights_digest") or "",
-                                            r.get("weights_path") or "")
-                progress.advance(cell.id)
-            elif ev["event"] == "failed":
-                outcomes[cell.id] = Outcome(cell, "failed", ev["reason"])
-                progress.advance(cell.id)
-    progress.close()
-    return [outcomes.get(c.id) or Outcome(c, "unsupported", unsupported_reason(c, platform) or "")
-            for c in cells]
+Launcher = Callable[[Cell, WorkerOptions, str], Iterator[dict[str, Any]]]
+"""Runs one cell's processes and yields their events: :func:`run_cell_processes` (local), or this
+task's part on a real cluster (:func:`harness.launch.real_cluster.cluster_launcher`)."""
 
 
 def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
@@ -67,6 +44,52 @@ def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterato
     if cell.tenants > 1:
         return run_tenants(cell, options, name)
     return (run_cluster if cell.processes > 1 else run_worker)(cell, options, name)
+
+
+@dataclass(frozen=True)
+class CellEnd:
+    """How one cell ended: ``event`` is record (its row), finished (a peer's part done) or failed
+    (``reason``); ``facts``: the worker's fingerprint facts, when it got that far."""
+
+    cell: Cell
+    event: Event
+    row: dict[str, Any] = field(default_factory=dict)
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    facts: dict[str, Any] | None = None
+
+
+TERMINAL = (Event.RECORD, Event.FINISHED, Event.FAILED)
+
+
+def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher = run_cell_processes,
+              progress: Progress | None = None) -> Iterator[CellEnd]:
+    """Run every cell in its own fresh processes, in order; yield how each ended.
+
+    Cells do not share a process: two MirroredStrategy objects in one process reuse collective
+    instance keys, so the second cell's all-reduce aborts ("Shape mismatch in the collective
+    instance 100"), even at the same replica count; a fresh process also leaves no trace of one
+    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
+    """
+    for index, cell in enumerate(cells):
+        end, facts = None, None
+        for ev in launcher(cell, options, f"{index:05d}"):
+            facts = ev.get("facts") or facts
+            if ev["event"] == Event.START and progress is not None:
+                progress.show(cell.id)
+            elif ev["event"] in TERMINAL and end is None:
+                end = CellEnd(cell, Event(ev["event"]), ev.get("row") or {}, ev.get("windows") or [],
+                              ev.get("reason") or (ev.get("row") or {}).get("reason", ""), facts)
+        end = end or CellEnd(cell, Event.FAILED, reason="its processes ended without a record",
+                             facts=facts)
+        if progress is not None:
+            progress.advance(cell.id, end.row.get("status") or str(end.event))
+        yield end
+
+
+def plan(cells: Iterable[Cell], platform: Platform) -> list[tuple[Cell, str | None]]:
+    """Each cell with the reason it is unsupported here (None when it will run)."""
+    return [(c, unsupported_reason(c, platform)) for c in cells]
 
 
 def new_run_id(now: dt.datetime) -> str:
@@ -86,29 +109,6 @@ class RunResult:
     not_run: int = 0
 
 
-def plan(cells: Iterable[Cell], platform: Platform) -> list[tuple[Cell, str | None]]:
-    """Each cell with the reason it is unsupported here (None when it will run)."""
-    return [(c, unsupported_reason(c, platform)) for c in cells]
-
-
-Launcher = Callable[[Cell, WorkerOptions, str], Iterator[dict[str, Any]]]
-"""Runs one cell's processes and yields their events: :func:`harness.launch.run_cell_processes`
-(local), or this task's part on a real cluster."""
-
-
-def _events(cells: list[Cell], options: WorkerOptions, launcher: Launcher = run_cell_processes
-            ) -> Iterator[dict[str, Any]]:
-    """Every worker event, one fresh worker process per cell.
-
-    Cells do not share a process: two MirroredStrategy objects in one process reuse collective
-    instance keys, so the second cell's all-reduce aborts ("Shape mismatch in the collective
-    instance 100"), even at the same replica count; a fresh process also leaves no trace of one
-    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
-    """
-    for index, cell in enumerate(cells):
-        yield from launcher(cell, options, f"{index:05d}")
-
-
 def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
               mnist_path: str | None = None, progress: Progress | None = None,
               launcher: Launcher = run_cell_processes) -> RunResult:
@@ -119,8 +119,6 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
     base = {"run_id": result.run_id, "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
     planned = plan(cells, platform)
     runnable = [c for c, why in planned if why is None]
-    by_id = {c.id: c for c in runnable}
-    progress = progress or Progress(len(runnable))
     facts: dict[str, Any] | None = None
 
     def store(row: dict[str, Any], windows: list[dict[str, Any]]) -> None:
@@ -132,18 +130,14 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
         result.windows.extend(windows)
 
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id, mnist_path)
+    progress = progress or Progress(len(runnable))
     try:
-        for ev in _events(runnable, options, launcher):
-            facts = ev.get("facts") or facts
-            if ev["event"] == "start":
-                progress.show(ev["cell_id"])
-            elif ev["event"] == "record":
-                store(ev["row"], ev["windows"])
-                progress.advance(ev["row"]["cell_id"])
-            elif ev["event"] == "failed":
-                cell = by_id[ev["cell_id"]]
-                store(not_measured_row(cell, protocol, "failed", ev["reason"], facts), [])
-                progress.advance(cell.id)
+        for end in each_cell(runnable, options, launcher, progress):
+            facts = end.facts or facts
+            if end.event == Event.RECORD:
+                store(end.row, end.windows)
+            else:
+                store(not_measured_row(end.cell, protocol, "failed", end.reason, facts), [])
     except KeyboardInterrupt:
         result.interrupted = True
         result.not_run = len(runnable) - len(result.rows)
@@ -157,21 +151,41 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
     return result
 
 
-def follow_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, log_dir: Path,
-                 launcher: Launcher, mnist_path: str | None = None) -> dict[str, int]:
+def follow_sweep(cells: list[Cell], platform: Platform, options: WorkerOptions,
+                 launcher: Launcher) -> dict[str, int]:
     """A peer's part of a cluster run: take part in every runnable cell, in the chief's order,
     writing no results (the chief writes every row). Prints one line per cell; returns counts of
     ``finished`` and ``failed`` cells."""
     runnable = [c for c, why in plan(cells, platform) if why is None]
-    options = WorkerOptions(protocol, platform, log_dir, mnist_path)
     counts = {"finished": 0, "failed": 0}
-    for ev in _events(runnable, options, launcher):
-        if ev["event"] == "finished":
+    for end in each_cell(runnable, options, launcher):
+        if end.event == Event.FINISHED:
             counts["finished"] += 1
-            print(f"finished {ev.get('cell_id') or ''}".rstrip(), flush=True)
-        elif ev["event"] in ("failed", "record"):  # a peer's record is its own failure
+            print(f"finished {end.cell.id}", flush=True)
+        else:  # a peer's record is its own failure
             counts["failed"] += 1
-            reason = ev.get("reason") or ev.get("row", {}).get("reason", "")
-            print(f"failed {ev.get('cell_id') or ev.get('row', {}).get('cell_id')}: {reason}",
-                  flush=True)
+            print(f"failed {end.cell.id}: {end.reason}", flush=True)
     return counts
+
+
+def verify_cells(cells: Sequence[Cell], updates: int, platform: Platform, options: WorkerOptions,
+                 include_unsupported: bool = False) -> list[Outcome]:
+    """Train every cell ``updates`` updates in its own worker, weights under
+    ``options.log_dir / "weights"``; unsupported cells are skipped unless asked for. Co-tenancy does
+    not change what a process computes, so a cell with tenants is trained once, alone."""
+    cells = list({c.id: c for c in (dataclasses.replace(c, tenants=1) for c in cells)}.values())
+    weights_dir = options.log_dir / "weights"
+    weights_dir.mkdir(parents=True, exist_ok=True)
+    options = dataclasses.replace(options, log_dir=options.log_dir / "logs", verify_updates=updates,
+                                  weights_dir=str(weights_dir))
+    todo = [c for c in cells if include_unsupported or unsupported_reason(c, platform) is None]
+    outcomes: dict[str, Outcome] = {}
+    with Progress(len(todo)) as progress:
+        for end in each_cell(todo, options, progress=progress):
+            r = end.row
+            outcomes[end.cell.id] = (
+                Outcome(end.cell, "failed", end.reason) if end.event != Event.RECORD
+                else Outcome(end.cell, r["status"], r.get("reason") or "", r.get("final_loss"),
+                             r.get("weights_digest") or "", r.get("weights_path") or ""))
+    return [outcomes.get(c.id) or Outcome(c, "unsupported", unsupported_reason(c, platform) or "")
+            for c in cells]

@@ -1,4 +1,5 @@
-"""A single-process cell: one fresh worker process, its events, its deadlines."""
+"""A single-process cell, or this task's process of a cell on a real cluster: one fresh worker
+process, its events, its phases and deadlines."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import Launch, WorkerOptions
-from harness.launch.process import POLL_S, _signal_name, _start, _tail, stop
+from harness.launch.contract import Event, Job, Launch, WorkerOptions, injected_fault
+from harness.launch.process import POLL_S, Deadline, Phase, start_worker
 from harness.spec.cell import Cell
 
 
@@ -23,44 +24,34 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch:
     finished), it is stopped and this yields ``{"event": "failed", "cell_id", "reason", "facts"}``
     naming the phase, the cause and the tail of its log. Always leaves no process behind.
     """
+    protocol = options.protocol
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
-        proc, events, log_path = _start(cell, options, name, Path(tmpdir), launch)
+        proc = start_worker(Job(cell, options, launch, injected_fault()), Path(tmpdir), name,
+                            Deadline(Phase.STARTUP, options.startup_timeout_s))
         facts: dict[str, Any] | None = None
         done = False
-        limit = options.startup_timeout_s
-        deadline = time.monotonic() + limit
-        phase = "start-up (import TensorFlow, set up devices)"
-
-        def enter(name: str, seconds: float) -> None:
-            nonlocal phase, limit, deadline
-            phase, limit, deadline = name, seconds, time.monotonic() + seconds
 
         def drain() -> Iterator[dict[str, Any]]:
             nonlocal facts, done
-            for ev in events.read():
-                if ev["event"] == "ready":
+            for ev in proc.read():
+                kind = ev["event"]
+                if kind == Event.READY:
                     facts = ev["facts"]
-                elif ev["event"] == "start":
-                    enter("rendezvous (joining the cluster)", options.protocol.rendezvous_timeout_s
-                          ) if joins else enter(f"cell {cell.id}", options.protocol.cell_timeout_s)
-                elif ev["event"] == "joined" and joins:
-                    enter(f"cell {cell.id}", options.protocol.cell_timeout_s)
-                elif ev["event"] in ("record", "finished"):
+                elif kind == Event.START and joins:
+                    proc.enter(Phase.RENDEZVOUS, protocol.rendezvous_timeout_s)
+                elif kind == Event.START or (kind == Event.JOINED and joins):
+                    proc.enter(Phase.CELL, protocol.cell_timeout_s, cell.id)
+                elif kind in (Event.RECORD, Event.FINISHED):
                     done = True
                 yield {**ev, "facts": facts}
 
         try:
-            while proc.poll() is None and time.monotonic() <= deadline:
+            while proc.running and not proc.deadline.overdue:
                 yield from drain()
                 time.sleep(POLL_S)
         finally:
-            how = stop(proc)
+            how = proc.stop()
         yield from drain()  # anything written just before the exit or the deadline
-        if done:
-            return
-        if how == "already exited":
-            cause = f"worker exited with {_signal_name(proc.returncode)} during {phase}"
-        else:
-            cause = (f"deadline passed: {phase} took over {limit:g} s; worker stopped with {how}")
-        yield {"event": "failed", "cell_id": cell.id, "facts": facts,
-               "reason": f"{cause}; worker log {log_path}: {_tail(log_path)}"}
+        if not done:
+            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts,
+                   "reason": proc.failure(how)}

@@ -3,33 +3,28 @@
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import Any
 
-from harness.launch.contract import Launch, WorkerOptions
+from harness.launch.contract import TENANT_BARRIER_ENV, Event, Launch, WorkerOptions
 from harness.launch.process import POLL_S
 from harness.launch.single import run_worker
+from harness.results.rows import combine
 from harness.spec.cell import Cell
+from harness.spec.strategies import Role
 
-# ------------------------------------------------------------------------------------------------
-# Co-tenant cells: T independent worker processes of one cell on the same devices
-# ------------------------------------------------------------------------------------------------
 
 def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
     """Start ``cell.tenants`` worker processes of the cell at once (each with every device of the
     cell and the host's cores; GPU memory growth is on in every worker), let them meet at a file
     barrier after their first call, and yield tenant 0's start, then one record that
-    :func:`harness.tenancy.combine` makes of all of them (or the first tenant's failure)."""
-    import threading
-
-    from harness.launch.contract import TENANT_BARRIER_ENV
-    from harness.results.rows import combine
-
+    :func:`harness.results.rows.combine` makes of all of them (or the first tenant's failure)."""
     with tempfile.TemporaryDirectory(prefix="harness-tenants-") as barrier:
         streams: list[list[dict[str, Any]]] = [[] for _ in range(cell.tenants)]
 
         def follow(i: int) -> None:
-            launch = Launch(((TENANT_BARRIER_ENV, barrier),), "chief", i, None, 1, True)
+            launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True)
             streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
 
         threads = [threading.Thread(target=follow, args=(i,), daemon=True)
@@ -40,15 +35,15 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[
             while t.is_alive():
                 t.join(POLL_S)
     facts = next((ev.get("facts") for ev in streams[0] if ev.get("facts")), None)
-    yield {"event": "start", "cell_id": cell.id, "facts": facts}
+    yield {"event": Event.START, "cell_id": cell.id, "facts": facts}
     for i, events in enumerate(streams):
-        failed = next((ev for ev in events if ev["event"] == "failed"), None)
-        if failed is not None or not any(ev["event"] == "record" for ev in events):
+        failed = next((ev for ev in events if ev["event"] == Event.FAILED), None)
+        if failed is not None or not any(ev["event"] == Event.RECORD for ev in events):
             reason = failed["reason"] if failed else "no record"
-            yield {"event": "failed", "cell_id": cell.id, "facts": facts,
+            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts,
                    "reason": f"tenant {i} of {cell.tenants}: {reason}"}
             return
-    records = [next(ev for ev in events if ev["event"] == "record") for events in streams]
+    records = [next(ev for ev in events if ev["event"] == Event.RECORD) for events in streams]
     row, windows = combine([r["row"] for r in records], [r["windows"] for r in records],
                            cell.effective_batch)
-    yield {"event": "record", "row": row, "windows": windows, "facts": facts}
+    yield {"event": Event.RECORD, "row": row, "windows": windows, "facts": facts}

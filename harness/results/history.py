@@ -21,30 +21,30 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 from harness.results.store import read_cells, read_windows
 
 
-class HistoryError(RuntimeError):
-    """The history cannot be read or a reference matches nothing; the message says what to do."""
+def _runs_text(n: int) -> str:
+    return f"{n} run" + ("" if n == 1 else "s")
 
 
 REF_HELP = ("a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
             "YYYY-MM-DD..YYYY-MM-DD")
 
-
 _DATE = r"\d{4}-\d{2}-\d{2}"
 
 
 def load(results: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(cells, windows) of every run under ``results``; HistoryError naming the problem."""
+    """(cells, windows) of every run under ``results``; HarnessError naming the problem."""
     root = Path(results)
     if not (root / "cells").is_dir() or not any((root / "cells").rglob("*.parquet")):
-        raise HistoryError(f"no results under {root / 'cells'}: run `python -m harness run` first, "
+        raise HarnessError(f"no results under {root / 'cells'}: run `python -m harness run` first, "
                            "or pass --results DIR")
     try:
         return read_cells(root), read_windows(root)
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise HistoryError(f"cannot read the results under {root}: {e}. A file there is corrupt or "
+        raise HarnessError(f"cannot read the results under {root}: {e}. A file there is corrupt or "
                            "not a results file; move it away and retry.") from None
 
 
@@ -61,7 +61,11 @@ def runs(cells: pd.DataFrame) -> pd.DataFrame:
 def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = ()) -> list[str]:
     """The run ids ``ref`` names, oldest first. With ``before`` (the candidate's runs), ``last:N``,
     ``latest`` and ``previous`` only look at runs that started before the first of them, and those
-    runs are never included."""
+    runs are never included.
+
+    Raises HarnessError with exit code 3 (not enough history) when ``latest``, ``previous`` or
+    ``last:N`` finds no run because the history is too short, and with exit code 2 when a run id,
+    prefix or date matches nothing."""
     ids = list(all_runs["run_id"])
     starts = dict(zip(all_runs["run_id"], all_runs["start"]))
     pool = ids
@@ -77,7 +81,7 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = ()) -> lis
     elif m := re.fullmatch(r"last:(\d+)", ref):
         n = int(m.group(1))
         if n < 1:
-            raise HistoryError(f"Received {ref!r}; expected last:N with N >= 1.")
+            raise HarnessError(f"Received {ref!r}; expected last:N with N >= 1.")
         found = pool[-n:]
     elif m := re.fullmatch(rf"({_DATE})(?:\.\.({_DATE}))?", ref):
         lo, hi = m.group(1), m.group(2) or m.group(1)
@@ -85,11 +89,21 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = ()) -> lis
     else:
         found = [r for r in ids if r == ref] or [r for r in ids if r.startswith(ref)]
         if len(found) > 1:
-            raise HistoryError(f"Received {ref!r}: it matches {len(found)} runs "
+            raise HarnessError(f"Received {ref!r}: it matches {len(found)} runs "
                                f"({', '.join(found[:3])}, ...); give more of the run id.")
+    if not found and (ref in ("latest", "previous") or ref.startswith("last:")):
+        needed = 2 if ref == "previous" else 1
+        if before:
+            raise HarnessError(
+                f"Received {ref!r} as the baseline: the history holds {_runs_text(len(ids))}, "
+                f"{len(pool) or 'none'} of them before the candidate "
+                f"({', '.join(list(before)[:3])}{', ...' if len(before) > 3 else ''}); {ref!r} "
+                f"needs at least {needed} earlier run(s).", EXIT_SHORT_HISTORY)
+        raise HarnessError(f"Received {ref!r}: the history holds {_runs_text(len(ids))}; "
+                           f"{ref!r} needs at least {needed}.", EXIT_SHORT_HISTORY)
     if not found:
         known = ", ".join(ids[-3:]) or "none"
-        raise HistoryError(f"Received {ref!r}: no run matches; expected {REF_HELP}. "
+        raise HarnessError(f"Received {ref!r}: no run matches; expected {REF_HELP}. "
                            f"Newest runs: {known}.")
     return found
 

@@ -16,13 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.results.store import CELL_SCHEMA, RunFiles
 
 WINDOWS_KEY = "harness_windows"
-
-
-class IngestError(ValueError):
-    """The file is not pytest-benchmark JSON; the message says what was expected."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +34,10 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise IngestError(f"cannot read {path} as JSON ({e}); expected the file written by "
+        raise HarnessError(f"cannot read {path} as JSON ({e}); expected the file written by "
                           "pytest --benchmark-json=FILE") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise IngestError(f"{path} has no \"benchmarks\" list; expected the file written by "
+        raise HarnessError(f"{path} has no \"benchmarks\" list; expected the file written by "
                           "pytest --benchmark-json=FILE")
     return data
 

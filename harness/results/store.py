@@ -39,7 +39,6 @@ class Column:
 
 S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 
-
 CELL_COLUMNS: tuple[Column, ...] = (
     # identity
     Column("run_id", S, "", "Id of the `python -m harness run` invocation (UTC start time + random suffix)."),
@@ -120,7 +119,6 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("fingerprint", S, "", "Hash of the stable hardware and software facts above: rows with equal fingerprints are comparable over time."),
 )
 
-
 WINDOW_COLUMNS: tuple[Column, ...] = (
     Column("run_id", S, "", "As in the cells table."),
     Column("cell_id", S, "", "As in the cells table."),
@@ -140,7 +138,6 @@ def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
 
 
 CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
-
 
 WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
 

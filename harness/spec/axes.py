@@ -1,7 +1,7 @@
 """Cells, sweeps and their validation: pure data and pure functions, no TensorFlow.
 
 A :class:`Cell` is one fully specified measurement. A :class:`Sweep` is a named grid of axis values
-expanded by :func:`expand`. Bad user input raises :class:`SpecError` naming the value and the accepted
+expanded by :func:`expand`. Bad user input raises :class:`HarnessError` naming the value and the accepted
 ones; a combination TensorFlow cannot run correctly on this :class:`Platform` is kept and explained by
 :func:`unsupported_reason`.
 """
@@ -11,11 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import HarnessError
+from harness.spec.models import MODEL_NAMES
+from harness.spec.strategies import (
+    MULTI_WORKER_STRATEGIES,
+    SINGLE_PROCESS_STRATEGIES,
+    STRATEGY_NAMES,
+    strategies_where,
+)
 
-# --------------------------------------------------------------------------------------------------
-# Axes
-# --------------------------------------------------------------------------------------------------
 
 REPLICAS_TO_MAX = "1..max"
 """Replica-axis token meaning every count from 1 to :attr:`Platform.max_replicas`."""
@@ -45,10 +49,10 @@ class Axis:
         return "--" + self.name.replace("_", "-")
 
     def parse(self, text: str) -> tuple[Any, ...]:
-        """Parse a comma list given on the command line; raise SpecError on any bad item."""
+        """Parse a comma list given on the command line; raise HarnessError on any bad item."""
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
-            raise SpecError(f"{self.flag} needs at least one value; received {text!r}. {self.accepted()}")
+            raise HarnessError(f"{self.flag} needs at least one value; received {text!r}. {self.accepted()}")
         return tuple(self.check(self._convert(t)) for t in items)
 
     def _convert(self, token: str) -> Any:
@@ -56,11 +60,11 @@ class Axis:
             try:
                 return int(token)
             except ValueError:
-                raise SpecError(f"Received {self.flag}={token!r}; {self.accepted()}") from None
+                raise HarnessError(f"Received {self.flag}={token!r}; {self.accepted()}") from None
         return token
 
     def check(self, value: Any) -> Any:
-        """Return ``value`` if accepted, else raise SpecError naming it and the accepted values."""
+        """Return ``value`` if accepted, else raise HarnessError naming it and the accepted values."""
         if self.kind is int:
             if self.name == "replicas" and value in (REPLICAS_TO_MAX, "max"):
                 return REPLICAS_TO_MAX
@@ -69,7 +73,7 @@ class Axis:
         else:
             ok = value in self.choices
         if not ok:
-            raise SpecError(f"Received {self.flag}={value!r}; {self.accepted()}")
+            raise HarnessError(f"Received {self.flag}={value!r}; {self.accepted()}")
         return value
 
     def accepted(self) -> str:
@@ -80,39 +84,18 @@ class Axis:
         return "expected one of: " + ", ".join(self.choices) + "."
 
 
-MODEL_NAMES = ("cnn", "dense")
-
-
 DATA_NAMES = ("synthetic", "mnist")
-
-
-SINGLE_PROCESS_STRATEGIES = ("default", "one_device", "mirrored", "central_storage")
-
-
-PARAMETER_SERVER = "parameter_server"
-
-
-MULTI_WORKER_STRATEGIES = ("multi_worker_mirrored", PARAMETER_SERVER)
-"""Strategies whose cells run as several processes on TensorFlow's cluster runtime (TF_CONFIG)."""
-
-
-STRATEGY_NAMES = SINGLE_PROCESS_STRATEGIES + MULTI_WORKER_STRATEGIES
 
 
 CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one_device")
 
-
 COMMUNICATION_NAMES = ("auto", "ring", "nccl")
-
 
 LOOP_NAMES = ("ctl", "fit")
 
-
 PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
 
-
 SCALING_NAMES = ("weak", "strong")
-
 
 AXES: tuple[Axis, ...] = (
     Axis("model", str, "cnn", "model to train", MODEL_NAMES),
@@ -120,15 +103,17 @@ AXES: tuple[Axis, ...] = (
          DATA_NAMES),
     Axis("strategy", str, "mirrored", "tf.distribute strategy", STRATEGY_NAMES),
     Axis("cross_device_ops", str, "auto", "all-reduce implementation of MirroredStrategy",
-         CROSS_DEVICE_OPS_NAMES, applies_to=("mirrored",), inapplicable="none"),
+         CROSS_DEVICE_OPS_NAMES, applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
+         inapplicable="none"),
     Axis("communication", str, "auto", "collective implementation of MultiWorkerMirroredStrategy",
-         COMMUNICATION_NAMES, applies_to=("multi_worker_mirrored",), inapplicable="none"),
+         COMMUNICATION_NAMES, applies_to=strategies_where(lambda s: s.option_axis == "communication"),
+         inapplicable="none"),
     Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
-         applies_to=("mirrored", "central_storage", *MULTI_WORKER_STRATEGIES), inapplicable=1),
+         applies_to=strategies_where(lambda s: s.multi_device), inapplicable=1),
     Axis("workers", int, 1, "worker processes, each on 127.0.0.1 with its own TF_CONFIG",
          applies_to=MULTI_WORKER_STRATEGIES, inapplicable=1),
     Axis("ps", int, 1, "parameter-server processes holding the variables (parameter_server)",
-         applies_to=(PARAMETER_SERVER,), inapplicable=0),
+         applies_to=strategies_where(lambda s: s.ps_tasks), inapplicable=0),
     Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
     Axis("accum_steps", int, 1, "micro-batches whose gradients each replica sums before one "
          "all-reduce and one optimizer update"),
@@ -141,6 +126,5 @@ AXES: tuple[Axis, ...] = (
          "devices (co-tenancy); the row's throughput is their sum", maximum=16,
          applies_to=SINGLE_PROCESS_STRATEGIES, inapplicable=1),
 )
-
 
 AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}

@@ -6,11 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness.spec.axes import AXES, PARAMETER_SERVER
-
-# --------------------------------------------------------------------------------------------------
-# Cell, protocol, platform
-# --------------------------------------------------------------------------------------------------
+from harness.spec.axes import AXES, AXIS_BY_NAME
+from harness.spec.strategies import STRATEGIES, Strategy, Task
 
 
 @dataclass(frozen=True)
@@ -34,10 +31,14 @@ class Cell:
     tenants: int = 1
 
     def __post_init__(self) -> None:
-        """Collapse axes that mean nothing here, so equal measurements have equal ids: cross-device
+        """Check every axis value (HarnessError naming a bad one and the accepted ones), then
+        collapse axes that mean nothing here, so equal measurements have equal ids: cross-device
         ops exist only for mirrored, replicas only for multi-device strategies, and on one device
         weak and strong scaling are the same measurement."""
+        AXIS_BY_NAME["strategy"].check(self.strategy)
         for axis in AXES:
+            if getattr(self, axis.name) != axis.inapplicable or not axis.applies_to:
+                axis.check(getattr(self, axis.name))
             if axis.applies_to and self.strategy not in axis.applies_to:
                 object.__setattr__(self, axis.name, axis.inapplicable)
         if self.devices == 1:
@@ -49,20 +50,28 @@ class Cell:
         return self.replicas * self.workers
 
     @property
+    def kind(self) -> Strategy:
+        """The strategy's descriptor (:mod:`harness.spec.strategies`)."""
+        return STRATEGIES[self.strategy]
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        """The processes the cell runs as, chief first (one for a single-process strategy)."""
+        return self.kind.tasks(self.workers, self.ps)
+
+    @property
     def processes(self) -> int:
-        """Processes the cell runs as: a coordinator, the workers and the ps tasks under
-        parameter_server; one per worker otherwise."""
-        return self.workers + self.ps + 1 if self.strategy == PARAMETER_SERVER else self.workers
+        return len(self.tasks)
 
     @property
     def replicas_in_sync(self) -> int:
-        """Replicas that share each optimizer update: every device, except under parameter_server,
-        where each worker updates the variables on its own (asynchronously) with its own replicas."""
-        return self.replicas if self.strategy == PARAMETER_SERVER else self.devices
+        """Replicas that share each optimizer update: every device, except where each worker
+        updates the variables on its own (asynchronously) with its own replicas."""
+        return self.kind.replicas_in_sync(self.replicas, self.workers)
 
     @property
     def global_batch(self) -> int:
-        """Examples per micro-step across all replicas and workers (under parameter_server: one
+        """Examples per micro-step across all replicas and workers (asynchronous strategies: one
         update on every worker)."""
         return self.batch if self.scaling == "strong" else self.batch * self.devices
 
@@ -70,9 +79,7 @@ class Cell:
     def effective_batch(self) -> int:
         """Examples per optimizer update: per_replica_batch x replicas_in_sync x accum_steps
         (= global_batch x accum_steps for synchronous strategies)."""
-        if self.strategy == PARAMETER_SERVER:
-            return self.per_replica_batch * self.replicas_in_sync * self.accum_steps
-        return self.global_batch * self.accum_steps
+        return self.per_replica_batch * self.replicas_in_sync * self.accum_steps
 
     @property
     def per_replica_batch(self) -> int:

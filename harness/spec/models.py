@@ -1,4 +1,5 @@
-"""MODELS registry: name -> how to build the Keras model and its analytic training FLOPs.
+"""The models' FLOP-bearing layers and analytic training FLOPs, by name (pure; the Keras builders are
+in :mod:`harness.worker.build.models`).
 
 FLOPs count the multiply-adds of convolutions and matmuls (2 FLOPs each); biases, activations,
 pooling, the loss and the optimizer update are not counted. Training FLOPs per example are the
@@ -8,10 +9,10 @@ and input gradients for every layer except the first (the input needs no gradien
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 INPUT_SHAPE = (28, 28, 1)
-
 
 NUM_CLASSES = 10
 
@@ -52,3 +53,14 @@ def dense_layers() -> list[Layer]:
 def training_flops(layers: list[Layer]) -> int:
     """Forward + weight-gradient + input-gradient FLOPs per example (no input gradient for layer 0)."""
     return sum((2 if i == 0 else 3) * layer.forward_flops for i, layer in enumerate(layers))
+
+
+MODEL_LAYERS: dict[str, Callable[[], list[Layer]]] = {"cnn": cnn_layers, "dense": dense_layers}
+"""Model name -> its FLOP-bearing layers, in order."""
+
+MODEL_NAMES = tuple(MODEL_LAYERS)
+
+
+def flops_per_example(model: str) -> int:
+    """Training FLOPs per example of ``model`` (see the module docstring)."""
+    return training_flops(MODEL_LAYERS[model]())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import SpecError
+from harness.errors import require
 
 
 @dataclass(frozen=True)
@@ -26,23 +26,23 @@ class Protocol:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        checks = {
-            "repeats": self.repeats >= 2, "window_s": 0 < self.window_s < 3600,
-            "warmup_windows": self.warmup_windows >= 0, "min_window_steps": self.min_window_steps >= 1,
-            "cell_timeout_s": 0 < self.cell_timeout_s < float("inf"),
-            "rendezvous_timeout_s": 0 < self.rendezvous_timeout_s < float("inf"), "seed": self.seed >= 0,
-        }
-        accepted = {
-            "repeats": "an integer of at least 2 (a CI needs two windows)",
-            "window_s": "seconds, more than 0 and less than 3600",
-            "warmup_windows": "an integer >= 0", "min_window_steps": "an integer >= 1",
-            "cell_timeout_s": "seconds > 0", "rendezvous_timeout_s": "seconds > 0",
-            "seed": "an integer >= 0",
-        }
-        for name, ok in checks.items():
-            if not ok:
-                raise SpecError(f"Received --{name.replace('_', '-')}={getattr(self, name)!r}; "
-                                f"expected {accepted[name]}.")
+        inf = float("inf")
+        require({
+            "--repeats": (self.repeats, self.repeats >= 2,
+                          "an integer of at least 2 (a CI needs two windows)"),
+            "--window-s": (self.window_s, 0 < self.window_s < 3600,
+                           "seconds, more than 0 and less than 3600"),
+            "--warmup-windows": (self.warmup_windows, self.warmup_windows >= 0, "an integer >= 0"),
+            "--min-window-steps": (self.min_window_steps, self.min_window_steps >= 1,
+                                   "an integer >= 1"),
+            "--cell-timeout-s": (self.cell_timeout_s, 0 < self.cell_timeout_s < inf, "seconds > 0"),
+            "--rendezvous-timeout-s": (self.rendezvous_timeout_s,
+                                       0 < self.rendezvous_timeout_s < inf, "seconds > 0"),
+            "--seed": (self.seed, self.seed >= 0, "an integer >= 0"),
+        })
+
+
+DEVICE_KINDS = ("cpu", "gpu")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,14 @@ class Platform:
     device_kind: str = "cpu"
     gpu_count: int = 0
     cpu_devices: int = 2
+
+    def __post_init__(self) -> None:
+        require({
+            "device kind": (self.device_kind, self.device_kind in DEVICE_KINDS,
+                            f"one of {', '.join(DEVICE_KINDS)}"),
+            "GPU count": (self.gpu_count, self.gpu_count >= 0, "an integer >= 0"),
+            "--cpu-devices": (self.cpu_devices, self.cpu_devices >= 1, "an integer of at least 1"),
+        })
 
     @property
     def max_replicas(self) -> int:

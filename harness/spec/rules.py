@@ -6,13 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.spec.axes import MULTI_WORKER_STRATEGIES, PARAMETER_SERVER
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 
-# --------------------------------------------------------------------------------------------------
-# Unsupported combinations: a registry of pure rules
-# --------------------------------------------------------------------------------------------------
 
 Rule = Callable[[Cell, Platform], "str | None"]
 
@@ -39,12 +35,6 @@ def _hierarchical_copy_odd(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
-def _central_storage_fp16(cell: Cell, platform: Platform) -> str | None:
-    if cell.strategy == "central_storage" and cell.precision == "mixed_float16":
-        return "CentralStorageStrategy fails with the mixed_float16 loss-scale optimizer"
-    return None
-
-
 def _strong_batch_divides(cell: Cell, platform: Platform) -> str | None:
     if cell.scaling == "strong" and cell.batch % cell.devices:
         return (f"strong scaling: global batch {cell.batch} does not divide over "
@@ -63,31 +53,20 @@ def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
 
 
 def _multi_worker_cpu_one_device(cell: Cell, platform: Platform) -> str | None:
-    if cell.strategy in MULTI_WORKER_STRATEGIES and platform.device_kind == "cpu" and cell.replicas > 1:
+    if cell.kind.multi_worker and platform.device_kind == "cpu" and cell.replicas > 1:
         return (f"a CPU worker of {cell.strategy} uses exactly one device (logical CPU devices are "
                 "ignored): use replicas 1 and more workers")
     return None
 
 
-def _fit_multi_worker_mirrored(cell: Cell, platform: Platform) -> str | None:
-    return ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
-            "(PerReplica...)\", keras#20585): use the ctl loop")
+def _loop_unsupported(cell: Cell, platform: Platform) -> str | None:
+    """The strategy's own word on the loop (e.g. Keras 3 fit under the multi-worker strategies)."""
+    return cell.kind.unsupported_loops.get(cell.loop)
 
 
-def _fit_parameter_server(cell: Cell, platform: Platform) -> str | None:
-    return ("Keras 3 fit does not support ParameterServerStrategy (keras#18624): use the ctl loop, "
-            "which schedules steps through tf.distribute.coordinator.ClusterCoordinator")
-
-
-_FIT_UNSUPPORTED: dict[str, Rule] = {
-    "multi_worker_mirrored": _fit_multi_worker_mirrored,
-    PARAMETER_SERVER: _fit_parameter_server,
-}
-
-
-def _multi_worker_fit(cell: Cell, platform: Platform) -> str | None:
-    rule = _FIT_UNSUPPORTED.get(cell.strategy)
-    return rule(cell, platform) if rule and cell.loop == "fit" else None
+def _precision_unsupported(cell: Cell, platform: Platform) -> str | None:
+    """The strategy's own word on the precision (e.g. central storage with mixed_float16)."""
+    return cell.kind.unsupported_precisions.get(cell.precision)
 
 
 def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
@@ -97,9 +76,9 @@ def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
 
 
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
-    _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _central_storage_fp16,
+    _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _precision_unsupported,
     _strong_batch_divides, _fit_collective_multi_step, _multi_worker_cpu_one_device,
-    _multi_worker_fit, _nccl_communication_on_cpu,
+    _loop_unsupported, _nccl_communication_on_cpu,
 )
 
 

@@ -8,14 +8,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import SpecError
+from harness.errors import HarnessError
 from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_MAX
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
-
-# --------------------------------------------------------------------------------------------------
-# Sweeps and expansion
-# --------------------------------------------------------------------------------------------------
 
 
 def _default_axis_values() -> dict[str, tuple[Any, ...]]:
@@ -57,7 +53,7 @@ def _check_axes(axes: dict[str, Sequence[Any]]) -> Grid:
     checked: list[tuple[str, tuple[Any, ...]]] = []
     for axis_name, values in axes.items():
         if axis_name not in AXIS_BY_NAME:
-            raise SpecError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
+            raise HarnessError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
         axis = AXIS_BY_NAME[axis_name]
         checked.append((axis_name, tuple(axis.check(v) for v in values)))
     return tuple(checked)
@@ -65,7 +61,7 @@ def _check_axes(axes: dict[str, Sequence[Any]]) -> Grid:
 
 def make_sweep(name: str, description: str, protocol: Protocol | None = None,
                **axes: Sequence[Any]) -> Sweep:
-    """A one-grid Sweep from keyword axes, checking every value (SpecError on a bad one)."""
+    """A one-grid Sweep from keyword axes, checking every value (HarnessError on a bad one)."""
     return Sweep(name, description, (_check_axes(axes),), protocol or Protocol())
 
 

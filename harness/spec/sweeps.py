@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.errors import SpecError
+from harness.errors import HarnessError
 from harness.spec.axes import (
     CROSS_DEVICE_OPS_NAMES,
     REPLICAS_TO_MAX,
@@ -13,7 +13,6 @@ from harness.spec.sweep import Sweep, chain, make_sweep
 
 SMOKE_PROTOCOL = Protocol(repeats=3, window_s=0.2, warmup_windows=1, min_window_steps=5,
                           cell_timeout_s=180.0)
-
 
 SMOKE = chain(
     "smoke", "a few seconds per cell: both models, default and mirrored on 1 and 2 replicas; "
@@ -26,7 +25,6 @@ SMOKE = chain(
     make_sweep("", "", model=("dense",), strategy=("mirrored",), replicas=(2,), batch=(32,),
                loop=("fit",), accum_steps=(1, 2), steps_per_execution=(1,)),
 )
-
 
 DEFAULT = chain(
     "default", "what `nox -s bench` runs: both models, every single-process strategy and "
@@ -53,7 +51,6 @@ DEFAULT = chain(
                steps_per_execution=(10,), tenants=(2,)),
 )
 
-
 CLUSTER = chain(
     "cluster", "MultiWorkerMirroredStrategy with ring and auto collectives on 1 and 2 local worker "
     "processes (TF_CONFIG on 127.0.0.1) and ParameterServerStrategy with 1 and 2 workers and one ps, "
@@ -68,7 +65,6 @@ CLUSTER = chain(
     make_sweep("", "", model=("cnn", "dense"), strategy=("parameter_server",), workers=(1, 2),
                ps=(1,), batch=(64,), steps_per_execution=(10,)),
 )
-
 
 SCALING = make_sweep(
     "scaling", "mirrored (auto) on every replica count up to the machine's, four batch sizes, weak "
@@ -100,13 +96,12 @@ EQUIVALENCE = chain(
                steps_per_execution=(1,)),
 )
 
-
 SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE)}
 
 
 def get_sweep(name: str) -> Sweep:
-    """The named sweep, or SpecError naming the accepted names."""
+    """The named sweep, or HarnessError naming the accepted names."""
     try:
         return SWEEPS[name]
     except KeyError:
-        raise SpecError(f"Received --sweep={name!r}; expected one of: {', '.join(SWEEPS)}.") from None
+        raise HarnessError(f"Received --sweep={name!r}; expected one of: {', '.join(SWEEPS)}.") from None

@@ -17,7 +17,6 @@ from typing import Any
 ENV_PREFIXES = ("TF_", "NCCL_", "OMP_", "KMP_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                 "XLA_FLAGS")
 
-
 VOLATILE_ENV = ("TF_CONFIG", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL")
 """Recorded but not hashed: they differ between runs without changing performance."""
 

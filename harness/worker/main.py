@@ -1,11 +1,8 @@
 """Worker process: sets up the devices of one cell, measures (or verifies) it, emits JSON events.
 
-Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one process per cell.
-JOB is a JSON file (:class:`Job`); EVENTS is a JSON-lines file this process appends to:
-
-    {"event": "ready", "facts": {...}}             after TensorFlow and the devices are set up
-    {"event": "start", "cell_id": ...}             the cell starts
-    {"event": "record", "row": {...}, "windows": [...]}
+Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one process per cell
+(and task). JOB is a JSON :class:`~harness.launch.contract.Job`; EVENTS is the JSON-lines file of
+:mod:`harness.launch.contract` that this process appends to (ready, start, joined, record, finished).
 
 A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1.
 """
@@ -14,14 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import traceback
+from collections.abc import Callable
 from typing import Any, TextIO
 
-from harness.launch.contract import TENANT_BARRIER_ENV, Job
-from harness.results.rows import cell_columns, fact_columns
-from harness.spec.axes import MULTI_WORKER_STRATEGIES
+from harness.launch.contract import TENANT_BARRIER_ENV, Event, Job
+from harness.results.rows import started_row
 from harness.spec.cell import Cell
+from harness.spec.strategies import Role
 from harness.worker.barrier import tenant_barrier
 from harness.worker.build.strategies import make_strategy
 from harness.worker.devices import configure_devices
@@ -52,12 +49,12 @@ def _join_cluster(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[
     starts its runtime; the launcher already masked this worker's devices), announcing the join."""
     import tensorflow as tf
 
-    _emit(events, {"event": "start", "cell_id": cell.id})
-    _inject(job.inject_fault, cell, job.worker_index, "start")
+    _emit(events, {"event": Event.START, "cell_id": cell.id})
+    _inject(job.inject_fault, cell, job.launch.index, "start")
     strategy = make_strategy(cell, [])
-    _emit(events, {"event": "joined"})
-    _inject(job.inject_fault, cell, job.worker_index, "joined")
-    kind = "GPU" if job.platform.device_kind == "gpu" else "CPU"
+    _emit(events, {"event": Event.JOINED})
+    _inject(job.inject_fault, cell, job.launch.index, "joined")
+    kind = "GPU" if job.options.platform.device_kind == "gpu" else "CPU"
     return strategy, kind, [d.name for d in tf.config.list_logical_devices(kind)]
 
 
@@ -66,70 +63,80 @@ def serve(cell: Cell, events: TextIO, job: Job) -> int:
     (from TF_CONFIG) and serve the coordinator until the launcher stops this process."""
     import tensorflow as tf
 
-    _emit(events, {"event": "start", "cell_id": cell.id})
-    _inject(job.inject_fault, cell, job.worker_index, "start")
+    _emit(events, {"event": Event.START, "cell_id": cell.id})
+    _inject(job.inject_fault, cell, job.launch.index, "start")
     for gpu in tf.config.list_physical_devices("GPU"):
         tf.config.experimental.set_memory_growth(gpu, True)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
                                   task_index=resolver.task_id, protocol="grpc", start=True)
-    _emit(events, {"event": "joined"})
-    _inject(job.inject_fault, cell, job.worker_index, "joined")
+    _emit(events, {"event": Event.JOINED})
+    _inject(job.inject_fault, cell, job.launch.index, "joined")
     server.join()  # never returns
     return 0
 
 
+def _set_up(cell: Cell, events: TextIO, job: Job
+            ) -> tuple[Any, str, list[str], dict[str, Any]]:
+    """(strategy or None, device type, device names, facts): a multi-worker task joins its cluster first;
+    a single-process cell sets up its devices. Emits ready (and start) on the way."""
+    strategy = None
+    if cell.kind.multi_worker:
+        strategy, device_type, devices = _join_cluster(cell, events, job)
+    else:
+        device_type, devices = configure_devices(job.options.platform, cell.replicas)
+    facts = collect(device_type)
+    facts["fingerprint"] = fingerprint(facts)
+    _emit(events, {"event": Event.READY, "facts": facts, "devices": devices})
+    if strategy is None:
+        _emit(events, {"event": Event.START, "cell_id": cell.id})
+        _inject(job.inject_fault, cell, job.launch.index, "start")
+    return strategy, device_type, devices, facts
+
+
+def _peak(devices: list[str], device_type: str) -> Callable[[str], float | None]:
+    """The matmul peak of the first device per compute dtype (none on a parameter-server
+    coordinator, which has no device of the workers' kind)."""
+    if not devices:
+        return lambda dtype: None
+    return lambda dtype: measure_matmul_peak(devices[0], device_type, dtype)
+
+
+def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
+         ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Verify (train a fixed number of updates) or measure the cell: (columns, window rows)."""
+    options = job.options
+    if options.verify_updates:
+        return verify_cell(cell, options.verify_updates, options.protocol.seed, devices,
+                           options.weights_dir or ".", options.mnist_path, strategy,
+                           save=job.launch.role == Role.CHIEF), []
+    ready = tenant_barrier(os.environ.get(TENANT_BARRIER_ENV), job.launch.index, cell.tenants,
+                           options.protocol.rendezvous_timeout_s)
+    return run_cell(cell, options.protocol, devices, device_type, _peak(devices, device_type),
+                    options.mnist_path, strategy, job.launch.hosts, ready)
+
+
 def main(argv: list[str]) -> int:
+    """Run the job in ``argv[0]``, appending events to ``argv[1]``; 1 when the cell raised."""
     job_path, events_path = argv
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
     cell = job.cell
-    if job.role == "server":
-        with open(events_path, "a") as events:
-            return serve(cell, events, job)
     with open(events_path, "a") as events:
-        strategy = None
-        if cell.strategy in MULTI_WORKER_STRATEGIES:
-            strategy, device_type, devices = _join_cluster(cell, events, job)
-        else:
-            device_type, devices = configure_devices(job.platform, cell.replicas)
-        facts = collect(device_type)
-        facts["fingerprint"] = fingerprint(facts)
-        _emit(events, {"event": "ready", "facts": facts, "devices": devices})
-        if strategy is None:
-            _emit(events, {"event": "start", "cell_id": cell.id})
-            _inject(job.inject_fault, cell, job.worker_index, "start")
-        cores = job.cores_per_worker or facts["host_cores"]
-        oversubscribed = job.oversubscribed
-        if oversubscribed is None:
-            oversubscribed = cores * cell.workers > facts["host_cores"]
-        row = {**cell_columns(cell, job.protocol), **fact_columns(facts), "cores_per_worker": cores,
-               "oversubscribed": oversubscribed}
-        if devices:
-            def peak(dtype: str) -> float | None:
-                return measure_matmul_peak(devices[0], device_type, dtype)
-        else:  # a parameter-server coordinator without the workers' device kind: no peak here
-            def peak(dtype: str) -> float | None:
-                return None
+        if job.launch.role == Role.SERVER:
+            return serve(cell, events, job)
+        strategy, device_type, devices, facts = _set_up(cell, events, job)
+        row = started_row(cell, job.options.protocol, facts, job.launch.cores, job.launch.oversubscribed)
         try:
-            if job.verify_updates:
-                measured, windows = verify_cell(cell, job.verify_updates, job.protocol.seed, devices,
-                                                job.weights_dir or ".", job.mnist_path, strategy,
-                                                save=job.role == "chief"), []
-            else:
-                ready = tenant_barrier(os.environ.get(TENANT_BARRIER_ENV), job.worker_index,
-                                       cell.tenants, job.protocol.rendezvous_timeout_s)
-                measured, windows = run_cell(cell, job.protocol, devices, device_type, peak,
-                                             job.mnist_path, strategy, job.hosts, ready)
+            measured, windows = _run(cell, job, strategy, device_type, devices)
         except Exception as e:  # the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
             row.update(status="failed", reason=summarize_error(e))
-            _emit(events, {"event": "record", "row": row, "windows": []})
+            _emit(events, {"event": Event.RECORD, "row": row, "windows": []})
             return 1
         row.update(measured)
-        if job.role == "chief":  # the chief reports the cell; its windows hold every worker's
-            _emit(events, {"event": "record", "row": row, "windows": windows})
+        if job.launch.role == Role.CHIEF:  # the chief reports the cell; its windows hold every worker's
+            _emit(events, {"event": Event.RECORD, "row": row, "windows": windows})
         else:
-            _emit(events, {"event": "finished", "cell_id": cell.id})
+            _emit(events, {"event": Event.FINISHED, "cell_id": cell.id})
     return 0
-

@@ -12,8 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis import metrics
-from harness.results.rows import LEARNING_RATE, alone_columns
+from harness.results.rows import (
+    LEARNING_RATE,
+    Measurement,
+    measured_columns,
+    window_rows,
+)
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 from harness.worker.build.data import make_dataset
@@ -60,6 +64,7 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         # Build now: a loss-scale optimizer traced unbuilt bakes its initial scale into the graph.
         optimizer.build(model.trainable_variables)
+
     def input_fn(examples: int) -> Any:
         return make_dataset(cell.data, examples, seed, mnist_path)
 
@@ -71,10 +76,20 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
              peak: Callable[[str], float | None], mnist_path: str | None = None,
              strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Build, time and check one cell in this process. Returns (row columns, window rows).
+    """Build, time and check one cell in this process. Returns (row columns, window rows), made by
+    :mod:`harness.results.rows` from the :class:`~harness.results.rows.Measurement`.
 
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
     ``ready``: called after the first call (co-tenants' barrier)."""
+    m = measure_cell(cell, protocol, devices, device_type, peak, mnist_path, strategy, hosts, ready)
+    return measured_columns(cell, m), window_rows(cell, m)
+
+
+def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
+                 peak: Callable[[str], float | None], mnist_path: str | None = None,
+                 strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
+                 ) -> Measurement:
+    """The raw numbers of one timed cell (see :func:`run_cell`)."""
     import keras
 
     from harness.worker.checks import integrity
@@ -88,59 +103,22 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
     joules_after = meter()
-    joules = (None if joules_before is None or joules_after is None
-              else (joules_after - joules_before) / (built.trainer.updates[0] * cell.effective_batch))
     iterations = int(built.optimizer.iterations.numpy())
     keras.mixed_precision.set_dtype_policy("float32")
-
-    reductions = built.trainer.counter.per_update(cell.accum_steps)
-    examples = timings.window_steps * cell.effective_batch
-    rates = metrics.window_throughputs(timings.window_seconds, examples)
-    median = metrics.median(rates)
-    lo, hi = metrics.bootstrap_ci(rates)
-    logical = device_type == "CPU" and cell.devices > hosts  # local workers share the host CPU too
-    device_count = hosts if device_type == "CPU" else cell.devices
     skip = protocol.warmup_windows
     own = [w[skip:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
     counts = [w[skip:] for w in built.trainer.updates_by_worker]
-    problems += integrity.idle_workers(counts)
-    one_device_peak = peak(COMPUTE_DTYPE[cell.precision])
-    peak_flops = None if one_device_peak is None else one_device_peak * device_count
-    flops = MODELS[cell.model].flops_per_example
-    row = {
-        "status": "invalid" if problems else "ok", "reason": "; ".join(problems),
-        "effective_cross_device_ops": effective_cross_device_ops(built.strategy),
-        "examples_per_sec": median, "examples_per_sec_ci_low": lo, "examples_per_sec_ci_high": hi,
-        "cv": metrics.cv(rates), "window_steps": timings.window_steps, "startup_s": built.startup_s,
-        "compile_s": timings.compile_s, "peak_flops_per_sec": peak_flops,
-        "mfu": None if peak_flops is None else metrics.mfu(median, flops, peak_flops),
-        "final_loss": timings.final_loss,
-        "optimizer_updates_per_sec": median / cell.effective_batch,
-        "allreduces_per_update": reductions,
-        "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
-        "weights_digest": weights_digest(built.model), "device_count": device_count,
-        "logical_devices": logical, "hosts": hosts,
-        "straggler_ratio": metrics.update_imbalance(counts) if counts else metrics.straggler_ratio(own),
-        "updates_run": built.trainer.updates[0], "optimizer_iterations": iterations,
-        "energy_j_per_example": joules,
-    }
-    row.update(alone_columns(row))
-    if problems:  # an invalid cell never reports a throughput
-        for k in ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "mfu",
-                  "optimizer_updates_per_sec"):
-            row[k] = None
-    if counts:  # parameter server: the coordinator's windows, split by the updates each worker ran
-        windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
-                    "window_s": s, "worker_s": None, "worker_updates": counts[w][i],
-                    "examples": examples, "examples_per_sec": r}
-                   for w in range(len(counts))
-                   for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
-        return row, windows
-    windows = [{"cell_id": cell.id, "worker": w, "repeat": i, "window_steps": timings.window_steps,
-                "window_s": s, "worker_s": own[w][i], "examples": examples, "examples_per_sec": r}
-               for w in range(len(own))
-               for i, (s, r) in enumerate(zip(timings.window_seconds, rates))]
-    return row, windows
+    return Measurement(
+        window_seconds=tuple(timings.window_seconds), window_steps=timings.window_steps,
+        startup_s=built.startup_s, compile_s=timings.compile_s, final_loss=timings.final_loss,
+        problems=tuple(problems + integrity.idle_workers(counts)),
+        effective_cross_device_ops=effective_cross_device_ops(built.strategy),
+        allreduces_per_update=built.trainer.counter.per_update(cell.accum_steps),
+        weights_digest=weights_digest(built.model), device_kind=device_type, hosts=hosts,
+        worker_seconds=tuple(map(tuple, own)), worker_updates=tuple(map(tuple, counts)),
+        updates_run=built.trainer.updates[0], optimizer_iterations=iterations,
+        peak_flops_per_sec=peak(COMPUTE_DTYPE[cell.precision]),
+        joules=None if joules_before is None or joules_after is None else joules_after - joules_before)
 
 
 def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,

@@ -9,7 +9,6 @@ from harness.analysis.metrics import matmul_flops
 
 MATMUL_SIZE = {"CPU": 1024, "GPU": 8192}
 
-
 PRODUCTS = 8
 """Distinct operand pairs per timed call, so no product can be reused (no CSE)."""
 

@@ -19,10 +19,21 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.launch.contract import UNSUPPORTED_SIGNS
+from harness.launch.contract import (
+    FAILS,
+    LOCAL_PROBES,
+    UNSUPPORTED,
+    WORKS,
+    WRONG,
+    local_probes,
+)
+from harness.spec.cell import Cell
+from harness.worker.build.strategies import make_strategy
 from harness.worker.fingerprint import host_cpu
 
-WORKS, UNSUPPORTED, FAILS, WRONG = "works", "unsupported", "fails", "wrong result"
+UNSUPPORTED_SIGNS = ("No OpKernel was registered", "not supported", "Could not satisfy device",
+                     "no supported devices", "NCCL is not supported")
+"""Error texts that mean "this machine or build has no kernel or device for it" (vs a failure)."""
 
 
 def emit(kind: str, **fields: Any) -> None:
@@ -84,37 +95,10 @@ def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
     return configure_devices(platform, replicas)
 
 
-def _mirrored(op: str) -> Callable[[list[str]], Any]:
-    def build(devices: list[str]) -> Any:
-        import tensorflow as tf
-
-        from harness.worker.build.strategies import _cross_device_ops
-
-        return tf.distribute.MirroredStrategy(devices, cross_device_ops=_cross_device_ops(op))
-    return build
-
-
-def _central_storage(devices: list[str]) -> Any:
-    import tensorflow as tf
-
-    return tf.distribute.experimental.CentralStorageStrategy(devices)
-
-
-def _one_device(devices: list[str]) -> Any:
-    import tensorflow as tf
-
-    return tf.distribute.OneDeviceStrategy(devices[0])
-
-
-LOCAL_PROBES: list[tuple[str, str, Callable[[list[str]], Any]]] = [
-    ("one_device", "-", _one_device),
-    ("mirrored", "auto", _mirrored("auto")),
-    ("mirrored", "reduction_to_one_device", _mirrored("reduction_to_one_device")),
-    ("mirrored", "hierarchical_copy", _mirrored("hierarchical_copy")),
-    ("central_storage", "-", _central_storage),
-    ("mirrored", "nccl", _mirrored("nccl")),  # last: a failed NCCL init may leave state behind
-]
-"""(strategy, cross-device op, builder over the device names) of the single-process probes."""
+def probe_cell(strategy: str, op: str, replicas: int) -> Cell:
+    """The cell whose strategy a probe builds (through the same builders as every measured cell)."""
+    option = {"cross_device_ops": op} if op != "-" else {}
+    return Cell(strategy=strategy, replicas=replicas, **option)
 
 
 def classify(error: BaseException) -> tuple[str, str]:
@@ -153,19 +137,12 @@ def probe(strategy_name: str, op: str, build: Callable[[], Any], replicas: int,
          detail=detail, effective=effective)
 
 
-def local_probes(replicas: int) -> list[tuple[str, str]]:
-    """(strategy, cross-device op) probed with ``replicas`` devices: one_device only with one;
-    with one device, mirrored only with its default op (the others skip the reduce)."""
-    return [(name, op) for name, op, _ in LOCAL_PROBES
-            if (name == "one_device") == (replicas == 1) or (name == "mirrored" and op == "auto")]
-
-
 def local(device_type: str, replicas: int) -> None:
     _, names = devices(device_type, replicas)
     wanted = local_probes(replicas)
-    for name, op, build in LOCAL_PROBES:
+    for name, op in LOCAL_PROBES:
         if (name, op) in wanted:
-            probe(name, op, lambda b=build: b(names[:replicas]), replicas)
+            probe(name, op, lambda c=probe_cell(name, op, replicas): make_strategy(c, names), replicas)
 
 
 def worker(device_type: str, communication: str, workers: int) -> None:
@@ -173,17 +150,8 @@ def worker(device_type: str, communication: str, workers: int) -> None:
     environment's device mask its devices, so ``device_type`` is not needed here). The strategy is
     built before anything else touches
     TensorFlow's context: collectives must be configured at program start-up."""
-    import tensorflow as tf
-
-    implementation = getattr(tf.distribute.experimental.CommunicationImplementation,
-                             communication.upper())
-
-    def build() -> Any:
-        return tf.distribute.MultiWorkerMirroredStrategy(
-            communication_options=tf.distribute.experimental.CommunicationOptions(
-                implementation=implementation, timeout_seconds=60))
-
-    probe("multi_worker_mirrored", communication, build, workers, local=1)
+    cell = Cell(strategy="multi_worker_mirrored", communication=communication, workers=workers)
+    probe("multi_worker_mirrored", communication, lambda: make_strategy(cell, []), workers, local=1)
 
 
 def main(argv: list[str]) -> int:

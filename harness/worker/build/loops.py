@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.spec.axes import PARAMETER_SERVER
 from harness.spec.cell import Cell
 from harness.worker.build.strategies import distribute
 
@@ -231,11 +230,12 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
               cell: Cell) -> Trainer:
     """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
     steps_per_execution updates; only the last update's loss is reduced across replicas.
-    Under parameter_server the same function is scheduled through a ClusterCoordinator
+    Under a coordinated strategy (parameter_server) the same function is scheduled through a
+    ClusterCoordinator
     (:func:`build_coordinated`)."""
     import tensorflow as tf
 
-    if cell.strategy == PARAMETER_SERVER:
+    if cell.kind.coordinated:
         return build_coordinated(strategy, model, optimizer, input_fn, cell)
     counter = ReductionCounter().attach(strategy)
     update = make_update(strategy, model, optimizer, cell, counter)
@@ -322,18 +322,11 @@ def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Calla
     return Trainer(run, windows, counter, updates=updates, updates_by_worker=by_worker)
 
 
-def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
-              cell: Cell) -> Trainer:
-    """Keras ``model.fit`` with steps_per_execution and the suite's own train step (the same update
-    as ``ctl``; Keras's built-in gradient accumulation fails under tf.distribute). A window is one
-    epoch of ``steps`` updates inside a single ``fit`` call, after one untimed leading epoch; its end
-    is timed in ``on_epoch_end`` after the epoch's loss is fetched to the host, so no sync is added
-    inside a window."""
+def _fit_model(strategy: Any, model: Any, optimizer: Any, update: Callable[[Any, Any], Any],
+               spe: int) -> Any:
+    """``model`` wrapped so that ``fit``'s train step is the suite's ``update``, compiled in scope
+    with ``steps_per_execution`` = ``spe``."""
     import keras
-
-    counter = ReductionCounter().attach(strategy)
-    update = make_update(strategy, model, optimizer, cell, counter)
-    spe = cell.steps_per_execution
 
     class Wrapped(keras.Model):
         def __init__(self, inner: Any) -> None:
@@ -351,6 +344,12 @@ def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
     with strategy.scope():
         wrapped = Wrapped(model)
         wrapped.compile(optimizer=optimizer, steps_per_execution=spe, jit_compile=False)
+    return wrapped
+
+
+def _window_clock() -> Any:
+    """A Keras callback stamping each epoch's end (s, perf_counter) after fetching its loss."""
+    import keras
 
     class WindowClock(keras.callbacks.Callback):
         def __init__(self) -> None:
@@ -362,12 +361,27 @@ def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
             self.loss = float((logs or {})["update_loss"])  # the host sync closing the window
             self.stamps.append(time.perf_counter())
 
+    return WindowClock()
+
+
+def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
+              cell: Cell) -> Trainer:
+    """Keras ``model.fit`` with steps_per_execution and the suite's own train step (the same update
+    as ``ctl``; Keras's built-in gradient accumulation fails under tf.distribute). A window is one
+    epoch of ``steps`` updates inside a single ``fit`` call, after one untimed leading epoch; its end
+    is timed in ``on_epoch_end`` after the epoch's loss is fetched to the host, so no sync is added
+    inside a window."""
+    counter = ReductionCounter().attach(strategy)
+    update = make_update(strategy, model, optimizer, cell, counter)
+    spe = cell.steps_per_execution
+    wrapped = _fit_model(strategy, model, optimizer, update, spe)
+
     dataset = input_fn(cell.effective_batch)
     updates = [0]
 
-    def fit(steps: int, epochs: int) -> WindowClock:
+    def fit(steps: int, epochs: int) -> Any:
         _check_steps(steps, spe)
-        clock = WindowClock()
+        clock = _window_clock()
         wrapped.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[clock],
                     shuffle=False)
         updates[0] += steps * epochs

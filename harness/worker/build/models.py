@@ -52,7 +52,7 @@ class ModelSpec:
 
     @property
     def flops_per_example(self) -> int:
-        """Training FLOPs per example (see module docstring)."""
+        """Training FLOPs per example (:mod:`harness.spec.models`)."""
         return training_flops(self.layers())
 
 

@@ -1,4 +1,6 @@
-"""STRATEGIES and CROSS_DEVICE_OPS registries: build the tf.distribute strategy of a cell."""
+"""Building a cell's tf.distribute strategy: one builder per strategy descriptor
+(:data:`harness.spec.strategies.STRATEGIES`), used for measured cells and the doctor's probes alike,
+and the cross-device ops by name."""
 
 from __future__ import annotations
 
@@ -68,7 +70,7 @@ def _parameter_server(cell: Cell, devices: Sequence[str]) -> Any:
         tf.distribute.cluster_resolver.TFConfigClusterResolver())
 
 
-STRATEGIES: dict[str, Callable[[Cell, Sequence[str]], Any]] = {
+BUILDERS: dict[str, Callable[[Cell, Sequence[str]], Any]] = {
     "default": _default,
     "one_device": _one_device,
     "mirrored": _mirrored,
@@ -107,7 +109,7 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
 
 def make_strategy(cell: Cell, devices: Sequence[str]) -> Any:
     """The cell's strategy over the first ``cell.replicas`` of ``devices`` (TF device names)."""
-    return STRATEGIES[cell.strategy](cell, devices)
+    return BUILDERS[cell.strategy](cell, devices)
 
 
 def effective_cross_device_ops(strategy: Any) -> str:

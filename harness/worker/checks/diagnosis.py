@@ -19,27 +19,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.spec.strategies import STRATEGIES, Variables
+
 Test = Callable[[Any], bool]
 
 
 def expected_variables(strategy_name: str, replicas: int) -> tuple[str, Test] | None:
-    """(label, test) for the variables the strategy creates; None where any variable will do
-    (single-device strategies, and central storage on one device, which then makes plain ones)."""
+    """(label, test) for the variables the strategy creates (its descriptor's ``variables``); None
+    where any variable will do (single-device strategies, and central storage on one device, which
+    then makes plain ones)."""
     import tensorflow as tf
     from tensorflow.python.distribute import ps_values
 
-    registry: dict[str, tuple[str, Test]] = {
-        "mirrored": ("MirroredVariable (DistributedValues)",
-                     lambda v: isinstance(v, tf.distribute.DistributedValues)),
-        "multi_worker_mirrored": ("MirroredVariable (DistributedValues)",
-                                  lambda v: isinstance(v, tf.distribute.DistributedValues)),
-        "central_storage": ("AggregatingVariable",
-                            lambda v: isinstance(v, ps_values.AggregatingVariable)),
-        "parameter_server": ("placed on a ps task", lambda v: "/job:ps/" in v.device),
+    registry: dict[Variables, tuple[str, Test]] = {
+        Variables.MIRRORED: ("MirroredVariable (DistributedValues)",
+                             lambda v: isinstance(v, tf.distribute.DistributedValues)),
+        Variables.AGGREGATING: ("AggregatingVariable",
+                                lambda v: isinstance(v, ps_values.AggregatingVariable)),
+        Variables.ON_PS: ("placed on a ps task", lambda v: "/job:ps/" in v.device),
     }
-    if strategy_name == "central_storage" and replicas == 1:
+    kind = STRATEGIES[strategy_name].variables
+    if kind == Variables.AGGREGATING and replicas == 1:
         return None
-    return registry.get(strategy_name)
+    return registry.get(kind)
 
 
 def tf_variable(v: Any) -> Any:

@@ -6,9 +6,9 @@
    ``strategy.scope()`` (it names the one that was not), variables are mirrored on every replica
    device, and every replica device did work.
 3. All replica copies of each variable are bitwise equal.
-4. An all-reduce of (replica id + 1) through the strategy returns n(n+1)/2 on every replica (not
-   under parameter_server: its coordinator cannot run replica functions, and workers do not
-   all-reduce with each other).
+4. An all-reduce of (replica id + 1) through the strategy returns n(n+1)/2 on every replica, where
+   the descriptor's ``allreduce_check`` holds (not under parameter_server: its coordinator cannot
+   run replica functions, and workers do not all-reduce with each other).
 5. The final loss and every weight are finite.
 6. Synchronous strategies: ``optimizer.iterations`` equals the updates the loop ran. (Under
    parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent workers
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.spec.strategies import STRATEGIES
 from harness.worker.checks.diagnosis import diagnose, tf_variable
 
 
@@ -39,10 +40,6 @@ def allreduce_sums(strategy: Any) -> list[float]:
         return strategy.run(fn)
 
     return [float(t.numpy()[0]) for t in strategy.experimental_local_results(probe())]
-
-
-ASYNCHRONOUS = ("parameter_server",)
-"""Strategies whose workers update the variables independently (no all-reduce, no exact count)."""
 
 
 def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int,
@@ -66,7 +63,7 @@ def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replica
             problems.append(f"{owner} variable {v.path} holds non-finite values")
             break
 
-    if strategy_name not in ASYNCHRONOUS:
+    if STRATEGIES[strategy_name].allreduce_check:
         sums = allreduce_sums(strategy)
         want = n * (n + 1) / 2
         if any(s != want for s in sums):

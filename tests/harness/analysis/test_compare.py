@@ -12,13 +12,14 @@ import pytest
 
 from harness.analysis.compare import compare, markdown
 from harness.analysis.gate import GatePolicy
+from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 from harness.results import history
 from harness.results.rows import cell_columns
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CELLS = [Cell(model=m, strategy=s) for m in ("cnn", "dense") for s in ("default", "mirrored")]
 
 
@@ -97,6 +98,39 @@ def test_missing_or_corrupt_results_exit_2_with_a_clear_message(tmp_path: Path) 
     assert proc.returncode == 2 and "--min-effect" in proc.stderr
 
 
+def test_a_first_run_is_not_enough_history_not_an_error(tmp_path: Path) -> None:
+    """After one run into a fresh results folder, the default compare (last:20 before latest) finds
+    no baseline: that is too short a history (exit 3, saying how many runs there are and are
+    needed), not a reference that matches nothing (exit 2)."""
+    results = tmp_path / "results"
+    write_run(results, 1, seed=1)
+    md = tmp_path / "comment.md"
+    proc = harness("compare", "--results", str(results), "--markdown", str(md))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "not enough history: the results hold 1 run" in out, out
+    assert "needs 10 baseline runs" in out and "11 runs in all" in out, out
+    assert "Not enough history to judge" in md.read_text()
+    assert "1 run" in md.read_text()
+    proc = harness("compare", "--results", str(results), "--candidate", "previous")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "holds 1 run; 'previous' needs at least 2" in " ".join(proc.stderr.split())
+    write_run(results, 2, seed=2)
+    proc = harness("compare", "--results", str(results))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "the results hold 2 runs" in " ".join(proc.stdout.split())
+
+
+def test_a_reference_to_nothing_stays_exit_2(tmp_path: Path) -> None:
+    results = history_of(tmp_path, 3)
+    for flag, ref in (("--baseline", "2026-10-31"), ("--baseline", "2026-10-01..2026-10-31"),
+                      ("--baseline", "19990101T"), ("--candidate", "nope"),
+                      ("--candidate", "2026-10-31")):
+        proc = harness("compare", "--results", str(results), flag, ref)
+        assert proc.returncode == 2, (flag, ref, proc.stdout + proc.stderr)
+        assert f"Received {ref!r}: no run matches" in proc.stderr, proc.stderr
+
+
 def test_a_cell_that_now_fails_is_a_regression(tmp_path: Path) -> None:
     cells, _ = history.load(history_of(tmp_path, 6, failed=(CELLS[0].id,)))
     result = compare(cells, "last:10", "latest")
@@ -123,10 +157,17 @@ def test_references_resolve() -> None:
     assert history.resolve("2026-11-02", runs) == ["b2", "c3"]
     assert history.resolve("2026-11-01..2026-11-02", runs) == ["a1", "b2", "c3"]
     assert history.resolve("c", runs) == ["c3"]
-    with pytest.raises(history.HistoryError, match="no run matches"):
+    with pytest.raises(HarnessError, match="no run matches"):
         history.resolve("zz", runs)
-    with pytest.raises(history.HistoryError, match="no run matches"):
+    with pytest.raises(HarnessError, match="holds 4 runs, none of them before") as short:
         history.resolve("latest", runs, before=["a1"])
+    assert short.value.exit_code == EXIT_SHORT_HISTORY
+    with pytest.raises(HarnessError, match="holds 1 run; 'previous' needs at least 2") as short:
+        history.resolve("previous", runs[:1])
+    assert short.value.exit_code == EXIT_SHORT_HISTORY
+    with pytest.raises(HarnessError, match="no run matches") as missing:
+        history.resolve("2026-10-31", runs, before=["d4"])
+    assert missing.value.exit_code == EXIT_USAGE
 
 
 def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from harness.results import rows as tenancy
 from harness.spec.cell import Cell
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _tenant(rates: list[float], status: str = "ok", reason: str = "") -> tuple[dict, list[dict]]:
@@ -60,7 +60,11 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     alone = cells[cells["tenants"] == 1].iloc[0]
     assert shared["status"] == "ok" and alone["status"] == "ok", shared["reason"]
     assert 0 < shared["tenant_examples_per_sec_min"] <= shared["tenant_examples_per_sec_max"]
-    assert 0 < shared["tenant_share_min"] <= 0.5 + 1e-9  # the slowest of two has at most half
+    # the slowest tenant's median over the aggregate (the median of per-window sums, which can be
+    # below the sum of the medians: so the share is near, not at most, 1/2)
+    assert shared["tenant_share_min"] == pytest.approx(
+        shared["tenant_examples_per_sec_min"] / shared["examples_per_sec"])
+    assert 0 < shared["tenant_share_min"] < 1
     assert shared["cotenancy_ratio"] == pytest.approx(
         shared["examples_per_sec"] / alone["examples_per_sec"])
     mine = windows[windows["cell_id"] == shared["cell_id"]]

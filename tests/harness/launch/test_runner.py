@@ -13,7 +13,7 @@ import pytest
 
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32"]
 

@@ -14,7 +14,7 @@ import pytest
 from harness.spec.axes import AXES, CROSS_DEVICE_OPS_NAMES
 from harness.spec.sweeps import SWEEPS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NO_TF_MAIN = ("import sys; from harness.commands import main; rc = main(sys.argv[1:]); "
               "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)")
 
@@ -159,3 +159,53 @@ def test_no_command_is_a_usage_error():
     proc = harness()
     assert proc.returncode == 2
     assert "run" in proc.stderr and "list" in proc.stderr
+
+
+
+VERIFY_AXES = ("--model", "dense", "--strategy", "default,one_device,mirrored", "--replicas", "1,2",
+               "--accum-steps", "1,2")
+"""Valid axis values and nothing else: a custom selection at the default steps_per_execution, 10."""
+
+
+def _verify_updates_taken(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    """Run ``main(["verify", "--device", "cpu", *args])`` in process with training stubbed out;
+    return the updates verify would train each cell for."""
+    from harness.commands import main, verify
+
+    taken: list[int] = []
+    monkeypatch.setattr(verify, "interrupt_on_sigterm", lambda: None)
+    monkeypatch.setattr(verify, "verify", lambda sel, updates, include: taken.append(updates) or 0)
+    rc = main(["verify", "--device", "cpu", *args])
+    assert rc == 0 and taken, f"verify {' '.join(args)} exited {rc} before training"
+    return taken[0]
+
+
+@pytest.mark.parametrize("args", [VERIFY_AXES, *(("--sweep", s) for s in SWEEPS)],
+                         ids=lambda a: " ".join(a))
+def test_verify_defaults_never_contradict_the_selection(monkeypatch, capsys, args):
+    """verify with its default --updates accepts every selection made of defaults and valid axis
+    values: the default is the smallest multiple of every steps_per_execution that is at least 8."""
+    from harness.spec.protocol import Platform
+    from harness.spec.sweep import expand
+    from harness.spec.sweeps import get_sweep
+
+    updates = _verify_updates_taken(monkeypatch, *args)
+    spes = ({c.steps_per_execution for c in expand(get_sweep(args[1]), Platform())}
+            if args[0] == "--sweep" else {10})
+    assert updates >= 8 and all(updates % s == 0 for s in spes), (updates, spes)
+    assert "error" not in capsys.readouterr().err
+
+
+def test_verify_default_updates_of_a_custom_selection(monkeypatch):
+    assert _verify_updates_taken(monkeypatch, *VERIFY_AXES) == 10
+    assert _verify_updates_taken(monkeypatch, *VERIFY_AXES, "--steps-per-execution", "3,4") == 12
+    assert _verify_updates_taken(monkeypatch) == 8  # the equivalence sweep: steps_per_execution 1
+    assert _verify_updates_taken(monkeypatch, *VERIFY_AXES, "--updates", "30") == 30
+
+
+def test_verify_explicit_updates_that_contradict_is_an_error():
+    proc = harness("verify", "--device", "cpu", *VERIFY_AXES, "--updates", "8")
+    assert proc.returncode == 2, proc.stderr
+    assert "tensorflow imported" not in proc.stderr
+    assert proc.stderr.startswith("error: Received --updates=8;"), proc.stderr
+    assert "multiple of 10" in proc.stderr and "[10]" in proc.stderr, proc.stderr

@@ -18,7 +18,7 @@ from harness.analysis.verdicts import (
 )
 from harness.spec.cell import Cell
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_relative_difference_on_literal_arrays() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.launch import doctor, gpus
 from harness.worker.probe import FAILS, UNSUPPORTED, WORKS, WRONG, judge, local_probes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 FACTS = {"physical": [{"name": "/physical_device:GPU:0", "type": "GPU", "vendor": "NVIDIA",
                        "model": "NVIDIA H100"}],

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.errors import SpecError
+from harness.errors import HarnessError
 from harness.launch.real_cluster import (
     ClusterConfig,
     parse_tf_config,
@@ -56,20 +56,20 @@ def test_parameter_server_cluster_roles_and_shape() -> None:
     ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "expected 0..0"),
 ])
 def test_bad_tf_config_names_the_problem(text: str, words: str) -> None:
-    with pytest.raises(SpecError, match="TF_CONFIG") as e:
+    with pytest.raises(HarnessError, match="TF_CONFIG") as e:
         parse_tf_config(text)
     assert words in str(e.value)
 
 
 def test_missing_tf_config_says_how_to_fix() -> None:
-    with pytest.raises(SpecError, match="--cluster local"):
+    with pytest.raises(HarnessError, match="--cluster local"):
         read_tf_config({})
 
 
 def test_slurm_jobs() -> None:
     assert slurm_jobs(4, 0) == {"worker": 4}
     assert slurm_jobs(4, 1) == {"chief": 1, "ps": 1, "worker": 2}
-    with pytest.raises(SpecError, match="at least 3 Slurm tasks"):
+    with pytest.raises(HarnessError, match="at least 3 Slurm tasks"):
         slurm_jobs(2, 1)
 
 
@@ -77,7 +77,7 @@ def test_slurm_outside_a_job_step_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     for var in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST",
                 "SLURM_STEP_TASKS_PER_NODE"):
         monkeypatch.delenv(var, raising=False)
-    with pytest.raises(SpecError, match="inside a Slurm job step"):
+    with pytest.raises(HarnessError, match="inside a Slurm job step"):
         resolve_slurm(0, 0)
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from harness import mnist
-from harness.mnist import MNIST_URL, DataError, load_mnist, resolve_mnist_path
+from harness.errors import HarnessError
+from harness.mnist import MNIST_URL, load_mnist, resolve_mnist_path
 from harness.worker.build import data
 
 
@@ -40,7 +41,7 @@ def test_default_mnist_path_uses_keras_home(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     expected = tmp_path / "datasets" / "mnist.npz"
     assert mnist.default_mnist_path() == expected
-    with pytest.raises(DataError) as info:
+    with pytest.raises(HarnessError) as info:
         resolve_mnist_path(None)
     assert str(expected) in str(info.value)
     expected.parent.mkdir(parents=True)
@@ -53,7 +54,7 @@ def test_default_mnist_path_uses_keras_home(tmp_path, monkeypatch):
 def test_resolve_mnist_path_missing_file_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
     missing = tmp_path / "nowhere" / "mnist.npz"
-    with pytest.raises(DataError) as info:
+    with pytest.raises(HarnessError) as info:
         resolve_mnist_path(str(missing))
     msg = str(info.value)
     assert str(missing) in msg
@@ -63,7 +64,7 @@ def test_resolve_mnist_path_missing_file_says_what_to_do(tmp_path, monkeypatch):
 
 
 def test_resolve_mnist_path_rejects_a_folder(tmp_path):
-    with pytest.raises(DataError, match="not found"):
+    with pytest.raises(HarnessError, match="not found"):
         resolve_mnist_path(str(tmp_path))
 
 
@@ -88,7 +89,7 @@ def test_load_mnist_bad_file(tmp_path, kind):
         _fake_mnist(path, x_shape=(10, 28, 28), y_shape=(9,))
     else:
         path.write_text("this is not an npz file\n")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(HarnessError) as info:
         load_mnist(str(path))
     assert str(path) in str(info.value)
 
@@ -96,7 +97,7 @@ def test_load_mnist_bad_file(tmp_path, kind):
 def test_load_mnist_rejects_2d_labels(tmp_path):
     path = tmp_path / "bad.npz"
     _fake_mnist(path, y_shape=(100, 1))
-    with pytest.raises(DataError):
+    with pytest.raises(HarnessError):
         load_mnist(str(path))
 
 
@@ -104,7 +105,7 @@ def test_load_mnist_npy_file_raises_data_error(tmp_path):
     path = tmp_path / "mnist.npz"
     with open(path, "wb") as f:
         np.save(f, np.zeros((10, 28, 28), np.uint8))
-    with pytest.raises(DataError):
+    with pytest.raises(HarnessError):
         load_mnist(str(path))
 
 
@@ -140,7 +141,7 @@ def test_make_dataset_mnist(tf, mnist_file):
 
 
 def test_make_dataset_mnist_missing_file(tf, tmp_path):
-    with pytest.raises(DataError):
+    with pytest.raises(HarnessError):
         data.make_dataset("mnist", 32, 0, mnist_path=str(tmp_path / "missing.npz"))
 
 

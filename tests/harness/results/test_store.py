@@ -13,7 +13,7 @@ import pytest
 from harness.results import store
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _value(field: pa.Field, i: int):

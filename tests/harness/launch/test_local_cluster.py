@@ -14,14 +14,13 @@ import pandas as pd
 
 from harness.launch.local_cluster import (
     cluster_env,
-    cluster_tasks,
     cores_per_task,
     free_ports,
     is_oversubscribed,
 )
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
-from tests.harness.test_runner import ROOT, harness, worker_processes
+from tests.harness.launch.test_runner import ROOT, harness, worker_processes
 
 FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32", "--model", "dense"]
@@ -35,28 +34,31 @@ def test_cluster_env_and_ports() -> None:
     ports = free_ports(3)
     assert len(set(ports)) == 3
     addresses = [f"127.0.0.1:{p}" for p in ports]
-    tasks = cluster_tasks(Cell(strategy="multi_worker_mirrored", workers=3))
+    cell = Cell(strategy="multi_worker_mirrored", workers=3)
+    tasks = cell.tasks
     assert [t.label for t in tasks] == ["worker 0 (chief)", "worker 1", "worker 2"]
-    env = cluster_env(tasks, addresses, 1, 4, Platform(), 1)
+    env = cluster_env(cell, tasks, addresses, 1, 4, Platform())
     config = json.loads(env["TF_CONFIG"])
     assert config["cluster"] == {"worker": addresses}
     assert config["task"] == {"type": "worker", "index": 1}
     assert env["TF_NUM_INTRAOP_THREADS"] == "4" and env["CUDA_VISIBLE_DEVICES"] == "-1"
-    gpu = cluster_env(tasks, addresses, 1, 4, Platform("gpu", 4), 2)
+    gpu = cluster_env(Cell(strategy="multi_worker_mirrored", workers=3, replicas=2), tasks,
+                      addresses, 1, 4, Platform("gpu", 4))
     assert gpu["CUDA_VISIBLE_DEVICES"] == "2,3" and gpu["HIP_VISIBLE_DEVICES"] == "2,3"
 
 
 def test_parameter_server_tasks_env_and_cores() -> None:
     cell = Cell(strategy="parameter_server", workers=2, ps=1)
-    tasks = cluster_tasks(cell)
+    tasks = cell.tasks
     assert [(t.type, t.index, t.role) for t in tasks] == [
         ("chief", 0, "chief"), ("worker", 0, "server"), ("worker", 1, "server"), ("ps", 0, "server")]
     assert [t.label for t in tasks] == ["chief", "worker 0", "worker 1", "ps 0"]
     addresses = [f"127.0.0.1:{p}" for p in (1001, 1002, 1003, 1004)]
-    masks = [cluster_env(tasks, addresses, i, 1, Platform("gpu", 4), 2)["CUDA_VISIBLE_DEVICES"]
+    two = Cell(strategy="parameter_server", workers=2, ps=1, replicas=2)
+    masks = [cluster_env(two, tasks, addresses, i, 1, Platform("gpu", 4))["CUDA_VISIBLE_DEVICES"]
              for i in range(4)]
     assert masks == ["-1", "0,1", "2,3", "-1"]  # GPUs for the workers only
-    config = json.loads(cluster_env(tasks, addresses, 3, 1, Platform(), 1)["TF_CONFIG"])
+    config = json.loads(cluster_env(cell, tasks, addresses, 3, 1, Platform())["TF_CONFIG"])
     assert config["cluster"] == {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
     assert config["task"] == {"type": "ps", "index": 0}
     assert cores_per_task(cell, 16) == 5 and cores_per_task(cell, 2) == 1
@@ -196,8 +198,9 @@ def test_tf_config_cluster_runs_every_cell_and_only_the_chief_writes(tmp_path: P
 
 
 def test_tf_config_parameter_server_cluster_serves_every_cell(tmp_path: Path) -> None:
-    """A chief, two workers and a ps started by hand: the servers live for the whole run, each cell's
-    coordinator is a fresh process; the scheduler stops the servers when the chief is done."""
+    """A chief, two workers and a ps started by hand: the servers live for the whole run (between
+    cells too), each cell's coordinator is a fresh process; the servers end with 0 by themselves
+    once the chief's run is over (the chief's run lease)."""
     addresses = [f"127.0.0.1:{p}" for p in free_ports(4)]
     cluster = {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
     servers = [_start_task(tmp_path, cluster, kind, i) for kind, i in (("worker", 0), ("worker", 1),
@@ -205,13 +208,47 @@ def test_tf_config_parameter_server_cluster_serves_every_cell(tmp_path: Path) ->
     chief = _start_task(tmp_path, cluster, "chief", 0, "--accum-steps", "1,2")
     try:
         out = chief.communicate(timeout=400)[0]
+        done = time.monotonic()
+        outputs = [s.communicate(timeout=30)[0] for s in servers]
+        after_chief_s = time.monotonic() - done
     finally:
-        for s in servers:  # as srun --wait or a TFJob's clean-up would
-            s.terminate()
-        codes = [s.wait(timeout=60) for s in servers]
+        for s in servers:  # only if they did not end by themselves
+            if s.poll() is None:
+                s.kill()
+                s.wait()
     assert chief.returncode == 0, out
     cells = pd.read_parquet(tmp_path / "chief0" / "cells")
     assert len(cells) == 2 and (cells.status == "ok").all(), cells.reason.tolist()
     assert (cells.strategy == "parameter_server").all() and (cells.ps == 1).all()
-    assert codes == [130, 130, 130]  # each server's harness stopped its server process and exited
+    assert [s.returncode for s in servers] == [0, 0, 0], outputs
+    assert all("the chief's run finished with exit code 0" in o for o in outputs), outputs
+    assert after_chief_s < 30
+    assert worker_processes(str(tmp_path)) == []
+
+
+def test_tf_config_servers_fail_when_the_chief_is_killed(tmp_path: Path) -> None:
+    """A chief killed mid-run (SIGKILL: no word to anyone): its servers notice the lost lease,
+    stop their server processes and exit 1, at once."""
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(3)]
+    cluster = {"chief": addresses[:1], "worker": addresses[1:2], "ps": addresses[2:]}
+    servers = [_start_task(tmp_path, cluster, kind, 0) for kind in ("worker", "ps")]
+    chief = _start_task(tmp_path, cluster, "chief", 0, "--window-s", "2", "--repeats", "30")
+    try:
+        for line in chief.stdout or ():  # the run lease is open once the chief says so
+            if line.startswith("run lease on port"):
+                break
+        time.sleep(5)
+        chief.kill()
+        chief.wait()
+        outputs = [s.communicate(timeout=30)[0] for s in servers]
+    finally:
+        for p in (chief, *servers):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [s.returncode for s in servers] == [1, 1], outputs
+    assert all("lost the chief's run lease" in o for o in outputs), outputs
+    deadline = time.monotonic() + 15  # the chief's cell process dies with it (PR_SET_PDEATHSIG)
+    while worker_processes(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert worker_processes(str(tmp_path)) == []

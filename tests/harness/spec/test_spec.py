@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.spec import rules
-from harness.errors import SpecError
 from harness.spec.axes import (
     AXES,
     AXIS_BY_NAME,
@@ -73,7 +73,7 @@ def test_axis_parse_good(name, text, expected):
 ])
 def test_axis_parse_bad_names_value_and_choices(name, text, bad, accepted):
     axis = AXIS_BY_NAME[name]
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(HarnessError) as info:
         axis.parse(text)
     msg = str(info.value)
     assert bad in msg
@@ -84,23 +84,23 @@ def test_axis_parse_bad_names_value_and_choices(name, text, bad, accepted):
 
 @pytest.mark.parametrize("text", ["", ",", " , "])
 def test_axis_parse_empty(text):
-    with pytest.raises(SpecError, match="at least one value"):
+    with pytest.raises(HarnessError, match="at least one value"):
         AXIS_BY_NAME["model"].parse(text)
 
 
 def test_axis_check_returns_value_or_raises():
     strategy = AXIS_BY_NAME["strategy"]
     assert strategy.check("mirrored") == "mirrored"
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(HarnessError) as info:
         strategy.check("mirored")
     assert "'mirored'" in str(info.value) and "mirrored" in str(info.value).replace("'mirored'", "")
     batch = AXIS_BY_NAME["batch"]
     assert batch.check(1) == 1
-    with pytest.raises(SpecError, match="--batch=0"):
+    with pytest.raises(HarnessError, match="--batch=0"):
         batch.check(0)
-    with pytest.raises(SpecError):
+    with pytest.raises(HarnessError):
         batch.check("64")  # strings are not integers, even numeric ones
-    with pytest.raises(SpecError):
+    with pytest.raises(HarnessError):
         batch.check(REPLICAS_TO_MAX)  # the 1..max token belongs to the replicas axis only
     assert AXIS_BY_NAME["replicas"].check(REPLICAS_TO_MAX) == REPLICAS_TO_MAX
 
@@ -339,7 +339,7 @@ def test_protocol_defaults_valid():
     ({"seed": -3}, "--seed", "-3"),
 ])
 def test_protocol_rejects_bad_values(kwargs, flag, value):
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(HarnessError) as info:
         Protocol(**kwargs)
     msg = str(info.value)
     assert f"{flag}={value}" in msg
@@ -347,13 +347,13 @@ def test_protocol_rejects_bad_values(kwargs, flag, value):
 
 
 def test_protocol_repeats_message_says_why():
-    with pytest.raises(SpecError, match="at least 2"):
+    with pytest.raises(HarnessError, match="at least 2"):
         Protocol(repeats=1)
     assert Protocol(repeats=2).repeats == 2
 
 
 def test_make_sweep_rejects_unknown_axis():
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(HarnessError) as info:
         make_sweep("t", "t", modle=("cnn",))
     msg = str(info.value)
     assert "'modle'" in msg and "model" in msg and "cross_device_ops" in msg
@@ -366,7 +366,7 @@ def test_make_sweep_rejects_unknown_axis():
     ({"workers": (0,)}, "0"),
 ])
 def test_make_sweep_rejects_bad_values(axes, bad):
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(HarnessError) as info:
         make_sweep("t", "t", **axes)
     assert bad in str(info.value)
 
@@ -402,7 +402,7 @@ def test_named_sweeps_expand(name, platform):
 
 
 def test_get_sweep_unknown():
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(HarnessError) as info:
         get_sweep("nope")
     msg = str(info.value)
     assert "'nope'" in msg

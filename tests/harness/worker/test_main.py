@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from harness.launch.contract import Job
+from harness.launch.contract import Job, Launch, WorkerOptions
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
+from harness.spec.strategies import Role
 from harness.worker.main import summarize_error
 
 
@@ -31,6 +33,10 @@ def test_summarize_error_is_bounded() -> None:
 
 
 def test_job_round_trips_through_json() -> None:
-    job = Job(Cell(model="dense", replicas=2), Protocol(repeats=3), Platform("cpu", 0, 4), "/m.npz",
-              verify_updates=8, weights_dir="/w")
-    assert Job.from_json(json.loads(json.dumps(job.to_json()))) == job
+    options = WorkerOptions(Protocol(repeats=3), Platform("cpu", 0, 4), Path("/logs"), "/m.npz",
+                            verify_updates=8, weights_dir="/w")
+    launch = Launch((("TF_CONFIG", "{}"),), Role.PEER, 1, 2, 1, True)
+    for job in (Job(Cell(model="dense", replicas=2), options),
+                Job(Cell(strategy="multi_worker_mirrored", workers=2), options, launch, "kill:x")):
+        back = Job.from_json(json.loads(json.dumps(job.to_json())))
+        assert back == job and isinstance(back.launch.role, Role)

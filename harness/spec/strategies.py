@@ -1,0 +1,179 @@
+"""One descriptor per ``tf.distribute`` strategy: everything the harness needs to know about it
+without TensorFlow (how Keras's ``Distribution`` subclasses carry their own behaviour).
+
+A :class:`Strategy` says how many processes and tasks a cell needs and their roles, whether its
+updates are synchronous, which variables it must create, whether the all-reduce check applies,
+which axes mean something for it, and which loops and precisions it cannot run (with the reason).
+Code elsewhere asks the descriptor (``STRATEGIES[cell.strategy]``) instead of comparing names; the
+TensorFlow objects are built by :mod:`harness.worker.build.strategies`, one builder per name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class Role(StrEnum):
+    """A process's part in a cell."""
+
+    CHIEF = "chief"
+    """Runs the cell and reports its row (the only process that does)."""
+    PEER = "peer"
+    """Runs the cell and reports nothing: a MultiWorkerMirrored worker other than the chief."""
+    SERVER = "server"
+    """A ``tf.distribute.Server`` that the chief's coordinator drives: a parameter-server cell's
+    worker or ps task."""
+
+
+class Variables(StrEnum):
+    """The kind of variable a strategy creates in its scope (what the diagnosis expects)."""
+
+    ANY = "any"
+    """One device: plain variables are right."""
+    MIRRORED = "mirrored"
+    """``DistributedValues``: one copy per replica, each on its replica's device."""
+    AGGREGATING = "aggregating"
+    """CentralStorageStrategy's ``AggregatingVariable`` (on one replica: plain)."""
+    ON_PS = "on ps"
+    """Placed on a parameter-server task."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One process of a cell: its TF_CONFIG task (type and index) and its part in the harness."""
+
+    type: str
+    index: int
+    role: Role
+
+    @property
+    def label(self) -> str:
+        name = self.type if self.type == "chief" else f"{self.type} {self.index}"
+        return name + (" (chief)" if self.role == Role.CHIEF and self.type != "chief" else "")
+
+
+TaskLayout = Callable[[int, int], tuple[Task, ...]]
+"""(workers, ps) -> the cell's processes, chief first."""
+
+
+def one_process(workers: int, ps: int) -> tuple[Task, ...]:
+    return (Task("local", 0, Role.CHIEF),)
+
+
+def collective_workers(workers: int, ps: int) -> tuple[Task, ...]:
+    """MultiWorkerMirrored: ``workers`` identical workers; worker 0 is the chief."""
+    return tuple(Task("worker", i, Role.CHIEF if i == 0 else Role.PEER) for i in range(workers))
+
+
+def coordinator_cluster(workers: int, ps: int) -> tuple[Task, ...]:
+    """Parameter server: a chief (the coordinator), ``workers`` workers and ``ps`` ps tasks, every
+    one but the chief a ``tf.distribute.Server``."""
+    return ((Task("chief", 0, Role.CHIEF),) + tuple(Task("worker", i, Role.SERVER) for i in range(workers))
+            + tuple(Task("ps", j, Role.SERVER) for j in range(ps)))
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """What the harness knows about one strategy (see the module docstring)."""
+
+    name: str
+    tf_class: str
+    """The TensorFlow class the worker builds."""
+    variables: Variables
+    layout: TaskLayout = one_process
+    option_axis: str | None = None
+    """The axis naming its all-reduce implementation: cross_device_ops or communication."""
+    multi_device: bool = True
+    """Whether the replicas axis applies (more than one device per process)."""
+    synchronous: bool = True
+    """All replicas share every update (False: each worker applies its own, asynchronously)."""
+    training_tasks: tuple[str, ...] = ("local",)
+    """TF_CONFIG task types that run training steps (get cores and devices)."""
+    unsupported_loops: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    unsupported_precisions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def multi_worker(self) -> bool:
+        """Runs as several processes on TensorFlow's cluster runtime (TF_CONFIG, gRPC)."""
+        return self.layout is not one_process
+
+    @property
+    def ps_tasks(self) -> bool:
+        """Whether its cells have parameter-server tasks (the ps axis applies)."""
+        return any(t.type == "ps" for t in self.tasks(1, 1))
+
+    @property
+    def coordinated(self) -> bool:
+        """Steps are scheduled from a coordinator process onto worker servers
+        (``tf.distribute.coordinator.ClusterCoordinator``), not run in every process."""
+        return not self.synchronous
+
+    @property
+    def allreduce_check(self) -> bool:
+        """Whether an all-reduce of known values through the strategy must sum right after the
+        cell (not where workers never all-reduce with each other, and the coordinator cannot run
+        replica functions)."""
+        return self.synchronous
+
+    @property
+    def chief_trains(self) -> bool:
+        """Whether the chief task also runs training steps (a coordinator does not)."""
+        return "chief" in self.training_tasks or not self.multi_worker
+
+    def tasks(self, workers: int, ps: int) -> tuple[Task, ...]:
+        return self.layout(workers, ps)
+
+    def synchronous_at(self, workers: int) -> bool:
+        """Whether training is deterministic SGD on the effective batch: a parameter-server cell
+        with one worker has no concurrent updates."""
+        return self.synchronous or workers == 1
+
+    def replicas_in_sync(self, replicas: int, workers: int) -> int:
+        """Replicas sharing each optimizer update: every replica of every worker, or, when each
+        worker updates on its own, one worker's replicas."""
+        return replicas * workers if self.synchronous else replicas
+
+
+_FIT_MWMS = ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
+             "(PerReplica...)\", keras#20585): use the ctl loop")
+_FIT_PS = ("Keras 3 fit does not support ParameterServerStrategy (keras#18624): use the ctl loop, "
+           "which schedules steps through tf.distribute.coordinator.ClusterCoordinator")
+
+STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in (
+    Strategy("default", "tf.distribute.get_strategy()", Variables.ANY, multi_device=False),
+    Strategy("one_device", "tf.distribute.OneDeviceStrategy", Variables.ANY, multi_device=False),
+    Strategy("mirrored", "tf.distribute.MirroredStrategy", Variables.MIRRORED,
+             option_axis="cross_device_ops"),
+    Strategy("central_storage", "tf.distribute.experimental.CentralStorageStrategy",
+             Variables.AGGREGATING, unsupported_precisions=MappingProxyType({
+                 "mixed_float16": "CentralStorageStrategy fails with the mixed_float16 "
+                                  "loss-scale optimizer"})),
+    Strategy("multi_worker_mirrored", "tf.distribute.MultiWorkerMirroredStrategy",
+             Variables.MIRRORED, collective_workers, option_axis="communication",
+             training_tasks=("chief", "worker"),
+             unsupported_loops=MappingProxyType({"fit": _FIT_MWMS})),
+    Strategy("parameter_server", "tf.distribute.ParameterServerStrategy", Variables.ON_PS,
+             coordinator_cluster, synchronous=False, training_tasks=("worker",),
+             unsupported_loops=MappingProxyType({"fit": _FIT_PS})),
+)})
+"""Every strategy, by name, in the order the CLI lists them."""
+
+STRATEGY_NAMES = tuple(STRATEGIES)
+SINGLE_PROCESS_STRATEGIES = tuple(n for n, s in STRATEGIES.items() if not s.multi_worker)
+MULTI_WORKER_STRATEGIES = tuple(n for n, s in STRATEGIES.items() if s.multi_worker)
+"""Strategies whose cells run as several processes on TensorFlow's cluster runtime (TF_CONFIG)."""
+
+
+def strategies_where(test: Callable[[Strategy], bool]) -> tuple[str, ...]:
+    """Names of the strategies whose descriptor passes ``test`` (for an axis's ``applies_to``)."""
+    return tuple(n for n, s in STRATEGIES.items() if test(s))
+
+
+def cluster_strategy(task_types: tuple[str, ...]) -> Strategy:
+    """The one multi-worker strategy a cluster with these TF_CONFIG task types can run: the one
+    whose layout has ps tasks when the cluster has a ps job."""
+    wants_ps = "ps" in task_types
+    return next(s for s in STRATEGIES.values() if s.multi_worker and s.ps_tasks == wants_ps)

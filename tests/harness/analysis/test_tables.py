@@ -1,0 +1,166 @@
+"""Tests of harness.summary."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from harness.analysis.tables import FOOTNOTE, fixed_width, render_table, summary_table
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def columns(monkeypatch):
+    """Sets the terminal width rich sees; a colour terminal whatever the environment."""
+    monkeypatch.setenv("TERM", "xterm")
+    for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    return lambda n: monkeypatch.setenv("COLUMNS", str(n))
+
+
+def _row(**kw):
+    base = {"model": "cnn", "strategy": "mirrored", "cross_device_ops": "auto", "replicas": 1,
+            "workers": 1, "per_replica_batch": 64, "status": "ok", "reason": ""}
+    return {**base, **kw}
+
+
+def test_summary_table_rows():
+    rows = [
+        _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
+             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv=0.0123,
+             scaling_efficiency=1.0),
+        _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
+             examples_per_sec_ci_high=18600.0, cv=0.05, scaling_efficiency=0.75),
+        _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
+             reason="NcclAllReduce has no CPU kernel"),
+        _row(replicas=2, batch=32, per_replica_batch=32, status="failed",
+             reason="worker died: signal 9 " + "x" * 100),
+    ]
+    lines = summary_table(rows).splitlines()
+    assert len(lines) == 2 + len(rows)
+    assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
+    assert set(lines[1]) == {"-"}
+    ok1, ok2, unsup, failed = lines[2:]
+    assert ok1.split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%", "1.00", "ok"]
+    assert ok2.split() == ["cnn", "mirrored[auto]", "2x1", "64", "18,000", "17,500..18,600", "5.0%",
+                           "0.75", "ok"]
+    assert unsup.split()[:9] == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-",
+                                 "unsupported:"]
+    assert unsup.endswith("unsupported: NcclAllReduce has no CPU kernel")
+    assert "failed: worker died: signal 9" in failed
+    assert failed.endswith("x" * (60 - len("worker died: signal 9 ")))  # reason cut at 60 chars
+    # columns line up: every line has the same prefix width before the status
+    assert len({line.index("ok") for line in (ok1, ok2)}) == 1
+
+
+def test_summary_table_missing_and_nan_numbers():
+    lines = summary_table([_row(examples_per_sec=100.0, cv=float("nan"))]).splitlines()
+    fields = lines[2].split()
+    # no CI, cv NaN, no efficiency
+    assert fields[4] == "100" and fields[5] == "-..-" and fields[6] == "-" and fields[7] == "-"
+
+
+def test_summary_table_empty():
+    lines = summary_table([]).splitlines()
+    assert len(lines) == 2 and "examples/s" in lines[0]
+
+
+def test_footnote_formats():
+    text = FOOTNOTE.format(repeats=5, window_s=0.6)
+    assert "median of 5 timed windows of ~0.6 s" in text
+
+
+def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
+    table = summary_table([
+        _row(strategy="multi_worker_mirrored", cross_device_ops="none", communication="ring",
+             workers=2, examples_per_sec=9000.0, examples_per_sec_ci_low=8000.0,
+             examples_per_sec_ci_high=9500.0, cv=0.01, oversubscribed=True),
+        _row(examples_per_sec=7000.0, examples_per_sec_ci_low=6000.0, examples_per_sec_ci_high=8000.0,
+             cv=0.01, oversubscribed=False),
+    ])
+    lines = table.splitlines()
+    assert "multi_worker_mirrored[ring]" in lines[2] and "1x2" in lines[2] and "9,000*" in lines[2]
+    assert "7,000*" not in lines[3] and "7,000" in lines[3]
+
+
+def _rows():
+    return [
+        _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
+             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv=0.0123,
+             scaling_efficiency=1.0),
+        _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
+             examples_per_sec_ci_high=18600.0, cv=0.05, scaling_efficiency=0.75),
+        _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
+             reason="NcclAllReduce has no CPU kernel"),
+    ]
+
+
+def test_plain_table_is_fixed_width_text():
+    header, rows = ("cell", "examples/s", "status"), [("a/b", "1,000", "ok"), ("c", "-", "failed: x")]
+    text = render_table(header, rows, stream=io.StringIO())
+    assert text == fixed_width([header, *rows])
+    assert text.splitlines()[2] == "a/b   1,000       ok"
+    assert "\x1b" not in text and "\r" not in text
+    assert render_table(header, rows, title="T", indent=2, rule=False,
+                        force_terminal=False).splitlines() == [
+        "  T", "  cell  examples/s  status", "  a/b   1,000       ok", "  c     -           failed: x"]
+
+
+def test_plain_unless_the_stream_is_a_terminal(columns):
+    columns(200)
+    assert "\x1b" not in summary_table(_rows(), stream=io.StringIO())
+    assert "\x1b" not in summary_table(_rows(), stream=FakeTty(), force_terminal=False)
+    assert "\x1b" in summary_table(_rows(), stream=FakeTty())
+
+
+def test_terminal_table_same_values(columns):
+    columns(200)
+    text = summary_table(_rows(), force_terminal=True)
+    assert "\x1b[1m" in text  # bold header
+    lines = ANSI.sub("", text).splitlines()
+    assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
+    assert set(lines[1]) == {"─"}
+    assert lines[2].split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%",
+                                "1.00", "ok"]
+    assert lines[4].split() == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-",
+                                "unsupported:", "NcclAllReduce", "has", "no", "CPU", "kernel"]
+    # numbers right-aligned: the examples/s column ends where its header ends
+    assert lines[2].index("12,346") + len("12,346") == lines[0].index("examples/s") + len("examples/s")
+
+
+def test_terminal_table_fits_the_width_by_wrapping_text_only(columns):
+    columns(110)
+    lines = ANSI.sub("", summary_table(_rows(), force_terminal=True)).splitlines()
+    assert max(map(len, lines)) <= 110
+    assert lines[0].split() == ["strategy[cross-", "batch/"]  # headers broken to make room
+    assert lines[1].startswith("model  device ops]")
+    status = lines[1].index("status")
+    reason = [line[status:].strip() for line in lines[5:]]
+    assert len(reason) > 1 and " ".join(reason) == "unsupported: NcclAllReduce has no CPU kernel"
+    body = "\n".join(lines)
+    for value in ("12,000..12,500", "17,500..18,600", "mirrored[auto]", "mirrored[nccl]"):
+        assert value in body  # never broken
+
+
+def test_terminal_table_too_wide_keeps_rows_whole(columns):
+    columns(40)
+    lines = ANSI.sub("", summary_table(_rows(), force_terminal=True)).splitlines()
+    assert any(line.rstrip().endswith("unsupported: NcclAllReduce has no CPU kernel") for line in lines)
+    assert len(lines) == 2 + 1 + 3  # headers broken onto two lines, rule, three rows
+
+
+def test_terminal_table_title_and_indent(columns):
+    columns(80)
+    text = ANSI.sub("", render_table(("a", "b"), [("x", "1")], title="T", indent=2,
+                                     force_terminal=True))
+    lines = text.splitlines()
+    assert lines[0].strip() == "T" and all(line.startswith("  ") for line in lines)
+    assert lines[-1].split() == ["x", "1"]

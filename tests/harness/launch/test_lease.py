@@ -1,0 +1,136 @@
+"""The chief's run lease: sockets on 127.0.0.1, in threads (no TensorFlow)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from harness.launch.lease import (
+    LEASE_FINISHED,
+    LEASE_GREETING,
+    LEASE_SERVER,
+    ChiefEnd,
+    RunLease,
+    cluster_digest,
+    lease_address,
+    lease_line,
+    parse_lease_line,
+    server_names,
+    wait_for_chief,
+)
+from harness.launch.local_cluster import free_ports
+from harness.launch.real_cluster import ClusterConfig, parse_tf_config
+
+
+def _config(cluster: dict[str, list[str]], kind: str, index: int) -> ClusterConfig:
+    return parse_tf_config(json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}))
+
+
+MWMS = {"worker": ["a:2222", "b:2222", "b:2223"]}
+PS = {"chief": ["a:2222"], "worker": ["b:2222", "c:2222"], "ps": ["a:2223"]}
+
+
+def test_lease_address_is_the_chief_host_above_its_ports() -> None:
+    assert lease_address(_config(PS, "worker", 1)) == ("a", 2224)  # chief a:2222 and ps a:2223
+    assert lease_address(_config(MWMS, "worker", 2)) == ("a", 2223)  # worker 0 is the chief
+    slurm = {"chief": ["n1:8888"], "ps": ["n1:8889"], "worker": ["n1:8890", "n2:8888"]}
+    assert lease_address(_config(slurm, "ps", 0)) == ("n1", 8891)
+
+
+def test_server_names_and_digest() -> None:
+    assert server_names(_config(PS, "chief", 0)) == ["worker 0", "worker 1", "ps 0"]
+    assert server_names(_config(MWMS, "worker", 0)) == []
+    assert cluster_digest(_config(PS, "chief", 0)) == cluster_digest(_config(PS, "ps", 0))
+    assert cluster_digest(_config(PS, "chief", 0)) != cluster_digest(_config(MWMS, "worker", 0))
+
+
+def test_lease_lines() -> None:
+    assert lease_line(LEASE_FINISHED, 0) == b"finished 0\n"
+    assert parse_lease_line(lease_line(LEASE_SERVER, "ps", 1)) == ("server", ["ps", "1"])
+    for bad in (b"", b"finished 0", b"  \n"):
+        with pytest.raises(ValueError):
+            parse_lease_line(bad)
+
+
+def _local_ps(n_ps: int = 1) -> dict[str, list[str]]:
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(3 + n_ps)]
+    return {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
+
+
+def _watch(cluster: dict[str, list[str]], kind: str, index: int, ends: dict[str, ChiefEnd],
+           connect_timeout_s: float = 20) -> threading.Thread:
+    def run() -> None:
+        ends[f"{kind} {index}"] = wait_for_chief(_config(cluster, kind, index), connect_timeout_s, 0.1)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_run_lease_tells_every_server_that_the_run_finished() -> None:
+    cluster = _local_ps()
+    ends: dict[str, ChiefEnd] = {}
+    early = [_watch(cluster, "worker", 0, ends), _watch(cluster, "ps", 0, ends)]  # before the chief
+    time.sleep(0.5)
+    with RunLease(_config(cluster, "chief", 0), linger_s=20) as lease:
+        late = _watch(cluster, "worker", 1, ends)  # during the run
+        t0 = time.monotonic()
+        assert lease.finish(3) == []  # waits for worker 1 if it has not connected yet
+        assert time.monotonic() - t0 < 10
+    for t in [*early, late]:
+        t.join(10)
+    assert ends == {name: ChiefEnd(True, 3, "the chief's run finished with exit code 3")
+                    for name in ("worker 0", "worker 1", "ps 0")}
+
+
+def test_run_lease_names_servers_that_never_connected_after_its_linger() -> None:
+    cluster = _local_ps()
+    ends: dict[str, ChiefEnd] = {}
+    with RunLease(_config(cluster, "chief", 0), linger_s=0.5) as lease:
+        _watch(cluster, "ps", 0, ends).join(0.01)
+        time.sleep(0.5)
+        assert lease.finish(0) == ["worker 0", "worker 1"]
+
+
+def test_leaving_the_lease_without_finish_finishes_with_1() -> None:
+    cluster = _local_ps()
+    ends: dict[str, ChiefEnd] = {}
+    with pytest.raises(RuntimeError):
+        with RunLease(_config(cluster, "chief", 0), linger_s=0):
+            thread = _watch(cluster, "ps", 0, ends)
+            time.sleep(0.5)
+            raise RuntimeError("the chief's run broke")
+    thread.join(10)
+    assert ends["ps 0"].finished and ends["ps 0"].code == 1
+
+
+def test_a_server_notices_a_lost_chief_and_an_absent_one() -> None:
+    cluster = _local_ps()
+    host, port = lease_address(_config(cluster, "chief", 0))
+    greeting = lease_line(LEASE_GREETING, cluster_digest(_config(cluster, "chief", 0)))
+    with socket.create_server((host, port)) as fake_chief:  # greets, then dies without a word
+        ends: dict[str, ChiefEnd] = {}
+        thread = _watch(cluster, "ps", 0, ends)
+        conn, _ = fake_chief.accept()
+        conn.sendall(greeting)
+        assert conn.makefile("rb").readline() == b"server ps 0\n"
+        conn.close()
+        thread.join(10)
+    assert not ends["ps 0"].finished and ends["ps 0"].code is None
+    assert "lost the chief's run lease" in ends["ps 0"].detail
+    t0 = time.monotonic()
+    absent = wait_for_chief(_config(cluster, "ps", 0), connect_timeout_s=0.5, retry_s=0.1)
+    assert not absent.finished and "no run lease" in absent.detail and "refused" in absent.detail
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_server_ignores_another_clusters_lease_on_the_port() -> None:
+    cluster = _local_ps()
+    other = {**cluster, "worker": [*cluster["worker"], "10.0.0.9:2222"]}  # one more worker elsewhere
+    assert lease_address(_config(other, "chief", 0)) == lease_address(_config(cluster, "chief", 0))
+    with RunLease(_config(other, "chief", 0), linger_s=0):
+        end = wait_for_chief(_config(cluster, "ps", 0), connect_timeout_s=1, retry_s=0.1)
+    assert not end.finished and "something else answers there" in end.detail
