@@ -61,9 +61,10 @@ def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
             policy: GatePolicy = GatePolicy()) -> Comparison:
     """Judge every series of the candidate against the baseline (see the module docstring)."""
     all_runs = history.runs(cells)
-    candidate = history.resolve(candidate_ref, all_runs)
+    candidate = history.resolve(candidate_ref, all_runs, short_exit=EXIT_SHORT_HISTORY)
     try:
-        baseline = history.resolve(baseline_ref, all_runs, before=candidate)
+        baseline = history.resolve(baseline_ref, all_runs, before=candidate,
+                                   short_exit=EXIT_SHORT_HISTORY)
     except HarnessError as e:
         if e.exit_code != EXIT_SHORT_HISTORY:
             raise

@@ -124,12 +124,12 @@ class _Cluster:
     def advance(self, protocol: Protocol) -> None:
         """Start-up -> rendezvous once every started task has started; -> the cell once every task
         has joined; -> shutdown once the chief has its record."""
-        phase = self.deadline.phase
-        if phase == Phase.STARTUP and self._all(Event.START, self.procs):
+        if self.deadline.phase == Phase.STARTUP and self._all(Event.START, self.procs):
             self.deadline.enter(Phase.RENDEZVOUS, protocol.rendezvous_timeout_s)
-        elif phase == Phase.RENDEZVOUS and self._all(Event.JOINED, range(len(self.tasks))):
+        if (self.deadline.phase == Phase.RENDEZVOUS
+                and self._all(Event.JOINED, range(len(self.tasks)))):
             self.deadline.enter(Phase.CELL, protocol.cell_timeout_s, self.cell.id)
-        elif phase == Phase.CELL and self.recorded:
+        if self.deadline.phase == Phase.CELL and self.recorded:
             self.deadline.enter(Phase.SHUTDOWN, FINISH_GRACE_S)
 
     def _exited_wrongly(self, i: int) -> bool:
@@ -179,9 +179,11 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         try:
             _start_tasks(cluster, options, name, Path(tmpdir))
-            while (culprit := cluster.outcome()) is None:
+            while True:
                 yield from cluster.drain()
                 cluster.advance(options.protocol)
+                if (culprit := cluster.outcome()) is not None:
+                    break
                 time.sleep(POLL_S)
         finally:
             hows = {i: p.stop() for i, p in cluster.procs.items()}

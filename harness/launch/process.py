@@ -36,6 +36,8 @@ class Phase(StrEnum):
 
     STARTUP = "start-up (import TensorFlow, set up devices)"
     RENDEZVOUS = "rendezvous (every task joining the cluster)"
+    JOIN = "rendezvous (joining the cluster)"
+    """One task of a cluster the scheduler started, joining it."""
     CELL = "cell"
     SHUTDOWN = "shutdown"
     PROBE = "probe"

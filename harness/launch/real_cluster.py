@@ -108,7 +108,7 @@ class ClusterConfig:
         return len({host_of(a) for a in self._training()}) or 1
 
     @property
-    def tasks_on_myhost_of(self) -> int:
+    def tasks_on_my_host(self) -> int:
         """Tasks of any type that share this task's machine (they share its cores)."""
         mine = host_of(self.address)
         return sum(1 for addresses in self.jobs.values() for a in addresses if host_of(a) == mine)
@@ -186,7 +186,7 @@ def slurm_jobs(tasks: int, ps: int) -> dict[str, int]:
     return {"chief": 1, "ps": ps, "worker": tasks - 1 - ps}
 
 
-RESOLVER_TIMEOUT_S = 120.0
+RESOLVER_TIMEOUT_S = 180.0
 """Seconds the resolver's child process may take (it imports TensorFlow)."""
 
 

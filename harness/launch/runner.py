@@ -72,19 +72,27 @@ def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher 
     cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
     """
     for index, cell in enumerate(cells):
-        end, facts = None, None
+        ended, facts = False, None
         for ev in launcher(cell, options, f"{index:05d}"):
             facts = ev.get("facts") or facts
             if ev["event"] == Event.START and progress is not None:
                 progress.show(cell.id)
-            elif ev["event"] in TERMINAL and end is None:
-                end = CellEnd(cell, Event(ev["event"]), ev.get("row") or {}, ev.get("windows") or [],
-                              ev.get("reason") or (ev.get("row") or {}).get("reason", ""), facts)
-        end = end or CellEnd(cell, Event.FAILED, reason="its processes ended without a record",
-                             facts=facts)
-        if progress is not None:
-            progress.advance(cell.id, end.row.get("status") or str(end.event))
-        yield end
+            elif ev["event"] in TERMINAL and not ended:
+                ended = True  # handed on at once (stored before a Ctrl-C can come); the launcher
+                yield _ended(cell, ev, facts, progress)  # goes on to stop its processes
+        if not ended:
+            yield _ended(cell, {"event": Event.FAILED, "reason": "its processes ended without a record"},
+                         facts, progress)
+
+
+def _ended(cell: Cell, ev: dict[str, Any], facts: dict[str, Any] | None,
+           progress: Progress | None) -> CellEnd:
+    row = ev.get("row") or {}
+    end = CellEnd(cell, Event(ev["event"]), row, ev.get("windows") or [],
+                  ev.get("reason") or row.get("reason", ""), facts)
+    if progress is not None:
+        progress.advance(cell.id, row.get("status") or str(end.event))
+    return end
 
 
 def plan(cells: Iterable[Cell], platform: Platform) -> list[tuple[Cell, str | None]]:

@@ -38,7 +38,7 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch:
                 if kind == Event.READY:
                     facts = ev["facts"]
                 elif kind == Event.START and joins:
-                    proc.enter(Phase.RENDEZVOUS, protocol.rendezvous_timeout_s)
+                    proc.enter(Phase.JOIN, protocol.rendezvous_timeout_s)
                 elif kind == Event.START or (kind == Event.JOINED and joins):
                     proc.enter(Phase.CELL, protocol.cell_timeout_s, cell.id)
                 elif kind in (Event.RECORD, Event.FINISHED):

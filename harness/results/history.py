@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from harness.errors import EXIT_SHORT_HISTORY, HarnessError
+from harness.errors import EXIT_USAGE, HarnessError
 from harness.results.store import read_cells, read_windows
 
 
@@ -58,14 +58,15 @@ def runs(cells: pd.DataFrame) -> pd.DataFrame:
     return grouped.reset_index().sort_values(["start", "run_id"]).reset_index(drop=True)
 
 
-def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = ()) -> list[str]:
+def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
+            short_exit: int = EXIT_USAGE) -> list[str]:
     """The run ids ``ref`` names, oldest first. With ``before`` (the candidate's runs), ``last:N``,
     ``latest`` and ``previous`` only look at runs that started before the first of them, and those
     runs are never included.
 
-    Raises HarnessError with exit code 3 (not enough history) when ``latest``, ``previous`` or
-    ``last:N`` finds no run because the history is too short, and with exit code 2 when a run id,
-    prefix or date matches nothing."""
+    Raises HarnessError when ``ref`` names no run: with exit code ``short_exit`` when ``latest``,
+    ``previous`` or ``last:N`` finds none because the history is too short (``compare`` passes 3,
+    not enough history), with exit code 2 when a run id, prefix or date matches nothing."""
     ids = list(all_runs["run_id"])
     starts = dict(zip(all_runs["run_id"], all_runs["start"]))
     pool = ids
@@ -98,9 +99,9 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = ()) -> lis
                 f"Received {ref!r} as the baseline: the history holds {_runs_text(len(ids))}, "
                 f"{len(pool) or 'none'} of them before the candidate "
                 f"({', '.join(list(before)[:3])}{', ...' if len(before) > 3 else ''}); {ref!r} "
-                f"needs at least {needed} earlier run(s).", EXIT_SHORT_HISTORY)
+                f"needs at least {needed} earlier run(s).", short_exit)
         raise HarnessError(f"Received {ref!r}: the history holds {_runs_text(len(ids))}; "
-                           f"{ref!r} needs at least {needed}.", EXIT_SHORT_HISTORY)
+                           f"{ref!r} needs at least {needed}.", short_exit)
     if not found:
         known = ", ".join(ids[-3:]) or "none"
         raise HarnessError(f"Received {ref!r}: no run matches; expected {REF_HELP}. "

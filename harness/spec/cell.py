@@ -79,6 +79,8 @@ class Cell:
     def effective_batch(self) -> int:
         """Examples per optimizer update: per_replica_batch x replicas_in_sync x accum_steps
         (= global_batch x accum_steps for synchronous strategies)."""
+        if self.kind.synchronous:
+            return self.global_batch * self.accum_steps
         return self.per_replica_batch * self.replicas_in_sync * self.accum_steps
 
     @property

@@ -34,6 +34,8 @@ from harness.worker.fingerprint import host_cpu
 UNSUPPORTED_SIGNS = ("No OpKernel was registered", "not supported", "Could not satisfy device",
                      "no supported devices", "NCCL is not supported")
 """Error texts that mean "this machine or build has no kernel or device for it" (vs a failure)."""
+PROBE_COLLECTIVE_TIMEOUT_S = 60
+"""Seconds a MultiWorkerMirrored probe's all-reduce may take before TensorFlow fails it."""
 
 
 def emit(kind: str, **fields: Any) -> None:
@@ -151,7 +153,9 @@ def worker(device_type: str, communication: str, workers: int) -> None:
     built before anything else touches
     TensorFlow's context: collectives must be configured at program start-up."""
     cell = Cell(strategy="multi_worker_mirrored", communication=communication, workers=workers)
-    probe("multi_worker_mirrored", communication, lambda: make_strategy(cell, []), workers, local=1)
+    probe("multi_worker_mirrored", communication,
+          lambda: make_strategy(cell, [], collective_timeout_s=PROBE_COLLECTIVE_TIMEOUT_S), workers,
+          local=1)
 
 
 def main(argv: list[str]) -> int:

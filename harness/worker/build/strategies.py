@@ -22,33 +22,34 @@ def _cross_device_ops(name: str) -> Any:
     return registry[name]()
 
 
-def _default(cell: Cell, devices: Sequence[str]) -> Any:
+def _default(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
     import tensorflow as tf
 
     return tf.distribute.get_strategy()
 
 
-def _one_device(cell: Cell, devices: Sequence[str]) -> Any:
+def _one_device(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
     import tensorflow as tf
 
     return tf.distribute.OneDeviceStrategy(devices[0])
 
 
-def _mirrored(cell: Cell, devices: Sequence[str]) -> Any:
+def _mirrored(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
     import tensorflow as tf
 
     return tf.distribute.MirroredStrategy(
         list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(cell.cross_device_ops))
 
 
-def _central_storage(cell: Cell, devices: Sequence[str]) -> Any:
+def _central_storage(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
     import tensorflow as tf
 
     return tf.distribute.experimental.CentralStorageStrategy(list(devices[: cell.replicas]))
 
 
-def _multi_worker_mirrored(cell: Cell, devices: Sequence[str]) -> Any:
-    """Joins the cluster in TF_CONFIG (set by the launcher); blocks until every peer has joined."""
+def _multi_worker_mirrored(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
+    """Joins the cluster in TF_CONFIG (set by the launcher); blocks until every peer has joined.
+    ``timeout_s``: a collective that takes longer fails (None: no limit)."""
     import tensorflow as tf
 
     implementation = {
@@ -58,10 +59,10 @@ def _multi_worker_mirrored(cell: Cell, devices: Sequence[str]) -> Any:
     }[cell.communication]
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
-            implementation=implementation))
+            implementation=implementation, timeout_seconds=timeout_s))
 
 
-def _parameter_server(cell: Cell, devices: Sequence[str]) -> Any:
+def _parameter_server(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
     """The coordinator's strategy over the cluster in TF_CONFIG (chief, workers and ps tasks, each a
     ``tf.distribute.Server``); variables live on the ps tasks, each worker updates them on its own."""
     import tensorflow as tf
@@ -70,7 +71,7 @@ def _parameter_server(cell: Cell, devices: Sequence[str]) -> Any:
         tf.distribute.cluster_resolver.TFConfigClusterResolver())
 
 
-BUILDERS: dict[str, Callable[[Cell, Sequence[str]], Any]] = {
+BUILDERS: dict[str, Callable[[Cell, Sequence[str], float | None], Any]] = {
     "default": _default,
     "one_device": _one_device,
     "mirrored": _mirrored,
@@ -107,9 +108,12 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
     return strategy.distribute_datasets_from_function(worker_slice)
 
 
-def make_strategy(cell: Cell, devices: Sequence[str]) -> Any:
-    """The cell's strategy over the first ``cell.replicas`` of ``devices`` (TF device names)."""
-    return BUILDERS[cell.strategy](cell, devices)
+def make_strategy(cell: Cell, devices: Sequence[str], collective_timeout_s: float | None = None
+                  ) -> Any:
+    """The cell's strategy over the first ``cell.replicas`` of ``devices`` (TF device names).
+    ``collective_timeout_s``: cross-worker collectives fail after this many seconds (None: no limit;
+    the doctor's probes set one, measured cells rely on the launcher's deadlines)."""
+    return BUILDERS[cell.strategy](cell, devices, collective_timeout_s)
 
 
 def effective_cross_device_ops(strategy: Any) -> str:

@@ -160,11 +160,11 @@ def test_references_resolve() -> None:
     with pytest.raises(HarnessError, match="no run matches"):
         history.resolve("zz", runs)
     with pytest.raises(HarnessError, match="holds 4 runs, none of them before") as short:
-        history.resolve("latest", runs, before=["a1"])
+        history.resolve("latest", runs, before=["a1"], short_exit=EXIT_SHORT_HISTORY)
     assert short.value.exit_code == EXIT_SHORT_HISTORY
     with pytest.raises(HarnessError, match="holds 1 run; 'previous' needs at least 2") as short:
         history.resolve("previous", runs[:1])
-    assert short.value.exit_code == EXIT_SHORT_HISTORY
+    assert short.value.exit_code == EXIT_USAGE  # report, compare-hardware: a bad reference
     with pytest.raises(HarnessError, match="no run matches") as missing:
         history.resolve("2026-10-31", runs, before=["d4"])
     assert missing.value.exit_code == EXIT_USAGE

@@ -132,3 +132,27 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
     cells = pd.read_parquet(out / "cells")
     assert 1 <= len(cells) < 3 and (cells.status == "ok").all()
     assert worker_processes(str(tmp_path)) == []
+
+
+def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
+    """The record is handed on before the launcher has stopped its processes: a Ctrl-C during the
+    shutdown that follows loses no measured row (no TensorFlow: a fake launcher)."""
+    from harness.launch.runner import run_sweep
+    from harness.results.rows import not_measured_row
+    from harness.spec.cell import Cell
+    from harness.spec.protocol import Platform, Protocol
+
+    cells = [Cell(model="dense", strategy="default"), Cell(model="cnn", strategy="default")]
+    protocol = Protocol()
+
+    def launcher(cell: Cell, options: object, name: str):  # type: ignore[no-untyped-def]
+        yield {"event": "start", "cell_id": cell.id, "facts": None}
+        yield {"event": "record", "row": not_measured_row(cell, protocol, "invalid", "fake", None),
+               "windows": [], "facts": None}
+        raise KeyboardInterrupt  # while the launcher is still stopping its processes
+
+    result = run_sweep(cells, protocol, Platform(), tmp_path / "results", launcher=launcher)
+    assert result.interrupted and result.not_run == 1
+    assert [r["cell_id"] for r in result.rows] == [cells[0].id]
+    stored = pd.read_parquet(tmp_path / "results" / "cells")
+    assert list(stored["cell_id"]) == [cells[0].id]
