@@ -42,7 +42,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-
     sel = select(args)
     updates = verify_updates(args.updates, sel.cells)
     interrupt_on_sigterm()

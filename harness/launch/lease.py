@@ -50,16 +50,11 @@ LEASE_KEEPALIVE_S = (10, 5, 3)
 probes, probes: a chief host that vanishes (no FIN ever arrives) is noticed within about 25 s."""
 
 
-def chief_task(config: ClusterConfig) -> tuple[str, int]:
-    """(task type, index) of the chief: the ``chief`` task, or worker 0 when there is none."""
-    return ("chief", 0) if "chief" in config.jobs else ("worker", 0)
-
-
 def lease_address(config: ClusterConfig) -> tuple[str, int]:
     """(host, port) of the chief's run lease: the chief's host, and one above the highest port any
     task of the cluster uses on that host (never one of the cluster's own TensorFlow ports; with
     SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
-    kind, index = chief_task(config)
+    kind, index = config.chief_task
     host = host_of(config.jobs[kind][index])
     ports = [int(a.rsplit(":", 1)[1]) for addresses in config.jobs.values() for a in addresses
              if host_of(a) == host]

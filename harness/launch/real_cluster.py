@@ -90,11 +90,14 @@ class ClusterConfig:
         return len(self.jobs.get("ps", ()))
 
     @property
+    def chief_task(self) -> tuple[str, int]:
+        """(task type, index) of the chief: the ``chief`` task, or worker 0 when there is none."""
+        return ("chief", 0) if "chief" in self.jobs else ("worker", 0)
+
+    @property
     def role(self) -> Role:
         """chief (the chief task, or worker 0 without one), else what the strategy's other tasks are."""
-        jobs = self.jobs
-        chief = ("chief", 0) if "chief" in jobs else ("worker", 0)
-        if (self.task_type, self.task_index) == chief:
+        if (self.task_type, self.task_index) == self.chief_task:
             return Role.CHIEF
         return next(t.role for t in self.kind.tasks(2, 1) if t.role != Role.CHIEF)
 

@@ -100,10 +100,15 @@ class Measurement:
     joules: float | None
 
 
+def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
+    """(examples per window, each timed window's examples/s)."""
+    examples = m.window_steps * cell.effective_batch
+    return examples, metrics.window_throughputs(m.window_seconds, examples)
+
+
 def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
     """The figures of a timed cell (an invalid cell never reports a throughput)."""
-    examples = m.window_steps * cell.effective_batch
-    rates = metrics.window_throughputs(m.window_seconds, examples)
+    examples, rates = _window_throughputs(cell, m)
     median = metrics.median(rates)
     lo, hi = metrics.bootstrap_ci(rates)
     device_count = m.hosts if m.device_kind == "CPU" else cell.devices
@@ -137,8 +142,7 @@ def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
 def window_rows(cell: Cell, m: Measurement) -> list[dict[str, Any]]:
     """One row per worker and timed window: the window's time and throughput, the worker's own time
     (or, under the parameter server, the updates that worker ran in it)."""
-    examples = m.window_steps * cell.effective_batch
-    rates = metrics.window_throughputs(m.window_seconds, examples)
+    examples, rates = _window_throughputs(cell, m)
     base = {"cell_id": cell.id, "window_steps": m.window_steps, "examples": examples}
     if m.worker_updates:  # the coordinator's windows, split by the updates each worker ran
         return [{**base, "worker": w, "repeat": i, "window_s": s, "worker_s": None,

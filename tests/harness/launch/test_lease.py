@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
@@ -23,15 +22,7 @@ from harness.launch.lease import (
     wait_for_chief,
 )
 from harness.launch.local_cluster import free_ports
-from harness.launch.real_cluster import ClusterConfig, parse_tf_config
-
-
-def _config(cluster: dict[str, list[str]], kind: str, index: int) -> ClusterConfig:
-    return parse_tf_config(json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}))
-
-
-MWMS = {"worker": ["a:2222", "b:2222", "b:2223"]}
-PS = {"chief": ["a:2222"], "worker": ["b:2222", "c:2222"], "ps": ["a:2223"]}
+from tests.harness.launch.test_real_cluster import MWMS, PS, _config
 
 
 def test_lease_address_is_the_chief_host_above_its_ports() -> None:
