@@ -1,0 +1,159 @@
+"""Inference over independent processes: a figure's CI, a ratio's CI, and when a difference counts.
+
+The unit of evidence is the process (DESIGN.md section 3): windows inside one process agree within
+1-2 %, while the same cell in another process moves 10-20 %. Each process gives one figure (the
+median of its windows); everything here works on those per-process figures (or per-run figures,
+for comparisons across runs). Pure; numpy and scipy.stats only.
+
+Formulas (also in results/README.md), with x_1..x_P the per-process figures:
+
+- figure            = median(x_p)
+- CI of the figure  = exp(mean(log x_p) +- t(0.975, P-1) * sd(log x_p) / sqrt(P))
+  A Student-t interval on the log scale. The spread of per-process figures already holds both the
+  between-process and the (averaged) within-process noise, so this is the nested design's interval
+  for the cell; it is exact for log-normal process figures and its coverage on real re-runs is
+  measured by ``benchmarks/test_coverage.py``. P < 2: no CI (NaN).
+- ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
+  degrees of freedom); NaN when either side has fewer than 2 values.
+- distinguishable   = the ratio's CI excludes 1 and the ratio is outside [1/(1+m), 1+m], with m
+  = MIN_EFFECT; otherwise "no measurable difference".
+
+:func:`hierarchical_bootstrap_ci` (processes resampled, then windows inside each) is kept for
+comparison: with 3 processes its percentile interval is about [min, max] of the process figures,
+which covers the median of a process distribution only 75 % of the time (1 - 2 / 2**3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+
+MIN_EFFECT = 0.05
+"""Smallest relative difference reported as one (5 %): a ratio within [1/1.05, 1.05] is "no
+measurable difference" even when its CI excludes 1."""
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure and its CI (same unit as the values), from ``n`` independent values."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """a / b with its CI; ``n_a``, ``n_b``: independent values behind each side."""
+
+    value: float
+    low: float
+    high: float
+    n_a: int
+    n_b: int
+
+    def scaled(self, factor: float) -> "Ratio":
+        """The ratio times a constant (e.g. 1/devices for scaling efficiency)."""
+        return Ratio(self.value * factor, self.low * factor, self.high * factor, self.n_a, self.n_b)
+
+    def distinguishable(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> bool:
+        """True when the CI excludes ``reference`` and the ratio differs from it by at least
+        ``min_effect`` (relative)."""
+        if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
+            return False
+        outside = self.low > reference or self.high < reference
+        big = abs(math.log(self.value / reference)) >= math.log1p(min_effect)
+        return outside and big
+
+    def verdict(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> str:
+        """"higher", "lower" or "no measurable difference" (also when there is no CI)."""
+        if not self.distinguishable(reference, min_effect):
+            return "no measurable difference"
+        return "higher" if self.value > reference else "lower"
+
+
+def _positive(values: Sequence[float]) -> np.ndarray:
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if (x <= 0).any():
+        raise ValueError(f"figures must be > 0 for a log-scale interval; received {x.tolist()}")
+    return x
+
+
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """Two-sided Student-t quantile t((1 + confidence) / 2, df)."""
+    return float(sps.t.ppf((1 + confidence) / 2, df))
+
+
+def figure(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """Median of per-process figures, with the log-scale Student-t CI (see the module doc)."""
+    x = _positive(values)
+    if x.size == 0:
+        return Estimate(NAN, NAN, NAN, 0)
+    med = float(np.median(x))
+    if x.size < 2:
+        return Estimate(med, NAN, NAN, int(x.size))
+    logs = np.log(x)
+    half = t_quantile(x.size - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(x.size)
+    centre = float(np.mean(logs))
+    return Estimate(med, math.exp(centre - half), math.exp(centre + half), int(x.size))
+
+
+def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means (variances of the
+    samples, ddof 1). With both variances 0 the difference is exact: +inf."""
+    sa, sb = var_a / n_a, var_b / n_b
+    if sa + sb == 0:
+        return math.inf
+    return (sa + sb) ** 2 / (sa ** 2 / (n_a - 1) + sb ** 2 / (n_b - 1))
+
+
+def ratio(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> Ratio:
+    """median(a) / median(b), CI by Welch's t on the logs (see the module doc)."""
+    xa, xb = _positive(a), _positive(b)
+    if xa.size == 0 or xb.size == 0:
+        return Ratio(NAN, NAN, NAN, int(xa.size), int(xb.size))
+    value = float(np.median(xa) / np.median(xb))
+    if xa.size < 2 or xb.size < 2:
+        return Ratio(value, NAN, NAN, int(xa.size), int(xb.size))
+    la, lb = np.log(xa), np.log(xb)
+    va, vb = float(np.var(la, ddof=1)), float(np.var(lb, ddof=1))
+    df = welch_df(va, la.size, vb, lb.size)
+    q = t_quantile(df, confidence) if math.isfinite(df) else float(sps.norm.ppf((1 + confidence) / 2))
+    diff = float(np.mean(la) - np.mean(lb))
+    half = q * math.sqrt(va / la.size + vb / lb.size)
+    return Ratio(value, math.exp(diff - half), math.exp(diff + half), int(xa.size), int(xb.size))
+
+
+def cv(values: Sequence[float]) -> float:
+    """Sample standard deviation / mean (dimensionless); NaN below 2 values."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        return NAN
+    return float(np.std(x, ddof=1) / np.mean(x))
+
+
+def hierarchical_bootstrap_ci(windows_by_process: Sequence[Sequence[float]],
+                              confidence: float = CONFIDENCE, resamples: int = 10_000,
+                              seed: int = 0) -> tuple[float, float]:
+    """Percentile CI of the median of per-process medians, resampling processes with replacement
+    and then windows inside each chosen process. Kept to compare coverage (see the module doc)."""
+    groups = [np.asarray(w, dtype=float) for w in windows_by_process if len(w)]
+    if not groups:
+        return NAN, NAN
+    rng = np.random.default_rng(seed)
+    stats = np.empty(resamples)
+    for r in range(resamples):
+        chosen = rng.integers(0, len(groups), size=len(groups))
+        stats[r] = np.median([np.median(groups[i][rng.integers(0, groups[i].size, groups[i].size)])
+                              for i in chosen])
+    lo, hi = np.quantile(stats, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(lo), float(hi)
