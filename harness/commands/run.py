@@ -127,7 +127,8 @@ def _measure(sel: Selection, out: Path) -> int:
                                        + (f", {config.ps}-ps" if config.ps else "") + " cluster")
     print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}"
           f"{where}; results -> {out}", flush=True)
-    result = run_sweep(sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher)
+    result = run_sweep(sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher,
+                       adaptive=config is None)
     print()
     print(summary_table(result.rows))
     print()
@@ -140,6 +141,8 @@ def _measure(sel: Selection, out: Path) -> int:
     for r in result.rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     print(f"run {result.run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if result.time is not None and result.time.processes:
+        print(result.time.text())
     for p in result.paths:
         print(f"wrote {p}")
     if result.interrupted:

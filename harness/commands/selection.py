@@ -27,13 +27,18 @@ from harness.spec.sweep import Sweep, expand
 from harness.spec.sweeps import SWEEPS, get_sweep
 
 PROTOCOL_FLAGS = {
-    "repeats": (int, "timed windows per cell"),
+    "repeats": (int, "timed windows per process"),
     "window_s": (float, "target seconds per timed window"),
     "warmup_windows": (int, "untimed windows before timing"),
     "min_window_steps": (int, "fewest optimizer steps in a window"),
     "cell_timeout_s": (float, "seconds a cell may take before its worker is stopped"),
     "rendezvous_timeout_s": (float, "seconds for every worker of a multi-worker cell to join"),
     "seed": (int, "seed of weights and data"),
+    "processes": (int, "passes over the cells: each cell measured in this many independent "
+                       "processes, interleaved over the run"),
+    "max_processes": (int, "most passes for a cell whose processes disagree"),
+    "unstable_cv": (float, "between-process coefficient of variation above which a cell gets "
+                           "more passes (and is flagged unstable at --max-processes)"),
 }
 
 
@@ -98,6 +103,8 @@ def select(args: argparse.Namespace) -> Selection:
                          ps=(max(cluster.ps, 1),))
     sweep = sweep.with_axes(overrides)
     changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
+    if "processes" in changes and "max_processes" not in changes:  # --processes alone raises the cap
+        changes["max_processes"] = max(changes["processes"], sweep.protocol.max_processes)
     protocol = dataclasses.replace(sweep.protocol, **changes)
     if "mnist" in sweep.values()["data"]:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work

@@ -108,6 +108,11 @@ def injected_fault() -> str | None:
     return os.environ.get(FAULT_ENV) or None
 
 
+PEAK_MODULE = "harness.worker.peak"
+"""``python -m harness.worker.peak --device-kind K --dtypes D1,D2`` prints one JSON line per dtype:
+``{"dtype", "flops_per_sec" (the process's best repeat), "repeats", "device", "tensor_float_32"}``."""
+
+
 # ------------------------------------------------------------------------------------------------
 # Doctor probes: ``python -m harness.worker.probe`` prints one JSON line per fact or probe
 # ------------------------------------------------------------------------------------------------

@@ -123,6 +123,12 @@ class Progress:
         self.stream.write(f"[{self.done}/{self.total}] {cell}  ETA {self.eta_text()}\n")
         self.stream.flush()
 
+    def set_total(self, total: int) -> None:
+        """The number of steps changed (a pass skips failed cells, adaptive passes add some)."""
+        self.total = max(total, self.done)
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=self.total)
+
     def close(self) -> None:
         """Stop the live bar, leaving its last state on screen; idempotent."""
         if self._bar is not None:

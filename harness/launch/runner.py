@@ -1,8 +1,11 @@
 """Running a selection of cells: each in its own fresh processes, one after the other, with the
 progress bar, through one event loop (:func:`each_cell`) that three callers share:
 
-- :func:`run_sweep` measures and stores every row as soon as it arrives (an interrupted run or a
-  crashed worker loses no row already measured), unsupported cells as rows with their reason;
+- :func:`run_sweep` measures every runnable cell once per pass (passes interleaved, each in a new
+  order: :mod:`harness.spec.schedule`), more passes for cells whose processes disagree, the run's
+  matmul peak in its own processes before, between and after the passes; it stores each process's
+  windows as soon as they arrive and each cell's row from all its processes (an interrupted run
+  or a crashed worker loses nothing already measured), unsupported cells as rows with their reason;
 - :func:`follow_sweep` is a peer's part of a real-cluster run (the chief writes every row);
 - :func:`verify_cells` trains each cell a fixed number of updates for ``verify``.
 
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import secrets
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,15 +28,26 @@ from harness import __version__
 from harness.analysis.verdicts import Outcome
 from harness.launch.contract import Event, WorkerOptions
 from harness.launch.local_cluster import run_cluster
+from harness.launch.peak import PeakLog, run_dtypes
 from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
-from harness.results.rows import not_measured_row, with_efficiency
+from harness.analysis import stats
+from harness.results.rows import (
+    Peak,
+    ProcessResult,
+    aggregate,
+    needs_another_pass,
+    not_measured_row,
+    with_peak,
+    with_ratios,
+)
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
+from harness.spec.schedule import fixed_schedule, pass_order
 
 Launcher = Callable[[Cell, WorkerOptions, str], Iterator[dict[str, Any]]]
 """Runs one cell's processes and yields their events: :func:`run_cell_processes` (local), or this
@@ -49,7 +65,8 @@ def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterato
 @dataclass(frozen=True)
 class CellEnd:
     """How one cell ended: ``event`` is record (its row), finished (a peer's part done) or failed
-    (``reason``); ``facts``: the worker's fingerprint facts, when it got that far."""
+    (``reason``); ``facts``: the worker's fingerprint facts, when it got that far; ``wall_s``:
+    seconds from launch to the end; ``launch_s``: from launch to the cell's start."""
 
     cell: Cell
     event: Event
@@ -57,13 +74,15 @@ class CellEnd:
     windows: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""
     facts: dict[str, Any] | None = None
+    wall_s: float = 0.0
+    launch_s: float = 0.0
 
 
 TERMINAL = (Event.RECORD, Event.FINISHED, Event.FAILED)
 
 
 def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher = run_cell_processes,
-              progress: Progress | None = None) -> Iterator[CellEnd]:
+              progress: Progress | None = None, prefix: str = "") -> Iterator[CellEnd]:
     """Run every cell in its own fresh processes, in order; yield how each ended.
 
     Cells do not share a process: two MirroredStrategy objects in one process reuse collective
@@ -73,23 +92,28 @@ def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher 
     """
     for index, cell in enumerate(cells):
         ended, facts = False, None
-        for ev in launcher(cell, options, f"{index:05d}"):
+        t0 = time.monotonic()
+        started = t0
+        for ev in launcher(cell, options, f"{prefix}{index:05d}"):
             facts = ev.get("facts") or facts
-            if ev["event"] == Event.START and progress is not None:
-                progress.show(cell.id)
+            if ev["event"] == Event.START:
+                started = time.monotonic()
+                if progress is not None:
+                    progress.show(cell.id)
             elif ev["event"] in TERMINAL and not ended:
                 ended = True  # handed on at once (stored before a Ctrl-C can come); the launcher
-                yield _ended(cell, ev, facts, progress)  # goes on to stop its processes
+                yield _ended(cell, ev, facts, progress,  # goes on to stop its processes
+                             time.monotonic() - t0, started - t0)
         if not ended:
             yield _ended(cell, {"event": Event.FAILED, "reason": "its processes ended without a record"},
-                         facts, progress)
+                         facts, progress, time.monotonic() - t0, started - t0)
 
 
 def _ended(cell: Cell, ev: dict[str, Any], facts: dict[str, Any] | None,
-           progress: Progress | None) -> CellEnd:
+           progress: Progress | None, wall_s: float, launch_s: float) -> CellEnd:
     row = ev.get("row") or {}
     end = CellEnd(cell, Event(ev["event"]), row, ev.get("windows") or [],
-                  ev.get("reason") or row.get("reason", ""), facts)
+                  ev.get("reason") or row.get("reason", ""), facts, wall_s, launch_s)
     if progress is not None:
         progress.advance(cell.id, row.get("status") or str(end.event))
     return end
@@ -107,7 +131,8 @@ def new_run_id(now: dt.datetime) -> str:
 
 @dataclass
 class RunResult:
-    """What a run produced: its rows in order, the folders written, and whether it was cut short."""
+    """What a run produced: its rows in order, the folders written, whether it was cut short, and
+    where the time went (:class:`TimeSpent`)."""
 
     run_id: str
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -115,48 +140,135 @@ class RunResult:
     paths: list[Path] = field(default_factory=list)
     interrupted: bool = False
     not_run: int = 0
+    time: "TimeSpent | None" = None
+
+
+@dataclass
+class TimeSpent:
+    """Seconds of a run by phase, summed over its cell processes (parent clock for ``wall`` and
+    ``launch``; worker clock for build, compile and windows) and its peak processes."""
+
+    processes: int = 0
+    wall: float = 0.0
+    launch: float = 0.0
+    build: float = 0.0
+    compile: float = 0.0
+    windows: float = 0.0
+    peak: float = 0.0
+    peak_processes: int = 0
+
+    def add(self, result: ProcessResult) -> None:
+        row = result.row
+        self.processes += 1
+        self.wall += result.wall_s
+        self.launch += result.launch_s
+        self.build += row.get("startup_s") or 0.0
+        self.compile += row.get("compile_s") or 0.0
+        self.windows += sum(w["window_s"] for w in result.windows if w.get("worker") == 0)
+
+    def text(self) -> str:
+        other = self.wall - self.launch - self.build - self.compile - self.windows
+        return (f"time: {self.wall:.0f} s in {self.processes} cell processes (launch and import "
+                f"{self.launch:.0f} s, build {self.build:.0f} s, first call {self.compile:.0f} s, timed "
+                f"windows {self.windows:.0f} s, calibration, warm-up, checks and exit {other:.0f} s); "
+                f"peak {self.peak:.0f} s in {self.peak_processes} processes")
+
+
+class _Run:
+    """The state of one run: its files, every process result per cell, the peak log."""
+
+    def __init__(self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path) -> None:
+        now = dt.datetime.now(dt.timezone.utc)
+        self.result = RunResult(new_run_id(now), time=TimeSpent())
+        self.files = RunFiles(out, now.strftime("%Y-%m-%d"), self.result.run_id)
+        self.base = {"run_id": self.result.run_id,
+                     "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
+        self.protocol, self.platform = protocol, platform
+        self.planned = plan(cells, platform)
+        self.runnable = [c for c, why in self.planned if why is None]
+        self.evidence: dict[str, list[ProcessResult]] = {c.id: [] for c in self.runnable}
+        self.peaks = PeakLog(platform, run_dtypes(self.runnable))
+        self.facts: dict[str, Any] | None = None
+        self._window_files = itertools.count()
+
+    def record(self, end: CellEnd, pass_index: int) -> None:
+        """Keep one process's result; its windows are written at once."""
+        self.facts = end.facts or self.facts
+        row = end.row if end.event == Event.RECORD else not_measured_row(
+            end.cell, self.protocol, "failed", end.reason, self.facts)
+        windows = [{**w, "run_id": self.result.run_id, "pass": pass_index} for w in end.windows]
+        self.files.write_windows(next(self._window_files), windows)
+        self.result.windows.extend(windows)
+        result = ProcessResult(row, windows, pass_index, end.wall_s, end.launch_s)
+        self.evidence[end.cell.id].append(result)
+        assert self.result.time is not None
+        self.result.time.add(result)
+
+    def ok_so_far(self, cell: Cell) -> bool:
+        return all(r.row.get("status") == "ok" for r in self.evidence[cell.id])
+
+    def measure_peak(self) -> None:
+        assert self.result.time is not None
+        self.peaks.measure()
+        self.result.time.peak = self.peaks.seconds
+        self.result.time.peak_processes += 1
+
+    def write_rows(self) -> None:
+        """Every measured cell's row (with the peak and the ratios), then the unsupported ones."""
+        peaks = {d: Peak(d, stats.figure(v)) for d, v in self.peaks.samples.items()}
+        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        rows = [with_peak({**aggregate(c, self.protocol, self.evidence[c.id]), **self.base,
+                           "timestamp": stamp}, peaks, c)
+                for c in self.runnable if self.evidence[c.id]]
+        rows = [with_ratios(r, rows) for r in rows]
+        rows += [{**not_measured_row(c, self.protocol, "unsupported", why, self.facts), **self.base,
+                  "timestamp": stamp} for c, why in self.planned if why is not None]
+        for row in rows:
+            self.files.write_row(len(self.result.rows), row)
+            self.result.rows.append(row)
+        self.result.not_run = sum(1 for c in self.runnable if not self.evidence[c.id])
+        if self.result.rows:
+            self.result.paths = [self.files.folder("cells"), self.files.folder("windows")]
 
 
 def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
               mnist_path: str | None = None, progress: Progress | None = None,
-              launcher: Launcher = run_cell_processes) -> RunResult:
-    """Measure every runnable cell, write every row (unsupported ones too) under ``out``."""
-    now = dt.datetime.now(dt.timezone.utc)
-    result = RunResult(new_run_id(now))
-    files = RunFiles(out, now.strftime("%Y-%m-%d"), result.run_id)
-    base = {"run_id": result.run_id, "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
-    planned = plan(cells, platform)
-    runnable = [c for c, why in planned if why is None]
-    facts: dict[str, Any] | None = None
+              launcher: Launcher = run_cell_processes, adaptive: bool = True) -> RunResult:
+    """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
+    (unsupported ones too) under ``out``.
 
-    def store(row: dict[str, Any], windows: list[dict[str, Any]]) -> None:
-        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        row = with_efficiency({**row, **base, "timestamp": stamp}, result.rows)
-        windows = [{**w, "run_id": result.run_id} for w in windows]
-        files.write(len(result.rows), row, windows)
-        result.rows.append(row)
-        result.windows.extend(windows)
-
-    options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id, mnist_path)
-    progress = progress or Progress(len(runnable))
+    ``adaptive`` (a local run): a cell whose process failed or was invalid is not run again, and
+    cells whose processes disagree get more passes (:func:`needs_another_pass`). Without it (the
+    chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell."""
+    run = _Run(cells, protocol, platform, out)
+    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id,
+                            mnist_path)
+    progress = progress or Progress(len(run.runnable) * protocol.processes)
     try:
-        for end in each_cell(runnable, options, launcher, progress):
-            facts = end.facts or facts
-            if end.event == Event.RECORD:
-                store(end.row, end.windows)
+        if run.runnable:
+            run.measure_peak()
+        for k in itertools.count():
+            if k < protocol.processes:
+                todo = [c for c in pass_order(run.runnable, k, protocol.seed)
+                        if not adaptive or run.ok_so_far(c)]
+            elif adaptive:
+                todo = [c for c in pass_order(run.runnable, k, protocol.seed)
+                        if needs_another_pass(run.evidence[c.id], protocol)]
             else:
-                store(not_measured_row(end.cell, protocol, "failed", end.reason, facts), [])
+                todo = []
+            if not todo:
+                break
+            progress.set_total(progress.done + len(todo) + sum(
+                1 for c in run.runnable if run.ok_so_far(c)) * max(protocol.processes - k - 1, 0))
+            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-"):
+                run.record(end, k)
+            run.measure_peak()
     except KeyboardInterrupt:
-        result.interrupted = True
-        result.not_run = len(runnable) - len(result.rows)
+        run.result.interrupted = True
     finally:
         progress.close()
-        for cell, why in planned:
-            if why is not None:
-                store(not_measured_row(cell, protocol, "unsupported", why, facts), [])
-    if result.rows:
-        result.paths = [files.folder("cells"), files.folder("windows")]
-    return result
+        run.write_rows()
+    return run.result
 
 
 def follow_sweep(cells: list[Cell], platform: Platform, options: WorkerOptions,
@@ -166,7 +278,11 @@ def follow_sweep(cells: list[Cell], platform: Platform, options: WorkerOptions,
     ``finished`` and ``failed`` cells."""
     runnable = [c for c, why in plan(cells, platform) if why is None]
     counts = {"finished": 0, "failed": 0}
-    for end in each_cell(runnable, options, launcher):
+    schedule = fixed_schedule(runnable, options.protocol.processes, options.protocol.seed)
+    ends = itertools.chain.from_iterable(
+        each_cell([c for p, c in schedule if p == k], options, launcher, prefix=f"p{k}-")
+        for k in range(options.protocol.processes))
+    for end in ends:
         if end.event == Event.FINISHED:
             counts["finished"] += 1
             print(f"finished {end.cell.id}", flush=True)

@@ -3,20 +3,25 @@
 
 - :func:`cell_columns` and :func:`fact_columns`: what the cell is and where it ran;
 - :func:`started_row`: those plus the worker's cores, when the worker starts the cell;
-- :class:`Measurement` -> :func:`measured_columns` and :func:`window_rows`: the figures of a timed
-  cell from the worker's raw numbers (window seconds, counts, checks);
-- :func:`combine`: a co-tenant cell's row from its tenants' rows;
+- :class:`Measurement` -> :func:`measured_columns` and :func:`window_rows`: one process's figures
+  from the worker's raw numbers (window seconds, counts, checks);
+- :func:`combine`: one pass of a co-tenant cell from its tenants' rows (over their common span);
+- :func:`aggregate`: the cell's row from its processes (one per pass): the figure, its CI, CVs;
 - :func:`not_measured_row`: an unsupported or failed cell;
-- :func:`with_efficiency`: scaling efficiency and co-tenancy ratio against the run's earlier rows.
+- :func:`with_ratios`: scaling efficiency and co-tenancy ratio, with CIs, against the run's rows;
+- :func:`with_peak`: the run's peak for the cell's dtype and cores, and mfu.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis import metrics
+from harness.analysis import metrics, stats
+from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
@@ -39,7 +44,8 @@ def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
         "scaling": cell.scaling, "jit_compile": False, "optimizer": OPTIMIZER,
         "learning_rate": LEARNING_RATE, "flops_per_example": flops_per_example(cell.model),
         "window_target_s": protocol.window_s, "repeats": protocol.repeats,
-        "warmup_windows": protocol.warmup_windows,
+        "warmup_windows": protocol.warmup_windows, "min_processes": protocol.processes,
+        "max_processes": protocol.max_processes,
     }
 
 
@@ -77,8 +83,8 @@ class Measurement:
     ``window_seconds``: each timed window's wall time; ``worker_seconds``: each worker's own time
     of each window (multi-worker cells; else the windows themselves); ``worker_updates``: the
     updates each worker ran in each window (parameter server; else empty); ``problems``: what the
-    integrity checks found; ``peak_flops_per_sec``: the matmul peak of one device (None: not
-    measured); ``joules``: energy over the timed windows (None: no counter).
+    integrity checks found; ``window_starts``: each window's start on the host's monotonic clock;
+    ``joules``: energy over ``joules_s`` seconds around the timed windows (None: no counter).
     """
 
     window_seconds: tuple[float, ...]
@@ -96,8 +102,9 @@ class Measurement:
     worker_updates: tuple[tuple[int, ...], ...]
     updates_run: int
     optimizer_iterations: int
-    peak_flops_per_sec: float | None
     joules: float | None
+    window_starts: tuple[float, ...] = ()
+    joules_s: float | None = None
 
 
 def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
@@ -106,53 +113,57 @@ def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
     return examples, metrics.window_throughputs(m.window_seconds, examples)
 
 
+def _straggler_ratio(cell: Cell, m: Measurement) -> float | None:
+    """Parameter server: update imbalance; one process: 1.0. Synchronous multi-worker cells: None,
+    since every worker's window ends at the same all-reduce, so a slow worker cannot show."""
+    if m.worker_updates:
+        return metrics.update_imbalance(m.worker_updates)
+    if len(m.worker_seconds) > 1 and cell.kind.synchronous:
+        return None
+    return metrics.straggler_ratio(m.worker_seconds)
+
+
 def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
-    """The figures of a timed cell (an invalid cell never reports a throughput)."""
+    """One process's figures (an invalid process reports no figure of any kind)."""
     examples, rates = _window_throughputs(cell, m)
     median = metrics.median(rates)
-    lo, hi = metrics.bootstrap_ci(rates)
-    device_count = m.hosts if m.device_kind == "CPU" else cell.devices
-    peak = None if m.peak_flops_per_sec is None else m.peak_flops_per_sec * device_count
     reductions = m.allreduces_per_update
     row = {
         "status": "invalid" if m.problems else "ok", "reason": "; ".join(m.problems),
         "effective_cross_device_ops": m.effective_cross_device_ops,
-        "examples_per_sec": median, "examples_per_sec_ci_low": lo, "examples_per_sec_ci_high": hi,
-        "cv": metrics.cv(rates), "window_steps": m.window_steps, "startup_s": m.startup_s,
-        "compile_s": m.compile_s, "peak_flops_per_sec": peak,
-        "mfu": None if peak is None else metrics.mfu(median, flops_per_example(cell.model), peak),
-        "final_loss": m.final_loss, "optimizer_updates_per_sec": median / cell.effective_batch,
+        "examples_per_sec": median, "cv_within_process": stats.cv(rates),
+        "window_steps": m.window_steps, "startup_s": m.startup_s,
+        "compile_s": m.compile_s, "final_loss": m.final_loss,
+        "optimizer_updates_per_sec": median / cell.effective_batch,
         "allreduces_per_update": reductions,
         "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
-        "weights_digest": m.weights_digest, "device_count": device_count,
+        "weights_digest": m.weights_digest,
+        "device_count": m.hosts if m.device_kind == "CPU" else cell.devices,
         "logical_devices": m.device_kind == "CPU" and cell.devices > m.hosts,  # local workers share a CPU
-        "hosts": m.hosts,
-        "straggler_ratio": (metrics.update_imbalance(m.worker_updates) if m.worker_updates
-                            else metrics.straggler_ratio(m.worker_seconds)),
+        "hosts": m.hosts, "straggler_ratio": _straggler_ratio(cell, m),
         "updates_run": m.updates_run, "optimizer_iterations": m.optimizer_iterations,
         "energy_j_per_example": None if m.joules is None else m.joules / (m.updates_run * cell.effective_batch),
+        "gpu_watts": None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
     }
     row.update(alone_columns(row))
-    if m.problems:
-        row.update({k: None for k in ("examples_per_sec", "examples_per_sec_ci_low",
-                                      "examples_per_sec_ci_high", "mfu", "optimizer_updates_per_sec")})
-    return row
+    return without_figures(row) if m.problems else row
 
 
 def window_rows(cell: Cell, m: Measurement) -> list[dict[str, Any]]:
-    """One row per worker and timed window: the window's time and throughput, the worker's own time
-    (or, under the parameter server, the updates that worker ran in it)."""
+    """One row per worker and timed window: the window's time, start and throughput, the worker's
+    own time (or, under the parameter server, the updates that worker ran in it)."""
     examples, rates = _window_throughputs(cell, m)
     base = {"cell_id": cell.id, "window_steps": m.window_steps, "examples": examples}
+    starts = list(m.window_starts) or [None] * len(rates)
     if m.worker_updates:  # the coordinator's windows, split by the updates each worker ran
-        return [{**base, "worker": w, "repeat": i, "window_s": s, "worker_s": None,
+        return [{**base, "worker": w, "repeat": i, "window_s": s, "start_s": t, "worker_s": None,
                  "worker_updates": m.worker_updates[w][i], "examples_per_sec": r}
                 for w in range(len(m.worker_updates))
-                for i, (s, r) in enumerate(zip(m.window_seconds, rates))]
-    return [{**base, "worker": w, "repeat": i, "window_s": s, "worker_s": m.worker_seconds[w][i],
-             "examples_per_sec": r}
+                for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates))]
+    return [{**base, "worker": w, "repeat": i, "window_s": s, "start_s": t,
+             "worker_s": m.worker_seconds[w][i], "examples_per_sec": r}
             for w in range(len(m.worker_seconds))
-            for i, (s, r) in enumerate(zip(m.window_seconds, rates))]
+            for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates))]
 
 
 def not_measured_row(cell: Cell, protocol: Protocol, status: str, reason: str,
@@ -161,11 +172,13 @@ def not_measured_row(cell: Cell, protocol: Protocol, status: str, reason: str,
     return {**cell_columns(cell, protocol), **fact_columns(facts), "status": status, "reason": reason}
 
 
-EFFICIENCY_KEY = ("model", "data", "strategy", "cross_device_ops", "communication", "loop",
-                  "steps_per_execution", "precision", "accum_steps", "tenants")
+EFFICIENCY_KEY = ("model", "data", "strategy", "loop", "steps_per_execution", "precision",
+                  "accum_steps", "tenants")
+"""What a row shares with its 1-device baseline (whose cross-device op and communication are
+"none": one device makes no reduce)."""
 
-ALONE_KEY = tuple(k for k in EFFICIENCY_KEY if k != "tenants") + ("replicas", "workers", "ps",
-                                                                   "per_replica_batch", "scaling")
+ALONE_KEY = tuple(k for k in EFFICIENCY_KEY if k != "tenants") + (
+    "cross_device_ops", "communication", "replicas", "workers", "ps", "per_replica_batch", "scaling")
 
 
 def find_alone(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -189,8 +202,21 @@ def find_baseline(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, 
     return None
 
 
-RATE_COLUMNS = ("examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high", "cv",
-                "mfu", "optimizer_updates_per_sec")
+FIGURE_COLUMNS = (
+    "examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high",
+    "process_examples_per_sec", "cv_between_processes", "cv_within_process", "mfu",
+    "optimizer_updates_per_sec", "tenant_examples_per_sec_min", "tenant_examples_per_sec_max",
+    "tenant_share_min", "straggler_ratio", "energy_j_per_example", "gpu_watts", "scaling_efficiency",
+    "scaling_efficiency_ci_low", "scaling_efficiency_ci_high", "cotenancy_ratio",
+    "cotenancy_ratio_ci_low", "cotenancy_ratio_ci_high", "peak_flops_per_sec",
+    "peak_flops_per_sec_ci_low", "peak_flops_per_sec_ci_high",
+)
+"""Every measured figure: an invalid or failed row carries none of them."""
+
+
+def without_figures(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with every figure nulled (invalid and failed rows)."""
+    return {**row, **{k: None for k in FIGURE_COLUMNS}}
 
 
 def alone_columns(row: dict[str, Any]) -> dict[str, Any]:
@@ -200,45 +226,182 @@ def alone_columns(row: dict[str, Any]) -> dict[str, Any]:
             "tenant_share_min": 1.0 if eps else None}
 
 
+def common_span(windows: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[float, float]:
+    """(start, end) on the host's monotonic clock in which every tenant was timing: from the
+    latest first-window start to the earliest last-window end."""
+    start = max(min(w["start_s"] for w in ws) for ws in windows)
+    end = min(max(w["start_s"] + w["window_s"] for w in ws) for ws in windows)
+    return start, end
+
+
+def _rate_in_span(windows: Sequence[Mapping[str, Any]], start: float, end: float) -> float | None:
+    """Examples/s of one tenant over its windows that lie wholly in [start, end] (None: none do)."""
+    inside = [w for w in windows if w["start_s"] >= start and w["start_s"] + w["window_s"] <= end]
+    if not inside:
+        return None
+    return sum(w["examples"] for w in inside) / sum(w["window_s"] for w in inside)
+
+
 def combine(rows: list[dict[str, Any]], windows: list[list[dict[str, Any]]], effective_batch: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One row and the window rows of a co-tenant cell from each tenant's row and windows."""
-    bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != "ok"), None)
+    """One pass of a co-tenant cell: its row and window rows from each tenant's.
+
+    The aggregate counts only what ran at the same time: each tenant's windows that lie wholly in
+    the span where every tenant was timing (:func:`common_span`); a tenant that finished early
+    does not lend the others its devices. GPU energy per example: the tenants' mean power (they
+    meter the same devices) over the aggregate throughput."""
     tagged = [{**w, "worker": i} for i, ws in enumerate(windows) for w in ws]
+    bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != "ok"), None)
     if bad is not None:
         i, r = bad
-        out = {**r, "reason": f"tenant {i} of {len(rows)}: {r.get('reason', '')}"}
-        out.update({k: None for k in RATE_COLUMNS})
-        return out, tagged
-    per_tenant = [[w["examples_per_sec"] for w in ws] for ws in windows]
-    repeats = min(len(p) for p in per_tenant)
-    sums = [sum(p[k] for p in per_tenant) for k in range(repeats)]
-    medians = [metrics.median(p) for p in per_tenant]
-    aggregate = metrics.median(sums)
-    lo, hi = metrics.bootstrap_ci(sums)
-    out = {**rows[0], "examples_per_sec": aggregate, "examples_per_sec_ci_low": lo,
-           "examples_per_sec_ci_high": hi, "cv": metrics.cv(sums),
+        return without_figures({**r, "reason": f"tenant {i} of {len(rows)}: {r.get('reason', '')}"}), tagged
+    start, end = common_span(windows)
+    rates = [_rate_in_span(ws, start, end) for ws in windows]
+    if any(r is None for r in rates):
+        return without_figures({**rows[0], "status": "invalid", "reason": (
+            f"co-tenants did not time together: {rates.count(None)} of {len(rows)} tenants have no "
+            "timed window inside the span where all were timing")}), tagged
+    own = [r for r in rates if r is not None]
+    aggregate = sum(own)
+    watts = [r.get("gpu_watts") for r in rows]
+    power = None if any(w is None for w in watts) else sum(watts) / len(watts)  # type: ignore[arg-type]
+    out = {**rows[0], "examples_per_sec": aggregate,
+           "cv_within_process": max(r["cv_within_process"] for r in rows),
            "optimizer_updates_per_sec": aggregate / effective_batch,
-           "tenant_examples_per_sec_min": min(medians), "tenant_examples_per_sec_max": max(medians),
-           "tenant_share_min": min(medians) / aggregate,
-           "straggler_ratio": max(medians) / min(medians)}
-    mfus = [r.get("mfu") for r in rows]
-    out["mfu"] = sum(mfus) if all(m is not None for m in mfus) else None  # type: ignore[misc]
+           "tenant_examples_per_sec_min": min(own), "tenant_examples_per_sec_max": max(own),
+           "tenant_share_min": min(own) / aggregate, "straggler_ratio": max(own) / min(own),
+           "gpu_watts": power, "energy_j_per_example": None if power is None else power / aggregate}
     return out, tagged
 
 
-def with_efficiency(row: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any]:
-    """The row plus scaling_efficiency and baseline_cell_id against the run's rows so far, and for
-    co-tenant cells cotenancy_ratio against the same cell alone."""
+@dataclass(frozen=True)
+class ProcessResult:
+    """One pass of a cell: the row its processes reported (one process's figures), its window
+    rows, the pass, and the parent's clock: ``wall_s`` from launch to the last exit, ``launch_s``
+    from launch to the cell's start (import TensorFlow, devices, cluster)."""
+
+    row: dict[str, Any]
+    windows: list[dict[str, Any]]
+    pass_index: int
+    wall_s: float = 0.0
+    launch_s: float = 0.0
+
+
+def _median_of(results: Sequence[ProcessResult], key: str) -> float | None:
+    values = [r.row.get(key) for r in results]
+    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return metrics.median(kept) if kept else None
+
+
+MEDIAN_COLUMNS = ("startup_s", "compile_s", "straggler_ratio", "energy_j_per_example", "gpu_watts",
+                  "tenant_examples_per_sec_min", "tenant_examples_per_sec_max", "tenant_share_min",
+                  "cv_within_process")
+"""Per-process columns that the cell's row gives as their median over its processes."""
+
+
+def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) -> dict[str, Any]:
+    """The cell's row from its processes (one per pass, in pass order).
+
+    Any invalid or failed process decides the row (with no figures): an integrity failure is the
+    configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
+    the median of the process figures, its CI the log-scale Student-t interval over them
+    (:func:`harness.analysis.stats.figure`)."""
+    timing = {"processes": len(results), "wall_s": sum(r.wall_s for r in results),
+              "min_processes": protocol.processes, "max_processes": protocol.max_processes}
+    bad = next((r for r in results if r.row.get("status") != "ok"), None)
+    if bad is not None:
+        reason = bad.row.get("reason", "")
+        if len(results) > 1:
+            reason = f"pass {bad.pass_index + 1} of {len(results)}: {reason}"
+        return without_figures({**bad.row, **timing, "reason": reason})
+    figures = [float(r.row["examples_per_sec"]) for r in results]
+    est = stats.figure(figures)
+    between = stats.cv(figures)
+    row = {**results[-1].row, **timing, **{k: _median_of(results, k) for k in MEDIAN_COLUMNS},
+           "examples_per_sec": est.value, "examples_per_sec_ci_low": _finite(est.low),
+           "examples_per_sec_ci_high": _finite(est.high), "process_examples_per_sec": figures,
+           "cv_between_processes": _finite(between),
+           "unstable": bool(math.isfinite(between) and between > protocol.unstable_cv),
+           "optimizer_updates_per_sec": est.value / cell.effective_batch}
+    return row
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def needs_another_pass(results: Sequence[ProcessResult], protocol: Protocol) -> bool:
+    """Adaptive repeats: every process ok, fewer than max_processes, and the process figures
+    disagree by a coefficient of variation above unstable_cv."""
+    if len(results) >= protocol.max_processes or any(r.row.get("status") != "ok" for r in results):
+        return False
+    between = stats.cv([float(r.row["examples_per_sec"]) for r in results])
+    return math.isfinite(between) and between > protocol.unstable_cv
+
+
+def _set_ratio(row: dict[str, Any], name: str, r: stats.Ratio) -> dict[str, Any]:
+    return {**row, name: r.value, f"{name}_ci_low": _finite(r.low), f"{name}_ci_high": _finite(r.high)}
+
+
+def _figures(row: Mapping[str, Any]) -> list[float]:
+    values = row.get("process_examples_per_sec")
+    if values is None or len(values) == 0:
+        return [row["examples_per_sec"]]
+    return [float(v) for v in values]
+
+
+def with_ratios(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The row plus scaling_efficiency (and baseline_cell_id) against the run's rows, and for
+    co-tenant cells cotenancy_ratio against the same cell alone, each with its CI (Welch's t over
+    the two rows' process figures, :func:`harness.analysis.stats.ratio`)."""
     if row.get("status") != "ok":
         return row
     if row.get("tenants", 1) > 1:
-        alone = find_alone(row, earlier)
+        alone = find_alone(row, rows)
         if alone is not None:
-            row = {**row, "cotenancy_ratio": row["examples_per_sec"] / alone["examples_per_sec"]}
-    base = row if row["replicas"] * row["workers"] == 1 else find_baseline(row, earlier)
+            row = _set_ratio(row, "cotenancy_ratio", stats.ratio(_figures(row), _figures(alone)))
+    devices = row["replicas"] * row["workers"]
+    base = row if devices == 1 else find_baseline(row, rows)
     if base is None:
         return {**row, "baseline_cell_id": ""}
-    eff = metrics.scaling_efficiency(row["examples_per_sec"], row["replicas"] * row["workers"],
-                                     base["examples_per_sec"])
-    return {**row, "scaling_efficiency": eff, "baseline_cell_id": base["cell_id"]}
+    if base is row:
+        eff = stats.Ratio(1.0, 1.0, 1.0, len(_figures(row)), len(_figures(row)))
+    else:
+        eff = stats.ratio(_figures(row), _figures(base)).scaled(1 / devices)
+    return {**_set_ratio(row, "scaling_efficiency", eff), "baseline_cell_id": base["cell_id"]}
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The run's peak of one compute dtype on one device (all of a host's cores on CPU), FLOP/s,
+    with its CI over peak processes."""
+
+    dtype: str
+    estimate: stats.Estimate
+
+
+def peak_cores(row: Mapping[str, Any], processes: int) -> int:
+    """CPU cores the cell's processes had in all, at most the host's."""
+    host = int(row.get("host_cores") or 1)
+    return min(host, int(row.get("cores_per_worker") or host) * max(processes, 1))
+
+
+def with_peak(row: dict[str, Any], peaks: Mapping[str, Peak], cell: Cell) -> dict[str, Any]:
+    """The row plus the run's peak of the cell's compute dtype, scaled to what the cell ran on
+    (x device_count on GPUs; x peak_cores / host_cores on CPU), and mfu against it."""
+    peak = peaks.get(COMPUTE_DTYPE[cell.precision])
+    if peak is None or row.get("status") not in ("ok", None) or not row.get("device_kind"):
+        return row
+    if row["device_kind"] == "GPU":
+        cores, scale = None, float(row.get("device_count") or cell.devices)
+    else:
+        cores = peak_cores(row, 1 if cell.tenants > 1 else cell.processes)
+        scale = cores / int(row.get("host_cores") or cores)
+    est = peak.estimate
+    value = est.value * scale
+    out = {**row, "peak_dtype": peak.dtype, "peak_cores": cores, "peak_flops_per_sec": value,
+           "peak_flops_per_sec_ci_low": _finite(est.low * scale),
+           "peak_flops_per_sec_ci_high": _finite(est.high * scale)}
+    if row.get("status") == "ok" and row.get("examples_per_sec"):
+        out["mfu"] = metrics.mfu(row["examples_per_sec"], flops_per_example(cell.model), value)
+    return out

@@ -2,8 +2,9 @@
 
 Layout (append-only; nightly runs accumulate side by side)::
 
-    results/cells/<YYYY-MM-DD>/<run_id>/<seq>.parquet     one row per cell, written as it is measured
-    results/windows/<YYYY-MM-DD>/<run_id>/<seq>.parquet   one row per timed window of that cell
+    results/cells/<YYYY-MM-DD>/<run_id>/<seq>.parquet     one row per cell, written when its passes end
+    results/windows/<YYYY-MM-DD>/<run_id>/<seq>.parquet   the timed windows of one process, written
+                                                          as soon as it reports
     results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
@@ -96,15 +97,15 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("optimizer_updates_per_sec", F, "updates/s", "examples_per_sec / effective_batch."),
     Column("allreduces_per_update", F, "reductions", "Cross-replica reductions per optimizer update, counted: every top-level reduce/batch_reduce call of the strategy's cross-device ops traced into the update's graph (micro-batch phase x accum_steps). 0 where none is made: one device (default, one_device, or mirrored with one replica, whose reduce TensorFlow skips)."),
     Column("allreduces_per_example", F, "reductions/example", "allreduces_per_update / effective_batch."),
-    Column("straggler_ratio", F, "1", "Slowest over fastest worker by median own window time (start barrier to the worker's own host sync); 1.0 with one worker. parameter_server (asynchronous): the busiest worker's updates over the idlest's in the timed windows (inf: a worker ran none)."),
+    Column("straggler_ratio", F, "1", "Median over processes of: parameter_server (asynchronous), the busiest worker's updates over the idlest's in the timed windows (inf: a worker ran none; a slow worker runs fewer); co-tenants, the fastest tenant's throughput over the slowest's; 1.0 for one process. Null for synchronous multi-worker cells (multi_worker_mirrored): every worker's window ends at the same all-reduce, so a slow worker cannot show in its own time."),
     Column("updates_run", I, "updates", "Optimizer updates the loop ran in the cell (first call, calibration, warm-up and timed windows), counted by the caller of the training function (the coordinator under parameter_server)."),
     Column("optimizer_iterations", I, "updates", "optimizer.iterations at the end of the cell: equal to updates_run (checked) for synchronous strategies; lower under parameter_server, where Keras 3 increments it by a read then an assign on the ps and concurrent workers lose increments (the weight updates themselves are atomic assign_sub ops)."),
     Column("cores_per_worker", I, "cores", "Cores each worker (and ps task) was given: TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS = host_cores // (workers + ps) for local multi-worker cells; the whole host otherwise."),
     Column("oversubscribed", B, "", "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells (each tenant gets every core): the figure was measured on shared cores (the parameter-server coordinator is not counted)."),
     Column("hosts", I, "machines", "Distinct machines the workers ran on (1 for local processes)."),
-    Column("tenant_examples_per_sec_min", F, "examples/s", "Co-tenancy: the slowest tenant's median window throughput (equals examples_per_sec with one tenant)."),
-    Column("tenant_examples_per_sec_max", F, "examples/s", "Co-tenancy: the fastest tenant's median window throughput."),
-    Column("tenant_share_min", F, "1", "Co-tenancy: the slowest tenant's median / the aggregate examples_per_sec (1/tenants is a fair split; 1.0 with one tenant)."),
+    Column("tenant_examples_per_sec_min", F, "examples/s", "Co-tenancy: the slowest tenant's throughput over the span where every tenant was timing, median over processes (equals examples_per_sec with one tenant)."),
+    Column("tenant_examples_per_sec_max", F, "examples/s", "Co-tenancy: the fastest tenant's throughput over that span, median over processes."),
+    Column("tenant_share_min", F, "1", "Co-tenancy: the slowest tenant's throughput / the aggregate (1/tenants is a fair split; 1.0 with one tenant). The aggregate examples_per_sec of a co-tenant process is the sum of each tenant's examples / seconds over its windows wholly inside the span where every tenant was timing."),
     Column("cotenancy_ratio", F, "1", "Aggregate examples_per_sec with this many tenants / examples_per_sec of the same cell alone (tenants 1) in the same run: 1.0 means sharing the devices costs nothing in aggregate; per tenant it is cotenancy_ratio / tenants. Null with one tenant or without that row."),
     Column("cotenancy_ratio_ci_low", F, "1", "Lower end of its 95% CI (Welch's t on the log process figures of both cells)."),
     Column("cotenancy_ratio_ci_high", F, "1", "Upper end of the same CI."),
@@ -114,7 +115,8 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("peak_dtype", S, "", "Compute dtype of the peak used for mfu: the cell's (float32, bfloat16 or float16); float32 on GPUs runs as TF32 when build_info says tensor_float_32."),
     Column("peak_cores", I, "cores", "CPU cores the cell's processes had in all (cores_per_worker x processes, at most host_cores) that the CPU peak is scaled to; null on GPUs."),
     Column("mfu", F, "1", "examples_per_sec x flops_per_example / peak_flops_per_sec: within a run, rows of one dtype and core count share one peak, so their mfu differ exactly by their throughput ratio."),
-    Column("energy_j_per_example", F, "J/example", "GPU energy (NVML total-energy counters of the cell's GPUs, where pynvml and the driver provide them) over the whole measurement (first call, calibration, warm-up and timed windows) / the examples it trained; null on CPU, for multi-process cells and without NVML."),
+    Column("energy_j_per_example", F, "J/example", "GPU energy per example, median over processes: NVML total-energy counters of the GPUs the process uses (not every GPU of the machine) over the metered span (first call, calibration, warm-up and timed windows) / the examples trained in it; co-tenants (who meter the same GPUs): their mean power / their aggregate examples_per_sec. Null on CPU, for multi-worker cells and without NVML."),
+    Column("gpu_watts", F, "W", "Mean GPU power over the metered span (joules / seconds), median over processes; co-tenants: the mean of the tenants' readings."),
     Column("final_loss", F, "", "Loss of the last optimizer update of the last timed window (mean over the update's effective batch)."),
     Column("weights_digest", S, "", "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests mean bitwise-equal weights."),
     # where
@@ -137,10 +139,11 @@ CELL_COLUMNS: tuple[Column, ...] = (
 WINDOW_COLUMNS: tuple[Column, ...] = (
     Column("run_id", S, "", "As in the cells table."),
     Column("cell_id", S, "", "As in the cells table."),
-    Column("worker", I, "", "Worker index (0 for single-process strategies; one row per worker and window otherwise); for co-tenant cells the tenant index, each tenant's own windows."),
+    Column("worker", I, "", "Worker index (0 for single-process strategies; one row per worker and window otherwise); for co-tenant cells the tenant index, each tenant's own windows (every window is kept; the aggregate uses those inside the tenants' common span)."),
     Column("pass", I, "", "0-based pass of the run in which this window's process ran (a cell runs once per pass, so the pass identifies its process)."),
     Column("repeat", I, "", "0-based index of the timed window within its process."),
     Column("window_steps", I, "updates", "Optimizer updates in the window."),
+    Column("start_s", F, "s", "Start of the window on the host's monotonic clock (comparable between processes of one host, not between hosts or boots)."),
     Column("window_s", F, "s", "Wall time of the window: from the previous host sync to this window's host sync (single process), or between the cross-worker barriers around it (multi-worker: the same for every worker)."),
     Column("worker_s", F, "s", "This worker's own time in the window: from the start barrier to its own host sync (equals window_s in a single process; null under parameter_server)."),
     Column("worker_updates", I, "updates", "parameter_server: the updates this worker ran in the window (they sum to window_steps); null elsewhere."),
@@ -194,10 +197,20 @@ class RunFiles:
 
     def write(self, seq: int, row: Mapping[str, Any], windows: Sequence[Mapping[str, Any]]) -> Path:
         """Append one cell's row (and its windows) as file number ``seq``; returns the row's path."""
-        name = f"{seq:05d}.parquet"
-        if windows:
-            write_atomic(_table(windows, WINDOW_SCHEMA), self.folder("windows") / name)
-        path = self.folder("cells") / name
+        self.write_windows(seq, windows)
+        return self.write_row(seq, row)
+
+    def write_windows(self, seq: int, windows: Sequence[Mapping[str, Any]]) -> Path | None:
+        """Append one process's window rows as windows file number ``seq`` (none: nothing)."""
+        if not windows:
+            return None
+        path = self.folder("windows") / f"{seq:05d}.parquet"
+        write_atomic(_table(windows, WINDOW_SCHEMA), path)
+        return path
+
+    def write_row(self, seq: int, row: Mapping[str, Any]) -> Path:
+        """Append one cell's row as cells file number ``seq``."""
+        path = self.folder("cells") / f"{seq:05d}.parquet"
         write_atomic(_table([row], CELL_SCHEMA), path)
         return path
 

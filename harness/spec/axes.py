@@ -95,6 +95,9 @@ LOOP_NAMES = ("ctl", "fit")
 
 PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
 
+COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+"""The dtype each precision policy computes its matmuls and convolutions in (its MFU's peak)."""
+
 SCALING_NAMES = ("weak", "strong")
 
 AXES: tuple[Axis, ...] = (

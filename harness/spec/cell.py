@@ -33,8 +33,10 @@ class Cell:
     def __post_init__(self) -> None:
         """Check every axis value (HarnessError naming a bad one and the accepted ones), then
         collapse axes that mean nothing here, so equal measurements have equal ids: cross-device
-        ops exist only for mirrored, replicas only for multi-device strategies, and on one device
-        weak and strong scaling are the same measurement."""
+        ops exist only for mirrored, replicas only for multi-device strategies; on one device weak
+        and strong scaling are the same measurement, and so are the cross-device ops and the
+        collective communications (TensorFlow skips the reduce of a single value:
+        ``CrossDeviceOps.reduce``'s one-value shortcut)."""
         AXIS_BY_NAME["strategy"].check(self.strategy)
         for axis in AXES:
             if getattr(self, axis.name) != axis.inapplicable or not axis.applies_to:
@@ -43,6 +45,8 @@ class Cell:
                 object.__setattr__(self, axis.name, axis.inapplicable)
         if self.devices == 1:
             object.__setattr__(self, "scaling", "weak")
+            for name in ("cross_device_ops", "communication"):
+                object.__setattr__(self, name, AXIS_BY_NAME[name].inapplicable)
 
     @property
     def devices(self) -> int:

@@ -11,10 +11,13 @@ from harness.errors import require
 class Protocol:
     """How each cell is timed (DESIGN.md section 3).
 
-    After a first call (``compile_s``), the window length is calibrated to about ``window_s`` seconds
-    (a multiple of steps_per_execution, at least ``min_window_steps`` updates); then
-    ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each ending in a host
-    sync.
+    A cell is measured in ``processes`` independent passes over the run (each pass a fresh set of
+    worker processes, the cells in a new order); a cell whose process figures still disagree by a
+    coefficient of variation above ``unstable_cv`` gets more passes, up to ``max_processes``.
+    Inside each process, after a first call (``compile_s``), the window length is calibrated to
+    about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
+    updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
+    ending in a host sync.
     """
 
     repeats: int = 5
@@ -24,6 +27,9 @@ class Protocol:
     cell_timeout_s: float = 600.0
     rendezvous_timeout_s: float = 120.0
     seed: int = 0
+    processes: int = 3
+    max_processes: int = 5
+    unstable_cv: float = 0.10
 
     def __post_init__(self) -> None:
         inf = float("inf")
@@ -39,6 +45,12 @@ class Protocol:
             "--rendezvous-timeout-s": (self.rendezvous_timeout_s,
                                        0 < self.rendezvous_timeout_s < inf, "seconds > 0"),
             "--seed": (self.seed, self.seed >= 0, "an integer >= 0"),
+            "--processes": (self.processes, self.processes >= 1,
+                            "an integer of at least 1 (3 or more for a CI that covers re-runs)"),
+            "--max-processes": (self.max_processes, self.max_processes >= self.processes,
+                                f"an integer of at least --processes ({self.processes})"),
+            "--unstable-cv": (self.unstable_cv, 0 < self.unstable_cv < inf,
+                              "a coefficient of variation > 0, e.g. 0.1"),
         })
 
 

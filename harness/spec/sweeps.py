@@ -27,14 +27,17 @@ SMOKE = chain(
 )
 
 DEFAULT = chain(
-    "default", "what `nox -s bench` runs: both models, every single-process strategy and "
-    "cross-device op, 1 and 2 replicas, two batch sizes; then accumulation 1 and 4 with both loops "
-    "on default and mirrored; multi-worker mirrored (ring) and parameter server on 1 and 2 local "
-    "workers; two co-tenant processes of default", Protocol(repeats=5, window_s=0.6,
-                                                           warmup_windows=1, min_window_steps=10),
+    "default", "what `nox -s bench` runs, each cell in 3 interleaved processes: both models, every "
+    "single-process strategy and cross-device op, 1 and 2 replicas at batch 64, default and mirrored "
+    "also at batch 256; then accumulation 1 and 4 with both loops on default and mirrored; "
+    "multi-worker mirrored (ring) and parameter server on 1 and 2 local workers; two co-tenant "
+    "processes of default", Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10,
+                                     processes=3, max_processes=5),
     make_sweep("", "", model=("cnn", "dense"), strategy=SINGLE_PROCESS_STRATEGIES,
-               cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(1, 2), batch=(64, 256),
+               cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(1, 2), batch=(64,),
                steps_per_execution=(10,)),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
+               batch=(256,), steps_per_execution=(10,)),
     make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
                batch=(64,), accum_steps=(1, 4), loop=("ctl", "fit"), steps_per_execution=(10,)),
     # fit on mirrored's collective across replicas runs only with steps_per_execution 1

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import traceback
-from collections.abc import Callable
 from typing import Any, TextIO
 
 from harness.launch.contract import TENANT_BARRIER_ENV, Event, Job
@@ -25,7 +24,6 @@ from harness.worker.devices import configure_devices
 from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
-from harness.worker.peak import measure_matmul_peak
 
 ERROR_TAIL_CHARS = 1500
 
@@ -94,14 +92,6 @@ def _set_up(cell: Cell, events: TextIO, job: Job
     return strategy, device_type, devices, facts
 
 
-def _peak(devices: list[str], device_type: str) -> Callable[[str], float | None]:
-    """The matmul peak of the first device per compute dtype (none on a parameter-server
-    coordinator, which has no device of the workers' kind)."""
-    if not devices:
-        return lambda dtype: None
-    return lambda dtype: measure_matmul_peak(devices[0], device_type, dtype)
-
-
 def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Verify (train a fixed number of updates) or measure the cell: (columns, window rows)."""
@@ -112,8 +102,7 @@ def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[st
                            save=job.launch.role == Role.CHIEF), []
     ready = tenant_barrier(os.environ.get(TENANT_BARRIER_ENV), job.launch.index, cell.tenants,
                            options.protocol.rendezvous_timeout_s)
-    return run_cell(cell, options.protocol, devices, device_type, _peak(devices, device_type),
-                    options.mnist_path, strategy, job.launch.hosts, ready)
+    return run_cell(cell, options.protocol, devices, device_type, options.mnist_path, strategy, job.launch.hosts, ready)
 
 
 def main(argv: list[str]) -> int:

@@ -27,9 +27,6 @@ from harness.worker.build.strategies import effective_cross_device_ops, make_str
 from harness.worker.energy import energy_meter
 from harness.worker.timing import measure
 
-COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
-
-
 def weights_digest(model: Any) -> str:
     h = hashlib.sha256()
     for w in model.weights:
@@ -73,7 +70,7 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
 
 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
-             peak: Callable[[str], float | None], mnist_path: str | None = None,
+             mnist_path: str | None = None,
              strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Build, time and check one cell in this process. Returns (row columns, window rows), made by
@@ -81,12 +78,12 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
 
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
     ``ready``: called after the first call (co-tenants' barrier)."""
-    m = measure_cell(cell, protocol, devices, device_type, peak, mnist_path, strategy, hosts, ready)
+    m = measure_cell(cell, protocol, devices, device_type, mnist_path, strategy, hosts, ready)
     return measured_columns(cell, m), window_rows(cell, m)
 
 
 def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
-                 peak: Callable[[str], float | None], mnist_path: str | None = None,
+                 mnist_path: str | None = None,
                  strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
                  ) -> Measurement:
     """The raw numbers of one timed cell (see :func:`run_cell`)."""
@@ -97,19 +94,20 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
     built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
     # energy only where this process drives every device of the cell
     meter = energy_meter() if device_type == "GPU" and cell.processes == 1 else (lambda: None)
-    joules_before = meter()
+    joules_before, metered_from = meter(), time.perf_counter()
     timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
                       time.perf_counter, built.trainer.agree, ready)
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
-    joules_after = meter()
+    joules_after, metered_s = meter(), time.perf_counter() - metered_from
     iterations = int(built.optimizer.iterations.numpy())
     keras.mixed_precision.set_dtype_policy("float32")
     skip = protocol.warmup_windows
     own = [w[skip:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
     counts = [w[skip:] for w in built.trainer.updates_by_worker]
     return Measurement(
-        window_seconds=tuple(timings.window_seconds), window_steps=timings.window_steps,
+        window_seconds=tuple(timings.window_seconds), window_starts=timings.window_starts,
+        window_steps=timings.window_steps,
         startup_s=built.startup_s, compile_s=timings.compile_s, final_loss=timings.final_loss,
         problems=tuple(problems + integrity.idle_workers(counts)),
         effective_cross_device_ops=effective_cross_device_ops(built.strategy),
@@ -117,8 +115,8 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
         weights_digest=weights_digest(built.model), device_kind=device_type, hosts=hosts,
         worker_seconds=tuple(map(tuple, own)), worker_updates=tuple(map(tuple, counts)),
         updates_run=built.trainer.updates[0], optimizer_iterations=iterations,
-        peak_flops_per_sec=peak(COMPUTE_DTYPE[cell.precision]),
-        joules=None if joules_before is None or joules_after is None else joules_after - joules_before)
+        joules=None if joules_before is None or joules_after is None else joules_after - joules_before,
+        joules_s=metered_s)
 
 
 def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,

@@ -16,12 +16,16 @@ from harness.spec.protocol import Protocol
 
 @dataclass(frozen=True)
 class Timings:
-    """Raw timings of one cell. Seconds throughout; steps are optimizer updates."""
+    """Raw timings of one cell. Seconds throughout; steps are optimizer updates.
+
+    ``window_starts``: each timed window's start on ``clock`` (``time.perf_counter``: the host's
+    monotonic clock, comparable between processes of one host)."""
 
     compile_s: float
     window_steps: int
     window_seconds: tuple[float, ...]
     final_loss: float
+    window_starts: tuple[float, ...] = ()
 
 
 def calibrated_window_steps(step_seconds: float, steps_per_execution: int, protocol: Protocol) -> int:
@@ -49,5 +53,8 @@ def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[lis
     probe_seconds, _ = windows(probe, 2)  # the second window: no set-up cost left in it
     steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol))
 
+    t0 = clock()
     seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
-    return Timings(compile_s, steps, tuple(seconds[protocol.warmup_windows:]), loss)
+    starts = [t0 + sum(seconds[:i]) for i in range(len(seconds))]  # back to back
+    skip = protocol.warmup_windows
+    return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))

@@ -15,6 +15,7 @@ def _cross_device_ops(name: str) -> Any:
 
     registry: dict[str, Callable[[], Any]] = {
         "auto": lambda: None,
+        "none": lambda: None,  # one replica: no reduce to choose
         "nccl": tf.distribute.NcclAllReduce,
         "hierarchical_copy": tf.distribute.HierarchicalCopyAllReduce,
         "reduction_to_one_device": tf.distribute.ReductionToOneDevice,
@@ -54,6 +55,7 @@ def _multi_worker_mirrored(cell: Cell, devices: Sequence[str], timeout_s: float 
 
     implementation = {
         "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+        "none": tf.distribute.experimental.CommunicationImplementation.AUTO,  # one device
         "ring": tf.distribute.experimental.CommunicationImplementation.RING,
         "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
     }[cell.communication]

@@ -14,29 +14,47 @@ from harness.spec.cell import Cell
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _tenant(rates: list[float], status: str = "ok", reason: str = "") -> tuple[dict, list[dict]]:
-    row = {"status": status, "reason": reason,
-           "examples_per_sec": sorted(rates)[len(rates) // 2] if rates else None,
-           "mfu": 0.1, "compile_s": 1.0}
-    return row, [{"cell_id": "c", "worker": 0, "repeat": k, "examples_per_sec": r}
-                 for k, r in enumerate(rates)]
+def _tenant(starts: list[float], seconds: float = 1.0, examples: int = 100, status: str = "ok",
+            reason: str = "", watts: float | None = None) -> tuple[dict, list[dict]]:
+    row = {"status": status, "reason": reason, "examples_per_sec": examples / seconds,
+           "cv_within_process": 0.01, "compile_s": 1.0, "gpu_watts": watts}
+    return row, [{"cell_id": "c", "worker": 0, "repeat": k, "start_s": t, "window_s": seconds,
+                  "examples": examples, "examples_per_sec": examples / seconds}
+                 for k, t in enumerate(starts)]
 
 
-def test_aggregate_is_the_median_of_per_window_sums_and_shares_are_recorded() -> None:
-    a, b = _tenant([100.0, 110, 90]), _tenant([50.0, 60, 40])
+def test_aggregate_counts_only_windows_that_ran_at_the_same_time() -> None:
+    # tenant a times 0..3 at 100/s; b times 2..5 at 50/s (2 s windows): common span 2..3 holds
+    # a's window at 2 but none of b's whole windows -> refused, never summed across time
+    a, b = _tenant([0.0, 1.0, 2.0]), _tenant([2.0, 4.0], seconds=2.0)
+    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    assert row["status"] == "invalid" and "did not time together" in row["reason"]
+    assert row["examples_per_sec"] is None
+
+
+def test_aggregate_sums_tenants_over_their_common_span() -> None:
+    a = _tenant([0.0, 1.0, 2.0, 3.0])                 # 100/s, 0..4
+    b = _tenant([1.0, 2.0, 3.0, 4.0], examples=50)    # 50/s, 1..5
     row, windows = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
-    assert row["examples_per_sec"] == 150.0  # sums 150, 170, 130
+    assert row["examples_per_sec"] == 150.0            # span 1..4: a's windows 1-3, b's 1-3
     assert row["tenant_examples_per_sec_min"] == 50.0 and row["tenant_examples_per_sec_max"] == 100.0
-    assert row["tenant_share_min"] == pytest.approx(50 / 150)
-    assert row["optimizer_updates_per_sec"] == 15.0 and row["mfu"] == pytest.approx(0.2)
-    assert [w["worker"] for w in windows] == [0, 0, 0, 1, 1, 1]
+    assert row["tenant_share_min"] == pytest.approx(50 / 150) and row["straggler_ratio"] == 2.0
+    assert row["optimizer_updates_per_sec"] == 15.0
+    assert [w["worker"] for w in windows] == [0] * 4 + [1] * 4
+
+
+def test_tenants_energy_is_shared_power_over_aggregate_throughput() -> None:
+    a, b = _tenant([0.0, 1.0], watts=300.0), _tenant([0.0, 1.0], watts=310.0)
+    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    assert row["gpu_watts"] == 305.0
+    assert row["energy_j_per_example"] == pytest.approx(305.0 / 200.0)  # not 2x: one GPU's energy
 
 
 def test_a_failed_tenant_fails_the_cell_and_is_named() -> None:
-    a, b = _tenant([100.0, 110]), _tenant([], "invalid", "replica copies differ")
+    a, b = _tenant([0.0, 1.0]), _tenant([], status="invalid", reason="replica copies differ")
     row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row["status"] == "invalid" and row["reason"].startswith("tenant 1 of 2: replica")
-    assert row["examples_per_sec"] is None
+    assert row["examples_per_sec"] is None and row["tenant_examples_per_sec_min"] is None
 
 
 def test_tenants_apply_to_single_process_strategies_and_mark_the_id() -> None:
@@ -53,21 +71,19 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--out", str(out), "--model", "dense",
          "--strategy", "default", "--tenants", "1,2", "--repeats", "3", "--window-s", "0.2",
-         "--warmup-windows", "0"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+         "--warmup-windows", "0", "--processes", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cells, windows = history.load(out)
     shared = cells[cells["tenants"] == 2].iloc[0]
     alone = cells[cells["tenants"] == 1].iloc[0]
     assert shared["status"] == "ok" and alone["status"] == "ok", shared["reason"]
     assert 0 < shared["tenant_examples_per_sec_min"] <= shared["tenant_examples_per_sec_max"]
-    # the slowest tenant's median over the aggregate (the median of per-window sums, which can be
-    # below the sum of the medians: so the share is near, not at most, 1/2)
-    assert shared["tenant_share_min"] == pytest.approx(
-        shared["tenant_examples_per_sec_min"] / shared["examples_per_sec"])
-    assert 0 < shared["tenant_share_min"] < 1
+    assert 0 < shared["tenant_share_min"] <= 0.5  # the slowest of two has at most half
+    assert shared["processes"] == 2 and len(shared["process_examples_per_sec"]) == 2
     assert shared["cotenancy_ratio"] == pytest.approx(
         shared["examples_per_sec"] / alone["examples_per_sec"])
     mine = windows[windows["cell_id"] == shared["cell_id"]]
-    assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 6
+    assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 12  # 2 passes x 2 tenants x 3
+    assert sorted(mine["pass"].unique()) == [0, 1] and mine["start_s"].notna().all()
     assert pd.isna(alone["cotenancy_ratio"]) and alone["tenant_share_min"] == 1.0
     assert " t2 " in proc.stdout  # the summary marks the co-tenant row

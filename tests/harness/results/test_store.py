@@ -24,6 +24,8 @@ def _value(field: pa.Field, i: int):
         return i + len(field.name) / 8  # exactly representable
     if field.type == pa.bool_():
         return i % 2 == 0
+    if field.type == pa.list_(pa.float64()):
+        return [float(i), i + 0.5]
     assert field.type == pa.string(), field
     return f"{field.name}-{i}"
 
@@ -54,6 +56,8 @@ def _assert_dtype(series: pd.Series, field: pa.Field) -> None:
         assert series.dtype == "float64", field.name
     elif field.type == pa.bool_():
         assert series.dtype == pd.BooleanDtype(), field.name
+    elif field.type == pa.list_(pa.float64()):
+        assert all(len(v) == 2 for v in series), field.name
     else:
         assert pd.api.types.is_string_dtype(series), field.name
 
@@ -81,7 +85,8 @@ def test_read_cells_round_trip(written):
     df = df.sort_values("run_id").reset_index(drop=True)
     for field in CELL_SCHEMA:
         _assert_dtype(df[field.name], field)
-        assert df[field.name].tolist() == [r[field.name] for r in rows], field.name
+        got = [list(v) if field.type == pa.list_(pa.float64()) else v for v in df[field.name]]
+        assert got == [r[field.name] for r in rows], field.name
 
 
 def test_read_windows_round_trip(written):

@@ -132,8 +132,23 @@ def test_cell_id_default_strategy_has_no_brackets():
     cell = Cell(model="dense", data="mnist", strategy="default", cross_device_ops="none", batch=256,
                 steps_per_execution=5, precision="mixed_bfloat16")
     assert cell.id == "dense/default/r1w1/b256/acc1/ctl/spe5/mixed_bfloat16/mnist/weak"
-    # the dataclass defaults: mirrored with auto all-reduce
-    assert Cell().id == "cnn/mirrored[auto]/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak"
+    # the dataclass defaults: mirrored on one replica, which makes no all-reduce
+    assert Cell().id == "cnn/mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak"
+    assert Cell(replicas=2).id == "cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak"
+
+
+def test_cells_that_cannot_differ_are_one_cell():
+    """One device makes no reduce: every cross-device op and communication is the same cell."""
+    mirrored = {Cell(cross_device_ops=op).id for op in CROSS_DEVICE_OPS_NAMES}
+    assert mirrored == {"cnn/mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak"}
+    mwms = {Cell(strategy="multi_worker_mirrored", communication=c).id for c in ("auto", "ring", "nccl")}
+    assert len(mwms) == 1 and "[" not in mwms.pop()
+    assert len({Cell(replicas=2, cross_device_ops=op).id for op in CROSS_DEVICE_OPS_NAMES}) == 4
+    assert len({Cell(strategy="multi_worker_mirrored", workers=2, communication=c).id
+                for c in ("auto", "ring")}) == 2
+    sweep = make_sweep("t", "t", strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+                       replicas=(1, 2), scaling=("weak", "strong"))
+    assert len(expand(sweep, CPU2)) == 1 + 4 * 2
 
 
 def test_cell_id_strong_scaling_shows_global_batch():
@@ -177,7 +192,8 @@ def test_expand_default_axes_gives_one_cell():
 
 
 def test_expand_collapses_cross_device_ops_for_non_mirrored():
-    sweep = make_sweep("t", "t", strategy=STRATEGY_NAMES, cross_device_ops=CROSS_DEVICE_OPS_NAMES)
+    sweep = make_sweep("t", "t", strategy=STRATEGY_NAMES, cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+                       replicas=(2,), workers=(2,))
     cells = expand(sweep, CPU2)
     for cell in cells:
         if cell.strategy == "mirrored":
@@ -185,6 +201,7 @@ def test_expand_collapses_cross_device_ops_for_non_mirrored():
         else:
             assert cell.cross_device_ops == "none"
             assert ("[" in cell.id) == (cell.strategy == "multi_worker_mirrored")  # [communication]
+    assert {c.replicas for c in cells if c.strategy == "mirrored"} == {2}
     mirrored = [c for c in cells if c.strategy == "mirrored"]
     assert sorted(c.cross_device_ops for c in mirrored) == sorted(CROSS_DEVICE_OPS_NAMES)
     # 4 mirrored variants + one each of default, one_device, central_storage, multi_worker_mirrored,
@@ -220,9 +237,9 @@ def test_expand_orders_by_topology_one_replica_first():
     # within one topology the product order is kept (model varies slowest)
     ones = [c.id for c in cells if c.replicas == 1]
     assert ones == [
-        "cnn/mirrored[auto]/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "cnn/mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
         "cnn/default/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
-        "dense/mirrored[auto]/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "dense/mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
         "dense/default/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
     ]
     # stable: the same sweep expands to the same list
@@ -415,19 +432,21 @@ def test_default_sweep_coverage():
     assert {c.model for c in cells} == set(MODEL_NAMES)
     assert {c.strategy for c in cells} == set(STRATEGY_NAMES)
     assert {(c.communication, c.workers) for c in cells if c.strategy == "multi_worker_mirrored"} == {
-        ("ring", 1), ("ring", 2)}
-    assert {c.cross_device_ops for c in cells if c.strategy == "mirrored"} == set(CROSS_DEVICE_OPS_NAMES)
+        ("none", 1), ("ring", 2)}  # one worker makes no all-reduce
+    assert {c.cross_device_ops for c in cells if c.strategy == "mirrored" and c.replicas == 2} == set(
+        CROSS_DEVICE_OPS_NAMES)
     assert {c.replicas for c in cells} == {1, 2}
     assert len({c.batch for c in cells}) == 2
     assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
-    # the strategy grid: models x (default + one_device + 2 x central_storage + 2 x 4 mirrored) x batches
+    # the strategy grid: models x (default + one_device + 2 x central_storage + mirrored on one
+    # replica + 4 mirrored ops on two) at batch 64, plus default and mirrored x1, x2 at batch 256
     grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1 and c.workers == 1
             and c.strategy not in ("multi_worker_mirrored", "parameter_server") and c.tenants == 1]
     assert {(c.model, c.strategy) for c in cells if c.tenants == 2} == {("cnn", "default"),
                                                                        ("dense", "default")}
     assert {(c.model, c.workers, c.ps) for c in cells if c.strategy == "parameter_server"} == {
         (m, w, 1) for m in ("cnn", "dense") for w in (1, 2)}
-    assert len(grid) == 2 * (1 + 1 + 2 + 2 * 4) * 2
+    assert len(grid) == 2 * (1 + 1 + 2 + 1 + 4) + 2 * 3
     # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
     # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with
     # steps_per_execution 1 on mirrored x2 adds 2; 2 tenants of default add 1
