@@ -1,8 +1,10 @@
 """One pytest-benchmark test per cell of a sweep (ids = cell ids), measured by the harness itself.
 
-Each cell runs in its own worker process by the harness's protocol; its raw timed windows become the
-benchmark's rounds (seconds per optimizer update), and its full result row is ``extra_info``, so
-``pytest benchmarks/ --benchmark-json=F`` carries everything the parquet row does.
+The selected cells are measured together, once, by the harness's protocol (interleaved passes, each
+cell in fresh worker processes per pass, the run's peak in its own processes); each test then
+reports its cell: the raw timed windows of all its processes become the benchmark's rounds (seconds
+per optimizer update), and its full result row is ``extra_info``, so ``pytest benchmarks/
+--benchmark-json=F`` carries everything the parquet row does.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 from benchmarks.conftest import record_row
 from harness.launch.platform import detect_platform
-from harness.launch.runner import run_sweep
+from harness.launch.runner import RunResult, run_sweep
 from harness.spec.cell import Cell
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import expand
@@ -26,13 +28,22 @@ PLATFORM = detect_platform()
 CELLS = expand(SWEEP, PLATFORM)
 
 
+@pytest.fixture(scope="session")
+def measured(request: pytest.FixtureRequest, results_dir: Path) -> RunResult:
+    """One run of every selected, runnable cell (``-k`` selects cells)."""
+    chosen = [item.callspec.params["cell"] for item in request.session.items
+              if hasattr(item, "callspec") and "cell" in item.callspec.params]
+    runnable = [c for c in chosen if not unsupported_reason(c, PLATFORM)]
+    return run_sweep(runnable, SWEEP.protocol, PLATFORM, results_dir)
+
+
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])
-def test_cell(benchmark: Any, cell: Cell, results_dir: Path) -> None:
+def test_cell(benchmark: Any, cell: Cell, request: pytest.FixtureRequest) -> None:
     reason = unsupported_reason(cell, PLATFORM)
     if reason:
         pytest.skip(f"unsupported: {reason}")
-    result = run_sweep([cell], SWEEP.protocol, PLATFORM, results_dir)
-    row = result.rows[0]
+    result: RunResult = request.getfixturevalue("measured")
+    row = next(r for r in result.rows if r["cell_id"] == cell.id)
     record_row(benchmark, row, result.windows)
     assert row["status"] == "ok", f"{row['status']}: {row['reason']}"
     assert row["examples_per_sec"] > 0

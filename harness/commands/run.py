@@ -141,6 +141,13 @@ def _measure(sel: Selection, out: Path) -> int:
     for r in result.rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     print(f"run {result.run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    unstable = [r["cell_id"] for r in result.rows if r.get("unstable")]
+    if unstable:
+        print(f"unstable: {len(unstable)} cells whose processes still disagreed by a CV above "
+              f"{sel.protocol.unstable_cv:g} after {sel.protocol.max_processes} processes (their "
+              "figures move between re-runs; see cv_between_processes):")
+        for cell_id in unstable:
+            print(f"  {cell_id}")
     if result.time is not None and result.time.processes:
         print(result.time.text())
     for p in result.paths:

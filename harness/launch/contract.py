@@ -101,7 +101,8 @@ WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 FAULT_ENV = "HARNESS_INJECT_FAULT"
 """Test hook, passed to workers: ``kill:<cell_id>`` or ``hang:<cell_id>`` (at the cell's start);
 ``kill@N:`` / ``hang@N:<cell_id>`` (task N of a multi-worker cell, once every task has joined);
-``absent@N:<cell_id>`` (task N is never started)."""
+``absent@N:<cell_id>`` (task N is never started); ``busy@N:<cell_id>`` (task N shares core 0 with a
+busy loop once joined: a straggler)."""
 
 
 def injected_fault() -> str | None:

@@ -177,7 +177,8 @@ class TimeSpent:
 class _Run:
     """The state of one run: its files, every process result per cell, the peak log."""
 
-    def __init__(self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path) -> None:
+    def __init__(self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
+                 peaks: PeakLog | None) -> None:
         now = dt.datetime.now(dt.timezone.utc)
         self.result = RunResult(new_run_id(now), time=TimeSpent())
         self.files = RunFiles(out, now.strftime("%Y-%m-%d"), self.result.run_id)
@@ -187,7 +188,7 @@ class _Run:
         self.planned = plan(cells, platform)
         self.runnable = [c for c, why in self.planned if why is None]
         self.evidence: dict[str, list[ProcessResult]] = {c.id: [] for c in self.runnable}
-        self.peaks = PeakLog(platform, run_dtypes(self.runnable))
+        self.peaks = peaks if peaks is not None else PeakLog(platform, run_dtypes(self.runnable))
         self.facts: dict[str, Any] | None = None
         self._window_files = itertools.count()
 
@@ -233,14 +234,16 @@ class _Run:
 
 def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
               mnist_path: str | None = None, progress: Progress | None = None,
-              launcher: Launcher = run_cell_processes, adaptive: bool = True) -> RunResult:
+              launcher: Launcher = run_cell_processes, adaptive: bool = True,
+              peaks: PeakLog | None = None) -> RunResult:
     """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
     (unsupported ones too) under ``out``.
 
     ``adaptive`` (a local run): a cell whose process failed or was invalid is not run again, and
     cells whose processes disagree get more passes (:func:`needs_another_pass`). Without it (the
-    chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell."""
-    run = _Run(cells, protocol, platform, out)
+    chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
+    ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
+    run = _Run(cells, protocol, platform, out, peaks)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id,
                             mnist_path)
     progress = progress or Progress(len(run.runnable) * protocol.processes)

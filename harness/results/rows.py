@@ -235,20 +235,24 @@ def common_span(windows: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[float, 
 
 
 def _rate_in_span(windows: Sequence[Mapping[str, Any]], start: float, end: float) -> float | None:
-    """Examples/s of one tenant over its windows that lie wholly in [start, end] (None: none do)."""
-    inside = [w for w in windows if w["start_s"] >= start and w["start_s"] + w["window_s"] <= end]
-    if not inside:
-        return None
-    return sum(w["examples"] for w in inside) / sum(w["window_s"] for w in inside)
+    """Examples/s of one tenant over [start, end]: each window counts with the part of it inside
+    the span (its examples spread evenly over its time); None when no window overlaps it."""
+    examples = seconds = 0.0
+    for w in windows:
+        overlap = min(end, w["start_s"] + w["window_s"]) - max(start, w["start_s"])
+        if overlap > 0:
+            examples += w["examples"] * overlap / w["window_s"]
+            seconds += overlap
+    return examples / seconds if seconds > 0 else None
 
 
 def combine(rows: list[dict[str, Any]], windows: list[list[dict[str, Any]]], effective_batch: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One pass of a co-tenant cell: its row and window rows from each tenant's.
 
-    The aggregate counts only what ran at the same time: each tenant's windows that lie wholly in
-    the span where every tenant was timing (:func:`common_span`); a tenant that finished early
-    does not lend the others its devices. GPU energy per example: the tenants' mean power (they
+    The aggregate counts only what ran at the same time: each tenant's examples over the span where
+    every tenant was timing (:func:`common_span`; a window partly inside counts in proportion), so a
+    tenant that finished early does not lend the others its devices. GPU energy per example: the tenants' mean power (they
     meter the same devices) over the aggregate throughput."""
     tagged = [{**w, "worker": i} for i, ws in enumerate(windows) for w in ws]
     bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != "ok"), None)
@@ -259,8 +263,7 @@ def combine(rows: list[dict[str, Any]], windows: list[list[dict[str, Any]]], eff
     rates = [_rate_in_span(ws, start, end) for ws in windows]
     if any(r is None for r in rates):
         return without_figures({**rows[0], "status": "invalid", "reason": (
-            f"co-tenants did not time together: {rates.count(None)} of {len(rows)} tenants have no "
-            "timed window inside the span where all were timing")}), tagged
+            "co-tenants did not time together: no span in which every tenant was timing")}), tagged
     own = [r for r in rates if r is not None]
     aggregate = sum(own)
     watts = [r.get("gpu_watts") for r in rows]

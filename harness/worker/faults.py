@@ -1,11 +1,16 @@
-"""Test-only fault injection (``HARNESS_INJECT_FAULT``): a worker that dies, hangs or freezes on cue."""
+"""Test-only fault injection (``HARNESS_INJECT_FAULT``): a worker that dies, hangs, freezes or
+straggles on cue."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+
+BUSY_LOOP = "import os; os.sched_setaffinity(0, {0}); exec('while True: pass')"
 
 from harness.spec.cell import Cell
 
@@ -15,6 +20,11 @@ def _misbehave(kind: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "stop":  # frozen, every thread included (TensorFlow's gRPC server too)
         os.kill(os.getpid(), signal.SIGSTOP)
+    if kind == "busy":  # a straggler: this process shares core 0 with a busy loop (in its group)
+        os.sched_setaffinity(0, {0})
+        for thread in os.listdir("/proc/self/task"):  # TensorFlow's threads already running too
+            os.sched_setaffinity(int(thread), {0})
+        subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
     if kind == "hang":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like a worker stuck in a collective
         while True:
@@ -24,7 +34,8 @@ def _misbehave(kind: str) -> None:
 def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
     """Test hook: ``KIND:<cell_id>`` misbehaves when the cell starts; ``KIND@N:<cell_id>`` makes
     task N misbehave once it has joined the cluster, ``KIND@N+S:<cell_id>`` S seconds after that.
-    KIND: kill (SIGKILL), hang (ignore SIGTERM, block the main thread), stop (SIGSTOP)."""
+    KIND: kill (SIGKILL), hang (ignore SIGTERM, block the main thread), stop (SIGSTOP), busy (pin
+    the process to core 0 beside a busy loop: a straggler)."""
     if not fault:
         return
     kind, _, target = fault.partition(":")

@@ -96,7 +96,7 @@ def test_list_axis_flags_make_a_custom_sweep():
     ids = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("dense/")]
     assert ids == [
         "dense/default/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
-        "dense/mirrored[hierarchical_copy]/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "dense/mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
         "dense/mirrored[hierarchical_copy]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
         "dense/mirrored[hierarchical_copy]/r3w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
     ]

@@ -15,7 +15,7 @@ from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
-        "--steps-per-execution", "5", "--batch", "32"]
+        "--steps-per-execution", "5", "--batch", "32", "--processes", "2", "--max-processes", "2"]
 
 
 def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -46,15 +46,21 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     windows = pd.read_parquet(out / "windows")
     assert set(CELL_SCHEMA.names) <= set(cells.columns)
     assert set(WINDOW_SCHEMA.names) <= set(windows.columns)
-    assert len(cells) == 13 and cells["run_id"].nunique() == 1
+    assert len(cells) == 11 and cells["run_id"].nunique() == 1
     ok = cells[cells.status == "ok"]
     assert len(ok) == 9, cells[["cell_id", "status", "reason"]].to_string()
     assert set(ok.loop) == {"ctl", "fit"} and set(ok.accum_steps) == {1, 2}
     assert (ok.examples_per_sec > 0).all()
+    assert (ok.processes == 2).all() and (ok.process_examples_per_sec.map(len) == 2).all()
     assert (ok.examples_per_sec_ci_low <= ok.examples_per_sec).all()
     assert (ok.examples_per_sec <= ok.examples_per_sec_ci_high).all()
+    assert ok.cv_between_processes.notna().all() and ok.cv_within_process.notna().all()
     assert ok.fingerprint.nunique() == 1 and ok.tf_version.notna().all()
     assert (ok.mfu > 0).all() and (ok.mfu < 1).all()
+    # one peak per dtype for the whole run: mfu differ exactly by throughput x flops
+    assert ok.peak_flops_per_sec.nunique() == 1 and set(ok.peak_dtype) == {"float32"}
+    per_flop = ok.mfu / (ok.examples_per_sec * ok.flops_per_example)
+    assert per_flop.max() == pytest.approx(per_flop.min(), rel=1e-9)
     # all-reduces are counted: none on one device, one per update on two replicas, whatever k
     assert (ok[ok.replicas == 1].allreduces_per_update == 0).all()
     two_ok = ok[ok.replicas == 2]
@@ -74,11 +80,14 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     unsupported = cells[cells.status == "unsupported"]
     assert set(unsupported.cross_device_ops) == {"nccl"}
     assert unsupported.reason.str.contains("NcclAllReduce").all()
-    # every window of every ok cell is kept, and its figures agree with the row
-    assert len(windows) == ok.repeats.sum()
-    per_cell = windows.groupby("cell_id").examples_per_sec.median()
+    # every window of every process of every ok cell is kept, and its figures agree with the row
+    assert len(windows) == (ok.repeats * ok.processes).sum()
+    assert set(windows["pass"]) == {0, 1}
+    per_process = windows.groupby(["cell_id", "pass"]).examples_per_sec.median()
     for _, r in ok.iterrows():
-        assert per_cell[r.cell_id] == pytest.approx(r.examples_per_sec)
+        assert list(per_process[r.cell_id]) == pytest.approx(list(r.process_examples_per_sec))
+        assert per_process[r.cell_id].median() == pytest.approx(r.examples_per_sec)
+    assert "time:" in proc.stdout and "peak" in proc.stdout
     assert "examples/s" in proc.stdout and "wrote" in proc.stdout
 
 
@@ -123,20 +132,22 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TMPDIR": str(tmp_path)})
     deadline = time.monotonic() + 300
-    while not list((out / "cells").rglob("*.parquet")) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    while not list((out / "windows").rglob("*.parquet")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the first process has reported
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err and "kept" in err
     cells = pd.read_parquet(out / "cells")
     assert 1 <= len(cells) < 3 and (cells.status == "ok").all()
+    assert (cells.processes == 1).all()  # cut short in the first pass: what it measured is kept
     assert worker_processes(str(tmp_path)) == []
 
 
 def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
     """The record is handed on before the launcher has stopped its processes: a Ctrl-C during the
     shutdown that follows loses no measured row (no TensorFlow: a fake launcher)."""
+    from harness.launch.peak import PeakLog
     from harness.launch.runner import run_sweep
     from harness.results.rows import not_measured_row
     from harness.spec.cell import Cell
@@ -151,8 +162,67 @@ def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
                "windows": [], "facts": None}
         raise KeyboardInterrupt  # while the launcher is still stopping its processes
 
-    result = run_sweep(cells, protocol, Platform(), tmp_path / "results", launcher=launcher)
+    result = run_sweep(cells, protocol, Platform(), tmp_path / "results", launcher=launcher,
+                       peaks=PeakLog(Platform(), ()))
     assert result.interrupted and result.not_run == 1
     assert [r["cell_id"] for r in result.rows] == [cells[0].id]
     stored = pd.read_parquet(tmp_path / "results" / "cells")
     assert list(stored["cell_id"]) == [cells[0].id]
+
+
+def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object):  # type: ignore[no-untyped-def]
+    """run_sweep with a launcher that reports, per call of a cell, the next of its figures."""
+    from harness.launch.peak import PeakLog
+    from harness.launch.runner import run_sweep
+    from harness.results.rows import cell_columns
+    from harness.spec.protocol import Platform
+
+    calls: list[str] = []
+
+    def launcher(cell, options, name):  # type: ignore[no-untyped-def]
+        k = sum(1 for c in calls if c == cell.id)
+        calls.append(cell.id)
+        eps = figures[cell.model][k]
+        row = {**cell_columns(cell, protocol), "status": "ok", "reason": "", "examples_per_sec": eps,
+               "cv_within_process": 0.01}
+        yield {"event": "start", "cell_id": cell.id, "facts": None}
+        yield {"event": "record", "row": row, "facts": None, "windows": [
+            {"cell_id": cell.id, "worker": 0, "repeat": 0, "window_s": 1.0, "window_steps": 1,
+             "examples": int(eps), "examples_per_sec": eps}]}
+
+    from harness.spec.cell import Cell
+
+    cells = [Cell(model=m, strategy="default") for m in figures]
+    result = run_sweep(cells, protocol, Platform(), tmp_path / "results", launcher=launcher,
+                       peaks=PeakLog(Platform(), ()))
+    return result, calls
+
+
+def test_passes_interleave_cells_and_unstable_cells_get_more(tmp_path: Path) -> None:
+    from harness.spec.protocol import Protocol
+
+    protocol = Protocol(processes=3, max_processes=5, unstable_cv=0.10)
+    figures = {"cnn": [100.0, 101.0, 99.0], "dense": [100.0, 150.0, 70.0, 100.0, 100.0]}
+    result, calls = _fake_run(tmp_path, figures, protocol)
+    # three interleaved passes over both cells, then two more for the unstable one only
+    assert calls[:6].count(calls[0]) == 3 and len(set(calls[:2])) == 2 and len(set(calls[2:4])) == 2
+    assert calls[6:] == [c for c in calls if "dense" in c][3:]
+    rows = {r["model"]: r for r in result.rows}
+    assert rows["cnn"]["processes"] == 3 and not rows["cnn"]["unstable"]
+    assert rows["dense"]["processes"] == 5 and rows["dense"]["unstable"]  # still cv > 0.10 at the cap
+    assert rows["dense"]["process_examples_per_sec"] == [100.0, 150.0, 70.0, 100.0, 100.0]
+    stored = pd.read_parquet(tmp_path / "results" / "windows")
+    assert sorted(stored[stored.cell_id == rows["dense"]["cell_id"]]["pass"]) == [0, 1, 2, 3, 4]
+
+
+def test_pass_order_differs_between_passes_and_is_reproducible() -> None:
+    from harness.spec.cell import Cell
+    from harness.spec.schedule import fixed_schedule, pass_order
+
+    cells = [Cell(model=m, strategy=s, batch=b) for m in ("cnn", "dense")
+             for s in ("default", "one_device") for b in (32, 64)]
+    assert pass_order(cells, 0) == cells
+    assert sorted(c.id for c in pass_order(cells, 1)) == sorted(c.id for c in cells)
+    assert pass_order(cells, 1) != cells and pass_order(cells, 1) != pass_order(cells, 2)
+    assert pass_order(cells, 1, seed=0) == pass_order(cells, 1, seed=0)
+    assert [k for k, _ in fixed_schedule(cells, 3)] == [0] * 8 + [1] * 8 + [2] * 8

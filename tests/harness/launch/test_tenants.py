@@ -23,20 +23,26 @@ def _tenant(starts: list[float], seconds: float = 1.0, examples: int = 100, stat
                  for k, t in enumerate(starts)]
 
 
-def test_aggregate_counts_only_windows_that_ran_at_the_same_time() -> None:
-    # tenant a times 0..3 at 100/s; b times 2..5 at 50/s (2 s windows): common span 2..3 holds
-    # a's window at 2 but none of b's whole windows -> refused, never summed across time
-    a, b = _tenant([0.0, 1.0, 2.0]), _tenant([2.0, 4.0], seconds=2.0)
+def test_tenants_that_never_timed_together_are_refused() -> None:
+    # tenant a times 0..3, b times 3..5: no common span -> refused, never summed across time
+    a, b = _tenant([0.0, 1.0, 2.0]), _tenant([3.0, 4.0])
     row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row["status"] == "invalid" and "did not time together" in row["reason"]
     assert row["examples_per_sec"] is None
+
+
+def test_a_window_partly_in_the_common_span_counts_in_proportion() -> None:
+    a = _tenant([0.0, 1.0, 2.0])                    # 100/s over 0..3
+    b = _tenant([0.5, 2.5], seconds=2.0, examples=200)  # 100/s over 0.5..4.5; span 0.5..3
+    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    assert row["examples_per_sec"] == pytest.approx(200.0)
 
 
 def test_aggregate_sums_tenants_over_their_common_span() -> None:
     a = _tenant([0.0, 1.0, 2.0, 3.0])                 # 100/s, 0..4
     b = _tenant([1.0, 2.0, 3.0, 4.0], examples=50)    # 50/s, 1..5
     row, windows = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
-    assert row["examples_per_sec"] == 150.0            # span 1..4: a's windows 1-3, b's 1-3
+    assert row["examples_per_sec"] == 150.0            # span 1..4
     assert row["tenant_examples_per_sec_min"] == 50.0 and row["tenant_examples_per_sec_max"] == 100.0
     assert row["tenant_share_min"] == pytest.approx(50 / 150) and row["straggler_ratio"] == 2.0
     assert row["optimizer_updates_per_sec"] == 15.0

@@ -1,0 +1,90 @@
+"""Coverage of the row CI on re-runs: does one run's CI contain what other runs measure?
+
+Runs ``HARNESS_COVERAGE_RUNS`` (default 8) separate ``python -m harness run`` of two cells (cnn and
+dense, default strategy, batch 64) with the default sweep's protocol (3 interleaved processes per
+cell). For each run and cell: does its 95% CI contain the median of the other runs' figures? The
+same question is asked of two other intervals computed from the same windows, to show why the row
+uses the one it does:
+
+- ``row``: the row's CI (log-scale Student t over the process figures, ``stats.figure``);
+- ``hierarchical bootstrap``: processes, then windows inside them, resampled (percentile);
+- ``one process``: the percentile bootstrap of the median of the first process's windows (what a
+  single-process run reported before: [min, max] of its windows).
+
+Target for the row: at least 14 of 16 (8 runs x 2 cells). ``-s`` prints the table;
+``HARNESS_COVERAGE_RESULTS=DIR`` replays runs already measured there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.analysis import metrics, stats
+from harness.results import history
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = int(os.environ.get("HARNESS_COVERAGE_RUNS", "8"))
+CELLS = ["--model", "cnn,dense", "--strategy", "default", "--batch", "64", "--sweep", "default"]
+TARGET = 14 / 16
+
+
+def _measure(out: Path) -> None:
+    for _ in range(RUNS):
+        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--out", str(out), *CELLS],
+                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def intervals(cell_windows: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """The three intervals of one run's cell from its window rows (columns pass, examples_per_sec)."""
+    by_pass = [g.examples_per_sec.to_numpy() for _, g in cell_windows.groupby("pass")]
+    figures = [float(np.median(w)) for w in by_pass]
+    est = stats.figure(figures)
+    return {"row": (est.low, est.high),
+            "hierarchical bootstrap": stats.hierarchical_bootstrap_ci(by_pass, resamples=2000),
+            "one process": metrics.bootstrap_ci(by_pass[0])}
+
+
+def coverage(cells: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """One line per run and cell: its figure, the others' median, and whether each interval
+    contains that median."""
+    ok = cells[cells.status == "ok"]
+    lines = []
+    for cell_id, runs in ok.groupby("cell_id"):
+        for _, r in runs.iterrows():
+            others = float(runs[runs.run_id != r.run_id].examples_per_sec.median())
+            mine = windows[(windows.run_id == r.run_id) & (windows.cell_id == cell_id)
+                           & (windows.worker == 0)]
+            line = {"cell": cell_id.split("/")[0], "run": r.run_id, "figure": r.examples_per_sec,
+                    "others_median": others}
+            for name, (lo, hi) in intervals(mine).items():
+                line[name] = bool(lo <= others <= hi)
+                line[f"{name} width"] = (hi - lo) / r.examples_per_sec
+            lines.append(line)
+    return pd.DataFrame(lines)
+
+
+@pytest.mark.slow
+def test_row_ci_covers_other_runs(tmp_path: Path) -> None:
+    given = os.environ.get("HARNESS_COVERAGE_RESULTS")
+    out = Path(given) if given else tmp_path / "results"
+    if not given:
+        _measure(out)
+    cells, windows = history.load(out)
+    table = coverage(cells, windows)
+    assert len(table) >= 2 * min(RUNS, 2)
+    spread = table.groupby("cell").figure.agg(lambda f: (f.max() - f.min()) / f.median())
+    print()
+    print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
+    print(f"run-to-run spread (range / median): {spread.to_dict()}")
+    for name in ("row", "hierarchical bootstrap", "one process"):
+        print(f"{name}: covers {int(table[name].sum())} of {len(table)}; "
+              f"median width {table[f'{name} width'].median():.1%} of the figure")
+    assert table["row"].mean() >= TARGET
