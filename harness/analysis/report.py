@@ -1,7 +1,9 @@
 """``python -m harness report``: figures (PNG and SVG) and one self-contained HTML file for a run.
 
 The HTML embeds its figures (PNG, base64), so it can be mailed or attached to a CI job as one file.
-It holds the machine fingerprint, how the numbers were measured, the summary table, and every
+It opens with the findings (per model the fastest configuration and those tied with it, then what
+each knob changes, as ratios with CIs or "no measurable difference"), then the machine fingerprint,
+how the numbers were measured, the unstable cells, the summary table, the figures, and every
 unsupported, failed or invalid cell with its reason.
 """
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import plots
+from harness.analysis import findings, plots, stats
 
 MACHINE_COLUMNS = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores",
                    "tf_version", "keras_version", "python_version", "build_info", "fingerprint")
@@ -30,15 +32,40 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     ok["examples/s [95% CI]"] = ok.apply(
         lambda r: f"{r['examples_per_sec']:,.0f} [{r['examples_per_sec_ci_low']:,.0f}.."
                   f"{r['examples_per_sec_ci_high']:,.0f}]", axis=1)
-    ok["cv"] = ok["cv"].map(lambda x: "-" if pd.isna(x) else f"{x:.1%}")
-    ok["efficiency"] = ok["scaling_efficiency"].map(lambda x: "-" if pd.isna(x) else f"{x:.2f}")
+    pct = lambda x: "-" if pd.isna(x) else f"{x:.1%}"  # noqa: E731
+    ok["cv between / within processes"] = ok.apply(
+        lambda r: f"{pct(r['cv_between_processes'])} / {pct(r['cv_within_process'])}"
+                  + (" unstable" if r.get("unstable") is True else ""), axis=1)
+    ok["efficiency [95% CI]"] = ok.apply(_efficiency, axis=1)
     ok["mfu"] = ok["mfu"].map(lambda x: "-" if pd.isna(x) else f"{x:.2%}")
     ok["compile_s"] = ok["compile_s"].map(lambda x: f"{x:.2f}")
     ok["oversubscribed"] = ok["oversubscribed"].map(lambda x: "yes" if x is True else "")
     columns = ["model", "strategy", "per_replica_batch", "global_batch", "accum_steps", "loop",
-               "steps_per_execution", "precision", "examples/s [95% CI]", "cv", "efficiency", "mfu",
-               "compile_s", "oversubscribed"]
+               "steps_per_execution", "precision", "processes", "examples/s [95% CI]",
+               "cv between / within processes", "efficiency [95% CI]", "mfu", "compile_s",
+               "oversubscribed"]
     return ok[columns]
+
+
+def _efficiency(r: pd.Series) -> str:
+    eff, lo, hi = (r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
+                                      "scaling_efficiency_ci_high"))
+    if pd.isna(eff):
+        return "-"
+    if pd.isna(lo) or r["replicas"] * r["workers"] == 1:
+        return f"{eff:.2f}"
+    return f"{eff:.2f} [{lo:.2f}, {hi:.2f}]" + (" ~1" if lo <= 1 <= hi else "")
+
+
+def _unstable(rows: pd.DataFrame) -> str:
+    bad = rows[(rows["status"] == "ok") & (rows["unstable"].fillna(False).astype(bool))]
+    if bad.empty:
+        return "<p>No cell is unstable.</p>"
+    items = "".join(f"<li>{html.escape(r.cell_id)}: cv between processes "
+                    f"{r.cv_between_processes:.1%} over {r.processes} processes</li>"
+                    for r in bad.itertuples())
+    return (f"<p>{len(bad)} cells whose processes still disagreed (cv above the run's threshold) "
+            f"after the most passes allowed; their figures move between re-runs:</p><ul>{items}</ul>")
 
 
 def _not_ok(rows: pd.DataFrame) -> pd.DataFrame:
@@ -53,17 +80,29 @@ def _machines(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _method(rows: pd.DataFrame) -> str:
     p = rows.iloc[0]
+    ok = rows[rows["status"] == "ok"]
+    procs = (f"{int(ok['processes'].min())} to {int(ok['processes'].max())}"
+             if not ok.empty and ok["processes"].notna().all() else "several")
     return (
-        f"Each cell ran in a fresh worker process. The first call (tracing/compilation) is timed "
-        f"as <code>compile_s</code> and excluded; two calibration windows size a window to about "
-        f"{p['window_target_s']:g} s (<code>window_steps</code> optimizer updates inside one "
-        f"<code>tf.function</code> call per steps_per_execution updates, ending with a host sync); "
-        f"then {p['warmup_windows']} untimed and {p['repeats']} timed windows. Throughput is the "
-        f"median over the timed windows of window_steps x effective_batch / seconds, with a 95% "
-        f"percentile-bootstrap CI (10,000 resamples) and the coefficient of variation. Scaling "
-        f"efficiency = throughput / (replicas x workers x the 1-device throughput of the same "
-        f"configuration in the same run). MFU = throughput x analytic FLOPs per example / the "
-        f"measured matmul peak. Every column is documented in results/README.md.")
+        f"Every cell was measured in {procs} independent processes (passes over the run, each pass "
+        f"in a new order, each process a fresh worker), {p['repeats']} timed windows each. Inside a "
+        f"process the first call (tracing/compilation) is timed as <code>compile_s</code> and "
+        f"excluded; two calibration windows size a window to about {p['window_target_s']:g} s "
+        f"(<code>window_steps</code> optimizer updates, ending with a host sync); then "
+        f"{p['warmup_windows']} untimed and {p['repeats']} timed windows. A process's figure is "
+        f"the median of its window throughputs (window_steps x effective_batch / seconds); the "
+        f"row's figure is the median over its processes and its 95% CI a Student-t interval over "
+        f"the process figures on the log scale, so it covers what a re-run of the cell measures "
+        f"(between- and within-process noise), not only the windows of one process. A cell whose "
+        f"processes disagree by a coefficient of variation above the run's threshold got more "
+        f"passes, and is <i>unstable</i> if they still did. Ratios (scaling efficiency = throughput "
+        f"/ (replicas x workers x the 1-device throughput of the same configuration), co-tenancy, "
+        f"the findings above) carry a CI from Welch's t over both rows' process figures; a ratio "
+        f"whose CI reaches 1, or within {stats.MIN_EFFECT:.0%} of 1, is reported as no measurable "
+        f"difference (~1 for efficiency: indistinguishable from perfect scaling). MFU = throughput "
+        f"x analytic FLOPs per example / the run's matmul peak for the cell's dtype and cores "
+        f"(median of its own peak processes before, between and after the passes). Every column "
+        f"and formula is in results/README.md.")
 
 
 def _table(df: pd.DataFrame) -> str:
@@ -98,8 +137,10 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         f"UTC. Cells: {html.escape(json.dumps(counts))}"
         + (" (a cell measured in several of these runs: its newest row)" if rows["run_id"].nunique() > 1
            else "") + ".</p>",
+        "<h2>Findings</h2>", findings.render_html(rows.to_dict("records")),
         "<h2>Machine</h2>", _table(_machines(rows)),
         "<h2>How the numbers were measured</h2>", f"<p>{_method(rows)}</p>", notes,
+        "<h2>Unstable cells</h2>", _unstable(rows),
         "<h2>Summary (ok cells)</h2>", _table(_summary(rows)),
         "<h2>Figures</h2>", *imgs,
         "<h2>Unsupported, failed and invalid cells</h2>",

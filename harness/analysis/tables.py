@@ -134,7 +134,7 @@ def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
     """The rows as a table (see :func:`render_table`), in the order given."""
     extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
     header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", *extra, "examples/s",
-              "95% CI", "cv", "efficiency", "status")
+              "95% CI", "cv b/w", "efficiency", "status")
     lines = [header]
     for r in rows:
         strategy = r["strategy"] + "".join(f"[{r[k]}]" for k in ("cross_device_ops", "communication")
@@ -146,15 +146,35 @@ def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
                     + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else ""))
         lines.append((r["model"], strategy, topology, str(r["per_replica_batch"]),
                       *(str(r.get(a)) for a in extra),
-                      _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci, _num(r.get("cv"), ".1%"),
-                      _num(r.get("scaling_efficiency"), ".2f"), status))
+                      _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci,
+                      _cvs(r), _efficiency(r), status))
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
-FOOTNOTE = ("examples/s: median of {repeats} timed windows of ~{window_s:g} s each (warm-up excluded), "
-            "95% CI by percentile bootstrap; efficiency = throughput / (replicas x 1-replica throughput)"
-            "; repl 'NxW' = replicas x workers ('+Pps': parameter-server tasks; 'tT': T co-tenant "
-            "processes, examples/s their aggregate).")
+def _cvs(r: dict[str, Any]) -> str:
+    """``between/within`` coefficients of variation, ``!`` when the cell is unstable."""
+    if r.get("cv_between_processes") is None and r.get("cv_within_process") is None:
+        return "-"
+    text = f"{_num(r.get('cv_between_processes'), '.1%')}/{_num(r.get('cv_within_process'), '.1%')}"
+    return text + ("!" if r.get("unstable") else "")
+
+
+def _efficiency(r: dict[str, Any]) -> str:
+    """Scaling efficiency, ``~`` marking one whose CI contains 1 (indistinguishable from perfect)."""
+    eff, lo, hi = (r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
+                                      "scaling_efficiency_ci_high"))
+    near_one = lo is not None and hi is not None and lo <= 1 <= hi and r["replicas"] * r["workers"] > 1
+    return _num(eff, ".2f") + ("~" if near_one else "")
+
+
+FOOTNOTE = ("examples/s: median over each cell's processes (up to {max_processes}, at least "
+            "{processes} passes, each in a new order) of each process's median of {repeats} timed "
+            "windows of ~{window_s:g} s (warm-up excluded); 95% CI: Student t over the process "
+            "figures (log scale), it covers a re-run; cv b/w: between/within processes ('!': unstable, "
+            "still above {unstable_cv:g} at the cap); efficiency = throughput / (replicas x workers "
+            "x 1-device throughput) ('~': its CI contains 1); repl 'NxW' = replicas x workers "
+            "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
+            "aggregate).")
 OVERSUBSCRIBED_NOTE = ("* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host "
                        "cores).")
 LOGICAL_NOTE = ("Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "

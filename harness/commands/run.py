@@ -132,7 +132,9 @@ def _measure(sel: Selection, out: Path) -> int:
     print()
     print(summary_table(result.rows))
     print()
-    print(FOOTNOTE.format(repeats=sel.protocol.repeats, window_s=sel.protocol.window_s))
+    pr = sel.protocol
+    print(FOOTNOTE.format(repeats=pr.repeats, window_s=pr.window_s, processes=pr.processes,
+                          max_processes=pr.max_processes, unstable_cv=pr.unstable_cv))
     if any(r.get("logical_devices") for r in result.rows):
         print(LOGICAL_NOTE)
     if any(r.get("oversubscribed") for r in result.rows):

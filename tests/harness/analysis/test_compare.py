@@ -36,7 +36,7 @@ def write_run(results: Path, day: int, seed: int, slowdown: dict[str, float] | N
                "timestamp": f"2026-11-0{day}T00:00:{i:02d}+00:00", "status": "ok", "reason": "",
                "examples_per_sec": float(np.median(rates)),
                "examples_per_sec_ci_low": float(rates.min()),
-               "examples_per_sec_ci_high": float(rates.max()), "cv": 0.02, "compile_s": 1.0,
+               "examples_per_sec_ci_high": float(rates.max()), "cv_within_process": 0.02, "compile_s": 1.0,
                "startup_s": 0.5, "logical_devices": False, "oversubscribed": False,
                "scaling_efficiency": 1.0}
         windows = [{"run_id": run_id, "cell_id": cell.id, "worker": 0, "repeat": k,

@@ -35,10 +35,10 @@ def _row(**kw):
 def test_summary_table_rows():
     rows = [
         _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
-             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv=0.0123,
+             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv_between_processes=0.0123, cv_within_process=0.01,
              scaling_efficiency=1.0),
         _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
-             examples_per_sec_ci_high=18600.0, cv=0.05, scaling_efficiency=0.75),
+             examples_per_sec_ci_high=18600.0, cv_between_processes=0.05, cv_within_process=0.01, scaling_efficiency=0.75),
         _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
              reason="NcclAllReduce has no CPU kernel"),
         _row(replicas=2, batch=32, per_replica_batch=32, status="failed",
@@ -49,8 +49,8 @@ def test_summary_table_rows():
     assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
     assert set(lines[1]) == {"-"}
     ok1, ok2, unsup, failed = lines[2:]
-    assert ok1.split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%", "1.00", "ok"]
-    assert ok2.split() == ["cnn", "mirrored[auto]", "2x1", "64", "18,000", "17,500..18,600", "5.0%",
+    assert ok1.split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%/1.0%", "1.00", "ok"]
+    assert ok2.split() == ["cnn", "mirrored[auto]", "2x1", "64", "18,000", "17,500..18,600", "5.0%/1.0%",
                            "0.75", "ok"]
     assert unsup.split()[:9] == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-",
                                  "unsupported:"]
@@ -62,10 +62,10 @@ def test_summary_table_rows():
 
 
 def test_summary_table_missing_and_nan_numbers():
-    lines = summary_table([_row(examples_per_sec=100.0, cv=float("nan"))]).splitlines()
+    lines = summary_table([_row(examples_per_sec=100.0, cv_between_processes=float("nan"), cv_within_process=0.01)]).splitlines()
     fields = lines[2].split()
     # no CI, cv NaN, no efficiency
-    assert fields[4] == "100" and fields[5] == "-..-" and fields[6] == "-" and fields[7] == "-"
+    assert fields[4] == "100" and fields[5] == "-..-" and fields[6] == "-/1.0%" and fields[7] == "-"
 
 
 def test_summary_table_empty():
@@ -74,17 +74,17 @@ def test_summary_table_empty():
 
 
 def test_footnote_formats():
-    text = FOOTNOTE.format(repeats=5, window_s=0.6)
-    assert "median of 5 timed windows of ~0.6 s" in text
+    text = FOOTNOTE.format(repeats=5, window_s=0.6, processes=3, max_processes=5, unstable_cv=0.1)
+    assert "median of 5 timed windows of ~0.6 s" in text and "3 passes" in text
 
 
 def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
     table = summary_table([
         _row(strategy="multi_worker_mirrored", cross_device_ops="none", communication="ring",
              workers=2, examples_per_sec=9000.0, examples_per_sec_ci_low=8000.0,
-             examples_per_sec_ci_high=9500.0, cv=0.01, oversubscribed=True),
+             examples_per_sec_ci_high=9500.0, cv_between_processes=0.01, cv_within_process=0.01, oversubscribed=True),
         _row(examples_per_sec=7000.0, examples_per_sec_ci_low=6000.0, examples_per_sec_ci_high=8000.0,
-             cv=0.01, oversubscribed=False),
+             cv_between_processes=0.01, cv_within_process=0.01, oversubscribed=False),
     ])
     lines = table.splitlines()
     assert "multi_worker_mirrored[ring]" in lines[2] and "1x2" in lines[2] and "9,000*" in lines[2]
@@ -94,10 +94,10 @@ def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
 def _rows():
     return [
         _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
-             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv=0.0123,
+             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv_between_processes=0.0123, cv_within_process=0.01,
              scaling_efficiency=1.0),
         _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
-             examples_per_sec_ci_high=18600.0, cv=0.05, scaling_efficiency=0.75),
+             examples_per_sec_ci_high=18600.0, cv_between_processes=0.05, cv_within_process=0.01, scaling_efficiency=0.75),
         _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
              reason="NcclAllReduce has no CPU kernel"),
     ]
@@ -128,7 +128,7 @@ def test_terminal_table_same_values(columns):
     lines = ANSI.sub("", text).splitlines()
     assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
     assert set(lines[1]) == {"─"}
-    assert lines[2].split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%",
+    assert lines[2].split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%/1.0%",
                                 "1.00", "ok"]
     assert lines[4].split() == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-",
                                 "unsupported:", "NcclAllReduce", "has", "no", "CPU", "kernel"]
@@ -164,3 +164,14 @@ def test_terminal_table_title_and_indent(columns):
     lines = text.splitlines()
     assert lines[0].strip() == "T" and all(line.startswith("  ") for line in lines)
     assert lines[-1].split() == ["x", "1"]
+
+
+def test_summary_shows_both_cvs_flags_unstable_and_efficiency_near_one():
+    table = summary_table([
+        _row(strategy="mirrored", cross_device_ops="auto", replicas=2, examples_per_sec=9000.0,
+             examples_per_sec_ci_low=8000.0, examples_per_sec_ci_high=9500.0,
+             cv_between_processes=0.15, cv_within_process=0.01, unstable=True,
+             scaling_efficiency=0.95, scaling_efficiency_ci_low=0.8, scaling_efficiency_ci_high=1.1),
+    ])
+    line = table.splitlines()[2]
+    assert "15.0%/1.0%!" in line and "0.95~" in line

@@ -1,0 +1,164 @@
+"""What a run found, as ratios with CIs: per model, the fastest configuration and those tied with
+it, and what each knob changes. Pure (rows in, :class:`Finding` out).
+
+A ratio compares two ok rows of one run that differ in exactly one axis; its CI is Welch's t over
+the two rows' process figures (:func:`harness.analysis.stats.ratio`), and a ratio whose CI reaches 1
+or that is within ``stats.MIN_EFFECT`` of 1 is "no measurable difference", never a ranking.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.analysis import stats
+
+CELL_AXES = ("model", "data", "strategy", "cross_device_ops", "communication", "replicas",
+             "workers", "ps", "tenants", "per_replica_batch", "accum_steps", "loop",
+             "steps_per_execution", "precision", "scaling")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """An axis whose effect is reported: ``reference`` is the value others are compared against
+    (None: the smallest); ``same``: axes that may differ along with it (collapsed options)."""
+
+    axis: str
+    title: str
+    reference: Any = None
+    same: tuple[str, ...] = ()
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("accum_steps", "gradient accumulation"),
+    Knob("cross_device_ops", "cross-device ops", reference="auto"),
+    Knob("replicas", "replicas", same=("cross_device_ops",)),
+    Knob("workers", "workers", same=("communication",)),
+    Knob("loop", "training loop", reference="ctl"),
+    Knob("precision", "precision", reference="float32"),
+    Knob("steps_per_execution", "steps per execution"),
+    Knob("tenants", "co-tenant processes"),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """``changed`` against ``reference`` (two rows equal but for ``axis``): throughput ratio."""
+
+    model: str
+    axis: str
+    reference: str
+    changed: str
+    context: str
+    ratio: stats.Ratio
+
+    @property
+    def verdict(self) -> str:
+        return describe(self.ratio)
+
+
+def describe(r: stats.Ratio) -> str:
+    """``1.32x [1.18, 1.47]`` or ``no measurable difference (0.98x [0.85, 1.12])``."""
+    if r.low != r.low:  # NaN: fewer than two processes on a side
+        return f"{r.value:.2f}x (no CI: fewer than 2 processes)"
+    text = f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]"
+    return text if r.distinguishable() else f"no measurable difference ({text})"
+
+
+def figures(row: Mapping[str, Any]) -> list[float]:
+    """The row's process figures (its single figure for rows from before processes)."""
+    values = row.get("process_examples_per_sec")
+    if values is None or len(values) == 0:
+        return [float(row["examples_per_sec"])]
+    return [float(v) for v in values]
+
+
+def config(row: Mapping[str, Any], skip: Iterable[str] = ("model",)) -> str:
+    """A short text of a row's configuration, without the ``skip`` axes."""
+    parts = [f"{row['strategy']}" + "".join(f"[{row[k]}]" for k in ("cross_device_ops", "communication")
+                                           if row.get(k) not in (None, "none") and k not in skip)]
+    names = {"replicas": "r", "workers": "w", "per_replica_batch": "b", "accum_steps": "acc",
+             "steps_per_execution": "spe", "tenants": "t"}
+    for axis, short in names.items():
+        if axis not in skip and row.get(axis) is not None:
+            parts.append(f"{short}{row[axis]}")
+    parts += [str(row[a]) for a in ("loop", "precision") if a not in skip and row.get(a) is not None]
+    return " ".join(parts)
+
+
+def _ok(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r.get("status") == "ok" and r.get("examples_per_sec")]
+
+
+def fastest(rows: Sequence[Mapping[str, Any]], model: str
+            ) -> tuple[Mapping[str, Any], list[tuple[Mapping[str, Any], stats.Ratio]]] | None:
+    """The model's fastest ok row and every other row tied with it (ratio to it not
+    distinguishable), with that ratio; None without ok rows."""
+    mine = [r for r in _ok(rows) if r["model"] == model]
+    if not mine:
+        return None
+    best = max(mine, key=lambda r: r["examples_per_sec"])
+    tied = [(r, stats.ratio(figures(r), figures(best))) for r in mine if r is not best]
+    return best, [(r, q) for r, q in tied if not q.distinguishable()]
+
+
+def _key(row: Mapping[str, Any], knob: Knob) -> tuple[Any, ...]:
+    return tuple(row.get(a) for a in CELL_AXES if a != knob.axis and a not in knob.same)
+
+
+def effects(rows: Sequence[Mapping[str, Any]], knob: Knob) -> list[Finding]:
+    """Every pair of ok rows equal but for ``knob.axis``: the other value against the reference."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in _ok(rows):
+        groups.setdefault(_key(r, knob), []).append(r)
+    found = []
+    for members in groups.values():
+        values = {r.get(knob.axis) for r in members}
+        if len(values) < 2:
+            continue
+        ref_value = knob.reference if knob.reference in values else min(values, key=_order)
+        ref = next(r for r in members if r.get(knob.axis) == ref_value)
+        for r in members:
+            if r is not ref:
+                found.append(Finding(r["model"], knob.axis, str(ref_value), str(r.get(knob.axis)),
+                                     config(ref, ("model", knob.axis, *knob.same)),
+                                     stats.ratio(figures(r), figures(ref))))
+    return sorted(found, key=lambda f: (f.model, f.context, f.changed))
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+
+
+def all_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Finding]]:
+    """:func:`effects` of every knob in :data:`KNOBS` that the rows vary (title -> findings)."""
+    out = {}
+    for knob in KNOBS:
+        found = effects(rows, knob)
+        if found:
+            out[knob.title] = found
+    return out
+
+
+def render_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The report's opening section: per model the fastest and the tied, then each knob's effects."""
+    esc = html.escape
+    parts = []
+    for model in sorted({r["model"] for r in _ok(rows)}):
+        top = fastest(rows, model)
+        if top is None:
+            continue
+        best, tied = top
+        parts.append(f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
+                     f"{best['examples_per_sec']:,.0f} examples/s; "
+                     + (f"tied with it (no measurable difference): "
+                        + "; ".join(f"{esc(config(r))} ({q.value:.2f}x [{q.low:.2f}, {q.high:.2f}])"
+                                    for r, q in tied) if tied else "no other configuration is tied with it")
+                     + ".</p>")
+    for title, found in all_effects(rows).items():
+        items = "".join(f"<li>{esc(f.model)}, {esc(f.context)}: {esc(f.axis)} {esc(f.changed)} against "
+                        f"{esc(f.reference)}: {esc(f.verdict)}</li>" for f in found)
+        parts.append(f"<h3>{esc(title)}</h3><ul>{items}</ul>")
+    return "\n".join(parts) or "<p>No ok rows to compare.</p>"
