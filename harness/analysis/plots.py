@@ -7,7 +7,7 @@ excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,15 @@ def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str 
     ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
 
 
+def distinct_colors(names: Sequence[str]) -> dict[str, Any]:
+    """One colour per name, none repeated: tab10 up to 10 names, tab20 up to 20, else husl."""
+    import seaborn as sns
+
+    n = len(names)
+    palette = "tab10" if n <= 10 else "tab20" if n <= 20 else "husl"
+    return dict(zip(names, sns.color_palette(palette, n)))
+
+
 def _device_note(rows: pd.DataFrame) -> str:
     if rows.get("logical_devices") is not None and rows["logical_devices"].fillna(False).any():
         return " (CPU: replicas are logical devices sharing one CPU)"
@@ -95,17 +104,16 @@ def _facet_models(rows: pd.DataFrame, draw: Callable[[Any, pd.DataFrame], None],
 
 
 def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
-    """Median examples/s against the global batch, one line per strategy/topology: 95% CI as
-    whiskers (and a band where a line has several batches). Only cells without accumulation, in the
-    ctl loop, float32 (the comparable core)."""
-    import seaborn as sns
-
+    """Median examples/s against the global batch, one line per strategy/topology measured at
+    several batches: 95% CI as whiskers and a band. Only cells without accumulation, in the ctl
+    loop, float32 (the comparable core); single-batch series are left to the summary table, so a
+    panel holds few lines, each its own colour."""
     ok = _ok(rows)
     ok = ok[(ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["precision"] == "float32")]
+    ok = ok[ok.groupby(["model", "series"])["global_batch"].transform("nunique") > 1]
     if ok.empty:
         return []
-    names = sorted(ok["series"].unique())
-    colors = dict(zip(names, sns.color_palette("tab10", len(names))))
+    colors = distinct_colors(sorted(ok["series"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for series, s in part.sort_values("global_batch").groupby("series"):
@@ -163,8 +171,7 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
     if ok.empty:
         return []
-    names = sorted(ok["config"].unique())
-    colors = dict(zip(names, sns.color_palette("tab10", len(names))))
+    colors = distinct_colors(sorted(ok["config"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for config, s in part.sort_values("accum_steps").groupby("config"):

@@ -1,0 +1,58 @@
+"""Figures a reader cannot misread: no colour repeated within a figure, CI whiskers from the rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+
+from harness.analysis import plots  # noqa: E402
+
+
+def _rows(n_series: int) -> pd.DataFrame:
+    rows = []
+    for k in range(n_series):
+        for batch in (64, 256):
+            eps = 1000.0 * (k + 1) * batch / 64
+            rows.append({"model": "cnn", "strategy": "mirrored", "cross_device_ops": "auto",
+                         "communication": "none", "replicas": k + 1, "workers": 1, "ps": 0,
+                         "tenants": 1, "per_replica_batch": batch, "global_batch": batch * (k + 1),
+                         "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10,
+                         "precision": "float32", "scaling": "weak", "status": "ok",
+                         "examples_per_sec": eps, "examples_per_sec_ci_low": 0.9 * eps,
+                         "examples_per_sec_ci_high": 1.1 * eps, "logical_devices": False,
+                         "oversubscribed": False, "cell_id": f"c{k}-{batch}"})
+    return pd.DataFrame(rows)
+
+
+def test_distinct_colors_never_repeat():
+    for n in (3, 10, 14, 25):
+        colors = list(plots.distinct_colors([str(i) for i in range(n)]).values())
+        assert len({tuple(round(c, 6) for c in color) for color in colors}) == n
+
+
+def test_throughput_vs_batch_gives_every_series_its_own_colour(tmp_path: Path):
+    import matplotlib.pyplot as plt
+
+    captured = []
+    real_save = plots._save
+
+    def keep(fig, out, name):  # type: ignore[no-untyped-def]
+        captured.append(fig)
+        return real_save(fig, out, name)
+
+    plots._save = keep
+    try:
+        assert plots.throughput_vs_batch(_rows(14), tmp_path)
+    finally:
+        plots._save = real_save
+    (fig,) = captured
+    for ax in fig.axes:
+        handles, _ = ax.get_legend_handles_labels()
+        colours = [matplotlib.colors.to_hex(h.lines[0].get_color()) for h in handles]
+        assert len(colours) == len(set(colours)) == 14
+    plt.close("all")
