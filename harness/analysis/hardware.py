@@ -3,8 +3,11 @@
 Machines are fingerprints (see ``fingerprint`` in results/README.md). For each, the newest run on it
 is used unless ``--runs`` names runs. The comparison is refused, saying what differs, unless every
 machine ran the same suite version, TensorFlow and Keras. For every cell measured ok on the reference
-machine and another: the ratio of median throughputs with a 95% bootstrap CI from the window
-throughputs. With a price table, examples per dollar:
+machine and another: the ratio of throughputs with a 95% CI from Welch's t over independent
+measurements (:func:`harness.analysis.stats.ratio`): each run's figure where both machines have
+several runs of the cell, else the process figures of the newest run (column ``over``: runs or
+processes), never pooled windows; a ratio whose CI reaches 1 or within 5% of it is "no measurable
+difference". With a price table, examples per dollar:
 
 - ``price_per_device_hour`` (renting): examples/s x 3600 / (price x device_count);
 - ``purchase_price`` (buying, per device): examples/s per 1,000 of currency = 1000 x examples/s /
@@ -25,7 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import gate
+from harness.analysis import stats
+from harness.analysis.findings import describe, figures
 from harness.analysis.tables import render_table
 from harness.errors import HarnessError
 from harness.results import history
@@ -79,7 +83,7 @@ def software_differences(rows: pd.DataFrame) -> list[str]:
     return out
 
 
-def compare_machines(cells: pd.DataFrame, windows: pd.DataFrame, run_ids: list[str],
+def compare_machines(cells: pd.DataFrame, run_ids: list[str],
                      prices: dict[str, Price] | None = None) -> pd.DataFrame:
     """One row per (cell, machine): throughput, ratio to the reference machine (the first
     fingerprint by device name) with its 95% CI, and examples per dollar / joule where known."""
@@ -97,12 +101,12 @@ def compare_machines(cells: pd.DataFrame, windows: pd.DataFrame, run_ids: list[s
     out = []
     for (cell_id, fp), g in ok.groupby(["cell_id", "fingerprint"]):
         row = g.iloc[-1]
-        rates = history.window_rates(windows, list(g["run_id"]), cell_id) or list(g["examples_per_sec"])
         ref = ok[(ok["cell_id"] == cell_id) & (ok["fingerprint"] == reference)]
         ratio = lo = hi = None
+        over = verdict = ""
         if not ref.empty and fp != reference:
-            base = history.window_rates(windows, list(ref["run_id"]), cell_id) or list(ref["examples_per_sec"])
-            ratio, lo, hi = gate.ratio_ci(rates, base, 0.95)
+            r, over = evidence_ratio(g, ref)
+            ratio, lo, hi, verdict = r.value, r.low, r.high, describe(r)
         price = prices.get(str(row["device_name"])) or prices.get(fp) or Price()
         devices = int(row["device_count"]) if pd.notna(row["device_count"]) else 1
         eps = float(row["examples_per_sec"])
@@ -110,7 +114,7 @@ def compare_machines(cells: pd.DataFrame, windows: pd.DataFrame, run_ids: list[s
         out.append({
             "cell_id": cell_id, "machine": f"{row['device_name']} x{devices}", "fingerprint": fp,
             "examples_per_sec": eps, "ratio_to_reference": ratio, "ratio_ci_low": lo,
-            "ratio_ci_high": hi,
+            "ratio_ci_high": hi, "over": over, "verdict": verdict,
             "examples_per_dollar": (eps * 3600 / (price.price_per_device_hour * devices)
                                     if price.price_per_device_hour else None),
             "examples_per_sec_per_1000_purchase": (1000 * eps / (price.purchase_price * devices)
@@ -123,16 +127,24 @@ def compare_machines(cells: pd.DataFrame, windows: pd.DataFrame, run_ids: list[s
     return pd.DataFrame(out).sort_values(["cell_id", "machine"]).reset_index(drop=True)
 
 
+def evidence_ratio(candidate: pd.DataFrame, reference: pd.DataFrame) -> tuple[stats.Ratio, str]:
+    """Candidate / reference throughput of one cell and what its CI is over: the run figures when
+    both machines ran it at least twice, else the newest runs' process figures."""
+    if len(candidate) >= 2 and len(reference) >= 2:
+        return stats.ratio(list(candidate["examples_per_sec"]), list(reference["examples_per_sec"])), "runs"
+    return stats.ratio(figures(candidate.iloc[-1]), figures(reference.iloc[-1])), "processes"
+
+
 def text_table(table: pd.DataFrame) -> str:
     def fmt(x: object, spec: str) -> str:
         return "-" if x is None or (isinstance(x, float) and pd.isna(x)) else format(x, spec)
 
-    lines = [("cell", "machine", "examples/s", "vs reference [95% CI]", "examples/$",
+    lines = [("cell", "machine", "examples/s", "vs reference [95% CI]", "over", "examples/$",
               "ex/s per 1000 purchase", "examples/J")]
     for r in table.itertuples():
         ci = ("reference" if r.ratio_to_reference is None or pd.isna(r.ratio_to_reference) else
-              f"{r.ratio_to_reference:.2f}x [{r.ratio_ci_low:.2f}..{r.ratio_ci_high:.2f}]")
-        lines.append((r.cell_id, r.machine, fmt(r.examples_per_sec, ",.0f"), ci,
+              r.verdict)
+        lines.append((r.cell_id, r.machine, fmt(r.examples_per_sec, ",.0f"), ci, r.over or "-",
                       fmt(r.examples_per_dollar, ",.0f"),
                       fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
                       fmt(r.examples_per_joule, ",.1f")))

@@ -31,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
     )
     from harness.results import history
 
-    cells, windows = history.load(args.results)
+    cells, _ = history.load(args.results)
     all_runs = history.runs(cells)
     run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs)] if args.runs
                else latest_runs_per_machine(cells))
     prices = read_prices(Path(args.prices)) if args.prices else None
-    table = compare_machines(cells, windows, run_ids, prices)
+    table = compare_machines(cells, run_ids, prices)
     print(text_table(table))
     print("\nratio: median throughput / the reference machine's, 95% bootstrap CI of window "
           "throughputs; examples/$ = examples/s x 3600 / (price per device-hour x devices).")

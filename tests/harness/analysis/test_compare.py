@@ -37,6 +37,7 @@ def write_run(results: Path, day: int, seed: int, slowdown: dict[str, float] | N
                "examples_per_sec": float(np.median(rates)),
                "examples_per_sec_ci_low": float(rates.min()),
                "examples_per_sec_ci_high": float(rates.max()), "cv_within_process": 0.02, "compile_s": 1.0,
+               "process_examples_per_sec": [float(level * (1 + noise * z)) for z in rng.standard_normal(3)],
                "startup_s": 0.5, "logical_devices": False, "oversubscribed": False,
                "scaling_efficiency": 1.0}
         windows = [{"run_id": run_id, "cell_id": cell.id, "worker": 0, "repeat": k,
@@ -249,7 +250,22 @@ def test_compare_hardware_ratios_and_cost(tmp_path: Path) -> None:
     ratio = fast.examples_per_dollar.to_numpy() / slow.examples_per_dollar.to_numpy()
     assert np.allclose(ratio, fast.examples_per_sec.to_numpy() / slow.examples_per_sec.to_numpy() / 4)
     assert slow.examples_per_sec_per_1000_purchase.isna().all()
+    assert (slow.over == "processes").all()  # one run per machine: over its processes
+    assert slow.verdict.str.match(r"0\.\d\dx \[").all()  # clearly slower, not "no measurable"
     assert list((tmp_path / "fig").glob("hardware_scaling.png"))
+
+
+def test_compare_hardware_over_runs_when_each_machine_has_several() -> None:
+    from harness.analysis.hardware import evidence_ratio
+
+    a = pd.DataFrame({"examples_per_sec": [100.0, 104.0, 96.0],
+                      "process_examples_per_sec": [[100.0, 101.0]] * 3})
+    b = pd.DataFrame({"examples_per_sec": [200.0, 190.0, 210.0],
+                      "process_examples_per_sec": [[200.0, 201.0]] * 3})
+    r, over = evidence_ratio(b, a)
+    assert over == "runs" and r.value == 2.0 and r.low < 2.0 < r.high
+    r, over = evidence_ratio(b.iloc[:1], a)
+    assert over == "processes" and r.value == pytest.approx(200.5 / 100.5)
 
 
 def test_compare_hardware_refuses_unlike_software(tmp_path: Path) -> None:
