@@ -36,11 +36,15 @@ class ReductionCounter:
     (micro-batch phase counts k times, since its traced body runs k times). ``updates_traced`` counts
     traced update bodies, so retracing does not inflate the result; MirroredStrategy traces the
     replica function once per local replica but merges (and reduces) once, hence ``local_replicas``.
+    The custom loop also reduces the last update's loss once per call of steps_per_execution
+    updates (phase ``loss``, per ``calls_traced``).
     """
 
     phase: str = "other"
-    calls: dict[str, int] = field(default_factory=lambda: {"micro": 0, "apply": 0, "other": 0})
+    calls: dict[str, int] = field(default_factory=lambda: {"micro": 0, "apply": 0, "loss": 0,
+                                                           "other": 0})
     updates_traced: int = 0
+    calls_traced: int = 0
     local_replicas: int = 1
     _depth: int = 0
 
@@ -69,12 +73,15 @@ class ReductionCounter:
                 self._depth -= 1
         return counted
 
-    def per_update(self, accum_steps: int) -> float | None:
-        """Cross-replica reductions per optimizer update; None before any update was traced."""
+    def per_update(self, accum_steps: int, steps_per_execution: int = 1) -> float | None:
+        """Cross-replica reductions per optimizer update: the gradients' (micro-batch phase x
+        accum_steps + apply phase) plus the loss's, one per call of ``steps_per_execution``
+        updates; None before any update was traced."""
         if not self.updates_traced:
             return None
         updates = self.updates_traced / self.local_replicas
-        return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates
+        loss = self.calls["loss"] / self.calls_traced / steps_per_execution if self.calls_traced else 0.0
+        return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates + loss
 
 
 def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
@@ -211,7 +218,8 @@ def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: i
     return common, loss
 
 
-def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int) -> Callable[[Any], Any]:
+def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int,
+               counter: ReductionCounter) -> Callable[[Any], Any]:
     """One training-function call: steps_per_execution updates in an in-graph loop; returns the
     last update's loss (summed over replicas)."""
     import tensorflow as tf
@@ -221,7 +229,12 @@ def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int) -> Ca
             for _ in tf.range(spe - 1):
                 strategy.run(update, args=next(iterator))
         last = strategy.run(update, args=next(iterator))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
+        counter.calls_traced += 1
+        counter.phase = "loss"
+        try:
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
+        finally:
+            counter.phase = "other"
 
     return execution
 
@@ -240,7 +253,7 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
     counter = ReductionCounter().attach(strategy)
     update = make_update(strategy, model, optimizer, cell, counter)
     spe = cell.steps_per_execution
-    execution = tf.function(_execution(strategy, update, spe), jit_compile=False)
+    execution = tf.function(_execution(strategy, update, spe, counter), jit_compile=False)
     iterator = iter(distribute(strategy, input_fn(cell.effective_batch), cell))
     updates = [0]
 
@@ -283,7 +296,7 @@ def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Calla
     update = make_update(strategy, model, optimizer, cell, counter)
     spe = cell.steps_per_execution
     per_replica = cell.per_replica_batch * cell.accum_steps
-    body = _execution(strategy, update, spe)
+    body = _execution(strategy, update, spe, counter)
 
     @tf.function(jit_compile=False)
     def execution(iterator: Any) -> Any:

@@ -1,0 +1,32 @@
+"""The reduction count per update (no TensorFlow: the counter's arithmetic on traced calls)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.worker.build.loops import ReductionCounter
+
+
+def _counter(micro: int, apply: int, loss: int, updates_traced: int, calls_traced: int,
+             local_replicas: int = 2) -> ReductionCounter:
+    c = ReductionCounter(updates_traced=updates_traced, calls_traced=calls_traced,
+                         local_replicas=local_replicas)
+    c.calls.update(micro=micro, apply=apply, loss=loss)
+    return c
+
+
+def test_gradients_once_per_update_and_the_loss_once_per_call():
+    # mirrored on 2 replicas, spe 5: one trace of the update (per replica), one of the call
+    c = _counter(micro=0, apply=1, loss=1, updates_traced=2, calls_traced=1)
+    assert c.per_update(accum_steps=1, steps_per_execution=5) == pytest.approx(1.2)
+    assert c.per_update(accum_steps=1, steps_per_execution=1) == pytest.approx(2.0)
+
+
+def test_accumulation_reduces_once_per_update_not_per_micro_batch():
+    c = _counter(micro=0, apply=1, loss=1, updates_traced=2, calls_traced=1)
+    assert c.per_update(accum_steps=4, steps_per_execution=10) == pytest.approx(1.1)
+
+
+def test_fit_makes_no_loss_reduce_of_its_own_and_untraced_is_none():
+    assert _counter(0, 1, 0, 2, 0).per_update(1, 1) == 1.0
+    assert ReductionCounter().per_update(1, 1) is None
