@@ -153,7 +153,7 @@ def render_html(rows: Sequence[Mapping[str, Any]]) -> str:
         best, tied = top
         parts.append(f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
                      f"{best['examples_per_sec']:,.0f} examples/s; "
-                     + (f"tied with it (no measurable difference): "
+                     + ("tied with it (no measurable difference): "
                         + "; ".join(f"{esc(config(r))} ({q.value:.2f}x [{q.low:.2f}, {q.high:.2f}])"
                                     for r, q in tied) if tied else "no other configuration is tied with it")
                      + ".</p>")

@@ -161,7 +161,6 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
 def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
     """Median examples/s (95% CI whiskers) against accumulation steps, one line per strategy,
     topology, loop and steps_per_execution; the y axis starts at 0."""
-    import seaborn as sns
 
     ok = _ok(rows)
     if ok.empty or ok["accum_steps"].nunique() < 2:
@@ -188,7 +187,7 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
     """MirroredStrategy's cross-device ops side by side, per replica count, with CI whiskers."""
-    plt = _pyplot()
+    _pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     ok = ok[(ok["strategy"] == "mirrored") & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
     if ok.empty or ok["cross_device_ops"].nunique() < 2:
@@ -215,7 +214,7 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     """compile_s (first call: tracing + first steps) and startup_s per strategy, as bars."""
-    plt = _pyplot()
+    _pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     ok = ok[ok["compile_s"].notna()]
     if ok.empty:

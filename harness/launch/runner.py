@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.analysis import stats
 from harness.analysis.verdicts import Outcome
 from harness.launch.contract import Event, WorkerOptions
 from harness.launch.local_cluster import run_cluster
@@ -33,7 +34,6 @@ from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
-from harness.analysis import stats
 from harness.results.rows import (
     Peak,
     ProcessResult,

@@ -20,7 +20,6 @@ from harness.spec.strategies import (
     strategies_where,
 )
 
-
 REPLICAS_TO_MAX = "1..max"
 """Replica-axis token meaning every count from 1 to :attr:`Platform.max_replicas`."""
 

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 
-
 Rule = Callable[[Cell, Platform], "str | None"]
 
 

@@ -27,6 +27,7 @@ from harness.worker.build.strategies import effective_cross_device_ops, make_str
 from harness.worker.energy import energy_meter
 from harness.worker.timing import measure
 
+
 def weights_digest(model: Any) -> str:
     h = hashlib.sha256()
     for w in model.weights:

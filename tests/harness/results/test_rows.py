@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from harness.launch.runner import plan
 from harness.analysis import stats
+from harness.launch.runner import plan
 from harness.results.rows import (
     FIGURE_COLUMNS,
     Measurement,
@@ -95,7 +95,6 @@ def test_find_baseline_needs_ok_one_device_row_of_same_configuration():
     r2 = row(eps=150.0, replicas=2, batch=64)
     failed = row(status="failed", replicas=1, batch=64)
     unsupported = row(status="unsupported", replicas=1, batch=64)
-    other_ops = row(eps=100.0, cross_device_ops="reduction_to_one_device", replicas=1, batch=64)
     other_precision = row(eps=100.0, precision="mixed_bfloat16", replicas=1, batch=64)
     other_spe = row(eps=100.0, steps_per_execution=5, replicas=1, batch=64)
     two_device = row(eps=150.0, replicas=2, batch=64)
