@@ -24,7 +24,7 @@ from harness.worker.build.data import make_dataset
 from harness.worker.build.loops import LOOPS, Trainer
 from harness.worker.build.models import MODELS
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
-from harness.worker.energy import energy_meter
+from harness.worker.energy import cell_energy_meter
 from harness.worker.timing import measure
 
 
@@ -94,7 +94,8 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
 
     built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
     # energy only where this process drives every device of the cell
-    meter = energy_meter() if device_type == "GPU" and cell.processes == 1 else (lambda: None)
+    meter = (cell_energy_meter(devices[: cell.replicas]) if device_type == "GPU" and cell.processes == 1
+             else (lambda: None))
     joules_before, metered_from = meter(), time.perf_counter()
     timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
                       time.perf_counter, built.trainer.agree, ready)
