@@ -37,12 +37,14 @@ class ReductionCounter:
     traced update bodies, so retracing does not inflate the result; MirroredStrategy traces the
     replica function once per local replica but merges (and reduces) once, hence ``local_replicas``.
     The custom loop also reduces the last update's loss once per call of steps_per_execution
-    updates (phase ``loss``, per ``calls_traced``).
+    updates (``calls["loss"]``, per ``calls_traced``): counted where it is made, since
+    MirroredStrategy reduces a value bound for the host through a ReductionToOneDevice of its own,
+    not through the strategy's cross-device ops (the wrapper sees it as phase ``counted``).
     """
 
     phase: str = "other"
     calls: dict[str, int] = field(default_factory=lambda: {"micro": 0, "apply": 0, "loss": 0,
-                                                           "other": 0})
+                                                           "other": 0, "counted": 0})
     updates_traced: int = 0
     calls_traced: int = 0
     local_replicas: int = 1
@@ -230,7 +232,8 @@ def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int,
                 strategy.run(update, args=next(iterator))
         last = strategy.run(update, args=next(iterator))
         counter.calls_traced += 1
-        counter.phase = "loss"
+        counter.calls["loss"] += int(strategy.num_replicas_in_sync > 1)
+        counter.phase = "counted"
         try:
             return strategy.reduce(tf.distribute.ReduceOp.SUM, last, axis=None)
         finally:

@@ -193,7 +193,8 @@ def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
     benchmarks = []
     for row in latest.to_dict("records"):
         mine = windows[(windows.run_id == row["run_id"]) & (windows.cell_id == row["cell_id"])]
-        info = {k: (None if pd.isna(v) else v) for k, v in row.items() if k != "run_id"}
+        info = {k: (list(v) if isinstance(v, np.ndarray) else None if pd.isna(v) else v)
+                for k, v in row.items() if k != "run_id"}
         info["examples_per_sec"] *= 0.8  # this build is 20% slower
         info["harness_windows"] = [{**w, "examples_per_sec": w["examples_per_sec"] * 0.8}
                                    for w in mine.drop(columns=["run_id", "cell_id"]).to_dict("records")]

@@ -41,7 +41,8 @@ def worker_processes(marker: str) -> list[str]:
 
 def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    proc = harness("run", "--sweep", "smoke", "--out", str(out))
+    proc = harness("run", "--sweep", "smoke", "--out", str(out), "--processes", "1")
+    # (one pass keeps the test short; two passes end to end: the co-tenant test)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = pd.read_parquet(out / "cells")
     windows = pd.read_parquet(out / "windows")
@@ -52,10 +53,9 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert len(ok) == 9, cells[["cell_id", "status", "reason"]].to_string()
     assert set(ok.loop) == {"ctl", "fit"} and set(ok.accum_steps) == {1, 2}
     assert (ok.examples_per_sec > 0).all()
-    assert (ok.processes == 2).all() and (ok.process_examples_per_sec.map(len) == 2).all()
-    assert (ok.examples_per_sec_ci_low <= ok.examples_per_sec).all()
-    assert (ok.examples_per_sec <= ok.examples_per_sec_ci_high).all()
-    assert ok.cv_between_processes.notna().all() and ok.cv_within_process.notna().all()
+    assert (ok.processes == 1).all() and (ok.process_examples_per_sec.map(len) == 1).all()
+    assert ok.examples_per_sec_ci_low.isna().all()  # one process: no CI (it would cover nothing)
+    assert ok.cv_between_processes.isna().all() and ok.cv_within_process.notna().all()
     assert ok.fingerprint.nunique() == 1 and ok.tf_version.notna().all()
     assert (ok.mfu > 0).all() and (ok.mfu < 1).all()
     # one peak per dtype for the whole run: mfu differ exactly by throughput x flops
@@ -85,7 +85,7 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert unsupported.reason.str.contains("NcclAllReduce").all()
     # every window of every process of every ok cell is kept, and its figures agree with the row
     assert len(windows) == (ok.repeats * ok.processes).sum()
-    assert set(windows["pass"]) == {0, 1}
+    assert set(windows["pass"]) == {0}
     per_process = windows.groupby(["cell_id", "pass"]).examples_per_sec.median()
     for _, r in ok.iterrows():
         assert list(per_process[r.cell_id]) == pytest.approx(list(r.process_examples_per_sec))

@@ -86,6 +86,10 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     assert 0 < shared["tenant_examples_per_sec_min"] <= shared["tenant_examples_per_sec_max"]
     assert 0 < shared["tenant_share_min"] <= 0.5  # the slowest of two has at most half
     assert shared["processes"] == 2 and len(shared["process_examples_per_sec"]) == 2
+    for r in (shared, alone):  # two processes: a (wide) CI around the median of their figures
+        assert r["examples_per_sec_ci_low"] <= r["examples_per_sec"] <= r["examples_per_sec_ci_high"]
+        assert r["cv_between_processes"] >= 0 and r["min_processes"] == 2
+    assert shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"] <= shared["cotenancy_ratio_ci_high"]
     assert shared["cotenancy_ratio"] == pytest.approx(
         shared["examples_per_sec"] / alone["examples_per_sec"])
     mine = windows[windows["cell_id"] == shared["cell_id"]]
