@@ -58,6 +58,8 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     for name, (kind, text) in PROTOCOL_FLAGS.items():
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
                        help=f"{text} (default: the sweep's)")
+    p.add_argument("--no-peak", dest="peak", action="store_false", default=None,
+                   help="skip the matmul-peak processes (no mfu; saves a few seconds per pass)")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
                    help="plan for GPUs (if nvidia-smi lists any) or CPU. Default: auto")
     p.add_argument("--cpu-devices", type=int, default=2,
@@ -103,6 +105,8 @@ def select(args: argparse.Namespace) -> Selection:
                          ps=(max(cluster.ps, 1),))
     sweep = sweep.with_axes(overrides)
     changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
+    if getattr(args, "peak", None) is False:
+        changes["peak"] = False
     if "processes" in changes and "max_processes" not in changes:  # --processes alone raises the cap
         changes["max_processes"] = max(changes["processes"], sweep.protocol.max_processes)
     protocol = dataclasses.replace(sweep.protocol, **changes)

@@ -188,7 +188,9 @@ class _Run:
         self.planned = plan(cells, platform)
         self.runnable = [c for c, why in self.planned if why is None]
         self.evidence: dict[str, list[ProcessResult]] = {c.id: [] for c in self.runnable}
-        self.peaks = peaks if peaks is not None else PeakLog(platform, run_dtypes(self.runnable))
+        if peaks is None:
+            peaks = PeakLog(platform, run_dtypes(self.runnable) if protocol.peak else ())
+        self.peaks = peaks
         self.facts: dict[str, Any] | None = None
         self._window_files = itertools.count()
 
@@ -210,6 +212,8 @@ class _Run:
 
     def measure_peak(self) -> None:
         assert self.result.time is not None
+        if not self.peaks.dtypes:
+            return
         self.peaks.measure()
         self.result.time.peak = self.peaks.seconds
         self.result.time.peak_processes += 1

@@ -17,7 +17,7 @@ class Protocol:
     Inside each process, after a first call (``compile_s``), the window length is calibrated to
     about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
     updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
-    ending in a host sync.
+    ending in a host sync. ``peak``: measure the run's matmul peak in its own processes (for mfu).
     """
 
     repeats: int = 5
@@ -30,6 +30,7 @@ class Protocol:
     processes: int = 3
     max_processes: int = 5
     unstable_cv: float = 0.10
+    peak: bool = True
 
     def __post_init__(self) -> None:
         inf = float("inf")

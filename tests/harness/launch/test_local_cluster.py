@@ -23,7 +23,7 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from tests.harness.launch.test_runner import ROOT, harness, worker_processes
 
-FAST = ["--processes", "1", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+FAST = ["--no-peak", "--processes", "1", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32", "--model", "dense"]
 MWMS = "dense/multi_worker_mirrored[ring]/r1w2/b32/acc1/ctl/spe5/float32/synthetic/weak"
 

@@ -14,7 +14,7 @@ import pytest
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]
-FAST = ["--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+FAST = ["--no-peak", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32", "--processes", "1"]
 """One process per cell: the fault tests are about processes dying; the smoke test runs two passes."""
 
@@ -114,6 +114,7 @@ def test_killed_worker_becomes_failed_row_and_keeps_others(tmp_path: Path) -> No
     others = cells.drop(TARGET)
     assert len(others) == 2 and (others.status == "ok").all()
     assert (others.examples_per_sec > 0).all()
+    assert others.mfu.isna().all() and others.peak_flops_per_sec.isna().all()  # --no-peak
 
 
 def test_hung_worker_is_stopped_at_its_deadline(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow,
 
 WAIT_S = 120
 """srun --wait: seconds the other tasks may run on after the first one exits."""
-FAST = ["--processes", "2", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+FAST = ["--no-peak", "--processes", "2", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32", "--model", "dense", "--device", "cpu"]
 
 
