@@ -78,6 +78,25 @@ def _machines(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["fingerprint"].notna()][cols].drop_duplicates("fingerprint")
 
 
+def _history_text(ok: pd.DataFrame) -> str:
+    """What the CIs cover: this run's processes, or also the drift between runs."""
+    if "ci_history_runs" in ok:
+        used = ok["ci_history_runs"].fillna(0).astype(int)
+    else:
+        used = pd.Series(0, index=ok.index)
+    widened = int((used > 0).sum())
+    text = (f"{widened} of {len(ok)} measured rows had at least {stats.MIN_HISTORY_RUNS} earlier "
+            f"runs of the same cell on the same machine and software in the results folder: their "
+            f"CI is widened to the spread of those runs' figures (up to {stats.HISTORY_RUNS}, "
+            f"<code>ci_history_runs</code>), so it also covers drift between runs.")
+    if widened < len(ok):
+        text += (" The other rows' CIs cover this run's processes only: processes minutes apart "
+                 "share the machine's slow and fast spells, so on a noisy machine a re-run can "
+                 "fall outside them (on a shared 2-core VM a cell's run figures spread 20-40 % "
+                 "between runs).")
+    return text
+
+
 def _method(rows: pd.DataFrame) -> str:
     p = rows.iloc[0]
     ok = rows[rows["status"] == "ok"]
@@ -92,8 +111,8 @@ def _method(rows: pd.DataFrame) -> str:
         f"{p['warmup_windows']} untimed and {p['repeats']} timed windows. A process's figure is "
         f"the median of its window throughputs (window_steps x effective_batch / seconds); the "
         f"row's figure is the median over its processes and its 95% CI a Student-t interval over "
-        f"the process figures on the log scale, so it covers what a re-run of the cell measures "
-        f"(between- and within-process noise), not only the windows of one process. A cell whose "
+        f"the process figures on the log scale (between- and within-process noise of this run). "
+        f"{_history_text(ok)} A cell whose "
         f"processes disagree by a coefficient of variation above the run's threshold got more "
         f"passes, and is <i>unstable</i> if they still did. Ratios (scaling efficiency = throughput "
         f"/ (replicas x workers x the 1-device throughput of the same configuration), co-tenancy, "

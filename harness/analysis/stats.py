@@ -13,6 +13,14 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
   between-process and the (averaged) within-process noise, so this is the nested design's interval
   for the cell; it is exact for log-normal process figures and its coverage on real re-runs is
   measured by ``benchmarks/test_coverage.py``. P < 2: no CI (NaN).
+  Processes of one run are not independent of the run: a slow spell of the machine that lasts
+  longer than the run moves all of them. On a 2-core VM the same cell's run figures spread 20-40 %
+  between runs minutes apart, far more than its processes inside one run.
+- CI with history   = exp(mean(log x_p) +- max(the half-width above, t(0.975, k) * sd(log r_j)))
+  (:func:`figure_with_history`), r_0..r_k this run's figure and the figures of the k newest
+  earlier runs of the same cell on the same fingerprint (k >= MIN_HISTORY_RUNS): the spread of run
+  figures is the noise a re-run sees, drift between runs included. With fewer earlier runs the CI
+  covers the processes of this run only, and the row says so (``ci_history_runs`` = 0).
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
 - distinguishable   = the ratio's CI excludes 1 and the ratio is outside [1/(1+m), 1+m], with m
@@ -39,6 +47,13 @@ MIN_EFFECT = 0.05
 measurable difference" even when its CI excludes 1."""
 
 NAN = float("nan")
+
+MIN_HISTORY_RUNS = 2
+"""Earlier runs (same cell, same fingerprint) a row's CI needs before it also covers run-to-run
+drift: with this run, 3 run figures (2 degrees of freedom)."""
+
+HISTORY_RUNS = 10
+"""At most this many of the newest earlier runs widen a CI (older ones may predate a change)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,24 @@ def figure(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
     half = t_quantile(x.size - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(x.size)
     centre = float(np.mean(logs))
     return Estimate(med, math.exp(centre - half), math.exp(centre + half), int(x.size))
+
+
+def figure_with_history(values: Sequence[float], earlier: Sequence[float],
+                        confidence: float = CONFIDENCE) -> tuple[Estimate, int]:
+    """:func:`figure` of this run's process figures, its CI widened to the spread of run figures
+    when ``earlier`` (figures of earlier runs, newest last) holds at least MIN_HISTORY_RUNS;
+    returns the estimate and the earlier runs used (0: the CI covers this run's processes only)."""
+    est = figure(values, confidence)
+    past = _positive(earlier)[-HISTORY_RUNS:]
+    if past.size < MIN_HISTORY_RUNS or est.n == 0:
+        return est, 0
+    logs = np.log(_positive(values))
+    centre = float(np.mean(logs))
+    runs = np.append(np.log(past), centre)
+    half = t_quantile(runs.size - 1, confidence) * float(np.std(runs, ddof=1))
+    if est.n >= 2:
+        half = max(half, centre - math.log(est.low))
+    return Estimate(est.value, math.exp(centre - half), math.exp(centre + half), est.n), int(past.size)
 
 
 def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:

@@ -18,11 +18,14 @@ import dataclasses
 import datetime as dt
 import itertools
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from harness import __version__
 from harness.analysis import stats
@@ -41,9 +44,11 @@ from harness.results.rows import (
     needs_another_pass,
     not_measured_row,
     with_peak,
+    with_history,
     with_ratios,
 )
-from harness.results.store import RunFiles
+from harness.results.history import earlier_figures
+from harness.results.store import RunFiles, read_cells
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
@@ -174,8 +179,23 @@ class TimeSpent:
                 f"peak {self.peak:.0f} s in {self.peak_processes} processes")
 
 
+def earlier_cells(out: Path) -> Any:
+    """The rows of the runs already under ``out`` (the history a row's CI is widened with), or
+    None when there are none or they cannot be read (a warning; the CIs then cover this run's
+    processes only)."""
+    if not (out / "cells").is_dir():
+        return None
+    try:
+        return read_cells(out)
+    except (pa.ArrowException, OSError, ValueError) as e:  # an old corrupt file must not stop a run
+        print(f"warning: cannot read the earlier results under {out}: {e}; this run's CIs cover "
+              "its own processes only", file=sys.stderr, flush=True)
+        return None
+
+
 class _Run:
-    """The state of one run: its files, every process result per cell, the peak log."""
+    """The state of one run: its files, every process result per cell, the peak log, and the
+    earlier runs' rows under the same folder."""
 
     def __init__(self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
                  peaks: PeakLog | None) -> None:
@@ -193,6 +213,7 @@ class _Run:
         self.peaks = peaks
         self.facts: dict[str, Any] | None = None
         self._window_files = itertools.count()
+        self.earlier = earlier_cells(out)
 
     def record(self, end: CellEnd, pass_index: int) -> None:
         """Keep one process's result; its windows are written at once."""
@@ -226,6 +247,9 @@ class _Run:
                            "timestamp": stamp}, peaks, c)
                 for c in self.runnable if self.evidence[c.id]]
         rows = [with_ratios(r, rows) for r in rows]
+        rows = [with_history(r, [] if self.earlier is None else
+                             earlier_figures(self.earlier, r["cell_id"], r.get("fingerprint")))
+                for r in rows]
         rows += [{**not_measured_row(c, self.protocol, "unsupported", why, self.facts), **self.base,
                   "timestamp": stamp} for c, why in self.planned if why is not None]
         for row in rows:

@@ -115,6 +115,17 @@ def ok_rows(cells: pd.DataFrame, run_ids: Sequence[str]) -> pd.DataFrame:
     return sel[(sel["status"] == "ok") & sel["examples_per_sec"].notna()]
 
 
+def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) -> list[float]:
+    """The figures of ``cell_id``'s measured rows on ``fingerprint`` in ``cells`` (earlier runs),
+    oldest first: one per run (its last row when a run holds several)."""
+    if cells.empty or not fingerprint:
+        return []
+    sel = cells[(cells["cell_id"] == cell_id) & (cells["fingerprint"] == fingerprint)
+                & (cells["status"] == "ok") & cells["examples_per_sec"].notna()]
+    sel = sel.sort_values("timestamp").groupby("run_id", sort=False).tail(1)
+    return [float(x) for x in sel.sort_values("timestamp")["examples_per_sec"]]
+
+
 def window_rates(windows: pd.DataFrame, run_ids: Sequence[str], cell_id: str) -> list[float]:
     """The timed windows' throughputs of one cell in the given runs (one row per window: worker 0)."""
     sel = windows[windows["run_id"].isin(list(run_ids)) & (windows["cell_id"] == cell_id)

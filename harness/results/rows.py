@@ -9,7 +9,8 @@
 - :func:`aggregate`: the cell's row from its processes (one per pass): the figure, its CI, CVs;
 - :func:`not_measured_row`: an unsupported or failed cell;
 - :func:`with_ratios`: scaling efficiency and co-tenancy ratio, with CIs, against the run's rows;
-- :func:`with_peak`: the run's peak for the cell's dtype and cores, and mfu.
+- :func:`with_peak`: the run's peak for the cell's dtype and cores, and mfu;
+- :func:`with_history`: the figure's CI widened to the spread of earlier runs' figures.
 """
 
 from __future__ import annotations
@@ -372,6 +373,20 @@ def with_ratios(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     else:
         eff = stats.ratio(_figures(row), _figures(base)).scaled(1 / devices)
     return {**_set_ratio(row, "scaling_efficiency", eff), "baseline_cell_id": base["cell_id"]}
+
+
+def with_history(row: dict[str, Any], earlier: Sequence[float]) -> dict[str, Any]:
+    """The row with its figure's CI widened to cover run-to-run drift when ``earlier`` (figures of
+    earlier runs of the same cell on the same fingerprint, oldest first) is long enough
+    (:func:`harness.analysis.stats.figure_with_history`); ``ci_history_runs`` says how many runs
+    were used (0: the CI covers this run's processes only)."""
+    if row.get("status") != "ok":
+        return row
+    est, used = stats.figure_with_history(_figures(row), earlier)
+    if used == 0:
+        return {**row, "ci_history_runs": 0}
+    return {**row, "examples_per_sec_ci_low": _finite(est.low),
+            "examples_per_sec_ci_high": _finite(est.high), "ci_history_runs": used}
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ Layout (append-only; nightly runs accumulate side by side)::
     results/cells/<YYYY-MM-DD>/<run_id>/<seq>.parquet     one row per cell, written when its passes end
     results/windows/<YYYY-MM-DD>/<run_id>/<seq>.parquet   the timed windows of one process, written
                                                           as soon as it reports
+    results/collectives/<YYYY-MM-DD>/<run_id>/<seq>.parquet  one row per all-reduce measured by
+                                                          ``--sweep collectives``
     results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
@@ -73,13 +75,14 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("reason", S, "", "Why the row is not ok (empty when ok)."),
     # measurement
     Column("examples_per_sec", F, "examples/s", "Median over the cell's processes of each process's figure (the median over its timed windows of window_steps x effective_batch / window_seconds: global examples count every replica, worker and micro-batch)."),
-    Column("examples_per_sec_ci_low", F, "examples/s", "Lower end of the 95% CI of the figure over processes: exp(mean(log x_p) - t(0.975, P-1) x sd(log x_p) / sqrt(P)), x_p the process figures; it covers a re-run of the cell (between- and within-process noise), not only the windows of one process. Null with fewer than 2 processes."),
+    Column("examples_per_sec_ci_low", F, "examples/s", "Lower end of the 95% CI of the figure: exp(c - h), c = mean(log x_p) over the process figures x_p, h = t(0.975, P-1) x sd(log x_p) / sqrt(P) (between- and within-process noise of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it then also covers run-to-run drift. Null with fewer than 2 processes and no history."),
     Column("examples_per_sec_ci_high", F, "examples/s", "Upper end of the same CI."),
+    Column("ci_history_runs", I, "runs", "Earlier runs of the cell (same fingerprint, newest 10, status ok) whose figures widened the CI to cover run-to-run drift; 0 when there were fewer than 2: the CI then covers this run's processes only, and a re-run on a noisy machine can fall outside it."),
     Column("processes", I, "processes", "Independent measurements behind the figure: the cell ran once per pass, each time in fresh worker processes, passes interleaved over the run (each pass a new order of the cells)."),
     Column("process_examples_per_sec", pa.list_(F), "examples/s", "Each process's figure, in pass order (what the CI and every ratio's CI are computed from)."),
-    Column("cv_between_processes", F, "1", "Sample std / mean of the process figures (the noise a re-run sees)."),
+    Column("cv_between_processes", F, "1", "Sample std / mean of the process figures (the noise between processes of this run)."),
     Column("cv_within_process", F, "1", "Median over processes of the sample std / mean of one process's window throughputs (the noise inside one process)."),
-    Column("unstable", B, "", "True when cv_between_processes still exceeded the run's threshold (unstable_cv) after the most passes allowed (max_processes): the figure moves between re-runs by more than its CI suggests at a glance."),
+    Column("unstable", B, "", "True when cv_between_processes still exceeded the run's threshold (unstable_cv) after the most passes allowed (max_processes): its processes disagree by more than the run accepts."),
     Column("min_processes", I, "processes", "Passes every runnable cell gets (the protocol's processes)."),
     Column("max_processes", I, "processes", "Most passes a cell gets when its processes disagree (adaptive repeats)."),
     Column("wall_s", F, "s", "Wall time of all the cell's processes, from launch to exit, summed over passes (start-up, compile, calibration, windows and checks)."),
@@ -119,6 +122,15 @@ CELL_COLUMNS: tuple[Column, ...] = (
     Column("gpu_watts", F, "W", "Mean GPU power over the metered span (joules / seconds), median over processes; co-tenants: the mean of the tenants' readings."),
     Column("final_loss", F, "", "Loss of the last optimizer update of the last timed window (mean over the update's effective batch)."),
     Column("weights_digest", S, "", "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests mean bitwise-equal weights."),
+    # why: where an update's time goes (measured in the same process after the timed windows)
+    Column("step_s", F, "s/update", "Time per optimizer update = effective_batch / examples_per_sec."),
+    Column("compute_s", F, "s/update", "The update's forward and backward passes (every micro-batch, every replica) with no cross-replica reduction and no input pipeline (the batch already on the device), median over the processes that measured it; null where it cannot be isolated (parameter_server)."),
+    Column("allreduce_s", F, "s/update", "One cross-replica all-reduce of the model's gradient set (same shapes, dtype and cross-device ops as the optimizer's), alone, per update; 0 with one device (no reduction); null for parameter_server (no all-reduce: variables live on the ps tasks)."),
+    Column("input_s", F, "s/update", "The input pipeline alone: pulling one update's micro-batches through the same distributed iterator, per update."),
+    Column("dispatch_s", F, "s/update", "Host dispatch: one call of an empty function under the same strategy (strategy.run of a constant), divided by steps_per_execution."),
+    Column("overlap", F, "1", "(compute_s + allreduce_s + input_s + dispatch_s - step_s) / step_s: > 0 when parts overlap (e.g. input prefetched during compute), < 0 when the step holds time no part explains (the remainder: optimizer arithmetic, synchronisation, contention)."),
+    Column("bound", S, "", "compute, communication, input or dispatch: the part with the largest share of step_s (harness.analysis.breakdown); null when the parts are not measured."),
+    Column("bound_reason", S, "", "The figures behind bound and the knob that would help (e.g. accumulation steps or another cross-device op when communication-bound, steps_per_execution when dispatch-bound)."),
     # where
     Column("device_kind", S, "", "GPU or CPU."),
     Column("device_name", S, "", "GPU model, or CPU model for CPU runs."),
@@ -152,6 +164,38 @@ WINDOW_COLUMNS: tuple[Column, ...] = (
 )
 
 
+COLLECTIVE_COLUMNS: tuple[Column, ...] = (
+    Column("run_id", S, "", "Id of the run."),
+    Column("timestamp", S, "ISO 8601 UTC", "When the row was written."),
+    Column("suite_version", S, "", "harness version and git commit of the suite that measured."),
+    Column("fingerprint", S, "", "Hardware/software fingerprint (as in cells)."),
+    Column("device_kind", S, "", "GPU or CPU."),
+    Column("device_name", S, "", "GPU model, or CPU model."),
+    Column("host_cores", I, "cores", "Logical cores the OS reports."),
+    Column("tf_version", S, "", "TensorFlow version."),
+    Column("status", S, "", "ok (measured, sum checked), unsupported, failed or invalid (the all-reduce returned a wrong sum)."),
+    Column("reason", S, "", "Why the row is not ok (empty when ok)."),
+    Column("strategy", S, "", "mirrored (cross-device ops across the replicas of one process) or multi_worker_mirrored (collectives across worker processes)."),
+    Column("op", S, "", "Requested cross_device_ops (mirrored: auto, nccl, hierarchical_copy, reduction_to_one_device) or communication (multi_worker_mirrored: auto, ring, nccl)."),
+    Column("effective_op", S, "", "What the strategy object really used, e.g. CollectiveAllReduce(RING)."),
+    Column("replicas", I, "devices", "Replicas per worker."),
+    Column("workers", I, "processes", "Worker processes."),
+    Column("devices", I, "devices", "n = replicas x workers, the all-reduce's participants."),
+    Column("payload", S, "", "bytes (one float32 tensor of the row's size, the size sweep) or a model's gradient set (cnn, dense: one tensor per trainable variable, as the optimizer hands them over)."),
+    Column("tensors", I, "tensors", "Tensors reduced in one all-reduce call."),
+    Column("bytes", I, "bytes", "Bytes each participant contributes to one all-reduce (the nccl-tests size)."),
+    Column("time_s", F, "s", "Median over processes of each process's median time of one all-reduce (timed in-graph loops of calls, each window ending with a host sync)."),
+    Column("time_s_ci_low", F, "s", "Lower end of the 95% CI of time_s over processes (log-scale Student t, as examples_per_sec)."),
+    Column("time_s_ci_high", F, "s", "Upper end of the same CI."),
+    Column("processes", I, "processes", "Independent processes behind time_s."),
+    Column("process_time_s", pa.list_(F), "s", "Each process's figure, in pass order."),
+    Column("algbw_gbps", F, "GB/s", "bytes / time_s / 1e9 (nccl-tests algorithm bandwidth)."),
+    Column("busbw_gbps", F, "GB/s", "algbw_gbps x 2(n-1)/n (nccl-tests bus bandwidth of an all-reduce: comparable with the link's bandwidth whatever n)."),
+    Column("calls", I, "all-reduces", "All-reduce calls per timed window."),
+    Column("max_rel_error", F, "1", "Worst |result - expected| / expected over the checked elements (participant k contributes k + 1, so the sum is n(n+1)/2)."),
+)
+
+
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
     return pa.schema([pa.field(c.name, c.type) for c in columns])
 
@@ -159,6 +203,8 @@ def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
 CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
 
 WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
+
+COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
 
 
 def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -208,6 +254,12 @@ class RunFiles:
         write_atomic(_table(windows, WINDOW_SCHEMA), path)
         return path
 
+    def write_collective(self, seq: int, row: Mapping[str, Any]) -> Path:
+        """Append one collectives row as collectives file number ``seq``."""
+        path = self.folder("collectives") / f"{seq:05d}.parquet"
+        write_atomic(_table([row], COLLECTIVE_SCHEMA), path)
+        return path
+
     def write_row(self, seq: int, row: Mapping[str, Any]) -> Path:
         """Append one cell's row as cells file number ``seq``."""
         path = self.folder("cells") / f"{seq:05d}.parquet"
@@ -237,10 +289,16 @@ def read_windows(results: str | Path) -> Any:
     return _read(Path(results) / "windows", WINDOW_SCHEMA)
 
 
+def read_collectives(results: str | Path) -> Any:
+    """Every collectives row under ``results/collectives`` as a pandas DataFrame."""
+    return _read(Path(results) / "collectives", COLLECTIVE_SCHEMA)
+
+
 def schema_markdown() -> str:
     """The column tables of results/README.md, generated from the schema above."""
     out = []
-    for title, cols in (("cells", CELL_COLUMNS), ("windows", WINDOW_COLUMNS)):
+    for title, cols in (("cells", CELL_COLUMNS), ("windows", WINDOW_COLUMNS),
+                        ("collectives", COLLECTIVE_COLUMNS)):
         out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
         out.append("")

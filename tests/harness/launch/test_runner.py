@@ -188,7 +188,7 @@ def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object)
         calls.append(cell.id)
         eps = figures[cell.model][k]
         row = {**cell_columns(cell, protocol), "status": "ok", "reason": "", "examples_per_sec": eps,
-               "cv_within_process": 0.01}
+               "cv_within_process": 0.01, "fingerprint": "fp"}
         yield {"event": "start", "cell_id": cell.id, "facts": None}
         yield {"event": "record", "row": row, "facts": None, "windows": [
             {"cell_id": cell.id, "worker": 0, "repeat": 0, "window_s": 1.0, "window_steps": 1,
@@ -217,6 +217,18 @@ def test_passes_interleave_cells_and_unstable_cells_get_more(tmp_path: Path) -> 
     assert rows["dense"]["process_examples_per_sec"] == [100.0, 150.0, 70.0, 100.0, 100.0]
     stored = pd.read_parquet(tmp_path / "results" / "windows")
     assert sorted(stored[stored.cell_id == rows["dense"]["cell_id"]]["pass"]) == [0, 1, 2, 3, 4]
+
+
+def test_earlier_runs_in_the_folder_widen_the_ci(tmp_path: Path) -> None:
+    from harness.spec.protocol import Protocol
+
+    protocol = Protocol(processes=2, max_processes=2)
+    per_run = [{"cnn": [100.0, 101.0]}, {"cnn": [70.0, 71.0]}, {"cnn": [130.0, 131.0]}]
+    rows = [_fake_run(tmp_path, figures, protocol)[0].rows[0] for figures in per_run]
+    assert [r["ci_history_runs"] for r in rows] == [0, 0, 2]
+    assert rows[2]["examples_per_sec_ci_low"] < 70.0  # the runs' spread, not the processes'
+    stored = pd.read_parquet(tmp_path / "results" / "cells")
+    assert sorted(stored["ci_history_runs"]) == [0, 0, 2]
 
 
 def test_pass_order_differs_between_passes_and_is_reproducible() -> None:

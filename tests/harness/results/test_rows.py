@@ -21,6 +21,7 @@ from harness.results.rows import (
     measured_columns,
     needs_another_pass,
     not_measured_row,
+    with_history,
     with_peak,
     with_ratios,
 )
@@ -206,6 +207,21 @@ def test_aggregate_over_processes():
     assert out["cv_within_process"] == 0.01 and out["startup_s"] == 2.0 and out["wall_s"] == 15.0
     assert out["unstable"] is True  # cv 0.15 > 0.10
     assert out["optimizer_updates_per_sec"] == 10.0
+
+
+def test_history_widens_an_ok_rows_ci_and_says_how_many_runs():
+    row = aggregate(Cell(strategy="default"), PROTOCOL,
+                    [_process(100.0, k=0), _process(90.0, k=1), _process(120.0, k=2)])
+    alone = with_history(row, [100.0])
+    assert alone["ci_history_runs"] == 0
+    assert alone["examples_per_sec_ci_low"] == row["examples_per_sec_ci_low"]
+    widened = with_history(row, [60.0, 150.0])
+    est, _ = stats.figure_with_history([100.0, 90.0, 120.0], [60.0, 150.0])
+    assert widened["ci_history_runs"] == 2 and widened["examples_per_sec"] == 100.0
+    assert widened["examples_per_sec_ci_low"] == pytest.approx(est.low)
+    assert widened["examples_per_sec_ci_high"] == pytest.approx(est.high)
+    failed = {"status": "failed", "examples_per_sec": None}
+    assert with_history(failed, [60.0, 150.0]) == failed
 
 
 def test_aggregate_one_process_has_no_ci():

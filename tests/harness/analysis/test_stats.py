@@ -1,0 +1,111 @@
+"""The pure statistics of harness.analysis.stats on literal numbers (worked by hand in the comments)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.analysis import stats
+
+T_2 = 4.302653  # t(0.975, 2)
+T_3 = 3.182446  # t(0.975, 3)
+
+
+def test_t_quantiles_are_students() -> None:
+    assert stats.t_quantile(2) == pytest.approx(T_2, rel=1e-6)
+    assert stats.t_quantile(3) == pytest.approx(T_3, rel=1e-6)
+
+
+def test_figure_is_the_median_with_a_log_scale_t_interval() -> None:
+    # logs 4.60517, 4.49981, 4.78749: mean 4.63082, sd 0.145547; half = 4.302653 x 0.145547 / sqrt 3
+    # = 0.361560 -> exp(4.26926) = 71.469, exp(4.99238) = 147.287
+    est = stats.figure([100.0, 90.0, 120.0])
+    assert (est.value, est.n) == (100.0, 3)
+    assert est.low == pytest.approx(71.469, rel=1e-4)
+    assert est.high == pytest.approx(147.287, rel=1e-4)
+
+
+def test_figure_of_equal_processes_has_a_zero_width_interval() -> None:
+    est = stats.figure([50.0, 50.0, 50.0])
+    assert (est.low, est.value, est.high) == pytest.approx((50.0, 50.0, 50.0))
+
+
+def test_one_process_gives_a_figure_without_a_ci() -> None:
+    est = stats.figure([80.0])
+    assert est.value == 80.0 and math.isnan(est.low) and math.isnan(est.high) and est.n == 1
+
+
+def test_figure_refuses_non_positive_values() -> None:
+    with pytest.raises(ValueError, match="> 0"):
+        stats.figure([10.0, 0.0])
+
+
+def test_cv_is_sample_std_over_mean() -> None:
+    assert stats.cv([1.0, 2.0, 3.0]) == pytest.approx(0.5)  # sd 1, mean 2
+    assert math.isnan(stats.cv([4.0]))
+
+
+def test_welch_degrees_of_freedom() -> None:
+    # (1/3 + 4/5)^2 / ((1/3)^2 / 2 + (4/5)^2 / 4) = 1.284444 / 0.215556
+    assert stats.welch_df(1.0, 3, 4.0, 5) == pytest.approx(5.958763, rel=1e-6)
+    assert stats.welch_df(0.0, 3, 0.0, 3) == math.inf
+
+
+def test_ratio_of_medians_with_a_welch_interval() -> None:
+    r = stats.ratio([140.0, 150.0, 160.0], [95.0, 100.0, 105.0])
+    assert r.value == pytest.approx(1.5)
+    assert (r.low, r.high) == pytest.approx((1.305759, 1.720896), rel=1e-5)
+    assert (r.n_a, r.n_b) == (3, 3)
+
+
+def test_ratio_with_one_value_on_a_side_has_no_ci() -> None:
+    r = stats.ratio([140.0], [95.0, 100.0, 105.0])
+    assert r.value == pytest.approx(1.4) and math.isnan(r.low)
+    assert r.verdict() == "no measurable difference"
+
+
+@pytest.mark.parametrize("ratio, verdict", [
+    (stats.Ratio(1.20, 1.10, 1.30, 3, 3), "higher"),
+    (stats.Ratio(0.80, 0.70, 0.90, 3, 3), "lower"),
+    (stats.Ratio(1.20, 0.95, 1.50, 3, 3), "no measurable difference"),   # CI reaches 1
+    (stats.Ratio(1.03, 1.01, 1.05, 3, 3), "no measurable difference"),   # below MIN_EFFECT (5 %)
+])
+def test_verdicts(ratio: stats.Ratio, verdict: str) -> None:
+    assert ratio.verdict() == verdict
+
+
+def test_scaled_ratio_scales_every_end() -> None:
+    r = stats.Ratio(1.8, 1.6, 2.0, 3, 3).scaled(0.5)
+    assert (r.value, r.low, r.high) == pytest.approx((0.9, 0.8, 1.0))
+
+
+def test_hierarchical_bootstrap_stays_inside_the_process_range() -> None:
+    lo, hi = stats.hierarchical_bootstrap_ci([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], resamples=500)
+    assert 1.0 <= lo <= 2.0 <= hi <= 3.0
+
+
+def test_without_enough_history_the_ci_covers_the_processes_only() -> None:
+    for earlier in ([], [100.0]):
+        est, used = stats.figure_with_history([100.0, 90.0, 120.0], earlier)
+        assert used == 0 and est == stats.figure([100.0, 90.0, 120.0])
+
+
+def test_history_widens_the_ci_to_the_spread_of_run_figures() -> None:
+    # centre = exp(mean log [100, 90, 120]) = 102.5986; run logs log 60, log 150, 4.63082:
+    # sd 0.458737 (ddof 1), half = 4.302653 x 0.458737 = 1.97378 -> [14.154, 743.71]
+    est, used = stats.figure_with_history([100.0, 90.0, 120.0], [60.0, 150.0])
+    assert used == 2 and est.value == 100.0
+    assert (est.low, est.high) == pytest.approx((14.154, 743.71), rel=1e-4)
+
+
+def test_quiet_history_never_narrows_the_process_ci() -> None:
+    est, used = stats.figure_with_history([100.0, 90.0, 120.0], [99.0, 101.0, 100.0])
+    assert used == 3
+    assert (est.low, est.high) == pytest.approx((71.469, 147.287), rel=1e-4)
+
+
+def test_history_keeps_only_the_newest_runs() -> None:
+    old_and_new = [1.0] * 5 + [100.0] * stats.HISTORY_RUNS
+    est, used = stats.figure_with_history([100.0, 100.0, 100.0], old_and_new)
+    assert used == stats.HISTORY_RUNS and est.low == pytest.approx(100.0)
