@@ -35,7 +35,7 @@ from harness.results import history
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = int(os.environ.get("HARNESS_COVERAGE_RUNS", "8"))
-CELLS = ["--model", "cnn,dense", "--strategy", "default", "--batch", "64", "--no-peak"]
+CELLS = ["--model", "cnn,dense", "--strategy", "default", "--batch", "64", "--no-peak", "--no-breakdown"]
 """Axes alone: a custom sweep with the default sweep's protocol (no peak: mfu is not asked)."""
 TARGET = 14 / 16
 

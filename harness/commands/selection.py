@@ -60,6 +60,9 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
                        help=f"{text} (default: the sweep's)")
     p.add_argument("--no-peak", dest="peak", action="store_false", default=None,
                    help="skip the matmul-peak processes (no mfu; saves a few seconds per pass)")
+    p.add_argument("--no-breakdown", dest="breakdown", action="store_false", default=None,
+                   help="skip timing the parts of an update (compute, all-reduce, input, dispatch) "
+                        "in each cell's first pass (saves a few seconds per cell)")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
                    help="plan for GPUs (if nvidia-smi lists any) or CPU. Default: auto")
     p.add_argument("--cpu-devices", type=int, default=2,
@@ -107,6 +110,8 @@ def select(args: argparse.Namespace) -> Selection:
     changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
     if getattr(args, "peak", None) is False:
         changes["peak"] = False
+    if getattr(args, "breakdown", None) is False:
+        changes["breakdown"] = False
     if "processes" in changes and "max_processes" not in changes:  # --processes alone raises the cap
         changes["max_processes"] = max(changes["processes"], sweep.protocol.max_processes)
     protocol = dataclasses.replace(sweep.protocol, **changes)

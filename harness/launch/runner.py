@@ -37,17 +37,17 @@ from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
+from harness.results.history import earlier_figures
 from harness.results.rows import (
     Peak,
     ProcessResult,
     aggregate,
     needs_another_pass,
     not_measured_row,
-    with_peak,
     with_history,
+    with_peak,
     with_ratios,
 )
-from harness.results.history import earlier_figures
 from harness.results.store import RunFiles, read_cells
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
@@ -291,7 +291,9 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
                 break
             progress.set_total(progress.done + len(todo) + sum(
                 1 for c in run.runnable if run.ok_so_far(c)) * max(protocol.processes - k - 1, 0))
-            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-"):
+            this_pass = dataclasses.replace(options, protocol=dataclasses.replace(
+                protocol, breakdown=protocol.breakdown and k == 0))
+            for end in each_cell(todo, this_pass, launcher, progress, prefix=f"p{k}-"):
                 run.record(end, k)
             run.measure_peak()
     except KeyboardInterrupt:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.analysis import metrics, stats
+from harness.analysis import breakdown, metrics, stats
 from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
@@ -106,6 +106,8 @@ class Measurement:
     joules: float | None
     window_starts: tuple[float, ...] = ()
     joules_s: float | None = None
+    parts: Mapping[str, float | None] = field(default_factory=dict)
+    parts_error: str = ""
 
 
 def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
@@ -145,6 +147,8 @@ def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
         "updates_run": m.updates_run, "optimizer_iterations": m.optimizer_iterations,
         "energy_j_per_example": None if m.joules is None else m.joules / (m.updates_run * cell.effective_batch),
         "gpu_watts": None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
+        **{k: m.parts.get(k) for k in breakdown.PARTS},
+        **({"bound_reason": m.parts_error} if m.parts_error else {}),
     }
     row.update(alone_columns(row))
     return without_figures(row) if m.problems else row
@@ -299,7 +303,7 @@ def _median_of(results: Sequence[ProcessResult], key: str) -> float | None:
 
 MEDIAN_COLUMNS = ("startup_s", "compile_s", "straggler_ratio", "energy_j_per_example", "gpu_watts",
                   "tenant_examples_per_sec_min", "tenant_examples_per_sec_max", "tenant_share_min",
-                  "cv_within_process")
+                  "cv_within_process", *breakdown.PARTS)
 """Per-process columns that the cell's row gives as their median over its processes."""
 
 
@@ -327,7 +331,7 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
            "cv_between_processes": _finite(between),
            "unstable": bool(math.isfinite(between) and between > protocol.unstable_cv),
            "optimizer_updates_per_sec": est.value / cell.effective_batch}
-    return row
+    return {**row, **breakdown.columns(cell, row)}
 
 
 def _finite(x: float) -> float | None:

@@ -18,6 +18,8 @@ class Protocol:
     about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
     updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
     ending in a host sync. ``peak``: measure the run's matmul peak in its own processes (for mfu).
+    ``breakdown``: time the parts of an update (compute, all-reduce, input, dispatch) after the
+    windows, in each cell's first pass (:mod:`harness.worker.breakdown`).
     """
 
     repeats: int = 5
@@ -31,6 +33,7 @@ class Protocol:
     max_processes: int = 5
     unstable_cv: float = 0.10
     peak: bool = True
+    breakdown: bool = True
 
     def __post_init__(self) -> None:
         inf = float("inf")

@@ -20,6 +20,7 @@ from harness.results.rows import (
 )
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
+from harness.worker import breakdown
 from harness.worker.build.data import make_dataset
 from harness.worker.build.loops import LOOPS, Trainer
 from harness.worker.build.models import MODELS
@@ -44,6 +45,7 @@ class BuiltCell:
     optimizer: Any
     trainer: Trainer
     startup_s: float
+    input_fn: Callable[[int], Any]
 
 
 def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | None = None,
@@ -67,7 +69,7 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
         return make_dataset(cell.data, examples, seed, mnist_path)
 
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
-    return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0)
+    return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0, input_fn)
 
 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
@@ -102,6 +104,7 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
     joules_after, metered_s = meter(), time.perf_counter() - metered_from
+    parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
     iterations = int(built.optimizer.iterations.numpy())
     keras.mixed_precision.set_dtype_policy("float32")
     skip = protocol.warmup_windows
@@ -119,7 +122,18 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
         worker_seconds=tuple(map(tuple, own)), worker_updates=tuple(map(tuple, counts)),
         updates_run=built.trainer.updates[0], optimizer_iterations=iterations,
         joules=None if joules_before is None or joules_after is None else joules_after - joules_before,
-        joules_s=metered_s)
+        joules_s=metered_s, parts=parts, parts_error=parts_error)
+
+
+def _parts(built: BuiltCell, cell: Cell, protocol: Protocol) -> tuple[dict[str, float | None], str]:
+    """The update's parts (:func:`harness.worker.breakdown.measure_parts`) when the protocol asks;
+    a failure there is reported with the row, never fails the cell."""
+    if not protocol.breakdown:
+        return {}, ""
+    try:
+        return breakdown.measure_parts(built, cell, built.trainer.agree), ""
+    except Exception as e:  # noqa: BLE001 - any TensorFlow error: the row says it
+        return {}, f"parts not measured: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
 def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,

@@ -86,13 +86,11 @@ class ReductionCounter:
         return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates + loss
 
 
-def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
-                counter: ReductionCounter) -> Callable[[Any, Any], Any]:
-    """The replica function of one update on a (k x per_replica_batch)-example slice.
-
-    Returns this replica's share of the update's loss (summing shares over replicas gives the mean
-    over the effective global batch).
-    """
+def make_gradients(model: Any, optimizer: Any, cell: Cell,
+                   counter: ReductionCounter) -> Callable[[Any, Any], tuple[Any, list[Any]]]:
+    """The replica function of an update's forward and backward passes on a (k x
+    per_replica_batch)-example slice: k micro-batches, their gradients summed locally. Returns
+    (this replica's share of the update's loss, the summed gradients); no cross-replica reduction."""
     import keras
     import tensorflow as tf
 
@@ -109,21 +107,40 @@ def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
             scaled = optimizer.scale_loss(loss)
         return loss, tape.gradient(scaled, variables)
 
+    def gradients(x: Any, y: Any) -> tuple[Any, list[Any]]:
+        if k == 1:
+            return micro(x, y)
+        # an explicit while loop: Keras's fit traces train_step with AutoGraph off
+        xs = tf.reshape(x, [k, -1, *x.shape[1:]])
+        ys = tf.reshape(y, [k, -1])
+
+        def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
+            loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))
+            return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i)]
+
+        zeros = [tf.zeros_like(v) for v in variables]  # micro is traced once, in the body
+        _, loss, grads = tf.while_loop(lambda i, *_: i < k, body,
+                                       (tf.constant(0), tf.constant(0.0), zeros))
+        return loss, grads
+
+    return gradients
+
+
+def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
+                counter: ReductionCounter) -> Callable[[Any, Any], Any]:
+    """The replica function of one update on a (k x per_replica_batch)-example slice:
+    :func:`make_gradients`, then ``optimizer.apply_gradients`` (its one cross-replica reduction and
+    one optimizer step).
+
+    Returns this replica's share of the update's loss (summing shares over replicas gives the mean
+    over the effective global batch).
+    """
+    gradients = make_gradients(model, optimizer, cell, counter)
+    variables = model.trainable_variables
+
     def update(x: Any, y: Any) -> Any:
         counter.updates_traced += 1
-        if k == 1:
-            loss, grads = micro(x, y)
-        else:  # an explicit while loop: Keras's fit traces train_step with AutoGraph off
-            xs = tf.reshape(x, [k, -1, *x.shape[1:]])
-            ys = tf.reshape(y, [k, -1])
-
-            def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
-                loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))
-                return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i)]
-
-            zeros = [tf.zeros_like(v) for v in variables]  # micro is traced once, in the body
-            _, loss, grads = tf.while_loop(lambda i, *_: i < k, body,
-                                           (tf.constant(0), tf.constant(0.0), zeros))
+        loss, grads = gradients(x, y)
         counter.phase = "apply"
         optimizer.apply_gradients(zip(grads, variables))
         counter.phase = "other"

@@ -23,7 +23,7 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from tests.harness.launch.test_runner import ROOT, harness, worker_processes
 
-FAST = ["--no-peak", "--processes", "1", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+FAST = ["--no-peak", "--no-breakdown", "--processes", "1", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32", "--model", "dense"]
 MWMS = "dense/multi_worker_mirrored[ring]/r1w2/b32/acc1/ctl/spe5/float32/synthetic/weak"
 
@@ -68,10 +68,12 @@ def test_parameter_server_tasks_env_and_cores() -> None:
     assert cores_per_task(mwms, 16) == 8 and not is_oversubscribed(mwms, 8, 16)
 
 
-def _run(tmp_path: Path, *args: str, fault: str = "") -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
+def _run(tmp_path: Path, *args: str, fault: str = "", breakdown: bool = False
+         ) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
     out = tmp_path / "results"
     env = {"TMPDIR": str(tmp_path), **({"HARNESS_INJECT_FAULT": fault} if fault else {})}
-    proc = harness("run", "--out", str(out), *FAST, "--processes", "1", *args, env=env)
+    fast = [a for a in FAST if a != "--no-breakdown"] if breakdown else FAST
+    proc = harness("run", "--out", str(out), *fast, "--processes", "1", *args, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert worker_processes(str(tmp_path)) == []
     return proc, pd.read_parquet(out / "cells").set_index("cell_id")
@@ -79,7 +81,7 @@ def _run(tmp_path: Path, *args: str, fault: str = "") -> tuple[subprocess.Comple
 
 def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
-                    "--workers", "2")
+                    "--workers", "2", breakdown=True)
     row = cells.loc[MWMS]
     assert row.status == "ok", row.reason
     assert row.examples_per_sec > 0 and row.global_batch == 64 and row.effective_batch == 64
@@ -87,6 +89,9 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     assert pd.isna(row.straggler_ratio)  # synchronous: every worker's window ends at the all-reduce
     assert row.effective_cross_device_ops == "CollectiveAllReduce(RING)"
     assert row.cores_per_worker == max(1, (os.cpu_count() or 1) // 2)
+    # the parts of an update, timed in lock-step on both workers (the all-reduce is a collective)
+    assert row.compute_s > 0 and row.allreduce_s > 0 and row.input_s > 0 and row.dispatch_s > 0
+    assert row.bound in {"compute", "communication", "input", "dispatch"}, row.bound_reason
     windows = pd.read_parquet(tmp_path / "results" / "windows")
     assert sorted(windows.worker.unique()) == [0, 1] and len(windows) == 2 * 2
     assert (windows.worker_s <= windows.window_s + 1e-9).all()

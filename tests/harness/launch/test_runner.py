@@ -14,7 +14,7 @@ import pytest
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]
-FAST = ["--no-peak", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
+FAST = ["--no-peak", "--no-breakdown", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
         "--steps-per-execution", "5", "--batch", "32", "--processes", "1"]
 """One process per cell: the fault tests are about processes dying; the smoke test runs two passes."""
 
@@ -90,6 +90,12 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     for _, r in ok.iterrows():
         assert list(per_process[r.cell_id]) == pytest.approx(list(r.process_examples_per_sec))
         assert per_process[r.cell_id].median() == pytest.approx(r.examples_per_sec)
+    # why: every ok row's update split into its parts, and a verdict
+    assert ok.step_s.mul(ok.examples_per_sec).sub(ok.effective_batch).abs().max() < 1e-6
+    assert (ok.compute_s > 0).all() and (ok.input_s > 0).all() and (ok.dispatch_s > 0).all()
+    assert (ok[ok.replicas == 1].allreduce_s == 0).all() and (two_ok.allreduce_s > 0).all()
+    assert ok.bound.isin(["compute", "communication", "input", "dispatch"]).all(), ok.bound_reason
+    assert ok.overlap.notna().all()
     assert "time:" in proc.stdout and "peak" in proc.stdout
     assert "examples/s" in proc.stdout and "wrote" in proc.stdout
 

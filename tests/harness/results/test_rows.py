@@ -209,6 +209,17 @@ def test_aggregate_over_processes():
     assert out["optimizer_updates_per_sec"] == 10.0
 
 
+def test_aggregate_gives_the_median_parts_and_the_verdict():
+    cell = Cell(strategy="mirrored", replicas=2, batch=10)  # effective batch 20
+    procs = [_process(eps, k=k) for k, eps in enumerate((100.0, 90.0, 120.0))]
+    procs[0].row.update(compute_s=0.1, allreduce_s=0.05, input_s=0.01, dispatch_s=0.001)
+    out = aggregate(cell, PROTOCOL, procs)  # only the first pass measured the parts
+    assert out["compute_s"] == 0.1 and out["allreduce_s"] == 0.05
+    assert out["step_s"] == pytest.approx(0.2)  # 20 examples / 100 examples/s
+    assert out["overlap"] == pytest.approx((0.161 - 0.2) / 0.2)
+    assert out["bound"] == "compute" and "compute 50%" in out["bound_reason"]
+
+
 def test_history_widens_an_ok_rows_ci_and_says_how_many_runs():
     row = aggregate(Cell(strategy="default"), PROTOCOL,
                     [_process(100.0, k=0), _process(90.0, k=1), _process(120.0, k=2)])
