@@ -2,7 +2,9 @@
 
 The HTML embeds its figures (PNG, base64), so it can be mailed or attached to a CI job as one file.
 It opens with the findings (per model the fastest configuration and those tied with it, then what
-each knob changes, as ratios with CIs or "no measurable difference"), then the machine fingerprint,
+each knob changes, as ratios with CIs or "no measurable difference"), the questions users ask (is
+every device working, what a second device buys, does accumulation help) answered from the rows,
+where each cell's update time goes (the step-time breakdown), then the machine fingerprint,
 how the numbers were measured, the unstable cells, the summary table, the figures, and every
 unsupported, failed or invalid cell with its reason.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import findings, plots, stats
+from harness.analysis import explain, findings, plots, stats
 
 MACHINE_COLUMNS = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores",
                    "tf_version", "keras_version", "python_version", "build_info", "fingerprint")
@@ -157,6 +159,7 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         + (" (a cell measured in several of these runs: its newest row)" if rows["run_id"].nunique() > 1
            else "") + ".</p>",
         "<h2>Findings</h2>", findings.render_html(rows.to_dict("records")),
+        _why(rows),
         "<h2>Machine</h2>", _table(_machines(rows)),
         "<h2>How the numbers were measured</h2>", f"<p>{_method(rows)}</p>", notes,
         "<h2>Unstable cells</h2>", _unstable(rows),
@@ -165,6 +168,30 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         "<h2>Unsupported, failed and invalid cells</h2>",
         _table(_not_ok(rows)) if (rows["status"] != "ok").any() else "<p>None.</p>",
         "</body></html>"])
+
+
+def _list(items: Sequence[str]) -> str:
+    return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+
+
+def _why(rows: pd.DataFrame) -> str:
+    """The questions answered from the rows, then where each cell's update time goes."""
+    records = rows.to_dict("records")
+    table = explain.breakdown_table(records)
+    parts = ("<p>Measured in each cell's first process after its timed windows: every part of an "
+             "update timed alone (compute with no reduction, one all-reduce of the gradient set, "
+             "one update's batch through the input pipeline, one dispatch / steps_per_execution); "
+             "overlap = (sum of parts - step) / step, negative when the step holds time no part "
+             "explains. Formulas in results/README.md.</p>" + _table(table)
+             if not table.empty else "<p>No cell has a breakdown (run without --no-breakdown).</p>")
+    return "\n".join([
+        "<h2>Questions</h2>",
+        "<h3>Is every device doing work?</h3>", _list(explain.devices_working(records)),
+        "<h3>What does a second replica or worker buy, and what eats the rest?</h3>",
+        _list(explain.what_scaling_buys(records)),
+        "<h3>Does gradient accumulation help, and why?</h3>",
+        _list(explain.does_accumulation_help(records)),
+        "<h2>Why: where an update's time goes</h2>", parts])
 
 
 def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:

@@ -16,6 +16,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from harness.analysis.breakdown import BOUNDS
+
 
 def _num(x: Any, fmt: str) -> str:
     return "-" if x is None or x != x else format(x, fmt)
@@ -134,7 +136,7 @@ def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
     """The rows as a table (see :func:`render_table`), in the order given."""
     extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
     header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", *extra, "examples/s",
-              "95% CI", "cv b/w", "efficiency", "status")
+              "95% CI", "cv b/w", "efficiency", "bound", "status")
     lines = [header]
     for r in rows:
         strategy = r["strategy"] + "".join(f"[{r[k]}]" for k in ("cross_device_ops", "communication")
@@ -147,7 +149,7 @@ def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
         lines.append((r["model"], strategy, topology, str(r["per_replica_batch"]),
                       *(str(r.get(a)) for a in extra),
                       _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci,
-                      _cvs(r), _efficiency(r), status))
+                      _cvs(r), _efficiency(r), _bound(r), status))
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
@@ -157,6 +159,17 @@ def _cvs(r: dict[str, Any]) -> str:
         return "-"
     text = f"{_num(r.get('cv_between_processes'), '.1%')}/{_num(r.get('cv_within_process'), '.1%')}"
     return text + ("!" if r.get("unstable") else "")
+
+
+BOUND_PART = {b.name: b.part for b in BOUNDS}
+
+
+def _bound(r: dict[str, Any]) -> str:
+    """The part of the update with the largest share of the step, and that share (``compute 71%``)."""
+    bound, step = r.get("bound"), r.get("step_s")
+    if not bound or not step or r.get(BOUND_PART.get(bound, "")) is None:
+        return "-"
+    return f"{bound} {r[BOUND_PART[bound]] / step:.0%}"
 
 
 def _efficiency(r: dict[str, Any]) -> str:
@@ -173,7 +186,9 @@ FOOTNOTE = ("examples/s: median over each cell's processes (up to {max_processes
             "figures (log scale), widened to the spread of earlier runs where the folder holds 2 or more "
             "(ci_history_runs), else it covers this run's processes only; cv b/w: between/within processes ('!': unstable, "
             "still above {unstable_cv:g} at the cap); efficiency = throughput / (replicas x workers "
-            "x 1-device throughput) ('~': its CI contains 1); repl 'NxW' = replicas x workers "
+            "x 1-device throughput) ('~': its CI contains 1); bound: the part of an update with the "
+            "largest share of its time (compute, communication = the gradient all-reduce, input, "
+            "dispatch; results/README.md); repl 'NxW' = replicas x workers "
             "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
             "aggregate).")
 OVERSUBSCRIBED_NOTE = ("* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host "
