@@ -62,7 +62,9 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
     if not multi:
         return ["No cell of this run has more than one device."]
     ok = [r for r in multi if r.get("status") == "ok"]
-    out = [f"{len(ok)} of {len(multi)} multi-device cells passed every integrity check: as many "
+    others = len(multi) - len(ok) - sum(1 for r in multi if r.get("status") == "invalid")
+    out = [f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
+           f"check{f' ({others} unsupported or failed: listed at the end)' if others else ''}: as many "
            "replicas in sync as asked, the model's variables distributed by the strategy, every "
            "replica's copy of every weight equal after training, and (parameter server) every "
            "worker ran updates. A model or optimizer built outside strategy.scope(), the usual "

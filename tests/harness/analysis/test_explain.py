@@ -62,7 +62,7 @@ def test_devices_working_names_invalid_cells_and_logical_devices() -> None:
     rows = _rows() + [{**_rows()[1], "status": "invalid", "cell_id": "x",
                        "reason": "model variable is a ResourceVariable, not MirroredVariable"}]
     answers = explain.devices_working(rows)
-    assert answers[0].startswith("2 of 3 multi-device cells passed every integrity check")
+    assert answers[0].startswith("2 of 3 multi-device cells were measured and passed every integrity check:")
     assert any("invalid: model variable is a ResourceVariable" in a for a in answers)
     assert "share its cores" in answers[-1]
 
