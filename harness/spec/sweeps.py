@@ -101,7 +101,21 @@ EQUIVALENCE = chain(
                steps_per_execution=(1,)),
 )
 
-SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE)}
+VALIDATION = chain(
+    "validation", "what `predict` is checked against: mirrored (auto) on 1 to 4 replicas (run with "
+    "--cpu-devices 4 on a CPU-only machine) and multi_worker_mirrored (ring) on 1 to 4 local workers, "
+    "both models, batch 64 per replica, 3 interleaved processes each",
+    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3,
+             max_processes=5),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("mirrored",), replicas=(1, 2, 3, 4),
+               batch=(64,), steps_per_execution=(10,)),
+    make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
+               communication=("ring",), workers=(1, 2, 3, 4), batch=(64,),
+               steps_per_execution=(10,)),
+)
+
+SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE,
+                                                VALIDATION)}
 
 
 def get_sweep(name: str) -> Sweep:
