@@ -121,6 +121,8 @@ def _measure(sel: Selection, out: Path) -> int:
     from harness.launch.real_cluster import cluster_launcher
     from harness.launch.runner import run_cell_processes, run_sweep
 
+    if sel.sweep.kind == "collectives":
+        return _measure_collectives(sel, out)
     config = sel.cluster
     launcher = run_cell_processes if config is None else cluster_launcher(config)
     where = "" if config is None else (f" as the chief of a {config.workers}-worker"
@@ -156,6 +158,35 @@ def _measure(sel: Selection, out: Path) -> int:
         print(f"wrote {p}")
     if result.interrupted:
         print(f"interrupted: {result.not_run} cells not run; every row measured before is kept.",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def _measure_collectives(sel: Selection, out: Path) -> int:
+    """--sweep collectives: time every topology's all-reduces, store and print the rows."""
+    from harness.analysis.collectives import table_lines
+    from harness.analysis.tables import render_table
+    from harness.launch.collectives import run_collectives
+
+    print(f"sweep 'collectives': {len(sel.cells)} all-reduce topologies on "
+          f"{platform_text(sel.platform)}, sizes up to {sel.max_bytes:,} bytes and each model's "
+          f"gradient set, {sel.protocol.processes} processes each; results -> {out}", flush=True)
+    result = run_collectives(sel.cells, sel.protocol, sel.platform, out, sel.max_bytes)
+    print()
+    print(render_table(*table_lines(result.rows)))
+    print()
+    print("time: median over processes of one all-reduce (each process: the median of "
+          f"{sel.protocol.repeats} windows of ~{sel.protocol.window_s:g} s of in-graph calls / calls); "
+          "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1")
+    counts: dict[str, int] = {}
+    for r in result.rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    print(f"run {result.run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    for p in result.paths:
+        print(f"wrote {p}")
+    if result.interrupted:
+        print(f"interrupted: {result.not_run} topologies not run; every row measured before is kept.",
               file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK

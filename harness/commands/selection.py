@@ -22,9 +22,10 @@ from harness.launch.real_cluster import (
 from harness.mnist import load_mnist
 from harness.spec.axes import AXES, REPLICAS_TO_MAX
 from harness.spec.cell import Cell
+from harness.spec.collectives import DEFAULT_MAX_BYTES, payloads
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.sweep import Sweep, expand
-from harness.spec.sweeps import SWEEPS, get_sweep
+from harness.spec.sweeps import SWEEPS, collectives_sweep, get_sweep
 
 PROTOCOL_FLAGS = {
     "repeats": (int, "timed windows per process"),
@@ -63,6 +64,9 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-breakdown", dest="breakdown", action="store_false", default=None,
                    help="skip timing the parts of an update (compute, all-reduce, input, dispatch) "
                         "in each cell's first pass (saves a few seconds per cell)")
+    p.add_argument("--max-bytes", type=int, default=None,
+                   help="--sweep collectives: the largest all-reduce of the size sweep, bytes per "
+                        f"participant (4 KiB to 256 MiB, powers of 4). Default: {DEFAULT_MAX_BYTES}")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
                    help="plan for GPUs (if nvidia-smi lists any) or CPU. Default: auto")
     p.add_argument("--cpu-devices", type=int, default=2,
@@ -89,6 +93,8 @@ class Selection:
     mnist_path: str | None = None
     cluster: ClusterConfig | None = None
     """This process's cluster with --cluster tf_config|slurm; None for local runs."""
+    max_bytes: int = DEFAULT_MAX_BYTES
+    """--sweep collectives: the largest size of the size sweep (bytes per participant)."""
 
     def worker_options(self, log_dir: Path) -> WorkerOptions:
         """The options every worker process of this selection gets, logs under ``log_dir``."""
@@ -101,6 +107,13 @@ def select(args: argparse.Namespace) -> Selection:
     sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
     if args.sweep is None and overrides:
         sweep = Sweep("custom", "axes from the command line", protocol=sweep.protocol)
+    max_bytes = _max_bytes(args, sweep)
+    if sweep.kind == "collectives":  # --replicas sizes mirrored, --workers multi_worker_mirrored
+        sweep = collectives_sweep(overrides.pop("replicas", (2, 3, 4)),
+                                  overrides.pop("workers", (2, 3, 4)))
+        if args.cluster != "local":
+            raise HarnessError(f"Received --cluster {args.cluster} with --sweep collectives; "
+                               "expected local (collectives start their own local workers).")
     platform = detect_platform(args.device, args.cpu_devices)
     cluster = _cluster(args.cluster, overrides, platform)
     if cluster is not None:
@@ -119,7 +132,20 @@ def select(args: argparse.Namespace) -> Selection:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
     if getattr(args, "out", None) is not None:
         check_writable(Path(args.out))
-    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster)
+    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster,
+                     max_bytes)
+
+
+def _max_bytes(args: argparse.Namespace, sweep: Sweep) -> int:
+    """--max-bytes, checked (only --sweep collectives takes it)."""
+    given = getattr(args, "max_bytes", None)
+    if given is None:
+        return DEFAULT_MAX_BYTES
+    if sweep.kind != "collectives":
+        raise HarnessError(f"Received --max-bytes={given} with --sweep {sweep.name}; expected it "
+                           "only with --sweep collectives.")
+    payloads(given)  # HarnessError below the smallest size
+    return int(given)
 
 
 def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform

@@ -51,6 +51,9 @@ class WorkerOptions:
     startup_timeout_s: float = 180.0
     verify_updates: int | None = None
     weights_dir: str | None = None
+    collectives_max_bytes: int | None = None
+    """When set, each cell is an all-reduce topology: time the collectives payloads up to this many
+    bytes (``--sweep collectives``) instead of training."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,9 @@ class Sweep:
     description: str
     grids: tuple[Grid, ...] = ((),)
     protocol: Protocol = field(default_factory=Protocol)
+    kind: str = "training"
+    """training (each cell trains a model) or collectives (each cell's topology times all-reduces,
+    :mod:`harness.spec.collectives`)."""
 
     def grid_values(self) -> list[dict[str, tuple[Any, ...]]]:
         """Every axis's values, grid by grid (defaults filled in)."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from harness.errors import HarnessError
 from harness.spec.axes import (
+    COMMUNICATION_NAMES,
     CROSS_DEVICE_OPS_NAMES,
     REPLICAS_TO_MAX,
     SINGLE_PROCESS_STRATEGIES,
@@ -114,8 +117,30 @@ VALIDATION = chain(
                steps_per_execution=(10,)),
 )
 
+COLLECTIVES_PROTOCOL = Protocol(repeats=3, window_s=0.1, warmup_windows=1, min_window_steps=1,
+                                processes=3, max_processes=3, peak=False, breakdown=False)
+"""All-reduce timing: 3 processes per topology, 3 windows of ~0.1 s per payload."""
+
+
+def collectives_sweep(replicas: tuple[object, ...] = (2, 3, 4),
+                      workers: tuple[object, ...] = (2, 3, 4)) -> Sweep:
+    """The all-reduce topologies: mirrored with every cross-device op on ``replicas`` replicas, and
+    multi_worker_mirrored with every communication on ``workers`` local workers (one replica each).
+    ``--replicas`` and ``--workers`` set these two lists (each applies to its own strategy)."""
+    return dataclasses.replace(chain(
+        "collectives", "all-reduce alone (a size sweep and each model's gradient set) under every "
+        "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
+        "2-4 local workers, 3 processes each; rows in results/collectives",
+        COLLECTIVES_PROTOCOL,
+        make_sweep("", "", model=("dense",), strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+                   replicas=replicas),
+        make_sweep("", "", model=("dense",), strategy=("multi_worker_mirrored",),
+                   communication=COMMUNICATION_NAMES, workers=workers),
+    ), kind="collectives")
+
+
 SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE,
-                                                VALIDATION)}
+                                                VALIDATION, collectives_sweep())}
 
 
 def get_sweep(name: str) -> Sweep:

@@ -22,37 +22,16 @@ with the other tenants in unknown proportions).
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 from harness.spec.cell import Cell
 from harness.worker.build.loops import ReductionCounter, make_gradients
 from harness.worker.build.strategies import distribute
+from harness.worker.timing import per_repetition
 
 PART_WINDOW_S = 0.2
 """Target length of one timed window of a part (s)."""
-
-PART_WINDOWS = 3
-
-
-def per_repetition(call: Callable[[int], None], window_s: float,
-                   agree: Callable[[int], int] = lambda n: n,
-                   clock: Callable[[], float] = time.perf_counter) -> float:
-    """Seconds per repetition of ``call(n)`` (n repetitions, ending in a host sync): a first call
-    (trace), a calibration call, then PART_WINDOWS windows of n repetitions; the median window / n.
-    ``agree``: every worker of a cluster uses the chief's n (collectives must match)."""
-
-    def timed(n: int) -> float:
-        t0 = clock()
-        call(n)
-        return clock() - t0
-
-    call(1)
-    probe = max(timed(2) / 2, 1e-7)
-    n = agree(max(1, int(window_s / probe)))
-    return statistics.median(timed(n) for _ in range(PART_WINDOWS)) / n
 
 
 def measurable(cell: Cell) -> bool:
@@ -135,8 +114,8 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
 
     reduces = strategy.num_replicas_in_sync > 1
     return {
-        "compute_s": per_repetition(looped(run_compute, *batch), window_s, agree),
-        "allreduce_s": per_repetition(looped(run_allreduce), window_s, agree) if reduces else 0.0,
-        "input_s": per_repetition(looped(pull), window_s, agree),
-        "dispatch_s": per_repetition(calls, window_s, agree) / cell.steps_per_execution,
+        "compute_s": per_repetition(looped(run_compute, *batch), window_s, agree)[0],
+        "allreduce_s": per_repetition(looped(run_allreduce), window_s, agree)[0] if reduces else 0.0,
+        "input_s": per_repetition(looped(pull), window_s, agree)[0],
+        "dispatch_s": per_repetition(calls, window_s, agree)[0] / cell.steps_per_execution,
     }

@@ -92,10 +92,31 @@ def _set_up(cell: Cell, events: TextIO, job: Job
     return strategy, device_type, devices, facts
 
 
+def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> dict[str, Any]:
+    """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
+    from harness.worker.build.loops import chief_agreement
+    from harness.worker.build.strategies import (
+        effective_cross_device_ops,
+        make_strategy,
+    )
+    from harness.worker.collectives import measure_collectives
+
+    strategy = strategy or make_strategy(cell, devices)
+    agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)
+    protocol = job.options.protocol
+    assert job.options.collectives_max_bytes is not None
+    results = measure_collectives(strategy, cell, job.options.collectives_max_bytes, agree,
+                                  protocol.window_s, protocol.repeats)
+    return {"status": "ok", "reason": "", "collectives": results,
+            "effective_cross_device_ops": effective_cross_device_ops(strategy)}
+
+
 def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Verify (train a fixed number of updates) or measure the cell: (columns, window rows)."""
     options = job.options
+    if options.collectives_max_bytes:
+        return _collectives(cell, job, strategy, devices), []
     if options.verify_updates:
         return verify_cell(cell, options.verify_updates, options.protocol.seed, devices,
                            options.weights_dir or ".", options.mnist_path, strategy,

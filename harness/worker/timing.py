@@ -8,6 +8,8 @@ the next one's start) and the last loss. See :class:`harness.loops.Trainer`.
 from __future__ import annotations
 
 import math
+import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,3 +60,22 @@ def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[lis
     starts = [t0 + sum(seconds[:i]) for i in range(len(seconds))]  # back to back
     skip = protocol.warmup_windows
     return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))
+
+
+def per_repetition(call: Callable[[int], None], window_s: float,
+                   agree: Callable[[int], int] = lambda n: n,
+                   clock: Callable[[], float] = time.perf_counter, windows: int = 3
+                   ) -> tuple[float, int]:
+    """(seconds per repetition, n) of ``call(n)`` (n repetitions, ending in a host sync): a first
+    call (trace), a calibration call, then ``windows`` windows of n repetitions; the median window / n.
+    ``agree``: every worker of a cluster uses the chief's n (collectives must match)."""
+
+    def timed(n: int) -> float:
+        t0 = clock()
+        call(n)
+        return clock() - t0
+
+    call(1)
+    probe = max(timed(2) / 2, 1e-7)
+    n = agree(max(1, int(window_s / probe)))
+    return statistics.median(timed(n) for _ in range(windows)) / n, n

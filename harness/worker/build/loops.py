@@ -207,6 +207,17 @@ def worker_rank(strategy: Any) -> int:
     return resolver.task_id + (1 if has_chief else 0)
 
 
+def chief_agreement(strategy: Any) -> Callable[[int], int]:
+    """A function giving every worker of a MultiWorkerMirrored cluster the chief's copy of an
+    integer (a cross-worker sum of the chief's value and the others' zeros): workers must agree on
+    a window length, since their collectives must match."""
+    def chiefs(value: int) -> int:
+        mine = float(value) if worker_rank(strategy) == 0 else 0.0
+        return int(round(_cross_worker_sum(strategy, [mine])[0]))
+
+    return chiefs
+
+
 def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: int,
                     workers: int, per_worker: list[list[float]],
                     clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
@@ -288,13 +299,9 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
     if cell.workers > 1:
         per_worker: list[list[float]] = []
 
-        def chiefs(value: int) -> int:
-            mine = float(value) if worker_rank(strategy) == 0 else 0.0
-            return int(round(_cross_worker_sum(strategy, [mine])[0]))
-
         return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers,
                                                              per_worker),
-                       counter, per_worker, chiefs, updates)
+                       counter, per_worker, chief_agreement(strategy), updates)
     return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates)
 
 

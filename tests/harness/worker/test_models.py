@@ -70,3 +70,11 @@ def test_cnn_keras_shapes_match_flop_arithmetic():
     # the output sizes used in cnn_layers(): 26x26x32, 13x13, 11x11x64, 5x5, 1600, 10
     assert shapes == [(None, 26, 26, 32), (None, 13, 13, 32), (None, 11, 11, 64), (None, 5, 5, 64),
                       (None, 1600), (None, 10)]
+
+
+@pytest.mark.parametrize("name", ["cnn", "dense"])
+def test_collectives_gradient_shapes_are_the_models_trainable_variables(name):
+    from harness.spec.collectives import GRADIENT_SHAPES
+
+    model = MODELS[name].build()
+    assert tuple(tuple(v.shape) for v in model.trainable_variables) == GRADIENT_SHAPES[name]

@@ -82,3 +82,20 @@ def test_calibrated_window_steps(step_s, spe, window_s, min_steps, expected):
     steps = calibrated_window_steps(step_s, spe, protocol)
     assert steps == expected
     assert steps % spe == 0 and steps >= min_steps
+
+
+def test_per_repetition_calibrates_then_takes_the_median_window():
+    from harness.worker.timing import per_repetition
+
+    now = [0.0]
+    calls: list[int] = []
+
+    def call(n: int) -> None:  # 2 ms per repetition, 10 ms extra on the first (trace) call
+        calls.append(n)
+        now[0] += 0.002 * n + (0.010 if len(calls) == 1 else 0.0)
+
+    seconds, n = per_repetition(call, 0.1, clock=lambda: now[0], windows=3)
+    assert calls == [1, 2, 50, 50, 50]  # trace, probe, three windows of 0.1 s / 2 ms
+    assert n == 50 and seconds == pytest.approx(0.002)
+    agreed, _ = per_repetition(call, 0.1, agree=lambda k: 10, clock=lambda: now[0])
+    assert calls[-3:] == [10, 10, 10] and agreed == pytest.approx(0.002)

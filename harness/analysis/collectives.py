@@ -1,0 +1,56 @@
+"""nccl-tests' bandwidth figures of an all-reduce, and the collectives table as text. Pure.
+
+With m the bytes each of the n participants contributes and t the time of one all-reduce:
+
+    algbw = m / t / 1e9                      [GB/s]  (algorithm bandwidth)
+    busbw = algbw x 2(n - 1) / n             [GB/s]  (bus bandwidth: a ring all-reduce moves
+                                                      2(n-1)/n x m over each link, so busbw is
+                                                      comparable with a link's bandwidth whatever n)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def algbw_gbps(nbytes: float, seconds: float) -> float:
+    """Algorithm bandwidth (GB/s, 1e9 bytes) of moving ``nbytes`` in ``seconds``."""
+    return nbytes / seconds / 1e9
+
+
+def busbw_gbps(nbytes: float, seconds: float, participants: int) -> float:
+    """Bus bandwidth (GB/s) of an all-reduce of ``nbytes`` per participant among ``participants``."""
+    return algbw_gbps(nbytes, seconds) * 2 * (participants - 1) / participants
+
+
+def _size(nbytes: Any) -> str:
+    if nbytes is None:
+        return "-"
+    for unit, scale in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes} B"
+
+
+def _time(r: Mapping[str, Any]) -> str:
+    """``123.4 [110.0..140.2]`` microseconds, without the CI below 2 processes."""
+    if not r.get("time_s"):
+        return "-"
+    text = f"{r['time_s'] * 1e6:,.1f}"
+    lo, hi = r.get("time_s_ci_low"), r.get("time_s_ci_high")
+    return text + (f" [{lo * 1e6:,.1f}..{hi * 1e6:,.1f}]" if lo is not None and hi is not None else "")
+
+
+def table_lines(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(header, lines) of the collectives rows, for :func:`harness.analysis.tables.render_table`."""
+    header = ("strategy[op]", "n", "payload", "bytes", "time us [95% CI]", "busbw GB/s", "check")
+    lines = []
+    for r in rows:
+        ok = r.get("status") == "ok"
+        time = _time(r)
+        check = ("ok" if ok else f"{r.get('status')}: {(r.get('reason') or '')[:70]}")
+        lines.append((f"{r['strategy']}[{r['op']}]", f"{r['replicas']}x{r['workers']}",
+                      r.get("payload") or "-", _size(r.get("bytes")), time,
+                      f"{r['busbw_gbps']:.3g}" if r.get("busbw_gbps") else "-", check))
+    return header, lines

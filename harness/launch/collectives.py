@@ -1,0 +1,92 @@
+"""``--sweep collectives``: each topology timed in ``protocol.processes`` fresh processes, passes
+interleaved over the run (as training cells are), rows written under ``results/collectives``.
+
+A topology is a :class:`harness.spec.cell.Cell` of the collectives sweep; its processes are started
+by the same launchers as a training cell's (one worker, or a local cluster with TF_CONFIG), with
+``WorkerOptions.collectives_max_bytes`` set, so the worker times all-reduces instead of training
+(:mod:`harness.worker.collectives`). Rows: :mod:`harness.results.collectives`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.launch.contract import Event, WorkerOptions
+from harness.launch.platform import git_sha
+from harness.launch.progress import Progress
+from harness.launch.runner import (
+    Launcher,
+    RunResult,
+    each_cell,
+    new_run_id,
+    plan,
+    run_cell_processes,
+)
+from harness.results.collectives import not_measured, topology_rows
+from harness.results.store import RunFiles
+from harness.spec.cell import Cell
+from harness.spec.collectives import DEFAULT_MAX_BYTES
+from harness.spec.protocol import Platform, Protocol
+from harness.spec.schedule import pass_order
+
+
+def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path,
+                    max_bytes: int = DEFAULT_MAX_BYTES, launcher: Launcher = run_cell_processes,
+                    progress: Progress | None = None) -> RunResult:
+    """Time every runnable topology's payloads in interleaved passes; write every row (unsupported
+    topologies too) under ``out/collectives``. A topology whose process fails is not run again."""
+    now = dt.datetime.now(dt.timezone.utc)
+    result = RunResult(new_run_id(now))
+    files = RunFiles(out, now.strftime("%Y-%m-%d"), result.run_id)
+    options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id,
+                            collectives_max_bytes=max_bytes)
+    planned = plan(cells, platform)
+    runnable = [c for c, why in planned if why is None]
+    reports: dict[str, list[dict[str, Any]]] = {c.id: [] for c in runnable}
+    facts: dict[str, dict[str, Any] | None] = {}
+    progress = progress or Progress(len(runnable) * protocol.processes)
+    t0 = time.monotonic()
+    try:
+        for k in range(protocol.processes):
+            todo = [c for c in pass_order(runnable, k, protocol.seed)
+                    if all(r.get("status") == "ok" for r in reports[c.id])]
+            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-"):
+                row = end.row if end.event == Event.RECORD else {"status": "failed",
+                                                                 "reason": end.reason}
+                reports[end.cell.id].append(row)
+                facts[end.cell.id] = end.facts or facts.get(end.cell.id)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        progress.close()
+        _write(result, files, planned, reports, facts)
+    result.not_run = sum(1 for c in runnable if not reports[c.id])
+    print(f"time: {time.monotonic() - t0:.0f} s for {len(runnable)} topologies x "
+          f"{protocol.processes} processes", flush=True)
+    return result
+
+
+def _write(result: RunResult, files: RunFiles, planned: Sequence[tuple[Cell, str | None]],
+           reports: dict[str, list[dict[str, Any]]], facts: dict[str, dict[str, Any] | None]) -> None:
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    base = {"run_id": result.run_id, "timestamp": stamp,
+            "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
+    known = next((f for f in facts.values() if f), None)
+    for cell, why in planned:
+        if why is not None:
+            rows = [not_measured(cell, known, "unsupported", why)]
+        elif reports[cell.id]:
+            rows = topology_rows(cell, reports[cell.id], facts.get(cell.id))
+        else:
+            continue
+        for row in rows:
+            row = {**base, **row}
+            files.write_collective(len(result.rows), row)
+            result.rows.append(row)
+    if result.rows:
+        result.paths = [files.folder("collectives")]

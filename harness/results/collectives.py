@@ -1,0 +1,76 @@
+"""The collectives table's rows (results/collectives; columns in
+:data:`harness.results.store.COLLECTIVE_COLUMNS`), from the processes of one topology. Pure.
+
+Each process reports, per payload, the time of one all-reduce and its sum check. A payload's row
+takes the median time over processes with the log-scale t CI (:func:`harness.analysis.stats.figure`),
+algbw and busbw from that median (:mod:`harness.analysis.collectives`), and the worst sum error of
+any process: above :data:`MAX_REL_ERROR` the row is ``invalid`` (the op returned a wrong sum). A
+topology whose process failed gives one failed row; an unsupported one one unsupported row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.analysis import stats
+from harness.analysis.collectives import algbw_gbps, busbw_gbps
+from harness.spec.cell import Cell
+
+MAX_REL_ERROR = 1e-6
+"""Largest relative deviation from n(n+1)/2 accepted as a right sum (float32 sums of small integers
+are exact; any deviation is a wrong reduction)."""
+
+FACT_KEYS = ("fingerprint", "device_kind", "device_name", "host_cores", "tf_version")
+
+
+def topology_columns(cell: Cell, facts: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What every row of the topology shares: strategy, op, replicas, workers, devices, facts."""
+    op = cell.cross_device_ops if cell.strategy == "mirrored" else cell.communication
+    facts = facts or {}
+    where = {"fingerprint": facts.get("fingerprint"), "device_kind": facts.get("device_type"),
+             "device_name": facts.get("device_name"), "host_cores": facts.get("host_cores"),
+             "tf_version": facts.get("tf_version")}
+    return {**where, "strategy": cell.strategy, "op": op, "replicas": cell.replicas,
+            "workers": cell.workers, "devices": cell.replicas * cell.workers}
+
+
+def not_measured(cell: Cell, facts: Mapping[str, Any] | None, status: str, reason: str
+                 ) -> dict[str, Any]:
+    """The one row of a topology that was not measured (unsupported, failed)."""
+    return {**topology_columns(cell, facts), "status": status, "reason": reason, "payload": ""}
+
+
+def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    first = per_process[0]
+    times = [float(p["time_s"]) for p in per_process]
+    est = stats.figure(times)
+    error = max(float(p["max_rel_error"]) for p in per_process)
+    wrong = error > MAX_REL_ERROR
+    n = cell.replicas * cell.workers
+    return {"payload": first["payload"], "tensors": first["tensors"], "bytes": first["bytes"],
+            "status": "invalid" if wrong else "ok",
+            "reason": (f"wrong sum: the all-reduce's result deviates by {error:.3g} (relative) from "
+                       f"{n}({n}+1)/2" if wrong else ""),
+            "time_s": est.value, "time_s_ci_low": None if est.n < 2 else est.low,
+            "time_s_ci_high": None if est.n < 2 else est.high, "processes": len(times),
+            "process_time_s": times, "calls": first.get("calls"), "max_rel_error": error,
+            "algbw_gbps": algbw_gbps(first["bytes"], est.value),
+            "busbw_gbps": busbw_gbps(first["bytes"], est.value, n)}
+
+
+def topology_rows(cell: Cell, processes: Sequence[Mapping[str, Any]],
+                  facts: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The rows of one topology from its processes' rows (each holding ``collectives``: one
+    result per payload, and ``effective_cross_device_ops``); a failed process fails the topology."""
+    bad = next((p for p in processes if p.get("status") != "ok"), None)
+    if bad is not None or not processes:
+        reason = (bad or {}).get("reason") or "no process reported"
+        return [not_measured(cell, facts, "failed", reason)]
+    base = {**topology_columns(cell, facts),
+            "effective_op": processes[-1].get("effective_cross_device_ops")}
+    by_payload: dict[str, list[Mapping[str, Any]]] = {}
+    for p in processes:
+        for result in p["collectives"]:
+            by_payload.setdefault(f"{result['payload']}/{result['bytes']}", []).append(result)
+    return [{**base, **_payload_row(cell, results)} for results in by_payload.values()]

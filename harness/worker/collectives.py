@@ -1,0 +1,94 @@
+"""All-reduce timing in this process, for one topology of ``--sweep collectives``.
+
+For each payload (:func:`harness.spec.collectives.payloads`): every participant (global replica
+index k) holds per-replica variables filled with k + 1; one call is
+``ReplicaContext.all_reduce(SUM, [its tensors])`` inside ``strategy.run`` (how the optimizer hands
+gradients over). A tf.function holds an in-graph loop of n calls, each call's first element added to
+a per-replica sink so no implementation (including the ones made of copies and adds) is pruned;
+n is calibrated so a window lasts ~``window_s``; the figure is the median of ``repeats`` windows / n
+(:func:`harness.worker.timing.per_repetition`). Then one checked call: every element must equal
+n(n+1)/2; ``max_rel_error`` is the worst relative deviation.
+
+In a multi-worker cell every worker runs this same sequence (collectives must match); the chief's n
+is used by all (``agree``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.spec.cell import Cell
+from harness.spec.collectives import Payload, payloads
+from harness.worker.timing import per_repetition
+
+
+def _filled(strategy: Any, shapes: tuple[tuple[int, ...], ...]) -> list[Any]:
+    """Per-replica float32 variables of ``shapes``, replica k's filled with k + 1."""
+    import tensorflow as tf
+
+    with strategy.scope():
+        variables = [tf.Variable(tf.zeros(s, tf.float32), trainable=False,
+                                 synchronization=tf.VariableSynchronization.ON_READ,
+                                 aggregation=tf.VariableAggregation.SUM) for s in shapes]
+
+    def fill() -> None:
+        ctx = tf.distribute.get_replica_context()
+        k = tf.cast(ctx.replica_id_in_sync_group, tf.float32) + 1.0
+        for v in variables:
+            v.assign(tf.fill(v.shape, k))
+
+    strategy.run(tf.function(fill))
+    return variables
+
+
+def _sink(strategy: Any) -> Any:
+    import tensorflow as tf
+
+    with strategy.scope():
+        return tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                           aggregation=tf.VariableAggregation.SUM)
+
+
+def measure_payload(strategy: Any, payload: Payload, sink: Any, agree: Callable[[int], int],
+                    window_s: float, repeats: int) -> dict[str, Any]:
+    """time_s of one all-reduce of ``payload`` and its sum check, on this worker."""
+    import tensorflow as tf
+
+    variables = _filled(strategy, payload.shapes)
+    n = strategy.num_replicas_in_sync
+    expected = n * (n + 1) / 2
+
+    def reduce() -> list[Any]:
+        ctx = tf.distribute.get_replica_context()
+        return ctx.all_reduce(tf.distribute.ReduceOp.SUM, [v.read_value() for v in variables])
+
+    def reduce_into_sink() -> None:
+        out = reduce()
+        sink.assign_add(tf.add_n([tf.reshape(o, [-1])[0] for o in out]))
+
+    @tf.function(jit_compile=False)
+    def calls(count: Any) -> Any:
+        for _ in tf.range(count):
+            strategy.run(reduce_into_sink)
+        return tf.add_n([tf.identity(v) for v in strategy.experimental_local_results(sink)])
+
+    @tf.function(jit_compile=False)
+    def worst_error() -> Any:
+        def replica() -> Any:
+            return tf.reduce_max([tf.reduce_max(tf.abs(o - expected)) for o in reduce()])
+        return tf.reduce_max([tf.identity(e) for e in
+                              strategy.experimental_local_results(strategy.run(replica))])
+
+    seconds, count = per_repetition(lambda k: calls(tf.constant(k)).numpy(), window_s, agree,
+                                    windows=repeats)
+    error = float(worst_error().numpy()) / expected
+    return {"payload": payload.name, "tensors": len(payload.shapes), "bytes": payload.bytes,
+            "time_s": seconds, "calls": count, "max_rel_error": error}
+
+
+def measure_collectives(strategy: Any, cell: Cell, max_bytes: int, agree: Callable[[int], int],
+                        window_s: float, repeats: int) -> list[dict[str, Any]]:
+    """One result per payload (see the module doc), in :func:`payloads` order."""
+    sink = _sink(strategy)
+    return [measure_payload(strategy, p, sink, agree, window_s, repeats) for p in payloads(max_bytes)]
