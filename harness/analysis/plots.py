@@ -333,3 +333,27 @@ def hardware_scaling(table: pd.DataFrame, out: Path) -> list[Path]:
     fig = _facet_models(table, draw, "Machines side by side: throughput vs replicas x workers "
                         "(median of timed windows)", "examples/s", "replicas x workers")
     return _save(fig, out, "hardware_scaling")
+
+
+def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]:
+    """``predict``'s figure: predicted examples/s against devices (line), measured figures with
+    their 95% CI (points with whiskers) and each one's prediction error."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4",
+            label="predicted")
+    measured = lines[lines["measured_examples_per_sec"].notna()]
+    if not measured.empty:
+        value = measured["measured_examples_per_sec"].astype(float)
+        low = measured["measured_ci_low"].astype(float).fillna(value)
+        high = measured["measured_ci_high"].astype(float).fillna(value)
+        ax.errorbar(measured["devices"], value, yerr=[value - low, high - value], fmt="s",
+                    color="#d62728", capsize=3, label="measured (95% CI)")
+        for _, r in measured.iterrows():
+            ax.annotate(f"{r['error']:+.0%}", (r["devices"], r["measured_examples_per_sec"]),
+                        textcoords="offset points", xytext=(6, 4), fontsize=8)
+    ax.set_xlabel("devices (replicas x workers)")
+    ax.set_ylabel("examples/s")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, stem.parent, stem.name)

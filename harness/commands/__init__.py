@@ -19,6 +19,7 @@ from harness.commands import (
     doctor,
     ingest,
     listing,
+    predict,
     report,
     run,
     verify,
@@ -26,7 +27,7 @@ from harness.commands import (
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
 COMMANDS: dict[str, ModuleType] = {m.NAME: m for m in (
-    run, listing, verify, report, compare, compare_hardware, ingest, doctor)}
+    run, listing, verify, report, compare, compare_hardware, predict, ingest, doctor)}
 """Command name -> its module, in the order ``--help`` lists them."""
 
 

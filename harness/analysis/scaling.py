@@ -1,0 +1,154 @@
+"""A scaling model: throughput and efficiency at n devices from a measured 1-device cell and the cost
+of its all-reduce. Pure (rows in, predictions out).
+
+**All-reduce cost** (the alpha-beta model of a ring all-reduce of m bytes among n participants):
+
+    T(n, m) = 2(n - 1) x alpha + 2(n - 1) / n x m x beta        [s]
+
+alpha: latency per ring step (s); beta: seconds per byte over one link (1 / bandwidth). Fitted by
+non-negative least squares to every ok row of the collectives table for the strategy and op (sizes
+and participant counts; :func:`fit_alpha_beta`), or given for a link you do not have
+(``--link-gbps G --latency-us L``: beta = 8 / (G x 1e9), alpha = L x 1e-6; :func:`link_alpha_beta`).
+Where the table holds the model's own gradient set at n, that measurement is used instead of the
+fit (several tensors cost more than one of the same bytes).
+
+**Step at n devices** (weak scaling: each device trains the 1-device cell's update):
+
+    s(n)      = max(1, n x c1 / C)   devices that share one host's C cores, c1 of them used by
+                                     the 1-device cell (logical CPU devices, local workers);
+                1                    devices with their own compute (GPUs, separate hosts)
+    step(n)   = step(1) x s(n) + T(n, gradient bytes)
+    throughput(n) = n x effective_batch(1) / step(n);   efficiency(n) = step(1) / step(n)
+
+Assumptions, each a way it can be wrong: the 1-device step is all local work (compute, input,
+dispatch, the optimizer) and grows only by core sharing; the all-reduce does not overlap the
+backward pass (on GPUs, NCCL overlaps part of it: the model is then pessimistic); one all-reduce
+per update (the ctl loop's loss reduce, a scalar, is left out); the input pipeline of n devices is
+as fast per device as of one (one host feeding many GPUs can fall behind); on multi-node links the
+fitted alpha of this machine's localhost gRPC is no guide (give --latency-us).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """Ring all-reduce cost: ``alpha_s`` per ring step, ``beta_s_per_byte`` per byte over a link;
+    ``rel_rms``: relative RMS error of the fit over its rows (0 for a described link)."""
+
+    alpha_s: float
+    beta_s_per_byte: float
+    source: str
+    rel_rms: float = 0.0
+
+    def time_s(self, n: int, nbytes: float) -> float:
+        """T(n, m) of the module doc; 0 for one participant (no reduction)."""
+        if n <= 1:
+            return 0.0
+        return 2 * (n - 1) * self.alpha_s + 2 * (n - 1) / n * nbytes * self.beta_s_per_byte
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        """The link bandwidth this beta stands for (Gb/s)."""
+        return 8 / (self.beta_s_per_byte * 1e9) if self.beta_s_per_byte > 0 else math.inf
+
+
+def link_alpha_beta(gbps: float, latency_us: float) -> AlphaBeta:
+    """The cost of a described link: ``gbps`` gigabits per second, ``latency_us`` per ring step."""
+    return AlphaBeta(latency_us * 1e-6, 8 / (gbps * 1e9), f"link {gbps:g} Gb/s, {latency_us:g} us")
+
+
+def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fit") -> AlphaBeta:
+    """Non-negative least squares of T(n, m) to ``points`` of (n, bytes, seconds), weighted
+    relatively (each point's error as a fraction of its time, so 4 KiB counts as much as 64 MiB)."""
+    pts = [(n, m, t) for n, m, t in points if n > 1 and t > 0]
+    if len(pts) < 2:
+        raise ValueError(f"an alpha-beta fit needs 2 or more all-reduce times; received {len(pts)}")
+    n, m, t = (np.asarray(v, dtype=float) for v in zip(*pts))
+    design = np.column_stack([2 * (n - 1), 2 * (n - 1) / n * m]) / t[:, None]
+    (alpha, beta), _ = optimize.nnls(design, np.ones_like(t))
+    fitted = AlphaBeta(float(alpha), float(beta), source)
+    predicted = np.array([fitted.time_s(int(a), b) for a, b in zip(n, m)])
+    rms = float(np.sqrt(np.mean(((predicted - t) / t) ** 2)))
+    return AlphaBeta(float(alpha), float(beta), f"{source}: {len(pts)} rows", rms)
+
+
+def gradient_bytes(model: str) -> int:
+    """Bytes of one all-reduce of the model's gradients (float32, one value per parameter)."""
+    return FLOAT32_BYTES * sum(math.prod(s) for s in GRADIENT_SHAPES[model])
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the model needs from the measured 1-device cell: its step (s per update), examples per
+    update, and the cores it used of its host's (for devices that share them)."""
+
+    step_s: float
+    effective_batch: int
+    cores_used: int
+    host_cores: int
+    shares_cores: bool
+
+    def share(self, n: int) -> float:
+        """s(n) of the module doc."""
+        if not self.shares_cores:
+            return 1.0
+        return max(1.0, n * self.cores_used / self.host_cores)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model at n devices: step (s/update), throughput (examples/s), efficiency, the all-reduce's
+    share of the step, and where its time came from."""
+
+    devices: int
+    step_s: float
+    examples_per_sec: float
+    efficiency: float
+    allreduce_s: float
+    allreduce_from: str
+
+    @property
+    def allreduce_share(self) -> float:
+        return self.allreduce_s / self.step_s
+
+
+def predict(base: Baseline, n: int, allreduce_s: float, allreduce_from: str) -> Prediction:
+    """Step, throughput and efficiency at ``n`` devices (module doc) given the all-reduce time."""
+    step = base.step_s * base.share(n) + (allreduce_s if n > 1 else 0.0)
+    return Prediction(n, step, n * base.effective_batch / step, base.step_s / step,
+                      allreduce_s if n > 1 else 0.0, allreduce_from if n > 1 else "none")
+
+
+def allreduce_time(n: int, model: str, cost: AlphaBeta,
+                   measured: Mapping[int, float] | None = None) -> tuple[float, str]:
+    """The gradient all-reduce's time at n: the collectives table's own measurement of the model's
+    gradient set at n when there is one, else the alpha-beta cost."""
+    if measured and n in measured:
+        return measured[n], f"measured ({model} gradients)"
+    return cost.time_s(n, gradient_bytes(model)), cost.source
+
+
+def error(predicted: float, measured: float) -> float:
+    """Relative prediction error (predicted - measured) / measured."""
+    return (predicted - measured) / measured
+
+
+def baseline_from_row(row: Mapping[str, Any]) -> Baseline:
+    """A :class:`Baseline` from a 1-device cell row (examples_per_sec, effective_batch, device_kind,
+    host_cores, cores_per_worker)."""
+    host = int(row.get("host_cores") or 1)
+    cores = int(row.get("cores_per_worker") or host)
+    return Baseline(float(row["effective_batch"]) / float(row["examples_per_sec"]),
+                    int(row["effective_batch"]), min(cores, host), host,
+                    shares_cores=row.get("device_kind") != "GPU")

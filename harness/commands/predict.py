@@ -1,0 +1,177 @@
+"""``python -m harness predict``: throughput and efficiency at n devices from a measured 1-device cell
+and the all-reduce cost (:mod:`harness.analysis.scaling`), beside the measured figures where the
+results hold them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import HarnessError
+
+NAME = "predict"
+
+STRATEGIES = {"mirrored": ("replicas", "cross_device_ops", "auto"),
+              "multi_worker_mirrored": ("workers", "communication", "ring")}
+"""strategy -> (the axis that grows, its op column, the default op)."""
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="predict scaling from a 1-device cell and the all-reduce cost")
+    p.add_argument("--results", default="results", help="results folder. Default: results")
+    p.add_argument("--model", required=True, choices=("cnn", "dense"))
+    p.add_argument("--strategy", required=True, choices=tuple(STRATEGIES))
+    p.add_argument("--replicas", default=None, metavar="LIST",
+                   help="mirrored: replica counts to predict, e.g. 1,2,4,8. Default: 1,2,3,4")
+    p.add_argument("--workers", default=None, metavar="LIST",
+                   help="multi_worker_mirrored: worker counts to predict. Default: 1,2,3,4")
+    p.add_argument("--op", default=None,
+                   help="cross-device op (mirrored) or communication (multi_worker_mirrored) whose "
+                        "all-reduce cost to use. Default: auto (mirrored), ring")
+    p.add_argument("--batch", type=int, default=64, help="per-replica batch of the cells. Default: 64")
+    p.add_argument("--loop", default="ctl", choices=("ctl", "fit"))
+    p.add_argument("--accum-steps", type=int, default=1)
+    p.add_argument("--steps-per-execution", type=int, default=10)
+    p.add_argument("--precision", default="float32")
+    p.add_argument("--link-gbps", type=float, default=None,
+                   help="predict for a link you do not have: its bandwidth in Gb/s (with "
+                        "--latency-us); devices are then taken to have their own compute")
+    p.add_argument("--latency-us", type=float, default=None, help="the link's latency per ring step")
+    p.add_argument("--figures", default=None, help="figure folder. Default: RESULTS/figures")
+    return p
+
+
+def _counts(text: str | None, flag: str) -> list[int]:
+    from harness.commands.selection import int_list
+
+    return int_list(flag, text or "1,2,3,4", 1)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if (args.link_gbps is None) != (args.latency_us is None):
+        raise HarnessError("Received only one of --link-gbps and --latency-us; expected both (a "
+                           "described link) or neither (the collectives table's fit).")
+    if args.link_gbps is not None and (args.link_gbps <= 0 or args.latency_us < 0):
+        raise HarnessError(f"Received --link-gbps={args.link_gbps} --latency-us={args.latency_us}; "
+                           "expected a bandwidth > 0 and a latency >= 0.")
+    other = "workers" if args.strategy == "mirrored" else "replicas"
+    if getattr(args, other) is not None:
+        raise HarnessError(f"Received --{other} with --strategy {args.strategy}; expected "
+                           f"--{STRATEGIES[args.strategy][0]} (the axis this strategy grows).")
+
+
+def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    sel = cells[(cells["status"] == "ok") & (cells["model"] == args.model)
+                & (cells["per_replica_batch"] == args.batch) & (cells["loop"] == args.loop)
+                & (cells["accum_steps"] == args.accum_steps)
+                & (cells["steps_per_execution"] == args.steps_per_execution)
+                & (cells["precision"] == args.precision) & (cells["tenants"] == 1)]
+    return sel.sort_values("timestamp").drop_duplicates("cell_id", keep="last")
+
+
+def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
+    one = config[(config["strategy"] == args.strategy) & (config["replicas"] == 1)
+                 & (config["workers"] == 1)]
+    if one.empty:
+        raise HarnessError(
+            f"no measured 1-device cell of {args.model} {args.strategy} (batch {args.batch}, "
+            f"{args.loop}, accum {args.accum_steps}, spe {args.steps_per_execution}, "
+            f"{args.precision}) under {args.results}; measure it first, e.g. `python -m harness "
+            f"run --sweep validation` or `python -m harness run --model {args.model} --strategy "
+            f"{args.strategy} --batch {args.batch}`.")
+    return one.iloc[-1]
+
+
+def _cost(args: argparse.Namespace, op: str) -> tuple[Any, dict[int, float]]:
+    """The alpha-beta cost and the measured gradient all-reduces of the model (devices -> s)."""
+    from harness.analysis import scaling
+    from harness.results.store import read_collectives
+
+    if args.link_gbps is not None:
+        return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
+    rows = read_collectives(args.results)
+    rows = rows[(rows["status"] == "ok") & (rows["strategy"] == args.strategy) & (rows["op"] == op)]
+    if rows.empty:
+        raise HarnessError(f"no all-reduce times of {args.strategy} [{op}] under {args.results}: "
+                           "measure them with `python -m harness run --sweep collectives` (or "
+                           "describe a link with --link-gbps and --latency-us).")
+    newest = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
+    points = list(zip(newest["devices"], newest["bytes"], newest["time_s"]))
+    cost = scaling.fit_alpha_beta(points, f"alpha-beta fit of {args.strategy}[{op}]")
+    own = newest[newest["payload"] == args.model]
+    return cost, dict(zip(own["devices"].astype(int), own["time_s"].astype(float)))
+
+
+def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
+    """One line per n: the prediction, and the measured figure and error where a row exists."""
+    from harness.analysis import scaling
+
+    axis, op_column, default_op = STRATEGIES[args.strategy]
+    op = args.op or default_op
+    counts = _counts(getattr(args, axis), f"--{axis}")
+    config = _same_config(cells, args)
+    row = _baseline(config, args)
+    base = scaling.baseline_from_row(row)
+    if args.link_gbps is not None:
+        base = scaling.Baseline(base.step_s, base.effective_batch, base.cores_used,
+                                base.host_cores, shares_cores=False)
+    cost, measured_ar = _cost(args, op)
+    lines = []
+    for n in counts:
+        seconds, source = scaling.allreduce_time(n, args.model, cost, measured_ar)
+        p = scaling.predict(base, n, seconds, source)
+        match = config[(config["strategy"] == args.strategy) & (config[axis] == n)
+                       & (config[op_column].isin([op, "none"]))]
+        m = match.iloc[-1] if not match.empty else None
+        lines.append({"devices": n, "predicted_examples_per_sec": p.examples_per_sec,
+                      "predicted_efficiency": p.efficiency, "allreduce_share": p.allreduce_share,
+                      "allreduce_from": p.allreduce_from,
+                      "measured_examples_per_sec": None if m is None else float(m["examples_per_sec"]),
+                      "measured_ci_low": None if m is None else m.get("examples_per_sec_ci_low"),
+                      "measured_ci_high": None if m is None else m.get("examples_per_sec_ci_high"),
+                      "error": None if m is None else scaling.error(p.examples_per_sec,
+                                                                    float(m["examples_per_sec"]))})
+    return pd.DataFrame(lines), cost
+
+
+def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    def num(x: Any, fmt: str) -> str:
+        return "-" if x is None or pd.isna(x) else format(x, fmt)
+
+    header = ("n", "predicted examples/s", "efficiency", "all-reduce share", "all-reduce from",
+              "measured examples/s [95% CI]", "error")
+    rows = []
+    for r in lines.to_dict("records"):
+        measured = num(r["measured_examples_per_sec"], ",.0f")
+        if r["measured_ci_low"] is not None and not pd.isna(r["measured_ci_low"]):
+            measured += f" [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]"
+        rows.append((str(r["devices"]), num(r["predicted_examples_per_sec"], ",.0f"),
+                     num(r["predicted_efficiency"], ".2f"), num(r["allreduce_share"], ".0%"),
+                     r["allreduce_from"], measured, num(r["error"], "+.0%")))
+    return header, rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.analysis.plots import prediction_figure
+    from harness.analysis.tables import render_table
+    from harness.results import history
+
+    _check(args)
+    cells, _ = history.load(args.results)
+    lines, cost = predictions(cells, args)
+    title = (f"{args.model} {args.strategy} [{args.op or STRATEGIES[args.strategy][2]}], batch "
+             f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
+             f"{args.steps_per_execution}")
+    print(render_table(*_text(lines), title=title))
+    print(f"all-reduce cost: {cost.source}; alpha {cost.alpha_s * 1e6:.1f} us per ring step, "
+          f"{cost.bandwidth_gbps:.3g} Gb/s per link"
+          + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
+          + ". Model and assumptions: README.md, Predicting scaling.")
+    folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
+    stem = f"predict_{args.model}_{args.strategy}"
+    for path in prediction_figure(lines, folder / stem, title):
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,59 @@
+"""The scaling model on literal numbers: the alpha-beta cost, its fit, and the step at n devices."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.analysis import scaling
+
+
+def test_ring_cost_of_a_described_link() -> None:
+    # 10 Gb/s = 1.25e9 B/s: beta = 0.8 ns/B; 1 MiB between 2 workers: 2(1) x 5 us + 1 x 1 MiB x 0.8 ns
+    cost = scaling.link_alpha_beta(10, 5)
+    assert cost.beta_s_per_byte == pytest.approx(8e-10)
+    assert cost.time_s(2, 2 ** 20) == pytest.approx(10e-6 + 2 ** 20 * 8e-10)  # 848.9 us
+    assert cost.time_s(4, 2 ** 20) == pytest.approx(6 * 5e-6 + 1.5 * 2 ** 20 * 8e-10)
+    assert cost.time_s(1, 2 ** 20) == 0.0
+    assert cost.bandwidth_gbps == pytest.approx(10)
+
+
+def test_the_fit_recovers_a_planted_alpha_and_beta() -> None:
+    planted = scaling.AlphaBeta(40e-6, 1e-9, "planted")
+    points = [(n, m, planted.time_s(n, m)) for n in (2, 3, 4) for m in (4096, 65536, 2 ** 20, 2 ** 24)]
+    fit = scaling.fit_alpha_beta(points, "test")
+    assert fit.alpha_s == pytest.approx(40e-6, rel=1e-6)
+    assert fit.beta_s_per_byte == pytest.approx(1e-9, rel=1e-6)
+    assert fit.rel_rms == pytest.approx(0, abs=1e-9) and fit.source == "test: 12 rows"
+    with pytest.raises(ValueError, match="2 or more"):
+        scaling.fit_alpha_beta([(2, 4096, 1e-4)])
+
+
+def test_gradient_bytes_are_four_per_parameter() -> None:
+    assert scaling.gradient_bytes("cnn") == 4 * 34_826
+    assert scaling.gradient_bytes("dense") == 4 * 101_770
+
+
+def test_devices_that_share_a_hosts_cores_slow_each_other() -> None:
+    # the 1-device cell used both cores of a 2-core host: 2 devices take twice its step, 4 four times
+    shared = scaling.Baseline(step_s=0.010, effective_batch=64, cores_used=2, host_cores=2,
+                              shares_cores=True)
+    p = scaling.predict(shared, 2, 0.001, "x")
+    assert p.step_s == pytest.approx(0.021) and p.examples_per_sec == pytest.approx(128 / 0.021)
+    assert p.efficiency == pytest.approx(0.010 / 0.021) and p.allreduce_share == pytest.approx(1 / 21)
+    assert scaling.predict(shared, 4, 0.0, "x").step_s == pytest.approx(0.040)
+    # a host with 16 cores and a cell that used 4: up to 4 devices fit
+    roomy = scaling.Baseline(0.010, 64, 4, 16, True)
+    assert [roomy.share(n) for n in (1, 4, 8)] == [1.0, 1.0, 2.0]
+    own = scaling.Baseline(0.010, 64, 2, 2, shares_cores=False)
+    gpu = scaling.predict(own, 8, 0.002, "x")
+    assert gpu.step_s == pytest.approx(0.012) and gpu.efficiency == pytest.approx(0.010 / 0.012)
+    one = scaling.predict(own, 1, 0.5, "x")
+    assert one.step_s == 0.010 and one.allreduce_from == "none" and one.efficiency == 1.0
+
+
+def test_a_measured_gradient_all_reduce_wins_over_the_fit() -> None:
+    cost = scaling.link_alpha_beta(10, 5)
+    assert scaling.allreduce_time(2, "cnn", cost, {2: 3e-4}) == (3e-4, "measured (cnn gradients)")
+    seconds, source = scaling.allreduce_time(3, "cnn", cost, {2: 3e-4})
+    assert seconds == pytest.approx(cost.time_s(3, 4 * 34_826)) and source.startswith("link")
+    assert scaling.error(110.0, 100.0) == pytest.approx(0.10)

@@ -1,0 +1,73 @@
+"""``predict`` end to end on a small results folder the test writes (cells and collectives)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.results.store import RunFiles
+from tests.harness.launch.test_runner import harness
+
+BASE = {"model": "cnn", "data": "synthetic", "strategy": "mirrored", "communication": "none",
+        "workers": 1, "ps": 0, "tenants": 1, "per_replica_batch": 64, "accum_steps": 1,
+        "loop": "ctl", "steps_per_execution": 10, "precision": "float32", "scaling": "weak",
+        "status": "ok", "reason": "", "device_kind": "CPU", "host_cores": 2, "cores_per_worker": 2,
+        "fingerprint": "fp", "run_id": "20260101T000000Z-aaaaaa", "timestamp": "2026-01-01T00:00:00"}
+
+
+def _folder(tmp_path: Path) -> Path:
+    out = tmp_path / "results"
+    files = RunFiles(out, "2026-01-01", BASE["run_id"])
+    one = {**BASE, "cell_id": "cnn/mirrored/r1w1", "replicas": 1, "cross_device_ops": "none",
+           "effective_batch": 64, "examples_per_sec": 6400.0}  # step 10 ms
+    two = {**BASE, "cell_id": "cnn/mirrored[auto]/r2w1", "replicas": 2, "cross_device_ops": "auto",
+           "effective_batch": 128, "examples_per_sec": 6000.0, "examples_per_sec_ci_low": 5800.0,
+           "examples_per_sec_ci_high": 6200.0}
+    for i, row in enumerate((one, two)):
+        files.write_row(i, row)
+    common = {"run_id": BASE["run_id"], "timestamp": BASE["timestamp"], "strategy": "mirrored",
+              "op": "auto", "replicas": 2, "workers": 1, "devices": 2, "status": "ok"}
+    sizes = [("bytes", 4096, 1.0e-4), ("bytes", 65536, 1.3e-4), ("bytes", 2 ** 20, 6.0e-4),
+             ("cnn", 4 * 34_826, 1.0e-3)]
+    for i, (payload, nbytes, seconds) in enumerate(sizes):
+        files.write_collective(i, {**common, "payload": payload, "bytes": nbytes, "time_s": seconds})
+    return out
+
+
+def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
+    out = _folder(tmp_path)
+    proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored",
+                   "--replicas", "1,2,4")
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line[:1].isdigit()}
+    # n = 2: step = 10 ms x 2 (two devices share the host's 2 cores) + 1 ms measured all-reduce
+    assert lines["2"].split()[1:3] == [f"{128 / 0.021:,.0f}", f"{0.010 / 0.021:.2f}"]
+    assert "measured (cnn gradients)" in lines["2"] and "6,000 [5,800..6,200]" in lines["2"]
+    assert f"{(128 / 0.021 - 6000) / 6000:+.0%}" in lines["2"]
+    assert "alpha-beta fit of mirrored[auto]" in lines["4"]  # no gradient measurement at 4
+    assert "1  " in proc.stdout and "all-reduce cost: alpha-beta fit" in proc.stdout
+    assert (out / "figures" / "predict_cnn_mirrored.png").is_file()
+    assert (out / "figures" / "predict_cnn_mirrored.svg").is_file()
+
+
+def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
+    out = _folder(tmp_path)
+    proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored",
+                   "--replicas", "1,64", "--link-gbps", "100", "--latency-us", "10")
+    assert proc.returncode == 0, proc.stderr
+    assert "link 100 Gb/s, 10 us" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "dense", "--strategy", "mirrored"], "no measured 1-device cell of dense mirrored"),
+    (["--model", "cnn", "--strategy", "multi_worker_mirrored"], "no measured 1-device cell"),
+    (["--model", "cnn", "--strategy", "mirrored", "--op", "hierarchical_copy"],
+     "no all-reduce times of mirrored [hierarchical_copy]"),
+    (["--model", "cnn", "--strategy", "mirrored", "--link-gbps", "10"], "only one of --link-gbps"),
+    (["--model", "cnn", "--strategy", "mirrored", "--workers", "2"], "--workers with --strategy mirrored"),
+    (["--model", "cnn", "--strategy", "mirrored", "--replicas", "0,2"], "--replicas='0,2'"),
+])
+def test_bad_input_names_the_problem(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = harness("predict", "--results", str(_folder(tmp_path)), *args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
