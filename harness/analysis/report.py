@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import explain, findings, plots, stats
+from harness.analysis import explain, findings, plots, scaling, stats
 
 MACHINE_COLUMNS = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores",
                    "tf_version", "keras_version", "python_version", "build_info", "fingerprint")
@@ -136,7 +136,8 @@ border-bottom:1px solid #ddd;text-align:left}img{max-width:100%;border:1px solid
 code{background:#f4f4f4;padding:1px 3px}"""
 
 
-def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
+def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str,
+               collectives: pd.DataFrame | None = None) -> str:
     """The report page, figures embedded as base64 PNG."""
     imgs = []
     for path in figures:
@@ -160,6 +161,7 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
            else "") + ".</p>",
         "<h2>Findings</h2>", findings.render_html(rows.to_dict("records")),
         _why(rows),
+        "<h2>Measured against the scaling model</h2>", _predicted(rows, collectives),
         "<h2>Machine</h2>", _table(_machines(rows)),
         "<h2>How the numbers were measured</h2>", f"<p>{_method(rows)}</p>", notes,
         "<h2>Unstable cells</h2>", _unstable(rows),
@@ -172,6 +174,24 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
 
 def _list(items: Sequence[str]) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+
+
+def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
+    """Each measured multi-device cell beside the scaling model's prediction for it."""
+    if collectives is None or collectives.empty:
+        return ("<p>No collectives table under this results folder: run <code>python -m harness "
+                "run --sweep collectives</code> to see each multi-device cell beside its predicted "
+                "figure.</p>")
+    lines = scaling.report_predictions(rows.to_dict("records"), collectives)
+    if not lines:
+        return "<p>No multi-device cell of this run has both a 1-device baseline and all-reduce times.</p>"
+    table = pd.DataFrame(lines)
+    table["measured"] = table["measured"].map(lambda x: f"{x:,.0f}")
+    table["predicted"] = table["predicted"].map(lambda x: f"{x:,.0f}")
+    table["error"] = table["error"].map(lambda x: f"{x:+.0%}")
+    return ("<p>Predicted from the cell's 1-device baseline and the all-reduce cost (README.md, "
+            "Predicting scaling): step(n) = step(1) x core share + all-reduce(n); error = "
+            "(predicted - measured) / measured.</p>" + _table(table))
 
 
 def _why(rows: pd.DataFrame) -> str:
@@ -203,7 +223,8 @@ def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
     return order.drop_duplicates(["cell_id", "fingerprint"], keep="last").sort_index()
 
 
-def write_report(rows: pd.DataFrame, out: Path, title: str) -> list[Path]:
+def write_report(rows: pd.DataFrame, out: Path, title: str,
+                 collectives: pd.DataFrame | None = None) -> list[Path]:
     """Every figure of :data:`harness.plots.REPORT_FIGURES` that the rows support, then
     ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
     rows = newest_per_cell(rows)
@@ -212,5 +233,5 @@ def write_report(rows: pd.DataFrame, out: Path, title: str) -> list[Path]:
         figures += draw(rows, out / "figures")
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
-    page.write_text(build_html(rows, figures, title))
+    page.write_text(build_html(rows, figures, title, collectives))
     return [*figures, page]

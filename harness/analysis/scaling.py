@@ -152,3 +152,44 @@ def baseline_from_row(row: Mapping[str, Any]) -> Baseline:
     return Baseline(float(row["effective_batch"]) / float(row["examples_per_sec"]),
                     int(row["effective_batch"]), min(cores, host), host,
                     shares_cores=row.get("device_kind") != "GPU")
+
+
+def _op(row: Mapping[str, Any]) -> str:
+    return str(row["cross_device_ops"] if row["strategy"] == "mirrored" else row["communication"])
+
+
+def cost_from_table(collectives: Any, strategy: str, op: str, model: str
+                    ) -> tuple[AlphaBeta, dict[int, float]] | None:
+    """The alpha-beta fit of the collectives rows (a DataFrame) of ``strategy`` [``op``] and the
+    measured all-reduces of ``model``'s gradient set (devices -> s); None without 2 usable rows."""
+    rows = collectives[(collectives["status"] == "ok") & (collectives["strategy"] == strategy)
+                       & (collectives["op"] == op)]
+    rows = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
+    points = [p for p in zip(rows["devices"], rows["bytes"], rows["time_s"]) if p[0] > 1]
+    if len(points) < 2:
+        return None
+    own = rows[rows["payload"] == model]
+    return (fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]"),
+            dict(zip(own["devices"].astype(int), own["time_s"].astype(float))))
+
+
+def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> list[dict[str, Any]]:
+    """For each measured multi-device mirrored / multi_worker_mirrored row with a 1-device baseline
+    in ``rows``: its predicted figure from that baseline and the collectives table, and the error."""
+    by_id = {r.get("cell_id"): r for r in rows if r.get("status") == "ok"}
+    out = []
+    for r in by_id.values():
+        n = int(r["replicas"]) * int(r["workers"])
+        base = by_id.get(r.get("baseline_cell_id"))
+        if r["strategy"] not in ("mirrored", "multi_worker_mirrored") or n < 2 or base is None:
+            continue
+        cost = cost_from_table(collectives, r["strategy"], _op(r), r["model"])
+        if cost is None:
+            continue
+        seconds, source = allreduce_time(n, r["model"], *cost)
+        p = predict(baseline_from_row(base), n, seconds, source)
+        out.append({"model": r["model"], "cell_id": r["cell_id"], "devices": n,
+                    "measured": float(r["examples_per_sec"]), "predicted": p.examples_per_sec,
+                    "error": error(p.examples_per_sec, float(r["examples_per_sec"])),
+                    "allreduce_from": source})
+    return out

@@ -21,11 +21,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.report import write_report
     from harness.results import history
+    from harness.results.store import read_collectives
 
     cells, _ = history.load(args.results)
     run_ids = history.resolve(args.run, history.runs(cells))
     rows = cells[cells["run_id"].isin(run_ids)]
     out = Path(args.out) if args.out else Path(args.results) / "report"
-    for path in write_report(rows, out, f"tf-strategy-bench: {', '.join(run_ids)}"):
+    collectives = read_collectives(args.results)
+    for path in write_report(rows, out, f"tf-strategy-bench: {', '.join(run_ids)}", collectives):
         print(f"wrote {path}")
     return 0

@@ -57,3 +57,23 @@ def test_a_measured_gradient_all_reduce_wins_over_the_fit() -> None:
     seconds, source = scaling.allreduce_time(3, "cnn", cost, {2: 3e-4})
     assert seconds == pytest.approx(cost.time_s(3, 4 * 34_826)) and source.startswith("link")
     assert scaling.error(110.0, 100.0) == pytest.approx(0.10)
+
+
+def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() -> None:
+    import pandas as pd
+
+    base = {"model": "cnn", "strategy": "mirrored", "workers": 1, "status": "ok",
+            "communication": "none", "device_kind": "CPU", "host_cores": 2, "cores_per_worker": 2}
+    one = {**base, "cell_id": "one", "replicas": 1, "cross_device_ops": "none",
+           "effective_batch": 64, "examples_per_sec": 6400.0, "baseline_cell_id": "one"}
+    two = {**base, "cell_id": "two", "replicas": 2, "cross_device_ops": "auto",
+           "effective_batch": 128, "examples_per_sec": 6000.0, "baseline_cell_id": "one"}
+    collectives = pd.DataFrame([
+        {"status": "ok", "strategy": "mirrored", "op": "auto", "devices": 2, "payload": p,
+         "bytes": b, "time_s": t, "timestamp": "t"}
+        for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2 ** 20, 6e-4), ("cnn", 139_304, 1e-3))])
+    (line,) = scaling.report_predictions([one, two], collectives)
+    assert line["cell_id"] == "two" and line["devices"] == 2
+    assert line["predicted"] == pytest.approx(128 / 0.021)  # 2 x 10 ms shared + 1 ms measured
+    assert line["error"] == pytest.approx((128 / 0.021 - 6000) / 6000)
+    assert scaling.report_predictions([one, two], collectives.iloc[0:0]) == []
