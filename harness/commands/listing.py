@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from harness.commands.selection import add_selection_args, platform_text, select
+from harness.results.collectives import topology_label
 from harness.spec.rules import unsupported_reason
 
 NAME = "list"
@@ -19,10 +20,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     sel = select(args)
+    name = topology_label if sel.sweep.kind == "collectives" else (lambda c: c.id)
     planned = [(c, unsupported_reason(c, sel.platform)) for c in sel.cells]
-    width = max((len(c.id) for c, _ in planned), default=0)
+    width = max((len(name(c)) for c, _ in planned), default=0)
     for cell, why in planned:
-        print(f"{cell.id.ljust(width)}  {'run' if why is None else 'unsupported: ' + why}")
+        print(f"{name(cell).ljust(width)}  {'run' if why is None else 'unsupported: ' + why}")
     n_unsup = sum(why is not None for _, why in planned)
     print(f"\n{len(planned)} cells in sweep {sel.sweep.name!r}: {len(planned) - n_unsup} to run, "
           f"{n_unsup} unsupported on this machine ({platform_text(sel.platform)}).")

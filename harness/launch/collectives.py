@@ -27,7 +27,7 @@ from harness.launch.runner import (
     plan,
     run_cell_processes,
 )
-from harness.results.collectives import not_measured, topology_rows
+from harness.results.collectives import not_measured, topology_label, topology_rows
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES
@@ -55,7 +55,8 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
         for k in range(protocol.processes):
             todo = [c for c in pass_order(runnable, k, protocol.seed)
                     if all(r.get("status") == "ok" for r in reports[c.id])]
-            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-"):
+            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-",
+                                 label=topology_label):
                 row = end.row if end.event == Event.RECORD else {"status": "failed",
                                                                  "reason": end.reason}
                 reports[end.cell.id].append(row)

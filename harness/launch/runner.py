@@ -87,7 +87,8 @@ TERMINAL = (Event.RECORD, Event.FINISHED, Event.FAILED)
 
 
 def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher = run_cell_processes,
-              progress: Progress | None = None, prefix: str = "") -> Iterator[CellEnd]:
+              progress: Progress | None = None, prefix: str = "",
+              label: Callable[[Cell], str] = lambda c: c.id) -> Iterator[CellEnd]:
     """Run every cell in its own fresh processes, in order; yield how each ended.
 
     Cells do not share a process: two MirroredStrategy objects in one process reuse collective
@@ -104,23 +105,24 @@ def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher 
             if ev["event"] == Event.START:
                 started = time.monotonic()
                 if progress is not None:
-                    progress.show(cell.id)
+                    progress.show(label(cell))
             elif ev["event"] in TERMINAL and not ended:
                 ended = True  # handed on at once (stored before a Ctrl-C can come); the launcher
                 yield _ended(cell, ev, facts, progress,  # goes on to stop its processes
-                             time.monotonic() - t0, started - t0)
+                             time.monotonic() - t0, started - t0, label)
         if not ended:
             yield _ended(cell, {"event": Event.FAILED, "reason": "its processes ended without a record"},
-                         facts, progress, time.monotonic() - t0, started - t0)
+                         facts, progress, time.monotonic() - t0, started - t0, label)
 
 
 def _ended(cell: Cell, ev: dict[str, Any], facts: dict[str, Any] | None,
-           progress: Progress | None, wall_s: float, launch_s: float) -> CellEnd:
+           progress: Progress | None, wall_s: float, launch_s: float,
+           label: Callable[[Cell], str] = lambda c: c.id) -> CellEnd:
     row = ev.get("row") or {}
     end = CellEnd(cell, Event(ev["event"]), row, ev.get("windows") or [],
                   ev.get("reason") or row.get("reason", ""), facts, wall_s, launch_s)
     if progress is not None:
-        progress.advance(cell.id, row.get("status") or str(end.event))
+        progress.advance(label(cell), row.get("status") or str(end.event))
     return end
 
 

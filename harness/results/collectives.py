@@ -35,6 +35,12 @@ def topology_columns(cell: Cell, facts: Mapping[str, Any] | None) -> dict[str, A
             "workers": cell.workers, "devices": cell.replicas * cell.workers}
 
 
+def topology_label(cell: Cell) -> str:
+    """``mirrored[auto] 2x1``: strategy[op] replicas x workers."""
+    op = cell.cross_device_ops if cell.strategy == "mirrored" else cell.communication
+    return f"{cell.strategy}[{op}] {cell.replicas}x{cell.workers}"
+
+
 def not_measured(cell: Cell, facts: Mapping[str, Any] | None, status: str, reason: str
                  ) -> dict[str, Any]:
     """The one row of a topology that was not measured (unsupported, failed)."""
