@@ -1,5 +1,5 @@
 """Sessions: ``bench`` (run the default sweep, or ``-- ARGS`` for ``python -m harness run ARGS``,
-then the report), ``report``, ``tests`` and ``benchmarks``. Each installs the TensorFlow build that
+then the report), ``report``, ``tests``, ``benchmarks`` and ``ab`` (two TensorFlow builds, paired). Each installs the TensorFlow build that
 fits the machine: the CUDA build where ``nvidia-smi`` lists a GPU, tensorflow-cpu elsewhere;
 ``HARNESS_TF=cpu|cuda`` overrides."""
 
@@ -77,3 +77,57 @@ def benchmarks(session: nox.Session) -> None:
     """pytest-benchmark tests in benchmarks/ (``-- ARGS`` go to pytest)."""
     _install(session, "test")
     session.run("python", "-m", "pytest", "benchmarks", *session.posargs)
+
+
+VERSIONS = ("import tensorflow as tf, keras; b = tf.sysconfig.get_build_info(); "
+            "print(f'TensorFlow {tf.__version__}, Keras {keras.__version__}, '"
+            "f\"CUDA {b.get('cuda_version') or 'none'}, cuDNN {b.get('cudnn_version') or 'none'}\")")
+"""Prints what a side's environment resolved to."""
+
+
+def _ab_specs(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """(--a / --b requirement specs, the other arguments for ``python -m harness ab``)."""
+    specs: dict[str, str] = {}
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        name, sep, value = arg.partition("=")
+        if name in ("--a", "--b"):
+            specs[name[2:].upper()] = value if sep else next(it, "")
+        else:
+            rest.append(arg)
+    return specs, rest
+
+
+def _cuda_spec(spec: str) -> str:
+    """On a GPU machine, a tensorflow-cpu spec becomes the CUDA build of the same versions."""
+    if spec.startswith("tensorflow-cpu") and _has_nvidia_gpu() and os.environ.get("HARNESS_TF") != "cpu":
+        return "tensorflow[and-cuda]" + spec[len("tensorflow-cpu"):]
+    return spec
+
+
+@nox.session
+def ab(session: nox.Session) -> None:
+    """Two TensorFlow builds, paired: ``nox -s ab -- --a "tensorflow-cpu==2.20.*" --b
+    "tensorflow-cpu==2.21.*" [ARGS]`` makes (or reuses) one environment per side with this project
+    installed against that requirement, prints what each resolved to, and runs ``python -m harness
+    ab --a <side A python> --b <side B python> ARGS``."""
+    specs, rest = _ab_specs(list(session.posargs))
+    if set(specs) != {"A", "B"} or not all(specs.values()):
+        session.error('expected --a SPEC and --b SPEC, e.g. -- --a "tensorflow-cpu==2.20.*" '
+                      '--b "tensorflow-cpu==2.21.*" --model cnn --strategy default --batch 64')
+    _install(session)
+    pythons = {}
+    for side, spec in sorted(specs.items()):
+        spec = _cuda_spec(spec)
+        folder = os.path.join(".nox", "ab-" + "".join(c if c.isalnum() else "_" for c in spec))
+        python = os.path.join(folder, "bin", "python")
+        if not os.path.exists(python):
+            session.run("python", "-m", "venv", folder)
+        session.run(python, "-m", "pip", "install", "-q", "-e", ".", spec, external=True)
+        resolved = session.run(python, "-c", VERSIONS, external=True, silent=True)
+        session.log(f"side {side}: {spec} -> {str(resolved).strip()}")
+        pythons[side] = python
+    # nox fails the session on ab's exit 1 (regression) and 3 (undecided) alike; call
+    # ``python -m harness ab`` directly to tell them apart
+    session.run("python", "-m", "harness", "ab", "--a", pythons["A"], "--b", pythons["B"], *rest)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from harness.commands import (
+    ab,
     compare,
     compare_hardware,
     doctor,
@@ -27,7 +28,7 @@ from harness.commands import (
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
 COMMANDS: dict[str, ModuleType] = {m.NAME: m for m in (
-    run, listing, verify, report, compare, compare_hardware, predict, ingest, doctor)}
+    run, listing, verify, report, compare, ab, compare_hardware, predict, ingest, doctor)}
 """Command name -> its module, in the order ``--help`` lists them."""
 
 

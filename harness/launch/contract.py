@@ -52,6 +52,10 @@ class WorkerOptions:
     verify_updates: int | None = None
     weights_dir: str | None = None
     collectives_max_bytes: int | None = None
+    python: str | None = None
+    """The interpreter worker processes run under (``ab``: each side's); None: this one's."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables added to every worker's environment (``ab``: each side's settings)."""
     """When set, each cell is an all-reduce topology: time the collectives payloads up to this many
     bytes (``--sweep collectives``) instead of training."""
 
@@ -89,7 +93,8 @@ class Job:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Job":
         o, la = d["options"], d["launch"]
-        options = WorkerOptions(**{**o, "protocol": Protocol(**o["protocol"]),
+        options = WorkerOptions(**{**o, "env": tuple(map(tuple, o.get("env", ()))),
+                                   "protocol": Protocol(**o["protocol"]),
                                    "platform": Platform(**o["platform"]), "log_dir": Path(o["log_dir"])})
         launch = Launch(**{**la, "env": tuple(map(tuple, la["env"])), "role": Role(la["role"])})
         return cls(Cell.from_dict(d["cell"]), options, launch, d.get("inject_fault"))

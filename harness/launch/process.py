@@ -25,6 +25,9 @@ from typing import Any
 from harness.launch.contract import WORKER_ENV, Job
 
 KILL_GRACE_S = 5.0
+
+HARNESS_ROOT = Path(__file__).resolve().parents[2]
+"""The folder holding the ``harness`` package (put on PYTHONPATH for another interpreter)."""
 """Seconds between SIGTERM and SIGKILL."""
 POLL_S = 0.1
 """Seconds between two looks at a child's events and exit status."""
@@ -97,7 +100,8 @@ class Process:
     phase and deadline (see the module docstring)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, events_path: Path,
-                 events_on_stdout: bool = False, deadline: Deadline | None = None) -> None:
+                 events_on_stdout: bool = False, deadline: Deadline | None = None,
+                 python: str | None = None) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         events_path.touch()
         self.log_path, self.events_path = log_path, events_path
@@ -105,7 +109,7 @@ class Process:
         self._offset, self._partial = 0, ""
         with open(log_path, "wb") as log, open(events_path, "ab") as events:
             self.proc = subprocess.Popen(
-                [sys.executable, *argv], stdout=events if events_on_stdout else log,
+                [python or sys.executable, *argv], stdout=events if events_on_stdout else log,
                 stderr=log if events_on_stdout else subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **WORKER_ENV, **env}, start_new_session=True,
                 preexec_fn=_die_with_parent)
@@ -186,5 +190,9 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
     index = job.launch.index
     job_path, events_path = folder / f"job-{index}.json", folder / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
-    return Process(["-m", "harness.worker", str(job_path), str(events_path)], dict(job.launch.env),
-                   job.options.log_dir / f"{name}.log", events_path, deadline=deadline)
+    env = {**dict(job.options.env), **dict(job.launch.env)}
+    if job.options.python:  # another interpreter finds this harness through PYTHONPATH
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
+    return Process(["-m", "harness.worker", str(job_path), str(events_path)], env,
+                   job.options.log_dir / f"{name}.log", events_path, deadline=deadline,
+                   python=job.options.python)

@@ -1,5 +1,5 @@
 """Test-only fault injection (``HARNESS_INJECT_FAULT``): a worker that dies, hangs, freezes or
-straggles on cue."""
+straggles on cue; and a planted slowdown (``HARNESS_SLOW_WINDOWS``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,28 @@ import sys
 import threading
 import time
 
+from harness.spec.cell import Cell
+
 BUSY_LOOP = "import os; os.sched_setaffinity(0, {0}); exec('while True: pass')"
 
-from harness.spec.cell import Cell
+SLOW_ENV = "HARNESS_SLOW_WINDOWS"
+"""Test-only: a fraction F; every call of the custom loop's training function (each timed window
+is made of them) then sleeps F x its own duration, so the cell runs 1 / (1 + F) as fast (``ab``'s
+calibration plants a known slowdown this way)."""
+
+
+def window_slowdown() -> float:
+    """The planted slowdown fraction (0: none); a bad value is an error, never ignored."""
+    text = os.environ.get(SLOW_ENV, "")
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 10:
+        raise ValueError(f"{SLOW_ENV}={text!r}; expected a fraction >= 0, e.g. 0.05")
+    return value
 
 
 def _misbehave(kind: str) -> None:

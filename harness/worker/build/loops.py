@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.spec.cell import Cell
 from harness.worker.build.strategies import distribute
+from harness.worker.faults import window_slowdown
 
 
 @dataclass
@@ -287,14 +288,19 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
     execution = tf.function(_execution(strategy, update, spe, counter), jit_compile=False)
     iterator = iter(distribute(strategy, input_fn(cell.effective_batch), cell))
     updates = [0]
+    slow = window_slowdown()
 
     def run(steps: int) -> float:
         _check_steps(steps, spe)
+        t0 = time.perf_counter()
         loss = None
         for _ in range(steps // spe):
             loss = execution(iterator)
         updates[0] += steps
-        return float(loss)
+        value = float(loss)
+        if slow:  # test-only planted slowdown, inside the window (harness.worker.faults)
+            time.sleep(slow * (time.perf_counter() - t0))
+        return value
 
     if cell.workers > 1:
         per_worker: list[list[float]] = []

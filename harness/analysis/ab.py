@@ -1,0 +1,122 @@
+"""Paired A/B comparison of two builds or settings on one machine (``python -m harness ab``). Pure.
+
+Each pair is one A process and one B process of the same cell run back to back, in an order drawn
+per pair (AB or BA, seeded), so a slow spell of the machine hits both sides of a pair alike and
+neither side is always first (Laaber et al. 2019; duet benchmarking, Bulej et al. 2020). A pair's
+ratio is B's figure over A's (examples/s: below 1, B is slower).
+
+Sequential rule, after each pair from ``min_pairs`` on: the CI of the mean log ratio (Student t,
+``confidence``) is exponentiated, and the cell is decided when it lies
+
+- wholly below 1 - F: ``slower`` (a regression);
+- wholly above 1 + F: ``faster``;
+- wholly inside [1 - F, 1 + F]: ``same`` (no difference of F or more);
+
+or left ``undecided`` at ``max_pairs``. F is the smallest effect worth a verdict (``min_effect``):
+a true change of exactly F sits on the boundary, so to catch a change of X reliably, F must be
+well below X (the default 2 % catches 5 % slowdowns; benchmarks/test_ab_calibration.py).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.analysis.stats import t_quantile
+
+SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
+
+EXIT_CODES = {"no regression": 0, "regression": 1, "undecided": 3}
+"""ab's exit codes (2, an error, comes from HarnessError)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The sequential decision's settings: ``min_effect`` F (relative), ``confidence`` of the CI,
+    fewest and most pairs."""
+
+    min_effect: float = 0.02
+    confidence: float = 0.95
+    min_pairs: int = 5
+    max_pairs: int = 30
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_effect < 1:
+            raise ValueError(f"min_effect={self.min_effect}; expected a fraction in (0, 1), e.g. 0.02")
+        if not 0.5 < self.confidence < 1:
+            raise ValueError(f"confidence={self.confidence}; expected a value in (0.5, 1)")
+        if not 2 <= self.min_pairs <= self.max_pairs:
+            raise ValueError(f"min_pairs={self.min_pairs}, max_pairs={self.max_pairs}; expected "
+                             "2 <= min_pairs <= max_pairs")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where a cell stands: the geometric-mean ratio B/A, its CI, pairs used, and the verdict."""
+
+    ratio: float
+    low: float
+    high: float
+    pairs: int
+    verdict: str
+
+
+def pair_orders(pairs: int, seed: int) -> list[str]:
+    """Each pair's order, "AB" or "BA", drawn independently (seeded, reproducible)."""
+    rng = random.Random(seed)
+    return [rng.choice(("AB", "BA")) for _ in range(pairs)]
+
+
+def decide(ratios: Sequence[float], rule: Rule) -> Decision:
+    """The sequential rule of the module doc on the pair ratios so far."""
+    logs = np.log(np.asarray(ratios, dtype=float))
+    n = logs.size
+    if n == 0:
+        return Decision(math.nan, math.nan, math.nan, 0, UNDECIDED)
+    centre = float(np.mean(logs))
+    if n < 2:
+        return Decision(math.exp(centre), math.nan, math.nan, n, UNDECIDED)
+    half = t_quantile(n - 1, rule.confidence) * float(np.std(logs, ddof=1)) / math.sqrt(n)
+    low, high = math.exp(centre - half), math.exp(centre + half)
+    verdict = UNDECIDED
+    if n >= rule.min_pairs:
+        if high < 1 - rule.min_effect:
+            verdict = SLOWER
+        elif low > 1 + rule.min_effect:
+            verdict = FASTER
+        elif low >= 1 - rule.min_effect and high <= 1 + rule.min_effect:
+            verdict = SAME
+    return Decision(math.exp(centre), low, high, n, verdict)
+
+
+def overall(decisions: Sequence[Decision]) -> str:
+    """regression (any cell slower), else undecided (any cell undecided), else no regression."""
+    verdicts = {d.verdict for d in decisions}
+    if SLOWER in verdicts:
+        return "regression"
+    if UNDECIDED in verdicts or not decisions:
+        return "undecided"
+    return "no regression"
+
+
+def simulate(pool: Sequence[float], rule: Rule, trials: int, seed: int = 0
+             ) -> tuple[dict[str, float], float]:
+    """Calibration by resampling: ``trials`` sequential decisions, each drawing pair ratios with
+    replacement from ``pool`` (measured pairs) until decided or max_pairs. Returns the fraction
+    of trials per verdict and the mean pairs used."""
+    rng = np.random.default_rng(seed)
+    counts = {SLOWER: 0, FASTER: 0, SAME: 0, UNDECIDED: 0}
+    used = 0
+    for _ in range(trials):
+        ratios: list[float] = []
+        d = decide(ratios, rule)
+        while d.verdict == UNDECIDED and len(ratios) < rule.max_pairs:
+            ratios.append(float(pool[rng.integers(len(pool))]))
+            d = decide(ratios, rule)
+        counts[d.verdict] += 1
+        used += d.pairs
+    return {k: v / trials for k, v in counts.items()}, used / trials

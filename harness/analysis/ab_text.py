@@ -1,0 +1,52 @@
+"""``ab``'s output: a progress line per pair, the table per cell and the markdown for a CI comment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+HEADER = ("cell", "B/A", "95% CI", "pairs", "verdict")
+
+
+def _ci(d: Any) -> str:
+    return "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
+
+
+def progress_line(outcome: Any, order: str) -> str:
+    """``cnn/... pair 4 (BA): B/A 0.962; so far 0.971 [0.950..0.992] undecided``."""
+    d = outcome.decision
+    return (f"{outcome.cell.id} pair {d.pairs} ({order}): B/A {outcome.ratios[-1]:.3f}; so far "
+            f"{d.ratio:.3f} [{_ci(d)}] {d.verdict}")
+
+
+def rows(outcomes: Sequence[Any]) -> list[tuple[str, ...]]:
+    out = []
+    for o in outcomes:
+        d = o.decision
+        if o.failure:
+            out.append((o.cell.id, "-", "-", str(len(o.ratios)), f"failed: {o.failure[:80]}"))
+        else:
+            out.append((o.cell.id, f"{d.ratio:.3f}" if d.pairs else "-", _ci(d), str(d.pairs),
+                        d.verdict))
+    return out
+
+
+def table(outcomes: Sequence[Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(header, rows) for :func:`harness.analysis.tables.render_table`."""
+    return HEADER, rows(outcomes)
+
+
+def markdown(outcomes: Sequence[Any], verdict: str, rule: Any) -> str:
+    """The result as a CI comment: verdict, the table, the software of each side and the method."""
+    title = {"regression": "**Performance regression (B slower than A)**",
+             "no regression": "No performance regression", "undecided": "Undecided within the budget",
+             "error": "**A cell failed**"}[verdict]
+    lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]
+    software = next((o.software for o in outcomes if o.software), {})
+    lines += ["", *(f"- side {s}: {v}" for s, v in sorted(software.items())), "",
+              f"Pairs of fresh processes (A and B back to back, order random per pair); B/A is the "
+              f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
+              f"slower/faster when the CI lies beyond {rule.min_effect:.0%} of 1, the same when it "
+              f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,118 @@
+"""``python -m harness ab``: is build (or setting) B slower than A on these cells, now, on this
+machine? Paired, interleaved processes and a sequential decision (:mod:`harness.analysis.ab`).
+
+Exit codes: 0 no regression, 1 regression (a cell slower by more than --min-effect), 2 error,
+3 undecided within --max-pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.commands.selection import add_selection_args, select
+from harness.errors import EXIT_INTERRUPTED, HarnessError
+from harness.spec.axes import AXES
+
+NAME = "ab"
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="compare two interpreters or settings in paired, interleaved "
+                                  "processes: exit 0 no regression, 1 regression, 3 undecided")
+    p.add_argument("--a", default=None, metavar="PYTHON",
+                   help="interpreter of side A (with TensorFlow installed). Default: this one")
+    p.add_argument("--b", default=None, metavar="PYTHON", help="interpreter of side B. Default: this one")
+    p.add_argument("--a-env", action="append", default=[], metavar="K=V",
+                   help="an environment variable for A's workers (repeatable)")
+    p.add_argument("--b-env", action="append", default=[], metavar="K=V",
+                   help="an environment variable for B's workers (repeatable)")
+    p.add_argument("--max-pairs", type=int, default=30, help="most pairs per cell. Default: 30")
+    p.add_argument("--min-pairs", type=int, default=5, help="fewest pairs before a verdict. Default: 5")
+    p.add_argument("--min-effect", type=float, default=0.02,
+                   help="smallest relative change worth a verdict: a cell is slower when the 95%% CI "
+                        "of B/A lies below 1 - F, the same when inside [1 - F, 1 + F]. Default: 0.02")
+    p.add_argument("--markdown", default=None, metavar="FILE",
+                   help="also write the result as markdown for a CI comment")
+    add_selection_args(p)
+    p.add_argument("--out", default="results", help="results folder (history). Default: results")
+    return p
+
+
+def _python(flag: str, path: str | None) -> str | None:
+    if path is None:
+        return None
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise HarnessError(f"Received {flag}={path!r}; expected the path of a Python interpreter "
+                           "(e.g. .venv-a/bin/python) with TensorFlow installed.")
+    return path
+
+
+def _env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise HarnessError(f"Received {flag} {item!r}; expected KEY=VALUE, e.g. "
+                               "TF_ENABLE_ONEDNN_OPTS=0.")
+        out.append((key, value))
+    return tuple(out)
+
+
+def _sides(args: argparse.Namespace) -> tuple[Any, Any]:
+    from harness.launch.ab import Side
+
+    a = Side("A", _python("--a", args.a), _env("--a-env", args.a_env))
+    b = Side("B", _python("--b", args.b), _env("--b-env", args.b_env))
+    if a.python == b.python and a.env == b.env:
+        print("note: A and B are the same interpreter and settings (an A/A check)", flush=True)
+    return a, b
+
+
+def _rule(args: argparse.Namespace) -> Any:
+    from harness.analysis.ab import Rule
+
+    try:
+        return Rule(min_effect=args.min_effect, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
+    except ValueError as e:
+        raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.analysis.ab import EXIT_CODES, overall
+    from harness.analysis.ab_text import markdown, progress_line, table
+    from harness.analysis.tables import render_table
+    from harness.commands.run import interrupt_on_sigterm
+    from harness.launch.ab import run_ab
+
+    if args.sweep is None and not any(getattr(args, a.name) is not None for a in AXES):
+        raise HarnessError("ab needs the cells to compare: cell axes (e.g. --model cnn,dense "
+                           "--strategy default --batch 64) or --sweep NAME.")
+    a, b = _sides(args)
+    rule = _rule(args)
+    sel = select(args)
+    interrupt_on_sigterm()
+    print(f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {a.python or sys.executable}"
+          f"{' ' + ' '.join('='.join(kv) for kv in a.env) if a.env else ''}; B: "
+          f"{b.python or sys.executable}{' ' + ' '.join('='.join(kv) for kv in b.env) if b.env else ''}), "
+          f"{rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect {rule.min_effect:.0%}",
+          flush=True)
+    result = run_ab(sel.cells, sel.protocol, sel.platform, Path(args.out), a, b, rule,
+                    report=lambda outcome, order: print(progress_line(outcome, order), flush=True))
+    print()
+    print(render_table(*table(result.outcomes)))
+    verdict = overall([o.decision for o in result.outcomes if not o.failure]) if not any(
+        o.failure for o in result.outcomes) else "error"
+    print(f"\nab {result.ab_id}: {verdict}")
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(markdown(result.outcomes, verdict, rule))
+        print(f"wrote {args.markdown}")
+    for p in result.paths:
+        print(f"wrote {p}")
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    return 2 if verdict == "error" else EXIT_CODES[verdict]

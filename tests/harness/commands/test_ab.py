@@ -1,0 +1,59 @@
+"""``ab`` end to end: one interpreter, a planted slowdown in B exits 1; an A/A exits 0 or 3."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.harness.launch.test_runner import harness, worker_processes
+
+CELL = ["--model", "dense", "--strategy", "default", "--batch", "32", "--steps-per-execution", "5",
+        "--repeats", "2", "--window-s", "0.2", "--warmup-windows", "0", "--min-window-steps", "5",
+        "--no-peak", "--no-breakdown", "--min-pairs", "3", "--max-pairs", "4"]
+
+
+def _ab(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
+    out = tmp_path / "results"
+    proc = harness("ab", "--a", sys.executable, "--b", sys.executable, *CELL, "--out", str(out),
+                   "--markdown", str(tmp_path / "ab.md"), *args, env={"TMPDIR": str(tmp_path)})
+    assert worker_processes(str(tmp_path)) == []
+    return proc, out
+
+
+def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
+    proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=0.5")  # B runs at 1/1.5 the speed
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "slower" in proc.stdout and ": regression" in proc.stdout
+    cells = pd.read_parquet(out / "cells")
+    assert set(cells.ab_side) == {"A", "B"} and cells.ab_id.nunique() == 1
+    assert (cells.groupby("ab_pair").ab_side.nunique() == 2).all()  # every pair has both sides
+    ratio = (cells[cells.ab_side == "B"].set_index("ab_pair").examples_per_sec
+             / cells[cells.ab_side == "A"].set_index("ab_pair").examples_per_sec)
+    assert ratio.between(0.5, 0.8).all()
+    windows = pd.read_parquet(out / "windows")
+    assert set(windows.ab_side) == {"A", "B"}
+    assert "Performance regression" in (tmp_path / "ab.md").read_text()
+
+
+def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
+    proc, _ = _ab(tmp_path)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert "A/A check" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--a", "/no/such/python"], "--a='/no/such/python'"),
+    (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
+    (["--min-effect", "2"], "min_effect=2.0"),
+])
+def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = harness("ab", *CELL, "--out", str(tmp_path), *args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_ab_needs_cells() -> None:
+    proc = harness("ab", "--out", "/tmp/unused")
+    assert proc.returncode == 2 and "ab needs the cells to compare" in proc.stderr
