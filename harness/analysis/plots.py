@@ -357,3 +357,25 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, stem.parent, stem.name)
+
+
+def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """``ab`` rows: each pair's B/A throughput ratio per cell, in pair order, against 1."""
+    if rows.empty or "ab_side" not in rows:
+        return []
+    ok = rows[rows["status"] == "ok"]
+    wide = ok.pivot_table(index=["cell_id", "ab_pair"], columns="ab_side", values="examples_per_sec")
+    if not {"A", "B"} <= set(wide.columns):
+        return []
+    ratios = (wide["B"] / wide["A"]).dropna().reset_index(name="ratio")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = distinct_colors(sorted(ratios["cell_id"].unique()))
+    for cell_id, part in ratios.groupby("cell_id"):
+        ax.plot(part["ab_pair"], part["ratio"], "o-", color=colors[cell_id], label=cell_id)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("pair")
+    ax.set_ylabel("B / A examples/s")
+    ax.set_title("ab: each pair's throughput ratio (below 1: B slower)", fontsize=9)
+    ax.legend(fontsize=6)
+    return _save(fig, out, "ab_pairs")

@@ -214,6 +214,33 @@ def _why(rows: pd.DataFrame) -> str:
         "<h2>Why: where an update's time goes</h2>", parts])
 
 
+def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
+    """The page of an ``ab`` comparison: per cell the pairs' B/A with the default rule's verdict,
+    and the pairs' figure."""
+    from harness.analysis import ab
+
+    ok = paired[paired["status"] == "ok"]
+    wide = ok.pivot_table(index=["cell_id", "ab_pair"], columns="ab_side", values="examples_per_sec")
+    lines = []
+    if {"A", "B"} <= set(wide.columns):
+        for cell_id, part in (wide["B"] / wide["A"]).dropna().groupby(level=0):
+            d = ab.decide(list(part), ab.Rule(max_pairs=max(len(part), 5)))
+            lines.append({"cell": cell_id, "pairs": d.pairs, "B/A": f"{d.ratio:.3f}",
+                          "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
+                          "verdict (min effect 2%)": d.verdict})
+    versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
+    imgs = [f'<img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
+            f'{base64.b64encode(p.read_bytes()).decode()}">' for p in figures if p.suffix == ".png"]
+    return "\n".join([
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        "<p>A/B comparison in pairs of fresh processes (A and B back to back, order random per "
+        "pair). B/A: geometric mean of the pairs' throughput ratios, 95% Student-t CI. Sides: "
+        + html.escape(", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())))
+        + ".</p>", _table(pd.DataFrame(lines)), *imgs, "</body></html>"])
+
+
 def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
     """Each cell's newest row per machine (by timestamp), so a report over several runs never
     averages or stacks repeated measurements of one cell."""
@@ -227,8 +254,14 @@ def write_report(rows: pd.DataFrame, out: Path, title: str,
                  collectives: pd.DataFrame | None = None) -> list[Path]:
     """Every figure of :data:`harness.plots.REPORT_FIGURES` that the rows support, then
     ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
-    rows = newest_per_cell(rows)
-    figures: list[Path] = []
+    paired = rows[rows["ab_id"].notna()] if "ab_id" in rows else rows.iloc[0:0]
+    rows = newest_per_cell(rows.drop(paired.index))
+    figures: list[Path] = plots.ab_pairs(paired, out / "figures")
+    if rows.empty:  # an ab comparison alone
+        page = out / "report.html"
+        out.mkdir(parents=True, exist_ok=True)
+        page.write_text(ab_html(paired, figures, title))
+        return [*figures, page]
     for draw in plots.REPORT_FIGURES.values():
         figures += draw(rows, out / "figures")
     page = out / "report.html"

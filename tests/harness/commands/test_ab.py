@@ -36,6 +36,11 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     windows = pd.read_parquet(out / "windows")
     assert set(windows.ab_side) == {"A", "B"}
     assert "Performance regression" in (tmp_path / "ab.md").read_text()
+    report = harness("report", "--results", str(out))
+    assert report.returncode == 0, report.stderr
+    page = (out / "report" / "report.html").read_text()
+    assert "A/B comparison in pairs" in page and "slower" in page
+    assert (out / "report" / "figures" / "ab_pairs.png").is_file()
 
 
 def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
