@@ -357,3 +357,29 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, stem.parent, stem.name)
+
+
+def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
+    """The report's scaling-model figure, from :func:`harness.analysis.scaling.report_predictions`:
+    per model, examples/s against devices for each strategy[op]: the predicted figure of each
+    measured multi-device cell (dashed line, crosses) beside its measured figure with the 95% CI
+    (points with whiskers), one colour per strategy[op]. Nothing when there are no lines."""
+    if lines.empty:
+        return []
+    colors = distinct_colors(sorted(lines["series"].unique()))
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        for series, s in part.sort_values("devices").groupby("series"):
+            color = colors[str(series)]
+            ax.plot(s["devices"], s["predicted"], "x--", color=color, label=f"{series} predicted")
+            y = s["measured"].astype(float)
+            ax.errorbar(s["devices"], y, yerr=[y - s["measured_ci_low"].astype(float),
+                                               s["measured_ci_high"].astype(float) - y],
+                        fmt="o", capsize=3, color=color, label=f"{series} measured (95% CI)")
+        ax.set_xticks(sorted(part["devices"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+
+    fig = _facet_models(lines, draw, "Scaling model: predicted (from the 1-device cell and the "
+                        "all-reduce cost) beside measured", "examples/s", "devices (replicas x workers)")
+    return _save(fig, out, "predicted_vs_measured")
