@@ -377,8 +377,9 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
                                                s["measured_ci_high"].astype(float) - y],
                         fmt="o", capsize=3, color=color, label=f"{series} measured (95% CI)")
         ax.set_xticks(sorted(part["devices"].unique()))
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
+        top = max(part["predicted"].max(), part["measured_ci_high"].astype(float).max())
+        ax.set_ylim(0, 1.15 * top)
+        ax.legend(fontsize=7, loc="lower left")
 
     fig = _facet_models(lines, draw, "Scaling model: predicted (from the 1-device cell and the "
                         "all-reduce cost) beside measured", "examples/s", "devices (replicas x workers)")
