@@ -335,23 +335,45 @@ def hardware_scaling(table: pd.DataFrame, out: Path) -> list[Path]:
     return _save(fig, out, "hardware_scaling")
 
 
+WHISKER_CAP = 2.0
+"""A figure's y axis stops at this multiple of its largest point; longer CI whiskers are cut
+there (a CI over 2 processes can span two orders of magnitude) and the legend says so."""
+
+
+def _devices_axis(ax: Any, devices: pd.Series) -> None:
+    """Devices on a log-2 axis when they span 8x or more (1..64 stays readable), ticks at each."""
+    ticks = sorted(int(d) for d in devices.unique())
+    if ticks[-1] >= 8 * ticks[0]:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+
+
 def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]:
     """``predict``'s figure: predicted examples/s against devices (line), measured figures with
-    their 95% CI (points with whiskers) and each one's prediction error."""
+    their 95% CI (points with whiskers, cut at :data:`WHISKER_CAP` x the largest point) and each
+    one's prediction error."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4",
             label="predicted")
     measured = lines[lines["measured_examples_per_sec"].notna()]
+    top = float(pd.concat([lines["predicted_examples_per_sec"],
+                           measured["measured_examples_per_sec"]]).astype(float).max())
+    cut = False
     if not measured.empty:
+        cut = bool((measured["measured_ci_high"].astype(float) > WHISKER_CAP * top).any())
         value = measured["measured_examples_per_sec"].astype(float)
         low = measured["measured_ci_low"].astype(float).fillna(value)
         high = measured["measured_ci_high"].astype(float).fillna(value)
         ax.errorbar(measured["devices"], value, yerr=[value - low, high - value], fmt="s",
-                    color="#d62728", capsize=3, label="measured (95% CI)")
+                    color="#d62728", capsize=3,
+                    label="measured (95% CI" + (", whiskers cut)" if cut else ")"))
         for _, r in measured.iterrows():
             ax.annotate(f"{r['error']:+.0%}", (r["devices"], r["measured_examples_per_sec"]),
                         textcoords="offset points", xytext=(6, 4), fontsize=8)
+    _devices_axis(ax, lines["devices"])
+    ax.set_ylim(0, WHISKER_CAP * top if cut else None)
     ax.set_xlabel("devices (replicas x workers)")
     ax.set_ylabel("examples/s")
     ax.set_title(title, fontsize=9)
@@ -376,10 +398,13 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
             ax.errorbar(s["devices"], y, yerr=[y - s["measured_ci_low"].astype(float),
                                                s["measured_ci_high"].astype(float) - y],
                         fmt="o", capsize=3, color=color, label=f"{series} measured (95% CI)")
-        ax.set_xticks(sorted(part["devices"].unique()))
-        top = max(part["predicted"].max(), part["measured_ci_high"].astype(float).max())
-        ax.set_ylim(0, 1.15 * top)
-        ax.legend(fontsize=7, loc="lower left")
+        _devices_axis(ax, part["devices"])
+        top = float(max(part["predicted"].max(), part["measured"].max()))
+        ceiling = min(WHISKER_CAP * top, max(1.15 * top, part["measured_ci_high"].astype(float).max()))
+        ax.set_ylim(0, ceiling)
+        ax.legend(fontsize=7, loc="lower left", title="whiskers cut at the top"
+                  if part["measured_ci_high"].astype(float).max() > ceiling else None,
+                  title_fontsize=7)
 
     fig = _facet_models(lines, draw, "Scaling model: predicted (from the 1-device cell and the "
                         "all-reduce cost) beside measured", "examples/s", "devices (replicas x workers)")

@@ -136,3 +136,29 @@ def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> No
     assert [p.name for p in paths] == ["predicted_vs_measured.png", "predicted_vs_measured.svg"]
     assert all(p.stat().st_size > 0 for p in paths)
     assert plots.predicted_vs_measured(lines.iloc[0:0], tmp_path / "none") == []
+
+
+def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.analysis import plots
+
+    captured = []
+    real_save = plots._save
+
+    def keep(fig, out, name):  # type: ignore[no-untyped-def]
+        captured.append((fig.axes[0].get_ylim(), fig.axes[0].get_xscale(),
+                         fig.axes[0].get_legend_handles_labels()[1]))
+        return real_save(fig, out, name)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    lines = pd.DataFrame([
+        {"devices": n, "predicted_examples_per_sec": p, "measured_examples_per_sec": m,
+         "measured_ci_low": lo, "measured_ci_high": hi, "error": e}
+        for n, p, m, lo, hi, e in ((1, 5551.0, 5551.0, 327.0, 89_680.0, 0.0),
+                                   (2, 4918.0, 4265.0, 120.0, 140_958.0, 0.15),
+                                   (64, 4552.0, None, None, None, None))])
+    paths = plots.prediction_figure(lines, tmp_path / "p", "t")
+    assert [p.name for p in paths] == ["p.png", "p.svg"]
+    ((ylim, xscale, labels),) = captured
+    assert ylim == (0, 2 * 5551.0) and xscale == "log"
+    assert labels == ["predicted", "measured (95% CI, whiskers cut)"]
