@@ -383,23 +383,29 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
 
 def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
     """The report's scaling-model figure, from :func:`harness.analysis.scaling.report_predictions`:
-    per model, examples/s against devices for each strategy[op]: the predicted figure of each
-    measured multi-device cell (dashed line, crosses) beside its measured figure with the 95% CI
-    (points with whiskers), one colour per strategy[op]. Nothing when there are no lines."""
+    per model, examples/s against devices for each strategy[op] (and baseline config, where a
+    model has several): the predicted figures of its measured multi-device cells, drawn from its
+    1-device baseline (dashed line, crosses), beside their measured figures with the 95% CI
+    (points with whiskers, cut at :data:`WHISKER_CAP` x the largest point), one colour per
+    series. Nothing when there are no lines."""
     if lines.empty:
         return []
-    colors = distinct_colors(sorted(lines["series"].unique()))
+    lines = lines.copy()
+    several = lines.groupby(["model", "series"])["config"].transform("nunique") > 1
+    lines["label"] = lines["series"].where(~several, lines["series"] + " " + lines["config"])
+    colors = distinct_colors(sorted(lines["label"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        for series, s in part.sort_values("devices").groupby("series"):
-            color = colors[str(series)]
-            ax.plot(s["devices"], s["predicted"], "x--", color=color, label=f"{series} predicted")
+        for label, s in part.sort_values("devices").groupby("label"):
+            color = colors[str(label)]
+            ax.plot([1, *s["devices"]], [s["baseline"].iloc[0], *s["predicted"]], "x--",
+                    color=color, label=f"{label} predicted (from 1 device)")
             y = s["measured"].astype(float)
             ax.errorbar(s["devices"], y, yerr=[y - s["measured_ci_low"].astype(float),
                                                s["measured_ci_high"].astype(float) - y],
-                        fmt="o", capsize=3, color=color, label=f"{series} measured (95% CI)")
-        _devices_axis(ax, part["devices"])
-        top = float(max(part["predicted"].max(), part["measured"].max()))
+                        fmt="o", capsize=3, color=color, label=f"{label} measured (95% CI)")
+        _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))
+        top = float(max(part["predicted"].max(), part["measured"].max(), part["baseline"].max()))
         ceiling = min(WHISKER_CAP * top, max(1.15 * top, part["measured_ci_high"].astype(float).max()))
         ax.set_ylim(0, ceiling)
         ax.legend(fontsize=7, loc="lower left", title="whiskers cut at the top"

@@ -223,8 +223,10 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
     """For each measured weak-scaling multi-device mirrored / multi_worker_mirrored row with its
     1-device baseline in ``rows``: its predicted figure from that baseline and the collectives rows
     of its op measured on its machine, and the error. Rows whose op has too few all-reduce times
-    are left out. Each line: model, cell_id, series (strategy[op]), devices, measured (with its
-    95% CI: measured_ci_low, measured_ci_high), predicted, error, allreduce_from."""
+    are left out. Each line: model, cell_id, series (strategy[op]), config (the baseline's batch,
+    accumulation, loop, steps_per_execution and precision), baseline (its examples/s), devices,
+    measured (with its 95% CI: measured_ci_low, measured_ci_high), predicted, error,
+    allreduce_from."""
     by_id = {r.get("cell_id"): r for r in rows if r.get("status") == "ok"}
     out = []
     for r in by_id.values():
@@ -242,12 +244,19 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
         p = predict(baseline_from_row(base), n, seconds, source)
         measured = float(r["examples_per_sec"])
         out.append({"model": r["model"], "cell_id": r["cell_id"], "series": _series(r),
+                    "config": _config(base), "baseline": float(base["examples_per_sec"]),
                     "devices": n, "measured": measured,
                     "measured_ci_low": _float(r.get("examples_per_sec_ci_low"), measured),
                     "measured_ci_high": _float(r.get("examples_per_sec_ci_high"), measured),
                     "predicted": p.examples_per_sec, "error": error(p.examples_per_sec, measured),
                     "allreduce_from": source})
     return out
+
+
+def _config(cell: Mapping[str, Any]) -> str:
+    """What besides the topology a 1-device cell fixes, e.g. ``b64/acc1/ctl/spe10/float32``."""
+    return (f"b{cell.get('per_replica_batch')}/acc{cell.get('accum_steps')}/{cell.get('loop')}"
+            f"/spe{cell.get('steps_per_execution')}/{cell.get('precision')}")
 
 
 def _float(value: Any, default: float) -> float:

@@ -110,7 +110,8 @@ def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them
 def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_their_ci() -> None:
     base = {"model": "cnn", "strategy": "mirrored", "workers": 1, "status": "ok", "scaling": "weak",
             "communication": "none", "device_kind": "CPU", "device_name": "Xeon", "host_cores": 2,
-            "cores_per_worker": 2, "baseline_cell_id": "one"}
+            "cores_per_worker": 2, "baseline_cell_id": "one", "per_replica_batch": 64,
+            "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10, "precision": "float32"}
     one = {**base, "cell_id": "one", "replicas": 1, "cross_device_ops": "none",
            "effective_batch": 64, "examples_per_sec": 6400.0}
     two = {**base, "cell_id": "two", "replicas": 2, "cross_device_ops": "auto",
@@ -120,6 +121,7 @@ def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_thei
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
     (line,) = scaling.report_predictions([one, two, strong], table)
     assert line["cell_id"] == "two" and line["series"] == "mirrored[auto]"
+    assert line["baseline"] == 6400.0 and line["config"] == "b64/acc1/ctl/spe10/float32"
     assert (line["measured_ci_low"], line["measured_ci_high"]) == (5500.0, 6000.0)
     elsewhere = table.assign(device_name="EPYC")
     assert scaling.report_predictions([one, two], elsewhere) == []
@@ -129,7 +131,8 @@ def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> No
     from harness.analysis import plots
 
     lines = pd.DataFrame([
-        {"model": "cnn", "series": "mirrored[auto]", "devices": n, "measured": m,
+        {"model": "cnn", "series": "mirrored[auto]", "config": "b64/acc1/ctl/spe10/float32",
+         "baseline": 6400.0, "devices": n, "measured": m,
          "measured_ci_low": m * 0.9, "measured_ci_high": m * 1.1, "predicted": p}
         for n, m, p in ((2, 6000.0, 6100.0), (4, 5000.0, 5600.0))])
     paths = plots.predicted_vs_measured(lines, tmp_path)
