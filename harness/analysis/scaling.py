@@ -10,7 +10,9 @@ non-negative least squares to every ok row of the collectives table for the stra
 and participant counts; :func:`fit_alpha_beta`), or given for a link you do not have
 (``--link-gbps G --latency-us L``: beta = 8 / (G x 1e9), alpha = L x 1e-6; :func:`link_alpha_beta`).
 Where the table holds the model's own gradient set at n, that measurement is used instead of the
-fit (several tensors cost more than one of the same bytes).
+fit (several tensors cost more than one of the same bytes). Only rows measured on the 1-device
+cell's machine are used (:func:`same_machine`), the newest per device count and payload; fewer
+than 2 on 2 or more devices is a HarnessError naming ``python -m harness run --sweep collectives``.
 
 **Step at n devices** (weak scaling: each device trains the 1-device cell's update):
 
@@ -190,15 +192,16 @@ def cost_from_table(collectives: Any, strategy: str, op: str, model: str,
     measured on ``cell``'s machine when it is given; the newest row per devices and payload), and
     the measured all-reduces of ``model``'s gradient set (devices -> s). HarnessError, naming the
     command that measures them, when fewer than 2 rows on 2 or more devices remain."""
-    rows = collectives[(collectives["status"] == "ok") & (collectives["strategy"] == strategy)
-                       & (collectives["op"] == op)]
+    rows = collectives[((collectives["status"] == "ok") & (collectives["strategy"] == strategy)
+                        & (collectives["op"] == op)).fillna(False).astype(bool)]
     if rows.empty:
         raise HarnessError(f"no all-reduce times of {strategy} [{op}] in the collectives table: "
                            f"{COLLECTIVES_HINT}.")
     if cell is not None:
         here = same_machine(rows, cell)
         if here.empty:
-            theirs = sorted({str(x) for x in rows["device_name"].dropna()})
+            theirs = sorted({f"{name} ({cores} cores)" for name, cores
+                             in zip(rows["device_name"], rows["host_cores"])})
             raise HarnessError(
                 f"the all-reduce times of {strategy} [{op}] were measured on {', '.join(theirs)}, "
                 f"not on the 1-device cell's machine ({cell.get('device_name')}, "

@@ -97,7 +97,7 @@ def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them
     with pytest.raises(HarnessError, match=r"no all-reduce times of mirrored \[nccl\].*--sweep "
                                            "collectives"):
         scaling.cost_from_table(table, "mirrored", "nccl", "cnn", here)
-    with pytest.raises(HarnessError, match="measured on Xeon, not on the 1-device cell's machine "
+    with pytest.raises(HarnessError, match=r"measured on Xeon \(2 cores\), not on the 1-device cell's machine "
                                            r"\(EPYC, 2 cores\)"):
         scaling.cost_from_table(table, "mirrored", "auto", "cnn", {**here, "device_name": "EPYC"})
     with pytest.raises(HarnessError, match=r"1 all-reduce time\(s\) .* needs 2 or more"):
