@@ -10,7 +10,7 @@ from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 
 
 def test_every_command_module_has_its_parser_and_runner() -> None:
-    assert list(COMMANDS) == ["run", "list", "verify", "report", "compare", "compare-hardware",
+    assert list(COMMANDS) == ["run", "list", "verify", "report", "compare", "ab", "compare-hardware",
                               "predict", "ingest", "doctor"]
     for name, module in COMMANDS.items():
         assert module.NAME == name and callable(module.add_parser) and callable(module.run)
