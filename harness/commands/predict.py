@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import HarnessError, require
+from harness.spec.axes import PRECISION_NAMES
 
 NAME = "predict"
 
@@ -36,7 +37,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--loop", default="ctl", choices=("ctl", "fit"))
     p.add_argument("--accum-steps", type=int, default=1)
     p.add_argument("--steps-per-execution", type=int, default=10)
-    p.add_argument("--precision", default="float32")
+    p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
     p.add_argument("--link-gbps", type=float, default=None,
                    help="predict for a link you do not have: its bandwidth in Gb/s (with "
                         "--latency-us); devices are then taken to have their own compute")
