@@ -186,9 +186,13 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
     if not lines:
         return "<p>No multi-device cell of this run has both a 1-device baseline and all-reduce times.</p>"
     table = pd.DataFrame(lines)
-    table["measured"] = table["measured"].map(lambda x: f"{x:,.0f}")
+    table["measured [95% CI]"] = table.apply(
+        lambda r: f"{r['measured']:,.0f} [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]",
+        axis=1)
     table["predicted"] = table["predicted"].map(lambda x: f"{x:,.0f}")
     table["error"] = table["error"].map(lambda x: f"{x:+.0%}")
+    table = table[["model", "cell_id", "devices", "measured [95% CI]", "predicted", "error",
+                   "allreduce_from"]]
     return ("<p>Predicted from the cell's 1-device baseline and the all-reduce cost (README.md, "
             "Predicting scaling): step(n) = step(1) x core share + all-reduce(n); error = "
             "(predicted - measured) / measured.</p>" + _table(table))
@@ -264,6 +268,9 @@ def write_report(rows: pd.DataFrame, out: Path, title: str,
         return [*figures, page]
     for draw in plots.REPORT_FIGURES.values():
         figures += draw(rows, out / "figures")
+    if collectives is not None and not collectives.empty:
+        figures += plots.predicted_vs_measured(pd.DataFrame(
+            scaling.report_predictions(rows.to_dict("records"), collectives)), out / "figures")
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
     page.write_text(build_html(rows, figures, title, collectives))

@@ -10,7 +10,9 @@ non-negative least squares to every ok row of the collectives table for the stra
 and participant counts; :func:`fit_alpha_beta`), or given for a link you do not have
 (``--link-gbps G --latency-us L``: beta = 8 / (G x 1e9), alpha = L x 1e-6; :func:`link_alpha_beta`).
 Where the table holds the model's own gradient set at n, that measurement is used instead of the
-fit (several tensors cost more than one of the same bytes).
+fit (several tensors cost more than one of the same bytes). Only rows measured on the 1-device
+cell's machine are used (:func:`same_machine`), the newest per device count and payload; fewer
+than 2 on 2 or more devices is a HarnessError naming ``python -m harness run --sweep collectives``.
 
 **Step at n devices** (weak scaling: each device trains the 1-device cell's update):
 
@@ -36,8 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import optimize
 
+from harness.errors import HarnessError
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
 
 
@@ -158,38 +162,105 @@ def _op(row: Mapping[str, Any]) -> str:
     return str(row["cross_device_ops"] if row["strategy"] == "mirrored" else row["communication"])
 
 
-def cost_from_table(collectives: Any, strategy: str, op: str, model: str
-                    ) -> tuple[AlphaBeta, dict[int, float]] | None:
-    """The alpha-beta fit of the collectives rows (a DataFrame) of ``strategy`` [``op``] and the
-    measured all-reduces of ``model``'s gradient set (devices -> s); None without 2 usable rows."""
-    rows = collectives[(collectives["status"] == "ok") & (collectives["strategy"] == strategy)
-                       & (collectives["op"] == op)]
+MACHINE_KEYS = ("device_kind", "device_name", "host_cores")
+"""The columns cells and collectives share that say which machine measured a row. Not the
+fingerprint: it hashes the thread settings, which local multi-worker cells set per worker count."""
+
+
+def _known(value: Any) -> bool:
+    return value is not None and not bool(pd.isna(value))
+
+
+def same_machine(collectives: Any, cell: Mapping[str, Any]) -> Any:
+    """The collectives rows (a DataFrame) measured on the machine of ``cell`` (a cell row): equal
+    :data:`MACHINE_KEYS` wherever both sides know them."""
+    keep = np.ones(len(collectives), dtype=bool)
+    for key in MACHINE_KEYS:
+        if key in collectives and _known(cell.get(key)):
+            column = collectives[key]
+            keep &= (column.isna() | (column == cell[key])).fillna(True).to_numpy(dtype=bool)
+    return collectives[keep]
+
+
+COLLECTIVES_HINT = ("measure them with `python -m harness run --sweep collectives` (or describe a "
+                    "link with --link-gbps and --latency-us)")
+
+
+def cost_from_table(collectives: Any, strategy: str, op: str, model: str,
+                    cell: Mapping[str, Any] | None = None) -> tuple[AlphaBeta, dict[int, float]]:
+    """The alpha-beta fit of the ok collectives rows (a DataFrame) of ``strategy`` [``op``] (those
+    measured on ``cell``'s machine when it is given; the newest row per devices and payload), and
+    the measured all-reduces of ``model``'s gradient set (devices -> s). HarnessError, naming the
+    command that measures them, when fewer than 2 rows on 2 or more devices remain."""
+    rows = collectives[((collectives["status"] == "ok") & (collectives["strategy"] == strategy)
+                        & (collectives["op"] == op)).fillna(False).astype(bool)]
+    if rows.empty:
+        raise HarnessError(f"no all-reduce times of {strategy} [{op}] in the collectives table: "
+                           f"{COLLECTIVES_HINT}.")
+    if cell is not None:
+        here = same_machine(rows, cell)
+        if here.empty:
+            theirs = sorted({f"{name} ({cores} cores)" for name, cores
+                             in zip(rows["device_name"], rows["host_cores"])})
+            raise HarnessError(
+                f"the all-reduce times of {strategy} [{op}] were measured on {', '.join(theirs)}, "
+                f"not on the 1-device cell's machine ({cell.get('device_name')}, "
+                f"{cell.get('host_cores')} cores): {COLLECTIVES_HINT}.")
+        rows = here
     rows = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
     points = [p for p in zip(rows["devices"], rows["bytes"], rows["time_s"]) if p[0] > 1]
     if len(points) < 2:
-        return None
-    own = rows[rows["payload"] == model]
+        raise HarnessError(
+            f"{len(points)} all-reduce time(s) of {strategy} [{op}] on 2 or more devices; the "
+            f"alpha-beta fit needs 2 or more (sizes or device counts): {COLLECTIVES_HINT}.")
+    own = rows[(rows["payload"] == model) & (rows["devices"] > 1)]
     return (fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]"),
             dict(zip(own["devices"].astype(int), own["time_s"].astype(float))))
 
 
+def _series(row: Mapping[str, Any]) -> str:
+    return f"{row['strategy']}[{_op(row)}]"
+
+
 def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> list[dict[str, Any]]:
-    """For each measured multi-device mirrored / multi_worker_mirrored row with a 1-device baseline
-    in ``rows``: its predicted figure from that baseline and the collectives table, and the error."""
+    """For each measured weak-scaling multi-device mirrored / multi_worker_mirrored row with its
+    1-device baseline in ``rows``: its predicted figure from that baseline and the collectives rows
+    of its op measured on its machine, and the error. Rows whose op has too few all-reduce times
+    are left out. Each line: model, cell_id, series (strategy[op]), config (the baseline's batch,
+    accumulation, loop, steps_per_execution and precision), baseline (its examples/s), devices,
+    measured (with its 95% CI: measured_ci_low, measured_ci_high), predicted, error,
+    allreduce_from."""
     by_id = {r.get("cell_id"): r for r in rows if r.get("status") == "ok"}
     out = []
     for r in by_id.values():
         n = int(r["replicas"]) * int(r["workers"])
         base = by_id.get(r.get("baseline_cell_id"))
-        if r["strategy"] not in ("mirrored", "multi_worker_mirrored") or n < 2 or base is None:
+        strong = _known(r.get("scaling")) and r["scaling"] == "strong"
+        if r["strategy"] not in ("mirrored", "multi_worker_mirrored") or n < 2 or base is None \
+                or strong:
             continue
-        cost = cost_from_table(collectives, r["strategy"], _op(r), r["model"])
-        if cost is None:
+        try:
+            cost = cost_from_table(collectives, r["strategy"], _op(r), r["model"], base)
+        except HarnessError:
             continue
         seconds, source = allreduce_time(n, r["model"], *cost)
         p = predict(baseline_from_row(base), n, seconds, source)
-        out.append({"model": r["model"], "cell_id": r["cell_id"], "devices": n,
-                    "measured": float(r["examples_per_sec"]), "predicted": p.examples_per_sec,
-                    "error": error(p.examples_per_sec, float(r["examples_per_sec"])),
+        measured = float(r["examples_per_sec"])
+        out.append({"model": r["model"], "cell_id": r["cell_id"], "series": _series(r),
+                    "config": _config(base), "baseline": float(base["examples_per_sec"]),
+                    "devices": n, "measured": measured,
+                    "measured_ci_low": _float(r.get("examples_per_sec_ci_low"), measured),
+                    "measured_ci_high": _float(r.get("examples_per_sec_ci_high"), measured),
+                    "predicted": p.examples_per_sec, "error": error(p.examples_per_sec, measured),
                     "allreduce_from": source})
     return out
+
+
+def _config(cell: Mapping[str, Any]) -> str:
+    """What besides the topology a 1-device cell fixes, e.g. ``b64/acc1/ctl/spe10/float32``."""
+    return (f"b{cell.get('per_replica_batch')}/acc{cell.get('accum_steps')}/{cell.get('loop')}"
+            f"/spe{cell.get('steps_per_execution')}/{cell.get('precision')}")
+
+
+def _float(value: Any, default: float) -> float:
+    return float(value) if _known(value) else default

@@ -5,12 +5,14 @@ results hold them."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, require
+from harness.spec.axes import PRECISION_NAMES
 
 NAME = "predict"
 
@@ -35,7 +37,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--loop", default="ctl", choices=("ctl", "fit"))
     p.add_argument("--accum-steps", type=int, default=1)
     p.add_argument("--steps-per-execution", type=int, default=10)
-    p.add_argument("--precision", default="float32")
+    p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
     p.add_argument("--link-gbps", type=float, default=None,
                    help="predict for a link you do not have: its bandwidth in Gb/s (with "
                         "--latency-us); devices are then taken to have their own compute")
@@ -54,9 +56,19 @@ def _check(args: argparse.Namespace) -> None:
     if (args.link_gbps is None) != (args.latency_us is None):
         raise HarnessError("Received only one of --link-gbps and --latency-us; expected both (a "
                            "described link) or neither (the collectives table's fit).")
-    if args.link_gbps is not None and (args.link_gbps <= 0 or args.latency_us < 0):
-        raise HarnessError(f"Received --link-gbps={args.link_gbps} --latency-us={args.latency_us}; "
-                           "expected a bandwidth > 0 and a latency >= 0.")
+    link = args.link_gbps is not None
+    require({
+        "--batch": (args.batch, args.batch >= 1, "an integer >= 1"),
+        "--accum-steps": (args.accum_steps, args.accum_steps >= 1, "an integer >= 1"),
+        "--steps-per-execution": (args.steps_per_execution, args.steps_per_execution >= 1,
+                                  "an integer >= 1"),
+        "--link-gbps": (args.link_gbps, not link or (math.isfinite(args.link_gbps)
+                                                     and args.link_gbps > 0),
+                        "a finite bandwidth > 0 (Gb/s)"),
+        "--latency-us": (args.latency_us, not link or (math.isfinite(args.latency_us)
+                                                       and args.latency_us >= 0),
+                         "a finite latency >= 0 (microseconds per ring step)"),
+    })
     other = "workers" if args.strategy == "mirrored" else "replicas"
     if getattr(args, other) is not None:
         raise HarnessError(f"Received --{other} with --strategy {args.strategy}; expected "
@@ -64,11 +76,12 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
-    sel = cells[(cells["status"] == "ok") & (cells["model"] == args.model)
+    sel = cells[((cells["status"] == "ok") & (cells["model"] == args.model)
                 & (cells["per_replica_batch"] == args.batch) & (cells["loop"] == args.loop)
                 & (cells["accum_steps"] == args.accum_steps)
                 & (cells["steps_per_execution"] == args.steps_per_execution)
-                & (cells["precision"] == args.precision) & (cells["tenants"] == 1)]
+                & (cells["precision"] == args.precision)
+                & (cells["tenants"].fillna(1) == 1)).fillna(False).astype(bool)]
     return sel.sort_values("timestamp").drop_duplicates("cell_id", keep="last")
 
 
@@ -85,24 +98,16 @@ def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
     return one.iloc[-1]
 
 
-def _cost(args: argparse.Namespace, op: str) -> tuple[Any, dict[int, float]]:
-    """The alpha-beta cost and the measured gradient all-reduces of the model (devices -> s)."""
+def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict[int, float]]:
+    """The alpha-beta cost and the measured gradient all-reduces of the model (devices -> s), from
+    the collectives rows measured on the 1-device ``cell``'s machine (or the described link)."""
     from harness.analysis import scaling
     from harness.results.store import read_collectives
 
     if args.link_gbps is not None:
         return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
-    rows = read_collectives(args.results)
-    rows = rows[(rows["status"] == "ok") & (rows["strategy"] == args.strategy) & (rows["op"] == op)]
-    if rows.empty:
-        raise HarnessError(f"no all-reduce times of {args.strategy} [{op}] under {args.results}: "
-                           "measure them with `python -m harness run --sweep collectives` (or "
-                           "describe a link with --link-gbps and --latency-us).")
-    newest = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
-    points = list(zip(newest["devices"], newest["bytes"], newest["time_s"]))
-    cost = scaling.fit_alpha_beta(points, f"alpha-beta fit of {args.strategy}[{op}]")
-    own = newest[newest["payload"] == args.model]
-    return cost, dict(zip(own["devices"].astype(int), own["time_s"].astype(float)))
+    return scaling.cost_from_table(read_collectives(args.results), args.strategy, op, args.model,
+                                   cell.to_dict())
 
 
 def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
@@ -110,6 +115,7 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     from harness.analysis import scaling
 
     axis, op_column, default_op = STRATEGIES[args.strategy]
+    other_axis = "workers" if axis == "replicas" else "replicas"
     op = args.op or default_op
     counts = _counts(getattr(args, axis), f"--{axis}")
     config = _same_config(cells, args)
@@ -118,13 +124,14 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     if args.link_gbps is not None:
         base = scaling.Baseline(base.step_s, base.effective_batch, base.cores_used,
                                 base.host_cores, shares_cores=False)
-    cost, measured_ar = _cost(args, op)
+    cost, measured_ar = _cost(args, op, row)
     lines = []
     for n in counts:
         seconds, source = scaling.allreduce_time(n, args.model, cost, measured_ar)
         p = scaling.predict(base, n, seconds, source)
         match = config[(config["strategy"] == args.strategy) & (config[axis] == n)
-                       & (config[op_column].isin([op, "none"]))]
+                       & (config[other_axis] == 1)
+                       & ((config[op_column].isin([op, "none"])) | (n == 1))]
         m = match.iloc[-1] if not match.empty else None
         lines.append({"devices": n, "predicted_examples_per_sec": p.examples_per_sec,
                       "predicted_efficiency": p.efficiency, "allreduce_share": p.allreduce_share,

@@ -19,16 +19,27 @@ NUM_CLASSES = 10
 
 @dataclass(frozen=True)
 class Layer:
-    """A FLOP-bearing layer: forward FLOPs per example."""
+    """A FLOP-bearing layer: forward FLOPs per example and trainable parameters (kernel + bias)."""
 
     name: str
     forward_flops: int
+    parameters: int = 0
 
 
 def conv2d_flops(h: int, w: int, c_in: int, c_out: int, k: int) -> tuple[int, int, int]:
     """FLOPs per example of a 'valid' stride-1 k x k convolution, and its output height and width."""
     h_out, w_out = h - k + 1, w - k + 1
     return 2 * k * k * c_in * c_out * h_out * w_out, h_out, w_out
+
+
+def conv2d_parameters(c_in: int, c_out: int, k: int) -> int:
+    """Kernel (k x k x c_in x c_out) and bias (c_out) of a convolution."""
+    return k * k * c_in * c_out + c_out
+
+
+def dense_parameters(n_in: int, n_out: int) -> int:
+    """Kernel (n_in x n_out) and bias (n_out) of a dense layer."""
+    return n_in * n_out + n_out
 
 
 def dense_flops(n_in: int, n_out: int) -> int:
@@ -42,12 +53,15 @@ def cnn_layers() -> list[Layer]:
     h, w = h // 2, w // 2
     f2, h, w = conv2d_flops(h, w, 32, 64, 3)
     h, w = h // 2, w // 2
-    return [Layer("conv32", f1), Layer("conv64", f2), Layer("dense10", dense_flops(h * w * 64, 10))]
+    return [Layer("conv32", f1, conv2d_parameters(1, 32, 3)),
+            Layer("conv64", f2, conv2d_parameters(32, 64, 3)),
+            Layer("dense10", dense_flops(h * w * 64, 10), dense_parameters(h * w * 64, 10))]
 
 
 def dense_layers() -> list[Layer]:
     """Flatten-Dense128-Dense10 on 784 inputs."""
-    return [Layer("dense128", dense_flops(784, 128)), Layer("dense10", dense_flops(128, 10))]
+    return [Layer("dense128", dense_flops(784, 128), dense_parameters(784, 128)),
+            Layer("dense10", dense_flops(128, 10), dense_parameters(128, 10))]
 
 
 def training_flops(layers: list[Layer]) -> int:
@@ -64,3 +78,8 @@ MODEL_NAMES = tuple(MODEL_LAYERS)
 def flops_per_example(model: str) -> int:
     """Training FLOPs per example of ``model`` (see the module docstring)."""
     return training_flops(MODEL_LAYERS[model]())
+
+
+def parameter_count(model: str) -> int:
+    """Trainable parameters of ``model`` (4 bytes each in a float32 gradient all-reduce)."""
+    return sum(layer.parameters for layer in MODEL_LAYERS[model]())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
 from harness.analysis import scaling
@@ -60,8 +63,6 @@ def test_a_measured_gradient_all_reduce_wins_over_the_fit() -> None:
 
 
 def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() -> None:
-    import pandas as pd
-
     base = {"model": "cnn", "strategy": "mirrored", "workers": 1, "status": "ok",
             "communication": "none", "device_kind": "CPU", "host_cores": 2, "cores_per_worker": 2}
     one = {**base, "cell_id": "one", "replicas": 1, "cross_device_ops": "none",
@@ -77,3 +78,90 @@ def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() ->
     assert line["predicted"] == pytest.approx(128 / 0.021)  # 2 x 10 ms shared + 1 ms measured
     assert line["error"] == pytest.approx((128 / 0.021 - 6000) / 6000)
     assert scaling.report_predictions([one, two], collectives.iloc[0:0]) == []
+
+
+def _collectives(**extra: object) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"status": "ok", "strategy": "mirrored", "op": "auto", "devices": 2, "payload": p,
+         "bytes": b, "time_s": t, "timestamp": "t", **extra}
+        for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2 ** 20, 6e-4), ("cnn", 139_304, 1e-3))])
+
+
+def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them() -> None:
+    from harness.errors import HarnessError
+
+    here = {"device_kind": "CPU", "device_name": "Xeon", "host_cores": 2}
+    table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
+    cost, own = scaling.cost_from_table(table, "mirrored", "auto", "cnn", here)
+    assert cost.source == "alpha-beta fit of mirrored[auto]: 3 rows" and own == {2: 1e-3}
+    with pytest.raises(HarnessError, match=r"no all-reduce times of mirrored \[nccl\].*--sweep "
+                                           "collectives"):
+        scaling.cost_from_table(table, "mirrored", "nccl", "cnn", here)
+    with pytest.raises(HarnessError, match=r"measured on Xeon \(2 cores\), not on the 1-device cell's machine "
+                                           r"\(EPYC, 2 cores\)"):
+        scaling.cost_from_table(table, "mirrored", "auto", "cnn", {**here, "device_name": "EPYC"})
+    with pytest.raises(HarnessError, match=r"1 all-reduce time\(s\) .* needs 2 or more"):
+        scaling.cost_from_table(table.iloc[[0]], "mirrored", "auto", "cnn", here)
+    # rows that do not say where they were measured are kept
+    unknown = table.assign(device_name=pd.Series([None] * 3, dtype="string"))
+    assert len(scaling.same_machine(unknown, {**here, "device_name": "EPYC"})) == 3
+
+
+def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_their_ci() -> None:
+    base = {"model": "cnn", "strategy": "mirrored", "workers": 1, "status": "ok", "scaling": "weak",
+            "communication": "none", "device_kind": "CPU", "device_name": "Xeon", "host_cores": 2,
+            "cores_per_worker": 2, "baseline_cell_id": "one", "per_replica_batch": 64,
+            "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10, "precision": "float32"}
+    one = {**base, "cell_id": "one", "replicas": 1, "cross_device_ops": "none",
+           "effective_batch": 64, "examples_per_sec": 6400.0}
+    two = {**base, "cell_id": "two", "replicas": 2, "cross_device_ops": "auto",
+           "effective_batch": 128, "examples_per_sec": 6000.0,
+           "examples_per_sec_ci_low": 5500.0, "examples_per_sec_ci_high": None}
+    strong = {**two, "cell_id": "strong", "scaling": "strong"}
+    table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
+    (line,) = scaling.report_predictions([one, two, strong], table)
+    assert line["cell_id"] == "two" and line["series"] == "mirrored[auto]"
+    assert line["baseline"] == 6400.0 and line["config"] == "b64/acc1/ctl/spe10/float32"
+    assert (line["measured_ci_low"], line["measured_ci_high"]) == (5500.0, 6000.0)
+    elsewhere = table.assign(device_name="EPYC")
+    assert scaling.report_predictions([one, two], elsewhere) == []
+
+
+def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> None:
+    from harness.analysis import plots
+
+    lines = pd.DataFrame([
+        {"model": "cnn", "series": "mirrored[auto]", "config": "b64/acc1/ctl/spe10/float32",
+         "baseline": 6400.0, "devices": n, "measured": m,
+         "measured_ci_low": m * 0.9, "measured_ci_high": m * 1.1, "predicted": p}
+        for n, m, p in ((2, 6000.0, 6100.0), (4, 5000.0, 5600.0))])
+    paths = plots.predicted_vs_measured(lines, tmp_path)
+    assert [p.name for p in paths] == ["predicted_vs_measured.png", "predicted_vs_measured.svg"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert plots.predicted_vs_measured(lines.iloc[0:0], tmp_path / "none") == []
+
+
+def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.analysis import plots
+
+    captured = []
+    real_save = plots._save
+
+    def keep(fig, out, name):  # type: ignore[no-untyped-def]
+        captured.append((fig.axes[0].get_ylim(), fig.axes[0].get_xscale(),
+                         fig.axes[0].get_legend_handles_labels()[1]))
+        return real_save(fig, out, name)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    lines = pd.DataFrame([
+        {"devices": n, "predicted_examples_per_sec": p, "measured_examples_per_sec": m,
+         "measured_ci_low": lo, "measured_ci_high": hi, "error": e}
+        for n, p, m, lo, hi, e in ((1, 5551.0, 5551.0, 327.0, 89_680.0, 0.0),
+                                   (2, 4918.0, 4265.0, 120.0, 140_958.0, 0.15),
+                                   (64, 4552.0, None, None, None, None))])
+    paths = plots.prediction_figure(lines, tmp_path / "p", "t")
+    assert [p.name for p in paths] == ["p.png", "p.svg"]
+    ((ylim, xscale, labels),) = captured
+    assert ylim == (0, 2 * 5551.0) and xscale == "log"
+    assert labels == ["predicted", "measured (95% CI, whiskers cut)"]

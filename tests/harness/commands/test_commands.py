@@ -10,8 +10,8 @@ from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 
 
 def test_every_command_module_has_its_parser_and_runner() -> None:
-    assert list(COMMANDS) == ["run", "list", "verify", "report", "compare", "compare-hardware",
-                              "ingest", "doctor"]
+    assert list(COMMANDS) == ["run", "list", "verify", "report", "compare", "ab", "compare-hardware",
+                              "predict", "ingest", "doctor"]
     for name, module in COMMANDS.items():
         assert module.NAME == name and callable(module.add_parser) and callable(module.run)
     choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]

@@ -71,3 +71,85 @@ def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
 def test_bad_input_names_the_problem(tmp_path: Path, args: list[str], message: str) -> None:
     proc = harness("predict", "--results", str(_folder(tmp_path)), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def _mwms_folder(tmp_path: Path) -> Path:
+    """multi_worker_mirrored [ring] on 1 and 2 local workers of a 2-core host, a 2-replica cell that
+    must not pass for 1 worker, and ring all-reduce times on 2 and 3 workers."""
+    out = tmp_path / "mwms"
+    files = RunFiles(out, "2026-01-01", BASE["run_id"])
+    mwms = {**BASE, "strategy": "multi_worker_mirrored", "cross_device_ops": "none",
+            "communication": "ring", "device_name": "Xeon"}
+    rows = [
+        {**mwms, "cell_id": "w1", "replicas": 1, "workers": 1, "effective_batch": 64,
+         "examples_per_sec": 3200.0, "examples_per_sec_ci_low": 3100.0,
+         "examples_per_sec_ci_high": 3300.0},  # step 20 ms
+        {**mwms, "cell_id": "w2", "replicas": 1, "workers": 2, "cores_per_worker": 1,
+         "effective_batch": 128, "examples_per_sec": 2900.0},
+        {**mwms, "cell_id": "r2w1", "replicas": 2, "workers": 1, "effective_batch": 128,
+         "examples_per_sec": 1.0},
+    ]
+    for i, row in enumerate(rows):
+        files.write_row(i, row)
+    common = {"run_id": BASE["run_id"], "timestamp": BASE["timestamp"], "status": "ok",
+              "strategy": "multi_worker_mirrored", "op": "ring", "replicas": 1, "payload": "bytes",
+              "device_kind": "CPU", "device_name": "Xeon", "host_cores": 2}
+    # planted alpha 100 us, beta 1 ns/B: T(n, m) = 2(n-1) 1e-4 + 2(n-1)/n m 1e-9
+    for i, (n, m) in enumerate((n, m) for n in (2, 3) for m in (4096, 2 ** 20)):
+        seconds = 2 * (n - 1) * 1e-4 + 2 * (n - 1) / n * m * 1e-9
+        files.write_collective(i, {**common, "workers": n, "devices": n, "bytes": m,
+                                   "time_s": seconds})
+    return out
+
+
+def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: Path) -> None:
+    out = _mwms_folder(tmp_path)
+    figures = tmp_path / "figs"
+    proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy",
+                   "multi_worker_mirrored", "--workers", "1,2,4,8,64", "--figures", str(figures))
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
+             if line[:1].isdigit()}
+    assert list(lines) == ["1", "2", "4", "8", "64"]
+    # 64 workers on 2 cores: step = 20 ms x 64 (each worker gets 1/32 of the cores it had alone)
+    # + T(64, 4 x 34,826 B) from the planted fit
+    t64 = 2 * 63 * 1e-4 + 2 * 63 / 64 * 4 * 34_826 * 1e-9
+    step = 0.020 * 64 + t64
+    assert lines["64"][1:3] == [f"{64 * 64 / step:,.0f}", f"{0.020 / step:.2f}"]
+    assert lines["64"][-1] == "-"  # nothing measured at 64
+    # 1 worker: the measured figure is the 1-worker cell's (not the 2-replica one's), error 0
+    assert lines["1"][-3:] == ["3,200", "[3,100..3,300]", "+0%"]
+    t2 = 2 * 1e-4 + 4 * 34_826 * 1e-9
+    assert lines["2"][-2:] == ["2,900", f"{(128 / (0.040 + t2) - 2900) / 2900:+.0%}"]
+    assert "alpha 100.0 us per ring step, 8 Gb/s per link, fit error 0% RMS" in proc.stdout
+    assert (figures / "predict_cnn_multi_worker_mirrored.svg").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--link-gbps", "nan", "--latency-us", "5"], "Received --link-gbps=nan; expected a finite"),
+    (["--link-gbps", "10", "--latency-us", "-1"], "Received --latency-us=-1.0; expected a finite"),
+    (["--batch", "0"], "Received --batch=0; expected an integer >= 1"),
+    (["--accum-steps", "0"], "Received --accum-steps=0"),
+])
+def test_bad_numbers_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                 args: list[str], message: str) -> None:
+    from harness.commands import main
+
+    code = main(["predict", "--results", str(_folder(tmp_path)), "--model", "cnn",
+                 "--strategy", "mirrored", *args])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_too_few_all_reduce_times_and_no_results_name_the_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.commands import main
+
+    out = _folder(tmp_path)
+    for path in sorted((out / "collectives").rglob("*.parquet"))[1:]:
+        path.unlink()  # one time on 2 devices left
+    assert main(["predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored"]) == 2
+    err = capsys.readouterr().err
+    assert "1 all-reduce time(s) of mirrored [auto]" in err and "run --sweep collectives" in err
+    assert main(["predict", "--results", str(tmp_path / "empty"), "--model", "cnn",
+                 "--strategy", "mirrored"]) == 2
+    assert "no results under" in capsys.readouterr().err

@@ -33,3 +33,15 @@ def test_replicas_size_mirrored_and_workers_size_multi_worker_mirrored() -> None
     ops = {c.cross_device_ops for c in cells if c.strategy == "mirrored"}
     assert ops == {"auto", "nccl", "hierarchical_copy", "reduction_to_one_device"}
     assert {c.communication for c in cells if c.strategy != "mirrored"} == {"auto", "ring", "nccl"}
+
+
+def test_the_layer_lists_count_the_parameters_the_gradient_sets_hold() -> None:
+    import math
+
+    from harness.spec.models import parameter_count
+
+    # cnn: 3x3x1x32+32 + 3x3x32x64+64 + 1600x10+10; dense: 784x128+128 + 128x10+10
+    assert parameter_count("cnn") == 320 + 18_496 + 16_010 == 34_826
+    assert parameter_count("dense") == 100_480 + 1_290 == 101_770
+    for model, shapes in GRADIENT_SHAPES.items():
+        assert parameter_count(model) == sum(math.prod(s) for s in shapes)
