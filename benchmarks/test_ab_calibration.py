@@ -28,7 +28,7 @@ from harness.analysis import ab
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "24"))
 TRIALS = 2000
-CELL = ["--model", "dense", "--strategy", "default", "--batch", "64", "--repeats", "3",
+CELL = ["--model", "cnn", "--strategy", "default", "--batch", "64", "--repeats", "3",
         "--window-s", "0.3", "--no-peak", "--no-breakdown"]
 POOLS = {"A/A": ("aa", 0.0), "5% slower": ("slow5", 1 / 0.95 - 1),
          "10% slower": ("slow10", 1 / 0.90 - 1)}
