@@ -125,8 +125,9 @@ def ab(session: nox.Session) -> None:
         if not os.path.exists(python):
             session.run("python", "-m", "venv", folder)
         session.run(python, "-m", "pip", "install", "-q", "-e", ".", spec, external=True)
-        resolved = session.run(python, "-c", VERSIONS, external=True, silent=True)
-        session.log(f"side {side}: {spec} -> {str(resolved).strip()}")
+        resolved = session.run(python, "-c", VERSIONS, external=True, silent=True,
+                               env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+        session.log(f"side {side}: {spec} -> {str(resolved).strip().splitlines()[-1]}")
         pythons[side] = python
     # nox fails the session on ab's exit 1 (regression) and 3 (undecided) alike; call
     # ``python -m harness ab`` directly to tell them apart
