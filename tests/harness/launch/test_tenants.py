@@ -77,7 +77,8 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--out", str(out), "--model", "dense",
          "--strategy", "default", "--tenants", "1,2", "--repeats", "3", "--window-s", "0.2",
-         "--warmup-windows", "0", "--processes", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+         "--warmup-windows", "0", "--processes", "2", "--max-processes", "2", "--no-peak",
+         "--no-breakdown"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cells, windows = history.load(out)
     shared = cells[cells["tenants"] == 2].iloc[0]
