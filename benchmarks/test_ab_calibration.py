@@ -46,10 +46,7 @@ def _measure(out: Path) -> None:
 
 def pair_ratios(results: Path) -> list[float]:
     """B/A of every complete pair in a results folder of ab rows."""
-    cells = pd.read_parquet(results / "cells")
-    ok = cells[cells.status == "ok"].pivot_table(index=["ab_id", "cell_id", "ab_pair"],
-                                                 columns="ab_side", values="examples_per_sec")
-    return list((ok["B"] / ok["A"]).dropna())
+    return list(ab.pair_ratios(pd.read_parquet(results / "cells"))["ratio"])
 
 
 @pytest.mark.slow

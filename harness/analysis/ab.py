@@ -23,6 +23,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -91,6 +92,16 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
         elif low >= 1 - rule.min_effect and high <= 1 + rule.min_effect:
             verdict = SAME
     return Decision(math.exp(centre), low, high, n, verdict)
+
+
+def pair_ratios(rows: Any) -> Any:
+    """B/A of every complete pair in a DataFrame of ``ab`` rows: columns cell_id, ab_pair, ratio."""
+    ok = rows[rows["status"] == "ok"]
+    wide = ok.pivot_table(index=["ab_id", "cell_id", "ab_pair"], columns="ab_side",
+                          values="examples_per_sec")
+    if not {"A", "B"} <= set(wide.columns):
+        return wide.iloc[0:0].reset_index()[["cell_id", "ab_pair"]].assign(ratio=[])
+    return (wide["B"] / wide["A"]).dropna().reset_index(name="ratio")[["cell_id", "ab_pair", "ratio"]]
 
 
 def overall(decisions: Sequence[Decision]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis import gate
+from harness.analysis import ab, gate
 
 FORMATS = ("png", "svg")
 
@@ -385,11 +385,9 @@ def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
     """``ab`` rows: each pair's B/A throughput ratio per cell, in pair order, against 1."""
     if rows.empty or "ab_side" not in rows:
         return []
-    ok = rows[rows["status"] == "ok"]
-    wide = ok.pivot_table(index=["cell_id", "ab_pair"], columns="ab_side", values="examples_per_sec")
-    if not {"A", "B"} <= set(wide.columns):
+    ratios = ab.pair_ratios(rows)
+    if ratios.empty:
         return []
-    ratios = (wide["B"] / wide["A"]).dropna().reset_index(name="ratio")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = distinct_colors(sorted(ratios["cell_id"].unique()))

@@ -223,15 +223,12 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
     and the pairs' figure."""
     from harness.analysis import ab
 
-    ok = paired[paired["status"] == "ok"]
-    wide = ok.pivot_table(index=["cell_id", "ab_pair"], columns="ab_side", values="examples_per_sec")
     lines = []
-    if {"A", "B"} <= set(wide.columns):
-        for cell_id, part in (wide["B"] / wide["A"]).dropna().groupby(level=0):
-            d = ab.decide(list(part), ab.Rule(min_pairs=2, max_pairs=max(len(part), 2)))
-            lines.append({"cell": cell_id, "pairs": d.pairs, "B/A": f"{d.ratio:.3f}",
-                          "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
-                          "verdict on all pairs (min effect 2%)": d.verdict})
+    for cell_id, part in ab.pair_ratios(paired).groupby("cell_id"):
+        d = ab.decide(list(part["ratio"]), ab.Rule(min_pairs=2, max_pairs=max(len(part), 2)))
+        lines.append({"cell": cell_id, "pairs": d.pairs, "B/A": f"{d.ratio:.3f}",
+                      "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
+                      "verdict on all pairs (min effect 2%)": d.verdict})
     versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
     imgs = [f'<img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
             f'{base64.b64encode(p.read_bytes()).decode()}">' for p in figures if p.suffix == ".png"]

@@ -141,10 +141,7 @@ def _measure(sel: Selection, out: Path) -> int:
         print(LOGICAL_NOTE)
     if any(r.get("oversubscribed") for r in result.rows):
         print(OVERSUBSCRIBED_NOTE)
-    counts: dict[str, int] = {}
-    for r in result.rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    print(f"run {result.run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    _print_counts(result.run_id, result.rows)
     unstable = [r["cell_id"] for r in result.rows if r.get("unstable")]
     if unstable:
         print(f"unstable: {len(unstable)} cells whose processes still disagreed by a CV above "
@@ -154,13 +151,7 @@ def _measure(sel: Selection, out: Path) -> int:
             print(f"  {cell_id}")
     if result.time is not None and result.time.processes:
         print(result.time.text())
-    for p in result.paths:
-        print(f"wrote {p}")
-    if result.interrupted:
-        print(f"interrupted: {result.not_run} cells not run; every row measured before is kept.",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_OK
+    return _ending(result, "cells")
 
 
 def _measure_collectives(sel: Selection, out: Path) -> int:
@@ -179,14 +170,24 @@ def _measure_collectives(sel: Selection, out: Path) -> int:
     print("time: median over processes of one all-reduce (each process: the median of "
           f"{sel.protocol.repeats} windows of ~{sel.protocol.window_s:g} s of in-graph calls / calls); "
           "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1")
+    _print_counts(result.run_id, result.rows)
+    return _ending(result, "topologies")
+
+
+def _print_counts(run_id: str, rows: list[dict[str, Any]]) -> None:
+    """``run ID: 50 ok, 6 unsupported``."""
     counts: dict[str, int] = {}
-    for r in result.rows:
+    for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    print(f"run {result.run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"run {run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+def _ending(result: Any, what: str) -> int:
+    """The folders written, and the exit code (130 when interrupted, naming what was not run)."""
     for p in result.paths:
         print(f"wrote {p}")
     if result.interrupted:
-        print(f"interrupted: {result.not_run} topologies not run; every row measured before is kept.",
+        print(f"interrupted: {result.not_run} {what} not run; every row measured before is kept.",
               file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
