@@ -2,8 +2,9 @@
 detection of a planted 5 % and 10 % slowdown, by resampling measured pairs.
 
 Measures three pools of pairs with one interpreter (``ab --min-pairs N --max-pairs N``: exactly N
-pairs, no early stop): A against A, and A against B slowed through the test-only hook
-``HARNESS_SLOW_WINDOWS`` (B sleeps F x each training call, running at 1 / (1 + F) the speed: F =
+pairs, no early stop; the default protocol; ``HARNESS_AB_MODE``: duet, the default, or
+alternate): A against A, and A against B slowed through the test-only hook
+``HARNESS_SLOW_WINDOWS`` (B busy-waits F x each training call, running at 1 / (1 + F) the speed: F =
 0.0526 for 5 %, 0.111 for 10 %). Then runs ``TRIALS`` sequential decisions with the default rule,
 each drawing pair ratios with replacement from a pool until decided or 30 pairs
 (:func:`harness.analysis.ab.simulate`). Targets: A/A false calls <= 1 %; a 5 % slowdown caught in
@@ -27,9 +28,10 @@ from harness.analysis import ab
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "24"))
+MODE = os.environ.get("HARNESS_AB_MODE", "duet")
 TRIALS = 2000
-CELL = ["--model", "cnn", "--strategy", "default", "--batch", "64", "--repeats", "3",
-        "--window-s", "0.3", "--no-peak", "--no-breakdown"]
+CELL = ["--model", "cnn", "--strategy", "default", "--batch", "64", "--no-peak", "--no-breakdown",
+        "--mode", MODE]
 POOLS = {"A/A": ("aa", 0.0), "5% slower": ("slow5", 1 / 0.95 - 1),
          "10% slower": ("slow10", 1 / 0.90 - 1)}
 """name -> (folder, the planted slowdown fraction of B)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-HEADER = ("cell", "B/A", "95% CI", "pairs", "verdict")
+HEADER = ("cell", "mode", "B/A", "95% CI", "pairs", "verdict")
 
 
 def _ci(d: Any) -> str:
@@ -24,10 +24,10 @@ def rows(outcomes: Sequence[Any]) -> list[tuple[str, ...]]:
     for o in outcomes:
         d = o.decision
         if o.failure:
-            out.append((o.cell.id, "-", "-", str(len(o.ratios)), f"failed: {o.failure[:80]}"))
+            out.append((o.cell.id, o.mode, "-", "-", str(len(o.ratios)), f"failed: {o.failure[:80]}"))
         else:
-            out.append((o.cell.id, f"{d.ratio:.3f}" if d.pairs else "-", _ci(d), str(d.pairs),
-                        d.verdict))
+            out.append((o.cell.id, o.mode, f"{d.ratio:.3f}" if d.pairs else "-", _ci(d),
+                        str(d.pairs), d.verdict))
     return out
 
 
@@ -45,7 +45,9 @@ def markdown(outcomes: Sequence[Any], verdict: str, rule: Any) -> str:
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]
     software = next((o.software for o in outcomes if o.software), {})
     lines += ["", *(f"- side {s}: {v}" for s, v in sorted(software.items())), "",
-              f"Pairs of fresh processes (A and B back to back, order random per pair); B/A is the "
+              "Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
+              "alternate: back to back, each with the whole host; order random per pair); "
+              f"B/A is the "
               f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
               f"slower/faster when the CI lies beyond {rule.min_effect:.0%} of 1, the same when it "
               f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs."]

@@ -224,9 +224,12 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
     from harness.analysis import ab
 
     lines = []
+    modes = (paired.groupby("cell_id")["ab_mode"].first().to_dict()
+             if "ab_mode" in paired else {})
     for cell_id, part in ab.pair_ratios(paired).groupby("cell_id"):
         d = ab.decide(list(part["ratio"]), ab.Rule(min_pairs=2, max_pairs=max(len(part), 2)))
-        lines.append({"cell": cell_id, "pairs": d.pairs, "B/A": f"{d.ratio:.3f}",
+        lines.append({"cell": cell_id, "mode": modes.get(cell_id) or "alternate",
+                      "pairs": d.pairs, "B/A": f"{d.ratio:.3f}",
                       "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
                       "verdict on all pairs (min effect 2%)": d.verdict})
     versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
@@ -236,8 +239,8 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        "<p>A/B comparison in pairs of fresh processes (A and B back to back, order random per "
-        "pair). B/A: geometric mean of the pairs' throughput ratios, 95% Student-t CI. Sides: "
+        "<p>A/B comparison in pairs of fresh processes (duet: A and B at once on the same CPUs, "
+        "timing together; alternate: back to back; order random per pair). B/A: geometric mean of the pairs' throughput ratios, 95% Student-t CI. Sides: "
         + html.escape(", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())))
         + ".</p>", _table(pd.DataFrame(lines)), *imgs, "</body></html>"])
 

@@ -30,6 +30,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="an environment variable for A's workers (repeatable)")
     p.add_argument("--b-env", action="append", default=[], metavar="K=V",
                    help="an environment variable for B's workers (repeatable)")
+    p.add_argument("--mode", default="duet", metavar="MODE",
+                   help="duet (default): each pair's A and B processes run at once, both pinned to "
+                        "the same half of the host's CPUs, timing together; alternate: one after "
+                        "the other, each with the whole host (cells of several processes always "
+                        "alternate)")
     p.add_argument("--max-pairs", type=int, default=30, help="most pairs per cell. Default: 30")
     p.add_argument("--min-pairs", type=int, default=5, help="fewest pairs before a verdict. Default: 5")
     p.add_argument("--min-effect", type=float, default=0.02,
@@ -81,6 +86,14 @@ def _rule(args: argparse.Namespace) -> Any:
         raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
 
 
+def _mode(name: str) -> Any:
+    from harness.launch.ab import MODES
+
+    if name not in MODES:
+        raise HarnessError(f"Received --mode {name!r}; expected one of {sorted(MODES)}.")
+    return MODES[name]
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.ab import EXIT_CODES, overall
     from harness.analysis.ab_text import markdown, progress_line, table
@@ -93,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
                            "--strategy default --batch 64) or --sweep NAME.")
     a, b = _sides(args)
     rule = _rule(args)
+    mode = _mode(args.mode)
     sel = select(args)
     interrupt_on_sigterm()
     print(f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {a.python or sys.executable}"
@@ -100,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
           f"{b.python or sys.executable}{' ' + ' '.join('='.join(kv) for kv in b.env) if b.env else ''}), "
           f"{rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect {rule.min_effect:.0%}",
           flush=True)
-    result = run_ab(sel.cells, sel.protocol, sel.platform, Path(args.out), a, b, rule,
+    print(f"mode {mode.name}: {mode.text}", flush=True)
+    result = run_ab(sel.cells, sel.protocol, sel.platform, Path(args.out), a, b, rule, mode,
                     report=lambda outcome, order: print(progress_line(outcome, order), flush=True))
     print()
     print(render_table(*table(result.outcomes)))

@@ -116,7 +116,8 @@ def select(args: argparse.Namespace) -> Selection:
                                "expected local (collectives start their own local workers).")
     platform = detect_platform(args.device, args.cpu_devices)
     cluster = _cluster(args.cluster, overrides, platform)
-    if cluster is not None:
+    if cluster is not None:  # each task has its own host's GPUs
+        platform = dataclasses.replace(platform, shared_host=False)
         overrides.update(strategy=(cluster.strategy,), workers=(cluster.workers,),
                          ps=(max(cluster.ps, 1),))
     sweep = sweep.with_axes(overrides)

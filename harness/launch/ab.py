@@ -1,6 +1,7 @@
 """``python -m harness ab``: the same cells measured in pairs of fresh processes, one started from
-interpreter (and settings) A and one from B, back to back in a per-pair random order, until the
-sequential rule decides each cell (:mod:`harness.analysis.ab`).
+interpreter (and settings) A and one from B, until the sequential rule decides each cell
+(:mod:`harness.analysis.ab`). A pair's processes run at once on the same CPUs (``duet``) or back to
+back with the whole host (``alternate``); see :data:`MODES`.
 
 Every process's row goes to the results history as soon as it ends, with ``ab_id``, ``ab_side``
 and ``ab_pair``; both sides' fingerprints are kept (they differ when the builds differ), and a
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
+import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +22,18 @@ from typing import Any
 
 from harness import __version__
 from harness.analysis import ab
-from harness.launch.contract import Event, WorkerOptions
+from harness.launch.contract import TENANT_BARRIER_ENV, Event, Launch, WorkerOptions
 from harness.launch.platform import git_sha
+from harness.launch.process import POLL_S
 from harness.launch.runner import (
+    CellEnd,
     Launcher,
     each_cell,
     new_run_id,
     plan,
     run_cell_processes,
 )
+from harness.launch.single import run_worker
 from harness.results.rows import ProcessResult, aggregate, not_measured_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
@@ -49,11 +56,55 @@ class Side:
         return dataclasses.replace(base, python=self.python, env=self.env)
 
 
+@dataclass(frozen=True)
+class Mode:
+    """How a pair's two processes share the machine."""
+
+    name: str
+    concurrent: bool
+    text: str
+
+
+MODES = {m.name: m for m in (
+    Mode("duet", True, "A and B at once, both pinned to the same half of the host's CPUs (the "
+         "other half from pair to pair), meeting after their first call so that they calibrate "
+         "and time their windows together, sharing the CPUs: whatever slows the CPUs slows both"),
+    Mode("alternate", False, "A and B one after the other, each with the whole host, in the "
+         "pair's order"),
+)}
+"""``ab --mode``: duet is the default (README, "Two builds now": its pairs vary several times less
+here); cells of several processes (multi-worker, co-tenants) always alternate."""
+
+
+def cell_mode(cell: Cell, requested: Mode) -> Mode:
+    """The mode a cell's pairs run in: duet only for single-process cells."""
+    return requested if cell.processes == 1 and cell.tenants == 1 else MODES["alternate"]
+
+
+def duet_cpus(cpus: Sequence[int], pair: int) -> tuple[int, ...]:
+    """The CPUs both processes of duet pair ``pair`` are pinned to: the first half of ``cpus`` (the
+    parent's usable CPUs) for even pairs, the second for odd ones (an odd CPU out stays with the
+    parent); every CPU when there is one."""
+    ordered = sorted(cpus)
+    half = len(ordered) // 2
+    if half == 0:
+        return tuple(ordered)
+    return tuple(ordered[half * (pair % 2):half * (pair % 2 + 1)])
+
+
+def usable_cpus() -> tuple[int, ...]:
+    """The CPUs this process may run on (its affinity; every CPU where the OS has no affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return tuple(sorted(os.sched_getaffinity(0)))
+    return tuple(range(os.cpu_count() or 1))
+
+
 @dataclass
 class CellOutcome:
     """One cell's pairs: the ratios B/A so far, the decision, and why it stopped early (if)."""
 
     cell: Cell
+    mode: str = "alternate"
     ratios: list[float] = field(default_factory=list)
     decision: ab.Decision = ab.Decision(float("nan"), float("nan"), float("nan"), 0, ab.UNDECIDED)
     failure: str = ""
@@ -73,24 +124,39 @@ def _hardware_differs(a: dict[str, Any], b: dict[str, Any]) -> str:
     return "; ".join(diff)
 
 
+def _pinned(folder: str, index: int, cpus: tuple[int, ...]) -> Launcher:
+    """A launcher of one duet side's single worker: pinned to ``cpus`` (shared with its partner),
+    meeting its partner at the start barrier."""
+    launch = Launch(((TENANT_BARRIER_ENV, folder),), index=index, cores=len(cpus),
+                    oversubscribed=True, meet=2, cpus=cpus)
+    return lambda cell, options, name: run_worker(cell, options, name, launch)
+
+
 class _Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
     def __init__(self, files: RunFiles, base: dict[str, Any], protocol: Protocol,
-                 options: WorkerOptions, sides: dict[str, Side], launcher: Launcher) -> None:
+                 options: WorkerOptions, sides: dict[str, Side], launcher: Launcher,
+                 mode: Mode) -> None:
         self.files, self.base, self.protocol = files, base, protocol
-        self.options, self.sides, self.launcher = options, sides, launcher
+        self.options, self.sides, self.launcher, self.mode = options, sides, launcher, mode
         self.written = 0
 
-    def process(self, cell: Cell, side: str, pair: int) -> dict[str, Any]:
-        """One process of ``side``; its row (aggregated as a one-process cell) is stored at once."""
+    def _end(self, cell: Cell, side: str, pair: int, launcher: Launcher) -> CellEnd:
         options = self.sides[side].options(self.options)
-        (end,) = list(each_cell([cell], options, self.launcher, prefix=f"{side}{pair}-"))
+        (end,) = list(each_cell([cell], options, launcher, prefix=f"{side}{pair}-"))
+        return end
+
+    def _store(self, end: CellEnd, side: str, pair: int, mode: Mode,
+               cpus: tuple[int, ...] | None) -> dict[str, Any]:
+        """The process's row (aggregated as a one-process cell), stored at once with its windows."""
+        cell = end.cell
         row = end.row if end.event == Event.RECORD else not_measured_row(
             cell, self.protocol, "failed", end.reason, end.facts)
         row = {**aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s,
                                                                end.launch_s)]),
-               **self.base, "ab_side": side, "ab_pair": pair,
+               **self.base, "ab_side": side, "ab_pair": pair, "ab_mode": mode.name,
+               "ab_cpus": None if cpus is None else ",".join(map(str, cpus)),
                "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         self.files.write_row(self.written, row)
         windows = [{**w, "run_id": self.base["run_id"], "pass": pair, "ab_side": side}
@@ -99,11 +165,37 @@ class _Pairs:
         self.written += 1
         return row
 
+    def _duet(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, dict[str, Any]]:
+        """Both sides at once on the same CPUs (started in the pair's order)."""
+        cpus = duet_cpus(usable_cpus(), pair)
+        ends: dict[str, CellEnd] = {}
+        with tempfile.TemporaryDirectory(prefix="harness-duet-") as folder:
+            def side(i: int, name: str) -> None:
+                ends[name] = self._end(cell, name, pair, _pinned(folder, i, cpus))
+                Path(folder, f"ended-{i}").touch()  # a partner still at the barrier stops waiting
+
+            threads = [threading.Thread(target=side, args=(i, name), daemon=True)
+                       for i, name in enumerate(order)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(POLL_S)
+        return {s: self._store(ends[s], s, pair, mode, cpus) for s in order}
+
+    def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, dict[str, Any]]:
+        """One pair's rows, by side."""
+        if mode.concurrent:
+            return self._duet(cell, pair, order, mode)
+        return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None)
+                for s in order}
+
     def cell(self, cell: Cell, rule: ab.Rule, orders: Sequence[str],
              report: Callable[[CellOutcome, str], None]) -> CellOutcome:
-        outcome = CellOutcome(cell)
+        mode = cell_mode(cell, self.mode)
+        outcome = CellOutcome(cell, mode.name)
         for pair, order in enumerate(orders):
-            rows = {side: self.process(cell, side, pair) for side in order}
+            rows = self.pair(cell, pair, order, mode)
             bad = next((r for r in rows.values() if r.get("status") != "ok"), None)
             if bad is not None:
                 outcome.failure = f"side {bad['ab_side']}, pair {pair}: {bad['status']}: {bad.get('reason')}"
@@ -123,18 +215,19 @@ class _Pairs:
 
 
 def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path, a: Side,
-           b: Side, rule: ab.Rule, launcher: Launcher = run_cell_processes,
+           b: Side, rule: ab.Rule, mode: Mode = MODES["duet"],
+           launcher: Launcher = run_cell_processes,
            report: Callable[[CellOutcome, str], None] = lambda outcome, order: None) -> AbResult:
-    """Pairs of A and B processes per runnable cell until decided or ``rule.max_pairs``; every
-    process's row stored under ``out`` (run_id = ab_id). Unsupported cells are skipped (``list``
-    shows them)."""
+    """Pairs of A and B processes per runnable cell, in ``mode``, until decided or
+    ``rule.max_pairs``; every process's row stored under ``out`` (run_id = ab_id). Unsupported
+    cells are skipped (``list`` shows them). ``launcher`` starts alternate pairs' processes."""
     now = dt.datetime.now(dt.timezone.utc)
     result = AbResult(new_run_id(now))
     files = RunFiles(out, now.strftime("%Y-%m-%d"), result.ab_id)
     base = {"run_id": result.ab_id, "ab_id": result.ab_id,
             "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
-    pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)
+    pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher, mode)
     runnable = [c for c, why in plan(cells, platform) if why is None]
     try:
         for index, cell in enumerate(runnable):

@@ -52,12 +52,12 @@ class WorkerOptions:
     verify_updates: int | None = None
     weights_dir: str | None = None
     collectives_max_bytes: int | None = None
+    """When set, each cell is an all-reduce topology: time the collectives payloads up to this many
+    bytes (``--sweep collectives``) instead of training."""
     python: str | None = None
     """The interpreter worker processes run under (``ab``: each side's); None: this one's."""
     env: tuple[tuple[str, str], ...] = ()
     """Variables added to every worker's environment (``ab``: each side's settings)."""
-    """When set, each cell is an all-reduce topology: time the collectives payloads up to this many
-    bytes (``--sweep collectives``) instead of training."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,12 @@ class Launch:
     """How one process of a cell is started: its environment additions (TF_CONFIG, threads, device
     mask), its role, its position in the cell's task list (0 = the chief; a co-tenant's index), the
     cores each worker gets (None: the whole host), the hosts the workers span, and whether the cell's
-    processes ask for more cores than the host has (None: the worker decides)."""
+    processes ask for more cores than the host has (None: the worker decides).
+
+    ``meet``: how many processes meet at the start barrier (:data:`TENANT_BARRIER_ENV`) after their
+    first call (co-tenants: the cell's tenants; ``ab --mode duet``: the pair's two sides);
+    ``cpus``: the host CPUs the process pins itself to before TensorFlow starts (``ab --mode
+    duet``; None: the parent's)."""
 
     env: tuple[tuple[str, str], ...] = ()
     role: Role = Role.CHIEF
@@ -73,6 +78,8 @@ class Launch:
     cores: int | None = None
     hosts: int = 1
     oversubscribed: bool | None = None
+    meet: int = 1
+    cpus: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,13 +102,17 @@ class Job:
         o, la = d["options"], d["launch"]
         options = WorkerOptions(**{**o, "env": tuple(map(tuple, o.get("env", ()))),
                                    "protocol": Protocol(**o["protocol"]),
-                                   "platform": Platform(**o["platform"]), "log_dir": Path(o["log_dir"])})
-        launch = Launch(**{**la, "env": tuple(map(tuple, la["env"])), "role": Role(la["role"])})
+                                   "platform": Platform(**{**o["platform"],
+                                                           "gpu_ids": tuple(o["platform"].get("gpu_ids", ()))}), "log_dir": Path(o["log_dir"])})
+        cpus = la.get("cpus")
+        launch = Launch(**{**la, "env": tuple(map(tuple, la["env"])), "role": Role(la["role"]),
+                           "cpus": None if cpus is None else tuple(cpus)})
         return cls(Cell.from_dict(d["cell"]), options, launch, d.get("inject_fault"))
 
 
 TENANT_BARRIER_ENV = "HARNESS_TENANT_BARRIER"
-"""Folder of the co-tenants' start barrier, set by the launcher for cells with tenants > 1."""
+"""Folder of the start barrier that ``Launch.meet`` processes meet at after their first call: set
+by the launcher for co-tenant cells and for ``ab --mode duet`` pairs."""
 
 WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 """Set in every worker and probe process."""
@@ -119,7 +130,8 @@ def injected_fault() -> str | None:
 
 PEAK_MODULE = "harness.worker.peak"
 """``python -m harness.worker.peak --device-kind K --dtypes D1,D2`` prints one JSON line per dtype:
-``{"dtype", "flops_per_sec" (the process's best repeat), "repeats", "device", "tensor_float_32"}``."""
+``{"dtype", "flops_per_sec" (the process's best repeat), "repeats", "device", "tensor_float_32",
+"tf32_override"}`` (NVIDIA_TF32_OVERRIDE, or null)."""
 
 
 # ------------------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def cluster_env(cell: Cell, tasks: Sequence[Task], addresses: list[str], positio
     replicas = cell.replicas
     mask = "-1"  # no GPU for a CPU cell (even on a GPU machine), a coordinator or a ps task
     if platform.device_kind == "gpu" and compute is not None:
-        mask = ",".join(str(compute * replicas + r) for r in range(replicas))
+        mask = ",".join(platform.gpu_id(compute * replicas + r) for r in range(replicas))
     env.update(CUDA_VISIBLE_DEVICES=mask, HIP_VISIBLE_DEVICES=mask)
     return env
 

@@ -1,5 +1,5 @@
-"""Facts about the host known without TensorFlow: GPUs (``nvidia-smi``), the platform to plan for,
-the suite's git commit.
+"""Facts about the host known without TensorFlow: GPUs and MIG instances (``nvidia-smi -L``), the
+platform to plan for, the suite's git commit.
 """
 
 from __future__ import annotations
@@ -7,26 +7,54 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.spec.protocol import Platform
 
 
-def count_nvidia_gpus() -> int:
-    """GPUs that ``nvidia-smi -L`` lists (0 without the tool or a driver)."""
+@dataclass(frozen=True)
+class NvidiaGpus:
+    """The GPUs a run may use: ``ids`` as ``CUDA_VISIBLE_DEVICES`` names them (indices, or MIG
+    instances' UUIDs), and whether they are MIG instances."""
+
+    ids: tuple[str, ...] = ()
+    mig: bool = False
+
+
+def parse_nvidia_smi_list(text: str, visible: str | None = None) -> NvidiaGpus:
+    """The usable GPUs from ``nvidia-smi -L``: each GPU, or each MIG instance listed under it (a
+    GPU in MIG mode computes only through its instances). ``visible``: this process's
+    ``CUDA_VISIBLE_DEVICES``, whose entries (indices or UUIDs) are then the usable ones, so a
+    worker's mask selects among them rather than among the host's GPUs."""
+    gpus: list[str] = []
+    migs: list[str] = []
+    with_mig: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("GPU "):
+            gpus.append(line.split(":", 1)[0].split()[1])
+        elif line.strip().startswith("MIG ") and "UUID: " in line and gpus:
+            migs.append(line.split("UUID: ", 1)[1].rstrip(")").strip())
+            with_mig.add(gpus[-1])
+    ids = tuple(migs) + tuple(g for g in gpus if g not in with_mig)
+    if visible is not None:
+        entries = tuple(v.strip() for v in visible.split(",") if v.strip())
+        usable = entries[:entries.index("-1")] if "-1" in entries else entries
+        ids = usable[:len(ids)]
+    return NvidiaGpus(ids, any(i.startswith("MIG-") for i in ids) or (bool(migs) and visible is None))
+
+
+def nvidia_gpus() -> NvidiaGpus:
+    """What ``nvidia-smi -L`` lists for this process (none without the tool or a driver)."""
     exe = shutil.which("nvidia-smi")
     if not exe:
-        return 0
+        return NvidiaGpus()
     try:
         out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError):
-        return 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    n = sum(1 for line in out.splitlines() if line.startswith("GPU "))
-    if visible is not None:
-        n = min(n, len([v for v in visible.split(",") if v.strip() and v.strip() != "-1"]))
-    return n
+        return NvidiaGpus()
+    return parse_nvidia_smi_list(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
@@ -39,10 +67,12 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         raise HarnessError(f"Received --device={device!r}; expected one of: {', '.join(DEVICE_CHOICES)}.")
     if cpu_devices < 1:
         raise HarnessError(f"Received --cpu-devices={cpu_devices!r}; expected an integer of at least 1.")
-    gpus = count_nvidia_gpus() if device != "cpu" else 0
-    if device == "gpu" and gpus == 0:
+    found = nvidia_gpus() if device != "cpu" else NvidiaGpus()
+    if device == "gpu" and not found.ids:
         raise HarnessError("Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto.")
-    return Platform("gpu" if gpus else "cpu", gpus, cpu_devices)
+    if not found.ids:
+        return Platform("cpu", 0, cpu_devices)
+    return Platform("gpu", len(found.ids), cpu_devices, found.ids, found.mig)
 
 
 def git_sha() -> str:

@@ -17,12 +17,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from harness.launch.contract import WORKER_ENV, Job
+from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0
 
@@ -184,6 +186,15 @@ class Process:
         return f"{cause}; {who} log {self.log_path}: {self.tail()}"
 
 
+def nccl_log_env(platform: Platform, folder: Path, ours: Mapping[str, str]) -> dict[str, str]:
+    """NCCL's INFO log into ``folder`` for GPU workers, so each records the transports NCCL chose
+    (:mod:`harness.worker.nccl`); nothing on CPUs or where the user set NCCL_DEBUG."""
+    if platform.device_kind != "gpu" or "NCCL_DEBUG" in ours:
+        return {}
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT",
+            "NCCL_DEBUG_FILE": str(folder / "nccl.%p.log")}
+
+
 def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = None) -> Process:
     """``python -m harness.worker JOB EVENTS`` for ``job``, its files in ``folder`` and its log at
     ``job.options.log_dir / name.log``."""
@@ -191,6 +202,7 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
     job_path, events_path = folder / f"job-{index}.json", folder / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
     env = {**dict(job.options.env), **dict(job.launch.env)}
+    env.update(nccl_log_env(job.options.platform, folder, {**os.environ, **env}))
     if job.options.python:  # another interpreter finds this harness through PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
     return Process(["-m", "harness.worker", str(job_path), str(events_path)], env,

@@ -24,7 +24,8 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[
         streams: list[list[dict[str, Any]]] = [[] for _ in range(cell.tenants)]
 
         def follow(i: int) -> None:
-            launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True)
+            launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True,
+                            meet=cell.tenants)
             streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
 
         threads = [threading.Thread(target=follow, args=(i,), daemon=True)

@@ -66,11 +66,18 @@ class Platform:
     """What the host offers, as known without TensorFlow.
 
     ``cpu_devices`` is how many logical CPU devices a CPU-only host may split into for replicas.
+    ``gpu_ids``: what ``CUDA_VISIBLE_DEVICES`` calls each usable GPU (MIG instances: their UUIDs;
+    empty: the indices 0..gpu_count-1); ``mig``: the GPUs are MIG instances, of which CUDA shows a
+    process only one. ``shared_host``: a multi-worker cell's tasks run on this host (local
+    clusters), so they share its GPUs; False on a real cluster, where each task has its own.
     """
 
     device_kind: str = "cpu"
     gpu_count: int = 0
     cpu_devices: int = 2
+    gpu_ids: tuple[str, ...] = ()
+    mig: bool = False
+    shared_host: bool = True
 
     def __post_init__(self) -> None:
         require({
@@ -82,4 +89,11 @@ class Platform:
 
     @property
     def max_replicas(self) -> int:
-        return self.gpu_count if self.device_kind == "gpu" else self.cpu_devices
+        """Devices one process can use: every GPU (one MIG instance), or the logical CPU devices."""
+        if self.device_kind == "gpu":
+            return min(self.gpu_count, 1) if self.mig else self.gpu_count
+        return self.cpu_devices
+
+    def gpu_id(self, index: int) -> str:
+        """The ``CUDA_VISIBLE_DEVICES`` entry of usable GPU ``index``."""
+        return self.gpu_ids[index] if self.gpu_ids else str(index)

@@ -14,9 +14,23 @@ Rule = Callable[[Cell, Platform], "str | None"]
 
 def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
     if cell.replicas > platform.max_replicas:
-        what = (f"{platform.gpu_count} GPU(s)" if platform.device_kind == "gpu"
-                else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
+        what = (f"{platform.gpu_count} GPU(s)" + (" as MIG instances, of which a process sees one"
+                                                 if platform.mig else "")
+                if platform.device_kind == "gpu" else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
         return f"needs {cell.replicas} replicas; this machine offers {what}"
+    return None
+
+
+def _too_many_gpus_for_local_workers(cell: Cell, platform: Platform) -> str | None:
+    """Local multi-worker GPU cells give every training task its own ``replicas`` GPUs; beyond the
+    host's count a task would get GPU indices that do not exist and fall back to the CPU."""
+    if platform.device_kind != "gpu" or not platform.shared_host or not cell.kind.multi_worker:
+        return None
+    training = sum(1 for t in cell.tasks if t.type in cell.kind.training_tasks)
+    need = cell.replicas * training
+    if need > platform.gpu_count:
+        return (f"needs {need} GPUs ({training} local workers x {cell.replicas} replicas, each worker "
+                f"its own); this machine offers {platform.gpu_count}")
     return None
 
 
@@ -75,7 +89,7 @@ def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
 
 
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
-    _too_many_devices, _nccl_on_cpu, _hierarchical_copy_odd, _precision_unsupported,
+    _too_many_devices, _too_many_gpus_for_local_workers, _nccl_on_cpu, _hierarchical_copy_odd, _precision_unsupported,
     _strong_batch_divides, _fit_collective_multi_step, _multi_worker_cpu_one_device,
     _loop_unsupported, _nccl_communication_on_cpu,
 )

@@ -1,4 +1,4 @@
-"""The co-tenants' start barrier: T processes of one cell wait for each other after their first call."""
+"""The start barrier: co-tenants (or an ``ab --mode duet`` pair) wait for each other after their first call."""
 
 from __future__ import annotations
 
@@ -7,23 +7,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def tenant_barrier(folder: str | None, index: int, tenants: int, timeout_s: float
-                   ) -> Callable[[], None]:
-    """A barrier for the ``tenants`` processes of a co-tenant cell: each writes ``ready-<index>``
-    into ``folder`` and waits until all have; RuntimeError naming the absent ones after
-    ``timeout_s``. A no-op without a folder or with one tenant."""
-    if not folder or tenants <= 1:
+def start_barrier(folder: str | None, index: int, processes: int, timeout_s: float
+                  ) -> Callable[[], None]:
+    """A barrier for ``processes`` processes started together: each writes ``ready-<index>`` into
+    ``folder`` and waits until all have; RuntimeError naming the absent ones after ``timeout_s``,
+    or at once when the launcher has marked one ended (``ended-<index>``: it failed before the
+    barrier). A no-op without a folder or with one process."""
+    if not folder or processes <= 1:
         return lambda: None
 
     def wait() -> None:
         Path(folder, f"ready-{index}").touch()
         deadline = time.monotonic() + timeout_s
         while True:
-            absent = [i for i in range(tenants) if not Path(folder, f"ready-{i}").exists()]
+            absent = [i for i in range(processes) if not Path(folder, f"ready-{i}").exists()]
             if not absent:
                 return
+            ended = [i for i in absent if Path(folder, f"ended-{i}").exists()]
+            if ended:
+                raise RuntimeError(f"start barrier: process(es) {ended} of {processes} ended "
+                                   "before reaching it")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"co-tenant barrier: tenant(s) {absent} not ready after "
-                                   f"{timeout_s:g} s")
+                raise RuntimeError(f"start barrier: process(es) {absent} of {processes} not ready "
+                                   f"after {timeout_s:g} s")
             time.sleep(0.01)
     return wait

@@ -2,7 +2,34 @@
 
 from __future__ import annotations
 
+import os
+
 from harness.spec.protocol import Platform
+
+
+def gpu_shortfall(seen: int, needed: int, mask: str | None, who: str) -> str | None:
+    """Why a task that must compute on ``needed`` GPUs cannot (it sees ``seen``; ``mask``: its
+    CUDA_VISIBLE_DEVICES), or None. Without this TensorFlow would silently place its work on the
+    CPU."""
+    if seen >= needed:
+        return None
+    return (f"{who} sees {seen} GPU(s) (CUDA_VISIBLE_DEVICES={mask!r}) and needs {needed}: its work "
+            "would run on the CPU")
+
+
+def prepare_task_gpus(platform: Platform, needed: int, who: str) -> None:
+    """A multi-worker or parameter-server task, before its strategy or server starts TensorFlow's
+    runtime: memory growth on every visible GPU (so tasks and co-tenants sharing a GPU do not each
+    take all its memory), and a RuntimeError when a computing task sees fewer GPUs than it needs."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    for g in gpus:
+        tf.config.experimental.set_memory_growth(g, True)
+    if platform.device_kind == "gpu" and needed:
+        why = gpu_shortfall(len(gpus), needed, os.environ.get("CUDA_VISIBLE_DEVICES"), who)
+        if why:
+            raise RuntimeError(why)
 
 
 def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]]:

@@ -16,8 +16,8 @@ BUSY_LOOP = "import os; os.sched_setaffinity(0, {0}); exec('while True: pass')"
 
 SLOW_ENV = "HARNESS_SLOW_WINDOWS"
 """Test-only: a fraction F; every call of the custom loop's training function (each timed window
-is made of them) then sleeps F x its own duration, so the cell runs 1 / (1 + F) as fast (``ab``'s
-calibration plants a known slowdown this way)."""
+is made of them) is followed by F x its own duration of busy work (:func:`spin`), so the cell runs
+1 / (1 + F) as fast (``ab``'s calibration plants a known slowdown this way)."""
 
 
 def window_slowdown() -> float:
@@ -32,6 +32,15 @@ def window_slowdown() -> float:
     if not 0 <= value < 10:
         raise ValueError(f"{SLOW_ENV}={text!r}; expected a fraction >= 0, e.g. 0.05")
     return value
+
+
+def spin(seconds: float) -> None:
+    """Busy-wait ``seconds`` on this thread. A planted slowdown spins rather than sleeps, as a slower
+    build computes longer: a sleeping process would lend its CPU to a duet partner on the same CPUs
+    and make the partner faster too."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def _misbehave(kind: str) -> None:

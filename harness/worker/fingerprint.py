@@ -14,10 +14,13 @@ import platform
 from pathlib import Path
 from typing import Any
 
-ENV_PREFIXES = ("TF_", "NCCL_", "OMP_", "KMP_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                "XLA_FLAGS")
+from harness.worker.peak import TF32_OVERRIDE_ENV, tf32_active
 
-VOLATILE_ENV = ("TF_CONFIG", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL")
+ENV_PREFIXES = ("TF_", "NCCL_", "OMP_", "KMP_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                "XLA_FLAGS", "NVIDIA_TF32_OVERRIDE")
+
+VOLATILE_ENV = ("TF_CONFIG", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL", "NCCL_DEBUG",
+                "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
 """Recorded but not hashed: they differ between runs without changing performance."""
 
 
@@ -38,6 +41,23 @@ def _nvidia_driver() -> str:
     except OSError:
         return ""
     return text.splitlines()[0].strip() if text else ""
+
+
+def effective_threads(setting: int, env_value: str | None, usable_cpus: int) -> int:
+    """Threads TensorFlow's intra-op pool has: its tf.config setting when non-zero, else
+    TF_NUM_INTRAOP_THREADS (the launcher's way to split cores between local workers), else one per
+    CPU this process may run on (TensorFlow's default reads the affinity, not the host's count)."""
+    if setting:
+        return setting
+    if env_value and env_value.strip().isdigit() and int(env_value) > 0:
+        return int(env_value)
+    return usable_cpus
+
+
+def _usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def collect(device_type: str) -> dict[str, Any]:
@@ -61,8 +81,11 @@ def collect(device_type: str) -> dict[str, Any]:
         "cuda_version": str(build.get("cuda_version", "")),
         "cudnn_version": str(build.get("cudnn_version", "")),
         "rocm_version": str(build.get("rocm_version", "")),
-        "tensor_float_32": tf.config.experimental.tensor_float_32_execution_enabled(),
-        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "tensor_float_32": tf32_active(tf.config.experimental.tensor_float_32_execution_enabled(),
+                                       os.environ.get(TF32_OVERRIDE_ENV),
+                                       tuple(details[0].get("compute_capability", ())) if details else None),
+        "intra_op_threads": effective_threads(tf.config.threading.get_intra_op_parallelism_threads(),
+                                              os.environ.get("TF_NUM_INTRAOP_THREADS"), _usable_cpus()),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env": env,
     }

@@ -18,12 +18,13 @@ from harness.launch.contract import TENANT_BARRIER_ENV, Event, Job
 from harness.results.rows import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
-from harness.worker.barrier import tenant_barrier
+from harness.worker.barrier import start_barrier
 from harness.worker.build.strategies import make_strategy
-from harness.worker.devices import configure_devices
+from harness.worker.devices import configure_devices, prepare_task_gpus
 from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
+from harness.worker.nccl import LOG_FILE_ENV, process_transports
 
 ERROR_TAIL_CHARS = 1500
 
@@ -42,6 +43,15 @@ def _emit(stream: TextIO, event: dict[str, Any]) -> None:
     stream.flush()
 
 
+def _prepare_gpus(cell: Cell, job: Job) -> None:
+    """Memory growth, and a clear failure where a computing task of the cluster (TF_CONFIG's task)
+    sees fewer GPUs than the cell's replicas."""
+    task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+    kind, index = task.get("type", "chief"), task.get("index", 0)
+    computes = kind in cell.kind.training_tasks
+    prepare_task_gpus(job.options.platform, cell.replicas if computes else 0, f"{kind} {index}")
+
+
 def _join_cluster(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[str]]:
     """Multi-worker: create the strategy first (collectives must be configured before TensorFlow
     starts its runtime; the launcher already masked this worker's devices), announcing the join."""
@@ -49,6 +59,7 @@ def _join_cluster(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[
 
     _emit(events, {"event": Event.START, "cell_id": cell.id})
     _inject(job.inject_fault, cell, job.launch.index, "start")
+    _prepare_gpus(cell, job)
     strategy = make_strategy(cell, [])
     _emit(events, {"event": Event.JOINED})
     _inject(job.inject_fault, cell, job.launch.index, "joined")
@@ -63,8 +74,7 @@ def serve(cell: Cell, events: TextIO, job: Job) -> int:
 
     _emit(events, {"event": Event.START, "cell_id": cell.id})
     _inject(job.inject_fault, cell, job.launch.index, "start")
-    for gpu in tf.config.list_physical_devices("GPU"):
-        tf.config.experimental.set_memory_growth(gpu, True)
+    _prepare_gpus(cell, job)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
                                   task_index=resolver.task_id, protocol="grpc", start=True)
@@ -121,8 +131,8 @@ def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[st
         return verify_cell(cell, options.verify_updates, options.protocol.seed, devices,
                            options.weights_dir or ".", options.mnist_path, strategy,
                            save=job.launch.role == Role.CHIEF), []
-    ready = tenant_barrier(os.environ.get(TENANT_BARRIER_ENV), job.launch.index, cell.tenants,
-                           options.protocol.rendezvous_timeout_s)
+    ready = start_barrier(os.environ.get(TENANT_BARRIER_ENV), job.launch.index, job.launch.meet,
+                          options.protocol.rendezvous_timeout_s)
     return run_cell(cell, options.protocol, devices, device_type, options.mnist_path, strategy, job.launch.hosts, ready)
 
 
@@ -132,6 +142,8 @@ def main(argv: list[str]) -> int:
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
     cell = job.cell
+    if job.launch.cpus is not None:  # before TensorFlow sizes its thread pools from the affinity
+        os.sched_setaffinity(0, job.launch.cpus)
     with open(events_path, "a") as events:
         if job.launch.role == Role.SERVER:
             return serve(cell, events, job)
@@ -145,6 +157,7 @@ def main(argv: list[str]) -> int:
             _emit(events, {"event": Event.RECORD, "row": row, "windows": []})
             return 1
         row.update(measured)
+        row["nccl_transport"] = process_transports(os.environ.get(LOG_FILE_ENV), os.getpid())
         if job.launch.role == Role.CHIEF:  # the chief reports the cell; its windows hold every worker's
             _emit(events, {"event": Event.RECORD, "row": row, "windows": windows})
         else:

@@ -2,8 +2,9 @@
 ``python -m harness.worker.peak --device-kind cpu|gpu --dtypes float32,bfloat16`` prints one JSON
 line per dtype (:data:`harness.launch.contract.PEAK_MODULE`).
 
-Each repeat is one call of PRODUCTS distinct n x n products (no product can be reused); a process's
-figure is its best repeat. The run takes the median over its peak processes (start, between passes,
+Each repeat is one call of PRODUCTS distinct n x n products of OPERANDS operands (no product can be
+reused; at most :func:`peak_bytes` of device memory: 3 GiB for float32 at n = 8192 on a GPU, with
+memory growth on); a process's figure is its best repeat. The run takes the median over its peak processes (start, between passes,
 end), so one slow spell cannot set every row's MFU.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -19,51 +21,88 @@ from harness.analysis.metrics import matmul_flops
 
 MATMUL_SIZE = {"CPU": 1024, "GPU": 8192}
 
+OPERANDS = 4
+"""Distinct n x n operands made per dtype; PRODUCTS ordered pairs of them are multiplied."""
+
 PRODUCTS = 8
 """Distinct operand pairs per timed call, so no product can be reused (no CSE)."""
 
 REPEATS = 5
 """Timed calls per dtype in one process (after one untimed call)."""
 
+TF32_OVERRIDE_ENV = "NVIDIA_TF32_OVERRIDE"
+"""Set to 0, it turns TF32 off in cuBLAS/cuDNN whatever TensorFlow's setting; other values do not
+turn it on."""
+
+
+def pairs(operands: int = OPERANDS, products: int = PRODUCTS) -> list[tuple[int, int]]:
+    """``products`` distinct ordered pairs (i, j) of operand indices, i != j first."""
+    every = [(i, j) for i in range(operands) for j in range(operands)]
+    every.sort(key=lambda p: p[0] == p[1])
+    if products > len(every):
+        raise ValueError(f"{products} products need more than {operands} operands")
+    return every[:products]
+
+
+def peak_bytes(n: int, itemsize: int, operands: int = OPERANDS, products: int = PRODUCTS) -> int:
+    """Device memory the measurement holds at most: the operands and every product at once."""
+    return (operands + products) * n * n * itemsize
+
+
+def tf32_active(tf_setting: bool, override: str | None, compute_capability: tuple[int, int] | None
+                ) -> bool:
+    """Whether float32 matmuls use TF32 tensor cores: TensorFlow allows it, NVIDIA_TF32_OVERRIDE is
+    not 0, and the GPU has them (compute capability 8.0 or more; None: not a GPU)."""
+    if compute_capability is None or tuple(compute_capability) < (8, 0):
+        return False
+    return bool(tf_setting) and override != "0"
+
 
 def matmul_rates(device: str, device_type: str, dtype: str = "float32",
                  repeats: int = REPEATS) -> list[float]:
     """FLOP/s of each of ``repeats`` calls of PRODUCTS distinct n x n matmuls on ``device``, after an
-    untimed first call. ``dtype``: the compute dtype (float32, bfloat16, float16)."""
+    untimed first call. ``dtype``: the compute dtype (float32, bfloat16, float16). Each product
+    is kept alive by one of its elements only (no memory-bound reduction of the n x n result in the
+    timed call); operands are made in ``dtype`` directly (no float32 copies)."""
     import tensorflow as tf
 
     n = MATMUL_SIZE.get(device_type, 1024)
     with tf.device(device):
-        a = [tf.cast(tf.random.stateless_uniform((n, n), seed=(i, 0)), dtype) for i in range(PRODUCTS)]
-        b = [tf.cast(tf.random.stateless_uniform((n, n), seed=(i, 1)), dtype) for i in range(PRODUCTS)]
+        ops = [tf.random.stateless_uniform((n, n), seed=(i, 0), dtype=dtype) for i in range(OPERANDS)]
 
         @tf.function(jit_compile=False)
-        def products(a: Any, b: Any) -> Any:
-            return tf.add_n([tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32)) for x, y in zip(a, b)])
+        def products(ops: Any) -> Any:
+            return tf.add_n([tf.cast(tf.matmul(ops[i], ops[j])[0, 0], tf.float32) for i, j in pairs()])
 
-        products(a, b).numpy()
+        products(ops).numpy()
         rates = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            products(a, b).numpy()
+            products(ops).numpy()
             rates.append(PRODUCTS * matmul_flops(n) / (time.perf_counter() - t0))
         return rates
 
 
 def measure(device_kind: str, dtypes: list[str], repeats: int = REPEATS) -> list[dict[str, Any]]:
-    """One record per dtype: the best rate of this process and every repeat, on the first device."""
+    """One record per dtype: the best rate of this process and every repeat, on the first device,
+    with the TF32 state and NVIDIA_TF32_OVERRIDE."""
     import tensorflow as tf
 
     device_type = "GPU" if device_kind == "gpu" else "CPU"
-    for gpu in tf.config.list_physical_devices("GPU"):
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
     device = tf.config.list_logical_devices(device_type)[0].name
-    tf32 = device_type == "GPU" and tf.config.experimental.tensor_float_32_execution_enabled()
+    capability = (tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
+                  if device_type == "GPU" and gpus else None)
+    override = os.environ.get(TF32_OVERRIDE_ENV)
+    tf32 = tf32_active(tf.config.experimental.tensor_float_32_execution_enabled(), override, capability)
     out = []
     for dtype in dtypes:
         rates = matmul_rates(device, device_type, dtype, repeats)
         out.append({"dtype": dtype, "flops_per_sec": max(rates), "repeats": rates, "device": device,
-                    "tensor_float_32": bool(tf32) if dtype == "float32" else False})
+                    "tensor_float_32": tf32 if dtype == "float32" else False,
+                    "tf32_override": override})
     return out
 
 

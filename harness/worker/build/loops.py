@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.spec.cell import Cell
 from harness.worker.build.strategies import distribute
-from harness.worker.faults import window_slowdown
+from harness.worker.faults import spin, window_slowdown
 
 
 @dataclass
@@ -299,7 +299,7 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
         updates[0] += steps
         value = float(loss)
         if slow:  # test-only planted slowdown, inside the window (harness.worker.faults)
-            time.sleep(slow * (time.perf_counter() - t0))
+            spin(slow * (time.perf_counter() - t0))
         return value
 
     if cell.workers > 1:

@@ -7,8 +7,9 @@
    runs on one device (the model) or mixes strategies (the optimizer);
 2. whether the variables are really mirrored: one copy per replica, each on its own replica device;
 3. whether every replica device did work: a computation run on every replica (eagerly) must come
-   back from each replica's device, and after training on GPUs each replica GPU must show allocated
-   memory (``tf.config.experimental.get_memory_info``'s peak).
+   back from each replica's device, and after training on GPUs each replica GPU's peak memory
+   (``tf.config.experimental.get_memory_info``) must exceed what its variable copies take by at
+   least half the gradients (:func:`idle_gpus`).
 
 The integrity check runs it after every cell (:mod:`harness.integrity`), so a cell with such a
 problem is ``invalid`` and records no throughput. Imports TensorFlow lazily.
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from harness.spec.strategies import STRATEGIES, Variables
 
@@ -100,10 +103,34 @@ def mirroring_problems(strategy: Any, model: Any, devices: Sequence[str]) -> lis
     return []
 
 
-def idle_replica_problems(strategy: Any, devices: Sequence[str]) -> list[str]:
+def variable_bytes(variables: Sequence[Any]) -> int:
+    """Bytes one replica's copy of ``variables`` holds (Keras or tf variables)."""
+    total = 0
+    for v in variables:
+        tv = tf_variable(v)
+        total += int(np.prod(tv.shape)) * tv.dtype.size
+    return total
+
+
+def idle_gpus(peaks: dict[str, int | None], resident_bytes: int, gradient_bytes: int) -> list[str]:
+    """Replica GPUs that did no training work, from each one's peak allocated bytes.
+
+    Mirrored variables alone put ``resident_bytes`` (model and optimizer variables) on every
+    replica GPU, so a non-zero peak proves nothing. A replica that trained also held its
+    gradients (``gradient_bytes``, one per trainable variable) and its activations at once; a
+    peak below resident + half the gradients means it never ran a step. None: no figure."""
+    threshold = resident_bytes + gradient_bytes // 2
+    return [f"{d} did no work: its peak memory {peak} B is no more than its variables' "
+            f"{resident_bytes} B (a training step adds gradients of {gradient_bytes} B and "
+            "activations)" for d, peak in peaks.items() if peak is not None and peak <= threshold]
+
+
+def idle_replica_problems(strategy: Any, devices: Sequence[str], model: Any = None,
+                          optimizer: Any = None) -> list[str]:
     """Run a small matmul on every replica, eagerly (a tf.function would hand every output back on
-    its host device); each result must come back from its replica's device. On GPUs, each replica
-    GPU must also show allocated memory (its peak, in bytes)."""
+    its host device); each result must come back from its replica's device. On GPUs, after
+    training, each replica GPU's peak memory must exceed what its variables take
+    (:func:`idle_gpus`)."""
     import tensorflow as tf
 
     def fn() -> Any:
@@ -117,15 +144,21 @@ def idle_replica_problems(strategy: Any, devices: Sequence[str]) -> list[str]:
     if missing:
         out.append(f"replica device(s) {', '.join(missing)} did no work: the per-replica results "
                    f"came from {sorted(set(got))}")
-    for d in devices:
-        if "GPU" in d.upper():
-            try:
-                peak = tf.config.experimental.get_memory_info(_canonical(d))["peak"]
-            except (ValueError, tf.errors.OpError):
-                continue
-            if peak == 0:
-                out.append(f"{_canonical(d)} allocated no memory: it did no work")
+    gpus = [_canonical(d) for d in devices if "GPU" in d.upper()]
+    if gpus and model is not None:
+        peaks = {d: _peak_bytes(d) for d in gpus}
+        resident = variable_bytes(list(model.weights) + list(getattr(optimizer, "variables", [])))
+        out += idle_gpus(peaks, resident, variable_bytes(model.trainable_weights))
     return out
+
+
+def _peak_bytes(device: str) -> int | None:
+    import tensorflow as tf
+
+    try:
+        return int(tf.config.experimental.get_memory_info(device)["peak"])
+    except (ValueError, tf.errors.OpError):
+        return None
 
 
 def _canonical(device: str) -> str:
@@ -142,5 +175,5 @@ def diagnose(strategy: Any, strategy_name: str, model: Any, optimizer: Any, repl
     if strategy_name in ("mirrored", "multi_worker_mirrored") and not problems:
         devices = list(strategy.extended.worker_devices)
         problems += mirroring_problems(strategy, model, devices)
-        problems += idle_replica_problems(strategy, devices)
+        problems += idle_replica_problems(strategy, devices, model, optimizer)
     return problems

@@ -34,26 +34,39 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     ratio = (cells[cells.ab_side == "B"].set_index("ab_pair").examples_per_sec
              / cells[cells.ab_side == "A"].set_index("ab_pair").examples_per_sec)
     assert ratio.median() < 0.75 and (ratio < 0.9).all()
+    # a duet (the default): each pair's sides pinned to the same CPU, timing at the same time
+    assert set(cells.ab_mode) == {"duet"} and cells.oversubscribed.all()
+    for _, pair in cells.groupby("ab_pair"):
+        assert pair.ab_cpus.nunique() == 1 and pair.cores_per_worker.tolist() == [1, 1]
+    assert cells.ab_cpus.nunique() == 2  # the halves alternate from pair to pair
     windows = pd.read_parquet(out / "windows")
     assert set(windows.ab_side) == {"A", "B"}
+    for _, w in windows.groupby("pass"):
+        a, b = (w[w.ab_side == s] for s in "AB")
+        assert a.start_s.min() < (b.start_s + b.window_s).max() and b.start_s.min() < (
+            a.start_s + a.window_s).max()  # the sides' timed spans overlap
     assert "Performance regression" in (tmp_path / "ab.md").read_text()
     report = harness("report", "--results", str(out))
     assert report.returncode == 0, report.stderr
     page = (out / "report" / "report.html").read_text()
-    assert "A/B comparison in pairs" in page and "slower" in page
+    assert "A/B comparison in pairs" in page and "slower" in page and ">duet<" in page
     assert (out / "report" / "figures" / "ab_pairs.png").is_file()
 
 
 def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
-    proc, _ = _ab(tmp_path, "--min-pairs", "2", "--max-pairs", "2")  # (the last flags win)
+    proc, out = _ab(tmp_path, "--min-pairs", "2", "--max-pairs", "2",  # (the last flags win)
+                    "--mode", "alternate")
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr
-    assert "A/A check" in proc.stdout
+    assert "A/A check" in proc.stdout and "mode alternate" in proc.stdout
+    cells = pd.read_parquet(out / "cells")
+    assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()
 
 
 @pytest.mark.parametrize("args, message", [
     (["--a", "/no/such/python"], "--a='/no/such/python'"),
     (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
     (["--min-effect", "2"], "min_effect=2.0"),
+    (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet']"),
 ])
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:
     proc = harness("ab", *CELL, "--out", str(tmp_path), *args)

@@ -46,6 +46,12 @@ def test_cluster_env_and_ports() -> None:
     gpu = cluster_env(Cell(strategy="multi_worker_mirrored", workers=3, replicas=2), tasks,
                       addresses, 1, 4, Platform("gpu", 4))
     assert gpu["CUDA_VISIBLE_DEVICES"] == "2,3" and gpu["HIP_VISIBLE_DEVICES"] == "2,3"
+    # a parent masked to GPUs 4-7, or MIG instances: the workers' masks name the usable ones
+    masked = Platform("gpu", 4, gpu_ids=("4", "5", "6", "7"))
+    assert cluster_env(Cell(strategy="multi_worker_mirrored", workers=3, replicas=2), tasks,
+                       addresses, 1, 4, masked)["CUDA_VISIBLE_DEVICES"] == "6,7"
+    mig = Platform("gpu", 3, gpu_ids=("MIG-a", "MIG-b", "MIG-c"), mig=True)
+    assert cluster_env(cell, tasks, addresses, 2, 4, mig)["CUDA_VISIBLE_DEVICES"] == "MIG-c"
 
 
 def test_parameter_server_tasks_env_and_cores() -> None:

@@ -270,6 +270,22 @@ def test_platform_max_replicas():
     assert Platform().max_replicas == 2
     assert Platform("cpu", 0, 6).max_replicas == 6
     assert Platform("gpu", 3, 2).max_replicas == 3
+    assert Platform("gpu", 3, 2, ("MIG-a", "MIG-b", "MIG-c"), mig=True).max_replicas == 1
+
+
+@pytest.mark.parametrize("cell, gpus, shared, needs", [
+    (Cell(strategy="multi_worker_mirrored", workers=2, replicas=2), 2, True, "needs 4 GPUs (2 local workers x 2 replicas"),
+    (Cell(strategy="multi_worker_mirrored", workers=2, replicas=2), 4, True, None),
+    (Cell(strategy="multi_worker_mirrored", workers=3), 2, True, "needs 3 GPUs"),
+    (Cell(strategy="multi_worker_mirrored", workers=3), 2, False, None),  # a real cluster: own hosts
+    (Cell(strategy="parameter_server", workers=2, ps=1), 2, True, None),  # ps and coordinator: no GPU
+    (Cell(strategy="parameter_server", workers=3, ps=1), 2, True, "needs 3 GPUs"),
+])
+def test_local_workers_need_a_gpu_set_each(cell, gpus, shared, needs):
+    reason = unsupported_reason(cell, Platform("gpu", gpus, shared_host=shared))
+    assert reason == needs if needs is None else needs in reason
+    if cell.replicas == 1:
+        assert unsupported_reason(cell, Platform("cpu", 0, 2)) is None  # CPU workers share cores
 
 
 def test_expand_keeps_strong_cells_with_different_global_batches():
