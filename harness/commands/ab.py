@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     print(render_table(*table(result.outcomes)))
     verdict = overall([o.decision for o in result.outcomes if not o.failure]) if not any(
         o.failure for o in result.outcomes) else "error"
-    print(f"\nab {result.ab_id}: {verdict}")
+    stopped = " (interrupted: the pairs so far are in the table and the history)" if result.interrupted else ""
+    print(f"\nab {result.ab_id}: {verdict}{stopped}")
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(markdown(result.outcomes, verdict, rule))

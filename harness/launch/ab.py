@@ -190,10 +190,12 @@ class _Pairs:
         return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None)
                 for s in order}
 
-    def cell(self, cell: Cell, rule: ab.Rule, orders: Sequence[str],
-             report: Callable[[CellOutcome, str], None]) -> CellOutcome:
-        mode = cell_mode(cell, self.mode)
-        outcome = CellOutcome(cell, mode.name)
+    def cell(self, outcome: CellOutcome, rule: ab.Rule, orders: Sequence[str],
+             report: Callable[[CellOutcome, str], None]) -> None:
+        """Pairs of ``outcome.cell`` until decided, failed or out of ``orders``; ``outcome`` holds
+        every finished pair at each moment (a Ctrl-C keeps them)."""
+        cell = outcome.cell
+        mode = MODES[outcome.mode]
         for pair, order in enumerate(orders):
             rows = self.pair(cell, pair, order, mode)
             bad = next((r for r in rows.values() if r.get("status") != "ok"), None)
@@ -211,7 +213,6 @@ class _Pairs:
             report(outcome, order)
             if outcome.decision.verdict != ab.UNDECIDED:
                 break
-        return outcome
 
 
 def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path, a: Side,
@@ -232,7 +233,8 @@ def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: P
     try:
         for index, cell in enumerate(runnable):
             orders = ab.pair_orders(rule.max_pairs, protocol.seed + index)
-            result.outcomes.append(pairs.cell(cell, rule, orders, report))
+            result.outcomes.append(CellOutcome(cell, cell_mode(cell, mode).name))
+            pairs.cell(result.outcomes[-1], rule, orders, report)
     except KeyboardInterrupt:
         result.interrupted = True
     if pairs.written:

@@ -75,6 +75,18 @@ def verify(*args: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 
+def test_accumulation_and_two_replicas_train_as_one_step() -> None:
+    """The default run's share of the equivalence sweep (ctl loop): strong scaling, so on 64 and on
+    128 examples per update default and mirrored on 2 replicas meet, and on 128 two micro-batches
+    of 64 meet one step of 128; every cell within 1e-5 relative of its group's reference."""
+    proc = verify("--model", "dense", "--strategy", "default,mirrored", "--replicas", "2",
+                  "--scaling", "strong", "--batch", "64,128", "--accum-steps", "1,2", "--loop", "ctl",
+                  "--steps-per-execution", "1", "--updates", "4")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "all 5 compared cells agree" in proc.stdout, proc.stdout[-3000:]
+
+
+@pytest.mark.slow
 def test_equivalence_sweep_agrees() -> None:
     """SGD, same seed and data order: k micro-batches of b equal one step on k*b (k = 1, 2, 4) under
     default, one_device and mirrored on 2 replicas, with ctl and fit; the same global batch under

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.launch.ab import MODES, cell_mode, duet_cpus
 from harness.launch.contract import Job, Launch, WorkerOptions
 from harness.spec.cell import Cell
@@ -33,3 +35,27 @@ def test_a_pinned_launch_and_mig_platform_survive_the_job_file() -> None:
     job = Job(Cell(model="dense"), WorkerOptions(Protocol(), platform, log_dir=Path("/tmp")), launch)
     again = Job.from_json(json.loads(json.dumps(job.to_json())))
     assert again.launch == launch and again.options.platform == platform
+
+
+def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
+    from harness.analysis.ab import Rule
+    from harness.launch.ab import Side, run_ab
+    from harness.launch.contract import Event
+
+    calls = []
+
+    def launcher(cell, options, name):  # type: ignore[no-untyped-def]
+        calls.append(name)
+        if len(calls) == 7:  # the 4th pair's first process
+            raise KeyboardInterrupt
+        speed = 100.0 if name.startswith("A") else 90.0
+        yield {"event": Event.START, "cell_id": cell.id}
+        yield {"event": Event.RECORD, "row": {"status": "ok", "reason": "", "examples_per_sec": speed},
+               "windows": []}
+
+    result = run_ab([Cell(model="dense", strategy="default")], Protocol(), Platform(), tmp_path,
+                    Side("A"), Side("B"), Rule(min_pairs=5), MODES["alternate"], launcher)
+    assert result.interrupted and len(result.outcomes) == 1
+    outcome = result.outcomes[0]
+    assert outcome.ratios == pytest.approx([0.9, 0.9, 0.9]) and outcome.decision.pairs == 3
+    assert result.paths  # the six processes' rows are stored

@@ -117,10 +117,10 @@ def test_killed_worker_fails_the_cell_and_the_sweep_goes_on(tmp_path: Path) -> N
 
 def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
-                    "--workers", "2", "--rendezvous-timeout-s", "20", fault=f"absent@1:{MWMS}")
+                    "--workers", "2", "--rendezvous-timeout-s", "8", fault=f"absent@1:{MWMS}")
     reason = cells.loc[MWMS, "reason"]
     assert cells.loc[MWMS, "status"] == "failed"
-    assert "deadline passed: rendezvous" in reason and "20 s" in reason and "(worker 1 not there)" in reason
+    assert "deadline passed: rendezvous" in reason and "8 s" in reason and "(worker 1 not there)" in reason
 
 
 def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
@@ -162,7 +162,7 @@ def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) 
 
 def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2",
-                    "--rendezvous-timeout-s", "20", fault=f"absent@3:{PS}")
+                    "--rendezvous-timeout-s", "8", fault=f"absent@3:{PS}")
     reason = cells.loc[PS, "reason"]
     assert cells.loc[PS, "status"] == "failed"
     assert "deadline passed: rendezvous" in reason and "(ps 0 not there)" in reason, reason
