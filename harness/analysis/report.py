@@ -240,7 +240,8 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         "<p>A/B comparison in pairs of fresh processes (duet: A and B at once on the same CPUs, "
-        "timing together; alternate: back to back; order random per pair). B/A: geometric mean of the pairs' throughput ratios, 95% Student-t CI. Sides: "
+        "timing together; alternate: back to back; order random per pair). B/A: geometric mean "
+        "of the pairs' throughput ratios, 95% Student-t CI. Sides: "
         + html.escape(", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())))
         + ".</p>", _table(pd.DataFrame(lines)), *imgs, "</body></html>"])
 

@@ -14,7 +14,6 @@ import dataclasses
 import datetime as dt
 import os
 import tempfile
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from harness import __version__
 from harness.analysis import ab
 from harness.launch.contract import TENANT_BARRIER_ENV, Event, Launch, WorkerOptions
 from harness.launch.platform import git_sha
-from harness.launch.process import POLL_S
 from harness.launch.runner import (
     CellEnd,
     Launcher,
@@ -34,6 +32,7 @@ from harness.launch.runner import (
     run_cell_processes,
 )
 from harness.launch.single import run_worker
+from harness.launch.tenants import meet_together
 from harness.results.rows import ProcessResult, aggregate, not_measured_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
@@ -136,10 +135,9 @@ class _Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
     def __init__(self, files: RunFiles, base: dict[str, Any], protocol: Protocol,
-                 options: WorkerOptions, sides: dict[str, Side], launcher: Launcher,
-                 mode: Mode) -> None:
+                 options: WorkerOptions, sides: dict[str, Side], launcher: Launcher) -> None:
         self.files, self.base, self.protocol = files, base, protocol
-        self.options, self.sides, self.launcher, self.mode = options, sides, launcher, mode
+        self.options, self.sides, self.launcher = options, sides, launcher
         self.written = 0
 
     def _end(self, cell: Cell, side: str, pair: int, launcher: Launcher) -> CellEnd:
@@ -172,15 +170,9 @@ class _Pairs:
         with tempfile.TemporaryDirectory(prefix="harness-duet-") as folder:
             def side(i: int, name: str) -> None:
                 ends[name] = self._end(cell, name, pair, _pinned(folder, i, cpus))
-                Path(folder, f"ended-{i}").touch()  # a partner still at the barrier stops waiting
 
-            threads = [threading.Thread(target=side, args=(i, name), daemon=True)
-                       for i, name in enumerate(order)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(POLL_S)
+            meet_together(folder, [lambda i=i, name=name: side(i, name)
+                                   for i, name in enumerate(order)])
         return {s: self._store(ends[s], s, pair, mode, cpus) for s in order}
 
     def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, dict[str, Any]]:
@@ -228,7 +220,7 @@ def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: P
     base = {"run_id": result.ab_id, "ab_id": result.ab_id,
             "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
-    pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher, mode)
+    pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)
     runnable = [c for c, why in plan(cells, platform) if why is None]
     try:
         for index, cell in enumerate(runnable):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.launch.contract import TENANT_BARRIER_ENV, Event, Launch, WorkerOptions
@@ -13,6 +14,25 @@ from harness.launch.single import run_worker
 from harness.results.rows import combine
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
+
+
+def meet_together(barrier: str, parts: Sequence[Callable[[], None]]) -> None:
+    """Run ``parts`` at once, each on its own thread (each launches one process that meets the
+    others at the start barrier in folder ``barrier``, as ``Launch.index`` i); when part i returns,
+    mark ``ended-<i>`` there so that partners still waiting stop at once. Returns when all have."""
+
+    def part(i: int) -> None:
+        try:
+            parts[i]()
+        finally:
+            Path(barrier, f"ended-{i}").touch()
+
+    threads = [threading.Thread(target=part, args=(i,), daemon=True) for i in range(len(parts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(POLL_S)
 
 
 def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
@@ -28,13 +48,7 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[
                             meet=cell.tenants)
             streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
 
-        threads = [threading.Thread(target=follow, args=(i,), daemon=True)
-                   for i in range(cell.tenants)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(POLL_S)
+        meet_together(barrier, [lambda i=i: follow(i) for i in range(cell.tenants)])
     facts = next((ev.get("facts") for ev in streams[0] if ev.get("facts")), None)
     yield {"event": Event.START, "cell_id": cell.id, "facts": facts}
     for i, events in enumerate(streams):

@@ -14,9 +14,9 @@ Rule = Callable[[Cell, Platform], "str | None"]
 
 def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
     if cell.replicas > platform.max_replicas:
-        what = (f"{platform.gpu_count} GPU(s)" + (" as MIG instances, of which a process sees one"
-                                                 if platform.mig else "")
-                if platform.device_kind == "gpu" else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
+        mig = " as MIG instances, of which a process sees one" if platform.mig else ""
+        what = (f"{platform.gpu_count} GPU(s){mig}" if platform.device_kind == "gpu"
+                else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
         return f"needs {cell.replicas} replicas; this machine offers {what}"
     return None
 
@@ -89,7 +89,8 @@ def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
 
 
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
-    _too_many_devices, _too_many_gpus_for_local_workers, _nccl_on_cpu, _hierarchical_copy_odd, _precision_unsupported,
+    _too_many_devices, _too_many_gpus_for_local_workers, _nccl_on_cpu, _hierarchical_copy_odd,
+    _precision_unsupported,
     _strong_batch_divides, _fit_collective_multi_step, _multi_worker_cpu_one_device,
     _loop_unsupported, _nccl_communication_on_cpu,
 )
