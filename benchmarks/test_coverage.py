@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis import metrics, stats
+from harness.formulas import metrics, stats
 from harness.results import history
 
 ROOT = Path(__file__).resolve().parents[1]

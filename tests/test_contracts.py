@@ -1,6 +1,7 @@
-"""The package contracts in pyproject.toml hold: the parent side (commands, launch, results, analysis,
-spec) never imports TensorFlow, Keras or the worker package; the worker reaches the parent only
-through the job and event contract; spec is pure; results and analysis start no process.
+"""The package contracts in pyproject.toml hold: the layers (each package imports only those
+below it), the parent side never imports TensorFlow, Keras or the worker package, spec and the
+contract are pure, results, analysis and formulas start no process; and no module of the harness
+takes part in an import cycle (function-level imports included).
 
 import-linter runs in a subprocess of its own (it writes to the terminal as it goes)."""
 
@@ -23,3 +24,43 @@ def test_import_contracts_hold() -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4 kept, 0 broken" in proc.stdout, proc.stdout
+
+
+def _cycles(graph: object) -> list[list[str]]:
+    """Strongly connected components of more than one module in the harness's import graph."""
+    modules = sorted(m for m in graph.modules if m.startswith("harness"))  # type: ignore[attr-defined]
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.find_modules_directly_imported_by(v):  # type: ignore[attr-defined]
+            if not w.startswith("harness"):
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for m in modules:
+        if m not in index:
+            visit(m)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    grimp = pytest.importorskip("grimp")
+    assert _cycles(grimp.build_graph("harness")) == []

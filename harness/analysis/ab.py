@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.stats import t_quantile
+from harness.formulas.stats import t_quantile
+from harness.contract.records import Status
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 
@@ -96,7 +97,7 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
 
 def pair_ratios(rows: Any) -> Any:
     """B/A of every complete pair in a DataFrame of ``ab`` rows: columns cell_id, ab_pair, ratio."""
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[rows["status"] == Status.OK]
     wide = ok.pivot_table(index=["ab_id", "cell_id", "ab_pair"], columns="ab_side",
                           values="examples_per_sec")
     if not {"A", "B"} <= set(wide.columns):

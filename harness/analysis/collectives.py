@@ -1,27 +1,10 @@
-"""nccl-tests' bandwidth figures of an all-reduce, and the collectives table as text. Pure.
-
-With m the bytes each of the n participants contributes and t the time of one all-reduce:
-
-    algbw = m / t / 1e9                      [GB/s]  (algorithm bandwidth)
-    busbw = algbw x 2(n - 1) / n             [GB/s]  (bus bandwidth: a ring all-reduce moves
-                                                      2(n-1)/n x m over each link, so busbw is
-                                                      comparable with a link's bandwidth whatever n)
-"""
+"""The collectives table as text (the bandwidth formulas: :mod:`harness.formulas.bandwidth`). Pure."""
 
 from __future__ import annotations
+from harness.contract.records import Status
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-
-def algbw_gbps(nbytes: float, seconds: float) -> float:
-    """Algorithm bandwidth (GB/s, 1e9 bytes) of moving ``nbytes`` in ``seconds``."""
-    return nbytes / seconds / 1e9
-
-
-def busbw_gbps(nbytes: float, seconds: float, participants: int) -> float:
-    """Bus bandwidth (GB/s) of an all-reduce of ``nbytes`` per participant among ``participants``."""
-    return algbw_gbps(nbytes, seconds) * 2 * (participants - 1) / participants
 
 
 def _size(nbytes: Any) -> str:
@@ -47,7 +30,7 @@ def table_lines(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], lis
     header = ("strategy[op]", "n", "payload", "bytes", "time us [95% CI]", "busbw GB/s", "check")
     lines = []
     for r in rows:
-        ok = r.get("status") == "ok"
+        ok = r.get("status") == Status.OK
         time = _time(r)
         check = ("ok" if ok else f"{r.get('status')}: {(r.get('reason') or '')[:70]}")
         lines.append((f"{r['strategy']}[{r['op']}]", f"{r['replicas']}x{r['workers']}",

@@ -18,8 +18,8 @@ import pandas as pd
 from harness.analysis import gate
 from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
-from harness.errors import EXIT_SHORT_HISTORY, HarnessError
-from harness.results import history
+from harness.errors import EXIT_SHORT_HISTORY
+from harness.contract.records import Status
 
 NOW_FAILING = "now failing"
 
@@ -57,20 +57,13 @@ class Comparison:
                 f"{need - best} more time(s), widen --baseline or lower --min-history.")
 
 
-def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
+def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], history_runs: int,
             policy: GatePolicy = GatePolicy()) -> Comparison:
-    """Judge every series of the candidate against the baseline (see the module docstring)."""
-    all_runs = history.runs(cells)
-    candidate = history.resolve(candidate_ref, all_runs, short_exit=EXIT_SHORT_HISTORY)
-    try:
-        baseline = history.resolve(baseline_ref, all_runs, before=candidate,
-                                   short_exit=EXIT_SHORT_HISTORY)
-    except HarnessError as e:
-        if e.exit_code != EXIT_SHORT_HISTORY:
-            raise
-        baseline = []  # no run before the candidate yet: every series is new, exit 3
-    cand_rows = history.ok_rows(cells, candidate)
-    base_rows = history.ok_rows(cells, baseline)
+    """Judge every series of the ``candidate`` runs against the ``baseline`` runs (ids, resolved
+    by :func:`harness.results.history.select_comparison`; ``history_runs``: runs in the whole
+    history) (see the module docstring)."""
+    cand_rows = _ok_rows(cells, candidate)
+    base_rows = _ok_rows(cells, baseline)
     keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"])))
     history_of = {key: group for key, group in base_rows.groupby(["cell_id", "fingerprint"])}
     compared = sum(1 for k in keys if k in history_of)
@@ -84,8 +77,14 @@ def compare(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str,
     cand_all = cells[cells["run_id"].isin(candidate)]
     was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"]))
     broken = [(r.cell_id, r.status, r.reason or "") for r in cand_all.itertuples()
-              if r.status in ("failed", "invalid") and (r.cell_id, r.fingerprint) in was_ok]
-    return Comparison(candidate, baseline, verdicts, broken, policy, len(all_runs))
+              if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint) in was_ok]
+    return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
+
+
+def _ok_rows(cells: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
+    """Measured rows (status ok, with a throughput) of the given runs."""
+    sel = cells[cells["run_id"].isin(run_ids)]
+    return sel[(sel["status"] == Status.OK) & sel["examples_per_sec"].notna()]
 
 
 def _run_medians(rows: pd.DataFrame) -> list[float]:

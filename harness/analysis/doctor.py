@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.analysis.tables import render_table
-from harness.launch.contract import FAILS, UNSUPPORTED, WORKS, WRONG
+from harness.contract.probes import ProbeStatus
 
-SKIPPED = "not probed"
+SKIPPED = ProbeStatus.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -120,11 +120,11 @@ def _thread_warnings(facts: dict[str, Any]) -> list[str]:
 def _probe_warnings(probes: list[Probe], gpu_count: int) -> list[str]:
     out = []
     for p in probes:
-        if p.status == WRONG:
+        if p.status == ProbeStatus.WRONG:
             out.append(f"{p.strategy} with {p.cross_device_ops} on {p.replicas} replicas returns "
                        f"wrong sums ({p.detail}): gradients would be silently wrong; do not train "
                        "with it here")
-        elif p.status in (FAILS, UNSUPPORTED) and gpu_count and "nccl" in p.cross_device_ops:
+        elif p.status in (ProbeStatus.FAILS, ProbeStatus.UNSUPPORTED) and gpu_count and "nccl" in p.cross_device_ops:
             out.append(f"{p.strategy} with {p.cross_device_ops} on {p.replicas} replicas: "
                        f"{p.status} ({p.detail})")
     return out
@@ -179,7 +179,7 @@ def advice(report: Report) -> str:
     """Which cross-device ops gave right sums at each replica count, and how to time them."""
     works: dict[int, list[str]] = {}
     for p in report.probes:
-        if p.strategy == "mirrored" and p.status == WORKS:
+        if p.strategy == "mirrored" and p.status == ProbeStatus.WORKS:
             works.setdefault(p.replicas, []).append(p.cross_device_ops)
     if not works:
         return "No MirroredStrategy cross-device op worked here."

@@ -2,7 +2,7 @@
 bring people to the suite answered from a run's own rows. Pure (rows in, text and tables out).
 
 - :func:`breakdown_table`: per ok cell, the parts of an update in ms and their shares, the overlap
-  and the verdict (:mod:`harness.analysis.breakdown`);
+  and the verdict (:mod:`harness.formulas.breakdown`);
 - :func:`devices_working`: is every device doing work?
 - :func:`what_scaling_buys`: what a second replica or worker buys, and what eats the rest (the
   step's growth split into its parts);
@@ -17,7 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis import breakdown, findings
+from harness.analysis import findings
+from harness.formulas import breakdown
+from harness.contract.records import Status
 
 Row = Mapping[str, Any]
 
@@ -44,7 +46,7 @@ def breakdown_table(rows: Sequence[Row]) -> pd.DataFrame:
     """One line per ok row with its parts: milliseconds per update, share of the step, verdict."""
     lines = []
     for r in rows:
-        if r.get("status") != "ok" or not _has_parts(r):
+        if r.get("status") != Status.OK or not _has_parts(r):
             continue
         step = float(r["step_s"])
         line = {"model": r["model"], "configuration": findings.config(r), "step ms": _ms(step)}
@@ -61,8 +63,8 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
     multi = [r for r in rows if (r.get("replicas") or 1) * (r.get("workers") or 1) > 1]
     if not multi:
         return ["No cell of this run has more than one device."]
-    ok = [r for r in multi if r.get("status") == "ok"]
-    others = len(multi) - len(ok) - sum(1 for r in multi if r.get("status") == "invalid")
+    ok = [r for r in multi if r.get("status") == Status.OK]
+    others = len(multi) - len(ok) - sum(1 for r in multi if r.get("status") == Status.INVALID)
     out = [f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
            f"check{f' ({others} unsupported or failed: listed at the end)' if others else ''}: as many "
            "replicas in sync as asked, the model's variables distributed by the strategy, every "
@@ -70,7 +72,7 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
            "worker ran updates. A model or optimizer built outside strategy.scope(), the usual "
            "reason only one device works, fails these checks."]
     out += [f"{findings.config(r)} ({r['model']}): {r.get('status')}: {r.get('reason')}"
-            for r in multi if r.get("status") == "invalid"]
+            for r in multi if r.get("status") == Status.INVALID]
     if any(r.get("logical_devices") for r in ok):
         out.append("Here the replicas are logical CPU devices or local processes sharing one "
                    "CPU: each does work, but they share its cores, so compute per update grows "
@@ -80,7 +82,7 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
 
 def _baseline(row: Row, rows: Sequence[Row]) -> Row | None:
     base_id = row.get("baseline_cell_id")
-    return next((r for r in rows if r.get("cell_id") == base_id and r.get("status") == "ok"), None)
+    return next((r for r in rows if r.get("cell_id") == base_id and r.get("status") == Status.OK), None)
 
 
 def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
@@ -90,7 +92,7 @@ def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
     out = []
     for r in rows:
         base = _baseline(r, rows)
-        if r.get("status") != "ok" or base is None or base is r or _num(r, "scaling_efficiency") is None:
+        if r.get("status") != Status.OK or base is None or base is r or _num(r, "scaling_efficiency") is None:
             continue
         lo, hi = _num(r, "scaling_efficiency_ci_low"), _num(r, "scaling_efficiency_ci_high")
         eff = f"{float(r['scaling_efficiency']):.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None
@@ -114,7 +116,7 @@ def does_accumulation_help(rows: Sequence[Row]) -> list[str]:
     out = []
     for f in findings.effects(rows, findings.Knob("accum_steps", "gradient accumulation")):
         text = f"{f.model}, {f.context}: accumulation {f.changed} against {f.reference}: {f.verdict}"
-        pair = [r for r in rows if r.get("model") == f.model and r.get("status") == "ok"
+        pair = [r for r in rows if r.get("model") == f.model and r.get("status") == Status.OK
                 and findings.config(r, ("model", "accum_steps")) == f.context
                 and str(r.get("accum_steps")) in (f.reference, f.changed)]
         per_example = {}

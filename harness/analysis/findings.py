@@ -2,7 +2,7 @@
 it, and what each knob changes. Pure (rows in, :class:`Finding` out).
 
 A ratio compares two ok rows of one run that differ in exactly one axis; its CI is Welch's t over
-the two rows' process figures (:func:`harness.analysis.stats.ratio`), and a ratio whose CI reaches 1
+the two rows' process figures (:func:`harness.formulas.stats.ratio`), and a ratio whose CI reaches 1
 or that is within ``stats.MIN_EFFECT`` of 1 is "no measurable difference", never a ranking.
 """
 
@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis import stats
+from harness.formulas import stats
+from harness.contract.records import Status
 
 CELL_AXES = ("model", "data", "strategy", "cross_device_ops", "communication", "replicas",
              "workers", "ps", "tenants", "per_replica_batch", "accum_steps", "loop",
@@ -89,7 +90,7 @@ def config(row: Mapping[str, Any], skip: Iterable[str] = ("model",)) -> str:
 
 
 def _ok(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in rows if r.get("status") == "ok" and r.get("examples_per_sec")]
+    return [r for r in rows if r.get("status") == Status.OK and r.get("examples_per_sec")]
 
 
 def fastest(rows: Sequence[Mapping[str, Any]], model: str

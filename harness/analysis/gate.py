@@ -41,7 +41,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from harness.analysis import metrics
+from harness.formulas import metrics
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 
 MAD_SCALE = 1.4826

@@ -4,7 +4,7 @@ Machines are fingerprints (see ``fingerprint`` in results/README.md). For each, 
 is used unless ``--runs`` names runs. The comparison is refused, saying what differs, unless every
 machine ran the same suite version, TensorFlow and Keras. For every cell measured ok on the reference
 machine and another: the ratio of throughputs with a 95% CI from Welch's t over independent
-measurements (:func:`harness.analysis.stats.ratio`): each run's figure where both machines have
+measurements (:func:`harness.formulas.stats.ratio`): each run's figure where both machines have
 several runs of the cell, else the process figures of the newest run (column ``over``: runs or
 processes), never pooled windows; a ratio whose CI reaches 1 or within 5% of it is "no measurable
 difference". With a price table, examples per dollar:
@@ -28,13 +28,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import stats
+from harness.formulas import stats
 from harness.analysis.findings import describe, figures
 from harness.analysis.tables import render_table
 from harness.errors import HarnessError
-from harness.results import history
 
 SOFTWARE = ("suite", "tf_version", "keras_version")
+
+FOOTNOTE = ("ratio: median throughput / the reference machine's; 95% CI from Welch's t on the log "
+            "figures of both machines, over their runs where each machine ran the cell at least "
+            "twice, else over the newest run's processes (column 'over'); a CI reaching 1, or "
+            "within 5% of it, reads \"no measurable difference\". examples/$ = examples/s x 3600 / "
+            "(price per device-hour x devices).")
+"""What the table's ratio and cost columns are (printed under it): exactly what
+:func:`evidence_ratio` and :func:`compare_machines` compute."""
 
 PRICE_FIELDS = ("price_per_device_hour", "purchase_price")
 
@@ -63,15 +70,6 @@ def read_prices(path: Path) -> dict[str, Price]:
             "tables with those keys") from None
 
 
-def latest_runs_per_machine(cells: pd.DataFrame) -> list[str]:
-    runs = history.runs(cells)
-    newest: dict[str, str] = {}
-    for r in runs.itertuples():
-        for fp in r.fingerprints:
-            newest[fp] = r.run_id
-    return sorted(set(newest.values()))
-
-
 def software_differences(rows: pd.DataFrame) -> list[str]:
     """What differs in suite version, TensorFlow or Keras between the machines (empty: alike)."""
     sw = rows.assign(suite=rows["suite_version"].astype(str).str.split("+").str[0])
@@ -83,11 +81,10 @@ def software_differences(rows: pd.DataFrame) -> list[str]:
     return out
 
 
-def compare_machines(cells: pd.DataFrame, run_ids: list[str],
-                     prices: dict[str, Price] | None = None) -> pd.DataFrame:
-    """One row per (cell, machine): throughput, ratio to the reference machine (the first
-    fingerprint by device name) with its 95% CI, and examples per dollar / joule where known."""
-    ok = history.ok_rows(cells, run_ids)
+def compare_machines(ok: pd.DataFrame, prices: dict[str, Price] | None = None) -> pd.DataFrame:
+    """One row per (cell, machine) of the measured rows ``ok`` (status ok, of the runs compared):
+    throughput, ratio to the reference machine (the first fingerprint by device name) with its
+    95% CI, and examples per dollar / joule where known."""
     if ok["fingerprint"].nunique() < 2:
         raise HarnessError(
             f"the runs given hold {ok['fingerprint'].nunique()} machine fingerprint(s); "

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import ab, gate
+from harness.contract.records import Status
 
 FORMATS = ("png", "svg")
 
@@ -55,7 +56,7 @@ def _save(fig: Any, out: Path, name: str) -> list[Path]:
 
 def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
     """The measured rows, labelled; co-tenant rows (tenants > 1) only with ``tenants``."""
-    ok = rows[(rows["status"] == "ok") & rows["examples_per_sec"].notna()].copy()
+    ok = rows[(rows["status"] == Status.OK) & rows["examples_per_sec"].notna()].copy()
     if not tenants and "tenants" in ok:
         ok = ok[ok["tenants"].fillna(1) <= 1]
     if not ok.empty:
@@ -296,7 +297,7 @@ def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
     paths: list[Path] = []
     for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
         s = cells[(cells["cell_id"] == v.cell_id) & (cells["fingerprint"] == v.fingerprint)
-                  & (cells["status"] == "ok")].sort_values("timestamp")
+                  & (cells["status"] == Status.OK)].sort_values("timestamp")
         x = list(range(len(s)))
         y = s["examples_per_sec"].astype(float).to_numpy()
         fig, ax = plt.subplots(figsize=(8, 3.6))

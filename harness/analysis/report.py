@@ -20,14 +20,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import explain, findings, plots, scaling, stats
+from harness.analysis import explain, findings, plots, scaling
+from harness.formulas import stats
+from harness.contract.records import Status
 
 MACHINE_COLUMNS = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores",
                    "tf_version", "keras_version", "python_version", "build_info", "fingerprint")
 
 
 def _summary(rows: pd.DataFrame) -> pd.DataFrame:
-    ok = rows[rows["status"] == "ok"].copy()
+    ok = rows[rows["status"] == Status.OK].copy()
     if ok.empty:
         return ok
     ok["strategy"] = ok.apply(plots.label, axis=1)
@@ -60,7 +62,7 @@ def _efficiency(r: pd.Series) -> str:
 
 
 def _unstable(rows: pd.DataFrame) -> str:
-    bad = rows[(rows["status"] == "ok") & (rows["unstable"].fillna(False).astype(bool))]
+    bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
     if bad.empty:
         return "<p>No cell is unstable.</p>"
     items = "".join(f"<li>{html.escape(r.cell_id)}: cv between processes "
@@ -71,7 +73,7 @@ def _unstable(rows: pd.DataFrame) -> str:
 
 
 def _not_ok(rows: pd.DataFrame) -> pd.DataFrame:
-    bad = rows[rows["status"] != "ok"]
+    bad = rows[rows["status"] != Status.OK]
     return bad[["status", "cell_id", "reason"]].sort_values(["status", "cell_id"])
 
 
@@ -101,7 +103,7 @@ def _history_text(ok: pd.DataFrame) -> str:
 
 def _method(rows: pd.DataFrame) -> str:
     p = rows.iloc[0]
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[rows["status"] == Status.OK]
     procs = (f"{int(ok['processes'].min())} to {int(ok['processes'].max())}"
              if not ok.empty and ok["processes"].notna().all() else "several")
     return (
@@ -168,7 +170,7 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str,
         "<h2>Summary (ok cells)</h2>", _table(_summary(rows)),
         "<h2>Figures</h2>", *imgs,
         "<h2>Unsupported, failed and invalid cells</h2>",
-        _table(_not_ok(rows)) if (rows["status"] != "ok").any() else "<p>None.</p>",
+        _table(_not_ok(rows)) if (rows["status"] != Status.OK).any() else "<p>None.</p>",
         "</body></html>"])
 
 

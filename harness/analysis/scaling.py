@@ -43,6 +43,7 @@ from scipy import optimize
 
 from harness.errors import HarnessError
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
+from harness.contract.records import Status
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def cost_from_table(collectives: Any, strategy: str, op: str, model: str,
     measured on ``cell``'s machine when it is given; the newest row per devices and payload), and
     the measured all-reduces of ``model``'s gradient set (devices -> s). HarnessError, naming the
     command that measures them, when fewer than 2 rows on 2 or more devices remain."""
-    rows = collectives[((collectives["status"] == "ok") & (collectives["strategy"] == strategy)
+    rows = collectives[((collectives["status"] == Status.OK) & (collectives["strategy"] == strategy)
                         & (collectives["op"] == op)).fillna(False).astype(bool)]
     if rows.empty:
         raise HarnessError(f"no all-reduce times of {strategy} [{op}] in the collectives table: "
@@ -230,7 +231,7 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
     accumulation, loop, steps_per_execution and precision), baseline (its examples/s), devices,
     measured (with its 95% CI: measured_ci_low, measured_ci_high), predicted, error,
     allreduce_from."""
-    by_id = {r.get("cell_id"): r for r in rows if r.get("status") == "ok"}
+    by_id = {r.get("cell_id"): r for r in rows if r.get("status") == Status.OK}
     out = []
     for r in by_id.values():
         n = int(r["replicas"]) * int(r["workers"])

@@ -16,7 +16,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.analysis.breakdown import BOUNDS
+from harness.formulas.breakdown import BOUNDS
+from harness.contract.records import Status
 
 
 def _num(x: Any, fmt: str) -> str:
@@ -143,7 +144,7 @@ def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
                                            if r.get(k) not in (None, "none"))
         ci = (f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
               if r.get("examples_per_sec") is not None else "-")
-        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {(r.get('reason') or '')[:60]}"
+        status = r["status"] if r["status"] == Status.OK else f"{r['status']}: {(r.get('reason') or '')[:60]}"
         topology = (f"{r['replicas']}x{r['workers']}" + (f"+{r['ps']}ps" if r.get("ps") else "")
                     + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else ""))
         lines.append((r["model"], strategy, topology, str(r["per_replica_batch"]),

@@ -26,6 +26,7 @@ import numpy as np
 
 from harness.analysis.tables import render_table
 from harness.spec.cell import Cell
+from harness.contract.records import Status
 
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
 
@@ -89,16 +90,16 @@ def judge(outcomes: Sequence[Outcome],
     """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
     weights path to what training changed)."""
     refs: dict[tuple[Any, ...], Outcome] = {}
-    for o in sorted((o for o in outcomes if o.status == "ok" and synchronous(o.cell)),
+    for o in sorted((o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
                     key=lambda o: _simplicity(o.cell)):
         refs.setdefault(equivalence_key(o.cell), o)
     verdicts = []
     for o in outcomes:
         ref = refs.get(equivalence_key(o.cell))
-        if o.status == "ok" and not synchronous(o.cell):
+        if o.status == Status.OK and not synchronous(o.cell):
             verdicts.append(Verdict(o, "", None, None, None, ASYNCHRONOUS_NOTE))
             continue
-        if o.status != "ok" or ref is None or ref is o:
+        if o.status != Status.OK or ref is None or ref is o:
             verdicts.append(Verdict(o, ref.cell.id if ref else "", None, None, None))
             continue
         loss_rel = abs(o.final_loss - ref.final_loss) / max(abs(ref.final_loss), 1e-30)
@@ -121,8 +122,8 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
         if v.note:
             verdict = v.note
         elif v.agrees is None:
-            verdict = "reference" if o.status == "ok" and v.reference == o.cell.id else (
-                "alone" if o.status == "ok" else f"{o.status}: {o.reason[:70]}")
+            verdict = "reference" if o.status == Status.OK and v.reference == o.cell.id else (
+                "alone" if o.status == Status.OK else f"{o.status}: {o.reason[:70]}")
         else:
             verdict = "agrees" if v.agrees else f"DISAGREES (tolerance {TOLERANCE[o.cell.precision]:g})"
         lines.append((f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}", o.cell.id,

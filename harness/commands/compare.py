@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
     cells, _ = history.load(args.results)
-    result = compare(cells, args.baseline, args.candidate, policy)
+    chosen = history.select_comparison(cells, args.baseline, args.candidate)
+    result = compare(cells, chosen.candidate, chosen.baseline, chosen.history_runs, policy)
     print(text_table(result))
     if args.markdown:
         write_markdown(result, Path(args.markdown))

@@ -23,23 +23,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.hardware import (
-        compare_machines,
-        latest_runs_per_machine,
-        read_prices,
-        text_table,
-    )
+    from harness.analysis.hardware import FOOTNOTE, compare_machines, read_prices, text_table
     from harness.results import history
 
     cells, _ = history.load(args.results)
     all_runs = history.runs(cells)
     run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs)] if args.runs
-               else latest_runs_per_machine(cells))
+               else history.latest_runs_per_machine(cells))
     prices = read_prices(Path(args.prices)) if args.prices else None
-    table = compare_machines(cells, run_ids, prices)
+    table = compare_machines(history.ok_rows(cells, run_ids), prices)
     print(text_table(table))
-    print("\nratio: median throughput / the reference machine's, 95% bootstrap CI of window "
-          "throughputs; examples/$ = examples/s x 3600 / (price per device-hour x devices).")
+    print("\n" + FOOTNOTE)
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"wrote {args.csv}")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from harness.errors import HarnessError, require
 from harness.spec.axes import PRECISION_NAMES
+from harness.contract.records import Status
 
 NAME = "predict"
 
@@ -76,7 +77,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
-    sel = cells[((cells["status"] == "ok") & (cells["model"] == args.model)
+    sel = cells[((cells["status"] == Status.OK) & (cells["model"] == args.model)
                 & (cells["per_replica_batch"] == args.batch) & (cells["loop"] == args.loop)
                 & (cells["accum_steps"] == args.accum_steps)
                 & (cells["steps_per_execution"] == args.steps_per_execution)

@@ -20,7 +20,7 @@ from harness.commands.selection import (
     select,
 )
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
-from harness.launch.contract import Role
+from harness.spec.strategies import Role
 from harness.launch.lease import server_names
 
 NAME = "run"

@@ -11,14 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.launch.contract import WorkerOptions
+from harness.contract.job import WorkerOptions
 from harness.launch.platform import DEVICE_CHOICES, detect_platform
-from harness.launch.real_cluster import (
-    CLUSTER_CHOICES,
-    ClusterConfig,
-    read_tf_config,
-    resolve_slurm,
-)
+from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
+from harness.launch.real_cluster import resolve_slurm
 from harness.mnist import load_mnist
 from harness.spec.axes import AXES, REPLICAS_TO_MAX
 from harness.spec.cell import Cell

@@ -17,6 +17,7 @@ from harness.commands.run import interrupt_on_sigterm
 from harness.commands.selection import Selection, add_selection_args, select
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.spec.cell import Cell
+from harness.contract.records import Status
 
 NAME = "verify"
 MIN_DEFAULT_UPDATES = 8
@@ -61,7 +62,7 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
         verdicts = judge(outcomes)
     print()
     print(verdict_table(verdicts))
-    bad = [v for v in verdicts if v.agrees is False or v.outcome.status in ("failed", "invalid")]
+    bad = [v for v in verdicts if v.agrees is False or v.outcome.status in (Status.FAILED, Status.INVALID)]
     compared = sum(v.agrees is not None for v in verdicts)
     if bad:
         print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid.")

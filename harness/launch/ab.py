@@ -21,7 +21,8 @@ from typing import Any
 
 from harness import __version__
 from harness.analysis import ab
-from harness.launch.contract import TENANT_BARRIER_ENV, Event, Launch, WorkerOptions
+from harness.contract.job import Launch, TENANT_BARRIER_ENV, WorkerOptions
+from harness.contract.events import Event
 from harness.launch.platform import git_sha
 from harness.launch.runner import (
     CellEnd,
@@ -37,6 +38,7 @@ from harness.results.rows import ProcessResult, aggregate, not_measured_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
+from harness.contract.records import Status
 
 HARDWARE = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores")
 """Columns both sides of a pair must share: the same machine, whatever the software."""
@@ -150,7 +152,7 @@ class _Pairs:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
         cell = end.cell
         row = end.row if end.event == Event.RECORD else not_measured_row(
-            cell, self.protocol, "failed", end.reason, end.facts)
+            cell, self.protocol, Status.FAILED, end.reason, end.facts)
         row = {**aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s,
                                                                end.launch_s)]),
                **self.base, "ab_side": side, "ab_pair": pair, "ab_mode": mode.name,
@@ -190,7 +192,7 @@ class _Pairs:
         mode = MODES[outcome.mode]
         for pair, order in enumerate(orders):
             rows = self.pair(cell, pair, order, mode)
-            bad = next((r for r in rows.values() if r.get("status") != "ok"), None)
+            bad = next((r for r in rows.values() if r.get("status") != Status.OK), None)
             if bad is not None:
                 outcome.failure = f"side {bad['ab_side']}, pair {pair}: {bad['status']}: {bad.get('reason')}"
                 break

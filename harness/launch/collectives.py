@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.launch.contract import Event, WorkerOptions
+from harness.contract.events import Event
+from harness.contract.job import WorkerOptions
 from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.runner import (
@@ -33,6 +34,7 @@ from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.schedule import pass_order
+from harness.contract.records import Status
 
 
 def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path,
@@ -54,10 +56,10 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
     try:
         for k in range(protocol.processes):
             todo = [c for c in pass_order(runnable, k, protocol.seed)
-                    if all(r.get("status") == "ok" for r in reports[c.id])]
+                    if all(r.get("status") == Status.OK for r in reports[c.id])]
             for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-",
                                  label=topology_label):
-                row = end.row if end.event == Event.RECORD else {"status": "failed",
+                row = end.row if end.event == Event.RECORD else {"status": Status.FAILED,
                                                                  "reason": end.reason}
                 reports[end.cell.id].append(row)
                 facts[end.cell.id] = end.facts or facts.get(end.cell.id)
@@ -80,7 +82,7 @@ def _write(result: RunResult, files: RunFiles, planned: Sequence[tuple[Cell, str
     known = next((f for f in facts.values() if f), None)
     for cell, why in planned:
         if why is not None:
-            rows = [not_measured(cell, known, "unsupported", why)]
+            rows = [not_measured(cell, known, Status.UNSUPPORTED, why)]
         elif reports[cell.id]:
             rows = topology_rows(cell, reports[cell.id], facts.get(cell.id))
         else:

@@ -17,7 +17,7 @@ from typing import Any
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
 from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus
-from harness.launch.contract import FAILS, WORKS, local_probes
+from harness.contract.probes import ProbeStatus, local_probes
 from harness.launch.local_cluster import cluster_env, free_ports
 from harness.launch.probes import run_probe_processes
 from harness.spec.cell import Cell
@@ -45,7 +45,7 @@ def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> lis
     for strategy, op in local_probes(replicas):
         d = got.get((strategy, op))
         if d is None:
-            out.append(Probe(strategy, op, replicas, FAILS, f"the probe process {ended} before "
+            out.append(Probe(strategy, op, replicas, ProbeStatus.FAILS, f"the probe process {ended} before "
                              "this probe reported (it may have crashed in it)"))
         else:
             out.append(Probe(strategy, op, replicas, d["status"], d["detail"], d.get("effective", "")))
@@ -59,15 +59,15 @@ def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, An
     for i, (lines, ended) in enumerate(per_worker):
         d = next((x for x in lines if x.get("kind") == "probe"), None)
         results.append((i, d, ended))
-    bad = [(i, d, ended) for i, d, ended in results if d is None or d["status"] != WORKS]
+    bad = [(i, d, ended) for i, d, ended in results if d is None or d["status"] != ProbeStatus.WORKS]
     replicas = len(per_worker)
     if not bad:
         d = results[0][1] or {}
-        return Probe("multi_worker_mirrored", communication, replicas, WORKS, d.get("detail", ""),
+        return Probe("multi_worker_mirrored", communication, replicas, ProbeStatus.WORKS, d.get("detail", ""),
                      d.get("effective", ""), workers=len(per_worker))
     i, d, ended = bad[0]
     if d is None:
-        return Probe("multi_worker_mirrored", communication, replicas, FAILS,
+        return Probe("multi_worker_mirrored", communication, replicas, ProbeStatus.FAILS,
                      f"worker {i}: the probe process {ended} before reporting",
                      workers=len(per_worker))
     return Probe("multi_worker_mirrored", communication, replicas, d["status"],

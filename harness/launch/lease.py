@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from types import TracebackType
 
-from harness.launch.real_cluster import ClusterConfig, host_of
+from harness.launch.cluster import ClusterConfig, host_of
 from harness.spec.strategies import Role
 
 LEASE_GREETING = "harness-lease"

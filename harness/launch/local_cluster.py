@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import Event, Job, Launch, WorkerOptions, injected_fault
+from harness.contract.events import Event
+from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.launch.process import (
     POLL_S,
     Deadline,

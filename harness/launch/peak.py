@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.launch.contract import PEAK_MODULE
+from harness.contract.job import PEAK_MODULE
 from harness.launch.probes import run_probe_processes
 from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import PROBE_MODULE
+from harness.contract.probes import PROBE_MODULE
 from harness.launch.process import POLL_S, Deadline, Phase, Process
 
 

@@ -23,7 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import WORKER_ENV, Job
+from harness.contract.job import Job, WORKER_ENV
 from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0

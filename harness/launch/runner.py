@@ -28,9 +28,10 @@ from typing import Any
 import pyarrow as pa
 
 from harness import __version__
-from harness.analysis import stats
+from harness.formulas import stats
 from harness.analysis.verdicts import Outcome
-from harness.launch.contract import Event, WorkerOptions
+from harness.contract.events import Event
+from harness.contract.job import WorkerOptions
 from harness.launch.local_cluster import run_cluster
 from harness.launch.peak import PeakLog, run_dtypes
 from harness.launch.platform import git_sha
@@ -53,6 +54,7 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
 from harness.spec.schedule import fixed_schedule, pass_order
+from harness.contract.records import Status
 
 Launcher = Callable[[Cell, WorkerOptions, str], Iterator[dict[str, Any]]]
 """Runs one cell's processes and yields their events: :func:`run_cell_processes` (local), or this
@@ -221,7 +223,7 @@ class _Run:
         """Keep one process's result; its windows are written at once."""
         self.facts = end.facts or self.facts
         row = end.row if end.event == Event.RECORD else not_measured_row(
-            end.cell, self.protocol, "failed", end.reason, self.facts)
+            end.cell, self.protocol, Status.FAILED, end.reason, self.facts)
         windows = [{**w, "run_id": self.result.run_id, "pass": pass_index} for w in end.windows]
         self.files.write_windows(next(self._window_files), windows)
         self.result.windows.extend(windows)
@@ -231,7 +233,7 @@ class _Run:
         self.result.time.add(result)
 
     def ok_so_far(self, cell: Cell) -> bool:
-        return all(r.row.get("status") == "ok" for r in self.evidence[cell.id])
+        return all(r.row.get("status") == Status.OK for r in self.evidence[cell.id])
 
     def measure_peak(self) -> None:
         assert self.result.time is not None
@@ -252,7 +254,7 @@ class _Run:
         rows = [with_history(r, [] if self.earlier is None else
                              earlier_figures(self.earlier, r["cell_id"], r.get("fingerprint")))
                 for r in rows]
-        rows += [{**not_measured_row(c, self.protocol, "unsupported", why, self.facts), **self.base,
+        rows += [{**not_measured_row(c, self.protocol, Status.UNSUPPORTED, why, self.facts), **self.base,
                   "timestamp": stamp} for c, why in self.planned if why is not None]
         for row in rows:
             self.files.write_row(len(self.result.rows), row)
@@ -343,8 +345,8 @@ def verify_cells(cells: Sequence[Cell], updates: int, platform: Platform, option
         for end in each_cell(todo, options, progress=progress):
             r = end.row
             outcomes[end.cell.id] = (
-                Outcome(end.cell, "failed", end.reason) if end.event != Event.RECORD
+                Outcome(end.cell, Status.FAILED, end.reason) if end.event != Event.RECORD
                 else Outcome(end.cell, r["status"], r.get("reason") or "", r.get("final_loss"),
                              r.get("weights_digest") or "", r.get("weights_path") or ""))
-    return [outcomes.get(c.id) or Outcome(c, "unsupported", unsupported_reason(c, platform) or "")
+    return [outcomes.get(c.id) or Outcome(c, Status.UNSUPPORTED, unsupported_reason(c, platform) or "")
             for c in cells]

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import Event, Job, Launch, WorkerOptions, injected_fault
+from harness.contract.events import Event
+from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.launch.process import POLL_S, Deadline, Phase, start_worker
 from harness.spec.cell import Cell
 

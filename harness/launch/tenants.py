@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.launch.contract import TENANT_BARRIER_ENV, Event, Launch, WorkerOptions
+from harness.contract.job import Launch, TENANT_BARRIER_ENV, WorkerOptions
+from harness.contract.events import Event
 from harness.launch.process import POLL_S
 from harness.launch.single import run_worker
 from harness.results.rows import combine

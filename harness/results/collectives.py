@@ -2,7 +2,7 @@
 :data:`harness.results.store.COLLECTIVE_COLUMNS`), from the processes of one topology. Pure.
 
 Each process reports, per payload, the time of one all-reduce and its sum check. A payload's row
-takes the median time over processes with the log-scale t CI (:func:`harness.analysis.stats.figure`),
+takes the median time over processes with the log-scale t CI (:func:`harness.formulas.stats.figure`),
 algbw and busbw from that median (:mod:`harness.analysis.collectives`), and the worst sum error of
 any process: above :data:`MAX_REL_ERROR` the row is ``invalid`` (the op returned a wrong sum). A
 topology whose process failed gives one failed row; an unsupported one one unsupported row.
@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.analysis import stats
-from harness.analysis.collectives import algbw_gbps, busbw_gbps
+from harness.formulas import stats
+from harness.formulas.bandwidth import algbw_gbps, busbw_gbps
 from harness.spec.cell import Cell
+from harness.contract.records import Status
 
 MAX_REL_ERROR = 1e-6
 """Largest relative deviation from n(n+1)/2 accepted as a right sum (float32 sums of small integers
@@ -55,7 +56,7 @@ def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> dict[s
     wrong = error > MAX_REL_ERROR
     n = cell.replicas * cell.workers
     return {"payload": first["payload"], "tensors": first["tensors"], "bytes": first["bytes"],
-            "status": "invalid" if wrong else "ok",
+            "status": Status.INVALID if wrong else Status.OK,
             "reason": (f"wrong sum: the all-reduce's result deviates by {error:.3g} (relative) from "
                        f"{n}({n}+1)/2" if wrong else ""),
             "time_s": est.value, "time_s_ci_low": None if est.n < 2 else est.low,
@@ -69,10 +70,10 @@ def topology_rows(cell: Cell, processes: Sequence[Mapping[str, Any]],
                   facts: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The rows of one topology from its processes' rows (each holding ``collectives``: one
     result per payload, and ``effective_cross_device_ops``); a failed process fails the topology."""
-    bad = next((p for p in processes if p.get("status") != "ok"), None)
+    bad = next((p for p in processes if p.get("status") != Status.OK), None)
     if bad is not None or not processes:
         reason = (bad or {}).get("reason") or "no process reported"
-        return [not_measured(cell, facts, "failed", reason)]
+        return [not_measured(cell, facts, Status.FAILED, reason)]
     base = {**topology_columns(cell, facts),
             "effective_op": processes[-1].get("effective_cross_device_ops")}
     by_payload: dict[str, list[Mapping[str, Any]]] = {}

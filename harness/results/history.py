@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from harness.errors import EXIT_USAGE, HarnessError
+from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 from harness.results.store import read_cells, read_windows
+from harness.contract.records import Status
 
 
 def _runs_text(n: int) -> str:
@@ -109,10 +111,43 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
     return found
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The runs a comparison judges: candidate and baseline run ids (oldest first) and the number
+    of runs in the whole history."""
+
+    candidate: list[str]
+    baseline: list[str]
+    history_runs: int
+
+
+def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str) -> Selection:
+    """Resolve ``compare``'s references: the candidate runs, then the baseline runs before them
+    (none yet: an empty baseline, which the gate reports as too short a history, exit 3)."""
+    all_runs = runs(cells)
+    candidate = resolve(candidate_ref, all_runs, short_exit=EXIT_SHORT_HISTORY)
+    try:
+        baseline = resolve(baseline_ref, all_runs, before=candidate, short_exit=EXIT_SHORT_HISTORY)
+    except HarnessError as e:
+        if e.exit_code != EXIT_SHORT_HISTORY:
+            raise
+        baseline = []
+    return Selection(candidate, baseline, len(all_runs))
+
+
+def latest_runs_per_machine(cells: pd.DataFrame) -> list[str]:
+    """The newest run of each machine fingerprint."""
+    newest: dict[str, str] = {}
+    for r in runs(cells).itertuples():
+        for fp in r.fingerprints:
+            newest[fp] = r.run_id
+    return sorted(set(newest.values()))
+
+
 def ok_rows(cells: pd.DataFrame, run_ids: Sequence[str]) -> pd.DataFrame:
     """Measured rows (status ok, with a throughput) of the given runs."""
     sel = cells[cells["run_id"].isin(list(run_ids))]
-    return sel[(sel["status"] == "ok") & sel["examples_per_sec"].notna()]
+    return sel[(sel["status"] == Status.OK) & sel["examples_per_sec"].notna()]
 
 
 def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) -> list[float]:
@@ -121,7 +156,7 @@ def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) 
     if cells.empty or not fingerprint:
         return []
     sel = cells[(cells["cell_id"] == cell_id) & (cells["fingerprint"] == fingerprint)
-                & (cells["status"] == "ok") & cells["examples_per_sec"].notna()]
+                & (cells["status"] == Status.OK) & cells["examples_per_sec"].notna()]
     sel = sel.sort_values("timestamp").groupby("run_id", sort=False).tail(1)
     return [float(x) for x in sel.sort_values("timestamp")["examples_per_sec"]]
 

@@ -21,11 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.analysis import breakdown, metrics, stats
+from harness.formulas import breakdown, metrics, stats
 from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
+from harness.contract.records import Status
 
 LEARNING_RATE = 0.01
 
@@ -132,7 +133,7 @@ def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
     median = metrics.median(rates)
     reductions = m.allreduces_per_update
     row = {
-        "status": "invalid" if m.problems else "ok", "reason": "; ".join(m.problems),
+        "status": Status.INVALID if m.problems else Status.OK, "reason": "; ".join(m.problems),
         "effective_cross_device_ops": m.effective_cross_device_ops,
         "examples_per_sec": median, "cv_within_process": stats.cv(rates),
         "window_steps": m.window_steps, "startup_s": m.startup_s,
@@ -189,7 +190,7 @@ ALONE_KEY = tuple(k for k in EFFICIENCY_KEY if k != "tenants") + (
 def find_alone(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The ok row of the same cell with one tenant (co-tenancy's reference)."""
     for other in rows:
-        if (other.get("status") == "ok" and other.get("tenants", 1) == 1
+        if (other.get("status") == Status.OK and other.get("tenants", 1) == 1
                 and all(other.get(k) == row.get(k) for k in ALONE_KEY)):
             return other
     return None
@@ -200,7 +201,7 @@ def find_baseline(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, 
     global batch (strong scaling)."""
     batch_key = "global_batch" if row["scaling"] == "strong" else "per_replica_batch"
     for other in rows:
-        if (other.get("status") == "ok" and other["replicas"] * other["workers"] == 1
+        if (other.get("status") == Status.OK and other["replicas"] * other["workers"] == 1
                 and all(other[k] == row[k] for k in EFFICIENCY_KEY)
                 and other[batch_key] == row[batch_key]):
             return other
@@ -260,14 +261,14 @@ def combine(rows: list[dict[str, Any]], windows: list[list[dict[str, Any]]], eff
     tenant that finished early does not lend the others its devices. GPU energy per example: the tenants' mean power (they
     meter the same devices) over the aggregate throughput."""
     tagged = [{**w, "worker": i} for i, ws in enumerate(windows) for w in ws]
-    bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != "ok"), None)
+    bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != Status.OK), None)
     if bad is not None:
         i, r = bad
         return without_figures({**r, "reason": f"tenant {i} of {len(rows)}: {r.get('reason', '')}"}), tagged
     start, end = common_span(windows)
     rates = [_rate_in_span(ws, start, end) for ws in windows]
     if any(r is None for r in rates):
-        return without_figures({**rows[0], "status": "invalid", "reason": (
+        return without_figures({**rows[0], "status": Status.INVALID, "reason": (
             "co-tenants did not time together: no span in which every tenant was timing")}), tagged
     own = [r for r in rates if r is not None]
     aggregate = sum(own)
@@ -313,10 +314,10 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
     Any invalid or failed process decides the row (with no figures): an integrity failure is the
     configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
     the median of the process figures, its CI the log-scale Student-t interval over them
-    (:func:`harness.analysis.stats.figure`)."""
+    (:func:`harness.formulas.stats.figure`)."""
     timing = {"processes": len(results), "wall_s": sum(r.wall_s for r in results),
               "min_processes": protocol.processes, "max_processes": protocol.max_processes}
-    bad = next((r for r in results if r.row.get("status") != "ok"), None)
+    bad = next((r for r in results if r.row.get("status") != Status.OK), None)
     if bad is not None:
         reason = bad.row.get("reason", "")
         if len(results) > 1:
@@ -341,7 +342,7 @@ def _finite(x: float) -> float | None:
 def needs_another_pass(results: Sequence[ProcessResult], protocol: Protocol) -> bool:
     """Adaptive repeats: every process ok, fewer than max_processes, and the process figures
     disagree by a coefficient of variation above unstable_cv."""
-    if len(results) >= protocol.max_processes or any(r.row.get("status") != "ok" for r in results):
+    if len(results) >= protocol.max_processes or any(r.row.get("status") != Status.OK for r in results):
         return False
     between = stats.cv([float(r.row["examples_per_sec"]) for r in results])
     return math.isfinite(between) and between > protocol.unstable_cv
@@ -361,8 +362,8 @@ def _figures(row: Mapping[str, Any]) -> list[float]:
 def with_ratios(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The row plus scaling_efficiency (and baseline_cell_id) against the run's rows, and for
     co-tenant cells cotenancy_ratio against the same cell alone, each with its CI (Welch's t over
-    the two rows' process figures, :func:`harness.analysis.stats.ratio`)."""
-    if row.get("status") != "ok":
+    the two rows' process figures, :func:`harness.formulas.stats.ratio`)."""
+    if row.get("status") != Status.OK:
         return row
     if row.get("tenants", 1) > 1:
         alone = find_alone(row, rows)
@@ -382,9 +383,9 @@ def with_ratios(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
 def with_history(row: dict[str, Any], earlier: Sequence[float]) -> dict[str, Any]:
     """The row with its figure's CI widened to cover run-to-run drift when ``earlier`` (figures of
     earlier runs of the same cell on the same fingerprint, oldest first) is long enough
-    (:func:`harness.analysis.stats.figure_with_history`); ``ci_history_runs`` says how many runs
+    (:func:`harness.formulas.stats.figure_with_history`); ``ci_history_runs`` says how many runs
     were used (0: the CI covers this run's processes only)."""
-    if row.get("status") != "ok":
+    if row.get("status") != Status.OK:
         return row
     est, used = stats.figure_with_history(_figures(row), earlier)
     if used == 0:
@@ -412,7 +413,7 @@ def with_peak(row: dict[str, Any], peaks: Mapping[str, Peak], cell: Cell) -> dic
     """The row plus the run's peak of the cell's compute dtype, scaled to what the cell ran on
     (x device_count on GPUs; x peak_cores / host_cores on CPU), and mfu against it."""
     peak = peaks.get(COMPUTE_DTYPE[cell.precision])
-    if peak is None or row.get("status") not in ("ok", None) or not row.get("device_kind"):
+    if peak is None or row.get("status") not in (Status.OK, None) or not row.get("device_kind"):
         return row
     if row["device_kind"] == "GPU":
         cores, scale = None, float(row.get("device_count") or cell.devices)
@@ -424,6 +425,6 @@ def with_peak(row: dict[str, Any], peaks: Mapping[str, Peak], cell: Cell) -> dic
     out = {**row, "peak_dtype": peak.dtype, "peak_cores": cores, "peak_flops_per_sec": value,
            "peak_flops_per_sec_ci_low": _finite(est.low * scale),
            "peak_flops_per_sec_ci_high": _finite(est.high * scale)}
-    if row.get("status") == "ok" and row.get("examples_per_sec"):
+    if row.get("status") == Status.OK and row.get("examples_per_sec"):
         out["mfu"] = metrics.mfu(row["examples_per_sec"], flops_per_example(cell.model), value)
     return out

@@ -1,8 +1,8 @@
 """Worker process: sets up the devices of one cell, measures (or verifies) it, emits JSON events.
 
 Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one process per cell
-(and task). JOB is a JSON :class:`~harness.launch.contract.Job`; EVENTS is the JSON-lines file of
-:mod:`harness.launch.contract` that this process appends to (ready, start, joined, record, finished).
+(and task). JOB is a JSON :class:`~harness.contract.job.Job`; EVENTS is the JSON-lines file of
+:mod:`harness.contract.job` that this process appends to (ready, start, joined, record, finished).
 
 A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1.
 """
@@ -14,7 +14,8 @@ import os
 import traceback
 from typing import Any, TextIO
 
-from harness.launch.contract import TENANT_BARRIER_ENV, Event, Job
+from harness.contract.job import Job, TENANT_BARRIER_ENV
+from harness.contract.events import Event
 from harness.results.rows import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
@@ -25,6 +26,7 @@ from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
 from harness.worker.nccl import LOG_FILE_ENV, process_transports
+from harness.contract.records import Status
 
 ERROR_TAIL_CHARS = 1500
 
@@ -117,7 +119,7 @@ def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> dic
     assert job.options.collectives_max_bytes is not None
     results = measure_collectives(strategy, cell, job.options.collectives_max_bytes, agree,
                                   protocol.window_s, protocol.repeats)
-    return {"status": "ok", "reason": "", "collectives": results,
+    return {"status": Status.OK, "reason": "", "collectives": results,
             "effective_cross_device_ops": effective_cross_device_ops(strategy)}
 
 
@@ -153,7 +155,7 @@ def main(argv: list[str]) -> int:
             measured, windows = _run(cell, job, strategy, device_type, devices)
         except Exception as e:  # the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
-            row.update(status="failed", reason=summarize_error(e))
+            row.update(status=Status.FAILED, reason=summarize_error(e))
             _emit(events, {"event": Event.RECORD, "row": row, "windows": []})
             return 1
         row.update(measured)

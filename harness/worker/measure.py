@@ -27,6 +27,7 @@ from harness.worker.build.models import MODELS
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
 from harness.worker.timing import measure
+from harness.contract.records import Status
 
 
 def weights_digest(model: Any) -> str:
@@ -154,6 +155,6 @@ def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights
     if save:  # (in a multi-worker cell only the chief writes)
         np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
                  **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)})
-    return {"status": "invalid" if problems else "ok", "reason": "; ".join(problems),
+    return {"status": Status.INVALID if problems else Status.OK, "reason": "; ".join(problems),
             "final_loss": loss, "weights_digest": weights_digest(built.model), "weights_path": path,
             "effective_cross_device_ops": effective_cross_device_ops(built.strategy)}

@@ -1,6 +1,6 @@
 """The device's matmul peak (for ``mfu``), measured in its own process:
 ``python -m harness.worker.peak --device-kind cpu|gpu --dtypes float32,bfloat16`` prints one JSON
-line per dtype (:data:`harness.launch.contract.PEAK_MODULE`).
+line per dtype (:data:`harness.contract.job.PEAK_MODULE`).
 
 Each repeat is one call of PRODUCTS distinct n x n products of OPERANDS operands (no product can be
 reused; at most :func:`peak_bytes` of device memory: 3 GiB for float32 at n = 8192 on a GPU, with
@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from harness.analysis.metrics import matmul_flops
+from harness.formulas.metrics import matmul_flops
 
 MATMUL_SIZE = {"CPU": 1024, "GPU": 8192}
 

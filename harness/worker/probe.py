@@ -19,14 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.launch.contract import (
-    FAILS,
-    LOCAL_PROBES,
-    UNSUPPORTED,
-    WORKS,
-    WRONG,
-    local_probes,
-)
+from harness.contract.probes import LOCAL_PROBES, ProbeStatus, local_probes
 from harness.spec.cell import Cell
 from harness.worker.build.strategies import make_strategy
 from harness.worker.fingerprint import host_cpu
@@ -107,7 +100,7 @@ def classify(error: BaseException) -> tuple[str, str]:
     """(status, first line of the reason) of a probe that raised."""
     text = f"{type(error).__name__}: {error}"
     first = next((line.strip() for line in text.splitlines() if line.strip()), text)[:300]
-    status = UNSUPPORTED if any(s in text for s in UNSUPPORTED_SIGNS) else FAILS
+    status = ProbeStatus.UNSUPPORTED if any(s in text for s in UNSUPPORTED_SIGNS) else ProbeStatus.FAILS
     return status, first
 
 
@@ -116,8 +109,8 @@ def judge(sums: list[float], replicas: int, local: int | None = None) -> tuple[s
     ``replicas`` in one process)."""
     want = replicas * (replicas + 1) / 2
     if len(sums) == (local or replicas) and all(s == want for s in sums):
-        return WORKS, f"sum {want:g} on every replica"
-    return WRONG, f"all-reduce of 1..{replicas} returned {sums}, expected {want:g}"
+        return ProbeStatus.WORKS, f"sum {want:g} on every replica"
+    return ProbeStatus.WRONG, f"all-reduce of 1..{replicas} returned {sums}, expected {want:g}"
 
 
 def probe(strategy_name: str, op: str, build: Callable[[], Any], replicas: int,
@@ -131,7 +124,7 @@ def probe(strategy_name: str, op: str, build: Callable[[], Any], replicas: int,
         effective = effective_cross_device_ops(strategy)
         status, detail = judge(allreduce_sums(strategy), replicas, local)
         if n != replicas:
-            status, detail = WRONG, f"num_replicas_in_sync is {n}, expected {replicas}"
+            status, detail = ProbeStatus.WRONG, f"num_replicas_in_sync is {n}, expected {replicas}"
     except Exception as e:  # noqa: BLE001 - every failure is a result here
         status, detail = classify(e)
         effective = ""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.collectives import algbw_gbps, busbw_gbps, table_lines
+from harness.analysis.collectives import table_lines
+from harness.formulas.bandwidth import algbw_gbps, busbw_gbps
 
 
 def test_algbw_is_bytes_over_time() -> None:

@@ -134,7 +134,8 @@ def test_a_reference_to_nothing_stays_exit_2(tmp_path: Path) -> None:
 
 def test_a_cell_that_now_fails_is_a_regression(tmp_path: Path) -> None:
     cells, _ = history.load(history_of(tmp_path, 6, failed=(CELLS[0].id,)))
-    result = compare(cells, "last:10", "latest")
+    chosen = history.select_comparison(cells, "last:10", "latest")
+    result = compare(cells, chosen.candidate, chosen.baseline, chosen.history_runs)
     assert result.exit_code == 1 and result.broken[0][:2] == (CELLS[0].id, "failed")
     assert "now failing" in markdown(result)
 
@@ -145,7 +146,8 @@ def test_other_fingerprints_are_not_history(tmp_path: Path) -> None:
         write_run(results, 1, seed=r + 1, fingerprint="other-machine")
     write_run(results, 2, seed=99)
     cells, _ = history.load(results)
-    result = compare(cells, "last:10", "latest", GatePolicy())
+    chosen = history.select_comparison(cells, "last:10", "latest")
+    result = compare(cells, chosen.candidate, chosen.baseline, chosen.history_runs, GatePolicy())
     assert {v.change for v in result.verdicts} == {"new"} and result.exit_code == 3
 
 

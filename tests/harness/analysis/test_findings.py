@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.analysis import findings, stats
+from harness.analysis import findings
+from harness.formulas import stats
 
 
 def _row(eps, procs, **kw):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.launch.ab import MODES, cell_mode, duet_cpus
-from harness.launch.contract import Job, Launch, WorkerOptions
+from harness.contract.job import Job, Launch, WorkerOptions
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
@@ -40,7 +40,7 @@ def test_a_pinned_launch_and_mig_platform_survive_the_job_file() -> None:
 def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
     from harness.analysis.ab import Rule
     from harness.launch.ab import Side, run_ab
-    from harness.launch.contract import Event
+    from harness.contract.events import Event
 
     calls = []
 

@@ -7,13 +7,8 @@ import json
 import pytest
 
 from harness.errors import HarnessError
-from harness.launch.real_cluster import (
-    ClusterConfig,
-    parse_tf_config,
-    read_tf_config,
-    resolve_slurm,
-    slurm_jobs,
-)
+from harness.launch.cluster import ClusterConfig, parse_tf_config, read_tf_config, slurm_jobs
+from harness.launch.real_cluster import resolve_slurm
 
 
 def _config(cluster: dict[str, list[str]], kind: str, index: int) -> ClusterConfig:

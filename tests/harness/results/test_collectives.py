@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis import stats
+from harness.formulas import stats
 from harness.results.collectives import MAX_REL_ERROR, not_measured, topology_rows
 from harness.spec.cell import Cell
 

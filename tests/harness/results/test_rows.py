@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.analysis import stats
+from harness.formulas import stats
 from harness.launch.runner import plan
 from harness.results.rows import (
     FIGURE_COLUMNS,

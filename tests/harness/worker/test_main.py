@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.launch.contract import Job, Launch, WorkerOptions
+from harness.contract.job import Job, Launch, WorkerOptions
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.strategies import Role

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.analysis import metrics
+from harness.formulas import metrics
 
 
 def test_throughput():

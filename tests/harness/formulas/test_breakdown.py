@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.breakdown import BOUNDS, columns, verdict
+from harness.formulas.breakdown import BOUNDS, columns, verdict
 from harness.spec.cell import Cell
 
 STEP = 0.010  # s per update

@@ -1,4 +1,4 @@
-"""The pure statistics of harness.analysis.stats on literal numbers (worked by hand in the comments)."""
+"""The pure statistics of harness.formulas.stats on literal numbers (worked by hand in the comments)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.analysis import stats
+from harness.formulas import stats
 
 T_2 = 4.302653  # t(0.975, 2)
 T_3 = 3.182446  # t(0.975, 3)

@@ -1,39 +1,19 @@
-"""The job and event contract between the parent (:mod:`harness.launch`) and a worker process.
+"""The job: what the parent (:mod:`harness.launch`) hands a worker process.
 
-Both sides import this module and nothing else of each other. The parent writes a :class:`Job`
-as JSON and starts ``python -m harness.worker JOB EVENTS``; the worker appends one JSON object per
-line to EVENTS, each with an ``event`` key from :class:`Event`:
-
-    ready     {"facts": {...}, "devices": [...]}    TensorFlow and the devices are set up
-    start     {"cell_id": ...}                      the cell starts (start-up is over)
-    joined    {}                                    a multi-worker task has joined its cluster
-    record    {"row": {...}, "windows": [...]}      the cell's row (the chief, or a failure)
-    finished  {"cell_id": ...}                      a peer's part of the cell is done
-    failed    {"cell_id": ..., "reason": ...}       made by the parent when a worker dies or overruns
+The parent writes a :class:`Job` as JSON and starts ``python -m harness.worker JOB EVENTS``; the
+worker reads it back with :meth:`Job.from_json` and answers in EVENTS (:mod:`harness.contract.events`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.strategies import Role
-
-
-class Event(StrEnum):
-    """The ``event`` of each line a worker appends to its events file (see the module docstring)."""
-
-    READY = "ready"
-    START = "start"
-    JOINED = "joined"
-    RECORD = "record"
-    FINISHED = "finished"
-    FAILED = "failed"
 
 
 @dataclass(frozen=True)
@@ -132,29 +112,3 @@ PEAK_MODULE = "harness.worker.peak"
 """``python -m harness.worker.peak --device-kind K --dtypes D1,D2`` prints one JSON line per dtype:
 ``{"dtype", "flops_per_sec" (the process's best repeat), "repeats", "device", "tensor_float_32",
 "tf32_override"}`` (NVIDIA_TF32_OVERRIDE, or null)."""
-
-
-# ------------------------------------------------------------------------------------------------
-# Doctor probes: ``python -m harness.worker.probe`` prints one JSON line per fact or probe
-# ------------------------------------------------------------------------------------------------
-
-PROBE_MODULE = "harness.worker.probe"
-WORKS, UNSUPPORTED, FAILS, WRONG = "works", "unsupported", "fails", "wrong result"
-"""A probe's status: the all-reduce summed right; no kernel or device here; it raised; wrong sums."""
-
-LOCAL_PROBES: tuple[tuple[str, str], ...] = (
-    ("one_device", "-"),
-    ("mirrored", "auto"),
-    ("mirrored", "reduction_to_one_device"),
-    ("mirrored", "hierarchical_copy"),
-    ("central_storage", "-"),
-    ("mirrored", "nccl"),  # last: a failed NCCL init may leave state behind
-)
-"""(strategy, cross-device op) of the single-process probes, in the order a probe process runs them."""
-
-
-def local_probes(replicas: int) -> list[tuple[str, str]]:
-    """(strategy, cross-device op) probed with ``replicas`` devices: one_device only with one;
-    with one device, mirrored only with its default op (the others skip the reduce)."""
-    return [(name, op) for name, op in LOCAL_PROBES
-            if (name == "one_device") == (replicas == 1) or (name == "mirrored" and op == "auto")]

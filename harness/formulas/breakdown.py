@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.spec.cell import Cell
+from harness.contract.records import Status
 
 PARTS = ("compute_s", "allreduce_s", "input_s", "dispatch_s")
 
@@ -70,7 +71,7 @@ def verdict(step_s: float, parts: Mapping[str, float]) -> tuple[str, str]:
 def columns(cell: Cell, row: Mapping[str, Any]) -> dict[str, Any]:
     """step_s always (for an ok row); overlap, bound and bound_reason when all four parts are known."""
     eps = _num(row, "examples_per_sec")
-    if row.get("status") != "ok" or not eps:
+    if row.get("status") != Status.OK or not eps:
         return {}
     step = cell.effective_batch / eps
     out: dict[str, Any] = {"step_s": step}
