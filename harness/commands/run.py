@@ -11,6 +11,7 @@ import datetime as dt
 import signal
 import sys
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.commands.selection import (
@@ -165,16 +166,16 @@ def _measure_collectives(sel: Selection, out: Path) -> int:
           f"gradient set, {sel.protocol.processes} processes each; results -> {out}", flush=True)
     result = run_collectives(sel.cells, sel.protocol, sel.platform, out, sel.max_bytes)
     print()
-    print(render_table(*table_lines(result.rows)))
+    print(render_table(*table_lines(result.collectives)))
     print()
     print("time: median over processes of one all-reduce (each process: the median of "
           f"{sel.protocol.repeats} windows of ~{sel.protocol.window_s:g} s of in-graph calls / calls); "
           "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1")
-    _print_counts(result.run_id, result.rows)
+    _print_counts(result.run_id, result.collectives)
     return _ending(result, "topologies")
 
 
-def _print_counts(run_id: str, rows: list[dict[str, Any]]) -> None:
+def _print_counts(run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
     """``run ID: 50 ok, 6 unsupported``."""
     counts: dict[str, int] = {}
     for r in rows:

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from harness.contract.records import CellRow, WindowRow
 
@@ -29,38 +29,56 @@ class Event(StrEnum):
 
 
 
-class ReadyEvent(TypedDict):
-    event: Literal[Event.READY]
-    facts: dict[str, Any]
-    """The process's fingerprint facts (:mod:`harness.worker.fingerprint`)."""
+class Facts(TypedDict, total=False):
+    """A worker's fingerprint facts (:func:`harness.worker.fingerprint.collect`): where it ran.
+    Every field but ``env`` and ``fingerprint`` feeds the fingerprint hash."""
+
+    host_cpu: str
+    host_cores: int
+    """Logical cores the OS reports."""
+    gpu_names: list[str]
+    gpu_compute_capability: list[list[int]]
+    nvidia_driver: str
+    tf_version: str
+    keras_version: str
+    python_version: str
+    cuda_version: str
+    cudnn_version: str
+    rocm_version: str
+    tensor_float_32: bool
+    intra_op_threads: int
+    """Threads of TensorFlow's intra-op pool."""
+    inter_op_threads: int
+    env: dict[str, str]
+    """TF_*, NCCL_*, OMP_*, ... variables of the process."""
+    device_type: str
+    """GPU or CPU."""
+    device_name: str
+    fingerprint: str
+    """16 hex digits: the hash of the stable facts."""
+
+
+class ProcessRow(CellRow, total=False):
+    """What one worker process may report in its record event besides its cell row's columns:
+    under ``run --sweep collectives`` the all-reduce payloads it timed instead of training
+    figures, under ``verify`` where its weights are. Never stored; the parent reads these keys
+    with ``cast(ProcessRow, row)``."""
+
+    collectives: list[dict[str, Any]]
+    """One entry per payload (:func:`harness.worker.collectives.measure_collectives`)."""
+    weights_path: str
+    """``verify``: the .npz file of the cell's weights before and after training."""
+
+
+class EventLine(TypedDict, total=False):
+    """One line of an events file, or an event a launcher makes for the parent: ``event`` always,
+    the other fields as the table above gives them per event (launchers add ``facts``, the
+    process's facts once it reported them, to every event they pass on)."""
+
+    event: Event
+    facts: Facts | None
     devices: list[str]
-
-
-class StartEvent(TypedDict):
-    event: Literal[Event.START]
     cell_id: str
-
-
-class JoinedEvent(TypedDict):
-    event: Literal[Event.JOINED]
-
-
-class RecordEvent(TypedDict):
-    event: Literal[Event.RECORD]
     row: CellRow
     windows: list[WindowRow]
-
-
-class FinishedEvent(TypedDict):
-    event: Literal[Event.FINISHED]
-    cell_id: str
-
-
-class FailedEvent(TypedDict):
-    event: Literal[Event.FAILED]
-    cell_id: str
     reason: str
-
-
-WorkerEvent = ReadyEvent | StartEvent | JoinedEvent | RecordEvent | FinishedEvent | FailedEvent
-"""Any line of an events file."""

@@ -16,13 +16,14 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from harness import __version__
 from harness.analysis import ab
-from harness.contract.job import Launch, TENANT_BARRIER_ENV, WorkerOptions
 from harness.contract.events import Event
+from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
+from harness.contract.records import CellRow, Status
 from harness.launch.platform import git_sha
 from harness.launch.runner import (
     CellEnd,
@@ -38,7 +39,6 @@ from harness.results.rows import ProcessResult, aggregate, not_measured_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
-from harness.contract.records import Status
 
 HARDWARE = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores")
 """Columns both sides of a pair must share: the same machine, whatever the software."""
@@ -120,7 +120,7 @@ class AbResult:
     interrupted: bool = False
 
 
-def _hardware_differs(a: dict[str, Any], b: dict[str, Any]) -> str:
+def _hardware_differs(a: CellRow, b: CellRow) -> str:
     diff = [f"{k}: A {a.get(k)!r}, B {b.get(k)!r}" for k in HARDWARE if a.get(k) != b.get(k)]
     return "; ".join(diff)
 
@@ -136,7 +136,7 @@ def _pinned(folder: str, index: int, cpus: tuple[int, ...]) -> Launcher:
 class _Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
-    def __init__(self, files: RunFiles, base: dict[str, Any], protocol: Protocol,
+    def __init__(self, files: RunFiles, base: CellRow, protocol: Protocol,
                  options: WorkerOptions, sides: dict[str, Side], launcher: Launcher) -> None:
         self.files, self.base, self.protocol = files, base, protocol
         self.options, self.sides, self.launcher = options, sides, launcher
@@ -148,7 +148,7 @@ class _Pairs:
         return end
 
     def _store(self, end: CellEnd, side: str, pair: int, mode: Mode,
-               cpus: tuple[int, ...] | None) -> dict[str, Any]:
+               cpus: tuple[int, ...] | None) -> CellRow:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
         cell = end.cell
         row = end.row if end.event == Event.RECORD else not_measured_row(
@@ -165,7 +165,7 @@ class _Pairs:
         self.written += 1
         return row
 
-    def _duet(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, dict[str, Any]]:
+    def _duet(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
         """Both sides at once on the same CPUs (started in the pair's order)."""
         cpus = duet_cpus(usable_cpus(), pair)
         ends: dict[str, CellEnd] = {}
@@ -173,11 +173,10 @@ class _Pairs:
             def side(i: int, name: str) -> None:
                 ends[name] = self._end(cell, name, pair, _pinned(folder, i, cpus))
 
-            meet_together(folder, [lambda i=i, name=name: side(i, name)
-                                   for i, name in enumerate(order)])
+            meet_together(folder, [partial(side, i, name) for i, name in enumerate(order)])
         return {s: self._store(ends[s], s, pair, mode, cpus) for s in order}
 
-    def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, dict[str, Any]]:
+    def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
         """One pair's rows, by side."""
         if mode.concurrent:
             return self._duet(cell, pair, order, mode)
@@ -202,11 +201,18 @@ class _Pairs:
                 break
             outcome.software = {s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}"
                                 for s, r in rows.items()}
-            outcome.ratios.append(rows["B"]["examples_per_sec"] / rows["A"]["examples_per_sec"])
+            outcome.ratios.append(_figure(rows["B"]) / _figure(rows["A"]))
             outcome.decision = ab.decide(outcome.ratios, rule)
             report(outcome, order)
             if outcome.decision.verdict != ab.UNDECIDED:
                 break
+
+
+def _figure(row: CellRow) -> float:
+    """An ok side's examples/s (an ok row always has one)."""
+    value = row.get("examples_per_sec")
+    assert value is not None, row.get("cell_id")
+    return value
 
 
 def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path, a: Side,
@@ -219,7 +225,7 @@ def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: P
     now = dt.datetime.now(dt.timezone.utc)
     result = AbResult(new_run_id(now))
     files = RunFiles(out, now.strftime("%Y-%m-%d"), result.ab_id)
-    base = {"run_id": result.ab_id, "ab_id": result.ab_id,
+    base: CellRow = {"run_id": result.ab_id, "ab_id": result.ab_id,
             "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
     pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)

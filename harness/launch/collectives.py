@@ -13,11 +13,12 @@ import datetime as dt
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from harness import __version__
-from harness.contract.events import Event
+from harness.contract.events import Event, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
+from harness.contract.records import CollectiveRow, Status
 from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.runner import (
@@ -34,7 +35,6 @@ from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.schedule import pass_order
-from harness.contract.records import Status
 
 
 def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path,
@@ -49,8 +49,8 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
                             collectives_max_bytes=max_bytes)
     planned = plan(cells, platform)
     runnable = [c for c, why in planned if why is None]
-    reports: dict[str, list[dict[str, Any]]] = {c.id: [] for c in runnable}
-    facts: dict[str, dict[str, Any] | None] = {}
+    reports: dict[str, list[ProcessRow]] = {c.id: [] for c in runnable}
+    facts: dict[str, Facts | None] = {}
     progress = progress or Progress(len(runnable) * protocol.processes)
     t0 = time.monotonic()
     try:
@@ -59,8 +59,8 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
                     if all(r.get("status") == Status.OK for r in reports[c.id])]
             for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-",
                                  label=topology_label):
-                row = end.row if end.event == Event.RECORD else {"status": Status.FAILED,
-                                                                 "reason": end.reason}
+                row: ProcessRow = (cast(ProcessRow, end.row) if end.event == Event.RECORD else
+                                   {"status": Status.FAILED, "reason": end.reason})
                 reports[end.cell.id].append(row)
                 facts[end.cell.id] = end.facts or facts.get(end.cell.id)
     except KeyboardInterrupt:
@@ -75,9 +75,9 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
 
 
 def _write(result: RunResult, files: RunFiles, planned: Sequence[tuple[Cell, str | None]],
-           reports: dict[str, list[dict[str, Any]]], facts: dict[str, dict[str, Any] | None]) -> None:
+           reports: dict[str, list[ProcessRow]], facts: dict[str, Facts | None]) -> None:
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    base = {"run_id": result.run_id, "timestamp": stamp,
+    base: CollectiveRow = {"run_id": result.run_id, "timestamp": stamp,
             "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
     known = next((f for f in facts.values() if f), None)
     for cell, why in planned:
@@ -89,7 +89,7 @@ def _write(result: RunResult, files: RunFiles, planned: Sequence[tuple[Cell, str
             continue
         for row in rows:
             row = {**base, **row}
-            files.write_collective(len(result.rows), row)
-            result.rows.append(row)
-    if result.rows:
+            files.write_collective(len(result.collectives), row)
+            result.collectives.append(row)
+    if result.collectives:
         result.paths = [files.folder("collectives")]

@@ -15,9 +15,9 @@ import os
 from typing import Any
 
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
+from harness.contract.probes import ProbeStatus, local_probes
 from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus
-from harness.contract.probes import ProbeStatus, local_probes
 from harness.launch.local_cluster import cluster_env, free_ports
 from harness.launch.probes import run_probe_processes
 from harness.spec.cell import Cell

@@ -11,9 +11,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from harness.contract.events import Event
+from harness.contract.events import Event, EventLine, Facts
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.launch.process import (
     POLL_S,
@@ -103,13 +102,13 @@ class _Cluster:
     deadline: Deadline
     procs: dict[int, Process] = field(default_factory=dict)
     seen: dict[int, set[str]] = field(default_factory=dict)
-    facts: dict[str, Any] | None = None
+    facts: Facts | None = None
     recorded: bool = False
 
-    def drain(self) -> Iterator[dict[str, Any]]:
+    def drain(self) -> Iterator[EventLine]:
         """Read every task's events; yield the chief's start and record (with its facts)."""
         for i, proc in self.procs.items():
-            for ev in proc.read():
+            for ev in proc.events():
                 self.seen.setdefault(i, set()).add(ev["event"])
                 if i != 0:  # only the chief's events reach the caller
                     continue
@@ -165,7 +164,7 @@ class _Cluster:
         return ""
 
 
-def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[dict[str, Any]]:
+def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[EventLine]:
     """Run a multi-worker cell as local processes (``cell.tasks``); yield the chief's events.
 
     Phases and deadlines: start-up (``startup_timeout_s``), rendezvous

@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from harness.contract.job import Job, WORKER_ENV
+from harness.contract.events import EventLine
+from harness.contract.job import WORKER_ENV, Job
 from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0
@@ -124,13 +125,17 @@ class Process:
             self._offset = f.tell()
         lines = (self._partial + chunk).split("\n")
         self._partial = lines.pop()
-        out = []
+        out: list[dict[str, Any]] = []
         for line in lines:
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
         return out
+
+    def events(self) -> list[EventLine]:
+        """:meth:`read` of a worker's events file: its lines are :class:`EventLine` records."""
+        return cast(list[EventLine], self.read())
 
     @property
     def running(self) -> bool:

@@ -28,11 +28,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from harness.errors import EXIT_FAILURE, HarnessError
+from harness.contract.events import EventLine
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
+from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
+from harness.launch.lease import ChiefEnd, wait_for_chief
 from harness.launch.process import (
     POLL_S,
     Deadline,
@@ -41,7 +42,6 @@ from harness.launch.process import (
     signal_text,
     start_worker,
 )
-from harness.launch.lease import ChiefEnd, wait_for_chief
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
@@ -102,7 +102,7 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
 
 
 def run_cluster_task(cell: Cell, options: WorkerOptions, name: str, config: ClusterConfig
-                     ) -> Iterator[dict[str, Any]]:
+                     ) -> Iterator[EventLine]:
     """This task's part of a cell on a real cluster: one worker process joined to the cluster in
     ``config``, with the start-up, rendezvous and cell deadlines of :func:`run_worker`."""
     launch = task_launch(config, options.platform, os.cpu_count() or 1)
@@ -145,6 +145,6 @@ def serve_cluster_task(cell: Cell, options: WorkerOptions, config: ClusterConfig
 
 
 def cluster_launcher(config: ClusterConfig) -> Callable[[Cell, WorkerOptions, str],
-                                                         Iterator[dict[str, Any]]]:
+                                                         Iterator[EventLine]]:
     """The launcher of this task's part of every cell (see :data:`harness.launch.runner.Launcher`)."""
     return lambda cell, options, name: run_cluster_task(cell, options, name, config)

@@ -23,15 +23,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
 from harness import __version__
-from harness.formulas import stats
 from harness.analysis.verdicts import Outcome
-from harness.contract.events import Event
+from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
+from harness.contract.records import CellRow, CollectiveRow, Status, WindowRow
+from harness.formulas import stats
 from harness.launch.local_cluster import run_cluster
 from harness.launch.peak import PeakLog, run_dtypes
 from harness.launch.platform import git_sha
@@ -54,14 +55,13 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
 from harness.spec.schedule import fixed_schedule, pass_order
-from harness.contract.records import Status
 
-Launcher = Callable[[Cell, WorkerOptions, str], Iterator[dict[str, Any]]]
+Launcher = Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]
 """Runs one cell's processes and yields their events: :func:`run_cell_processes` (local), or this
 task's part on a real cluster (:func:`harness.launch.real_cluster.cluster_launcher`)."""
 
 
-def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
+def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
     """The events of one cell: one worker process, a local cluster for multi-worker cells, or
     several independent processes for co-tenant cells."""
     if cell.tenants > 1:
@@ -77,10 +77,10 @@ class CellEnd:
 
     cell: Cell
     event: Event
-    row: dict[str, Any] = field(default_factory=dict)
-    windows: list[dict[str, Any]] = field(default_factory=list)
+    row: CellRow = field(default_factory=lambda: CellRow())
+    windows: list[WindowRow] = field(default_factory=list)
     reason: str = ""
-    facts: dict[str, Any] | None = None
+    facts: Facts | None = None
     wall_s: float = 0.0
     launch_s: float = 0.0
 
@@ -117,7 +117,7 @@ def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher 
                          facts, progress, time.monotonic() - t0, started - t0, label)
 
 
-def _ended(cell: Cell, ev: dict[str, Any], facts: dict[str, Any] | None,
+def _ended(cell: Cell, ev: EventLine, facts: Facts | None,
            progress: Progress | None, wall_s: float, launch_s: float,
            label: Callable[[Cell], str] = lambda c: c.id) -> CellEnd:
     row = ev.get("row") or {}
@@ -144,8 +144,10 @@ class RunResult:
     where the time went (:class:`TimeSpent`)."""
 
     run_id: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    windows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[CellRow] = field(default_factory=list)
+    windows: list[WindowRow] = field(default_factory=list)
+    collectives: list[CollectiveRow] = field(default_factory=list)
+    """``--sweep collectives``: its rows (``rows`` stays empty)."""
     paths: list[Path] = field(default_factory=list)
     interrupted: bool = False
     not_run: int = 0
@@ -206,7 +208,7 @@ class _Run:
         now = dt.datetime.now(dt.timezone.utc)
         self.result = RunResult(new_run_id(now), time=TimeSpent())
         self.files = RunFiles(out, now.strftime("%Y-%m-%d"), self.result.run_id)
-        self.base = {"run_id": self.result.run_id,
+        self.base: CellRow = {"run_id": self.result.run_id,
                      "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
         self.protocol, self.platform = protocol, platform
         self.planned = plan(cells, platform)
@@ -215,7 +217,7 @@ class _Run:
         if peaks is None:
             peaks = PeakLog(platform, run_dtypes(self.runnable) if protocol.peak else ())
         self.peaks = peaks
-        self.facts: dict[str, Any] | None = None
+        self.facts: Facts | None = None
         self._window_files = itertools.count()
         self.earlier = earlier_cells(out)
 
@@ -224,7 +226,8 @@ class _Run:
         self.facts = end.facts or self.facts
         row = end.row if end.event == Event.RECORD else not_measured_row(
             end.cell, self.protocol, Status.FAILED, end.reason, self.facts)
-        windows = [{**w, "run_id": self.result.run_id, "pass": pass_index} for w in end.windows]
+        windows: list[WindowRow] = [{**w, "run_id": self.result.run_id, "pass": pass_index}
+                                    for w in end.windows]
         self.files.write_windows(next(self._window_files), windows)
         self.result.windows.extend(windows)
         result = ProcessResult(row, windows, pass_index, end.wall_s, end.launch_s)
@@ -347,6 +350,7 @@ def verify_cells(cells: Sequence[Cell], updates: int, platform: Platform, option
             outcomes[end.cell.id] = (
                 Outcome(end.cell, Status.FAILED, end.reason) if end.event != Event.RECORD
                 else Outcome(end.cell, r["status"], r.get("reason") or "", r.get("final_loss"),
-                             r.get("weights_digest") or "", r.get("weights_path") or ""))
+                             r.get("weights_digest") or "",
+                             cast(ProcessRow, r).get("weights_path") or ""))
     return [outcomes.get(c.id) or Outcome(c, Status.UNSUPPORTED, unsupported_reason(c, platform) or "")
             for c in cells]

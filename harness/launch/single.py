@@ -7,16 +7,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from harness.contract.events import Event
+from harness.contract.events import Event, EventLine, Facts
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.launch.process import POLL_S, Deadline, Phase, start_worker
 from harness.spec.cell import Cell
 
 
 def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch: Launch = Launch(),
-               joins: bool = False) -> Iterator[dict[str, Any]]:
+               joins: bool = False) -> Iterator[EventLine]:
     """Run ``cell`` in one fresh worker process; yield its events (each with the worker's ``facts``).
 
     Deadlines: start-up until the cell starts; with ``joins`` (one task of a cluster the scheduler
@@ -29,12 +28,12 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch:
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         proc = start_worker(Job(cell, options, launch, injected_fault()), Path(tmpdir), name,
                             Deadline(Phase.STARTUP, options.startup_timeout_s))
-        facts: dict[str, Any] | None = None
+        facts: Facts | None = None
         done = False
 
-        def drain() -> Iterator[dict[str, Any]]:
+        def drain() -> Iterator[EventLine]:
             nonlocal facts, done
-            for ev in proc.read():
+            for ev in proc.events():
                 kind = ev["event"]
                 if kind == Event.READY:
                     facts = ev["facts"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-from harness.contract.job import Launch, TENANT_BARRIER_ENV, WorkerOptions
-from harness.contract.events import Event
+from harness.contract.events import Event, EventLine
+from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.launch.process import POLL_S
 from harness.launch.single import run_worker
 from harness.results.rows import combine
@@ -36,20 +36,20 @@ def meet_together(barrier: str, parts: Sequence[Callable[[], None]]) -> None:
             t.join(POLL_S)
 
 
-def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[dict[str, Any]]:
+def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
     """Start ``cell.tenants`` worker processes of the cell at once (each with every device of the
     cell and the host's cores; GPU memory growth is on in every worker), let them meet at a file
     barrier after their first call, and yield tenant 0's start, then one record that
     :func:`harness.results.rows.combine` makes of all of them (or the first tenant's failure)."""
     with tempfile.TemporaryDirectory(prefix="harness-tenants-") as barrier:
-        streams: list[list[dict[str, Any]]] = [[] for _ in range(cell.tenants)]
+        streams: list[list[EventLine]] = [[] for _ in range(cell.tenants)]
 
         def follow(i: int) -> None:
             launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True,
                             meet=cell.tenants)
             streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
 
-        meet_together(barrier, [lambda i=i: follow(i) for i in range(cell.tenants)])
+        meet_together(barrier, [partial(follow, i) for i in range(cell.tenants)])
     facts = next((ev.get("facts") for ev in streams[0] if ev.get("facts")), None)
     yield {"event": Event.START, "cell_id": cell.id, "facts": facts}
     for i, events in enumerate(streams):

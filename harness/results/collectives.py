@@ -16,7 +16,8 @@ from typing import Any
 from harness.formulas import stats
 from harness.formulas.bandwidth import algbw_gbps, busbw_gbps
 from harness.spec.cell import Cell
-from harness.contract.records import Status
+from harness.contract.records import CollectiveRow, Status
+from harness.contract.events import Facts, ProcessRow
 
 MAX_REL_ERROR = 1e-6
 """Largest relative deviation from n(n+1)/2 accepted as a right sum (float32 sums of small integers
@@ -25,14 +26,13 @@ are exact; any deviation is a wrong reduction)."""
 FACT_KEYS = ("fingerprint", "device_kind", "device_name", "host_cores", "tf_version")
 
 
-def topology_columns(cell: Cell, facts: Mapping[str, Any] | None) -> dict[str, Any]:
+def topology_columns(cell: Cell, facts: Facts | None) -> CollectiveRow:
     """What every row of the topology shares: strategy, op, replicas, workers, devices, facts."""
     op = cell.cross_device_ops if cell.strategy == "mirrored" else cell.communication
     facts = facts or {}
-    where = {"fingerprint": facts.get("fingerprint"), "device_kind": facts.get("device_type"),
-             "device_name": facts.get("device_name"), "host_cores": facts.get("host_cores"),
-             "tf_version": facts.get("tf_version")}
-    return {**where, "strategy": cell.strategy, "op": op, "replicas": cell.replicas,
+    return {"fingerprint": facts.get("fingerprint"), "device_kind": facts.get("device_type"),
+            "device_name": facts.get("device_name"), "host_cores": facts.get("host_cores"),
+            "tf_version": facts.get("tf_version"), "strategy": cell.strategy, "op": op, "replicas": cell.replicas,
             "workers": cell.workers, "devices": cell.replicas * cell.workers}
 
 
@@ -42,13 +42,13 @@ def topology_label(cell: Cell) -> str:
     return f"{cell.strategy}[{op}] {cell.replicas}x{cell.workers}"
 
 
-def not_measured(cell: Cell, facts: Mapping[str, Any] | None, status: str, reason: str
-                 ) -> dict[str, Any]:
+def not_measured(cell: Cell, facts: Facts | None, status: Status, reason: str
+                 ) -> CollectiveRow:
     """The one row of a topology that was not measured (unsupported, failed)."""
     return {**topology_columns(cell, facts), "status": status, "reason": reason, "payload": ""}
 
 
-def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> CollectiveRow:
     first = per_process[0]
     times = [float(p["time_s"]) for p in per_process]
     est = stats.figure(times)
@@ -66,15 +66,15 @@ def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> dict[s
             "busbw_gbps": busbw_gbps(first["bytes"], est.value, n)}
 
 
-def topology_rows(cell: Cell, processes: Sequence[Mapping[str, Any]],
-                  facts: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def topology_rows(cell: Cell, processes: Sequence[ProcessRow],
+                  facts: Facts | None) -> list[CollectiveRow]:
     """The rows of one topology from its processes' rows (each holding ``collectives``: one
     result per payload, and ``effective_cross_device_ops``); a failed process fails the topology."""
     bad = next((p for p in processes if p.get("status") != Status.OK), None)
     if bad is not None or not processes:
         reason = (bad or {}).get("reason") or "no process reported"
         return [not_measured(cell, facts, Status.FAILED, reason)]
-    base = {**topology_columns(cell, facts),
+    base: CollectiveRow = {**topology_columns(cell, facts),
             "effective_op": processes[-1].get("effective_cross_device_ops")}
     by_payload: dict[str, list[Mapping[str, Any]]] = {}
     for p in processes:

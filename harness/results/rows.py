@@ -1,5 +1,5 @@
-"""Every result row is assembled here: plain dicts keyed by the columns of
-:mod:`harness.results.store`. Pure, no TensorFlow; both sides use it.
+"""Every result row is assembled here, as the typed records of :mod:`harness.contract.records`
+(:class:`CellRow`, :class:`WindowRow`). Pure, no TensorFlow; both sides use it.
 
 - :func:`cell_columns` and :func:`fact_columns`: what the cell is and where it ran;
 - :func:`started_row`: those plus the worker's cores, when the worker starts the cell;
@@ -19,21 +19,22 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from harness.formulas import breakdown, metrics, stats
 from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
-from harness.contract.records import Status
+from harness.contract.events import Facts
+from harness.contract.records import CellRow, Status, WindowRow
 
 LEARNING_RATE = 0.01
 
 OPTIMIZER = f"SGD(learning_rate={LEARNING_RATE})"
 
 
-def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
+def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
     """The columns that describe the cell and how it is timed (known before it runs)."""
     return {
         "cell_id": cell.id, "model": cell.model, "data": cell.data, "strategy": cell.strategy,
@@ -51,7 +52,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> dict[str, Any]:
     }
 
 
-def fact_columns(facts: dict[str, Any] | None) -> dict[str, Any]:
+def fact_columns(facts: Facts | None) -> CellRow:
     """The columns that come from a worker's fingerprint facts (empty when none are known)."""
     if not facts:
         return {}
@@ -67,8 +68,8 @@ def fact_columns(facts: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def started_row(cell: Cell, protocol: Protocol, facts: dict[str, Any], cores: int | None,
-                oversubscribed: bool | None) -> dict[str, Any]:
+def started_row(cell: Cell, protocol: Protocol, facts: Facts, cores: int | None,
+                oversubscribed: bool | None) -> CellRow:
     """The row a worker starts from: the cell, its facts, and the cores each worker has (None: the
     whole host); ``oversubscribed`` None means every worker asks for ``cores`` of the host's."""
     cores = cores or facts["host_cores"]
@@ -127,12 +128,12 @@ def _straggler_ratio(cell: Cell, m: Measurement) -> float | None:
     return metrics.straggler_ratio(m.worker_seconds)
 
 
-def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
+def measured_columns(cell: Cell, m: Measurement) -> CellRow:
     """One process's figures (an invalid process reports no figure of any kind)."""
     examples, rates = _window_throughputs(cell, m)
     median = metrics.median(rates)
     reductions = m.allreduces_per_update
-    row = {
+    row: CellRow = {
         "status": Status.INVALID if m.problems else Status.OK, "reason": "; ".join(m.problems),
         "effective_cross_device_ops": m.effective_cross_device_ops,
         "examples_per_sec": median, "cv_within_process": stats.cv(rates),
@@ -148,32 +149,31 @@ def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
         "updates_run": m.updates_run, "optimizer_iterations": m.optimizer_iterations,
         "energy_j_per_example": None if m.joules is None else m.joules / (m.updates_run * cell.effective_batch),
         "gpu_watts": None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
-        **{k: m.parts.get(k) for k in breakdown.PARTS},
-        **({"bound_reason": m.parts_error} if m.parts_error else {}),
+        "compute_s": m.parts.get("compute_s"), "allreduce_s": m.parts.get("allreduce_s"),
+        "input_s": m.parts.get("input_s"), "dispatch_s": m.parts.get("dispatch_s"),
     }
+    if m.parts_error:
+        row["bound_reason"] = m.parts_error
     row.update(alone_columns(row))
     return without_figures(row) if m.problems else row
 
 
-def window_rows(cell: Cell, m: Measurement) -> list[dict[str, Any]]:
+def window_rows(cell: Cell, m: Measurement) -> list[WindowRow]:
     """One row per worker and timed window: the window's time, start and throughput, the worker's
     own time (or, under the parameter server, the updates that worker ran in it)."""
     examples, rates = _window_throughputs(cell, m)
-    base = {"cell_id": cell.id, "window_steps": m.window_steps, "examples": examples}
-    starts = list(m.window_starts) or [None] * len(rates)
-    if m.worker_updates:  # the coordinator's windows, split by the updates each worker ran
-        return [{**base, "worker": w, "repeat": i, "window_s": s, "start_s": t, "worker_s": None,
-                 "worker_updates": m.worker_updates[w][i], "examples_per_sec": r}
-                for w in range(len(m.worker_updates))
-                for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates))]
-    return [{**base, "worker": w, "repeat": i, "window_s": s, "start_s": t,
-             "worker_s": m.worker_seconds[w][i], "examples_per_sec": r}
-            for w in range(len(m.worker_seconds))
-            for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates))]
+    starts: list[float | None] = list(m.window_starts) or [None] * len(rates)
+    workers = len(m.worker_updates) or len(m.worker_seconds)
+    return [WindowRow(cell_id=cell.id, window_steps=m.window_steps, examples=examples, worker=w,
+                      repeat=i, window_s=s, start_s=t, examples_per_sec=r,
+                      # the coordinator's windows, split by the updates each worker ran
+                      worker_s=None if m.worker_updates else m.worker_seconds[w][i],
+                      **({"worker_updates": m.worker_updates[w][i]} if m.worker_updates else {}))
+            for w in range(workers) for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates))]
 
 
-def not_measured_row(cell: Cell, protocol: Protocol, status: str, reason: str,
-                     facts: dict[str, Any] | None) -> dict[str, Any]:
+def not_measured_row(cell: Cell, protocol: Protocol, status: Status, reason: str,
+                     facts: Facts | None) -> CellRow:
     """A row for a cell that produced no figures (unsupported, failed)."""
     return {**cell_columns(cell, protocol), **fact_columns(facts), "status": status, "reason": reason}
 
@@ -187,7 +187,7 @@ ALONE_KEY = tuple(k for k in EFFICIENCY_KEY if k != "tenants") + (
     "cross_device_ops", "communication", "replicas", "workers", "ps", "per_replica_batch", "scaling")
 
 
-def find_alone(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def find_alone(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     """The ok row of the same cell with one tenant (co-tenancy's reference)."""
     for other in rows:
         if (other.get("status") == Status.OK and other.get("tenants", 1) == 1
@@ -196,14 +196,31 @@ def find_alone(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any
     return None
 
 
-def find_baseline(row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def merged(*parts: Mapping[str, object]) -> CellRow:
+    """Rows and columns merged left to right into one row. For keys computed at run time (a
+    ratio's name, the figure columns): the type checker cannot see them, so the store checks every
+    key against the schema when the row is written."""
+    out: dict[str, object] = {}
+    for part in parts:
+        out.update(part)
+    return cast(CellRow, out)
+
+
+def _float(row: Mapping[str, object], key: str) -> float:
+    """A figure the row must hold (an ok row's examples_per_sec, a window's times)."""
+    value = row.get(key)
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"{key} is {value!r}, expected a number")
+    return float(value)
+
+
+def find_baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     """The ok 1-device row of the same configuration: same per-replica batch (weak scaling) or same
     global batch (strong scaling)."""
     batch_key = "global_batch" if row["scaling"] == "strong" else "per_replica_batch"
     for other in rows:
         if (other.get("status") == Status.OK and other["replicas"] * other["workers"] == 1
-                and all(other[k] == row[k] for k in EFFICIENCY_KEY)
-                and other[batch_key] == row[batch_key]):
+                and all(other.get(k) == row.get(k) for k in (*EFFICIENCY_KEY, batch_key))):
             return other
     return None
 
@@ -220,47 +237,48 @@ FIGURE_COLUMNS = (
 """Every measured figure: an invalid or failed row carries none of them."""
 
 
-def without_figures(row: Mapping[str, Any]) -> dict[str, Any]:
+def without_figures(row: CellRow) -> CellRow:
     """The row with every figure nulled (invalid and failed rows)."""
-    return {**row, **{k: None for k in FIGURE_COLUMNS}}
+    return merged(row, dict.fromkeys(FIGURE_COLUMNS))
 
 
-def alone_columns(row: dict[str, Any]) -> dict[str, Any]:
+def alone_columns(row: CellRow) -> CellRow:
     """The tenant columns of a cell that ran alone (one tenant)."""
     eps = row.get("examples_per_sec")
     return {"tenant_examples_per_sec_min": eps, "tenant_examples_per_sec_max": eps,
             "tenant_share_min": 1.0 if eps else None}
 
 
-def common_span(windows: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[float, float]:
+def common_span(windows: Sequence[Sequence[WindowRow]]) -> tuple[float, float]:
     """(start, end) on the host's monotonic clock in which every tenant was timing: from the
     latest first-window start to the earliest last-window end."""
-    start = max(min(w["start_s"] for w in ws) for ws in windows)
-    end = min(max(w["start_s"] + w["window_s"] for w in ws) for ws in windows)
+    start = max(min(_float(w, "start_s") for w in ws) for ws in windows)
+    end = min(max(_float(w, "start_s") + w["window_s"] for w in ws) for ws in windows)
     return start, end
 
 
-def _rate_in_span(windows: Sequence[Mapping[str, Any]], start: float, end: float) -> float | None:
+def _rate_in_span(windows: Sequence[WindowRow], start: float, end: float) -> float | None:
     """Examples/s of one tenant over [start, end]: each window counts with the part of it inside
     the span (its examples spread evenly over its time); None when no window overlaps it."""
     examples = seconds = 0.0
     for w in windows:
-        overlap = min(end, w["start_s"] + w["window_s"]) - max(start, w["start_s"])
+        begun = _float(w, "start_s")
+        overlap = min(end, begun + w["window_s"]) - max(start, begun)
         if overlap > 0:
             examples += w["examples"] * overlap / w["window_s"]
             seconds += overlap
     return examples / seconds if seconds > 0 else None
 
 
-def combine(rows: list[dict[str, Any]], windows: list[list[dict[str, Any]]], effective_batch: int
-            ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def combine(rows: list[CellRow], windows: list[list[WindowRow]], effective_batch: int
+            ) -> tuple[CellRow, list[WindowRow]]:
     """One pass of a co-tenant cell: its row and window rows from each tenant's.
 
     The aggregate counts only what ran at the same time: each tenant's examples over the span where
     every tenant was timing (:func:`common_span`; a window partly inside counts in proportion), so a
     tenant that finished early does not lend the others its devices. GPU energy per example: the tenants' mean power (they
     meter the same devices) over the aggregate throughput."""
-    tagged = [{**w, "worker": i} for i, ws in enumerate(windows) for w in ws]
+    tagged = [WindowRow(**{**w, "worker": i}) for i, ws in enumerate(windows) for w in ws]
     bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != Status.OK), None)
     if bad is not None:
         i, r = bad
@@ -272,10 +290,10 @@ def combine(rows: list[dict[str, Any]], windows: list[list[dict[str, Any]]], eff
             "co-tenants did not time together: no span in which every tenant was timing")}), tagged
     own = [r for r in rates if r is not None]
     aggregate = sum(own)
-    watts = [r.get("gpu_watts") for r in rows]
-    power = None if any(w is None for w in watts) else sum(watts) / len(watts)  # type: ignore[arg-type]
-    out = {**rows[0], "examples_per_sec": aggregate,
-           "cv_within_process": max(r["cv_within_process"] for r in rows),
+    watts = [w for w in (r.get("gpu_watts") for r in rows) if w is not None]
+    power = sum(watts) / len(watts) if len(watts) == len(rows) else None
+    out: CellRow = {**rows[0], "examples_per_sec": aggregate,
+           "cv_within_process": max(_float(r, "cv_within_process") for r in rows),
            "optimizer_updates_per_sec": aggregate / effective_batch,
            "tenant_examples_per_sec_min": min(own), "tenant_examples_per_sec_max": max(own),
            "tenant_share_min": min(own) / aggregate, "straggler_ratio": max(own) / min(own),
@@ -289,16 +307,16 @@ class ProcessResult:
     rows, the pass, and the parent's clock: ``wall_s`` from launch to the last exit, ``launch_s``
     from launch to the cell's start (import TensorFlow, devices, cluster)."""
 
-    row: dict[str, Any]
-    windows: list[dict[str, Any]]
+    row: CellRow
+    windows: list[WindowRow]
     pass_index: int
     wall_s: float = 0.0
     launch_s: float = 0.0
 
 
 def _median_of(results: Sequence[ProcessResult], key: str) -> float | None:
-    values = [r.row.get(key) for r in results]
-    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    values = [cast(Mapping[str, object], r.row).get(key) for r in results]
+    kept = [float(v) for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
     return metrics.median(kept) if kept else None
 
 
@@ -308,31 +326,31 @@ MEDIAN_COLUMNS = ("startup_s", "compile_s", "straggler_ratio", "energy_j_per_exa
 """Per-process columns that the cell's row gives as their median over its processes."""
 
 
-def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) -> dict[str, Any]:
+def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) -> CellRow:
     """The cell's row from its processes (one per pass, in pass order).
 
     Any invalid or failed process decides the row (with no figures): an integrity failure is the
     configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
     the median of the process figures, its CI the log-scale Student-t interval over them
     (:func:`harness.formulas.stats.figure`)."""
-    timing = {"processes": len(results), "wall_s": sum(r.wall_s for r in results),
-              "min_processes": protocol.processes, "max_processes": protocol.max_processes}
+    timing: CellRow = {"processes": len(results), "wall_s": sum(r.wall_s for r in results),
+                       "min_processes": protocol.processes, "max_processes": protocol.max_processes}
     bad = next((r for r in results if r.row.get("status") != Status.OK), None)
     if bad is not None:
         reason = bad.row.get("reason", "")
         if len(results) > 1:
             reason = f"pass {bad.pass_index + 1} of {len(results)}: {reason}"
         return without_figures({**bad.row, **timing, "reason": reason})
-    figures = [float(r.row["examples_per_sec"]) for r in results]
+    figures = [_float(r.row, "examples_per_sec") for r in results]
     est = stats.figure(figures)
     between = stats.cv(figures)
-    row = {**results[-1].row, **timing, **{k: _median_of(results, k) for k in MEDIAN_COLUMNS},
+    row = merged(results[-1].row, timing, {k: _median_of(results, k) for k in MEDIAN_COLUMNS}, {
            "examples_per_sec": est.value, "examples_per_sec_ci_low": _finite(est.low),
            "examples_per_sec_ci_high": _finite(est.high), "process_examples_per_sec": figures,
            "cv_between_processes": _finite(between),
            "unstable": bool(math.isfinite(between) and between > protocol.unstable_cv),
-           "optimizer_updates_per_sec": est.value / cell.effective_batch}
-    return {**row, **breakdown.columns(cell, row)}
+           "optimizer_updates_per_sec": est.value / cell.effective_batch})
+    return merged(row, breakdown.columns(cell, row))
 
 
 def _finite(x: float) -> float | None:
@@ -344,22 +362,23 @@ def needs_another_pass(results: Sequence[ProcessResult], protocol: Protocol) -> 
     disagree by a coefficient of variation above unstable_cv."""
     if len(results) >= protocol.max_processes or any(r.row.get("status") != Status.OK for r in results):
         return False
-    between = stats.cv([float(r.row["examples_per_sec"]) for r in results])
+    between = stats.cv([_float(r.row, "examples_per_sec") for r in results])
     return math.isfinite(between) and between > protocol.unstable_cv
 
 
-def _set_ratio(row: dict[str, Any], name: str, r: stats.Ratio) -> dict[str, Any]:
-    return {**row, name: r.value, f"{name}_ci_low": _finite(r.low), f"{name}_ci_high": _finite(r.high)}
+def _set_ratio(row: CellRow, name: str, r: stats.Ratio) -> CellRow:
+    return merged(row, {name: r.value, f"{name}_ci_low": _finite(r.low),
+                        f"{name}_ci_high": _finite(r.high)})
 
 
-def _figures(row: Mapping[str, Any]) -> list[float]:
+def _figures(row: CellRow) -> list[float]:
     values = row.get("process_examples_per_sec")
     if values is None or len(values) == 0:
-        return [row["examples_per_sec"]]
+        return [_float(row, "examples_per_sec")]
     return [float(v) for v in values]
 
 
-def with_ratios(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def with_ratios(row: CellRow, rows: Sequence[CellRow]) -> CellRow:
     """The row plus scaling_efficiency (and baseline_cell_id) against the run's rows, and for
     co-tenant cells cotenancy_ratio against the same cell alone, each with its CI (Welch's t over
     the two rows' process figures, :func:`harness.formulas.stats.ratio`)."""
@@ -380,7 +399,7 @@ def with_ratios(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     return {**_set_ratio(row, "scaling_efficiency", eff), "baseline_cell_id": base["cell_id"]}
 
 
-def with_history(row: dict[str, Any], earlier: Sequence[float]) -> dict[str, Any]:
+def with_history(row: CellRow, earlier: Sequence[float]) -> CellRow:
     """The row with its figure's CI widened to cover run-to-run drift when ``earlier`` (figures of
     earlier runs of the same cell on the same fingerprint, oldest first) is long enough
     (:func:`harness.formulas.stats.figure_with_history`); ``ci_history_runs`` says how many runs
@@ -403,13 +422,13 @@ class Peak:
     estimate: stats.Estimate
 
 
-def peak_cores(row: Mapping[str, Any], processes: int) -> int:
+def peak_cores(row: CellRow, processes: int) -> int:
     """CPU cores the cell's processes had in all, at most the host's."""
     host = int(row.get("host_cores") or 1)
     return min(host, int(row.get("cores_per_worker") or host) * max(processes, 1))
 
 
-def with_peak(row: dict[str, Any], peaks: Mapping[str, Peak], cell: Cell) -> dict[str, Any]:
+def with_peak(row: CellRow, peaks: Mapping[str, Peak], cell: Cell) -> CellRow:
     """The row plus the run's peak of the cell's compute dtype, scaled to what the cell ran on
     (x device_count on GPUs; x peak_cores / host_cores on CPU), and mfu against it."""
     peak = peaks.get(COMPUTE_DTYPE[cell.precision])
@@ -422,9 +441,10 @@ def with_peak(row: dict[str, Any], peaks: Mapping[str, Peak], cell: Cell) -> dic
         scale = cores / int(row.get("host_cores") or cores)
     est = peak.estimate
     value = est.value * scale
-    out = {**row, "peak_dtype": peak.dtype, "peak_cores": cores, "peak_flops_per_sec": value,
+    out: CellRow = {**row, "peak_dtype": peak.dtype, "peak_cores": cores, "peak_flops_per_sec": value,
            "peak_flops_per_sec_ci_low": _finite(est.low * scale),
            "peak_flops_per_sec_ci_high": _finite(est.high * scale)}
-    if row.get("status") == Status.OK and row.get("examples_per_sec"):
-        out["mfu"] = metrics.mfu(row["examples_per_sec"], flops_per_example(cell.model), value)
+    eps = row.get("examples_per_sec")
+    if row.get("status") == Status.OK and eps:
+        out["mfu"] = metrics.mfu(eps, flops_per_example(cell.model), value)
     return out

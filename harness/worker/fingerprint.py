@@ -12,9 +12,9 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import Any
 
 from harness.worker.peak import TF32_OVERRIDE_ENV, tf32_active
+from harness.contract.events import Facts
 
 ENV_PREFIXES = ("TF_", "NCCL_", "OMP_", "KMP_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                 "XLA_FLAGS", "NVIDIA_TF32_OVERRIDE")
@@ -60,7 +60,7 @@ def _usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def collect(device_type: str) -> dict[str, Any]:
+def collect(device_type: str) -> Facts:
     """Facts about this process's devices and software; ``device_type`` is "GPU" or "CPU"."""
     import keras
     import tensorflow as tf
@@ -69,7 +69,7 @@ def collect(device_type: str) -> dict[str, Any]:
     details = [tf.config.experimental.get_device_details(g) for g in gpus]
     build = tf.sysconfig.get_build_info()
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
-    facts: dict[str, Any] = {
+    facts: Facts = {
         "host_cpu": host_cpu(),
         "host_cores": os.cpu_count() or 0,
         "gpu_names": [d.get("device_name", "") for d in details],
@@ -94,7 +94,7 @@ def collect(device_type: str) -> dict[str, Any]:
     return facts
 
 
-def fingerprint(facts: dict[str, Any]) -> str:
+def fingerprint(facts: Facts) -> str:
     """16-hex-digit hash of the stable facts."""
     stable = {k: v for k, v in facts.items() if k != "env"}
     stable["env"] = {k: v for k, v in facts.get("env", {}).items() if k not in VOLATILE_ENV}

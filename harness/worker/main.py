@@ -15,7 +15,7 @@ import traceback
 from typing import Any, TextIO
 
 from harness.contract.job import Job, TENANT_BARRIER_ENV
-from harness.contract.events import Event
+from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.results.rows import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
@@ -26,7 +26,7 @@ from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
 from harness.worker.nccl import LOG_FILE_ENV, process_transports
-from harness.contract.records import Status
+from harness.contract.records import CellRow, Status, WindowRow
 
 ERROR_TAIL_CHARS = 1500
 
@@ -40,7 +40,7 @@ def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
     return f"{type(e).__name__}: {summary}"[:limit]
 
 
-def _emit(stream: TextIO, event: dict[str, Any]) -> None:
+def _emit(stream: TextIO, event: EventLine) -> None:
     stream.write(json.dumps(event) + "\n")
     stream.flush()
 
@@ -87,7 +87,7 @@ def serve(cell: Cell, events: TextIO, job: Job) -> int:
 
 
 def _set_up(cell: Cell, events: TextIO, job: Job
-            ) -> tuple[Any, str, list[str], dict[str, Any]]:
+            ) -> tuple[Any, str, list[str], Facts]:
     """(strategy or None, device type, device names, facts): a multi-worker task joins its cluster first;
     a single-process cell sets up its devices. Emits ready (and start) on the way."""
     strategy = None
@@ -104,7 +104,7 @@ def _set_up(cell: Cell, events: TextIO, job: Job
     return strategy, device_type, devices, facts
 
 
-def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> dict[str, Any]:
+def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> ProcessRow:
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
     from harness.worker.build.loops import chief_agreement
     from harness.worker.build.strategies import (
@@ -124,7 +124,7 @@ def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> dic
 
 
 def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
-         ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+         ) -> tuple[CellRow, list[WindowRow]]:
     """Verify (train a fixed number of updates) or measure the cell: (columns, window rows)."""
     options = job.options
     if options.collectives_max_bytes:
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
             measured, windows = _run(cell, job, strategy, device_type, devices)
         except Exception as e:  # the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
-            row.update(status=Status.FAILED, reason=summarize_error(e))
+            row.update({"status": Status.FAILED, "reason": summarize_error(e)})
             _emit(events, {"event": Event.RECORD, "row": row, "windows": []})
             return 1
         row.update(measured)

@@ -27,7 +27,8 @@ from harness.worker.build.models import MODELS
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
 from harness.worker.timing import measure
-from harness.contract.records import Status
+from harness.contract.records import CellRow, Status, WindowRow
+from harness.contract.events import ProcessRow
 
 
 def weights_digest(model: Any) -> str:
@@ -76,7 +77,7 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
 def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
              mnist_path: str | None = None,
              strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
-             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+             ) -> tuple[CellRow, list[WindowRow]]:
     """Build, time and check one cell in this process. Returns (row columns, window rows), made by
     :mod:`harness.results.rows` from the :class:`~harness.results.rows.Measurement`.
 
@@ -139,7 +140,7 @@ def _parts(built: BuiltCell, cell: Cell, protocol: Protocol) -> tuple[dict[str, 
 
 def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,
                 mnist_path: str | None = None, strategy: Any = None, save: bool = True
-                ) -> dict[str, Any]:
+                ) -> ProcessRow:
     """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
     and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np

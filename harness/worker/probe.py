@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from harness.contract.probes import LOCAL_PROBES, ProbeStatus, local_probes
@@ -137,7 +138,7 @@ def local(device_type: str, replicas: int) -> None:
     wanted = local_probes(replicas)
     for name, op in LOCAL_PROBES:
         if (name, op) in wanted:
-            probe(name, op, lambda c=probe_cell(name, op, replicas): make_strategy(c, names), replicas)
+            probe(name, op, partial(make_strategy, probe_cell(name, op, replicas), names), replicas)
 
 
 def worker(device_type: str, communication: str, workers: int) -> None:
