@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.contract.events import Facts, ProcessRow
+from harness.contract.records import CollectiveRow, Status
 from harness.formulas import stats
 from harness.formulas.bandwidth import algbw_gbps, busbw_gbps
 from harness.spec.cell import Cell
-from harness.contract.records import CollectiveRow, Status
-from harness.contract.events import Facts, ProcessRow
 
 MAX_REL_ERROR = 1e-6
 """Largest relative deviation from n(n+1)/2 accepted as a right sum (float32 sums of small integers

@@ -22,9 +22,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from harness.contract.records import Status
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 from harness.results.store import read_cells, read_windows
-from harness.contract.records import Status
 
 
 def _runs_text(n: int) -> str:
@@ -138,9 +138,9 @@ def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str
 def latest_runs_per_machine(cells: pd.DataFrame) -> list[str]:
     """The newest run of each machine fingerprint."""
     newest: dict[str, str] = {}
-    for r in runs(cells).itertuples():
-        for fp in r.fingerprints:
-            newest[fp] = r.run_id
+    for run_id, fingerprints in zip(runs(cells)["run_id"], runs(cells)["fingerprints"]):
+        for fp in fingerprints:
+            newest[str(fp)] = str(run_id)
     return sorted(set(newest.values()))
 
 

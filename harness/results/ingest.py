@@ -14,8 +14,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from harness.contract.records import CellRow, WindowRow
 from harness.errors import HarnessError
 from harness.results.store import CELL_SCHEMA, RunFiles
 
@@ -60,10 +61,12 @@ def ingest(path: Path, results: Path) -> Ingested:
         if "cell_id" not in info or "status" not in info:
             skipped.append(str(bench.get("fullname") or bench.get("name")))
             continue
-        windows = [{**w, "run_id": run_id, "cell_id": info["cell_id"]}
+        # pytest-benchmark's JSON: columns as the benchmark recorded them, checked against the
+        # schema when written
+        windows = [cast(WindowRow, {**w, "run_id": run_id, "cell_id": info["cell_id"]})
                    for w in info.pop(WINDOWS_KEY, [])]
-        row = {k: v for k, v in info.items() if k in names}
-        row.update(run_id=run_id, timestamp=row.get("timestamp") or when)
+        row = cast(CellRow, {k: v for k, v in info.items() if k in names})
+        row.update({"run_id": run_id, "timestamp": row.get("timestamp") or when})
         files.write(seq, row, windows)
         seq += 1
     return Ingested(run_id, seq, skipped, files.folder("cells") if seq else None)

@@ -21,13 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from harness.contract.events import Facts
+from harness.contract.records import CellRow, Status, WindowRow
 from harness.formulas import breakdown, metrics, stats
 from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
-from harness.contract.events import Facts
-from harness.contract.records import CellRow, Status, WindowRow
 
 LEARNING_RATE = 0.01
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 import pyarrow as pa
@@ -83,7 +83,7 @@ WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
 COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
 
 
-def _table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
     unknown = {k for r in rows for k in r} - set(schema.names)
     if unknown:
         raise KeyError(f"columns not in the documented schema: {sorted(unknown)}")
@@ -117,12 +117,12 @@ class RunFiles:
     def folder(self, table: str) -> Path:
         return self.root / table / self.date / self.run_id
 
-    def write(self, seq: int, row: Mapping[str, Any], windows: Sequence[Mapping[str, Any]]) -> Path:
+    def write(self, seq: int, row: CellRow, windows: Sequence[WindowRow]) -> Path:
         """Append one cell's row (and its windows) as file number ``seq``; returns the row's path."""
         self.write_windows(seq, windows)
         return self.write_row(seq, row)
 
-    def write_windows(self, seq: int, windows: Sequence[Mapping[str, Any]]) -> Path | None:
+    def write_windows(self, seq: int, windows: Sequence[WindowRow]) -> Path | None:
         """Append one process's window rows as windows file number ``seq`` (none: nothing)."""
         if not windows:
             return None
@@ -130,13 +130,13 @@ class RunFiles:
         write_atomic(_table(windows, WINDOW_SCHEMA), path)
         return path
 
-    def write_collective(self, seq: int, row: Mapping[str, Any]) -> Path:
+    def write_collective(self, seq: int, row: CollectiveRow) -> Path:
         """Append one collectives row as collectives file number ``seq``."""
         path = self.folder("collectives") / f"{seq:05d}.parquet"
         write_atomic(_table([row], COLLECTIVE_SCHEMA), path)
         return path
 
-    def write_row(self, seq: int, row: Mapping[str, Any]) -> Path:
+    def write_row(self, seq: int, row: CellRow) -> Path:
         """Append one cell's row as cells file number ``seq``."""
         path = self.folder("cells") / f"{seq:05d}.parquet"
         write_atomic(_table([row], CELL_SCHEMA), path)
@@ -147,7 +147,7 @@ _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.stri
 """Integers and booleans stay integers and booleans when some rows hold nulls."""
 
 
-def _read(root: Path, schema: pa.Schema) -> Any:
+def _read(root: Path, schema: pa.Schema) -> pd.DataFrame:
     files = sorted(p for p in root.rglob("*.parquet") if not p.name.startswith("."))
     if not files:
         return schema.empty_table().to_pandas(types_mapper=_NULLABLE.get)
@@ -155,17 +155,17 @@ def _read(root: Path, schema: pa.Schema) -> Any:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
-def read_cells(results: str | Path) -> Any:
+def read_cells(results: str | Path) -> pd.DataFrame:
     """Every cell row under ``results/cells`` as a pandas DataFrame (documented schema)."""
     return _read(Path(results) / "cells", CELL_SCHEMA)
 
 
-def read_windows(results: str | Path) -> Any:
+def read_windows(results: str | Path) -> pd.DataFrame:
     """Every window row under ``results/windows`` as a pandas DataFrame."""
     return _read(Path(results) / "windows", WINDOW_SCHEMA)
 
 
-def read_collectives(results: str | Path) -> Any:
+def read_collectives(results: str | Path) -> pd.DataFrame:
     """Every collectives row under ``results/collectives`` as a pandas DataFrame."""
     return _read(Path(results) / "collectives", COLLECTIVE_SCHEMA)
 

@@ -297,6 +297,7 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
         for _ in range(steps // spe):
             loss = execution(iterator)
         updates[0] += steps
+        assert loss is not None, "a window runs at least one call"
         value = float(loss)
         if slow:  # test-only planted slowdown, inside the window (harness.worker.faults)
             spin(slow * (time.perf_counter() - t0))
