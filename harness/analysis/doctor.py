@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.analysis.tables import render_table
 from harness.contract.probes import ProbeStatus
+from harness.spec.axes import AXIS_BY_NAME
 
 SKIPPED = ProbeStatus.SKIPPED
 
@@ -179,7 +180,7 @@ def advice(report: Report) -> str:
     """Which cross-device ops gave right sums at each replica count, and how to time them."""
     works: dict[int, list[str]] = {}
     for p in report.probes:
-        if p.strategy == "mirrored" and p.status == ProbeStatus.WORKS:
+        if p.strategy in AXIS_BY_NAME["cross_device_ops"].applies_to and p.status == ProbeStatus.WORKS:
             works.setdefault(p.replicas, []).append(p.cross_device_ops)
     if not works:
         return "No MirroredStrategy cross-device op worked here."

@@ -15,6 +15,7 @@ import pandas as pd
 
 from harness.analysis import ab, gate
 from harness.contract.records import Status
+from harness.spec.axes import AXIS_BY_NAME
 
 FORMATS = ("png", "svg")
 
@@ -190,7 +191,8 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
     """MirroredStrategy's cross-device ops side by side, per replica count, with CI whiskers."""
     _pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
-    ok = ok[(ok["strategy"] == "mirrored") & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
+    has_ops = ok["strategy"].isin(AXIS_BY_NAME["cross_device_ops"].applies_to)
+    ok = ok[has_ops & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
     if ok.empty or ok["cross_device_ops"].nunique() < 2:
         return []
     ok["group"] = ok.apply(lambda r: f"{r['replicas']} repl, b{r['per_replica_batch']}", axis=1)

@@ -43,6 +43,7 @@ from scipy import optimize
 
 from harness.errors import HarnessError
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
+from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 from harness.contract.records import Status
 
 
@@ -160,7 +161,8 @@ def baseline_from_row(row: Mapping[str, Any]) -> Baseline:
 
 
 def _op(row: Mapping[str, Any]) -> str:
-    return str(row["cross_device_ops"] if row["strategy"] == "mirrored" else row["communication"])
+    """The row's all-reduce implementation: the value of its strategy's option axis."""
+    return str(STRATEGIES[row["strategy"]].option_in(row))
 
 
 MACHINE_KEYS = ("device_kind", "device_name", "host_cores")
@@ -237,7 +239,7 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
         n = int(r["replicas"]) * int(r["workers"])
         base = by_id.get(r.get("baseline_cell_id"))
         strong = _known(r.get("scaling")) and r["scaling"] == "strong"
-        if r["strategy"] not in ("mirrored", "multi_worker_mirrored") or n < 2 or base is None \
+        if r["strategy"] not in ALLREDUCE_STRATEGIES or n < 2 or base is None \
                 or strong:
             continue
         try:

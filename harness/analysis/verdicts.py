@@ -45,7 +45,9 @@ ASYNCHRONOUS_NOTE = "not compared: asynchronous updates"
 
 
 def _simplicity(cell: Cell) -> tuple[Any, ...]:
-    return (cell.devices, cell.accum_steps, cell.strategy != "default", cell.loop != "ctl")
+    """The reference order: fewest devices, no accumulation, the reference strategy (the default
+    strategy), the ctl loop."""
+    return (cell.devices, cell.accum_steps, not cell.kind.reference, cell.loop != "ctl")
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,20 @@ import pandas as pd
 
 from harness.errors import HarnessError, require
 from harness.spec.axes import PRECISION_NAMES
+from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 from harness.contract.records import Status
 
 NAME = "predict"
 
-STRATEGIES = {"mirrored": ("replicas", "cross_device_ops", "auto"),
-              "multi_worker_mirrored": ("workers", "communication", "ring")}
-"""strategy -> (the axis that grows, its op column, the default op)."""
+DEVICE_AXES = ("replicas", "workers")
+"""The axes a strategy's descriptor may grow (:attr:`Strategy.device_axis`): each has its flag."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="predict scaling from a 1-device cell and the all-reduce cost")
     p.add_argument("--results", default="results", help="results folder. Default: results")
     p.add_argument("--model", required=True, choices=("cnn", "dense"))
-    p.add_argument("--strategy", required=True, choices=tuple(STRATEGIES))
+    p.add_argument("--strategy", required=True, choices=ALLREDUCE_STRATEGIES)
     p.add_argument("--replicas", default=None, metavar="LIST",
                    help="mirrored: replica counts to predict, e.g. 1,2,4,8. Default: 1,2,3,4")
     p.add_argument("--workers", default=None, metavar="LIST",
@@ -70,10 +70,20 @@ def _check(args: argparse.Namespace) -> None:
                                                        and args.latency_us >= 0),
                          "a finite latency >= 0 (microseconds per ring step)"),
     })
-    other = "workers" if args.strategy == "mirrored" else "replicas"
+    axis, other = _axes(args.strategy)
     if getattr(args, other) is not None:
         raise HarnessError(f"Received --{other} with --strategy {args.strategy}; expected "
-                           f"--{STRATEGIES[args.strategy][0]} (the axis this strategy grows).")
+                           f"--{axis} (the axis this strategy grows).")
+
+
+def _axes(strategy: str) -> tuple[str, str]:
+    """(the axis that adds devices under ``strategy``, the other one, held at 1)."""
+    first, second = DEVICE_AXES
+    return (first, second) if STRATEGIES[strategy].device_axis == first else (second, first)
+
+
+def _default_op(strategy: str) -> str:
+    return str(STRATEGIES[strategy].predict_option)
 
 
 def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -115,9 +125,9 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     """One line per n: the prediction, and the measured figure and error where a row exists."""
     from harness.analysis import scaling
 
-    axis, op_column, default_op = STRATEGIES[args.strategy]
-    other_axis = "workers" if axis == "replicas" else "replicas"
-    op = args.op or default_op
+    axis, other_axis = _axes(args.strategy)
+    op_column = STRATEGIES[args.strategy].option_axis
+    op = args.op or _default_op(args.strategy)
     counts = _counts(getattr(args, axis), f"--{axis}")
     config = _same_config(cells, args)
     row = _baseline(config, args)
@@ -170,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     cells, _ = history.load(args.results)
     lines, cost = predictions(cells, args)
-    title = (f"{args.model} {args.strategy} [{args.op or STRATEGIES[args.strategy][2]}], batch "
+    title = (f"{args.model} {args.strategy} [{args.op or _default_op(args.strategy)}], batch "
              f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
              f"{args.steps_per_execution}")
     print(render_table(*_text(lines), title=title))

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
-from harness.contract.probes import ProbeStatus, local_probes
+from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus
 from harness.launch.local_cluster import cluster_env, free_ports
@@ -63,14 +63,14 @@ def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, An
     replicas = len(per_worker)
     if not bad:
         d = results[0][1] or {}
-        return Probe("multi_worker_mirrored", communication, replicas, ProbeStatus.WORKS, d.get("detail", ""),
+        return Probe(WORKER_PROBE_STRATEGY, communication, replicas, ProbeStatus.WORKS, d.get("detail", ""),
                      d.get("effective", ""), workers=len(per_worker))
     i, d, ended = bad[0]
     if d is None:
-        return Probe("multi_worker_mirrored", communication, replicas, ProbeStatus.FAILS,
+        return Probe(WORKER_PROBE_STRATEGY, communication, replicas, ProbeStatus.FAILS,
                      f"worker {i}: the probe process {ended} before reporting",
                      workers=len(per_worker))
-    return Probe("multi_worker_mirrored", communication, replicas, d["status"],
+    return Probe(WORKER_PROBE_STRATEGY, communication, replicas, d["status"],
                  f"worker {i}: {d['detail']}", d.get("effective", ""), workers=len(per_worker))
 
 
@@ -144,13 +144,13 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
         if not communications:
-            probes.append(Probe("multi_worker_mirrored", "-", MWMS_WORKERS, SKIPPED,
+            probes.append(Probe(WORKER_PROBE_STRATEGY, "-", MWMS_WORKERS, SKIPPED,
                                 f"needs {MWMS_WORKERS} GPUs, one per local worker",
                                 workers=MWMS_WORKERS))
     cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
     platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1)
     for comm in communications:
-        cell = Cell(strategy="multi_worker_mirrored", communication=comm, workers=MWMS_WORKERS)
+        cell = Cell(strategy=WORKER_PROBE_STRATEGY, communication=comm, workers=MWMS_WORKERS)
         addresses = [f"127.0.0.1:{p}" for p in free_ports(MWMS_WORKERS)]
         envs = [cluster_env(cell, cell.tasks, addresses, i, cores, platform)
                 for i in range(MWMS_WORKERS)]

@@ -28,18 +28,17 @@ FACT_KEYS = ("fingerprint", "device_kind", "device_name", "host_cores", "tf_vers
 
 def topology_columns(cell: Cell, facts: Facts | None) -> CollectiveRow:
     """What every row of the topology shares: strategy, op, replicas, workers, devices, facts."""
-    op = cell.cross_device_ops if cell.strategy == "mirrored" else cell.communication
     facts = facts or {}
     return {"fingerprint": facts.get("fingerprint"), "device_kind": facts.get("device_type"),
             "device_name": facts.get("device_name"), "host_cores": facts.get("host_cores"),
-            "tf_version": facts.get("tf_version"), "strategy": cell.strategy, "op": op, "replicas": cell.replicas,
+            "tf_version": facts.get("tf_version"), "strategy": cell.strategy, "op": cell.option,
+            "replicas": cell.replicas,
             "workers": cell.workers, "devices": cell.replicas * cell.workers}
 
 
 def topology_label(cell: Cell) -> str:
     """``mirrored[auto] 2x1``: strategy[op] replicas x workers."""
-    op = cell.cross_device_ops if cell.strategy == "mirrored" else cell.communication
-    return f"{cell.strategy}[{op}] {cell.replicas}x{cell.workers}"
+    return f"{cell.strategy}[{cell.option}] {cell.replicas}x{cell.workers}"
 
 
 def not_measured(cell: Cell, facts: Facts | None, status: Status, reason: str

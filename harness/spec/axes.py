@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 from harness.spec.models import MODEL_NAMES
 from harness.spec.strategies import (
     MULTI_WORKER_STRATEGIES,
+    NO_OPTION,
     SINGLE_PROCESS_STRATEGIES,
     STRATEGY_NAMES,
     strategies_where,
@@ -106,10 +107,10 @@ AXES: tuple[Axis, ...] = (
     Axis("strategy", str, "mirrored", "tf.distribute strategy", STRATEGY_NAMES),
     Axis("cross_device_ops", str, "auto", "all-reduce implementation of MirroredStrategy",
          CROSS_DEVICE_OPS_NAMES, applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
-         inapplicable="none"),
+         inapplicable=NO_OPTION),
     Axis("communication", str, "auto", "collective implementation of MultiWorkerMirroredStrategy",
          COMMUNICATION_NAMES, applies_to=strategies_where(lambda s: s.option_axis == "communication"),
-         inapplicable="none"),
+         inapplicable=NO_OPTION),
     Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
          applies_to=strategies_where(lambda s: s.multi_device), inapplicable=1),
     Axis("workers", int, 1, "worker processes, each on 127.0.0.1 with its own TF_CONFIG",

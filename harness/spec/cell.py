@@ -59,6 +59,12 @@ class Cell:
         return STRATEGIES[self.strategy]
 
     @property
+    def option(self) -> str:
+        """Its all-reduce implementation: the value of the strategy's option axis
+        (``cross_device_ops`` or ``communication``), ``none`` where there is none or one device."""
+        return str(self.kind.option_in(vars(self)))
+
+    @property
     def tasks(self) -> tuple[Task, ...]:
         """The processes the cell runs as, chief first (one for a single-process strategy)."""
         return self.kind.tasks(self.workers, self.ps)

@@ -56,7 +56,9 @@ def _strong_batch_divides(cell: Cell, platform: Platform) -> str | None:
 
 
 def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
-    if (cell.loop == "fit" and cell.strategy == "mirrored" and cell.cross_device_ops == "auto"
+    """MirroredStrategy's default cross-device op under fit with several steps per execution
+    (``cross_device_ops`` is ``none`` for a strategy whose descriptor has no such option axis)."""
+    if (cell.loop == "fit" and cell.cross_device_ops == "auto"
             and cell.replicas > 1 and cell.steps_per_execution > 1):
         return ("Keras fit with steps_per_execution > 1 runs each step under a tf.cond inside a "
                 "while loop; MirroredStrategy's collective all-reduce there fails (\"You must feed a "

@@ -3,9 +3,12 @@ without TensorFlow (how Keras's ``Distribution`` subclasses carry their own beha
 
 A :class:`Strategy` says how many processes and tasks a cell needs and their roles, whether its
 updates are synchronous, which variables it must create, whether the all-reduce check applies,
-which axes mean something for it, and which loops and precisions it cannot run (with the reason).
-Code elsewhere asks the descriptor (``STRATEGIES[cell.strategy]``) instead of comparing names; the
-TensorFlow objects are built by :mod:`harness.worker.build.strategies`, one builder per name.
+which axes mean something for it (the option axis naming its all-reduce implementation, the axis
+that adds devices), whether it is the plain reference, and which loops and precisions it cannot run
+(with the reason). Code elsewhere asks the descriptor (``STRATEGIES[cell.strategy]``, or
+:func:`strategies_where` / :func:`only_strategy` for a set of them) instead of comparing names (a
+test greps for such comparisons); the TensorFlow objects are built by
+:mod:`harness.worker.build.strategies`, one builder per name.
 """
 
 from __future__ import annotations
@@ -14,6 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
+
+NO_OPTION = "none"
+"""The value of an option axis (cross_device_ops, communication) where it means nothing: a strategy
+without that axis, or a cell on one device."""
 
 
 class Role(StrEnum):
@@ -86,6 +94,12 @@ class Strategy:
     layout: TaskLayout = one_process
     option_axis: str | None = None
     """The axis naming its all-reduce implementation: cross_device_ops or communication."""
+    predict_option: str | None = None
+    """The value of its option axis that ``predict`` prices when ``--op`` names none (mirrored:
+    auto; multi_worker_mirrored: ring, the all-reduce the scaling model describes)."""
+    reference: bool = False
+    """The plain way to train: no distribution of its own (``tf.distribute.get_strategy()``), so
+    ``verify`` prefers it as the reference among cells of equal size."""
     multi_device: bool = True
     """Whether the replicas axis applies (more than one device per process)."""
     synchronous: bool = True
@@ -119,6 +133,33 @@ class Strategy:
         return self.synchronous
 
     @property
+    def has_allreduce_option(self) -> bool:
+        """Whether its gradients are summed by an all-reduce whose implementation an option axis
+        picks: the all-reduce the collectives sweep times and the scaling model (``predict``, the
+        report's predictions) prices (not central storage, which aggregates on one device)."""
+        return self.option_axis is not None
+
+    @property
+    def mirrors_variables(self) -> bool:
+        """Whether every variable has one copy per replica (``MirroredVariable``), so the
+        diagnosis's mirroring and idle-replica checks apply."""
+        return self.variables == Variables.MIRRORED
+
+    @property
+    def device_axis(self) -> str | None:
+        """The axis that adds all-reduce participants when ``predict`` or the collectives sweep
+        scales it: ``workers`` (one replica each) for a multi-worker strategy, ``replicas`` (of one
+        process) for a multi-device one; None where it runs on one device."""
+        if self.multi_worker:
+            return "workers"
+        return "replicas" if self.multi_device else None
+
+    def option_in(self, values: Mapping[str, Any]) -> Any:
+        """The value of its option axis in ``values`` (a cell's fields or a results row):
+        :data:`NO_OPTION` where it has no option axis."""
+        return values[self.option_axis] if self.option_axis else NO_OPTION
+
+    @property
     def chief_trains(self) -> bool:
         """Whether the chief task also runs training steps (a coordinator does not)."""
         return "chief" in self.training_tasks or not self.multi_worker
@@ -143,16 +184,18 @@ _FIT_PS = ("Keras 3 fit does not support ParameterServerStrategy (keras#18624): 
            "which schedules steps through tf.distribute.coordinator.ClusterCoordinator")
 
 STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in (
-    Strategy("default", "tf.distribute.get_strategy()", Variables.ANY, multi_device=False),
+    Strategy("default", "tf.distribute.get_strategy()", Variables.ANY, multi_device=False,
+             reference=True),
     Strategy("one_device", "tf.distribute.OneDeviceStrategy", Variables.ANY, multi_device=False),
     Strategy("mirrored", "tf.distribute.MirroredStrategy", Variables.MIRRORED,
-             option_axis="cross_device_ops"),
+             option_axis="cross_device_ops", predict_option="auto"),
     Strategy("central_storage", "tf.distribute.experimental.CentralStorageStrategy",
              Variables.AGGREGATING, unsupported_precisions=MappingProxyType({
                  "mixed_float16": "CentralStorageStrategy fails with the mixed_float16 "
                                   "loss-scale optimizer"})),
     Strategy("multi_worker_mirrored", "tf.distribute.MultiWorkerMirroredStrategy",
              Variables.MIRRORED, collective_workers, option_axis="communication",
+             predict_option="ring",
              training_tasks=("chief", "worker"),
              unsupported_loops=MappingProxyType({"fit": _FIT_MWMS})),
     Strategy("parameter_server", "tf.distribute.ParameterServerStrategy", Variables.ON_PS,
@@ -170,6 +213,20 @@ MULTI_WORKER_STRATEGIES = tuple(n for n, s in STRATEGIES.items() if s.multi_work
 def strategies_where(test: Callable[[Strategy], bool]) -> tuple[str, ...]:
     """Names of the strategies whose descriptor passes ``test`` (for an axis's ``applies_to``)."""
     return tuple(n for n, s in STRATEGIES.items() if test(s))
+
+
+def only_strategy(test: Callable[[Strategy], bool]) -> Strategy:
+    """The one strategy whose descriptor passes ``test`` (ValueError unless exactly one does)."""
+    found = [s for s in STRATEGIES.values() if test(s)]
+    if len(found) != 1:
+        raise ValueError(f"expected one strategy to pass the test; {len(found)} do: "
+                         f"{', '.join(s.name for s in found)}")
+    return found[0]
+
+
+ALLREDUCE_STRATEGIES = strategies_where(lambda s: s.has_allreduce_option)
+"""Strategies whose all-reduce implementation an option axis picks (what ``predict``, the
+collectives table and the scaling model cover)."""
 
 
 def cluster_strategy(task_types: tuple[str, ...]) -> Strategy:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from harness.contract.probes import LOCAL_PROBES, ProbeStatus, local_probes
+from harness.contract.probes import LOCAL_PROBES, WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.spec.cell import Cell
 from harness.worker.build.strategies import make_strategy
 from harness.worker.fingerprint import host_cpu
@@ -146,8 +146,8 @@ def worker(device_type: str, communication: str, workers: int) -> None:
     environment's device mask its devices, so ``device_type`` is not needed here). The strategy is
     built before anything else touches
     TensorFlow's context: collectives must be configured at program start-up."""
-    cell = Cell(strategy="multi_worker_mirrored", communication=communication, workers=workers)
-    probe("multi_worker_mirrored", communication,
+    cell = Cell(strategy=WORKER_PROBE_STRATEGY, communication=communication, workers=workers)
+    probe(WORKER_PROBE_STRATEGY, communication,
           lambda: make_strategy(cell, [], collective_timeout_s=PROBE_COLLECTIVE_TIMEOUT_S), workers,
           local=1)
 

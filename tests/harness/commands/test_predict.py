@@ -153,3 +153,17 @@ def test_too_few_all_reduce_times_and_no_results_name_the_command(
     assert main(["predict", "--results", str(tmp_path / "empty"), "--model", "cnn",
                  "--strategy", "mirrored"]) == 2
     assert "no results under" in capsys.readouterr().err
+
+
+def test_the_descriptors_say_which_axis_grows_and_which_op_is_priced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.commands import main, predict
+    from harness.spec.strategies import ALLREDUCE_STRATEGIES
+
+    assert predict._axes("mirrored") == ("replicas", "workers")
+    assert predict._axes("multi_worker_mirrored") == ("workers", "replicas")
+    assert [predict._default_op(s) for s in ALLREDUCE_STRATEGIES] == ["auto", "ring"]
+    code = main(["predict", "--results", str(tmp_path), "--model", "cnn",
+                 "--strategy", "multi_worker_mirrored", "--replicas", "2"])
+    assert code == 2 and ("Received --replicas with --strategy multi_worker_mirrored; expected "
+                          "--workers") in capsys.readouterr().err

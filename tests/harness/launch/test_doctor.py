@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.launch import doctor, gpus
-from harness.worker.probe import FAILS, UNSUPPORTED, WORKS, WRONG, judge, local_probes
+from harness.worker.probe import judge
+
+FAILS, UNSUPPORTED, WORKS, WRONG = (ProbeStatus.FAILS, ProbeStatus.UNSUPPORTED, ProbeStatus.WORKS,
+                                    ProbeStatus.WRONG)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -28,6 +32,13 @@ def test_local_probes_per_replica_count() -> None:
     assert local_probes(1) == [("one_device", "-"), ("mirrored", "auto")]
     assert ("mirrored", "hierarchical_copy") in local_probes(3)
     assert ("one_device", "-") not in local_probes(2)
+    assert local_probes(2) == [("mirrored", "auto"), ("mirrored", "reduction_to_one_device"),
+                               ("mirrored", "hierarchical_copy"), ("central_storage", "-"),
+                               ("mirrored", "nccl")]
+
+
+def test_the_worker_probes_use_the_collective_multi_worker_strategy() -> None:
+    assert WORKER_PROBE_STRATEGY == "multi_worker_mirrored"
 
 
 def test_a_probe_process_that_died_fails_the_probes_it_never_reported() -> None:
