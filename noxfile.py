@@ -1,7 +1,8 @@
 """Sessions: ``bench`` (run the default sweep, or ``-- ARGS`` for ``python -m harness run ARGS``,
-then the report), ``report``, ``tests``, ``benchmarks`` and ``ab`` (two TensorFlow builds, paired). Each installs the TensorFlow build that
-fits the machine: the CUDA build where ``nvidia-smi`` lists a GPU, tensorflow-cpu elsewhere;
-``HARNESS_TF=cpu|cuda`` overrides."""
+then the report), ``report``, ``tests``, ``unit`` (the fast tier, without TensorFlow),
+``benchmarks`` and ``ab`` (two TensorFlow builds, paired). Each but ``unit`` installs the TensorFlow
+build that fits the machine: the CUDA build where ``nvidia-smi`` lists a GPU, tensorflow-cpu
+elsewhere; ``HARNESS_TF=cpu|cuda`` overrides."""
 
 from __future__ import annotations
 
@@ -70,6 +71,21 @@ def tests(session: nox.Session) -> None:
     """The test suite (``-- ARGS`` go to pytest, e.g. ``-- -m slow``)."""
     _install(session, "test")
     session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow"]))
+
+
+UNIT = "not slow and not tf and not process"
+"""The unit tier: what needs neither TensorFlow nor a process (markers checked by tests/conftest.py)."""
+NO_TF = "import importlib.util as u, sys; sys.exit(u.find_spec('tensorflow') and 'TensorFlow is installed')"
+"""Fails the unit session where a dependency has pulled TensorFlow in."""
+
+
+@nox.session
+def unit(session: nox.Session) -> None:
+    """The fast tier: ``-m "not slow and not tf and not process"`` in an environment without
+    TensorFlow (``-- ARGS`` are added to pytest's, e.g. ``-- -x`` or a test path)."""
+    session.install("-e", ".[test]")
+    session.run("python", "-c", NO_TF, silent=True)
+    session.run("python", "-m", "pytest", "-m", UNIT, *session.posargs)
 
 
 @nox.session

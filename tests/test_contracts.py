@@ -18,6 +18,7 @@ LINT = ("import sys; from importlinter.cli import lint_imports; "
         "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True))")
 
 
+@pytest.mark.process
 def test_import_contracts_hold() -> None:
     pytest.importorskip("importlinter")
     proc = subprocess.run([sys.executable, "-c", LINT, str(ROOT / "pyproject.toml")], cwd=ROOT,

@@ -63,6 +63,7 @@ def harness(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300)
 
 
+@pytest.mark.process
 def test_injected_regression_is_detected(tmp_path: Path) -> None:
     slow = CELLS[1].id
     results = history_of(tmp_path, 12, slowdown={slow: 0.85})
@@ -75,18 +76,21 @@ def test_injected_regression_is_detected(tmp_path: Path) -> None:
     assert "**Performance regression**" in md.read_text() and slow in md.read_text()
 
 
+@pytest.mark.process
 def test_noise_only_is_not_flagged(tmp_path: Path) -> None:
     proc = harness("compare", "--results", str(history_of(tmp_path, 12)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4 no change" in proc.stdout
 
 
+@pytest.mark.process
 def test_too_short_a_history_exits_3(tmp_path: Path) -> None:
     proc = harness("compare", "--results", str(history_of(tmp_path, 3)))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "not enough history" in proc.stdout
 
 
+@pytest.mark.process
 def test_missing_or_corrupt_results_exit_2_with_a_clear_message(tmp_path: Path) -> None:
     proc = harness("compare", "--results", str(tmp_path / "nowhere"))
     assert proc.returncode == 2 and "no results under" in proc.stderr
@@ -99,6 +103,7 @@ def test_missing_or_corrupt_results_exit_2_with_a_clear_message(tmp_path: Path) 
     assert proc.returncode == 2 and "--min-effect" in proc.stderr
 
 
+@pytest.mark.process
 def test_a_first_run_is_not_enough_history_not_an_error(tmp_path: Path) -> None:
     """After one run into a fresh results folder, the default compare (last:20 before latest) finds
     no baseline: that is too short a history (exit 3, saying how many runs there are and are
@@ -122,6 +127,7 @@ def test_a_first_run_is_not_enough_history_not_an_error(tmp_path: Path) -> None:
     assert "the results hold 2 runs" in " ".join(proc.stdout.split())
 
 
+@pytest.mark.process
 def test_a_reference_to_nothing_stays_exit_2(tmp_path: Path) -> None:
     results = history_of(tmp_path, 3)
     for flag, ref in (("--baseline", "2026-10-31"), ("--baseline", "2026-10-01..2026-10-31"),
@@ -173,6 +179,7 @@ def test_references_resolve() -> None:
     assert missing.value.exit_code == EXIT_USAGE
 
 
+@pytest.mark.process
 def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:
     results = history_of(tmp_path, 1)
     proc = harness("report", "--results", str(results), "--out", str(tmp_path / "report"))
@@ -185,6 +192,7 @@ def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:
     assert "data:image/png;base64," in text and "How the numbers were measured" in text
 
 
+@pytest.mark.process
 def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
     """A --benchmark-json file as benchmarks/conftest.py writes it becomes a run compare can gate."""
     import json
@@ -234,6 +242,7 @@ def _two_machines(tmp_path: Path, tf_b: str = "2.21.0") -> Path:
     return results
 
 
+@pytest.mark.process
 def test_compare_hardware_ratios_and_cost(tmp_path: Path) -> None:
     results = _two_machines(tmp_path)
     prices = tmp_path / "prices.csv"
@@ -271,6 +280,7 @@ def test_compare_hardware_over_runs_when_each_machine_has_several() -> None:
     assert over == "processes" and r.value == pytest.approx(200.5 / 100.5)
 
 
+@pytest.mark.process
 def test_compare_hardware_refuses_unlike_software(tmp_path: Path) -> None:
     proc = harness("compare-hardware", "--results", str(_two_machines(tmp_path, tf_b="2.20.0")))
     assert proc.returncode == 2

@@ -75,6 +75,7 @@ def verify(*args: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.process
 def test_accumulation_and_two_replicas_train_as_one_step() -> None:
     """The default run's share of the equivalence sweep (ctl loop): strong scaling, so on 64 and on
     128 examples per update default and mirrored on 2 replicas meet, and on 128 two micro-batches
@@ -87,6 +88,7 @@ def test_accumulation_and_two_replicas_train_as_one_step() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_equivalence_sweep_agrees() -> None:
     """SGD, same seed and data order: k micro-batches of b equal one step on k*b (k = 1, 2, 4) under
     default, one_device and mirrored on 2 replicas, with ctl and fit; the same global batch under
@@ -103,6 +105,7 @@ HC3 = ["--model", "dense", "--strategy", "default,mirrored",
        "--cpu-devices", "3", "--updates", "4"]
 
 
+@pytest.mark.process
 def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
     refused = verify(*HC3)
     assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-2000:]

@@ -10,6 +10,8 @@ import pytest
 
 from tests.harness.launch.test_runner import harness, worker_processes
 
+pytestmark = pytest.mark.process
+
 CELL = ["--model", "dense", "--strategy", "default", "--batch", "32", "--steps-per-execution", "5",
         "--repeats", "2", "--window-s", "0.2", "--warmup-windows", "0", "--min-window-steps", "5",
         "--no-peak", "--no-breakdown", "--min-pairs", "3", "--max-pairs", "4"]

@@ -45,6 +45,7 @@ def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     ("--window-s", "0", "more than 0"),
     ("--cpu-devices", "0", "at least 1"),
 ])
+@pytest.mark.process
 def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):
     proc = harness("run", flag, bad, "--out", str(tmp_path / "results"))
     assert proc.returncode == 2, proc.stderr
@@ -55,12 +56,14 @@ def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):
     assert not (tmp_path / "results").exists()  # nothing measured, nothing written
 
 
+@pytest.mark.process
 def test_bad_item_in_a_comma_list(tmp_path):
     proc = harness("list", "--strategy", "default,mirored", "--device", "cpu")
     assert proc.returncode == 2
     assert "'mirored'" in proc.stderr and "central_storage" in proc.stderr
 
 
+@pytest.mark.process
 def test_list_smoke_marks_nccl_unsupported():
     proc = harness("list", "--sweep", "smoke", "--device", "cpu")
     assert proc.returncode == 0, proc.stderr
@@ -88,6 +91,7 @@ def test_list_smoke_marks_nccl_unsupported():
             f"{n_unsupported} unsupported") in proc.stdout
 
 
+@pytest.mark.process
 def test_list_axis_flags_make_a_custom_sweep():
     proc = harness("list", "--model", "dense", "--strategy", "default,mirrored", "--replicas", "1..max",
                    "--device", "cpu", "--cpu-devices", "3", "--cross-device-ops", "hierarchical_copy",
@@ -106,6 +110,7 @@ def test_list_axis_flags_make_a_custom_sweep():
     assert "repeats=2" in proc.stdout
 
 
+@pytest.mark.process
 def test_data_mnist_missing_file(tmp_path):
     missing = tmp_path / "nowhere" / "mnist.npz"
     proc = harness("run", "--data", "mnist", "--mnist-path", str(missing), "--out", str(tmp_path / "r"),
@@ -120,6 +125,7 @@ def test_data_mnist_missing_file(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.process
 def test_data_mnist_default_path_missing(tmp_path):
     proc = harness("list", "--data", "synthetic,mnist", "--device", "cpu",
                    env={"KERAS_HOME": str(tmp_path)})
@@ -127,6 +133,7 @@ def test_data_mnist_default_path_missing(tmp_path):
     assert str(tmp_path / "datasets" / "mnist.npz") in proc.stderr
 
 
+@pytest.mark.process
 def test_run_help_lists_axes_and_choices():
     proc = subprocess.run([sys.executable, "-m", "harness", "run", "--help"], cwd=REPO,
                           env={**os.environ, "COLUMNS": "100"}, capture_output=True, text=True,
@@ -148,6 +155,7 @@ def test_run_help_lists_axes_and_choices():
     assert all(op in text for op in CROSS_DEVICE_OPS_NAMES)
 
 
+@pytest.mark.process
 def test_python_m_harness_entry_point():
     proc = subprocess.run([sys.executable, "-m", "harness", "list", "--sweep", "smoke", "--device", "cpu"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -155,6 +163,7 @@ def test_python_m_harness_entry_point():
     assert "cnn/default/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak" in proc.stdout
 
 
+@pytest.mark.process
 def test_no_command_is_a_usage_error():
     proc = harness()
     assert proc.returncode == 2
@@ -203,6 +212,7 @@ def test_verify_default_updates_of_a_custom_selection(monkeypatch):
     assert _verify_updates_taken(monkeypatch, *VERIFY_AXES, "--updates", "30") == 30
 
 
+@pytest.mark.process
 def test_verify_explicit_updates_that_contradict_is_an_error():
     proc = harness("verify", "--device", "cpu", *VERIFY_AXES, "--updates", "8")
     assert proc.returncode == 2, proc.stderr

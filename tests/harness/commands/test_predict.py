@@ -35,6 +35,7 @@ def _folder(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.process
 def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
     out = _folder(tmp_path)
     proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored",
@@ -51,6 +52,7 @@ def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
     assert (out / "figures" / "predict_cnn_mirrored.svg").is_file()
 
 
+@pytest.mark.process
 def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
     out = _folder(tmp_path)
     proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored",
@@ -68,6 +70,7 @@ def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
     (["--model", "cnn", "--strategy", "mirrored", "--workers", "2"], "--workers with --strategy mirrored"),
     (["--model", "cnn", "--strategy", "mirrored", "--replicas", "0,2"], "--replicas='0,2'"),
 ])
+@pytest.mark.process
 def test_bad_input_names_the_problem(tmp_path: Path, args: list[str], message: str) -> None:
     proc = harness("predict", "--results", str(_folder(tmp_path)), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
@@ -102,6 +105,7 @@ def _mwms_folder(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.process
 def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: Path) -> None:
     out = _mwms_folder(tmp_path)
     figures = tmp_path / "figs"

@@ -37,6 +37,7 @@ def test_a_pinned_launch_and_mig_platform_survive_the_job_file() -> None:
     assert again.launch == launch and again.options.platform == platform
 
 
+@pytest.mark.usefixtures("no_git")
 def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
     from harness.analysis.ab import Rule
     from harness.launch.ab import Side, run_ab

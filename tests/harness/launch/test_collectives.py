@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.results.store import COLLECTIVE_SCHEMA, read_collectives
 from tests.harness.launch.test_runner import harness, worker_processes
+
+pytestmark = pytest.mark.process
 
 
 def test_collectives_sweep_end_to_end(tmp_path: Path) -> None:

@@ -7,12 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.launch import doctor, gpus
 from harness.worker.probe import judge
 
-FAILS, UNSUPPORTED, WORKS, WRONG = (ProbeStatus.FAILS, ProbeStatus.UNSUPPORTED, ProbeStatus.WORKS,
-                                    ProbeStatus.WRONG)
+WORKS, WRONG, FAILS, UNSUPPORTED = (ProbeStatus.WORKS, ProbeStatus.WRONG, ProbeStatus.FAILS,
+                                    ProbeStatus.UNSUPPORTED)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -74,6 +76,7 @@ def test_os_gpus_reads_pci_vendors(tmp_path: Path) -> None:
                                                                      ("card1", "AMD")]
 
 
+@pytest.mark.process
 def test_doctor_json_on_this_cpu_machine() -> None:
     proc = subprocess.run([sys.executable, "-m", "harness", "doctor", "--json", "--device", "cpu"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -90,6 +93,7 @@ def test_doctor_json_on_this_cpu_machine() -> None:
     assert any("hierarchical_copy on 3 replicas returns wrong sums" in w for w in report["warnings"])
 
 
+@pytest.mark.process
 def test_doctor_refuses_bad_replica_counts_before_probing() -> None:
     proc = subprocess.run([sys.executable, "-m", "harness", "doctor", "--replicas", "0,x"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -85,6 +85,7 @@ def _run(tmp_path: Path, *args: str, fault: str = "", breakdown: bool = False
     return proc, pd.read_parquet(out / "cells").set_index("cell_id")
 
 
+@pytest.mark.process
 def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
                     "--workers", "2", breakdown=True)
@@ -103,6 +104,7 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     assert (windows.worker_s <= windows.window_s + 1e-9).all()
 
 
+@pytest.mark.process
 def test_killed_worker_fails_the_cell_and_the_sweep_goes_on(tmp_path: Path) -> None:
     t0 = time.monotonic()
     _, cells = _run(tmp_path, "--strategy", "mirrored,multi_worker_mirrored", "--communication", "ring",
@@ -115,6 +117,7 @@ def test_killed_worker_fails_the_cell_and_the_sweep_goes_on(tmp_path: Path) -> N
     assert time.monotonic() - t0 < 180
 
 
+@pytest.mark.process
 def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
                     "--workers", "2", "--rendezvous-timeout-s", "8", fault=f"absent@1:{MWMS}")
@@ -123,6 +126,7 @@ def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path
     assert "deadline passed: rendezvous" in reason and "8 s" in reason and "(worker 1 not there)" in reason
 
 
+@pytest.mark.process
 def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "verify", "--device", "cpu", "--model", "dense",
@@ -134,6 +138,7 @@ def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
     assert "agrees" in line
 
 
+@pytest.mark.process
 def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--ps", "1")
     row = cells.loc[PS]
@@ -149,6 +154,7 @@ def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path)
     assert (per_window.updates == per_window.steps).all()
 
 
+@pytest.mark.process
 def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) -> None:
     t0 = time.monotonic()
     # worker 0 dies 15 s after joining: after the chief's start-up, long before 30 windows of 2 s end
@@ -160,6 +166,7 @@ def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) 
     assert time.monotonic() - t0 < 120
 
 
+@pytest.mark.process
 def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: Path) -> None:
     _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2",
                     "--rendezvous-timeout-s", "8", fault=f"absent@3:{PS}")
@@ -168,6 +175,7 @@ def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: P
     assert "deadline passed: rendezvous" in reason and "(ps 0 not there)" in reason, reason
 
 
+@pytest.mark.process
 def test_parameter_server_on_one_worker_matches_one_device_in_verify() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "verify", "--device", "cpu", "--model", "dense",
@@ -194,6 +202,7 @@ def _start_task(tmp_path: Path, cluster: dict[str, list[str]], kind: str, index:
         stderr=subprocess.STDOUT, text=True)
 
 
+@pytest.mark.process
 def test_tf_config_cluster_runs_every_cell_and_only_the_chief_writes(tmp_path: Path) -> None:
     """Two tasks started as a scheduler would, each with its own TF_CONFIG; two cells in a row on
     the same addresses."""
@@ -210,6 +219,7 @@ def test_tf_config_cluster_runs_every_cell_and_only_the_chief_writes(tmp_path: P
     assert worker_processes(str(tmp_path)) == []
 
 
+@pytest.mark.process
 def test_tf_config_parameter_server_cluster_serves_every_cell(tmp_path: Path) -> None:
     """A chief, two workers and a ps started by hand: the servers live for the whole run (between
     cells too), each cell's coordinator is a fresh process; the servers end with 0 by themselves
@@ -239,6 +249,7 @@ def test_tf_config_parameter_server_cluster_serves_every_cell(tmp_path: Path) ->
     assert worker_processes(str(tmp_path)) == []
 
 
+@pytest.mark.process
 def test_tf_config_servers_fail_when_the_chief_is_killed(tmp_path: Path) -> None:
     """A chief killed mid-run (SIGKILL: no word to anyone): its servers notice the lost lease,
     stop their server processes and exit 1, at once."""
@@ -268,6 +279,7 @@ def test_tf_config_servers_fail_when_the_chief_is_killed(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_parameter_server_straggler_shows_in_the_update_imbalance(tmp_path: Path) -> None:
     """A worker sharing core 0 with a busy loop runs fewer of the coordinator's updates: the
     straggler figure sees it (against the same cell without the fault)."""

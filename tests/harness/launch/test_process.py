@@ -7,7 +7,11 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.launch.process import Deadline, Phase, Process, signal_text
+
+pytestmark = pytest.mark.process
 
 EMIT = ("import json, sys, time\n"
         "with open(sys.argv[1], 'a') as f:\n"

@@ -76,12 +76,12 @@ def test_slurm_outside_a_job_step_is_refused(monkeypatch: pytest.MonkeyPatch) ->
         resolve_slurm(0, 0)
 
 
+@pytest.mark.process  # TensorFlow's resolver runs in a child process (harness.worker.slurm)
 @pytest.mark.parametrize("procid,ps,kind,index", [("0", 0, "worker", 0), ("3", 0, "worker", 3),
                                                   ("0", 1, "chief", 0), ("1", 1, "ps", 0),
                                                   ("3", 1, "worker", 1)])
 def test_slurm_resolver_builds_the_cluster(monkeypatch: pytest.MonkeyPatch, procid: str, ps: int,
                                            kind: str, index: int) -> None:
-    pytest.importorskip("tensorflow")
     monkeypatch.setenv("SLURM_PROCID", procid)
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "4")
     monkeypatch.setenv("SLURM_STEP_NODELIST", "node[1-2]")

@@ -39,6 +39,7 @@ def worker_processes(marker: str) -> list[str]:
     return found
 
 
+@pytest.mark.process
 def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = harness("run", "--sweep", "smoke", "--out", str(out), "--processes", "1")
@@ -113,6 +114,7 @@ def _fault_run(tmp_path: Path, fault: str, target: str, *extra: str) -> tuple[su
 TARGET = "dense/one_device/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak"
 
 
+@pytest.mark.process
 def test_killed_worker_becomes_failed_row_and_keeps_others(tmp_path: Path) -> None:
     _, cells = _fault_run(tmp_path, "kill", TARGET)
     assert cells.loc[TARGET, "status"] == "failed"
@@ -123,6 +125,7 @@ def test_killed_worker_becomes_failed_row_and_keeps_others(tmp_path: Path) -> No
     assert others.mfu.isna().all() and others.peak_flops_per_sec.isna().all()  # --no-peak
 
 
+@pytest.mark.process
 def test_hung_worker_is_stopped_at_its_deadline(tmp_path: Path) -> None:
     _, cells = _fault_run(tmp_path, "hang", TARGET, "--cell-timeout-s", "15")
     assert cells.loc[TARGET, "status"] == "failed"
@@ -131,6 +134,7 @@ def test_hung_worker_is_stopped_at_its_deadline(tmp_path: Path) -> None:
     assert (cells.drop(TARGET).status == "ok").all()
 
 
+@pytest.mark.process
 def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
     import signal
     import time
@@ -154,6 +158,7 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
     assert worker_processes(str(tmp_path)) == []
 
 
+@pytest.mark.usefixtures("no_git")
 def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
     """The record is handed on before the launcher has stopped its processes: a Ctrl-C during the
     shutdown that follows loses no measured row (no TensorFlow: a fake launcher)."""
@@ -208,6 +213,7 @@ def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object)
     return result, calls
 
 
+@pytest.mark.usefixtures("no_git")
 def test_passes_interleave_cells_and_unstable_cells_get_more(tmp_path: Path) -> None:
     from harness.spec.protocol import Protocol
 
@@ -225,6 +231,7 @@ def test_passes_interleave_cells_and_unstable_cells_get_more(tmp_path: Path) -> 
     assert sorted(stored[stored.cell_id == rows["dense"]["cell_id"]]["pass"]) == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.usefixtures("no_git")
 def test_earlier_runs_in_the_folder_widen_the_ci(tmp_path: Path) -> None:
     from harness.spec.protocol import Protocol
 

@@ -19,7 +19,7 @@ import pytest
 from harness.results.store import read_cells
 from tests.harness.launch.test_runner import ROOT, worker_processes
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.process,
               pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm's srun is not installed")]
 
 WAIT_S = 120

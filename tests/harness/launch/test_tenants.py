@@ -69,6 +69,7 @@ def test_tenants_apply_to_single_process_strategies_and_mark_the_id() -> None:
     assert Cell(strategy="multi_worker_mirrored", workers=2, tenants=2).tenants == 1
 
 
+@pytest.mark.process
 def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> None:
     pd = pytest.importorskip("pandas")
     from harness.results import history

@@ -115,14 +115,17 @@ def test_load_mnist_npy_file_raises_data_error(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tf():
-    return pytest.importorskip("tensorflow")
+def tf():  # imported here, not at module level: tests/conftest.py
+    import tensorflow as tf
+
+    return tf
 
 
 def _first(ds, n=1):
     return [(x.numpy(), y.numpy()) for x, y in ds.take(n)]
 
 
+@pytest.mark.tf
 def test_make_dataset_mnist(tf, mnist_file):
     path, x_raw, y_raw = mnist_file
     ds = data.make_dataset("mnist", 32, seed=0, mnist_path=str(path))
@@ -140,11 +143,13 @@ def test_make_dataset_mnist(tf, mnist_file):
     assert not np.allclose(x0[..., 0], x_raw[:32] / 255.0)
 
 
+@pytest.mark.tf
 def test_make_dataset_mnist_missing_file(tf, tmp_path):
     with pytest.raises(HarnessError):
         data.make_dataset("mnist", 32, 0, mnist_path=str(tmp_path / "missing.npz"))
 
 
+@pytest.mark.tf
 def test_make_dataset_synthetic(tf):
     ds = data.make_dataset("synthetic", 16, 0)
     assert ds.element_spec[0].shape.as_list() == [16, 28, 28, 1]
@@ -156,6 +161,7 @@ def test_make_dataset_synthetic(tf):
         assert y.min() >= 0 and y.max() < 10
 
 
+@pytest.mark.tf
 def test_synthetic_pool_size(tf):
     # the pool holds at least SYNTHETIC_POOL_EXAMPLES examples, and at least 8 batches; then it repeats
     pool_batches = max(8, -(-data.SYNTHETIC_POOL_EXAMPLES // 1024))
@@ -164,6 +170,7 @@ def test_synthetic_pool_size(tf):
     assert not np.array_equal(first[0][0], first[1][0])
 
 
+@pytest.mark.tf
 def test_synthetic_same_seed_same_batches(tf):
     (xa, ya), = _first(data.make_dataset("synthetic", 16, 7))
     (xb, yb), = _first(data.make_dataset("synthetic", 16, 7))

@@ -1,17 +1,18 @@
-"""harness.diagnosis names the piece built outside strategy.scope() (in-process, one CPU device)."""
+"""harness.diagnosis names the piece built outside strategy.scope() (in-process, one CPU device;
+TensorFlow is imported inside the tests that need it: tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-
-tf = pytest.importorskip("tensorflow")
-keras = pytest.importorskip("keras")
 
 from harness.worker.build.models import MODELS
 from harness.worker.checks import diagnosis
 
 
 def _planted(model_inside: bool, optimizer_inside: bool) -> list[str]:
+    import keras
+    import tensorflow as tf
+
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     built = {}
     for name, inside, make in (("model", model_inside, MODELS["dense"].build),
@@ -24,34 +25,45 @@ def _planted(model_inside: bool, optimizer_inside: bool) -> list[str]:
     return diagnosis.diagnose(strategy, "mirrored", built["model"], built["optimizer"], 1)
 
 
+@pytest.mark.tf
 def test_nothing_to_say_when_both_are_built_in_scope() -> None:
     assert _planted(True, True) == []
 
 
+@pytest.mark.tf
 def test_model_outside_the_scope_is_named() -> None:
     (problem,) = _planted(False, True)
     assert problem.startswith("the model was built outside strategy.scope()")
     assert "ResourceVariable" in problem and "trains on one device" in problem
 
 
+@pytest.mark.tf
 def test_optimizer_outside_the_scope_is_named() -> None:
     (problem,) = _planted(True, False)
     assert problem.startswith("the optimizer was built outside strategy.scope()")
     assert "iteration" in problem  # caught by the counter made at construction, before training
 
 
+@pytest.mark.tf
 def test_both_outside_the_scope_are_named_together() -> None:
     (problem,) = _planted(False, False)
     assert problem.startswith("both the model and the optimizer were built outside")
 
 
+@pytest.mark.tf
 def test_single_device_strategies_have_no_scope_to_check() -> None:
+    import keras
+    import tensorflow as tf
+
     strategy = tf.distribute.get_strategy()
     model = MODELS["dense"].build()
     assert diagnosis.diagnose(strategy, "default", model, keras.optimizers.SGD(), 1) == []
 
 
+@pytest.mark.tf
 def test_every_replica_device_did_work_on_one_device() -> None:
+    import tensorflow as tf
+
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     assert diagnosis.idle_replica_problems(strategy, ["/job:localhost/replica:0/task:0/device:CPU:0"]) == []
     problems = diagnosis.idle_replica_problems(strategy, ["/device:CPU:0", "/device:CPU:1"])

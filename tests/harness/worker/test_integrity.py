@@ -1,21 +1,31 @@
-"""The integrity check flags a model built outside the strategy scope (in-process, one device)."""
+"""The integrity check flags a model built outside the strategy scope (in-process, one device;
+TensorFlow is imported inside the tests that need it: tests/conftest.py)."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-tf = pytest.importorskip("tensorflow")
-keras = pytest.importorskip("keras")
+import pytest
 
 from harness.worker.build.models import MODELS
 from harness.worker.checks import integrity
 
 
 def _mirrored() -> object:
+    import tensorflow as tf
+
     return tf.distribute.MirroredStrategy(["/cpu:0"])
 
 
-def test_model_built_in_scope_passes() -> None:
+@pytest.fixture
+def keras() -> Any:
+    import keras
+
+    return keras
+
+
+@pytest.mark.tf
+def test_model_built_in_scope_passes(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
         model = MODELS["dense"].build()
@@ -23,7 +33,8 @@ def test_model_built_in_scope_passes() -> None:
     assert integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5) == []
 
 
-def test_model_built_outside_scope_is_flagged() -> None:
+@pytest.mark.tf
+def test_model_built_outside_scope_is_flagged(keras: Any) -> None:
     strategy = _mirrored()
     model = MODELS["dense"].build()  # on purpose: outside strategy.scope()
     with strategy.scope():
@@ -34,7 +45,8 @@ def test_model_built_outside_scope_is_flagged() -> None:
     assert "model variable" in problems[0] and "ResourceVariable" in problems[0]
 
 
-def test_replica_count_and_loss_are_checked() -> None:
+@pytest.mark.tf
+def test_replica_count_and_loss_are_checked(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
         model = MODELS["dense"].build()
@@ -44,7 +56,8 @@ def test_replica_count_and_loss_are_checked() -> None:
     assert any("final loss is nan" in p for p in problems)
 
 
-def test_iterations_must_match_the_updates_run() -> None:
+@pytest.mark.tf
+def test_iterations_must_match_the_updates_run(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
         model = MODELS["dense"].build()

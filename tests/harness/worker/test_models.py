@@ -50,8 +50,8 @@ def test_registry_names():
     ("cnn", 34826, [320, 0, 18496, 0, 0, 16010]),
     ("dense", 101770, [0, 100480, 1290]),
 ])
+@pytest.mark.tf
 def test_keras_model_matches_analytic_architecture(name, params, layer_params):
-    pytest.importorskip("keras")
     model = MODELS[name].build()
     assert model.name == name
     assert model.count_params() == params
@@ -63,8 +63,8 @@ def test_keras_model_matches_analytic_architecture(name, params, layer_params):
     assert len(bearing) == len(MODELS[name].layers())
 
 
+@pytest.mark.tf
 def test_cnn_keras_shapes_match_flop_arithmetic():
-    pytest.importorskip("keras")
     model = MODELS["cnn"].build()
     shapes = [tuple(layer.output.shape) for layer in model.layers]
     # the output sizes used in cnn_layers(): 26x26x32, 13x13, 11x11x64, 5x5, 1600, 10
@@ -72,6 +72,7 @@ def test_cnn_keras_shapes_match_flop_arithmetic():
                       (None, 1600), (None, 10)]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name", ["cnn", "dense"])
 def test_collectives_gradient_shapes_are_the_models_trainable_variables(name):
     from harness.spec.collectives import GRADIENT_SHAPES

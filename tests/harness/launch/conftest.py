@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def no_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_sweep`` and ``run_ab`` stamp every row with the checkout's commit (``git rev-parse``, a
+    process): a fixed one keeps the tests of their event loops with fake launchers in the unit tier."""
+    for module in ("harness.launch.runner", "harness.launch.ab", "harness.launch.collectives"):
+        monkeypatch.setattr(f"{module}.git_sha", lambda: "0123456789ab")
