@@ -148,3 +148,17 @@ def ab(session: nox.Session) -> None:
     # nox fails the session on ab's exit 1 (regression) and 3 (undecided) alike; call
     # ``python -m harness ab`` directly to tell them apart
     session.run("python", "-m", "harness", "ab", "--a", pythons["A"], "--b", pythons["B"], *rest)
+
+
+LINTED = ("harness", "tests", "benchmarks")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format check) over harness, tests and benchmarks, and mypy over harness, strict
+    on spec, contract, formulas and analysis (settings: ``pyproject.toml``). Installs no TensorFlow:
+    the worker imports it lazily and mypy treats it as untyped."""
+    session.install("-e", ".[lint]")
+    session.run("ruff", "check", *LINTED)
+    session.run("ruff", "format", "--check", *LINTED)
+    session.run("mypy")

@@ -23,12 +23,15 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.formulas.stats import t_quantile
 from harness.contract.records import Status
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 
@@ -95,7 +98,7 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
     return Decision(math.exp(centre), low, high, n, verdict)
 
 
-def pair_ratios(rows: Any) -> Any:
+def pair_ratios(rows: pd.DataFrame) -> pd.DataFrame:
     """B/A of every complete pair in a DataFrame of ``ab`` rows: columns cell_id, ab_pair, ratio."""
     ok = rows[rows["status"] == Status.OK]
     wide = ok.pivot_table(index=["ab_id", "cell_id", "ab_pair"], columns="ab_side",
@@ -127,7 +130,7 @@ def simulate(pool: Sequence[float], rule: Rule, trials: int, seed: int = 0
         ratios: list[float] = []
         d = decide(ratios, rule)
         while d.verdict == UNDECIDED and len(ratios) < rule.max_pairs:
-            ratios.append(float(pool[rng.integers(len(pool))]))
+            ratios.append(float(pool[int(rng.integers(len(pool)))]))
             d = decide(ratios, rule)
         counts[d.verdict] += 1
         used += d.pairs

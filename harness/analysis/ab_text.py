@@ -2,25 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from harness.analysis.ab import Decision, Rule
+from harness.spec.cell import Cell
 
 HEADER = ("cell", "mode", "B/A", "95% CI", "pairs", "verdict")
 
 
-def _ci(d: Any) -> str:
+class Outcome(Protocol):
+    """What this module reads of one cell's pairs (:class:`harness.launch.ab.CellOutcome`)."""
+
+    @property
+    def cell(self) -> Cell: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def ratios(self) -> Sequence[float]: ...
+    @property
+    def decision(self) -> Decision: ...
+    @property
+    def failure(self) -> str: ...
+    @property
+    def software(self) -> Mapping[str, str]: ...
+
+
+def _ci(d: Decision) -> str:
     return "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
 
 
-def progress_line(outcome: Any, order: str) -> str:
+def progress_line(outcome: Outcome, order: str) -> str:
     """``cnn/... pair 4 (BA): B/A 0.962; so far 0.971 [0.950..0.992] undecided``."""
     d = outcome.decision
     return (f"{outcome.cell.id} pair {d.pairs} ({order}): B/A {outcome.ratios[-1]:.3f}; so far "
             f"{d.ratio:.3f} [{_ci(d)}] {d.verdict}")
 
 
-def rows(outcomes: Sequence[Any]) -> list[tuple[str, ...]]:
-    out = []
+def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
     for o in outcomes:
         d = o.decision
         if o.failure:
@@ -31,19 +51,19 @@ def rows(outcomes: Sequence[Any]) -> list[tuple[str, ...]]:
     return out
 
 
-def table(outcomes: Sequence[Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table(outcomes: Sequence[Outcome]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """(header, rows) for :func:`harness.analysis.tables.render_table`."""
     return HEADER, rows(outcomes)
 
 
-def markdown(outcomes: Sequence[Any], verdict: str, rule: Any) -> str:
+def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
     """The result as a CI comment: verdict, the table, the software of each side and the method."""
     title = {"regression": "**Performance regression (B slower than A)**",
              "no regression": "No performance regression", "undecided": "Undecided within the budget",
              "error": "**A cell failed**"}[verdict]
     lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]
-    software = next((o.software for o in outcomes if o.software), {})
+    software: Mapping[str, str] = next((o.software for o in outcomes if o.software), {})
     lines += ["", *(f"- side {s}: {v}" for s, v in sorted(software.items())), "",
               "Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
               "alternate: back to back, each with the whole host; order random per pair); "

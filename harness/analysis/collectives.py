@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def _size(nbytes: Any) -> str:
+def _size(nbytes: float | None) -> str:
     if nbytes is None:
         return "-"
     for unit, scale in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
@@ -28,7 +28,7 @@ def _time(r: Mapping[str, Any]) -> str:
 def table_lines(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """(header, lines) of the collectives rows, for :func:`harness.analysis.tables.render_table`."""
     header = ("strategy[op]", "n", "payload", "bytes", "time us [95% CI]", "busbw GB/s", "check")
-    lines = []
+    lines: list[tuple[str, ...]] = []
     for r in rows:
         ok = r.get("status") == Status.OK
         time = _time(r)

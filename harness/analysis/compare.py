@@ -76,7 +76,7 @@ def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], hist
             policy))
     cand_all = cells[cells["run_id"].isin(candidate)]
     was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"]))
-    broken = [(r.cell_id, r.status, r.reason or "") for r in cand_all.itertuples()
+    broken = [(str(r.cell_id), str(r.status), str(r.reason or "")) for r in cand_all.itertuples()
               if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint) in was_ok]
     return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
 
@@ -99,7 +99,7 @@ def _pct(x: float | None) -> str:
 def _rows(result: Comparison) -> list[tuple[str, ...]]:
     order = {gate.REGRESSION: 0, gate.IMPROVEMENT: 1, gate.SHORT_HISTORY: 2, gate.NEW: 3,
              gate.NO_CHANGE: 4}
-    out = []
+    out: list[tuple[str, ...]] = []
     for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
         ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
         out.append((v.change, v.cell_id, f"{v.candidate:,.0f}",

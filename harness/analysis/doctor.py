@@ -147,7 +147,7 @@ def render(report: Report) -> str:
     """The human-readable report: devices, build, threads, the probe table, warnings, advice."""
     f = report.facts
     lines = ["Devices (TensorFlow):"]
-    rows = [("physical", "type", "vendor", "model")]
+    rows: list[tuple[str, ...]] = [("physical", "type", "vendor", "model")]
     rows += [(d["name"], d["type"], d["vendor"] or "-", d["model"] or "-") for d in f["physical"]]
     lines.append(render_table(rows[0], rows[1:], indent=2))
     lines.append(f"  logical {f['logical_type']} devices: {', '.join(f['logical'])}")

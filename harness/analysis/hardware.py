@@ -25,6 +25,7 @@ import csv
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -77,7 +78,7 @@ def software_differences(rows: pd.DataFrame) -> list[str]:
     for col in SOFTWARE:
         values = sw.groupby("fingerprint")[col].agg(lambda s: ",".join(sorted(set(map(str, s)))))
         if values.nunique() > 1:
-            out.append(f"{col}: " + "; ".join(f"{fp[:10]} {v}" for fp, v in values.items()))
+            out.append(f"{col}: " + "; ".join(f"{str(fp)[:10]} {v}" for fp, v in values.items()))
     return out
 
 
@@ -104,7 +105,7 @@ def compare_machines(ok: pd.DataFrame, prices: dict[str, Price] | None = None) -
         if not ref.empty and fp != reference:
             r, over = evidence_ratio(g, ref)
             ratio, lo, hi, verdict = r.value, r.low, r.high, describe(r)
-        price = prices.get(str(row["device_name"])) or prices.get(fp) or Price()
+        price = prices.get(str(row["device_name"])) or prices.get(str(fp)) or Price()
         devices = int(row["device_count"]) if pd.notna(row["device_count"]) else 1
         eps = float(row["examples_per_sec"])
         energy = row.get("energy_j_per_example")
@@ -129,19 +130,24 @@ def evidence_ratio(candidate: pd.DataFrame, reference: pd.DataFrame) -> tuple[st
     both machines ran it at least twice, else the newest runs' process figures."""
     if len(candidate) >= 2 and len(reference) >= 2:
         return stats.ratio(list(candidate["examples_per_sec"]), list(reference["examples_per_sec"])), "runs"
-    return stats.ratio(figures(candidate.iloc[-1]), figures(reference.iloc[-1])), "processes"
+    return stats.ratio(figures(_newest(candidate)), figures(_newest(reference))), "processes"
+
+
+def _newest(rows: pd.DataFrame) -> dict[str, Any]:
+    """The last row, column -> value."""
+    return {str(k): v for k, v in rows.iloc[-1].items()}
 
 
 def text_table(table: pd.DataFrame) -> str:
     def fmt(x: object, spec: str) -> str:
         return "-" if x is None or (isinstance(x, float) and pd.isna(x)) else format(x, spec)
 
-    lines = [("cell", "machine", "examples/s", "vs reference [95% CI]", "over", "examples/$",
-              "ex/s per 1000 purchase", "examples/J")]
+    lines: list[tuple[str, ...]] = [("cell", "machine", "examples/s", "vs reference [95% CI]", "over",
+                                     "examples/$", "ex/s per 1000 purchase", "examples/J")]
     for r in table.itertuples():
-        ci = ("reference" if r.ratio_to_reference is None or pd.isna(r.ratio_to_reference) else
-              r.verdict)
-        lines.append((r.cell_id, r.machine, fmt(r.examples_per_sec, ",.0f"), ci, r.over or "-",
+        ratio = r.ratio_to_reference
+        ci = "reference" if ratio is None or (isinstance(ratio, float) and pd.isna(ratio)) else str(r.verdict)
+        lines.append((str(r.cell_id), str(r.machine), fmt(r.examples_per_sec, ",.0f"), ci, str(r.over or "-"),
                       fmt(r.examples_per_dollar, ",.0f"),
                       fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
                       fmt(r.examples_per_joule, ",.1f")))

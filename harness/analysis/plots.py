@@ -395,7 +395,7 @@ def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = distinct_colors(sorted(ratios["cell_id"].unique()))
     for cell_id, part in ratios.groupby("cell_id"):
-        ax.plot(part["ab_pair"], part["ratio"], "o-", color=colors[cell_id], label=cell_id)
+        ax.plot(part["ab_pair"], part["ratio"], "o-", color=colors[str(cell_id)], label=cell_id)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xlabel("pair")
     ax.set_ylabel("B / A examples/s")

@@ -15,8 +15,10 @@ import base64
 import datetime as dt
 import html
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -28,6 +30,15 @@ MACHINE_COLUMNS = ("device_kind", "device_name", "device_count", "host_cpu", "ho
                    "tf_version", "keras_version", "python_version", "build_info", "fingerprint")
 
 
+def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows as column -> value dicts, the form the text functions take."""
+    return [{str(k): v for k, v in r.items()} for r in rows.to_dict("records")]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if pd.isna(x) else f"{x:.1%}"
+
+
 def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     ok = rows[rows["status"] == Status.OK].copy()
     if ok.empty:
@@ -36,9 +47,8 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     ok["examples/s [95% CI]"] = ok.apply(
         lambda r: f"{r['examples_per_sec']:,.0f} [{r['examples_per_sec_ci_low']:,.0f}.."
                   f"{r['examples_per_sec_ci_high']:,.0f}]", axis=1)
-    pct = lambda x: "-" if pd.isna(x) else f"{x:.1%}"  # noqa: E731
     ok["cv between / within processes"] = ok.apply(
-        lambda r: f"{pct(r['cv_between_processes'])} / {pct(r['cv_within_process'])}"
+        lambda r: f"{_pct(r['cv_between_processes'])} / {_pct(r['cv_within_process'])}"
                   + (" unstable" if r.get("unstable") is True else ""), axis=1)
     ok["efficiency [95% CI]"] = ok.apply(_efficiency, axis=1)
     ok["mfu"] = ok["mfu"].map(lambda x: "-" if pd.isna(x) else f"{x:.2%}")
@@ -52,8 +62,8 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _efficiency(r: pd.Series) -> str:
-    eff, lo, hi = (r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
-                                      "scaling_efficiency_ci_high"))
+    eff, lo, hi = (r.get(k, math.nan) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
+                                                "scaling_efficiency_ci_high"))
     if pd.isna(eff):
         return "-"
     if pd.isna(lo) or r["replicas"] * r["workers"] == 1:
@@ -65,7 +75,7 @@ def _unstable(rows: pd.DataFrame) -> str:
     bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
     if bad.empty:
         return "<p>No cell is unstable.</p>"
-    items = "".join(f"<li>{html.escape(r.cell_id)}: cv between processes "
+    items = "".join(f"<li>{html.escape(str(r.cell_id))}: cv between processes "
                     f"{r.cv_between_processes:.1%} over {r.processes} processes</li>"
                     for r in bad.itertuples())
     return (f"<p>{len(bad)} cells whose processes still disagreed (cv above the run's threshold) "
@@ -161,7 +171,7 @@ def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str,
         f"UTC. Cells: {html.escape(json.dumps(counts))}"
         + (" (a cell measured in several of these runs: its newest row)" if rows["run_id"].nunique() > 1
            else "") + ".</p>",
-        "<h2>Findings</h2>", findings.render_html(rows.to_dict("records")),
+        "<h2>Findings</h2>", findings.render_html(_records(rows)),
         _why(rows),
         "<h2>Measured against the scaling model</h2>", _predicted(rows, collectives),
         "<h2>Machine</h2>", _table(_machines(rows)),
@@ -184,7 +194,7 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
         return ("<p>No collectives table under this results folder: run <code>python -m harness "
                 "run --sweep collectives</code> to see each multi-device cell beside its predicted "
                 "figure.</p>")
-    lines = scaling.report_predictions(rows.to_dict("records"), collectives)
+    lines = scaling.report_predictions(_records(rows), collectives)
     if not lines:
         return "<p>No multi-device cell of this run has both a 1-device baseline and all-reduce times.</p>"
     table = pd.DataFrame(lines)
@@ -202,7 +212,7 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
 
 def _why(rows: pd.DataFrame) -> str:
     """The questions answered from the rows, then where each cell's update time goes."""
-    records = rows.to_dict("records")
+    records = _records(rows)
     table = explain.breakdown_table(records)
     parts = ("<p>Measured in each cell's first process after its timed windows: every part of an "
              "update timed alone (compute with no reduction, one all-reduce of the gradient set, "
@@ -273,7 +283,7 @@ def write_report(rows: pd.DataFrame, out: Path, title: str,
         figures += draw(rows, out / "figures")
     if collectives is not None and not collectives.empty:
         figures += plots.predicted_vs_measured(pd.DataFrame(
-            scaling.report_predictions(rows.to_dict("records"), collectives)), out / "figures")
+            scaling.report_predictions(_records(rows), collectives)), out / "figures")
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
     page.write_text(build_html(rows, figures, title, collectives))

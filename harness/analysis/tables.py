@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
@@ -20,7 +20,7 @@ from harness.formulas.breakdown import BOUNDS
 from harness.contract.records import Status
 
 
-def _num(x: Any, fmt: str) -> str:
+def _num(x: object, fmt: str) -> str:
     return "-" if x is None or x != x else format(x, fmt)
 
 
@@ -72,13 +72,16 @@ def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: st
         lines = ([title] if title else []) + fixed_width([tuple(header), *cells], rule).splitlines()
         return "\n".join(" " * indent + line for line in lines)
     console = Console(file=stream or sys.stdout, force_terminal=True)
-    for wrap_headers in (False, True):
+
+    def padded(wrap_headers: bool) -> tuple[Padding, Measurement]:
         table = Padding(_rich_table(header, cells, title, wrap_headers), (0, 0, 0, indent),
                         expand=False)
-        width = Measurement.get(console, console.options.update_width(10_000), table)
-        if width.minimum <= console.width:
-            break
-    else:  # too wide even wrapped: whole rows, which the terminal folds
+        return table, Measurement.get(console, console.options.update_width(10_000), table)
+
+    table, width = padded(False)
+    if width.minimum > console.width:  # too wide: wrap the headers too
+        table, width = padded(True)
+    if width.minimum > console.width:  # too wide even wrapped: whole rows, which the terminal folds
         console = Console(file=stream or sys.stdout, force_terminal=True, width=width.maximum)
     with console.capture() as captured:
         console.print(table)
@@ -95,7 +98,7 @@ def _rich_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str
     for i, name in enumerate(header):
         values = [r[i] for r in rows]
         numbers = [v for v in values if v != "-"]
-        justify = "right" if numbers and all(_NUMBER.fullmatch(v) for v in numbers) else "left"
+        justify: JustifyMethod = "right" if numbers and all(_NUMBER.fullmatch(v) for v in numbers) else "left"
         pieces = _pieces(name) if wrap_headers else [name]
         head = max([1, *(len(p.strip()) for p in pieces)])
         if any(" " in v for v in values):

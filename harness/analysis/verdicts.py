@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from harness.contract.records import Status
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
 
 
-def equivalence_key(cell: Cell) -> tuple[Any, ...]:
+def equivalence_key(cell: Cell) -> tuple[str, str, str, int]:
     return (cell.model, cell.data, cell.precision, cell.effective_batch)
 
 
@@ -44,7 +43,7 @@ def synchronous(cell: Cell) -> bool:
 ASYNCHRONOUS_NOTE = "not compared: asynchronous updates"
 
 
-def _simplicity(cell: Cell) -> tuple[Any, ...]:
+def _simplicity(cell: Cell) -> tuple[int, int, bool, bool]:
     """The reference order: fewest devices, no accumulation, the reference strategy (the default
     strategy), the ctl loop."""
     return (cell.devices, cell.accum_steps, not cell.kind.reference, cell.loop != "ctl")
@@ -77,7 +76,7 @@ def relative_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> flo
     """||a - b||_2 / ||b||_2 over all arrays concatenated."""
     fa = np.concatenate([np.ravel(x).astype(np.float64) for x in a])
     fb = np.concatenate([np.ravel(x).astype(np.float64) for x in b])
-    return float(np.linalg.norm(fa - fb) / max(np.linalg.norm(fb), 1e-30))
+    return float(np.linalg.norm(fa - fb)) / max(float(np.linalg.norm(fb)), 1e-30)
 
 
 def load_update(path: str) -> list[np.ndarray]:
@@ -91,7 +90,7 @@ def judge(outcomes: Sequence[Outcome],
           weights: Callable[[str], Sequence[np.ndarray]] = load_update) -> list[Verdict]:
     """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
     weights path to what training changed)."""
-    refs: dict[tuple[Any, ...], Outcome] = {}
+    refs: dict[tuple[str, str, str, int], Outcome] = {}
     for o in sorted((o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
                     key=lambda o: _simplicity(o.cell)):
         refs.setdefault(equivalence_key(o.cell), o)
@@ -104,7 +103,9 @@ def judge(outcomes: Sequence[Outcome],
         if o.status != Status.OK or ref is None or ref is o:
             verdicts.append(Verdict(o, ref.cell.id if ref else "", None, None, None))
             continue
-        loss_rel = abs(o.final_loss - ref.final_loss) / max(abs(ref.final_loss), 1e-30)
+        loss, ref_loss = o.final_loss, ref.final_loss
+        assert loss is not None and ref_loss is not None, "an ok outcome has its final loss"
+        loss_rel = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
         weights_rel = relative_difference(weights(o.weights_path), weights(ref.weights_path))
         tol = TOLERANCE[o.cell.precision]
         verdicts.append(Verdict(o, ref.cell.id, loss_rel, weights_rel,

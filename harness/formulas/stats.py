@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
@@ -96,8 +97,8 @@ class Ratio:
         return "higher" if self.value > reference else "lower"
 
 
-def _positive(values: Sequence[float]) -> np.ndarray:
-    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+def _positive(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
     if (x <= 0).any():
         raise ValueError(f"figures must be > 0 for a log-scale interval; received {x.tolist()}")
     return x

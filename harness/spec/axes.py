@@ -9,7 +9,6 @@ ones; a combination TensorFlow cannot run correctly on this :class:`Platform` is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from harness.errors import HarnessError
 from harness.spec.models import MODEL_NAMES
@@ -24,6 +23,9 @@ from harness.spec.strategies import (
 REPLICAS_TO_MAX = "1..max"
 """Replica-axis token meaning every count from 1 to :attr:`Platform.max_replicas`."""
 
+AxisValue = int | str
+"""One value of an axis: a name, an integer, or :data:`REPLICAS_TO_MAX` on the replica axis."""
+
 
 @dataclass(frozen=True)
 class Axis:
@@ -35,27 +37,27 @@ class Axis:
     """
 
     name: str
-    kind: type
-    default: Any
+    kind: type[AxisValue]
+    default: AxisValue
     help: str
     choices: tuple[str, ...] = ()
     minimum: int = 1
     maximum: int | None = None
     applies_to: tuple[str, ...] = ()
-    inapplicable: Any = None
+    inapplicable: AxisValue | None = None
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-    def parse(self, text: str) -> tuple[Any, ...]:
+    def parse(self, text: str) -> tuple[AxisValue, ...]:
         """Parse a comma list given on the command line; raise HarnessError on any bad item."""
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
             raise HarnessError(f"{self.flag} needs at least one value; received {text!r}. {self.accepted()}")
         return tuple(self.check(self._convert(t)) for t in items)
 
-    def _convert(self, token: str) -> Any:
+    def _convert(self, token: str) -> AxisValue:
         if self.kind is int and not (self.name == "replicas" and token in (REPLICAS_TO_MAX, "max")):
             try:
                 return int(token)
@@ -63,18 +65,17 @@ class Axis:
                 raise HarnessError(f"Received {self.flag}={token!r}; {self.accepted()}") from None
         return token
 
-    def check(self, value: Any) -> Any:
+    def check(self, value: object) -> AxisValue:
         """Return ``value`` if accepted, else raise HarnessError naming it and the accepted values."""
         if self.kind is int:
             if self.name == "replicas" and value in (REPLICAS_TO_MAX, "max"):
                 return REPLICAS_TO_MAX
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.minimum
-            ok = ok and (self.maximum is None or value <= self.maximum)
-        else:
-            ok = value in self.choices
-        if not ok:
-            raise HarnessError(f"Received {self.flag}={value!r}; {self.accepted()}")
-        return value
+            if (isinstance(value, int) and not isinstance(value, bool) and value >= self.minimum
+                    and (self.maximum is None or value <= self.maximum)):
+                return value
+        elif isinstance(value, str) and value in self.choices:
+            return value
+        raise HarnessError(f"Received {self.flag}={value!r}; {self.accepted()}")
 
     def accepted(self) -> str:
         if self.kind is int:

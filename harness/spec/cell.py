@@ -125,7 +125,7 @@ class Cell:
         return f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}"
 
     @property
-    def topology(self) -> tuple[int, int]:
+    def topology(self) -> tuple[int, int, int]:
         """(workers, replicas, tenants): cells run in this order, 1-device cells (the baselines)
         first, each alone before it shares its devices."""
         return (self.workers, self.replicas, self.tenants)

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.errors import HarnessError
-from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_MAX
+from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_MAX, AxisValue
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
 
-def _default_axis_values() -> dict[str, tuple[Any, ...]]:
+def _default_axis_values() -> dict[str, tuple[AxisValue, ...]]:
     return {a.name: (a.default,) for a in AXES}
 
 
-Grid = tuple[tuple[str, tuple[Any, ...]], ...]
+Grid = tuple[tuple[str, tuple[AxisValue, ...]], ...]
 """Axis name -> values; axes left out take their default. Its cells are the product."""
 
 
@@ -34,26 +33,26 @@ class Sweep:
     """training (each cell trains a model) or collectives (each cell's topology times all-reduces,
     :mod:`harness.spec.collectives`)."""
 
-    def grid_values(self) -> list[dict[str, tuple[Any, ...]]]:
+    def grid_values(self) -> list[dict[str, tuple[AxisValue, ...]]]:
         """Every axis's values, grid by grid (defaults filled in)."""
         return [{**_default_axis_values(), **dict(grid)} for grid in self.grids]
 
-    def values(self) -> dict[str, tuple[Any, ...]]:
+    def values(self) -> dict[str, tuple[AxisValue, ...]]:
         """Every value each axis takes in any grid, in first-seen order."""
-        merged: dict[str, tuple[Any, ...]] = {}
+        merged: dict[str, tuple[AxisValue, ...]] = {}
         for grid in self.grid_values():
             for name, vals in grid.items():
                 merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *vals)))
         return merged
 
-    def with_axes(self, overrides: dict[str, tuple[Any, ...]]) -> "Sweep":
+    def with_axes(self, overrides: dict[str, tuple[AxisValue, ...]]) -> Sweep:
         """A copy with some axes replaced in every grid (the CLI's explicit axis flags)."""
         grids = tuple(tuple({**dict(g), **overrides}.items()) for g in self.grids)
         return dataclasses.replace(self, grids=tuple(dict.fromkeys(grids)))
 
 
-def _check_axes(axes: dict[str, Sequence[Any]]) -> Grid:
-    checked: list[tuple[str, tuple[Any, ...]]] = []
+def _check_axes(axes: Mapping[str, Sequence[object]]) -> Grid:
+    checked: list[tuple[str, tuple[AxisValue, ...]]] = []
     for axis_name, values in axes.items():
         if axis_name not in AXIS_BY_NAME:
             raise HarnessError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
@@ -63,7 +62,7 @@ def _check_axes(axes: dict[str, Sequence[Any]]) -> Grid:
 
 
 def make_sweep(name: str, description: str, protocol: Protocol | None = None,
-               **axes: Sequence[Any]) -> Sweep:
+               **axes: Sequence[object]) -> Sweep:
     """A one-grid Sweep from keyword axes, checking every value (HarnessError on a bad one)."""
     return Sweep(name, description, (_check_axes(axes),), protocol or Protocol())
 
@@ -73,8 +72,8 @@ def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep)
     return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
 
 
-def _replica_values(values: Iterable[Any], platform: Platform) -> list[int]:
-    out: list[int] = []
+def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[AxisValue]:
+    out: list[AxisValue] = []
     for v in values:
         out.extend(range(1, platform.max_replicas + 1) if v == REPLICAS_TO_MAX else [v])
     return out
@@ -91,7 +90,7 @@ def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     for values in sweep.grid_values():
         values["replicas"] = tuple(_replica_values(values["replicas"], platform))
         for combo in itertools.product(*(values[n] for n in names)):
-            cell = Cell(**dict(zip(names, combo)))
+            cell = Cell.from_dict(dict(zip(names, combo)))
             seen.setdefault(cell.id, cell)
     order = {cell_id: i for i, cell_id in enumerate(seen)}
     return sorted(seen.values(), key=lambda c: (c.topology, order[c.id]))

@@ -9,9 +9,9 @@ from harness.spec.axes import (
     COMMUNICATION_NAMES,
     CROSS_DEVICE_OPS_NAMES,
     REPLICAS_TO_MAX,
-    SINGLE_PROCESS_STRATEGIES,
 )
 from harness.spec.protocol import Protocol
+from harness.spec.strategies import SINGLE_PROCESS_STRATEGIES
 from harness.spec.sweep import Sweep, chain, make_sweep
 
 SMOKE_PROTOCOL = Protocol(repeats=3, window_s=0.2, warmup_windows=1, min_window_steps=5,
@@ -86,7 +86,7 @@ SCALING = make_sweep(
 def _same_update_batch(examples: int, replicas: int, strategies: tuple[str, ...],
                        **axes: tuple[object, ...]) -> list[Sweep]:
     """Grids whose every cell updates on ``examples`` examples: k micro-batches of examples/k."""
-    return [make_sweep("", "", strategy=strategies, replicas=(replicas,),
+    return [make_sweep("", "", None, strategy=strategies, replicas=(replicas,),
                        batch=(examples // (replicas * k),), accum_steps=(k,), **axes)
             for k in (1, 2, 4)]
 
