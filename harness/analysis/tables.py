@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich import box
@@ -135,7 +135,7 @@ def _broken(pieces: Sequence[str], width: int) -> Text:
     return Text("\n".join(line.rstrip() for line in lines))
 
 
-def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
+def summary_table(rows: Sequence[Mapping[str, Any]], stream: TextIO | None = None,
                   force_terminal: bool | None = None) -> str:
     """The rows as a table (see :func:`render_table`), in the order given."""
     extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
@@ -157,7 +157,7 @@ def summary_table(rows: Sequence[dict[str, Any]], stream: TextIO | None = None,
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
-def _cvs(r: dict[str, Any]) -> str:
+def _cvs(r: Mapping[str, Any]) -> str:
     """``between/within`` coefficients of variation, ``!`` when the cell is unstable."""
     if r.get("cv_between_processes") is None and r.get("cv_within_process") is None:
         return "-"
@@ -168,7 +168,7 @@ def _cvs(r: dict[str, Any]) -> str:
 BOUND_PART = {b.name: b.part for b in BOUNDS}
 
 
-def _bound(r: dict[str, Any]) -> str:
+def _bound(r: Mapping[str, Any]) -> str:
     """The part of the update with the largest share of the step, and that share (``compute 71%``)."""
     bound, step = r.get("bound"), r.get("step_s")
     if not bound or not step or r.get(BOUND_PART.get(bound, "")) is None:
@@ -176,7 +176,7 @@ def _bound(r: dict[str, Any]) -> str:
     return f"{bound} {r[BOUND_PART[bound]] / step:.0%}"
 
 
-def _efficiency(r: dict[str, Any]) -> str:
+def _efficiency(r: Mapping[str, Any]) -> str:
     """Scaling efficiency, ``~`` marking one whose CI contains 1 (indistinguishable from perfect)."""
     eff, lo, hi = (r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
                                       "scaling_efficiency_ci_high"))

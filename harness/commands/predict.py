@@ -118,7 +118,7 @@ def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict
     if args.link_gbps is not None:
         return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
     return scaling.cost_from_table(read_collectives(args.results), args.strategy, op, args.model,
-                                   cell.to_dict())
+                                   {str(k): v for k, v in cell.to_dict().items()})
 
 
 def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
@@ -131,7 +131,7 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     counts = _counts(getattr(args, axis), f"--{axis}")
     config = _same_config(cells, args)
     row = _baseline(config, args)
-    base = scaling.baseline_from_row(row)
+    base = scaling.baseline_from_row({str(k): v for k, v in row.items()})
     if args.link_gbps is not None:
         base = scaling.Baseline(base.step_s, base.effective_batch, base.cores_used,
                                 base.host_cores, shares_cores=False)
@@ -161,14 +161,14 @@ def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
     header = ("n", "predicted examples/s", "efficiency", "all-reduce share", "all-reduce from",
               "measured examples/s [95% CI]", "error")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in lines.to_dict("records"):
         measured = num(r["measured_examples_per_sec"], ",.0f")
         if r["measured_ci_low"] is not None and not pd.isna(r["measured_ci_low"]):
             measured += f" [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]"
         rows.append((str(r["devices"]), num(r["predicted_examples_per_sec"], ",.0f"),
                      num(r["predicted_efficiency"], ".2f"), num(r["allreduce_share"], ".0%"),
-                     r["allreduce_from"], measured, num(r["error"], "+.0%")))
+                     str(r["allreduce_from"]), measured, num(r["error"], "+.0%")))
     return header, rows
 
 

@@ -23,7 +23,7 @@ from harness import __version__
 from harness.analysis import ab
 from harness.contract.events import Event
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow, Status, WindowRow
 from harness.launch.platform import git_sha
 from harness.launch.runner import (
     CellEnd,
@@ -159,7 +159,7 @@ class _Pairs:
                "ab_cpus": None if cpus is None else ",".join(map(str, cpus)),
                "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         self.files.write_row(self.written, row)
-        windows = [{**w, "run_id": self.base["run_id"], "pass": pair, "ab_side": side}
+        windows: list[WindowRow] = [{**w, "run_id": self.base["run_id"], "pass": pair, "ab_side": side}
                    for w in end.windows]
         self.files.write_windows(self.written, windows)
         self.written += 1

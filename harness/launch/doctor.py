@@ -139,7 +139,7 @@ def _facts(device: str, replica_counts: list[int] | None, timeout_s: float
 def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:
     """MultiWorkerMirrored with two local workers per communication implementation (TF_CONFIG and
     device masks exactly as a local multi-worker cell gets them)."""
-    communications = MWMS_COMMUNICATIONS_CPU
+    communications: tuple[str, ...] = MWMS_COMMUNICATIONS_CPU
     probes: list[Probe] = []
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()

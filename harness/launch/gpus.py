@@ -36,7 +36,7 @@ def os_gpus(drm: Path = Path("/sys/class/drm")) -> list[OsGpu]:
 def gpu_processes() -> tuple[list[GpuProcess], str]:
     """(processes on every NVIDIA GPU, "" or why NVML could not be asked)."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         return [], "NVML not available (pip install nvidia-ml-py, part of the cuda extra)"
     try:

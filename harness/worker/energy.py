@@ -50,7 +50,7 @@ def energy_meter(bus_ids: Sequence[str] | None = None, nvml: Any = None) -> Call
         return lambda: None
     try:
         if nvml is None:
-            import pynvml as nvml  # type: ignore[import-not-found,no-redef]
+            import pynvml as nvml  # type: ignore[no-redef]
         nvml.nvmlInit()
         handles = [nvml.nvmlDeviceGetHandleByPciBusId(b) for b in bus_ids]
 

@@ -93,8 +93,9 @@ def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
 
 def probe_cell(strategy: str, op: str, replicas: int) -> Cell:
     """The cell whose strategy a probe builds (through the same builders as every measured cell)."""
-    option = {"cross_device_ops": op} if op != "-" else {}
-    return Cell(strategy=strategy, replicas=replicas, **option)
+    if op == "-":
+        return Cell(strategy=strategy, replicas=replicas)
+    return Cell(strategy=strategy, replicas=replicas, cross_device_ops=op)
 
 
 def classify(error: BaseException) -> tuple[str, str]:

@@ -356,6 +356,7 @@ def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Calla
     def windows(steps: int, n: int) -> tuple[list[float], float]:
         seconds: list[float] = []
         calls: list[list[Any]] = []
+        loss = float("nan")  # no window (n = 0): no loss
         for _ in range(n):
             t0 = time.perf_counter()
             calls.append(schedule(steps))
