@@ -45,7 +45,7 @@ def handwritten_loop(batch: int, seed: int) -> Callable[[int], float]:
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, model(x, training=True))
             grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
     def run(steps: int) -> float:
@@ -83,7 +83,7 @@ def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
     for _ in range(PAIRS):
         for name, run in runs.items():
             times[name].append(window(run))
-    ratio = {name: statistics.median(b / t for b, t in zip(times["handwritten"], times[name]))
+    ratio = {name: statistics.median(b / t for b, t in zip(times["handwritten"], times[name], strict=True))
              for name in ("harness", "mirrored_r1")}
     eps = {name: 64 * WINDOW_STEPS / statistics.median(ts) for name, ts in times.items()}
     benchmark.extra_info.update({

@@ -105,7 +105,8 @@ class _Guard:
 
     def install(self) -> None:
         sys.meta_path.insert(0, self)  # type: ignore[arg-type]
-        argv0 = lambda args, *_: _program(args)  # fork_exec(args, executables, ...)
+        def argv0(args, *_):
+            return _program(args)  # fork_exec(args, executables, ...)
         self._patch(subprocess, "_fork_exec", argv0)
         self._patch(_posixsubprocess, "fork_exec", argv0)  # multiprocessing's spawn, forkserver
         self._patch(os, "posix_spawn", lambda path, *_: os.fsdecode(path))

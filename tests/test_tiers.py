@@ -19,7 +19,7 @@ def test_an_unmarked_tensorflow_import_is_an_error_not_a_skip() -> None:
     with GUARD.watching("this block", tf=True, process=False) as seen:
         with pytest.raises(UnmarkedTensorFlow, match="this block imports tensorflow"):
             pytest.importorskip("tensorflow.no_such_module")
-        with pytest.raises(UnmarkedTensorFlow, match="mark it @pytest.mark.tf"):
+        with pytest.raises(UnmarkedTensorFlow, match=r"mark it @pytest\.mark\.tf"):
             importlib.import_module("keras.no_such_module")
         with contextlib.suppress(UnmarkedTensorFlow):  # caught, still recorded: the test fails
             importlib.import_module("tf_keras")

@@ -65,10 +65,10 @@ def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]
     software: Mapping[str, str] = next((o.software for o in outcomes if o.software), {})
     lines += ["", *(f"- side {s}: {v}" for s, v in sorted(software.items())), "",
-              "Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
+              ("Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
               "alternate: back to back, each with the whole host; order random per pair); "
               f"B/A is the "
               f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
               f"slower/faster when the CI lies beyond {rule.min_effect:.0%} of 1, the same when it "
-              f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs."]
+              f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs.")]
     return "\n".join(lines) + "\n"

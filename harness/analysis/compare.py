@@ -64,8 +64,8 @@ def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], hist
     history) (see the module docstring)."""
     cand_rows = _ok_rows(cells, candidate)
     base_rows = _ok_rows(cells, baseline)
-    keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"])))
-    history_of = {key: group for key, group in base_rows.groupby(["cell_id", "fingerprint"])}
+    keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"], strict=True)))
+    history_of = dict(base_rows.groupby(["cell_id", "fingerprint"]))
     compared = sum(1 for k in keys if k in history_of)
     verdicts = []
     for cell_id, fp in keys:
@@ -75,7 +75,7 @@ def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], hist
             cell_id, fp, _run_medians(mine), [] if past is None else _run_medians(past), compared,
             policy))
     cand_all = cells[cells["run_id"].isin(candidate)]
-    was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"]))
+    was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"], strict=True))
     broken = [(str(r.cell_id), str(r.status), str(r.reason or "")) for r in cand_all.itertuples()
               if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint) in was_ok]
     return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
@@ -137,8 +137,8 @@ def _method(result: Comparison) -> str:
 
 def text_table(result: Comparison) -> str:
     """The printed table: changes first."""
-    return "\n".join([render_table(HEADER, _rows(result)), "", f"candidate {', '.join(result.candidate_runs)} vs "
-                      f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}.",
+    return "\n".join([render_table(HEADER, _rows(result)), "", (f"candidate {', '.join(result.candidate_runs)} vs "
+                      f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}."),
                       _method(result)])
 
 
@@ -148,8 +148,8 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
                3: "Not enough history to judge"}[result.exit_code]
     rows = [r for r in _rows(result) if show_unchanged or r[0] != gate.NO_CHANGE]
     lines = [f"### {verdict}", "",
-             f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
-             f"baseline run(s): {_counts(result)}.", ""]
+             (f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
+             f"baseline run(s): {_counts(result)}."), ""]
     if result.exit_code == EXIT_SHORT_HISTORY:
         lines += [result.shortfall[0].upper() + result.shortfall[1:], ""]
     if rows:

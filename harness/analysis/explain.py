@@ -65,12 +65,12 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
         return ["No cell of this run has more than one device."]
     ok = [r for r in multi if r.get("status") == Status.OK]
     others = len(multi) - len(ok) - sum(1 for r in multi if r.get("status") == Status.INVALID)
-    out = [f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
+    out = [(f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
            f"check{f' ({others} unsupported or failed: listed at the end)' if others else ''}: as many "
            "replicas in sync as asked, the model's variables distributed by the strategy, every "
            "replica's copy of every weight equal after training, and (parameter server) every "
            "worker ran updates. A model or optimizer built outside strategy.scope(), the usual "
-           "reason only one device works, fails these checks."]
+           "reason only one device works, fails these checks.")]
     out += [f"{findings.config(r)} ({r['model']}): {r.get('status')}: {r.get('reason')}"
             for r in multi if r.get("status") == Status.INVALID]
     if any(r.get("logical_devices") for r in ok):

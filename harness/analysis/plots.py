@@ -81,7 +81,7 @@ def distinct_colors(names: Sequence[str]) -> dict[str, Any]:
 
     n = len(names)
     palette = "tab10" if n <= 10 else "tab20" if n <= 20 else "husl"
-    return dict(zip(names, sns.color_palette(palette, n)))
+    return dict(zip(names, sns.color_palette(palette, n), strict=True))
 
 
 def _device_note(rows: pd.DataFrame) -> str:
@@ -95,7 +95,7 @@ def _facet_models(rows: pd.DataFrame, draw: Callable[[Any, pd.DataFrame], None],
     plt = _pyplot()
     models = sorted(rows["model"].unique())
     fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
-    for ax, model in zip(axes[0], models):
+    for ax, model in zip(axes[0], models, strict=True):
         draw(ax, rows[rows["model"] == model])
         ax.set_title(model)
         ax.set_xlabel(xlabel)

@@ -80,11 +80,11 @@ def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fi
     pts = [(n, m, t) for n, m, t in points if n > 1 and t > 0]
     if len(pts) < 2:
         raise ValueError(f"an alpha-beta fit needs 2 or more all-reduce times; received {len(pts)}")
-    n, m, t = (np.asarray(v, dtype=float) for v in zip(*pts))
+    n, m, t = (np.asarray(v, dtype=float) for v in zip(*pts, strict=True))
     design = np.column_stack([2 * (n - 1), 2 * (n - 1) / n * m]) / t[:, None]
     (alpha, beta), _ = optimize.nnls(design, np.ones_like(t))
     fitted = AlphaBeta(float(alpha), float(beta), source)
-    predicted = np.array([fitted.time_s(int(a), b) for a, b in zip(n, m)])
+    predicted = np.array([fitted.time_s(int(a), b) for a, b in zip(n, m, strict=True)])
     rms = float(np.sqrt(np.mean(((predicted - t) / t) ** 2)))
     return AlphaBeta(float(alpha), float(beta), f"{source}: {len(pts)} rows", rms)
 
@@ -204,21 +204,21 @@ def cost_from_table(collectives: Any, strategy: str, op: str, model: str,
         here = same_machine(rows, cell)
         if here.empty:
             theirs = sorted({f"{name} ({cores} cores)" for name, cores
-                             in zip(rows["device_name"], rows["host_cores"])})
+                             in zip(rows["device_name"], rows["host_cores"], strict=True)})
             raise HarnessError(
                 f"the all-reduce times of {strategy} [{op}] were measured on {', '.join(theirs)}, "
                 f"not on the 1-device cell's machine ({cell.get('device_name')}, "
                 f"{cell.get('host_cores')} cores): {COLLECTIVES_HINT}.")
         rows = here
     rows = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
-    points = [p for p in zip(rows["devices"], rows["bytes"], rows["time_s"]) if p[0] > 1]
+    points = [p for p in zip(rows["devices"], rows["bytes"], rows["time_s"], strict=True) if p[0] > 1]
     if len(points) < 2:
         raise HarnessError(
             f"{len(points)} all-reduce time(s) of {strategy} [{op}] on 2 or more devices; the "
             f"alpha-beta fit needs 2 or more (sizes or device counts): {COLLECTIVES_HINT}.")
     own = rows[(rows["payload"] == model) & (rows["devices"] > 1)]
     return (fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]"),
-            dict(zip(own["devices"].astype(int), own["time_s"].astype(float))))
+            dict(zip(own["devices"].astype(int), own["time_s"].astype(float), strict=True)))
 
 
 def _series(row: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ def fixed_width(lines: Sequence[Sequence[str]], rule: bool = True) -> str:
     """The plain form of :func:`render_table`: rows as left-aligned columns two spaces apart (the
     last column unpadded), with a rule under the first (header) row when ``rule``."""
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
-    out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in lines]
+    out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1] for line in lines]
     if rule:
         out.insert(1, "-" * len(out[0]))
     return "\n".join(out)

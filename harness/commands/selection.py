@@ -31,11 +31,11 @@ PROTOCOL_FLAGS = {
     "cell_timeout_s": (float, "seconds a cell may take before its worker is stopped"),
     "rendezvous_timeout_s": (float, "seconds for every worker of a multi-worker cell to join"),
     "seed": (int, "seed of weights and data"),
-    "processes": (int, "passes over the cells: each cell measured in this many independent "
-                       "processes, interleaved over the run"),
+    "processes": (int, ("passes over the cells: each cell measured in this many independent "
+                       "processes, interleaved over the run")),
     "max_processes": (int, "most passes for a cell whose processes disagree"),
-    "unstable_cv": (float, "between-process coefficient of variation above which a cell gets "
-                           "more passes (and is flagged unstable at --max-processes)"),
+    "unstable_cv": (float, ("between-process coefficient of variation above which a cell gets "
+                           "more passes (and is flagged unstable at --max-processes)")),
 }
 
 

@@ -46,7 +46,7 @@ def free_ports(n: int) -> list[int]:
 def cluster_spec(tasks: Sequence[Task], addresses: list[str]) -> dict[str, list[str]]:
     """TF_CONFIG's ``cluster``: each task type's addresses, in task-index order."""
     spec: dict[str, list[str]] = {}
-    for task, address in zip(tasks, addresses):
+    for task, address in zip(tasks, addresses, strict=True):
         spec.setdefault(task.type, []).append(address)
     return spec
 

@@ -33,10 +33,10 @@ def run_probe_processes(argvs: list[list[str]], envs: list[dict[str, str]], time
         deadline = Deadline(Phase.PROBE, timeout_s)
         procs = [Process(["-m", module, *argv], env, folder / f"probe-{i}.log",
                          folder / f"probe-{i}.jsonl", events_on_stdout=True, deadline=deadline)
-                 for i, (argv, env) in enumerate(zip(argvs, envs))]
+                 for i, (argv, env) in enumerate(zip(argvs, envs, strict=True))]
         while any(p.running for p in procs) and not deadline.overdue:
             time.sleep(POLL_S)
         codes = [p.returncode for p in procs]
         for p in procs:
             p.stop()
-        return [ProbeResult(p.read(), code, p.tail(sep="\n")) for p, code in zip(procs, codes)]
+        return [ProbeResult(p.read(), code, p.tail(sep="\n")) for p, code in zip(procs, codes, strict=True)]

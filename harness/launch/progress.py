@@ -27,7 +27,7 @@ from rich.text import Text
 
 def format_eta(seconds: float) -> str:
     """``m:ss`` (or ``h:mm:ss``) for a non-negative number of seconds."""
-    s = int(round(max(seconds, 0.0)))
+    s = round(max(seconds, 0.0))
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"

@@ -70,7 +70,7 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
     ``previous`` or ``last:N`` finds none because the history is too short (``compare`` passes 3,
     not enough history), with exit code 2 when a run id, prefix or date matches nothing."""
     ids = list(all_runs["run_id"])
-    starts = dict(zip(all_runs["run_id"], all_runs["start"]))
+    starts = dict(zip(all_runs["run_id"], all_runs["start"], strict=True))
     pool = ids
     if before:
         first = min(starts[r] for r in before)
@@ -138,7 +138,7 @@ def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str
 def latest_runs_per_machine(cells: pd.DataFrame) -> list[str]:
     """The newest run of each machine fingerprint."""
     newest: dict[str, str] = {}
-    for run_id, fingerprints in zip(runs(cells)["run_id"], runs(cells)["fingerprints"]):
+    for run_id, fingerprints in zip(runs(cells)["run_id"], runs(cells)["fingerprints"], strict=True):
         for fp in fingerprints:
             newest[str(fp)] = str(run_id)
     return sorted(set(newest.values()))

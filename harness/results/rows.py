@@ -130,7 +130,7 @@ def _straggler_ratio(cell: Cell, m: Measurement) -> float | None:
 
 def measured_columns(cell: Cell, m: Measurement) -> CellRow:
     """One process's figures (an invalid process reports no figure of any kind)."""
-    examples, rates = _window_throughputs(cell, m)
+    _examples, rates = _window_throughputs(cell, m)
     median = metrics.median(rates)
     reductions = m.allreduces_per_update
     row: CellRow = {
@@ -169,7 +169,7 @@ def window_rows(cell: Cell, m: Measurement) -> list[WindowRow]:
                       # the coordinator's windows, split by the updates each worker ran
                       worker_s=None if m.worker_updates else m.worker_seconds[w][i],
                       **({"worker_updates": m.worker_updates[w][i]} if m.worker_updates else {}))
-            for w in range(workers) for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates))]
+            for w in range(workers) for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates, strict=True))]
 
 
 def not_measured_row(cell: Cell, protocol: Protocol, status: Status, reason: str,

@@ -90,7 +90,7 @@ def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     for values in sweep.grid_values():
         values["replicas"] = tuple(_replica_values(values["replicas"], platform))
         for combo in itertools.product(*(values[n] for n in names)):
-            cell = Cell.from_dict(dict(zip(names, combo)))
+            cell = Cell.from_dict(dict(zip(names, combo, strict=True)))
             seen.setdefault(cell.id, cell)
     order = {cell_id: i for i, cell_id in enumerate(seen)}
     return sorted(seen.values(), key=lambda c: (c.topology, order[c.id]))

@@ -153,7 +153,7 @@ def main(argv: list[str]) -> int:
         row = started_row(cell, job.options.protocol, facts, job.launch.cores, job.launch.oversubscribed)
         try:
             measured, windows = _run(cell, job, strategy, device_type, devices)
-        except Exception as e:  # the cell's error becomes its row; the sweep goes on
+        except Exception as e:  # noqa: BLE001 -- the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
             row.update({"status": Status.FAILED, "reason": summarize_error(e)})
             _emit(events, {"event": Event.RECORD, "row": row, "windows": []})

@@ -19,6 +19,7 @@ sync.
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,7 +118,7 @@ def make_gradients(model: Any, optimizer: Any, cell: Cell,
 
         def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
             loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))
-            return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i)]
+            return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i, strict=True)]
 
         zeros = [tf.zeros_like(v) for v in variables]  # micro is traced once, in the body
         _, loss, grads = tf.while_loop(lambda i, *_: i < k, body,
@@ -143,7 +144,7 @@ def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
         counter.updates_traced += 1
         loss, grads = gradients(x, y)
         counter.phase = "apply"
-        optimizer.apply_gradients(zip(grads, variables))
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
         counter.phase = "other"
         return loss
 
@@ -214,7 +215,7 @@ def chief_agreement(strategy: Any) -> Callable[[int], int]:
     a window length, since their collectives must match."""
     def chiefs(value: int) -> int:
         mine = float(value) if worker_rank(strategy) == 0 else 0.0
-        return int(round(_cross_worker_sum(strategy, [mine])[0]))
+        return round(_cross_worker_sum(strategy, [mine])[0])
 
     return chiefs
 
@@ -439,7 +440,7 @@ def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
         # One extra leading epoch: its end bounds the first window, so fit's own set-up (iterator,
         # callbacks) is in no timed window.
         clock = fit(steps, n + 1)
-        return [b - a for a, b in zip(clock.stamps, clock.stamps[1:])], clock.loss
+        return [b - a for a, b in pairwise(clock.stamps)], clock.loss
 
     def run(steps: int) -> float:
         return fit(steps, 1).loss

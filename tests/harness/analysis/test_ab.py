@@ -65,7 +65,7 @@ def test_resampled_trials_detect_a_planted_slowdown_and_rarely_call_a_null() -> 
 
 
 def test_bad_rules_are_refused() -> None:
-    with pytest.raises(ValueError, match="min_effect=1.5"):
+    with pytest.raises(ValueError, match=r"min_effect=1\.5"):
         ab.Rule(min_effect=1.5)
     with pytest.raises(ValueError, match="min_pairs=1"):
         ab.Rule(min_pairs=1)

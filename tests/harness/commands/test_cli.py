@@ -78,7 +78,7 @@ def test_list_smoke_marks_nccl_unsupported():
     cell_lines = lines[:len(cells)]
     assert [line.split()[0] for line in cell_lines] == [c.id for c in cells]
     n_unsupported = 0
-    for cell, line in zip(cells, cell_lines):
+    for cell, line in zip(cells, cell_lines, strict=True):
         reason = unsupported_reason(cell, platform)
         if cell.cross_device_ops == "nccl":
             n_unsupported += 1
@@ -104,7 +104,7 @@ def test_list_axis_flags_make_a_custom_sweep():
         "dense/mirrored[hierarchical_copy]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
         "dense/mirrored[hierarchical_copy]/r3w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
     ]
-    r3 = [line for line in proc.stdout.splitlines() if "/r3w1/" in line][0]
+    r3 = next(line for line in proc.stdout.splitlines() if "/r3w1/" in line)
     assert "unsupported:" in r3 and "wrong sums" in r3
     assert "sweep 'custom'" in proc.stdout
     assert "repeats=2" in proc.stdout

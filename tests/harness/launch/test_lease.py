@@ -89,11 +89,16 @@ def test_run_lease_names_servers_that_never_connected_after_its_linger() -> None
 def test_leaving_the_lease_without_finish_finishes_with_1() -> None:
     cluster = _local_ps()
     ends: dict[str, ChiefEnd] = {}
-    with pytest.raises(RuntimeError):
+    def run_breaks() -> None:
         with RunLease(_config(cluster, "chief", 0), linger_s=0):
-            thread = _watch(cluster, "ps", 0, ends)
+            threads.append(_watch(cluster, "ps", 0, ends))
             time.sleep(0.5)
             raise RuntimeError("the chief's run broke")
+
+    threads: list[threading.Thread] = []
+    with pytest.raises(RuntimeError, match="the chief's run broke"):
+        run_breaks()
+    thread = threads[0]
     thread.join(10)
     assert ends["ps 0"].finished and ends["ps 0"].code == 1
 

@@ -69,7 +69,7 @@ def test_stop_kills_the_whole_group_with_sigkill_when_sigterm_is_ignored(tmp_pat
     time.sleep(0.2)
     try:
         os.kill(grandchild, 0)
-        alive = not Path(f"/proc/{grandchild}/stat").read_text().split()[2] == "Z"
+        alive = Path(f"/proc/{grandchild}/stat").read_text().split()[2] != "Z"
     except ProcessLookupError:
         alive = False
     assert not alive

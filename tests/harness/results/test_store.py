@@ -70,7 +70,7 @@ def test_schema_names_unique_and_documented():
 
 
 def test_write_paths_and_layout(written):
-    root, files, rows, paths = written
+    root, files, _rows, paths = written
     assert files.folder("cells") == root / "cells" / "2025-01-02" / "20250102T030405Z-abcdef"
     assert paths == [files.folder("cells") / f"{i:05d}.parquet" for i in range(3)]
     assert sorted(p.name for p in files.folder("windows").iterdir()) == [

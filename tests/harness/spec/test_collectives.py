@@ -9,11 +9,12 @@ from harness.spec.collectives import GRADIENT_SHAPES, SIZES, payloads
 from harness.spec.protocol import Platform
 from harness.spec.sweep import expand
 from harness.spec.sweeps import collectives_sweep
+import itertools
 
 
 def test_sizes_run_from_4_kib_to_256_mib_in_powers_of_4() -> None:
     assert SIZES[0] == 4096 and SIZES[-1] == 256 * 2 ** 20
-    assert all(b == 4 * a for a, b in zip(SIZES, SIZES[1:]))
+    assert all(b == 4 * a for a, b in itertools.pairwise(SIZES))
 
 
 def test_payloads_stop_at_max_bytes_then_give_each_gradient_set() -> None:

@@ -137,7 +137,7 @@ def test_make_dataset_mnist(tf, mnist_file):
     # the examples are MNIST's: each image comes with its own label
     by_image = {x_raw[i].tobytes(): y_raw[i] for i in range(len(x_raw))}
     x0, y0 = batches[0]
-    for img, label in zip(x0[..., 0], y0):
+    for img, label in zip(x0[..., 0], y0, strict=True):
         assert by_image[np.round(img * 255).astype(np.uint8).tobytes()] == label
     # shuffled: not simply the first 32 in file order
     assert not np.allclose(x0[..., 0], x_raw[:32] / 255.0)
@@ -174,7 +174,7 @@ def test_synthetic_pool_size(tf):
 def test_synthetic_same_seed_same_batches(tf):
     (xa, ya), = _first(data.make_dataset("synthetic", 16, 7))
     (xb, yb), = _first(data.make_dataset("synthetic", 16, 7))
-    (xc, yc), = _first(data.make_dataset("synthetic", 16, 8))
+    (xc, _yc), = _first(data.make_dataset("synthetic", 16, 8))
     np.testing.assert_array_equal(xa, xb)
     np.testing.assert_array_equal(ya, yb)
     assert not np.array_equal(xa, xc)

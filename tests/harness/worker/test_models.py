@@ -19,13 +19,13 @@ def test_cnn_layers():
     # conv32 on 28x28x1 -> 26x26x32: 2 * (3*3*1) * 32 * 26*26     = 389376
     # pool -> 13x13; conv64 -> 11x11x64: 2 * (3*3*32) * 64 * 11*11 = 4460544
     # pool -> 5x5; flatten 5*5*64 = 1600; dense10: 2 * 1600 * 10  = 32000
-    assert [(l.name, l.forward_flops) for l in models.cnn_layers()] == [
+    assert [(layer.name, layer.forward_flops) for layer in models.cnn_layers()] == [
         ("conv32", 389376), ("conv64", 4460544), ("dense10", 32000)]
 
 
 def test_dense_layers():
     # dense128: 2 * 784 * 128 = 200704; dense10: 2 * 128 * 10 = 2560
-    assert [(l.name, l.forward_flops) for l in models.dense_layers()] == [
+    assert [(layer.name, layer.forward_flops) for layer in models.dense_layers()] == [
         ("dense128", 200704), ("dense10", 2560)]
 
 
