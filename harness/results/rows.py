@@ -148,7 +148,7 @@ def measured_columns(cell: Cell, m: Measurement) -> dict[str, Any]:
         "updates_run": m.updates_run, "optimizer_iterations": m.optimizer_iterations,
         "energy_j_per_example": None if m.joules is None else m.joules / (m.updates_run * cell.effective_batch),
         "gpu_watts": None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
-        **{k: m.parts.get(k) for k in breakdown.PARTS},
+        **{k: m.parts.get(k) for k in breakdown.MEASURED},
         **({"bound_reason": m.parts_error} if m.parts_error else {}),
     }
     row.update(alone_columns(row))
@@ -304,7 +304,7 @@ def _median_of(results: Sequence[ProcessResult], key: str) -> float | None:
 
 MEDIAN_COLUMNS = ("startup_s", "compile_s", "straggler_ratio", "energy_j_per_example", "gpu_watts",
                   "tenant_examples_per_sec_min", "tenant_examples_per_sec_max", "tenant_share_min",
-                  "cv_within_process", *breakdown.PARTS)
+                  "cv_within_process", *breakdown.MEASURED)
 """Per-process columns that the cell's row gives as their median over its processes."""
 
 
