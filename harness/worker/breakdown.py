@@ -159,7 +159,7 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
         return _seconds(lambda n: fn(tf.constant(n), *args).numpy())
 
     timed = {
-        "parts_step_s": Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe),
+        "parts_step_s": Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
         "compute_s": Timed(looped(run_compute, *batch)),
         "input_s": Timed(looped(pull)),
         "dispatch_s": Timed(_seconds(calls)),

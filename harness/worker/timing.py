@@ -88,6 +88,9 @@ class Timed:
 
     window: Callable[[int], float]
     unit: int = 1
+    warm: bool = False
+    """Already traced and run (e.g. the cell's own training function): no tracing window, and a
+    calibration window of one ``unit``."""
 
 
 def interleaved(calls: dict[str, Timed], window_s: float, agree: Callable[[int], int] = lambda n: n,
@@ -95,8 +98,9 @@ def interleaved(calls: dict[str, Timed], window_s: float, agree: Callable[[int],
                 sets: int = 1) -> dict[str, float]:
     """Seconds per repetition of each call, every call timed under the same conditions.
 
-    Each call is traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``) so that
-    one window lasts about ``window_s`` (s); then ``rounds`` rounds each time one window of every
+    Each call is traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm
+    call: one window of ``unit`` and no tracing) so that one window lasts about ``window_s`` (s);
+    then ``rounds`` rounds each time one window of every
     call, in turn (reversed every other round, so a machine that slows down or speeds up during the
     rounds affects every call alike). A call's figure is its median window / n. While
     ``again(figures)`` holds, another ``rounds`` rounds are run and the figures become medians over
@@ -104,8 +108,10 @@ def interleaved(calls: dict[str, Timed], window_s: float, agree: Callable[[int],
     chief's n and the chief's decision to go on (collectives must match)."""
     counts: dict[str, int] = {}
     for name, c in calls.items():
-        c.window(c.unit)
-        probe = max(c.window(2 * c.unit) / (2 * c.unit), 1e-7)
+        if not c.warm:
+            c.window(c.unit)
+        units = 1 if c.warm else 2
+        probe = max(c.window(units * c.unit) / (units * c.unit), 1e-7)
         counts[name] = agree(c.unit * max(1, math.ceil(window_s / probe / c.unit)))
     seconds: dict[str, list[float]] = {name: [] for name in calls}
     order, figures = list(calls), {}

@@ -124,6 +124,11 @@ def test_interleaved_calibrates_each_call_then_alternates_them_round_by_round():
     assert out["part"] / out["step"] == pytest.approx(0.5)
     agreed = interleaved({"part": timed("part", 0.001)}, 0.05, agree=lambda n: 7, rounds=1)
     assert order[-1] == ("part", 7) and agreed["part"] > 0
+    del order[:]
+    slow[0] = 1.0
+    warm = Timed(timed("step", 0.002).window, unit=10, warm=True)  # no tracing, a one-unit probe
+    interleaved({"step": warm}, 0.05, rounds=1)
+    assert order == [("step", 10), ("step", 30)]
 
 
 def test_interleaved_runs_more_rounds_while_asked_and_pools_them():
