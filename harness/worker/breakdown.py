@@ -159,18 +159,21 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
         return _seconds(lambda n: fn(tf.constant(n), *args).numpy())
 
     timed = {
-        "parts_step_s": Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
+        REFERENCE: Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
         "compute_s": Timed(looped(run_compute, *batch)),
         "input_s": Timed(looped(pull)),
         "dispatch_s": Timed(_seconds(calls)),
     }
     if strategy.num_replicas_in_sync > 1:
         timed["allreduce_s"] = Timed(looped(run_allreduce))
+
     def per_update(seconds: dict[str, float]) -> dict[str, float]:
+        """Per update: dispatch over a call's steps_per_execution updates; no all-reduce, 0."""
         return {**seconds, "allreduce_s": seconds.get("allreduce_s", 0.0),
                 "dispatch_s": seconds["dispatch_s"] / spe}
 
     def inconsistent(seconds: dict[str, float]) -> bool:
+        """Whether a part exceeds the update by more than the timing noise allowed."""
         out = per_update(seconds)
         return bool(excess(out[REFERENCE], {k: out[k] for k in PARTS}))
 
