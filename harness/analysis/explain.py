@@ -35,7 +35,12 @@ def _num(row: Row, key: str) -> float | None:
 
 
 def _has_parts(row: Row) -> bool:
-    return all(_num(row, k) is not None for k in ("step_s", *breakdown.PARTS))
+    return breakdown.parts_of(row) is not None and breakdown.reference_step(row) is not None
+
+
+def _step(row: Row) -> float:
+    """The step (s per update) the row's parts were timed with (:func:`breakdown.reference_step`)."""
+    return breakdown.reference_step(row) or math.nan  # (callers check _has_parts)
 
 
 def _ms(seconds: float | None) -> str:
@@ -43,17 +48,19 @@ def _ms(seconds: float | None) -> str:
 
 
 def breakdown_table(rows: Sequence[Row]) -> pd.DataFrame:
-    """One line per ok row with its parts: milliseconds per update, share of the step, verdict."""
+    """One line per ok row with its parts: milliseconds per update, share of the step they were
+    timed with (parts_step_s), verdict."""
     lines = []
     for r in rows:
         if r.get("status") != Status.OK or not _has_parts(r):
             continue
-        step = float(r["step_s"])
+        step = _step(r)
         line = {"model": r["model"], "configuration": findings.config(r), "step ms": _ms(step)}
         for key, name in PART_NAMES.items():
             line[f"{name} ms (share)"] = f"{_ms(_num(r, key))} ({float(r[key]) / step:.0%})"
         line["overlap"] = f"{float(r['overlap']):+.0%}" if _num(r, "overlap") is not None else "-"
-        line["bound"] = r.get("bound") or "-"
+        line["bound"] = r.get("bound") or ("no verdict" if breakdown.excess(
+            step, breakdown.parts_of(r) or {}) else "-")
         lines.append(line)
     return pd.DataFrame(lines)
 
@@ -87,8 +94,9 @@ def _baseline(row: Row, rows: Sequence[Row]) -> Row | None:
 
 def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
     """Per multi-device ok row with a 1-device baseline: its efficiency, and the growth of the
-    per-update time split into the parts (weak scaling: each replica's share of an update is the
-    baseline's whole update, so perfect scaling keeps step_s constant)."""
+    per-update time (the step each cell's parts were timed with) split into the parts (weak
+    scaling: each replica's share of an update is the baseline's whole update, so perfect scaling
+    keeps the step constant)."""
     out = []
     for r in rows:
         base = _baseline(r, rows)
@@ -99,11 +107,11 @@ def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
                                                          and hi is not None else "")
         text = f"{r['model']} {findings.config(r)}: efficiency {eff}"
         if _has_parts(r) and _has_parts(base):
-            grew = float(r["step_s"]) - float(base["step_s"])
+            grew = _step(r) - _step(base)
             deltas = {name: float(r[k]) - float(base[k]) for k, name in PART_NAMES.items()}
             rest = grew - sum(deltas.values())
-            text += (f"; the update went from {_ms(float(base['step_s']))} to "
-                     f"{_ms(float(r['step_s']))} ms ({grew * 1e3:+.3g} ms): "
+            text += (f"; the update went from {_ms(_step(base))} to "
+                     f"{_ms(_step(r))} ms ({grew * 1e3:+.3g} ms): "
                      + ", ".join(f"{n} {d * 1e3:+.3g}" for n, d in deltas.items())
                      + f", unexplained {rest * 1e3:+.3g} ms")
         out.append(text)

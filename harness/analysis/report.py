@@ -216,9 +216,11 @@ def _why(rows: pd.DataFrame) -> str:
     table = explain.breakdown_table(records)
     parts = ("<p>Measured in each cell's first process after its timed windows: every part of an "
              "update timed alone (compute with no reduction, one all-reduce of the gradient set, "
-             "one update's batch through the input pipeline, one dispatch / steps_per_execution); "
+             "one update's batch through the input pipeline, one dispatch / steps_per_execution), "
+             "in rounds alternating with the cell's own update (the step here, parts_step_s); "
              "overlap = (sum of parts - step) / step, negative when the step holds time no part "
-             "explains. Formulas in results/README.md.</p>" + _table(table)
+             "explains; 'no verdict' where a part took longer than the step. Formulas in "
+             "results/README.md.</p>" + _table(table)
              if not table.empty else "<p>No cell has a breakdown (run without --no-breakdown).</p>")
     return "\n".join([
         "<h2>Questions</h2>",

@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.formulas.breakdown import BOUNDS
+from harness.formulas.breakdown import excess, parts_of, reference_step, shares
 from harness.contract.records import Status
 
 
@@ -165,15 +165,18 @@ def _cvs(r: Mapping[str, Any]) -> str:
     return text + ("!" if r.get("unstable") else "")
 
 
-BOUND_PART = {b.name: b.part for b in BOUNDS}
-
-
 def _bound(r: Mapping[str, Any]) -> str:
-    """The part of the update with the largest share of the step, and that share (``compute 71%``)."""
-    bound, step = r.get("bound"), r.get("step_s")
-    if not bound or not step or r.get(BOUND_PART.get(bound, "")) is None:
+    """The part of the update with the largest share of the step, and that share (``compute 71%``);
+    ``no verdict (compute 173%)`` where a part took longer than the step (no bound); ``-`` without
+    parts."""
+    parts, step = parts_of(r), reference_step(r)
+    if parts is None or step is None:
         return "-"
-    return f"{bound} {r[BOUND_PART[bound]] / step:.0%}"
+    share, bound = shares(step, parts), r.get("bound")
+    if bound in share:
+        return f"{bound} {share[bound]:.0%}"
+    bad = excess(step, parts)
+    return f"no verdict ({', '.join(f'{n} {s:.0%}' for n, s in bad.items())})" if bad else "-"
 
 
 def _efficiency(r: Mapping[str, Any]) -> str:
@@ -192,7 +195,8 @@ FOOTNOTE = ("examples/s: median over each cell's processes (up to {max_processes
             "still above {unstable_cv:g} at the cap); efficiency = throughput / (replicas x workers "
             "x 1-device throughput) ('~': its CI contains 1); bound: the part of an update with the "
             "largest share of its time (compute, communication = the gradient all-reduce, input, "
-            "dispatch; results/README.md); repl 'NxW' = replicas x workers "
+            "dispatch; results/README.md), 'no verdict' where a part took longer than the update "
+            "it was timed with; repl 'NxW' = replicas x workers "
             "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
             "aggregate).")
 OVERSUBSCRIBED_NOTE = ("* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host "

@@ -278,7 +278,7 @@ class CellRow(TypedDict, total=False):
         "parameter_server).")]
     optimizer_iterations: Annotated[int | None, Col(
         "updates",
-        "optimizer.iterations at the end of the cell: equal to updates_run (checked) for "
+        "optimizer.iterations after the timed windows (before the breakdown): equal to updates_run (checked) for "
         "synchronous strategies; lower under parameter_server, where Keras 3 increments it by a "
         "read then an assign on the ps and concurrent workers lose increments (the weight updates "
         "themselves are atomic assign_sub ops).")]
@@ -361,16 +361,28 @@ class CellRow(TypedDict, total=False):
         "effective batch).")]
     weights_digest: Annotated[str | None, Col(
         "",
-        "SHA-256 (first 16 hex digits) of all model weights' bytes after the run; equal digests "
-        "mean bitwise-equal weights.")]
+        "SHA-256 (first 16 hex digits) of all model weights' bytes after the timed windows (before "
+        "the breakdown, whose parts_step_s trains more updates); equal digests mean bitwise-equal "
+        "weights.")]
     step_s: Annotated[float | None, Col(
         "s/update",
         "Time per optimizer update = effective_batch / examples_per_sec.")]
+    parts_step_s: Annotated[float | None, Col(
+        "s/update",
+        "The cell's own update (its training function, as in the timed windows: input, all-reduce "
+        "and optimizer step included), timed in the same process as the parts below and in the "
+        "same rounds (one window of it, then one of each part; five rounds, up to fifteen while a "
+        "part exceeds it by more than harness.formulas.breakdown.NOISE; median window), after the "
+        "timed windows, in the cell's first pass: the step whose shares the parts are, so both are "
+        "timed under the same conditions; null where the parts are not measured.")]
     compute_s: Annotated[float | None, Col(
         "s/update",
-        "The update's forward and backward passes (every micro-batch, every replica) with no "
-        "cross-replica reduction and no input pipeline (the batch already on the device), median "
-        "over the processes that measured it; null where it cannot be isolated (parameter_server).")]
+        "The update's forward and backward passes as its training function runs them (the same "
+        "replica function: accum_steps micro-batches of per_replica_batch, gradients summed "
+        "locally, under strategy.run on every replica, one update per iteration of an in-graph "
+        "loop) with no cross-replica reduction, no optimizer step and no input pipeline (one "
+        "update's batch already on the devices), median over the processes that measured it; null "
+        "where it cannot be isolated (parameter_server).")]
     allreduce_s: Annotated[float | None, Col(
         "s/update",
         "One cross-replica all-reduce of the model's gradient set (same shapes, dtype and "
@@ -386,17 +398,22 @@ class CellRow(TypedDict, total=False):
         "constant), divided by steps_per_execution.")]
     overlap: Annotated[float | None, Col(
         "1",
-        "(compute_s + allreduce_s + input_s + dispatch_s - step_s) / step_s: > 0 when parts overlap"
-        " (e.g. input prefetched during compute), < 0 when the step holds time no part explains "
-        "(the remainder: optimizer arithmetic, synchronisation, contention).")]
+        "(compute_s + allreduce_s + input_s + dispatch_s - parts_step_s) / parts_step_s: > 0 when "
+        "parts overlap (e.g. input prefetched during compute), < 0 when the step holds time no part "
+        "explains (the remainder: optimizer arithmetic, synchronisation, contention).")]
     bound: Annotated[str | None, Col(
         "",
-        "compute, communication, input or dispatch: the part with the largest share of step_s "
-        "(harness.formulas.breakdown); null when the parts are not measured.")]
+        "compute, communication, input or dispatch: the part with the largest share of "
+        "parts_step_s (harness.formulas.breakdown); null when the parts are not measured, or when "
+        "a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
+        "longer than the update it is a piece of, so no verdict is given (bound_reason says "
+        "which).")]
     bound_reason: Annotated[str | None, Col(
         "",
-        "The figures behind bound and the knob that would help (e.g. accumulation steps or another "
-        "cross-device op when communication-bound, steps_per_execution when dispatch-bound).")]
+        "The figures behind bound (every part's share of parts_step_s, the overlap) and the knob "
+        "that would help (e.g. accumulation steps or another cross-device op when "
+        "communication-bound, steps_per_execution when dispatch-bound); or, with no verdict, the "
+        "part that exceeded the step.")]
     device_kind: Annotated[str | None, Col(
         "",
         "GPU or CPU.")]

@@ -151,6 +151,7 @@ def measured_columns(cell: Cell, m: Measurement) -> CellRow:
         "gpu_watts": None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
         "compute_s": m.parts.get("compute_s"), "allreduce_s": m.parts.get("allreduce_s"),
         "input_s": m.parts.get("input_s"), "dispatch_s": m.parts.get("dispatch_s"),
+        "parts_step_s": m.parts.get("parts_step_s"),
     }
     if m.parts_error:
         row["bound_reason"] = m.parts_error
@@ -322,7 +323,7 @@ def _median_of(results: Sequence[ProcessResult], key: str) -> float | None:
 
 MEDIAN_COLUMNS = ("startup_s", "compile_s", "straggler_ratio", "energy_j_per_example", "gpu_watts",
                   "tenant_examples_per_sec_min", "tenant_examples_per_sec_max", "tenant_share_min",
-                  "cv_within_process", *breakdown.PARTS)
+                  "cv_within_process", *breakdown.MEASURED)
 """Per-process columns that the cell's row gives as their median over its processes."""
 
 

@@ -1,13 +1,26 @@
 """Where an update's time goes: each part of a cell's update timed alone, in the cell's own process,
-after its timed windows, with the cell's own strategy, model and input pipeline.
+after its timed windows, with the cell's own strategy, model and input pipeline, alternating with
+the cell's own update so that every part is timed under the same conditions as the step it is a
+share of.
 
-Every part is a ``tf.function`` holding an in-graph loop of n repetitions (dispatch: n calls from
-Python), calibrated so that a window lasts about ``window_s``; three windows, each ending with a
-host sync; the part's time is the median window / n. Results kept in a per-replica sink variable
+Each part is a ``tf.function`` holding an in-graph loop of n repetitions (dispatch: n calls from
+Python); n is calibrated so that a window lasts about ``window_s``. Rounds each time one window of
+the update and one of every part, in turn (:func:`harness.worker.timing.interleaved`); a figure is
+its median window / n over :data:`PART_ROUNDS` rounds, or over up to :data:`PART_SETS` sets of
+them while a part exceeds the update by more than the timing noise allowed
+(:data:`harness.formulas.breakdown.NOISE`). Results kept in a per-replica sink variable
 (``ON_READ``, so adding to it is no cross-replica reduction) so that nothing is pruned.
 
-- ``compute_s``: forward and backward passes of one update (accum_steps micro-batches, every replica)
-  on a batch already on the devices: no reduction, no optimizer step, no input pipeline;
+- ``parts_step_s``: one update of the cell's own training function, timed as its timed windows are
+  (``Trainer.windows``: n updates, a multiple of steps_per_execution, ending in a host sync; under
+  ``fit`` one epoch after an untimed one), so input, all-reduce, optimizer step and dispatch are in
+  it: the step the parts' shares are taken of;
+- ``compute_s``: the forward and backward passes of one update, as the training function runs
+  them: the same replica function (:func:`harness.worker.build.loops.make_gradients`: accum_steps
+  micro-batches of per_replica_batch, their gradients summed locally) under ``strategy.run`` on
+  every replica, one update per iteration of an in-graph loop, on one update's batch already on the
+  devices: no reduction, no optimizer step, no input pipeline (each gradient's first element goes
+  to the sink: every gradient is computed, none is summed);
 - ``allreduce_s``: one all-reduce of the trainable variables' shapes and dtypes through the
   strategy's cross-device ops (``ReplicaContext.all_reduce(SUM, [...])``, as the optimizer hands the
   gradients over); 0 with one replica in sync (no reduction is made);
@@ -22,16 +35,27 @@ with the other tenants in unknown proportions).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.formulas.breakdown import PARTS, REFERENCE, excess
 from harness.spec.cell import Cell
 from harness.worker.build.loops import ReductionCounter, make_gradients
 from harness.worker.build.strategies import distribute
-from harness.worker.timing import per_repetition
+from harness.worker.timing import Timed, interleaved
 
 PART_WINDOW_S = 0.2
 """Target length of one timed window of a part (s)."""
+
+PART_ROUNDS = 5
+"""Rounds of :func:`harness.worker.timing.interleaved`: windows per part and of the update."""
+
+PART_SETS = 3
+"""Sets of PART_ROUNDS rounds at most: while a part exceeds the update by more than the timing
+noise allowed (:func:`harness.formulas.breakdown.excess`), another set is run and the figures are
+medians over all rounds (a disturbed window is outvoted; a part that really exceeds the update
+still does)."""
 
 
 def measurable(cell: Cell) -> bool:
@@ -59,16 +83,38 @@ def _repeated(strategy: Any, sink: Any, replica_fn: Callable[..., None]) -> Call
     return repeated
 
 
+def _first_elements(tensors: list[Any]) -> Any:
+    """The sum of each tensor's first element (float32): keeps every tensor computed in full (an
+    op's output is made whole) at O(1) arithmetic of its own. A control dependency on them is not
+    enough: with only that, the compute part took the CPU time of the forward pass alone (the
+    backward pass was pruned)."""
+    import tensorflow as tf
+
+    return tf.add_n([tf.cast(tf.reshape(t, [-1])[0], tf.float32) for t in tensors])
+
+
+def _seconds(call: Callable[[int], Any]) -> Callable[[int], float]:
+    """``call(n)`` (n repetitions ending in a host sync) as a window returning its seconds."""
+    def window(n: int) -> float:
+        t0 = time.perf_counter()
+        call(n)
+        return time.perf_counter() - t0
+
+    return window
+
+
 def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n: n,
-                  window_s: float = PART_WINDOW_S) -> dict[str, float | None]:
-    """compute_s, allreduce_s, input_s and dispatch_s of one update (s), or an empty dict when the
-    cell's parts cannot be isolated. ``built``: the cell's
-    :class:`harness.worker.measure.BuiltCell`."""
+                  window_s: float = PART_WINDOW_S, rounds: int = PART_ROUNDS
+                  ) -> dict[str, float | None]:
+    """parts_step_s, compute_s, allreduce_s, input_s and dispatch_s, each in s per update, or an
+    empty dict when the cell's parts cannot be isolated. ``built``: the cell's
+    :class:`harness.worker.measure.BuiltCell`; its trainer runs more updates here."""
     import tensorflow as tf
 
     if not measurable(cell):
         return {}
     strategy, model = built.strategy, built.model
+    spe = cell.steps_per_execution
     with strategy.scope():
         sink = tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
                            aggregation=tf.VariableAggregation.SUM)
@@ -79,13 +125,13 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
 
     def compute(x: Any, y: Any) -> None:
         loss, grads = gradients(x, y)
-        sink.assign_add(loss + tf.add_n([tf.reduce_sum(g) for g in grads]))
+        sink.assign_add(loss + _first_elements(grads))
 
     def allreduce() -> None:
         ctx = tf.distribute.get_replica_context()
         values = [tf.identity(tf.cast(tf.convert_to_tensor(v), tf.float32)) for v in variables]
         out = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
-        sink.assign_add(tf.add_n([tf.reshape(o, [-1])[0] for o in out]))
+        sink.assign_add(_first_elements(out))
 
     def take(x: Any, y: Any) -> None:
         sink.assign_add(tf.cast(y[0], tf.float32))
@@ -109,13 +155,26 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
             out = empty()
         strategy.experimental_local_results(out)[0].numpy()
 
-    def looped(fn: Callable[..., Any], *args: Any) -> Callable[[int], None]:
-        return lambda n: fn(tf.constant(n), *args).numpy()
+    def looped(fn: Callable[..., Any], *args: Any) -> Callable[[int], float]:
+        return _seconds(lambda n: fn(tf.constant(n), *args).numpy())
 
-    reduces = strategy.num_replicas_in_sync > 1
-    return {
-        "compute_s": per_repetition(looped(run_compute, *batch), window_s, agree)[0],
-        "allreduce_s": per_repetition(looped(run_allreduce), window_s, agree)[0] if reduces else 0.0,
-        "input_s": per_repetition(looped(pull), window_s, agree)[0],
-        "dispatch_s": per_repetition(calls, window_s, agree)[0] / cell.steps_per_execution,
+    timed = {
+        REFERENCE: Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
+        "compute_s": Timed(looped(run_compute, *batch)),
+        "input_s": Timed(looped(pull)),
+        "dispatch_s": Timed(_seconds(calls)),
     }
+    if strategy.num_replicas_in_sync > 1:
+        timed["allreduce_s"] = Timed(looped(run_allreduce))
+
+    def per_update(seconds: dict[str, float]) -> dict[str, float]:
+        """Per update: dispatch over a call's steps_per_execution updates; no all-reduce, 0."""
+        return {**seconds, "allreduce_s": seconds.get("allreduce_s", 0.0),
+                "dispatch_s": seconds["dispatch_s"] / spe}
+
+    def inconsistent(seconds: dict[str, float]) -> bool:
+        """Whether a part exceeds the update by more than the timing noise allowed."""
+        out = per_update(seconds)
+        return bool(excess(out[REFERENCE], {k: out[k] for k in PARTS}))
+
+    return dict(per_update(interleaved(timed, window_s, agree, rounds, inconsistent, PART_SETS)))

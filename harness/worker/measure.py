@@ -106,23 +106,26 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
     problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
                                cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
     joules_after, metered_s = meter(), time.perf_counter() - metered_from
-    parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
+    # Everything the timed windows left, read before the parts: timing them trains more updates
+    # (parts_step_s) and re-runs the trainer's windows.
     iterations = int(built.optimizer.iterations.numpy())
-    keras.mixed_precision.set_dtype_policy("float32")
     skip = protocol.warmup_windows
     own = [w[skip:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
     counts = [w[skip:] for w in built.trainer.updates_by_worker]
+    updates_run, digest = built.trainer.updates[0], weights_digest(built.model)
+    reductions = built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution)
+    parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
+    keras.mixed_precision.set_dtype_policy("float32")
     return Measurement(
         window_seconds=tuple(timings.window_seconds), window_starts=timings.window_starts,
         window_steps=timings.window_steps,
         startup_s=built.startup_s, compile_s=timings.compile_s, final_loss=timings.final_loss,
         problems=tuple(problems + integrity.idle_workers(counts)),
         effective_cross_device_ops=effective_cross_device_ops(built.strategy),
-        allreduces_per_update=built.trainer.counter.per_update(cell.accum_steps,
-                                                             cell.steps_per_execution),
-        weights_digest=weights_digest(built.model), device_kind=device_type, hosts=hosts,
+        allreduces_per_update=reductions,
+        weights_digest=digest, device_kind=device_type, hosts=hosts,
         worker_seconds=tuple(map(tuple, own)), worker_updates=tuple(map(tuple, counts)),
-        updates_run=built.trainer.updates[0], optimizer_iterations=iterations,
+        updates_run=updates_run, optimizer_iterations=iterations,
         joules=None if joules_before is None or joules_after is None else joules_after - joules_before,
         joules_s=metered_s, parts=parts, parts_error=parts_error)
 

@@ -79,3 +79,47 @@ def per_repetition(call: Callable[[int], None], window_s: float,
     probe = max(timed(2) / 2, 1e-7)
     n = agree(max(1, int(window_s / probe)))
     return statistics.median(timed(n) for _ in range(windows)) / n, n
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One thing to time in :func:`interleaved`: ``window(n)`` runs n repetitions (n a multiple of
+    ``unit``), ending in a host sync, and returns the seconds they took."""
+
+    window: Callable[[int], float]
+    unit: int = 1
+    warm: bool = False
+    """Already traced and run (e.g. the cell's own training function): no tracing window, and a
+    calibration window of one ``unit``."""
+
+
+def interleaved(calls: dict[str, Timed], window_s: float, agree: Callable[[int], int] = lambda n: n,
+                rounds: int = 5, again: Callable[[dict[str, float]], bool] = lambda figures: False,
+                sets: int = 1) -> dict[str, float]:
+    """Seconds per repetition of each call, every call timed under the same conditions.
+
+    Each call is traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm
+    call: one window of ``unit`` and no tracing) so that one window lasts about ``window_s`` (s);
+    then ``rounds`` rounds each time one window of every
+    call, in turn (reversed every other round, so a machine that slows down or speeds up during the
+    rounds affects every call alike). A call's figure is its median window / n. While
+    ``again(figures)`` holds, another ``rounds`` rounds are run and the figures become medians over
+    all of them, up to ``sets`` sets of rounds in all. ``agree``: every worker of a cluster uses the
+    chief's n and the chief's decision to go on (collectives must match)."""
+    counts: dict[str, int] = {}
+    for name, c in calls.items():
+        if not c.warm:
+            c.window(c.unit)
+        units = 1 if c.warm else 2
+        probe = max(c.window(units * c.unit) / (units * c.unit), 1e-7)
+        counts[name] = agree(c.unit * max(1, math.ceil(window_s / probe / c.unit)))
+    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    order, figures = list(calls), {}
+    for done in range(1, max(1, sets) + 1):
+        for r in range(rounds):
+            for name in (order if r % 2 == 0 else order[::-1]):
+                seconds[name].append(calls[name].window(counts[name]) / counts[name])
+        figures = {name: statistics.median(s) for name, s in seconds.items()}
+        if done >= sets or not agree(int(again(figures))):
+            break
+    return figures

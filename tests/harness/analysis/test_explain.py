@@ -20,7 +20,7 @@ def _row(replicas: int, accum: int, eps: list[float], parts: tuple[float, float,
     step = effective / median
     return {**BASE, "replicas": replicas, "accum_steps": accum, "effective_batch": effective,
             "cell_id": f"cnn/mirrored[auto]/r{replicas}w1/acc{accum}", "examples_per_sec": median,
-            "process_examples_per_sec": eps, "step_s": step, "compute_s": compute,
+            "process_examples_per_sec": eps, "step_s": step, "parts_step_s": step, "compute_s": compute,
             "allreduce_s": allreduce, "input_s": inp, "dispatch_s": dispatch,
             "overlap": (sum(parts) - step) / step, "bound": "compute", **kw}
 

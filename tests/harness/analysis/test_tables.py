@@ -39,7 +39,8 @@ def test_summary_table_rows():
              scaling_efficiency=1.0),
         _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
              examples_per_sec_ci_high=18600.0, cv_between_processes=0.05, cv_within_process=0.01, scaling_efficiency=0.75,
-             step_s=0.01, allreduce_s=0.006, bound="communication"),
+             step_s=0.009, parts_step_s=0.01, compute_s=0.003, allreduce_s=0.006, input_s=0.0001,
+             dispatch_s=0.0001, bound="communication"),
         _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
              reason="NcclAllReduce has no CPU kernel"),
         _row(replicas=2, batch=32, per_replica_batch=32, status="failed",
@@ -60,6 +61,15 @@ def test_summary_table_rows():
     assert failed.endswith("x" * (60 - len("worker died: signal 9 ")))  # reason cut at 60 chars
     # columns line up: every line has the same prefix width before the status
     assert len({line.index("ok") for line in (ok1, ok2)}) == 1
+
+
+def test_summary_table_says_no_verdict_where_a_part_exceeds_the_step():
+    parts = {"parts_step_s": 0.0672, "compute_s": 0.1163, "allreduce_s": 0.0, "input_s": 0.00004,
+             "dispatch_s": 0.00002}
+    lines = summary_table([_row(examples_per_sec=100.0, bound=None, **parts),
+                           _row(examples_per_sec=100.0, bound=None)]).splitlines()
+    assert "no verdict (compute 173%)" in lines[2]
+    assert lines[3].split()[-2:] == ["-", "ok"]  # no parts: nothing to say
 
 
 def test_summary_table_missing_and_nan_numbers():
@@ -99,7 +109,8 @@ def _rows():
              scaling_efficiency=1.0),
         _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
              examples_per_sec_ci_high=18600.0, cv_between_processes=0.05, cv_within_process=0.01, scaling_efficiency=0.75,
-             step_s=0.01, allreduce_s=0.006, bound="communication"),
+             step_s=0.009, parts_step_s=0.01, compute_s=0.003, allreduce_s=0.006, input_s=0.0001,
+             dispatch_s=0.0001, bound="communication"),
         _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
              reason="NcclAllReduce has no CPU kernel"),
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.formulas.breakdown import BOUNDS, columns, verdict
+from harness.formulas.breakdown import BOUNDS, NOISE, columns, excess, reference_step, verdict
 from harness.spec.cell import Cell
 
 STEP = 0.010  # s per update
@@ -30,19 +30,60 @@ def test_the_largest_share_decides_and_names_its_knob(parts: dict[str, float], b
         assert f"{b.name} {parts[b.part] / STEP:.0%}" in reason
 
 
-def test_columns_give_step_overlap_and_bound() -> None:
+def test_columns_give_step_overlap_and_bound_against_the_step_timed_with_the_parts() -> None:
     cell = Cell(strategy="mirrored", replicas=2, batch=64, accum_steps=2)  # effective batch 256
-    row = {"status": "ok", "examples_per_sec": 25_600.0, "compute_s": 0.006, "allreduce_s": 0.002,
-           "input_s": 0.001, "dispatch_s": 0.0005}
+    row = {"status": "ok", "examples_per_sec": 25_600.0, "parts_step_s": 0.012, "compute_s": 0.006,
+           "allreduce_s": 0.002, "input_s": 0.001, "dispatch_s": 0.0005}
     out = columns(cell, row)
     assert out["step_s"] == pytest.approx(0.010)  # 256 / 25,600
-    assert out["overlap"] == pytest.approx((0.0095 - 0.010) / 0.010)  # -5 %: a remainder
-    assert out["bound"] == "compute" and "overlap -5%" in out["bound_reason"]
+    # shares and overlap are of parts_step_s (12 ms), timed in the same rounds as the parts
+    assert out["overlap"] == pytest.approx((0.0095 - 0.012) / 0.012)  # -21 %: a remainder
+    assert out["bound"] == "compute" and "overlap -21%" in out["bound_reason"]
+    assert "of the 12 ms step, compute 50%, communication 17%" in out["bound_reason"]
 
 
-def test_without_every_part_only_the_step_is_given() -> None:
+def test_without_every_part_or_their_step_only_the_step_is_given() -> None:
     cell = Cell(strategy="default", batch=100)
-    out = columns(cell, {"status": "ok", "examples_per_sec": 1000.0, "compute_s": 0.05,
-                         "allreduce_s": None, "input_s": 0.01, "dispatch_s": 0.001})
+    out = columns(cell, {"status": "ok", "examples_per_sec": 1000.0, "parts_step_s": 0.1,
+                         "compute_s": 0.05, "allreduce_s": None, "input_s": 0.01, "dispatch_s": 0.001})
     assert out == {"step_s": pytest.approx(0.1)}
+    out = columns(cell, {"status": "ok", "examples_per_sec": 1000.0, "compute_s": 0.05,
+                         "allreduce_s": 0.0, "input_s": 0.01, "dispatch_s": 0.001})
+    assert out == {"step_s": pytest.approx(0.1)}  # parts with no step timed alongside: no shares
     assert columns(cell, {"status": "invalid", "examples_per_sec": None}) == {}
+
+
+# The cell of the report: cnn/default/r1w1/b64/acc4/ctl, a 67.2 ms update, its compute timed at
+# 173% of it (116.3 ms).
+REPORTED = {"compute_s": 0.1163, "allreduce_s": 0.0, "input_s": 0.00004, "dispatch_s": 0.00002}
+
+
+def test_a_part_longer_than_the_step_is_an_error_not_a_share() -> None:
+    assert excess(0.0672, REPORTED) == {"compute": pytest.approx(1.7307, abs=1e-4)}
+    bound, reason = verdict(0.0672, REPORTED)
+    assert bound is None
+    assert reason.startswith("no verdict: compute (173%) timed alone took longer than the whole "
+                             "update it was timed with (more than 100% + 10% for timing noise)")
+    assert "of the 67.2 ms step, compute 173%" in reason and "bound:" not in reason
+    cell = Cell(strategy="default", batch=64, accum_steps=4)  # effective batch 256
+    out = columns(cell, {"status": "ok", "examples_per_sec": 3811.0, "parts_step_s": 0.0672,
+                         **REPORTED})
+    assert out["bound"] is None and out["bound_reason"].startswith("no verdict: compute (173%)")
+
+
+@pytest.mark.parametrize("compute, over", [(0.0099, False), (0.0110, False), (0.01101, True),
+                                           (0.0120, True)])
+def test_a_part_may_exceed_the_step_by_the_noise_allowance_only(compute: float, over: bool) -> None:
+    assert NOISE == 0.10
+    parts = {"compute_s": compute, "allreduce_s": 0.0, "input_s": 0.0001, "dispatch_s": 0.0001}
+    assert bool(excess(STEP, parts)) is over
+    assert (verdict(STEP, parts)[0] is None) is over
+    # every part is checked, not only the largest
+    assert excess(STEP, {**parts, "compute_s": 0.001, "input_s": 0.0115}) == {
+        "input": pytest.approx(1.15)}
+
+
+def test_the_reference_step_is_the_one_timed_with_the_parts() -> None:
+    assert reference_step({"step_s": 0.010, "parts_step_s": 0.012}) == 0.012
+    assert reference_step({"step_s": 0.010, "parts_step_s": float("nan")}) == 0.010  # older rows
+    assert reference_step({"step_s": None}) is None

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.formulas import breakdown
 from harness.launch.local_cluster import (
     cluster_env,
     cores_per_task,
@@ -98,6 +99,9 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     assert row.cores_per_worker == max(1, (os.cpu_count() or 1) // 2)
     # the parts of an update, timed in lock-step on both workers (the all-reduce is a collective)
     assert row.compute_s > 0 and row.allreduce_s > 0 and row.input_s > 0 and row.dispatch_s > 0
+    # each a piece of the synchronised update timed alongside them (noise allowance: NOISE's doc)
+    for part in breakdown.PARTS:
+        assert row[part] <= row.parts_step_s * (1 + breakdown.NOISE), row.bound_reason
     assert row.bound in {"compute", "communication", "input", "dispatch"}, row.bound_reason
     windows = pd.read_parquet(tmp_path / "results" / "windows")
     assert sorted(windows.worker.unique()) == [0, 1] and len(windows) == 2 * 2

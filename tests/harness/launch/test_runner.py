@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.formulas import breakdown
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -95,6 +96,15 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert ok.step_s.mul(ok.examples_per_sec).sub(ok.effective_batch).abs().max() < 1e-6
     assert (ok.compute_s > 0).all() and (ok.input_s > 0).all() and (ok.dispatch_s > 0).all()
     assert (ok[ok.replicas == 1].allreduce_s == 0).all() and (two_ok.allreduce_s > 0).all()
+    # every part is a piece of one update, timed alongside it: none may take longer than the whole,
+    # beyond the timing noise NOISE allows (10%: see its doc); a larger share is a measurement bug
+    for part in breakdown.PARTS:
+        share = ok[part] / ok.parts_step_s
+        assert (share <= 1 + breakdown.NOISE).all(), ok.assign(share=share)[["cell_id", "share"]]
+    # with one replica the CNN's forward and backward passes are most of its update (a compute
+    # part that lost its backward pass took a quarter of its CPU time)
+    alone = ok[(ok.model == "cnn") & (ok.replicas == 1)]
+    assert (alone.compute_s / alone.parts_step_s > 0.5).all(), alone.bound_reason
     assert ok.bound.isin(["compute", "communication", "input", "dispatch"]).all(), ok.bound_reason
     assert ok.overlap.notna().all()
     assert "time:" in proc.stdout and "peak" in proc.stdout

@@ -212,12 +212,14 @@ def test_aggregate_over_processes():
 def test_aggregate_gives_the_median_parts_and_the_verdict():
     cell = Cell(strategy="mirrored", replicas=2, batch=10)  # effective batch 20
     procs = [_process(eps, k=k) for k, eps in enumerate((100.0, 90.0, 120.0))]
-    procs[0].row.update(compute_s=0.1, allreduce_s=0.05, input_s=0.01, dispatch_s=0.001)
+    procs[0].row.update(parts_step_s=0.25, compute_s=0.1, allreduce_s=0.05, input_s=0.01,
+                        dispatch_s=0.001)
     out = aggregate(cell, PROTOCOL, procs)  # only the first pass measured the parts
-    assert out["compute_s"] == 0.1 and out["allreduce_s"] == 0.05
+    assert out["compute_s"] == 0.1 and out["allreduce_s"] == 0.05 and out["parts_step_s"] == 0.25
     assert out["step_s"] == pytest.approx(0.2)  # 20 examples / 100 examples/s
-    assert out["overlap"] == pytest.approx((0.161 - 0.2) / 0.2)
-    assert out["bound"] == "compute" and "compute 50%" in out["bound_reason"]
+    # shares of the step timed with the parts, in the same process
+    assert out["overlap"] == pytest.approx((0.161 - 0.25) / 0.25)
+    assert out["bound"] == "compute" and "compute 40%" in out["bound_reason"]
 
 
 def test_history_widens_an_ok_rows_ci_and_says_how_many_runs():

@@ -99,3 +99,55 @@ def test_per_repetition_calibrates_then_takes_the_median_window():
     assert n == 50 and seconds == pytest.approx(0.002)
     agreed, _ = per_repetition(call, 0.1, agree=lambda k: 10, clock=lambda: now[0])
     assert calls[-3:] == [10, 10, 10] and agreed == pytest.approx(0.002)
+
+
+def test_interleaved_calibrates_each_call_then_alternates_them_round_by_round():
+    from harness.worker.timing import Timed, interleaved
+
+    order: list[tuple[str, int]] = []
+    slow = [1.0]  # the machine slows down steadily: the alternating order spreads it evenly
+
+    def timed(name: str, per_rep: float) -> Timed:
+        def window(n: int) -> float:
+            order.append((name, n))
+            if len(order) > 4:  # after calibration
+                slow[0] += 0.1
+            return per_rep * n * slow[0]
+        return Timed(window, unit=10 if name == "step" else 1)
+
+    out = interleaved({"step": timed("step", 0.002), "part": timed("part", 0.001)}, 0.05, rounds=4)
+    # trace (one unit), probe (two units), for each call: step 0.05 / 0.002 = 25 -> 30 (unit 10)
+    assert order[:4] == [("step", 10), ("step", 20), ("part", 1), ("part", 2)]
+    assert order[4:] == [("step", 30), ("part", 50), ("part", 50), ("step", 30),
+                         ("step", 30), ("part", 50), ("part", 50), ("step", 30)]
+    # windows 1, 4, 5, 8 (step) and 2, 3, 6, 7 (part): both medians at a slowdown of 1.45
+    assert out["part"] / out["step"] == pytest.approx(0.5)
+    agreed = interleaved({"part": timed("part", 0.001)}, 0.05, agree=lambda n: 7, rounds=1)
+    assert order[-1] == ("part", 7) and agreed["part"] > 0
+    del order[:]
+    slow[0] = 1.0
+    warm = Timed(timed("step", 0.002).window, unit=10, warm=True)  # no tracing, a one-unit probe
+    interleaved({"step": warm}, 0.05, rounds=1)
+    assert order == [("step", 10), ("step", 30)]
+
+
+def test_interleaved_runs_more_rounds_while_asked_and_pools_them():
+    from harness.worker.timing import Timed, interleaved
+
+    def fake(per_rep: list[float]) -> Timed:  # each window: its next per-repetition seconds
+        left = iter(per_rep)
+        return Timed(lambda n: next(left) * n)
+
+    asked: list[dict[str, float]] = []
+
+    def again(figures: dict[str, float]) -> bool:
+        asked.append(figures)
+        return figures["part"] > 2
+
+    # trace and probe (1 s: n = 1), a set of 3 disturbed windows (median 3: again), then 3 more:
+    # the median over all 6 is 2, so no more; the last windows are never run
+    part = fake([1.0, 1.0, 3.0, 3.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    out = interleaved({"part": part}, 1.0, rounds=3, again=again, sets=5)
+    assert [f["part"] for f in asked] == [3.0, 2.0] and out == {"part": 2.0}
+    capped = fake([1.0, 1.0, 3.0, 3.0])  # at most `sets` sets of rounds
+    assert interleaved({"part": capped}, 1.0, rounds=1, again=lambda f: True, sets=2) == {"part": 3.0}
