@@ -11,8 +11,9 @@ from typing import Any
 
 import pandas as pd
 
+from harness.commands.paths import check_writable
 from harness.errors import HarnessError, require
-from harness.spec.axes import PRECISION_NAMES
+from harness.spec.axes import AXIS_BY_NAME, PRECISION_NAMES
 from harness.contract.records import Status
 
 NAME = "predict"
@@ -20,6 +21,9 @@ NAME = "predict"
 STRATEGIES = {"mirrored": ("replicas", "cross_device_ops", "auto"),
               "multi_worker_mirrored": ("workers", "communication", "ring")}
 """strategy -> (the axis that grows, its op column, the default op)."""
+
+MAX_DEVICES = 65536
+"""The largest device count predict takes (the model's arithmetic stays in 64-bit floats)."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -50,7 +54,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def _counts(text: str | None, flag: str) -> list[int]:
     from harness.commands.selection import int_list
 
-    return int_list(flag, text or "1,2,3,4", 1)
+    return int_list(flag, "1,2,3,4" if text is None else text, 1, MAX_DEVICES)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -70,10 +74,15 @@ def _check(args: argparse.Namespace) -> None:
                                                        and args.latency_us >= 0),
                          "a finite latency >= 0 (microseconds per ring step)"),
     })
+    axis, op_column, _ = STRATEGIES[args.strategy]
     other = "workers" if args.strategy == "mirrored" else "replicas"
     if getattr(args, other) is not None:
         raise HarnessError(f"Received --{other} with --strategy {args.strategy}; expected "
-                           f"--{STRATEGIES[args.strategy][0]} (the axis this strategy grows).")
+                           f"--{axis} (the axis this strategy grows).")
+    _counts(getattr(args, axis), f"--{axis}")
+    ops = AXIS_BY_NAME[op_column].choices
+    require({"--op": (args.op, args.op is None or args.op in ops,
+                      f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})")})
 
 
 def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -170,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     cells, _ = history.load(args.results)
     lines, cost = predictions(cells, args)
+    folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
+    check_writable(folder, "--figures")
     title = (f"{args.model} {args.strategy} [{args.op or STRATEGIES[args.strategy][2]}], batch "
              f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
              f"{args.steps_per_execution}")
@@ -178,7 +189,6 @@ def run(args: argparse.Namespace) -> int:
           f"{cost.bandwidth_gbps:.3g} Gb/s per link"
           + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
           + ". Model and assumptions: README.md, Predicting scaling.")
-    folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
     stem = f"predict_{args.model}_{args.strategy}"
     for path in prediction_figure(lines, folder / stem, title):
         print(f"wrote {path}")
