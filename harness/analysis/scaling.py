@@ -152,7 +152,7 @@ def error(predicted: float, measured: float) -> float:
 def _count(row: Mapping[str, Any], key: str, default: int) -> int:
     """``row[key]`` as an int, ``default`` when it is missing, None or NA (a row without facts)."""
     value = row.get(key)
-    return int(value) if _known(value) else default
+    return default if value is None or not _known(value) else int(value)
 
 
 def baseline_from_row(row: Mapping[str, Any]) -> Baseline:

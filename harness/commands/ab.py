@@ -12,7 +12,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
@@ -24,6 +24,10 @@ from harness.commands.selection import (
 )
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.spec.axes import AXES
+
+if TYPE_CHECKING:  # imported when the command runs: the parser is built without them
+    from harness.analysis.ab import Rule
+    from harness.launch.ab import Mode, Side
 
 NAME = "ab"
 
@@ -105,10 +109,10 @@ def _mode(name: str) -> Any:
 class Plan:
     """What ``ab`` compares and how, every flag checked (:func:`plan`)."""
 
-    a: Any
-    b: Any
-    rule: Any
-    mode: Any
+    a: Side
+    b: Side
+    rule: Rule
+    mode: Mode
     sel: Selection
 
 
@@ -126,7 +130,7 @@ def plan(args: argparse.Namespace) -> Plan:
     return Plan(a, b, rule, mode, select(args))
 
 
-def _side_text(side: Any) -> str:
+def _side_text(side: Side) -> str:
     return f"{side.python or sys.executable}" + (
         " " + " ".join("=".join(kv) for kv in side.env) if side.env else "")
 

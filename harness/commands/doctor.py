@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument("--timeout", type=float, default=180.0,
                    help="seconds each probe process may take. Default: 180")
-    add_dry_run(p, "the probe processes it would start")
+    add_dry_run(p, "the probe processes it would start", selection=False)
     return p
 
 

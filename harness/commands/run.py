@@ -55,8 +55,9 @@ def _plan_head(sel: Selection, out: Path) -> str:
     """The dry run's first line: what this process would do, and where its rows would go."""
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:
+        does = "serve the chief's whole run" if config.role == Role.SERVER else "take part in every cell"
         return (f"run: cluster task {config.task_type} {config.task_index} ({config.role}) would "
-                "take part in the chief's cells (it writes no results)")
+                f"{does} (it writes no results)")
     pr = sel.protocol
     if sel.sweep.kind == "collectives":
         return (f"run: {pr.processes} processes per all-reduce topology, sizes up to "

@@ -191,13 +191,14 @@ DRY_RUN_CELLS = 5
 """A dry run lists this many of the cells it would start first."""
 
 
-def add_dry_run(p: argparse.ArgumentParser, would: str) -> None:
+def add_dry_run(p: argparse.ArgumentParser, would: str, selection: bool = True) -> None:
     """``--dry-run``: check everything the command checks before its first process, print what it
     would do, exit 0 (2 on bad input)."""
+    what, slurm = ("every flag and the selection", " (with --cluster slurm the resolver process "
+                   "still places this task)") if selection else ("every flag", "")
     p.add_argument("--dry-run", action="store_true",
-                   help=f"check every flag and the selection exactly as the command does before its "
-                        f"first process, print {would}, and exit 0 (2 on bad input) without starting "
-                        "a worker (with --cluster slurm the resolver process still places this task)")
+                   help=f"check {what} exactly as the command does before its first process, print "
+                        f"{would}, and exit 0 (2 on bad input) without starting a worker{slurm}")
 
 
 def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -> str:

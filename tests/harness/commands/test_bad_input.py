@@ -181,6 +181,9 @@ class Sandbox:
     def __repr__(self) -> str:
         return f"Sandbox({self.root})"
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # how Hypothesis prints a failing example
+        p.text(repr(self))
+
 
 def paths(dest: str, box: Sandbox, command: str) -> Domain:
     """Paths for an option by its role: a results folder to read, a file to read, or somewhere to
@@ -406,7 +409,8 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
         "cell_id": cell.id, "status": "ok", "examples_per_sec": 1000.0}}]}
     json_files = (write("bench.json", json.dumps(bench)),
                   write("no-rows.json", json.dumps({**bench, "benchmarks": bench["benchmarks"][:1]})),
-                  write("partial.json", json.dumps(partial)), write("bad.json", "{not json"), write("list.json", "[1, 2]"),
+                  write("partial.json", json.dumps(partial)), write("bad.json", "{not json"),
+                  write("list.json", "[1, 2]"),
                   write("no-list.json", json.dumps({"benchmarks": 3})),
                   write("bad-date.json", json.dumps({**bench, "datetime": "yesterday"})),
                   write("bad-extra.json", json.dumps({"benchmarks": [{"extra_info": 5}, 7]})),
@@ -561,7 +565,7 @@ def check(command: str, argv: list[str], outcome: Outcome, env: dict[str, Any]) 
     message = lines[0]
     named = _typed(argv) | _options(command) | ({"TF_CONFIG"} if env["tf_config"] else set())
     assert any(w in message for w in named), f"the message names nothing typed\n{where}"
-    assert re.search(r"expected|needs|must|use |run `|first", message), f"no accepted value\n{where}"
+    assert re.search(r"expected|needs|must|use |run `|first|measure", message), f"no accepted value\n{where}"
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
@@ -613,7 +617,8 @@ FOUND = [
     (["compare-hardware", "--runs", ""], NvidiaGpus(), 2, "--runs=''; expected a run id"),
     (["report", "--run", "last:x"], NvidiaGpus(), 2, "--run='last:x': no run matches; expected"),
     (["compare-hardware"], NvidiaGpus(), 0, "fp2 x1"),  # was: a pandas error on rows without suite_version
-    (["compare", "--markdown", "@scratch"], NvidiaGpus(), 2, "--markdown='@scratch'; expected the path of a file"),
+    (["compare", "--markdown", "@scratch"], NvidiaGpus(), 2,
+     "--markdown='@scratch'; expected the path of a file"),
     (["compare", "--figures", "@file"], NvidiaGpus(), 2, "--figures='@file'; expected a folder"),
     (["compare-hardware", "--csv", "@file/x.csv"], NvidiaGpus(), 2, "--csv='@file/x.csv'; expected a file"),
     (["report", "--out", "@file"], NvidiaGpus(), 2, "--out='@file'; expected a folder"),
