@@ -26,9 +26,9 @@ def resolve_mnist_path(path: str | None) -> Path:
     p = Path(path).expanduser() if path else default_mnist_path()
     if not p.is_file():
         raise HarnessError(
-            f"MNIST file not found at {p}. This machine may be offline: download {MNIST_URL} "
-            f"and save it as {default_mnist_path()} (where Keras caches it), or pass --mnist-path FILE "
-            "pointing to an .npz with arrays x_train (N, 28, 28) uint8 and y_train (N,) integers.")
+            f"MNIST file not found at {p}; expected an .npz with arrays x_train (N, 28, 28) uint8 "
+            f"and y_train (N,) integers there or at --mnist-path FILE. This machine may be offline: "
+            f"download {MNIST_URL} and save it as {default_mnist_path()} (where Keras caches it).")
     return p
 
 

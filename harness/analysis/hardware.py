@@ -73,7 +73,7 @@ def read_prices(path: Path) -> dict[str, Price]:
 
 def software_differences(rows: pd.DataFrame) -> list[str]:
     """What differs in suite version, TensorFlow or Keras between the machines (empty: alike)."""
-    sw = rows.assign(suite=rows["suite_version"].astype(str).str.split("+").str[0])
+    sw = rows.assign(suite=rows["suite_version"].astype("string").fillna("").str.split("+").str[0])
     out = []
     for col in SOFTWARE:
         values = sw.groupby("fingerprint")[col].agg(lambda s: ",".join(sorted(set(map(str, s)))))

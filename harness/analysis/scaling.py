@@ -150,14 +150,20 @@ def error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
+def _count(row: Mapping[str, Any], key: str, default: int) -> int:
+    """``row[key]`` as an int, ``default`` when it is missing, None or NA (a row without facts)."""
+    value = row.get(key)
+    return default if value is None or not _known(value) else int(value)
+
+
 def baseline_from_row(row: Mapping[str, Any]) -> Baseline:
     """A :class:`Baseline` from a 1-device cell row (examples_per_sec, effective_batch, device_kind,
     host_cores, cores_per_worker)."""
-    host = int(row.get("host_cores") or 1)
-    cores = int(row.get("cores_per_worker") or host)
+    host = _count(row, "host_cores", 1)
+    cores = _count(row, "cores_per_worker", host)
     return Baseline(float(row["effective_batch"]) / float(row["examples_per_sec"]),
                     int(row["effective_batch"]), min(cores, host), host,
-                    shares_cores=row.get("device_kind") != "GPU")
+                    shares_cores=not (_known(row.get("device_kind")) and row["device_kind"] == "GPU"))
 
 
 def _op(row: Mapping[str, Any]) -> str:

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv``, run the command, return its exit code (printing a HarnessError's message)."""
+    if hasattr(sys.stdout, "reconfigure"):  # a path that is not UTF-8 prints escaped, as on stderr
+        sys.stdout.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command].run(args)

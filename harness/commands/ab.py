@@ -10,12 +10,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.commands.selection import add_selection_args, select
-from harness.errors import EXIT_INTERRUPTED, HarnessError
+from harness.commands.paths import check_writable_file
+from harness.commands.selection import (
+    Selection,
+    add_dry_run,
+    add_selection_args,
+    dry_run_text,
+    select,
+)
+from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.spec.axes import AXES
+
+if TYPE_CHECKING:  # imported when the command runs: the parser is built without them
+    from harness.analysis.ab import Rule
+    from harness.launch.ab import Mode, Side
 
 NAME = "ab"
 
@@ -44,6 +56,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="also write the result as markdown for a CI comment")
     add_selection_args(p)
     p.add_argument("--out", default="results", help="results folder (history). Default: results")
+    add_dry_run(p, "the cells it would compare and the pairs per cell")
     return p
 
 
@@ -72,8 +85,6 @@ def _sides(args: argparse.Namespace) -> tuple[Any, Any]:
 
     a = Side("A", _python("--a", args.a), _env("--a-env", args.a_env))
     b = Side("B", _python("--b", args.b), _env("--b-env", args.b_env))
-    if a.python == b.python and a.env == b.env:
-        print("note: A and B are the same interpreter and settings (an A/A check)", flush=True)
     return a, b
 
 
@@ -94,26 +105,55 @@ def _mode(name: str) -> Any:
     return MODES[name]
 
 
-def run(args: argparse.Namespace) -> int:
-    from harness.analysis.ab import EXIT_CODES, overall
-    from harness.analysis.ab_text import markdown, progress_line, table
-    from harness.analysis.tables import render_table
-    from harness.commands.run import interrupt_on_sigterm
-    from harness.launch.ab import run_ab
+@dataclass(frozen=True)
+class Plan:
+    """What ``ab`` compares and how, every flag checked (:func:`plan`)."""
 
+    a: Side
+    b: Side
+    rule: Rule
+    mode: Mode
+    sel: Selection
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """The sides, the decision rule, the mode and the cells: every check made before the first
+    process (HarnessError on bad input)."""
     if args.sweep is None and not any(getattr(args, a.name) is not None for a in AXES):
         raise HarnessError("ab needs the cells to compare: cell axes (e.g. --model cnn,dense "
                            "--strategy default --batch 64) or --sweep NAME.")
     a, b = _sides(args)
     rule = _rule(args)
     mode = _mode(args.mode)
-    sel = select(args)
+    if args.markdown:
+        check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
+    return Plan(a, b, rule, mode, select(args))
+
+
+def _side_text(side: Side) -> str:
+    return f"{side.python or sys.executable}" + (
+        " " + " ".join("=".join(kv) for kv in side.env) if side.env else "")
+
+
+def run(args: argparse.Namespace) -> int:
+    p = plan(args)
+    a, b, rule, mode, sel = p.a, p.b, p.rule, p.mode, p.sel
+    if a.python == b.python and a.env == b.env:
+        print("note: A and B are the same interpreter and settings (an A/A check)", flush=True)
+    head = (f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {_side_text(a)}; B: "
+            f"{_side_text(b)}), {rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect "
+            f"{rule.min_effect:.0%}")
+    if args.dry_run:
+        print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
+        return EXIT_OK
+    from harness.analysis.ab import EXIT_CODES, overall
+    from harness.analysis.ab_text import markdown, progress_line, table
+    from harness.analysis.tables import render_table
+    from harness.commands.run import interrupt_on_sigterm
+    from harness.launch.ab import run_ab
+
     interrupt_on_sigterm()
-    print(f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {a.python or sys.executable}"
-          f"{' ' + ' '.join('='.join(kv) for kv in a.env) if a.env else ''}; B: "
-          f"{b.python or sys.executable}{' ' + ' '.join('='.join(kv) for kv in b.env) if b.env else ''}), "
-          f"{rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect {rule.min_effect:.0%}",
-          flush=True)
+    print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
     result = run_ab(sel.cells, sel.protocol, sel.platform, Path(args.out), a, b, rule, mode,
                     report=lambda outcome, order: print(progress_line(outcome, order), flush=True))
@@ -127,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(markdown(result.outcomes, verdict, rule))
         print(f"wrote {args.markdown}")
-    for p in result.paths:
-        print(f"wrote {p}")
+    for path in result.paths:
+        print(f"wrote {path}")
     if result.interrupted:
         return EXIT_INTERRUPTED
     return 2 if verdict == "error" else EXIT_CODES[verdict]

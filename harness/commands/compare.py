@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.gate import GatePolicy
+from harness.commands.paths import check_writable, check_writable_file
 from harness.errors import EXIT_SHORT_HISTORY
 
 NAME = "compare"
@@ -50,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
     cells, _ = history.load(args.results)
     chosen = history.select_comparison(cells, args.baseline, args.candidate)
+    if args.markdown:
+        check_writable_file(args.markdown, "--markdown")
+    if args.figures:
+        check_writable(Path(args.figures), "--figures")
     result = compare(cells, chosen.candidate, chosen.baseline, chosen.history_runs, policy)
     print(text_table(result))
     if args.markdown:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.commands.paths import check_writable, check_writable_file
+
 NAME = "compare-hardware"
 
 
@@ -28,9 +30,13 @@ def run(args: argparse.Namespace) -> int:
 
     cells, _ = history.load(args.results)
     all_runs = history.runs(cells)
-    run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs)] if args.runs
+    run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")] if args.runs
                else history.latest_runs_per_machine(cells))
     prices = read_prices(Path(args.prices)) if args.prices else None
+    if args.csv:
+        check_writable_file(args.csv, "--csv")
+    if args.figures:
+        check_writable(Path(args.figures), "--figures")
     table = compare_machines(history.ok_rows(cells, run_ids), prices)
     print(text_table(table))
     print("\n" + FOOTNOTE)

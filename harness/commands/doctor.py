@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
-from harness.commands.selection import int_list
-from harness.errors import HarnessError
+from harness.commands.selection import add_dry_run, int_list
+from harness.errors import EXIT_OK, require
 from harness.launch.platform import DEVICE_CHOICES
+from harness.spec.protocol import MAX_CPU_DEVICES
 
 NAME = "doctor"
 
@@ -26,16 +28,31 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument("--timeout", type=float, default=180.0,
                    help="seconds each probe process may take. Default: 180")
+    add_dry_run(p, "the probe processes it would start", selection=False)
     return p
+
+
+def plan(args: argparse.Namespace) -> list[int] | None:
+    """The replica counts to probe (None: the machine's defaults), every flag checked."""
+    counts = (int_list("--replicas", args.replicas, 1, MAX_CPU_DEVICES)  # GPUs: checked once counted
+              if args.replicas is not None else None)
+    require({"--timeout": (args.timeout, math.isfinite(args.timeout) and args.timeout > 0,
+                           "finite seconds > 0")})
+    return counts
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.doctor import render, to_json_text
-    from harness.launch.doctor import examine
+    from harness.launch.doctor import MWMS_WORKERS, examine
 
-    counts = int_list("--replicas", args.replicas, minimum=1) if args.replicas else None
-    if not args.timeout > 0:
-        raise HarnessError(f"Received --timeout={args.timeout}; expected seconds > 0.")
+    counts = plan(args)
+    if args.dry_run:
+        which = ",".join(map(str, counts)) if counts else "2,3 on CPU; 1, 2, 3 and all GPUs"
+        print(f"doctor --device {args.device}: one process asks TensorFlow for the devices, then one "
+              f"probe process per replica count ({which}), then {MWMS_WORKERS} local workers per "
+              f"MultiWorkerMirrored communication; each process may take {args.timeout:g} s.\n"
+              "dry run: nothing started.")
+        return EXIT_OK
     if not args.json:
         print("probing (one process per replica count, then two local workers per "
               "MultiWorkerMirrored communication) ...", file=sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.commands.paths import check_writable
 from harness.errors import EXIT_FAILURE, EXIT_OK
 
 NAME = "ingest"
@@ -22,6 +23,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from harness.results.ingest import ingest
 
+    check_writable(Path(args.results), "--results", keep=False)  # made when a row is written
     done = ingest(Path(args.json), Path(args.results))
     print(f"run {done.run_id}: {done.rows} harness row(s) ingested"
           + (f" into {done.path}" if done.path else "")

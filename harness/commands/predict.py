@@ -11,8 +11,9 @@ from typing import Any
 
 import pandas as pd
 
+from harness.commands.paths import check_writable
 from harness.errors import HarnessError, require
-from harness.spec.axes import PRECISION_NAMES
+from harness.spec.axes import AXIS_BY_NAME, PRECISION_NAMES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 from harness.contract.records import Status
 
@@ -20,6 +21,9 @@ NAME = "predict"
 
 DEVICE_AXES = ("replicas", "workers")
 """The axes a strategy's descriptor may grow (:attr:`Strategy.device_axis`): each has its flag."""
+
+MAX_DEVICES = 65536
+"""The largest device count predict takes (the model's arithmetic stays in 64-bit floats)."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -50,7 +54,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def _counts(text: str | None, flag: str) -> list[int]:
     from harness.commands.selection import int_list
 
-    return int_list(flag, text or "1,2,3,4", 1)
+    return int_list(flag, "1,2,3,4" if text is None else text, 1, MAX_DEVICES)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -74,6 +78,12 @@ def _check(args: argparse.Namespace) -> None:
     if getattr(args, other) is not None:
         raise HarnessError(f"Received --{other} with --strategy {args.strategy}; expected "
                            f"--{axis} (the axis this strategy grows).")
+    _counts(getattr(args, axis), f"--{axis}")
+    op_column = STRATEGIES[args.strategy].option_axis
+    assert op_column is not None  # ALLREDUCE_STRATEGIES have an option axis
+    ops = AXIS_BY_NAME[op_column].choices
+    require({"--op": (args.op, args.op is None or args.op in ops,
+                      f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})")})
 
 
 def _axes(strategy: str) -> tuple[str, str]:
@@ -180,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     cells, _ = history.load(args.results)
     lines, cost = predictions(cells, args)
+    folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
+    check_writable(folder, "--figures")
     title = (f"{args.model} {args.strategy} [{args.op or _default_op(args.strategy)}], batch "
              f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
              f"{args.steps_per_execution}")
@@ -188,7 +200,6 @@ def run(args: argparse.Namespace) -> int:
           f"{cost.bandwidth_gbps:.3g} Gb/s per link"
           + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
           + ". Model and assumptions: README.md, Predicting scaling.")
-    folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
     stem = f"predict_{args.model}_{args.strategy}"
     for path in prediction_figure(lines, folder / stem, title):
         print(f"wrote {path}")

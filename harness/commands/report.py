@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.commands.paths import check_writable
+
 NAME = "report"
 
 
@@ -24,9 +26,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.results.store import read_collectives
 
     cells, _ = history.load(args.results)
-    run_ids = history.resolve(args.run, history.runs(cells))
+    run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]
     out = Path(args.out) if args.out else Path(args.results) / "report"
+    check_writable(out, "--out")
     collectives = read_collectives(args.results)
     for path in write_report(rows, out, f"tf-strategy-bench: {', '.join(run_ids)}", collectives):
         print(f"wrote {path}")

@@ -16,7 +16,9 @@ from typing import Any
 
 from harness.commands.selection import (
     Selection,
+    add_dry_run,
     add_selection_args,
+    dry_run_text,
     platform_text,
     select,
 )
@@ -31,11 +33,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
     add_selection_args(p)
     p.add_argument("--out", default="results", help="results folder. Default: results")
+    add_dry_run(p, "the cells it would measure, the first ones and their processes")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    sel = select(args)
+    sel = select(args)  # every check made before the first process
+    if args.dry_run:
+        print(dry_run_text(sel, _plan_head(sel, Path(args.out))))
+        return EXIT_OK
     interrupt_on_sigterm()
     out = Path(args.out)
     config = sel.cluster
@@ -44,6 +50,22 @@ def run(args: argparse.Namespace) -> int:
     if config is None or not server_names(config):
         return _measure(sel, out)
     return _measure_holding_the_lease(sel, out)
+
+
+def _plan_head(sel: Selection, out: Path) -> str:
+    """The dry run's first line: what this process would do, and where its rows would go."""
+    config = sel.cluster
+    if config is not None and config.role != Role.CHIEF:
+        does = "serve the chief's whole run" if config.role == Role.SERVER else "take part in every cell"
+        return (f"run: cluster task {config.task_type} {config.task_index} ({config.role}) would "
+                f"{does} (it writes no results)")
+    pr = sel.protocol
+    if sel.sweep.kind == "collectives":
+        return (f"run: {pr.processes} processes per all-reduce topology, sizes up to "
+                f"{sel.max_bytes:,} bytes and each model's gradient set; results -> {out}")
+    peak = ", the matmul-peak processes first" if pr.peak else ""
+    return (f"run: {pr.processes} pass(es) over the cells (up to {pr.max_processes} for cells whose "
+            f"processes disagree){peak}; results -> {out}")
 
 
 def _measure_holding_the_lease(sel: Selection, out: Path) -> int:

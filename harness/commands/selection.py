@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.commands.paths import check_writable
 from harness.errors import HarnessError
 from harness.contract.job import WorkerOptions
 from harness.launch.platform import DEVICE_CHOICES, detect_platform
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
 from harness.launch.real_cluster import resolve_slurm
 from harness.mnist import load_mnist
+from harness.results.collectives import topology_label
 from harness.spec.axes import AXES, REPLICAS_TO_MAX
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES, payloads
 from harness.spec.protocol import Platform, Protocol
+from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import Sweep, expand
 from harness.spec.sweeps import SWEEPS, collectives_sweep, get_sweep
 
@@ -127,8 +129,8 @@ def select(args: argparse.Namespace) -> Selection:
     protocol = dataclasses.replace(sweep.protocol, **changes)
     if "mnist" in sweep.values()["data"]:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
-    if getattr(args, "out", None) is not None:
-        check_writable(Path(args.out))
+    if getattr(args, "out", None) is not None:  # a dry run leaves no folder behind
+        check_writable(Path(args.out), keep=not getattr(args, "dry_run", False))
     return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster,
                      max_bytes)
 
@@ -162,18 +164,9 @@ def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platfor
         if name in overrides and overrides[name] != value:
             given = ",".join(map(str, overrides[name]))
             raise HarnessError(f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
-                            f"worker(s), {config.ps} ps) runs only --{name} {value[0]}.")
+                               f"worker(s), {config.ps} ps) runs only that; expected --{name} "
+                               f"{value[0]} or no --{name}.")
     return config
-
-
-def check_writable(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        raise HarnessError(f"Received --out={str(out)!r}; expected a folder this user can write to "
-                        f"({e.strerror}).") from None
 
 
 def platform_text(p: Platform) -> str:
@@ -182,11 +175,49 @@ def platform_text(p: Platform) -> str:
     return f"CPU only, up to {p.cpu_devices} logical CPU devices as replicas"
 
 
-def int_list(flag: str, text: str, minimum: int) -> list[int]:
+def int_list(flag: str, text: str, minimum: int, maximum: int | None = None) -> list[int]:
+    """A comma list of integers in ``minimum..maximum``, sorted and without repeats."""
     try:
         values = [int(x) for x in text.split(",")]
     except ValueError:
         values = []
-    if not values or any(v < minimum for v in values):
-        raise HarnessError(f"Received {flag}={text!r}; expected comma-separated integers >= {minimum}.")
+    if not values or any(v < minimum or (maximum is not None and v > maximum) for v in values):
+        accepted = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise HarnessError(f"Received {flag}={text!r}; expected comma-separated integers {accepted}.")
     return sorted(set(values))
+
+
+DRY_RUN_CELLS = 5
+"""A dry run lists this many of the cells it would start first."""
+
+
+def add_dry_run(p: argparse.ArgumentParser, would: str, selection: bool = True) -> None:
+    """``--dry-run``: check everything the command checks before its first process, print what it
+    would do, exit 0 (2 on bad input)."""
+    what, slurm = ("every flag and the selection", " (with --cluster slurm the resolver process "
+                   "still places this task)") if selection else ("every flag", "")
+    p.add_argument("--dry-run", action="store_true",
+                   help=f"check {what} exactly as the command does before its first process, print "
+                        f"{would}, and exit 0 (2 on bad input) without starting a worker{slurm}")
+
+
+def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -> str:
+    """What a command would do with ``sel``: ``head``, how many cells run and how many are
+    unsupported here, the protocol, the first :data:`DRY_RUN_CELLS` cells to start with their
+    processes, and that nothing was started."""
+    name = topology_label if sel.sweep.kind == "collectives" else (lambda c: c.id)
+    planned = [(c, unsupported_reason(c, sel.platform)) for c in sel.cells]
+    todo = [c for c, why in planned if why is None or include_unsupported]
+    unsupported = sum(why is not None for _, why in planned)
+    lines = [head,
+             f"{len(planned)} cells in sweep {sel.sweep.name!r} on {platform_text(sel.platform)}: "
+             f"{len(todo)} to start, {unsupported} unsupported here"
+             + (" (started anyway)" if include_unsupported and unsupported else ""),
+             f"protocol: {sel.protocol}"]
+    if todo:
+        lines.append("first cells:")
+        lines += [f"  {name(c)}  ({c.processes * c.tenants} process(es))" for c in todo[:DRY_RUN_CELLS]]
+        if len(todo) > DRY_RUN_CELLS:
+            lines.append(f"  ... and {len(todo) - DRY_RUN_CELLS} more")
+    lines.append("dry run: nothing started.")
+    return "\n".join(lines)

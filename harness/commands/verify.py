@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.run import interrupt_on_sigterm
-from harness.commands.selection import Selection, add_selection_args, select
+from harness.commands.selection import (
+    Selection,
+    add_dry_run,
+    add_selection_args,
+    dry_run_text,
+    select,
+)
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.spec.cell import Cell
 from harness.contract.records import Status
@@ -39,12 +45,22 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "10 at steps_per_execution 10)")
     p.add_argument("--include-unsupported", action="store_true",
                    help="also run cells marked unsupported, to see what they compute")
+    add_dry_run(p, "the cells it would train and the updates each")
     return p
 
 
-def run(args: argparse.Namespace) -> int:
+def plan(args: argparse.Namespace) -> tuple[Selection, int]:
+    """The selection and the updates per cell: every check made before the first process."""
     sel = select(args)
-    updates = verify_updates(args.updates, sel.cells)
+    return sel, verify_updates(args.updates, sel.cells)
+
+
+def run(args: argparse.Namespace) -> int:
+    sel, updates = plan(args)
+    if args.dry_run:
+        print(dry_run_text(sel, f"verify: {updates} updates per cell from seed {sel.protocol.seed}",
+                           args.include_unsupported))
+        return EXIT_OK
     interrupt_on_sigterm()
     return verify(sel, updates, args.include_unsupported)
 

@@ -61,14 +61,18 @@ def runs(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
-            short_exit: int = EXIT_USAGE) -> list[str]:
+            short_exit: int = EXIT_USAGE, flag: str = "") -> list[str]:
     """The run ids ``ref`` names, oldest first. With ``before`` (the candidate's runs), ``last:N``,
     ``latest`` and ``previous`` only look at runs that started before the first of them, and those
     runs are never included.
 
     Raises HarnessError when ``ref`` names no run: with exit code ``short_exit`` when ``latest``,
     ``previous`` or ``last:N`` finds none because the history is too short (``compare`` passes 3,
-    not enough history), with exit code 2 when a run id, prefix or date matches nothing."""
+    not enough history), with exit code 2 when a run id, prefix or date matches nothing, or is
+    empty. ``flag`` (``--run``): the option the reference came from, for the message."""
+    given = f"{flag}={ref!r}" if flag else repr(ref)
+    if not ref.strip():
+        raise HarnessError(f"Received {given}; expected {REF_HELP}.")
     ids = list(all_runs["run_id"])
     starts = dict(zip(all_runs["run_id"], all_runs["start"], strict=True))
     pool = ids
@@ -77,6 +81,7 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
         pool = [r for r in ids if starts[r] < first and r not in before]
     ref = ref.strip()
     found: list[str]
+    counted = ref in ("latest", "previous") or re.fullmatch(r"last:\d+", ref) is not None
     if ref == "latest":
         found = pool[-1:]
     elif ref == "previous":
@@ -84,7 +89,7 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
     elif m := re.fullmatch(r"last:(\d+)", ref):
         n = int(m.group(1))
         if n < 1:
-            raise HarnessError(f"Received {ref!r}; expected last:N with N >= 1.")
+            raise HarnessError(f"Received {given}; expected last:N with N >= 1.")
         found = pool[-n:]
     elif m := re.fullmatch(rf"({_DATE})(?:\.\.({_DATE}))?", ref):
         lo, hi = m.group(1), m.group(2) or m.group(1)
@@ -92,21 +97,22 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
     else:
         found = [r for r in ids if r == ref] or [r for r in ids if r.startswith(ref)]
         if len(found) > 1:
-            raise HarnessError(f"Received {ref!r}: it matches {len(found)} runs "
-                               f"({', '.join(found[:3])}, ...); give more of the run id.")
-    if not found and (ref in ("latest", "previous") or ref.startswith("last:")):
+            raise HarnessError(f"Received {given}: it matches {len(found)} runs "
+                               f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}); "
+                               "expected more of one run id.")
+    if not found and counted:
         needed = 2 if ref == "previous" else 1
         if before:
             raise HarnessError(
-                f"Received {ref!r} as the baseline: the history holds {_runs_text(len(ids))}, "
+                f"Received {given} as the baseline: the history holds {_runs_text(len(ids))}, "
                 f"{len(pool) or 'none'} of them before the candidate "
                 f"({', '.join(list(before)[:3])}{', ...' if len(before) > 3 else ''}); {ref!r} "
                 f"needs at least {needed} earlier run(s).", short_exit)
-        raise HarnessError(f"Received {ref!r}: the history holds {_runs_text(len(ids))}; "
+        raise HarnessError(f"Received {given}: the history holds {_runs_text(len(ids))}; "
                            f"{ref!r} needs at least {needed}.", short_exit)
     if not found:
         known = ", ".join(ids[-3:]) or "none"
-        raise HarnessError(f"Received {ref!r}: no run matches; expected {REF_HELP}. "
+        raise HarnessError(f"Received {given}: no run matches; expected {REF_HELP}. "
                            f"Newest runs: {known}.")
     return found
 
@@ -125,9 +131,10 @@ def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str
     """Resolve ``compare``'s references: the candidate runs, then the baseline runs before them
     (none yet: an empty baseline, which the gate reports as too short a history, exit 3)."""
     all_runs = runs(cells)
-    candidate = resolve(candidate_ref, all_runs, short_exit=EXIT_SHORT_HISTORY)
+    candidate = resolve(candidate_ref, all_runs, short_exit=EXIT_SHORT_HISTORY, flag="--candidate")
     try:
-        baseline = resolve(baseline_ref, all_runs, before=candidate, short_exit=EXIT_SHORT_HISTORY)
+        baseline = resolve(baseline_ref, all_runs, before=candidate, short_exit=EXIT_SHORT_HISTORY,
+                           flag="--baseline")
     except HarnessError as e:
         if e.exit_code != EXIT_SHORT_HISTORY:
             raise

@@ -16,11 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import pyarrow as pa
+
 from harness.contract.records import CellRow, WindowRow
 from harness.errors import HarnessError
-from harness.results.store import CELL_SCHEMA, RunFiles
+from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles, check_rows
+from harness.spec.axes import AXES
 
 WINDOWS_KEY = "harness_windows"
+
+REQUIRED = ("cell_id", "status", *(a.name for a in AXES if a.name in CELL_SCHEMA.names),
+            "per_replica_batch")
+"""Columns every harness row has (the cell it measured): a benchmark without them is no harness row
+the analysis can read."""
 
 
 @dataclass(frozen=True)
@@ -31,42 +39,71 @@ class Ingested:
     path: Path | None
 
 
+EXPECTED = "expected the file written by pytest --benchmark-json=FILE"
+
+
 def _load(path: Path) -> dict[str, Any]:
+    """The benchmark JSON, its shape checked (HarnessError naming what is wrong)."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise HarnessError(f"cannot read {path} as JSON ({e}); expected the file written by "
-                          "pytest --benchmark-json=FILE") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise HarnessError(f"cannot read {path} as JSON ({e}); {EXPECTED}") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise HarnessError(f"{path} has no \"benchmarks\" list; expected the file written by "
-                          "pytest --benchmark-json=FILE")
+        raise HarnessError(f"{path} has no \"benchmarks\" list; {EXPECTED}")
+    for i, bench in enumerate(data["benchmarks"]):
+        if not isinstance(bench, dict) or not isinstance(bench.get("extra_info") or {}, dict):
+            raise HarnessError(f"{path}: benchmark {i} is {str(bench)[:80]!r}; {EXPECTED} (each "
+                               "benchmark an object, its extra_info an object)")
+    try:
+        _when(data)
+    except ValueError:
+        raise HarnessError(f"{path}: datetime is {data.get('datetime')!r}; {EXPECTED} (an ISO "
+                           "date and time)") from None
     return data
 
 
+def _when(data: dict[str, Any]) -> dt.datetime:
+    return dt.datetime.fromisoformat(str(data.get("datetime", "1970-01-01T00:00:00")))
+
+
 def run_id_of(data: dict[str, Any], raw: bytes) -> str:
-    when = dt.datetime.fromisoformat(str(data.get("datetime", "1970-01-01T00:00:00")))
-    return f"pytest-{when:%Y%m%dT%H%M%SZ}-{hashlib.sha256(raw).hexdigest()[:6]}"
+    return f"pytest-{_when(data):%Y%m%dT%H%M%SZ}-{hashlib.sha256(raw).hexdigest()[:6]}"
 
 
 def ingest(path: Path, results: Path) -> Ingested:
-    """Append the harness rows of a pytest-benchmark JSON file to ``results`` as one run."""
+    """Append the harness rows of a pytest-benchmark JSON file to ``results`` as one run. Every row
+    is checked against the results schema before the first is written."""
     raw = path.read_bytes() if path.is_file() else b""
     data = _load(path)
     run_id = run_id_of(data, raw)
     when = str(data.get("datetime", ""))
     files = RunFiles(results, when[:10] or "unknown-date", run_id)
-    names, skipped, seq = set(CELL_SCHEMA.names), [], 0
+    names, skipped = set(CELL_SCHEMA.names), []
+    found: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     for bench in data["benchmarks"]:
         info = dict(bench.get("extra_info") or {})
+        name = str(bench.get("fullname") or bench.get("name"))
         if "cell_id" not in info or "status" not in info:
-            skipped.append(str(bench.get("fullname") or bench.get("name")))
+            skipped.append(name)
             continue
-        # pytest-benchmark's JSON: columns as the benchmark recorded them, checked against the
-        # schema when written
-        windows = [cast(WindowRow, {**w, "run_id": run_id, "cell_id": info["cell_id"]})
-                   for w in info.pop(WINDOWS_KEY, [])]
-        row = cast(CellRow, {k: v for k, v in info.items() if k in names})
-        row.update({"run_id": run_id, "timestamp": row.get("timestamp") or when})
-        files.write(seq, row, windows)
-        seq += 1
-    return Ingested(run_id, seq, skipped, files.folder("cells") if seq else None)
+        missing = [k for k in REQUIRED if info.get(k) is None]
+        if missing:
+            raise HarnessError(f"{path}: benchmark {name!r}'s harness row lacks {', '.join(missing)}; "
+                               f"{EXPECTED} by this suite's benchmarks (the whole row in extra_info)")
+        windows = info.pop(WINDOWS_KEY, [])
+        if not isinstance(windows, list) or not all(isinstance(w, dict) for w in windows):
+            raise HarnessError(f"{path}: benchmark {name!r} has {WINDOWS_KEY} {str(windows)[:80]!r}; "
+                               f"{EXPECTED} (a list of window objects)")
+        windows = [{**w, "run_id": run_id, "cell_id": info["cell_id"]} for w in windows]
+        row = {k: v for k, v in info.items() if k in names}
+        row.update(run_id=run_id, timestamp=row.get("timestamp") or when)
+        try:
+            check_rows([row], CELL_SCHEMA)
+            check_rows(windows, WINDOW_SCHEMA)
+        except (KeyError, ValueError, TypeError, pa.ArrowException) as e:
+            raise HarnessError(f"{path}: benchmark {name!r}'s harness row does not fit the results "
+                               f"schema ({e}); {EXPECTED} by this suite's benchmarks") from None
+        found.append((row, windows))
+    for seq, (row, windows) in enumerate(found):
+        files.write(seq, cast(CellRow, row), cast(list[WindowRow], windows))
+    return Ingested(run_id, len(found), skipped, files.folder("cells") if found else None)

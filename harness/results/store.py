@@ -90,6 +90,12 @@ def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
 
 
+def check_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> None:
+    """Raise as writing ``rows`` would (an unknown column: KeyError; a value of the wrong type: a
+    pyarrow error), without writing anything."""
+    _table(rows, schema)
+
+
 def write_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` via a temporary file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,8 @@ class Axis:
         """Parse a comma list given on the command line; raise HarnessError on any bad item."""
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
-            raise HarnessError(f"{self.flag} needs at least one value; received {text!r}. {self.accepted()}")
+            raise HarnessError(f"Received {self.flag}={text!r}; expected at least one value, "
+                               f"{self.accepted().removeprefix('expected ')}")
         return tuple(self.check(self._convert(t)) for t in items)
 
     def _convert(self, token: str) -> AxisValue:
@@ -101,6 +102,10 @@ COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_floa
 
 SCALING_NAMES = ("weak", "strong")
 
+MAX_TASKS = 1024
+"""Most workers, or parameter servers, of a cell: a bound that keeps planning (one task object per
+process) instant; a local cluster this size would already be far past one host's cores."""
+
 AXES: tuple[Axis, ...] = (
     Axis("model", str, "cnn", "model to train", MODEL_NAMES),
     Axis("data", str, "synthetic", "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
@@ -115,9 +120,9 @@ AXES: tuple[Axis, ...] = (
     Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
          applies_to=strategies_where(lambda s: s.multi_device), inapplicable=1),
     Axis("workers", int, 1, "worker processes, each on 127.0.0.1 with its own TF_CONFIG",
-         applies_to=MULTI_WORKER_STRATEGIES, inapplicable=1),
+         maximum=MAX_TASKS, applies_to=MULTI_WORKER_STRATEGIES, inapplicable=1),
     Axis("ps", int, 1, "parameter-server processes holding the variables (parameter_server)",
-         applies_to=strategies_where(lambda s: s.ps_tasks), inapplicable=0),
+         maximum=MAX_TASKS, applies_to=strategies_where(lambda s: s.ps_tasks), inapplicable=0),
     Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
     Axis("accum_steps", int, 1, "micro-batches whose gradients each replica sums before one "
          "all-reduce and one optimizer update"),

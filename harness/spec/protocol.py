@@ -60,6 +60,10 @@ class Protocol:
 
 DEVICE_KINDS = ("cpu", "gpu")
 
+MAX_CPU_DEVICES = 256
+"""Most logical CPU devices a CPU-only host may split into (``--cpu-devices``): far past any host's
+cores, and a bound that keeps ``--replicas 1..max`` a list one can plan."""
+
 
 @dataclass(frozen=True)
 class Platform:
@@ -84,7 +88,8 @@ class Platform:
             "device kind": (self.device_kind, self.device_kind in DEVICE_KINDS,
                             f"one of {', '.join(DEVICE_KINDS)}"),
             "GPU count": (self.gpu_count, self.gpu_count >= 0, "an integer >= 0"),
-            "--cpu-devices": (self.cpu_devices, self.cpu_devices >= 1, "an integer of at least 1"),
+            "--cpu-devices": (self.cpu_devices, 1 <= self.cpu_devices <= MAX_CPU_DEVICES,
+                              f"an integer from 1 to {MAX_CPU_DEVICES}"),
         })
 
     @property

@@ -135,7 +135,7 @@ def test_a_reference_to_nothing_stays_exit_2(tmp_path: Path) -> None:
                       ("--candidate", "2026-10-31")):
         proc = harness("compare", "--results", str(results), flag, ref)
         assert proc.returncode == 2, (flag, ref, proc.stdout + proc.stderr)
-        assert f"Received {ref!r}: no run matches" in proc.stderr, proc.stderr
+        assert f"Received {flag}={ref!r}: no run matches" in proc.stderr, proc.stderr
 
 
 def test_a_cell_that_now_fails_is_a_regression(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     ("--sweep", "nope", "smoke"),
     ("--repeats", "1", "at least 2"),
     ("--window-s", "0", "more than 0"),
-    ("--cpu-devices", "0", "at least 1"),
+    ("--cpu-devices", "0", "from 1 to 256"),
 ])
 @pytest.mark.process
 def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):
@@ -161,6 +161,17 @@ def test_python_m_harness_entry_point():
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "cnn/default/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak" in proc.stdout
+
+
+@pytest.mark.process
+def test_a_reader_that_leaves_ends_the_command_quietly():
+    """`python -m harness list | head -1`: the closed pipe ends the command as SIGPIPE would,
+    without a BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "list", "--device", "cpu"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the command writes its first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
 
 
 @pytest.mark.process
