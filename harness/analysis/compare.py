@@ -65,7 +65,7 @@ def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], hist
     cand_rows = _ok_rows(cells, candidate)
     base_rows = _ok_rows(cells, baseline)
     keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"], strict=True)))
-    history_of = dict(base_rows.groupby(["cell_id", "fingerprint"]))
+    history_of = dict(iter(base_rows.groupby(["cell_id", "fingerprint"])))  # GroupBy has .keys
     compared = sum(1 for k in keys if k in history_of)
     verdicts = []
     for cell_id, fp in keys:
