@@ -26,7 +26,8 @@ def main(replicas: int, global_batch: int, examples: int = 60_000) -> dict[str, 
         cpus = tf.config.list_physical_devices("CPU")
         if replicas > 1:
             tf.config.set_logical_device_configuration(
-                cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
+                cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas
+            )
         devices = [f"/cpu:{i}" for i in range(replicas)]
     import keras
 
@@ -35,14 +36,21 @@ def main(replicas: int, global_batch: int, examples: int = 60_000) -> dict[str, 
     y = rng.integers(0, 10, examples).astype(np.int32)
     strategy = tf.distribute.MirroredStrategy(devices)
     with strategy.scope():
-        model = keras.Sequential([
-            keras.Input((28, 28, 1)),
-            keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(2),
-            keras.layers.Conv2D(64, 3, activation="relu"), keras.layers.MaxPooling2D(2),
-            keras.layers.Flatten(), keras.layers.Dense(10),
-        ])
-        model.compile(optimizer=keras.optimizers.SGD(0.01),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model = keras.Sequential(
+            [
+                keras.Input((28, 28, 1)),
+                keras.layers.Conv2D(32, 3, activation="relu"),
+                keras.layers.MaxPooling2D(2),
+                keras.layers.Conv2D(64, 3, activation="relu"),
+                keras.layers.MaxPooling2D(2),
+                keras.layers.Flatten(),
+                keras.layers.Dense(10),
+            ]
+        )
+        model.compile(
+            optimizer=keras.optimizers.SGD(0.01),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
 
     class EpochTimer(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch: int, logs: object = None) -> None:

@@ -30,19 +30,45 @@ ROOT = Path(__file__).resolve().parents[1]
 PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "24"))
 MODE = os.environ.get("HARNESS_AB_MODE", "duet")
 TRIALS = 2000
-CELL = ["--model", "cnn", "--strategy", "default", "--batch", "64", "--no-peak", "--no-breakdown",
-        "--mode", MODE]
-POOLS = {"A/A": ("aa", 0.0), "5% slower": ("slow5", 1 / 0.95 - 1),
-         "10% slower": ("slow10", 1 / 0.90 - 1)}
+CELL = [
+    "--model",
+    "cnn",
+    "--strategy",
+    "default",
+    "--batch",
+    "64",
+    "--no-peak",
+    "--no-breakdown",
+    "--mode",
+    MODE,
+]
+POOLS = {"A/A": ("aa", 0.0), "5% slower": ("slow5", 1 / 0.95 - 1), "10% slower": ("slow10", 1 / 0.90 - 1)}
 """name -> (folder, the planted slowdown fraction of B)."""
 
 
 def _measure(out: Path) -> None:
     for folder, slow in POOLS.values():
         env = ["--b-env", f"HARNESS_SLOW_WINDOWS={slow:.4f}"] if slow else []
-        proc = subprocess.run([sys.executable, "-m", "harness", "ab", "--out", str(out / folder),
-                               *CELL, "--min-pairs", str(PAIRS), "--max-pairs", str(PAIRS), *env],
-                              cwd=ROOT, capture_output=True, text=True, timeout=3600)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "ab",
+                "--out",
+                str(out / folder),
+                *CELL,
+                "--min-pairs",
+                str(PAIRS),
+                "--max-pairs",
+                str(PAIRS),
+                *env,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
 
 
@@ -65,10 +91,12 @@ def test_ab_calibration(tmp_path: Path) -> None:
         rates, pairs = ab.simulate(pool, rule, TRIALS, seed=1)
         figures[name] = rates
         logs = pd.Series(pool).map(math.log)
-        print(f"{name}: {len(pool)} measured pairs, B/A median {math.exp(logs.median()):.3f}, "
-              f"sd of log {logs.std():.3f}; "
-              f"{TRIALS} resampled trials: slower {rates[ab.SLOWER]:.1%}, faster "
-              f"{rates[ab.FASTER]:.1%}, same {rates[ab.SAME]:.1%}, undecided "
-              f"{rates[ab.UNDECIDED]:.1%}; mean pairs {pairs:.1f}")
+        print(
+            f"{name}: {len(pool)} measured pairs, B/A median {math.exp(logs.median()):.3f}, "
+            f"sd of log {logs.std():.3f}; "
+            f"{TRIALS} resampled trials: slower {rates[ab.SLOWER]:.1%}, faster "
+            f"{rates[ab.FASTER]:.1%}, same {rates[ab.SAME]:.1%}, undecided "
+            f"{rates[ab.UNDECIDED]:.1%}; mean pairs {pairs:.1f}"
+        )
     assert figures["A/A"][ab.SLOWER] + figures["A/A"][ab.FASTER] <= 0.01
     assert figures["5% slower"][ab.SLOWER] >= 0.95

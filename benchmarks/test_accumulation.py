@@ -25,8 +25,7 @@ pytestmark = pytest.mark.skipif(PLATFORM.max_replicas < 2, reason="needs 2 devic
 
 
 def cell(k: int) -> Cell:
-    return Cell(model="cnn", strategy="mirrored", replicas=2, batch=64, accum_steps=k,
-                steps_per_execution=5)
+    return Cell(model="cnn", strategy="mirrored", replicas=2, batch=64, accum_steps=k, steps_per_execution=5)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +43,9 @@ def test_accumulation(benchmark: Any, measured: RunResult, k: int) -> None:
     assert row["allreduces_per_example"] == pytest.approx(base["allreduces_per_example"] / k)
     speedup = row["examples_per_sec"] / base["examples_per_sec"]
     benchmark.extra_info["throughput_vs_k1"] = speedup
-    print(f"\nk={k}: effective batch {row['effective_batch']}, all-reduces/example "
-          f"{row['allreduces_per_example']:.2e}, {row['examples_per_sec']:,.0f} examples/s "
-          f"[{row['examples_per_sec_ci_low']:,.0f}, {row['examples_per_sec_ci_high']:,.0f}] "
-          f"= {speedup:.3f} x k=1 (median of {PROTOCOL.repeats} windows of ~{PROTOCOL.window_s} s)")
+    print(
+        f"\nk={k}: effective batch {row['effective_batch']}, all-reduces/example "
+        f"{row['allreduces_per_example']:.2e}, {row['examples_per_sec']:,.0f} examples/s "
+        f"[{row['examples_per_sec_ci_low']:,.0f}, {row['examples_per_sec_ci_high']:,.0f}] "
+        f"= {speedup:.3f} x k=1 (median of {PROTOCOL.repeats} windows of ~{PROTOCOL.window_s} s)"
+    )

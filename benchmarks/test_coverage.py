@@ -42,24 +42,32 @@ TARGET = 14 / 16
 
 def _measure(out: Path) -> None:
     for _ in range(RUNS):
-        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--out", str(out), *CELLS],
-                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness", "run", "--out", str(out), *CELLS],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def intervals(row: pd.Series, cell_windows: pd.DataFrame, others: list[float]
-              ) -> dict[str, tuple[float, float]]:
+def intervals(
+    row: pd.Series, cell_windows: pd.DataFrame, others: list[float]
+) -> dict[str, tuple[float, float]]:
     """The intervals of one run's cell: its stored row, its window rows (columns pass,
     examples_per_sec) and the other runs' figures (oldest first)."""
     by_pass = [g.examples_per_sec.to_numpy() for _, g in cell_windows.groupby("pass")]
     figures = [float(np.median(w)) for w in by_pass]
     alone = stats.figure(figures)
     with_others, _ = stats.figure_with_history(figures, others)
-    return {"row": (row.examples_per_sec_ci_low, row.examples_per_sec_ci_high),
-            "history (other runs)": (with_others.low, with_others.high),
-            "processes only": (alone.low, alone.high),
-            "hierarchical bootstrap": stats.hierarchical_bootstrap_ci(by_pass, resamples=2000),
-            "one process": metrics.bootstrap_ci(by_pass[0])}
+    return {
+        "row": (row.examples_per_sec_ci_low, row.examples_per_sec_ci_high),
+        "history (other runs)": (with_others.low, with_others.high),
+        "processes only": (alone.low, alone.high),
+        "hierarchical bootstrap": stats.hierarchical_bootstrap_ci(by_pass, resamples=2000),
+        "one process": metrics.bootstrap_ci(by_pass[0]),
+    }
 
 
 NAMES = ("row", "history (other runs)", "processes only", "hierarchical bootstrap", "one process")
@@ -74,10 +82,16 @@ def coverage(cells: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
         for _, r in runs.iterrows():
             others = runs[runs.run_id != r.run_id].examples_per_sec.astype(float).tolist()
             target = float(np.median(others))
-            mine = windows[(windows.run_id == r.run_id) & (windows.cell_id == cell_id)
-                           & (windows.worker == 0)]
-            line = {"cell": cell_id.split("/")[0], "run": r.run_id[-6:], "history": r.ci_history_runs,
-                    "figure": r.examples_per_sec, "others_median": target}
+            mine = windows[
+                (windows.run_id == r.run_id) & (windows.cell_id == cell_id) & (windows.worker == 0)
+            ]
+            line = {
+                "cell": cell_id.split("/")[0],
+                "run": r.run_id[-6:],
+                "history": r.ci_history_runs,
+                "figure": r.examples_per_sec,
+                "others_median": target,
+            }
             for name, (lo, hi) in intervals(r, mine, others).items():
                 line[name] = bool(lo <= target <= hi)
                 line[f"{name} width"] = (hi - lo) / r.examples_per_sec
@@ -99,6 +113,8 @@ def test_row_ci_covers_other_runs(tmp_path: Path) -> None:
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
     print(f"run-to-run spread (range / median): {spread.to_dict()}")
     for name in NAMES:
-        print(f"{name}: covers {int(table[name].sum())} of {len(table)}; "
-              f"median width {table[f'{name} width'].median():.1%} of the figure")
+        print(
+            f"{name}: covers {int(table[name].sum())} of {len(table)}; "
+            f"median width {table[f'{name} width'].median():.1%} of the figure"
+        )
     assert table["row"].mean() >= TARGET

@@ -71,10 +71,12 @@ def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
     _, devices = configure_devices(detect_platform(), 1)
     runs = {
         "handwritten": handwritten_loop(64, seed=0),
-        "harness": build_cell(Cell(model="cnn", strategy="default", batch=64,
-                                   steps_per_execution=SPE), devices).trainer.run,
-        "mirrored_r1": build_cell(Cell(model="cnn", strategy="mirrored", batch=64,
-                                       steps_per_execution=SPE), devices).trainer.run,
+        "harness": build_cell(
+            Cell(model="cnn", strategy="default", batch=64, steps_per_execution=SPE), devices
+        ).trainer.run,
+        "mirrored_r1": build_cell(
+            Cell(model="cnn", strategy="mirrored", batch=64, steps_per_execution=SPE), devices
+        ).trainer.run,
     }
     for run in runs.values():  # trace, compile, warm up
         run(SPE)
@@ -83,17 +85,26 @@ def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
     for _ in range(PAIRS):
         for name, run in runs.items():
             times[name].append(window(run))
-    ratio = {name: statistics.median(b / t for b, t in zip(times["handwritten"], times[name], strict=True))
-             for name in ("harness", "mirrored_r1")}
+    ratio = {
+        name: statistics.median(b / t for b, t in zip(times["handwritten"], times[name], strict=True))
+        for name in ("harness", "mirrored_r1")
+    }
     eps = {name: 64 * WINDOW_STEPS / statistics.median(ts) for name, ts in times.items()}
-    benchmark.extra_info.update({
-        "harness_over_handwritten": ratio["harness"], "mirrored_r1_over_handwritten": ratio["mirrored_r1"],
-        **{f"{name}_examples_per_sec": v for name, v in eps.items()},
-        "pairs": PAIRS, "window_steps": WINDOW_STEPS, "batch": 64,
-    })
-    print(f"\nhandwritten {eps['handwritten']:,.0f} ex/s, harness {eps['harness']:,.0f} ex/s "
-          f"(ratio {ratio['harness']:.3f}), mirrored 1 replica {eps['mirrored_r1']:,.0f} ex/s "
-          f"(ratio {ratio['mirrored_r1']:.3f}); medians of {PAIRS} alternating windows of "
-          f"{WINDOW_STEPS} steps")
+    benchmark.extra_info.update(
+        {
+            "harness_over_handwritten": ratio["harness"],
+            "mirrored_r1_over_handwritten": ratio["mirrored_r1"],
+            **{f"{name}_examples_per_sec": v for name, v in eps.items()},
+            "pairs": PAIRS,
+            "window_steps": WINDOW_STEPS,
+            "batch": 64,
+        }
+    )
+    print(
+        f"\nhandwritten {eps['handwritten']:,.0f} ex/s, harness {eps['harness']:,.0f} ex/s "
+        f"(ratio {ratio['harness']:.3f}), mirrored 1 replica {eps['mirrored_r1']:,.0f} ex/s "
+        f"(ratio {ratio['mirrored_r1']:.3f}); medians of {PAIRS} alternating windows of "
+        f"{WINDOW_STEPS} steps"
+    )
     benchmark.pedantic(runs["harness"], args=(WINDOW_STEPS,), rounds=3, iterations=1)
     assert ratio["harness"] >= 1 - TOLERANCE, f"harness/handwritten = {ratio['harness']:.3f}"

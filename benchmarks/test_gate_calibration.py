@@ -38,16 +38,36 @@ RUNS = int(os.environ.get("HARNESS_AA_RUNS", "30"))
 HISTORY = 20
 TRIALS = 1000
 SLOWDOWN = 1 / 1.10
-CELLS = ["--model", "cnn,dense", "--strategy", "default", "--batch", "64", "--repeats", "5",
-         "--window-s", "0.3", "--warmup-windows", "1", "--steps-per-execution", "10"]
+CELLS = [
+    "--model",
+    "cnn,dense",
+    "--strategy",
+    "default",
+    "--batch",
+    "64",
+    "--repeats",
+    "5",
+    "--window-s",
+    "0.3",
+    "--warmup-windows",
+    "1",
+    "--steps-per-execution",
+    "10",
+]
 TARGET_FP, TARGET_DETECTION = 0.01, 0.95
 HONEST_DETECTION = 0.90
 """A slowdown as large as the gate's detectable effect must be caught at least this often."""
 
 
-def aa_rates(medians: Mapping[str, Sequence[float]], candidate_runs: int, policy: GatePolicy,
-             history_runs: int = HISTORY, trials: int = TRIALS, seed: int = 0,
-             slowdown: float = SLOWDOWN) -> tuple[float, float, float]:
+def aa_rates(
+    medians: Mapping[str, Sequence[float]],
+    candidate_runs: int,
+    policy: GatePolicy,
+    history_runs: int = HISTORY,
+    trials: int = TRIALS,
+    seed: int = 0,
+    slowdown: float = SLOWDOWN,
+) -> tuple[float, float, float]:
     """(false-positive rate, detection rate of the slowdown (a throughput factor; default 10%),
     median detectable effect) of the gate replayed on same-code runs. ``medians``: per series, one
     median throughput per run."""
@@ -61,8 +81,9 @@ def aa_rates(medians: Mapping[str, Sequence[float]], candidate_runs: int, policy
         for series, values in medians.items():
             v = np.asarray(values, dtype=float)
             same = gate.judge_series(series, "aa", list(v[cand]), list(v[base]), len(medians), policy)
-            slow = gate.judge_series(series, "aa", list(v[cand] * slowdown), list(v[base]),
-                                     len(medians), policy)
+            slow = gate.judge_series(
+                series, "aa", list(v[cand] * slowdown), list(v[base]), len(medians), policy
+            )
             false_calls += same.change in (gate.REGRESSION, gate.IMPROVEMENT)
             detected += slow.change == gate.REGRESSION
             detectable.append(same.detectable)
@@ -72,8 +93,13 @@ def aa_rates(medians: Mapping[str, Sequence[float]], candidate_runs: int, policy
 
 def _measure(results: Path) -> None:
     for _ in range(RUNS):
-        subprocess.run([sys.executable, "-m", "harness", "run", "--out", str(results), *CELLS],
-                       cwd=ROOT, check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "harness", "run", "--out", str(results), *CELLS],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
 
 
 def run_medians(results: Path) -> dict[str, list[float]]:
@@ -92,17 +118,23 @@ def test_gate_false_positives_and_detection(tmp_path: Path, benchmark: object) -
     cv = {c.split("/")[0]: float(np.std(m, ddof=1) / np.mean(m)) for c, m in medians.items()}
     policy = GatePolicy()
     rates = {n: aa_rates(medians, n, policy) for n in (1, 3)}
-    at_detectable = {n: aa_rates(medians, n, policy, slowdown=1 - mde)[1]
-                     for n, (_, _, mde) in rates.items()}
+    at_detectable = {n: aa_rates(medians, n, policy, slowdown=1 - mde)[1] for n, (_, _, mde) in rates.items()}
     for n, (fp, det, mde) in rates.items():
-        print(f"\nA/A over {runs} runs x {len(medians)} cells, candidate {n} run(s) vs {HISTORY}: "
-              f"false-positive rate {fp:.2%}, detection of a 10% slowdown {det:.1%}; median "
-              f"detectable effect {mde:.1%}, detection of a slowdown that large "
-              f"{at_detectable[n]:.1%}")
+        print(
+            f"\nA/A over {runs} runs x {len(medians)} cells, candidate {n} run(s) vs {HISTORY}: "
+            f"false-positive rate {fp:.2%}, detection of a 10% slowdown {det:.1%}; median "
+            f"detectable effect {mde:.1%}, detection of a slowdown that large "
+            f"{at_detectable[n]:.1%}"
+        )
     print("run-to-run CV of the medians: " + ", ".join(f"{c} {v:.1%}" for c, v in cv.items()))
-    benchmark.extra_info.update(runs=RUNS, run_to_run_cv=cv, rates={
-        n: {"false_positive_rate": fp, "detection_rate": det, "detectable_effect": mde}
-        for n, (fp, det, mde) in rates.items()})
+    benchmark.extra_info.update(
+        runs=RUNS,
+        run_to_run_cv=cv,
+        rates={
+            n: {"false_positive_rate": fp, "detection_rate": det, "detectable_effect": mde}
+            for n, (fp, det, mde) in rates.items()
+        },
+    )
     benchmark.pedantic(lambda: None, rounds=1)
     assert all(fp <= TARGET_FP for fp, _, _ in rates.values()), rates
     # the gate's own "detectable" figure is roughly honest: it is a normal-theory estimate, so on
@@ -110,7 +142,9 @@ def test_gate_false_positives_and_detection(tmp_path: Path, benchmark: object) -
     assert all(d >= HONEST_DETECTION for d in at_detectable.values()), at_detectable
     _, detection, detectable = rates[3]
     if detectable > 1 - SLOWDOWN and detection < TARGET_DETECTION:
-        pytest.xfail(f"run-to-run noise (CV {max(cv.values()):.0%}) puts the gate's detectable "
-                     f"effect at {detectable:.0%} with 3 candidate runs: a 10% slowdown was caught "
-                     f"in {detection:.0%} of trials (target {TARGET_DETECTION:.0%})")
+        pytest.xfail(
+            f"run-to-run noise (CV {max(cv.values()):.0%}) puts the gate's detectable "
+            f"effect at {detectable:.0%} with 3 candidate runs: a 10% slowdown was caught "
+            f"in {detection:.0%} of trials (target {TARGET_DETECTION:.0%})"
+        )
     assert detection >= TARGET_DETECTION, rates

@@ -31,8 +31,11 @@ CELLS = expand(SWEEP, PLATFORM)
 @pytest.fixture(scope="session")
 def measured(request: pytest.FixtureRequest, results_dir: Path) -> RunResult:
     """One run of every selected, runnable cell (``-k`` selects cells)."""
-    chosen = [item.callspec.params["cell"] for item in request.session.items
-              if hasattr(item, "callspec") and "cell" in item.callspec.params]
+    chosen = [
+        item.callspec.params["cell"]
+        for item in request.session.items
+        if hasattr(item, "callspec") and "cell" in item.callspec.params
+    ]
     runnable = [c for c in chosen if not unsupported_reason(c, PLATFORM)]
     return run_sweep(runnable, SWEEP.protocol, PLATFORM, results_dir)
 

@@ -28,7 +28,8 @@ def resolve_mnist_path(path: str | None) -> Path:
         raise HarnessError(
             f"MNIST file not found at {p}; expected an .npz with arrays x_train (N, 28, 28) uint8 "
             f"and y_train (N,) integers there or at --mnist-path FILE. This machine may be offline: "
-            f"download {MNIST_URL} and save it as {default_mnist_path()} (where Keras caches it).")
+            f"download {MNIST_URL} and save it as {default_mnist_path()} (where Keras caches it)."
+        )
     return p
 
 
@@ -41,6 +42,8 @@ def load_mnist(path: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     except (OSError, KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as e:
         raise HarnessError(f"{p} is not a Keras mnist.npz (needs x_train and y_train): {e}") from e
     if x.shape[1:] != (28, 28) or x.dtype != np.uint8 or y.ndim != 1 or len(x) != len(y):
-        raise HarnessError(f"{p}: x_train is {x.dtype} {x.shape} and y_train {y.dtype} {y.shape}; "
-                        "expected uint8 (N, 28, 28) and integers (N,)")
+        raise HarnessError(
+            f"{p}: x_train is {x.dtype} {x.shape} and y_train {y.dtype} {y.shape}; "
+            "expected uint8 (N, 28, 28) and integers (N,)"
+        )
     return (x.astype(np.float32) / 255.0)[..., None], y.astype(np.int32)

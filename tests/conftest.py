@@ -82,9 +82,12 @@ class _Guard:
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if self.tf_where is not None and name.split(".")[0] in TF_MODULES:
-            raise self._offense(UnmarkedTensorFlow, f"{self.tf_where} imports {name}: mark it "
-                                "@pytest.mark.tf and import TensorFlow inside the test or a "
-                                "fixture, never at module level")
+            raise self._offense(
+                UnmarkedTensorFlow,
+                f"{self.tf_where} imports {name}: mark it "
+                "@pytest.mark.tf and import TensorFlow inside the test or a "
+                "fixture, never at module level",
+            )
 
     # -- processes: the calls every way of starting one ends in ---------------------------------
 
@@ -97,16 +100,21 @@ class _Guard:
             if self.process_where is not None:
                 prog = program(*args)
                 if prog is None or os.path.basename(prog) not in ALLOWED_PROGRAMS:
-                    raise self._offense(UnmarkedProcess, f"{self.process_where} starts a process "
-                                        f"({name} {prog or ''}): mark it @pytest.mark.process")
+                    raise self._offense(
+                        UnmarkedProcess,
+                        f"{self.process_where} starts a process "
+                        f"({name} {prog or ''}): mark it @pytest.mark.process",
+                    )
             return original(*args, **kwargs)
 
         setattr(owner, name, guarded)
 
     def install(self) -> None:
         sys.meta_path.insert(0, self)  # type: ignore[arg-type]
+
         def argv0(args, *_):
             return _program(args)  # fork_exec(args, executables, ...)
+
         self._patch(subprocess, "_fork_exec", argv0)
         self._patch(_posixsubprocess, "fork_exec", argv0)  # multiprocessing's spawn, forkserver
         self._patch(os, "posix_spawn", lambda path, *_: os.fsdecode(path))
@@ -163,8 +171,11 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 @contextlib.contextmanager
 def _phase(item: pytest.Item, phase: str) -> Iterator[None]:
     """Rules 2 and 3 for one phase of a test: an offense the test caught fails it afterwards."""
-    with GUARD.watching(f"{item.nodeid} ({phase})", item.get_closest_marker("tf") is None,
-                        item.get_closest_marker("process") is None) as seen:
+    with GUARD.watching(
+        f"{item.nodeid} ({phase})",
+        item.get_closest_marker("tf") is None,
+        item.get_closest_marker("process") is None,
+    ) as seen:
         yield
     if seen:
         pytest.fail(_caught(seen), pytrace=False)

@@ -14,15 +14,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LINT = ("import sys; from importlinter.cli import lint_imports; "
-        "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True))")
+LINT = (
+    "import sys; from importlinter.cli import lint_imports; "
+    "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True))"
+)
 
 
 @pytest.mark.process
 def test_import_contracts_hold() -> None:
     pytest.importorskip("importlinter")
-    proc = subprocess.run([sys.executable, "-c", LINT, str(ROOT / "pyproject.toml")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", LINT, str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4 kept, 0 broken" in proc.stdout, proc.stdout
 

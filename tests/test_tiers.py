@@ -35,17 +35,23 @@ def test_the_finder_stands_aside_where_tensorflow_is_allowed() -> None:
     assert seen == []
 
 
-@pytest.mark.parametrize("start", [
-    lambda: subprocess.run(["true"], check=False),
-    lambda: subprocess.Popen([sys.executable, "-c", "pass"]),
-    lambda: os.system("true"),
-    lambda: os.fork(),
-    lambda: multiprocessing.get_context("spawn").Process(target=print).start(),
-], ids=["subprocess.run", "Popen", "os.system", "os.fork", "multiprocessing"])
+@pytest.mark.parametrize(
+    "start",
+    [
+        lambda: subprocess.run(["true"], check=False),
+        lambda: subprocess.Popen([sys.executable, "-c", "pass"]),
+        lambda: os.system("true"),
+        lambda: os.fork(),
+        lambda: multiprocessing.get_context("spawn").Process(target=print).start(),
+    ],
+    ids=["subprocess.run", "Popen", "os.system", "os.fork", "multiprocessing"],
+)
 def test_an_unmarked_process_start_is_an_error(start) -> None:  # type: ignore[no-untyped-def]
     expected = "this block starts a process.*mark it @pytest.mark.process"
-    with GUARD.watching("this block", tf=False, process=True) as seen, \
-            pytest.raises(UnmarkedProcess, match=expected):
+    with (
+        GUARD.watching("this block", tf=False, process=True) as seen,
+        pytest.raises(UnmarkedProcess, match=expected),
+    ):
         start()
     assert len(seen) == 1
 

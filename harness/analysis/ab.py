@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.formulas.stats import t_quantile
 from harness.contract.records import Status
+from harness.formulas.stats import t_quantile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,8 +55,10 @@ class Rule:
         if not 0.5 < self.confidence < 1:
             raise ValueError(f"confidence={self.confidence}; expected a value in (0.5, 1)")
         if not 2 <= self.min_pairs <= self.max_pairs:
-            raise ValueError(f"min_pairs={self.min_pairs}, max_pairs={self.max_pairs}; expected "
-                             "2 <= min_pairs <= max_pairs")
+            raise ValueError(
+                f"min_pairs={self.min_pairs}, max_pairs={self.max_pairs}; expected "
+                "2 <= min_pairs <= max_pairs"
+            )
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,7 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
 def pair_ratios(rows: pd.DataFrame) -> pd.DataFrame:
     """B/A of every complete pair in a DataFrame of ``ab`` rows: columns cell_id, ab_pair, ratio."""
     ok = rows[rows["status"] == Status.OK]
-    wide = ok.pivot_table(index=["ab_id", "cell_id", "ab_pair"], columns="ab_side",
-                          values="examples_per_sec")
+    wide = ok.pivot_table(index=["ab_id", "cell_id", "ab_pair"], columns="ab_side", values="examples_per_sec")
     if not {"A", "B"} <= set(wide.columns):
         return wide.iloc[0:0].reset_index()[["cell_id", "ab_pair"]].assign(ratio=[])
     return (wide["B"] / wide["A"]).dropna().reset_index(name="ratio")[["cell_id", "ab_pair", "ratio"]]
@@ -118,8 +119,7 @@ def overall(decisions: Sequence[Decision]) -> str:
     return "no regression"
 
 
-def simulate(pool: Sequence[float], rule: Rule, trials: int, seed: int = 0
-             ) -> tuple[dict[str, float], float]:
+def simulate(pool: Sequence[float], rule: Rule, trials: int, seed: int = 0) -> tuple[dict[str, float], float]:
     """Calibration by resampling: ``trials`` sequential decisions, each drawing pair ratios with
     replacement from ``pool`` (measured pairs) until decided or max_pairs. Returns the fraction
     of trials per verdict and the mean pairs used."""

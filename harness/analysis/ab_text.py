@@ -35,8 +35,10 @@ def _ci(d: Decision) -> str:
 def progress_line(outcome: Outcome, order: str) -> str:
     """``cnn/... pair 4 (BA): B/A 0.962; so far 0.971 [0.950..0.992] undecided``."""
     d = outcome.decision
-    return (f"{outcome.cell.id} pair {d.pairs} ({order}): B/A {outcome.ratios[-1]:.3f}; so far "
-            f"{d.ratio:.3f} [{_ci(d)}] {d.verdict}")
+    return (
+        f"{outcome.cell.id} pair {d.pairs} ({order}): B/A {outcome.ratios[-1]:.3f}; so far "
+        f"{d.ratio:.3f} [{_ci(d)}] {d.verdict}"
+    )
 
 
 def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
@@ -46,8 +48,9 @@ def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
         if o.failure:
             out.append((o.cell.id, o.mode, "-", "-", str(len(o.ratios)), f"failed: {o.failure[:80]}"))
         else:
-            out.append((o.cell.id, o.mode, f"{d.ratio:.3f}" if d.pairs else "-", _ci(d),
-                        str(d.pairs), d.verdict))
+            out.append(
+                (o.cell.id, o.mode, f"{d.ratio:.3f}" if d.pairs else "-", _ci(d), str(d.pairs), d.verdict)
+            )
     return out
 
 
@@ -58,17 +61,26 @@ def table(outcomes: Sequence[Outcome]) -> tuple[tuple[str, ...], list[tuple[str,
 
 def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
     """The result as a CI comment: verdict, the table, the software of each side and the method."""
-    title = {"regression": "**Performance regression (B slower than A)**",
-             "no regression": "No performance regression", "undecided": "Undecided within the budget",
-             "error": "**A cell failed**"}[verdict]
+    title = {
+        "regression": "**Performance regression (B slower than A)**",
+        "no regression": "No performance regression",
+        "undecided": "Undecided within the budget",
+        "error": "**A cell failed**",
+    }[verdict]
     lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]
     software: Mapping[str, str] = next((o.software for o in outcomes if o.software), {})
-    lines += ["", *(f"- side {s}: {v}" for s, v in sorted(software.items())), "",
-              ("Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
-              "alternate: back to back, each with the whole host; order random per pair); "
-              f"B/A is the "
-              f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
-              f"slower/faster when the CI lies beyond {rule.min_effect:.0%} of 1, the same when it "
-              f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs.")]
+    lines += [
+        "",
+        *(f"- side {s}: {v}" for s, v in sorted(software.items())),
+        "",
+        (
+            "Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
+            "alternate: back to back, each with the whole host; order random per pair); "
+            f"B/A is the "
+            f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
+            f"slower/faster when the CI lies beyond {rule.min_effect:.0%} of 1, the same when it "
+            f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs."
+        ),
+    ]
     return "\n".join(lines) + "\n"

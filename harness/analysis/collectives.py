@@ -1,16 +1,17 @@
 """The collectives table as text (the bandwidth formulas: :mod:`harness.formulas.bandwidth`). Pure."""
 
 from __future__ import annotations
-from harness.contract.records import Status
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from harness.contract.records import Status
 
 
 def _size(nbytes: float | None) -> str:
     if nbytes is None:
         return "-"
-    for unit, scale in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
         if nbytes >= scale:
             return f"{nbytes / scale:.4g} {unit}"
     return f"{nbytes} B"
@@ -32,8 +33,16 @@ def table_lines(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], lis
     for r in rows:
         ok = r.get("status") == Status.OK
         time = _time(r)
-        check = ("ok" if ok else f"{r.get('status')}: {(r.get('reason') or '')[:70]}")
-        lines.append((f"{r['strategy']}[{r['op']}]", f"{r['replicas']}x{r['workers']}",
-                      r.get("payload") or "-", _size(r.get("bytes")), time,
-                      f"{r['busbw_gbps']:.3g}" if r.get("busbw_gbps") else "-", check))
+        check = "ok" if ok else f"{r.get('status')}: {(r.get('reason') or '')[:70]}"
+        lines.append(
+            (
+                f"{r['strategy']}[{r['op']}]",
+                f"{r['replicas']}x{r['workers']}",
+                r.get("payload") or "-",
+                _size(r.get("bytes")),
+                time,
+                f"{r['busbw_gbps']:.3g}" if r.get("busbw_gbps") else "-",
+                check,
+            )
+        )
     return header, lines

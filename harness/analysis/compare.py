@@ -18,8 +18,8 @@ import pandas as pd
 from harness.analysis import gate
 from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
-from harness.errors import EXIT_SHORT_HISTORY
 from harness.contract.records import Status
+from harness.errors import EXIT_SHORT_HISTORY
 
 NOW_FAILING = "now failing"
 
@@ -50,15 +50,22 @@ class Comparison:
         best = max((v.history for v in self.verdicts), default=0)
         cand = len(self.candidate_runs)
         total = f"{self.history_runs} run" + ("" if self.history_runs == 1 else "s")
-        return (f"not enough history: the results hold {total} ({cand} candidate, "
-                f"{len(self.baseline_runs)} baseline before it); judging a cell needs "
-                f"{need} baseline runs of it on the same machine fingerprint ({need + cand} runs in "
-                f"all with the candidate), and the best-covered cell has {best}. Run the suite "
-                f"{need - best} more time(s), widen --baseline or lower --min-history.")
+        return (
+            f"not enough history: the results hold {total} ({cand} candidate, "
+            f"{len(self.baseline_runs)} baseline before it); judging a cell needs "
+            f"{need} baseline runs of it on the same machine fingerprint ({need + cand} runs in "
+            f"all with the candidate), and the best-covered cell has {best}. Run the suite "
+            f"{need - best} more time(s), widen --baseline or lower --min-history."
+        )
 
 
-def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], history_runs: int,
-            policy: GatePolicy = GatePolicy()) -> Comparison:
+def compare(
+    cells: pd.DataFrame,
+    candidate: list[str],
+    baseline: list[str],
+    history_runs: int,
+    policy: GatePolicy = GatePolicy(),
+) -> Comparison:
     """Judge every series of the ``candidate`` runs against the ``baseline`` runs (ids, resolved
     by :func:`harness.results.history.select_comparison`; ``history_runs``: runs in the whole
     history) (see the module docstring)."""
@@ -71,13 +78,18 @@ def compare(cells: pd.DataFrame, candidate: list[str], baseline: list[str], hist
     for cell_id, fp in keys:
         mine = cand_rows[(cand_rows["cell_id"] == cell_id) & (cand_rows["fingerprint"] == fp)]
         past = history_of.get((cell_id, fp))
-        verdicts.append(gate.judge_series(
-            cell_id, fp, _run_medians(mine), [] if past is None else _run_medians(past), compared,
-            policy))
+        verdicts.append(
+            gate.judge_series(
+                cell_id, fp, _run_medians(mine), [] if past is None else _run_medians(past), compared, policy
+            )
+        )
     cand_all = cells[cells["run_id"].isin(candidate)]
     was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"], strict=True))
-    broken = [(str(r.cell_id), str(r.status), str(r.reason or "")) for r in cand_all.itertuples()
-              if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint) in was_ok]
+    broken = [
+        (str(r.cell_id), str(r.status), str(r.reason or ""))
+        for r in cand_all.itertuples()
+        if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint) in was_ok
+    ]
     return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
 
 
@@ -97,22 +109,41 @@ def _pct(x: float | None) -> str:
 
 
 def _rows(result: Comparison) -> list[tuple[str, ...]]:
-    order = {gate.REGRESSION: 0, gate.IMPROVEMENT: 1, gate.SHORT_HISTORY: 2, gate.NEW: 3,
-             gate.NO_CHANGE: 4}
+    order = {gate.REGRESSION: 0, gate.IMPROVEMENT: 1, gate.SHORT_HISTORY: 2, gate.NEW: 3, gate.NO_CHANGE: 4}
     out: list[tuple[str, ...]] = []
     for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
         ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
-        out.append((v.change, v.cell_id, f"{v.candidate:,.0f}",
-                    "-" if v.baseline is None else f"{v.baseline:,.0f}", _pct(v.ratio), ci,
-                    "-" if v.z is None else f"{v.z:+.1f}",
-                    "-" if v.detectable is None else f"{v.detectable:.0%}", f"{v.runs}/{v.history}"))
-    out.extend((NOW_FAILING, cell_id, status, "-", "-", "-", "-", "-", reason[:80])
-               for cell_id, status, reason in result.broken)
+        out.append(
+            (
+                v.change,
+                v.cell_id,
+                f"{v.candidate:,.0f}",
+                "-" if v.baseline is None else f"{v.baseline:,.0f}",
+                _pct(v.ratio),
+                ci,
+                "-" if v.z is None else f"{v.z:+.1f}",
+                "-" if v.detectable is None else f"{v.detectable:.0%}",
+                f"{v.runs}/{v.history}",
+            )
+        )
+    out.extend(
+        (NOW_FAILING, cell_id, status, "-", "-", "-", "-", "-", reason[:80])
+        for cell_id, status, reason in result.broken
+    )
     return out
 
 
-HEADER = ("change", "cell", "examples/s", "baseline", "change %", "CI (corrected)", "robust z",
-          "detectable", "runs cand/base")
+HEADER = (
+    "change",
+    "cell",
+    "examples/s",
+    "baseline",
+    "change %",
+    "CI (corrected)",
+    "robust z",
+    "detectable",
+    "runs cand/base",
+)
 
 
 def _counts(result: Comparison) -> str:
@@ -126,30 +157,49 @@ def _counts(result: Comparison) -> str:
 
 def _method(result: Comparison) -> str:
     p = result.policy
-    return (f"One observation per run: the median of its timed windows. Regression or improvement "
-            f"only when the ratio of the candidate's to the baseline's median run moves by at least "
-            f"{p.min_effect:.0%}, its bootstrap CI over runs (Bonferroni-corrected over the compared "
-            f"series, family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
-            f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}. "
-            f"'detectable': the smallest change caught with {p.power:.0%} probability at this "
-            f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it.")
+    return (
+        f"One observation per run: the median of its timed windows. Regression or improvement "
+        f"only when the ratio of the candidate's to the baseline's median run moves by at least "
+        f"{p.min_effect:.0%}, its bootstrap CI over runs (Bonferroni-corrected over the compared "
+        f"series, family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
+        f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}. "
+        f"'detectable': the smallest change caught with {p.power:.0%} probability at this "
+        f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it."
+    )
 
 
 def text_table(result: Comparison) -> str:
     """The printed table: changes first."""
-    return "\n".join([render_table(HEADER, _rows(result)), "", (f"candidate {', '.join(result.candidate_runs)} vs "
-                      f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}."),
-                      _method(result)])
+    return "\n".join(
+        [
+            render_table(HEADER, _rows(result)),
+            "",
+            (
+                f"candidate {', '.join(result.candidate_runs)} vs "
+                f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}."
+            ),
+            _method(result),
+        ]
+    )
 
 
 def markdown(result: Comparison, show_unchanged: bool = False) -> str:
     """A CI comment: verdict, counts, the changed series as a table, and the method."""
-    verdict = {0: "No performance regression", 1: "**Performance regression**",
-               3: "Not enough history to judge"}[result.exit_code]
+    verdict = {
+        0: "No performance regression",
+        1: "**Performance regression**",
+        3: "Not enough history to judge",
+    }[result.exit_code]
     rows = [r for r in _rows(result) if show_unchanged or r[0] != gate.NO_CHANGE]
-    lines = [f"### {verdict}", "",
-             (f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
-             f"baseline run(s): {_counts(result)}."), ""]
+    lines = [
+        f"### {verdict}",
+        "",
+        (
+            f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
+            f"baseline run(s): {_counts(result)}."
+        ),
+        "",
+    ]
     if result.exit_code == EXIT_SHORT_HISTORY:
         lines += [result.shortfall[0].upper() + result.shortfall[1:], ""]
     if rows:

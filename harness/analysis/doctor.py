@@ -66,6 +66,7 @@ class Report:
 # Warnings: pure functions of what was found
 # ------------------------------------------------------------------------------------------------
 
+
 def _vendor_warnings(facts: dict[str, Any], os_list: list[OsGpu]) -> list[str]:
     out = []
     os_vendors: dict[str, int] = {}
@@ -74,22 +75,30 @@ def _vendor_warnings(facts: dict[str, Any], os_list: list[OsGpu]) -> list[str]:
             os_vendors[g.vendor] = os_vendors.get(g.vendor, 0) + 1
     tf_gpus = [d for d in facts.get("physical", []) if d["type"] == "GPU"]
     build = facts.get("build", {})
-    drives = "ROCm (AMD)" if build.get("is_rocm_build") else "CUDA (NVIDIA)" if build.get(
-        "is_cuda_build") else "no GPU (CPU-only build)"
+    drives = (
+        "ROCm (AMD)"
+        if build.get("is_rocm_build")
+        else "CUDA (NVIDIA)"
+        if build.get("is_cuda_build")
+        else "no GPU (CPU-only build)"
+    )
     if len(os_vendors) > 1:
         counts = " and ".join(f"{n} {v}" for v, n in sorted(os_vendors.items()))
-        out.append(f"mixed GPU vendors: the machine has {counts} GPU(s). One TensorFlow process "
-                   f"drives either CUDA or ROCm devices, never both; this build drives {drives}. "
-                   "Use the others from a second process with the other build (tensorflow-rocm or "
-                   "tensorflow[and-cuda]); they cannot join one MirroredStrategy.")
+        out.append(
+            f"mixed GPU vendors: the machine has {counts} GPU(s). One TensorFlow process "
+            f"drives either CUDA or ROCm devices, never both; this build drives {drives}. "
+            "Use the others from a second process with the other build (tensorflow-rocm or "
+            "tensorflow[and-cuda]); they cannot join one MirroredStrategy."
+        )
     if os_vendors and not tf_gpus:
-        out.append(f"the OS lists {sum(os_vendors.values())} GPU(s) but TensorFlow sees none: this "
-                   f"build drives {drives}, or CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES hide them")
+        out.append(
+            f"the OS lists {sum(os_vendors.values())} GPU(s) but TensorFlow sees none: this "
+            f"build drives {drives}, or CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES hide them"
+        )
     return out
 
 
-def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[int]
-                  ) -> list[str]:
+def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[int]) -> list[str]:
     out = []
     others = [p for p in procs if p.pid not in own_pids]
     by_gpu: dict[int, list[GpuProcess]] = {}
@@ -97,15 +106,19 @@ def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[
         by_gpu.setdefault(p.gpu, []).append(p)
     for gpu, ps in sorted(by_gpu.items()):
         used = sum(p.used_bytes or 0 for p in ps) / 2**30
-        out.append(f"GPU {gpu}: {len(ps)} other process(es) hold {used:.1f} GiB (pids "
-                   f"{', '.join(str(p.pid) for p in ps[:5])}): timings there are shared")
+        out.append(
+            f"GPU {gpu}: {len(ps)} other process(es) hold {used:.1f} GiB (pids "
+            f"{', '.join(str(p.pid) for p in ps[:5])}): timings there are shared"
+        )
     growth = facts.get("memory_growth", {})
     forced = facts.get("env", {}).get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true"
     if growth and not any(growth.values()) and not forced:
-        out.append("GPU memory growth is off by default: a TensorFlow process maps nearly all GPU "
-                   "memory at start, so a second process on that GPU fails to allocate. The harness "
-                   "turns growth on for every cell; in your own scripts set "
-                   "TF_FORCE_GPU_ALLOW_GROWTH=true or tf.config.experimental.set_memory_growth.")
+        out.append(
+            "GPU memory growth is off by default: a TensorFlow process maps nearly all GPU "
+            "memory at start, so a second process on that GPU fails to allocate. The harness "
+            "turns growth on for every cell; in your own scripts set "
+            "TF_FORCE_GPU_ALLOW_GROWTH=true or tf.config.experimental.set_memory_growth."
+        )
     return out
 
 
@@ -113,8 +126,10 @@ def _thread_warnings(facts: dict[str, Any]) -> list[str]:
     t = facts.get("threads", {})
     out = []
     if t and t.get("affinity", 0) < t.get("cores", 0):
-        out.append(f"this process may run on {t['affinity']} of the host's {t['cores']} cores "
-                   "(CPU affinity, e.g. taskset or a container's cpuset)")
+        out.append(
+            f"this process may run on {t['affinity']} of the host's {t['cores']} cores "
+            "(CPU affinity, e.g. taskset or a container's cpuset)"
+        )
     return out
 
 
@@ -122,26 +137,43 @@ def _probe_warnings(probes: list[Probe], gpu_count: int) -> list[str]:
     out = []
     for p in probes:
         if p.status == ProbeStatus.WRONG:
-            out.append(f"{p.strategy} with {p.cross_device_ops} on {p.replicas} replicas returns "
-                       f"wrong sums ({p.detail}): gradients would be silently wrong; do not train "
-                       "with it here")
-        elif p.status in (ProbeStatus.FAILS, ProbeStatus.UNSUPPORTED) and gpu_count and "nccl" in p.cross_device_ops:
-            out.append(f"{p.strategy} with {p.cross_device_ops} on {p.replicas} replicas: "
-                       f"{p.status} ({p.detail})")
+            out.append(
+                f"{p.strategy} with {p.cross_device_ops} on {p.replicas} replicas returns "
+                f"wrong sums ({p.detail}): gradients would be silently wrong; do not train "
+                "with it here"
+            )
+        elif (
+            p.status in (ProbeStatus.FAILS, ProbeStatus.UNSUPPORTED)
+            and gpu_count
+            and "nccl" in p.cross_device_ops
+        ):
+            out.append(
+                f"{p.strategy} with {p.cross_device_ops} on {p.replicas} replicas: {p.status} ({p.detail})"
+            )
     return out
 
 
-def warnings(facts: dict[str, Any], os_list: list[OsGpu], procs: list[GpuProcess],
-             own_pids: set[int], probes: list[Probe]) -> list[str]:
+def warnings(
+    facts: dict[str, Any],
+    os_list: list[OsGpu],
+    procs: list[GpuProcess],
+    own_pids: set[int],
+    probes: list[Probe],
+) -> list[str]:
     """Every warning, in words: vendors, GPU sharing and memory growth, threads, probe results."""
     gpu_count = sum(1 for d in facts.get("physical", []) if d["type"] == "GPU")
-    return (_vendor_warnings(facts, os_list) + _gpu_warnings(facts, procs, own_pids)
-            + _thread_warnings(facts) + _probe_warnings(probes, gpu_count))
+    return (
+        _vendor_warnings(facts, os_list)
+        + _gpu_warnings(facts, procs, own_pids)
+        + _thread_warnings(facts)
+        + _probe_warnings(probes, gpu_count)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # Rendering
 # ------------------------------------------------------------------------------------------------
+
 
 def render(report: Report) -> str:
     """The human-readable report: devices, build, threads, the probe table, warnings, advice."""
@@ -152,23 +184,41 @@ def render(report: Report) -> str:
     lines.append(render_table(rows[0], rows[1:], indent=2))
     lines.append(f"  logical {f['logical_type']} devices: {', '.join(f['logical'])}")
     if report.os_gpus:
-        lines.append("  GPUs the OS lists: " + ", ".join(f"{g.card} {g.vendor} ({g.pci})"
-                                                         for g in report.os_gpus))
+        lines.append(
+            "  GPUs the OS lists: " + ", ".join(f"{g.card} {g.vendor} ({g.pci})" for g in report.os_gpus)
+        )
     b = f["build"]
-    gpu_build = ("CUDA " + str(b.get("cuda_version")) + ", cuDNN " + str(b.get("cudnn_version"))
-                 if b.get("is_cuda_build") else "ROCm " + str(b.get("rocm_version"))
-                 if b.get("is_rocm_build") else "CPU only")
+    gpu_build = (
+        "CUDA " + str(b.get("cuda_version")) + ", cuDNN " + str(b.get("cudnn_version"))
+        if b.get("is_cuda_build")
+        else "ROCm " + str(b.get("rocm_version"))
+        if b.get("is_rocm_build")
+        else "CPU only"
+    )
     t = f["threads"]
-    lines += ["", f"TensorFlow {f['tensorflow']} ({gpu_build}), Keras {f['keras']}",
-              (f"Threads: intra-op {t['intra_op'] or 'default (all cores)'}, inter-op "
-               f"{t['inter_op'] or 'default'}, {t['affinity']} of {t['cores']} cores usable"),
-              f"GPU memory growth: {f['memory_growth'] or 'no GPU'}",
-              f"GPU processes (NVML): {report.nvml or len(report.gpu_processes)}", "",
-              "Probes (an all-reduce of replica ids 1..n, sum checked on every replica):"]
+    lines += [
+        "",
+        f"TensorFlow {f['tensorflow']} ({gpu_build}), Keras {f['keras']}",
+        (
+            f"Threads: intra-op {t['intra_op'] or 'default (all cores)'}, inter-op "
+            f"{t['inter_op'] or 'default'}, {t['affinity']} of {t['cores']} cores usable"
+        ),
+        f"GPU memory growth: {f['memory_growth'] or 'no GPU'}",
+        f"GPU processes (NVML): {report.nvml or len(report.gpu_processes)}",
+        "",
+        "Probes (an all-reduce of replica ids 1..n, sum checked on every replica):",
+    ]
     rows = [("strategy", "cross-device ops", "replicas", "result", "detail")]
-    rows += [(p.strategy, p.cross_device_ops, str(p.replicas) if p.workers == 1 else
-              f"{p.replicas} ({p.workers} workers)", p.status, p.detail[:110])
-             for p in report.probes]
+    rows += [
+        (
+            p.strategy,
+            p.cross_device_ops,
+            str(p.replicas) if p.workers == 1 else f"{p.replicas} ({p.workers} workers)",
+            p.status,
+            p.detail[:110],
+        )
+        for p in report.probes
+    ]
     lines.append(render_table(rows[0], rows[1:], indent=2))
     lines += ["", "Warnings:" if report.warnings else "Warnings: none"]
     lines += [f"  - {w}" for w in report.warnings]
@@ -185,9 +235,11 @@ def advice(report: Report) -> str:
     if not works:
         return "No MirroredStrategy cross-device op worked here."
     parts = "; ".join(f"{r} replica(s): {', '.join(ops)}" for r, ops in sorted(works.items()))
-    return (f"Cross-device ops that gave right sums: {parts}. Which is fastest depends on the "
-            "model: time them with python -m harness run --strategy mirrored --cross-device-ops "
-            "auto,reduction_to_one_device --replicas N.")
+    return (
+        f"Cross-device ops that gave right sums: {parts}. Which is fastest depends on the "
+        "model: time them with python -m harness run --strategy mirrored --cross-device-ops "
+        "auto,reduction_to_one_device --replicas N."
+    )
 
 
 def to_json_text(report: Report) -> str:

@@ -18,13 +18,17 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import findings
-from harness.formulas import breakdown
 from harness.contract.records import Status
+from harness.formulas import breakdown
 
 Row = Mapping[str, Any]
 
-PART_NAMES = {"compute_s": "compute", "allreduce_s": "all-reduce", "input_s": "input",
-              "dispatch_s": "dispatch"}
+PART_NAMES = {
+    "compute_s": "compute",
+    "allreduce_s": "all-reduce",
+    "input_s": "input",
+    "dispatch_s": "dispatch",
+}
 
 
 def _num(row: Row, key: str) -> float | None:
@@ -59,8 +63,9 @@ def breakdown_table(rows: Sequence[Row]) -> pd.DataFrame:
         for key, name in PART_NAMES.items():
             line[f"{name} ms (share)"] = f"{_ms(_num(r, key))} ({float(r[key]) / step:.0%})"
         line["overlap"] = f"{float(r['overlap']):+.0%}" if _num(r, "overlap") is not None else "-"
-        line["bound"] = r.get("bound") or ("no verdict" if breakdown.excess(
-            step, breakdown.parts_of(r) or {}) else "-")
+        line["bound"] = r.get("bound") or (
+            "no verdict" if breakdown.excess(step, breakdown.parts_of(r) or {}) else "-"
+        )
         lines.append(line)
     return pd.DataFrame(lines)
 
@@ -72,18 +77,27 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
         return ["No cell of this run has more than one device."]
     ok = [r for r in multi if r.get("status") == Status.OK]
     others = len(multi) - len(ok) - sum(1 for r in multi if r.get("status") == Status.INVALID)
-    out = [(f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
-           f"check{f' ({others} unsupported or failed: listed at the end)' if others else ''}: as many "
-           "replicas in sync as asked, the model's variables distributed by the strategy, every "
-           "replica's copy of every weight equal after training, and (parameter server) every "
-           "worker ran updates. A model or optimizer built outside strategy.scope(), the usual "
-           "reason only one device works, fails these checks.")]
-    out += [f"{findings.config(r)} ({r['model']}): {r.get('status')}: {r.get('reason')}"
-            for r in multi if r.get("status") == Status.INVALID]
+    out = [
+        (
+            f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
+            f"check{f' ({others} unsupported or failed: listed at the end)' if others else ''}: as many "
+            "replicas in sync as asked, the model's variables distributed by the strategy, every "
+            "replica's copy of every weight equal after training, and (parameter server) every "
+            "worker ran updates. A model or optimizer built outside strategy.scope(), the usual "
+            "reason only one device works, fails these checks."
+        )
+    ]
+    out += [
+        f"{findings.config(r)} ({r['model']}): {r.get('status')}: {r.get('reason')}"
+        for r in multi
+        if r.get("status") == Status.INVALID
+    ]
     if any(r.get("logical_devices") for r in ok):
-        out.append("Here the replicas are logical CPU devices or local processes sharing one "
-                   "CPU: each does work, but they share its cores, so compute per update grows "
-                   "with their number (see the next answer).")
+        out.append(
+            "Here the replicas are logical CPU devices or local processes sharing one "
+            "CPU: each does work, but they share its cores, so compute per update grows "
+            "with their number (see the next answer)."
+        )
     return out
 
 
@@ -103,17 +117,20 @@ def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
         if r.get("status") != Status.OK or base is None or base is r or _num(r, "scaling_efficiency") is None:
             continue
         lo, hi = _num(r, "scaling_efficiency_ci_low"), _num(r, "scaling_efficiency_ci_high")
-        eff = f"{float(r['scaling_efficiency']):.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None
-                                                         and hi is not None else "")
+        eff = f"{float(r['scaling_efficiency']):.2f}" + (
+            f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+        )
         text = f"{r['model']} {findings.config(r)}: efficiency {eff}"
         if _has_parts(r) and _has_parts(base):
             grew = _step(r) - _step(base)
             deltas = {name: float(r[k]) - float(base[k]) for k, name in PART_NAMES.items()}
             rest = grew - sum(deltas.values())
-            text += (f"; the update went from {_ms(_step(base))} to "
-                     f"{_ms(_step(r))} ms ({grew * 1e3:+.3g} ms): "
-                     + ", ".join(f"{n} {d * 1e3:+.3g}" for n, d in deltas.items())
-                     + f", unexplained {rest * 1e3:+.3g} ms")
+            text += (
+                f"; the update went from {_ms(_step(base))} to "
+                f"{_ms(_step(r))} ms ({grew * 1e3:+.3g} ms): "
+                + ", ".join(f"{n} {d * 1e3:+.3g}" for n, d in deltas.items())
+                + f", unexplained {rest * 1e3:+.3g} ms"
+            )
         out.append(text)
     return out or ["No multi-device cell with a 1-device baseline in this run."]
 
@@ -124,17 +141,24 @@ def does_accumulation_help(rows: Sequence[Row]) -> list[str]:
     out = []
     for f in findings.effects(rows, findings.Knob("accum_steps", "gradient accumulation")):
         text = f"{f.model}, {f.context}: accumulation {f.changed} against {f.reference}: {f.verdict}"
-        pair = [r for r in rows if r.get("model") == f.model and r.get("status") == Status.OK
-                and findings.config(r, ("model", "accum_steps")) == f.context
-                and str(r.get("accum_steps")) in (f.reference, f.changed)]
+        pair = [
+            r
+            for r in rows
+            if r.get("model") == f.model
+            and r.get("status") == Status.OK
+            and findings.config(r, ("model", "accum_steps")) == f.context
+            and str(r.get("accum_steps")) in (f.reference, f.changed)
+        ]
         per_example = {}
         for r in pair:
             if _num(r, "allreduce_s") is not None and r.get("effective_batch"):
                 per_example[str(r["accum_steps"])] = float(r["allreduce_s"]) / r["effective_batch"]
         if len(per_example) == 2 and per_example[f.reference] > 0:
-            text += (f"; all-reduce per example {per_example[f.reference] * 1e6:.3g} -> "
-                     f"{per_example[f.changed] * 1e6:.3g} us (one all-reduce per "
-                     f"{f.changed} micro-batches)")
+            text += (
+                f"; all-reduce per example {per_example[f.reference] * 1e6:.3g} -> "
+                f"{per_example[f.changed] * 1e6:.3g} us (one all-reduce per "
+                f"{f.changed} micro-batches)"
+            )
         elif len(per_example) == 2:
             text += "; no all-reduce to save (one device)"
         out.append(text)

@@ -13,12 +13,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.formulas import stats
 from harness.contract.records import Status
+from harness.formulas import stats
 
-CELL_AXES = ("model", "data", "strategy", "cross_device_ops", "communication", "replicas",
-             "workers", "ps", "tenants", "per_replica_batch", "accum_steps", "loop",
-             "steps_per_execution", "precision", "scaling")
+CELL_AXES = (
+    "model",
+    "data",
+    "strategy",
+    "cross_device_ops",
+    "communication",
+    "replicas",
+    "workers",
+    "ps",
+    "tenants",
+    "per_replica_batch",
+    "accum_steps",
+    "loop",
+    "steps_per_execution",
+    "precision",
+    "scaling",
+)
 
 
 @dataclass(frozen=True)
@@ -78,10 +92,22 @@ def figures(row: Mapping[str, Any]) -> list[float]:
 
 def config(row: Mapping[str, Any], skip: Iterable[str] = ("model",)) -> str:
     """A short text of a row's configuration, without the ``skip`` axes."""
-    parts = [f"{row['strategy']}" + "".join(f"[{row[k]}]" for k in ("cross_device_ops", "communication")
-                                           if row.get(k) not in (None, "none") and k not in skip)]
-    names = {"replicas": "r", "workers": "w", "per_replica_batch": "b", "accum_steps": "acc",
-             "steps_per_execution": "spe", "tenants": "t"}
+    parts = [
+        f"{row['strategy']}"
+        + "".join(
+            f"[{row[k]}]"
+            for k in ("cross_device_ops", "communication")
+            if row.get(k) not in (None, "none") and k not in skip
+        )
+    ]
+    names = {
+        "replicas": "r",
+        "workers": "w",
+        "per_replica_batch": "b",
+        "accum_steps": "acc",
+        "steps_per_execution": "spe",
+        "tenants": "t",
+    }
     for axis, short in names.items():
         if axis not in skip and row.get(axis) is not None:
             parts.append(f"{short}{row[axis]}")
@@ -93,8 +119,9 @@ def _ok(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [r for r in rows if r.get("status") == Status.OK and r.get("examples_per_sec")]
 
 
-def fastest(rows: Sequence[Mapping[str, Any]], model: str
-            ) -> tuple[Mapping[str, Any], list[tuple[Mapping[str, Any], stats.Ratio]]] | None:
+def fastest(
+    rows: Sequence[Mapping[str, Any]], model: str
+) -> tuple[Mapping[str, Any], list[tuple[Mapping[str, Any], stats.Ratio]]] | None:
     """The model's fastest ok row and every other row tied with it (ratio to it not
     distinguishable), with that ratio; None without ok rows."""
     mine = [r for r in _ok(rows) if r["model"] == model]
@@ -123,9 +150,16 @@ def effects(rows: Sequence[Mapping[str, Any]], knob: Knob) -> list[Finding]:
         ref = next(r for r in members if r.get(knob.axis) == ref_value)
         for r in members:
             if r is not ref:
-                found.append(Finding(r["model"], knob.axis, str(ref_value), str(r.get(knob.axis)),
-                                     config(ref, ("model", knob.axis, *knob.same)),
-                                     stats.ratio(figures(r), figures(ref))))
+                found.append(
+                    Finding(
+                        r["model"],
+                        knob.axis,
+                        str(ref_value),
+                        str(r.get(knob.axis)),
+                        config(ref, ("model", knob.axis, *knob.same)),
+                        stats.ratio(figures(r), figures(ref)),
+                    )
+                )
     return sorted(found, key=lambda f: (f.model, f.context, f.changed))
 
 
@@ -152,14 +186,22 @@ def render_html(rows: Sequence[Mapping[str, Any]]) -> str:
         if top is None:
             continue
         best, tied = top
-        parts.append(f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
-                     f"{best['examples_per_sec']:,.0f} examples/s; "
-                     + ("tied with it (no measurable difference): "
-                        + "; ".join(f"{esc(config(r))} ({q.value:.2f}x [{q.low:.2f}, {q.high:.2f}])"
-                                    for r, q in tied) if tied else "no other configuration is tied with it")
-                     + ".</p>")
+        parts.append(
+            f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
+            f"{best['examples_per_sec']:,.0f} examples/s; "
+            + (
+                "tied with it (no measurable difference): "
+                + "; ".join(f"{esc(config(r))} ({q.value:.2f}x [{q.low:.2f}, {q.high:.2f}])" for r, q in tied)
+                if tied
+                else "no other configuration is tied with it"
+            )
+            + ".</p>"
+        )
     for title, found in all_effects(rows).items():
-        items = "".join(f"<li>{esc(f.model)}, {esc(f.context)}: {esc(f.axis)} {esc(f.changed)} against "
-                        f"{esc(f.reference)}: {esc(f.verdict)}</li>" for f in found)
+        items = "".join(
+            f"<li>{esc(f.model)}, {esc(f.context)}: {esc(f.axis)} {esc(f.changed)} against "
+            f"{esc(f.reference)}: {esc(f.verdict)}</li>"
+            for f in found
+        )
         parts.append(f"<h3>{esc(title)}</h3><ul>{items}</ul>")
     return "\n".join(parts) or "<p>No ok rows to compare.</p>"

@@ -41,8 +41,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from harness.formulas import metrics
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
+from harness.formulas import metrics
 
 MAD_SCALE = 1.4826
 """MAD x 1.4826 estimates the standard deviation of normally distributed values."""
@@ -69,12 +69,16 @@ class GatePolicy:
     """The detection probability the reported detectable effect is computed for."""
 
     def __post_init__(self) -> None:
-        require({"--min-effect": (self.min_effect, 0 <= self.min_effect < 1, "a fraction in [0, 1)"),
-                 "--z": (self.z_threshold, self.z_threshold > 0, "a number > 0"),
-                 "--min-history": (self.min_history, self.min_history >= 1, "an integer >= 1"),
-                 "--alpha": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
-                 "resamples": (self.resamples, self.resamples >= 100, "an integer >= 100"),
-                 "power": (self.power, 0 < self.power < 1, "a fraction in (0, 1)")})
+        require(
+            {
+                "--min-effect": (self.min_effect, 0 <= self.min_effect < 1, "a fraction in [0, 1)"),
+                "--z": (self.z_threshold, self.z_threshold > 0, "a number > 0"),
+                "--min-history": (self.min_history, self.min_history >= 1, "an integer >= 1"),
+                "--alpha": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
+                "resamples": (self.resamples, self.resamples >= 100, "an integer >= 100"),
+                "power": (self.power, 0 < self.power < 1, "a fraction in (0, 1)"),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,13 @@ class SeriesVerdict:
     """Smallest relative change (fraction) the gate catches with ``policy.power`` probability."""
 
 
-def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], confidence: float,
-             resamples: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+def ratio_ci(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    confidence: float,
+    resamples: int = 4000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
     """(ratio of medians, CI low, CI high): percentile bootstrap, each sample resampled on its own.
     For independent samples (hardware comparison of window throughputs)."""
     c = np.asarray(candidate, dtype=float)
@@ -114,8 +123,13 @@ def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], confidence: 
     return _percentiles(float(np.median(c) / np.median(b)), cs / bs, confidence)
 
 
-def run_ratio_ci(candidate: Sequence[float], baseline: Sequence[float], confidence: float,
-                 resamples: int = 4000, seed: int = 0) -> tuple[float, float, float]:
+def run_ratio_ci(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    confidence: float,
+    resamples: int = 4000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
     """(ratio of medians, CI low, CI high) of candidate run medians over baseline run medians.
 
     Bootstrap: the baseline's runs are resampled; each candidate run is multiplied by a resampled
@@ -145,8 +159,9 @@ def robust_scale(history: Sequence[float]) -> float:
     return max(MAD_SCALE * float(np.median(np.abs(h - center))), MAD_FLOOR * abs(center))
 
 
-def candidate_scale(history: Sequence[float], candidate_runs: int, resamples: int = 4000,
-                    seed: int = 0) -> float:
+def candidate_scale(
+    history: Sequence[float], candidate_runs: int, resamples: int = 4000, seed: int = 0
+) -> float:
     """Robust spread of the median of ``candidate_runs`` runs drawn from the history: the larger of
     the robust scale of the medians of resampled draws and the history's robust scale times
     IQR(draws) / IQR(history) (at most the history's scale; the MAD alone collapses on a history
@@ -164,8 +179,9 @@ def candidate_scale(history: Sequence[float], candidate_runs: int, resamples: in
     return max(robust_scale(draws), by_iqr)
 
 
-def robust_z(candidate: float | Sequence[float], history: Sequence[float],
-             scale: float | None = None) -> float:
+def robust_z(
+    candidate: float | Sequence[float], history: Sequence[float], scale: float | None = None
+) -> float:
     """(median(candidate) - median(history)) / sqrt(s_c^2 + s_h^2 / n_h): s_h the history's robust
     scale, s_c :func:`candidate_scale` for the candidate's run count (``scale``: that denominator,
     when already known). A single value is one run."""
@@ -176,12 +192,14 @@ def robust_z(candidate: float | Sequence[float], history: Sequence[float],
 
 
 def _z_scale(history: Sequence[float], candidate_runs: int) -> float:
-    return float(np.hypot(candidate_scale(history, candidate_runs),
-                          robust_scale(history) / np.sqrt(len(history))))
+    return float(
+        np.hypot(candidate_scale(history, candidate_runs), robust_scale(history) / np.sqrt(len(history)))
+    )
 
 
-def detectable_effect(history: Sequence[float], candidate_runs: int, policy: GatePolicy,
-                      scale: float | None = None) -> float:
+def detectable_effect(
+    history: Sequence[float], candidate_runs: int, policy: GatePolicy, scale: float | None = None
+) -> float:
     """Smallest relative change (fraction of the history's median) that the z-test flags with
     probability ``policy.power``, given the history's spread (``scale``: the z-score's
     denominator, when already known); at least ``policy.min_effect``."""
@@ -190,21 +208,29 @@ def detectable_effect(history: Sequence[float], candidate_runs: int, policy: Gat
     return max(policy.min_effect, float(z * scale / abs(float(np.median(history)))))
 
 
-def judge_series(cell_id: str, fingerprint: str, candidate: Sequence[float],
-                 baseline: Sequence[float], compared: int, policy: GatePolicy) -> SeriesVerdict:
+def judge_series(
+    cell_id: str,
+    fingerprint: str,
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    compared: int,
+    policy: GatePolicy,
+) -> SeriesVerdict:
     """The verdict on one series. ``candidate`` and ``baseline``: run medians (examples/s), one per
     run; ``compared``: series in the family (for Bonferroni)."""
     center = float(np.median(candidate))
     if not baseline:
-        return SeriesVerdict(cell_id, fingerprint, center, None, None, None, None, None, 0, NEW,
-                             len(candidate))
+        return SeriesVerdict(
+            cell_id, fingerprint, center, None, None, None, None, None, 0, NEW, len(candidate)
+        )
     confidence = 1 - policy.alpha / max(compared, 1)
     ratio, lo, hi = run_ratio_ci(candidate, baseline, confidence, policy.resamples, policy.seed)
     base = metrics.median(baseline)
     n = len(baseline)
     if n < policy.min_history:
-        return SeriesVerdict(cell_id, fingerprint, center, base, ratio, lo, hi, None, n,
-                             SHORT_HISTORY, len(candidate))
+        return SeriesVerdict(
+            cell_id, fingerprint, center, base, ratio, lo, hi, None, n, SHORT_HISTORY, len(candidate)
+        )
     scale = _z_scale(baseline, len(candidate))  # resampled: computed once for z and detectable
     z = robust_z(candidate, baseline, scale)
     change = NO_CHANGE
@@ -212,8 +238,20 @@ def judge_series(cell_id: str, fingerprint: str, candidate: Sequence[float],
         change = REGRESSION
     elif lo > 1 and ratio >= 1 + policy.min_effect and z >= policy.z_threshold:
         change = IMPROVEMENT
-    return SeriesVerdict(cell_id, fingerprint, center, base, ratio, lo, hi, z, n, change,
-                         len(candidate), detectable_effect(baseline, len(candidate), policy, scale))
+    return SeriesVerdict(
+        cell_id,
+        fingerprint,
+        center,
+        base,
+        ratio,
+        lo,
+        hi,
+        z,
+        n,
+        change,
+        len(candidate),
+        detectable_effect(baseline, len(candidate), policy, scale),
+    )
 
 
 EXIT_REGRESSION = EXIT_FAILURE
@@ -240,8 +278,11 @@ def change_points(values: Sequence[float], min_size: int = 3, threshold: float =
     if len(x) < 2 * min_size:
         return []
     diffs = np.diff(x)
-    sigma = max(MAD_SCALE * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2),
-                MAD_FLOOR * abs(float(np.median(x))), 1e-12)
+    sigma = max(
+        MAD_SCALE * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2),
+        MAD_FLOOR * abs(float(np.median(x))),
+        1e-12,
+    )
 
     def search(lo: int, hi: int) -> list[int]:
         n = hi - lo

@@ -29,18 +29,20 @@ from typing import Any
 
 import pandas as pd
 
-from harness.formulas import stats
 from harness.analysis.findings import describe, figures
 from harness.analysis.tables import render_table
 from harness.errors import HarnessError
+from harness.formulas import stats
 
 SOFTWARE = ("suite", "tf_version", "keras_version")
 
-FOOTNOTE = ("ratio: median throughput / the reference machine's; 95% CI from Welch's t on the log "
-            "figures of both machines, over their runs where each machine ran the cell at least "
-            "twice, else over the newest run's processes (column 'over'); a CI reaching 1, or "
-            "within 5% of it, reads \"no measurable difference\". examples/$ = examples/s x 3600 / "
-            "(price per device-hour x devices).")
+FOOTNOTE = (
+    "ratio: median throughput / the reference machine's; 95% CI from Welch's t on the log "
+    "figures of both machines, over their runs where each machine ran the cell at least "
+    "twice, else over the newest run's processes (column 'over'); a CI reaching 1, or "
+    'within 5% of it, reads "no measurable difference". examples/$ = examples/s x 3600 / '
+    "(price per device-hour x devices)."
+)
 """What the table's ratio and cost columns are (printed under it): exactly what
 :func:`evidence_ratio` and :func:`compare_machines` compute."""
 
@@ -62,13 +64,16 @@ def read_prices(path: Path) -> dict[str, Price]:
         else:
             with open(path, newline="") as f:
                 items = [(r["machine"], r) for r in csv.DictReader(f)]
-        return {name: Price(*(float(v[k]) if v.get(k) not in (None, "") else None
-                              for k in PRICE_FIELDS)) for name, v in items}
+        return {
+            name: Price(*(float(v[k]) if v.get(k) not in (None, "") else None for k in PRICE_FIELDS))
+            for name, v in items
+        }
     except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
         raise HarnessError(
             f"cannot read the price table {path} ({type(e).__name__}: {e}); expected CSV with "
-            "columns machine,price_per_device_hour,purchase_price or TOML [machines.\"NAME\"] "
-            "tables with those keys") from None
+            'columns machine,price_per_device_hour,purchase_price or TOML [machines."NAME"] '
+            "tables with those keys"
+        ) from None
 
 
 def software_differences(rows: pd.DataFrame) -> list[str]:
@@ -89,7 +94,8 @@ def compare_machines(ok: pd.DataFrame, prices: dict[str, Price] | None = None) -
     if ok["fingerprint"].nunique() < 2:
         raise HarnessError(
             f"the runs given hold {ok['fingerprint'].nunique()} machine fingerprint(s); "
-            "compare-hardware needs two or more (use --runs to name runs from each machine)")
+            "compare-hardware needs two or more (use --runs to name runs from each machine)"
+        )
     differs = software_differences(ok)
     if differs:
         raise HarnessError("refusing to compare unlike software: " + " | ".join(differs))
@@ -109,19 +115,36 @@ def compare_machines(ok: pd.DataFrame, prices: dict[str, Price] | None = None) -
         devices = int(row["device_count"]) if pd.notna(row["device_count"]) else 1
         eps = float(row["examples_per_sec"])
         energy = row.get("energy_j_per_example")
-        out.append({
-            "cell_id": cell_id, "machine": f"{row['device_name']} x{devices}", "fingerprint": fp,
-            "examples_per_sec": eps, "ratio_to_reference": ratio, "ratio_ci_low": lo,
-            "ratio_ci_high": hi, "over": over, "verdict": verdict,
-            "examples_per_dollar": (eps * 3600 / (price.price_per_device_hour * devices)
-                                    if price.price_per_device_hour else None),
-            "examples_per_sec_per_1000_purchase": (1000 * eps / (price.purchase_price * devices)
-                                                   if price.purchase_price else None),
-            "examples_per_joule": (1 / float(energy) if energy is not None and pd.notna(energy)
-                                   and float(energy) > 0 else None),
-            "total_replicas": int(row["replicas"] * row["workers"]), "model": row["model"],
-            "strategy": row["strategy"], "scaling_efficiency": row.get("scaling_efficiency"),
-        })
+        out.append(
+            {
+                "cell_id": cell_id,
+                "machine": f"{row['device_name']} x{devices}",
+                "fingerprint": fp,
+                "examples_per_sec": eps,
+                "ratio_to_reference": ratio,
+                "ratio_ci_low": lo,
+                "ratio_ci_high": hi,
+                "over": over,
+                "verdict": verdict,
+                "examples_per_dollar": (
+                    eps * 3600 / (price.price_per_device_hour * devices)
+                    if price.price_per_device_hour
+                    else None
+                ),
+                "examples_per_sec_per_1000_purchase": (
+                    1000 * eps / (price.purchase_price * devices) if price.purchase_price else None
+                ),
+                "examples_per_joule": (
+                    1 / float(energy)
+                    if energy is not None and pd.notna(energy) and float(energy) > 0
+                    else None
+                ),
+                "total_replicas": int(row["replicas"] * row["workers"]),
+                "model": row["model"],
+                "strategy": row["strategy"],
+                "scaling_efficiency": row.get("scaling_efficiency"),
+            }
+        )
     return pd.DataFrame(out).sort_values(["cell_id", "machine"]).reset_index(drop=True)
 
 
@@ -142,13 +165,31 @@ def text_table(table: pd.DataFrame) -> str:
     def fmt(x: object, spec: str) -> str:
         return "-" if x is None or (isinstance(x, float) and pd.isna(x)) else format(x, spec)
 
-    lines: list[tuple[str, ...]] = [("cell", "machine", "examples/s", "vs reference [95% CI]", "over",
-                                     "examples/$", "ex/s per 1000 purchase", "examples/J")]
+    lines: list[tuple[str, ...]] = [
+        (
+            "cell",
+            "machine",
+            "examples/s",
+            "vs reference [95% CI]",
+            "over",
+            "examples/$",
+            "ex/s per 1000 purchase",
+            "examples/J",
+        )
+    ]
     for r in table.itertuples():
         ratio = r.ratio_to_reference
         ci = "reference" if ratio is None or (isinstance(ratio, float) and pd.isna(ratio)) else str(r.verdict)
-        lines.append((str(r.cell_id), str(r.machine), fmt(r.examples_per_sec, ",.0f"), ci, str(r.over or "-"),
-                      fmt(r.examples_per_dollar, ",.0f"),
-                      fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
-                      fmt(r.examples_per_joule, ",.1f")))
+        lines.append(
+            (
+                str(r.cell_id),
+                str(r.machine),
+                fmt(r.examples_per_sec, ",.0f"),
+                ci,
+                str(r.over or "-"),
+                fmt(r.examples_per_dollar, ",.0f"),
+                fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
+                fmt(r.examples_per_joule, ",.1f"),
+            )
+        )
     return render_table(lines[0], lines[1:])

@@ -70,8 +70,7 @@ def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
 def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-") -> None:
     """Median examples/s of the rows ``s`` against column ``x``, 95% CI as whiskers."""
     y = s["examples_per_sec"].astype(float)
-    err = [y - s["examples_per_sec_ci_low"].astype(float),
-           s["examples_per_sec_ci_high"].astype(float) - y]
+    err = [y - s["examples_per_sec_ci_low"].astype(float), s["examples_per_sec_ci_high"].astype(float) - y]
     ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
 
 
@@ -90,8 +89,14 @@ def _device_note(rows: pd.DataFrame) -> str:
     return ""
 
 
-def _facet_models(rows: pd.DataFrame, draw: Callable[[Any, pd.DataFrame], None], title: str,
-                  ylabel: str, xlabel: str, width: float = 6.0) -> Any:
+def _facet_models(
+    rows: pd.DataFrame,
+    draw: Callable[[Any, pd.DataFrame], None],
+    title: str,
+    ylabel: str,
+    xlabel: str,
+    width: float = 6.0,
+) -> Any:
     plt = _pyplot()
     models = sorted(rows["model"].unique())
     fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
@@ -121,16 +126,26 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
         for series, s in part.sort_values("global_batch").groupby("series"):
             _ci_line(ax, s, "global_batch", str(series), colors[str(series)])
             if len(s) > 1:
-                ax.fill_between(s["global_batch"], s["examples_per_sec_ci_low"].astype(float),
-                                s["examples_per_sec_ci_high"].astype(float), alpha=0.15,
-                                color=colors[str(series)])
+                ax.fill_between(
+                    s["global_batch"],
+                    s["examples_per_sec_ci_low"].astype(float),
+                    s["examples_per_sec_ci_high"].astype(float),
+                    alpha=0.15,
+                    color=colors[str(series)],
+                )
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(part["global_batch"].unique()), sorted(part["global_batch"].unique()))
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
-    fig = _facet_models(ok, draw, "Throughput vs global batch (median of timed windows, 95% CI)"
-                        + _device_note(ok), "examples/s", "global batch (examples)", width=7.5)
+    fig = _facet_models(
+        ok,
+        draw,
+        "Throughput vs global batch (median of timed windows, 95% CI)" + _device_note(ok),
+        "examples/s",
+        "global batch (examples)",
+        width=7.5,
+    )
     return _save(fig, out, "throughput_vs_batch")
 
 
@@ -147,16 +162,30 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = ok[ok.groupby(["model", "strategy_label"])["total_replicas"].transform("max") > 1]
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        sns.lineplot(part, x="total_replicas", y="scaling_efficiency", hue="strategy_label",
-                     style="batch" if part["batch"].nunique() > 1 else None, markers=True,
-                     dashes=True, marker="o", ax=ax, errorbar=None)
+        sns.lineplot(
+            part,
+            x="total_replicas",
+            y="scaling_efficiency",
+            hue="strategy_label",
+            style="batch" if part["batch"].nunique() > 1 else None,
+            markers=True,
+            dashes=True,
+            marker="o",
+            ax=ax,
+            errorbar=None,
+        )
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal")
         ax.set_xticks(sorted(part["total_replicas"].unique()))
         ax.set_ylim(0, max(1.2, float(part["scaling_efficiency"].max()) * 1.1))
         ax.legend(fontsize=7)
 
-    fig = _facet_models(ok, draw, "Scaling efficiency = throughput / (N x 1-device throughput)"
-                        + _device_note(ok), "scaling efficiency", "replicas x workers")
+    fig = _facet_models(
+        ok,
+        draw,
+        "Scaling efficiency = throughput / (N x 1-device throughput)" + _device_note(ok),
+        "scaling efficiency",
+        "replicas x workers",
+    )
     return _save(fig, out, "scaling_efficiency")
 
 
@@ -167,8 +196,17 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = _ok(rows)
     if ok.empty or ok["accum_steps"].nunique() < 2:
         return []
-    ok["config"] = (ok["series"] + " " + ok["loop"] + " spe" + ok["steps_per_execution"].astype(str)
-                    + " b" + ok["per_replica_batch"].astype(str) + " " + ok["precision"])
+    ok["config"] = (
+        ok["series"]
+        + " "
+        + ok["loop"]
+        + " spe"
+        + ok["steps_per_execution"].astype(str)
+        + " b"
+        + ok["per_replica_batch"].astype(str)
+        + " "
+        + ok["precision"]
+    )
     ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
     if ok.empty:
         return []
@@ -181,9 +219,15 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
-    fig = _facet_models(ok, draw, "Gradient accumulation: examples/s vs micro-batches per update "
-                        "(one all-reduce per update; median, 95% CI)" + _device_note(ok),
-                        "examples/s", "accumulation steps (k)", width=7.5)
+    fig = _facet_models(
+        ok,
+        draw,
+        "Gradient accumulation: examples/s vs micro-batches per update "
+        "(one all-reduce per update; median, 95% CI)" + _device_note(ok),
+        "examples/s",
+        "accumulation steps (k)",
+        width=7.5,
+    )
     return _save(fig, out, "accumulation")
 
 
@@ -204,14 +248,17 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
         for j, op in enumerate(ops):
             s = part[part["cross_device_ops"] == op].set_index("group").reindex(groups)
             x = [i + j * width for i in range(len(groups))]
-            err = [s["examples_per_sec"] - s["examples_per_sec_ci_low"],
-                   s["examples_per_sec_ci_high"] - s["examples_per_sec"]]
+            err = [
+                s["examples_per_sec"] - s["examples_per_sec_ci_low"],
+                s["examples_per_sec_ci_high"] - s["examples_per_sec"],
+            ]
             ax.bar(x, s["examples_per_sec"], width, yerr=err, capsize=3, label=op)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups, fontsize=8)
         ax.legend(fontsize=7)
 
-    fig = _facet_models(ok, draw, "MirroredStrategy cross-device ops (median, 95% CI)"
-                        + _device_note(ok), "examples/s", "")
+    fig = _facet_models(
+        ok, draw, "MirroredStrategy cross-device ops (median, 95% CI)" + _device_note(ok), "examples/s", ""
+    )
     return _save(fig, out, "cross_device_ops")
 
 
@@ -232,8 +279,9 @@ def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_yticks(list(y), part["series"], fontsize=7)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 
-    fig = _facet_models(agg, draw, "Start-up and first-call (trace/compile) time, median over cells",
-                        "", "seconds", width=6.5)
+    fig = _facet_models(
+        agg, draw, "Start-up and first-call (trace/compile) time, median over cells", "", "seconds", width=6.5
+    )
     return _save(fig, out, "compile_time")
 
 
@@ -244,9 +292,14 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = _ok(rows, tenants=True)
     if ok.empty or "tenants" not in ok or ok["tenants"].nunique() < 2:
         return []
-    ok["cell"] = ok.apply(lambda r: label({**r, "tenants": 1}) + f" b{r['per_replica_batch']}"
-                          f" acc{r['accum_steps']} {r['loop']} spe{r['steps_per_execution']}"
-                          f" {r['precision']}", axis=1)
+    ok["cell"] = ok.apply(
+        lambda r: (
+            label({**r, "tenants": 1}) + f" b{r['per_replica_batch']}"
+            f" acc{r['accum_steps']} {r['loop']} spe{r['steps_per_execution']}"
+            f" {r['precision']}"
+        ),
+        axis=1,
+    )
     ok = ok[ok.groupby(["model", "cell"])["tenants"].transform("nunique") > 1]
     if ok.empty:
         return []
@@ -260,10 +313,12 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
             _ci_line(ax, s, "tenants", f"{cell}: aggregate", c)
             lo = s["tenant_examples_per_sec_min"].astype(float)
             hi = s["tenant_examples_per_sec_max"].astype(float)
-            ax.fill_between(s["tenants"], lo, hi, color=c, alpha=0.25,
-                            label=f"{cell}: slowest..fastest tenant")
-            ax.plot(s["tenants"], y / s["tenants"], "s--", color=c,
-                    label=f"{cell}: per tenant (aggregate / T)")
+            ax.fill_between(
+                s["tenants"], lo, hi, color=c, alpha=0.25, label=f"{cell}: slowest..fastest tenant"
+            )
+            ax.plot(
+                s["tenants"], y / s["tenants"], "s--", color=c, label=f"{cell}: per tenant (aggregate / T)"
+            )
             alone = s[s["tenants"] == 1]["examples_per_sec"]
             if len(alone):
                 t = s["tenants"].astype(float)
@@ -272,9 +327,15 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
-    fig = _facet_models(ok, draw, "Co-tenancy: T training processes sharing the same devices "
-                        "(median of timed windows, 95% CI)" + _device_note(ok), "examples/s",
-                        "tenants (processes at once)", width=7.5)
+    fig = _facet_models(
+        ok,
+        draw,
+        "Co-tenancy: T training processes sharing the same devices "
+        "(median of timed windows, 95% CI)" + _device_note(ok),
+        "examples/s",
+        "tenants (processes at once)",
+        width=7.5,
+    )
     return _save(fig, out, "cotenancy")
 
 
@@ -298,22 +359,35 @@ def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
     changed = [v for v in result.verdicts if v.change in (gate.REGRESSION, gate.IMPROVEMENT)]
     paths: list[Path] = []
     for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
-        s = cells[(cells["cell_id"] == v.cell_id) & (cells["fingerprint"] == v.fingerprint)
-                  & (cells["status"] == Status.OK)].sort_values("timestamp")
+        s = cells[
+            (cells["cell_id"] == v.cell_id)
+            & (cells["fingerprint"] == v.fingerprint)
+            & (cells["status"] == Status.OK)
+        ].sort_values("timestamp")
         x = list(range(len(s)))
         y = s["examples_per_sec"].astype(float).to_numpy()
         fig, ax = plt.subplots(figsize=(8, 3.6))
-        ax.errorbar(x, y, yerr=[y - s["examples_per_sec_ci_low"].astype(float).to_numpy(),
-                                s["examples_per_sec_ci_high"].astype(float).to_numpy() - y],
-                    fmt="o-", capsize=2, label="run median (95% CI)")
+        ax.errorbar(
+            x,
+            y,
+            yerr=[
+                y - s["examples_per_sec_ci_low"].astype(float).to_numpy(),
+                s["examples_per_sec_ci_high"].astype(float).to_numpy() - y,
+            ],
+            fmt="o-",
+            capsize=2,
+            label="run median (95% CI)",
+        )
         cand = [i for i, r in enumerate(s["run_id"]) if r in result.candidate_runs]
         ax.plot(cand, y[cand], "o", color="red", markersize=9, label=f"candidate: {v.change}")
         for k in gate.change_points(y):
             ax.axvline(k - 0.5, color="gray", linestyle="--", linewidth=1)
         ax.set_xticks(x, [str(t)[:10] for t in s["timestamp"]], rotation=60, fontsize=7)
         ax.set_ylabel("examples/s")
-        ax.set_title(f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; "
-                     "dashed: change points", fontsize=8)
+        ax.set_title(
+            f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; dashed: change points",
+            fontsize=8,
+        )
         ax.legend(fontsize=7)
         paths += _save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
     return paths
@@ -327,14 +401,27 @@ def hardware_scaling(table: pd.DataFrame, out: Path) -> list[Path]:
         return []
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        sns.lineplot(part.sort_values("total_replicas"), x="total_replicas", y="examples_per_sec",
-                     hue="machine", style="strategy", markers=True, ax=ax, errorbar=None)
+        sns.lineplot(
+            part.sort_values("total_replicas"),
+            x="total_replicas",
+            y="examples_per_sec",
+            hue="machine",
+            style="strategy",
+            markers=True,
+            ax=ax,
+            errorbar=None,
+        )
         ax.set_xticks(sorted(part["total_replicas"].unique()))
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
 
-    fig = _facet_models(table, draw, "Machines side by side: throughput vs replicas x workers "
-                        "(median of timed windows)", "examples/s", "replicas x workers")
+    fig = _facet_models(
+        table,
+        draw,
+        "Machines side by side: throughput vs replicas x workers (median of timed windows)",
+        "examples/s",
+        "replicas x workers",
+    )
     return _save(fig, out, "hardware_scaling")
 
 
@@ -358,23 +445,36 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     one's prediction error."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4",
-            label="predicted")
+    ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4", label="predicted")
     measured = lines[lines["measured_examples_per_sec"].notna()]
-    top = float(pd.concat([lines["predicted_examples_per_sec"],
-                           measured["measured_examples_per_sec"]]).astype(float).max())
+    top = float(
+        pd.concat([lines["predicted_examples_per_sec"], measured["measured_examples_per_sec"]])
+        .astype(float)
+        .max()
+    )
     cut = False
     if not measured.empty:
         cut = bool((measured["measured_ci_high"].astype(float) > WHISKER_CAP * top).any())
         value = measured["measured_examples_per_sec"].astype(float)
         low = measured["measured_ci_low"].astype(float).fillna(value)
         high = measured["measured_ci_high"].astype(float).fillna(value)
-        ax.errorbar(measured["devices"], value, yerr=[value - low, high - value], fmt="s",
-                    color="#d62728", capsize=3,
-                    label="measured (95% CI" + (", whiskers cut)" if cut else ")"))
+        ax.errorbar(
+            measured["devices"],
+            value,
+            yerr=[value - low, high - value],
+            fmt="s",
+            color="#d62728",
+            capsize=3,
+            label="measured (95% CI" + (", whiskers cut)" if cut else ")"),
+        )
         for _, r in measured.iterrows():
-            ax.annotate(f"{r['error']:+.0%}", (r["devices"], r["measured_examples_per_sec"]),
-                        textcoords="offset points", xytext=(6, 4), fontsize=8)
+            ax.annotate(
+                f"{r['error']:+.0%}",
+                (r["devices"], r["measured_examples_per_sec"]),
+                textcoords="offset points",
+                xytext=(6, 4),
+                fontsize=8,
+            )
     _devices_axis(ax, lines["devices"])
     ax.set_ylim(0, WHISKER_CAP * top if cut else None)
     ax.set_xlabel("devices (replicas x workers)")
@@ -421,20 +521,41 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for label, s in part.sort_values("devices").groupby("label"):
             color = colors[str(label)]
-            ax.plot([1, *s["devices"]], [s["baseline"].iloc[0], *s["predicted"]], "x--",
-                    color=color, label=f"{label} predicted (from 1 device)")
+            ax.plot(
+                [1, *s["devices"]],
+                [s["baseline"].iloc[0], *s["predicted"]],
+                "x--",
+                color=color,
+                label=f"{label} predicted (from 1 device)",
+            )
             y = s["measured"].astype(float)
-            ax.errorbar(s["devices"], y, yerr=[y - s["measured_ci_low"].astype(float),
-                                               s["measured_ci_high"].astype(float) - y],
-                        fmt="o", capsize=3, color=color, label=f"{label} measured (95% CI)")
+            ax.errorbar(
+                s["devices"],
+                y,
+                yerr=[y - s["measured_ci_low"].astype(float), s["measured_ci_high"].astype(float) - y],
+                fmt="o",
+                capsize=3,
+                color=color,
+                label=f"{label} measured (95% CI)",
+            )
         _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))
         top = float(max(part["predicted"].max(), part["measured"].max(), part["baseline"].max()))
         ceiling = min(WHISKER_CAP * top, max(1.15 * top, part["measured_ci_high"].astype(float).max()))
         ax.set_ylim(0, ceiling)
-        ax.legend(fontsize=7, loc="lower left", title="whiskers cut at the top"
-                  if part["measured_ci_high"].astype(float).max() > ceiling else None,
-                  title_fontsize=7)
+        ax.legend(
+            fontsize=7,
+            loc="lower left",
+            title="whiskers cut at the top"
+            if part["measured_ci_high"].astype(float).max() > ceiling
+            else None,
+            title_fontsize=7,
+        )
 
-    fig = _facet_models(lines, draw, "Scaling model: predicted (from the 1-device cell and the "
-                        "all-reduce cost) beside measured", "examples/s", "devices (replicas x workers)")
+    fig = _facet_models(
+        lines,
+        draw,
+        "Scaling model: predicted (from the 1-device cell and the all-reduce cost) beside measured",
+        "examples/s",
+        "devices (replicas x workers)",
+    )
     return _save(fig, out, "predicted_vs_measured")

@@ -23,11 +23,21 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import explain, findings, plots, scaling
-from harness.formulas import stats
 from harness.contract.records import Status
+from harness.formulas import stats
 
-MACHINE_COLUMNS = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores",
-                   "tf_version", "keras_version", "python_version", "build_info", "fingerprint")
+MACHINE_COLUMNS = (
+    "device_kind",
+    "device_name",
+    "device_count",
+    "host_cpu",
+    "host_cores",
+    "tf_version",
+    "keras_version",
+    "python_version",
+    "build_info",
+    "fingerprint",
+)
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
@@ -45,25 +55,48 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
         return ok
     ok["strategy"] = ok.apply(plots.label, axis=1)
     ok["examples/s [95% CI]"] = ok.apply(
-        lambda r: f"{r['examples_per_sec']:,.0f} [{r['examples_per_sec_ci_low']:,.0f}.."
-                  f"{r['examples_per_sec_ci_high']:,.0f}]", axis=1)
+        lambda r: (
+            f"{r['examples_per_sec']:,.0f} [{r['examples_per_sec_ci_low']:,.0f}.."
+            f"{r['examples_per_sec_ci_high']:,.0f}]"
+        ),
+        axis=1,
+    )
     ok["cv between / within processes"] = ok.apply(
-        lambda r: f"{_pct(r['cv_between_processes'])} / {_pct(r['cv_within_process'])}"
-                  + (" unstable" if r.get("unstable") is True else ""), axis=1)
+        lambda r: (
+            f"{_pct(r['cv_between_processes'])} / {_pct(r['cv_within_process'])}"
+            + (" unstable" if r.get("unstable") is True else "")
+        ),
+        axis=1,
+    )
     ok["efficiency [95% CI]"] = ok.apply(_efficiency, axis=1)
     ok["mfu"] = ok["mfu"].map(lambda x: "-" if pd.isna(x) else f"{x:.2%}")
     ok["compile_s"] = ok["compile_s"].map(lambda x: f"{x:.2f}")
     ok["oversubscribed"] = ok["oversubscribed"].map(lambda x: "yes" if x is True else "")
-    columns = ["model", "strategy", "per_replica_batch", "global_batch", "accum_steps", "loop",
-               "steps_per_execution", "precision", "processes", "examples/s [95% CI]",
-               "cv between / within processes", "efficiency [95% CI]", "mfu", "compile_s",
-               "oversubscribed"]
+    columns = [
+        "model",
+        "strategy",
+        "per_replica_batch",
+        "global_batch",
+        "accum_steps",
+        "loop",
+        "steps_per_execution",
+        "precision",
+        "processes",
+        "examples/s [95% CI]",
+        "cv between / within processes",
+        "efficiency [95% CI]",
+        "mfu",
+        "compile_s",
+        "oversubscribed",
+    ]
     return ok[columns]
 
 
 def _efficiency(r: pd.Series) -> str:
-    eff, lo, hi = (r.get(k, math.nan) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
-                                                "scaling_efficiency_ci_high"))
+    eff, lo, hi = (
+        r.get(k, math.nan)
+        for k in ("scaling_efficiency", "scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
+    )
     if pd.isna(eff):
         return "-"
     if pd.isna(lo) or r["replicas"] * r["workers"] == 1:
@@ -75,11 +108,15 @@ def _unstable(rows: pd.DataFrame) -> str:
     bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
     if bad.empty:
         return "<p>No cell is unstable.</p>"
-    items = "".join(f"<li>{html.escape(str(r.cell_id))}: cv between processes "
-                    f"{r.cv_between_processes:.1%} over {r.processes} processes</li>"
-                    for r in bad.itertuples())
-    return (f"<p>{len(bad)} cells whose processes still disagreed (cv above the run's threshold) "
-            f"after the most passes allowed; their figures move between re-runs:</p><ul>{items}</ul>")
+    items = "".join(
+        f"<li>{html.escape(str(r.cell_id))}: cv between processes "
+        f"{r.cv_between_processes:.1%} over {r.processes} processes</li>"
+        for r in bad.itertuples()
+    )
+    return (
+        f"<p>{len(bad)} cells whose processes still disagreed (cv above the run's threshold) "
+        f"after the most passes allowed; their figures move between re-runs:</p><ul>{items}</ul>"
+    )
 
 
 def _not_ok(rows: pd.DataFrame) -> pd.DataFrame:
@@ -99,23 +136,30 @@ def _history_text(ok: pd.DataFrame) -> str:
     else:
         used = pd.Series(0, index=ok.index)
     widened = int((used > 0).sum())
-    text = (f"{widened} of {len(ok)} measured rows had at least {stats.MIN_HISTORY_RUNS} earlier "
-            f"runs of the same cell on the same machine and software in the results folder: their "
-            f"CI is widened to the spread of those runs' figures (up to {stats.HISTORY_RUNS}, "
-            f"<code>ci_history_runs</code>), so it also covers drift between runs.")
+    text = (
+        f"{widened} of {len(ok)} measured rows had at least {stats.MIN_HISTORY_RUNS} earlier "
+        f"runs of the same cell on the same machine and software in the results folder: their "
+        f"CI is widened to the spread of those runs' figures (up to {stats.HISTORY_RUNS}, "
+        f"<code>ci_history_runs</code>), so it also covers drift between runs."
+    )
     if widened < len(ok):
-        text += (" The other rows' CIs cover this run's processes only: processes minutes apart "
-                 "share the machine's slow and fast spells, so on a noisy machine a re-run can "
-                 "fall outside them (on a shared 2-core VM a cell's run figures spread 20-40 % "
-                 "between runs).")
+        text += (
+            " The other rows' CIs cover this run's processes only: processes minutes apart "
+            "share the machine's slow and fast spells, so on a noisy machine a re-run can "
+            "fall outside them (on a shared 2-core VM a cell's run figures spread 20-40 % "
+            "between runs)."
+        )
     return text
 
 
 def _method(rows: pd.DataFrame) -> str:
     p = rows.iloc[0]
     ok = rows[rows["status"] == Status.OK]
-    procs = (f"{int(ok['processes'].min())} to {int(ok['processes'].max())}"
-             if not ok.empty and ok["processes"].notna().all() else "several")
+    procs = (
+        f"{int(ok['processes'].min())} to {int(ok['processes'].max())}"
+        if not ok.empty and ok["processes"].notna().all()
+        else "several"
+    )
     return (
         f"Every cell was measured in {procs} independent processes (passes over the run, each pass "
         f"in a new order, each process a fresh worker), {p['repeats']} timed windows each. Inside a "
@@ -135,7 +179,8 @@ def _method(rows: pd.DataFrame) -> str:
         f"difference (~1 for efficiency: indistinguishable from perfect scaling). MFU = throughput "
         f"x analytic FLOPs per example / the run's matmul peak for the cell's dtype and cores "
         f"(median of its own peak processes before, between and after the passes). Every column "
-        f"and formula is in results/README.md.")
+        f"and formula is in results/README.md."
+    )
 
 
 def _table(df: pd.DataFrame) -> str:
@@ -148,40 +193,62 @@ border-bottom:1px solid #ddd;text-align:left}img{max-width:100%;border:1px solid
 code{background:#f4f4f4;padding:1px 3px}"""
 
 
-def build_html(rows: pd.DataFrame, figures: Sequence[Path], title: str,
-               collectives: pd.DataFrame | None = None) -> str:
+def build_html(
+    rows: pd.DataFrame, figures: Sequence[Path], title: str, collectives: pd.DataFrame | None = None
+) -> str:
     """The report page, figures embedded as base64 PNG."""
     imgs = []
     for path in figures:
         if path.suffix == ".png":
             data = base64.b64encode(path.read_bytes()).decode()
-            imgs.append(f'<h3>{html.escape(path.stem.replace("_", " "))}</h3>'
-                        f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">')
+            imgs.append(
+                f"<h3>{html.escape(path.stem.replace('_', ' '))}</h3>"
+                f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+            )
     counts = rows["status"].value_counts().to_dict()
     runs = ", ".join(sorted(rows["run_id"].dropna().unique()))
     logical = rows["logical_devices"].fillna(False).any()
-    notes = ("<p><b>CPU run:</b> replicas are logical devices (or local worker processes) sharing "
-             "one CPU; extra replicas add no compute, so efficiencies near 1/N say nothing about "
-             "real devices.</p>" if logical else "")
-    return "\n".join([
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>Runs: {html.escape(runs)}. Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} "
-        f"UTC. Cells: {html.escape(json.dumps(counts))}"
-        + (" (a cell measured in several of these runs: its newest row)" if rows["run_id"].nunique() > 1
-           else "") + ".</p>",
-        "<h2>Findings</h2>", findings.render_html(_records(rows)),
-        _why(rows),
-        "<h2>Measured against the scaling model</h2>", _predicted(rows, collectives),
-        "<h2>Machine</h2>", _table(_machines(rows)),
-        "<h2>How the numbers were measured</h2>", f"<p>{_method(rows)}</p>", notes,
-        "<h2>Unstable cells</h2>", _unstable(rows),
-        "<h2>Summary (ok cells)</h2>", _table(_summary(rows)),
-        "<h2>Figures</h2>", *imgs,
-        "<h2>Unsupported, failed and invalid cells</h2>",
-        _table(_not_ok(rows)) if (rows["status"] != Status.OK).any() else "<p>None.</p>",
-        "</body></html>"])
+    notes = (
+        "<p><b>CPU run:</b> replicas are logical devices (or local worker processes) sharing "
+        "one CPU; extra replicas add no compute, so efficiencies near 1/N say nothing about "
+        "real devices.</p>"
+        if logical
+        else ""
+    )
+    return "\n".join(
+        [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+            f"<h1>{html.escape(title)}</h1>",
+            f"<p>Runs: {html.escape(runs)}. Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} "
+            f"UTC. Cells: {html.escape(json.dumps(counts))}"
+            + (
+                " (a cell measured in several of these runs: its newest row)"
+                if rows["run_id"].nunique() > 1
+                else ""
+            )
+            + ".</p>",
+            "<h2>Findings</h2>",
+            findings.render_html(_records(rows)),
+            _why(rows),
+            "<h2>Measured against the scaling model</h2>",
+            _predicted(rows, collectives),
+            "<h2>Machine</h2>",
+            _table(_machines(rows)),
+            "<h2>How the numbers were measured</h2>",
+            f"<p>{_method(rows)}</p>",
+            notes,
+            "<h2>Unstable cells</h2>",
+            _unstable(rows),
+            "<h2>Summary (ok cells)</h2>",
+            _table(_summary(rows)),
+            "<h2>Figures</h2>",
+            *imgs,
+            "<h2>Unsupported, failed and invalid cells</h2>",
+            _table(_not_ok(rows)) if (rows["status"] != Status.OK).any() else "<p>None.</p>",
+            "</body></html>",
+        ]
+    )
 
 
 def _list(items: Sequence[str]) -> str:
@@ -191,45 +258,58 @@ def _list(items: Sequence[str]) -> str:
 def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
     """Each measured multi-device cell beside the scaling model's prediction for it."""
     if collectives is None or collectives.empty:
-        return ("<p>No collectives table under this results folder: run <code>python -m harness "
-                "run --sweep collectives</code> to see each multi-device cell beside its predicted "
-                "figure.</p>")
+        return (
+            "<p>No collectives table under this results folder: run <code>python -m harness "
+            "run --sweep collectives</code> to see each multi-device cell beside its predicted "
+            "figure.</p>"
+        )
     lines = scaling.report_predictions(_records(rows), collectives)
     if not lines:
         return "<p>No multi-device cell of this run has both a 1-device baseline and all-reduce times.</p>"
     table = pd.DataFrame(lines)
     table["measured [95% CI]"] = table.apply(
-        lambda r: f"{r['measured']:,.0f} [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]",
-        axis=1)
+        lambda r: f"{r['measured']:,.0f} [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]", axis=1
+    )
     table["predicted"] = table["predicted"].map(lambda x: f"{x:,.0f}")
     table["error"] = table["error"].map(lambda x: f"{x:+.0%}")
-    table = table[["model", "cell_id", "devices", "measured [95% CI]", "predicted", "error",
-                   "allreduce_from"]]
-    return ("<p>Predicted from the cell's 1-device baseline and the all-reduce cost (README.md, "
-            "Predicting scaling): step(n) = step(1) x core share + all-reduce(n); error = "
-            "(predicted - measured) / measured.</p>" + _table(table))
+    table = table[
+        ["model", "cell_id", "devices", "measured [95% CI]", "predicted", "error", "allreduce_from"]
+    ]
+    return (
+        "<p>Predicted from the cell's 1-device baseline and the all-reduce cost (README.md, "
+        "Predicting scaling): step(n) = step(1) x core share + all-reduce(n); error = "
+        "(predicted - measured) / measured.</p>" + _table(table)
+    )
 
 
 def _why(rows: pd.DataFrame) -> str:
     """The questions answered from the rows, then where each cell's update time goes."""
     records = _records(rows)
     table = explain.breakdown_table(records)
-    parts = ("<p>Measured in each cell's first process after its timed windows: every part of an "
-             "update timed alone (compute with no reduction, one all-reduce of the gradient set, "
-             "one update's batch through the input pipeline, one dispatch / steps_per_execution), "
-             "in rounds alternating with the cell's own update (the step here, parts_step_s); "
-             "overlap = (sum of parts - step) / step, negative when the step holds time no part "
-             "explains; 'no verdict' where a part took longer than the step. Formulas in "
-             "results/README.md.</p>" + _table(table)
-             if not table.empty else "<p>No cell has a breakdown (run without --no-breakdown).</p>")
-    return "\n".join([
-        "<h2>Questions</h2>",
-        "<h3>Is every device doing work?</h3>", _list(explain.devices_working(records)),
-        "<h3>What does a second replica or worker buy, and what eats the rest?</h3>",
-        _list(explain.what_scaling_buys(records)),
-        "<h3>Does gradient accumulation help, and why?</h3>",
-        _list(explain.does_accumulation_help(records)),
-        "<h2>Why: where an update's time goes</h2>", parts])
+    parts = (
+        "<p>Measured in each cell's first process after its timed windows: every part of an "
+        "update timed alone (compute with no reduction, one all-reduce of the gradient set, "
+        "one update's batch through the input pipeline, one dispatch / steps_per_execution), "
+        "in rounds alternating with the cell's own update (the step here, parts_step_s); "
+        "overlap = (sum of parts - step) / step, negative when the step holds time no part "
+        "explains; 'no verdict' where a part took longer than the step. Formulas in "
+        "results/README.md.</p>" + _table(table)
+        if not table.empty
+        else "<p>No cell has a breakdown (run without --no-breakdown).</p>"
+    )
+    return "\n".join(
+        [
+            "<h2>Questions</h2>",
+            "<h3>Is every device doing work?</h3>",
+            _list(explain.devices_working(records)),
+            "<h3>What does a second replica or worker buy, and what eats the rest?</h3>",
+            _list(explain.what_scaling_buys(records)),
+            "<h3>Does gradient accumulation help, and why?</h3>",
+            _list(explain.does_accumulation_help(records)),
+            "<h2>Why: where an update's time goes</h2>",
+            parts,
+        ]
+    )
 
 
 def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
@@ -238,26 +318,41 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
     from harness.analysis import ab
 
     lines = []
-    modes = (paired.groupby("cell_id")["ab_mode"].first().to_dict()
-             if "ab_mode" in paired else {})
+    modes = paired.groupby("cell_id")["ab_mode"].first().to_dict() if "ab_mode" in paired else {}
     for cell_id, part in ab.pair_ratios(paired).groupby("cell_id"):
         d = ab.decide(list(part["ratio"]), ab.Rule(min_pairs=2, max_pairs=max(len(part), 2)))
-        lines.append({"cell": cell_id, "mode": modes.get(cell_id) or "alternate",
-                      "pairs": d.pairs, "B/A": f"{d.ratio:.3f}",
-                      "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
-                      "verdict on all pairs (min effect 2%)": d.verdict})
+        lines.append(
+            {
+                "cell": cell_id,
+                "mode": modes.get(cell_id) or "alternate",
+                "pairs": d.pairs,
+                "B/A": f"{d.ratio:.3f}",
+                "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
+                "verdict on all pairs (min effect 2%)": d.verdict,
+            }
+        )
     versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
-    imgs = [f'<img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
-            f'{base64.b64encode(p.read_bytes()).decode()}">' for p in figures if p.suffix == ".png"]
-    return "\n".join([
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        "<p>A/B comparison in pairs of fresh processes (duet: A and B at once on the same CPUs, "
-        "timing together; alternate: back to back; order random per pair). B/A: geometric mean "
-        "of the pairs' throughput ratios, 95% Student-t CI. Sides: "
-        + html.escape(", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())))
-        + ".</p>", _table(pd.DataFrame(lines)), *imgs, "</body></html>"])
+    imgs = [
+        f'<img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
+        f'{base64.b64encode(p.read_bytes()).decode()}">'
+        for p in figures
+        if p.suffix == ".png"
+    ]
+    return "\n".join(
+        [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+            f"<h1>{html.escape(title)}</h1>",
+            "<p>A/B comparison in pairs of fresh processes (duet: A and B at once on the same CPUs, "
+            "timing together; alternate: back to back; order random per pair). B/A: geometric mean "
+            "of the pairs' throughput ratios, 95% Student-t CI. Sides: "
+            + html.escape(", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())))
+            + ".</p>",
+            _table(pd.DataFrame(lines)),
+            *imgs,
+            "</body></html>",
+        ]
+    )
 
 
 def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
@@ -269,8 +364,9 @@ def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
     return order.drop_duplicates(["cell_id", "fingerprint"], keep="last").sort_index()
 
 
-def write_report(rows: pd.DataFrame, out: Path, title: str,
-                 collectives: pd.DataFrame | None = None) -> list[Path]:
+def write_report(
+    rows: pd.DataFrame, out: Path, title: str, collectives: pd.DataFrame | None = None
+) -> list[Path]:
     """Every figure of :data:`harness.plots.REPORT_FIGURES` that the rows support, then
     ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
     paired = rows[rows["ab_id"].notna()] if "ab_id" in rows else rows.iloc[0:0]
@@ -284,8 +380,9 @@ def write_report(rows: pd.DataFrame, out: Path, title: str,
     for draw in plots.REPORT_FIGURES.values():
         figures += draw(rows, out / "figures")
     if collectives is not None and not collectives.empty:
-        figures += plots.predicted_vs_measured(pd.DataFrame(
-            scaling.report_predictions(_records(rows), collectives)), out / "figures")
+        figures += plots.predicted_vs_measured(
+            pd.DataFrame(scaling.report_predictions(_records(rows), collectives)), out / "figures"
+        )
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
     page.write_text(build_html(rows, figures, title, collectives))

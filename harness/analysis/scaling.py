@@ -41,10 +41,10 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from harness.contract.records import Status
 from harness.errors import HarnessError
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
-from harness.contract.records import Status
 
 
 @dataclass(frozen=True)
@@ -132,12 +132,19 @@ class Prediction:
 def predict(base: Baseline, n: int, allreduce_s: float, allreduce_from: str) -> Prediction:
     """Step, throughput and efficiency at ``n`` devices (module doc) given the all-reduce time."""
     step = base.step_s * base.share(n) + (allreduce_s if n > 1 else 0.0)
-    return Prediction(n, step, n * base.effective_batch / step, base.step_s / step,
-                      allreduce_s if n > 1 else 0.0, allreduce_from if n > 1 else "none")
+    return Prediction(
+        n,
+        step,
+        n * base.effective_batch / step,
+        base.step_s / step,
+        allreduce_s if n > 1 else 0.0,
+        allreduce_from if n > 1 else "none",
+    )
 
 
-def allreduce_time(n: int, model: str, cost: AlphaBeta,
-                   measured: Mapping[int, float] | None = None) -> tuple[float, str]:
+def allreduce_time(
+    n: int, model: str, cost: AlphaBeta, measured: Mapping[int, float] | None = None
+) -> tuple[float, str]:
     """The gradient all-reduce's time at n: the collectives table's own measurement of the model's
     gradient set at n when there is one, else the alpha-beta cost."""
     if measured and n in measured:
@@ -161,9 +168,13 @@ def baseline_from_row(row: Mapping[str, Any]) -> Baseline:
     host_cores, cores_per_worker)."""
     host = _count(row, "host_cores", 1)
     cores = _count(row, "cores_per_worker", host)
-    return Baseline(float(row["effective_batch"]) / float(row["examples_per_sec"]),
-                    int(row["effective_batch"]), min(cores, host), host,
-                    shares_cores=not (_known(row.get("device_kind")) and row["device_kind"] == "GPU"))
+    return Baseline(
+        float(row["effective_batch"]) / float(row["examples_per_sec"]),
+        int(row["effective_batch"]),
+        min(cores, host),
+        host,
+        shares_cores=not (_known(row.get("device_kind")) and row["device_kind"] == "GPU"),
+    )
 
 
 def _op(row: Mapping[str, Any]) -> str:
@@ -191,40 +202,59 @@ def same_machine(collectives: Any, cell: Mapping[str, Any]) -> Any:
     return collectives[keep]
 
 
-COLLECTIVES_HINT = ("measure them with `python -m harness run --sweep collectives` (or describe a "
-                    "link with --link-gbps and --latency-us)")
+COLLECTIVES_HINT = (
+    "measure them with `python -m harness run --sweep collectives` (or describe a "
+    "link with --link-gbps and --latency-us)"
+)
 
 
-def cost_from_table(collectives: Any, strategy: str, op: str, model: str,
-                    cell: Mapping[str, Any] | None = None) -> tuple[AlphaBeta, dict[int, float]]:
+def cost_from_table(
+    collectives: Any, strategy: str, op: str, model: str, cell: Mapping[str, Any] | None = None
+) -> tuple[AlphaBeta, dict[int, float]]:
     """The alpha-beta fit of the ok collectives rows (a DataFrame) of ``strategy`` [``op``] (those
     measured on ``cell``'s machine when it is given; the newest row per devices and payload), and
     the measured all-reduces of ``model``'s gradient set (devices -> s). HarnessError, naming the
     command that measures them, when fewer than 2 rows on 2 or more devices remain."""
-    rows = collectives[((collectives["status"] == Status.OK) & (collectives["strategy"] == strategy)
-                        & (collectives["op"] == op)).fillna(False).astype(bool)]
+    rows = collectives[
+        (
+            (collectives["status"] == Status.OK)
+            & (collectives["strategy"] == strategy)
+            & (collectives["op"] == op)
+        )
+        .fillna(False)
+        .astype(bool)
+    ]
     if rows.empty:
-        raise HarnessError(f"no all-reduce times of {strategy} [{op}] in the collectives table: "
-                           f"{COLLECTIVES_HINT}.")
+        raise HarnessError(
+            f"no all-reduce times of {strategy} [{op}] in the collectives table: {COLLECTIVES_HINT}."
+        )
     if cell is not None:
         here = same_machine(rows, cell)
         if here.empty:
-            theirs = sorted({f"{name} ({cores} cores)" for name, cores
-                             in zip(rows["device_name"], rows["host_cores"], strict=True)})
+            theirs = sorted(
+                {
+                    f"{name} ({cores} cores)"
+                    for name, cores in zip(rows["device_name"], rows["host_cores"], strict=True)
+                }
+            )
             raise HarnessError(
                 f"the all-reduce times of {strategy} [{op}] were measured on {', '.join(theirs)}, "
                 f"not on the 1-device cell's machine ({cell.get('device_name')}, "
-                f"{cell.get('host_cores')} cores): {COLLECTIVES_HINT}.")
+                f"{cell.get('host_cores')} cores): {COLLECTIVES_HINT}."
+            )
         rows = here
     rows = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
     points = [p for p in zip(rows["devices"], rows["bytes"], rows["time_s"], strict=True) if p[0] > 1]
     if len(points) < 2:
         raise HarnessError(
             f"{len(points)} all-reduce time(s) of {strategy} [{op}] on 2 or more devices; the "
-            f"alpha-beta fit needs 2 or more (sizes or device counts): {COLLECTIVES_HINT}.")
+            f"alpha-beta fit needs 2 or more (sizes or device counts): {COLLECTIVES_HINT}."
+        )
     own = rows[(rows["payload"] == model) & (rows["devices"] > 1)]
-    return (fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]"),
-            dict(zip(own["devices"].astype(int), own["time_s"].astype(float), strict=True)))
+    return (
+        fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]"),
+        dict(zip(own["devices"].astype(int), own["time_s"].astype(float), strict=True)),
+    )
 
 
 def _series(row: Mapping[str, Any]) -> str:
@@ -245,8 +275,7 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
         n = int(r["replicas"]) * int(r["workers"])
         base = by_id.get(r.get("baseline_cell_id"))
         strong = _known(r.get("scaling")) and r["scaling"] == "strong"
-        if r["strategy"] not in ALLREDUCE_STRATEGIES or n < 2 or base is None \
-                or strong:
+        if r["strategy"] not in ALLREDUCE_STRATEGIES or n < 2 or base is None or strong:
             continue
         try:
             cost = cost_from_table(collectives, r["strategy"], _op(r), r["model"], base)
@@ -255,20 +284,31 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
         seconds, source = allreduce_time(n, r["model"], *cost)
         p = predict(baseline_from_row(base), n, seconds, source)
         measured = float(r["examples_per_sec"])
-        out.append({"model": r["model"], "cell_id": r["cell_id"], "series": _series(r),
-                    "config": _config(base), "baseline": float(base["examples_per_sec"]),
-                    "devices": n, "measured": measured,
-                    "measured_ci_low": _float(r.get("examples_per_sec_ci_low"), measured),
-                    "measured_ci_high": _float(r.get("examples_per_sec_ci_high"), measured),
-                    "predicted": p.examples_per_sec, "error": error(p.examples_per_sec, measured),
-                    "allreduce_from": source})
+        out.append(
+            {
+                "model": r["model"],
+                "cell_id": r["cell_id"],
+                "series": _series(r),
+                "config": _config(base),
+                "baseline": float(base["examples_per_sec"]),
+                "devices": n,
+                "measured": measured,
+                "measured_ci_low": _float(r.get("examples_per_sec_ci_low"), measured),
+                "measured_ci_high": _float(r.get("examples_per_sec_ci_high"), measured),
+                "predicted": p.examples_per_sec,
+                "error": error(p.examples_per_sec, measured),
+                "allreduce_from": source,
+            }
+        )
     return out
 
 
 def _config(cell: Mapping[str, Any]) -> str:
     """What besides the topology a 1-device cell fixes, e.g. ``b64/acc1/ctl/spe10/float32``."""
-    return (f"b{cell.get('per_replica_batch')}/acc{cell.get('accum_steps')}/{cell.get('loop')}"
-            f"/spe{cell.get('steps_per_execution')}/{cell.get('precision')}")
+    return (
+        f"b{cell.get('per_replica_batch')}/acc{cell.get('accum_steps')}/{cell.get('loop')}"
+        f"/spe{cell.get('steps_per_execution')}/{cell.get('precision')}"
+    )
 
 
 def _float(value: Any, default: float) -> float:

@@ -16,8 +16,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.formulas.breakdown import excess, parts_of, reference_step, shares
 from harness.contract.records import Status
+from harness.formulas.breakdown import excess, parts_of, reference_step, shares
 
 
 def _num(x: object, fmt: str) -> str:
@@ -32,7 +32,10 @@ def fixed_width(lines: Sequence[Sequence[str]], rule: bool = True) -> str:
     """The plain form of :func:`render_table`: rows as left-aligned columns two spaces apart (the
     last column unpadded), with a rule under the first (header) row when ``rule``."""
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
-    out = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1] for line in lines]
+    out = [
+        "  ".join(c.ljust(w) for c, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1]
+        for line in lines
+    ]
     if rule:
         out.insert(1, "-" * len(out[0]))
     return "\n".join(out)
@@ -55,9 +58,16 @@ def is_terminal(stream: TextIO | None = None, force_terminal: bool | None = None
         return False
 
 
-def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None,
-                 stream: TextIO | None = None, *, rule: bool = True, indent: int = 0,
-                 force_terminal: bool | None = None) -> str:
+def render_table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    title: str | None = None,
+    stream: TextIO | None = None,
+    *,
+    rule: bool = True,
+    indent: int = 0,
+    force_terminal: bool | None = None,
+) -> str:
     """The one table renderer of every command: the text to write to ``stream`` (default stdout).
 
     On a terminal (see :func:`is_terminal`) a rich table fitted to the terminal's width: free-text
@@ -74,8 +84,7 @@ def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: st
     console = Console(file=stream or sys.stdout, force_terminal=True)
 
     def padded(wrap_headers: bool) -> tuple[Padding, Measurement]:
-        table = Padding(_rich_table(header, cells, title, wrap_headers), (0, 0, 0, indent),
-                        expand=False)
+        table = Padding(_rich_table(header, cells, title, wrap_headers), (0, 0, 0, indent), expand=False)
         return table, Measurement.get(console, console.options.update_width(10_000), table)
 
     table, width = padded(False)
@@ -88,13 +97,21 @@ def render_table(header: Sequence[str], rows: Iterable[Sequence[str]], title: st
     return captured.get().rstrip("\n")
 
 
-def _rich_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str | None,
-                wrap_headers: bool) -> Table:
+def _rich_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], title: str | None, wrap_headers: bool
+) -> Table:
     """:func:`render_table`'s rich table: a column whose values hold a space is free text, which
     may wrap at spaces; any other column is exactly as wide as its longest value or its header
     (or, when ``wrap_headers``, the header's longest piece, see :func:`_pieces`)."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, header_style="bold", title_justify="left",
-                  show_edge=False, pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        header_style="bold",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for i, name in enumerate(header):
         values = [r[i] for r in rows]
         numbers = [v for v in values if v != "-"]
@@ -103,8 +120,7 @@ def _rich_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str
         head = max([1, *(len(p.strip()) for p in pieces)])
         if any(" " in v for v in values):
             width = max([head, *(len(w) for v in values for w in v.split())])
-            table.add_column(_broken(pieces, width), justify=justify, overflow="fold",
-                             min_width=width)
+            table.add_column(_broken(pieces, width), justify=justify, overflow="fold", min_width=width)
         else:
             width = max([head, *map(len, values)])
             table.add_column(_broken(pieces, width), justify=justify, overflow="fold", width=width)
@@ -135,25 +151,55 @@ def _broken(pieces: Sequence[str], width: int) -> Text:
     return Text("\n".join(line.rstrip() for line in lines))
 
 
-def summary_table(rows: Sequence[Mapping[str, Any]], stream: TextIO | None = None,
-                  force_terminal: bool | None = None) -> str:
+def summary_table(
+    rows: Sequence[Mapping[str, Any]], stream: TextIO | None = None, force_terminal: bool | None = None
+) -> str:
     """The rows as a table (see :func:`render_table`), in the order given."""
     extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
-    header = ("model", "strategy[cross-device ops]", "repl", "batch/repl", *extra, "examples/s",
-              "95% CI", "cv b/w", "efficiency", "bound", "status")
+    header = (
+        "model",
+        "strategy[cross-device ops]",
+        "repl",
+        "batch/repl",
+        *extra,
+        "examples/s",
+        "95% CI",
+        "cv b/w",
+        "efficiency",
+        "bound",
+        "status",
+    )
     lines = [header]
     for r in rows:
-        strategy = r["strategy"] + "".join(f"[{r[k]}]" for k in ("cross_device_ops", "communication")
-                                           if r.get(k) not in (None, "none"))
-        ci = (f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
-              if r.get("examples_per_sec") is not None else "-")
+        strategy = r["strategy"] + "".join(
+            f"[{r[k]}]" for k in ("cross_device_ops", "communication") if r.get(k) not in (None, "none")
+        )
+        ci = (
+            f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
+            if r.get("examples_per_sec") is not None
+            else "-"
+        )
         status = r["status"] if r["status"] == Status.OK else f"{r['status']}: {(r.get('reason') or '')[:60]}"
-        topology = (f"{r['replicas']}x{r['workers']}" + (f"+{r['ps']}ps" if r.get("ps") else "")
-                    + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else ""))
-        lines.append((r["model"], strategy, topology, str(r["per_replica_batch"]),
-                      *(str(r.get(a)) for a in extra),
-                      _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""), ci,
-                      _cvs(r), _efficiency(r), _bound(r), status))
+        topology = (
+            f"{r['replicas']}x{r['workers']}"
+            + (f"+{r['ps']}ps" if r.get("ps") else "")
+            + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else "")
+        )
+        lines.append(
+            (
+                r["model"],
+                strategy,
+                topology,
+                str(r["per_replica_batch"]),
+                *(str(r.get(a)) for a in extra),
+                _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""),
+                ci,
+                _cvs(r),
+                _efficiency(r),
+                _bound(r),
+                status,
+            )
+        )
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
@@ -181,26 +227,30 @@ def _bound(r: Mapping[str, Any]) -> str:
 
 def _efficiency(r: Mapping[str, Any]) -> str:
     """Scaling efficiency, ``~`` marking one whose CI contains 1 (indistinguishable from perfect)."""
-    eff, lo, hi = (r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low",
-                                      "scaling_efficiency_ci_high"))
+    eff, lo, hi = (
+        r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
+    )
     near_one = lo is not None and hi is not None and lo <= 1 <= hi and r["replicas"] * r["workers"] > 1
     return _num(eff, ".2f") + ("~" if near_one else "")
 
 
-FOOTNOTE = ("examples/s: median over each cell's processes (up to {max_processes}, at least "
-            "{processes} passes, each in a new order) of each process's median of {repeats} timed "
-            "windows of ~{window_s:g} s (warm-up excluded); 95% CI: Student t over the process "
-            "figures (log scale), widened to the spread of earlier runs where the folder holds 2 or more "
-            "(ci_history_runs), else it covers this run's processes only; cv b/w: between/within processes ('!': unstable, "
-            "still above {unstable_cv:g} at the cap); efficiency = throughput / (replicas x workers "
-            "x 1-device throughput) ('~': its CI contains 1); bound: the part of an update with the "
-            "largest share of its time (compute, communication = the gradient all-reduce, input, "
-            "dispatch; results/README.md), 'no verdict' where a part took longer than the update "
-            "it was timed with; repl 'NxW' = replicas x workers "
-            "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
-            "aggregate).")
-OVERSUBSCRIBED_NOTE = ("* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host "
-                       "cores).")
-LOGICAL_NOTE = ("Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "
-                "replicas add no compute, so efficiency near 1/N is expected and says nothing about "
-                "real devices.")
+FOOTNOTE = (
+    "examples/s: median over each cell's processes (up to {max_processes}, at least "
+    "{processes} passes, each in a new order) of each process's median of {repeats} timed "
+    "windows of ~{window_s:g} s (warm-up excluded); 95% CI: Student t over the process "
+    "figures (log scale), widened to the spread of earlier runs where the folder holds 2 or more "
+    "(ci_history_runs), else it covers this run's processes only; cv b/w: between/within processes ('!': unstable, "
+    "still above {unstable_cv:g} at the cap); efficiency = throughput / (replicas x workers "
+    "x 1-device throughput) ('~': its CI contains 1); bound: the part of an update with the "
+    "largest share of its time (compute, communication = the gradient all-reduce, input, "
+    "dispatch; results/README.md), 'no verdict' where a part took longer than the update "
+    "it was timed with; repl 'NxW' = replicas x workers "
+    "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
+    "aggregate)."
+)
+OVERSUBSCRIBED_NOTE = "* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host cores)."
+LOGICAL_NOTE = (
+    "Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "
+    "replicas add no compute, so efficiency near 1/N is expected and says nothing about "
+    "real devices."
+)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.tables import render_table
-from harness.spec.cell import Cell
 from harness.contract.records import Status
+from harness.spec.cell import Cell
 
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
 
@@ -86,13 +86,16 @@ def load_update(path: str) -> list[np.ndarray]:
         return [f[f"after_{i}"].astype(np.float64) - f[f"before_{i}"] for i in range(n)]
 
 
-def judge(outcomes: Sequence[Outcome],
-          weights: Callable[[str], Sequence[np.ndarray]] = load_update) -> list[Verdict]:
+def judge(
+    outcomes: Sequence[Outcome], weights: Callable[[str], Sequence[np.ndarray]] = load_update
+) -> list[Verdict]:
     """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
     weights path to what training changed)."""
     refs: dict[tuple[str, str, str, int], Outcome] = {}
-    for o in sorted((o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
-                    key=lambda o: _simplicity(o.cell)):
+    for o in sorted(
+        (o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
+        key=lambda o: _simplicity(o.cell),
+    ):
         refs.setdefault(equivalence_key(o.cell), o)
     verdicts = []
     for o in outcomes:
@@ -108,28 +111,52 @@ def judge(outcomes: Sequence[Outcome],
         loss_rel = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
         weights_rel = relative_difference(weights(o.weights_path), weights(ref.weights_path))
         tol = TOLERANCE[o.cell.precision]
-        verdicts.append(Verdict(o, ref.cell.id, loss_rel, weights_rel,
-                                loss_rel <= tol and weights_rel <= tol))
+        verdicts.append(
+            Verdict(o, ref.cell.id, loss_rel, weights_rel, loss_rel <= tol and weights_rel <= tol)
+        )
     return verdicts
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> str:
     """Rows grouped by equivalence group, each with its comparison against the reference."""
+
     def num(x: float | None, fmt: str) -> str:
         return "-" if x is None else format(x, fmt)
 
-    lines = [("effective batch", "cell", "status", "final loss", "weights digest", "loss rel",
-              "weights rel", "verdict")]
+    lines = [
+        (
+            "effective batch",
+            "cell",
+            "status",
+            "final loss",
+            "weights digest",
+            "loss rel",
+            "weights rel",
+            "verdict",
+        )
+    ]
     for v in sorted(verdicts, key=lambda v: equivalence_key(v.outcome.cell)):
         o = v.outcome
         if v.note:
             verdict = v.note
         elif v.agrees is None:
-            verdict = "reference" if o.status == Status.OK and v.reference == o.cell.id else (
-                "alone" if o.status == Status.OK else f"{o.status}: {o.reason[:70]}")
+            verdict = (
+                "reference"
+                if o.status == Status.OK and v.reference == o.cell.id
+                else ("alone" if o.status == Status.OK else f"{o.status}: {o.reason[:70]}")
+            )
         else:
             verdict = "agrees" if v.agrees else f"DISAGREES (tolerance {TOLERANCE[o.cell.precision]:g})"
-        lines.append((f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}", o.cell.id,
-                      o.status, num(o.final_loss, ".7f"), o.weights_digest or "-",
-                      num(v.loss_rel, ".1e"), num(v.weights_rel, ".1e"), verdict))
+        lines.append(
+            (
+                f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}",
+                o.cell.id,
+                o.status,
+                num(o.final_loss, ".7f"),
+                o.weights_digest or "-",
+                num(v.loss_rel, ".1e"),
+                num(v.weights_rel, ".1e"),
+                verdict,
+            )
+        )
     return render_table(lines[0], lines[1:], rule=False)

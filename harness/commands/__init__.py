@@ -27,8 +27,9 @@ from harness.commands import (
 )
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
-COMMANDS: dict[str, ModuleType] = {m.NAME: m for m in (
-    run, listing, verify, report, compare, ab, compare_hardware, predict, ingest, doctor)}
+COMMANDS: dict[str, ModuleType] = {
+    m.NAME: m for m in (run, listing, verify, report, compare, ab, compare_hardware, predict, ingest, doctor)
+}
 """Command name -> its module, in the order ``--help`` lists them."""
 
 
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m harness",
         description="Benchmark TensorFlow training of the MNIST CNN and a dense model under every "
-                    "tf.distribute strategy.")
+        "tf.distribute strategy.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
         module.add_parser(sub)

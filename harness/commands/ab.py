@@ -33,27 +33,53 @@ NAME = "ab"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="compare two interpreters or settings in paired, interleaved "
-                                  "processes: exit 0 no regression, 1 regression, 3 undecided")
-    p.add_argument("--a", default=None, metavar="PYTHON",
-                   help="interpreter of side A (with TensorFlow installed). Default: this one")
+    p = sub.add_parser(
+        NAME,
+        help="compare two interpreters or settings in paired, interleaved "
+        "processes: exit 0 no regression, 1 regression, 3 undecided",
+    )
+    p.add_argument(
+        "--a",
+        default=None,
+        metavar="PYTHON",
+        help="interpreter of side A (with TensorFlow installed). Default: this one",
+    )
     p.add_argument("--b", default=None, metavar="PYTHON", help="interpreter of side B. Default: this one")
-    p.add_argument("--a-env", action="append", default=[], metavar="K=V",
-                   help="an environment variable for A's workers (repeatable)")
-    p.add_argument("--b-env", action="append", default=[], metavar="K=V",
-                   help="an environment variable for B's workers (repeatable)")
-    p.add_argument("--mode", default="duet", metavar="MODE",
-                   help="duet (default): each pair's A and B processes run at once, both pinned to "
-                        "the same half of the host's CPUs, timing together; alternate: one after "
-                        "the other, each with the whole host (cells of several processes always "
-                        "alternate)")
+    p.add_argument(
+        "--a-env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="an environment variable for A's workers (repeatable)",
+    )
+    p.add_argument(
+        "--b-env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="an environment variable for B's workers (repeatable)",
+    )
+    p.add_argument(
+        "--mode",
+        default="duet",
+        metavar="MODE",
+        help="duet (default): each pair's A and B processes run at once, both pinned to "
+        "the same half of the host's CPUs, timing together; alternate: one after "
+        "the other, each with the whole host (cells of several processes always "
+        "alternate)",
+    )
     p.add_argument("--max-pairs", type=int, default=30, help="most pairs per cell. Default: 30")
     p.add_argument("--min-pairs", type=int, default=5, help="fewest pairs before a verdict. Default: 5")
-    p.add_argument("--min-effect", type=float, default=0.02,
-                   help="smallest relative change worth a verdict: a cell is slower when the 95%% CI "
-                        "of B/A lies below 1 - F, the same when inside [1 - F, 1 + F]. Default: 0.02")
-    p.add_argument("--markdown", default=None, metavar="FILE",
-                   help="also write the result as markdown for a CI comment")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.02,
+        help="smallest relative change worth a verdict: a cell is slower when the 95%% CI "
+        "of B/A lies below 1 - F, the same when inside [1 - F, 1 + F]. Default: 0.02",
+    )
+    p.add_argument(
+        "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
+    )
     add_selection_args(p)
     p.add_argument("--out", default="results", help="results folder (history). Default: results")
     add_dry_run(p, "the cells it would compare and the pairs per cell")
@@ -64,8 +90,10 @@ def _python(flag: str, path: str | None) -> str | None:
     if path is None:
         return None
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise HarnessError(f"Received {flag}={path!r}; expected the path of a Python interpreter "
-                           "(e.g. .venv-a/bin/python) with TensorFlow installed.")
+        raise HarnessError(
+            f"Received {flag}={path!r}; expected the path of a Python interpreter "
+            "(e.g. .venv-a/bin/python) with TensorFlow installed."
+        )
     return path
 
 
@@ -74,8 +102,7 @@ def _env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise HarnessError(f"Received {flag} {item!r}; expected KEY=VALUE, e.g. "
-                               "TF_ENABLE_ONEDNN_OPTS=0.")
+            raise HarnessError(f"Received {flag} {item!r}; expected KEY=VALUE, e.g. TF_ENABLE_ONEDNN_OPTS=0.")
         out.append((key, value))
     return tuple(out)
 
@@ -120,8 +147,10 @@ def plan(args: argparse.Namespace) -> Plan:
     """The sides, the decision rule, the mode and the cells: every check made before the first
     process (HarnessError on bad input)."""
     if args.sweep is None and not any(getattr(args, a.name) is not None for a in AXES):
-        raise HarnessError("ab needs the cells to compare: cell axes (e.g. --model cnn,dense "
-                           "--strategy default --batch 64) or --sweep NAME.")
+        raise HarnessError(
+            "ab needs the cells to compare: cell axes (e.g. --model cnn,dense "
+            "--strategy default --batch 64) or --sweep NAME."
+        )
     a, b = _sides(args)
     rule = _rule(args)
     mode = _mode(args.mode)
@@ -132,7 +161,8 @@ def plan(args: argparse.Namespace) -> Plan:
 
 def _side_text(side: Side) -> str:
     return f"{side.python or sys.executable}" + (
-        " " + " ".join("=".join(kv) for kv in side.env) if side.env else "")
+        " " + " ".join("=".join(kv) for kv in side.env) if side.env else ""
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,9 +170,11 @@ def run(args: argparse.Namespace) -> int:
     a, b, rule, mode, sel = p.a, p.b, p.rule, p.mode, p.sel
     if a.python == b.python and a.env == b.env:
         print("note: A and B are the same interpreter and settings (an A/A check)", flush=True)
-    head = (f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {_side_text(a)}; B: "
-            f"{_side_text(b)}), {rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect "
-            f"{rule.min_effect:.0%}")
+    head = (
+        f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {_side_text(a)}; B: "
+        f"{_side_text(b)}), {rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect "
+        f"{rule.min_effect:.0%}"
+    )
     if args.dry_run:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
         return EXIT_OK
@@ -155,13 +187,27 @@ def run(args: argparse.Namespace) -> int:
     interrupt_on_sigterm()
     print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
-    result = run_ab(sel.cells, sel.protocol, sel.platform, Path(args.out), a, b, rule, mode,
-                    report=lambda outcome, order: print(progress_line(outcome, order), flush=True))
+    result = run_ab(
+        sel.cells,
+        sel.protocol,
+        sel.platform,
+        Path(args.out),
+        a,
+        b,
+        rule,
+        mode,
+        report=lambda outcome, order: print(progress_line(outcome, order), flush=True),
+    )
     print()
     print(render_table(*table(result.outcomes)))
-    verdict = overall([o.decision for o in result.outcomes if not o.failure]) if not any(
-        o.failure for o in result.outcomes) else "error"
-    stopped = " (interrupted: the pairs so far are in the table and the history)" if result.interrupted else ""
+    verdict = (
+        overall([o.decision for o in result.outcomes if not o.failure])
+        if not any(o.failure for o in result.outcomes)
+        else "error"
+    )
+    stopped = (
+        " (interrupted: the pairs so far are in the table and the history)" if result.interrupted else ""
+    )
     print(f"\nab {result.ab_id}: {verdict}{stopped}")
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)

@@ -15,32 +15,64 @@ NAME = "compare"
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
-        NAME, help="the regression gate: compare a candidate run with baseline runs of the "
+        NAME,
+        help="the regression gate: compare a candidate run with baseline runs of the "
         "same cells on the same machine fingerprint",
         description="Exit 0: no regression; 1: a regression (or a cell that now fails); 2: error "
         "(unreadable results, bad reference); 3: not enough history to judge any cell. REF: "
         "a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
-        "YYYY-MM-DD..YYYY-MM-DD.")
+        "YYYY-MM-DD..YYYY-MM-DD.",
+    )
     p.add_argument("--results", default="results", help="results folder. Default: results")
-    p.add_argument("--baseline", default="last:20", metavar="REF",
-                   help="baseline runs (their history feeds the robust z-score); runs at or after "
-                        "the candidate are never in it. Default: last:20")
-    p.add_argument("--candidate", default="latest", metavar="REF",
-                   help="candidate run(s): last:N after N runs of the same code gates on all N, "
-                        "which shrinks the detectable effect by about sqrt(N). Default: latest")
+    p.add_argument(
+        "--baseline",
+        default="last:20",
+        metavar="REF",
+        help="baseline runs (their history feeds the robust z-score); runs at or after "
+        "the candidate are never in it. Default: last:20",
+    )
+    p.add_argument(
+        "--candidate",
+        default="latest",
+        metavar="REF",
+        help="candidate run(s): last:N after N runs of the same code gates on all N, "
+        "which shrinks the detectable effect by about sqrt(N). Default: latest",
+    )
     gp = GatePolicy()
-    p.add_argument("--min-effect", type=float, default=gp.min_effect,
-                   help=f"smallest change called, as a fraction. Default: {gp.min_effect}")
-    p.add_argument("--z", type=float, default=gp.z_threshold, dest="z_threshold",
-                   help=f"robust z-score a change must reach against the history. Default: {gp.z_threshold}")
-    p.add_argument("--min-history", type=int, default=gp.min_history,
-                   help=f"baseline runs a series needs to be judged. Default: {gp.min_history}")
-    p.add_argument("--alpha", type=float, default=gp.alpha,
-                   help=f"family-wise false-call rate of the CI test over all series. Default: {gp.alpha}")
-    p.add_argument("--markdown", default=None, metavar="FILE",
-                   help="also write the result as markdown for a CI comment")
-    p.add_argument("--figures", default=None, metavar="DIR",
-                   help="also draw each changed series' history with its change points")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=gp.min_effect,
+        help=f"smallest change called, as a fraction. Default: {gp.min_effect}",
+    )
+    p.add_argument(
+        "--z",
+        type=float,
+        default=gp.z_threshold,
+        dest="z_threshold",
+        help=f"robust z-score a change must reach against the history. Default: {gp.z_threshold}",
+    )
+    p.add_argument(
+        "--min-history",
+        type=int,
+        default=gp.min_history,
+        help=f"baseline runs a series needs to be judged. Default: {gp.min_history}",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=gp.alpha,
+        help=f"family-wise false-call rate of the CI test over all series. Default: {gp.alpha}",
+    )
+    p.add_argument(
+        "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
+    )
+    p.add_argument(
+        "--figures",
+        default=None,
+        metavar="DIR",
+        help="also draw each changed series' history with its change points",
+    )
     return p
 
 

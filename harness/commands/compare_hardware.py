@@ -12,13 +12,25 @@ NAME = "compare-hardware"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="two or more machines (fingerprints), like for like: per-cell "
-                       "ratios with CI, scaling side by side, cost and energy")
+    p = sub.add_parser(
+        NAME,
+        help="two or more machines (fingerprints), like for like: per-cell "
+        "ratios with CI, scaling side by side, cost and energy",
+    )
     p.add_argument("--results", default="results", help="results folder. Default: results")
-    p.add_argument("--runs", nargs="*", default=None, metavar="REF",
-                   help="runs to compare (default: the newest run of each machine)")
-    p.add_argument("--prices", default=None, metavar="FILE",
-                   help="price table, CSV (machine,price_per_device_hour,purchase_price) or TOML")
+    p.add_argument(
+        "--runs",
+        nargs="*",
+        default=None,
+        metavar="REF",
+        help="runs to compare (default: the newest run of each machine)",
+    )
+    p.add_argument(
+        "--prices",
+        default=None,
+        metavar="FILE",
+        help="price table, CSV (machine,price_per_device_hour,purchase_price) or TOML",
+    )
     p.add_argument("--figures", default=None, metavar="DIR", help="also draw scaling side by side")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
     return p
@@ -30,8 +42,11 @@ def run(args: argparse.Namespace) -> int:
 
     cells, _ = history.load(args.results)
     all_runs = history.runs(cells)
-    run_ids = ([r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")] if args.runs
-               else history.latest_runs_per_machine(cells))
+    run_ids = (
+        [r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")]
+        if args.runs
+        else history.latest_runs_per_machine(cells)
+    )
     prices = read_prices(Path(args.prices)) if args.prices else None
     if args.csv:
         check_writable_file(args.csv, "--csv")

@@ -17,27 +17,42 @@ NAME = "doctor"
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
-        NAME, help="what this machine can run: devices, build, threads, and a checked "
+        NAME,
+        help="what this machine can run: devices, build, threads, and a checked "
         "all-reduce through every strategy and cross-device op",
         description="Exit 0 when the probes ran (whatever they found), 1 when TensorFlow could not "
-        "report its devices, 2 on bad input.")
-    p.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
-                   help="probe GPUs (auto: when TensorFlow sees any) or logical CPU devices")
-    p.add_argument("--replicas", default=None, metavar="N[,N...]",
-                   help="replica counts to probe. Default: 2,3 on CPU; 1,2,3 and all GPUs")
+        "report its devices, 2 on bad input.",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=DEVICE_CHOICES,
+        help="probe GPUs (auto: when TensorFlow sees any) or logical CPU devices",
+    )
+    p.add_argument(
+        "--replicas",
+        default=None,
+        metavar="N[,N...]",
+        help="replica counts to probe. Default: 2,3 on CPU; 1,2,3 and all GPUs",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
-    p.add_argument("--timeout", type=float, default=180.0,
-                   help="seconds each probe process may take. Default: 180")
+    p.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds each probe process may take. Default: 180"
+    )
     add_dry_run(p, "the probe processes it would start", selection=False)
     return p
 
 
 def plan(args: argparse.Namespace) -> list[int] | None:
     """The replica counts to probe (None: the machine's defaults), every flag checked."""
-    counts = (int_list("--replicas", args.replicas, 1, MAX_CPU_DEVICES)  # GPUs: checked once counted
-              if args.replicas is not None else None)
-    require({"--timeout": (args.timeout, math.isfinite(args.timeout) and args.timeout > 0,
-                           "finite seconds > 0")})
+    counts = (
+        int_list("--replicas", args.replicas, 1, MAX_CPU_DEVICES)  # GPUs: checked once counted
+        if args.replicas is not None
+        else None
+    )
+    require(
+        {"--timeout": (args.timeout, math.isfinite(args.timeout) and args.timeout > 0, "finite seconds > 0")}
+    )
     return counts
 
 
@@ -48,14 +63,19 @@ def run(args: argparse.Namespace) -> int:
     counts = plan(args)
     if args.dry_run:
         which = ",".join(map(str, counts)) if counts else "2,3 on CPU; 1, 2, 3 and all GPUs"
-        print(f"doctor --device {args.device}: one process asks TensorFlow for the devices, then one "
-              f"probe process per replica count ({which}), then {MWMS_WORKERS} local workers per "
-              f"MultiWorkerMirrored communication; each process may take {args.timeout:g} s.\n"
-              "dry run: nothing started.")
+        print(
+            f"doctor --device {args.device}: one process asks TensorFlow for the devices, then one "
+            f"probe process per replica count ({which}), then {MWMS_WORKERS} local workers per "
+            f"MultiWorkerMirrored communication; each process may take {args.timeout:g} s.\n"
+            "dry run: nothing started."
+        )
         return EXIT_OK
     if not args.json:
-        print("probing (one process per replica count, then two local workers per "
-              "MultiWorkerMirrored communication) ...", file=sys.stderr)
+        print(
+            "probing (one process per replica count, then two local workers per "
+            "MultiWorkerMirrored communication) ...",
+            file=sys.stderr,
+        )
     report = examine(args.device, counts, args.timeout)
     print(to_json_text(report) if args.json else render(report))
     return 0

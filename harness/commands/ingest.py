@@ -13,8 +13,11 @@ NAME = "ingest"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="add pytest-benchmark JSON (pytest benchmarks/ "
-                       "--benchmark-json=F) to the results history, as one run")
+    p = sub.add_parser(
+        NAME,
+        help="add pytest-benchmark JSON (pytest benchmarks/ "
+        "--benchmark-json=F) to the results history, as one run",
+    )
     p.add_argument("json", help="the --benchmark-json file")
     p.add_argument("--results", default="results", help="results folder. Default: results")
     return p
@@ -25,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_writable(Path(args.results), "--results", keep=False)  # made when a row is written
     done = ingest(Path(args.json), Path(args.results))
-    print(f"run {done.run_id}: {done.rows} harness row(s) ingested"
-          + (f" into {done.path}" if done.path else "")
-          + (f"; skipped {len(done.skipped)} benchmark(s) without a harness row" if done.skipped else ""))
+    print(
+        f"run {done.run_id}: {done.rows} harness row(s) ingested"
+        + (f" into {done.path}" if done.path else "")
+        + (f"; skipped {len(done.skipped)} benchmark(s) without a harness row" if done.skipped else "")
+    )
     return EXIT_OK if done.rows else EXIT_FAILURE

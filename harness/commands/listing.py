@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     for cell, why in planned:
         print(f"{name(cell).ljust(width)}  {'run' if why is None else 'unsupported: ' + why}")
     n_unsup = sum(why is not None for _, why in planned)
-    print(f"\n{len(planned)} cells in sweep {sel.sweep.name!r}: {len(planned) - n_unsup} to run, "
-          f"{n_unsup} unsupported on this machine ({platform_text(sel.platform)}).")
+    print(
+        f"\n{len(planned)} cells in sweep {sel.sweep.name!r}: {len(planned) - n_unsup} to run, "
+        f"{n_unsup} unsupported on this machine ({platform_text(sel.platform)})."
+    )
     print(f"protocol: {sel.protocol}")
     return 0

@@ -35,8 +35,7 @@ def check_writable(out: Path, flag: str = "--out", keep: bool = True) -> None:
     Missing folders are made; with ``keep=False`` (a dry run) the ones made here are removed again."""
     why = _cannot_write(out, keep)
     if why is not None:
-        raise HarnessError(f"Received {flag}={str(out)!r}; expected a folder this user can write to "
-                           f"({why}).")
+        raise HarnessError(f"Received {flag}={str(out)!r}; expected a folder this user can write to ({why}).")
 
 
 def check_writable_file(path: str, flag: str, keep: bool = True) -> None:
@@ -44,9 +43,9 @@ def check_writable_file(path: str, flag: str, keep: bool = True) -> None:
     otherwise. The folder is made if missing (the command writes the file there later)."""
     p = Path(path)
     if not path.strip() or p.is_dir():
-        raise HarnessError(f"Received {flag}={path!r}; expected the path of a file to write "
-                           "(not a folder).")
+        raise HarnessError(f"Received {flag}={path!r}; expected the path of a file to write (not a folder).")
     why = _cannot_write(p.parent, keep)
     if why is not None:
-        raise HarnessError(f"Received {flag}={path!r}; expected a file in a folder this user can "
-                           f"write to ({why}).")
+        raise HarnessError(
+            f"Received {flag}={path!r}; expected a file in a folder this user can write to ({why})."
+        )

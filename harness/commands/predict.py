@@ -12,10 +12,10 @@ from typing import Any
 import pandas as pd
 
 from harness.commands.paths import check_writable
+from harness.contract.records import Status
 from harness.errors import HarnessError, require
 from harness.spec.axes import AXIS_BY_NAME, PRECISION_NAMES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
-from harness.contract.records import Status
 
 NAME = "predict"
 
@@ -31,21 +31,36 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--results", default="results", help="results folder. Default: results")
     p.add_argument("--model", required=True, choices=("cnn", "dense"))
     p.add_argument("--strategy", required=True, choices=ALLREDUCE_STRATEGIES)
-    p.add_argument("--replicas", default=None, metavar="LIST",
-                   help="mirrored: replica counts to predict, e.g. 1,2,4,8. Default: 1,2,3,4")
-    p.add_argument("--workers", default=None, metavar="LIST",
-                   help="multi_worker_mirrored: worker counts to predict. Default: 1,2,3,4")
-    p.add_argument("--op", default=None,
-                   help="cross-device op (mirrored) or communication (multi_worker_mirrored) whose "
-                        "all-reduce cost to use. Default: auto (mirrored), ring")
+    p.add_argument(
+        "--replicas",
+        default=None,
+        metavar="LIST",
+        help="mirrored: replica counts to predict, e.g. 1,2,4,8. Default: 1,2,3,4",
+    )
+    p.add_argument(
+        "--workers",
+        default=None,
+        metavar="LIST",
+        help="multi_worker_mirrored: worker counts to predict. Default: 1,2,3,4",
+    )
+    p.add_argument(
+        "--op",
+        default=None,
+        help="cross-device op (mirrored) or communication (multi_worker_mirrored) whose "
+        "all-reduce cost to use. Default: auto (mirrored), ring",
+    )
     p.add_argument("--batch", type=int, default=64, help="per-replica batch of the cells. Default: 64")
     p.add_argument("--loop", default="ctl", choices=("ctl", "fit"))
     p.add_argument("--accum-steps", type=int, default=1)
     p.add_argument("--steps-per-execution", type=int, default=10)
     p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
-    p.add_argument("--link-gbps", type=float, default=None,
-                   help="predict for a link you do not have: its bandwidth in Gb/s (with "
-                        "--latency-us); devices are then taken to have their own compute")
+    p.add_argument(
+        "--link-gbps",
+        type=float,
+        default=None,
+        help="predict for a link you do not have: its bandwidth in Gb/s (with "
+        "--latency-us); devices are then taken to have their own compute",
+    )
     p.add_argument("--latency-us", type=float, default=None, help="the link's latency per ring step")
     p.add_argument("--figures", default=None, help="figure folder. Default: RESULTS/figures")
     return p
@@ -59,31 +74,51 @@ def _counts(text: str | None, flag: str) -> list[int]:
 
 def _check(args: argparse.Namespace) -> None:
     if (args.link_gbps is None) != (args.latency_us is None):
-        raise HarnessError("Received only one of --link-gbps and --latency-us; expected both (a "
-                           "described link) or neither (the collectives table's fit).")
+        raise HarnessError(
+            "Received only one of --link-gbps and --latency-us; expected both (a "
+            "described link) or neither (the collectives table's fit)."
+        )
     link = args.link_gbps is not None
-    require({
-        "--batch": (args.batch, args.batch >= 1, "an integer >= 1"),
-        "--accum-steps": (args.accum_steps, args.accum_steps >= 1, "an integer >= 1"),
-        "--steps-per-execution": (args.steps_per_execution, args.steps_per_execution >= 1,
-                                  "an integer >= 1"),
-        "--link-gbps": (args.link_gbps, not link or (math.isfinite(args.link_gbps)
-                                                     and args.link_gbps > 0),
-                        "a finite bandwidth > 0 (Gb/s)"),
-        "--latency-us": (args.latency_us, not link or (math.isfinite(args.latency_us)
-                                                       and args.latency_us >= 0),
-                         "a finite latency >= 0 (microseconds per ring step)"),
-    })
+    require(
+        {
+            "--batch": (args.batch, args.batch >= 1, "an integer >= 1"),
+            "--accum-steps": (args.accum_steps, args.accum_steps >= 1, "an integer >= 1"),
+            "--steps-per-execution": (
+                args.steps_per_execution,
+                args.steps_per_execution >= 1,
+                "an integer >= 1",
+            ),
+            "--link-gbps": (
+                args.link_gbps,
+                not link or (math.isfinite(args.link_gbps) and args.link_gbps > 0),
+                "a finite bandwidth > 0 (Gb/s)",
+            ),
+            "--latency-us": (
+                args.latency_us,
+                not link or (math.isfinite(args.latency_us) and args.latency_us >= 0),
+                "a finite latency >= 0 (microseconds per ring step)",
+            ),
+        }
+    )
     axis, other = _axes(args.strategy)
     if getattr(args, other) is not None:
-        raise HarnessError(f"Received --{other} with --strategy {args.strategy}; expected "
-                           f"--{axis} (the axis this strategy grows).")
+        raise HarnessError(
+            f"Received --{other} with --strategy {args.strategy}; expected "
+            f"--{axis} (the axis this strategy grows)."
+        )
     _counts(getattr(args, axis), f"--{axis}")
     op_column = STRATEGIES[args.strategy].option_axis
     assert op_column is not None  # ALLREDUCE_STRATEGIES have an option axis
     ops = AXIS_BY_NAME[op_column].choices
-    require({"--op": (args.op, args.op is None or args.op in ops,
-                      f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})")})
+    require(
+        {
+            "--op": (
+                args.op,
+                args.op is None or args.op in ops,
+                f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})",
+            )
+        }
+    )
 
 
 def _axes(strategy: str) -> tuple[str, str]:
@@ -97,25 +132,33 @@ def _default_op(strategy: str) -> str:
 
 
 def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
-    sel = cells[((cells["status"] == Status.OK) & (cells["model"] == args.model)
-                & (cells["per_replica_batch"] == args.batch) & (cells["loop"] == args.loop)
-                & (cells["accum_steps"] == args.accum_steps)
-                & (cells["steps_per_execution"] == args.steps_per_execution)
-                & (cells["precision"] == args.precision)
-                & (cells["tenants"].fillna(1) == 1)).fillna(False).astype(bool)]
+    sel = cells[
+        (
+            (cells["status"] == Status.OK)
+            & (cells["model"] == args.model)
+            & (cells["per_replica_batch"] == args.batch)
+            & (cells["loop"] == args.loop)
+            & (cells["accum_steps"] == args.accum_steps)
+            & (cells["steps_per_execution"] == args.steps_per_execution)
+            & (cells["precision"] == args.precision)
+            & (cells["tenants"].fillna(1) == 1)
+        )
+        .fillna(False)
+        .astype(bool)
+    ]
     return sel.sort_values("timestamp").drop_duplicates("cell_id", keep="last")
 
 
 def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
-    one = config[(config["strategy"] == args.strategy) & (config["replicas"] == 1)
-                 & (config["workers"] == 1)]
+    one = config[(config["strategy"] == args.strategy) & (config["replicas"] == 1) & (config["workers"] == 1)]
     if one.empty:
         raise HarnessError(
             f"no measured 1-device cell of {args.model} {args.strategy} (batch {args.batch}, "
             f"{args.loop}, accum {args.accum_steps}, spe {args.steps_per_execution}, "
             f"{args.precision}) under {args.results}; measure it first, e.g. `python -m harness "
             f"run --sweep validation` or `python -m harness run --model {args.model} --strategy "
-            f"{args.strategy} --batch {args.batch}`.")
+            f"{args.strategy} --batch {args.batch}`."
+        )
     return one.iloc[-1]
 
 
@@ -127,8 +170,13 @@ def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict
 
     if args.link_gbps is not None:
         return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
-    return scaling.cost_from_table(read_collectives(args.results), args.strategy, op, args.model,
-                                   {str(k): v for k, v in cell.to_dict().items()})
+    return scaling.cost_from_table(
+        read_collectives(args.results),
+        args.strategy,
+        op,
+        args.model,
+        {str(k): v for k, v in cell.to_dict().items()},
+    )
 
 
 def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
@@ -143,25 +191,36 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     row = _baseline(config, args)
     base = scaling.baseline_from_row({str(k): v for k, v in row.items()})
     if args.link_gbps is not None:
-        base = scaling.Baseline(base.step_s, base.effective_batch, base.cores_used,
-                                base.host_cores, shares_cores=False)
+        base = scaling.Baseline(
+            base.step_s, base.effective_batch, base.cores_used, base.host_cores, shares_cores=False
+        )
     cost, measured_ar = _cost(args, op, row)
     lines = []
     for n in counts:
         seconds, source = scaling.allreduce_time(n, args.model, cost, measured_ar)
         p = scaling.predict(base, n, seconds, source)
-        match = config[(config["strategy"] == args.strategy) & (config[axis] == n)
-                       & (config[other_axis] == 1)
-                       & ((config[op_column].isin([op, "none"])) | (n == 1))]
+        match = config[
+            (config["strategy"] == args.strategy)
+            & (config[axis] == n)
+            & (config[other_axis] == 1)
+            & ((config[op_column].isin([op, "none"])) | (n == 1))
+        ]
         m = match.iloc[-1] if not match.empty else None
-        lines.append({"devices": n, "predicted_examples_per_sec": p.examples_per_sec,
-                      "predicted_efficiency": p.efficiency, "allreduce_share": p.allreduce_share,
-                      "allreduce_from": p.allreduce_from,
-                      "measured_examples_per_sec": None if m is None else float(m["examples_per_sec"]),
-                      "measured_ci_low": None if m is None else m.get("examples_per_sec_ci_low"),
-                      "measured_ci_high": None if m is None else m.get("examples_per_sec_ci_high"),
-                      "error": None if m is None else scaling.error(p.examples_per_sec,
-                                                                    float(m["examples_per_sec"]))})
+        lines.append(
+            {
+                "devices": n,
+                "predicted_examples_per_sec": p.examples_per_sec,
+                "predicted_efficiency": p.efficiency,
+                "allreduce_share": p.allreduce_share,
+                "allreduce_from": p.allreduce_from,
+                "measured_examples_per_sec": None if m is None else float(m["examples_per_sec"]),
+                "measured_ci_low": None if m is None else m.get("examples_per_sec_ci_low"),
+                "measured_ci_high": None if m is None else m.get("examples_per_sec_ci_high"),
+                "error": None
+                if m is None
+                else scaling.error(p.examples_per_sec, float(m["examples_per_sec"])),
+            }
+        )
     return pd.DataFrame(lines), cost
 
 
@@ -169,16 +228,31 @@ def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or pd.isna(x) else format(x, fmt)
 
-    header = ("n", "predicted examples/s", "efficiency", "all-reduce share", "all-reduce from",
-              "measured examples/s [95% CI]", "error")
+    header = (
+        "n",
+        "predicted examples/s",
+        "efficiency",
+        "all-reduce share",
+        "all-reduce from",
+        "measured examples/s [95% CI]",
+        "error",
+    )
     rows: list[tuple[str, ...]] = []
     for r in lines.to_dict("records"):
         measured = num(r["measured_examples_per_sec"], ",.0f")
         if r["measured_ci_low"] is not None and not pd.isna(r["measured_ci_low"]):
             measured += f" [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]"
-        rows.append((str(r["devices"]), num(r["predicted_examples_per_sec"], ",.0f"),
-                     num(r["predicted_efficiency"], ".2f"), num(r["allreduce_share"], ".0%"),
-                     str(r["allreduce_from"]), measured, num(r["error"], "+.0%")))
+        rows.append(
+            (
+                str(r["devices"]),
+                num(r["predicted_examples_per_sec"], ",.0f"),
+                num(r["predicted_efficiency"], ".2f"),
+                num(r["allreduce_share"], ".0%"),
+                str(r["allreduce_from"]),
+                measured,
+                num(r["error"], "+.0%"),
+            )
+        )
     return header, rows
 
 
@@ -192,14 +266,18 @@ def run(args: argparse.Namespace) -> int:
     lines, cost = predictions(cells, args)
     folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
     check_writable(folder, "--figures")
-    title = (f"{args.model} {args.strategy} [{args.op or _default_op(args.strategy)}], batch "
-             f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
-             f"{args.steps_per_execution}")
+    title = (
+        f"{args.model} {args.strategy} [{args.op or _default_op(args.strategy)}], batch "
+        f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
+        f"{args.steps_per_execution}"
+    )
     print(render_table(*_text(lines), title=title))
-    print(f"all-reduce cost: {cost.source}; alpha {cost.alpha_s * 1e6:.1f} us per ring step, "
-          f"{cost.bandwidth_gbps:.3g} Gb/s per link"
-          + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
-          + ". Model and assumptions: README.md, Predicting scaling.")
+    print(
+        f"all-reduce cost: {cost.source}; alpha {cost.alpha_s * 1e6:.1f} us per ring step, "
+        f"{cost.bandwidth_gbps:.3g} Gb/s per link"
+        + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
+        + ". Model and assumptions: README.md, Predicting scaling."
+    )
     stem = f"predict_{args.model}_{args.strategy}"
     for path in prediction_figure(lines, folder / stem, title):
         print(f"wrote {path}")

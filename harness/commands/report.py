@@ -14,8 +14,12 @@ NAME = "report"
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="figures (PNG, SVG) and one self-contained HTML file for a run")
     p.add_argument("--results", default="results", help="results folder. Default: results")
-    p.add_argument("--run", default="latest", metavar="REF",
-                   help="the run(s) to report (see compare for REF). Default: latest")
+    p.add_argument(
+        "--run",
+        default="latest",
+        metavar="REF",
+        help="the run(s) to report (see compare for REF). Default: latest",
+    )
     p.add_argument("--out", default=None, help="output folder. Default: RESULTS/report")
     return p
 

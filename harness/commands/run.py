@@ -10,8 +10,8 @@ import argparse
 import datetime as dt
 import signal
 import sys
-from pathlib import Path
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.commands.selection import (
@@ -23,8 +23,8 @@ from harness.commands.selection import (
     select,
 )
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
-from harness.spec.strategies import Role
 from harness.launch.lease import server_names
+from harness.spec.strategies import Role
 
 NAME = "run"
 
@@ -57,15 +57,21 @@ def _plan_head(sel: Selection, out: Path) -> str:
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:
         does = "serve the chief's whole run" if config.role == Role.SERVER else "take part in every cell"
-        return (f"run: cluster task {config.task_type} {config.task_index} ({config.role}) would "
-                f"{does} (it writes no results)")
+        return (
+            f"run: cluster task {config.task_type} {config.task_index} ({config.role}) would "
+            f"{does} (it writes no results)"
+        )
     pr = sel.protocol
     if sel.sweep.kind == "collectives":
-        return (f"run: {pr.processes} processes per all-reduce topology, sizes up to "
-                f"{sel.max_bytes:,} bytes and each model's gradient set; results -> {out}")
+        return (
+            f"run: {pr.processes} processes per all-reduce topology, sizes up to "
+            f"{sel.max_bytes:,} bytes and each model's gradient set; results -> {out}"
+        )
     peak = ", the matmul-peak processes first" if pr.peak else ""
-    return (f"run: {pr.processes} pass(es) over the cells (up to {pr.max_processes} for cells whose "
-            f"processes disagree){peak}; results -> {out}")
+    return (
+        f"run: {pr.processes} pass(es) over the cells (up to {pr.max_processes} for cells whose "
+        f"processes disagree){peak}; results -> {out}"
+    )
 
 
 def _measure_holding_the_lease(sel: Selection, out: Path) -> int:
@@ -78,12 +84,17 @@ def _measure_holding_the_lease(sel: Selection, out: Path) -> int:
     try:
         lease = RunLease(config)
     except OSError as e:
-        raise HarnessError(f"the chief's run lease needs TCP port {lease_address(config)[1]} on this "
-                           f"host (the servers watch it to learn when the run is over): "
-                           f"{e.strerror or e}", EXIT_FAILURE) from None
+        raise HarnessError(
+            f"the chief's run lease needs TCP port {lease_address(config)[1]} on this "
+            f"host (the servers watch it to learn when the run is over): "
+            f"{e.strerror or e}",
+            EXIT_FAILURE,
+        ) from None
     with lease:
-        print(f"run lease on port {lease.port}: {len(server_names(config))} servers end when this "
-              "run does", flush=True)
+        print(
+            f"run lease on port {lease.port}: {len(server_names(config))} servers end when this run does",
+            flush=True,
+        )
         code = _measure(sel, out)
         missing = lease.finish(code)
         if missing:
@@ -95,6 +106,7 @@ def interrupt_on_sigterm() -> None:
     """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept. Ctrl-C
     (SIGINT) is handled even when a wrapper started this process with SIGINT ignored (Python then
     installs no handler of its own)."""
+
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
@@ -112,20 +124,21 @@ def _cluster_task(sel: Selection, out: Path) -> int:
     config = sel.cluster
     assert config is not None
     task = f"{config.task_type}{config.task_index}"
-    stamp = dt.datetime.now(dt.timezone.utc)
+    stamp = dt.datetime.now(dt.UTC)
     log_dir = out / "logs" / stamp.strftime("%Y-%m-%d") / f"{stamp:%Y%m%dT%H%M%SZ}-{task}"
-    print(f"cluster task {config.task_type} {config.task_index} ({config.role}) at {config.address}; "
-          f"logs -> {log_dir}", flush=True)
+    print(
+        f"cluster task {config.task_type} {config.task_index} ({config.role}) at {config.address}; "
+        f"logs -> {log_dir}",
+        flush=True,
+    )
     try:
         if config.role == Role.SERVER:
             host, port = lease_address(config)
-            print(f"serving until the chief's run is over (its run lease at {host}:{port})",
-                  flush=True)
+            print(f"serving until the chief's run is over (its run lease at {host}:{port})", flush=True)
             end = serve_cluster_task(sel.cells[0], sel.worker_options(log_dir), config)
             print(f"server done: {end.detail}; exit code {end.code}", flush=True)
             return end.code
-        counts = follow_sweep(sel.cells, sel.platform, sel.worker_options(log_dir),
-                              cluster_launcher(config))
+        counts = follow_sweep(sel.cells, sel.platform, sel.worker_options(log_dir), cluster_launcher(config))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -148,18 +161,36 @@ def _measure(sel: Selection, out: Path) -> int:
         return _measure_collectives(sel, out)
     config = sel.cluster
     launcher = run_cell_processes if config is None else cluster_launcher(config)
-    where = "" if config is None else (f" as the chief of a {config.workers}-worker"
-                                       + (f", {config.ps}-ps" if config.ps else "") + " cluster")
-    print(f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}"
-          f"{where}; results -> {out}", flush=True)
-    result = run_sweep(sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher,
-                       adaptive=config is None)
+    where = (
+        ""
+        if config is None
+        else (
+            f" as the chief of a {config.workers}-worker"
+            + (f", {config.ps}-ps" if config.ps else "")
+            + " cluster"
+        )
+    )
+    print(
+        f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}"
+        f"{where}; results -> {out}",
+        flush=True,
+    )
+    result = run_sweep(
+        sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher, adaptive=config is None
+    )
     print()
     print(summary_table(result.rows))
     print()
     pr = sel.protocol
-    print(FOOTNOTE.format(repeats=pr.repeats, window_s=pr.window_s, processes=pr.processes,
-                          max_processes=pr.max_processes, unstable_cv=pr.unstable_cv))
+    print(
+        FOOTNOTE.format(
+            repeats=pr.repeats,
+            window_s=pr.window_s,
+            processes=pr.processes,
+            max_processes=pr.max_processes,
+            unstable_cv=pr.unstable_cv,
+        )
+    )
     if any(r.get("logical_devices") for r in result.rows):
         print(LOGICAL_NOTE)
     if any(r.get("oversubscribed") for r in result.rows):
@@ -167,9 +198,11 @@ def _measure(sel: Selection, out: Path) -> int:
     _print_counts(result.run_id, result.rows)
     unstable = [r["cell_id"] for r in result.rows if r.get("unstable")]
     if unstable:
-        print(f"unstable: {len(unstable)} cells whose processes still disagreed by a CV above "
-              f"{sel.protocol.unstable_cv:g} after {sel.protocol.max_processes} processes (their "
-              "figures move between re-runs; see cv_between_processes):")
+        print(
+            f"unstable: {len(unstable)} cells whose processes still disagreed by a CV above "
+            f"{sel.protocol.unstable_cv:g} after {sel.protocol.max_processes} processes (their "
+            "figures move between re-runs; see cv_between_processes):"
+        )
         for cell_id in unstable:
             print(f"  {cell_id}")
     if result.time is not None and result.time.processes:
@@ -183,16 +216,21 @@ def _measure_collectives(sel: Selection, out: Path) -> int:
     from harness.analysis.tables import render_table
     from harness.launch.collectives import run_collectives
 
-    print(f"sweep 'collectives': {len(sel.cells)} all-reduce topologies on "
-          f"{platform_text(sel.platform)}, sizes up to {sel.max_bytes:,} bytes and each model's "
-          f"gradient set, {sel.protocol.processes} processes each; results -> {out}", flush=True)
+    print(
+        f"sweep 'collectives': {len(sel.cells)} all-reduce topologies on "
+        f"{platform_text(sel.platform)}, sizes up to {sel.max_bytes:,} bytes and each model's "
+        f"gradient set, {sel.protocol.processes} processes each; results -> {out}",
+        flush=True,
+    )
     result = run_collectives(sel.cells, sel.protocol, sel.platform, out, sel.max_bytes)
     print()
     print(render_table(*table_lines(result.collectives)))
     print()
-    print("time: median over processes of one all-reduce (each process: the median of "
-          f"{sel.protocol.repeats} windows of ~{sel.protocol.window_s:g} s of in-graph calls / calls); "
-          "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1")
+    print(
+        "time: median over processes of one all-reduce (each process: the median of "
+        f"{sel.protocol.repeats} windows of ~{sel.protocol.window_s:g} s of in-graph calls / calls); "
+        "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1"
+    )
     _print_counts(result.run_id, result.collectives)
     return _ending(result, "topologies")
 
@@ -210,7 +248,9 @@ def _ending(result: Any, what: str) -> int:
     for p in result.paths:
         print(f"wrote {p}")
     if result.interrupted:
-        print(f"interrupted: {result.not_run} {what} not run; every row measured before is kept.",
-              file=sys.stderr)
+        print(
+            f"interrupted: {result.not_run} {what} not run; every row measured before is kept.",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     return EXIT_OK

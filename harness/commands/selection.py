@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.paths import check_writable
-from harness.errors import HarnessError
 from harness.contract.job import WorkerOptions
-from harness.launch.platform import DEVICE_CHOICES, detect_platform
+from harness.errors import HarnessError
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
+from harness.launch.platform import DEVICE_CHOICES, detect_platform
 from harness.launch.real_cluster import resolve_slurm
 from harness.mnist import load_mnist
 from harness.results.collectives import topology_label
@@ -33,51 +33,99 @@ PROTOCOL_FLAGS = {
     "cell_timeout_s": (float, "seconds a cell may take before its worker is stopped"),
     "rendezvous_timeout_s": (float, "seconds for every worker of a multi-worker cell to join"),
     "seed": (int, "seed of weights and data"),
-    "processes": (int, ("passes over the cells: each cell measured in this many independent "
-                       "processes, interleaved over the run")),
+    "processes": (
+        int,
+        (
+            "passes over the cells: each cell measured in this many independent "
+            "processes, interleaved over the run"
+        ),
+    ),
     "max_processes": (int, "most passes for a cell whose processes disagree"),
-    "unstable_cv": (float, ("between-process coefficient of variation above which a cell gets "
-                           "more passes (and is flagged unstable at --max-processes)")),
+    "unstable_cv": (
+        float,
+        (
+            "between-process coefficient of variation above which a cell gets "
+            "more passes (and is flagged unstable at --max-processes)"
+        ),
+    ),
 }
 
 
 def _axis_help(axis: Any) -> str:
     accepted = ", ".join(axis.choices) if axis.choices else axis.accepted().removeprefix("expected ")
-    extra = " Comma list." + (f" {REPLICAS_TO_MAX!r} = 1 up to the machine's devices."
-                              if axis.name == "replicas" else "")
+    extra = " Comma list." + (
+        f" {REPLICAS_TO_MAX!r} = 1 up to the machine's devices." if axis.name == "replicas" else ""
+    )
     return f"{axis.help}. Accepted: {accepted} Default: {axis.default} (or the sweep's).{extra}"
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sweep", default=None,
-                   help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
-                        "Default: default (equivalence for verify), or only the axes given")
+    p.add_argument(
+        "--sweep",
+        default=None,
+        help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
+        "Default: default (equivalence for verify), or only the axes given",
+    )
     for axis in AXES:
         p.add_argument(axis.flag, dest=axis.name, default=None, metavar="LIST", help=_axis_help(axis))
     for name, (kind, text) in PROTOCOL_FLAGS.items():
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
-                       help=f"{text} (default: the sweep's)")
-    p.add_argument("--no-peak", dest="peak", action="store_false", default=None,
-                   help="skip the matmul-peak processes (no mfu; saves a few seconds per pass)")
-    p.add_argument("--no-breakdown", dest="breakdown", action="store_false", default=None,
-                   help="skip timing the parts of an update (compute, all-reduce, input, dispatch) "
-                        "in each cell's first pass (saves a few seconds per cell)")
-    p.add_argument("--max-bytes", type=int, default=None,
-                   help="--sweep collectives: the largest all-reduce of the size sweep, bytes per "
-                        f"participant (4 KiB to 256 MiB, powers of 4). Default: {DEFAULT_MAX_BYTES}")
-    p.add_argument("--device", default="auto", choices=DEVICE_CHOICES,
-                   help="plan for GPUs (if nvidia-smi lists any) or CPU. Default: auto")
-    p.add_argument("--cpu-devices", type=int, default=2,
-                   help="logical CPU devices available as replicas on a CPU-only machine. Default: 2")
-    p.add_argument("--mnist-path", default=None,
-                   help="mnist.npz for --data mnist. Default: Keras's cache, ~/.keras/datasets/mnist.npz")
-    p.add_argument("--cluster", default="local", choices=CLUSTER_CHOICES,
-                   help="local: the harness starts every process of a multi-worker cell on this "
-                        "machine. tf_config: this process is one task of a cluster the scheduler "
-                        "started, each task with its own TF_CONFIG; slurm: the same, the cluster "
-                        "built by TensorFlow's SlurmClusterResolver (with --ps P: a chief, P ps and "
-                        "the rest workers). Every task runs the same command; the cluster fixes "
-                        "--strategy, --workers and --ps; only the chief writes results. Default: local")
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            type=kind,
+            default=None,
+            help=f"{text} (default: the sweep's)",
+        )
+    p.add_argument(
+        "--no-peak",
+        dest="peak",
+        action="store_false",
+        default=None,
+        help="skip the matmul-peak processes (no mfu; saves a few seconds per pass)",
+    )
+    p.add_argument(
+        "--no-breakdown",
+        dest="breakdown",
+        action="store_false",
+        default=None,
+        help="skip timing the parts of an update (compute, all-reduce, input, dispatch) "
+        "in each cell's first pass (saves a few seconds per cell)",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=int,
+        default=None,
+        help="--sweep collectives: the largest all-reduce of the size sweep, bytes per "
+        f"participant (4 KiB to 256 MiB, powers of 4). Default: {DEFAULT_MAX_BYTES}",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=DEVICE_CHOICES,
+        help="plan for GPUs (if nvidia-smi lists any) or CPU. Default: auto",
+    )
+    p.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=2,
+        help="logical CPU devices available as replicas on a CPU-only machine. Default: 2",
+    )
+    p.add_argument(
+        "--mnist-path",
+        default=None,
+        help="mnist.npz for --data mnist. Default: Keras's cache, ~/.keras/datasets/mnist.npz",
+    )
+    p.add_argument(
+        "--cluster",
+        default="local",
+        choices=CLUSTER_CHOICES,
+        help="local: the harness starts every process of a multi-worker cell on this "
+        "machine. tf_config: this process is one task of a cluster the scheduler "
+        "started, each task with its own TF_CONFIG; slurm: the same, the cluster "
+        "built by TensorFlow's SlurmClusterResolver (with --ps P: a chief, P ps and "
+        "the rest workers). Every task runs the same command; the cluster fixes "
+        "--strategy, --workers and --ps; only the chief writes results. Default: local",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,17 +155,17 @@ def select(args: argparse.Namespace) -> Selection:
         sweep = Sweep("custom", "axes from the command line", protocol=sweep.protocol)
     max_bytes = _max_bytes(args, sweep)
     if sweep.kind == "collectives":  # --replicas sizes mirrored, --workers multi_worker_mirrored
-        sweep = collectives_sweep(overrides.pop("replicas", (2, 3, 4)),
-                                  overrides.pop("workers", (2, 3, 4)))
+        sweep = collectives_sweep(overrides.pop("replicas", (2, 3, 4)), overrides.pop("workers", (2, 3, 4)))
         if args.cluster != "local":
-            raise HarnessError(f"Received --cluster {args.cluster} with --sweep collectives; "
-                               "expected local (collectives start their own local workers).")
+            raise HarnessError(
+                f"Received --cluster {args.cluster} with --sweep collectives; "
+                "expected local (collectives start their own local workers)."
+            )
     platform = detect_platform(args.device, args.cpu_devices)
     cluster = _cluster(args.cluster, overrides, platform)
     if cluster is not None:  # each task has its own host's GPUs
         platform = dataclasses.replace(platform, shared_host=False)
-        overrides.update(strategy=(cluster.strategy,), workers=(cluster.workers,),
-                         ps=(max(cluster.ps, 1),))
+        overrides.update(strategy=(cluster.strategy,), workers=(cluster.workers,), ps=(max(cluster.ps, 1),))
     sweep = sweep.with_axes(overrides)
     changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
     if getattr(args, "peak", None) is False:
@@ -131,8 +179,7 @@ def select(args: argparse.Namespace) -> Selection:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
     if getattr(args, "out", None) is not None:  # a dry run leaves no folder behind
         check_writable(Path(args.out), keep=not getattr(args, "dry_run", False))
-    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster,
-                     max_bytes)
+    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster, max_bytes)
 
 
 def _max_bytes(args: argparse.Namespace, sweep: Sweep) -> int:
@@ -141,21 +188,24 @@ def _max_bytes(args: argparse.Namespace, sweep: Sweep) -> int:
     if given is None:
         return DEFAULT_MAX_BYTES
     if sweep.kind != "collectives":
-        raise HarnessError(f"Received --max-bytes={given} with --sweep {sweep.name}; expected it "
-                           "only with --sweep collectives.")
+        raise HarnessError(
+            f"Received --max-bytes={given} with --sweep {sweep.name}; expected it "
+            "only with --sweep collectives."
+        )
     payloads(given)  # HarnessError below the smallest size
     return int(given)
 
 
-def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform
-             ) -> ClusterConfig | None:
+def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform) -> ClusterConfig | None:
     """This process's cluster (None for local runs); HarnessError when the axes given contradict it."""
     if kind == "local":
         return None
     ps = overrides.get("ps", (0,))
     if kind == "slurm" and len(ps) != 1:
-        raise HarnessError(f"Received --ps={','.join(map(str, ps))} with --cluster slurm; expected one "
-                        "value: the Slurm job step's ps tasks.")
+        raise HarnessError(
+            f"Received --ps={','.join(map(str, ps))} with --cluster slurm; expected one "
+            "value: the Slurm job step's ps tasks."
+        )
     config = read_tf_config() if kind == "tf_config" else resolve_slurm(ps[0], platform.gpu_count)
     shape = {"strategy": (config.strategy,), "workers": (config.workers,)}
     if config.ps:
@@ -163,9 +213,11 @@ def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platfor
     for name, value in shape.items():
         if name in overrides and overrides[name] != value:
             given = ",".join(map(str, overrides[name]))
-            raise HarnessError(f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
-                               f"worker(s), {config.ps} ps) runs only that; expected --{name} "
-                               f"{value[0]} or no --{name}.")
+            raise HarnessError(
+                f"Received --{name}={given}, but this {kind} cluster ({config.workers} "
+                f"worker(s), {config.ps} ps) runs only that; expected --{name} "
+                f"{value[0]} or no --{name}."
+            )
     return config
 
 
@@ -194,11 +246,20 @@ DRY_RUN_CELLS = 5
 def add_dry_run(p: argparse.ArgumentParser, would: str, selection: bool = True) -> None:
     """``--dry-run``: check everything the command checks before its first process, print what it
     would do, exit 0 (2 on bad input)."""
-    what, slurm = ("every flag and the selection", " (with --cluster slurm the resolver process "
-                   "still places this task)") if selection else ("every flag", "")
-    p.add_argument("--dry-run", action="store_true",
-                   help=f"check {what} exactly as the command does before its first process, print "
-                        f"{would}, and exit 0 (2 on bad input) without starting a worker{slurm}")
+    what, slurm = (
+        (
+            "every flag and the selection",
+            " (with --cluster slurm the resolver process still places this task)",
+        )
+        if selection
+        else ("every flag", "")
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help=f"check {what} exactly as the command does before its first process, print "
+        f"{would}, and exit 0 (2 on bad input) without starting a worker{slurm}",
+    )
 
 
 def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -> str:
@@ -209,11 +270,13 @@ def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -
     planned = [(c, unsupported_reason(c, sel.platform)) for c in sel.cells]
     todo = [c for c, why in planned if why is None or include_unsupported]
     unsupported = sum(why is not None for _, why in planned)
-    lines = [head,
-             f"{len(planned)} cells in sweep {sel.sweep.name!r} on {platform_text(sel.platform)}: "
-             f"{len(todo)} to start, {unsupported} unsupported here"
-             + (" (started anyway)" if include_unsupported and unsupported else ""),
-             f"protocol: {sel.protocol}"]
+    lines = [
+        head,
+        f"{len(planned)} cells in sweep {sel.sweep.name!r} on {platform_text(sel.platform)}: "
+        f"{len(todo)} to start, {unsupported} unsupported here"
+        + (" (started anyway)" if include_unsupported and unsupported else ""),
+        f"protocol: {sel.protocol}",
+    ]
     if todo:
         lines.append("first cells:")
         lines += [f"  {name(c)}  ({c.processes * c.tenants} process(es))" for c in todo[:DRY_RUN_CELLS]]

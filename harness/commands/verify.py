@@ -21,9 +21,9 @@ from harness.commands.selection import (
     dry_run_text,
     select,
 )
+from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.spec.cell import Cell
-from harness.contract.records import Status
 
 NAME = "verify"
 MIN_DEFAULT_UPDATES = 8
@@ -32,19 +32,28 @@ MIN_DEFAULT_UPDATES = 8
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
-        NAME, help="train cells for a fixed number of updates from one seed and check that cells "
+        NAME,
+        help="train cells for a fixed number of updates from one seed and check that cells "
         "which must be equivalent (same model, data, precision and examples per update) agree",
         description="Exit 0 when every group agrees within tolerance (float32: 1e-5 relative on the "
         "final loss and on the weights' L2 norm; mixed precision: 1e-2, bfloat16 2e-2), 1 when a "
-        "cell disagrees, is invalid or failed, 2 on bad input. Default cells: --sweep equivalence.")
+        "cell disagrees, is invalid or failed, 2 on bad input. Default cells: --sweep equivalence.",
+    )
     add_selection_args(p)
-    p.add_argument("--updates", type=int, default=None,
-                   help="optimizer updates per cell (a multiple of every steps_per_execution in "
-                        "the selection). Default: the smallest such multiple that is at least "
-                        f"{MIN_DEFAULT_UPDATES} ({MIN_DEFAULT_UPDATES} for the equivalence sweep, "
-                        "10 at steps_per_execution 10)")
-    p.add_argument("--include-unsupported", action="store_true",
-                   help="also run cells marked unsupported, to see what they compute")
+    p.add_argument(
+        "--updates",
+        type=int,
+        default=None,
+        help="optimizer updates per cell (a multiple of every steps_per_execution in "
+        "the selection). Default: the smallest such multiple that is at least "
+        f"{MIN_DEFAULT_UPDATES} ({MIN_DEFAULT_UPDATES} for the equivalence sweep, "
+        "10 at steps_per_execution 10)",
+    )
+    p.add_argument(
+        "--include-unsupported",
+        action="store_true",
+        help="also run cells marked unsupported, to see what they compute",
+    )
     add_dry_run(p, "the cells it would train and the updates each")
     return p
 
@@ -58,8 +67,13 @@ def plan(args: argparse.Namespace) -> tuple[Selection, int]:
 def run(args: argparse.Namespace) -> int:
     sel, updates = plan(args)
     if args.dry_run:
-        print(dry_run_text(sel, f"verify: {updates} updates per cell from seed {sel.protocol.seed}",
-                           args.include_unsupported))
+        print(
+            dry_run_text(
+                sel,
+                f"verify: {updates} updates per cell from seed {sel.protocol.seed}",
+                args.include_unsupported,
+            )
+        )
         return EXIT_OK
     interrupt_on_sigterm()
     return verify(sel, updates, args.include_unsupported)
@@ -70,11 +84,11 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
     from harness.analysis.verdicts import judge, verdict_table
     from harness.launch.runner import verify_cells
 
-    print(f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}",
-          flush=True)
+    print(f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}", flush=True)
     with tempfile.TemporaryDirectory(prefix="harness-verify-") as work:
-        outcomes = verify_cells(sel.cells, updates, sel.platform, sel.worker_options(Path(work)),
-                                include_unsupported)
+        outcomes = verify_cells(
+            sel.cells, updates, sel.platform, sel.worker_options(Path(work)), include_unsupported
+        )
         verdicts = judge(outcomes)
     print()
     print(verdict_table(verdicts))
@@ -84,8 +98,10 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
         print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid.")
         return EXIT_FAILURE
     if not compared:
-        print("\nnothing was compared: no group (same model, data, precision and examples per "
-              "update) holds two cells that ran; add a cell to compare with.")
+        print(
+            "\nnothing was compared: no group (same model, data, precision and examples per "
+            "update) holds two cells that ran; add a cell to compare with."
+        )
         return EXIT_FAILURE
     print(f"\nall {compared} compared cells agree with their group's reference.")
     return EXIT_OK
@@ -105,8 +121,10 @@ def verify_updates(requested: int | None, cells: Sequence[Cell]) -> int:
     if requested is None:
         return step * -(-MIN_DEFAULT_UPDATES // step)
     if requested < 1 or requested % step:
-        raise HarnessError(f"Received --updates={requested}; expected a positive multiple of {step} "
-                           f"(every steps_per_execution in the selection: {spes}), e.g. {step} or "
-                           f"{2 * step}; without --updates verify trains "
-                           f"{verify_updates(None, cells)}.")
+        raise HarnessError(
+            f"Received --updates={requested}; expected a positive multiple of {step} "
+            f"(every steps_per_execution in the selection: {spes}), e.g. {step} or "
+            f"{2 * step}; without --updates verify trains "
+            f"{verify_updates(None, cells)}."
+        )
     return requested

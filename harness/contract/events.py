@@ -28,7 +28,6 @@ class Event(StrEnum):
     FAILED = "failed"
 
 
-
 class Facts(TypedDict, total=False):
     """A worker's fingerprint facts (:func:`harness.worker.fingerprint.collect`): where it ran.
     Every field but ``env`` and ``fingerprint`` feeds the fingerprint hash."""

@@ -78,15 +78,26 @@ class Job:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Job":
+    def from_json(cls, d: dict[str, Any]) -> Job:
         o, la = d["options"], d["launch"]
-        options = WorkerOptions(**{**o, "env": tuple(map(tuple, o.get("env", ()))),
-                                   "protocol": Protocol(**o["protocol"]),
-                                   "platform": Platform(**{**o["platform"],
-                                                           "gpu_ids": tuple(o["platform"].get("gpu_ids", ()))}), "log_dir": Path(o["log_dir"])})
+        options = WorkerOptions(
+            **{
+                **o,
+                "env": tuple(map(tuple, o.get("env", ()))),
+                "protocol": Protocol(**o["protocol"]),
+                "platform": Platform(**{**o["platform"], "gpu_ids": tuple(o["platform"].get("gpu_ids", ()))}),
+                "log_dir": Path(o["log_dir"]),
+            }
+        )
         cpus = la.get("cpus")
-        launch = Launch(**{**la, "env": tuple(map(tuple, la["env"])), "role": Role(la["role"]),
-                           "cpus": None if cpus is None else tuple(cpus)})
+        launch = Launch(
+            **{
+                **la,
+                "env": tuple(map(tuple, la["env"])),
+                "role": Role(la["role"]),
+                "cpus": None if cpus is None else tuple(cpus),
+            }
+        )
         return cls(Cell.from_dict(d["cell"]), options, launch, d.get("inject_fault"))
 
 

@@ -53,5 +53,6 @@ def _probed(name: str, op: str, replicas: int) -> bool:
     kind = STRATEGIES[name]
     if replicas > 1:
         return kind.multi_device
-    return not kind.multi_device or (kind.option_axis is not None
-                                     and op == AXIS_BY_NAME[kind.option_axis].default)
+    return not kind.multi_device or (
+        kind.option_axis is not None and op == AXIS_BY_NAME[kind.option_axis].default
+    )

@@ -41,576 +41,809 @@ class Col:
 class CellRow(TypedDict, total=False):
     """One row of the cells table: one cell of one run."""
 
-    run_id: Annotated[str, Col(
-        "",
-        "Id of the `python -m harness run` invocation (UTC start time + random suffix).")]
-    timestamp: Annotated[str, Col(
-        "ISO 8601 UTC",
-        "When the row was written.")]
-    suite_version: Annotated[str, Col(
-        "",
-        "harness version and git commit of the suite that measured.")]
-    ab_id: Annotated[str | None, Col(
-        "",
-        "`python -m harness ab`: the comparison this row belongs to (also its run_id); null for "
-        "other runs.")]
-    ab_side: Annotated[str | None, Col(
-        "",
-        "`ab`: A or B, the interpreter and settings this process ran under (its fingerprint, "
-        "tf_version, env say which).")]
-    ab_pair: Annotated[int | None, Col(
-        "",
-        "`ab`: 0-based pair index; the pair's A and B processes ran at once (duet) or back to back "
-        "(alternate), in a random order.")]
-    ab_mode: Annotated[str | None, Col(
-        "",
-        "`ab`: duet (the pair's processes ran at once, both pinned to the same CPUs, timing "
-        "together after a barrier) or alternate (one after the other, each with the whole host).")]
-    ab_cpus: Annotated[str | None, Col(
-        "",
-        "`ab` duet: the host CPUs this process and its partner were pinned to, e.g. \"0,1\" (null: "
-        "not pinned).")]
-    cell_id: Annotated[str, Col(
-        "",
-        "Stable id of the cell: "
-        "model/strategy[option]/rRwW[pP][tT]/bB/accK/loop/speS/precision/data/scaling (pP: ps "
-        "tasks, parameter_server only; tT: co-tenant processes, more than one only; gbB instead of "
-        "bB for strong scaling).")]
-    model: Annotated[str, Col(
-        "",
-        "cnn (Conv32-Pool-Conv64-Pool-Flatten-Dense10) or dense (784-128-10).")]
-    data: Annotated[str, Col(
-        "",
-        "synthetic (fixed-seed pool, pre-batched, repeated) or mnist (the real training split).")]
-    strategy: Annotated[str, Col(
-        "",
-        "default, one_device, mirrored, central_storage, multi_worker_mirrored or parameter_server.")]
-    cross_device_ops: Annotated[str, Col(
-        "",
-        "Requested all-reduce for mirrored (auto, nccl, hierarchical_copy, "
-        "reduction_to_one_device); none elsewhere.")]
-    communication: Annotated[str, Col(
-        "",
-        "Requested collective implementation for multi_worker_mirrored (auto, ring, nccl); none "
-        "elsewhere.")]
-    effective_cross_device_ops: Annotated[str | None, Col(
-        "",
-        "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies "
-        "without one.")]
-    nccl_transport: Annotated[str | None, Col(
-        "",
-        "GPU cells: the transports NCCL chose for this process's connections, from its INFO log "
-        "(P2P/CUMEM, P2P/IPC, SHM, NET/Socket, NET/IB; comma-separated); null where NCCL was not "
-        "used or the user set NCCL_DEBUG.")]
-    replicas: Annotated[int, Col(
-        "devices",
-        "Replicas per worker.")]
-    workers: Annotated[int, Col(
-        "processes",
-        "Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the"
-        " ps tasks).")]
-    ps: Annotated[int, Col(
-        "processes",
-        "Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).")]
-    tenants: Annotated[int, Col(
-        "processes",
-        "Independent training processes of this cell run at once on the same devices (co-tenancy; 1"
-        " = alone). With more than one, examples_per_sec is their aggregate.")]
-    per_replica_batch: Annotated[int, Col(
-        "examples",
-        "Examples per replica per micro-step.")]
-    global_batch: Annotated[int, Col(
-        "examples",
-        "Examples per micro-step over all replicas and workers = per_replica_batch x replicas x "
-        "workers (parameter_server: one update on every worker).")]
-    accum_steps: Annotated[int, Col(
-        "micro-batches",
-        "Micro-batches per optimizer update: each replica sums their gradients locally, then one "
-        "cross-replica reduction and one optimizer step.")]
-    effective_batch: Annotated[int, Col(
-        "examples",
-        "Examples per optimizer update = per_replica_batch x replicas x workers x accum_steps; "
-        "parameter_server, where each worker updates on its own: per_replica_batch x replicas x "
-        "accum_steps.")]
-    loop: Annotated[str, Col(
-        "",
-        "ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution "
-        "updates; fit: Keras model.fit(steps_per_execution=...) with the suite's train step (same "
-        "update as ctl).")]
-    steps_per_execution: Annotated[int, Col(
-        "updates",
-        "Optimizer updates per tf.function call (per train_function call in fit).")]
-    precision: Annotated[str, Col(
-        "",
-        "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")]
-    scaling: Annotated[str, Col(
-        "",
-        "weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency "
-        "baseline.")]
-    jit_compile: Annotated[bool, Col(
-        "",
-        "Whether the training function was XLA-compiled (always false so far).")]
-    optimizer: Annotated[str, Col(
-        "",
-        "Optimizer and its settings.")]
-    learning_rate: Annotated[float, Col(
-        "",
-        "Optimizer learning rate.")]
-    status: Annotated[Status, Col(
-        "",
-        "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
-        "(crashed or timed out), invalid (ran, but an integrity check failed).")]
-    reason: Annotated[str, Col(
-        "",
-        "Why the row is not ok (empty when ok).")]
-    examples_per_sec: Annotated[float | None, Col(
-        "examples/s",
-        "Median over the cell's processes of each process's figure (the median over its timed "
-        "windows of window_steps x effective_batch / window_seconds: global examples count every "
-        "replica, worker and micro-batch).")]
-    examples_per_sec_ci_low: Annotated[float | None, Col(
-        "examples/s",
-        "Lower end of the 95% CI of the figure: exp(c - h), c = mean(log x_p) over the process "
-        "figures x_p, h = t(0.975, P-1) x sd(log x_p) / sqrt(P) (between- and within-process noise "
-        "of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j "
-        "this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it "
-        "then also covers run-to-run drift. Null with fewer than 2 processes and no history.")]
-    examples_per_sec_ci_high: Annotated[float | None, Col(
-        "examples/s",
-        "Upper end of the same CI.")]
-    ci_history_runs: Annotated[int | None, Col(
-        "runs",
-        "Earlier runs of the cell (same fingerprint, newest 10, status ok) whose figures widened "
-        "the CI to cover run-to-run drift; 0 when there were fewer than 2: the CI then covers this "
-        "run's processes only, and a re-run on a noisy machine can fall outside it.")]
-    processes: Annotated[int | None, Col(
-        "processes",
-        "Independent measurements behind the figure: the cell ran once per pass, each time in fresh"
-        " worker processes, passes interleaved over the run (each pass a new order of the cells).")]
-    process_examples_per_sec: Annotated[list[float] | None, Col(
-        "examples/s",
-        "Each process's figure, in pass order (what the CI and every ratio's CI are computed from).")]
-    cv_between_processes: Annotated[float | None, Col(
-        "1",
-        "Sample std / mean of the process figures (the noise between processes of this run).")]
-    cv_within_process: Annotated[float | None, Col(
-        "1",
-        "Median over processes of the sample std / mean of one process's window throughputs (the "
-        "noise inside one process).")]
-    unstable: Annotated[bool | None, Col(
-        "",
-        "True when cv_between_processes still exceeded the run's threshold (unstable_cv) after the "
-        "most passes allowed (max_processes): its processes disagree by more than the run accepts.")]
-    min_processes: Annotated[int, Col(
-        "processes",
-        "Passes every runnable cell gets (the protocol's processes).")]
-    max_processes: Annotated[int, Col(
-        "processes",
-        "Most passes a cell gets when its processes disagree (adaptive repeats).")]
-    wall_s: Annotated[float | None, Col(
-        "s",
-        "Wall time of all the cell's processes, from launch to exit, summed over passes (start-up, "
-        "compile, calibration, windows and checks).")]
-    window_steps: Annotated[int | None, Col(
-        "updates",
-        "Optimizer updates per timed window, calibrated so a window lasts about window_target_s.")]
-    window_target_s: Annotated[float, Col(
-        "s",
-        "Target length of a timed window.")]
-    repeats: Annotated[int, Col(
-        "windows",
-        "Timed windows per process (all raw times are in results/windows).")]
-    warmup_windows: Annotated[int, Col(
-        "windows",
-        "Untimed windows run after the first call and before timing.")]
-    startup_s: Annotated[float | None, Col(
-        "s",
-        "Building strategy, model, optimizer and input pipeline; not in throughput.")]
-    compile_s: Annotated[float | None, Col(
-        "s",
-        "First tf.function call: tracing, graph optimisation and its first steps_per_execution "
-        "steps; not in throughput.")]
-    scaling_efficiency: Annotated[float | None, Col(
-        "1",
-        "examples_per_sec / (replicas x workers x baseline examples_per_sec); baseline: the "
-        "1-device cell of the same configuration in the same run (same per-replica batch for weak, "
-        "same global batch for strong).")]
-    scaling_efficiency_ci_low: Annotated[float | None, Col(
-        "1",
-        "Lower end of its 95% CI: Welch's t on the log process figures of the cell and of its "
-        "baseline, divided by replicas x workers.")]
-    scaling_efficiency_ci_high: Annotated[float | None, Col(
-        "1",
-        "Upper end of the same CI.")]
-    baseline_cell_id: Annotated[str | None, Col(
-        "",
-        "cell_id of that baseline (empty when none was measured in the run).")]
-    flops_per_example: Annotated[int, Col(
-        "FLOP",
-        "Analytic training FLOPs per example: forward + weight gradients + input gradients (none "
-        "for the first layer) of convolutions and matmuls, 2 FLOPs per multiply-add.")]
-    optimizer_updates_per_sec: Annotated[float | None, Col(
-        "updates/s",
-        "examples_per_sec / effective_batch.")]
-    allreduces_per_update: Annotated[float | None, Col(
-        "reductions",
-        "Cross-replica reductions per optimizer update, counted: every top-level "
-        "reduce/batch_reduce call of the strategy's cross-device ops traced into the training "
-        "function: the gradients' (micro-batch phase x accum_steps + apply phase), plus, in the ctl"
-        " loop, the loss's, one per call of steps_per_execution updates (so 1 + "
-        "1/steps_per_execution on several replicas without accumulation). Keras fit's own handling "
-        "of its logs is not counted. 0 where none is made: one device (default, one_device, or "
-        "mirrored with one replica, whose reduce TensorFlow skips).")]
-    allreduces_per_example: Annotated[float | None, Col(
-        "reductions/example",
-        "allreduces_per_update / effective_batch.")]
-    straggler_ratio: Annotated[float | None, Col(
-        "1",
-        "Median over processes of: parameter_server (asynchronous), the busiest worker's updates "
-        "over the idlest's in the timed windows (inf: a worker ran none; a slow worker runs fewer);"
-        " co-tenants, the fastest tenant's throughput over the slowest's; 1.0 for one process. Null"
-        " for synchronous multi-worker cells (multi_worker_mirrored): every worker's window ends at"
-        " the same all-reduce, so a slow worker cannot show in its own time.")]
-    updates_run: Annotated[int | None, Col(
-        "updates",
-        "Optimizer updates the loop ran in the cell (first call, calibration, warm-up and timed "
-        "windows), counted by the caller of the training function (the coordinator under "
-        "parameter_server).")]
-    optimizer_iterations: Annotated[int | None, Col(
-        "updates",
-        "optimizer.iterations after the timed windows (before the breakdown): equal to updates_run (checked) for "
-        "synchronous strategies; lower under parameter_server, where Keras 3 increments it by a "
-        "read then an assign on the ps and concurrent workers lose increments (the weight updates "
-        "themselves are atomic assign_sub ops).")]
-    cores_per_worker: Annotated[int | None, Col(
-        "cores",
-        "Cores each worker (and ps task) was given: TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS = "
-        "host_cores // (workers + ps) for local multi-worker cells; the whole host otherwise.")]
-    oversubscribed: Annotated[bool | None, Col(
-        "",
-        "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells "
-        "(each tenant gets every core) and `ab` duets (both sides share their CPUs): the figure was"
-        " measured on shared cores (the parameter-server coordinator is not counted).")]
-    hosts: Annotated[int | None, Col(
-        "machines",
-        "Distinct machines the workers ran on (1 for local processes).")]
-    tenant_examples_per_sec_min: Annotated[float | None, Col(
-        "examples/s",
-        "Co-tenancy: the slowest tenant's throughput over the span where every tenant was timing, "
-        "median over processes (equals examples_per_sec with one tenant).")]
-    tenant_examples_per_sec_max: Annotated[float | None, Col(
-        "examples/s",
-        "Co-tenancy: the fastest tenant's throughput over that span, median over processes.")]
-    tenant_share_min: Annotated[float | None, Col(
-        "1",
-        "Co-tenancy: the slowest tenant's throughput / the aggregate (1/tenants is a fair split; "
-        "1.0 with one tenant). The aggregate examples_per_sec of a co-tenant process is the sum of "
-        "each tenant's examples / seconds over its windows wholly inside the span where every "
-        "tenant was timing.")]
-    cotenancy_ratio: Annotated[float | None, Col(
-        "1",
-        "Aggregate examples_per_sec with this many tenants / examples_per_sec of the same cell "
-        "alone (tenants 1) in the same run: 1.0 means sharing the devices costs nothing in "
-        "aggregate; per tenant it is cotenancy_ratio / tenants. Null with one tenant or without "
-        "that row.")]
-    cotenancy_ratio_ci_low: Annotated[float | None, Col(
-        "1",
-        "Lower end of its 95% CI (Welch's t on the log process figures of both cells).")]
-    cotenancy_ratio_ci_high: Annotated[float | None, Col(
-        "1",
-        "Upper end of the same CI.")]
-    peak_flops_per_sec: Annotated[float | None, Col(
-        "FLOP/s",
-        "The run's matmul peak for this cell: the median over the run's peak processes (own "
-        "processes, at the start, between passes and at the end) of each one's best rate of "
-        "distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in peak_dtype on one device, scaled to"
-        " what the cell ran on: x device_count on GPUs, x peak_cores / host_cores on CPU.")]
-    peak_flops_per_sec_ci_low: Annotated[float | None, Col(
-        "FLOP/s",
-        "Lower end of the 95% CI of that peak over the peak processes (same log-t interval and "
-        "scaling).")]
-    peak_flops_per_sec_ci_high: Annotated[float | None, Col(
-        "FLOP/s",
-        "Upper end of the same CI.")]
-    peak_dtype: Annotated[str | None, Col(
-        "",
-        "Compute dtype of the peak used for mfu: the cell's (float32, bfloat16 or float16); float32"
-        " on GPUs runs as TF32 when build_info says tensor_float_32.")]
-    peak_cores: Annotated[int | None, Col(
-        "cores",
-        "CPU cores the cell's processes had in all (cores_per_worker x processes, at most "
-        "host_cores) that the CPU peak is scaled to; null on GPUs.")]
-    mfu: Annotated[float | None, Col(
-        "1",
-        "examples_per_sec x flops_per_example / peak_flops_per_sec: within a run, rows of one dtype"
-        " and core count share one peak, so their mfu differ exactly by their throughput ratio.")]
-    energy_j_per_example: Annotated[float | None, Col(
-        "J/example",
-        "GPU energy per example, median over processes: NVML total-energy counters of the GPUs the "
-        "process uses (not every GPU of the machine) over the metered span (first call, "
-        "calibration, warm-up and timed windows) / the examples trained in it; co-tenants (who "
-        "meter the same GPUs): their mean power / their aggregate examples_per_sec. Null on CPU, "
-        "for multi-worker cells and without NVML.")]
-    gpu_watts: Annotated[float | None, Col(
-        "W",
-        "Mean GPU power over the metered span (joules / seconds), median over processes; "
-        "co-tenants: the mean of the tenants' readings.")]
-    final_loss: Annotated[float | None, Col(
-        "",
-        "Loss of the last optimizer update of the last timed window (mean over the update's "
-        "effective batch).")]
-    weights_digest: Annotated[str | None, Col(
-        "",
-        "SHA-256 (first 16 hex digits) of all model weights' bytes after the timed windows (before "
-        "the breakdown, whose parts_step_s trains more updates); equal digests mean bitwise-equal "
-        "weights.")]
-    step_s: Annotated[float | None, Col(
-        "s/update",
-        "Time per optimizer update = effective_batch / examples_per_sec.")]
-    parts_step_s: Annotated[float | None, Col(
-        "s/update",
-        "The cell's own update (its training function, as in the timed windows: input, all-reduce "
-        "and optimizer step included), timed in the same process as the parts below and in the "
-        "same rounds (one window of it, then one of each part; five rounds, up to fifteen while a "
-        "part exceeds it by more than harness.formulas.breakdown.NOISE; median window), after the "
-        "timed windows, in the cell's first pass: the step whose shares the parts are, so both are "
-        "timed under the same conditions; null where the parts are not measured.")]
-    compute_s: Annotated[float | None, Col(
-        "s/update",
-        "The update's forward and backward passes as its training function runs them (the same "
-        "replica function: accum_steps micro-batches of per_replica_batch, gradients summed "
-        "locally, under strategy.run on every replica, one update per iteration of an in-graph "
-        "loop) with no cross-replica reduction, no optimizer step and no input pipeline (one "
-        "update's batch already on the devices), median over the processes that measured it; null "
-        "where it cannot be isolated (parameter_server).")]
-    allreduce_s: Annotated[float | None, Col(
-        "s/update",
-        "One cross-replica all-reduce of the model's gradient set (same shapes, dtype and "
-        "cross-device ops as the optimizer's), alone, per update; 0 with one device (no reduction);"
-        " null for parameter_server (no all-reduce: variables live on the ps tasks).")]
-    input_s: Annotated[float | None, Col(
-        "s/update",
-        "The input pipeline alone: pulling one update's micro-batches through the same distributed "
-        "iterator, per update.")]
-    dispatch_s: Annotated[float | None, Col(
-        "s/update",
-        "Host dispatch: one call of an empty function under the same strategy (strategy.run of a "
-        "constant), divided by steps_per_execution.")]
-    overlap: Annotated[float | None, Col(
-        "1",
-        "(compute_s + allreduce_s + input_s + dispatch_s - parts_step_s) / parts_step_s: > 0 when "
-        "parts overlap (e.g. input prefetched during compute), < 0 when the step holds time no part "
-        "explains (the remainder: optimizer arithmetic, synchronisation, contention).")]
-    bound: Annotated[str | None, Col(
-        "",
-        "compute, communication, input or dispatch: the part with the largest share of "
-        "parts_step_s (harness.formulas.breakdown); null when the parts are not measured, or when "
-        "a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
-        "longer than the update it is a piece of, so no verdict is given (bound_reason says "
-        "which).")]
-    bound_reason: Annotated[str | None, Col(
-        "",
-        "The figures behind bound (every part's share of parts_step_s, the overlap) and the knob "
-        "that would help (e.g. accumulation steps or another cross-device op when "
-        "communication-bound, steps_per_execution when dispatch-bound); or, with no verdict, the "
-        "part that exceeded the step.")]
-    device_kind: Annotated[str | None, Col(
-        "",
-        "GPU or CPU.")]
-    device_name: Annotated[str | None, Col(
-        "",
-        "GPU model, or CPU model for CPU runs.")]
-    device_count: Annotated[int | None, Col(
-        "devices",
-        "Physical devices the replicas ran on: GPUs, or for CPU cells one per host (logical CPU "
-        "devices and local workers share one CPU).")]
-    logical_devices: Annotated[bool | None, Col(
-        "",
-        "True when several replicas share one host's CPU (logical CPU devices, or local worker "
-        "processes): extra replicas add no compute.")]
-    host_cpu: Annotated[str | None, Col(
-        "",
-        "CPU model name.")]
-    host_cores: Annotated[int | None, Col(
-        "cores",
-        "Logical cores the OS reports.")]
-    intra_op_threads: Annotated[int | None, Col(
-        "threads",
-        "Threads of TensorFlow's intra-op pool: its tf.config setting, else TF_NUM_INTRAOP_THREADS "
-        "(local workers split the cores so), else one per CPU the process may run on (its "
-        "affinity).")]
-    inter_op_threads: Annotated[int | None, Col(
-        "threads",
-        "tf.config.threading inter-op setting (0 = default).")]
-    tf_version: Annotated[str | None, Col(
-        "",
-        "TensorFlow version.")]
-    keras_version: Annotated[str | None, Col(
-        "",
-        "Keras version.")]
-    python_version: Annotated[str | None, Col(
-        "",
-        "Python version.")]
-    build_info: Annotated[str | None, Col(
-        "JSON",
-        "CUDA/cuDNN/ROCm versions TensorFlow was built with, the NVIDIA driver, and whether float32"
-        " matmuls run as TF32 on this GPU (tensor_float_32: TensorFlow allows it, "
-        "NVIDIA_TF32_OVERRIDE is not 0 and the GPU has compute capability >= 8.0; then the float32 "
-        "peak and mfu are against TF32). NVIDIA_TF32_OVERRIDE itself is in env.")]
-    env: Annotated[str | None, Col(
-        "JSON",
-        "TF_*, NCCL_*, OMP_*, KMP_*, CUDA/HIP_VISIBLE_DEVICES, XLA_FLAGS and NVIDIA_TF32_OVERRIDE "
-        "of the worker.")]
-    fingerprint: Annotated[str | None, Col(
-        "",
-        "Hash of the stable hardware and software facts above: rows with equal fingerprints are "
-        "comparable over time.")]
+    run_id: Annotated[
+        str, Col("", "Id of the `python -m harness run` invocation (UTC start time + random suffix).")
+    ]
+    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
+    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    ab_id: Annotated[
+        str | None,
+        Col(
+            "",
+            "`python -m harness ab`: the comparison this row belongs to (also its run_id); null for "
+            "other runs.",
+        ),
+    ]
+    ab_side: Annotated[
+        str | None,
+        Col(
+            "",
+            "`ab`: A or B, the interpreter and settings this process ran under (its fingerprint, "
+            "tf_version, env say which).",
+        ),
+    ]
+    ab_pair: Annotated[
+        int | None,
+        Col(
+            "",
+            "`ab`: 0-based pair index; the pair's A and B processes ran at once (duet) or back to back "
+            "(alternate), in a random order.",
+        ),
+    ]
+    ab_mode: Annotated[
+        str | None,
+        Col(
+            "",
+            "`ab`: duet (the pair's processes ran at once, both pinned to the same CPUs, timing "
+            "together after a barrier) or alternate (one after the other, each with the whole host).",
+        ),
+    ]
+    ab_cpus: Annotated[
+        str | None,
+        Col(
+            "",
+            '`ab` duet: the host CPUs this process and its partner were pinned to, e.g. "0,1" (null: '
+            "not pinned).",
+        ),
+    ]
+    cell_id: Annotated[
+        str,
+        Col(
+            "",
+            "Stable id of the cell: "
+            "model/strategy[option]/rRwW[pP][tT]/bB/accK/loop/speS/precision/data/scaling (pP: ps "
+            "tasks, parameter_server only; tT: co-tenant processes, more than one only; gbB instead of "
+            "bB for strong scaling).",
+        ),
+    ]
+    model: Annotated[str, Col("", "cnn (Conv32-Pool-Conv64-Pool-Flatten-Dense10) or dense (784-128-10).")]
+    data: Annotated[
+        str, Col("", "synthetic (fixed-seed pool, pre-batched, repeated) or mnist (the real training split).")
+    ]
+    strategy: Annotated[
+        str,
+        Col("", "default, one_device, mirrored, central_storage, multi_worker_mirrored or parameter_server."),
+    ]
+    cross_device_ops: Annotated[
+        str,
+        Col(
+            "",
+            "Requested all-reduce for mirrored (auto, nccl, hierarchical_copy, "
+            "reduction_to_one_device); none elsewhere.",
+        ),
+    ]
+    communication: Annotated[
+        str,
+        Col(
+            "",
+            "Requested collective implementation for multi_worker_mirrored (auto, ring, nccl); none "
+            "elsewhere.",
+        ),
+    ]
+    effective_cross_device_ops: Annotated[
+        str | None,
+        Col(
+            "",
+            "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies "
+            "without one.",
+        ),
+    ]
+    nccl_transport: Annotated[
+        str | None,
+        Col(
+            "",
+            "GPU cells: the transports NCCL chose for this process's connections, from its INFO log "
+            "(P2P/CUMEM, P2P/IPC, SHM, NET/Socket, NET/IB; comma-separated); null where NCCL was not "
+            "used or the user set NCCL_DEBUG.",
+        ),
+    ]
+    replicas: Annotated[int, Col("devices", "Replicas per worker.")]
+    workers: Annotated[
+        int,
+        Col(
+            "processes",
+            "Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the"
+            " ps tasks).",
+        ),
+    ]
+    ps: Annotated[
+        int, Col("processes", "Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).")
+    ]
+    tenants: Annotated[
+        int,
+        Col(
+            "processes",
+            "Independent training processes of this cell run at once on the same devices (co-tenancy; 1"
+            " = alone). With more than one, examples_per_sec is their aggregate.",
+        ),
+    ]
+    per_replica_batch: Annotated[int, Col("examples", "Examples per replica per micro-step.")]
+    global_batch: Annotated[
+        int,
+        Col(
+            "examples",
+            "Examples per micro-step over all replicas and workers = per_replica_batch x replicas x "
+            "workers (parameter_server: one update on every worker).",
+        ),
+    ]
+    accum_steps: Annotated[
+        int,
+        Col(
+            "micro-batches",
+            "Micro-batches per optimizer update: each replica sums their gradients locally, then one "
+            "cross-replica reduction and one optimizer step.",
+        ),
+    ]
+    effective_batch: Annotated[
+        int,
+        Col(
+            "examples",
+            "Examples per optimizer update = per_replica_batch x replicas x workers x accum_steps; "
+            "parameter_server, where each worker updates on its own: per_replica_batch x replicas x "
+            "accum_steps.",
+        ),
+    ]
+    loop: Annotated[
+        str,
+        Col(
+            "",
+            "ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution "
+            "updates; fit: Keras model.fit(steps_per_execution=...) with the suite's train step (same "
+            "update as ctl).",
+        ),
+    ]
+    steps_per_execution: Annotated[
+        int, Col("updates", "Optimizer updates per tf.function call (per train_function call in fit).")
+    ]
+    precision: Annotated[str, Col("", "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")]
+    scaling: Annotated[
+        str,
+        Col(
+            "",
+            "weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
+        ),
+    ]
+    jit_compile: Annotated[
+        bool, Col("", "Whether the training function was XLA-compiled (always false so far).")
+    ]
+    optimizer: Annotated[str, Col("", "Optimizer and its settings.")]
+    learning_rate: Annotated[float, Col("", "Optimizer learning rate.")]
+    status: Annotated[
+        Status,
+        Col(
+            "",
+            "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
+            "(crashed or timed out), invalid (ran, but an integrity check failed).",
+        ),
+    ]
+    reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")]
+    examples_per_sec: Annotated[
+        float | None,
+        Col(
+            "examples/s",
+            "Median over the cell's processes of each process's figure (the median over its timed "
+            "windows of window_steps x effective_batch / window_seconds: global examples count every "
+            "replica, worker and micro-batch).",
+        ),
+    ]
+    examples_per_sec_ci_low: Annotated[
+        float | None,
+        Col(
+            "examples/s",
+            "Lower end of the 95% CI of the figure: exp(c - h), c = mean(log x_p) over the process "
+            "figures x_p, h = t(0.975, P-1) x sd(log x_p) / sqrt(P) (between- and within-process noise "
+            "of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j "
+            "this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it "
+            "then also covers run-to-run drift. Null with fewer than 2 processes and no history.",
+        ),
+    ]
+    examples_per_sec_ci_high: Annotated[float | None, Col("examples/s", "Upper end of the same CI.")]
+    ci_history_runs: Annotated[
+        int | None,
+        Col(
+            "runs",
+            "Earlier runs of the cell (same fingerprint, newest 10, status ok) whose figures widened "
+            "the CI to cover run-to-run drift; 0 when there were fewer than 2: the CI then covers this "
+            "run's processes only, and a re-run on a noisy machine can fall outside it.",
+        ),
+    ]
+    processes: Annotated[
+        int | None,
+        Col(
+            "processes",
+            "Independent measurements behind the figure: the cell ran once per pass, each time in fresh"
+            " worker processes, passes interleaved over the run (each pass a new order of the cells).",
+        ),
+    ]
+    process_examples_per_sec: Annotated[
+        list[float] | None,
+        Col(
+            "examples/s",
+            "Each process's figure, in pass order (what the CI and every ratio's CI are computed from).",
+        ),
+    ]
+    cv_between_processes: Annotated[
+        float | None,
+        Col("1", "Sample std / mean of the process figures (the noise between processes of this run)."),
+    ]
+    cv_within_process: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Median over processes of the sample std / mean of one process's window throughputs (the "
+            "noise inside one process).",
+        ),
+    ]
+    unstable: Annotated[
+        bool | None,
+        Col(
+            "",
+            "True when cv_between_processes still exceeded the run's threshold (unstable_cv) after the "
+            "most passes allowed (max_processes): its processes disagree by more than the run accepts.",
+        ),
+    ]
+    min_processes: Annotated[
+        int, Col("processes", "Passes every runnable cell gets (the protocol's processes).")
+    ]
+    max_processes: Annotated[
+        int, Col("processes", "Most passes a cell gets when its processes disagree (adaptive repeats).")
+    ]
+    wall_s: Annotated[
+        float | None,
+        Col(
+            "s",
+            "Wall time of all the cell's processes, from launch to exit, summed over passes (start-up, "
+            "compile, calibration, windows and checks).",
+        ),
+    ]
+    window_steps: Annotated[
+        int | None,
+        Col(
+            "updates",
+            "Optimizer updates per timed window, calibrated so a window lasts about window_target_s.",
+        ),
+    ]
+    window_target_s: Annotated[float, Col("s", "Target length of a timed window.")]
+    repeats: Annotated[
+        int, Col("windows", "Timed windows per process (all raw times are in results/windows).")
+    ]
+    warmup_windows: Annotated[
+        int, Col("windows", "Untimed windows run after the first call and before timing.")
+    ]
+    startup_s: Annotated[
+        float | None, Col("s", "Building strategy, model, optimizer and input pipeline; not in throughput.")
+    ]
+    compile_s: Annotated[
+        float | None,
+        Col(
+            "s",
+            "First tf.function call: tracing, graph optimisation and its first steps_per_execution "
+            "steps; not in throughput.",
+        ),
+    ]
+    scaling_efficiency: Annotated[
+        float | None,
+        Col(
+            "1",
+            "examples_per_sec / (replicas x workers x baseline examples_per_sec); baseline: the "
+            "1-device cell of the same configuration in the same run (same per-replica batch for weak, "
+            "same global batch for strong).",
+        ),
+    ]
+    scaling_efficiency_ci_low: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Lower end of its 95% CI: Welch's t on the log process figures of the cell and of its "
+            "baseline, divided by replicas x workers.",
+        ),
+    ]
+    scaling_efficiency_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    baseline_cell_id: Annotated[
+        str | None, Col("", "cell_id of that baseline (empty when none was measured in the run).")
+    ]
+    flops_per_example: Annotated[
+        int,
+        Col(
+            "FLOP",
+            "Analytic training FLOPs per example: forward + weight gradients + input gradients (none "
+            "for the first layer) of convolutions and matmuls, 2 FLOPs per multiply-add.",
+        ),
+    ]
+    optimizer_updates_per_sec: Annotated[
+        float | None, Col("updates/s", "examples_per_sec / effective_batch.")
+    ]
+    allreduces_per_update: Annotated[
+        float | None,
+        Col(
+            "reductions",
+            "Cross-replica reductions per optimizer update, counted: every top-level "
+            "reduce/batch_reduce call of the strategy's cross-device ops traced into the training "
+            "function: the gradients' (micro-batch phase x accum_steps + apply phase), plus, in the ctl"
+            " loop, the loss's, one per call of steps_per_execution updates (so 1 + "
+            "1/steps_per_execution on several replicas without accumulation). Keras fit's own handling "
+            "of its logs is not counted. 0 where none is made: one device (default, one_device, or "
+            "mirrored with one replica, whose reduce TensorFlow skips).",
+        ),
+    ]
+    allreduces_per_example: Annotated[
+        float | None, Col("reductions/example", "allreduces_per_update / effective_batch.")
+    ]
+    straggler_ratio: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Median over processes of: parameter_server (asynchronous), the busiest worker's updates "
+            "over the idlest's in the timed windows (inf: a worker ran none; a slow worker runs fewer);"
+            " co-tenants, the fastest tenant's throughput over the slowest's; 1.0 for one process. Null"
+            " for synchronous multi-worker cells (multi_worker_mirrored): every worker's window ends at"
+            " the same all-reduce, so a slow worker cannot show in its own time.",
+        ),
+    ]
+    updates_run: Annotated[
+        int | None,
+        Col(
+            "updates",
+            "Optimizer updates the loop ran in the cell (first call, calibration, warm-up and timed "
+            "windows), counted by the caller of the training function (the coordinator under "
+            "parameter_server).",
+        ),
+    ]
+    optimizer_iterations: Annotated[
+        int | None,
+        Col(
+            "updates",
+            "optimizer.iterations after the timed windows (before the breakdown): equal to updates_run (checked) for "
+            "synchronous strategies; lower under parameter_server, where Keras 3 increments it by a "
+            "read then an assign on the ps and concurrent workers lose increments (the weight updates "
+            "themselves are atomic assign_sub ops).",
+        ),
+    ]
+    cores_per_worker: Annotated[
+        int | None,
+        Col(
+            "cores",
+            "Cores each worker (and ps task) was given: TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS = "
+            "host_cores // (workers + ps) for local multi-worker cells; the whole host otherwise.",
+        ),
+    ]
+    oversubscribed: Annotated[
+        bool | None,
+        Col(
+            "",
+            "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells "
+            "(each tenant gets every core) and `ab` duets (both sides share their CPUs): the figure was"
+            " measured on shared cores (the parameter-server coordinator is not counted).",
+        ),
+    ]
+    hosts: Annotated[
+        int | None, Col("machines", "Distinct machines the workers ran on (1 for local processes).")
+    ]
+    tenant_examples_per_sec_min: Annotated[
+        float | None,
+        Col(
+            "examples/s",
+            "Co-tenancy: the slowest tenant's throughput over the span where every tenant was timing, "
+            "median over processes (equals examples_per_sec with one tenant).",
+        ),
+    ]
+    tenant_examples_per_sec_max: Annotated[
+        float | None,
+        Col(
+            "examples/s", "Co-tenancy: the fastest tenant's throughput over that span, median over processes."
+        ),
+    ]
+    tenant_share_min: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Co-tenancy: the slowest tenant's throughput / the aggregate (1/tenants is a fair split; "
+            "1.0 with one tenant). The aggregate examples_per_sec of a co-tenant process is the sum of "
+            "each tenant's examples / seconds over its windows wholly inside the span where every "
+            "tenant was timing.",
+        ),
+    ]
+    cotenancy_ratio: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Aggregate examples_per_sec with this many tenants / examples_per_sec of the same cell "
+            "alone (tenants 1) in the same run: 1.0 means sharing the devices costs nothing in "
+            "aggregate; per tenant it is cotenancy_ratio / tenants. Null with one tenant or without "
+            "that row.",
+        ),
+    ]
+    cotenancy_ratio_ci_low: Annotated[
+        float | None,
+        Col("1", "Lower end of its 95% CI (Welch's t on the log process figures of both cells)."),
+    ]
+    cotenancy_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    peak_flops_per_sec: Annotated[
+        float | None,
+        Col(
+            "FLOP/s",
+            "The run's matmul peak for this cell: the median over the run's peak processes (own "
+            "processes, at the start, between passes and at the end) of each one's best rate of "
+            "distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in peak_dtype on one device, scaled to"
+            " what the cell ran on: x device_count on GPUs, x peak_cores / host_cores on CPU.",
+        ),
+    ]
+    peak_flops_per_sec_ci_low: Annotated[
+        float | None,
+        Col(
+            "FLOP/s",
+            "Lower end of the 95% CI of that peak over the peak processes (same log-t interval and scaling).",
+        ),
+    ]
+    peak_flops_per_sec_ci_high: Annotated[float | None, Col("FLOP/s", "Upper end of the same CI.")]
+    peak_dtype: Annotated[
+        str | None,
+        Col(
+            "",
+            "Compute dtype of the peak used for mfu: the cell's (float32, bfloat16 or float16); float32"
+            " on GPUs runs as TF32 when build_info says tensor_float_32.",
+        ),
+    ]
+    peak_cores: Annotated[
+        int | None,
+        Col(
+            "cores",
+            "CPU cores the cell's processes had in all (cores_per_worker x processes, at most "
+            "host_cores) that the CPU peak is scaled to; null on GPUs.",
+        ),
+    ]
+    mfu: Annotated[
+        float | None,
+        Col(
+            "1",
+            "examples_per_sec x flops_per_example / peak_flops_per_sec: within a run, rows of one dtype"
+            " and core count share one peak, so their mfu differ exactly by their throughput ratio.",
+        ),
+    ]
+    energy_j_per_example: Annotated[
+        float | None,
+        Col(
+            "J/example",
+            "GPU energy per example, median over processes: NVML total-energy counters of the GPUs the "
+            "process uses (not every GPU of the machine) over the metered span (first call, "
+            "calibration, warm-up and timed windows) / the examples trained in it; co-tenants (who "
+            "meter the same GPUs): their mean power / their aggregate examples_per_sec. Null on CPU, "
+            "for multi-worker cells and without NVML.",
+        ),
+    ]
+    gpu_watts: Annotated[
+        float | None,
+        Col(
+            "W",
+            "Mean GPU power over the metered span (joules / seconds), median over processes; "
+            "co-tenants: the mean of the tenants' readings.",
+        ),
+    ]
+    final_loss: Annotated[
+        float | None,
+        Col(
+            "",
+            "Loss of the last optimizer update of the last timed window (mean over the update's "
+            "effective batch).",
+        ),
+    ]
+    weights_digest: Annotated[
+        str | None,
+        Col(
+            "",
+            "SHA-256 (first 16 hex digits) of all model weights' bytes after the timed windows (before "
+            "the breakdown, whose parts_step_s trains more updates); equal digests mean bitwise-equal "
+            "weights.",
+        ),
+    ]
+    step_s: Annotated[
+        float | None, Col("s/update", "Time per optimizer update = effective_batch / examples_per_sec.")
+    ]
+    parts_step_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "The cell's own update (its training function, as in the timed windows: input, all-reduce "
+            "and optimizer step included), timed in the same process as the parts below and in the "
+            "same rounds (one window of it, then one of each part; five rounds, up to fifteen while a "
+            "part exceeds it by more than harness.formulas.breakdown.NOISE; median window), after the "
+            "timed windows, in the cell's first pass: the step whose shares the parts are, so both are "
+            "timed under the same conditions; null where the parts are not measured.",
+        ),
+    ]
+    compute_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "The update's forward and backward passes as its training function runs them (the same "
+            "replica function: accum_steps micro-batches of per_replica_batch, gradients summed "
+            "locally, under strategy.run on every replica, one update per iteration of an in-graph "
+            "loop) with no cross-replica reduction, no optimizer step and no input pipeline (one "
+            "update's batch already on the devices), median over the processes that measured it; null "
+            "where it cannot be isolated (parameter_server).",
+        ),
+    ]
+    allreduce_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "One cross-replica all-reduce of the model's gradient set (same shapes, dtype and "
+            "cross-device ops as the optimizer's), alone, per update; 0 with one device (no reduction);"
+            " null for parameter_server (no all-reduce: variables live on the ps tasks).",
+        ),
+    ]
+    input_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "The input pipeline alone: pulling one update's micro-batches through the same distributed "
+            "iterator, per update.",
+        ),
+    ]
+    dispatch_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "Host dispatch: one call of an empty function under the same strategy (strategy.run of a "
+            "constant), divided by steps_per_execution.",
+        ),
+    ]
+    overlap: Annotated[
+        float | None,
+        Col(
+            "1",
+            "(compute_s + allreduce_s + input_s + dispatch_s - parts_step_s) / parts_step_s: > 0 when "
+            "parts overlap (e.g. input prefetched during compute), < 0 when the step holds time no part "
+            "explains (the remainder: optimizer arithmetic, synchronisation, contention).",
+        ),
+    ]
+    bound: Annotated[
+        str | None,
+        Col(
+            "",
+            "compute, communication, input or dispatch: the part with the largest share of "
+            "parts_step_s (harness.formulas.breakdown); null when the parts are not measured, or when "
+            "a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
+            "longer than the update it is a piece of, so no verdict is given (bound_reason says "
+            "which).",
+        ),
+    ]
+    bound_reason: Annotated[
+        str | None,
+        Col(
+            "",
+            "The figures behind bound (every part's share of parts_step_s, the overlap) and the knob "
+            "that would help (e.g. accumulation steps or another cross-device op when "
+            "communication-bound, steps_per_execution when dispatch-bound); or, with no verdict, the "
+            "part that exceeded the step.",
+        ),
+    ]
+    device_kind: Annotated[str | None, Col("", "GPU or CPU.")]
+    device_name: Annotated[str | None, Col("", "GPU model, or CPU model for CPU runs.")]
+    device_count: Annotated[
+        int | None,
+        Col(
+            "devices",
+            "Physical devices the replicas ran on: GPUs, or for CPU cells one per host (logical CPU "
+            "devices and local workers share one CPU).",
+        ),
+    ]
+    logical_devices: Annotated[
+        bool | None,
+        Col(
+            "",
+            "True when several replicas share one host's CPU (logical CPU devices, or local worker "
+            "processes): extra replicas add no compute.",
+        ),
+    ]
+    host_cpu: Annotated[str | None, Col("", "CPU model name.")]
+    host_cores: Annotated[int | None, Col("cores", "Logical cores the OS reports.")]
+    intra_op_threads: Annotated[
+        int | None,
+        Col(
+            "threads",
+            "Threads of TensorFlow's intra-op pool: its tf.config setting, else TF_NUM_INTRAOP_THREADS "
+            "(local workers split the cores so), else one per CPU the process may run on (its "
+            "affinity).",
+        ),
+    ]
+    inter_op_threads: Annotated[
+        int | None, Col("threads", "tf.config.threading inter-op setting (0 = default).")
+    ]
+    tf_version: Annotated[str | None, Col("", "TensorFlow version.")]
+    keras_version: Annotated[str | None, Col("", "Keras version.")]
+    python_version: Annotated[str | None, Col("", "Python version.")]
+    build_info: Annotated[
+        str | None,
+        Col(
+            "JSON",
+            "CUDA/cuDNN/ROCm versions TensorFlow was built with, the NVIDIA driver, and whether float32"
+            " matmuls run as TF32 on this GPU (tensor_float_32: TensorFlow allows it, "
+            "NVIDIA_TF32_OVERRIDE is not 0 and the GPU has compute capability >= 8.0; then the float32 "
+            "peak and mfu are against TF32). NVIDIA_TF32_OVERRIDE itself is in env.",
+        ),
+    ]
+    env: Annotated[
+        str | None,
+        Col(
+            "JSON",
+            "TF_*, NCCL_*, OMP_*, KMP_*, CUDA/HIP_VISIBLE_DEVICES, XLA_FLAGS and NVIDIA_TF32_OVERRIDE "
+            "of the worker.",
+        ),
+    ]
+    fingerprint: Annotated[
+        str | None,
+        Col(
+            "",
+            "Hash of the stable hardware and software facts above: rows with equal fingerprints are "
+            "comparable over time.",
+        ),
+    ]
 
 
-WindowRow = TypedDict("WindowRow", {
-    "run_id": Annotated[str, Col(
-        "",
-        "As in the cells table.")],
-    "cell_id": Annotated[str, Col(
-        "",
-        "As in the cells table.")],
-    "worker": Annotated[int, Col(
-        "",
-        "Worker index (0 for single-process strategies; one row per worker and window otherwise); "
-        "for co-tenant cells the tenant index, each tenant's own windows (every window is kept; the"
-        " aggregate uses those inside the tenants' common span).")],
-    "pass": Annotated[int, Col(
-        "",
-        "0-based pass of the run in which this window's process ran (a cell runs once per pass, so "
-        "the pass identifies its process); for `ab` rows, the pair index.")],
-    "ab_side": Annotated[str | None, Col(
-        "",
-        "`ab`: A or B, the side whose process timed this window (null for other runs).")],
-    "repeat": Annotated[int, Col(
-        "",
-        "0-based index of the timed window within its process.")],
-    "window_steps": Annotated[int, Col(
-        "updates",
-        "Optimizer updates in the window.")],
-    "start_s": Annotated[float | None, Col(
-        "s",
-        "Start of the window on the host's monotonic clock (comparable between processes of one "
-        "host, not between hosts or boots).")],
-    "window_s": Annotated[float, Col(
-        "s",
-        "Wall time of the window: from the previous host sync to this window's host sync (single "
-        "process), or between the cross-worker barriers around it (multi-worker: the same for every"
-        " worker).")],
-    "worker_s": Annotated[float | None, Col(
-        "s",
-        "This worker's own time in the window: from the start barrier to its own host sync (equals "
-        "window_s in a single process; null under parameter_server).")],
-    "worker_updates": Annotated[int | None, Col(
-        "updates",
-        "parameter_server: the updates this worker ran in the window (they sum to window_steps); "
-        "null elsewhere.")],
-    "examples": Annotated[int, Col(
-        "examples",
-        "Global examples processed in the window (all replicas, workers and micro-batches).")],
-    "examples_per_sec": Annotated[float | None, Col(
-        "examples/s",
-        "examples / window_s.")],
-}, total=False)
+WindowRow = TypedDict(
+    "WindowRow",
+    {
+        "run_id": Annotated[str, Col("", "As in the cells table.")],
+        "cell_id": Annotated[str, Col("", "As in the cells table.")],
+        "worker": Annotated[
+            int,
+            Col(
+                "",
+                "Worker index (0 for single-process strategies; one row per worker and window otherwise); "
+                "for co-tenant cells the tenant index, each tenant's own windows (every window is kept; the"
+                " aggregate uses those inside the tenants' common span).",
+            ),
+        ],
+        "pass": Annotated[
+            int,
+            Col(
+                "",
+                "0-based pass of the run in which this window's process ran (a cell runs once per pass, so "
+                "the pass identifies its process); for `ab` rows, the pair index.",
+            ),
+        ],
+        "ab_side": Annotated[
+            str | None,
+            Col("", "`ab`: A or B, the side whose process timed this window (null for other runs)."),
+        ],
+        "repeat": Annotated[int, Col("", "0-based index of the timed window within its process.")],
+        "window_steps": Annotated[int, Col("updates", "Optimizer updates in the window.")],
+        "start_s": Annotated[
+            float | None,
+            Col(
+                "s",
+                "Start of the window on the host's monotonic clock (comparable between processes of one "
+                "host, not between hosts or boots).",
+            ),
+        ],
+        "window_s": Annotated[
+            float,
+            Col(
+                "s",
+                "Wall time of the window: from the previous host sync to this window's host sync (single "
+                "process), or between the cross-worker barriers around it (multi-worker: the same for every"
+                " worker).",
+            ),
+        ],
+        "worker_s": Annotated[
+            float | None,
+            Col(
+                "s",
+                "This worker's own time in the window: from the start barrier to its own host sync (equals "
+                "window_s in a single process; null under parameter_server).",
+            ),
+        ],
+        "worker_updates": Annotated[
+            int | None,
+            Col(
+                "updates",
+                "parameter_server: the updates this worker ran in the window (they sum to window_steps); "
+                "null elsewhere.",
+            ),
+        ],
+        "examples": Annotated[
+            int,
+            Col(
+                "examples",
+                "Global examples processed in the window (all replicas, workers and micro-batches).",
+            ),
+        ],
+        "examples_per_sec": Annotated[float | None, Col("examples/s", "examples / window_s.")],
+    },
+    total=False,
+)
 """One row of the windows table: one timed window of one worker process. (Functional syntax: ``pass`` is a keyword.)"""
 
 
 class CollectiveRow(TypedDict, total=False):
     """One row of the collectives table: one all-reduce payload of one topology (``run --sweep collectives``)."""
 
-    run_id: Annotated[str, Col(
-        "",
-        "Id of the run.")]
-    timestamp: Annotated[str, Col(
-        "ISO 8601 UTC",
-        "When the row was written.")]
-    suite_version: Annotated[str, Col(
-        "",
-        "harness version and git commit of the suite that measured.")]
-    fingerprint: Annotated[str | None, Col(
-        "",
-        "Hardware/software fingerprint (as in cells).")]
-    device_kind: Annotated[str | None, Col(
-        "",
-        "GPU or CPU.")]
-    device_name: Annotated[str | None, Col(
-        "",
-        "GPU model, or CPU model.")]
-    host_cores: Annotated[int | None, Col(
-        "cores",
-        "Logical cores the OS reports.")]
-    tf_version: Annotated[str | None, Col(
-        "",
-        "TensorFlow version.")]
-    status: Annotated[Status, Col(
-        "",
-        "ok (measured, sum checked), unsupported, failed or invalid (the all-reduce returned a "
-        "wrong sum).")]
-    reason: Annotated[str, Col(
-        "",
-        "Why the row is not ok (empty when ok).")]
-    strategy: Annotated[str, Col(
-        "",
-        "mirrored (cross-device ops across the replicas of one process) or multi_worker_mirrored "
-        "(collectives across worker processes).")]
-    op: Annotated[str, Col(
-        "",
-        "Requested cross_device_ops (mirrored: auto, nccl, hierarchical_copy, "
-        "reduction_to_one_device) or communication (multi_worker_mirrored: auto, ring, nccl).")]
-    effective_op: Annotated[str | None, Col(
-        "",
-        "What the strategy object really used, e.g. CollectiveAllReduce(RING).")]
-    replicas: Annotated[int, Col(
-        "devices",
-        "Replicas per worker.")]
-    workers: Annotated[int, Col(
-        "processes",
-        "Worker processes.")]
-    devices: Annotated[int, Col(
-        "devices",
-        "n = replicas x workers, the all-reduce's participants.")]
-    payload: Annotated[str, Col(
-        "",
-        "bytes (one float32 tensor of the row's size, the size sweep) or a model's gradient set "
-        "(cnn, dense: one tensor per trainable variable, as the optimizer hands them over).")]
-    tensors: Annotated[int | None, Col(
-        "tensors",
-        "Tensors reduced in one all-reduce call.")]
-    bytes: Annotated[int | None, Col(
-        "bytes",
-        "Bytes each participant contributes to one all-reduce (the nccl-tests size).")]
-    time_s: Annotated[float | None, Col(
-        "s",
-        "Median over processes of each process's median time of one all-reduce (timed in-graph "
-        "loops of calls, each window ending with a host sync).")]
-    time_s_ci_low: Annotated[float | None, Col(
-        "s",
-        "Lower end of the 95% CI of time_s over processes (log-scale Student t, as "
-        "examples_per_sec).")]
-    time_s_ci_high: Annotated[float | None, Col(
-        "s",
-        "Upper end of the same CI.")]
-    processes: Annotated[int | None, Col(
-        "processes",
-        "Independent processes behind time_s.")]
-    process_time_s: Annotated[list[float] | None, Col(
-        "s",
-        "Each process's figure, in pass order.")]
-    algbw_gbps: Annotated[float | None, Col(
-        "GB/s",
-        "bytes / time_s / 1e9 (nccl-tests algorithm bandwidth).")]
-    busbw_gbps: Annotated[float | None, Col(
-        "GB/s",
-        "algbw_gbps x 2(n-1)/n (nccl-tests bus bandwidth of an all-reduce: comparable with the "
-        "link's bandwidth whatever n).")]
-    calls: Annotated[int | None, Col(
-        "all-reduces",
-        "All-reduce calls per timed window.")]
-    max_rel_error: Annotated[float | None, Col(
-        "1",
-        "Worst |result - expected| / expected over the checked elements (participant k contributes "
-        "k + 1, so the sum is n(n+1)/2).")]
+    run_id: Annotated[str, Col("", "Id of the run.")]
+    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
+    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint (as in cells).")]
+    device_kind: Annotated[str | None, Col("", "GPU or CPU.")]
+    device_name: Annotated[str | None, Col("", "GPU model, or CPU model.")]
+    host_cores: Annotated[int | None, Col("cores", "Logical cores the OS reports.")]
+    tf_version: Annotated[str | None, Col("", "TensorFlow version.")]
+    status: Annotated[
+        Status,
+        Col(
+            "",
+            "ok (measured, sum checked), unsupported, failed or invalid (the all-reduce returned a "
+            "wrong sum).",
+        ),
+    ]
+    reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")]
+    strategy: Annotated[
+        str,
+        Col(
+            "",
+            "mirrored (cross-device ops across the replicas of one process) or multi_worker_mirrored "
+            "(collectives across worker processes).",
+        ),
+    ]
+    op: Annotated[
+        str,
+        Col(
+            "",
+            "Requested cross_device_ops (mirrored: auto, nccl, hierarchical_copy, "
+            "reduction_to_one_device) or communication (multi_worker_mirrored: auto, ring, nccl).",
+        ),
+    ]
+    effective_op: Annotated[
+        str | None, Col("", "What the strategy object really used, e.g. CollectiveAllReduce(RING).")
+    ]
+    replicas: Annotated[int, Col("devices", "Replicas per worker.")]
+    workers: Annotated[int, Col("processes", "Worker processes.")]
+    devices: Annotated[int, Col("devices", "n = replicas x workers, the all-reduce's participants.")]
+    payload: Annotated[
+        str,
+        Col(
+            "",
+            "bytes (one float32 tensor of the row's size, the size sweep) or a model's gradient set "
+            "(cnn, dense: one tensor per trainable variable, as the optimizer hands them over).",
+        ),
+    ]
+    tensors: Annotated[int | None, Col("tensors", "Tensors reduced in one all-reduce call.")]
+    bytes: Annotated[
+        int | None,
+        Col("bytes", "Bytes each participant contributes to one all-reduce (the nccl-tests size)."),
+    ]
+    time_s: Annotated[
+        float | None,
+        Col(
+            "s",
+            "Median over processes of each process's median time of one all-reduce (timed in-graph "
+            "loops of calls, each window ending with a host sync).",
+        ),
+    ]
+    time_s_ci_low: Annotated[
+        float | None,
+        Col(
+            "s",
+            "Lower end of the 95% CI of time_s over processes (log-scale Student t, as examples_per_sec).",
+        ),
+    ]
+    time_s_ci_high: Annotated[float | None, Col("s", "Upper end of the same CI.")]
+    processes: Annotated[int | None, Col("processes", "Independent processes behind time_s.")]
+    process_time_s: Annotated[list[float] | None, Col("s", "Each process's figure, in pass order.")]
+    algbw_gbps: Annotated[float | None, Col("GB/s", "bytes / time_s / 1e9 (nccl-tests algorithm bandwidth).")]
+    busbw_gbps: Annotated[
+        float | None,
+        Col(
+            "GB/s",
+            "algbw_gbps x 2(n-1)/n (nccl-tests bus bandwidth of an all-reduce: comparable with the "
+            "link's bandwidth whatever n).",
+        ),
+    ]
+    calls: Annotated[int | None, Col("all-reduces", "All-reduce calls per timed window.")]
+    max_rel_error: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Worst |result - expected| / expected over the checked elements (participant k contributes "
+            "k + 1, so the sum is n(n+1)/2).",
+        ),
+    ]

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.spec.cell import Cell
 from harness.contract.records import Status
+from harness.spec.cell import Cell
 
 PARTS = ("compute_s", "allreduce_s", "input_s", "dispatch_s")
 """The parts of an update (s per update)."""
@@ -62,17 +62,29 @@ class Bound:
 
 
 BOUNDS: tuple[Bound, ...] = (
-    Bound("compute", "compute_s",
-          "a faster device, lower precision (mixed_bfloat16 / mixed_float16), or more replicas on "
-          "devices that add compute (logical CPU devices share one CPU's cores and add none)"),
-    Bound("communication", "allreduce_s",
-          "more accumulation steps or a larger per-replica batch (fewer all-reduces per example), "
-          "or another cross-device op / communication (compare them with --sweep collectives)"),
-    Bound("input", "input_s",
-          "a faster input pipeline (cache, prefetch, parallel map) or synthetic data to confirm"),
-    Bound("dispatch", "dispatch_s",
-          "more steps_per_execution (one host dispatch per call of that many updates) or a larger "
-          "batch per update"),
+    Bound(
+        "compute",
+        "compute_s",
+        "a faster device, lower precision (mixed_bfloat16 / mixed_float16), or more replicas on "
+        "devices that add compute (logical CPU devices share one CPU's cores and add none)",
+    ),
+    Bound(
+        "communication",
+        "allreduce_s",
+        "more accumulation steps or a larger per-replica batch (fewer all-reduces per example), "
+        "or another cross-device op / communication (compare them with --sweep collectives)",
+    ),
+    Bound(
+        "input",
+        "input_s",
+        "a faster input pipeline (cache, prefetch, parallel map) or synthetic data to confirm",
+    ),
+    Bound(
+        "dispatch",
+        "dispatch_s",
+        "more steps_per_execution (one host dispatch per call of that many updates) or a larger "
+        "batch per update",
+    ),
 )
 
 
@@ -122,9 +134,11 @@ def verdict(step_s: float, parts: Mapping[str, float]) -> tuple[str | None, str]
     bad = excess(step_s, parts)
     if bad:
         named = " and ".join(f"{name} ({s:.0%})" for name, s in bad.items())
-        return None, (f"no verdict: {named} timed alone took longer than the whole update it was "
-                      f"timed with (more than 100% + {NOISE:.0%} for timing noise), so the parts "
-                      f"are not pieces of that update; {figures}")
+        return None, (
+            f"no verdict: {named} timed alone took longer than the whole update it was "
+            f"timed with (more than 100% + {NOISE:.0%} for timing noise), so the parts "
+            f"are not pieces of that update; {figures}"
+        )
     top = max(BOUNDS, key=lambda b: share[b.name])
     return top.name, f"{top.name}-bound: {figures}; try {top.advice}"
 
@@ -140,5 +154,9 @@ def columns(cell: Cell, row: Mapping[str, Any]) -> dict[str, Any]:
     if not reference or parts is None:
         return out
     bound, reason = verdict(reference, parts)
-    return {**out, "overlap": (sum(parts.values()) - reference) / reference, "bound": bound,
-            "bound_reason": reason}
+    return {
+        **out,
+        "overlap": (sum(parts.values()) - reference) / reference,
+        "bound": bound,
+        "bound_reason": reason,
+    }

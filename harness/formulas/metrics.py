@@ -36,8 +36,12 @@ def median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float)))
 
 
-def bootstrap_ci(values: Sequence[float], confidence: float = CONFIDENCE,
-                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: Sequence[float],
+    confidence: float = CONFIDENCE,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of the median, same unit as ``values``.
 
     Resamples ``values`` with replacement ``resamples`` times (fixed ``seed``: reproducible) and takes
@@ -77,7 +81,7 @@ def mfu(examples_per_sec: float, flops_per_example: float, peak_flops_per_sec: f
 
 def matmul_flops(n: int) -> int:
     """FLOPs of one n x n by n x n matrix product: 2 n^3."""
-    return 2 * n ** 3
+    return 2 * n**3
 
 
 def straggler_ratio(per_worker_seconds: Sequence[Sequence[float]]) -> float:

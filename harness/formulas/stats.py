@@ -77,7 +77,7 @@ class Ratio:
     n_a: int
     n_b: int
 
-    def scaled(self, factor: float) -> "Ratio":
+    def scaled(self, factor: float) -> Ratio:
         """The ratio times a constant (e.g. 1/devices for scaling efficiency)."""
         return Ratio(self.value * factor, self.low * factor, self.high * factor, self.n_a, self.n_b)
 
@@ -91,7 +91,7 @@ class Ratio:
         return outside and big
 
     def verdict(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> str:
-        """"higher", "lower" or "no measurable difference" (also when there is no CI)."""
+        """ "higher", "lower" or "no measurable difference" (also when there is no CI)."""
         if not self.distinguishable(reference, min_effect):
             return "no measurable difference"
         return "higher" if self.value > reference else "lower"
@@ -123,8 +123,9 @@ def figure(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
     return Estimate(med, math.exp(centre - half), math.exp(centre + half), int(x.size))
 
 
-def figure_with_history(values: Sequence[float], earlier: Sequence[float],
-                        confidence: float = CONFIDENCE) -> tuple[Estimate, int]:
+def figure_with_history(
+    values: Sequence[float], earlier: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[Estimate, int]:
     """:func:`figure` of this run's process figures, its CI widened to the spread of run figures
     when ``earlier`` (figures of earlier runs, newest last) holds at least MIN_HISTORY_RUNS;
     returns the estimate and the earlier runs used (0: the CI covers this run's processes only)."""
@@ -147,7 +148,7 @@ def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:
     sa, sb = var_a / n_a, var_b / n_b
     if sa + sb == 0:
         return math.inf
-    return (sa + sb) ** 2 / (sa ** 2 / (n_a - 1) + sb ** 2 / (n_b - 1))
+    return (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
 
 
 def ratio(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> Ratio:
@@ -175,9 +176,12 @@ def cv(values: Sequence[float]) -> float:
     return float(np.std(x, ddof=1) / np.mean(x))
 
 
-def hierarchical_bootstrap_ci(windows_by_process: Sequence[Sequence[float]],
-                              confidence: float = CONFIDENCE, resamples: int = 10_000,
-                              seed: int = 0) -> tuple[float, float]:
+def hierarchical_bootstrap_ci(
+    windows_by_process: Sequence[Sequence[float]],
+    confidence: float = CONFIDENCE,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile CI of the median of per-process medians, resampling processes with replacement
     and then windows inside each chosen process. Kept to compare coverage (see the module doc)."""
     groups = [np.asarray(w, dtype=float) for w in windows_by_process if len(w)]
@@ -187,7 +191,8 @@ def hierarchical_bootstrap_ci(windows_by_process: Sequence[Sequence[float]],
     stats = np.empty(resamples)
     for r in range(resamples):
         chosen = rng.integers(0, len(groups), size=len(groups))
-        stats[r] = np.median([np.median(groups[i][rng.integers(0, groups[i].size, groups[i].size)])
-                              for i in chosen])
+        stats[r] = np.median(
+            [np.median(groups[i][rng.integers(0, groups[i].size, groups[i].size)]) for i in chosen]
+        )
     lo, hi = np.quantile(stats, [(1 - confidence) / 2, (1 + confidence) / 2])
     return float(lo), float(hi)

@@ -66,13 +66,21 @@ class Mode:
     text: str
 
 
-MODES = {m.name: m for m in (
-    Mode("duet", True, "A and B at once, both pinned to the same half of the host's CPUs (the "
-         "other half from pair to pair), meeting after their first call so that they calibrate "
-         "and time their windows together, sharing the CPUs: whatever slows the CPUs slows both"),
-    Mode("alternate", False, "A and B one after the other, each with the whole host, in the "
-         "pair's order"),
-)}
+MODES = {
+    m.name: m
+    for m in (
+        Mode(
+            "duet",
+            True,
+            "A and B at once, both pinned to the same half of the host's CPUs (the "
+            "other half from pair to pair), meeting after their first call so that they calibrate "
+            "and time their windows together, sharing the CPUs: whatever slows the CPUs slows both",
+        ),
+        Mode(
+            "alternate", False, "A and B one after the other, each with the whole host, in the pair's order"
+        ),
+    )
+}
 """``ab --mode``: duet is the default (README, "Two builds now": its pairs vary several times less
 here); cells of several processes (multi-worker, co-tenants) always alternate."""
 
@@ -90,7 +98,7 @@ def duet_cpus(cpus: Sequence[int], pair: int) -> tuple[int, ...]:
     half = len(ordered) // 2
     if half == 0:
         return tuple(ordered)
-    return tuple(ordered[half * (pair % 2):half * (pair % 2 + 1)])
+    return tuple(ordered[half * (pair % 2) : half * (pair % 2 + 1)])
 
 
 def usable_cpus() -> tuple[int, ...]:
@@ -128,16 +136,24 @@ def _hardware_differs(a: CellRow, b: CellRow) -> str:
 def _pinned(folder: str, index: int, cpus: tuple[int, ...]) -> Launcher:
     """A launcher of one duet side's single worker: pinned to ``cpus`` (shared with its partner),
     meeting its partner at the start barrier."""
-    launch = Launch(((TENANT_BARRIER_ENV, folder),), index=index, cores=len(cpus),
-                    oversubscribed=True, meet=2, cpus=cpus)
+    launch = Launch(
+        ((TENANT_BARRIER_ENV, folder),), index=index, cores=len(cpus), oversubscribed=True, meet=2, cpus=cpus
+    )
     return lambda cell, options, name: run_worker(cell, options, name, launch)
 
 
 class _Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
-    def __init__(self, files: RunFiles, base: CellRow, protocol: Protocol,
-                 options: WorkerOptions, sides: dict[str, Side], launcher: Launcher) -> None:
+    def __init__(
+        self,
+        files: RunFiles,
+        base: CellRow,
+        protocol: Protocol,
+        options: WorkerOptions,
+        sides: dict[str, Side],
+        launcher: Launcher,
+    ) -> None:
         self.files, self.base, self.protocol = files, base, protocol
         self.options, self.sides, self.launcher = options, sides, launcher
         self.written = 0
@@ -147,20 +163,27 @@ class _Pairs:
         (end,) = list(each_cell([cell], options, launcher, prefix=f"{side}{pair}-"))
         return end
 
-    def _store(self, end: CellEnd, side: str, pair: int, mode: Mode,
-               cpus: tuple[int, ...] | None) -> CellRow:
+    def _store(self, end: CellEnd, side: str, pair: int, mode: Mode, cpus: tuple[int, ...] | None) -> CellRow:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
         cell = end.cell
-        row = end.row if end.event == Event.RECORD else not_measured_row(
-            cell, self.protocol, Status.FAILED, end.reason, end.facts)
-        row = {**aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s,
-                                                               end.launch_s)]),
-               **self.base, "ab_side": side, "ab_pair": pair, "ab_mode": mode.name,
-               "ab_cpus": None if cpus is None else ",".join(map(str, cpus)),
-               "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        row = (
+            end.row
+            if end.event == Event.RECORD
+            else not_measured_row(cell, self.protocol, Status.FAILED, end.reason, end.facts)
+        )
+        row = {
+            **aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s, end.launch_s)]),
+            **self.base,
+            "ab_side": side,
+            "ab_pair": pair,
+            "ab_mode": mode.name,
+            "ab_cpus": None if cpus is None else ",".join(map(str, cpus)),
+            "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
         self.files.write_row(self.written, row)
-        windows: list[WindowRow] = [{**w, "run_id": self.base["run_id"], "pass": pair, "ab_side": side}
-                   for w in end.windows]
+        windows: list[WindowRow] = [
+            {**w, "run_id": self.base["run_id"], "pass": pair, "ab_side": side} for w in end.windows
+        ]
         self.files.write_windows(self.written, windows)
         self.written += 1
         return row
@@ -170,6 +193,7 @@ class _Pairs:
         cpus = duet_cpus(usable_cpus(), pair)
         ends: dict[str, CellEnd] = {}
         with tempfile.TemporaryDirectory(prefix="harness-duet-") as folder:
+
             def side(i: int, name: str) -> None:
                 ends[name] = self._end(cell, name, pair, _pinned(folder, i, cpus))
 
@@ -180,11 +204,15 @@ class _Pairs:
         """One pair's rows, by side."""
         if mode.concurrent:
             return self._duet(cell, pair, order, mode)
-        return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None)
-                for s in order}
+        return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None) for s in order}
 
-    def cell(self, outcome: CellOutcome, rule: ab.Rule, orders: Sequence[str],
-             report: Callable[[CellOutcome, str], None]) -> None:
+    def cell(
+        self,
+        outcome: CellOutcome,
+        rule: ab.Rule,
+        orders: Sequence[str],
+        report: Callable[[CellOutcome, str], None],
+    ) -> None:
         """Pairs of ``outcome.cell`` until decided, failed or out of ``orders``; ``outcome`` holds
         every finished pair at each moment (a Ctrl-C keeps them)."""
         cell = outcome.cell
@@ -199,8 +227,10 @@ class _Pairs:
             if differs:
                 outcome.failure = f"the sides ran on different hardware ({differs})"
                 break
-            outcome.software = {s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}"
-                                for s, r in rows.items()}
+            outcome.software = {
+                s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}"
+                for s, r in rows.items()
+            }
             outcome.ratios.append(_figure(rows["B"]) / _figure(rows["A"]))
             outcome.decision = ab.decide(outcome.ratios, rule)
             report(outcome, order)
@@ -215,18 +245,29 @@ def _figure(row: CellRow) -> float:
     return value
 
 
-def run_ab(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path, a: Side,
-           b: Side, rule: ab.Rule, mode: Mode = MODES["duet"],
-           launcher: Launcher = run_cell_processes,
-           report: Callable[[CellOutcome, str], None] = lambda outcome, order: None) -> AbResult:
+def run_ab(
+    cells: Sequence[Cell],
+    protocol: Protocol,
+    platform: Platform,
+    out: Path,
+    a: Side,
+    b: Side,
+    rule: ab.Rule,
+    mode: Mode = MODES["duet"],
+    launcher: Launcher = run_cell_processes,
+    report: Callable[[CellOutcome, str], None] = lambda outcome, order: None,
+) -> AbResult:
     """Pairs of A and B processes per runnable cell, in ``mode``, until decided or
     ``rule.max_pairs``; every process's row stored under ``out`` (run_id = ab_id). Unsupported
     cells are skipped (``list`` shows them). ``launcher`` starts alternate pairs' processes."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     result = AbResult(new_run_id(now))
     files = RunFiles(out, now.strftime("%Y-%m-%d"), result.ab_id)
-    base: CellRow = {"run_id": result.ab_id, "ab_id": result.ab_id,
-            "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
+    base: CellRow = {
+        "run_id": result.ab_id,
+        "ab_id": result.ab_id,
+        "suite_version": f"{__version__}+{git_sha() or 'unknown'}",
+    }
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
     pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)
     runnable = [c for c, why in plan(cells, platform) if why is None]

@@ -87,8 +87,12 @@ class ClusterConfig:
 
     def tf_config(self) -> str:
         """The TF_CONFIG of this task, as JSON."""
-        return json.dumps({"cluster": {k: list(v) for k, v in self.spec},
-                           "task": {"type": self.task_type, "index": self.task_index}})
+        return json.dumps(
+            {
+                "cluster": {k: list(v) for k, v in self.spec},
+                "task": {"type": self.task_type, "index": self.task_index},
+            }
+        )
 
 
 def host_of(address: str) -> str:
@@ -98,39 +102,52 @@ def host_of(address: str) -> str:
 
 def parse_tf_config(text: str) -> ClusterConfig:
     """A ClusterConfig from TF_CONFIG's JSON, or HarnessError naming what is wrong and what is expected."""
-    example = ('expected JSON like {"cluster": {"worker": ["host1:2222", "host2:2222"]}, '
-               '"task": {"type": "worker", "index": 0}}')
+    example = (
+        'expected JSON like {"cluster": {"worker": ["host1:2222", "host2:2222"]}, '
+        '"task": {"type": "worker", "index": 0}}'
+    )
     try:
         config = json.loads(text)
     except json.JSONDecodeError as e:
         raise HarnessError(f"TF_CONFIG is not JSON ({e}); {example}.") from None
     if not isinstance(config, dict) or not isinstance(config.get("cluster"), dict):
-        raise HarnessError(f"TF_CONFIG has no \"cluster\" object; {example}.")
+        raise HarnessError(f'TF_CONFIG has no "cluster" object; {example}.')
     cluster: Mapping[str, Any] = config["cluster"]
     unknown = sorted(set(cluster) - set(TASK_TYPES))
     if unknown:
-        raise HarnessError(f"TF_CONFIG cluster has task type(s) {unknown}; expected only "
-                        f"{', '.join(TASK_TYPES)}.")
+        raise HarnessError(
+            f"TF_CONFIG cluster has task type(s) {unknown}; expected only {', '.join(TASK_TYPES)}."
+        )
     for kind, addresses in cluster.items():
-        if (not isinstance(addresses, list) or not addresses
-                or not all(isinstance(a, str) and ":" in a for a in addresses)):
-            raise HarnessError(f"TF_CONFIG cluster[{kind!r}] is {addresses!r}; expected a non-empty list "
-                            "of \"host:port\" strings.")
+        if (
+            not isinstance(addresses, list)
+            or not addresses
+            or not all(isinstance(a, str) and ":" in a for a in addresses)
+        ):
+            raise HarnessError(
+                f"TF_CONFIG cluster[{kind!r}] is {addresses!r}; expected a non-empty list "
+                'of "host:port" strings.'
+            )
     if "worker" not in cluster:
-        raise HarnessError(f"TF_CONFIG cluster has no \"worker\" list; {example}.")
+        raise HarnessError(f'TF_CONFIG cluster has no "worker" list; {example}.')
     if "ps" in cluster and "chief" not in cluster:
-        raise HarnessError("TF_CONFIG has ps tasks but no chief: a parameter-server cluster needs "
-                        "one \"chief\" task (the coordinator), workers and ps tasks.")
+        raise HarnessError(
+            "TF_CONFIG has ps tasks but no chief: a parameter-server cluster needs "
+            'one "chief" task (the coordinator), workers and ps tasks.'
+        )
     if len(cluster.get("chief", ())) > 1:
         raise HarnessError(f"TF_CONFIG lists {len(cluster['chief'])} chiefs; expected at most 1.")
     task = config.get("task")
     if not isinstance(task, dict) or task.get("type") not in cluster:
-        raise HarnessError(f"TF_CONFIG task is {task!r}; expected {{\"type\": one of "
-                        f"{', '.join(cluster)}, \"index\": ...}}.")
+        raise HarnessError(
+            f'TF_CONFIG task is {task!r}; expected {{"type": one of {", ".join(cluster)}, "index": ...}}.'
+        )
     index = task.get("index", 0)
     if not isinstance(index, int) or not 0 <= index < len(cluster[task["type"]]):
-        raise HarnessError(f"TF_CONFIG task index is {index!r}; expected 0..{len(cluster[task['type']]) - 1} "
-                        f"for the {len(cluster[task['type']])} {task['type']} task(s).")
+        raise HarnessError(
+            f"TF_CONFIG task index is {index!r}; expected 0..{len(cluster[task['type']]) - 1} "
+            f"for the {len(cluster[task['type']])} {task['type']} task(s)."
+        )
     spec = tuple((k, tuple(cluster[k])) for k in TASK_TYPES if k in cluster)
     return ClusterConfig(spec, task["type"], index)
 
@@ -140,9 +157,11 @@ def read_tf_config(environ: Mapping[str, str] | None = None) -> ClusterConfig:
     environ = os.environ if environ is None else environ
     text = environ.get("TF_CONFIG")
     if not text:
-        raise HarnessError("--cluster tf_config needs the TF_CONFIG environment variable, set by the "
-                        "scheduler for each process; it is not set. Use --cluster local to run "
-                        "every process on this machine.")
+        raise HarnessError(
+            "--cluster tf_config needs the TF_CONFIG environment variable, set by the "
+            "scheduler for each process; it is not set. Use --cluster local to run "
+            "every process on this machine."
+        )
     return parse_tf_config(text)
 
 
@@ -153,6 +172,8 @@ def slurm_jobs(tasks: int, ps: int) -> dict[str, int]:
     if ps <= 0:
         return {"worker": tasks}
     if tasks < ps + 2:
-        raise HarnessError(f"--ps {ps} needs at least {ps + 2} Slurm tasks (a chief, {ps} ps and a "
-                        f"worker); this job step has {tasks}.")
+        raise HarnessError(
+            f"--ps {ps} needs at least {ps + 2} Slurm tasks (a chief, {ps} ps and a "
+            f"worker); this job step has {tasks}."
+        )
     return {"chief": 1, "ps": ps, "worker": tasks - 1 - ps}

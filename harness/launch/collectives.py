@@ -37,16 +37,23 @@ from harness.spec.protocol import Platform, Protocol
 from harness.spec.schedule import pass_order
 
 
-def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platform, out: Path,
-                    max_bytes: int = DEFAULT_MAX_BYTES, launcher: Launcher = run_cell_processes,
-                    progress: Progress | None = None) -> RunResult:
+def run_collectives(
+    cells: Sequence[Cell],
+    protocol: Protocol,
+    platform: Platform,
+    out: Path,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    launcher: Launcher = run_cell_processes,
+    progress: Progress | None = None,
+) -> RunResult:
     """Time every runnable topology's payloads in interleaved passes; write every row (unsupported
     topologies too) under ``out/collectives``. A topology whose process fails is not run again."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     result = RunResult(new_run_id(now))
     files = RunFiles(out, now.strftime("%Y-%m-%d"), result.run_id)
-    options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.run_id,
-                            collectives_max_bytes=max_bytes)
+    options = WorkerOptions(
+        protocol, platform, out / "logs" / files.date / result.run_id, collectives_max_bytes=max_bytes
+    )
     planned = plan(cells, platform)
     runnable = [c for c, why in planned if why is None]
     reports: dict[str, list[ProcessRow]] = {c.id: [] for c in runnable}
@@ -55,12 +62,17 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
     t0 = time.monotonic()
     try:
         for k in range(protocol.processes):
-            todo = [c for c in pass_order(runnable, k, protocol.seed)
-                    if all(r.get("status") == Status.OK for r in reports[c.id])]
-            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-",
-                                 label=topology_label):
-                row: ProcessRow = (cast(ProcessRow, end.row) if end.event == Event.RECORD else
-                                   {"status": Status.FAILED, "reason": end.reason})
+            todo = [
+                c
+                for c in pass_order(runnable, k, protocol.seed)
+                if all(r.get("status") == Status.OK for r in reports[c.id])
+            ]
+            for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-", label=topology_label):
+                row: ProcessRow = (
+                    cast(ProcessRow, end.row)
+                    if end.event == Event.RECORD
+                    else {"status": Status.FAILED, "reason": end.reason}
+                )
                 reports[end.cell.id].append(row)
                 facts[end.cell.id] = end.facts or facts.get(end.cell.id)
     except KeyboardInterrupt:
@@ -69,16 +81,27 @@ def run_collectives(cells: Sequence[Cell], protocol: Protocol, platform: Platfor
         progress.close()
         _write(result, files, planned, reports, facts)
     result.not_run = sum(1 for c in runnable if not reports[c.id])
-    print(f"time: {time.monotonic() - t0:.0f} s for {len(runnable)} topologies x "
-          f"{protocol.processes} processes", flush=True)
+    print(
+        f"time: {time.monotonic() - t0:.0f} s for {len(runnable)} topologies x "
+        f"{protocol.processes} processes",
+        flush=True,
+    )
     return result
 
 
-def _write(result: RunResult, files: RunFiles, planned: Sequence[tuple[Cell, str | None]],
-           reports: dict[str, list[ProcessRow]], facts: dict[str, Facts | None]) -> None:
-    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    base: CollectiveRow = {"run_id": result.run_id, "timestamp": stamp,
-            "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
+def _write(
+    result: RunResult,
+    files: RunFiles,
+    planned: Sequence[tuple[Cell, str | None]],
+    reports: dict[str, list[ProcessRow]],
+    facts: dict[str, Facts | None],
+) -> None:
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    base: CollectiveRow = {
+        "run_id": result.run_id,
+        "timestamp": stamp,
+        "suite_version": f"{__version__}+{git_sha() or 'unknown'}",
+    }
     known = next((f for f in facts.values() if f), None)
     for cell, why in planned:
         if why is not None:

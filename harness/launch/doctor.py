@@ -45,15 +45,21 @@ def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> lis
     for strategy, op in local_probes(replicas):
         d = got.get((strategy, op))
         if d is None:
-            out.append(Probe(strategy, op, replicas, ProbeStatus.FAILS, f"the probe process {ended} before "
-                             "this probe reported (it may have crashed in it)"))
+            out.append(
+                Probe(
+                    strategy,
+                    op,
+                    replicas,
+                    ProbeStatus.FAILS,
+                    f"the probe process {ended} before this probe reported (it may have crashed in it)",
+                )
+            )
         else:
             out.append(Probe(strategy, op, replicas, d["status"], d["detail"], d.get("effective", "")))
     return out
 
 
-def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, Any]], str]]
-                    ) -> Probe:
+def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, Any]], str]]) -> Probe:
     """One MultiWorkerMirrored probe from its workers' lines: works only if every worker says so."""
     results = []
     for i, (lines, ended) in enumerate(per_worker):
@@ -63,15 +69,34 @@ def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, An
     replicas = len(per_worker)
     if not bad:
         d = results[0][1] or {}
-        return Probe(WORKER_PROBE_STRATEGY, communication, replicas, ProbeStatus.WORKS, d.get("detail", ""),
-                     d.get("effective", ""), workers=len(per_worker))
+        return Probe(
+            WORKER_PROBE_STRATEGY,
+            communication,
+            replicas,
+            ProbeStatus.WORKS,
+            d.get("detail", ""),
+            d.get("effective", ""),
+            workers=len(per_worker),
+        )
     i, d, ended = bad[0]
     if d is None:
-        return Probe(WORKER_PROBE_STRATEGY, communication, replicas, ProbeStatus.FAILS,
-                     f"worker {i}: the probe process {ended} before reporting",
-                     workers=len(per_worker))
-    return Probe(WORKER_PROBE_STRATEGY, communication, replicas, d["status"],
-                 f"worker {i}: {d['detail']}", d.get("effective", ""), workers=len(per_worker))
+        return Probe(
+            WORKER_PROBE_STRATEGY,
+            communication,
+            replicas,
+            ProbeStatus.FAILS,
+            f"worker {i}: the probe process {ended} before reporting",
+            workers=len(per_worker),
+        )
+    return Probe(
+        WORKER_PROBE_STRATEGY,
+        communication,
+        replicas,
+        d["status"],
+        f"worker {i}: {d['detail']}",
+        d.get("effective", ""),
+        workers=len(per_worker),
+    )
 
 
 def ended_as(returncode: int | None, stderr_tail: str) -> str:
@@ -86,37 +111,41 @@ def ended_as(returncode: int | None, stderr_tail: str) -> str:
     return how + (f" ({last[0][:200]})" if last else "")
 
 
-def examine(device: str = "auto", replica_counts: list[int] | None = None,
-            timeout_s: float = 180.0) -> Report:
+def examine(
+    device: str = "auto", replica_counts: list[int] | None = None, timeout_s: float = 180.0
+) -> Report:
     """Run every probe process and assemble the report (takes a minute or two on 2 cores)."""
     facts, kind, gpu_count, counts = _facts(device, replica_counts, timeout_s)
     probes: list[Probe] = []
     for r in counts:
-        res = run_probe_processes([["local", kind, str(r)]], [{} if kind == "GPU" else CPU_ENV],
-                                  timeout_s)[0]
+        res = run_probe_processes([["local", kind, str(r)]], [{} if kind == "GPU" else CPU_ENV], timeout_s)[0]
         probes += collect_local(r, res.lines, ended_as(res.returncode, res.stderr_tail))
     probes += _worker_probes(kind, gpu_count, timeout_s)
     os_list = gpus.os_gpus()
     procs, nvml = gpus.gpu_processes()
-    return Report(facts, os_list, procs, nvml, probes,
-                  warnings(facts, os_list, procs, {os.getpid()}, probes))
+    return Report(facts, os_list, procs, nvml, probes, warnings(facts, os_list, procs, {os.getpid()}, probes))
 
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
 
 
 def _ask_facts(kind: str, replicas: int, timeout_s: float) -> dict[str, Any]:
-    res = run_probe_processes([["facts", kind, str(replicas)]], [CPU_ENV if kind == "CPU" else {}],
-                              timeout_s)[0]
+    res = run_probe_processes(
+        [["facts", kind, str(replicas)]], [CPU_ENV if kind == "CPU" else {}], timeout_s
+    )[0]
     found = next((d for d in res.lines if d.get("kind") == "facts"), None)
     if found is None:
-        raise HarnessError("TensorFlow could not report its devices: the probe process "
-                           f"{ended_as(res.returncode, res.stderr_tail)}", EXIT_FAILURE)
+        raise HarnessError(
+            "TensorFlow could not report its devices: the probe process "
+            f"{ended_as(res.returncode, res.stderr_tail)}",
+            EXIT_FAILURE,
+        )
     return found
 
 
-def _facts(device: str, replica_counts: list[int] | None, timeout_s: float
-           ) -> tuple[dict[str, Any], str, int, list[int]]:
+def _facts(
+    device: str, replica_counts: list[int] | None, timeout_s: float
+) -> tuple[dict[str, Any], str, int, list[int]]:
     """(facts, device type probed, GPU count, replica counts); HarnessError on a bad request."""
     if device == "cpu":
         counts = replica_counts or default_replica_counts(0)
@@ -124,13 +153,16 @@ def _facts(device: str, replica_counts: list[int] | None, timeout_s: float
     facts = _ask_facts("GPU", 1, timeout_s)
     gpu_count = sum(1 for d in facts["physical"] if d["type"] == "GPU")
     if device == "gpu" and gpu_count == 0:
-        raise HarnessError("Received --device=gpu, but TensorFlow sees no GPU; expected "
-                           "--device cpu or auto.")
+        raise HarnessError(
+            "Received --device=gpu, but TensorFlow sees no GPU; expected --device cpu or auto."
+        )
     kind = "GPU" if gpu_count else "CPU"
     counts = replica_counts or default_replica_counts(gpu_count)
     if kind == "GPU" and max(counts) > gpu_count:
-        raise HarnessError(f"Received --replicas {','.join(map(str, counts))}; this machine "
-                           f"has {gpu_count} GPU(s); expected counts from 1 to {gpu_count}.")
+        raise HarnessError(
+            f"Received --replicas {','.join(map(str, counts))}; this machine "
+            f"has {gpu_count} GPU(s); expected counts from 1 to {gpu_count}."
+        )
     if kind == "CPU":  # list the logical devices of the largest count
         facts = _ask_facts("CPU", max(counts), timeout_s)
     return facts, kind, gpu_count, counts
@@ -144,18 +176,26 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
         if not communications:
-            probes.append(Probe(WORKER_PROBE_STRATEGY, "-", MWMS_WORKERS, SKIPPED,
-                                f"needs {MWMS_WORKERS} GPUs, one per local worker",
-                                workers=MWMS_WORKERS))
+            probes.append(
+                Probe(
+                    WORKER_PROBE_STRATEGY,
+                    "-",
+                    MWMS_WORKERS,
+                    SKIPPED,
+                    f"needs {MWMS_WORKERS} GPUs, one per local worker",
+                    workers=MWMS_WORKERS,
+                )
+            )
     cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
     platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1)
     for comm in communications:
         cell = Cell(strategy=WORKER_PROBE_STRATEGY, communication=comm, workers=MWMS_WORKERS)
         addresses = [f"127.0.0.1:{p}" for p in free_ports(MWMS_WORKERS)]
-        envs = [cluster_env(cell, cell.tasks, addresses, i, cores, platform)
-                for i in range(MWMS_WORKERS)]
-        results = run_probe_processes([["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS,
-                                      envs, timeout_s)
-        probes.append(collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail))
-                                             for r in results]))
+        envs = [cluster_env(cell, cell.tasks, addresses, i, cores, platform) for i in range(MWMS_WORKERS)]
+        results = run_probe_processes(
+            [["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS, envs, timeout_s
+        )
+        probes.append(
+            collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail)) for r in results])
+        )
     return probes

@@ -47,8 +47,9 @@ def gpu_processes() -> tuple[list[GpuProcess], str]:
         found = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            procs = (list(pynvml.nvmlDeviceGetComputeRunningProcesses(handle))
-                     + list(pynvml.nvmlDeviceGetGraphicsRunningProcesses(handle)))
+            procs = list(pynvml.nvmlDeviceGetComputeRunningProcesses(handle)) + list(
+                pynvml.nvmlDeviceGetGraphicsRunningProcesses(handle)
+            )
             for p in procs:
                 used = getattr(p, "usedGpuMemory", None)
                 found.append(GpuProcess(i, int(p.pid), int(used) if used else None))

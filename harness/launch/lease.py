@@ -56,8 +56,12 @@ def lease_address(config: ClusterConfig) -> tuple[str, int]:
     SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
     kind, index = config.chief_task
     host = host_of(config.jobs[kind][index])
-    ports = [int(a.rsplit(":", 1)[1]) for addresses in config.jobs.values() for a in addresses
-             if host_of(a) == host]
+    ports = [
+        int(a.rsplit(":", 1)[1])
+        for addresses in config.jobs.values()
+        for a in addresses
+        if host_of(a) == host
+    ]
     return host, max(ports) + 1
 
 
@@ -69,8 +73,12 @@ def cluster_digest(config: ClusterConfig) -> str:
 def server_names(config: ClusterConfig) -> list[str]:
     """``"<type> <index>"`` of every task with the server role (none outside parameter-server
     clusters)."""
-    return [f"{kind} {i}" for kind, addresses in config.spec for i in range(len(addresses))
-            if ClusterConfig(config.spec, kind, i).role == Role.SERVER]
+    return [
+        f"{kind} {i}"
+        for kind, addresses in config.spec
+        for i in range(len(addresses))
+        if ClusterConfig(config.spec, kind, i).role == Role.SERVER
+    ]
 
 
 def lease_line(kind: str, *fields: object) -> bytes:
@@ -111,8 +119,9 @@ class RunLease:
         self._expected = set(server_names(config))
         self._linger_s = linger_s
         if socket.has_dualstack_ipv6():
-            self._listener = socket.create_server(("", self.port), family=socket.AF_INET6,
-                                                  dualstack_ipv6=True)
+            self._listener = socket.create_server(
+                ("", self.port), family=socket.AF_INET6, dualstack_ipv6=True
+            )
         else:
             self._listener = socket.create_server(("", self.port))
         self._listener.settimeout(LEASE_POLL_S)
@@ -178,11 +187,12 @@ class RunLease:
             self._thread.join()
             self._listener.close()
 
-    def __enter__(self) -> "RunLease":
+    def __enter__(self) -> RunLease:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.finish(1)
 
 
@@ -198,14 +208,16 @@ def _send_finished(conn: socket.socket, code: int) -> None:
 def _keepalive(conn: socket.socket) -> None:
     """TCP keepalive with :data:`LEASE_KEEPALIVE_S` where the platform has the options."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for option, value in zip(("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), LEASE_KEEPALIVE_S,
-                             strict=True):
+    for option, value in zip(
+        ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), LEASE_KEEPALIVE_S, strict=True
+    ):
         if hasattr(socket, option):
             conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
-def wait_for_chief(config: ClusterConfig, connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S,
-                   retry_s: float = LEASE_RETRY_S) -> ChiefEnd:
+def wait_for_chief(
+    config: ClusterConfig, connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S, retry_s: float = LEASE_RETRY_S
+) -> ChiefEnd:
     """A server's side of the run lease: connect to the chief's lease (retrying every ``retry_s``
     seconds for up to ``connect_timeout_s`` seconds while it is not there, or something else
     answers), then block until the chief's run is over. Returns how it ended."""
@@ -217,8 +229,11 @@ def wait_for_chief(config: ClusterConfig, connect_timeout_s: float = LEASE_CONNE
     while True:
         if why:
             if time.monotonic() > deadline:
-                return ChiefEnd(False, None, f"no run lease of this cluster's chief at {where} after "
-                                             f"{connect_timeout_s:g} s ({why})")
+                return ChiefEnd(
+                    False,
+                    None,
+                    f"no run lease of this cluster's chief at {where} after {connect_timeout_s:g} s ({why})",
+                )
             time.sleep(retry_s)
         try:
             conn = socket.create_connection((host, port), timeout=LEASE_IO_TIMEOUT_S)
@@ -248,5 +263,9 @@ def wait_for_chief(config: ClusterConfig, connect_timeout_s: float = LEASE_CONNE
                 why = e.strerror or str(e)
             except ValueError as e:
                 why = "connection closed" if not line else str(e)
-            return ChiefEnd(False, None, f"lost the chief's run lease at {where} without its "
-                                         f"'{LEASE_FINISHED}' ({why}): the chief died or its host is gone")
+            return ChiefEnd(
+                False,
+                None,
+                f"lost the chief's run lease at {where} without its "
+                f"'{LEASE_FINISHED}' ({why}): the chief died or its host is gone",
+            )

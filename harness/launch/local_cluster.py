@@ -63,15 +63,18 @@ def is_oversubscribed(cell: Cell, cores: int, host_cores: int) -> bool:
     return cores * (cell.workers + cell.ps) > host_cores
 
 
-def cluster_env(cell: Cell, tasks: Sequence[Task], addresses: list[str], position: int, cores: int,
-                platform: Platform) -> dict[str, str]:
+def cluster_env(
+    cell: Cell, tasks: Sequence[Task], addresses: list[str], position: int, cores: int, platform: Platform
+) -> dict[str, str]:
     """Environment of local task ``tasks[position]``: TF_CONFIG, its thread counts, its device mask
     (compute task c gets GPUs c*replicas .. c*replicas + replicas - 1; other tasks none)."""
     task = tasks[position]
     env = {
-        "TF_CONFIG": json.dumps({"cluster": cluster_spec(tasks, addresses),
-                                 "task": {"type": task.type, "index": task.index}}),
-        "TF_NUM_INTRAOP_THREADS": str(cores), "OMP_NUM_THREADS": str(cores),
+        "TF_CONFIG": json.dumps(
+            {"cluster": cluster_spec(tasks, addresses), "task": {"type": task.type, "index": task.index}}
+        ),
+        "TF_NUM_INTRAOP_THREADS": str(cores),
+        "OMP_NUM_THREADS": str(cores),
     }
     training = [t for t in tasks if t.type in cell.kind.training_tasks]
     compute = training.index(task) if task in training else None
@@ -126,8 +129,7 @@ class _Cluster:
         has joined; -> shutdown once the chief has its record."""
         if self.deadline.phase == Phase.STARTUP and self._all(Event.START, self.procs):
             self.deadline.enter(Phase.RENDEZVOUS, protocol.rendezvous_timeout_s)
-        if (self.deadline.phase == Phase.RENDEZVOUS
-                and self._all(Event.JOINED, range(len(self.tasks)))):
+        if self.deadline.phase == Phase.RENDEZVOUS and self._all(Event.JOINED, range(len(self.tasks))):
             self.deadline.enter(Phase.CELL, protocol.cell_timeout_s, self.cell.id)
         if self.deadline.phase == Phase.CELL and self.recorded:
             self.deadline.enter(Phase.SHUTDOWN, FINISH_GRACE_S)
@@ -135,16 +137,17 @@ class _Cluster:
     def _exited_wrongly(self, i: int) -> bool:
         """Task i exited when it must not have: with an error, or a server at all."""
         code = self.procs[i].returncode
-        return code is not None and (code != 0 or (self.tasks[i].role == Role.SERVER
-                                                   and not self.recorded))
+        return code is not None and (code != 0 or (self.tasks[i].role == Role.SERVER and not self.recorded))
 
     def outcome(self) -> str | None:
         """None while the cell goes on; "" when it is over with a record; else what went wrong."""
         dead = [i for i in self.procs if self._exited_wrongly(i)]
         if dead:
             proc = self.procs[dead[0]]
-            return (f"{self.tasks[dead[0]].label} exited with {signal_text(proc.returncode or 0)} "
-                    f"during {self.deadline.text}; its log {proc.log_path}: {proc.tail()}")
+            return (
+                f"{self.tasks[dead[0]].label} exited with {signal_text(proc.returncode or 0)} "
+                f"during {self.deadline.text}; its log {proc.log_path}: {proc.tail()}"
+            )
         running = [i for i, p in self.procs.items() if p.running]
         if all(self.tasks[i].role == Role.SERVER for i in running) and (self.recorded or not running):
             return "" if self.recorded else f"every task exited without a record during {self.deadline.text}"
@@ -154,8 +157,11 @@ class _Cluster:
 
     def _who_is_missing(self) -> str:
         everyone = range(len(self.tasks))
-        absent = [self.tasks[i].label for i in everyone
-                  if i not in self.procs or Event.START not in self.seen.get(i, ())]
+        absent = [
+            self.tasks[i].label
+            for i in everyone
+            if i not in self.procs or Event.START not in self.seen.get(i, ())
+        ]
         waiting = [self.tasks[i].label for i in self.procs if Event.JOINED not in self.seen.get(i, ())]
         if absent:
             return f" ({', '.join(absent)} not there)"
@@ -192,8 +198,12 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
         return
     if culprit.startswith("deadline"):
         culprit += "; stopped with " + ", ".join(f"{cluster.tasks[i].label}: {h}" for i, h in hows.items())
-    yield {"event": Event.FAILED, "cell_id": cell.id, "facts": cluster.facts,
-           "reason": culprit or "the chief exited without a record"}
+    yield {
+        "event": Event.FAILED,
+        "cell_id": cell.id,
+        "facts": cluster.facts,
+        "reason": culprit or "the chief exited without a record",
+    }
 
 
 def _start_tasks(cluster: _Cluster, options: WorkerOptions, name: str, folder: Path) -> None:
@@ -206,7 +216,12 @@ def _start_tasks(cluster: _Cluster, options: WorkerOptions, name: str, folder: P
     for i, task in enumerate(tasks):
         if i != missing:
             env = cluster_env(cell, tasks, addresses, i, cores, options.platform)
-            launch = Launch(tuple(env.items()), task.role, i, cores, 1,
-                            is_oversubscribed(cell, cores, host_cores))
-            cluster.procs[i] = start_worker(Job(cell, options, launch, injected_fault()), folder,
-                                            f"{name}-{task.type}{task.index}", cluster.deadline)
+            launch = Launch(
+                tuple(env.items()), task.role, i, cores, 1, is_oversubscribed(cell, cores, host_cores)
+            )
+            cluster.procs[i] = start_worker(
+                Job(cell, options, launch, injected_fault()),
+                folder,
+                f"{name}-{task.type}{task.index}",
+                cluster.deadline,
+            )

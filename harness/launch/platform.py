@@ -40,8 +40,8 @@ def parse_nvidia_smi_list(text: str, visible: str | None = None) -> NvidiaGpus:
     ids = tuple(migs) + tuple(g for g in gpus if g not in with_mig)
     if visible is not None:
         entries = tuple(v.strip() for v in visible.split(",") if v.strip())
-        usable = entries[:entries.index("-1")] if "-1" in entries else entries
-        ids = usable[:len(ids)]
+        usable = entries[: entries.index("-1")] if "-1" in entries else entries
+        ids = usable[: len(ids)]
     return NvidiaGpus(ids, any(i.startswith("MIG-") for i in ids) or (bool(migs) and visible is None))
 
 
@@ -67,7 +67,9 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         raise HarnessError(f"Received --device={device!r}; expected one of: {', '.join(DEVICE_CHOICES)}.")
     found = nvidia_gpus() if device != "cpu" else NvidiaGpus()
     if device == "gpu" and not found.ids:
-        raise HarnessError("Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto.")
+        raise HarnessError(
+            "Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto."
+        )
     if not found.ids:
         return Platform("cpu", 0, cpu_devices)
     return Platform("gpu", len(found.ids), cpu_devices, found.ids, found.mig)
@@ -77,8 +79,12 @@ def git_sha() -> str:
     """Short commit of the suite's checkout, or "" outside git."""
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip() if out.returncode == 0 else ""

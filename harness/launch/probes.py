@@ -23,17 +23,26 @@ class ProbeResult:
     stderr_tail: str
 
 
-def run_probe_processes(argvs: list[list[str]], envs: list[dict[str, str]], timeout_s: float,
-                        module: str = PROBE_MODULE) -> list[ProbeResult]:
+def run_probe_processes(
+    argvs: list[list[str]], envs: list[dict[str, str]], timeout_s: float, module: str = PROBE_MODULE
+) -> list[ProbeResult]:
     """Start ``python -m <module>`` + each argv at once (with its extra environment),
     wait for all up to ``timeout_s``, stop the rest; returns each one's JSON lines, exit status
     and log tail."""
     with tempfile.TemporaryDirectory(prefix="harness-probe-") as tmpdir:
         folder = Path(tmpdir)
         deadline = Deadline(Phase.PROBE, timeout_s)
-        procs = [Process(["-m", module, *argv], env, folder / f"probe-{i}.log",
-                         folder / f"probe-{i}.jsonl", events_on_stdout=True, deadline=deadline)
-                 for i, (argv, env) in enumerate(zip(argvs, envs, strict=True))]
+        procs = [
+            Process(
+                ["-m", module, *argv],
+                env,
+                folder / f"probe-{i}.log",
+                folder / f"probe-{i}.jsonl",
+                events_on_stdout=True,
+                deadline=deadline,
+            )
+            for i, (argv, env) in enumerate(zip(argvs, envs, strict=True))
+        ]
         while any(p.running for p in procs) and not deadline.overdue:
             time.sleep(POLL_S)
         codes = [p.returncode for p in procs]

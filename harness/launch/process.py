@@ -102,9 +102,16 @@ class Process:
     """One child process (``python`` + ``argv``, ``env`` added to ours): its events, its log, its
     phase and deadline (see the module docstring)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, events_path: Path,
-                 events_on_stdout: bool = False, deadline: Deadline | None = None,
-                 python: str | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        events_path: Path,
+        events_on_stdout: bool = False,
+        deadline: Deadline | None = None,
+        python: str | None = None,
+    ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         events_path.touch()
         self.log_path, self.events_path = log_path, events_path
@@ -112,10 +119,14 @@ class Process:
         self._offset, self._partial = 0, ""
         with open(log_path, "wb") as log, open(events_path, "ab") as events:
             self.proc = subprocess.Popen(
-                [python or sys.executable, *argv], stdout=events if events_on_stdout else log,
-                stderr=log if events_on_stdout else subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **WORKER_ENV, **env}, start_new_session=True,
-                preexec_fn=_die_with_parent)
+                [python or sys.executable, *argv],
+                stdout=events if events_on_stdout else log,
+                stderr=log if events_on_stdout else subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **WORKER_ENV, **env},
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
 
     def read(self) -> list[dict[str, Any]]:
         """The complete JSON lines appended since the last call (other lines are skipped)."""
@@ -196,8 +207,7 @@ def nccl_log_env(platform: Platform, folder: Path, ours: Mapping[str, str]) -> d
     (:mod:`harness.worker.nccl`); nothing on CPUs or where the user set NCCL_DEBUG."""
     if platform.device_kind != "gpu" or "NCCL_DEBUG" in ours:
         return {}
-    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT",
-            "NCCL_DEBUG_FILE": str(folder / "nccl.%p.log")}
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT", "NCCL_DEBUG_FILE": str(folder / "nccl.%p.log")}
 
 
 def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = None) -> Process:
@@ -210,6 +220,11 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
     env.update(nccl_log_env(job.options.platform, folder, {**os.environ, **env}))
     if job.options.python:  # another interpreter finds this harness through PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
-    return Process(["-m", "harness.worker", str(job_path), str(events_path)], env,
-                   job.options.log_dir / f"{name}.log", events_path, deadline=deadline,
-                   python=job.options.python)
+    return Process(
+        ["-m", "harness.worker", str(job_path), str(events_path)],
+        env,
+        job.options.log_dir / f"{name}.log",
+        events_path,
+        deadline=deadline,
+        python=job.options.python,
+    )

@@ -50,8 +50,10 @@ class _ClockColumn(ProgressColumn):
         self.owner = owner
 
     def render(self, task: Task) -> Text:
-        return Text(f"elapsed {format_eta(self.owner.elapsed())}  ETA {self.owner.eta_text()}",
-                    style="progress.remaining")
+        return Text(
+            f"elapsed {format_eta(self.owner.elapsed())}  ETA {self.owner.eta_text()}",
+            style="progress.remaining",
+        )
 
 
 class Progress:
@@ -65,9 +67,14 @@ class Progress:
     for tests. Call :meth:`close` (or use it as a context manager) to end the bar.
     """
 
-    def __init__(self, total: int, stream: TextIO | None = None, width: int = 20,
-                 force_terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        width: int = 20,
+        force_terminal: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.total, self.done = total, 0
         self.clock = clock
         self.stream = stream or sys.stderr
@@ -141,8 +148,9 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def _start(self, current: str) -> None:
@@ -152,8 +160,9 @@ class Progress:
             BarColumn(bar_width=self.width, table_column=Column(no_wrap=True)),
             MofNCompleteColumn(table_column=Column(no_wrap=True)),
             _ClockColumn(self),
-            TextColumn("{task.description}", markup=False,
-                       table_column=Column(overflow="ellipsis")),  # the one to shorten
+            TextColumn(
+                "{task.description}", markup=False, table_column=Column(overflow="ellipsis")
+            ),  # the one to shorten
             console=console,
         )
         self._task = self._bar.add_task(current, total=self.total, completed=self.done)

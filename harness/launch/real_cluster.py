@@ -55,22 +55,32 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
     (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), run in a
     child process (:mod:`harness.worker.slurm`). Tasks on a node get ports ``port_base``,
     ``port_base + 1``, ...; with GPUs, the resolver's GPU split."""
-    missing = [v for v in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST",
-                           "SLURM_STEP_TASKS_PER_NODE") if v not in os.environ]
+    missing = [
+        v
+        for v in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
+        if v not in os.environ
+    ]
     if missing:
-        raise HarnessError(f"--cluster slurm must run inside a Slurm job step (srun); "
-                           f"{', '.join(missing)} not set.")
+        raise HarnessError(
+            f"--cluster slurm must run inside a Slurm job step (srun); {', '.join(missing)} not set."
+        )
     jobs = slurm_jobs(int(os.environ["SLURM_STEP_NUM_TASKS"]), ps)
     with tempfile.TemporaryDirectory(prefix="harness-slurm-") as tmpdir:
         folder = Path(tmpdir)
-        proc = Process(["-m", "harness.worker.slurm", json.dumps(jobs), str(gpus_per_node), str(port_base)],
-                       {}, folder / "resolver.log", folder / "resolver.jsonl", events_on_stdout=True,
-                       deadline=Deadline(Phase.STARTUP, RESOLVER_TIMEOUT_S))
+        proc = Process(
+            ["-m", "harness.worker.slurm", json.dumps(jobs), str(gpus_per_node), str(port_base)],
+            {},
+            folder / "resolver.log",
+            folder / "resolver.jsonl",
+            events_on_stdout=True,
+            deadline=Deadline(Phase.STARTUP, RESOLVER_TIMEOUT_S),
+        )
         how = "already exited" if proc.wait(RESOLVER_TIMEOUT_S) is not None else proc.stop()
         found = proc.read()
         if not found:
-            raise HarnessError("SlurmClusterResolver could not run: " + proc.failure(how, "resolver"),
-                               EXIT_FAILURE)
+            raise HarnessError(
+                "SlurmClusterResolver could not run: " + proc.failure(how, "resolver"), EXIT_FAILURE
+            )
     answer = found[0]
     if "error" in answer:
         raise HarnessError(answer["error"])
@@ -88,21 +98,32 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
     between the tasks on this host, and its device mask (the Slurm resolver's GPU split; none for a
     parameter-server coordinator or ps task, or a CPU run; else as inherited from the scheduler)."""
     cores = max(1, host_cores // config.tasks_on_my_host)
-    env = {"TF_CONFIG": config.tf_config(), "TF_NUM_INTRAOP_THREADS": str(cores),
-           "OMP_NUM_THREADS": str(cores)}
+    env = {
+        "TF_CONFIG": config.tf_config(),
+        "TF_NUM_INTRAOP_THREADS": str(cores),
+        "OMP_NUM_THREADS": str(cores),
+    }
     mask = config.gpu_mask
     if platform.device_kind != "gpu" or config.task_type not in config.kind.training_tasks:
         mask = "-1"
     if mask is not None:
         env.update(CUDA_VISIBLE_DEVICES=mask, HIP_VISIBLE_DEVICES=mask)
     position = [(t, i) for t, addresses in config.spec for i in range(len(addresses))].index(
-        (config.task_type, config.task_index))
-    return Launch(tuple(env.items()), config.role, position, cores, config.hosts,
-                  cores * config.tasks_on_my_host > host_cores)
+        (config.task_type, config.task_index)
+    )
+    return Launch(
+        tuple(env.items()),
+        config.role,
+        position,
+        cores,
+        config.hosts,
+        cores * config.tasks_on_my_host > host_cores,
+    )
 
 
-def run_cluster_task(cell: Cell, options: WorkerOptions, name: str, config: ClusterConfig
-                     ) -> Iterator[EventLine]:
+def run_cluster_task(
+    cell: Cell, options: WorkerOptions, name: str, config: ClusterConfig
+) -> Iterator[EventLine]:
     """This task's part of a cell on a real cluster: one worker process joined to the cluster in
     ``config``, with the start-up, rendezvous and cell deadlines of :func:`run_worker`."""
     launch = task_launch(config, options.platform, os.cpu_count() or 1)
@@ -127,24 +148,30 @@ def serve_cluster_task(cell: Cell, options: WorkerOptions, config: ClusterConfig
     process is interrupted (SIGTERM or Ctrl-C)."""
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         launch = task_launch(config, options.platform, os.cpu_count() or 1)
-        proc = start_worker(Job(cell, options, launch, injected_fault()), Path(tmpdir),
-                            f"{config.task_type}{config.task_index}")
+        proc = start_worker(
+            Job(cell, options, launch, injected_fault()),
+            Path(tmpdir),
+            f"{config.task_type}{config.task_index}",
+        )
         ended: list[ChiefEnd] = []
-        threading.Thread(target=lambda: ended.append(wait_for_chief(config)), name="chief-lease",
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: ended.append(wait_for_chief(config)), name="chief-lease", daemon=True
+        ).start()
         try:
             while proc.running and not ended:
                 time.sleep(POLL_S)
         finally:
             how = proc.stop()
         if not ended:
-            return ServerEnd(1, f"the server process exited with {signal_text(proc.returncode or 0)} "
-                                f"before the chief's run ended; its log {proc.log_path}: {proc.tail()}")
+            return ServerEnd(
+                1,
+                f"the server process exited with {signal_text(proc.returncode or 0)} "
+                f"before the chief's run ended; its log {proc.log_path}: {proc.tail()}",
+            )
         chief = ended[0]
         return ServerEnd(0 if chief.finished else 1, f"{chief.detail}; server stopped with {how}")
 
 
-def cluster_launcher(config: ClusterConfig) -> Callable[[Cell, WorkerOptions, str],
-                                                         Iterator[EventLine]]:
+def cluster_launcher(config: ClusterConfig) -> Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]:
     """The launcher of this task's part of every cell (see :data:`harness.launch.runner.Launcher`)."""
     return lambda cell, options, name: run_cluster_task(cell, options, name, config)

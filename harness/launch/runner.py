@@ -88,9 +88,14 @@ class CellEnd:
 TERMINAL = (Event.RECORD, Event.FINISHED, Event.FAILED)
 
 
-def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher = run_cell_processes,
-              progress: Progress | None = None, prefix: str = "",
-              label: Callable[[Cell], str] = lambda c: c.id) -> Iterator[CellEnd]:
+def each_cell(
+    cells: Sequence[Cell],
+    options: WorkerOptions,
+    launcher: Launcher = run_cell_processes,
+    progress: Progress | None = None,
+    prefix: str = "",
+    label: Callable[[Cell], str] = lambda c: c.id,
+) -> Iterator[CellEnd]:
     """Run every cell in its own fresh processes, in order; yield how each ended.
 
     Cells do not share a process: two MirroredStrategy objects in one process reuse collective
@@ -110,19 +115,47 @@ def each_cell(cells: Sequence[Cell], options: WorkerOptions, launcher: Launcher 
                     progress.show(label(cell))
             elif ev["event"] in TERMINAL and not ended:
                 ended = True  # handed on at once (stored before a Ctrl-C can come); the launcher
-                yield _ended(cell, ev, facts, progress,  # goes on to stop its processes
-                             time.monotonic() - t0, started - t0, label)
+                yield _ended(
+                    cell,
+                    ev,
+                    facts,
+                    progress,  # goes on to stop its processes
+                    time.monotonic() - t0,
+                    started - t0,
+                    label,
+                )
         if not ended:
-            yield _ended(cell, {"event": Event.FAILED, "reason": "its processes ended without a record"},
-                         facts, progress, time.monotonic() - t0, started - t0, label)
+            yield _ended(
+                cell,
+                {"event": Event.FAILED, "reason": "its processes ended without a record"},
+                facts,
+                progress,
+                time.monotonic() - t0,
+                started - t0,
+                label,
+            )
 
 
-def _ended(cell: Cell, ev: EventLine, facts: Facts | None,
-           progress: Progress | None, wall_s: float, launch_s: float,
-           label: Callable[[Cell], str] = lambda c: c.id) -> CellEnd:
+def _ended(
+    cell: Cell,
+    ev: EventLine,
+    facts: Facts | None,
+    progress: Progress | None,
+    wall_s: float,
+    launch_s: float,
+    label: Callable[[Cell], str] = lambda c: c.id,
+) -> CellEnd:
     row = ev.get("row") or {}
-    end = CellEnd(cell, Event(ev["event"]), row, ev.get("windows") or [],
-                  ev.get("reason") or row.get("reason", ""), facts, wall_s, launch_s)
+    end = CellEnd(
+        cell,
+        Event(ev["event"]),
+        row,
+        ev.get("windows") or [],
+        ev.get("reason") or row.get("reason", ""),
+        facts,
+        wall_s,
+        launch_s,
+    )
     if progress is not None:
         progress.advance(label(cell), row.get("status") or str(end.event))
     return end
@@ -151,7 +184,7 @@ class RunResult:
     paths: list[Path] = field(default_factory=list)
     interrupted: bool = False
     not_run: int = 0
-    time: "TimeSpent | None" = None
+    time: TimeSpent | None = None
 
 
 @dataclass
@@ -179,10 +212,12 @@ class TimeSpent:
 
     def text(self) -> str:
         other = self.wall - self.launch - self.build - self.compile - self.windows
-        return (f"time: {self.wall:.0f} s in {self.processes} cell processes (launch and import "
-                f"{self.launch:.0f} s, build {self.build:.0f} s, first call {self.compile:.0f} s, timed "
-                f"windows {self.windows:.0f} s, calibration, warm-up, checks and exit {other:.0f} s); "
-                f"peak {self.peak:.0f} s in {self.peak_processes} processes")
+        return (
+            f"time: {self.wall:.0f} s in {self.processes} cell processes (launch and import "
+            f"{self.launch:.0f} s, build {self.build:.0f} s, first call {self.compile:.0f} s, timed "
+            f"windows {self.windows:.0f} s, calibration, warm-up, checks and exit {other:.0f} s); "
+            f"peak {self.peak:.0f} s in {self.peak_processes} processes"
+        )
 
 
 def earlier_cells(out: Path) -> Any:
@@ -194,8 +229,12 @@ def earlier_cells(out: Path) -> Any:
     try:
         return read_cells(out)
     except (pa.ArrowException, OSError, ValueError) as e:  # an old corrupt file must not stop a run
-        print(f"warning: cannot read the earlier results under {out}: {e}; this run's CIs cover "
-              "its own processes only", file=sys.stderr, flush=True)
+        print(
+            f"warning: cannot read the earlier results under {out}: {e}; this run's CIs cover "
+            "its own processes only",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
 
 
@@ -203,13 +242,16 @@ class _Run:
     """The state of one run: its files, every process result per cell, the peak log, and the
     earlier runs' rows under the same folder."""
 
-    def __init__(self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
-                 peaks: PeakLog | None) -> None:
-        now = dt.datetime.now(dt.timezone.utc)
+    def __init__(
+        self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path, peaks: PeakLog | None
+    ) -> None:
+        now = dt.datetime.now(dt.UTC)
         self.result = RunResult(new_run_id(now), time=TimeSpent())
         self.files = RunFiles(out, now.strftime("%Y-%m-%d"), self.result.run_id)
-        self.base: CellRow = {"run_id": self.result.run_id,
-                     "suite_version": f"{__version__}+{git_sha() or 'unknown'}"}
+        self.base: CellRow = {
+            "run_id": self.result.run_id,
+            "suite_version": f"{__version__}+{git_sha() or 'unknown'}",
+        }
         self.protocol, self.platform = protocol, platform
         self.planned = plan(cells, platform)
         self.runnable = [c for c, why in self.planned if why is None]
@@ -224,10 +266,14 @@ class _Run:
     def record(self, end: CellEnd, pass_index: int) -> None:
         """Keep one process's result; its windows are written at once."""
         self.facts = end.facts or self.facts
-        row = end.row if end.event == Event.RECORD else not_measured_row(
-            end.cell, self.protocol, Status.FAILED, end.reason, self.facts)
-        windows: list[WindowRow] = [{**w, "run_id": self.result.run_id, "pass": pass_index}
-                                    for w in end.windows]
+        row = (
+            end.row
+            if end.event == Event.RECORD
+            else not_measured_row(end.cell, self.protocol, Status.FAILED, end.reason, self.facts)
+        )
+        windows: list[WindowRow] = [
+            {**w, "run_id": self.result.run_id, "pass": pass_index} for w in end.windows
+        ]
         self.files.write_windows(next(self._window_files), windows)
         self.result.windows.extend(windows)
         result = ProcessResult(row, windows, pass_index, end.wall_s, end.launch_s)
@@ -249,16 +295,35 @@ class _Run:
     def write_rows(self) -> None:
         """Every measured cell's row (with the peak and the ratios), then the unsupported ones."""
         peaks = {d: Peak(d, stats.figure(v)) for d, v in self.peaks.samples.items()}
-        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        rows = [with_peak({**aggregate(c, self.protocol, self.evidence[c.id]), **self.base,
-                           "timestamp": stamp}, peaks, c)
-                for c in self.runnable if self.evidence[c.id]]
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        rows = [
+            with_peak(
+                {**aggregate(c, self.protocol, self.evidence[c.id]), **self.base, "timestamp": stamp},
+                peaks,
+                c,
+            )
+            for c in self.runnable
+            if self.evidence[c.id]
+        ]
         rows = [with_ratios(r, rows) for r in rows]
-        rows = [with_history(r, [] if self.earlier is None else
-                             earlier_figures(self.earlier, r["cell_id"], r.get("fingerprint")))
-                for r in rows]
-        rows += [{**not_measured_row(c, self.protocol, Status.UNSUPPORTED, why, self.facts), **self.base,
-                  "timestamp": stamp} for c, why in self.planned if why is not None]
+        rows = [
+            with_history(
+                r,
+                []
+                if self.earlier is None
+                else earlier_figures(self.earlier, r["cell_id"], r.get("fingerprint")),
+            )
+            for r in rows
+        ]
+        rows += [
+            {
+                **not_measured_row(c, self.protocol, Status.UNSUPPORTED, why, self.facts),
+                **self.base,
+                "timestamp": stamp,
+            }
+            for c, why in self.planned
+            if why is not None
+        ]
         for row in rows:
             self.files.write_row(len(self.result.rows), row)
             self.result.rows.append(row)
@@ -267,10 +332,17 @@ class _Run:
             self.result.paths = [self.files.folder("cells"), self.files.folder("windows")]
 
 
-def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Path,
-              mnist_path: str | None = None, progress: Progress | None = None,
-              launcher: Launcher = run_cell_processes, adaptive: bool = True,
-              peaks: PeakLog | None = None) -> RunResult:
+def run_sweep(
+    cells: list[Cell],
+    protocol: Protocol,
+    platform: Platform,
+    out: Path,
+    mnist_path: str | None = None,
+    progress: Progress | None = None,
+    launcher: Launcher = run_cell_processes,
+    adaptive: bool = True,
+    peaks: PeakLog | None = None,
+) -> RunResult:
     """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
     (unsupported ones too) under ``out``.
 
@@ -279,27 +351,34 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
     chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
     ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
     run = _Run(cells, protocol, platform, out, peaks)
-    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id,
-                            mnist_path)
+    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
     progress = progress or Progress(len(run.runnable) * protocol.processes)
     try:
         if run.runnable:
             run.measure_peak()
         for k in itertools.count():
             if k < protocol.processes:
-                todo = [c for c in pass_order(run.runnable, k, protocol.seed)
-                        if not adaptive or run.ok_so_far(c)]
+                todo = [
+                    c for c in pass_order(run.runnable, k, protocol.seed) if not adaptive or run.ok_so_far(c)
+                ]
             elif adaptive:
-                todo = [c for c in pass_order(run.runnable, k, protocol.seed)
-                        if needs_another_pass(run.evidence[c.id], protocol)]
+                todo = [
+                    c
+                    for c in pass_order(run.runnable, k, protocol.seed)
+                    if needs_another_pass(run.evidence[c.id], protocol)
+                ]
             else:
                 todo = []
             if not todo:
                 break
-            progress.set_total(progress.done + len(todo) + sum(
-                1 for c in run.runnable if run.ok_so_far(c)) * max(protocol.processes - k - 1, 0))
-            this_pass = dataclasses.replace(options, protocol=dataclasses.replace(
-                protocol, breakdown=protocol.breakdown and k == 0))
+            progress.set_total(
+                progress.done
+                + len(todo)
+                + sum(1 for c in run.runnable if run.ok_so_far(c)) * max(protocol.processes - k - 1, 0)
+            )
+            this_pass = dataclasses.replace(
+                options, protocol=dataclasses.replace(protocol, breakdown=protocol.breakdown and k == 0)
+            )
             for end in each_cell(todo, this_pass, launcher, progress, prefix=f"p{k}-"):
                 run.record(end, k)
             run.measure_peak()
@@ -311,8 +390,9 @@ def run_sweep(cells: list[Cell], protocol: Protocol, platform: Platform, out: Pa
     return run.result
 
 
-def follow_sweep(cells: list[Cell], platform: Platform, options: WorkerOptions,
-                 launcher: Launcher) -> dict[str, int]:
+def follow_sweep(
+    cells: list[Cell], platform: Platform, options: WorkerOptions, launcher: Launcher
+) -> dict[str, int]:
     """A peer's part of a cluster run: take part in every runnable cell, in the chief's order,
     writing no results (the chief writes every row). Prints one line per cell; returns counts of
     ``finished`` and ``failed`` cells."""
@@ -321,7 +401,8 @@ def follow_sweep(cells: list[Cell], platform: Platform, options: WorkerOptions,
     schedule = fixed_schedule(runnable, options.protocol.processes, options.protocol.seed)
     ends = itertools.chain.from_iterable(
         each_cell([c for p, c in schedule if p == k], options, launcher, prefix=f"p{k}-")
-        for k in range(options.protocol.processes))
+        for k in range(options.protocol.processes)
+    )
     for end in ends:
         if end.event == Event.FINISHED:
             counts["finished"] += 1
@@ -332,25 +413,40 @@ def follow_sweep(cells: list[Cell], platform: Platform, options: WorkerOptions,
     return counts
 
 
-def verify_cells(cells: Sequence[Cell], updates: int, platform: Platform, options: WorkerOptions,
-                 include_unsupported: bool = False) -> list[Outcome]:
+def verify_cells(
+    cells: Sequence[Cell],
+    updates: int,
+    platform: Platform,
+    options: WorkerOptions,
+    include_unsupported: bool = False,
+) -> list[Outcome]:
     """Train every cell ``updates`` updates in its own worker, weights under
     ``options.log_dir / "weights"``; unsupported cells are skipped unless asked for. Co-tenancy does
     not change what a process computes, so a cell with tenants is trained once, alone."""
     cells = list({c.id: c for c in (dataclasses.replace(c, tenants=1) for c in cells)}.values())
     weights_dir = options.log_dir / "weights"
     weights_dir.mkdir(parents=True, exist_ok=True)
-    options = dataclasses.replace(options, log_dir=options.log_dir / "logs", verify_updates=updates,
-                                  weights_dir=str(weights_dir))
+    options = dataclasses.replace(
+        options, log_dir=options.log_dir / "logs", verify_updates=updates, weights_dir=str(weights_dir)
+    )
     todo = [c for c in cells if include_unsupported or unsupported_reason(c, platform) is None]
     outcomes: dict[str, Outcome] = {}
     with Progress(len(todo)) as progress:
         for end in each_cell(todo, options, progress=progress):
             r = end.row
             outcomes[end.cell.id] = (
-                Outcome(end.cell, Status.FAILED, end.reason) if end.event != Event.RECORD
-                else Outcome(end.cell, r["status"], r.get("reason") or "", r.get("final_loss"),
-                             r.get("weights_digest") or "",
-                             cast(ProcessRow, r).get("weights_path") or ""))
-    return [outcomes.get(c.id) or Outcome(c, Status.UNSUPPORTED, unsupported_reason(c, platform) or "")
-            for c in cells]
+                Outcome(end.cell, Status.FAILED, end.reason)
+                if end.event != Event.RECORD
+                else Outcome(
+                    end.cell,
+                    r["status"],
+                    r.get("reason") or "",
+                    r.get("final_loss"),
+                    r.get("weights_digest") or "",
+                    cast(ProcessRow, r).get("weights_path") or "",
+                )
+            )
+    return [
+        outcomes.get(c.id) or Outcome(c, Status.UNSUPPORTED, unsupported_reason(c, platform) or "")
+        for c in cells
+    ]

@@ -14,8 +14,9 @@ from harness.launch.process import POLL_S, Deadline, Phase, start_worker
 from harness.spec.cell import Cell
 
 
-def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch: Launch = Launch(),
-               joins: bool = False) -> Iterator[EventLine]:
+def run_worker(
+    cell: Cell, options: WorkerOptions, name: str = "worker", launch: Launch = Launch(), joins: bool = False
+) -> Iterator[EventLine]:
     """Run ``cell`` in one fresh worker process; yield its events (each with the worker's ``facts``).
 
     Deadlines: start-up until the cell starts; with ``joins`` (one task of a cluster the scheduler
@@ -26,8 +27,12 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch:
     """
     protocol = options.protocol
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
-        proc = start_worker(Job(cell, options, launch, injected_fault()), Path(tmpdir), name,
-                            Deadline(Phase.STARTUP, options.startup_timeout_s))
+        proc = start_worker(
+            Job(cell, options, launch, injected_fault()),
+            Path(tmpdir),
+            name,
+            Deadline(Phase.STARTUP, options.startup_timeout_s),
+        )
         facts: Facts | None = None
         done = False
 
@@ -53,5 +58,4 @@ def run_worker(cell: Cell, options: WorkerOptions, name: str = "worker", launch:
             how = proc.stop()
         yield from drain()  # anything written just before the exit or the deadline
         if not done:
-            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts,
-                   "reason": proc.failure(how)}
+            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts, "reason": proc.failure(how)}

@@ -45,8 +45,7 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[Event
         streams: list[list[EventLine]] = [[] for _ in range(cell.tenants)]
 
         def follow(i: int) -> None:
-            launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True,
-                            meet=cell.tenants)
+            launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True, meet=cell.tenants)
             streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
 
         meet_together(barrier, [partial(follow, i) for i in range(cell.tenants)])
@@ -56,10 +55,13 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[Event
         failed = next((ev for ev in events if ev["event"] == Event.FAILED), None)
         if failed is not None or not any(ev["event"] == Event.RECORD for ev in events):
             reason = failed["reason"] if failed else "no record"
-            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts,
-                   "reason": f"tenant {i} of {cell.tenants}: {reason}"}
+            yield {
+                "event": Event.FAILED,
+                "cell_id": cell.id,
+                "facts": facts,
+                "reason": f"tenant {i} of {cell.tenants}: {reason}",
+            }
             return
     records = [next(ev for ev in events if ev["event"] == Event.RECORD) for events in streams]
-    row, windows = combine([r["row"] for r in records], [r["windows"] for r in records],
-                           cell.effective_batch)
+    row, windows = combine([r["row"] for r in records], [r["windows"] for r in records], cell.effective_batch)
     yield {"event": Event.RECORD, "row": row, "windows": windows, "facts": facts}

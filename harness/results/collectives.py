@@ -29,11 +29,18 @@ FACT_KEYS = ("fingerprint", "device_kind", "device_name", "host_cores", "tf_vers
 def topology_columns(cell: Cell, facts: Facts | None) -> CollectiveRow:
     """What every row of the topology shares: strategy, op, replicas, workers, devices, facts."""
     facts = facts or {}
-    return {"fingerprint": facts.get("fingerprint"), "device_kind": facts.get("device_type"),
-            "device_name": facts.get("device_name"), "host_cores": facts.get("host_cores"),
-            "tf_version": facts.get("tf_version"), "strategy": cell.strategy, "op": cell.option,
-            "replicas": cell.replicas,
-            "workers": cell.workers, "devices": cell.replicas * cell.workers}
+    return {
+        "fingerprint": facts.get("fingerprint"),
+        "device_kind": facts.get("device_type"),
+        "device_name": facts.get("device_name"),
+        "host_cores": facts.get("host_cores"),
+        "tf_version": facts.get("tf_version"),
+        "strategy": cell.strategy,
+        "op": cell.option,
+        "replicas": cell.replicas,
+        "workers": cell.workers,
+        "devices": cell.replicas * cell.workers,
+    }
 
 
 def topology_label(cell: Cell) -> str:
@@ -41,8 +48,7 @@ def topology_label(cell: Cell) -> str:
     return f"{cell.strategy}[{cell.option}] {cell.replicas}x{cell.workers}"
 
 
-def not_measured(cell: Cell, facts: Facts | None, status: Status, reason: str
-                 ) -> CollectiveRow:
+def not_measured(cell: Cell, facts: Facts | None, status: Status, reason: str) -> CollectiveRow:
     """The one row of a topology that was not measured (unsupported, failed)."""
     return {**topology_columns(cell, facts), "status": status, "reason": reason, "payload": ""}
 
@@ -54,27 +60,39 @@ def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> Collec
     error = max(float(p["max_rel_error"]) for p in per_process)
     wrong = error > MAX_REL_ERROR
     n = cell.replicas * cell.workers
-    return {"payload": first["payload"], "tensors": first["tensors"], "bytes": first["bytes"],
-            "status": Status.INVALID if wrong else Status.OK,
-            "reason": (f"wrong sum: the all-reduce's result deviates by {error:.3g} (relative) from "
-                       f"{n}({n}+1)/2" if wrong else ""),
-            "time_s": est.value, "time_s_ci_low": None if est.n < 2 else est.low,
-            "time_s_ci_high": None if est.n < 2 else est.high, "processes": len(times),
-            "process_time_s": times, "calls": first.get("calls"), "max_rel_error": error,
-            "algbw_gbps": algbw_gbps(first["bytes"], est.value),
-            "busbw_gbps": busbw_gbps(first["bytes"], est.value, n)}
+    return {
+        "payload": first["payload"],
+        "tensors": first["tensors"],
+        "bytes": first["bytes"],
+        "status": Status.INVALID if wrong else Status.OK,
+        "reason": (
+            f"wrong sum: the all-reduce's result deviates by {error:.3g} (relative) from {n}({n}+1)/2"
+            if wrong
+            else ""
+        ),
+        "time_s": est.value,
+        "time_s_ci_low": None if est.n < 2 else est.low,
+        "time_s_ci_high": None if est.n < 2 else est.high,
+        "processes": len(times),
+        "process_time_s": times,
+        "calls": first.get("calls"),
+        "max_rel_error": error,
+        "algbw_gbps": algbw_gbps(first["bytes"], est.value),
+        "busbw_gbps": busbw_gbps(first["bytes"], est.value, n),
+    }
 
 
-def topology_rows(cell: Cell, processes: Sequence[ProcessRow],
-                  facts: Facts | None) -> list[CollectiveRow]:
+def topology_rows(cell: Cell, processes: Sequence[ProcessRow], facts: Facts | None) -> list[CollectiveRow]:
     """The rows of one topology from its processes' rows (each holding ``collectives``: one
     result per payload, and ``effective_cross_device_ops``); a failed process fails the topology."""
     bad = next((p for p in processes if p.get("status") != Status.OK), None)
     if bad is not None or not processes:
         reason = (bad or {}).get("reason") or "no process reported"
         return [not_measured(cell, facts, Status.FAILED, reason)]
-    base: CollectiveRow = {**topology_columns(cell, facts),
-            "effective_op": processes[-1].get("effective_cross_device_ops")}
+    base: CollectiveRow = {
+        **topology_columns(cell, facts),
+        "effective_op": processes[-1].get("effective_cross_device_ops"),
+    }
     by_payload: dict[str, list[Mapping[str, Any]]] = {}
     for p in processes:
         for result in p["collectives"]:

@@ -31,8 +31,10 @@ def _runs_text(n: int) -> str:
     return f"{n} run" + ("" if n == 1 else "s")
 
 
-REF_HELP = ("a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
-            "YYYY-MM-DD..YYYY-MM-DD")
+REF_HELP = (
+    "a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
+    "YYYY-MM-DD..YYYY-MM-DD"
+)
 
 _DATE = r"\d{4}-\d{2}-\d{2}"
 
@@ -41,13 +43,16 @@ def load(results: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cells, windows) of every run under ``results``; HarnessError naming the problem."""
     root = Path(results)
     if not (root / "cells").is_dir() or not any((root / "cells").rglob("*.parquet")):
-        raise HarnessError(f"no results under {root / 'cells'}: run `python -m harness run` first, "
-                           "or pass --results DIR")
+        raise HarnessError(
+            f"no results under {root / 'cells'}: run `python -m harness run` first, or pass --results DIR"
+        )
     try:
         return read_cells(root), read_windows(root)
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise HarnessError(f"cannot read the results under {root}: {e}. A file there is corrupt or "
-                           "not a results file; move it away and retry.") from None
+        raise HarnessError(
+            f"cannot read the results under {root}: {e}. A file there is corrupt or "
+            "not a results file; move it away and retry."
+        ) from None
 
 
 def runs(cells: pd.DataFrame) -> pd.DataFrame:
@@ -55,13 +60,16 @@ def runs(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame(columns=["run_id", "start", "rows", "fingerprints"])
     grouped = cells.groupby("run_id", sort=False).agg(
-        start=("timestamp", "min"), rows=("cell_id", "size"),
-        fingerprints=("fingerprint", lambda s: tuple(sorted(set(s.dropna())))))
+        start=("timestamp", "min"),
+        rows=("cell_id", "size"),
+        fingerprints=("fingerprint", lambda s: tuple(sorted(set(s.dropna())))),
+    )
     return grouped.reset_index().sort_values(["start", "run_id"]).reset_index(drop=True)
 
 
-def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
-            short_exit: int = EXIT_USAGE, flag: str = "") -> list[str]:
+def resolve(
+    ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (), short_exit: int = EXIT_USAGE, flag: str = ""
+) -> list[str]:
     """The run ids ``ref`` names, oldest first. With ``before`` (the candidate's runs), ``last:N``,
     ``latest`` and ``previous`` only look at runs that started before the first of them, and those
     runs are never included.
@@ -97,9 +105,11 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
     else:
         found = [r for r in ids if r == ref] or [r for r in ids if r.startswith(ref)]
         if len(found) > 1:
-            raise HarnessError(f"Received {given}: it matches {len(found)} runs "
-                               f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}); "
-                               "expected more of one run id.")
+            raise HarnessError(
+                f"Received {given}: it matches {len(found)} runs "
+                f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}); "
+                "expected more of one run id."
+            )
     if not found and counted:
         needed = 2 if ref == "previous" else 1
         if before:
@@ -107,13 +117,16 @@ def resolve(ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (),
                 f"Received {given} as the baseline: the history holds {_runs_text(len(ids))}, "
                 f"{len(pool) or 'none'} of them before the candidate "
                 f"({', '.join(list(before)[:3])}{', ...' if len(before) > 3 else ''}); {ref!r} "
-                f"needs at least {needed} earlier run(s).", short_exit)
-        raise HarnessError(f"Received {given}: the history holds {_runs_text(len(ids))}; "
-                           f"{ref!r} needs at least {needed}.", short_exit)
+                f"needs at least {needed} earlier run(s).",
+                short_exit,
+            )
+        raise HarnessError(
+            f"Received {given}: the history holds {_runs_text(len(ids))}; {ref!r} needs at least {needed}.",
+            short_exit,
+        )
     if not found:
         known = ", ".join(ids[-3:]) or "none"
-        raise HarnessError(f"Received {given}: no run matches; expected {REF_HELP}. "
-                           f"Newest runs: {known}.")
+        raise HarnessError(f"Received {given}: no run matches; expected {REF_HELP}. Newest runs: {known}.")
     return found
 
 
@@ -133,8 +146,9 @@ def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str
     all_runs = runs(cells)
     candidate = resolve(candidate_ref, all_runs, short_exit=EXIT_SHORT_HISTORY, flag="--candidate")
     try:
-        baseline = resolve(baseline_ref, all_runs, before=candidate, short_exit=EXIT_SHORT_HISTORY,
-                           flag="--baseline")
+        baseline = resolve(
+            baseline_ref, all_runs, before=candidate, short_exit=EXIT_SHORT_HISTORY, flag="--baseline"
+        )
     except HarnessError as e:
         if e.exit_code != EXIT_SHORT_HISTORY:
             raise
@@ -162,16 +176,21 @@ def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) 
     oldest first: one per run (its last row when a run holds several)."""
     if cells.empty or not fingerprint:
         return []
-    sel = cells[(cells["cell_id"] == cell_id) & (cells["fingerprint"] == fingerprint)
-                & (cells["status"] == Status.OK) & cells["examples_per_sec"].notna()]
+    sel = cells[
+        (cells["cell_id"] == cell_id)
+        & (cells["fingerprint"] == fingerprint)
+        & (cells["status"] == Status.OK)
+        & cells["examples_per_sec"].notna()
+    ]
     sel = sel.sort_values("timestamp").groupby("run_id", sort=False).tail(1)
     return [float(x) for x in sel.sort_values("timestamp")["examples_per_sec"]]
 
 
 def window_rates(windows: pd.DataFrame, run_ids: Sequence[str], cell_id: str) -> list[float]:
     """The timed windows' throughputs of one cell in the given runs (one row per window: worker 0)."""
-    sel = windows[windows["run_id"].isin(list(run_ids)) & (windows["cell_id"] == cell_id)
-                  & (windows["worker"] == 0)]
+    sel = windows[
+        windows["run_id"].isin(list(run_ids)) & (windows["cell_id"] == cell_id) & (windows["worker"] == 0)
+    ]
     return [float(x) for x in sel["examples_per_sec"].dropna()]
 
 

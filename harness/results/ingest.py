@@ -25,8 +25,7 @@ from harness.spec.axes import AXES
 
 WINDOWS_KEY = "harness_windows"
 
-REQUIRED = ("cell_id", "status", *(a.name for a in AXES if a.name in CELL_SCHEMA.names),
-            "per_replica_batch")
+REQUIRED = ("cell_id", "status", *(a.name for a in AXES if a.name in CELL_SCHEMA.names), "per_replica_batch")
 """Columns every harness row has (the cell it measured): a benchmark without them is no harness row
 the analysis can read."""
 
@@ -49,16 +48,19 @@ def _load(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise HarnessError(f"cannot read {path} as JSON ({e}); {EXPECTED}") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise HarnessError(f"{path} has no \"benchmarks\" list; {EXPECTED}")
+        raise HarnessError(f'{path} has no "benchmarks" list; {EXPECTED}')
     for i, bench in enumerate(data["benchmarks"]):
         if not isinstance(bench, dict) or not isinstance(bench.get("extra_info") or {}, dict):
-            raise HarnessError(f"{path}: benchmark {i} is {str(bench)[:80]!r}; {EXPECTED} (each "
-                               "benchmark an object, its extra_info an object)")
+            raise HarnessError(
+                f"{path}: benchmark {i} is {str(bench)[:80]!r}; {EXPECTED} (each "
+                "benchmark an object, its extra_info an object)"
+            )
     try:
         _when(data)
     except ValueError:
-        raise HarnessError(f"{path}: datetime is {data.get('datetime')!r}; {EXPECTED} (an ISO "
-                           "date and time)") from None
+        raise HarnessError(
+            f"{path}: datetime is {data.get('datetime')!r}; {EXPECTED} (an ISO date and time)"
+        ) from None
     return data
 
 
@@ -88,12 +90,16 @@ def ingest(path: Path, results: Path) -> Ingested:
             continue
         missing = [k for k in REQUIRED if info.get(k) is None]
         if missing:
-            raise HarnessError(f"{path}: benchmark {name!r}'s harness row lacks {', '.join(missing)}; "
-                               f"{EXPECTED} by this suite's benchmarks (the whole row in extra_info)")
+            raise HarnessError(
+                f"{path}: benchmark {name!r}'s harness row lacks {', '.join(missing)}; "
+                f"{EXPECTED} by this suite's benchmarks (the whole row in extra_info)"
+            )
         windows = info.pop(WINDOWS_KEY, [])
         if not isinstance(windows, list) or not all(isinstance(w, dict) for w in windows):
-            raise HarnessError(f"{path}: benchmark {name!r} has {WINDOWS_KEY} {str(windows)[:80]!r}; "
-                               f"{EXPECTED} (a list of window objects)")
+            raise HarnessError(
+                f"{path}: benchmark {name!r} has {WINDOWS_KEY} {str(windows)[:80]!r}; "
+                f"{EXPECTED} (a list of window objects)"
+            )
         windows = [{**w, "run_id": run_id, "cell_id": info["cell_id"]} for w in windows]
         row = {k: v for k, v in info.items() if k in names}
         row.update(run_id=run_id, timestamp=row.get("timestamp") or when)
@@ -101,8 +107,10 @@ def ingest(path: Path, results: Path) -> Ingested:
             check_rows([row], CELL_SCHEMA)
             check_rows(windows, WINDOW_SCHEMA)
         except (KeyError, ValueError, TypeError, pa.ArrowException) as e:
-            raise HarnessError(f"{path}: benchmark {name!r}'s harness row does not fit the results "
-                               f"schema ({e}); {EXPECTED} by this suite's benchmarks") from None
+            raise HarnessError(
+                f"{path}: benchmark {name!r}'s harness row does not fit the results "
+                f"schema ({e}); {EXPECTED} by this suite's benchmarks"
+            ) from None
         found.append((row, windows))
     for seq, (row, windows) in enumerate(found):
         files.write(seq, cast(CellRow, row), cast(list[WindowRow], windows))

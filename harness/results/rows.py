@@ -37,17 +37,32 @@ OPTIMIZER = f"SGD(learning_rate={LEARNING_RATE})"
 def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
     """The columns that describe the cell and how it is timed (known before it runs)."""
     return {
-        "cell_id": cell.id, "model": cell.model, "data": cell.data, "strategy": cell.strategy,
-        "cross_device_ops": cell.cross_device_ops, "communication": cell.communication,
-        "replicas": cell.replicas, "workers": cell.workers, "ps": cell.ps, "tenants": cell.tenants,
-        "per_replica_batch": cell.per_replica_batch, "global_batch": cell.global_batch,
+        "cell_id": cell.id,
+        "model": cell.model,
+        "data": cell.data,
+        "strategy": cell.strategy,
+        "cross_device_ops": cell.cross_device_ops,
+        "communication": cell.communication,
+        "replicas": cell.replicas,
+        "workers": cell.workers,
+        "ps": cell.ps,
+        "tenants": cell.tenants,
+        "per_replica_batch": cell.per_replica_batch,
+        "global_batch": cell.global_batch,
         "effective_batch": cell.effective_batch,
-        "accum_steps": cell.accum_steps, "loop": cell.loop,
-        "steps_per_execution": cell.steps_per_execution, "precision": cell.precision,
-        "scaling": cell.scaling, "jit_compile": False, "optimizer": OPTIMIZER,
-        "learning_rate": LEARNING_RATE, "flops_per_example": flops_per_example(cell.model),
-        "window_target_s": protocol.window_s, "repeats": protocol.repeats,
-        "warmup_windows": protocol.warmup_windows, "min_processes": protocol.processes,
+        "accum_steps": cell.accum_steps,
+        "loop": cell.loop,
+        "steps_per_execution": cell.steps_per_execution,
+        "precision": cell.precision,
+        "scaling": cell.scaling,
+        "jit_compile": False,
+        "optimizer": OPTIMIZER,
+        "learning_rate": LEARNING_RATE,
+        "flops_per_example": flops_per_example(cell.model),
+        "window_target_s": protocol.window_s,
+        "repeats": protocol.repeats,
+        "warmup_windows": protocol.warmup_windows,
+        "min_processes": protocol.processes,
         "max_processes": protocol.max_processes,
     }
 
@@ -57,26 +72,40 @@ def fact_columns(facts: Facts | None) -> CellRow:
     if not facts:
         return {}
     return {
-        "device_kind": facts["device_type"], "device_name": facts["device_name"],
-        "host_cpu": facts["host_cpu"], "host_cores": facts["host_cores"],
-        "intra_op_threads": facts["intra_op_threads"], "inter_op_threads": facts["inter_op_threads"],
-        "tf_version": facts["tf_version"], "keras_version": facts["keras_version"],
+        "device_kind": facts["device_type"],
+        "device_name": facts["device_name"],
+        "host_cpu": facts["host_cpu"],
+        "host_cores": facts["host_cores"],
+        "intra_op_threads": facts["intra_op_threads"],
+        "inter_op_threads": facts["inter_op_threads"],
+        "tf_version": facts["tf_version"],
+        "keras_version": facts["keras_version"],
         "python_version": facts["python_version"],
-        "build_info": json.dumps({k: facts.get(k) for k in (
-            "cuda_version", "cudnn_version", "rocm_version", "nvidia_driver", "tensor_float_32")}),
-        "env": json.dumps(facts["env"], sort_keys=True), "fingerprint": facts["fingerprint"],
+        "build_info": json.dumps(
+            {
+                k: facts.get(k)
+                for k in ("cuda_version", "cudnn_version", "rocm_version", "nvidia_driver", "tensor_float_32")
+            }
+        ),
+        "env": json.dumps(facts["env"], sort_keys=True),
+        "fingerprint": facts["fingerprint"],
     }
 
 
-def started_row(cell: Cell, protocol: Protocol, facts: Facts, cores: int | None,
-                oversubscribed: bool | None) -> CellRow:
+def started_row(
+    cell: Cell, protocol: Protocol, facts: Facts, cores: int | None, oversubscribed: bool | None
+) -> CellRow:
     """The row a worker starts from: the cell, its facts, and the cores each worker has (None: the
     whole host); ``oversubscribed`` None means every worker asks for ``cores`` of the host's."""
     cores = cores or facts["host_cores"]
     if oversubscribed is None:
         oversubscribed = cores * cell.workers > facts["host_cores"]
-    return {**cell_columns(cell, protocol), **fact_columns(facts), "cores_per_worker": cores,
-            "oversubscribed": oversubscribed}
+    return {
+        **cell_columns(cell, protocol),
+        **fact_columns(facts),
+        "cores_per_worker": cores,
+        "oversubscribed": oversubscribed,
+    }
 
 
 @dataclass(frozen=True)
@@ -134,23 +163,33 @@ def measured_columns(cell: Cell, m: Measurement) -> CellRow:
     median = metrics.median(rates)
     reductions = m.allreduces_per_update
     row: CellRow = {
-        "status": Status.INVALID if m.problems else Status.OK, "reason": "; ".join(m.problems),
+        "status": Status.INVALID if m.problems else Status.OK,
+        "reason": "; ".join(m.problems),
         "effective_cross_device_ops": m.effective_cross_device_ops,
-        "examples_per_sec": median, "cv_within_process": stats.cv(rates),
-        "window_steps": m.window_steps, "startup_s": m.startup_s,
-        "compile_s": m.compile_s, "final_loss": m.final_loss,
+        "examples_per_sec": median,
+        "cv_within_process": stats.cv(rates),
+        "window_steps": m.window_steps,
+        "startup_s": m.startup_s,
+        "compile_s": m.compile_s,
+        "final_loss": m.final_loss,
         "optimizer_updates_per_sec": median / cell.effective_batch,
         "allreduces_per_update": reductions,
         "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
         "weights_digest": m.weights_digest,
         "device_count": m.hosts if m.device_kind == "CPU" else cell.devices,
         "logical_devices": m.device_kind == "CPU" and cell.devices > m.hosts,  # local workers share a CPU
-        "hosts": m.hosts, "straggler_ratio": _straggler_ratio(cell, m),
-        "updates_run": m.updates_run, "optimizer_iterations": m.optimizer_iterations,
-        "energy_j_per_example": None if m.joules is None else m.joules / (m.updates_run * cell.effective_batch),
+        "hosts": m.hosts,
+        "straggler_ratio": _straggler_ratio(cell, m),
+        "updates_run": m.updates_run,
+        "optimizer_iterations": m.optimizer_iterations,
+        "energy_j_per_example": None
+        if m.joules is None
+        else m.joules / (m.updates_run * cell.effective_batch),
         "gpu_watts": None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
-        "compute_s": m.parts.get("compute_s"), "allreduce_s": m.parts.get("allreduce_s"),
-        "input_s": m.parts.get("input_s"), "dispatch_s": m.parts.get("dispatch_s"),
+        "compute_s": m.parts.get("compute_s"),
+        "allreduce_s": m.parts.get("allreduce_s"),
+        "input_s": m.parts.get("input_s"),
+        "dispatch_s": m.parts.get("dispatch_s"),
         "parts_step_s": m.parts.get("parts_step_s"),
     }
     if m.parts_error:
@@ -165,34 +204,64 @@ def window_rows(cell: Cell, m: Measurement) -> list[WindowRow]:
     examples, rates = _window_throughputs(cell, m)
     starts: list[float | None] = list(m.window_starts) or [None] * len(rates)
     workers = len(m.worker_updates) or len(m.worker_seconds)
-    return [WindowRow(cell_id=cell.id, window_steps=m.window_steps, examples=examples, worker=w,
-                      repeat=i, window_s=s, start_s=t, examples_per_sec=r,
-                      # the coordinator's windows, split by the updates each worker ran
-                      worker_s=None if m.worker_updates else m.worker_seconds[w][i],
-                      **({"worker_updates": m.worker_updates[w][i]} if m.worker_updates else {}))
-            for w in range(workers) for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates, strict=True))]
+    return [
+        WindowRow(
+            cell_id=cell.id,
+            window_steps=m.window_steps,
+            examples=examples,
+            worker=w,
+            repeat=i,
+            window_s=s,
+            start_s=t,
+            examples_per_sec=r,
+            # the coordinator's windows, split by the updates each worker ran
+            worker_s=None if m.worker_updates else m.worker_seconds[w][i],
+            **({"worker_updates": m.worker_updates[w][i]} if m.worker_updates else {}),
+        )
+        for w in range(workers)
+        for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates, strict=True))
+    ]
 
 
-def not_measured_row(cell: Cell, protocol: Protocol, status: Status, reason: str,
-                     facts: Facts | None) -> CellRow:
+def not_measured_row(
+    cell: Cell, protocol: Protocol, status: Status, reason: str, facts: Facts | None
+) -> CellRow:
     """A row for a cell that produced no figures (unsupported, failed)."""
     return {**cell_columns(cell, protocol), **fact_columns(facts), "status": status, "reason": reason}
 
 
-EFFICIENCY_KEY = ("model", "data", "strategy", "loop", "steps_per_execution", "precision",
-                  "accum_steps", "tenants")
+EFFICIENCY_KEY = (
+    "model",
+    "data",
+    "strategy",
+    "loop",
+    "steps_per_execution",
+    "precision",
+    "accum_steps",
+    "tenants",
+)
 """What a row shares with its 1-device baseline (whose cross-device op and communication are
 "none": one device makes no reduce)."""
 
 ALONE_KEY = tuple(k for k in EFFICIENCY_KEY if k != "tenants") + (
-    "cross_device_ops", "communication", "replicas", "workers", "ps", "per_replica_batch", "scaling")
+    "cross_device_ops",
+    "communication",
+    "replicas",
+    "workers",
+    "ps",
+    "per_replica_batch",
+    "scaling",
+)
 
 
 def find_alone(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     """The ok row of the same cell with one tenant (co-tenancy's reference)."""
     for other in rows:
-        if (other.get("status") == Status.OK and other.get("tenants", 1) == 1
-                and all(other.get(k) == row.get(k) for k in ALONE_KEY)):
+        if (
+            other.get("status") == Status.OK
+            and other.get("tenants", 1) == 1
+            and all(other.get(k) == row.get(k) for k in ALONE_KEY)
+        ):
             return other
     return None
 
@@ -220,20 +289,39 @@ def find_baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     global batch (strong scaling)."""
     batch_key = "global_batch" if row["scaling"] == "strong" else "per_replica_batch"
     for other in rows:
-        if (other.get("status") == Status.OK and other["replicas"] * other["workers"] == 1
-                and all(other.get(k) == row.get(k) for k in (*EFFICIENCY_KEY, batch_key))):
+        if (
+            other.get("status") == Status.OK
+            and other["replicas"] * other["workers"] == 1
+            and all(other.get(k) == row.get(k) for k in (*EFFICIENCY_KEY, batch_key))
+        ):
             return other
     return None
 
 
 FIGURE_COLUMNS = (
-    "examples_per_sec", "examples_per_sec_ci_low", "examples_per_sec_ci_high",
-    "process_examples_per_sec", "cv_between_processes", "cv_within_process", "mfu",
-    "optimizer_updates_per_sec", "tenant_examples_per_sec_min", "tenant_examples_per_sec_max",
-    "tenant_share_min", "straggler_ratio", "energy_j_per_example", "gpu_watts", "scaling_efficiency",
-    "scaling_efficiency_ci_low", "scaling_efficiency_ci_high", "cotenancy_ratio",
-    "cotenancy_ratio_ci_low", "cotenancy_ratio_ci_high", "peak_flops_per_sec",
-    "peak_flops_per_sec_ci_low", "peak_flops_per_sec_ci_high",
+    "examples_per_sec",
+    "examples_per_sec_ci_low",
+    "examples_per_sec_ci_high",
+    "process_examples_per_sec",
+    "cv_between_processes",
+    "cv_within_process",
+    "mfu",
+    "optimizer_updates_per_sec",
+    "tenant_examples_per_sec_min",
+    "tenant_examples_per_sec_max",
+    "tenant_share_min",
+    "straggler_ratio",
+    "energy_j_per_example",
+    "gpu_watts",
+    "scaling_efficiency",
+    "scaling_efficiency_ci_low",
+    "scaling_efficiency_ci_high",
+    "cotenancy_ratio",
+    "cotenancy_ratio_ci_low",
+    "cotenancy_ratio_ci_high",
+    "peak_flops_per_sec",
+    "peak_flops_per_sec_ci_low",
+    "peak_flops_per_sec_ci_high",
 )
 """Every measured figure: an invalid or failed row carries none of them."""
 
@@ -246,8 +334,11 @@ def without_figures(row: CellRow) -> CellRow:
 def alone_columns(row: CellRow) -> CellRow:
     """The tenant columns of a cell that ran alone (one tenant)."""
     eps = row.get("examples_per_sec")
-    return {"tenant_examples_per_sec_min": eps, "tenant_examples_per_sec_max": eps,
-            "tenant_share_min": 1.0 if eps else None}
+    return {
+        "tenant_examples_per_sec_min": eps,
+        "tenant_examples_per_sec_max": eps,
+        "tenant_share_min": 1.0 if eps else None,
+    }
 
 
 def common_span(windows: Sequence[Sequence[WindowRow]]) -> tuple[float, float]:
@@ -271,8 +362,9 @@ def _rate_in_span(windows: Sequence[WindowRow], start: float, end: float) -> flo
     return examples / seconds if seconds > 0 else None
 
 
-def combine(rows: list[CellRow], windows: list[list[WindowRow]], effective_batch: int
-            ) -> tuple[CellRow, list[WindowRow]]:
+def combine(
+    rows: list[CellRow], windows: list[list[WindowRow]], effective_batch: int
+) -> tuple[CellRow, list[WindowRow]]:
     """One pass of a co-tenant cell: its row and window rows from each tenant's.
 
     The aggregate counts only what ran at the same time: each tenant's examples over the span where
@@ -287,18 +379,29 @@ def combine(rows: list[CellRow], windows: list[list[WindowRow]], effective_batch
     start, end = common_span(windows)
     rates = [_rate_in_span(ws, start, end) for ws in windows]
     if any(r is None for r in rates):
-        return without_figures({**rows[0], "status": Status.INVALID, "reason": (
-            "co-tenants did not time together: no span in which every tenant was timing")}), tagged
+        return without_figures(
+            {
+                **rows[0],
+                "status": Status.INVALID,
+                "reason": ("co-tenants did not time together: no span in which every tenant was timing"),
+            }
+        ), tagged
     own = [r for r in rates if r is not None]
     aggregate = sum(own)
     watts = [w for w in (r.get("gpu_watts") for r in rows) if w is not None]
     power = sum(watts) / len(watts) if len(watts) == len(rows) else None
-    out: CellRow = {**rows[0], "examples_per_sec": aggregate,
-           "cv_within_process": max(_float(r, "cv_within_process") for r in rows),
-           "optimizer_updates_per_sec": aggregate / effective_batch,
-           "tenant_examples_per_sec_min": min(own), "tenant_examples_per_sec_max": max(own),
-           "tenant_share_min": min(own) / aggregate, "straggler_ratio": max(own) / min(own),
-           "gpu_watts": power, "energy_j_per_example": None if power is None else power / aggregate}
+    out: CellRow = {
+        **rows[0],
+        "examples_per_sec": aggregate,
+        "cv_within_process": max(_float(r, "cv_within_process") for r in rows),
+        "optimizer_updates_per_sec": aggregate / effective_batch,
+        "tenant_examples_per_sec_min": min(own),
+        "tenant_examples_per_sec_max": max(own),
+        "tenant_share_min": min(own) / aggregate,
+        "straggler_ratio": max(own) / min(own),
+        "gpu_watts": power,
+        "energy_j_per_example": None if power is None else power / aggregate,
+    }
     return out, tagged
 
 
@@ -321,9 +424,18 @@ def _median_of(results: Sequence[ProcessResult], key: str) -> float | None:
     return metrics.median(kept) if kept else None
 
 
-MEDIAN_COLUMNS = ("startup_s", "compile_s", "straggler_ratio", "energy_j_per_example", "gpu_watts",
-                  "tenant_examples_per_sec_min", "tenant_examples_per_sec_max", "tenant_share_min",
-                  "cv_within_process", *breakdown.MEASURED)
+MEDIAN_COLUMNS = (
+    "startup_s",
+    "compile_s",
+    "straggler_ratio",
+    "energy_j_per_example",
+    "gpu_watts",
+    "tenant_examples_per_sec_min",
+    "tenant_examples_per_sec_max",
+    "tenant_share_min",
+    "cv_within_process",
+    *breakdown.MEASURED,
+)
 """Per-process columns that the cell's row gives as their median over its processes."""
 
 
@@ -334,8 +446,12 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
     configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
     the median of the process figures, its CI the log-scale Student-t interval over them
     (:func:`harness.formulas.stats.figure`)."""
-    timing: CellRow = {"processes": len(results), "wall_s": sum(r.wall_s for r in results),
-                       "min_processes": protocol.processes, "max_processes": protocol.max_processes}
+    timing: CellRow = {
+        "processes": len(results),
+        "wall_s": sum(r.wall_s for r in results),
+        "min_processes": protocol.processes,
+        "max_processes": protocol.max_processes,
+    }
     bad = next((r for r in results if r.row.get("status") != Status.OK), None)
     if bad is not None:
         reason = bad.row.get("reason", "")
@@ -345,12 +461,20 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
     figures = [_float(r.row, "examples_per_sec") for r in results]
     est = stats.figure(figures)
     between = stats.cv(figures)
-    row = merged(results[-1].row, timing, {k: _median_of(results, k) for k in MEDIAN_COLUMNS}, {
-           "examples_per_sec": est.value, "examples_per_sec_ci_low": _finite(est.low),
-           "examples_per_sec_ci_high": _finite(est.high), "process_examples_per_sec": figures,
-           "cv_between_processes": _finite(between),
-           "unstable": bool(math.isfinite(between) and between > protocol.unstable_cv),
-           "optimizer_updates_per_sec": est.value / cell.effective_batch})
+    row = merged(
+        results[-1].row,
+        timing,
+        {k: _median_of(results, k) for k in MEDIAN_COLUMNS},
+        {
+            "examples_per_sec": est.value,
+            "examples_per_sec_ci_low": _finite(est.low),
+            "examples_per_sec_ci_high": _finite(est.high),
+            "process_examples_per_sec": figures,
+            "cv_between_processes": _finite(between),
+            "unstable": bool(math.isfinite(between) and between > protocol.unstable_cv),
+            "optimizer_updates_per_sec": est.value / cell.effective_batch,
+        },
+    )
     return merged(row, breakdown.columns(cell, row))
 
 
@@ -368,8 +492,7 @@ def needs_another_pass(results: Sequence[ProcessResult], protocol: Protocol) -> 
 
 
 def _set_ratio(row: CellRow, name: str, r: stats.Ratio) -> CellRow:
-    return merged(row, {name: r.value, f"{name}_ci_low": _finite(r.low),
-                        f"{name}_ci_high": _finite(r.high)})
+    return merged(row, {name: r.value, f"{name}_ci_low": _finite(r.low), f"{name}_ci_high": _finite(r.high)})
 
 
 def _figures(row: CellRow) -> list[float]:
@@ -410,8 +533,12 @@ def with_history(row: CellRow, earlier: Sequence[float]) -> CellRow:
     est, used = stats.figure_with_history(_figures(row), earlier)
     if used == 0:
         return {**row, "ci_history_runs": 0}
-    return {**row, "examples_per_sec_ci_low": _finite(est.low),
-            "examples_per_sec_ci_high": _finite(est.high), "ci_history_runs": used}
+    return {
+        **row,
+        "examples_per_sec_ci_low": _finite(est.low),
+        "examples_per_sec_ci_high": _finite(est.high),
+        "ci_history_runs": used,
+    }
 
 
 @dataclass(frozen=True)
@@ -442,9 +569,14 @@ def with_peak(row: CellRow, peaks: Mapping[str, Peak], cell: Cell) -> CellRow:
         scale = cores / int(row.get("host_cores") or cores)
     est = peak.estimate
     value = est.value * scale
-    out: CellRow = {**row, "peak_dtype": peak.dtype, "peak_cores": cores, "peak_flops_per_sec": value,
-           "peak_flops_per_sec_ci_low": _finite(est.low * scale),
-           "peak_flops_per_sec_ci_high": _finite(est.high * scale)}
+    out: CellRow = {
+        **row,
+        "peak_dtype": peak.dtype,
+        "peak_cores": cores,
+        "peak_flops_per_sec": value,
+        "peak_flops_per_sec_ci_low": _finite(est.low * scale),
+        "peak_flops_per_sec_ci_high": _finite(est.high * scale),
+    }
     eps = row.get("examples_per_sec")
     if row.get("status") == Status.OK and eps:
         out["mfu"] = metrics.mfu(eps, flops_per_example(cell.model), value)

@@ -44,8 +44,13 @@ class Column:
     doc: str
 
 
-_ARROW: dict[object, pa.DataType] = {str: pa.string(), Status: pa.string(), int: pa.int64(),
-                                     float: pa.float64(), bool: pa.bool_()}
+_ARROW: dict[object, pa.DataType] = {
+    str: pa.string(),
+    Status: pa.string(),
+    int: pa.int64(),
+    float: pa.float64(),
+    bool: pa.bool_(),
+}
 """Python type of a record's field -> arrow type (``list[float]`` -> a list of float64)."""
 
 
@@ -179,8 +184,11 @@ def read_collectives(results: str | Path) -> pd.DataFrame:
 def schema_markdown() -> str:
     """The column tables of results/README.md, generated from the schema above."""
     out = []
-    for title, cols in (("cells", CELL_COLUMNS), ("windows", WINDOW_COLUMNS),
-                        ("collectives", COLLECTIVE_COLUMNS)):
+    for title, cols in (
+        ("cells", CELL_COLUMNS),
+        ("windows", WINDOW_COLUMNS),
+        ("collectives", COLLECTIVE_COLUMNS),
+    ):
         out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
         out.append("")

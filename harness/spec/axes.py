@@ -54,8 +54,10 @@ class Axis:
         """Parse a comma list given on the command line; raise HarnessError on any bad item."""
         items = [t.strip() for t in text.split(",") if t.strip()]
         if not items:
-            raise HarnessError(f"Received {self.flag}={text!r}; expected at least one value, "
-                               f"{self.accepted().removeprefix('expected ')}")
+            raise HarnessError(
+                f"Received {self.flag}={text!r}; expected at least one value, "
+                f"{self.accepted().removeprefix('expected ')}"
+            )
         return tuple(self.check(self._convert(t)) for t in items)
 
     def _convert(self, token: str) -> AxisValue:
@@ -71,8 +73,12 @@ class Axis:
         if self.kind is int:
             if self.name == "replicas" and value in (REPLICAS_TO_MAX, "max"):
                 return REPLICAS_TO_MAX
-            if (isinstance(value, int) and not isinstance(value, bool) and value >= self.minimum
-                    and (self.maximum is None or value <= self.maximum)):
+            if (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and value >= self.minimum
+                and (self.maximum is None or value <= self.maximum)
+            ):
                 return value
         elif isinstance(value, str) and value in self.choices:
             return value
@@ -108,32 +114,86 @@ process) instant; a local cluster this size would already be far past one host's
 
 AXES: tuple[Axis, ...] = (
     Axis("model", str, "cnn", "model to train", MODEL_NAMES),
-    Axis("data", str, "synthetic", "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
-         DATA_NAMES),
+    Axis(
+        "data",
+        str,
+        "synthetic",
+        "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
+        DATA_NAMES,
+    ),
     Axis("strategy", str, "mirrored", "tf.distribute strategy", STRATEGY_NAMES),
-    Axis("cross_device_ops", str, "auto", "all-reduce implementation of MirroredStrategy",
-         CROSS_DEVICE_OPS_NAMES, applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
-         inapplicable=NO_OPTION),
-    Axis("communication", str, "auto", "collective implementation of MultiWorkerMirroredStrategy",
-         COMMUNICATION_NAMES, applies_to=strategies_where(lambda s: s.option_axis == "communication"),
-         inapplicable=NO_OPTION),
-    Axis("replicas", int, 1, "replicas per worker (GPUs, or logical CPU devices without a GPU)",
-         applies_to=strategies_where(lambda s: s.multi_device), inapplicable=1),
-    Axis("workers", int, 1, "worker processes, each on 127.0.0.1 with its own TF_CONFIG",
-         maximum=MAX_TASKS, applies_to=MULTI_WORKER_STRATEGIES, inapplicable=1),
-    Axis("ps", int, 1, "parameter-server processes holding the variables (parameter_server)",
-         maximum=MAX_TASKS, applies_to=strategies_where(lambda s: s.ps_tasks), inapplicable=0),
+    Axis(
+        "cross_device_ops",
+        str,
+        "auto",
+        "all-reduce implementation of MirroredStrategy",
+        CROSS_DEVICE_OPS_NAMES,
+        applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
+        inapplicable=NO_OPTION,
+    ),
+    Axis(
+        "communication",
+        str,
+        "auto",
+        "collective implementation of MultiWorkerMirroredStrategy",
+        COMMUNICATION_NAMES,
+        applies_to=strategies_where(lambda s: s.option_axis == "communication"),
+        inapplicable=NO_OPTION,
+    ),
+    Axis(
+        "replicas",
+        int,
+        1,
+        "replicas per worker (GPUs, or logical CPU devices without a GPU)",
+        applies_to=strategies_where(lambda s: s.multi_device),
+        inapplicable=1,
+    ),
+    Axis(
+        "workers",
+        int,
+        1,
+        "worker processes, each on 127.0.0.1 with its own TF_CONFIG",
+        maximum=MAX_TASKS,
+        applies_to=MULTI_WORKER_STRATEGIES,
+        inapplicable=1,
+    ),
+    Axis(
+        "ps",
+        int,
+        1,
+        "parameter-server processes holding the variables (parameter_server)",
+        maximum=MAX_TASKS,
+        applies_to=strategies_where(lambda s: s.ps_tasks),
+        inapplicable=0,
+    ),
     Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
-    Axis("accum_steps", int, 1, "micro-batches whose gradients each replica sums before one "
-         "all-reduce and one optimizer update"),
-    Axis("loop", str, "ctl", "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
-         "fit = Keras model.fit with the suite's train step", LOOP_NAMES),
+    Axis(
+        "accum_steps",
+        int,
+        1,
+        "micro-batches whose gradients each replica sums before one all-reduce and one optimizer update",
+    ),
+    Axis(
+        "loop",
+        str,
+        "ctl",
+        "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
+        "fit = Keras model.fit with the suite's train step",
+        LOOP_NAMES,
+    ),
     Axis("steps_per_execution", int, 10, "optimizer updates per tf.function call"),
     Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
     Axis("scaling", str, "weak", "weak: batch is per replica; strong: batch is global", SCALING_NAMES),
-    Axis("tenants", int, 1, "independent training processes of this cell at once on the same "
-         "devices (co-tenancy); the row's throughput is their sum", maximum=16,
-         applies_to=SINGLE_PROCESS_STRATEGIES, inapplicable=1),
+    Axis(
+        "tenants",
+        int,
+        1,
+        "independent training processes of this cell at once on the same "
+        "devices (co-tenancy); the row's throughput is their sum",
+        maximum=16,
+        applies_to=SINGLE_PROCESS_STRATEGIES,
+        inapplicable=1,
+    ),
 )
 
 AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}

@@ -110,15 +110,27 @@ class Cell:
         for option in (self.cross_device_ops, self.communication):
             if option != "none":
                 strategy += f"[{option}]"
-        return "/".join((
-            self.model, strategy, self._topology_id(), self._batch_id(),
-            f"acc{self.accum_steps}", self.loop, f"spe{self.steps_per_execution}", self.precision,
-            self.data, self.scaling,
-        ))
+        return "/".join(
+            (
+                self.model,
+                strategy,
+                self._topology_id(),
+                self._batch_id(),
+                f"acc{self.accum_steps}",
+                self.loop,
+                f"spe{self.steps_per_execution}",
+                self.precision,
+                self.data,
+                self.scaling,
+            )
+        )
 
     def _topology_id(self) -> str:
-        return (f"r{self.replicas}w{self.workers}" + (f"p{self.ps}" if self.ps else "")
-                + (f"t{self.tenants}" if self.tenants > 1 else ""))
+        return (
+            f"r{self.replicas}w{self.workers}"
+            + (f"p{self.ps}" if self.ps else "")
+            + (f"t{self.tenants}" if self.tenants > 1 else "")
+        )
 
     def _batch_id(self) -> str:
         """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
@@ -134,6 +146,6 @@ class Cell:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Cell":
+    def from_dict(cls, d: dict[str, Any]) -> Cell:
         """From :meth:`to_dict` output; axes added later take their defaults."""
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})

@@ -17,10 +17,10 @@ from harness.errors import HarnessError
 
 FLOAT32_BYTES = 4
 
-SIZES: tuple[int, ...] = tuple(4 ** k * 1024 for k in range(1, 10))
+SIZES: tuple[int, ...] = tuple(4**k * 1024 for k in range(1, 10))
 """Bytes per participant of the size sweep: 4 KiB, 16 KiB, ..., 256 MiB."""
 
-DEFAULT_MAX_BYTES = 64 * 2 ** 20
+DEFAULT_MAX_BYTES = 64 * 2**20
 """The size sweep stops here unless ``--max-bytes`` says otherwise (64 MiB: about ten minutes for
 the default collectives sweep on a 2-core machine)."""
 
@@ -49,7 +49,8 @@ class Payload:
 def payloads(max_bytes: int = DEFAULT_MAX_BYTES) -> list[Payload]:
     """The size sweep up to ``max_bytes``, then each model's gradient set."""
     if max_bytes < SIZES[0]:
-        raise HarnessError(f"Received --max-bytes={max_bytes}; expected at least {SIZES[0]} "
-                           f"(the smallest size, 4 KiB).")
+        raise HarnessError(
+            f"Received --max-bytes={max_bytes}; expected at least {SIZES[0]} (the smallest size, 4 KiB)."
+        )
     sweep = [Payload("bytes", ((n // FLOAT32_BYTES,),)) for n in SIZES if n <= max_bytes]
     return sweep + [Payload(model, shapes) for model, shapes in GRADIENT_SHAPES.items()]

@@ -53,15 +53,19 @@ def cnn_layers() -> list[Layer]:
     h, w = h // 2, w // 2
     f2, h, w = conv2d_flops(h, w, 32, 64, 3)
     h, w = h // 2, w // 2
-    return [Layer("conv32", f1, conv2d_parameters(1, 32, 3)),
-            Layer("conv64", f2, conv2d_parameters(32, 64, 3)),
-            Layer("dense10", dense_flops(h * w * 64, 10), dense_parameters(h * w * 64, 10))]
+    return [
+        Layer("conv32", f1, conv2d_parameters(1, 32, 3)),
+        Layer("conv64", f2, conv2d_parameters(32, 64, 3)),
+        Layer("dense10", dense_flops(h * w * 64, 10), dense_parameters(h * w * 64, 10)),
+    ]
 
 
 def dense_layers() -> list[Layer]:
     """Flatten-Dense128-Dense10 on 784 inputs."""
-    return [Layer("dense128", dense_flops(784, 128), dense_parameters(784, 128)),
-            Layer("dense10", dense_flops(128, 10), dense_parameters(128, 10))]
+    return [
+        Layer("dense128", dense_flops(784, 128), dense_parameters(784, 128)),
+        Layer("dense10", dense_flops(128, 10), dense_parameters(128, 10)),
+    ]
 
 
 def training_flops(layers: list[Layer]) -> int:

@@ -37,25 +37,44 @@ class Protocol:
 
     def __post_init__(self) -> None:
         inf = float("inf")
-        require({
-            "--repeats": (self.repeats, self.repeats >= 2,
-                          "an integer of at least 2 (a CI needs two windows)"),
-            "--window-s": (self.window_s, 0 < self.window_s < 3600,
-                           "seconds, more than 0 and less than 3600"),
-            "--warmup-windows": (self.warmup_windows, self.warmup_windows >= 0, "an integer >= 0"),
-            "--min-window-steps": (self.min_window_steps, self.min_window_steps >= 1,
-                                   "an integer >= 1"),
-            "--cell-timeout-s": (self.cell_timeout_s, 0 < self.cell_timeout_s < inf, "seconds > 0"),
-            "--rendezvous-timeout-s": (self.rendezvous_timeout_s,
-                                       0 < self.rendezvous_timeout_s < inf, "seconds > 0"),
-            "--seed": (self.seed, self.seed >= 0, "an integer >= 0"),
-            "--processes": (self.processes, self.processes >= 1,
-                            "an integer of at least 1 (3 or more for a CI that covers re-runs)"),
-            "--max-processes": (self.max_processes, self.max_processes >= self.processes,
-                                f"an integer of at least --processes ({self.processes})"),
-            "--unstable-cv": (self.unstable_cv, 0 < self.unstable_cv < inf,
-                              "a coefficient of variation > 0, e.g. 0.1"),
-        })
+        require(
+            {
+                "--repeats": (
+                    self.repeats,
+                    self.repeats >= 2,
+                    "an integer of at least 2 (a CI needs two windows)",
+                ),
+                "--window-s": (
+                    self.window_s,
+                    0 < self.window_s < 3600,
+                    "seconds, more than 0 and less than 3600",
+                ),
+                "--warmup-windows": (self.warmup_windows, self.warmup_windows >= 0, "an integer >= 0"),
+                "--min-window-steps": (self.min_window_steps, self.min_window_steps >= 1, "an integer >= 1"),
+                "--cell-timeout-s": (self.cell_timeout_s, 0 < self.cell_timeout_s < inf, "seconds > 0"),
+                "--rendezvous-timeout-s": (
+                    self.rendezvous_timeout_s,
+                    0 < self.rendezvous_timeout_s < inf,
+                    "seconds > 0",
+                ),
+                "--seed": (self.seed, self.seed >= 0, "an integer >= 0"),
+                "--processes": (
+                    self.processes,
+                    self.processes >= 1,
+                    "an integer of at least 1 (3 or more for a CI that covers re-runs)",
+                ),
+                "--max-processes": (
+                    self.max_processes,
+                    self.max_processes >= self.processes,
+                    f"an integer of at least --processes ({self.processes})",
+                ),
+                "--unstable-cv": (
+                    self.unstable_cv,
+                    0 < self.unstable_cv < inf,
+                    "a coefficient of variation > 0, e.g. 0.1",
+                ),
+            }
+        )
 
 
 DEVICE_KINDS = ("cpu", "gpu")
@@ -84,13 +103,21 @@ class Platform:
     shared_host: bool = True
 
     def __post_init__(self) -> None:
-        require({
-            "device kind": (self.device_kind, self.device_kind in DEVICE_KINDS,
-                            f"one of {', '.join(DEVICE_KINDS)}"),
-            "GPU count": (self.gpu_count, self.gpu_count >= 0, "an integer >= 0"),
-            "--cpu-devices": (self.cpu_devices, 1 <= self.cpu_devices <= MAX_CPU_DEVICES,
-                              f"an integer from 1 to {MAX_CPU_DEVICES}"),
-        })
+        require(
+            {
+                "device kind": (
+                    self.device_kind,
+                    self.device_kind in DEVICE_KINDS,
+                    f"one of {', '.join(DEVICE_KINDS)}",
+                ),
+                "GPU count": (self.gpu_count, self.gpu_count >= 0, "an integer >= 0"),
+                "--cpu-devices": (
+                    self.cpu_devices,
+                    1 <= self.cpu_devices <= MAX_CPU_DEVICES,
+                    f"an integer from 1 to {MAX_CPU_DEVICES}",
+                ),
+            }
+        )
 
     @property
     def max_replicas(self) -> int:

@@ -15,8 +15,11 @@ Rule = Callable[[Cell, Platform], "str | None"]
 def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
     if cell.replicas > platform.max_replicas:
         mig = " as MIG instances, of which a process sees one" if platform.mig else ""
-        what = (f"{platform.gpu_count} GPU(s){mig}" if platform.device_kind == "gpu"
-                else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)")
+        what = (
+            f"{platform.gpu_count} GPU(s){mig}"
+            if platform.device_kind == "gpu"
+            else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)"
+        )
         return f"needs {cell.replicas} replicas; this machine offers {what}"
     return None
 
@@ -29,48 +32,61 @@ def _too_many_gpus_for_local_workers(cell: Cell, platform: Platform) -> str | No
     training = sum(1 for t in cell.tasks if t.type in cell.kind.training_tasks)
     need = cell.replicas * training
     if need > platform.gpu_count:
-        return (f"needs {need} GPUs ({training} local workers x {cell.replicas} replicas, each worker "
-                f"its own); this machine offers {platform.gpu_count}")
+        return (
+            f"needs {need} GPUs ({training} local workers x {cell.replicas} replicas, each worker "
+            f"its own); this machine offers {platform.gpu_count}"
+        )
     return None
 
 
 def _nccl_on_cpu(cell: Cell, platform: Platform) -> str | None:
     if cell.cross_device_ops == "nccl" and platform.device_kind == "cpu":
-        return ("NcclAllReduce has no CPU kernel: the first all-reduce fails with "
-                "\"No OpKernel was registered to support Op 'NcclAllReduce'\"")
+        return (
+            "NcclAllReduce has no CPU kernel: the first all-reduce fails with "
+            "\"No OpKernel was registered to support Op 'NcclAllReduce'\""
+        )
     return None
 
 
 def _hierarchical_copy_odd(cell: Cell, platform: Platform) -> str | None:
     if cell.cross_device_ops == "hierarchical_copy" and cell.replicas > 1 and cell.replicas % 2:
-        return (f"HierarchicalCopyAllReduce returns wrong sums with an odd replica count "
-                f"({cell.replicas}): it drops the last replica (all-reduce of 1+2+3 gives 3)")
+        return (
+            f"HierarchicalCopyAllReduce returns wrong sums with an odd replica count "
+            f"({cell.replicas}): it drops the last replica (all-reduce of 1+2+3 gives 3)"
+        )
     return None
 
 
 def _strong_batch_divides(cell: Cell, platform: Platform) -> str | None:
     if cell.scaling == "strong" and cell.batch % cell.devices:
-        return (f"strong scaling: global batch {cell.batch} does not divide over "
-                f"{cell.devices} replicas")
+        return f"strong scaling: global batch {cell.batch} does not divide over {cell.devices} replicas"
     return None
 
 
 def _fit_collective_multi_step(cell: Cell, platform: Platform) -> str | None:
     """MirroredStrategy's default cross-device op under fit with several steps per execution
     (``cross_device_ops`` is ``none`` for a strategy whose descriptor has no such option axis)."""
-    if (cell.loop == "fit" and cell.cross_device_ops == "auto"
-            and cell.replicas > 1 and cell.steps_per_execution > 1):
-        return ("Keras fit with steps_per_execution > 1 runs each step under a tf.cond inside a "
-                "while loop; MirroredStrategy's collective all-reduce there fails (\"You must feed a "
-                "value for placeholder tensor ...cond/Placeholder\"): use steps_per_execution 1 or "
-                "another cross-device op")
+    if (
+        cell.loop == "fit"
+        and cell.cross_device_ops == "auto"
+        and cell.replicas > 1
+        and cell.steps_per_execution > 1
+    ):
+        return (
+            "Keras fit with steps_per_execution > 1 runs each step under a tf.cond inside a "
+            "while loop; MirroredStrategy's collective all-reduce there fails (\"You must feed a "
+            'value for placeholder tensor ...cond/Placeholder"): use steps_per_execution 1 or '
+            "another cross-device op"
+        )
     return None
 
 
 def _multi_worker_cpu_one_device(cell: Cell, platform: Platform) -> str | None:
     if cell.kind.multi_worker and platform.device_kind == "cpu" and cell.replicas > 1:
-        return (f"a CPU worker of {cell.strategy} uses exactly one device (logical CPU devices are "
-                "ignored): use replicas 1 and more workers")
+        return (
+            f"a CPU worker of {cell.strategy} uses exactly one device (logical CPU devices are "
+            "ignored): use replicas 1 and more workers"
+        )
     return None
 
 
@@ -91,10 +107,16 @@ def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
 
 
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
-    _too_many_devices, _too_many_gpus_for_local_workers, _nccl_on_cpu, _hierarchical_copy_odd,
+    _too_many_devices,
+    _too_many_gpus_for_local_workers,
+    _nccl_on_cpu,
+    _hierarchical_copy_odd,
     _precision_unsupported,
-    _strong_batch_divides, _fit_collective_multi_step, _multi_worker_cpu_one_device,
-    _loop_unsupported, _nccl_communication_on_cpu,
+    _strong_batch_divides,
+    _fit_collective_multi_step,
+    _multi_worker_cpu_one_device,
+    _loop_unsupported,
+    _nccl_communication_on_cpu,
 )
 
 

@@ -79,8 +79,11 @@ def collective_workers(workers: int, ps: int) -> tuple[Task, ...]:
 def coordinator_cluster(workers: int, ps: int) -> tuple[Task, ...]:
     """Parameter server: a chief (the coordinator), ``workers`` workers and ``ps`` ps tasks, every
     one but the chief a ``tf.distribute.Server``."""
-    return ((Task("chief", 0, Role.CHIEF),) + tuple(Task("worker", i, Role.SERVER) for i in range(workers))
-            + tuple(Task("ps", j, Role.SERVER) for j in range(ps)))
+    return (
+        (Task("chief", 0, Role.CHIEF),)
+        + tuple(Task("worker", i, Role.SERVER) for i in range(workers))
+        + tuple(Task("ps", j, Role.SERVER) for j in range(ps))
+    )
 
 
 @dataclass(frozen=True)
@@ -178,30 +181,63 @@ class Strategy:
         return replicas * workers if self.synchronous else replicas
 
 
-_FIT_MWMS = ("Keras 3 fit fails under MultiWorkerMirroredStrategy (\"Attempt to convert a value "
-             "(PerReplica...)\", keras#20585): use the ctl loop")
-_FIT_PS = ("Keras 3 fit does not support ParameterServerStrategy (keras#18624): use the ctl loop, "
-           "which schedules steps through tf.distribute.coordinator.ClusterCoordinator")
+_FIT_MWMS = (
+    'Keras 3 fit fails under MultiWorkerMirroredStrategy ("Attempt to convert a value '
+    '(PerReplica...)", keras#20585): use the ctl loop'
+)
+_FIT_PS = (
+    "Keras 3 fit does not support ParameterServerStrategy (keras#18624): use the ctl loop, "
+    "which schedules steps through tf.distribute.coordinator.ClusterCoordinator"
+)
 
-STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in (
-    Strategy("default", "tf.distribute.get_strategy()", Variables.ANY, multi_device=False,
-             reference=True),
-    Strategy("one_device", "tf.distribute.OneDeviceStrategy", Variables.ANY, multi_device=False),
-    Strategy("mirrored", "tf.distribute.MirroredStrategy", Variables.MIRRORED,
-             option_axis="cross_device_ops", predict_option="auto"),
-    Strategy("central_storage", "tf.distribute.experimental.CentralStorageStrategy",
-             Variables.AGGREGATING, unsupported_precisions=MappingProxyType({
-                 "mixed_float16": "CentralStorageStrategy fails with the mixed_float16 "
-                                  "loss-scale optimizer"})),
-    Strategy("multi_worker_mirrored", "tf.distribute.MultiWorkerMirroredStrategy",
-             Variables.MIRRORED, collective_workers, option_axis="communication",
-             predict_option="ring",
-             training_tasks=("chief", "worker"),
-             unsupported_loops=MappingProxyType({"fit": _FIT_MWMS})),
-    Strategy("parameter_server", "tf.distribute.ParameterServerStrategy", Variables.ON_PS,
-             coordinator_cluster, synchronous=False, training_tasks=("worker",),
-             unsupported_loops=MappingProxyType({"fit": _FIT_PS})),
-)})
+STRATEGIES: Mapping[str, Strategy] = MappingProxyType(
+    {
+        s.name: s
+        for s in (
+            Strategy(
+                "default", "tf.distribute.get_strategy()", Variables.ANY, multi_device=False, reference=True
+            ),
+            Strategy("one_device", "tf.distribute.OneDeviceStrategy", Variables.ANY, multi_device=False),
+            Strategy(
+                "mirrored",
+                "tf.distribute.MirroredStrategy",
+                Variables.MIRRORED,
+                option_axis="cross_device_ops",
+                predict_option="auto",
+            ),
+            Strategy(
+                "central_storage",
+                "tf.distribute.experimental.CentralStorageStrategy",
+                Variables.AGGREGATING,
+                unsupported_precisions=MappingProxyType(
+                    {
+                        "mixed_float16": "CentralStorageStrategy fails with the mixed_float16 "
+                        "loss-scale optimizer"
+                    }
+                ),
+            ),
+            Strategy(
+                "multi_worker_mirrored",
+                "tf.distribute.MultiWorkerMirroredStrategy",
+                Variables.MIRRORED,
+                collective_workers,
+                option_axis="communication",
+                predict_option="ring",
+                training_tasks=("chief", "worker"),
+                unsupported_loops=MappingProxyType({"fit": _FIT_MWMS}),
+            ),
+            Strategy(
+                "parameter_server",
+                "tf.distribute.ParameterServerStrategy",
+                Variables.ON_PS,
+                coordinator_cluster,
+                synchronous=False,
+                training_tasks=("worker",),
+                unsupported_loops=MappingProxyType({"fit": _FIT_PS}),
+            ),
+        )
+    }
+)
 """Every strategy, by name, in the order the CLI lists them."""
 
 STRATEGY_NAMES = tuple(STRATEGIES)
@@ -219,8 +255,9 @@ def only_strategy(test: Callable[[Strategy], bool]) -> Strategy:
     """The one strategy whose descriptor passes ``test`` (ValueError unless exactly one does)."""
     found = [s for s in STRATEGIES.values() if test(s)]
     if len(found) != 1:
-        raise ValueError(f"expected one strategy to pass the test; {len(found)} do: "
-                         f"{', '.join(s.name for s in found)}")
+        raise ValueError(
+            f"expected one strategy to pass the test; {len(found)} do: {', '.join(s.name for s in found)}"
+        )
     return found[0]
 
 

@@ -61,8 +61,9 @@ def _check_axes(axes: Mapping[str, Sequence[object]]) -> Grid:
     return tuple(checked)
 
 
-def make_sweep(name: str, description: str, protocol: Protocol | None = None,
-               **axes: Sequence[object]) -> Sweep:
+def make_sweep(
+    name: str, description: str, protocol: Protocol | None = None, **axes: Sequence[object]
+) -> Sweep:
     """A one-grid Sweep from keyword axes, checking every value (HarnessError on a bad one)."""
     return Sweep(name, description, (_check_axes(axes),), protocol or Protocol())
 

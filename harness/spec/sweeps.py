@@ -14,133 +14,315 @@ from harness.spec.protocol import Protocol
 from harness.spec.strategies import SINGLE_PROCESS_STRATEGIES
 from harness.spec.sweep import Sweep, chain, make_sweep
 
-SMOKE_PROTOCOL = Protocol(repeats=3, window_s=0.2, warmup_windows=1, min_window_steps=5,
-                          cell_timeout_s=180.0, processes=2, max_processes=2)
+SMOKE_PROTOCOL = Protocol(
+    repeats=3,
+    window_s=0.2,
+    warmup_windows=1,
+    min_window_steps=5,
+    cell_timeout_s=180.0,
+    processes=2,
+    max_processes=2,
+)
 """Seconds per cell: two processes each, enough to exercise every path; CIs from two processes
 (Student t with one degree of freedom) are wide by design."""
 
 SMOKE = chain(
-    "smoke", "a few seconds per cell, two processes each: both models, default and mirrored on 1 and 2 replicas; "
-    "the fit loop and accumulation on mirrored", SMOKE_PROTOCOL,
-    make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"),
-               cross_device_ops=("auto", "nccl"), replicas=(1, 2), batch=(32,),
-               steps_per_execution=(5,)),
-    make_sweep("", "", model=("dense",), strategy=("mirrored",), replicas=(2,), batch=(32,),
-               loop=("ctl",), accum_steps=(2,), steps_per_execution=(5,)),
-    make_sweep("", "", model=("dense",), strategy=("mirrored",), replicas=(2,), batch=(32,),
-               loop=("fit",), accum_steps=(1, 2), steps_per_execution=(1,)),
+    "smoke",
+    "a few seconds per cell, two processes each: both models, default and mirrored on 1 and 2 replicas; "
+    "the fit loop and accumulation on mirrored",
+    SMOKE_PROTOCOL,
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default", "mirrored"),
+        cross_device_ops=("auto", "nccl"),
+        replicas=(1, 2),
+        batch=(32,),
+        steps_per_execution=(5,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("dense",),
+        strategy=("mirrored",),
+        replicas=(2,),
+        batch=(32,),
+        loop=("ctl",),
+        accum_steps=(2,),
+        steps_per_execution=(5,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("dense",),
+        strategy=("mirrored",),
+        replicas=(2,),
+        batch=(32,),
+        loop=("fit",),
+        accum_steps=(1, 2),
+        steps_per_execution=(1,),
+    ),
 )
 
 DEFAULT = chain(
-    "default", "what `nox -s bench` runs, each cell in 3 interleaved processes: both models, every "
+    "default",
+    "what `nox -s bench` runs, each cell in 3 interleaved processes: both models, every "
     "single-process strategy and cross-device op, 1 and 2 replicas at batch 64, default and mirrored "
     "also at batch 256; then accumulation 1 and 4 with both loops on default and mirrored; "
     "multi-worker mirrored (ring) and parameter server on 1 and 2 local workers; two co-tenant "
-    "processes of default", Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10,
-                                     processes=3, max_processes=5),
-    make_sweep("", "", model=("cnn", "dense"), strategy=SINGLE_PROCESS_STRATEGIES,
-               cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(1, 2), batch=(64,),
-               steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
-               batch=(256,), steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
-               batch=(64,), accum_steps=(1, 4), loop=("ctl", "fit"), steps_per_execution=(10,)),
+    "processes of default",
+    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, max_processes=5),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=SINGLE_PROCESS_STRATEGIES,
+        cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+        replicas=(1, 2),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default", "mirrored"),
+        replicas=(1, 2),
+        batch=(256,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default", "mirrored"),
+        replicas=(1, 2),
+        batch=(64,),
+        accum_steps=(1, 4),
+        loop=("ctl", "fit"),
+        steps_per_execution=(10,),
+    ),
     # fit on mirrored's collective across replicas runs only with steps_per_execution 1
-    make_sweep("", "", model=("cnn", "dense"), strategy=("mirrored",), replicas=(2,), batch=(64,),
-               accum_steps=(1, 4), loop=("fit",), steps_per_execution=(1,)),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("mirrored",),
+        replicas=(2,),
+        batch=(64,),
+        accum_steps=(1, 4),
+        loop=("fit",),
+        steps_per_execution=(1,),
+    ),
     # the part of the cluster sweep that fits the time budget: 1 and 2 local workers, ring, and
     # the parameter server with 1 and 2 workers and one ps
-    make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
-               communication=("ring",), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("parameter_server",), workers=(1, 2),
-               ps=(1,), batch=(64,), steps_per_execution=(10,)),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("multi_worker_mirrored",),
+        communication=("ring",),
+        workers=(1, 2),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("parameter_server",),
+        workers=(1, 2),
+        ps=(1,),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
     # what sharing the devices costs: against the tenants-1 default cells above
-    make_sweep("", "", model=("cnn", "dense"), strategy=("default",), batch=(64,),
-               steps_per_execution=(10,), tenants=(2,)),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default",),
+        batch=(64,),
+        steps_per_execution=(10,),
+        tenants=(2,),
+    ),
 )
 
 CLUSTER = chain(
-    "cluster", "MultiWorkerMirroredStrategy with ring and auto collectives on 1 and 2 local worker "
+    "cluster",
+    "MultiWorkerMirroredStrategy with ring and auto collectives on 1 and 2 local worker "
     "processes (TF_CONFIG on 127.0.0.1) and ParameterServerStrategy with 1 and 2 workers and one ps, "
     "both models, against mirrored on 1 and 2 replicas and default, at the same global batch",
     Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2),
-               batch=(64,), steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("default",), batch=(128,),
-               steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
-               communication=("ring", "auto"), workers=(1, 2), batch=(64,), steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("parameter_server",), workers=(1, 2),
-               ps=(1,), batch=(64,), steps_per_execution=(10,)),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default", "mirrored"),
+        replicas=(1, 2),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "", "", model=("cnn", "dense"), strategy=("default",), batch=(128,), steps_per_execution=(10,)
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("multi_worker_mirrored",),
+        communication=("ring", "auto"),
+        workers=(1, 2),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("parameter_server",),
+        workers=(1, 2),
+        ps=(1,),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
 )
 
 SCALING = make_sweep(
-    "scaling", "mirrored (auto) on every replica count up to the machine's, four batch sizes, weak "
-    "and strong scaling",
+    "scaling",
+    "mirrored (auto) on every replica count up to the machine's, four batch sizes, weak and strong scaling",
     protocol=Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
-    model=("cnn", "dense"), strategy=("mirrored",), replicas=(REPLICAS_TO_MAX,),
-    batch=(32, 64, 128, 256), scaling=("weak", "strong"), steps_per_execution=(10,),
+    model=("cnn", "dense"),
+    strategy=("mirrored",),
+    replicas=(REPLICAS_TO_MAX,),
+    batch=(32, 64, 128, 256),
+    scaling=("weak", "strong"),
+    steps_per_execution=(10,),
 )
 
 
-def _same_update_batch(examples: int, replicas: int, strategies: tuple[str, ...],
-                       **axes: tuple[object, ...]) -> list[Sweep]:
+def _same_update_batch(
+    examples: int, replicas: int, strategies: tuple[str, ...], **axes: tuple[object, ...]
+) -> list[Sweep]:
     """Grids whose every cell updates on ``examples`` examples: k micro-batches of examples/k."""
-    return [make_sweep("", "", None, strategy=strategies, replicas=(replicas,),
-                       batch=(examples // (replicas * k),), accum_steps=(k,), **axes)
-            for k in (1, 2, 4)]
+    return [
+        make_sweep(
+            "",
+            "",
+            None,
+            strategy=strategies,
+            replicas=(replicas,),
+            batch=(examples // (replicas * k),),
+            accum_steps=(k,),
+            **axes,
+        )
+        for k in (1, 2, 4)
+    ]
 
 
 EQUIVALENCE = chain(
-    "equivalence", "cells that must train identically, for `verify`: every cell updates on 64 "
+    "equivalence",
+    "cells that must train identically, for `verify`: every cell updates on 64 "
     "examples (default and one_device with batch 64/k, mirrored on 2 replicas with 32/k, k = 1, 2, 4 "
-    "micro-batches), both loops, mirrored with each CPU cross-device op", SMOKE_PROTOCOL,
-    *_same_update_batch(64, 1, ("default", "one_device"), model=("dense",), loop=("ctl", "fit"),
-                        steps_per_execution=(1,)),
-    *_same_update_batch(64, 2, ("mirrored",), model=("dense",), loop=("ctl", "fit"),
-                        steps_per_execution=(1,)),
-    make_sweep("", "", model=("dense",), strategy=("mirrored",), replicas=(2,), batch=(32,),
-               cross_device_ops=("hierarchical_copy", "reduction_to_one_device"), loop=("ctl",),
-               steps_per_execution=(1,)),
+    "micro-batches), both loops, mirrored with each CPU cross-device op",
+    SMOKE_PROTOCOL,
+    *_same_update_batch(
+        64, 1, ("default", "one_device"), model=("dense",), loop=("ctl", "fit"), steps_per_execution=(1,)
+    ),
+    *_same_update_batch(
+        64, 2, ("mirrored",), model=("dense",), loop=("ctl", "fit"), steps_per_execution=(1,)
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("dense",),
+        strategy=("mirrored",),
+        replicas=(2,),
+        batch=(32,),
+        cross_device_ops=("hierarchical_copy", "reduction_to_one_device"),
+        loop=("ctl",),
+        steps_per_execution=(1,),
+    ),
 )
 
 VALIDATION = chain(
-    "validation", "what `predict` is checked against: mirrored (auto) on 1 to 4 replicas (run with "
+    "validation",
+    "what `predict` is checked against: mirrored (auto) on 1 to 4 replicas (run with "
     "--cpu-devices 4 on a CPU-only machine) and multi_worker_mirrored (ring) on 1 to 4 local workers, "
     "both models, batch 64 per replica, 3 interleaved processes each",
-    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3,
-             max_processes=5),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("mirrored",), replicas=(1, 2, 3, 4),
-               batch=(64,), steps_per_execution=(10,)),
-    make_sweep("", "", model=("cnn", "dense"), strategy=("multi_worker_mirrored",),
-               communication=("ring",), workers=(1, 2, 3, 4), batch=(64,),
-               steps_per_execution=(10,)),
+    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, max_processes=5),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("mirrored",),
+        replicas=(1, 2, 3, 4),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("multi_worker_mirrored",),
+        communication=("ring",),
+        workers=(1, 2, 3, 4),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
 )
 
-COLLECTIVES_PROTOCOL = Protocol(repeats=3, window_s=0.1, warmup_windows=1, min_window_steps=1,
-                                processes=3, max_processes=3, peak=False, breakdown=False)
+COLLECTIVES_PROTOCOL = Protocol(
+    repeats=3,
+    window_s=0.1,
+    warmup_windows=1,
+    min_window_steps=1,
+    processes=3,
+    max_processes=3,
+    peak=False,
+    breakdown=False,
+)
 """All-reduce timing: 3 processes per topology, 3 windows of ~0.1 s per payload."""
 
 
-def collectives_sweep(replicas: tuple[object, ...] = (2, 3, 4),
-                      workers: tuple[object, ...] = (2, 3, 4)) -> Sweep:
+def collectives_sweep(
+    replicas: tuple[object, ...] = (2, 3, 4), workers: tuple[object, ...] = (2, 3, 4)
+) -> Sweep:
     """The all-reduce topologies: mirrored with every cross-device op on ``replicas`` replicas, and
     multi_worker_mirrored with every communication on ``workers`` local workers (one replica each).
     ``--replicas`` and ``--workers`` set these two lists (each applies to its own strategy)."""
-    return dataclasses.replace(chain(
-        "collectives", "all-reduce alone (a size sweep and each model's gradient set) under every "
-        "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
-        "2-4 local workers, 3 processes each; rows in results/collectives",
-        COLLECTIVES_PROTOCOL,
-        make_sweep("", "", model=("dense",), strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-                   replicas=replicas),
-        make_sweep("", "", model=("dense",), strategy=("multi_worker_mirrored",),
-                   communication=COMMUNICATION_NAMES, workers=workers),
-    ), kind="collectives")
+    return dataclasses.replace(
+        chain(
+            "collectives",
+            "all-reduce alone (a size sweep and each model's gradient set) under every "
+            "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
+            "2-4 local workers, 3 processes each; rows in results/collectives",
+            COLLECTIVES_PROTOCOL,
+            make_sweep(
+                "",
+                "",
+                model=("dense",),
+                strategy=("mirrored",),
+                cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+                replicas=replicas,
+            ),
+            make_sweep(
+                "",
+                "",
+                model=("dense",),
+                strategy=("multi_worker_mirrored",),
+                communication=COMMUNICATION_NAMES,
+                workers=workers,
+            ),
+        ),
+        kind="collectives",
+    )
 
 
-SWEEPS: dict[str, Sweep] = {s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE,
-                                                VALIDATION, collectives_sweep())}
+SWEEPS: dict[str, Sweep] = {
+    s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, collectives_sweep())
+}
 
 
 def get_sweep(name: str) -> Sweep:

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def start_barrier(folder: str | None, index: int, processes: int, timeout_s: float
-                  ) -> Callable[[], None]:
+def start_barrier(folder: str | None, index: int, processes: int, timeout_s: float) -> Callable[[], None]:
     """A barrier for ``processes`` processes started together: each writes ``ready-<index>`` into
     ``folder`` and waits until all have; RuntimeError naming the absent ones after ``timeout_s``,
     or at once when the launcher has marked one ended (``ended-<index>``: it failed before the
@@ -25,10 +24,13 @@ def start_barrier(folder: str | None, index: int, processes: int, timeout_s: flo
                 return
             ended = [i for i in absent if Path(folder, f"ended-{i}").exists()]
             if ended:
-                raise RuntimeError(f"start barrier: process(es) {ended} of {processes} ended "
-                                   "before reaching it")
+                raise RuntimeError(
+                    f"start barrier: process(es) {ended} of {processes} ended before reaching it"
+                )
             if time.monotonic() > deadline:
-                raise RuntimeError(f"start barrier: process(es) {absent} of {processes} not ready "
-                                   f"after {timeout_s:g} s")
+                raise RuntimeError(
+                    f"start barrier: process(es) {absent} of {processes} not ready after {timeout_s:g} s"
+                )
             time.sleep(0.01)
+
     return wait

@@ -95,6 +95,7 @@ def _first_elements(tensors: list[Any]) -> Any:
 
 def _seconds(call: Callable[[int], Any]) -> Callable[[int], float]:
     """``call(n)`` (n repetitions ending in a host sync) as a window returning its seconds."""
+
     def window(n: int) -> float:
         t0 = time.perf_counter()
         call(n)
@@ -103,9 +104,13 @@ def _seconds(call: Callable[[int], Any]) -> Callable[[int], float]:
     return window
 
 
-def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n: n,
-                  window_s: float = PART_WINDOW_S, rounds: int = PART_ROUNDS
-                  ) -> dict[str, float | None]:
+def measure_parts(
+    built: Any,
+    cell: Cell,
+    agree: Callable[[int], int] = lambda n: n,
+    window_s: float = PART_WINDOW_S,
+    rounds: int = PART_ROUNDS,
+) -> dict[str, float | None]:
     """parts_step_s, compute_s, allreduce_s, input_s and dispatch_s, each in s per update, or an
     empty dict when the cell's parts cannot be isolated. ``built``: the cell's
     :class:`harness.worker.measure.BuiltCell`; its trainer runs more updates here."""
@@ -116,8 +121,12 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
     strategy, model = built.strategy, built.model
     spe = cell.steps_per_execution
     with strategy.scope():
-        sink = tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
-                           aggregation=tf.VariableAggregation.SUM)
+        sink = tf.Variable(
+            0.0,
+            trainable=False,
+            synchronization=tf.VariableSynchronization.ON_READ,
+            aggregation=tf.VariableAggregation.SUM,
+        )
     variables = model.trainable_variables
     gradients = make_gradients(model, built.optimizer, cell, ReductionCounter())
     iterator = iter(distribute(strategy, built.input_fn(cell.effective_batch), cell))
@@ -169,8 +178,11 @@ def measure_parts(built: Any, cell: Cell, agree: Callable[[int], int] = lambda n
 
     def per_update(seconds: dict[str, float]) -> dict[str, float]:
         """Per update: dispatch over a call's steps_per_execution updates; no all-reduce, 0."""
-        return {**seconds, "allreduce_s": seconds.get("allreduce_s", 0.0),
-                "dispatch_s": seconds["dispatch_s"] / spe}
+        return {
+            **seconds,
+            "allreduce_s": seconds.get("allreduce_s", 0.0),
+            "dispatch_s": seconds["dispatch_s"] / spe,
+        }
 
     def inconsistent(seconds: dict[str, float]) -> bool:
         """Whether a part exceeds the update by more than the timing noise allowed."""

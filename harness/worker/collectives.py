@@ -28,9 +28,15 @@ def _filled(strategy: Any, shapes: tuple[tuple[int, ...], ...]) -> list[Any]:
     import tensorflow as tf
 
     with strategy.scope():
-        variables = [tf.Variable(tf.zeros(s, tf.float32), trainable=False,
-                                 synchronization=tf.VariableSynchronization.ON_READ,
-                                 aggregation=tf.VariableAggregation.SUM) for s in shapes]
+        variables = [
+            tf.Variable(
+                tf.zeros(s, tf.float32),
+                trainable=False,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+            for s in shapes
+        ]
 
     def fill() -> None:
         ctx = tf.distribute.get_replica_context()
@@ -46,12 +52,17 @@ def _sink(strategy: Any) -> Any:
     import tensorflow as tf
 
     with strategy.scope():
-        return tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
-                           aggregation=tf.VariableAggregation.SUM)
+        return tf.Variable(
+            0.0,
+            trainable=False,
+            synchronization=tf.VariableSynchronization.ON_READ,
+            aggregation=tf.VariableAggregation.SUM,
+        )
 
 
-def measure_payload(strategy: Any, payload: Payload, sink: Any, agree: Callable[[int], int],
-                    window_s: float, repeats: int) -> dict[str, Any]:
+def measure_payload(
+    strategy: Any, payload: Payload, sink: Any, agree: Callable[[int], int], window_s: float, repeats: int
+) -> dict[str, Any]:
     """time_s of one all-reduce of ``payload`` and its sum check, on this worker."""
     import tensorflow as tf
 
@@ -77,18 +88,26 @@ def measure_payload(strategy: Any, payload: Payload, sink: Any, agree: Callable[
     def worst_error() -> Any:
         def replica() -> Any:
             return tf.reduce_max([tf.reduce_max(tf.abs(o - expected)) for o in reduce()])
-        return tf.reduce_max([tf.identity(e) for e in
-                              strategy.experimental_local_results(strategy.run(replica))])
 
-    seconds, count = per_repetition(lambda k: calls(tf.constant(k)).numpy(), window_s, agree,
-                                    windows=repeats)
+        return tf.reduce_max(
+            [tf.identity(e) for e in strategy.experimental_local_results(strategy.run(replica))]
+        )
+
+    seconds, count = per_repetition(lambda k: calls(tf.constant(k)).numpy(), window_s, agree, windows=repeats)
     error = float(worst_error().numpy()) / expected
-    return {"payload": payload.name, "tensors": len(payload.shapes), "bytes": payload.bytes,
-            "time_s": seconds, "calls": count, "max_rel_error": error}
+    return {
+        "payload": payload.name,
+        "tensors": len(payload.shapes),
+        "bytes": payload.bytes,
+        "time_s": seconds,
+        "calls": count,
+        "max_rel_error": error,
+    }
 
 
-def measure_collectives(strategy: Any, cell: Cell, max_bytes: int, agree: Callable[[int], int],
-                        window_s: float, repeats: int) -> list[dict[str, Any]]:
+def measure_collectives(
+    strategy: Any, cell: Cell, max_bytes: int, agree: Callable[[int], int], window_s: float, repeats: int
+) -> list[dict[str, Any]]:
     """One result per payload (see the module doc), in :func:`payloads` order."""
     sink = _sink(strategy)
     return [measure_payload(strategy, p, sink, agree, window_s, repeats) for p in payloads(max_bytes)]

@@ -13,8 +13,10 @@ def gpu_shortfall(seen: int, needed: int, mask: str | None, who: str) -> str | N
     CPU."""
     if seen >= needed:
         return None
-    return (f"{who} sees {seen} GPU(s) (CUDA_VISIBLE_DEVICES={mask!r}) and needs {needed}: its work "
-            "would run on the CPU")
+    return (
+        f"{who} sees {seen} GPU(s) (CUDA_VISIBLE_DEVICES={mask!r}) and needs {needed}: its work "
+        "would run on the CPU"
+    )
 
 
 def prepare_task_gpus(platform: Platform, needed: int, who: str) -> None:
@@ -47,11 +49,17 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
         cpus = tf.config.list_physical_devices("CPU")
         if replicas > 1:
             tf.config.set_logical_device_configuration(
-                cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
+                cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas
+            )
         kind = "CPU"
     devices = [d.name for d in tf.config.list_logical_devices(kind)]
     if len(devices) < replicas:
-        raise RuntimeError(f"TensorFlow sees {len(devices)} {kind} device(s), the cell needs {replicas}"
-                           + (" (a CPU-only TensorFlow build? install the CUDA build, or run with "
-                              "--device cpu)" if kind == "GPU" else ""))
+        raise RuntimeError(
+            f"TensorFlow sees {len(devices)} {kind} device(s), the cell needs {replicas}"
+            + (
+                " (a CPU-only TensorFlow build? install the CUDA build, or run with --device cpu)"
+                if kind == "GPU"
+                else ""
+            )
+        )
     return kind, devices

@@ -39,8 +39,7 @@ def device_descriptions() -> dict[str, str]:
     """TensorFlow's local GPU devices: name -> physical_device_desc."""
     from tensorflow.python.client import device_lib
 
-    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices()
-            if d.device_type == "GPU"}
+    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices() if d.device_type == "GPU"}
 
 
 def energy_meter(bus_ids: Sequence[str] | None = None, nvml: Any = None) -> Callable[[], float | None]:

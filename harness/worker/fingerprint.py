@@ -13,14 +13,28 @@ import os
 import platform
 from pathlib import Path
 
-from harness.worker.peak import TF32_OVERRIDE_ENV, tf32_active
 from harness.contract.events import Facts
+from harness.worker.peak import TF32_OVERRIDE_ENV, tf32_active
 
-ENV_PREFIXES = ("TF_", "NCCL_", "OMP_", "KMP_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                "XLA_FLAGS", "NVIDIA_TF32_OVERRIDE")
+ENV_PREFIXES = (
+    "TF_",
+    "NCCL_",
+    "OMP_",
+    "KMP_",
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "XLA_FLAGS",
+    "NVIDIA_TF32_OVERRIDE",
+)
 
-VOLATILE_ENV = ("TF_CONFIG", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL", "NCCL_DEBUG",
-                "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
+VOLATILE_ENV = (
+    "TF_CONFIG",
+    "TF_CPP_MIN_LOG_LEVEL",
+    "TF_CPP_MAX_VLOG_LEVEL",
+    "NCCL_DEBUG",
+    "NCCL_DEBUG_SUBSYS",
+    "NCCL_DEBUG_FILE",
+)
 """Recorded but not hashed: they differ between runs without changing performance."""
 
 
@@ -81,11 +95,16 @@ def collect(device_type: str) -> Facts:
         "cuda_version": str(build.get("cuda_version", "")),
         "cudnn_version": str(build.get("cudnn_version", "")),
         "rocm_version": str(build.get("rocm_version", "")),
-        "tensor_float_32": tf32_active(tf.config.experimental.tensor_float_32_execution_enabled(),
-                                       os.environ.get(TF32_OVERRIDE_ENV),
-                                       tuple(details[0].get("compute_capability", ())) if details else None),
-        "intra_op_threads": effective_threads(tf.config.threading.get_intra_op_parallelism_threads(),
-                                              os.environ.get("TF_NUM_INTRAOP_THREADS"), _usable_cpus()),
+        "tensor_float_32": tf32_active(
+            tf.config.experimental.tensor_float_32_execution_enabled(),
+            os.environ.get(TF32_OVERRIDE_ENV),
+            tuple(details[0].get("compute_capability", ())) if details else None,
+        ),
+        "intra_op_threads": effective_threads(
+            tf.config.threading.get_intra_op_parallelism_threads(),
+            os.environ.get("TF_NUM_INTRAOP_THREADS"),
+            _usable_cpus(),
+        ),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env": env,
     }

@@ -14,8 +14,9 @@ import os
 import traceback
 from typing import Any, TextIO
 
-from harness.contract.job import Job, TENANT_BARRIER_ENV
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
+from harness.contract.job import TENANT_BARRIER_ENV, Job
+from harness.contract.records import CellRow, Status, WindowRow
 from harness.results.rows import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
@@ -26,7 +27,6 @@ from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
 from harness.worker.nccl import LOG_FILE_ENV, process_transports
-from harness.contract.records import CellRow, Status, WindowRow
 
 ERROR_TAIL_CHARS = 1500
 
@@ -34,8 +34,11 @@ ERROR_TAIL_CHARS = 1500
 def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
     """``Type: message`` without TensorFlow's "Detected at node ... defined at" stack dumps."""
     text = getattr(e, "message", None) or str(e)
-    kept = [line.strip() for line in text.splitlines()
-            if line.strip() and not line.strip().startswith(("File ", "Detected at node"))]
+    kept = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith(("File ", "Detected at node"))
+    ]
     summary = " ".join(dict.fromkeys(kept))  # TF repeats the same lines per replica
     return f"{type(e).__name__}: {summary}"[:limit]
 
@@ -78,16 +81,20 @@ def serve(cell: Cell, events: TextIO, job: Job) -> int:
     _inject(job.inject_fault, cell, job.launch.index, "start")
     _prepare_gpus(cell, job)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
-                                  task_index=resolver.task_id, protocol="grpc", start=True)
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=resolver.task_type,
+        task_index=resolver.task_id,
+        protocol="grpc",
+        start=True,
+    )
     _emit(events, {"event": Event.JOINED})
     _inject(job.inject_fault, cell, job.launch.index, "joined")
     server.join()  # never returns
     return 0
 
 
-def _set_up(cell: Cell, events: TextIO, job: Job
-            ) -> tuple[Any, str, list[str], Facts]:
+def _set_up(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[str], Facts]:
     """(strategy or None, device type, device names, facts): a multi-worker task joins its cluster first;
     a single-process cell sets up its devices. Emits ready (and start) on the way."""
     strategy = None
@@ -117,25 +124,44 @@ def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> Pro
     agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)
     protocol = job.options.protocol
     assert job.options.collectives_max_bytes is not None
-    results = measure_collectives(strategy, cell, job.options.collectives_max_bytes, agree,
-                                  protocol.window_s, protocol.repeats)
-    return {"status": Status.OK, "reason": "", "collectives": results,
-            "effective_cross_device_ops": effective_cross_device_ops(strategy)}
+    results = measure_collectives(
+        strategy, cell, job.options.collectives_max_bytes, agree, protocol.window_s, protocol.repeats
+    )
+    return {
+        "status": Status.OK,
+        "reason": "",
+        "collectives": results,
+        "effective_cross_device_ops": effective_cross_device_ops(strategy),
+    }
 
 
-def _run(cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
-         ) -> tuple[CellRow, list[WindowRow]]:
+def _run(
+    cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
+) -> tuple[CellRow, list[WindowRow]]:
     """Verify (train a fixed number of updates) or measure the cell: (columns, window rows)."""
     options = job.options
     if options.collectives_max_bytes:
         return _collectives(cell, job, strategy, devices), []
     if options.verify_updates:
-        return verify_cell(cell, options.verify_updates, options.protocol.seed, devices,
-                           options.weights_dir or ".", options.mnist_path, strategy,
-                           save=job.launch.role == Role.CHIEF), []
-    ready = start_barrier(os.environ.get(TENANT_BARRIER_ENV), job.launch.index, job.launch.meet,
-                          options.protocol.rendezvous_timeout_s)
-    return run_cell(cell, options.protocol, devices, device_type, options.mnist_path, strategy, job.launch.hosts, ready)
+        return verify_cell(
+            cell,
+            options.verify_updates,
+            options.protocol.seed,
+            devices,
+            options.weights_dir or ".",
+            options.mnist_path,
+            strategy,
+            save=job.launch.role == Role.CHIEF,
+        ), []
+    ready = start_barrier(
+        os.environ.get(TENANT_BARRIER_ENV),
+        job.launch.index,
+        job.launch.meet,
+        options.protocol.rendezvous_timeout_s,
+    )
+    return run_cell(
+        cell, options.protocol, devices, device_type, options.mnist_path, strategy, job.launch.hosts, ready
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.contract.events import ProcessRow
+from harness.contract.records import CellRow, Status, WindowRow
 from harness.results.rows import (
     LEARNING_RATE,
     Measurement,
@@ -27,8 +29,6 @@ from harness.worker.build.models import MODELS
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
 from harness.worker.timing import measure
-from harness.contract.records import CellRow, Status, WindowRow
-from harness.contract.events import ProcessRow
 
 
 def weights_digest(model: Any) -> str:
@@ -50,8 +50,9 @@ class BuiltCell:
     input_fn: Callable[[int], Any]
 
 
-def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | None = None,
-               strategy: Any = None) -> BuiltCell:
+def build_cell(
+    cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | None = None, strategy: Any = None
+) -> BuiltCell:
     """Strategy (unless given), model and optimizer (in scope), input pipeline and training loop."""
     import keras
 
@@ -74,10 +75,16 @@ def build_cell(cell: Cell, devices: list[str], seed: int = 0, mnist_path: str | 
     return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0, input_fn)
 
 
-def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
-             mnist_path: str | None = None,
-             strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
-             ) -> tuple[CellRow, list[WindowRow]]:
+def run_cell(
+    cell: Cell,
+    protocol: Protocol,
+    devices: list[str],
+    device_type: str,
+    mnist_path: str | None = None,
+    strategy: Any = None,
+    hosts: int = 1,
+    ready: Callable[[], None] = lambda: None,
+) -> tuple[CellRow, list[WindowRow]]:
     """Build, time and check one cell in this process. Returns (row columns, window rows), made by
     :mod:`harness.results.rows` from the :class:`~harness.results.rows.Measurement`.
 
@@ -87,10 +94,16 @@ def run_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: st
     return measured_columns(cell, m), window_rows(cell, m)
 
 
-def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type: str,
-                 mnist_path: str | None = None,
-                 strategy: Any = None, hosts: int = 1, ready: Callable[[], None] = lambda: None
-                 ) -> Measurement:
+def measure_cell(
+    cell: Cell,
+    protocol: Protocol,
+    devices: list[str],
+    device_type: str,
+    mnist_path: str | None = None,
+    strategy: Any = None,
+    hosts: int = 1,
+    ready: Callable[[], None] = lambda: None,
+) -> Measurement:
     """The raw numbers of one timed cell (see :func:`run_cell`)."""
     import keras
 
@@ -98,13 +111,30 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
 
     built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
     # energy only where this process drives every device of the cell
-    meter = (cell_energy_meter(devices[: cell.replicas]) if device_type == "GPU" and cell.processes == 1
-             else (lambda: None))
+    meter = (
+        cell_energy_meter(devices[: cell.replicas])
+        if device_type == "GPU" and cell.processes == 1
+        else (lambda: None)
+    )
     joules_before, metered_from = meter(), time.perf_counter()
-    timings = measure(built.trainer.run, built.trainer.windows, cell.steps_per_execution, protocol,
-                      time.perf_counter, built.trainer.agree, ready)
-    problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
-                               cell.replicas_in_sync, timings.final_loss, built.trainer.updates[0])
+    timings = measure(
+        built.trainer.run,
+        built.trainer.windows,
+        cell.steps_per_execution,
+        protocol,
+        time.perf_counter,
+        built.trainer.agree,
+        ready,
+    )
+    problems = integrity.check(
+        built.strategy,
+        cell.strategy,
+        built.model,
+        built.optimizer,
+        cell.replicas_in_sync,
+        timings.final_loss,
+        built.trainer.updates[0],
+    )
     joules_after, metered_s = meter(), time.perf_counter() - metered_from
     # Everything the timed windows left, read before the parts: timing them trains more updates
     # (parts_step_s) and re-runs the trainer's windows.
@@ -117,17 +147,27 @@ def measure_cell(cell: Cell, protocol: Protocol, devices: list[str], device_type
     parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
     keras.mixed_precision.set_dtype_policy("float32")
     return Measurement(
-        window_seconds=tuple(timings.window_seconds), window_starts=timings.window_starts,
+        window_seconds=tuple(timings.window_seconds),
+        window_starts=timings.window_starts,
         window_steps=timings.window_steps,
-        startup_s=built.startup_s, compile_s=timings.compile_s, final_loss=timings.final_loss,
+        startup_s=built.startup_s,
+        compile_s=timings.compile_s,
+        final_loss=timings.final_loss,
         problems=tuple(problems + integrity.idle_workers(counts)),
         effective_cross_device_ops=effective_cross_device_ops(built.strategy),
         allreduces_per_update=reductions,
-        weights_digest=digest, device_kind=device_type, hosts=hosts,
-        worker_seconds=tuple(map(tuple, own)), worker_updates=tuple(map(tuple, counts)),
-        updates_run=updates_run, optimizer_iterations=iterations,
+        weights_digest=digest,
+        device_kind=device_type,
+        hosts=hosts,
+        worker_seconds=tuple(map(tuple, own)),
+        worker_updates=tuple(map(tuple, counts)),
+        updates_run=updates_run,
+        optimizer_iterations=iterations,
         joules=None if joules_before is None or joules_after is None else joules_after - joules_before,
-        joules_s=metered_s, parts=parts, parts_error=parts_error)
+        joules_s=metered_s,
+        parts=parts,
+        parts_error=parts_error,
+    )
 
 
 def _parts(built: BuiltCell, cell: Cell, protocol: Protocol) -> tuple[dict[str, float | None], str]:
@@ -141,9 +181,16 @@ def _parts(built: BuiltCell, cell: Cell, protocol: Protocol) -> tuple[dict[str, 
         return {}, f"parts not measured: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
-def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights_dir: str,
-                mnist_path: str | None = None, strategy: Any = None, save: bool = True
-                ) -> ProcessRow:
+def verify_cell(
+    cell: Cell,
+    updates: int,
+    seed: int,
+    devices: list[str],
+    weights_dir: str,
+    mnist_path: str | None = None,
+    strategy: Any = None,
+    save: bool = True,
+) -> ProcessRow:
     """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
     and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
@@ -153,12 +200,27 @@ def verify_cell(cell: Cell, updates: int, seed: int, devices: list[str], weights
     built = build_cell(cell, devices, seed, mnist_path, strategy)
     before = [w.numpy() for w in built.model.weights]
     loss = built.trainer.run(updates)
-    problems = integrity.check(built.strategy, cell.strategy, built.model, built.optimizer,
-                               cell.replicas_in_sync, loss, built.trainer.updates[0])
+    problems = integrity.check(
+        built.strategy,
+        cell.strategy,
+        built.model,
+        built.optimizer,
+        cell.replicas_in_sync,
+        loss,
+        built.trainer.updates[0],
+    )
     path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
     if save:  # (in a multi-worker cell only the chief writes)
-        np.savez(path, **{f"before_{i}": w for i, w in enumerate(before)},
-                 **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)})
-    return {"status": Status.INVALID if problems else Status.OK, "reason": "; ".join(problems),
-            "final_loss": loss, "weights_digest": weights_digest(built.model), "weights_path": path,
-            "effective_cross_device_ops": effective_cross_device_ops(built.strategy)}
+        np.savez(
+            path,
+            **{f"before_{i}": w for i, w in enumerate(before)},
+            **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)},
+        )
+    return {
+        "status": Status.INVALID if problems else Status.OK,
+        "reason": "; ".join(problems),
+        "final_loss": loss,
+        "weights_digest": weights_digest(built.model),
+        "weights_path": path,
+        "effective_cross_device_ops": effective_cross_device_ops(built.strategy),
+    }

@@ -49,8 +49,7 @@ def peak_bytes(n: int, itemsize: int, operands: int = OPERANDS, products: int = 
     return (operands + products) * n * n * itemsize
 
 
-def tf32_active(tf_setting: bool, override: str | None, compute_capability: tuple[int, int] | None
-                ) -> bool:
+def tf32_active(tf_setting: bool, override: str | None, compute_capability: tuple[int, int] | None) -> bool:
     """Whether float32 matmuls use TF32 tensor cores: TensorFlow allows it, NVIDIA_TF32_OVERRIDE is
     not 0, and the GPU has them (compute capability 8.0 or more; None: not a GPU)."""
     if compute_capability is None or tuple(compute_capability) < (8, 0):
@@ -58,8 +57,9 @@ def tf32_active(tf_setting: bool, override: str | None, compute_capability: tupl
     return bool(tf_setting) and override != "0"
 
 
-def matmul_rates(device: str, device_type: str, dtype: str = "float32",
-                 repeats: int = REPEATS) -> list[float]:
+def matmul_rates(
+    device: str, device_type: str, dtype: str = "float32", repeats: int = REPEATS
+) -> list[float]:
     """FLOP/s of each of ``repeats`` calls of PRODUCTS distinct n x n matmuls on ``device``, after an
     untimed first call. ``dtype``: the compute dtype (float32, bfloat16, float16). Each product
     is kept alive by one of its elements only (no memory-bound reduction of the n x n result in the
@@ -93,16 +93,26 @@ def measure(device_kind: str, dtypes: list[str], repeats: int = REPEATS) -> list
     for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
     device = tf.config.list_logical_devices(device_type)[0].name
-    capability = (tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
-                  if device_type == "GPU" and gpus else None)
+    capability = (
+        tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
+        if device_type == "GPU" and gpus
+        else None
+    )
     override = os.environ.get(TF32_OVERRIDE_ENV)
     tf32 = tf32_active(tf.config.experimental.tensor_float_32_execution_enabled(), override, capability)
     out = []
     for dtype in dtypes:
         rates = matmul_rates(device, device_type, dtype, repeats)
-        out.append({"dtype": dtype, "flops_per_sec": max(rates), "repeats": rates, "device": device,
-                    "tensor_float_32": tf32 if dtype == "float32" else False,
-                    "tf32_override": override})
+        out.append(
+            {
+                "dtype": dtype,
+                "flops_per_sec": max(rates),
+                "repeats": rates,
+                "device": device,
+                "tensor_float_32": tf32 if dtype == "float32" else False,
+                "tf32_override": override,
+            }
+        )
     return out
 
 

@@ -25,8 +25,13 @@ from harness.spec.cell import Cell
 from harness.worker.build.strategies import make_strategy
 from harness.worker.fingerprint import host_cpu
 
-UNSUPPORTED_SIGNS = ("No OpKernel was registered", "not supported", "Could not satisfy device",
-                     "no supported devices", "NCCL is not supported")
+UNSUPPORTED_SIGNS = (
+    "No OpKernel was registered",
+    "not supported",
+    "Could not satisfy device",
+    "no supported devices",
+    "NCCL is not supported",
+)
 """Error texts that mean "this machine or build has no kernel or device for it" (vs a failure)."""
 PROBE_COLLECTIVE_TIMEOUT_S = 60
 """Seconds a MultiWorkerMirrored probe's all-reduce may take before TensorFlow fails it."""
@@ -38,8 +43,10 @@ def emit(kind: str, **fields: Any) -> None:
 
 def _vendor(name: str, build: dict[str, Any]) -> str:
     low = name.lower()
-    for vendor, signs in (("NVIDIA", ("nvidia", "tesla", "geforce", "quadro")),
-                          ("AMD", ("amd", "radeon", "instinct", "gfx"))):
+    for vendor, signs in (
+        ("NVIDIA", ("nvidia", "tesla", "geforce", "quadro")),
+        ("AMD", ("amd", "radeon", "instinct", "gfx")),
+    ):
         if any(s in low for s in signs):
             return vendor
     return "AMD" if build.get("is_rocm_build") else "NVIDIA" if build.get("is_cuda_build") else ""
@@ -56,30 +63,73 @@ def facts(device_type: str, replicas: int) -> None:
         if d.device_type == "GPU":
             details = tf.config.experimental.get_device_details(d)
             name = details.get("device_name", "")
-            physical.append({"name": d.name, "type": d.device_type, "model": name,
-                             "vendor": _vendor(name, build),
-                             "compute_capability": list(details.get("compute_capability", ()))})
+            physical.append(
+                {
+                    "name": d.name,
+                    "type": d.device_type,
+                    "model": name,
+                    "vendor": _vendor(name, build),
+                    "compute_capability": list(details.get("compute_capability", ())),
+                }
+            )
         else:
-            physical.append({"name": d.name, "type": d.device_type, "model": host_cpu(),
-                             "vendor": "", "compute_capability": []})
-    growth = {g.name: tf.config.experimental.get_memory_growth(g)
-              for g in tf.config.list_physical_devices("GPU")}
+            physical.append(
+                {
+                    "name": d.name,
+                    "type": d.device_type,
+                    "model": host_cpu(),
+                    "vendor": "",
+                    "compute_capability": [],
+                }
+            )
+    growth = {
+        g.name: tf.config.experimental.get_memory_growth(g) for g in tf.config.list_physical_devices("GPU")
+    }
     if device_type == "GPU" and not growth:  # asked for GPUs, TensorFlow sees none: list CPUs
         device_type = "CPU"
     kind, logical = devices(device_type, replicas)
-    emit("facts", physical=physical, logical=logical, logical_type=kind,
-         tensorflow=tf.__version__, keras=keras.__version__,
-         build={k: build.get(k) for k in ("is_cuda_build", "is_rocm_build", "cuda_version",
-                                          "cudnn_version", "rocm_version", "cuda_compute_capabilities")},
-         threads={"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-                  "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
-                  "cores": os.cpu_count() or 0, "affinity": len(os.sched_getaffinity(0))
-                  if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0},
-         memory_growth=growth,
-         env={k: v for k, v in os.environ.items()
-              if k in ("TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR", "CUDA_VISIBLE_DEVICES",
-                       "HIP_VISIBLE_DEVICES", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
-                       "OMP_NUM_THREADS")})
+    emit(
+        "facts",
+        physical=physical,
+        logical=logical,
+        logical_type=kind,
+        tensorflow=tf.__version__,
+        keras=keras.__version__,
+        build={
+            k: build.get(k)
+            for k in (
+                "is_cuda_build",
+                "is_rocm_build",
+                "cuda_version",
+                "cudnn_version",
+                "rocm_version",
+                "cuda_compute_capabilities",
+            )
+        },
+        threads={
+            "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+            "cores": os.cpu_count() or 0,
+            "affinity": len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 0,
+        },
+        memory_growth=growth,
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k
+            in (
+                "TF_FORCE_GPU_ALLOW_GROWTH",
+                "TF_GPU_ALLOCATOR",
+                "CUDA_VISIBLE_DEVICES",
+                "HIP_VISIBLE_DEVICES",
+                "TF_NUM_INTRAOP_THREADS",
+                "TF_NUM_INTEROP_THREADS",
+                "OMP_NUM_THREADS",
+            )
+        },
+    )
 
 
 def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
@@ -115,8 +165,9 @@ def judge(sums: list[float], replicas: int, local: int | None = None) -> tuple[s
     return ProbeStatus.WRONG, f"all-reduce of 1..{replicas} returned {sums}, expected {want:g}"
 
 
-def probe(strategy_name: str, op: str, build: Callable[[], Any], replicas: int,
-          local: int | None = None) -> None:
+def probe(
+    strategy_name: str, op: str, build: Callable[[], Any], replicas: int, local: int | None = None
+) -> None:
     from harness.worker.build.strategies import effective_cross_device_ops
     from harness.worker.checks.integrity import allreduce_sums
 
@@ -130,8 +181,15 @@ def probe(strategy_name: str, op: str, build: Callable[[], Any], replicas: int,
     except Exception as e:  # noqa: BLE001 - every failure is a result here
         status, detail = classify(e)
         effective = ""
-    emit("probe", strategy=strategy_name, cross_device_ops=op, replicas=replicas, status=status,
-         detail=detail, effective=effective)
+    emit(
+        "probe",
+        strategy=strategy_name,
+        cross_device_ops=op,
+        replicas=replicas,
+        status=status,
+        detail=detail,
+        effective=effective,
+    )
 
 
 def local(device_type: str, replicas: int) -> None:
@@ -148,17 +206,23 @@ def worker(device_type: str, communication: str, workers: int) -> None:
     built before anything else touches
     TensorFlow's context: collectives must be configured at program start-up."""
     cell = Cell(strategy=WORKER_PROBE_STRATEGY, communication=communication, workers=workers)
-    probe(WORKER_PROBE_STRATEGY, communication,
-          lambda: make_strategy(cell, [], collective_timeout_s=PROBE_COLLECTIVE_TIMEOUT_S), workers,
-          local=1)
+    probe(
+        WORKER_PROBE_STRATEGY,
+        communication,
+        lambda: make_strategy(cell, [], collective_timeout_s=PROBE_COLLECTIVE_TIMEOUT_S),
+        workers,
+        local=1,
+    )
 
 
 def main(argv: list[str]) -> int:
     mode, device_type, count, *rest = argv
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    {"facts": lambda: facts(device_type, int(count)),
-     "local": lambda: local(device_type, int(count)),
-     "worker": lambda: worker(device_type, rest[0], int(count))}[mode]()
+    {
+        "facts": lambda: facts(device_type, int(count)),
+        "local": lambda: local(device_type, int(count)),
+        "worker": lambda: worker(device_type, rest[0], int(count)),
+    }[mode]()
     return 0
 
 

@@ -37,10 +37,15 @@ def calibrated_window_steps(step_seconds: float, steps_per_execution: int, proto
     return int(math.ceil(wanted / steps_per_execution) * steps_per_execution)
 
 
-def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[list[float], float]],
-            steps_per_execution: int, protocol: Protocol,
-            clock: Callable[[], float], agree: Callable[[int], int] = lambda steps: steps,
-            ready: Callable[[], None] = lambda: None) -> Timings:
+def measure(
+    run: Callable[[int], float],
+    windows: Callable[[int, int], tuple[list[float], float]],
+    steps_per_execution: int,
+    protocol: Protocol,
+    clock: Callable[[], float],
+    agree: Callable[[int], int] = lambda steps: steps,
+    ready: Callable[[], None] = lambda: None,
+) -> Timings:
     """Time a loop by the protocol: the first call (compile_s), ``ready`` (co-tenants wait there
     for each other, so they calibrate and time together), two calibration windows (the step time
     comes from the second; ``agree`` makes every worker of a cluster use the chief's length), then
@@ -62,10 +67,13 @@ def measure(run: Callable[[int], float], windows: Callable[[int, int], tuple[lis
     return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))
 
 
-def per_repetition(call: Callable[[int], None], window_s: float,
-                   agree: Callable[[int], int] = lambda n: n,
-                   clock: Callable[[], float] = time.perf_counter, windows: int = 3
-                   ) -> tuple[float, int]:
+def per_repetition(
+    call: Callable[[int], None],
+    window_s: float,
+    agree: Callable[[int], int] = lambda n: n,
+    clock: Callable[[], float] = time.perf_counter,
+    windows: int = 3,
+) -> tuple[float, int]:
     """(seconds per repetition, n) of ``call(n)`` (n repetitions, ending in a host sync): a first
     call (trace), a calibration call, then ``windows`` windows of n repetitions; the median window / n.
     ``agree``: every worker of a cluster uses the chief's n (collectives must match)."""
@@ -93,9 +101,14 @@ class Timed:
     calibration window of one ``unit``."""
 
 
-def interleaved(calls: dict[str, Timed], window_s: float, agree: Callable[[int], int] = lambda n: n,
-                rounds: int = 5, again: Callable[[dict[str, float]], bool] = lambda figures: False,
-                sets: int = 1) -> dict[str, float]:
+def interleaved(
+    calls: dict[str, Timed],
+    window_s: float,
+    agree: Callable[[int], int] = lambda n: n,
+    rounds: int = 5,
+    again: Callable[[dict[str, float]], bool] = lambda figures: False,
+    sets: int = 1,
+) -> dict[str, float]:
     """Seconds per repetition of each call, every call timed under the same conditions.
 
     Each call is traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm
@@ -117,7 +130,7 @@ def interleaved(calls: dict[str, Timed], window_s: float, agree: Callable[[int],
     order, figures = list(calls), {}
     for done in range(1, max(1, sets) + 1):
         for r in range(rounds):
-            for name in (order if r % 2 == 0 else order[::-1]):
+            for name in order if r % 2 == 0 else order[::-1]:
                 seconds[name].append(calls[name].window(counts[name]) / counts[name])
         figures = {name: statistics.median(s) for name, s in seconds.items()}
         if done >= sets or not agree(int(again(figures))):

@@ -22,8 +22,7 @@ def _synthetic(global_batch: int, seed: int, mnist_path: str | None) -> Any:
     n_batches = max(8, -(-SYNTHETIC_POOL_EXAMPLES // global_batch))
     with tf.device("/cpu:0"):  # host memory: tf.data feeds the devices from there
         x = tf.random.stateless_uniform((n_batches, global_batch, 28, 28, 1), seed=(seed, 1))
-        y = tf.random.stateless_uniform((n_batches, global_batch), seed=(seed, 2), maxval=10,
-                                        dtype=tf.int32)
+        y = tf.random.stateless_uniform((n_batches, global_batch), seed=(seed, 2), maxval=10, dtype=tf.int32)
         return tf.data.Dataset.from_tensor_slices((x, y))
 
 

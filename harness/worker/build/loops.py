@@ -19,9 +19,9 @@ sync.
 from __future__ import annotations
 
 import time
-from itertools import pairwise
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from harness.spec.cell import Cell
@@ -45,14 +45,15 @@ class ReductionCounter:
     """
 
     phase: str = "other"
-    calls: dict[str, int] = field(default_factory=lambda: {"micro": 0, "apply": 0, "loss": 0,
-                                                           "other": 0, "counted": 0})
+    calls: dict[str, int] = field(
+        default_factory=lambda: {"micro": 0, "apply": 0, "loss": 0, "other": 0, "counted": 0}
+    )
     updates_traced: int = 0
     calls_traced: int = 0
     local_replicas: int = 1
     _depth: int = 0
 
-    def attach(self, strategy: Any) -> "ReductionCounter":
+    def attach(self, strategy: Any) -> ReductionCounter:
         try:
             self.local_replicas = len(strategy.extended.worker_devices)
         except (RuntimeError, AttributeError, ValueError):
@@ -75,6 +76,7 @@ class ReductionCounter:
                 return fn(*args, **kwargs)
             finally:
                 self._depth -= 1
+
         return counted
 
     def per_update(self, accum_steps: int, steps_per_execution: int = 1) -> float | None:
@@ -88,8 +90,9 @@ class ReductionCounter:
         return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates + loss
 
 
-def make_gradients(model: Any, optimizer: Any, cell: Cell,
-                   counter: ReductionCounter) -> Callable[[Any, Any], tuple[Any, list[Any]]]:
+def make_gradients(
+    model: Any, optimizer: Any, cell: Cell, counter: ReductionCounter
+) -> Callable[[Any, Any], tuple[Any, list[Any]]]:
     """The replica function of an update's forward and backward passes on a (k x
     per_replica_batch)-example slice: k micro-batches, their gradients summed locally. Returns
     (this replica's share of the update's loss, the summed gradients); no cross-replica reduction."""
@@ -121,15 +124,15 @@ def make_gradients(model: Any, optimizer: Any, cell: Cell,
             return i + 1, loss + loss_i, [g + gi for g, gi in zip(grads, grads_i, strict=True)]
 
         zeros = [tf.zeros_like(v) for v in variables]  # micro is traced once, in the body
-        _, loss, grads = tf.while_loop(lambda i, *_: i < k, body,
-                                       (tf.constant(0), tf.constant(0.0), zeros))
+        _, loss, grads = tf.while_loop(lambda i, *_: i < k, body, (tf.constant(0), tf.constant(0.0), zeros))
         return loss, grads
 
     return gradients
 
 
-def make_update(strategy: Any, model: Any, optimizer: Any, cell: Cell,
-                counter: ReductionCounter) -> Callable[[Any, Any], Any]:
+def make_update(
+    strategy: Any, model: Any, optimizer: Any, cell: Cell, counter: ReductionCounter
+) -> Callable[[Any, Any], Any]:
     """The replica function of one update on a (k x per_replica_batch)-example slice:
     :func:`make_gradients`, then ``optimizer.apply_gradients`` (its one cross-replica reduction and
     one optimizer step).
@@ -177,8 +180,9 @@ def _check_steps(steps: int, spe: int) -> None:
         raise ValueError(f"steps={steps} must be a positive multiple of steps_per_execution={spe}")
 
 
-def timed_windows(run: Callable[[int], float], steps: int, n: int,
-                  clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
+def timed_windows(
+    run: Callable[[int], float], steps: int, n: int, clock: Callable[[], float] = time.perf_counter
+) -> tuple[list[float], float]:
     """n windows of ``run(steps)``; each ends with run's host sync, which bounds the next start."""
     seconds: list[float] = []
     loss = float("nan")
@@ -195,8 +199,9 @@ def _cross_worker_sum(strategy: Any, values: Any) -> Any:
 
     local = len(strategy.extended.worker_devices)
     mine = tf.constant(values, tf.float32) / local
-    return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(mine)),
-                           axis=None).numpy()
+    return strategy.reduce(
+        tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(mine)), axis=None
+    ).numpy()
 
 
 def worker_rank(strategy: Any) -> int:
@@ -213,6 +218,7 @@ def chief_agreement(strategy: Any) -> Callable[[int], int]:
     """A function giving every worker of a MultiWorkerMirrored cluster the chief's copy of an
     integer (a cross-worker sum of the chief's value and the others' zeros): workers must agree on
     a window length, since their collectives must match."""
+
     def chiefs(value: int) -> int:
         mine = float(value) if worker_rank(strategy) == 0 else 0.0
         return round(_cross_worker_sum(strategy, [mine])[0])
@@ -220,9 +226,15 @@ def chief_agreement(strategy: Any) -> Callable[[int], int]:
     return chiefs
 
 
-def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: int,
-                    workers: int, per_worker: list[list[float]],
-                    clock: Callable[[], float] = time.perf_counter) -> tuple[list[float], float]:
+def cluster_windows(
+    strategy: Any,
+    run: Callable[[int], float],
+    steps: int,
+    n: int,
+    workers: int,
+    per_worker: list[list[float]],
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[list[float], float]:
     """n windows bounded by cross-worker barriers: every worker starts a window together, and a
     window ends when the slowest worker's host sync is done, so ``window_steps x effective_batch``
     global examples are counted over one common window. Each worker's own time (start barrier to
@@ -244,14 +256,15 @@ def cluster_windows(strategy: Any, run: Callable[[int], float], steps: int, n: i
         common.append(clock() - t0)
     index = worker_rank(strategy)
     slots = np.zeros(workers * n, np.float32)
-    slots[index * n:(index + 1) * n] = own
+    slots[index * n : (index + 1) * n] = own
     gathered = _cross_worker_sum(strategy, slots)
-    per_worker[:] = [list(map(float, gathered[w * n:(w + 1) * n])) for w in range(workers)]
+    per_worker[:] = [list(map(float, gathered[w * n : (w + 1) * n])) for w in range(workers)]
     return common, loss
 
 
-def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int,
-               counter: ReductionCounter) -> Callable[[Any], Any]:
+def _execution(
+    strategy: Any, update: Callable[[Any, Any], Any], spe: int, counter: ReductionCounter
+) -> Callable[[Any], Any]:
     """One training-function call: steps_per_execution updates in an in-graph loop; returns the
     last update's loss (summed over replicas)."""
     import tensorflow as tf
@@ -272,8 +285,9 @@ def _execution(strategy: Any, update: Callable[[Any, Any], Any], spe: int,
     return execution
 
 
-def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
-              cell: Cell) -> Trainer:
+def build_ctl(
+    strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any], cell: Cell
+) -> Trainer:
     """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
     steps_per_execution updates; only the last update's loss is reduced across replicas.
     Under a coordinated strategy (parameter_server) the same function is scheduled through a
@@ -307,14 +321,20 @@ def build_ctl(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
     if cell.workers > 1:
         per_worker: list[list[float]] = []
 
-        return Trainer(run, lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers,
-                                                             per_worker),
-                       counter, per_worker, chief_agreement(strategy), updates)
+        return Trainer(
+            run,
+            lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers, per_worker),
+            counter,
+            per_worker,
+            chief_agreement(strategy),
+            updates,
+        )
     return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates)
 
 
-def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
-                      cell: Cell) -> Trainer:
+def build_coordinated(
+    strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any], cell: Cell
+) -> Trainer:
     """Parameter-server loop: the coordinator schedules training-function calls (steps_per_execution
     updates each) on whichever worker is free, through ``ClusterCoordinator.schedule``, and a window
     of ``steps`` updates ends when ``coordinator.join()`` returns and the last loss is fetched.
@@ -364,15 +384,15 @@ def build_coordinated(strategy: Any, model: Any, optimizer: Any, input_fn: Calla
             loss = float(calls[-1][-1].fetch()[0])  # the host sync that closes the window
             seconds.append(time.perf_counter() - t0)
         ran = [[int(r.fetch()[1]) for r in window] for window in calls]
-        by_worker[:] = [[spe * sum(1 for w in window if w == i) for window in ran]
-                        for i in range(cell.workers)]
+        by_worker[:] = [
+            [spe * sum(1 for w in window if w == i) for window in ran] for i in range(cell.workers)
+        ]
         return seconds, loss
 
     return Trainer(run, windows, counter, updates=updates, updates_by_worker=by_worker)
 
 
-def _fit_model(strategy: Any, model: Any, optimizer: Any, update: Callable[[Any, Any], Any],
-               spe: int) -> Any:
+def _fit_model(strategy: Any, model: Any, optimizer: Any, update: Callable[[Any, Any], Any], spe: int) -> Any:
     """``model`` wrapped so that ``fit``'s train step is the suite's ``update``, compiled in scope
     with ``steps_per_execution`` = ``spe``."""
     import keras
@@ -413,8 +433,9 @@ def _window_clock() -> Any:
     return WindowClock()
 
 
-def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any],
-              cell: Cell) -> Trainer:
+def build_fit(
+    strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any], cell: Cell
+) -> Trainer:
     """Keras ``model.fit`` with steps_per_execution and the suite's own train step (the same update
     as ``ctl``; Keras's built-in gradient accumulation fails under tf.distribute). A window is one
     epoch of ``steps`` updates inside a single ``fit`` call, after one untimed leading epoch; its end
@@ -431,8 +452,9 @@ def build_fit(strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int
     def fit(steps: int, epochs: int) -> Any:
         _check_steps(steps, spe)
         clock = _window_clock()
-        wrapped.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[clock],
-                    shuffle=False)
+        wrapped.fit(
+            dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[clock], shuffle=False
+        )
         updates[0] += steps * epochs
         return clock
 

@@ -21,26 +21,32 @@ from harness.spec.models import (
 def build_cnn() -> Any:
     import keras
 
-    return keras.Sequential([
-        keras.Input(INPUT_SHAPE),
-        keras.layers.Conv2D(32, 3, activation="relu"),
-        keras.layers.MaxPooling2D(2),
-        keras.layers.Conv2D(64, 3, activation="relu"),
-        keras.layers.MaxPooling2D(2),
-        keras.layers.Flatten(),
-        keras.layers.Dense(NUM_CLASSES),
-    ], name="cnn")
+    return keras.Sequential(
+        [
+            keras.Input(INPUT_SHAPE),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Conv2D(64, 3, activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Flatten(),
+            keras.layers.Dense(NUM_CLASSES),
+        ],
+        name="cnn",
+    )
 
 
 def build_dense() -> Any:
     import keras
 
-    return keras.Sequential([
-        keras.Input(INPUT_SHAPE),
-        keras.layers.Flatten(),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(NUM_CLASSES),
-    ], name="dense")
+    return keras.Sequential(
+        [
+            keras.Input(INPUT_SHAPE),
+            keras.layers.Flatten(),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(NUM_CLASSES),
+        ],
+        name="dense",
+    )
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ def _mirrored(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> An
     import tensorflow as tf
 
     return tf.distribute.MirroredStrategy(
-        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(cell.cross_device_ops))
+        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(cell.cross_device_ops)
+    )
 
 
 def _central_storage(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
@@ -61,7 +62,9 @@ def _multi_worker_mirrored(cell: Cell, devices: Sequence[str], timeout_s: float 
     }[cell.communication]
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
-            implementation=implementation, timeout_seconds=timeout_s))
+            implementation=implementation, timeout_seconds=timeout_s
+        )
+    )
 
 
 def _parameter_server(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
@@ -69,8 +72,7 @@ def _parameter_server(cell: Cell, devices: Sequence[str], timeout_s: float | Non
     ``tf.distribute.Server``); variables live on the ps tasks, each worker updates them on its own."""
     import tensorflow as tf
 
-    return tf.distribute.ParameterServerStrategy(
-        tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    return tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
 
 
 BUILDERS: dict[str, Callable[[Cell, Sequence[str], float | None], Any]] = {
@@ -101,8 +103,10 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
         first = context.input_pipeline_id * cell.replicas * per_replica
 
         def take(x: Any, y: Any) -> Any:
-            x = tf.reshape(x[first:first + cell.replicas * per_replica], [cell.replicas, per_replica, *x.shape[1:]])
-            y = tf.reshape(y[first:first + cell.replicas * per_replica], [cell.replicas, per_replica])
+            x = tf.reshape(
+                x[first : first + cell.replicas * per_replica], [cell.replicas, per_replica, *x.shape[1:]]
+            )
+            y = tf.reshape(y[first : first + cell.replicas * per_replica], [cell.replicas, per_replica])
             return x, y
 
         return dataset.map(take).unbatch()  # one element per local replica, in replica order
@@ -110,8 +114,7 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
     return strategy.distribute_datasets_from_function(worker_slice)
 
 
-def make_strategy(cell: Cell, devices: Sequence[str], collective_timeout_s: float | None = None
-                  ) -> Any:
+def make_strategy(cell: Cell, devices: Sequence[str], collective_timeout_s: float | None = None) -> Any:
     """The cell's strategy over the first ``cell.replicas`` of ``devices`` (TF device names).
     ``collective_timeout_s``: cross-worker collectives fail after this many seconds (None: no limit;
     the doctor's probes set one, measured cells rely on the launcher's deadlines)."""

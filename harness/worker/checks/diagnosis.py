@@ -35,10 +35,14 @@ def expected_variables(strategy_name: str, replicas: int) -> tuple[str, Test] | 
     from tensorflow.python.distribute import ps_values
 
     registry: dict[Variables, tuple[str, Test]] = {
-        Variables.MIRRORED: ("MirroredVariable (DistributedValues)",
-                             lambda v: isinstance(v, tf.distribute.DistributedValues)),
-        Variables.AGGREGATING: ("AggregatingVariable",
-                                lambda v: isinstance(v, ps_values.AggregatingVariable)),
+        Variables.MIRRORED: (
+            "MirroredVariable (DistributedValues)",
+            lambda v: isinstance(v, tf.distribute.DistributedValues),
+        ),
+        Variables.AGGREGATING: (
+            "AggregatingVariable",
+            lambda v: isinstance(v, ps_values.AggregatingVariable),
+        ),
         Variables.ON_PS: ("placed on a ps task", lambda v: "/job:ps/" in v.device),
     }
     kind = STRATEGIES[strategy_name].variables
@@ -74,19 +78,27 @@ def scope_problems(strategy_name: str, replicas: int, model: Any, optimizer: Any
     opt_bad = _outside("optimizer", opt_vars, label, ok)
     fix = "build it inside `with strategy.scope():`"
     if model_bad and opt_bad:
-        return [(f"both the model and the optimizer were built outside strategy.scope(): "
-                 f"{model_bad[0]} of {len(model.weights)} model and {opt_bad[0]} of "
-                 f"{len(opt_vars)} optimizer variables are not {label} (e.g. {model_bad[1]}; "
-                 f"{opt_bad[1]}); build both inside `with strategy.scope():`")]
+        return [
+            (
+                f"both the model and the optimizer were built outside strategy.scope(): "
+                f"{model_bad[0]} of {len(model.weights)} model and {opt_bad[0]} of "
+                f"{len(opt_vars)} optimizer variables are not {label} (e.g. {model_bad[1]}; "
+                f"{opt_bad[1]}); build both inside `with strategy.scope():`"
+            )
+        ]
     out = []
     if model_bad:
-        out.append(f"the model was built outside strategy.scope(): {model_bad[0]} of "
-                   f"{len(model.weights)} model variables are not {label} (e.g. {model_bad[1]}), "
-                   f"so it trains on one device; {fix}")
+        out.append(
+            f"the model was built outside strategy.scope(): {model_bad[0]} of "
+            f"{len(model.weights)} model variables are not {label} (e.g. {model_bad[1]}), "
+            f"so it trains on one device; {fix}"
+        )
     if opt_bad:
-        out.append(f"the optimizer was built outside strategy.scope(): {opt_bad[0]} of "
-                   f"{len(opt_vars)} optimizer variables are not {label} (e.g. {opt_bad[1]}); "
-                   f"{fix} (also `compile(optimizer=...)`)")
+        out.append(
+            f"the optimizer was built outside strategy.scope(): {opt_bad[0]} of "
+            f"{len(opt_vars)} optimizer variables are not {label} (e.g. {opt_bad[1]}); "
+            f"{fix} (also `compile(optimizer=...)`)"
+        )
     return out
 
 
@@ -98,8 +110,12 @@ def mirroring_problems(strategy: Any, model: Any, devices: Sequence[str]) -> lis
         copies = strategy.experimental_local_results(tf_variable(v))
         places = [_canonical(c.device) for c in copies]
         if len(copies) != len(devices) or set(places) != want:
-            return [(f"model variable {v.path} has {len(copies)} copies on "
-                     f"{sorted(set(places))}; expected one on each of {sorted(want)}")]
+            return [
+                (
+                    f"model variable {v.path} has {len(copies)} copies on "
+                    f"{sorted(set(places))}; expected one on each of {sorted(want)}"
+                )
+            ]
     return []
 
 
@@ -120,13 +136,18 @@ def idle_gpus(peaks: dict[str, int | None], resident_bytes: int, gradient_bytes:
     gradients (``gradient_bytes``, one per trainable variable) and its activations at once; a
     peak below resident + half the gradients means it never ran a step. None: no figure."""
     threshold = resident_bytes + gradient_bytes // 2
-    return [f"{d} did no work: its peak memory {peak} B is no more than its variables' "
-            f"{resident_bytes} B (a training step adds gradients of {gradient_bytes} B and "
-            "activations)" for d, peak in peaks.items() if peak is not None and peak <= threshold]
+    return [
+        f"{d} did no work: its peak memory {peak} B is no more than its variables' "
+        f"{resident_bytes} B (a training step adds gradients of {gradient_bytes} B and "
+        "activations)"
+        for d, peak in peaks.items()
+        if peak is not None and peak <= threshold
+    ]
 
 
-def idle_replica_problems(strategy: Any, devices: Sequence[str], model: Any = None,
-                          optimizer: Any = None) -> list[str]:
+def idle_replica_problems(
+    strategy: Any, devices: Sequence[str], model: Any = None, optimizer: Any = None
+) -> list[str]:
     """Run a small matmul on every replica, eagerly (a tf.function would hand every output back on
     its host device); each result must come back from its replica's device. On GPUs, after
     training, each replica GPU's peak memory must exceed what its variables take
@@ -142,8 +163,10 @@ def idle_replica_problems(strategy: Any, devices: Sequence[str], model: Any = No
     out = []
     missing = sorted(set(want) - set(got))
     if missing:
-        out.append(f"replica device(s) {', '.join(missing)} did no work: the per-replica results "
-                   f"came from {sorted(set(got))}")
+        out.append(
+            f"replica device(s) {', '.join(missing)} did no work: the per-replica results "
+            f"came from {sorted(set(got))}"
+        )
     gpus = [_canonical(d) for d in devices if "GPU" in d.upper()]
     if gpus and model is not None:
         peaks = {d: _peak_bytes(d) for d in gpus}
@@ -167,8 +190,7 @@ def _canonical(device: str) -> str:
     return tail.upper()
 
 
-def diagnose(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int
-             ) -> list[str]:
+def diagnose(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int) -> list[str]:
     """Every misconfiguration found, in words (empty when none): scope, mirroring, idle replicas.
     ``replicas``: replicas in sync the cell asked for."""
     problems = scope_problems(strategy_name, replicas, model, optimizer)

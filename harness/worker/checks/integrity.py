@@ -37,13 +37,21 @@ def allreduce_sums(strategy: Any) -> list[float]:
             ctx = tf.distribute.get_replica_context()
             x = tf.cast(ctx.replica_id_in_sync_group + 1, tf.float32) * tf.ones((4,))
             return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
+
         return strategy.run(fn)
 
     return [float(t.numpy()[0]) for t in strategy.experimental_local_results(probe())]
 
 
-def check(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int,
-          final_loss: float, updates: int | None = None) -> list[str]:
+def check(
+    strategy: Any,
+    strategy_name: str,
+    model: Any,
+    optimizer: Any,
+    replicas: int,
+    final_loss: float,
+    updates: int | None = None,
+) -> list[str]:
     """Every problem found, in words; empty when the cell is trustworthy. ``replicas``: replicas in
     sync expected; ``updates``: optimizer updates the loop ran (None: do not check)."""
     problems: list[str] = []
@@ -81,5 +89,8 @@ def idle_workers(per_worker_updates: list[list[int]]) -> list[str]:
     """Parameter server: a worker that ran no update in any timed window hung or failed, and the
     coordinator worked around it; the figure is then not that of the cell's worker count. (One
     window without a given worker is possible by chance when a window holds few calls.)"""
-    return [f"worker {w} ran no update in the timed windows (hung or failed; the coordinator "
-            f"scheduled around it)" for w, counts in enumerate(per_worker_updates) if sum(counts) == 0]
+    return [
+        f"worker {w} ran no update in the timed windows (hung or failed; the coordinator scheduled around it)"
+        for w, counts in enumerate(per_worker_updates)
+        if sum(counts) == 0
+    ]

@@ -42,15 +42,19 @@ def test_the_ci_is_students_t_on_the_log_ratios() -> None:
     # logs of 0.9, 1.0, 1.1: mean -0.0033501, sd 0.1003773; t(0.975, 2) = 4.302653
     d = ab.decide([0.9, 1.0, 1.1], RULE)
     half = 4.302653 * 0.1003773 / math.sqrt(3)
-    assert (d.low, d.high) == pytest.approx((math.exp(-0.0033501 - half), math.exp(-0.0033501 + half)),
-                                            rel=1e-5)
+    assert (d.low, d.high) == pytest.approx(
+        (math.exp(-0.0033501 - half), math.exp(-0.0033501 + half)), rel=1e-5
+    )
 
 
-@pytest.mark.parametrize("verdicts, result, code", [
-    ([ab.SAME, ab.FASTER], "no regression", 0),
-    ([ab.SAME, ab.SLOWER, ab.UNDECIDED], "regression", 1),
-    ([ab.SAME, ab.UNDECIDED], "undecided", 3),
-])
+@pytest.mark.parametrize(
+    "verdicts, result, code",
+    [
+        ([ab.SAME, ab.FASTER], "no regression", 0),
+        ([ab.SAME, ab.SLOWER, ab.UNDECIDED], "regression", 1),
+        ([ab.SAME, ab.UNDECIDED], "undecided", 3),
+    ],
+)
 def test_overall_and_exit_codes(verdicts: list[str], result: str, code: int) -> None:
     decisions = [ab.Decision(1.0, 0.9, 1.1, 5, v) for v in verdicts]
     assert ab.overall(decisions) == result and ab.EXIT_CODES[result] == code

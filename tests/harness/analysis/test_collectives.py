@@ -10,7 +10,7 @@ from harness.formulas.bandwidth import algbw_gbps, busbw_gbps
 
 def test_algbw_is_bytes_over_time() -> None:
     assert algbw_gbps(1e9, 0.5) == pytest.approx(2.0)
-    assert algbw_gbps(4 * 2 ** 20, 1e-3) == pytest.approx(4.194304)
+    assert algbw_gbps(4 * 2**20, 1e-3) == pytest.approx(4.194304)
 
 
 @pytest.mark.parametrize("n, factor", [(2, 1.0), (4, 1.5), (8, 1.75)])
@@ -20,11 +20,30 @@ def test_busbw_is_algbw_times_2_n_minus_1_over_n(n: int, factor: float) -> None:
 
 
 def test_table_lines() -> None:
-    rows = [{"strategy": "mirrored", "op": "auto", "replicas": 2, "workers": 1, "payload": "bytes",
-             "bytes": 65536, "time_s": 2.5e-4, "time_s_ci_low": 2e-4, "time_s_ci_high": 3e-4,
-             "busbw_gbps": 0.262, "status": "ok"},
-            {"strategy": "mirrored", "op": "nccl", "replicas": 2, "workers": 1, "payload": "",
-             "status": "unsupported", "reason": "NcclAllReduce has no CPU kernel"}]
+    rows = [
+        {
+            "strategy": "mirrored",
+            "op": "auto",
+            "replicas": 2,
+            "workers": 1,
+            "payload": "bytes",
+            "bytes": 65536,
+            "time_s": 2.5e-4,
+            "time_s_ci_low": 2e-4,
+            "time_s_ci_high": 3e-4,
+            "busbw_gbps": 0.262,
+            "status": "ok",
+        },
+        {
+            "strategy": "mirrored",
+            "op": "nccl",
+            "replicas": 2,
+            "workers": 1,
+            "payload": "",
+            "status": "unsupported",
+            "reason": "NcclAllReduce has no CPU kernel",
+        },
+    ]
     header, lines = table_lines(rows)
     assert header[4] == "time us [95% CI]"
     assert lines[0] == ("mirrored[auto]", "2x1", "bytes", "64 KiB", "250.0 [200.0..300.0]", "0.262", "ok")

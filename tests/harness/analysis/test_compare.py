@@ -23,8 +23,15 @@ ROOT = Path(__file__).resolve().parents[3]
 CELLS = [Cell(model=m, strategy=s) for m in ("cnn", "dense") for s in ("default", "mirrored")]
 
 
-def write_run(results: Path, day: int, seed: int, slowdown: dict[str, float] | None = None,
-              noise: float = 0.02, fingerprint: str = "fp1", failed: tuple[str, ...] = ()) -> str:
+def write_run(
+    results: Path,
+    day: int,
+    seed: int,
+    slowdown: dict[str, float] | None = None,
+    noise: float = 0.02,
+    fingerprint: str = "fp1",
+    failed: tuple[str, ...] = (),
+) -> str:
     """One run of CELLS: 5 windows per cell around 1000 examples/s (x the slowdown factor)."""
     rng = np.random.default_rng(seed)
     run_id = f"2026110{day}T000000Z-{seed:06x}"
@@ -32,17 +39,37 @@ def write_run(results: Path, day: int, seed: int, slowdown: dict[str, float] | N
     for i, cell in enumerate(CELLS):
         level = 1000.0 * (slowdown or {}).get(cell.id, 1.0) * (1 + noise * rng.standard_normal())
         rates = level * (1 + noise * rng.standard_normal(5))
-        row = {**cell_columns(cell, Protocol()), "run_id": run_id, "fingerprint": fingerprint,
-               "timestamp": f"2026-11-0{day}T00:00:{i:02d}+00:00", "status": "ok", "reason": "",
-               "examples_per_sec": float(np.median(rates)),
-               "examples_per_sec_ci_low": float(rates.min()),
-               "examples_per_sec_ci_high": float(rates.max()), "cv_within_process": 0.02, "compile_s": 1.0,
-               "process_examples_per_sec": [float(level * (1 + noise * z)) for z in rng.standard_normal(3)],
-               "startup_s": 0.5, "logical_devices": False, "oversubscribed": False,
-               "scaling_efficiency": 1.0}
-        windows = [{"run_id": run_id, "cell_id": cell.id, "worker": 0, "repeat": k,
-                    "window_steps": 10, "window_s": 640 / r, "examples": 640,
-                    "examples_per_sec": float(r)} for k, r in enumerate(rates)]
+        row = {
+            **cell_columns(cell, Protocol()),
+            "run_id": run_id,
+            "fingerprint": fingerprint,
+            "timestamp": f"2026-11-0{day}T00:00:{i:02d}+00:00",
+            "status": "ok",
+            "reason": "",
+            "examples_per_sec": float(np.median(rates)),
+            "examples_per_sec_ci_low": float(rates.min()),
+            "examples_per_sec_ci_high": float(rates.max()),
+            "cv_within_process": 0.02,
+            "compile_s": 1.0,
+            "process_examples_per_sec": [float(level * (1 + noise * z)) for z in rng.standard_normal(3)],
+            "startup_s": 0.5,
+            "logical_devices": False,
+            "oversubscribed": False,
+            "scaling_efficiency": 1.0,
+        }
+        windows = [
+            {
+                "run_id": run_id,
+                "cell_id": cell.id,
+                "worker": 0,
+                "repeat": k,
+                "window_steps": 10,
+                "window_s": 640 / r,
+                "examples": 640,
+                "examples_per_sec": float(r),
+            }
+            for k, r in enumerate(rates)
+        ]
         if cell.id in failed:
             row.update(status="failed", reason="boom", examples_per_sec=None)
             windows = []
@@ -59,8 +86,9 @@ def history_of(tmp_path: Path, runs: int, **candidate: object) -> Path:
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.process
@@ -130,9 +158,13 @@ def test_a_first_run_is_not_enough_history_not_an_error(tmp_path: Path) -> None:
 @pytest.mark.process
 def test_a_reference_to_nothing_stays_exit_2(tmp_path: Path) -> None:
     results = history_of(tmp_path, 3)
-    for flag, ref in (("--baseline", "2026-10-31"), ("--baseline", "2026-10-01..2026-10-31"),
-                      ("--baseline", "19990101T"), ("--candidate", "nope"),
-                      ("--candidate", "2026-10-31")):
+    for flag, ref in (
+        ("--baseline", "2026-10-31"),
+        ("--baseline", "2026-10-01..2026-10-31"),
+        ("--baseline", "19990101T"),
+        ("--candidate", "nope"),
+        ("--candidate", "2026-10-31"),
+    ):
         proc = harness("compare", "--results", str(results), flag, ref)
         assert proc.returncode == 2, (flag, ref, proc.stdout + proc.stderr)
         assert f"Received {flag}={ref!r}: no run matches" in proc.stderr, proc.stderr
@@ -158,8 +190,12 @@ def test_other_fingerprints_are_not_history(tmp_path: Path) -> None:
 
 
 def test_references_resolve() -> None:
-    runs = pd.DataFrame({"run_id": ["a1", "b2", "c3", "d4"],
-                         "start": ["2026-11-01T1", "2026-11-02T1", "2026-11-02T2", "2026-11-03T1"]})
+    runs = pd.DataFrame(
+        {
+            "run_id": ["a1", "b2", "c3", "d4"],
+            "start": ["2026-11-01T1", "2026-11-02T1", "2026-11-02T2", "2026-11-03T1"],
+        }
+    )
     assert history.resolve("latest", runs) == ["d4"]
     assert history.resolve("previous", runs) == ["c3"]
     assert history.resolve("last:2", runs, before=["d4"]) == ["b2", "c3"]
@@ -203,16 +239,22 @@ def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
     benchmarks = []
     for row in latest.to_dict("records"):
         mine = windows[(windows.run_id == row["run_id"]) & (windows.cell_id == row["cell_id"])]
-        info = {k: (list(v) if isinstance(v, np.ndarray) else None if pd.isna(v) else v)
-                for k, v in row.items() if k != "run_id"}
+        info = {
+            k: (list(v) if isinstance(v, np.ndarray) else None if pd.isna(v) else v)
+            for k, v in row.items()
+            if k != "run_id"
+        }
         info["examples_per_sec"] *= 0.8  # this build is 20% slower
-        info["harness_windows"] = [{**w, "examples_per_sec": w["examples_per_sec"] * 0.8}
-                                   for w in mine.drop(columns=["run_id", "cell_id"]).to_dict("records")]
+        info["harness_windows"] = [
+            {**w, "examples_per_sec": w["examples_per_sec"] * 0.8}
+            for w in mine.drop(columns=["run_id", "cell_id"]).to_dict("records")
+        ]
         benchmarks.append({"name": row["cell_id"], "fullname": row["cell_id"], "extra_info": info})
     benchmarks.append({"name": "test_fidelity", "fullname": "test_fidelity", "extra_info": {}})
     bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps({"datetime": "2026-11-30T00:00:00+00:00", "benchmarks": benchmarks},
-                                default=str))
+    bench.write_text(
+        json.dumps({"datetime": "2026-11-30T00:00:00+00:00", "benchmarks": benchmarks}, default=str)
+    )
     proc = harness("ingest", str(bench), "--results", str(results))
     assert proc.returncode == 0 and "4 harness row(s) ingested" in proc.stdout, proc.stderr
     assert "skipped 1 benchmark" in proc.stdout
@@ -246,10 +288,18 @@ def _two_machines(tmp_path: Path, tf_b: str = "2.21.0") -> Path:
 def test_compare_hardware_ratios_and_cost(tmp_path: Path) -> None:
     results = _two_machines(tmp_path)
     prices = tmp_path / "prices.csv"
-    prices.write_text("machine,price_per_device_hour,purchase_price\nFast GPU,4.0,30000\n"
-                      "Slow GPU,1.0,\n")
-    proc = harness("compare-hardware", "--results", str(results), "--prices", str(prices),
-                   "--csv", str(tmp_path / "hw.csv"), "--figures", str(tmp_path / "fig"))
+    prices.write_text("machine,price_per_device_hour,purchase_price\nFast GPU,4.0,30000\nSlow GPU,1.0,\n")
+    proc = harness(
+        "compare-hardware",
+        "--results",
+        str(results),
+        "--prices",
+        str(prices),
+        "--csv",
+        str(tmp_path / "hw.csv"),
+        "--figures",
+        str(tmp_path / "fig"),
+    )
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "hw.csv")
     fast = table[table.machine == "Fast GPU x1"]  # the reference: first device name
@@ -270,10 +320,12 @@ def test_compare_hardware_ratios_and_cost(tmp_path: Path) -> None:
 def test_compare_hardware_over_runs_when_each_machine_has_several() -> None:
     from harness.analysis.hardware import evidence_ratio
 
-    a = pd.DataFrame({"examples_per_sec": [100.0, 104.0, 96.0],
-                      "process_examples_per_sec": [[100.0, 101.0]] * 3})
-    b = pd.DataFrame({"examples_per_sec": [200.0, 190.0, 210.0],
-                      "process_examples_per_sec": [[200.0, 201.0]] * 3})
+    a = pd.DataFrame(
+        {"examples_per_sec": [100.0, 104.0, 96.0], "process_examples_per_sec": [[100.0, 101.0]] * 3}
+    )
+    b = pd.DataFrame(
+        {"examples_per_sec": [200.0, 190.0, 210.0], "process_examples_per_sec": [[200.0, 201.0]] * 3}
+    )
     r, over = evidence_ratio(b, a)
     assert over == "runs" and r.value == 2.0 and r.low < 2.0 < r.high
     r, over = evidence_ratio(b.iloc[:1], a)

@@ -6,32 +6,66 @@ from typing import Any
 
 from harness.analysis import explain
 
-BASE = {"model": "cnn", "data": "synthetic", "strategy": "mirrored", "cross_device_ops": "auto",
-        "communication": "none", "workers": 1, "ps": 0, "tenants": 1, "per_replica_batch": 64,
-        "loop": "ctl", "steps_per_execution": 10, "precision": "float32", "scaling": "weak",
-        "status": "ok", "reason": "", "logical_devices": True}
+BASE = {
+    "model": "cnn",
+    "data": "synthetic",
+    "strategy": "mirrored",
+    "cross_device_ops": "auto",
+    "communication": "none",
+    "workers": 1,
+    "ps": 0,
+    "tenants": 1,
+    "per_replica_batch": 64,
+    "loop": "ctl",
+    "steps_per_execution": 10,
+    "precision": "float32",
+    "scaling": "weak",
+    "status": "ok",
+    "reason": "",
+    "logical_devices": True,
+}
 
 
-def _row(replicas: int, accum: int, eps: list[float], parts: tuple[float, float, float, float],
-         **kw: Any) -> dict[str, Any]:
+def _row(
+    replicas: int, accum: int, eps: list[float], parts: tuple[float, float, float, float], **kw: Any
+) -> dict[str, Any]:
     effective = 64 * replicas * accum
     median = sorted(eps)[len(eps) // 2]
     compute, allreduce, inp, dispatch = parts
     step = effective / median
-    return {**BASE, "replicas": replicas, "accum_steps": accum, "effective_batch": effective,
-            "cell_id": f"cnn/mirrored[auto]/r{replicas}w1/acc{accum}", "examples_per_sec": median,
-            "process_examples_per_sec": eps, "step_s": step, "parts_step_s": step, "compute_s": compute,
-            "allreduce_s": allreduce, "input_s": inp, "dispatch_s": dispatch,
-            "overlap": (sum(parts) - step) / step, "bound": "compute", **kw}
+    return {
+        **BASE,
+        "replicas": replicas,
+        "accum_steps": accum,
+        "effective_batch": effective,
+        "cell_id": f"cnn/mirrored[auto]/r{replicas}w1/acc{accum}",
+        "examples_per_sec": median,
+        "process_examples_per_sec": eps,
+        "step_s": step,
+        "parts_step_s": step,
+        "compute_s": compute,
+        "allreduce_s": allreduce,
+        "input_s": inp,
+        "dispatch_s": dispatch,
+        "overlap": (sum(parts) - step) / step,
+        "bound": "compute",
+        **kw,
+    }
 
 
 def _rows() -> list[dict[str, Any]]:
-    one = _row(1, 1, [6400.0, 6300.0, 6500.0], (0.009, 0.0, 0.0002, 0.0001),
-               scaling_efficiency=1.0)
+    one = _row(1, 1, [6400.0, 6300.0, 6500.0], (0.009, 0.0, 0.0002, 0.0001), scaling_efficiency=1.0)
     one["baseline_cell_id"] = one["cell_id"]
-    two = _row(2, 1, [6400.0, 6350.0, 6450.0], (0.017, 0.002, 0.0005, 0.0001),
-               scaling_efficiency=0.5, scaling_efficiency_ci_low=0.48, scaling_efficiency_ci_high=0.52,
-               baseline_cell_id=one["cell_id"])
+    two = _row(
+        2,
+        1,
+        [6400.0, 6350.0, 6450.0],
+        (0.017, 0.002, 0.0005, 0.0001),
+        scaling_efficiency=0.5,
+        scaling_efficiency_ci_low=0.48,
+        scaling_efficiency_ci_high=0.52,
+        baseline_cell_id=one["cell_id"],
+    )
     acc = _row(2, 4, [7680.0, 7600.0, 7700.0], (0.068, 0.002, 0.002, 0.0001))
     return [one, two, acc]
 
@@ -46,9 +80,14 @@ def test_breakdown_table_gives_milliseconds_and_shares() -> None:
 
 def test_what_a_second_replica_buys_splits_the_growth_of_the_step() -> None:
     (text,) = explain.what_scaling_buys(_rows())
-    assert text.startswith("cnn mirrored[auto] r2 w1 b64 acc1 spe10 t1 ctl float32: efficiency 0.50 [0.48, 0.52]")
+    assert text.startswith(
+        "cnn mirrored[auto] r2 w1 b64 acc1 spe10 t1 ctl float32: efficiency 0.50 [0.48, 0.52]"
+    )
     # 10 -> 20 ms: compute +8, all-reduce +2, input +0.3, dispatch +0, the rest -0.3
-    assert "from 10 to 20 ms (+10 ms): compute +8, all-reduce +2, input +0.3, dispatch +0, unexplained -0.3 ms" in text
+    assert (
+        "from 10 to 20 ms (+10 ms): compute +8, all-reduce +2, input +0.3, dispatch +0, unexplained -0.3 ms"
+        in text
+    )
 
 
 def test_accumulation_is_judged_with_its_ci_and_the_all_reduce_per_example() -> None:
@@ -59,8 +98,14 @@ def test_accumulation_is_judged_with_its_ci_and_the_all_reduce_per_example() -> 
 
 
 def test_devices_working_names_invalid_cells_and_logical_devices() -> None:
-    rows = _rows() + [{**_rows()[1], "status": "invalid", "cell_id": "x",
-                       "reason": "model variable is a ResourceVariable, not MirroredVariable"}]
+    rows = _rows() + [
+        {
+            **_rows()[1],
+            "status": "invalid",
+            "cell_id": "x",
+            "reason": "model variable is a ResourceVariable, not MirroredVariable",
+        }
+    ]
     answers = explain.devices_working(rows)
     assert answers[0].startswith("2 of 3 multi-device cells were measured and passed every integrity check:")
     assert any("invalid: model variable is a ResourceVariable" in a for a in answers)

@@ -7,11 +7,26 @@ from harness.formulas import stats
 
 
 def _row(eps, procs, **kw):
-    base = {"model": "cnn", "data": "synthetic", "strategy": "mirrored", "cross_device_ops": "none",
-            "communication": "none", "replicas": 1, "workers": 1, "ps": 0, "tenants": 1,
-            "per_replica_batch": 64, "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10,
-            "precision": "float32", "scaling": "weak", "status": "ok", "examples_per_sec": eps,
-            "process_examples_per_sec": procs}
+    base = {
+        "model": "cnn",
+        "data": "synthetic",
+        "strategy": "mirrored",
+        "cross_device_ops": "none",
+        "communication": "none",
+        "replicas": 1,
+        "workers": 1,
+        "ps": 0,
+        "tenants": 1,
+        "per_replica_batch": 64,
+        "accum_steps": 1,
+        "loop": "ctl",
+        "steps_per_execution": 10,
+        "precision": "float32",
+        "scaling": "weak",
+        "status": "ok",
+        "examples_per_sec": eps,
+        "process_examples_per_sec": procs,
+    }
     return {**base, **kw}
 
 

@@ -23,8 +23,10 @@ def test_a_bimodal_history_shrinks_less_with_more_runs_than_one_over_sqrt_n() ->
     # runs land fast or slow: a median of three is still mostly one mode or the other
     bimodal = [85.0] * 10 + [115.0] * 10
     normal = list(100 + 15 * np.random.default_rng(0).standard_normal(20))
-    shrink = {name: gate.candidate_scale(h, 3) / gate.candidate_scale(h, 1)
-              for name, h in (("bimodal", bimodal), ("normal", normal))}
+    shrink = {
+        name: gate.candidate_scale(h, 3) / gate.candidate_scale(h, 1)
+        for name, h in (("bimodal", bimodal), ("normal", normal))
+    }
     assert shrink["bimodal"] > 0.9 and shrink["normal"] < 0.8
 
 
@@ -47,15 +49,20 @@ def test_robust_z_uses_median_mad_and_a_floor() -> None:
     wide = list(100 + 2 * np.random.default_rng(1).standard_normal(30))
     three = gate._z_scale(wide, 3)
     assert three < gate._z_scale(wide, 1)
-    assert gate.robust_z([96.0, 97.0, 99.0], wide) == pytest.approx(
-        (97 - np.median(wide)) / three)
+    assert gate.robust_z([96.0, 97.0, 99.0], wide) == pytest.approx((97 - np.median(wide)) / three)
     # identical history: the floor (0.5% of 100 = 0.5) keeps z finite
     assert gate.robust_z(99.0, [100.0] * 4) == pytest.approx(-2.0 / np.sqrt(1.25))
 
 
-def _series(candidate: float, noise: float = 0.01, runs: int = 12, seed: int = 0,
-            policy: GatePolicy = GatePolicy(), compared: int = 1,
-            candidate_runs: int = 1) -> gate.SeriesVerdict:
+def _series(
+    candidate: float,
+    noise: float = 0.01,
+    runs: int = 12,
+    seed: int = 0,
+    policy: GatePolicy = GatePolicy(),
+    compared: int = 1,
+    candidate_runs: int = 1,
+) -> gate.SeriesVerdict:
     rng = np.random.default_rng(seed)
     history = [1000 * (1 + noise * rng.standard_normal()) for _ in range(runs)]
     cand = [candidate * (1 + noise * rng.standard_normal()) for _ in range(candidate_runs)]

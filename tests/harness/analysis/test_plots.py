@@ -8,9 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from harness.analysis import plots  # noqa: E402
+from harness.analysis import plots
 
 
 def _rows(n_series: int) -> pd.DataFrame:
@@ -18,14 +18,32 @@ def _rows(n_series: int) -> pd.DataFrame:
     for k in range(n_series):
         for batch in (64, 256):
             eps = 1000.0 * (k + 1) * batch / 64
-            rows.append({"model": "cnn", "strategy": "mirrored", "cross_device_ops": "auto",
-                         "communication": "none", "replicas": k + 1, "workers": 1, "ps": 0,
-                         "tenants": 1, "per_replica_batch": batch, "global_batch": batch * (k + 1),
-                         "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10,
-                         "precision": "float32", "scaling": "weak", "status": "ok",
-                         "examples_per_sec": eps, "examples_per_sec_ci_low": 0.9 * eps,
-                         "examples_per_sec_ci_high": 1.1 * eps, "logical_devices": False,
-                         "oversubscribed": False, "cell_id": f"c{k}-{batch}"})
+            rows.append(
+                {
+                    "model": "cnn",
+                    "strategy": "mirrored",
+                    "cross_device_ops": "auto",
+                    "communication": "none",
+                    "replicas": k + 1,
+                    "workers": 1,
+                    "ps": 0,
+                    "tenants": 1,
+                    "per_replica_batch": batch,
+                    "global_batch": batch * (k + 1),
+                    "accum_steps": 1,
+                    "loop": "ctl",
+                    "steps_per_execution": 10,
+                    "precision": "float32",
+                    "scaling": "weak",
+                    "status": "ok",
+                    "examples_per_sec": eps,
+                    "examples_per_sec_ci_low": 0.9 * eps,
+                    "examples_per_sec_ci_high": 1.1 * eps,
+                    "logical_devices": False,
+                    "oversubscribed": False,
+                    "cell_id": f"c{k}-{batch}",
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -14,15 +14,15 @@ def test_ring_cost_of_a_described_link() -> None:
     # 10 Gb/s = 1.25e9 B/s: beta = 0.8 ns/B; 1 MiB between 2 workers: 2(1) x 5 us + 1 x 1 MiB x 0.8 ns
     cost = scaling.link_alpha_beta(10, 5)
     assert cost.beta_s_per_byte == pytest.approx(8e-10)
-    assert cost.time_s(2, 2 ** 20) == pytest.approx(10e-6 + 2 ** 20 * 8e-10)  # 848.9 us
-    assert cost.time_s(4, 2 ** 20) == pytest.approx(6 * 5e-6 + 1.5 * 2 ** 20 * 8e-10)
-    assert cost.time_s(1, 2 ** 20) == 0.0
+    assert cost.time_s(2, 2**20) == pytest.approx(10e-6 + 2**20 * 8e-10)  # 848.9 us
+    assert cost.time_s(4, 2**20) == pytest.approx(6 * 5e-6 + 1.5 * 2**20 * 8e-10)
+    assert cost.time_s(1, 2**20) == 0.0
     assert cost.bandwidth_gbps == pytest.approx(10)
 
 
 def test_the_fit_recovers_a_planted_alpha_and_beta() -> None:
     planted = scaling.AlphaBeta(40e-6, 1e-9, "planted")
-    points = [(n, m, planted.time_s(n, m)) for n in (2, 3, 4) for m in (4096, 65536, 2 ** 20, 2 ** 24)]
+    points = [(n, m, planted.time_s(n, m)) for n in (2, 3, 4) for m in (4096, 65536, 2**20, 2**24)]
     fit = scaling.fit_alpha_beta(points, "test")
     assert fit.alpha_s == pytest.approx(40e-6, rel=1e-6)
     assert fit.beta_s_per_byte == pytest.approx(1e-9, rel=1e-6)
@@ -38,8 +38,7 @@ def test_gradient_bytes_are_four_per_parameter() -> None:
 
 def test_devices_that_share_a_hosts_cores_slow_each_other() -> None:
     # the 1-device cell used both cores of a 2-core host: 2 devices take twice its step, 4 four times
-    shared = scaling.Baseline(step_s=0.010, effective_batch=64, cores_used=2, host_cores=2,
-                              shares_cores=True)
+    shared = scaling.Baseline(step_s=0.010, effective_batch=64, cores_used=2, host_cores=2, shares_cores=True)
     p = scaling.predict(shared, 2, 0.001, "x")
     assert p.step_s == pytest.approx(0.021) and p.examples_per_sec == pytest.approx(128 / 0.021)
     assert p.efficiency == pytest.approx(0.010 / 0.021) and p.allreduce_share == pytest.approx(1 / 21)
@@ -63,16 +62,49 @@ def test_a_measured_gradient_all_reduce_wins_over_the_fit() -> None:
 
 
 def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() -> None:
-    base = {"model": "cnn", "strategy": "mirrored", "workers": 1, "status": "ok",
-            "communication": "none", "device_kind": "CPU", "host_cores": 2, "cores_per_worker": 2}
-    one = {**base, "cell_id": "one", "replicas": 1, "cross_device_ops": "none",
-           "effective_batch": 64, "examples_per_sec": 6400.0, "baseline_cell_id": "one"}
-    two = {**base, "cell_id": "two", "replicas": 2, "cross_device_ops": "auto",
-           "effective_batch": 128, "examples_per_sec": 6000.0, "baseline_cell_id": "one"}
-    collectives = pd.DataFrame([
-        {"status": "ok", "strategy": "mirrored", "op": "auto", "devices": 2, "payload": p,
-         "bytes": b, "time_s": t, "timestamp": "t"}
-        for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2 ** 20, 6e-4), ("cnn", 139_304, 1e-3))])
+    base = {
+        "model": "cnn",
+        "strategy": "mirrored",
+        "workers": 1,
+        "status": "ok",
+        "communication": "none",
+        "device_kind": "CPU",
+        "host_cores": 2,
+        "cores_per_worker": 2,
+    }
+    one = {
+        **base,
+        "cell_id": "one",
+        "replicas": 1,
+        "cross_device_ops": "none",
+        "effective_batch": 64,
+        "examples_per_sec": 6400.0,
+        "baseline_cell_id": "one",
+    }
+    two = {
+        **base,
+        "cell_id": "two",
+        "replicas": 2,
+        "cross_device_ops": "auto",
+        "effective_batch": 128,
+        "examples_per_sec": 6000.0,
+        "baseline_cell_id": "one",
+    }
+    collectives = pd.DataFrame(
+        [
+            {
+                "status": "ok",
+                "strategy": "mirrored",
+                "op": "auto",
+                "devices": 2,
+                "payload": p,
+                "bytes": b,
+                "time_s": t,
+                "timestamp": "t",
+            }
+            for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2**20, 6e-4), ("cnn", 139_304, 1e-3))
+        ]
+    )
     (line,) = scaling.report_predictions([one, two], collectives)
     assert line["cell_id"] == "two" and line["devices"] == 2
     assert line["predicted"] == pytest.approx(128 / 0.021)  # 2 x 10 ms shared + 1 ms measured
@@ -81,10 +113,22 @@ def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() ->
 
 
 def _collectives(**extra: object) -> pd.DataFrame:
-    return pd.DataFrame([
-        {"status": "ok", "strategy": "mirrored", "op": "auto", "devices": 2, "payload": p,
-         "bytes": b, "time_s": t, "timestamp": "t", **extra}
-        for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2 ** 20, 6e-4), ("cnn", 139_304, 1e-3))])
+    return pd.DataFrame(
+        [
+            {
+                "status": "ok",
+                "strategy": "mirrored",
+                "op": "auto",
+                "devices": 2,
+                "payload": p,
+                "bytes": b,
+                "time_s": t,
+                "timestamp": "t",
+                **extra,
+            }
+            for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2**20, 6e-4), ("cnn", 139_304, 1e-3))
+        ]
+    )
 
 
 def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them() -> None:
@@ -94,11 +138,17 @@ def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
     cost, own = scaling.cost_from_table(table, "mirrored", "auto", "cnn", here)
     assert cost.source == "alpha-beta fit of mirrored[auto]: 3 rows" and own == {2: 1e-3}
-    with pytest.raises(HarnessError, match=r"no all-reduce times of mirrored \[nccl\].*--sweep "
-                                           "collectives"):
+    with pytest.raises(
+        HarnessError,
+        match=r"no all-reduce times of mirrored \[nccl\].*--sweep "
+        "collectives",
+    ):
         scaling.cost_from_table(table, "mirrored", "nccl", "cnn", here)
-    with pytest.raises(HarnessError, match=r"measured on Xeon \(2 cores\), not on the 1-device cell's machine "
-                                           r"\(EPYC, 2 cores\)"):
+    with pytest.raises(
+        HarnessError,
+        match=r"measured on Xeon \(2 cores\), not on the 1-device cell's machine "
+        r"\(EPYC, 2 cores\)",
+    ):
         scaling.cost_from_table(table, "mirrored", "auto", "cnn", {**here, "device_name": "EPYC"})
     with pytest.raises(HarnessError, match=r"1 all-reduce time\(s\) .* needs 2 or more"):
         scaling.cost_from_table(table.iloc[[0]], "mirrored", "auto", "cnn", here)
@@ -108,15 +158,42 @@ def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them
 
 
 def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_their_ci() -> None:
-    base = {"model": "cnn", "strategy": "mirrored", "workers": 1, "status": "ok", "scaling": "weak",
-            "communication": "none", "device_kind": "CPU", "device_name": "Xeon", "host_cores": 2,
-            "cores_per_worker": 2, "baseline_cell_id": "one", "per_replica_batch": 64,
-            "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10, "precision": "float32"}
-    one = {**base, "cell_id": "one", "replicas": 1, "cross_device_ops": "none",
-           "effective_batch": 64, "examples_per_sec": 6400.0}
-    two = {**base, "cell_id": "two", "replicas": 2, "cross_device_ops": "auto",
-           "effective_batch": 128, "examples_per_sec": 6000.0,
-           "examples_per_sec_ci_low": 5500.0, "examples_per_sec_ci_high": None}
+    base = {
+        "model": "cnn",
+        "strategy": "mirrored",
+        "workers": 1,
+        "status": "ok",
+        "scaling": "weak",
+        "communication": "none",
+        "device_kind": "CPU",
+        "device_name": "Xeon",
+        "host_cores": 2,
+        "cores_per_worker": 2,
+        "baseline_cell_id": "one",
+        "per_replica_batch": 64,
+        "accum_steps": 1,
+        "loop": "ctl",
+        "steps_per_execution": 10,
+        "precision": "float32",
+    }
+    one = {
+        **base,
+        "cell_id": "one",
+        "replicas": 1,
+        "cross_device_ops": "none",
+        "effective_batch": 64,
+        "examples_per_sec": 6400.0,
+    }
+    two = {
+        **base,
+        "cell_id": "two",
+        "replicas": 2,
+        "cross_device_ops": "auto",
+        "effective_batch": 128,
+        "examples_per_sec": 6000.0,
+        "examples_per_sec_ci_low": 5500.0,
+        "examples_per_sec_ci_high": None,
+    }
     strong = {**two, "cell_id": "strong", "scaling": "strong"}
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
     (line,) = scaling.report_predictions([one, two, strong], table)
@@ -130,11 +207,22 @@ def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_thei
 def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> None:
     from harness.analysis import plots
 
-    lines = pd.DataFrame([
-        {"model": "cnn", "series": "mirrored[auto]", "config": "b64/acc1/ctl/spe10/float32",
-         "baseline": 6400.0, "devices": n, "measured": m,
-         "measured_ci_low": m * 0.9, "measured_ci_high": m * 1.1, "predicted": p}
-        for n, m, p in ((2, 6000.0, 6100.0), (4, 5000.0, 5600.0))])
+    lines = pd.DataFrame(
+        [
+            {
+                "model": "cnn",
+                "series": "mirrored[auto]",
+                "config": "b64/acc1/ctl/spe10/float32",
+                "baseline": 6400.0,
+                "devices": n,
+                "measured": m,
+                "measured_ci_low": m * 0.9,
+                "measured_ci_high": m * 1.1,
+                "predicted": p,
+            }
+            for n, m, p in ((2, 6000.0, 6100.0), (4, 5000.0, 5600.0))
+        ]
+    )
     paths = plots.predicted_vs_measured(lines, tmp_path)
     assert [p.name for p in paths] == ["predicted_vs_measured.png", "predicted_vs_measured.svg"]
     assert all(p.stat().st_size > 0 for p in paths)
@@ -142,24 +230,37 @@ def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> No
 
 
 def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harness.analysis import plots
 
     captured = []
     real_save = plots._save
 
     def keep(fig, out, name):  # type: ignore[no-untyped-def]
-        captured.append((fig.axes[0].get_ylim(), fig.axes[0].get_xscale(),
-                         fig.axes[0].get_legend_handles_labels()[1]))
+        captured.append(
+            (fig.axes[0].get_ylim(), fig.axes[0].get_xscale(), fig.axes[0].get_legend_handles_labels()[1])
+        )
         return real_save(fig, out, name)
 
     monkeypatch.setattr(plots, "_save", keep)
-    lines = pd.DataFrame([
-        {"devices": n, "predicted_examples_per_sec": p, "measured_examples_per_sec": m,
-         "measured_ci_low": lo, "measured_ci_high": hi, "error": e}
-        for n, p, m, lo, hi, e in ((1, 5551.0, 5551.0, 327.0, 89_680.0, 0.0),
-                                   (2, 4918.0, 4265.0, 120.0, 140_958.0, 0.15),
-                                   (64, 4552.0, None, None, None, None))])
+    lines = pd.DataFrame(
+        [
+            {
+                "devices": n,
+                "predicted_examples_per_sec": p,
+                "measured_examples_per_sec": m,
+                "measured_ci_low": lo,
+                "measured_ci_high": hi,
+                "error": e,
+            }
+            for n, p, m, lo, hi, e in (
+                (1, 5551.0, 5551.0, 327.0, 89_680.0, 0.0),
+                (2, 4918.0, 4265.0, 120.0, 140_958.0, 0.15),
+                (64, 4552.0, None, None, None, None),
+            )
+        ]
+    )
     paths = plots.prediction_figure(lines, tmp_path / "p", "t")
     assert [p.name for p in paths] == ["p.png", "p.svg"]
     ((ylim, xscale, labels),) = captured

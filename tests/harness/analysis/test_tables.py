@@ -27,35 +27,93 @@ def columns(monkeypatch):
 
 
 def _row(**kw):
-    base = {"model": "cnn", "strategy": "mirrored", "cross_device_ops": "auto", "replicas": 1,
-            "workers": 1, "per_replica_batch": 64, "status": "ok", "reason": ""}
+    base = {
+        "model": "cnn",
+        "strategy": "mirrored",
+        "cross_device_ops": "auto",
+        "replicas": 1,
+        "workers": 1,
+        "per_replica_batch": 64,
+        "status": "ok",
+        "reason": "",
+    }
     return {**base, **kw}
 
 
 def test_summary_table_rows():
     rows = [
-        _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
-             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv_between_processes=0.0123, cv_within_process=0.01,
-             scaling_efficiency=1.0),
-        _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
-             examples_per_sec_ci_high=18600.0, cv_between_processes=0.05, cv_within_process=0.01, scaling_efficiency=0.75,
-             step_s=0.009, parts_step_s=0.01, compute_s=0.003, allreduce_s=0.006, input_s=0.0001,
-             dispatch_s=0.0001, bound="communication"),
-        _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
-             reason="NcclAllReduce has no CPU kernel"),
-        _row(replicas=2, batch=32, per_replica_batch=32, status="failed",
-             reason="worker died: signal 9 " + "x" * 100),
+        _row(
+            strategy="default",
+            cross_device_ops="none",
+            examples_per_sec=12345.6,
+            examples_per_sec_ci_low=12000.0,
+            examples_per_sec_ci_high=12500.0,
+            cv_between_processes=0.0123,
+            cv_within_process=0.01,
+            scaling_efficiency=1.0,
+        ),
+        _row(
+            replicas=2,
+            examples_per_sec=18000.0,
+            examples_per_sec_ci_low=17500.4,
+            examples_per_sec_ci_high=18600.0,
+            cv_between_processes=0.05,
+            cv_within_process=0.01,
+            scaling_efficiency=0.75,
+            step_s=0.009,
+            parts_step_s=0.01,
+            compute_s=0.003,
+            allreduce_s=0.006,
+            input_s=0.0001,
+            dispatch_s=0.0001,
+            bound="communication",
+        ),
+        _row(
+            model="dense",
+            cross_device_ops="nccl",
+            replicas=2,
+            status="unsupported",
+            reason="NcclAllReduce has no CPU kernel",
+        ),
+        _row(
+            replicas=2,
+            batch=32,
+            per_replica_batch=32,
+            status="failed",
+            reason="worker died: signal 9 " + "x" * 100,
+        ),
     ]
     lines = summary_table(rows).splitlines()
     assert len(lines) == 2 + len(rows)
     assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
     assert set(lines[1]) == {"-"}
     ok1, ok2, unsup, failed = lines[2:]
-    assert ok1.split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%/1.0%", "1.00", "-", "ok"]
-    assert ok2.split() == ["cnn", "mirrored[auto]", "2x1", "64", "18,000", "17,500..18,600", "5.0%/1.0%",
-                           "0.75", "communication", "60%", "ok"]
-    assert unsup.split()[:9] == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-",
-                                 "-"]
+    assert ok1.split() == [
+        "cnn",
+        "default",
+        "1x1",
+        "64",
+        "12,346",
+        "12,000..12,500",
+        "1.2%/1.0%",
+        "1.00",
+        "-",
+        "ok",
+    ]
+    assert ok2.split() == [
+        "cnn",
+        "mirrored[auto]",
+        "2x1",
+        "64",
+        "18,000",
+        "17,500..18,600",
+        "5.0%/1.0%",
+        "0.75",
+        "communication",
+        "60%",
+        "ok",
+    ]
+    assert unsup.split()[:9] == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-", "-"]
     assert unsup.endswith("unsupported: NcclAllReduce has no CPU kernel")
     assert "failed: worker died: signal 9" in failed
     assert failed.endswith("x" * (60 - len("worker died: signal 9 ")))  # reason cut at 60 chars
@@ -64,16 +122,24 @@ def test_summary_table_rows():
 
 
 def test_summary_table_says_no_verdict_where_a_part_exceeds_the_step():
-    parts = {"parts_step_s": 0.0672, "compute_s": 0.1163, "allreduce_s": 0.0, "input_s": 0.00004,
-             "dispatch_s": 0.00002}
-    lines = summary_table([_row(examples_per_sec=100.0, bound=None, **parts),
-                           _row(examples_per_sec=100.0, bound=None)]).splitlines()
+    parts = {
+        "parts_step_s": 0.0672,
+        "compute_s": 0.1163,
+        "allreduce_s": 0.0,
+        "input_s": 0.00004,
+        "dispatch_s": 0.00002,
+    }
+    lines = summary_table(
+        [_row(examples_per_sec=100.0, bound=None, **parts), _row(examples_per_sec=100.0, bound=None)]
+    ).splitlines()
     assert "no verdict (compute 173%)" in lines[2]
     assert lines[3].split()[-2:] == ["-", "ok"]  # no parts: nothing to say
 
 
 def test_summary_table_missing_and_nan_numbers():
-    lines = summary_table([_row(examples_per_sec=100.0, cv_between_processes=float("nan"), cv_within_process=0.01)]).splitlines()
+    lines = summary_table(
+        [_row(examples_per_sec=100.0, cv_between_processes=float("nan"), cv_within_process=0.01)]
+    ).splitlines()
     fields = lines[2].split()
     # no CI, cv NaN, no efficiency
     assert fields[4] == "100" and fields[5] == "-..-" and fields[6] == "-/1.0%" and fields[7] == "-"
@@ -90,13 +156,30 @@ def test_footnote_formats():
 
 
 def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
-    table = summary_table([
-        _row(strategy="multi_worker_mirrored", cross_device_ops="none", communication="ring",
-             workers=2, examples_per_sec=9000.0, examples_per_sec_ci_low=8000.0,
-             examples_per_sec_ci_high=9500.0, cv_between_processes=0.01, cv_within_process=0.01, oversubscribed=True),
-        _row(examples_per_sec=7000.0, examples_per_sec_ci_low=6000.0, examples_per_sec_ci_high=8000.0,
-             cv_between_processes=0.01, cv_within_process=0.01, oversubscribed=False),
-    ])
+    table = summary_table(
+        [
+            _row(
+                strategy="multi_worker_mirrored",
+                cross_device_ops="none",
+                communication="ring",
+                workers=2,
+                examples_per_sec=9000.0,
+                examples_per_sec_ci_low=8000.0,
+                examples_per_sec_ci_high=9500.0,
+                cv_between_processes=0.01,
+                cv_within_process=0.01,
+                oversubscribed=True,
+            ),
+            _row(
+                examples_per_sec=7000.0,
+                examples_per_sec_ci_low=6000.0,
+                examples_per_sec_ci_high=8000.0,
+                cv_between_processes=0.01,
+                cv_within_process=0.01,
+                oversubscribed=False,
+            ),
+        ]
+    )
     lines = table.splitlines()
     assert "multi_worker_mirrored[ring]" in lines[2] and "1x2" in lines[2] and "9,000*" in lines[2]
     assert "7,000*" not in lines[3] and "7,000" in lines[3]
@@ -104,15 +187,39 @@ def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
 
 def _rows():
     return [
-        _row(strategy="default", cross_device_ops="none", examples_per_sec=12345.6,
-             examples_per_sec_ci_low=12000.0, examples_per_sec_ci_high=12500.0, cv_between_processes=0.0123, cv_within_process=0.01,
-             scaling_efficiency=1.0),
-        _row(replicas=2, examples_per_sec=18000.0, examples_per_sec_ci_low=17500.4,
-             examples_per_sec_ci_high=18600.0, cv_between_processes=0.05, cv_within_process=0.01, scaling_efficiency=0.75,
-             step_s=0.009, parts_step_s=0.01, compute_s=0.003, allreduce_s=0.006, input_s=0.0001,
-             dispatch_s=0.0001, bound="communication"),
-        _row(model="dense", cross_device_ops="nccl", replicas=2, status="unsupported",
-             reason="NcclAllReduce has no CPU kernel"),
+        _row(
+            strategy="default",
+            cross_device_ops="none",
+            examples_per_sec=12345.6,
+            examples_per_sec_ci_low=12000.0,
+            examples_per_sec_ci_high=12500.0,
+            cv_between_processes=0.0123,
+            cv_within_process=0.01,
+            scaling_efficiency=1.0,
+        ),
+        _row(
+            replicas=2,
+            examples_per_sec=18000.0,
+            examples_per_sec_ci_low=17500.4,
+            examples_per_sec_ci_high=18600.0,
+            cv_between_processes=0.05,
+            cv_within_process=0.01,
+            scaling_efficiency=0.75,
+            step_s=0.009,
+            parts_step_s=0.01,
+            compute_s=0.003,
+            allreduce_s=0.006,
+            input_s=0.0001,
+            dispatch_s=0.0001,
+            bound="communication",
+        ),
+        _row(
+            model="dense",
+            cross_device_ops="nccl",
+            replicas=2,
+            status="unsupported",
+            reason="NcclAllReduce has no CPU kernel",
+        ),
     ]
 
 
@@ -122,9 +229,12 @@ def test_plain_table_is_fixed_width_text():
     assert text == fixed_width([header, *rows])
     assert text.splitlines()[2] == "a/b   1,000       ok"
     assert "\x1b" not in text and "\r" not in text
-    assert render_table(header, rows, title="T", indent=2, rule=False,
-                        force_terminal=False).splitlines() == [
-        "  T", "  cell  examples/s  status", "  a/b   1,000       ok", "  c     -           failed: x"]
+    assert render_table(header, rows, title="T", indent=2, rule=False, force_terminal=False).splitlines() == [
+        "  T",
+        "  cell  examples/s  status",
+        "  a/b   1,000       ok",
+        "  c     -           failed: x",
+    ]
 
 
 def test_plain_unless_the_stream_is_a_terminal(columns):
@@ -141,10 +251,35 @@ def test_terminal_table_same_values(columns):
     lines = ANSI.sub("", text).splitlines()
     assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
     assert set(lines[1]) == {"─"}
-    assert lines[2].split() == ["cnn", "default", "1x1", "64", "12,346", "12,000..12,500", "1.2%/1.0%",
-                                "1.00", "-", "ok"]
-    assert lines[4].split() == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-", "-",
-                                "unsupported:", "NcclAllReduce", "has", "no", "CPU", "kernel"]
+    assert lines[2].split() == [
+        "cnn",
+        "default",
+        "1x1",
+        "64",
+        "12,346",
+        "12,000..12,500",
+        "1.2%/1.0%",
+        "1.00",
+        "-",
+        "ok",
+    ]
+    assert lines[4].split() == [
+        "dense",
+        "mirrored[nccl]",
+        "2x1",
+        "64",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        "unsupported:",
+        "NcclAllReduce",
+        "has",
+        "no",
+        "CPU",
+        "kernel",
+    ]
     # numbers right-aligned: the examples/s column ends where its header ends
     assert lines[2].index("12,346") + len("12,346") == lines[0].index("examples/s") + len("examples/s")
 
@@ -173,19 +308,30 @@ def test_terminal_table_too_wide_keeps_rows_whole(columns):
 
 def test_terminal_table_title_and_indent(columns):
     columns(80)
-    text = ANSI.sub("", render_table(("a", "b"), [("x", "1")], title="T", indent=2,
-                                     force_terminal=True))
+    text = ANSI.sub("", render_table(("a", "b"), [("x", "1")], title="T", indent=2, force_terminal=True))
     lines = text.splitlines()
     assert lines[0].strip() == "T" and all(line.startswith("  ") for line in lines)
     assert lines[-1].split() == ["x", "1"]
 
 
 def test_summary_shows_both_cvs_flags_unstable_and_efficiency_near_one():
-    table = summary_table([
-        _row(strategy="mirrored", cross_device_ops="auto", replicas=2, examples_per_sec=9000.0,
-             examples_per_sec_ci_low=8000.0, examples_per_sec_ci_high=9500.0,
-             cv_between_processes=0.15, cv_within_process=0.01, unstable=True,
-             scaling_efficiency=0.95, scaling_efficiency_ci_low=0.8, scaling_efficiency_ci_high=1.1),
-    ])
+    table = summary_table(
+        [
+            _row(
+                strategy="mirrored",
+                cross_device_ops="auto",
+                replicas=2,
+                examples_per_sec=9000.0,
+                examples_per_sec_ci_low=8000.0,
+                examples_per_sec_ci_high=9500.0,
+                cv_between_processes=0.15,
+                cv_within_process=0.01,
+                unstable=True,
+                scaling_efficiency=0.95,
+                scaling_efficiency_ci_low=0.8,
+                scaling_efficiency_ci_high=1.1,
+            ),
+        ]
+    )
     line = table.splitlines()[2]
     assert "15.0%/1.0%!" in line and "0.95~" in line

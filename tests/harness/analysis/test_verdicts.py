@@ -40,9 +40,14 @@ def test_judge_groups_by_effective_batch_and_picks_the_simplest_reference() -> N
     wrong = Cell(model="dense", strategy="mirrored", replicas=2, batch=8, accum_steps=4)
     failed = Cell(model="dense", strategy="one_device", batch=64)
     alone = Cell(model="cnn", strategy="default", batch=64)
-    outcomes = [_outcome(mirrored, 2.0, "same"), _outcome(big, 2.0, "ref"),
-                _outcome(accum, 2.0 + 1e-7, "same"), _outcome(wrong, 2.2, "off"),
-                _outcome(failed, 0.0, "", "failed"), _outcome(alone, 1.0, "ref")]
+    outcomes = [
+        _outcome(mirrored, 2.0, "same"),
+        _outcome(big, 2.0, "ref"),
+        _outcome(accum, 2.0 + 1e-7, "same"),
+        _outcome(wrong, 2.2, "off"),
+        _outcome(failed, 0.0, "", "failed"),
+        _outcome(alone, 1.0, "ref"),
+    ]
     verdicts = {v.outcome.cell.id: v for v in judge(outcomes, weights.__getitem__)}
     assert verdicts[big.id].agrees is None and verdicts[big.id].reference == big.id
     assert verdicts[mirrored.id].agrees is True and verdicts[mirrored.id].reference == big.id
@@ -62,17 +67,26 @@ def test_asynchronous_parameter_server_cells_are_not_compared() -> None:
     base = Cell(model="dense", strategy="default", batch=32)
     one = Cell(model="dense", strategy="parameter_server", workers=1, batch=32)
     two = Cell(model="dense", strategy="parameter_server", workers=2, batch=32)
-    verdicts = {v.outcome.cell.id: v for v in judge(
-        [_outcome(two, 3.0, "off"), _outcome(one, 2.0, "ref"), _outcome(base, 2.0, "ref")],
-        weights.__getitem__)}
+    verdicts = {
+        v.outcome.cell.id: v
+        for v in judge(
+            [_outcome(two, 3.0, "off"), _outcome(one, 2.0, "ref"), _outcome(base, 2.0, "ref")],
+            weights.__getitem__,
+        )
+    }
     assert verdicts[one.id].agrees is True and verdicts[one.id].reference == base.id
     assert verdicts[two.id].agrees is None and verdicts[two.id].note.startswith("not compared")
     assert "not compared: asynchronous updates" in verdict_table(list(verdicts.values()))
 
 
 def verify(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", "verify", "--device", "cpu", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "verify", "--device", "cpu", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.mark.process
@@ -80,9 +94,26 @@ def test_accumulation_and_two_replicas_train_as_one_step() -> None:
     """The default run's share of the equivalence sweep (ctl loop): strong scaling, so on 64 and on
     128 examples per update default and mirrored on 2 replicas meet, and on 128 two micro-batches
     of 64 meet one step of 128; every cell within 1e-5 relative of its group's reference."""
-    proc = verify("--model", "dense", "--strategy", "default,mirrored", "--replicas", "2",
-                  "--scaling", "strong", "--batch", "64,128", "--accum-steps", "1,2", "--loop", "ctl",
-                  "--steps-per-execution", "1", "--updates", "4")
+    proc = verify(
+        "--model",
+        "dense",
+        "--strategy",
+        "default,mirrored",
+        "--replicas",
+        "2",
+        "--scaling",
+        "strong",
+        "--batch",
+        "64,128",
+        "--accum-steps",
+        "1,2",
+        "--loop",
+        "ctl",
+        "--steps-per-execution",
+        "1",
+        "--updates",
+        "4",
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "all 5 compared cells agree" in proc.stdout, proc.stdout[-3000:]
 
@@ -99,10 +130,26 @@ def test_equivalence_sweep_agrees() -> None:
     assert proc.stdout.count("agrees") == 19 and "reference" in proc.stdout
 
 
-HC3 = ["--model", "dense", "--strategy", "default,mirrored",
-       "--cross-device-ops", "hierarchical_copy,reduction_to_one_device",
-       "--replicas", "3", "--scaling", "strong", "--batch", "96", "--steps-per-execution", "1",
-       "--cpu-devices", "3", "--updates", "4"]
+HC3 = [
+    "--model",
+    "dense",
+    "--strategy",
+    "default,mirrored",
+    "--cross-device-ops",
+    "hierarchical_copy,reduction_to_one_device",
+    "--replicas",
+    "3",
+    "--scaling",
+    "strong",
+    "--batch",
+    "96",
+    "--steps-per-execution",
+    "1",
+    "--cpu-devices",
+    "3",
+    "--updates",
+    "4",
+]
 
 
 @pytest.mark.process

@@ -12,15 +12,48 @@ from tests.harness.launch.test_runner import harness, worker_processes
 
 pytestmark = pytest.mark.process
 
-CELL = ["--model", "dense", "--strategy", "default", "--batch", "32", "--steps-per-execution", "5",
-        "--repeats", "2", "--window-s", "0.2", "--warmup-windows", "0", "--min-window-steps", "5",
-        "--no-peak", "--no-breakdown", "--min-pairs", "3", "--max-pairs", "4"]
+CELL = [
+    "--model",
+    "dense",
+    "--strategy",
+    "default",
+    "--batch",
+    "32",
+    "--steps-per-execution",
+    "5",
+    "--repeats",
+    "2",
+    "--window-s",
+    "0.2",
+    "--warmup-windows",
+    "0",
+    "--min-window-steps",
+    "5",
+    "--no-peak",
+    "--no-breakdown",
+    "--min-pairs",
+    "3",
+    "--max-pairs",
+    "4",
+]
 
 
 def _ab(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
     out = tmp_path / "results"
-    proc = harness("ab", "--a", sys.executable, "--b", sys.executable, *CELL, "--out", str(out),
-                   "--markdown", str(tmp_path / "ab.md"), *args, env={"TMPDIR": str(tmp_path)})
+    proc = harness(
+        "ab",
+        "--a",
+        sys.executable,
+        "--b",
+        sys.executable,
+        *CELL,
+        "--out",
+        str(out),
+        "--markdown",
+        str(tmp_path / "ab.md"),
+        *args,
+        env={"TMPDIR": str(tmp_path)},
+    )
     assert worker_processes(str(tmp_path)) == []
     return proc, out
 
@@ -33,8 +66,10 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     cells = pd.read_parquet(out / "cells")
     assert set(cells.ab_side) == {"A", "B"} and cells.ab_id.nunique() == 1
     assert (cells.groupby("ab_pair").ab_side.nunique() == 2).all()  # every pair has both sides
-    ratio = (cells[cells.ab_side == "B"].set_index("ab_pair").examples_per_sec
-             / cells[cells.ab_side == "A"].set_index("ab_pair").examples_per_sec)
+    ratio = (
+        cells[cells.ab_side == "B"].set_index("ab_pair").examples_per_sec
+        / cells[cells.ab_side == "A"].set_index("ab_pair").examples_per_sec
+    )
     assert ratio.median() < 0.75 and (ratio < 0.9).all()
     # a duet (the default): each pair's sides pinned to the same CPU, timing at the same time
     assert set(cells.ab_mode) == {"duet"} and cells.oversubscribed.all()
@@ -45,8 +80,10 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     assert set(windows.ab_side) == {"A", "B"}
     for _, w in windows.groupby("pass"):
         a, b = (w[w.ab_side == s] for s in "AB")
-        assert a.start_s.min() < (b.start_s + b.window_s).max() and b.start_s.min() < (
-            a.start_s + a.window_s).max()  # the sides' timed spans overlap
+        assert (
+            a.start_s.min() < (b.start_s + b.window_s).max()
+            and b.start_s.min() < (a.start_s + a.window_s).max()
+        )  # the sides' timed spans overlap
     assert "Performance regression" in (tmp_path / "ab.md").read_text()
     report = harness("report", "--results", str(out))
     assert report.returncode == 0, report.stderr
@@ -56,20 +93,30 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
 
 
 def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
-    proc, out = _ab(tmp_path, "--min-pairs", "2", "--max-pairs", "2",  # (the last flags win)
-                    "--mode", "alternate")
+    proc, out = _ab(
+        tmp_path,
+        "--min-pairs",
+        "2",
+        "--max-pairs",
+        "2",  # (the last flags win)
+        "--mode",
+        "alternate",
+    )
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr
     assert "A/A check" in proc.stdout and "mode alternate" in proc.stdout
     cells = pd.read_parquet(out / "cells")
     assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--a", "/no/such/python"], "--a='/no/such/python'"),
-    (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
-    (["--min-effect", "2"], "min_effect=2.0"),
-    (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet']"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--a", "/no/such/python"], "--a='/no/such/python'"),
+        (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
+        (["--min-effect", "2"], "min_effect=2.0"),
+        (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet']"),
+    ],
+)
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:
     proc = harness("ab", *CELL, "--out", str(tmp_path), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr

@@ -68,13 +68,20 @@ from harness.spec.sweeps import SWEEPS
 
 EXAMPLES = int(os.environ.get("BAD_INPUT_EXAMPLES", "150"))
 settings.register_profile(
-    "bad-input", max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.function_scoped_fixture])
+    "bad-input",
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 BAD_INPUT = settings.get_profile("bad-input")
 
-SUBPARSERS: dict[str, argparse.ArgumentParser] = dict(
-    build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+SUBPARSERS: dict[str, argparse.ArgumentParser] = dict(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
 
 OK_CODES = {"compare": {0, 1, 3}, "ingest": {0, 1}}
 """Exit codes of accepted input besides 0: compare's regression (1) and short history (3),
@@ -84,13 +91,58 @@ ingest's file without a harness row (1)."""
 # Values
 # ------------------------------------------------------------------------------------------------
 
-NUMBERS = ("0", "1", "2", "3", "-1", "-0", "2147483648", "1" + "0" * 30, "0.5", "1.5", "1e-9",
-           "1e308", "1e400", "nan", "NaN", "inf", "-inf", "-0.0", "0x10", "1_000", " 3", "٣", "")
+NUMBERS = (
+    "0",
+    "1",
+    "2",
+    "3",
+    "-1",
+    "-0",
+    "2147483648",
+    "1" + "0" * 30,
+    "0.5",
+    "1.5",
+    "1e-9",
+    "1e308",
+    "1e400",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-0.0",
+    "0x10",
+    "1_000",
+    " 3",
+    "٣",
+    "",
+)
 """Numbers as typed: zero, negative, huge, fractions, nan, inf, odd spellings (Python's int()
 takes '1_000' and Arabic-Indic digits), empty."""
 
-WORDS = ("", " ", ",", ",,", "none", "None", "null", "true", "-", "--", "x", "é", "名前",
-         "a" * 300, "$HOME", "~", "../..", "\udcff", "1..max", "max", "auto", "default")
+WORDS = (
+    "",
+    " ",
+    ",",
+    ",,",
+    "none",
+    "None",
+    "null",
+    "true",
+    "-",
+    "--",
+    "x",
+    "é",
+    "名前",
+    "a" * 300,
+    "$HOME",
+    "~",
+    "../..",
+    "\udcff",
+    "1..max",
+    "max",
+    "auto",
+    "default",
+)
 """Words that are nobody's value: empties, separators, unicode (and an undecodable byte as
 Python passes it in argv), a very long one, shell-isms."""
 
@@ -98,7 +150,7 @@ KNOWN_TOKENS = tuple(sorted({*SWEEPS, *MODES, *(c for a in AXES for c in a.choic
 """Every named value the harness accepts somewhere (a new flag with no table entry draws these
 and their near misses)."""
 
-LOOKALIKE = str.maketrans({"a": "а", "c": "с", "e": "е", "o": "о", "p": "р", "x": "х"})
+LOOKALIKE = str.maketrans({"a": "а", "c": "с", "e": "е", "o": "о", "p": "р", "x": "х"})  # noqa: RUF001 -- look-alikes on purpose
 """Latin letters to their Cyrillic look-alikes."""
 
 
@@ -106,14 +158,30 @@ LOOKALIKE = str.maketrans({"a": "а", "c": "с", "e": "е", "o": "о", "p": "р"
 def near_miss(draw: st.DrawFn, word: str) -> str:
     """``word`` changed a little: a typo, case, whitespace, unicode, separators."""
     i = draw(st.integers(0, max(len(word) - 1, 0)))
-    return draw(st.sampled_from((
-        word[:i] + word[i + 1:],                                # dropped letter
-        word[:i] + word[i:i + 1] * 2 + word[i + 1:],            # doubled letter
-        word[:i] + word[i + 1:i + 2] + word[i:i + 1] + word[i + 2:],  # swapped letters
-        word.upper(), word.title(), f" {word} ", word + "\u200b", word.translate(LOOKALIKE),
-        word.replace("_", "-"), word.replace("_", ""), word + "s", word + "=", "=" + word,
-        word + ",", "," + word, f"{word},{word}", f"'{word}'", word + "\t",
-    )))
+    return draw(
+        st.sampled_from(
+            (
+                word[:i] + word[i + 1 :],  # dropped letter
+                word[:i] + word[i : i + 1] * 2 + word[i + 1 :],  # doubled letter
+                word[:i] + word[i + 1 : i + 2] + word[i : i + 1] + word[i + 2 :],  # swapped letters
+                word.upper(),
+                word.title(),
+                f" {word} ",
+                word + "\u200b",
+                word.translate(LOOKALIKE),
+                word.replace("_", "-"),
+                word.replace("_", ""),
+                word + "s",
+                word + "=",
+                "=" + word,
+                word + ",",
+                "," + word,
+                f"{word},{word}",
+                f"'{word}'",
+                word + "\t",
+            )
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -130,23 +198,27 @@ class Domain:
 def words(accepted: tuple[str, ...]) -> Domain:
     """Accepted words; near misses of them and words that are nobody's value."""
     accepted = accepted or KNOWN_TOKENS
-    return Domain(st.sampled_from(accepted),
-                  st.one_of(st.sampled_from(accepted).flatmap(near_miss),
-                            st.sampled_from(WORDS + NUMBERS)))
+    return Domain(
+        st.sampled_from(accepted),
+        st.one_of(st.sampled_from(accepted).flatmap(near_miss), st.sampled_from(WORDS + NUMBERS)),
+    )
 
 
 def counts(good: tuple[str, ...]) -> Domain:
     """Small integers; near misses of them and odd numbers."""
-    return Domain(st.sampled_from(good), st.one_of(st.sampled_from(good).flatmap(near_miss),
-                                                   st.sampled_from(NUMBERS)))
+    return Domain(
+        st.sampled_from(good), st.one_of(st.sampled_from(good).flatmap(near_miss), st.sampled_from(NUMBERS))
+    )
 
 
 def comma_list(item: Domain) -> Domain:
     """1 to 3 items joined by commas (duplicates happen); bad lists mix in bad items, empty items
     and spaces."""
+
     def joined(items: st.SearchStrategy[str], seps: tuple[str, ...]) -> st.SearchStrategy[str]:
-        return st.tuples(st.lists(items, min_size=1, max_size=3),
-                         st.sampled_from(seps)).map(lambda t: t[1].join(t[0]))
+        return st.tuples(st.lists(items, min_size=1, max_size=3), st.sampled_from(seps)).map(
+            lambda t: t[1].join(t[0])
+        )
 
     return Domain(joined(item.good, (",",)), joined(item.any(), (",", ", ", ",,", " , ")))
 
@@ -198,24 +270,41 @@ def paths(dest: str, box: Sandbox, command: str) -> Domain:
         good = (str(box.scratch / f"out.{dest}"), str(box.scratch / "new" / f"x.{dest}"))
         bad = (str(box.scratch), missing + "/", *wrong)
     else:  # a folder to write: out, figures
-        good = (str(box.scratch / "out"), str(box.scratch / "new" / dest), missing,
-                str(box.scratch / "\udcff"))  # a name that is not UTF-8, as Python passes it
+        good = (
+            str(box.scratch / "out"),
+            str(box.scratch / "new" / dest),
+            missing,
+            str(box.scratch / "\udcff"),
+        )  # a name that is not UTF-8, as Python passes it
         bad = (str(box.file), *wrong)
     return Domain(st.sampled_from(good), st.sampled_from(bad))
 
 
-PATH_DESTS = {"results", "out", "figures", "markdown", "csv", "prices", "json", "mnist_path",
-              "a", "b"}
+PATH_DESTS = {"results", "out", "figures", "markdown", "csv", "prices", "json", "mnist_path", "a", "b"}
 """Options whose value is a path (by dest); :func:`paths` draws them by role."""
 
-NAMED = {"sweep": tuple(SWEEPS), "mode": tuple(MODES),
-         "op": tuple(dict.fromkeys(CROSS_DEVICE_OPS_NAMES + COMMUNICATION_NAMES))}
+NAMED = {
+    "sweep": tuple(SWEEPS),
+    "mode": tuple(MODES),
+    "op": tuple(dict.fromkeys(CROSS_DEVICE_OPS_NAMES + COMMUNICATION_NAMES)),
+}
 """Options the harness checks itself (no argparse choices), by dest: their accepted names."""
 
-GOOD_REFS = ("latest", "previous", "last:1", "last:2", "2026-01-01", "2026-01-01..2026-01-03",
-             "20260102")
-BAD_REFS = ("last:0", "last:9", "last:-1", "last:x", "last:", "2026-13-45", "2026-01-03..2026-01-01",
-            "1999-01-01", "2026", "zzz", "", " ")
+GOOD_REFS = ("latest", "previous", "last:1", "last:2", "2026-01-01", "2026-01-01..2026-01-03", "20260102")
+BAD_REFS = (
+    "last:0",
+    "last:9",
+    "last:-1",
+    "last:x",
+    "last:",
+    "2026-13-45",
+    "2026-01-03..2026-01-01",
+    "1999-01-01",
+    "2026",
+    "zzz",
+    "",
+    " ",
+)
 """Run references (:mod:`harness.results.history`) of the sandbox's results: some name runs,
 some are out of range or malformed."""
 
@@ -234,11 +323,15 @@ def domain(action: argparse.Action, box: Sandbox, command: str) -> Domain:
     if action.dest in NAMED:
         return words(NAMED[action.dest])
     if action.metavar == "REF":
-        return Domain(st.sampled_from(GOOD_REFS), st.one_of(
-            st.sampled_from(BAD_REFS), st.sampled_from(GOOD_REFS).flatmap(near_miss)))
+        return Domain(
+            st.sampled_from(GOOD_REFS),
+            st.one_of(st.sampled_from(BAD_REFS), st.sampled_from(GOOD_REFS).flatmap(near_miss)),
+        )
     if action.metavar == "K=V":
-        return Domain(st.sampled_from(("TF_ENABLE_ONEDNN_OPTS=0", "A=1", "A=", "A=1=2", "é=ü")),
-                      st.sampled_from(("=1", "A", "", "=")))
+        return Domain(
+            st.sampled_from(("TF_ENABLE_ONEDNN_OPTS=0", "A=1", "A=", "A=1=2", "é=ü")),
+            st.sampled_from(("=1", "A", "", "=")),
+        )
     if action.metavar in ("LIST", "N[,N...]"):
         return comma_list(counts(("1", "2", "3")))
     return words(KNOWN_TOKENS)
@@ -260,7 +353,7 @@ def option_text(draw: st.DrawFn, action: argparse.Action, values: Domain, how: s
     flag = draw(st.sampled_from(long_flags(action)))
     chaos = how == "any"
     if chaos and draw(st.integers(0, 19)) == 0:
-        flag = flag[:draw(st.integers(3, len(flag)))]
+        flag = flag[: draw(st.integers(3, len(flag)))]
     if action.nargs == 0:
         return [flag]
     if action.nargs == "*":
@@ -271,8 +364,19 @@ def option_text(draw: st.DrawFn, action: argparse.Action, values: Domain, how: s
     return [f"{flag}={value}"] if chaos and draw(st.integers(0, 4)) == 0 else [flag, value]
 
 
-UNKNOWN = ("--modle", "--Model", "--model-name", "-m", "-x", "--", "---model", "--no-such-flag",
-           "--dry_run", "extra", "—model")
+UNKNOWN = (
+    "--modle",
+    "--Model",
+    "--model-name",
+    "-m",
+    "-x",
+    "--",
+    "---model",
+    "--no-such-flag",
+    "--dry_run",
+    "extra",
+    "—model",
+)
 
 
 @st.composite
@@ -282,8 +386,11 @@ def command_line(draw: st.DrawFn, command: str, box: Sandbox) -> list[str]:
     values, a third exactly one bad value, a third anything (with unknown flags, abbreviations,
     values left out)."""
     parser = SUBPARSERS[command]
-    options = [a for a in parser._actions if long_flags(a)
-               and not isinstance(a, argparse._HelpAction) and a.dest != "dry_run"]
+    options = [
+        a
+        for a in parser._actions
+        if long_flags(a) and not isinstance(a, argparse._HelpAction) and a.dest != "dry_run"
+    ]
     positionals = [a for a in parser._actions if not a.option_strings]
     chosen = [a for a in options if a.required] + draw(st.lists(st.sampled_from(options), max_size=5))
     mode = draw(st.sampled_from(("good", "one bad", "any")))
@@ -293,9 +400,9 @@ def command_line(draw: st.DrawFn, command: str, box: Sandbox) -> list[str]:
     argv = [command]
     if any(a.dest == "dry_run" for a in parser._actions):
         argv.append("--dry-run")
-    for action, how in zip(chosen, hows):
+    for action, how in zip(chosen, hows, strict=False):  # hows also covers the positionals
         argv += draw(option_text(action, domain(action, box, command), how))
-    for action, how in zip(positionals, hows[len(chosen):]):
+    for action, how in zip(positionals, hows[len(chosen) :], strict=True):
         if how != "any" or draw(st.integers(0, 19)):
             argv.append(draw(pick(domain(action, box, command), how)))
     if mode == "any" and draw(st.integers(0, 4)) == 0:
@@ -307,21 +414,33 @@ def command_line(draw: st.DrawFn, command: str, box: Sandbox) -> list[str]:
 # The machine around the command: GPUs, TF_CONFIG
 # ------------------------------------------------------------------------------------------------
 
-GPUS = (NvidiaGpus(), NvidiaGpus(), NvidiaGpus(("0",)), NvidiaGpus(("0", "1")),
-        NvidiaGpus(("MIG-a", "MIG-b"), mig=True))
+GPUS = (
+    NvidiaGpus(),
+    NvidiaGpus(),
+    NvidiaGpus(("0",)),
+    NvidiaGpus(("0", "1")),
+    NvidiaGpus(("MIG-a", "MIG-b"), mig=True),
+)
 """What nvidia-smi lists: nothing (most often), one GPU, two, two MIG instances."""
 
-TF_CONFIGS = (None, None, None,
-              json.dumps({"cluster": {"worker": ["h:1", "h:2"]}, "task": {"type": "worker", "index": 0}}),
-              json.dumps({"cluster": {"chief": ["h:1"], "worker": ["h:2"], "ps": ["h:3"]},
-                          "task": {"type": "ps", "index": 0}}),
-              "not json", "{}", json.dumps({"cluster": {"worker": ["h:1"]},
-                                             "task": {"type": "worker", "index": 5}}))
+TF_CONFIGS = (
+    None,
+    None,
+    None,
+    json.dumps({"cluster": {"worker": ["h:1", "h:2"]}, "task": {"type": "worker", "index": 0}}),
+    json.dumps(
+        {"cluster": {"chief": ["h:1"], "worker": ["h:2"], "ps": ["h:3"]}, "task": {"type": "ps", "index": 0}}
+    ),
+    "not json",
+    "{}",
+    json.dumps({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 5}}),
+)
 
 
 # ------------------------------------------------------------------------------------------------
 # Guards: no process, no TensorFlow
 # ------------------------------------------------------------------------------------------------
+
 
 class Started(AssertionError):
     """A subprocess or a forbidden import was attempted."""
@@ -347,8 +466,11 @@ def no_tensorflow() -> Iterator[_Blocker]:
     """Hide TensorFlow, Keras and harness.worker from imports for the duration (another test in
     this process may have imported them: they are put back afterwards)."""
     roots = [b for b in _Blocker.BLOCKED if b in sys.modules]
-    hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if roots
-              and any(k == b or k.startswith(b + ".") for b in roots)}
+    hidden = {
+        k: sys.modules.pop(k)
+        for k in list(sys.modules)
+        if roots and any(k == b or k.startswith(b + ".") for b in roots)
+    }
     blocker = _Blocker()
     sys.meta_path.insert(0, blocker)
     try:
@@ -365,66 +487,129 @@ def _refuse_process(*args: Any, **kwargs: Any) -> Any:
 def _write_results(out: Path) -> None:
     """Three runs of two mirrored cells, two on one machine and one on another, and the all-reduce
     times predict needs."""
-    base = {"model": "cnn", "data": "synthetic", "strategy": "mirrored", "communication": "none",
-            "workers": 1, "ps": 0, "tenants": 1, "per_replica_batch": 64,
-            "accum_steps": 1, "loop": "ctl", "steps_per_execution": 10, "precision": "float32",
-            "scaling": "weak", "status": "ok", "reason": "", "device_kind": "CPU", "host_cores": 2,
-            "cores_per_worker": 2}
-    for k, (day, machine) in enumerate((("2026-01-01", "fp"), ("2026-01-02", "fp"),
-                                        ("2026-01-03", "fp2"))):
+    base = {
+        "model": "cnn",
+        "data": "synthetic",
+        "strategy": "mirrored",
+        "communication": "none",
+        "workers": 1,
+        "ps": 0,
+        "tenants": 1,
+        "per_replica_batch": 64,
+        "accum_steps": 1,
+        "loop": "ctl",
+        "steps_per_execution": 10,
+        "precision": "float32",
+        "scaling": "weak",
+        "status": "ok",
+        "reason": "",
+        "device_kind": "CPU",
+        "host_cores": 2,
+        "cores_per_worker": 2,
+    }
+    for k, (day, machine) in enumerate((("2026-01-01", "fp"), ("2026-01-02", "fp"), ("2026-01-03", "fp2"))):
         run_id = f"{day.replace('-', '')}T000000Z-{'abc'[k] * 6}"
         files = RunFiles(out, day, run_id)
-        rows = ({"cell_id": "cnn/mirrored/r1w1", "replicas": 1, "cross_device_ops": "none",
-                 "effective_batch": 64, "examples_per_sec": 6400.0 + k},
-                {"cell_id": "cnn/mirrored[auto]/r2w1", "replicas": 2, "cross_device_ops": "auto",
-                 "effective_batch": 128, "examples_per_sec": 6000.0 + k,
-                 "examples_per_sec_ci_low": 5800.0, "examples_per_sec_ci_high": 6200.0})
+        rows = (
+            {
+                "cell_id": "cnn/mirrored/r1w1",
+                "replicas": 1,
+                "cross_device_ops": "none",
+                "effective_batch": 64,
+                "examples_per_sec": 6400.0 + k,
+            },
+            {
+                "cell_id": "cnn/mirrored[auto]/r2w1",
+                "replicas": 2,
+                "cross_device_ops": "auto",
+                "effective_batch": 128,
+                "examples_per_sec": 6000.0 + k,
+                "examples_per_sec_ci_low": 5800.0,
+                "examples_per_sec_ci_high": 6200.0,
+            },
+        )
         for i, row in enumerate(rows):
-            files.write_row(i, {**base, **row, "run_id": run_id, "timestamp": f"{day}T00:00:00",
-                                "fingerprint": machine, "device_name": machine})
-        common = {"run_id": run_id, "timestamp": f"{day}T00:00:00", "strategy": "mirrored",
-                  "op": "auto", "replicas": 2, "workers": 1, "devices": 2, "status": "ok"}
-        for i, (payload, nbytes, seconds) in enumerate((("bytes", 4096, 1.0e-4),
-                                                        ("bytes", 65536, 1.3e-4),
-                                                        ("bytes", 2 ** 20, 6.0e-4),
-                                                        ("cnn", 4 * 34_826, 1.0e-3))):
-            files.write_collective(i, {**common, "payload": payload, "bytes": nbytes,
-                                       "time_s": seconds})
+            files.write_row(
+                i,
+                {
+                    **base,
+                    **row,
+                    "run_id": run_id,
+                    "timestamp": f"{day}T00:00:00",
+                    "fingerprint": machine,
+                    "device_name": machine,
+                },
+            )
+        common = {
+            "run_id": run_id,
+            "timestamp": f"{day}T00:00:00",
+            "strategy": "mirrored",
+            "op": "auto",
+            "replicas": 2,
+            "workers": 1,
+            "devices": 2,
+            "status": "ok",
+        }
+        for i, (payload, nbytes, seconds) in enumerate(
+            (
+                ("bytes", 4096, 1.0e-4),
+                ("bytes", 65536, 1.3e-4),
+                ("bytes", 2**20, 6.0e-4),
+                ("cnn", 4 * 34_826, 1.0e-3),
+            )
+        ):
+            files.write_collective(i, {**common, "payload": payload, "bytes": nbytes, "time_s": seconds})
 
 
 def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
     """Files to read, by option: good ones and broken ones."""
+
     def write(name: str, text: str | bytes) -> str:
         path = root / name
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
         return str(path)
 
     cell = Cell(strategy="default")
-    row = {**cell_columns(cell, Protocol()), "status": "ok", "examples_per_sec": 1000.0,
-           "fingerprint": "fp"}
-    bench = {"datetime": "2026-01-03T00:00:00", "benchmarks": [
-        {"name": "fidelity", "extra_info": {}}, {"name": "cell", "extra_info": row}]}
-    partial = {**bench, "benchmarks": [{"name": "cell", "extra_info": {
-        "cell_id": cell.id, "status": "ok", "examples_per_sec": 1000.0}}]}
-    json_files = (write("bench.json", json.dumps(bench)),
-                  write("no-rows.json", json.dumps({**bench, "benchmarks": bench["benchmarks"][:1]})),
-                  write("partial.json", json.dumps(partial)), write("bad.json", "{not json"),
-                  write("list.json", "[1, 2]"),
-                  write("no-list.json", json.dumps({"benchmarks": 3})),
-                  write("bad-date.json", json.dumps({**bench, "datetime": "yesterday"})),
-                  write("bad-extra.json", json.dumps({"benchmarks": [{"extra_info": 5}, 7]})),
-                  write("binary.json", b"\xff\xfe\x00"))
-    prices = (write("prices.csv", "machine,price_per_device_hour,purchase_price\nfp,1.5,1000\n"),
-              write("prices.toml", '[machines."fp"]\nprice_per_device_hour = 1.5\n'),
-              write("bad.csv", "machine,price_per_device_hour\nfp,cheap\n"),
-              write("bad.toml", "[machines\n"), write("empty.csv", ""))
+    row = {**cell_columns(cell, Protocol()), "status": "ok", "examples_per_sec": 1000.0, "fingerprint": "fp"}
+    bench = {
+        "datetime": "2026-01-03T00:00:00",
+        "benchmarks": [{"name": "fidelity", "extra_info": {}}, {"name": "cell", "extra_info": row}],
+    }
+    partial = {
+        **bench,
+        "benchmarks": [
+            {"name": "cell", "extra_info": {"cell_id": cell.id, "status": "ok", "examples_per_sec": 1000.0}}
+        ],
+    }
+    json_files = (
+        write("bench.json", json.dumps(bench)),
+        write("no-rows.json", json.dumps({**bench, "benchmarks": bench["benchmarks"][:1]})),
+        write("partial.json", json.dumps(partial)),
+        write("bad.json", "{not json"),
+        write("list.json", "[1, 2]"),
+        write("no-list.json", json.dumps({"benchmarks": 3})),
+        write("bad-date.json", json.dumps({**bench, "datetime": "yesterday"})),
+        write("bad-extra.json", json.dumps({"benchmarks": [{"extra_info": 5}, 7]})),
+        write("binary.json", b"\xff\xfe\x00"),
+    )
+    prices = (
+        write("prices.csv", "machine,price_per_device_hour,purchase_price\nfp,1.5,1000\n"),
+        write("prices.toml", '[machines."fp"]\nprice_per_device_hour = 1.5\n'),
+        write("bad.csv", "machine,price_per_device_hour\nfp,cheap\n"),
+        write("bad.toml", "[machines\n"),
+        write("empty.csv", ""),
+    )
     mnist = root / "mnist.npz"
     np.savez(mnist, x_train=np.zeros((4, 28, 28), np.uint8), y_train=np.zeros(4, np.int64))
     python = root / "python-not-executable"
     python.write_text("")
-    return {"json": json_files, "prices": prices,
-            "mnist_path": (str(mnist), write("not-mnist.npz", b"PK\x03\x04junk")),
-            "a": (sys.executable, str(python)), "b": (sys.executable, str(python))}
+    return {
+        "json": json_files,
+        "prices": prices,
+        "mnist_path": (str(mnist), write("not-mnist.npz", b"PK\x03\x04junk")),
+        "a": (sys.executable, str(python)),
+        "b": (sys.executable, str(python)),
+    }
 
 
 def _read_once(read: Any, results: Path) -> Any:
@@ -454,8 +639,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     (root / "empty").mkdir()
     (root / "scratch").mkdir()
     (root / "a-file.txt").write_text("not a folder\n")
-    sandbox = Sandbox(root, root / "empty", results, root / "a-file.txt", root / "scratch",
-                      _inputs(root))
+    sandbox = Sandbox(root, root / "empty", results, root / "a-file.txt", root / "scratch", _inputs(root))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         for name in [k for k in os.environ if k == "TF_CONFIG" or k.startswith("SLURM_")]:
@@ -469,8 +653,12 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         import harness.analysis.plots as plots
         import harness.analysis.report as report
 
-        for module, name in ((plots, "prediction_figure"), (plots, "series_figures"),
-                             (plots, "hardware_scaling"), (report, "write_report")):
+        for module, name in (
+            (plots, "prediction_figure"),
+            (plots, "series_figures"),
+            (plots, "hardware_scaling"),
+            (report, "write_report"),
+        ):
             mp.setattr(module, name, lambda *args, **kwargs: [])
         for module, name in ((history, "load"), (store, "read_collectives")):
             mp.setattr(module, name, _read_once(getattr(module, name), results))
@@ -490,8 +678,7 @@ WRITES_RESULTS = {"ingest"}
 their default folder is not the sandbox's results the other commands read."""
 
 
-def call(argv: list[str], gpus: NvidiaGpus, tf_config: str | None, cwd: Path | None = None
-         ) -> Outcome:
+def call(argv: list[str], gpus: NvidiaGpus, tf_config: str | None, cwd: Path | None = None) -> Outcome:
     """``main(argv)`` with stdout and stderr as a UTF-8 terminal has them (stdout strict,
     stderr backslash-escaping), the given GPUs and TF_CONFIG; nothing started, TF not imported."""
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
@@ -533,8 +720,9 @@ def _typed(argv: list[str]) -> set[str]:
 def _options(command: str) -> set[str]:
     """The command's flags and their defaults (a message may name a default the user left)."""
     actions = SUBPARSERS[command]._actions
-    return ({s for a in actions for s in a.option_strings or [a.metavar or a.dest]}
-            | {a.default for a in actions if isinstance(a.default, str) and a.default})
+    return {s for a in actions for s in a.option_strings or [a.metavar or a.dest]} | {
+        a.default for a in actions if isinstance(a.default, str) and a.default
+    }
 
 
 def _collect(command: str, outcome: Outcome) -> None:
@@ -553,8 +741,7 @@ def check(command: str, argv: list[str], outcome: Outcome, env: dict[str, Any]) 
         return
     lines = outcome.err.rstrip("\n").split("\n")
     if outcome.argparse_error:  # usage lines, then "python -m harness CMD: error: ..."
-        assert lines[0].startswith("usage: ") and all(
-            line.startswith(" ") for line in lines[1:-1]), where
+        assert lines[0].startswith("usage: ") and all(line.startswith(" ") for line in lines[1:-1]), where
         error = lines[-1]
         assert re.match(r"python -m harness( [\w-]+)?: error: ", error), where
         names = _typed(argv) | _options(command)
@@ -571,10 +758,13 @@ def check(command: str, argv: list[str], outcome: Outcome, env: dict[str, Any]) 
 @BAD_INPUT
 @given(data=st.data())
 def test_every_command_line_is_accepted_or_refused_in_one_line(
-        box: Sandbox, command: str, data: st.DataObject) -> None:
+    box: Sandbox, command: str, data: st.DataObject
+) -> None:
     argv = data.draw(command_line(command, box), label="argv")
-    env = {"gpus": data.draw(st.sampled_from(GPUS), label="gpus"),
-           "tf_config": data.draw(st.sampled_from(TF_CONFIGS), label="TF_CONFIG")}
+    env = {
+        "gpus": data.draw(st.sampled_from(GPUS), label="gpus"),
+        "tf_config": data.draw(st.sampled_from(TF_CONFIGS), label="TF_CONFIG"),
+    }
     cwd = box.scratch if command in WRITES_RESULTS else None
     check(command, argv, call(argv, env["gpus"], env["tf_config"], cwd), env)
 
@@ -587,12 +777,15 @@ def test_the_guards_catch_a_started_process_and_a_tensorflow_import(box: Sandbox
         import tensorflow  # noqa: F401
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "--dry-run", "--sweep", "smoke"],
-    ["verify", "--dry-run"],
-    ["ab", "--dry-run", "--model", "dense", "--strategy", "default"],
-    ["doctor", "--dry-run"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--dry-run", "--sweep", "smoke"],
+        ["verify", "--dry-run"],
+        ["ab", "--dry-run", "--model", "dense", "--strategy", "default"],
+        ["doctor", "--dry-run"],
+    ],
+)
 def test_a_dry_run_says_what_it_would_start_and_starts_nothing(box: Sandbox, argv: list[str]) -> None:
     outcome = call(argv, NvidiaGpus(), None)
     assert outcome.code == 0, outcome.err
@@ -607,49 +800,97 @@ def test_a_dry_run_leaves_no_results_folder_behind(box: Sandbox) -> None:
 
 FOUND = [
     # (argv with @root / @file / @scratch for the sandbox's paths, GPUs, exit code, in the output)
-    (["list", "--cpu-devices", "2147483648", "--replicas", "1..max"], NvidiaGpus(), 2,
-     "--cpu-devices=2147483648; expected an integer from 1 to 256"),  # was: planning forever
-    (["list", "--workers", "2147483648", "--strategy", "multi_worker_mirrored"],
-     NvidiaGpus(("0", "1")), 2, "--workers=2147483648; expected integers of at least 1 and at most 1024"),
+    (
+        ["list", "--cpu-devices", "2147483648", "--replicas", "1..max"],
+        NvidiaGpus(),
+        2,
+        "--cpu-devices=2147483648; expected an integer from 1 to 256",
+    ),  # was: planning forever
+    (
+        ["list", "--workers", "2147483648", "--strategy", "multi_worker_mirrored"],
+        NvidiaGpus(("0", "1")),
+        2,
+        "--workers=2147483648; expected integers of at least 1 and at most 1024",
+    ),
     (["doctor", "--dry-run", "--replicas", ""], NvidiaGpus(), 2, "--replicas=''; expected"),
     (["doctor", "--dry-run", "--timeout", "inf"], NvidiaGpus(), 2, "--timeout=inf; expected finite"),
     (["compare-hardware", "--runs", ""], NvidiaGpus(), 2, "--runs=''; expected a run id"),
     (["report", "--run", "last:x"], NvidiaGpus(), 2, "--run='last:x': no run matches; expected"),
     (["compare-hardware"], NvidiaGpus(), 0, "fp2 x1"),  # was: a pandas error on rows without suite_version
-    (["compare", "--markdown", "@scratch"], NvidiaGpus(), 2,
-     "--markdown='@scratch'; expected the path of a file"),
+    (
+        ["compare", "--markdown", "@scratch"],
+        NvidiaGpus(),
+        2,
+        "--markdown='@scratch'; expected the path of a file",
+    ),
     (["compare", "--figures", "@file"], NvidiaGpus(), 2, "--figures='@file'; expected a folder"),
     (["compare-hardware", "--csv", "@file/x.csv"], NvidiaGpus(), 2, "--csv='@file/x.csv'; expected a file"),
     (["report", "--out", "@file"], NvidiaGpus(), 2, "--out='@file'; expected a folder"),
-    (["ab", "--dry-run", "--sweep", "smoke", "--markdown", "@scratch"], NvidiaGpus(), 2,
-     "--markdown='@scratch'; expected"),
-    (["ingest", "@root/bench.json", "--results", "@file/sub"], NvidiaGpus(), 2,
-     "--results='@file/sub'; expected a folder"),
-    (["ingest", "@root/bad-date.json", "--results", "@scratch/in"], NvidiaGpus(), 2,
-     "datetime is 'yesterday'; expected"),
-    (["ingest", "@root/bad-extra.json", "--results", "@scratch/in"], NvidiaGpus(), 2,
-     "benchmark 0 is \"{'extra_info': 5}\"; expected"),
+    (
+        ["ab", "--dry-run", "--sweep", "smoke", "--markdown", "@scratch"],
+        NvidiaGpus(),
+        2,
+        "--markdown='@scratch'; expected",
+    ),
+    (
+        ["ingest", "@root/bench.json", "--results", "@file/sub"],
+        NvidiaGpus(),
+        2,
+        "--results='@file/sub'; expected a folder",
+    ),
+    (
+        ["ingest", "@root/bad-date.json", "--results", "@scratch/in"],
+        NvidiaGpus(),
+        2,
+        "datetime is 'yesterday'; expected",
+    ),
+    (
+        ["ingest", "@root/bad-extra.json", "--results", "@scratch/in"],
+        NvidiaGpus(),
+        2,
+        "benchmark 0 is \"{'extra_info': 5}\"; expected",
+    ),
     (["ingest", "@root/binary.json", "--results", "@scratch/in"], NvidiaGpus(), 2, "as JSON"),
-    (["ingest", "@root/partial.json", "--results", "@scratch/in"], NvidiaGpus(), 2,
-     "harness row lacks model, data, strategy"),  # was: accepted, then report and
+    (
+        ["ingest", "@root/partial.json", "--results", "@scratch/in"],
+        NvidiaGpus(),
+        2,
+        "harness row lacks model, data, strategy",
+    ),  # was: accepted, then report and
     # compare-hardware failed on its missing columns
-    (["predict", "--model", "cnn", "--strategy", "mirrored", "--replicas", "1," + "9" * 30],
-     NvidiaGpus(), 2, "expected comma-separated integers from 1 to 65536"),  # was: a numpy TypeError
-    (["predict", "--model", "cnn", "--strategy", "mirrored", "--op", "bogus"], NvidiaGpus(), 2,
-     "--op='bogus'; expected one of auto, nccl"),
+    (
+        ["predict", "--model", "cnn", "--strategy", "mirrored", "--replicas", "1," + "9" * 30],
+        NvidiaGpus(),
+        2,
+        "expected comma-separated integers from 1 to 65536",
+    ),  # was: a numpy TypeError
+    (
+        ["predict", "--model", "cnn", "--strategy", "mirrored", "--op", "bogus"],
+        NvidiaGpus(),
+        2,
+        "--op='bogus'; expected one of auto, nccl",
+    ),
     (["list", "--batch", ","], NvidiaGpus(), 2, "--batch=','"),
-    (["run", "--dry-run", "--sweep", "smoke", "--out", "@scratch/\udcff"], NvidiaGpus(), 0,
-     "results -> @scratch/\\udcff"),  # was: UnicodeEncodeError printing a path that is not UTF-8
+    (
+        ["run", "--dry-run", "--sweep", "smoke", "--out", "@scratch/\udcff"],
+        NvidiaGpus(),
+        0,
+        "results -> @scratch/\\udcff",
+    ),  # was: UnicodeEncodeError printing a path that is not UTF-8
 ]
 """What the property found, kept as plain examples (see the module docstring)."""
 
 
 @pytest.mark.parametrize("argv, gpus, code, text", FOUND)
-def test_what_the_property_found(box: Sandbox, argv: list[str], gpus: NvidiaGpus, code: int,
-                                 text: str) -> None:
+def test_what_the_property_found(
+    box: Sandbox, argv: list[str], gpus: NvidiaGpus, code: int, text: str
+) -> None:
     def place(s: str) -> str:
-        return (s.replace("@root", str(box.root)).replace("@file", str(box.file))
-                .replace("@scratch", str(box.scratch)))
+        return (
+            s.replace("@root", str(box.root))
+            .replace("@file", str(box.file))
+            .replace("@scratch", str(box.scratch))
+        )
 
     argv = [place(a) for a in argv]
     outcome = call(argv, gpus, None, box.scratch if argv[0] in WRITES_RESULTS else None)

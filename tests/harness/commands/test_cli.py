@@ -15,36 +15,47 @@ from harness.spec.axes import AXES, CROSS_DEVICE_OPS_NAMES
 from harness.spec.sweeps import SWEEPS
 
 REPO = Path(__file__).resolve().parents[3]
-NO_TF_MAIN = ("import sys; from harness.commands import main; rc = main(sys.argv[1:]); "
-              "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)")
+NO_TF_MAIN = (
+    "import sys; from harness.commands import main; rc = main(sys.argv[1:]); "
+    "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)"
+)
 
 
 def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the CLI's main() in a fresh interpreter; the run fails if it imported TensorFlow."""
     full_env = {**os.environ, "COLUMNS": "100", **(env or {})}
-    return subprocess.run([sys.executable, "-c", NO_TF_MAIN, *args], cwd=REPO, env=full_env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", NO_TF_MAIN, *args],
+        cwd=REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("flag,bad,accepted", [
-    ("--model", "resnet", "cnn"),
-    ("--data", "imagenet", "synthetic"),
-    ("--strategy", "mirored", "mirrored"),
-    ("--cross-device-ops", "ring", "hierarchical_copy"),
-    ("--replicas", "0", "at least 1"),
-    ("--workers", "0", "at least 1"),
-    ("--communication", "grpc", "ring"),
-    ("--batch", "0", "at least 1"),
-    ("--accum-steps", "0", "at least 1"),
-    ("--loop", "keras", "ctl"),
-    ("--steps-per-execution", "0", "at least 1"),
-    ("--precision", "fp8", "mixed_bfloat16"),
-    ("--scaling", "linear", "strong"),
-    ("--sweep", "nope", "smoke"),
-    ("--repeats", "1", "at least 2"),
-    ("--window-s", "0", "more than 0"),
-    ("--cpu-devices", "0", "from 1 to 256"),
-])
+@pytest.mark.parametrize(
+    "flag,bad,accepted",
+    [
+        ("--model", "resnet", "cnn"),
+        ("--data", "imagenet", "synthetic"),
+        ("--strategy", "mirored", "mirrored"),
+        ("--cross-device-ops", "ring", "hierarchical_copy"),
+        ("--replicas", "0", "at least 1"),
+        ("--workers", "0", "at least 1"),
+        ("--communication", "grpc", "ring"),
+        ("--batch", "0", "at least 1"),
+        ("--accum-steps", "0", "at least 1"),
+        ("--loop", "keras", "ctl"),
+        ("--steps-per-execution", "0", "at least 1"),
+        ("--precision", "fp8", "mixed_bfloat16"),
+        ("--scaling", "linear", "strong"),
+        ("--sweep", "nope", "smoke"),
+        ("--repeats", "1", "at least 2"),
+        ("--window-s", "0", "more than 0"),
+        ("--cpu-devices", "0", "from 1 to 256"),
+    ],
+)
 @pytest.mark.process
 def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):
     proc = harness("run", flag, bad, "--out", str(tmp_path / "results"))
@@ -75,7 +86,7 @@ def test_list_smoke_marks_nccl_unsupported():
     platform = Platform("cpu", 0, 2)
     cells = expand(SWEEPS["smoke"], platform)
     lines = proc.stdout.splitlines()
-    cell_lines = lines[:len(cells)]
+    cell_lines = lines[: len(cells)]
     assert [line.split()[0] for line in cell_lines] == [c.id for c in cells]
     n_unsupported = 0
     for cell, line in zip(cells, cell_lines, strict=True):
@@ -87,15 +98,31 @@ def test_list_smoke_marks_nccl_unsupported():
         else:
             assert line.split()[1:] == ["run"]
     assert n_unsupported > 0
-    assert (f"{len(cells)} cells in sweep 'smoke': {len(cells) - n_unsupported} to run, "
-            f"{n_unsupported} unsupported") in proc.stdout
+    assert (
+        f"{len(cells)} cells in sweep 'smoke': {len(cells) - n_unsupported} to run, "
+        f"{n_unsupported} unsupported"
+    ) in proc.stdout
 
 
 @pytest.mark.process
 def test_list_axis_flags_make_a_custom_sweep():
-    proc = harness("list", "--model", "dense", "--strategy", "default,mirrored", "--replicas", "1..max",
-                   "--device", "cpu", "--cpu-devices", "3", "--cross-device-ops", "hierarchical_copy",
-                   "--repeats", "2")
+    proc = harness(
+        "list",
+        "--model",
+        "dense",
+        "--strategy",
+        "default,mirrored",
+        "--replicas",
+        "1..max",
+        "--device",
+        "cpu",
+        "--cpu-devices",
+        "3",
+        "--cross-device-ops",
+        "hierarchical_copy",
+        "--repeats",
+        "2",
+    )
     assert proc.returncode == 0, proc.stderr
     ids = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("dense/")]
     assert ids == [
@@ -113,8 +140,16 @@ def test_list_axis_flags_make_a_custom_sweep():
 @pytest.mark.process
 def test_data_mnist_missing_file(tmp_path):
     missing = tmp_path / "nowhere" / "mnist.npz"
-    proc = harness("run", "--data", "mnist", "--mnist-path", str(missing), "--out", str(tmp_path / "r"),
-                   env={"KERAS_HOME": str(tmp_path / "keras")})
+    proc = harness(
+        "run",
+        "--data",
+        "mnist",
+        "--mnist-path",
+        str(missing),
+        "--out",
+        str(tmp_path / "r"),
+        env={"KERAS_HOME": str(tmp_path / "keras")},
+    )
     assert proc.returncode == 2
     assert "tensorflow imported" not in proc.stderr
     err = " ".join(proc.stderr.split())
@@ -127,17 +162,21 @@ def test_data_mnist_missing_file(tmp_path):
 
 @pytest.mark.process
 def test_data_mnist_default_path_missing(tmp_path):
-    proc = harness("list", "--data", "synthetic,mnist", "--device", "cpu",
-                   env={"KERAS_HOME": str(tmp_path)})
+    proc = harness("list", "--data", "synthetic,mnist", "--device", "cpu", env={"KERAS_HOME": str(tmp_path)})
     assert proc.returncode == 2
     assert str(tmp_path / "datasets" / "mnist.npz") in proc.stderr
 
 
 @pytest.mark.process
 def test_run_help_lists_axes_and_choices():
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--help"], cwd=REPO,
-                          env={**os.environ, "COLUMNS": "100"}, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--help"],
+        cwd=REPO,
+        env={**os.environ, "COLUMNS": "100"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     for axis in AXES:
@@ -157,8 +196,13 @@ def test_run_help_lists_axes_and_choices():
 
 @pytest.mark.process
 def test_python_m_harness_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "harness", "list", "--sweep", "smoke", "--device", "cpu"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "list", "--sweep", "smoke", "--device", "cpu"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "cnn/default/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak" in proc.stdout
 
@@ -167,8 +211,13 @@ def test_python_m_harness_entry_point():
 def test_a_reader_that_leaves_ends_the_command_quietly():
     """`python -m harness list | head -1`: the closed pipe ends the command as SIGPIPE would,
     without a BrokenPipeError traceback."""
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "list", "--device", "cpu"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "list", "--device", "cpu"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdout.close()  # before the command writes its first line
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
@@ -181,9 +230,16 @@ def test_no_command_is_a_usage_error():
     assert "run" in proc.stderr and "list" in proc.stderr
 
 
-
-VERIFY_AXES = ("--model", "dense", "--strategy", "default,one_device,mirrored", "--replicas", "1,2",
-               "--accum-steps", "1,2")
+VERIFY_AXES = (
+    "--model",
+    "dense",
+    "--strategy",
+    "default,one_device,mirrored",
+    "--replicas",
+    "1,2",
+    "--accum-steps",
+    "1,2",
+)
 """Valid axis values and nothing else: a custom selection at the default steps_per_execution, 10."""
 
 
@@ -200,8 +256,7 @@ def _verify_updates_taken(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return taken[0]
 
 
-@pytest.mark.parametrize("args", [VERIFY_AXES, *(("--sweep", s) for s in SWEEPS)],
-                         ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("args", [VERIFY_AXES, *(("--sweep", s) for s in SWEEPS)], ids=lambda a: " ".join(a))
 def test_verify_defaults_never_contradict_the_selection(monkeypatch, capsys, args):
     """verify with its default --updates accepts every selection made of defaults and valid axis
     values: the default is the smallest multiple of every steps_per_execution that is at least 8."""
@@ -210,8 +265,11 @@ def test_verify_defaults_never_contradict_the_selection(monkeypatch, capsys, arg
     from harness.spec.sweeps import get_sweep
 
     updates = _verify_updates_taken(monkeypatch, *args)
-    spes = ({c.steps_per_execution for c in expand(get_sweep(args[1]), Platform())}
-            if args[0] == "--sweep" else {10})
+    spes = (
+        {c.steps_per_execution for c in expand(get_sweep(args[1]), Platform())}
+        if args[0] == "--sweep"
+        else {10}
+    )
     assert updates >= 8 and all(updates % s == 0 for s in spes), (updates, spes)
     assert "error" not in capsys.readouterr().err
 

@@ -9,27 +9,70 @@ import pytest
 from harness.results.store import RunFiles
 from tests.harness.launch.test_runner import harness
 
-BASE = {"model": "cnn", "data": "synthetic", "strategy": "mirrored", "communication": "none",
-        "workers": 1, "ps": 0, "tenants": 1, "per_replica_batch": 64, "accum_steps": 1,
-        "loop": "ctl", "steps_per_execution": 10, "precision": "float32", "scaling": "weak",
-        "status": "ok", "reason": "", "device_kind": "CPU", "host_cores": 2, "cores_per_worker": 2,
-        "fingerprint": "fp", "run_id": "20260101T000000Z-aaaaaa", "timestamp": "2026-01-01T00:00:00"}
+BASE = {
+    "model": "cnn",
+    "data": "synthetic",
+    "strategy": "mirrored",
+    "communication": "none",
+    "workers": 1,
+    "ps": 0,
+    "tenants": 1,
+    "per_replica_batch": 64,
+    "accum_steps": 1,
+    "loop": "ctl",
+    "steps_per_execution": 10,
+    "precision": "float32",
+    "scaling": "weak",
+    "status": "ok",
+    "reason": "",
+    "device_kind": "CPU",
+    "host_cores": 2,
+    "cores_per_worker": 2,
+    "fingerprint": "fp",
+    "run_id": "20260101T000000Z-aaaaaa",
+    "timestamp": "2026-01-01T00:00:00",
+}
 
 
 def _folder(tmp_path: Path) -> Path:
     out = tmp_path / "results"
     files = RunFiles(out, "2026-01-01", BASE["run_id"])
-    one = {**BASE, "cell_id": "cnn/mirrored/r1w1", "replicas": 1, "cross_device_ops": "none",
-           "effective_batch": 64, "examples_per_sec": 6400.0}  # step 10 ms
-    two = {**BASE, "cell_id": "cnn/mirrored[auto]/r2w1", "replicas": 2, "cross_device_ops": "auto",
-           "effective_batch": 128, "examples_per_sec": 6000.0, "examples_per_sec_ci_low": 5800.0,
-           "examples_per_sec_ci_high": 6200.0}
+    one = {
+        **BASE,
+        "cell_id": "cnn/mirrored/r1w1",
+        "replicas": 1,
+        "cross_device_ops": "none",
+        "effective_batch": 64,
+        "examples_per_sec": 6400.0,
+    }  # step 10 ms
+    two = {
+        **BASE,
+        "cell_id": "cnn/mirrored[auto]/r2w1",
+        "replicas": 2,
+        "cross_device_ops": "auto",
+        "effective_batch": 128,
+        "examples_per_sec": 6000.0,
+        "examples_per_sec_ci_low": 5800.0,
+        "examples_per_sec_ci_high": 6200.0,
+    }
     for i, row in enumerate((one, two)):
         files.write_row(i, row)
-    common = {"run_id": BASE["run_id"], "timestamp": BASE["timestamp"], "strategy": "mirrored",
-              "op": "auto", "replicas": 2, "workers": 1, "devices": 2, "status": "ok"}
-    sizes = [("bytes", 4096, 1.0e-4), ("bytes", 65536, 1.3e-4), ("bytes", 2 ** 20, 6.0e-4),
-             ("cnn", 4 * 34_826, 1.0e-3)]
+    common = {
+        "run_id": BASE["run_id"],
+        "timestamp": BASE["timestamp"],
+        "strategy": "mirrored",
+        "op": "auto",
+        "replicas": 2,
+        "workers": 1,
+        "devices": 2,
+        "status": "ok",
+    }
+    sizes = [
+        ("bytes", 4096, 1.0e-4),
+        ("bytes", 65536, 1.3e-4),
+        ("bytes", 2**20, 6.0e-4),
+        ("cnn", 4 * 34_826, 1.0e-3),
+    ]
     for i, (payload, nbytes, seconds) in enumerate(sizes):
         files.write_collective(i, {**common, "payload": payload, "bytes": nbytes, "time_s": seconds})
     return out
@@ -38,8 +81,9 @@ def _folder(tmp_path: Path) -> Path:
 @pytest.mark.process
 def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
     out = _folder(tmp_path)
-    proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored",
-                   "--replicas", "1,2,4")
+    proc = harness(
+        "predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored", "--replicas", "1,2,4"
+    )
     assert proc.returncode == 0, proc.stderr
     lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line[:1].isdigit()}
     # n = 2: step = 10 ms x 2 (two devices share the host's 2 cores) + 1 ms measured all-reduce
@@ -55,21 +99,42 @@ def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
 @pytest.mark.process
 def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
     out = _folder(tmp_path)
-    proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored",
-                   "--replicas", "1,64", "--link-gbps", "100", "--latency-us", "10")
+    proc = harness(
+        "predict",
+        "--results",
+        str(out),
+        "--model",
+        "cnn",
+        "--strategy",
+        "mirrored",
+        "--replicas",
+        "1,64",
+        "--link-gbps",
+        "100",
+        "--latency-us",
+        "10",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "link 100 Gb/s, 10 us" in proc.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "dense", "--strategy", "mirrored"], "no measured 1-device cell of dense mirrored"),
-    (["--model", "cnn", "--strategy", "multi_worker_mirrored"], "no measured 1-device cell"),
-    (["--model", "cnn", "--strategy", "mirrored", "--op", "hierarchical_copy"],
-     "no all-reduce times of mirrored [hierarchical_copy]"),
-    (["--model", "cnn", "--strategy", "mirrored", "--link-gbps", "10"], "only one of --link-gbps"),
-    (["--model", "cnn", "--strategy", "mirrored", "--workers", "2"], "--workers with --strategy mirrored"),
-    (["--model", "cnn", "--strategy", "mirrored", "--replicas", "0,2"], "--replicas='0,2'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "dense", "--strategy", "mirrored"], "no measured 1-device cell of dense mirrored"),
+        (["--model", "cnn", "--strategy", "multi_worker_mirrored"], "no measured 1-device cell"),
+        (
+            ["--model", "cnn", "--strategy", "mirrored", "--op", "hierarchical_copy"],
+            "no all-reduce times of mirrored [hierarchical_copy]",
+        ),
+        (["--model", "cnn", "--strategy", "mirrored", "--link-gbps", "10"], "only one of --link-gbps"),
+        (
+            ["--model", "cnn", "--strategy", "mirrored", "--workers", "2"],
+            "--workers with --strategy mirrored",
+        ),
+        (["--model", "cnn", "--strategy", "mirrored", "--replicas", "0,2"], "--replicas='0,2'"),
+    ],
+)
 @pytest.mark.process
 def test_bad_input_names_the_problem(tmp_path: Path, args: list[str], message: str) -> None:
     proc = harness("predict", "--results", str(_folder(tmp_path)), *args)
@@ -81,27 +146,60 @@ def _mwms_folder(tmp_path: Path) -> Path:
     must not pass for 1 worker, and ring all-reduce times on 2 and 3 workers."""
     out = tmp_path / "mwms"
     files = RunFiles(out, "2026-01-01", BASE["run_id"])
-    mwms = {**BASE, "strategy": "multi_worker_mirrored", "cross_device_ops": "none",
-            "communication": "ring", "device_name": "Xeon"}
+    mwms = {
+        **BASE,
+        "strategy": "multi_worker_mirrored",
+        "cross_device_ops": "none",
+        "communication": "ring",
+        "device_name": "Xeon",
+    }
     rows = [
-        {**mwms, "cell_id": "w1", "replicas": 1, "workers": 1, "effective_batch": 64,
-         "examples_per_sec": 3200.0, "examples_per_sec_ci_low": 3100.0,
-         "examples_per_sec_ci_high": 3300.0},  # step 20 ms
-        {**mwms, "cell_id": "w2", "replicas": 1, "workers": 2, "cores_per_worker": 1,
-         "effective_batch": 128, "examples_per_sec": 2900.0},
-        {**mwms, "cell_id": "r2w1", "replicas": 2, "workers": 1, "effective_batch": 128,
-         "examples_per_sec": 1.0},
+        {
+            **mwms,
+            "cell_id": "w1",
+            "replicas": 1,
+            "workers": 1,
+            "effective_batch": 64,
+            "examples_per_sec": 3200.0,
+            "examples_per_sec_ci_low": 3100.0,
+            "examples_per_sec_ci_high": 3300.0,
+        },  # step 20 ms
+        {
+            **mwms,
+            "cell_id": "w2",
+            "replicas": 1,
+            "workers": 2,
+            "cores_per_worker": 1,
+            "effective_batch": 128,
+            "examples_per_sec": 2900.0,
+        },
+        {
+            **mwms,
+            "cell_id": "r2w1",
+            "replicas": 2,
+            "workers": 1,
+            "effective_batch": 128,
+            "examples_per_sec": 1.0,
+        },
     ]
     for i, row in enumerate(rows):
         files.write_row(i, row)
-    common = {"run_id": BASE["run_id"], "timestamp": BASE["timestamp"], "status": "ok",
-              "strategy": "multi_worker_mirrored", "op": "ring", "replicas": 1, "payload": "bytes",
-              "device_kind": "CPU", "device_name": "Xeon", "host_cores": 2}
+    common = {
+        "run_id": BASE["run_id"],
+        "timestamp": BASE["timestamp"],
+        "status": "ok",
+        "strategy": "multi_worker_mirrored",
+        "op": "ring",
+        "replicas": 1,
+        "payload": "bytes",
+        "device_kind": "CPU",
+        "device_name": "Xeon",
+        "host_cores": 2,
+    }
     # planted alpha 100 us, beta 1 ns/B: T(n, m) = 2(n-1) 1e-4 + 2(n-1)/n m 1e-9
-    for i, (n, m) in enumerate((n, m) for n in (2, 3) for m in (4096, 2 ** 20)):
+    for i, (n, m) in enumerate((n, m) for n in (2, 3) for m in (4096, 2**20)):
         seconds = 2 * (n - 1) * 1e-4 + 2 * (n - 1) / n * m * 1e-9
-        files.write_collective(i, {**common, "workers": n, "devices": n, "bytes": m,
-                                   "time_s": seconds})
+        files.write_collective(i, {**common, "workers": n, "devices": n, "bytes": m, "time_s": seconds})
     return out
 
 
@@ -109,11 +207,21 @@ def _mwms_folder(tmp_path: Path) -> Path:
 def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: Path) -> None:
     out = _mwms_folder(tmp_path)
     figures = tmp_path / "figs"
-    proc = harness("predict", "--results", str(out), "--model", "cnn", "--strategy",
-                   "multi_worker_mirrored", "--workers", "1,2,4,8,64", "--figures", str(figures))
+    proc = harness(
+        "predict",
+        "--results",
+        str(out),
+        "--model",
+        "cnn",
+        "--strategy",
+        "multi_worker_mirrored",
+        "--workers",
+        "1,2,4,8,64",
+        "--figures",
+        str(figures),
+    )
     assert proc.returncode == 0, proc.stderr
-    lines = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
-             if line[:1].isdigit()}
+    lines = {line.split()[0]: line.split() for line in proc.stdout.splitlines() if line[:1].isdigit()}
     assert list(lines) == ["1", "2", "4", "8", "64"]
     # 64 workers on 2 cores: step = 20 ms x 64 (each worker gets 1/32 of the cores it had alone)
     # + T(64, 4 x 34,826 B) from the planted fit
@@ -129,23 +237,29 @@ def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: P
     assert (figures / "predict_cnn_multi_worker_mirrored.svg").is_file()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--link-gbps", "nan", "--latency-us", "5"], "Received --link-gbps=nan; expected a finite"),
-    (["--link-gbps", "10", "--latency-us", "-1"], "Received --latency-us=-1.0; expected a finite"),
-    (["--batch", "0"], "Received --batch=0; expected an integer >= 1"),
-    (["--accum-steps", "0"], "Received --accum-steps=0"),
-])
-def test_bad_numbers_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                 args: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--link-gbps", "nan", "--latency-us", "5"], "Received --link-gbps=nan; expected a finite"),
+        (["--link-gbps", "10", "--latency-us", "-1"], "Received --latency-us=-1.0; expected a finite"),
+        (["--batch", "0"], "Received --batch=0; expected an integer >= 1"),
+        (["--accum-steps", "0"], "Received --accum-steps=0"),
+    ],
+)
+def test_bad_numbers_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     from harness.commands import main
 
-    code = main(["predict", "--results", str(_folder(tmp_path)), "--model", "cnn",
-                 "--strategy", "mirrored", *args])
+    code = main(
+        ["predict", "--results", str(_folder(tmp_path)), "--model", "cnn", "--strategy", "mirrored", *args]
+    )
     assert code == 2 and message in capsys.readouterr().err
 
 
 def test_too_few_all_reduce_times_and_no_results_name_the_command(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from harness.commands import main
 
     out = _folder(tmp_path)
@@ -154,20 +268,37 @@ def test_too_few_all_reduce_times_and_no_results_name_the_command(
     assert main(["predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored"]) == 2
     err = capsys.readouterr().err
     assert "1 all-reduce time(s) of mirrored [auto]" in err and "run --sweep collectives" in err
-    assert main(["predict", "--results", str(tmp_path / "empty"), "--model", "cnn",
-                 "--strategy", "mirrored"]) == 2
+    assert (
+        main(["predict", "--results", str(tmp_path / "empty"), "--model", "cnn", "--strategy", "mirrored"])
+        == 2
+    )
     assert "no results under" in capsys.readouterr().err
 
 
 def test_the_descriptors_say_which_axis_grows_and_which_op_is_priced(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from harness.commands import main, predict
     from harness.spec.strategies import ALLREDUCE_STRATEGIES
 
     assert predict._axes("mirrored") == ("replicas", "workers")
     assert predict._axes("multi_worker_mirrored") == ("workers", "replicas")
     assert [predict._default_op(s) for s in ALLREDUCE_STRATEGIES] == ["auto", "ring"]
-    code = main(["predict", "--results", str(tmp_path), "--model", "cnn",
-                 "--strategy", "multi_worker_mirrored", "--replicas", "2"])
-    assert code == 2 and ("Received --replicas with --strategy multi_worker_mirrored; expected "
-                          "--workers") in capsys.readouterr().err
+    code = main(
+        [
+            "predict",
+            "--results",
+            str(tmp_path),
+            "--model",
+            "cnn",
+            "--strategy",
+            "multi_worker_mirrored",
+            "--replicas",
+            "2",
+        ]
+    )
+    assert (
+        code == 2
+        and ("Received --replicas with --strategy multi_worker_mirrored; expected --workers")
+        in capsys.readouterr().err
+    )

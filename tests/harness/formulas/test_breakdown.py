@@ -10,18 +10,32 @@ from harness.spec.cell import Cell
 STEP = 0.010  # s per update
 
 
-@pytest.mark.parametrize("parts, bound, knob", [
-    ({"compute_s": 0.008, "allreduce_s": 0.001, "input_s": 0.0005, "dispatch_s": 0.0001},
-     "compute", "precision"),
-    ({"compute_s": 0.003, "allreduce_s": 0.006, "input_s": 0.0005, "dispatch_s": 0.0001},
-     "communication", "accumulation"),
-    ({"compute_s": 0.002, "allreduce_s": 0.001, "input_s": 0.007, "dispatch_s": 0.0001},
-     "input", "prefetch"),
-    ({"compute_s": 0.001, "allreduce_s": 0.0, "input_s": 0.0005, "dispatch_s": 0.008},
-     "dispatch", "steps_per_execution"),
-])
-def test_the_largest_share_decides_and_names_its_knob(parts: dict[str, float], bound: str,
-                                                       knob: str) -> None:
+@pytest.mark.parametrize(
+    "parts, bound, knob",
+    [
+        (
+            {"compute_s": 0.008, "allreduce_s": 0.001, "input_s": 0.0005, "dispatch_s": 0.0001},
+            "compute",
+            "precision",
+        ),
+        (
+            {"compute_s": 0.003, "allreduce_s": 0.006, "input_s": 0.0005, "dispatch_s": 0.0001},
+            "communication",
+            "accumulation",
+        ),
+        (
+            {"compute_s": 0.002, "allreduce_s": 0.001, "input_s": 0.007, "dispatch_s": 0.0001},
+            "input",
+            "prefetch",
+        ),
+        (
+            {"compute_s": 0.001, "allreduce_s": 0.0, "input_s": 0.0005, "dispatch_s": 0.008},
+            "dispatch",
+            "steps_per_execution",
+        ),
+    ],
+)
+def test_the_largest_share_decides_and_names_its_knob(parts: dict[str, float], bound: str, knob: str) -> None:
     name, reason = verdict(STEP, parts)
     assert name == bound
     assert reason.startswith(f"{bound}-bound: of the 10 ms step")
@@ -32,8 +46,15 @@ def test_the_largest_share_decides_and_names_its_knob(parts: dict[str, float], b
 
 def test_columns_give_step_overlap_and_bound_against_the_step_timed_with_the_parts() -> None:
     cell = Cell(strategy="mirrored", replicas=2, batch=64, accum_steps=2)  # effective batch 256
-    row = {"status": "ok", "examples_per_sec": 25_600.0, "parts_step_s": 0.012, "compute_s": 0.006,
-           "allreduce_s": 0.002, "input_s": 0.001, "dispatch_s": 0.0005}
+    row = {
+        "status": "ok",
+        "examples_per_sec": 25_600.0,
+        "parts_step_s": 0.012,
+        "compute_s": 0.006,
+        "allreduce_s": 0.002,
+        "input_s": 0.001,
+        "dispatch_s": 0.0005,
+    }
     out = columns(cell, row)
     assert out["step_s"] == pytest.approx(0.010)  # 256 / 25,600
     # shares and overlap are of parts_step_s (12 ms), timed in the same rounds as the parts
@@ -44,11 +65,30 @@ def test_columns_give_step_overlap_and_bound_against_the_step_timed_with_the_par
 
 def test_without_every_part_or_their_step_only_the_step_is_given() -> None:
     cell = Cell(strategy="default", batch=100)
-    out = columns(cell, {"status": "ok", "examples_per_sec": 1000.0, "parts_step_s": 0.1,
-                         "compute_s": 0.05, "allreduce_s": None, "input_s": 0.01, "dispatch_s": 0.001})
+    out = columns(
+        cell,
+        {
+            "status": "ok",
+            "examples_per_sec": 1000.0,
+            "parts_step_s": 0.1,
+            "compute_s": 0.05,
+            "allreduce_s": None,
+            "input_s": 0.01,
+            "dispatch_s": 0.001,
+        },
+    )
     assert out == {"step_s": pytest.approx(0.1)}
-    out = columns(cell, {"status": "ok", "examples_per_sec": 1000.0, "compute_s": 0.05,
-                         "allreduce_s": 0.0, "input_s": 0.01, "dispatch_s": 0.001})
+    out = columns(
+        cell,
+        {
+            "status": "ok",
+            "examples_per_sec": 1000.0,
+            "compute_s": 0.05,
+            "allreduce_s": 0.0,
+            "input_s": 0.01,
+            "dispatch_s": 0.001,
+        },
+    )
     assert out == {"step_s": pytest.approx(0.1)}  # parts with no step timed alongside: no shares
     assert columns(cell, {"status": "invalid", "examples_per_sec": None}) == {}
 
@@ -62,25 +102,24 @@ def test_a_part_longer_than_the_step_is_an_error_not_a_share() -> None:
     assert excess(0.0672, REPORTED) == {"compute": pytest.approx(1.7307, abs=1e-4)}
     bound, reason = verdict(0.0672, REPORTED)
     assert bound is None
-    assert reason.startswith("no verdict: compute (173%) timed alone took longer than the whole "
-                             "update it was timed with (more than 100% + 10% for timing noise)")
+    assert reason.startswith(
+        "no verdict: compute (173%) timed alone took longer than the whole "
+        "update it was timed with (more than 100% + 10% for timing noise)"
+    )
     assert "of the 67.2 ms step, compute 173%" in reason and "bound:" not in reason
     cell = Cell(strategy="default", batch=64, accum_steps=4)  # effective batch 256
-    out = columns(cell, {"status": "ok", "examples_per_sec": 3811.0, "parts_step_s": 0.0672,
-                         **REPORTED})
+    out = columns(cell, {"status": "ok", "examples_per_sec": 3811.0, "parts_step_s": 0.0672, **REPORTED})
     assert out["bound"] is None and out["bound_reason"].startswith("no verdict: compute (173%)")
 
 
-@pytest.mark.parametrize("compute, over", [(0.0099, False), (0.0110, False), (0.01101, True),
-                                           (0.0120, True)])
+@pytest.mark.parametrize("compute, over", [(0.0099, False), (0.0110, False), (0.01101, True), (0.0120, True)])
 def test_a_part_may_exceed_the_step_by_the_noise_allowance_only(compute: float, over: bool) -> None:
     assert NOISE == 0.10
     parts = {"compute_s": compute, "allreduce_s": 0.0, "input_s": 0.0001, "dispatch_s": 0.0001}
     assert bool(excess(STEP, parts)) is over
     assert (verdict(STEP, parts)[0] is None) is over
     # every part is checked, not only the largest
-    assert excess(STEP, {**parts, "compute_s": 0.001, "input_s": 0.0115}) == {
-        "input": pytest.approx(1.15)}
+    assert excess(STEP, {**parts, "compute_s": 0.001, "input_s": 0.0115}) == {"input": pytest.approx(1.15)}
 
 
 def test_the_reference_step_is_the_one_timed_with_the_parts() -> None:

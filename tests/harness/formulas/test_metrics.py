@@ -98,7 +98,7 @@ def test_mfu():
 
 def test_matmul_flops():
     assert metrics.matmul_flops(2) == 16
-    assert metrics.matmul_flops(1024) == 2 * 1024 ** 3
+    assert metrics.matmul_flops(1024) == 2 * 1024**3
 
 
 def test_update_imbalance():

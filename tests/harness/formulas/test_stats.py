@@ -65,12 +65,15 @@ def test_ratio_with_one_value_on_a_side_has_no_ci() -> None:
     assert r.verdict() == "no measurable difference"
 
 
-@pytest.mark.parametrize("ratio, verdict", [
-    (stats.Ratio(1.20, 1.10, 1.30, 3, 3), "higher"),
-    (stats.Ratio(0.80, 0.70, 0.90, 3, 3), "lower"),
-    (stats.Ratio(1.20, 0.95, 1.50, 3, 3), "no measurable difference"),   # CI reaches 1
-    (stats.Ratio(1.03, 1.01, 1.05, 3, 3), "no measurable difference"),   # below MIN_EFFECT (5 %)
-])
+@pytest.mark.parametrize(
+    "ratio, verdict",
+    [
+        (stats.Ratio(1.20, 1.10, 1.30, 3, 3), "higher"),
+        (stats.Ratio(0.80, 0.70, 0.90, 3, 3), "lower"),
+        (stats.Ratio(1.20, 0.95, 1.50, 3, 3), "no measurable difference"),  # CI reaches 1
+        (stats.Ratio(1.03, 1.01, 1.05, 3, 3), "no measurable difference"),  # below MIN_EFFECT (5 %)
+    ],
+)
 def test_verdicts(ratio: stats.Ratio, verdict: str) -> None:
     assert ratio.verdict() == verdict
 

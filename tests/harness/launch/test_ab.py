@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.launch.ab import MODES, cell_mode, duet_cpus
 from harness.contract.job import Job, Launch, WorkerOptions
+from harness.launch.ab import MODES, cell_mode, duet_cpus
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
@@ -18,7 +18,7 @@ def test_a_duet_pair_shares_one_half_of_the_cpus_alternating_halves() -> None:
     assert duet_cpus([3, 1, 0, 2], pair=1) == (2, 3)
     assert [duet_cpus([0, 1], pair) for pair in range(3)] == [(0,), (1,), (0,)]
     assert duet_cpus([0, 1, 2], pair=1) == (1,)  # the odd one is left to the parent
-    assert duet_cpus([5], pair=1) == (5,)        # one CPU: both sides on it
+    assert duet_cpus([5], pair=1) == (5,)  # one CPU: both sides on it
 
 
 def test_only_single_process_cells_duet() -> None:
@@ -40,8 +40,8 @@ def test_a_pinned_launch_and_mig_platform_survive_the_job_file() -> None:
 @pytest.mark.usefixtures("no_git")
 def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
     from harness.analysis.ab import Rule
-    from harness.launch.ab import Side, run_ab
     from harness.contract.events import Event
+    from harness.launch.ab import Side, run_ab
 
     calls = []
 
@@ -51,11 +51,23 @@ def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
             raise KeyboardInterrupt
         speed = 100.0 if name.startswith("A") else 90.0
         yield {"event": Event.START, "cell_id": cell.id}
-        yield {"event": Event.RECORD, "row": {"status": "ok", "reason": "", "examples_per_sec": speed},
-               "windows": []}
+        yield {
+            "event": Event.RECORD,
+            "row": {"status": "ok", "reason": "", "examples_per_sec": speed},
+            "windows": [],
+        }
 
-    result = run_ab([Cell(model="dense", strategy="default")], Protocol(), Platform(), tmp_path,
-                    Side("A"), Side("B"), Rule(min_pairs=5), MODES["alternate"], launcher)
+    result = run_ab(
+        [Cell(model="dense", strategy="default")],
+        Protocol(),
+        Platform(),
+        tmp_path,
+        Side("A"),
+        Side("B"),
+        Rule(min_pairs=5),
+        MODES["alternate"],
+        launcher,
+    )
     assert result.interrupted and len(result.outcomes) == 1
     outcome = result.outcomes[0]
     assert outcome.ratios == pytest.approx([0.9, 0.9, 0.9]) and outcome.decision.pairs == 3

@@ -14,10 +14,26 @@ pytestmark = pytest.mark.process
 
 def test_collectives_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    proc = harness("run", "--sweep", "collectives", "--replicas", "2", "--workers", "2",
-                   "--cross-device-ops", "auto,nccl", "--communication", "ring",
-                   "--max-bytes", "4096", "--processes", "1", "--out", str(out),
-                   env={"TMPDIR": str(tmp_path)})
+    proc = harness(
+        "run",
+        "--sweep",
+        "collectives",
+        "--replicas",
+        "2",
+        "--workers",
+        "2",
+        "--cross-device-ops",
+        "auto,nccl",
+        "--communication",
+        "ring",
+        "--max-bytes",
+        "4096",
+        "--processes",
+        "1",
+        "--out",
+        str(out),
+        env={"TMPDIR": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert worker_processes(str(tmp_path)) == []
     rows = read_collectives(out)
@@ -25,7 +41,9 @@ def test_collectives_sweep_end_to_end(tmp_path: Path) -> None:
     ok = rows[rows.status == "ok"]
     # per topology: 4 KiB, then the cnn and dense gradient sets
     assert sorted(ok.groupby(["strategy", "op"]).size().items()) == [
-        (("mirrored", "auto"), 3), (("multi_worker_mirrored", "ring"), 3)]
+        (("mirrored", "auto"), 3),
+        (("multi_worker_mirrored", "ring"), 3),
+    ]
     assert set(ok.payload) == {"bytes", "cnn", "dense"}
     assert (ok.time_s > 0).all() and (ok.busbw_gbps > 0).all() and (ok.max_rel_error == 0).all()
     assert (ok.devices == 2).all() and ok.fingerprint.notna().all()

@@ -13,15 +13,24 @@ from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_pr
 from harness.launch import doctor, gpus
 from harness.worker.probe import judge
 
-WORKS, WRONG, FAILS, UNSUPPORTED = (ProbeStatus.WORKS, ProbeStatus.WRONG, ProbeStatus.FAILS,
-                                    ProbeStatus.UNSUPPORTED)
+WORKS, WRONG, FAILS, UNSUPPORTED = (
+    ProbeStatus.WORKS,
+    ProbeStatus.WRONG,
+    ProbeStatus.FAILS,
+    ProbeStatus.UNSUPPORTED,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
-FACTS = {"physical": [{"name": "/physical_device:GPU:0", "type": "GPU", "vendor": "NVIDIA",
-                       "model": "NVIDIA H100"}],
-         "build": {"is_cuda_build": True}, "memory_growth": {"/physical_device:GPU:0": False},
-         "env": {}, "threads": {"cores": 16, "affinity": 16}}
+FACTS = {
+    "physical": [
+        {"name": "/physical_device:GPU:0", "type": "GPU", "vendor": "NVIDIA", "model": "NVIDIA H100"}
+    ],
+    "build": {"is_cuda_build": True},
+    "memory_growth": {"/physical_device:GPU:0": False},
+    "env": {},
+    "threads": {"cores": 16, "affinity": 16},
+}
 
 
 def test_judge_checks_every_replica_sum() -> None:
@@ -34,9 +43,13 @@ def test_local_probes_per_replica_count() -> None:
     assert local_probes(1) == [("one_device", "-"), ("mirrored", "auto")]
     assert ("mirrored", "hierarchical_copy") in local_probes(3)
     assert ("one_device", "-") not in local_probes(2)
-    assert local_probes(2) == [("mirrored", "auto"), ("mirrored", "reduction_to_one_device"),
-                               ("mirrored", "hierarchical_copy"), ("central_storage", "-"),
-                               ("mirrored", "nccl")]
+    assert local_probes(2) == [
+        ("mirrored", "auto"),
+        ("mirrored", "reduction_to_one_device"),
+        ("mirrored", "hierarchical_copy"),
+        ("central_storage", "-"),
+        ("mirrored", "nccl"),
+    ]
 
 
 def test_the_worker_probes_use_the_collective_multi_worker_strategy() -> None:
@@ -44,8 +57,16 @@ def test_the_worker_probes_use_the_collective_multi_worker_strategy() -> None:
 
 
 def test_a_probe_process_that_died_fails_the_probes_it_never_reported() -> None:
-    lines = [{"kind": "probe", "strategy": "mirrored", "cross_device_ops": "auto", "status": WORKS,
-              "detail": "sum 3", "effective": "CollectiveAllReduce"}]
+    lines = [
+        {
+            "kind": "probe",
+            "strategy": "mirrored",
+            "cross_device_ops": "auto",
+            "status": WORKS,
+            "detail": "sum 3",
+            "effective": "CollectiveAllReduce",
+        }
+    ]
     probes = doctor.collect_local(2, lines, doctor.ended_as(-11, "Segmentation fault"))
     assert probes[0].status == WORKS
     rest = [p for p in probes if p.cross_device_ops != "auto"]
@@ -72,14 +93,18 @@ def test_os_gpus_reads_pci_vendors(tmp_path: Path) -> None:
         (tmp_path / card / "device").mkdir(parents=True)
         (tmp_path / card / "device" / "vendor").write_text(vendor + "\n")
     (tmp_path / "card0-DP-1").mkdir()  # a connector, not a card
-    assert [(g.card, g.vendor) for g in gpus.os_gpus(tmp_path)] == [("card0", "NVIDIA"),
-                                                                     ("card1", "AMD")]
+    assert [(g.card, g.vendor) for g in gpus.os_gpus(tmp_path)] == [("card0", "NVIDIA"), ("card1", "AMD")]
 
 
 @pytest.mark.process
 def test_doctor_json_on_this_cpu_machine() -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness", "doctor", "--json", "--device", "cpu"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "doctor", "--json", "--device", "cpu"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["facts"]["logical"] == [f"/device:CPU:{i}" for i in range(3)]
@@ -95,6 +120,11 @@ def test_doctor_json_on_this_cpu_machine() -> None:
 
 @pytest.mark.process
 def test_doctor_refuses_bad_replica_counts_before_probing() -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness", "doctor", "--replicas", "0,x"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "doctor", "--replicas", "0,x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "--replicas='0,x'" in proc.stderr

@@ -52,10 +52,16 @@ def _local_ps(n_ps: int = 1) -> dict[str, list[str]]:
     return {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
 
 
-def _watch(cluster: dict[str, list[str]], kind: str, index: int, ends: dict[str, ChiefEnd],
-           connect_timeout_s: float = 20) -> threading.Thread:
+def _watch(
+    cluster: dict[str, list[str]],
+    kind: str,
+    index: int,
+    ends: dict[str, ChiefEnd],
+    connect_timeout_s: float = 20,
+) -> threading.Thread:
     def run() -> None:
         ends[f"{kind} {index}"] = wait_for_chief(_config(cluster, kind, index), connect_timeout_s, 0.1)
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
@@ -73,8 +79,10 @@ def test_run_lease_tells_every_server_that_the_run_finished() -> None:
         assert time.monotonic() - t0 < 10
     for t in [*early, late]:
         t.join(10)
-    assert ends == {name: ChiefEnd(True, 3, "the chief's run finished with exit code 3")
-                    for name in ("worker 0", "worker 1", "ps 0")}
+    assert ends == {
+        name: ChiefEnd(True, 3, "the chief's run finished with exit code 3")
+        for name in ("worker 0", "worker 1", "ps 0")
+    }
 
 
 def test_run_lease_names_servers_that_never_connected_after_its_linger() -> None:
@@ -89,6 +97,7 @@ def test_run_lease_names_servers_that_never_connected_after_its_linger() -> None
 def test_leaving_the_lease_without_finish_finishes_with_1() -> None:
     cluster = _local_ps()
     ends: dict[str, ChiefEnd] = {}
+
     def run_breaks() -> None:
         with RunLease(_config(cluster, "chief", 0), linger_s=0):
             threads.append(_watch(cluster, "ps", 0, ends))

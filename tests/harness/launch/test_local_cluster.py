@@ -24,8 +24,26 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from tests.harness.launch.test_runner import ROOT, harness, worker_processes
 
-FAST = ["--no-peak", "--no-breakdown", "--processes", "1", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
-        "--steps-per-execution", "5", "--batch", "32", "--model", "dense"]
+FAST = [
+    "--no-peak",
+    "--no-breakdown",
+    "--processes",
+    "1",
+    "--repeats",
+    "2",
+    "--window-s",
+    "0.1",
+    "--warmup-windows",
+    "0",
+    "--min-window-steps",
+    "5",
+    "--steps-per-execution",
+    "5",
+    "--batch",
+    "32",
+    "--model",
+    "dense",
+]
 MWMS = "dense/multi_worker_mirrored[ring]/r1w2/b32/acc1/ctl/spe5/float32/synthetic/weak"
 
 
@@ -44,13 +62,23 @@ def test_cluster_env_and_ports() -> None:
     assert config["cluster"] == {"worker": addresses}
     assert config["task"] == {"type": "worker", "index": 1}
     assert env["TF_NUM_INTRAOP_THREADS"] == "4" and env["CUDA_VISIBLE_DEVICES"] == "-1"
-    gpu = cluster_env(Cell(strategy="multi_worker_mirrored", workers=3, replicas=2), tasks,
-                      addresses, 1, 4, Platform("gpu", 4))
+    gpu = cluster_env(
+        Cell(strategy="multi_worker_mirrored", workers=3, replicas=2),
+        tasks,
+        addresses,
+        1,
+        4,
+        Platform("gpu", 4),
+    )
     assert gpu["CUDA_VISIBLE_DEVICES"] == "2,3" and gpu["HIP_VISIBLE_DEVICES"] == "2,3"
     # a parent masked to GPUs 4-7, or MIG instances: the workers' masks name the usable ones
     masked = Platform("gpu", 4, gpu_ids=("4", "5", "6", "7"))
-    assert cluster_env(Cell(strategy="multi_worker_mirrored", workers=3, replicas=2), tasks,
-                       addresses, 1, 4, masked)["CUDA_VISIBLE_DEVICES"] == "6,7"
+    assert (
+        cluster_env(
+            Cell(strategy="multi_worker_mirrored", workers=3, replicas=2), tasks, addresses, 1, 4, masked
+        )["CUDA_VISIBLE_DEVICES"]
+        == "6,7"
+    )
     mig = Platform("gpu", 3, gpu_ids=("MIG-a", "MIG-b", "MIG-c"), mig=True)
     assert cluster_env(cell, tasks, addresses, 2, 4, mig)["CUDA_VISIBLE_DEVICES"] == "MIG-c"
 
@@ -59,12 +87,17 @@ def test_parameter_server_tasks_env_and_cores() -> None:
     cell = Cell(strategy="parameter_server", workers=2, ps=1)
     tasks = cell.tasks
     assert [(t.type, t.index, t.role) for t in tasks] == [
-        ("chief", 0, "chief"), ("worker", 0, "server"), ("worker", 1, "server"), ("ps", 0, "server")]
+        ("chief", 0, "chief"),
+        ("worker", 0, "server"),
+        ("worker", 1, "server"),
+        ("ps", 0, "server"),
+    ]
     assert [t.label for t in tasks] == ["chief", "worker 0", "worker 1", "ps 0"]
     addresses = [f"127.0.0.1:{p}" for p in (1001, 1002, 1003, 1004)]
     two = Cell(strategy="parameter_server", workers=2, ps=1, replicas=2)
-    masks = [cluster_env(two, tasks, addresses, i, 1, Platform("gpu", 4))["CUDA_VISIBLE_DEVICES"]
-             for i in range(4)]
+    masks = [
+        cluster_env(two, tasks, addresses, i, 1, Platform("gpu", 4))["CUDA_VISIBLE_DEVICES"] for i in range(4)
+    ]
     assert masks == ["-1", "0,1", "2,3", "-1"]  # GPUs for the workers only
     config = json.loads(cluster_env(cell, tasks, addresses, 3, 1, Platform())["TF_CONFIG"])
     assert config["cluster"] == {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
@@ -75,8 +108,9 @@ def test_parameter_server_tasks_env_and_cores() -> None:
     assert cores_per_task(mwms, 16) == 8 and not is_oversubscribed(mwms, 8, 16)
 
 
-def _run(tmp_path: Path, *args: str, fault: str = "", breakdown: bool = False
-         ) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
+def _run(
+    tmp_path: Path, *args: str, fault: str = "", breakdown: bool = False
+) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
     out = tmp_path / "results"
     env = {"TMPDIR": str(tmp_path), **({"HARNESS_INJECT_FAULT": fault} if fault else {})}
     fast = [a for a in FAST if a != "--no-breakdown"] if breakdown else FAST
@@ -88,8 +122,16 @@ def _run(tmp_path: Path, *args: str, fault: str = "", breakdown: bool = False
 
 @pytest.mark.process
 def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
-    _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
-                    "--workers", "2", breakdown=True)
+    _, cells = _run(
+        tmp_path,
+        "--strategy",
+        "multi_worker_mirrored",
+        "--communication",
+        "ring",
+        "--workers",
+        "2",
+        breakdown=True,
+    )
     row = cells.loc[MWMS]
     assert row.status == "ok", row.reason
     assert row.examples_per_sec > 0 and row.global_batch == 64 and row.effective_batch == 64
@@ -111,8 +153,16 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
 @pytest.mark.process
 def test_killed_worker_fails_the_cell_and_the_sweep_goes_on(tmp_path: Path) -> None:
     t0 = time.monotonic()
-    _, cells = _run(tmp_path, "--strategy", "mirrored,multi_worker_mirrored", "--communication", "ring",
-                    "--workers", "2", fault=f"kill@1:{MWMS}")
+    _, cells = _run(
+        tmp_path,
+        "--strategy",
+        "mirrored,multi_worker_mirrored",
+        "--communication",
+        "ring",
+        "--workers",
+        "2",
+        fault=f"kill@1:{MWMS}",
+    )
     assert cells.loc[MWMS, "status"] == "failed"
     reason = cells.loc[MWMS, "reason"]
     assert "worker 1 exited with signal SIGKILL" in reason, reason
@@ -123,8 +173,18 @@ def test_killed_worker_fails_the_cell_and_the_sweep_goes_on(tmp_path: Path) -> N
 
 @pytest.mark.process
 def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path) -> None:
-    _, cells = _run(tmp_path, "--strategy", "multi_worker_mirrored", "--communication", "ring",
-                    "--workers", "2", "--rendezvous-timeout-s", "8", fault=f"absent@1:{MWMS}")
+    _, cells = _run(
+        tmp_path,
+        "--strategy",
+        "multi_worker_mirrored",
+        "--communication",
+        "ring",
+        "--workers",
+        "2",
+        "--rendezvous-timeout-s",
+        "8",
+        fault=f"absent@1:{MWMS}",
+    )
     reason = cells.loc[MWMS, "reason"]
     assert cells.loc[MWMS, "status"] == "failed"
     assert "deadline passed: rendezvous" in reason and "8 s" in reason and "(worker 1 not there)" in reason
@@ -133,10 +193,35 @@ def test_peer_that_never_appears_fails_at_the_rendezvous_deadline(tmp_path: Path
 @pytest.mark.process
 def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "verify", "--device", "cpu", "--model", "dense",
-         "--strategy", "mirrored,multi_worker_mirrored", "--communication", "ring", "--replicas", "1,2",
-         "--workers", "2", "--batch", "32", "--steps-per-execution", "1", "--updates", "4"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "verify",
+            "--device",
+            "cpu",
+            "--model",
+            "dense",
+            "--strategy",
+            "mirrored,multi_worker_mirrored",
+            "--communication",
+            "ring",
+            "--replicas",
+            "1,2",
+            "--workers",
+            "2",
+            "--batch",
+            "32",
+            "--steps-per-execution",
+            "1",
+            "--updates",
+            "4",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     line = next(s for s in proc.stdout.splitlines() if "multi_worker_mirrored" in s and "r1w2" in s)
     assert "agrees" in line
@@ -153,8 +238,9 @@ def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path)
     assert 0 < row.optimizer_iterations <= row.updates_run
     windows = pd.read_parquet(tmp_path / "results" / "windows")
     assert sorted(windows.worker.unique()) == [0, 1] and windows.worker_s.isna().all()
-    per_window = windows.groupby("repeat").agg(updates=("worker_updates", "sum"),
-                                               steps=("window_steps", "first"))
+    per_window = windows.groupby("repeat").agg(
+        updates=("worker_updates", "sum"), steps=("window_steps", "first")
+    )
     assert (per_window.updates == per_window.steps).all()
 
 
@@ -162,8 +248,18 @@ def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path)
 def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) -> None:
     t0 = time.monotonic()
     # worker 0 dies 15 s after joining: after the chief's start-up, long before 30 windows of 2 s end
-    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--window-s", "2",
-                    "--repeats", "30", fault=f"kill@1+15:{PS}")
+    _, cells = _run(
+        tmp_path,
+        "--strategy",
+        "parameter_server",
+        "--workers",
+        "2",
+        "--window-s",
+        "2",
+        "--repeats",
+        "30",
+        fault=f"kill@1+15:{PS}",
+    )
     reason = cells.loc[PS, "reason"]
     assert cells.loc[PS, "status"] == "failed"
     assert "worker 0 exited with signal SIGKILL during cell" in reason, reason
@@ -172,8 +268,16 @@ def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) 
 
 @pytest.mark.process
 def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: Path) -> None:
-    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2",
-                    "--rendezvous-timeout-s", "8", fault=f"absent@3:{PS}")
+    _, cells = _run(
+        tmp_path,
+        "--strategy",
+        "parameter_server",
+        "--workers",
+        "2",
+        "--rendezvous-timeout-s",
+        "8",
+        fault=f"absent@3:{PS}",
+    )
     reason = cells.loc[PS, "reason"]
     assert cells.loc[PS, "status"] == "failed"
     assert "deadline passed: rendezvous" in reason and "(ps 0 not there)" in reason, reason
@@ -182,10 +286,31 @@ def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: P
 @pytest.mark.process
 def test_parameter_server_on_one_worker_matches_one_device_in_verify() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "verify", "--device", "cpu", "--model", "dense",
-         "--strategy", "default,parameter_server", "--workers", "1,2", "--batch", "32",
-         "--steps-per-execution", "1", "--updates", "3"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "verify",
+            "--device",
+            "cpu",
+            "--model",
+            "dense",
+            "--strategy",
+            "default,parameter_server",
+            "--workers",
+            "1,2",
+            "--batch",
+            "32",
+            "--steps-per-execution",
+            "1",
+            "--updates",
+            "3",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     assert "agrees" in next(s for s in lines if "parameter_server/r1w1p1" in s)
@@ -197,13 +322,30 @@ def _task_env(tmp_path: Path, cluster: dict[str, list[str]], kind: str, index: i
     return {**os.environ, "TF_CONFIG": json.dumps(config), "TMPDIR": str(tmp_path)}
 
 
-def _start_task(tmp_path: Path, cluster: dict[str, list[str]], kind: str, index: int,
-                *args: str) -> subprocess.Popen[str]:
+def _start_task(
+    tmp_path: Path, cluster: dict[str, list[str]], kind: str, index: int, *args: str
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--cluster", "tf_config", "--device", "cpu",
-         "--out", str(tmp_path / f"{kind}{index}"), *FAST, *args],
-        cwd=ROOT, env=_task_env(tmp_path, cluster, kind, index), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--cluster",
+            "tf_config",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / f"{kind}{index}"),
+            *FAST,
+            *args,
+        ],
+        cwd=ROOT,
+        env=_task_env(tmp_path, cluster, kind, index),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.mark.process
@@ -211,8 +353,7 @@ def test_tf_config_cluster_runs_every_cell_and_only_the_chief_writes(tmp_path: P
     """Two tasks started as a scheduler would, each with its own TF_CONFIG; two cells in a row on
     the same addresses."""
     cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
-    tasks = [_start_task(tmp_path, cluster, "worker", i, "--communication", "ring,auto")
-             for i in range(2)]
+    tasks = [_start_task(tmp_path, cluster, "worker", i, "--communication", "ring,auto") for i in range(2)]
     outputs = [t.communicate(timeout=400)[0] for t in tasks]
     assert [t.returncode for t in tasks] == [0, 0], outputs
     cells = pd.read_parquet(tmp_path / "worker0" / "cells")
@@ -230,8 +371,9 @@ def test_tf_config_parameter_server_cluster_serves_every_cell(tmp_path: Path) ->
     once the chief's run is over (the chief's run lease)."""
     addresses = [f"127.0.0.1:{p}" for p in free_ports(4)]
     cluster = {"chief": addresses[:1], "worker": addresses[1:3], "ps": addresses[3:]}
-    servers = [_start_task(tmp_path, cluster, kind, i) for kind, i in (("worker", 0), ("worker", 1),
-                                                                        ("ps", 0))]
+    servers = [
+        _start_task(tmp_path, cluster, kind, i) for kind, i in (("worker", 0), ("worker", 1), ("ps", 0))
+    ]
     chief = _start_task(tmp_path, cluster, "chief", 0, "--accum-steps", "1,2")
     try:
         out = chief.communicate(timeout=400)[0]
@@ -291,8 +433,10 @@ def test_parameter_server_straggler_shows_in_the_update_imbalance(tmp_path: Path
     _, calm = _run(tmp_path / "calm", *args)
     _, slow = _run(tmp_path / "slow", *args, fault=f"busy@2:{PS}")
     assert calm.loc[PS, "status"] == "ok" and slow.loc[PS, "status"] == "ok"
-    print(f"update imbalance: calm {calm.loc[PS, 'straggler_ratio']:.2f}, "
-          f"straggler {slow.loc[PS, 'straggler_ratio']:.2f}")
+    print(
+        f"update imbalance: calm {calm.loc[PS, 'straggler_ratio']:.2f}, "
+        f"straggler {slow.loc[PS, 'straggler_ratio']:.2f}"
+    )
     # measured on 2 cores: calm 1.08, with the straggler 1.43
     assert slow.loc[PS, "straggler_ratio"] >= 1.25
     assert slow.loc[PS, "straggler_ratio"] > 1.2 * calm.loc[PS, "straggler_ratio"]

@@ -28,10 +28,17 @@ def test_mig_instances_are_the_usable_gpus() -> None:
     assert parse_nvidia_smi_list(MIG) == NvidiaGpus(("MIG-1111", "MIG-2222", "1"), True)
 
 
-@pytest.mark.parametrize("visible, ids", [
-    ("1", ("1",)), ("1,0,2", ("1", "0")),      # never more than the host lists
-    ("GPU-bbbb", ("GPU-bbbb",)), ("-1", ()), ("0,-1,1", ("0",)), ("", ()),
-])
+@pytest.mark.parametrize(
+    "visible, ids",
+    [
+        ("1", ("1",)),
+        ("1,0,2", ("1", "0")),  # never more than the host lists
+        ("GPU-bbbb", ("GPU-bbbb",)),
+        ("-1", ()),
+        ("0,-1,1", ("0",)),
+        ("", ()),
+    ],
+)
 def test_a_parent_mask_selects_among_its_entries(visible: str, ids: tuple[str, ...]) -> None:
     assert parse_nvidia_smi_list(TWO, visible).ids == ids
 

@@ -13,19 +13,22 @@ from harness.launch.process import Deadline, Phase, Process, signal_text
 
 pytestmark = pytest.mark.process
 
-EMIT = ("import json, sys, time\n"
-        "with open(sys.argv[1], 'a') as f:\n"
-        "    f.write(json.dumps({'event': 'start'}) + '\\n'); f.flush()\n"
-        "    f.write('not json\\n'); f.write(json.dumps({'event': 'ready'})); f.flush()\n"
-        "    time.sleep(float(sys.argv[2]))\n"
-        "    f.write('\\n'); f.flush()\n"
-        "print('last words', flush=True)\n")
+EMIT = (
+    "import json, sys, time\n"
+    "with open(sys.argv[1], 'a') as f:\n"
+    "    f.write(json.dumps({'event': 'start'}) + '\\n'); f.flush()\n"
+    "    f.write('not json\\n'); f.write(json.dumps({'event': 'ready'})); f.flush()\n"
+    "    time.sleep(float(sys.argv[2]))\n"
+    "    f.write('\\n'); f.flush()\n"
+    "print('last words', flush=True)\n"
+)
 
 
 def _child(tmp_path: Path, sleep_s: float, deadline: Deadline | None = None) -> Process:
     events = tmp_path / "events.jsonl"
-    return Process(["-c", EMIT, str(events), str(sleep_s)], {}, tmp_path / "log" / "child.log",
-                   events, deadline=deadline)
+    return Process(
+        ["-c", EMIT, str(events), str(sleep_s)], {}, tmp_path / "log" / "child.log", events, deadline=deadline
+    )
 
 
 def test_events_arrive_whole_lines_only(tmp_path: Path) -> None:
@@ -36,7 +39,7 @@ def test_events_arrive_whole_lines_only(tmp_path: Path) -> None:
     assert proc.wait(10) == 0
     assert proc.read() == [{"event": "ready"}]
     assert "last words" in proc.tail()
-    assert proc.failure("already exited") .startswith("worker exited with exit code 0 during start-up")
+    assert proc.failure("already exited").startswith("worker exited with exit code 0 during start-up")
 
 
 def test_a_passed_deadline_is_reported_with_phase_and_how_it_was_stopped(tmp_path: Path) -> None:
@@ -47,18 +50,21 @@ def test_a_passed_deadline_is_reported_with_phase_and_how_it_was_stopped(tmp_pat
     how = proc.stop(grace_s=2)
     assert how == "SIGTERM" and not proc.running
     text = proc.failure(how)
-    assert text.startswith("deadline passed: cell cnn/default took over 0.2 s; worker stopped with "
-                           "SIGTERM; worker log ")
+    assert text.startswith(
+        "deadline passed: cell cnn/default took over 0.2 s; worker stopped with SIGTERM; worker log "
+    )
     assert proc.stop() == "already exited"
 
 
 def test_stop_kills_the_whole_group_with_sigkill_when_sigterm_is_ignored(tmp_path: Path) -> None:
-    code = ("import os, signal, subprocess, sys, time\n"
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'])\n"
-            "print(child.pid, flush=True)\n"
-            "time.sleep(60)\n")
+    code = (
+        "import os, signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
     events = tmp_path / "pid"
     proc = Process(["-c", code], {}, tmp_path / "p.log", events, events_on_stdout=True)
     deadline = time.monotonic() + 20

@@ -36,10 +36,21 @@ def xterm(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.mark.parametrize("seconds,text", [
-    (0, "0:00"), (5, "0:05"), (59.6, "1:00"), (65, "1:05"), (600, "10:00"), (3599, "59:59"),
-    (3600, "1:00:00"), (3725, "1:02:05"), (36000, "10:00:00"), (-12, "0:00"),
-])
+@pytest.mark.parametrize(
+    "seconds,text",
+    [
+        (0, "0:00"),
+        (5, "0:05"),
+        (59.6, "1:00"),
+        (65, "1:05"),
+        (600, "10:00"),
+        (3599, "59:59"),
+        (3600, "1:00:00"),
+        (3725, "1:02:05"),
+        (36000, "10:00:00"),
+        (-12, "0:00"),
+    ],
+)
 def test_format_eta(seconds, text):
     assert format_eta(seconds) == text
 
@@ -56,8 +67,10 @@ def test_plain_one_line_per_finished_cell():
     p.advance("cnn/mirrored[auto]/r2w1/b64", "failed")
     p.close()
     text = out.getvalue()
-    assert text.splitlines() == ["[1/3] cnn/default/r1w1/b64 ok  ETA 1:00",
-                                 "[2/3] cnn/mirrored[auto]/r2w1/b64 failed  ETA 0:45"]
+    assert text.splitlines() == [
+        "[1/3] cnn/default/r1w1/b64 ok  ETA 1:00",
+        "[2/3] cnn/mirrored[auto]/r2w1/b64 failed  ETA 0:45",
+    ]
     assert "\r" not in text and "\033" not in text
 
 
@@ -100,8 +113,7 @@ def test_terminal_without_colour_under_no_color(xterm, monkeypatch):
     with Progress(1, stream=out, force_terminal=True) as p:
         p.show("a")
         p.advance("a", "ok")
-    codes = {int(c) for sgr in re.findall(r"\x1b\[([0-9;]*)m", out.getvalue())
-             for c in sgr.split(";") if c}
+    codes = {int(c) for sgr in re.findall(r"\x1b\[([0-9;]*)m", out.getvalue()) for c in sgr.split(";") if c}
     assert not codes & {*range(30, 39), *range(40, 49), *range(90, 98)}
     assert "1/1" in ANSI.sub("", out.getvalue())
 

@@ -39,17 +39,20 @@ def test_parameter_server_cluster_roles_and_shape() -> None:
     assert chief.tasks_on_my_host == 2  # the chief shares host a with the ps task
 
 
-@pytest.mark.parametrize("text,words", [
-    ("{", "not JSON"),
-    ('{"task": {}}', 'no "cluster"'),
-    ('{"cluster": {"evaluator": ["a:1"]}, "task": {"type": "evaluator"}}', "['evaluator']"),
-    ('{"cluster": {"worker": []}, "task": {"type": "worker"}}', "non-empty list"),
-    ('{"cluster": {"worker": ["nohost"]}, "task": {"type": "worker"}}', '"host:port"'),
-    ('{"cluster": {"chief": ["a:1"]}, "task": {"type": "chief"}}', 'no "worker"'),
-    ('{"cluster": {"worker": ["a:1"], "ps": ["a:2"]}, "task": {"type": "ps"}}', "no chief"),
-    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps"}}', "task is"),
-    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "expected 0..0"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("{", "not JSON"),
+        ('{"task": {}}', 'no "cluster"'),
+        ('{"cluster": {"evaluator": ["a:1"]}, "task": {"type": "evaluator"}}', "['evaluator']"),
+        ('{"cluster": {"worker": []}, "task": {"type": "worker"}}', "non-empty list"),
+        ('{"cluster": {"worker": ["nohost"]}, "task": {"type": "worker"}}', '"host:port"'),
+        ('{"cluster": {"chief": ["a:1"]}, "task": {"type": "chief"}}', 'no "worker"'),
+        ('{"cluster": {"worker": ["a:1"], "ps": ["a:2"]}, "task": {"type": "ps"}}', "no chief"),
+        ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps"}}', "task is"),
+        ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "expected 0..0"),
+    ],
+)
 def test_bad_tf_config_names_the_problem(text: str, words: str) -> None:
     with pytest.raises(HarnessError, match="TF_CONFIG") as e:
         parse_tf_config(text)
@@ -69,19 +72,26 @@ def test_slurm_jobs() -> None:
 
 
 def test_slurm_outside_a_job_step_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST",
-                "SLURM_STEP_TASKS_PER_NODE"):
+    for var in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(HarnessError, match="inside a Slurm job step"):
         resolve_slurm(0, 0)
 
 
 @pytest.mark.process  # TensorFlow's resolver runs in a child process (harness.worker.slurm)
-@pytest.mark.parametrize("procid,ps,kind,index", [("0", 0, "worker", 0), ("3", 0, "worker", 3),
-                                                  ("0", 1, "chief", 0), ("1", 1, "ps", 0),
-                                                  ("3", 1, "worker", 1)])
-def test_slurm_resolver_builds_the_cluster(monkeypatch: pytest.MonkeyPatch, procid: str, ps: int,
-                                           kind: str, index: int) -> None:
+@pytest.mark.parametrize(
+    "procid,ps,kind,index",
+    [
+        ("0", 0, "worker", 0),
+        ("3", 0, "worker", 3),
+        ("0", 1, "chief", 0),
+        ("1", 1, "ps", 0),
+        ("3", 1, "worker", 1),
+    ],
+)
+def test_slurm_resolver_builds_the_cluster(
+    monkeypatch: pytest.MonkeyPatch, procid: str, ps: int, kind: str, index: int
+) -> None:
     monkeypatch.setenv("SLURM_PROCID", procid)
     monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "4")
     monkeypatch.setenv("SLURM_STEP_NODELIST", "node[1-2]")

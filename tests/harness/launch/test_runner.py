@@ -15,14 +15,38 @@ from harness.formulas import breakdown
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]
-FAST = ["--no-peak", "--no-breakdown", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
-        "--steps-per-execution", "5", "--batch", "32", "--processes", "1"]
+FAST = [
+    "--no-peak",
+    "--no-breakdown",
+    "--repeats",
+    "2",
+    "--window-s",
+    "0.1",
+    "--warmup-windows",
+    "0",
+    "--min-window-steps",
+    "5",
+    "--steps-per-execution",
+    "5",
+    "--batch",
+    "32",
+    "--processes",
+    "1",
+]
 """One process per cell: the fault tests are about processes dying; the smoke test runs two passes."""
 
 
-def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+def harness(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def worker_processes(marker: str) -> list[str]:
@@ -111,11 +135,23 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert "examples/s" in proc.stdout and "wrote" in proc.stdout
 
 
-def _fault_run(tmp_path: Path, fault: str, target: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
+def _fault_run(
+    tmp_path: Path, fault: str, target: str, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
     out = tmp_path / "results"
     env = {"HARNESS_INJECT_FAULT": f"{fault}:{target}", "TMPDIR": str(tmp_path)}
-    proc = harness("run", "--model", "dense", "--strategy", "default,one_device,mirrored",
-                   "--out", str(out), *FAST, *extra, env=env)
+    proc = harness(
+        "run",
+        "--model",
+        "dense",
+        "--strategy",
+        "default,one_device,mirrored",
+        "--out",
+        str(out),
+        *FAST,
+        *extra,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert worker_processes(str(tmp_path)) == []
     return proc, pd.read_parquet(out / "cells").set_index("cell_id")
@@ -151,10 +187,25 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
 
     out = tmp_path / "results"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--model", "dense", "--strategy",
-         "default,one_device,mirrored", "--out", str(out), *FAST],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path)})
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--model",
+            "dense",
+            "--strategy",
+            "default,one_device,mirrored",
+            "--out",
+            str(out),
+            *FAST,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     deadline = time.monotonic() + 300
     while not list((out / "windows").rglob("*.parquet")) and time.monotonic() < deadline:
         time.sleep(0.2)  # the first process has reported
@@ -183,12 +234,17 @@ def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
 
     def launcher(cell: Cell, options: object, name: str):  # type: ignore[no-untyped-def]
         yield {"event": "start", "cell_id": cell.id, "facts": None}
-        yield {"event": "record", "row": not_measured_row(cell, protocol, "invalid", "fake", None),
-               "windows": [], "facts": None}
+        yield {
+            "event": "record",
+            "row": not_measured_row(cell, protocol, "invalid", "fake", None),
+            "windows": [],
+            "facts": None,
+        }
         raise KeyboardInterrupt  # while the launcher is still stopping its processes
 
-    result = run_sweep(cells, protocol, Platform(), tmp_path / "results", launcher=launcher,
-                       peaks=PeakLog(Platform(), ()))
+    result = run_sweep(
+        cells, protocol, Platform(), tmp_path / "results", launcher=launcher, peaks=PeakLog(Platform(), ())
+    )
     assert result.interrupted and result.not_run == 1
     assert [r["cell_id"] for r in result.rows] == [cells[0].id]
     stored = pd.read_parquet(tmp_path / "results" / "cells")
@@ -208,18 +264,38 @@ def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object)
         k = sum(1 for c in calls if c == cell.id)
         calls.append(cell.id)
         eps = figures[cell.model][k]
-        row = {**cell_columns(cell, protocol), "status": "ok", "reason": "", "examples_per_sec": eps,
-               "cv_within_process": 0.01, "fingerprint": "fp"}
+        row = {
+            **cell_columns(cell, protocol),
+            "status": "ok",
+            "reason": "",
+            "examples_per_sec": eps,
+            "cv_within_process": 0.01,
+            "fingerprint": "fp",
+        }
         yield {"event": "start", "cell_id": cell.id, "facts": None}
-        yield {"event": "record", "row": row, "facts": None, "windows": [
-            {"cell_id": cell.id, "worker": 0, "repeat": 0, "window_s": 1.0, "window_steps": 1,
-             "examples": int(eps), "examples_per_sec": eps}]}
+        yield {
+            "event": "record",
+            "row": row,
+            "facts": None,
+            "windows": [
+                {
+                    "cell_id": cell.id,
+                    "worker": 0,
+                    "repeat": 0,
+                    "window_s": 1.0,
+                    "window_steps": 1,
+                    "examples": int(eps),
+                    "examples_per_sec": eps,
+                }
+            ],
+        }
 
     from harness.spec.cell import Cell
 
     cells = [Cell(model=m, strategy="default") for m in figures]
-    result = run_sweep(cells, protocol, Platform(), tmp_path / "results", launcher=launcher,
-                       peaks=PeakLog(Platform(), ()))
+    result = run_sweep(
+        cells, protocol, Platform(), tmp_path / "results", launcher=launcher, peaks=PeakLog(Platform(), ())
+    )
     return result, calls
 
 
@@ -258,8 +334,12 @@ def test_pass_order_differs_between_passes_and_is_reproducible() -> None:
     from harness.spec.cell import Cell
     from harness.spec.schedule import fixed_schedule, pass_order
 
-    cells = [Cell(model=m, strategy=s, batch=b) for m in ("cnn", "dense")
-             for s in ("default", "one_device") for b in (32, 64)]
+    cells = [
+        Cell(model=m, strategy=s, batch=b)
+        for m in ("cnn", "dense")
+        for s in ("default", "one_device")
+        for b in (32, 64)
+    ]
     assert pass_order(cells, 0) == cells
     assert sorted(c.id for c in pass_order(cells, 1)) == sorted(c.id for c in cells)
     assert pass_order(cells, 1) != cells and pass_order(cells, 1) != pass_order(cells, 2)

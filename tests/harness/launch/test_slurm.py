@@ -19,24 +19,66 @@ import pytest
 from harness.results.store import read_cells
 from tests.harness.launch.test_runner import ROOT, worker_processes
 
-pytestmark = [pytest.mark.slow, pytest.mark.process,
-              pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm's srun is not installed")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.process,
+    pytest.mark.skipif(shutil.which("srun") is None, reason="Slurm's srun is not installed"),
+]
 
 WAIT_S = 120
 """srun --wait: seconds the other tasks may run on after the first one exits."""
-FAST = ["--no-peak", "--processes", "2", "--repeats", "2", "--window-s", "0.1", "--warmup-windows", "0", "--min-window-steps", "5",
-        "--steps-per-execution", "5", "--batch", "32", "--model", "dense", "--device", "cpu"]
+FAST = [
+    "--no-peak",
+    "--processes",
+    "2",
+    "--repeats",
+    "2",
+    "--window-s",
+    "0.1",
+    "--warmup-windows",
+    "0",
+    "--min-window-steps",
+    "5",
+    "--steps-per-execution",
+    "5",
+    "--batch",
+    "32",
+    "--model",
+    "dense",
+    "--device",
+    "cpu",
+]
 
 
 def _srun(tmp_path: Path, tasks: int, *args: str) -> subprocess.CompletedProcess[str]:
     """One job step of ``tasks`` tasks, each running ``harness run --cluster slurm``.
     ``--overcommit``: more tasks than CPUs is fine (3 tasks on a 2-CPU node)."""
-    cmd = ["srun", f"--ntasks={tasks}", "--overcommit", f"--wait={WAIT_S}", "--label",
-           sys.executable, "-m", "harness", "run", "--cluster", "slurm",
-           "--out", str(tmp_path / "results"), *FAST, *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL,
-                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    cmd = [
+        "srun",
+        f"--ntasks={tasks}",
+        "--overcommit",
+        f"--wait={WAIT_S}",
+        "--label",
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--cluster",
+        "slurm",
+        "--out",
+        str(tmp_path / "results"),
+        *FAST,
+        *args,
+    ]
+    return subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
 
 
 def _check(tmp_path: Path, proc: subprocess.CompletedProcess[str], strategy: str) -> None:
@@ -63,5 +105,6 @@ def test_slurm_parameter_server_step_exits_0(tmp_path: Path) -> None:
     proc = _srun(tmp_path, 3, "--ps", "1")
     _check(tmp_path, proc, "parameter_server")
     for rank in (1, 2):
-        assert (f"{rank}: server done: the chief's run finished with exit code 0" in proc.stdout
-                ), proc.stdout[-3000:]
+        assert f"{rank}: server done: the chief's run finished with exit code 0" in proc.stdout, proc.stdout[
+            -3000:
+        ]

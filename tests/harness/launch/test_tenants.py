@@ -14,13 +14,34 @@ from harness.spec.cell import Cell
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _tenant(starts: list[float], seconds: float = 1.0, examples: int = 100, status: str = "ok",
-            reason: str = "", watts: float | None = None) -> tuple[dict, list[dict]]:
-    row = {"status": status, "reason": reason, "examples_per_sec": examples / seconds,
-           "cv_within_process": 0.01, "compile_s": 1.0, "gpu_watts": watts}
-    return row, [{"cell_id": "c", "worker": 0, "repeat": k, "start_s": t, "window_s": seconds,
-                  "examples": examples, "examples_per_sec": examples / seconds}
-                 for k, t in enumerate(starts)]
+def _tenant(
+    starts: list[float],
+    seconds: float = 1.0,
+    examples: int = 100,
+    status: str = "ok",
+    reason: str = "",
+    watts: float | None = None,
+) -> tuple[dict, list[dict]]:
+    row = {
+        "status": status,
+        "reason": reason,
+        "examples_per_sec": examples / seconds,
+        "cv_within_process": 0.01,
+        "compile_s": 1.0,
+        "gpu_watts": watts,
+    }
+    return row, [
+        {
+            "cell_id": "c",
+            "worker": 0,
+            "repeat": k,
+            "start_s": t,
+            "window_s": seconds,
+            "examples": examples,
+            "examples_per_sec": examples / seconds,
+        }
+        for k, t in enumerate(starts)
+    ]
 
 
 def test_tenants_that_never_timed_together_are_refused() -> None:
@@ -32,17 +53,17 @@ def test_tenants_that_never_timed_together_are_refused() -> None:
 
 
 def test_a_window_partly_in_the_common_span_counts_in_proportion() -> None:
-    a = _tenant([0.0, 1.0, 2.0])                    # 100/s over 0..3
+    a = _tenant([0.0, 1.0, 2.0])  # 100/s over 0..3
     b = _tenant([0.5, 2.5], seconds=2.0, examples=200)  # 100/s over 0.5..4.5; span 0.5..3
     row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row["examples_per_sec"] == pytest.approx(200.0)
 
 
 def test_aggregate_sums_tenants_over_their_common_span() -> None:
-    a = _tenant([0.0, 1.0, 2.0, 3.0])                 # 100/s, 0..4
-    b = _tenant([1.0, 2.0, 3.0, 4.0], examples=50)    # 50/s, 1..5
+    a = _tenant([0.0, 1.0, 2.0, 3.0])  # 100/s, 0..4
+    b = _tenant([1.0, 2.0, 3.0, 4.0], examples=50)  # 50/s, 1..5
     row, windows = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
-    assert row["examples_per_sec"] == 150.0            # span 1..4
+    assert row["examples_per_sec"] == 150.0  # span 1..4
     assert row["tenant_examples_per_sec_min"] == 50.0 and row["tenant_examples_per_sec_max"] == 100.0
     assert row["tenant_share_min"] == pytest.approx(50 / 150) and row["straggler_ratio"] == 2.0
     assert row["optimizer_updates_per_sec"] == 15.0
@@ -76,10 +97,37 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
 
     out = tmp_path / "results"
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--out", str(out), "--model", "dense",
-         "--strategy", "default", "--tenants", "1,2", "--repeats", "3", "--window-s", "0.2",
-         "--warmup-windows", "0", "--processes", "2", "--max-processes", "2", "--no-peak",
-         "--no-breakdown"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--out",
+            str(out),
+            "--model",
+            "dense",
+            "--strategy",
+            "default",
+            "--tenants",
+            "1,2",
+            "--repeats",
+            "3",
+            "--window-s",
+            "0.2",
+            "--warmup-windows",
+            "0",
+            "--processes",
+            "2",
+            "--max-processes",
+            "2",
+            "--no-peak",
+            "--no-breakdown",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cells, windows = history.load(out)
     shared = cells[cells["tenants"] == 2].iloc[0]
@@ -92,8 +140,7 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
         assert r["examples_per_sec_ci_low"] <= r["examples_per_sec"] <= r["examples_per_sec_ci_high"]
         assert r["cv_between_processes"] >= 0 and r["min_processes"] == 2
     assert shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"] <= shared["cotenancy_ratio_ci_high"]
-    assert shared["cotenancy_ratio"] == pytest.approx(
-        shared["examples_per_sec"] / alone["examples_per_sec"])
+    assert shared["cotenancy_ratio"] == pytest.approx(shared["examples_per_sec"] / alone["examples_per_sec"])
     mine = windows[windows["cell_id"] == shared["cell_id"]]
     assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 12  # 2 passes x 2 tenants x 3
     assert sorted(mine["pass"].unique()) == [0, 1] and mine["start_s"].notna().all()

@@ -9,22 +9,44 @@ from harness.results.collectives import MAX_REL_ERROR, not_measured, topology_ro
 from harness.spec.cell import Cell
 
 CELL = Cell(strategy="mirrored", cross_device_ops="auto", replicas=2)
-FACTS = {"fingerprint": "fp", "device_type": "CPU", "device_name": "cpu", "host_cores": 2,
-         "tf_version": "2.21.0"}
+FACTS = {
+    "fingerprint": "fp",
+    "device_type": "CPU",
+    "device_name": "cpu",
+    "host_cores": 2,
+    "tf_version": "2.21.0",
+}
 
 
 def _process(times: tuple[float, float], error: float = 0.0) -> dict[str, object]:
-    return {"status": "ok", "effective_cross_device_ops": "CollectiveAllReduce(RING)",
-            "collectives": [
-                {"payload": "bytes", "tensors": 1, "bytes": 4096, "time_s": times[0], "calls": 100,
-                 "max_rel_error": 0.0},
-                {"payload": "cnn", "tensors": 6, "bytes": 139304, "time_s": times[1], "calls": 50,
-                 "max_rel_error": error}]}
+    return {
+        "status": "ok",
+        "effective_cross_device_ops": "CollectiveAllReduce(RING)",
+        "collectives": [
+            {
+                "payload": "bytes",
+                "tensors": 1,
+                "bytes": 4096,
+                "time_s": times[0],
+                "calls": 100,
+                "max_rel_error": 0.0,
+            },
+            {
+                "payload": "cnn",
+                "tensors": 6,
+                "bytes": 139304,
+                "time_s": times[1],
+                "calls": 50,
+                "max_rel_error": error,
+            },
+        ],
+    }
 
 
 def test_one_row_per_payload_with_the_median_over_processes_and_its_ci() -> None:
-    rows = topology_rows(CELL, [_process((1e-4, 5e-4)), _process((2e-4, 6e-4)),
-                                _process((1.5e-4, 7e-4))], FACTS)
+    rows = topology_rows(
+        CELL, [_process((1e-4, 5e-4)), _process((2e-4, 6e-4)), _process((1.5e-4, 7e-4))], FACTS
+    )
     assert [r["payload"] for r in rows] == ["bytes", "cnn"]
     small = rows[0]
     assert small["time_s"] == 1.5e-4 and small["processes"] == 3
@@ -45,9 +67,9 @@ def test_a_wrong_sum_makes_the_payload_invalid() -> None:
 
 
 def test_a_failed_process_fails_the_topology_and_unsupported_is_one_row() -> None:
-    failed = topology_rows(CELL, [_process((1e-4, 5e-4)), {"status": "failed", "reason": "killed"}],
-                           FACTS)
+    failed = topology_rows(CELL, [_process((1e-4, 5e-4)), {"status": "failed", "reason": "killed"}], FACTS)
     assert len(failed) == 1 and failed[0]["status"] == "failed" and failed[0]["reason"] == "killed"
-    row = not_measured(Cell(strategy="mirrored", cross_device_ops="nccl", replicas=2), FACTS,
-                       "unsupported", "no NCCL on CPU")
+    row = not_measured(
+        Cell(strategy="mirrored", cross_device_ops="nccl", replicas=2), FACTS, "unsupported", "no NCCL on CPU"
+    )
     assert (row["status"], row["op"], row["payload"]) == ("unsupported", "nccl", "")

@@ -54,17 +54,33 @@ def test_cell_columns():
 
 def test_fact_columns():
     assert fact_columns(None) == {}
-    facts = {"device_type": "CPU", "device_name": "cpu0", "host_cpu": "x86", "host_cores": 2,
-             "intra_op_threads": 0, "inter_op_threads": 0, "tf_version": "2.21.0",
-             "keras_version": "3.15.1", "python_version": "3.11.7", "cuda_version": None,
-             "cudnn_version": None, "rocm_version": None, "nvidia_driver": None,
-             "env": {"TF_B": "1", "TF_A": "2"}, "fingerprint": "abc"}
+    facts = {
+        "device_type": "CPU",
+        "device_name": "cpu0",
+        "host_cpu": "x86",
+        "host_cores": 2,
+        "intra_op_threads": 0,
+        "inter_op_threads": 0,
+        "tf_version": "2.21.0",
+        "keras_version": "3.15.1",
+        "python_version": "3.11.7",
+        "cuda_version": None,
+        "cudnn_version": None,
+        "rocm_version": None,
+        "nvidia_driver": None,
+        "env": {"TF_B": "1", "TF_A": "2"},
+        "fingerprint": "abc",
+    }
     cols = fact_columns(facts)
     assert set(cols) <= set(CELL_SCHEMA.names)
     assert cols["device_kind"] == "CPU" and cols["fingerprint"] == "abc"
-    assert json.loads(cols["build_info"]) == {"cuda_version": None, "cudnn_version": None,
-                                              "rocm_version": None, "nvidia_driver": None,
-                                              "tensor_float_32": None}
+    assert json.loads(cols["build_info"]) == {
+        "cuda_version": None,
+        "cudnn_version": None,
+        "rocm_version": None,
+        "nvidia_driver": None,
+        "tensor_float_32": None,
+    }
     assert cols["env"] == '{"TF_A": "2", "TF_B": "1"}'
 
 
@@ -99,8 +115,7 @@ def test_find_baseline_needs_ok_one_device_row_of_same_configuration():
     other_precision = row(eps=100.0, precision="mixed_bfloat16", replicas=1, batch=64)
     other_spe = row(eps=100.0, steps_per_execution=5, replicas=1, batch=64)
     two_device = row(eps=150.0, replicas=2, batch=64)
-    assert find_baseline(r2, [failed, unsupported, other_precision, other_spe,
-                              two_device]) is None
+    assert find_baseline(r2, [failed, unsupported, other_precision, other_spe, two_device]) is None
     assert find_baseline(r2, []) is None
 
 
@@ -160,10 +175,23 @@ def test_cotenancy_ratio_with_ci():
 
 def _measurement(seconds=(1.0, 1.0, 1.25), problems=()):
     return Measurement(
-        window_seconds=seconds, window_steps=10, startup_s=0.5, compile_s=1.0, final_loss=0.1,
-        problems=problems, effective_cross_device_ops="none", allreduces_per_update=0.0,
-        weights_digest="ab", device_kind="CPU", hosts=1, worker_seconds=(seconds,),
-        worker_updates=(), updates_run=40, optimizer_iterations=40, joules=None)
+        window_seconds=seconds,
+        window_steps=10,
+        startup_s=0.5,
+        compile_s=1.0,
+        final_loss=0.1,
+        problems=problems,
+        effective_cross_device_ops="none",
+        allreduces_per_update=0.0,
+        weights_digest="ab",
+        device_kind="CPU",
+        hosts=1,
+        worker_seconds=(seconds,),
+        worker_updates=(),
+        updates_run=40,
+        optimizer_iterations=40,
+        joules=None,
+    )
 
 
 def test_a_process_figure_is_the_median_of_its_windows():
@@ -190,9 +218,20 @@ def test_synchronous_multi_worker_has_no_straggler_figure():
 
 
 def _process(eps, status="ok", k=0, reason=""):
-    return ProcessResult({"status": status, "reason": reason, "examples_per_sec": eps,
-                          "cv_within_process": 0.01, "startup_s": 1.0 + k, "compile_s": 2.0},
-                         [], k, wall_s=5.0, launch_s=3.0)
+    return ProcessResult(
+        {
+            "status": status,
+            "reason": reason,
+            "examples_per_sec": eps,
+            "cv_within_process": 0.01,
+            "startup_s": 1.0 + k,
+            "compile_s": 2.0,
+        },
+        [],
+        k,
+        wall_s=5.0,
+        launch_s=3.0,
+    )
 
 
 def test_aggregate_over_processes():
@@ -212,8 +251,7 @@ def test_aggregate_over_processes():
 def test_aggregate_gives_the_median_parts_and_the_verdict():
     cell = Cell(strategy="mirrored", replicas=2, batch=10)  # effective batch 20
     procs = [_process(eps, k=k) for k, eps in enumerate((100.0, 90.0, 120.0))]
-    procs[0].row.update(parts_step_s=0.25, compute_s=0.1, allreduce_s=0.05, input_s=0.01,
-                        dispatch_s=0.001)
+    procs[0].row.update(parts_step_s=0.25, compute_s=0.1, allreduce_s=0.05, input_s=0.01, dispatch_s=0.001)
     out = aggregate(cell, PROTOCOL, procs)  # only the first pass measured the parts
     assert out["compute_s"] == 0.1 and out["allreduce_s"] == 0.05 and out["parts_step_s"] == 0.25
     assert out["step_s"] == pytest.approx(0.2)  # 20 examples / 100 examples/s
@@ -223,8 +261,9 @@ def test_aggregate_gives_the_median_parts_and_the_verdict():
 
 
 def test_history_widens_an_ok_rows_ci_and_says_how_many_runs():
-    row = aggregate(Cell(strategy="default"), PROTOCOL,
-                    [_process(100.0, k=0), _process(90.0, k=1), _process(120.0, k=2)])
+    row = aggregate(
+        Cell(strategy="default"), PROTOCOL, [_process(100.0, k=0), _process(90.0, k=1), _process(120.0, k=2)]
+    )
     alone = with_history(row, [100.0])
     assert alone["ci_history_runs"] == 0
     assert alone["examples_per_sec_ci_low"] == row["examples_per_sec_ci_low"]
@@ -244,8 +283,11 @@ def test_aggregate_one_process_has_no_ci():
 
 
 def test_a_failed_process_decides_the_row_without_figures():
-    out = aggregate(Cell(strategy="default"), PROTOCOL,
-                    [_process(100.0), _process(None, "failed", 1, "killed by SIGKILL")])
+    out = aggregate(
+        Cell(strategy="default"),
+        PROTOCOL,
+        [_process(100.0), _process(None, "failed", 1, "killed by SIGKILL")],
+    )
     assert out["status"] == "failed" and out["reason"] == "pass 2 of 2: killed by SIGKILL"
     assert all(out.get(k) is None for k in FIGURE_COLUMNS)
 
@@ -261,10 +303,16 @@ def test_adaptive_repeats_until_stable_or_the_cap():
 def test_every_row_of_a_dtype_uses_one_peak_and_mfu_differ_by_throughput():
     peaks = {"float32": Peak("float32", stats.figure([1e11, 1.1e11, 0.9e11]))}
     facts = {"device_kind": "CPU", "host_cores": 2, "cores_per_worker": 2, "device_count": 1}
-    a = with_peak({**row(eps=1000.0, model="cnn", strategy="default"), **facts}, peaks,
-                  Cell(model="cnn", strategy="default"))
-    b = with_peak({**row(eps=2500.0, model="cnn", strategy="mirrored", replicas=2), **facts}, peaks,
-                  Cell(model="cnn", strategy="mirrored", replicas=2))
+    a = with_peak(
+        {**row(eps=1000.0, model="cnn", strategy="default"), **facts},
+        peaks,
+        Cell(model="cnn", strategy="default"),
+    )
+    b = with_peak(
+        {**row(eps=2500.0, model="cnn", strategy="mirrored", replicas=2), **facts},
+        peaks,
+        Cell(model="cnn", strategy="mirrored", replicas=2),
+    )
     assert a["peak_flops_per_sec"] == b["peak_flops_per_sec"] == 1e11
     assert a["peak_dtype"] == "float32" and a["peak_cores"] == 2
     assert b["mfu"] / a["mfu"] == pytest.approx(2.5)

@@ -35,9 +35,19 @@ def _cell_row(i: int) -> dict:
 
 
 def _window_rows(i: int, n: int = 3) -> list[dict]:
-    return [{"run_id": f"run_id-{i}", "cell_id": f"cell_id-{i}", "worker": 0, "repeat": r,
-             "window_steps": 50, "window_s": 0.25 * (r + 1), "examples": 3200,
-             "examples_per_sec": 3200 / (0.25 * (r + 1))} for r in range(n)]
+    return [
+        {
+            "run_id": f"run_id-{i}",
+            "cell_id": f"cell_id-{i}",
+            "worker": 0,
+            "repeat": r,
+            "window_steps": 50,
+            "window_s": 0.25 * (r + 1),
+            "examples": 3200,
+            "examples_per_sec": 3200 / (0.25 * (r + 1)),
+        }
+        for r in range(n)
+    ]
 
 
 @pytest.fixture
@@ -74,7 +84,10 @@ def test_write_paths_and_layout(written):
     assert files.folder("cells") == root / "cells" / "2025-01-02" / "20250102T030405Z-abcdef"
     assert paths == [files.folder("cells") / f"{i:05d}.parquet" for i in range(3)]
     assert sorted(p.name for p in files.folder("windows").iterdir()) == [
-        "00000.parquet", "00001.parquet", "00002.parquet"]
+        "00000.parquet",
+        "00001.parquet",
+        "00002.parquet",
+    ]
 
 
 def test_read_cells_round_trip(written):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from harness.errors import HarnessError
@@ -9,19 +11,22 @@ from harness.spec.collectives import GRADIENT_SHAPES, SIZES, payloads
 from harness.spec.protocol import Platform
 from harness.spec.sweep import expand
 from harness.spec.sweeps import collectives_sweep
-import itertools
 
 
 def test_sizes_run_from_4_kib_to_256_mib_in_powers_of_4() -> None:
-    assert SIZES[0] == 4096 and SIZES[-1] == 256 * 2 ** 20
+    assert SIZES[0] == 4096 and SIZES[-1] == 256 * 2**20
     assert all(b == 4 * a for a, b in itertools.pairwise(SIZES))
 
 
 def test_payloads_stop_at_max_bytes_then_give_each_gradient_set() -> None:
     found = payloads(65536)
     assert [(p.name, p.bytes) for p in found] == [
-        ("bytes", 4096), ("bytes", 16384), ("bytes", 65536),
-        ("cnn", 4 * 34_826), ("dense", 4 * 101_770)]
+        ("bytes", 4096),
+        ("bytes", 16384),
+        ("bytes", 65536),
+        ("cnn", 4 * 34_826),
+        ("dense", 4 * 101_770),
+    ]
     assert len(found[3].shapes) == len(GRADIENT_SHAPES["cnn"]) == 6
     with pytest.raises(HarnessError, match="--max-bytes=100; expected at least 4096"):
         payloads(100)

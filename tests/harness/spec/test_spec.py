@@ -31,46 +31,52 @@ GPU2 = Platform("gpu", 2)
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,text,expected", [
-    ("model", "cnn", ("cnn",)),
-    ("model", "cnn, dense", ("cnn", "dense")),
-    ("data", "synthetic,mnist", ("synthetic", "mnist")),
-    ("strategy", ",".join(STRATEGY_NAMES), STRATEGY_NAMES),
-    ("ps", "1,2", (1, 2)),
-    ("cross_device_ops", "auto,nccl,hierarchical_copy,reduction_to_one_device", CROSS_DEVICE_OPS_NAMES),
-    ("replicas", "1,2", (1, 2)),
-    ("replicas", "1..max", (REPLICAS_TO_MAX,)),
-    ("replicas", "max", (REPLICAS_TO_MAX,)),
-    ("workers", "1", (1,)),
-    ("batch", "32,64,256", (32, 64, 256)),
-    ("accum_steps", "1,4", (1, 4)),
-    ("loop", "ctl", ("ctl",)),
-    ("steps_per_execution", "1,10", (1, 10)),
-    ("precision", "float32,mixed_bfloat16,mixed_float16", ("float32", "mixed_bfloat16", "mixed_float16")),
-    ("scaling", "weak,strong", ("weak", "strong")),
-])
+@pytest.mark.parametrize(
+    "name,text,expected",
+    [
+        ("model", "cnn", ("cnn",)),
+        ("model", "cnn, dense", ("cnn", "dense")),
+        ("data", "synthetic,mnist", ("synthetic", "mnist")),
+        ("strategy", ",".join(STRATEGY_NAMES), STRATEGY_NAMES),
+        ("ps", "1,2", (1, 2)),
+        ("cross_device_ops", "auto,nccl,hierarchical_copy,reduction_to_one_device", CROSS_DEVICE_OPS_NAMES),
+        ("replicas", "1,2", (1, 2)),
+        ("replicas", "1..max", (REPLICAS_TO_MAX,)),
+        ("replicas", "max", (REPLICAS_TO_MAX,)),
+        ("workers", "1", (1,)),
+        ("batch", "32,64,256", (32, 64, 256)),
+        ("accum_steps", "1,4", (1, 4)),
+        ("loop", "ctl", ("ctl",)),
+        ("steps_per_execution", "1,10", (1, 10)),
+        ("precision", "float32,mixed_bfloat16,mixed_float16", ("float32", "mixed_bfloat16", "mixed_float16")),
+        ("scaling", "weak,strong", ("weak", "strong")),
+    ],
+)
 def test_axis_parse_good(name, text, expected):
     assert AXIS_BY_NAME[name].parse(text) == expected
 
 
-@pytest.mark.parametrize("name,text,bad,accepted", [
-    ("model", "resnet", "resnet", ["cnn", "dense"]),
-    ("model", "cnn,resnet", "resnet", ["cnn", "dense"]),
-    ("data", "imagenet", "imagenet", ["synthetic", "mnist"]),
-    ("strategy", "mirored", "mirored", ["default", "one_device", "mirrored", "central_storage"]),
-    ("cross_device_ops", "ring", "ring", list(CROSS_DEVICE_OPS_NAMES)),
-    ("loop", "keras", "keras", ["ctl"]),
-    ("precision", "fp8", "fp8", ["float32", "mixed_bfloat16", "mixed_float16"]),
-    ("scaling", "linear", "linear", ["weak", "strong"]),
-    ("replicas", "0", "0", ["at least 1", REPLICAS_TO_MAX]),
-    ("replicas", "two", "two", ["at least 1"]),
-    ("workers", "0", "0", ["at least 1"]),
-    ("communication", "grpc", "grpc", ["auto", "ring", "nccl"]),
-    ("batch", "0", "0", ["at least 1"]),
-    ("batch", "-8", "-8", ["at least 1"]),
-    ("accum_steps", "0", "0", ["at least 1"]),
-    ("steps_per_execution", "0", "0", ["at least 1"]),
-])
+@pytest.mark.parametrize(
+    "name,text,bad,accepted",
+    [
+        ("model", "resnet", "resnet", ["cnn", "dense"]),
+        ("model", "cnn,resnet", "resnet", ["cnn", "dense"]),
+        ("data", "imagenet", "imagenet", ["synthetic", "mnist"]),
+        ("strategy", "mirored", "mirored", ["default", "one_device", "mirrored", "central_storage"]),
+        ("cross_device_ops", "ring", "ring", list(CROSS_DEVICE_OPS_NAMES)),
+        ("loop", "keras", "keras", ["ctl"]),
+        ("precision", "fp8", "fp8", ["float32", "mixed_bfloat16", "mixed_float16"]),
+        ("scaling", "linear", "linear", ["weak", "strong"]),
+        ("replicas", "0", "0", ["at least 1", REPLICAS_TO_MAX]),
+        ("replicas", "two", "two", ["at least 1"]),
+        ("workers", "0", "0", ["at least 1"]),
+        ("communication", "grpc", "grpc", ["auto", "ring", "nccl"]),
+        ("batch", "0", "0", ["at least 1"]),
+        ("batch", "-8", "-8", ["at least 1"]),
+        ("accum_steps", "0", "0", ["at least 1"]),
+        ("steps_per_execution", "0", "0", ["at least 1"]),
+    ],
+)
 def test_axis_parse_bad_names_value_and_choices(name, text, bad, accepted):
     axis = AXIS_BY_NAME[name]
     with pytest.raises(HarnessError) as info:
@@ -107,9 +113,22 @@ def test_axis_check_returns_value_or_raises():
 
 def test_axis_flags_and_defaults_build_a_cell():
     assert [a.flag for a in AXES] == [
-        "--model", "--data", "--strategy", "--cross-device-ops", "--communication", "--replicas",
-        "--workers", "--ps", "--batch", "--accum-steps", "--loop", "--steps-per-execution", "--precision",
-        "--scaling", "--tenants"]
+        "--model",
+        "--data",
+        "--strategy",
+        "--cross-device-ops",
+        "--communication",
+        "--replicas",
+        "--workers",
+        "--ps",
+        "--batch",
+        "--accum-steps",
+        "--loop",
+        "--steps-per-execution",
+        "--precision",
+        "--scaling",
+        "--tenants",
+    ]
     # every axis default is accepted by its own check and matches the Cell field default
     defaults = {f.name: f.default for f in dataclasses.fields(Cell)}
     for axis in AXES:
@@ -129,8 +148,15 @@ def test_cell_id_mirrored():
 
 
 def test_cell_id_default_strategy_has_no_brackets():
-    cell = Cell(model="dense", data="mnist", strategy="default", cross_device_ops="none", batch=256,
-                steps_per_execution=5, precision="mixed_bfloat16")
+    cell = Cell(
+        model="dense",
+        data="mnist",
+        strategy="default",
+        cross_device_ops="none",
+        batch=256,
+        steps_per_execution=5,
+        precision="mixed_bfloat16",
+    )
     assert cell.id == "dense/default/r1w1/b256/acc1/ctl/spe5/mixed_bfloat16/mnist/weak"
     # the dataclass defaults: mirrored on one replica, which makes no all-reduce
     assert Cell().id == "cnn/mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak"
@@ -144,10 +170,18 @@ def test_cells_that_cannot_differ_are_one_cell():
     mwms = {Cell(strategy="multi_worker_mirrored", communication=c).id for c in ("auto", "ring", "nccl")}
     assert len(mwms) == 1 and "[" not in mwms.pop()
     assert len({Cell(replicas=2, cross_device_ops=op).id for op in CROSS_DEVICE_OPS_NAMES}) == 4
-    assert len({Cell(strategy="multi_worker_mirrored", workers=2, communication=c).id
-                for c in ("auto", "ring")}) == 2
-    sweep = make_sweep("t", "t", strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-                       replicas=(1, 2), scaling=("weak", "strong"))
+    assert (
+        len({Cell(strategy="multi_worker_mirrored", workers=2, communication=c).id for c in ("auto", "ring")})
+        == 2
+    )
+    sweep = make_sweep(
+        "t",
+        "t",
+        strategy=("mirrored",),
+        cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+        replicas=(1, 2),
+        scaling=("weak", "strong"),
+    )
     assert len(expand(sweep, CPU2)) == 1 + 4 * 2
 
 
@@ -164,15 +198,18 @@ def test_cell_dict_round_trip():
     assert Cell.from_dict({**d, "extra": "ignored"}) == cell
 
 
-@pytest.mark.parametrize("replicas,batch,scaling,global_batch,per_replica", [
-    (1, 64, "weak", 64, 64),
-    (2, 64, "weak", 128, 64),
-    (4, 32, "weak", 128, 32),
-    (1, 64, "strong", 64, 64),
-    (2, 64, "strong", 64, 32),
-    (4, 256, "strong", 256, 64),
-    (2, 65, "strong", 65, 32),  # does not divide: per-replica is the floor
-])
+@pytest.mark.parametrize(
+    "replicas,batch,scaling,global_batch,per_replica",
+    [
+        (1, 64, "weak", 64, 64),
+        (2, 64, "weak", 128, 64),
+        (4, 32, "weak", 128, 32),
+        (1, 64, "strong", 64, 64),
+        (2, 64, "strong", 64, 32),
+        (4, 256, "strong", 256, 64),
+        (2, 65, "strong", 65, 32),  # does not divide: per-replica is the floor
+    ],
+)
 def test_global_and_per_replica_batch(replicas, batch, scaling, global_batch, per_replica):
     cell = Cell(replicas=replicas, batch=batch, scaling=scaling)
     assert cell.devices == replicas
@@ -192,8 +229,14 @@ def test_expand_default_axes_gives_one_cell():
 
 
 def test_expand_collapses_cross_device_ops_for_non_mirrored():
-    sweep = make_sweep("t", "t", strategy=STRATEGY_NAMES, cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-                       replicas=(2,), workers=(2,))
+    sweep = make_sweep(
+        "t",
+        "t",
+        strategy=STRATEGY_NAMES,
+        cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+        replicas=(2,),
+        workers=(2,),
+    )
     cells = expand(sweep, CPU2)
     for cell in cells:
         if cell.strategy == "mirrored":
@@ -219,17 +262,21 @@ def test_expand_collapses_replicas_for_single_device_strategies():
 
 
 def test_expand_collapses_scaling_to_weak_on_one_device():
-    sweep = make_sweep("t", "t", strategy=("default", "mirrored"), replicas=(1, 2),
-                       scaling=("weak", "strong"))
+    sweep = make_sweep(
+        "t", "t", strategy=("default", "mirrored"), replicas=(1, 2), scaling=("weak", "strong")
+    )
     cells = expand(sweep, CPU2)
     assert all(c.scaling == "weak" for c in cells if c.devices == 1)
     assert sorted((c.strategy, c.replicas, c.scaling) for c in cells) == [
-        ("default", 1, "weak"), ("mirrored", 1, "weak"), ("mirrored", 2, "strong"), ("mirrored", 2, "weak")]
+        ("default", 1, "weak"),
+        ("mirrored", 1, "weak"),
+        ("mirrored", 2, "strong"),
+        ("mirrored", 2, "weak"),
+    ]
 
 
 def test_expand_orders_by_topology_one_replica_first():
-    sweep = make_sweep("t", "t", model=("cnn", "dense"), strategy=("mirrored", "default"),
-                       replicas=(2, 1))
+    sweep = make_sweep("t", "t", model=("cnn", "dense"), strategy=("mirrored", "default"), replicas=(2, 1))
     cells = expand(sweep, CPU2)
     replicas = [c.replicas for c in cells]
     assert replicas == sorted(replicas)
@@ -247,20 +294,30 @@ def test_expand_orders_by_topology_one_replica_first():
 
 
 def test_expand_no_duplicate_ids():
-    sweep = make_sweep("t", "t", strategy=STRATEGY_NAMES, cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-                       replicas=(1, 2, 1, REPLICAS_TO_MAX), scaling=("weak", "strong"), batch=(64, 64))
+    sweep = make_sweep(
+        "t",
+        "t",
+        strategy=STRATEGY_NAMES,
+        cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+        replicas=(1, 2, 1, REPLICAS_TO_MAX),
+        scaling=("weak", "strong"),
+        batch=(64, 64),
+    )
     cells = expand(sweep, CPU2)
     ids = [c.id for c in cells]
     assert len(ids) == len(set(ids))
     assert len(cells) == len(set(cells))
 
 
-@pytest.mark.parametrize("platform,expected", [
-    (Platform("cpu", 0, 1), [1]),
-    (Platform("cpu", 0, 3), [1, 2, 3]),
-    (Platform("gpu", 4), [1, 2, 3, 4]),
-    (Platform("gpu", 8, 2), list(range(1, 9))),  # on a GPU host the GPUs count, not cpu_devices
-])
+@pytest.mark.parametrize(
+    "platform,expected",
+    [
+        (Platform("cpu", 0, 1), [1]),
+        (Platform("cpu", 0, 3), [1, 2, 3]),
+        (Platform("gpu", 4), [1, 2, 3, 4]),
+        (Platform("gpu", 8, 2), list(range(1, 9))),  # on a GPU host the GPUs count, not cpu_devices
+    ],
+)
 def test_expand_replicas_to_max(platform, expected):
     sweep = make_sweep("t", "t", replicas=(REPLICAS_TO_MAX,))
     assert [c.replicas for c in expand(sweep, platform)] == expected
@@ -273,14 +330,22 @@ def test_platform_max_replicas():
     assert Platform("gpu", 3, 2, ("MIG-a", "MIG-b", "MIG-c"), mig=True).max_replicas == 1
 
 
-@pytest.mark.parametrize("cell, gpus, shared, needs", [
-    (Cell(strategy="multi_worker_mirrored", workers=2, replicas=2), 2, True, "needs 4 GPUs (2 local workers x 2 replicas"),
-    (Cell(strategy="multi_worker_mirrored", workers=2, replicas=2), 4, True, None),
-    (Cell(strategy="multi_worker_mirrored", workers=3), 2, True, "needs 3 GPUs"),
-    (Cell(strategy="multi_worker_mirrored", workers=3), 2, False, None),  # a real cluster: own hosts
-    (Cell(strategy="parameter_server", workers=2, ps=1), 2, True, None),  # ps and coordinator: no GPU
-    (Cell(strategy="parameter_server", workers=3, ps=1), 2, True, "needs 3 GPUs"),
-])
+@pytest.mark.parametrize(
+    "cell, gpus, shared, needs",
+    [
+        (
+            Cell(strategy="multi_worker_mirrored", workers=2, replicas=2),
+            2,
+            True,
+            "needs 4 GPUs (2 local workers x 2 replicas",
+        ),
+        (Cell(strategy="multi_worker_mirrored", workers=2, replicas=2), 4, True, None),
+        (Cell(strategy="multi_worker_mirrored", workers=3), 2, True, "needs 3 GPUs"),
+        (Cell(strategy="multi_worker_mirrored", workers=3), 2, False, None),  # a real cluster: own hosts
+        (Cell(strategy="parameter_server", workers=2, ps=1), 2, True, None),  # ps and coordinator: no GPU
+        (Cell(strategy="parameter_server", workers=3, ps=1), 2, True, "needs 3 GPUs"),
+    ],
+)
 def test_local_workers_need_a_gpu_set_each(cell, gpus, shared, needs):
     reason = unsupported_reason(cell, Platform("gpu", gpus, shared_host=shared))
     assert reason == needs if needs is None else needs in reason
@@ -362,15 +427,18 @@ def test_protocol_defaults_valid():
     assert p.repeats >= 2 and p.window_s > 0
 
 
-@pytest.mark.parametrize("kwargs,flag,value", [
-    ({"repeats": 1}, "--repeats", "1"),
-    ({"window_s": 0}, "--window-s", "0"),
-    ({"window_s": -0.5}, "--window-s", "-0.5"),
-    ({"warmup_windows": -1}, "--warmup-windows", "-1"),
-    ({"min_window_steps": 0}, "--min-window-steps", "0"),
-    ({"cell_timeout_s": 0.0}, "--cell-timeout-s", "0.0"),
-    ({"seed": -3}, "--seed", "-3"),
-])
+@pytest.mark.parametrize(
+    "kwargs,flag,value",
+    [
+        ({"repeats": 1}, "--repeats", "1"),
+        ({"window_s": 0}, "--window-s", "0"),
+        ({"window_s": -0.5}, "--window-s", "-0.5"),
+        ({"warmup_windows": -1}, "--warmup-windows", "-1"),
+        ({"min_window_steps": 0}, "--min-window-steps", "0"),
+        ({"cell_timeout_s": 0.0}, "--cell-timeout-s", "0.0"),
+        ({"seed": -3}, "--seed", "-3"),
+    ],
+)
 def test_protocol_rejects_bad_values(kwargs, flag, value):
     with pytest.raises(HarnessError) as info:
         Protocol(**kwargs)
@@ -392,12 +460,15 @@ def test_make_sweep_rejects_unknown_axis():
     assert "'modle'" in msg and "model" in msg and "cross_device_ops" in msg
 
 
-@pytest.mark.parametrize("axes,bad", [
-    ({"strategy": ("mirored",)}, "mirored"),
-    ({"model": ("cnn", "resnet")}, "resnet"),
-    ({"batch": (64, 0)}, "0"),
-    ({"workers": (0,)}, "0"),
-])
+@pytest.mark.parametrize(
+    "axes,bad",
+    [
+        ({"strategy": ("mirored",)}, "mirored"),
+        ({"model": ("cnn", "resnet")}, "resnet"),
+        ({"batch": (64, 0)}, "0"),
+        ({"workers": (0,)}, "0"),
+    ],
+)
 def test_make_sweep_rejects_bad_values(axes, bad):
     with pytest.raises(HarnessError) as info:
         make_sweep("t", "t", **axes)
@@ -448,20 +519,33 @@ def test_default_sweep_coverage():
     assert {c.model for c in cells} == set(MODEL_NAMES)
     assert {c.strategy for c in cells} == set(STRATEGY_NAMES)
     assert {(c.communication, c.workers) for c in cells if c.strategy == "multi_worker_mirrored"} == {
-        ("none", 1), ("ring", 2)}  # one worker makes no all-reduce
+        ("none", 1),
+        ("ring", 2),
+    }  # one worker makes no all-reduce
     assert {c.cross_device_ops for c in cells if c.strategy == "mirrored" and c.replicas == 2} == set(
-        CROSS_DEVICE_OPS_NAMES)
+        CROSS_DEVICE_OPS_NAMES
+    )
     assert {c.replicas for c in cells} == {1, 2}
     assert len({c.batch for c in cells}) == 2
     assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
     # the strategy grid: models x (default + one_device + 2 x central_storage + mirrored on one
     # replica + 4 mirrored ops on two) at batch 64, plus default and mirrored x1, x2 at batch 256
-    grid = [c for c in cells if c.loop == "ctl" and c.accum_steps == 1 and c.workers == 1
-            and c.strategy not in ("multi_worker_mirrored", "parameter_server") and c.tenants == 1]
-    assert {(c.model, c.strategy) for c in cells if c.tenants == 2} == {("cnn", "default"),
-                                                                       ("dense", "default")}
+    grid = [
+        c
+        for c in cells
+        if c.loop == "ctl"
+        and c.accum_steps == 1
+        and c.workers == 1
+        and c.strategy not in ("multi_worker_mirrored", "parameter_server")
+        and c.tenants == 1
+    ]
+    assert {(c.model, c.strategy) for c in cells if c.tenants == 2} == {
+        ("cnn", "default"),
+        ("dense", "default"),
+    }
     assert {(c.model, c.workers, c.ps) for c in cells if c.strategy == "parameter_server"} == {
-        (m, w, 1) for m in ("cnn", "dense") for w in (1, 2)}
+        (m, w, 1) for m in ("cnn", "dense") for w in (1, 2)
+    }
     assert len(grid) == 2 * (1 + 1 + 2 + 1 + 4) + 2 * 3
     # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
     # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with

@@ -40,8 +40,12 @@ def test_multi_worker_layouts_and_roles() -> None:
     assert mwms.replicas_in_sync == 3 and mwms.effective_batch == 3 * 64
     ps = Cell(strategy="parameter_server", workers=2, ps=2, accum_steps=2)
     assert [(t.type, t.role) for t in ps.tasks] == [
-        ("chief", Role.CHIEF), ("worker", Role.SERVER), ("worker", Role.SERVER),
-        ("ps", Role.SERVER), ("ps", Role.SERVER)]
+        ("chief", Role.CHIEF),
+        ("worker", Role.SERVER),
+        ("worker", Role.SERVER),
+        ("ps", Role.SERVER),
+        ("ps", Role.SERVER),
+    ]
     assert ps.processes == 5 and ps.replicas_in_sync == 1 and ps.effective_batch == 64 * 2
     assert set(MULTI_WORKER_STRATEGIES) == {"multi_worker_mirrored", "parameter_server"}
 
@@ -61,17 +65,25 @@ def test_axes_apply_where_the_descriptors_say() -> None:
     assert AXIS_BY_NAME["communication"].applies_to == ("multi_worker_mirrored",)
     assert AXIS_BY_NAME["ps"].applies_to == ("parameter_server",)
     assert set(AXIS_BY_NAME["replicas"].applies_to) == {
-        "mirrored", "central_storage", "multi_worker_mirrored", "parameter_server"}
+        "mirrored",
+        "central_storage",
+        "multi_worker_mirrored",
+        "parameter_server",
+    }
     assert AXIS_BY_NAME["tenants"].applies_to == SINGLE_PROCESS_STRATEGIES
 
 
-@pytest.mark.parametrize("name,loop,precision,needle", [
-    ("multi_worker_mirrored", "fit", "float32", "keras#20585"),
-    ("parameter_server", "fit", "float32", "keras#18624"),
-    ("central_storage", "ctl", "mixed_float16", "loss-scale optimizer"),
-])
-def test_unsupported_loops_and_precisions_come_from_the_descriptor(name: str, loop: str,
-                                                                   precision: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    "name,loop,precision,needle",
+    [
+        ("multi_worker_mirrored", "fit", "float32", "keras#20585"),
+        ("parameter_server", "fit", "float32", "keras#18624"),
+        ("central_storage", "ctl", "mixed_float16", "loss-scale optimizer"),
+    ],
+)
+def test_unsupported_loops_and_precisions_come_from_the_descriptor(
+    name: str, loop: str, precision: str, needle: str
+) -> None:
     cell = Cell(strategy=name, loop=loop, precision=precision, replicas=1)
     assert needle in (unsupported_reason(cell, Platform("cpu", 0, 2)) or "")
 
@@ -107,7 +119,7 @@ def test_the_default_strategy_is_the_one_reference() -> None:
 
 def test_strategies_with_an_allreduce_option() -> None:
     assert ALLREDUCE_STRATEGIES == ("mirrored", "multi_worker_mirrored")
-    assert ALLREDUCE_STRATEGIES == strategies_where(lambda s: s.has_allreduce_option)
+    assert strategies_where(lambda s: s.has_allreduce_option) == ALLREDUCE_STRATEGIES
 
 
 def test_mirrored_variables() -> None:
@@ -116,9 +128,14 @@ def test_mirrored_variables() -> None:
 
 def test_the_axis_that_adds_devices() -> None:
     axes = {n: s.device_axis for n, s in STRATEGIES.items()}
-    assert axes == {"default": None, "one_device": None, "mirrored": "replicas",
-                    "central_storage": "replicas", "multi_worker_mirrored": "workers",
-                    "parameter_server": "workers"}
+    assert axes == {
+        "default": None,
+        "one_device": None,
+        "mirrored": "replicas",
+        "central_storage": "replicas",
+        "multi_worker_mirrored": "workers",
+        "parameter_server": "workers",
+    }
 
 
 def test_only_strategy_wants_exactly_one() -> None:
@@ -130,11 +147,12 @@ def test_only_strategy_wants_exactly_one() -> None:
 _NAME = "|".join(re.escape(n) for n in STRATEGY_NAMES)
 _QUOTED = rf"""["'](?:{_NAME})["']"""
 NAME_COMPARISON = re.compile(
-    rf"(?:==|!=)\s*{_QUOTED}"                        # x == "mirrored"
-    rf"|{_QUOTED}\s*(?:==|!=)"                       # "mirrored" != x
-    rf"|\bin\s*[(\[{{][^)\]}}]*{_QUOTED}"            # x in ("mirrored", ...), x not in [...]
-    rf"|\.isin\(\s*[(\[{{][^)\]}}]*{_QUOTED}"        # frame["strategy"].isin(["mirrored"])
-    rf"|\bcase\s+{_QUOTED}")                         # match/case
+    rf"(?:==|!=)\s*{_QUOTED}"  # x == "mirrored"
+    rf"|{_QUOTED}\s*(?:==|!=)"  # "mirrored" != x
+    rf"|\bin\s*[(\[{{][^)\]}}]*{_QUOTED}"  # x in ("mirrored", ...), x not in [...]
+    rf"|\.isin\(\s*[(\[{{][^)\]}}]*{_QUOTED}"  # frame["strategy"].isin(["mirrored"])
+    rf"|\bcase\s+{_QUOTED}"
+)  # match/case
 """A comparison against a strategy's name literal. Names as data (a registry keyed by name, a sweep's
 strategy tuple, a default value) are not comparisons and do not match."""
 
@@ -146,18 +164,30 @@ def _name_comparisons(text: str) -> list[str]:
 
 
 def test_the_pattern_finds_name_comparisons() -> None:
-    for code in ('if cell.strategy == "mirrored":', "x = s != 'default'",
-                 'if r["strategy"] not in ("mirrored",\n    "multi_worker_mirrored"):',
-                 'ok[ok["strategy"].isin(["mirrored"])]', '    case "parameter_server":'):
+    for code in (
+        'if cell.strategy == "mirrored":',
+        "x = s != 'default'",
+        'if r["strategy"] not in ("mirrored",\n    "multi_worker_mirrored"):',
+        'ok[ok["strategy"].isin(["mirrored"])]',
+        '    case "parameter_server":',
+    ):
         assert _name_comparisons(code), code
-    for code in ('REGISTRY = {"mirrored": build}', 'Cell(strategy="mirrored")',
-                 'strategy=("default", "mirrored")', 'if name in STRATEGIES:'):
+    for code in (
+        'REGISTRY = {"mirrored": build}',
+        'Cell(strategy="mirrored")',
+        'strategy=("default", "mirrored")',
+        "if name in STRATEGIES:",
+    ):
         assert not _name_comparisons(code), code
 
 
 def test_no_module_compares_strategy_names() -> None:
     """Strategy-specific behaviour goes through the descriptors (harness/spec/strategies.py)."""
     root = DESCRIPTORS.parents[1]
-    found = [f"{path.relative_to(root.parent)}: {hit}" for path in sorted(root.rglob("*.py"))
-             if path.resolve() != DESCRIPTORS for hit in _name_comparisons(path.read_text())]
+    found = [
+        f"{path.relative_to(root.parent)}: {hit}"
+        for path in sorted(root.rglob("*.py"))
+        if path.resolve() != DESCRIPTORS
+        for hit in _name_comparisons(path.read_text())
+    ]
     assert not found, "compare a descriptor field instead of the name:\n" + "\n".join(found)

@@ -13,7 +13,9 @@ from harness.worker.barrier import start_barrier
 def test_the_barrier_releases_when_every_process_is_ready(tmp_path: Path) -> None:
     released = []
     waits = [start_barrier(str(tmp_path), i, 2, timeout_s=10) for i in range(2)]
-    threads = [threading.Thread(target=lambda w=w, i=i: (w(), released.append(i))) for i, w in enumerate(waits)]
+    threads = [
+        threading.Thread(target=lambda w=w, i=i: (w(), released.append(i))) for i, w in enumerate(waits)
+    ]
     for t in threads:
         t.start()
     for t in threads:

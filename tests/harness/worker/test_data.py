@@ -73,8 +73,9 @@ def test_resolve_mnist_path_existing(mnist_file):
     assert resolve_mnist_path(str(path)) == path
 
 
-@pytest.mark.parametrize("kind", ["missing_x", "missing_y", "x_2d", "x_wrong_size", "length_mismatch",
-                                  "not_npz"])
+@pytest.mark.parametrize(
+    "kind", ["missing_x", "missing_y", "x_2d", "x_wrong_size", "length_mismatch", "not_npz"]
+)
 def test_load_mnist_bad_file(tmp_path, kind):
     path = tmp_path / "bad.npz"
     if kind == "missing_x":
@@ -133,7 +134,7 @@ def test_make_dataset_mnist(tf, mnist_file):
     for x, y in batches:
         assert x.shape == (32, 28, 28, 1) and x.dtype == np.float32
         assert y.shape == (32,) and y.dtype == np.int32
-        assert 0.0 <= x.min() and x.max() <= 1.0
+        assert x.min() >= 0.0 and x.max() <= 1.0
     # the examples are MNIST's: each image comes with its own label
     by_image = {x_raw[i].tobytes(): y_raw[i] for i in range(len(x_raw))}
     x0, y0 = batches[0]
@@ -172,9 +173,9 @@ def test_synthetic_pool_size(tf):
 
 @pytest.mark.tf
 def test_synthetic_same_seed_same_batches(tf):
-    (xa, ya), = _first(data.make_dataset("synthetic", 16, 7))
-    (xb, yb), = _first(data.make_dataset("synthetic", 16, 7))
-    (xc, _yc), = _first(data.make_dataset("synthetic", 16, 8))
+    ((xa, ya),) = _first(data.make_dataset("synthetic", 16, 7))
+    ((xb, yb),) = _first(data.make_dataset("synthetic", 16, 7))
+    ((xc, _yc),) = _first(data.make_dataset("synthetic", 16, 8))
     np.testing.assert_array_equal(xa, xb)
     np.testing.assert_array_equal(ya, yb)
     assert not np.array_equal(xa, xc)

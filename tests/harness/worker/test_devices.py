@@ -12,5 +12,6 @@ def test_a_task_with_enough_gpus_is_fine() -> None:
 
 def test_a_task_with_too_few_gpus_is_named_with_its_mask() -> None:
     why = gpu_shortfall(0, 1, "4", "worker 2")
-    assert why == ("worker 2 sees 0 GPU(s) (CUDA_VISIBLE_DEVICES='4') and needs 1: its work would "
-                   "run on the CPU")
+    assert why == (
+        "worker 2 sees 0 GPU(s) (CUDA_VISIBLE_DEVICES='4') and needs 1: its work would run on the CPU"
+    )

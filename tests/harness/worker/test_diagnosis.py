@@ -15,8 +15,10 @@ def _planted(model_inside: bool, optimizer_inside: bool) -> list[str]:
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     built = {}
-    for name, inside, make in (("model", model_inside, MODELS["dense"].build),
-                               ("optimizer", optimizer_inside, lambda: keras.optimizers.Adam(1e-3))):
+    for name, inside, make in (
+        ("model", model_inside, MODELS["dense"].build),
+        ("optimizer", optimizer_inside, lambda: keras.optimizers.Adam(1e-3)),
+    ):
         if inside:
             with strategy.scope():
                 built[name] = make()
@@ -74,6 +76,10 @@ def test_a_gpu_holding_only_its_variables_did_no_work() -> None:
     # mirrored variables alone give every replica GPU a non-zero peak: 400 kB here
     peaks = {"GPU:0": 2_500_000, "GPU:1": 400_000, "GPU:2": None}
     problems = diagnosis.idle_gpus(peaks, resident_bytes=400_000, gradient_bytes=400_000)
-    assert problems == [("GPU:1 did no work: its peak memory 400000 B is no more than its variables' "
-                        "400000 B (a training step adds gradients of 400000 B and activations)")]
+    assert problems == [
+        (
+            "GPU:1 did no work: its peak memory 400000 B is no more than its variables' "
+            "400000 B (a training step adds gradients of 400000 B and activations)"
+        )
+    ]
     assert diagnosis.idle_gpus({"GPU:0": 600_001}, 400_000, 400_000) == []

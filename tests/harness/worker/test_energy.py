@@ -14,8 +14,12 @@ class FakeNvml:
     """Four GPUs in PCI order; millijoules per GPU; ``broken``: bus ids without a counter."""
 
     def __init__(self, broken: tuple[str, ...] = ()) -> None:
-        self.energy = {"0000:1a:00.0": 1_000_000, "0000:3b:00.0": 2_000_000,
-                       "0000:5e:00.0": 3_000_000, "0000:86:00.0": 4_000_000}
+        self.energy = {
+            "0000:1a:00.0": 1_000_000,
+            "0000:3b:00.0": 2_000_000,
+            "0000:5e:00.0": 3_000_000,
+            "0000:86:00.0": 4_000_000,
+        }
         self.broken = broken
 
     def nvmlInit(self) -> None:

@@ -71,5 +71,5 @@ def test_iterations_must_match_the_updates_run(keras: Any) -> None:
 def test_idle_parameter_server_worker_is_named() -> None:
     assert integrity.idle_workers([[10, 0], [0, 10]]) == []  # one idle window is chance
     assert integrity.idle_workers([[10, 10], [0, 0]]) == [
-        ("worker 1 ran no update in the timed windows (hung or failed; the coordinator scheduled "
-         "around it)")]
+        ("worker 1 ran no update in the timed windows (hung or failed; the coordinator scheduled around it)")
+    ]

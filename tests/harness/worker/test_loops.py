@@ -7,10 +7,12 @@ import pytest
 from harness.worker.build.loops import ReductionCounter
 
 
-def _counter(micro: int, apply: int, loss: int, updates_traced: int, calls_traced: int,
-             local_replicas: int = 2) -> ReductionCounter:
-    c = ReductionCounter(updates_traced=updates_traced, calls_traced=calls_traced,
-                         local_replicas=local_replicas)
+def _counter(
+    micro: int, apply: int, loss: int, updates_traced: int, calls_traced: int, local_replicas: int = 2
+) -> ReductionCounter:
+    c = ReductionCounter(
+        updates_traced=updates_traced, calls_traced=calls_traced, local_replicas=local_replicas
+    )
     c.calls.update(micro=micro, apply=apply, loss=loss)
     return c
 

@@ -19,13 +19,17 @@ class FakeOpError(Exception):
 
 
 def test_summarize_error_drops_tensorflow_stack_dumps() -> None:
-    message = ("Graph execution error:\n\nDetected at node cond/Placeholder defined at (most recent "
-               "call last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\n\n"
-               "  (0) INVALID_ARGUMENT:  You must feed a value for placeholder tensor\n"
-               "  (0) INVALID_ARGUMENT:  You must feed a value for placeholder tensor\n")
+    message = (
+        "Graph execution error:\n\nDetected at node cond/Placeholder defined at (most recent "
+        'call last):\n  File "<frozen runpy>", line 198, in _run_module_as_main\n\n'
+        "  (0) INVALID_ARGUMENT:  You must feed a value for placeholder tensor\n"
+        "  (0) INVALID_ARGUMENT:  You must feed a value for placeholder tensor\n"
+    )
     text = summarize_error(FakeOpError(message))
-    assert text == ("FakeOpError: Graph execution error: (0) INVALID_ARGUMENT:  You must feed a "
-                    "value for placeholder tensor")
+    assert text == (
+        "FakeOpError: Graph execution error: (0) INVALID_ARGUMENT:  You must feed a "
+        "value for placeholder tensor"
+    )
 
 
 def test_summarize_error_is_bounded() -> None:
@@ -33,10 +37,18 @@ def test_summarize_error_is_bounded() -> None:
 
 
 def test_job_round_trips_through_json() -> None:
-    options = WorkerOptions(Protocol(repeats=3), Platform("cpu", 0, 4), Path("/logs"), "/m.npz",
-                            verify_updates=8, weights_dir="/w")
+    options = WorkerOptions(
+        Protocol(repeats=3),
+        Platform("cpu", 0, 4),
+        Path("/logs"),
+        "/m.npz",
+        verify_updates=8,
+        weights_dir="/w",
+    )
     launch = Launch((("TF_CONFIG", "{}"),), Role.PEER, 1, 2, 1, True)
-    for job in (Job(Cell(model="dense", replicas=2), options),
-                Job(Cell(strategy="multi_worker_mirrored", workers=2), options, launch, "kill:x")):
+    for job in (
+        Job(Cell(model="dense", replicas=2), options),
+        Job(Cell(strategy="multi_worker_mirrored", workers=2), options, launch, "kill:x"),
+    ):
         back = Job.from_json(json.loads(json.dumps(job.to_json())))
         assert back == job and isinstance(back.launch.role, Role)

@@ -20,13 +20,18 @@ def test_cnn_layers():
     # pool -> 13x13; conv64 -> 11x11x64: 2 * (3*3*32) * 64 * 11*11 = 4460544
     # pool -> 5x5; flatten 5*5*64 = 1600; dense10: 2 * 1600 * 10  = 32000
     assert [(layer.name, layer.forward_flops) for layer in models.cnn_layers()] == [
-        ("conv32", 389376), ("conv64", 4460544), ("dense10", 32000)]
+        ("conv32", 389376),
+        ("conv64", 4460544),
+        ("dense10", 32000),
+    ]
 
 
 def test_dense_layers():
     # dense128: 2 * 784 * 128 = 200704; dense10: 2 * 128 * 10 = 2560
     assert [(layer.name, layer.forward_flops) for layer in models.dense_layers()] == [
-        ("dense128", 200704), ("dense10", 2560)]
+        ("dense128", 200704),
+        ("dense10", 2560),
+    ]
 
 
 def test_training_flops():
@@ -46,10 +51,13 @@ def test_registry_names():
 # Parameters by hand:
 #   cnn:   conv32 3*3*1*32 + 32 = 320; conv64 3*3*32*64 + 64 = 18496; dense 1600*10 + 10 = 16010 -> 34826
 #   dense: 784*128 + 128 = 100480; 128*10 + 10 = 1290 -> 101770
-@pytest.mark.parametrize("name,params,layer_params", [
-    ("cnn", 34826, [320, 0, 18496, 0, 0, 16010]),
-    ("dense", 101770, [0, 100480, 1290]),
-])
+@pytest.mark.parametrize(
+    "name,params,layer_params",
+    [
+        ("cnn", 34826, [320, 0, 18496, 0, 0, 16010]),
+        ("dense", 101770, [0, 100480, 1290]),
+    ],
+)
 @pytest.mark.tf
 def test_keras_model_matches_analytic_architecture(name, params, layer_params):
     model = MODELS[name].build()
@@ -68,8 +76,14 @@ def test_cnn_keras_shapes_match_flop_arithmetic():
     model = MODELS["cnn"].build()
     shapes = [tuple(layer.output.shape) for layer in model.layers]
     # the output sizes used in cnn_layers(): 26x26x32, 13x13, 11x11x64, 5x5, 1600, 10
-    assert shapes == [(None, 26, 26, 32), (None, 13, 13, 32), (None, 11, 11, 64), (None, 5, 5, 64),
-                      (None, 1600), (None, 10)]
+    assert shapes == [
+        (None, 26, 26, 32),
+        (None, 13, 13, 32),
+        (None, 11, 11, 64),
+        (None, 5, 5, 64),
+        (None, 1600),
+        (None, 10),
+    ]
 
 
 @pytest.mark.tf

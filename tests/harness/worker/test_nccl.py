@@ -33,7 +33,10 @@ def test_the_process_log_is_found_by_pid(tmp_path: Path) -> None:
 
 def test_the_launcher_turns_the_log_on_for_gpu_workers_only(tmp_path: Path) -> None:
     env = nccl_log_env(Platform("gpu", 2), tmp_path, {})
-    assert env == {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT",
-                   "NCCL_DEBUG_FILE": str(tmp_path / "nccl.%p.log")}
+    assert env == {
+        "NCCL_DEBUG": "INFO",
+        "NCCL_DEBUG_SUBSYS": "INIT",
+        "NCCL_DEBUG_FILE": str(tmp_path / "nccl.%p.log"),
+    }
     assert nccl_log_env(Platform(), tmp_path, {}) == {}
     assert nccl_log_env(Platform("gpu", 2), tmp_path, {"NCCL_DEBUG": "WARN"}) == {}  # the user's

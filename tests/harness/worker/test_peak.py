@@ -20,13 +20,16 @@ def test_the_gpu_peak_holds_at_most_3_gib_in_float32() -> None:
     assert peak_bytes(8192, 2) == 1.5 * 2**30
 
 
-@pytest.mark.parametrize("setting, override, capability, on", [
-    (True, None, (9, 0), True),      # H100, default
-    (True, "0", (9, 0), False),      # NVIDIA_TF32_OVERRIDE=0 wins over TensorFlow
-    (True, "1", (8, 0), True),       # other values do not force anything
-    (False, "1", (8, 0), False),     # tf.config.experimental.enable_tensor_float_32_execution(False)
-    (True, None, (7, 0), False),     # V100: no TF32 tensor cores
-    (True, None, None, False),       # a CPU
-])
+@pytest.mark.parametrize(
+    "setting, override, capability, on",
+    [
+        (True, None, (9, 0), True),  # H100, default
+        (True, "0", (9, 0), False),  # NVIDIA_TF32_OVERRIDE=0 wins over TensorFlow
+        (True, "1", (8, 0), True),  # other values do not force anything
+        (False, "1", (8, 0), False),  # tf.config.experimental.enable_tensor_float_32_execution(False)
+        (True, None, (7, 0), False),  # V100: no TF32 tensor cores
+        (True, None, None, False),  # a CPU
+    ],
+)
 def test_tf32_needs_tensorflow_the_override_and_the_gpu(setting, override, capability, on) -> None:
     assert tf32_active(setting, override, capability) is on

@@ -8,7 +8,7 @@ from harness.spec.protocol import Protocol
 from harness.worker.build.loops import timed_windows
 from harness.worker.timing import Timings, calibrated_window_steps, measure
 
-STEP_S = 0.001   # fake seconds per optimizer step
+STEP_S = 0.001  # fake seconds per optimizer step
 COMPILE_S = 0.5  # fake extra seconds of the first call (tracing)
 
 
@@ -68,15 +68,18 @@ def test_measure_window_length_near_target():
         assert s == pytest.approx(protocol.window_s)
 
 
-@pytest.mark.parametrize("step_s,spe,window_s,min_steps,expected", [
-    (0.01, 10, 1.0, 10, 100),     # 1.0 / 0.01 = 100, already a multiple of 10
-    (0.003, 10, 1.0, 10, 340),    # 333.3 -> 340
-    (0.003, 1, 1.0, 10, 334),     # 333.3 -> 334
-    (0.5, 4, 1.0, 10, 12),        # 2 steps wanted, the minimum 10 rounds up to 12
-    (0.25, 5, 1.0, 1, 5),         # 4 steps wanted, one execution of 5
-    (0.002, 7, 0.1, 10, 56),      # 50 -> 56
-    (0.0, 10, 1.0, 10, 1_000_000_000),  # a zero step time is clamped to 1e-9 s
-])
+@pytest.mark.parametrize(
+    "step_s,spe,window_s,min_steps,expected",
+    [
+        (0.01, 10, 1.0, 10, 100),  # 1.0 / 0.01 = 100, already a multiple of 10
+        (0.003, 10, 1.0, 10, 340),  # 333.3 -> 340
+        (0.003, 1, 1.0, 10, 334),  # 333.3 -> 334
+        (0.5, 4, 1.0, 10, 12),  # 2 steps wanted, the minimum 10 rounds up to 12
+        (0.25, 5, 1.0, 1, 5),  # 4 steps wanted, one execution of 5
+        (0.002, 7, 0.1, 10, 56),  # 50 -> 56
+        (0.0, 10, 1.0, 10, 1_000_000_000),  # a zero step time is clamped to 1e-9 s
+    ],
+)
 def test_calibrated_window_steps(step_s, spe, window_s, min_steps, expected):
     protocol = Protocol(window_s=window_s, min_window_steps=min_steps)
     steps = calibrated_window_steps(step_s, spe, protocol)
@@ -113,13 +116,22 @@ def test_interleaved_calibrates_each_call_then_alternates_them_round_by_round():
             if len(order) > 4:  # after calibration
                 slow[0] += 0.1
             return per_rep * n * slow[0]
+
         return Timed(window, unit=10 if name == "step" else 1)
 
     out = interleaved({"step": timed("step", 0.002), "part": timed("part", 0.001)}, 0.05, rounds=4)
     # trace (one unit), probe (two units), for each call: step 0.05 / 0.002 = 25 -> 30 (unit 10)
     assert order[:4] == [("step", 10), ("step", 20), ("part", 1), ("part", 2)]
-    assert order[4:] == [("step", 30), ("part", 50), ("part", 50), ("step", 30),
-                         ("step", 30), ("part", 50), ("part", 50), ("step", 30)]
+    assert order[4:] == [
+        ("step", 30),
+        ("part", 50),
+        ("part", 50),
+        ("step", 30),
+        ("step", 30),
+        ("part", 50),
+        ("part", 50),
+        ("step", 30),
+    ]
     # windows 1, 4, 5, 8 (step) and 2, 3, 6, 7 (part): both medians at a slowdown of 1.45
     assert out["part"] / out["step"] == pytest.approx(0.5)
     agreed = interleaved({"part": timed("part", 0.001)}, 0.05, agree=lambda n: 7, rounds=1)
