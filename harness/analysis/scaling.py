@@ -191,7 +191,7 @@ def _known(value: Any) -> bool:
     return value is not None and not bool(pd.isna(value))
 
 
-def same_machine(collectives: Any, cell: Mapping[str, Any]) -> Any:
+def same_machine(collectives: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:
     """The collectives rows (a DataFrame) measured on the machine of ``cell`` (a cell row): equal
     :data:`MACHINE_KEYS` wherever both sides know them."""
     keep = np.ones(len(collectives), dtype=bool)

@@ -115,7 +115,7 @@ def _sides(args: argparse.Namespace) -> tuple[Any, Any]:
     return a, b
 
 
-def _rule(args: argparse.Namespace) -> Any:
+def _rule(args: argparse.Namespace) -> Rule:
     from harness.analysis.ab import Rule
 
     try:
@@ -124,7 +124,7 @@ def _rule(args: argparse.Namespace) -> Any:
         raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
 
 
-def _mode(name: str) -> Any:
+def _mode(name: str) -> Mode:
     from harness.launch.ab import MODES
 
     if name not in MODES:

@@ -90,11 +90,10 @@ BOUNDS: tuple[Bound, ...] = (
 
 def _num(row: Mapping[str, Any], key: str) -> float | None:
     """The row's value as a float, None when missing, null (None, NaN, pandas NA) or infinite."""
-    try:
-        v = float(row.get(key))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    value = row.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    return v if math.isfinite(v) else None
+    return float(value) if math.isfinite(value) else None
 
 
 def reference_step(row: Mapping[str, Any]) -> float | None:

@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
+import pandas as pd
 import pyarrow as pa
 
 from harness import __version__
@@ -220,7 +221,7 @@ class TimeSpent:
         )
 
 
-def earlier_cells(out: Path) -> Any:
+def earlier_cells(out: Path) -> pd.DataFrame | None:
     """The rows of the runs already under ``out`` (the history a row's CI is widened with), or
     None when there are none or they cannot be read (a warning; the CIs then cover this run's
     processes only)."""

@@ -157,10 +157,10 @@ class Strategy:
             return "workers"
         return "replicas" if self.multi_device else None
 
-    def option_in(self, values: Mapping[str, Any]) -> Any:
+    def option_in(self, values: Mapping[str, Any]) -> str:
         """The value of its option axis in ``values`` (a cell's fields or a results row):
         :data:`NO_OPTION` where it has no option axis."""
-        return values[self.option_axis] if self.option_axis else NO_OPTION
+        return str(values[self.option_axis]) if self.option_axis else NO_OPTION
 
     @property
     def chief_trains(self) -> bool:
