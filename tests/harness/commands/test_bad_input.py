@@ -65,6 +65,7 @@ from harness.spec.axes import (
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 from harness.spec.sweeps import SWEEPS
+from tests.harness.commands.test_predict import BASE as PREDICT_BASE
 
 EXAMPLES = int(os.environ.get("BAD_INPUT_EXAMPLES", "150"))
 settings.register_profile(
@@ -487,26 +488,7 @@ def _refuse_process(*args: Any, **kwargs: Any) -> Any:
 def _write_results(out: Path) -> None:
     """Three runs of two mirrored cells, two on one machine and one on another, and the all-reduce
     times predict needs."""
-    base = {
-        "model": "cnn",
-        "data": "synthetic",
-        "strategy": "mirrored",
-        "communication": "none",
-        "workers": 1,
-        "ps": 0,
-        "tenants": 1,
-        "per_replica_batch": 64,
-        "accum_steps": 1,
-        "loop": "ctl",
-        "steps_per_execution": 10,
-        "precision": "float32",
-        "scaling": "weak",
-        "status": "ok",
-        "reason": "",
-        "device_kind": "CPU",
-        "host_cores": 2,
-        "cores_per_worker": 2,
-    }
+    base = {k: v for k, v in PREDICT_BASE.items() if k not in ("fingerprint", "run_id", "timestamp")}
     for k, (day, machine) in enumerate((("2026-01-01", "fp"), ("2026-01-02", "fp"), ("2026-01-03", "fp2"))):
         run_id = f"{day.replace('-', '')}T000000Z-{'abc'[k] * 6}"
         files = RunFiles(out, day, run_id)
