@@ -248,6 +248,18 @@ FOOTNOTE = (
     "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
     "aggregate)."
 )
+TURNS_FOOTNOTE = (
+    "examples/s: median over each cell's processes (one per group instance it took part in, at "
+    "least {processes}) of each process's median turn window (~{turn_s:g} s, timed with the whole "
+    "machine while the group's other processes waited; warm-up excluded); 95% CI: Student t over "
+    "the process figures (log scale), widened to the spread of earlier runs where the folder holds "
+    "2 or more (ci_history_runs), else it covers this run's processes only; cv b/w: "
+    "between/within processes ('!': above {unstable_cv:g}); efficiency: measured in turns against "
+    "the 1-device cell in the same group (ratios below; '~': its CI contains 1); bound: the part of "
+    "an update with the largest share of its time (results/README.md); repl 'NxW' = replicas x "
+    "workers ('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
+    "aggregate)."
+)
 OVERSUBSCRIBED_NOTE = "* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host cores)."
 LOGICAL_NOTE = (
     "Replicas here are logical CPU devices (or local workers) sharing one CPU: extra "

@@ -68,9 +68,15 @@ def _plan_head(sel: Selection, out: Path) -> str:
             f"{sel.max_bytes:,} bytes and each model's gradient set; results -> {out}"
         )
     peak = ", the matmul-peak processes first" if pr.peak else ""
+    if config is not None:
+        return (
+            f"run: {pr.processes} pass(es) over the cells as the chief of a real cluster{peak}; "
+            f"results -> {out}"
+        )
     return (
-        f"run: {pr.processes} pass(es) over the cells (up to {pr.max_processes} for cells whose "
-        f"processes disagree){peak}; results -> {out}"
+        f"run: groups of live cells taking turns of ~{pr.turn_s:g} s, {pr.blocks} blocks per instance, "
+        f"{pr.processes} to {pr.max_processes} instances per group within a budget of "
+        f"{pr.budget_min:g} min{peak}; results -> {out}"
     )
 
 
@@ -148,12 +154,15 @@ def _cluster_task(sel: Selection, out: Path) -> int:
 
 def _measure(sel: Selection, out: Path) -> int:
     """The chief (or a local run): measure every cell, store every row, print the summary."""
+    from harness.analysis.ratios_text import ratios_text
     from harness.analysis.tables import (
         FOOTNOTE,
         LOGICAL_NOTE,
         OVERSUBSCRIBED_NOTE,
+        TURNS_FOOTNOTE,
         summary_table,
     )
+    from harness.launch.budget import run_in_turns
     from harness.launch.real_cluster import cluster_launcher
     from harness.launch.runner import run_cell_processes, run_sweep
 
@@ -175,22 +184,30 @@ def _measure(sel: Selection, out: Path) -> int:
         f"{where}; results -> {out}",
         flush=True,
     )
-    result = run_sweep(
-        sel.cells, sel.protocol, sel.platform, out, sel.mnist_path, launcher=launcher, adaptive=config is None
-    )
+    pr = sel.protocol
+    if config is None:
+        result = run_in_turns(sel.cells, pr, sel.platform, out, sel.mnist_path)
+    else:
+        result = run_sweep(
+            sel.cells, pr, sel.platform, out, sel.mnist_path, launcher=launcher, adaptive=False
+        )
     print()
     print(summary_table(result.rows))
     print()
-    pr = sel.protocol
     print(
-        FOOTNOTE.format(
+        (TURNS_FOOTNOTE if config is None else FOOTNOTE).format(
             repeats=pr.repeats,
             window_s=pr.window_s,
             processes=pr.processes,
             max_processes=pr.max_processes,
             unstable_cv=pr.unstable_cv,
+            turn_s=pr.turn_s,
+            blocks=pr.blocks,
         )
     )
+    if result.ratios:
+        print()
+        print(ratios_text(result.ratios, pr.turn_s, pr.blocks))
     if any(r.get("logical_devices") for r in result.rows):
         print(LOGICAL_NOTE)
     if any(r.get("oversubscribed") for r in result.rows):
@@ -199,9 +216,9 @@ def _measure(sel: Selection, out: Path) -> int:
     unstable = [r["cell_id"] for r in result.rows if r.get("unstable")]
     if unstable:
         print(
-            f"unstable: {len(unstable)} cells whose processes still disagreed by a CV above "
-            f"{sel.protocol.unstable_cv:g} after {sel.protocol.max_processes} processes (their "
-            "figures move between re-runs; see cv_between_processes):"
+            f"unstable: {len(unstable)} cells whose processes disagreed by a CV above "
+            f"{sel.protocol.unstable_cv:g} (their absolute figures move between re-runs; see "
+            "cv_between_processes; the ratios in turns are not affected):"
         )
         for cell_id in unstable:
             print(f"  {cell_id}")

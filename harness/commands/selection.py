@@ -36,17 +36,33 @@ PROTOCOL_FLAGS = {
     "processes": (
         int,
         (
-            "passes over the cells: each cell measured in this many independent "
-            "processes, interleaved over the run"
+            "fewest instances (fresh processes) of each group measured in turns; "
+            "with --cluster tf_config|slurm: passes over the cells"
         ),
     ),
-    "max_processes": (int, "most passes for a cell whose processes disagree"),
+    "max_processes": (
+        int,
+        "most instances of a group (a real cluster: most passes for a cell whose processes disagree)",
+    ),
     "unstable_cv": (
         float,
         (
-            "between-process coefficient of variation above which a cell gets "
-            "more passes (and is flagged unstable at --max-processes)"
+            "between-process coefficient of variation above which a cell is flagged "
+            "unstable (a real cluster: and gets more passes)"
         ),
+    ),
+    "turn_s": (float, "seconds of one turn: a timed window with the whole machine"),
+    "blocks": (int, "blocks of turns per group instance (each member twice per block)"),
+    "budget_min": (
+        float,
+        (
+            "minutes the run may spend: every group gets --processes instances, the rest "
+            "goes to the least decided ratios"
+        ),
+    ),
+    "max_live": (
+        int,
+        "most live processes in one group (0: from the machine's memory)",
     ),
 }
 

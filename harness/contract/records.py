@@ -334,11 +334,21 @@ class CellRow(TypedDict, total=False):
         float | None,
         Col(
             "1",
-            "Lower end of its 95% CI: Welch's t on the log process figures of the cell and of its "
-            "baseline, divided by replicas x workers.",
+            "Lower end of its 95% CI. Measured in turns (ratio_instances set): a Student-t over "
+            "group instances of the mean log ratio of adjacent turns, divided by replicas x workers "
+            "(the ratios table has the details); otherwise Welch's t on the log process figures of "
+            "the cell and of its baseline, divided by replicas x workers.",
         ),
     ]
     scaling_efficiency_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    ratio_instances: Annotated[
+        int | None,
+        Col(
+            "instances",
+            "Group instances behind scaling_efficiency when it was measured in turns (null: from "
+            "separately measured processes, e.g. a real cluster's passes).",
+        ),
+    ]
     baseline_cell_id: Annotated[
         str | None, Col("", "cell_id of that baseline (empty when none was measured in the run).")
     ]
@@ -846,4 +856,80 @@ class CollectiveRow(TypedDict, total=False):
             "Worst |result - expected| / expected over the checked elements (participant k contributes "
             "k + 1, so the sum is n(n+1)/2).",
         ),
+    ]
+
+
+class RatioRow(TypedDict, total=False):
+    """One row of the ratios table: one comparison of a run, measured in turns (``run``, ``ab``).
+
+    Formulas (harness.formulas.turns): in each block of an instance, a member's throughput is its
+    examples over its seconds in its two turns of the block; the block's log ratio is log(subject /
+    reference) of those; the instance's log ratio is the mean over its blocks; the ratio is
+    exp(mean over instances) x scale, its CI a Student-t over instances."""
+
+    run_id: Annotated[str, Col("", "Id of the run (or ab) that measured it.")]
+    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
+    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the reference's processes.")]
+    relation: Annotated[
+        str,
+        Col(
+            "",
+            "What the ratio compares: scaling (a cell against its 1-device baseline; the ratio is the "
+            "scaling efficiency), cross_device_ops (an op against auto), strategy (against default), "
+            "accumulation (k against 1), loop (fit against ctl), cotenancy (T tenants against 1), "
+            "ab (side B against side A), fastest (a configuration against its model's fastest).",
+        ),
+    ]
+    subject: Annotated[str, Col("", "cell_id of the numerator (ab: 'B:' + cell_id).")]
+    reference: Annotated[str, Col("", "cell_id of the denominator (ab: 'A:' + cell_id).")]
+    group: Annotated[str, Col("", "The group whose instances measured it (g0, g1, ... ; r0, ... races).")]
+    ratio: Annotated[
+        float | None,
+        Col(
+            "1",
+            "exp(mean over instances of the instance log ratio) x scale: subject / reference "
+            "throughput (examples/s), from adjacent turns of live processes.",
+        ),
+    ]
+    ratio_ci_low: Annotated[
+        float | None,
+        Col("1", "Lower end of the 95% CI: Student-t over instances of the mean log ratio, x scale."),
+    ]
+    ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    scale: Annotated[float, Col("1", "Factor applied to the throughput ratio (scaling: 1 / devices).")]
+    instances: Annotated[int, Col("instances", "Completed group instances (fresh processes) behind it.")]
+    blocks: Annotated[int, Col("blocks", "Blocks of turns per instance.")]
+    turn_s: Annotated[float, Col("s", "Target length of one turn (a timed window).")]
+    sd_between: Annotated[float | None, Col("log", "Standard deviation of the instance log ratios (ddof 1).")]
+    sd_within: Annotated[
+        float | None, Col("log", "Pooled standard deviation of block log ratios inside instances.")
+    ]
+    p_value: Annotated[float | None, Col("1", "Two-sided one-sample t-test of mean instance log ratio = 0.")]
+    verdict: Annotated[
+        str,
+        Col(
+            "",
+            "higher, lower or no measurable difference: higher/lower only when the Benjamini-Hochberg "
+            "procedure over the run's comparisons (false discovery rate 5%) rejects its p-value, its CI "
+            "excludes 1 and it differs from 1 by at least the minimum effect (5%; ab: --min-effect).",
+        ),
+    ]
+    decided: Annotated[
+        bool,
+        Col(
+            "",
+            "True when the CI lies beyond the minimum effect or wholly within it (more instances "
+            "would not change the verdict's kind).",
+        ),
+    ]
+    extra_instances: Annotated[
+        int | None,
+        Col("instances", "Further instances likely to decide it at the measured spread (0: decided)."),
+    ]
+    extra_s: Annotated[
+        float | None, Col("s", "Those instances' likely wall time (the extra budget to decide it).")
+    ]
+    dropped_instances: Annotated[
+        int, Col("instances", "Instances of its group dropped (a member failed or a deadline passed).")
     ]

@@ -88,3 +88,15 @@ def git_sha() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The memory the OS says new processes can use (``MemAvailable``), bytes; None where unknown."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

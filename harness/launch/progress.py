@@ -74,8 +74,11 @@ class Progress:
         width: int = 20,
         force_terminal: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        budget_s: float | None = None,
     ) -> None:
         self.total, self.done = total, 0
+        self.budget_s = budget_s
+        """A run that spends a budget: the ETA is at least the budget's remaining seconds."""
         self.clock = clock
         self.stream = stream or sys.stderr
         self.tty = _isatty(self.stream) if force_terminal is None else force_terminal
@@ -93,12 +96,15 @@ class Progress:
         return self.clock() - self.t0
 
     def eta(self) -> float | None:
-        """Seconds left: the mean time per finished cell times the cells left, less the time the
-        current cell has run so far (never below 0); None before any cell finished."""
+        """Seconds left: the mean time per finished step times the steps left, less the time the
+        current step has run so far (never below 0), and never below the budget's remaining
+        seconds; None before any step finished (without a budget)."""
+        left = None if self.budget_s is None else max(self.budget_s - self.elapsed(), 0.0)
         if not self.done:
-            return None
+            return left
         per_cell = (self.t_last - self.t0) / self.done
-        return max(per_cell * (self.total - self.done) - (self.clock() - self.t_last), 0.0)
+        rate = max(per_cell * (self.total - self.done) - (self.clock() - self.t_last), 0.0)
+        return rate if left is None else max(rate, left)
 
     def eta_text(self) -> str:
         """:meth:`eta` as ``m:ss``, ``?`` when unknown."""

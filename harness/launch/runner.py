@@ -32,7 +32,7 @@ from harness import __version__
 from harness.analysis.verdicts import Outcome
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
-from harness.contract.records import CellRow, CollectiveRow, Status, WindowRow
+from harness.contract.records import CellRow, CollectiveRow, RatioRow, Status, WindowRow
 from harness.formulas import stats
 from harness.launch.local_cluster import run_cluster
 from harness.launch.peak import PeakLog, run_dtypes
@@ -41,6 +41,7 @@ from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
 from harness.results.history import earlier_figures
+from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
 from harness.results.rows import (
     Peak,
     ProcessResult,
@@ -186,6 +187,8 @@ class RunResult:
     interrupted: bool = False
     not_run: int = 0
     time: TimeSpent | None = None
+    ratios: list[RatioRow] = field(default_factory=list)
+    """The comparisons measured in turns (the ratios table)."""
 
 
 @dataclass
@@ -293,8 +296,10 @@ class _Run:
         self.result.time.peak = self.peaks.seconds
         self.result.time.peak_processes += 1
 
-    def write_rows(self) -> None:
-        """Every measured cell's row (with the peak and the ratios), then the unsupported ones."""
+    def write_rows(self, measured: Sequence[Measured] = ()) -> None:
+        """Every measured cell's row (with the peak and the ratios), then the unsupported ones;
+        ``measured``: the comparisons measured in turns (the ratios table; their scaling
+        efficiency and co-tenancy ratio replace those of separately measured processes)."""
         peaks = {d: Peak(d, stats.figure(v)) for d, v in self.peaks.samples.items()}
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         rows = [
@@ -307,6 +312,13 @@ class _Run:
             if self.evidence[c.id]
         ]
         rows = [with_ratios(r, rows) for r in rows]
+        ratios = ratio_rows(
+            measured,
+            {**self.base, "timestamp": stamp, "fingerprint": (self.facts or {}).get("fingerprint")},
+            self.protocol.blocks,
+            self.protocol.turn_s,
+        )
+        rows = [with_turn_ratios(r, ratios) for r in rows]
         rows = [
             with_history(
                 r,
@@ -329,8 +341,11 @@ class _Run:
             self.files.write_row(len(self.result.rows), row)
             self.result.rows.append(row)
         self.result.not_run = sum(1 for c in self.runnable if not self.evidence[c.id])
+        self.result.ratios = ratios
         if self.result.rows:
             self.result.paths = [self.files.folder("cells"), self.files.folder("windows")]
+        if self.files.write_ratios(ratios) is not None:
+            self.result.paths.append(self.files.folder("ratios"))
 
 
 def run_sweep(

@@ -8,6 +8,8 @@ Layout (append-only; nightly runs accumulate side by side)::
                                                           as soon as it reports
     results/collectives/<YYYY-MM-DD>/<run_id>/<seq>.parquet  one row per all-reduce measured by
                                                           ``--sweep collectives``
+    results/ratios/<YYYY-MM-DD>/<run_id>/00000.parquet    one row per comparison measured in turns
+                                                          (written when the run ends)
     results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
@@ -31,7 +33,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from harness.contract.records import CellRow, CollectiveRow, Status, WindowRow
+from harness.contract.records import CellRow, CollectiveRow, RatioRow, Status, WindowRow
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ def columns_of(record: type) -> tuple[Column, ...]:
 CELL_COLUMNS = columns_of(CellRow)
 WINDOW_COLUMNS = columns_of(WindowRow)
 COLLECTIVE_COLUMNS = columns_of(CollectiveRow)
+RATIO_COLUMNS = columns_of(RatioRow)
 
 
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
@@ -86,6 +89,8 @@ CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
 WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
 
 COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
+
+RATIO_SCHEMA = arrow_schema(RATIO_COLUMNS)
 
 
 def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
@@ -147,6 +152,14 @@ class RunFiles:
         write_atomic(_table([row], COLLECTIVE_SCHEMA), path)
         return path
 
+    def write_ratios(self, rows: Sequence[RatioRow]) -> Path | None:
+        """The run's comparisons measured in turns, as one ratios file (none: nothing)."""
+        if not rows:
+            return None
+        path = self.folder("ratios") / "00000.parquet"
+        write_atomic(_table(rows, RATIO_SCHEMA), path)
+        return path
+
     def write_row(self, seq: int, row: CellRow) -> Path:
         """Append one cell's row as cells file number ``seq``."""
         path = self.folder("cells") / f"{seq:05d}.parquet"
@@ -181,6 +194,11 @@ def read_collectives(results: str | Path) -> pd.DataFrame:
     return _read(Path(results) / "collectives", COLLECTIVE_SCHEMA)
 
 
+def read_ratios(results: str | Path) -> pd.DataFrame:
+    """Every ratios row under ``results/ratios`` as a pandas DataFrame."""
+    return _read(Path(results) / "ratios", RATIO_SCHEMA)
+
+
 def schema_markdown() -> str:
     """The column tables of results/README.md, generated from the schema above."""
     out = []
@@ -188,6 +206,7 @@ def schema_markdown() -> str:
         ("cells", CELL_COLUMNS),
         ("windows", WINDOW_COLUMNS),
         ("collectives", COLLECTIVE_COLUMNS),
+        ("ratios", RATIO_COLUMNS),
     ):
         out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)

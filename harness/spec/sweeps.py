@@ -22,6 +22,7 @@ SMOKE_PROTOCOL = Protocol(
     cell_timeout_s=180.0,
     processes=2,
     max_processes=2,
+    blocks=3,
 )
 """Seconds per cell: two processes each, enough to exercise every path; CIs from two processes
 (Student t with one degree of freedom) are wide by design."""
@@ -72,7 +73,7 @@ DEFAULT = chain(
     "also at batch 256; then accumulation 1 and 4 with both loops on default and mirrored; "
     "multi-worker mirrored (ring) and parameter server on 1 and 2 local workers; two co-tenant "
     "processes of default",
-    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, max_processes=5),
+    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=20.0),
     make_sweep(
         "",
         "",
@@ -251,7 +252,7 @@ VALIDATION = chain(
     "what `predict` is checked against: mirrored (auto) on 1 to 4 replicas (run with "
     "--cpu-devices 4 on a CPU-only machine) and multi_worker_mirrored (ring) on 1 to 4 local workers, "
     "both models, batch 64 per replica, 3 interleaved processes each",
-    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, max_processes=5),
+    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=20.0),
     make_sweep(
         "",
         "",

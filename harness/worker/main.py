@@ -20,6 +20,7 @@ from harness.contract.records import CellRow, Status, WindowRow
 from harness.results.rows import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
+from harness.worker import turns
 from harness.worker.barrier import start_barrier
 from harness.worker.build.strategies import make_strategy
 from harness.worker.devices import configure_devices, prepare_task_gpus
@@ -160,7 +161,15 @@ def _run(
         options.protocol.rendezvous_timeout_s,
     )
     return run_cell(
-        cell, options.protocol, devices, device_type, options.mnist_path, strategy, job.launch.hosts, ready
+        cell,
+        options.protocol,
+        devices,
+        device_type,
+        options.mnist_path,
+        strategy,
+        job.launch.hosts,
+        ready,
+        turns.connect(job.launch.index),
     )
 
 

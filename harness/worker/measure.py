@@ -10,10 +10,11 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.contract.events import ProcessRow
 from harness.contract.records import CellRow, Status, WindowRow
+from harness.contract.turns import Do
 from harness.results.rows import (
     LEARNING_RATE,
     Measurement,
@@ -28,7 +29,10 @@ from harness.worker.build.loops import LOOPS, Trainer
 from harness.worker.build.models import MODELS
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
-from harness.worker.timing import measure
+from harness.worker.timing import Timings, measure, measure_in_turns
+from harness.worker.turns import TurnClient
+
+T = TypeVar("T")
 
 
 def weights_digest(model: Any) -> str:
@@ -84,13 +88,15 @@ def run_cell(
     strategy: Any = None,
     hosts: int = 1,
     ready: Callable[[], None] = lambda: None,
+    turns: TurnClient | None = None,
 ) -> tuple[CellRow, list[WindowRow]]:
     """Build, time and check one cell in this process. Returns (row columns, window rows), made by
     :mod:`harness.results.rows` from the :class:`~harness.results.rows.Measurement`.
 
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
-    ``ready``: called after the first call (co-tenants' barrier)."""
-    m = measure_cell(cell, protocol, devices, device_type, mnist_path, strategy, hosts, ready)
+    ``ready``: called after the first call (co-tenants' barrier); ``turns``: the process is a
+    member of a group instance, timed in the turns its coordinator grants."""
+    m = measure_cell(cell, protocol, devices, device_type, mnist_path, strategy, hosts, ready, turns)
     return measured_columns(cell, m), window_rows(cell, m)
 
 
@@ -103,6 +109,7 @@ def measure_cell(
     strategy: Any = None,
     hosts: int = 1,
     ready: Callable[[], None] = lambda: None,
+    turns: TurnClient | None = None,
 ) -> Measurement:
     """The raw numbers of one timed cell (see :func:`run_cell`)."""
     import keras
@@ -117,15 +124,9 @@ def measure_cell(
         else (lambda: None)
     )
     joules_before, metered_from = meter(), time.perf_counter()
-    timings = measure(
-        built.trainer.run,
-        built.trainer.windows,
-        cell.steps_per_execution,
-        protocol,
-        time.perf_counter,
-        built.trainer.agree,
-        ready,
-    )
+    per_worker: list[list[float]] = []
+    updates_by_worker: list[list[int]] = []
+    timings = _timings(built, cell, protocol, ready, turns, per_worker, updates_by_worker)
     problems = integrity.check(
         built.strategy,
         cell.strategy,
@@ -140,12 +141,15 @@ def measure_cell(
     # (parts_step_s) and re-runs the trainer's windows.
     iterations = int(built.optimizer.iterations.numpy())
     skip = protocol.warmup_windows
-    own = [w[skip:] for w in built.trainer.per_worker] or [list(timings.window_seconds)]
-    counts = [w[skip:] for w in built.trainer.updates_by_worker]
+    own = [w[skip:] for w in per_worker] or [list(timings.window_seconds)]
+    counts = [w[skip:] for w in updates_by_worker]
     updates_run, digest = built.trainer.updates[0], weights_digest(built.model)
     reductions = built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution)
     parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
     keras.mixed_precision.set_dtype_policy("float32")
+    if turns is not None:  # the finishing turn is over: the others may go on
+        turns.reply({"done": Do.FINISH})
+        turns.close()
     return Measurement(
         window_seconds=tuple(timings.window_seconds),
         window_starts=timings.window_starts,
@@ -167,6 +171,43 @@ def measure_cell(
         joules_s=metered_s,
         parts=parts,
         parts_error=parts_error,
+    )
+
+
+def _append(into: list[list[T]], rows: list[list[T]]) -> None:
+    """Each worker's new windows appended to its list in ``into``."""
+    into.extend([] for _ in range(len(rows) - len(into)))
+    for mine, new in zip(into, rows, strict=True):
+        mine.extend(new)
+
+
+def _timings(
+    built: BuiltCell,
+    cell: Cell,
+    protocol: Protocol,
+    ready: Callable[[], None],
+    turns: TurnClient | None,
+    per_worker: list[list[float]],
+    updates_by_worker: list[list[int]],
+) -> Timings:
+    """Time the cell's windows back to back (:func:`measure`) or in granted turns
+    (:func:`measure_in_turns`); ``per_worker`` and ``updates_by_worker`` receive each worker's
+    own seconds and updates of every window from the warm-up on."""
+    trainer = built.trainer
+
+    def keep() -> None:
+        _append(per_worker, trainer.per_worker)
+        _append(updates_by_worker, trainer.updates_by_worker)
+
+    spe = cell.steps_per_execution
+    if turns is None:
+        timings = measure(
+            trainer.run, trainer.windows, spe, protocol, time.perf_counter, trainer.agree, ready
+        )
+        keep()
+        return timings
+    return measure_in_turns(
+        trainer.run, trainer.windows, spe, protocol, time.perf_counter, turns, trainer.agree, keep
     )
 
 

@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.contract.turns import Do
 from harness.spec.protocol import Protocol
+from harness.worker.turns import TurnClient
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,51 @@ def measure(
     starts = [t0 + sum(seconds[:i]) for i in range(len(seconds))]  # back to back
     skip = protocol.warmup_windows
     return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))
+
+
+def measure_in_turns(
+    run: Callable[[int], float],
+    windows: Callable[[int, int], tuple[list[float], float]],
+    steps_per_execution: int,
+    protocol: Protocol,
+    clock: Callable[[], float],
+    client: TurnClient,
+    agree: Callable[[int], int] = lambda steps: steps,
+    after_windows: Callable[[], None] = lambda: None,
+) -> Timings:
+    """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s, while the
+    group's other members may be compiling too: untimed), hello, then whatever the coordinator
+    grants, each with the whole machine while the others wait: a calibration turn (two windows
+    of ``min_window_steps``, then the window length for the granted seconds and
+    ``warmup_windows`` untimed windows), timed window turns, and finally the finishing turn, at
+    whose grant this returns (the caller runs its checks and replies). ``after_windows`` is called
+    after each call of ``windows`` from the warm-up on (multi-worker trainers keep only the last
+    call's per-worker figures)."""
+    spe = steps_per_execution
+    t0 = clock()
+    run(spe)
+    compile_s = clock() - t0
+    client.hello()
+    steps, seconds, starts, loss = 0, [], [], float("nan")
+    while True:
+        grant = client.grant()
+        if grant["do"] == Do.CALIBRATE:
+            probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
+            probe_seconds, _ = windows(probe, 2)
+            wanted = Protocol(window_s=grant["window_s"], min_window_steps=protocol.min_window_steps)
+            steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, wanted))
+            if protocol.warmup_windows:
+                windows(steps, protocol.warmup_windows)
+                after_windows()
+            client.reply({"done": Do.CALIBRATE, "steps": steps})
+        elif grant["do"] == Do.WINDOW:
+            starts.append(clock())
+            (took,), loss = windows(steps, 1)
+            after_windows()
+            seconds.append(took)
+            client.reply({"done": Do.WINDOW, "seconds": took})
+        else:
+            return Timings(compile_s, steps, tuple(seconds), loss, tuple(starts))
 
 
 def per_repetition(

@@ -1,0 +1,84 @@
+"""The ratios a run measured in turns, as text: the table ``run`` prints and the report shows, and
+the comparisons still undecided with the extra budget that would likely decide each. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.analysis.tables import render_table
+
+HEADER = ("comparison", "subject", "ratio", "95% CI", "inst", "verdict")
+
+TURNS_NOTE = (
+    "ratios in turns: the cells a ratio compares ran live at once and took turns of ~{turn_s:g} s "
+    "(one timed window with the whole machine while the others waited), {blocks} blocks of two "
+    "turns each per instance; ratio = exp(mean over instances of the mean block log ratio) (x 1/devices "
+    "for scaling); 95% CI: Student t over instances (fresh processes); verdicts control the false "
+    "discovery rate (Benjamini-Hochberg, 5%) across the run's comparisons, and a ratio within 5% of 1 "
+    "or whose CI reaches 1 is 'no measurable difference'."
+)
+
+
+def _ci(row: Mapping[str, object]) -> str:
+    low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
+    if not isinstance(low, float) or not isinstance(high, float):
+        return "-"
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _ratio(row: Mapping[str, object]) -> str:
+    value = row.get("ratio")
+    return f"{value:.3f}" if isinstance(value, float) else "-"
+
+
+def ratio_table(rows: Sequence[Mapping[str, object]]) -> tuple[list[str], list[list[str]]]:
+    """(header, lines): one line per comparison, "undecided" added where more instances would
+    likely change the verdict's kind."""
+    lines = []
+    for r in rows:
+        verdict = str(r.get("verdict") or "")
+        if not r.get("decided"):
+            verdict += " (undecided)"
+        lines.append(
+            [
+                f"{r['relation']} vs {r['reference']}",
+                str(r["subject"]),
+                _ratio(r),
+                _ci(r),
+                str(r.get("instances") or 0),
+                verdict,
+            ]
+        )
+    return list(HEADER), lines
+
+
+def undecided_lines(rows: Sequence[Mapping[str, object]]) -> list[str]:
+    """One line per undecided comparison: the instances and seconds that would likely decide it."""
+    out = []
+    for r in rows:
+        if r.get("decided"):
+            continue
+        extra, seconds = r.get("extra_instances"), r.get("extra_s")
+        minutes = seconds / 60 if isinstance(seconds, float) else float("nan")
+        more = (
+            "the spread is unknown (fewer than 2 instances)"
+            if not isinstance(extra, int)
+            else f"about {extra} more instances (~{minutes:.1f} min of budget)"
+        )
+        out.append(f"  {r['relation']}: {r['subject']} vs {r['reference']}: {more}")
+    return out
+
+
+def ratios_text(rows: Sequence[Mapping[str, object]], turn_s: float, blocks: int) -> str:
+    """The table, the note on how the ratios were obtained, and the undecided comparisons."""
+    if not rows:
+        return ""
+    parts = [render_table(*ratio_table(rows)), "", TURNS_NOTE.format(turn_s=turn_s, blocks=blocks)]
+    pending = undecided_lines(rows)
+    if pending:
+        parts += [
+            "",
+            f"undecided: {len(pending)} of {len(rows)} comparisons; a larger --budget-min would likely decide:",
+        ]
+        parts += pending
+    return "\n".join(parts)

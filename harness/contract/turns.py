@@ -1,0 +1,55 @@
+"""The turns channel: how the parent's coordinator grants a group's live processes their turns.
+
+A group's members are live at once; each process that times windows connects to the
+coordinator's Unix socket (its path in :data:`TURNS_ENV`, the member's key in
+:data:`MEMBER_ENV`) and then blocks in a read, using no CPU, until it is told what to do. One JSON
+object per line in each direction:
+
+parent -> worker (:class:`Grant`)         worker -> parent (:class:`Reply`)
+``{"do": "calibrate", "window_s": s}``    ``{"done": "calibrate", "steps": n}`` after calibrating a
+                                          window to about ``s`` seconds and its warm-up windows
+``{"do": "window", "block": b}``          ``{"done": "window", "seconds": s}``: one timed window of
+                                          the calibrated steps (s seconds)
+``{"do": "finish"}``                      ``{"done": "finish"}`` after the cell's checks and parts
+                                          (then the worker reports its record and exits)
+
+A worker first says ``{"hello": key, "index": i}`` (its member's key, its process index) once its
+first call is over. A closed socket on either side ends the instance: the worker raises, the
+coordinator drops the instance and stops every process of the group. Pure data: no sockets here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypedDict
+
+TURNS_ENV = "HARNESS_TURNS"
+"""Path of the coordinator's Unix socket (set only for processes of a group instance)."""
+
+MEMBER_ENV = "HARNESS_TURN_MEMBER"
+"""The key of the member a process belongs to (``harness.spec.groups.Member.key``)."""
+
+
+class Do(StrEnum):
+    """What a grant asks for."""
+
+    CALIBRATE = "calibrate"
+    WINDOW = "window"
+    FINISH = "finish"
+
+
+class Hello(TypedDict):
+    hello: str
+    index: int
+
+
+class Grant(TypedDict, total=False):
+    do: str
+    window_s: float
+    block: int
+
+
+class Reply(TypedDict, total=False):
+    done: str
+    steps: int
+    seconds: float

@@ -1,0 +1,381 @@
+"""Ratios measured in turns: a group's live processes take turns, and instances are the evidence.
+
+A *group* is a set of members (identified by a string key) whose processes are live at once. In
+each *block* every member runs one timed window twice, in a balanced order, while the others wait:
+ABBA for two members; for more, a permutation and then its reverse (ABC CBA), drawn per block. Each
+member's two windows sit symmetrically about the block's middle, so a drift of the machine that is
+linear over the block adds the same to every member's seconds. An *instance* is one fresh set of
+the group's processes, running B blocks. Pure; numpy and scipy.stats only.
+
+Why instances, not blocks, are the unit of evidence: a process shifts a ratio by itself (its
+placement, its allocator, its threads), by a few percent, for as long as it lives. On the 2-core
+VM the log ratio of one ABBA block spreads 4-10 % (sd) inside an instance, while two instances of
+an A/A pair (the same member twice) gave mean ratios 1.024 and 0.971: a difference between
+instances that no number of blocks inside one instance averages away. So blocks give an instance's
+figure, and the CI is over instances.
+
+Formulas, for a ratio subject / reference (S, R), with e and s the examples (global: all replicas,
+workers and micro-batches) and wall seconds of one turn's window:
+
+- block log ratio   l_b = log( (sum_S e / sum_S s) / (sum_R e / sum_R s) ), sums over the block's
+  turns of each side (:func:`block_log_ratios`); with equal work per window this is the ABBA
+  estimate log((t_R1 + t_R2) / (t_S1 + t_S2)). Blocks missing either side are skipped.
+- instance log ratio y_i = mean_b l_b over the instance's blocks (:func:`instance_log_ratio`).
+- ratio             = exp(mean_i y_i) * c, with c the ``scale`` (1, or e.g. 1/devices for a
+  scaling efficiency); n instances, ybar = mean(y_i), s_B = sd(y_i) (ddof 1, ``sd_between``).
+- CI                = exp(ybar +- t(conf, n-1) * s_B / sqrt(n)) * c (Student t); n < 2: NaN.
+- p-value           = 2 * P(T_{n-1} > |ybar| / (s_B / sqrt(n))), the one-sample t-test of
+  mean y_i = 0 (scipy.stats.ttest_1samp); with s_B = 0 it is 0 when ybar != 0 and 1 when
+  ybar = 0 (the zero-width CI's verdict); n < 2: NaN.
+- sd_within         = sqrt( sum_i sum_b (l_ib - mean_b l_ib)^2 / sum_i (B_i - 1) ), the pooled
+  sd of block log ratios inside instances (NaN with no instance of 2 blocks or more). Since
+  s_B^2 estimates sigma_process^2 + sd_within^2 / B, comparing s_B with sd_within / sqrt(B) says
+  whether more blocks per instance (only the second term) or more instances would narrow the CI.
+
+Verdicts, on the unscaled ratio r = ratio / c with CI [lo, hi] / c and L = log(1 + m), m the
+smallest effect worth a verdict (``MIN_EFFECT``), h = t * s_B / sqrt(n) the CI's half-width on
+the log scale:
+
+- distinguishable   = the CI excludes 1 (h < |ybar|) and |log r| >= L (the rule of
+  ``stats.Ratio.distinguishable``): "higher" or "lower", else "no measurable difference".
+- same              = the CI lies within [1 / (1 + m), 1 + m] (|ybar| + h <= L).
+- decided           = distinguishable or same; otherwise more instances are needed.
+- FDR               = across the ratios of a run, a ratio is "higher"/"lower" only when the
+  Benjamini-Hochberg step-up procedure at false discovery rate q rejects its p-value (with
+  p_(1) <= ... <= p_(m') the finite p-values, reject the k smallest for the largest k with
+  p_(k) <= k q / m'; NaN p-values are neither rejected nor counted in m') and it is
+  distinguishable.
+- instances to decide, with ybar and s_B measured so far: the half-width that decides is
+  d = |ybar| when |ybar| >= L (a CI excluding 1 decides "different"), else d = L - |ybar| (a CI
+  inside the band decides "same"); n = the smallest n >= max(current, 2) with
+  t(conf, n-1) * s_B / sqrt(n) <= d (searched upwards from the normal approximation
+  ceil((z * s_B / d)^2), which never exceeds it). Unknown (None) with fewer than 2 instances, or
+  d = 0 (min_effect 0 and ybar exactly 0: no finite n decides). The projection assumes ybar and
+  s_B stay where they are, so near |ybar| = L it is only a guide.
+
+Budgeting (:func:`next_group`): first every group up to ``min_instances`` (fewest first); then
+the group whose widest undecided comparison has the largest CI half-width h / L (a comparison
+with fewer than 2 instances counts as infinitely wide), until every comparison is decided or
+every group with an undecided one has ``max_instances``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, t_quantile
+
+HIGHER, LOWER, SAME = "higher", "lower", "no measurable difference"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One timed window of one member in block ``block`` of an instance: ``seconds`` of wall time
+    in which ``examples`` examples were trained (global: all replicas, workers and
+    micro-batches)."""
+
+    block: int
+    member: str
+    seconds: float
+    examples: float
+
+    @property
+    def throughput(self) -> float:
+        """Examples per second of the window (examples / seconds)."""
+        return self.examples / self.seconds
+
+
+def _side(turns: Sequence[Turn], member: str, block: int) -> float:
+    """Examples per second of ``member`` over its turns in ``block``: examples / seconds, summed."""
+    examples = math.fsum(t.examples for t in turns)
+    seconds = math.fsum(t.seconds for t in turns)
+    if not (math.isfinite(examples) and math.isfinite(seconds) and examples > 0 and seconds > 0):
+        raise ValueError(
+            f"member {member!r} in block {block}: {examples} examples in {seconds} s; expected both "
+            "finite and > 0 for a log ratio"
+        )
+    return examples / seconds
+
+
+def block_log_ratios(turns: Sequence[Turn], subject: str, reference: str) -> list[float]:
+    """Per block, in block order: log(subject's examples/s / reference's examples/s), each side's
+    examples/s over the block being its examples summed over its seconds summed (with equal work,
+    the ABBA estimate log((t_R1 + t_R2) / (t_S1 + t_S2))). Dimensionless. Blocks missing either
+    side are skipped. Raises ValueError when subject == reference or a side's examples or seconds
+    sum to a value that is not finite and > 0."""
+    if subject == reference:
+        raise ValueError(f"subject and reference are both {subject!r}; a ratio needs two members")
+    by_block: dict[int, dict[str, list[Turn]]] = {}
+    for t in turns:
+        if t.member in (subject, reference):
+            by_block.setdefault(t.block, {}).setdefault(t.member, []).append(t)
+    logs: list[float] = []
+    for block in sorted(by_block):
+        sides = by_block[block]
+        if subject in sides and reference in sides:
+            s = _side(sides[subject], subject, block)
+            r = _side(sides[reference], reference, block)
+            logs.append(math.log(s / r))
+    return logs
+
+
+def instance_log_ratio(turns: Sequence[Turn], subject: str, reference: str) -> float:
+    """The instance's log ratio subject / reference: the mean of :func:`block_log_ratios`
+    (dimensionless); NaN when no block has both sides."""
+    logs = block_log_ratios(turns, subject, reference)
+    return math.fsum(logs) / len(logs) if logs else NAN
+
+
+def _finite(values: Sequence[float]) -> list[float]:
+    return [float(v) for v in values if math.isfinite(v)]
+
+
+def _half_width(logs: Sequence[float], confidence: float) -> float:
+    """The CI's half-width on the log scale, t(conf, n-1) * sd / sqrt(n); +inf below 2 values."""
+    if len(logs) < 2:
+        return math.inf
+    return t_quantile(len(logs) - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(len(logs))
+
+
+def _pooled_sd(within: Sequence[Sequence[float]]) -> float:
+    squares = 0.0
+    dof = 0
+    for block_logs in within:
+        x = np.asarray(_finite(block_logs), dtype=np.float64)
+        if x.size >= 2:
+            squares += float(np.sum((x - np.mean(x)) ** 2))
+            dof += int(x.size) - 1
+    return math.sqrt(squares / dof) if dof else NAN
+
+
+@dataclass(frozen=True)
+class TurnRatio:
+    """A ratio subject / reference over ``instances`` instances, times ``scale`` (see the module
+    doc): ``value`` exp(mean instance log ratio) * scale, CI [``low``, ``high``] (NaN below 2
+    instances), ``sd_between`` the sd of the instance log ratios and ``sd_within`` the pooled sd
+    of block log ratios inside instances (both on the log scale, so about relative; NaN when
+    unknown), ``p_value`` of the two-sided t-test of no difference (NaN below 2 instances).
+    ``scale`` is the value at no difference: verdicts judge value / scale against 1."""
+
+    value: float
+    low: float
+    high: float
+    instances: int
+    sd_between: float
+    sd_within: float
+    p_value: float
+    scale: float = 1.0
+
+    def _unscaled(self) -> tuple[float, float, float] | None:
+        """(log r, log lo, log hi) of the unscaled ratio, or None without a finite CI."""
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            return None
+        ends = (self.value / self.scale, self.low / self.scale, self.high / self.scale)
+        if not all(math.isfinite(v) and v > 0 for v in ends):
+            return None
+        return math.log(ends[0]), math.log(ends[1]), math.log(ends[2])
+
+    def distinguishable(self, min_effect: float = MIN_EFFECT) -> bool:
+        """True when the unscaled CI excludes 1 and the unscaled ratio differs from 1 by at least
+        ``min_effect`` (relative): the rule of ``stats.Ratio.distinguishable``."""
+        logs = self._unscaled()
+        if logs is None:
+            return False
+        centre, low, high = logs
+        return (low > 0 or high < 0) and abs(centre) >= math.log1p(min_effect)
+
+    def verdict(self, min_effect: float = MIN_EFFECT) -> str:
+        """ "higher", "lower" (value / scale against 1) or "no measurable difference" (also when
+        there is no CI)."""
+        if not self.distinguishable(min_effect):
+            return SAME
+        return HIGHER if self.value > self.scale else LOWER
+
+    def decided(self, min_effect: float = MIN_EFFECT) -> bool:
+        """True when distinguishable, or when the unscaled CI lies wholly within
+        [1 / (1 + min_effect), 1 + min_effect] (no difference of min_effect or more): no more
+        instances are needed for a verdict."""
+        if self.distinguishable(min_effect):
+            return True
+        logs = self._unscaled()
+        if logs is None:
+            return False
+        band = math.log1p(min_effect)
+        return -band <= logs[1] and logs[2] <= band
+
+
+def _p_value(logs: Sequence[float]) -> float:
+    n = len(logs)
+    if n < 2:
+        return NAN
+    mean = float(np.mean(logs))
+    sd = float(np.std(logs, ddof=1))
+    if sd == 0:
+        return 1.0 if mean == 0 else 0.0
+    t = abs(mean) / (sd / math.sqrt(n))
+    return float(2 * sps.t.sf(t, n - 1))
+
+
+def turn_ratio(
+    instance_logs: Sequence[float],
+    within: Sequence[Sequence[float]] = (),
+    scale: float = 1.0,
+    confidence: float = CONFIDENCE,
+) -> TurnRatio:
+    """The ratio over instances (see the module doc) from each instance's log ratio
+    (:func:`instance_log_ratio`; non-finite ones, instances without a complete block, are
+    dropped). ``within``: each instance's block log ratios (:func:`block_log_ratios`), for
+    ``sd_within`` only. ``scale`` (> 0) multiplies the value and both ends of the CI."""
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale={scale}; expected a finite value > 0")
+    logs = _finite(instance_logs)
+    n = len(logs)
+    sd_within = _pooled_sd(within)
+    if n == 0:
+        return TurnRatio(NAN, NAN, NAN, 0, NAN, sd_within, NAN, scale)
+    centre = float(np.mean(logs))
+    value = math.exp(centre) * scale
+    if n < 2:
+        return TurnRatio(value, NAN, NAN, n, NAN, sd_within, NAN, scale)
+    half = _half_width(logs, confidence)
+    return TurnRatio(
+        value=value,
+        low=math.exp(centre - half) * scale,
+        high=math.exp(centre + half) * scale,
+        instances=n,
+        sd_between=float(np.std(logs, ddof=1)),
+        sd_within=sd_within,
+        p_value=_p_value(logs),
+        scale=scale,
+    )
+
+
+def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]:
+    """Which hypotheses (in the order given) the Benjamini-Hochberg step-up procedure rejects at
+    false discovery rate ``q``: with the m' finite p-values sorted, the k smallest for the largest
+    k with p_(k) <= k q / m'. NaN p-values (no CI) are never rejected and not counted in m'.
+    Raises ValueError for q outside (0, 1] or a finite p-value outside [0, 1]."""
+    if not 0 < q <= 1:
+        raise ValueError(f"q={q}; expected a false discovery rate in (0, 1]")
+    finite = [(p, i) for i, p in enumerate(p_values) if math.isfinite(p)]
+    bad = [p for p, _ in finite if not 0 <= p <= 1]
+    if bad:
+        raise ValueError(f"p-values {bad}; expected values in [0, 1]")
+    finite.sort()
+    m = len(finite)
+    k = max((rank for rank, (p, _) in enumerate(finite, start=1) if p <= rank * q / m), default=0)
+    rejected = [False] * len(p_values)
+    for _, i in finite[:k]:
+        rejected[i] = True
+    return rejected
+
+
+def fdr_verdicts(ratios: Sequence[TurnRatio], min_effect: float = MIN_EFFECT, q: float = 0.05) -> list[str]:
+    """Each ratio's verdict with the false discovery rate across them held at ``q``: "higher" or
+    "lower" only when Benjamini-Hochberg rejects its p-value and it is distinguishable (CI
+    excludes 1, point estimate beyond ``min_effect``); else "no measurable difference"."""
+    rejected = benjamini_hochberg([r.p_value for r in ratios], q)
+    return [r.verdict(min_effect) if hit else SAME for r, hit in zip(ratios, rejected, strict=True)]
+
+
+def instances_to_decide(
+    instance_logs: Sequence[float], min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE
+) -> int | None:
+    """Total instances (counting those measured) likely needed before the ratio is decided
+    (:meth:`TurnRatio.decided`) if its mean and spread stay as measured (see the module doc);
+    at least the current count (non-finite logs dropped). None with fewer than 2 instances (no
+    spread), when no count decides (d = 0) or when the count is too large to represent."""
+    logs = _finite(instance_logs)
+    n_now = len(logs)
+    if n_now < 2:
+        return None
+    mean = abs(float(np.mean(logs)))
+    sd = float(np.std(logs, ddof=1))
+    band = math.log1p(min_effect)
+    d = mean if mean >= band else band - mean
+    if d <= 0:
+        return None
+    if sd == 0:
+        return n_now
+    z = float(sps.norm.ppf((1 + confidence) / 2))
+    guess = (z * sd / d) ** 2
+    if not guess < 2**53:
+        return None
+    n = max(n_now, 2, math.ceil(guess))
+    while t_quantile(n - 1, confidence) * sd / math.sqrt(n) > d:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """Where one group stands: ``instances`` measured so far, ``seconds_per_instance`` (mean wall
+    seconds of one instance, start-up to exit), and per comparison of the group its instance log
+    ratios so far."""
+
+    name: str
+    instances: int
+    seconds_per_instance: float
+    comparisons: tuple[tuple[float, ...], ...]
+
+
+def _undecided(state: GroupState, min_effect: float, confidence: float) -> list[tuple[float, ...]]:
+    return [
+        logs for logs in state.comparisons if not turn_ratio(logs, confidence=confidence).decided(min_effect)
+    ]
+
+
+def next_group(
+    states: Sequence[GroupState],
+    min_instances: int = 3,
+    max_instances: int | None = None,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+) -> int | None:
+    """Index (into ``states``) of the group that gets the next instance (see the module doc): a
+    group below ``min_instances`` first (the one with fewest, ties in order); then, among groups
+    below ``max_instances`` with an undecided comparison, the one whose widest undecided
+    comparison has the largest CI half-width relative to log(1 + min_effect) (ties: fewer
+    instances, then order). None when every comparison is decided or every group that could
+    take one is at ``max_instances``. A group is never given more than ``max_instances``."""
+    if min_instances < 0:
+        raise ValueError(f"min_instances={min_instances}; expected >= 0")
+    if max_instances is not None and max_instances < 1:
+        raise ValueError(f"max_instances={max_instances}; expected >= 1 or None (no cap)")
+    open_ = [i for i, s in enumerate(states) if max_instances is None or s.instances < max_instances]
+    short = [i for i in open_ if states[i].instances < min_instances]
+    if short:
+        return min(short, key=lambda i: (states[i].instances, i))
+    band = math.log1p(min_effect)
+    best: tuple[float, int, int] | None = None
+    for i in open_:
+        undecided = _undecided(states[i], min_effect, confidence)
+        if not undecided:
+            continue
+        width = max(_half_width(_finite(logs), confidence) for logs in undecided) / band
+        key = (width, -states[i].instances, -i)
+        if best is None or key > best:
+            best = key
+    return None if best is None else -best[2]
+
+
+def extra_seconds(
+    state: GroupState, min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE
+) -> float | None:
+    """Extra wall seconds that would likely decide the group's undecided comparisons: (the most
+    :func:`instances_to_decide` of any undecided comparison - ``instances``, at least 1) *
+    ``seconds_per_instance``; 0 when every comparison is decided; None when a count or the
+    seconds per instance is unknown."""
+    undecided = _undecided(state, min_effect, confidence)
+    if not undecided:
+        return 0.0
+    needed = [instances_to_decide(logs, min_effect, confidence) for logs in undecided]
+    if any(n is None for n in needed) or not math.isfinite(state.seconds_per_instance):
+        return None
+    more = max(max(n - state.instances, 1) for n in needed if n is not None)
+    return more * state.seconds_per_instance

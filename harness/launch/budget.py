@@ -1,0 +1,216 @@
+"""A local run in turns, spending a budget: the cells are packed into groups
+(:func:`harness.spec.groups.groups`: the cells each reported ratio compares, live together), every
+group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then the
+rest of ``protocol.budget_min`` goes, one instance at a time, to the group whose ratios are least
+decided (:func:`harness.formulas.turns.next_group`), until all are decided, the groups reach
+``protocol.max_processes`` instances or the budget ends.
+
+Every member's process is also one process of its cell (its figure: the median of its turn
+windows), so each cell's absolute figure keeps the CI over processes (and history) of
+:func:`harness.launch.runner.run_sweep`; its windows are stored as soon as its instance ends. A
+member that fails or is invalid leaves its group (its row says why); an instance dropped for
+another reason (a deadline) is counted, and a group dropped :data:`MAX_DROPS` times stops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.contract.events import Event
+from harness.contract.job import WorkerOptions
+from harness.formulas import turns as tstats
+from harness.launch.peak import PeakLog
+from harness.launch.platform import available_memory_bytes
+from harness.launch.progress import Progress
+from harness.launch.runner import CellEnd, Launcher, RunResult, _Run, run_cell_processes
+from harness.launch.turns import Instance, Plan, run_instance
+from harness.results.ratios import Measured
+from harness.spec.cell import Cell
+from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups
+from harness.spec.protocol import Platform, Protocol
+
+MAX_DROPS = 3
+"""Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
+
+CLOSED_CHANNEL = "TurnsClosed"
+"""In the reason of a member stopped because another member of its instance failed."""
+
+
+def max_live(protocol: Protocol) -> int:
+    """``--max-live``, or the default from the machine's available memory."""
+    if protocol.max_live:
+        return protocol.max_live
+    return default_max_live(available_memory_bytes() or 4 * PROCESS_BYTES)
+
+
+@dataclass
+class GroupRun:
+    """One group's instances so far: the group (members leave it when they fail), each comparison's
+    instance and block log ratios, wall seconds, dropped instances."""
+
+    group: Group
+    logs: dict[int, list[float]] = field(default_factory=dict)
+    blocks: dict[int, list[tuple[float, ...]]] = field(default_factory=dict)
+    instances: int = 0
+    seconds: float = 0.0
+    dropped: int = 0
+    stopped: str = ""
+
+    def state(self) -> tstats.GroupState:
+        per = self.seconds / self.instances if self.instances else 0.0
+        comps = (
+            ()
+            if self.stopped
+            else tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons)))
+        )
+        done = self.instances if not self.stopped else 10**9
+        return tstats.GroupState(self.group.name, done, per, comps)
+
+    def add(self, instance: Instance) -> None:
+        self.instances += 1
+        self.seconds += instance.wall_s
+        for i, c in enumerate(self.group.comparisons):
+            blocks = tstats.block_log_ratios(instance.turns, c.subject, c.reference)
+            if blocks:
+                self.logs.setdefault(i, []).append(sum(blocks) / len(blocks))
+                self.blocks.setdefault(i, []).append(tuple(blocks))
+
+    def without(self, keys: set[str]) -> None:
+        """The group without members ``keys`` (failed or invalid) and their comparisons."""
+        kept = [i for i, c in enumerate(self.group.comparisons) if not {c.subject, c.reference} & keys]
+        self.logs = {n: self.logs[i] for n, i in enumerate(kept) if i in self.logs}
+        self.blocks = {n: self.blocks[i] for n, i in enumerate(kept) if i in self.blocks}
+        members = tuple(m for m in self.group.members if m.key not in keys)
+        comps = tuple(self.group.comparisons[i] for i in kept)
+        self.group = dataclasses.replace(self.group, members=members, comparisons=comps)
+        if not members:
+            self.stopped = "every member failed"
+
+    def measured(self) -> list[Measured]:
+        per = self.seconds / self.instances if self.instances else 0.0
+        return [
+            Measured(
+                c,
+                self.group.name,
+                tuple(self.logs.get(i, ())),
+                tuple(self.blocks.get(i, ())),
+                per,
+                self.dropped,
+            )
+            for i, c in enumerate(self.group.comparisons)
+        ]
+
+
+def _culprits(instance: Instance) -> dict[str, CellEnd]:
+    """The members whose own failure ended a dropped instance (not those stopped because of it)."""
+    return {
+        key: end
+        for key, end in instance.ends.items()
+        if end.event != Event.RECORD and CLOSED_CHANNEL not in end.reason
+    }
+
+
+class TurnsRun:
+    """The state of one run in turns: the run's rows and files (:class:`_Run`), each group's
+    instances, the cells whose step breakdown is done, the budget's clock."""
+
+    def __init__(
+        self, run: _Run, options: WorkerOptions, launcher: Launcher, clock: Callable[[], float]
+    ) -> None:
+        self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
+        protocol = run.protocol
+        self.groups = [GroupRun(g) for g in groups(run.runnable, max_live(protocol))]
+        self.plan = Plan(protocol.blocks, protocol.turn_s, protocol.seed, 600.0, protocol.cell_timeout_s)
+        self.broken_down: set[str] = set()
+        self.instances_of: dict[str, int] = {}
+        self.t0 = clock()
+
+    def _options(self, member: Member) -> WorkerOptions:
+        first = member.cell.id not in self.broken_down
+        protocol = dataclasses.replace(
+            self.options.protocol, breakdown=self.options.protocol.breakdown and first
+        )
+        return dataclasses.replace(self.options, protocol=protocol)
+
+    def _record(self, cell: Cell, end: CellEnd) -> None:
+        k = self.instances_of.get(cell.id, 0)
+        self.instances_of[cell.id] = k + 1
+        self.run.record(end, k)
+        self.broken_down.add(cell.id)
+
+    def next(self) -> int | None:
+        """The group that gets the next instance, or None when the run is over."""
+        protocol = self.run.protocol
+        states = [g.state() for g in self.groups]
+        index = tstats.next_group(states, protocol.processes, protocol.max_processes)
+        if index is None:
+            return None
+        g = self.groups[index]
+        if g.instances >= protocol.processes:  # past the minimum: only within the budget
+            per = g.seconds / g.instances
+            if self.clock() - self.t0 + per > protocol.budget_s:
+                return None
+        return index
+
+    def measure(self, index: int, progress: Progress) -> None:
+        """One instance of group ``index``; its members' processes recorded, its ratios kept."""
+        g = self.groups[index]
+        progress.show(f"{g.group.name} instance {g.instances + 1}: {len(g.group.members)} members")
+        instance = run_instance(
+            g.group, g.instances + g.dropped, self.plan, self._options, self.launcher, f"{g.group.name}-"
+        )
+        if instance.dropped:
+            culprits = _culprits(instance)
+            for key, end in culprits.items():
+                self._record(g.group.member(key).cell, end)
+            g.dropped += 0 if culprits else 1
+            g.without(set(culprits))
+            if g.dropped >= MAX_DROPS:
+                g.stopped = f"{g.dropped} instances dropped: {instance.dropped}"
+            progress.advance(f"{g.group.name} dropped: {instance.dropped}", "")
+            return
+        for m in g.group.members:
+            self._record(m.cell, instance.ends[m.key])
+        g.add(instance)
+        g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
+        progress.advance(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s")
+
+    def measured(self) -> list[Measured]:
+        return [m for g in self.groups for m in g.measured()]
+
+
+def run_in_turns(
+    cells: list[Cell],
+    protocol: Protocol,
+    platform: Platform,
+    out: Path,
+    mnist_path: str | None = None,
+    progress: Progress | None = None,
+    launcher: Launcher = run_cell_processes,
+    peaks: PeakLog | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> RunResult:
+    """Measure every runnable cell in group instances under the budget (see the module docstring);
+    write every cell row (unsupported ones too) and the ratios table under ``out``."""
+    run = _Run(cells, protocol, platform, out, peaks)
+    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
+    state = TurnsRun(run, options, launcher, clock)
+    progress = progress or Progress(len(state.groups) * protocol.processes, budget_s=protocol.budget_s)
+    try:
+        if run.runnable:
+            run.measure_peak()
+        while (index := state.next()) is not None:
+            if state.groups[index].instances >= protocol.processes:
+                progress.set_total(progress.done + 1)
+            state.measure(index, progress)
+        run.measure_peak()
+    except KeyboardInterrupt:
+        run.result.interrupted = True
+    finally:
+        progress.close()
+        run.write_rows(state.measured())
+    return run.result

@@ -1,0 +1,461 @@
+"""Which ratios a run reports, and how its cells share live processes to measure them in turns. Pure.
+
+A reported ratio (a scaling efficiency, a strategy's speed-up, co-tenancy's share...) compares two
+cells. Measured in turns, the cells a ratio compares are started together as live processes, a
+:class:`Group`, and take turns running short timed windows (:func:`turn_order`), so a drift of the
+machine in time lowers both ends of the ratio alike. This module decides, as data:
+
+- :func:`comparisons`: every :class:`Comparison` among a selection of cells, one per
+  :class:`Relation` whose two ends are both selected;
+- :func:`groups`: the cells packed into groups so that every comparison has both ends in one group
+  and no group of several cells holds more than ``max_live`` live processes
+  (:func:`default_max_live` from the memory the processes may take); :func:`unmeasurable`: the
+  comparisons whose two ends alone exceed it, which no group holds;
+- :func:`race_groups`: the second stage, the configurations that tie with a model's fastest, each
+  against it; :func:`ab_group`: the two sides of ``ab``.
+
+Which strategies a relation applies to is a question to the descriptors
+(:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from harness.errors import require
+from harness.spec.axes import AXIS_BY_NAME
+from harness.spec.cell import Cell
+from harness.spec.strategies import only_strategy
+
+PROCESS_BYTES = 700 * 2**20
+"""Resident memory of one live worker process holding the CNN, bytes, measured: see ... (a
+placeholder of 700 MiB until the measured figure replaces it)."""
+
+LIVE_MEMORY_SHARE = 0.5
+"""The share of the host's available memory that a group's live processes may hold together (the
+rest is headroom for the parent, the page cache and a process's peak above its resident size)."""
+
+MAX_LIVE_CAP = 8
+"""Most live processes in one group whatever the memory: more members spread each member's turns
+further apart in time, which is what measuring in turns is meant to avoid."""
+
+
+class Relation(StrEnum):
+    """What a :class:`Comparison` compares: the ratio is subject / reference throughput."""
+
+    SCALING = "scaling"
+    """A cell on several devices against its 1-device baseline (as
+    :func:`harness.results.rows.find_baseline`): same configuration, one replica on one worker,
+    same per-replica batch (weak scaling) or same global batch (strong); scale 1 / devices, so the
+    ratio is the scaling efficiency."""
+    CROSS_DEVICE_OPS = "cross_device_ops"
+    """A cell whose strategy has an all-reduce option, at a value other than the option axis's
+    default (``auto``), against the same cell at the default; only on several devices (on one the
+    option collapses to ``none``)."""
+    STRATEGY = "strategy"
+    """A one-tenant cell of a non-reference strategy against the reference strategy's cell (one
+    device) at the same model, data, per-replica batch, loop, steps per execution, precision and
+    accumulation steps: the speed-up over plain training, on any number of devices."""
+    ACCUMULATION = "accumulation"
+    """A cell with ``accum_steps`` k > 1 against the same cell with 1."""
+    LOOP = "loop"
+    """A cell on a loop other than the default (``fit``) against the same cell on ``ctl``."""
+    COTENANCY = "cotenancy"
+    """A cell with T > 1 tenants against the same cell alone (as
+    :func:`harness.results.rows.find_alone`)."""
+    AB = "ab"
+    """Side B against side A of the same cell (:func:`ab_group`)."""
+    FASTEST = "fastest"
+    """Second stage: a configuration against its model's fastest (:func:`race_groups`)."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """One cell's processes in a group: ``side`` is empty in a run, ``A`` or ``B`` in ``ab``."""
+
+    cell: Cell
+    side: str = ""
+
+    @property
+    def key(self) -> str:
+        """The member's name in its group and in comparisons: the cell's id, prefixed ``side:``."""
+        return f"{self.side}:{self.cell.id}" if self.side else self.cell.id
+
+    @property
+    def live(self) -> int:
+        """Live processes this member holds: every task of every tenant."""
+        return self.cell.processes * self.cell.tenants
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One reported ratio: ``scale`` x throughput of ``subject`` / throughput of ``reference``
+    (both :attr:`Member.key`)."""
+
+    relation: Relation
+    subject: str
+    reference: str
+    scale: float = 1.0
+    """What the throughput ratio is multiplied by (SCALING: 1 / the subject's devices)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """Members started together that take turns; ``comparisons`` are the ratios measured in it."""
+
+    members: tuple[Member, ...]
+    comparisons: tuple[Comparison, ...]
+    name: str = ""
+    """Stable within a plan: ``g0, g1, ...`` (:func:`groups`), ``r0, ...`` (:func:`race_groups`)."""
+
+    @property
+    def live(self) -> int:
+        """Live processes of all members together."""
+        return sum(m.live for m in self.members)
+
+    def member(self, key: str) -> Member:
+        """The member whose :attr:`Member.key` is ``key`` (KeyError if none)."""
+        for m in self.members:
+            if m.key == key:
+                return m
+        raise KeyError(f"{key} is not a member of group {self.name or '(unnamed)'}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Comparisons
+# --------------------------------------------------------------------------------------------------
+
+_REFERENCE_STRATEGY = only_strategy(lambda s: s.reference).name
+"""The plain way to train (``default``): STRATEGY's reference."""
+
+
+def _at_default(cell: Cell, axis: str) -> Cell:
+    """The same cell with ``axis`` at its default value (collapsed as any cell is)."""
+    return Cell.from_dict({**cell.to_dict(), axis: AXIS_BY_NAME[axis].default})
+
+
+def _one_device(cell: Cell) -> Cell | None:
+    """SCALING's reference: one replica on one worker, ``batch`` unchanged (on one device it is
+    both the per-replica and the global batch, so weak keeps the per-replica batch and strong the
+    global one). Same ps count: a parameter-server cell's ps tasks hold its variables."""
+    if cell.devices == 1:
+        return None
+    return Cell.from_dict({**cell.to_dict(), "replicas": 1, "workers": 1})
+
+
+def _default_option(cell: Cell) -> Cell | None:
+    """CROSS_DEVICE_OPS's reference: the option axis at its default (``auto``)."""
+    axis = cell.kind.option_axis
+    return None if axis is None else _at_default(cell, axis)
+
+
+def _reference_strategy(cell: Cell) -> Cell | None:
+    """STRATEGY's reference: the reference strategy on one device at the subject's per-replica
+    batch, one tenant (None for a co-tenant subject or the reference strategy itself)."""
+    if cell.kind.reference or cell.tenants > 1 or cell.per_replica_batch < 1:
+        return None
+    return Cell.from_dict(
+        {
+            **cell.to_dict(),
+            "strategy": _REFERENCE_STRATEGY,
+            "batch": cell.per_replica_batch,
+            "scaling": AXIS_BY_NAME["scaling"].default,
+        }
+    )
+
+
+def _per_device(cell: Cell) -> float:
+    return 1.0 / cell.devices
+
+
+def _unscaled(cell: Cell) -> float:
+    return 1.0
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How one relation finds a cell's reference."""
+
+    relation: Relation
+    reference: Callable[[Cell], Cell | None]
+    """The cell the subject is compared against; None, or the subject itself: no comparison."""
+    scale: Callable[[Cell], float] = _unscaled
+
+
+_RULES = (
+    _Rule(Relation.SCALING, _one_device, _per_device),
+    _Rule(Relation.CROSS_DEVICE_OPS, _default_option),
+    _Rule(Relation.STRATEGY, _reference_strategy),
+    _Rule(Relation.ACCUMULATION, lambda c: _at_default(c, "accum_steps")),
+    _Rule(Relation.LOOP, lambda c: _at_default(c, "loop")),
+    _Rule(Relation.COTENANCY, lambda c: _at_default(c, "tenants")),
+)
+"""The relations a run reports, in :class:`Relation`'s order."""
+
+
+def _unique(cells: Iterable[Cell]) -> dict[str, Cell]:
+    """The cells by id, first occurrence kept, in order."""
+    out: dict[str, Cell] = {}
+    for cell in cells:
+        out.setdefault(cell.id, cell)
+    return out
+
+
+def comparisons(cells: Sequence[Cell]) -> list[Comparison]:
+    """Every comparison among ``cells`` whose two ends are both in ``cells``: for each cell in
+    order, one per relation that applies to it (in :class:`Relation`'s order), deduplicated."""
+    by_id = _unique(cells)
+    found: dict[tuple[Relation, str, str], Comparison] = {}
+    for cell in by_id.values():
+        for rule in _RULES:
+            reference = rule.reference(cell)
+            if reference is not None and reference.id != cell.id and reference.id in by_id:
+                comparison = Comparison(rule.relation, cell.id, reference.id, rule.scale(cell))
+                found.setdefault((comparison.relation, comparison.subject, comparison.reference), comparison)
+    return list(found.values())
+
+
+# --------------------------------------------------------------------------------------------------
+# Groups
+# --------------------------------------------------------------------------------------------------
+
+
+def default_max_live(available_bytes: int, process_bytes: int = PROCESS_BYTES) -> int:
+    """Most live processes in one group: :data:`LIVE_MEMORY_SHARE` of ``available_bytes`` (the
+    host's available memory, bytes) over ``process_bytes`` (one live process, bytes), at least 2
+    (one comparison) and at most :data:`MAX_LIVE_CAP`."""
+    require({"process_bytes": (process_bytes, process_bytes > 0, "a positive number of bytes")})
+    fitting = math.floor(LIVE_MEMORY_SHARE * max(available_bytes, 0) / process_bytes)
+    return max(2, min(MAX_LIVE_CAP, fitting))
+
+
+def _check_max_live(max_live: int) -> None:
+    require({"max_live": (max_live, max_live >= 1, "an integer of at least 1")})
+
+
+def _live(cells: dict[str, Cell]) -> dict[str, int]:
+    return {key: Member(cell).live for key, cell in cells.items()}
+
+
+def _fits(comparison: Comparison, live: dict[str, int], max_live: int) -> bool:
+    return live[comparison.subject] + live[comparison.reference] <= max_live
+
+
+def unmeasurable(cells: Sequence[Cell], max_live: int) -> list[Comparison]:
+    """The comparisons among ``cells`` that cannot be measured in turns: their two ends together
+    hold more than ``max_live`` live processes. :func:`groups` leaves them out."""
+    _check_max_live(max_live)
+    live = _live(_unique(cells))
+    return [c for c in comparisons(cells) if not _fits(c, live, max_live)]
+
+
+def _components(keys: Sequence[str], edges: Sequence[Comparison]) -> list[list[str]]:
+    """The connected components of the comparison graph, each in ``keys`` order, ordered by their
+    first member (a cell in no comparison is a component of its own)."""
+    order = {k: i for i, k in enumerate(keys)}
+    parent = {k: k for k in keys}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for e in edges:
+        a, b = root(e.subject), root(e.reference)
+        if a != b:
+            parent[max(a, b, key=order.__getitem__)] = min(a, b, key=order.__getitem__)
+    components: dict[str, list[str]] = {}
+    for k in keys:
+        components.setdefault(root(k), []).append(k)
+    return list(components.values())
+
+
+def _covers(pack: Sequence[str], edge: Comparison) -> bool:
+    return edge.subject in pack and edge.reference in pack
+
+
+def _other_end(edge: Comparison, key: str) -> str:
+    return edge.reference if edge.subject == key else edge.subject
+
+
+def _grow(
+    component: Sequence[str], edges: Sequence[Comparison], live: dict[str, int], max_live: int
+) -> list[list[str]]:
+    """Split a component too large for one group into packs (cell ids) that cover every edge.
+
+    Each pack starts from the cell with the most comparisons not yet covered, then adds, while one
+    fits, the cell that covers the most uncovered comparisons with the pack per live process it
+    adds (ties: a cell not in an earlier pack, then order). Every edge fits ``max_live`` on its
+    own, so each pack covers at least one.
+    """
+    incident: dict[str, list[Comparison]] = {k: [] for k in component}
+    for edge in edges:
+        incident[edge.subject].append(edge)
+        incident[edge.reference].append(edge)
+    order = {k: i for i, k in enumerate(component)}
+    uncovered = set(edges)
+    packs: list[list[str]] = []
+    placed: set[str] = set()
+    while uncovered:
+        seed = max(component, key=lambda k: sum(e in uncovered for e in incident[k]))
+        pack = [seed]
+        gain = Counter(_other_end(e, seed) for e in incident[seed] if e in uncovered)
+        while True:
+            room = max_live - _live_of(pack, live)
+            fitting = [k for k, g in gain.items() if g and k not in pack and live[k] <= room]
+            if not fitting:
+                break
+            best = max(fitting, key=lambda k: (gain[k] / live[k], k not in placed, -order[k]))
+            pack.append(best)
+            gain.update(_other_end(e, best) for e in incident[best] if e in uncovered)
+        packs.append(pack)
+        placed.update(pack)
+        uncovered -= {e for k in pack for e in incident[k] if _covers(pack, e)}
+    return packs
+
+
+def _live_of(pack: Iterable[str], live: dict[str, int]) -> int:
+    return sum(live[k] for k in pack)
+
+
+def _mergeable(packs: Sequence[Sequence[str]], live: dict[str, int], max_live: int) -> tuple[int, int] | None:
+    """The first two packs (indices) that share a cell and whose union fits ``max_live``."""
+    for i, j in itertools.combinations(range(len(packs)), 2):
+        if set(packs[i]) & set(packs[j]) and _live_of(set(packs[i]) | set(packs[j]), live) <= max_live:
+            return i, j
+    return None
+
+
+def _merge(packs: list[list[str]], live: dict[str, int], max_live: int) -> list[list[str]]:
+    """Merge packs that share a cell where their union fits ``max_live``: the shared cells are then
+    measured once less."""
+    packs = [list(p) for p in packs]
+    while pair := _mergeable(packs, live, max_live):
+        i, j = pair
+        packs[i] += [k for k in packs[j] if k not in packs[i]]
+        del packs[j]
+    return packs
+
+
+def _prune(packs: list[list[str]], edges: Sequence[Comparison]) -> list[list[str]]:
+    """Drop a cell from a pack where every comparison it covers there another pack covers too (so
+    it is measured elsewhere): one repeat less, every comparison still covered."""
+    packs = [list(p) for p in packs]
+    for pack in packs:
+        for k in list(pack):
+            others = [p for p in packs if p is not pack]
+            here = [e for e in edges if k in (e.subject, e.reference) and _covers(pack, e)]
+            if any(k in p for p in others) and all(any(_covers(p, e) for p in others) for e in here):
+                pack.remove(k)
+    return [p for p in packs if p]
+
+
+def _packs(cells: dict[str, Cell], edges: Sequence[Comparison], max_live: int) -> list[list[str]]:
+    """Cell ids per group, each in ``cells`` order (see :func:`groups`)."""
+    live = _live(cells)
+    keys = list(cells)
+    order = {k: i for i, k in enumerate(keys)}
+    packs: list[list[str]] = []
+    for component in _components(keys, edges):
+        if len(component) == 1 or _live_of(component, live) <= max_live:
+            packs.append(component)
+            continue
+        inside = [e for e in edges if e.subject in component]
+        split = _prune(_merge(_grow(component, inside, live, max_live), live, max_live), inside)
+        packs.extend(sorted(p, key=order.__getitem__) for p in split)
+    return packs
+
+
+def groups(cells: Sequence[Cell], max_live: int) -> list[Group]:
+    """The cells packed into groups ``g0, g1, ...`` to measure every comparison in turns.
+
+    Each comparison whose two ends fit ``max_live`` together has both ends in one group and is
+    listed in the first such group; the others (:func:`unmeasurable`) are left out. Every cell is in
+    at least one group: a cell in no measurable comparison has a group of its own (a cell alone may
+    hold more than ``max_live``: it needs no company), and it joins no other group, whose members'
+    turns would be spread further apart. No group of several cells holds more than ``max_live``.
+
+    Packing: the comparison graph's connected components, in the order of their first cell; one
+    that fits ``max_live`` is one group. A larger one is split greedily, each group grown from the
+    cell with the most comparisons not yet covered by adding the cell that fits and covers the most
+    of them (preferring cells not measured yet), which keeps the cells measured more than once
+    few; then groups sharing cells are merged where their union fits, and a cell is dropped from a
+    group where every comparison it covers there is covered elsewhere. Members are in ``cells``'
+    order (baselines first, as planned). Deterministic.
+    """
+    _check_max_live(max_live)
+    by_id = _unique(cells)
+    live = _live(by_id)
+    edges = [c for c in comparisons(list(by_id.values())) if _fits(c, live, max_live)]
+    packs = _packs(by_id, edges, max_live)
+    out: list[Group] = []
+    listed: set[Comparison] = set()
+    for i, pack in enumerate(packs):
+        measured = [e for e in edges if e not in listed and _covers(pack, e)]
+        listed.update(measured)
+        out.append(Group(tuple(Member(by_id[k]) for k in pack), tuple(measured), f"g{i}"))
+    return out
+
+
+def race_groups(contenders: Sequence[Cell], fastest: Cell, max_live: int) -> list[Group]:
+    """Second stage: the configurations that tie with a model's ``fastest``, each against it.
+
+    Groups ``r0, r1, ...`` each hold ``fastest`` and as many contenders (in order, first fit) as fit
+    ``max_live``, with one FASTEST comparison per contender (subject the contender, reference
+    ``fastest``). A contender that cannot share a group with ``fastest`` gets a group of its own
+    with no comparison, as :func:`groups` does; ``fastest`` is in a group even with no contender.
+    """
+    _check_max_live(max_live)
+    head = Member(fastest)
+    packs: list[list[Member]] = []
+    alone: list[Member] = []
+    for cell in _unique(contenders).values():
+        member = Member(cell)
+        if cell.id == fastest.id:
+            continue
+        if head.live + member.live > max_live:
+            alone.append(member)
+        elif packs and sum(m.live for m in packs[-1]) + member.live <= max_live:
+            packs[-1].append(member)
+        else:
+            packs.append([head, member])
+    found = [
+        (tuple(pack), tuple(Comparison(Relation.FASTEST, m.key, head.key) for m in pack[1:]))
+        for pack in packs or [[head]]
+    ] + [((m,), ()) for m in alone]
+    return [Group(members, compared, f"r{i}") for i, (members, compared) in enumerate(found)]
+
+
+def ab_group(cell: Cell) -> Group:
+    """The two sides of ``ab``: members A and B of ``cell``, one AB comparison (B against A)."""
+    a, b = Member(cell, "A"), Member(cell, "B")
+    return Group((a, b), (Comparison(Relation.AB, b.key, a.key),), "ab")
+
+
+def turn_order(members: int, block: int, seed: int) -> list[int]:
+    """The member indices (0-based) in the order block ``block`` (0-based) gives them turns.
+
+    Every member has two turns per block, placed so that a drift in time affects all alike: one
+    member ``[0, 0]``; two ABBA on even blocks, BAAB on odd ones; more, a permutation drawn from
+    ``random.Random(f"{seed}/{block}")`` followed by its reverse (each member's two turns average
+    to the block's middle).
+    """
+    require(
+        {
+            "members": (members, members >= 1, "an integer of at least 1"),
+            "block": (block, block >= 0, "an integer of at least 0"),
+        }
+    )
+    if members <= 2:
+        first = list(range(members)) if block % 2 == 0 else list(reversed(range(members)))
+        return first + first[::-1]
+    order = list(range(members))
+    random.Random(f"{seed}/{block}").shuffle(order)
+    return order + order[::-1]

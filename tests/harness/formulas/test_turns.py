@@ -1,0 +1,290 @@
+"""The pure formulas of harness.formulas.turns on literal numbers (worked by hand in the comments)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as sps
+
+from harness.formulas import turns
+from harness.formulas.turns import GroupState, Turn, TurnRatio
+
+NAN = float("nan")
+T_3 = 3.182446  # t(0.975, 3)
+BAND = math.log(1.05)  # log1p(MIN_EFFECT) = 0.048790
+
+
+def _abba(block: int, a: tuple[float, float], b: tuple[float, float], work: float = 100.0) -> list[Turn]:
+    """An ABBA block of members "A" and "B", equal work per window."""
+    return [
+        Turn(block, "A", a[0], work),
+        Turn(block, "B", b[0], work),
+        Turn(block, "B", b[1], work),
+        Turn(block, "A", a[1], work),
+    ]
+
+
+TURNS = [
+    # block 0, with equal work: log((tA1 + tA2) / (tB1 + tB2)) = log(2.0 / 2.4) = -0.182322; a third
+    # member C takes turns too and is ignored
+    *_abba(0, (1.0, 1.0), (1.1, 1.3)),
+    Turn(0, "C", 5.0, 100.0),
+    # block 3 comes before block 1 in the list: log(2.0 / 1.8) = 0.105361
+    *_abba(3, (1.0, 1.0), (0.9, 0.9)),
+    # block 1, unequal work: B trains 250 examples in 2.0 s and 150 in 1.0 s -> 400 / 3.0 = 133.33/s
+    # (not the mean of its windows' 125 and 150/s); A 100 in 1.0 s and 100 in 1.5 s -> 200 / 2.5 =
+    # 80/s; log(133.33 / 80) = log(1.666667) = 0.510826
+    Turn(1, "A", 1.0, 100.0),
+    Turn(1, "B", 2.0, 250.0),
+    Turn(1, "B", 1.0, 150.0),
+    Turn(1, "A", 1.5, 100.0),
+    # block 2: only A (B's turns were lost), skipped
+    Turn(2, "A", 1.0, 100.0),
+    Turn(2, "A", 1.0, 100.0),
+]
+
+
+def test_turn_throughput_is_examples_per_second() -> None:
+    assert Turn(0, "A", 2.0, 250.0).throughput == 125.0
+
+
+def test_block_log_ratios_by_hand() -> None:
+    logs = turns.block_log_ratios(TURNS, "B", "A")
+    assert logs == pytest.approx([-0.182322, 0.510826, 0.105361], abs=1e-6)
+    assert turns.block_log_ratios(TURNS, "A", "B") == pytest.approx([-x for x in logs])
+
+
+def test_instance_log_ratio_is_the_mean_of_its_blocks() -> None:
+    # (-0.182322 + 0.510826 + 0.105361) / 3 = 0.144622
+    assert turns.instance_log_ratio(TURNS, "B", "A") == pytest.approx(0.144622, abs=1e-6)
+    assert math.isnan(turns.instance_log_ratio(TURNS, "B", "D"))
+    assert turns.block_log_ratios([], "B", "A") == []
+
+
+def test_block_log_ratios_refuse_a_side_without_work_or_time() -> None:
+    with pytest.raises(ValueError, match="'B' in block 0"):
+        turns.block_log_ratios(_abba(0, (1.0, 1.0), (0.0, 0.0)), "B", "A")
+    with pytest.raises(ValueError, match="two members"):
+        turns.block_log_ratios(TURNS, "A", "A")
+
+
+LOGS = [0.10, 0.06, 0.08, 0.12]
+
+
+def test_turn_ratio_ci_is_a_student_t_over_instances() -> None:
+    # mean 0.09, deviations +-0.01, +-0.03: sd sqrt(0.002 / 3) = 0.0258199; half = 3.182446 x
+    # 0.0258199 / 2 = 0.0410852 -> exp(0.09) = 1.094174, [exp(0.0489148), exp(0.1310852)]
+    r = turns.turn_ratio(LOGS)
+    assert r.value == pytest.approx(1.094174, rel=1e-6)
+    assert (r.low, r.high) == pytest.approx((1.050131, 1.140065), rel=1e-6)
+    half = sps.t.ppf(0.975, 3) * 0.0258199 / 2
+    assert r.low == pytest.approx(math.exp(0.09 - half), rel=1e-6)
+    assert r.instances == 4 and r.scale == 1.0
+    assert r.sd_between == pytest.approx(0.0258199, rel=1e-5)
+    assert math.isnan(r.sd_within)
+
+
+def test_turn_ratio_p_value_is_the_one_sample_t_test() -> None:
+    r = turns.turn_ratio(LOGS)
+    assert r.p_value == pytest.approx(sps.ttest_1samp(LOGS, 0.0).pvalue, rel=1e-9)
+    assert r.p_value == pytest.approx(0.0060568, rel=1e-4)
+    wide = [0.05, -0.02, 0.08]
+    assert turns.turn_ratio(wide).p_value == pytest.approx(sps.ttest_1samp(wide, 0.0).pvalue, rel=1e-9)
+
+
+def test_turn_ratio_with_zero_spread_has_an_exact_p_value() -> None:
+    assert turns.turn_ratio([0.1, 0.1]).p_value == 0.0
+    assert turns.turn_ratio([0.0, 0.0]).p_value == 1.0
+
+
+def test_sd_within_pools_the_blocks_of_every_instance() -> None:
+    # squares about each instance's mean: 0.01 + 0 + 0.01 = 0.02, then 0.0025 x 2 = 0.005; the one-
+    # block instance adds nothing; dof 2 + 1 -> sqrt(0.025 / 3) = 0.0912871
+    r = turns.turn_ratio([0.2, 0.05, 0.5], within=[[0.1, 0.2, 0.3], [0.0, 0.1], [0.5]])
+    assert r.sd_within == pytest.approx(0.0912871, rel=1e-6)
+    assert math.isnan(turns.turn_ratio([0.1, 0.2], within=[[0.1], [0.2]]).sd_within)
+
+
+def test_too_few_instances_give_no_ci_and_non_finite_ones_are_dropped() -> None:
+    one = turns.turn_ratio([0.1, NAN])
+    assert one.instances == 1 and one.value == pytest.approx(math.exp(0.1))
+    assert all(math.isnan(v) for v in (one.low, one.high, one.sd_between, one.p_value))
+    assert one.verdict() == "no measurable difference" and not one.decided()
+    none = turns.turn_ratio([])
+    assert none.instances == 0 and math.isnan(none.value)
+
+
+@pytest.mark.parametrize(
+    "ratio, verdict, decided",
+    [
+        (TurnRatio(1.20, 1.10, 1.30, 4, 0.05, NAN, 0.001), "higher", True),
+        (TurnRatio(0.80, 0.70, 0.90, 4, 0.05, NAN, 0.001), "lower", True),
+        # CI inside [1/1.05, 1.05] = [0.952381, 1.05]: the same, decided
+        (TurnRatio(1.01, 0.96, 1.04, 4, 0.02, NAN, 0.4), "no measurable difference", True),
+        # CI excludes 1 but the ratio is within 5 %, and the CI reaches past 1.05: undecided
+        (TurnRatio(1.03, 1.01, 1.06, 4, 0.02, NAN, 0.01), "no measurable difference", False),
+        # CI reaches 1 and past 1.05: undecided
+        (TurnRatio(1.20, 0.95, 1.50, 4, 0.2, NAN, 0.1), "no measurable difference", False),
+    ],
+)
+def test_verdicts_and_decided(ratio: TurnRatio, verdict: str, decided: bool) -> None:
+    assert ratio.verdict() == verdict
+    assert ratio.decided() is decided
+
+
+def test_min_effect_moves_the_band() -> None:
+    r = TurnRatio(1.03, 1.01, 1.06, 4, 0.02, NAN, 0.01)
+    assert r.verdict(min_effect=0.02) == "higher"
+    assert r.decided(min_effect=0.10)  # [1.01, 1.06] lies inside [1/1.1, 1.1]
+
+
+def test_scale_multiplies_every_end_and_verdicts_judge_the_unscaled_ratio() -> None:
+    # scaling efficiency of 2 devices: speed-ups 1.7, 1.8, 1.9 (geometric mean 1.798146), times 1/2
+    logs = [math.log(1.7), math.log(1.8), math.log(1.9)]
+    plain, scaled = turns.turn_ratio(logs), turns.turn_ratio(logs, scale=0.5)
+    assert scaled.value == pytest.approx(0.5 * plain.value)
+    assert scaled.value == pytest.approx(0.899073, abs=1e-6)
+    assert (scaled.low, scaled.high) == pytest.approx((0.5 * plain.low, 0.5 * plain.high))
+    assert scaled.p_value == plain.p_value and scaled.scale == 0.5
+    assert scaled.verdict() == "higher" and scaled.decided()  # 1.8 x faster than 1 device
+    same = turns.turn_ratio([math.log(1.04), math.log(1.03), math.log(1.035)], scale=0.5)
+    assert same.value == pytest.approx(0.5175, abs=1e-4)
+    assert same.verdict() == "no measurable difference"
+    with pytest.raises(ValueError, match="scale"):
+        turns.turn_ratio(logs, scale=0.0)
+
+
+def test_benjamini_hochberg_textbook() -> None:
+    # m = 4, thresholds k x 0.05 / 4 = 0.0125, 0.025, 0.0375, 0.05; sorted 0.005, 0.01, 0.03, 0.04
+    # each under its threshold: all rejected
+    assert turns.benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == [True] * 4
+    # step-up: 0.03 > 0.025 at rank 2, but 0.034 <= 0.0375 at rank 3 rejects the three smallest
+    assert turns.benjamini_hochberg([0.2, 0.034, 0.001, 0.03]) == [False, True, True, True]
+    # none under its threshold
+    assert turns.benjamini_hochberg([0.04, 0.06]) == [False, False]
+    assert turns.benjamini_hochberg([]) == []
+
+
+def test_benjamini_hochberg_ignores_nan_p_values() -> None:
+    # m' = 2 finite p-values: 0.02 <= 1 x 0.05 / 2 and 0.05 <= 2 x 0.05 / 2, both rejected (had the
+    # NaNs counted, m = 4: 0.02 > 0.0125 and 0.05 > 0.025, none)
+    assert turns.benjamini_hochberg([NAN, 0.05, NAN, 0.02]) == [False, True, False, True]
+    with pytest.raises(ValueError, match="p-values"):
+        turns.benjamini_hochberg([1.5])
+    with pytest.raises(ValueError, match="q="):
+        turns.benjamini_hochberg([0.01], q=0.0)
+
+
+def test_fdr_verdicts() -> None:
+    ratios = [
+        TurnRatio(1.20, 1.10, 1.30, 4, 0.05, NAN, 0.001),  # rank 1: rejected, higher
+        TurnRatio(0.90, 0.82, 0.99, 4, 0.05, NAN, 0.04),  # alone "lower", but 0.04 > 3 x 0.05 / 5
+        TurnRatio(1.03, 1.01, 1.05, 4, 0.01, NAN, 0.01),  # rank 2: rejected, but within 5 %
+        TurnRatio(0.85, 0.75, 0.96, 4, 0.05, NAN, 0.049),
+        TurnRatio(1.00, 0.90, 1.10, 4, 0.05, NAN, 0.3),
+        TurnRatio(1.10, NAN, NAN, 1, NAN, NAN, NAN),
+    ]
+    assert [r.verdict() for r in ratios][:4] == ["higher", "lower", "no measurable difference", "lower"]
+    assert turns.fdr_verdicts(ratios) == ["higher"] + ["no measurable difference"] * 5
+    # at q = 0.25 every finite p-value up to 0.049 passes (0.049 <= 4 x 0.25 / 5)
+    assert turns.fdr_verdicts(ratios, q=0.25)[:4] == ["higher", "lower", "no measurable difference", "lower"]
+
+
+def test_instances_to_decide_by_hand() -> None:
+    # mean 0, sd 0.028284: decides "same" at half-width <= log 1.05 = 0.048790; t(2) x 0.028284 /
+    # sqrt 3 = 0.070263 is too wide, t(3) x 0.028284 / 2 = 0.045007 is not -> 4
+    assert turns.instances_to_decide([-0.02, 0.02]) == 4
+    # mean 0.15 >= 0.048790: decides "different" once the CI excludes 1, half-width < 0.15; sd
+    # 0.070711, t(3) x 0.070711 / 2 = 0.112518 -> 4
+    assert turns.instances_to_decide([0.10, 0.20]) == 4
+    # the measured A/A pair 1.024, 0.971: mean -0.002856, sd 0.037579, d = 0.045934; t(4) x 0.037579 /
+    # sqrt 5 = 0.046658, t(5) x 0.037579 / sqrt 6 = 0.039437 -> 6 instances
+    assert turns.instances_to_decide([math.log(1.024), math.log(0.971)]) == 6
+
+
+def test_instances_to_decide_agrees_with_decided() -> None:
+    m, s = 0.15, 0.070711
+    a = s * math.sqrt(3) / 2  # 4 values m -+ a have sd s
+    assert not turns.turn_ratio([m - s, m, m + s]).decided()
+    assert turns.turn_ratio([m - a, m - a, m + a, m + a]).decided()
+
+
+def test_instances_to_decide_grows_with_spread() -> None:
+    counts = [turns.instances_to_decide([0.02 - w, 0.02 + w]) for w in (0.005, 0.01, 0.02, 0.04)]
+    assert all(isinstance(n, int) for n in counts)
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+
+
+def test_instances_to_decide_edges() -> None:
+    assert turns.instances_to_decide([0.1]) is None
+    assert turns.instances_to_decide([0.1, NAN]) is None
+    assert turns.instances_to_decide([0.01, -0.01], min_effect=0.0) is None  # d = 0: never decided
+    assert turns.instances_to_decide([0.1, 0.1, 0.1]) == 3  # no spread: decided now
+    assert turns.instances_to_decide([0.2, 0.21, 0.19, 0.2, 0.2]) == 5  # already decided: the count
+
+
+DIFFERENT = (0.20, 0.21, 0.19)  # half-width 0.0248, CI excludes 1, beyond 5 %: decided
+SAME_ = (0.0, 0.01, -0.01)  # CI within +-0.0248: decided
+NARROW = (0.03, 0.05, 0.04)  # mean 0.04, half-width 0.0248: 0.0648 > 0.0488, undecided; width 0.51
+WIDE = (0.1, -0.1, 0.0)  # half-width 0.2484: undecided; width 5.09
+
+
+def test_next_group_fills_min_instances_first_fewest_first() -> None:
+    states = [
+        GroupState("g0", 3, 10.0, (WIDE,)),
+        GroupState("g1", 1, 10.0, ((0.1,),)),
+        GroupState("g2", 1, 10.0, ((0.1,),)),
+        GroupState("g3", 0, 10.0, ()),
+    ]
+    assert turns.next_group(states) == 3
+    assert turns.next_group(states[:3]) == 1  # tie on 1 instance: the first
+    # then the widest undecided: one instance gives no CI, an infinitely wide one
+    assert turns.next_group(states[:3], min_instances=1) == 1
+    assert turns.next_group(states[:1], min_instances=1) == 0
+
+
+def test_next_group_picks_the_widest_undecided_comparison() -> None:
+    states = [
+        GroupState("decided", 3, 10.0, (DIFFERENT, SAME_)),
+        GroupState("narrow", 3, 10.0, (SAME_, NARROW)),
+        GroupState("wide", 3, 10.0, (WIDE, DIFFERENT)),
+    ]
+    assert turns.next_group(states) == 2
+    assert turns.next_group(states[:2]) == 1
+    assert turns.next_group(states[:1]) is None
+    assert turns.next_group([]) is None
+
+
+def test_next_group_breaks_ties_by_fewer_instances_then_order() -> None:
+    states = [
+        GroupState("a", 5, 10.0, (WIDE,)),
+        GroupState("b", 4, 10.0, (WIDE,)),
+        GroupState("c", 4, 10.0, (WIDE,)),
+    ]
+    assert turns.next_group(states) == 1
+
+
+def test_next_group_respects_max_instances() -> None:
+    states = [
+        GroupState("narrow", 3, 10.0, (NARROW,)),
+        GroupState("wide", 6, 10.0, (WIDE,)),
+    ]
+    assert turns.next_group(states, max_instances=6) == 0
+    assert turns.next_group(states, max_instances=3) is None
+    # max_instances wins over min_instances
+    assert turns.next_group([GroupState("g", 2, 10.0, ())], min_instances=3, max_instances=2) is None
+    with pytest.raises(ValueError, match="max_instances"):
+        turns.next_group(states, max_instances=0)
+
+
+def test_extra_seconds() -> None:
+    # [-0.02, 0.02] needs 4 instances (2 more), [0.0, 0.05] needs 11: mean 0.025, sd 0.035355,
+    # d = 0.023790; t(10) x 0.035355 / sqrt 11 = 0.023751 (t(9) x 0.035355 / sqrt 10 = 0.025291) ->
+    # 9 more x 30 s
+    state = GroupState("g", 2, 30.0, ((-0.02, 0.02), (0.0, 0.05), (0.2, 0.2)))
+    assert turns.extra_seconds(state) == pytest.approx(270.0)
+    assert turns.extra_seconds(GroupState("g", 2, 30.0, ((-0.02, 0.02),))) == pytest.approx(60.0)
+    assert turns.extra_seconds(GroupState("g", 3, 30.0, (DIFFERENT, SAME_))) == 0.0
+    assert turns.extra_seconds(GroupState("g", 1, 30.0, ((0.1,),))) is None
+    assert turns.extra_seconds(GroupState("g", 2, NAN, ((-0.02, 0.02),))) is None
