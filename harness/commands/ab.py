@@ -61,12 +61,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--mode",
-        default="duet",
+        default="turns",
         metavar="MODE",
-        help="duet (default): each pair's A and B processes run at once, both pinned to "
-        "the same half of the host's CPUs, timing together; alternate: one after "
-        "the other, each with the whole host (cells of several processes always "
-        "alternate)",
+        help="turns (default): each pair's A and B processes are live at once and take turns, "
+        "each side's one timed window with the whole machine while the other waits; duet: at once, "
+        "both pinned to the same half of the host's CPUs, timing together (single-process cells; "
+        "others alternate); alternate: one after the other, each with the whole host",
     )
     p.add_argument("--max-pairs", type=int, default=30, help="most pairs per cell. Default: 30")
     p.add_argument("--min-pairs", type=int, default=5, help="fewest pairs before a verdict. Default: 5")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from harness.analysis import ab
 from harness.contract.events import Event
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.contract.records import CellRow, Status, WindowRow
+from harness.formulas.turns import instance_log_ratio
 from harness.launch.platform import git_sha
 from harness.launch.runner import (
     CellEnd,
@@ -35,9 +37,11 @@ from harness.launch.runner import (
 )
 from harness.launch.single import run_worker
 from harness.launch.tenants import meet_together
+from harness.launch.turns import Plan, run_instance
 from harness.results.rows import ProcessResult, aggregate, not_measured_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
+from harness.spec.groups import ab_group
 from harness.spec.protocol import Platform, Protocol
 
 HARDWARE = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores")
@@ -79,15 +83,26 @@ MODES = {
         Mode(
             "alternate", False, "A and B one after the other, each with the whole host, in the pair's order"
         ),
+        Mode(
+            "turns",
+            True,
+            "A and B live at once, taking turns: each side's processes run one timed window with "
+            "the whole machine while the other side's wait without using CPU, in ABBA blocks; a "
+            "pair is one instance (fresh processes of both sides), its ratio the mean block log ratio",
+        ),
     )
 }
-"""``ab --mode``: duet is the default (README, "Two builds now": its pairs vary several times less
-here); cells of several processes (multi-worker, co-tenants) always alternate."""
+"""``ab --mode``: turns is the default (each side gets the whole machine in its turn, so a change
+in threads or parallelism shows; its instances vary little: README, "Two builds now"); duet
+only runs single-process cells (others alternate)."""
 
 
 def cell_mode(cell: Cell, requested: Mode) -> Mode:
-    """The mode a cell's pairs run in: duet only for single-process cells."""
-    return requested if cell.processes == 1 and cell.tenants == 1 else MODES["alternate"]
+    """The mode a cell's pairs run in: duet only for single-process cells; turns and alternate
+    for every cell."""
+    if requested.name != "duet" or (cell.processes == 1 and cell.tenants == 1):
+        return requested
+    return MODES["alternate"]
 
 
 def duet_cpus(cpus: Sequence[int], pair: int) -> tuple[int, ...]:
@@ -157,6 +172,8 @@ class _Pairs:
         self.files, self.base, self.protocol = files, base, protocol
         self.options, self.sides, self.launcher = options, sides, launcher
         self.written = 0
+        self.turn_ratio = float("nan")
+        """The last pair's B/A in turns (mode turns)."""
 
     def _end(self, cell: Cell, side: str, pair: int, launcher: Launcher) -> CellEnd:
         options = self.sides[side].options(self.options)
@@ -200,8 +217,42 @@ class _Pairs:
             meet_together(folder, [partial(side, i, name) for i, name in enumerate(order)])
         return {s: self._store(ends[s], s, pair, mode, cpus) for s in order}
 
+    def _turns(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
+        """Both sides live, in turns (``order`` decides which side gets the first turn of the
+        first block); the pair's ratio is kept in :attr:`turn_ratio`."""
+        group = ab_group(cell)
+        if order == "BA":
+            group = dataclasses.replace(group, members=group.members[::-1])
+        plan = Plan(
+            self.protocol.blocks,
+            self.protocol.turn_s,
+            self.protocol.seed,
+            600.0,
+            self.protocol.cell_timeout_s,
+        )
+        instance = run_instance(
+            group, pair, plan, lambda m: self.sides[m.side].options(self.options), self.launcher, f"ab{pair}-"
+        )
+        (comparison,) = group.comparisons
+        self.turn_ratio = math.exp(
+            instance_log_ratio(instance.turns, comparison.subject, comparison.reference)
+        )
+        rows = {}
+        for m in group.members:
+            end = instance.ends.get(m.key) or CellEnd(
+                cell, Event.FAILED, reason=instance.dropped or "no record"
+            )
+            if instance.dropped and end.event == Event.RECORD:
+                end = CellEnd(
+                    cell, Event.FAILED, reason=f"instance dropped: {instance.dropped}", facts=end.facts
+                )
+            rows[m.side] = self._store(end, m.side, pair, mode, None)
+        return {s: rows[s] for s in order}
+
     def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
         """One pair's rows, by side."""
+        if mode.name == "turns":
+            return self._turns(cell, pair, order, mode)
         if mode.concurrent:
             return self._duet(cell, pair, order, mode)
         return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None) for s in order}
@@ -231,7 +282,8 @@ class _Pairs:
                 s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}"
                 for s, r in rows.items()
             }
-            outcome.ratios.append(_figure(rows["B"]) / _figure(rows["A"]))
+            turns = mode.name == "turns"
+            outcome.ratios.append(self.turn_ratio if turns else _figure(rows["B"]) / _figure(rows["A"]))
             outcome.decision = ab.decide(outcome.ratios, rule)
             report(outcome, order)
             if outcome.decision.verdict != ab.UNDECIDED:
@@ -253,7 +305,7 @@ def run_ab(
     a: Side,
     b: Side,
     rule: ab.Rule,
-    mode: Mode = MODES["duet"],
+    mode: Mode = MODES["turns"],
     launcher: Launcher = run_cell_processes,
     report: Callable[[CellOutcome, str], None] = lambda outcome, order: None,
 ) -> AbResult:

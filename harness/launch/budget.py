@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
+from harness.contract.records import Status
 from harness.formulas import turns as tstats
 from harness.launch.peak import PeakLog
 from harness.launch.platform import available_memory_bytes
@@ -110,7 +111,8 @@ def _culprits(instance: Instance) -> dict[str, CellEnd]:
     return {
         key: end
         for key, end in instance.ends.items()
-        if end.event != Event.RECORD and CLOSED_CHANNEL not in end.reason
+        if (end.event != Event.RECORD or end.row.get("status") != Status.OK)
+        and CLOSED_CHANNEL not in end.reason
     }
 
 

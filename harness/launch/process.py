@@ -216,7 +216,8 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
     index = job.launch.index
     job_path, events_path = folder / f"job-{index}.json", folder / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
-    env = {**dict(job.options.env), **dict(job.launch.env)}
+    # the run's (ab: the side's) variables last: a launcher's own (threads, TF_CONFIG) never override them
+    env = {**dict(job.launch.env), **dict(job.options.env)}
     env.update(nccl_log_env(job.options.platform, folder, {**os.environ, **env}))
     if job.options.python:  # another interpreter finds this harness through PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))

@@ -61,7 +61,8 @@ def _misbehave(kind: str) -> None:
 
 def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
     """Test hook: ``KIND:<cell_id>`` misbehaves when the cell starts; ``KIND@N:<cell_id>`` makes
-    task N misbehave once it has joined the cluster, ``KIND@N+S:<cell_id>`` S seconds after that.
+    task N misbehave once it has joined the cluster, ``KIND@N+S:<cell_id>`` S seconds after that;
+    ``KIND@turn:<cell_id>`` misbehaves when granted its first timed turn (a member of a group).
     KIND: kill (SIGKILL), hang (ignore SIGTERM, block the main thread), stop (SIGSTOP), busy (pin
     the process to core 0 beside a busy loop: a straggler)."""
     if not fault:
@@ -69,7 +70,8 @@ def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
     kind, _, target = fault.partition(":")
     kind, _, at = kind.partition("@")
     at, _, delay = at.partition("+")
-    if target != cell.id or (point, worker) != (("joined", int(at)) if at else ("start", worker)):
+    expected = ("joined", int(at)) if at.isdigit() else ((at, worker) if at else ("start", worker))
+    if target != cell.id or (point, worker) != expected:
         return
     if delay:
         threading.Timer(float(delay), _misbehave, (kind,)).start()

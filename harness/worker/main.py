@@ -160,6 +160,9 @@ def _run(
         job.launch.meet,
         options.protocol.rendezvous_timeout_s,
     )
+    client = turns.connect(job.launch.index)
+    if client is not None:
+        client.on_window = lambda: _inject(job.inject_fault, cell, job.launch.index, "turn")
     return run_cell(
         cell,
         options.protocol,
@@ -169,7 +172,7 @@ def _run(
         strategy,
         job.launch.hosts,
         ready,
-        turns.connect(job.launch.index),
+        client,
     )
 
 

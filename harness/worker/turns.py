@@ -10,7 +10,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Grant, Hello, Reply
+from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Hello, Reply
 
 
 class TurnsClosed(RuntimeError):
@@ -27,6 +27,8 @@ class TurnClient:
 
     def __post_init__(self) -> None:
         self._reader = self.sock.makefile("r", encoding="utf-8")
+        self.on_window: Callable[[], None] = lambda: None
+        """Called at each window grant before the window (the test hook's ``@turn`` faults)."""
 
     def _send(self, message: Hello | Reply) -> None:
         self.sock.sendall((json.dumps(message) + "\n").encode())
@@ -40,6 +42,8 @@ class TurnClient:
         if not line:
             raise TurnsClosed("the turns coordinator closed the channel (the group instance was dropped)")
         grant: Grant = json.loads(line)
+        if grant.get("do") == Do.WINDOW:
+            self.on_window()
         return grant
 
     def reply(self, reply: Reply) -> None:
@@ -63,7 +67,3 @@ def connect(index: int, environ: dict[str, str] | None = None) -> TurnClient | N
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
     return TurnClient(sock, env.get(MEMBER_ENV, ""), index)
-
-
-Finisher = Callable[[], None]
-"""What a worker does in its finishing turn (checks and parts), before it reports its record."""

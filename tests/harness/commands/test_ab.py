@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -58,9 +59,23 @@ def _ab(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
     return proc, out
 
 
+def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> None:
+    # the default mode: B at half the speed, each side's windows with the whole machine in turn
+    proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "slower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
+    cells = pd.read_parquet(out / "cells")
+    assert set(cells.ab_mode) == {"turns"} and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
+    windows = pd.read_parquet(out / "windows")
+    for _, w in windows.groupby("pass"):  # turns: no window of one side overlaps one of the other
+        spans = sorted(zip(w.start_s, w.start_s + w.window_s, w.ab_side, strict=True))
+        assert all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
+        assert set(w.ab_side) == {"A", "B"}
+
+
 def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     # B runs at half the speed; up to 6 pairs so that one disturbed pair cannot leave it undecided
-    proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6")
+    proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6", "--mode", "duet")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "slower" in proc.stdout and ": regression" in proc.stdout
     cells = pd.read_parquet(out / "cells")
@@ -114,7 +129,7 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
         (["--a", "/no/such/python"], "--a='/no/such/python'"),
         (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
         (["--min-effect", "2"], "min_effect=2.0"),
-        (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet']"),
+        (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet', 'turns']"),
     ],
 )
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:

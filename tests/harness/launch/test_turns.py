@@ -1,0 +1,158 @@
+"""Group instances in turns: the coordinator against fake workers on real sockets (unit tier), and
+real worker processes: a planted slowdown measured in turns, a member that dies mid-instance."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.contract.job import FAULT_ENV, WorkerOptions
+from harness.contract.turns import Do
+from harness.formulas.turns import instance_log_ratio
+from harness.launch.budget import _culprits
+from harness.launch.turns import Coordinator, Dropped, Instance, Plan, _coordinate, run_instance
+from harness.spec.cell import Cell
+from harness.spec.groups import Comparison, Group, Member, Relation, ab_group
+from harness.spec.protocol import Platform, Protocol
+from harness.worker.faults import SLOW_ENV
+from harness.worker.turns import TurnClient, TurnsClosed
+
+A = Cell(model="dense", strategy="default", batch=32, steps_per_execution=1)
+B = Cell(model="dense", strategy="default", batch=64, steps_per_execution=1)
+PAIR = Group((Member(A), Member(B)), (Comparison(Relation.STRATEGY, B.id, A.id),), name="g0")
+
+
+def _fake_worker(path: str, key: str, seconds: float, log: list[str], die_at: int | None = None) -> None:
+    """A worker that says hello, calibrates to 10 steps and reports ``seconds`` per window."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    client = TurnClient(sock, key, 0)
+    client.hello()
+    windows = 0
+    while True:
+        try:
+            grant = client.grant()
+        except TurnsClosed:
+            return
+        if grant["do"] == Do.CALIBRATE:
+            client.reply({"done": Do.CALIBRATE, "steps": 10})
+        elif grant["do"] == Do.WINDOW:
+            windows += 1
+            if die_at is not None and windows == die_at:
+                client.close()
+                return
+            log.append(key)
+            client.reply({"done": Do.WINDOW, "seconds": seconds})
+        else:
+            client.reply({"done": Do.FINISH})
+            client.close()
+            return
+
+
+def _coordinate_fakes(tmp_path: Path, die_at: int | None = None) -> tuple[Instance, list[str]]:
+    coordinator = Coordinator(tmp_path)
+    log: list[str] = []
+    threads = [
+        threading.Thread(target=_fake_worker, args=(coordinator.path, A.id, 0.2, log), daemon=True),
+        threading.Thread(target=_fake_worker, args=(coordinator.path, B.id, 0.1, log, die_at), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    instance = Instance(PAIR, 0)
+    try:
+        _coordinate(coordinator, PAIR, Plan(blocks=3, turn_s=0.1, seed=1), instance, lambda: True)
+    except Dropped as e:
+        instance.dropped = str(e)
+    finally:
+        coordinator.close()
+        for t in threads:
+            t.join(5)
+    return instance, log
+
+
+def test_turns_are_granted_one_member_at_a_time_in_balanced_blocks(tmp_path: Path) -> None:
+    instance, log = _coordinate_fakes(tmp_path)
+    assert not instance.dropped
+    assert instance.steps == {A.id: 10, B.id: 10}
+    assert len(instance.turns) == 12 and [t.member for t in instance.turns] == log
+    for block in range(3):
+        order = [t.member for t in instance.turns if t.block == block]
+        assert order in ([A.id, B.id, B.id, A.id], [B.id, A.id, A.id, B.id])
+    # examples: steps x effective batch; B does twice A's work in half the time: 4x the throughput
+    assert {t.examples for t in instance.turns if t.member == B.id} == {10 * 64}
+    assert math.exp(instance_log_ratio(instance.turns, B.id, A.id)) == pytest.approx(4.0)
+
+
+def test_a_member_that_closes_its_channel_drops_the_instance(tmp_path: Path) -> None:
+    instance, _ = _coordinate_fakes(tmp_path, die_at=2)
+    assert "closed its channel" in instance.dropped
+
+
+PROTOCOL = Protocol(
+    repeats=2,
+    window_s=0.05,
+    warmup_windows=1,
+    min_window_steps=2,
+    processes=1,
+    max_processes=1,
+    peak=False,
+    breakdown=False,
+    turn_s=0.05,
+    blocks=3,
+    cell_timeout_s=120.0,
+)
+
+
+def _children() -> list[int]:
+    """Processes whose parent is this one."""
+    me, out = os.getpid(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+            out.append(int(pid))
+    return out
+
+
+def _plan() -> Plan:
+    return Plan(PROTOCOL.blocks, PROTOCOL.turn_s, 0, 120.0, 120.0)
+
+
+@pytest.mark.process
+def test_a_planted_slowdown_is_measured_in_turns(tmp_path: Path) -> None:
+    group = ab_group(A)
+    base = WorkerOptions(PROTOCOL, Platform(), tmp_path / "logs")
+    envs = {"A": (), "B": ((SLOW_ENV, "1.0"),)}  # B spins as long again after every call: half speed
+
+    instance = run_instance(group, 0, _plan(), lambda m: WorkerOptions(**{**vars(base), "env": envs[m.side]}))
+
+    assert not instance.dropped, instance.dropped
+    assert {e.event for e in instance.ends.values()} == {"record"}
+    ratio = math.exp(instance_log_ratio(instance.turns, "B:" + A.id, "A:" + A.id))
+    assert 0.35 < ratio < 0.7, ratio
+    assert len(instance.turns) == 4 * PROTOCOL.blocks
+    assert not _children()
+
+
+@pytest.mark.process
+def test_a_member_dying_mid_instance_drops_it_and_stops_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAULT_ENV, f"kill@turn:{B.id}")
+    options = WorkerOptions(PROTOCOL, Platform(), tmp_path / "logs")
+
+    instance = run_instance(PAIR, 0, _plan(), lambda m: options)
+
+    assert instance.dropped
+    killed, stopped = instance.ends[B.id], instance.ends[A.id]
+    assert killed.event == "failed" and "SIGKILL" in killed.reason
+    assert stopped.row["status"] == "failed" and "TurnsClosed" in stopped.reason
+    assert list(_culprits(instance)) == [B.id]
+    assert not _children()
