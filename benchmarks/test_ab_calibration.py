@@ -1,14 +1,18 @@
-"""Calibration of ``python -m harness ab`` on this machine: false calls of an A/A comparison and the
-detection of a planted 5 % and 10 % slowdown, by resampling measured pairs.
+"""Calibration of ``python -m harness ab`` on this machine: false calls of an A/A comparison, the
+detection of a planted 5 % and 10 % slowdown, by resampling measured pairs, and a change a duet
+cannot see (B limited to one intra-op thread on mirrored with 2 replicas).
 
-Measures three pools of pairs with one interpreter (``ab --min-pairs N --max-pairs N``: exactly N
-pairs, no early stop; the default protocol; ``HARNESS_AB_MODE``: duet, the default, or
-alternate): A against A, and A against B slowed through the test-only hook
-``HARNESS_SLOW_WINDOWS`` (B busy-waits F x each training call, running at 1 / (1 + F) the speed: F =
-0.0526 for 5 %, 0.111 for 10 %). Then runs ``TRIALS`` sequential decisions with the default rule,
-each drawing pair ratios with replacement from a pool until decided or 30 pairs
-(:func:`harness.analysis.ab.simulate`). Targets: A/A false calls <= 1 %; a 5 % slowdown caught in
->= 95 % of trials within 30 pairs.
+Measures the pools of pairs with one interpreter (``ab --min-pairs N --max-pairs N``: exactly N
+pairs, no early stop; the default protocol; ``HARNESS_AB_MODE``: turns, the default, duet or
+alternate; in turns a pair is one instance of both sides): A against A, and A against B slowed
+through the test-only hook ``HARNESS_SLOW_WINDOWS`` (B busy-waits F x each training call, running at
+1 / (1 + F) the speed: F = 0.0526 for 5 %, 0.111 for 10 %), on cnn default batch 64; and A against
+B with ``TF_NUM_INTRAOP_THREADS=1`` on cnn mirrored 2 replicas batch 64 (``HARNESS_AB_THREAD_PAIRS``
+pairs). Then runs ``TRIALS`` sequential decisions, each drawing pair ratios with replacement from a
+pool until decided (:func:`harness.analysis.ab.simulate`). Targets: the A/A pool's 95 % CI of the
+mean log ratio contains 0 and lies within +-1 %; A/A false calls <= 1 % (default rule, up to 30
+pairs); a 5 % slowdown caught in >= 95 % of trials within 20 pairs; one intra-op thread called
+slower.
 
 ``-s`` prints the figures; ``HARNESS_AB_RESULTS=DIR`` replays pools measured there before.
 """
@@ -27,8 +31,9 @@ import pytest
 from harness.analysis import ab
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "24"))
-MODE = os.environ.get("HARNESS_AB_MODE", "duet")
+PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "40"))
+THREAD_PAIRS = int(os.environ.get("HARNESS_AB_THREAD_PAIRS", "10"))
+MODE = os.environ.get("HARNESS_AB_MODE", "turns")
 TRIALS = 2000
 CELL = [
     "--model",
@@ -44,32 +49,29 @@ CELL = [
 ]
 POOLS = {"A/A": ("aa", 0.0), "5% slower": ("slow5", 1 / 0.95 - 1), "10% slower": ("slow10", 1 / 0.90 - 1)}
 """name -> (folder, the planted slowdown fraction of B)."""
+THREADS = ("threads", ["--strategy", "mirrored", "--replicas", "2"], ["--b-env", "TF_NUM_INTRAOP_THREADS=1"])
+"""folder, the cell's flags over CELL's, B's setting: one intra-op thread (a duet cannot see it)."""
+
+
+def _ab(out: Path, pairs: int, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "ab", "--out", str(out), *CELL, "--min-pairs", str(pairs)]
+        + ["--max-pairs", str(pairs), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
 
 
 def _measure(out: Path) -> None:
     for folder, slow in POOLS.values():
         env = ["--b-env", f"HARNESS_SLOW_WINDOWS={slow:.4f}"] if slow else []
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness",
-                "ab",
-                "--out",
-                str(out / folder),
-                *CELL,
-                "--min-pairs",
-                str(PAIRS),
-                "--max-pairs",
-                str(PAIRS),
-                *env,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=3600,
-        )
+        proc = _ab(out / folder, PAIRS, *env)
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
+    folder, cell, env = THREADS
+    proc = _ab(out / folder, THREAD_PAIRS, *cell, *env)
+    assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
 
 
 def pair_ratios(results: Path) -> list[float]:
@@ -98,5 +100,17 @@ def test_ab_calibration(tmp_path: Path) -> None:
             f"{rates[ab.FASTER]:.1%}, same {rates[ab.SAME]:.1%}, undecided "
             f"{rates[ab.UNDECIDED]:.1%}; mean pairs {pairs:.1f}"
         )
+    within20 = ab.Rule(max_pairs=20)
+    caught, pairs = ab.simulate(pair_ratios(out / POOLS["5% slower"][0]), within20, TRIALS, seed=2)
+    print(f"5% slower within 20 pairs: slower {caught[ab.SLOWER]:.1%}; mean pairs {pairs:.1f}")
+    whole = ab.decide(pair_ratios(out / POOLS["A/A"][0]), rule)
+    print(f"A/A, all {whole.pairs} pairs: B/A {whole.ratio:.4f} [{whole.low:.4f}, {whole.high:.4f}]")
+    threads = ab.decide(pair_ratios(out / THREADS[0]), rule)
+    print(
+        f"one intra-op thread, cnn mirrored r2: {threads.pairs} pairs, B/A {threads.ratio:.3f} "
+        f"[{threads.low:.3f}, {threads.high:.3f}]: {threads.verdict}"
+    )
+    assert whole.low <= 1 <= whole.high and whole.low >= 0.99 and whole.high <= 1.01
     assert figures["A/A"][ab.SLOWER] + figures["A/A"][ab.FASTER] <= 0.01
-    assert figures["5% slower"][ab.SLOWER] >= 0.95
+    assert figures["5% slower"][ab.SLOWER] >= 0.95 and caught[ab.SLOWER] >= 0.95
+    assert threads.verdict == ab.SLOWER

@@ -101,12 +101,17 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
 
 
 def pair_ratios(rows: pd.DataFrame) -> pd.DataFrame:
-    """B/A of every complete pair in a DataFrame of ``ab`` rows: columns cell_id, ab_pair, ratio."""
+    """B/A of every complete pair in a DataFrame of ``ab`` rows: columns cell_id, ab_pair, ratio
+    (a pair in turns: its ``ab_turn_ratio``; otherwise B's examples/s over A's)."""
     ok = rows[rows["status"] == Status.OK]
     wide = ok.pivot_table(index=["ab_id", "cell_id", "ab_pair"], columns="ab_side", values="examples_per_sec")
     if not {"A", "B"} <= set(wide.columns):
         return wide.iloc[0:0].reset_index()[["cell_id", "ab_pair"]].assign(ratio=[])
-    return (wide["B"] / wide["A"]).dropna().reset_index(name="ratio")[["cell_id", "ab_pair", "ratio"]]
+    ratio = wide["B"] / wide["A"]
+    if "ab_turn_ratio" in ok:  # a pair in turns: the ratio of its adjacent turns
+        turns = ok[ok["ab_side"] == "B"].set_index(["ab_id", "cell_id", "ab_pair"])["ab_turn_ratio"]
+        ratio = turns.reindex(ratio.index).astype(float).fillna(ratio)
+    return ratio.dropna().reset_index(name="ratio")[["cell_id", "ab_pair", "ratio"]]
 
 
 def overall(decisions: Sequence[Decision]) -> str:

@@ -1,9 +1,13 @@
-"""What a run found, as ratios with CIs: per model, the fastest configuration and those tied with
-it, and what each knob changes. Pure (rows in, :class:`Finding` out).
+"""What a run found, as ratios with CIs: first the comparisons measured in turns (the ratios
+table: each relation, and the race of the configurations tied with each model's fastest), then,
+for pairs the run did not measure in turns, per model the fastest configuration and those tied with
+it and what each other knob changes. Pure (rows in, :class:`Finding` out).
 
-A ratio compares two ok rows of one run that differ in exactly one axis; its CI is Welch's t over
-the two rows' process figures (:func:`harness.formulas.stats.ratio`), and a ratio whose CI reaches 1
-or that is within ``stats.MIN_EFFECT`` of 1 is "no measurable difference", never a ranking.
+A ratio in turns has its CI over group instances and its verdict controls the false discovery rate
+across the run's comparisons (:mod:`harness.formulas.turns`). A ratio between separately measured
+rows has Welch's t over the two rows' process figures (:func:`harness.formulas.stats.ratio`).
+Either way, a ratio whose CI reaches 1 or that is within ``stats.MIN_EFFECT`` of 1 is "no
+measurable difference", never a ranking.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class Finding:
     changed: str
     context: str
     ratio: stats.Ratio
+    pair: tuple[str, str] = ("", "")
+    """(cell_id of the changed row, cell_id of the reference row)."""
 
     @property
     def verdict(self) -> str:
@@ -158,6 +164,7 @@ def effects(rows: Sequence[Mapping[str, Any]], knob: Knob) -> list[Finding]:
                         str(r.get(knob.axis)),
                         config(ref, ("model", knob.axis, *knob.same)),
                         stats.ratio(figures(r), figures(ref)),
+                        (str(r.get("cell_id")), str(ref.get("cell_id"))),
                     )
                 )
     return sorted(found, key=lambda f: (f.model, f.context, f.changed))
@@ -177,16 +184,76 @@ def all_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Finding]]:
     return out
 
 
-def render_html(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The report's opening section: per model the fastest and the tied, then each knob's effects."""
+RELATION_TITLES = {
+    "fastest": "Which configuration is fastest: the contenders raced in turns against it",
+    "scaling": "Scaling: throughput against the 1-device cell (the ratio shown is the efficiency)",
+    "strategy": "Strategy: throughput against default at the same model, batch and loop",
+    "cross_device_ops": "Cross-device ops: against auto at the same replicas",
+    "accumulation": "Gradient accumulation: k micro-batches per update against 1",
+    "loop": "Training loop: Keras fit against the custom loop",
+    "cotenancy": "Co-tenants: T processes' aggregate against one alone",
+    "ab": "A/B: side B against side A",
+}
+"""Each relation of the ratios table, as the report titles it (in this order)."""
+
+
+def _ratio_text(r: Mapping[str, Any]) -> str:
+    """``0.512 [0.497, 0.528], 12 instances: lower``, or the undecided note."""
+    value, low, high = r.get("ratio"), r.get("ratio_ci_low"), r.get("ratio_ci_high")
+    if not isinstance(value, float) or value != value:
+        return "not measured"
+    ci = f" [{low:.3f}, {high:.3f}]" if isinstance(low, float) and low == low else " (no CI)"
+    text = f"{value:.3f}{ci}, {r.get('instances')} instances: {r.get('verdict')}"
+    if not r.get("decided"):
+        extra = r.get("extra_instances")
+        more = f"; about {extra} more instances would likely decide it" if isinstance(extra, int) else ""
+        text += f" (undecided{more})"
+    return text
+
+
+def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The comparisons measured in turns, grouped by relation, each with its configuration."""
+    esc = html.escape
+    by_id = {r.get("cell_id"): r for r in rows}
+    parts = []
+    for relation, title in RELATION_TITLES.items():
+        mine = [r for r in ratios if r.get("relation") == relation]
+        if not mine:
+            continue
+        items = []
+        for r in mine:
+            subject, reference = by_id.get(r["subject"]), by_id.get(r["reference"])
+            name = (
+                f"{subject['model']}, {config(subject)} against {config(reference)}"
+                if subject is not None and reference is not None
+                else f"{r['subject']} against {r['reference']}"
+            )
+            items.append(f"<li>{esc(name)}: {esc(_ratio_text(r))}</li>")
+        parts.append(f"<h3>{esc(title)}</h3><ul>{''.join(items)}</ul>")
+    return "\n".join(parts)
+
+
+def render_html(rows: Sequence[Mapping[str, Any]], ratios: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The report's opening section: the comparisons measured in turns, then, from separately
+    measured processes, per model the fastest and the tied (unless raced in turns) and each
+    knob's effects on pairs not measured in turns."""
     esc = html.escape
     parts = []
+    if ratios:
+        parts.append(
+            "<p>Measured in turns (the compared cells live at once, one timed window each in turn; "
+            "CI over instances; verdicts control the false discovery rate across the run):</p>"
+        )
+        parts.append(turns_html(ratios, rows))
+    raced = {r.get("reference") for r in ratios if r.get("relation") == "fastest"}
+    in_turns = {(r.get("subject"), r.get("reference")) for r in ratios}
+    separate = []
     for model in sorted({r["model"] for r in _ok(rows)}):
         top = fastest(rows, model)
-        if top is None:
+        if top is None or top[0].get("cell_id") in raced:
             continue
         best, tied = top
-        parts.append(
+        separate.append(
             f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
             f"{best['examples_per_sec']:,.0f} examples/s; "
             + (
@@ -202,6 +269,14 @@ def render_html(rows: Sequence[Mapping[str, Any]]) -> str:
             f"<li>{esc(f.model)}, {esc(f.context)}: {esc(f.axis)} {esc(f.changed)} against "
             f"{esc(f.reference)}: {esc(f.verdict)}</li>"
             for f in found
+            if f.pair not in in_turns and f.pair[::-1] not in in_turns
         )
-        parts.append(f"<h3>{esc(title)}</h3><ul>{items}</ul>")
+        if items:
+            separate.append(f"<h3>{esc(title)}</h3><ul>{items}</ul>")
+    if separate and ratios:
+        parts.append(
+            "<p>From separately measured processes (Welch's t over the two cells' process figures; "
+            "pairs not measured in turns):</p>"
+        )
+    parts += separate
     return "\n".join(parts) or "<p>No ok rows to compare.</p>"

@@ -150,39 +150,44 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 
 def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
-    """Scaling efficiency against total replicas (replicas x workers), the ideal at 1.0."""
-    import seaborn as sns
-
+    """Scaling efficiency against total replicas (replicas x workers), 95% CI whiskers (over group
+    instances when measured in turns), the ideal at 1.0; one line per strategy (and batch)."""
     ok = _ok(rows)
     ok = ok[ok["scaling_efficiency"].notna() & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
     if ok.empty or ok["total_replicas"].max() < 2:
         return []
     ok["batch"] = ok.apply(lambda r: f"{r['scaling']}, batch {r['per_replica_batch']}/replica", axis=1)
-    # only strategies measured on several devices (default and one_device are 1.0 by definition)
-    ok = ok[ok.groupby(["model", "strategy_label"])["total_replicas"].transform("max") > 1]
+    ok["line"] = ok["strategy_label"].str.replace(r"\[[^]]*\]", "", regex=True) + ", " + ok["batch"]
+    # one line per strategy measured on several devices; its 1-device point (1.0) starts it
+    ok = ok[ok.groupby(["model", "line"])["total_replicas"].transform("max") > 1]
+    if ok.empty:
+        return []
+    colors = distinct_colors(sorted(ok["line"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        sns.lineplot(
-            part,
-            x="total_replicas",
-            y="scaling_efficiency",
-            hue="strategy_label",
-            style="batch" if part["batch"].nunique() > 1 else None,
-            markers=True,
-            dashes=True,
-            marker="o",
-            ax=ax,
-            errorbar=None,
-        )
+        for name, s in part.groupby("line"):
+            s = s.sort_values("total_replicas").drop_duplicates("total_replicas")
+            y = s["scaling_efficiency"].astype(float)
+            low = s["scaling_efficiency_ci_low"].astype(float).fillna(y)
+            high = s["scaling_efficiency_ci_high"].astype(float).fillna(y)
+            ax.errorbar(
+                s["total_replicas"],
+                y,
+                yerr=[y - low, high - y],
+                fmt="o-",
+                capsize=3,
+                label=str(name),
+                color=colors[str(name)],
+            )
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal")
         ax.set_xticks(sorted(part["total_replicas"].unique()))
-        ax.set_ylim(0, max(1.2, float(part["scaling_efficiency"].max()) * 1.1))
-        ax.legend(fontsize=7)
+        ax.set_ylim(0, max(1.2, float(part["scaling_efficiency_ci_high"].astype(float).max()) * 1.1))
+        ax.legend(fontsize=7, title="strategy, batch", title_fontsize=7)
 
     fig = _facet_models(
         ok,
         draw,
-        "Scaling efficiency = throughput / (N x 1-device throughput)" + _device_note(ok),
+        "Scaling efficiency = throughput / (N x 1-device throughput), 95% CI" + _device_note(ok),
         "scaling efficiency",
         "replicas x workers",
     )
@@ -232,14 +237,17 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 
 def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
-    """MirroredStrategy's cross-device ops side by side, per replica count, with CI whiskers."""
+    """MirroredStrategy's cross-device ops side by side, per replica count and batch: each op's
+    scaling efficiency against the same 1-replica cell (the common baseline every op starts from),
+    95% CI whiskers (over group instances when measured in turns), the ideal at 1.0."""
     _pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     has_ops = ok["strategy"].isin(AXIS_BY_NAME["cross_device_ops"].applies_to)
-    ok = ok[has_ops & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
+    ok = ok[has_ops & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["total_replicas"] > 1)]
+    ok = ok[ok["scaling_efficiency"].notna()]
     if ok.empty or ok["cross_device_ops"].nunique() < 2:
         return []
-    ok["group"] = ok.apply(lambda r: f"{r['replicas']} repl, b{r['per_replica_batch']}", axis=1)
+    ok["group"] = ok.apply(lambda r: f"{r['replicas']} replicas, b{r['per_replica_batch']}", axis=1)
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         groups = sorted(part["group"].unique())
@@ -248,16 +256,23 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
         for j, op in enumerate(ops):
             s = part[part["cross_device_ops"] == op].set_index("group").reindex(groups)
             x = [i + j * width for i in range(len(groups))]
+            y = s["scaling_efficiency"].astype(float)
             err = [
-                s["examples_per_sec"] - s["examples_per_sec_ci_low"],
-                s["examples_per_sec_ci_high"] - s["examples_per_sec"],
+                y - s["scaling_efficiency_ci_low"].astype(float).fillna(y),
+                s["scaling_efficiency_ci_high"].astype(float).fillna(y) - y,
             ]
-            ax.bar(x, s["examples_per_sec"], width, yerr=err, capsize=3, label=op)
+            ax.bar(x, y, width, yerr=err, capsize=3, label=op)
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups, fontsize=8)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, title="cross-device ops", title_fontsize=7)
 
     fig = _facet_models(
-        ok, draw, "MirroredStrategy cross-device ops (median, 95% CI)" + _device_note(ok), "examples/s", ""
+        ok,
+        draw,
+        "MirroredStrategy cross-device ops: efficiency against the same 1-replica cell (95% CI)"
+        + _device_note(ok),
+        "scaling efficiency",
+        "",
     )
     return _save(fig, out, "cross_device_ops")
 

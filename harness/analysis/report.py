@@ -194,7 +194,11 @@ code{background:#f4f4f4;padding:1px 3px}"""
 
 
 def build_html(
-    rows: pd.DataFrame, figures: Sequence[Path], title: str, collectives: pd.DataFrame | None = None
+    rows: pd.DataFrame,
+    figures: Sequence[Path],
+    title: str,
+    collectives: pd.DataFrame | None = None,
+    ratios: pd.DataFrame | None = None,
 ) -> str:
     """The report page, figures embedded as base64 PNG."""
     imgs = []
@@ -229,7 +233,7 @@ def build_html(
             )
             + ".</p>",
             "<h2>Findings</h2>",
-            findings.render_html(_records(rows)),
+            findings.render_html(_records(rows), [] if ratios is None else _records(ratios)),
             _why(rows),
             "<h2>Measured against the scaling model</h2>",
             _predicted(rows, collectives),
@@ -365,7 +369,11 @@ def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_report(
-    rows: pd.DataFrame, out: Path, title: str, collectives: pd.DataFrame | None = None
+    rows: pd.DataFrame,
+    out: Path,
+    title: str,
+    collectives: pd.DataFrame | None = None,
+    ratios: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Every figure of :data:`harness.plots.REPORT_FIGURES` that the rows support, then
     ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
@@ -385,5 +393,5 @@ def write_report(
         )
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
-    page.write_text(build_html(rows, figures, title, collectives))
+    page.write_text(build_html(rows, figures, title, collectives, ratios))
     return [*figures, page]

@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.report import write_report
     from harness.results import history
-    from harness.results.store import read_collectives
+    from harness.results.store import read_collectives, read_ratios
 
     cells, _ = history.load(args.results)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
@@ -35,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.results) / "report"
     check_writable(out, "--out")
     collectives = read_collectives(args.results)
-    for path in write_report(rows, out, f"tf-strategy-bench: {', '.join(run_ids)}", collectives):
+    ratios = read_ratios(args.results)
+    ratios = ratios[ratios["run_id"].isin(run_ids)]
+    title = f"tf-strategy-bench: {', '.join(run_ids)}"
+    for path in write_report(rows, out, title, collectives, ratios):
         print(f"wrote {path}")
     return 0

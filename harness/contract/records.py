@@ -74,8 +74,19 @@ class CellRow(TypedDict, total=False):
         str | None,
         Col(
             "",
-            "`ab`: duet (the pair's processes ran at once, both pinned to the same CPUs, timing "
-            "together after a barrier) or alternate (one after the other, each with the whole host).",
+            "`ab`: turns (the pair's processes live at once, each side's windows timed in turns "
+            "with the whole machine), duet (the pair's processes ran at once, both pinned to the same "
+            "CPUs, timing together after a barrier) or alternate (one after the other, each with the "
+            "whole host).",
+        ),
+    ]
+    ab_turn_ratio: Annotated[
+        float | None,
+        Col(
+            "1",
+            "`ab` turns: the pair's B/A, exp(mean over its blocks of log(B's throughput / A's)) in "
+            "adjacent turns (the ratio the sequential rule uses; on both sides' rows). Null in the "
+            "other modes, where B/A is the ratio of the two rows' examples_per_sec.",
         ),
     ]
     ab_cpus: Annotated[
@@ -932,4 +943,13 @@ class RatioRow(TypedDict, total=False):
     ]
     dropped_instances: Annotated[
         int, Col("instances", "Instances of its group dropped (a member failed or a deadline passed).")
+    ]
+    note: Annotated[
+        str,
+        Col(
+            "",
+            "Why the comparison was not measured in turns (empty when it was): e.g. its group's "
+            "members did not fit in the GPUs' memory together, so they ran one after another and the "
+            "cell rows' ratios come from separately measured processes.",
+        ),
     ]

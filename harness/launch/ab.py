@@ -180,7 +180,15 @@ class _Pairs:
         (end,) = list(each_cell([cell], options, launcher, prefix=f"{side}{pair}-"))
         return end
 
-    def _store(self, end: CellEnd, side: str, pair: int, mode: Mode, cpus: tuple[int, ...] | None) -> CellRow:
+    def _store(
+        self,
+        end: CellEnd,
+        side: str,
+        pair: int,
+        mode: Mode,
+        cpus: tuple[int, ...] | None,
+        turn_ratio: float | None = None,
+    ) -> CellRow:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
         cell = end.cell
         row = (
@@ -195,6 +203,7 @@ class _Pairs:
             "ab_pair": pair,
             "ab_mode": mode.name,
             "ab_cpus": None if cpus is None else ",".join(map(str, cpus)),
+            "ab_turn_ratio": turn_ratio,
             "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
         self.files.write_row(self.written, row)
@@ -246,7 +255,8 @@ class _Pairs:
                 end = CellEnd(
                     cell, Event.FAILED, reason=f"instance dropped: {instance.dropped}", facts=end.facts
                 )
-            rows[m.side] = self._store(end, m.side, pair, mode, None)
+            ratio = self.turn_ratio if math.isfinite(self.turn_ratio) else None
+            rows[m.side] = self._store(end, m.side, pair, mode, None, ratio)
         return {s: rows[s] for s in order}
 
     def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:

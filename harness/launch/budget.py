@@ -1,9 +1,12 @@
 """A local run in turns, spending a budget: the cells are packed into groups
 (:func:`harness.spec.groups.groups`: the cells each reported ratio compares, live together), every
 group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then the
-rest of ``protocol.budget_min`` goes, one instance at a time, to the group whose ratios are least
+budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are least
 decided (:func:`harness.formulas.turns.next_group`), until all are decided, the groups reach
-``protocol.max_processes`` instances or the budget ends.
+``protocol.max_processes`` instances or :data:`RACE_SHARE` of the budget is spent. Then the second
+stage: each model's fastest configuration so far and those tied with it (separately measured, so
+their difference is not yet decided) are raced in turns (:func:`race_plan`) with the rest of the
+budget; with no tie, the first stage goes on instead.
 
 Every member's process is also one process of its cell (its figure: the median of its turn
 windows), so each cell's absolute figure keeps the CI over processes (and history) of
@@ -23,6 +26,7 @@ from pathlib import Path
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
+from harness.formulas import stats
 from harness.formulas import turns as tstats
 from harness.launch.peak import PeakLog
 from harness.launch.platform import available_memory_bytes
@@ -31,8 +35,13 @@ from harness.launch.runner import CellEnd, Launcher, RunResult, _Run, run_cell_p
 from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.ratios import Measured
 from harness.spec.cell import Cell
-from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups
+from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, race_groups
 from harness.spec.protocol import Platform, Protocol
+
+RACE_SHARE = 0.7
+"""The share of the budget the first stage may spend (past its minimum instances) before the
+second stage races the configurations tied with each model's fastest; with no tie, the first
+stage goes on to the whole budget."""
 
 MAX_DROPS = 3
 """Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
@@ -106,6 +115,15 @@ class GroupRun:
         ]
 
 
+OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
+"""What a worker's failure says when its device's memory ran out (TensorFlow's allocator, CUDA)."""
+
+
+def out_of_memory(reason: str) -> bool:
+    """Whether a failure reason is a device running out of memory."""
+    return any(text in reason for text in OUT_OF_MEMORY)
+
+
 def _culprits(instance: Instance) -> dict[str, CellEnd]:
     """The members whose own failure ended a dropped instance (not those stopped because of it)."""
     return {
@@ -128,6 +146,8 @@ class TurnsRun:
         self.groups = [GroupRun(g) for g in groups(run.runnable, max_live(protocol))]
         self.plan = Plan(protocol.blocks, protocol.turn_s, protocol.seed, 600.0, protocol.cell_timeout_s)
         self.broken_down: set[str] = set()
+        self.unmeasured: list[Measured] = []
+        """Comparisons whose group fell back to one member at a time."""
         self.instances_of: dict[str, int] = {}
         self.t0 = clock()
 
@@ -144,19 +164,31 @@ class TurnsRun:
         self.run.record(end, k)
         self.broken_down.add(cell.id)
 
-    def next(self) -> int | None:
-        """The group that gets the next instance, or None when the run is over."""
+    def next(self, limit_s: float, first: int = 0, strict: bool = False) -> int | None:
+        """The group (from index ``first`` on) that gets the next instance, or None when the stage
+        is over: every ratio decided, every group at the most instances, or ``limit_s`` seconds
+        of the run spent (past each group's minimum; ``strict``: the minimum too)."""
         protocol = self.run.protocol
-        states = [g.state() for g in self.groups]
-        index = tstats.next_group(states, protocol.processes, protocol.max_processes)
-        if index is None:
+        states = [g.state() for g in self.groups[first:]]
+        found = tstats.next_group(states, protocol.processes, protocol.max_processes)
+        if found is None:
             return None
-        g = self.groups[index]
-        if g.instances >= protocol.processes:  # past the minimum: only within the budget
-            per = g.seconds / g.instances
-            if self.clock() - self.t0 + per > protocol.budget_s:
+        g = self.groups[first + found]
+        if g.instances >= protocol.processes or strict:  # only within the budget
+            per = g.seconds / g.instances if g.instances else self.mean_instance_s()
+            if self.clock() - self.t0 + per > limit_s:
                 return None
-        return index
+        return first + found
+
+    def mean_instance_s(self) -> float:
+        done = [g for g in self.groups if g.instances]
+        return sum(g.seconds for g in done) / max(sum(g.instances for g in done), 1)
+
+    def add_races(self) -> int:
+        """The second stage's groups (:func:`race_plan`) appended; returns the index of the first."""
+        first = len(self.groups)
+        self.groups += [GroupRun(g) for g in race_plan(self.run, max_live(self.run.protocol))]
+        return first
 
     def measure(self, index: int, progress: Progress) -> None:
         """One instance of group ``index``; its members' processes recorded, its ratios kept."""
@@ -167,6 +199,10 @@ class TurnsRun:
         )
         if instance.dropped:
             culprits = _culprits(instance)
+            if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
+                self.sequential(index, next(e.reason for e in culprits.values() if out_of_memory(e.reason)))
+                progress.advance(f"{g.group.name}: members do not fit together; measured one by one", "")
+                return
             for key, end in culprits.items():
                 self._record(g.group.member(key).cell, end)
             g.dropped += 0 if culprits else 1
@@ -181,8 +217,60 @@ class TurnsRun:
         g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
         progress.advance(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s")
 
+    def sequential(self, index: int, reason: str) -> None:
+        """Group ``index``'s members did not fit in the devices' memory together: each gets a
+        group of its own (its instances one after another), and the group's comparisons are
+        reported as not measured in turns (the cell rows' ratios then come from separately
+        measured processes)."""
+        g = self.groups[index]
+        note = f"not measured in turns: the group's members did not fit in memory together ({reason[:200]})"
+        self.unmeasured += [
+            Measured(c, g.group.name, (), (), 0.0, g.dropped + 1, note) for c in g.group.comparisons
+        ]
+        alone = [GroupRun(Group((m,), (), f"{g.group.name}.{i}")) for i, m in enumerate(g.group.members)]
+        self.groups[index : index + 1] = alone
+
     def measured(self) -> list[Measured]:
-        return [m for g in self.groups for m in g.measured()]
+        return [m for g in self.groups for m in g.measured()] + self.unmeasured
+
+
+def _step(state: TurnsRun, index: int, progress: Progress) -> None:
+    """One instance, the progress's total grown to hold it (past the minimum instances the budget
+    decides how many come: the ETA is the budget's)."""
+    progress.set_total(max(progress.total, progress.done + 1))
+    state.measure(index, progress)
+
+
+def tied_with_fastest(run: _Run, model: str) -> tuple[Cell, list[Cell]] | None:
+    """A model's fastest runnable one-tenant cell so far (median process figure) and the cells
+    tied with it: their ratio to it (Welch's t over the process figures, separately measured) is
+    no measurable difference. None when no cell of the model was measured ok."""
+    figures = {
+        c.id: [float(r.row.get("examples_per_sec") or 0.0) for r in run.evidence[c.id]]
+        for c in run.runnable
+        if c.model == model and c.tenants == 1 and run.evidence[c.id] and run.ok_so_far(c)
+    }
+    if not figures:
+        return None
+    cells = {c.id: c for c in run.runnable}
+    best = max(figures, key=lambda k: stats.figure(figures[k]).value)
+    tied = [
+        cells[k]
+        for k in figures
+        if k != best and not stats.ratio(figures[k], figures[best]).distinguishable()
+    ]
+    return cells[best], tied
+
+
+def race_plan(run: _Run, live: int) -> list[Group]:
+    """Second stage: for each model, the configurations tied with its fastest, raced against it in
+    turns (groups r0, r1, ...; a contender that cannot share a group with the fastest is left out)."""
+    found: list[Group] = []
+    for model in sorted({c.model for c in run.runnable}):
+        top = tied_with_fastest(run, model)
+        if top is not None and top[1]:
+            found += [g for g in race_groups(top[1], top[0], live) if g.comparisons]
+    return [dataclasses.replace(g, name=f"r{i}") for i, g in enumerate(found)]
 
 
 def run_in_turns(
@@ -202,13 +290,17 @@ def run_in_turns(
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
     state = TurnsRun(run, options, launcher, clock)
     progress = progress or Progress(len(state.groups) * protocol.processes, budget_s=protocol.budget_s)
+    budget = protocol.budget_s
     try:
         if run.runnable:
             run.measure_peak()
-        while (index := state.next()) is not None:
-            if state.groups[index].instances >= protocol.processes:
-                progress.set_total(progress.done + 1)
-            state.measure(index, progress)
+        while (index := state.next(budget * RACE_SHARE)) is not None:
+            _step(state, index, progress)
+        first = state.add_races()
+        if first == len(state.groups):  # no tie to race: the first stage goes on
+            first = 0
+        while (index := state.next(budget, first, strict=first > 0)) is not None:
+            _step(state, index, progress)
         run.measure_peak()
     except KeyboardInterrupt:
         run.result.interrupted = True

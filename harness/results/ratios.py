@@ -27,6 +27,8 @@ class Measured:
     block_logs: tuple[tuple[float, ...], ...]
     seconds_per_instance: float
     dropped: int = 0
+    note: str = ""
+    """Why it was not measured in turns (empty when it was)."""
 
     def ratio(self) -> turns.TurnRatio:
         return turns.turn_ratio(self.instance_logs, self.block_logs, self.comparison.scale)
@@ -72,6 +74,7 @@ def ratio_rows(
             "extra_instances": extra,
             "extra_s": None if extra is None else extra * m.seconds_per_instance,
             "dropped_instances": m.dropped,
+            "note": m.note,
         }
         rows.append(RatioRow(**{**base, **row}))  # type: ignore[typeddict-item]
     return rows

@@ -1,0 +1,197 @@
+"""A run in turns spending its budget, with fake instances (no process, no TensorFlow): minimum
+instances first, then the least decided groups, the budget's end, the race of the tied, a member
+that fails leaving its group, and the rows and ratios written."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.contract.events import Event
+from harness.formulas.turns import Turn
+from harness.launch import budget
+from harness.launch.peak import PeakLog
+from harness.launch.runner import CellEnd
+from harness.launch.turns import Instance
+from harness.results.rows import cell_columns
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+
+pytestmark = pytest.mark.usefixtures("no_git")
+
+ONE = Cell(model="dense", strategy="mirrored", replicas=1, batch=32)
+TWO = Cell(model="dense", strategy="mirrored", replicas=2, batch=32)
+DEFAULT = Cell(model="dense", strategy="default", batch=32)
+
+
+class Clock:
+    """A fake monotonic clock that each fake instance moves on by its wall seconds."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _end(cell: Cell, protocol: Protocol, eps: float, status: str = "ok", reason: str = "") -> CellEnd:
+    row = {
+        **cell_columns(cell, protocol),
+        "status": status,
+        "reason": reason,
+        "examples_per_sec": eps if status == "ok" else None,
+        "cv_within_process": 0.01,
+        "fingerprint": "fp",
+    }
+    window = {
+        "cell_id": cell.id,
+        "worker": 0,
+        "repeat": 0,
+        "window_s": 1.0,
+        "window_steps": 1,
+        "examples": int(eps),
+        "examples_per_sec": eps,
+    }
+    event = Event.RECORD if status != "killed" else Event.FAILED
+    return CellEnd(cell, event, row, [window] if status == "ok" else [], reason)
+
+
+def _fake(
+    monkeypatch: pytest.MonkeyPatch,
+    protocol: Protocol,
+    clock: Clock,
+    speed: dict[str, float],
+    noise: float = 0.02,
+    fail: str = "",
+    oom: bool = False,
+) -> list[str]:
+    """run_instance replaced: every member at its ``speed`` (examples/s) times a per-instance
+    factor that alternates +-noise; ``fail``: that member's process dies in its first instance."""
+    calls: list[str] = []
+
+    def fake(group, index, plan, options, launcher, prefix=""):  # type: ignore[no-untyped-def]
+        calls.append(group.name)
+        clock.now += 10.0
+        instance = Instance(group, index, wall_s=10.0)
+        culprit = fail
+        if oom and len(group.members) > 1:  # the last member runs out of memory beside the others
+            culprit = group.members[-1].key
+        for m in group.members:
+            if m.key == culprit:
+                reason = (
+                    "ResourceExhaustedError: OOM when allocating tensor with shape[64,26,26,32]"
+                    if oom
+                    else "worker exited with signal SIGKILL"
+                )
+                instance.ends[m.key] = _end(m.cell, protocol, 0, "killed", reason)
+                instance.dropped = "a process closed its channel"
+                continue
+            wobble = 1 + noise * (1 if (index + len(m.key)) % 2 else -1)
+            eps = speed[m.cell.id] * wobble
+            instance.ends[m.key] = _end(m.cell, protocol, eps)
+            for block in range(plan.blocks):
+                instance.turns += [Turn(block, m.key, 1.0, eps), Turn(block, m.key, 1.0, eps)]
+        if instance.dropped:
+            for m in group.members:
+                if m.key != culprit:
+                    instance.ends[m.key] = _end(m.cell, protocol, 0, "failed", "TurnsClosed: dropped")
+        return instance
+
+    monkeypatch.setattr(budget, "run_instance", fake)
+    return calls
+
+
+def _run(tmp_path: Path, protocol: Protocol, clock: Clock, cells: list[Cell]):  # type: ignore[no-untyped-def]
+    return budget.run_in_turns(
+        cells, protocol, Platform(), tmp_path / "results", peaks=PeakLog(Platform(), ()), clock=clock
+    )
+
+
+def test_every_group_gets_its_minimum_then_the_budget_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=3, max_processes=40, budget_min=2.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0})
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+
+    assert calls[:3] == ["g0"] * 3  # one group (the three cells fit max_live): its minimum first
+    assert clock.now <= protocol.budget_s  # never past the budget once the minimum is done
+    ratios = {(r["relation"], r["subject"]): r for r in result.ratios}
+    scaling = ratios[("scaling", TWO.id)]
+    assert scaling["ratio"] == pytest.approx(1.1 / 2, rel=0.02) and scaling["instances"] == len(calls)
+    cells = pd.read_parquet(tmp_path / "results" / "cells").set_index("cell_id")
+    assert cells.loc[TWO.id, "scaling_efficiency"] == pytest.approx(scaling["ratio"])
+    assert cells.loc[TWO.id, "ratio_instances"] == len(calls)
+    assert cells.loc[TWO.id, "processes"] == len(calls)  # one process per instance it was in
+    stored = pd.read_parquet(tmp_path / "results" / "ratios")
+    assert set(stored["relation"]) == {"scaling", "strategy"}
+    assert stored["verdict"].isin(["higher", "lower", "no measurable difference"]).all()
+
+
+def test_decided_ratios_stop_the_run_before_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=3, max_processes=40, budget_min=60.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1500.0}, noise=0.001)
+
+    result = _run(tmp_path, protocol, clock, [ONE, TWO])
+
+    assert len(calls) == 3  # decided at the minimum: 1.5x with 0.1% noise
+    (scaling,) = result.ratios
+    assert scaling["decided"] and scaling["verdict"] == "higher" and scaling["extra_instances"] == 0
+
+
+def test_a_member_that_fails_leaves_its_group_and_its_row_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=2, max_processes=2, budget_min=5.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(
+        monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1000.0, DEFAULT.id: 900.0}, fail=TWO.id
+    )
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+
+    rows = {r["cell_id"]: r for r in result.rows}
+    assert rows[TWO.id]["status"] == "failed" and "SIGKILL" in rows[TWO.id]["reason"]
+    # the dropped instance is not counted; the rest: g0's two, and the race's (ONE ties DEFAULT)
+    assert rows[ONE.id]["status"] == "ok" and rows[ONE.id]["processes"] == len(calls) - 1
+    assert [r["relation"] for r in result.ratios if r["group"] == "g0"] == ["strategy"]  # TWO's left
+
+
+def test_ties_with_the_fastest_are_raced_in_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two configurations of one model that no comparison relates: measured apart, then raced
+    b64 = Cell(model="dense", strategy="default", batch=64)
+    protocol = Protocol(processes=3, max_processes=6, budget_min=10.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, b64.id: 1010.0}, noise=0.2)
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, b64])
+
+    assert [c for c in calls if c.startswith("r")], calls
+    (race,) = [r for r in result.ratios if r["relation"] == "fastest"]
+    assert race["group"] == "r0" and race["instances"] >= 1 and not math.isnan(race["ratio"])
+
+
+def test_members_that_do_not_fit_together_are_measured_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=2, max_processes=2, budget_min=5.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0}, oom=True)
+
+    result = _run(tmp_path, protocol, clock, [ONE, TWO])
+
+    assert calls[0] == "g0" and sorted(calls[1:5]) == ["g0.0", "g0.0", "g0.1", "g0.1"]
+    rows = {r["cell_id"]: r for r in result.rows}
+    assert rows[ONE.id]["status"] == rows[TWO.id]["status"] == "ok"  # an OOM together is no failure
+    assert rows[TWO.id].get("ratio_instances") is None  # efficiency from separate processes
+    assert rows[TWO.id]["scaling_efficiency"] == pytest.approx(0.55, rel=0.05)
+    (scaling,) = [r for r in result.ratios if r["relation"] == "scaling"]
+    assert scaling["ratio"] is None and "did not fit in memory together" in scaling["note"]
