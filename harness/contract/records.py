@@ -314,9 +314,16 @@ class CellRow(TypedDict, total=False):
             "Optimizer updates per timed window, calibrated so a window lasts about window_target_s.",
         ),
     ]
-    window_target_s: Annotated[float, Col("s", "Target length of a timed window.")]
+    window_target_s: Annotated[
+        float, Col("s", "Target length of a timed window (in turns: of a turn, --turn-s).")
+    ]
     repeats: Annotated[
-        int, Col("windows", "Timed windows per process (all raw times are in results/windows).")
+        int,
+        Col(
+            "windows",
+            "Timed windows per process (in turns: 2 x blocks, its turns; all raw times are in "
+            "results/windows).",
+        ),
     ]
     warmup_windows: Annotated[
         int, Col("windows", "Untimed windows run after the first call and before timing.")

@@ -232,13 +232,7 @@ class _Pairs:
         group = ab_group(cell)
         if order == "BA":
             group = dataclasses.replace(group, members=group.members[::-1])
-        plan = Plan(
-            self.protocol.blocks,
-            self.protocol.turn_s,
-            self.protocol.seed,
-            600.0,
-            self.protocol.cell_timeout_s,
-        )
+        plan = Plan.of(self.protocol, self.options.startup_timeout_s)
         instance = run_instance(
             group, pair, plan, lambda m: self.sides[m.side].options(self.options), self.launcher, f"ab{pair}-"
         )

@@ -46,9 +46,6 @@ stage goes on to the whole budget."""
 MAX_DROPS = 3
 """Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
 
-CLOSED_CHANNEL = "TurnsClosed"
-"""In the reason of a member stopped because another member of its instance failed."""
-
 
 def max_live(protocol: Protocol) -> int:
     """``--max-live``, or the default from the machine's available memory."""
@@ -125,13 +122,12 @@ def out_of_memory(reason: str) -> bool:
 
 
 def _culprits(instance: Instance) -> dict[str, CellEnd]:
-    """The members whose own failure ended a dropped instance (not those stopped because of it)."""
-    return {
-        key: end
-        for key, end in instance.ends.items()
-        if (end.event != Event.RECORD or end.row.get("status") != Status.OK)
-        and CLOSED_CHANNEL not in end.reason
-    }
+    """The member whose own failure ended a dropped instance (not those stopped because of it),
+    with its end; empty when no one member is to blame."""
+    key = instance.culprit
+    if key is None or key not in instance.ends:
+        return {}
+    return {key: instance.ends[key]}
 
 
 class TurnsRun:
@@ -144,7 +140,7 @@ class TurnsRun:
         self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
         protocol = run.protocol
         self.groups = [GroupRun(g) for g in groups(run.runnable, max_live(protocol))]
-        self.plan = Plan(protocol.blocks, protocol.turn_s, protocol.seed, 600.0, protocol.cell_timeout_s)
+        self.plan = Plan.of(protocol, options.startup_timeout_s)
         self.broken_down: set[str] = set()
         self.unmeasured: list[Measured] = []
         """Comparisons whose group fell back to one member at a time."""
@@ -204,6 +200,10 @@ class TurnsRun:
                 progress.advance(f"{g.group.name}: members do not fit together; measured one by one", "")
                 return
             for key, end in culprits.items():
+                if end.event == Event.RECORD and end.row.get("status") == Status.OK:  # it passed a deadline
+                    end = dataclasses.replace(end, event=Event.FAILED, reason=instance.dropped)
+                elif instance.dropped not in end.reason:  # the coordinator's words, then the worker's
+                    end = dataclasses.replace(end, reason=f"{instance.dropped}; {end.reason}")
                 self._record(g.group.member(key).cell, end)
             g.dropped += 0 if culprits else 1
             g.without(set(culprits))

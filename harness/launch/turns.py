@@ -14,9 +14,12 @@ the instance says why (:attr:`Instance.dropped`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import select
+import signal
 import socket
 import tempfile
 import threading
@@ -31,23 +34,44 @@ from harness.formulas.turns import Turn
 from harness.launch.process import POLL_S
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.spec.groups import Group, Member, turn_order
+from harness.spec.protocol import Protocol
 from harness.spec.strategies import Role
 
 
 class Dropped(Exception):
-    """The instance cannot go on (a member failed, a deadline passed): the reason."""
+    """The instance cannot go on (a member failed, a deadline passed): the reason, and the key of
+    the member whose processes failed or passed a deadline (None when no one member is to blame)."""
+
+    def __init__(self, reason: str, culprit: str | None = None) -> None:
+        super().__init__(reason)
+        self.culprit = culprit
 
 
 @dataclass(frozen=True)
 class Plan:
     """How one instance runs: ``blocks`` of turns of about ``turn_s`` seconds each, the seed of
-    the turn order, the deadlines (s) for every process to be ready and for one turn."""
+    the turn order, and the deadlines (s): for every process to be ready, for a member to be
+    ready once the first one is (``behind_s``), and for one turn (a member's own work: the cell's
+    deadline)."""
 
     blocks: int
     turn_s: float
     seed: int = 0
     ready_timeout_s: float = 600.0
     turn_timeout_s: float = 600.0
+    behind_s: float = float("inf")
+
+    @classmethod
+    def of(cls, protocol: Protocol, startup_s: float) -> Plan:
+        """The plan of ``protocol``'s instances, a worker's start-up given ``startup_s``."""
+        return cls(
+            protocol.blocks,
+            protocol.turn_s,
+            protocol.seed,
+            startup_s + protocol.cell_timeout_s,
+            protocol.cell_timeout_s,
+            protocol.cell_timeout_s,
+        )
 
 
 @dataclass
@@ -63,6 +87,8 @@ class Instance:
     steps: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
     dropped: str = ""
+    culprit: str | None = None
+    """The member whose failure dropped the instance (the others were stopped because of it)."""
 
 
 def timing_processes(member: Member) -> int:
@@ -93,31 +119,49 @@ class Coordinator:
         self.server.close()
         Path(self.path).unlink(missing_ok=True)
 
-    def _line(self, conn: socket.socket, deadline: float, what: str) -> dict[str, object]:
-        """The next JSON line from ``conn`` (Dropped on EOF or after ``deadline``)."""
+    def _line(
+        self, conn: socket.socket, deadline: float, what: str, key: str | None = None
+    ) -> dict[str, object]:
+        """The next JSON line from ``conn``, a process of member ``key`` (Dropped on EOF or after
+        ``deadline``, naming the member)."""
         while b"\n" not in self._buffers.get(conn, b""):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([conn], [], [], left)[0]:
-                raise Dropped(f"no answer from a process within the deadline ({what})")
+                raise Dropped(f"no answer from a process within the deadline ({what})", key)
             chunk = conn.recv(65536)
             if not chunk:
-                raise Dropped(f"a process closed its channel ({what}): it failed or exited")
+                raise Dropped(f"a process closed its channel ({what}): it failed or exited", key)
             self._buffers[conn] = self._buffers.get(conn, b"") + chunk
         line, _, rest = self._buffers[conn].partition(b"\n")
         self._buffers[conn] = rest
         message: dict[str, object] = json.loads(line)
         return message
 
-    def gather(self, expected: dict[str, int], timeout_s: float, alive: Callable[[], bool]) -> None:
+    def gather(
+        self,
+        expected: dict[str, int],
+        timeout_s: float,
+        ended: Callable[[], str | None],
+        behind_s: float = float("inf"),
+    ) -> None:
         """Wait until every member's timing processes have said hello (their first call is over).
-        Dropped when a member's processes ended first or after ``timeout_s``."""
+        Dropped, naming the member, when a member's processes ended first (``ended``: the key of
+        such a member, or None), or when a member is still not ready ``behind_s`` seconds after
+        the first one was; Dropped after ``timeout_s`` in all."""
         deadline = time.monotonic() + timeout_s
         waiting: list[socket.socket] = []
-        have = 0
-        while have < sum(expected.values()):
-            if not alive():
-                raise Dropped("a member's processes ended before every member was ready")
-            if time.monotonic() > deadline:
+        first: float | None = None
+        while sum(len(c) for c in self.conns.values()) < sum(expected.values()):
+            gone = ended()
+            if gone is not None:
+                raise Dropped("a member's processes ended before every member was ready", gone)
+            now = time.monotonic()
+            if first is not None and now - first > behind_s:
+                late = next(k for k, n in expected.items() if len(self.conns.get(k, [])) < n)
+                raise Dropped(
+                    f"deadline passed: {late} not ready {behind_s:g} s after the first member", late
+                )
+            if now > deadline:
                 raise Dropped(f"not every member was ready within {timeout_s:g} s")
             readable = select.select([self.server, *waiting], [], [], POLL_S)[0]
             for s in readable:
@@ -126,10 +170,13 @@ class Coordinator:
                     waiting.append(conn)
                     self._buffers[conn] = b""
                     continue
-                hello = self._line(s, deadline, "hello")
                 waiting.remove(s)
+                try:
+                    hello = self._line(s, deadline, "hello")
+                except Dropped:  # it died before its hello: its member's launcher will end
+                    continue
                 self.conns.setdefault(str(hello["hello"]), []).append(s)
-                have += 1
+                first = time.monotonic() if first is None else first
 
     def ask(self, key: str, grant: Grant, timeout_s: float) -> list[Reply]:
         """Send ``grant`` to every process of member ``key`` and wait for each one's reply."""
@@ -139,16 +186,44 @@ class Coordinator:
             try:
                 c.sendall(data)
             except OSError as e:
-                raise Dropped(f"member {key} is gone ({e})") from None
+                raise Dropped(f"member {key} is gone ({e})", key) from None
         replies: list[Reply] = []
         for c in self.conns[key]:
-            reply = self._line(c, deadline, f"{grant['do']} of {key}")
+            reply = self._line(c, deadline, f"{grant['do']} of {key}", key)
             replies.append(Reply(**reply))  # type: ignore[typeddict-item]
         return replies
 
 
-def _member_options(options: WorkerOptions, member: Member, path: str) -> WorkerOptions:
-    return dataclasses.replace(options, env=(*options.env, (TURNS_ENV, path), (MEMBER_ENV, member.key)))
+def _member_options(options: WorkerOptions, member: Member, path: str, members: int) -> WorkerOptions:
+    """A member's worker options: the channel's variables, and the cell's deadline stretched to
+    the whole instance (a member waits while the others take their turns; the coordinator holds
+    each member to the cell's deadline for its own work: :class:`Plan`)."""
+    protocol = dataclasses.replace(
+        options.protocol, cell_timeout_s=options.protocol.cell_timeout_s * (members + 1)
+    )
+    env = (*options.env, (TURNS_ENV, path), (MEMBER_ENV, member.key))
+    return dataclasses.replace(options, env=env, protocol=protocol)
+
+
+def stop_instance(path: str, proc: Path = Path("/proc")) -> int:
+    """SIGKILL the process group of every process started for the instance whose channel is
+    ``path`` (found by the variable :data:`TURNS_ENV` in its environment); returns how many. A
+    dropped instance's members are stopped at once rather than at their launchers' deadlines (a
+    hung one ignores SIGTERM); their launchers then see them exit."""
+    mark = f"{TURNS_ENV}={path}".encode()
+    stopped = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in environ:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(entry.name), signal.SIGKILL)
+                stopped += 1
+    return stopped
 
 
 def run_instance(
@@ -166,40 +241,51 @@ def run_instance(
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="harness-turns-") as folder:
         coordinator = Coordinator(Path(folder))
-        threads: list[threading.Thread] = []
+        threads: dict[str, threading.Thread] = {}
 
         def member_thread(i: int, member: Member) -> None:
-            opts = _member_options(options(member), member, coordinator.path)
+            opts = _member_options(options(member), member, coordinator.path, len(group.members))
             for end in each_cell([member.cell], opts, launcher, prefix=f"{prefix}m{i}-"):
                 instance.ends[member.key] = end
 
         for i, member in enumerate(group.members):
             t = threading.Thread(target=member_thread, args=(i, member), daemon=True)
             t.start()
-            threads.append(t)
+            threads[member.key] = t
+
+        def ended() -> str | None:
+            return next((key for key, t in threads.items() if not t.is_alive()), None)
+
         try:
-            _coordinate(coordinator, group, plan, instance, lambda: all(t.is_alive() for t in threads))
+            _coordinate(coordinator, group, plan, instance, ended)
         except Dropped as e:
-            instance.dropped = str(e)
+            instance.dropped, instance.culprit = str(e), e.culprit
+            stop_instance(coordinator.path)
         finally:
             coordinator.close()
-            for t in threads:
+            for t in threads.values():
                 while t.is_alive():
                     t.join(POLL_S)
     instance.wall_s = time.monotonic() - t0
     if not instance.dropped:
         failed = [m.key for m in group.members if instance.ends.get(m.key) is None]
         if failed:
-            instance.dropped = f"no record from {', '.join(failed)}"
+            instance.dropped, instance.culprit = f"no record from {', '.join(failed)}", failed[0]
     return instance
 
 
 def _coordinate(
-    coordinator: Coordinator, group: Group, plan: Plan, instance: Instance, alive: Callable[[], bool]
+    coordinator: Coordinator,
+    group: Group,
+    plan: Plan,
+    instance: Instance,
+    ended: Callable[[], str | None],
 ) -> None:
-    """The grants of one instance (see the module docstring); Dropped when it cannot go on."""
+    """The grants of one instance (see the module docstring); Dropped when it cannot go on.
+    ``ended``: the key of a member whose processes have all ended (None while all run)."""
     members = group.members
-    coordinator.gather({m.key: timing_processes(m) for m in members}, plan.ready_timeout_s, alive)
+    expected = {m.key: timing_processes(m) for m in members}
+    coordinator.gather(expected, plan.ready_timeout_s, ended, plan.behind_s)
     for m in members:
         replies = coordinator.ask(m.key, {"do": Do.CALIBRATE, "window_s": plan.turn_s}, plan.turn_timeout_s)
         instance.steps[m.key] = int(replies[0].get("steps") or 0)

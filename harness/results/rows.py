@@ -137,6 +137,8 @@ class Measurement:
     joules: float | None
     window_starts: tuple[float, ...] = ()
     joules_s: float | None = None
+    window_target_s: float | None = None
+    """The window length asked for (s) where it is not the protocol's (a turn)."""
     parts: Mapping[str, float | None] = field(default_factory=dict)
     parts_error: str = ""
 
@@ -169,6 +171,7 @@ def measured_columns(cell: Cell, m: Measurement) -> CellRow:
         "examples_per_sec": median,
         "cv_within_process": stats.cv(rates),
         "window_steps": m.window_steps,
+        "repeats": len(m.window_seconds),
         "startup_s": m.startup_s,
         "compile_s": m.compile_s,
         "final_loss": m.final_loss,
@@ -192,6 +195,8 @@ def measured_columns(cell: Cell, m: Measurement) -> CellRow:
         "dispatch_s": m.parts.get("dispatch_s"),
         "parts_step_s": m.parts.get("parts_step_s"),
     }
+    if m.window_target_s is not None:
+        row["window_target_s"] = m.window_target_s
     if m.parts_error:
         row["bound_reason"] = m.parts_error
     row.update(alone_columns(row))

@@ -33,9 +33,11 @@ from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.cell import Cell
 from harness.spec.strategies import only_strategy
 
-PROCESS_BYTES = 700 * 2**20
-"""Resident memory of one live worker process holding the CNN, bytes, measured: see ... (a
-placeholder of 700 MiB until the measured figure replaces it)."""
+PROCESS_BYTES = 800 * 2**20
+"""Resident memory of one live worker process, bytes: measured 731-772 MiB peak RSS (``ps``, every
+0.3 s) for the CNN at batch 64 under default and mirrored on 1 and 2 logical CPU devices, all four
+live in one group (tensorflow-cpu 2.21, 2-core VM, 2026-11-25), rounded up. TensorFlow's runtime
+is most of it; a larger model adds its weights, gradients and activations."""
 
 LIVE_MEMORY_SHARE = 0.5
 """The share of the host's available memory that a group's live processes may hold together (the

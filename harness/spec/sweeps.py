@@ -23,6 +23,7 @@ SMOKE_PROTOCOL = Protocol(
     processes=2,
     max_processes=2,
     blocks=3,
+    budget_min=3.0,
 )
 """Seconds per cell: two processes each, enough to exercise every path; CIs from two processes
 (Student t with one degree of freedom) are wide by design."""

@@ -153,6 +153,7 @@ def measure_cell(
     return Measurement(
         window_seconds=tuple(timings.window_seconds),
         window_starts=timings.window_starts,
+        window_target_s=timings.target_s,
         window_steps=timings.window_steps,
         startup_s=built.startup_s,
         compile_s=timings.compile_s,

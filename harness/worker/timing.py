@@ -30,6 +30,8 @@ class Timings:
     window_seconds: tuple[float, ...]
     final_loss: float
     window_starts: tuple[float, ...] = ()
+    target_s: float | None = None
+    """The window length asked for (s), where it is not the protocol's ``window_s`` (turns)."""
 
 
 def calibrated_window_steps(step_seconds: float, steps_per_execution: int, protocol: Protocol) -> int:
@@ -92,13 +94,14 @@ def measure_in_turns(
     run(spe)
     compile_s = clock() - t0
     client.hello()
-    steps, seconds, starts, loss = 0, [], [], float("nan")
+    steps, seconds, starts, loss, target = 0, [], [], float("nan"), None
     while True:
         grant = client.grant()
         if grant["do"] == Do.CALIBRATE:
             probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
             probe_seconds, _ = windows(probe, 2)
-            wanted = Protocol(window_s=grant["window_s"], min_window_steps=protocol.min_window_steps)
+            target = grant["window_s"]
+            wanted = Protocol(window_s=target, min_window_steps=protocol.min_window_steps)
             steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, wanted))
             if protocol.warmup_windows:
                 windows(steps, protocol.warmup_windows)
@@ -111,7 +114,7 @@ def measure_in_turns(
             seconds.append(took)
             client.reply({"done": Do.WINDOW, "seconds": took})
         else:
-            return Timings(compile_s, steps, tuple(seconds), loss, tuple(starts))
+            return Timings(compile_s, steps, tuple(seconds), loss, tuple(starts), target)
 
 
 def per_repetition(

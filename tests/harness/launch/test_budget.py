@@ -87,7 +87,7 @@ def _fake(
                     else "worker exited with signal SIGKILL"
                 )
                 instance.ends[m.key] = _end(m.cell, protocol, 0, "killed", reason)
-                instance.dropped = "a process closed its channel"
+                instance.dropped, instance.culprit = "a process closed its channel", m.key
                 continue
             wobble = 1 + noise * (1 if (index + len(m.key)) % 2 else -1)
             eps = speed[m.cell.id] * wobble
