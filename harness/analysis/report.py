@@ -114,8 +114,9 @@ def _unstable(rows: pd.DataFrame) -> str:
         for r in bad.itertuples()
     )
     return (
-        f"<p>{len(bad)} cells whose processes still disagreed (cv above the run's threshold) "
-        f"after the most passes allowed; their figures move between re-runs:</p><ul>{items}</ul>"
+        f"<p>{len(bad)} cells whose processes disagreed (cv above the run's threshold); their "
+        f"absolute figures move between re-runs (ratios measured in turns are not affected):</p>"
+        f"<ul>{items}</ul>"
     )
 
 
@@ -160,26 +161,41 @@ def _method(rows: pd.DataFrame) -> str:
         if not ok.empty and ok["processes"].notna().all()
         else "several"
     )
+    turns = "ratio_instances" in ok and ok["ratio_instances"].notna().any()
+    how = (
+        f"Every cell was measured in {procs} independent processes, each a fresh worker that was a "
+        "member of a group instance: the cells a reported ratio compares were live at once and took "
+        f"turns, one timed window of about {p['window_target_s']:g} s with the whole machine while "
+        f"the others waited without using CPU, {p['repeats']} turns per process. "
+        if turns
+        else f"Every cell was measured in {procs} independent processes (passes over the run, each "
+        f"pass in a new order, each process a fresh worker), {p['repeats']} timed windows each of "
+        f"about {p['window_target_s']:g} s. "
+    )
+    ratios = (
+        "Ratios (scaling efficiency = throughput / (replicas x workers x the 1-device throughput "
+        "of the same configuration), co-tenancy, the findings above) measured in turns take each "
+        "instance's mean log ratio of adjacent turns and a Student-t CI over instances; verdicts "
+        "control the false discovery rate across the run's comparisons (Benjamini-Hochberg, 5%). "
+        if turns
+        else "Ratios (scaling efficiency = throughput / (replicas x workers x the 1-device "
+        "throughput of the same configuration), co-tenancy, the findings above) carry a CI from "
+        "Welch's t over both rows' process figures. "
+    )
     return (
-        f"Every cell was measured in {procs} independent processes (passes over the run, each pass "
-        f"in a new order, each process a fresh worker), {p['repeats']} timed windows each. Inside a "
-        f"process the first call (tracing/compilation) is timed as <code>compile_s</code> and "
-        f"excluded; two calibration windows size a window to about {p['window_target_s']:g} s "
-        f"(<code>window_steps</code> optimizer updates, ending with a host sync); then "
-        f"{p['warmup_windows']} untimed and {p['repeats']} timed windows. A process's figure is "
-        f"the median of its window throughputs (window_steps x effective_batch / seconds); the "
-        f"row's figure is the median over its processes and its 95% CI a Student-t interval over "
-        f"the process figures on the log scale (between- and within-process noise of this run). "
-        f"{_history_text(ok)} A cell whose "
-        f"processes disagree by a coefficient of variation above the run's threshold got more "
-        f"passes, and is <i>unstable</i> if they still did. Ratios (scaling efficiency = throughput "
-        f"/ (replicas x workers x the 1-device throughput of the same configuration), co-tenancy, "
-        f"the findings above) carry a CI from Welch's t over both rows' process figures; a ratio "
-        f"whose CI reaches 1, or within {stats.MIN_EFFECT:.0%} of 1, is reported as no measurable "
-        f"difference (~1 for efficiency: indistinguishable from perfect scaling). MFU = throughput "
-        f"x analytic FLOPs per example / the run's matmul peak for the cell's dtype and cores "
-        f"(median of its own peak processes before, between and after the passes). Every column "
-        f"and formula is in results/README.md."
+        f"{how}Inside a process the first call (tracing/compilation) is timed as "
+        f"<code>compile_s</code> and excluded; two calibration windows size a window "
+        f"(<code>window_steps</code> optimizer updates, ending with a host sync); "
+        f"{p['warmup_windows']} untimed windows follow. A process's figure is the median of its "
+        f"window throughputs (window_steps x effective_batch / seconds); the row's figure is the "
+        f"median over its processes and its 95% CI a Student-t interval over the process figures "
+        f"on the log scale (between- and within-process noise of this run). "
+        f"{_history_text(ok)} A cell whose processes disagree by a coefficient of variation above "
+        f"the run's threshold is <i>unstable</i>. {ratios}A ratio whose CI reaches 1, or within "
+        f"{stats.MIN_EFFECT:.0%} of 1, is reported as no measurable difference (~1 for efficiency: "
+        f"indistinguishable from perfect scaling). MFU = throughput x analytic FLOPs per example / "
+        f"the run's matmul peak for the cell's dtype and cores (median of its own peak processes). "
+        f"Every column and formula is in results/README.md."
     )
 
 
