@@ -29,6 +29,12 @@ FAST = [
     "--no-breakdown",
     "--processes",
     "1",
+    "--max-processes",
+    "1",
+    "--blocks",
+    "2",
+    "--turn-s",
+    "0.1",
     "--repeats",
     "2",
     "--window-s",
@@ -146,7 +152,7 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
         assert row[part] <= row.parts_step_s * (1 + breakdown.NOISE), row.bound_reason
     assert row.bound in {"compute", "communication", "input", "dispatch"}, row.bound_reason
     windows = pd.read_parquet(tmp_path / "results" / "windows")
-    assert sorted(windows.worker.unique()) == [0, 1] and len(windows) == 2 * 2
+    assert sorted(windows.worker.unique()) == [0, 1] and len(windows) == 2 * row.repeats  # its turns
     assert (windows.worker_s <= windows.window_s + 1e-9).all()
 
 
@@ -247,17 +253,17 @@ def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path)
 @pytest.mark.process
 def test_parameter_server_worker_killed_mid_cell_fails_the_cell(tmp_path: Path) -> None:
     t0 = time.monotonic()
-    # worker 0 dies 15 s after joining: after the chief's start-up, long before 30 windows of 2 s end
+    # worker 0 dies 15 s after joining: after the chief's start-up, long before 30 turns of 2 s end
     _, cells = _run(
         tmp_path,
         "--strategy",
         "parameter_server",
         "--workers",
         "2",
-        "--window-s",
+        "--turn-s",
         "2",
-        "--repeats",
-        "30",
+        "--blocks",
+        "15",
         fault=f"kill@1+15:{PS}",
     )
     reason = cells.loc[PS, "reason"]

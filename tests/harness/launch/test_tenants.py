@@ -110,10 +110,10 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
             "default",
             "--tenants",
             "1,2",
-            "--repeats",
-            "3",
-            "--window-s",
-            "0.2",
+            "--blocks",
+            "2",
+            "--turn-s",
+            "0.1",
             "--warmup-windows",
             "0",
             "--processes",
@@ -140,9 +140,14 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
         assert r["examples_per_sec_ci_low"] <= r["examples_per_sec"] <= r["examples_per_sec_ci_high"]
         assert r["cv_between_processes"] >= 0 and r["min_processes"] == 2
     assert shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"] <= shared["cotenancy_ratio_ci_high"]
-    assert shared["cotenancy_ratio"] == pytest.approx(shared["examples_per_sec"] / alone["examples_per_sec"])
+    # measured in turns: the ratios table's, the tenants' aggregate against one alone in adjacent turns
+    ratios = pd.read_parquet(out / "ratios")
+    (turns,) = ratios[ratios["relation"] == "cotenancy"].itertuples()
+    assert turns.subject == shared["cell_id"] and turns.instances == 2
+    assert shared["cotenancy_ratio"] == pytest.approx(turns.ratio)
     mine = windows[windows["cell_id"] == shared["cell_id"]]
-    assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 12  # 2 passes x 2 tenants x 3
+    assert shared["repeats"] == 4  # 2 blocks x 2 turns
+    assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 16  # 2 instances x 2 tenants x 4
     assert sorted(mine["pass"].unique()) == [0, 1] and mine["start_s"].notna().all()
     assert pd.isna(alone["cotenancy_ratio"]) and alone["tenant_share_min"] == 1.0
     assert " t2 " in proc.stdout  # the summary marks the co-tenant row
