@@ -201,7 +201,7 @@ def _ratio_text(r: Mapping[str, Any]) -> str:
     """``0.512 [0.497, 0.528], 12 instances: lower``, or the undecided note."""
     value, low, high = r.get("ratio"), r.get("ratio_ci_low"), r.get("ratio_ci_high")
     if not isinstance(value, float) or value != value:
-        return "not measured"
+        return str(r.get("note") or "not measured")
     ci = f" [{low:.3f}, {high:.3f}]" if isinstance(low, float) and low == low else " (no CI)"
     text = f"{value:.3f}{ci}, {r.get('instances')} instances: {r.get('verdict')}"
     if not r.get("decided"):

@@ -37,7 +37,9 @@ def ratio_table(rows: Sequence[Mapping[str, object]]) -> tuple[list[str], list[l
     lines = []
     for r in rows:
         verdict = str(r.get("verdict") or "")
-        if not r.get("decided"):
+        if r.get("note"):
+            verdict = str(r["note"])
+        elif not r.get("decided"):
             verdict += " (undecided)"
         lines.append(
             [
@@ -56,7 +58,7 @@ def undecided_lines(rows: Sequence[Mapping[str, object]]) -> list[str]:
     """One line per undecided comparison: the instances and seconds that would likely decide it."""
     out = []
     for r in rows:
-        if r.get("decided"):
+        if r.get("decided") or r.get("note"):
             continue
         extra, seconds = r.get("extra_instances"), r.get("extra_s")
         minutes = seconds / 60 if isinstance(seconds, float) else float("nan")

@@ -86,8 +86,22 @@ class GroupRun:
                 self.logs.setdefault(i, []).append(sum(blocks) / len(blocks))
                 self.blocks.setdefault(i, []).append(tuple(blocks))
 
-    def without(self, keys: set[str]) -> None:
-        """The group without members ``keys`` (failed or invalid) and their comparisons."""
+    def without(self, keys: set[str]) -> list[Measured]:
+        """The group without members ``keys`` (failed or invalid); returns their comparisons, as
+        not measured in turns (the ratios table says why)."""
+        gone = [
+            Measured(
+                c,
+                self.group.name,
+                (),
+                (),
+                0.0,
+                self.dropped,
+                f"not measured in turns: {k} failed or is invalid",
+            )
+            for c in self.group.comparisons
+            for k in sorted({c.subject, c.reference} & keys)[:1]
+        ]
         kept = [i for i, c in enumerate(self.group.comparisons) if not {c.subject, c.reference} & keys]
         self.logs = {n: self.logs[i] for n, i in enumerate(kept) if i in self.logs}
         self.blocks = {n: self.blocks[i] for n, i in enumerate(kept) if i in self.blocks}
@@ -96,6 +110,7 @@ class GroupRun:
         self.group = dataclasses.replace(self.group, members=members, comparisons=comps)
         if not members:
             self.stopped = "every member failed"
+        return gone
 
     def measured(self) -> list[Measured]:
         per = self.seconds / self.instances if self.instances else 0.0
@@ -143,7 +158,8 @@ class TurnsRun:
         self.plan = Plan.of(protocol, options.startup_timeout_s)
         self.broken_down: set[str] = set()
         self.unmeasured: list[Measured] = []
-        """Comparisons whose group fell back to one member at a time."""
+        """Comparisons not measured in turns: a member failed, or the group fell back to one
+        member at a time."""
         self.instances_of: dict[str, int] = {}
         self.t0 = clock()
 
@@ -206,7 +222,7 @@ class TurnsRun:
                     end = dataclasses.replace(end, reason=f"{instance.dropped}; {end.reason}")
                 self._record(g.group.member(key).cell, end)
             g.dropped += 0 if culprits else 1
-            g.without(set(culprits))
+            self.unmeasured += g.without(set(culprits))
             if g.dropped >= MAX_DROPS:
                 g.stopped = f"{g.dropped} instances dropped: {instance.dropped}"
             progress.advance(f"{g.group.name} dropped: {instance.dropped}", "")
@@ -214,7 +230,7 @@ class TurnsRun:
         for m in g.group.members:
             self._record(m.cell, instance.ends[m.key])
         g.add(instance)
-        g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
+        self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
         progress.advance(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s")
 
     def sequential(self, index: int, reason: str) -> None:

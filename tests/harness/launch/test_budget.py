@@ -162,7 +162,10 @@ def test_a_member_that_fails_leaves_its_group_and_its_row_says_why(
     assert rows[TWO.id]["status"] == "failed" and "SIGKILL" in rows[TWO.id]["reason"]
     # the dropped instance is not counted; the rest: g0's two, and the race's (ONE ties DEFAULT)
     assert rows[ONE.id]["status"] == "ok" and rows[ONE.id]["processes"] == len(calls) - 1
-    assert [r["relation"] for r in result.ratios if r["group"] == "g0"] == ["strategy"]  # TWO's left
+    g0 = [r for r in result.ratios if r["group"] == "g0"]
+    assert [r["relation"] for r in g0 if not r["note"]] == ["strategy"]  # TWO's comparisons left
+    assert {r["relation"] for r in g0 if r["note"]} == {"scaling", "strategy"}
+    assert all(TWO.id in r["note"] and r["ratio"] is None for r in g0 if r["note"])
 
 
 def test_ties_with_the_fastest_are_raced_in_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
