@@ -960,3 +960,13 @@ class RatioRow(TypedDict, total=False):
             "cell rows' ratios come from separately measured processes.",
         ),
     ]
+    disturbed_blocks: Annotated[
+        int,
+        Col(
+            "blocks",
+            "Blocks of its group's instances left out of the ratio because in one of their turns "
+            "something other than the member (another process, the hypervisor's steal) used more "
+            "than a quarter of a CPU: the host's busy CPU time (/proc/stat) during the turn less "
+            "the member's own CPU time.",
+        ),
+    ]

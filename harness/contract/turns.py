@@ -8,8 +8,9 @@ object per line in each direction:
 parent -> worker (:class:`Grant`)         worker -> parent (:class:`Reply`)
 ``{"do": "calibrate", "window_s": s}``    ``{"done": "calibrate", "steps": n}`` after calibrating a
                                           window to about ``s`` seconds and its warm-up windows
-``{"do": "window", "block": b}``          ``{"done": "window", "seconds": s}``: one timed window of
-                                          the calibrated steps (s seconds)
+``{"do": "window", "block": b}``          ``{"done": "window", "seconds": s, "cpu_s": c}``: one timed
+                                          window of the calibrated steps (s seconds of wall time,
+                                          c seconds of this process's CPU time, all threads)
 ``{"do": "finish"}``                      ``{"done": "finish"}`` after the cell's checks and parts
                                           (then the worker reports its record and exits)
 
@@ -53,3 +54,4 @@ class Reply(TypedDict, total=False):
     done: str
     steps: int
     seconds: float
+    cpu_s: float

@@ -25,7 +25,7 @@ from harness.analysis import ab
 from harness.contract.events import Event
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.contract.records import CellRow, Status, WindowRow
-from harness.formulas.turns import instance_log_ratio
+from harness.formulas.turns import clean, instance_log_ratio
 from harness.launch.platform import git_sha
 from harness.launch.runner import (
     CellEnd,
@@ -237,9 +237,8 @@ class _Pairs:
             group, pair, plan, lambda m: self.sides[m.side].options(self.options), self.launcher, f"ab{pair}-"
         )
         (comparison,) = group.comparisons
-        self.turn_ratio = math.exp(
-            instance_log_ratio(instance.turns, comparison.subject, comparison.reference)
-        )
+        turns = clean(instance.turns)  # blocks in which something else used the CPUs left out
+        self.turn_ratio = math.exp(instance_log_ratio(turns, comparison.subject, comparison.reference))
         rows = {}
         for m in group.members:
             end = instance.ends.get(m.key) or CellEnd(
@@ -286,8 +285,10 @@ class _Pairs:
                 s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}"
                 for s, r in rows.items()
             }
-            turns = mode.name == "turns"
-            outcome.ratios.append(self.turn_ratio if turns else _figure(rows["B"]) / _figure(rows["A"]))
+            ratio = self.turn_ratio if mode.name == "turns" else _figure(rows["B"]) / _figure(rows["A"])
+            if not math.isfinite(ratio):  # every block disturbed: the pair says nothing
+                continue
+            outcome.ratios.append(ratio)
             outcome.decision = ab.decide(outcome.ratios, rule)
             report(outcome, order)
             if outcome.decision.verdict != ab.UNDECIDED:

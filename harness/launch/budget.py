@@ -66,6 +66,8 @@ class GroupRun:
     seconds: float = 0.0
     dropped: int = 0
     stopped: str = ""
+    disturbed: int = 0
+    """Blocks left out because another process (or the hypervisor) used the CPUs in a turn."""
 
     def state(self) -> tstats.GroupState:
         per = self.seconds / self.instances if self.instances else 0.0
@@ -78,10 +80,13 @@ class GroupRun:
         return tstats.GroupState(self.group.name, done, per, comps)
 
     def add(self, instance: Instance) -> None:
+        """A completed instance: its undisturbed blocks' log ratios (:func:`tstats.clean`)."""
         self.instances += 1
         self.seconds += instance.wall_s
+        self.disturbed += tstats.disturbed_blocks(instance.turns)
+        turns = tstats.clean(instance.turns)
         for i, c in enumerate(self.group.comparisons):
-            blocks = tstats.block_log_ratios(instance.turns, c.subject, c.reference)
+            blocks = tstats.block_log_ratios(turns, c.subject, c.reference)
             if blocks:
                 self.logs.setdefault(i, []).append(sum(blocks) / len(blocks))
                 self.blocks.setdefault(i, []).append(tuple(blocks))
@@ -122,6 +127,7 @@ class GroupRun:
                 tuple(self.blocks.get(i, ())),
                 per,
                 self.dropped,
+                disturbed_blocks=self.disturbed,
             )
             for i, c in enumerate(self.group.comparisons)
         ]

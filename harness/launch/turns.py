@@ -4,6 +4,10 @@ compile (untimed), then the coordinator grants turns over a Unix socket
 a multi-worker cell, all tenants of a co-tenant cell) runs one timed window with the whole
 machine while every other process waits in a blocking read that uses no CPU. Each block gives
 every member two turns in a balanced order (:func:`harness.spec.groups.turn_order`: ABBA for two).
+Around each turn the coordinator reads the host's busy CPU time (``/proc/stat``, steal included);
+what the member's own processes did not use is ``Turn.other_cpu_s``: another process or the
+hypervisor took part of the machine, and the block is left out of the ratios
+(:func:`harness.formulas.turns.clean`).
 Then each member, in turn, runs its checks (and the step breakdown) alone, reports its record and
 exits.
 
@@ -31,6 +35,7 @@ from pathlib import Path
 from harness.contract.job import WorkerOptions
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
+from harness.launch.platform import host_busy_seconds
 from harness.launch.process import POLL_S
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.spec.groups import Group, Member, turn_order
@@ -292,10 +297,14 @@ def _coordinate(
     for block in range(plan.blocks):
         for i in turn_order(len(members), block, plan.seed + instance.index):
             m = members[i]
+            busy = host_busy_seconds()
             replies = coordinator.ask(m.key, {"do": Do.WINDOW, "block": block}, plan.turn_timeout_s)
+            after = host_busy_seconds()
             seconds = max(float(r.get("seconds") or 0.0) for r in replies)
             examples = instance.steps[m.key] * m.cell.effective_batch * m.cell.tenants
-            instance.turns.append(Turn(block, m.key, seconds, examples))
+            own = sum(float(r.get("cpu_s") or 0.0) for r in replies)
+            other = 0.0 if busy is None or after is None else max(after - busy - own, 0.0)
+            instance.turns.append(Turn(block, m.key, seconds, examples, other))
     for m in members:
         coordinator.ask(m.key, {"do": Do.FINISH}, plan.turn_timeout_s)
 

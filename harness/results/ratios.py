@@ -29,6 +29,8 @@ class Measured:
     dropped: int = 0
     note: str = ""
     """Why it was not measured in turns (empty when it was)."""
+    disturbed_blocks: int = 0
+    """Blocks of its group's instances left out: something else used the CPUs in a turn."""
 
     def ratio(self) -> turns.TurnRatio:
         return turns.turn_ratio(self.instance_logs, self.block_logs, self.comparison.scale)
@@ -75,6 +77,7 @@ def ratio_rows(
             "extra_s": None if extra is None else extra * m.seconds_per_instance,
             "dropped_instances": m.dropped,
             "note": m.note,
+            "disturbed_blocks": m.disturbed_blocks,
         }
         rows.append(RatioRow(**{**base, **row}))  # type: ignore[typeddict-item]
     return rows

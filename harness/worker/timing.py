@@ -109,10 +109,12 @@ def measure_in_turns(
             client.reply({"done": Do.CALIBRATE, "steps": steps})
         elif grant["do"] == Do.WINDOW:
             starts.append(clock())
+            cpu = time.process_time()
             (took,), loss = windows(steps, 1)
+            cpu = time.process_time() - cpu
             after_windows()
             seconds.append(took)
-            client.reply({"done": Do.WINDOW, "seconds": took})
+            client.reply({"done": Do.WINDOW, "seconds": took, "cpu_s": cpu})
         else:
             return Timings(compile_s, steps, tuple(seconds), loss, tuple(starts), target)
 

@@ -288,3 +288,14 @@ def test_extra_seconds() -> None:
     assert turns.extra_seconds(GroupState("g", 3, 30.0, (DIFFERENT, SAME_))) == 0.0
     assert turns.extra_seconds(GroupState("g", 1, 30.0, ((0.1,),))) is None
     assert turns.extra_seconds(GroupState("g", 2, NAN, ((-0.02, 0.02),))) is None
+
+
+def test_a_block_with_a_disturbed_turn_is_left_out_whole() -> None:
+    from harness.formulas.turns import DISTURBED, clean, disturbed_blocks
+
+    quiet = [Turn(0, "a", 0.2, 100.0, 0.0), Turn(0, "b", 0.2, 120.0, 0.01)]
+    busy = [Turn(1, "a", 0.2, 60.0, 0.0), Turn(1, "b", 0.3, 80.0, 0.3 * (DISTURBED + 0.5))]
+    turns = quiet + busy
+    assert clean(turns) == quiet and disturbed_blocks(turns) == 1
+    assert busy[1].disturbance == pytest.approx(DISTURBED + 0.5)
+    assert clean(turns, limit=10.0) == turns
