@@ -3,7 +3,8 @@ detection of a planted 5 % and 10 % slowdown, by resampling measured pairs, and 
 cannot see (B limited to one intra-op thread on mirrored with 2 replicas).
 
 Measures the pools of pairs with one interpreter (``ab --min-pairs N --max-pairs N``: exactly N
-pairs, no early stop; the default protocol; ``HARNESS_AB_MODE``: turns, the default, duet or
+pairs, no early stop: ``HARNESS_AB_PAIRS`` (40) for A/A, ``HARNESS_AB_SLOW_PAIRS`` (24) for the
+slowed B; the default protocol; ``HARNESS_AB_MODE``: turns, the default, duet or
 alternate; in turns a pair is one instance of both sides): A against A, and A against B slowed
 through the test-only hook ``HARNESS_SLOW_WINDOWS`` (B busy-waits F x each training call, running at
 1 / (1 + F) the speed: F = 0.0526 for 5 %, 0.111 for 10 %), on cnn default batch 64; and A against
@@ -32,6 +33,7 @@ from harness.analysis import ab
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "40"))
+SLOW_PAIRS = int(os.environ.get("HARNESS_AB_SLOW_PAIRS", "24"))
 THREAD_PAIRS = int(os.environ.get("HARNESS_AB_THREAD_PAIRS", "10"))
 MODE = os.environ.get("HARNESS_AB_MODE", "turns")
 TRIALS = 2000
@@ -67,7 +69,7 @@ def _ab(out: Path, pairs: int, *args: str) -> subprocess.CompletedProcess[str]:
 def _measure(out: Path) -> None:
     for folder, slow in POOLS.values():
         env = ["--b-env", f"HARNESS_SLOW_WINDOWS={slow:.4f}"] if slow else []
-        proc = _ab(out / folder, PAIRS, *env)
+        proc = _ab(out / folder, SLOW_PAIRS if slow else PAIRS, *env)
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
     folder, cell, env = THREADS
     proc = _ab(out / folder, THREAD_PAIRS, *cell, *env)
