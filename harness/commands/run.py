@@ -73,10 +73,18 @@ def _plan_head(sel: Selection, out: Path) -> str:
             f"run: {pr.processes} pass(es) over the cells as the chief of a real cluster{peak}; "
             f"results -> {out}"
         )
+    from harness.launch.budget import max_live
+    from harness.spec.groups import groups
+    from harness.spec.rules import unsupported_reason
+
+    live = max_live(pr)
+    runnable = [c for c in sel.cells if unsupported_reason(c, sel.platform) is None]
+    found = groups(runnable, live)
     return (
-        f"run: groups of live cells taking turns of ~{pr.turn_s:g} s, {pr.blocks} blocks per instance, "
-        f"{pr.processes} to {pr.max_processes} instances per group within a budget of "
-        f"{pr.budget_min:g} min{peak}; results -> {out}"
+        f"run: {len(found)} groups of live cells (at most {live} live processes each: --max-live) "
+        f"taking turns of ~{pr.turn_s:g} s, {pr.blocks} blocks per instance, {pr.processes} to "
+        f"{pr.max_processes} instances per group within a budget of {pr.budget_min:g} min{peak}; "
+        f"results -> {out}"
     )
 
 

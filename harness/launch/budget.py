@@ -31,7 +31,7 @@ from harness.formulas import turns as tstats
 from harness.launch.peak import PeakLog
 from harness.launch.platform import available_memory_bytes
 from harness.launch.progress import Progress
-from harness.launch.runner import CellEnd, Launcher, RunResult, _Run, run_cell_processes
+from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, run_cell_processes
 from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.ratios import Measured
 from harness.spec.cell import Cell
@@ -152,11 +152,11 @@ def _culprits(instance: Instance) -> dict[str, CellEnd]:
 
 
 class TurnsRun:
-    """The state of one run in turns: the run's rows and files (:class:`_Run`), each group's
+    """The state of one run in turns: the run's rows and files (:class:`RunState`), each group's
     instances, the cells whose step breakdown is done, the budget's clock."""
 
     def __init__(
-        self, run: _Run, options: WorkerOptions, launcher: Launcher, clock: Callable[[], float]
+        self, run: RunState, options: WorkerOptions, launcher: Launcher, clock: Callable[[], float]
     ) -> None:
         self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
         protocol = run.protocol
@@ -263,7 +263,7 @@ def _step(state: TurnsRun, index: int, progress: Progress) -> None:
     state.measure(index, progress)
 
 
-def tied_with_fastest(run: _Run, model: str) -> tuple[Cell, list[Cell]] | None:
+def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
     """A model's fastest runnable one-tenant cell so far (median process figure) and the cells
     tied with it: their ratio to it (Welch's t over the process figures, separately measured) is
     no measurable difference. None when no cell of the model was measured ok."""
@@ -284,7 +284,7 @@ def tied_with_fastest(run: _Run, model: str) -> tuple[Cell, list[Cell]] | None:
     return cells[best], tied
 
 
-def race_plan(run: _Run, live: int) -> list[Group]:
+def race_plan(run: RunState, live: int) -> list[Group]:
     """Second stage: for each model, the configurations tied with its fastest, raced against it in
     turns (groups r0, r1, ...; a contender that cannot share a group with the fastest is left out)."""
     found: list[Group] = []
@@ -308,7 +308,7 @@ def run_in_turns(
 ) -> RunResult:
     """Measure every runnable cell in group instances under the budget (see the module docstring);
     write every cell row (unsupported ones too) and the ratios table under ``out``."""
-    run = _Run(cells, protocol, platform, out, peaks)
+    run = RunState(cells, protocol, platform, out, peaks)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
     state = TurnsRun(run, options, launcher, clock)
     progress = progress or Progress(len(state.groups) * protocol.processes, budget_s=protocol.budget_s)

@@ -242,7 +242,7 @@ def earlier_cells(out: Path) -> pd.DataFrame | None:
         return None
 
 
-class _Run:
+class RunState:
     """The state of one run: its files, every process result per cell, the peak log, and the
     earlier runs' rows under the same folder."""
 
@@ -366,7 +366,7 @@ def run_sweep(
     cells whose processes disagree get more passes (:func:`needs_another_pass`). Without it (the
     chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
     ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
-    run = _Run(cells, protocol, platform, out, peaks)
+    run = RunState(cells, protocol, platform, out, peaks)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
     progress = progress or Progress(len(run.runnable) * protocol.processes)
     try:

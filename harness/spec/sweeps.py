@@ -69,12 +69,12 @@ SMOKE = chain(
 
 DEFAULT = chain(
     "default",
-    "what `nox -s bench` runs, each cell in 3 interleaved processes: both models, every "
+    "what `nox -s bench` runs, in groups taking turns (budget 40 min): both models, every "
     "single-process strategy and cross-device op, 1 and 2 replicas at batch 64, default and mirrored "
     "also at batch 256; then accumulation 1 and 4 with both loops on default and mirrored; "
     "multi-worker mirrored (ring) and parameter server on 1 and 2 local workers; two co-tenant "
     "processes of default",
-    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=20.0),
+    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=40.0),
     make_sweep(
         "",
         "",
