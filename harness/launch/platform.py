@@ -118,3 +118,17 @@ def host_busy_seconds(stat: str = "/proc/stat") -> float | None:
         return None
     busy = sum(ticks) - ticks[3] - ticks[4]
     return busy / os.sysconf("SC_CLK_TCK")
+
+
+def processes_cpu_seconds(pids: list[int], proc: str = "/proc") -> float:
+    """CPU seconds (user + system, all threads) the processes ``pids`` have used so far
+    (``/proc/<pid>/stat``); a process that is gone counts 0."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")

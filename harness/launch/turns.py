@@ -4,7 +4,8 @@ compile (untimed), then the coordinator grants turns over a Unix socket
 a multi-worker cell, all tenants of a co-tenant cell) runs one timed window with the whole
 machine while every other process waits in a blocking read that uses no CPU. Each block gives
 every member two turns in a balanced order (:func:`harness.spec.groups.turn_order`: ABBA for two).
-Around each turn the coordinator reads the host's busy CPU time (``/proc/stat``, steal included);
+Around each turn the coordinator reads the host's busy CPU time (``/proc/stat``, steal included)
+and the CPU time of every process of the member (``/proc/<pid>/stat``, its servers included);
 what the member's own processes did not use is ``Turn.other_cpu_s``: another process or the
 hypervisor took part of the machine, and the block is left out of the ratios
 (:func:`harness.formulas.turns.clean`).
@@ -35,7 +36,7 @@ from pathlib import Path
 from harness.contract.job import WorkerOptions
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
-from harness.launch.platform import host_busy_seconds
+from harness.launch.platform import host_busy_seconds, processes_cpu_seconds
 from harness.launch.process import POLL_S
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.spec.groups import Group, Member, turn_order
@@ -210,13 +211,12 @@ def _member_options(options: WorkerOptions, member: Member, path: str, members: 
     return dataclasses.replace(options, env=env, protocol=protocol)
 
 
-def stop_instance(path: str, proc: Path = Path("/proc")) -> int:
-    """SIGKILL the process group of every process started for the instance whose channel is
-    ``path`` (found by the variable :data:`TURNS_ENV` in its environment); returns how many. A
-    dropped instance's members are stopped at once rather than at their launchers' deadlines (a
-    hung one ignores SIGTERM); their launchers then see them exit."""
+def instance_processes(path: str, proc: Path = Path("/proc")) -> dict[str, list[int]]:
+    """The processes started for the instance whose channel is ``path`` (the variable
+    :data:`TURNS_ENV` in their environment), by member key (:data:`MEMBER_ENV`): every task of a
+    member, a parameter-server cell's servers included."""
     mark = f"{TURNS_ENV}={path}".encode()
-    stopped = 0
+    found: dict[str, list[int]] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -225,8 +225,21 @@ def stop_instance(path: str, proc: Path = Path("/proc")) -> int:
         except OSError:
             continue
         if mark in environ:
+            key = next((v.split(b"=", 1)[1] for v in environ if v.startswith(f"{MEMBER_ENV}=".encode())), b"")
+            found.setdefault(key.decode(), []).append(int(entry.name))
+    return found
+
+
+def stop_instance(path: str, proc: Path = Path("/proc")) -> int:
+    """SIGKILL the process group of every process of the instance whose channel is ``path``
+    (:func:`instance_processes`); returns how many. A dropped instance's members are stopped at
+    once rather than at their launchers' deadlines (a hung one ignores SIGTERM); their launchers
+    then see them exit."""
+    stopped = 0
+    for pids in instance_processes(path, proc).values():
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(entry.name), signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
                 stopped += 1
     return stopped
 
@@ -294,16 +307,17 @@ def _coordinate(
     for m in members:
         replies = coordinator.ask(m.key, {"do": Do.CALIBRATE, "window_s": plan.turn_s}, plan.turn_timeout_s)
         instance.steps[m.key] = int(replies[0].get("steps") or 0)
+    pids = instance_processes(coordinator.path)  # every task of each member, servers included
     for block in range(plan.blocks):
         for i in turn_order(len(members), block, plan.seed + instance.index):
             m = members[i]
-            busy = host_busy_seconds()
+            busy, own = host_busy_seconds(), processes_cpu_seconds(pids.get(m.key, []))
             replies = coordinator.ask(m.key, {"do": Do.WINDOW, "block": block}, plan.turn_timeout_s)
-            after = host_busy_seconds()
+            after, own_after = host_busy_seconds(), processes_cpu_seconds(pids.get(m.key, []))
             seconds = max(float(r.get("seconds") or 0.0) for r in replies)
             examples = instance.steps[m.key] * m.cell.effective_batch * m.cell.tenants
-            own = sum(float(r.get("cpu_s") or 0.0) for r in replies)
-            other = 0.0 if busy is None or after is None else max(after - busy - own, 0.0)
+            used = own_after - own if m.key in pids else sum(float(r.get("cpu_s") or 0.0) for r in replies)
+            other = 0.0 if busy is None or after is None else max(after - busy - used, 0.0)
             instance.turns.append(Turn(block, m.key, seconds, examples, other))
     for m in members:
         coordinator.ask(m.key, {"do": Do.FINISH}, plan.turn_timeout_s)
