@@ -206,7 +206,8 @@ def _ratio_text(r: Mapping[str, Any]) -> str:
     text = f"{value:.3f}{ci}, {r.get('instances')} instances: {r.get('verdict')}"
     if not r.get("decided"):
         extra = r.get("extra_instances")
-        more = f"; about {extra} more instances would likely decide it" if isinstance(extra, int) else ""
+        noun = "instance" if extra == 1 else "instances"
+        more = f"; about {extra} more {noun} would likely decide it" if isinstance(extra, int) else ""
         text += f" (undecided{more})"
     return text
 
