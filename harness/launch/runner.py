@@ -1,8 +1,10 @@
 """Running a selection of cells: each in its own fresh processes, one after the other, with the
 progress bar, through one event loop (:func:`each_cell`) that three callers share:
 
-- :func:`run_sweep` measures every runnable cell once per pass (passes interleaved, each in a new
-  order: :mod:`harness.spec.schedule`), more passes for cells whose processes disagree, the run's
+- :func:`run_sweep` (the chief of a real cluster; a local run measures in turns instead:
+  :mod:`harness.launch.budget`, which keeps its rows in the same :class:`RunState`) measures
+  every runnable cell once per pass (passes interleaved, each in a new order:
+  :mod:`harness.spec.schedule`), more passes for cells whose processes disagree, the run's
   matmul peak in its own processes before, between and after the passes; it stores each process's
   windows as soon as they arrive and each cell's row from all its processes (an interrupted run
   or a crashed worker loses nothing already measured), unsupported cells as rows with their reason;
