@@ -7,6 +7,7 @@ the next one's start) and the last loss. See :class:`harness.loops.Trainer`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -41,6 +42,21 @@ def calibrated_window_steps(step_seconds: float, steps_per_execution: int, proto
     return int(math.ceil(wanted / steps_per_execution) * steps_per_execution)
 
 
+def calibrate(
+    windows: Callable[[int, int], tuple[list[float], float]],
+    steps_per_execution: int,
+    protocol: Protocol,
+    agree: Callable[[int], int] = lambda steps: steps,
+) -> int:
+    """Steps per window for ``protocol.window_s``: two probe windows of ``min_window_steps`` (the
+    step time from the second: no set-up cost left in it); ``agree`` gives every worker of a
+    cluster the chief's length."""
+    spe = steps_per_execution
+    probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
+    probe_seconds, _ = windows(probe, 2)
+    return agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol))
+
+
 def measure(
     run: Callable[[int], float],
     windows: Callable[[int, int], tuple[list[float], float]],
@@ -60,9 +76,7 @@ def measure(
     compile_s = clock() - t0
     ready()
 
-    probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
-    probe_seconds, _ = windows(probe, 2)  # the second window: no set-up cost left in it
-    steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol))
+    steps = calibrate(windows, spe, protocol, agree)
 
     t0 = clock()
     seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
@@ -98,11 +112,8 @@ def measure_in_turns(
     while True:
         grant = client.grant()
         if grant["do"] == Do.CALIBRATE:
-            probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
-            probe_seconds, _ = windows(probe, 2)
             target = grant["window_s"]
-            wanted = Protocol(window_s=target, min_window_steps=protocol.min_window_steps)
-            steps = agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, wanted))
+            steps = calibrate(windows, spe, dataclasses.replace(protocol, window_s=target), agree)
             if protocol.warmup_windows:
                 windows(steps, protocol.warmup_windows)
                 after_windows()
