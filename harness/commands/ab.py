@@ -182,22 +182,24 @@ def run(args: argparse.Namespace) -> int:
     from harness.analysis.ab_text import markdown, progress_line, table
     from harness.analysis.tables import render_table
     from harness.commands.run import interrupt_on_sigterm
+    from harness.launch import forks
     from harness.launch.ab import run_ab
 
     interrupt_on_sigterm()
     print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
-    result = run_ab(
-        sel.cells,
-        sel.protocol,
-        sel.platform,
-        Path(args.out),
-        a,
-        b,
-        rule,
-        mode,
-        report=lambda outcome, order: print(progress_line(outcome, order), flush=True),
-    )
+    with forks.serving(sel.protocol.fork):
+        result = run_ab(
+            sel.cells,
+            sel.protocol,
+            sel.platform,
+            Path(args.out),
+            a,
+            b,
+            rule,
+            mode,
+            report=lambda outcome, order: print(progress_line(outcome, order), flush=True),
+        )
     print()
     print(render_table(*table(result.outcomes)))
     verdict = (

@@ -170,6 +170,7 @@ def _measure(sel: Selection, out: Path) -> int:
         TURNS_FOOTNOTE,
         summary_table,
     )
+    from harness.launch import forks
     from harness.launch.budget import run_in_turns
     from harness.launch.real_cluster import cluster_launcher
     from harness.launch.runner import run_cell_processes, run_sweep
@@ -194,7 +195,8 @@ def _measure(sel: Selection, out: Path) -> int:
     )
     pr = sel.protocol
     if config is None:
-        result = run_in_turns(sel.cells, pr, sel.platform, out, sel.mnist_path)
+        with forks.serving(pr.fork):
+            result = run_in_turns(sel.cells, pr, sel.platform, out, sel.mnist_path)
     else:
         result = run_sweep(
             sel.cells, pr, sel.platform, out, sel.mnist_path, launcher=launcher, adaptive=False
@@ -230,7 +232,9 @@ def _measure(sel: Selection, out: Path) -> int:
         )
         for cell_id in unstable:
             print(f"  {cell_id}")
-    if result.time is not None and result.time.processes:
+    if result.cost:
+        print(result.cost)
+    elif result.time is not None and result.time.processes:
         print(result.time.text())
     return _ending(result, "cells")
 

@@ -108,6 +108,15 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         "in each cell's first pass (saves a few seconds per cell)",
     )
     p.add_argument(
+        "--no-fork",
+        dest="fork",
+        action="store_false",
+        default=None,
+        help="start every worker as a fresh interpreter instead of forking it from a server that "
+        "has imported TensorFlow (about 3 s of CPU more per process; for checking that forking "
+        "changes no figure)",
+    )
+    p.add_argument(
         "--max-bytes",
         type=int,
         default=None,
@@ -188,6 +197,8 @@ def select(args: argparse.Namespace) -> Selection:
         changes["peak"] = False
     if getattr(args, "breakdown", None) is False:
         changes["breakdown"] = False
+    if getattr(args, "fork", None) is False:
+        changes["fork"] = False
     if "processes" in changes and "max_processes" not in changes:  # --processes alone raises the cap
         changes["max_processes"] = max(changes["processes"], sweep.protocol.max_processes)
     protocol = dataclasses.replace(sweep.protocol, **changes)

@@ -148,6 +148,15 @@ class CellRow(TypedDict, total=False):
             "used or the user set NCCL_DEBUG.",
         ),
     ]
+    forked: Annotated[
+        bool | None,
+        Col(
+            "",
+            "True: the chief's process was forked from a fork server that had imported TensorFlow and "
+            "Keras but started no runtime (harness.contract.forks); False: a fresh interpreter "
+            "(--no-fork, a real cluster's tasks, or no server could start).",
+        ),
+    ]
     replicas: Annotated[int, Col("devices", "Replicas per worker.")]
     workers: Annotated[
         int,
@@ -928,7 +937,7 @@ class RatioRow(TypedDict, total=False):
         str,
         Col(
             "",
-            "higher, lower or no measurable difference: higher/lower only when the Benjamini-Hochberg "
+            "higher, lower, no measurable difference, or not measured (no instance; the note says why): higher/lower only when the Benjamini-Hochberg "
             "procedure over the run's comparisons (false discovery rate 5%) rejects its p-value, its CI "
             "excludes 1 and it differs from 1 by at least the minimum effect (5%; ab: --min-effect).",
         ),
@@ -968,5 +977,52 @@ class RatioRow(TypedDict, total=False):
             "something other than the member (another process, the hypervisor's steal) used more "
             "than a quarter of a CPU: the host's busy CPU time (/proc/stat) during the turn less "
             "the member's own CPU time.",
+        ),
+    ]
+
+
+class CostRow(TypedDict):
+    """One row per local run in turns (the ``costs`` table): where the run's wall time went, so the
+    suite's own cost is tracked like any other figure (``compare`` prints its change). Phases are
+    summed over the run's group instances on the parent's clock; an instance's phases follow each
+    other, so they add up to its wall time."""
+
+    run_id: Annotated[str, Col("", "Id of the run.")]
+    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
+    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the run's processes.")]
+    budget_s: Annotated[float, Col("s", "The run's budget (--budget-min x 60).")]
+    wall_s: Annotated[float, Col("s", "The run, from its first process to its rows written.")]
+    instances: Annotated[int, Col("instances", "Group instances run (dropped ones included).")]
+    processes: Annotated[
+        int, Col("processes", "Worker processes those instances started (servers included).")
+    ]
+    forked: Annotated[bool, Col("", "Workers were forked from a fork server (False: --no-fork).")]
+    start_s: Annotated[
+        float,
+        Col(
+            "s",
+            "From each instance's start to every member ready: start (fork or interpreter), import, "
+            "devices, build, first call (the first instance also waits for the fork server's import).",
+        ),
+    ]
+    calibration_s: Annotated[float, Col("s", "Calibration turns: each member's window length and warm-up.")]
+    turns_s: Annotated[float, Col("s", "Window turns, wall time (the timed windows and the hand-overs).")]
+    windows_s: Annotated[float, Col("s", "Timed windows inside the window turns: the measurement itself.")]
+    finish_s: Annotated[float, Col("s", "Finishing turns: integrity checks and the step breakdown.")]
+    exit_s: Annotated[float, Col("s", "From the last finishing turn to every process of the instance gone.")]
+    peak_s: Annotated[float, Col("s", "The matmul-peak processes.")]
+    parent_s: Annotated[
+        float,
+        Col(
+            "s", "The rest of wall_s: the parent's own work (planning, rows, files) and fork servers' start."
+        ),
+    ]
+    fixed_s_per_process: Annotated[
+        float | None,
+        Col(
+            "s",
+            "Median over completed instances of (instance wall - timed windows) / its processes: the "
+            "fixed cost of one measured process.",
         ),
     ]

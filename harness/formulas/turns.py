@@ -71,6 +71,8 @@ from scipy import stats as sps
 from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, t_quantile
 
 HIGHER, LOWER, SAME = "higher", "lower", "no measurable difference"
+NOT_MEASURED = "not measured"
+"""The verdict of a comparison with no instance (its note says why)."""
 
 
 @dataclass(frozen=True)
@@ -307,9 +309,13 @@ def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]
 def fdr_verdicts(ratios: Sequence[TurnRatio], min_effect: float = MIN_EFFECT, q: float = 0.05) -> list[str]:
     """Each ratio's verdict with the false discovery rate across them held at ``q``: "higher" or
     "lower" only when Benjamini-Hochberg rejects its p-value and it is distinguishable (CI
-    excludes 1, point estimate beyond ``min_effect``); else "no measurable difference"."""
+    excludes 1, point estimate beyond ``min_effect``); "not measured" with no instance; else "no
+    measurable difference"."""
     rejected = benjamini_hochberg([r.p_value for r in ratios], q)
-    return [r.verdict(min_effect) if hit else SAME for r, hit in zip(ratios, rejected, strict=True)]
+    return [
+        NOT_MEASURED if r.instances == 0 else r.verdict(min_effect) if hit else SAME
+        for r, hit in zip(ratios, rejected, strict=True)
+    ]
 
 
 def instances_to_decide(

@@ -18,6 +18,7 @@ another reason (a deadline) is counted, and a group dropped :data:`MAX_DROPS` ti
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from harness.launch.platform import available_memory_bytes
 from harness.launch.progress import Progress
 from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, run_cell_processes
 from harness.launch.turns import Instance, Plan, run_instance
+from harness.results.cost import RunCost
 from harness.results.ratios import Measured
 from harness.spec.cell import Cell
 from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, race_groups
@@ -117,7 +119,8 @@ class GroupRun:
             self.stopped = "every member failed"
         return gone
 
-    def measured(self) -> list[Measured]:
+    def measured(self, budget_min: float) -> list[Measured]:
+        """Its comparisons as measured; a group the budget never reached says so in their note."""
         per = self.seconds / self.instances if self.instances else 0.0
         return [
             Measured(
@@ -127,10 +130,22 @@ class GroupRun:
                 tuple(self.blocks.get(i, ())),
                 per,
                 self.dropped,
+                self._note(i, budget_min),
                 disturbed_blocks=self.disturbed,
             )
             for i, c in enumerate(self.group.comparisons)
         ]
+
+    def _note(self, comparison: int, budget_min: float) -> str:
+        """Why comparison ``comparison`` has no instance (or why the group stopped), else ""."""
+        if self.stopped or self.logs.get(comparison):
+            return self.stopped
+        if not self.instances:
+            return f"not measured: the budget ({budget_min:g} min) was spent before its first instance"
+        return (
+            f"not measured: every block of its {self.instances} instance(s) was disturbed (another "
+            "process or the hypervisor used the CPUs in a turn)"
+        )
 
 
 OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
@@ -167,6 +182,10 @@ class TurnsRun:
         """Comparisons not measured in turns: a member failed, or the group fell back to one
         member at a time."""
         self.instances_of: dict[str, int] = {}
+        self.cost = RunCost()
+        self.current: float | None = None
+        """When the instance under way started (None between instances)."""
+        self.peaks_done = 0
         self.t0 = clock()
 
     def _options(self, member: Member) -> WorkerOptions:
@@ -198,6 +217,31 @@ class TurnsRun:
                 return None
         return first + found
 
+    def seconds_left(self) -> float | None:
+        """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds,
+        at most the groups' remaining instances up to the most, at least their remaining minimum
+        instances (a group's instance at its members x the seconds per member of the instances so
+        far, less what the current one has run), plus the closing peak; None before the first
+        instance ends. A run whose ratios are all decided early ends sooner."""
+        done = [g for g in self.groups if g.instances]
+        if not done:
+            return None
+        per_member = sum(g.seconds for g in done) / sum(g.instances * len(g.group.members) for g in done)
+        protocol, now = self.run.protocol, self.clock()
+        running = 0.0 if self.current is None else now - self.current
+
+        def left(instances: int) -> float:
+            total = sum(
+                max(instances - g.instances, 0) * per_member * len(g.group.members)
+                for g in self.groups
+                if not g.stopped
+            )
+            return max(total - running, 0.0)
+
+        budget = max(protocol.budget_s - (now - self.t0), 0.0)
+        seconds = max(left(protocol.processes), min(budget, left(protocol.max_processes)))
+        return seconds + self.run.peaks.seconds / max(self.peaks_done, 1)
+
     def mean_instance_s(self) -> float:
         done = [g for g in self.groups if g.instances]
         return sum(g.seconds for g in done) / max(sum(g.instances for g in done), 1)
@@ -212,9 +256,15 @@ class TurnsRun:
         """One instance of group ``index``; its members' processes recorded, its ratios kept."""
         g = self.groups[index]
         progress.show(f"{g.group.name} instance {g.instances + 1}: {len(g.group.members)} members")
-        instance = run_instance(
-            g.group, g.instances + g.dropped, self.plan, self._options, self.launcher, f"{g.group.name}-"
-        )
+        self.current = self.clock()
+        try:
+            instance = run_instance(
+                g.group, g.instances + g.dropped, self.plan, self._options, self.launcher, f"{g.group.name}-"
+            )
+        finally:
+            self.current = None
+        timed = sum(t.seconds for t in instance.turns)
+        self.cost.add(instance.phases, timed, instance.processes, not instance.dropped)
         if instance.dropped:
             culprits = _culprits(instance)
             if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
@@ -252,8 +302,20 @@ class TurnsRun:
         alone = [GroupRun(Group((m,), (), f"{g.group.name}.{i}")) for i, m in enumerate(g.group.members)]
         self.groups[index : index + 1] = alone
 
+    def write_cost(self) -> None:
+        """The run's costs row (where its wall time went), written and kept in words."""
+        run, wall = self.run, self.clock() - self.t0
+        self.cost.peak_s = run.peaks.seconds
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        base = {**run.base, "timestamp": stamp, "fingerprint": (run.facts or {}).get("fingerprint")}
+        forked = any(r.row.get("forked") for e in run.evidence.values() for r in e)
+        run.files.write_cost(self.cost.row(base, wall, run.protocol.budget_s, forked))
+        run.result.paths.append(run.files.folder("costs"))
+        run.result.cost = self.cost.text(wall)
+
     def measured(self) -> list[Measured]:
-        return [m for g in self.groups for m in g.measured()] + self.unmeasured
+        budget = self.run.protocol.budget_min
+        return [m for g in self.groups for m in g.measured(budget)] + self.unmeasured
 
 
 def _step(state: TurnsRun, index: int, progress: Progress) -> None:
@@ -311,11 +373,13 @@ def run_in_turns(
     run = RunState(cells, protocol, platform, out, peaks)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
     state = TurnsRun(run, options, launcher, clock)
-    progress = progress or Progress(len(state.groups) * protocol.processes, budget_s=protocol.budget_s)
+    progress = progress or Progress(len(state.groups) * protocol.processes)
+    progress.estimate = progress.estimate or state.seconds_left
     budget = protocol.budget_s
     try:
         if run.runnable:
             run.measure_peak()
+            state.peaks_done += 1
         while (index := state.next(budget * RACE_SHARE)) is not None:
             _step(state, index, progress)
         first = state.add_races()
@@ -329,4 +393,5 @@ def run_in_turns(
     finally:
         progress.close()
         run.write_rows(state.measured())
+        state.write_cost()
     return run.result

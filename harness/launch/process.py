@@ -11,11 +11,13 @@ what went wrong, in which phase, with the tail of the log.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from typing import Any, cast
 
 from harness.contract.events import EventLine
 from harness.contract.job import WORKER_ENV, Job
+from harness.launch import forks
 from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0
@@ -87,15 +90,10 @@ def signal_text(code: int) -> str:
     return f"exit code {code}"
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: on Linux, get SIGKILL when the parent dies (even by SIGKILL), so a
-    child in its own session never outlives the run."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+LIVE: dict[int, Process] = {}
+"""Every child started and not yet stopped, by pid (found by what their environment says, e.g. a
+group instance's processes: :func:`harness.launch.turns.instance_processes`)."""
+LIVE_LOCK = threading.Lock()
 
 
 class Process:
@@ -111,22 +109,32 @@ class Process:
         events_on_stdout: bool = False,
         deadline: Deadline | None = None,
         python: str | None = None,
+        fork: bool = False,
     ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         events_path.touch()
         self.log_path, self.events_path = log_path, events_path
         self.deadline = deadline or Deadline(Phase.STARTUP, float("inf"))
         self._offset, self._partial = 0, ""
-        with open(log_path, "wb") as log, open(events_path, "ab") as events:
-            self.proc = subprocess.Popen(
-                [python or sys.executable, *argv],
-                stdout=events if events_on_stdout else log,
-                stderr=log if events_on_stdout else subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **WORKER_ENV, **env},
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        self.env = {**os.environ, **WORKER_ENV, **env}
+        python = python or sys.executable
+        forked = forks.spawn(argv[2:], self.env, log_path, python) if fork else None
+        self.proc: subprocess.Popen[bytes] | forks.Forked
+        if forked is not None:
+            self.proc = forked
+        else:
+            with open(log_path, "wb") as log, open(events_path, "ab") as events:
+                self.proc = subprocess.Popen(
+                    [python, *argv],
+                    stdout=events if events_on_stdout else log,
+                    stderr=log if events_on_stdout else subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=self.env,
+                    start_new_session=True,
+                    preexec_fn=forks.die_with_parent,
+                )
+        with LIVE_LOCK:
+            LIVE[self.proc.pid] = self
 
     def read(self) -> list[dict[str, Any]]:
         """The complete JSON lines appended since the last call (other lines are skipped)."""
@@ -166,23 +174,30 @@ class Process:
         except subprocess.TimeoutExpired:
             return None
 
+    def send(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the process group (to the process alone before it has its session: a
+        forked worker sets it up first thing)."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+
     def stop(self, grace_s: float = KILL_GRACE_S) -> str:
         """SIGTERM the process group, SIGKILL it after ``grace_s``; returns what it took."""
-        if self.proc.poll() is not None:
-            return "already exited"
-        how = "SIGTERM"
         try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        if self.wait(grace_s) is None:
-            how = "SIGTERM, then SIGKILL"
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
-        return how
+            if self.proc.poll() is not None:
+                return "already exited"
+            how = "SIGTERM"
+            self.send(signal.SIGTERM)
+            if self.wait(grace_s) is None:
+                how = "SIGTERM, then SIGKILL"
+                self.send(signal.SIGKILL)
+                self.proc.wait()
+            return how
+        finally:
+            with LIVE_LOCK:
+                LIVE.pop(self.proc.pid, None)
 
     def tail(self, lines: int = LOG_TAIL_LINES, sep: str = " | ") -> str:
         """The last lines of the log."""
@@ -196,7 +211,8 @@ class Process:
         """Why this child ended without its result: its exit (``how`` == "already exited") or the
         deadline it passed and how it was stopped, with the tail of its log."""
         if how == "already exited":
-            cause = f"{who} exited with {signal_text(self.proc.returncode)} during {self.deadline.text}"
+            code = self.proc.poll()
+            cause = f"{who} exited with {signal_text(code or 0)} during {self.deadline.text}"
         else:
             cause = f"{self.deadline.passed()}; {who} stopped with {how}"
         return f"{cause}; {who} log {self.log_path}: {self.tail()}"
@@ -228,4 +244,5 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
         events_path,
         deadline=deadline,
         python=job.options.python,
+        fork=True,
     )

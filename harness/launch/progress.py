@@ -75,10 +75,14 @@ class Progress:
         force_terminal: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         budget_s: float | None = None,
+        estimate: Callable[[], float | None] | None = None,
     ) -> None:
         self.total, self.done = total, 0
         self.budget_s = budget_s
         """A run that spends a budget: the ETA is at least the budget's remaining seconds."""
+        self.estimate = estimate
+        """The run's own estimate of its seconds left (a run in turns knows its groups and budget),
+        replacing the mean-per-step one; None from it: unknown."""
         self.clock = clock
         self.stream = stream or sys.stderr
         self.tty = _isatty(self.stream) if force_terminal is None else force_terminal
@@ -98,7 +102,10 @@ class Progress:
     def eta(self) -> float | None:
         """Seconds left: the mean time per finished step times the steps left, less the time the
         current step has run so far (never below 0), and never below the budget's remaining
-        seconds; None before any step finished (without a budget)."""
+        seconds; None before any step finished (without a budget). A run's own ``estimate``,
+        where given, replaces this."""
+        if self.estimate is not None:
+            return self.estimate()
         left = None if self.budget_s is None else max(self.budget_s - self.elapsed(), 0.0)
         if not self.done:
             return left

@@ -191,6 +191,8 @@ class RunResult:
     time: TimeSpent | None = None
     ratios: list[RatioRow] = field(default_factory=list)
     """The comparisons measured in turns (the ratios table)."""
+    cost: str = ""
+    """A run in turns: where its wall time went (its costs row, in words)."""
 
 
 @dataclass

@@ -19,17 +19,15 @@ the instance says why (:attr:`Instance.dropped`).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import select
 import signal
 import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +35,7 @@ from harness.contract.job import WorkerOptions
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
 from harness.launch.platform import host_busy_seconds, processes_cpu_seconds
-from harness.launch.process import POLL_S
+from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, Process
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.spec.groups import Group, Member, turn_order
 from harness.spec.protocol import Protocol
@@ -95,6 +93,17 @@ class Instance:
     dropped: str = ""
     culprit: str | None = None
     """The member whose failure dropped the instance (the others were stopped because of it)."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds of each phase reached (``harness.results.cost.PHASES``), on the parent's clock."""
+    processes: int = 0
+    """Processes started for it (every task of every member, servers included)."""
+    _lap: float = field(default_factory=time.monotonic, repr=False)
+
+    def lap(self, phase: str) -> None:
+        """End ``phase`` now: its seconds since the previous phase ended (or the start)."""
+        now = time.monotonic()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self._lap
+        self._lap = now
 
 
 def timing_processes(member: Member) -> int:
@@ -211,36 +220,33 @@ def _member_options(options: WorkerOptions, member: Member, path: str, members: 
     return dataclasses.replace(options, env=env, protocol=protocol)
 
 
-def instance_processes(path: str, proc: Path = Path("/proc")) -> dict[str, list[int]]:
-    """The processes started for the instance whose channel is ``path`` (the variable
-    :data:`TURNS_ENV` in their environment), by member key (:data:`MEMBER_ENV`): every task of a
-    member, a parameter-server cell's servers included."""
-    mark = f"{TURNS_ENV}={path}".encode()
+def instance_processes(path: str, live: Mapping[int, Process] | None = None) -> dict[str, list[int]]:
+    """The live processes started for the instance whose channel is ``path`` (the variable
+    :data:`TURNS_ENV` in the environment they were given; ``live``: by default every child not
+    yet stopped), by member key (:data:`MEMBER_ENV`): every task of a member, a parameter-server
+    cell's servers included."""
+    if live is None:
+        with LIVE_LOCK:
+            live = dict(LIVE)
     found: dict[str, list[int]] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if mark in environ:
-            key = next((v.split(b"=", 1)[1] for v in environ if v.startswith(f"{MEMBER_ENV}=".encode())), b"")
-            found.setdefault(key.decode(), []).append(int(entry.name))
+    for pid, proc in live.items():
+        if proc.env.get(TURNS_ENV) == path:
+            found.setdefault(proc.env.get(MEMBER_ENV, ""), []).append(pid)
     return found
 
 
-def stop_instance(path: str, proc: Path = Path("/proc")) -> int:
+def stop_instance(path: str) -> int:
     """SIGKILL the process group of every process of the instance whose channel is ``path``
     (:func:`instance_processes`); returns how many. A dropped instance's members are stopped at
     once rather than at their launchers' deadlines (a hung one ignores SIGTERM); their launchers
     then see them exit."""
     stopped = 0
-    for pids in instance_processes(path, proc).values():
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-                stopped += 1
+    pids = [pid for found in instance_processes(path).values() for pid in found]
+    with LIVE_LOCK:
+        procs = [LIVE[pid] for pid in pids if pid in LIVE]
+    for proc in procs:
+        proc.send(signal.SIGKILL)
+        stopped += 1
     return stopped
 
 
@@ -256,7 +262,7 @@ def run_instance(
     the worker options of its side), grant the calibration turns, ``plan.blocks`` blocks of
     window turns and the finishing turns; collect every member's end. Leaves no process behind."""
     instance = Instance(group, index)
-    t0 = time.monotonic()
+    t0 = instance._lap
     with tempfile.TemporaryDirectory(prefix="harness-turns-") as folder:
         coordinator = Coordinator(Path(folder))
         threads: dict[str, threading.Thread] = {}
@@ -278,12 +284,13 @@ def run_instance(
             _coordinate(coordinator, group, plan, instance, ended)
         except Dropped as e:
             instance.dropped, instance.culprit = str(e), e.culprit
-            stop_instance(coordinator.path)
+            instance.processes = max(instance.processes, stop_instance(coordinator.path))
         finally:
             coordinator.close()
             for t in threads.values():
                 while t.is_alive():
                     t.join(POLL_S)
+    instance.lap("exit")
     instance.wall_s = time.monotonic() - t0
     if not instance.dropped:
         failed = [m.key for m in group.members if instance.ends.get(m.key) is None]
@@ -304,10 +311,13 @@ def _coordinate(
     members = group.members
     expected = {m.key: timing_processes(m) for m in members}
     coordinator.gather(expected, plan.ready_timeout_s, ended, plan.behind_s)
+    instance.lap("start")
     for m in members:
         replies = coordinator.ask(m.key, {"do": Do.CALIBRATE, "window_s": plan.turn_s}, plan.turn_timeout_s)
         instance.steps[m.key] = int(replies[0].get("steps") or 0)
+    instance.lap("calibration")
     pids = instance_processes(coordinator.path)  # every task of each member, servers included
+    instance.processes = sum(len(p) for p in pids.values())
     for block in range(plan.blocks):
         for i in turn_order(len(members), block, plan.seed + instance.index):
             m = members[i]
@@ -319,8 +329,10 @@ def _coordinate(
             used = own_after - own if m.key in pids else sum(float(r.get("cpu_s") or 0.0) for r in replies)
             other = 0.0 if busy is None or after is None else max(after - busy - used, 0.0)
             instance.turns.append(Turn(block, m.key, seconds, examples, other))
+    instance.lap("turns")
     for m in members:
         coordinator.ask(m.key, {"do": Do.FINISH}, plan.turn_timeout_s)
+    instance.lap("finish")
 
 
 def member_ends(instances: Sequence[Instance], key: str) -> list[CellEnd]:

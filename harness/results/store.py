@@ -10,6 +10,8 @@ Layout (append-only; nightly runs accumulate side by side)::
                                                           ``--sweep collectives``
     results/ratios/<YYYY-MM-DD>/<run_id>/00000.parquet    one row per comparison measured in turns
                                                           (written when the run ends)
+    results/costs/<YYYY-MM-DD>/<run_id>/00000.parquet     one row per local run: where its wall
+                                                          time went (written when the run ends)
     results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
@@ -33,7 +35,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from harness.contract.records import CellRow, CollectiveRow, RatioRow, Status, WindowRow
+from harness.contract.records import CellRow, CollectiveRow, CostRow, RatioRow, Status, WindowRow
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ CELL_COLUMNS = columns_of(CellRow)
 WINDOW_COLUMNS = columns_of(WindowRow)
 COLLECTIVE_COLUMNS = columns_of(CollectiveRow)
 RATIO_COLUMNS = columns_of(RatioRow)
+COST_COLUMNS = columns_of(CostRow)
 
 
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
@@ -91,6 +94,8 @@ WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
 COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
 
 RATIO_SCHEMA = arrow_schema(RATIO_COLUMNS)
+
+COST_SCHEMA = arrow_schema(COST_COLUMNS)
 
 
 def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
@@ -160,6 +165,12 @@ class RunFiles:
         write_atomic(_table(rows, RATIO_SCHEMA), path)
         return path
 
+    def write_cost(self, row: CostRow) -> Path:
+        """The run's cost row, as one costs file."""
+        path = self.folder("costs") / "00000.parquet"
+        write_atomic(_table([row], COST_SCHEMA), path)
+        return path
+
     def write_row(self, seq: int, row: CellRow) -> Path:
         """Append one cell's row as cells file number ``seq``."""
         path = self.folder("cells") / f"{seq:05d}.parquet"
@@ -199,6 +210,11 @@ def read_ratios(results: str | Path) -> pd.DataFrame:
     return _read(Path(results) / "ratios", RATIO_SCHEMA)
 
 
+def read_costs(results: str | Path) -> pd.DataFrame:
+    """Every costs row under ``results/costs`` (one per local run) as a pandas DataFrame."""
+    return _read(Path(results) / "costs", COST_SCHEMA)
+
+
 def schema_markdown() -> str:
     """The column tables of results/README.md, generated from the schema above."""
     out = []
@@ -207,6 +223,7 @@ def schema_markdown() -> str:
         ("windows", WINDOW_COLUMNS),
         ("collectives", COLLECTIVE_COLUMNS),
         ("ratios", RATIO_COLUMNS),
+        ("costs", COST_COLUMNS),
     ):
         out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)

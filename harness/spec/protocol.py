@@ -47,6 +47,9 @@ class Protocol:
     blocks: int = 6
     budget_min: float = 10.0
     max_live: int = 0
+    fork: bool = True
+    """Local runs: fork each worker from a server that has imported TensorFlow (about 3 s of
+    CPU less per process; :mod:`harness.contract.forks`); False: a fresh interpreter each."""
 
     @property
     def budget_s(self) -> float:

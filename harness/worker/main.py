@@ -15,6 +15,7 @@ import traceback
 from typing import Any, TextIO
 
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
+from harness.contract.forks import FORKED_ENV
 from harness.contract.job import TENANT_BARRIER_ENV, Job
 from harness.contract.records import CellRow, Status, WindowRow
 from harness.results.rows import started_row
@@ -198,6 +199,7 @@ def main(argv: list[str]) -> int:
             return 1
         row.update(measured)
         row["nccl_transport"] = process_transports(os.environ.get(LOG_FILE_ENV), os.getpid())
+        row["forked"] = FORKED_ENV in os.environ
         if job.launch.role == Role.CHIEF:  # the chief reports the cell; its windows hold every worker's
             _emit(events, {"event": Event.RECORD, "row": row, "windows": windows})
         else:

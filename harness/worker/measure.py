@@ -34,6 +34,11 @@ from harness.worker.turns import TurnClient
 
 T = TypeVar("T")
 
+KEPT: list[object] = []
+"""Each measured cell's objects, alive until the worker's ``os._exit``: deallocating a tf.data
+iterator waits for its pipeline's threads, 12-57 s measured for the last of 8 live CNN members on
+2 cores (their record is then that late)."""
+
 
 def weights_digest(model: Any) -> str:
     h = hashlib.sha256()
@@ -147,6 +152,7 @@ def measure_cell(
     reductions = built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution)
     parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
     keras.mixed_precision.set_dtype_policy("float32")
+    KEPT.append(built)
     if turns is not None:  # the finishing turn is over: the others may go on
         turns.reply({"done": Do.FINISH})
         turns.close()

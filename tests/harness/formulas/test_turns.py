@@ -189,6 +189,8 @@ def test_fdr_verdicts() -> None:
     assert turns.fdr_verdicts(ratios) == ["higher"] + ["no measurable difference"] * 5
     # at q = 0.25 every finite p-value up to 0.049 passes (0.049 <= 4 x 0.25 / 5)
     assert turns.fdr_verdicts(ratios, q=0.25)[:4] == ["higher", "lower", "no measurable difference", "lower"]
+    # no instance at all: not measured (never "no measurable difference", which is a finding)
+    assert turns.fdr_verdicts([TurnRatio(NAN, NAN, NAN, 0, NAN, NAN, NAN)]) == ["not measured"]
 
 
 def test_instances_to_decide_by_hand() -> None:

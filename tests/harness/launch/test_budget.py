@@ -4,6 +4,7 @@ that fails leaving its group, and the rows and ratios written."""
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from harness.contract.events import Event
 from harness.formulas.turns import Turn
 from harness.launch import budget
 from harness.launch.peak import PeakLog
+from harness.launch.progress import Progress
 from harness.launch.runner import CellEnd
 from harness.launch.turns import Instance
 from harness.results.rows import cell_columns
@@ -67,6 +69,7 @@ def _fake(
     noise: float = 0.02,
     fail: str = "",
     oom: bool = False,
+    other_cpu_s: float = 0.0,
 ) -> list[str]:
     """run_instance replaced: every member at its ``speed`` (examples/s) times a per-instance
     factor that alternates +-noise; ``fail``: that member's process dies in its first instance."""
@@ -93,7 +96,8 @@ def _fake(
             eps = speed[m.cell.id] * wobble
             instance.ends[m.key] = _end(m.cell, protocol, eps)
             for block in range(plan.blocks):
-                instance.turns += [Turn(block, m.key, 1.0, eps), Turn(block, m.key, 1.0, eps)]
+                turn = Turn(block, m.key, 1.0, eps, other_cpu_s)
+                instance.turns += [turn, turn]
         if instance.dropped:
             for m in group.members:
                 if m.key != culprit:
@@ -131,6 +135,37 @@ def test_every_group_gets_its_minimum_then_the_budget_decides(
     stored = pd.read_parquet(tmp_path / "results" / "ratios")
     assert set(stored["relation"]) == {"scaling", "strategy"}
     assert stored["verdict"].isin(["higher", "lower", "no measurable difference"]).all()
+
+
+def test_the_eta_is_the_budget_left_or_the_minimum_left_where_it_takes_longer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one group of 3 members, 10 s an instance on the fake clock, 3 instances at least
+    speeds = {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0}
+    # after 10 s: a 6 s budget is spent, the minimum's 2 instances (20 s) are left; of a 60 s
+    # budget 50 s are left, or at most the 2 instances left up to --max-processes 3
+    for budget_min, most, first_eta in ((0.1, 3, "0:20"), (1.0, 40, "0:50"), (1.0, 3, "0:20")):
+        protocol = Protocol(
+            processes=3, max_processes=most, budget_min=budget_min, blocks=2, max_live=8, peak=False
+        )
+        clock = Clock()
+        _fake(monkeypatch, protocol, clock, speeds)
+        stream = io.StringIO()
+        progress = Progress(3, stream=stream, force_terminal=False, clock=clock)
+        folder = tmp_path / f"{budget_min}-{most}"
+        budget.run_in_turns(
+            [DEFAULT, ONE, TWO],
+            protocol,
+            Platform(),
+            folder,
+            progress=progress,
+            peaks=PeakLog(Platform(), ()),
+            clock=clock,
+        )
+        lines = stream.getvalue().splitlines()
+        assert lines[0].endswith(f"ETA {first_eta}"), lines
+        assert lines[-1].endswith("ETA 0:00"), lines
+        assert clock.now <= max(protocol.budget_s, 30.0)
 
 
 def test_decided_ratios_stop_the_run_before_the_budget(
@@ -180,6 +215,37 @@ def test_ties_with_the_fastest_are_raced_in_turns(tmp_path: Path, monkeypatch: p
     assert [c for c in calls if c.startswith("r")], calls
     (race,) = [r for r in result.ratios if r["relation"] == "fastest"]
     assert race["group"] == "r0" and race["instances"] >= 1 and not math.isnan(race["ratio"])
+
+
+def test_a_race_the_budget_never_reaches_is_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the minimum (3 instances of 2 groups, 60 s) overruns a 30 s budget: the race gets no instance
+    b64 = Cell(model="dense", strategy="default", batch=64)
+    protocol = Protocol(processes=3, max_processes=6, budget_min=0.5, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, b64.id: 1010.0}, noise=0.2)
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, b64])
+
+    assert not [c for c in calls if c.startswith("r")], calls
+    (race,) = [r for r in result.ratios if r["relation"] == "fastest"]
+    assert race["instances"] == 0 and race["ratio"] is None and race["verdict"] == "not measured"
+    assert "budget (0.5 min) was spent before its first instance" in race["note"]
+
+
+def test_a_comparison_whose_every_block_was_disturbed_is_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=1, max_processes=1, budget_min=60.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0}, other_cpu_s=1.0)
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+
+    assert result.ratios and all(r["verdict"] == "not measured" for r in result.ratios)
+    assert all("every block of its 1 instance(s) was disturbed" in r["note"] for r in result.ratios)
+    assert all(r["disturbed_blocks"] == 2 for r in result.ratios)
 
 
 def test_members_that_do_not_fit_together_are_measured_one_by_one(

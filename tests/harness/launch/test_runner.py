@@ -73,7 +73,19 @@ def worker_processes(marker: str) -> list[str]:
 @pytest.mark.process
 def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    proc = harness("run", "--sweep", "smoke", "--out", str(out), "--processes", "1", "--max-processes", "1")
+    proc = harness(
+        "run",
+        "--sweep",
+        "smoke",
+        "--out",
+        str(out),
+        "--processes",
+        "1",
+        "--max-processes",
+        "1",
+        "--budget-min",
+        "60",
+    )
     # (one pass keeps the test short; two passes end to end: the co-tenant test)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = pd.read_parquet(out / "cells")
@@ -125,8 +137,19 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert instances.tolist() == ok.set_index("cell_id").processes.sort_index().tolist()
     ratios = pd.read_parquet(out / "ratios")
     assert {"scaling", "strategy", "accumulation"} <= set(ratios.relation)
-    assert (ratios.instances >= 1).all() and ratios.verdict.notna().all()
+    # every comparison measured, or "not measured" saying why (the budget, disturbed turns)
+    unmeasured = ratios[ratios.instances == 0]
+    assert (unmeasured.verdict == "not measured").all() and unmeasured.note.str.len().gt(0).all()
+    assert (ratios[ratios.instances > 0].verdict != "not measured").all()
     assert "ratios in turns" in proc.stdout
+    # workers forked from one fork server; where the run's time went, stored
+    assert ok.forked.all()
+    (cost,) = pd.read_parquet(out / "costs").to_dict("records")
+    phases = sum(cost[f"{p}_s"] for p in ("start", "calibration", "turns", "finish", "exit"))
+    assert cost["run_id"] == cells.run_id.iloc[0] and cost["forked"] and cost["processes"] >= len(ok)
+    assert 0 < cost["windows_s"] < cost["turns_s"] and 0 < cost["fixed_s_per_process"] < phases
+    assert phases + cost["peak_s"] + cost["parent_s"] == pytest.approx(cost["wall_s"], abs=1e-6)
+    assert "fixed cost" in proc.stdout
     per_process = windows.groupby(["cell_id", "pass"]).examples_per_sec.median()
     for _, r in ok.iterrows():
         assert list(per_process[r.cell_id]) == pytest.approx(list(r.process_examples_per_sec))

@@ -160,27 +160,32 @@ def test_a_member_dying_mid_instance_drops_it_and_stops_the_others(
 
 
 def test_an_instances_processes_are_found_by_member_and_their_cpu_time_summed(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
     from harness.contract.turns import MEMBER_ENV, TURNS_ENV
     from harness.launch.platform import processes_cpu_seconds
     from harness.launch.turns import instance_processes
 
     ticks = os.sysconf("SC_CLK_TCK")
 
-    def process(pid: int, env: dict[str, str], utime: int, stime: int) -> None:
+    def process(pid: int, utime: int, stime: int) -> None:
         folder = tmp_path / str(pid)
         folder.mkdir()
-        (folder / "environ").write_bytes(b"\0".join(f"{k}={v}".encode() for k, v in env.items()))
         rest = " ".join(["S", *["0"] * 10, str(utime), str(stime), *["0"] * 5])
         (folder / "stat").write_text(f"{pid} (python -m harness.worker) {rest}")
 
     mine = {TURNS_ENV: "/tmp/x/turns.sock"}
-    process(11, {**mine, MEMBER_ENV: "a"}, 100, 50)  # the chief of member a
-    process(12, {**mine, MEMBER_ENV: "a"}, 30, 20)  # a server of member a: counted too
-    process(13, {**mine, MEMBER_ENV: "b"}, 7, 0)
-    process(14, {TURNS_ENV: "/tmp/other/turns.sock", MEMBER_ENV: "a"}, 999, 0)  # another instance
-    (tmp_path / "self").mkdir()
+    live = {  # the environment each child was given (a forked one's /proc environ is its server's)
+        11: SimpleNamespace(env={**mine, MEMBER_ENV: "a"}),  # the chief of member a
+        12: SimpleNamespace(env={**mine, MEMBER_ENV: "a"}),  # a server of member a: counted too
+        13: SimpleNamespace(env={**mine, MEMBER_ENV: "b"}),
+        14: SimpleNamespace(env={TURNS_ENV: "/tmp/other/turns.sock", MEMBER_ENV: "a"}),  # another
+        15: SimpleNamespace(env={}),  # not in an instance
+    }
+    for pid, (utime, stime) in {11: (100, 50), 12: (30, 20), 13: (7, 0)}.items():
+        process(pid, utime, stime)
 
-    found = instance_processes("/tmp/x/turns.sock", tmp_path)
+    found = instance_processes("/tmp/x/turns.sock", live)  # type: ignore[arg-type]
     assert {k: sorted(v) for k, v in found.items()} == {"a": [11, 12], "b": [13]}
     assert processes_cpu_seconds(found["a"], str(tmp_path)) == pytest.approx(200 / ticks)
     assert processes_cpu_seconds([99], str(tmp_path)) == 0.0  # gone: nothing

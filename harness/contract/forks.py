@@ -1,0 +1,54 @@
+"""The fork server's channel: how the parent asks a server that has already imported TensorFlow for
+a worker process (:mod:`harness.worker.forkserver`, :mod:`harness.launch.forks`).
+
+A fresh worker spends about 3 s of CPU importing TensorFlow and Keras before its cell starts; a
+group of 8 live members on 2 cores spends 12 s of wall time on it per instance. A fork server
+imports them once (and nothing that starts TensorFlow's runtime: no device, no thread pool, no
+op) and forks each worker, which then runs exactly what a fresh one runs from ``main`` on: its
+devices, its thread pools and its cell are its own.
+
+One connection per worker, one JSON object per line:
+
+parent -> server (:class:`Spawn`)              server -> parent
+``{"argv": [...], "env": {...}, "log": path,`` ``{"pid": n}`` once forked, then
+``"cwd": path}``                               ``{"exit": code}`` when it ended (a negative code: the
+                                               signal that ended it)
+
+The server's own start-up line on its stdout is ``{"ready": pid}`` once it listens. Pure data: no
+sockets here.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+FORKED_ENV = "HARNESS_FORKED"
+"""Set (to the server's pid) in a worker forked from a fork server; absent in a fresh interpreter."""
+
+PER_PROCESS_ENV = ("TF_CONFIG", "NCCL_DEBUG_FILE")
+"""Variables a worker reads only after its start (TensorFlow's cluster resolver, NCCL's first
+use), so workers that differ only in them share a server. Every ``HARNESS_*`` variable is also
+per process (read by the harness's own worker code). Any other difference in the environment, or
+another interpreter, gets a server of its own: a variable TensorFlow reads at import
+(``TF_ENABLE_ONEDNN_OPTS``, ``TF_CPP_MIN_LOG_LEVEL``, ``CUDA_VISIBLE_DEVICES`` to be safe) must
+have been set when the server imported it."""
+
+PER_PROCESS_PREFIX = "HARNESS_"
+
+SERVER_MODULE = "harness.worker.forkserver"
+"""``python -m harness.worker.forkserver SOCKET``."""
+
+
+class Spawn(TypedDict):
+    """A request for one worker: its arguments after ``python -m harness.worker``, its whole
+    environment, the file its stdout and stderr go to, and its working directory."""
+
+    argv: list[str]
+    env: dict[str, str]
+    log: str
+    cwd: str
+
+
+def server_env(env: dict[str, str]) -> dict[str, str]:
+    """The part of a worker's environment that decides its server (see :data:`PER_PROCESS_ENV`)."""
+    return {k: v for k, v in env.items() if k not in PER_PROCESS_ENV and not k.startswith(PER_PROCESS_PREFIX)}

@@ -1,0 +1,82 @@
+"""Where a run's wall time went (the ``costs`` table's row, :class:`~harness.contract.records.CostRow`):
+each group instance's phases on the parent's clock, summed over the run, and the fixed cost of
+one measured process."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.contract.records import CostRow
+
+PHASES = ("start", "calibration", "turns", "finish", "exit")
+"""An instance's phases, in order (seconds each; they add up to its wall time)."""
+
+PHASE_TEXT = {
+    "start": "start-up to every member ready",
+    "calibration": "calibration",
+    "turns": "window turns",
+    "finish": "checks and breakdown",
+    "exit": "exit",
+}
+
+
+@dataclass
+class RunCost:
+    """The run's instances so far: phase seconds summed, processes, and each completed instance's
+    fixed cost per process (s)."""
+
+    phases: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    windows_s: float = 0.0
+    instances: int = 0
+    processes: int = 0
+    fixed_per_process: list[float] = field(default_factory=list)
+    peak_s: float = 0.0
+
+    def add(self, phases: Mapping[str, float], windows_s: float, processes: int, completed: bool) -> None:
+        """One instance: its ``phases`` (s), the seconds of its timed windows, the processes it
+        started; a completed one's fixed cost per process is kept."""
+        for name in PHASES:
+            self.phases[name] += phases.get(name, 0.0)
+        self.windows_s += windows_s
+        self.instances += 1
+        self.processes += processes
+        wall = sum(phases.get(name, 0.0) for name in PHASES)
+        if completed and processes:
+            self.fixed_per_process.append(max(wall - windows_s, 0.0) / processes)
+
+    @property
+    def fixed_s_per_process(self) -> float | None:
+        return statistics.median(self.fixed_per_process) if self.fixed_per_process else None
+
+    def parent_s(self, wall_s: float) -> float:
+        return max(wall_s - sum(self.phases.values()) - self.peak_s, 0.0)
+
+    def row(self, base: Mapping[str, object], wall_s: float, budget_s: float, forked: bool) -> CostRow:
+        """The costs table's row (``base``: run_id, timestamp, suite_version, fingerprint)."""
+        row = {
+            **base,
+            "budget_s": budget_s,
+            "wall_s": wall_s,
+            "instances": self.instances,
+            "processes": self.processes,
+            "forked": forked,
+            **{f"{name}_s": self.phases[name] for name in PHASES},
+            "windows_s": self.windows_s,
+            "peak_s": self.peak_s,
+            "parent_s": self.parent_s(wall_s),
+            "fixed_s_per_process": self.fixed_s_per_process,
+        }
+        return CostRow(**row)  # type: ignore[typeddict-item]
+
+    def text(self, wall_s: float) -> str:
+        """``time: 612 s, 48 instances, 190 processes: ...`` (the line a run prints)."""
+        parts = ", ".join(f"{PHASE_TEXT[name]} {self.phases[name]:.0f} s" for name in PHASES)
+        fixed = self.fixed_s_per_process
+        per = "" if fixed is None else f"; fixed cost {fixed:.1f} s per measured process (median)"
+        return (
+            f"time: {wall_s:.0f} s, {self.instances} group instances, {self.processes} processes: "
+            f"{parts} (timed windows {self.windows_s:.0f} s of it), peak {self.peak_s:.0f} s, the "
+            f"parent's own work {self.parent_s(wall_s):.0f} s{per}"
+        )

@@ -1,0 +1,175 @@
+"""``python -m harness.worker.forkserver SOCKET``: a fork server (the channel:
+:mod:`harness.contract.forks`).
+
+It imports TensorFlow, Keras and the worker's modules, checks that TensorFlow's runtime has not
+started (a fork after it would copy a runtime whose threads are gone), listens on SOCKET and
+forks one worker per request. The worker starts its own session, dies with the server (which dies
+with the harness: ``PR_SET_PDEATHSIG`` at each step), takes the requested environment, working
+directory and log, and runs :func:`harness.worker.main.main` as a fresh ``python -m
+harness.worker`` would. It leaves with ``os._exit`` (like every worker: nothing of the
+interpreter's teardown is needed once its record is written). The server reaps its workers and
+reports each exit code on the worker's connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+from harness.contract.forks import FORKED_ENV, Spawn
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def preload() -> None:
+    """Import what every worker imports (lazily imported modules included), then check that
+    TensorFlow's runtime has not started."""
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+    from tensorflow.python.eager import context
+
+    import harness.worker.breakdown
+    import harness.worker.build.data
+    import harness.worker.build.loops
+    import harness.worker.build.models
+    import harness.worker.build.strategies
+    import harness.worker.checks.diagnosis
+    import harness.worker.checks.integrity
+    import harness.worker.collectives
+    import harness.worker.main  # noqa: F401
+
+    if context.context()._context_handle is not None:
+        raise RuntimeError("TensorFlow's runtime started while importing: a fork would copy it")
+
+
+def _child(request: Spawn, server_pid: int, sockets: list[socket.socket], fds: tuple[int, ...]) -> None:
+    """In the forked worker: its session, parent-death signal, files, environment; then main.
+    ``sockets`` and ``fds``: the server's, closed here."""
+    code = 1
+    try:
+        for s in sockets:
+            s.close()
+        signal.set_wakeup_fd(-1)
+        for fd in fds:
+            os.close(fd)
+        os.setsid()
+        die_with_parent()
+        if os.getppid() != server_pid:  # the server died between the fork and the prctl
+            os._exit(1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(null)
+        os.environ.clear()
+        os.environ.update({**request["env"], FORKED_ENV: str(server_pid)})
+        os.chdir(request["cwd"])
+        from harness.worker.main import main
+
+        sys.argv = ["harness.worker", *request["argv"]]
+        code = main(request["argv"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: BLE001 -- whatever it was goes to the worker's log
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _read_request(conn: socket.socket) -> Spawn | None:
+    """The request line on a new connection (None when it closed first)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    request: Spawn = json.loads(data)
+    return request
+
+
+def _send(conn: socket.socket, message: dict[str, Any]) -> None:
+    try:
+        conn.sendall((json.dumps(message) + "\n").encode())
+    except OSError:
+        pass  # the parent let go of this worker; it is reaped all the same
+
+
+def serve(path: str) -> None:
+    """Listen on ``path`` and fork a worker per request until the parent goes (or SIGTERM)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(64)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    workers: dict[int, socket.socket] = {}
+    print(json.dumps({"ready": os.getpid()}), flush=True)
+    watched: list[Any] = [server, wake_r]
+    while True:
+        readable = select.select(watched, [], [])[0]
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+        if server in readable:
+            conn, _ = server.accept()
+            request = _read_request(conn)
+            if request is None:
+                conn.close()
+                continue
+            sys.stdout.flush()
+            sys.stderr.flush()
+            me = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                _child(request, me, [server, conn, *workers.values()], (wake_r, wake_w))
+            workers[pid] = conn
+            _send(conn, {"pid": pid})
+        _reap(workers)
+
+
+def _reap(workers: dict[int, socket.socket]) -> None:
+    """Report and forget every worker that has exited."""
+    while workers:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = workers.pop(pid, None)
+        if conn is not None:
+            _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
+            conn.close()
+
+
+def main(argv: list[str]) -> int:
+    (path,) = argv
+    preload()
+    serve(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

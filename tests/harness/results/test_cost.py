@@ -1,0 +1,37 @@
+"""Where a run's wall time went: phases summed over instances, the fixed cost per process."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.results.cost import PHASES, RunCost
+from harness.results.store import COST_SCHEMA, check_rows
+
+
+def test_phases_add_up_and_the_fixed_cost_is_a_median_over_completed_instances() -> None:
+    cost = RunCost()
+    # 8 processes: 30 s of which 19 s timed windows -> 11 / 8 per process
+    cost.add({"start": 3.0, "calibration": 4.0, "turns": 21.0, "finish": 1.5, "exit": 0.5}, 19.0, 8, True)
+    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.0, "finish": 0.5, "exit": 0.5}, 6.0, 2, True)
+    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.0, "finish": 0.5, "exit": 0.5}, 6.0, 2, True)
+    cost.add({"exit": 9.0}, 0.0, 3, False)  # dropped: counted in the phases, not in the median
+    cost.peak_s = 5.0
+    assert cost.instances == 4 and cost.processes == 15
+    assert cost.phases == pytest.approx(
+        {"start": 7.0, "calibration": 6.0, "turns": 37.0, "finish": 2.5, "exit": 10.5}
+    )
+    assert cost.fixed_s_per_process == pytest.approx(3.0)  # median of 11/8, 3.0, 3.0
+    base = {"run_id": "r", "timestamp": "t", "suite_version": "v", "fingerprint": None}
+    row = cost.row(base, wall_s=80.0, budget_s=600.0, forked=True)
+    check_rows([row], COST_SCHEMA)
+    assert row["parent_s"] == pytest.approx(80.0 - 63.0 - 5.0)
+    assert sum(row[f"{p}_s"] for p in PHASES) + row["peak_s"] + row["parent_s"] == pytest.approx(80.0)  # type: ignore[literal-required]
+    text = cost.text(80.0)
+    assert "4 group instances, 15 processes" in text and "fixed cost 3.0 s per measured process" in text
+
+
+def test_a_run_without_a_completed_instance_has_no_fixed_cost() -> None:
+    cost = RunCost()
+    cost.add({"exit": 2.0}, 0.0, 1, False)
+    assert cost.fixed_s_per_process is None
+    assert cost.row({}, 2.0, 60.0, False)["fixed_s_per_process"] is None
