@@ -78,6 +78,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.compare import compare, text_table, write_markdown
+    from harness.analysis.cost import cost_text
     from harness.results import history
 
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
@@ -89,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
         check_writable(Path(args.figures), "--figures")
     result = compare(cells, chosen.candidate, chosen.baseline, chosen.history_runs, policy)
     print(text_table(result))
+    cost = cost_text(history.costs(args.results), chosen.candidate, chosen.baseline)
+    if cost:
+        print(cost)
     if args.markdown:
         write_markdown(result, Path(args.markdown))
         print(f"wrote {args.markdown}")

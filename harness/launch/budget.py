@@ -220,27 +220,35 @@ class TurnsRun:
     def seconds_left(self) -> float | None:
         """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds,
         at most the groups' remaining instances up to the most, at least their remaining minimum
-        instances (a group's instance at its members x the seconds per member of the instances so
-        far, less what the current one has run), plus the closing peak; None before the first
-        instance ends. A run whose ratios are all decided early ends sooner."""
-        done = [g for g in self.groups if g.instances]
-        if not done:
+        instances (each estimated by :meth:`RunCost.instance_s` from the instances so far, a
+        group's next one with the step breakdowns of its members not yet broken down; less what
+        the current one has run), plus the closing peak; None before the first instance ends. A
+        run whose ratios are all decided early ends sooner."""
+        if self.cost.instance_s(1) is None:
             return None
-        per_member = sum(g.seconds for g in done) / sum(g.instances * len(g.group.members) for g in done)
         protocol, now = self.run.protocol, self.clock()
         running = 0.0 if self.current is None else now - self.current
 
         def left(instances: int) -> float:
-            total = sum(
-                max(instances - g.instances, 0) * per_member * len(g.group.members)
-                for g in self.groups
-                if not g.stopped
-            )
+            total = 0.0
+            for g in self.groups:
+                more = 0 if g.stopped else max(instances - g.instances, 0)
+                if more:
+                    members, pending = len(g.group.members), self._pending_breakdowns(g.group)
+                    total += (self.cost.instance_s(members, pending) or 0.0) + (more - 1) * (
+                        self.cost.instance_s(members) or 0.0
+                    )
             return max(total - running, 0.0)
 
         budget = max(protocol.budget_s - (now - self.t0), 0.0)
         seconds = max(left(protocol.processes), min(budget, left(protocol.max_processes)))
         return seconds + self.run.peaks.seconds / max(self.peaks_done, 1)
+
+    def _pending_breakdowns(self, group: Group) -> int:
+        """Members of ``group`` whose step breakdown its next instance times."""
+        if not self.options.protocol.breakdown:
+            return 0
+        return len({m.cell.id for m in group.members} - self.broken_down)
 
     def mean_instance_s(self) -> float:
         done = [g for g in self.groups if g.instances]
@@ -257,6 +265,7 @@ class TurnsRun:
         g = self.groups[index]
         progress.show(f"{g.group.name} instance {g.instances + 1}: {len(g.group.members)} members")
         self.current = self.clock()
+        breakdowns = self._pending_breakdowns(g.group)
         try:
             instance = run_instance(
                 g.group, g.instances + g.dropped, self.plan, self._options, self.launcher, f"{g.group.name}-"
@@ -264,7 +273,8 @@ class TurnsRun:
         finally:
             self.current = None
         timed = sum(t.seconds for t in instance.turns)
-        self.cost.add(instance.phases, timed, instance.processes, not instance.dropped)
+        members = len(g.group.members)
+        self.cost.add(instance.phases, timed, instance.processes, not instance.dropped, members, breakdowns)
         if instance.dropped:
             culprits = _culprits(instance)
             if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):

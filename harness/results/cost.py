@@ -33,18 +33,50 @@ class RunCost:
     processes: int = 0
     fixed_per_process: list[float] = field(default_factory=list)
     peak_s: float = 0.0
+    member_s: list[tuple[float, int]] = field(default_factory=list)
+    """Each completed instance's seconds but its step breakdowns, and its members."""
+    breakdown_s: list[tuple[float, int]] = field(default_factory=list)
+    """Each completed instance with step breakdowns: its finishing turns' seconds, and how many."""
 
-    def add(self, phases: Mapping[str, float], windows_s: float, processes: int, completed: bool) -> None:
+    def add(
+        self,
+        phases: Mapping[str, float],
+        windows_s: float,
+        processes: int,
+        completed: bool,
+        members: int = 0,
+        breakdowns: int = 0,
+    ) -> None:
         """One instance: its ``phases`` (s), the seconds of its timed windows, the processes it
-        started; a completed one's fixed cost per process is kept."""
+        started, its members and how many of them timed their step breakdown; a completed one's
+        fixed cost per process is kept."""
         for name in PHASES:
             self.phases[name] += phases.get(name, 0.0)
         self.windows_s += windows_s
         self.instances += 1
         self.processes += processes
         wall = sum(phases.get(name, 0.0) for name in PHASES)
-        if completed and processes:
+        if not completed:
+            return
+        if processes:
             self.fixed_per_process.append(max(wall - windows_s, 0.0) / processes)
+        finish = phases.get("finish", 0.0) if breakdowns else 0.0
+        if members:
+            self.member_s.append((wall - finish, members))
+        if breakdowns:
+            self.breakdown_s.append((finish, breakdowns))
+
+    def instance_s(self, members: int, breakdowns: int = 0) -> float | None:
+        """An instance's seconds, estimated from the completed ones: ``members`` x the seconds per
+        member outside step breakdowns, plus ``breakdowns`` x the seconds per breakdown (the
+        finishing turns of the instances that timed them); None before one completed."""
+        counted = sum(n for _, n in self.member_s)
+        if not counted:
+            return None
+        per_member = sum(s for s, _ in self.member_s) / counted
+        timed = sum(n for _, n in self.breakdown_s)
+        per_breakdown = sum(s for s, _ in self.breakdown_s) / timed if timed else 0.0
+        return members * per_member + breakdowns * per_breakdown
 
     @property
     def fixed_s_per_process(self) -> float | None:

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from harness.contract.records import Status
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
-from harness.results.store import read_cells, read_windows
+from harness.results.store import read_cells, read_costs, read_windows
 
 
 def _runs_text(n: int) -> str:
@@ -53,6 +53,15 @@ def load(results: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
             f"cannot read the results under {root}: {e}. A file there is corrupt or "
             "not a results file; move it away and retry."
         ) from None
+
+
+def costs(results: str | Path) -> pd.DataFrame:
+    """Every run's costs row under ``results`` (empty when there are none or they cannot be read:
+    the suite's own cost is reported, never a reason to fail)."""
+    try:
+        return read_costs(Path(results))
+    except (pa.ArrowException, OSError, ValueError):
+        return read_costs(Path(results) / "missing")
 
 
 def runs(cells: pd.DataFrame) -> pd.DataFrame:

@@ -69,12 +69,16 @@ SMOKE = chain(
 
 DEFAULT = chain(
     "default",
-    "what `nox -s bench` runs, in groups taking turns (budget 40 min): both models, every "
+    "what `nox -s bench` runs, in groups taking turns (budget 12 min, 4 blocks per instance): "
+    "both models, every "
     "single-process strategy and cross-device op, 1 and 2 replicas at batch 64, default and mirrored "
     "also at batch 256; then accumulation 1 and 4 with both loops on default and mirrored; "
     "multi-worker mirrored (ring) and parameter server on 1 and 2 local workers; two co-tenant "
     "processes of default",
-    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=40.0),
+    # 4 blocks (not 6): its minimum of 3 instances of 16 groups then fits the budget on 2 cores
+    Protocol(
+        repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=12.0, blocks=4
+    ),
     make_sweep(
         "",
         "",

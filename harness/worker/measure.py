@@ -214,7 +214,15 @@ def _timings(
         keep()
         return timings
     return measure_in_turns(
-        trainer.run, trainer.windows, spe, protocol, time.perf_counter, turns, trainer.agree, keep
+        trainer.run,
+        trainer.windows,
+        spe,
+        protocol,
+        time.perf_counter,
+        turns,
+        trainer.agree,
+        keep,
+        trainer.stream,
     )
 
 

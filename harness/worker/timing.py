@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.contract.turns import Do
+from harness.contract.turns import Do, Grant
 from harness.spec.protocol import Protocol
 from harness.worker.turns import TurnClient
 
@@ -85,6 +85,12 @@ def measure(
     return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))
 
 
+Stream = Callable[[int, Callable[[], bool], Callable[[float, float], None]], None]
+"""``stream(steps, begin, end)``: windows of ``steps`` updates one after another inside one running
+loop (Keras ``fit``): each starts when ``begin()`` returns True (it blocks until then; False ends
+the loop) and is reported with ``end(seconds, loss)`` (:attr:`harness.worker.build.loops.Trainer.stream`)."""
+
+
 def measure_in_turns(
     run: Callable[[int], float],
     windows: Callable[[int, int], tuple[list[float], float]],
@@ -94,6 +100,7 @@ def measure_in_turns(
     client: TurnClient,
     agree: Callable[[int], int] = lambda steps: steps,
     after_windows: Callable[[], None] = lambda: None,
+    stream: Stream | None = None,
 ) -> Timings:
     """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s, while the
     group's other members may be compiling too: untimed), hello, then whatever the coordinator
@@ -101,16 +108,36 @@ def measure_in_turns(
     of ``min_window_steps``, then the window length for the granted seconds and
     ``warmup_windows`` untimed windows), timed window turns, and finally the finishing turn, at
     whose grant this returns (the caller runs its checks and replies). ``after_windows`` is called
-    after each call of ``windows`` from the warm-up on (multi-worker trainers keep only the last
-    call's per-worker figures)."""
+    after each timed window and after the warm-up (multi-worker trainers keep only the last
+    call's per-worker figures). With ``stream`` (a loop whose own set-up is costly: ``fit``), the
+    window turns are served inside one running loop, which waits for each grant between two
+    windows: one untimed window in the first turn, then one timed window per turn."""
     spe = steps_per_execution
     t0 = clock()
     run(spe)
     compile_s = clock() - t0
     client.hello()
-    steps, seconds, starts, loss, target = 0, [], [], float("nan"), None
+    steps, seconds, starts, target = 0, [], [], None
+    loss, cpu = [float("nan")], [0.0]
+
+    def begin(grant: Grant | None = None) -> Grant | None:
+        """A window's start at ``grant`` (the next one when None); the grant when it is not a window."""
+        grant = grant or client.grant()
+        if grant["do"] != Do.WINDOW:
+            return grant
+        starts.append(clock())
+        cpu[0] = time.process_time()
+        return None
+
+    def end(took: float, last_loss: float) -> None:
+        after_windows()
+        seconds.append(took)
+        loss[0] = last_loss
+        client.reply({"done": Do.WINDOW, "seconds": took, "cpu_s": time.process_time() - cpu[0]})
+
+    grant: Grant | None = None
     while True:
-        grant = client.grant()
+        grant = grant or client.grant()
         if grant["do"] == Do.CALIBRATE:
             target = grant["window_s"]
             steps = calibrate(windows, spe, dataclasses.replace(protocol, window_s=target), agree)
@@ -118,16 +145,39 @@ def measure_in_turns(
                 windows(steps, protocol.warmup_windows)
                 after_windows()
             client.reply({"done": Do.CALIBRATE, "steps": steps})
+            grant = None
+        elif grant["do"] == Do.WINDOW and stream is not None:
+            grant = _serve(stream, steps, grant, begin, end)
         elif grant["do"] == Do.WINDOW:
-            starts.append(clock())
-            cpu = time.process_time()
-            (took,), loss = windows(steps, 1)
-            cpu = time.process_time() - cpu
-            after_windows()
-            seconds.append(took)
-            client.reply({"done": Do.WINDOW, "seconds": took, "cpu_s": cpu})
+            begin(grant)
+            (took,), last = windows(steps, 1)
+            end(took, last)
+            grant = None
         else:
-            return Timings(compile_s, steps, tuple(seconds), loss, tuple(starts), target)
+            return Timings(compile_s, steps, tuple(seconds), loss[0], tuple(starts), target)
+
+
+def _serve(
+    stream: Stream,
+    steps: int,
+    grant: Grant,
+    begin: Callable[[Grant | None], Grant | None],
+    end: Callable[[float, float], None],
+) -> Grant:
+    """Window turns served inside one running loop from ``grant`` (a window's) on; returns the
+    grant that ended them (the finishing turn's)."""
+    first: list[Grant] = [grant]
+    final: list[Grant] = []
+
+    def next_window() -> bool:
+        other = begin(first.pop() if first else None)
+        final.extend([other] if other else [])
+        return other is None
+
+    stream(steps, next_window, end)
+    if not final:
+        raise RuntimeError("the streamed loop ended before the finishing turn")
+    return final[0]
 
 
 def per_repetition(

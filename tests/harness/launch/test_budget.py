@@ -78,7 +78,8 @@ def _fake(
     def fake(group, index, plan, options, launcher, prefix=""):  # type: ignore[no-untyped-def]
         calls.append(group.name)
         clock.now += 10.0
-        instance = Instance(group, index, wall_s=10.0)
+        instance = Instance(group, index, wall_s=10.0, processes=len(group.members))
+        instance.phases = {"start": 1.0, "calibration": 1.0, "turns": 7.0, "finish": 1.0}
         culprit = fail
         if oom and len(group.members) > 1:  # the last member runs out of memory beside the others
             culprit = group.members[-1].key
@@ -146,7 +147,13 @@ def test_the_eta_is_the_budget_left_or_the_minimum_left_where_it_takes_longer(
     # budget 50 s are left, or at most the 2 instances left up to --max-processes 3
     for budget_min, most, first_eta in ((0.1, 3, "0:20"), (1.0, 40, "0:50"), (1.0, 3, "0:20")):
         protocol = Protocol(
-            processes=3, max_processes=most, budget_min=budget_min, blocks=2, max_live=8, peak=False
+            processes=3,
+            max_processes=most,
+            budget_min=budget_min,
+            blocks=2,
+            max_live=8,
+            peak=False,
+            breakdown=False,
         )
         clock = Clock()
         _fake(monkeypatch, protocol, clock, speeds)

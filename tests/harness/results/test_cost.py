@@ -35,3 +35,16 @@ def test_a_run_without_a_completed_instance_has_no_fixed_cost() -> None:
     cost.add({"exit": 2.0}, 0.0, 1, False)
     assert cost.fixed_s_per_process is None
     assert cost.row({}, 2.0, 60.0, False)["fixed_s_per_process"] is None
+
+
+def test_an_instance_is_estimated_per_member_plus_per_step_breakdown() -> None:
+    cost = RunCost()
+    assert cost.instance_s(4) is None
+    # first instance: 4 members, all broken down: 60 s of which 36 s finishing turns
+    cost.add({"start": 4.0, "calibration": 2.0, "turns": 18.0, "finish": 36.0}, 16.0, 4, True, 4, 4)
+    # later: 2 members, no breakdown, 12 s
+    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.5, "finish": 0.5}, 7.0, 2, True, 2, 0)
+    cost.add({"exit": 30.0}, 0.0, 2, False, 2, 0)  # dropped: no evidence of an instance's length
+    per_member = (24.0 + 12.0) / 6
+    assert cost.instance_s(3) == pytest.approx(3 * per_member)
+    assert cost.instance_s(3, 2) == pytest.approx(3 * per_member + 2 * 9.0)

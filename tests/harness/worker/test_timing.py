@@ -163,3 +163,65 @@ def test_interleaved_runs_more_rounds_while_asked_and_pools_them():
     assert [f["part"] for f in asked] == [3.0, 2.0] and out == {"part": 2.0}
     capped = fake([1.0, 1.0, 3.0, 3.0])  # at most `sets` sets of rounds
     assert interleaved({"part": capped}, 1.0, rounds=1, again=lambda f: True, sets=2) == {"part": 3.0}
+
+
+class FakeClient:
+    """The worker's end of the turns channel, scripted: grants in order, replies kept."""
+
+    def __init__(self, grants: list[dict[str, object]]) -> None:
+        self.grants, self.replies, self.hellos = list(grants), [], 0
+
+    def hello(self) -> None:
+        self.hellos += 1
+
+    def grant(self) -> dict[str, object]:
+        return self.grants.pop(0)
+
+    def reply(self, reply: dict[str, object]) -> None:
+        self.replies.append(reply)
+
+
+GRANTS = [
+    {"do": "calibrate", "window_s": 0.05},
+    *[{"do": "window", "block": b} for b in (0, 0, 1, 1)],
+    {"do": "finish"},
+]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_turns_time_one_window_per_grant_called_or_streamed(streamed: bool) -> None:
+    from harness.worker.timing import measure_in_turns
+
+    fake = FakeTraining()
+    protocol = Protocol(warmup_windows=1, min_window_steps=10)
+    streams: list[int] = []
+
+    def stream(steps: int, begin, end) -> None:  # type: ignore[no-untyped-def]
+        # one running loop: its first window untimed (the loop's set-up), then one per begin()
+        fake.run(steps)
+        streams.append(steps)
+        while begin():
+            t0 = fake.clock()
+            loss = fake.run(steps)
+            end(fake.clock() - t0, loss)
+
+    client = FakeClient(GRANTS)
+    t = measure_in_turns(
+        fake.run,
+        fake.windows,
+        4,
+        protocol,
+        fake.clock,
+        client,
+        stream=stream if streamed else None,  # type: ignore[arg-type]
+    )
+    assert client.hellos == 1 and client.grants == []  # the finishing grant ended it
+    assert t.window_steps == 52 and t.target_s == 0.05
+    assert t.window_seconds == pytest.approx((52 * STEP_S,) * 4) and len(t.window_starts) == 4
+    windows = [r for r in client.replies if r["done"] == "window"]
+    assert [r["seconds"] for r in windows] == pytest.approx([52 * STEP_S] * 4)
+    assert client.replies[0] == {"done": "calibrate", "steps": 52}
+    # compile, two probes, one warm-up; then 4 windows called, or one stream: an untimed window, 4 timed
+    assert fake.calls == [4, 12, 12, 52, *([52] * (5 if streamed else 4))]
+    assert streams == ([52] if streamed else [])
+    assert t.final_loss == 1.0 / len(fake.calls)
