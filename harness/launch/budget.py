@@ -234,15 +234,20 @@ class TurnsRun:
             for g in self.groups:
                 more = 0 if g.stopped else max(instances - g.instances, 0)
                 if more:
-                    members, pending = len(g.group.members), self._pending_breakdowns(g.group)
-                    total += (self.cost.instance_s(members, pending) or 0.0) + (more - 1) * (
-                        self.cost.instance_s(members) or 0.0
+                    members, asked = len(g.group.members), self._asked_s(g.group)
+                    pending = self._pending_breakdowns(g.group)
+                    total += (self.cost.instance_s(members, pending, asked) or 0.0) + (more - 1) * (
+                        self.cost.instance_s(members, 0, asked) or 0.0
                     )
             return max(total - running, 0.0)
 
         budget = max(protocol.budget_s - (now - self.t0), 0.0)
         seconds = max(left(protocol.processes), min(budget, left(protocol.max_processes)))
         return seconds + self.run.peaks.seconds / max(self.peaks_done, 1)
+
+    def _asked_s(self, group: Group) -> float:
+        """Seconds of window turns an instance of ``group`` asks for: 2 per block per member."""
+        return len(group.members) * 2 * self.plan.blocks * self.plan.turn_s
 
     def _pending_breakdowns(self, group: Group) -> int:
         """Members of ``group`` whose step breakdown its next instance times."""
@@ -273,8 +278,10 @@ class TurnsRun:
         finally:
             self.current = None
         timed = sum(t.seconds for t in instance.turns)
-        members = len(g.group.members)
-        self.cost.add(instance.phases, timed, instance.processes, not instance.dropped, members, breakdowns)
+        members, asked = len(g.group.members), self._asked_s(g.group)
+        self.cost.add(
+            instance.phases, timed, instance.processes, not instance.dropped, members, breakdowns, asked
+        )
         if instance.dropped:
             culprits = _culprits(instance)
             if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):

@@ -34,7 +34,9 @@ class RunCost:
     fixed_per_process: list[float] = field(default_factory=list)
     peak_s: float = 0.0
     member_s: list[tuple[float, int]] = field(default_factory=list)
-    """Each completed instance's seconds but its step breakdowns, and its members."""
+    """Each completed instance's seconds but its window turns and step breakdowns, and its members."""
+    turns_s: list[tuple[float, float]] = field(default_factory=list)
+    """Each completed instance's window turns: their seconds, and the seconds of turns asked."""
     breakdown_s: list[tuple[float, int]] = field(default_factory=list)
     """Each completed instance with step breakdowns: its finishing turns' seconds, and how many."""
 
@@ -46,10 +48,12 @@ class RunCost:
         completed: bool,
         members: int = 0,
         breakdowns: int = 0,
+        asked_s: float = 0.0,
     ) -> None:
         """One instance: its ``phases`` (s), the seconds of its timed windows, the processes it
-        started, its members and how many of them timed their step breakdown; a completed one's
-        fixed cost per process is kept."""
+        started, its members, how many of them timed their step breakdown and the seconds of
+        window turns it asked for (members x 2 x blocks x turn_s); a completed one's fixed cost
+        per process is kept."""
         for name in PHASES:
             self.phases[name] += phases.get(name, 0.0)
         self.windows_s += windows_s
@@ -61,22 +65,28 @@ class RunCost:
         if processes:
             self.fixed_per_process.append(max(wall - windows_s, 0.0) / processes)
         finish = phases.get("finish", 0.0) if breakdowns else 0.0
+        turns = phases.get("turns", 0.0)
         if members:
-            self.member_s.append((wall - finish, members))
+            self.member_s.append((wall - finish - turns, members))
+        if asked_s:
+            self.turns_s.append((turns, asked_s))
         if breakdowns:
             self.breakdown_s.append((finish, breakdowns))
 
-    def instance_s(self, members: int, breakdowns: int = 0) -> float | None:
-        """An instance's seconds, estimated from the completed ones: ``members`` x the seconds per
-        member outside step breakdowns, plus ``breakdowns`` x the seconds per breakdown (the
-        finishing turns of the instances that timed them); None before one completed."""
+    def instance_s(self, members: int, breakdowns: int = 0, asked_s: float = 0.0) -> float | None:
+        """An instance's seconds, estimated from the completed ones: the window turns asked for
+        (``asked_s``) x how much longer turns took than asked, plus ``members`` x the seconds per
+        member outside window turns and step breakdowns, plus ``breakdowns`` x the seconds per
+        breakdown (the finishing turns of the instances that timed them); None before one completed."""
         counted = sum(n for _, n in self.member_s)
         if not counted:
             return None
         per_member = sum(s for s, _ in self.member_s) / counted
+        asked = sum(a for _, a in self.turns_s)
+        stretch = sum(t for t, _ in self.turns_s) / asked if asked else 1.0
         timed = sum(n for _, n in self.breakdown_s)
         per_breakdown = sum(s for s, _ in self.breakdown_s) / timed if timed else 0.0
-        return members * per_member + breakdowns * per_breakdown
+        return asked_s * stretch + members * per_member + breakdowns * per_breakdown
 
     @property
     def fixed_s_per_process(self) -> float | None:

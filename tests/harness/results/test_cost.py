@@ -37,14 +37,15 @@ def test_a_run_without_a_completed_instance_has_no_fixed_cost() -> None:
     assert cost.row({}, 2.0, 60.0, False)["fixed_s_per_process"] is None
 
 
-def test_an_instance_is_estimated_per_member_plus_per_step_breakdown() -> None:
+def test_an_instance_is_estimated_from_its_turns_members_and_step_breakdowns() -> None:
     cost = RunCost()
     assert cost.instance_s(4) is None
-    # first instance: 4 members, all broken down: 60 s of which 36 s finishing turns
-    cost.add({"start": 4.0, "calibration": 2.0, "turns": 18.0, "finish": 36.0}, 16.0, 4, True, 4, 4)
-    # later: 2 members, no breakdown, 12 s
-    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.5, "finish": 0.5}, 7.0, 2, True, 2, 0)
-    cost.add({"exit": 30.0}, 0.0, 2, False, 2, 0)  # dropped: no evidence of an instance's length
-    per_member = (24.0 + 12.0) / 6
-    assert cost.instance_s(3) == pytest.approx(3 * per_member)
-    assert cost.instance_s(3, 2) == pytest.approx(3 * per_member + 2 * 9.0)
+    # first: 4 members, all broken down, 16 s of turns asked (4 x 2 x 10 x 0.2), 18 s taken
+    cost.add({"start": 4.0, "calibration": 2.0, "turns": 18.0, "finish": 36.0}, 16.0, 4, True, 4, 4, 16.0)
+    # later: 2 members, no breakdown, 8 s asked, 8.5 s taken
+    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.5, "finish": 0.5}, 7.0, 2, True, 2, 0, 8.0)
+    cost.add({"exit": 30.0}, 0.0, 2, False, 2, 0, 8.0)  # dropped: no evidence of an instance's length
+    stretch = (18.0 + 8.5) / (16.0 + 8.0)
+    per_member = (6.0 + 3.5) / 6  # outside turns and breakdowns
+    assert cost.instance_s(3, 0, 12.0) == pytest.approx(12.0 * stretch + 3 * per_member)
+    assert cost.instance_s(3, 2, 12.0) == pytest.approx(12.0 * stretch + 3 * per_member + 2 * 9.0)
