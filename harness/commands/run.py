@@ -84,6 +84,7 @@ def _plan_head(sel: Selection, out: Path) -> str:
         f"run: {len(found)} groups of live cells (at most {live} live processes each: --max-live) "
         f"taking turns of ~{pr.turn_s:g} s, {pr.blocks} blocks per instance, {pr.processes} to "
         f"{pr.max_processes} instances per group within a budget of {pr.budget_min:g} min{peak}; "
+        f"workers {'forked from a fork server (--no-fork: fresh interpreters)' if pr.fork else 'fresh interpreters'}; "
         f"results -> {out}"
     )
 

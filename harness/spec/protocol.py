@@ -28,7 +28,8 @@ class Protocol:
     ``max_processes``; the run's ``budget_min`` minutes go to the groups whose ratios are least
     decided. Blocks per instance: 6, because the spread between instances (the process effect,
     about 3 % of log ratio here) is as large as that of the mean of 6 blocks (4-10 % per block):
-    more blocks buy little, more instances buy precision.
+    more blocks buy little, more instances buy precision (the default sweep takes 4, so that its
+    minimum of 3 instances of every group fits its budget on 2 cores).
     """
 
     repeats: int = 5
