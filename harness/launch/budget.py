@@ -185,7 +185,6 @@ class TurnsRun:
         self.cost = RunCost()
         self.current: float | None = None
         """When the instance under way started (None between instances)."""
-        self.peaks_done = 0
         self.t0 = clock()
 
     def _options(self, member: Member) -> WorkerOptions:
@@ -243,7 +242,8 @@ class TurnsRun:
 
         budget = max(protocol.budget_s - (now - self.t0), 0.0)
         seconds = max(left(protocol.processes), min(budget, left(protocol.max_processes)))
-        return seconds + self.run.peaks.seconds / max(self.peaks_done, 1)
+        assert self.run.result.time is not None
+        return seconds + self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
 
     def _asked_s(self, group: Group) -> float:
         """Seconds of window turns an instance of ``group`` asks for: 2 per block per member."""
@@ -396,7 +396,6 @@ def run_in_turns(
     try:
         if run.runnable:
             run.measure_peak()
-            state.peaks_done += 1
         while (index := state.next(budget * RACE_SHARE)) is not None:
             _step(state, index, progress)
         first = state.add_races()

@@ -74,12 +74,9 @@ class Progress:
         width: int = 20,
         force_terminal: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
-        budget_s: float | None = None,
         estimate: Callable[[], float | None] | None = None,
     ) -> None:
         self.total, self.done = total, 0
-        self.budget_s = budget_s
-        """A run that spends a budget: the ETA is at least the budget's remaining seconds."""
         self.estimate = estimate
         """The run's own estimate of its seconds left (a run in turns knows its groups and budget),
         replacing the mean-per-step one; None from it: unknown."""
@@ -101,17 +98,14 @@ class Progress:
 
     def eta(self) -> float | None:
         """Seconds left: the mean time per finished step times the steps left, less the time the
-        current step has run so far (never below 0), and never below the budget's remaining
-        seconds; None before any step finished (without a budget). A run's own ``estimate``,
-        where given, replaces this."""
+        current step has run so far (never below 0); None before any step finished. A run's own
+        ``estimate``, where given, replaces this."""
         if self.estimate is not None:
             return self.estimate()
-        left = None if self.budget_s is None else max(self.budget_s - self.elapsed(), 0.0)
         if not self.done:
-            return left
+            return None
         per_cell = (self.t_last - self.t0) / self.done
-        rate = max(per_cell * (self.total - self.done) - (self.clock() - self.t_last), 0.0)
-        return rate if left is None else max(rate, left)
+        return max(per_cell * (self.total - self.done) - (self.clock() - self.t_last), 0.0)
 
     def eta_text(self) -> str:
         """:meth:`eta` as ``m:ss``, ``?`` when unknown."""
