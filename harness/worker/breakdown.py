@@ -4,7 +4,9 @@ the cell's own update so that every part is timed under the same conditions as t
 share of.
 
 Each part is a ``tf.function`` holding an in-graph loop of n repetitions (dispatch: n calls from
-Python); n is calibrated so that a window lasts about ``window_s``. Rounds each time one window of
+Python); its iterations run one after another (``parallel_iterations=1``), as the updates of a
+training function do, which cannot start one before the last one's variable updates; n is
+calibrated so that a window lasts about ``window_s``. Rounds each time one window of
 the update and one of every part, in turn (:func:`harness.worker.timing.interleaved`); a figure is
 its median window / n over :data:`PART_ROUNDS` rounds, or over up to :data:`PART_SETS` sets of
 them while a part exceeds the update by more than the timing noise allowed
@@ -77,6 +79,7 @@ def _repeated(strategy: Any, sink: Any, replica_fn: Callable[..., None]) -> Call
     @tf.function(jit_compile=False)
     def repeated(n: Any, *args: Any) -> Any:
         for _ in tf.range(n):
+            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
             strategy.run(replica_fn, args=args)
         return _local_sum(strategy, sink)
 
@@ -151,6 +154,7 @@ def measure_parts(
     @tf.function(jit_compile=False)
     def pull(n: Any) -> Any:
         for _ in tf.range(n):
+            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
             strategy.run(take, args=next(iterator))
         return _local_sum(strategy, sink)
 
