@@ -197,3 +197,16 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     with _phase(item, "teardown"):
         return (yield)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_machine_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The test session's own machine-wide measuring lock (:mod:`harness.launch.lock`): the runs the
+    tests start take it from one another, not from a user's run on the same machine."""
+    before = os.environ.get("HARNESS_LOCK")
+    os.environ["HARNESS_LOCK"] = str(tmp_path_factory.mktemp("lock") / "harness.lock")
+    yield
+    if before is None:
+        os.environ.pop("HARNESS_LOCK", None)
+    else:
+        os.environ["HARNESS_LOCK"] = before

@@ -15,6 +15,7 @@ from types import ModuleType
 
 from harness.commands import (
     ab,
+    check,
     compare,
     compare_hardware,
     doctor,
@@ -28,7 +29,8 @@ from harness.commands import (
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
 COMMANDS: dict[str, ModuleType] = {
-    m.NAME: m for m in (run, listing, verify, report, compare, ab, compare_hardware, predict, ingest, doctor)
+    m.NAME: m
+    for m in (run, listing, verify, report, compare, ab, compare_hardware, predict, ingest, doctor, check)
 }
 """Command name -> its module, in the order ``--help`` lists them."""
 

@@ -81,7 +81,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
     )
     add_selection_args(p)
-    p.add_argument("--out", default="results", help="results folder (history). Default: results")
+    p.add_argument(
+        "--out", default="results", help="results folder; ab's rows go under OUT/ab. Default: results"
+    )
+    p.add_argument(
+        "--wait-lock",
+        action="store_true",
+        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
+    )
     add_dry_run(p, "the cells it would compare and the pairs per cell")
     return p
 
@@ -184,11 +191,14 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands.run import interrupt_on_sigterm
     from harness.launch import forks
     from harness.launch.ab import run_ab
+    from harness.launch.lock import MachineLock
 
     interrupt_on_sigterm()
     print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
-    with forks.serving(sel.protocol.fork):
+    lock = MachineLock(Path(args.out))
+    lock.acquire(args.wait_lock)
+    with lock, forks.serving(sel.protocol.fork):
         result = run_ab(
             sel.cells,
             sel.protocol,

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.results import history
     from harness.results.store import read_collectives, read_ratios
 
-    cells, _ = history.load(args.results)
+    cells, _ = history.load(args.results, ab=True)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]
     out = Path(args.out) if args.out else Path(args.results) / "report"

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import errno
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.commands.selection import (
     Selection,
@@ -26,6 +27,11 @@ from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch.lease import server_names
 from harness.spec.strategies import Role
 
+if TYPE_CHECKING:
+    from harness.launch.resume import Resumed
+    from harness.spec.cell import Cell
+    from harness.spec.protocol import Platform, Protocol
+
 NAME = "run"
 
 
@@ -33,11 +39,44 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
     add_selection_args(p)
     p.add_argument("--out", default="results", help="results folder. Default: results")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_ID",
+        help="go on with a local run that was stopped before it wrote its rows (killed, a full "
+        "disk, Ctrl-C), from its journal under --out: every instance already measured is kept, the "
+        "rest of its budget measured, each row written once. RUN_ID: its id, or latest. The "
+        "cells, protocol and budget are the journal's (no other selection flag is taken)",
+    )
+    p.add_argument(
+        "--wait-lock",
+        action="store_true",
+        help="when another run measures on this machine, wait for it to end (default: exit, "
+        "naming it): two runs at once spoil each other's figures",
+    )
     add_dry_run(p, "the cells it would measure, the first ones and their processes")
     return p
 
 
+KEPT_WITH_RESUME = {"command", "resume", "out", "wait_lock", "func"}
+"""The flags ``--resume`` takes besides itself; every other one comes from the journal."""
+
+
+def _selection_flags_given(args: argparse.Namespace) -> list[str]:
+    """The flags given on the command line other than :data:`KEPT_WITH_RESUME` (their values
+    differ from the defaults)."""
+    parser = argparse.ArgumentParser()
+    defaults = add_parser(parser.add_subparsers()).parse_args([])
+    return [
+        "--" + k.replace("_", "-")
+        for k, v in vars(args).items()
+        if k not in KEPT_WITH_RESUME and hasattr(defaults, k) and getattr(defaults, k) != v
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        return _resume(args)
     sel = select(args)  # every check made before the first process
     if args.dry_run:
         print(dry_run_text(sel, _plan_head(sel, Path(args.out))))
@@ -46,10 +85,56 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:
-        return _cluster_task(sel, out)
-    if config is None or not server_names(config):
-        return _measure(sel, out)
-    return _measure_holding_the_lease(sel, out)
+        return _cluster_task(sel, out)  # a peer or server: its chief holds its machine's lock
+    with _machine_lock(out, args.wait_lock):
+        if config is None or not server_names(config):
+            return _measure(sel, out)
+        return _measure_holding_the_lease(sel, out)
+
+
+def _machine_lock(out: Path, wait: bool) -> Any:
+    """The machine-wide measuring lock (:mod:`harness.launch.lock`), taken: a HarnessError naming
+    its holder when another run measures here (unless ``wait``)."""
+    from harness.launch.lock import MachineLock
+
+    lock = MachineLock(out)
+    lock.acquire(wait)
+    return lock
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """``run --resume RUN_ID``: the journal read and checked against this machine, then the run goes
+    on where it stopped."""
+    from harness.launch import resume
+    from harness.launch.platform import machine
+    from harness.launch.runner import suite_version
+
+    given = _selection_flags_given(args)
+    if given:
+        raise HarnessError(
+            f"Received {', '.join(given)} with --resume; a resumed run measures the cells, protocol "
+            "and budget of its journal. Expected only --out and --wait-lock."
+        )
+    out = Path(args.out)
+    resumed = resume.load(out, args.resume, machine(suite_version()))
+    if args.dry_run:
+        plan = resumed.plan
+        print(
+            f"run {plan.run_id} (resume): {len(plan.cells)} cells, {resumed.instances()} group "
+            f"instances already measured, {resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} "
+            f"min of its budget spent; results -> {out}"
+        )
+        return EXIT_OK
+    interrupt_on_sigterm()
+    with _machine_lock(out, args.wait_lock):
+        return _measure_local(
+            resumed.plan.cells,
+            resumed.plan.protocol,
+            resumed.plan.platform,
+            resumed.plan.mnist_path,
+            out,
+            resumed=resumed,
+        )
 
 
 def _plan_head(sel: Selection, out: Path) -> str:
@@ -163,18 +248,8 @@ def _cluster_task(sel: Selection, out: Path) -> int:
 
 def _measure(sel: Selection, out: Path) -> int:
     """The chief (or a local run): measure every cell, store every row, print the summary."""
-    from harness.analysis.ratios_text import ratios_text
-    from harness.analysis.tables import (
-        FOOTNOTE,
-        LOGICAL_NOTE,
-        OVERSUBSCRIBED_NOTE,
-        TURNS_FOOTNOTE,
-        summary_table,
-    )
-    from harness.launch import forks
-    from harness.launch.budget import run_in_turns
     from harness.launch.real_cluster import cluster_launcher
-    from harness.launch.runner import run_cell_processes, run_sweep
+    from harness.launch.runner import new_run_id, run_cell_processes, run_sweep
 
     if sel.sweep.kind == "collectives":
         return _measure_collectives(sel, out)
@@ -189,24 +264,89 @@ def _measure(sel: Selection, out: Path) -> int:
             + " cluster"
         )
     )
-    print(
-        f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}"
-        f"{where}; results -> {out}",
-        flush=True,
-    )
+    what = f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}{where}; results -> {out}"
     pr = sel.protocol
     if config is None:
-        with forks.serving(pr.fork):
-            result = run_in_turns(sel.cells, pr, sel.platform, out, sel.mnist_path)
-    else:
-        result = run_sweep(
-            sel.cells, pr, sel.platform, out, sel.mnist_path, launcher=launcher, adaptive=False
+        return _measure_local(sel.cells, pr, sel.platform, sel.mnist_path, out, what)
+    run_id = new_run_id(dt.datetime.now(dt.UTC))
+    print(f"run {run_id}: {what}", flush=True)
+    result = run_sweep(
+        sel.cells, pr, sel.platform, out, sel.mnist_path, launcher=launcher, adaptive=False, run_id=run_id
+    )
+    return _summary(result, pr, config is None)
+
+
+def _measure_local(
+    cells: list[Cell],
+    pr: Protocol,
+    platform: Platform,
+    mnist_path: str | None,
+    out: Path,
+    what: str = "",
+    resumed: Resumed | None = None,
+) -> int:
+    """A local run in turns, journaled (or a journaled one resumed), then its summary; ``what``:
+    the run in words, on its first line after its id."""
+    from harness.launch import forks
+    from harness.launch.budget import run_in_turns
+    from harness.launch.platform import machine
+    from harness.launch.resume import plan_entry
+    from harness.launch.runner import new_run_id, run_date, suite_version
+    from harness.results import journal
+
+    if resumed is None:
+        run_id = new_run_id(dt.datetime.now(dt.UTC))
+        entry = plan_entry(
+            run_id, run_date(run_id), cells, pr, platform, mnist_path, machine(suite_version()), _command()
         )
+        log = journal.Journal.create(journal.path_of(out, run_id), entry)
+        print(f"run {run_id}: {what}", flush=True)
+    else:
+        run_id = resumed.plan.run_id
+        log = journal.Journal.reopen(resumed.path)
+        print(
+            f"run {run_id} resumed: {resumed.instances()} group instances kept from its journal, "
+            f"{resumed.elapsed_s / 60:.1f} of {pr.budget_min:g} min of its budget spent; results -> {out}",
+            flush=True,
+        )
+    print(f"(if it is stopped: python -m harness run --resume {run_id} --out {out})", flush=True)
+    with log, forks.serving(pr.fork):
+        try:
+            result = run_in_turns(
+                cells, pr, platform, out, mnist_path, run_id=run_id, journal=log, resumed=resumed
+            )
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            raise HarnessError(
+                f"the disk is full ({e.filename or out}): the run stopped; every instance measured "
+                f"so far is in its journal. Free some space, then: python -m harness run --resume "
+                f"{run_id} --out {out}",
+                EXIT_FAILURE,
+            ) from None
+    return _summary(result, pr, True)
+
+
+def _command() -> str:
+    return " ".join(["python", "-m", "harness", *sys.argv[1:]])
+
+
+def _summary(result: Any, pr: Protocol, local: bool) -> int:
+    """The run's table, footnotes, ratios, counts, unstable cells and costs; its exit code."""
+    from harness.analysis.ratios_text import ratios_text
+    from harness.analysis.tables import (
+        FOOTNOTE,
+        LOGICAL_NOTE,
+        OVERSUBSCRIBED_NOTE,
+        TURNS_FOOTNOTE,
+        summary_table,
+    )
+
     print()
     print(summary_table(result.rows))
     print()
     print(
-        (TURNS_FOOTNOTE if config is None else FOOTNOTE).format(
+        (TURNS_FOOTNOTE if local else FOOTNOTE).format(
             repeats=pr.repeats,
             window_s=pr.window_s,
             processes=pr.processes,
@@ -228,7 +368,7 @@ def _measure(sel: Selection, out: Path) -> int:
     if unstable:
         print(
             f"unstable: {len(unstable)} cells whose processes disagreed by a CV above "
-            f"{sel.protocol.unstable_cv:g} (their absolute figures move between re-runs; see "
+            f"{pr.unstable_cv:g} (their absolute figures move between re-runs; see "
             "cv_between_processes; the ratios in turns are not affected):"
         )
         for cell_id in unstable:
@@ -245,14 +385,16 @@ def _measure_collectives(sel: Selection, out: Path) -> int:
     from harness.analysis.collectives import table_lines
     from harness.analysis.tables import render_table
     from harness.launch.collectives import run_collectives
+    from harness.launch.runner import new_run_id
 
+    run_id = new_run_id(dt.datetime.now(dt.UTC))
     print(
-        f"sweep 'collectives': {len(sel.cells)} all-reduce topologies on "
+        f"run {run_id}: sweep 'collectives': {len(sel.cells)} all-reduce topologies on "
         f"{platform_text(sel.platform)}, sizes up to {sel.max_bytes:,} bytes and each model's "
         f"gradient set, {sel.protocol.processes} processes each; results -> {out}",
         flush=True,
     )
-    result = run_collectives(sel.cells, sel.protocol, sel.platform, out, sel.max_bytes)
+    result = run_collectives(sel.cells, sel.protocol, sel.platform, out, sel.max_bytes, run_id=run_id)
     print()
     print(render_table(*table_lines(result.collectives)))
     print()

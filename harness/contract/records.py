@@ -46,6 +46,14 @@ class CellRow(TypedDict, total=False):
     ]
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    resumes: Annotated[
+        int | None,
+        Col(
+            "",
+            "Sessions that resumed the run from its journal after it was stopped before writing its "
+            "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
+        ),
+    ]
     ab_id: Annotated[
         str | None,
         Col(
@@ -897,6 +905,14 @@ class RatioRow(TypedDict, total=False):
     run_id: Annotated[str, Col("", "Id of the run (or ab) that measured it.")]
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    resumes: Annotated[
+        int | None,
+        Col(
+            "",
+            "Sessions that resumed the run from its journal after it was stopped before writing its "
+            "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
+        ),
+    ]
     fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the reference's processes.")]
     relation: Annotated[
         str,
@@ -990,6 +1006,14 @@ class CostRow(TypedDict):
     run_id: Annotated[str, Col("", "Id of the run.")]
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    resumes: Annotated[
+        int | None,
+        Col(
+            "",
+            "Sessions that resumed the run from its journal after it was stopped before writing its "
+            "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
+        ),
+    ]
     fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the run's processes.")]
     budget_s: Annotated[float, Col("s", "The run's budget (--budget-min x 60).")]
     wall_s: Annotated[float, Col("s", "The run, from its first process to its rows written.")]

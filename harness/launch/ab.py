@@ -39,7 +39,7 @@ from harness.launch.single import run_worker
 from harness.launch.tenants import meet_together
 from harness.launch.turns import Plan, run_instance
 from harness.results.rows import ProcessResult, aggregate, not_measured_row
-from harness.results.store import RunFiles
+from harness.results.store import AB_FOLDER, RunFiles
 from harness.spec.cell import Cell
 from harness.spec.groups import ab_group
 from harness.spec.protocol import Platform, Protocol
@@ -315,11 +315,12 @@ def run_ab(
     report: Callable[[CellOutcome, str], None] = lambda outcome, order: None,
 ) -> AbResult:
     """Pairs of A and B processes per runnable cell, in ``mode``, until decided or
-    ``rule.max_pairs``; every process's row stored under ``out`` (run_id = ab_id). Unsupported
+    ``rule.max_pairs``; every process's row stored under ``out/ab`` (run_id = ab_id), apart from the
+    run history that ``compare`` judges. Unsupported
     cells are skipped (``list`` shows them). ``launcher`` starts alternate pairs' processes."""
     now = dt.datetime.now(dt.UTC)
     result = AbResult(new_run_id(now))
-    files = RunFiles(out, now.strftime("%Y-%m-%d"), result.ab_id)
+    files = RunFiles(out / AB_FOLDER, now.strftime("%Y-%m-%d"), result.ab_id)  # apart from run history
     base: CellRow = {
         "run_id": result.ab_id,
         "ab_id": result.ab_id,

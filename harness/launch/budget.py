@@ -29,12 +29,14 @@ from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
 from harness.formulas import stats
 from harness.formulas import turns as tstats
+from harness.launch import resume
 from harness.launch.peak import PeakLog
 from harness.launch.platform import available_memory_bytes
 from harness.launch.progress import Progress
 from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, run_cell_processes
 from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.cost import RunCost
+from harness.results.journal import Journal
 from harness.results.ratios import Measured
 from harness.spec.cell import Cell
 from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, race_groups
@@ -171,9 +173,15 @@ class TurnsRun:
     instances, the cells whose step breakdown is done, the budget's clock."""
 
     def __init__(
-        self, run: RunState, options: WorkerOptions, launcher: Launcher, clock: Callable[[], float]
+        self,
+        run: RunState,
+        options: WorkerOptions,
+        launcher: Launcher,
+        clock: Callable[[], float],
+        journal: Journal | None = None,
     ) -> None:
         self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
+        self.journal = journal
         protocol = run.protocol
         self.groups = [GroupRun(g) for g in groups(run.runnable, max_live(protocol))]
         self.plan = Plan.of(protocol, options.startup_timeout_s)
@@ -185,7 +193,19 @@ class TurnsRun:
         self.cost = RunCost()
         self.current: float | None = None
         """When the instance under way started (None between instances)."""
+        self.first_race: int | None = None
+        """The index of the second stage's first group, once it began (0: no tie to race)."""
         self.t0 = clock()
+
+    def note(self, kind: str, **fields: object) -> None:
+        """Append an entry to the run's journal (:mod:`harness.launch.resume`), with the run's
+        seconds spent so far."""
+        if self.journal is not None:
+            self.journal.append({"kind": kind, "elapsed_s": self.clock() - self.t0, **fields})
+
+    def index_of(self, name: str) -> int:
+        """The index of the group named ``name`` (a journaled instance's)."""
+        return next(i for i, g in enumerate(self.groups) if g.group.name == name)
 
     def _options(self, member: Member) -> WorkerOptions:
         first = member.cell.id not in self.broken_down
@@ -259,24 +279,35 @@ class TurnsRun:
         done = [g for g in self.groups if g.instances]
         return sum(g.seconds for g in done) / max(sum(g.instances for g in done), 1)
 
-    def add_races(self) -> int:
-        """The second stage's groups (:func:`race_plan`) appended; returns the index of the first."""
+    def start_races(self) -> int:
+        """The second stage's groups (:func:`race_plan`) appended; returns the index of the first
+        group it measures: the first race, or 0 when there is no tie to race (the first stage goes
+        on)."""
         first = len(self.groups)
         self.groups += [GroupRun(g) for g in race_plan(self.run, max_live(self.run.protocol))]
-        return first
+        self.first_race = first if first < len(self.groups) else 0
+        return self.first_race
 
     def measure(self, index: int, progress: Progress) -> None:
-        """One instance of group ``index``; its members' processes recorded, its ratios kept."""
+        """One instance of group ``index``, journaled, then kept (:meth:`apply`)."""
         g = self.groups[index]
         progress.show(f"{g.group.name} instance {g.instances + 1}: {len(g.group.members)} members")
         self.current = self.clock()
-        breakdowns = self._pending_breakdowns(g.group)
         try:
             instance = run_instance(
                 g.group, g.instances + g.dropped, self.plan, self._options, self.launcher, f"{g.group.name}-"
             )
         finally:
             self.current = None
+        self.note("instance", instance=resume.encode_instance(instance))
+        self.apply(index, instance, progress)
+
+    def apply(self, index: int, instance: Instance, progress: Progress | None = None) -> None:
+        """Keep one instance of group ``index`` (measured now, or read from the journal): its
+        members' processes recorded, its ratios and costs kept."""
+        g = self.groups[index]
+        say = progress.advance if progress is not None else lambda label, status: None
+        breakdowns = self._pending_breakdowns(g.group)
         timed = sum(t.seconds for t in instance.turns)
         members, asked = len(g.group.members), self._asked_s(g.group)
         self.cost.add(
@@ -286,7 +317,7 @@ class TurnsRun:
             culprits = _culprits(instance)
             if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
                 self.sequential(index, next(e.reason for e in culprits.values() if out_of_memory(e.reason)))
-                progress.advance(f"{g.group.name}: members do not fit together; measured one by one", "")
+                say(f"{g.group.name}: members do not fit together; measured one by one", "")
                 return
             for key, end in culprits.items():
                 if end.event == Event.RECORD and end.row.get("status") == Status.OK:  # it passed a deadline
@@ -298,13 +329,13 @@ class TurnsRun:
             self.unmeasured += g.without(set(culprits))
             if g.dropped >= MAX_DROPS:
                 g.stopped = f"{g.dropped} instances dropped: {instance.dropped}"
-            progress.advance(f"{g.group.name} dropped: {instance.dropped}", "")
+            say(f"{g.group.name} dropped: {instance.dropped}", "")
             return
         for m in g.group.members:
             self._record(m.cell, instance.ends[m.key])
         g.add(instance)
         self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
-        progress.advance(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s")
+        say(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s")
 
     def sequential(self, index: int, reason: str) -> None:
         """Group ``index``'s members did not fit in the devices' memory together: each gets a
@@ -374,6 +405,24 @@ def race_plan(run: RunState, live: int) -> list[Group]:
     return [dataclasses.replace(g, name=f"r{i}") for i, g in enumerate(found)]
 
 
+def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
+    """A resumed run's state rebuilt from its journal: every instance kept as when it was measured
+    (its windows rewritten to the same files), the peak samples, the second stage's groups; the
+    budget's clock set to the seconds already spent."""
+    cells = {c.id: c for c in state.run.runnable}
+    for entry in resumed.entries:
+        if entry["kind"] == "instance":
+            index = state.index_of(entry["instance"]["group"])
+            state.apply(index, resume.decode_instance(entry["instance"], state.groups[index].group, cells))
+        elif entry["kind"] == "peak":
+            resume.restore_peak(state.run.peaks, entry)
+            assert state.run.result.time is not None
+            state.run.result.time.peak_processes += 1
+        elif entry["kind"] == "races":
+            state.start_races()
+    state.t0 = state.clock() - resumed.elapsed_s
+
+
 def run_in_turns(
     cells: list[Cell],
     protocol: Protocol,
@@ -384,26 +433,41 @@ def run_in_turns(
     launcher: Launcher = run_cell_processes,
     peaks: PeakLog | None = None,
     clock: Callable[[], float] = time.monotonic,
+    run_id: str | None = None,
+    journal: Journal | None = None,
+    resumed: resume.Resumed | None = None,
 ) -> RunResult:
     """Measure every runnable cell in group instances under the budget (see the module docstring);
-    write every cell row (unsupported ones too) and the ratios table under ``out``."""
-    run = RunState(cells, protocol, platform, out, peaks)
+    write every cell row (unsupported ones too) and the ratios table under ``out``.
+
+    ``journal``: where every instance, peak and stage is appended as it ends; ``resumed``: a run
+    killed before it wrote its rows, whose journaled instances are kept and whose budget goes on
+    (``run_id`` and ``journal`` are then its own)."""
+    run = RunState(cells, protocol, platform, out, peaks, run_id, resumed.resumes + 1 if resumed else 0)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
-    state = TurnsRun(run, options, launcher, clock)
+    state = TurnsRun(run, options, launcher, clock, journal)
+    if resumed is not None:
+        replay(state, resumed)
+        state.note("resumed")
     progress = progress or Progress(len(state.groups) * protocol.processes)
+    progress.done = sum(g.instances + g.dropped for g in state.groups)
+    progress.set_total(max(progress.total, progress.done))
     progress.estimate = progress.estimate or state.seconds_left
     budget = protocol.budget_s
     try:
-        if run.runnable:
-            run.measure_peak()
-        while (index := state.next(budget * RACE_SHARE)) is not None:
-            _step(state, index, progress)
-        first = state.add_races()
-        if first == len(state.groups):  # no tie to race: the first stage goes on
-            first = 0
+        if run.runnable and not run.peaks.samples and not run.peaks.failures:
+            measure_peak(state)
+        first = state.first_race
+        if first is None:
+            while (index := state.next(budget * RACE_SHARE)) is not None:
+                _step(state, index, progress)
+            first = state.start_races()
+            state.note("races")
         while (index := state.next(budget, first, strict=first > 0)) is not None:
             _step(state, index, progress)
-        run.measure_peak()
+        if resumed is None or not resumed.ended:
+            measure_peak(state)
+            state.note("end")
     except KeyboardInterrupt:
         run.result.interrupted = True
     finally:
@@ -411,3 +475,10 @@ def run_in_turns(
         run.write_rows(state.measured())
         state.write_cost()
     return run.result
+
+
+def measure_peak(state: TurnsRun) -> None:
+    """One peak process, journaled."""
+    state.run.measure_peak()
+    if state.run.peaks.dtypes:
+        state.note("peak", **resume.peak_entry(state.run.peaks))

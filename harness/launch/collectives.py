@@ -28,6 +28,7 @@ from harness.launch.runner import (
     new_run_id,
     plan,
     run_cell_processes,
+    run_date,
 )
 from harness.results.collectives import not_measured, topology_label, topology_rows
 from harness.results.store import RunFiles
@@ -45,12 +46,13 @@ def run_collectives(
     max_bytes: int = DEFAULT_MAX_BYTES,
     launcher: Launcher = run_cell_processes,
     progress: Progress | None = None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Time every runnable topology's payloads in interleaved passes; write every row (unsupported
-    topologies too) under ``out/collectives``. A topology whose process fails is not run again."""
-    now = dt.datetime.now(dt.UTC)
-    result = RunResult(new_run_id(now))
-    files = RunFiles(out, now.strftime("%Y-%m-%d"), result.run_id)
+    topologies too) under ``out/collectives``. A topology whose process fails is not run again.
+    ``run_id``: the run's id (default: a new one)."""
+    result = RunResult(run_id or new_run_id(dt.datetime.now(dt.UTC)))
+    files = RunFiles(out, run_date(result.run_id), result.run_id)
     options = WorkerOptions(
         protocol, platform, out / "logs" / files.date / result.run_id, collectives_max_bytes=max_bytes
     )

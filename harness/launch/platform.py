@@ -132,3 +132,65 @@ def processes_cpu_seconds(pids: list[int], proc: str = "/proc") -> float:
         except (OSError, ValueError, IndexError):
             continue
     return total / os.sysconf("SC_CLK_TCK")
+
+
+DISTRIBUTIONS = {
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"),
+    "keras": ("keras", "keras-nightly"),
+}
+"""The installed distributions that provide each package, in the order looked for."""
+
+
+def installed_version(package: str) -> str:
+    """The installed version of ``package`` (:data:`DISTRIBUTIONS`) from its metadata, without
+    importing it; "" when not installed."""
+    from importlib import metadata
+
+    for name in DISTRIBUTIONS.get(package, (package,)):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return ""
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform module's guess."""
+    import platform
+
+    try:
+        for line in Path(cpuinfo).read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine(suite_version: str) -> dict[str, str]:
+    """What a run's figures depend on, known in the parent: the CPU model and count, the GPUs, the
+    suite, TensorFlow and Keras versions (a resumed run must match the journal's)."""
+    return {
+        "cpu": cpu_model(),
+        "cpus": str(os.cpu_count() or 0),
+        "gpus": ", ".join(gpu_models()),
+        "suite": suite_version,
+        "tensorflow": installed_version("tensorflow"),
+        "keras": installed_version("keras"),
+    }
+
+
+def gpu_models(listing: str | None = None) -> list[str]:
+    """The model of each GPU ``nvidia-smi -L`` lists (``listing``: its output; default: run it),
+    e.g. ``NVIDIA H100 80GB HBM3``; empty without the tool or a GPU."""
+    import re
+
+    if listing is None:
+        exe = shutil.which("nvidia-smi")
+        if not exe:
+            return []
+        try:
+            listing = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.SubprocessError):
+            return []
+    return re.findall(r"^GPU \d+: (.+?) \(UUID", listing, flags=re.M)

@@ -175,6 +175,16 @@ def new_run_id(now: dt.datetime) -> str:
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+def run_date(run_id: str) -> str:
+    """``YYYY-MM-DD``, the day a run started (its files' folder), from its id."""
+    return f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}"
+
+
+def suite_version() -> str:
+    """``<version>+<git commit>``: the suite that measures."""
+    return f"{__version__}+{git_sha() or 'unknown'}"
+
+
 @dataclass
 class RunResult:
     """What a run produced: its rows in order, the folders written, whether it was cut short, and
@@ -251,14 +261,24 @@ class RunState:
     earlier runs' rows under the same folder."""
 
     def __init__(
-        self, cells: list[Cell], protocol: Protocol, platform: Platform, out: Path, peaks: PeakLog | None
+        self,
+        cells: list[Cell],
+        protocol: Protocol,
+        platform: Platform,
+        out: Path,
+        peaks: PeakLog | None,
+        run_id: str | None = None,
+        resumes: int = 0,
     ) -> None:
-        now = dt.datetime.now(dt.UTC)
-        self.result = RunResult(new_run_id(now), time=TimeSpent())
-        self.files = RunFiles(out, now.strftime("%Y-%m-%d"), self.result.run_id)
+        """``run_id``: the run's id (default: a new one; a resumed run keeps its own: its files go
+        where the first session's went); ``resumes``: sessions that took the run over before."""
+        run_id = run_id or new_run_id(dt.datetime.now(dt.UTC))
+        self.result = RunResult(run_id, time=TimeSpent())
+        self.files = RunFiles(out, run_date(run_id), run_id)
         self.base: CellRow = {
-            "run_id": self.result.run_id,
-            "suite_version": f"{__version__}+{git_sha() or 'unknown'}",
+            "run_id": run_id,
+            "suite_version": suite_version(),
+            "resumes": resumes,
         }
         self.protocol, self.platform = protocol, platform
         self.planned = plan(cells, platform)
@@ -362,6 +382,7 @@ def run_sweep(
     launcher: Launcher = run_cell_processes,
     adaptive: bool = True,
     peaks: PeakLog | None = None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
     (unsupported ones too) under ``out``.
@@ -370,7 +391,7 @@ def run_sweep(
     cells whose processes disagree get more passes (:func:`needs_another_pass`). Without it (the
     chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
     ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
-    run = RunState(cells, protocol, platform, out, peaks)
+    run = RunState(cells, protocol, platform, out, peaks, run_id)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
     progress = progress or Progress(len(run.runnable) * protocol.processes)
     try:

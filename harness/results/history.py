@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
 from harness.contract.records import Status
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
-from harness.results.store import read_cells, read_costs, read_windows
+from harness.results.store import AB_FOLDER, READ_ERRORS, read_cells, read_costs, read_windows
 
 
 def _runs_text(n: int) -> str:
@@ -39,20 +38,25 @@ REF_HELP = (
 _DATE = r"\d{4}-\d{2}-\d{2}"
 
 
-def load(results: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(cells, windows) of every run under ``results``; HarnessError naming the problem."""
+def load(results: str | Path, ab: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, windows) of every run under ``results``; HarnessError when there is none. ``ab``
+    rows (stored under ``results/ab``, or, in folders older than that, among the runs' rows) are
+    not runs of the history and are left out, unless ``ab`` (``report --run AB_ID``). A file that
+    cannot be read is named on stderr and left out (:func:`harness.results.store.damage_text`)."""
     root = Path(results)
-    if not (root / "cells").is_dir() or not any((root / "cells").rglob("*.parquet")):
+    cells, windows = read_cells(root), read_windows(root)
+    paired = cells["ab_id"].notna()
+    if ab:
+        cells = pd.concat([cells, read_cells(root / AB_FOLDER)], ignore_index=True)
+        windows = pd.concat([windows, read_windows(root / AB_FOLDER)], ignore_index=True)
+    else:
+        windows = windows[~windows["run_id"].isin(set(cells.loc[paired, "run_id"]))]
+        cells = cells[~paired]
+    if cells.empty:
         raise HarnessError(
             f"no results under {root / 'cells'}: run `python -m harness run` first, or pass --results DIR"
         )
-    try:
-        return read_cells(root), read_windows(root)
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise HarnessError(
-            f"cannot read the results under {root}: {e}. A file there is corrupt or "
-            "not a results file; move it away and retry."
-        ) from None
+    return cells.reset_index(drop=True), windows.reset_index(drop=True)
 
 
 def costs(results: str | Path) -> pd.DataFrame:
@@ -60,7 +64,7 @@ def costs(results: str | Path) -> pd.DataFrame:
     the suite's own cost is reported, never a reason to fail)."""
     try:
         return read_costs(Path(results))
-    except (pa.ArrowException, OSError, ValueError):
+    except READ_ERRORS:
         return read_costs(Path(results) / "missing")
 
 

@@ -9,10 +9,14 @@ Layout (append-only; nightly runs accumulate side by side)::
     results/collectives/<YYYY-MM-DD>/<run_id>/<seq>.parquet  one row per all-reduce measured by
                                                           ``--sweep collectives``
     results/ratios/<YYYY-MM-DD>/<run_id>/00000.parquet    one row per comparison measured in turns
-                                                          (written when the run ends)
+                                                          (written when the run ends, or resumed)
     results/costs/<YYYY-MM-DD>/<run_id>/00000.parquet     one row per local run: where its wall
                                                           time went (written when the run ends)
     results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
+    results/journal/<run_id>.jsonl                         a local run's journal, appended as it
+                                                          goes (:mod:`harness.results.journal`)
+    results/ab/cells/...  results/ab/windows/...          ``ab``'s rows, the same tables, kept apart
+                                                          from the run history ``compare`` judges
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
 interrupted run never sees half a file. Every file carries the full schema below, so
@@ -23,6 +27,8 @@ the schema applied (columns added in later versions read as null in older files)
 from __future__ import annotations
 
 import os
+import re
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -75,6 +81,9 @@ def columns_of(record: type) -> tuple[Column, ...]:
         out.append(Column(name, _arrow_type(base), col.unit, col.doc))
     return tuple(out)
 
+
+AB_FOLDER = "ab"
+"""``ab``'s tables live under ``<results>/ab``: its pairs are not runs of the history."""
 
 CELL_COLUMNS = columns_of(CellRow)
 WINDOW_COLUMNS = columns_of(WindowRow)
@@ -182,11 +191,61 @@ _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.stri
 """Integers and booleans stay integers and booleans when some rows hold nulls."""
 
 
+DAMAGED: dict[Path, str] = {}
+"""Files this process could not read (path -> why), each named once on stderr as it was found."""
+
+READ_ERRORS = (pa.ArrowException, OSError, ValueError)
+"""What reading a truncated, corrupt or foreign parquet file raises."""
+
+
+def damage_text(path: Path, error: str) -> str:
+    """What a damaged results file is and what to do about it, in words."""
+    root = path.parents[3] if len(path.parents) > 3 else path.parent  # <root>/<table>/<date>/<run>/<seq>
+    run_id = path.parent.name
+    todo = f"move it out of {root}"
+    if (root / "journal" / f"{run_id}.jsonl").is_file():
+        todo += f", then rebuild run {run_id}'s rows from its journal: python -m harness run --resume {run_id} --out {root}"
+    return f"{path} cannot be read ({error}); its rows are left out. To repair: {todo}"
+
+
+def error_text(error: Exception) -> str:
+    """A read error's first line, without pyarrow's repetition of the path."""
+    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return re.sub(r"^Could not open Parquet input source '[^']*': ", "", first)
+
+
+def _damaged(path: Path, error: Exception) -> None:
+    if path not in DAMAGED:
+        DAMAGED[path] = error_text(error)
+        print(f"warning: {damage_text(path, DAMAGED[path])}", file=sys.stderr, flush=True)
+
+
+def table_files(folder: Path) -> list[Path]:
+    """The parquet files of one table folder (temporary files of writes under way left out)."""
+    return sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith("."))
+
+
+def read_file(path: Path, schema: pa.Schema) -> pa.Table:
+    """One results file with the schema applied (columns newer than the file read as null)."""
+    return ds.dataset([str(path)], schema=schema, format="parquet").to_table()
+
+
 def _read(root: Path, schema: pa.Schema) -> pd.DataFrame:
-    files = sorted(p for p in root.rglob("*.parquet") if not p.name.startswith("."))
+    """Every file of a table folder at once; when one cannot be read, file by file, every damaged
+    one named (:func:`damage_text`) and left out, the others' rows kept."""
+    files = table_files(root)
     if not files:
         return schema.empty_table().to_pandas(types_mapper=_NULLABLE.get)
-    table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table()
+    try:
+        table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table()
+    except READ_ERRORS:
+        tables = []
+        for f in files:
+            try:
+                tables.append(read_file(f, schema))
+            except READ_ERRORS as e:
+                _damaged(f, e)
+        table = pa.concat_tables(tables) if tables else schema.empty_table()
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
@@ -213,6 +272,16 @@ def read_ratios(results: str | Path) -> pd.DataFrame:
 def read_costs(results: str | Path) -> pd.DataFrame:
     """Every costs row under ``results/costs`` (one per local run) as a pandas DataFrame."""
     return _read(Path(results) / "costs", COST_SCHEMA)
+
+
+TABLES = {
+    "cells": CELL_SCHEMA,
+    "windows": WINDOW_SCHEMA,
+    "collectives": COLLECTIVE_SCHEMA,
+    "ratios": RATIO_SCHEMA,
+    "costs": COST_SCHEMA,
+}
+"""Every table of a results folder (also under ``ab/``), by folder name."""
 
 
 def schema_markdown() -> str:

@@ -598,14 +598,15 @@ def _read_once(read: Any, results: Path) -> Any:
     """``read`` (history.load, store.read_collectives), reading the sandbox's own results folder
     once (it never changes; 30 ms a read is most of a reading command's example): copies of
     the first answer. Any other folder is read every time."""
-    cache: dict[str, Any] = {}
+    cache: dict[tuple[Any, ...], Any] = {}
 
-    def cached(folder: Any) -> Any:
+    def cached(folder: Any, *args: Any, **kwargs: Any) -> Any:
         if Path(folder) != results:
-            return read(folder)
-        if "answer" not in cache:
-            cache["answer"] = read(folder)
-        answer = cache["answer"]
+            return read(folder, *args, **kwargs)
+        key = (*args, *sorted(kwargs.items()))
+        if key not in cache:
+            cache[key] = read(folder, *args, **kwargs)
+        answer = cache[key]
         return tuple(x.copy() for x in answer) if isinstance(answer, tuple) else answer.copy()
 
     return cached

@@ -1,0 +1,224 @@
+"""What a local run's journal (:mod:`harness.results.journal`) holds, and reading it back to resume.
+
+Kinds of entry, in the order a run appends them:
+
+- ``plan`` (first line): run id and date, the cells, the protocol (budget, seed, blocks...), the
+  platform, the MNIST file, the machine (:func:`harness.launch.platform.machine`: CPU, GPUs, suite,
+  TensorFlow and Keras versions), the command line;
+- ``peak``: the run's peak log after each peak process (its samples so far);
+- ``instance``: one group instance as it ended, each member's end (its record, windows, or how it
+  failed) and its turns: everything :class:`harness.launch.budget.TurnsRun` keeps of it;
+- ``races``: the second stage began (its groups follow from the instances before it);
+- ``resumed``: a later session took the run over, the run's seconds spent so far;
+- ``end``: the last peak is measured; what is left is writing the rows.
+
+Every entry but the plan carries ``elapsed_s``, the run's seconds spent when it was appended: a
+resumed run's budget goes on from the last one (the seconds between it and the kill are lost).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.contract.events import Event
+from harness.errors import HarnessError
+from harness.formulas.turns import Turn
+from harness.launch.peak import PeakLog
+from harness.launch.runner import CellEnd
+from harness.launch.turns import Instance
+from harness.results import journal
+from harness.spec.cell import Cell
+from harness.spec.groups import Group
+from harness.spec.protocol import Platform, Protocol
+
+
+def plan_entry(
+    run_id: str,
+    date: str,
+    cells: Sequence[Cell],
+    protocol: Protocol,
+    platform: Platform,
+    mnist_path: str | None,
+    machine: Mapping[str, str],
+    command: str,
+) -> dict[str, Any]:
+    """The journal's first line: everything a resumed run needs to go on as this one would."""
+    return {
+        "run_id": run_id,
+        "date": date,
+        "cells": [c.to_dict() for c in cells],
+        "protocol": dataclasses.asdict(protocol),
+        "platform": dataclasses.asdict(platform),
+        "mnist_path": mnist_path,
+        "machine": dict(machine),
+        "command": command,
+    }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A journal's plan, read back."""
+
+    run_id: str
+    date: str
+    cells: list[Cell]
+    protocol: Protocol
+    platform: Platform
+    mnist_path: str | None
+    machine: dict[str, str]
+    command: str
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> Plan:
+        platform = {**entry["platform"], "gpu_ids": tuple(entry["platform"].get("gpu_ids", ()))}
+        return cls(
+            entry["run_id"],
+            entry["date"],
+            [Cell.from_dict(c) for c in entry["cells"]],
+            Protocol(**entry["protocol"]),
+            Platform(**platform),
+            entry.get("mnist_path"),
+            dict(entry.get("machine", {})),
+            entry.get("command", ""),
+        )
+
+
+MACHINE_WORDS = {
+    "cpu": "CPU model",
+    "cpus": "CPU count",
+    "gpus": "GPUs",
+    "suite": "suite version",
+    "tensorflow": "TensorFlow version",
+    "keras": "Keras version",
+}
+
+
+def differences(journaled: Mapping[str, str], here: Mapping[str, str]) -> list[str]:
+    """What differs between the machine a run was measured on and this one, in words (empty: the
+    run may be resumed here)."""
+    return [
+        f"{MACHINE_WORDS.get(k, k)}: {journaled.get(k) or 'none'!s} in the journal, {here.get(k) or 'none'!s} here"
+        for k in sorted(set(journaled) | set(here))
+        if journaled.get(k, "") != here.get(k, "")
+    ]
+
+
+def encode_end(end: CellEnd) -> dict[str, Any]:
+    return {
+        "cell_id": end.cell.id,
+        "event": end.event.value,
+        "row": dict(end.row),
+        "windows": [dict(w) for w in end.windows],
+        "reason": end.reason,
+        "facts": end.facts,
+        "wall_s": end.wall_s,
+        "launch_s": end.launch_s,
+    }
+
+
+def decode_end(data: Mapping[str, Any], cells: Mapping[str, Cell]) -> CellEnd:
+    return CellEnd(
+        cells[data["cell_id"]],
+        Event(data["event"]),
+        data["row"],
+        data["windows"],
+        data["reason"],
+        data["facts"],
+        data["wall_s"],
+        data["launch_s"],
+    )
+
+
+def encode_instance(instance: Instance) -> dict[str, Any]:
+    """What :meth:`harness.launch.budget.TurnsRun.apply` uses of an instance, as JSON."""
+    return {
+        "group": instance.group.name,
+        "index": instance.index,
+        "ends": {k: encode_end(e) for k, e in instance.ends.items()},
+        "turns": [dataclasses.asdict(t) for t in instance.turns],
+        "steps": instance.steps,
+        "wall_s": instance.wall_s,
+        "dropped": instance.dropped,
+        "culprit": instance.culprit,
+        "phases": instance.phases,
+        "processes": instance.processes,
+    }
+
+
+def decode_instance(data: Mapping[str, Any], group: Group, cells: Mapping[str, Cell]) -> Instance:
+    return Instance(
+        group,
+        data["index"],
+        {k: decode_end(e, cells) for k, e in data["ends"].items()},
+        [Turn(**t) for t in data["turns"]],
+        dict(data["steps"]),
+        data["wall_s"],
+        data["dropped"],
+        data["culprit"],
+        dict(data["phases"]),
+        data["processes"],
+    )
+
+
+def peak_entry(peaks: PeakLog) -> dict[str, Any]:
+    return {
+        "samples": peaks.samples,
+        "tensor_float_32": peaks.tensor_float_32,
+        "failures": peaks.failures,
+        "seconds": peaks.seconds,
+    }
+
+
+def restore_peak(peaks: PeakLog, entry: Mapping[str, Any]) -> None:
+    """The peak log as journaled (its samples, seconds and failures so far)."""
+    peaks.samples = {d: list(v) for d, v in entry["samples"].items()}
+    peaks.tensor_float_32 = bool(entry["tensor_float_32"])
+    peaks.failures = list(entry["failures"])
+    peaks.seconds = float(entry["seconds"])
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A run to resume: its plan, its entries after the plan, its journal's path."""
+
+    plan: Plan
+    entries: list[journal.Entry]
+    path: Path
+
+    @property
+    def elapsed_s(self) -> float:
+        """The run's seconds spent up to its last entry."""
+        return max((float(e.get("elapsed_s", 0.0)) for e in self.entries), default=0.0)
+
+    @property
+    def resumes(self) -> int:
+        """Sessions that took the run over before this one."""
+        return sum(1 for e in self.entries if e["kind"] == "resumed")
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run measured everything (only its rows are left to write)."""
+        return any(e["kind"] == "end" for e in self.entries)
+
+    def instances(self) -> int:
+        return sum(1 for e in self.entries if e["kind"] == "instance")
+
+
+def load(root: Path, ref: str, machine_here: Mapping[str, str]) -> Resumed:
+    """The run ``ref`` (a run id or ``latest``) under results root ``root``, checked: a
+    HarnessError naming what differs when this machine or software is not the journal's."""
+    path = journal.find(root, ref)
+    entries = journal.read(path)
+    plan = Plan.of(entries[0])
+    found = differences(plan.machine, machine_here)
+    if found:
+        raise HarnessError(
+            f"run {plan.run_id} cannot be resumed here: "
+            + "; ".join(found)
+            + ". Its figures would mix two setups; start a new run instead."
+        )
+    return Resumed(plan, entries[1:], path)

@@ -1,0 +1,158 @@
+"""A run in turns journaled and killed (fake instances: no process, no TensorFlow), then resumed from
+its journal: the instances kept, the rest measured, the same rows and ratios as a run never killed;
+a journal of another machine refused, naming what differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.errors import HarnessError
+from harness.launch import budget, resume
+from harness.launch.peak import PeakLog
+from harness.results import journal
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+from tests.harness.launch.test_budget import DEFAULT, ONE, TWO, Clock, _fake
+
+pytestmark = pytest.mark.usefixtures("no_git")
+
+MACHINE = {
+    "cpu": "AMD EPYC",
+    "cpus": "2",
+    "gpus": "",
+    "suite": "0.1.0+x",
+    "tensorflow": "2.21.0",
+    "keras": "3.15.1",
+}
+CELLS = [DEFAULT, ONE, TWO, Cell(model="dense", strategy="default", batch=64)]
+PROTOCOL = Protocol(processes=2, max_processes=6, budget_min=1.5, blocks=2, max_live=8, peak=False)
+SPEED = {DEFAULT.id: 1000.0, ONE.id: 1000.0, TWO.id: 1100.0, CELLS[3].id: 1010.0}
+
+
+class Killed(BaseException):
+    """The parent's SIGKILL, as the fake sees it: nothing after it runs (no KeyboardInterrupt)."""
+
+
+def _journaled(root: Path, run_id: str) -> journal.Journal:
+    entry = resume.plan_entry(run_id, "2026-11-25", CELLS, PROTOCOL, Platform(), None, MACHINE, "run")
+    return journal.Journal.create(journal.path_of(root, run_id), entry)
+
+
+def _run(root: Path, clock: Clock, run_id: str, resumed: resume.Resumed | None = None):  # type: ignore[no-untyped-def]
+    log = journal.Journal.reopen(resumed.path) if resumed else _journaled(root, run_id)
+    with log:
+        return budget.run_in_turns(
+            CELLS,
+            PROTOCOL,
+            Platform(),
+            root,
+            peaks=PeakLog(Platform(), ()),
+            clock=clock,
+            run_id=run_id,
+            journal=log,
+            resumed=resumed,
+        )
+
+
+def _killed_at(monkeypatch: pytest.MonkeyPatch, calls: list[str], at: int) -> None:
+    """The fake instance ``at`` (0-based) kills the parent: no row is written after it."""
+    fake = budget.run_instance
+
+    def dies(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(calls) == at:
+            raise Killed
+        return fake(*args, **kwargs)
+
+    monkeypatch.setattr(budget, "run_instance", dies)
+
+
+def _tables(root: Path) -> dict[str, pd.DataFrame]:
+    cells = pd.read_parquet(root / "cells").drop(columns=["timestamp", "run_id", "resumes"])
+    ratios = pd.read_parquet(root / "ratios").drop(columns=["timestamp", "run_id", "resumes"])
+    windows = pd.read_parquet(root / "windows").drop(columns=["run_id"])
+    return {"cells": cells.set_index("cell_id").sort_index(), "ratios": ratios, "windows": windows}
+
+
+@pytest.mark.parametrize("kills", [(3,), (1, 5)], ids=["once", "twice"])
+def test_a_killed_run_resumed_measures_what_one_never_killed_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kills: tuple[int, ...]
+) -> None:
+    clock = Clock()
+    calls = _fake(monkeypatch, PROTOCOL, clock, SPEED, noise=0.05)
+    _run(tmp_path / "whole", clock, "20261125T000000Z-aaaaaa")
+    expected = _tables(tmp_path / "whole")
+    assert len(calls) > max(kills) + 1 and [c for c in calls if c.startswith("r")]  # reaches the race
+    measured = len(calls)
+
+    root, run_id = tmp_path / "killed", "20261125T000000Z-bbbbbb"
+    calls.clear()
+    clock.now = 0.0
+    fake = budget.run_instance
+    resumed = None
+    for at in kills:
+        _killed_at(monkeypatch, calls, at)
+        with pytest.raises(Killed):
+            _run(root, clock, run_id, resumed)
+        for table in ("cells", "ratios", "costs"):  # a SIGKILL writes none of them
+            for f in (root / table).rglob("*.parquet"):
+                f.unlink()
+        monkeypatch.setattr(budget, "run_instance", fake)
+        resumed = resume.load(root, "latest", MACHINE)
+        assert resumed.instances() == at and not resumed.ended
+    assert resumed is not None
+    result = _run(root, clock, run_id, resumed)
+
+    got = _tables(root)
+    assert len(calls) == measured and result.run_id == run_id  # no instance measured twice
+    pd.testing.assert_frame_equal(got["cells"], expected["cells"])
+    pd.testing.assert_frame_equal(got["ratios"], expected["ratios"])
+    pd.testing.assert_frame_equal(got["windows"], expected["windows"])
+    assert (pd.read_parquet(root / "cells").resumes == len(kills)).all()
+    (cost,) = pd.read_parquet(root / "costs").to_dict("records")
+    assert cost["resumes"] == len(kills) and cost["wall_s"] == pytest.approx(clock.now)
+    kinds = [e["kind"] for e in journal.read(resumed.path)]
+    assert kinds.count("resumed") == len(kills) and kinds[-1] == "end"
+
+
+def test_a_finished_run_resumed_rebuilds_its_rows_from_the_journal_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    calls = _fake(monkeypatch, PROTOCOL, clock, SPEED)
+    _run(tmp_path, clock, "20261125T000000Z-cccccc")
+    expected, measured = _tables(tmp_path), len(calls)
+    for table in ("cells", "ratios", "windows"):
+        for f in (tmp_path / table).rglob("*.parquet"):
+            f.unlink()
+
+    resumed = resume.load(tmp_path, "20261125T000000Z-cccccc", MACHINE)
+    assert resumed.ended
+    _run(tmp_path, clock, "20261125T000000Z-cccccc", resumed)
+
+    assert len(calls) == measured  # nothing measured again
+    got = _tables(tmp_path)
+    for table in ("cells", "ratios", "windows"):
+        pd.testing.assert_frame_equal(got[table], expected[table])
+
+
+def test_a_journal_of_another_machine_or_software_is_refused_naming_what_differs(tmp_path: Path) -> None:
+    _journaled(tmp_path, "20261125T000000Z-dddddd").close()
+    elsewhere = {**MACHINE, "cpu": "Intel Xeon Platinum 8480+", "tensorflow": "2.20.0"}
+
+    with pytest.raises(HarnessError) as e:
+        resume.load(tmp_path, "latest", elsewhere)
+
+    assert "CPU model: AMD EPYC in the journal, Intel Xeon Platinum 8480+ here" in str(e.value)
+    assert "TensorFlow version: 2.21.0 in the journal, 2.20.0 here" in str(e.value)
+    assert "keras" not in str(e.value).lower()
+
+
+def test_an_unknown_run_is_refused_naming_the_journals_there(tmp_path: Path) -> None:
+    _journaled(tmp_path, "20261125T000000Z-eeeeee").close()
+    with pytest.raises(HarnessError, match="20261125T000000Z-eeeeee"):
+        resume.load(tmp_path, "20991231T000000Z-ffffff", MACHINE)
+    with pytest.raises(HarnessError, match="no run journal"):
+        resume.load(tmp_path / "elsewhere", "latest", MACHINE)
