@@ -78,7 +78,7 @@ def _measure(out: Path) -> None:
 
 def pair_ratios(results: Path) -> list[float]:
     """B/A of every complete pair in a results folder of ab rows."""
-    return list(ab.pair_ratios(pd.read_parquet(results / "cells"))["ratio"])
+    return list(ab.pair_ratios(pd.read_parquet(results / "ab" / "cells"))["ratio"])
 
 
 @pytest.mark.slow

@@ -58,8 +58,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-KEPT_WITH_RESUME = {"command", "resume", "out", "wait_lock", "func"}
-"""The flags ``--resume`` takes besides itself; every other one comes from the journal."""
+KEPT_WITH_RESUME = {"command", "resume", "out", "wait_lock", "dry_run", "func"}
+"""The flags ``--resume`` takes besides itself (and ``--dry-run``); every other one comes from the journal."""
 
 
 def _selection_flags_given(args: argparse.Namespace) -> list[str]:
@@ -113,7 +113,7 @@ def _resume(args: argparse.Namespace) -> int:
     if given:
         raise HarnessError(
             f"Received {', '.join(given)} with --resume; a resumed run measures the cells, protocol "
-            "and budget of its journal. Expected only --out and --wait-lock."
+            "and budget of its journal. Expected only --out, --wait-lock and --dry-run."
         )
     out = Path(args.out)
     resumed = resume.load(out, args.resume, machine(suite_version()))

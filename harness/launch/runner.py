@@ -289,7 +289,9 @@ class RunState:
         self.peaks = peaks
         self.facts: Facts | None = None
         self._window_files = itertools.count()
-        self.earlier = earlier_cells(out)
+        earlier = earlier_cells(out)
+        # a resumed run's own rows (written by a session that was interrupted) are not its history
+        self.earlier = None if earlier is None else earlier[earlier["run_id"] != run_id]
 
     def record(self, end: CellEnd, pass_index: int) -> None:
         """Keep one process's result; its windows are written at once."""

@@ -1,5 +1,6 @@
-"""The only writer of ``results/``: the parquet schema (derived from the typed records of
-:mod:`harness.contract.records`), atomic append, and reading back.
+"""The only writer of ``results/``'s tables (the run journal is :mod:`harness.results.journal`'s):
+the parquet schema (derived from the typed records of :mod:`harness.contract.records`), atomic
+append, and reading back (a damaged file named and left out, the rest read).
 
 Layout (append-only; nightly runs accumulate side by side)::
 

@@ -119,14 +119,15 @@ def test_too_short_a_history_exits_3(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
-def test_missing_or_corrupt_results_exit_2_with_a_clear_message(tmp_path: Path) -> None:
+def test_missing_results_exit_2_and_a_corrupt_file_is_named_while_the_rest_is_judged(tmp_path: Path) -> None:
     proc = harness("compare", "--results", str(tmp_path / "nowhere"))
     assert proc.returncode == 2 and "no results under" in proc.stderr
     results = history_of(tmp_path, 6)
     bad = next((results / "cells").rglob("*.parquet"))
     bad.write_bytes(b"not parquet")
-    proc = harness("compare", "--results", str(results))
-    assert proc.returncode == 2 and "corrupt" in proc.stderr, proc.stderr
+    proc = harness("compare", "--results", str(results))  # named, with what to do; the rest judged
+    assert f"warning: {bad} cannot be read" in proc.stderr and "move it out of" in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "not enough history" in proc.stdout, proc.stdout
     proc = harness("compare", "--results", str(tmp_path / "nowhere"), "--min-effect", "2")
     assert proc.returncode == 2 and "--min-effect" in proc.stderr
 

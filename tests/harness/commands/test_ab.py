@@ -64,9 +64,9 @@ def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> Non
     proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "slower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
-    cells = pd.read_parquet(out / "cells")
+    cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_mode) == {"turns"} and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
-    windows = pd.read_parquet(out / "windows")
+    windows = pd.read_parquet(out / "ab" / "windows")
     for _, w in windows.groupby("pass"):  # turns: no window of one side overlaps one of the other
         spans = sorted(zip(w.start_s, w.start_s + w.window_s, w.ab_side, strict=True))
         assert all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
@@ -78,7 +78,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6", "--mode", "duet")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "slower" in proc.stdout and ": regression" in proc.stdout
-    cells = pd.read_parquet(out / "cells")
+    cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_side) == {"A", "B"} and cells.ab_id.nunique() == 1
     assert (cells.groupby("ab_pair").ab_side.nunique() == 2).all()  # every pair has both sides
     ratio = (
@@ -91,7 +91,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     for _, pair in cells.groupby("ab_pair"):
         assert pair.ab_cpus.nunique() == 1 and pair.cores_per_worker.tolist() == [1, 1]
     assert cells.ab_cpus.nunique() == 2  # the halves alternate from pair to pair
-    windows = pd.read_parquet(out / "windows")
+    windows = pd.read_parquet(out / "ab" / "windows")
     assert set(windows.ab_side) == {"A", "B"}
     for _, w in windows.groupby("pass"):
         a, b = (w[w.ab_side == s] for s in "AB")
@@ -119,7 +119,7 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
     )
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr
     assert "A/A check" in proc.stdout and "mode alternate" in proc.stdout
-    cells = pd.read_parquet(out / "cells")
+    cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()
 
 

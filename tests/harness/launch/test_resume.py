@@ -156,3 +156,40 @@ def test_an_unknown_run_is_refused_naming_the_journals_there(tmp_path: Path) -> 
         resume.load(tmp_path, "20991231T000000Z-ffffff", MACHINE)
     with pytest.raises(HarnessError, match="no run journal"):
         resume.load(tmp_path / "elsewhere", "latest", MACHINE)
+
+
+def test_a_full_disk_stops_the_run_and_its_journal_resumes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from harness.results.store import RunFiles
+
+    clock = Clock()
+    calls = _fake(monkeypatch, PROTOCOL, clock, SPEED, noise=0.05)
+    _run(tmp_path / "whole", clock, "20261125T000000Z-aaaaaa")
+    expected, measured = _tables(tmp_path / "whole"), len(calls)
+    calls.clear()
+    clock.now = 0.0
+    write = RunFiles.write_windows
+
+    def full(self: RunFiles, seq: int, windows: list[dict[str, object]]) -> object:
+        if seq >= 4:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(self, seq, windows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RunFiles, "write_windows", full)
+    root = tmp_path / "full"
+    with pytest.raises(OSError) as e:
+        _run(root, clock, "20261125T000000Z-bbbbbb")
+    assert e.value.errno == errno.ENOSPC
+    monkeypatch.setattr(RunFiles, "write_windows", write)  # space freed
+
+    resumed = resume.load(root, "latest", MACHINE)
+    assert resumed.instances() >= 1
+    _run(root, clock, "20261125T000000Z-bbbbbb", resumed)
+
+    got = _tables(root)
+    assert len(calls) == measured
+    for table in ("cells", "ratios", "windows"):
+        pd.testing.assert_frame_equal(got[table], expected[table])

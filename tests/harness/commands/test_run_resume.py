@@ -1,0 +1,89 @@
+"""``run --resume`` and the run's first lines, as a user types them (no process: the run itself
+is replaced): the run id first, the flags a resume refuses, a full disk's message."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.commands import main
+
+
+def _call(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No git, no nvidia-smi: the suite's version and the machine without a process."""
+    monkeypatch.setattr("harness.launch.runner.git_sha", lambda: "0123456789ab")
+    monkeypatch.setattr("harness.launch.platform.gpu_models", lambda listing=None: [])
+
+
+def test_a_full_disk_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_processes: None
+) -> None:
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "results" / "x"))
+
+    monkeypatch.setattr("harness.launch.budget.run_in_turns", full)
+    code, out, err = _call("run", "--sweep", "smoke", "--no-fork", "--out", str(tmp_path / "results"))
+
+    first = out.splitlines()[0]
+    assert first.startswith("run 20") and "sweep 'smoke'" in first  # the run id comes first
+    run_id = first.split()[1].rstrip(":")
+    assert code == 1 and "the disk is full" in err
+    assert f"python -m harness run --resume {run_id} --out {tmp_path / 'results'}" in err
+    assert (tmp_path / "results" / "journal" / f"{run_id}.jsonl").is_file()
+
+
+def test_resume_refuses_selection_flags_naming_them(tmp_path: Path, no_processes: None) -> None:
+    code, _, err = _call(
+        "run", "--resume", "latest", "--sweep", "smoke", "--budget-min", "3", "--out", str(tmp_path)
+    )
+    assert (
+        code == 2
+        and "--sweep, --budget-min with --resume" in err
+        and "only --out, --wait-lock and --dry-run" in err
+    )
+
+
+def test_resume_without_a_journal_says_where_it_looked(tmp_path: Path, no_processes: None) -> None:
+    code, _, err = _call("run", "--resume", "latest", "--out", str(tmp_path))
+    assert code == 2 and f"no run journal under {tmp_path / 'journal'}" in err
+
+
+def test_resume_dry_run_says_what_is_kept_and_what_is_left(tmp_path: Path, no_processes: None) -> None:
+    from harness.launch import resume
+    from harness.launch.platform import machine
+    from harness.launch.runner import suite_version
+    from harness.results import journal
+    from harness.spec.cell import Cell
+    from harness.spec.protocol import Platform, Protocol
+
+    run_id = "20261125T000000Z-aaaaaa"
+    plan = resume.plan_entry(
+        run_id,
+        "2026-11-25",
+        [Cell()],
+        Protocol(budget_min=10),
+        Platform(),
+        None,
+        machine(suite_version()),
+        "run",
+    )
+    with journal.Journal.create(journal.path_of(tmp_path, run_id), plan) as log:
+        log.append({"kind": "instance", "elapsed_s": 150.0, "instance": {}})
+
+    code, out, _ = _call("run", "--resume", "latest", "--out", str(tmp_path), "--dry-run")
+
+    assert code == 0 and out.startswith(f"run {run_id} (resume): 1 cells, 1 group instances already measured")
+    assert "2.5 of 10 min of its budget spent" in out
