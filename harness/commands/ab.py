@@ -194,10 +194,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.launch.lock import MachineLock
 
     interrupt_on_sigterm()
-    print(head, flush=True)
-    print(f"mode {mode.name}: {mode.text}", flush=True)
     lock = MachineLock(Path(args.out))
     lock.acquire(args.wait_lock)
+    print(head, flush=True)
+    print(f"mode {mode.name}: {mode.text}", flush=True)
     with lock, forks.serving(sel.protocol.fork):
         result = run_ab(
             sel.cells,
