@@ -391,9 +391,34 @@ class CellRow(TypedDict, total=False):
         int,
         Col(
             "FLOP",
-            "Analytic training FLOPs per example: forward + weight gradients + input gradients (none "
-            "for the first layer) of convolutions and matmuls, 2 FLOPs per multiply-add.",
+            "Training FLOPs per example, what MFU divides by: forward + weight gradients + input "
+            "gradients (none for the first layer) of convolutions and matmuls, 2 FLOPs per "
+            "multiply-add (rounded to an integer); counted by the worker from the traced step "
+            "(flops_source 'counted': harness.formulas.flops), or the built-in model's analytic count "
+            "where it could not.",
         ),
+    ]
+    flops_source: Annotated[
+        str | None,
+        Col("", "counted (from the traced step, in the worker) or analytic (harness.spec.models)."),
+    ]
+    flops_analytic: Annotated[
+        int | None,
+        Col("FLOP", "The built-in model's analytic training FLOPs per example (a check on the count)."),
+    ]
+    flops_note: Annotated[
+        str | None,
+        Col(
+            "",
+            "What the FLOP count could not see (ops with unknown shapes, nested functions), or why it failed.",
+        ),
+    ]
+    trainable_parameters: Annotated[
+        int | None, Col("", "Trainable parameters of the model, counted in the worker.")
+    ]
+    gradient_bytes: Annotated[
+        int | None,
+        Col("B", "Bytes of the gradients an update all-reduces (trainable variables' sizes x their dtypes)."),
     ]
     optimizer_updates_per_sec: Annotated[
         float | None, Col("updates/s", "examples_per_sec / effective_batch.")

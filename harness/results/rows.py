@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from harness.contract.events import Facts
 from harness.contract.records import CellRow, Status, WindowRow
@@ -59,6 +59,8 @@ def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
         "optimizer": OPTIMIZER,
         "learning_rate": LEARNING_RATE,
         "flops_per_example": flops_per_example(cell.model),
+        "flops_source": "analytic",
+        "flops_analytic": flops_per_example(cell.model),
         "window_target_s": protocol.window_s,
         "repeats": protocol.repeats,
         "warmup_windows": protocol.warmup_windows,
@@ -141,6 +143,26 @@ class Measurement:
     """The window length asked for (s) where it is not the protocol's (a turn)."""
     parts: Mapping[str, float | None] = field(default_factory=dict)
     parts_error: str = ""
+    flops: Mapping[str, Any] = field(default_factory=dict)
+    """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`:
+    flops_per_example, trainable_parameters, gradient_bytes, flops_note); empty when not counted."""
+
+
+def flops_columns(flops: Mapping[str, Any]) -> CellRow:
+    """The counted FLOPs' columns (a count of 0, or none, keeps the analytic one and says why)."""
+    sizes: CellRow = {
+        "trainable_parameters": flops.get("trainable_parameters"),
+        "gradient_bytes": flops.get("gradient_bytes"),
+    }
+    if not flops.get("flops_per_example"):
+        note = flops.get("flops_note") or "no matmul or convolution found in the traced step"
+        return {**sizes, "flops_note": f"analytic FLOPs: {note}"}
+    return {
+        **sizes,
+        "flops_per_example": round(flops["flops_per_example"]),
+        "flops_source": "counted",
+        "flops_note": flops.get("flops_note") or "",
+    }
 
 
 def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
@@ -199,6 +221,7 @@ def measured_columns(cell: Cell, m: Measurement) -> CellRow:
         row["window_target_s"] = m.window_target_s
     if m.parts_error:
         row["bound_reason"] = m.parts_error
+    row.update(flops_columns(m.flops))
     row.update(alone_columns(row))
     return without_figures(row) if m.problems else row
 
@@ -584,5 +607,6 @@ def with_peak(row: CellRow, peaks: Mapping[str, Peak], cell: Cell) -> CellRow:
     }
     eps = row.get("examples_per_sec")
     if row.get("status") == Status.OK and eps:
-        out["mfu"] = metrics.mfu(eps, flops_per_example(cell.model), value)
+        flops = row.get("flops_per_example") or flops_per_example(cell.model)
+        out["mfu"] = metrics.mfu(eps, flops, value)
     return out

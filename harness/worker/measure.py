@@ -9,7 +9,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from harness.contract.events import ProcessRow
@@ -29,6 +29,7 @@ from harness.worker.build.loops import LOOPS, Trainer
 from harness.worker.build.models import MODELS
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
+from harness.worker.flops import count_step
 from harness.worker.timing import Timings, measure, measure_in_turns
 from harness.worker.turns import TurnClient
 
@@ -57,6 +58,8 @@ class BuiltCell:
     trainer: Trainer
     startup_s: float
     input_fn: Callable[[int], Any]
+    flops: dict[str, Any] = field(default_factory=dict)
+    """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`)."""
 
 
 def build_cell(
@@ -81,7 +84,18 @@ def build_cell(
         return make_dataset(cell.data, examples, seed, mnist_path)
 
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
-    return BuiltCell(strategy, model, optimizer, trainer, time.perf_counter() - t0, input_fn)
+    startup_s = time.perf_counter() - t0
+    flops = counted_flops(MODELS[cell.model].build, cell, tuple(model.inputs[0].shape[1:]))
+    return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
+
+
+def counted_flops(build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...]) -> dict[str, Any]:
+    """:func:`harness.worker.flops.count_step`, or, when the count fails, why (the row then keeps
+    the analytic count and says so)."""
+    try:
+        return count_step(build, cell, input_shape)
+    except Exception as e:  # noqa: BLE001 -- a count must never fail the cell
+        return {"flops_note": f"the FLOP count failed: {type(e).__name__}: {str(e)[:300]}"}
 
 
 def run_cell(
@@ -178,6 +192,7 @@ def measure_cell(
         joules_s=metered_s,
         parts=parts,
         parts_error=parts_error,
+        flops=built.flops,
     )
 
 
