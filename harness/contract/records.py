@@ -388,14 +388,14 @@ class CellRow(TypedDict, total=False):
         str | None, Col("", "cell_id of that baseline (empty when none was measured in the run).")
     ]
     flops_per_example: Annotated[
-        int,
+        int | None,
         Col(
             "FLOP",
             "Training FLOPs per example, what MFU divides by: forward + weight gradients + input "
             "gradients (none for the first layer) of convolutions and matmuls, 2 FLOPs per "
             "multiply-add (rounded to an integer); counted by the worker from the traced step "
             "(flops_source 'counted': harness.formulas.flops), or the built-in model's analytic count "
-            "where it could not.",
+            "where it could not; null when neither is known (no MFU).",
         ),
     ]
     flops_source: Annotated[

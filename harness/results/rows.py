@@ -59,7 +59,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
         "optimizer": OPTIMIZER,
         "learning_rate": LEARNING_RATE,
         "flops_per_example": flops_per_example(cell.model),
-        "flops_source": "analytic",
+        "flops_source": "analytic" if flops_per_example(cell.model) is not None else None,
         "flops_analytic": flops_per_example(cell.model),
         "window_target_s": protocol.window_s,
         "repeats": protocol.repeats,
@@ -608,5 +608,6 @@ def with_peak(row: CellRow, peaks: Mapping[str, Peak], cell: Cell) -> CellRow:
     eps = row.get("examples_per_sec")
     if row.get("status") == Status.OK and eps:
         flops = row.get("flops_per_example") or flops_per_example(cell.model)
-        out["mfu"] = metrics.mfu(eps, flops, value)
+        if flops:
+            out["mfu"] = metrics.mfu(eps, flops, value)
     return out

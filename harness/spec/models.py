@@ -73,15 +73,72 @@ def training_flops(layers: list[Layer]) -> int:
     return sum((2 if i == 0 else 3) * layer.forward_flops for i, layer in enumerate(layers))
 
 
-MODEL_LAYERS: dict[str, Callable[[], list[Layer]]] = {"cnn": cnn_layers, "dense": dense_layers}
-"""Model name -> its FLOP-bearing layers, in order."""
+@dataclass(frozen=True)
+class ModelInfo:
+    """A built-in model, as the parent plans it (its Keras builder is in
+    :mod:`harness.worker.build.models`): its examples' shape and kind (``image``: float32 pixels;
+    ``ids``: int32 token ids below ``vocab``), its classes, and its FLOP-bearing layers where an
+    analytic count is kept (None: the worker's count from the traced step is the only one)."""
 
-MODEL_NAMES = tuple(MODEL_LAYERS)
+    name: str
+    description: str
+    input_shape: tuple[int, ...]
+    classes: int = NUM_CLASSES
+    input_kind: str = "image"
+    vocab: int = 0
+    layers: Callable[[], list[Layer]] | None = None
+
+    @property
+    def mnist_shaped(self) -> bool:
+        """Whether the real MNIST file (28x28x1 images, 10 classes) can feed it."""
+        return self.input_kind == "image" and self.input_shape == INPUT_SHAPE and self.classes == NUM_CLASSES
 
 
-def flops_per_example(model: str) -> int:
-    """Training FLOPs per example of ``model`` (see the module docstring)."""
-    return training_flops(MODEL_LAYERS[model]())
+IMAGE_64 = (64, 64, 3)
+"""The real architectures' input size here: small enough for a CPU, large enough for their strides."""
+
+MODELS: dict[str, ModelInfo] = {
+    m.name: m
+    for m in (
+        ModelInfo(
+            "cnn", "Conv32-Pool-Conv64-Pool-Flatten-Dense10 on 28x28x1", INPUT_SHAPE, layers=cnn_layers
+        ),
+        ModelInfo("dense", "Flatten-Dense128-Dense10 on 28x28x1", INPUT_SHAPE, layers=dense_layers),
+        ModelInfo(
+            "resnet50",
+            "keras.applications.ResNet50 (weights=None, BatchNorm) on 64x64x3, 10 classes",
+            IMAGE_64,
+        ),
+        ModelInfo(
+            "mobilenetv2",
+            "keras.applications.MobileNetV2 (weights=None, BatchNorm, depthwise) on 64x64x3, 10 classes",
+            IMAGE_64,
+        ),
+        ModelInfo(
+            "transformer",
+            "a Transformer encoder: 2 blocks, 4 heads, width 128, feed-forward 256, dropout 0.1, on 64 "
+            "token ids of a 1000-word vocabulary, mean-pooled to 10 classes",
+            (64,),
+            input_kind="ids",
+            vocab=1000,
+        ),
+    )
+}
+"""Built-in model name -> its description."""
+
+MODEL_LAYERS: dict[str, Callable[[], list[Layer]]] = {
+    name: m.layers for name, m in MODELS.items() if m.layers is not None
+}
+"""Model name -> its FLOP-bearing layers, in order (the models with an analytic count)."""
+
+MODEL_NAMES = tuple(MODELS)
+
+
+def flops_per_example(model: str) -> int | None:
+    """Analytic training FLOPs per example of ``model`` (see the module docstring), None for a
+    model without an analytic count."""
+    layers = MODEL_LAYERS.get(model)
+    return None if layers is None else training_flops(layers())
 
 
 def parameter_count(model: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.spec.cell import Cell
+from harness.spec.models import MODELS
 from harness.spec.protocol import Platform
 
 Rule = Callable[[Cell, Platform], "str | None"]
@@ -106,7 +107,18 @@ def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
+def _mnist_for_another_shape(cell: Cell, platform: Platform) -> str | None:
+    """The real MNIST file feeds only the models that take 28x28x1 images of 10 classes."""
+    info = MODELS[cell.model]
+    if cell.data == "mnist" and not info.mnist_shaped:
+        return (
+            f"MNIST is 28x28x1 images of 10 classes; {cell.model} takes {info.input_shape} {info.input_kind}"
+        )
+    return None
+
+
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
+    _mnist_for_another_shape,
     _too_many_devices,
     _too_many_gpus_for_local_workers,
     _nccl_on_cpu,

@@ -326,8 +326,24 @@ def collectives_sweep(
     )
 
 
+MODELS_PROTOCOL = dataclasses.replace(SMOKE_PROTOCOL, window_s=0.5, cell_timeout_s=600.0, budget_min=10.0)
+"""Real architectures take seconds a step on a CPU: longer windows and deadlines than smoke's."""
+
+MODELS = make_sweep(
+    "models",
+    "real architectures (harness.spec.models: ResNet-50 and MobileNetV2 on 64x64x3, a Transformer "
+    "encoder) under default and mirrored on 1 and 2 replicas, batch 8 per replica, synthetic data",
+    MODELS_PROTOCOL,
+    model=("resnet50", "mobilenetv2", "transformer"),
+    strategy=("default", "mirrored"),
+    replicas=(1, 2),
+    batch=(8,),
+    steps_per_execution=(2,),
+)
+
 SWEEPS: dict[str, Sweep] = {
-    s.name: s for s in (SMOKE, DEFAULT, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, collectives_sweep())
+    s.name: s
+    for s in (SMOKE, DEFAULT, MODELS, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, collectives_sweep())
 }
 
 

@@ -62,10 +62,13 @@ NESTED = ("PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile
 """Ops whose bodies are functions of their own: their FLOPs are not in the count."""
 
 
-def count_step(build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...]) -> dict[str, Any]:
+def count_step(
+    build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str = "float32"
+) -> dict[str, Any]:
     """``flops_per_example`` (training FLOPs of one example), ``trainable_parameters``,
     ``gradient_bytes`` (the gradients an update all-reduces) and ``flops_note`` (what the count
-    could not see, "" when nothing) of the model ``build`` makes, on ``input_shape`` examples."""
+    could not see, "" when nothing) of the model ``build`` makes, on ``input_shape`` examples of
+    ``input_dtype``."""
     import keras
     import tensorflow as tf
 
@@ -77,7 +80,7 @@ def count_step(build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...
     gradients = make_gradients(model, keras.optimizers.SGD(), one, ReductionCounter())
     step = tf.function(lambda x, y: gradients(x, y)[1], autograph=False)
     concrete = step.get_concrete_function(
-        tf.TensorSpec([batch, *input_shape], tf.float32), tf.TensorSpec([batch], tf.int32)
+        tf.TensorSpec([batch, *input_shape], input_dtype), tf.TensorSpec([batch], tf.int32)
     )
     ops = traced_ops(concrete)
     found = count(ops)

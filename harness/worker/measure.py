@@ -81,19 +81,22 @@ def build_cell(
         optimizer.build(model.trainable_variables)
 
     def input_fn(examples: int) -> Any:
-        return make_dataset(cell.data, examples, seed, mnist_path)
+        return make_dataset(cell.data, examples, seed, mnist_path, cell.model)
 
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     startup_s = time.perf_counter() - t0
-    flops = counted_flops(MODELS[cell.model].build, cell, tuple(model.inputs[0].shape[1:]))
+    example = model.inputs[0]
+    flops = counted_flops(MODELS[cell.model].build, cell, tuple(example.shape[1:]), str(example.dtype))
     return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
 
 
-def counted_flops(build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...]) -> dict[str, Any]:
+def counted_flops(
+    build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str
+) -> dict[str, Any]:
     """:func:`harness.worker.flops.count_step`, or, when the count fails, why (the row then keeps
     the analytic count and says so)."""
     try:
-        return count_step(build, cell, input_shape)
+        return count_step(build, cell, input_shape, input_dtype)
     except Exception as e:  # noqa: BLE001 -- a count must never fail the cell
         return {"flops_note": f"the FLOP count failed: {type(e).__name__}: {str(e)[:300]}"}
 

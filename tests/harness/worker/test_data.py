@@ -165,7 +165,8 @@ def test_make_dataset_synthetic(tf):
 @pytest.mark.tf
 def test_synthetic_pool_size(tf):
     # the pool holds at least SYNTHETIC_POOL_EXAMPLES examples, and at least 8 batches; then it repeats
-    pool_batches = max(8, -(-data.SYNTHETIC_POOL_EXAMPLES // 1024))
+    pool_batches = data.pool_batches(1024, 4 * 28 * 28)
+    assert pool_batches == max(8, -(-data.SYNTHETIC_POOL_EXAMPLES // 1024))
     first = _first(data.make_dataset("synthetic", 1024, 0), pool_batches + 1)
     np.testing.assert_array_equal(first[0][0], first[pool_batches][0])
     assert not np.array_equal(first[0][0], first[1][0])
@@ -179,3 +180,18 @@ def test_synthetic_same_seed_same_batches(tf):
     np.testing.assert_array_equal(xa, xb)
     np.testing.assert_array_equal(ya, yb)
     assert not np.array_equal(xa, xc)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize(
+    "model, shape, dtype, below",
+    [("resnet50", (64, 64, 3), np.float32, 1.0), ("transformer", (64,), np.int32, 1000)],
+)
+def test_synthetic_examples_take_the_models_shape(tf, model, shape, dtype, below):  # type: ignore[no-untyped-def]
+    ((x, y),) = _first(data.make_dataset("synthetic", 4, 0, model=model))
+    assert x.shape == (4, *shape) and x.dtype == dtype and x.min() >= 0 and x.max() < below
+    assert y.shape == (4,) and y.max() < 10
+    assert (
+        data.pool_batches(4, 4 * 64 * 64 * 3) * 4 * 4 * 64 * 64 * 3
+        <= data.SYNTHETIC_POOL_BYTES + 4 * 4 * 64 * 64 * 3
+    )

@@ -45,7 +45,10 @@ def test_training_flops():
 
 
 def test_registry_names():
-    assert set(MODELS) == {"cnn", "dense"}
+    from harness.spec.models import MODELS as INFO
+
+    assert set(MODELS) == set(INFO) == {"cnn", "dense", "resnet50", "mobilenetv2", "transformer"}
+    assert {n for n, m in MODELS.items() if m.flops_per_example is not None} == {"cnn", "dense"}
 
 
 # Parameters by hand:
