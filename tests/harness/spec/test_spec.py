@@ -12,7 +12,6 @@ from harness.spec.axes import (
     AXES,
     AXIS_BY_NAME,
     CROSS_DEVICE_OPS_NAMES,
-    MODEL_NAMES,
     REPLICAS_TO_MAX,
     STRATEGY_NAMES,
 )
