@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.paths import check_writable
+from harness.commands.user_models import resolve_model
 from harness.contract.job import WorkerOptions
 from harness.errors import HarnessError
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
@@ -174,6 +175,8 @@ class Selection:
 
 def select(args: argparse.Namespace) -> Selection:
     """Resolve sweep, axis overrides, protocol and platform; HarnessError on bad input."""
+    if getattr(args, "model", None):  # a user's FILE.py:function, checked and pinned
+        args.model = ",".join(resolve_model(m.strip()) for m in args.model.split(",") if m.strip())
     overrides = {a.name: a.parse(getattr(args, a.name)) for a in AXES if getattr(args, a.name) is not None}
     sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
     if args.sweep is None and overrides:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.spec.models import MODEL_NAMES
+from harness.spec.models import MODEL_NAMES, parse_ref
 from harness.spec.strategies import (
     MULTI_WORKER_STRATEGIES,
     NO_OPTION,
@@ -80,7 +80,9 @@ class Axis:
                 and (self.maximum is None or value <= self.maximum)
             ):
                 return value
-        elif isinstance(value, str) and value in self.choices:
+        elif isinstance(value, str) and (
+            value in self.choices or (self.name == "model" and parse_ref(value))
+        ):
             return value
         raise HarnessError(f"Received {self.flag}={value!r}; {self.accepted()}")
 
@@ -89,7 +91,12 @@ class Axis:
             hi = "" if self.maximum is None else f" and at most {self.maximum}"
             extra = f", or {REPLICAS_TO_MAX!r}" if self.name == "replicas" else ""
             return f"expected integers of at least {self.minimum}{hi}{extra}."
-        return "expected one of: " + ", ".join(self.choices) + "."
+        also = (
+            "; or FILE.py:function, or package.module:function (your own Keras model)"
+            if self.name == "model"
+            else ""
+        )
+        return "expected one of: " + ", ".join(self.choices) + also + "."
 
 
 DATA_NAMES = ("synthetic", "mnist")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.spec.axes import AXES, AXIS_BY_NAME
+from harness.spec.models import model_label
 from harness.spec.strategies import STRATEGIES, Strategy, Task
 
 
@@ -112,7 +113,7 @@ class Cell:
                 strategy += f"[{option}]"
         return "/".join(
             (
-                self.model,
+                model_label(self.model),
                 strategy,
                 self._topology_id(),
                 self._batch_id(),

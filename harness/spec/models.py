@@ -9,6 +9,7 @@ and input gradients for every layer except the first (the input needs no gradien
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -144,3 +145,45 @@ def flops_per_example(model: str) -> int | None:
 def parameter_count(model: str) -> int:
     """Trainable parameters of ``model`` (4 bytes each in a float32 gradient all-reduce)."""
     return sum(layer.parameters for layer in MODEL_LAYERS[model]())
+
+
+REF = re.compile(r"^(?P<source>[^@]+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)@(?P<digest>[0-9a-f]{12})$")
+"""A user's model as a cell holds it: ``<file.py or package.module>:<function>@<source digest>``
+(``--model FILE.py:function`` resolved by :func:`harness.commands.selection.resolve_model`)."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A user's model: the file (absolute path) or module that defines it, the function that
+    returns the Keras model, and the first 12 hex digits of the source's SHA-256 (a changed file
+    is another series)."""
+
+    source: str
+    function: str
+    digest: str
+
+    @property
+    def is_file(self) -> bool:
+        return self.source.endswith(".py")
+
+    @property
+    def label(self) -> str:
+        """Short, readable and path-safe: ``<file stem or module>.<function>@<digest[:8]>``."""
+        stem = self.source.rsplit("/", 1)[-1].removesuffix(".py") if self.is_file else self.source
+        return f"{stem}.{self.function}@{self.digest[:8]}"
+
+    @property
+    def text(self) -> str:
+        return f"{self.source}:{self.function}@{self.digest}"
+
+
+def parse_ref(model: str) -> ModelRef | None:
+    """The user model a cell's ``model`` names, or None for a built-in name (or anything else)."""
+    found = REF.match(model)
+    return None if found is None else ModelRef(found["source"], found["function"], found["digest"])
+
+
+def model_label(model: str) -> str:
+    """What a cell id shows for ``model``: the built-in name, or a user model's label."""
+    ref = parse_ref(model)
+    return model if ref is None else ref.label

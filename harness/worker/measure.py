@@ -26,7 +26,7 @@ from harness.spec.protocol import Protocol
 from harness.worker import breakdown
 from harness.worker.build.data import make_dataset
 from harness.worker.build.loops import LOOPS, Trainer
-from harness.worker.build.models import MODELS
+from harness.worker.build.models import info_of, spec_of
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
 from harness.worker.flops import count_step
@@ -72,21 +72,24 @@ def build_cell(
     keras.utils.set_random_seed(seed)
     t0 = time.perf_counter()
     strategy = strategy or make_strategy(cell, devices)
+    spec = spec_of(cell.model, cell.per_replica_batch)
     with strategy.scope():
-        model = MODELS[cell.model].build()
+        model = spec.build()
         optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
         if cell.precision == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         # Build now: a loss-scale optimizer traced unbuilt bakes its initial scale into the graph.
         optimizer.build(model.trainable_variables)
 
+    info = info_of(cell.model, model)
+
     def input_fn(examples: int) -> Any:
-        return make_dataset(cell.data, examples, seed, mnist_path, cell.model)
+        return make_dataset(cell.data, examples, seed, mnist_path, info)
 
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     startup_s = time.perf_counter() - t0
     example = model.inputs[0]
-    flops = counted_flops(MODELS[cell.model].build, cell, tuple(example.shape[1:]), str(example.dtype))
+    flops = counted_flops(spec.build, cell, tuple(example.shape[1:]), str(example.dtype))
     return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
 
 

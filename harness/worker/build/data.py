@@ -65,11 +65,11 @@ DATASETS: dict[str, Callable[[int, int, str | None, ModelInfo], Any]] = {
 
 
 def make_dataset(
-    name: str, global_batch: int, seed: int, mnist_path: str | None = None, model: str = "cnn"
+    name: str, global_batch: int, seed: int, mnist_path: str | None = None, model: str | ModelInfo = "cnn"
 ) -> Any:
-    """An infinite ``tf.data.Dataset`` of global batches from the named source, shaped for the
-    built-in ``model`` (:data:`harness.spec.models.MODELS`)."""
+    """An infinite ``tf.data.Dataset`` of global batches from the named source, shaped for
+    ``model``: a built-in name (:data:`harness.spec.models.MODELS`) or a model's description."""
     import tensorflow as tf
 
-    ds = DATASETS[name](global_batch, seed, mnist_path, MODELS[model])
+    ds = DATASETS[name](global_batch, seed, mnist_path, MODELS[model] if isinstance(model, str) else model)
     return ds.repeat().prefetch(tf.data.AUTOTUNE)

@@ -4,16 +4,25 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.spec.models import (
     INPUT_SHAPE,
     NUM_CLASSES,
     Layer,
+    ModelInfo,
+    ModelRef,
     cnn_layers,
     dense_layers,
+    parse_ref,
     training_flops,
 )
 from harness.spec.models import MODELS as INFO
@@ -131,3 +140,81 @@ MODELS: dict[str, ModelSpec] = {
     "transformer": ModelSpec(build_transformer),
 }
 """Built-in model name -> its builder (:data:`harness.spec.models.MODELS` describes each)."""
+
+
+def _user_function(ref: ModelRef) -> Callable[..., Any]:
+    """The function a user's model reference names, its source checked against the digest the run
+    was planned with."""
+    if ref.is_file:
+        path = Path(ref.source)
+        name = f"harness_user_model_{ref.digest}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path} as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(ref.source)
+        path = Path(str(module.__file__))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    if digest != ref.digest:
+        raise RuntimeError(
+            f"{path} changed after the run was planned (digest {digest}, planned {ref.digest})"
+        )
+    function = getattr(module, ref.function, None)
+    if not callable(function):
+        raise TypeError(f"{ref.source}:{ref.function} is not a function (it is {type(function).__name__})")
+    return function
+
+
+def _takes_batch(function: Callable[..., Any]) -> bool:
+    """Whether the user's function takes an argument (it is then given the per-replica batch)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+
+
+def user_builder(ref: ModelRef, batch: int) -> Callable[[], Any]:
+    """A builder of a user's model: its function called (with ``batch``, the per-replica batch, when
+    it takes an argument); a TypeError naming what it returned when that is not a Keras model."""
+
+    def build() -> Any:
+        import keras
+
+        function = _user_function(ref)
+        model = function(batch) if _takes_batch(function) else function()
+        if not isinstance(model, keras.Model):
+            raise TypeError(
+                f"{ref.source}:{ref.function} returned {type(model).__name__}, expected a keras.Model"
+            )
+        return model
+
+    return build
+
+
+def spec_of(model: str, batch: int) -> ModelSpec:
+    """The builder of a cell's model: a built-in one, or a user's (:func:`user_builder`)."""
+    ref = parse_ref(model)
+    return MODELS[model] if ref is None else ModelSpec(user_builder(ref, batch))
+
+
+def info_of(model: str, built: Any) -> ModelInfo:
+    """What the input pipeline needs of a cell's model: a built-in one's description, or one read
+    from a user's built model: its first input's shape (integer inputs are token ids, below the
+    first Embedding's vocabulary), and its output's last dimension as the classes."""
+    if parse_ref(model) is None:
+        return INFO[model]
+    example = built.inputs[0]
+    shape = tuple(int(d) for d in example.shape[1:])
+    classes = int(built.outputs[0].shape[-1])
+    if "int" not in str(example.dtype):
+        return ModelInfo(model, "a user's model", shape, classes)
+    vocab = next(
+        (int(layer.input_dim) for layer in built._flatten_layers() if hasattr(layer, "input_dim")), 2
+    )
+    return ModelInfo(model, "a user's model", shape, classes, input_kind="ids", vocab=vocab)
