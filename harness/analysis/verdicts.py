@@ -5,7 +5,9 @@ Each cell trains ``updates`` optimizer updates from the same seed and data order
 **equivalence group**: same model, data, precision and effective batch (examples per update =
 per_replica_batch x replicas x workers x accum_steps). With SGD these must agree whatever the
 strategy, replica count, cross-device op, loop or accumulation split; only float summation order
-differs. The reference is the group's simplest ok cell (fewest devices, no accumulation, default
+differs. A model whose training depends on how the batch is split over replicas and micro-batches
+(BatchNorm, dropout: ``ModelInfo.split_sensitive``) is compared only within one split (other
+strategies, loops and cross-device ops). The reference is the group's simplest ok cell (fewest devices, no accumulation, default
 strategy, ctl loop). Parameter-server cells with several workers update asynchronously (each
 worker applies its gradients on its own, from weights others may have changed since): nothing
 must agree with them, so they are trained and checked but not compared.
@@ -26,12 +28,23 @@ import numpy as np
 from harness.analysis.tables import render_table
 from harness.contract.records import Status
 from harness.spec.cell import Cell
+from harness.spec.models import MODELS
 
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2e-2, "mixed_float16": 1e-2}
 
 
-def equivalence_key(cell: Cell) -> tuple[str, str, str, int]:
-    return (cell.model, cell.data, cell.precision, cell.effective_batch)
+def split(cell: Cell) -> tuple[int, int]:
+    """How an update's batch is split: (replicas in sync, micro-batches); (0, 0) for a model whose
+    training does not depend on it."""
+    info = MODELS.get(cell.model)
+    return (cell.devices, cell.accum_steps) if info is not None and info.split_sensitive else (0, 0)
+
+
+def equivalence_key(cell: Cell) -> tuple[str, str, str, int, tuple[int, int]]:
+    """What must compute the same: model, data, precision and effective batch; and for a model
+    whose training depends on the batch's split (:attr:`harness.spec.models.ModelInfo.split_sensitive`),
+    the split too."""
+    return (cell.model, cell.data, cell.precision, cell.effective_batch, split(cell))
 
 
 def synchronous(cell: Cell) -> bool:
@@ -91,7 +104,7 @@ def judge(
 ) -> list[Verdict]:
     """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
     weights path to what training changed)."""
-    refs: dict[tuple[str, str, str, int], Outcome] = {}
+    refs: dict[tuple[str, str, str, int, tuple[int, int]], Outcome] = {}
     for o in sorted(
         (o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
         key=lambda o: _simplicity(o.cell),

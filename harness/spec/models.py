@@ -88,12 +88,18 @@ class ModelInfo:
     input_kind: str = "image"
     vocab: int = 0
     layers: Callable[[], list[Layer]] | None = None
+    split_sensitive: str = ""
+    """Why training depends on how an update's batch is split over replicas and micro-batches
+    (BatchNorm's per-replica statistics, dropout's per-replica masks), "" when it does not: only
+    cells of one split must then compute the same (``verify``)."""
 
     @property
     def mnist_shaped(self) -> bool:
         """Whether the real MNIST file (28x28x1 images, 10 classes) can feed it."""
         return self.input_kind == "image" and self.input_shape == INPUT_SHAPE and self.classes == NUM_CLASSES
 
+
+BATCH_NORM = "BatchNorm normalizes each replica's (and micro-batch's) own examples"
 
 IMAGE_64 = (64, 64, 3)
 """The real architectures' input size here: small enough for a CPU, large enough for their strides."""
@@ -109,11 +115,13 @@ MODELS: dict[str, ModelInfo] = {
             "resnet50",
             "keras.applications.ResNet50 (weights=None, BatchNorm) on 64x64x3, 10 classes",
             IMAGE_64,
+            split_sensitive=BATCH_NORM,
         ),
         ModelInfo(
             "mobilenetv2",
             "keras.applications.MobileNetV2 (weights=None, BatchNorm, depthwise) on 64x64x3, 10 classes",
             IMAGE_64,
+            split_sensitive=BATCH_NORM,
         ),
         ModelInfo(
             "transformer",
@@ -122,6 +130,7 @@ MODELS: dict[str, ModelInfo] = {
             (64,),
             input_kind="ids",
             vocab=1000,
+            split_sensitive="dropout draws its masks per replica and micro-batch",
         ),
     )
 }

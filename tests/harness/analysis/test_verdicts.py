@@ -162,3 +162,21 @@ def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
     assert forced.returncode == 1, forced.stdout[-3000:] + forced.stderr[-2000:]
     line = next(s for s in forced.stdout.splitlines() if "hierarchical_copy" in s)
     assert "DISAGREES" in line or "invalid" in line
+
+
+def test_a_model_with_batchnorm_is_compared_only_within_one_split_of_its_batch() -> None:
+    weights = {"ref": [np.ones(4)], "same": [np.ones(4)], "other": [np.ones(4) * 2.0]}
+    alone = Cell(model="resnet50", strategy="default", batch=16)
+    mirrored = Cell(model="resnet50", strategy="mirrored", replicas=1, batch=16)
+    split = Cell(model="resnet50", strategy="mirrored", replicas=2, batch=8)  # 16 per update, in halves
+
+    verdicts = {
+        v.outcome.cell.id: v
+        for v in judge(
+            [_outcome(alone, 1.0, "ref"), _outcome(mirrored, 1.0, "same"), _outcome(split, 2.0, "other")],
+            weights=lambda k: weights[k],
+        )
+    }
+
+    assert verdicts[mirrored.id].agrees is True and verdicts[mirrored.id].reference == alone.id
+    assert verdicts[split.id].agrees is None and verdicts[split.id].reference == split.id  # its own group
