@@ -135,6 +135,16 @@ class Process:
                 )
         with LIVE_LOCK:
             LIVE[self.proc.pid] = self
+        self.peak_rss = 0
+        """The most resident memory seen of the process (bytes: ``VmHWM``, sampled while it runs)."""
+        self._sampled = 0.0
+
+    def _sample_memory(self) -> None:
+        """Keep the process's resident high-water mark, at most every :data:`MEMORY_SAMPLE_S`."""
+        now = time.monotonic()
+        if now - self._sampled >= MEMORY_SAMPLE_S:
+            self._sampled = now
+            self.peak_rss = max(self.peak_rss, resident_peak_bytes(self.proc.pid) or 0)
 
     def read(self) -> list[dict[str, Any]]:
         """The complete JSON lines appended since the last call (other lines are skipped)."""
@@ -158,7 +168,10 @@ class Process:
 
     @property
     def running(self) -> bool:
-        return self.proc.poll() is None
+        alive = self.proc.poll() is None
+        if alive:
+            self._sample_memory()
+        return alive
 
     @property
     def returncode(self) -> int | None:
@@ -213,9 +226,38 @@ class Process:
         if how == "already exited":
             code = self.proc.poll()
             cause = f"{who} exited with {signal_text(code or 0)} during {self.deadline.text}"
+            if code == -signal.SIGKILL:  # not ours: we stop with SIGTERM first
+                cause += killed_text(self.peak_rss)
         else:
             cause = f"{self.deadline.passed()}; {who} stopped with {how}"
         return f"{cause}; {who} log {self.log_path}: {self.tail()}"
+
+
+MEMORY_SAMPLE_S = 0.5
+"""Seconds between two readings of a live child's resident memory."""
+
+
+def resident_peak_bytes(pid: int, proc: str = "/proc") -> int | None:
+    """A process's resident high-water mark (``VmHWM`` of /proc/PID/status), bytes; None when
+    unknown (gone, or not Linux)."""
+    try:
+        with open(f"{proc}/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def killed_text(peak_rss: int) -> str:
+    """What a SIGKILL the harness did not send says: the system killed the process, most likely
+    for memory, at the resident memory last seen."""
+    seen = f", its resident memory up to {peak_rss / 2**30:.2f} GiB when last seen" if peak_rss else ""
+    return (
+        f" (not sent by the harness: the system killed it, most likely the kernel's out-of-memory "
+        f"killer{seen}; a smaller batch or fewer live processes (--max-live) may fit)"
+    )
 
 
 def nccl_log_env(platform: Platform, folder: Path, ours: Mapping[str, str]) -> dict[str, str]:

@@ -83,3 +83,16 @@ def test_stop_kills_the_whole_group_with_sigkill_when_sigterm_is_ignored(tmp_pat
 
 def test_signal_text() -> None:
     assert signal_text(-9) == "signal SIGKILL" and signal_text(1) == "exit code 1"
+
+
+def test_a_kill_the_harness_did_not_send_names_the_memory_last_seen(tmp_path: Path) -> None:
+    from harness.launch.process import killed_text, resident_peak_bytes
+
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "status").write_text("Name:\tpython\nVmPeak:\t 9999 kB\nVmHWM:\t 3145728 kB\n")
+
+    assert resident_peak_bytes(42, str(tmp_path)) == 3 * 2**30
+    assert resident_peak_bytes(43, str(tmp_path)) is None
+    text = killed_text(3 * 2**30)
+    assert "out-of-memory killer" in text and "up to 3.00 GiB" in text and "--max-live" in text
+    assert "GiB" not in killed_text(0)
