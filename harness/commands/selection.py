@@ -65,6 +65,13 @@ PROTOCOL_FLAGS = {
         int,
         "most live processes in one group (0: from the machine's memory)",
     ),
+    "worker_memory_gib": (
+        float,
+        (
+            "cap on each worker's memory, GiB (RLIMIT_DATA): past it a cell's row says which tensor "
+            "did not fit instead of the kernel killing the worker (0: no cap)"
+        ),
+    ),
 }
 
 

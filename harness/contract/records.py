@@ -224,6 +224,15 @@ class CellRow(TypedDict, total=False):
         int, Col("updates", "Optimizer updates per tf.function call (per train_function call in fit).")
     ]
     precision: Annotated[str, Col("", "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")]
+    loss: Annotated[
+        str | None,
+        Col(
+            "",
+            "--loss as asked: auto (binary cross-entropy on one output unit, sparse categorical "
+            "cross-entropy on more; both on logits) or the loss named; in the cell id after the "
+            "model when not auto.",
+        ),
+    ]
     scaling: Annotated[
         str,
         Col(

@@ -39,6 +39,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
     return {
         "cell_id": cell.id,
         "model": cell.model,
+        "loss": cell.loss,
         "data": cell.data,
         "strategy": cell.strategy,
         "cross_device_ops": cell.cross_device_ops,

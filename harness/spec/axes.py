@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.spec.models import MODEL_NAMES, parse_ref
+from harness.spec.models import LOSS_NAMES, MODEL_NAMES, parse_ref
 from harness.spec.strategies import (
     MULTI_WORKER_STRATEGIES,
     NO_OPTION,
@@ -190,6 +190,14 @@ AXES: tuple[Axis, ...] = (
     ),
     Axis("steps_per_execution", int, 10, "optimizer updates per tf.function call"),
     Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
+    Axis(
+        "loss",
+        str,
+        "auto",
+        "training loss: auto (one output unit: binary cross-entropy; more: sparse categorical "
+        "cross-entropy; both on logits), or the one named (synthetic labels to match)",
+        LOSS_NAMES,
+    ),
     Axis("scaling", str, "weak", "weak: batch is per replica; strong: batch is global", SCALING_NAMES),
     Axis(
         "tenants",

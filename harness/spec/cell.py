@@ -30,6 +30,7 @@ class Cell:
     precision: str = "float32"
     scaling: str = "weak"
     tenants: int = 1
+    loss: str = "auto"
 
     def __post_init__(self) -> None:
         """Check every axis value (HarnessError naming a bad one and the accepted ones), then
@@ -111,9 +112,10 @@ class Cell:
         for option in (self.cross_device_ops, self.communication):
             if option != "none":
                 strategy += f"[{option}]"
+        loss = "" if self.loss == "auto" else f"+{self.loss}"
         return "/".join(
             (
-                model_label(self.model),
+                model_label(self.model) + loss,
                 strategy,
                 self._topology_id(),
                 self._batch_id(),

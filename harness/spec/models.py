@@ -196,3 +196,16 @@ def model_label(model: str) -> str:
     """What a cell id shows for ``model``: the built-in name, or a user model's label."""
     ref = parse_ref(model)
     return model if ref is None else ref.label
+
+
+LOSS_NAMES = ("auto", "sparse_categorical_crossentropy", "binary_crossentropy", "mse")
+"""Training losses (``--loss``): ``auto`` chooses from the model's output (:func:`chosen_loss`);
+the cross-entropies take the outputs as logits."""
+
+
+def chosen_loss(loss: str, classes: int) -> str:
+    """The loss a cell trains with: ``loss``, or for ``auto`` binary cross-entropy on one output
+    unit and sparse categorical cross-entropy on more."""
+    if loss != "auto":
+        return loss
+    return "binary_crossentropy" if classes == 1 else "sparse_categorical_crossentropy"

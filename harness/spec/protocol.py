@@ -48,6 +48,10 @@ class Protocol:
     blocks: int = 6
     budget_min: float = 10.0
     max_live: int = 0
+    worker_memory_gib: float = 0.0
+    """Cap on each worker's private memory (GiB, ``RLIMIT_DATA``): past it TensorFlow's allocations
+    fail, and the cell's row says which tensor did not fit, instead of the kernel killing the
+    worker, or the machine; 0: no cap."""
     fork: bool = True
     """Local runs: fork each worker from a server that has imported TensorFlow (about 3 s of
     CPU less per process; :mod:`harness.contract.forks`); False: a fresh interpreter each."""
@@ -101,6 +105,11 @@ class Protocol:
                     self.max_live,
                     self.max_live == 0 or 2 <= self.max_live <= 64,
                     "0 (from the machine's memory) or an integer from 2 to 64",
+                ),
+                "--worker-memory-gib": (
+                    self.worker_memory_gib,
+                    self.worker_memory_gib == 0 or 0.5 <= self.worker_memory_gib < inf,
+                    "GiB: 0 (no cap) or at least 0.5",
                 ),
                 "--unstable-cv": (
                     self.unstable_cv,

@@ -114,6 +114,8 @@ def _mnist_for_another_shape(cell: Cell, platform: Platform) -> str | None:
         return (
             f"MNIST is 28x28x1 images of 10 classes; {cell.model} takes {info.input_shape} {info.input_kind}"
         )
+    if cell.data == "mnist" and cell.loss not in ("auto", "sparse_categorical_crossentropy"):
+        return f"MNIST's labels are class ids, for sparse categorical cross-entropy, not {cell.loss}"
     return None
 
 

@@ -146,7 +146,7 @@ def measure_parts(
         sink.assign_add(_first_elements(out))
 
     def take(x: Any, y: Any) -> None:
-        sink.assign_add(tf.cast(y[0], tf.float32))
+        sink.assign_add(tf.reduce_sum(tf.cast(y[0], tf.float32)))
 
     run_compute = _repeated(strategy, sink, compute)
     run_allreduce = _repeated(strategy, sink, allreduce)

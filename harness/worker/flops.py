@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.formulas.flops import OpShapes, count
 from harness.spec.cell import Cell
+from harness.spec.models import chosen_loss
 
 ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "equation")
 """The op attributes a count reads (:class:`harness.formulas.flops.OpShapes`)."""
@@ -72,16 +73,20 @@ def count_step(
     import keras
     import tensorflow as tf
 
-    from harness.worker.build.loops import ReductionCounter, make_gradients
+    from harness.worker.build.loops import ReductionCounter, make_gradients, output_units
 
     model = build()
     batch = cell.per_replica_batch
     one = dataclasses.replace(cell, accum_steps=1)
     gradients = make_gradients(model, keras.optimizers.SGD(), one, ReductionCounter())
     step = tf.function(lambda x, y: gradients(x, y)[1], autograph=False)
-    concrete = step.get_concrete_function(
-        tf.TensorSpec([batch, *input_shape], input_dtype), tf.TensorSpec([batch], tf.int32)
+    units = output_units(model)
+    labels = (
+        tf.TensorSpec([batch], tf.int32)
+        if chosen_loss(cell.loss, units) == "sparse_categorical_crossentropy"
+        else tf.TensorSpec([batch, units], tf.float32)
     )
+    concrete = step.get_concrete_function(tf.TensorSpec([batch, *input_shape], input_dtype), labels)
     ops = traced_ops(concrete)
     found = count(ops)
     nested = sorted({op.type for op in ops if op.type in NESTED})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import traceback
 from typing import Any, TextIO
 
@@ -18,6 +19,7 @@ from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.forks import FORKED_ENV
 from harness.contract.job import TENANT_BARRIER_ENV, Job
 from harness.contract.records import CellRow, Status, WindowRow
+from harness.formulas.memory import oom_text
 from harness.results.rows import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
@@ -42,7 +44,20 @@ def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
         if line.strip() and not line.strip().startswith(("File ", "Detected at node"))
     ]
     summary = " ".join(dict.fromkeys(kept))  # TF repeats the same lines per replica
-    return f"{type(e).__name__}: {summary}"[:limit]
+    return f"{type(e).__name__}{oom_text(summary)}: {summary}"[:limit]
+
+
+def cap_memory(gib: float) -> None:
+    """``--worker-memory-gib``: this process's private memory capped (``RLIMIT_DATA``, soft limit;
+    the hard one only where it is lower), so that an allocation past it fails as TensorFlow's
+    ResourceExhaustedError rather than the kernel killing the process; 0: no cap."""
+    if gib <= 0:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = int(gib * 2**30)
+    resource.setrlimit(
+        resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
+    )
 
 
 def _emit(stream: TextIO, event: EventLine) -> None:
@@ -183,6 +198,7 @@ def main(argv: list[str]) -> int:
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
     cell = job.cell
+    cap_memory(job.options.protocol.worker_memory_gib)
     if job.launch.cpus is not None:  # before TensorFlow sizes its thread pools from the affinity
         os.sched_setaffinity(0, job.launch.cpus)
     with open(events_path, "a") as events:

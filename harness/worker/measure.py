@@ -22,10 +22,11 @@ from harness.results.rows import (
     window_rows,
 )
 from harness.spec.cell import Cell
+from harness.spec.models import chosen_loss
 from harness.spec.protocol import Protocol
 from harness.worker import breakdown
 from harness.worker.build.data import make_dataset
-from harness.worker.build.loops import LOOPS, Trainer
+from harness.worker.build.loops import LOOPS, Trainer, output_units
 from harness.worker.build.models import info_of, spec_of
 from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
@@ -82,9 +83,10 @@ def build_cell(
         optimizer.build(model.trainable_variables)
 
     info = info_of(cell.model, model)
+    loss = chosen_loss(cell.loss, output_units(model))
 
     def input_fn(examples: int) -> Any:
-        return make_dataset(cell.data, examples, seed, mnist_path, info)
+        return make_dataset(cell.data, examples, seed, mnist_path, info, loss)
 
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     startup_s = time.perf_counter() - t0

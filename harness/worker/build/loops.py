@@ -25,6 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from harness.spec.cell import Cell
+from harness.spec.models import chosen_loss
 from harness.worker.build.strategies import distribute
 from harness.worker.faults import spin, window_slowdown
 from harness.worker.timing import Stream
@@ -91,6 +92,21 @@ class ReductionCounter:
         return (self.calls["micro"] * accum_steps + self.calls["apply"]) / updates + loss
 
 
+LOSSES: dict[str, Callable[[Any], Any]] = {
+    "sparse_categorical_crossentropy": lambda keras: keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction=None
+    ),
+    "binary_crossentropy": lambda keras: keras.losses.BinaryCrossentropy(from_logits=True, reduction=None),
+    "mse": lambda keras: keras.losses.MeanSquaredError(reduction=None),
+}
+"""A chosen loss (:func:`harness.spec.models.chosen_loss`) -> its per-example Keras loss."""
+
+
+def output_units(model: Any) -> int:
+    """The last dimension of the model's (first) output."""
+    return int(model.outputs[0].shape[-1])
+
+
 def make_gradients(
     model: Any, optimizer: Any, cell: Cell, counter: ReductionCounter
 ) -> Callable[[Any, Any], tuple[Any, list[Any]]]:
@@ -100,7 +116,7 @@ def make_gradients(
     import keras
     import tensorflow as tf
 
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+    loss_fn = LOSSES[chosen_loss(cell.loss, output_units(model))](keras)
     k = cell.accum_steps
     effective_batch = cell.effective_batch
     variables = model.trainable_variables
@@ -118,7 +134,7 @@ def make_gradients(
             return micro(x, y)
         # an explicit while loop: Keras's fit traces train_step with AutoGraph off
         xs = tf.reshape(x, [k, -1, *x.shape[1:]])
-        ys = tf.reshape(y, [k, -1])
+        ys = tf.reshape(y, [k, -1, *y.shape[1:]])
 
         def body(i: Any, loss: Any, grads: list[Any]) -> tuple[Any, Any, list[Any]]:
             loss_i, grads_i = micro(tf.gather(xs, i), tf.gather(ys, i))

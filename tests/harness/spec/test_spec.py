@@ -594,3 +594,15 @@ def test_multi_worker_fit_unsupported_with_its_own_reason():
     two = unsupported_reason(Cell(strategy="parameter_server", workers=2, replicas=2), cpu)
     assert "parameter_server uses exactly one device" in two
     assert unsupported_reason(Cell(strategy="parameter_server", replicas=2), Platform("gpu", 2)) is None
+
+
+def test_the_loss_is_chosen_from_the_output_and_shows_in_the_id_only_when_asked() -> None:
+    from harness.spec.models import chosen_loss
+    from harness.spec.rules import unsupported_reason
+
+    assert chosen_loss("auto", 1) == "binary_crossentropy"
+    assert chosen_loss("auto", 10) == "sparse_categorical_crossentropy" and chosen_loss("mse", 10) == "mse"
+    assert Cell().id.startswith("cnn/") and Cell(loss="mse").id.startswith("cnn+mse/")
+    assert "class ids" in (unsupported_reason(Cell(data="mnist", loss="mse"), Platform()) or "")
+    with pytest.raises(HarnessError, match="--loss='hinge'"):
+        Cell(loss="hinge")

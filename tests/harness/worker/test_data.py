@@ -195,3 +195,24 @@ def test_synthetic_examples_take_the_models_shape(tf, model, shape, dtype, below
         data.pool_batches(4, 4 * 64 * 64 * 3) * 4 * 4 * 64 * 64 * 3
         <= data.SYNTHETIC_POOL_BYTES + 4 * 4 * 64 * 64 * 3
     )
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize(
+    "loss, shape, dtype",
+    [
+        ("sparse_categorical_crossentropy", (4,), np.int32),
+        ("binary_crossentropy", (4, 10), np.float32),
+        ("mse", (4, 10), np.float32),
+    ],
+)
+def test_synthetic_labels_match_the_loss(tf, loss, shape, dtype):  # type: ignore[no-untyped-def]
+    ((_, y),) = _first(data.make_dataset("synthetic", 4, 0, model="dense", loss=loss))
+    assert (
+        y.shape == shape
+        and y.dtype == dtype
+        and y.min() >= 0
+        and y.max() < (10 if dtype == np.int32 else 1.0001)
+    )
+    if loss == "binary_crossentropy":
+        assert set(np.unique(y)) <= {0.0, 1.0}
