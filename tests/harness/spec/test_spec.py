@@ -125,6 +125,7 @@ def test_axis_flags_and_defaults_build_a_cell():
         "--loop",
         "--steps-per-execution",
         "--precision",
+        "--loss",
         "--scaling",
         "--tenants",
     ]
