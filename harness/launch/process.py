@@ -137,6 +137,8 @@ class Process:
             LIVE[self.proc.pid] = self
         self.peak_rss = 0
         """The most resident memory seen of the process (bytes: ``VmHWM``, sampled while it runs)."""
+        self.memory_cap_gib = 0.0
+        """``--worker-memory-gib`` where the worker runs under it (0: no cap)."""
         self._sampled = 0.0
 
     def _sample_memory(self) -> None:
@@ -228,6 +230,8 @@ class Process:
             cause = f"{who} exited with {signal_text(code or 0)} during {self.deadline.text}"
             if code == -signal.SIGKILL:  # not ours: we stop with SIGTERM first
                 cause += killed_text(self.peak_rss)
+            elif self.memory_cap_gib and code in CRASHES:
+                cause += capped_text(self.memory_cap_gib, self.peak_rss)
         else:
             cause = f"{self.deadline.passed()}; {who} stopped with {how}"
         return f"{cause}; {who} log {self.log_path}: {self.tail()}"
@@ -260,6 +264,21 @@ def killed_text(peak_rss: int) -> str:
     )
 
 
+CRASHES = (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS)
+"""How a worker whose allocation failed under its memory cap ends, where the allocation was not
+TensorFlow's own (a library's ``new`` throws ``std::bad_alloc``, or a null pointer is used)."""
+
+
+def capped_text(cap_gib: float, peak_rss: int) -> str:
+    """What a crash of a worker under ``--worker-memory-gib`` most likely was."""
+    seen = f"; its resident memory up to {peak_rss / 2**30:.2f} GiB when last seen" if peak_rss else ""
+    return (
+        f" (most likely out of memory: the worker's memory was capped at {cap_gib:g} GiB by "
+        f"--worker-memory-gib, and a failed allocation outside TensorFlow's allocator crashes the "
+        f"process instead of raising{seen})"
+    )
+
+
 def nccl_log_env(platform: Platform, folder: Path, ours: Mapping[str, str]) -> dict[str, str]:
     """NCCL's INFO log into ``folder`` for GPU workers, so each records the transports NCCL chose
     (:mod:`harness.worker.nccl`); nothing on CPUs or where the user set NCCL_DEBUG."""
@@ -279,7 +298,7 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
     env.update(nccl_log_env(job.options.platform, folder, {**os.environ, **env}))
     if job.options.python:  # another interpreter finds this harness through PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
-    return Process(
+    process = Process(
         ["-m", "harness.worker", str(job_path), str(events_path)],
         env,
         job.options.log_dir / f"{name}.log",
@@ -288,3 +307,5 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
         python=job.options.python,
         fork=True,
     )
+    process.memory_cap_gib = job.options.protocol.worker_memory_gib
+    return process

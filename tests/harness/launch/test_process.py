@@ -96,3 +96,10 @@ def test_a_kill_the_harness_did_not_send_names_the_memory_last_seen(tmp_path: Pa
     text = killed_text(3 * 2**30)
     assert "out-of-memory killer" in text and "up to 3.00 GiB" in text and "--max-live" in text
     assert "GiB" not in killed_text(0)
+
+
+def test_a_crash_under_a_memory_cap_is_said_to_be_most_likely_memory() -> None:
+    from harness.launch.process import capped_text
+
+    text = capped_text(4.0, int(3.42 * 2**30))
+    assert "capped at 4 GiB by --worker-memory-gib" in text and "up to 3.42 GiB" in text
