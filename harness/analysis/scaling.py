@@ -89,8 +89,15 @@ def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fi
     return AlphaBeta(float(alpha), float(beta), f"{source}: {len(pts)} rows", rms)
 
 
-def gradient_bytes(model: str) -> int:
-    """Bytes of one all-reduce of the model's gradients (float32, one value per parameter)."""
+def gradient_bytes(model: str, row: Mapping[str, Any] | None = None) -> int:
+    """Bytes of one all-reduce of the model's gradients: counted by the worker (the row's
+    ``gradient_bytes``), or, for an MNIST model's row stored before that column, its hand list
+    (float32, one value per parameter); HarnessError when neither is known."""
+    counted = None if row is None else row.get("gradient_bytes")
+    if _known(counted):
+        return int(counted)  # type: ignore[arg-type]
+    if model not in GRADIENT_SHAPES:
+        raise HarnessError(f"the size of {model}'s gradients is unknown: its rows predate the count; re-run it")
     return FLOAT32_BYTES * sum(math.prod(s) for s in GRADIENT_SHAPES[model])
 
 
@@ -143,13 +150,18 @@ def predict(base: Baseline, n: int, allreduce_s: float, allreduce_from: str) -> 
 
 
 def allreduce_time(
-    n: int, model: str, cost: AlphaBeta, measured: Mapping[int, float] | None = None
+    n: int,
+    model: str,
+    cost: AlphaBeta,
+    measured: Mapping[int, float] | None = None,
+    row: Mapping[str, Any] | None = None,
 ) -> tuple[float, str]:
     """The gradient all-reduce's time at n: the collectives table's own measurement of the model's
-    gradient set at n when there is one, else the alpha-beta cost."""
+    gradient set at n when there is one, else the alpha-beta cost of its gradient bytes
+    (:func:`gradient_bytes`, from ``row`` where it counted them)."""
     if measured and n in measured:
         return measured[n], f"measured ({model} gradients)"
-    return cost.time_s(n, gradient_bytes(model)), cost.source
+    return cost.time_s(n, gradient_bytes(model, row)), cost.source
 
 
 def error(predicted: float, measured: float) -> float:
@@ -281,7 +293,10 @@ def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> l
             cost = cost_from_table(collectives, r["strategy"], _op(r), r["model"], base)
         except HarnessError:
             continue
-        seconds, source = allreduce_time(n, r["model"], *cost)
+        try:
+            seconds, source = allreduce_time(n, r["model"], *cost, row=base)
+        except HarnessError:
+            continue
         p = predict(baseline_from_row(base), n, seconds, source)
         measured = float(r["examples_per_sec"])
         out.append(

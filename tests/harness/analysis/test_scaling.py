@@ -266,3 +266,13 @@ def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
     ((ylim, xscale, labels),) = captured
     assert ylim == (0, 2 * 5551.0) and xscale == "log"
     assert labels == ["predicted", "measured (95% CI, whiskers cut)"]
+
+
+def test_gradient_bytes_come_from_the_workers_count_or_the_mnist_models_hand_list() -> None:
+    from harness.analysis.scaling import gradient_bytes
+    from harness.errors import HarnessError
+
+    assert gradient_bytes("resnet50", {"gradient_bytes": 94220328}) == 94220328
+    assert gradient_bytes("cnn", {"gradient_bytes": None}) == 4 * 34826  # a row before the count
+    with pytest.raises(HarnessError, match="resnet50's gradients is unknown"):
+        gradient_bytes("resnet50", {})
