@@ -97,7 +97,9 @@ def gradient_bytes(model: str, row: Mapping[str, Any] | None = None) -> int:
     if _known(counted):
         return int(counted)  # type: ignore[arg-type]
     if model not in GRADIENT_SHAPES:
-        raise HarnessError(f"the size of {model}'s gradients is unknown: its rows predate the count; re-run it")
+        raise HarnessError(
+            f"the size of {model}'s gradients is unknown: its rows predate the count; re-run it"
+        )
     return FLOAT32_BYTES * sum(math.prod(s) for s in GRADIENT_SHAPES[model])
 
 
