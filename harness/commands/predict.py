@@ -197,7 +197,9 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     cost, measured_ar = _cost(args, op, row)
     lines = []
     for n in counts:
-        seconds, source = scaling.allreduce_time(n, args.model, cost, measured_ar, row.to_dict())
+        seconds, source = scaling.allreduce_time(
+            n, args.model, cost, measured_ar, {str(k): v for k, v in row.items()}
+        )
         p = scaling.predict(base, n, seconds, source)
         match = config[
             (config["strategy"] == args.strategy)
