@@ -38,6 +38,17 @@ class Col:
     doc: str
 
 
+Resumes = Annotated[
+    int | None,
+    Col(
+        "",
+        "Sessions that resumed the run from its journal after it was stopped before writing its "
+        "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
+    ),
+]
+"""The ``resumes`` column, which the cells, ratios and costs tables share."""
+
+
 class CellRow(TypedDict, total=False):
     """One row of the cells table: one cell of one run."""
 
@@ -46,14 +57,7 @@ class CellRow(TypedDict, total=False):
     ]
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    resumes: Annotated[
-        int | None,
-        Col(
-            "",
-            "Sessions that resumed the run from its journal after it was stopped before writing its "
-            "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
-        ),
-    ]
+    resumes: Resumes
     ab_id: Annotated[
         str | None,
         Col(
@@ -939,14 +943,7 @@ class RatioRow(TypedDict, total=False):
     run_id: Annotated[str, Col("", "Id of the run (or ab) that measured it.")]
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    resumes: Annotated[
-        int | None,
-        Col(
-            "",
-            "Sessions that resumed the run from its journal after it was stopped before writing its "
-            "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
-        ),
-    ]
+    resumes: Resumes
     fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the reference's processes.")]
     relation: Annotated[
         str,
@@ -1040,14 +1037,7 @@ class CostRow(TypedDict):
     run_id: Annotated[str, Col("", "Id of the run.")]
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    resumes: Annotated[
-        int | None,
-        Col(
-            "",
-            "Sessions that resumed the run from its journal after it was stopped before writing its "
-            "rows (`run --resume`; 0: measured in one session; null: an `ab` or an older run).",
-        ),
-    ]
+    resumes: Resumes
     fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the run's processes.")]
     budget_s: Annotated[float, Col("s", "The run's budget (--budget-min x 60).")]
     wall_s: Annotated[float, Col("s", "The run, from its first process to its rows written.")]
