@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from harness import __version__
 from harness.analysis import ab
 from harness.contract.events import Event
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.contract.records import CellRow, Status, WindowRow
 from harness.formulas.turns import clean, instance_log_ratio
-from harness.launch.platform import git_sha
 from harness.launch.runner import (
     CellEnd,
     Launcher,
@@ -34,6 +32,7 @@ from harness.launch.runner import (
     new_run_id,
     plan,
     run_cell_processes,
+    suite_version,
 )
 from harness.launch.single import run_worker
 from harness.launch.tenants import meet_together
@@ -324,7 +323,7 @@ def run_ab(
     base: CellRow = {
         "run_id": result.ab_id,
         "ab_id": result.ab_id,
-        "suite_version": f"{__version__}+{git_sha() or 'unknown'}",
+        "suite_version": suite_version(),
     }
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
     pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)

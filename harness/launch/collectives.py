@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from harness import __version__
 from harness.contract.events import Event, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CollectiveRow, Status
-from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.runner import (
     Launcher,
@@ -29,6 +27,7 @@ from harness.launch.runner import (
     plan,
     run_cell_processes,
     run_date,
+    suite_version,
 )
 from harness.results.collectives import not_measured, topology_label, topology_rows
 from harness.results.store import RunFiles
@@ -102,7 +101,7 @@ def _write(
     base: CollectiveRow = {
         "run_id": result.run_id,
         "timestamp": stamp,
-        "suite_version": f"{__version__}+{git_sha() or 'unknown'}",
+        "suite_version": suite_version(),
     }
     known = next((f for f in facts.values() if f), None)
     for cell, why in planned:
