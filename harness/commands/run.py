@@ -289,6 +289,7 @@ def _measure_local(
     the run in words, on its first line after its id."""
     from harness.launch import forks
     from harness.launch.budget import run_in_turns
+    from harness.launch.lock import command_line
     from harness.launch.platform import machine
     from harness.launch.resume import plan_entry
     from harness.launch.runner import new_run_id, run_date, suite_version
@@ -297,7 +298,14 @@ def _measure_local(
     if resumed is None:
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         entry = plan_entry(
-            run_id, run_date(run_id), cells, pr, platform, mnist_path, machine(suite_version()), _command()
+            run_id,
+            run_date(run_id),
+            cells,
+            pr,
+            platform,
+            mnist_path,
+            machine(suite_version()),
+            command_line(),
         )
         log = journal.Journal.create(journal.path_of(out, run_id), entry)
         print(f"run {run_id}: {what}", flush=True)
@@ -325,10 +333,6 @@ def _measure_local(
                 EXIT_FAILURE,
             ) from None
     return _summary(result, pr, True)
-
-
-def _command() -> str:
-    return " ".join(["python", "-m", "harness", *sys.argv[1:]])
 
 
 def _summary(result: Any, pr: Protocol, local: bool) -> int:

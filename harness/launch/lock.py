@@ -34,6 +34,11 @@ POLL_S = 2.0
 """How often a run waiting for the lock (``--wait-lock``) tries again (s)."""
 
 
+def command_line() -> str:
+    """This process's command, as a user would type it: ``python -m harness ...``."""
+    return " ".join(["python", "-m", "harness", *sys.argv[1:]])
+
+
 def default_path() -> Path:
     """``$HARNESS_LOCK``, or ``tf-strategy-bench.lock`` in the machine's temporary folder."""
     return Path(os.environ.get(LOCK_ENV) or Path(tempfile.gettempdir()) / "tf-strategy-bench.lock")
@@ -77,7 +82,7 @@ class MachineLock:
     def __init__(self, out: Path, path: Path | None = None, command: str | None = None) -> None:
         self.path = path or default_path()
         self.out = out
-        self.command = command or " ".join(["python", "-m", "harness", *sys.argv[1:]])
+        self.command = command or command_line()
         self._fd = -1
 
     def _open(self) -> int:

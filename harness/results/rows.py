@@ -36,6 +36,7 @@ OPTIMIZER = f"SGD(learning_rate={LEARNING_RATE})"
 
 def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
     """The columns that describe the cell and how it is timed (known before it runs)."""
+    analytic = flops_per_example(cell.model)
     return {
         "cell_id": cell.id,
         "model": cell.model,
@@ -59,9 +60,9 @@ def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
         "jit_compile": False,
         "optimizer": OPTIMIZER,
         "learning_rate": LEARNING_RATE,
-        "flops_per_example": flops_per_example(cell.model),
-        "flops_source": "analytic" if flops_per_example(cell.model) is not None else None,
-        "flops_analytic": flops_per_example(cell.model),
+        "flops_per_example": analytic,
+        "flops_source": "analytic" if analytic is not None else None,
+        "flops_analytic": analytic,
         "window_target_s": protocol.window_s,
         "repeats": protocol.repeats,
         "warmup_windows": protocol.warmup_windows,
