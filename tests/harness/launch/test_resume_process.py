@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from harness.results.store import read_cells
+from tests.harness.launch.test_runner import harness
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = [
@@ -49,14 +50,7 @@ def _start(tmp_path: Path, out: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def _harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
+    return harness(*args, env={"TMPDIR": str(tmp_path)})
 
 
 def _kinds(out: Path) -> list[str]:
