@@ -107,8 +107,9 @@ def _nccl_communication_on_cpu(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
-def _mnist_for_another_shape(cell: Cell, platform: Platform) -> str | None:
-    """The real MNIST file feeds only the models that take 28x28x1 images of 10 classes."""
+def _mnist_mismatch(cell: Cell, platform: Platform) -> str | None:
+    """The real MNIST file feeds only the models that take 28x28x1 images of 10 classes, trained
+    on its class ids."""
     info = MODELS.get(cell.model)  # a user's model: its worker finds out
     if cell.data == "mnist" and info is not None and not info.mnist_shaped:
         return (
@@ -120,7 +121,7 @@ def _mnist_for_another_shape(cell: Cell, platform: Platform) -> str | None:
 
 
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
-    _mnist_for_another_shape,
+    _mnist_mismatch,
     _too_many_devices,
     _too_many_gpus_for_local_workers,
     _nccl_on_cpu,
