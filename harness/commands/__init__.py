@@ -21,6 +21,7 @@ from harness.commands import (
     doctor,
     ingest,
     listing,
+    nightly,
     predict,
     report,
     run,
@@ -30,7 +31,20 @@ from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
 COMMANDS: dict[str, ModuleType] = {
     m.NAME: m
-    for m in (run, listing, verify, report, compare, ab, compare_hardware, predict, ingest, doctor, check)
+    for m in (
+        run,
+        listing,
+        verify,
+        report,
+        compare,
+        ab,
+        nightly,
+        compare_hardware,
+        predict,
+        ingest,
+        doctor,
+        check,
+    )
 }
 """Command name -> its module, in the order ``--help`` lists them."""
 

@@ -104,7 +104,7 @@ def _python(flag: str, path: str | None) -> str | None:
     return path
 
 
-def _env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
+def parse_env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
     out = []
     for item in items:
         key, sep, value = item.partition("=")
@@ -117,8 +117,8 @@ def _env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
 def _sides(args: argparse.Namespace) -> tuple[Any, Any]:
     from harness.launch.ab import Side
 
-    a = Side("A", _python("--a", args.a), _env("--a-env", args.a_env))
-    b = Side("B", _python("--b", args.b), _env("--b-env", args.b_env))
+    a = Side("A", _python("--a", args.a), parse_env("--a-env", args.a_env))
+    b = Side("B", _python("--b", args.b), parse_env("--b-env", args.b_env))
     return a, b
 
 

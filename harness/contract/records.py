@@ -1074,3 +1074,88 @@ class CostRow(TypedDict):
             "fixed cost of one measured process.",
         ),
     ]
+
+
+class NightlyRow(TypedDict, total=False):
+    """One row of the nightly table: one cell's night of ``nightly`` (a point of its series), with
+    what both decisions said that night (harness.analysis.nightly). A series is the rows with equal
+    ``series``: the same cell, machine and reference software (the reference's fingerprint), suite
+    version and reference pin."""
+
+    night_id: Annotated[
+        str, Col("", "Id of the night (its pair rows are under nightly/cells, run_id = night_id).")
+    ]
+    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the night ended.")]
+    label: Annotated[
+        str, Col("", "The night's --label: a commit, a date or a wheel version (default: the date).")
+    ]
+    cell_id: Annotated[str, Col("", "The cell, as in the cells table.")]
+    series: Annotated[
+        str | None,
+        Col("", "16-hex hash of cell_id, fingerprint, suite_version and reference_pin: the series key."),
+    ]
+    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    fingerprint: Annotated[
+        str | None, Col("", "Hardware/software fingerprint of the reference's processes (as in cells).")
+    ]
+    host_cpu: Annotated[str | None, Col("", "The machine's CPU model.")]
+    device_name: Annotated[str | None, Col("", "The device the cell ran on (the GPU's name, or the CPU's).")]
+    candidate: Annotated[str, Col("", "--candidate as given: a requirement spec or an interpreter path.")]
+    reference: Annotated[str, Col("", "--reference as given.")]
+    candidate_versions: Annotated[
+        str | None, Col("", "What the candidate resolved to: TensorFlow and Keras versions.")
+    ]
+    reference_versions: Annotated[str | None, Col("", "What the reference resolved to.")]
+    reference_pin: Annotated[
+        str | None,
+        Col(
+            "",
+            "12-hex sha256 of the reference environment's `pip freeze` (its lock file, "
+            "nightly/reference-<hash>.txt), or of the interpreter's when --reference is a path.",
+        ),
+    ]
+    status: Annotated[Status, Col("", "ok, or failed (reason says which side, which pair and why).")]
+    reason: Annotated[str | None, Col("", "Why the cell has no point tonight.")]
+    pairs: Annotated[
+        int, Col("pairs", "Pairs of live candidate and reference processes (in turns) behind it.")
+    ]
+    ratio: Annotated[
+        float | None,
+        Col(
+            "1", "Candidate / reference throughput (examples/s): exp(mean over pairs of the pair log ratio)."
+        ),
+    ]
+    ratio_ci_low: Annotated[
+        float | None, Col("1", "Lower end of the 95% CI of ratio (Student t over pairs).")
+    ]
+    ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    log_ratio_se: Annotated[float | None, Col("1", "Standard error of the mean pair log ratio.")]
+    change: Annotated[
+        float | None,
+        Col(
+            "1", "Rule (a): tonight's ratio over its baseline's level (the reference's, 1, with no baseline)."
+        ),
+    ]
+    change_ci_low: Annotated[float | None, Col("1", "Lower end of rule (a)'s 95% CI of change.")]
+    change_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    verdict: Annotated[
+        str | None,
+        Col("", "Rule (a): regression, improvement (the CI beyond min_effect), no change, or undecided."),
+    ]
+    baseline: Annotated[
+        str | None, Col("", "Labels of rule (a)'s baseline nights, comma-separated (empty: the reference).")
+    ]
+    change_point: Annotated[
+        str | None,
+        Col("", "Rule (b), when it found one tonight: the label of the first night after the change."),
+    ]
+    change_point_shift: Annotated[float | None, Col("1", "Rule (b): the level after the change over before.")]
+    change_point_p: Annotated[float | None, Col("1", "Rule (b): the permutation p-value.")]
+    change_point_new: Annotated[
+        bool | None, Col("", "Rule (b): a new alarm (False: rule (a) had flagged it on a night since).")
+    ]
+    alarm: Annotated[
+        str | None, Col("", "The new alarms tonight (regression, improvement), comma-separated.")
+    ]
+    min_effect: Annotated[float, Col("1", "Rule (a)'s F (--min-effect).")]
+    budget_min: Annotated[float | None, Col("min", "The night's --budget-min.")]

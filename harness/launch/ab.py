@@ -132,6 +132,8 @@ class CellOutcome:
     decision: ab.Decision = ab.Decision(float("nan"), float("nan"), float("nan"), 0, ab.UNDECIDED)
     failure: str = ""
     software: dict[str, str] = field(default_factory=dict)
+    a_facts: dict[str, str | None] = field(default_factory=dict)
+    """Side A's fingerprint, host_cpu and device_name (from its last ok pair)."""
 
 
 @dataclass
@@ -156,7 +158,7 @@ def _pinned(folder: str, index: int, cpus: tuple[int, ...]) -> Launcher:
     return lambda cell, options, name: run_worker(cell, options, name, launch)
 
 
-class _Pairs:
+class Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
     def __init__(
@@ -259,6 +261,29 @@ class _Pairs:
             return self._duet(cell, pair, order, mode)
         return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None) for s in order}
 
+    def add_pair(self, outcome: CellOutcome, pair: int, order: str) -> bool:
+        """One more pair of ``outcome.cell`` in ``order``: its ratio B/A appended to
+        ``outcome.ratios`` (none when every block was disturbed); False when the cell failed (the
+        reason in ``outcome.failure``)."""
+        rows = self.pair(outcome.cell, pair, order, MODES[outcome.mode])
+        bad = next((r for r in rows.values() if r.get("status") != Status.OK), None)
+        if bad is not None:
+            outcome.failure = f"side {bad['ab_side']}, pair {pair}: {bad['status']}: {bad.get('reason')}"
+            return False
+        differs = _hardware_differs(rows["A"], rows["B"])
+        if differs:
+            outcome.failure = f"the sides ran on different hardware ({differs})"
+            return False
+        outcome.software = {
+            s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}" for s, r in rows.items()
+        }
+        outcome.a_facts = {k: _text(rows["A"].get(k)) for k in ("fingerprint", "host_cpu", "device_name")}
+        turns = outcome.mode == "turns"
+        ratio = self.turn_ratio if turns else _figure(rows["B"]) / _figure(rows["A"])
+        if math.isfinite(ratio):  # else every block was disturbed: the pair says nothing
+            outcome.ratios.append(ratio)
+        return True
+
     def cell(
         self,
         outcome: CellOutcome,
@@ -268,30 +293,20 @@ class _Pairs:
     ) -> None:
         """Pairs of ``outcome.cell`` until decided, failed or out of ``orders``; ``outcome`` holds
         every finished pair at each moment (a Ctrl-C keeps them)."""
-        cell = outcome.cell
-        mode = MODES[outcome.mode]
         for pair, order in enumerate(orders):
-            rows = self.pair(cell, pair, order, mode)
-            bad = next((r for r in rows.values() if r.get("status") != Status.OK), None)
-            if bad is not None:
-                outcome.failure = f"side {bad['ab_side']}, pair {pair}: {bad['status']}: {bad.get('reason')}"
+            before = len(outcome.ratios)
+            if not self.add_pair(outcome, pair, order):
                 break
-            differs = _hardware_differs(rows["A"], rows["B"])
-            if differs:
-                outcome.failure = f"the sides ran on different hardware ({differs})"
-                break
-            outcome.software = {
-                s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}"
-                for s, r in rows.items()
-            }
-            ratio = self.turn_ratio if mode.name == "turns" else _figure(rows["B"]) / _figure(rows["A"])
-            if not math.isfinite(ratio):  # every block disturbed: the pair says nothing
+            if len(outcome.ratios) == before:
                 continue
-            outcome.ratios.append(ratio)
             outcome.decision = ab.decide(outcome.ratios, rule)
             report(outcome, order)
             if outcome.decision.verdict != ab.UNDECIDED:
                 break
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _figure(row: CellRow) -> float:
@@ -326,7 +341,7 @@ def run_ab(
         "suite_version": suite_version(),
     }
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
-    pairs = _Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)
+    pairs = Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)
     runnable = [c for c, why in plan(cells, platform) if why is None]
     try:
         for index, cell in enumerate(runnable):

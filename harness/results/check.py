@@ -13,6 +13,7 @@ from harness.errors import HarnessError
 from harness.results import journal
 from harness.results.store import (
     AB_FOLDER,
+    NIGHTLY_FOLDER,
     READ_ERRORS,
     TABLES,
     damage_text,
@@ -46,7 +47,7 @@ class Scan:
 
 def _tables(root: Path) -> tuple[list[Finding], int]:
     findings, files = [], 0
-    for base in (root, root / AB_FOLDER):
+    for base in (root, root / AB_FOLDER, root / NIGHTLY_FOLDER):
         for table, schema in TABLES.items():
             for path in table_files(base / table):
                 files += 1

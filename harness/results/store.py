@@ -18,6 +18,10 @@ Layout (append-only; nightly runs accumulate side by side)::
                                                           goes (:mod:`harness.results.journal`)
     results/ab/cells/...  results/ab/windows/...          ``ab``'s rows, the same tables, kept apart
                                                           from the run history ``compare`` judges
+    results/nightly/cells/...  results/nightly/windows/...  ``nightly``'s pair rows, kept apart too
+    results/nightly/points/<YYYY-MM-DD>/<night_id>/00000.parquet  one row per cell and night: the
+                                                          nightly series (``nightly``, its dashboard)
+    results/nightly/reference-<pin>.txt                   the reference's ``pip freeze`` (its pin)
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
 interrupted run never sees half a file. Every file carries the full schema below, so
@@ -42,7 +46,15 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from harness.contract.records import CellRow, CollectiveRow, CostRow, RatioRow, Status, WindowRow
+from harness.contract.records import (
+    CellRow,
+    CollectiveRow,
+    CostRow,
+    NightlyRow,
+    RatioRow,
+    Status,
+    WindowRow,
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,8 @@ def columns_of(record: type) -> tuple[Column, ...]:
 
 
 AB_FOLDER = "ab"
+NIGHTLY_FOLDER = "nightly"
+"""``nightly``'s folder: its pair rows (the same tables as a run's) and its ``points`` table."""
 """``ab``'s tables live under ``<results>/ab``: its pairs are not runs of the history."""
 
 CELL_COLUMNS = columns_of(CellRow)
@@ -91,6 +105,7 @@ WINDOW_COLUMNS = columns_of(WindowRow)
 COLLECTIVE_COLUMNS = columns_of(CollectiveRow)
 RATIO_COLUMNS = columns_of(RatioRow)
 COST_COLUMNS = columns_of(CostRow)
+NIGHTLY_COLUMNS = columns_of(NightlyRow)
 
 
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
@@ -106,6 +121,8 @@ COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
 RATIO_SCHEMA = arrow_schema(RATIO_COLUMNS)
 
 COST_SCHEMA = arrow_schema(COST_COLUMNS)
+
+NIGHTLY_SCHEMA = arrow_schema(NIGHTLY_COLUMNS)
 
 
 def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
@@ -179,6 +196,14 @@ class RunFiles:
         """The run's cost row, as one costs file."""
         path = self.folder("costs") / "00000.parquet"
         write_atomic(_table([row], COST_SCHEMA), path)
+        return path
+
+    def write_points(self, rows: Sequence[NightlyRow]) -> Path | None:
+        """A night's points (one per cell), as one file of the ``points`` table (none: nothing)."""
+        if not rows:
+            return None
+        path = self.folder("points") / "00000.parquet"
+        write_atomic(_table(rows, NIGHTLY_SCHEMA), path)
         return path
 
     def write_row(self, seq: int, row: CellRow) -> Path:
@@ -275,14 +300,20 @@ def read_costs(results: str | Path) -> pd.DataFrame:
     return _read(Path(results) / "costs", COST_SCHEMA)
 
 
+def read_nightly(results: str | Path) -> pd.DataFrame:
+    """Every nightly point under ``results/nightly/points`` as a pandas DataFrame."""
+    return _read(Path(results) / NIGHTLY_FOLDER / "points", NIGHTLY_SCHEMA)
+
+
 TABLES = {
     "cells": CELL_SCHEMA,
     "windows": WINDOW_SCHEMA,
     "collectives": COLLECTIVE_SCHEMA,
     "ratios": RATIO_SCHEMA,
     "costs": COST_SCHEMA,
+    "points": NIGHTLY_SCHEMA,
 }
-"""Every table of a results folder (also under ``ab/``), by folder name."""
+"""Every table of a results folder (also under ``ab/`` and ``nightly/``), by folder name."""
 
 
 def schema_markdown() -> str:
@@ -294,6 +325,7 @@ def schema_markdown() -> str:
         ("collectives", COLLECTIVE_COLUMNS),
         ("ratios", RATIO_COLUMNS),
         ("costs", COST_COLUMNS),
+        ("nightly/points", NIGHTLY_COLUMNS),
     ):
         out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)

@@ -341,9 +341,21 @@ MODELS = make_sweep(
     steps_per_execution=(2,),
 )
 
+NIGHTLY = make_sweep(
+    "nightly",
+    "what `nightly` tracks (budget 10 min, its pairs shared in rounds): both models under default "
+    "and mirrored on 2 replicas, batch 64 per replica, steps_per_execution 10",
+    Protocol(budget_min=10.0, peak=False, breakdown=False),
+    model=("cnn", "dense"),
+    strategy=("default", "mirrored"),
+    replicas=(2,),
+    batch=(64,),
+    steps_per_execution=(10,),
+)
+
 SWEEPS: dict[str, Sweep] = {
     s.name: s
-    for s in (SMOKE, DEFAULT, MODELS, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, collectives_sweep())
+    for s in (SMOKE, DEFAULT, MODELS, NIGHTLY, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, collectives_sweep())
 }
 
 

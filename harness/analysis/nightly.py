@@ -1,0 +1,277 @@
+"""Nightly tracking's two decisions per cell and night (``python -m harness nightly``). Pure.
+
+Each night measures, per cell, pairs of live candidate and reference processes taking turns (as
+``ab --mode turns`` does); a pair's figure is its candidate/reference log ratio. The night's point
+is the mean log ratio over its pairs and its standard error (a :class:`Night`). A cell's series is
+its nights on one machine fingerprint, suite version and reference pin, oldest first.
+
+**Rule (a), tonight** (:func:`tonight`). d = tonight's mean log ratio minus the level of its
+baseline: the mean of up to ``baseline_nights`` earlier nights since the last alarm or change point
+(none on a series' first night or after an alarm's night is the only one: then the level is the
+reference itself, log ratio 0). Its standard error combines tonight's, the baseline mean's, and the
+scatter of nights beyond their own errors (estimated from three baseline nights on). The Student-t
+CI of d (tonight's pairs - 1 degrees of freedom), exponentiated, decides like ``ab``'s rule:
+wholly below 1 - F a ``regression``, wholly above 1 + F an ``improvement``, wholly inside
+[1 - F, 1 + F] ``no change``, else ``undecided``. An alarm's night starts the next baseline, so a
+step is reported once, on the night it lands.
+
+**Rule (b), change point** (:func:`change_point`), for drifts too small for one night: over the
+nights since the last change point (the newest ``window``), the split with the largest two-sample
+t statistic (at least ``min_side`` nights a side); its p-value is a permutation test of the max
+statistic over all splits (``permutations`` shuffles of the nights, seeded by the series length so
+a replay decides the same). Under no change the nights are exchangeable, so a night raises a false
+change point with probability at most ``alpha`` per cell, whatever the noise's shape. A change
+point is reported when p <= alpha and the levels differ by at least ``min_shift``; the series then
+restarts at it. One that rule (a) already flagged (an alarm in its direction on a night since it)
+is reported as confirmed, not as a new alarm. The permutation test stands in for E-divisive's
+(Matteson and James 2014) without a dependency: both test the best split by permutation; the
+statistic here is the t of the means, which is what a throughput level shift moves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.formulas.stats import t_quantile
+
+REGRESSION, IMPROVEMENT, NO_CHANGE, UNDECIDED = "regression", "improvement", "no change", "undecided"
+FAILED = "failed"
+
+EXIT_CODES = {"no regression": 0, "regression": 1, "error": 2, "undecided": 3}
+"""``nightly``'s exit codes, by the night's overall verdict (:func:`overall`)."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The decisions' settings: ``min_effect`` F of rule (a) (relative), its CI ``confidence``;
+    rule (b)'s false-alarm rate ``alpha`` per cell and night, smallest level change ``min_shift``
+    (relative), fewest nights a side ``min_side``, newest ``window`` nights tested,
+    ``permutations``; the baseline's most nights."""
+
+    min_effect: float = 0.02
+    confidence: float = 0.95
+    alpha: float = 0.002
+    min_shift: float = 0.01
+    min_side: int = 3
+    window: int = 60
+    permutations: int = 4999
+    baseline_nights: int = 7
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_effect < 1:
+            raise ValueError(f"min_effect={self.min_effect}; expected a fraction in (0, 1), e.g. 0.02")
+        if not 0 < self.alpha < 0.5:
+            raise ValueError(f"alpha={self.alpha}; expected a probability in (0, 0.5), e.g. 0.002")
+        if self.permutations * self.alpha < 5:
+            raise ValueError(
+                f"permutations={self.permutations} cannot resolve alpha={self.alpha}; expected at "
+                f"least {math.ceil(5 / self.alpha)}"
+            )
+        if not 0 <= self.min_shift < 1:
+            raise ValueError(f"min_shift={self.min_shift}; expected a fraction in [0, 1), e.g. 0.01")
+        if self.min_side < 2 or self.window < 2 * self.min_side or self.baseline_nights < 1:
+            raise ValueError(
+                f"min_side={self.min_side}, window={self.window}, baseline_nights="
+                f"{self.baseline_nights}; expected min_side >= 2, window >= 2 x min_side, "
+                "baseline_nights >= 1"
+            )
+
+
+@dataclass(frozen=True)
+class Night:
+    """One cell's night: ``label`` (a commit, a date, a version), the mean over ``pairs`` of the
+    pair log ratios candidate/reference, and its standard error (nan with fewer than 2 pairs)."""
+
+    label: str
+    log_ratio: float
+    se: float
+    pairs: int
+
+    @property
+    def ratio(self) -> float:
+        """Tonight's candidate/reference throughput ratio (geometric mean over pairs)."""
+        return math.exp(self.log_ratio)
+
+
+def night_of(label: str, ratios: Sequence[float]) -> Night:
+    """A night from its pairs' candidate/reference ratios."""
+    logs = np.log(np.asarray(ratios, dtype=float))
+    n = int(logs.size)
+    if n == 0:
+        return Night(label, math.nan, math.nan, 0)
+    se = float(np.std(logs, ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    return Night(label, float(np.mean(logs)), se, n)
+
+
+@dataclass(frozen=True)
+class Change:
+    """Rule (a) on one night: tonight over its baseline's level, the CI, the verdict, and the
+    labels of the baseline nights (empty: against the reference itself)."""
+
+    ratio: float
+    low: float
+    high: float
+    verdict: str
+    baseline: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """Rule (b)'s finding: the level changes before night ``label`` (``index`` in the series),
+    by ``shift`` (after / before), with permutation p-value ``p``; ``new`` unless rule (a) had
+    already raised this alarm on a night since."""
+
+    index: int
+    label: str
+    shift: float
+    p: float
+    new: bool = True
+
+    @property
+    def direction(self) -> str:
+        return REGRESSION if self.shift < 1 else IMPROVEMENT
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One cell's night judged: rule (a)'s change and rule (b)'s change point (None: none found
+    tonight)."""
+
+    night: Night
+    change: Change
+    change_point: ChangePoint | None = None
+
+    @property
+    def alarms(self) -> tuple[str, ...]:
+        """The new alarms tonight: rule (a)'s regression or improvement, and a new change point's."""
+        out = [self.change.verdict] if self.change.verdict in (REGRESSION, IMPROVEMENT) else []
+        cp = self.change_point
+        if cp is not None and cp.new and cp.direction not in out:
+            out.append(cp.direction)
+        return tuple(out)
+
+
+def _interval_verdict(low: float, high: float, min_effect: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return UNDECIDED
+    if high < 1 - min_effect:
+        return REGRESSION
+    if low > 1 + min_effect:
+        return IMPROVEMENT
+    if low >= 1 - min_effect and high <= 1 + min_effect:
+        return NO_CHANGE
+    return UNDECIDED
+
+
+def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
+    """Rule (a) of the module doc: ``night`` against the level of ``baseline`` (empty: the
+    reference, log ratio 0)."""
+    labels = tuple(b.label for b in baseline)
+    if night.pairs < 2 or not math.isfinite(night.se):
+        return Change(night.ratio, math.nan, math.nan, UNDECIDED, labels)
+    level, var_level, scatter = 0.0, 0.0, 0.0
+    if baseline:
+        means = np.array([b.log_ratio for b in baseline])
+        within = float(np.mean([b.se**2 for b in baseline]))
+        if means.size >= 3:  # how much more the nights scatter than their own errors say
+            scatter = max(0.0, float(np.var(means, ddof=1)) - within)
+        level = float(np.mean(means))
+        var_level = (within + scatter) / means.size
+    d = night.log_ratio - level
+    half = t_quantile(night.pairs - 1, rules.confidence) * math.sqrt(night.se**2 + scatter + var_level)
+    low, high = math.exp(d - half), math.exp(d + half)
+    return Change(math.exp(d), low, high, _interval_verdict(low, high, rules.min_effect), labels)
+
+
+def _max_split_t(x: np.ndarray, min_side: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``x`` (shuffles x nights): the largest |t| over splits with at least
+    ``min_side`` nights a side, and the split (nights before it) that gives it."""
+    n = x.shape[1]
+    splits = np.arange(min_side, n - min_side + 1)
+    cs, cs2 = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
+    s1, q1 = cs[:, splits - 1], cs2[:, splits - 1]
+    n1, n2 = splits.astype(float), (n - splits).astype(float)
+    m1, m2 = s1 / n1, (cs[:, -1:] - s1) / n2
+    ss = (q1 - n1 * m1**2) + (cs2[:, -1:] - q1 - n2 * m2**2)
+    sd = np.sqrt(np.maximum(ss, 0.0) / (n - 2))
+    t = np.abs(m2 - m1) / np.maximum(sd * np.sqrt(1 / n1 + 1 / n2), 1e-12)
+    best = np.argmax(t, axis=1)
+    return t[np.arange(x.shape[0]), best], splits[best]
+
+
+BATCH = 250
+"""Shuffles per batch of the permutation test."""
+
+
+def _permutation_p(x: np.ndarray, observed: float, rules: Rules) -> float:
+    """The permutation p-value of ``observed`` (max split |t|), in batches that stop once the count
+    of shuffles at or above it already puts p above ``alpha`` (Besag and Clifford 1991): the
+    decision is the full test's; p is then estimated from the shuffles drawn."""
+    rng = np.random.default_rng(x.size)
+    above = drawn = 0
+    limit = rules.alpha * (1 + rules.permutations) - 1  # more shuffles above than this: p > alpha
+    while drawn < rules.permutations:
+        k = min(BATCH, rules.permutations - drawn)
+        null, _ = _max_split_t(rng.permuted(np.broadcast_to(x, (k, x.size)), axis=1), rules.min_side)
+        above += int(np.sum(null >= observed - 1e-12))
+        drawn += k
+        if above > limit:
+            break
+    return (1 + above) / (1 + drawn)
+
+
+def change_point(log_ratios: Sequence[float], rules: Rules) -> tuple[int, float, float] | None:
+    """Rule (b) of the module doc on a segment's nightly log ratios: (the first night after the
+    change, the shift after / before, the p-value), or None when the segment is too short, the
+    test finds nothing at ``alpha`` or the shift is below ``min_shift``."""
+    x = np.asarray(log_ratios, dtype=float)[-rules.window :]
+    offset = len(log_ratios) - x.size
+    if x.size < 2 * rules.min_side:
+        return None
+    observed, split = _max_split_t(x[None, :], rules.min_side)
+    p = _permutation_p(x, float(observed[0]), rules)
+    at = int(split[0])
+    shift = math.exp(float(np.mean(x[at:]) - np.mean(x[:at])))
+    if p > rules.alpha or abs(math.log(shift)) < math.log1p(rules.min_shift):
+        return None
+    return offset + at, shift, p
+
+
+def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
+    """Both rules on every night of a series, oldest first, as each night would have been judged
+    (only the nights before it known); the last element is tonight's."""
+    verdicts: list[Verdict] = []
+    start_a = start_b = 0  # where rule (a)'s baseline and rule (b)'s segment begin
+    for i, night in enumerate(series):
+        baseline = series[max(start_a, i - rules.baseline_nights) : i]
+        change = tonight(baseline, night, rules)
+        if change.verdict in (REGRESSION, IMPROVEMENT):
+            start_a = i
+        found = change_point([n.log_ratio for n in series[start_b : i + 1]], rules)
+        cp = None
+        if found is not None:
+            index, shift, p = found
+            index += start_b
+            direction = REGRESSION if shift < 1 else IMPROVEMENT
+            seen = any(v.change.verdict == direction for v in verdicts[index:]) or change.verdict == direction
+            cp = ChangePoint(index, series[index].label, shift, p, new=not seen)
+            start_b = index
+            start_a = max(start_a, index)
+        verdicts.append(Verdict(night, change, cp))
+    return verdicts
+
+
+def overall(verdicts: Sequence[Verdict], failed: int = 0) -> str:
+    """The night's verdict over cells: error (a cell failed), else regression (a new regression
+    alarm), else undecided (a cell undecided by rule (a)), else no regression."""
+    if failed:
+        return "error"
+    if any(REGRESSION in v.alarms for v in verdicts):
+        return "regression"
+    if not verdicts or any(v.change.verdict == UNDECIDED for v in verdicts):
+        return "undecided"
+    return "no regression"

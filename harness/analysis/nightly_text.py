@@ -1,0 +1,134 @@
+"""``nightly``'s words: the table it prints and the markdown summary for a CI comment, which leads
+with what changed tonight. Reads the night's points (:class:`harness.contract.records.NightlyRow`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from harness.analysis.nightly import Rules
+from harness.contract.records import NightlyRow, Status
+
+HEADER: tuple[str, ...] = (
+    "cell",
+    "cand/ref",
+    "95% CI",
+    "pairs",
+    "vs baseline",
+    "95% CI",
+    "verdict",
+    "change point",
+)
+
+
+def _num(value: object, fmt: str = ".3f") -> str:
+    return "-" if not isinstance(value, float) or not math.isfinite(value) else format(value, fmt)
+
+
+def _ci(low: object, high: object) -> str:
+    return "-" if not isinstance(low, float) or not isinstance(high, float) else f"{low:.3f}..{high:.3f}"
+
+
+def _change_point(row: Mapping[str, object]) -> str:
+    at = row.get("change_point")
+    if not at:
+        return "-"
+    state = "new" if row.get("change_point_new") else "confirms rule (a)"
+    return f"x{_num(row.get('change_point_shift'))} from {at} (p {_num(row.get('change_point_p'), '.4f')}, {state})"
+
+
+def table(rows: Sequence[NightlyRow]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(header, one line per cell) for the terminal."""
+    lines: list[tuple[str, ...]] = []
+    for r in rows:
+        if r.get("status") != Status.OK:
+            lines.append(
+                (r["cell_id"], "-", "-", str(r.get("pairs", 0)), "-", "-", "failed", str(r.get("reason")))
+            )
+            continue
+        lines.append(
+            (
+                r["cell_id"],
+                _num(r.get("ratio")),
+                _ci(r.get("ratio_ci_low"), r.get("ratio_ci_high")),
+                str(r.get("pairs")),
+                _num(r.get("change")),
+                _ci(r.get("change_ci_low"), r.get("change_ci_high")),
+                str(r.get("verdict")) + (" (vs the reference)" if not r.get("baseline") else ""),
+                _change_point(r),
+            )
+        )
+    return HEADER, lines
+
+
+def changes(rows: Sequence[NightlyRow]) -> list[str]:
+    """What changed tonight, one sentence per alarm or change point, regressions first."""
+    out: list[tuple[int, str]] = []
+    for r in rows:
+        cell = r["cell_id"]
+        if r.get("status") != Status.OK:
+            out.append((0, f"**{cell}** has no point tonight: {r.get('reason')}"))
+            continue
+        verdict = r.get("verdict")
+        if verdict in ("regression", "improvement"):
+            against = f"its baseline ({r.get('baseline')})" if r.get("baseline") else "the reference"
+            out.append(
+                (
+                    0 if verdict == "regression" else 2,
+                    (
+                        f"**{verdict}** on {cell}: {_num(r.get('change'))} x {against}, 95% CI "
+                        f"{_ci(r.get('change_ci_low'), r.get('change_ci_high'))}; candidate/reference "
+                        f"{_num(r.get('ratio'))}"
+                    ),
+                )
+            )
+        if r.get("change_point"):
+            shift = r.get("change_point_shift")
+            kind = "regression" if isinstance(shift, float) and shift < 1 else "improvement"
+            state = "a new alarm" if r.get("change_point_new") else "confirming rule (a)'s alarm"
+            out.append(
+                (
+                    1 if kind == "regression" else 3,
+                    (
+                        f"**change point ({kind})** on {cell}: the level moved x{_num(shift)} from night "
+                        f"{r.get('change_point')} on (permutation p {_num(r.get('change_point_p'), '.4f')}; "
+                        f"{state})"
+                    ),
+                )
+            )
+    return [text for _, text in sorted(out, key=lambda x: x[0])]
+
+
+def markdown(
+    rows: Sequence[NightlyRow], verdict: str, rules: Rules, machine: str, dashboard: str | None = None
+) -> str:
+    """The night as markdown for a CI comment: the verdict, what changed, the table, the builds."""
+    first = rows[0] if rows else {}
+    label = first.get("label", "?")
+    lines = [f"## nightly {label}: {verdict}", ""]
+    changed = changes(rows)
+    lines += [f"- {c}" for c in changed] or [
+        (
+            f"Nothing changed tonight: no cell's ratio moved beyond {rules.min_effect:.0%} "
+            "and no change point was found."
+        )
+    ]
+    header, body = table(rows)
+    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in line) + " |" for line in body]
+    lines += [
+        "",
+        (
+            f"Candidate: `{first.get('candidate')}` ({first.get('candidate_versions')}). Reference: "
+            f"`{first.get('reference')}` ({first.get('reference_versions')}, pin {first.get('reference_pin')})."
+        ),
+        f"Machine: {machine}. Suite {first.get('suite_version')}; budget {first.get('budget_min')} min.",
+        (
+            f"Rule (a): tonight's CI against its baseline beyond {rules.min_effect:.0%}. Rule (b): "
+            f"change points at false-alarm rate {rules.alpha} per cell and night, shifts of "
+            f"{rules.min_shift:.0%} or more, at least {rules.min_side} nights a side."
+        ),
+    ]
+    if dashboard:
+        lines.append(f"Dashboard: {dashboard}")
+    return "\n".join(lines) + "\n"

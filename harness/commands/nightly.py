@@ -1,0 +1,244 @@
+"""``python -m harness nightly``: tonight's candidate build against a pinned reference build, in
+turns, one point per cell appended to its series, both decisions of
+:mod:`harness.analysis.nightly`, a markdown summary and the dashboard.
+
+Exit codes: 0 no regression, 1 regression (a new alarm: rule (a) or a change point), 2 error (bad
+input, an environment that cannot be installed, a cell that failed), 3 undecided (a cell's CI
+straddles the minimum effect).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.commands.paths import check_writable_file
+from harness.commands.selection import Selection, add_dry_run, add_selection_args, dry_run_text, select
+from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
+
+if TYPE_CHECKING:
+    from harness.analysis.nightly import Rules
+
+NAME = "nightly"
+DEFAULT_ENVS = ".nightly-envs"
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        NAME,
+        help="track a candidate build against a pinned reference, night after night: exit 0 no "
+        "regression, 1 regression, 2 error, 3 undecided",
+    )
+    p.add_argument(
+        "--candidate",
+        required=True,
+        metavar="SPEC|PYTHON",
+        help="the build under test: a requirement spec (installed, upgraded, into its own venv "
+        "under --envs each night, e.g. tf-nightly-cpu or 'tensorflow-cpu==2.21.*') or the path of "
+        "an interpreter with TensorFlow",
+    )
+    p.add_argument(
+        "--reference",
+        required=True,
+        metavar="SPEC|PYTHON",
+        help="the pinned build: a spec, resolved once and pinned by its pip freeze (OUT/nightly/"
+        "reference-<pin>.txt; later nights install that lock), or an interpreter",
+    )
+    for role in ("candidate", "reference"):
+        p.add_argument(
+            f"--{role}-env",
+            action="append",
+            default=[],
+            metavar="K=V",
+            help=f"an environment variable for the {role}'s workers (repeatable; part of the night's record)",
+        )
+    p.add_argument(
+        "--label",
+        default=None,
+        help="the night's label on the series: a commit, a date, a wheel version. Default: today's date (UTC)",
+    )
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.02,
+        help="rule (a): tonight's change is an alarm when its 95%% CI lies beyond 1 +- F. Default: 0.02",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.002,
+        help="rule (b): change points' false-alarm rate per cell and night. Default: 0.002",
+    )
+    p.add_argument(
+        "--min-pairs", type=int, default=5, help="fewest usable pairs per cell, budget or not. Default: 5"
+    )
+    p.add_argument("--max-pairs", type=int, default=200, help="most pairs per cell. Default: 200")
+    add_selection_args(p)
+    p.add_argument(
+        "--envs",
+        default=DEFAULT_ENVS,
+        metavar="DIR",
+        help=f"where the sides' venvs are built and reused. Default: {DEFAULT_ENVS}",
+    )
+    p.add_argument(
+        "--markdown", default=None, metavar="FILE", help="also write the summary as markdown for a CI comment"
+    )
+    p.add_argument(
+        "--out",
+        default="results",
+        help="results folder; nightly's rows and points go under OUT/nightly, the dashboard to "
+        "OUT/nightly/index.html. Default: results",
+    )
+    p.add_argument(
+        "--wait-lock",
+        action="store_true",
+        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
+    )
+    add_dry_run(p, "the cells, the budget and how each side's environment would be made")
+    return p
+
+
+def _rules(args: argparse.Namespace) -> Rules:
+    from harness.analysis.nightly import Rules
+
+    try:
+        return Rules(min_effect=args.min_effect, alpha=args.alpha)
+    except ValueError as e:
+        raise HarnessError(f"Received --min-effect/--alpha: {e}.") from None
+
+
+def _label(args: argparse.Namespace) -> str:
+    label = args.label if args.label is not None else dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    if not label.strip() or "," in label:
+        raise HarnessError(f"Received --label={label!r}; expected a non-empty label without commas.")
+    return label.strip()
+
+
+def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
+    """Every check before the first install or process (HarnessError on bad input)."""
+    from harness.commands.ab import parse_env
+    from harness.launch.envs import check_side
+
+    check_side("--candidate", args.candidate)
+    check_side("--reference", args.reference)
+    parse_env("--candidate-env", args.candidate_env)
+    parse_env("--reference-env", args.reference_env)
+    if not 2 <= args.min_pairs <= args.max_pairs:
+        raise HarnessError(
+            f"Received --min-pairs={args.min_pairs}, --max-pairs={args.max_pairs}; expected "
+            "2 <= min-pairs <= max-pairs."
+        )
+    rules, label = _rules(args), _label(args)
+    if args.markdown:
+        check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
+    if args.sweep is None:  # axes given alone narrow the nightly sweep (e.g. --model my.py:build)
+        args.sweep = "nightly"
+    return select(args), rules, label
+
+
+def _side_plan(role: str, value: str, envs: str) -> str:
+    from harness.launch.envs import env_folder, is_interpreter
+
+    if is_interpreter(value):
+        return f"{role}: the interpreter {value}"
+    pinned = " (pinned by its lock file once resolved)" if role == "reference" else " (upgraded each night)"
+    return f"{role}: {value!r} installed into {env_folder(Path(envs), role, value)}{pinned}"
+
+
+def run(args: argparse.Namespace) -> int:
+    sel, rules, label = plan(args)
+    budget_min = sel.protocol.budget_min
+    head = (
+        f"nightly {label}: {len(sel.cells)} cells of sweep {sel.sweep.name!r}, budget {budget_min:g} min, "
+        f"pairs in turns (at least {args.min_pairs} per cell); rule (a) min effect {rules.min_effect:.0%}, "
+        f"rule (b) alpha {rules.alpha}"
+    )
+    if args.dry_run:
+        sides = "\n".join(
+            (
+                _side_plan("candidate", args.candidate, args.envs),
+                _side_plan("reference", args.reference, args.envs),
+            )
+        )
+        print(dry_run_text(sel, f"{head}\n{sides}"))
+        return EXIT_OK
+    return _night(args, sel, rules, label)
+
+
+def _given(value: str, env: tuple[tuple[str, str], ...]) -> str:
+    """A side as recorded: as given, with its environment variables."""
+    return " ".join([value, *("=".join(kv) for kv in env)])
+
+
+def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> int:
+    from harness.analysis import nightly
+    from harness.analysis.nightly_page import page
+    from harness.analysis.nightly_text import markdown, table
+    from harness.analysis.tables import render_table
+    from harness.commands.ab import parse_env
+    from harness.commands.run import interrupt_on_sigterm
+    from harness.launch import envs, forks
+    from harness.launch.ab import Side
+    from harness.launch.lock import MachineLock
+    from harness.launch.nightly import Budget, Sides, measure, points
+    from harness.launch.platform import cpu_model
+    from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
+
+    out = Path(args.out)
+    interrupt_on_sigterm()
+    print(f"preparing the reference {args.reference!r} and the candidate {args.candidate!r}", flush=True)
+    reference = envs.reference(args.reference, Path(args.envs), out / NIGHTLY_FOLDER)
+    candidate = envs.candidate(args.candidate, Path(args.envs))
+    print(
+        f"reference: {reference.versions} (pin {reference.pin}); candidate: {candidate.versions}", flush=True
+    )
+    ref_env = parse_env("--reference-env", args.reference_env)
+    cand_env = parse_env("--candidate-env", args.candidate_env)
+    reference = dataclasses.replace(reference, given=_given(reference.given, ref_env))
+    candidate = dataclasses.replace(candidate, given=_given(candidate.given, cand_env))
+    lock = MachineLock(out)
+    lock.acquire(args.wait_lock)
+    budget = Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
+    with lock, forks.serving(sel.protocol.fork):
+        result = measure(
+            sel.cells,
+            sel.protocol,
+            sel.platform,
+            out,
+            Side("A", reference.python, ref_env),
+            Side("B", candidate.python, cand_env),
+            budget,
+            report=lambda o, rnd: print(
+                f"round {rnd + 1}: {o.cell.id}: {len(o.ratios)} pairs"
+                + (f", last {o.ratios[-1]:.3f}" if o.ratios else "")
+                + (f" FAILED: {o.failure}" if o.failure else ""),
+                flush=True,
+            ),
+        )
+    rows, verdicts = points(result, Sides(candidate, reference, label), out, rules, sel.protocol.budget_min)
+    files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
+    written = files.write_points(rows)
+    dashboard = out / NIGHTLY_FOLDER / "index.html"
+    dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.reference}"))
+    failed = sum(v is None for v in verdicts)
+    verdict = nightly.overall([v for v in verdicts if v is not None], failed)
+    print()
+    print(render_table(*table(rows)))
+    print(
+        f"\nnightly {label} ({result.night_id}): {verdict}" + (" (interrupted)" if result.interrupted else "")
+    )
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(markdown(rows, verdict, rules, cpu_model(), str(dashboard)))
+        print(f"wrote {args.markdown}")
+    for path in [*result.paths, written, dashboard]:
+        if path is not None:
+            print(f"wrote {path}")
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    sys.stdout.flush()
+    return nightly.EXIT_CODES[verdict]

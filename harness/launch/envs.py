@@ -1,0 +1,173 @@
+"""A side's Python environment for ``nightly`` (the one place it runs pip): an interpreter path as
+given, or a requirement spec installed with this suite into a venv of its own.
+
+The reference is pinned exactly: its first install writes the environment's ``pip freeze`` to
+``<results>/nightly/reference-<pin>.txt`` (``pin``: the first 12 hex digits of its sha256) and
+records ``spec -> pin`` in ``<results>/nightly/pins.json``; every later night installs that lock
+file, not the spec, and checks the environment's freeze against it, so a patch release that the
+spec admits (``==2.20.*``) cannot move the reference. The candidate is installed from its spec
+every night (``--upgrade``: a nightly wheel moves). An interpreter path is used as it is; its
+freeze is still hashed into the pin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+VERSIONS = "import tensorflow as tf, keras; print(f'TensorFlow {tf.__version__}, Keras {keras.__version__}')"
+"""Prints what an environment resolved to."""
+
+PIP_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Env:
+    """A side ready to run: its interpreter, what it resolved to, and its pin (the freeze's hash)."""
+
+    given: str
+    python: str
+    versions: str
+    pin: str
+    freeze: str
+
+
+def is_interpreter(value: str) -> bool:
+    """True when ``value`` names an executable file (else it is a requirement spec)."""
+    return os.path.isfile(value) and os.access(value, os.X_OK)
+
+
+def check_side(flag: str, value: str) -> None:
+    """A side's value before any work: an executable, or something that reads as a spec, not as a
+    missing path (HarnessError naming it)."""
+    if not value.strip():
+        raise HarnessError(f"Received {flag}=''; expected a requirement spec or a Python interpreter.")
+    if not is_interpreter(value) and (os.sep in value or value.startswith(".") or value.endswith("python")):
+        raise HarnessError(
+            f"Received {flag}={value!r}: no executable there; expected the path of a Python interpreter "
+            "with TensorFlow installed, or a requirement spec such as 'tensorflow-cpu==2.20.*'."
+        )
+
+
+def suite_root() -> Path:
+    """The checkout this suite runs from (installed into each side's environment)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():
+        raise HarnessError(
+            f"nightly builds each side's environment from a checkout of this suite; {root} is not "
+            "one. Run it from a clone (pip install -e .), or pass interpreters to --candidate and "
+            "--reference."
+        )
+    return root
+
+
+def _run(cmd: list[str], what: str, timeout: float = PIP_TIMEOUT_S) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise HarnessError(f"{what}: {e}") from None
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        raise HarnessError(f"{what}: `{' '.join(cmd[1:4])} ...` exited {proc.returncode}:\n{tail}")
+    return proc.stdout
+
+
+def freeze(python: str) -> str:
+    """The environment's installed distributions, ``pip freeze`` sorted (editable installs left
+    out: the suite itself)."""
+    out = _run([python, "-m", "pip", "freeze", "--exclude-editable"], f"pip freeze in {python}", 300)
+    return "\n".join(sorted(line for line in out.splitlines() if line and not line.startswith("#"))) + "\n"
+
+
+def pin_of(freeze_text: str) -> str:
+    return hashlib.sha256(freeze_text.encode()).hexdigest()[:12]
+
+
+def versions(python: str) -> str:
+    """``TensorFlow X, Keras Y`` of the interpreter (HarnessError when TensorFlow is missing)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    try:
+        proc = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True, timeout=300, env=env)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise HarnessError(f"cannot run {python}: {e}") from None
+    if proc.returncode != 0:
+        raise HarnessError(
+            f"{python} cannot import TensorFlow and Keras: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+        )
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def env_folder(envs: Path, role: str, spec: str) -> Path:
+    """The venv of side ``role`` (candidate or reference) built from ``spec`` under ``envs``."""
+    return envs / (role + "-" + "".join(c if c.isalnum() or c in ".-" else "_" for c in spec)[:80])
+
+
+def _venv(folder: Path, what: str) -> str:
+    python = folder / "bin" / "python"
+    if not python.exists():
+        _run([sys.executable, "-m", "venv", str(folder)], f"{what}: creating the venv {folder}", 600)
+    return str(python)
+
+
+def _install(python: str, args: list[str], what: str) -> None:
+    _run([python, "-m", "pip", "install", "-q", "-e", str(suite_root()), *args], what)
+
+
+def candidate(spec: str, envs: Path) -> Env:
+    """The candidate: an interpreter as given, or ``spec`` installed (upgraded) into its venv."""
+    if is_interpreter(spec):
+        text = freeze(spec)
+        return Env(spec, spec, versions(spec), pin_of(text), text)
+    what = f"cannot install the candidate {spec!r}"
+    python = _venv(env_folder(envs, "candidate", spec), what)
+    _install(python, ["--upgrade", spec], what)
+    text = freeze(python)
+    return Env(spec, python, versions(python), pin_of(text), text)
+
+
+def _pins(nightly: Path) -> dict[str, str]:
+    path = nightly / "pins.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise HarnessError(f"{path} cannot be read ({e}); move it out to pin the reference afresh.") from None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def reference(spec: str, envs: Path, nightly: Path) -> Env:
+    """The reference, pinned (module doc): installed from its lock file when ``nightly`` holds one
+    for ``spec``, else from ``spec`` with the lock written."""
+    if is_interpreter(spec):
+        text = freeze(spec)
+        return Env(spec, spec, versions(spec), pin_of(text), text)
+    what = f"cannot install the reference {spec!r}"
+    pins = _pins(nightly)
+    python = _venv(env_folder(envs, "reference", spec), what)
+    if spec in pins:
+        lock = nightly / f"reference-{pins[spec]}.txt"
+        if not lock.is_file():
+            raise HarnessError(f"{what}: its lock file {lock} is missing (named in {nightly / 'pins.json'}).")
+        if freeze(python) != lock.read_text():
+            _install(python, ["-r", str(lock)], f"{what} from its lock file {lock}")
+        text = freeze(python)
+        if pin_of(text) != pins[spec]:
+            raise HarnessError(
+                f"{what}: after installing {lock} the environment {python} differs from it "
+                f"(pin {pin_of(text)}, expected {pins[spec]}); remove {Path(python).parents[1]} and rerun."
+            )
+    else:
+        _install(python, [spec], what)
+        text = freeze(python)
+        nightly.mkdir(parents=True, exist_ok=True)
+        (nightly / f"reference-{pin_of(text)}.txt").write_text(text)
+        (nightly / "pins.json").write_text(json.dumps({**pins, spec: pin_of(text)}, indent=1) + "\n")
+    return Env(spec, python, versions(python), pin_of(text), text)

@@ -1,0 +1,195 @@
+"""``python -m harness nightly``'s measurement and points: the candidate against the pinned reference
+on every runnable cell, in rounds of one pair per cell (the pair as ``ab --mode turns`` measures
+it: live processes of both sides taking turns) until the budget is spent, then one point per cell
+appended to its series with both decisions (:mod:`harness.analysis.nightly`).
+
+Pair rows go under ``<out>/nightly/cells`` and ``windows`` (run_id = the night's id), apart from
+the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis import ab, nightly
+from harness.contract.job import WorkerOptions
+from harness.contract.records import CellRow, NightlyRow, Status
+from harness.launch.ab import CellOutcome, Pairs, Side
+from harness.launch.envs import Env
+from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
+from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a night measures: rounds (one pair per live cell) while fewer than ``min_pairs``
+    usable pairs of some cell, or until ``seconds`` are spent, at most ``max_pairs`` rounds."""
+
+    seconds: float
+    min_pairs: int = 5
+    max_pairs: int = 200
+
+
+@dataclass
+class NightResult:
+    """A night's measurement: its id and date, each runnable cell's pairs, files written."""
+
+    night_id: str
+    date: str
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    interrupted: bool = False
+    seconds: float = 0.0
+
+
+def _more(outcomes: Sequence[CellOutcome], rnd: int, budget: Budget, spent: float) -> bool:
+    live = [o for o in outcomes if not o.failure]
+    if not live or rnd >= budget.max_pairs:
+        return False
+    return spent < budget.seconds or any(len(o.ratios) < budget.min_pairs for o in live)
+
+
+def measure(
+    cells: Sequence[Cell],
+    protocol: Protocol,
+    platform: Platform,
+    out: Path,
+    reference: Side,
+    candidate: Side,
+    budget: Budget,
+    launcher: Launcher = run_cell_processes,
+    report: Callable[[CellOutcome, int], None] = lambda outcome, rnd: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> NightResult:
+    """Rounds of pairs under ``budget`` (see :class:`Budget`); a Ctrl-C keeps the pairs so far."""
+    now = dt.datetime.now(dt.UTC)
+    result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
+    files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
+    base: CellRow = {"run_id": result.night_id, "ab_id": result.night_id, "suite_version": suite_version()}
+    options = WorkerOptions(protocol, platform, out / "logs" / result.date / result.night_id)
+    pairs = Pairs(files, base, protocol, options, {"A": reference, "B": candidate}, launcher)
+    result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
+    orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]
+    start = clock()
+    rnd = 0
+    try:
+        while _more(result.outcomes, rnd, budget, clock() - start):
+            for outcome, order in zip(result.outcomes, orders, strict=True):
+                if not outcome.failure:
+                    pairs.add_pair(outcome, rnd, order[rnd])
+                    report(outcome, rnd)
+            rnd += 1
+    except KeyboardInterrupt:
+        result.interrupted = True
+    result.seconds = clock() - start
+    if pairs.written:
+        result.paths = [files.folder("cells"), files.folder("windows")]
+    return result
+
+
+def series_key(cell_id: str, fingerprint: str | None, suite: str, pin: str) -> str:
+    """A series' key: the cell on one machine and reference software, suite version and pin."""
+    blob = "|".join((cell_id, fingerprint or "", suite, pin)).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def history(points: pd.DataFrame, key: str) -> list[nightly.Night]:
+    """The earlier nights of series ``key`` with a point (status ok), oldest first."""
+    if points.empty:
+        return []
+    rows = points[(points["series"] == key) & (points["status"] == Status.OK)].sort_values("timestamp")
+    return [
+        nightly.Night(str(r["label"]), math.log(float(r["ratio"])), float(r["log_ratio_se"]), int(r["pairs"]))
+        for r in rows.to_dict("records")
+        if pd.notna(r["ratio"]) and pd.notna(r["log_ratio_se"])
+    ]
+
+
+@dataclass(frozen=True)
+class Sides:
+    """Both environments of a night and its label."""
+
+    candidate: Env
+    reference: Env
+    label: str
+
+
+def _decided(row: NightlyRow, v: nightly.Verdict) -> NightlyRow:
+    n, c, cp = v.night, v.change, v.change_point
+    low, high = (math.nan, math.nan)
+    if math.isfinite(n.se) and n.pairs > 1:
+        from harness.formulas.stats import t_quantile
+
+        half = t_quantile(n.pairs - 1) * n.se
+        low, high = math.exp(n.log_ratio - half), math.exp(n.log_ratio + half)
+    return {
+        **row,
+        "status": Status.OK,
+        "ratio": n.ratio,
+        "ratio_ci_low": low if math.isfinite(low) else None,
+        "ratio_ci_high": high if math.isfinite(high) else None,
+        "log_ratio_se": n.se if math.isfinite(n.se) else None,
+        "change": c.ratio,
+        "change_ci_low": c.low if math.isfinite(c.low) else None,
+        "change_ci_high": c.high if math.isfinite(c.high) else None,
+        "verdict": c.verdict,
+        "baseline": ",".join(c.baseline),
+        "change_point": cp.label if cp else None,
+        "change_point_shift": cp.shift if cp else None,
+        "change_point_p": cp.p if cp else None,
+        "change_point_new": cp.new if cp else None,
+        "alarm": ",".join(v.alarms) or None,
+    }
+
+
+def points(
+    result: NightResult, sides: Sides, out: Path, rules: nightly.Rules, budget_min: float
+) -> tuple[list[NightlyRow], list[nightly.Verdict | None]]:
+    """Tonight's point per cell (a failed cell: a row with the reason) and its verdict (None for a
+    failed cell), each judged with its series' earlier nights."""
+    earlier = read_nightly(out)
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    suite = suite_version()
+    rows: list[NightlyRow] = []
+    verdicts: list[nightly.Verdict | None] = []
+    for o in result.outcomes:
+        fp = o.a_facts.get("fingerprint")
+        row: NightlyRow = {
+            "night_id": result.night_id,
+            "timestamp": stamp,
+            "label": sides.label,
+            "cell_id": o.cell.id,
+            "series": series_key(o.cell.id, fp, suite, sides.reference.pin),
+            "suite_version": suite,
+            "fingerprint": fp,
+            "host_cpu": o.a_facts.get("host_cpu"),
+            "device_name": o.a_facts.get("device_name"),
+            "candidate": sides.candidate.given,
+            "reference": sides.reference.given,
+            "candidate_versions": sides.candidate.versions,
+            "reference_versions": sides.reference.versions,
+            "reference_pin": sides.reference.pin,
+            "pairs": len(o.ratios),
+            "min_effect": rules.min_effect,
+            "budget_min": budget_min,
+        }
+        if o.failure or len(o.ratios) < 2:
+            why = o.failure or f"{len(o.ratios)} usable pairs (every block of the others disturbed); 2 needed"
+            rows.append({**row, "status": Status.FAILED, "reason": why})
+            verdicts.append(None)
+            continue
+        series = [*history(earlier, str(row["series"])), nightly.night_of(sides.label, o.ratios)]
+        verdict = nightly.judge(series, rules)[-1]
+        rows.append(_decided(row, verdict))
+        verdicts.append(verdict)
+    return rows, verdicts

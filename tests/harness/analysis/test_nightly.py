@@ -1,0 +1,172 @@
+"""nightly's two decisions on literal series, the overall verdict and the calibration replay."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.analysis.nightly import (
+    EXIT_CODES,
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNDECIDED,
+    Night,
+    Rules,
+    change_point,
+    judge,
+    night_of,
+    overall,
+    tonight,
+)
+from harness.analysis.nightly_calibration import Scenario, calibrate
+
+RULES = Rules()
+
+
+def night(ratio: float, se: float = 0.004, pairs: int = 20, label: str = "n") -> Night:
+    return Night(label, math.log(ratio), se, pairs)
+
+
+def series(ratios: list[float], se: float = 0.004) -> list[Night]:
+    return [night(r, se, label=f"n{i}") for i, r in enumerate(ratios)]
+
+
+# small alternating noise: no change anywhere
+QUIET = [1.0, 1.003, 0.998, 1.001, 0.997, 1.002, 0.999, 1.004, 0.996, 1.0]
+
+
+def test_night_of_is_the_geometric_mean_with_its_standard_error() -> None:
+    n = night_of("x", [0.9, 1.0, 1.1])
+    logs = np.log([0.9, 1.0, 1.1])
+    assert n.ratio == pytest.approx(math.exp(logs.mean()))
+    assert n.se == pytest.approx(logs.std(ddof=1) / math.sqrt(3))
+    assert n.pairs == 3
+    assert math.isnan(night_of("x", [1.0]).se) and night_of("x", []).pairs == 0
+
+
+@pytest.mark.parametrize(
+    "ratio, se, verdict",
+    [
+        (0.95, 0.004, REGRESSION),
+        (1.05, 0.004, IMPROVEMENT),
+        (1.0, 0.004, NO_CHANGE),
+        (0.975, 0.004, UNDECIDED),  # the CI straddles 0.98
+        (0.99, 0.05, UNDECIDED),  # too wide to say
+    ],
+)
+def test_the_first_night_is_judged_against_the_reference(ratio: float, se: float, verdict: str) -> None:
+    change = tonight([], night(ratio, se), RULES)
+    assert change.verdict == verdict
+    assert change.baseline == ()
+    assert change.ratio == pytest.approx(ratio)
+
+
+def test_a_night_is_judged_against_its_baselines_level_not_the_reference() -> None:
+    # a candidate steadily 4 % slower than the reference: no change tonight
+    change = tonight(series([0.96, 0.961, 0.959]), night(0.96), RULES)
+    assert change.verdict == NO_CHANGE
+    assert change.ratio == pytest.approx(1.0, abs=0.002)
+    assert change.baseline == ("n0", "n1", "n2")
+
+
+def test_the_nights_scatter_beyond_their_own_errors_widens_the_ci() -> None:
+    tight = tonight(series([1.0, 1.0, 1.0, 1.0]), night(0.97), RULES)
+    scattered = tonight(series([1.02, 0.98, 1.02, 0.98]), night(0.97), RULES)
+    assert scattered.high - scattered.low > 2 * (tight.high - tight.low)
+
+
+def test_one_pair_is_undecided() -> None:
+    assert tonight([], Night("x", math.log(0.8), math.nan, 1), RULES).verdict == UNDECIDED
+
+
+def test_a_step_is_an_alarm_on_its_night_only_and_the_change_point_confirms_it() -> None:
+    verdicts = judge(series(QUIET + [0.95, 0.951, 0.949, 0.95, 0.952]), RULES)
+    assert [v.alarms for v in verdicts[:10]] == [()] * 10
+    assert verdicts[10].alarms == (REGRESSION,)
+    assert all(v.change.verdict == NO_CHANGE for v in verdicts[11:])  # its night starts the baseline
+    found = [v.change_point for v in verdicts if v.change_point is not None]
+    assert len(found) == 1
+    cp = found[0]
+    assert cp.label == "n10" and cp.direction == REGRESSION and not cp.new
+    assert cp.shift == pytest.approx(0.95, abs=0.003) and cp.p <= RULES.alpha
+    assert all(v.alarms == () for v in verdicts[11:])
+
+
+def test_a_small_step_below_rule_a_is_found_by_the_change_point_as_a_new_alarm() -> None:
+    verdicts = judge(series(QUIET + [0.985, 0.986, 0.984, 0.985, 0.986]), RULES)
+    assert all(v.change.verdict != REGRESSION for v in verdicts)
+    first = next(i for i, v in enumerate(verdicts) if v.change_point is not None)
+    cp = verdicts[first].change_point
+    assert cp is not None and cp.label == "n10" and cp.new
+    assert verdicts[first].alarms == (REGRESSION,)
+    assert first >= 10 + RULES.min_side - 1  # it needs min_side nights after the change
+    assert overall([verdicts[first]]) == "regression"
+
+
+def test_a_drift_of_one_percent_a_night_is_a_change_point_within_eight_nights() -> None:
+    drift = [0.99 ** (j + 1) for j in range(8)]
+    verdicts = judge(series(QUIET + drift), RULES)
+    nights = [
+        i - 9 for i, v in enumerate(verdicts) if v.change_point and v.change_point.direction == REGRESSION
+    ]
+    assert nights and nights[0] <= 8
+
+
+def test_a_shift_below_min_shift_is_not_reported() -> None:
+    assert change_point([math.log(r) for r in QUIET + [0.995] * 6], RULES) is None
+
+
+def test_no_change_point_in_a_quiet_series_or_a_short_one() -> None:
+    assert change_point([math.log(r) for r in QUIET * 3], RULES) is None
+    assert change_point([0.0, 0.1, 0.2, 0.3, 0.4], RULES) is None  # fewer than 2 x min_side nights
+
+
+def test_change_point_is_deterministic() -> None:
+    x = [math.log(r) for r in QUIET + [0.98, 0.981, 0.979, 0.98]]
+    assert change_point(x, RULES) == change_point(x, RULES)
+
+
+def test_change_points_false_alarm_rate_is_at_most_alpha_on_exchangeable_nights() -> None:
+    rules = Rules(alpha=0.05, permutations=999, min_shift=0.0)
+    rng = np.random.default_rng(3)
+    found = sum(change_point(rng.normal(0, 0.01, 12).tolist(), rules) is not None for _ in range(400))
+    assert found / 400 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400)
+
+
+def test_overall_and_exit_codes() -> None:
+    quiet = judge(series(QUIET), RULES)[-1]
+    slow = judge(series([0.95]), RULES)[-1]
+    wide = judge([Night("w", 0.0, 0.05, 5)], RULES)[-1]
+    assert overall([quiet]) == "no regression" and EXIT_CODES[overall([quiet])] == 0
+    assert overall([quiet, slow]) == "regression" and EXIT_CODES["regression"] == 1
+    assert overall([quiet, wide]) == "undecided" and EXIT_CODES["undecided"] == 3
+    assert overall([slow], failed=1) == "error" and EXIT_CODES["error"] == 2
+    assert overall([]) == "undecided"
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        ({"min_effect": 0}, "min_effect=0"),
+        ({"alpha": 0.7}, "alpha=0.7"),
+        ({"alpha": 0.0001}, "permutations=4999"),
+        ({"min_side": 1}, "min_side=1"),
+    ],
+)
+def test_bad_rules_are_named(kwargs: dict[str, float], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        Rules(**kwargs)  # type: ignore[arg-type]
+
+
+def test_calibration_replay_on_a_literal_pool() -> None:
+    """A pool of 3 % pair noise, 25 pairs a night: the rules' targets hold (the real pools are
+    measured in benchmarks/test_nightly_calibration.py)."""
+    rng = np.random.default_rng(1)
+    pools = {"c": np.exp(rng.normal(0, 0.03, 60)).tolist()}
+    got = calibrate(pools, {"c": 25}, RULES, Scenario(trials=40), seed=2)
+    assert got.aa_at_most_one >= 0.9
+    assert got.step_caught >= 0.9
+    assert got.drift_caught >= 0.95 and got.drift_nights_median <= 8
