@@ -343,9 +343,9 @@ MODELS = make_sweep(
 
 NIGHTLY = make_sweep(
     "nightly",
-    "what `nightly` tracks (budget 10 min, its pairs shared in rounds): both models under default "
+    "what `nightly` tracks (budget 15 min, its pairs shared in rounds): both models under default "
     "and mirrored on 2 replicas, batch 64 per replica, steps_per_execution 10",
-    Protocol(budget_min=10.0, peak=False, breakdown=False),
+    Protocol(budget_min=15.0, peak=False, breakdown=False),
     model=("cnn", "dense"),
     strategy=("default", "mirrored"),
     replicas=(2,),

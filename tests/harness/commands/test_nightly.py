@@ -154,7 +154,7 @@ def test_dry_run_says_how_each_side_is_made_and_starts_nothing(
     assert night(tmp_path, "d", "--dry-run") == 0
     out = capsys.readouterr().out
     assert "installed into .nightly-envs/reference-tensorflow-cpu__2.20._ (pinned" in out
-    assert "budget 10 min" in out and "dry run: nothing started." in out
+    assert "budget 15 min" in out and "dry run: nothing started." in out
     assert not (tmp_path / "nightly").exists()
 
 
