@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from harness.analysis.nightly import Rules
 from harness.contract.records import NightlyRow, Status
+from harness.spec.cell import Cell
 
 HEADER: tuple[str, ...] = (
     "cell",
@@ -35,6 +37,33 @@ def _change_point(row: Mapping[str, object]) -> str:
         return "-"
     state = "new" if row.get("change_point_new") else "confirms rule (a)"
     return f"x{_num(row.get('change_point_shift'))} from {at} (p {_num(row.get('change_point_p'), '.4f')}, {state})"
+
+
+class Outcome(Protocol):
+    """What this module reads of one cell's pairs (:class:`harness.launch.ab.CellOutcome`)."""
+
+    @property
+    def cell(self) -> Cell: ...
+    @property
+    def ratios(self) -> Sequence[float]: ...
+    @property
+    def failure(self) -> str: ...
+
+
+def round_line(outcomes: Sequence[Outcome], rnd: int, spent_s: float, budget_s: float) -> str:
+    """``round 3, 1.2 of 15 min: cnn/default/r1w1 0.981 (3 pairs), ...``: each cell's geometric
+    mean so far."""
+    parts = []
+    for o in outcomes:
+        short = "/".join(o.cell.id.split("/")[:3])
+        if o.failure:
+            parts.append(f"{short} failed")
+        elif o.ratios:
+            mean = math.exp(sum(math.log(r) for r in o.ratios) / len(o.ratios))
+            parts.append(f"{short} {mean:.3f} ({len(o.ratios)})")
+        else:
+            parts.append(f"{short} - (0)")
+    return f"round {rnd}, {spent_s / 60:.1f} of {budget_s / 60:g} min: " + ", ".join(parts)
 
 
 def table(rows: Sequence[NightlyRow]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:

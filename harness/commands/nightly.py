@@ -59,7 +59,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--label",
         default=None,
-        help="the night's label on the series: a commit, a date, a wheel version. Default: today's date (UTC)",
+        help="the night's label on the series: a commit, a date, a wheel version. Default: the UTC time, "
+        "e.g. 2026-11-25T03:17Z",
     )
     p.add_argument(
         "--min-effect",
@@ -112,7 +113,7 @@ def _rules(args: argparse.Namespace) -> Rules:
 
 
 def _label(args: argparse.Namespace) -> str:
-    label = args.label if args.label is not None else dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    label = args.label if args.label is not None else dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
     if not label.strip() or "," in label:
         raise HarnessError(f"Received --label={label!r}; expected a non-empty label without commas.")
     return label.strip()
@@ -177,7 +178,7 @@ def _given(value: str, env: tuple[tuple[str, str], ...]) -> str:
 def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> int:
     from harness.analysis import nightly
     from harness.analysis.nightly_page import page
-    from harness.analysis.nightly_text import markdown, table
+    from harness.analysis.nightly_text import markdown, round_line, table
     from harness.analysis.tables import render_table
     from harness.commands.ab import parse_env
     from harness.commands.run import interrupt_on_sigterm
@@ -212,33 +213,30 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
             Side("A", reference.python, ref_env),
             Side("B", candidate.python, cand_env),
             budget,
-            report=lambda o, rnd: print(
-                f"round {rnd + 1}: {o.cell.id}: {len(o.ratios)} pairs"
-                + (f", last {o.ratios[-1]:.3f}" if o.ratios else "")
-                + (f" FAILED: {o.failure}" if o.failure else ""),
-                flush=True,
+            report=lambda outcomes, rnd, spent: print(
+                round_line(outcomes, rnd, spent, budget.seconds), flush=True
             ),
         )
+    if result.interrupted:
+        print(f"\nnightly {label} ({result.night_id}): interrupted; no point appended to the series")
+        for path in result.paths:
+            print(f"wrote {path} (the pairs measured so far)")
+        return EXIT_INTERRUPTED
     rows, verdicts = points(result, Sides(candidate, reference, label), out, rules, sel.protocol.budget_min)
-    files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
-    written = files.write_points(rows)
+    written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
     dashboard = out / NIGHTLY_FOLDER / "index.html"
     dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.reference}"))
     failed = sum(v is None for v in verdicts)
     verdict = nightly.overall([v for v in verdicts if v is not None], failed)
     print()
     print(render_table(*table(rows)))
-    print(
-        f"\nnightly {label} ({result.night_id}): {verdict}" + (" (interrupted)" if result.interrupted else "")
-    )
+    print(f"\nnightly {label} ({result.night_id}): {verdict}")
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(markdown(rows, verdict, rules, cpu_model(), str(dashboard)))
         print(f"wrote {args.markdown}")
-    for path in [*result.paths, written, dashboard]:
-        if path is not None:
-            print(f"wrote {path}")
-    if result.interrupted:
-        return EXIT_INTERRUPTED
+    for wrote in [*result.paths, written, dashboard]:
+        if wrote is not None:
+            print(f"wrote {wrote}")
     sys.stdout.flush()
     return nightly.EXIT_CODES[verdict]

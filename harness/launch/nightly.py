@@ -68,10 +68,11 @@ def measure(
     candidate: Side,
     budget: Budget,
     launcher: Launcher = run_cell_processes,
-    report: Callable[[CellOutcome, int], None] = lambda outcome, rnd: None,
+    report: Callable[[Sequence[CellOutcome], int, float], None] = lambda outcomes, rnd, spent: None,
     clock: Callable[[], float] = time.monotonic,
 ) -> NightResult:
-    """Rounds of pairs under ``budget`` (see :class:`Budget`); a Ctrl-C keeps the pairs so far."""
+    """Rounds of pairs under ``budget`` (see :class:`Budget`), ``report`` called after each round
+    (the outcomes, the round's number from 1, seconds spent); a Ctrl-C keeps the pairs so far."""
     now = dt.datetime.now(dt.UTC)
     result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
     files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
@@ -87,8 +88,8 @@ def measure(
             for outcome, order in zip(result.outcomes, orders, strict=True):
                 if not outcome.failure:
                     pairs.add_pair(outcome, rnd, order[rnd])
-                    report(outcome, rnd)
             rnd += 1
+            report(result.outcomes, rnd, clock() - start)
     except KeyboardInterrupt:
         result.interrupted = True
     result.seconds = clock() - start
@@ -152,6 +153,18 @@ def _decided(row: NightlyRow, v: nightly.Verdict) -> NightlyRow:
     }
 
 
+def _last_fingerprint(points: pd.DataFrame, cell_id: str, suite: str, pin: str) -> str | None:
+    """The fingerprint of the cell's latest series with this suite and pin (a cell that failed
+    before any pair has none of its own, and its row belongs to that series)."""
+    if points.empty:
+        return None
+    same = points[
+        (points["cell_id"] == cell_id) & (points["suite_version"] == suite) & (points["reference_pin"] == pin)
+    ]
+    fps = same.sort_values("timestamp")["fingerprint"].dropna()
+    return str(fps.iloc[-1]) if len(fps) else None
+
+
 def points(
     result: NightResult, sides: Sides, out: Path, rules: nightly.Rules, budget_min: float
 ) -> tuple[list[NightlyRow], list[nightly.Verdict | None]]:
@@ -163,7 +176,7 @@ def points(
     rows: list[NightlyRow] = []
     verdicts: list[nightly.Verdict | None] = []
     for o in result.outcomes:
-        fp = o.a_facts.get("fingerprint")
+        fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, suite, sides.reference.pin)
         row: NightlyRow = {
             "night_id": result.night_id,
             "timestamp": stamp,

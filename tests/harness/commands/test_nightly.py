@@ -33,20 +33,24 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("harness.launch.envs.candidate", lambda spec, envs: cand)
 
 
-def _fake_measure(monkeypatch: pytest.MonkeyPatch, ratio: float, sd: float = 0.01, fail: str = "") -> None:
+def _fake_measure(
+    monkeypatch: pytest.MonkeyPatch, ratio: float, sd: float = 0.01, fail: str = "", interrupted: bool = False
+) -> None:
     """Each cell's pairs: 20 ratios of mean ``ratio`` (log sd ``sd``), or a failure."""
 
     def measure(
         cells: Sequence[object], protocol: object, platform: object, out: Path, *a: object, **k: object
     ) -> NightResult:
         rng = np.random.default_rng(7)
-        result = NightResult(f"2026-11-25T00-00-00Z-fake{next(NIGHTS)}", "2026-11-25")
+        result = NightResult(
+            f"2026-11-25T00-00-00Z-fake{next(NIGHTS)}", "2026-11-25", interrupted=interrupted
+        )
         for cell in cells:
             o = CellOutcome(cell, "turns")  # type: ignore[arg-type]
-            o.a_facts = {"fingerprint": FP, "host_cpu": "Test CPU", "device_name": "Test CPU"}
-            if fail:
+            if fail:  # failed before any pair: no facts of its own
                 o.failure = fail
             else:
+                o.a_facts = {"fingerprint": FP, "host_cpu": "Test CPU", "device_name": "Test CPU"}
                 logs = rng.normal(0, sd, 20)
                 o.ratios = list(np.exp(logs - logs.mean() + math.log(ratio)))
             result.outcomes.append(o)
@@ -182,3 +186,27 @@ def test_points_table_reads_back_typed(tmp_path: Path, monkeypatch: pytest.Monke
     points = read_nightly(tmp_path)
     assert isinstance(points, pd.DataFrame) and points["pairs"].iloc[0] == 20
     assert 0.99 < points["ratio_ci_low"].iloc[0] < 1 < points["ratio_ci_high"].iloc[0] < 1.01
+
+
+def test_the_ci_recipe_runs_flags_the_parser_accepts_and_maps_every_exit_code() -> None:
+    import shlex
+
+    from harness.commands import build_parser
+
+    recipe = (Path(__file__).resolve().parents[3] / "docs" / "ci" / "nightly.yml").read_text()
+    start = recipe.index("python -m harness nightly --")
+    line = recipe[start : recipe.index("\n", recipe.index("--out", start))].replace("\\\n", " ")
+    words = shlex.split(line.replace('"${GITHUB_SHA::12}"', "abc").replace('"$CANDIDATE"', "c==1"))
+    args = build_parser().parse_args([w.replace('"$REFERENCE"', "r==1") for w in words[3:]])
+    assert args.command == "nightly" and args.markdown == "summary.md" and args.out == "results"
+    assert "schedule:" in recipe and "actions/cache/save" in recipe and "upload-artifact" in recipe
+    for code in ("0)", "1)", "3)", "*)"):
+        assert code in recipe
+
+
+def test_an_interrupted_night_appends_no_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_measure(monkeypatch, 1.0)
+    night(tmp_path, "i1")
+    _fake_measure(monkeypatch, 0.9, interrupted=True)
+    assert night(tmp_path, "i2") == 130
+    assert list(read_nightly(tmp_path)["label"]) == ["i1"]
