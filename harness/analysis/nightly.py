@@ -12,15 +12,19 @@ reference itself, log ratio 0). Its standard error combines tonight's, the basel
 scatter of nights beyond their own errors (estimated from three baseline nights on). The Student-t
 CI of d (tonight's pairs - 1 degrees of freedom), exponentiated, decides like ``ab``'s rule:
 wholly below 1 - F a ``regression``, wholly above 1 + F an ``improvement``, wholly inside
-[1 - F, 1 + F] ``no change``, else ``undecided``. An alarm's night starts the next baseline, so a
-step is reported once, on the night it lands.
+[1 - F, 1 + F] ``no change``, else ``undecided``. An alarm's night starts the next baseline (the
+level after the step), so a step is reported once, on the night it lands; a night back at the
+level before the previous night's alarm is ``reverted`` instead (:func:`judge`).
 
 **Rule (b), change point** (:func:`change_point`), for drifts too small for one night: over the
 nights since the last change point (the newest ``window``), the split with the largest two-sample
 t statistic (at least ``min_side`` nights a side); its p-value is a permutation test of the max
 statistic over all splits (``permutations`` shuffles of the nights, seeded by the series length so
 a replay decides the same). Under no change the nights are exchangeable, so a night raises a false
-change point with probability at most ``alpha`` per cell, whatever the noise's shape. A change
+change point with probability at most ``alpha`` per cell and night, whatever the noise's shape as
+long as the nights are exchangeable (nights of very different sizes, or a machine whose state drifts
+from night to night, are not quite). A segment needs about 12 nights before the test can reach
+``alpha`` at all: a perfectly separated split of k nights out of n has p >= 2 / C(n, k). A change
 point is reported when p <= alpha and the levels differ by at least ``min_shift``; the series then
 restarts at it. One that rule (a) already flagged (an alarm in its direction on a night since it)
 is reported as confirmed, not as a new alarm. The permutation test stands in for E-divisive's
@@ -30,6 +34,7 @@ statistic here is the t of the means, which is what a throughput level shift mov
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +44,8 @@ import numpy as np
 from harness.formulas.stats import t_quantile
 
 REGRESSION, IMPROVEMENT, NO_CHANGE, UNDECIDED = "regression", "improvement", "no change", "undecided"
+REVERTED = "reverted"
+"""Rule (a): back at the level before the previous night's alarm (that alarm was a glitch)."""
 FAILED = "failed"
 
 EXIT_CODES = {"no regression": 0, "regression": 1, "error": 2, "undecided": 3}
@@ -99,7 +106,12 @@ class Night:
 
 def night_of(label: str, ratios: Sequence[float]) -> Night:
     """A night from its pairs' candidate/reference ratios."""
-    logs = np.log(np.asarray(ratios, dtype=float))
+    x = np.asarray(ratios, dtype=float)
+    if not np.all(np.isfinite(x) & (x > 0)):
+        raise ValueError(
+            f"pair ratios must be finite and positive; received {sorted(set(x[~(np.isfinite(x) & (x > 0))]))}"
+        )
+    logs = np.log(x)
     n = int(logs.size)
     if n == 0:
         return Night(label, math.nan, math.nan, 0)
@@ -169,20 +181,25 @@ def _interval_verdict(low: float, high: float, min_effect: float) -> str:
 
 def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
     """Rule (a) of the module doc: ``night`` against the level of ``baseline`` (empty: the
-    reference, log ratio 0)."""
+    reference, log ratio 0). The degrees of freedom are Welch-Satterthwaite's: tonight's pairs - 1
+    for its own error, the baseline nights - 1 for their scatter (the baseline's pairs otherwise)."""
     labels = tuple(b.label for b in baseline)
     if night.pairs < 2 or not math.isfinite(night.se):
         return Change(night.ratio, math.nan, math.nan, UNDECIDED, labels)
-    level, var_level, scatter = 0.0, 0.0, 0.0
+    level, var_base, df_base = 0.0, 0.0, math.inf
     if baseline:
         means = np.array([b.log_ratio for b in baseline])
         within = float(np.mean([b.se**2 for b in baseline]))
+        scatter = 0.0
         if means.size >= 3:  # how much more the nights scatter than their own errors say
             scatter = max(0.0, float(np.var(means, ddof=1)) - within)
         level = float(np.mean(means))
-        var_level = (within + scatter) / means.size
+        var_base = scatter + (within + scatter) / means.size
+        df_base = means.size - 1.0 if scatter > 0 else float(sum(b.pairs - 1 for b in baseline))
+    var_t = night.se**2
+    df = (var_t + var_base) ** 2 / (var_t**2 / (night.pairs - 1) + var_base**2 / df_base)
     d = night.log_ratio - level
-    half = t_quantile(night.pairs - 1, rules.confidence) * math.sqrt(night.se**2 + scatter + var_level)
+    half = t_quantile(df, rules.confidence) * math.sqrt(var_t + var_base)
     low, high = math.exp(d - half), math.exp(d + half)
     return Change(math.exp(d), low, high, _interval_verdict(low, high, rules.min_effect), labels)
 
@@ -213,7 +230,8 @@ def _permutation_p(x: np.ndarray, observed: float, rules: Rules) -> float:
     decision is the full test's; p is then estimated from the shuffles drawn."""
     rng = np.random.default_rng(x.size)
     above = drawn = 0
-    limit = rules.alpha * (1 + rules.permutations) - 1  # more shuffles above than this: p > alpha
+    # p = (1 + above) / (1 + permutations) > alpha once above >= floor(alpha (1 + permutations))
+    limit = math.floor(rules.alpha * (1 + rules.permutations) + 1e-9) - 1
     while drawn < rules.permutations:
         k = min(BATCH, rules.permutations - drawn)
         null, _ = _max_split_t(rng.permuted(np.broadcast_to(x, (k, x.size)), axis=1), rules.min_side)
@@ -230,7 +248,7 @@ def change_point(log_ratios: Sequence[float], rules: Rules) -> tuple[int, float,
     test finds nothing at ``alpha`` or the shift is below ``min_shift``."""
     x = np.asarray(log_ratios, dtype=float)[-rules.window :]
     offset = len(log_ratios) - x.size
-    if x.size < 2 * rules.min_side:
+    if x.size < 2 * rules.min_side or not np.all(np.isfinite(x)):
         return None
     observed, split = _max_split_t(x[None, :], rules.min_side)
     p = _permutation_p(x, float(observed[0]), rules)
@@ -241,23 +259,46 @@ def change_point(log_ratios: Sequence[float], rules: Rules) -> tuple[int, float,
     return offset + at, shift, p
 
 
+def _baseline(series: Sequence[Night], start: int, end: int, skip: set[int], most: int) -> list[Night]:
+    """The newest ``most`` nights of ``series[start:end]``, the nights in ``skip`` left out."""
+    return [series[j] for j in range(start, end) if j not in skip][-most:]
+
+
+OPPOSITE = {REGRESSION: IMPROVEMENT, IMPROVEMENT: REGRESSION}
+
+
 def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
     """Both rules on every night of a series, oldest first, as each night would have been judged
-    (only the nights before it known); the last element is tonight's."""
+    (only the nights before it known); the last element is tonight's.
+
+    A night that reverses the previous night's rule (a) alarm, back to no change from the level
+    before it, is ``reverted``: that alarm was one night's glitch; it leaves the baselines, which
+    return to the earlier level, and tonight raises no alarm of its own."""
     verdicts: list[Verdict] = []
-    start_a = start_b = 0  # where rule (a)'s baseline and rule (b)'s segment begin
+    start_a = before_alarm = start_b = 0  # rule (a)'s baseline, the one before its alarm, rule (b)'s segment
+    glitches: set[int] = set()
     for i, night in enumerate(series):
-        baseline = series[max(start_a, i - rules.baseline_nights) : i]
-        change = tonight(baseline, night, rules)
-        if change.verdict in (REGRESSION, IMPROVEMENT):
-            start_a = i
-        found = change_point([n.log_ratio for n in series[start_b : i + 1]], rules)
+        change = tonight(_baseline(series, start_a, i, glitches, rules.baseline_nights), night, rules)
+        last = verdicts[-1].change.verdict if verdicts else None
+        if last in OPPOSITE and change.verdict == OPPOSITE[last]:
+            back = tonight(
+                _baseline(series, before_alarm, i - 1, glitches, rules.baseline_nights), night, rules
+            )
+            if back.verdict in (NO_CHANGE, UNDECIDED):
+                change = dataclasses.replace(back, verdict=REVERTED)
+                glitches.add(i - 1)
+                start_a = before_alarm
+        if change.verdict in OPPOSITE:
+            before_alarm, start_a = start_a, i
+        segment = [j for j in range(start_b, i + 1) if j not in glitches]
+        found = change_point([series[j].log_ratio for j in segment], rules)
         cp = None
         if found is not None:
-            index, shift, p = found
-            index += start_b
+            at, shift, p = found
+            index = segment[at]
             direction = REGRESSION if shift < 1 else IMPROVEMENT
-            seen = any(v.change.verdict == direction for v in verdicts[index:]) or change.verdict == direction
+            since = max(start_b, index - 1)  # rule (a)'s alarm may land a night before the split
+            seen = any(v.change.verdict == direction for v in verdicts[since:]) or change.verdict == direction
             cp = ChangePoint(index, series[index].label, shift, p, new=not seen)
             start_b = index
             start_a = max(start_a, index)

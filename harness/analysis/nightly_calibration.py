@@ -9,8 +9,13 @@ night's planted factor. Three scenarios, each over ``trials`` independent series
 - ``step``: ``history`` quiet nights, then every night slower by ``step`` (0.05: 5 %); caught when
   night ``history`` (the first slow one) raises a regression alarm;
 - ``drift``: ``history`` quiet nights, then slower by ``drift`` more every night (0.01: 1 % a
-  night, compounding); caught when rule (b) reports a regression change point (new or confirming
-  rule (a)'s alarm) within ``within`` nights of the drift's start.
+  night, compounding); caught when rule (b) reports a regression change point at or after the
+  drift's start (new or confirming rule (a)'s alarm) within ``within`` nights of it.
+
+Between-night variation: every replayed night's pairs also share one factor exp(N(0, ``night_sd``))
+(0: nights differ only by their pairs, the case an A/A pool of one night can show). The step is
+also replayed after a single quiet night (``step_after_one``: the baseline is one night), which is
+harder than after ``history``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class Scenario:
     drift: float = 0.01
     within: int = 8
     trials: int = 200
+    night_sd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -47,16 +53,23 @@ class Calibration:
     step_caught: float
     drift_caught: float
     drift_nights_median: float
+    step_after_one: float
 
 
 def replay(
-    pool: Sequence[float], pairs: int, factors: Sequence[float], rng: np.random.Generator
+    pool: Sequence[float],
+    pairs: int,
+    factors: Sequence[float],
+    rng: np.random.Generator,
+    night_sd: float = 0.0,
 ) -> list[Night]:
-    """One cell's series: night i draws ``pairs`` ratios from ``pool``, each times ``factors[i]``."""
+    """One cell's series: night i draws ``pairs`` ratios from ``pool``, each times ``factors[i]``
+    and the night's own factor exp(N(0, ``night_sd``))."""
     logs = np.log(np.asarray(pool, dtype=float))
     out = []
     for i, factor in enumerate(factors):
-        drawn = logs[rng.integers(logs.size, size=pairs)] + math.log(factor)
+        shared = rng.normal(0.0, night_sd) if night_sd > 0 else 0.0
+        drawn = logs[rng.integers(logs.size, size=pairs)] + math.log(factor) + shared
         out.append(night_of(f"n{i}", np.exp(drawn).tolist()))
     return out
 
@@ -70,7 +83,7 @@ def _aa_alarms(
 ) -> int:
     total = 0
     for cell, pool in pools.items():
-        verdicts = judge(replay(pool, pairs[cell], [1.0] * s.nights, rng), rules)
+        verdicts = judge(replay(pool, pairs[cell], [1.0] * s.nights, rng, s.night_sd), rules)
         total += sum(len(v.alarms) for v in verdicts)
     return total
 
@@ -80,9 +93,9 @@ def _drift_night(
 ) -> int | None:
     """Nights from the drift's start to rule (b)'s regression change point (1: its first night)."""
     factors = [1.0] * s.history + [(1 - s.drift) ** (j + 1) for j in range(s.within)]
-    for i, v in enumerate(judge(replay(pool, pairs, factors, rng), rules)):
+    for i, v in enumerate(judge(replay(pool, pairs, factors, rng, s.night_sd), rules)):
         cp = v.change_point
-        if i >= s.history and cp is not None and cp.direction == REGRESSION:
+        if cp is not None and cp.index >= s.history and cp.direction == REGRESSION:
             return i - s.history + 1
     return None
 
@@ -98,14 +111,18 @@ def calibrate(
     ratios) with its ``pairs`` per night."""
     rng = np.random.default_rng(seed)
     aa = [_aa_alarms(pools, pairs, s, rules, rng) for _ in range(s.trials)]
-    caught = drifted = series = 0
+    caught = caught_one = drifted = series = 0
     took: list[int] = []
     for cell, pool in pools.items():
         for _ in range(s.trials):
             series += 1
-            factors = [1.0] * s.history + [1 - s.step]
-            tonight = judge(replay(pool, pairs[cell], factors, rng), rules)[-1]
-            caught += REGRESSION in tonight.alarms
+            for history in (s.history, 1):
+                factors = [1.0] * history + [1 - s.step]
+                tonight = judge(replay(pool, pairs[cell], factors, rng, s.night_sd), rules)[-1]
+                if history == s.history:
+                    caught += REGRESSION in tonight.alarms
+                else:
+                    caught_one += REGRESSION in tonight.alarms
             nights = _drift_night(pool, pairs[cell], s, rules, rng)
             if nights is not None:
                 drifted += 1
@@ -116,4 +133,5 @@ def calibrate(
         step_caught=caught / series,
         drift_caught=drifted / series,
         drift_nights_median=float(np.median(took)) if took else math.nan,
+        step_after_one=caught_one / series,
     )

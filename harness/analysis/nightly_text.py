@@ -111,6 +111,16 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
                     ),
                 )
             )
+        if verdict == "reverted":
+            out.append(
+                (
+                    2,
+                    (
+                        f"**reverted** on {cell}: back at the level before the previous night's alarm "
+                        f"({_num(r.get('change'))} x {r.get('baseline')}): that alarm was one night's glitch"
+                    ),
+                )
+            )
         if r.get("change_point"):
             shift = r.get("change_point_shift")
             kind = "regression" if isinstance(shift, float) and shift < 1 else "improvement"

@@ -1092,7 +1092,11 @@ class NightlyRow(TypedDict, total=False):
     cell_id: Annotated[str, Col("", "The cell, as in the cells table.")]
     series: Annotated[
         str | None,
-        Col("", "16-hex hash of cell_id, fingerprint, suite_version and reference_pin: the series key."),
+        Col(
+            "",
+            "16-hex hash of cell_id, fingerprint, the suite's package version (bumped when what is measured "
+            "changes; not the commit) and reference_pin: the series key.",
+        ),
     ]
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
     fingerprint: Annotated[

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness import __version__
 from harness.analysis import ab, nightly
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CellRow, NightlyRow, Status
@@ -99,7 +100,9 @@ def measure(
 
 
 def series_key(cell_id: str, fingerprint: str | None, suite: str, pin: str) -> str:
-    """A series' key: the cell on one machine and reference software, suite version and pin."""
+    """A series' key: the cell on one machine and reference software, suite version (the
+    package's ``__version__``, bumped when what is measured changes: not every commit, or a series
+    would restart with each) and reference pin."""
     blob = "|".join((cell_id, fingerprint or "", suite, pin)).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -125,13 +128,13 @@ class Sides:
     label: str
 
 
-def _decided(row: NightlyRow, v: nightly.Verdict) -> NightlyRow:
+def _decided(row: NightlyRow, v: nightly.Verdict, confidence: float) -> NightlyRow:
     n, c, cp = v.night, v.change, v.change_point
     low, high = (math.nan, math.nan)
     if math.isfinite(n.se) and n.pairs > 1:
         from harness.formulas.stats import t_quantile
 
-        half = t_quantile(n.pairs - 1) * n.se
+        half = t_quantile(n.pairs - 1, confidence) * n.se
         low, high = math.exp(n.log_ratio - half), math.exp(n.log_ratio + half)
     return {
         **row,
@@ -153,14 +156,12 @@ def _decided(row: NightlyRow, v: nightly.Verdict) -> NightlyRow:
     }
 
 
-def _last_fingerprint(points: pd.DataFrame, cell_id: str, suite: str, pin: str) -> str | None:
-    """The fingerprint of the cell's latest series with this suite and pin (a cell that failed
+def _last_fingerprint(points: pd.DataFrame, cell_id: str, pin: str) -> str | None:
+    """The fingerprint of the cell's latest series with this reference pin (a cell that failed
     before any pair has none of its own, and its row belongs to that series)."""
     if points.empty:
         return None
-    same = points[
-        (points["cell_id"] == cell_id) & (points["suite_version"] == suite) & (points["reference_pin"] == pin)
-    ]
+    same = points[(points["cell_id"] == cell_id) & (points["reference_pin"] == pin)]
     fps = same.sort_values("timestamp")["fingerprint"].dropna()
     return str(fps.iloc[-1]) if len(fps) else None
 
@@ -176,13 +177,13 @@ def points(
     rows: list[NightlyRow] = []
     verdicts: list[nightly.Verdict | None] = []
     for o in result.outcomes:
-        fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, suite, sides.reference.pin)
+        fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, sides.reference.pin)
         row: NightlyRow = {
             "night_id": result.night_id,
             "timestamp": stamp,
             "label": sides.label,
             "cell_id": o.cell.id,
-            "series": series_key(o.cell.id, fp, suite, sides.reference.pin),
+            "series": series_key(o.cell.id, fp, __version__, sides.reference.pin),
             "suite_version": suite,
             "fingerprint": fp,
             "host_cpu": o.a_facts.get("host_cpu"),
@@ -203,6 +204,6 @@ def points(
             continue
         series = [*history(earlier, str(row["series"])), nightly.night_of(sides.label, o.ratios)]
         verdict = nightly.judge(series, rules)[-1]
-        rows.append(_decided(row, verdict))
+        rows.append(_decided(row, verdict, rules.confidence))
         verdicts.append(verdict)
     return rows, verdicts

@@ -7,11 +7,13 @@ import math
 import numpy as np
 import pytest
 
+from harness.analysis import nightly as nightly_module
 from harness.analysis.nightly import (
     EXIT_CODES,
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
+    REVERTED,
     UNDECIDED,
     Night,
     Rules,
@@ -170,3 +172,36 @@ def test_calibration_replay_on_a_literal_pool() -> None:
     assert got.aa_at_most_one >= 0.9
     assert got.step_caught >= 0.9
     assert got.drift_caught >= 0.95 and got.drift_nights_median <= 8
+
+
+def test_a_one_night_glitch_is_reverted_not_a_second_alarm() -> None:
+    verdicts = judge(series(QUIET + [0.95, 1.0, 1.002, 0.999]), RULES)
+    assert verdicts[10].alarms == (REGRESSION,)
+    assert verdicts[11].change.verdict == REVERTED and verdicts[11].alarms == ()
+    assert "n10" not in verdicts[11].change.baseline  # back to the level before the glitch
+    assert all(v.change.verdict == NO_CHANGE and v.alarms == () for v in verdicts[12:])
+
+
+def test_a_change_point_one_night_after_rule_as_alarm_is_not_new() -> None:
+    # rule (a) flags night 10 (a 3.5 % step); the split may be estimated at night 10 or 11
+    ratios = QUIET + [0.965, 0.966, 0.964, 0.965, 0.966, 0.965]
+    found = [v.change_point for v in judge(series(ratios), RULES) if v.change_point]
+    assert found and all(not cp.new for cp in found)
+
+
+def test_bad_pair_ratios_are_refused_and_a_nan_night_finds_no_change_point() -> None:
+    with pytest.raises(ValueError, match="finite and positive"):
+        night_of("x", [1.0, 0.0])
+    assert change_point([math.log(r) for r in QUIET] + [math.nan] * 4, RULES) is None
+
+
+def test_the_early_stop_decides_as_the_full_permutation_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = Rules(alpha=0.05, permutations=999, min_shift=0.0)
+    rng = np.random.default_rng(11)
+    cases = [
+        rng.normal(0, 0.01, 12) + np.r_[np.zeros(8), np.full(4, s)] for s in (0.0, 0.006, 0.01, 0.02)
+    ] * 5
+    early = [change_point(list(x), rules) is not None for x in cases]
+    monkeypatch.setattr(nightly_module, "BATCH", rules.permutations)  # one batch: the full test
+    full = [change_point(list(x), rules) is not None for x in cases]
+    assert early == full and any(full) and not all(full)
