@@ -86,6 +86,18 @@ def freeze(python: str) -> str:
     return "\n".join(sorted(line for line in out.splitlines() if line and not line.startswith("#"))) + "\n"
 
 
+SUITE_AT = "import harness, pathlib; print(pathlib.Path(harness.__file__).resolve().parents[1])"
+
+
+def suite_at(python: str) -> str:
+    """Where the environment imports this suite from ("" when it cannot)."""
+    try:
+        proc = subprocess.run([python, "-c", SUITE_AT], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def pin_of(freeze_text: str) -> str:
     return hashlib.sha256(freeze_text.encode()).hexdigest()[:12]
 
@@ -156,7 +168,7 @@ def reference(spec: str, envs: Path, nightly: Path) -> Env:
         lock = nightly / f"reference-{pins[spec]}.txt"
         if not lock.is_file():
             raise HarnessError(f"{what}: its lock file {lock} is missing (named in {nightly / 'pins.json'}).")
-        if freeze(python) != lock.read_text():
+        if freeze(python) != lock.read_text() or suite_at(python) != str(suite_root()):
             _install(python, ["-r", str(lock)], f"{what} from its lock file {lock}")
         text = freeze(python)
         if pin_of(text) != pins[spec]:
