@@ -281,7 +281,21 @@ def paths(dest: str, box: Sandbox, command: str) -> Domain:
     return Domain(st.sampled_from(good), st.sampled_from(bad))
 
 
-PATH_DESTS = {"results", "out", "figures", "markdown", "csv", "prices", "json", "mnist_path", "a", "b"}
+PATH_DESTS = {
+    "results",
+    "out",
+    "figures",
+    "markdown",
+    "csv",
+    "prices",
+    "json",
+    "mnist_path",
+    "a",
+    "b",
+    "candidate",
+    "reference",
+    "envs",
+}
 """Options whose value is a path (by dest); :func:`paths` draws them by role."""
 
 NAMED = {
@@ -591,6 +605,8 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
         "mnist_path": (str(mnist), write("not-mnist.npz", b"PK\x03\x04junk")),
         "a": (sys.executable, str(python)),
         "b": (sys.executable, str(python)),
+        "candidate": ("tensorflow-cpu==2.21.*", str(python), "./no/python", ""),
+        "reference": (sys.executable, str(python), "./no/python", " "),
     }
 
 

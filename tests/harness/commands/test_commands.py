@@ -17,6 +17,7 @@ def test_every_command_module_has_its_parser_and_runner() -> None:
         "report",
         "compare",
         "ab",
+        "nightly",
         "compare-hardware",
         "predict",
         "ingest",
