@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.commands.paths import check_writable_file
-from harness.commands.selection import Selection, add_dry_run, add_selection_args, dry_run_text, select
+from harness.commands.selection import (
+    Selection,
+    add_dry_run,
+    add_selection_args,
+    dry_run_text,
+    platform_text,
+    select,
+)
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
+from harness.spec.rules import unsupported_reason
 
 if TYPE_CHECKING:
     from harness.analysis.nightly import Rules
@@ -138,7 +146,14 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
     if args.sweep is None:  # axes given alone narrow the nightly sweep (e.g. --model my.py:build)
         args.sweep = "nightly"
-    return select(args), rules, label
+    sel = select(args)
+    if all(unsupported_reason(c, sel.platform) for c in sel.cells):
+        raise HarnessError(
+            f"Received a selection of {len(sel.cells)} cells, none of which runs here "
+            f"({platform_text(sel.platform)}); expected at least one: `python -m harness list` "
+            "with the same flags says why each is unsupported."
+        )
+    return sel, rules, label
 
 
 def _side_plan(role: str, value: str, envs: str) -> str:
@@ -201,6 +216,10 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     cand_env = parse_env("--candidate-env", args.candidate_env)
     reference = dataclasses.replace(reference, given=_given(reference.given, ref_env))
     candidate = dataclasses.replace(candidate, given=_given(candidate.given, cand_env))
+    for cell in sel.cells:
+        why = unsupported_reason(cell, sel.platform)
+        if why:
+            print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
     lock = MachineLock(out)
     lock.acquire(args.wait_lock)
     budget = Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)

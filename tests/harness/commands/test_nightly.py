@@ -170,6 +170,7 @@ def test_dry_run_says_how_each_side_is_made_and_starts_nothing(
         (["--min-pairs", "1"], "--min-pairs=1"),
         (["--min-effect", "2"], "min_effect=2"),
         (["--label", "a,b"], "--label='a,b'"),
+        (["--strategy", "mirrored", "--replicas", "4"], "none of which runs here"),
     ],
 )
 def test_bad_input_is_named_before_any_work(
