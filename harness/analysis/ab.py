@@ -89,15 +89,22 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
         return Decision(math.exp(centre), math.nan, math.nan, n, UNDECIDED)
     half = t_quantile(n - 1, rule.confidence) * float(np.std(logs, ddof=1)) / math.sqrt(n)
     low, high = math.exp(centre - half), math.exp(centre + half)
-    verdict = UNDECIDED
-    if n >= rule.min_pairs:
-        if high < 1 - rule.min_effect:
-            verdict = SLOWER
-        elif low > 1 + rule.min_effect:
-            verdict = FASTER
-        elif low >= 1 - rule.min_effect and high <= 1 + rule.min_effect:
-            verdict = SAME
+    verdict = interval_verdict(low, high, rule.min_effect) if n >= rule.min_pairs else UNDECIDED
     return Decision(math.exp(centre), low, high, n, verdict)
+
+
+def interval_verdict(low: float, high: float, min_effect: float) -> str:
+    """A ratio's CI [low, high] against 1 +- ``min_effect``: wholly below ``slower``, wholly above
+    ``faster``, wholly inside ``same``, else (or not finite) ``undecided``."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return UNDECIDED
+    if high < 1 - min_effect:
+        return SLOWER
+    if low > 1 + min_effect:
+        return FASTER
+    if low >= 1 - min_effect and high <= 1 + min_effect:
+        return SAME
+    return UNDECIDED
 
 
 def pair_ratios(rows: pd.DataFrame) -> pd.DataFrame:

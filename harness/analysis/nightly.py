@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.analysis.ab import FASTER, SAME, SLOWER, interval_verdict
 from harness.formulas.stats import t_quantile
 
 REGRESSION, IMPROVEMENT, NO_CHANGE, UNDECIDED = "regression", "improvement", "no change", "undecided"
@@ -167,16 +168,8 @@ class Verdict:
         return tuple(out)
 
 
-def _interval_verdict(low: float, high: float, min_effect: float) -> str:
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return UNDECIDED
-    if high < 1 - min_effect:
-        return REGRESSION
-    if low > 1 + min_effect:
-        return IMPROVEMENT
-    if low >= 1 - min_effect and high <= 1 + min_effect:
-        return NO_CHANGE
-    return UNDECIDED
+VERDICTS = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: NO_CHANGE, UNDECIDED: UNDECIDED}
+"""``ab``'s words for a CI against 1 +- F, in nightly's."""
 
 
 def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
@@ -201,7 +194,7 @@ def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
     d = night.log_ratio - level
     half = t_quantile(df, rules.confidence) * math.sqrt(var_t + var_base)
     low, high = math.exp(d - half), math.exp(d + half)
-    return Change(math.exp(d), low, high, _interval_verdict(low, high, rules.min_effect), labels)
+    return Change(math.exp(d), low, high, VERDICTS[interval_verdict(low, high, rules.min_effect)], labels)
 
 
 def _max_split_t(x: np.ndarray, min_side: int) -> tuple[np.ndarray, np.ndarray]:
