@@ -7,7 +7,9 @@ night of the default ``nightly`` sweep and budget: candidate and reference both 
 of each cell is every usable pair of the folder's nights (the candidate/reference ratio of a pair of
 live processes in turns) of its A/A nights (candidate and reference the same), and a replayed night
 draws as many pairs as the folder's median A/A night had for that cell. ``HARNESS_NIGHTLY_NIGHT_SD``
-adds a between-night factor that one night's pool cannot show.
+adds a between-night factor that one night's pool cannot show; ``HARNESS_NIGHTLY_CENTRED=1``
+replays every night of the folder instead (a candidate/reference series too), each pair divided by
+its night's geometric mean.
 
 Targets (the issue's acceptance): over 30 replayed A/A nights of every cell, at most one alarm in
 total in at least 95 % of the series; a 5 % slowdown planted after 10 quiet nights raises a
@@ -32,18 +34,27 @@ from harness.results.store import NIGHTLY_FOLDER, read_cells, read_nightly
 ROOT = Path(__file__).resolve().parents[1]
 TRIALS = int(os.environ.get("HARNESS_NIGHTLY_TRIALS", "200"))
 NIGHT_SD = float(os.environ.get("HARNESS_NIGHTLY_NIGHT_SD", "0"))
+CENTRED = os.environ.get("HARNESS_NIGHTLY_CENTRED") == "1"
+"""Replay every night of the folder (A/B too), each pair over its night's level (:func:`pools`)."""
 """Between-night sd of the log ratio added to every replayed night (0: none; see the module doc)."""
 
 
-def pools(results: Path) -> tuple[dict[str, list[float]], dict[str, int]]:
-    """Per cell: every usable pair's ratio in the folder, and the pairs of its median night."""
+def pools(results: Path, centred: bool = False) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Per cell: every usable pair's ratio of the folder's A/A nights, and the pairs of its median
+    A/A night. ``centred``: every night instead, each pair divided by its night's geometric mean
+    (an A/B series' pairs as noise around their night's level)."""
     points = read_nightly(results)
-    aa = points[points["candidate"] == points["reference"]]  # A/A nights only
+    nights = points if centred else points[points["candidate"] == points["reference"]]
     rows = read_cells(results / NIGHTLY_FOLDER)
-    b = rows[(rows["ab_side"] == "B") & rows["ab_turn_ratio"].notna() & rows["run_id"].isin(aa["night_id"])]
-    pool = {str(c): list(g["ab_turn_ratio"].astype(float)) for c, g in b.groupby("cell_id")}
-    nights = aa.groupby("cell_id")["pairs"].median()
-    return pool, {c: int(nights[c]) for c in pool}
+    b = rows[
+        (rows["ab_side"] == "B") & rows["ab_turn_ratio"].notna() & rows["run_id"].isin(nights["night_id"])
+    ]
+    logs = np.log(b["ab_turn_ratio"].astype(float))
+    if centred:
+        logs = logs - logs.groupby([b["run_id"], b["cell_id"]]).transform("mean")
+    pool = {str(c): list(np.exp(g)) for c, g in logs.groupby(b["cell_id"])}
+    size = nights.groupby("cell_id")["pairs"].median()
+    return pool, {c: int(size[c]) for c in pool}
 
 
 @pytest.mark.slow
@@ -55,7 +66,7 @@ def test_nightly_calibration(tmp_path: Path) -> None:
         cmd = [py, "-m", "harness", "nightly", "--candidate", py, "--reference", py, "--out", str(out)]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
-    pool, pairs = pools(out)
+    pool, pairs = pools(out, CENTRED)
     assert pool, f"no usable pairs under {out}"
     print()
     for cell, p in pool.items():

@@ -83,7 +83,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="rule (b): change points' false-alarm rate per cell and night. Default: 0.002",
     )
     p.add_argument(
-        "--min-pairs", type=int, default=5, help="fewest usable pairs per cell, budget or not. Default: 5"
+        "--min-pairs",
+        type=int,
+        default=10,
+        help="fewest usable pairs per cell, budget or not; past them the rounds go to the cells "
+        "whose CI is widest. Default: 10",
     )
     p.add_argument("--max-pairs", type=int, default=200, help="most pairs per cell. Default: 200")
     add_selection_args(p)

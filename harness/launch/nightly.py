@@ -1,6 +1,7 @@
 """``python -m harness nightly``'s measurement and points: the candidate against the pinned reference
-on every runnable cell, in rounds of one pair per cell (the pair as ``ab --mode turns`` measures
-it: live processes of both sides taking turns) until the budget is spent, then one point per cell
+on every runnable cell, in rounds of pairs (the pair as ``ab --mode turns`` measures it: live
+processes of both sides taking turns; each round one pair of every cell until each has
+``min_pairs``, then of the noisier half) until the budget is spent, then one point per cell
 appended to its series with both decisions (:mod:`harness.analysis.nightly`).
 
 Pair rows go under ``<out>/nightly/cells`` and ``windows`` (run_id = the night's id), apart from
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from harness import __version__
@@ -33,11 +35,12 @@ from harness.spec.protocol import Platform, Protocol
 
 @dataclass(frozen=True)
 class Budget:
-    """How long a night measures: rounds (one pair per live cell) while fewer than ``min_pairs``
-    usable pairs of some cell, or until ``seconds`` are spent, at most ``max_pairs`` rounds."""
+    """How long a night measures: rounds of pairs (:func:`due` says of which cells) until
+    ``seconds`` are spent and every cell has ``min_pairs`` usable pairs (or that many tries), at
+    most ``max_pairs`` pairs per cell."""
 
     seconds: float
-    min_pairs: int = 5
+    min_pairs: int = 10
     max_pairs: int = 200
 
 
@@ -53,11 +56,21 @@ class NightResult:
     seconds: float = 0.0
 
 
-def _more(outcomes: Sequence[CellOutcome], rnd: int, budget: Budget, spent: float) -> bool:
-    live = [o for o in outcomes if not o.failure]
-    if not live or rnd >= budget.max_pairs:
-        return False
-    return spent < budget.seconds or any(len(o.ratios) < budget.min_pairs for o in live)
+def due(outcomes: Sequence[CellOutcome], tried: Sequence[int], budget: Budget) -> list[int]:
+    """The cells (indices) the next round measures: each live cell with fewer than
+    ``budget.min_pairs`` usable pairs; once every one has them, those whose standard error of the
+    mean log ratio is at least the median of the live cells' (the noisier half: every cell's CI
+    narrows alike, so each can catch the same step). None past ``budget.max_pairs`` tries."""
+    live = [i for i, o in enumerate(outcomes) if not o.failure and tried[i] < budget.max_pairs]
+    short = [i for i in live if len(outcomes[i].ratios) < budget.min_pairs]
+    if short or not live:
+        return short
+    se = {
+        i: float(np.std(np.log(outcomes[i].ratios), ddof=1)) / math.sqrt(len(outcomes[i].ratios))
+        for i in live
+    }
+    cut = float(np.median(list(se.values())))
+    return [i for i in live if se[i] >= cut]
 
 
 def measure(
@@ -83,12 +96,15 @@ def measure(
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
     orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]
     start = clock()
+    tried = [0] * len(result.outcomes)
     rnd = 0
     try:
-        while _more(result.outcomes, rnd, budget, clock() - start):
-            for outcome, order in zip(result.outcomes, orders, strict=True):
-                if not outcome.failure:
-                    pairs.add_pair(outcome, rnd, order[rnd])
+        while todo := due(result.outcomes, tried, budget):
+            if clock() - start >= budget.seconds and all(tried[i] >= budget.min_pairs for i in todo):
+                break  # spent, and every cell tried min_pairs times (disturbed pairs count as tries)
+            for i in todo:
+                pairs.add_pair(result.outcomes[i], tried[i], orders[i][tried[i]])
+                tried[i] += 1
             rnd += 1
             report(result.outcomes, rnd, clock() - start)
     except KeyboardInterrupt:
