@@ -299,13 +299,21 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
     return verdicts
 
 
-def overall(verdicts: Sequence[Verdict], failed: int = 0) -> str:
-    """The night's verdict over cells: error (a cell failed), else regression (a new regression
-    alarm), else undecided (a cell undecided by rule (a)), else no regression."""
+def rules_out_regression(change: Change, min_effect: float) -> bool:
+    """True when rule (a)'s CI ends at or above 1 - F (a regression of F or more is ruled out), or
+    its verdict is an improvement."""
+    return change.verdict == IMPROVEMENT or (math.isfinite(change.low) and change.low >= 1 - min_effect)
+
+
+def overall(verdicts: Sequence[Verdict], rules: Rules, failed: int = 0) -> str:
+    """The night's verdict over cells, a regression gate's: error (a cell failed), else regression
+    (a new regression alarm), else undecided (a cell whose CI reaches below 1 - F: a regression of
+    F can be neither claimed nor ruled out), else no regression (a CI that straddles only 1 + F
+    is not a gate's concern)."""
     if failed:
         return "error"
     if any(REGRESSION in v.alarms for v in verdicts):
         return "regression"
-    if not verdicts or any(v.change.verdict == UNDECIDED for v in verdicts):
+    if not verdicts or not all(rules_out_regression(v.change, rules.min_effect) for v in verdicts):
         return "undecided"
     return "no regression"

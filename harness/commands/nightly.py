@@ -4,7 +4,8 @@ turns, one point per cell appended to its series, both decisions of
 
 Exit codes: 0 no regression, 1 regression (a new alarm: rule (a) or a change point), 2 error (bad
 input, an environment that cannot be installed, a cell that failed), 3 undecided (a cell's CI
-straddles the minimum effect).
+reaches below 1 - F without lying wholly below it: a regression can be neither claimed nor ruled
+out).
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     dashboard = out / NIGHTLY_FOLDER / "index.html"
     dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.reference}"))
     failed = sum(v is None for v in verdicts)
-    verdict = nightly.overall([v for v in verdicts if v is not None], failed)
+    verdict = nightly.overall([v for v in verdicts if v is not None], rules, failed)
     print()
     print(render_table(*table(rows)))
     print(f"\nnightly {label} ({result.night_id}): {verdict}")

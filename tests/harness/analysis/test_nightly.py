@@ -105,7 +105,7 @@ def test_a_small_step_below_rule_a_is_found_by_the_change_point_as_a_new_alarm()
     assert cp is not None and cp.label == "n10" and cp.new
     assert verdicts[first].alarms == (REGRESSION,)
     assert first >= 10 + RULES.min_side - 1  # it needs min_side nights after the change
-    assert overall([verdicts[first]]) == "regression"
+    assert overall([verdicts[first]], RULES) == "regression"
 
 
 def test_a_drift_of_one_percent_a_night_is_a_change_point_within_eight_nights() -> None:
@@ -142,11 +142,14 @@ def test_overall_and_exit_codes() -> None:
     quiet = judge(series(QUIET), RULES)[-1]
     slow = judge(series([0.95]), RULES)[-1]
     wide = judge([Night("w", 0.0, 0.05, 5)], RULES)[-1]
-    assert overall([quiet]) == "no regression" and EXIT_CODES[overall([quiet])] == 0
-    assert overall([quiet, slow]) == "regression" and EXIT_CODES["regression"] == 1
-    assert overall([quiet, wide]) == "undecided" and EXIT_CODES["undecided"] == 3
-    assert overall([slow], failed=1) == "error" and EXIT_CODES["error"] == 2
-    assert overall([]) == "undecided"
+    up = judge([Night("u", math.log(1.015), 0.006, 20)], RULES)[-1]  # straddles 1.02 only
+    assert up.change.verdict == UNDECIDED
+    assert overall([quiet], RULES) == "no regression" and EXIT_CODES[overall([quiet], RULES)] == 0
+    assert overall([quiet, up], RULES) == "no regression"  # no regression of 2 % is possible
+    assert overall([quiet, slow], RULES) == "regression" and EXIT_CODES["regression"] == 1
+    assert overall([quiet, wide], RULES) == "undecided" and EXIT_CODES["undecided"] == 3
+    assert overall([slow], RULES, failed=1) == "error" and EXIT_CODES["error"] == 2
+    assert overall([], RULES) == "undecided"
 
 
 @pytest.mark.parametrize(
