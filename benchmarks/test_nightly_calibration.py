@@ -1,7 +1,7 @@
 """Calibration of ``python -m harness nightly``'s two decisions on this machine, by replaying measured
 A/A nights (:mod:`harness.analysis.nightly_calibration`).
 
-Measures, unless ``HARNESS_NIGHTLY_RESULTS=DIR`` names a results folder measured before, one A/A
+Measures, unless ``HARNESS_NIGHTLY_RESULTS=DIR[:DIR...]`` names results folders measured before, one A/A
 night of the default ``nightly`` sweep and budget: candidate and reference both this interpreter,
 ``python -m harness nightly --candidate PY --reference PY --out DIR`` (15 min on 2 cores). The pool
 of each cell is every usable pair of the folder's nights (the candidate/reference ratio of a pair of
@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.analysis.nightly import Rules
@@ -39,35 +40,41 @@ CENTRED = os.environ.get("HARNESS_NIGHTLY_CENTRED") == "1"
 """Between-night sd of the log ratio added to every replayed night (0: none; see the module doc)."""
 
 
-def pools(results: Path, centred: bool = False) -> tuple[dict[str, list[float]], dict[str, int]]:
-    """Per cell: every usable pair's ratio of the folder's A/A nights, and the pairs of its median
-    A/A night. ``centred``: every night instead, each pair divided by its night's geometric mean
-    (an A/B series' pairs as noise around their night's level)."""
-    points = read_nightly(results)
-    nights = points if centred else points[points["candidate"] == points["reference"]]
-    rows = read_cells(results / NIGHTLY_FOLDER)
+def pools(folders: list[Path], centred: bool = False) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Per cell: every usable pair's ratio of the folders' A/A nights, and the pairs of their median
+    A/A night. ``centred``: every night instead, each pair's log ratio less its night's mean (times
+    sqrt(n / (n - 1)), which undoes what centring takes of the spread): an A/B series' pairs, or a
+    planted night's, as noise around their night's level; the pairs per night still from the A/A
+    nights when there are any."""
+    points = pd.concat([read_nightly(f) for f in folders], ignore_index=True)
+    rows = pd.concat([read_cells(f / NIGHTLY_FOLDER) for f in folders], ignore_index=True)
+    aa = points[points["candidate"] == points["reference"]]
+    nights = points if centred else aa
     b = rows[
         (rows["ab_side"] == "B") & rows["ab_turn_ratio"].notna() & rows["run_id"].isin(nights["night_id"])
     ]
     logs = np.log(b["ab_turn_ratio"].astype(float))
     if centred:
-        logs = logs - logs.groupby([b["run_id"], b["cell_id"]]).transform("mean")
+        night = logs.groupby([b["run_id"], b["cell_id"]])
+        n = night.transform("size").astype(float)
+        logs = (logs - night.transform("mean")) * np.sqrt(n / (n - 1))
     pool = {str(c): list(np.exp(g)) for c, g in logs.groupby(b["cell_id"])}
-    size = nights.groupby("cell_id")["pairs"].median()
+    size = (aa if not aa.empty else points).groupby("cell_id")["pairs"].median()
     return pool, {c: int(size[c]) for c in pool}
 
 
 @pytest.mark.slow
 def test_nightly_calibration(tmp_path: Path) -> None:
     given = os.environ.get("HARNESS_NIGHTLY_RESULTS")
-    out = Path(given) if given else tmp_path
+    folders = [Path(f) for f in given.split(os.pathsep)] if given else [tmp_path]
     if not given:
+        out = tmp_path
         py = sys.executable
         cmd = [py, "-m", "harness", "nightly", "--candidate", py, "--reference", py, "--out", str(out)]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
-    pool, pairs = pools(out, CENTRED)
-    assert pool, f"no usable pairs under {out}"
+    pool, pairs = pools(folders, CENTRED)
+    assert pool, f"no usable pairs under {folders}"
     print()
     for cell, p in pool.items():
         logs = np.log(p)

@@ -111,6 +111,20 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
                     ),
                 )
             )
+        low = r.get("change_ci_low")
+        if verdict == "undecided" and (
+            not isinstance(low, float) or low < 1 - float(r.get("min_effect") or 0)
+        ):
+            out.append(
+                (
+                    2,
+                    (
+                        f"**undecided** on {cell}: {_num(r.get('change'))} x its baseline, 95% CI "
+                        f"{_ci(low, r.get('change_ci_high'))}: a regression of "
+                        f"{float(r.get('min_effect') or 0):.0%} can be neither claimed nor ruled out"
+                    ),
+                )
+            )
         if verdict == "reverted":
             out.append(
                 (

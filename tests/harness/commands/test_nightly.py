@@ -99,6 +99,7 @@ def test_exit_codes_night_after_night(tmp_path: Path, monkeypatch: pytest.Monkey
     assert night(tmp_path, "c4") == 0  # the new level is the baseline now: reported once
     _fake_measure(monkeypatch, 0.95, sd=0.2)  # too noisy to say
     assert night(tmp_path, "c5") == 3
+    assert "- **undecided** on dense/default" in (tmp_path / "summary.md").read_text()
     _fake_measure(monkeypatch, 1.0, fail="side B, pair 0: failed: worker exited 1")
     assert night(tmp_path, "c6") == 2
     points = read_nightly(tmp_path).sort_values("timestamp")
