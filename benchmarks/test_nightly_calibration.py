@@ -46,8 +46,11 @@ def pools(folders: list[Path], centred: bool = False) -> tuple[dict[str, list[fl
     sqrt(n / (n - 1)), which undoes what centring takes of the spread): an A/B series' pairs, or a
     planted night's, as noise around their night's level; the pairs per night still from the A/A
     nights when there are any."""
-    points = pd.concat([read_nightly(f) for f in folders], ignore_index=True)
+    points = pd.concat([read_nightly(f) for f in folders], ignore_index=True).drop_duplicates(
+        ["night_id", "cell_id"]
+    )
     rows = pd.concat([read_cells(f / NIGHTLY_FOLDER) for f in folders], ignore_index=True)
+    rows = rows.drop_duplicates(["run_id", "cell_id", "ab_pair", "ab_side"])  # a night copied to two folders
     aa = points[points["candidate"] == points["reference"]]
     nights = points if centred else aa
     b = rows[
