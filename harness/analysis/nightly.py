@@ -104,6 +104,13 @@ class Night:
         """Tonight's candidate/reference throughput ratio (geometric mean over pairs)."""
         return math.exp(self.log_ratio)
 
+    def ci(self, confidence: float) -> tuple[float, float]:
+        """The ratio's Student-t CI over pairs (nan, nan with fewer than 2 pairs)."""
+        if self.pairs < 2 or not math.isfinite(self.se):
+            return math.nan, math.nan
+        half = t_quantile(self.pairs - 1, confidence) * self.se
+        return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
+
 
 def night_of(label: str, ratios: Sequence[float]) -> Night:
     """A night from its pairs' candidate/reference ratios."""

@@ -146,12 +146,7 @@ class Sides:
 
 def _decided(row: NightlyRow, v: nightly.Verdict, confidence: float) -> NightlyRow:
     n, c, cp = v.night, v.change, v.change_point
-    low, high = (math.nan, math.nan)
-    if math.isfinite(n.se) and n.pairs > 1:
-        from harness.formulas.stats import t_quantile
-
-        half = t_quantile(n.pairs - 1, confidence) * n.se
-        low, high = math.exp(n.log_ratio - half), math.exp(n.log_ratio + half)
+    low, high = n.ci(confidence)
     return {
         **row,
         "status": Status.OK,
