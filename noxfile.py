@@ -1,8 +1,10 @@
 """Sessions: ``bench`` (run the default sweep, or ``-- ARGS`` for ``python -m harness run ARGS``,
 then the report), ``report``, ``tests``, ``unit`` (the fast tier, without TensorFlow),
-``benchmarks`` and ``ab`` (two TensorFlow builds, paired). Each but ``unit`` installs the TensorFlow
-build that fits the machine: the CUDA build where ``nvidia-smi`` lists a GPU, tensorflow-cpu
-elsewhere; ``HARNESS_TF=cpu|cuda`` overrides."""
+``benchmarks``, ``ab`` (two TensorFlow builds, paired), ``lint`` (ruff and mypy) and ``docs`` (the
+CLI reference checked against the parsers, then the site built with ``mkdocs build --strict``).
+Each but ``unit``, ``lint`` and ``docs`` installs the TensorFlow build that fits the machine: the
+CUDA build where ``nvidia-smi`` lists a GPU, tensorflow-cpu elsewhere; ``HARNESS_TF=cpu|cuda``
+overrides."""
 
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ def report(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (``-- ARGS`` go to pytest, e.g. ``-- -m slow``)."""
-    _install(session, "test")
+    """The test suite (``-- ARGS`` go to pytest, e.g. ``-- -m slow``), with JAX's CPU build for
+    the co-tenant tests (``--tenant-framework jax``); PyTorch's tests skip where it is missing."""
+    _install(session, "test", "jax")
     session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow"]))
 
 
@@ -162,3 +165,14 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", *LINTED)
     session.run("ruff", "format", "--check", *LINTED)
     session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, without TensorFlow: fails when docs/reference/cli.md differs from
+    what the parsers generate (``python -m harness.commands.reference docs/reference/cli.md``
+    rewrites it), then builds docs/ into site/ with ``mkdocs build --strict`` (mkdocs.yml), which
+    fails on a broken link or anchor, a page missing from the nav or a missing snippet."""
+    session.install("-e", ".[docs]")
+    session.run("python", "-m", "harness.commands.reference", "--check", "docs/reference/cli.md")
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site")

@@ -1,7 +1,7 @@
 """The suite's fit and ctl rows against a plain ``model.fit`` a user would write, side by side.
 
 CNN, MirroredStrategy on 2 replicas, 64 examples per replica (global batch 128):
-- the suite's ``fit`` row (steps_per_execution 1: more is unsupported on this op, see the README);
+- the suite's ``fit`` row (steps_per_execution 1: more is unsupported on this op, see docs/explanation/measurement.md);
 - the suite's best ``ctl`` row at global batch 128 (mirrored with each CPU cross-device op, and the
   default strategy at batch 128), steps_per_execution 10;
 - a plain ``model.fit(x, y, batch_size=128, epochs=2)``, second epoch's examples/s, median of 3 runs.

@@ -192,6 +192,7 @@ RELATION_TITLES = {
     "accumulation": "Gradient accumulation: k micro-batches per update against 1",
     "loop": "Training loop: Keras fit against the custom loop",
     "cotenancy": "Co-tenants: T processes' aggregate against one alone",
+    "shared": "A co-tenant from another framework: each side together against itself alone",
     "ab": "A/B: side B against side A",
 }
 """Each relation of the ratios table, as the report titles it (in this order)."""

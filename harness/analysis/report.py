@@ -296,8 +296,8 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
         ["model", "cell_id", "devices", "measured [95% CI]", "predicted", "error", "allreduce_from"]
     ]
     return (
-        "<p>Predicted from the cell's 1-device baseline and the all-reduce cost (README.md, "
-        "Predicting scaling): step(n) = step(1) x core share + all-reduce(n); error = "
+        "<p>Predicted from the cell's 1-device baseline and the all-reduce cost (docs/how-to/hardware.md, "
+        "Predict scaling from the all-reduce): step(n) = step(1) x core share + all-reduce(n); error = "
         "(predicted - measured) / measured.</p>" + _table(table)
     )
 

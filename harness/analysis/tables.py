@@ -184,6 +184,7 @@ def summary_table(
             f"{r['replicas']}x{r['workers']}"
             + (f"+{r['ps']}ps" if r.get("ps") else "")
             + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else "")
+            + (f" +{r['tenant_framework']}" if r.get("tenant_framework") not in (None, "none") else "")
         )
         lines.append(
             (
@@ -246,7 +247,8 @@ FOOTNOTE = (
     "dispatch; results/README.md), 'no verdict' where a part took longer than the update "
     "it was timed with; repl 'NxW' = replicas x workers "
     "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
-    "aggregate)."
+    "aggregate; '+jax', '+torch': a co-tenant in that framework, examples/s TensorFlow's while both "
+    "trained)."
 )
 TURNS_FOOTNOTE = (
     "examples/s: median over each cell's processes (one per group instance it took part in, at "
@@ -258,7 +260,8 @@ TURNS_FOOTNOTE = (
     "the 1-device cell in the same group (ratios below; '~': its CI contains 1); bound: the part of "
     "an update with the largest share of its time (results/README.md); repl 'NxW' = replicas x "
     "workers ('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
-    "aggregate)."
+    "aggregate; '+jax', '+torch': a co-tenant in that framework, examples/s TensorFlow's while both "
+    "trained)."
 )
 OVERSUBSCRIBED_NOTE = "* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host cores)."
 LOGICAL_NOTE = (

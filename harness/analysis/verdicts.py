@@ -12,7 +12,7 @@ strategy, ctl loop). Parameter-server cells with several workers update asynchro
 worker applies its gradients on its own, from weights others may have changed since): nothing
 must agree with them, so they are trained and checked but not compared.
 
-Tolerance (relative; documented in README): ``|loss - loss_ref| / |loss_ref|`` and, on what training
+Tolerance (relative; documented in docs/explanation/accumulation.md): ``|loss - loss_ref| / |loss_ref|`` and, on what training
 changed, ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0: the common
 initial weights) must both be at most ``TOLERANCE[precision]``. Comparing the change rather than the
 weights keeps the shared initial weights from hiding a wrong gradient.

@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
         f"all-reduce cost: {cost.source}; alpha {cost.alpha_s * 1e6:.1f} us per ring step, "
         f"{cost.bandwidth_gbps:.3g} Gb/s per link"
         + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
-        + ". Model and assumptions: README.md, Predicting scaling."
+        + ". Model and assumptions: docs/how-to/hardware.md, 'Predict scaling from the all-reduce'."
     )
     stem = f"predict_{args.model}_{args.strategy}"
     for path in prediction_figure(lines, folder / stem, title):

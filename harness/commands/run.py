@@ -116,7 +116,7 @@ def _resume(args: argparse.Namespace) -> int:
             "and budget of its journal. Expected only --out, --wait-lock and --dry-run."
         )
     out = Path(args.out)
-    resumed = resume.load(out, args.resume, machine(suite_version()))
+    resumed = resume.load(out, args.resume, lambda: machine(suite_version()))
     if args.dry_run:
         plan = resumed.plan
         print(

@@ -541,6 +541,108 @@ class CellRow(TypedDict, total=False):
         Col("1", "Lower end of its 95% CI (Welch's t on the log process figures of both cells)."),
     ]
     cotenancy_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    tenant_framework: Annotated[
+        str,
+        Col(
+            "",
+            "A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training"
+            " the same model at effective_batch examples per step (plain SGD, synthetic data) on the same "
+            "devices, taking turns with the TensorFlow process alone, and both at once. Then "
+            "examples_per_sec is the TensorFlow side's throughput while both trained.",
+        ),
+    ]
+    tenant_framework_version: Annotated[
+        str | None, Col("", "The co-tenant's framework and its version, e.g. jax 0.10.2.")
+    ]
+    tenant_device: Annotated[
+        str | None, Col("", "The device the co-tenant trained on, as its framework names it.")
+    ]
+    tenant_flops_per_example: Annotated[
+        int | None,
+        Col(
+            "FLOPs",
+            "Training FLOPs per example counted from the co-tenant's own traced update (2 per multiply-add"
+            " of every matrix product and convolution, as flops_per_example); tenant_flops_note compares them.",
+        ),
+    ]
+    tenant_flops_note: Annotated[
+        str | None,
+        Col("", "Whether the co-tenant's count equals the TensorFlow side's (it must: the same model)."),
+    ]
+    alone_examples_per_sec: Annotated[
+        float | None,
+        Col(
+            "examples/s",
+            "With a co-tenant from another framework: the TensorFlow side's throughput in its turns alone, "
+            "median over its turns in each process, then median over processes.",
+        ),
+    ]
+    alone_examples_per_sec_ci_low: Annotated[
+        float | None,
+        Col("examples/s", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
+    ]
+    alone_examples_per_sec_ci_high: Annotated[float | None, Col("examples/s", "Upper end of the same CI.")]
+    tenant_alone_examples_per_sec: Annotated[
+        float | None,
+        Col("examples/s", "The co-tenant's throughput in its turns alone (as alone_examples_per_sec)."),
+    ]
+    tenant_alone_examples_per_sec_ci_low: Annotated[
+        float | None,
+        Col("examples/s", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
+    ]
+    tenant_alone_examples_per_sec_ci_high: Annotated[
+        float | None, Col("examples/s", "Upper end of the same CI.")
+    ]
+    tenant_together_examples_per_sec: Annotated[
+        float | None,
+        Col(
+            "examples/s",
+            "The co-tenant's throughput while the TensorFlow side timed its own window in the same turn: "
+            "its whole steps that ended before the TensorFlow window did.",
+        ),
+    ]
+    tenant_together_examples_per_sec_ci_low: Annotated[
+        float | None,
+        Col("examples/s", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
+    ]
+    tenant_together_examples_per_sec_ci_high: Annotated[
+        float | None, Col("examples/s", "Upper end of the same CI.")
+    ]
+    shared_ratio: Annotated[
+        float | None,
+        Col(
+            "1",
+            "The TensorFlow side's throughput together / alone, measured in turns of the same processes "
+            "(relation shared in the ratios table): the share of its speed it keeps beside the co-tenant.",
+        ),
+    ]
+    shared_ratio_ci_low: Annotated[
+        float | None,
+        Col("1", "Lower end of its 95% CI: Student t over instances of the blocks' mean log ratio."),
+    ]
+    shared_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    tenant_shared_ratio: Annotated[
+        float | None, Col("1", "The co-tenant's throughput together / alone, as shared_ratio.")
+    ]
+    tenant_shared_ratio_ci_low: Annotated[
+        float | None, Col("1", "Lower end of its 95% CI: as shared_ratio's.")
+    ]
+    tenant_shared_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    interference_ratio: Annotated[
+        float | None,
+        Col(
+            "1",
+            "shared_ratio + tenant_shared_ratio per process, median over processes: what both sides "
+            "train together relative to taking turns with the device. 1.0: sharing is as good as "
+            "time-slicing; above 1 each fills the other's idle time; below 1 they contend (caches, "
+            "memory bandwidth, threads).",
+        ),
+    ]
+    interference_ratio_ci_low: Annotated[
+        float | None,
+        Col("1", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
+    ]
+    interference_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
     peak_flops_per_sec: Annotated[
         float | None,
         Col(

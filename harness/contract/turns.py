@@ -37,6 +37,8 @@ class Do(StrEnum):
     CALIBRATE = "calibrate"
     WINDOW = "window"
     FINISH = "finish"
+    STOP = "stop"
+    """End a window taken until told (a co-tenant of another framework: :mod:`harness.contract.tenant`)."""
 
 
 class Hello(TypedDict):
@@ -48,6 +50,9 @@ class Grant(TypedDict, total=False):
     do: str
     window_s: float
     block: int
+    until: str
+    """A co-tenant of another framework's window taken together: train until told to stop
+    (:mod:`harness.contract.tenant`)."""
 
 
 class Reply(TypedDict, total=False):

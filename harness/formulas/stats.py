@@ -1,6 +1,6 @@
 """Inference over independent processes: a figure's CI, a ratio's CI, and when a difference counts.
 
-The unit of evidence is the process (DESIGN.md section 3): windows inside one process agree within
+The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process agree within
 1-2 %, while the same cell in another process moves 10-20 %. Each process gives one figure (the
 median of its windows); everything here works on those per-process figures (or per-run figures,
 for comparisons across runs). Pure; numpy and scipy.stats only.

@@ -92,7 +92,7 @@ MODES = {
     )
 }
 """``ab --mode``: turns is the default (each side gets the whole machine in its turn, so a change
-in threads or parallelism shows; its instances vary little: README, "Two builds now"); duet
+in threads or parallelism shows; its instances vary little: docs/how-to/compare-builds.md); duet
 only runs single-process cells (others alternate)."""
 
 

@@ -39,6 +39,7 @@ from harness.results.cost import RunCost
 from harness.results.journal import Journal
 from harness.results.ratios import Measured
 from harness.spec.cell import Cell
+from harness.spec.frameworks import NONE, overlapping
 from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, race_groups
 from harness.spec.protocol import Platform, Protocol
 
@@ -308,7 +309,7 @@ class TurnsRun:
         g = self.groups[index]
         say = progress.advance if progress is not None else lambda label, status: None
         breakdowns = self._pending_breakdowns(g.group)
-        timed = sum(t.seconds for t in instance.turns)
+        timed = sum(t.seconds for t in instance.turns if not overlapping(t.member))
         members, asked = len(g.group.members), self._asked_s(g.group)
         self.cost.add(
             instance.phases, timed, instance.processes, not instance.dropped, members, breakdowns, asked
@@ -374,13 +375,17 @@ def _step(state: TurnsRun, index: int, progress: Progress) -> None:
 
 
 def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
-    """A model's fastest runnable one-tenant cell so far (median process figure) and the cells
+    """A model's fastest runnable one-tenant cell (no co-tenant of another framework) so far (median process figure) and the cells
     tied with it: their ratio to it (Welch's t over the process figures, separately measured) is
     no measurable difference. None when no cell of the model was measured ok."""
     figures = {
         c.id: [float(r.row.get("examples_per_sec") or 0.0) for r in run.evidence[c.id]]
         for c in run.runnable
-        if c.model == model and c.tenants == 1 and run.evidence[c.id] and run.ok_so_far(c)
+        if c.model == model
+        and c.tenants == 1
+        and c.tenant_framework == NONE  # a shared device is not a configuration to choose
+        and run.evidence[c.id]
+        and run.ok_so_far(c)
     }
     if not figures:
         return None

@@ -4,6 +4,7 @@ platform to plan for, the suite's git commit.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.spec.frameworks import FRAMEWORKS
 from harness.spec.protocol import Platform
 
 
@@ -70,9 +72,16 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         raise HarnessError(
             "Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto."
         )
+    frameworks = installed_frameworks()
     if not found.ids:
-        return Platform("cpu", 0, cpu_devices)
-    return Platform("gpu", len(found.ids), cpu_devices, found.ids, found.mig)
+        return Platform("cpu", 0, cpu_devices, frameworks=frameworks)
+    return Platform("gpu", len(found.ids), cpu_devices, found.ids, found.mig, frameworks=frameworks)
+
+
+def installed_frameworks() -> tuple[str, ...]:
+    """The co-tenant frameworks this interpreter can import (looked up, not imported: importing JAX
+    or PyTorch would cost seconds and memory in the parent)."""
+    return tuple(name for name, f in FRAMEWORKS.items() if importlib.util.find_spec(f.module) is not None)
 
 
 def git_sha() -> str:

@@ -19,7 +19,7 @@ resumed run's budget goes on from the last one (the seconds between it and the k
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,7 @@ def encode_instance(instance: Instance) -> dict[str, Any]:
         "culprit": instance.culprit,
         "phases": instance.phases,
         "processes": instance.processes,
+        "tenant_facts": instance.tenant_facts,
     }
 
 
@@ -161,6 +162,7 @@ def decode_instance(data: Mapping[str, Any], group: Group, cells: Mapping[str, C
         data["culprit"],
         dict(data["phases"]),
         data["processes"],
+        dict(data.get("tenant_facts", {})),
     )
 
 
@@ -208,13 +210,14 @@ class Resumed:
         return sum(1 for e in self.entries if e["kind"] == "instance")
 
 
-def load(root: Path, ref: str, machine_here: Mapping[str, str]) -> Resumed:
+def load(root: Path, ref: str, machine_here: Callable[[], Mapping[str, str]]) -> Resumed:
     """The run ``ref`` (a run id or ``latest``) under results root ``root``, checked: a
-    HarnessError naming what differs when this machine or software is not the journal's."""
+    HarnessError naming what differs when this machine or software is not the journal's.
+    ``machine_here`` is asked only once the journal is found and read (it starts ``git``)."""
     path = journal.find(root, ref)
     entries = journal.read(path)
     plan = Plan.of(entries[0])
-    found = differences(plan.machine, machine_here)
+    found = differences(plan.machine, machine_here())
     if found:
         raise HarnessError(
             f"run {plan.run_id} cannot be resumed here: "

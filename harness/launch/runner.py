@@ -36,6 +36,7 @@ from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CellRow, CollectiveRow, RatioRow, Status, WindowRow
 from harness.formulas import stats
+from harness.launch.foreign import run_with_tenant
 from harness.launch.local_cluster import run_cluster
 from harness.launch.peak import PeakLog, run_dtypes
 from harness.launch.platform import git_sha
@@ -56,6 +57,7 @@ from harness.results.rows import (
 )
 from harness.results.store import RunFiles, read_cells
 from harness.spec.cell import Cell
+from harness.spec.frameworks import NONE
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
 from harness.spec.schedule import fixed_schedule, pass_order
@@ -66,8 +68,11 @@ task's part on a real cluster (:func:`harness.launch.real_cluster.cluster_launch
 
 
 def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
-    """The events of one cell: one worker process, a local cluster for multi-worker cells, or
-    several independent processes for co-tenant cells."""
+    """The events of one cell: one worker process, a local cluster for multi-worker cells,
+    several independent processes for co-tenant cells, or a worker beside a co-tenant from another
+    framework."""
+    if cell.tenant_framework != NONE:
+        return run_with_tenant(cell, options, name)
     if cell.tenants > 1:
         return run_tenants(cell, options, name)
     return (run_cluster if cell.processes > 1 else run_worker)(cell, options, name)

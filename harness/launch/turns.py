@@ -31,12 +31,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
+from harness.contract.tenant import UNTIL_STOP
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
 from harness.launch.platform import host_busy_seconds, processes_cpu_seconds
 from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, Process
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
+from harness.results.rows import merged, shared_columns
+from harness.spec.frameworks import NONE, member_of, tenant_key, together_key
 from harness.spec.groups import Group, Member, turn_order
 from harness.spec.protocol import Protocol
 from harness.spec.strategies import Role
@@ -97,6 +101,9 @@ class Instance:
     """Seconds of each phase reached (``harness.results.cost.PHASES``), on the parent's clock."""
     processes: int = 0
     """Processes started for it (every task of every member, servers included)."""
+    tenant_facts: dict[str, dict[str, object]] = field(default_factory=dict)
+    """By member key: what its co-tenant from another framework reported when it finished
+    (:class:`harness.contract.tenant.TenantFacts`)."""
     _lap: float = field(default_factory=time.monotonic, repr=False)
 
     def lap(self, phase: str) -> None:
@@ -193,18 +200,23 @@ class Coordinator:
                 self.conns.setdefault(str(hello["hello"]), []).append(s)
                 first = time.monotonic() if first is None else first
 
-    def ask(self, key: str, grant: Grant, timeout_s: float) -> list[Reply]:
-        """Send ``grant`` to every process of member ``key`` and wait for each one's reply."""
+    def send(self, key: str, grant: Grant) -> None:
+        """Send ``grant`` to every process of member ``key`` (Dropped when one is gone)."""
         data = (json.dumps(grant) + "\n").encode()
-        deadline = time.monotonic() + timeout_s
         for c in self.conns[key]:
             try:
                 c.sendall(data)
             except OSError as e:
-                raise Dropped(f"member {key} is gone ({e})", key) from None
+                raise Dropped(f"{key} is gone ({e})", member_of(key)) from None
+
+    def ask(self, key: str, grant: Grant, timeout_s: float) -> list[Reply]:
+        """Send ``grant`` to every process of ``key`` (a member's, or its co-tenant's from another
+        framework) and wait for each one's reply."""
+        deadline = time.monotonic() + timeout_s
+        self.send(key, grant)
         replies: list[Reply] = []
         for c in self.conns[key]:
-            reply = self._line(c, deadline, f"{grant['do']} of {key}", key)
+            reply = self._line(c, deadline, f"{grant['do']} of {key}", member_of(key))
             replies.append(Reply(**reply))  # type: ignore[typeddict-item]
         return replies
 
@@ -296,7 +308,22 @@ def run_instance(
         failed = [m.key for m in group.members if instance.ends.get(m.key) is None]
         if failed:
             instance.dropped, instance.culprit = f"no record from {', '.join(failed)}", failed[0]
+    for m in group.members:
+        if m.cell.tenant_framework != NONE and m.key in instance.ends:
+            instance.ends[m.key] = with_tenant(instance, m)
     return instance
+
+
+def with_tenant(instance: Instance, member: Member) -> CellEnd:
+    """A member with a co-tenant from another framework: its end with the figures of both sides,
+    from this instance's turns (:func:`harness.results.rows.shared_columns`)."""
+    end = instance.ends[member.key]
+    if end.event != Event.RECORD:
+        return end
+    tenant = _channel_keys(member)[1]
+    facts = instance.tenant_facts.get(member.key, {})
+    row = merged(end.row, shared_columns(end.row, instance.turns, member.key, tenant, facts))
+    return dataclasses.replace(end, row=row)
 
 
 def _coordinate(
@@ -309,30 +336,97 @@ def _coordinate(
     """The grants of one instance (see the module docstring); Dropped when it cannot go on.
     ``ended``: the key of a member whose processes have all ended (None while all run)."""
     members = group.members
-    expected = {m.key: timing_processes(m) for m in members}
-    coordinator.gather(expected, plan.ready_timeout_s, ended, plan.behind_s)
+    units = [u for m in members for u in turn_units(m)]
+    coordinator.gather(_expected(members), plan.ready_timeout_s, ended, plan.behind_s)
     instance.lap("start")
-    for m in members:
-        replies = coordinator.ask(m.key, {"do": Do.CALIBRATE, "window_s": plan.turn_s}, plan.turn_timeout_s)
-        instance.steps[m.key] = int(replies[0].get("steps") or 0)
+    for key in (k for m in members for k in _channel_keys(m)):
+        replies = coordinator.ask(key, {"do": Do.CALIBRATE, "window_s": plan.turn_s}, plan.turn_timeout_s)
+        instance.steps[key] = int(replies[0].get("steps") or 0)
     instance.lap("calibration")
     pids = instance_processes(coordinator.path)  # every task of each member, servers included
     instance.processes = sum(len(p) for p in pids.values())
     for block in range(plan.blocks):
-        for i in turn_order(len(members), block, plan.seed + instance.index):
-            m = members[i]
-            busy, own = host_busy_seconds(), processes_cpu_seconds(pids.get(m.key, []))
-            replies = coordinator.ask(m.key, {"do": Do.WINDOW, "block": block}, plan.turn_timeout_s)
-            after, own_after = host_busy_seconds(), processes_cpu_seconds(pids.get(m.key, []))
-            seconds = max(float(r.get("seconds") or 0.0) for r in replies)
-            examples = instance.steps[m.key] * m.cell.effective_batch * m.cell.tenants
-            used = own_after - own if m.key in pids else sum(float(r.get("cpu_s") or 0.0) for r in replies)
-            other = 0.0 if busy is None or after is None else max(after - busy - used, 0.0)
-            instance.turns.append(Turn(block, m.key, seconds, examples, other))
+        for i in turn_order(len(units), block, plan.seed + instance.index):
+            unit = units[i]
+            own_pids = pids.get(unit.member.key, [])
+            busy, own = host_busy_seconds(), processes_cpu_seconds(own_pids)
+            timed = unit.take(coordinator, block, plan.turn_timeout_s, instance.steps)
+            after, own_after = host_busy_seconds(), processes_cpu_seconds(own_pids)
+            for key, seconds, examples, cpu_s in timed:
+                used = own_after - own if own_pids else cpu_s
+                other = 0.0 if busy is None or after is None else max(after - busy - used, 0.0)
+                instance.turns.append(Turn(block, key, seconds, examples, other))
     instance.lap("turns")
     for m in members:
-        coordinator.ask(m.key, {"do": Do.FINISH}, plan.turn_timeout_s)
+        for key in _channel_keys(m):
+            replies = coordinator.ask(key, {"do": Do.FINISH}, plan.turn_timeout_s)
+            facts = replies[0].get("facts")
+            if key != m.key and isinstance(facts, dict):
+                instance.tenant_facts[m.key] = facts
     instance.lap("finish")
+
+
+def _channel_keys(member: Member) -> tuple[str, ...]:
+    """The keys a member's processes say hello under: the member's, and its co-tenant's from another
+    framework (:func:`harness.spec.frameworks.tenant_key`)."""
+    framework = member.cell.tenant_framework
+    return (member.key,) if framework == NONE else (member.key, tenant_key(member.key, framework))
+
+
+def _expected(members: Sequence[Member]) -> dict[str, int]:
+    """Processes to say hello, by key."""
+    out = {m.key: timing_processes(m) for m in members}
+    out.update({k: 1 for m in members for k in _channel_keys(m)[1:]})
+    return out
+
+
+Timed = tuple[str, float, int, float]
+"""One side's part of a turn: (turn key, wall seconds, examples, CPU seconds it reported)."""
+
+
+@dataclass(frozen=True)
+class TurnUnit:
+    """One kind of turn of a member: ``alone`` (its TensorFlow processes; a plain member's only
+    kind), ``tenant`` (its co-tenant from another framework alone) or ``together`` (both at once,
+    the co-tenant training until TensorFlow's window is over)."""
+
+    member: Member
+    kind: str = "alone"
+
+    def take(
+        self, coordinator: Coordinator, block: int, timeout_s: float, steps: Mapping[str, int]
+    ) -> list[Timed]:
+        """Grant this turn and wait for it: each side's timed part."""
+        m, grant = self.member, Grant(do=Do.WINDOW, block=block)
+        batch = m.cell.effective_batch
+        if self.kind == "tenant":
+            key = _channel_keys(m)[1]
+            reply = coordinator.ask(key, grant, timeout_s)[0]
+            return [(key, float(reply.get("seconds") or 0.0), int(reply.get("steps") or 0) * batch, 0.0)]
+        tenant = _channel_keys(m)[-1]
+        if self.kind == "together":
+            coordinator.send(tenant, Grant(do=Do.WINDOW, block=block, until=UNTIL_STOP))
+        replies = coordinator.ask(m.key, grant, timeout_s)
+        seconds = max(float(r.get("seconds") or 0.0) for r in replies)
+        cpu_s = sum(float(r.get("cpu_s") or 0.0) for r in replies)
+        ours = (m.key, seconds, steps[m.key] * batch * m.cell.tenants, cpu_s)
+        if self.kind != "together":
+            return [ours]
+        reply = coordinator.ask(tenant, Grant(do=Do.STOP), timeout_s)[0]
+        theirs = (
+            together_key(tenant),
+            float(reply.get("seconds") or 0.0),
+            int(reply.get("steps") or 0) * batch,
+            0.0,
+        )
+        return [(together_key(m.key), *ours[1:]), theirs]
+
+
+def turn_units(member: Member) -> list[TurnUnit]:
+    """The kinds of turn a member takes in each block (each twice, in a balanced order)."""
+    if member.cell.tenant_framework == NONE:
+        return [TurnUnit(member)]
+    return [TurnUnit(member), TurnUnit(member, "tenant"), TurnUnit(member, "together")]
 
 
 def member_ends(instances: Sequence[Instance], key: str) -> list[CellEnd]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import turns
 from harness.formulas.stats import MIN_EFFECT
+from harness.spec.frameworks import NONE, tenant_key, together_key
 from harness.spec.groups import Comparison, Relation
 
 
@@ -87,16 +88,34 @@ CELL_RATIO_COLUMNS = {Relation.SCALING: "scaling_efficiency", Relation.COTENANCY
 """The relations whose ratio is also a column of the subject's cell row."""
 
 
+def _shared_columns(row: CellRow) -> dict[str, str]:
+    """A cell with a co-tenant from another framework: the SHARED comparisons' subjects (each
+    side's turns together) -> the column their ratio fills."""
+    framework, cell = row.get("tenant_framework"), str(row.get("cell_id"))
+    if not framework or framework == NONE:
+        return {}
+    return {
+        together_key(cell): "shared_ratio",
+        together_key(tenant_key(cell, framework)): "tenant_shared_ratio",
+    }
+
+
 def with_turn_ratios(row: CellRow, rows: Sequence[RatioRow]) -> CellRow:
     """The cell row with scaling_efficiency and cotenancy_ratio (and their CIs) from the ratios
     measured in turns where the run measured them (they replace the figures from separate
-    processes); ``baseline_cell_id`` names the scaling reference."""
+    processes); ``baseline_cell_id`` names the scaling reference. A cell with a co-tenant from
+    another framework gets shared_ratio and tenant_shared_ratio from its SHARED ratios."""
     if row.get("status") != Status.OK:
         return row
     out = dict(row)
+    shared = _shared_columns(row)
     for r in rows:
         column = CELL_RATIO_COLUMNS.get(Relation(r["relation"]))
-        if column is None or r["subject"] != row.get("cell_id") or r.get("ratio") is None:
+        if Relation(r["relation"]) == Relation.SHARED:
+            column = shared.get(r["subject"])
+        elif r["subject"] != row.get("cell_id"):
+            continue
+        if column is None or r.get("ratio") is None:
             continue
         out.update(
             {

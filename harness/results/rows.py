@@ -24,8 +24,11 @@ from typing import Any, cast
 from harness.contract.events import Facts
 from harness.contract.records import CellRow, Status, WindowRow
 from harness.formulas import breakdown, metrics, stats
+from harness.formulas.turns import Turn
+from harness.formulas.turns import clean as turns_clean
 from harness.spec.axes import COMPUTE_DTYPE
 from harness.spec.cell import Cell
+from harness.spec.frameworks import together_key
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
 
@@ -49,6 +52,7 @@ def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
         "workers": cell.workers,
         "ps": cell.ps,
         "tenants": cell.tenants,
+        "tenant_framework": cell.tenant_framework,
         "per_replica_batch": cell.per_replica_batch,
         "global_batch": cell.global_batch,
         "effective_batch": cell.effective_batch,
@@ -352,6 +356,18 @@ FIGURE_COLUMNS = (
     "peak_flops_per_sec",
     "peak_flops_per_sec_ci_low",
     "peak_flops_per_sec_ci_high",
+    *(
+        f"{name}{end}"
+        for name in (
+            "alone_examples_per_sec",
+            "tenant_alone_examples_per_sec",
+            "tenant_together_examples_per_sec",
+            "interference_ratio",
+            "shared_ratio",
+            "tenant_shared_ratio",
+        )
+        for end in ("", "_ci_low", "_ci_high")
+    ),
 )
 """Every measured figure: an invalid or failed row carries none of them."""
 
@@ -435,6 +451,81 @@ def combine(
     return out, tagged
 
 
+SHARED_FIGURES = (
+    "alone_examples_per_sec",
+    "tenant_alone_examples_per_sec",
+    "tenant_together_examples_per_sec",
+    "interference_ratio",
+)
+"""A cell with a co-tenant from another framework: the per-process figures (from its instance's
+turns) that its row gives as the median over processes with a CI, as examples_per_sec."""
+
+
+def _turn_rate(turns: Sequence[Turn], key: str) -> float | None:
+    """Median examples/s of the turns of ``key`` (None when it has none)."""
+    rates = [t.examples / t.seconds for t in turns if t.member == key and t.seconds > 0 and t.examples > 0]
+    return metrics.median(rates) if rates else None
+
+
+def flops_note(tenant: int | None, ours: object) -> str:
+    """Whether a co-tenant's FLOP count equals the TensorFlow side's."""
+    if tenant is None or not isinstance(ours, int):
+        return "not compared: a count is missing"
+    if tenant == ours:
+        return f"equal to the TensorFlow side's count ({ours:,} FLOPs per example)"
+    return f"differs from the TensorFlow side's {ours:,} FLOPs per example by {tenant / ours - 1:+.2%}"
+
+
+def shared_columns(
+    row: CellRow, turns: Sequence[Turn], key: str, tenant: str, facts: Mapping[str, Any]
+) -> CellRow:
+    """One process (instance) of a cell with a co-tenant from another framework: its figures from
+    the instance's turns (undisturbed blocks where any are left): the TensorFlow side alone and
+    together (``examples_per_sec``), the co-tenant alone and together, their kept shares summed,
+    and what the co-tenant reported. ``key``: the member's turn key; ``tenant``: the co-tenant's."""
+    kept = turns_clean(turns) or list(turns)
+    ours, ours_shared = _turn_rate(kept, key), _turn_rate(kept, together_key(key))
+    theirs, theirs_shared = _turn_rate(kept, tenant), _turn_rate(kept, together_key(tenant))
+    rates = (ours, ours_shared, theirs, theirs_shared)
+    out: CellRow = {
+        "tenant_framework_version": f"{facts.get('framework', '')} {facts.get('version', '')}".strip()
+        or None,
+        "tenant_device": facts.get("device"),
+        "tenant_flops_per_example": facts.get("flops_per_example"),
+        "tenant_flops_note": facts.get("flops_note")
+        or flops_note(facts.get("flops_per_example"), row.get("flops_per_example")),
+    }
+    if any(r is None for r in rates) or row.get("status") != Status.OK:
+        return out
+    assert ours and ours_shared and theirs and theirs_shared
+    out.update(
+        {
+            "examples_per_sec": ours_shared,
+            "optimizer_updates_per_sec": ours_shared / _float(row, "effective_batch"),
+            "alone_examples_per_sec": ours,
+            "tenant_alone_examples_per_sec": theirs,
+            "tenant_together_examples_per_sec": theirs_shared,
+            "interference_ratio": ours_shared / ours + theirs_shared / theirs,
+        }
+    )
+    return out
+
+
+def shared_figures(results: Sequence[ProcessResult]) -> CellRow:
+    """:data:`SHARED_FIGURES` over a cell's processes: median with a 95% CI (as examples_per_sec);
+    nothing for a cell without a co-tenant from another framework."""
+    out: dict[str, object] = {}
+    for column in SHARED_FIGURES:
+        values = [_float(r.row, column) for r in results if r.row.get(column) is not None]
+        if len(values) != len(results) or not values:
+            continue
+        est = stats.figure(values)
+        out.update(
+            {column: est.value, f"{column}_ci_low": _finite(est.low), f"{column}_ci_high": _finite(est.high)}
+        )
+    return CellRow(**out)  # type: ignore[typeddict-item]
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     """One pass of a cell: the row its processes reported (one process's figures), its window
@@ -505,7 +596,7 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
             "optimizer_updates_per_sec": est.value / cell.effective_batch,
         },
     )
-    return merged(row, breakdown.columns(cell, row))
+    return merged(row, breakdown.columns(cell, row), shared_figures(results))
 
 
 def _finite(x: float) -> float | None:

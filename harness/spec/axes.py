@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+from harness.spec.frameworks import FRAMEWORKS, NONE
 from harness.spec.models import LOSS_NAMES, MODEL_NAMES, parse_ref
 from harness.spec.strategies import (
     MULTI_WORKER_STRATEGIES,
@@ -115,6 +116,8 @@ COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_floa
 
 SCALING_NAMES = ("weak", "strong")
 
+TENANT_FRAMEWORK_NAMES = (NONE, *FRAMEWORKS)
+
 MAX_TASKS = 1024
 """Most workers, or parameter servers, of a cell: a bound that keeps planning (one task object per
 process) instant; a local cluster this size would already be far past one host's cores."""
@@ -208,6 +211,16 @@ AXES: tuple[Axis, ...] = (
         maximum=16,
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=1,
+    ),
+    Axis(
+        "tenant_framework",
+        str,
+        NONE,
+        "a co-tenant from another framework: one process training the same model in JAX or PyTorch "
+        "on the same devices; each side's throughput alone and together, in turns",
+        TENANT_FRAMEWORK_NAMES,
+        applies_to=SINGLE_PROCESS_STRATEGIES,
+        inapplicable=NONE,
     ),
 )
 

@@ -31,6 +31,7 @@ class Cell:
     scaling: str = "weak"
     tenants: int = 1
     loss: str = "auto"
+    tenant_framework: str = "none"
 
     def __post_init__(self) -> None:
         """Check every axis value (HarnessError naming a bad one and the accepted ones), then
@@ -106,7 +107,7 @@ class Cell:
 
         The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
         Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
-        their tenant count: ``r2w1t2``.
+        their tenant count: ``r2w1t2``, and a co-tenant from another framework its name: ``r1w1+jax``.
         """
         strategy = self.strategy
         for option in (self.cross_device_ops, self.communication):
@@ -133,6 +134,7 @@ class Cell:
             f"r{self.replicas}w{self.workers}"
             + (f"p{self.ps}" if self.ps else "")
             + (f"t{self.tenants}" if self.tenants > 1 else "")
+            + (f"+{self.tenant_framework}" if self.tenant_framework != "none" else "")
         )
 
     def _batch_id(self) -> str:

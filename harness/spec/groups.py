@@ -31,6 +31,7 @@ from enum import StrEnum
 from harness.errors import require
 from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.cell import Cell
+from harness.spec.frameworks import NONE, tenant_key, together_key
 from harness.spec.strategies import only_strategy
 
 PROCESS_BYTES = 800 * 2**20
@@ -71,6 +72,11 @@ class Relation(StrEnum):
     COTENANCY = "cotenancy"
     """A cell with T > 1 tenants against the same cell alone (as
     :func:`harness.results.rows.find_alone`)."""
+    SHARED = "shared"
+    """One side of a cell with a co-tenant from another framework (the TensorFlow process, or the
+    co-tenant) in its turns taken with the other side running, against the same process's turns
+    alone in the same instances (:func:`shared_comparisons`): the share of its throughput alone
+    that it keeps."""
     AB = "ab"
     """Side B against side A of the same cell (:func:`ab_group`)."""
     FASTEST = "fastest"
@@ -91,8 +97,9 @@ class Member:
 
     @property
     def live(self) -> int:
-        """Live processes this member holds: every task of every tenant."""
-        return self.cell.processes * self.cell.tenants
+        """Live processes this member holds: every task of every tenant, and a co-tenant from
+        another framework."""
+        return self.cell.processes * self.cell.tenants + (self.cell.tenant_framework != NONE)
 
 
 @dataclass(frozen=True)
@@ -215,12 +222,27 @@ def comparisons(cells: Sequence[Cell]) -> list[Comparison]:
     by_id = _unique(cells)
     found: dict[tuple[Relation, str, str], Comparison] = {}
     for cell in by_id.values():
+        if cell.tenant_framework != NONE:  # its ratios are inside its own member
+            continue
         for rule in _RULES:
             reference = rule.reference(cell)
             if reference is not None and reference.id != cell.id and reference.id in by_id:
                 comparison = Comparison(rule.relation, cell.id, reference.id, rule.scale(cell))
                 found.setdefault((comparison.relation, comparison.subject, comparison.reference), comparison)
     return list(found.values())
+
+
+def shared_comparisons(member: Member) -> tuple[Comparison, ...]:
+    """A member with a co-tenant from another framework: each side's turns taken together against
+    its turns alone (SHARED; the TensorFlow side first). Nothing for another member."""
+    framework = member.cell.tenant_framework
+    if framework == NONE:
+        return ()
+    tenant = tenant_key(member.key, framework)
+    return (
+        Comparison(Relation.SHARED, together_key(member.key), member.key),
+        Comparison(Relation.SHARED, together_key(tenant), tenant),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -402,7 +424,9 @@ def groups(cells: Sequence[Cell], max_live: int) -> list[Group]:
     for i, pack in enumerate(packs):
         measured = [e for e in edges if e not in listed and _covers(pack, e)]
         listed.update(measured)
-        out.append(Group(tuple(Member(by_id[k]) for k in pack), tuple(measured), f"g{i}"))
+        members = tuple(Member(by_id[k]) for k in pack)
+        inner = [c for m in members for c in shared_comparisons(m)]
+        out.append(Group(members, (*measured, *inner), f"g{i}"))
     return out
 
 

@@ -9,7 +9,7 @@ from harness.errors import require
 
 @dataclass(frozen=True)
 class Protocol:
-    """How each cell is timed (DESIGN.md section 3).
+    """How each cell is timed (docs/explanation/statistics.md).
 
     A cell is measured in ``processes`` independent passes over the run (each pass a fresh set of
     worker processes, the cells in a new order); a cell whose process figures still disagree by a
@@ -144,8 +144,12 @@ class Platform:
     gpu_ids: tuple[str, ...] = ()
     mig: bool = False
     shared_host: bool = True
+    frameworks: tuple[str, ...] = ()
+    """The co-tenant frameworks installed where the workers run (``--tenant-framework``'s values
+    that can run: :data:`harness.spec.frameworks.FRAMEWORKS`)."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "frameworks", tuple(self.frameworks))
         require(
             {
                 "device kind": (

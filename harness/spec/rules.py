@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.spec.cell import Cell
+from harness.spec.frameworks import NONE, framework
 from harness.spec.models import MODELS
 from harness.spec.protocol import Platform
 
@@ -120,7 +121,27 @@ def _mnist_mismatch(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
+def _tenant_framework(cell: Cell, platform: Platform) -> str | None:
+    """A co-tenant from another framework: installed, written for the model, beside one TensorFlow
+    process on synthetic data (it makes its own)."""
+    if cell.tenant_framework == NONE:
+        return None
+    f = framework(cell.tenant_framework)
+    if f.name not in platform.frameworks:
+        return f"{f.label} is not installed here, so it cannot be the co-tenant: {f.install_hint()}"
+    if cell.model not in f.models:
+        return f"the {f.label} co-tenant is written for {', '.join(f.models)}, not {cell.model}"
+    if cell.tenants > 1:
+        return f"a {f.label} co-tenant trains beside one TensorFlow process (tenants 1), not {cell.tenants}"
+    if cell.data != "synthetic":
+        return (
+            f"the {f.label} co-tenant trains on synthetic data; the TensorFlow side must too, not {cell.data}"
+        )
+    return None
+
+
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
+    _tenant_framework,
     _mnist_mismatch,
     _too_many_devices,
     _too_many_gpus_for_local_workers,

@@ -100,7 +100,7 @@ def test_a_killed_run_resumed_measures_what_one_never_killed_would(
             for f in (root / table).rglob("*.parquet"):
                 f.unlink()
         monkeypatch.setattr(budget, "run_instance", fake)
-        resumed = resume.load(root, "latest", MACHINE)
+        resumed = resume.load(root, "latest", lambda: MACHINE)
         assert resumed.instances() == at and not resumed.ended
     assert resumed is not None
     result = _run(root, clock, run_id, resumed)
@@ -128,7 +128,7 @@ def test_a_finished_run_resumed_rebuilds_its_rows_from_the_journal_alone(
         for f in (tmp_path / table).rglob("*.parquet"):
             f.unlink()
 
-    resumed = resume.load(tmp_path, "20261125T000000Z-cccccc", MACHINE)
+    resumed = resume.load(tmp_path, "20261125T000000Z-cccccc", lambda: MACHINE)
     assert resumed.ended
     _run(tmp_path, clock, "20261125T000000Z-cccccc", resumed)
 
@@ -143,7 +143,7 @@ def test_a_journal_of_another_machine_or_software_is_refused_naming_what_differs
     elsewhere = {**MACHINE, "cpu": "Intel Xeon Platinum 8480+", "tensorflow": "2.20.0"}
 
     with pytest.raises(HarnessError) as e:
-        resume.load(tmp_path, "latest", elsewhere)
+        resume.load(tmp_path, "latest", lambda: elsewhere)
 
     assert "CPU model: AMD EPYC in the journal, Intel Xeon Platinum 8480+ here" in str(e.value)
     assert "TensorFlow version: 2.21.0 in the journal, 2.20.0 here" in str(e.value)
@@ -153,9 +153,9 @@ def test_a_journal_of_another_machine_or_software_is_refused_naming_what_differs
 def test_an_unknown_run_is_refused_naming_the_journals_there(tmp_path: Path) -> None:
     _journaled(tmp_path, "20261125T000000Z-eeeeee").close()
     with pytest.raises(HarnessError, match="20261125T000000Z-eeeeee"):
-        resume.load(tmp_path, "20991231T000000Z-ffffff", MACHINE)
+        resume.load(tmp_path, "20991231T000000Z-ffffff", lambda: MACHINE)
     with pytest.raises(HarnessError, match="no run journal"):
-        resume.load(tmp_path / "elsewhere", "latest", MACHINE)
+        resume.load(tmp_path / "elsewhere", "latest", lambda: MACHINE)
 
 
 def test_a_full_disk_stops_the_run_and_its_journal_resumes_it(
@@ -185,7 +185,7 @@ def test_a_full_disk_stops_the_run_and_its_journal_resumes_it(
     assert e.value.errno == errno.ENOSPC
     monkeypatch.setattr(RunFiles, "write_windows", write)  # space freed
 
-    resumed = resume.load(root, "latest", MACHINE)
+    resumed = resume.load(root, "latest", lambda: MACHINE)
     assert resumed.instances() >= 1
     _run(root, clock, "20261125T000000Z-bbbbbb", resumed)
 

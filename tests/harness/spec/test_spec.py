@@ -128,6 +128,7 @@ def test_axis_flags_and_defaults_build_a_cell():
         "--loss",
         "--scaling",
         "--tenants",
+        "--tenant-framework",
     ]
     # every axis default is accepted by its own check and matches the Cell field default
     defaults = {f.name: f.default for f in dataclasses.fields(Cell)}

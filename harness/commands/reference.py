@@ -1,0 +1,248 @@
+"""The command-line reference page, generated from the argparse parsers themselves.
+
+``python -m harness.commands.reference docs/reference/cli.md`` writes it; with ``--check`` it only
+compares, and exits 1 when the committed page differs from what the parsers say now (the docs CI
+session runs that). :func:`cli_markdown` is pure: no TensorFlow, no process, and the usage lines
+are wrapped at :data:`WIDTH` columns whatever the terminal's ``COLUMNS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from harness.commands import COMMANDS, build_parser
+from harness.spec.axes import REPLICAS_TO_MAX
+from harness.spec.protocol import Platform
+from harness.spec.sweep import Sweep, expand
+from harness.spec.sweeps import SWEEPS
+
+WIDTH = 100
+"""Columns the usage lines are wrapped at (argparse would otherwise take the terminal's)."""
+REGENERATE = "python -m harness.commands.reference docs/reference/cli.md"
+"""The command that rewrites the page (named in the page's header and in every failure)."""
+COUNT_PLATFORM = Platform()
+"""The machine the sweeps' cell counts are given for: CPU only, 2 logical devices (the defaults)."""
+
+_CODE_SPAN = re.compile(r"(`[^`]*`)")
+
+
+def _text(text: str) -> str:
+    """Help or description text as one line of Markdown: whitespace collapsed, ``|`` escaped
+    (a table cell), and ``*`` and ``<`` escaped outside code spans (no stray emphasis or HTML)."""
+    parts = _CODE_SPAN.split(" ".join(text.split()))
+    plain = (p if p.startswith("`") else p.replace("*", r"\*").replace("<", "&lt;") for p in parts)
+    return "".join(plain).replace("|", r"\|")
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span (as escaped text where it holds a backtick or a ``|``)."""
+    return _text(text) if "`" in text or "|" in text else f"`{text}`"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The parser's subcommands action (``python -m harness COMMAND``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    raise ValueError(f"{parser.prog} has no subcommands")
+
+
+def _command_help(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Command name -> its one-line help, as ``python -m harness --help`` lists it."""
+    return {a.dest: a.help or "" for a in _subparsers(parser)._get_subactions()}
+
+
+def _formatter(parser: argparse.ArgumentParser) -> argparse.HelpFormatter:
+    """The parser's own help formatter, at :data:`WIDTH` columns and without colour."""
+    cls = parser.formatter_class
+    if not (isinstance(cls, type) and issubclass(cls, argparse.HelpFormatter)):
+        cls = argparse.HelpFormatter
+    formatter = cls(prog=parser.prog, width=WIDTH)
+    no_colour = getattr(formatter, "_set_color", None)  # Python 3.14+ colours help on a terminal
+    if no_colour is not None:
+        no_colour(False)
+    return formatter
+
+
+def _usage_part(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """How usage writes one argument: ``--flag METAVAR`` (a flag alone), or a positional's metavar."""
+    if not action.option_strings:
+        return formatter._format_args(action, formatter._get_default_metavar_for_positional(action))
+    if action.nargs == 0:
+        return action.option_strings[0]
+    metavar = formatter._get_default_metavar_for_optional(action)
+    return f"{action.option_strings[0]} {formatter._format_args(action, metavar)}"
+
+
+def _usage_parts(parser: argparse.ArgumentParser, formatter: argparse.HelpFormatter) -> list[str]:
+    """The usage line's parts, as argparse orders them: the options (``[...]`` unless required; a
+    mutually exclusive group as one ``[a | b]``), then the positionals."""
+    groups = {id(a): g for g in parser._mutually_exclusive_groups for a in g._group_actions}
+    options: dict[int, str] = {}
+    positionals: list[str] = []
+    for action in (a for a in parser._actions if a.help is not argparse.SUPPRESS):
+        group = groups.get(id(action))
+        if group is not None:
+            inner = " | ".join(_usage_part(a, formatter) for a in _shown(group._group_actions))
+            options.setdefault(id(group), f"({inner})" if group.required else f"[{inner}]")
+        elif not action.option_strings:
+            positionals.append(_usage_part(action, formatter))
+        else:
+            part = _usage_part(action, formatter)
+            options[id(action)] = part if action.required else f"[{part}]"
+    return [*options.values(), *positionals]
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    """The parser's usage, wrapped at :data:`WIDTH` by this module (argparse's own wrapping
+    differs between Python versions), as a fenced code block."""
+    formatter = _formatter(parser)
+    lines = [parser.prog]
+    for part in _usage_parts(parser, formatter):
+        if len(lines[-1]) + 1 + len(part) > WIDTH and lines[-1].strip():
+            lines.append(" " * len(parser.prog))
+        lines[-1] += " " + part
+    return "```text\n" + "\n".join(lines) + "\n```"
+
+
+def _shown(actions: Iterable[argparse.Action]) -> list[argparse.Action]:
+    """The actions ``--help`` shows (not the subcommands, not those with help=SUPPRESS)."""
+    return [
+        a
+        for a in actions
+        if a.help is not argparse.SUPPRESS and not isinstance(a, argparse._SubParsersAction)
+    ]
+
+
+def _name(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """The option's flags (a positional: its metavar), as code spans."""
+    if action.option_strings:
+        return ", ".join(_code(s) for s in action.option_strings)
+    return _code(formatter._format_args(action, formatter._get_default_metavar_for_positional(action)))
+
+
+def _value(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """What the option takes: its choices, or its metavar; empty for a flag or a positional."""
+    if action.nargs == 0 or not action.option_strings:
+        return ""
+    if action.choices is not None and action.metavar is None:
+        return ", ".join(_code(str(c)) for c in action.choices)
+    return _code(formatter._format_args(action, formatter._get_default_metavar_for_optional(action)))
+
+
+def _default(action: argparse.Action) -> str:
+    """The option's default; empty for a flag and where there is none (None, an empty list)."""
+    default = action.default
+    if action.nargs == 0 or default is None or default is argparse.SUPPRESS or default == []:
+        return ""
+    return _code(str(default))
+
+
+def _row(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """One table row: flags | value | default | help (expanded as ``--help`` expands it)."""
+    help_text = _text(formatter._expand_help(action)) if action.help else ""
+    cells = (_name(action, formatter), _value(action, formatter), _default(action), help_text)
+    return "| " + " | ".join(cells) + " |"
+
+
+def _options(parser: argparse.ArgumentParser) -> str:
+    """The parser's options as tables, one per argument group (titled where there are several)."""
+    formatter = _formatter(parser)
+    groups = [(g.title or "", _shown(g._group_actions)) for g in parser._action_groups]
+    groups = [(title, actions) for title, actions in groups if actions]
+    tables = []
+    for title, actions in groups:
+        head = f"**{_text(title[:1].upper() + title[1:])}**\n\n" if len(groups) > 1 else ""
+        rows = "\n".join(_row(a, formatter) for a in actions)
+        tables.append(f"{head}| option | value | default | help |\n|---|---|---|---|\n{rows}")
+    return "\n\n".join(tables)
+
+
+def _command(name: str, parser: argparse.ArgumentParser, summary: str) -> str:
+    """One command's section: heading, summary, description, usage and options."""
+    about = [_text(t) for t in (summary, parser.description or "") if t]
+    return "\n\n".join([f"## `{name}`", *about, _usage(parser), _options(parser)])
+
+
+def _header(parser: argparse.ArgumentParser, summaries: dict[str, str]) -> str:
+    """The page's title, the do-not-edit note, the top-level usage and the list of commands."""
+    commands = "\n".join(f"- [`{name}`](#{name}): {_text(text)}" for name, text in summaries.items())
+    note = (
+        f"Generated from the argparse parsers by `{REGENERATE}`: do not edit this page by hand "
+        "(a test fails when it is out of date). Each section is what the command's `--help` prints."
+    )
+    return "\n\n".join(
+        [
+            "# Command-line reference",
+            note,
+            _text(parser.description or ""),
+            _usage(parser),
+            commands,
+        ]
+    )
+
+
+def _cell_count(sweep: Sweep) -> str:
+    """The sweep's cell count on :data:`COUNT_PLATFORM`, marked when it grows with the replicas."""
+    grows = REPLICAS_TO_MAX in sweep.values().get("replicas", ())
+    return f"{len(expand(sweep, COUNT_PLATFORM))}{' †' if grows else ''}"
+
+
+def _sweeps(parser: argparse.ArgumentParser) -> str:
+    """The named sweeps of :mod:`harness.spec.sweeps`: name, cell count and description."""
+    takers = [n for n, p in _subparsers(parser).choices.items() if "--sweep" in p._option_string_actions]
+    rows = "\n".join(f"| `{s.name}` | {_cell_count(s)} | {_text(s.description)} |" for s in SWEEPS.values())
+    intro = (
+        f"What `--sweep NAME` selects (in {', '.join(f'[`{n}`](#{n})' for n in takers)}). Cells: "
+        "what `python -m harness list --sweep NAME` counts on a CPU-only machine with 2 logical "
+        "devices (`--cpu-devices 2`); † marks a sweep whose count grows with the machine's replicas."
+    )
+    return "\n\n".join(["## Named sweeps", intro, f"| sweep | cells | description |\n|---|---|---|\n{rows}"])
+
+
+def cli_markdown() -> str:
+    """The whole reference page: header, one section per command (in :data:`COMMANDS` order),
+    then the named sweeps."""
+    parser = build_parser()
+    summaries = _command_help(parser)
+    parsers = _subparsers(parser).choices
+    sections = [_command(name, parsers[name], summaries.get(name, "")) for name in COMMANDS]
+    return "\n\n".join([_header(parser, summaries), *sections, _sweeps(parser)]) + "\n"
+
+
+def _check(path: Path, text: str) -> int:
+    """0 when ``path`` holds ``text``; else 1, printing what differs and how to regenerate it."""
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if old == text:
+        return 0
+    diff = difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), "generated", lineterm="")
+    print("\n".join(list(diff)[:60]), file=sys.stderr)
+    state = "is out of date" if old else "is missing"
+    print(f"{path} {state} with the parsers; regenerate it: {REGENERATE}", file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the page to the path given (with ``--check``: only compare); the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.commands.reference", description="Write the CLI reference page."
+    )
+    parser.add_argument("path", type=Path, help="the page, e.g. docs/reference/cli.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page differs; write nothing")
+    args = parser.parse_args(argv)
+    text = cli_markdown()
+    if args.check:
+        return _check(args.path, text)
+    args.path.parent.mkdir(parents=True, exist_ok=True)
+    args.path.write_text(text, encoding="utf-8", newline="\n")
+    print(f"wrote {args.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

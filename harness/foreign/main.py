@@ -1,0 +1,66 @@
+"""``python -m harness.foreign JOB``: build the model in its framework, take the first step
+(compile), count its FLOPs, then take the turns the coordinator grants (:mod:`harness.foreign.serve`).
+
+Any error ends the process with its traceback in the log, which the parent quotes in the cell's row
+(an out-of-memory error on a GPU included)."""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.contract.tenant import TENANT_FAULT_ENV, TenantFacts, TenantJob
+from harness.foreign.serve import connect, serve
+from harness.foreign.trainer import Trainer
+
+
+def _jax(job: TenantJob) -> Trainer:
+    from harness.foreign.jax_models import JaxTrainer
+
+    return JaxTrainer(job)
+
+
+def _torch(job: TenantJob) -> Trainer:
+    from harness.foreign.torch_models import TorchTrainer
+
+    return TorchTrainer(job)
+
+
+TRAINERS: dict[str, Callable[[TenantJob], Trainer]] = {"jax": _jax, "torch": _torch}
+"""Framework name (:data:`harness.spec.frameworks.FRAMEWORKS`) -> its trainer, imported lazily."""
+
+
+def facts_of(job: TenantJob, trainer: Trainer, compile_s: float) -> TenantFacts:
+    """What the finishing reply reports; a FLOP count that fails is said, not guessed."""
+    facts: TenantFacts = {
+        "framework": job.framework,
+        "version": trainer.version,
+        "device": trainer.device_name(),
+        "compile_s": compile_s,
+    }
+    try:
+        facts["flops_per_example"] = trainer.flops_per_example()
+    except Exception as e:  # noqa: BLE001 - the count is a check; the throughput stands without it
+        facts["flops_per_example"] = None
+        facts["flops_note"] = f"count failed: {type(e).__name__}: {e}"
+    return facts
+
+
+def main(argv: Sequence[str]) -> int:
+    job = TenantJob.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    try:
+        trainer = TRAINERS[job.framework](job)
+        t0 = time.perf_counter()
+        trainer.step()
+        compile_s = time.perf_counter() - t0
+        if os.environ.get(TENANT_FAULT_ENV) == "startup":
+            raise RuntimeError(f"planted co-tenant failure ({TENANT_FAULT_ENV}=startup)")
+        facts = facts_of(job, trainer, compile_s)
+        serve(trainer, connect(), job.tenant_key, facts)
+    except Exception:  # noqa: BLE001 - the parent reads the traceback from the log
+        traceback.print_exc()
+        return 1
+    return 0

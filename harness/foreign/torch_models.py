@@ -1,0 +1,88 @@
+"""The suite's MNIST models in PyTorch, trained with plain SGD on a fixed pool of synthetic batches.
+
+Layer for layer as :mod:`harness.worker.build.models` builds them in Keras (3x3 valid convolutions
+with ReLU, 2x2 max pooling, logits and cross-entropy), in PyTorch's NCHW layout. FLOPs are counted
+by PyTorch's own ``FlopCounterMode`` over one update (2 per multiply-add of matrix products and
+convolutions, the TensorFlow side's convention).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from harness.contract.tenant import TenantJob
+from harness.foreign.trainer import POOL_BATCHES, Trainer
+
+CLASSES = 10
+
+
+def build_model(nn: Any, model: str) -> Any:
+    """The model as an ``nn.Sequential``."""
+    if model == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(5 * 5 * 64, CLASSES),
+        )
+    if model == "dense":
+        return nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 128), nn.ReLU(), nn.Linear(128, CLASSES))
+    raise ValueError(f"no PyTorch version of model {model!r}; expected cnn or dense")
+
+
+class TorchTrainer(Trainer):
+    """One SGD update per :meth:`step` (eager), synchronised with the device."""
+
+    def __init__(self, job: TenantJob) -> None:
+        import torch
+
+        self.torch, self.job = torch, job
+        self.version = torch.__version__
+        # as many threads as the CPUs this process may use (TensorFlow's default), not PyTorch's
+        # physical-core count
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
+        self.device = torch.device("cuda:0" if job.device == "gpu" else "cpu")
+        torch.manual_seed(job.seed)
+        self.model = build_model(torch.nn, job.model).to(self.device)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=job.learning_rate)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        generator = torch.Generator().manual_seed(job.seed + 1)
+        self.xs = torch.rand((POOL_BATCHES, job.batch, 1, 28, 28), generator=generator).to(self.device)
+        self.ys = torch.randint(0, CLASSES, (POOL_BATCHES, job.batch), generator=generator).to(self.device)
+        self._i = 0
+        self._loss: Any = None
+
+    def _update(self, i: int) -> Any:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(self.xs[i]), self.ys[i])
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def step(self) -> None:
+        self._loss = self._update(self._i)
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+        self._i = (self._i + 1) % POOL_BATCHES
+
+    def loss(self) -> float:
+        return float(self._loss.item()) if self._loss is not None else math.nan
+
+    def device_name(self) -> str:
+        if self.device.type == "cuda":
+            return f"cuda:0 {self.torch.cuda.get_device_name(0)}"
+        return "cpu"
+
+    def flops_per_example(self) -> int:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        counter = FlopCounterMode(display=False)
+        with counter:
+            self._update(self._i)
+        return int(counter.get_total_flops()) // self.job.batch

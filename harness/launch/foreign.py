@@ -1,0 +1,121 @@
+"""A TensorFlow cell with a co-tenant from another framework: the TensorFlow worker and one
+``python -m harness.foreign`` process on the same devices, both taking the turns of the cell's
+group instance (:mod:`harness.launch.turns` grants them alone and together).
+
+The co-tenant runs only inside a group instance (the turns channel in the worker's environment);
+elsewhere (``verify``) the TensorFlow side runs alone, since sharing does not change what it
+computes. A co-tenant that fails stops the cell: the TensorFlow worker is killed at once (it would
+wait for turns forever) and the row carries the co-tenant's own error, an out-of-memory on a GPU
+included.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.contract.events import Event, EventLine
+from harness.contract.job import WorkerOptions
+from harness.contract.tenant import TenantJob
+from harness.contract.turns import MEMBER_ENV, TURNS_ENV
+from harness.launch.process import HARNESS_ROOT, LIVE, LIVE_LOCK, POLL_S, Deadline, Phase, Process
+from harness.launch.single import run_worker
+from harness.spec.cell import Cell
+from harness.spec.frameworks import framework, tenant_key
+
+TENANT_EXIT_S = 10.0
+"""Seconds a co-tenant may take to exit after the cell's end before it is stopped."""
+
+
+def tenant_job(cell: Cell, options: WorkerOptions, member: str) -> TenantJob:
+    """The co-tenant of ``cell`` as member ``member``: the same model at the cell's examples per
+    update, on the cell's kind of device."""
+    return TenantJob(
+        framework=cell.tenant_framework,
+        model=cell.model,
+        batch=cell.effective_batch,
+        device="gpu" if options.platform.device_kind == "gpu" else "cpu",
+        tenant_key=tenant_key(member, cell.tenant_framework),
+        seed=options.protocol.seed,
+    )
+
+
+def start_tenant(job: TenantJob, options: WorkerOptions, folder: Path, name: str) -> Process:
+    """``python -m harness.foreign JOB`` with the turns channel, the framework's GPU settings and the
+    run's (``ab``: the side's) variables; its log beside the workers'."""
+    path = folder / "tenant-job.json"
+    path.write_text(job.to_json(), encoding="utf-8")
+    env = {**framework(job.framework).env(), **dict(options.env)}
+    if options.python:  # another interpreter finds this harness through PYTHONPATH
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
+    return Process(
+        ["-m", "harness.foreign", str(path)],
+        env,
+        options.log_dir / f"{name}.log",
+        folder / "tenant-events.jsonl",
+        deadline=Deadline(Phase.CELL, float("inf")),
+        python=options.python,
+    )
+
+
+def _stop_partner(tenant: Process) -> None:
+    """SIGKILL the TensorFlow processes of the co-tenant's member (its channel and key), so that
+    a cell whose co-tenant failed ends now rather than at the TensorFlow worker's deadline."""
+    with LIVE_LOCK:
+        partners = [
+            p
+            for pid, p in LIVE.items()
+            if pid != tenant.proc.pid
+            and p.env.get(TURNS_ENV) == tenant.env.get(TURNS_ENV)
+            and p.env.get(MEMBER_ENV) == tenant.env.get(MEMBER_ENV)
+        ]
+    for p in partners:
+        p.send(signal.SIGKILL)
+
+
+def _watch(tenant: Process, done: threading.Event) -> None:
+    """Until ``done``: when the co-tenant exits with an error, stop its partner."""
+    while not done.is_set():
+        code = tenant.proc.poll()
+        if code is not None:
+            if code != 0:
+                _stop_partner(tenant)
+            return
+        time.sleep(POLL_S)
+
+
+def run_with_tenant(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
+    """The events of the TensorFlow worker of ``cell``, with its co-tenant from another framework
+    beside it in a group instance; a co-tenant that failed turns the cell's end into its failure."""
+    env = dict(options.env)
+    if TURNS_ENV not in env:
+        yield from run_worker(cell, options, name)
+        return
+    label = framework(cell.tenant_framework).label
+    with tempfile.TemporaryDirectory(prefix="harness-tenant-") as folder:
+        tenant = start_tenant(
+            tenant_job(cell, options, env.get(MEMBER_ENV, cell.id)),
+            options,
+            Path(folder),
+            f"{name}-{cell.tenant_framework}",
+        )
+        done = threading.Event()
+        watcher = threading.Thread(target=_watch, args=(tenant, done), daemon=True)
+        watcher.start()
+        try:
+            for ev in run_worker(cell, options, name):
+                if ev["event"] == Event.FAILED and tenant.proc.poll() not in (None, 0):
+                    ev = {
+                        **ev,
+                        "reason": f"the {label} co-tenant failed: {tenant.failure('already exited', label)}",
+                    }
+                yield ev
+        finally:
+            done.set()
+            tenant.wait(TENANT_EXIT_S)  # it exits by itself after its finishing reply
+            tenant.stop()  # SIGTERM, then SIGKILL, if it did not; always leaves the live registry
