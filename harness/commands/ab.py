@@ -20,6 +20,7 @@ from harness.commands.selection import (
     add_dry_run,
     add_selection_args,
     dry_run_text,
+    refuse_tenant_framework,
     select,
 )
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
@@ -163,7 +164,7 @@ def plan(args: argparse.Namespace) -> Plan:
     mode = _mode(args.mode)
     if args.markdown:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
-    return Plan(a, b, rule, mode, select(args))
+    return Plan(a, b, rule, mode, refuse_tenant_framework(select(args), "ab"))
 
 
 def _side_text(side: Side) -> str:

@@ -24,6 +24,7 @@ from harness.commands.selection import (
     add_selection_args,
     dry_run_text,
     platform_text,
+    refuse_tenant_framework,
     select,
 )
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
@@ -151,7 +152,7 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
     if args.sweep is None:  # axes given alone narrow the nightly sweep (e.g. --model my.py:build)
         args.sweep = "nightly"
-    sel = select(args)
+    sel = refuse_tenant_framework(select(args), "nightly")
     if all(unsupported_reason(c, sel.platform) for c in sel.cells):
         raise HarnessError(
             f"Received a selection of {len(sel.cells)} cells, none of which runs here "

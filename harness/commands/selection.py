@@ -321,3 +321,16 @@ def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -
             lines.append(f"  ... and {len(todo) - DRY_RUN_CELLS} more")
     lines.append("dry run: nothing started.")
     return "\n".join(lines)
+
+
+def refuse_tenant_framework(sel: Selection, command: str) -> Selection:
+    """``sel`` unless a cell has a co-tenant from another framework, which only ``run`` measures
+    (HarnessError naming the value)."""
+    found = sorted({c.tenant_framework for c in sel.cells if c.tenant_framework != "none"})
+    if found:
+        raise HarnessError(
+            f"Received --tenant-framework {','.join(found)} with {command}; expected none: a co-tenant "
+            "from another framework is measured by `python -m harness run` (each side alone and "
+            "together, in turns)."
+        )
+    return sel

@@ -89,6 +89,7 @@ def verify(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # 47 s on 2 cores (2026-11-25): the default tier keeps verify on hierarchical_copy and on local clusters
 @pytest.mark.process
 def test_accumulation_and_two_replicas_train_as_one_step() -> None:
     """The default run's share of the equivalence sweep (ctl loop): strong scaling, so on 64 and on

@@ -130,6 +130,7 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
         (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
         (["--min-effect", "2"], "min_effect=2.0"),
         (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet', 'turns']"),
+        (["--tenant-framework", "torch"], "--tenant-framework torch with ab; expected none"),
     ],
 )
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:

@@ -172,6 +172,7 @@ def test_dry_run_says_how_each_side_is_made_and_starts_nothing(
         (["--min-effect", "2"], "min_effect=2"),
         (["--label", "a,b"], "--label='a,b'"),
         (["--strategy", "mirrored", "--replicas", "4"], "none of which runs here"),
+        (["--tenant-framework", "jax"], "--tenant-framework jax with nightly; expected none"),
     ],
 )
 def test_bad_input_is_named_before_any_work(

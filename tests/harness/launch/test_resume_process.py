@@ -113,6 +113,7 @@ def _finished(tmp_path: Path, out: Path, resumes: int) -> pd.DataFrame:
     return cells
 
 
+@pytest.mark.slow  # 78 s on 2 cores (2026-11-25): the default tier keeps the other kill-and-resume test
 @pytest.mark.process
 def test_killed_between_groups_then_during_the_peak_resumes_to_every_cell_once(tmp_path: Path) -> None:
     out = tmp_path / "results"
