@@ -893,6 +893,22 @@ WindowRow = TypedDict(
             Col("", "`ab`: A or B, the side whose process timed this window (null for other runs)."),
         ],
         "repeat": Annotated[int, Col("", "0-based index of the timed window within its process.")],
+        "framework": Annotated[
+            str | None,
+            Col(
+                "",
+                "With a co-tenant from another framework: the side that timed this window (tensorflow, "
+                "jax, torch; the co-tenant's windows have worker 1 and no start_s); null elsewhere.",
+            ),
+        ],
+        "shared": Annotated[
+            bool | None,
+            Col(
+                "",
+                "With a co-tenant from another framework: the window was taken while the other side "
+                "trained (a turn together); false: alone. Null elsewhere.",
+            ),
+        ],
         "window_steps": Annotated[int, Col("updates", "Optimizer updates in the window.")],
         "start_s": Annotated[
             float | None,

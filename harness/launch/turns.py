@@ -39,7 +39,7 @@ from harness.formulas.turns import Turn
 from harness.launch.platform import host_busy_seconds, processes_cpu_seconds
 from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, Process
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
-from harness.results.rows import merged, shared_columns
+from harness.results.rows import merged, shared_columns, shared_windows
 from harness.spec.frameworks import NONE, member_of, tenant_key, together_key
 from harness.spec.groups import Group, Member, turn_order
 from harness.spec.protocol import Protocol
@@ -323,7 +323,11 @@ def with_tenant(instance: Instance, member: Member) -> CellEnd:
     tenant = _channel_keys(member)[1]
     facts = instance.tenant_facts.get(member.key, {})
     row = merged(end.row, shared_columns(end.row, instance.turns, member.key, tenant, facts))
-    return dataclasses.replace(end, row=row)
+    cell = member.cell
+    windows = shared_windows(
+        end.windows, instance.turns, member.key, tenant, cell.tenant_framework, cell.effective_batch
+    )
+    return dataclasses.replace(end, row=row, windows=windows)
 
 
 def _coordinate(

@@ -511,6 +511,41 @@ def shared_columns(
     return out
 
 
+def shared_windows(
+    windows: Sequence[WindowRow], turns: Sequence[Turn], key: str, tenant: str, framework: str, batch: int
+) -> list[WindowRow]:
+    """One process (instance) of a cell with a co-tenant from another framework: the TensorFlow
+    worker's windows tagged alone or shared (its window turns, in the order it timed them; left
+    untagged where the counts differ), then the co-tenant's turns as windows of worker 1."""
+    ours = [t.member == together_key(key) for t in turns if t.member in (key, together_key(key))]
+    tagged = (
+        [
+            WindowRow(**{**w, "framework": "tensorflow", "shared": shared})
+            for w, shared in zip(windows, ours, strict=True)
+        ]
+        if len(ours) == len(windows)
+        else list(windows)
+    )
+    cell = windows[0].get("cell_id") if windows else None
+    theirs = [t for t in turns if t.member in (tenant, together_key(tenant))]
+    tagged += [
+        WindowRow(
+            cell_id=str(cell),
+            worker=1,
+            repeat=i,
+            window_steps=int(t.examples) // batch,
+            examples=int(t.examples),
+            window_s=t.seconds,
+            start_s=None,
+            examples_per_sec=t.examples / t.seconds if t.seconds > 0 else None,
+            framework=framework,
+            shared=t.member == together_key(tenant),
+        )
+        for i, t in enumerate(theirs)
+    ]
+    return tagged
+
+
 def shared_figures(results: Sequence[ProcessResult]) -> CellRow:
     """:data:`SHARED_FIGURES` over a cell's processes: median with a 95% CI (as examples_per_sec);
     nothing for a cell without a co-tenant from another framework."""

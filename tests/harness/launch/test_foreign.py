@@ -59,7 +59,7 @@ def _check_both_sides(tmp_path: Path, framework: str) -> None:
     out = tmp_path / "results"
     proc = _run(out, framework)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    cells, _windows = history.load(out)
+    cells, windows = history.load(out)
     row = cells.iloc[0]
     assert row["status"] == "ok", row["reason"]
     assert row["tenant_framework"] == framework and row["tenant_framework_version"].startswith(framework)
@@ -75,6 +75,9 @@ def _check_both_sides(tmp_path: Path, framework: str) -> None:
     assert min(row["shared_ratio"], row["tenant_shared_ratio"]) < 1
     assert 0.3 < row["interference_ratio"] < 2.0
     assert row["tenant_flops_per_example"] == row["flops_per_example"] == 14_256_384, row["tenant_flops_note"]
+    tagged = windows.groupby(["framework", "shared"]).size()
+    for side in ("tensorflow", framework):  # every side has windows alone and together
+        assert tagged.get((side, False), 0) > 0 and tagged.get((side, True), 0) > 0, tagged
     ratios = store.read_ratios(out)
     cell = row["cell_id"]
     shared = ratios[ratios["relation"] == "shared"].set_index("subject")

@@ -75,3 +75,26 @@ def test_kept_shares_come_from_the_shared_ratios():
     assert out["shared_ratio"] == 0.6 and out["shared_ratio_ci_low"] == 0.58
     assert out["tenant_shared_ratio"] == 0.4
     assert "shared_ratio" not in with_turn_ratios({**ROW, "tenant_framework": "none"}, rows)
+
+
+def test_windows_are_tagged_by_side_and_kind():
+    from harness.results.rows import shared_windows
+
+    turns = _turns(0, RATES)
+    ours = [{"cell_id": KEY, "worker": 0, "repeat": i, "window_s": 0.1, "examples": 640} for i in range(4)]
+    out = shared_windows(ours, turns, KEY, TENANT, "jax", 64)
+    tf, jax = out[:4], out[4:]
+    assert [w["framework"] for w in tf] == ["tensorflow"] * 4
+    assert [w["shared"] for w in tf] == [False, False, True, True]  # in the order the turns came
+    assert [w["framework"] for w in jax] == ["jax"] * 4 and [w["shared"] for w in jax] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert (
+        jax[0]["worker"] == 1
+        and jax[0]["window_steps"] == 10
+        and jax[0]["examples_per_sec"] == pytest.approx(800.0)
+    )
+    assert shared_windows(ours[:3], turns, KEY, TENANT, "jax", 64)[0].get("shared") is None  # counts differ
