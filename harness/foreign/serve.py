@@ -85,8 +85,7 @@ def until_stopped(step: Callable[[], None], channel: Channel) -> Reply:
     """Train until the parent says stop; the whole steps that ended before the check that saw
     the stop, and their seconds (the step in progress when it came is left out)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    ends: list[float] = []
-    cpu: list[float] = []
+    steps, end, cpu = 0, t0, c0  # the whole steps counted, when the last one ended, its CPU clock
     while True:
         step()
         grant = channel.receive(timeout_s=0.0)
@@ -94,11 +93,10 @@ def until_stopped(step: Callable[[], None], channel: Channel) -> Reply:
             if grant.get("do") != Do.STOP:
                 raise RuntimeError(f"expected a stop during a window taken together, got {grant}")
             break
-        ends.append(time.perf_counter())
-        cpu.append(time.process_time())
-    if not ends:  # the stop came during the first step: that step is all there is
-        ends, cpu = [time.perf_counter()], [time.process_time()]
-    return {"done": Do.WINDOW, "steps": len(ends), "seconds": ends[-1] - t0, "cpu_s": cpu[-1] - c0}
+        steps, end, cpu = steps + 1, time.perf_counter(), time.process_time()
+    if not steps:  # the stop came during the first step: that step is all there is
+        steps, end, cpu = 1, time.perf_counter(), time.process_time()
+    return {"done": Do.WINDOW, "steps": steps, "seconds": end - t0, "cpu_s": cpu - c0}
 
 
 def serve(trainer: Trainer, channel: Channel, key: str, facts: TenantFacts) -> None:

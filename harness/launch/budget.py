@@ -375,9 +375,10 @@ def _step(state: TurnsRun, index: int, progress: Progress) -> None:
 
 
 def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
-    """A model's fastest runnable one-tenant cell (no co-tenant of another framework) so far (median process figure) and the cells
-    tied with it: their ratio to it (Welch's t over the process figures, separately measured) is
-    no measurable difference. None when no cell of the model was measured ok."""
+    """A model's fastest runnable one-tenant cell without a co-tenant of another framework so far
+    (median process figure) and the cells tied with it: their ratio to it (Welch's t over the
+    process figures, separately measured) is no measurable difference. None when no cell of the
+    model was measured ok."""
     figures = {
         c.id: [float(r.row.get("examples_per_sec") or 0.0) for r in run.evidence[c.id]]
         for c in run.runnable

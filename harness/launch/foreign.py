@@ -23,7 +23,16 @@ from harness.contract.events import Event, EventLine
 from harness.contract.job import WorkerOptions
 from harness.contract.tenant import TenantJob
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV
-from harness.launch.process import HARNESS_ROOT, LIVE, LIVE_LOCK, POLL_S, Deadline, Phase, Process
+from harness.launch.process import (
+    HARNESS_ROOT,
+    LIVE,
+    LIVE_LOCK,
+    POLL_S,
+    Deadline,
+    Phase,
+    Process,
+    instance_processes,
+)
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
 from harness.spec.frameworks import framework, tenant_key
@@ -66,14 +75,9 @@ def start_tenant(job: TenantJob, options: WorkerOptions, folder: Path, name: str
 def _stop_partner(tenant: Process) -> None:
     """SIGKILL the TensorFlow processes of the co-tenant's member (its channel and key), so that
     a cell whose co-tenant failed ends now rather than at the TensorFlow worker's deadline."""
+    member = instance_processes(tenant.env.get(TURNS_ENV, "")).get(tenant.env.get(MEMBER_ENV, ""), [])
     with LIVE_LOCK:
-        partners = [
-            p
-            for pid, p in LIVE.items()
-            if pid != tenant.proc.pid
-            and p.env.get(TURNS_ENV) == tenant.env.get(TURNS_ENV)
-            and p.env.get(MEMBER_ENV) == tenant.env.get(MEMBER_ENV)
-        ]
+        partners = [LIVE[pid] for pid in member if pid != tenant.proc.pid and pid in LIVE]
     for p in partners:
         p.send(signal.SIGKILL)
 

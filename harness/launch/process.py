@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from harness.contract.events import EventLine
 from harness.contract.job import WORKER_ENV, Job
+from harness.contract.turns import MEMBER_ENV, TURNS_ENV
 from harness.launch import forks
 from harness.spec.protocol import Platform
 
@@ -92,7 +93,7 @@ def signal_text(code: int) -> str:
 
 LIVE: dict[int, Process] = {}
 """Every child started and not yet stopped, by pid (found by what their environment says, e.g. a
-group instance's processes: :func:`harness.launch.turns.instance_processes`)."""
+group instance's processes: :func:`instance_processes`)."""
 LIVE_LOCK = threading.Lock()
 
 
@@ -309,3 +310,18 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
     )
     process.memory_cap_gib = job.options.protocol.worker_memory_gib
     return process
+
+
+def instance_processes(path: str, live: Mapping[int, Process] | None = None) -> dict[str, list[int]]:
+    """The live processes started for the instance whose channel is ``path`` (the variable
+    :data:`TURNS_ENV` in the environment they were given; ``live``: by default every child not
+    yet stopped), by member key (:data:`MEMBER_ENV`): every task of a member, a parameter-server
+    cell's servers included."""
+    if live is None:
+        with LIVE_LOCK:
+            live = dict(LIVE)
+    found: dict[str, list[int]] = {}
+    for pid, proc in live.items():
+        if proc.env.get(TURNS_ENV) == path:
+            found.setdefault(proc.env.get(MEMBER_ENV, ""), []).append(pid)
+    return found

@@ -37,7 +37,7 @@ from harness.contract.tenant import UNTIL_STOP
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
 from harness.launch.platform import host_busy_seconds, processes_cpu_seconds
-from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, Process
+from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, instance_processes
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.results.rows import merged, shared_columns, shared_windows
 from harness.spec.frameworks import NONE, member_of, tenant_key, together_key
@@ -230,21 +230,6 @@ def _member_options(options: WorkerOptions, member: Member, path: str, members: 
     )
     env = (*options.env, (TURNS_ENV, path), (MEMBER_ENV, member.key))
     return dataclasses.replace(options, env=env, protocol=protocol)
-
-
-def instance_processes(path: str, live: Mapping[int, Process] | None = None) -> dict[str, list[int]]:
-    """The live processes started for the instance whose channel is ``path`` (the variable
-    :data:`TURNS_ENV` in the environment they were given; ``live``: by default every child not
-    yet stopped), by member key (:data:`MEMBER_ENV`): every task of a member, a parameter-server
-    cell's servers included."""
-    if live is None:
-        with LIVE_LOCK:
-            live = dict(LIVE)
-    found: dict[str, list[int]] = {}
-    for pid, proc in live.items():
-        if proc.env.get(TURNS_ENV) == path:
-            found.setdefault(proc.env.get(MEMBER_ENV, ""), []).append(pid)
-    return found
 
 
 def stop_instance(path: str) -> int:

@@ -332,6 +332,16 @@ def find_baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     return None
 
 
+SHARED_FIGURES = (
+    "alone_examples_per_sec",
+    "tenant_alone_examples_per_sec",
+    "tenant_together_examples_per_sec",
+    "interference_ratio",
+)
+"""A cell with a co-tenant from another framework: the per-process figures (from its instance's
+turns) that its row gives as the median over processes with a CI, as examples_per_sec."""
+
+
 FIGURE_COLUMNS = (
     "examples_per_sec",
     "examples_per_sec_ci_low",
@@ -358,14 +368,7 @@ FIGURE_COLUMNS = (
     "peak_flops_per_sec_ci_high",
     *(
         f"{name}{end}"
-        for name in (
-            "alone_examples_per_sec",
-            "tenant_alone_examples_per_sec",
-            "tenant_together_examples_per_sec",
-            "interference_ratio",
-            "shared_ratio",
-            "tenant_shared_ratio",
-        )
+        for name in (*SHARED_FIGURES, "shared_ratio", "tenant_shared_ratio")
         for end in ("", "_ci_low", "_ci_high")
     ),
 )
@@ -449,16 +452,6 @@ def combine(
         "energy_j_per_example": None if power is None else power / aggregate,
     }
     return out, tagged
-
-
-SHARED_FIGURES = (
-    "alone_examples_per_sec",
-    "tenant_alone_examples_per_sec",
-    "tenant_together_examples_per_sec",
-    "interference_ratio",
-)
-"""A cell with a co-tenant from another framework: the per-process figures (from its instance's
-turns) that its row gives as the median over processes with a CI, as examples_per_sec."""
 
 
 def _turn_rate(turns: Sequence[Turn], key: str) -> float | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.spec.axes import AXES, AXIS_BY_NAME
+from harness.spec.frameworks import NONE
 from harness.spec.models import model_label
 from harness.spec.strategies import STRATEGIES, Strategy, Task
 
@@ -31,7 +32,7 @@ class Cell:
     scaling: str = "weak"
     tenants: int = 1
     loss: str = "auto"
-    tenant_framework: str = "none"
+    tenant_framework: str = NONE
 
     def __post_init__(self) -> None:
         """Check every axis value (HarnessError naming a bad one and the accepted ones), then
@@ -134,7 +135,7 @@ class Cell:
             f"r{self.replicas}w{self.workers}"
             + (f"p{self.ps}" if self.ps else "")
             + (f"t{self.tenants}" if self.tenants > 1 else "")
-            + (f"+{self.tenant_framework}" if self.tenant_framework != "none" else "")
+            + (f"+{self.tenant_framework}" if self.tenant_framework != NONE else "")
         )
 
     def _batch_id(self) -> str:

@@ -164,7 +164,7 @@ def test_an_instances_processes_are_found_by_member_and_their_cpu_time_summed(tm
 
     from harness.contract.turns import MEMBER_ENV, TURNS_ENV
     from harness.launch.platform import processes_cpu_seconds
-    from harness.launch.turns import instance_processes
+    from harness.launch.process import instance_processes
 
     ticks = os.sysconf("SC_CLK_TCK")
 
