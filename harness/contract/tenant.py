@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import TypedDict
 
 TENANT_FAULT_ENV = "HARNESS_TENANT_FAULT"
-"""Test hook: ``startup`` makes the co-tenant fail after its first step, before it joins the turns."""
+"""Test hook: ``startup`` makes the co-tenant fail after its first step, before it joins the turns;
+``gpu`` asks it for a GPU whatever the cell's device (without one, it fails for want of a GPU)."""
 
 UNTIL_STOP = "stop"
 """``Grant["until"]``: train until the parent says stop (a turn taken together)."""

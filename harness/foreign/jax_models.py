@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.contract.tenant import TenantJob
-from harness.foreign.trainer import POOL_BATCHES, Trainer
+from harness.foreign.trainer import POOL_BATCHES, Trainer, no_gpu
 
 INPUT = (28, 28, 1)
 CLASSES = 10
@@ -145,6 +145,17 @@ def jaxpr_flops(jaxpr: Any) -> int:
     return total
 
 
+def first_device(jax: Any, kind: str) -> Any:
+    """JAX's first device of ``kind`` (``gpu`` or ``cpu``); :class:`NoGpu` when a GPU is asked for
+    and JAX has none (its GPU plugin failed or is missing: JAX then runs on the CPU)."""
+    if kind != "gpu":
+        return jax.devices("cpu")[0]
+    try:
+        return jax.devices("gpu")[0]
+    except RuntimeError as e:
+        raise no_gpu("jax", str(e)) from e
+
+
 class JaxTrainer(Trainer):
     """One SGD update per :meth:`step`, jitted, its loss waited for (so a step's time is its work)."""
 
@@ -152,8 +163,8 @@ class JaxTrainer(Trainer):
         import jax
 
         self.jax, self.job = jax, job
-        platform = "gpu" if job.device == "gpu" else "cpu"
-        self.device = jax.devices(platform)[0]
+        self.device = first_device(jax, job.device)
+        self.platform = "gpu" if self.device.platform in ("gpu", "cuda", "rocm") else "cpu"
         self.version = jax.__version__
         model, lr = job.model, job.learning_rate
 

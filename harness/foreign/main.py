@@ -2,11 +2,15 @@
 (compile), count its FLOPs, then take the turns the coordinator grants (:mod:`harness.foreign.serve`).
 
 Any error ends the process with its traceback in the log, which the parent quotes in the cell's row
-(an out-of-memory error on a GPU included)."""
+(an out-of-memory error on a GPU included). A co-tenant asked for a GPU that has none (JAX falls back
+to the CPU when its GPU plugin fails to start) ends with one line saying so, last in its log, never
+with a CPU figure for a GPU cell."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -14,7 +18,7 @@ from pathlib import Path
 
 from harness.contract.tenant import TENANT_FAULT_ENV, TenantFacts, TenantJob
 from harness.foreign.serve import connect, serve
-from harness.foreign.trainer import Trainer
+from harness.foreign.trainer import NoGpu, Trainer, check_device
 
 
 def _jax(job: TenantJob) -> Trainer:
@@ -51,8 +55,11 @@ def facts_of(job: TenantJob, trainer: Trainer, compile_s: float) -> TenantFacts:
 
 def main(argv: Sequence[str]) -> int:
     job = TenantJob.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    if os.environ.get(TENANT_FAULT_ENV) == "gpu":
+        job = dataclasses.replace(job, device="gpu")
     try:
         trainer = TRAINERS[job.framework](job)
+        check_device(job, trainer)
         t0 = time.perf_counter()
         trainer.step()
         compile_s = time.perf_counter() - t0
@@ -60,6 +67,9 @@ def main(argv: Sequence[str]) -> int:
             raise RuntimeError(f"planted co-tenant failure ({TENANT_FAULT_ENV}=startup)")
         facts = facts_of(job, trainer, compile_s)
         serve(trainer, connect(), job.tenant_key, facts)
+    except NoGpu as e:  # the framework's own lines about its GPU stay above, in the log's tail
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 1
     except Exception:  # noqa: BLE001 - the parent reads the traceback from the log
         traceback.print_exc()
         return 1

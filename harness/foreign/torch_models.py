@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from harness.contract.tenant import TenantJob
-from harness.foreign.trainer import POOL_BATCHES, Trainer
+from harness.foreign.trainer import POOL_BATCHES, Trainer, no_gpu
 
 CLASSES = 10
 
@@ -36,6 +36,20 @@ def build_model(nn: Any, model: str) -> Any:
     raise ValueError(f"no PyTorch version of model {model!r}; expected cnn or dense")
 
 
+def first_device(torch: Any, kind: str) -> Any:
+    """PyTorch's first device of ``kind`` (``gpu`` or ``cpu``); :class:`NoGpu` when a GPU is asked
+    for and CUDA is not available to PyTorch (a CPU build, or no driver)."""
+    if kind != "gpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise no_gpu(
+            "torch",
+            f"torch.cuda.is_available() is False (PyTorch {torch.__version__}, "
+            f"built for CUDA {torch.version.cuda or 'none: a CPU build'})",
+        )
+    return torch.device("cuda:0")
+
+
 class TorchTrainer(Trainer):
     """One SGD update per :meth:`step` (eager), synchronised with the device."""
 
@@ -47,7 +61,8 @@ class TorchTrainer(Trainer):
         # as many threads as the CPUs this process may use (TensorFlow's default), not PyTorch's
         # physical-core count
         torch.set_num_threads(len(os.sched_getaffinity(0)))
-        self.device = torch.device("cuda:0" if job.device == "gpu" else "cpu")
+        self.device = first_device(torch, job.device)
+        self.platform = "gpu" if self.device.type == "cuda" else "cpu"
         torch.manual_seed(job.seed)
         self.model = build_model(torch.nn, job.model).to(self.device)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=job.learning_rate)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from harness.contract.tenant import TenantJob
+
 POOL_BATCHES = 8
 """Synthetic batches made once on the device and cycled (the TensorFlow side repeats a fixed pool too:
 input cost near zero on both sides)."""
@@ -14,6 +16,8 @@ class Trainer(ABC):
 
     version: str
     """The framework's version."""
+    platform: str
+    """The kind of device it trains on: ``gpu`` or ``cpu``."""
 
     @abstractmethod
     def step(self) -> None:
@@ -31,3 +35,19 @@ class Trainer(ABC):
     def flops_per_example(self) -> int:
         """FLOPs of one training example, counted from the traced update: 2 per multiply-add of
         every matrix product and convolution (the TensorFlow side's convention)."""
+
+
+class NoGpu(RuntimeError):
+    """A co-tenant asked for a GPU has none: it would train on the CPU, a figure that must not stand
+    for a GPU cell."""
+
+
+def no_gpu(framework: str, why: str) -> NoGpu:
+    """The error of ``framework`` finding no GPU, ``why`` in its own words."""
+    return NoGpu(f"{framework} found no GPU: {why} (it would run on the CPU)")
+
+
+def check_device(job: TenantJob, trainer: Trainer) -> None:
+    """Raise :class:`NoGpu` when ``job`` asks for a GPU and ``trainer`` trains elsewhere."""
+    if job.device == "gpu" and trainer.platform != "gpu":
+        raise no_gpu(job.framework, f"it trains on {trainer.device_name()}")

@@ -15,7 +15,6 @@ import os
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from harness.contract.events import Event, EventLine
 from harness.contract.job import WorkerOptions
 from harness.contract.tenant import TenantJob
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV
+from harness.launch.platform import installed_version
 from harness.launch.process import (
     HARNESS_ROOT,
     LIVE,
@@ -35,7 +35,7 @@ from harness.launch.process import (
 )
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
-from harness.spec.frameworks import framework, tenant_key
+from harness.spec.frameworks import Framework, TenantEnv, framework, tenant_key
 
 TENANT_EXIT_S = 10.0
 """Seconds a co-tenant may take to exit after the cell's end before it is stopped."""
@@ -54,12 +54,26 @@ def tenant_job(cell: Cell, options: WorkerOptions, member: str) -> TenantJob:
     )
 
 
+def framework_version(f: Framework) -> str:
+    """The installed version of ``f`` in this interpreter (the co-tenant runs under it), from its
+    distributions' metadata, never by importing it; "" when none is found."""
+    return next((v for d in f.distributions if (v := installed_version(d))), "")
+
+
+def tenant_env(f: Framework) -> TenantEnv:
+    """The co-tenant's environment relative to ours: the settings its installed release accepts, and
+    the inherited variables it must not get (TensorFlow's ``XLA_FLAGS`` for JAX)."""
+    return f.process_env(framework_version(f), os.environ)
+
+
 def start_tenant(job: TenantJob, options: WorkerOptions, folder: Path, name: str) -> Process:
-    """``python -m harness.foreign JOB`` with the turns channel, the framework's GPU settings and the
-    run's (``ab``: the side's) variables; its log beside the workers'."""
+    """``python -m harness.foreign JOB`` with the turns channel, the GPU settings its framework's
+    installed release accepts (less what it must not inherit) and the run's (``ab``: the side's)
+    variables; its log beside the workers'."""
     path = folder / "tenant-job.json"
     path.write_text(job.to_json(), encoding="utf-8")
-    env = {**framework(job.framework).env(), **dict(options.env)}
+    settings = tenant_env(framework(job.framework))
+    env = {**settings.variables, **dict(options.env)}
     if options.python:  # another interpreter finds this harness through PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
     return Process(
@@ -69,28 +83,36 @@ def start_tenant(job: TenantJob, options: WorkerOptions, folder: Path, name: str
         folder / "tenant-events.jsonl",
         deadline=Deadline(Phase.CELL, float("inf")),
         python=options.python,
+        unset=settings.removed,
     )
 
 
-def _stop_partner(tenant: Process) -> None:
-    """SIGKILL the TensorFlow processes of the co-tenant's member (its channel and key), so that
-    a cell whose co-tenant failed ends now rather than at the TensorFlow worker's deadline."""
+def _stop_partner(tenant: Process, stopped: set[int]) -> None:
+    """SIGKILL the TensorFlow processes of the co-tenant's member (its channel and key) not yet in
+    ``stopped`` (then added), so that a cell whose co-tenant failed ends now rather than at the
+    TensorFlow worker's deadline."""
     member = instance_processes(tenant.env.get(TURNS_ENV, "")).get(tenant.env.get(MEMBER_ENV, ""), [])
     with LIVE_LOCK:
-        partners = [LIVE[pid] for pid in member if pid != tenant.proc.pid and pid in LIVE]
+        partners = [
+            LIVE[pid] for pid in member if pid not in stopped and pid != tenant.proc.pid and pid in LIVE
+        ]
     for p in partners:
         p.send(signal.SIGKILL)
+        stopped.add(p.proc.pid)
 
 
 def _watch(tenant: Process, done: threading.Event) -> None:
-    """Until ``done``: when the co-tenant exits with an error, stop its partner."""
+    """Until ``done``: once the co-tenant has exited with an error, stop its partner, and each one
+    that appears after (a co-tenant that fails at once, e.g. for want of a GPU, can exit before the
+    TensorFlow worker has started)."""
+    stopped: set[int] = set()
     while not done.is_set():
         code = tenant.proc.poll()
-        if code is not None:
-            if code != 0:
-                _stop_partner(tenant)
+        if code == 0:
             return
-        time.sleep(POLL_S)
+        if code is not None:
+            _stop_partner(tenant, stopped)
+        done.wait(POLL_S)
 
 
 def run_with_tenant(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:

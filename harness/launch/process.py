@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -98,8 +98,8 @@ LIVE_LOCK = threading.Lock()
 
 
 class Process:
-    """One child process (``python`` + ``argv``, ``env`` added to ours): its events, its log, its
-    phase and deadline (see the module docstring)."""
+    """One child process (``python`` + ``argv``, ``env`` added to ours less the names in ``unset``):
+    its events, its log, its phase and deadline (see the module docstring)."""
 
     def __init__(
         self,
@@ -111,13 +111,14 @@ class Process:
         deadline: Deadline | None = None,
         python: str | None = None,
         fork: bool = False,
+        unset: Collection[str] = (),
     ) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         events_path.touch()
         self.log_path, self.events_path = log_path, events_path
         self.deadline = deadline or Deadline(Phase.STARTUP, float("inf"))
         self._offset, self._partial = 0, ""
-        self.env = {**os.environ, **WORKER_ENV, **env}
+        self.env = {k: v for k, v in {**os.environ, **WORKER_ENV, **env}.items() if k not in unset}
         python = python or sys.executable
         forked = forks.spawn(argv[2:], self.env, log_path, python) if fork else None
         self.proc: subprocess.Popen[bytes] | forks.Forked

@@ -73,3 +73,52 @@ def test_jax_steps_train():
         trainer.step()
     assert trainer.loss() < first
     assert trainer.device_name().startswith("cpu")
+
+
+class _FakeTorch:
+    """Just what :func:`first_device` reads of a PyTorch without CUDA."""
+
+    __version__ = "2.14.1+cpu"
+
+    class cuda:
+        @staticmethod
+        def is_available() -> bool:
+            return False
+
+    class version:
+        cuda = None
+
+    @staticmethod
+    def device(name: str) -> str:
+        return name
+
+
+def test_torch_without_cuda_is_no_gpu_and_the_cpu_still_runs():
+    from harness.foreign.torch_models import first_device
+    from harness.foreign.trainer import NoGpu
+
+    with pytest.raises(
+        NoGpu, match=r"torch found no GPU: .*2\.14\.1\+cpu.*a CPU build.*would run on the CPU"
+    ):
+        first_device(_FakeTorch, "gpu")
+    assert first_device(_FakeTorch, "cpu") == "cpu"
+
+
+def _jax_without_a_gpu():
+    """JAX with no GPU platform (its CPU build, as when its GPU plugin fails), else a skip."""
+    jax = pytest.importorskip("jax")
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        return jax
+    pytest.skip("this JAX has a GPU")
+
+
+def test_jax_asked_for_a_gpu_it_lacks_is_no_gpu():
+    jax = _jax_without_a_gpu()
+    from harness.foreign.jax_models import first_device
+    from harness.foreign.trainer import NoGpu
+
+    with pytest.raises(NoGpu, match=r"jax found no GPU: .*would run on the CPU"):
+        first_device(jax, "gpu")
+    assert first_device(jax, "cpu").platform == "cpu"

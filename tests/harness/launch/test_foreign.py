@@ -1,21 +1,31 @@
-"""A TensorFlow cell with a co-tenant from another framework, end to end: both sides measured alone
-and together in the same processes, the co-tenant's FLOPs checked, a failing co-tenant named in the
-row, and a missing framework a row saying what to install."""
+"""A TensorFlow cell with a co-tenant from another framework: its environment (the settings its
+installed release accepts, not TensorFlow's XLA_FLAGS), and end to end: both sides measured alone and
+together in the same processes, the co-tenant's FLOPs checked, a failing co-tenant (one without the
+GPU it was asked for included) named in the row, and a missing framework a row saying what to install."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from harness.spec.frameworks import tenant_key, together_key
+from harness.contract.job import WorkerOptions
+from harness.contract.tenant import TenantJob
+from harness.contract.turns import MEMBER_ENV, TURNS_ENV
+from harness.launch import foreign
+from harness.launch.process import LIVE, POLL_S
+from harness.spec.frameworks import framework, tenant_key, together_key
+from harness.spec.protocol import Platform, Protocol
 
-pytestmark = pytest.mark.process
 ROOT = Path(__file__).resolve().parents[3]
 QUICK = (
     "--blocks",
@@ -30,6 +40,69 @@ QUICK = (
     "2",
 )
 QUICK += ("--no-peak", "--no-breakdown")
+
+
+def _versions(**installed: str):
+    return lambda dist: installed.get(dist, "")
+
+
+def test_the_installed_release_read_from_metadata_picks_one_memory_name(monkeypatch):
+    monkeypatch.setattr(foreign, "installed_version", _versions(jaxlib="0.11.0", jax="0.11.0"))
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.9")  # exported by a user
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir=/tf/cuda_nvcc")
+    monkeypatch.setenv("PATH", "/tf/cuda_nvcc/bin:/usr/bin")
+    env = foreign.tenant_env(framework("jax"))
+    assert env.variables == {
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+        "XLA_CLIENT_MEM_FRACTION": "0.45",
+        "PATH": "/usr/bin",
+    }
+    assert set(env.removed) == {"XLA_FLAGS", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
+    monkeypatch.setattr(foreign, "installed_version", _versions(jax="0.4.30"))  # jaxlib's not found
+    assert foreign.framework_version(framework("jax")) == "0.4.30"
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in foreign.tenant_env(framework("jax")).variables
+
+
+def test_the_co_tenant_process_gets_those_variables_and_not_the_removed_ones(monkeypatch, tmp_path):
+    started = {}
+
+    class Recorded:
+        def __init__(self, argv, env, *args, unset=(), **kwargs):
+            started.update(argv=argv, env=env, unset=tuple(unset))
+
+    monkeypatch.setattr(foreign, "Process", Recorded)
+    monkeypatch.setattr(foreign, "installed_version", _versions(jaxlib="0.4.31"))
+    job = TenantJob("jax", "cnn", 64, "gpu", "k")
+    options = WorkerOptions(Protocol(), Platform(), tmp_path, env=(("TURN", "1"),))
+    foreign.start_tenant(job, options, tmp_path, "t")
+    assert started["env"]["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.45" and started["env"]["TURN"] == "1"
+    assert "XLA_CLIENT_MEM_FRACTION" not in started["env"]
+    assert {"XLA_FLAGS", "XLA_CLIENT_MEM_FRACTION"} <= set(started["unset"])
+
+
+def test_a_co_tenant_that_failed_at_once_stops_its_partner_started_later(monkeypatch):
+    sent: list[signal.Signals] = []
+    tenant = SimpleNamespace(
+        proc=SimpleNamespace(pid=1, poll=lambda: 1), env={TURNS_ENV: "s", MEMBER_ENV: "m"}
+    )
+    partner = SimpleNamespace(proc=SimpleNamespace(pid=2), send=sent.append)
+    members = {"m": [1]}
+    monkeypatch.setattr(foreign, "instance_processes", lambda path: members)
+    done = threading.Event()
+    watcher = threading.Thread(target=foreign._watch, args=(tenant, done))
+    watcher.start()
+    try:
+        time.sleep(3 * POLL_S)  # the co-tenant has failed; the TensorFlow worker is not there yet
+        monkeypatch.setitem(LIVE, 2, partner)
+        members["m"] = [1, 2]
+        deadline = time.monotonic() + 5
+        while not sent and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        time.sleep(3 * POLL_S)
+    finally:
+        done.set()
+        watcher.join(5)
+    assert sent == [signal.SIGKILL]  # once, not at every poll
 
 
 def _run(
@@ -85,6 +158,7 @@ def _check_both_sides(tmp_path: Path, framework: str) -> None:
     assert shared.loc[together_key(tenant_key(cell, framework)), "reference"] == tenant_key(cell, framework)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(
     importlib.util.find_spec("jax") is None, reason="JAX is not installed (pip install -e '.[jax]')"
 )
@@ -92,6 +166,7 @@ def test_a_jax_co_tenant_is_measured_alone_and_together(tmp_path):
     _check_both_sides(tmp_path, "jax")
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (pip install -e '.[torch]')"
@@ -100,6 +175,7 @@ def test_a_torch_co_tenant_is_measured_alone_and_together(tmp_path):
     _check_both_sides(tmp_path, "torch")
 
 
+@pytest.mark.process
 @pytest.mark.skipif(
     importlib.util.find_spec("jax") is None, reason="JAX is not installed (pip install -e '.[jax]')"
 )
@@ -115,6 +191,7 @@ def test_a_co_tenant_that_fails_fails_the_cell_at_once_with_its_error(tmp_path):
     assert time.monotonic() - t0 < 300  # not the cell's deadline (600 s)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed here")
 def test_a_missing_framework_is_a_row_naming_what_to_install(tmp_path):
     from harness.results import history
@@ -123,3 +200,19 @@ def test_a_missing_framework_is_a_row_naming_what_to_install(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = history.load(tmp_path / "results")[0].iloc[0]
     assert row["status"] == "unsupported" and "pip install -e '.[torch]'" in row["reason"]
+
+
+@pytest.mark.process
+@pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None, reason="JAX is not installed (pip install -e '.[jax]')"
+)
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU here: JAX may find it")
+def test_a_co_tenant_without_the_gpu_it_was_asked_for_fails_the_cell_saying_so(tmp_path):
+    from harness.results import history
+
+    proc = _run(tmp_path / "results", "jax", env={"HARNESS_TENANT_FAULT": "gpu"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = history.load(tmp_path / "results")[0].iloc[0]
+    assert row["status"] == "failed"
+    assert "the JAX co-tenant failed" in row["reason"]
+    assert "jax found no GPU: " in row["reason"] and "(it would run on the CPU)" in row["reason"]
