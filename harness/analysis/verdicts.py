@@ -16,16 +16,30 @@ Tolerance (relative; documented in docs/explanation/accumulation.md): ``|loss - 
 changed, ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0: the common
 initial weights) must both be at most ``TOLERANCE[precision]``. Comparing the change rather than the
 weights keeps the shared initial weights from hiding a wrong gradient.
+
+Numerics: the tolerance is per precision, not per device, and the float32 one is a float32 one, so
+verify's workers (``WorkerOptions.deterministic``) run with TensorFlow's op determinism on and
+TensorFloat-32 off, on GPUs and CPUs alike. On a GPU TensorFlow otherwise runs float32 matmuls and
+convolutions as TF32 (a 10-bit mantissa), cuDNN picks its algorithms per process and some kernels
+add atomically, so summation order and precision differ between two processes of one computation:
+an H100 (2026-11-26, TensorFlow's defaults) put mirrored on one replica 1.5e-5 from default, over
+the 1e-5 set on CPUs, and an H200 6.2e-3. With these settings the same H200 trained them to the same
+bits (relative difference 0; CNN, dense, ResNet-50, MobileNetV2, Transformer), so there is no
+per-device tolerance. Each worker reports what it ran with (:class:`Numerics`: op determinism read
+back from TensorFlow, TF32 from its fingerprint facts) and the table's first line says it.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from harness.analysis.tables import render_table
+from harness.contract.events import ProcessRow
 from harness.contract.records import Status
 from harness.spec.cell import Cell
 from harness.spec.models import MODELS
@@ -63,8 +77,46 @@ def _simplicity(cell: Cell) -> tuple[int, int, bool, bool]:
 
 
 @dataclass(frozen=True)
+class Numerics:
+    """Where a cell's worker trained and how TensorFlow computed there, as the worker reported it.
+
+    ``device``: its kind and name ("GPU NVIDIA H100 80GB HBM3"); ``op_determinism``: TensorFlow's op
+    determinism was on (None: not reported); ``tensor_float_32``: float32 matmuls and convolutions
+    could run as TF32 (TensorFlow allowed it, NVIDIA_TF32_OVERRIDE was not 0, a GPU of compute
+    capability >= 8.0; None: not reported)."""
+
+    device: str
+    op_determinism: bool | None
+    tensor_float_32: bool | None
+
+
+def numerics_of(row: ProcessRow) -> Numerics | None:
+    """What a verify worker's row says it ran with (None when it carries no device: it failed before
+    its facts were collected)."""
+    if not row.get("device_kind"):
+        return None
+    build = json.loads(row.get("build_info") or "{}")
+    tf32 = build.get("tensor_float_32")
+    return Numerics(
+        f"{row.get('device_kind')} {row.get('device_name') or ''}".strip(),
+        row.get("op_determinism"),
+        None if tf32 is None else bool(tf32),
+    )
+
+
+def numerics_text(n: Numerics) -> str:
+    """E.g. "op determinism on, TF32 off; GPU NVIDIA H100 80GB HBM3"."""
+
+    def flag(on: bool | None) -> str:
+        return "?" if on is None else ("on" if on else "off")
+
+    return f"op determinism {flag(n.op_determinism)}, TF32 {flag(n.tensor_float_32)}; {n.device}"
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """One cell's result: status ok/invalid/failed/unsupported, and for ok ones loss and weights."""
+    """One cell's result: status ok/invalid/failed/unsupported, and for ok ones loss and weights;
+    ``numerics``: what its worker ran with (None: no worker reported it)."""
 
     cell: Cell
     status: str
@@ -72,6 +124,7 @@ class Outcome:
     final_loss: float | None = None
     weights_digest: str = ""
     weights_path: str = ""
+    numerics: Numerics | None = None
 
 
 @dataclass(frozen=True)
@@ -130,8 +183,18 @@ def judge(
     return verdicts
 
 
+def numerics_lines(outcomes: Sequence[Outcome]) -> list[str]:
+    """The table's heading: what the cells ran with, one line per distinct :class:`Numerics` with
+    its count of cells (one line when all agree, as they do unless the machine's devices differ)."""
+    counts = Counter(numerics_text(o.numerics) for o in outcomes if o.numerics is not None)
+    if not counts:
+        return ["numerics: not reported (no cell's worker got as far as its devices)"]
+    return [f"numerics: {text} ({n} cell{'s' * (n != 1)})" for text, n in sorted(counts.items())]
+
+
 def verdict_table(verdicts: Sequence[Verdict]) -> str:
-    """Rows grouped by equivalence group, each with its comparison against the reference."""
+    """Rows grouped by equivalence group, each with its comparison against the reference, under
+    :func:`numerics_lines`."""
 
     def num(x: float | None, fmt: str) -> str:
         return "-" if x is None else format(x, fmt)
@@ -172,4 +235,5 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
                 verdict,
             )
         )
-    return render_table(lines[0], lines[1:], rule=False)
+    heading = numerics_lines([v.outcome for v in verdicts])
+    return "\n".join([*heading, "", render_table(lines[0], lines[1:], rule=False)])

@@ -1,6 +1,8 @@
 """``python -m harness verify``: do cells that must compute the same thing agree?
 
-Each cell trains a fixed number of optimizer updates from one seed in its own worker; the verdicts
+Each cell trains a fixed number of optimizer updates from one seed in its own worker, with
+TensorFlow's op determinism on and TensorFloat-32 off (``WorkerOptions.deterministic``, set by
+:func:`harness.launch.runner.verify_cells`; measured runs never get it); the verdicts
 (:mod:`harness.analysis.verdicts`) compare each with its equivalence group's reference.
 """
 
@@ -37,7 +39,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "which must be equivalent (same model, data, precision and examples per update) agree",
         description="Exit 0 when every group agrees within tolerance (float32: 1e-5 relative on the "
         "final loss and on the weights' L2 norm; mixed precision: 1e-2, bfloat16 2e-2), 1 when a "
-        "cell disagrees, is invalid or failed, 2 on bad input. Default cells: --sweep equivalence.",
+        "cell disagrees, is invalid or failed, 2 on bad input. Every cell trains with TensorFlow's "
+        "op determinism on and TensorFloat-32 off, on GPUs and CPUs (an op with no deterministic "
+        "kernel fails its cell, saying so). Default cells: --sweep equivalence.",
     )
     add_selection_args(p)
     p.add_argument(
@@ -84,7 +88,11 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
     from harness.analysis.verdicts import judge, verdict_table
     from harness.launch.runner import verify_cells
 
-    print(f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}", flush=True)
+    print(
+        f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}, "
+        "op determinism on, TF32 off",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="harness-verify-") as work:
         outcomes = verify_cells(
             sel.cells, updates, sel.platform, sel.worker_options(Path(work)), include_unsupported

@@ -67,6 +67,10 @@ class ProcessRow(CellRow, total=False):
     """One entry per payload (:func:`harness.worker.collectives.measure_collectives`)."""
     weights_path: str
     """``verify``: the .npz file of the cell's weights before and after training."""
+    op_determinism: bool
+    """``verify``: whether TensorFlow's op determinism was on while the cell trained (read back from
+    TensorFlow; ``WorkerOptions.deterministic``). Whether TensorFloat-32 was is the row's
+    ``build_info`` ``tensor_float_32``."""
 
 
 class EventLine(TypedDict, total=False):

@@ -38,6 +38,12 @@ class WorkerOptions:
     """The interpreter worker processes run under (``ab``: each side's); None: this one's."""
     env: tuple[tuple[str, str], ...] = ()
     """Variables added to every worker's environment (``ab``: each side's settings)."""
+    deterministic: bool = False
+    """``verify``: every worker runs with TensorFlow's op determinism on and TensorFloat-32 off
+    (float32 matmuls and convolutions in float32's 23-bit mantissa, not TF32's 10-bit one), so that
+    a cell's weights depend on what it computes, not on which kernels and summation order its
+    process got, and the float32 tolerance judges float32 arithmetic. Measured runs leave both at
+    TensorFlow's defaults: determinism slows training."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 
 from harness import __version__
-from harness.analysis.verdicts import Outcome
+from harness.analysis.verdicts import Outcome, numerics_of
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CellRow, CollectiveRow, RatioRow, Status, WindowRow
@@ -469,13 +469,18 @@ def verify_cells(
     include_unsupported: bool = False,
 ) -> list[Outcome]:
     """Train every cell ``updates`` updates in its own worker, weights under
-    ``options.log_dir / "weights"``; unsupported cells are skipped unless asked for. Co-tenancy does
-    not change what a process computes, so a cell with tenants is trained once, alone."""
+    ``options.log_dir / "weights"``, with op determinism on and TensorFloat-32 off
+    (``WorkerOptions.deterministic``); unsupported cells are skipped unless asked for. Co-tenancy
+    does not change what a process computes, so a cell with tenants is trained once, alone."""
     cells = list({c.id: c for c in (dataclasses.replace(c, tenants=1) for c in cells)}.values())
     weights_dir = options.log_dir / "weights"
     weights_dir.mkdir(parents=True, exist_ok=True)
     options = dataclasses.replace(
-        options, log_dir=options.log_dir / "logs", verify_updates=updates, weights_dir=str(weights_dir)
+        options,
+        log_dir=options.log_dir / "logs",
+        verify_updates=updates,
+        weights_dir=str(weights_dir),
+        deterministic=True,
     )
     todo = [c for c in cells if include_unsupported or unsupported_reason(c, platform) is None]
     outcomes: dict[str, Outcome] = {}
@@ -492,6 +497,7 @@ def verify_cells(
                     r.get("final_loss"),
                     r.get("weights_digest") or "",
                     cast(ProcessRow, r).get("weights_path") or "",
+                    numerics_of(cast(ProcessRow, r)),
                 )
             )
     return [

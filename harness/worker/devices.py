@@ -1,8 +1,10 @@
-"""Device set-up at worker start: the cell's GPUs, or N logical CPU devices."""
+"""Device set-up at worker start: the cell's GPUs, or N logical CPU devices; and verify's
+numerics (op determinism on, TensorFloat-32 off)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from harness.spec.protocol import Platform
 
@@ -63,3 +65,32 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
             )
         )
     return kind, devices
+
+
+def set_deterministic_numerics(config: Any) -> None:
+    """On ``config`` (``tf.config``): TensorFlow's op determinism on (deterministic kernels, cuDNN
+    algorithms and ``tf.data`` order; an op without a deterministic kernel raises
+    UnimplementedError when it runs; an unseeded random op raises RuntimeError) and TensorFloat-32
+    off (float32 matmuls and convolutions on Ampere and later GPUs keep float32's 23-bit mantissa
+    instead of TF32's 10-bit one). Both are process-wide flags that do not start TensorFlow's
+    runtime; on a CPU TF32 does not exist and turning it off changes nothing."""
+    config.experimental.enable_op_determinism()
+    config.experimental.enable_tensor_float_32_execution(False)
+
+
+def configure_numerics(deterministic: bool) -> None:
+    """:func:`set_deterministic_numerics` on TensorFlow when ``deterministic``
+    (``WorkerOptions.deterministic``: verify's workers); else TensorFlow's defaults, untouched."""
+    if not deterministic:
+        return
+    import tensorflow as tf
+
+    set_deterministic_numerics(tf.config)
+
+
+def op_determinism_enabled() -> bool:
+    """Whether TensorFlow's op determinism is on in this process, read back from TensorFlow (its
+    getter is not exported under ``tf.config``)."""
+    from tensorflow.python.framework import config
+
+    return bool(config.is_op_determinism_enabled())

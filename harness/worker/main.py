@@ -4,7 +4,10 @@ Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one
 (and task). JOB is a JSON :class:`~harness.contract.job.Job`; EVENTS is the JSON-lines file of
 :mod:`harness.contract.job` that this process appends to (ready, start, joined, record, finished).
 
-A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1.
+A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1. A
+``verify`` worker (``WorkerOptions.deterministic``) turns on TensorFlow's op determinism and turns off
+TensorFloat-32 before anything else touches TensorFlow; an op that then has no deterministic kernel
+fails its cell with a reason that says so (:func:`failure_reason`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ from harness.spec.strategies import Role
 from harness.worker import turns
 from harness.worker.barrier import start_barrier
 from harness.worker.build.strategies import make_strategy
-from harness.worker.devices import configure_devices, prepare_task_gpus
+from harness.worker.devices import (
+    configure_devices,
+    configure_numerics,
+    op_determinism_enabled,
+    prepare_task_gpus,
+)
 from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
@@ -45,6 +53,22 @@ def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
     ]
     summary = " ".join(dict.fromkeys(kept))  # TF repeats the same lines per replica
     return f"{type(e).__name__}{oom_text(summary)}: {summary}"[:limit]
+
+
+DETERMINISM_PREFIX = "op determinism: "
+"""Starts the reason of a cell that failed because op determinism was on (verify)."""
+
+
+def failure_reason(e: BaseException, deterministic: bool, limit: int = ERROR_TAIL_CHARS) -> str:
+    """A failed cell's reason: :func:`summarize_error`, led by :data:`DETERMINISM_PREFIX` when the
+    worker ran with op determinism (``deterministic``) and TensorFlow's error is about it (an op
+    with no deterministic kernel raises UnimplementedError "Deterministic GPU implementation of ...
+    not available"; an unseeded random op, "Random ops require a seed to be set when determinism
+    is enabled"), so that verify's table says why rather than only that the cell failed."""
+    summary = summarize_error(e, limit)
+    if deterministic and "determinis" in summary.lower():
+        return (DETERMINISM_PREFIX + summary)[:limit]
+    return summary
 
 
 def cap_memory(gib: float) -> None:
@@ -160,7 +184,7 @@ def _run(
     if options.collectives_max_bytes:
         return _collectives(cell, job, strategy, devices), []
     if options.verify_updates:
-        return verify_cell(
+        verified = verify_cell(
             cell,
             options.verify_updates,
             options.protocol.seed,
@@ -169,7 +193,9 @@ def _run(
             options.mnist_path,
             strategy,
             save=job.launch.role == Role.CHIEF,
-        ), []
+        )
+        verified["op_determinism"] = op_determinism_enabled()
+        return verified, []
     ready = start_barrier(
         os.environ.get(TENANT_BARRIER_ENV),
         job.launch.index,
@@ -201,6 +227,7 @@ def main(argv: list[str]) -> int:
     cap_memory(job.options.protocol.worker_memory_gib)
     if job.launch.cpus is not None:  # before TensorFlow sizes its thread pools from the affinity
         os.sched_setaffinity(0, job.launch.cpus)
+    configure_numerics(job.options.deterministic)  # before any op, strategy or server
     with open(events_path, "a") as events:
         if job.launch.role == Role.SERVER:
             return serve(cell, events, job)
@@ -210,7 +237,7 @@ def main(argv: list[str]) -> int:
             measured, windows = _run(cell, job, strategy, device_type, devices)
         except Exception as e:  # noqa: BLE001 -- the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
-            row.update({"status": Status.FAILED, "reason": summarize_error(e)})
+            row.update({"status": Status.FAILED, "reason": failure_reason(e, job.options.deterministic)})
             _emit(events, {"event": Event.RECORD, "row": row, "windows": []})
             return 1
         row.update(measured)

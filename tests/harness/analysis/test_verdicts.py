@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,16 @@ import pytest
 
 from harness.analysis.verdicts import (
     TOLERANCE,
+    Numerics,
     Outcome,
     judge,
+    numerics_lines,
+    numerics_of,
     relative_difference,
     verdict_table,
 )
+from harness.contract.events import ProcessRow
+from harness.contract.records import Status
 from harness.spec.cell import Cell
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -79,6 +85,48 @@ def test_asynchronous_parameter_server_cells_are_not_compared() -> None:
     assert "not compared: asynchronous updates" in verdict_table(list(verdicts.values()))
 
 
+H100 = Numerics("GPU NVIDIA H100 80GB HBM3", True, False)
+
+
+def test_the_table_says_what_the_cells_ran_with() -> None:
+    weights = {"ref": [np.ones(4)], "same": [np.ones(4)]}
+    ref = Cell(model="cnn", strategy="default", batch=64)
+    mirrored = Cell(model="cnn", strategy="mirrored", replicas=1, batch=64)
+    outcomes = [
+        Outcome(ref, "ok", "", 2.3, "ref", "ref", H100),
+        Outcome(mirrored, "ok", "", 2.3, "same", "same", H100),
+    ]
+    table = verdict_table(judge(outcomes, weights.__getitem__))
+    assert table.splitlines()[0] == (
+        "numerics: op determinism on, TF32 off; GPU NVIDIA H100 80GB HBM3 (2 cells)"
+    )
+    assert "agrees" in table
+
+
+def test_numerics_that_differ_get_a_line_each_and_none_reported_says_so() -> None:
+    cell = Cell(model="dense")
+    tf32 = Numerics("GPU NVIDIA H100 80GB HBM3", False, True)
+    assert numerics_lines([Outcome(cell, "ok", numerics=H100), Outcome(cell, "ok", numerics=tf32)]) == [
+        "numerics: op determinism off, TF32 on; GPU NVIDIA H100 80GB HBM3 (1 cell)",
+        "numerics: op determinism on, TF32 off; GPU NVIDIA H100 80GB HBM3 (1 cell)",
+    ]
+    assert numerics_lines([Outcome(cell, "failed", "boom")]) == [
+        "numerics: not reported (no cell's worker got as far as its devices)"
+    ]
+
+
+def test_numerics_come_from_the_worker_s_row() -> None:
+    row: ProcessRow = {
+        "device_kind": "CPU",
+        "device_name": "AMD EPYC",
+        "build_info": json.dumps({"cuda_version": "", "tensor_float_32": False}),
+        "op_determinism": True,
+    }
+    assert numerics_of(row) == Numerics("CPU AMD EPYC", True, False)
+    assert numerics_of({"device_kind": "GPU", "device_name": "A100"}) == Numerics("GPU A100", None, None)
+    assert numerics_of({"status": Status.FAILED}) is None  # failed before its facts
+
+
 def verify(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "harness", "verify", "--device", "cpu", *args],
@@ -117,6 +165,7 @@ def test_accumulation_and_two_replicas_train_as_one_step() -> None:
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "all 5 compared cells agree" in proc.stdout, proc.stdout[-3000:]
+    assert "numerics: op determinism on, TF32 off; CPU " in proc.stdout, proc.stdout[-3000:]
 
 
 @pytest.mark.slow
@@ -159,6 +208,7 @@ def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
     assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-2000:]
     assert "unsupported: HierarchicalCopyAllReduce returns wrong sums" in refused.stdout
     assert "all 1 compared cells agree" in refused.stdout  # reduction_to_one_device on 3 replicas
+    assert "numerics: op determinism on, TF32 off; CPU " in refused.stdout
     forced = verify(*HC3, "--include-unsupported")
     assert forced.returncode == 1, forced.stdout[-3000:] + forced.stderr[-2000:]
     line = next(s for s in forced.stdout.splitlines() if "hierarchical_copy" in s)

@@ -1,15 +1,20 @@
-"""Worker helpers that need no TensorFlow session: error summaries and the job format."""
+"""Worker helpers that need no TensorFlow session: error summaries, the job format, and verify's
+numerics set before anything else."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harness.contract.job import Job, Launch, WorkerOptions
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.strategies import Role
-from harness.worker.main import summarize_error
+from harness.worker import main as worker_main
+from harness.worker.main import DETERMINISM_PREFIX, failure_reason, summarize_error
 
 
 class FakeOpError(Exception):
@@ -44,6 +49,7 @@ def test_job_round_trips_through_json() -> None:
         "/m.npz",
         verify_updates=8,
         weights_dir="/w",
+        deterministic=True,
     )
     launch = Launch((("TF_CONFIG", "{}"),), Role.PEER, 1, 2, 1, True)
     for job in (
@@ -52,3 +58,40 @@ def test_job_round_trips_through_json() -> None:
     ):
         back = Job.from_json(json.loads(json.dumps(job.to_json())))
         assert back == job and isinstance(back.launch.role, Role)
+
+
+def test_a_missing_deterministic_kernel_is_the_failed_cell_s_reason() -> None:
+    e = FakeOpError("Deterministic GPU implementation of unsorted segment reduction op not available.")
+    assert failure_reason(e, True) == (
+        DETERMINISM_PREFIX
+        + "FakeOpError: Deterministic GPU implementation of unsorted segment reduction op not available."
+    )
+    assert failure_reason(e, False) == summarize_error(e)  # not verify: as it came
+    assert failure_reason(ValueError("shapes differ"), True) == "ValueError: shapes differ"
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_the_worker_sets_its_numerics_before_its_devices(
+    deterministic: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``main`` hands ``WorkerOptions.deterministic`` to ``configure_numerics`` before set-up (the
+    devices, the strategy, the first op); set-up here stops the worker."""
+    order: list[Any] = []
+    monkeypatch.setattr(worker_main, "cap_memory", lambda gib: None)
+    monkeypatch.setattr(worker_main, "configure_numerics", lambda on: order.append(("numerics", on)))
+
+    def set_up(*_: Any) -> Any:
+        order.append("set-up")
+        raise _Stop
+
+    monkeypatch.setattr(worker_main, "_set_up", set_up)
+    options = WorkerOptions(Protocol(), Platform("cpu", 0, 2), tmp_path, deterministic=deterministic)
+    job_path = tmp_path / "job.json"
+    job_path.write_text(json.dumps(Job(Cell(model="dense"), options).to_json()))
+    with pytest.raises(_Stop):
+        worker_main.main([str(job_path), str(tmp_path / "events.jsonl")])
+    assert order == [("numerics", deterministic), "set-up"]
