@@ -6,7 +6,8 @@
 - :class:`Measurement` -> :func:`measured_columns` and :func:`window_rows`: one process's figures
   from the worker's raw numbers (window seconds, counts, checks);
 - :func:`combine`: one pass of a co-tenant cell from its tenants' rows (over their common span);
-- :func:`aggregate`: the cell's row from its processes (one per pass): the figure, its CI, CVs;
+- :func:`aggregate`: the cell's row from its processes (one per pass): the figure, its CI, CVs,
+  and the facts they must agree on (:func:`agreed_columns`: ``jit_compile``);
 - :func:`not_measured_row`: an unsupported or failed cell;
 - :func:`with_ratios`: scaling efficiency and co-tenancy ratio, with CIs, against the run's rows;
 - :func:`with_peak`: the run's peak for the cell's dtype and cores, and mfu;
@@ -61,7 +62,6 @@ def cell_columns(cell: Cell, protocol: Protocol) -> CellRow:
         "steps_per_execution": cell.steps_per_execution,
         "precision": cell.precision,
         "scaling": cell.scaling,
-        "jit_compile": False,
         "optimizer": OPTIMIZER,
         "learning_rate": LEARNING_RATE,
         "flops_per_example": analytic,
@@ -152,6 +152,9 @@ class Measurement:
     flops: Mapping[str, Any] = field(default_factory=dict)
     """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`:
     flops_per_example, trainable_parameters, gradient_bytes, flops_note); empty when not counted."""
+    jit_compile: bool | None = None
+    """Whether the training function ran XLA-compiled, as the trainer reports it
+    (:attr:`harness.worker.build.loops.Trainer.jit_compile`); None: not reported."""
 
 
 def flops_columns(flops: Mapping[str, Any]) -> CellRow:
@@ -207,6 +210,7 @@ def measured_columns(cell: Cell, m: Measurement) -> CellRow:
         "allreduces_per_update": reductions,
         "allreduces_per_example": None if reductions is None else reductions / cell.effective_batch,
         "weights_digest": m.weights_digest,
+        "jit_compile": m.jit_compile,
         "device_count": m.hosts if m.device_kind == "CPU" else cell.devices,
         "logical_devices": m.device_kind == "CPU" and cell.devices > m.hosts,  # local workers share a CPU
         "hosts": m.hosts,
@@ -411,6 +415,21 @@ def _rate_in_span(windows: Sequence[WindowRow], start: float, end: float) -> flo
     return examples / seconds if seconds > 0 else None
 
 
+def agreed(rows: Sequence[Mapping[str, object]], key: str) -> object:
+    """The value of ``key`` that every row holding one agrees on; None where they differ or no row
+    holds one (a process that reported nothing, e.g. a failed one or one from an older suite, is
+    left out)."""
+    values = {r.get(key) for r in rows} - {None}
+    return values.pop() if len(values) == 1 else None
+
+
+def agreed_columns(rows: Sequence[Mapping[str, object]]) -> CellRow:
+    """The per-process facts a cell's row gives only where its processes (passes, tenants) agree:
+    ``jit_compile``."""
+    jit = agreed(rows, "jit_compile")
+    return {"jit_compile": jit if isinstance(jit, bool) else None}
+
+
 def combine(
     rows: list[CellRow], windows: list[list[WindowRow]], effective_batch: int
 ) -> tuple[CellRow, list[WindowRow]]:
@@ -421,16 +440,19 @@ def combine(
     tenant that finished early does not lend the others its devices. GPU energy per example: the tenants' mean power (they
     meter the same devices) over the aggregate throughput."""
     tagged = [WindowRow(**{**w, "worker": i}) for i, ws in enumerate(windows) for w in ws]
+    agree = agreed_columns(rows)
     bad = next(((i, r) for i, r in enumerate(rows) if r.get("status") != Status.OK), None)
     if bad is not None:
         i, r = bad
-        return without_figures({**r, "reason": f"tenant {i} of {len(rows)}: {r.get('reason', '')}"}), tagged
+        reason = f"tenant {i} of {len(rows)}: {r.get('reason', '')}"
+        return without_figures({**r, **agree, "reason": reason}), tagged
     start, end = common_span(windows)
     rates = [_rate_in_span(ws, start, end) for ws in windows]
     if any(r is None for r in rates):
         return without_figures(
             {
                 **rows[0],
+                **agree,
                 "status": Status.INVALID,
                 "reason": ("co-tenants did not time together: no span in which every tenant was timing"),
             }
@@ -441,6 +463,7 @@ def combine(
     power = sum(watts) / len(watts) if len(watts) == len(rows) else None
     out: CellRow = {
         **rows[0],
+        **agree,
         "examples_per_sec": aggregate,
         "cv_within_process": max(_float(r, "cv_within_process") for r in rows),
         "optimizer_updates_per_sec": aggregate / effective_batch,
@@ -594,25 +617,28 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
     Any invalid or failed process decides the row (with no figures): an integrity failure is the
     configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
     the median of the process figures, its CI the log-scale Student-t interval over them
-    (:func:`harness.formulas.stats.figure`)."""
+    (:func:`harness.formulas.stats.figure`). Either way ``jit_compile`` is what the processes that
+    reported it agree on, null where they differ (:func:`agreed_columns`)."""
     timing: CellRow = {
         "processes": len(results),
         "wall_s": sum(r.wall_s for r in results),
         "min_processes": protocol.processes,
         "max_processes": protocol.max_processes,
     }
+    agree = agreed_columns([r.row for r in results])
     bad = next((r for r in results if r.row.get("status") != Status.OK), None)
     if bad is not None:
         reason = bad.row.get("reason", "")
         if len(results) > 1:
             reason = f"pass {bad.pass_index + 1} of {len(results)}: {reason}"
-        return without_figures({**bad.row, **timing, "reason": reason})
+        return without_figures({**bad.row, **timing, **agree, "reason": reason})
     figures = [_float(r.row, "examples_per_sec") for r in results]
     est = stats.figure(figures)
     between = stats.cv(figures)
     row = merged(
         results[-1].row,
         timing,
+        agree,
         {k: _median_of(results, k) for k in MEDIAN_COLUMNS},
         {
             "examples_per_sec": est.value,

@@ -74,6 +74,18 @@ class Cell:
         return self.kind.tasks(self.workers, self.ps)
 
     @property
+    def jit_compile(self) -> bool:
+        """Whether the cell's training function is asked to be XLA-compiled: the one place that
+        decides it, for ``ctl`` and the parameter-server loop (the ``tf.function`` of each update's
+        step) and ``fit`` (its ``compile``) alike. False for every cell for now: never Keras's
+        ``"auto"``, which turns XLA on for a GPU model built outside any strategy scope and off
+        inside one, so ``fit`` under the default strategy would compile unlike ``fit`` under
+        mirrored. (A ``--jit-compile`` axis
+        would make this a field of the cell, of the same name, and a part of its id.) What ran is
+        what the worker reports: the row's ``jit_compile``."""
+        return False
+
+    @property
     def processes(self) -> int:
         return len(self.tasks)
 

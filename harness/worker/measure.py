@@ -201,6 +201,7 @@ def measure_cell(
         parts=parts,
         parts_error=parts_error,
         flops=built.flops,
+        jit_compile=built.trainer.jit_compile(),
     )
 
 

@@ -194,6 +194,11 @@ class Trainer:
     """Windows served one after another inside one running loop (:data:`harness.worker.timing.Stream`),
     for a loop whose every call has a costly set-up (``fit``: a data adapter and an iterator per
     call, 0.1-2 s measured): in turns, each window then costs one window, not a call."""
+    jit_compile: Callable[[], bool | None] = lambda: None
+    """Whether the training function is XLA-compiled, as built: the ``jit_compile`` of the
+    ``tf.function`` of each update's step (ctl, parameter server: :func:`_execution`), or the value
+    Keras resolved and built ``fit``'s step function with (read after the first call; before it,
+    the compiled model's). None: not reported."""
 
 
 def _check_steps(steps: int, spe: int) -> None:
@@ -284,17 +289,28 @@ def cluster_windows(
 
 
 def _execution(
-    strategy: Any, update: Callable[[Any, Any], Any], spe: int, counter: ReductionCounter
+    strategy: Any, update: Callable[[Any, Any], Any], spe: int, counter: ReductionCounter, jit_compile: bool
 ) -> Callable[[Any], Any]:
     """One training-function call: steps_per_execution updates in an in-graph loop; returns the
-    last update's loss (summed over replicas)."""
+    last update's loss (summed over replicas). With ``jit_compile``, each update's
+    ``strategy.run`` is a ``tf.function(jit_compile=True)`` of its own, called from the loop, as
+    Keras compiles ``fit``'s step on one batch: XLA has no kernel for the iterator's
+    ``IteratorGetNext``, so the call as a whole cannot be compiled. Without it the graph holds no
+    inner function (the training function itself is built with ``jit_compile=False``)."""
     import tensorflow as tf
+
+    def on_replicas(x: Any, y: Any) -> Any:
+        return strategy.run(update, args=(x, y))
+
+    step: Callable[[Any, Any], Any] = (
+        tf.function(on_replicas, jit_compile=True) if jit_compile else on_replicas
+    )
 
     def execution(iterator: Any) -> Any:
         if spe > 1:  # (a Python branch: no empty while loop in the graph when spe is 1)
             for _ in tf.range(spe - 1):
-                strategy.run(update, args=next(iterator))
-        last = strategy.run(update, args=next(iterator))
+                step(*next(iterator))
+        last = step(*next(iterator))
         counter.calls_traced += 1
         counter.calls["loss"] += int(strategy.num_replicas_in_sync > 1)
         counter.phase = "counted"
@@ -321,7 +337,8 @@ def build_ctl(
     counter = ReductionCounter().attach(strategy)
     update = make_update(strategy, model, optimizer, cell, counter)
     spe = cell.steps_per_execution
-    execution = tf.function(_execution(strategy, update, spe, counter), jit_compile=False)
+    jit = cell.jit_compile
+    execution = tf.function(_execution(strategy, update, spe, counter, jit), jit_compile=False)
     iterator = iter(distribute(strategy, input_fn(cell.effective_batch), cell))
     updates = [0]
     slow = window_slowdown()
@@ -349,8 +366,11 @@ def build_ctl(
             per_worker,
             chief_agreement(strategy),
             updates,
+            jit_compile=lambda: jit,
         )
-    return Trainer(run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates)
+    return Trainer(
+        run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates, jit_compile=lambda: jit
+    )
 
 
 def build_coordinated(
@@ -372,7 +392,8 @@ def build_coordinated(
     update = make_update(strategy, model, optimizer, cell, counter)
     spe = cell.steps_per_execution
     per_replica = cell.per_replica_batch * cell.accum_steps
-    body = _execution(strategy, update, spe, counter)
+    jit = cell.jit_compile
+    body = _execution(strategy, update, spe, counter, jit)
 
     @tf.function(jit_compile=False)
     def execution(iterator: Any) -> Any:
@@ -410,18 +431,25 @@ def build_coordinated(
         ]
         return seconds, loss
 
-    return Trainer(run, windows, counter, updates=updates, updates_by_worker=by_worker)
+    return Trainer(
+        run, windows, counter, updates=updates, updates_by_worker=by_worker, jit_compile=lambda: jit
+    )
 
 
-def _fit_model(strategy: Any, model: Any, optimizer: Any, update: Callable[[Any, Any], Any], spe: int) -> Any:
+def _fit_model(
+    strategy: Any, model: Any, optimizer: Any, update: Callable[[Any, Any], Any], spe: int, jit_compile: bool
+) -> Any:
     """``model`` wrapped so that ``fit``'s train step is the suite's ``update``, compiled in scope
-    with ``steps_per_execution`` = ``spe``."""
+    with ``steps_per_execution`` = ``spe`` and ``jit_compile`` (a bool, never Keras's ``"auto"``).
+    ``built_jit_compile``: the ``jit_compile`` Keras built the train function with (its
+    ``make_train_function`` reads the model's resolved ``jit_compile`` then); None until it is made."""
     import keras
 
     class Wrapped(keras.Model):
         def __init__(self, inner: Any) -> None:
             super().__init__(name=f"{inner.name}_fit")
             self.inner = inner
+            self.built_jit_compile: bool | None = None
 
         def call(self, x: Any, training: bool = False) -> Any:
             return self.inner(x, training=training)
@@ -436,6 +464,7 @@ def _fit_model(strategy: Any, model: Any, optimizer: Any, update: Callable[[Any,
             if made is not None and not force:
                 return made
             super().make_train_function(force)
+            self.built_jit_compile = bool(self.jit_compile)  # what the train function was built with
             function: Any = getattr(self, "train_function")  # noqa: B009 -- Keras sets it; typed Any
 
             def train_function(iterator: Any) -> Any:
@@ -448,7 +477,7 @@ def _fit_model(strategy: Any, model: Any, optimizer: Any, update: Callable[[Any,
 
     with strategy.scope():
         wrapped = Wrapped(model)
-        wrapped.compile(optimizer=optimizer, steps_per_execution=spe, jit_compile=False)
+        wrapped.compile(optimizer=optimizer, steps_per_execution=spe, jit_compile=jit_compile)
     return wrapped
 
 
@@ -486,7 +515,7 @@ def build_fit(
     counter = ReductionCounter().attach(strategy)
     update = make_update(strategy, model, optimizer, cell, counter)
     spe = cell.steps_per_execution
-    wrapped = _fit_model(strategy, model, optimizer, update, spe)
+    wrapped = _fit_model(strategy, model, optimizer, update, spe, cell.jit_compile)
 
     dataset = input_fn(cell.effective_batch)
     updates = [0]
@@ -518,7 +547,11 @@ def build_fit(
         )
         updates[0] += steps * turns.epochs
 
-    return Trainer(run, windows, counter, updates=updates, stream=stream)
+    def jit_compile() -> bool:
+        built = wrapped.built_jit_compile
+        return bool(wrapped.jit_compile) if built is None else built
+
+    return Trainer(run, windows, counter, updates=updates, stream=stream, jit_compile=jit_compile)
 
 
 STREAM_EPOCHS = 10**9

@@ -128,7 +128,10 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert two[has_base].baseline_cell_id.str.contains("/r1w1/").all()
     assert two[~has_base].scaling_efficiency.isna().all() and (two[~has_base].baseline_cell_id == "").all()
     assert set(ok[ok.strategy == "mirrored"].effective_cross_device_ops) == {"CollectiveAllReduce(RING)"}
+    # what each worker's training function ran as: no XLA, fit and ctl alike, on every strategy
+    assert ok.jit_compile.notna().all() and not ok.jit_compile.astype(bool).any()
     unsupported = cells[cells.status == "unsupported"]
+    assert unsupported.jit_compile.isna().all()  # nothing ran, nothing reported
     assert set(unsupported.cross_device_ops) == {"nccl"}
     assert unsupported.reason.str.contains("NcclAllReduce").all()
     # every window of every process of every ok cell is kept, and its figures agree with the row

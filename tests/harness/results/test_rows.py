@@ -16,6 +16,7 @@ from harness.results.rows import (
     ProcessResult,
     aggregate,
     cell_columns,
+    combine,
     fact_columns,
     find_baseline,
     measured_columns,
@@ -48,7 +49,7 @@ def test_cell_columns():
     assert cols["per_replica_batch"] == 32 and cols["global_batch"] == 64
     assert cols["flops_per_example"] == 409088
     assert cols["window_target_s"] == 0.5 and cols["repeats"] == 3 and cols["warmup_windows"] == 1
-    assert cols["jit_compile"] is False
+    assert "jit_compile" not in cols  # what ran: the worker reports it (measured_columns)
     assert "0.01" in cols["optimizer"] and cols["learning_rate"] == 0.01
 
 
@@ -215,6 +216,54 @@ def test_synchronous_multi_worker_has_no_straggler_figure():
     m = _measurement()
     m2 = Measurement(**{**m.__dict__, "worker_seconds": (m.window_seconds, (0.5, 0.5, 0.5))})
     assert measured_columns(cell, m2)["straggler_ratio"] is None
+
+
+@pytest.mark.parametrize("jit", [False, True, None])
+def test_the_row_takes_the_jit_compile_the_worker_reported(jit):
+    cell = Cell(strategy="default", batch=10)
+    m = Measurement(**{**_measurement().__dict__, "jit_compile": jit})
+    assert measured_columns(cell, m)["jit_compile"] is jit
+    assert measured_columns(cell, _measurement())["jit_compile"] is None  # nothing reported
+
+
+def _with_jit(result, jit):
+    if jit is not _MISSING:
+        result.row["jit_compile"] = jit
+    return result
+
+
+_MISSING = object()
+
+
+@pytest.mark.parametrize(
+    "reported, expected",
+    [
+        ((True, True), True),
+        ((False, False, False), False),
+        ((False, True), None),  # the processes disagree: null, not a crash
+        ((_MISSING, _MISSING), None),  # rows from an older suite's journal or events: no fact
+        ((False, _MISSING), False),  # one process reported nothing
+    ],
+)
+def test_the_cell_row_gives_the_jit_compile_its_processes_agree_on(reported, expected):
+    cell = Cell(strategy="default", batch=10)
+    procs = [_with_jit(_process(100.0 + k, k=k), jit) for k, jit in enumerate(reported)]
+    out = aggregate(cell, PROTOCOL, procs)
+    assert out["status"] == "ok" and out["jit_compile"] is expected
+    failed = aggregate(cell, PROTOCOL, [*procs, _process(None, status="failed", k=len(procs))])
+    assert failed["status"] == "failed" and failed["jit_compile"] is expected
+
+
+def test_co_tenants_that_disagree_on_jit_compile_give_null():
+    windows = [[{"start_s": 0.0, "window_s": 1.0, "examples": 100}] for _ in range(2)]
+    rows = [{"status": "ok", "cv_within_process": 0.0, "jit_compile": jit} for jit in (True, False)]
+    assert combine(rows, windows, 10)[0]["jit_compile"] is None
+    same = [{**r, "jit_compile": True} for r in rows]
+    assert combine(same, windows, 10)[0]["jit_compile"] is True
+
+
+def test_the_cell_asks_for_no_xla_for_either_loop():
+    assert Cell(loop="ctl").jit_compile is False and Cell(loop="fit").jit_compile is False
 
 
 def _process(eps, status="ok", k=0, reason=""):

@@ -1,4 +1,5 @@
-"""The reduction count per update (no TensorFlow: the counter's arithmetic on traced calls)."""
+"""The reduction count per update (no TensorFlow: the counter's arithmetic on traced calls), and
+the jit_compile each loop reports (``tf``: a tiny cell built and trained on the CPU)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,38 @@ def test_accumulation_reduces_once_per_update_not_per_micro_batch():
 def test_fit_makes_no_loss_reduce_of_its_own_and_untraced_is_none():
     assert _counter(0, 1, 0, 2, 0).per_update(1, 1) == 1.0
     assert ReductionCounter().per_update(1, 1) is None
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("strategy", ["default", "mirrored"])
+def test_fit_and_ctl_report_the_same_jit_compile_as_built(strategy):
+    # Keras's "auto" would differ between the default strategy and mirrored on a GPU; on the CPU it
+    # is off anyway, so this checks the reported value and that both loops report it.
+    from harness.spec.cell import Cell
+    from harness.worker.measure import build_cell
+
+    reported = {}
+    for loop in ("ctl", "fit"):
+        cell = Cell(model="dense", strategy=strategy, batch=8, loop=loop, steps_per_execution=1)
+        trainer = build_cell(cell, ["/cpu:0"]).trainer
+        before = trainer.jit_compile()
+        trainer.run(1)  # fit builds its train function in its first call
+        reported[loop] = (before, trainer.jit_compile())
+    assert reported == {"ctl": (False, False), "fit": (False, False)}
+    assert cell.jit_compile is False
+
+
+@pytest.mark.tf
+def test_asking_for_xla_compiles_each_update_of_either_loop(monkeypatch):
+    # The cell's one decision flipped: both loops build with XLA and run (ctl compiles each update's
+    # step, not the call that reads the iterator: XLA has no kernel for IteratorGetNext).
+    from harness.spec.cell import Cell
+    from harness.worker.measure import build_cell
+
+    monkeypatch.setattr(Cell, "jit_compile", property(lambda self: True))
+    for loop in ("ctl", "fit"):
+        cell = Cell(model="dense", strategy="default", batch=8, loop=loop, steps_per_execution=2)
+        trainer = build_cell(cell, ["/cpu:0"]).trainer
+        assert trainer.jit_compile() is True
+        assert trainer.run(2) > 0
+        assert trainer.jit_compile() is True, loop
