@@ -16,8 +16,8 @@ TURNS_NOTE = (
     "for scaling: the efficiency); 95% CI: Student t over instances (fresh processes); verdicts "
     "compare throughput (for scaling: against the 1-device cell's), control the false discovery "
     "rate (Benjamini-Hochberg, 5%) across the run's comparisons, and a ratio within 5% of 1 or whose "
-    "CI reaches 1 is 'no measurable difference'; blocks in which another process or the hypervisor "
-    "used the CPUs during a turn are left out."
+    "CI reaches 1 is 'no measurable difference'; blocks in which another program or the hypervisor "
+    "took CPU a member needed during a turn are left out (harness check names them)."
 )
 
 

@@ -86,39 +86,117 @@ class Turn:
     seconds: float
     examples: float
     other_cpu_s: float = 0.0
-    """CPU seconds the host spent on anything but the member during the turn (other processes,
-    the hypervisor's steal): the turn was not the member's alone when this is large."""
+    """CPU seconds the host spent during the turn on anything but the member and the run's other
+    processes: kernel threads, interrupts, other programs, the hypervisor's steal, tick-sampling
+    noise (:mod:`harness.launch.cpu_use`). Journals written before 2026-11-26 counted the run's
+    other processes here too (their ``run_cpu_s`` is 0 and ``foreign_cpu_s`` NaN)."""
+    run_cpu_s: float = 0.0
+    """CPU seconds the run's other processes used during the turn: the parent, its fork servers,
+    the waiting members and co-tenants."""
+    idle_cpus: float = math.nan
+    """CPUs the host left idle during the turn, on average (NaN: unknown)."""
+    busiest: str = ""
+    """The program outside the run (or "steal") that used the most CPU in the turn, ``name[pid]``
+    ("" none)."""
+    busiest_cpu_s: float = 0.0
+    """Its CPU seconds in the turn."""
+    foreign_cpu_s: float = math.nan
+    """CPU seconds of user-space programs outside the run plus the hypervisor's steal during the
+    turn: the part of ``other_cpu_s`` that is somebody else's work (NaN: not recorded)."""
+    span_s: float = math.nan
+    """Wall seconds over which the coordinator measured the turn's CPU (the window and its grant's
+    round trip; NaN: not recorded, ``seconds`` is used)."""
 
     @property
     def throughput(self) -> float:
         """Examples per second of the window (examples / seconds)."""
         return self.examples / self.seconds
 
+    def _rate(self, cpu_s: float) -> float:
+        """CPU seconds as CPUs' worth over the turn's measured span (or its window's seconds)."""
+        span = self.seconds if math.isnan(self.span_s) else self.span_s
+        return cpu_s / span if span > 0 else 0.0
+
     @property
     def disturbance(self) -> float:
-        """``other_cpu_s`` per second of the turn: the CPUs' worth that something else used (1.0:
-        one whole CPU)."""
-        return self.other_cpu_s / self.seconds if self.seconds > 0 else 0.0
+        """CPUs' worth (1.0: one whole CPU, averaged over the turn) that another program or the
+        hypervisor used: ``foreign_cpu_s``, or where it was not recorded ``other_cpu_s``."""
+        return self._rate(self.other_cpu_s if math.isnan(self.foreign_cpu_s) else self.foreign_cpu_s)
+
+    @property
+    def besides(self) -> float:
+        """CPUs' worth used by anything but the member (the run's other processes, the kernel,
+        other programs, steal): ``run_cpu_s + other_cpu_s`` over the turn."""
+        return self._rate(self.run_cpu_s + self.other_cpu_s)
+
+    @property
+    def crowding(self) -> float:
+        """CPUs' worth the run's other processes used during the turn."""
+        return self._rate(self.run_cpu_s)
+
+    @property
+    def cause(self) -> str:
+        """Why the turn would be disturbed: "other program" (:attr:`disturbance`), else "no spare
+        CPU" (everything besides the member, with under a CPU idle)."""
+        return "other program" if self.disturbance > DISTURBED else "no spare CPU"
 
 
 DISTURBED = 0.25
-"""A turn is disturbed when something other than its member used more than this many CPUs'
+"""A turn is disturbed when another program (or the hypervisor) used more than this many CPUs'
 worth of time during it (a quarter of one CPU): the member did not have the machine. Measured on
 the 2-core VM (cnn mirrored on 1 and 2 replicas, 12 blocks, 2026-11-25): the 40 turns before a
-busy process started saw 0.00-0.10 (the coordinator and the waiting processes' idle threads); the
-turns beside it 0.66-1.01."""
+busy process started saw 0.00-0.10 CPUs besides the member; the turns beside it 0.66-1.01."""
+
+SPARE_CPUS = 1.0
+"""Whatever else used CPU in a turn (the run's own waiting processes, the kernel working for the
+run: writeback of its files, memory management, interrupts) counts against the turn only when the
+host left fewer CPUs than this idle: then it took CPU the member could have used. On a 16-core
+GPU host (13-15 idle in a turn) it took nothing from it; on the 2-core VM (about 0 idle while a
+member trains) it did."""
+
+
+def is_disturbed(turn: Turn, limit: float = DISTURBED, spare: float = SPARE_CPUS) -> bool:
+    """Whether something took CPU the member needed during ``turn``: another program or the
+    hypervisor used more than ``limit`` CPUs (:attr:`Turn.disturbance`), or anything besides the
+    member did (:attr:`Turn.besides`) while fewer than ``spare`` CPUs were idle (NaN idle, a
+    journal from before the split: unknown, not short)."""
+    return turn.disturbance > limit or (turn.besides > limit and turn.idle_cpus < spare)
 
 
 def clean(turns: Sequence[Turn], limit: float = DISTURBED) -> list[Turn]:
-    """The turns of the blocks in which no turn was disturbed (``disturbance`` above ``limit``): a
-    block is compared whole or not at all, since its balanced order is what cancels a drift."""
-    bad = {t.block for t in turns if t.disturbance > limit}
+    """The turns of the blocks in which no turn was disturbed (:func:`is_disturbed`): a block is
+    compared whole or not at all, since its balanced order is what cancels a drift."""
+    bad = {t.block for t in turns if is_disturbed(t, limit)}
     return [t for t in turns if t.block not in bad]
 
 
 def disturbed_blocks(turns: Sequence[Turn], limit: float = DISTURBED) -> int:
     """How many blocks :func:`clean` drops."""
-    return len({t.block for t in turns if t.disturbance > limit})
+    return len({t.block for t in turns if is_disturbed(t, limit)})
+
+
+def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str, float]:
+    """The program outside the run (or "steal") that used the most CPU over the turns another
+    program disturbed, and its CPUs' worth over those turns' seconds (("", 0.0) when none is
+    named): what to stop for a quiet run."""
+    hit = [t for t in turns if t.disturbance > limit]
+    seconds = math.fsum(t.seconds for t in hit)
+    used: dict[str, float] = {}
+    for t in hit:
+        if t.busiest:
+            name = t.busiest.split("[", 1)[0]
+            used[name] = used.get(name, 0.0) + t.busiest_cpu_s
+    if not used or seconds <= 0:
+        return "", 0.0
+    top = max(used, key=used.__getitem__)
+    return top, used[top] / seconds
+
+
+def crowded_besides(turns: Sequence[Turn], limit: float = DISTURBED) -> float:
+    """The median CPUs' worth used besides the member over the turns disturbed for want of a spare
+    CPU (not by another program); NaN when there are none."""
+    hit = [t.besides for t in turns if is_disturbed(t, limit) and t.disturbance <= limit]
+    return float(np.median(hit)) if hit else NAN
 
 
 def _side(turns: Sequence[Turn], member: str, block: int) -> float:
@@ -414,3 +492,43 @@ def extra_seconds(
         return None
     more = max(max(n - state.instances, 1) for n in needed if n is not None)
     return more * state.seconds_per_instance
+
+
+@dataclass(frozen=True)
+class TurnsSummary:
+    """Instances' turns as the disturbance rule sees them: blocks in all, blocks kept
+    (:func:`clean`), blocks a fixed 0.25-CPU rule on everything but the member would keep (the rule
+    before 2026-11-26: :attr:`Turn.besides`), and the median CPUs' worth per turn of other
+    programs (:attr:`Turn.disturbance`), of everything besides the member, and of the run's other
+    processes."""
+
+    blocks: int
+    kept: int
+    kept_before: int
+    median_foreign: float
+    median_besides: float
+    median_run: float
+
+
+def summarize(instances: Sequence[Sequence[Turn]], limit: float = DISTURBED) -> TurnsSummary:
+    """:class:`TurnsSummary` of ``instances``, each a sequence of its turns."""
+    blocks = kept = kept_before = 0
+    for turns in instances:
+        ids = {t.block for t in turns}
+        blocks += len(ids)
+        kept += len(ids) - disturbed_blocks(turns, limit)
+        before = {t.block for t in turns if t.besides > limit}
+        kept_before += len(ids - before)
+    flat = [t for turns in instances for t in turns]
+
+    def median(values: list[float]) -> float:
+        return float(np.median(values)) if values else NAN
+
+    return TurnsSummary(
+        blocks,
+        kept,
+        kept_before,
+        median([t.disturbance for t in flat]),
+        median([t.besides for t in flat]),
+        median([t.crowding for t in flat]),
+    )

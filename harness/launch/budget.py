@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
 from harness.formulas import stats
 from harness.formulas import turns as tstats
+from harness.formulas.turns import Turn
 from harness.launch import resume
 from harness.launch.peak import PeakLog
 from harness.launch.platform import available_memory_bytes
@@ -73,6 +75,8 @@ class GroupRun:
     stopped: str = ""
     disturbed: int = 0
     """Blocks left out because another process (or the hypervisor) used the CPUs in a turn."""
+    why: str = ""
+    """Why the last instance with a disturbed block had it (:func:`_why`), "" before any."""
 
     def state(self) -> tstats.GroupState:
         per = self.seconds / self.instances if self.instances else 0.0
@@ -89,6 +93,8 @@ class GroupRun:
         self.instances += 1
         self.seconds += instance.wall_s
         self.disturbed += tstats.disturbed_blocks(instance.turns)
+        if tstats.disturbed_blocks(instance.turns):
+            self.why = _why(instance.turns)
         turns = tstats.clean(instance.turns)
         for i, c in enumerate(self.group.comparisons):
             blocks = tstats.block_log_ratios(turns, c.subject, c.reference)
@@ -147,8 +153,26 @@ class GroupRun:
             return f"not measured: the budget ({budget_min:g} min) was spent before its first instance"
         return (
             f"not measured: every block of its {self.instances} instance(s) was disturbed (another "
-            "process or the hypervisor used the CPUs in a turn)"
+            f"program, the hypervisor or a machine with no spare CPU took CPU the member needed{self.why})"
         )
+
+
+def _disturbance(instance: Instance) -> str:
+    """ ", k of n blocks disturbed (why)" when any was, else ""."""
+    bad = tstats.disturbed_blocks(instance.turns)
+    if not bad:
+        return ""
+    return f", {bad} of {len({t.block for t in instance.turns})} blocks disturbed{_why(instance.turns)}"
+
+
+def _why(turns: Sequence[Turn]) -> str:
+    """ "; busiest other program: NAME, x CPUs", or "; no spare CPU: x CPUs used besides the
+    member" (the run's other processes and the kernel on a machine with under a CPU idle)."""
+    name, cpus = tstats.busiest_other(turns)
+    if name:
+        return f"; busiest other program: {name}, {cpus:.2f} CPUs"
+    crowded = tstats.crowded_besides(turns)
+    return "" if math.isnan(crowded) else f"; no spare CPU: {crowded:.2f} CPUs used besides the member"
 
 
 OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
@@ -336,7 +360,7 @@ class TurnsRun:
             self._record(m.cell, instance.ends[m.key])
         g.add(instance)
         self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
-        say(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s")
+        say(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s{_disturbance(instance)}")
 
     def sequential(self, index: int, reason: str) -> None:
         """Group ``index``'s members did not fit in the devices' memory together: each gets a

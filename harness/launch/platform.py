@@ -111,38 +111,6 @@ def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     return None
 
 
-BUSY_FIELDS = slice(0, 8)
-"""/proc/stat's first cpu line: user, nice, system, idle, iowait, irq, softirq, steal (guest time
-is already in user): all but idle and iowait are busy."""
-
-
-def host_busy_seconds(stat: str = "/proc/stat") -> float | None:
-    """CPU seconds the host's CPUs have been busy since boot, summed over CPUs, the hypervisor's
-    steal included (``/proc/stat``); None where unknown. Resolution: one clock tick (10 ms)."""
-    try:
-        with open(stat) as f:
-            fields = f.readline().split()[1:]
-        ticks = [int(v) for v in fields[BUSY_FIELDS]]
-    except (OSError, ValueError):
-        return None
-    busy = sum(ticks) - ticks[3] - ticks[4]
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
-def processes_cpu_seconds(pids: list[int], proc: str = "/proc") -> float:
-    """CPU seconds (user + system, all threads) the processes ``pids`` have used so far
-    (``/proc/<pid>/stat``); a process that is gone counts 0."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"{proc}/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 DISTRIBUTIONS = {
     "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"),
     "keras": ("keras", "keras-nightly"),

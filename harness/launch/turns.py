@@ -5,10 +5,10 @@ a multi-worker cell, all tenants of a co-tenant cell) runs one timed window with
 machine while every other process waits in a blocking read that uses no CPU. Each block gives
 every member two turns in a balanced order (:func:`harness.spec.groups.turn_order`: ABBA for two).
 Around each turn the coordinator reads the host's busy CPU time (``/proc/stat``, steal included)
-and the CPU time of every process of the member (``/proc/<pid>/stat``, its servers included);
-what the member's own processes did not use is ``Turn.other_cpu_s``: another process or the
-hypervisor took part of the machine, and the block is left out of the ratios
-(:func:`harness.formulas.turns.clean`).
+and every process's CPU time (``/proc/<pid>/stat``) and splits the turn's CPU between the member,
+the run's other processes and the rest (:mod:`harness.launch.cpu_use`); a turn in which something
+took CPU the member needed leaves its block out of the ratios
+(:func:`harness.formulas.turns.is_disturbed`, :func:`harness.formulas.turns.clean`).
 Then each member, in turn, runs its checks (and the step breakdown) alone, reports its record and
 exits.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import select
 import signal
 import socket
@@ -36,7 +37,7 @@ from harness.contract.job import WorkerOptions
 from harness.contract.tenant import UNTIL_STOP
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
-from harness.launch.platform import host_busy_seconds, processes_cpu_seconds
+from harness.launch.cpu_use import Snapshot, attribute, usable_cpus
 from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, instance_processes
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.results.rows import merged, shared_columns, shared_windows
@@ -338,13 +339,26 @@ def _coordinate(
         for i in turn_order(len(units), block, plan.seed + instance.index):
             unit = units[i]
             own_pids = pids.get(unit.member.key, [])
-            busy, own = host_busy_seconds(), processes_cpu_seconds(own_pids)
+            before = Snapshot.take(time.monotonic, first=True)
             timed = unit.take(coordinator, block, plan.turn_timeout_s, instance.steps)
-            after, own_after = host_busy_seconds(), processes_cpu_seconds(own_pids)
+            after = Snapshot.take(time.monotonic, first=False)
             for key, seconds, examples, cpu_s in timed:
-                used = own_after - own if own_pids else cpu_s
-                other = 0.0 if busy is None or after is None else max(after - busy - used, 0.0)
-                instance.turns.append(Turn(block, key, seconds, examples, other))
+                use = attribute(before, after, own_pids, os.getpid(), usable_cpus(), cpu_s)
+                instance.turns.append(
+                    Turn(
+                        block,
+                        key,
+                        seconds,
+                        examples,
+                        use.other_s,
+                        use.run_s,
+                        use.idle_cpus,
+                        use.busiest,
+                        use.busiest_s,
+                        use.foreign_s,
+                        use.span_s,
+                    )
+                )
     instance.lap("turns")
     for m in members:
         for key in _channel_keys(m):

@@ -6,10 +6,14 @@ temporary file of a write a kill interrupted.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError
+from harness.formulas.turns import Turn, busiest_other, summarize
 from harness.results import journal
 from harness.results.store import (
     AB_FOLDER,
@@ -73,6 +77,7 @@ def _journals(root: Path) -> tuple[list[Finding], int]:
         except HarnessError as e:
             findings.append(Finding(path, f"{e}; the run's stored rows are unaffected", True))
             continue
+        findings += _turns(path, run_id, entries)
         ended = any(e["kind"] == "end" for e in entries)
         written = any((root / "cells").glob(f"*/{run_id}/*.parquet"))
         if not written or not ended:
@@ -90,6 +95,34 @@ def _journals(root: Path) -> tuple[list[Finding], int]:
                 )
             )
     return findings, len(ids)
+
+
+def _turns(path: Path, run_id: str, entries: list[dict[str, Any]]) -> list[Finding]:
+    """A note of how the run's turns fared under the disturbance rule (none without turns)."""
+    known = {f.name for f in dataclasses.fields(Turn)}
+    instances = [
+        [Turn(**{k: v for k, v in t.items() if k in known}) for t in e["instance"]["turns"]]
+        for e in entries
+        if e["kind"] == "instance" and e.get("instance", {}).get("turns")
+    ]
+    if not instances:
+        return []
+    s = summarize(instances)
+    name, cpus = busiest_other([t for turns in instances for t in turns])
+    busiest = f"; busiest other program in disturbed turns: {name}, {cpus:.2f} CPUs" if name else ""
+    split = any(not math.isnan(t.foreign_cpu_s) for turns in instances for t in turns)
+    use = (
+        f"median CPUs per turn of other programs {s.median_foreign:.2f}, of everything besides the "
+        f"member {s.median_besides:.2f} (the run's other processes {s.median_run:.2f})"
+        if split
+        else f"median CPUs per turn besides the member {s.median_besides:.2f} (a journal from before "
+        "other programs were told apart from the run and the kernel)"
+    )
+    text = (
+        f"run {run_id}: {s.kept} of {s.blocks} blocks kept in turns (a 0.25-CPU rule on everything "
+        f"but the member, as before 2026-11-26, keeps {s.kept_before}); {use}{busiest}"
+    )
+    return [Finding(path, text, False)]
 
 
 def scan(root: Path) -> Scan:

@@ -111,3 +111,30 @@ def test_check_notes_a_run_to_resume_and_a_leftover_temporary_file(tmp_path: Pat
     assert code == 0 and "0 damaged, 2 note(s)" in out
     assert "python -m harness run --resume 20260301T000000Z-ffffff" in out
     assert "temporary file of a write that was interrupted" in out
+
+
+def test_check_replays_a_runs_turns_under_the_disturbance_rule(tmp_path: Path) -> None:
+    import dataclasses
+
+    from harness.formulas.turns import Turn
+    from harness.results import journal
+
+    root = tmp_path / "results"
+    _history(root, runs=1)
+    # two blocks on a 16-core host: the kernel and the waiting member used 0.6 CPUs in block 0 (no
+    # other program, 13 CPUs idle: kept), xz 1.0 CPU in block 1 (dropped)
+    turns = [
+        Turn(0, "a", 0.2, 100.0, 0.08, 0.04, 13.0, foreign_cpu_s=0.0),
+        Turn(0, "b", 0.2, 100.0, 0.0, 0.0, 13.0, foreign_cpu_s=0.0),
+        Turn(1, "a", 0.2, 100.0, 0.2, 0.0, 12.0, "xz[9]", 0.2, 0.2),
+        Turn(1, "b", 0.2, 100.0, 0.0, 0.0, 13.0, foreign_cpu_s=0.0),
+    ]
+    run_id = "20260301T000000Z-eeeeee"
+    with journal.Journal.create(journal.path_of(root, run_id), {"run_id": run_id}) as j:
+        j.append({"kind": "instance", "instance": {"turns": [dataclasses.asdict(t) for t in turns]}})
+
+    code, out, _ = _call("check", "--results", str(root))
+
+    assert code == 0
+    assert f"run {run_id}: 1 of 2 blocks kept in turns" in out and "as before 2026-11-26, keeps 0" in out
+    assert "busiest other program in disturbed turns: xz, 1.00 CPUs" in out

@@ -301,3 +301,44 @@ def test_a_block_with_a_disturbed_turn_is_left_out_whole() -> None:
     assert clean(turns) == quiet and disturbed_blocks(turns) == 1
     assert busy[1].disturbance == pytest.approx(DISTURBED + 0.5)
     assert clean(turns, limit=10.0) == turns
+
+
+def test_only_another_program_disturbs_a_turn_while_the_host_has_cpus_to_spare() -> None:
+    from harness.formulas.turns import is_disturbed
+
+    def turn(other: float = 0.0, run: float = 0.0, idle: float = NAN, foreign: float = NAN) -> Turn:
+        return Turn(0, "A", 0.2, 100.0, other, run, idle, foreign_cpu_s=foreign)
+
+    # 0.2 s turns. Another program used 0.06 s = 0.3 CPUs > 0.25: disturbed, CPUs to spare or not
+    assert is_disturbed(turn(other=0.06, idle=13.0, foreign=0.06))
+    # the kernel (0.10 s) and the waiting members (0.06 s) used 0.8 CPUs, no other program: with
+    # 13 CPUs idle (the 16-core GPU host) they took nothing from the member; with 0.3 idle (the
+    # 2-core VM) they did
+    assert not is_disturbed(turn(other=0.10, run=0.06, idle=13.0, foreign=0.0))
+    assert is_disturbed(turn(other=0.10, run=0.06, idle=0.3, foreign=0.0))
+    assert not is_disturbed(turn(other=0.02, run=0.02, idle=0.3, foreign=0.0))  # 0.2 CPUs: below
+    # a turn of an old journal (nothing split, idle unknown): the old rule on everything but the member
+    assert is_disturbed(turn(other=0.06))
+    assert not is_disturbed(turn(other=0.04))
+
+
+def test_a_summary_counts_the_blocks_each_rule_keeps_and_names_the_busiest_program() -> None:
+    from harness.formulas.turns import busiest_other, summarize
+
+    def turn(block: int, other: float, foreign: float = 0.0, busiest: str = "") -> Turn:
+        return Turn(block, "A", 0.2, 100.0, other, 0.0, 12.0, busiest, foreign, foreign)
+
+    # 0.2 s turns on a host with 12 CPUs idle: only other programs count
+    first = [turn(0, 0.1), turn(1, 0.0), turn(1, 0.1, 0.09, "xz[7]")]
+    second = [turn(0, 0.0), turn(1, 0.12, 0.11, "xz[8]"), turn(2, 0.06)]
+    s = summarize([first, second])
+    # 5 blocks; disturbed: instance 1 block 1 and instance 2 block 1 (xz: 0.45 and 0.55 CPUs)
+    assert (s.blocks, s.kept) == (5, 3)
+    # before: everything besides the member above 0.25 CPUs (0.05 s) also drops 1/0 and 2/2
+    assert s.kept_before == 1
+    # medians over the 6 turns: other programs [0, 0, .45, 0, .55, 0] -> 0; besides the member
+    # [.5, 0, .5, 0, .6, .3] -> 0.4
+    assert s.median_foreign == 0.0 and s.median_besides == pytest.approx(0.4)
+    # xz used 0.20 s over the disturbed turns' 0.4 s: 0.5 CPUs
+    assert busiest_other(first + second) == ("xz", pytest.approx(0.5))
+    assert busiest_other(first[:2]) == ("", 0.0)

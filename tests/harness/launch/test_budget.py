@@ -70,6 +70,7 @@ def _fake(
     fail: str = "",
     oom: bool = False,
     other_cpu_s: float = 0.0,
+    busiest: str = "",
 ) -> list[str]:
     """run_instance replaced: every member at its ``speed`` (examples/s) times a per-instance
     factor that alternates +-noise; ``fail``: that member's process dies in its first instance."""
@@ -97,7 +98,7 @@ def _fake(
             eps = speed[m.cell.id] * wobble
             instance.ends[m.key] = _end(m.cell, protocol, eps)
             for block in range(plan.blocks):
-                turn = Turn(block, m.key, 1.0, eps, other_cpu_s)
+                turn = Turn(block, m.key, 1.0, eps, other_cpu_s, busiest=busiest, busiest_cpu_s=other_cpu_s)
                 instance.turns += [turn, turn]
         if instance.dropped:
             for m in group.members:
@@ -253,6 +254,21 @@ def test_a_comparison_whose_every_block_was_disturbed_is_not_measured(
     assert result.ratios and all(r["verdict"] == "not measured" for r in result.ratios)
     assert all("every block of its 1 instance(s) was disturbed" in r["note"] for r in result.ratios)
     assert all(r["disturbed_blocks"] == 2 for r in result.ratios)
+
+
+def test_a_disturbed_comparison_names_the_program_that_took_the_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    protocol = Protocol(processes=1, max_processes=1, budget_min=60.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    speed = {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0}
+    _fake(monkeypatch, protocol, clock, speed, other_cpu_s=0.98, busiest="xz[5310]")
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+
+    assert all("busiest other program: xz, 0.98 CPUs" in r["note"] for r in result.ratios)
+    # and while it ran, as each instance ended
+    assert "2 of 2 blocks disturbed; busiest other program: xz, 0.98 CPUs" in capsys.readouterr().err
 
 
 def test_members_that_do_not_fit_together_are_measured_one_by_one(

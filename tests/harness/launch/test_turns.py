@@ -163,7 +163,7 @@ def test_an_instances_processes_are_found_by_member_and_their_cpu_time_summed(tm
     from types import SimpleNamespace
 
     from harness.contract.turns import MEMBER_ENV, TURNS_ENV
-    from harness.launch.platform import processes_cpu_seconds
+    from harness.launch.cpu_use import processes_cpu_seconds
     from harness.launch.process import instance_processes
 
     ticks = os.sysconf("SC_CLK_TCK")
@@ -171,7 +171,7 @@ def test_an_instances_processes_are_found_by_member_and_their_cpu_time_summed(tm
     def process(pid: int, utime: int, stime: int) -> None:
         folder = tmp_path / str(pid)
         folder.mkdir()
-        rest = " ".join(["S", *["0"] * 10, str(utime), str(stime), *["0"] * 5])
+        rest = " ".join(["S", *["0"] * 10, str(utime), str(stime), *["0"] * 30])
         (folder / "stat").write_text(f"{pid} (python -m harness.worker) {rest}")
 
     mine = {TURNS_ENV: "/tmp/x/turns.sock"}
