@@ -136,8 +136,8 @@ def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
 
 
 def does_accumulation_help(rows: Sequence[Row]) -> list[str]:
-    """Every accumulation pair of the run: the throughput ratio with its CI (or no measurable
-    difference), and the all-reduce time per example before and after."""
+    """Every accumulation pair of the run: the throughput ratio with its CI and verdict, and the
+    all-reduce time per example before and after."""
     out = []
     for f in findings.effects(rows, findings.Knob("accum_steps", "gradient accumulation")):
         text = f"{f.model}, {f.context}: accumulation {f.changed} against {f.reference}: {f.verdict}"

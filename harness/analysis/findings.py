@@ -6,8 +6,8 @@ it and what each other knob changes. Pure (rows in, :class:`Finding` out).
 A ratio in turns has its CI over group instances and its verdict controls the false discovery rate
 across the run's comparisons (:mod:`harness.formulas.turns`). A ratio between separately measured
 rows has Welch's t over the two rows' process figures (:func:`harness.formulas.stats.ratio`).
-Either way, a ratio whose CI reaches 1 or that is within ``stats.MIN_EFFECT`` of 1 is "no
-measurable difference", never a ranking.
+Either way its verdict is higher, lower, equivalent or undecided
+(:mod:`harness.formulas.verdicts`), never a ranking the CI does not support.
 """
 
 from __future__ import annotations
@@ -81,11 +81,10 @@ class Finding:
 
 
 def describe(r: stats.Ratio) -> str:
-    """``1.32x [1.18, 1.47]`` or ``no measurable difference (0.98x [0.85, 1.12])``."""
+    """``1.32x [1.18, 1.47]: higher`` (or lower, equivalent, undecided: :mod:`harness.formulas.verdicts`)."""
     if r.low != r.low:  # NaN: fewer than two processes on a side
-        return f"{r.value:.2f}x (no CI: fewer than 2 processes)"
-    text = f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]"
-    return text if r.distinguishable() else f"no measurable difference ({text})"
+        return f"{r.value:.2f}x (no CI: fewer than 2 processes): undecided"
+    return f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]: {r.verdict()}"
 
 
 def figures(row: Mapping[str, Any]) -> list[float]:
@@ -259,7 +258,7 @@ def render_html(rows: Sequence[Mapping[str, Any]], ratios: Sequence[Mapping[str,
             f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
             f"{best['examples_per_sec']:,.0f} examples/s; "
             + (
-                "tied with it (no measurable difference): "
+                "not told apart from it (equivalent or undecided): "
                 + "; ".join(f"{esc(config(r))} ({q.value:.2f}x [{q.low:.2f}, {q.high:.2f}])" for r, q in tied)
                 if tied
                 else "no other configuration is tied with it"

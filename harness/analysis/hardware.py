@@ -6,8 +6,8 @@ machine ran the same suite version, TensorFlow and Keras. For every cell measure
 machine and another: the ratio of throughputs with a 95% CI from Welch's t over independent
 measurements (:func:`harness.formulas.stats.ratio`): each run's figure where both machines have
 several runs of the cell, else the process figures of the newest run (column ``over``: runs or
-processes), never pooled windows; a ratio whose CI reaches 1 or within 5% of it is "no measurable
-difference". With a price table, examples per dollar:
+processes), never pooled windows; its verdict is higher, lower, equivalent or undecided
+(:mod:`harness.formulas.verdicts`). With a price table, examples per dollar:
 
 - ``price_per_device_hour`` (renting): examples/s x 3600 / (price x device_count);
 - ``purchase_price`` (buying, per device): examples/s per 1,000 of currency = 1000 x examples/s /
@@ -40,7 +40,8 @@ FOOTNOTE = (
     "ratio: median throughput / the reference machine's; 95% CI from Welch's t on the log "
     "figures of both machines, over their runs where each machine ran the cell at least "
     "twice, else over the newest run's processes (column 'over'); a CI reaching 1, or "
-    'within 5% of it, reads "no measurable difference". examples/$ = examples/s x 3600 / '
+    "within 5% of it, reads equivalent, one beyond 1 by 5% or more higher or lower, else "
+    "undecided. examples/$ = examples/s x 3600 / "
     "(price per device-hour x devices)."
 )
 """What the table's ratio and cost columns are (printed under it): exactly what

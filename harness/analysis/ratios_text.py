@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harness.analysis.tables import render_table
+from harness.formulas.verdicts import phrase
 
 HEADER = ("comparison", "subject", "ratio", "95% CI", "inst", "verdict")
 
@@ -15,8 +16,8 @@ TURNS_NOTE = (
     "turns each per instance; ratio = exp(mean over instances of the mean block log ratio) (x 1/devices "
     "for scaling: the efficiency); 95% CI: Student t over instances (fresh processes); verdicts "
     "compare throughput (for scaling: against the 1-device cell's), control the false discovery "
-    "rate (Benjamini-Hochberg, 5%) across the run's comparisons, and a ratio within 5% of 1 or whose "
-    "CI reaches 1 is 'no measurable difference'; blocks in which another program or the hypervisor "
+    "rate (Benjamini-Hochberg, 5%) across the run's comparisons: higher or lower (CI beyond 1, effect "
+    "at least 5%), equivalent (CI within 5% of 1), else undecided; blocks in which another program or the hypervisor "
     "took CPU a member needed during a turn are left out (harness check names them)."
 )
 
@@ -34,15 +35,12 @@ def _ratio(row: Mapping[str, object]) -> str:
 
 
 def ratio_table(rows: Sequence[Mapping[str, object]]) -> tuple[list[str], list[list[str]]]:
-    """(header, lines): one line per comparison, "undecided" added where more instances would
-    likely change the verdict's kind."""
+    """(header, lines): one line per comparison, its verdict (for a scaling efficiency, said of
+    the speed-up) or why it was not measured."""
     lines = []
     for r in rows:
-        verdict = str(r.get("verdict") or "")
-        if r.get("note"):
-            verdict = str(r["note"])
-        elif not r.get("decided"):
-            verdict += " (undecided)"
+        scaled = float(r.get("scale") or 1.0) != 1.0  # type: ignore[arg-type]
+        verdict = str(r["note"]) if r.get("note") else phrase(str(r.get("verdict") or ""), scaled)
         lines.append(
             [
                 f"{r['relation']} vs {r['reference']}",
@@ -67,6 +65,9 @@ def undecided_lines(rows: Sequence[Mapping[str, object]]) -> list[str]:
         more = (
             "the spread is unknown (fewer than 2 instances)"
             if not isinstance(extra, int)
+            else "a difference on its own, held back by the false-discovery control over the run's "
+            "comparisons: more instances narrow its CI"
+            if extra == 0
             else f"about {extra} more instances (~{minutes:.1f} min of budget)"
         )
         out.append(f"  {r['relation']}: {r['subject']} vs {r['reference']}: {more}")

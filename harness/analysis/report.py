@@ -2,7 +2,7 @@
 
 The HTML embeds its figures (PNG, base64), so it can be mailed or attached to a CI job as one file.
 It opens with the findings (per model the fastest configuration and those tied with it, then what
-each knob changes, as ratios with CIs or "no measurable difference"), the questions users ask (is
+each knob changes, as ratios with CIs and their verdicts), the questions users ask (is
 every device working, what a second device buys, does accumulation help) answered from the rows,
 where each cell's update time goes (the step-time breakdown), then the machine fingerprint,
 how the numbers were measured, the unstable cells, the summary table, the figures, and every
@@ -191,9 +191,10 @@ def _method(rows: pd.DataFrame) -> str:
         f"median over its processes and its 95% CI a Student-t interval over the process figures "
         f"on the log scale (between- and within-process noise of this run). "
         f"{_history_text(ok)} A cell whose processes disagree by a coefficient of variation above "
-        f"the run's threshold is <i>unstable</i>. {ratios}A ratio whose CI reaches 1, or within "
-        f"{stats.MIN_EFFECT:.0%} of 1, is reported as no measurable difference (~1 for efficiency: "
-        f"indistinguishable from perfect scaling). MFU = throughput x analytic FLOPs per example / "
+        f"the run's threshold is <i>unstable</i>. {ratios}A ratio is higher or lower when its CI "
+        f"excludes 1 and it differs from 1 by at least {stats.MIN_EFFECT:.0%}, equivalent when its CI "
+        f"lies within {stats.MIN_EFFECT:.0%} of 1, else undecided (for an efficiency: of the speed-up, "
+        f"its ratio to one device). MFU = throughput x analytic FLOPs per example / "
         f"the run's matmul peak for the cell's dtype and cores (median of its own peak processes). "
         f"Every column and formula is in results/README.md."
     )

@@ -423,6 +423,9 @@ def _ending(result: Any, what: str) -> int:
     """The folders written, and the exit code (130 when interrupted, naming what was not run)."""
     for p in result.paths:
         print(f"wrote {p}")
+    if result.stopped:
+        print(f"error: {result.stopped}; every row measured before is kept.", file=sys.stderr)
+        return EXIT_FAILURE
     if result.interrupted:
         print(
             f"interrupted: {result.not_run} {what} not run; every row measured before is kept.",

@@ -125,6 +125,14 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         "changes no figure)",
     )
     p.add_argument(
+        "--busy-ok",
+        dest="busy_ok",
+        action="store_true",
+        default=None,
+        help="go on when another program disturbs more than half of the run's blocks (by default "
+        "the run stops at once, names the program and keeps every row measured; --resume goes on)",
+    )
+    p.add_argument(
         "--max-bytes",
         type=int,
         default=None,
@@ -209,6 +217,8 @@ def select(args: argparse.Namespace) -> Selection:
         changes["breakdown"] = False
     if getattr(args, "fork", None) is False:
         changes["fork"] = False
+    if getattr(args, "busy_ok", None):
+        changes["busy_ok"] = True
     if "processes" in changes and "max_processes" not in changes:  # --processes alone raises the cap
         changes["max_processes"] = max(changes["processes"], sweep.protocol.max_processes)
     protocol = dataclasses.replace(sweep.protocol, **changes)

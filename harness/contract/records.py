@@ -1113,22 +1113,29 @@ class RatioRow(TypedDict, total=False):
         str,
         Col(
             "",
-            "higher, lower, no measurable difference, or not measured (no instance; the note says why): higher/lower only when the Benjamini-Hochberg "
-            "procedure over the run's comparisons (false discovery rate 5%) rejects its p-value, its CI "
-            "excludes 1 and it differs from 1 by at least the minimum effect (5%; ab: --min-effect).",
+            "higher, lower, equivalent, undecided, or not measured (no instance; the note says why): "
+            "higher/lower only when the Benjamini-Hochberg procedure over the run's comparisons (false "
+            "discovery rate 5%) rejects its p-value, its CI excludes 1 and it differs from 1 by at least the "
+            "minimum effect (5%; ab: --min-effect); equivalent when its CI lies inside [1/1.05, 1.05] (no "
+            "difference of 5% or more); else undecided. For a scaling efficiency the verdict is on the "
+            "speed-up (ratio / scale against 1).",
         ),
     ]
     decided: Annotated[
         bool,
         Col(
             "",
-            "True when the CI lies beyond the minimum effect or wholly within it (more instances "
+            "True when the verdict is higher, lower or equivalent (more instances "
             "would not change the verdict's kind).",
         ),
     ]
     extra_instances: Annotated[
         int | None,
-        Col("instances", "Further instances likely to decide it at the measured spread (0: decided)."),
+        Col(
+            "instances",
+            "Further instances likely to decide it at the measured spread (0: decided, or decided on its own "
+            "and held back by the false-discovery control).",
+        ),
     ]
     extra_s: Annotated[
         float | None, Col("s", "Those instances' likely wall time (the extra budget to decide it).")

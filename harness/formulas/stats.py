@@ -24,7 +24,8 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
 - distinguishable   = the ratio's CI excludes 1 and the ratio is outside [1/(1+m), 1+m], with m
-  = MIN_EFFECT; otherwise "no measurable difference".
+  = MIN_EFFECT; the verdict: :mod:`harness.formulas.verdicts` (higher, lower, equivalent or
+  undecided).
 
 :func:`hierarchical_bootstrap_ci` (processes resampled, then windows inside each) is kept for
 comparison: with 3 processes its percentile interval is about [min, max] of the process figures,
@@ -41,11 +42,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
+from harness.formulas.verdicts import judge
+
 CONFIDENCE = 0.95
 
 MIN_EFFECT = 0.05
-"""Smallest relative difference reported as one (5 %): a ratio within [1/1.05, 1.05] is "no
-measurable difference" even when its CI excludes 1."""
+"""Smallest relative difference reported as one (5 %): a ratio within [1/1.05, 1.05] is never
+higher or lower, even when its CI excludes 1; a CI inside that band is "equivalent"."""
 
 NAN = float("nan")
 
@@ -91,10 +94,9 @@ class Ratio:
         return outside and big
 
     def verdict(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> str:
-        """ "higher", "lower" or "no measurable difference" (also when there is no CI)."""
-        if not self.distinguishable(reference, min_effect):
-            return "no measurable difference"
-        return "higher" if self.value > reference else "lower"
+        """Higher, lower, equivalent or undecided against ``reference``
+        (:func:`harness.formulas.verdicts.judge`; undecided without a CI)."""
+        return judge(self.value / reference, self.low / reference, self.high / reference, min_effect)
 
 
 def _positive(values: Sequence[float | None]) -> npt.NDArray[np.float64]:

@@ -37,14 +37,15 @@ smallest effect worth a verdict (``MIN_EFFECT``), h = t * s_B / sqrt(n) the CI's
 the log scale:
 
 - distinguishable   = the CI excludes 1 (h < |ybar|) and |log r| >= L (the rule of
-  ``stats.Ratio.distinguishable``): "higher" or "lower", else "no measurable difference".
-- same              = the CI lies within [1 / (1 + m), 1 + m] (|ybar| + h <= L).
-- decided           = distinguishable or same; otherwise more instances are needed.
+  ``stats.Ratio.distinguishable``): "higher" or "lower".
+- equivalent        = the CI lies within [1 / (1 + m), 1 + m] (|ybar| + h <= L).
+- undecided         = neither; more instances are needed (:mod:`harness.formulas.verdicts`).
 - FDR               = across the ratios of a run, a ratio is "higher"/"lower" only when the
   Benjamini-Hochberg step-up procedure at false discovery rate q rejects its p-value (with
   p_(1) <= ... <= p_(m') the finite p-values, reject the k smallest for the largest k with
   p_(k) <= k q / m'; NaN p-values are neither rejected nor counted in m') and it is
-  distinguishable.
+  distinguishable; a distinguishable ratio the procedure does not reject is undecided (never
+  equivalent).
 - instances to decide, with ybar and s_B measured so far: the half-width that decides is
   d = |ybar| when |ybar| >= L (a CI excluding 1 decides "different"), else d = L - |ybar| (a CI
   inside the band decides "same"); n = the smallest n >= max(current, 2) with
@@ -69,10 +70,14 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, t_quantile
-
-HIGHER, LOWER, SAME = "higher", "lower", "no measurable difference"
-NOT_MEASURED = "not measured"
-"""The verdict of a comparison with no instance (its note says why)."""
+from harness.formulas.verdicts import (
+    EQUIVALENT,
+    HIGHER,
+    LOWER,
+    NOT_MEASURED,
+    UNDECIDED,
+    judge,
+)
 
 
 @dataclass(frozen=True)
@@ -177,19 +182,23 @@ def disturbed_blocks(turns: Sequence[Turn], limit: float = DISTURBED) -> int:
 
 def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str, float]:
     """The program outside the run (or "steal") that used the most CPU over the turns another
-    program disturbed, and its CPUs' worth over those turns' seconds (("", 0.0) when none is
-    named): what to stop for a quiet run."""
+    program disturbed, as ``name[pid]`` (its processes summed by name, the pid of the one that
+    used the most in a turn), and its CPUs' worth over those turns' seconds (("", 0.0) when none
+    is named): what to stop for a quiet run."""
     hit = [t for t in turns if t.disturbance > limit]
     seconds = math.fsum(t.seconds for t in hit)
     used: dict[str, float] = {}
+    largest: dict[str, Turn] = {}
     for t in hit:
         if t.busiest:
             name = t.busiest.split("[", 1)[0]
             used[name] = used.get(name, 0.0) + t.busiest_cpu_s
+            if name not in largest or t.busiest_cpu_s > largest[name].busiest_cpu_s:
+                largest[name] = t
     if not used or seconds <= 0:
         return "", 0.0
     top = max(used, key=used.__getitem__)
-    return top, used[top] / seconds
+    return largest[top].busiest, used[top] / seconds
 
 
 def crowded_besides(turns: Sequence[Turn], limit: float = DISTURBED) -> float:
@@ -298,24 +307,21 @@ class TurnRatio:
         centre, low, high = logs
         return (low > 0 or high < 0) and abs(centre) >= math.log1p(min_effect)
 
-    def verdict(self, min_effect: float = MIN_EFFECT) -> str:
-        """ "higher", "lower" (value / scale against 1) or "no measurable difference" (also when
-        there is no CI)."""
-        if not self.distinguishable(min_effect):
-            return SAME
-        return HIGHER if self.value > self.scale else LOWER
+    def verdict(self, min_effect: float = MIN_EFFECT, significant: bool = True) -> str:
+        """Higher, lower (the unscaled ratio against 1), equivalent or undecided
+        (:func:`harness.formulas.verdicts.judge`); ``significant``: whether the false-discovery
+        control lets a difference stand."""
+        logs = self._unscaled()
+        if logs is None:
+            return UNDECIDED
+        centre, low, high = (math.exp(v) for v in logs)
+        return judge(centre, low, high, min_effect, significant)
 
     def decided(self, min_effect: float = MIN_EFFECT) -> bool:
         """True when distinguishable, or when the unscaled CI lies wholly within
         [1 / (1 + min_effect), 1 + min_effect] (no difference of min_effect or more): no more
-        instances are needed for a verdict."""
-        if self.distinguishable(min_effect):
-            return True
-        logs = self._unscaled()
-        if logs is None:
-            return False
-        band = math.log1p(min_effect)
-        return -band <= logs[1] and logs[2] <= band
+        instances are needed for a verdict on this comparison alone."""
+        return self.verdict(min_effect) in (HIGHER, LOWER, EQUIVALENT)
 
 
 def _p_value(logs: Sequence[float]) -> float:
@@ -387,11 +393,12 @@ def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]
 def fdr_verdicts(ratios: Sequence[TurnRatio], min_effect: float = MIN_EFFECT, q: float = 0.05) -> list[str]:
     """Each ratio's verdict with the false discovery rate across them held at ``q``: "higher" or
     "lower" only when Benjamini-Hochberg rejects its p-value and it is distinguishable (CI
-    excludes 1, point estimate beyond ``min_effect``); "not measured" with no instance; else "no
-    measurable difference"."""
+    excludes 1, point estimate beyond ``min_effect``); "equivalent" when its CI lies within
+    ``min_effect`` of 1 (the control never makes a comparison equivalent); "not measured" with no
+    instance; else "undecided"."""
     rejected = benjamini_hochberg([r.p_value for r in ratios], q)
     return [
-        NOT_MEASURED if r.instances == 0 else r.verdict(min_effect) if hit else SAME
+        NOT_MEASURED if r.instances == 0 else r.verdict(min_effect, significant=hit)
         for r, hit in zip(ratios, rejected, strict=True)
     ]
 

@@ -43,7 +43,7 @@ from harness.results.ratios import Measured
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, overlapping
 from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, race_groups
-from harness.spec.protocol import Platform, Protocol
+from harness.spec.protocol import BUSY_MIN_BLOCKS, Platform, Protocol
 
 RACE_SHARE = 0.7
 """The share of the budget the first stage may spend (past its minimum instances) before the
@@ -175,6 +175,11 @@ def _why(turns: Sequence[Turn]) -> str:
     return "" if math.isnan(crowded) else f"; no spare CPU: {crowded:.2f} CPUs used besides the member"
 
 
+class MachineBusy(Exception):
+    """Another program disturbed more than the protocol's share of the run's blocks: the run stops
+    (its rows are written; the message says which program and how to go on)."""
+
+
 OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
 """What a worker's failure says when its device's memory ran out (TensorFlow's allocator, CUDA)."""
 
@@ -216,6 +221,9 @@ class TurnsRun:
         member at a time."""
         self.instances_of: dict[str, int] = {}
         self.cost = RunCost()
+        self.blocks = 0
+        self.busy_blocks = 0
+        """Blocks measured so far, and of them those another program disturbed (:meth:`check_busy`)."""
         self.current: float | None = None
         """When the instance under way started (None between instances)."""
         self.first_race: int | None = None
@@ -326,6 +334,25 @@ class TurnsRun:
             self.current = None
         self.note("instance", instance=resume.encode_instance(instance))
         self.apply(index, instance, progress)
+        self.check_busy(instance)
+
+    def check_busy(self, instance: Instance) -> None:
+        """Count the instance's blocks; MachineBusy once more than the protocol's share of the
+        run's blocks (after its first :data:`BUSY_MIN_BLOCKS`) were disturbed by another program
+        or the hypervisor."""
+        ids = {t.block for t in instance.turns}
+        self.blocks += len(ids)
+        self.busy_blocks += len({t.block for t in instance.turns if t.disturbance > tstats.DISTURBED})
+        share = self.run.protocol.busy_share
+        if self.blocks >= BUSY_MIN_BLOCKS and self.busy_blocks > share * self.blocks:
+            name, cpus = tstats.busiest_other(instance.turns)
+            who = f"{name} used {cpus:.2f} CPUs in the disturbed turns" if name else "no program was named"
+            raise MachineBusy(
+                f"the machine is busy: another program took CPU in {self.busy_blocks} of the "
+                f"{self.blocks} blocks measured so far ({who}); the ratios would rest on what is "
+                f"left. Stop it, then: python -m harness run --resume {self.run.result.run_id} "
+                f"--out {self.run.files.root} (or run with --busy-ok to measure beside it)"
+            )
 
     def apply(self, index: int, instance: Instance, progress: Progress | None = None) -> None:
         """Keep one instance of group ``index`` (measured now, or read from the journal): its
@@ -360,7 +387,10 @@ class TurnsRun:
             self._record(m.cell, instance.ends[m.key])
         g.add(instance)
         self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
-        say(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s{_disturbance(instance)}")
+        disturbed = _disturbance(instance)
+        if disturbed and progress is not None and progress.tty:  # the bar's line is overwritten
+            progress.warn(f"warning: {g.group.name} instance {g.instances}{disturbed}")
+        say(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s{disturbed}")
 
     def sequential(self, index: int, reason: str) -> None:
         """Group ``index``'s members did not fit in the devices' memory together: each gets a
@@ -401,7 +431,7 @@ def _step(state: TurnsRun, index: int, progress: Progress) -> None:
 def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
     """A model's fastest runnable one-tenant cell without a co-tenant of another framework so far
     (median process figure) and the cells tied with it: their ratio to it (Welch's t over the
-    process figures, separately measured) is no measurable difference. None when no cell of the
+    process figures, separately measured) is neither higher nor lower. None when no cell of the
     model was measured ok."""
     figures = {
         c.id: [float(r.row.get("examples_per_sec") or 0.0) for r in run.evidence[c.id]]
@@ -500,6 +530,9 @@ def run_in_turns(
             state.note("end")
     except KeyboardInterrupt:
         run.result.interrupted = True
+    except MachineBusy as busy:
+        run.result.interrupted = True
+        run.result.stopped = str(busy)
     finally:
         progress.close()
         run.write_rows(state.measured())

@@ -137,6 +137,14 @@ class Progress:
         self.stream.write(f"[{self.done}/{self.total}] {cell}  ETA {self.eta_text()}\n")
         self.stream.flush()
 
+    def warn(self, text: str) -> None:
+        """A line that stays: above the live bar on a terminal, else a plain line."""
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False)
+            return
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
     def set_total(self, total: int) -> None:
         """The number of steps changed (a pass skips failed cells, adaptive passes add some)."""
         self.total = max(total, self.done)

@@ -202,6 +202,8 @@ class RunResult:
     """``--sweep collectives``: its rows (``rows`` stays empty)."""
     paths: list[Path] = field(default_factory=list)
     interrupted: bool = False
+    stopped: str = ""
+    """Why the run stopped before its end on its own (a busy machine), "" otherwise."""
     not_run: int = 0
     time: TimeSpent | None = None
     ratios: list[RatioRow] = field(default_factory=list)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import turns
 from harness.formulas.stats import MIN_EFFECT
+from harness.formulas.verdicts import DECIDED
 from harness.spec.frameworks import NONE, tenant_key, together_key
 from harness.spec.groups import Comparison, Relation
 
@@ -55,7 +56,7 @@ def ratio_rows(
     rows: list[RatioRow] = []
     for m, r, verdict in zip(measured, ratios, verdicts, strict=True):
         needed = turns.instances_to_decide(m.instance_logs, min_effect)
-        decided = r.decided(min_effect)
+        decided = verdict in DECIDED  # after the false-discovery control, as the verdict says
         extra = 0 if decided else (None if needed is None else max(needed - r.instances, 0))
         row: RatioRow = {
             "relation": str(m.comparison.relation),

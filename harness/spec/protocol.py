@@ -6,6 +6,13 @@ from dataclasses import dataclass
 
 from harness.errors import require
 
+BUSY_SHARE = 0.5
+"""A run stops when another program (or the hypervisor) has disturbed more than this share of its
+blocks after its first 8 (:mod:`harness.launch.budget`): its ratios would rest on what is left, and
+the machine is not the user's to measure on right now."""
+BUSY_MIN_BLOCKS = 8
+"""Blocks a run measures before it judges the share (two instances of the default sweep)."""
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -55,6 +62,14 @@ class Protocol:
     fork: bool = True
     """Local runs: fork each worker from a server that has imported TensorFlow (about 3 s of
     CPU less per process; :mod:`harness.contract.forks`); False: a fresh interpreter each."""
+    busy_ok: bool = False
+    """A local run goes on when another program disturbs most of its blocks (:data:`BUSY_SHARE`);
+    False: it stops at once, saying which program, with every row measured before kept."""
+
+    @property
+    def busy_share(self) -> float:
+        """The share of blocks another program may disturb before the run stops (1: never)."""
+        return 1.0 if self.busy_ok else BUSY_SHARE
 
     @property
     def budget_s(self) -> float:

@@ -12,8 +12,9 @@ ROWS = [
         "ratio": 0.512,
         "ratio_ci_low": 0.5,
         "ratio_ci_high": 0.52,
+        "scale": 0.5,
         "instances": 9,
-        "verdict": "higher",
+        "verdict": "equivalent",
         "decided": True,
         "note": "",
     },
@@ -25,7 +26,7 @@ ROWS = [
         "ratio_ci_low": 0.9,
         "ratio_ci_high": 1.07,
         "instances": 3,
-        "verdict": "no measurable difference",
+        "verdict": "undecided",
         "decided": False,
         "extra_instances": 7,
         "extra_s": 210.0,
@@ -45,7 +46,9 @@ ROWS = [
 def test_the_table_marks_undecided_and_unmeasured() -> None:
     header, lines = ratio_table(ROWS)
     assert header[0] == "comparison" and lines[0][2:4] == ["0.512", "[0.500, 0.520]"]
-    assert lines[1][-1] == "no measurable difference (undecided)"
+    # an efficiency of one half whose speed-up is within 5 % of 1: said of the speed-up
+    assert lines[0][-1] == "equivalent: no faster than one device"
+    assert lines[1][-1] == "undecided"
     assert lines[2][2] == "-" and lines[2][-1].startswith("not measured in turns")
 
 

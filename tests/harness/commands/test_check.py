@@ -137,4 +137,4 @@ def test_check_replays_a_runs_turns_under_the_disturbance_rule(tmp_path: Path) -
 
     assert code == 0
     assert f"run {run_id}: 1 of 2 blocks kept in turns" in out and "as before 2026-11-26, keeps 0" in out
-    assert "busiest other program in disturbed turns: xz, 1.00 CPUs" in out
+    assert "busiest other program in disturbed turns: xz[9], 1.00 CPUs" in out

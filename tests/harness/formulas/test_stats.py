@@ -62,7 +62,7 @@ def test_ratio_of_medians_with_a_welch_interval() -> None:
 def test_ratio_with_one_value_on_a_side_has_no_ci() -> None:
     r = stats.ratio([140.0], [95.0, 100.0, 105.0])
     assert r.value == pytest.approx(1.4) and math.isnan(r.low)
-    assert r.verdict() == "no measurable difference"
+    assert r.verdict() == "undecided"
 
 
 @pytest.mark.parametrize(
@@ -70,8 +70,9 @@ def test_ratio_with_one_value_on_a_side_has_no_ci() -> None:
     [
         (stats.Ratio(1.20, 1.10, 1.30, 3, 3), "higher"),
         (stats.Ratio(0.80, 0.70, 0.90, 3, 3), "lower"),
-        (stats.Ratio(1.20, 0.95, 1.50, 3, 3), "no measurable difference"),  # CI reaches 1
-        (stats.Ratio(1.03, 1.01, 1.05, 3, 3), "no measurable difference"),  # below MIN_EFFECT (5 %)
+        (stats.Ratio(1.20, 0.95, 1.50, 3, 3), "undecided"),  # CI reaches 1 and past 1.05
+        (stats.Ratio(1.03, 1.01, 1.045, 3, 3), "equivalent"),  # CI inside [1/1.05, 1.05]
+        (stats.Ratio(1.03, 1.01, 1.06, 3, 3), "undecided"),  # below MIN_EFFECT, CI past 1.05
     ],
 )
 def test_verdicts(ratio: stats.Ratio, verdict: str) -> None:

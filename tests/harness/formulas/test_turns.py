@@ -110,7 +110,7 @@ def test_too_few_instances_give_no_ci_and_non_finite_ones_are_dropped() -> None:
     one = turns.turn_ratio([0.1, NAN])
     assert one.instances == 1 and one.value == pytest.approx(math.exp(0.1))
     assert all(math.isnan(v) for v in (one.low, one.high, one.sd_between, one.p_value))
-    assert one.verdict() == "no measurable difference" and not one.decided()
+    assert one.verdict() == "undecided" and not one.decided()
     none = turns.turn_ratio([])
     assert none.instances == 0 and math.isnan(none.value)
 
@@ -120,12 +120,15 @@ def test_too_few_instances_give_no_ci_and_non_finite_ones_are_dropped() -> None:
     [
         (TurnRatio(1.20, 1.10, 1.30, 4, 0.05, NAN, 0.001), "higher", True),
         (TurnRatio(0.80, 0.70, 0.90, 4, 0.05, NAN, 0.001), "lower", True),
-        # CI inside [1/1.05, 1.05] = [0.952381, 1.05]: the same, decided
-        (TurnRatio(1.01, 0.96, 1.04, 4, 0.02, NAN, 0.4), "no measurable difference", True),
+        # CI inside [1/1.05, 1.05] = [0.952381, 1.05]: equivalent, decided
+        (TurnRatio(1.01, 0.96, 1.04, 4, 0.02, NAN, 0.4), "equivalent", True),
         # CI excludes 1 but the ratio is within 5 %, and the CI reaches past 1.05: undecided
-        (TurnRatio(1.03, 1.01, 1.06, 4, 0.02, NAN, 0.01), "no measurable difference", False),
+        (TurnRatio(1.03, 1.01, 1.06, 4, 0.02, NAN, 0.01), "undecided", False),
         # CI reaches 1 and past 1.05: undecided
-        (TurnRatio(1.20, 0.95, 1.50, 4, 0.2, NAN, 0.1), "no measurable difference", False),
+        (TurnRatio(1.20, 0.95, 1.50, 4, 0.2, NAN, 0.1), "undecided", False),
+        # CI wholly below 1 (0.995): lower than 1 yet not beyond the band: undecided, not "the same"
+        (TurnRatio(0.64, 0.41, 0.995, 2, 0.2, NAN, 0.04), "lower", True),
+        (TurnRatio(0.97, 0.94, 0.995, 4, 0.02, NAN, 0.04), "undecided", False),
     ],
 )
 def test_verdicts_and_decided(ratio: TurnRatio, verdict: str, decided: bool) -> None:
@@ -150,7 +153,7 @@ def test_scale_multiplies_every_end_and_verdicts_judge_the_unscaled_ratio() -> N
     assert scaled.verdict() == "higher" and scaled.decided()  # 1.8 x faster than 1 device
     same = turns.turn_ratio([math.log(1.04), math.log(1.03), math.log(1.035)], scale=0.5)
     assert same.value == pytest.approx(0.5175, abs=1e-4)
-    assert same.verdict() == "no measurable difference"
+    assert same.verdict() == "equivalent"  # a speed-up within 5 % of 1: no faster than 1 device
     with pytest.raises(ValueError, match="scale"):
         turns.turn_ratio(logs, scale=0.0)
 
@@ -180,16 +183,25 @@ def test_fdr_verdicts() -> None:
     ratios = [
         TurnRatio(1.20, 1.10, 1.30, 4, 0.05, NAN, 0.001),  # rank 1: rejected, higher
         TurnRatio(0.90, 0.82, 0.99, 4, 0.05, NAN, 0.04),  # alone "lower", but 0.04 > 3 x 0.05 / 5
-        TurnRatio(1.03, 1.01, 1.05, 4, 0.01, NAN, 0.01),  # rank 2: rejected, but within 5 %
+        TurnRatio(1.03, 1.01, 1.045, 4, 0.01, NAN, 0.01),  # rank 2: rejected, but within 5 %
         TurnRatio(0.85, 0.75, 0.96, 4, 0.05, NAN, 0.049),
         TurnRatio(1.00, 0.90, 1.10, 4, 0.05, NAN, 0.3),
         TurnRatio(1.10, NAN, NAN, 1, NAN, NAN, NAN),
     ]
-    assert [r.verdict() for r in ratios][:4] == ["higher", "lower", "no measurable difference", "lower"]
-    assert turns.fdr_verdicts(ratios) == ["higher"] + ["no measurable difference"] * 5
+    assert [r.verdict() for r in ratios][:4] == ["higher", "lower", "equivalent", "lower"]
+    # the control holds back the two lowers (undecided, never equivalent); the CI inside the band
+    # stays equivalent; no CI: undecided
+    assert turns.fdr_verdicts(ratios) == [
+        "higher",
+        "undecided",
+        "equivalent",
+        "undecided",
+        "undecided",
+        "undecided",
+    ]
     # at q = 0.25 every finite p-value up to 0.049 passes (0.049 <= 4 x 0.25 / 5)
-    assert turns.fdr_verdicts(ratios, q=0.25)[:4] == ["higher", "lower", "no measurable difference", "lower"]
-    # no instance at all: not measured (never "no measurable difference", which is a finding)
+    assert turns.fdr_verdicts(ratios, q=0.25)[:4] == ["higher", "lower", "equivalent", "lower"]
+    # no instance at all: not measured (never "equivalent", which is a finding)
     assert turns.fdr_verdicts([TurnRatio(NAN, NAN, NAN, 0, NAN, NAN, NAN)]) == ["not measured"]
 
 
@@ -340,5 +352,5 @@ def test_a_summary_counts_the_blocks_each_rule_keeps_and_names_the_busiest_progr
     # [.5, 0, .5, 0, .6, .3] -> 0.4
     assert s.median_foreign == 0.0 and s.median_besides == pytest.approx(0.4)
     # xz used 0.20 s over the disturbed turns' 0.4 s: 0.5 CPUs
-    assert busiest_other(first + second) == ("xz", pytest.approx(0.5))
+    assert busiest_other(first + second) == ("xz[8]", pytest.approx(0.5))
     assert busiest_other(first[:2]) == ("", 0.0)

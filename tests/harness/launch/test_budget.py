@@ -136,7 +136,7 @@ def test_every_group_gets_its_minimum_then_the_budget_decides(
     assert cells.loc[TWO.id, "processes"] == len(calls)  # one process per instance it was in
     stored = pd.read_parquet(tmp_path / "results" / "ratios")
     assert set(stored["relation"]) == {"scaling", "strategy"}
-    assert stored["verdict"].isin(["higher", "lower", "no measurable difference"]).all()
+    assert stored["verdict"].isin(["higher", "lower", "equivalent", "undecided"]).all()
 
 
 def test_the_eta_is_the_budget_left_or_the_minimum_left_where_it_takes_longer(
@@ -266,9 +266,33 @@ def test_a_disturbed_comparison_names_the_program_that_took_the_cpu(
 
     result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
 
-    assert all("busiest other program: xz, 0.98 CPUs" in r["note"] for r in result.ratios)
+    assert all("busiest other program: xz[5310], 0.98 CPUs" in r["note"] for r in result.ratios)
     # and while it ran, as each instance ended
-    assert "2 of 2 blocks disturbed; busiest other program: xz, 0.98 CPUs" in capsys.readouterr().err
+    assert "2 of 2 blocks disturbed; busiest other program: xz[5310], 0.98 CPUs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("busy_ok", [False, True])
+def test_a_run_that_another_program_keeps_disturbing_stops_unless_asked_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, busy_ok: bool
+) -> None:
+    protocol = Protocol(
+        processes=5, max_processes=5, budget_min=60.0, blocks=2, max_live=8, peak=False, busy_ok=busy_ok
+    )
+    clock = Clock()
+    speed = {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0}
+    calls = _fake(monkeypatch, protocol, clock, speed, other_cpu_s=0.98, busiest="yes[4242]")
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+
+    if busy_ok:  # every instance the minimum asks for, the ratios not measured
+        assert not result.stopped and len(calls) >= 5
+        return
+    # stopped after the 4th instance (8 blocks, every one disturbed), its rows written
+    assert len(calls) == 4 and result.interrupted
+    assert result.stopped.startswith("the machine is busy: another program took CPU in 8 of the 8 blocks")
+    assert "yes[4242] used 0.98 CPUs" in result.stopped and "--busy-ok" in result.stopped
+    assert f"--resume {result.run_id}" in result.stopped
+    assert {r["status"] for r in result.rows} == {"ok"}
 
 
 def test_members_that_do_not_fit_together_are_measured_one_by_one(

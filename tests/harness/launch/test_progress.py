@@ -143,3 +143,14 @@ def test_eta_unknown_before_a_cell_finished():
     p.advance("a")
     clock.now = 500  # the second cell overran the mean: never below 0
     assert p.eta() == 0.0
+
+
+def test_a_warning_stays_above_the_bar_on_a_terminal_and_is_a_line_elsewhere(xterm) -> None:  # type: ignore[no-untyped-def]
+    out = io.StringIO()
+    with Progress(2, stream=out, force_terminal=True) as p:
+        p.advance("g0 instance 1", "5 s")
+        p.warn("warning: g0 instance 1, 4 of 4 blocks disturbed; busiest other program: yes[7], 0.97 CPUs")
+    assert "busiest other program: yes[7], 0.97 CPUs" in ANSI.sub("", out.getvalue())
+    plain = io.StringIO()
+    Progress(2, stream=plain, force_terminal=False).warn("warning: busy")
+    assert plain.getvalue() == "warning: busy\n"

@@ -24,14 +24,14 @@ def test_rows_carry_the_ratio_its_ci_and_an_fdr_verdict() -> None:
     assert scaling["ratio"] == pytest.approx(0.5 * math.exp(sum(logs) / 4))
     assert scaling["ratio_ci_low"] < scaling["ratio"] < scaling["ratio_ci_high"]
     assert scaling["verdict"] == "higher" and scaling["decided"] and scaling["extra_instances"] == 0
-    assert op["verdict"] == "no measurable difference" and op["decided"]  # inside +-5 %
+    assert op["verdict"] == "equivalent" and op["decided"]  # CI inside +-5 %
     assert scaling["run_id"] == "r" and scaling["blocks"] == 6 and scaling["turn_s"] == 0.2
 
 
 def test_an_undecided_ratio_says_what_would_decide_it() -> None:
     logs = (0.02, 0.09, -0.03)  # mean 2.7 %, wide: neither beyond nor within 5 %
     (row,) = ratio_rows([Measured(OP, "g1", logs, (), 40.0)], BASE, 6, 0.2)
-    assert not row["decided"] and row["verdict"] == "no measurable difference"
+    assert not row["decided"] and row["verdict"] == "undecided"
     assert row["extra_instances"] > 0 and row["extra_s"] == pytest.approx(40.0 * row["extra_instances"])
 
 

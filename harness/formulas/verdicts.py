@@ -1,0 +1,55 @@
+"""The four verdicts of a comparison, the same words in every command, table and file.
+
+For a ratio r (subject / reference) with CI [lo, hi] and m the smallest effect worth a verdict
+(:data:`harness.formulas.stats.MIN_EFFECT`, 5 %), L = log(1 + m):
+
+- **higher** / **lower**: the CI excludes 1 and |log r| >= L (the effect is at least m), and, where
+  a run judges many comparisons at once, the false-discovery control rejects "no difference";
+- **equivalent**: the CI lies inside [1 / (1 + m), 1 + m]: no difference of m or more;
+- **undecided**: neither; more instances would likely decide it (a CI that straddles the band's
+  edge, one that excludes 1 with an effect under m, or one the false-discovery control holds back).
+  "Not significant" is undecided, never "the same".
+- **not measured**: no instance at all (the row's note says why).
+
+The false-discovery control can only move a comparison from higher or lower to undecided, never to
+equivalent: equivalence is judged on the CI alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+HIGHER, LOWER, EQUIVALENT, UNDECIDED = "higher", "lower", "equivalent", "undecided"
+NOT_MEASURED = "not measured"
+VERDICTS = (HIGHER, LOWER, EQUIVALENT, UNDECIDED, NOT_MEASURED)
+"""Every verdict a comparison can have."""
+DECIDED = (HIGHER, LOWER, EQUIVALENT)
+"""The verdicts that need no more evidence."""
+
+
+def judge(value: float, low: float, high: float, min_effect: float, significant: bool = True) -> str:
+    """The verdict of a ratio ``value`` with CI [``low``, ``high``] against 1 (see the module doc);
+    ``significant``: whether the false-discovery control lets a difference stand. Undecided without
+    a finite, positive CI."""
+    if not all(math.isfinite(v) and v > 0 for v in (value, low, high)):
+        return UNDECIDED
+    band = math.log1p(min_effect)
+    centre, lo, hi = math.log(value), math.log(low), math.log(high)
+    if (lo > 0 or hi < 0) and abs(centre) >= band:
+        return (HIGHER if centre > 0 else LOWER) if significant else UNDECIDED
+    if -band <= lo and hi <= band:
+        return EQUIVALENT
+    return UNDECIDED
+
+
+def phrase(verdict: str, scaled: bool) -> str:
+    """The verdict as a table shows it: for a scaled ratio (a scaling efficiency, whose verdict
+    compares throughput), said of the speed-up, so that "equivalent" beside an efficiency of 0.5
+    reads as "no faster than one device" and not as "equal to 1"."""
+    if not scaled or verdict not in DECIDED:
+        return verdict
+    return {
+        HIGHER: "higher: faster than one device",
+        LOWER: "lower: slower than one device",
+        EQUIVALENT: "equivalent: no faster than one device",
+    }[verdict]
