@@ -44,18 +44,8 @@ def test_a_co_tenant_on_the_cpu_when_a_gpu_was_asked_fails_with_the_reason(tmp_p
     assert last == "error: jax found no GPU: it trains on cpu:0 (it would run on the CPU)"
 
 
-def _jax_without_a_gpu():
-    """JAX with no GPU platform (its CPU build, as when its GPU plugin fails), else a skip."""
-    jax = pytest.importorskip("jax")
-    try:
-        jax.devices("gpu")
-    except RuntimeError:
-        return jax
-    pytest.skip("this JAX has a GPU")
-
-
+@pytest.mark.usefixtures("jax_without_a_gpu")
 def test_jax_without_a_gpu_backend_fails_in_its_own_words(tmp_path, monkeypatch, capsys):
-    _jax_without_a_gpu()
     monkeypatch.setenv(TENANT_FAULT_ENV, "gpu")  # a GPU cell, whatever the job file says
     assert foreign_main.main([_job_file(tmp_path, device="cpu")]) == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]

@@ -104,18 +104,8 @@ def test_torch_without_cuda_is_no_gpu_and_the_cpu_still_runs():
     assert first_device(_FakeTorch, "cpu") == "cpu"
 
 
-def _jax_without_a_gpu():
-    """JAX with no GPU platform (its CPU build, as when its GPU plugin fails), else a skip."""
-    jax = pytest.importorskip("jax")
-    try:
-        jax.devices("gpu")
-    except RuntimeError:
-        return jax
-    pytest.skip("this JAX has a GPU")
-
-
-def test_jax_asked_for_a_gpu_it_lacks_is_no_gpu():
-    jax = _jax_without_a_gpu()
+def test_jax_asked_for_a_gpu_it_lacks_is_no_gpu(jax_without_a_gpu):
+    jax = jax_without_a_gpu
     from harness.foreign.jax_models import first_device
     from harness.foreign.trainer import NoGpu
 
