@@ -139,12 +139,6 @@ class Turn:
         """CPUs' worth the run's other processes used during the turn."""
         return self._rate(self.run_cpu_s)
 
-    @property
-    def cause(self) -> str:
-        """Why the turn would be disturbed: "other program" (:attr:`disturbance`), else "no spare
-        CPU" (everything besides the member, with under a CPU idle)."""
-        return "other program" if self.disturbance > DISTURBED else "no spare CPU"
-
 
 DISTURBED = 0.25
 """A turn is disturbed when another program (or the hypervisor) used more than this many CPUs'

@@ -21,8 +21,6 @@ import math
 
 HIGHER, LOWER, EQUIVALENT, UNDECIDED = "higher", "lower", "equivalent", "undecided"
 NOT_MEASURED = "not measured"
-VERDICTS = (HIGHER, LOWER, EQUIVALENT, UNDECIDED, NOT_MEASURED)
-"""Every verdict a comparison can have."""
 DECIDED = (HIGHER, LOWER, EQUIVALENT)
 """The verdicts that need no more evidence."""
 

@@ -92,8 +92,9 @@ class GroupRun:
         """A completed instance: its undisturbed blocks' log ratios (:func:`tstats.clean`)."""
         self.instances += 1
         self.seconds += instance.wall_s
-        self.disturbed += tstats.disturbed_blocks(instance.turns)
-        if tstats.disturbed_blocks(instance.turns):
+        disturbed = tstats.disturbed_blocks(instance.turns)
+        self.disturbed += disturbed
+        if disturbed:
             self.why = _why(instance.turns)
         turns = tstats.clean(instance.turns)
         for i, c in enumerate(self.group.comparisons):
