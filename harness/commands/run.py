@@ -11,6 +11,7 @@ import datetime as dt
 import errno
 import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,9 @@ from harness.commands.selection import (
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch.lease import server_names
 from harness.spec.strategies import Role
+
+STARTED = time.monotonic()
+"""When this command started (about: when it imported this module); a run's budget counts from here."""
 
 if TYPE_CHECKING:
     from harness.launch.resume import Resumed
@@ -134,6 +138,7 @@ def _resume(args: argparse.Namespace) -> int:
             resumed.plan.mnist_path,
             out,
             resumed=resumed,
+            contenders=resumed.plan.contenders,
         )
 
 
@@ -158,17 +163,21 @@ def _plan_head(sel: Selection, out: Path) -> str:
             f"run: {pr.processes} pass(es) over the cells as the chief of a real cluster{peak}; "
             f"results -> {out}"
         )
-    from harness.launch.budget import max_live
-    from harness.spec.groups import groups
+    from harness.launch.budget import max_live, minimum_s, plan_groups
+    from harness.launch.turns import Plan
     from harness.spec.rules import unsupported_reason
 
     live = max_live(pr)
     runnable = [c for c in sel.cells if unsupported_reason(c, sel.platform) is None]
-    found = groups(runnable, live)
+    found = plan_groups(runnable, sel.contenders, live)
+    heads = sum(g.race for g in found)
+    first = f"{heads} headline groups (each model's contenders, first) and " if heads else ""
+    need = minimum_s(found, pr, Plan.of(pr, 0.0)) / 60
     return (
-        f"run: {len(found)} groups of live cells (at most {live} live processes each: --max-live) "
+        f"run: {first}{len(found) - heads} groups of live cells (at most {live} live processes each: --max-live) "
         f"taking turns of ~{pr.turn_s:g} s, {pr.blocks} blocks per instance, {pr.processes} to "
-        f"{pr.max_processes} instances per group within a budget of {pr.budget_min:g} min{peak}; "
+        f"{pr.max_processes} instances per group within a budget of {pr.budget_min:g} min (the "
+        f"minimum: about {need:.1f} min on 2 cores){peak}; "
         f"workers {'forked from a fork server (--no-fork: fresh interpreters)' if pr.fork else 'fresh interpreters'}; "
         f"results -> {out}"
     )
@@ -267,7 +276,9 @@ def _measure(sel: Selection, out: Path) -> int:
     what = f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}{where}; results -> {out}"
     pr = sel.protocol
     if config is None:
-        return _measure_local(sel.cells, pr, sel.platform, sel.mnist_path, out, what)
+        return _measure_local(
+            sel.cells, pr, sel.platform, sel.mnist_path, out, what, contenders=sel.contenders
+        )
     run_id = new_run_id(dt.datetime.now(dt.UTC))
     print(f"run {run_id}: {what}", flush=True)
     result = run_sweep(
@@ -284,18 +295,29 @@ def _measure_local(
     out: Path,
     what: str = "",
     resumed: Resumed | None = None,
+    contenders: Sequence[str] = (),
 ) -> int:
     """A local run in turns, journaled (or a journaled one resumed), then its summary; ``what``:
-    the run in words, on its first line after its id."""
+    the run in words, on its first line after its id; ``contenders``: the headline cells' ids. A
+    new run whose minimum cannot fit its budget stops here, before any process starts."""
     from harness.launch import forks
-    from harness.launch.budget import run_in_turns
+    from harness.launch.budget import check_minimum, max_live, plan_groups, run_in_turns
     from harness.launch.lock import command_line
     from harness.launch.platform import machine
     from harness.launch.resume import plan_entry
     from harness.launch.runner import new_run_id, run_date, suite_version
+    from harness.launch.turns import Plan
     from harness.results import journal
+    from harness.spec.rules import unsupported_reason
 
     if resumed is None:
+        check_minimum(
+            plan_groups(
+                [c for c in cells if unsupported_reason(c, platform) is None], contenders, max_live(pr)
+            ),
+            pr,
+            Plan.of(pr, 0.0),
+        )
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         entry = plan_entry(
             run_id,
@@ -306,6 +328,7 @@ def _measure_local(
             mnist_path,
             machine(suite_version()),
             command_line(),
+            contenders,
         )
         log = journal.Journal.create(journal.path_of(out, run_id), entry)
         print(f"run {run_id}: {what}", flush=True)
@@ -321,7 +344,16 @@ def _measure_local(
     with log, forks.serving(pr.fork):
         try:
             result = run_in_turns(
-                cells, pr, platform, out, mnist_path, run_id=run_id, journal=log, resumed=resumed
+                cells,
+                pr,
+                platform,
+                out,
+                mnist_path,
+                run_id=run_id,
+                journal=log,
+                resumed=resumed,
+                contenders=contenders,
+                started=STARTED if resumed is None else None,
             )
         except OSError as e:
             if e.errno != errno.ENOSPC:

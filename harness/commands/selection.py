@@ -23,7 +23,7 @@ from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES, payloads
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
-from harness.spec.sweep import Sweep, expand
+from harness.spec.sweep import Sweep, contenders, expand
 from harness.spec.sweeps import SWEEPS, collectives_sweep, get_sweep
 
 PROTOCOL_FLAGS = {
@@ -182,6 +182,8 @@ class Selection:
     """This process's cluster with --cluster tf_config|slurm; None for local runs."""
     max_bytes: int = DEFAULT_MAX_BYTES
     """--sweep collectives: the largest size of the size sweep (bytes per participant)."""
+    contenders: tuple[str, ...] = ()
+    """The ids of the sweep's headline cells (:func:`harness.spec.sweep.contenders`)."""
 
     def worker_options(self, log_dir: Path) -> WorkerOptions:
         """The options every worker process of this selection gets, logs under ``log_dir``."""
@@ -226,7 +228,10 @@ def select(args: argparse.Namespace) -> Selection:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
     if getattr(args, "out", None) is not None:  # a dry run leaves no folder behind
         check_writable(Path(args.out), keep=not getattr(args, "dry_run", False))
-    return Selection(sweep, protocol, platform, expand(sweep, platform), args.mnist_path, cluster, max_bytes)
+    cells = expand(sweep, platform)
+    return Selection(
+        sweep, protocol, platform, cells, args.mnist_path, cluster, max_bytes, contenders(sweep, platform)
+    )
 
 
 def _max_bytes(args: argparse.Namespace, sweep: Sweep) -> int:

@@ -63,7 +63,7 @@ every group with an undecided one has ``max_instances``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -450,13 +450,17 @@ def next_group(
     max_instances: int | None = None,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
+    first: Collection[int] = (),
 ) -> int | None:
     """Index (into ``states``) of the group that gets the next instance (see the module doc): a
     group below ``min_instances`` first (the one with fewest, ties in order); then, among groups
     below ``max_instances`` with an undecided comparison, the one whose widest undecided
     comparison has the largest CI half-width relative to log(1 + min_effect) (ties: fewer
     instances, then order). None when every comparison is decided or every group that could
-    take one is at ``max_instances``. A group is never given more than ``max_instances``."""
+    take one is at ``max_instances``. A group is never given more than ``max_instances``.
+    ``first``: indices of groups served before the others at each step (the headline): a group
+    of them below ``min_instances`` before any other, and, past the minimum, one of them with an
+    undecided comparison before any other."""
     if min_instances < 0:
         raise ValueError(f"min_instances={min_instances}; expected >= 0")
     if max_instances is not None and max_instances < 1:
@@ -464,10 +468,11 @@ def next_group(
     open_ = [i for i, s in enumerate(states) if max_instances is None or s.instances < max_instances]
     short = [i for i in open_ if states[i].instances < min_instances]
     if short:
-        return min(short, key=lambda i: (states[i].instances, i))
+        return min(short, key=lambda i: (i not in first, states[i].instances, i))
+    ahead = [i for i in open_ if i in first and _undecided(states[i], min_effect, confidence)]
     band = math.log1p(min_effect)
     best: tuple[float, int, int] | None = None
-    for i in open_:
+    for i in ahead or open_:
         undecided = _undecided(states[i], min_effect, confidence)
         if not undecided:
             continue

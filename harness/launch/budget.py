@@ -21,13 +21,14 @@ import dataclasses
 import datetime as dt
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
+from harness.errors import HarnessError
 from harness.formulas import stats
 from harness.formulas import turns as tstats
 from harness.formulas.turns import Turn
@@ -42,13 +43,40 @@ from harness.results.journal import Journal
 from harness.results.ratios import Measured
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, overlapping
-from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, race_groups
+from harness.spec.groups import (
+    PROCESS_BYTES,
+    Comparison,
+    Group,
+    Member,
+    Relation,
+    default_max_live,
+    groups,
+    headline_groups,
+    race_groups,
+)
 from harness.spec.protocol import BUSY_MIN_BLOCKS, Platform, Protocol
 
 RACE_SHARE = 0.7
 """The share of the budget the first stage may spend (past its minimum instances) before the
 second stage races the configurations tied with each model's fastest; with no tie, the first
 stage goes on to the whole budget."""
+
+HEADLINE_SHARE = 0.85
+"""The share of the budget during which the headline groups (each model's contenders) get every
+instance they need before any other group's extra instances."""
+
+CLOSE_S = 15.0
+"""Seconds the budget keeps for writing the rows and drawing the report (7 s for the default
+sweep's report on 2 cores, 2026-11-26), besides the closing peak process."""
+
+PRIOR_MEMBER_S = 1.5
+PRIOR_STRETCH = 1.5
+PRIOR_PEAK_S = 5.0
+"""Before any instance ends, an instance is estimated at PRIOR_MEMBER_S seconds per member
+(start-up, calibration, checks: median 1.2 s, up to 2.9 s) plus PRIOR_STRETCH x the window turns
+it asks for (they took 1.3-2.4 x as long), and a peak process at PRIOR_PEAK_S: the default
+sweep's 48 instances on a 2-core VM, 2026-11-26. A faster machine needs less; the run corrects the
+estimate from its own instances as they end."""
 
 MAX_DROPS = 3
 """Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
@@ -77,6 +105,8 @@ class GroupRun:
     """Blocks left out because another process (or the hypervisor) used the CPUs in a turn."""
     why: str = ""
     """Why the last instance with a disturbed block had it (:func:`_why`), "" before any."""
+    turns: list[list[Turn]] = field(default_factory=list)
+    """A race group's (:attr:`Group.race`) undisturbed turns, per completed instance."""
 
     def state(self) -> tstats.GroupState:
         per = self.seconds / self.instances if self.instances else 0.0
@@ -84,9 +114,43 @@ class GroupRun:
             ()
             if self.stopped
             else tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons)))
+            + tuple(logs for _, logs, _ in self.race())
         )
         done = self.instances if not self.stopped else 10**9
         return tstats.GroupState(self.group.name, done, per, comps)
+
+    def leader(self) -> str | None:
+        """A race group's fastest member so far: the highest mean instance log ratio against its
+        first member (None before an instance, or when the group is no race)."""
+        members = [m.key for m in self.group.members]
+        if not self.group.race or not self.turns or len(members) < 2:
+            return None
+
+        def mean_log(key: str) -> float:
+            if key == members[0]:
+                return 0.0
+            logs = [
+                v for t in self.turns if math.isfinite(v := tstats.instance_log_ratio(t, key, members[0]))
+            ]
+            return sum(logs) / len(logs) if logs else -math.inf
+
+        return max(members, key=mean_log)
+
+    def race(self) -> list[tuple[Comparison, tuple[float, ...], tuple[tuple[float, ...], ...]]]:
+        """A race group's comparisons of each member against its :meth:`leader` (Relation.FASTEST),
+        with each instance's log ratio and block log ratios; empty for another group."""
+        lead = self.leader()
+        if lead is None:
+            return []
+        out = []
+        for m in self.group.members:
+            if m.key == lead:
+                continue
+            blocks = [tuple(tstats.block_log_ratios(t, m.key, lead)) for t in self.turns]
+            kept = [b for b in blocks if b]
+            logs = tuple(sum(b) / len(b) for b in kept)
+            out.append((Comparison(Relation.FASTEST, m.key, lead), logs, tuple(kept)))
+        return out
 
     def add(self, instance: Instance) -> None:
         """A completed instance: its undisturbed blocks' log ratios (:func:`tstats.clean`)."""
@@ -97,6 +161,8 @@ class GroupRun:
         if disturbed:
             self.why = _why(instance.turns)
         turns = tstats.clean(instance.turns)
+        if self.group.race:
+            self.turns.append(turns)
         for i, c in enumerate(self.group.comparisons):
             blocks = tstats.block_log_ratios(turns, c.subject, c.reference)
             if blocks:
@@ -130,9 +196,10 @@ class GroupRun:
         return gone
 
     def measured(self, budget_min: float) -> list[Measured]:
-        """Its comparisons as measured; a group the budget never reached says so in their note."""
+        """Its comparisons as measured (a race group's against its fastest member last); a group
+        the budget never reached says so in their note."""
         per = self.seconds / self.instances if self.instances else 0.0
-        return [
+        fixed = [
             Measured(
                 c,
                 self.group.name,
@@ -145,6 +212,11 @@ class GroupRun:
             )
             for i, c in enumerate(self.group.comparisons)
         ]
+        raced = [
+            Measured(c, self.group.name, logs, blocks, per, self.dropped, self.stopped, self.disturbed)
+            for c, logs, blocks in self.race()
+        ]
+        return fixed + raced
 
     def _note(self, comparison: int, budget_min: float) -> str:
         """Why comparison ``comparison`` has no instance (or why the group stopped), else ""."""
@@ -210,12 +282,13 @@ class TurnsRun:
         launcher: Launcher,
         clock: Callable[[], float],
         journal: Journal | None = None,
+        contenders: Collection[str] = (),
     ) -> None:
         self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
         self.journal = journal
-        protocol = run.protocol
-        self.groups = [GroupRun(g) for g in groups(run.runnable, max_live(protocol))]
-        self.plan = Plan.of(protocol, options.startup_timeout_s)
+        self.groups = [GroupRun(g) for g in plan_groups(run.runnable, contenders, max_live(run.protocol))]
+        self.headline = any(g.group.race for g in self.groups)
+        self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.broken_down: set[str] = set()
         self.unmeasured: list[Measured] = []
         """Comparisons not measured in turns: a member failed, or the group fell back to one
@@ -254,26 +327,46 @@ class TurnsRun:
         self.run.record(end, k)
         self.broken_down.add(cell.id)
 
-    def next(self, limit_s: float, first: int = 0, strict: bool = False) -> int | None:
+    def next(self, share: float = 1.0, first: int = 0) -> int | None:
         """The group (from index ``first`` on) that gets the next instance, or None when the stage
-        is over: every ratio decided, every group at the most instances, or ``limit_s`` seconds
-        of the run spent (past each group's minimum; ``strict``: the minimum too)."""
+        is over: every ratio decided, every group at the most instances, or no instance that is
+        due fits in ``share`` of the budget (less :meth:`reserve_s`). Headline groups come first
+        (:func:`tstats.next_group`'s ``first``) until :data:`HEADLINE_SHARE` of it is spent."""
         protocol = self.run.protocol
-        states = [g.state() for g in self.groups[first:]]
-        found = tstats.next_group(states, protocol.processes, protocol.max_processes)
-        if found is None:
-            return None
-        g = self.groups[first + found]
-        if g.instances >= protocol.processes or strict:  # only within the budget
-            per = g.seconds / g.instances if g.instances else self.mean_instance_s()
-            if self.clock() - self.t0 + per > limit_s:
-                return None
-        return first + found
+        limit = share * protocol.budget_s - self.reserve_s()
+        elapsed = self.clock() - self.t0
+        mine = self.groups[first:]
+        ahead = {i for i, g in enumerate(mine) if g.group.race} if elapsed < HEADLINE_SHARE * limit else set()
+        states = [g.state() for g in mine]
+        while (
+            found := tstats.next_group(states, protocol.processes, protocol.max_processes, first=ahead)
+        ) is not None:
+            if elapsed + self.estimate_s(mine[found]) <= limit:
+                return first + found
+            states[found] = dataclasses.replace(states[found], instances=protocol.max_processes)
+        return None
+
+    def estimate_s(self, g: GroupRun) -> float:
+        """The seconds of ``g``'s next instance: the mean of its own, else from the run's instances
+        so far (:meth:`RunCost.instance_s`), else :func:`prior_instance_s`."""
+        if g.instances:
+            return g.seconds / g.instances
+        members, asked = len(g.group.members), self._asked_s(g.group)
+        found = self.cost.instance_s(members, self._pending_breakdowns(g.group), asked)
+        return found if found is not None else prior_instance_s(g.group, self.plan)
+
+    def reserve_s(self) -> float:
+        """Seconds the budget keeps for the run's end: the closing peak process (as long as the
+        first took) and :data:`CLOSE_S` for rows, costs and the report."""
+        peaks = self.run.peaks
+        processes = self.run.result.time.peak_processes if self.run.result.time is not None else 0
+        peak = peaks.seconds / processes if processes else (PRIOR_PEAK_S if self.run.protocol.peak else 0.0)
+        return CLOSE_S + (peak if self.run.protocol.peak else 0.0)
 
     def seconds_left(self) -> float | None:
-        """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds,
-        at most the groups' remaining instances up to the most, at least their remaining minimum
-        instances (each estimated by :meth:`RunCost.instance_s` from the instances so far, a
+        """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds
+        (less :meth:`reserve_s`; none once no instance that is due fits), at most the groups'
+        remaining instances up to the most, at least their remaining minimum instances (each estimated by :meth:`RunCost.instance_s` from the instances so far, a
         group's next one with the step breakdowns of its members not yet broken down; less what
         the current one has run), plus the closing peak; None before the first instance ends. A
         run whose ratios are all decided early ends sooner."""
@@ -294,8 +387,10 @@ class TurnsRun:
                     )
             return max(total - running, 0.0)
 
-        budget = max(protocol.budget_s - (now - self.t0), 0.0)
-        seconds = max(left(protocol.processes), min(budget, left(protocol.max_processes)))
+        budget = max(protocol.budget_s - self.reserve_s() - (now - self.t0), 0.0)
+        if self.current is None and self.next(1.0, self.first_race or 0) is None:
+            budget = 0.0  # no instance that is due fits: the run ends now
+        seconds = min(max(left(protocol.processes), min(budget, left(protocol.max_processes))), budget)
         assert self.run.result.time is not None
         return seconds + self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
 
@@ -316,9 +411,10 @@ class TurnsRun:
     def start_races(self) -> int:
         """The second stage's groups (:func:`race_plan`) appended; returns the index of the first
         group it measures: the first race, or 0 when there is no tie to race (the first stage goes
-        on)."""
+        on). A run with headline groups races there and has no second stage."""
         first = len(self.groups)
-        self.groups += [GroupRun(g) for g in race_plan(self.run, max_live(self.run.protocol))]
+        if not self.headline:
+            self.groups += [GroupRun(g) for g in race_plan(self.run, max_live(self.run.protocol))]
         self.first_race = first if first < len(self.groups) else 0
         return self.first_race
 
@@ -429,6 +525,52 @@ def _step(state: TurnsRun, index: int, progress: Progress) -> None:
     state.measure(index, progress)
 
 
+def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int) -> list[Group]:
+    """The run's groups: the headline groups of ``contenders`` (:func:`headline_groups`), then
+    those that measure every other comparison (:func:`groups`)."""
+    heads = headline_groups(runnable, contenders, live)
+    return heads + groups(runnable, live, heads)
+
+
+def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan) -> None:
+    """HarnessError, before any process starts, when the groups' minimum (:func:`minimum_s`)
+    does not fit the budget: what it would take, and what would fit."""
+    need = minimum_s(found, protocol, plan)
+    if need <= protocol.budget_s:
+        return
+    models = sorted({m.cell.model for g in found for m in g.members})
+    alone = {
+        model: minimum_s([g for g in found if any(m.cell.model == model for m in g.members)], protocol, plan)
+        for model in models
+    }
+    fits = [model for model, s in alone.items() if s <= protocol.budget_s]
+    fewer = (
+        f", or one model alone (--model {fits[0]}: about {alone[fits[0]] / 60:.1f} min)"
+        if fits and len(models) > 1
+        else ""
+    )
+    raise HarnessError(
+        f"Received --budget-min {protocol.budget_min:g}; the selection's minimum ({protocol.processes} "
+        f"instances of each of its {len(found)} groups, {sum(len(g.members) for g in found)} members) "
+        f"takes about {need / 60:.1f} min on a 2-core machine (the estimate before any instance: "
+        f"{PRIOR_MEMBER_S:g} s a member plus the window turns). Give --budget-min "
+        f"{math.ceil(need / 60)} or more, fewer --processes, or fewer cells{fewer}."
+    )
+
+
+def prior_instance_s(group: Group, plan: Plan) -> float:
+    """An instance of ``group`` before any has ended (see :data:`PRIOR_MEMBER_S`), seconds."""
+    members = len(group.members)
+    return members * PRIOR_MEMBER_S + PRIOR_STRETCH * members * 2 * plan.blocks * plan.turn_s
+
+
+def minimum_s(found: Sequence[Group], protocol: Protocol, plan: Plan) -> float:
+    """Seconds a run of groups ``found`` needs at least, by the prior: every group's minimum
+    instances, the two peak processes and :data:`CLOSE_S`."""
+    instances = protocol.processes * math.fsum(prior_instance_s(g, plan) for g in found)
+    return instances + (2 * PRIOR_PEAK_S if protocol.peak else 0.0) + CLOSE_S
+
+
 def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
     """A model's fastest runnable one-tenant cell without a co-tenant of another framework so far
     (median process figure) and the cells tied with it: their ratio to it (Welch's t over the
@@ -497,16 +639,22 @@ def run_in_turns(
     run_id: str | None = None,
     journal: Journal | None = None,
     resumed: resume.Resumed | None = None,
+    contenders: Collection[str] = (),
+    started: float | None = None,
 ) -> RunResult:
     """Measure every runnable cell in group instances under the budget (see the module docstring);
     write every cell row (unsupported ones too) and the ratios table under ``out``.
 
     ``journal``: where every instance, peak and stage is appended as it ends; ``resumed``: a run
     killed before it wrote its rows, whose journaled instances are kept and whose budget goes on
-    (``run_id`` and ``journal`` are then its own)."""
+    (``run_id`` and ``journal`` are then its own). ``contenders``: the ids of the cells raced
+    for each model's fastest first (:func:`harness.spec.groups.headline_groups`); ``started``:
+    when the command started, on ``clock`` (the budget counts from there)."""
     run = RunState(cells, protocol, platform, out, peaks, run_id, resumed.resumes + 1 if resumed else 0)
     options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
-    state = TurnsRun(run, options, launcher, clock, journal)
+    state = TurnsRun(run, options, launcher, clock, journal, contenders)
+    if started is not None:
+        state.t0 = started
     if resumed is not None:
         replay(state, resumed)
         state.note("resumed")
@@ -514,17 +662,16 @@ def run_in_turns(
     progress.done = sum(g.instances + g.dropped for g in state.groups)
     progress.set_total(max(progress.total, progress.done))
     progress.estimate = progress.estimate or state.seconds_left
-    budget = protocol.budget_s
     try:
         if run.runnable and not run.peaks.samples and not run.peaks.failures:
             measure_peak(state)
         first = state.first_race
         if first is None:
-            while (index := state.next(budget * RACE_SHARE)) is not None:
+            while (index := state.next(1.0 if state.headline else RACE_SHARE)) is not None:
                 _step(state, index, progress)
             first = state.start_races()
             state.note("races")
-        while (index := state.next(budget, first, strict=first > 0)) is not None:
+        while (index := state.next(1.0, first)) is not None:
             _step(state, index, progress)
         if resumed is None or not resumed.ended:
             measure_peak(state)

@@ -45,6 +45,7 @@ def plan_entry(
     mnist_path: str | None,
     machine: Mapping[str, str],
     command: str,
+    contenders: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The journal's first line: everything a resumed run needs to go on as this one would."""
     return {
@@ -56,6 +57,7 @@ def plan_entry(
         "mnist_path": mnist_path,
         "machine": dict(machine),
         "command": command,
+        "contenders": list(contenders),
     }
 
 
@@ -71,6 +73,8 @@ class Plan:
     mnist_path: str | None
     machine: dict[str, str]
     command: str
+    contenders: tuple[str, ...] = ()
+    """The headline cells' ids (:func:`harness.spec.groups.headline_groups`); none before 2026-11-26."""
 
     @classmethod
     def of(cls, entry: Mapping[str, Any]) -> Plan:
@@ -84,6 +88,7 @@ class Plan:
             entry.get("mnist_path"),
             dict(entry.get("machine", {})),
             entry.get("command", ""),
+            tuple(entry.get("contenders", ())),
         )
 
 

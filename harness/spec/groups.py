@@ -7,6 +7,8 @@ machine in time lowers both ends of the ratio alike. This module decides, as dat
 
 - :func:`comparisons`: every :class:`Comparison` among a selection of cells, one per
   :class:`Relation` whose two ends are both selected;
+- :func:`headline_groups`: each model's contenders for its fastest configuration, live together
+  (a race: each against the fastest of them, found from the same turns);
 - :func:`groups`: the cells packed into groups so that every comparison has both ends in one group
   and no group of several cells holds more than ``max_live`` live processes
   (:func:`default_max_live` from the memory the processes may take); :func:`unmeasurable`: the
@@ -24,7 +26,7 @@ import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -121,7 +123,11 @@ class Group:
     members: tuple[Member, ...]
     comparisons: tuple[Comparison, ...]
     name: str = ""
-    """Stable within a plan: ``g0, g1, ...`` (:func:`groups`), ``r0, ...`` (:func:`race_groups`)."""
+    """Stable within a plan: ``h0, ...`` (:func:`headline_groups`), ``g0, g1, ...`` (:func:`groups`),
+    ``r0, ...`` (:func:`race_groups`)."""
+    race: bool = False
+    """A headline group: besides ``comparisons``, each member is compared against the fastest of
+    them in the same turns (Relation.FASTEST; which one is fastest is known only once measured)."""
 
     @property
     def live(self) -> int:
@@ -218,13 +224,21 @@ def _unique(cells: Iterable[Cell]) -> dict[str, Cell]:
 
 def comparisons(cells: Sequence[Cell]) -> list[Comparison]:
     """Every comparison among ``cells`` whose two ends are both in ``cells``: for each cell in
-    order, one per relation that applies to it (in :class:`Relation`'s order), deduplicated."""
+    order, one per relation that applies to it (in :class:`Relation`'s order), deduplicated. A
+    cell compared with its all-reduce option's default (CROSS_DEVICE_OPS) is compared with
+    nothing else: the default option carries the strategy's scaling and speed-up."""
     by_id = _unique(cells)
     found: dict[tuple[Relation, str, str], Comparison] = {}
     for cell in by_id.values():
         if cell.tenant_framework != NONE:  # its ratios are inside its own member
             continue
-        for rule in _RULES:
+        option = _default_option(cell)
+        rules = (
+            [r for r in _RULES if r.relation == Relation.CROSS_DEVICE_OPS]
+            if option is not None and option.id != cell.id and option.id in by_id
+            else _RULES
+        )
+        for rule in rules:
             reference = rule.reference(cell)
             if reference is not None and reference.id != cell.id and reference.id in by_id:
                 comparison = Comparison(rule.relation, cell.id, reference.id, rule.scale(cell))
@@ -397,8 +411,31 @@ def _packs(cells: dict[str, Cell], edges: Sequence[Comparison], max_live: int) -
     return packs
 
 
-def groups(cells: Sequence[Cell], max_live: int) -> list[Group]:
-    """The cells packed into groups ``g0, g1, ...`` to measure every comparison in turns.
+def headline_groups(cells: Sequence[Cell], contenders: Collection[str], max_live: int) -> list[Group]:
+    """Each model's contenders (the cells of ``cells`` whose ids are in ``contenders``, one tenant
+    and no co-tenant of another framework) live together in one race group ``h0, h1, ...`` (in the
+    order of the models' first cells), with every comparison among them. A contender that does not
+    fit ``max_live`` with those before it is left to :func:`groups`; a model with one contender
+    has no race."""
+    _check_max_live(max_live)
+    by_model: dict[str, list[Cell]] = {}
+    for cell in _unique(cells).values():
+        if cell.id in contenders and cell.tenants == 1 and cell.tenant_framework == NONE:
+            mine = by_model.setdefault(cell.model, [])
+            if sum(Member(c).live for c in mine) + Member(cell).live <= max_live:
+                mine.append(cell)
+    out: list[Group] = []
+    for mine in by_model.values():
+        if len(mine) > 1:
+            inner = tuple(c for c in comparisons(mine))
+            out.append(Group(tuple(Member(c) for c in mine), inner, f"h{len(out)}", race=True))
+    return out
+
+
+def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) -> list[Group]:
+    """The cells packed into groups ``g0, g1, ...`` to measure every comparison in turns that the
+    groups ``taken`` (:func:`headline_groups`) do not already measure; a cell of a taken group is
+    in no group of its own.
 
     Each comparison whose two ends fit ``max_live`` together has both ends in one group and is
     listed in the first such group; the others (:func:`unmeasurable`) are left out. Every cell is in
@@ -417,10 +454,13 @@ def groups(cells: Sequence[Cell], max_live: int) -> list[Group]:
     _check_max_live(max_live)
     by_id = _unique(cells)
     live = _live(by_id)
-    edges = [c for c in comparisons(list(by_id.values())) if _fits(c, live, max_live)]
+    listed = {c for g in taken for c in g.comparisons}
+    edges = [c for c in comparisons(list(by_id.values())) if _fits(c, live, max_live) and c not in listed]
+    placed = {m.key for g in taken for m in g.members}
+    ends = {k for e in edges for k in (e.subject, e.reference)}
+    by_id = {k: c for k, c in by_id.items() if k in ends or k not in placed}
     packs = _packs(by_id, edges, max_live)
     out: list[Group] = []
-    listed: set[Comparison] = set()
     for i, pack in enumerate(packs):
         measured = [e for e in edges if e not in listed and _covers(pack, e)]
         listed.update(measured)

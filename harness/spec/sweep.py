@@ -32,6 +32,10 @@ class Sweep:
     kind: str = "training"
     """training (each cell trains a model) or collectives (each cell's topology times all-reduces,
     :mod:`harness.spec.collectives`)."""
+    headline: tuple[Grid, ...] = ()
+    """Grids (also among ``grids``) of each model's contenders for its fastest configuration: a
+    run measures them first, live together, each against the fastest of them
+    (:func:`harness.spec.groups.headline_groups`). Empty: no headline group."""
 
     def grid_values(self) -> list[dict[str, tuple[AxisValue, ...]]]:
         """Every axis's values, grid by grid (defaults filled in)."""
@@ -47,8 +51,11 @@ class Sweep:
 
     def with_axes(self, overrides: dict[str, tuple[AxisValue, ...]]) -> Sweep:
         """A copy with some axes replaced in every grid (the CLI's explicit axis flags)."""
-        grids = tuple(tuple({**dict(g), **overrides}.items()) for g in self.grids)
-        return dataclasses.replace(self, grids=tuple(dict.fromkeys(grids)))
+
+        def override(grids: tuple[Grid, ...]) -> tuple[Grid, ...]:
+            return tuple(dict.fromkeys(tuple({**dict(g), **overrides}.items()) for g in grids))
+
+        return dataclasses.replace(self, grids=override(self.grids), headline=override(self.headline))
 
 
 def _check_axes(axes: Mapping[str, Sequence[object]]) -> Grid:
@@ -71,6 +78,19 @@ def make_sweep(
 def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep) -> Sweep:
     """The union of several sweeps' grids, as one named sweep."""
     return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
+
+
+def with_headline(sweep: Sweep, *parts: Sweep) -> Sweep:
+    """``sweep`` with ``parts``' grids added first, as its headline (:attr:`Sweep.headline`)."""
+    grids = tuple(g for p in parts for g in p.grids)
+    return dataclasses.replace(sweep, grids=grids + sweep.grids, headline=grids)
+
+
+def contenders(sweep: Sweep, platform: Platform) -> tuple[str, ...]:
+    """The ids of the sweep's headline cells (:attr:`Sweep.headline`), in :func:`expand`'s order."""
+    if not sweep.headline:
+        return ()
+    return tuple(c.id for c in expand(dataclasses.replace(sweep, grids=sweep.headline), platform))
 
 
 def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[AxisValue]:

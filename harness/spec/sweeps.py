@@ -11,8 +11,7 @@ from harness.spec.axes import (
     REPLICAS_TO_MAX,
 )
 from harness.spec.protocol import Protocol
-from harness.spec.strategies import SINGLE_PROCESS_STRATEGIES
-from harness.spec.sweep import Sweep, chain, make_sweep
+from harness.spec.sweep import Sweep, chain, make_sweep, with_headline
 
 SMOKE_PROTOCOL = Protocol(
     repeats=3,
@@ -67,91 +66,126 @@ SMOKE = chain(
     ),
 )
 
-DEFAULT = chain(
-    "default",
-    "what `nox -s bench` runs, in groups taking turns (budget 13 min, 4 blocks per instance): "
-    "both models, every "
-    "single-process strategy and cross-device op, 1 and 2 replicas at batch 64, default and mirrored "
-    "also at batch 256; then accumulation 1 and 4 with both loops on default and mirrored; "
-    "multi-worker mirrored (ring) and parameter server on 1 and 2 local workers; two co-tenant "
-    "processes of default",
-    # 4 blocks (not 6): its minimum (3 instances of 16 groups, 12 min on 2 cores) fits the budget
-    Protocol(
-        repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=13.0, blocks=4
+DEFAULT = with_headline(
+    chain(
+        "default",
+        "what `nox -s bench` runs (budget 13 min, 4 blocks per instance): first, for each model, "
+        "the configurations a user chooses between, live together, each against the fastest of "
+        "them: default with the custom loop, with fit and with 4 accumulation steps, mirrored on 1 "
+        "and 2 replicas, central_storage on 2, multi_worker_mirrored (ring) on 2 local workers; "
+        "then what else a second replica or worker costs or buys: mirrored's other cross-device "
+        "ops, multi_worker_mirrored and parameter server on 1 and 2 workers, mirrored at batch "
+        "256, one_device, two co-tenant processes of default. Batch 64 per replica, steps_per_execution 10",
+        # no step breakdown: it cost a quarter of the run (207 of 860 s on 2 cores, 2026-11-26)
+        Protocol(
+            repeats=3,
+            window_s=0.5,
+            warmup_windows=1,
+            min_window_steps=10,
+            processes=3,
+            budget_min=13.0,
+            blocks=4,
+            breakdown=False,
+        ),
+        make_sweep(
+            "",
+            "",
+            model=("cnn", "dense"),
+            strategy=("mirrored",),
+            cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+            replicas=(2,),
+            batch=(64,),
+            steps_per_execution=(10,),
+        ),
+        make_sweep(
+            "",
+            "",
+            model=("cnn", "dense"),
+            strategy=("multi_worker_mirrored",),
+            communication=("ring",),
+            workers=(1, 2),
+            batch=(64,),
+            steps_per_execution=(10,),
+        ),
+        make_sweep(
+            "",
+            "",
+            model=("cnn", "dense"),
+            strategy=("parameter_server",),
+            workers=(1, 2),
+            ps=(1,),
+            batch=(64,),
+            steps_per_execution=(10,),
+        ),
+        make_sweep(
+            "",
+            "",
+            model=("cnn", "dense"),
+            strategy=("default", "mirrored"),
+            replicas=(1, 2),
+            batch=(256,),
+            steps_per_execution=(10,),
+        ),
+        make_sweep(
+            "", "", model=("cnn", "dense"), strategy=("one_device",), batch=(64,), steps_per_execution=(10,)
+        ),
+        # what sharing the devices costs: against the tenants-1 default cell
+        make_sweep(
+            "",
+            "",
+            model=("cnn", "dense"),
+            strategy=("default",),
+            batch=(64,),
+            steps_per_execution=(10,),
+            tenants=(2,),
+        ),
     ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=SINGLE_PROCESS_STRATEGIES,
-        cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-        replicas=(1, 2),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default", "mirrored"),
-        replicas=(1, 2),
-        batch=(256,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default", "mirrored"),
-        replicas=(1, 2),
-        batch=(64,),
-        accum_steps=(1, 4),
-        loop=("ctl", "fit"),
-        steps_per_execution=(10,),
-    ),
-    # fit on mirrored's collective across replicas runs only with steps_per_execution 1
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("mirrored",),
-        replicas=(2,),
-        batch=(64,),
-        accum_steps=(1, 4),
-        loop=("fit",),
-        steps_per_execution=(1,),
-    ),
-    # the part of the cluster sweep that fits the time budget: 1 and 2 local workers, ring, and
-    # the parameter server with 1 and 2 workers and one ps
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("multi_worker_mirrored",),
-        communication=("ring",),
-        workers=(1, 2),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("parameter_server",),
-        workers=(1, 2),
-        ps=(1,),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    # what sharing the devices costs: against the tenants-1 default cells above
     make_sweep(
         "",
         "",
         model=("cnn", "dense"),
         strategy=("default",),
         batch=(64,),
+        accum_steps=(1, 4),
+        loop=("ctl",),
         steps_per_execution=(10,),
-        tenants=(2,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default",),
+        batch=(64,),
+        loop=("fit",),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("mirrored",),
+        replicas=(1, 2),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("central_storage",),
+        replicas=(2,),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("multi_worker_mirrored",),
+        communication=("ring",),
+        workers=(2,),
+        batch=(64,),
+        steps_per_execution=(10,),
     ),
 )
 

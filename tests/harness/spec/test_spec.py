@@ -18,7 +18,7 @@ from harness.spec.axes import (
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
-from harness.spec.sweep import Sweep, expand, make_sweep
+from harness.spec.sweep import Sweep, contenders, expand, make_sweep
 from harness.spec.sweeps import SWEEPS, get_sweep
 
 CPU2 = Platform()  # cpu, 2 logical devices
@@ -529,17 +529,6 @@ def test_default_sweep_coverage():
     assert {c.replicas for c in cells} == {1, 2}
     assert len({c.batch for c in cells}) == 2
     assert {c.loop for c in cells} == {"ctl", "fit"} and {c.accum_steps for c in cells} == {1, 4}
-    # the strategy grid: models x (default + one_device + 2 x central_storage + mirrored on one
-    # replica + 4 mirrored ops on two) at batch 64, plus default and mirrored x1, x2 at batch 256
-    grid = [
-        c
-        for c in cells
-        if c.loop == "ctl"
-        and c.accum_steps == 1
-        and c.workers == 1
-        and c.strategy not in ("multi_worker_mirrored", "parameter_server")
-        and c.tenants == 1
-    ]
     assert {(c.model, c.strategy) for c in cells if c.tenants == 2} == {
         ("cnn", "default"),
         ("dense", "default"),
@@ -547,11 +536,12 @@ def test_default_sweep_coverage():
     assert {(c.model, c.workers, c.ps) for c in cells if c.strategy == "parameter_server"} == {
         (m, w, 1) for m in ("cnn", "dense") for w in (1, 2)
     }
-    assert len(grid) == 2 * (1 + 1 + 2 + 1 + 4) + 2 * 3
-    # per model, the loop x accumulation grid at batch 64 adds 3 cells each on default, mirrored x1
-    # and mirrored x2 (fit x2 at steps_per_execution 10 being unsupported rows), and fit with
-    # steps_per_execution 1 on mirrored x2 adds 2; 2 tenants of default add 1
-    assert len(cells) == len(grid) + 2 * (3 + 3 + 3 + 2) + 2 * 2 + 2 * 2 + 2
+    # per model: 7 headline contenders; mirrored's 3 other ops on 2 replicas; multi_worker_mirrored
+    # on 1 worker; parameter server on 1 and 2; one_device; default, mirrored x1, x2 at batch 256;
+    # 2 tenants of default
+    assert len(cells) == 2 * (7 + 3 + 1 + 2 + 1 + 3 + 1)
+    heads = set(contenders(SWEEPS["default"], Platform()))
+    assert len(heads) == 2 * 7 and all(c.tenants == 1 and c.batch == 64 for c in cells if c.id in heads)
 
 
 def test_smoke_sweep_on_cpu_marks_nccl_only():
