@@ -98,13 +98,13 @@ def test_ab_calibration(tmp_path: Path) -> None:
         print(
             f"{name}: {len(pool)} measured pairs, B/A median {math.exp(logs.median()):.3f}, "
             f"sd of log {logs.std():.3f}; "
-            f"{TRIALS} resampled trials: slower {rates[ab.SLOWER]:.1%}, faster "
-            f"{rates[ab.FASTER]:.1%}, same {rates[ab.SAME]:.1%}, undecided "
+            f"{TRIALS} resampled trials: lower {rates[ab.LOWER]:.1%}, higher "
+            f"{rates[ab.HIGHER]:.1%}, equivalent {rates[ab.EQUIVALENT]:.1%}, undecided "
             f"{rates[ab.UNDECIDED]:.1%}; mean pairs {pairs:.1f}"
         )
     within20 = ab.Rule(max_pairs=20)
     caught, pairs = ab.simulate(pair_ratios(out / POOLS["5% slower"][0]), within20, TRIALS, seed=2)
-    print(f"5% slower within 20 pairs: slower {caught[ab.SLOWER]:.1%}; mean pairs {pairs:.1f}")
+    print(f"5% slower within 20 pairs: lower {caught[ab.LOWER]:.1%}; mean pairs {pairs:.1f}")
     whole = ab.decide(pair_ratios(out / POOLS["A/A"][0]), rule)
     print(f"A/A, all {whole.pairs} pairs: B/A {whole.ratio:.4f} [{whole.low:.4f}, {whole.high:.4f}]")
     threads = ab.decide(pair_ratios(out / THREADS[0]), rule)
@@ -113,8 +113,8 @@ def test_ab_calibration(tmp_path: Path) -> None:
         f"[{threads.low:.3f}, {threads.high:.3f}]: {threads.verdict}"
     )
     assert whole.low <= 1 <= whole.high and whole.low >= 0.99 and whole.high <= 1.01
-    assert figures["A/A"][ab.SLOWER] + figures["A/A"][ab.FASTER] <= 0.01
-    assert figures["5% slower"][ab.SLOWER] >= 0.95 and caught[ab.SLOWER] >= 0.95
+    assert figures["A/A"][ab.LOWER] + figures["A/A"][ab.HIGHER] <= 0.01
+    assert figures["5% slower"][ab.LOWER] >= 0.95 and caught[ab.LOWER] >= 0.95
     # decided either way: a change of threads that a duet cannot see (on 2 logical CPU devices of a
     # 2-core VM one intra-op thread measured 13 % faster, 2026-11-25: each replica's ops on one thread)
-    assert threads.verdict in (ab.SLOWER, ab.FASTER)
+    assert threads.verdict in (ab.LOWER, ab.HIGHER)

@@ -29,11 +29,11 @@ import numpy as np
 
 from harness.contract.records import Status
 from harness.formulas.stats import t_quantile
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 
 EXIT_CODES = {"no regression": 0, "regression": 1, "undecided": 3}
 """ab's exit codes (2, an error, comes from HarnessError)."""
@@ -94,16 +94,18 @@ def decide(ratios: Sequence[float], rule: Rule) -> Decision:
 
 
 def interval_verdict(low: float, high: float, min_effect: float) -> str:
-    """A ratio's CI [low, high] against 1 +- ``min_effect``: wholly below ``slower``, wholly above
-    ``faster``, wholly inside ``same``, else (or not finite) ``undecided``."""
+    """A ratio's CI [low, high] against 1 +- ``min_effect``: wholly below ``lower``, wholly above
+    ``higher``, wholly inside ``equivalent``, else (or not finite) ``undecided``. Stricter than
+    :func:`harness.formulas.verdicts.judge` for higher and lower (the whole CI past the band, not
+    only its centre), as a sequential rule that stops at the first verdict must be."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return UNDECIDED
     if high < 1 - min_effect:
-        return SLOWER
+        return LOWER
     if low > 1 + min_effect:
-        return FASTER
+        return HIGHER
     if low >= 1 - min_effect and high <= 1 + min_effect:
-        return SAME
+        return EQUIVALENT
     return UNDECIDED
 
 
@@ -124,7 +126,7 @@ def pair_ratios(rows: pd.DataFrame) -> pd.DataFrame:
 def overall(decisions: Sequence[Decision]) -> str:
     """regression (any cell slower), else undecided (any cell undecided), else no regression."""
     verdicts = {d.verdict for d in decisions}
-    if SLOWER in verdicts:
+    if LOWER in verdicts:
         return "regression"
     if UNDECIDED in verdicts or not decisions:
         return "undecided"
@@ -136,7 +138,7 @@ def simulate(pool: Sequence[float], rule: Rule, trials: int, seed: int = 0) -> t
     replacement from ``pool`` (measured pairs) until decided or max_pairs. Returns the fraction
     of trials per verdict and the mean pairs used."""
     rng = np.random.default_rng(seed)
-    counts = {SLOWER: 0, FASTER: 0, SAME: 0, UNDECIDED: 0}
+    counts = {LOWER: 0, HIGHER: 0, EQUIVALENT: 0, UNDECIDED: 0}
     used = 0
     for _ in range(trials):
         ratios: list[float] = []

@@ -79,7 +79,7 @@ def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
             "alternate: back to back, each with the whole host; order random per pair); "
             f"B/A is the "
             f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
-            f"slower/faster when the CI lies beyond {rule.min_effect:.0%} of 1, the same when it "
+            f"lower/higher when the CI lies beyond {rule.min_effect:.0%} of 1, equivalent when it "
             f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs."
         ),
     ]

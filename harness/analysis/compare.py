@@ -20,6 +20,7 @@ from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
 from harness.contract.records import Status
 from harness.errors import EXIT_SHORT_HISTORY
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 NOW_FAILING = "now failing"
 
@@ -109,7 +110,7 @@ def _pct(x: float | None) -> str:
 
 
 def _rows(result: Comparison) -> list[tuple[str, ...]]:
-    order = {gate.REGRESSION: 0, gate.IMPROVEMENT: 1, gate.SHORT_HISTORY: 2, gate.NEW: 3, gate.NO_CHANGE: 4}
+    order = {LOWER: 0, HIGHER: 1, UNDECIDED: 2, gate.SHORT_HISTORY: 3, gate.NEW: 4, EQUIVALENT: 5}
     out: list[tuple[str, ...]] = []
     for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
         ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
@@ -158,13 +159,14 @@ def _counts(result: Comparison) -> str:
 def _method(result: Comparison) -> str:
     p = result.policy
     return (
-        f"One observation per run: the median of its timed windows. Regression or improvement "
-        f"only when the ratio of the candidate's to the baseline's median run moves by at least "
+        f"One observation per run: the median of its timed windows. Lower (a regression) or "
+        f"higher only when the ratio of the candidate's to the baseline's median run moves by at least "
         f"{p.min_effect:.0%}, its bootstrap CI over runs (Bonferroni-corrected over the compared "
         f"series, family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
         f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}. "
         f"'detectable': the smallest change caught with {p.power:.0%} probability at this "
-        f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it."
+        f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it. "
+        f"Otherwise equivalent when the CI lies within {p.min_effect:.0%} of 1, else undecided."
     )
 
 
@@ -190,7 +192,7 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
         1: "**Performance regression**",
         3: "Not enough history to judge",
     }[result.exit_code]
-    rows = [r for r in _rows(result) if show_unchanged or r[0] != gate.NO_CHANGE]
+    rows = [r for r in _rows(result) if show_unchanged or r[0] not in (EQUIVALENT, UNDECIDED)]
     lines = [
         f"### {verdict}",
         "",

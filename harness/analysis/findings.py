@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.contract.records import Status
 from harness.formulas import stats
+from harness.formulas.verdicts import phrase
 
 CELL_AXES = (
     "model",
@@ -184,7 +185,7 @@ def all_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Finding]]:
 
 
 RELATION_TITLES = {
-    "fastest": "Which configuration is fastest: the contenders raced in turns against it",
+    "fastest": "Which configuration is fastest: each model's contenders raced in turns against the fastest of them",
     "scaling": "Scaling: throughput against the 1-device cell (the ratio shown is the efficiency)",
     "strategy": "Strategy: throughput against default at the same model, batch and loop",
     "cross_device_ops": "Cross-device ops: against auto at the same replicas",
@@ -203,12 +204,11 @@ def _ratio_text(r: Mapping[str, Any]) -> str:
     if not isinstance(value, float) or value != value:
         return str(r.get("note") or "not measured")
     ci = f" [{low:.3f}, {high:.3f}]" if isinstance(low, float) and low == low else " (no CI)"
-    text = f"{value:.3f}{ci}, {r.get('instances')} instances: {r.get('verdict')}"
-    if not r.get("decided"):
-        extra = r.get("extra_instances")
-        noun = "instance" if extra == 1 else "instances"
-        more = f"; about {extra} more {noun} would likely decide it" if isinstance(extra, int) else ""
-        text += f" (undecided{more})"
+    scaled = r.get("relation") == "scaling"
+    text = f"{value:.3f}{ci}, {r.get('instances')} instances: {phrase(str(r.get('verdict')), scaled)}"
+    extra = r.get("extra_instances")
+    if not r.get("decided") and isinstance(extra, int) and extra > 0:
+        text += f" (about {extra} more instance{'' if extra == 1 else 's'} would likely decide it)"
     return text
 
 
@@ -222,8 +222,17 @@ def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, 
         if not mine:
             continue
         items = []
-        for r in mine:
+        for i, r in enumerate(mine):
             subject, reference = by_id.get(r["subject"]), by_id.get(r["reference"])
+            if (
+                relation == "fastest"
+                and reference is not None
+                and (i == 0 or mine[i - 1]["reference"] != r["reference"])
+            ):
+                items.append(
+                    f"<li><b>{esc(str(reference['model']))}: fastest {esc(config(reference))}</b> "
+                    f"({reference['examples_per_sec']:,.0f} examples/s); each contender against it:</li>"
+                )
             name = (
                 f"{subject['model']}, {config(subject)} against {config(reference)}"
                 if subject is not None and reference is not None

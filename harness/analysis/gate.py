@@ -43,6 +43,7 @@ import numpy as np
 
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 from harness.formulas import metrics
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 MAD_SCALE = 1.4826
 """MAD x 1.4826 estimates the standard deviation of normally distributed values."""
@@ -50,7 +51,6 @@ MAD_SCALE = 1.4826
 MAD_FLOOR = 0.005
 """The MAD-based scale is at least 0.5% of the history's median."""
 
-REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"
 
 SHORT_HISTORY, NEW = "insufficient history", "new"
 
@@ -85,8 +85,9 @@ class GatePolicy:
 class SeriesVerdict:
     """One series' comparison. ``ratio``: candidate / baseline median throughput; ``ci_low``,
     ``ci_high``: its corrected CI; ``z``: robust z of the candidate against the history (None without
-    enough history); ``history``: baseline runs of this series; ``change``: one of regression,
-    improvement, no change, insufficient history, new."""
+    enough history); ``history``: baseline runs of this series; ``change``: a verdict
+    (:mod:`harness.formulas.verdicts`: lower, a regression; higher; equivalent; undecided), or
+    insufficient history, or new."""
 
     cell_id: str
     fingerprint: str
@@ -233,11 +234,11 @@ def judge_series(
         )
     scale = _z_scale(baseline, len(candidate))  # resampled: computed once for z and detectable
     z = robust_z(candidate, baseline, scale)
-    change = NO_CHANGE
+    change = EQUIVALENT if 1 / (1 + policy.min_effect) <= lo and hi <= 1 + policy.min_effect else UNDECIDED
     if hi < 1 and ratio <= 1 - policy.min_effect and z <= -policy.z_threshold:
-        change = REGRESSION
+        change = LOWER
     elif lo > 1 and ratio >= 1 + policy.min_effect and z >= policy.z_threshold:
-        change = IMPROVEMENT
+        change = HIGHER
     return SeriesVerdict(
         cell_id,
         fingerprint,
@@ -259,9 +260,9 @@ EXIT_REGRESSION = EXIT_FAILURE
 
 def exit_code(verdicts: Sequence[SeriesVerdict]) -> int:
     """1 if any series regressed; else 3 if no series had enough history to be judged; else 0."""
-    if any(v.change == REGRESSION for v in verdicts):
+    if any(v.change == LOWER for v in verdicts):
         return EXIT_REGRESSION
-    if not any(v.change in (NO_CHANGE, IMPROVEMENT) for v in verdicts):
+    if not any(v.change in (EQUIVALENT, UNDECIDED, HIGHER) for v in verdicts):
         return EXIT_SHORT_HISTORY
     return EXIT_OK
 

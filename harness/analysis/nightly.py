@@ -11,8 +11,9 @@ baseline: the mean of up to ``baseline_nights`` earlier nights since the last al
 reference itself, log ratio 0). Its standard error combines tonight's, the baseline mean's, and the
 scatter of nights beyond their own errors (estimated from three baseline nights on). The Student-t
 CI of d (tonight's pairs - 1 degrees of freedom), exponentiated, decides like ``ab``'s rule:
-wholly below 1 - F a ``regression``, wholly above 1 + F an ``improvement``, wholly inside
-[1 - F, 1 + F] ``no change``, else ``undecided``. An alarm's night starts the next baseline (the
+wholly below 1 - F ``lower`` (a regression alarm), wholly above 1 + F ``higher`` (an improvement
+alarm), wholly inside [1 - F, 1 + F] ``equivalent``, else ``undecided``
+(:mod:`harness.formulas.verdicts`' words). An alarm's night starts the next baseline (the
 level after the step), so a step is reported once, on the night it lands; a night back at the
 level before the previous night's alarm is ``reverted`` instead (:func:`judge`).
 
@@ -41,10 +42,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.analysis.ab import FASTER, SAME, SLOWER, interval_verdict
+from harness.analysis.ab import interval_verdict
 from harness.formulas.stats import t_quantile
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
-REGRESSION, IMPROVEMENT, NO_CHANGE, UNDECIDED = "regression", "improvement", "no change", "undecided"
+REGRESSION, IMPROVEMENT = "regression", "improvement"
+"""The alarms: a night (rule a) or a change point (rule b) lower or higher than before."""
 REVERTED = "reverted"
 """Rule (a): back at the level before the previous night's alarm (that alarm was a glitch)."""
 FAILED = "failed"
@@ -168,15 +171,15 @@ class Verdict:
     @property
     def alarms(self) -> tuple[str, ...]:
         """The new alarms tonight: rule (a)'s regression or improvement, and a new change point's."""
-        out = [self.change.verdict] if self.change.verdict in (REGRESSION, IMPROVEMENT) else []
+        out = [ALARMS[self.change.verdict]] if self.change.verdict in ALARMS else []
         cp = self.change_point
         if cp is not None and cp.new and cp.direction not in out:
             out.append(cp.direction)
         return tuple(out)
 
 
-VERDICTS = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: NO_CHANGE, UNDECIDED: UNDECIDED}
-"""``ab``'s words for a CI against 1 +- F, in nightly's."""
+ALARMS = {LOWER: REGRESSION, HIGHER: IMPROVEMENT}
+"""Rule (a)'s verdicts that raise an alarm, and its kind."""
 
 
 def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
@@ -201,7 +204,7 @@ def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
     d = night.log_ratio - level
     half = t_quantile(df, rules.confidence) * math.sqrt(var_t + var_base)
     low, high = math.exp(d - half), math.exp(d + half)
-    return Change(math.exp(d), low, high, VERDICTS[interval_verdict(low, high, rules.min_effect)], labels)
+    return Change(math.exp(d), low, high, interval_verdict(low, high, rules.min_effect), labels)
 
 
 def _max_split_t(x: np.ndarray, min_side: int) -> tuple[np.ndarray, np.ndarray]:
@@ -264,14 +267,15 @@ def _baseline(series: Sequence[Night], start: int, end: int, skip: set[int], mos
     return [series[j] for j in range(start, end) if j not in skip][-most:]
 
 
-OPPOSITE = {REGRESSION: IMPROVEMENT, IMPROVEMENT: REGRESSION}
+OPPOSITE = {LOWER: HIGHER, HIGHER: LOWER}
 
 
 def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
     """Both rules on every night of a series, oldest first, as each night would have been judged
     (only the nights before it known); the last element is tonight's.
 
-    A night that reverses the previous night's rule (a) alarm, back to no change from the level
+    A night that reverses the previous night's rule (a) alarm, back to equivalent (or undecided)
+    from the level
     before it, is ``reverted``: that alarm was one night's glitch; it leaves the baselines, which
     return to the earlier level, and tonight raises no alarm of its own."""
     verdicts: list[Verdict] = []
@@ -284,7 +288,7 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
             back = tonight(
                 _baseline(series, before_alarm, i - 1, glitches, rules.baseline_nights), night, rules
             )
-            if back.verdict in (NO_CHANGE, UNDECIDED):
+            if back.verdict in (EQUIVALENT, UNDECIDED):
                 change = dataclasses.replace(back, verdict=REVERTED)
                 glitches.add(i - 1)
                 start_a = before_alarm
@@ -298,7 +302,8 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
             index = segment[at]
             direction = REGRESSION if shift < 1 else IMPROVEMENT
             since = max(start_b, index - 1)  # rule (a)'s alarm may land a night before the split
-            seen = any(v.change.verdict == direction for v in verdicts[since:]) or change.verdict == direction
+            seen = any(ALARMS.get(v.change.verdict) == direction for v in verdicts[since:])
+            seen = seen or ALARMS.get(change.verdict) == direction
             cp = ChangePoint(index, series[index].label, shift, p, new=not seen)
             start_b = index
             start_a = max(start_a, index)
@@ -308,8 +313,8 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
 
 def rules_out_regression(change: Change, min_effect: float) -> bool:
     """True when rule (a)'s CI ends at or above 1 - F (a regression of F or more is ruled out), or
-    its verdict is an improvement."""
-    return change.verdict == IMPROVEMENT or (math.isfinite(change.low) and change.low >= 1 - min_effect)
+    its verdict is higher."""
+    return change.verdict == HIGHER or (math.isfinite(change.low) and change.low >= 1 - min_effect)
 
 
 def overall(verdicts: Sequence[Verdict], rules: Rules, failed: int = 0) -> str:

@@ -99,13 +99,14 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
             out.append((0, f"**{cell}** has no point tonight: {r.get('reason')}"))
             continue
         verdict = r.get("verdict")
-        if verdict in ("regression", "improvement"):
+        if verdict in ("lower", "higher"):
             against = f"its baseline ({r.get('baseline')})" if r.get("baseline") else "the reference"
+            alarm = "a regression" if verdict == "lower" else "an improvement"
             out.append(
                 (
-                    0 if verdict == "regression" else 2,
+                    0 if verdict == "lower" else 2,
                     (
-                        f"**{verdict}** on {cell}: {_num(r.get('change'))} x {against}, 95% CI "
+                        f"**{verdict}** ({alarm}) on {cell}: {_num(r.get('change'))} x {against}, 95% CI "
                         f"{_ci(r.get('change_ci_low'), r.get('change_ci_high'))}; candidate/reference "
                         f"{_num(r.get('ratio'))}"
                     ),

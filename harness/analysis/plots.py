@@ -15,6 +15,7 @@ import pandas as pd
 
 from harness.analysis import ab, gate
 from harness.contract.records import Status
+from harness.formulas.verdicts import HIGHER, LOWER
 from harness.spec.axes import AXIS_BY_NAME
 
 FORMATS = ("png", "svg")
@@ -371,7 +372,7 @@ def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
     """For each changed series of a :class:`harness.compare.Comparison` (at most 12): its run
     medians over time with CI whiskers, the candidate highlighted, change points as dashed lines."""
     plt = _pyplot()
-    changed = [v for v in result.verdicts if v.change in (gate.REGRESSION, gate.IMPROVEMENT)]
+    changed = [v for v in result.verdicts if v.change in (LOWER, HIGHER)]
     paths: list[Path] = []
     for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
         s = cells[

@@ -1280,7 +1280,13 @@ class NightlyRow(TypedDict, total=False):
     change_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
     verdict: Annotated[
         str | None,
-        Col("", "Rule (a): regression, improvement (the CI beyond min_effect), no change, or undecided."),
+        Col(
+            "",
+            "Rule (a), in the suite's four verdicts: lower (a regression alarm) or higher (an "
+            "improvement: the CI wholly beyond min_effect of 1), equivalent (wholly within), "
+            "undecided; or reverted (back at the level before the previous night's alarm). Rows "
+            "written before 2026-11-26 say regression, improvement, no change.",
+        ),
     ]
     baseline: Annotated[
         str | None, Col("", "Labels of rule (a)'s baseline nights, comma-separated (empty: the reference).")

@@ -25,6 +25,7 @@ from harness.contract.events import Event
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.contract.records import CellRow, Status, WindowRow
 from harness.formulas.turns import clean, instance_log_ratio
+from harness.formulas.verdicts import UNDECIDED
 from harness.launch.runner import (
     CellEnd,
     Launcher,
@@ -129,7 +130,7 @@ class CellOutcome:
     cell: Cell
     mode: str = "alternate"
     ratios: list[float] = field(default_factory=list)
-    decision: ab.Decision = ab.Decision(float("nan"), float("nan"), float("nan"), 0, ab.UNDECIDED)
+    decision: ab.Decision = ab.Decision(float("nan"), float("nan"), float("nan"), 0, UNDECIDED)
     failure: str = ""
     software: dict[str, str] = field(default_factory=dict)
     a_facts: dict[str, str | None] = field(default_factory=dict)
@@ -301,7 +302,7 @@ class Pairs:
                 continue
             outcome.decision = ab.decide(outcome.ratios, rule)
             report(outcome, order)
-            if outcome.decision.verdict != ab.UNDECIDED:
+            if outcome.decision.verdict != UNDECIDED:
                 break
 
 

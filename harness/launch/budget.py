@@ -121,7 +121,7 @@ class GroupRun:
 
     def leader(self) -> str | None:
         """A race group's fastest member so far: the highest mean instance log ratio against its
-        first member (None before an instance, or when the group is no race)."""
+        first member (None before an undisturbed block, or when the group is no race)."""
         members = [m.key for m in self.group.members]
         if not self.group.race or not self.turns or len(members) < 2:
             return None
@@ -134,7 +134,10 @@ class GroupRun:
             ]
             return sum(logs) / len(logs) if logs else -math.inf
 
-        return max(members, key=mean_log)
+        means = {key: mean_log(key) for key in members}
+        if all(v == -math.inf for k, v in means.items() if k != members[0]):
+            return None  # no undisturbed block yet: no member is known to be fastest
+        return max(members, key=means.__getitem__)
 
     def race(self) -> list[tuple[Comparison, tuple[float, ...], tuple[tuple[float, ...], ...]]]:
         """A race group's comparisons of each member against its :meth:`leader` (Relation.FASTEST),
@@ -213,14 +216,28 @@ class GroupRun:
             for i, c in enumerate(self.group.comparisons)
         ]
         raced = [
-            Measured(c, self.group.name, logs, blocks, per, self.dropped, self.stopped, self.disturbed)
+            Measured(
+                c,
+                self.group.name,
+                logs,
+                blocks,
+                per,
+                self.dropped,
+                self._why_not(bool(logs), budget_min),
+                disturbed_blocks=self.disturbed,
+            )
             for c, logs, blocks in self.race()
         ]
         return fixed + raced
 
     def _note(self, comparison: int, budget_min: float) -> str:
         """Why comparison ``comparison`` has no instance (or why the group stopped), else ""."""
-        if self.stopped or self.logs.get(comparison):
+        return self._why_not(bool(self.logs.get(comparison)), budget_min)
+
+    def _why_not(self, measured: bool, budget_min: float) -> str:
+        """Why a comparison (``measured``: it has an instance) has none, or why the group
+        stopped, else ""."""
+        if self.stopped or measured:
             return self.stopped
         if not self.instances:
             return f"not measured: the budget ({budget_min:g} min) was spent before its first instance"

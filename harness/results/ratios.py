@@ -57,7 +57,9 @@ def ratio_rows(
     for m, r, verdict in zip(measured, ratios, verdicts, strict=True):
         needed = turns.instances_to_decide(m.instance_logs, min_effect)
         decided = verdict in DECIDED  # after the false-discovery control, as the verdict says
-        extra = 0 if decided else (None if needed is None else max(needed - r.instances, 0))
+        # one held back by the false-discovery control alone is decided on its own: one more
+        # instance narrows its p-value
+        extra = 0 if decided else (None if needed is None else max(needed - r.instances, 1))
         row: RatioRow = {
             "relation": str(m.comparison.relation),
             "subject": m.comparison.subject,

@@ -21,14 +21,14 @@ def test_pair_orders_are_seeded_and_use_both_orders() -> None:
 
 def test_a_clear_slowdown_is_called_slower() -> None:
     d = ab.decide([0.90, 0.91, 0.89], RULE)
-    assert d.verdict == ab.SLOWER and d.pairs == 3
+    assert d.verdict == ab.LOWER and d.pairs == 3
     assert d.ratio == pytest.approx(math.exp(sum(map(math.log, (0.9, 0.91, 0.89))) / 3))
     assert d.high < 0.98
 
 
 def test_a_clear_speed_up_is_called_faster_and_equal_sides_same() -> None:
-    assert ab.decide([1.10, 1.12, 1.11], RULE).verdict == ab.FASTER
-    assert ab.decide([1.001, 0.999, 1.0, 1.002, 0.998], RULE).verdict == ab.SAME
+    assert ab.decide([1.10, 1.12, 1.11], RULE).verdict == ab.HIGHER
+    assert ab.decide([1.001, 0.999, 1.0, 1.002, 0.998], RULE).verdict == ab.EQUIVALENT
 
 
 def test_noise_leaves_it_undecided_and_two_pairs_never_decide() -> None:
@@ -50,9 +50,9 @@ def test_the_ci_is_students_t_on_the_log_ratios() -> None:
 @pytest.mark.parametrize(
     "verdicts, result, code",
     [
-        ([ab.SAME, ab.FASTER], "no regression", 0),
-        ([ab.SAME, ab.SLOWER, ab.UNDECIDED], "regression", 1),
-        ([ab.SAME, ab.UNDECIDED], "undecided", 3),
+        ([ab.EQUIVALENT, ab.HIGHER], "no regression", 0),
+        ([ab.EQUIVALENT, ab.LOWER, ab.UNDECIDED], "regression", 1),
+        ([ab.EQUIVALENT, ab.UNDECIDED], "undecided", 3),
     ],
 )
 def test_overall_and_exit_codes(verdicts: list[str], result: str, code: int) -> None:
@@ -63,9 +63,9 @@ def test_overall_and_exit_codes(verdicts: list[str], result: str, code: int) -> 
 def test_resampled_trials_detect_a_planted_slowdown_and_rarely_call_a_null() -> None:
     default = ab.Rule()
     rates, pairs = ab.simulate([0.95 * r for r in NOISE], default, trials=200, seed=0)
-    assert rates[ab.SLOWER] > 0.95 and pairs < 30
+    assert rates[ab.LOWER] > 0.95 and pairs < 30
     rates, _ = ab.simulate(NOISE, default, trials=200, seed=0)
-    assert rates[ab.SLOWER] + rates[ab.FASTER] <= 0.01
+    assert rates[ab.LOWER] + rates[ab.HIGHER] <= 0.01
 
 
 def test_bad_rules_are_refused() -> None:

@@ -99,8 +99,8 @@ def test_injected_regression_is_detected(tmp_path: Path) -> None:
     proc = harness("compare", "--results", str(results), "--markdown", str(md))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = next(s for s in proc.stdout.splitlines() if slow in s)
-    assert line.startswith("regression")
-    assert sum(s.startswith("regression") for s in proc.stdout.splitlines()) == 1
+    assert line.startswith("lower")
+    assert sum(s.startswith("lower") for s in proc.stdout.splitlines()) == 1
     assert "**Performance regression**" in md.read_text() and slow in md.read_text()
 
 
@@ -108,7 +108,9 @@ def test_injected_regression_is_detected(tmp_path: Path) -> None:
 def test_noise_only_is_not_flagged(tmp_path: Path) -> None:
     proc = harness("compare", "--results", str(history_of(tmp_path, 12)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "4 no change" in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert not any(s.startswith(("lower", "higher")) for s in lines)
+    assert sum(s.startswith(("equivalent", "undecided")) for s in lines) == 4
 
 
 @pytest.mark.process
@@ -261,7 +263,7 @@ def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
     assert "skipped 1 benchmark" in proc.stdout
     proc = harness("compare", "--results", str(results))
     assert proc.returncode == 1, proc.stdout
-    assert sum(s.startswith("regression") for s in proc.stdout.splitlines()) == 4
+    assert sum(s.startswith("lower") for s in proc.stdout.splitlines()) == 4
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     proc = harness("ingest", str(bad), "--results", str(results))

@@ -10,8 +10,6 @@ import pytest
 from harness.analysis import nightly as nightly_module
 from harness.analysis.nightly import (
     EXIT_CODES,
-    IMPROVEMENT,
-    NO_CHANGE,
     REGRESSION,
     REVERTED,
     UNDECIDED,
@@ -24,6 +22,7 @@ from harness.analysis.nightly import (
     tonight,
 )
 from harness.analysis.nightly_calibration import Scenario, calibrate
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER
 
 RULES = Rules()
 
@@ -52,9 +51,9 @@ def test_night_of_is_the_geometric_mean_with_its_standard_error() -> None:
 @pytest.mark.parametrize(
     "ratio, se, verdict",
     [
-        (0.95, 0.004, REGRESSION),
-        (1.05, 0.004, IMPROVEMENT),
-        (1.0, 0.004, NO_CHANGE),
+        (0.95, 0.004, LOWER),
+        (1.05, 0.004, HIGHER),
+        (1.0, 0.004, EQUIVALENT),
         (0.975, 0.004, UNDECIDED),  # the CI straddles 0.98
         (0.99, 0.05, UNDECIDED),  # too wide to say
     ],
@@ -69,7 +68,7 @@ def test_the_first_night_is_judged_against_the_reference(ratio: float, se: float
 def test_a_night_is_judged_against_its_baselines_level_not_the_reference() -> None:
     # a candidate steadily 4 % slower than the reference: no change tonight
     change = tonight(series([0.96, 0.961, 0.959]), night(0.96), RULES)
-    assert change.verdict == NO_CHANGE
+    assert change.verdict == EQUIVALENT
     assert change.ratio == pytest.approx(1.0, abs=0.002)
     assert change.baseline == ("n0", "n1", "n2")
 
@@ -88,7 +87,7 @@ def test_a_step_is_an_alarm_on_its_night_only_and_the_change_point_confirms_it()
     verdicts = judge(series(QUIET + [0.95, 0.951, 0.949, 0.95, 0.952]), RULES)
     assert [v.alarms for v in verdicts[:10]] == [()] * 10
     assert verdicts[10].alarms == (REGRESSION,)
-    assert all(v.change.verdict == NO_CHANGE for v in verdicts[11:])  # its night starts the baseline
+    assert all(v.change.verdict == EQUIVALENT for v in verdicts[11:])  # its night starts the baseline
     found = [v.change_point for v in verdicts if v.change_point is not None]
     assert len(found) == 1
     cp = found[0]
@@ -99,7 +98,7 @@ def test_a_step_is_an_alarm_on_its_night_only_and_the_change_point_confirms_it()
 
 def test_a_small_step_below_rule_a_is_found_by_the_change_point_as_a_new_alarm() -> None:
     verdicts = judge(series(QUIET + [0.985, 0.986, 0.984, 0.985, 0.986]), RULES)
-    assert all(v.change.verdict != REGRESSION for v in verdicts)
+    assert all(v.change.verdict != LOWER for v in verdicts)
     first = next(i for i, v in enumerate(verdicts) if v.change_point is not None)
     cp = verdicts[first].change_point
     assert cp is not None and cp.label == "n10" and cp.new
@@ -182,7 +181,7 @@ def test_a_one_night_glitch_is_reverted_not_a_second_alarm() -> None:
     assert verdicts[10].alarms == (REGRESSION,)
     assert verdicts[11].change.verdict == REVERTED and verdicts[11].alarms == ()
     assert "n10" not in verdicts[11].change.baseline  # back to the level before the glitch
-    assert all(v.change.verdict == NO_CHANGE and v.alarms == () for v in verdicts[12:])
+    assert all(v.change.verdict == EQUIVALENT and v.alarms == () for v in verdicts[12:])
 
 
 def test_a_change_point_one_night_after_rule_as_alarm_is_not_new() -> None:

@@ -63,7 +63,7 @@ def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> Non
     # the default mode: B at half the speed, each side's windows with the whole machine in turn
     proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "slower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
+    assert "] lower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_mode) == {"turns"} and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
     windows = pd.read_parquet(out / "ab" / "windows")
@@ -77,7 +77,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     # B runs at half the speed; up to 6 pairs so that one disturbed pair cannot leave it undecided
     proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6", "--mode", "duet")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "slower" in proc.stdout and ": regression" in proc.stdout
+    assert "] lower" in proc.stdout and ": regression" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_side) == {"A", "B"} and cells.ab_id.nunique() == 1
     assert (cells.groupby("ab_pair").ab_side.nunique() == 2).all()  # every pair has both sides
@@ -103,7 +103,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     report = harness("report", "--results", str(out))
     assert report.returncode == 0, report.stderr
     page = (out / "report" / "report.html").read_text()
-    assert "A/B comparison in pairs" in page and "slower" in page and ">duet<" in page
+    assert "A/B comparison in pairs" in page and "lower" in page and ">duet<" in page
     assert (out / "report" / "figures" / "ab_pairs.png").is_file()
 
 

@@ -93,7 +93,7 @@ def test_exit_codes_night_after_night(tmp_path: Path, monkeypatch: pytest.Monkey
     assert md.startswith("## nightly c3: regression")
     first_change = md.splitlines()[2]
     assert (
-        first_change.startswith("- **regression** on dense/default")
+        first_change.startswith("- **lower** (a regression) on dense/default")
         and "its baseline (c1,c2)" in first_change
     )
     assert night(tmp_path, "c4") == 0  # the new level is the baseline now: reported once
@@ -105,10 +105,10 @@ def test_exit_codes_night_after_night(tmp_path: Path, monkeypatch: pytest.Monkey
     points = read_nightly(tmp_path).sort_values("timestamp")
     assert list(points["label"]) == ["c1", "c2", "c3", "c4", "c5", "c6"]
     assert list(points["verdict"].fillna("-")) == [
-        "no change",
-        "no change",
-        "regression",
-        "no change",
+        "equivalent",
+        "equivalent",
+        "lower",
+        "equivalent",
         "undecided",
         "-",
     ]

@@ -258,6 +258,19 @@ def test_next_group_fills_min_instances_first_fewest_first() -> None:
     assert turns.next_group(states[:1], min_instances=1) == 0
 
 
+def test_next_group_serves_the_headline_first_while_it_is_undecided() -> None:
+    states = [
+        GroupState("g0", 1, 10.0, ((0.1,),)),
+        GroupState("h0", 1, 10.0, ((0.1,),)),
+        GroupState("g1", 3, 10.0, (WIDE,)),
+        GroupState("h1", 3, 10.0, (NARROW,)),
+    ]
+    assert turns.next_group(states, first={1, 3}) == 1  # its minimum before g0's
+    assert turns.next_group(states[2:], first={1}) == 1  # narrower, but the headline's
+    decided = [states[2], GroupState("h1", 3, 10.0, (DIFFERENT,))]
+    assert turns.next_group(decided, first={1}) == 0  # a decided headline leaves the rest
+
+
 def test_next_group_picks_the_widest_undecided_comparison() -> None:
     states = [
         GroupState("decided", 3, 10.0, (DIFFERENT, SAME_)),

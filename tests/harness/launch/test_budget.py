@@ -4,6 +4,7 @@ that fails leaving its group, and the rows and ratios written."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 from pathlib import Path
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.contract.events import Event
+from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch import budget
 from harness.launch.peak import PeakLog
@@ -314,3 +316,52 @@ def test_members_that_do_not_fit_together_are_measured_one_by_one(
     assert rows[TWO.id]["scaling_efficiency"] == pytest.approx(0.55, rel=0.05)
     (scaling,) = [r for r in result.ratios if r["relation"] == "scaling"]
     assert scaling["ratio"] is None and "did not fit in memory together" in scaling["note"]
+
+
+def test_the_headline_races_each_contender_against_the_fastest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fit = Cell(model="dense", strategy="default", batch=32, loop="fit")
+    other = Cell(model="dense", strategy="default", batch=32, tenants=2)  # no contender
+    protocol = Protocol(processes=3, max_processes=6, budget_min=10.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    speeds = {DEFAULT.id: 1000.0, ONE.id: 900.0, TWO.id: 1500.0, fit.id: 1200.0, other.id: 1800.0}
+    calls = _fake(monkeypatch, protocol, clock, speeds, noise=0.001)
+
+    result = budget.run_in_turns(
+        [DEFAULT, ONE, TWO, fit, other],
+        protocol,
+        Platform(),
+        tmp_path / "results",
+        peaks=PeakLog(Platform(), ()),
+        clock=clock,
+        contenders=(DEFAULT.id, ONE.id, TWO.id, fit.id),
+    )
+
+    assert calls[:3] == ["h0"] * 3 and "g0" in calls and not [c for c in calls if c.startswith("r")]
+    raced = {r["subject"]: r for r in result.ratios if r["relation"] == "fastest"}
+    assert set(raced) == {DEFAULT.id, ONE.id, fit.id}  # each against TWO, the fastest
+    assert {r["reference"] for r in raced.values()} == {TWO.id}
+    assert raced[fit.id]["ratio"] == pytest.approx(1200 / 1500, rel=0.01)
+    assert all(r["verdict"] == "lower" and r["group"] == "h0" for r in raced.values())
+    inside = {(r["relation"], r["subject"]) for r in result.ratios if r["group"] == "h0"}
+    assert ("loop", fit.id) in inside and ("scaling", TWO.id) in inside
+    assert {r["group"] for r in result.ratios if r["relation"] == "cotenancy"} == {"g0"}
+
+
+def test_a_selection_whose_minimum_cannot_fit_is_refused_with_what_would() -> None:
+    protocol = Protocol(processes=3, budget_min=1.0, blocks=4)
+    plan = budget.Plan.of(protocol, 0.0)
+    cells = [DEFAULT, ONE, TWO, Cell(model="cnn", strategy="default", batch=32)]
+    found = budget.plan_groups(cells, (), 8)
+    need = budget.minimum_s(found, protocol, plan)
+    # 3 instances of a 3-member and a 1-member group, 2 peaks and the end kept
+    members = 3 + 1
+    turns = budget.PRIOR_STRETCH * members * 2 * 4 * protocol.turn_s
+    assert need == pytest.approx(3 * (members * budget.PRIOR_MEMBER_S + turns) + 2 * budget.PRIOR_PEAK_S + 15)
+    with pytest.raises(HarnessError) as info:
+        budget.check_minimum(found, protocol, plan)
+    text = str(info.value)
+    assert "--budget-min 1;" in text and f"--budget-min {math.ceil(need / 60)} or more" in text
+    assert "--model cnn" in text  # the model that fits alone
+    budget.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan)

@@ -35,6 +35,16 @@ def test_an_undecided_ratio_says_what_would_decide_it() -> None:
     assert row["extra_instances"] > 0 and row["extra_s"] == pytest.approx(40.0 * row["extra_instances"])
 
 
+def test_a_ratio_the_false_discovery_control_holds_back_is_undecided_with_more_to_come() -> None:
+    clear = (0.10, 0.15, 0.05, 0.12)  # p 0.015, CI [1.04, 1.19]: decided on its own
+    flat = (0.01, -0.01, 0.02, -0.02)  # five of them: p near 1
+    rows = ratio_rows(
+        [Measured(OP, "g0", clear, (), 10.0)] + [Measured(OP, "g0", flat, (), 10.0)] * 5, BASE, 6, 0.2
+    )
+    assert rows[0]["ratio_ci_low"] > 1.0 and rows[0]["p_value"] > 0.05 / 6  # over BH's first step
+    assert rows[0]["verdict"] == "undecided" and rows[0]["extra_instances"] >= 1
+
+
 def test_the_cell_row_takes_scaling_efficiency_from_turns() -> None:
     (ratio,) = ratio_rows([Measured(SCALING, "g0", (0.6, 0.62, 0.61), (), 1.0)], BASE, 6, 0.2)
     row = with_turn_ratios({"cell_id": "two", "status": "ok", "scaling_efficiency": 0.1}, [ratio])

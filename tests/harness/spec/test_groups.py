@@ -21,6 +21,7 @@ from harness.spec.groups import (
     comparisons,
     default_max_live,
     groups,
+    headline_groups,
     race_groups,
     turn_order,
     unmeasurable,
@@ -114,6 +115,58 @@ def test_cross_device_ops_only_on_several_devices() -> None:
     assert _found([ring, auto]) == {(Relation.CROSS_DEVICE_OPS, ring.id, auto.id)}
     # no option axis: central storage has nothing to compare at any device count
     assert comparisons([Cell(strategy="central_storage", replicas=2)]) == []
+
+
+def test_a_cell_compared_with_the_default_option_is_compared_with_nothing_else() -> None:
+    one = Cell(strategy="mirrored", replicas=1)
+    auto2, hc2 = (
+        Cell(strategy="mirrored", replicas=2, cross_device_ops=o) for o in ("auto", "hierarchical_copy")
+    )
+    plain = Cell(strategy="default")
+    found = _found([plain, one, auto2, hc2])
+    assert {(r, s) for r, s, _ in found if s == hc2.id} == {(Relation.CROSS_DEVICE_OPS, hc2.id)}
+    assert (Relation.SCALING, auto2.id, one.id) in found and (Relation.STRATEGY, auto2.id, plain.id) in found
+    # without the default option in the selection, the option's cell keeps its own comparisons
+    assert (Relation.SCALING, hc2.id, one.id) in _found([plain, one, hc2])
+
+
+def _model_cells(model: str) -> list[Cell]:
+    return [
+        Cell(model=model, strategy="default", batch=64),
+        Cell(model=model, strategy="default", batch=64, loop="fit"),
+        Cell(model=model, strategy="mirrored", batch=64),
+        Cell(model=model, strategy="mirrored", replicas=2, batch=64),
+        Cell(model=model, strategy="mirrored", replicas=2, batch=64, cross_device_ops="hierarchical_copy"),
+        Cell(model=model, strategy="default", batch=64, tenants=2),
+    ]
+
+
+def test_headline_groups_race_each_models_contenders_and_groups_measure_the_rest() -> None:
+    cells = _model_cells("cnn") + _model_cells("dense")
+    contenders = {c.id for c in cells if c.tenants == 1 and c.cross_device_ops != "hierarchical_copy"}
+    contenders.add(cells[-1].id)  # a co-tenant cell is no configuration to race
+    heads = headline_groups(cells, contenders, max_live=8)
+    assert [g.name for g in heads] == ["h0", "h1"] and all(g.race for g in heads)
+    assert [[m.cell.id for m in g.members] for g in heads] == [
+        [c.id for c in cells[:4]],
+        [c.id for c in cells[6:10]],
+    ]
+    inside = {(c.relation, c.subject) for c in heads[0].comparisons}
+    assert (Relation.LOOP, cells[1].id) in inside and (Relation.SCALING, cells[3].id) in inside
+    rest = groups(cells, 8, heads)
+    covered = {c for g in heads + rest for c in g.comparisons}
+    assert covered == set(comparisons(cells))  # every comparison, once
+    assert not any({c.id for c in cells[:4]} >= {m.key for m in g.members} for g in rest)
+    assert not any(g.race for g in rest) and rest[0].name == "g0"
+
+
+def test_a_contender_past_max_live_is_left_to_the_other_groups() -> None:
+    cells = _model_cells("cnn")[:4]
+    heads = headline_groups(cells, {c.id for c in cells}, max_live=3)
+    assert [len(g.members) for g in heads] == [3]
+    left = groups(cells, 3, heads)
+    assert any(cells[3].id in {m.key for m in g.members} for g in left)
+    assert headline_groups(cells[:1], {cells[0].id}, max_live=3) == []  # one contender: no race
 
 
 def test_strategy_against_the_reference_at_the_per_replica_batch() -> None:
