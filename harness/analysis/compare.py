@@ -1,7 +1,7 @@
 """``python -m harness compare``: the nightly regression gate over the results history.
 
 Every ok cell of the candidate run(s) is a series (cell id x fingerprint); the baseline runs of the
-same series give its history of run medians; :mod:`harness.gate` judges it, one observation per run
+same series give its history of run medians; :mod:`harness.analysis.gate` judges it, one observation per run
 (the median of that run's timed windows).
 A cell that was ok in the baseline and is failed or invalid in the candidate is a regression too
 ("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough history (no

@@ -20,6 +20,7 @@ from typing import Any
 from harness.contract.records import Status
 from harness.formulas import stats
 from harness.formulas.verdicts import phrase
+from harness.spec.groups import Relation
 
 CELL_AXES = (
     "model",
@@ -184,16 +185,16 @@ def all_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Finding]]:
     return out
 
 
-RELATION_TITLES = {
-    "fastest": "Which configuration is fastest: each model's contenders raced in turns against the fastest of them",
-    "scaling": "Scaling: throughput against the 1-device cell (the ratio shown is the efficiency)",
-    "strategy": "Strategy: throughput against default at the same model, batch and loop",
-    "cross_device_ops": "Cross-device ops: against auto at the same replicas",
-    "accumulation": "Gradient accumulation: k micro-batches per update against 1",
-    "loop": "Training loop: Keras fit against the custom loop",
-    "cotenancy": "Co-tenants: T processes' aggregate against one alone",
-    "shared": "A co-tenant from another framework: each side together against itself alone",
-    "ab": "A/B: side B against side A",
+RELATION_TITLES: dict[Relation, str] = {
+    Relation.FASTEST: "Which configuration is fastest: each model's contenders raced in turns against the fastest of them",
+    Relation.SCALING: "Scaling: throughput against the 1-device cell (the ratio shown is the efficiency)",
+    Relation.STRATEGY: "Strategy: throughput against default at the same model, batch and loop",
+    Relation.CROSS_DEVICE_OPS: "Cross-device ops: against auto at the same replicas",
+    Relation.ACCUMULATION: "Gradient accumulation: k micro-batches per update against 1",
+    Relation.LOOP: "Training loop: Keras fit against the custom loop",
+    Relation.COTENANCY: "Co-tenants: T processes' aggregate against one alone",
+    Relation.SHARED: "A co-tenant from another framework: each side together against itself alone",
+    Relation.AB: "A/B: side B against side A",
 }
 """Each relation of the ratios table, as the report titles it (in this order)."""
 
@@ -218,7 +219,7 @@ def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, 
     by_id = {r.get("cell_id"): r for r in rows}
     parts = []
     for relation, title in RELATION_TITLES.items():
-        mine = [r for r in ratios if r.get("relation") == relation]
+        mine = [r for r in ratios if r.get("relation") == relation.value]
         if not mine:
             continue
         items = []

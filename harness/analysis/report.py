@@ -392,7 +392,7 @@ def write_report(
     collectives: pd.DataFrame | None = None,
     ratios: pd.DataFrame | None = None,
 ) -> list[Path]:
-    """Every figure of :data:`harness.plots.REPORT_FIGURES` that the rows support, then
+    """Every figure of :data:`harness.analysis.plots.REPORT_FIGURES` that the rows support, then
     ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
     paired = rows[rows["ab_id"].notna()] if "ab_id" in rows else rows.iloc[0:0]
     rows = newest_per_cell(rows.drop(paired.index))

@@ -114,7 +114,8 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="time the parts of an update (compute, all-reduce, input, dispatch) in each "
         "cell's first instance, or not (--no-breakdown); a few seconds per cell (207 of the "
-        "default sweep's 860 s on 2 cores, which therefore skips it). Default: the sweep's",
+        "default sweep's 860 s on 2 cores, which therefore skips it). Default: the sweep's; on for "
+        "cells chosen by axis flags alone",
     )
     p.add_argument(
         "--no-fork",
@@ -197,8 +198,9 @@ def select(args: argparse.Namespace) -> Selection:
         args.model = ",".join(resolve_model(m.strip()) for m in args.model.split(",") if m.strip())
     overrides = {a.name: a.parse(getattr(args, a.name)) for a in AXES if getattr(args, a.name) is not None}
     sweep = get_sweep(args.sweep or ("equivalence" if args.command == "verify" else "default"))
-    if args.sweep is None and overrides:
-        sweep = Sweep("custom", "axes from the command line", protocol=sweep.protocol)
+    if args.sweep is None and overrides:  # the default sweep's protocol, with the step breakdown
+        protocol = dataclasses.replace(sweep.protocol, breakdown=True)
+        sweep = Sweep("custom", "axes from the command line", protocol=protocol)
     max_bytes = _max_bytes(args, sweep)
     if sweep.kind == "collectives":  # --replicas sizes mirrored, --workers multi_worker_mirrored
         sweep = collectives_sweep(overrides.pop("replicas", (2, 3, 4)), overrides.pop("workers", (2, 3, 4)))

@@ -430,8 +430,3 @@ def turn_units(member: Member) -> list[TurnUnit]:
     if member.cell.tenant_framework == NONE:
         return [TurnUnit(member)]
     return [TurnUnit(member), TurnUnit(member, "tenant"), TurnUnit(member, "together")]
-
-
-def member_ends(instances: Sequence[Instance], key: str) -> list[CellEnd]:
-    """Every end of member ``key`` over completed instances."""
-    return [i.ends[key] for i in instances if not i.dropped and key in i.ends]

@@ -23,8 +23,6 @@ MAX_REL_ERROR = 1e-6
 """Largest relative deviation from n(n+1)/2 accepted as a right sum (float32 sums of small integers
 are exact; any deviation is a wrong reduction)."""
 
-FACT_KEYS = ("fingerprint", "device_kind", "device_name", "host_cores", "tf_version")
-
 
 def topology_columns(cell: Cell, facts: Facts | None) -> CollectiveRow:
     """What every row of the topology shares: strategy, op, replicas, workers, devices, facts."""

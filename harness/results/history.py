@@ -199,14 +199,6 @@ def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) 
     return [float(x) for x in sel.sort_values("timestamp")["examples_per_sec"]]
 
 
-def window_rates(windows: pd.DataFrame, run_ids: Sequence[str], cell_id: str) -> list[float]:
-    """The timed windows' throughputs of one cell in the given runs (one row per window: worker 0)."""
-    sel = windows[
-        windows["run_id"].isin(list(run_ids)) & (windows["cell_id"] == cell_id) & (windows["worker"] == 0)
-    ]
-    return [float(x) for x in sel["examples_per_sec"].dropna()]
-
-
 def describe(all_runs: pd.DataFrame, run_ids: Sequence[str]) -> dict[str, Any]:
     """A short description of a set of runs, for printing."""
     sel = all_runs[all_runs["run_id"].isin(list(run_ids))]

@@ -1,9 +1,8 @@
-"""Cells, sweeps and their validation: pure data and pure functions, no TensorFlow.
-
-A :class:`Cell` is one fully specified measurement. A :class:`Sweep` is a named grid of axis values
-expanded by :func:`expand`. Bad user input raises :class:`HarnessError` naming the value and the accepted
-ones; a combination TensorFlow cannot run correctly on this :class:`Platform` is kept and explained by
-:func:`unsupported_reason`.
+"""The axes a cell is made of (:data:`AXES`: name, accepted values, default, how the command line
+spells them), as pure data, no TensorFlow. Bad user input raises :class:`HarnessError` naming the
+value and the accepted ones. A cell is :class:`harness.spec.cell.Cell`; a sweep of axis values is
+:class:`harness.spec.sweep.Sweep`, expanded by :func:`harness.spec.sweep.expand`; a combination
+TensorFlow cannot run is explained by :func:`harness.spec.rules.unsupported_reason`.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def weights_digest(model: Any) -> str:
 
 @dataclass(frozen=True)
 class BuiltCell:
-    """A cell ready to train (see :class:`harness.loops.Trainer`)."""
+    """A cell ready to train (see :class:`harness.worker.build.loops.Trainer`)."""
 
     strategy: Any
     model: Any

@@ -2,7 +2,7 @@
 
 ``run(steps)`` trains and returns the last loss, fetched to the host; ``windows(steps, n)`` runs n
 back-to-back windows and returns each one's seconds (each window ends in a host sync that also bounds
-the next one's start) and the last loss. See :class:`harness.loops.Trainer`.
+the next one's start) and the last loss. See :class:`harness.worker.build.loops.Trainer`.
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ from harness.spec.models import (
     Layer,
     ModelInfo,
     ModelRef,
-    cnn_layers,
-    dense_layers,
     parse_ref,
     training_flops,
 )
@@ -132,14 +130,19 @@ class ModelSpec:
         return None if self.layers is None else training_flops(self.layers())
 
 
-MODELS: dict[str, ModelSpec] = {
-    "cnn": ModelSpec(build_cnn, cnn_layers),
-    "dense": ModelSpec(build_dense, dense_layers),
-    "resnet50": ModelSpec(build_resnet50),
-    "mobilenetv2": ModelSpec(build_mobilenetv2),
-    "transformer": ModelSpec(build_transformer),
+BUILDERS: dict[str, Callable[[], Any]] = {
+    "cnn": build_cnn,
+    "dense": build_dense,
+    "resnet50": build_resnet50,
+    "mobilenetv2": build_mobilenetv2,
+    "transformer": build_transformer,
 }
-"""Built-in model name -> its builder (:data:`harness.spec.models.MODELS` describes each)."""
+"""Built-in model name -> its builder; :data:`harness.spec.models.MODELS` is the one registry of
+names, descriptions and FLOP-bearing layers."""
+
+MODELS: dict[str, ModelSpec] = {name: ModelSpec(BUILDERS[name], info.layers) for name, info in INFO.items()}
+"""Built-in model name -> how to build it and its analytic layers (a KeyError here, at import, when a
+model of the registry has no builder)."""
 
 
 def _user_function(ref: ModelRef) -> Callable[..., Any]:

@@ -70,3 +70,10 @@ def test_describe_without_ci_and_invalid_rows_are_left_out():
     assert "no CI" in findings.describe(stats.Ratio(1.2, float("nan"), float("nan"), 1, 1))
     page = findings.render_html(ROWS)
     assert "fastest" in page and "gradient accumulation" in page and "500" not in page
+
+
+def test_every_relation_has_a_title_in_the_report() -> None:
+    from harness.analysis.findings import RELATION_TITLES
+    from harness.spec.groups import Relation
+
+    assert set(RELATION_TITLES) == set(Relation)  # a relation without one would drop out of the report

@@ -119,7 +119,7 @@ def _run(
 ) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
     out = tmp_path / "results"
     env = {"TMPDIR": str(tmp_path), **({"HARNESS_INJECT_FAULT": fault} if fault else {})}
-    fast = [a for a in FAST if a != "--no-breakdown"] if breakdown else FAST
+    fast = [*(a for a in FAST if a != "--no-breakdown"), "--breakdown"] if breakdown else FAST
     proc = harness("run", "--out", str(out), *fast, "--processes", "1", *args, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert worker_processes(str(tmp_path)) == []
