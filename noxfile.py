@@ -159,7 +159,7 @@ LINTED = ("harness", "tests", "benchmarks")
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check) over harness, tests and benchmarks, and mypy over harness, strict
-    on spec, contract, formulas and analysis (settings: ``pyproject.toml``). Installs no TensorFlow:
+    on spec, contract, formulas, analysis and results (settings: ``pyproject.toml``). Installs no TensorFlow:
     the worker imports it lazily and mypy treats it as untyped."""
     session.install("-e", ".[lint]")
     session.run("ruff", "check", *LINTED)
