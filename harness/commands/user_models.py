@@ -82,4 +82,4 @@ def resolve_model(text: str) -> str:
         )
     _defines(path, function, text)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    return ModelRef(pinned, function, digest).text
+    return ModelRef(pinned, function, digest)

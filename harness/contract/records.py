@@ -28,6 +28,9 @@ class Status(StrEnum):
     """Crashed or timed out (the reason names the task and the phase)."""
     INVALID = "invalid"
     """Ran, but an integrity check failed: the row carries no figure of any kind."""
+    NOT_MEASURED = "not measured"
+    """Runnable, but the run's budget was spent (or the run stopped) before any process of it
+    started; the reason says which."""
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,9 @@ class CellRow(TypedDict, total=False):
         Col(
             "",
             "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
-            "(crashed or timed out), invalid (ran, but an integrity check failed).",
+            "(crashed or timed out), invalid (ran, but an integrity check failed), not measured "
+            "(runnable, but the budget was spent or the run stopped before its first process; "
+            "reason says which).",
         ),
     ]
     reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")]

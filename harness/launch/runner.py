@@ -318,6 +318,14 @@ class RunState:
         assert self.result.time is not None
         self.result.time.add(result)
 
+    def _unreached(self) -> str:
+        """Why a runnable cell has no process: the run stopped, or its budget was spent."""
+        if self.result.stopped:
+            return f"the run stopped before its first process ({self.result.stopped[:200]})"
+        if self.result.interrupted:
+            return "the run was interrupted before its first process"
+        return f"the budget ({self.protocol.budget_min:g} min) was spent before its first process"
+
     def ok_so_far(self, cell: Cell) -> bool:
         return all(r.row.get("status") == Status.OK for r in self.evidence[cell.id])
 
@@ -369,6 +377,15 @@ class RunState:
             }
             for c, why in self.planned
             if why is not None
+        ]
+        rows += [
+            {
+                **not_measured_row(c, self.protocol, Status.NOT_MEASURED, self._unreached(), self.facts),
+                **self.base,
+                "timestamp": stamp,
+            }
+            for c in self.runnable
+            if not self.evidence[c.id]
         ]
         for row in rows:
             self.files.write_row(len(self.result.rows), row)

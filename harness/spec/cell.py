@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.spec.axes import AXES, AXIS_BY_NAME
 from harness.spec.frameworks import NONE
-from harness.spec.models import model_label
+from harness.spec.models import as_model, model_label
 from harness.spec.strategies import STRATEGIES, Strategy, Task
 
 
@@ -41,6 +41,7 @@ class Cell:
         and strong scaling are the same measurement, and so are the cross-device ops and the
         collective communications (TensorFlow skips the reduce of a single value:
         ``CrossDeviceOps.reduce``'s one-value shortcut)."""
+        object.__setattr__(self, "model", as_model(self.model))  # a user's model: a ModelRef
         AXIS_BY_NAME["strategy"].check(self.strategy)
         for axis in AXES:
             if getattr(self, axis.name) != axis.inapplicable or not axis.applies_to:

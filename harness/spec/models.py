@@ -161,15 +161,27 @@ REF = re.compile(r"^(?P<source>[^@]+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)@(?P<d
 (``--model FILE.py:function`` resolved by :func:`harness.commands.selection.resolve_model`)."""
 
 
-@dataclass(frozen=True)
-class ModelRef:
+class ModelRef(str):
     """A user's model: the file (absolute path) or module that defines it, the function that
     returns the Keras model, and the first 12 hex digits of the source's SHA-256 (a changed file
-    is another series)."""
+    is another series). It is also its text, ``<source>:<function>@<digest>``, so a cell, a job
+    file or a parquet column holds it as the string it is; a :class:`harness.spec.cell.Cell`
+    built from that string holds a ModelRef again (:func:`as_model`)."""
 
     source: str
     function: str
     digest: str
+
+    def __new__(cls, source: str, function: str, digest: str) -> ModelRef:
+        ref = super().__new__(cls, f"{source}:{function}@{digest}")
+        ref.__dict__.update(source=source, function=function, digest=digest)
+        return ref
+
+    def __reduce__(self) -> tuple[type[ModelRef], tuple[str, str, str]]:
+        return ModelRef, (self.source, self.function, self.digest)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a ModelRef is immutable: cannot set {name}")
 
     @property
     def is_file(self) -> bool:
@@ -183,19 +195,26 @@ class ModelRef:
 
     @property
     def text(self) -> str:
-        return f"{self.source}:{self.function}@{self.digest}"
+        return str(self)
 
 
 def parse_ref(model: str) -> ModelRef | None:
-    """The user model a cell's ``model`` names, or None for a built-in name (or anything else)."""
+    """The user model ``model`` names (its text, :data:`REF`), or None for a built-in name (or
+    anything else). The one place a model's text is parsed."""
+    if isinstance(model, ModelRef):
+        return model
     found = REF.match(model)
     return None if found is None else ModelRef(found["source"], found["function"], found["digest"])
 
 
+def as_model(model: str) -> str:
+    """A cell's model: a ModelRef for a user's model's text, else the built-in name unchanged."""
+    return parse_ref(model) or model
+
+
 def model_label(model: str) -> str:
     """What a cell id shows for ``model``: the built-in name, or a user model's label."""
-    ref = parse_ref(model)
-    return model if ref is None else ref.label
+    return model.label if isinstance(model, ModelRef) else model
 
 
 LOSS_NAMES = ("auto", "sparse_categorical_crossentropy", "binary_crossentropy", "mse")

@@ -20,7 +20,6 @@ from harness.spec.models import (
     Layer,
     ModelInfo,
     ModelRef,
-    parse_ref,
     training_flops,
 )
 from harness.spec.models import MODELS as INFO
@@ -201,16 +200,16 @@ def user_builder(ref: ModelRef, batch: int) -> Callable[[], Any]:
 
 
 def spec_of(model: str, batch: int) -> ModelSpec:
-    """The builder of a cell's model: a built-in one, or a user's (:func:`user_builder`)."""
-    ref = parse_ref(model)
-    return MODELS[model] if ref is None else ModelSpec(user_builder(ref, batch))
+    """The builder of a cell's model (:attr:`harness.spec.cell.Cell.model`): a built-in one, or a
+    user's (:func:`user_builder`)."""
+    return ModelSpec(user_builder(model, batch)) if isinstance(model, ModelRef) else MODELS[model]
 
 
 def info_of(model: str, built: Any) -> ModelInfo:
     """What the input pipeline needs of a cell's model: a built-in one's description, or one read
     from a user's built model: its first input's shape (integer inputs are token ids, below the
     first Embedding's vocabulary), and its output's last dimension as the classes."""
-    if parse_ref(model) is None:
+    if not isinstance(model, ModelRef):
         return INFO[model]
     example = built.inputs[0]
     shape = tuple(int(d) for d in example.shape[1:])

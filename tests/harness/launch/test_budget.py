@@ -365,3 +365,21 @@ def test_a_selection_whose_minimum_cannot_fit_is_refused_with_what_would() -> No
     assert "--budget-min 1;" in text and f"--budget-min {math.ceil(need / 60)} or more" in text
     assert "--model cnn" in text  # the model that fits alone
     budget.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan)
+
+
+def test_a_cell_the_budget_never_reaches_has_a_row_that_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 27 s less the 15 s kept for the end: one 10 s instance, then nothing fits
+    other = Cell(model="cnn", strategy="default", batch=32)
+    protocol = Protocol(processes=3, max_processes=3, budget_min=0.45, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, other.id: 500.0})
+
+    result = _run(tmp_path, protocol, clock, [DEFAULT, other])
+
+    assert len(calls) == 1
+    rows = {r["cell_id"]: r for r in result.rows}
+    assert rows[DEFAULT.id]["status"] == "ok"
+    assert rows[other.id]["status"] == "not measured"
+    assert rows[other.id]["reason"] == "the budget (0.45 min) was spent before its first process"

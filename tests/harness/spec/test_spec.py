@@ -598,3 +598,24 @@ def test_the_loss_is_chosen_from_the_output_and_shows_in_the_id_only_when_asked(
     assert "class ids" in (unsupported_reason(Cell(data="mnist", loss="mse"), Platform()) or "")
     with pytest.raises(HarnessError, match="--loss='hinge'"):
         Cell(loss="hinge")
+
+
+def test_a_user_model_stays_a_model_ref_through_the_cell_and_its_job_file() -> None:
+    import copy
+    import json
+    import pickle
+
+    from harness.spec.models import ModelRef
+
+    ref = ModelRef("/src/zoo.py", "mlp", "0123456789ab")
+    assert ref == "/src/zoo.py:mlp@0123456789ab" and ref.label == "zoo.mlp@01234567"
+    cell = Cell(model=ref.text, strategy="default")  # as the command line and a job file give it
+    assert isinstance(cell.model, ModelRef) and cell.model.function == "mlp"
+    assert cell.id.startswith("zoo.mlp@01234567/default/")
+    again = Cell.from_dict(json.loads(json.dumps(cell.to_dict())))
+    assert again == cell and isinstance(again.model, ModelRef)
+    for copied in (pickle.loads(pickle.dumps(ref)), copy.deepcopy(ref)):
+        assert isinstance(copied, ModelRef) and copied.digest == ref.digest and copied == ref
+    assert not isinstance(Cell(model="cnn").model, ModelRef)
+    with pytest.raises(AttributeError):
+        ref.digest = "0" * 12

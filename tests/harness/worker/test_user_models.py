@@ -40,7 +40,7 @@ def test_a_users_sequence_model_is_built_with_its_batch_and_fed_token_ids(tmp_pa
 
     ref = _ref(tmp_path, "seq")
     model = user_builder(ref, 4)()
-    info = info_of(ref.text, model)
+    info = info_of(ref, model)  # a cell holds its model as a ModelRef
 
     assert model.inputs[0].shape[0] == 4
     assert (info.input_shape, info.input_kind, info.vocab, info.classes) == ((12,), "ids", 77, 5)
