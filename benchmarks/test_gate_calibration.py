@@ -31,6 +31,7 @@ import pytest
 
 from harness.analysis import gate
 from harness.analysis.gate import GatePolicy
+from harness.formulas.verdicts import HIGHER, LOWER
 from harness.results import history
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,8 +85,8 @@ def aa_rates(
             slow = gate.judge_series(
                 series, "aa", list(v[cand] * slowdown), list(v[base]), len(medians), policy
             )
-            false_calls += same.change in (gate.REGRESSION, gate.IMPROVEMENT)
-            detected += slow.change == gate.REGRESSION
+            false_calls += same.change in (LOWER, HIGHER)
+            detected += slow.change == LOWER
             detectable.append(same.detectable)
             total += 1
     return false_calls / total, detected / total, float(np.median(detectable))

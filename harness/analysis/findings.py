@@ -213,6 +213,20 @@ def _ratio_text(r: Mapping[str, Any]) -> str:
     return text
 
 
+def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[Any, Any]) -> str:
+    """A race's head line: ``cnn: fastest default ... (9,284 examples/s); each contender against
+    it:``, or ``leading`` where a contender is not decided lower than it."""
+    leader = by_id.get(key)
+    mine = [r for r in raced if r.get("reference") == key]
+    decided = bool(mine) and all(r.get("verdict") == "lower" for r in mine)
+    word = "fastest" if decided else "leading (not decided against every contender)"
+    if leader is None:
+        return f"{key}: {word}; each contender against it:"
+    rate = leader.get("examples_per_sec")
+    figure = f" ({rate:,.0f} examples/s)" if isinstance(rate, (int, float)) and rate == rate else ""
+    return f"{leader['model']}: {word} {config(leader)}{figure}; each contender against it:"
+
+
 def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
     """The comparisons measured in turns, grouped by relation, each with its configuration."""
     esc = html.escape
@@ -225,15 +239,8 @@ def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, 
         items = []
         for i, r in enumerate(mine):
             subject, reference = by_id.get(r["subject"]), by_id.get(r["reference"])
-            if (
-                relation == "fastest"
-                and reference is not None
-                and (i == 0 or mine[i - 1]["reference"] != r["reference"])
-            ):
-                items.append(
-                    f"<li><b>{esc(str(reference['model']))}: fastest {esc(config(reference))}</b> "
-                    f"({reference['examples_per_sec']:,.0f} examples/s); each contender against it:</li>"
-                )
+            if relation == Relation.FASTEST and (i == 0 or mine[i - 1]["reference"] != r["reference"]):
+                items.append(f"<li><b>{esc(_leader_text(r['reference'], mine, by_id))}</b></li>")
             name = (
                 f"{subject['model']}, {config(subject)} against {config(reference)}"
                 if subject is not None and reference is not None

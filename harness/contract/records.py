@@ -29,8 +29,8 @@ class Status(StrEnum):
     INVALID = "invalid"
     """Ran, but an integrity check failed: the row carries no figure of any kind."""
     NOT_MEASURED = "not measured"
-    """Runnable, but the run's budget was spent (or the run stopped) before any process of it
-    started; the reason says which."""
+    """Runnable, but the run's budget was spent before any process of it started (a run that
+    stopped writes no such row: it resumes)."""
 
 
 @dataclass(frozen=True)
@@ -269,8 +269,7 @@ class CellRow(TypedDict, total=False):
             "",
             "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
             "(crashed or timed out), invalid (ran, but an integrity check failed), not measured "
-            "(runnable, but the budget was spent or the run stopped before its first process; "
-            "reason says which).",
+            "(runnable, but the run's budget was spent before its first process).",
         ),
     ]
     reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")]

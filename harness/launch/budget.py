@@ -317,6 +317,9 @@ class TurnsRun:
         """Blocks measured so far, and of them those another program disturbed (:meth:`check_busy`)."""
         self.current: float | None = None
         """When the instance under way started (None between instances)."""
+        self.ending = False
+        """No instance that is due fits any more (set after each instance, on the run's thread,
+        for the ETA, which a terminal's progress bar reads from its own thread)."""
         self.first_race: int | None = None
         """The index of the second stage's first group, once it began (0: no tie to race)."""
         self.t0 = clock()
@@ -347,9 +350,10 @@ class TurnsRun:
     def next(self, share: float = 1.0, first: int = 0) -> int | None:
         """The group (from index ``first`` on) that gets the next instance, or None when the stage
         is over: every ratio decided, every group at the most instances, or no instance that is
-        due fits in ``share`` of the budget (less :meth:`reserve_s`). Headline groups come first
+        due fits in the budget less :meth:`reserve_s` (past a group's minimum: in ``share`` of it). Headline groups come first
         (:func:`tstats.next_group`'s ``first``) until :data:`HEADLINE_SHARE` of it is spent."""
         protocol = self.run.protocol
+        whole = protocol.budget_s - self.reserve_s()
         limit = share * protocol.budget_s - self.reserve_s()
         elapsed = self.clock() - self.t0
         mine = self.groups[first:]
@@ -358,7 +362,9 @@ class TurnsRun:
         while (
             found := tstats.next_group(states, protocol.processes, protocol.max_processes, first=ahead)
         ) is not None:
-            if elapsed + self.estimate_s(mine[found]) <= limit:
+            g = mine[found]
+            # a group's minimum instances may use the whole budget; ``share`` bounds the rest
+            if elapsed + self.estimate_s(g) <= (whole if g.instances < protocol.processes else limit):
                 return first + found
             states[found] = dataclasses.replace(states[found], instances=protocol.max_processes)
         return None
@@ -405,7 +411,7 @@ class TurnsRun:
             return max(total - running, 0.0)
 
         budget = max(protocol.budget_s - self.reserve_s() - (now - self.t0), 0.0)
-        if self.current is None and self.next(1.0, self.first_race or 0) is None:
+        if self.current is None and self.ending:
             budget = 0.0  # no instance that is due fits: the run ends now
         seconds = min(max(left(protocol.processes), min(budget, left(protocol.max_processes))), budget)
         assert self.run.result.time is not None
@@ -472,7 +478,13 @@ class TurnsRun:
         """Keep one instance of group ``index`` (measured now, or read from the journal): its
         members' processes recorded, its ratios and costs kept."""
         g = self.groups[index]
-        say = progress.advance if progress is not None else lambda label, status: None
+
+        def say(label: str, status: str) -> None:
+            """The instance on the progress line, its ETA knowing whether another one fits."""
+            if progress is not None:
+                self.ending = self.next(1.0, self.first_race or 0) is None
+                progress.advance(label, status)
+
         breakdowns = self._pending_breakdowns(g.group)
         timed = sum(t.seconds for t in instance.turns if not overlapping(t.member))
         members, asked = len(g.group.members), self._asked_s(g.group)

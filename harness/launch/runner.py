@@ -319,11 +319,7 @@ class RunState:
         self.result.time.add(result)
 
     def _unreached(self) -> str:
-        """Why a runnable cell has no process: the run stopped, or its budget was spent."""
-        if self.result.stopped:
-            return f"the run stopped before its first process ({self.result.stopped[:200]})"
-        if self.result.interrupted:
-            return "the run was interrupted before its first process"
+        """Why a runnable cell of a run that ended on its own has no process."""
         return f"the budget ({self.protocol.budget_min:g} min) was spent before its first process"
 
     def ok_so_far(self, cell: Cell) -> bool:
@@ -385,7 +381,7 @@ class RunState:
                 "timestamp": stamp,
             }
             for c in self.runnable
-            if not self.evidence[c.id]
+            if not self.evidence[c.id] and not self.result.interrupted  # a stopped run resumes
         ]
         for row in rows:
             self.files.write_row(len(self.result.rows), row)

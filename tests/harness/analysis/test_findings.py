@@ -77,3 +77,33 @@ def test_every_relation_has_a_title_in_the_report() -> None:
     from harness.spec.groups import Relation
 
     assert set(RELATION_TITLES) == set(Relation)  # a relation without one would drop out of the report
+
+
+def test_a_race_head_says_fastest_only_when_every_contender_is_lower() -> None:
+    from harness.analysis.findings import turns_html
+
+    rows = [
+        {"cell_id": k, "model": "cnn", "strategy": s, "examples_per_sec": 100.0}
+        for k, s in (("a", "default"), ("b", "mirrored"), ("c", "central_storage"))
+    ]
+
+    def race(verdicts: tuple[str, str]) -> list[dict[str, object]]:
+        return [
+            {
+                "relation": "fastest",
+                "subject": s,
+                "reference": "a",
+                "ratio": 0.9,
+                "ratio_ci_low": 0.8,
+                "ratio_ci_high": 0.95,
+                "instances": 5,
+                "verdict": v,
+                "decided": v == "lower",
+            }
+            for s, v in zip(("b", "c"), verdicts, strict=True)
+        ]
+
+    assert "cnn: fastest default" in turns_html(race(("lower", "lower")), rows)
+    assert "cnn: leading (not decided against every contender) default" in turns_html(
+        race(("lower", "undecided")), rows
+    )

@@ -383,3 +383,19 @@ def test_a_cell_the_budget_never_reaches_has_a_row_that_says_so(
     assert rows[DEFAULT.id]["status"] == "ok"
     assert rows[other.id]["status"] == "not measured"
     assert rows[other.id]["reason"] == "the budget (0.45 min) was spent before its first process"
+
+
+def test_a_groups_minimum_may_use_the_whole_budget_before_the_races(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10 s an instance, 95 s less the 15 s kept: the first stage's 70% (51.5 s) would stop after
+    # 5 instances, but the minimum (3 of each of 2 groups) may use the whole 80 s
+    b64 = Cell(model="dense", strategy="default", batch=64)
+    protocol = Protocol(processes=3, max_processes=3, budget_min=95 / 60, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, b64.id: 1010.0}, noise=0.2)
+
+    _run(tmp_path, protocol, clock, [DEFAULT, b64])
+
+    assert sorted(c for c in calls if c.startswith("g")) == ["g0"] * 3 + ["g1"] * 3
+    assert clock.now <= protocol.budget_s - budget.CLOSE_S
