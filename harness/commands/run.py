@@ -276,8 +276,9 @@ def _measure(sel: Selection, out: Path) -> int:
     what = f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}{where}; results -> {out}"
     pr = sel.protocol
     if config is None:
+        named = "" if sel.sweep.name == "custom" else sel.sweep.name
         return _measure_local(
-            sel.cells, pr, sel.platform, sel.mnist_path, out, what, contenders=sel.contenders
+            sel.cells, pr, sel.platform, sel.mnist_path, out, what, contenders=sel.contenders, sweep=named
         )
     run_id = new_run_id(dt.datetime.now(dt.UTC))
     print(f"run {run_id}: {what}", flush=True)
@@ -296,6 +297,7 @@ def _measure_local(
     what: str = "",
     resumed: Resumed | None = None,
     contenders: Sequence[str] = (),
+    sweep: str = "",
 ) -> int:
     """A local run in turns, journaled (or a journaled one resumed), then its summary; ``what``:
     the run in words, on its first line after its id; ``contenders``: the headline cells' ids. A
@@ -317,6 +319,7 @@ def _measure_local(
             ),
             pr,
             Plan.of(pr, 0.0),
+            sweep,
         )
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         entry = plan_entry(

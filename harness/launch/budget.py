@@ -54,6 +54,7 @@ from harness.spec.groups import (
     headline_groups,
     race_groups,
 )
+from harness.spec.models import ModelRef
 from harness.spec.protocol import BUSY_MIN_BLOCKS, Platform, Protocol
 
 RACE_SHARE = 0.7
@@ -561,9 +562,10 @@ def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int
     return heads + groups(runnable, live, heads)
 
 
-def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan) -> None:
+def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan, sweep: str = "") -> None:
     """HarnessError, before any process starts, when the groups' minimum (:func:`minimum_s`)
-    does not fit the budget: what it would take, and what would fit."""
+    does not fit the budget: what it would take, and what would fit (``sweep``: the named sweep
+    the selection came from, which the hint keeps)."""
     need = minimum_s(found, protocol, plan)
     if need <= protocol.budget_s:
         return
@@ -573,8 +575,9 @@ def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan) -> Non
         for model in models
     }
     fits = [model for model, s in alone.items() if s <= protocol.budget_s]
+    flag = f"--sweep {sweep} " if sweep else ""
     fewer = (
-        f", or one model alone (--model {fits[0]}: about {alone[fits[0]] / 60:.1f} min)"
+        f", or one model alone ({flag}--model {_typed(fits[0])}: about {alone[fits[0]] / 60:.1f} min)"
         if fits and len(models) > 1
         else ""
     )
@@ -585,6 +588,11 @@ def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan) -> Non
         f"{PRIOR_MEMBER_S:g} s a member plus the window turns). Give --budget-min "
         f"{math.ceil(need / 60)} or more, fewer --processes, or fewer cells{fewer}."
     )
+
+
+def _typed(model: str) -> str:
+    """A cell's model as ``--model`` takes it (a user's model: FILE.py:function)."""
+    return f"{model.source}:{model.function}" if isinstance(model, ModelRef) else model
 
 
 def prior_instance_s(group: Group, plan: Plan) -> float:

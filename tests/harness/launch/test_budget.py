@@ -363,7 +363,9 @@ def test_a_selection_whose_minimum_cannot_fit_is_refused_with_what_would() -> No
         budget.check_minimum(found, protocol, plan)
     text = str(info.value)
     assert "--budget-min 1;" in text and f"--budget-min {math.ceil(need / 60)} or more" in text
-    assert "--model cnn" in text  # the model that fits alone
+    assert "(--model cnn: about" in text  # the model that fits alone
+    with pytest.raises(HarnessError, match=r"\(--sweep default --model cnn: about"):
+        budget.check_minimum(found, protocol, plan, "default")
     budget.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan)
 
 
