@@ -218,6 +218,9 @@ def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[An
     it:``, or ``leading`` where a contender is not decided lower than it."""
     leader = by_id.get(key)
     mine = [r for r in raced if r.get("reference") == key]
+    if mine and all(r.get("ratio") is None for r in mine):
+        model = leader["model"] if leader is not None else key
+        return f"{model}: not measured (each contender's note says why)"
     decided = bool(mine) and all(r.get("verdict") == "lower" for r in mine)
     word = "fastest" if decided else "leading (not decided against every contender)"
     if leader is None:

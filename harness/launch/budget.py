@@ -142,10 +142,14 @@ class GroupRun:
 
     def race(self) -> list[tuple[Comparison, tuple[float, ...], tuple[tuple[float, ...], ...]]]:
         """A race group's comparisons of each member against its :meth:`leader` (Relation.FASTEST),
-        with each instance's log ratio and block log ratios; empty for another group."""
+        with each instance's log ratio and block log ratios; before the leader is known, each
+        against the first member with no evidence (their note says why); empty for another group."""
+        if not self.group.race or len(self.group.members) < 2:
+            return []
         lead = self.leader()
         if lead is None:
-            return []
+            head = self.group.members[0].key
+            return [(Comparison(Relation.FASTEST, m.key, head), (), ()) for m in self.group.members[1:]]
         out = []
         for m in self.group.members:
             if m.key == lead:
@@ -527,7 +531,8 @@ class TurnsRun:
         g = self.groups[index]
         note = f"not measured in turns: the group's members did not fit in memory together ({reason[:200]})"
         self.unmeasured += [
-            Measured(c, g.group.name, (), (), 0.0, g.dropped + 1, note) for c in g.group.comparisons
+            Measured(c, g.group.name, (), (), 0.0, g.dropped + 1, note)
+            for c in (*g.group.comparisons, *(c for c, _, _ in g.race()))
         ]
         alone = [GroupRun(Group((m,), (), f"{g.group.name}.{i}")) for i, m in enumerate(g.group.members)]
         self.groups[index : index + 1] = alone

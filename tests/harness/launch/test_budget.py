@@ -401,3 +401,29 @@ def test_a_groups_minimum_may_use_the_whole_budget_before_the_races(
 
     assert sorted(c for c in calls if c.startswith("g")) == ["g0"] * 3 + ["g1"] * 3
     assert clock.now <= protocol.budget_s - budget.CLOSE_S
+
+
+def test_a_race_with_no_undisturbed_block_says_why_it_has_no_leader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(
+        processes=1, max_processes=1, budget_min=60.0, blocks=2, max_live=8, peak=False, busy_ok=True
+    )
+    clock = Clock()
+    _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, ONE.id: 900.0, TWO.id: 1500.0}, other_cpu_s=1.0)
+
+    result = budget.run_in_turns(
+        [DEFAULT, ONE, TWO],
+        protocol,
+        Platform(),
+        tmp_path / "results",
+        peaks=PeakLog(Platform(), ()),
+        clock=clock,
+        contenders=(DEFAULT.id, ONE.id, TWO.id),
+    )
+
+    raced = [r for r in result.ratios if r["relation"] == "fastest"]
+    assert {r["subject"] for r in raced} == {ONE.id, TWO.id} and {r["reference"] for r in raced} == {
+        DEFAULT.id
+    }
+    assert all(r["verdict"] == "not measured" and "was disturbed" in r["note"] for r in raced)
