@@ -8,6 +8,8 @@ object per line in each direction:
 parent -> worker (:class:`Grant`)         worker -> parent (:class:`Reply`)
 ``{"do": "calibrate", "window_s": s}``    ``{"done": "calibrate", "steps": n}`` after calibrating a
                                           window to about ``s`` seconds and its warm-up windows
+                                          (with ``"steps": n``, the steps an earlier instance of
+                                          the cell calibrated: only the warm-up windows)
 ``{"do": "window", "block": b}``          ``{"done": "window", "seconds": s, "cpu_s": c}``: one timed
                                           window of the calibrated steps (s seconds of wall time,
                                           c seconds of this process's CPU time, all threads)
@@ -49,6 +51,8 @@ class Hello(TypedDict):
 class Grant(TypedDict, total=False):
     do: str
     window_s: float
+    steps: int
+    """Calibrate: the window's steps an earlier instance of the same cell calibrated (skip it)."""
     block: int
     until: str
     """A co-tenant of another framework's window taken together: train until told to stop

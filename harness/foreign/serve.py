@@ -108,7 +108,8 @@ def serve(trainer: Trainer, channel: Channel, key: str, facts: TenantFacts) -> N
         assert grant is not None
         do = grant.get("do")
         if do == Do.CALIBRATE:
-            steps = calibrate(trainer.step, float(grant.get("window_s", 0.2)))
+            known = int(grant.get("steps") or 0)  # an earlier instance's: no calibration
+            steps = known or calibrate(trainer.step, float(grant.get("window_s", 0.2)))
             channel.send({"done": Do.CALIBRATE, "steps": steps})
         elif do == Do.WINDOW and grant.get("until") == UNTIL_STOP:
             channel.send(until_stopped(trainer.step, channel))

@@ -312,6 +312,9 @@ class TurnsRun:
         self.headline = any(g.group.race for g in self.groups)
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.broken_down: set[str] = set()
+        self.steps: dict[str, int] = {}
+        """By turn key: the window steps its first completed instance calibrated, which later
+        instances reuse (a calibration costs two windows a member, a tenth of a run on 2 cores)."""
         self.unmeasured: list[Measured] = []
         """Comparisons not measured in turns: a member failed, or the group fell back to one
         member at a time."""
@@ -453,7 +456,13 @@ class TurnsRun:
         self.current = self.clock()
         try:
             instance = run_instance(
-                g.group, g.instances + g.dropped, self.plan, self._options, self.launcher, f"{g.group.name}-"
+                g.group,
+                g.instances + g.dropped,
+                self.plan,
+                self._options,
+                self.launcher,
+                f"{g.group.name}-",
+                self.steps,
             )
         finally:
             self.current = None
@@ -516,6 +525,7 @@ class TurnsRun:
             return
         for m in g.group.members:
             self._record(m.cell, instance.ends[m.key])
+        self.steps.update({k: n for k, n in instance.steps.items() if n > 0 and k not in self.steps})
         g.add(instance)
         self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
         disturbed = _disturbance(instance)

@@ -255,10 +255,13 @@ def run_instance(
     options: Callable[[Member], WorkerOptions],
     launcher: Launcher = run_cell_processes,
     prefix: str = "",
+    steps: Mapping[str, int] | None = None,
 ) -> Instance:
     """Run instance ``index`` of ``group``: start every member's processes (``options(member)``:
-    the worker options of its side), grant the calibration turns, ``plan.blocks`` blocks of
-    window turns and the finishing turns; collect every member's end. Leaves no process behind."""
+    the worker options of its side), grant the calibration turns (``steps``: by turn key, the
+    window steps an earlier instance calibrated, which the member then reuses), ``plan.blocks``
+    blocks of window turns and the finishing turns; collect every member's end. Leaves no
+    process behind."""
     instance = Instance(group, index)
     t0 = instance._lap
     with tempfile.TemporaryDirectory(prefix="harness-turns-") as folder:
@@ -279,7 +282,7 @@ def run_instance(
             return next((key for key, t in threads.items() if not t.is_alive()), None)
 
         try:
-            _coordinate(coordinator, group, plan, instance, ended)
+            _coordinate(coordinator, group, plan, instance, ended, steps or {})
         except Dropped as e:
             instance.dropped, instance.culprit = str(e), e.culprit
             instance.processes = max(instance.processes, stop_instance(coordinator.path))
@@ -322,6 +325,7 @@ def _coordinate(
     plan: Plan,
     instance: Instance,
     ended: Callable[[], str | None],
+    known: Mapping[str, int] | None = None,
 ) -> None:
     """The grants of one instance (see the module docstring); Dropped when it cannot go on.
     ``ended``: the key of a member whose processes have all ended (None while all run)."""
@@ -330,7 +334,10 @@ def _coordinate(
     coordinator.gather(_expected(members), plan.ready_timeout_s, ended, plan.behind_s)
     instance.lap("start")
     for key in (k for m in members for k in _channel_keys(m)):
-        replies = coordinator.ask(key, {"do": Do.CALIBRATE, "window_s": plan.turn_s}, plan.turn_timeout_s)
+        grant: Grant = {"do": Do.CALIBRATE, "window_s": plan.turn_s}
+        if (known or {}).get(key):
+            grant["steps"] = (known or {})[key]
+        replies = coordinator.ask(key, grant, plan.turn_timeout_s)
         instance.steps[key] = int(replies[0].get("steps") or 0)
     instance.lap("calibration")
     pids = instance_processes(coordinator.path)  # every task of each member, servers included

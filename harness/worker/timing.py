@@ -140,7 +140,8 @@ def measure_in_turns(
         grant = grant or client.grant()
         if grant["do"] == Do.CALIBRATE:
             target = grant["window_s"]
-            steps = calibrate(windows, spe, dataclasses.replace(protocol, window_s=target), agree)
+            known = int(grant.get("steps") or 0)  # an earlier instance's: no calibration
+            steps = known or calibrate(windows, spe, dataclasses.replace(protocol, window_s=target), agree)
             if protocol.warmup_windows:
                 windows(steps, protocol.warmup_windows)
                 after_windows()

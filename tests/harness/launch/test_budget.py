@@ -78,7 +78,7 @@ def _fake(
     factor that alternates +-noise; ``fail``: that member's process dies in its first instance."""
     calls: list[str] = []
 
-    def fake(group, index, plan, options, launcher, prefix=""):  # type: ignore[no-untyped-def]
+    def fake(group, index, plan, options, launcher, prefix="", steps=None):  # type: ignore[no-untyped-def]
         calls.append(group.name)
         clock.now += 10.0
         instance = Instance(group, index, wall_s=10.0, processes=len(group.members))
@@ -427,3 +427,24 @@ def test_a_race_with_no_undisturbed_block_says_why_it_has_no_leader(
         DEFAULT.id
     }
     assert all(r["verdict"] == "not measured" and "was disturbed" in r["note"] for r in raced)
+
+
+def test_later_instances_reuse_the_window_steps_of_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=3, max_processes=3, budget_min=60.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0})
+    fake = budget.run_instance
+    given: list[dict[str, int]] = []
+
+    def calibrated(*args, **kwargs):  # type: ignore[no-untyped-def]
+        given.append(dict(args[6] if len(args) > 6 else kwargs.get("steps") or {}))
+        instance = fake(*args, **kwargs)
+        instance.steps = {m.key: 30 for m in instance.group.members}
+        return instance
+
+    monkeypatch.setattr(budget, "run_instance", calibrated)
+    _run(tmp_path, protocol, clock, [ONE, TWO])
+
+    assert given[0] == {} and all(g == {ONE.id: 30, TWO.id: 30} for g in given[1:]) and len(given) == 3

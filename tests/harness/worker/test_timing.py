@@ -225,3 +225,16 @@ def test_turns_time_one_window_per_grant_called_or_streamed(streamed: bool) -> N
     assert fake.calls == [4, 12, 12, 52, *([52] * (5 if streamed else 4))]
     assert streams == ([52] if streamed else [])
     assert t.final_loss == 1.0 / len(fake.calls)
+
+
+def test_turns_reuse_the_steps_an_earlier_instance_calibrated() -> None:
+    from harness.worker.timing import measure_in_turns
+
+    fake = FakeTraining()
+    grants = [{"do": "calibrate", "window_s": 0.05, "steps": 40}, *GRANTS[1:]]
+    client = FakeClient(grants)
+    t = measure_in_turns(
+        fake.run, fake.windows, 4, Protocol(warmup_windows=1, min_window_steps=10), fake.clock, client
+    )
+    assert client.replies[0] == {"done": "calibrate", "steps": 40} and t.window_steps == 40
+    assert fake.calls == [4, 40, *([40] * 4)]  # compile, the warm-up, no probe; 4 windows
