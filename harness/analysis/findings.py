@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.contract.records import Status
 from harness.formulas import stats
-from harness.formulas.verdicts import phrase
+from harness.formulas.verdicts import LOWER, phrase
 from harness.spec.groups import Relation
 
 CELL_AXES = (
@@ -221,7 +221,7 @@ def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[An
     if mine and all(r.get("ratio") is None for r in mine):
         model = leader["model"] if leader is not None else key
         return f"{model}: not measured (each contender's note says why)"
-    decided = bool(mine) and all(r.get("verdict") == "lower" for r in mine)
+    decided = bool(mine) and all(r.get("verdict") == LOWER for r in mine)
     word = "fastest" if decided else "leading (not decided against every contender)"
     if leader is None:
         return f"{key}: {word}; each contender against it:"

@@ -43,7 +43,7 @@ import numpy as np
 
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 from harness.formulas import metrics
-from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED, equivalent
 
 MAD_SCALE = 1.4826
 """MAD x 1.4826 estimates the standard deviation of normally distributed values."""
@@ -234,7 +234,7 @@ def judge_series(
         )
     scale = _z_scale(baseline, len(candidate))  # resampled: computed once for z and detectable
     z = robust_z(candidate, baseline, scale)
-    change = EQUIVALENT if 1 / (1 + policy.min_effect) <= lo and hi <= 1 + policy.min_effect else UNDECIDED
+    change = EQUIVALENT if equivalent(lo, hi, policy.min_effect) else UNDECIDED
     if hi < 1 and ratio <= 1 - policy.min_effect and z <= -policy.z_threshold:
         change = LOWER
     elif lo > 1 and ratio >= 1 + policy.min_effect and z >= policy.z_threshold:

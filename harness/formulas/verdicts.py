@@ -35,9 +35,13 @@ def judge(value: float, low: float, high: float, min_effect: float, significant:
     centre, lo, hi = math.log(value), math.log(low), math.log(high)
     if (lo > 0 or hi < 0) and abs(centre) >= band:
         return (HIGHER if centre > 0 else LOWER) if significant else UNDECIDED
-    if -band <= lo and hi <= band:
-        return EQUIVALENT
-    return UNDECIDED
+    return EQUIVALENT if equivalent(low, high, min_effect) else UNDECIDED
+
+
+def equivalent(low: float, high: float, min_effect: float) -> bool:
+    """Whether a ratio's CI [``low``, ``high``] lies inside [1 / (1 + min_effect), 1 + min_effect]:
+    no difference of ``min_effect`` or more."""
+    return 1 / (1 + min_effect) <= low and high <= 1 + min_effect
 
 
 def phrase(verdict: str, scaled: bool) -> str:

@@ -389,10 +389,10 @@ class TurnsRun:
     def reserve_s(self) -> float:
         """Seconds the budget keeps for the run's end: the closing peak process (as long as the
         first took) and :data:`CLOSE_S` for rows, costs and the report."""
-        peaks = self.run.peaks
+        if not self.run.protocol.peak:
+            return CLOSE_S
         processes = self.run.result.time.peak_processes if self.run.result.time is not None else 0
-        peak = peaks.seconds / processes if processes else (PRIOR_PEAK_S if self.run.protocol.peak else 0.0)
-        return CLOSE_S + (peak if self.run.protocol.peak else 0.0)
+        return CLOSE_S + (self.run.peaks.seconds / processes if processes else PRIOR_PEAK_S)
 
     def seconds_left(self) -> float | None:
         """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds
@@ -426,8 +426,7 @@ class TurnsRun:
         return seconds + self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
 
     def _asked_s(self, group: Group) -> float:
-        """Seconds of window turns an instance of ``group`` asks for: 2 per block per member."""
-        return len(group.members) * 2 * self.plan.blocks * self.plan.turn_s
+        return asked_s(group, self.plan)
 
     def _pending_breakdowns(self, group: Group) -> int:
         """Members of ``group`` whose step breakdown its next instance times."""
@@ -610,10 +609,14 @@ def _typed(model: str) -> str:
     return f"{model.source}:{model.function}" if isinstance(model, ModelRef) else model
 
 
+def asked_s(group: Group, plan: Plan) -> float:
+    """Seconds of window turns an instance of ``group`` asks for: 2 per block per member."""
+    return len(group.members) * 2 * plan.blocks * plan.turn_s
+
+
 def prior_instance_s(group: Group, plan: Plan) -> float:
     """An instance of ``group`` before any has ended (see :data:`PRIOR_MEMBER_S`), seconds."""
-    members = len(group.members)
-    return members * PRIOR_MEMBER_S + PRIOR_STRETCH * members * 2 * plan.blocks * plan.turn_s
+    return len(group.members) * PRIOR_MEMBER_S + PRIOR_STRETCH * asked_s(group, plan)
 
 
 def minimum_s(found: Sequence[Group], protocol: Protocol, plan: Plan) -> float:

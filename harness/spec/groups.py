@@ -427,8 +427,9 @@ def headline_groups(cells: Sequence[Cell], contenders: Collection[str], max_live
     out: list[Group] = []
     for mine in by_model.values():
         if len(mine) > 1:
-            inner = tuple(c for c in comparisons(mine))
-            out.append(Group(tuple(Member(c) for c in mine), inner, f"h{len(out)}", race=True))
+            out.append(
+                Group(tuple(Member(c) for c in mine), tuple(comparisons(mine)), f"h{len(out)}", race=True)
+            )
     return out
 
 
