@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from benchmarks.conftest import record_row
+from harness.contract.columns import flatten
 from harness.launch.platform import detect_platform
 from harness.launch.runner import RunResult, run_sweep
 from harness.spec.cell import Cell
@@ -35,10 +36,10 @@ def measured(results_dir: Path) -> RunResult:
 
 @pytest.mark.parametrize("k", KS)
 def test_accumulation(benchmark: Any, measured: RunResult, k: int) -> None:
-    row = next(r for r in measured.rows if r["cell_id"] == cell(k).id)
+    row = flatten(next(r for r in measured.rows if r.cell.cell_id == cell(k).id))
     record_row(benchmark, row, measured.windows)
     assert row["status"] == "ok", row["reason"]
-    base = next(r for r in measured.rows if r["cell_id"] == cell(1).id)
+    base = flatten(next(r for r in measured.rows if r.cell.cell_id == cell(1).id))
     assert row["allreduces_per_update"] == base["allreduces_per_update"] == 1
     assert row["allreduces_per_example"] == pytest.approx(base["allreduces_per_example"] / k)
     speedup = row["examples_per_sec"] / base["examples_per_sec"]

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from benchmarks.conftest import record_row
+from harness.contract.columns import flatten
 from harness.launch.platform import detect_platform
 from harness.launch.runner import run_sweep
 from harness.spec.cell import Cell
@@ -56,7 +57,7 @@ def plain_fit() -> float:
 
 def test_fit_and_ctl_against_plain_fit(benchmark: Any, results_dir: Path) -> None:
     result = run_sweep([FIT, *CTLS], PROTOCOL, PLATFORM, results_dir)
-    rows = {r["cell_id"]: r for r in result.rows}
+    rows = {r.cell.cell_id: flatten(r) for r in result.rows}
     assert all(r["status"] == "ok" for r in rows.values()), [r["reason"] for r in rows.values()]
     plain = plain_fit()
     fit = rows[FIT.id]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from benchmarks.conftest import record_row
+from harness.contract.columns import flatten
 from harness.launch.platform import detect_platform
 from harness.launch.runner import RunResult, run_sweep
 from harness.spec.cell import Cell
@@ -46,7 +47,7 @@ def test_cell(benchmark: Any, cell: Cell, request: pytest.FixtureRequest) -> Non
     if reason:
         pytest.skip(f"unsupported: {reason}")
     result: RunResult = request.getfixturevalue("measured")
-    row = next(r for r in result.rows if r["cell_id"] == cell.id)
+    row = flatten(next(r for r in result.rows if r.cell.cell_id == cell.id))
     record_row(benchmark, row, result.windows)
     assert row["status"] == "ok", f"{row['status']}: {row['reason']}"
     assert row["examples_per_sec"] > 0

@@ -12,16 +12,14 @@ bring people to the suite answered from a run's own rows. Pure (rows in, text an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pandas as pd
 
 from harness.analysis import findings
-from harness.contract.records import Status
+from harness.contract.columns import Estimate
+from harness.contract.records import CellRow, Status
 from harness.formulas import breakdown
-
-Row = Mapping[str, Any]
 
 PART_NAMES = {
     "compute_s": "compute",
@@ -29,54 +27,51 @@ PART_NAMES = {
     "input_s": "input",
     "dispatch_s": "dispatch",
 }
+"""The parts of an update (:func:`harness.formulas.breakdown.parts_of`'s keys), as the report names them."""
 
 
-def _num(row: Row, key: str) -> float | None:
-    v = row.get(key)
-    if v is None or (isinstance(v, float) and not math.isfinite(v)) or v is pd.NA:
-        return None
-    return float(v)
+def _has_parts(row: CellRow) -> bool:
+    b = row.breakdown
+    return breakdown.parts_of(b) is not None and breakdown.reference_step(b) is not None
 
 
-def _has_parts(row: Row) -> bool:
-    return breakdown.parts_of(row) is not None and breakdown.reference_step(row) is not None
+def _parts(row: CellRow) -> dict[str, float]:
+    return breakdown.parts_of(row.breakdown) or {}
 
 
-def _step(row: Row) -> float:
+def _step(row: CellRow) -> float:
     """The step (s per update) the row's parts were timed with (:func:`breakdown.reference_step`)."""
-    return breakdown.reference_step(row) or math.nan  # (callers check _has_parts)
+    return breakdown.reference_step(row.breakdown) or math.nan  # (callers check _has_parts)
 
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.3g}"
 
 
-def breakdown_table(rows: Sequence[Row]) -> pd.DataFrame:
+def breakdown_table(rows: Sequence[CellRow]) -> pd.DataFrame:
     """One line per ok row with its parts: milliseconds per update, share of the step they were
     timed with (parts_step_s), verdict."""
     lines = []
     for r in rows:
-        if r.get("status") != Status.OK or not _has_parts(r):
+        if r.status != Status.OK or not _has_parts(r):
             continue
-        step = _step(r)
-        line = {"model": r["model"], "configuration": findings.config(r), "step ms": _ms(step)}
+        step, parts, b = _step(r), _parts(r), r.breakdown
+        line = {"model": r.cell.model, "configuration": findings.config(r), "step ms": _ms(step)}
         for key, name in PART_NAMES.items():
-            line[f"{name} ms (share)"] = f"{_ms(_num(r, key))} ({float(r[key]) / step:.0%})"
-        line["overlap"] = f"{float(r['overlap']):+.0%}" if _num(r, "overlap") is not None else "-"
-        line["bound"] = r.get("bound") or (
-            "no verdict" if breakdown.excess(step, breakdown.parts_of(r) or {}) else "-"
-        )
+            line[f"{name} ms (share)"] = f"{_ms(parts[key])} ({parts[key] / step:.0%})"
+        line["overlap"] = f"{b.overlap:+.0%}" if b.overlap is not None and math.isfinite(b.overlap) else "-"
+        line["bound"] = b.bound or ("no verdict" if breakdown.excess(step, parts) else "-")
         lines.append(line)
     return pd.DataFrame(lines)
 
 
-def devices_working(rows: Sequence[Row]) -> list[str]:
+def devices_working(rows: Sequence[CellRow]) -> list[str]:
     """Answers to "is every device doing work?" from the integrity checks and the breakdown."""
-    multi = [r for r in rows if (r.get("replicas") or 1) * (r.get("workers") or 1) > 1]
+    multi = [r for r in rows if r.cell.replicas * r.cell.workers > 1]
     if not multi:
         return ["No cell of this run has more than one device."]
-    ok = [r for r in multi if r.get("status") == Status.OK]
-    others = len(multi) - len(ok) - sum(1 for r in multi if r.get("status") == Status.INVALID)
+    ok = [r for r in multi if r.status == Status.OK]
+    others = len(multi) - len(ok) - sum(1 for r in multi if r.status == Status.INVALID)
     out = [
         (
             f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
@@ -88,11 +83,11 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
         )
     ]
     out += [
-        f"{findings.config(r)} ({r['model']}): {r.get('status')}: {r.get('reason')}"
+        f"{findings.config(r)} ({r.cell.model}): {r.status}: {r.reason}"
         for r in multi
-        if r.get("status") == Status.INVALID
+        if r.status == Status.INVALID
     ]
-    if any(r.get("logical_devices") for r in ok):
+    if any(r.ran.logical_devices for r in ok):
         out.append(
             "Here the replicas are logical CPU devices or local processes sharing one "
             "CPU: each does work, but they share its cores, so compute per update grows "
@@ -101,12 +96,18 @@ def devices_working(rows: Sequence[Row]) -> list[str]:
     return out
 
 
-def _baseline(row: Row, rows: Sequence[Row]) -> Row | None:
-    base_id = row.get("baseline_cell_id")
-    return next((r for r in rows if r.get("cell_id") == base_id and r.get("status") == Status.OK), None)
+def _baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
+    base_id = row.efficiency.baseline_cell_id
+    return next((r for r in rows if r.cell.cell_id == base_id and r.status == Status.OK), None)
 
 
-def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
+def _efficiency_text(e: Estimate) -> str:
+    """``0.54 [0.52, 0.55]`` (no CI where its ends are unknown)."""
+    ci = f" [{e.low:.2f}, {e.high:.2f}]" if e.low is not None and e.high is not None else ""
+    return f"{e.value:.2f}{ci}"
+
+
+def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
     """Per multi-device ok row with a 1-device baseline: its efficiency, and the growth of the
     per-update time (the step each cell's parts were timed with) split into the parts (weak
     scaling: each replica's share of an update is the baseline's whole update, so perfect scaling
@@ -114,16 +115,14 @@ def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
     out = []
     for r in rows:
         base = _baseline(r, rows)
-        if r.get("status") != Status.OK or base is None or base is r or _num(r, "scaling_efficiency") is None:
+        eff = r.efficiency.scaling_efficiency
+        if r.status != Status.OK or base is None or base is r or eff.value is None:
             continue
-        lo, hi = _num(r, "scaling_efficiency_ci_low"), _num(r, "scaling_efficiency_ci_high")
-        eff = f"{float(r['scaling_efficiency']):.2f}" + (
-            f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-        )
-        text = f"{r['model']} {findings.config(r)}: efficiency {eff}"
+        text = f"{r.cell.model} {findings.config(r)}: efficiency {_efficiency_text(eff)}"
         if _has_parts(r) and _has_parts(base):
             grew = _step(r) - _step(base)
-            deltas = {name: float(r[k]) - float(base[k]) for k, name in PART_NAMES.items()}
+            mine, theirs = _parts(r), _parts(base)
+            deltas = {name: mine[k] - theirs[k] for k, name in PART_NAMES.items()}
             rest = grew - sum(deltas.values())
             text += (
                 f"; the update went from {_ms(_step(base))} to "
@@ -135,7 +134,7 @@ def what_scaling_buys(rows: Sequence[Row]) -> list[str]:
     return out or ["No multi-device cell with a 1-device baseline in this run."]
 
 
-def does_accumulation_help(rows: Sequence[Row]) -> list[str]:
+def does_accumulation_help(rows: Sequence[CellRow]) -> list[str]:
     """Every accumulation pair of the run: the throughput ratio with its CI and verdict, and the
     all-reduce time per example before and after."""
     out = []
@@ -144,15 +143,18 @@ def does_accumulation_help(rows: Sequence[Row]) -> list[str]:
         pair = [
             r
             for r in rows
-            if r.get("model") == f.model
-            and r.get("status") == Status.OK
+            if r.cell.model == f.model
+            and r.status == Status.OK
             and findings.config(r, ("model", "accum_steps")) == f.context
-            and str(r.get("accum_steps")) in (f.reference, f.changed)
+            and str(r.cell.accum_steps) in (f.reference, f.changed)
         ]
-        per_example = {}
-        for r in pair:
-            if _num(r, "allreduce_s") is not None and r.get("effective_batch"):
-                per_example[str(r["accum_steps"])] = float(r["allreduce_s"]) / r["effective_batch"]
+        per_example = {
+            str(r.cell.accum_steps): r.breakdown.allreduce_s / r.cell.effective_batch
+            for r in pair
+            if r.breakdown.allreduce_s is not None
+            and math.isfinite(r.breakdown.allreduce_s)
+            and r.cell.effective_batch
+        }
         if len(per_example) == 2 and per_example[f.reference] > 0:
             text += (
                 f"; all-reduce per example {per_example[f.reference] * 1e6:.3g} -> "

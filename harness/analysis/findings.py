@@ -13,11 +13,12 @@ Either way its verdict is higher, lower, equivalent or undecided
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.contract.records import Status
+from harness.contract.records import CellRow, Status
 from harness.formulas import stats
 from harness.formulas.verdicts import LOWER, phrase
 from harness.spec.groups import Relation
@@ -39,6 +40,14 @@ CELL_AXES = (
     "precision",
     "scaling",
 )
+"""The fields of :class:`~harness.contract.records.Axes` that tell two configurations apart."""
+
+
+def axis(row: CellRow, name: str) -> object:
+    """The value of one of :data:`CELL_AXES` in the row."""
+    if name not in CELL_AXES:
+        raise KeyError(f"{name} is not one of {CELL_AXES}")
+    return getattr(row.cell, name)
 
 
 @dataclass(frozen=True)
@@ -89,93 +98,93 @@ def describe(r: stats.Ratio) -> str:
     return f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]: {r.verdict()}"
 
 
-def figures(row: Mapping[str, Any]) -> list[float]:
-    """The row's process figures (its single figure for rows from before processes)."""
-    values = row.get("process_examples_per_sec")
-    if values is None or len(values) == 0:
-        return [float(row["examples_per_sec"])]
+def figures(row: CellRow) -> list[float]:
+    """The row's process figures, examples/s (its single figure for rows from before processes)."""
+    values = row.spread.process_examples_per_sec
+    if not values:
+        return [float(row.examples_per_sec.value or math.nan)]
     return [float(v) for v in values]
 
 
-def config(row: Mapping[str, Any], skip: Iterable[str] = ("model",)) -> str:
+SHORT = {
+    "replicas": "r",
+    "workers": "w",
+    "per_replica_batch": "b",
+    "accum_steps": "acc",
+    "steps_per_execution": "spe",
+    "tenants": "t",
+}
+"""The axes :func:`config` writes as a letter and a number."""
+
+
+def config(row: CellRow, skip: Iterable[str] = ("model",)) -> str:
     """A short text of a row's configuration, without the ``skip`` axes."""
-    parts = [
-        f"{row['strategy']}"
-        + "".join(
-            f"[{row[k]}]"
-            for k in ("cross_device_ops", "communication")
-            if row.get(k) not in (None, "none") and k not in skip
-        )
+    skip = tuple(skip)
+    options = "".join(
+        f"[{axis(row, k)}]"
+        for k in ("cross_device_ops", "communication")
+        if axis(row, k) not in (None, "none") and k not in skip
+    )
+    parts = [f"{row.cell.strategy}{options}"]
+    parts += [
+        f"{short}{axis(row, a)}" for a, short in SHORT.items() if a not in skip and axis(row, a) is not None
     ]
-    names = {
-        "replicas": "r",
-        "workers": "w",
-        "per_replica_batch": "b",
-        "accum_steps": "acc",
-        "steps_per_execution": "spe",
-        "tenants": "t",
-    }
-    for axis, short in names.items():
-        if axis not in skip and row.get(axis) is not None:
-            parts.append(f"{short}{row[axis]}")
-    parts += [str(row[a]) for a in ("loop", "precision") if a not in skip and row.get(a) is not None]
+    parts += [str(axis(row, a)) for a in ("loop", "precision") if a not in skip and axis(row, a) is not None]
     return " ".join(parts)
 
 
-def _ok(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in rows if r.get("status") == Status.OK and r.get("examples_per_sec")]
+def _ok(rows: Sequence[CellRow]) -> list[CellRow]:
+    return [r for r in rows if r.status == Status.OK and r.examples_per_sec.value]
 
 
-def fastest(
-    rows: Sequence[Mapping[str, Any]], model: str
-) -> tuple[Mapping[str, Any], list[tuple[Mapping[str, Any], stats.Ratio]]] | None:
+def fastest(rows: Sequence[CellRow], model: str) -> tuple[CellRow, list[tuple[CellRow, stats.Ratio]]] | None:
     """The model's fastest ok row and every other row tied with it (ratio to it not
     distinguishable), with that ratio; None without ok rows."""
-    mine = [r for r in _ok(rows) if r["model"] == model]
+    mine = [r for r in _ok(rows) if r.cell.model == model]
     if not mine:
         return None
-    best = max(mine, key=lambda r: r["examples_per_sec"])
+    best = max(mine, key=lambda r: r.examples_per_sec.value or 0.0)
     tied = [(r, stats.ratio(figures(r), figures(best))) for r in mine if r is not best]
     return best, [(r, q) for r, q in tied if not q.distinguishable()]
 
 
-def _key(row: Mapping[str, Any], knob: Knob) -> tuple[Any, ...]:
-    return tuple(row.get(a) for a in CELL_AXES if a != knob.axis and a not in knob.same)
+def _key(row: CellRow, knob: Knob) -> tuple[object, ...]:
+    return tuple(axis(row, a) for a in CELL_AXES if a != knob.axis and a not in knob.same)
 
 
-def effects(rows: Sequence[Mapping[str, Any]], knob: Knob) -> list[Finding]:
+def effects(rows: Sequence[CellRow], knob: Knob) -> list[Finding]:
     """Every pair of ok rows equal but for ``knob.axis``: the other value against the reference."""
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[object, ...], list[CellRow]] = {}
     for r in _ok(rows):
         groups.setdefault(_key(r, knob), []).append(r)
     found = []
     for members in groups.values():
-        values = {r.get(knob.axis) for r in members}
+        values = {axis(r, knob.axis) for r in members}
         if len(values) < 2:
             continue
         ref_value = knob.reference if knob.reference in values else min(values, key=_order)
-        ref = next(r for r in members if r.get(knob.axis) == ref_value)
+        ref = next(r for r in members if axis(r, knob.axis) == ref_value)
         for r in members:
             if r is not ref:
                 found.append(
                     Finding(
-                        r["model"],
+                        r.cell.model,
                         knob.axis,
                         str(ref_value),
-                        str(r.get(knob.axis)),
+                        str(axis(r, knob.axis)),
                         config(ref, ("model", knob.axis, *knob.same)),
                         stats.ratio(figures(r), figures(ref)),
-                        (str(r.get("cell_id")), str(ref.get("cell_id"))),
+                        (r.cell.cell_id, ref.cell.cell_id),
                     )
                 )
     return sorted(found, key=lambda f: (f.model, f.context, f.changed))
 
 
-def _order(value: Any) -> tuple[int, Any]:
+def _order(value: object) -> tuple[int, object]:
     return (0, value) if isinstance(value, (int, float)) else (1, str(value))
 
 
-def all_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Finding]]:
+def all_effects(rows: Sequence[CellRow]) -> dict[str, list[Finding]]:
     """:func:`effects` of every knob in :data:`KNOBS` that the rows vary (title -> findings)."""
     out = {}
     for knob in KNOBS:
@@ -213,27 +222,27 @@ def _ratio_text(r: Mapping[str, Any]) -> str:
     return text
 
 
-def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[Any, Any]) -> str:
+def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[str, CellRow]) -> str:
     """A race's head line: ``cnn: fastest default ... (9,284 examples/s); each contender against
     it:``, or ``leading`` where a contender is not decided lower than it."""
     leader = by_id.get(key)
     mine = [r for r in raced if r.get("reference") == key]
     if mine and all(r.get("ratio") is None for r in mine):
-        model = leader["model"] if leader is not None else key
+        model = leader.cell.model if leader is not None else key
         return f"{model}: not measured (each contender's note says why)"
     decided = bool(mine) and all(r.get("verdict") == LOWER for r in mine)
     word = "fastest" if decided else "leading (not decided against every contender)"
     if leader is None:
         return f"{key}: {word}; each contender against it:"
-    rate = leader.get("examples_per_sec")
-    figure = f" ({rate:,.0f} examples/s)" if isinstance(rate, (int, float)) and rate == rate else ""
-    return f"{leader['model']}: {word} {config(leader)}{figure}; each contender against it:"
+    rate = leader.examples_per_sec.value
+    figure = f" ({rate:,.0f} examples/s)" if rate is not None and rate == rate else ""
+    return f"{leader.cell.model}: {word} {config(leader)}{figure}; each contender against it:"
 
 
-def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
+def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[CellRow]) -> str:
     """The comparisons measured in turns, grouped by relation, each with its configuration."""
     esc = html.escape
-    by_id = {r.get("cell_id"): r for r in rows}
+    by_id = {r.cell.cell_id: r for r in rows}
     parts = []
     for relation, title in RELATION_TITLES.items():
         mine = [r for r in ratios if r.get("relation") == relation.value]
@@ -245,7 +254,7 @@ def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, 
             if relation == Relation.FASTEST and (i == 0 or mine[i - 1]["reference"] != r["reference"]):
                 items.append(f"<li><b>{esc(_leader_text(r['reference'], mine, by_id))}</b></li>")
             name = (
-                f"{subject['model']}, {config(subject)} against {config(reference)}"
+                f"{subject.cell.model}, {config(subject)} against {config(reference)}"
                 if subject is not None and reference is not None
                 else f"{r['subject']} against {r['reference']}"
             )
@@ -254,7 +263,7 @@ def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, 
     return "\n".join(parts)
 
 
-def render_html(rows: Sequence[Mapping[str, Any]], ratios: Sequence[Mapping[str, Any]] = ()) -> str:
+def render_html(rows: Sequence[CellRow], ratios: Sequence[Mapping[str, Any]] = ()) -> str:
     """The report's opening section: the comparisons measured in turns, then, from separately
     measured processes, per model the fastest and the tied (unless raced in turns) and each
     knob's effects on pairs not measured in turns."""
@@ -269,14 +278,14 @@ def render_html(rows: Sequence[Mapping[str, Any]], ratios: Sequence[Mapping[str,
     raced = {r.get("reference") for r in ratios if r.get("relation") == "fastest"}
     in_turns = {(r.get("subject"), r.get("reference")) for r in ratios}
     separate = []
-    for model in sorted({r["model"] for r in _ok(rows)}):
+    for model in sorted({r.cell.model for r in _ok(rows)}):
         top = fastest(rows, model)
-        if top is None or top[0].get("cell_id") in raced:
+        if top is None or top[0].cell.cell_id in raced:
             continue
         best, tied = top
         separate.append(
             f"<p><b>{esc(model)}</b>: fastest {esc(config(best))} at "
-            f"{best['examples_per_sec']:,.0f} examples/s; "
+            f"{best.examples_per_sec.value or math.nan:,.0f} examples/s; "
             + (
                 "not told apart from it (equivalent or undecided): "
                 + "; ".join(f"{esc(config(r))} ({q.value:.2f}x [{q.low:.2f}, {q.high:.2f}])" for r, q in tied)

@@ -25,12 +25,13 @@ import csv
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from harness.analysis.findings import describe, figures
 from harness.analysis.tables import render_table
+from harness.contract.columns import unflatten_all
+from harness.contract.records import CellRow
 from harness.errors import HarnessError
 from harness.formulas import stats
 
@@ -157,9 +158,10 @@ def evidence_ratio(candidate: pd.DataFrame, reference: pd.DataFrame) -> tuple[st
     return stats.ratio(figures(_newest(candidate)), figures(_newest(reference))), "processes"
 
 
-def _newest(rows: pd.DataFrame) -> dict[str, Any]:
-    """The last row, column -> value."""
-    return {str(k): v for k, v in rows.iloc[-1].items()}
+def _newest(rows: pd.DataFrame) -> CellRow:
+    """The last row."""
+    (row,) = unflatten_all(CellRow, rows.iloc[-1:].to_dict("records"))
+    return row
 
 
 def text_table(table: pd.DataFrame) -> str:

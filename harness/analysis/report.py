@@ -23,7 +23,8 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import explain, findings, plots, scaling
-from harness.contract.records import Status
+from harness.contract.columns import unflatten_all
+from harness.contract.records import CellRow, Status
 from harness.formulas import stats
 
 MACHINE_COLUMNS = (
@@ -41,8 +42,13 @@ MACHINE_COLUMNS = (
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows as column -> value dicts, the form the text functions take."""
+    """The rows as column -> value dicts (the ratios table's rows)."""
     return [{str(k): v for k, v in r.items()} for r in rows.to_dict("records")]
+
+
+def _cells(rows: pd.DataFrame) -> list[CellRow]:
+    """A cells frame's typed rows, in order."""
+    return unflatten_all(CellRow, rows.to_dict("records"))
 
 
 def _pct(x: float | None) -> str:
@@ -250,7 +256,7 @@ def build_html(
             )
             + ".</p>",
             "<h2>Findings</h2>",
-            findings.render_html(_records(rows), [] if ratios is None else _records(ratios)),
+            findings.render_html(_cells(rows), [] if ratios is None else _records(ratios)),
             _why(rows),
             "<h2>Measured against the scaling model</h2>",
             _predicted(rows, collectives),
@@ -284,10 +290,10 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
             "run --sweep collectives</code> to see each multi-device cell beside its predicted "
             "figure.</p>"
         )
-    lines = scaling.report_predictions(_records(rows), collectives)
+    lines = scaling.report_predictions(_cells(rows), collectives)
     if not lines:
         return "<p>No multi-device cell of this run has both a 1-device baseline and all-reduce times.</p>"
-    table = pd.DataFrame(lines)
+    table = scaling.predictions_frame(lines)
     table["measured [95% CI]"] = table.apply(
         lambda r: f"{r['measured']:,.0f} [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]", axis=1
     )
@@ -305,7 +311,7 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
 
 def _why(rows: pd.DataFrame) -> str:
     """The questions answered from the rows, then where each cell's update time goes."""
-    records = _records(rows)
+    records = _cells(rows)
     table = explain.breakdown_table(records)
     parts = (
         "<p>Measured in each cell's first process after its timed windows: every part of an "
@@ -407,7 +413,7 @@ def write_report(
         figures += draw(rows, out / "figures")
     if collectives is not None and not collectives.empty:
         figures += plots.predicted_vs_measured(
-            pd.DataFrame(scaling.report_predictions(_records(rows), collectives)), out / "figures"
+            scaling.predictions_frame(scaling.report_predictions(_cells(rows), collectives)), out / "figures"
         )
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)

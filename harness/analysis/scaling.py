@@ -32,6 +32,7 @@ fitted alpha of this machine's localhost gRPC is no guide (give --latency-us).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from harness.contract.records import Status
+from harness.contract.records import Axes, CellRow, Status
 from harness.errors import HarnessError
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
@@ -89,13 +90,13 @@ def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fi
     return AlphaBeta(float(alpha), float(beta), f"{source}: {len(pts)} rows", rms)
 
 
-def gradient_bytes(model: str, row: Mapping[str, Any] | None = None) -> int:
+def gradient_bytes(model: str, row: CellRow | None = None) -> int:
     """Bytes of one all-reduce of the model's gradients: counted by the worker (the row's
     ``gradient_bytes``), or, for an MNIST model's row stored before that column, its hand list
     (float32, one value per parameter); HarnessError when neither is known."""
-    counted = None if row is None else row.get("gradient_bytes")
-    if _known(counted):
-        return int(counted)  # type: ignore[arg-type]
+    counted = None if row is None else row.flops.gradient_bytes
+    if counted is not None:
+        return counted
     if model not in GRADIENT_SHAPES:
         raise HarnessError(
             f"the size of {model}'s gradients is unknown: its rows predate the count; re-run it"
@@ -156,7 +157,7 @@ def allreduce_time(
     model: str,
     cost: AlphaBeta,
     measured: Mapping[int, float] | None = None,
-    row: Mapping[str, Any] | None = None,
+    row: CellRow | None = None,
 ) -> tuple[float, str]:
     """The gradient all-reduce's time at n: the collectives table's own measurement of the model's
     gradient set at n when there is one, else the alpha-beta cost of its gradient bytes
@@ -171,48 +172,48 @@ def error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
-def _count(row: Mapping[str, Any], key: str, default: int) -> int:
-    """``row[key]`` as an int, ``default`` when it is missing, None or NA (a row without facts)."""
-    value = row.get(key)
-    return default if value is None or not _known(value) else int(value)
-
-
-def baseline_from_row(row: Mapping[str, Any]) -> Baseline:
+def baseline_from_row(row: CellRow) -> Baseline:
     """A :class:`Baseline` from a 1-device cell row (examples_per_sec, effective_batch, device_kind,
     host_cores, cores_per_worker)."""
-    host = _count(row, "host_cores", 1)
-    cores = _count(row, "cores_per_worker", host)
+    m = row.machine
+    host = (m.host_cores if m else None) or 1
+    cores = row.ran.cores_per_worker or host
+    batch = row.cell.effective_batch
     return Baseline(
-        float(row["effective_batch"]) / float(row["examples_per_sec"]),
-        int(row["effective_batch"]),
+        batch / float(row.examples_per_sec.value or math.nan),
+        batch,
         min(cores, host),
         host,
-        shares_cores=not (_known(row.get("device_kind")) and row["device_kind"] == "GPU"),
+        shares_cores=not (m is not None and m.device_kind == "GPU"),
     )
 
 
-def _op(row: Mapping[str, Any]) -> str:
-    """The row's all-reduce implementation: the value of its strategy's option axis."""
-    return str(STRATEGIES[row["strategy"]].option_in(row))
+def _op(a: Axes) -> str:
+    """The cell's all-reduce implementation: the value of its strategy's option axis."""
+    kind = STRATEGIES[a.strategy]
+    return str(kind.option_in({"cross_device_ops": a.cross_device_ops, "communication": a.communication}))
 
 
-MACHINE_KEYS = ("device_kind", "device_name", "host_cores")
-"""The columns cells and collectives share that say which machine measured a row. Not the
-fingerprint: it hashes the thread settings, which local multi-worker cells set per worker count."""
+def machine_keys(row: CellRow) -> dict[str, object]:
+    """The columns cells and collectives share that say which machine measured a row, with the
+    row's values. Not the fingerprint: it hashes the thread settings, which local multi-worker cells
+    set per worker count."""
+    m = row.machine
+    return {
+        "device_kind": m.device_kind if m else None,
+        "device_name": m.device_name if m else None,
+        "host_cores": m.host_cores if m else None,
+    }
 
 
-def _known(value: Any) -> bool:
-    return value is not None and not bool(pd.isna(value))
-
-
-def same_machine(collectives: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:
+def same_machine(collectives: pd.DataFrame, cell: CellRow) -> pd.DataFrame:
     """The collectives rows (a DataFrame) measured on the machine of ``cell`` (a cell row): equal
-    :data:`MACHINE_KEYS` wherever both sides know them."""
+    :func:`machine_keys` wherever both sides know them."""
     keep = np.ones(len(collectives), dtype=bool)
-    for key in MACHINE_KEYS:
-        if key in collectives and _known(cell.get(key)):
+    for key, value in machine_keys(cell).items():
+        if key in collectives and value is not None:
             column = collectives[key]
-            keep &= (column.isna() | (column == cell[key])).fillna(True).to_numpy(dtype=bool)
+            keep &= (column.isna() | (column == value)).fillna(True).to_numpy(dtype=bool)
     return collectives[keep]
 
 
@@ -223,7 +224,7 @@ COLLECTIVES_HINT = (
 
 
 def cost_from_table(
-    collectives: Any, strategy: str, op: str, model: str, cell: Mapping[str, Any] | None = None
+    collectives: Any, strategy: str, op: str, model: str, cell: CellRow | None = None
 ) -> tuple[AlphaBeta, dict[int, float]]:
     """The alpha-beta fit of the ok collectives rows (a DataFrame) of ``strategy`` [``op``] (those
     measured on ``cell``'s machine when it is given; the newest row per devices and payload), and
@@ -253,8 +254,8 @@ def cost_from_table(
             )
             raise HarnessError(
                 f"the all-reduce times of {strategy} [{op}] were measured on {', '.join(theirs)}, "
-                f"not on the 1-device cell's machine ({cell.get('device_name')}, "
-                f"{cell.get('host_cores')} cores): {COLLECTIVES_HINT}."
+                f"not on the 1-device cell's machine ({machine_keys(cell)['device_name']}, "
+                f"{machine_keys(cell)['host_cores']} cores): {COLLECTIVES_HINT}."
             )
         rows = here
     rows = rows.sort_values("timestamp").drop_duplicates(["devices", "payload", "bytes"], keep="last")
@@ -271,62 +272,74 @@ def cost_from_table(
     )
 
 
-def _series(row: Mapping[str, Any]) -> str:
-    return f"{row['strategy']}[{_op(row)}]"
+@dataclass(frozen=True)
+class PredictedCell:
+    """One measured multi-device cell beside the scaling model's prediction for it: the model,
+    cell, series (strategy[op]), config (the baseline's batch, accumulation, loop, steps per
+    execution and precision), the baseline's examples/s, devices, the measured examples/s with its
+    95% CI, the predicted examples/s, the relative error and where the all-reduce time came from."""
+
+    model: str
+    cell_id: str
+    series: str
+    config: str
+    baseline: float
+    devices: int
+    measured: float
+    measured_ci_low: float
+    measured_ci_high: float
+    predicted: float
+    error: float
+    allreduce_from: str
 
 
-def report_predictions(rows: Sequence[Mapping[str, Any]], collectives: Any) -> list[dict[str, Any]]:
+def report_predictions(rows: Sequence[CellRow], collectives: Any) -> list[PredictedCell]:
     """For each measured weak-scaling multi-device mirrored / multi_worker_mirrored row with its
     1-device baseline in ``rows``: its predicted figure from that baseline and the collectives rows
     of its op measured on its machine, and the error. Rows whose op has too few all-reduce times
-    are left out. Each line: model, cell_id, series (strategy[op]), config (the baseline's batch,
-    accumulation, loop, steps_per_execution and precision), baseline (its examples/s), devices,
-    measured (with its 95% CI: measured_ci_low, measured_ci_high), predicted, error,
-    allreduce_from."""
-    by_id = {r.get("cell_id"): r for r in rows if r.get("status") == Status.OK}
+    are left out."""
+    by_id = {r.cell.cell_id: r for r in rows if r.status == Status.OK}
     out = []
     for r in by_id.values():
-        n = int(r["replicas"]) * int(r["workers"])
-        base = by_id.get(r.get("baseline_cell_id"))
-        strong = _known(r.get("scaling")) and r["scaling"] == "strong"
-        if r["strategy"] not in ALLREDUCE_STRATEGIES or n < 2 or base is None or strong:
+        a = r.cell
+        n = a.replicas * a.workers
+        base = by_id.get(r.efficiency.baseline_cell_id or "")
+        if a.strategy not in ALLREDUCE_STRATEGIES or n < 2 or base is None or a.scaling == "strong":
             continue
         try:
-            cost = cost_from_table(collectives, r["strategy"], _op(r), r["model"], base)
-        except HarnessError:
-            continue
-        try:
-            seconds, source = allreduce_time(n, r["model"], *cost, row=base)
+            cost = cost_from_table(collectives, a.strategy, _op(a), a.model, base)
+            seconds, source = allreduce_time(n, a.model, *cost, row=base)
         except HarnessError:
             continue
         p = predict(baseline_from_row(base), n, seconds, source)
-        measured = float(r["examples_per_sec"])
+        measured = float(r.examples_per_sec.value or math.nan)
+        low, high = r.examples_per_sec.low, r.examples_per_sec.high
         out.append(
-            {
-                "model": r["model"],
-                "cell_id": r["cell_id"],
-                "series": _series(r),
-                "config": _config(base),
-                "baseline": float(base["examples_per_sec"]),
-                "devices": n,
-                "measured": measured,
-                "measured_ci_low": _float(r.get("examples_per_sec_ci_low"), measured),
-                "measured_ci_high": _float(r.get("examples_per_sec_ci_high"), measured),
-                "predicted": p.examples_per_sec,
-                "error": error(p.examples_per_sec, measured),
-                "allreduce_from": source,
-            }
+            PredictedCell(
+                model=a.model,
+                cell_id=a.cell_id,
+                series=f"{a.strategy}[{_op(a)}]",
+                config=_config(base.cell),
+                baseline=float(base.examples_per_sec.value or math.nan),
+                devices=n,
+                measured=measured,
+                measured_ci_low=measured if low is None else low,
+                measured_ci_high=measured if high is None else high,
+                predicted=p.examples_per_sec,
+                error=error(p.examples_per_sec, measured),
+                allreduce_from=source,
+            )
         )
     return out
 
 
-def _config(cell: Mapping[str, Any]) -> str:
-    """What besides the topology a 1-device cell fixes, e.g. ``b64/acc1/ctl/spe10/float32``."""
-    return (
-        f"b{cell.get('per_replica_batch')}/acc{cell.get('accum_steps')}/{cell.get('loop')}"
-        f"/spe{cell.get('steps_per_execution')}/{cell.get('precision')}"
+def predictions_frame(lines: Sequence[PredictedCell]) -> pd.DataFrame:
+    """:func:`report_predictions`' lines as a frame (one column per field)."""
+    return pd.DataFrame(
+        [dataclasses.asdict(x) for x in lines], columns=[f.name for f in dataclasses.fields(PredictedCell)]
     )
 
 
-def _float(value: Any, default: float) -> float:
-    return float(value) if _known(value) else default
+def _config(a: Axes) -> str:
+    """What besides the topology a 1-device cell fixes, e.g. ``b64/acc1/ctl/spe10/float32``."""
+    return f"b{a.per_replica_batch}/acc{a.accum_steps}/{a.loop}/spe{a.steps_per_execution}/{a.precision}"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TextIO
+from collections.abc import Iterable, Sequence
+from typing import TextIO
 
 from rich import box
 from rich.console import Console, JustifyMethod
@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.contract.records import Status
+from harness.contract.records import Axes, CellRow, Status
 from harness.formulas.breakdown import excess, parts_of, reference_step, shares
 
 
@@ -151,11 +151,39 @@ def _broken(pieces: Sequence[str], width: int) -> Text:
     return Text("\n".join(line.rstrip() for line in lines))
 
 
+def _optional(row: CellRow) -> dict[str, object]:
+    """The row's :data:`OPTIONAL_AXES`, by name."""
+    a = row.cell
+    return {
+        "data": a.data,
+        "precision": a.precision,
+        "steps_per_execution": a.steps_per_execution,
+        "loop": a.loop,
+        "accum_steps": a.accum_steps,
+        "scaling": a.scaling,
+    }
+
+
+def _strategy(a: Axes) -> str:
+    return a.strategy + "".join(
+        f"[{v}]" for v in (a.cross_device_ops, a.communication) if v not in (None, "none")
+    )
+
+
+def _topology(a: Axes) -> str:
+    return (
+        f"{a.replicas}x{a.workers}"
+        + (f"+{a.ps}ps" if a.ps else "")
+        + (f" t{a.tenants}" if (a.tenants or 1) > 1 else "")
+        + (f" +{a.tenant_framework}" if a.tenant_framework not in (None, "none") else "")
+    )
+
+
 def summary_table(
-    rows: Sequence[Mapping[str, Any]], stream: TextIO | None = None, force_terminal: bool | None = None
+    rows: Sequence[CellRow], stream: TextIO | None = None, force_terminal: bool | None = None
 ) -> str:
     """The rows as a table (see :func:`render_table`), in the order given."""
-    extra = [a for a in OPTIONAL_AXES if len({r.get(a) for r in rows}) > 1]
+    extra = [a for a in OPTIONAL_AXES if len({_optional(r)[a] for r in rows}) > 1]
     header = (
         "model",
         "strategy[cross-device ops]",
@@ -171,29 +199,17 @@ def summary_table(
     )
     lines = [header]
     for r in rows:
-        strategy = r["strategy"] + "".join(
-            f"[{r[k]}]" for k in ("cross_device_ops", "communication") if r.get(k) not in (None, "none")
-        )
-        ci = (
-            f"{_num(r.get('examples_per_sec_ci_low'), ',.0f')}..{_num(r.get('examples_per_sec_ci_high'), ',.0f')}"
-            if r.get("examples_per_sec") is not None
-            else "-"
-        )
-        status = r["status"] if r["status"] == Status.OK else f"{r['status']}: {(r.get('reason') or '')[:60]}"
-        topology = (
-            f"{r['replicas']}x{r['workers']}"
-            + (f"+{r['ps']}ps" if r.get("ps") else "")
-            + (f" t{r['tenants']}" if (r.get("tenants") or 1) > 1 else "")
-            + (f" +{r['tenant_framework']}" if r.get("tenant_framework") not in (None, "none") else "")
-        )
+        eps = r.examples_per_sec
+        ci = f"{_num(eps.low, ',.0f')}..{_num(eps.high, ',.0f')}" if eps.value is not None else "-"
+        status = str(r.status) if r.status == Status.OK else f"{r.status}: {(r.reason or '')[:60]}"
         lines.append(
             (
-                r["model"],
-                strategy,
-                topology,
-                str(r["per_replica_batch"]),
-                *(str(r.get(a)) for a in extra),
-                _num(r.get("examples_per_sec"), ",.0f") + ("*" if r.get("oversubscribed") else ""),
+                r.cell.model,
+                _strategy(r.cell),
+                _topology(r.cell),
+                str(r.cell.per_replica_batch),
+                *(str(_optional(r)[a]) for a in extra),
+                _num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
                 ci,
                 _cvs(r),
                 _efficiency(r),
@@ -204,35 +220,39 @@ def summary_table(
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
-def _cvs(r: Mapping[str, Any]) -> str:
+def _cvs(r: CellRow) -> str:
     """``between/within`` coefficients of variation, ``!`` when the cell is unstable."""
-    if r.get("cv_between_processes") is None and r.get("cv_within_process") is None:
+    s = r.spread
+    if s.cv_between_processes is None and s.cv_within_process is None:
         return "-"
-    text = f"{_num(r.get('cv_between_processes'), '.1%')}/{_num(r.get('cv_within_process'), '.1%')}"
-    return text + ("!" if r.get("unstable") else "")
+    text = f"{_num(s.cv_between_processes, '.1%')}/{_num(s.cv_within_process, '.1%')}"
+    return text + ("!" if s.unstable else "")
 
 
-def _bound(r: Mapping[str, Any]) -> str:
+def _bound(r: CellRow) -> str:
     """The part of the update with the largest share of the step, and that share (``compute 71%``);
     ``no verdict (compute 173%)`` where a part took longer than the step (no bound); ``-`` without
     parts."""
-    parts, step = parts_of(r), reference_step(r)
+    parts, step = parts_of(r.breakdown), reference_step(r.breakdown)
     if parts is None or step is None:
         return "-"
-    share, bound = shares(step, parts), r.get("bound")
+    share, bound = shares(step, parts), r.breakdown.bound
     if bound in share:
         return f"{bound} {share[bound]:.0%}"
     bad = excess(step, parts)
     return f"no verdict ({', '.join(f'{n} {s:.0%}' for n, s in bad.items())})" if bad else "-"
 
 
-def _efficiency(r: Mapping[str, Any]) -> str:
+def _efficiency(r: CellRow) -> str:
     """Scaling efficiency, ``~`` marking one whose CI contains 1 (indistinguishable from perfect)."""
-    eff, lo, hi = (
-        r.get(k) for k in ("scaling_efficiency", "scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
+    e = r.efficiency.scaling_efficiency
+    near_one = (
+        e.low is not None
+        and e.high is not None
+        and e.low <= 1 <= e.high
+        and r.cell.replicas * r.cell.workers > 1
     )
-    near_one = lo is not None and hi is not None and lo <= 1 <= hi and r["replicas"] * r["workers"] > 1
-    return _num(eff, ".2f") + ("~" if near_one else "")
+    return _num(e.value, ".2f") + ("~" if near_one else "")
 
 
 FOOTNOTE = (

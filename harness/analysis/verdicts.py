@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.analysis.tables import render_table
 from harness.contract.events import ProcessRow
-from harness.contract.records import Status
+from harness.contract.records import CellRow, Status
 from harness.spec.cell import Cell
 from harness.spec.models import MODELS
 
@@ -90,16 +90,17 @@ class Numerics:
     tensor_float_32: bool | None
 
 
-def numerics_of(row: ProcessRow) -> Numerics | None:
-    """What a verify worker's row says it ran with (None when it carries no device: it failed before
-    its facts were collected)."""
-    if not row.get("device_kind"):
+def numerics_of(row: CellRow, report: ProcessRow) -> Numerics | None:
+    """What a verify worker's row and report say it ran with (None when it carries no device: it
+    failed before its facts were collected)."""
+    machine = row.machine
+    if machine is None or not machine.device_kind:
         return None
-    build = json.loads(row.get("build_info") or "{}")
+    build = json.loads(machine.build_info or "{}")
     tf32 = build.get("tensor_float_32")
     return Numerics(
-        f"{row.get('device_kind')} {row.get('device_name') or ''}".strip(),
-        row.get("op_determinism"),
+        f"{machine.device_kind} {machine.device_name or ''}".strip(),
+        report.get("op_determinism"),
         None if tf32 is None else bool(tf32),
     )
 

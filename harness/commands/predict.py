@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from harness.commands.paths import check_writable
-from harness.contract.records import Status
+from harness.contract.columns import column_names, unflatten
+from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError, require
 from harness.spec.axes import AXIS_BY_NAME, PRECISION_NAMES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
@@ -162,6 +163,11 @@ def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
     return one.iloc[-1]
 
 
+def _typed(row: pd.Series) -> CellRow:
+    """A row of a cells frame as its typed record."""
+    return unflatten(CellRow, {str(k): v for k, v in row.items() if str(k) in column_names(CellRow)})
+
+
 def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict[int, float]]:
     """The alpha-beta cost and the measured gradient all-reduces of the model (devices -> s), from
     the collectives rows measured on the 1-device ``cell``'s machine (or the described link)."""
@@ -175,7 +181,7 @@ def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict
         args.strategy,
         op,
         args.model,
-        {str(k): v for k, v in cell.to_dict().items()},
+        _typed(cell),
     )
 
 
@@ -189,7 +195,7 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     counts = _counts(getattr(args, axis), f"--{axis}")
     config = _same_config(cells, args)
     row = _baseline(config, args)
-    base = scaling.baseline_from_row({str(k): v for k, v in row.items()})
+    base = scaling.baseline_from_row(_typed(row))
     if args.link_gbps is not None:
         base = scaling.Baseline(
             base.step_s, base.effective_batch, base.cores_used, base.host_cores, shares_cores=False
@@ -197,9 +203,7 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataF
     cost, measured_ar = _cost(args, op, row)
     lines = []
     for n in counts:
-        seconds, source = scaling.allreduce_time(
-            n, args.model, cost, measured_ar, {str(k): v for k, v in row.items()}
-        )
+        seconds, source = scaling.allreduce_time(n, args.model, cost, measured_ar, _typed(row))
         p = scaling.predict(base, n, seconds, source)
         match = config[
             (config["strategy"] == args.strategy)

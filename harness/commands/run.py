@@ -12,7 +12,7 @@ import errno
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ STARTED = time.monotonic()
 
 if TYPE_CHECKING:
     from harness.launch.resume import Resumed
+    from harness.launch.runner import RunResult
     from harness.spec.cell import Cell
     from harness.spec.protocol import Platform, Protocol
 
@@ -370,7 +371,7 @@ def _measure_local(
     return _summary(result, pr, True)
 
 
-def _summary(result: Any, pr: Protocol, local: bool) -> int:
+def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     """The run's table, footnotes, ratios, counts, unstable cells and costs; its exit code."""
     from harness.analysis.ratios_text import ratios_text
     from harness.analysis.tables import (
@@ -398,12 +399,12 @@ def _summary(result: Any, pr: Protocol, local: bool) -> int:
     if result.ratios:
         print()
         print(ratios_text(result.ratios, pr.turn_s, pr.blocks))
-    if any(r.get("logical_devices") for r in result.rows):
+    if any(r.ran.logical_devices for r in result.rows):
         print(LOGICAL_NOTE)
-    if any(r.get("oversubscribed") for r in result.rows):
+    if any(r.ran.oversubscribed for r in result.rows):
         print(OVERSUBSCRIBED_NOTE)
-    _print_counts(result.run_id, result.rows)
-    unstable = [r["cell_id"] for r in result.rows if r.get("unstable")]
+    _print_counts(result.run_id, [str(r.status) for r in result.rows])
+    unstable = [r.cell.cell_id for r in result.rows if r.spread.unstable]
     if unstable:
         print(
             f"unstable: {len(unstable)} cells whose processes disagreed by a CV above "
@@ -442,15 +443,15 @@ def _measure_collectives(sel: Selection, out: Path) -> int:
         f"{sel.protocol.repeats} windows of ~{sel.protocol.window_s:g} s of in-graph calls / calls); "
         "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1"
     )
-    _print_counts(result.run_id, result.collectives)
+    _print_counts(result.run_id, [str(r.get("status")) for r in result.collectives])
     return _ending(result, "topologies")
 
 
-def _print_counts(run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
+def _print_counts(run_id: str, statuses: Sequence[str]) -> None:
     """``run ID: 50 ok, 6 unsupported``."""
     counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
     print(f"run {run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 

@@ -4,7 +4,7 @@
     ready     {"facts": {...}, "devices": [...]}    TensorFlow and the devices are set up
     start     {"cell_id": ...}                      the cell starts (start-up is over)
     joined    {}                                    a multi-worker task has joined its cluster
-    record    {"row": {...}, "windows": [...]}      the cell's row (the chief, or a failure)
+    record    {"row": {...}, "report": {...}, "windows": [...]}  the cell's row (the chief, or a failure)
     finished  {"cell_id": ...}                      a peer's part of the cell is done
     failed    {"cell_id": ..., "reason": ...}       made by the parent when a worker dies or overruns
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, TypedDict
 
-from harness.contract.records import CellRow, WindowRow
+from harness.contract.columns import Columns
+from harness.contract.records import WindowRow
 
 
 class Event(StrEnum):
@@ -57,11 +58,10 @@ class Facts(TypedDict, total=False):
     """16 hex digits: the hash of the stable facts."""
 
 
-class ProcessRow(CellRow, total=False):
-    """What one worker process may report in its record event besides its cell row's columns:
-    under ``run --sweep collectives`` the all-reduce payloads it timed instead of training
-    figures, under ``verify`` where its weights are. Never stored; the parent reads these keys
-    with ``cast(ProcessRow, row)``."""
+class ProcessRow(TypedDict, total=False):
+    """What one worker process may report in its record event besides its cell row (the event's
+    ``report``): under ``run --sweep collectives`` the all-reduce payloads it timed instead of
+    training figures, under ``verify`` where its weights are. Never stored."""
 
     collectives: list[dict[str, Any]]
     """One entry per payload (:func:`harness.worker.collectives.measure_collectives`)."""
@@ -82,6 +82,9 @@ class EventLine(TypedDict, total=False):
     facts: Facts | None
     devices: list[str]
     cell_id: str
-    row: CellRow
+    row: Columns
+    """The process's :class:`~harness.contract.records.CellRow` as its flat columns
+    (:func:`harness.contract.columns.flatten`)."""
+    report: ProcessRow
     windows: list[WindowRow]
     reason: str

@@ -1,13 +1,15 @@
-"""The typed records that cross the process boundary and land in ``results/``: one row of the
-cells, windows and collectives tables, and :class:`Status`.
+"""The typed records that cross the process boundary and land in ``results/``: one row of each
+table, and :class:`Status`.
 
-This module is the schema's one definition: each field's ``Annotated`` metadata (:class:`Col`)
-gives its unit and meaning; :mod:`harness.results.store` derives the parquet schema from these
-classes (Python type -> arrow type) and writes ``results/README.md`` from them. Adding a column is
-one line here. Pure: no pyarrow, no pandas.
-
-Every field may be absent while a row is assembled (``total=False``); fields typed without
-``| None`` are set in every stored row of that table.
+This module is the schema's one definition: each column's ``Annotated`` metadata (:class:`Col`)
+gives its unit and meaning. A cell row (:class:`CellRow`) is a frozen dataclass of typed groups
+(the cell's axes, its figure as an :class:`Estimate`, the process spread, FLOPs, the peak and MFU,
+the breakdown, the co-tenant sides, the machine); :mod:`harness.contract.columns` is the one
+mapping between such a record and its flat columns, from which :mod:`harness.results.store`
+derives the parquet schema and ``results/README.md``. Adding a column is one field of a group
+here. The other tables' rows are still flat TypedDicts (every field may be absent while a row is
+assembled). Fields typed without ``| None`` are set in every stored row of that table. Pure: no
+pyarrow, no pandas.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, TypedDict
+
+from harness.contract.columns import CI, Col, Estimate
 
 
 class Status(StrEnum):
@@ -33,14 +37,6 @@ class Status(StrEnum):
     stopped writes no such row: it resumes)."""
 
 
-@dataclass(frozen=True)
-class Col:
-    """A column's documentation: its unit ("" for none) and meaning."""
-
-    unit: str
-    doc: str
-
-
 Resumes = Annotated[
     int | None,
     Col(
@@ -52,15 +48,22 @@ Resumes = Annotated[
 """The ``resumes`` column, which the cells, ratios and costs tables share."""
 
 
-class CellRow(TypedDict, total=False):
-    """One row of the cells table: one cell of one run."""
+@dataclass(frozen=True, kw_only=True)
+class RunInfo:
+    """The run that measured the row."""
 
     run_id: Annotated[
         str, Col("", "Id of the `python -m harness run` invocation (UTC start time + random suffix).")
-    ]
-    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
-    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    resumes: Resumes
+    ] = ""
+    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")] = ""
+    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")] = ""
+    resumes: Resumes = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbInfo:
+    """`python -m harness ab`: which comparison, side and pair the row belongs to."""
+
     ab_id: Annotated[
         str | None,
         Col(
@@ -68,7 +71,7 @@ class CellRow(TypedDict, total=False):
             "`python -m harness ab`: the comparison this row belongs to (also its run_id); null for "
             "other runs.",
         ),
-    ]
+    ] = None
     ab_side: Annotated[
         str | None,
         Col(
@@ -76,7 +79,7 @@ class CellRow(TypedDict, total=False):
             "`ab`: A or B, the interpreter and settings this process ran under (its fingerprint, "
             "tf_version, env say which).",
         ),
-    ]
+    ] = None
     ab_pair: Annotated[
         int | None,
         Col(
@@ -84,7 +87,7 @@ class CellRow(TypedDict, total=False):
             "`ab`: 0-based pair index; the pair's A and B processes ran at once (duet) or back to back "
             "(alternate), in a random order.",
         ),
-    ]
+    ] = None
     ab_mode: Annotated[
         str | None,
         Col(
@@ -94,7 +97,7 @@ class CellRow(TypedDict, total=False):
             "CPUs, timing together after a barrier) or alternate (one after the other, each with the "
             "whole host).",
         ),
-    ]
+    ] = None
     ab_turn_ratio: Annotated[
         float | None,
         Col(
@@ -103,7 +106,7 @@ class CellRow(TypedDict, total=False):
             "adjacent turns (the ratio the sequential rule uses; on both sides' rows). Null in the "
             "other modes, where B/A is the ratio of the two rows' examples_per_sec.",
         ),
-    ]
+    ] = None
     ab_cpus: Annotated[
         str | None,
         Col(
@@ -111,7 +114,13 @@ class CellRow(TypedDict, total=False):
             '`ab` duet: the host CPUs this process and its partner were pinned to, e.g. "0,1" (null: '
             "not pinned).",
         ),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Axes:
+    """What the cell is: its id and every axis (known before it runs)."""
+
     cell_id: Annotated[
         str,
         Col(
@@ -144,32 +153,6 @@ class CellRow(TypedDict, total=False):
             "",
             "Requested collective implementation for multi_worker_mirrored (auto, ring, nccl); none "
             "elsewhere.",
-        ),
-    ]
-    effective_cross_device_ops: Annotated[
-        str | None,
-        Col(
-            "",
-            "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies "
-            "without one.",
-        ),
-    ]
-    nccl_transport: Annotated[
-        str | None,
-        Col(
-            "",
-            "GPU cells: the transports NCCL chose for this process's connections, from its INFO log "
-            "(P2P/CUMEM, P2P/IPC, SHM, NET/Socket, NET/IB; comma-separated); null where NCCL was not "
-            "used or the user set NCCL_DEBUG.",
-        ),
-    ]
-    forked: Annotated[
-        bool | None,
-        Col(
-            "",
-            "True: the chief's process was forked from a fork server that had imported TensorFlow and "
-            "Keras but started no runtime (harness.contract.forks); False: a fresh interpreter "
-            "(--no-fork, a real cluster's tasks, or no server could start).",
         ),
     ]
     replicas: Annotated[int, Col("devices", "Replicas per worker.")]
@@ -239,7 +222,7 @@ class CellRow(TypedDict, total=False):
             "cross-entropy on more; both on logits) or the loss named; in the cell id after the "
             "model when not auto.",
         ),
-    ]
+    ] = None
     scaling: Annotated[
         str,
         Col(
@@ -247,6 +230,162 @@ class CellRow(TypedDict, total=False):
             "weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
         ),
     ]
+    tenant_framework: Annotated[
+        str,
+        Col(
+            "",
+            "A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training"
+            " the same model at effective_batch examples per step (plain SGD, synthetic data) on the same "
+            "devices, taking turns with the TensorFlow process alone, and both at once. Then "
+            "examples_per_sec is the TensorFlow side's throughput while both trained.",
+        ),
+    ]
+    optimizer: Annotated[str, Col("", "Optimizer and its settings.")]
+    learning_rate: Annotated[float, Col("", "Optimizer learning rate.")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spread:
+    """The processes behind the figure and how far they agree."""
+
+    ci_history_runs: Annotated[
+        int | None,
+        Col(
+            "runs",
+            "Earlier runs of the cell (same fingerprint, newest 10, status ok) whose figures widened "
+            "the CI to cover run-to-run drift; 0 when there were fewer than 2: the CI then covers this "
+            "run's processes only, and a re-run on a noisy machine can fall outside it.",
+        ),
+    ] = None
+    processes: Annotated[
+        int | None,
+        Col(
+            "processes",
+            "Independent measurements behind the figure: the cell ran once per pass, each time in fresh"
+            " worker processes, passes interleaved over the run (each pass a new order of the cells).",
+        ),
+    ] = None
+    process_examples_per_sec: Annotated[
+        list[float] | None,
+        Col(
+            "examples/s",
+            "Each process's figure, in pass order (what the CI and every ratio's CI are computed from).",
+            figure=True,
+        ),
+    ] = None
+    cv_between_processes: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Sample std / mean of the process figures (the noise between processes of this run).",
+            figure=True,
+        ),
+    ] = None
+    cv_within_process: Annotated[
+        float | None,
+        Col(
+            "1",
+            "Median over processes of the sample std / mean of one process's window throughputs (the "
+            "noise inside one process).",
+            figure=True,
+            median=True,
+        ),
+    ] = None
+    unstable: Annotated[
+        bool | None,
+        Col(
+            "",
+            "True when cv_between_processes still exceeded the run's threshold (unstable_cv) after the "
+            "most passes allowed (max_processes): its processes disagree by more than the run accepts.",
+        ),
+    ] = None
+    min_processes: Annotated[
+        int | None, Col("processes", "Passes every runnable cell gets (the protocol's processes).")
+    ] = None
+    max_processes: Annotated[
+        int | None,
+        Col("processes", "Most passes a cell gets when its processes disagree (adaptive repeats)."),
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """How the cell was timed: windows, repeats, start-up and compile times."""
+
+    wall_s: Annotated[
+        float | None,
+        Col(
+            "s",
+            "Wall time of all the cell's processes, from launch to exit, summed over passes (start-up, "
+            "compile, calibration, windows and checks).",
+        ),
+    ] = None
+    window_steps: Annotated[
+        int | None,
+        Col(
+            "updates",
+            "Optimizer updates per timed window, calibrated so a window lasts about window_target_s.",
+        ),
+    ] = None
+    window_target_s: Annotated[
+        float | None, Col("s", "Target length of a timed window (in turns: of a turn, --turn-s).")
+    ] = None
+    repeats: Annotated[
+        int | None,
+        Col(
+            "windows",
+            "Timed windows per process (in turns: 2 x blocks, its turns; all raw times are in "
+            "results/windows).",
+        ),
+    ] = None
+    warmup_windows: Annotated[
+        int | None, Col("windows", "Untimed windows run after the first call and before timing.")
+    ] = None
+    startup_s: Annotated[
+        float | None,
+        Col("s", "Building strategy, model, optimizer and input pipeline; not in throughput.", median=True),
+    ] = None
+    compile_s: Annotated[
+        float | None,
+        Col(
+            "s",
+            "First tf.function call: tracing, graph optimisation and its first steps_per_execution "
+            "steps; not in throughput.",
+            median=True,
+        ),
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Execution:
+    """What the processes actually ran: the all-reduce chosen, XLA, devices, hosts, cores."""
+
+    effective_cross_device_ops: Annotated[
+        str | None,
+        Col(
+            "",
+            "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies "
+            "without one.",
+        ),
+    ] = None
+    nccl_transport: Annotated[
+        str | None,
+        Col(
+            "",
+            "GPU cells: the transports NCCL chose for this process's connections, from its INFO log "
+            "(P2P/CUMEM, P2P/IPC, SHM, NET/Socket, NET/IB; comma-separated); null where NCCL was not "
+            "used or the user set NCCL_DEBUG.",
+        ),
+    ] = None
+    forked: Annotated[
+        bool | None,
+        Col(
+            "",
+            "True: the chief's process was forked from a fork server that had imported TensorFlow and "
+            "Keras but started no runtime (harness.contract.forks); False: a fresh interpreter "
+            "(--no-fork, a real cluster's tasks, or no server could start).",
+        ),
+    ] = None
     jit_compile: Annotated[
         bool | None,
         Col(
@@ -260,150 +399,66 @@ class CellRow(TypedDict, total=False):
             "where no process reported it (an unsupported cell; a failed process reports nothing) or "
             "the cell's processes disagree; rows from before it was reported hold false.",
         ),
-    ]
-    optimizer: Annotated[str, Col("", "Optimizer and its settings.")]
-    learning_rate: Annotated[float, Col("", "Optimizer learning rate.")]
-    status: Annotated[
-        Status,
-        Col(
-            "",
-            "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
-            "(crashed or timed out), invalid (ran, but an integrity check failed), not measured "
-            "(runnable, but the run's budget was spent before its first process).",
-        ),
-    ]
-    reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")]
-    examples_per_sec: Annotated[
-        float | None,
-        Col(
-            "examples/s",
-            "Median over the cell's processes of each process's figure (the median over its timed "
-            "windows of window_steps x effective_batch / window_seconds: global examples count every "
-            "replica, worker and micro-batch).",
-        ),
-    ]
-    examples_per_sec_ci_low: Annotated[
-        float | None,
-        Col(
-            "examples/s",
-            "Lower end of the 95% CI of the figure: exp(c - h), c = mean(log x_p) over the process "
-            "figures x_p, h = t(0.975, P-1) x sd(log x_p) / sqrt(P) (between- and within-process noise "
-            "of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j "
-            "this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it "
-            "then also covers run-to-run drift. Null with fewer than 2 processes and no history.",
-        ),
-    ]
-    examples_per_sec_ci_high: Annotated[float | None, Col("examples/s", "Upper end of the same CI.")]
-    ci_history_runs: Annotated[
+    ] = None
+    device_count: Annotated[
         int | None,
         Col(
-            "runs",
-            "Earlier runs of the cell (same fingerprint, newest 10, status ok) whose figures widened "
-            "the CI to cover run-to-run drift; 0 when there were fewer than 2: the CI then covers this "
-            "run's processes only, and a re-run on a noisy machine can fall outside it.",
+            "devices",
+            "Physical devices the replicas ran on: GPUs, or for CPU cells one per host (logical CPU "
+            "devices and local workers share one CPU).",
         ),
-    ]
-    processes: Annotated[
-        int | None,
-        Col(
-            "processes",
-            "Independent measurements behind the figure: the cell ran once per pass, each time in fresh"
-            " worker processes, passes interleaved over the run (each pass a new order of the cells).",
-        ),
-    ]
-    process_examples_per_sec: Annotated[
-        list[float] | None,
-        Col(
-            "examples/s",
-            "Each process's figure, in pass order (what the CI and every ratio's CI are computed from).",
-        ),
-    ]
-    cv_between_processes: Annotated[
-        float | None,
-        Col("1", "Sample std / mean of the process figures (the noise between processes of this run)."),
-    ]
-    cv_within_process: Annotated[
-        float | None,
-        Col(
-            "1",
-            "Median over processes of the sample std / mean of one process's window throughputs (the "
-            "noise inside one process).",
-        ),
-    ]
-    unstable: Annotated[
+    ] = None
+    logical_devices: Annotated[
         bool | None,
         Col(
             "",
-            "True when cv_between_processes still exceeded the run's threshold (unstable_cv) after the "
-            "most passes allowed (max_processes): its processes disagree by more than the run accepts.",
+            "True when several replicas share one host's CPU (logical CPU devices, or local worker "
+            "processes): extra replicas add no compute.",
         ),
-    ]
-    min_processes: Annotated[
-        int, Col("processes", "Passes every runnable cell gets (the protocol's processes).")
-    ]
-    max_processes: Annotated[
-        int, Col("processes", "Most passes a cell gets when its processes disagree (adaptive repeats).")
-    ]
-    wall_s: Annotated[
-        float | None,
-        Col(
-            "s",
-            "Wall time of all the cell's processes, from launch to exit, summed over passes (start-up, "
-            "compile, calibration, windows and checks).",
-        ),
-    ]
-    window_steps: Annotated[
+    ] = None
+    hosts: Annotated[
+        int | None, Col("machines", "Distinct machines the workers ran on (1 for local processes).")
+    ] = None
+    cores_per_worker: Annotated[
         int | None,
         Col(
-            "updates",
-            "Optimizer updates per timed window, calibrated so a window lasts about window_target_s.",
+            "cores",
+            "Cores each worker (and ps task) was given: TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS = "
+            "host_cores // (workers + ps) for local multi-worker cells; the whole host otherwise.",
         ),
-    ]
-    window_target_s: Annotated[
-        float, Col("s", "Target length of a timed window (in turns: of a turn, --turn-s).")
-    ]
-    repeats: Annotated[
-        int,
+    ] = None
+    oversubscribed: Annotated[
+        bool | None,
         Col(
-            "windows",
-            "Timed windows per process (in turns: 2 x blocks, its turns; all raw times are in "
-            "results/windows).",
+            "",
+            "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells "
+            "(each tenant gets every core) and `ab` duets (both sides share their CPUs): the figure was"
+            " measured on shared cores (the parameter-server coordinator is not counted).",
         ),
-    ]
-    warmup_windows: Annotated[
-        int, Col("windows", "Untimed windows run after the first call and before timing.")
-    ]
-    startup_s: Annotated[
-        float | None, Col("s", "Building strategy, model, optimizer and input pipeline; not in throughput.")
-    ]
-    compile_s: Annotated[
-        float | None,
-        Col(
-            "s",
-            "First tf.function call: tracing, graph optimisation and its first steps_per_execution "
-            "steps; not in throughput.",
-        ),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Efficiency:
+    """Scaling efficiency against the 1-device baseline."""
+
     scaling_efficiency: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1",
             "examples_per_sec / (replicas x workers x baseline examples_per_sec); baseline: the "
             "1-device cell of the same configuration in the same run (same per-replica batch for weak, "
             "same global batch for strong).",
+            figure=True,
         ),
-    ]
-    scaling_efficiency_ci_low: Annotated[
-        float | None,
-        Col(
-            "1",
+        CI(
             "Lower end of its 95% CI. Measured in turns (ratio_instances set): a Student-t over "
             "group instances of the mean log ratio of adjacent turns, divided by replicas x workers "
             "(the ratios table has the details); otherwise Welch's t on the log process figures of "
             "the cell and of its baseline, divided by replicas x workers.",
+            "Upper end of the same CI.",
         ),
-    ]
-    scaling_efficiency_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+    ] = Estimate()
     ratio_instances: Annotated[
         int | None,
         Col(
@@ -411,10 +466,16 @@ class CellRow(TypedDict, total=False):
             "Group instances behind scaling_efficiency when it was measured in turns (null: from "
             "separately measured processes, e.g. a real cluster's passes).",
         ),
-    ]
+    ] = None
     baseline_cell_id: Annotated[
         str | None, Col("", "cell_id of that baseline (empty when none was measured in the run).")
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flops:
+    """The model's FLOPs, parameters and gradient size."""
+
     flops_per_example: Annotated[
         int | None,
         Col(
@@ -425,32 +486,38 @@ class CellRow(TypedDict, total=False):
             "(flops_source 'counted': harness.formulas.flops), or the built-in model's analytic count "
             "where it could not; null when neither is known (no MFU).",
         ),
-    ]
+    ] = None
     flops_source: Annotated[
         str | None,
         Col("", "counted (from the traced step, in the worker) or analytic (harness.spec.models)."),
-    ]
+    ] = None
     flops_analytic: Annotated[
         int | None,
         Col("FLOP", "The built-in model's analytic training FLOPs per example (a check on the count)."),
-    ]
+    ] = None
     flops_note: Annotated[
         str | None,
         Col(
             "",
             "What the FLOP count could not see (ops with unknown shapes, nested functions), or why it failed.",
         ),
-    ]
+    ] = None
     trainable_parameters: Annotated[
         int | None, Col("", "Trainable parameters of the model, counted in the worker.")
-    ]
+    ] = None
     gradient_bytes: Annotated[
         int | None,
         Col("B", "Bytes of the gradients an update all-reduces (trainable variables' sizes x their dtypes)."),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Updates:
+    """Optimizer updates and all-reduces: rates, counts, balance."""
+
     optimizer_updates_per_sec: Annotated[
-        float | None, Col("updates/s", "examples_per_sec / effective_batch.")
-    ]
+        float | None, Col("updates/s", "examples_per_sec / effective_batch.", figure=True)
+    ] = None
     allreduces_per_update: Annotated[
         float | None,
         Col(
@@ -463,10 +530,10 @@ class CellRow(TypedDict, total=False):
             "of its logs is not counted. 0 where none is made: one device (default, one_device, or "
             "mirrored with one replica, whose reduce TensorFlow skips).",
         ),
-    ]
+    ] = None
     allreduces_per_example: Annotated[
         float | None, Col("reductions/example", "allreduces_per_update / effective_batch.")
-    ]
+    ] = None
     straggler_ratio: Annotated[
         float | None,
         Col(
@@ -476,8 +543,10 @@ class CellRow(TypedDict, total=False):
             " co-tenants, the fastest tenant's throughput over the slowest's; 1.0 for one process. Null"
             " for synchronous multi-worker cells (multi_worker_mirrored): every worker's window ends at"
             " the same all-reduce, so a slow worker cannot show in its own time.",
+            figure=True,
+            median=True,
         ),
-    ]
+    ] = None
     updates_run: Annotated[
         int | None,
         Col(
@@ -486,7 +555,7 @@ class CellRow(TypedDict, total=False):
             "windows), counted by the caller of the training function (the coordinator under "
             "parameter_server).",
         ),
-    ]
+    ] = None
     optimizer_iterations: Annotated[
         int | None,
         Col(
@@ -496,41 +565,32 @@ class CellRow(TypedDict, total=False):
             "read then an assign on the ps and concurrent workers lose increments (the weight updates "
             "themselves are atomic assign_sub ops).",
         ),
-    ]
-    cores_per_worker: Annotated[
-        int | None,
-        Col(
-            "cores",
-            "Cores each worker (and ps task) was given: TF_NUM_INTRAOP_THREADS and OMP_NUM_THREADS = "
-            "host_cores // (workers + ps) for local multi-worker cells; the whole host otherwise.",
-        ),
-    ]
-    oversubscribed: Annotated[
-        bool | None,
-        Col(
-            "",
-            "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells "
-            "(each tenant gets every core) and `ab` duets (both sides share their CPUs): the figure was"
-            " measured on shared cores (the parameter-server coordinator is not counted).",
-        ),
-    ]
-    hosts: Annotated[
-        int | None, Col("machines", "Distinct machines the workers ran on (1 for local processes).")
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tenancy:
+    """Co-tenants: each tenant's share and the co-tenancy ratio."""
+
     tenant_examples_per_sec_min: Annotated[
         float | None,
         Col(
             "examples/s",
             "Co-tenancy: the slowest tenant's throughput over the span where every tenant was timing, "
             "median over processes (equals examples_per_sec with one tenant).",
+            figure=True,
+            median=True,
         ),
-    ]
+    ] = None
     tenant_examples_per_sec_max: Annotated[
         float | None,
         Col(
-            "examples/s", "Co-tenancy: the fastest tenant's throughput over that span, median over processes."
+            "examples/s",
+            "Co-tenancy: the fastest tenant's throughput over that span, median over processes.",
+            figure=True,
+            median=True,
         ),
-    ]
+    ] = None
     tenant_share_min: Annotated[
         float | None,
         Col(
@@ -539,39 +599,37 @@ class CellRow(TypedDict, total=False):
             "1.0 with one tenant). The aggregate examples_per_sec of a co-tenant process is the sum of "
             "each tenant's examples / seconds over its windows wholly inside the span where every "
             "tenant was timing.",
+            figure=True,
+            median=True,
         ),
-    ]
+    ] = None
     cotenancy_ratio: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1",
             "Aggregate examples_per_sec with this many tenants / examples_per_sec of the same cell "
             "alone (tenants 1) in the same run: 1.0 means sharing the devices costs nothing in "
             "aggregate; per tenant it is cotenancy_ratio / tenants. Null with one tenant or without "
             "that row.",
+            figure=True,
         ),
-    ]
-    cotenancy_ratio_ci_low: Annotated[
-        float | None,
-        Col("1", "Lower end of its 95% CI (Welch's t on the log process figures of both cells)."),
-    ]
-    cotenancy_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
-    tenant_framework: Annotated[
-        str,
-        Col(
-            "",
-            "A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training"
-            " the same model at effective_batch examples per step (plain SGD, synthetic data) on the same "
-            "devices, taking turns with the TensorFlow process alone, and both at once. Then "
-            "examples_per_sec is the TensorFlow side's throughput while both trained.",
+        CI(
+            "Lower end of its 95% CI (Welch's t on the log process figures of both cells).",
+            "Upper end of the same CI.",
         ),
-    ]
+    ] = Estimate()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Foreign:
+    """A co-tenant from another framework (JAX, PyTorch): both sides alone and together."""
+
     tenant_framework_version: Annotated[
         str | None, Col("", "The co-tenant's framework and its version, e.g. jax 0.10.2.")
-    ]
+    ] = None
     tenant_device: Annotated[
         str | None, Col("", "The device the co-tenant trained on, as its framework names it.")
-    ]
+    ] = None
     tenant_flops_per_example: Annotated[
         int | None,
         Col(
@@ -579,103 +637,106 @@ class CellRow(TypedDict, total=False):
             "Training FLOPs per example counted from the co-tenant's own traced update (2 per multiply-add"
             " of every matrix product and convolution, as flops_per_example); tenant_flops_note compares them.",
         ),
-    ]
+    ] = None
     tenant_flops_note: Annotated[
         str | None,
         Col("", "Whether the co-tenant's count equals the TensorFlow side's (it must: the same model)."),
-    ]
+    ] = None
     alone_examples_per_sec: Annotated[
-        float | None,
+        Estimate,
         Col(
             "examples/s",
             "With a co-tenant from another framework: the TensorFlow side's throughput in its turns alone, "
             "median over its turns in each process, then median over processes.",
+            figure=True,
         ),
-    ]
-    alone_examples_per_sec_ci_low: Annotated[
-        float | None,
-        Col("examples/s", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
-    ]
-    alone_examples_per_sec_ci_high: Annotated[float | None, Col("examples/s", "Upper end of the same CI.")]
+        CI(
+            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
     tenant_alone_examples_per_sec: Annotated[
-        float | None,
-        Col("examples/s", "The co-tenant's throughput in its turns alone (as alone_examples_per_sec)."),
-    ]
-    tenant_alone_examples_per_sec_ci_low: Annotated[
-        float | None,
-        Col("examples/s", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
-    ]
-    tenant_alone_examples_per_sec_ci_high: Annotated[
-        float | None, Col("examples/s", "Upper end of the same CI.")
-    ]
+        Estimate,
+        Col(
+            "examples/s",
+            "The co-tenant's throughput in its turns alone (as alone_examples_per_sec).",
+            figure=True,
+        ),
+        CI(
+            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
     tenant_together_examples_per_sec: Annotated[
-        float | None,
+        Estimate,
         Col(
             "examples/s",
             "The co-tenant's throughput while the TensorFlow side timed its own window in the same turn: "
             "its whole steps that ended before the TensorFlow window did.",
+            figure=True,
         ),
-    ]
-    tenant_together_examples_per_sec_ci_low: Annotated[
-        float | None,
-        Col("examples/s", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
-    ]
-    tenant_together_examples_per_sec_ci_high: Annotated[
-        float | None, Col("examples/s", "Upper end of the same CI.")
-    ]
+        CI(
+            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
     shared_ratio: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1",
             "The TensorFlow side's throughput together / alone, measured in turns of the same processes "
             "(relation shared in the ratios table): the share of its speed it keeps beside the co-tenant.",
+            figure=True,
         ),
-    ]
-    shared_ratio_ci_low: Annotated[
-        float | None,
-        Col("1", "Lower end of its 95% CI: Student t over instances of the blocks' mean log ratio."),
-    ]
-    shared_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+        CI(
+            "Lower end of its 95% CI: Student t over instances of the blocks' mean log ratio.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
     tenant_shared_ratio: Annotated[
-        float | None, Col("1", "The co-tenant's throughput together / alone, as shared_ratio.")
-    ]
-    tenant_shared_ratio_ci_low: Annotated[
-        float | None, Col("1", "Lower end of its 95% CI: as shared_ratio's.")
-    ]
-    tenant_shared_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+        Estimate,
+        Col("1", "The co-tenant's throughput together / alone, as shared_ratio.", figure=True),
+        CI(
+            "Lower end of its 95% CI: as shared_ratio's.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
     interference_ratio: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1",
             "shared_ratio + tenant_shared_ratio per process, median over processes: what both sides "
             "train together relative to taking turns with the device. 1.0: sharing is as good as "
             "time-slicing; above 1 each fills the other's idle time; below 1 they contend (caches, "
             "memory bandwidth, threads).",
+            figure=True,
         ),
-    ]
-    interference_ratio_ci_low: Annotated[
-        float | None,
-        Col("1", "Lower end of its 95% CI: Student t over the processes (instances), log scale."),
-    ]
-    interference_ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+        CI(
+            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Utilization:
+    """The run's measured matmul peak for the cell, and MFU against it."""
+
     peak_flops_per_sec: Annotated[
-        float | None,
+        Estimate,
         Col(
             "FLOP/s",
             "The run's matmul peak for this cell: the median over the run's peak processes (own "
             "processes, at the start, between passes and at the end) of each one's best rate of "
             "distinct n x n matmuls (n=1024 on CPU, 8192 on GPU) in peak_dtype on one device, scaled to"
             " what the cell ran on: x device_count on GPUs, x peak_cores / host_cores on CPU.",
+            figure=True,
         ),
-    ]
-    peak_flops_per_sec_ci_low: Annotated[
-        float | None,
-        Col(
-            "FLOP/s",
+        CI(
             "Lower end of the 95% CI of that peak over the peak processes (same log-t interval and scaling).",
+            "Upper end of the same CI.",
         ),
-    ]
-    peak_flops_per_sec_ci_high: Annotated[float | None, Col("FLOP/s", "Upper end of the same CI.")]
+    ] = Estimate()
     peak_dtype: Annotated[
         str | None,
         Col(
@@ -683,7 +744,7 @@ class CellRow(TypedDict, total=False):
             "Compute dtype of the peak used for mfu: the cell's (float32, bfloat16 or float16); float32"
             " on GPUs runs as TF32 when build_info says tensor_float_32.",
         ),
-    ]
+    ] = None
     peak_cores: Annotated[
         int | None,
         Col(
@@ -691,15 +752,22 @@ class CellRow(TypedDict, total=False):
             "CPU cores the cell's processes had in all (cores_per_worker x processes, at most "
             "host_cores) that the CPU peak is scaled to; null on GPUs.",
         ),
-    ]
+    ] = None
     mfu: Annotated[
         float | None,
         Col(
             "1",
             "examples_per_sec x flops_per_example / peak_flops_per_sec: within a run, rows of one dtype"
             " and core count share one peak, so their mfu differ exactly by their throughput ratio.",
+            figure=True,
         ),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Energy:
+    """Energy, where a counter exists."""
+
     energy_j_per_example: Annotated[
         float | None,
         Col(
@@ -709,16 +777,26 @@ class CellRow(TypedDict, total=False):
             "calibration, warm-up and timed windows) / the examples trained in it; co-tenants (who "
             "meter the same GPUs): their mean power / their aggregate examples_per_sec. Null on CPU, "
             "for multi-worker cells and without NVML.",
+            figure=True,
+            median=True,
         ),
-    ]
+    ] = None
     gpu_watts: Annotated[
         float | None,
         Col(
             "W",
             "Mean GPU power over the metered span (joules / seconds), median over processes; "
             "co-tenants: the mean of the tenants' readings.",
+            figure=True,
+            median=True,
         ),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checks:
+    """What the integrity checks read."""
+
     final_loss: Annotated[
         float | None,
         Col(
@@ -726,7 +804,7 @@ class CellRow(TypedDict, total=False):
             "Loss of the last optimizer update of the last timed window (mean over the update's "
             "effective batch).",
         ),
-    ]
+    ] = None
     weights_digest: Annotated[
         str | None,
         Col(
@@ -735,10 +813,16 @@ class CellRow(TypedDict, total=False):
             "the breakdown, whose parts_step_s trains more updates); equal digests mean bitwise-equal "
             "weights.",
         ),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Breakdown:
+    """Where an update's time goes (the step breakdown)."""
+
     step_s: Annotated[
         float | None, Col("s/update", "Time per optimizer update = effective_batch / examples_per_sec.")
-    ]
+    ] = None
     parts_step_s: Annotated[
         float | None,
         Col(
@@ -749,8 +833,9 @@ class CellRow(TypedDict, total=False):
             "part exceeds it by more than harness.formulas.breakdown.NOISE; median window), after the "
             "timed windows, in the cell's first pass: the step whose shares the parts are, so both are "
             "timed under the same conditions; null where the parts are not measured.",
+            median=True,
         ),
-    ]
+    ] = None
     compute_s: Annotated[
         float | None,
         Col(
@@ -761,8 +846,9 @@ class CellRow(TypedDict, total=False):
             "loop) with no cross-replica reduction, no optimizer step and no input pipeline (one "
             "update's batch already on the devices), median over the processes that measured it; null "
             "where it cannot be isolated (parameter_server).",
+            median=True,
         ),
-    ]
+    ] = None
     allreduce_s: Annotated[
         float | None,
         Col(
@@ -770,24 +856,27 @@ class CellRow(TypedDict, total=False):
             "One cross-replica all-reduce of the model's gradient set (same shapes, dtype and "
             "cross-device ops as the optimizer's), alone, per update; 0 with one device (no reduction);"
             " null for parameter_server (no all-reduce: variables live on the ps tasks).",
+            median=True,
         ),
-    ]
+    ] = None
     input_s: Annotated[
         float | None,
         Col(
             "s/update",
             "The input pipeline alone: pulling one update's micro-batches through the same distributed "
             "iterator, per update.",
+            median=True,
         ),
-    ]
+    ] = None
     dispatch_s: Annotated[
         float | None,
         Col(
             "s/update",
             "Host dispatch: one call of an empty function under the same strategy (strategy.run of a "
             "constant), divided by steps_per_execution.",
+            median=True,
         ),
-    ]
+    ] = None
     overlap: Annotated[
         float | None,
         Col(
@@ -796,7 +885,7 @@ class CellRow(TypedDict, total=False):
             "parts overlap (e.g. input prefetched during compute), < 0 when the step holds time no part "
             "explains (the remainder: optimizer arithmetic, synchronisation, contention).",
         ),
-    ]
+    ] = None
     bound: Annotated[
         str | None,
         Col(
@@ -807,7 +896,7 @@ class CellRow(TypedDict, total=False):
             "longer than the update it is a piece of, so no verdict is given (bound_reason says "
             "which).",
         ),
-    ]
+    ] = None
     bound_reason: Annotated[
         str | None,
         Col(
@@ -817,27 +906,17 @@ class CellRow(TypedDict, total=False):
             "communication-bound, steps_per_execution when dispatch-bound); or, with no verdict, the "
             "part that exceeded the step.",
         ),
-    ]
-    device_kind: Annotated[str | None, Col("", "GPU or CPU.")]
-    device_name: Annotated[str | None, Col("", "GPU model, or CPU model for CPU runs.")]
-    device_count: Annotated[
-        int | None,
-        Col(
-            "devices",
-            "Physical devices the replicas ran on: GPUs, or for CPU cells one per host (logical CPU "
-            "devices and local workers share one CPU).",
-        ),
-    ]
-    logical_devices: Annotated[
-        bool | None,
-        Col(
-            "",
-            "True when several replicas share one host's CPU (logical CPU devices, or local worker "
-            "processes): extra replicas add no compute.",
-        ),
-    ]
-    host_cpu: Annotated[str | None, Col("", "CPU model name.")]
-    host_cores: Annotated[int | None, Col("cores", "Logical cores the OS reports.")]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Machine:
+    """Where the cell ran: device, host, threads, software, environment."""
+
+    device_kind: Annotated[str | None, Col("", "GPU or CPU.")] = None
+    device_name: Annotated[str | None, Col("", "GPU model, or CPU model for CPU runs.")] = None
+    host_cpu: Annotated[str | None, Col("", "CPU model name.")] = None
+    host_cores: Annotated[int | None, Col("cores", "Logical cores the OS reports.")] = None
     intra_op_threads: Annotated[
         int | None,
         Col(
@@ -846,13 +925,13 @@ class CellRow(TypedDict, total=False):
             "(local workers split the cores so), else one per CPU the process may run on (its "
             "affinity).",
         ),
-    ]
+    ] = None
     inter_op_threads: Annotated[
         int | None, Col("threads", "tf.config.threading inter-op setting (0 = default).")
-    ]
-    tf_version: Annotated[str | None, Col("", "TensorFlow version.")]
-    keras_version: Annotated[str | None, Col("", "Keras version.")]
-    python_version: Annotated[str | None, Col("", "Python version.")]
+    ] = None
+    tf_version: Annotated[str | None, Col("", "TensorFlow version.")] = None
+    keras_version: Annotated[str | None, Col("", "Keras version.")] = None
+    python_version: Annotated[str | None, Col("", "Python version.")] = None
     build_info: Annotated[
         str | None,
         Col(
@@ -862,7 +941,7 @@ class CellRow(TypedDict, total=False):
             "NVIDIA_TF32_OVERRIDE is not 0 and the GPU has compute capability >= 8.0; then the float32 "
             "peak and mfu are against TF32). NVIDIA_TF32_OVERRIDE itself is in env.",
         ),
-    ]
+    ] = None
     env: Annotated[
         str | None,
         Col(
@@ -870,7 +949,7 @@ class CellRow(TypedDict, total=False):
             "TF_*, NCCL_*, OMP_*, KMP_*, CUDA/HIP_VISIBLE_DEVICES, XLA_FLAGS and NVIDIA_TF32_OVERRIDE "
             "of the worker.",
         ),
-    ]
+    ] = None
     fingerprint: Annotated[
         str | None,
         Col(
@@ -878,7 +957,63 @@ class CellRow(TypedDict, total=False):
             "Hash of the stable hardware and software facts above: rows with equal fingerprints are "
             "comparable over time.",
         ),
-    ]
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellRow:
+    """One row of the cells table: one cell of one run, as typed groups. Its columns are the
+    groups' fields in order (:func:`harness.contract.columns.leaves`; a group adds no prefix, an
+    :class:`Estimate` adds ``_ci_low`` and ``_ci_high``). Every group but ``cell`` may be empty
+    while the row is assembled."""
+
+    run: RunInfo = RunInfo()
+    ab: AbInfo | None = None
+    cell: Axes
+    status: Annotated[
+        Status | None,
+        Col(
+            "",
+            "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
+            "(crashed or timed out), invalid (ran, but an integrity check failed), not measured "
+            "(runnable, but the run's budget was spent before its first process).",
+        ),
+    ] = None
+    """None only while a worker's row is assembled: every stored row has one."""
+    reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")] = ""
+    examples_per_sec: Annotated[
+        Estimate,
+        Col(
+            "examples/s",
+            "Median over the cell's processes of each process's figure (the median over its timed "
+            "windows of window_steps x effective_batch / window_seconds: global examples count every "
+            "replica, worker and micro-batch).",
+            figure=True,
+        ),
+        CI(
+            "Lower end of the 95% CI of the figure: exp(c - h), c = mean(log x_p) over the process "
+            "figures x_p, h = t(0.975, P-1) x sd(log x_p) / sqrt(P) (between- and within-process noise "
+            "of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j "
+            "this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it "
+            "then also covers run-to-run drift. Null with fewer than 2 processes and no history.",
+            "Upper end of the same CI.",
+        ),
+    ] = Estimate()
+
+    spread: Spread = Spread()
+    timing: Timing = Timing()
+    ran: Execution = Execution()
+    efficiency: Efficiency = Efficiency()
+    flops: Flops = Flops()
+    updates: Updates = Updates()
+    tenancy: Tenancy = Tenancy()
+    foreign: Foreign = Foreign()
+    peak: Utilization = Utilization()
+    energy: Energy = Energy()
+    checks: Checks = Checks()
+    breakdown: Breakdown = Breakdown()
+    machine: Machine | None = None
+    """Null where the worker never reported its facts (a cell that failed before, or unsupported)."""
 
 
 WindowRow = TypedDict(

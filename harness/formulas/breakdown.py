@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from harness.contract.records import Status
+from harness.contract.records import Breakdown, CellRow, Status
 from harness.spec.cell import Cell
 
 PARTS = ("compute_s", "allreduce_s", "input_s", "dispatch_s")
@@ -35,9 +34,6 @@ PARTS = ("compute_s", "allreduce_s", "input_s", "dispatch_s")
 
 REFERENCE = "parts_step_s"
 """The update timed alongside the parts (s per update): the denominator of their shares."""
-
-MEASURED = (REFERENCE, *PARTS)
-"""The breakdown's columns a worker measures."""
 
 NOISE = 0.10
 """How far a part's share may exceed 100% of the step before the breakdown is called inconsistent.
@@ -88,26 +84,28 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
-def _num(row: Mapping[str, Any], key: str) -> float | None:
-    """The row's value as a float, None when missing, null (None, NaN, pandas NA) or infinite."""
-    value = row.get(key)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    return float(value) if math.isfinite(value) else None
+def _num(value: float | None) -> float | None:
+    """A part as a float, None when unknown or not finite."""
+    return value if value is not None and math.isfinite(value) else None
 
 
-def reference_step(row: Mapping[str, Any]) -> float | None:
+def reference_step(b: Breakdown) -> float | None:
     """The step (s per update) a row's parts are shares of: ``parts_step_s``; for rows stored before
     that column existed, ``step_s`` (what their verdict was computed against); None if neither."""
-    step = _num(row, REFERENCE)
+    step = _num(b.parts_step_s)
     if step is None:
-        step = _num(row, "step_s")
+        step = _num(b.step_s)
     return step if step else None
 
 
-def parts_of(row: Mapping[str, Any]) -> dict[str, float] | None:
-    """The row's four parts (s per update) when every one is known, else None."""
-    parts = {k: _num(row, k) for k in PARTS}
+def parts_of(b: Breakdown) -> dict[str, float] | None:
+    """The row's four parts (s per update), by column name, when every one is known, else None."""
+    parts = {
+        "compute_s": _num(b.compute_s),
+        "allreduce_s": _num(b.allreduce_s),
+        "input_s": _num(b.input_s),
+        "dispatch_s": _num(b.dispatch_s),
+    }
     return {k: v for k, v in parts.items() if v is not None} if None not in parts.values() else None
 
 
@@ -142,20 +140,15 @@ def verdict(step_s: float, parts: Mapping[str, float]) -> tuple[str | None, str]
     return top.name, f"{top.name}-bound: {figures}; try {top.advice}"
 
 
-def columns(cell: Cell, row: Mapping[str, Any]) -> dict[str, Any]:
-    """step_s always (for an ok row); overlap, bound and bound_reason when all four parts and the
-    step they were timed with are known."""
-    eps = _num(row, "examples_per_sec")
-    if row.get("status") != Status.OK or not eps:
-        return {}
-    out: dict[str, Any] = {"step_s": cell.effective_batch / eps}
-    parts, reference = parts_of(row), _num(row, REFERENCE)
-    if not reference or parts is None:
-        return out
+def derived(cell: Cell, row: CellRow) -> Breakdown:
+    """The row's breakdown with step_s (an ok row), and overlap, bound and bound_reason when all
+    four parts and the step they were timed with are known."""
+    eps, b = row.examples_per_sec.value, row.breakdown
+    if row.status != Status.OK or not eps:
+        return b
+    b = replace(b, step_s=cell.effective_batch / eps)
+    parts, reference = parts_of(b), reference_step(b)
+    if not reference or parts is None or _num(b.parts_step_s) is None:
+        return b
     bound, reason = verdict(reference, parts)
-    return {
-        **out,
-        "overlap": (sum(parts.values()) - reference) / reference,
-        "bound": bound,
-        "bound_reason": reason,
-    }
+    return replace(b, overlap=(sum(parts.values()) - reference) / reference, bound=bound, bound_reason=reason)

@@ -16,14 +16,14 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
 from harness.analysis import ab
 from harness.contract.events import Event
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
-from harness.contract.records import CellRow, Status, WindowRow
+from harness.contract.records import AbInfo, CellRow, RunInfo, Status, WindowRow
 from harness.formulas.turns import clean, instance_log_ratio
 from harness.formulas.verdicts import UNDECIDED
 from harness.launch.runner import (
@@ -44,8 +44,17 @@ from harness.spec.cell import Cell
 from harness.spec.groups import ab_group
 from harness.spec.protocol import Platform, Protocol
 
-HARDWARE = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores")
-"""Columns both sides of a pair must share: the same machine, whatever the software."""
+
+def hardware(row: CellRow) -> dict[str, object]:
+    """What both sides of a pair must share, by column: the same machine, whatever the software."""
+    m = row.machine
+    return {
+        "device_kind": m.device_kind if m else None,
+        "device_name": m.device_name if m else None,
+        "device_count": row.ran.device_count,
+        "host_cpu": m.host_cpu if m else None,
+        "host_cores": m.host_cores if m else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -146,7 +155,8 @@ class AbResult:
 
 
 def _hardware_differs(a: CellRow, b: CellRow) -> str:
-    diff = [f"{k}: A {a.get(k)!r}, B {b.get(k)!r}" for k in HARDWARE if a.get(k) != b.get(k)]
+    ha, hb = hardware(a), hardware(b)
+    diff = [f"{k}: A {ha[k]!r}, B {hb[k]!r}" for k in ha if ha[k] != hb[k]]
     return "; ".join(diff)
 
 
@@ -165,13 +175,13 @@ class Pairs:
     def __init__(
         self,
         files: RunFiles,
-        base: CellRow,
+        run: RunInfo,
         protocol: Protocol,
         options: WorkerOptions,
         sides: dict[str, Side],
         launcher: Launcher,
     ) -> None:
-        self.files, self.base, self.protocol = files, base, protocol
+        self.files, self.run, self.protocol = files, run, protocol
         self.options, self.sides, self.launcher = options, sides, launcher
         self.written = 0
         self.turn_ratio = float("nan")
@@ -195,22 +205,24 @@ class Pairs:
         cell = end.cell
         row = (
             end.row
-            if end.event == Event.RECORD
+            if end.event == Event.RECORD and end.row is not None
             else not_measured_row(cell, self.protocol, Status.FAILED, end.reason, end.facts)
         )
-        row = {
-            **aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s, end.launch_s)]),
-            **self.base,
-            "ab_side": side,
-            "ab_pair": pair,
-            "ab_mode": mode.name,
-            "ab_cpus": None if cpus is None else ",".join(map(str, cpus)),
-            "ab_turn_ratio": turn_ratio,
-            "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        }
+        row = replace(
+            aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s, end.launch_s)]),
+            run=replace(self.run, timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
+            ab=AbInfo(
+                ab_id=self.run.run_id,
+                ab_side=side,
+                ab_pair=pair,
+                ab_mode=mode.name,
+                ab_cpus=None if cpus is None else ",".join(map(str, cpus)),
+                ab_turn_ratio=turn_ratio,
+            ),
+        )
         self.files.write_row(self.written, row)
         windows: list[WindowRow] = [
-            {**w, "run_id": self.base["run_id"], "pass": pair, "ab_side": side} for w in end.windows
+            {**w, "run_id": self.run.run_id, "pass": pair, "ab_side": side} for w in end.windows
         ]
         self.files.write_windows(self.written, windows)
         self.written += 1
@@ -267,18 +279,22 @@ class Pairs:
         ``outcome.ratios`` (none when every block was disturbed); False when the cell failed (the
         reason in ``outcome.failure``)."""
         rows = self.pair(outcome.cell, pair, order, MODES[outcome.mode])
-        bad = next((r for r in rows.values() if r.get("status") != Status.OK), None)
+        bad = next(((s, r) for s, r in rows.items() if r.status != Status.OK), None)
         if bad is not None:
-            outcome.failure = f"side {bad['ab_side']}, pair {pair}: {bad['status']}: {bad.get('reason')}"
+            side, r = bad
+            outcome.failure = f"side {side}, pair {pair}: {r.status}: {r.reason}"
             return False
         differs = _hardware_differs(rows["A"], rows["B"])
         if differs:
             outcome.failure = f"the sides ran on different hardware ({differs})"
             return False
-        outcome.software = {
-            s: f"TensorFlow {r.get('tf_version')}, Keras {r.get('keras_version')}" for s, r in rows.items()
+        outcome.software = {s: _software(r) for s, r in rows.items()}
+        a = rows["A"].machine
+        outcome.a_facts = {
+            "fingerprint": a.fingerprint if a else None,
+            "host_cpu": a.host_cpu if a else None,
+            "device_name": a.device_name if a else None,
         }
-        outcome.a_facts = {k: _text(rows["A"].get(k)) for k in ("fingerprint", "host_cpu", "device_name")}
         turns = outcome.mode == "turns"
         ratio = self.turn_ratio if turns else _figure(rows["B"]) / _figure(rows["A"])
         if math.isfinite(ratio):  # else every block was disturbed: the pair says nothing
@@ -306,14 +322,15 @@ class Pairs:
                 break
 
 
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
+def _software(row: CellRow) -> str:
+    m = row.machine
+    return f"TensorFlow {m.tf_version if m else None}, Keras {m.keras_version if m else None}"
 
 
 def _figure(row: CellRow) -> float:
     """An ok side's examples/s (an ok row always has one)."""
-    value = row.get("examples_per_sec")
-    assert value is not None, row.get("cell_id")
+    value = row.examples_per_sec.value
+    assert value is not None, row.cell.cell_id
     return value
 
 
@@ -336,13 +353,9 @@ def run_ab(
     now = dt.datetime.now(dt.UTC)
     result = AbResult(new_run_id(now))
     files = RunFiles(out / AB_FOLDER, now.strftime("%Y-%m-%d"), result.ab_id)  # apart from run history
-    base: CellRow = {
-        "run_id": result.ab_id,
-        "ab_id": result.ab_id,
-        "suite_version": suite_version(),
-    }
+    run = RunInfo(run_id=result.ab_id, suite_version=suite_version())
     options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
-    pairs = Pairs(files, base, protocol, options, {"A": a, "B": b}, launcher)
+    pairs = Pairs(files, run, protocol, options, {"A": a, "B": b}, launcher)
     runnable = [c for c, why in plan(cells, platform) if why is None]
     try:
         for index, cell in enumerate(runnable):

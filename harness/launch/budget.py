@@ -22,7 +22,7 @@ import datetime as dt
 import math
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.contract.events import Event
@@ -40,7 +40,7 @@ from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, run_ce
 from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.cost import RunCost
 from harness.results.journal import Journal
-from harness.results.ratios import Measured
+from harness.results.ratios import Measured, ratio_base
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, overlapping
 from harness.spec.groups import (
@@ -511,7 +511,9 @@ class TurnsRun:
                 say(f"{g.group.name}: members do not fit together; measured one by one", "")
                 return
             for key, end in culprits.items():
-                if end.event == Event.RECORD and end.row.get("status") == Status.OK:  # it passed a deadline
+                if (
+                    end.event == Event.RECORD and end.row is not None and end.row.status == Status.OK
+                ):  # it passed a deadline
                     end = dataclasses.replace(end, event=Event.FAILED, reason=instance.dropped)
                 elif instance.dropped not in end.reason:  # the coordinator's words, then the worker's
                     end = dataclasses.replace(end, reason=f"{instance.dropped}; {end.reason}")
@@ -551,8 +553,8 @@ class TurnsRun:
         run, wall = self.run, self.clock() - self.t0
         self.cost.peak_s = run.peaks.seconds
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        base = {**run.base, "timestamp": stamp, "fingerprint": (run.facts or {}).get("fingerprint")}
-        forked = any(r.row.get("forked") for e in run.evidence.values() for r in e)
+        base = ratio_base(replace(run.run, timestamp=stamp), (run.facts or {}).get("fingerprint"))
+        forked = any(r.row.ran.forked for e in run.evidence.values() for r in e)
         run.files.write_cost(self.cost.row(base, wall, run.protocol.budget_s, forked))
         run.result.paths.append(run.files.folder("costs"))
         run.result.cost = self.cost.text(wall)
@@ -632,7 +634,7 @@ def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | No
     process figures, separately measured) is neither higher nor lower. None when no cell of the
     model was measured ok."""
     figures = {
-        c.id: [float(r.row.get("examples_per_sec") or 0.0) for r in run.evidence[c.id]]
+        c.id: [r.row.examples_per_sec.value or 0.0 for r in run.evidence[c.id]]
         for c in run.runnable
         if c.model == model
         and c.tenants == 1

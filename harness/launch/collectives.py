@@ -13,13 +13,13 @@ import datetime as dt
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
-from harness.contract.events import Event, Facts, ProcessRow
+from harness.contract.events import Event, Facts
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CollectiveRow, Status
 from harness.launch.progress import Progress
 from harness.launch.runner import (
+    CellEnd,
     Launcher,
     RunResult,
     each_cell,
@@ -29,7 +29,7 @@ from harness.launch.runner import (
     run_date,
     suite_version,
 )
-from harness.results.collectives import not_measured, topology_label, topology_rows
+from harness.results.collectives import Timed, not_measured, topology_label, topology_rows
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES
@@ -57,7 +57,7 @@ def run_collectives(
     )
     planned = plan(cells, platform)
     runnable = [c for c, why in planned if why is None]
-    reports: dict[str, list[ProcessRow]] = {c.id: [] for c in runnable}
+    reports: dict[str, list[Timed]] = {c.id: [] for c in runnable}
     facts: dict[str, Facts | None] = {}
     progress = progress or Progress(len(runnable) * protocol.processes)
     t0 = time.monotonic()
@@ -66,15 +66,10 @@ def run_collectives(
             todo = [
                 c
                 for c in pass_order(runnable, k, protocol.seed)
-                if all(r.get("status") == Status.OK for r in reports[c.id])
+                if all(r.status == Status.OK for r in reports[c.id])
             ]
             for end in each_cell(todo, options, launcher, progress, prefix=f"p{k}-", label=topology_label):
-                row: ProcessRow = (
-                    cast(ProcessRow, end.row)
-                    if end.event == Event.RECORD
-                    else {"status": Status.FAILED, "reason": end.reason}
-                )
-                reports[end.cell.id].append(row)
+                reports[end.cell.id].append(_timed(end))
                 facts[end.cell.id] = end.facts or facts.get(end.cell.id)
     except KeyboardInterrupt:
         result.interrupted = True
@@ -90,11 +85,20 @@ def run_collectives(
     return result
 
 
+def _timed(end: CellEnd) -> Timed:
+    """What one process of a topology reported (a process that ended without a row: failed)."""
+    row = end.row
+    if end.event != Event.RECORD or row is None or row.status is None:
+        return Timed(Status.FAILED, end.reason)
+    op = row.ran.effective_cross_device_ops
+    return Timed(row.status, row.reason, op, tuple(end.report.get("collectives", ())))
+
+
 def _write(
     result: RunResult,
     files: RunFiles,
     planned: Sequence[tuple[Cell, str | None]],
-    reports: dict[str, list[ProcessRow]],
+    reports: dict[str, list[Timed]],
     facts: dict[str, Facts | None],
 ) -> None:
     stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -24,7 +24,7 @@ import pandas as pd
 from harness import __version__
 from harness.analysis import ab, nightly
 from harness.contract.job import WorkerOptions
-from harness.contract.records import CellRow, NightlyRow, Status
+from harness.contract.records import NightlyRow, RunInfo, Status
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.envs import Env
 from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
@@ -90,9 +90,9 @@ def measure(
     now = dt.datetime.now(dt.UTC)
     result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
     files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
-    base: CellRow = {"run_id": result.night_id, "ab_id": result.night_id, "suite_version": suite_version()}
+    run = RunInfo(run_id=result.night_id, suite_version=suite_version())
     options = WorkerOptions(protocol, platform, out / "logs" / result.date / result.night_id)
-    pairs = Pairs(files, base, protocol, options, {"A": reference, "B": candidate}, launcher)
+    pairs = Pairs(files, run, protocol, options, {"A": reference, "B": candidate}, launcher)
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
     orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]
     start = clock()

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.contract.columns import flatten, unflatten
 from harness.contract.events import Event
+from harness.contract.records import CellRow
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch.peak import PeakLog
@@ -116,7 +118,7 @@ def encode_end(end: CellEnd) -> dict[str, Any]:
     return {
         "cell_id": end.cell.id,
         "event": end.event.value,
-        "row": dict(end.row),
+        "row": None if end.row is None else flatten(end.row),
         "windows": [dict(w) for w in end.windows],
         "reason": end.reason,
         "facts": end.facts,
@@ -129,7 +131,8 @@ def decode_end(data: Mapping[str, Any], cells: Mapping[str, Cell]) -> CellEnd:
     return CellEnd(
         cells[data["cell_id"]],
         Event(data["event"]),
-        data["row"],
+        unflatten(CellRow, data["row"]) if data["row"] else None,  # {}: a journal of 2026-11-26 or before
+        {},
         data["windows"],
         data["reason"],
         data["facts"],

@@ -23,18 +23,18 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
 
 import pandas as pd
 import pyarrow as pa
 
 from harness import __version__
 from harness.analysis.verdicts import Outcome, numerics_of
+from harness.contract.columns import unflatten
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
-from harness.contract.records import CellRow, CollectiveRow, RatioRow, Status, WindowRow
+from harness.contract.records import CellRow, CollectiveRow, RatioRow, RunInfo, Status, WindowRow
 from harness.formulas import stats
 from harness.launch.foreign import run_with_tenant
 from harness.launch.local_cluster import run_cluster
@@ -44,7 +44,7 @@ from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
 from harness.results.history import earlier_figures
-from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
+from harness.results.ratios import Measured, ratio_base, ratio_rows, with_turn_ratios
 from harness.results.rows import (
     Peak,
     ProcessResult,
@@ -86,7 +86,9 @@ class CellEnd:
 
     cell: Cell
     event: Event
-    row: CellRow = field(default_factory=lambda: CellRow())
+    row: CellRow | None = None
+    """The process's row (a record event's; None for the other events)."""
+    report: ProcessRow = field(default_factory=lambda: ProcessRow())
     windows: list[WindowRow] = field(default_factory=list)
     reason: str = ""
     facts: Facts | None = None
@@ -154,19 +156,21 @@ def _ended(
     launch_s: float,
     label: Callable[[Cell], str] = lambda c: c.id,
 ) -> CellEnd:
-    row = ev.get("row") or {}
+    columns = ev.get("row")
+    row = None if columns is None else unflatten(CellRow, columns)
     end = CellEnd(
         cell,
         Event(ev["event"]),
         row,
+        ev.get("report") or {},
         ev.get("windows") or [],
-        ev.get("reason") or row.get("reason", ""),
+        ev.get("reason") or (row.reason if row else ""),
         facts,
         wall_s,
         launch_s,
     )
     if progress is not None:
-        progress.advance(label(cell), row.get("status") or str(end.event))
+        progress.advance(label(cell), (row.status if row else None) or str(end.event))
     return end
 
 
@@ -231,8 +235,8 @@ class TimeSpent:
         self.processes += 1
         self.wall += result.wall_s
         self.launch += result.launch_s
-        self.build += row.get("startup_s") or 0.0
-        self.compile += row.get("compile_s") or 0.0
+        self.build += row.timing.startup_s or 0.0
+        self.compile += row.timing.compile_s or 0.0
         self.windows += sum(w["window_s"] for w in result.windows if w.get("worker") == 0)
 
     def text(self) -> str:
@@ -282,11 +286,7 @@ class RunState:
         run_id = run_id or new_run_id(dt.datetime.now(dt.UTC))
         self.result = RunResult(run_id, time=TimeSpent())
         self.files = RunFiles(out, run_date(run_id), run_id)
-        self.base: CellRow = {
-            "run_id": run_id,
-            "suite_version": suite_version(),
-            "resumes": resumes,
-        }
+        self.run = RunInfo(run_id=run_id, suite_version=suite_version(), resumes=resumes)
         self.protocol, self.platform = protocol, platform
         self.planned = plan(cells, platform)
         self.runnable = [c for c, why in self.planned if why is None]
@@ -305,7 +305,7 @@ class RunState:
         self.facts = end.facts or self.facts
         row = (
             end.row
-            if end.event == Event.RECORD
+            if end.event == Event.RECORD and end.row is not None
             else not_measured_row(end.cell, self.protocol, Status.FAILED, end.reason, self.facts)
         )
         windows: list[WindowRow] = [
@@ -323,7 +323,7 @@ class RunState:
         return f"the budget ({self.protocol.budget_min:g} min) was spent before its first process"
 
     def ok_so_far(self, cell: Cell) -> bool:
-        return all(r.row.get("status") == Status.OK for r in self.evidence[cell.id])
+        return all(r.row.status == Status.OK for r in self.evidence[cell.id])
 
     def measure_peak(self) -> None:
         assert self.result.time is not None
@@ -333,53 +333,42 @@ class RunState:
         self.result.time.peak = self.peaks.seconds
         self.result.time.peak_processes += 1
 
+    def _earlier(self, row: CellRow) -> list[float]:
+        """Earlier runs' figures of the row's cell on its fingerprint (the history of its CI)."""
+        if self.earlier is None:
+            return []
+        return earlier_figures(
+            self.earlier, row.cell.cell_id, row.machine.fingerprint if row.machine else None
+        )
+
     def write_rows(self, measured: Sequence[Measured] = ()) -> None:
         """Every measured cell's row (with the peak and the ratios), then the unsupported ones;
         ``measured``: the comparisons measured in turns (the ratios table; their scaling
         efficiency and co-tenancy ratio replace those of separately measured processes)."""
         peaks = {d: Peak(d, stats.figure(v)) for d, v in self.peaks.samples.items()}
-        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        run = replace(self.run, timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         rows = [
-            with_peak(
-                {**aggregate(c, self.protocol, self.evidence[c.id]), **self.base, "timestamp": stamp},
-                peaks,
-                c,
-            )
+            with_peak(replace(aggregate(c, self.protocol, self.evidence[c.id]), run=run), peaks, c)
             for c in self.runnable
             if self.evidence[c.id]
         ]
         rows = [with_ratios(r, rows) for r in rows]
+        fingerprint = (self.facts or {}).get("fingerprint")
         ratios = ratio_rows(
-            measured,
-            {**self.base, "timestamp": stamp, "fingerprint": (self.facts or {}).get("fingerprint")},
-            self.protocol.blocks,
-            self.protocol.turn_s,
+            measured, ratio_base(run, fingerprint), self.protocol.blocks, self.protocol.turn_s
         )
         rows = [with_turn_ratios(r, ratios) for r in rows]
-        rows = [
-            with_history(
-                r,
-                []
-                if self.earlier is None
-                else earlier_figures(self.earlier, r["cell_id"], r.get("fingerprint")),
-            )
-            for r in rows
-        ]
+        rows = [with_history(r, self._earlier(r)) for r in rows]
         rows += [
-            {
-                **not_measured_row(c, self.protocol, Status.UNSUPPORTED, why, self.facts),
-                **self.base,
-                "timestamp": stamp,
-            }
+            replace(not_measured_row(c, self.protocol, Status.UNSUPPORTED, why, self.facts), run=run)
             for c, why in self.planned
             if why is not None
         ]
         rows += [
-            {
-                **not_measured_row(c, self.protocol, Status.NOT_MEASURED, self._unreached(), self.facts),
-                **self.base,
-                "timestamp": stamp,
-            }
+            replace(
+                not_measured_row(c, self.protocol, Status.NOT_MEASURED, self._unreached(), self.facts),
+                run=run,
+            )
             for c in self.runnable
             if not self.evidence[c.id] and not self.result.interrupted  # a stopped run resumes
         ]
@@ -504,15 +493,15 @@ def verify_cells(
             r = end.row
             outcomes[end.cell.id] = (
                 Outcome(end.cell, Status.FAILED, end.reason)
-                if end.event != Event.RECORD
+                if end.event != Event.RECORD or r is None
                 else Outcome(
                     end.cell,
-                    r["status"],
-                    r.get("reason") or "",
-                    r.get("final_loss"),
-                    r.get("weights_digest") or "",
-                    cast(ProcessRow, r).get("weights_path") or "",
-                    numerics_of(cast(ProcessRow, r)),
+                    r.status or Status.FAILED,
+                    r.reason,
+                    r.checks.final_loss,
+                    r.checks.weights_digest or "",
+                    end.report.get("weights_path") or "",
+                    numerics_of(r, end.report),
                 )
             )
     return [

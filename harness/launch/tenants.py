@@ -8,8 +8,10 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
+from harness.contract.columns import flatten, unflatten
 from harness.contract.events import Event, EventLine
 from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
+from harness.contract.records import CellRow
 from harness.launch.process import POLL_S
 from harness.launch.single import run_worker
 from harness.results.rows import combine
@@ -63,5 +65,6 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[Event
             }
             return
     records = [next(ev for ev in events if ev["event"] == Event.RECORD) for events in streams]
-    row, windows = combine([r["row"] for r in records], [r["windows"] for r in records], cell.effective_batch)
-    yield {"event": Event.RECORD, "row": row, "windows": windows, "facts": facts}
+    rows = [unflatten(CellRow, r["row"]) for r in records]
+    row, windows = combine(rows, [r["windows"] for r in records], cell.effective_batch)
+    yield {"event": Event.RECORD, "row": flatten(row), "windows": windows, "facts": facts}

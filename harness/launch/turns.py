@@ -40,7 +40,7 @@ from harness.formulas.turns import Turn
 from harness.launch.cpu_use import Snapshot, attribute, usable_cpus
 from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, instance_processes
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
-from harness.results.rows import merged, shared_columns, shared_windows
+from harness.results.rows import shared_windows, with_shared
 from harness.spec.frameworks import NONE, member_of, tenant_key, together_key
 from harness.spec.groups import Group, Member, turn_order
 from harness.spec.protocol import Protocol
@@ -305,13 +305,13 @@ def run_instance(
 
 def with_tenant(instance: Instance, member: Member) -> CellEnd:
     """A member with a co-tenant from another framework: its end with the figures of both sides,
-    from this instance's turns (:func:`harness.results.rows.shared_columns`)."""
+    from this instance's turns (:func:`harness.results.rows.with_shared`)."""
     end = instance.ends[member.key]
-    if end.event != Event.RECORD:
+    if end.event != Event.RECORD or end.row is None:
         return end
     tenant = _channel_keys(member)[1]
     facts = instance.tenant_facts.get(member.key, {})
-    row = merged(end.row, shared_columns(end.row, instance.turns, member.key, tenant, facts))
+    row = with_shared(end.row, instance.turns, member.key, tenant, facts)
     cell = member.cell
     windows = shared_windows(
         end.windows, instance.turns, member.key, tenant, cell.tenant_framework, cell.effective_batch

@@ -11,9 +11,10 @@ topology whose process failed gives one failed row; an unsupported one one unsup
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from harness.contract.events import Facts, ProcessRow
+from harness.contract.events import Facts
 from harness.contract.records import CollectiveRow, Status
 from harness.formulas import stats
 from harness.formulas.bandwidth import algbw_gbps, busbw_gbps
@@ -80,19 +81,26 @@ def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> Collec
     }
 
 
-def topology_rows(cell: Cell, processes: Sequence[ProcessRow], facts: Facts | None) -> list[CollectiveRow]:
-    """The rows of one topology from its processes' rows (each holding ``collectives``: one
-    result per payload, and ``effective_cross_device_ops``); a failed process fails the topology."""
-    bad = next((p for p in processes if p.get("status") != Status.OK), None)
+@dataclass(frozen=True)
+class Timed:
+    """One process's report of a topology: how it ended, the all-reduce implementation it used,
+    and one result per payload (:func:`harness.worker.collectives.measure_collectives`)."""
+
+    status: Status
+    reason: str = ""
+    effective_op: str | None = None
+    payloads: tuple[Mapping[str, Any], ...] = ()
+
+
+def topology_rows(cell: Cell, processes: Sequence[Timed], facts: Facts | None) -> list[CollectiveRow]:
+    """The rows of one topology from its processes' reports; a failed process fails the topology."""
+    bad = next((p for p in processes if p.status != Status.OK), None)
     if bad is not None or not processes:
-        reason = (bad or {}).get("reason") or "no process reported"
+        reason = (bad.reason if bad else "") or "no process reported"
         return [not_measured(cell, facts, Status.FAILED, reason)]
-    base: CollectiveRow = {
-        **topology_columns(cell, facts),
-        "effective_op": processes[-1].get("effective_cross_device_ops"),
-    }
+    base: CollectiveRow = {**topology_columns(cell, facts), "effective_op": processes[-1].effective_op}
     by_payload: dict[str, list[Mapping[str, Any]]] = {}
     for p in processes:
-        for result in p["collectives"]:
+        for result in p.payloads:
             by_payload.setdefault(f"{result['payload']}/{result['bytes']}", []).append(result)
     return [{**base, **_payload_row(cell, results)} for results in by_payload.values()]

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
+from harness.contract.columns import unflatten
 from harness.contract.records import CellRow, WindowRow
 from harness.errors import HarnessError
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles, check_rows
@@ -113,5 +114,5 @@ def ingest(path: Path, results: Path) -> Ingested:
             ) from None
         found.append((row, windows))
     for seq, (row, windows) in enumerate(found):
-        files.write(seq, cast(CellRow, row), cast(list[WindowRow], windows))
+        files.write(seq, unflatten(CellRow, row), cast(list[WindowRow], windows))
     return Ingested(run_id, len(found), skipped, files.folder("cells") if found else None)

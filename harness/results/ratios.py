@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, replace
 
-from harness.contract.records import CellRow, RatioRow, Status
+from harness.contract.columns import Estimate
+from harness.contract.records import CellRow, RatioRow, RunInfo, Status
 from harness.formulas import turns
 from harness.formulas.stats import MIN_EFFECT
 from harness.formulas.verdicts import DECIDED
@@ -41,6 +41,17 @@ class Measured:
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
+
+
+def ratio_base(run: RunInfo, fingerprint: str | None) -> dict[str, object]:
+    """The columns a run's ratio rows share with its cell rows."""
+    return {
+        "run_id": run.run_id,
+        "timestamp": run.timestamp,
+        "suite_version": run.suite_version,
+        "resumes": run.resumes,
+        "fingerprint": fingerprint,
+    }
 
 
 def ratio_rows(
@@ -88,20 +99,32 @@ def ratio_rows(
     return rows
 
 
-CELL_RATIO_COLUMNS = {Relation.SCALING: "scaling_efficiency", Relation.COTENANCY: "cotenancy_ratio"}
-"""The relations whose ratio is also a column of the subject's cell row."""
+def _estimate(r: RatioRow) -> Estimate:
+    return Estimate(r.get("ratio"), r.get("ratio_ci_low"), r.get("ratio_ci_high"))
 
 
-def _shared_columns(row: CellRow) -> dict[str, str]:
-    """A cell with a co-tenant from another framework: the SHARED comparisons' subjects (each
-    side's turns together) -> the column their ratio fills."""
-    framework, cell = row.get("tenant_framework"), str(row.get("cell_id"))
-    if not framework or framework == NONE:
-        return {}
-    return {
-        together_key(cell): "shared_ratio",
-        together_key(tenant_key(cell, framework)): "tenant_shared_ratio",
-    }
+def _with_ratio(row: CellRow, relation: Relation, r: RatioRow) -> CellRow:
+    """The row with one ratio measured in turns in the column its relation fills."""
+    if relation == Relation.SCALING:
+        efficiency = replace(
+            row.efficiency,
+            scaling_efficiency=_estimate(r),
+            baseline_cell_id=r["reference"],
+            ratio_instances=r["instances"],
+        )
+        return replace(row, efficiency=efficiency)
+    if relation == Relation.COTENANCY:
+        return replace(row, tenancy=replace(row.tenancy, cotenancy_ratio=_estimate(r)))
+    cell, framework = row.cell.cell_id, row.cell.tenant_framework
+    if r["subject"] == together_key(cell):
+        return replace(row, foreign=replace(row.foreign, shared_ratio=_estimate(r)))
+    if framework and r["subject"] == together_key(tenant_key(cell, framework)):
+        return replace(row, foreign=replace(row.foreign, tenant_shared_ratio=_estimate(r)))
+    return row
+
+
+CELL_RELATIONS = (Relation.SCALING, Relation.COTENANCY)
+"""The relations whose ratio is also a figure of the subject's cell row (besides SHARED's)."""
 
 
 def with_turn_ratios(row: CellRow, rows: Sequence[RatioRow]) -> CellRow:
@@ -109,26 +132,15 @@ def with_turn_ratios(row: CellRow, rows: Sequence[RatioRow]) -> CellRow:
     measured in turns where the run measured them (they replace the figures from separate
     processes); ``baseline_cell_id`` names the scaling reference. A cell with a co-tenant from
     another framework gets shared_ratio and tenant_shared_ratio from its SHARED ratios."""
-    if row.get("status") != Status.OK:
+    if row.status != Status.OK:
         return row
-    out = dict(row)
-    shared = _shared_columns(row)
+    framework = row.cell.tenant_framework
     for r in rows:
-        column = CELL_RATIO_COLUMNS.get(Relation(r["relation"]))
-        if Relation(r["relation"]) == Relation.SHARED:
-            column = shared.get(r["subject"])
-        elif r["subject"] != row.get("cell_id"):
+        relation = Relation(r["relation"])
+        if r.get("ratio") is None:
             continue
-        if column is None or r.get("ratio") is None:
-            continue
-        out.update(
-            {
-                column: r["ratio"],
-                f"{column}_ci_low": r["ratio_ci_low"],
-                f"{column}_ci_high": r["ratio_ci_high"],
-            }
-        )
-        if column == "scaling_efficiency":
-            out["baseline_cell_id"] = r["reference"]
-            out["ratio_instances"] = r["instances"]
-    return cast(CellRow, out)  # a dict of its columns, checked by the schema's tests
+        if (relation == Relation.SHARED and framework and framework != NONE) or (
+            relation in CELL_RELATIONS and r["subject"] == row.cell.cell_id
+        ):
+            row = _with_ratio(row, relation, r)
+    return row

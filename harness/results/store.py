@@ -31,6 +31,7 @@ the schema applied (columns added in later versions read as null in older files)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -46,6 +47,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from harness.contract.columns import flatten, leaves
 from harness.contract.records import (
     CellRow,
     CollectiveRow,
@@ -87,7 +89,10 @@ def _arrow_type(hint: object) -> pa.DataType:
 
 
 def columns_of(record: type) -> tuple[Column, ...]:
-    """The documented columns of a typed record of :mod:`harness.contract.records`, in order."""
+    """The documented columns of a typed record of :mod:`harness.contract.records`, in order (a
+    dataclass of groups: :func:`harness.contract.columns.leaves`)."""
+    if dataclasses.is_dataclass(record):
+        return tuple(Column(c.name, _arrow_type(c.hint), c.col.unit, c.col.doc) for c in leaves(record))
     out = []
     for name, hint in get_type_hints(record, include_extras=True).items():
         base, col = get_args(hint)[:2]
@@ -209,7 +214,7 @@ class RunFiles:
     def write_row(self, seq: int, row: CellRow) -> Path:
         """Append one cell's row as cells file number ``seq``."""
         path = self.folder("cells") / f"{seq:05d}.parquet"
-        write_atomic(_table([row], CELL_SCHEMA), path)
+        write_atomic(_table([flatten(row)], CELL_SCHEMA), path)
         return path
 
 

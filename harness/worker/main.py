@@ -16,8 +16,10 @@ import json
 import os
 import resource
 import traceback
+from dataclasses import replace
 from typing import Any, TextIO
 
+from harness.contract.columns import flatten
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.forks import FORKED_ENV
 from harness.contract.job import TENANT_BARRIER_ENV, Job
@@ -152,7 +154,9 @@ def _set_up(cell: Cell, events: TextIO, job: Job) -> tuple[Any, str, list[str], 
     return strategy, device_type, devices, facts
 
 
-def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> ProcessRow:
+def _collectives(
+    row: CellRow, cell: Cell, job: Job, strategy: Any, devices: list[str]
+) -> tuple[CellRow, ProcessRow]:
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
     from harness.worker.build.loops import chief_agreement
     from harness.worker.build.strategies import (
@@ -168,23 +172,21 @@ def _collectives(cell: Cell, job: Job, strategy: Any, devices: list[str]) -> Pro
     results = measure_collectives(
         strategy, cell, job.options.collectives_max_bytes, agree, protocol.window_s, protocol.repeats
     )
-    return {
-        "status": Status.OK,
-        "reason": "",
-        "collectives": results,
-        "effective_cross_device_ops": effective_cross_device_ops(strategy),
-    }
+    ran = replace(row.ran, effective_cross_device_ops=effective_cross_device_ops(strategy))
+    return replace(row, status=Status.OK, reason="", ran=ran), {"collectives": results}
 
 
 def _run(
-    cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
-) -> tuple[CellRow, list[WindowRow]]:
-    """Verify (train a fixed number of updates) or measure the cell: (columns, window rows)."""
+    row: CellRow, cell: Cell, job: Job, strategy: Any, device_type: str, devices: list[str]
+) -> tuple[CellRow, ProcessRow, list[WindowRow]]:
+    """Verify (train a fixed number of updates) or measure the cell: (its row, what else the
+    process reports, window rows)."""
     options = job.options
     if options.collectives_max_bytes:
-        return _collectives(cell, job, strategy, devices), []
+        return (*_collectives(row, cell, job, strategy, devices), [])
     if options.verify_updates:
-        verified = verify_cell(
+        verified, report = verify_cell(
+            row,
             cell,
             options.verify_updates,
             options.protocol.seed,
@@ -194,8 +196,7 @@ def _run(
             strategy,
             save=job.launch.role == Role.CHIEF,
         )
-        verified["op_determinism"] = op_determinism_enabled()
-        return verified, []
+        return verified, {**report, "op_determinism": op_determinism_enabled()}, []
     ready = start_barrier(
         os.environ.get(TENANT_BARRIER_ENV),
         job.launch.index,
@@ -205,7 +206,8 @@ def _run(
     client = turns.connect(job.launch.index)
     if client is not None:
         client.on_window = lambda: _inject(job.inject_fault, cell, job.launch.index, "turn")
-    return run_cell(
+    measured, windows = run_cell(
+        row,
         cell,
         options.protocol,
         devices,
@@ -216,6 +218,7 @@ def _run(
         ready,
         client,
     )
+    return measured, {}, windows
 
 
 def main(argv: list[str]) -> int:
@@ -234,17 +237,24 @@ def main(argv: list[str]) -> int:
         strategy, device_type, devices, facts = _set_up(cell, events, job)
         row = started_row(cell, job.options.protocol, facts, job.launch.cores, job.launch.oversubscribed)
         try:
-            measured, windows = _run(cell, job, strategy, device_type, devices)
+            row, report, windows = _run(row, cell, job, strategy, device_type, devices)
         except Exception as e:  # noqa: BLE001 -- the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
-            row.update({"status": Status.FAILED, "reason": failure_reason(e, job.options.deterministic)})
-            _emit(events, {"event": Event.RECORD, "row": row, "windows": []})
+            failed = replace(row, status=Status.FAILED, reason=failure_reason(e, job.options.deterministic))
+            _emit(events, {"event": Event.RECORD, "row": flatten(failed), "windows": []})
             return 1
-        row.update(measured)
-        row["nccl_transport"] = process_transports(os.environ.get(LOG_FILE_ENV), os.getpid())
-        row["forked"] = FORKED_ENV in os.environ
+        ran = replace(
+            row.ran,
+            nccl_transport=process_transports(os.environ.get(LOG_FILE_ENV), os.getpid()),
+            forked=FORKED_ENV in os.environ,
+        )
         if job.launch.role == Role.CHIEF:  # the chief reports the cell; its windows hold every worker's
-            _emit(events, {"event": Event.RECORD, "row": row, "windows": windows})
+            record: EventLine = {
+                "event": Event.RECORD,
+                "row": flatten(replace(row, ran=ran)),
+                "windows": windows,
+            }
+            _emit(events, {**record, "report": report})
         else:
             _emit(events, {"event": Event.FINISHED, "cell_id": cell.id})
     return 0

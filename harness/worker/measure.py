@@ -1,4 +1,4 @@
-"""Measuring one cell in this process: build it, time its windows, check it, return its row columns
+"""Measuring one cell in this process: build it, time its windows, check it, return its row
 and window rows (:func:`run_cell`); or train it a fixed number of updates for ``verify``
 (:func:`verify_cell`).
 """
@@ -9,16 +9,16 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from harness.contract.events import ProcessRow
-from harness.contract.records import CellRow, Status, WindowRow
+from harness.contract.records import CellRow, Checks, Status, WindowRow
 from harness.contract.turns import Do
 from harness.results.rows import (
     LEARNING_RATE,
     Measurement,
-    measured_columns,
+    measured_row,
     window_rows,
 )
 from harness.spec.cell import Cell
@@ -107,6 +107,7 @@ def counted_flops(
 
 
 def run_cell(
+    row: CellRow,
     cell: Cell,
     protocol: Protocol,
     devices: list[str],
@@ -117,14 +118,15 @@ def run_cell(
     ready: Callable[[], None] = lambda: None,
     turns: TurnClient | None = None,
 ) -> tuple[CellRow, list[WindowRow]]:
-    """Build, time and check one cell in this process. Returns (row columns, window rows), made by
-    :mod:`harness.results.rows` from the :class:`~harness.results.rows.Measurement`.
+    """Build, time and check one cell in this process. Returns (``row``, the worker's started row,
+    with the process's figures; window rows), made by :mod:`harness.results.rows` from the
+    :class:`~harness.results.rows.Measurement`.
 
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
     ``ready``: called after the first call (co-tenants' barrier); ``turns``: the process is a
     member of a group instance, timed in the turns its coordinator grants."""
     m = measure_cell(cell, protocol, devices, device_type, mnist_path, strategy, hosts, ready, turns)
-    return measured_columns(cell, m), window_rows(cell, m)
+    return measured_row(row, cell, m), window_rows(cell, m)
 
 
 def measure_cell(
@@ -262,6 +264,7 @@ def _parts(built: BuiltCell, cell: Cell, protocol: Protocol) -> tuple[dict[str, 
 
 
 def verify_cell(
+    row: CellRow,
     cell: Cell,
     updates: int,
     seed: int,
@@ -270,7 +273,7 @@ def verify_cell(
     mnist_path: str | None = None,
     strategy: Any = None,
     save: bool = True,
-) -> ProcessRow:
+) -> tuple[CellRow, ProcessRow]:
     """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
     and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
@@ -296,11 +299,11 @@ def verify_cell(
             **{f"before_{i}": w for i, w in enumerate(before)},
             **{f"after_{i}": w.numpy() for i, w in enumerate(built.model.weights)},
         )
-    return {
-        "status": Status.INVALID if problems else Status.OK,
-        "reason": "; ".join(problems),
-        "final_loss": loss,
-        "weights_digest": weights_digest(built.model),
-        "weights_path": path,
-        "effective_cross_device_ops": effective_cross_device_ops(built.strategy),
-    }
+    verified = replace(
+        row,
+        status=Status.INVALID if problems else Status.OK,
+        reason="; ".join(problems),
+        checks=Checks(final_loss=loss, weights_digest=weights_digest(built.model)),
+        ran=replace(row.ran, effective_cross_device_ops=effective_cross_device_ops(built.strategy)),
+    )
+    return verified, {"weights_path": path}

@@ -12,9 +12,11 @@ import pytest
 
 from harness.analysis.compare import compare, markdown
 from harness.analysis.gate import GatePolicy
+from harness.contract.columns import flatten, unflatten
+from harness.contract.records import CellRow
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 from harness.results import history
-from harness.results.rows import cell_columns
+from harness.results.rows import cell_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
@@ -40,7 +42,7 @@ def write_run(
         level = 1000.0 * (slowdown or {}).get(cell.id, 1.0) * (1 + noise * rng.standard_normal())
         rates = level * (1 + noise * rng.standard_normal(5))
         row = {
-            **cell_columns(cell, Protocol()),
+            **flatten(cell_row(cell, Protocol())),
             "run_id": run_id,
             "fingerprint": fingerprint,
             "timestamp": f"2026-11-0{day}T00:00:{i:02d}+00:00",
@@ -73,7 +75,7 @@ def write_run(
         if cell.id in failed:
             row.update(status="failed", reason="boom", examples_per_sec=None)
             windows = []
-        files.write(i, row, windows)
+        files.write(i, unflatten(CellRow, row), windows)
     return run_id
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis import explain
+from harness.contract.columns import flatten, unflatten
+from harness.contract.records import CellRow
 
 BASE = {
     "model": "cnn",
@@ -53,7 +55,7 @@ def _row(
     }
 
 
-def _rows() -> list[dict[str, Any]]:
+def _rows() -> list[CellRow]:
     one = _row(1, 1, [6400.0, 6300.0, 6500.0], (0.009, 0.0, 0.0002, 0.0001), scaling_efficiency=1.0)
     one["baseline_cell_id"] = one["cell_id"]
     two = _row(
@@ -67,7 +69,7 @@ def _rows() -> list[dict[str, Any]]:
         baseline_cell_id=one["cell_id"],
     )
     acc = _row(2, 4, [7680.0, 7600.0, 7700.0], (0.068, 0.002, 0.002, 0.0001))
-    return [one, two, acc]
+    return [unflatten(CellRow, r) for r in (one, two, acc)]
 
 
 def test_breakdown_table_gives_milliseconds_and_shares() -> None:
@@ -99,12 +101,15 @@ def test_accumulation_is_judged_with_its_ci_and_the_all_reduce_per_example() -> 
 
 def test_devices_working_names_invalid_cells_and_logical_devices() -> None:
     rows = _rows() + [
-        {
-            **_rows()[1],
-            "status": "invalid",
-            "cell_id": "x",
-            "reason": "model variable is a ResourceVariable, not MirroredVariable",
-        }
+        unflatten(
+            CellRow,
+            {
+                **flatten(_rows()[1]),
+                "status": "invalid",
+                "cell_id": "x",
+                "reason": "model variable is a ResourceVariable, not MirroredVariable",
+            },
+        )
     ]
     answers = explain.devices_working(rows)
     assert answers[0].startswith("2 of 3 multi-device cells were measured and passed every integrity check:")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from harness.analysis import findings
+from harness.contract.columns import unflatten
+from harness.contract.records import CellRow
 from harness.formulas import stats
 
 
@@ -27,7 +29,7 @@ def _row(eps, procs, **kw):
         "examples_per_sec": eps,
         "process_examples_per_sec": procs,
     }
-    return {**base, **kw}
+    return unflatten(CellRow, {**base, **kw})
 
 
 ROWS = [
@@ -42,10 +44,10 @@ ROWS = [
 
 def test_fastest_and_the_configurations_tied_with_it():
     best, tied = findings.fastest(ROWS, "cnn")
-    assert best["accum_steps"] == 4 and tied == []
+    assert best.cell.accum_steps == 4 and tied == []
     rows = ROWS + [_row(1390.0, [1300.0, 1390.0, 1480.0], accum_steps=8)]
     best, tied = findings.fastest(rows, "cnn")
-    assert [r["accum_steps"] for r, _ in tied] == [4 if best["accum_steps"] == 8 else 8]
+    assert [r.cell.accum_steps for r, _ in tied] == [4 if best.cell.accum_steps == 8 else 8]
 
 
 def test_each_knob_compares_rows_equal_but_for_it():
@@ -83,7 +85,7 @@ def test_a_race_head_says_fastest_only_when_every_contender_is_lower() -> None:
     from harness.analysis.findings import turns_html
 
     rows = [
-        {"cell_id": k, "model": "cnn", "strategy": s, "examples_per_sec": 100.0}
+        unflatten(CellRow, {"cell_id": k, "model": "cnn", "strategy": s, "examples_per_sec": 100.0})
         for k, s in (("a", "default"), ("b", "mirrored"), ("c", "central_storage"))
     ]
 

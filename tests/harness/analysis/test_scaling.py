@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from harness.analysis import scaling
+from harness.contract.columns import unflatten
+from harness.contract.records import CellRow
 
 
 def test_ring_cost_of_a_described_link() -> None:
@@ -105,11 +107,15 @@ def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() ->
             for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2**20, 6e-4), ("cnn", 139_304, 1e-3))
         ]
     )
-    (line,) = scaling.report_predictions([one, two], collectives)
-    assert line["cell_id"] == "two" and line["devices"] == 2
-    assert line["predicted"] == pytest.approx(128 / 0.021)  # 2 x 10 ms shared + 1 ms measured
-    assert line["error"] == pytest.approx((128 / 0.021 - 6000) / 6000)
-    assert scaling.report_predictions([one, two], collectives.iloc[0:0]) == []
+    (line,) = scaling.report_predictions(_typed(one, two), collectives)
+    assert line.cell_id == "two" and line.devices == 2
+    assert line.predicted == pytest.approx(128 / 0.021)  # 2 x 10 ms shared + 1 ms measured
+    assert line.error == pytest.approx((128 / 0.021 - 6000) / 6000)
+    assert scaling.report_predictions(_typed(one, two), collectives.iloc[0:0]) == []
+
+
+def _typed(*rows: dict[str, object]) -> list[CellRow]:
+    return [unflatten(CellRow, r) for r in rows]
 
 
 def _collectives(**extra: object) -> pd.DataFrame:
@@ -134,7 +140,9 @@ def _collectives(**extra: object) -> pd.DataFrame:
 def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them() -> None:
     from harness.errors import HarnessError
 
-    here = {"device_kind": "CPU", "device_name": "Xeon", "host_cores": 2}
+    columns = {"device_kind": "CPU", "device_name": "Xeon", "host_cores": 2}
+    here = unflatten(CellRow, columns)
+    epyc = unflatten(CellRow, {**columns, "device_name": "EPYC"})
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
     cost, own = scaling.cost_from_table(table, "mirrored", "auto", "cnn", here)
     assert cost.source == "alpha-beta fit of mirrored[auto]: 3 rows" and own == {2: 1e-3}
@@ -149,12 +157,12 @@ def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them
         match=r"measured on Xeon \(2 cores\), not on the 1-device cell's machine "
         r"\(EPYC, 2 cores\)",
     ):
-        scaling.cost_from_table(table, "mirrored", "auto", "cnn", {**here, "device_name": "EPYC"})
+        scaling.cost_from_table(table, "mirrored", "auto", "cnn", epyc)
     with pytest.raises(HarnessError, match=r"1 all-reduce time\(s\) .* needs 2 or more"):
         scaling.cost_from_table(table.iloc[[0]], "mirrored", "auto", "cnn", here)
     # rows that do not say where they were measured are kept
     unknown = table.assign(device_name=pd.Series([None] * 3, dtype="string"))
-    assert len(scaling.same_machine(unknown, {**here, "device_name": "EPYC"})) == 3
+    assert len(scaling.same_machine(unknown, epyc)) == 3
 
 
 def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_their_ci() -> None:
@@ -196,12 +204,12 @@ def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_thei
     }
     strong = {**two, "cell_id": "strong", "scaling": "strong"}
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
-    (line,) = scaling.report_predictions([one, two, strong], table)
-    assert line["cell_id"] == "two" and line["series"] == "mirrored[auto]"
-    assert line["baseline"] == 6400.0 and line["config"] == "b64/acc1/ctl/spe10/float32"
-    assert (line["measured_ci_low"], line["measured_ci_high"]) == (5500.0, 6000.0)
+    (line,) = scaling.report_predictions(_typed(one, two, strong), table)
+    assert line.cell_id == "two" and line.series == "mirrored[auto]"
+    assert line.baseline == 6400.0 and line.config == "b64/acc1/ctl/spe10/float32"
+    assert (line.measured_ci_low, line.measured_ci_high) == (5500.0, 6000.0)
     elsewhere = table.assign(device_name="EPYC")
-    assert scaling.report_predictions([one, two], elsewhere) == []
+    assert scaling.report_predictions(_typed(one, two), elsewhere) == []
 
 
 def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> None:
@@ -272,7 +280,8 @@ def test_gradient_bytes_come_from_the_workers_count_or_the_mnist_models_hand_lis
     from harness.analysis.scaling import gradient_bytes
     from harness.errors import HarnessError
 
-    assert gradient_bytes("resnet50", {"gradient_bytes": 94220328}) == 94220328
-    assert gradient_bytes("cnn", {"gradient_bytes": None}) == 4 * 34826  # a row before the count
+    assert gradient_bytes("resnet50", unflatten(CellRow, {"gradient_bytes": 94220328})) == 94220328
+    before = unflatten(CellRow, {"gradient_bytes": None})  # a row before the count
+    assert gradient_bytes("cnn", before) == 4 * 34826
     with pytest.raises(HarnessError, match="resnet50's gradients is unknown"):
-        gradient_bytes("resnet50", {})
+        gradient_bytes("resnet50", before)

@@ -8,6 +8,8 @@ import re
 import pytest
 
 from harness.analysis.tables import FOOTNOTE, fixed_width, render_table, summary_table
+from harness.contract.columns import unflatten
+from harness.contract.records import CellRow
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -37,7 +39,7 @@ def _row(**kw):
         "status": "ok",
         "reason": "",
     }
-    return {**base, **kw}
+    return unflatten(CellRow, {**base, **kw})
 
 
 def test_summary_table_rows():
@@ -77,7 +79,6 @@ def test_summary_table_rows():
         ),
         _row(
             replicas=2,
-            batch=32,
             per_replica_batch=32,
             status="failed",
             reason="worker died: signal 9 " + "x" * 100,

@@ -20,8 +20,9 @@ from harness.analysis.verdicts import (
     relative_difference,
     verdict_table,
 )
+from harness.contract.columns import unflatten
 from harness.contract.events import ProcessRow
-from harness.contract.records import Status
+from harness.contract.records import CellRow, Status
 from harness.spec.cell import Cell
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -115,16 +116,20 @@ def test_numerics_that_differ_get_a_line_each_and_none_reported_says_so() -> Non
     ]
 
 
-def test_numerics_come_from_the_worker_s_row() -> None:
-    row: ProcessRow = {
-        "device_kind": "CPU",
-        "device_name": "AMD EPYC",
-        "build_info": json.dumps({"cuda_version": "", "tensor_float_32": False}),
-        "op_determinism": True,
-    }
-    assert numerics_of(row) == Numerics("CPU AMD EPYC", True, False)
-    assert numerics_of({"device_kind": "GPU", "device_name": "A100"}) == Numerics("GPU A100", None, None)
-    assert numerics_of({"status": Status.FAILED}) is None  # failed before its facts
+def test_numerics_come_from_the_worker_s_row_and_report() -> None:
+    row = unflatten(
+        CellRow,
+        {
+            "device_kind": "CPU",
+            "device_name": "AMD EPYC",
+            "build_info": json.dumps({"cuda_version": "", "tensor_float_32": False}),
+        },
+    )
+    report: ProcessRow = {"op_determinism": True}
+    assert numerics_of(row, report) == Numerics("CPU AMD EPYC", True, False)
+    gpu = unflatten(CellRow, {"device_kind": "GPU", "device_name": "A100"})
+    assert numerics_of(gpu, {}) == Numerics("GPU A100", None, None)
+    assert numerics_of(unflatten(CellRow, {"status": Status.FAILED}), {}) is None  # failed before its facts
 
 
 def verify(*args: str) -> subprocess.CompletedProcess[str]:

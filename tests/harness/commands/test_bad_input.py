@@ -50,10 +50,12 @@ from hypothesis import strategies as st
 import harness.commands as commands
 import harness.launch.platform as platform_module
 from harness.commands import COMMANDS, build_parser, main
+from harness.contract.columns import flatten, unflatten
+from harness.contract.records import CellRow
 from harness.launch.ab import MODES
 from harness.launch.platform import NvidiaGpus
 from harness.results import history, store
-from harness.results.rows import cell_columns
+from harness.results.rows import cell_row
 from harness.results.store import RunFiles
 from harness.spec.axes import (
     AXES,
@@ -527,14 +529,17 @@ def _write_results(out: Path) -> None:
         for i, row in enumerate(rows):
             files.write_row(
                 i,
-                {
-                    **base,
-                    **row,
-                    "run_id": run_id,
-                    "timestamp": f"{day}T00:00:00",
-                    "fingerprint": machine,
-                    "device_name": machine,
-                },
+                unflatten(
+                    CellRow,
+                    {
+                        **base,
+                        **row,
+                        "run_id": run_id,
+                        "timestamp": f"{day}T00:00:00",
+                        "fingerprint": machine,
+                        "device_name": machine,
+                    },
+                ),
             )
         common = {
             "run_id": run_id,
@@ -566,7 +571,12 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
         return str(path)
 
     cell = Cell(strategy="default")
-    row = {**cell_columns(cell, Protocol()), "status": "ok", "examples_per_sec": 1000.0, "fingerprint": "fp"}
+    row = {
+        **flatten(cell_row(cell, Protocol())),
+        "status": "ok",
+        "examples_per_sec": 1000.0,
+        "fingerprint": "fp",
+    }
     bench = {
         "datetime": "2026-01-03T00:00:00",
         "benchmarks": [{"name": "fidelity", "extra_info": {}}, {"name": "cell", "extra_info": row}],

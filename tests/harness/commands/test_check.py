@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.commands import main
+from harness.contract.columns import unflatten
+from harness.contract.records import CellRow
 from harness.results import store
 from harness.results.store import AB_FOLDER, RunFiles
 
@@ -36,7 +38,7 @@ def _history(root: Path, runs: int = RUNS) -> list[Path]:
                 "process_examples_per_sec": [eps],
                 "fingerprint": "fp",
             }
-            paths.append(files.write_row(i, row))
+            paths.append(files.write_row(i, unflatten(CellRow, row)))
     return paths
 
 
@@ -46,17 +48,20 @@ def _ab_rows(files: RunFiles) -> None:
         for side in ("A", "B"):
             files.write_row(
                 2 * i + (side == "B"),
-                {
-                    "run_id": files.run_id,
-                    "ab_id": files.run_id,
-                    "ab_side": side,
-                    "timestamp": "2026-02-01T00:00:00",
-                    "cell_id": cell,
-                    "model": "cnn",
-                    "status": "ok",
-                    "examples_per_sec": 250.0,
-                    "fingerprint": "fp",
-                },
+                unflatten(
+                    CellRow,
+                    {
+                        "run_id": files.run_id,
+                        "ab_id": files.run_id,
+                        "ab_side": side,
+                        "timestamp": "2026-02-01T00:00:00",
+                        "cell_id": cell,
+                        "model": "cnn",
+                        "status": "ok",
+                        "examples_per_sec": 250.0,
+                        "fingerprint": "fp",
+                    },
+                ),
             )
 
 

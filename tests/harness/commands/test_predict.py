@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.columns import unflatten
+from harness.contract.records import CellRow
 from harness.results.store import RunFiles
 from tests.harness.launch.test_runner import harness
 
@@ -56,7 +58,7 @@ def _folder(tmp_path: Path) -> Path:
         "examples_per_sec_ci_high": 6200.0,
     }
     for i, row in enumerate((one, two)):
-        files.write_row(i, row)
+        files.write_row(i, unflatten(CellRow, row))
     common = {
         "run_id": BASE["run_id"],
         "timestamp": BASE["timestamp"],
@@ -183,7 +185,7 @@ def _mwms_folder(tmp_path: Path) -> Path:
         },
     ]
     for i, row in enumerate(rows):
-        files.write_row(i, row)
+        files.write_row(i, unflatten(CellRow, row))
     common = {
         "run_id": BASE["run_id"],
         "timestamp": BASE["timestamp"],

@@ -1,13 +1,25 @@
-"""The step-time breakdown's derived columns and the verdict rules, on planted breakdowns."""
+"""The step-time breakdown's derived figures and the verdict rules, on planted breakdowns."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from harness.formulas.breakdown import BOUNDS, NOISE, columns, excess, reference_step, verdict
+from harness.contract.columns import Estimate
+from harness.contract.records import Breakdown, CellRow, Status
+from harness.formulas.breakdown import BOUNDS, NOISE, derived, excess, parts_of, reference_step, verdict
+from harness.results.rows import cell_row
 from harness.spec.cell import Cell
+from harness.spec.protocol import Protocol
 
 STEP = 0.010  # s per update
+
+
+def _row(cell: Cell, status: Status, eps: float | None, breakdown: Breakdown) -> CellRow:
+    return replace(
+        cell_row(cell, Protocol()), status=status, examples_per_sec=Estimate(eps), breakdown=breakdown
+    )
 
 
 @pytest.mark.parametrize(
@@ -44,53 +56,32 @@ def test_the_largest_share_decides_and_names_its_knob(parts: dict[str, float], b
         assert f"{b.name} {parts[b.part] / STEP:.0%}" in reason
 
 
-def test_columns_give_step_overlap_and_bound_against_the_step_timed_with_the_parts() -> None:
+def test_derived_gives_step_overlap_and_bound_against_the_step_timed_with_the_parts() -> None:
     cell = Cell(strategy="mirrored", replicas=2, batch=64, accum_steps=2)  # effective batch 256
-    row = {
-        "status": "ok",
-        "examples_per_sec": 25_600.0,
-        "parts_step_s": 0.012,
-        "compute_s": 0.006,
-        "allreduce_s": 0.002,
-        "input_s": 0.001,
-        "dispatch_s": 0.0005,
-    }
-    out = columns(cell, row)
-    assert out["step_s"] == pytest.approx(0.010)  # 256 / 25,600
+    parts = Breakdown(
+        parts_step_s=0.012, compute_s=0.006, allreduce_s=0.002, input_s=0.001, dispatch_s=0.0005
+    )
+    out = derived(cell, _row(cell, Status.OK, 25_600.0, parts))
+    assert out.step_s == pytest.approx(0.010)  # 256 / 25,600
     # shares and overlap are of parts_step_s (12 ms), timed in the same rounds as the parts
-    assert out["overlap"] == pytest.approx((0.0095 - 0.012) / 0.012)  # -21 %: a remainder
-    assert out["bound"] == "compute" and "overlap -21%" in out["bound_reason"]
-    assert "of the 12 ms step, compute 50%, communication 17%" in out["bound_reason"]
+    assert out.overlap == pytest.approx((0.0095 - 0.012) / 0.012)  # -21 %: a remainder
+    assert out.bound == "compute" and out.bound_reason is not None and "overlap -21%" in out.bound_reason
+    assert "of the 12 ms step, compute 50%, communication 17%" in out.bound_reason
+    # the measured parts are kept as they were
+    assert replace(out, step_s=None, overlap=None, bound=None, bound_reason=None) == parts
 
 
 def test_without_every_part_or_their_step_only_the_step_is_given() -> None:
     cell = Cell(strategy="default", batch=100)
-    out = columns(
-        cell,
-        {
-            "status": "ok",
-            "examples_per_sec": 1000.0,
-            "parts_step_s": 0.1,
-            "compute_s": 0.05,
-            "allreduce_s": None,
-            "input_s": 0.01,
-            "dispatch_s": 0.001,
-        },
-    )
-    assert out == {"step_s": pytest.approx(0.1)}
-    out = columns(
-        cell,
-        {
-            "status": "ok",
-            "examples_per_sec": 1000.0,
-            "compute_s": 0.05,
-            "allreduce_s": 0.0,
-            "input_s": 0.01,
-            "dispatch_s": 0.001,
-        },
-    )
-    assert out == {"step_s": pytest.approx(0.1)}  # parts with no step timed alongside: no shares
-    assert columns(cell, {"status": "invalid", "examples_per_sec": None}) == {}
+    missing = Breakdown(parts_step_s=0.1, compute_s=0.05, allreduce_s=None, input_s=0.01, dispatch_s=0.001)
+    out = derived(cell, _row(cell, Status.OK, 1000.0, missing))
+    assert out.step_s == pytest.approx(0.1)
+    assert replace(out, step_s=None) == missing  # no overlap, bound or bound_reason
+    alone = Breakdown(compute_s=0.05, allreduce_s=0.0, input_s=0.01, dispatch_s=0.001)
+    out = derived(cell, _row(cell, Status.OK, 1000.0, alone))
+    assert out.step_s == pytest.approx(0.1)  # parts with no step timed alongside: no shares
+    assert replace(out, step_s=None) == alone
+    assert derived(cell, _row(cell, Status.INVALID, None, Breakdown())) == Breakdown()
 
 
 # The cell of the report: cnn/default/r1w1/b64/acc4/ctl, a 67.2 ms update, its compute timed at
@@ -108,8 +99,9 @@ def test_a_part_longer_than_the_step_is_an_error_not_a_share() -> None:
     )
     assert "of the 67.2 ms step, compute 173%" in reason and "bound:" not in reason
     cell = Cell(strategy="default", batch=64, accum_steps=4)  # effective batch 256
-    out = columns(cell, {"status": "ok", "examples_per_sec": 3811.0, "parts_step_s": 0.0672, **REPORTED})
-    assert out["bound"] is None and out["bound_reason"].startswith("no verdict: compute (173%)")
+    out = derived(cell, _row(cell, Status.OK, 3811.0, Breakdown(parts_step_s=0.0672, **REPORTED)))
+    assert out.bound is None and out.bound_reason is not None
+    assert out.bound_reason.startswith("no verdict: compute (173%)")
 
 
 @pytest.mark.parametrize("compute, over", [(0.0099, False), (0.0110, False), (0.01101, True), (0.0120, True)])
@@ -123,6 +115,12 @@ def test_a_part_may_exceed_the_step_by_the_noise_allowance_only(compute: float, 
 
 
 def test_the_reference_step_is_the_one_timed_with_the_parts() -> None:
-    assert reference_step({"step_s": 0.010, "parts_step_s": 0.012}) == 0.012
-    assert reference_step({"step_s": 0.010, "parts_step_s": float("nan")}) == 0.010  # older rows
-    assert reference_step({"step_s": None}) is None
+    assert reference_step(Breakdown(step_s=0.010, parts_step_s=0.012)) == 0.012
+    assert reference_step(Breakdown(step_s=0.010, parts_step_s=float("nan"))) == 0.010  # older rows
+    assert reference_step(Breakdown(step_s=None)) is None
+
+
+def test_the_parts_are_given_only_when_every_one_is_known() -> None:
+    assert parts_of(Breakdown(**REPORTED)) == REPORTED
+    assert parts_of(Breakdown(**{**REPORTED, "input_s": float("nan")})) is None
+    assert parts_of(Breakdown(**{**REPORTED, "allreduce_s": None})) is None

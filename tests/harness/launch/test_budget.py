@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.contract.columns import Estimate
 from harness.contract.events import Event
+from harness.contract.records import Machine, Status
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch import budget
@@ -20,7 +22,7 @@ from harness.launch.peak import PeakLog
 from harness.launch.progress import Progress
 from harness.launch.runner import CellEnd
 from harness.launch.turns import Instance
-from harness.results.rows import cell_columns
+from harness.results.rows import cell_row
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
@@ -42,14 +44,18 @@ class Clock:
 
 
 def _end(cell: Cell, protocol: Protocol, eps: float, status: str = "ok", reason: str = "") -> CellEnd:
-    row = {
-        **cell_columns(cell, protocol),
-        "status": status,
-        "reason": reason,
-        "examples_per_sec": eps if status == "ok" else None,
-        "cv_within_process": 0.01,
-        "fingerprint": "fp",
-    }
+    event = Event.RECORD if status != "killed" else Event.FAILED
+    if event != Event.RECORD:  # a process that died reports no row
+        return CellEnd(cell, event, reason=reason)
+    row = cell_row(cell, protocol)
+    row = dataclasses.replace(
+        row,
+        status=Status(status),
+        reason=reason,
+        examples_per_sec=Estimate(eps if status == "ok" else None),
+        spread=dataclasses.replace(row.spread, cv_within_process=0.01),
+        machine=Machine(fingerprint="fp"),
+    )
     window = {
         "cell_id": cell.id,
         "worker": 0,
@@ -59,8 +65,7 @@ def _end(cell: Cell, protocol: Protocol, eps: float, status: str = "ok", reason:
         "examples": int(eps),
         "examples_per_sec": eps,
     }
-    event = Event.RECORD if status != "killed" else Event.FAILED
-    return CellEnd(cell, event, row, [window] if status == "ok" else [], reason)
+    return CellEnd(cell, event, row, windows=[window] if status == "ok" else [], reason=reason)
 
 
 def _fake(
@@ -203,10 +208,10 @@ def test_a_member_that_fails_leaves_its_group_and_its_row_says_why(
 
     result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
 
-    rows = {r["cell_id"]: r for r in result.rows}
-    assert rows[TWO.id]["status"] == "failed" and "SIGKILL" in rows[TWO.id]["reason"]
+    rows = {r.cell.cell_id: r for r in result.rows}
+    assert rows[TWO.id].status == "failed" and "SIGKILL" in rows[TWO.id].reason
     # the dropped instance is not counted; the rest: g0's two, and the race's (ONE ties DEFAULT)
-    assert rows[ONE.id]["status"] == "ok" and rows[ONE.id]["processes"] == len(calls) - 1
+    assert rows[ONE.id].status == "ok" and rows[ONE.id].spread.processes == len(calls) - 1
     g0 = [r for r in result.ratios if r["group"] == "g0"]
     assert [r["relation"] for r in g0 if not r["note"]] == ["strategy"]  # TWO's comparisons left
     assert {r["relation"] for r in g0 if r["note"]} == {"scaling", "strategy"}
@@ -297,7 +302,7 @@ def test_a_run_that_another_program_keeps_disturbing_stops_unless_asked_to_go_on
     assert result.stopped.startswith("the machine is busy: another program took CPU in 8 of the 8 blocks")
     assert "yes[4242] used 0.98 CPUs" in result.stopped and "--busy-ok" in result.stopped
     assert f"--resume {result.run_id}" in result.stopped
-    assert {r["status"] for r in result.rows} == {"ok"}
+    assert {r.status for r in result.rows} == {"ok"}
 
 
 def test_members_that_do_not_fit_together_are_measured_one_by_one(
@@ -310,10 +315,10 @@ def test_members_that_do_not_fit_together_are_measured_one_by_one(
     result = _run(tmp_path, protocol, clock, [ONE, TWO])
 
     assert calls[0] == "g0" and sorted(calls[1:5]) == ["g0.0", "g0.0", "g0.1", "g0.1"]
-    rows = {r["cell_id"]: r for r in result.rows}
-    assert rows[ONE.id]["status"] == rows[TWO.id]["status"] == "ok"  # an OOM together is no failure
-    assert rows[TWO.id].get("ratio_instances") is None  # efficiency from separate processes
-    assert rows[TWO.id]["scaling_efficiency"] == pytest.approx(0.55, rel=0.05)
+    rows = {r.cell.cell_id: r for r in result.rows}
+    assert rows[ONE.id].status == rows[TWO.id].status == "ok"  # an OOM together is no failure
+    assert rows[TWO.id].efficiency.ratio_instances is None  # efficiency from separate processes
+    assert rows[TWO.id].efficiency.scaling_efficiency.value == pytest.approx(0.55, rel=0.05)
     (scaling,) = [r for r in result.ratios if r["relation"] == "scaling"]
     assert scaling["ratio"] is None and "did not fit in memory together" in scaling["note"]
 
@@ -381,10 +386,10 @@ def test_a_cell_the_budget_never_reaches_has_a_row_that_says_so(
     result = _run(tmp_path, protocol, clock, [DEFAULT, other])
 
     assert len(calls) == 1
-    rows = {r["cell_id"]: r for r in result.rows}
-    assert rows[DEFAULT.id]["status"] == "ok"
-    assert rows[other.id]["status"] == "not measured"
-    assert rows[other.id]["reason"] == "the budget (0.45 min) was spent before its first process"
+    rows = {r.cell.cell_id: r for r in result.rows}
+    assert rows[DEFAULT.id].status == "ok"
+    assert rows[other.id].status == "not measured"
+    assert rows[other.id].reason == "the budget (0.45 min) was spent before its first process"
 
 
 def test_a_groups_minimum_may_use_the_whole_budget_before_the_races(

@@ -4,11 +4,15 @@ a journal of another machine refused, naming what differs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from harness.contract.columns import flatten
+from harness.contract.events import Event
+from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
 from harness.launch import budget, resume
 from harness.launch.peak import PeakLog
@@ -193,3 +197,109 @@ def test_a_full_disk_stops_the_run_and_its_journal_resumes_it(
     assert len(calls) == measured
     for table in ("cells", "ratios", "windows"):
         pd.testing.assert_frame_equal(got[table], expected[table])
+
+
+OLD_RECORD_ROW = {  # a worker's record row as the version before typed rows journaled it: flat columns
+    "cell_id": DEFAULT.id,
+    "model": "dense",
+    "loss": "auto",
+    "data": "synthetic",
+    "strategy": "default",
+    "cross_device_ops": "none",
+    "communication": "none",
+    "replicas": 1,
+    "workers": 1,
+    "ps": 0,
+    "tenants": 1,
+    "tenant_framework": "none",
+    "per_replica_batch": 32,
+    "global_batch": 32,
+    "effective_batch": 32,
+    "accum_steps": 1,
+    "loop": "ctl",
+    "steps_per_execution": 10,
+    "precision": "float32",
+    "scaling": "weak",
+    "optimizer": "SGD(learning_rate=0.01)",
+    "learning_rate": 0.01,
+    "flops_per_example": 409088,
+    "flops_source": "analytic",
+    "flops_analytic": 409088,
+    "window_target_s": 1.0,
+    "repeats": 5,
+    "warmup_windows": 1,
+    "min_processes": 2,
+    "max_processes": 6,
+    "device_kind": "CPU",
+    "device_name": "AMD EPYC",
+    "host_cores": 2,
+    "tf_version": "2.21.0",
+    "fingerprint": "0123456789abcdef",
+    "cores_per_worker": 2,
+    "oversubscribed": False,
+    "status": "ok",
+    "reason": "",
+    "effective_cross_device_ops": "none",
+    "examples_per_sec": 1234.5,
+    "cv_within_process": 0.01,
+    "window_steps": 40,
+    "startup_s": 0.5,
+    "compile_s": 1.25,
+    "final_loss": 0.75,
+    "optimizer_updates_per_sec": 1234.5 / 32,
+    "weights_digest": "abc123",
+    "jit_compile": False,
+    "device_count": 1,
+    "logical_devices": False,
+    "hosts": 1,
+    "updates_run": 400,
+    "nccl_transport": None,
+    "forked": True,
+}
+
+
+def test_a_journal_of_the_version_before_typed_rows_decodes(tmp_path: Path) -> None:
+    # the ends as that version's encode_end wrote them: the row a dict of columns, {} for a failure
+    window = {"cell_id": DEFAULT.id, "worker": 0, "repeat": 0, "window_s": 1.0, "window_steps": 40}
+    record = {
+        "cell_id": DEFAULT.id,
+        "event": "record",
+        "row": OLD_RECORD_ROW,
+        "windows": [window],
+        "reason": "",
+        "facts": {"fingerprint": "0123456789abcdef"},
+        "wall_s": 12.5,
+        "launch_s": 2.0,
+    }
+    failed = {
+        "cell_id": ONE.id,
+        "event": "failed",
+        "row": {},
+        "windows": [],
+        "reason": "worker exited with signal SIGKILL",
+        "facts": None,
+        "wall_s": 3.0,
+        "launch_s": 1.0,
+    }
+    cells = {c.id: c for c in CELLS}
+    lines = [json.dumps(e, separators=(",", ":")) for e in (record, failed)]  # as journaled
+
+    end = resume.decode_end(json.loads(lines[0]), cells)
+    assert end.cell == DEFAULT and end.event == Event.RECORD and end.windows == [window]
+    assert (end.wall_s, end.launch_s, end.reason) == (12.5, 2.0, "")
+    row = end.row
+    assert isinstance(row, CellRow)
+    assert row.cell.cell_id == DEFAULT.id and row.status is Status.OK and row.reason == ""
+    assert row.examples_per_sec.value == 1234.5 and row.examples_per_sec.low is None
+    assert row.spread.cv_within_process == 0.01 and row.timing.compile_s == 1.25
+    assert row.ran.forked is True and row.checks.weights_digest == "abc123"
+    assert row.machine is not None and row.machine.fingerprint == "0123456789abcdef"
+    columns = flatten(row)
+    assert {k: columns[k] for k in OLD_RECORD_ROW} == OLD_RECORD_ROW  # the same values back
+    rest = {k: v for k, v in columns.items() if k not in OLD_RECORD_ROW and v is not None}
+    assert rest == {"run_id": "", "timestamp": "", "suite_version": ""}  # the parent's, set as it writes
+    assert resume.encode_end(end)["row"] == columns  # journaled again as the same columns
+
+    gone = resume.decode_end(json.loads(lines[1]), cells)
+    assert gone.cell == ONE and gone.event == Event.FAILED and gone.row is None
+    assert gone.reason == "worker exited with signal SIGKILL" and gone.windows == []

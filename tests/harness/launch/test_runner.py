@@ -267,6 +267,8 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
 def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
     """The record is handed on before the launcher has stopped its processes: a Ctrl-C during the
     shutdown that follows loses no measured row (no TensorFlow: a fake launcher)."""
+    from harness.contract.columns import flatten
+    from harness.contract.records import Status
     from harness.launch.peak import PeakLog
     from harness.launch.runner import run_sweep
     from harness.results.rows import not_measured_row
@@ -280,7 +282,7 @@ def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
         yield {"event": "start", "cell_id": cell.id, "facts": None}
         yield {
             "event": "record",
-            "row": not_measured_row(cell, protocol, "invalid", "fake", None),
+            "row": flatten(not_measured_row(cell, protocol, Status.INVALID, "fake", None)),
             "windows": [],
             "facts": None,
         }
@@ -290,16 +292,20 @@ def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
         cells, protocol, Platform(), tmp_path / "results", launcher=launcher, peaks=PeakLog(Platform(), ())
     )
     assert result.interrupted and result.not_run == 1
-    assert [r["cell_id"] for r in result.rows] == [cells[0].id]
+    assert [r.cell.cell_id for r in result.rows] == [cells[0].id]
     stored = pd.read_parquet(tmp_path / "results" / "cells")
     assert list(stored["cell_id"]) == [cells[0].id]
 
 
 def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object):  # type: ignore[no-untyped-def]
     """run_sweep with a launcher that reports, per call of a cell, the next of its figures."""
+    import dataclasses
+
+    from harness.contract.columns import Estimate, flatten
+    from harness.contract.records import Machine, Status
     from harness.launch.peak import PeakLog
     from harness.launch.runner import run_sweep
-    from harness.results.rows import cell_columns
+    from harness.results.rows import cell_row
     from harness.spec.protocol import Platform
 
     calls: list[str] = []
@@ -308,18 +314,19 @@ def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object)
         k = sum(1 for c in calls if c == cell.id)
         calls.append(cell.id)
         eps = figures[cell.model][k]
-        row = {
-            **cell_columns(cell, protocol),
-            "status": "ok",
-            "reason": "",
-            "examples_per_sec": eps,
-            "cv_within_process": 0.01,
-            "fingerprint": "fp",
-        }
+        row = cell_row(cell, protocol)
+        row = dataclasses.replace(
+            row,
+            status=Status.OK,
+            reason="",
+            examples_per_sec=Estimate(eps),
+            spread=dataclasses.replace(row.spread, cv_within_process=0.01),
+            machine=Machine(fingerprint="fp"),
+        )
         yield {"event": "start", "cell_id": cell.id, "facts": None}
         yield {
             "event": "record",
-            "row": row,
+            "row": flatten(row),
             "facts": None,
             "windows": [
                 {
@@ -353,12 +360,12 @@ def test_passes_interleave_cells_and_unstable_cells_get_more(tmp_path: Path) -> 
     # three interleaved passes over both cells, then two more for the unstable one only
     assert calls[:6].count(calls[0]) == 3 and len(set(calls[:2])) == 2 and len(set(calls[2:4])) == 2
     assert calls[6:] == [c for c in calls if "dense" in c][3:]
-    rows = {r["model"]: r for r in result.rows}
-    assert rows["cnn"]["processes"] == 3 and not rows["cnn"]["unstable"]
-    assert rows["dense"]["processes"] == 5 and rows["dense"]["unstable"]  # still cv > 0.10 at the cap
-    assert rows["dense"]["process_examples_per_sec"] == [100.0, 150.0, 70.0, 100.0, 100.0]
+    rows = {r.cell.model: r for r in result.rows}
+    assert rows["cnn"].spread.processes == 3 and not rows["cnn"].spread.unstable
+    assert rows["dense"].spread.processes == 5 and rows["dense"].spread.unstable  # still cv > 0.10 at the cap
+    assert rows["dense"].spread.process_examples_per_sec == [100.0, 150.0, 70.0, 100.0, 100.0]
     stored = pd.read_parquet(tmp_path / "results" / "windows")
-    assert sorted(stored[stored.cell_id == rows["dense"]["cell_id"]]["pass"]) == [0, 1, 2, 3, 4]
+    assert sorted(stored[stored.cell_id == rows["dense"].cell.cell_id]["pass"]) == [0, 1, 2, 3, 4]
 
 
 @pytest.mark.usefixtures("no_git")
@@ -368,8 +375,8 @@ def test_earlier_runs_in_the_folder_widen_the_ci(tmp_path: Path) -> None:
     protocol = Protocol(processes=2, max_processes=2)
     per_run = [{"cnn": [100.0, 101.0]}, {"cnn": [70.0, 71.0]}, {"cnn": [130.0, 131.0]}]
     rows = [_fake_run(tmp_path, figures, protocol)[0].rows[0] for figures in per_run]
-    assert [r["ci_history_runs"] for r in rows] == [0, 0, 2]
-    assert rows[2]["examples_per_sec_ci_low"] < 70.0  # the runs' spread, not the processes'
+    assert [r.spread.ci_history_runs for r in rows] == [0, 0, 2]
+    assert rows[2].examples_per_sec.low < 70.0  # the runs' spread, not the processes'
     stored = pd.read_parquet(tmp_path / "results" / "cells")
     assert sorted(stored["ci_history_runs"]) == [0, 0, 2]
 

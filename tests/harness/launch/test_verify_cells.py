@@ -14,8 +14,9 @@ from harness.analysis.verdicts import Numerics
 from harness.commands.selection import Selection
 from harness.contract.events import Event, ProcessRow
 from harness.contract.job import Job, WorkerOptions
-from harness.contract.records import Status
+from harness.contract.records import CellRow, Checks, Machine, Status
 from harness.launch import runner
+from harness.results.rows import axes
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.sweeps import get_sweep
@@ -31,16 +32,18 @@ def test_verify_cells_hand_every_worker_the_deterministic_option(
     def fake_each_cell(cells: Sequence[Cell], options: WorkerOptions, **_: Any) -> Iterator[runner.CellEnd]:
         seen.append(options)
         for c in cells:
-            row: ProcessRow = {
-                "status": Status.OK,
-                "final_loss": 2.3,
-                "weights_digest": "ab",
-                "device_kind": "GPU",
-                "device_name": "NVIDIA H100 80GB HBM3",
-                "build_info": json.dumps({"cuda_version": "12.5.1", "tensor_float_32": False}),
-                "op_determinism": True,
-            }
-            yield runner.CellEnd(c, Event.RECORD, row)
+            row = CellRow(
+                cell=axes(c),
+                status=Status.OK,
+                checks=Checks(final_loss=2.3, weights_digest="ab"),
+                machine=Machine(
+                    device_kind="GPU",
+                    device_name="NVIDIA H100 80GB HBM3",
+                    build_info=json.dumps({"cuda_version": "12.5.1", "tensor_float_32": False}),
+                ),
+            )
+            report: ProcessRow = {"op_determinism": True}
+            yield runner.CellEnd(c, Event.RECORD, row, report)
 
     monkeypatch.setattr(runner, "each_cell", fake_each_cell)
     options = WorkerOptions(Protocol(), PLATFORM, tmp_path)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.contract.records import Status
 from harness.formulas import stats
-from harness.results.collectives import MAX_REL_ERROR, not_measured, topology_rows
+from harness.results.collectives import MAX_REL_ERROR, Timed, not_measured, topology_rows
 from harness.spec.cell import Cell
 
 CELL = Cell(strategy="mirrored", cross_device_ops="auto", replicas=2)
@@ -18,11 +19,11 @@ FACTS = {
 }
 
 
-def _process(times: tuple[float, float], error: float = 0.0) -> dict[str, object]:
-    return {
-        "status": "ok",
-        "effective_cross_device_ops": "CollectiveAllReduce(RING)",
-        "collectives": [
+def _process(times: tuple[float, float], error: float = 0.0) -> Timed:
+    return Timed(
+        status=Status.OK,
+        effective_op="CollectiveAllReduce(RING)",
+        payloads=(
             {
                 "payload": "bytes",
                 "tensors": 1,
@@ -39,8 +40,8 @@ def _process(times: tuple[float, float], error: float = 0.0) -> dict[str, object
                 "calls": 50,
                 "max_rel_error": error,
             },
-        ],
-    }
+        ),
+    )
 
 
 def test_one_row_per_payload_with_the_median_over_processes_and_its_ci() -> None:
@@ -67,9 +68,13 @@ def test_a_wrong_sum_makes_the_payload_invalid() -> None:
 
 
 def test_a_failed_process_fails_the_topology_and_unsupported_is_one_row() -> None:
-    failed = topology_rows(CELL, [_process((1e-4, 5e-4)), {"status": "failed", "reason": "killed"}], FACTS)
+    failed = topology_rows(CELL, [_process((1e-4, 5e-4)), Timed(Status.FAILED, "killed")], FACTS)
     assert len(failed) == 1 and failed[0]["status"] == "failed" and failed[0]["reason"] == "killed"
+    assert topology_rows(CELL, [], FACTS)[0]["reason"] == "no process reported"
     row = not_measured(
-        Cell(strategy="mirrored", cross_device_ops="nccl", replicas=2), FACTS, "unsupported", "no NCCL on CPU"
+        Cell(strategy="mirrored", cross_device_ops="nccl", replicas=2),
+        FACTS,
+        Status.UNSUPPORTED,
+        "no NCCL on CPU",
     )
     assert (row["status"], row["op"], row["payload"]) == ("unsupported", "nccl", "")

@@ -1,17 +1,29 @@
-"""The ratios table's rows and the cell-row columns that come from turns (pure, literal numbers)."""
+"""The ratios table's rows and the cell-row figures that come from turns (pure, literal numbers)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
+from harness.contract.columns import Estimate
+from harness.contract.records import CellRow, RunInfo, Status
+from harness.results.ratios import Measured, ratio_base, ratio_rows, with_turn_ratios
+from harness.results.rows import cell_row
+from harness.spec.cell import Cell
 from harness.spec.groups import Comparison, Relation
+from harness.spec.protocol import Protocol
 
 BASE = {"run_id": "r", "suite_version": "v", "timestamp": "t", "fingerprint": "fp"}
 SCALING = Comparison(Relation.SCALING, "two", "one", 0.5)
 OP = Comparison(Relation.CROSS_DEVICE_OPS, "two[h]", "two", 1.0)
+
+
+def _cell_row(cell_id: str, status: Status) -> CellRow:
+    """A row of a cell whose id is ``cell_id``."""
+    r = cell_row(Cell(strategy="mirrored", replicas=2), Protocol())
+    return replace(r, cell=replace(r.cell, cell_id=cell_id), status=status)
 
 
 def test_rows_carry_the_ratio_its_ci_and_an_fdr_verdict() -> None:
@@ -26,6 +38,13 @@ def test_rows_carry_the_ratio_its_ci_and_an_fdr_verdict() -> None:
     assert scaling["verdict"] == "higher" and scaling["decided"] and scaling["extra_instances"] == 0
     assert op["verdict"] == "equivalent" and op["decided"]  # CI inside +-5 %
     assert scaling["run_id"] == "r" and scaling["blocks"] == 6 and scaling["turn_s"] == 0.2
+
+
+def test_the_base_is_what_the_ratio_rows_share_with_the_cell_rows() -> None:
+    run = RunInfo(run_id="r", timestamp="t", suite_version="v", resumes=2)
+    assert ratio_base(run, "fp") == {**BASE, "resumes": 2}
+    (row,) = ratio_rows([Measured(OP, "g1", (0.01, 0.02), (), 1.0)], ratio_base(run, None), 6, 0.2)
+    assert row["run_id"] == "r" and row["resumes"] == 2 and row["fingerprint"] is None
 
 
 def test_an_undecided_ratio_says_what_would_decide_it() -> None:
@@ -47,8 +66,14 @@ def test_a_ratio_the_false_discovery_control_holds_back_is_undecided_with_more_t
 
 def test_the_cell_row_takes_scaling_efficiency_from_turns() -> None:
     (ratio,) = ratio_rows([Measured(SCALING, "g0", (0.6, 0.62, 0.61), (), 1.0)], BASE, 6, 0.2)
-    row = with_turn_ratios({"cell_id": "two", "status": "ok", "scaling_efficiency": 0.1}, [ratio])
-    assert row["scaling_efficiency"] == ratio["ratio"] and row["baseline_cell_id"] == "one"
-    assert row["ratio_instances"] == 3
-    failed = {"cell_id": "two", "status": "failed"}
+    ok = _cell_row("two", Status.OK)
+    ok = replace(ok, efficiency=replace(ok.efficiency, scaling_efficiency=Estimate(0.1)))
+    eff = with_turn_ratios(ok, [ratio]).efficiency
+    assert eff.scaling_efficiency.value == ratio["ratio"] and eff.baseline_cell_id == "one"
+    assert (eff.scaling_efficiency.low, eff.scaling_efficiency.high) == (
+        ratio["ratio_ci_low"],
+        ratio["ratio_ci_high"],
+    )
+    assert eff.ratio_instances == 3
+    failed = _cell_row("two", Status.FAILED)
     assert with_turn_ratios(failed, [ratio]) == failed

@@ -3,18 +3,29 @@ over processes, and its kept shares from the SHARED ratios."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from harness.contract.records import Status
+from harness.contract.columns import Estimate
+from harness.contract.records import Foreign, Status
 from harness.formulas.turns import Turn
 from harness.results.ratios import with_turn_ratios
-from harness.results.rows import ProcessResult, flops_note, shared_columns, shared_figures
+from harness.results.rows import ProcessResult, cell_row, flops_note, shared_figures, with_shared
+from harness.spec.cell import Cell
 from harness.spec.frameworks import tenant_key, together_key
+from harness.spec.protocol import Protocol
 
 KEY = "cnn/default/r1w1+jax/b64/acc1/ctl/spe10/float32/synthetic/weak"
 TENANT = tenant_key(KEY, "jax")
 FACTS = {"framework": "jax", "version": "0.10.2", "device": "cpu:0", "flops_per_example": 14256384}
-ROW = {"status": Status.OK, "effective_batch": 64, "flops_per_example": 14256384, "cell_id": KEY}
+CELL = Cell(model="cnn", strategy="default", batch=64, tenant_framework="jax")
+ROW = replace(cell_row(CELL, Protocol()), status=Status.OK)
+
+
+def test_the_row_is_the_cell_of_the_key():
+    assert ROW.cell.cell_id == KEY and ROW.cell.effective_batch == 64
+    assert ROW.flops.flops_per_example == 14256384
 
 
 def _turns(block: int, rates: dict[str, float], other: float = 0.0) -> list[Turn]:
@@ -26,26 +37,29 @@ RATES = {KEY: 1000.0, TENANT: 800.0, together_key(KEY): 600.0, together_key(TENA
 
 
 def test_each_side_alone_and_together_from_the_turns():
-    row = shared_columns(ROW, _turns(0, RATES) + _turns(1, RATES), KEY, TENANT, FACTS)
-    assert row["examples_per_sec"] == pytest.approx(600.0)
-    assert row["optimizer_updates_per_sec"] == pytest.approx(600.0 / 64)
-    assert row["alone_examples_per_sec"] == pytest.approx(1000.0)
-    assert row["tenant_alone_examples_per_sec"] == pytest.approx(800.0)
-    assert row["tenant_together_examples_per_sec"] == pytest.approx(320.0)
-    assert row["interference_ratio"] == pytest.approx(0.6 + 0.4)
-    assert row["tenant_framework_version"] == "jax 0.10.2"
-    assert row["tenant_flops_note"].startswith("equal to the TensorFlow side's count (14,256,384")
+    row = with_shared(ROW, _turns(0, RATES) + _turns(1, RATES), KEY, TENANT, FACTS)
+    assert row.examples_per_sec.value == pytest.approx(600.0)
+    assert row.updates.optimizer_updates_per_sec == pytest.approx(600.0 / 64)
+    f = row.foreign
+    assert f.alone_examples_per_sec.value == pytest.approx(1000.0)
+    assert f.tenant_alone_examples_per_sec.value == pytest.approx(800.0)
+    assert f.tenant_together_examples_per_sec.value == pytest.approx(320.0)
+    assert f.interference_ratio.value == pytest.approx(0.6 + 0.4)
+    assert f.tenant_framework_version == "jax 0.10.2"
+    assert f.tenant_flops_note is not None
+    assert f.tenant_flops_note.startswith("equal to the TensorFlow side's count (14,256,384")
 
 
 def test_a_disturbed_block_is_left_out_where_a_clean_one_is_left():
     slow = {k: v / 2 for k, v in RATES.items()}
-    row = shared_columns(ROW, _turns(0, RATES) + _turns(1, slow, other=5.0), KEY, TENANT, FACTS)
-    assert row["alone_examples_per_sec"] == pytest.approx(1000.0)
+    row = with_shared(ROW, _turns(0, RATES) + _turns(1, slow, other=5.0), KEY, TENANT, FACTS)
+    assert row.foreign.alone_examples_per_sec.value == pytest.approx(1000.0)
 
 
 def test_a_failed_process_gets_the_co_tenant_facts_but_no_figure():
-    row = shared_columns({**ROW, "status": Status.FAILED}, _turns(0, RATES), KEY, TENANT, FACTS)
-    assert "examples_per_sec" not in row and row["tenant_device"] == "cpu:0"
+    row = with_shared(replace(ROW, status=Status.FAILED), _turns(0, RATES), KEY, TENANT, FACTS)
+    assert row.examples_per_sec == Estimate() and row.foreign.tenant_device == "cpu:0"
+    assert row.foreign.alone_examples_per_sec == Estimate()
 
 
 def test_flops_note_says_how_far_the_counts_differ():
@@ -55,14 +69,24 @@ def test_flops_note_says_how_far_the_counts_differ():
 
 def test_figures_over_processes_get_a_ci_only_when_every_process_has_one():
     results = [
-        ProcessResult({"alone_examples_per_sec": v, "interference_ratio": 1.0 + v / 1e4}, [], i)
+        ProcessResult(
+            replace(
+                ROW,
+                foreign=Foreign(
+                    alone_examples_per_sec=Estimate(v), interference_ratio=Estimate(1.0 + v / 1e4)
+                ),
+            ),
+            [],
+            i,
+        )
         for i, v in enumerate((900.0, 1000.0, 1100.0))
     ]
-    out = shared_figures(results)
-    assert out["alone_examples_per_sec"] == pytest.approx(1000.0)
-    assert out["alone_examples_per_sec_ci_low"] < 1000.0 < out["alone_examples_per_sec_ci_high"]
-    assert "tenant_alone_examples_per_sec" not in out
-    assert shared_figures([ProcessResult({}, [], 0)]) == {}
+    out = shared_figures(Foreign(), results)
+    alone = out.alone_examples_per_sec
+    assert alone.value == pytest.approx(1000.0)
+    assert alone.low is not None and alone.high is not None and alone.low < 1000.0 < alone.high
+    assert out.tenant_alone_examples_per_sec == Estimate()
+    assert shared_figures(Foreign(), [ProcessResult(ROW, [], 0)]) == Foreign()
 
 
 def test_kept_shares_come_from_the_shared_ratios():
@@ -71,10 +95,12 @@ def test_kept_shares_come_from_the_shared_ratios():
         {**ratio, "subject": together_key(KEY), "reference": KEY},
         {**ratio, "subject": together_key(TENANT), "reference": TENANT, "ratio": 0.4},
     ]
-    out = with_turn_ratios({**ROW, "tenant_framework": "jax"}, rows)
-    assert out["shared_ratio"] == 0.6 and out["shared_ratio_ci_low"] == 0.58
-    assert out["tenant_shared_ratio"] == 0.4
-    assert "shared_ratio" not in with_turn_ratios({**ROW, "tenant_framework": "none"}, rows)
+    assert ROW.cell.tenant_framework == "jax"
+    out = with_turn_ratios(ROW, rows).foreign
+    assert out.shared_ratio.value == 0.6 and out.shared_ratio.low == 0.58
+    assert out.tenant_shared_ratio.value == 0.4
+    alone = replace(ROW, cell=replace(ROW.cell, tenant_framework="none"))
+    assert with_turn_ratios(alone, rows).foreign.shared_ratio == Estimate()
 
 
 def test_windows_are_tagged_by_side_and_kind():

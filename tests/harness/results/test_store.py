@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -10,14 +11,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from harness.contract.columns import flatten, unflatten, unflatten_all
+from harness.contract.records import CellRow, Status
 from harness.results import store
+from harness.results.rows import cell_row
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
+from harness.spec.cell import Cell
+from harness.spec.protocol import Protocol
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _value(field: pa.Field, i: int):
-    """A distinct, non-null value of the field's type for row ``i``."""
+    """A distinct, non-null value of the field's type for row ``i`` (a status: one of them)."""
+    if field.name == "status":
+        return list(Status)[i % len(Status)]
     if field.type == pa.int64():
         return 1000 * i + len(field.name)
     if field.type == pa.float64():
@@ -30,8 +38,9 @@ def _value(field: pa.Field, i: int):
     return f"{field.name}-{i}"
 
 
-def _cell_row(i: int) -> dict:
-    return {f.name: _value(f, i) for f in CELL_SCHEMA}
+def _cell_row(i: int) -> CellRow:
+    """A row with every column set (each to a value distinct from the other rows')."""
+    return unflatten(CellRow, {f.name: _value(f, i) for f in CELL_SCHEMA})
 
 
 def _window_rows(i: int, n: int = 3) -> list[dict]:
@@ -99,7 +108,16 @@ def test_read_cells_round_trip(written):
     for field in CELL_SCHEMA:
         _assert_dtype(df[field.name], field)
         got = [list(v) if field.type == pa.list_(pa.float64()) else v for v in df[field.name]]
-        assert got == [r[field.name] for r in rows], field.name
+        assert got == [flatten(r)[field.name] for r in rows], field.name
+
+
+def test_cell_records_round_trip(written):
+    root, _, rows, _ = written
+    df = store.read_cells(root).sort_values("run_id").reset_index(drop=True)
+    records = unflatten_all(CellRow, df.to_dict("records"))
+    assert records == rows
+    assert all(isinstance(r.status, Status) for r in records)
+    assert unflatten_all(CellRow, df.iloc[1:2].to_dict("records")) == rows[1:2]
 
 
 def test_read_windows_round_trip(written):
@@ -120,22 +138,40 @@ def test_pandas_reads_the_folder_directly(written):
     df = pd.read_parquet(root / "cells")
     assert set(CELL_SCHEMA.names) <= set(df.columns)
     assert len(df) == 3
-    assert sorted(df["cell_id"]) == sorted(r["cell_id"] for r in rows)
-    assert sorted(df["examples_per_sec"]) == sorted(r["examples_per_sec"] for r in rows)
+    assert sorted(df["cell_id"]) == sorted(r.cell.cell_id for r in rows)
+    assert sorted(df["examples_per_sec"]) == sorted(r.examples_per_sec.value for r in rows)
     assert len(pd.read_parquet(root / "windows")) == 9
 
 
-def test_missing_columns_read_as_null(tmp_path):
+def test_unset_figures_read_as_null(tmp_path):
     files = RunFiles(tmp_path, "2025-01-02", "run")
-    files.write(0, {"cell_id": "c", "status": "unsupported", "reason": "why"}, [])
+    cell = Cell(strategy="default")
+    row = replace(cell_row(cell, Protocol()), status=Status.UNSUPPORTED, reason="why")
+    files.write(0, row, [])
+    df = store.read_cells(tmp_path)
+    assert list(df.columns) == CELL_SCHEMA.names
+    assert df.loc[0, "cell_id"] == cell.id and df.loc[0, "reason"] == "why"
+    assert df.loc[0, "status"] == "unsupported" and df.loc[0, "model"] == "cnn"
+    assert math.isnan(df.loc[0, "examples_per_sec"])
+    assert pd.isna(df.loc[0, "fingerprint"])  # no machine
+    assert unflatten_all(CellRow, df.to_dict("records")) == [row]
+    # a row without windows writes no windows file
+    assert not files.folder("windows").exists()
+    assert len(store.read_windows(tmp_path)) == 0
+
+
+def test_missing_columns_read_as_null(tmp_path):
+    # a file written before most columns existed holds only these
+    old = pa.Table.from_pylist([{"cell_id": "c", "status": "unsupported", "reason": "why"}])
+    store.write_atomic(old, RunFiles(tmp_path, "2025-01-02", "run").folder("cells") / "00000.parquet")
     df = store.read_cells(tmp_path)
     assert list(df.columns) == CELL_SCHEMA.names
     assert df.loc[0, "cell_id"] == "c" and df.loc[0, "reason"] == "why"
     assert math.isnan(df.loc[0, "examples_per_sec"])
     assert pd.isna(df.loc[0, "model"])
-    # a row without windows writes no windows file
-    assert not files.folder("windows").exists()
-    assert len(store.read_windows(tmp_path)) == 0
+    (record,) = unflatten_all(CellRow, df.to_dict("records"))
+    assert record.cell.cell_id == "c" and record.status == Status.UNSUPPORTED and record.reason == "why"
+    assert record.examples_per_sec.value is None and record.machine is None
 
 
 def test_empty_results_read_as_empty_frames(tmp_path):
@@ -148,7 +184,9 @@ def test_empty_results_read_as_empty_frames(tmp_path):
 def test_unknown_columns_raise_key_error(tmp_path):
     files = RunFiles(tmp_path, "2025-01-02", "run")
     with pytest.raises(KeyError, match="not_a_column"):
-        files.write(0, {**_cell_row(0), "not_a_column": 1}, [])
+        unflatten(CellRow, {**flatten(_cell_row(0)), "not_a_column": 1})
+    with pytest.raises(KeyError, match="not_a_column"):
+        store.check_rows([{**flatten(_cell_row(0)), "not_a_column": 1}], CELL_SCHEMA)
     with pytest.raises(KeyError, match="bogus"):
         files.write(1, _cell_row(1), [{**_window_rows(1)[0], "bogus": 2}])
     assert len(store.read_cells(tmp_path)) == 0
@@ -203,9 +241,17 @@ def test_results_readme_contains_schema_markdown():
 
 def test_read_cells_keeps_types_with_null_rows(tmp_path):
     files = RunFiles(tmp_path, "2025-01-02", "run")
-    files.write(0, {"cell_id": "a", "status": "ok", "window_steps": 40, "jit_compile": False}, [])
-    files.write(1, {"cell_id": "b", "status": "unsupported", "reason": "why"}, [])
+    a, b = (cell_row(Cell(strategy="default", batch=n), Protocol()) for n in (32, 64))
+    a = replace(
+        a,
+        status=Status.OK,
+        timing=replace(a.timing, window_steps=40),
+        ran=replace(a.ran, jit_compile=False),
+    )
+    b = replace(b, status=Status.UNSUPPORTED, reason="why")
+    files.write(0, a, [])
+    files.write(1, b, [])
     cells = store.read_cells(tmp_path).set_index("cell_id")
-    assert cells.window_steps.dtype == pd.Int64Dtype() and cells.loc["a", "window_steps"] == 40
-    assert pd.isna(cells.loc["b", "window_steps"])
+    assert cells.window_steps.dtype == pd.Int64Dtype() and cells.loc[a.cell.cell_id, "window_steps"] == 40
+    assert pd.isna(cells.loc[b.cell.cell_id, "window_steps"])
     assert cells.jit_compile.dtype == pd.BooleanDtype()
