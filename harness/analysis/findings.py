@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import stats
 from harness.formulas.verdicts import LOWER, phrase
 from harness.spec.groups import Relation
@@ -208,29 +208,29 @@ RELATION_TITLES: dict[Relation, str] = {
 """Each relation of the ratios table, as the report titles it (in this order)."""
 
 
-def _ratio_text(r: Mapping[str, Any]) -> str:
+def _ratio_text(r: RatioRow) -> str:
     """``0.512 [0.497, 0.528], 12 instances: lower``, or the undecided note."""
-    value, low, high = r.get("ratio"), r.get("ratio_ci_low"), r.get("ratio_ci_high")
-    if not isinstance(value, float) or value != value:
-        return str(r.get("note") or "not measured")
-    ci = f" [{low:.3f}, {high:.3f}]" if isinstance(low, float) and low == low else " (no CI)"
-    scaled = r.get("relation") == "scaling"
-    text = f"{value:.3f}{ci}, {r.get('instances')} instances: {phrase(str(r.get('verdict')), scaled)}"
-    extra = r.get("extra_instances")
-    if not r.get("decided") and isinstance(extra, int) and extra > 0:
+    value, low, high = r.ratio.value, r.ratio.low, r.ratio.high
+    if value is None:
+        return r.note or "not measured"
+    ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else " (no CI)"
+    scaled = r.relation == Relation.SCALING
+    text = f"{value:.3f}{ci}, {r.instances} instances: {phrase(r.verdict, scaled)}"
+    extra = r.extra_instances
+    if not r.decided and extra is not None and extra > 0:
         text += f" (about {extra} more instance{'' if extra == 1 else 's'} would likely decide it)"
     return text
 
 
-def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[str, CellRow]) -> str:
+def _leader_text(key: str, raced: Sequence[RatioRow], by_id: Mapping[str, CellRow]) -> str:
     """A race's head line: ``cnn: fastest default ... (9,284 examples/s); each contender against
     it:``, or ``leading`` where a contender is not decided lower than it."""
     leader = by_id.get(key)
-    mine = [r for r in raced if r.get("reference") == key]
-    if mine and all(r.get("ratio") is None for r in mine):
+    mine = [r for r in raced if r.reference == key]
+    if mine and all(r.ratio.value is None for r in mine):
         model = leader.cell.model if leader is not None else key
         return f"{model}: not measured (each contender's note says why)"
-    decided = bool(mine) and all(r.get("verdict") == LOWER for r in mine)
+    decided = bool(mine) and all(r.verdict == LOWER for r in mine)
     word = "fastest" if decided else "leading (not decided against every contender)"
     if leader is None:
         return f"{key}: {word}; each contender against it:"
@@ -239,31 +239,31 @@ def _leader_text(key: str, raced: Sequence[Mapping[str, Any]], by_id: Mapping[st
     return f"{leader.cell.model}: {word} {config(leader)}{figure}; each contender against it:"
 
 
-def turns_html(ratios: Sequence[Mapping[str, Any]], rows: Sequence[CellRow]) -> str:
+def turns_html(ratios: Sequence[RatioRow], rows: Sequence[CellRow]) -> str:
     """The comparisons measured in turns, grouped by relation, each with its configuration."""
     esc = html.escape
     by_id = {r.cell.cell_id: r for r in rows}
     parts = []
     for relation, title in RELATION_TITLES.items():
-        mine = [r for r in ratios if r.get("relation") == relation.value]
+        mine = [r for r in ratios if r.relation == relation]
         if not mine:
             continue
         items = []
         for i, r in enumerate(mine):
-            subject, reference = by_id.get(r["subject"]), by_id.get(r["reference"])
-            if relation == Relation.FASTEST and (i == 0 or mine[i - 1]["reference"] != r["reference"]):
-                items.append(f"<li><b>{esc(_leader_text(r['reference'], mine, by_id))}</b></li>")
+            subject, reference = by_id.get(r.subject), by_id.get(r.reference)
+            if relation == Relation.FASTEST and (i == 0 or mine[i - 1].reference != r.reference):
+                items.append(f"<li><b>{esc(_leader_text(r.reference, mine, by_id))}</b></li>")
             name = (
                 f"{subject.cell.model}, {config(subject)} against {config(reference)}"
                 if subject is not None and reference is not None
-                else f"{r['subject']} against {r['reference']}"
+                else f"{r.subject} against {r.reference}"
             )
             items.append(f"<li>{esc(name)}: {esc(_ratio_text(r))}</li>")
         parts.append(f"<h3>{esc(title)}</h3><ul>{''.join(items)}</ul>")
     return "\n".join(parts)
 
 
-def render_html(rows: Sequence[CellRow], ratios: Sequence[Mapping[str, Any]] = ()) -> str:
+def render_html(rows: Sequence[CellRow], ratios: Sequence[RatioRow] = ()) -> str:
     """The report's opening section: the comparisons measured in turns, then, from separately
     measured processes, per model the fastest and the tied (unless raced in turns) and each
     knob's effects on pairs not measured in turns."""
@@ -275,8 +275,8 @@ def render_html(rows: Sequence[CellRow], ratios: Sequence[Mapping[str, Any]] = (
             "CI over instances; verdicts control the false discovery rate across the run):</p>"
         )
         parts.append(turns_html(ratios, rows))
-    raced = {r.get("reference") for r in ratios if r.get("relation") == "fastest"}
-    in_turns = {(r.get("subject"), r.get("reference")) for r in ratios}
+    raced = {r.reference for r in ratios if r.relation == Relation.FASTEST}
+    in_turns = {(r.subject, r.reference) for r in ratios}
     separate = []
     for model in sorted({r.cell.model for r in _ok(rows)}):
         top = fastest(rows, model)

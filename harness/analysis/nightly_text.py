@@ -4,11 +4,12 @@ with what changed tonight. Reads the night's points (:class:`harness.contract.re
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from harness.analysis.nightly import Rules
-from harness.contract.records import NightlyRow, Status
+from harness.contract.columns import Estimate
+from harness.contract.records import ChangePoint, NightlyRow, Status
 from harness.spec.cell import Cell
 
 HEADER: tuple[str, ...] = (
@@ -23,20 +24,21 @@ HEADER: tuple[str, ...] = (
 )
 
 
-def _num(value: object, fmt: str = ".3f") -> str:
-    return "-" if not isinstance(value, float) or not math.isfinite(value) else format(value, fmt)
+def _num(value: float | None, fmt: str = ".3f") -> str:
+    return "-" if value is None or not math.isfinite(value) else format(value, fmt)
 
 
-def _ci(low: object, high: object) -> str:
-    return "-" if not isinstance(low, float) or not isinstance(high, float) else f"{low:.3f}..{high:.3f}"
+def _ci(e: Estimate) -> str:
+    return "-" if e.low is None or e.high is None else f"{e.low:.3f}..{e.high:.3f}"
 
 
-def _change_point(row: Mapping[str, object]) -> str:
-    at = row.get("change_point")
-    if not at:
+def _change_point(cp: ChangePoint) -> str:
+    if not cp.change_point:
         return "-"
-    state = "new" if row.get("change_point_new") else "confirms rule (a)"
-    return f"x{_num(row.get('change_point_shift'))} from {at} (p {_num(row.get('change_point_p'), '.4f')}, {state})"
+    state = "new" if cp.change_point_new else "confirms rule (a)"
+    return (
+        f"x{_num(cp.change_point_shift)} from {cp.change_point} (p {_num(cp.change_point_p, '.4f')}, {state})"
+    )
 
 
 class Outcome(Protocol):
@@ -70,21 +72,19 @@ def table(rows: Sequence[NightlyRow]) -> tuple[tuple[str, ...], list[tuple[str, 
     """(header, one line per cell) for the terminal."""
     lines: list[tuple[str, ...]] = []
     for r in rows:
-        if r.get("status") != Status.OK:
-            lines.append(
-                (r["cell_id"], "-", "-", str(r.get("pairs", 0)), "-", "-", "failed", str(r.get("reason")))
-            )
+        if r.status != Status.OK:
+            lines.append((r.cell_id, "-", "-", str(r.pairs or 0), "-", "-", "failed", str(r.reason)))
             continue
         lines.append(
             (
-                r["cell_id"],
-                _num(r.get("ratio")),
-                _ci(r.get("ratio_ci_low"), r.get("ratio_ci_high")),
-                str(r.get("pairs")),
-                _num(r.get("change")),
-                _ci(r.get("change_ci_low"), r.get("change_ci_high")),
-                str(r.get("verdict")) + (" (vs the reference)" if not r.get("baseline") else ""),
-                _change_point(r),
+                r.cell_id,
+                _num(r.ratio.value),
+                _ci(r.ratio),
+                str(r.pairs),
+                _num(r.change.value),
+                _ci(r.change),
+                str(r.verdict) + (" (vs the reference)" if not r.baseline else ""),
+                _change_point(r.change_point),
             )
         )
     return HEADER, lines
@@ -94,35 +94,31 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
     """What changed tonight, one sentence per alarm or change point, regressions first."""
     out: list[tuple[int, str]] = []
     for r in rows:
-        cell = r["cell_id"]
-        if r.get("status") != Status.OK:
-            out.append((0, f"**{cell}** has no point tonight: {r.get('reason')}"))
+        cell, change, cp = r.cell_id, r.change, r.change_point
+        if r.status != Status.OK:
+            out.append((0, f"**{cell}** has no point tonight: {r.reason}"))
             continue
-        verdict = r.get("verdict")
+        verdict = r.verdict
         if verdict in ("lower", "higher"):
-            against = f"its baseline ({r.get('baseline')})" if r.get("baseline") else "the reference"
+            against = f"its baseline ({r.baseline})" if r.baseline else "the reference"
             alarm = "a regression" if verdict == "lower" else "an improvement"
             out.append(
                 (
                     0 if verdict == "lower" else 2,
                     (
-                        f"**{verdict}** ({alarm}) on {cell}: {_num(r.get('change'))} x {against}, 95% CI "
-                        f"{_ci(r.get('change_ci_low'), r.get('change_ci_high'))}; candidate/reference "
-                        f"{_num(r.get('ratio'))}"
+                        f"**{verdict}** ({alarm}) on {cell}: {_num(change.value)} x {against}, 95% CI "
+                        f"{_ci(change)}; candidate/reference {_num(r.ratio.value)}"
                     ),
                 )
             )
-        low = r.get("change_ci_low")
-        if verdict == "undecided" and (
-            not isinstance(low, float) or low < 1 - float(r.get("min_effect") or 0)
-        ):
+        if verdict == "undecided" and (change.low is None or change.low < 1 - (r.min_effect or 0)):
             out.append(
                 (
                     2,
                     (
-                        f"**undecided** on {cell}: {_num(r.get('change'))} x its baseline, 95% CI "
-                        f"{_ci(low, r.get('change_ci_high'))}: a regression of "
-                        f"{float(r.get('min_effect') or 0):.0%} can be neither claimed nor ruled out"
+                        f"**undecided** on {cell}: {_num(change.value)} x its baseline, 95% CI "
+                        f"{_ci(change)}: a regression of "
+                        f"{r.min_effect or 0:.0%} can be neither claimed nor ruled out"
                     ),
                 )
             )
@@ -132,20 +128,20 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
                     2,
                     (
                         f"**reverted** on {cell}: back at the level before the previous night's alarm "
-                        f"({_num(r.get('change'))} x {r.get('baseline')}): that alarm was one night's glitch"
+                        f"({_num(change.value)} x {r.baseline}): that alarm was one night's glitch"
                     ),
                 )
             )
-        if r.get("change_point"):
-            shift = r.get("change_point_shift")
-            kind = "regression" if isinstance(shift, float) and shift < 1 else "improvement"
-            state = "a new alarm" if r.get("change_point_new") else "confirming rule (a)'s alarm"
+        if cp.change_point:
+            shift = cp.change_point_shift
+            kind = "regression" if shift is not None and shift < 1 else "improvement"
+            state = "a new alarm" if cp.change_point_new else "confirming rule (a)'s alarm"
             out.append(
                 (
                     1 if kind == "regression" else 3,
                     (
                         f"**change point ({kind})** on {cell}: the level moved x{_num(shift)} from night "
-                        f"{r.get('change_point')} on (permutation p {_num(r.get('change_point_p'), '.4f')}; "
+                        f"{cp.change_point} on (permutation p {_num(cp.change_point_p, '.4f')}; "
                         f"{state})"
                     ),
                 )
@@ -153,12 +149,24 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
     return [text for _, text in sorted(out, key=lambda x: x[0])]
 
 
+def _builds(first: NightlyRow | None, machine: str) -> list[str]:
+    """The night's candidate, reference, machine and suite, from its first row (None: unknown)."""
+    if first is None:
+        return [f"Machine: {machine}."]
+    return [
+        (
+            f"Candidate: `{first.candidate}` ({first.candidate_versions}). Reference: "
+            f"`{first.reference}` ({first.reference_versions}, pin {first.reference_pin})."
+        ),
+        f"Machine: {machine}. Suite {first.suite_version}; budget {first.budget_min} min.",
+    ]
+
+
 def markdown(
     rows: Sequence[NightlyRow], verdict: str, rules: Rules, machine: str, dashboard: str | None = None
 ) -> str:
     """The night as markdown for a CI comment: the verdict, what changed, the table, the builds."""
-    first = rows[0] if rows else {}
-    label = first.get("label", "?")
+    label = rows[0].label if rows else "?"
     lines = [f"## nightly {label}: {verdict}", ""]
     changed = changes(rows)
     lines += [f"- {c}" for c in changed] or [
@@ -172,11 +180,7 @@ def markdown(
     lines += ["| " + " | ".join(cell.replace("|", "/") for cell in line) + " |" for line in body]
     lines += [
         "",
-        (
-            f"Candidate: `{first.get('candidate')}` ({first.get('candidate_versions')}). Reference: "
-            f"`{first.get('reference')}` ({first.get('reference_versions')}, pin {first.get('reference_pin')})."
-        ),
-        f"Machine: {machine}. Suite {first.get('suite_version')}; budget {first.get('budget_min')} min.",
+        *_builds(rows[0] if rows else None, machine),
         (
             f"Rule (a): tonight's CI against its baseline beyond {rules.min_effect:.0%}. Rule (b): "
             f"change points at false-alarm rate {rules.alpha} per cell and night, shifts of "

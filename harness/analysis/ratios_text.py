@@ -3,9 +3,10 @@ the comparisons still undecided with the extra budget that would likely decide e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from harness.analysis.tables import render_table
+from harness.contract.records import RatioRow
 from harness.formulas.verdicts import phrase
 
 HEADER = ("comparison", "subject", "ratio", "95% CI", "inst", "verdict")
@@ -22,59 +23,52 @@ TURNS_NOTE = (
 )
 
 
-def _ci(row: Mapping[str, object]) -> str:
-    low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
-    if not isinstance(low, float) or not isinstance(high, float):
+def _ci(row: RatioRow) -> str:
+    low, high = row.ratio.low, row.ratio.high
+    if low is None or high is None:
         return "-"
     return f"[{low:.3f}, {high:.3f}]"
 
 
-def _ratio(row: Mapping[str, object]) -> str:
-    value = row.get("ratio")
-    return f"{value:.3f}" if isinstance(value, float) else "-"
+def _ratio(row: RatioRow) -> str:
+    value = row.ratio.value
+    return "-" if value is None else f"{value:.3f}"
 
 
-def ratio_table(rows: Sequence[Mapping[str, object]]) -> tuple[list[str], list[list[str]]]:
+def ratio_table(rows: Sequence[RatioRow]) -> tuple[list[str], list[list[str]]]:
     """(header, lines): one line per comparison, its verdict (for a scaling efficiency, said of
     the speed-up) or why it was not measured."""
     lines = []
     for r in rows:
-        scaled = float(r.get("scale") or 1.0) != 1.0  # type: ignore[arg-type]
-        verdict = str(r["note"]) if r.get("note") else phrase(str(r.get("verdict") or ""), scaled)
+        scaled = (r.scale or 1.0) != 1.0
+        verdict = r.note or phrase(r.verdict or "", scaled)
         lines.append(
-            [
-                f"{r['relation']} vs {r['reference']}",
-                str(r["subject"]),
-                _ratio(r),
-                _ci(r),
-                str(r.get("instances") or 0),
-                verdict,
-            ]
+            [f"{r.relation} vs {r.reference}", r.subject, _ratio(r), _ci(r), str(r.instances or 0), verdict]
         )
     return list(HEADER), lines
 
 
-def undecided_lines(rows: Sequence[Mapping[str, object]]) -> list[str]:
+def undecided_lines(rows: Sequence[RatioRow]) -> list[str]:
     """One line per undecided comparison: the instances and seconds that would likely decide it."""
     out = []
     for r in rows:
-        if r.get("decided") or r.get("note"):
+        if r.decided or r.note:
             continue
-        extra, seconds = r.get("extra_instances"), r.get("extra_s")
-        minutes = seconds / 60 if isinstance(seconds, float) else float("nan")
+        extra, seconds = r.extra_instances, r.extra_s
+        minutes = seconds / 60 if seconds is not None else float("nan")
         more = (
             "the spread is unknown (fewer than 2 instances)"
-            if not isinstance(extra, int)
+            if extra is None
             else "a difference on its own, held back by the false-discovery control over the run's "
             "comparisons: more instances narrow its CI"
             if extra == 0
             else f"about {extra} more instances (~{minutes:.1f} min of budget)"
         )
-        out.append(f"  {r['relation']}: {r['subject']} vs {r['reference']}: {more}")
+        out.append(f"  {r.relation}: {r.subject} vs {r.reference}: {more}")
     return out
 
 
-def ratios_text(rows: Sequence[Mapping[str, object]], turn_s: float, blocks: int) -> str:
+def ratios_text(rows: Sequence[RatioRow], turn_s: float, blocks: int) -> str:
     """The table, the note on how the ratios were obtained, and the undecided comparisons."""
     if not rows:
         return ""

@@ -18,13 +18,12 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from harness.analysis import explain, findings, plots, scaling
 from harness.contract.columns import unflatten_all
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import stats
 
 MACHINE_COLUMNS = (
@@ -39,11 +38,6 @@ MACHINE_COLUMNS = (
     "build_info",
     "fingerprint",
 )
-
-
-def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows as column -> value dicts (the ratios table's rows)."""
-    return [{str(k): v for k, v in r.items()} for r in rows.to_dict("records")]
 
 
 def _cells(rows: pd.DataFrame) -> list[CellRow]:
@@ -256,7 +250,9 @@ def build_html(
             )
             + ".</p>",
             "<h2>Findings</h2>",
-            findings.render_html(_cells(rows), [] if ratios is None else _records(ratios)),
+            findings.render_html(
+                _cells(rows), [] if ratios is None else unflatten_all(RatioRow, ratios.to_dict("records"))
+            ),
             _why(rows),
             "<h2>Measured against the scaling model</h2>",
             _predicted(rows, collectives),

@@ -7,9 +7,10 @@ gives its unit and meaning. A cell row (:class:`CellRow`) is a frozen dataclass 
 the breakdown, the co-tenant sides, the machine); :mod:`harness.contract.columns` is the one
 mapping between such a record and its flat columns, from which :mod:`harness.results.store`
 derives the parquet schema and ``results/README.md``. Adding a column is one field of a group
-here. The other tables' rows are still flat TypedDicts (every field may be absent while a row is
-assembled). Fields typed without ``| None`` are set in every stored row of that table. Pure: no
-pyarrow, no pandas.
+here. :class:`RatioRow` and :class:`NightlyRow` are typed the same way (a ratio and its CI: an
+:class:`Estimate`); the windows, collectives and costs tables' rows are flat TypedDicts (every
+field may be absent while a row is assembled). Fields typed without ``| None`` are set in every
+stored row of that table. Pure: no pyarrow, no pandas.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from enum import StrEnum
 from typing import Annotated, TypedDict
 
 from harness.contract.columns import CI, Col, Estimate
+from harness.spec.groups import Relation
 
 
 class Status(StrEnum):
@@ -53,7 +55,12 @@ class RunInfo:
     """The run that measured the row."""
 
     run_id: Annotated[
-        str, Col("", "Id of the `python -m harness run` invocation (UTC start time + random suffix).")
+        str,
+        Col(
+            "",
+            "Id of the `python -m harness run` (or `ab`, `nightly`) invocation that measured the row "
+            "(UTC start time + random suffix).",
+        ),
     ] = ""
     timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")] = ""
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")] = ""
@@ -1200,7 +1207,8 @@ class CollectiveRow(TypedDict, total=False):
     ]
 
 
-class RatioRow(TypedDict, total=False):
+@dataclass(frozen=True, kw_only=True)
+class RatioRow:
     """One row of the ratios table: one comparison of a run, measured in turns (``run``, ``ab``).
 
     Formulas (harness.formulas.turns): in each block of an instance, a member's throughput is its
@@ -1208,46 +1216,46 @@ class RatioRow(TypedDict, total=False):
     reference) of those; the instance's log ratio is the mean over its blocks; the ratio is
     exp(mean over instances) x scale, its CI a Student-t over instances."""
 
-    run_id: Annotated[str, Col("", "Id of the run (or ab) that measured it.")]
-    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
-    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    resumes: Resumes
-    fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the reference's processes.")]
+    run: RunInfo = RunInfo()
+    fingerprint: Annotated[
+        str | None, Col("", "Hardware/software fingerprint the run's processes reported.")
+    ] = None
     relation: Annotated[
-        str,
+        Relation,
         Col(
             "",
             "What the ratio compares: scaling (a cell against its 1-device baseline; the ratio is the "
             "scaling efficiency), cross_device_ops (an op against auto), strategy (against default), "
             "accumulation (k against 1), loop (fit against ctl), cotenancy (T tenants against 1), "
-            "ab (side B against side A), fastest (a configuration against its model's fastest).",
+            "ab (side B against side A), fastest (a configuration against its model's fastest), "
+            "shared (a side with a co-tenant from another framework against itself alone).",
         ),
     ]
     subject: Annotated[str, Col("", "cell_id of the numerator (ab: 'B:' + cell_id).")]
     reference: Annotated[str, Col("", "cell_id of the denominator (ab: 'A:' + cell_id).")]
     group: Annotated[str, Col("", "The group whose instances measured it (g0, g1, ... ; r0, ... races).")]
     ratio: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1",
             "exp(mean over instances of the instance log ratio) x scale: subject / reference "
             "throughput (examples/s), from adjacent turns of live processes.",
         ),
-    ]
-    ratio_ci_low: Annotated[
-        float | None,
-        Col("1", "Lower end of the 95% CI: Student-t over instances of the mean log ratio, x scale."),
-    ]
-    ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+        CI("Lower end of the 95% CI: Student-t over instances of the mean log ratio, x scale."),
+    ] = Estimate()
     scale: Annotated[float, Col("1", "Factor applied to the throughput ratio (scaling: 1 / devices).")]
     instances: Annotated[int, Col("instances", "Completed group instances (fresh processes) behind it.")]
     blocks: Annotated[int, Col("blocks", "Blocks of turns per instance.")]
     turn_s: Annotated[float, Col("s", "Target length of one turn (a timed window).")]
-    sd_between: Annotated[float | None, Col("log", "Standard deviation of the instance log ratios (ddof 1).")]
+    sd_between: Annotated[
+        float | None, Col("log", "Standard deviation of the instance log ratios (ddof 1).")
+    ] = None
     sd_within: Annotated[
         float | None, Col("log", "Pooled standard deviation of block log ratios inside instances.")
-    ]
-    p_value: Annotated[float | None, Col("1", "Two-sided one-sample t-test of mean instance log ratio = 0.")]
+    ] = None
+    p_value: Annotated[
+        float | None, Col("1", "Two-sided one-sample t-test of mean instance log ratio = 0.")
+    ] = None
     verdict: Annotated[
         str,
         Col(
@@ -1275,10 +1283,10 @@ class RatioRow(TypedDict, total=False):
             "Further instances likely to decide it at the measured spread (0: decided, or decided on its own "
             "and held back by the false-discovery control).",
         ),
-    ]
+    ] = None
     extra_s: Annotated[
         float | None, Col("s", "Those instances' likely wall time (the extra budget to decide it).")
-    ]
+    ] = None
     dropped_instances: Annotated[
         int, Col("instances", "Instances of its group dropped (a member failed or a deadline passed).")
     ]
@@ -1351,7 +1359,25 @@ class CostRow(TypedDict):
     ]
 
 
-class NightlyRow(TypedDict, total=False):
+@dataclass(frozen=True, kw_only=True)
+class ChangePoint:
+    """Rule (b) of ``nightly``: the change point it found tonight (every field None: none)."""
+
+    change_point: Annotated[
+        str | None,
+        Col("", "Rule (b), when it found one tonight: the label of the first night after the change."),
+    ] = None
+    change_point_shift: Annotated[
+        float | None, Col("1", "Rule (b): the level after the change over before.")
+    ] = None
+    change_point_p: Annotated[float | None, Col("1", "Rule (b): the permutation p-value.")] = None
+    change_point_new: Annotated[
+        bool | None, Col("", "Rule (b): a new alarm (False: rule (a) had flagged it on a night since).")
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NightlyRow:
     """One row of the nightly table: one cell's night of ``nightly`` (a point of its series), with
     what both decisions said that night (harness.analysis.nightly). A series is the rows with equal
     ``series``: the same cell, machine and reference software (the reference's fingerprint), suite
@@ -1372,19 +1398,21 @@ class NightlyRow(TypedDict, total=False):
             "16-hex hash of cell_id, fingerprint, the suite's package version (bumped when what is measured "
             "changes; not the commit) and reference_pin: the series key.",
         ),
-    ]
+    ] = None
     suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
     fingerprint: Annotated[
         str | None, Col("", "Hardware/software fingerprint of the reference's processes (as in cells).")
-    ]
-    host_cpu: Annotated[str | None, Col("", "The machine's CPU model.")]
-    device_name: Annotated[str | None, Col("", "The device the cell ran on (the GPU's name, or the CPU's).")]
+    ] = None
+    host_cpu: Annotated[str | None, Col("", "The machine's CPU model.")] = None
+    device_name: Annotated[
+        str | None, Col("", "The device the cell ran on (the GPU's name, or the CPU's).")
+    ] = None
     candidate: Annotated[str, Col("", "--candidate as given: a requirement spec or an interpreter path.")]
     reference: Annotated[str, Col("", "--reference as given.")]
     candidate_versions: Annotated[
         str | None, Col("", "What the candidate resolved to: TensorFlow and Keras versions.")
-    ]
-    reference_versions: Annotated[str | None, Col("", "What the reference resolved to.")]
+    ] = None
+    reference_versions: Annotated[str | None, Col("", "What the reference resolved to.")] = None
     reference_pin: Annotated[
         str | None,
         Col(
@@ -1392,31 +1420,27 @@ class NightlyRow(TypedDict, total=False):
             "12-hex sha256 of the reference environment's `pip freeze` (its lock file, "
             "nightly/reference-<hash>.txt), or of the interpreter's when --reference is a path.",
         ),
-    ]
+    ] = None
     status: Annotated[Status, Col("", "ok, or failed (reason says which side, which pair and why).")]
-    reason: Annotated[str | None, Col("", "Why the cell has no point tonight.")]
+    reason: Annotated[str | None, Col("", "Why the cell has no point tonight.")] = None
     pairs: Annotated[
         int, Col("pairs", "Pairs of live candidate and reference processes (in turns) behind it.")
     ]
     ratio: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1", "Candidate / reference throughput (examples/s): exp(mean over pairs of the pair log ratio)."
         ),
-    ]
-    ratio_ci_low: Annotated[
-        float | None, Col("1", "Lower end of the 95% CI of ratio (Student t over pairs).")
-    ]
-    ratio_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
-    log_ratio_se: Annotated[float | None, Col("1", "Standard error of the mean pair log ratio.")]
+        CI("Lower end of the 95% CI of ratio (Student t over pairs)."),
+    ] = Estimate()
+    log_ratio_se: Annotated[float | None, Col("1", "Standard error of the mean pair log ratio.")] = None
     change: Annotated[
-        float | None,
+        Estimate,
         Col(
             "1", "Rule (a): tonight's ratio over its baseline's level (the reference's, 1, with no baseline)."
         ),
-    ]
-    change_ci_low: Annotated[float | None, Col("1", "Lower end of rule (a)'s 95% CI of change.")]
-    change_ci_high: Annotated[float | None, Col("1", "Upper end of the same CI.")]
+        CI("Lower end of rule (a)'s 95% CI of change."),
+    ] = Estimate()
     verdict: Annotated[
         str | None,
         Col(
@@ -1426,21 +1450,13 @@ class NightlyRow(TypedDict, total=False):
             "undecided; or reverted (back at the level before the previous night's alarm). Rows "
             "written before 2026-11-26 say regression, improvement, no change.",
         ),
-    ]
+    ] = None
     baseline: Annotated[
         str | None, Col("", "Labels of rule (a)'s baseline nights, comma-separated (empty: the reference).")
-    ]
-    change_point: Annotated[
-        str | None,
-        Col("", "Rule (b), when it found one tonight: the label of the first night after the change."),
-    ]
-    change_point_shift: Annotated[float | None, Col("1", "Rule (b): the level after the change over before.")]
-    change_point_p: Annotated[float | None, Col("1", "Rule (b): the permutation p-value.")]
-    change_point_new: Annotated[
-        bool | None, Col("", "Rule (b): a new alarm (False: rule (a) had flagged it on a night since).")
-    ]
+    ] = None
+    change_point: ChangePoint = ChangePoint()
     alarm: Annotated[
         str | None, Col("", "The new alarms tonight (regression, improvement), comma-separated.")
-    ]
+    ] = None
     min_effect: Annotated[float, Col("1", "Rule (a)'s F (--min-effect).")]
-    budget_min: Annotated[float | None, Col("min", "The night's --budget-min.")]
+    budget_min: Annotated[float | None, Col("min", "The night's --budget-min.")] = None

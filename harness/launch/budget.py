@@ -40,7 +40,7 @@ from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, run_ce
 from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.cost import RunCost
 from harness.results.journal import Journal
-from harness.results.ratios import Measured, ratio_base
+from harness.results.ratios import Measured
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, overlapping
 from harness.spec.groups import (
@@ -553,9 +553,12 @@ class TurnsRun:
         run, wall = self.run, self.clock() - self.t0
         self.cost.peak_s = run.peaks.seconds
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        base = ratio_base(replace(run.run, timestamp=stamp), (run.facts or {}).get("fingerprint"))
+        fingerprint = (run.facts or {}).get("fingerprint")
         forked = any(r.row.ran.forked for e in run.evidence.values() for r in e)
-        run.files.write_cost(self.cost.row(base, wall, run.protocol.budget_s, forked))
+        cost = self.cost.row(
+            replace(run.run, timestamp=stamp), fingerprint, wall, run.protocol.budget_s, forked
+        )
+        run.files.write_cost(cost)
         run.result.paths.append(run.files.folder("costs"))
         run.result.cost = self.cost.text(wall)
 

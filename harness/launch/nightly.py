@@ -15,7 +15,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +23,9 @@ import pandas as pd
 
 from harness import __version__
 from harness.analysis import ab, nightly
+from harness.contract.columns import Estimate
 from harness.contract.job import WorkerOptions
-from harness.contract.records import NightlyRow, RunInfo, Status
+from harness.contract.records import ChangePoint, NightlyRow, RunInfo, Status
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.envs import Env
 from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
@@ -147,24 +148,21 @@ class Sides:
 def _decided(row: NightlyRow, v: nightly.Verdict, confidence: float) -> NightlyRow:
     n, c, cp = v.night, v.change, v.change_point
     low, high = n.ci(confidence)
-    return {
-        **row,
-        "status": Status.OK,
-        "ratio": n.ratio,
-        "ratio_ci_low": low if math.isfinite(low) else None,
-        "ratio_ci_high": high if math.isfinite(high) else None,
-        "log_ratio_se": n.se if math.isfinite(n.se) else None,
-        "change": c.ratio,
-        "change_ci_low": c.low if math.isfinite(c.low) else None,
-        "change_ci_high": c.high if math.isfinite(c.high) else None,
-        "verdict": c.verdict,
-        "baseline": ",".join(c.baseline),
-        "change_point": cp.label if cp else None,
-        "change_point_shift": cp.shift if cp else None,
-        "change_point_p": cp.p if cp else None,
-        "change_point_new": cp.new if cp else None,
-        "alarm": ",".join(v.alarms) or None,
-    }
+    return replace(
+        row,
+        status=Status.OK,
+        ratio=Estimate.of(n.ratio, low, high),
+        log_ratio_se=n.se if math.isfinite(n.se) else None,
+        change=Estimate.of(c.ratio, c.low, c.high),
+        verdict=c.verdict,
+        baseline=",".join(c.baseline),
+        change_point=ChangePoint()
+        if cp is None
+        else ChangePoint(
+            change_point=cp.label, change_point_shift=cp.shift, change_point_p=cp.p, change_point_new=cp.new
+        ),
+        alarm=",".join(v.alarms) or None,
+    )
 
 
 def _last_fingerprint(points: pd.DataFrame, cell_id: str, pin: str) -> str | None:
@@ -189,32 +187,35 @@ def points(
     verdicts: list[nightly.Verdict | None] = []
     for o in result.outcomes:
         fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, sides.reference.pin)
-        row: NightlyRow = {
-            "night_id": result.night_id,
-            "timestamp": stamp,
-            "label": sides.label,
-            "cell_id": o.cell.id,
-            "series": series_key(o.cell.id, fp, __version__, sides.reference.pin),
-            "suite_version": suite,
-            "fingerprint": fp,
-            "host_cpu": o.a_facts.get("host_cpu"),
-            "device_name": o.a_facts.get("device_name"),
-            "candidate": sides.candidate.given,
-            "reference": sides.reference.given,
-            "candidate_versions": sides.candidate.versions,
-            "reference_versions": sides.reference.versions,
-            "reference_pin": sides.reference.pin,
-            "pairs": len(o.ratios),
-            "min_effect": rules.min_effect,
-            "budget_min": budget_min,
-        }
+        key = series_key(o.cell.id, fp, __version__, sides.reference.pin)
+        why = o.failure or f"{len(o.ratios)} usable pairs (every block of the others disturbed); 2 needed"
+        row = NightlyRow(
+            night_id=result.night_id,
+            timestamp=stamp,
+            label=sides.label,
+            cell_id=o.cell.id,
+            series=key,
+            suite_version=suite,
+            fingerprint=fp,
+            host_cpu=o.a_facts.get("host_cpu"),
+            device_name=o.a_facts.get("device_name"),
+            candidate=sides.candidate.given,
+            reference=sides.reference.given,
+            candidate_versions=sides.candidate.versions,
+            reference_versions=sides.reference.versions,
+            reference_pin=sides.reference.pin,
+            status=Status.FAILED,
+            reason=why,
+            pairs=len(o.ratios),
+            min_effect=rules.min_effect,
+            budget_min=budget_min,
+        )
         if o.failure or len(o.ratios) < 2:
-            why = o.failure or f"{len(o.ratios)} usable pairs (every block of the others disturbed); 2 needed"
-            rows.append({**row, "status": Status.FAILED, "reason": why})
+            rows.append(row)
             verdicts.append(None)
             continue
-        series = [*history(earlier, str(row["series"])), nightly.night_of(sides.label, o.ratios)]
+        series = [*history(earlier, key), nightly.night_of(sides.label, o.ratios)]
         verdict = nightly.judge(series, rules)[-1]
-        rows.append(_decided(row, verdict, rules.confidence))
+        rows.append(_decided(replace(row, reason=None), verdict, rules.confidence))
         verdicts.append(verdict)
     return rows, verdicts

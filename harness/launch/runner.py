@@ -44,7 +44,7 @@ from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
 from harness.results.history import earlier_figures
-from harness.results.ratios import Measured, ratio_base, ratio_rows, with_turn_ratios
+from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
 from harness.results.rows import (
     Peak,
     ProcessResult,
@@ -354,9 +354,7 @@ class RunState:
         ]
         rows = [with_ratios(r, rows) for r in rows]
         fingerprint = (self.facts or {}).get("fingerprint")
-        ratios = ratio_rows(
-            measured, ratio_base(run, fingerprint), self.protocol.blocks, self.protocol.turn_s
-        )
+        ratios = ratio_rows(measured, run, fingerprint, self.protocol.blocks, self.protocol.turn_s)
         rows = [with_turn_ratios(r, ratios) for r in rows]
         rows = [with_history(r, self._earlier(r)) for r in rows]
         rows += [

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-from harness.contract.records import CostRow
+from harness.contract.records import CostRow, RunInfo
 
 PHASES = ("start", "calibration", "turns", "finish", "exit")
 """An instance's phases, in order (seconds each; they add up to its wall time)."""
@@ -96,10 +96,16 @@ class RunCost:
     def parent_s(self, wall_s: float) -> float:
         return max(wall_s - sum(self.phases.values()) - self.peak_s, 0.0)
 
-    def row(self, base: Mapping[str, object], wall_s: float, budget_s: float, forked: bool) -> CostRow:
-        """The costs table's row (``base``: run_id, timestamp, suite_version, fingerprint)."""
+    def row(
+        self, run: RunInfo, fingerprint: str | None, wall_s: float, budget_s: float, forked: bool
+    ) -> CostRow:
+        """The costs table's row of ``run`` (``fingerprint``: its processes')."""
         row = {
-            **base,
+            "run_id": run.run_id,
+            "timestamp": run.timestamp,
+            "suite_version": run.suite_version,
+            "resumes": run.resumes,
+            "fingerprint": fingerprint,
             "budget_s": budget_s,
             "wall_s": wall_s,
             "instances": self.instances,

@@ -7,7 +7,7 @@ false discovery rate (:func:`harness.formulas.turns.fdr_verdicts`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from harness.contract.columns import Estimate
@@ -43,25 +43,15 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def ratio_base(run: RunInfo, fingerprint: str | None) -> dict[str, object]:
-    """The columns a run's ratio rows share with its cell rows."""
-    return {
-        "run_id": run.run_id,
-        "timestamp": run.timestamp,
-        "suite_version": run.suite_version,
-        "resumes": run.resumes,
-        "fingerprint": fingerprint,
-    }
-
-
 def ratio_rows(
     measured: Sequence[Measured],
-    base: Mapping[str, object],
+    run: RunInfo,
+    fingerprint: str | None,
     blocks: int,
     turn_s: float,
     min_effect: float = MIN_EFFECT,
 ) -> list[RatioRow]:
-    """One row per comparison (``base``: run_id, suite_version, timestamp, fingerprint), its
+    """One row per comparison of ``run`` (``fingerprint``: the one its processes reported), its
     verdict controlling the FDR across all of them."""
     ratios = [m.ratio() for m in measured]
     verdicts = turns.fdr_verdicts(ratios, min_effect)
@@ -72,35 +62,32 @@ def ratio_rows(
         # one held back by the false-discovery control alone is decided on its own: one more
         # instance narrows its p-value
         extra = 0 if decided else (None if needed is None else max(needed - r.instances, 1))
-        row: RatioRow = {
-            "relation": str(m.comparison.relation),
-            "subject": m.comparison.subject,
-            "reference": m.comparison.reference,
-            "group": m.group,
-            "ratio": _finite(r.value),
-            "ratio_ci_low": _finite(r.low),
-            "ratio_ci_high": _finite(r.high),
-            "scale": m.comparison.scale,
-            "instances": r.instances,
-            "blocks": blocks,
-            "turn_s": turn_s,
-            "sd_between": _finite(r.sd_between),
-            "sd_within": _finite(r.sd_within),
-            "p_value": _finite(r.p_value),
-            "verdict": verdict,
-            "decided": decided,
-            "extra_instances": extra,
-            "extra_s": None if extra is None else extra * m.seconds_per_instance,
-            "dropped_instances": m.dropped,
-            "note": m.note,
-            "disturbed_blocks": m.disturbed_blocks,
-        }
-        rows.append(RatioRow(**{**base, **row}))  # type: ignore[typeddict-item]
+        rows.append(
+            RatioRow(
+                run=run,
+                fingerprint=fingerprint,
+                relation=m.comparison.relation,
+                subject=m.comparison.subject,
+                reference=m.comparison.reference,
+                group=m.group,
+                ratio=Estimate.of(r.value, r.low, r.high),
+                scale=m.comparison.scale,
+                instances=r.instances,
+                blocks=blocks,
+                turn_s=turn_s,
+                sd_between=_finite(r.sd_between),
+                sd_within=_finite(r.sd_within),
+                p_value=_finite(r.p_value),
+                verdict=verdict,
+                decided=decided,
+                extra_instances=extra,
+                extra_s=None if extra is None else extra * m.seconds_per_instance,
+                dropped_instances=m.dropped,
+                note=m.note,
+                disturbed_blocks=m.disturbed_blocks,
+            )
+        )
     return rows
-
-
-def _estimate(r: RatioRow) -> Estimate:
-    return Estimate(r.get("ratio"), r.get("ratio_ci_low"), r.get("ratio_ci_high"))
 
 
 def _with_ratio(row: CellRow, relation: Relation, r: RatioRow) -> CellRow:
@@ -108,18 +95,18 @@ def _with_ratio(row: CellRow, relation: Relation, r: RatioRow) -> CellRow:
     if relation == Relation.SCALING:
         efficiency = replace(
             row.efficiency,
-            scaling_efficiency=_estimate(r),
-            baseline_cell_id=r["reference"],
-            ratio_instances=r["instances"],
+            scaling_efficiency=r.ratio,
+            baseline_cell_id=r.reference,
+            ratio_instances=r.instances,
         )
         return replace(row, efficiency=efficiency)
     if relation == Relation.COTENANCY:
-        return replace(row, tenancy=replace(row.tenancy, cotenancy_ratio=_estimate(r)))
+        return replace(row, tenancy=replace(row.tenancy, cotenancy_ratio=r.ratio))
     cell, framework = row.cell.cell_id, row.cell.tenant_framework
-    if r["subject"] == together_key(cell):
-        return replace(row, foreign=replace(row.foreign, shared_ratio=_estimate(r)))
-    if framework and r["subject"] == together_key(tenant_key(cell, framework)):
-        return replace(row, foreign=replace(row.foreign, tenant_shared_ratio=_estimate(r)))
+    if r.subject == together_key(cell):
+        return replace(row, foreign=replace(row.foreign, shared_ratio=r.ratio))
+    if framework and r.subject == together_key(tenant_key(cell, framework)):
+        return replace(row, foreign=replace(row.foreign, tenant_shared_ratio=r.ratio))
     return row
 
 
@@ -136,11 +123,10 @@ def with_turn_ratios(row: CellRow, rows: Sequence[RatioRow]) -> CellRow:
         return row
     framework = row.cell.tenant_framework
     for r in rows:
-        relation = Relation(r["relation"])
-        if r.get("ratio") is None:
+        if r.ratio.value is None:
             continue
-        if (relation == Relation.SHARED and framework and framework != NONE) or (
-            relation in CELL_RELATIONS and r["subject"] == row.cell.cell_id
+        if (r.relation == Relation.SHARED and framework and framework != NONE) or (
+            r.relation in CELL_RELATIONS and r.subject == row.cell.cell_id
         ):
-            row = _with_ratio(row, relation, r)
+            row = _with_ratio(row, r.relation, r)
     return row

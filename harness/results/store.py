@@ -38,6 +38,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from types import UnionType
 from typing import Union, get_args, get_origin, get_type_hints
@@ -80,9 +81,11 @@ _ARROW: dict[object, pa.DataType] = {
 
 
 def _arrow_type(hint: object) -> pa.DataType:
-    """The arrow type of a field's type, with ``| None`` dropped."""
+    """The arrow type of a field's type, with ``| None`` dropped (an enum of strings: a string)."""
     if get_origin(hint) in (Union, UnionType):
         hint = next(a for a in get_args(hint) if a is not type(None))
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return pa.string()
     if get_origin(hint) is list:
         return pa.list_(_arrow_type(get_args(hint)[0]))
     return _ARROW[hint]
@@ -194,7 +197,7 @@ class RunFiles:
         if not rows:
             return None
         path = self.folder("ratios") / "00000.parquet"
-        write_atomic(_table(rows, RATIO_SCHEMA), path)
+        write_atomic(_table([flatten(r) for r in rows], RATIO_SCHEMA), path)
         return path
 
     def write_cost(self, row: CostRow) -> Path:
@@ -208,7 +211,7 @@ class RunFiles:
         if not rows:
             return None
         path = self.folder("points") / "00000.parquet"
-        write_atomic(_table(rows, NIGHTLY_SCHEMA), path)
+        write_atomic(_table([flatten(r) for r in rows], NIGHTLY_SCHEMA), path)
         return path
 
     def write_row(self, seq: int, row: CellRow) -> Path:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from harness.analysis import findings
-from harness.contract.columns import unflatten
-from harness.contract.records import CellRow
+from harness.contract.columns import Estimate, unflatten
+from harness.contract.records import CellRow, RatioRow
 from harness.formulas import stats
+from harness.spec.groups import Relation
 
 
 def _row(eps, procs, **kw):
@@ -89,19 +90,24 @@ def test_a_race_head_says_fastest_only_when_every_contender_is_lower() -> None:
         for k, s in (("a", "default"), ("b", "mirrored"), ("c", "central_storage"))
     ]
 
-    def race(verdicts: tuple[str, str]) -> list[dict[str, object]]:
+    def race(verdicts: tuple[str, str]) -> list[RatioRow]:
         return [
-            {
-                "relation": "fastest",
-                "subject": s,
-                "reference": "a",
-                "ratio": 0.9,
-                "ratio_ci_low": 0.8,
-                "ratio_ci_high": 0.95,
-                "instances": 5,
-                "verdict": v,
-                "decided": v == "lower",
-            }
+            RatioRow(
+                relation=Relation.FASTEST,
+                subject=s,
+                reference="a",
+                group="r0",
+                ratio=Estimate(0.9, 0.8, 0.95),
+                scale=1.0,
+                instances=5,
+                blocks=6,
+                turn_s=0.2,
+                verdict=v,
+                decided=v == "lower",
+                dropped_instances=0,
+                note="",
+                disturbed_blocks=0,
+            )
             for s, v in zip(("b", "c"), verdicts, strict=True)
         ]
 

@@ -3,43 +3,57 @@
 from __future__ import annotations
 
 from harness.analysis.ratios_text import ratio_table, ratios_text, undecided_lines
+from harness.contract.columns import Estimate
+from harness.contract.records import RatioRow
+from harness.spec.groups import Relation
+
+
+def _row(**columns: object) -> RatioRow:
+    """A ratio row with these fields; its bookkeeping (group, blocks, turn, drops) neutral."""
+    neutral: dict[str, object] = {
+        "group": "g0",
+        "scale": 1.0,
+        "blocks": 6,
+        "turn_s": 0.2,
+        "dropped_instances": 0,
+        "note": "",
+        "disturbed_blocks": 0,
+    }
+    return RatioRow(**{**neutral, **columns})  # type: ignore[arg-type]
+
 
 ROWS = [
-    {
-        "relation": "scaling",
-        "subject": "cnn/mirrored/r2",
-        "reference": "cnn/mirrored/r1",
-        "ratio": 0.512,
-        "ratio_ci_low": 0.5,
-        "ratio_ci_high": 0.52,
-        "scale": 0.5,
-        "instances": 9,
-        "verdict": "equivalent",
-        "decided": True,
-        "note": "",
-    },
-    {
-        "relation": "strategy",
-        "subject": "cnn/mirrored/r1",
-        "reference": "cnn/default/r1",
-        "ratio": 0.98,
-        "ratio_ci_low": 0.9,
-        "ratio_ci_high": 1.07,
-        "instances": 3,
-        "verdict": "undecided",
-        "decided": False,
-        "extra_instances": 7,
-        "extra_s": 210.0,
-        "note": "",
-    },
-    {
-        "relation": "loop",
-        "subject": "a",
-        "reference": "b",
-        "ratio": None,
-        "decided": False,
-        "note": "not measured in turns: a failed",
-    },
+    _row(
+        relation=Relation.SCALING,
+        subject="cnn/mirrored/r2",
+        reference="cnn/mirrored/r1",
+        ratio=Estimate(0.512, 0.5, 0.52),
+        scale=0.5,
+        instances=9,
+        verdict="equivalent",
+        decided=True,
+    ),
+    _row(
+        relation=Relation.STRATEGY,
+        subject="cnn/mirrored/r1",
+        reference="cnn/default/r1",
+        ratio=Estimate(0.98, 0.9, 1.07),
+        instances=3,
+        verdict="undecided",
+        decided=False,
+        extra_instances=7,
+        extra_s=210.0,
+    ),
+    _row(
+        relation=Relation.LOOP,
+        subject="a",
+        reference="b",
+        ratio=Estimate(),
+        instances=0,
+        verdict="not measured",
+        decided=False,
+        note="not measured in turns: a failed",
+    ),
 ]
 
 

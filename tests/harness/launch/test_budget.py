@@ -134,11 +134,11 @@ def test_every_group_gets_its_minimum_then_the_budget_decides(
 
     assert calls[:3] == ["g0"] * 3  # one group (the three cells fit max_live): its minimum first
     assert clock.now <= protocol.budget_s  # never past the budget once the minimum is done
-    ratios = {(r["relation"], r["subject"]): r for r in result.ratios}
+    ratios = {(r.relation, r.subject): r for r in result.ratios}
     scaling = ratios[("scaling", TWO.id)]
-    assert scaling["ratio"] == pytest.approx(1.1 / 2, rel=0.02) and scaling["instances"] == len(calls)
+    assert scaling.ratio.value == pytest.approx(1.1 / 2, rel=0.02) and scaling.instances == len(calls)
     cells = pd.read_parquet(tmp_path / "results" / "cells").set_index("cell_id")
-    assert cells.loc[TWO.id, "scaling_efficiency"] == pytest.approx(scaling["ratio"])
+    assert cells.loc[TWO.id, "scaling_efficiency"] == pytest.approx(scaling.ratio.value)
     assert cells.loc[TWO.id, "ratio_instances"] == len(calls)
     assert cells.loc[TWO.id, "processes"] == len(calls)  # one process per instance it was in
     stored = pd.read_parquet(tmp_path / "results" / "ratios")
@@ -194,7 +194,7 @@ def test_decided_ratios_stop_the_run_before_the_budget(
 
     assert len(calls) == 3  # decided at the minimum: 1.5x with 0.1% noise
     (scaling,) = result.ratios
-    assert scaling["decided"] and scaling["verdict"] == "higher" and scaling["extra_instances"] == 0
+    assert scaling.decided and scaling.verdict == "higher" and scaling.extra_instances == 0
 
 
 def test_a_member_that_fails_leaves_its_group_and_its_row_says_why(
@@ -212,10 +212,10 @@ def test_a_member_that_fails_leaves_its_group_and_its_row_says_why(
     assert rows[TWO.id].status == "failed" and "SIGKILL" in rows[TWO.id].reason
     # the dropped instance is not counted; the rest: g0's two, and the race's (ONE ties DEFAULT)
     assert rows[ONE.id].status == "ok" and rows[ONE.id].spread.processes == len(calls) - 1
-    g0 = [r for r in result.ratios if r["group"] == "g0"]
-    assert [r["relation"] for r in g0 if not r["note"]] == ["strategy"]  # TWO's comparisons left
-    assert {r["relation"] for r in g0 if r["note"]} == {"scaling", "strategy"}
-    assert all(TWO.id in r["note"] and r["ratio"] is None for r in g0 if r["note"])
+    g0 = [r for r in result.ratios if r.group == "g0"]
+    assert [r.relation for r in g0 if not r.note] == ["strategy"]  # TWO's comparisons left
+    assert {r.relation for r in g0 if r.note} == {"scaling", "strategy"}
+    assert all(TWO.id in r.note and r.ratio.value is None for r in g0 if r.note)
 
 
 def test_ties_with_the_fastest_are_raced_in_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,8 +228,8 @@ def test_ties_with_the_fastest_are_raced_in_turns(tmp_path: Path, monkeypatch: p
     result = _run(tmp_path, protocol, clock, [DEFAULT, b64])
 
     assert [c for c in calls if c.startswith("r")], calls
-    (race,) = [r for r in result.ratios if r["relation"] == "fastest"]
-    assert race["group"] == "r0" and race["instances"] >= 1 and not math.isnan(race["ratio"])
+    (race,) = [r for r in result.ratios if r.relation == "fastest"]
+    assert race.group == "r0" and race.instances >= 1 and not math.isnan(race.ratio.value)
 
 
 def test_a_race_the_budget_never_reaches_is_not_measured(
@@ -246,9 +246,9 @@ def test_a_race_the_budget_never_reaches_is_not_measured(
     result = _run(tmp_path, protocol, clock, [DEFAULT, b64])
 
     assert not [c for c in calls if c.startswith("r")], calls
-    (race,) = [r for r in result.ratios if r["relation"] == "fastest"]
-    assert race["instances"] == 0 and race["ratio"] is None and race["verdict"] == "not measured"
-    assert "budget (0.85 min) was spent before its first instance" in race["note"]
+    (race,) = [r for r in result.ratios if r.relation == "fastest"]
+    assert race.instances == 0 and race.ratio.value is None and race.verdict == "not measured"
+    assert "budget (0.85 min) was spent before its first instance" in race.note
     assert clock.now <= protocol.budget_s - budget.CLOSE_S
 
 
@@ -261,9 +261,9 @@ def test_a_comparison_whose_every_block_was_disturbed_is_not_measured(
 
     result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
 
-    assert result.ratios and all(r["verdict"] == "not measured" for r in result.ratios)
-    assert all("every block of its 1 instance(s) was disturbed" in r["note"] for r in result.ratios)
-    assert all(r["disturbed_blocks"] == 2 for r in result.ratios)
+    assert result.ratios and all(r.verdict == "not measured" for r in result.ratios)
+    assert all("every block of its 1 instance(s) was disturbed" in r.note for r in result.ratios)
+    assert all(r.disturbed_blocks == 2 for r in result.ratios)
 
 
 def test_a_disturbed_comparison_names_the_program_that_took_the_cpu(
@@ -276,7 +276,7 @@ def test_a_disturbed_comparison_names_the_program_that_took_the_cpu(
 
     result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
 
-    assert all("busiest other program: xz[5310], 0.98 CPUs" in r["note"] for r in result.ratios)
+    assert all("busiest other program: xz[5310], 0.98 CPUs" in r.note for r in result.ratios)
     # and while it ran, as each instance ended
     assert "2 of 2 blocks disturbed; busiest other program: xz[5310], 0.98 CPUs" in capsys.readouterr().err
 
@@ -319,8 +319,8 @@ def test_members_that_do_not_fit_together_are_measured_one_by_one(
     assert rows[ONE.id].status == rows[TWO.id].status == "ok"  # an OOM together is no failure
     assert rows[TWO.id].efficiency.ratio_instances is None  # efficiency from separate processes
     assert rows[TWO.id].efficiency.scaling_efficiency.value == pytest.approx(0.55, rel=0.05)
-    (scaling,) = [r for r in result.ratios if r["relation"] == "scaling"]
-    assert scaling["ratio"] is None and "did not fit in memory together" in scaling["note"]
+    (scaling,) = [r for r in result.ratios if r.relation == "scaling"]
+    assert scaling.ratio.value is None and "did not fit in memory together" in scaling.note
 
 
 def test_the_headline_races_each_contender_against_the_fastest_first(
@@ -344,14 +344,14 @@ def test_the_headline_races_each_contender_against_the_fastest_first(
     )
 
     assert calls[:3] == ["h0"] * 3 and "g0" in calls and not [c for c in calls if c.startswith("r")]
-    raced = {r["subject"]: r for r in result.ratios if r["relation"] == "fastest"}
+    raced = {r.subject: r for r in result.ratios if r.relation == "fastest"}
     assert set(raced) == {DEFAULT.id, ONE.id, fit.id}  # each against TWO, the fastest
-    assert {r["reference"] for r in raced.values()} == {TWO.id}
-    assert raced[fit.id]["ratio"] == pytest.approx(1200 / 1500, rel=0.01)
-    assert all(r["verdict"] == "lower" and r["group"] == "h0" for r in raced.values())
-    inside = {(r["relation"], r["subject"]) for r in result.ratios if r["group"] == "h0"}
+    assert {r.reference for r in raced.values()} == {TWO.id}
+    assert raced[fit.id].ratio.value == pytest.approx(1200 / 1500, rel=0.01)
+    assert all(r.verdict == "lower" and r.group == "h0" for r in raced.values())
+    inside = {(r.relation, r.subject) for r in result.ratios if r.group == "h0"}
     assert ("loop", fit.id) in inside and ("scaling", TWO.id) in inside
-    assert {r["group"] for r in result.ratios if r["relation"] == "cotenancy"} == {"g0"}
+    assert {r.group for r in result.ratios if r.relation == "cotenancy"} == {"g0"}
 
 
 def test_a_selection_whose_minimum_cannot_fit_is_refused_with_what_would() -> None:
@@ -427,11 +427,9 @@ def test_a_race_with_no_undisturbed_block_says_why_it_has_no_leader(
         contenders=(DEFAULT.id, ONE.id, TWO.id),
     )
 
-    raced = [r for r in result.ratios if r["relation"] == "fastest"]
-    assert {r["subject"] for r in raced} == {ONE.id, TWO.id} and {r["reference"] for r in raced} == {
-        DEFAULT.id
-    }
-    assert all(r["verdict"] == "not measured" and "was disturbed" in r["note"] for r in raced)
+    raced = [r for r in result.ratios if r.relation == "fastest"]
+    assert {r.subject for r in raced} == {ONE.id, TWO.id} and {r.reference for r in raced} == {DEFAULT.id}
+    assert all(r.verdict == "not measured" and "was disturbed" in r.note for r in raced)
 
 
 def test_later_instances_reuse_the_window_steps_of_the_first(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.contract.records import RunInfo
 from harness.results.cost import PHASES, RunCost
 from harness.results.store import COST_SCHEMA, check_rows
 
@@ -21,8 +22,8 @@ def test_phases_add_up_and_the_fixed_cost_is_a_median_over_completed_instances()
         {"start": 7.0, "calibration": 6.0, "turns": 37.0, "finish": 2.5, "exit": 10.5}
     )
     assert cost.fixed_s_per_process == pytest.approx(3.0)  # median of 11/8, 3.0, 3.0
-    base = {"run_id": "r", "timestamp": "t", "suite_version": "v", "fingerprint": None}
-    row = cost.row(base, wall_s=80.0, budget_s=600.0, forked=True)
+    run = RunInfo(run_id="r", timestamp="t", suite_version="v")
+    row = cost.row(run, None, wall_s=80.0, budget_s=600.0, forked=True)
     check_rows([row], COST_SCHEMA)
     assert row["parent_s"] == pytest.approx(80.0 - 63.0 - 5.0)
     assert sum(row[f"{p}_s"] for p in PHASES) + row["peak_s"] + row["parent_s"] == pytest.approx(80.0)  # type: ignore[literal-required]
@@ -34,7 +35,7 @@ def test_a_run_without_a_completed_instance_has_no_fixed_cost() -> None:
     cost = RunCost()
     cost.add({"exit": 2.0}, 0.0, 1, False)
     assert cost.fixed_s_per_process is None
-    assert cost.row({}, 2.0, 60.0, False)["fixed_s_per_process"] is None
+    assert cost.row(RunInfo(), None, 2.0, 60.0, False)["fixed_s_per_process"] is None
 
 
 def test_an_instance_is_estimated_from_its_turns_members_and_step_breakdowns() -> None:

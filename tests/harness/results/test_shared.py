@@ -8,12 +8,13 @@ from dataclasses import replace
 import pytest
 
 from harness.contract.columns import Estimate
-from harness.contract.records import Foreign, Status
+from harness.contract.records import Foreign, RatioRow, Status
 from harness.formulas.turns import Turn
 from harness.results.ratios import with_turn_ratios
 from harness.results.rows import ProcessResult, cell_row, flops_note, shared_figures, with_shared
 from harness.spec.cell import Cell
 from harness.spec.frameworks import tenant_key, together_key
+from harness.spec.groups import Relation
 from harness.spec.protocol import Protocol
 
 KEY = "cnn/default/r1w1+jax/b64/acc1/ctl/spe10/float32/synthetic/weak"
@@ -89,11 +90,30 @@ def test_figures_over_processes_get_a_ci_only_when_every_process_has_one():
     assert shared_figures(Foreign(), [ProcessResult(ROW, [], 0)]) == Foreign()
 
 
+def _shared(subject: str, reference: str, ratio: Estimate) -> RatioRow:
+    """A SHARED ratio measured in turns (its bookkeeping columns neutral)."""
+    return RatioRow(
+        relation=Relation.SHARED,
+        subject=subject,
+        reference=reference,
+        group="g0",
+        ratio=ratio,
+        scale=1.0,
+        instances=3,
+        blocks=6,
+        turn_s=0.2,
+        verdict="lower",
+        decided=True,
+        dropped_instances=0,
+        note="",
+        disturbed_blocks=0,
+    )
+
+
 def test_kept_shares_come_from_the_shared_ratios():
-    ratio = {"relation": "shared", "ratio": 0.6, "ratio_ci_low": 0.58, "ratio_ci_high": 0.62}
     rows = [
-        {**ratio, "subject": together_key(KEY), "reference": KEY},
-        {**ratio, "subject": together_key(TENANT), "reference": TENANT, "ratio": 0.4},
+        _shared(together_key(KEY), KEY, Estimate(0.6, 0.58, 0.62)),
+        _shared(together_key(TENANT), TENANT, Estimate(0.4, 0.58, 0.62)),
     ]
     assert ROW.cell.tenant_framework == "jax"
     out = with_turn_ratios(ROW, rows).foreign
