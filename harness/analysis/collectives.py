@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from harness.contract.records import Status
+from harness.contract.records import CollectiveRow, Status
 
 
 def _size(nbytes: float | None) -> str:
@@ -17,16 +16,17 @@ def _size(nbytes: float | None) -> str:
     return f"{nbytes} B"
 
 
-def _time(r: Mapping[str, Any]) -> str:
+def _time(r: CollectiveRow) -> str:
     """``123.4 [110.0..140.2]`` microseconds, without the CI below 2 processes."""
-    if not r.get("time_s"):
+    t = r.get("time_s")
+    if not t:
         return "-"
-    text = f"{r['time_s'] * 1e6:,.1f}"
+    text = f"{t * 1e6:,.1f}"
     lo, hi = r.get("time_s_ci_low"), r.get("time_s_ci_high")
     return text + (f" [{lo * 1e6:,.1f}..{hi * 1e6:,.1f}]" if lo is not None and hi is not None else "")
 
 
-def table_lines(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table_lines(rows: Sequence[CollectiveRow]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """(header, lines) of the collectives rows, for :func:`harness.analysis.tables.render_table`."""
     header = ("strategy[op]", "n", "payload", "bytes", "time us [95% CI]", "busbw GB/s", "check")
     lines: list[tuple[str, ...]] = []

@@ -31,10 +31,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
-from harness.contract.tenant import UNTIL_STOP
+from harness.contract.tenant import UNTIL_STOP, TenantFacts
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
 from harness.launch.cpu_use import Snapshot, attribute, usable_cpus
@@ -102,7 +103,7 @@ class Instance:
     """Seconds of each phase reached (``harness.results.cost.PHASES``), on the parent's clock."""
     processes: int = 0
     """Processes started for it (every task of every member, servers included)."""
-    tenant_facts: dict[str, dict[str, object]] = field(default_factory=dict)
+    tenant_facts: dict[str, TenantFacts] = field(default_factory=dict)
     """By member key: what its co-tenant from another framework reported when it finished
     (:class:`harness.contract.tenant.TenantFacts`)."""
     _lap: float = field(default_factory=time.monotonic, repr=False)
@@ -372,7 +373,7 @@ def _coordinate(
             replies = coordinator.ask(key, {"do": Do.FINISH}, plan.turn_timeout_s)
             facts = replies[0].get("facts")
             if key != m.key and isinstance(facts, dict):
-                instance.tenant_facts[m.key] = facts
+                instance.tenant_facts[m.key] = cast(TenantFacts, facts)  # the co-tenant's reply
     instance.lap("finish")
 
 

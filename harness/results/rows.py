@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TypedDict
 
 from harness.contract.columns import Estimate, flatten, leaves, unflatten, without_figures
 from harness.contract.events import Facts
@@ -41,6 +41,7 @@ from harness.contract.records import (
     Utilization,
     WindowRow,
 )
+from harness.contract.tenant import TenantFacts
 from harness.formulas import breakdown, metrics, stats
 from harness.formulas.turns import Turn
 from harness.formulas.turns import clean as turns_clean
@@ -143,6 +144,17 @@ def started_row(
     )
 
 
+class StepFlops(TypedDict, total=False):
+    """What counting a model's traced training step found (:func:`harness.worker.flops.count_step`):
+    FLOPs per example, trainable parameters, the bytes of its gradients, and what the count could
+    not see ("" when nothing); only ``flops_note`` when the count failed."""
+
+    flops_per_example: float
+    trainable_parameters: int
+    gradient_bytes: int
+    flops_note: str
+
+
 @dataclass(frozen=True)
 class Measurement:
     """What a worker measured in one timed cell, as raw numbers (times in seconds).
@@ -176,7 +188,7 @@ class Measurement:
     """The window length asked for (s) where it is not the protocol's (a turn)."""
     parts: Mapping[str, float | None] = field(default_factory=dict)
     parts_error: str = ""
-    flops: Mapping[str, Any] = field(default_factory=dict)
+    flops: StepFlops = field(default_factory=lambda: StepFlops())
     """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`:
     flops_per_example, trainable_parameters, gradient_bytes, flops_note); empty when not counted."""
     jit_compile: bool | None = None
@@ -184,7 +196,7 @@ class Measurement:
     (:attr:`harness.worker.build.loops.Trainer.jit_compile`); None: not reported."""
 
 
-def counted_flops(flops: Flops, counted: Mapping[str, Any]) -> Flops:
+def counted_flops(flops: Flops, counted: StepFlops) -> Flops:
     """The FLOPs counted from the traced step (a count of 0, or none, keeps the analytic one and
     says why)."""
     sizes = replace(
@@ -468,9 +480,7 @@ def flops_note(tenant: int | None, ours: object) -> str:
     return f"differs from the TensorFlow side's {ours:,} FLOPs per example by {tenant / ours - 1:+.2%}"
 
 
-def with_shared(
-    row: CellRow, turns: Sequence[Turn], key: str, tenant: str, facts: Mapping[str, Any]
-) -> CellRow:
+def with_shared(row: CellRow, turns: Sequence[Turn], key: str, tenant: str, facts: TenantFacts) -> CellRow:
     """One process (instance) of a cell with a co-tenant from another framework: its figures from
     the instance's turns (undisturbed blocks where any are left): the TensorFlow side alone and
     together (``examples_per_sec``), the co-tenant alone and together, their kept shares summed,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.formulas.flops import OpShapes, count
+from harness.results.rows import StepFlops
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
 
@@ -65,7 +66,7 @@ NESTED = ("PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile
 
 def count_step(
     build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str = "float32"
-) -> dict[str, Any]:
+) -> StepFlops:
     """``flops_per_example`` (training FLOPs of one example), ``trainable_parameters``,
     ``gradient_bytes`` (the gradients an update all-reduces) and ``flops_note`` (what the count
     could not see, "" when nothing) of the model ``build`` makes, on ``input_shape`` examples of

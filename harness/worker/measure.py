@@ -18,6 +18,7 @@ from harness.contract.turns import Do
 from harness.results.rows import (
     LEARNING_RATE,
     Measurement,
+    StepFlops,
     measured_row,
     window_rows,
 )
@@ -59,7 +60,7 @@ class BuiltCell:
     trainer: Trainer
     startup_s: float
     input_fn: Callable[[int], Any]
-    flops: dict[str, Any] = field(default_factory=dict)
+    flops: StepFlops = field(default_factory=lambda: StepFlops())
     """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`)."""
 
 
@@ -97,7 +98,7 @@ def build_cell(
 
 def counted_flops(
     build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str
-) -> dict[str, Any]:
+) -> StepFlops:
     """:func:`harness.worker.flops.count_step`, or, when the count fails, why (the row then keeps
     the analytic count and says so)."""
     try:
