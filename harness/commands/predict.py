@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from harness.commands.paths import check_writable
-from harness.contract.columns import column_names, unflatten
+from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError, require
 from harness.spec.axes import AXIS_BY_NAME, PRECISION_NAMES
@@ -165,7 +165,8 @@ def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
 
 def _typed(row: pd.Series) -> CellRow:
     """A row of a cells frame as its typed record."""
-    return unflatten(CellRow, {str(k): v for k, v in row.items() if str(k) in column_names(CellRow)})
+    (typed,) = unflatten_all(CellRow, [row.to_dict()])
+    return typed
 
 
 def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict[int, float]]:

@@ -57,8 +57,9 @@ class Estimate:
 
     @staticmethod
     def of(value: float, low: float, high: float) -> Estimate:
-        """The estimate of finite values, a non-finite one (NaN, inf) stored as None."""
-        return Estimate(_finite(value), _finite(low), _finite(high))
+        """A figure and its CI as computed: a CI end that is not finite (NaN: too few values) is
+        stored as None; the figure as it is."""
+        return Estimate(value, _finite(low), _finite(high))
 
 
 def _finite(x: float) -> float | None:
@@ -163,12 +164,13 @@ def without_figures(record: R) -> R:
     return unflatten(type(record), {k: None if k in figures else v for k, v in columns.items()})
 
 
-def _value(hint: object, raw: object) -> object:
-    """A stored value as the field's type: NaN and pandas' missing values as None, numpy scalars
-    and arrays as Python numbers and lists, strings as their enum."""
-    if raw is None or (isinstance(raw, numbers.Real) and math.isnan(raw)):
+def _value(hint: object, raw: object, nan_is_null: bool) -> object:
+    """A value as the field's type: pandas' missing values (and NaN, with ``nan_is_null``: a data
+    frame's null float) as None, numpy scalars and arrays as Python numbers and lists, strings as
+    their enum."""
+    if raw is None or type(raw).__name__ in ("NAType", "NaTType"):
         return None
-    if type(raw).__name__ in ("NAType", "NaTType"):
+    if nan_is_null and isinstance(raw, numbers.Real) and math.isnan(raw):
         return None
     base, _ = _strip_none(hint)
     if isinstance(base, type) and issubclass(base, Enum):
@@ -182,8 +184,18 @@ def _value(hint: object, raw: object) -> object:
     if base is str:
         return str(raw)
     if get_origin(base) is list:
-        return [_value(get_args(base)[0], v) for v in raw]  # type: ignore[attr-defined]
+        return [_value(get_args(base)[0], v, nan_is_null) for v in raw]  # type: ignore[attr-defined]
     return raw
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(record: type) -> dict[str, Any]:
+    """A record type's field types (evaluated once per type)."""
+    if record not in _HINTS:
+        _HINTS[record] = get_type_hints(record)
+    return _HINTS[record]
 
 
 def _build(record: type[R], values: Mapping[tuple[str, ...], object]) -> R:
@@ -191,7 +203,7 @@ def _build(record: type[R], values: Mapping[tuple[str, ...], object]) -> R:
     columns are None is None where its field may be None, else the field's default; a column that
     is None where its type says it is always set keeps the field's default (an older file)."""
     kwargs: dict[str, object] = {}
-    hints = get_type_hints(record)
+    hints = _hints(record)
     for f in dataclasses.fields(record):  # type: ignore[arg-type]
         base, optional = _strip_none(hints[f.name])
         has_default = f.default is not dataclasses.MISSING
@@ -210,18 +222,23 @@ def _build(record: type[R], values: Mapping[tuple[str, ...], object]) -> R:
     return record(**kwargs)
 
 
-def unflatten(record: type[R], columns: Mapping[str, object]) -> R:
+def unflatten(record: type[R], columns: Mapping[str, object], nan_is_null: bool = False) -> R:
     """The record of these columns (columns it does not know raise KeyError; columns missing, e.g.
-    in a file written before they existed, read as None or the field's default)."""
+    in a file written before they existed, read as None or the field's default). A float NaN stays
+    NaN (a diverged loss, in a worker's event or the journal) unless ``nan_is_null`` (a data
+    frame's rows, where a null float reads as NaN)."""
     unknown = set(columns) - column_names(record)
     if unknown:
         raise KeyError(f"columns not in {record.__name__}: {sorted(unknown)}")
-    values = {leaf.path: _value(leaf.hint, columns.get(leaf.name)) for leaf in leaves(record)}
+    values = {leaf.path: _value(leaf.hint, columns.get(leaf.name), nan_is_null) for leaf in leaves(record)}
     return _build(record, values)
 
 
 def unflatten_all(record: type[R], rows: Iterable[Mapping[Any, object]]) -> list[R]:
-    """:func:`unflatten` of each row (e.g. a data frame's ``to_dict("records")``), columns it does
-    not know dropped (a frame with columns added by its reader)."""
+    """:func:`unflatten` of each row of a data frame (its ``to_dict("records")``: NaN is null),
+    columns the record does not know dropped (a frame with columns added by its reader)."""
     known = column_names(record)
-    return [unflatten(record, {str(k): v for k, v in r.items() if str(k) in known}) for r in rows]
+    return [
+        unflatten(record, {str(k): v for k, v in r.items() if str(k) in known}, nan_is_null=True)
+        for r in rows
+    ]

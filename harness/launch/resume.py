@@ -22,10 +22,10 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.contract.columns import flatten, unflatten
-from harness.contract.events import Event
+from harness.contract.events import Event, ProcessRow
 from harness.contract.records import CellRow
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
@@ -119,6 +119,7 @@ def encode_end(end: CellEnd) -> dict[str, Any]:
         "cell_id": end.cell.id,
         "event": end.event.value,
         "row": None if end.row is None else flatten(end.row),
+        "report": end.report,
         "windows": [dict(w) for w in end.windows],
         "reason": end.reason,
         "facts": end.facts,
@@ -132,7 +133,7 @@ def decode_end(data: Mapping[str, Any], cells: Mapping[str, Cell]) -> CellEnd:
         cells[data["cell_id"]],
         Event(data["event"]),
         unflatten(CellRow, data["row"]) if data["row"] else None,  # {}: a journal of 2026-11-26 or before
-        {},
+        cast(ProcessRow, data.get("report") or {}),
         data["windows"],
         data["reason"],
         data["facts"],

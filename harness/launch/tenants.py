@@ -67,4 +67,10 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[Event
     records = [next(ev for ev in events if ev["event"] == Event.RECORD) for events in streams]
     rows = [unflatten(CellRow, r["row"]) for r in records]
     row, windows = combine(rows, [r["windows"] for r in records], cell.effective_batch)
-    yield {"event": Event.RECORD, "row": flatten(row), "windows": windows, "facts": facts}
+    yield {
+        "event": Event.RECORD,
+        "row": flatten(row),
+        "report": records[0].get("report") or {},
+        "windows": windows,
+        "facts": facts,
+    }

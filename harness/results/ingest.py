@@ -82,7 +82,7 @@ def ingest(path: Path, results: Path) -> Ingested:
     when = str(data.get("datetime", ""))
     files = RunFiles(results, when[:10] or "unknown-date", run_id)
     names, skipped = set(CELL_SCHEMA.names), []
-    found: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    found: list[tuple[CellRow, list[dict[str, Any]]]] = []
     for bench in data["benchmarks"]:
         info = dict(bench.get("extra_info") or {})
         name = str(bench.get("fullname") or bench.get("name"))
@@ -107,12 +107,13 @@ def ingest(path: Path, results: Path) -> Ingested:
         try:
             check_rows([row], CELL_SCHEMA)
             check_rows(windows, WINDOW_SCHEMA)
+            typed = unflatten(CellRow, row)  # a status outside Status: ValueError
         except (KeyError, ValueError, TypeError, pa.ArrowException) as e:
             raise HarnessError(
                 f"{path}: benchmark {name!r}'s harness row does not fit the results "
                 f"schema ({e}); {EXPECTED} by this suite's benchmarks"
             ) from None
-        found.append((row, windows))
-    for seq, (row, windows) in enumerate(found):
-        files.write(seq, unflatten(CellRow, row), cast(list[WindowRow], windows))
+        found.append((typed, windows))
+    for seq, (typed, windows) in enumerate(found):
+        files.write(seq, typed, cast(list[WindowRow], windows))
     return Ingested(run_id, len(found), skipped, files.folder("cells") if found else None)

@@ -70,7 +70,7 @@ def ratio_rows(
                 subject=m.comparison.subject,
                 reference=m.comparison.reference,
                 group=m.group,
-                ratio=Estimate.of(r.value, r.low, r.high),
+                ratio=Estimate(_finite(r.value), _finite(r.low), _finite(r.high)),
                 scale=m.comparison.scale,
                 instances=r.instances,
                 blocks=blocks,

@@ -200,11 +200,20 @@ def test_nan_and_pandas_missing_values_read_as_none() -> None:
         "examples_per_sec_ci_low": np.float64("nan"),
         "jit_compile": None,
     }
-    row = unflatten(CellRow, cols)
+    row = unflatten(CellRow, cols, nan_is_null=True)
     assert row.spread.cv_between_processes is None and row.timing.window_steps is None
     assert row.examples_per_sec.low is None and row.ran.jit_compile is None
     assert row.examples_per_sec.value == FULL.examples_per_sec.value
     assert row.run.timestamp == ""  # always set: a null keeps the field's default
+
+
+def test_a_nan_outside_a_data_frame_stays_nan_and_a_frame_s_nan_is_null() -> None:
+    # a diverged loss in a worker's record event or the journal is NaN, not "unknown"
+    cols = {**flatten(FULL), "final_loss": float("nan"), "window_steps": pd.NA}
+    row = unflatten(CellRow, cols)
+    assert math.isnan(row.checks.final_loss) and row.timing.window_steps is None
+    (framed,) = unflatten_all(CellRow, [cols])  # a data frame's row: NaN is its null
+    assert framed.checks.final_loss is None
 
 
 def test_numpy_values_read_as_python_values() -> None:
@@ -286,7 +295,11 @@ def test_an_optional_group_with_every_column_null_reads_as_none() -> None:
     assert row.machine is None and row.ab is None
     assert replace(row, machine=FULL.machine, ab=FULL.ab) == FULL
     # the same with pandas' missing values, and with the columns absent altogether
-    row = unflatten(CellRow, {**cols, **dict.fromkeys(machine, pd.NA), **dict.fromkeys(ab, float("nan"))})
+    row = unflatten(
+        CellRow,
+        {**cols, **dict.fromkeys(machine, pd.NA), **dict.fromkeys(ab, float("nan"))},
+        nan_is_null=True,
+    )
     assert row.machine is None and row.ab is None
     row = unflatten(CellRow, {k: v for k, v in cols.items() if k not in {*machine, *ab}})
     assert row.machine is None and row.ab is None
@@ -303,6 +316,7 @@ def test_a_none_group_flattens_to_null_columns() -> None:
     assert sum(v is None for v in cols.values()) == len(leaves(Machine)) + len(leaves(AbInfo))
 
 
-def test_estimate_of_non_finite_values_is_none() -> None:
+def test_estimate_of_non_finite_ci_ends_is_none() -> None:
     assert Estimate.of(1.0, float("nan"), math.inf) == Estimate(1.0, None, None)
+    assert math.isnan(Estimate.of(float("nan"), 1.0, 2.0).value or 0.0)  # the figure as computed
     assert Estimate.of(2.0, 1.0, 3.0) == Estimate(2.0, 1.0, 3.0)

@@ -5,6 +5,8 @@ a journal of another machine refused, naming what differs."""
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -12,11 +14,13 @@ import pytest
 
 from harness.contract.columns import flatten
 from harness.contract.events import Event
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow, Checks, Status
 from harness.errors import HarnessError
 from harness.launch import budget, resume
 from harness.launch.peak import PeakLog
+from harness.launch.runner import CellEnd
 from harness.results import journal
+from harness.results.rows import cell_row
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from tests.harness.launch.test_budget import DEFAULT, ONE, TWO, Clock, _fake
@@ -300,6 +304,16 @@ def test_a_journal_of_the_version_before_typed_rows_decodes(tmp_path: Path) -> N
     assert rest == {"run_id": "", "timestamp": "", "suite_version": ""}  # the parent's, set as it writes
     assert resume.encode_end(end)["row"] == columns  # journaled again as the same columns
 
+    assert end.report == {}  # that version journaled no report
+
     gone = resume.decode_end(json.loads(lines[1]), cells)
     assert gone.cell == ONE and gone.event == Event.FAILED and gone.row is None
     assert gone.reason == "worker exited with signal SIGKILL" and gone.windows == []
+
+
+def test_a_record_s_report_and_a_nan_loss_are_journaled_as_they_came() -> None:
+    row = replace(cell_row(DEFAULT, Protocol()), status=Status.INVALID, checks=Checks(final_loss=math.nan))
+    end = CellEnd(DEFAULT, Event.RECORD, row, {"weights_path": "w.npz"}, [], "", None, 1.0, 0.5)
+    back = resume.decode_end(json.loads(json.dumps(resume.encode_end(end))), {DEFAULT.id: DEFAULT})
+    assert back.report == {"weights_path": "w.npz"} and back.row is not None
+    assert back.row.status is Status.INVALID and math.isnan(back.row.checks.final_loss or 0.0)
