@@ -38,6 +38,7 @@ CELL_AXES = (
     "loop",
     "steps_per_execution",
     "precision",
+    "xla",
     "scaling",
 )
 """The fields of :class:`~harness.contract.records.Axes` that tell two configurations apart."""
@@ -68,6 +69,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("workers", "workers", same=("communication",)),
     Knob("loop", "training loop", reference="ctl"),
     Knob("precision", "precision", reference="float32"),
+    Knob("xla", "XLA", reference="off"),
     Knob("steps_per_execution", "steps per execution"),
     Knob("tenants", "co-tenant processes"),
 )
@@ -130,6 +132,7 @@ def config(row: CellRow, skip: Iterable[str] = ("model",)) -> str:
         f"{short}{axis(row, a)}" for a, short in SHORT.items() if a not in skip and axis(row, a) is not None
     ]
     parts += [str(axis(row, a)) for a in ("loop", "precision") if a not in skip and axis(row, a) is not None]
+    parts += ["xla"] if "xla" not in skip and axis(row, "xla") == "on" else []
     return " ".join(parts)
 
 
@@ -201,6 +204,7 @@ RELATION_TITLES: dict[Relation, str] = {
     Relation.CROSS_DEVICE_OPS: "Cross-device ops: against auto at the same replicas",
     Relation.ACCUMULATION: "Gradient accumulation: k micro-batches per update against 1",
     Relation.LOOP: "Training loop: Keras fit against the custom loop",
+    Relation.XLA: "XLA: the training step compiled with jit_compile=True against without",
     Relation.COTENANCY: "Co-tenants: T processes' aggregate against one alone",
     Relation.SHARED: "A co-tenant from another framework: each side together against itself alone",
     Relation.AB: "A/B: side B against side A",

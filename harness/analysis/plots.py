@@ -75,6 +75,11 @@ def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str 
     ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
 
 
+def _xla(rows: pd.DataFrame) -> pd.Series:
+    """The rows' ``xla`` (``off`` where a row predates it)."""
+    return rows["xla"].fillna("off") if "xla" in rows else pd.Series("off", index=rows.index)
+
+
 def distinct_colors(names: Sequence[str]) -> dict[str, Any]:
     """One colour per name, none repeated: tab10 up to 10 names, tab20 up to 20, else husl."""
     import seaborn as sns
@@ -117,7 +122,12 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
     loop, float32 (the comparable core); single-batch series are left to the summary table, so a
     panel holds few lines, each its own colour."""
     ok = _ok(rows)
-    ok = ok[(ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["precision"] == "float32")]
+    ok = ok[
+        (ok["accum_steps"] == 1)
+        & (ok["loop"] == "ctl")
+        & (ok["precision"] == "float32")
+        & (_xla(ok) == "off")
+    ]
     ok = ok[ok.groupby(["model", "series"])["global_batch"].transform("nunique") > 1]
     if ok.empty:
         return []
@@ -212,6 +222,7 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
         + ok["per_replica_batch"].astype(str)
         + " "
         + ok["precision"]
+        + _xla(ok).map({"on": " xla"}).fillna("")
     )
     ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
     if ok.empty:

@@ -81,6 +81,7 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
         "loop",
         "steps_per_execution",
         "precision",
+        "xla",
         "processes",
         "examples/s [95% CI]",
         "cv between / within processes",

@@ -24,7 +24,7 @@ def _num(x: object, fmt: str) -> str:
     return "-" if x is None or x != x else format(x, fmt)
 
 
-OPTIONAL_AXES = ("data", "precision", "steps_per_execution", "loop", "accum_steps", "scaling")
+OPTIONAL_AXES = ("data", "precision", "xla", "steps_per_execution", "loop", "accum_steps", "scaling")
 """Shown as extra columns when they vary between the rows."""
 
 
@@ -157,6 +157,7 @@ def _optional(row: CellRow) -> dict[str, object]:
     return {
         "data": a.data,
         "precision": a.precision,
+        "xla": a.xla,
         "steps_per_execution": a.steps_per_execution,
         "loop": a.loop,
         "accum_steps": a.accum_steps,

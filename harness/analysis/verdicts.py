@@ -54,11 +54,15 @@ def split(cell: Cell) -> tuple[int, int]:
     return (cell.devices, cell.accum_steps) if info is not None and info.split_sensitive else (0, 0)
 
 
-def equivalence_key(cell: Cell) -> tuple[str, str, str, int, tuple[int, int]]:
-    """What must compute the same: model, data, precision and effective batch; and for a model
-    whose training depends on the batch's split (:attr:`harness.spec.models.ModelInfo.split_sensitive`),
-    the split too."""
-    return (cell.model, cell.data, cell.precision, cell.effective_batch, split(cell))
+EquivalenceKey = tuple[str, str, str, str, int, tuple[int, int]]
+"""What must compute the same (:func:`equivalence_key`)."""
+
+
+def equivalence_key(cell: Cell) -> EquivalenceKey:
+    """What must compute the same: model, data, precision, XLA (its fused kernels round
+    differently) and effective batch; and for a model whose training depends on the batch's split
+    (:attr:`harness.spec.models.ModelInfo.split_sensitive`), the split too."""
+    return (cell.model, cell.data, cell.precision, cell.xla, cell.effective_batch, split(cell))
 
 
 def synchronous(cell: Cell) -> bool:
@@ -158,7 +162,7 @@ def judge(
 ) -> list[Verdict]:
     """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
     weights path to what training changed)."""
-    refs: dict[tuple[str, str, str, int, tuple[int, int]], Outcome] = {}
+    refs: dict[EquivalenceKey, Outcome] = {}
     for o in sorted(
         (o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
         key=lambda o: _simplicity(o.cell),

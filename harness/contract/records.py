@@ -221,6 +221,14 @@ class Axes:
         int, Col("updates", "Optimizer updates per tf.function call (per train_function call in fit).")
     ]
     precision: Annotated[str, Col("", "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")]
+    xla: Annotated[
+        str,
+        Col(
+            "",
+            "--jit-compile: off, or on (the training step asked to be XLA-compiled; jit_compile says "
+            "what ran). Null in rows written before 2026-11-26, which ran with it off.",
+        ),
+    ]
     loss: Annotated[
         str | None,
         Col(
@@ -1227,7 +1235,8 @@ class RatioRow:
             "What the ratio compares: scaling (a cell against its 1-device baseline; the ratio is the "
             "scaling efficiency), cross_device_ops (an op against auto), strategy (against default), "
             "accumulation (k against 1), loop (fit against ctl), cotenancy (T tenants against 1), "
-            "ab (side B against side A), fastest (a configuration against its model's fastest), "
+            "xla (--jit-compile on against off), ab (side B against side A), fastest (a "
+            "configuration against its model's fastest), "
             "shared (a side with a co-tenant from another framework against itself alone).",
         ),
     ]

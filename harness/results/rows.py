@@ -78,6 +78,7 @@ def axes(cell: Cell) -> Axes:
         loop=cell.loop,
         steps_per_execution=cell.steps_per_execution,
         precision=cell.precision,
+        xla=cell.xla,
         scaling=cell.scaling,
         optimizer=OPTIMIZER,
         learning_rate=LEARNING_RATE,
@@ -323,7 +324,17 @@ def not_measured_row(
 def _efficiency_key(a: Axes) -> tuple[object, ...]:
     """What a row shares with its 1-device baseline (whose cross-device op and communication are
     "none": one device makes no reduce)."""
-    return (a.model, a.data, a.strategy, a.loop, a.steps_per_execution, a.precision, a.accum_steps, a.tenants)
+    return (
+        a.model,
+        a.data,
+        a.strategy,
+        a.loop,
+        a.steps_per_execution,
+        a.precision,
+        a.xla,
+        a.accum_steps,
+        a.tenants,
+    )
 
 
 def _alone_key(a: Axes) -> tuple[object, ...]:

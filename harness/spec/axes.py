@@ -45,10 +45,13 @@ class Axis:
     maximum: int | None = None
     applies_to: tuple[str, ...] = ()
     inapplicable: AxisValue | None = None
+    cli: str = ""
+    """The command line's name for it where TensorFlow's differs from the axis's (``jit-compile``
+    for ``xla``); empty: the name, dashed."""
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return "--" + (self.cli or self.name.replace("_", "-"))
 
     def parse(self, text: str) -> tuple[AxisValue, ...]:
         """Parse a comma list given on the command line; raise HarnessError on any bad item."""
@@ -114,6 +117,8 @@ COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_floa
 """The dtype each precision policy computes its matmuls and convolutions in (its MFU's peak)."""
 
 SCALING_NAMES = ("weak", "strong")
+
+XLA_NAMES = ("off", "on")
 
 TENANT_FRAMEWORK_NAMES = (NONE, *FRAMEWORKS)
 
@@ -192,6 +197,16 @@ AXES: tuple[Axis, ...] = (
     ),
     Axis("steps_per_execution", int, 10, "optimizer updates per tf.function call"),
     Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
+    Axis(
+        "xla",
+        str,
+        "off",
+        "XLA compilation of the training step: off, or on (ctl: each replica's update a "
+        "tf.function(jit_compile=True) run by strategy.run; fit: compile(jit_compile=True)); never "
+        "Keras's auto, which compiles fit under no strategy and not under mirrored",
+        XLA_NAMES,
+        cli="jit-compile",
+    ),
     Axis(
         "loss",
         str,

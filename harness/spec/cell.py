@@ -29,6 +29,7 @@ class Cell:
     loop: str = "ctl"
     steps_per_execution: int = 10
     precision: str = "float32"
+    xla: str = "off"
     scaling: str = "weak"
     tenants: int = 1
     loss: str = "auto"
@@ -76,15 +77,13 @@ class Cell:
 
     @property
     def jit_compile(self) -> bool:
-        """Whether the cell's training function is asked to be XLA-compiled: the one place that
-        decides it, for ``ctl`` and the parameter-server loop (the ``tf.function`` of each update's
-        step) and ``fit`` (its ``compile``) alike. False for every cell for now: never Keras's
-        ``"auto"``, which turns XLA on for a GPU model built outside any strategy scope and off
-        inside one, so ``fit`` under the default strategy would compile unlike ``fit`` under
-        mirrored. (A ``--jit-compile`` axis
-        would make this a field of the cell, of the same name, and a part of its id.) What ran is
-        what the worker reports: the row's ``jit_compile``."""
-        return False
+        """Whether the cell's training function is asked to be XLA-compiled (its ``xla`` axis,
+        ``--jit-compile``): the one place that decides it, for ``ctl`` and the parameter-server loop
+        (the ``tf.function`` of each update's step) and ``fit`` (its ``compile``) alike. Never
+        Keras's ``"auto"``, which turns XLA on for a GPU model built outside any strategy scope and
+        off inside one, so ``fit`` under the default strategy would compile unlike ``fit`` under
+        mirrored. What ran is what the worker reports: the row's ``jit_compile``."""
+        return self.xla == "on"
 
     @property
     def processes(self) -> int:
@@ -122,6 +121,7 @@ class Cell:
         The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
         Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
         their tenant count: ``r2w1t2``, and a co-tenant from another framework its name: ``r1w1+jax``.
+        XLA (``--jit-compile on``) marks the precision: ``float32+xla``.
         """
         strategy = self.strategy
         for option in (self.cross_device_ops, self.communication):
@@ -137,7 +137,7 @@ class Cell:
                 f"acc{self.accum_steps}",
                 self.loop,
                 f"spe{self.steps_per_execution}",
-                self.precision,
+                self.precision + ("+xla" if self.jit_compile else ""),
                 self.data,
                 self.scaling,
             )

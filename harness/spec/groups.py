@@ -71,6 +71,8 @@ class Relation(StrEnum):
     """A cell with ``accum_steps`` k > 1 against the same cell with 1."""
     LOOP = "loop"
     """A cell on a loop other than the default (``fit``) against the same cell on ``ctl``."""
+    XLA = "xla"
+    """A cell with XLA on (``--jit-compile on``) against the same cell with it off."""
     COTENANCY = "cotenancy"
     """A cell with T > 1 tenants against the same cell alone (as
     :func:`harness.results.rows.find_alone`)."""
@@ -209,6 +211,7 @@ _RULES = (
     _Rule(Relation.STRATEGY, _reference_strategy),
     _Rule(Relation.ACCUMULATION, lambda c: _at_default(c, "accum_steps")),
     _Rule(Relation.LOOP, lambda c: _at_default(c, "loop")),
+    _Rule(Relation.XLA, lambda c: _at_default(c, "xla")),
     _Rule(Relation.COTENANCY, lambda c: _at_default(c, "tenants")),
 )
 """The relations a run reports, in :class:`Relation`'s order."""

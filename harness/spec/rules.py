@@ -140,6 +140,36 @@ def _tenant_framework(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
+XLA_KNOWN_ISSUE = "https://www.tensorflow.org/xla/known_issues#tfvariable_on_a_different_device"
+
+
+def _xla(cell: Cell, platform: Platform) -> str | None:
+    """XLA (``--jit-compile on``) where TensorFlow 2.21 cannot compile the step (each measured on a
+    CPU, 2026-11-26): XLA compiles a replica's step for one device and cannot reach a variable held
+    on another, and its CPU backend has no collectives."""
+    if not cell.jit_compile:
+        return None
+    if cell.kind.ps_tasks:
+        return (
+            "XLA cannot compile a step whose variables live on the parameter servers: it fails with "
+            f"'Trying to access resource ... located in device' another task's ({XLA_KNOWN_ISSUE})"
+        )
+    if platform.device_kind != "cpu" or cell.devices == 1:
+        return None
+    if cell.kind.option_axis == "cross_device_ops":
+        return (
+            "XLA on logical CPU devices compiles every replica's step for CPU:0, which cannot reach "
+            "replica 1's mirrored variables: 'Trying to access resource ... located in device CPU:1 "
+            f"from device CPU:0' ({XLA_KNOWN_ISSUE}); on GPUs each replica compiles for its own"
+        )
+    if cell.kind.option_axis == "communication":
+        return (
+            "XLA's CPU backend has no collectives: the workers' all-reduce fails with 'Collectives "
+            "are not yet implemented' (UnimplementedError)"
+        )
+    return None
+
+
 UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _tenant_framework,
     _mnist_mismatch,
@@ -151,6 +181,7 @@ UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _strong_batch_divides,
     _fit_collective_multi_step,
     _multi_worker_cpu_one_device,
+    _xla,
     _loop_unsupported,
     _nccl_communication_on_cpu,
 )

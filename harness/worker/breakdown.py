@@ -72,9 +72,16 @@ def _local_sum(strategy: Any, sink: Any) -> Any:
     return tf.add_n([tf.identity(v) for v in strategy.experimental_local_results(sink)])
 
 
-def _repeated(strategy: Any, sink: Any, replica_fn: Callable[..., None]) -> Callable[..., Any]:
-    """tf.function(n, *args): n calls of ``strategy.run(replica_fn, args)`` in an in-graph loop."""
+def _repeated(
+    strategy: Any, sink: Any, replica_fn: Callable[..., None], jit_compile: bool = False
+) -> Callable[..., Any]:
+    """tf.function(n, *args): n calls of ``strategy.run(replica_fn, args)`` in an in-graph loop;
+    with ``jit_compile`` the replica function XLA-compiled, as the cell's step is
+    (:func:`harness.worker.build.loops._execution`)."""
     import tensorflow as tf
+
+    if jit_compile:
+        replica_fn = tf.function(replica_fn, jit_compile=True)
 
     @tf.function(jit_compile=False)
     def repeated(n: Any, *args: Any) -> Any:
@@ -148,7 +155,7 @@ def measure_parts(
     def take(x: Any, y: Any) -> None:
         sink.assign_add(tf.reduce_sum(tf.cast(y[0], tf.float32)))
 
-    run_compute = _repeated(strategy, sink, compute)
+    run_compute = _repeated(strategy, sink, compute, cell.jit_compile)  # as the step compiles it
     run_allreduce = _repeated(strategy, sink, allreduce)
 
     @tf.function(jit_compile=False)

@@ -292,19 +292,19 @@ def _execution(
     strategy: Any, update: Callable[[Any, Any], Any], spe: int, counter: ReductionCounter, jit_compile: bool
 ) -> Callable[[Any], Any]:
     """One training-function call: steps_per_execution updates in an in-graph loop; returns the
-    last update's loss (summed over replicas). With ``jit_compile``, each update's
-    ``strategy.run`` is a ``tf.function(jit_compile=True)`` of its own, called from the loop, as
-    Keras compiles ``fit``'s step on one batch: XLA has no kernel for the iterator's
-    ``IteratorGetNext``, so the call as a whole cannot be compiled. Without it the graph holds no
-    inner function (the training function itself is built with ``jit_compile=False``)."""
+    last update's loss (summed over replicas). With ``jit_compile``, each replica's update is a
+    ``tf.function(jit_compile=True)`` run by ``strategy.run``, as Keras compiles ``fit``'s step: XLA
+    has no kernel for the iterator's ``IteratorGetNext``, so the call as a whole cannot be
+    compiled, and a cluster around ``strategy.run`` would reach every replica's variables from one
+    device, which XLA refuses ("Trying to access resource ... located in device CPU:1 from device
+    CPU:0", measured on 2 logical CPUs). Without it the graph holds no inner function (the
+    training function itself is built with ``jit_compile=False``)."""
     import tensorflow as tf
 
-    def on_replicas(x: Any, y: Any) -> Any:
-        return strategy.run(update, args=(x, y))
+    on_replica = tf.function(update, jit_compile=True) if jit_compile else update
 
-    step: Callable[[Any, Any], Any] = (
-        tf.function(on_replicas, jit_compile=True) if jit_compile else on_replicas
-    )
+    def step(x: Any, y: Any) -> Any:
+        return strategy.run(on_replica, args=(x, y))
 
     def execution(iterator: Any) -> Any:
         if spe > 1:  # (a Python branch: no empty while loop in the graph when spe is 1)

@@ -196,6 +196,7 @@ def test_strategy_compares_like_with_like() -> None:
         ("accum_steps", 4, Relation.ACCUMULATION),
         ("loop", "fit", Relation.LOOP),
         ("tenants", 2, Relation.COTENANCY),
+        ("xla", "on", Relation.XLA),
     ],
 )
 def test_an_axis_against_its_default(axis: str, value: object, relation: Relation) -> None:

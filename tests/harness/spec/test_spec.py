@@ -125,6 +125,7 @@ def test_axis_flags_and_defaults_build_a_cell():
         "--loop",
         "--steps-per-execution",
         "--precision",
+        "--jit-compile",
         "--loss",
         "--scaling",
         "--tenants",
@@ -411,6 +412,32 @@ def test_central_storage_mixed_float16_unsupported():
     assert reason is not None and "CentralStorageStrategy" in reason and "mixed_float16" in reason
     assert unsupported_reason(dataclasses.replace(cell, precision="mixed_bfloat16"), GPU2) is None
     assert unsupported_reason(Cell(precision="mixed_float16"), GPU2) is None
+
+
+def test_xla_is_an_axis_flagged_jit_compile_that_marks_the_id_and_the_step() -> None:
+    (values,) = (a.parse("off,on") for a in AXES if a.name == "xla")
+    assert values == ("off", "on") and AXIS_BY_NAME["xla"].flag == "--jit-compile"
+    off, on = Cell(strategy="default"), Cell(strategy="default", xla="on")
+    assert not off.jit_compile and on.jit_compile
+    assert off.id.endswith("/float32/synthetic/weak") and on.id == off.id.replace(
+        "/float32/", "/float32+xla/"
+    )
+    with pytest.raises(HarnessError, match=r"--jit-compile='auto'.*expected one of: off, on"):
+        Cell(xla="auto")
+
+
+def test_xla_where_tensorflow_cannot_compile_the_step_is_unsupported_with_the_reason() -> None:
+    ps = unsupported_reason(Cell(strategy="parameter_server", workers=2, xla="on"), GPU2)
+    assert ps is not None and "parameter servers" in ps and "known_issues" in ps
+    mirrored = Cell(strategy="mirrored", replicas=2, xla="on")
+    cpu = unsupported_reason(mirrored, CPU2)
+    assert cpu is not None and "logical CPU devices" in cpu and "CPU:1" in cpu
+    assert unsupported_reason(mirrored, GPU2) is None  # each GPU replica compiles for its own device
+    workers = unsupported_reason(Cell(strategy="multi_worker_mirrored", workers=2, xla="on"), CPU2)
+    assert workers is not None and "no collectives" in workers
+    for fine in (Cell(strategy="default", xla="on"), Cell(strategy="central_storage", replicas=2, xla="on")):
+        assert unsupported_reason(fine, CPU2) is None  # measured: these compile and train on CPU
+    assert unsupported_reason(dataclasses.replace(mirrored, xla="off"), CPU2) is None
 
 
 def test_every_rule_returns_str_or_none():

@@ -55,15 +55,14 @@ def test_fit_and_ctl_report_the_same_jit_compile_as_built(strategy):
 
 
 @pytest.mark.tf
-def test_asking_for_xla_compiles_each_update_of_either_loop(monkeypatch):
-    # The cell's one decision flipped: both loops build with XLA and run (ctl compiles each update's
-    # step, not the call that reads the iterator: XLA has no kernel for IteratorGetNext).
+def test_jit_compile_on_compiles_each_update_of_either_loop():
+    # --jit-compile on: both loops build with XLA and run (ctl compiles each replica's update, not
+    # the call that reads the iterator: XLA has no kernel for IteratorGetNext).
     from harness.spec.cell import Cell
     from harness.worker.measure import build_cell
 
-    monkeypatch.setattr(Cell, "jit_compile", property(lambda self: True))
     for loop in ("ctl", "fit"):
-        cell = Cell(model="dense", strategy="default", batch=8, loop=loop, steps_per_execution=2)
+        cell = Cell(model="dense", strategy="default", batch=8, loop=loop, steps_per_execution=2, xla="on")
         trainer = build_cell(cell, ["/cpu:0"]).trainer
         assert trainer.jit_compile() is True
         assert trainer.run(2) > 0
