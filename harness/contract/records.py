@@ -419,16 +419,17 @@ class Execution:
         int | None,
         Col(
             "devices",
-            "Physical devices the replicas ran on: GPUs, or for CPU cells one per host (logical CPU "
-            "devices and local workers share one CPU).",
+            "Physical devices the replicas ran on: GPUs (those split into logical GPUs counted once), "
+            "or for CPU cells one per host (logical CPU devices and local workers share one CPU).",
         ),
     ] = None
     logical_devices: Annotated[
         bool | None,
         Col(
             "",
-            "True when several replicas share one host's CPU (logical CPU devices, or local worker "
-            "processes): extra replicas add no compute.",
+            "True when several replicas share one device: one host's CPU (logical CPU devices, or "
+            "local worker processes), or a GPU split into logical GPUs (--replicas above the GPU "
+            "count); extra replicas add no compute.",
         ),
     ] = None
     hosts: Annotated[

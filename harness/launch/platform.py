@@ -59,6 +59,32 @@ def nvidia_gpus() -> NvidiaGpus:
     return parse_nvidia_smi_list(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
+def parse_memory_mib(text: str, ids: tuple[str, ...]) -> int:
+    """The smallest memory, MiB, of the GPUs ``ids`` (indices) from ``nvidia-smi
+    --query-gpu=index,memory.total --format=csv,noheader,nounits``; 0 when unknown (MIG
+    instances, which are not split, or output it cannot read)."""
+    sizes: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[1].isdigit():
+            sizes[parts[0]] = int(parts[1])
+    found = [sizes[i] for i in ids if i in sizes]
+    return min(found) if found and len(found) == len(ids) else 0
+
+
+def gpu_memory_mib(ids: tuple[str, ...]) -> int:
+    """:func:`parse_memory_mib` of this host's ``nvidia-smi`` (0 without the tool)."""
+    exe = shutil.which("nvidia-smi")
+    if not exe or not ids:
+        return 0
+    query = [exe, "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"]
+    try:
+        out = subprocess.run(query, capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return parse_memory_mib(out, ids)
+
+
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
 
 
@@ -75,7 +101,10 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
     frameworks = installed_frameworks()
     if not found.ids:
         return Platform("cpu", 0, cpu_devices, frameworks=frameworks)
-    return Platform("gpu", len(found.ids), cpu_devices, found.ids, found.mig, frameworks=frameworks)
+    memory = 0 if found.mig else gpu_memory_mib(found.ids)
+    return Platform(
+        "gpu", len(found.ids), cpu_devices, found.ids, found.mig, frameworks=frameworks, gpu_memory_mib=memory
+    )
 
 
 def installed_frameworks() -> tuple[str, ...]:

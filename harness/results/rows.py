@@ -195,6 +195,9 @@ class Measurement:
     jit_compile: bool | None = None
     """Whether the training function ran XLA-compiled, as the trainer reports it
     (:attr:`harness.worker.build.loops.Trainer.jit_compile`); None: not reported."""
+    physical_gpus: int | None = None
+    """The physical GPUs the process computed on (fewer than its replicas where each was split
+    into logical GPUs); None on a CPU."""
 
 
 def counted_flops(flops: Flops, counted: StepFlops) -> Flops:
@@ -258,8 +261,9 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
             row.ran,
             effective_cross_device_ops=m.effective_cross_device_ops,
             jit_compile=m.jit_compile,
-            device_count=m.hosts if m.device_kind == "CPU" else cell.devices,
-            logical_devices=m.device_kind == "CPU" and cell.devices > m.hosts,  # local workers share a CPU
+            device_count=m.hosts if m.device_kind == "CPU" else m.physical_gpus or cell.devices,
+            logical_devices=(m.device_kind == "CPU" and cell.devices > m.hosts)  # local workers share a CPU
+            or (m.physical_gpus is not None and m.physical_gpus < cell.replicas),  # logical GPUs
             hosts=m.hosts,
         ),
         updates=Updates(

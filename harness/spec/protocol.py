@@ -143,6 +143,23 @@ cores, and a bound that keeps ``--replicas 1..max`` a list one can plan."""
 
 
 @dataclass(frozen=True)
+class LogicalGpus:
+    """Logical GPUs carved from each physical one a process uses: ``per_gpu`` of them, each
+    limited to ``memory_mib`` MiB."""
+
+    per_gpu: int
+    memory_mib: int
+
+
+MAX_LOGICAL_GPUS = 8
+"""Most logical GPUs one GPU is split into (``--replicas`` above the GPU count)."""
+
+GPU_MEMORY_SHARE = 0.9
+"""The part of a GPU's memory its logical GPUs share: the rest is left to the CUDA context and
+cuDNN's workspaces, which a logical device's limit does not cover."""
+
+
+@dataclass(frozen=True)
 class Platform:
     """What the host offers, as known without TensorFlow.
 
@@ -162,6 +179,9 @@ class Platform:
     frameworks: tuple[str, ...] = ()
     """The co-tenant frameworks installed where the workers run (``--tenant-framework``'s values
     that can run: :data:`harness.spec.frameworks.FRAMEWORKS`)."""
+    gpu_memory_mib: int = 0
+    """Memory of the smallest usable GPU, MiB (``nvidia-smi``; 0: unknown, so no GPU is split into
+    logical ones)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "frameworks", tuple(self.frameworks))
@@ -183,10 +203,23 @@ class Platform:
 
     @property
     def max_replicas(self) -> int:
-        """Devices one process can use: every GPU (one MIG instance), or the logical CPU devices."""
+        """Devices one process can use: every GPU (one MIG instance), up to
+        :data:`MAX_LOGICAL_GPUS` logical ones on each where its memory is known; or the logical CPU
+        devices."""
         if self.device_kind == "gpu":
-            return min(self.gpu_count, 1) if self.mig else self.gpu_count
+            if self.mig:
+                return min(self.gpu_count, 1)
+            return self.gpu_count * (MAX_LOGICAL_GPUS if self.gpu_memory_mib else 1)
         return self.cpu_devices
+
+    def logical_gpus(self, replicas: int) -> LogicalGpus | None:
+        """How one process's ``replicas`` use the GPUs: None with a GPU each (or no GPU); else
+        ``per_gpu`` logical GPUs on each GPU it needs, each limited to an equal share of
+        :data:`GPU_MEMORY_SHARE` of its memory (``tf.config.set_logical_device_configuration``)."""
+        if self.device_kind != "gpu" or self.mig or replicas <= self.gpu_count or not self.gpu_memory_mib:
+            return None
+        per_gpu = -(-replicas // self.gpu_count)
+        return LogicalGpus(per_gpu, int(self.gpu_memory_mib * GPU_MEMORY_SHARE) // per_gpu)
 
     def gpu_id(self, index: int) -> str:
         """The ``CUDA_VISIBLE_DEVICES`` entry of usable GPU ``index``."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, framework
 from harness.spec.models import MODELS
-from harness.spec.protocol import Platform
+from harness.spec.protocol import MAX_LOGICAL_GPUS, Platform
 
 Rule = Callable[[Cell, Platform], "str | None"]
 
@@ -17,8 +17,9 @@ Rule = Callable[[Cell, Platform], "str | None"]
 def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
     if cell.replicas > platform.max_replicas:
         mig = " as MIG instances, of which a process sees one" if platform.mig else ""
+        split = f", up to {MAX_LOGICAL_GPUS} logical GPUs each" if platform.gpu_memory_mib and not mig else ""
         what = (
-            f"{platform.gpu_count} GPU(s){mig}"
+            f"{platform.gpu_count} GPU(s){mig}{split}"
             if platform.device_kind == "gpu"
             else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)"
         )

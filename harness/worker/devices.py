@@ -37,14 +37,21 @@ def prepare_task_gpus(platform: Platform, needed: int, who: str) -> None:
 
 
 def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]]:
-    """Make ``replicas`` devices visible (GPUs, or logical CPUs); returns (device type, names)."""
+    """Make ``replicas`` devices visible (GPUs, split into logical ones where there are fewer
+    (:meth:`Platform.logical_gpus`), or logical CPUs); returns (device type, names)."""
     import tensorflow as tf
 
     if platform.device_kind == "gpu":
-        gpus = tf.config.list_physical_devices("GPU")[:replicas]
+        split = platform.logical_gpus(replicas)
+        per_gpu = split.per_gpu if split else 1
+        gpus = tf.config.list_physical_devices("GPU")[: -(-replicas // per_gpu)]
         tf.config.set_visible_devices(gpus, "GPU")
         for g in gpus:
-            tf.config.experimental.set_memory_growth(g, True)
+            if split:  # a memory limit each instead of growth (TensorFlow takes one or the other)
+                limit = tf.config.LogicalDeviceConfiguration(memory_limit=split.memory_mib)
+                tf.config.set_logical_device_configuration(g, [limit] * split.per_gpu)
+            else:
+                tf.config.experimental.set_memory_growth(g, True)
         kind = "GPU"
     else:
         tf.config.set_visible_devices([], "GPU")
@@ -54,7 +61,7 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
                 cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas
             )
         kind = "CPU"
-    devices = [d.name for d in tf.config.list_logical_devices(kind)]
+    devices = [d.name for d in tf.config.list_logical_devices(kind)][:replicas]
     if len(devices) < replicas:
         raise RuntimeError(
             f"TensorFlow sees {len(devices)} {kind} device(s), the cell needs {replicas}"

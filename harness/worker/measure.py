@@ -96,6 +96,14 @@ def build_cell(
     return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
 
 
+def _physical_gpus() -> int:
+    """The physical GPUs this process computes on (fewer than its GPU devices where they are
+    split into logical ones: :meth:`harness.spec.protocol.Platform.logical_gpus`)."""
+    import tensorflow as tf
+
+    return len(tf.config.get_visible_devices("GPU"))
+
+
 def counted_flops(
     build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str
 ) -> StepFlops:
@@ -194,6 +202,7 @@ def measure_cell(
         allreduces_per_update=reductions,
         weights_digest=digest,
         device_kind=device_type,
+        physical_gpus=_physical_gpus() if device_type == "GPU" else None,
         hosts=hosts,
         worker_seconds=tuple(map(tuple, own)),
         worker_updates=tuple(map(tuple, counts)),

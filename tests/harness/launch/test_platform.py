@@ -23,6 +23,14 @@ def test_plain_gpus_are_counted_by_index() -> None:
     assert parse_nvidia_smi_list("") == NvidiaGpus((), False)
 
 
+def test_gpu_memory_is_the_smallest_of_the_usable_gpus() -> None:
+    text = "0, 81559\n1, 40960\n"  # nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits
+    assert plat.parse_memory_mib(text, ("0", "1")) == 40960
+    assert plat.parse_memory_mib(text, ("0",)) == 81559
+    assert plat.parse_memory_mib(text, ("MIG-1111",)) == 0  # not an index: unknown
+    assert plat.parse_memory_mib("garbage", ("0",)) == 0
+
+
 def test_mig_instances_are_the_usable_gpus() -> None:
     # GPU 0 computes only through its two instances; GPU 1 is not in MIG mode
     assert parse_nvidia_smi_list(MIG) == NvidiaGpus(("MIG-1111", "MIG-2222", "1"), True)

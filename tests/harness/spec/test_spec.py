@@ -16,7 +16,7 @@ from harness.spec.axes import (
     STRATEGY_NAMES,
 )
 from harness.spec.cell import Cell
-from harness.spec.protocol import Platform, Protocol
+from harness.spec.protocol import LogicalGpus, Platform, Protocol
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import Sweep, contenders, expand, make_sweep
 from harness.spec.sweeps import SWEEPS, get_sweep
@@ -330,6 +330,22 @@ def test_platform_max_replicas():
     assert Platform("cpu", 0, 6).max_replicas == 6
     assert Platform("gpu", 3, 2).max_replicas == 3
     assert Platform("gpu", 3, 2, ("MIG-a", "MIG-b", "MIG-c"), mig=True).max_replicas == 1
+    assert Platform("gpu", 1, gpu_memory_mib=81_559).max_replicas == 8  # logical GPUs, 8 a GPU
+
+
+def test_replicas_above_the_gpu_count_plan_logical_gpus_with_a_share_of_the_memory():
+    one = Platform("gpu", 1, gpu_memory_mib=80_000)
+    assert one.logical_gpus(2) == LogicalGpus(per_gpu=2, memory_mib=36_000)  # 0.9 x 80,000 / 2
+    assert one.logical_gpus(3) == LogicalGpus(3, 24_000) and one.logical_gpus(1) is None
+    assert Platform("gpu", 2, gpu_memory_mib=80_000).logical_gpus(3) == LogicalGpus(2, 36_000)
+    assert Platform("gpu", 2, gpu_memory_mib=80_000).logical_gpus(2) is None  # a GPU each
+    assert Platform("gpu", 1).logical_gpus(2) is None  # memory unknown: never split
+    assert Platform("cpu", 0, 4).logical_gpus(4) is None
+    assert unsupported_reason(Cell(replicas=2), one) is None
+    reason = unsupported_reason(Cell(replicas=2), Platform("gpu", 1))
+    assert reason is not None and "needs 2 replicas" in reason and "1 GPU(s)" in reason
+    reason = unsupported_reason(Cell(replicas=9), one)
+    assert reason is not None and "up to 8 logical GPUs each" in reason
 
 
 @pytest.mark.parametrize(
