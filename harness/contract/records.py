@@ -810,6 +810,30 @@ class Energy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Memory:
+    """GPU memory: what the cell's training held at most, and the limit it ran under."""
+
+    gpu_memory_peak_mib: Annotated[
+        float | None,
+        Col(
+            "MiB",
+            "The most GPU memory TensorFlow's allocator held on any one of the process's GPUs "
+            "(tf.config.experimental.get_memory_info's peak, from the build through the timed "
+            "windows), median over processes: what this batch needs. Null on CPU.",
+            median=True,
+        ),
+    ] = None
+    gpu_memory_limit_mib: Annotated[
+        float | None,
+        Col(
+            "MiB",
+            "The memory limit of each logical GPU the process's replicas ran on (a GPU split by "
+            "--replicas above the GPU count); null on whole GPUs and on CPU.",
+        ),
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Checks:
     """What the integrity checks read."""
 
@@ -1026,6 +1050,7 @@ class CellRow:
     foreign: Foreign = Foreign()
     peak: Utilization = Utilization()
     energy: Energy = Energy()
+    memory: Memory = Memory()
     checks: Checks = Checks()
     breakdown: Breakdown = Breakdown()
     machine: Machine | None = None

@@ -33,6 +33,7 @@ from harness.contract.records import (
     Flops,
     Foreign,
     Machine,
+    Memory,
     Spread,
     Status,
     Tenancy,
@@ -198,6 +199,10 @@ class Measurement:
     physical_gpus: int | None = None
     """The physical GPUs the process computed on (fewer than its replicas where each was split
     into logical GPUs); None on a CPU."""
+    gpu_memory_peak_mib: float | None = None
+    """The most memory TensorFlow held on any one of the process's GPUs (MiB); None on a CPU."""
+    gpu_memory_limit_mib: float | None = None
+    """Each logical GPU's memory limit (MiB); None on whole GPUs and on a CPU."""
 
 
 def counted_flops(flops: Flops, counted: StepFlops) -> Flops:
@@ -279,6 +284,7 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
             gpu_watts=None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
         ),
         checks=Checks(final_loss=m.final_loss, weights_digest=m.weights_digest),
+        memory=Memory(gpu_memory_peak_mib=m.gpu_memory_peak_mib, gpu_memory_limit_mib=m.gpu_memory_limit_mib),
         breakdown=replace(
             row.breakdown,
             parts_step_s=m.parts.get("parts_step_s"),

@@ -104,6 +104,25 @@ def _physical_gpus() -> int:
     return len(tf.config.get_visible_devices("GPU"))
 
 
+MIB = 2**20
+
+
+def _gpu_memory(devices: list[str]) -> dict[str, float | None]:
+    """``gpu_memory_peak_mib``: the most TensorFlow's allocator held on any of ``devices`` so far
+    (``get_memory_info``'s peak); ``gpu_memory_limit_mib``: each logical GPU's limit where the
+    GPUs were split (:func:`harness.worker.devices.configure_devices`), else None."""
+    import tensorflow as tf
+
+    peak = max(tf.config.experimental.get_memory_info(d.split("device:")[-1])["peak"] for d in devices)
+    gpus = tf.config.get_visible_devices("GPU")
+    configs = tf.config.get_logical_device_configuration(gpus[0]) if gpus else None
+    limit = configs[0].memory_limit if configs and configs[0].memory_limit else None
+    return {
+        "gpu_memory_peak_mib": peak / MIB,
+        "gpu_memory_limit_mib": None if limit is None else float(limit),
+    }
+
+
 def counted_flops(
     build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str
 ) -> StepFlops:
@@ -203,6 +222,7 @@ def measure_cell(
         weights_digest=digest,
         device_kind=device_type,
         physical_gpus=_physical_gpus() if device_type == "GPU" else None,
+        **(_gpu_memory(devices[: cell.replicas]) if device_type == "GPU" else {}),
         hosts=hosts,
         worker_seconds=tuple(map(tuple, own)),
         worker_updates=tuple(map(tuple, counts)),

@@ -3,13 +3,14 @@ CIs, the run's peak and mfu. No TensorFlow."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import fields, replace
 
 import pytest
 
 from harness.contract.columns import Estimate, flatten
-from harness.contract.records import Breakdown, CellRow, Machine, Status
+from harness.contract.records import Breakdown, CellRow, Machine, Memory, Status
 from harness.formulas import stats
 from harness.launch.runner import plan
 from harness.results.rows import (
@@ -487,3 +488,25 @@ def test_plan_marks_unsupported():
     assert planned[0][1] is None
     assert "NcclAllReduce" in planned[1][1]
     assert "3 replicas" in planned[2][1]
+
+
+def test_a_gpu_process_row_says_its_physical_gpus_logical_split_and_peak_memory():
+    cell = Cell(strategy="mirrored", replicas=2, batch=10)
+    cpu = _measured(cell, _measurement())
+    assert cpu.memory == Memory() and cpu.ran.device_count == 1 and cpu.ran.logical_devices is True
+    split = dataclasses.replace(
+        _measurement(),
+        device_kind="GPU",
+        physical_gpus=1,
+        gpu_memory_peak_mib=900.0,
+        gpu_memory_limit_mib=36_000.0,
+    )
+    row = _measured(cell, split)
+    assert row.ran.device_count == 1 and row.ran.logical_devices is True  # two logical GPUs of one
+    assert row.memory == Memory(gpu_memory_peak_mib=900.0, gpu_memory_limit_mib=36_000.0)
+    whole = _measured(cell, dataclasses.replace(split, physical_gpus=2, gpu_memory_limit_mib=None))
+    assert whole.ran.device_count == 2 and whole.ran.logical_devices is False
+    # the cell's row gives the median over its processes of each process's peak
+    rows = [dataclasses.replace(whole, memory=Memory(gpu_memory_peak_mib=p)) for p in (800.0, 900.0, 1000.0)]
+    results = [ProcessResult(r, [], i) for i, r in enumerate(rows)]
+    assert aggregate(cell, PROTOCOL, results).memory.gpu_memory_peak_mib == 900.0

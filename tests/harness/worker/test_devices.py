@@ -79,3 +79,59 @@ def test_configure_numerics_sets_tensorflow_s_flags(restored_numerics: Any) -> N
     configure_numerics(True)
     assert op_determinism_enabled() is True
     assert tf.config.experimental.tensor_float_32_execution_enabled() is False
+
+
+def _fake_gpu_tf(gpus: int, calls: list[tuple[str, Any]]) -> SimpleNamespace:
+    """A ``tensorflow`` with ``gpus`` physical GPUs whose device set-up records each call; its
+    logical devices follow the logical configurations set, as TensorFlow's do."""
+    physical = [f"PhysicalDevice(GPU:{i})" for i in range(gpus)]
+    state: dict[str, Any] = {"visible": physical, "split": {}}
+
+    def logical(kind: str) -> list[SimpleNamespace]:
+        n = sum(len(state["split"].get(g, [None])) for g in state["visible"])
+        return [SimpleNamespace(name=f"/device:{kind}:{i}") for i in range(n)]
+
+    def split(gpu: str, configs: list[Any]) -> None:
+        state["split"][gpu] = configs
+        calls.append(("split", (gpu, len(configs), configs[0].memory_limit)))
+
+    config = SimpleNamespace(
+        list_physical_devices=lambda kind: physical if kind == "GPU" else ["CPU"],
+        set_visible_devices=lambda devices, kind: state.update(visible=devices),
+        get_visible_devices=lambda kind: state["visible"],
+        set_logical_device_configuration=split,
+        get_logical_device_configuration=lambda gpu: state["split"].get(gpu),
+        LogicalDeviceConfiguration=lambda memory_limit=None: SimpleNamespace(memory_limit=memory_limit),
+        list_logical_devices=logical,
+        experimental=SimpleNamespace(
+            set_memory_growth=lambda gpu, on: calls.append(("growth", gpu)),
+            get_memory_info=lambda name: {
+                "current": 0,
+                "peak": {"GPU:0": 3 * 2**20, "GPU:1": 5 * 2**20}[name],
+            },
+        ),
+    )
+    return SimpleNamespace(config=config)
+
+
+def test_replicas_above_the_gpu_count_run_on_logical_gpus_with_a_share_of_the_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.spec.protocol import Platform
+    from harness.worker.devices import configure_devices
+    from harness.worker.measure import _gpu_memory
+
+    calls: list[tuple[str, Any]] = []
+    monkeypatch.setitem(sys.modules, "tensorflow", _fake_gpu_tf(1, calls))
+    one = Platform("gpu", 1, gpu_memory_mib=80_000)
+    kind, devices = configure_devices(one, 2)
+    assert (kind, devices) == ("GPU", ["/device:GPU:0", "/device:GPU:1"])
+    assert calls == [("split", ("PhysicalDevice(GPU:0)", 2, 36_000))]  # no memory growth beside a limit
+    assert _gpu_memory(devices) == {"gpu_memory_peak_mib": 5.0, "gpu_memory_limit_mib": 36_000.0}
+
+    calls.clear()
+    monkeypatch.setitem(sys.modules, "tensorflow", _fake_gpu_tf(2, calls))
+    kind, devices = configure_devices(Platform("gpu", 2, gpu_memory_mib=80_000), 2)  # a GPU each
+    assert devices == ["/device:GPU:0", "/device:GPU:1"]
+    assert calls == [("growth", "PhysicalDevice(GPU:0)"), ("growth", "PhysicalDevice(GPU:1)")]
+    assert _gpu_memory(devices)["gpu_memory_limit_mib"] is None
