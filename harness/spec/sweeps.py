@@ -387,9 +387,53 @@ NIGHTLY = make_sweep(
     steps_per_execution=(10,),
 )
 
+GPU_PROTOCOL = Protocol(budget_min=9.0, breakdown=False)
+"""One GPU in under 10 minutes, the step breakdown off: on a GPU its parts do not yet say whether
+the device or the host is the limit (docs/explanation/gpus.md)."""
+
+
+def _gpu_part(models: tuple[str, ...], **axes: tuple[object, ...]) -> Sweep:
+    """One knob of the gpu sweep against its core (batch 256, 100 steps per call, float32), XLA
+    off and on: every one of these cells is also an xla comparison."""
+    core: dict[str, tuple[object, ...]] = {
+        "strategy": ("default",),
+        "batch": (256,),
+        "steps_per_execution": (100,),
+        "precision": ("float32",),
+        "xla": ("off", "on"),
+    }
+    return make_sweep("", "", None, model=models, **{**core, **axes})
+
+
+GPU = chain(
+    "gpu",
+    "one GPU, under 10 minutes: cnn and dense under default and mirrored on 1 and 2 replicas (two "
+    "logical GPUs on a one-GPU host), XLA off and on, batch 256 and 4096, steps per execution 1 and "
+    "100, float32 and mixed_bfloat16, each against a core at batch 256, 100 steps, float32; "
+    "resnet50 (64x64) at the core, in float32 and mixed_bfloat16",
+    GPU_PROTOCOL,
+    _gpu_part(("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2)),
+    _gpu_part(("cnn", "dense"), batch=(4096,)),
+    _gpu_part(("cnn", "dense"), steps_per_execution=(1,)),
+    _gpu_part(("cnn", "dense", "resnet50"), precision=("float32", "mixed_bfloat16")),
+)
+"""The knobs that matter on a GPU (XLA, logical replicas, batch, steps per execution, precision),
+sparse: each varies alone against a shared core, so a comparison names one knob."""
+
 SWEEPS: dict[str, Sweep] = {
     s.name: s
-    for s in (SMOKE, DEFAULT, MODELS, NIGHTLY, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, collectives_sweep())
+    for s in (
+        SMOKE,
+        DEFAULT,
+        MODELS,
+        NIGHTLY,
+        SCALING,
+        CLUSTER,
+        EQUIVALENCE,
+        VALIDATION,
+        GPU,
+        collectives_sweep(),
+    )
 }
 
 

@@ -549,6 +549,21 @@ def test_named_sweeps_expand(name, platform):
                 axis.check(value)
 
 
+def test_the_gpu_sweep_varies_each_gpu_knob_alone_and_runs_on_one_gpu() -> None:
+    from harness.spec.groups import Relation, comparisons
+
+    one = Platform("gpu", 1, gpu_memory_mib=81_559)  # an H100
+    cells = expand(get_sweep("gpu"), one)
+    assert len(cells) == 28 and all(unsupported_reason(c, one) is None for c in cells)
+    assert {c.model for c in cells} == {"cnn", "dense", "resnet50"}
+    assert {(c.strategy, c.replicas) for c in cells} == {("default", 1), ("mirrored", 1), ("mirrored", 2)}
+    assert {c.batch for c in cells} == {256, 4096} and {c.steps_per_execution for c in cells} == {1, 100}
+    assert {c.precision for c in cells} == {"float32", "mixed_bfloat16"}
+    xla = [c for c in comparisons(cells) if c.relation == Relation.XLA]
+    assert len(xla) == len(cells) // 2  # every configuration measured with XLA off and on
+    assert get_sweep("gpu").protocol.budget_min < 10 and not get_sweep("gpu").protocol.breakdown
+
+
 def test_get_sweep_unknown():
     with pytest.raises(HarnessError) as info:
         get_sweep("nope")
