@@ -16,6 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from harness.analysis.findings import axis
 from harness.contract.records import Axes, CellRow, Status
 from harness.formulas.breakdown import excess, parts_of, reference_step, shares
 
@@ -151,20 +152,6 @@ def _broken(pieces: Sequence[str], width: int) -> Text:
     return Text("\n".join(line.rstrip() for line in lines))
 
 
-def _optional(row: CellRow) -> dict[str, object]:
-    """The row's :data:`OPTIONAL_AXES`, by name."""
-    a = row.cell
-    return {
-        "data": a.data,
-        "precision": a.precision,
-        "xla": a.xla,
-        "steps_per_execution": a.steps_per_execution,
-        "loop": a.loop,
-        "accum_steps": a.accum_steps,
-        "scaling": a.scaling,
-    }
-
-
 def _strategy(a: Axes) -> str:
     return a.strategy + "".join(
         f"[{v}]" for v in (a.cross_device_ops, a.communication) if v not in (None, "none")
@@ -184,7 +171,7 @@ def summary_table(
     rows: Sequence[CellRow], stream: TextIO | None = None, force_terminal: bool | None = None
 ) -> str:
     """The rows as a table (see :func:`render_table`), in the order given."""
-    extra = [a for a in OPTIONAL_AXES if len({_optional(r)[a] for r in rows}) > 1]
+    extra = [a for a in OPTIONAL_AXES if len({axis(r, a) for r in rows}) > 1]
     header = (
         "model",
         "strategy[cross-device ops]",
@@ -209,7 +196,7 @@ def summary_table(
                 _strategy(r.cell),
                 _topology(r.cell),
                 str(r.cell.per_replica_batch),
-                *(str(_optional(r)[a]) for a in extra),
+                *(str(axis(r, a)) for a in extra),
                 _num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
                 ci,
                 _cvs(r),

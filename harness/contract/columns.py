@@ -59,10 +59,12 @@ class Estimate:
     def of(value: float, low: float, high: float) -> Estimate:
         """A figure and its CI as computed: a CI end that is not finite (NaN: too few values) is
         stored as None; the figure as it is."""
-        return Estimate(value, _finite(low), _finite(high))
+        return Estimate(value, finite(low), finite(high))
 
 
-def _finite(x: float) -> float | None:
+def finite(x: float) -> float | None:
+    """``x``, or None where it is not finite (NaN: too few values; inf): how a stored column says
+    "unknown"."""
     return x if math.isfinite(x) else None
 
 

@@ -6,11 +6,10 @@ false discovery rate (:func:`harness.formulas.turns.fdr_verdicts`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from harness.contract.columns import Estimate
+from harness.contract.columns import Estimate, finite
 from harness.contract.records import CellRow, RatioRow, RunInfo, Status
 from harness.formulas import turns
 from harness.formulas.stats import MIN_EFFECT
@@ -37,10 +36,6 @@ class Measured:
 
     def ratio(self) -> turns.TurnRatio:
         return turns.turn_ratio(self.instance_logs, self.block_logs, self.comparison.scale)
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def ratio_rows(
@@ -70,14 +65,14 @@ def ratio_rows(
                 subject=m.comparison.subject,
                 reference=m.comparison.reference,
                 group=m.group,
-                ratio=Estimate(_finite(r.value), _finite(r.low), _finite(r.high)),
+                ratio=Estimate(finite(r.value), finite(r.low), finite(r.high)),
                 scale=m.comparison.scale,
                 instances=r.instances,
                 blocks=blocks,
                 turn_s=turn_s,
-                sd_between=_finite(r.sd_between),
-                sd_within=_finite(r.sd_within),
-                p_value=_finite(r.p_value),
+                sd_between=finite(r.sd_between),
+                sd_within=finite(r.sd_within),
+                p_value=finite(r.p_value),
                 verdict=verdict,
                 decided=decided,
                 extra_instances=extra,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
-from harness.contract.columns import Estimate, flatten, leaves, unflatten, without_figures
+from harness.contract.columns import Estimate, finite, flatten, leaves, unflatten, without_figures
 from harness.contract.events import Facts
 from harness.contract.records import (
     Axes,
@@ -680,17 +680,13 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
         spread=replace(
             row.spread,
             process_examples_per_sec=figures,
-            cv_between_processes=_finite(between),
+            cv_between_processes=finite(between),
             unstable=bool(math.isfinite(between) and between > protocol.unstable_cv),
         ),
         updates=replace(row.updates, optimizer_updates_per_sec=est.value / cell.effective_batch),
         foreign=shared_figures(row.foreign, results),
     )
     return replace(row, breakdown=breakdown.derived(cell, row))
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def needs_another_pass(results: Sequence[ProcessResult], protocol: Protocol) -> bool:
@@ -753,7 +749,7 @@ def with_history(row: CellRow, earlier: Sequence[float]) -> CellRow:
     spread = replace(row.spread, ci_history_runs=used)
     if used == 0:
         return replace(row, spread=spread)
-    widened = replace(row.examples_per_sec, low=_finite(est.low), high=_finite(est.high))
+    widened = replace(row.examples_per_sec, low=finite(est.low), high=finite(est.high))
     return replace(row, spread=spread, examples_per_sec=widened)
 
 
@@ -798,7 +794,7 @@ def with_peak(row: CellRow, peaks: Mapping[str, Peak], cell: Cell) -> CellRow:
         peak=Utilization(
             peak_dtype=peak.dtype,
             peak_cores=cores,
-            peak_flops_per_sec=Estimate(value, _finite(est.low * scale), _finite(est.high * scale)),
+            peak_flops_per_sec=Estimate(value, finite(est.low * scale), finite(est.high * scale)),
             mfu=mfu,
         ),
     )

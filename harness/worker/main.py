@@ -252,9 +252,10 @@ def main(argv: list[str]) -> int:
             record: EventLine = {
                 "event": Event.RECORD,
                 "row": flatten(replace(row, ran=ran)),
+                "report": report,
                 "windows": windows,
             }
-            _emit(events, {**record, "report": report})
+            _emit(events, record)
         else:
             _emit(events, {"event": Event.FINISHED, "cell_id": cell.id})
     return 0
