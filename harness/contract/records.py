@@ -917,6 +917,53 @@ class Breakdown:
             median=True,
         ),
     ] = None
+    profiled_step_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "GPU cells: one window of the cell's own training function (about 0.3 s of updates, after "
+            "the timed windows, in the cell's first pass) under TensorFlow's profiler, per update; the "
+            "four parts below add up to it exactly (harness.formulas.timeline). The profiler's own "
+            "overhead is in it, so it can exceed step_s; null on CPUs and where nothing was recorded "
+            "on the GPU (bound_reason says why).",
+            median=True,
+        ),
+    ] = None
+    device_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "GPU cells: time the busiest GPU ran a kernel or memory copy other than a collective, in "
+            "the profiled window, per update.",
+            median=True,
+        ),
+    ] = None
+    collective_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "GPU cells: time the busiest GPU ran only collective (NCCL) kernels, per update.",
+            median=True,
+        ),
+    ] = None
+    input_wait_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "GPU cells: time the busiest GPU ran nothing while the host waited for the next input "
+            "element (IteratorGetNext and the like), per update.",
+            median=True,
+        ),
+    ] = None
+    host_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "GPU cells: time the busiest GPU ran nothing otherwise (it waited for the host to launch "
+            "its kernels: Python, dispatch, the executor), per update.",
+            median=True,
+        ),
+    ] = None
     overlap: Annotated[
         float | None,
         Col(
@@ -930,11 +977,13 @@ class Breakdown:
         str | None,
         Col(
             "",
-            "compute, communication, input or dispatch: the part with the largest share of "
+            "CPU cells: compute, communication, input or dispatch: the part with the largest share of "
             "parts_step_s (harness.formulas.breakdown); null when the parts are not measured, or when "
             "a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
             "longer than the update it is a piece of, so no verdict is given (bound_reason says "
-            "which).",
+            "which). GPU cells: device, communication, input or host, the largest of device_s, "
+            "collective_s, input_wait_s and host_s (host: the GPU waits for the host to launch its "
+            "kernels; raise steps_per_execution or the batch, or try --jit-compile on).",
         ),
     ] = None
     bound_reason: Annotated[

@@ -18,6 +18,14 @@ above 100% + :data:`NOISE` is a measurement error, not a finding (:func:`excess`
 no verdict (``bound`` null) and ``bound_reason`` says which part exceeded the step. Otherwise the
 verdict (``bound``) is the part with the largest share; ``bound_reason`` gives every share and the
 knob that acts on that part (:data:`BOUNDS`).
+
+On a GPU the parts timed alone say nothing about whether the GPU or the host is the limit (kernels
+are launched asynchronously: compute alone took 102-109% of the step on an H100). There the worker
+profiles one window of the cell's own training function instead (:mod:`harness.worker.profile`)
+and splits it on the GPU's timeline (:func:`harness.formulas.timeline.split`) into device,
+collective, input and host time, which add up to ``profiled_step_s`` exactly; the verdict is the
+largest of them (:data:`PROFILE_BOUNDS`): ``host`` when the GPU sat idle waiting for the host to
+launch its kernels.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ PARTS = ("compute_s", "allreduce_s", "input_s", "dispatch_s")
 
 REFERENCE = "parts_step_s"
 """The update timed alongside the parts (s per update): the denominator of their shares."""
+
+PROFILE_PARTS = ("device_s", "collective_s", "input_wait_s", "host_s")
+"""The parts of a profiled GPU update (s per update); they add up to ``profiled_step_s``."""
 
 NOISE = 0.10
 """How far a part's share may exceed 100% of the step before the breakdown is called inconsistent.
@@ -84,6 +95,34 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
+PROFILE_BOUNDS: tuple[Bound, ...] = (
+    Bound(
+        "device",
+        "device_s",
+        "lower precision (mixed_bfloat16 / mixed_float16), XLA (--jit-compile on: fused kernels), "
+        "or a faster GPU: the GPU is busy with the model's kernels",
+    ),
+    Bound(
+        "communication",
+        "collective_s",
+        "more accumulation steps or a larger per-replica batch (fewer all-reduces per example), or "
+        "another cross-device op",
+    ),
+    Bound(
+        "input",
+        "input_wait_s",
+        "a faster input pipeline (cache, prefetch, parallel map): the GPU waits for the next batch",
+    ),
+    Bound(
+        "host",
+        "host_s",
+        "more steps_per_execution, a larger batch, or XLA (--jit-compile on): the GPU waits for "
+        "the host to launch its kernels",
+    ),
+)
+"""The verdicts of a profiled GPU update (:func:`harness.formulas.timeline.split`)."""
+
+
 def _num(value: float | None) -> float | None:
     """A part as a float, None when unknown or not finite."""
     return value if value is not None and math.isfinite(value) else None
@@ -109,26 +148,41 @@ def parts_of(b: Breakdown) -> dict[str, float] | None:
     return {k: v for k, v in parts.items() if v is not None} if None not in parts.values() else None
 
 
-def shares(step_s: float, parts: Mapping[str, float]) -> dict[str, float]:
+def profile_parts_of(b: Breakdown) -> dict[str, float] | None:
+    """The row's four profiled GPU parts (s per update), by column name, when every one is known."""
+    parts = {
+        "device_s": _num(b.device_s),
+        "collective_s": _num(b.collective_s),
+        "input_wait_s": _num(b.input_wait_s),
+        "host_s": _num(b.host_s),
+    }
+    return {k: v for k, v in parts.items() if v is not None} if None not in parts.values() else None
+
+
+def shares(step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS) -> dict[str, float]:
     """Each bound's part as a fraction of the step (both s per update), by bound name."""
-    return {b.name: parts[b.part] / step_s for b in BOUNDS}
+    return {b.name: parts[b.part] / step_s for b in bounds}
 
 
-def excess(step_s: float, parts: Mapping[str, float], noise: float = NOISE) -> dict[str, float]:
+def excess(
+    step_s: float, parts: Mapping[str, float], noise: float = NOISE, bounds: tuple[Bound, ...] = BOUNDS
+) -> dict[str, float]:
     """The parts (by bound name) whose share of the step is above 1 + ``noise``, with that share:
     a part that took longer than the whole update it belongs to (empty when the breakdown is
     consistent)."""
-    return {name: share for name, share in shares(step_s, parts).items() if share > 1 + noise}
+    return {name: share for name, share in shares(step_s, parts, bounds).items() if share > 1 + noise}
 
 
-def verdict(step_s: float, parts: Mapping[str, float]) -> tuple[str | None, str]:
+def verdict(
+    step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS
+) -> tuple[str | None, str]:
     """(bound, reason) from the step time and its four parts (seconds per update); bound None when a
     part exceeds the step (:func:`excess`), with the reason saying so."""
-    share = shares(step_s, parts)
+    share = shares(step_s, parts, bounds)
     listed = ", ".join(f"{name} {s:.0%}" for name, s in share.items())
     over = (sum(parts.values()) - step_s) / step_s
     figures = f"of the {step_s * 1e3:.3g} ms step, {listed} (overlap {over:+.0%})"
-    bad = excess(step_s, parts)
+    bad = excess(step_s, parts, bounds=bounds)
     if bad:
         named = " and ".join(f"{name} ({s:.0%})" for name, s in bad.items())
         return None, (
@@ -136,17 +190,23 @@ def verdict(step_s: float, parts: Mapping[str, float]) -> tuple[str | None, str]
             f"timed with (more than 100% + {NOISE:.0%} for timing noise), so the parts "
             f"are not pieces of that update; {figures}"
         )
-    top = max(BOUNDS, key=lambda b: share[b.name])
+    top = max(bounds, key=lambda b: share[b.name])
     return top.name, f"{top.name}-bound: {figures}; try {top.advice}"
 
 
 def derived(cell: Cell, row: CellRow) -> Breakdown:
     """The row's breakdown with step_s (an ok row), and overlap, bound and bound_reason when all
-    four parts and the step they were timed with are known."""
+    four parts and the step they were timed with are known: a profiled GPU update's parts
+    (:data:`PROFILE_BOUNDS`) where the row has them, else the parts timed alone."""
     eps, b = row.examples_per_sec.value, row.breakdown
     if row.status != Status.OK or not eps:
         return b
     b = replace(b, step_s=cell.effective_batch / eps)
+    profiled, profiled_step = profile_parts_of(b), _num(b.profiled_step_s)
+    if profiled is not None and profiled_step:
+        bound, reason = verdict(profiled_step, profiled, PROFILE_BOUNDS)
+        over = (sum(profiled.values()) - profiled_step) / profiled_step
+        return replace(b, overlap=over, bound=bound, bound_reason=reason)
     parts, reference = parts_of(b), reference_step(b)
     if not reference or parts is None or _num(b.parts_step_s) is None:
         return b

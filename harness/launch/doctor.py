@@ -19,6 +19,7 @@ from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_pr
 from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus
 from harness.launch.local_cluster import cluster_env, free_ports
+from harness.launch.platform import detect_platform
 from harness.launch.probes import run_probe_processes
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
@@ -30,12 +31,14 @@ MWMS_COMMUNICATIONS_GPU = ("auto", "ring", "nccl")
 MWMS_WORKERS = 2
 
 
-def default_replica_counts(gpu_count: int) -> list[int]:
+def default_replica_counts(gpu_count: int, logical: bool = False) -> list[int]:
     """CPU (no GPU): 2 and 3 logical devices (3 shows odd-count bugs). GPUs: 1, 2, 3 and all of
-    them, as far as there are GPUs."""
+    them, as far as there are GPUs, and with ``logical`` (GPUs that can be split:
+    :meth:`Platform.logical_gpus`) two logical GPUs on each."""
     if gpu_count == 0:
         return [2, 3]
-    return sorted({c for c in (1, 2, 3, gpu_count) if c <= gpu_count})
+    counts = {c for c in (1, 2, 3, gpu_count) if c <= gpu_count}
+    return sorted(counts | ({2 * gpu_count} if logical else set()))
 
 
 def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> list[Probe]:
@@ -115,10 +118,12 @@ def examine(
     device: str = "auto", replica_counts: list[int] | None = None, timeout_s: float = 180.0
 ) -> Report:
     """Run every probe process and assemble the report (takes a minute or two on 2 cores)."""
-    facts, kind, gpu_count, counts = _facts(device, replica_counts, timeout_s)
+    facts, kind, platform, counts = _facts(device, replica_counts, timeout_s)
+    gpu_count = platform.gpu_count
     probes: list[Probe] = []
     for r in counts:
-        res = run_probe_processes([["local", kind, str(r)]], [{} if kind == "GPU" else CPU_ENV], timeout_s)[0]
+        args = ["local", kind, str(r), str(gpu_count), str(platform.gpu_memory_mib)]
+        res = run_probe_processes([args], [{} if kind == "GPU" else CPU_ENV], timeout_s)[0]
         probes += collect_local(r, res.lines, ended_as(res.returncode, res.stderr_tail))
     probes += _worker_probes(kind, gpu_count, timeout_s)
     os_list = gpus.os_gpus()
@@ -145,27 +150,32 @@ def _ask_facts(kind: str, replicas: int, timeout_s: float) -> dict[str, Any]:
 
 def _facts(
     device: str, replica_counts: list[int] | None, timeout_s: float
-) -> tuple[dict[str, Any], str, int, list[int]]:
-    """(facts, device type probed, GPU count, replica counts); HarnessError on a bad request."""
+) -> tuple[dict[str, Any], str, Platform, list[int]]:
+    """(facts, device type probed, the GPUs as planned for (their count; memory from nvidia-smi,
+    0 where unknown, so none is split), replica counts); HarnessError on a bad request."""
     if device == "cpu":
         counts = replica_counts or default_replica_counts(0)
-        return _ask_facts("CPU", max(counts), timeout_s), "CPU", 0, counts
+        return _ask_facts("CPU", max(counts), timeout_s), "CPU", Platform("cpu", 0), counts
     facts = _ask_facts("GPU", 1, timeout_s)
     gpu_count = sum(1 for d in facts["physical"] if d["type"] == "GPU")
     if device == "gpu" and gpu_count == 0:
         raise HarnessError(
             "Received --device=gpu, but TensorFlow sees no GPU; expected --device cpu or auto."
         )
-    kind = "GPU" if gpu_count else "CPU"
-    counts = replica_counts or default_replica_counts(gpu_count)
-    if kind == "GPU" and max(counts) > gpu_count:
+    if not gpu_count:
+        counts = replica_counts or default_replica_counts(0)
+        return _ask_facts("CPU", max(counts), timeout_s), "CPU", Platform("cpu", 0), counts
+    seen = detect_platform("auto")
+    memory = seen.gpu_memory_mib if seen.gpu_count == gpu_count else 0
+    platform = Platform("gpu", gpu_count, gpu_memory_mib=memory, mig=seen.mig)
+    counts = replica_counts or default_replica_counts(gpu_count, platform.max_replicas > gpu_count)
+    if max(counts) > platform.max_replicas:
+        split = "" if platform.max_replicas == gpu_count else " (logical GPUs included)"
         raise HarnessError(
             f"Received --replicas {','.join(map(str, counts))}; this machine "
-            f"has {gpu_count} GPU(s); expected counts from 1 to {gpu_count}."
+            f"has {gpu_count} GPU(s); expected counts from 1 to {platform.max_replicas}{split}."
         )
-    if kind == "CPU":  # list the logical devices of the largest count
-        facts = _ask_facts("CPU", max(counts), timeout_s)
-    return facts, kind, gpu_count, counts
+    return facts, "GPU", platform, counts
 
 
 def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:

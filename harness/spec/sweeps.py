@@ -387,9 +387,9 @@ NIGHTLY = make_sweep(
     steps_per_execution=(10,),
 )
 
-GPU_PROTOCOL = Protocol(budget_min=9.0, breakdown=False)
-"""One GPU in under 10 minutes, the step breakdown off: on a GPU its parts do not yet say whether
-the device or the host is the limit (docs/explanation/gpus.md)."""
+GPU_PROTOCOL = Protocol(budget_min=9.0)
+"""One GPU in under 10 minutes, with the step breakdown: on a GPU one profiled window per cell
+(:mod:`harness.worker.profile`) saying whether the device, the host or the input is the limit."""
 
 
 def _gpu_part(models: tuple[str, ...], **axes: tuple[object, ...]) -> Sweep:

@@ -36,6 +36,13 @@ def prepare_task_gpus(platform: Platform, needed: int, who: str) -> None:
             raise RuntimeError(why)
 
 
+LOGICAL_GROWTH = ("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+"""Set before the first GPU allocation of a worker on logical GPUs: TensorFlow's allocator then
+grows each logical GPU's memory up to its limit instead of taking the whole limit at its first
+allocation, so a group's live processes sharing one GPU hold only what they use (as with memory
+growth on a whole GPU). A value the user set is kept."""
+
+
 def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]]:
     """Make ``replicas`` devices visible (GPUs, split into logical ones where there are fewer
     (:meth:`Platform.logical_gpus`), or logical CPUs); returns (device type, names)."""
@@ -46,8 +53,10 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
         per_gpu = split.per_gpu if split else 1
         gpus = tf.config.list_physical_devices("GPU")[: -(-replicas // per_gpu)]
         tf.config.set_visible_devices(gpus, "GPU")
+        if split:  # the limit a cap, not an allocation at start-up: see LOGICAL_GROWTH
+            os.environ.setdefault(*LOGICAL_GROWTH)
         for g in gpus:
-            if split:  # a memory limit each instead of growth (TensorFlow takes one or the other)
+            if split:  # a memory limit each (the Python API takes a limit or growth, not both)
                 limit = tf.config.LogicalDeviceConfiguration(memory_limit=split.memory_mib)
                 tf.config.set_logical_device_configuration(g, [limit] * split.per_gpu)
             else:

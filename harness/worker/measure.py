@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from harness.results.rows import (
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
 from harness.spec.protocol import Protocol
-from harness.worker import breakdown
+from harness.worker import breakdown, profile
 from harness.worker.build.data import make_dataset
 from harness.worker.build.loops import LOOPS, Trainer, output_units
 from harness.worker.build.models import info_of, spec_of
@@ -202,7 +203,7 @@ def measure_cell(
     counts = [w[skip:] for w in updates_by_worker]
     updates_run, digest = built.trainer.updates[0], weights_digest(built.model)
     reductions = built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution)
-    parts, parts_error = _parts(built, cell, protocol) if not problems else ({}, "")
+    parts, parts_error = _parts(built, cell, protocol, device_type, timings) if not problems else ({}, "")
     keras.mixed_precision.set_dtype_policy("float32")
     KEPT.append(built)
     if turns is not None:  # the finishing turn is over: the others may go on
@@ -282,15 +283,24 @@ def _timings(
     )
 
 
-def _parts(built: BuiltCell, cell: Cell, protocol: Protocol) -> tuple[dict[str, float | None], str]:
-    """The update's parts (:func:`harness.worker.breakdown.measure_parts`) when the protocol asks;
-    a failure there is reported with the row, never fails the cell."""
-    if not protocol.breakdown:
+def _parts(
+    built: BuiltCell, cell: Cell, protocol: Protocol, device_type: str, timings: Timings
+) -> tuple[dict[str, float | None], str]:
+    """Where the update's time goes, when the protocol asks: on a GPU one profiled window
+    (:func:`harness.worker.profile.measure_profile`), else the parts timed alone
+    (:func:`harness.worker.breakdown.measure_parts`); a failure there is reported with the row,
+    never fails the cell."""
+    if not protocol.breakdown or not breakdown.measurable(cell):
         return {}, ""
+    gpu = device_type == "GPU"
     try:
+        if gpu:
+            step_s = statistics.median(timings.window_seconds) / timings.window_steps
+            return dict(profile.measure_profile(built, cell, step_s)), ""
         return breakdown.measure_parts(built, cell, built.trainer.agree), ""
     except Exception as e:  # noqa: BLE001 - any TensorFlow error: the row says it
-        return {}, f"parts not measured: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        what = "device time not measured" if gpu else "parts not measured"
+        return {}, f"{what}: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
 def verify_cell(

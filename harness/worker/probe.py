@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.contract.probes import LOCAL_PROBES, WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.spec.cell import Cell
+from harness.spec.protocol import Platform
 from harness.worker.build.strategies import make_strategy
 from harness.worker.fingerprint import host_cpu
 
@@ -132,13 +133,31 @@ def facts(device_type: str, replicas: int) -> None:
     )
 
 
-def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
-    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs or logical CPU devices."""
-    from harness.spec.protocol import Platform
+def platform_of(device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0) -> Platform:
+    """The platform a probe plans its devices on: ``gpu_count`` GPUs of ``memory_mib`` each (split
+    into logical GPUs where ``replicas`` is more: :meth:`Platform.logical_gpus`; 0: a GPU per
+    replica), or ``replicas`` logical CPU devices."""
+    if device_type == "GPU":
+        return Platform("gpu", gpu_count or replicas, replicas, gpu_memory_mib=memory_mib)
+    return Platform("cpu", replicas, replicas)
+
+
+def where(platform: Platform, replicas: int) -> str:
+    """``"2 logical GPUs on 1 GPU: "`` where the replicas share GPUs, else empty."""
+    split = platform.logical_gpus(replicas)
+    if split is None:
+        return ""
+    return f"{replicas} logical GPUs on {-(-replicas // split.per_gpu)} GPU(s), {split.memory_mib} MiB each: "
+
+
+def devices(
+    device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0
+) -> tuple[str, list[str]]:
+    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs (logical ones where there are
+    fewer GPUs, see :func:`platform_of`) or logical CPU devices."""
     from harness.worker.devices import configure_devices
 
-    platform = Platform("gpu" if device_type == "GPU" else "cpu", replicas, replicas)
-    return configure_devices(platform, replicas)
+    return configure_devices(platform_of(device_type, replicas, gpu_count, memory_mib), replicas)
 
 
 def probe_cell(strategy: str, op: str, replicas: int) -> Cell:
@@ -166,8 +185,15 @@ def judge(sums: list[float], replicas: int, local: int | None = None) -> tuple[s
 
 
 def probe(
-    strategy_name: str, op: str, build: Callable[[], Any], replicas: int, local: int | None = None
+    strategy_name: str,
+    op: str,
+    build: Callable[[], Any],
+    replicas: int,
+    local: int | None = None,
+    on: str = "",
 ) -> None:
+    """Build one strategy, all-reduce 1..replicas through it and emit the verdict; ``on`` prefixes
+    its detail (where the replicas ran: :func:`where`)."""
     from harness.worker.build.strategies import effective_cross_device_ops
     from harness.worker.checks.integrity import allreduce_sums
 
@@ -187,17 +213,19 @@ def probe(
         cross_device_ops=op,
         replicas=replicas,
         status=status,
-        detail=detail,
+        detail=on + detail,
         effective=effective,
     )
 
 
-def local(device_type: str, replicas: int) -> None:
-    _, names = devices(device_type, replicas)
+def local(device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0) -> None:
+    """Every single-process strategy and cross-device op on ``replicas`` devices."""
+    _, names = devices(device_type, replicas, gpu_count, memory_mib)
+    on = where(platform_of(device_type, replicas, gpu_count, memory_mib), replicas)
     wanted = local_probes(replicas)
     for name, op in LOCAL_PROBES:
         if (name, op) in wanted:
-            probe(name, op, partial(make_strategy, probe_cell(name, op, replicas), names), replicas)
+            probe(name, op, partial(make_strategy, probe_cell(name, op, replicas), names), replicas, on=on)
 
 
 def worker(device_type: str, communication: str, workers: int) -> None:
@@ -220,7 +248,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     {
         "facts": lambda: facts(device_type, int(count)),
-        "local": lambda: local(device_type, int(count)),
+        "local": lambda: local(device_type, int(count), *map(int, rest[:2])),
         "worker": lambda: worker(device_type, rest[0], int(count)),
     }[mode]()
     return 0

@@ -97,9 +97,9 @@ FULL: CellRow = _filled(CellRow)
 """A cell row with every group set and every column non-null."""
 
 
-def test_a_cell_row_has_140_columns_with_unique_names() -> None:
+def test_a_cell_row_has_145_columns_with_unique_names() -> None:
     names = [leaf.name for leaf in leaves(CellRow)]
-    assert len(names) == 140  # 137, then xla (--jit-compile) and the GPU memory group
+    assert len(names) == 145  # 137, then xla (--jit-compile), the GPU memory group, the GPU profile
     assert len(set(names)) == len(names)
     assert names[:4] == ["run_id", "timestamp", "suite_version", "resumes"]
     assert all(leaf.col.doc.strip() for leaf in leaves(CellRow))
@@ -187,7 +187,7 @@ def _records(record: type) -> st.SearchStrategy[Any]:
 @given(_records(CellRow))
 def test_any_row_round_trips(row: CellRow) -> None:
     cols = flatten(row)
-    assert len(cols) == 140
+    assert len(cols) == 145
     assert unflatten(CellRow, cols) == row
 
 

@@ -124,3 +124,23 @@ def test_the_parts_are_given_only_when_every_one_is_known() -> None:
     assert parts_of(Breakdown(**REPORTED)) == REPORTED
     assert parts_of(Breakdown(**{**REPORTED, "input_s": float("nan")})) is None
     assert parts_of(Breakdown(**{**REPORTED, "allreduce_s": None})) is None
+
+
+def test_a_profiled_gpu_update_gets_a_device_side_verdict() -> None:
+    # 10 ms profiled: the GPU ran kernels 2 ms and sat idle 7.5 ms waiting for the host
+    cell = Cell(strategy="default", batch=256)
+    profiled = Breakdown(
+        profiled_step_s=0.010, device_s=0.002, collective_s=0.0, input_wait_s=0.0005, host_s=0.0075
+    )
+    out = derived(cell, _row(cell, Status.OK, 25_600.0, profiled))
+    assert out.bound == "host" and out.bound_reason is not None
+    assert out.bound_reason.startswith("host-bound: of the 10 ms step, device 20%, communication 0%")
+    assert "steps_per_execution" in out.bound_reason and "--jit-compile on" in out.bound_reason
+    assert out.overlap == pytest.approx(0.0)  # the parts add up to the profiled window
+
+
+def test_a_gpu_row_whose_profile_failed_keeps_its_reason_and_gets_no_verdict() -> None:
+    cell = Cell(strategy="default", batch=256)
+    failed = Breakdown(bound_reason="device time not measured: NoDeviceTrace: no GPU activity")
+    out = derived(cell, _row(cell, Status.OK, 25_600.0, failed))
+    assert out.bound is None and out.bound_reason == failed.bound_reason

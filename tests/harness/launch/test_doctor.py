@@ -128,3 +128,21 @@ def test_doctor_refuses_bad_replica_counts_before_probing() -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "--replicas='0,x'" in proc.stderr
+
+
+def test_on_one_gpu_whose_memory_is_known_doctor_also_probes_two_logical_gpus() -> None:
+    assert doctor.default_replica_counts(1) == [1]
+    assert doctor.default_replica_counts(1, logical=True) == [1, 2]
+    assert doctor.default_replica_counts(4, logical=True) == [1, 2, 3, 4, 8]
+    assert doctor.default_replica_counts(0, logical=True) == [2, 3]
+
+
+def test_a_probe_on_logical_gpus_plans_and_says_the_split() -> None:
+    from harness.worker.probe import platform_of, where
+
+    one = platform_of("GPU", 2, gpu_count=1, memory_mib=80_000)
+    assert one.logical_gpus(2) is not None and one.logical_gpus(2).memory_mib == 36_000  # type: ignore[union-attr]
+    assert where(one, 2) == "2 logical GPUs on 1 GPU(s), 36000 MiB each: "
+    assert where(platform_of("GPU", 2, gpu_count=2, memory_mib=80_000), 2) == ""  # a GPU each
+    assert where(platform_of("GPU", 2), 2) == ""  # the GPU count unknown: a GPU per replica
+    assert where(platform_of("CPU", 3), 3) == ""

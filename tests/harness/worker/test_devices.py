@@ -3,6 +3,7 @@ workers turn on op determinism and turn off TF32 (on a fake ``tf.config``, and o
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -123,10 +124,12 @@ def test_replicas_above_the_gpu_count_run_on_logical_gpus_with_a_share_of_the_me
 
     calls: list[tuple[str, Any]] = []
     monkeypatch.setitem(sys.modules, "tensorflow", _fake_gpu_tf(1, calls))
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
     one = Platform("gpu", 1, gpu_memory_mib=80_000)
     kind, devices = configure_devices(one, 2)
     assert (kind, devices) == ("GPU", ["/device:GPU:0", "/device:GPU:1"])
     assert calls == [("split", ("PhysicalDevice(GPU:0)", 2, 36_000))]  # no memory growth beside a limit
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"  # the limit a cap, growing to it
     assert _gpu_memory(devices) == {"gpu_memory_peak_mib": 5.0, "gpu_memory_limit_mib": 36_000.0}
 
     calls.clear()
