@@ -2,10 +2,10 @@
 # The GPU knobs on one GPU, in one device call of LIMIT seconds (run from the checkout's root, after
 # the bundle's pieces were stashed): unpack; CUPTI 12 (.gpu/libcupti.so.12, from the
 # nvidia-cuda-cupti-cu12 wheel) beside the bundle's CUDA 12 names, for the profiler's GPU side;
-# what the profiler records; the gpu sweep (cnn and dense); verify on logical GPUs with XLA; doctor.
-#   usage: bash docs/evidence/2026-11-26-gpu-knobs/gpu.sh LIMIT RUN_BUDGET_MIN
+# what the profiler records; the gpu sweep (MODELS, default cnn); verify on logical GPUs with XLA; doctor.
+#   usage: bash docs/evidence/2026-11-26-gpu-knobs/gpu.sh LIMIT_S RUN_BUDGET_MIN MODELS
 export PYTHONUNBUFFERED=1
-LIMIT=${1:-590}; BUDGET=${2:-6}
+LIMIT=${1:-590}; BUDGET=${2:-5}; MODEL=${3:-cnn}
 T0=$SECONDS
 bash .gpu/unpack.sh > $OUT/unpack.log 2>&1 || { tail -40 $OUT/unpack.log; exit 1; }
 cp .gpu/libcupti.so.12 /tmp/tfsb-cu12/ 2>>$OUT/unpack.log
@@ -15,7 +15,7 @@ log() { echo "== $1 rc=$2 at $((SECONDS-T0)) s"; }
 log unpack 0
 timeout 45 python3 docs/evidence/2026-11-26-gpu-knobs/profile_dump.py > $OUT/profile-dump.txt 2>&1; log profile-dump $?
 left=$(( LIMIT - (SECONDS-T0) - 150 ))
-timeout $left python3 -m harness run --sweep gpu --model cnn,dense --budget-min $BUDGET --out /tmp/res-gpu > $OUT/run-gpu.txt 2>&1; log "run (timeout $left)" $?
+timeout $left python3 -m harness run --sweep gpu --model $MODEL --budget-min $BUDGET --out /tmp/res-gpu > $OUT/run-gpu.txt 2>&1; log "run (timeout $left)" $?
 timeout 80 python3 -m harness verify --model cnn --strategy default,mirrored --replicas 1,2 --jit-compile off,on --batch 64 > $OUT/verify.txt 2>&1; log verify $?
 python3 -m harness check --results /tmp/res-gpu > $OUT/check.txt 2>&1; log check $?
 tar czf $OUT/res-gpu.tgz -C /tmp res-gpu
