@@ -21,27 +21,10 @@ from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, Status
 from harness.formulas import breakdown
 
-PART_NAMES = {
-    "compute_s": "compute",
-    "allreduce_s": "all-reduce",
-    "input_s": "input",
-    "dispatch_s": "dispatch",
-}
-"""The parts of an update (:func:`harness.formulas.breakdown.parts_of`'s keys), as the report names them."""
 
-
-def _has_parts(row: CellRow) -> bool:
-    b = row.breakdown
-    return breakdown.parts_of(b) is not None and breakdown.reference_step(b) is not None
-
-
-def _parts(row: CellRow) -> dict[str, float]:
-    return breakdown.parts_of(row.breakdown) or {}
-
-
-def _step(row: CellRow) -> float:
-    """The step (s per update) the row's parts were timed with (:func:`breakdown.reference_step`)."""
-    return breakdown.reference_step(row.breakdown) or math.nan  # (callers check _has_parts)
+def _measured(row: CellRow) -> breakdown.Measured | None:
+    """The row's parts and the step they are shares of (:func:`breakdown.measured`)."""
+    return breakdown.measured(row.breakdown)
 
 
 def _ms(seconds: float | None) -> str:
@@ -53,14 +36,15 @@ def breakdown_table(rows: Sequence[CellRow]) -> pd.DataFrame:
     timed with (parts_step_s), verdict."""
     lines = []
     for r in rows:
-        if r.status != Status.OK or not _has_parts(r):
+        m = _measured(r)
+        if r.status != Status.OK or m is None:
             continue
-        step, parts, b = _step(r), _parts(r), r.breakdown
-        line = {"model": r.cell.model, "configuration": findings.config(r), "step ms": _ms(step)}
-        for key, name in PART_NAMES.items():
-            line[f"{name} ms (share)"] = f"{_ms(parts[key])} ({parts[key] / step:.0%})"
+        b = r.breakdown
+        line = {"model": r.cell.model, "configuration": findings.config(r), "step ms": _ms(m.step_s)}
+        for key, value in m.parts.items():
+            line[f"{breakdown.PART_LABELS[key]} ms (share)"] = f"{_ms(value)} ({value / m.step_s:.0%})"
         line["overlap"] = f"{b.overlap:+.0%}" if b.overlap is not None and math.isfinite(b.overlap) else "-"
-        line["bound"] = b.bound or ("no verdict" if breakdown.excess(step, parts) else "-")
+        line["bound"] = b.bound or ("no verdict" if m.excess() else "-")
         lines.append(line)
     return pd.DataFrame(lines)
 
@@ -119,14 +103,14 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
         if r.status != Status.OK or base is None or base is r or eff.value is None:
             continue
         text = f"{r.cell.model} {findings.config(r)}: efficiency {_efficiency_text(eff)}"
-        if _has_parts(r) and _has_parts(base):
-            grew = _step(r) - _step(base)
-            mine, theirs = _parts(r), _parts(base)
-            deltas = {name: mine[k] - theirs[k] for k, name in PART_NAMES.items()}
+        mine, theirs = _measured(r), _measured(base)
+        if mine is not None and theirs is not None and mine.bounds is theirs.bounds:
+            grew = mine.step_s - theirs.step_s
+            deltas = {breakdown.PART_LABELS[k]: v - theirs.parts[k] for k, v in mine.parts.items()}
             rest = grew - sum(deltas.values())
             text += (
-                f"; the update went from {_ms(_step(base))} to "
-                f"{_ms(_step(r))} ms ({grew * 1e3:+.3g} ms): "
+                f"; the update went from {_ms(theirs.step_s)} to "
+                f"{_ms(mine.step_s)} ms ({grew * 1e3:+.3g} ms): "
                 + ", ".join(f"{n} {d * 1e3:+.3g}" for n, d in deltas.items())
                 + f", unexplained {rest * 1e3:+.3g} ms"
             )

@@ -316,7 +316,11 @@ def _why(rows: pd.DataFrame) -> str:
         "one update's batch through the input pipeline, one dispatch / steps_per_execution), "
         "in rounds alternating with the cell's own update (the step here, parts_step_s); "
         "overlap = (sum of parts - step) / step, negative when the step holds time no part "
-        "explains; 'no verdict' where a part took longer than the step. Formulas in "
+        "explains; 'no verdict' where a part took longer than the step. On a GPU instead: one "
+        "window of the cell's own update under TensorFlow's profiler (profiled_step_s), split on "
+        "the busiest GPU's timeline into device (kernels), collectives, input wait (the GPU idle "
+        "while the host waited for the next batch) and host (the GPU idle otherwise: waiting for "
+        "the host to launch kernels), which add up to the step. Formulas in "
         "results/README.md.</p>" + _table(table)
         if not table.empty
         else "<p>No cell has a breakdown (run without --no-breakdown).</p>"

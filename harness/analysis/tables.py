@@ -18,7 +18,7 @@ from rich.text import Text
 
 from harness.analysis.findings import axis
 from harness.contract.records import Axes, CellRow, Status
-from harness.formulas.breakdown import excess, parts_of, reference_step, shares
+from harness.formulas.breakdown import measured
 
 
 def _num(x: object, fmt: str) -> str:
@@ -221,13 +221,13 @@ def _bound(r: CellRow) -> str:
     """The part of the update with the largest share of the step, and that share (``compute 71%``);
     ``no verdict (compute 173%)`` where a part took longer than the step (no bound); ``-`` without
     parts."""
-    parts, step = parts_of(r.breakdown), reference_step(r.breakdown)
-    if parts is None or step is None:
+    m = measured(r.breakdown)
+    if m is None:
         return "-"
-    share, bound = shares(step, parts), r.breakdown.bound
+    share, bound = m.shares(), r.breakdown.bound
     if bound in share:
         return f"{bound} {share[bound]:.0%}"
-    bad = excess(step, parts)
+    bad = m.excess()
     return f"no verdict ({', '.join(f'{n} {s:.0%}' for n, s in bad.items())})" if bad else "-"
 
 
@@ -277,3 +277,17 @@ LOGICAL_NOTE = (
     "replicas add no compute, so efficiency near 1/N is expected and says nothing about "
     "real devices."
 )
+LOGICAL_GPU_NOTE = (
+    "Replicas marked logical here are logical GPUs carved from one GPU: they share its compute, so "
+    "they exercise the strategy's all-reduce and cross-device ops, not the speed of more GPUs "
+    "(efficiency near 1/N is expected)."
+)
+
+
+def logical_note(rows: Sequence[CellRow]) -> str | None:
+    """The note for a run whose rows include replicas on logical devices (GPUs or CPUs), else None."""
+    logical = [r for r in rows if r.ran.logical_devices]
+    if not logical:
+        return None
+    on_gpus = all(r.machine is not None and r.machine.device_kind == "GPU" for r in logical)
+    return LOGICAL_GPU_NOTE if on_gpus else LOGICAL_NOTE

@@ -376,9 +376,9 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     from harness.analysis.ratios_text import ratios_text
     from harness.analysis.tables import (
         FOOTNOTE,
-        LOGICAL_NOTE,
         OVERSUBSCRIBED_NOTE,
         TURNS_FOOTNOTE,
+        logical_note,
         summary_table,
     )
 
@@ -399,8 +399,9 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     if result.ratios:
         print()
         print(ratios_text(result.ratios, pr.turn_s, pr.blocks))
-    if any(r.ran.logical_devices for r in result.rows):
-        print(LOGICAL_NOTE)
+    note = logical_note(result.rows)
+    if note:
+        print(note)
     if any(r.ran.oversubscribed for r in result.rows):
         print(OVERSUBSCRIBED_NOTE)
     _print_counts(result.run_id, [str(r.status) for r in result.rows])

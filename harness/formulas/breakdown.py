@@ -194,6 +194,52 @@ def verdict(
     return top.name, f"{top.name}-bound: {figures}; try {top.advice}"
 
 
+PART_LABELS = {
+    "compute_s": "compute",
+    "allreduce_s": "all-reduce",
+    "input_s": "input",
+    "dispatch_s": "dispatch",
+    "device_s": "device",
+    "collective_s": "collectives",
+    "input_wait_s": "input wait",
+    "host_s": "host",
+}
+"""Every part's column, as reports name it."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A row's breakdown as measured: the step its parts are shares of (s per update), the parts
+    (s per update, by column) and the verdicts that apply to them."""
+
+    step_s: float
+    parts: Mapping[str, float]
+    bounds: tuple[Bound, ...]
+
+    @property
+    def profiled(self) -> bool:
+        """Whether the parts come from a profiled GPU window (else: timed alone)."""
+        return self.bounds is PROFILE_BOUNDS
+
+    def shares(self) -> dict[str, float]:
+        return shares(self.step_s, self.parts, self.bounds)
+
+    def excess(self) -> dict[str, float]:
+        return excess(self.step_s, self.parts, bounds=self.bounds)
+
+
+def measured(b: Breakdown) -> Measured | None:
+    """The row's profiled GPU parts with ``profiled_step_s`` where all are known, else its parts
+    timed alone with :func:`reference_step`, else None."""
+    profiled, profiled_step = profile_parts_of(b), _num(b.profiled_step_s)
+    if profiled is not None and profiled_step:
+        return Measured(profiled_step, profiled, PROFILE_BOUNDS)
+    parts, reference = parts_of(b), reference_step(b)
+    if parts is not None and reference:
+        return Measured(reference, parts, BOUNDS)
+    return None
+
+
 def derived(cell: Cell, row: CellRow) -> Breakdown:
     """The row's breakdown with step_s (an ok row), and overlap, bound and bound_reason when all
     four parts and the step they were timed with are known: a profiled GPU update's parts
@@ -202,13 +248,8 @@ def derived(cell: Cell, row: CellRow) -> Breakdown:
     if row.status != Status.OK or not eps:
         return b
     b = replace(b, step_s=cell.effective_batch / eps)
-    profiled, profiled_step = profile_parts_of(b), _num(b.profiled_step_s)
-    if profiled is not None and profiled_step:
-        bound, reason = verdict(profiled_step, profiled, PROFILE_BOUNDS)
-        over = (sum(profiled.values()) - profiled_step) / profiled_step
-        return replace(b, overlap=over, bound=bound, bound_reason=reason)
-    parts, reference = parts_of(b), reference_step(b)
-    if not reference or parts is None or _num(b.parts_step_s) is None:
+    m = measured(b)
+    if m is None or (not m.profiled and _num(b.parts_step_s) is None):
         return b
-    bound, reason = verdict(reference, parts)
-    return replace(b, overlap=(sum(parts.values()) - reference) / reference, bound=bound, bound_reason=reason)
+    bound, reason = verdict(m.step_s, m.parts, m.bounds)
+    return replace(b, overlap=(sum(m.parts.values()) - m.step_s) / m.step_s, bound=bound, bound_reason=reason)

@@ -51,6 +51,17 @@ def _nccl_on_cpu(cell: Cell, platform: Platform) -> str | None:
     return None
 
 
+def _nccl_on_logical_gpus(cell: Cell, platform: Platform) -> str | None:
+    if cell.cross_device_ops == "nccl" and platform.logical_gpus(cell.replicas) is not None:
+        return (
+            "NcclAllReduce between logical GPUs of one GPU fails inside a tf.function "
+            "('InternalError: Graph execution error'; doctor's probe on an H200, 2 logical GPUs, "
+            "2026-11-26): NCCL takes one GPU per rank; auto, hierarchical_copy and "
+            "reduction_to_one_device gave right sums there"
+        )
+    return None
+
+
 def _hierarchical_copy_odd(cell: Cell, platform: Platform) -> str | None:
     if cell.cross_device_ops == "hierarchical_copy" and cell.replicas > 1 and cell.replicas % 2:
         return (
@@ -143,17 +154,27 @@ def _tenant_framework(cell: Cell, platform: Platform) -> str | None:
 
 XLA_KNOWN_ISSUE = "https://www.tensorflow.org/xla/known_issues#tfvariable_on_a_different_device"
 
+KERAS_MIRRORED_XLA_ISSUE = "https://github.com/keras-team/keras/issues/17187"
+
 
 def _xla(cell: Cell, platform: Platform) -> str | None:
-    """XLA (``--jit-compile on``) where TensorFlow 2.21 cannot compile the step (each measured on a
-    CPU, 2026-11-26): XLA compiles a replica's step for one device and cannot reach a variable held
-    on another, and its CPU backend has no collectives."""
+    """XLA (``--jit-compile on``) where TensorFlow 2.21 and Keras 3.15 cannot compile the step (each
+    measured, 2026-11-26): XLA compiles a replica's step for one device and cannot reach a variable
+    held on another, its CPU backend has no collectives (both on a CPU), and under MirroredStrategy
+    on GPUs Keras's optimizer calls merge_call inside the compiled step (an H200)."""
     if not cell.jit_compile:
         return None
     if cell.kind.ps_tasks:
         return (
             "XLA cannot compile a step whose variables live on the parameter servers: it fails with "
             f"'Trying to access resource ... located in device' another task's ({XLA_KNOWN_ISSUE})"
+        )
+    if platform.device_kind == "gpu" and cell.kind.option_axis == "cross_device_ops":
+        return (
+            "XLA with MirroredStrategy on GPUs: Keras's optimizer updates its iteration counter with a "
+            "merge_call inside the XLA-compiled replica step, which fails ('RuntimeError: `merge_call` "
+            "called while defining a new graph or a tf.function'; measured on an H200 with 1 and 2 "
+            f"replicas, 2026-11-26; {KERAS_MIRRORED_XLA_ISSUE})"
         )
     if platform.device_kind != "cpu" or cell.devices == 1:
         return None
@@ -177,6 +198,7 @@ UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _too_many_devices,
     _too_many_gpus_for_local_workers,
     _nccl_on_cpu,
+    _nccl_on_logical_gpus,
     _hierarchical_copy_odd,
     _precision_unsupported,
     _strong_batch_divides,

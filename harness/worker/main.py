@@ -61,6 +61,15 @@ DETERMINISM_PREFIX = "op determinism: "
 """Starts the reason of a cell that failed because op determinism was on (verify)."""
 
 
+def failure_status(e: BaseException, reason: str) -> Status:
+    """UNSUPPORTED where op determinism has no deterministic kernel for one of the cell's ops
+    (TensorFlow's UnimplementedError, the reason led by :data:`DETERMINISM_PREFIX`: XLA on a GPU,
+    measured on an H200, 2026-11-26; Keras itself turns XLA off under op determinism), a
+    configuration verify cannot check bit for bit; FAILED otherwise."""
+    unimplemented = type(e).__name__ == "UnimplementedError"
+    return Status.UNSUPPORTED if unimplemented and reason.startswith(DETERMINISM_PREFIX) else Status.FAILED
+
+
 def failure_reason(e: BaseException, deterministic: bool, limit: int = ERROR_TAIL_CHARS) -> str:
     """A failed cell's reason: :func:`summarize_error`, led by :data:`DETERMINISM_PREFIX` when the
     worker ran with op determinism (``deterministic``) and TensorFlow's error is about it (an op
@@ -240,7 +249,8 @@ def main(argv: list[str]) -> int:
             row, report, windows = _run(row, cell, job, strategy, device_type, devices)
         except Exception as e:  # noqa: BLE001 -- the cell's error becomes its row; the sweep goes on
             traceback.print_exc()
-            failed = replace(row, status=Status.FAILED, reason=failure_reason(e, job.options.deterministic))
+            reason = failure_reason(e, job.options.deterministic)
+            failed = replace(row, status=failure_status(e, reason), reason=reason)
             _emit(events, {"event": Event.RECORD, "row": flatten(failed), "windows": []})
             return 1
         ran = replace(

@@ -80,6 +80,26 @@ def test_breakdown_table_gives_milliseconds_and_shares() -> None:
     assert two["overlap"] == "-2%"  # (19.6 - 20) / 20
 
 
+def test_a_gpu_row_s_breakdown_is_its_profiled_window() -> None:
+    gpu = {
+        **BASE,
+        "replicas": 1,
+        "accum_steps": 1,
+        "cell_id": "cnn/default/r1w1",
+        "examples_per_sec": 1e5,
+        "profiled_step_s": 0.002,
+        "device_s": 0.0005,
+        "collective_s": 0.0,
+        "input_wait_s": 0.0002,
+        "host_s": 0.0013,
+        "overlap": 0.0,
+        "bound": "host",
+    }
+    (line,) = explain.breakdown_table([unflatten(CellRow, gpu)]).to_dict("records")
+    assert line["step ms"] == "2" and line["host ms (share)"] == "1.3 (65%)"
+    assert line["device ms (share)"] == "0.5 (25%)" and line["bound"] == "host"
+
+
 def test_what_a_second_replica_buys_splits_the_growth_of_the_step() -> None:
     (text,) = explain.what_scaling_buys(_rows())
     assert text.startswith(

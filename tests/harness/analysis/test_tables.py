@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from harness.analysis.tables import FOOTNOTE, fixed_width, render_table, summary_table
+from harness.analysis.tables import FOOTNOTE, fixed_width, logical_note, render_table, summary_table
 from harness.contract.columns import unflatten
 from harness.contract.records import CellRow
 
@@ -135,6 +135,27 @@ def test_summary_table_says_no_verdict_where_a_part_exceeds_the_step():
     ).splitlines()
     assert "no verdict (compute 173%)" in lines[2]
     assert lines[3].split()[-2:] == ["-", "ok"]  # no parts: nothing to say
+
+
+def test_summary_table_gives_a_gpu_row_s_profiled_bound_and_share():
+    # measured on an H200 (2026-11-26): the CNN at batch 256, 1.87 ms an update, the GPU idle 66%
+    profiled = {
+        "profiled_step_s": 0.00187,
+        "device_s": 0.000393,
+        "collective_s": 0.0,
+        "input_wait_s": 0.000238,
+        "host_s": 0.001239,
+    }
+    line = summary_table([_row(examples_per_sec=1e5, bound="host", **profiled)]).splitlines()[2]
+    assert "host 66%" in line
+
+
+def test_the_logical_devices_note_names_gpus_or_cpus():
+    gpu = _row(logical_devices=True, device_kind="GPU")
+    cpu = _row(logical_devices=True, device_kind="CPU")
+    assert logical_note([_row()]) is None
+    assert "logical GPUs carved from one GPU" in (logical_note([gpu]) or "")
+    assert "logical CPU devices" in (logical_note([cpu, gpu]) or "")
 
 
 def test_summary_table_missing_and_nan_numbers():

@@ -448,12 +448,25 @@ def test_xla_where_tensorflow_cannot_compile_the_step_is_unsupported_with_the_re
     mirrored = Cell(strategy="mirrored", replicas=2, xla="on")
     cpu = unsupported_reason(mirrored, CPU2)
     assert cpu is not None and "logical CPU devices" in cpu and "CPU:1" in cpu
-    assert unsupported_reason(mirrored, GPU2) is None  # each GPU replica compiles for its own device
+    gpu = unsupported_reason(mirrored, GPU2)  # measured on an H200: merge_call in the compiled step
+    assert gpu is not None and "merge_call" in gpu and "keras/issues/17187" in gpu
+    one = unsupported_reason(Cell(strategy="mirrored", xla="on"), GPU2)
+    assert one is not None and "merge_call" in one  # one replica too
+    assert unsupported_reason(Cell(strategy="default", xla="on"), GPU2) is None
     workers = unsupported_reason(Cell(strategy="multi_worker_mirrored", workers=2, xla="on"), CPU2)
     assert workers is not None and "no collectives" in workers
     for fine in (Cell(strategy="default", xla="on"), Cell(strategy="central_storage", replicas=2, xla="on")):
         assert unsupported_reason(fine, CPU2) is None  # measured: these compile and train on CPU
     assert unsupported_reason(dataclasses.replace(mirrored, xla="off"), CPU2) is None
+
+
+def test_nccl_between_logical_gpus_of_one_gpu_is_unsupported() -> None:
+    one_gpu = Platform("gpu", 1, gpu_memory_mib=143_771)
+    nccl = Cell(strategy="mirrored", replicas=2, cross_device_ops="nccl")
+    why = unsupported_reason(nccl, one_gpu)
+    assert why is not None and "logical GPUs" in why and "one GPU per rank" in why
+    assert unsupported_reason(nccl, Platform("gpu", 2, gpu_memory_mib=143_771)) is None  # a GPU each
+    assert unsupported_reason(dataclasses.replace(nccl, cross_device_ops="auto"), one_gpu) is None
 
 
 def test_every_rule_returns_str_or_none():
@@ -554,14 +567,20 @@ def test_the_gpu_sweep_varies_each_gpu_knob_alone_and_runs_on_one_gpu() -> None:
 
     one = Platform("gpu", 1, gpu_memory_mib=81_559)  # an H100
     cells = expand(get_sweep("gpu"), one)
-    assert len(cells) == 28 and all(unsupported_reason(c, one) is None for c in cells)
+    unsupported = [c for c in cells if unsupported_reason(c, one) is not None]
+    assert len(cells) == 28  # mirrored with XLA: rows that say why (merge_call, measured on an H200)
+    assert {(c.model, c.strategy, c.replicas, c.xla) for c in unsupported} == {
+        (m, "mirrored", r, "on") for m in ("cnn", "dense") for r in (1, 2)
+    }
     assert {c.model for c in cells} == {"cnn", "dense", "resnet50"}
     assert {(c.strategy, c.replicas) for c in cells} == {("default", 1), ("mirrored", 1), ("mirrored", 2)}
     assert {c.batch for c in cells} == {256, 4096} and {c.steps_per_execution for c in cells} == {1, 100}
     assert {c.precision for c in cells} == {"float32", "mixed_bfloat16"}
     xla = [c for c in comparisons(cells) if c.relation == Relation.XLA]
     assert len(xla) == len(cells) // 2  # every configuration measured with XLA off and on
-    assert get_sweep("gpu").protocol.budget_min < 10 and get_sweep("gpu").protocol.breakdown  # profiled on a GPU
+    assert (
+        get_sweep("gpu").protocol.budget_min < 10 and get_sweep("gpu").protocol.breakdown
+    )  # profiled on a GPU
 
 
 def test_get_sweep_unknown():

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from harness.contract.job import Job, Launch, WorkerOptions
+from harness.contract.records import Status
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.strategies import Role
 from harness.worker import main as worker_main
-from harness.worker.main import DETERMINISM_PREFIX, failure_reason, summarize_error
+from harness.worker.main import DETERMINISM_PREFIX, failure_reason, failure_status, summarize_error
 
 
 class FakeOpError(Exception):
@@ -68,6 +69,18 @@ def test_a_missing_deterministic_kernel_is_the_failed_cell_s_reason() -> None:
     )
     assert failure_reason(e, False) == summarize_error(e)  # not verify: as it came
     assert failure_reason(ValueError("shapes differ"), True) == "ValueError: shapes differ"
+
+
+class UnimplementedError(Exception):
+    """Named as TensorFlow's: the status follows the error's type name."""
+
+
+def test_a_missing_deterministic_kernel_makes_the_cell_unsupported_under_verify_only() -> None:
+    e = UnimplementedError("Deterministic GPU implementation of select and scatter not available.")
+    assert failure_status(e, failure_reason(e, True)) == Status.UNSUPPORTED
+    assert failure_status(e, failure_reason(e, False)) == Status.FAILED  # run: a failure
+    other = UnimplementedError("Collectives are not yet implemented")
+    assert failure_status(other, failure_reason(other, True)) == Status.FAILED
 
 
 class _Stop(Exception):
