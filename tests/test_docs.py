@@ -23,7 +23,7 @@ def _sources() -> list[Path]:
     files = [REPO / "README.md", REPO / "noxfile.py", REPO / "pyproject.toml", REPO / "mkdocs.yml"]
     for folder in ("harness", "tests", "benchmarks"):
         files += sorted((REPO / folder).rglob("*.py"))
-    files += sorted((REPO / "docs").rglob("*.md"))
+    files += sorted((REPO / "docs").rglob("*.md")) + sorted((REPO / "docs").rglob("*.yml"))
     return [f for f in files if f.is_file()]
 
 
@@ -59,3 +59,77 @@ def test_no_module_cites_a_document_outside_the_repository():
         if p != Path(__file__) and re.search(r"\bDESIGN\.md\b|TF_NOTES\.md", p.read_text(encoding="utf-8"))
     ]
     assert not outside, f"these cite a design document that is not in the repository: {outside}"
+
+
+COMMAND = re.compile(r"(?:python3? -m harness|tf-strategy-bench)(?= |$)(.*)")
+"""A command line of the suite's CLI, and the rest of its line."""
+
+PROSE_END = re.compile(r"`|\s[|;&>]|\s#|\)\s*$")
+"""Where a command quoted in prose or a shell line ends: a closing backtick, a pipe, `;`, `&&`, a
+redirection or a comment."""
+
+
+def _joined(lines: list[str], i: int, start: int) -> tuple[str, int]:
+    """The text of ``lines[i]`` from ``start``, continued while it ends in a backslash (a shell
+    line) or sits in inline code that the line does not close (prose wrapped mid-command)."""
+    rest, j = lines[i][start:], i
+    in_code = lines[i][:start].count("`") % 2 == 1
+    while j + 1 < len(lines) and (
+        rest.rstrip().endswith("\\") or (in_code and "`" not in rest and lines[j + 1].strip())
+    ):
+        j += 1
+        rest = rest.rstrip().removesuffix("\\") + " " + lines[j].strip()
+    return rest, j
+
+
+def _command_lines() -> list[tuple[str, list[str]]]:
+    """(where, arguments) of every command line of the CLI in README.md and docs/ (pages and the
+    CI examples in docs/ci/*.yml). Not command lines: a usage synopsis (``[-h]``), a placeholder
+    (``COMMAND --help``), the program named alone, elided ones (``...``)."""
+    import shlex
+
+    files = [
+        REPO / "README.md",
+        *sorted((REPO / "docs").rglob("*.md")),
+        *sorted((REPO / "docs").rglob("*.yml")),
+    ]
+    found = []
+    for path in files:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            for match in COMMAND.finditer(line):
+                rest, _ = _joined(lines, i, match.start(1))
+                end = PROSE_END.search(rest)
+                rest = rest[: end.start()] if end else rest
+                try:
+                    args = shlex.split(rest)
+                except ValueError:
+                    args = rest.split()
+                synopsis = any(a.startswith("[") for a in args)
+                placeholder = bool(args) and args[0].isupper()
+                elided = any(a.endswith("...") for a in args)
+                if args and not (synopsis or placeholder or elided):
+                    found.append((f"{path.relative_to(REPO)}:{i + 1}", args))
+    return found
+
+
+def test_every_command_line_in_the_docs_parses_with_the_real_parser():
+    import contextlib
+    import io
+
+    from harness.commands import COMMANDS, build_parser
+
+    commands = _command_lines()
+    assert len(commands) > 50, "the docs quote the CLI"
+    bad = []
+    for where, args in commands:
+        if args in ([name] for name in COMMANDS):  # a command named in prose
+            continue
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                build_parser().parse_args(args)
+        except SystemExit as e:
+            if e.code:
+                bad.append(f"{where}: {' '.join(args)}\n    {err.getvalue().strip().splitlines()[-1]}")
+    assert not bad, "command lines the parser refuses:\n" + "\n".join(bad)

@@ -9,6 +9,7 @@ raised anywhere below a command is printed here, once, and becomes the exit code
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -49,16 +50,69 @@ COMMANDS: dict[str, ModuleType] = {
 """Command name -> its module, in the order ``--help`` lists them."""
 
 
+def version_text() -> str:
+    """``tf-strategy-bench 0.1.0 (commit 1a2b3c4d5e6f), TensorFlow 2.21.0, Keras 3.15.1``: the suite
+    and the installed TensorFlow and Keras, read from package metadata (the parent never imports
+    TensorFlow)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from harness import __version__
+    from harness.launch.platform import git_sha
+
+    def installed(*names: str) -> str:
+        for name in names:
+            try:
+                return version(name)
+            except PackageNotFoundError:
+                continue
+        return "not installed"
+
+    tf = installed("tensorflow", "tensorflow-cpu", "tf-nightly")
+    return (
+        f"tf-strategy-bench {__version__} (commit {git_sha() or 'unknown'}), TensorFlow {tf}, "
+        f"Keras {installed('keras')}"
+    )
+
+
+class _Version(argparse.Action):
+    """``--version``: print :func:`version_text` and exit 0 (computed only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            help="print the suite's version and commit, and the TensorFlow and Keras installed, then exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m harness",
         description="Benchmark TensorFlow training of the MNIST CNN and a dense model under every "
-        "tf.distribute strategy.",
+        "tf.distribute strategy. Also installed as the command tf-strategy-bench.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
         module.add_parser(sub)
     return parser
+
+
+def console() -> None:
+    """The ``tf-strategy-bench`` console script (and ``python -m harness``): :func:`main`'s exit
+    code; a reader that left a pipe (``... | head``) ends it as SIGPIPE would."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + 13
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -418,7 +418,16 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
         print(result.cost)
     elif result.time is not None and result.time.processes:
         print(result.time.text())
-    return _ending(result, "cells")
+    return _ending(result, "cells", failed_cells(result.rows))
+
+
+def failed_cells(rows: Sequence[Any]) -> list[str]:
+    """The ids of the rows whose cell failed or ran wrongly (``failed``, ``invalid``): what makes a
+    run end non-zero. ``unsupported`` (TensorFlow cannot run it, known before) and ``not
+    measured`` (the budget) are not failures."""
+    from harness.contract.records import Status
+
+    return [r.cell.cell_id for r in rows if r.status in (Status.FAILED, Status.INVALID)]
 
 
 def _measure_collectives(sel: Selection, out: Path) -> int:
@@ -456,8 +465,9 @@ def _print_counts(run_id: str, statuses: Sequence[str]) -> None:
     print(f"run {run_id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 
-def _ending(result: Any, what: str) -> int:
-    """The folders written, and the exit code (130 when interrupted, naming what was not run)."""
+def _ending(result: Any, what: str, failed: Sequence[str] = ()) -> int:
+    """The folders written, and the exit code: 130 when interrupted (naming what was not run), 1
+    when the run stopped on its own or a cell failed (naming them), else 0."""
     for p in result.paths:
         print(f"wrote {p}")
     if result.stopped:
@@ -469,4 +479,12 @@ def _ending(result: Any, what: str) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    if failed:
+        listed = "".join(f"\n  {cell_id}" for cell_id in failed)
+        print(
+            f"error: {len(failed)} {what} failed or ran wrongly (their rows' reason says why; "
+            f"unsupported cells are not failures):{listed}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     return EXIT_OK

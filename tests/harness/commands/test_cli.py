@@ -288,3 +288,22 @@ def test_verify_explicit_updates_that_contradict_is_an_error():
     assert "tensorflow imported" not in proc.stderr
     assert proc.stderr.startswith("error: Received --updates=8;"), proc.stderr
     assert "multiple of 10" in proc.stderr and "[10]" in proc.stderr, proc.stderr
+
+
+@pytest.mark.process
+def test_version_names_the_suite_its_commit_and_the_tensorflow_and_keras_installed():
+    from importlib.metadata import version
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "--version"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("tf-strategy-bench 0.1.0 (commit ")
+    assert f"Keras {version('keras')}" in proc.stdout and "TensorFlow " in proc.stdout
+
+
+def test_the_console_script_is_the_module_s_entry_point():
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"tf-strategy-bench": "harness.commands:console"}

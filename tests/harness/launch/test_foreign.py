@@ -184,7 +184,7 @@ def test_a_co_tenant_that_fails_fails_the_cell_at_once_with_its_error(tmp_path):
 
     t0 = time.monotonic()
     proc = _run(tmp_path / "results", "jax", env={"HARNESS_TENANT_FAULT": "startup"})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 cells failed" in proc.stderr, proc.stdout + proc.stderr
     row = history.load(tmp_path / "results")[0].iloc[0]
     assert row["status"] == "failed"
     assert "the JAX co-tenant failed" in row["reason"] and "planted co-tenant failure" in row["reason"]
@@ -211,7 +211,7 @@ def test_a_co_tenant_without_the_gpu_it_was_asked_for_fails_the_cell_saying_so(t
     from harness.results import history
 
     proc = _run(tmp_path / "results", "jax", env={"HARNESS_TENANT_FAULT": "gpu"})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 cells failed" in proc.stderr, proc.stdout + proc.stderr
     row = history.load(tmp_path / "results")[0].iloc[0]
     assert row["status"] == "failed"
     assert "the JAX co-tenant failed" in row["reason"]

@@ -51,9 +51,9 @@ def test_real_architectures_and_a_users_model_run_under_every_replica_count(tmp_
         timeout=1500,
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     cells = pd.read_parquet(out / "cells").set_index("cell_id")
     bad = cells[cells.index.str.startswith("user_models.not_a_model@")]
+    assert proc.returncode == 1 and all(f"\n  {c}" in proc.stderr for c in bad.index), proc.stderr[-3000:]
     assert (bad.status == "failed").all() and bad.reason.str.contains(
         "returned int, expected a keras.Model"
     ).all()

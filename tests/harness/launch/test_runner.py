@@ -55,6 +55,15 @@ def harness(
     )
 
 
+def assert_exit_names_failed_cells(proc: subprocess.CompletedProcess[str], cells: pd.DataFrame) -> None:
+    """``run`` exits 1 naming every failed or invalid cell on stderr, else 0 (unsupported and not
+    measured cells are not failures)."""
+    failed = cells.index[cells.status.isin(["failed", "invalid"])].tolist()
+    assert proc.returncode == (1 if failed else 0), proc.stderr[-3000:]
+    for cell_id in failed:
+        assert f"\n  {cell_id}" in proc.stderr
+
+
 def worker_processes(marker: str) -> list[str]:
     """Command lines of live harness workers whose job lives under ``marker`` (a tmp path)."""
     found = []
@@ -196,9 +205,10 @@ def _fault_run(
         *extra,
         env=env,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     assert worker_processes(str(tmp_path)) == []
-    return proc, pd.read_parquet(out / "cells").set_index("cell_id")
+    cells = pd.read_parquet(out / "cells").set_index("cell_id")
+    assert_exit_names_failed_cells(proc, cells)
+    return proc, cells
 
 
 TARGET = "dense/one_device/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak"
