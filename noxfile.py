@@ -48,15 +48,15 @@ def bench(session: nox.Session) -> None:
     _install(session)
     session.run("python", "-m", "harness", "run", *(session.posargs or ["--sweep", "default"]))
     out = _results_dir(session.posargs)
-    session.run("python", "-m", "harness", "report", "--results", out, "--out", f"{out}/report")
+    session.run("python", "-m", "harness", "report", "--results", out, "--report-dir", f"{out}/report")
 
 
 def _results_dir(args: list[str]) -> str:
-    """The --out of ``python -m harness run`` ARGS (default: results)."""
+    """The --results of ``python -m harness run`` ARGS (default: results)."""
     for i, arg in enumerate(args):
-        if arg == "--out" and i + 1 < len(args):
+        if arg == "--results" and i + 1 < len(args):
             return args[i + 1]
-        if arg.startswith("--out="):
+        if arg.startswith("--results="):
             return arg.split("=", 1)[1]
     return "results"
 
@@ -104,15 +104,20 @@ VERSIONS = ("import tensorflow as tf, keras; b = tf.sysconfig.get_build_info(); 
 """Prints what a side's environment resolved to."""
 
 
+SIDES = {"--baseline": "A", "--candidate": "B"}
+"""``nox -s ab``'s side flags, as ``python -m harness ab`` names them, and the side each is."""
+
+
 def _ab_specs(args: list[str]) -> tuple[dict[str, str], list[str]]:
-    """(--a / --b requirement specs, the other arguments for ``python -m harness ab``)."""
+    """(--baseline / --candidate requirement specs, by side A / B; the other arguments for
+    ``python -m harness ab``)."""
     specs: dict[str, str] = {}
     rest: list[str] = []
     it = iter(args)
     for arg in it:
         name, sep, value = arg.partition("=")
-        if name in ("--a", "--b"):
-            specs[name[2:].upper()] = value if sep else next(it, "")
+        if name in SIDES:
+            specs[SIDES[name]] = value if sep else next(it, "")
         else:
             rest.append(arg)
     return specs, rest
@@ -127,14 +132,15 @@ def _cuda_spec(spec: str) -> str:
 
 @nox.session
 def ab(session: nox.Session) -> None:
-    """Two TensorFlow builds, paired: ``nox -s ab -- --a "tensorflow-cpu==2.20.*" --b
+    """Two TensorFlow builds, paired: ``nox -s ab -- --baseline "tensorflow-cpu==2.20.*" --candidate
     "tensorflow-cpu==2.21.*" [ARGS]`` makes (or reuses) one environment per side with this project
     installed against that requirement, prints what each resolved to, and runs ``python -m harness
-    ab --a <side A python> --b <side B python> ARGS``."""
+    ab --baseline <side A python> --candidate <side B python> ARGS``."""
     specs, rest = _ab_specs(list(session.posargs))
     if set(specs) != {"A", "B"} or not all(specs.values()):
-        session.error('expected --a SPEC and --b SPEC, e.g. -- --a "tensorflow-cpu==2.20.*" '
-                      '--b "tensorflow-cpu==2.21.*" --model cnn --strategy default --batch 64')
+        session.error('expected --baseline SPEC and --candidate SPEC, e.g. -- --baseline '
+                      '"tensorflow-cpu==2.20.*" --candidate "tensorflow-cpu==2.21.*" --model cnn '
+                      '--strategy default --batch 64')
     _install(session)
     pythons = {}
     for side, spec in sorted(specs.items()):
@@ -150,7 +156,7 @@ def ab(session: nox.Session) -> None:
         pythons[side] = python
     # nox fails the session on ab's exit 1 (regression) and 3 (undecided) alike; call
     # ``python -m harness ab`` directly to tell them apart
-    session.run("python", "-m", "harness", "ab", "--a", pythons["A"], "--b", pythons["B"], *rest)
+    session.run("python", "-m", "harness", "ab", "--baseline", pythons["A"], "--candidate", pythons["B"], *rest)
 
 
 LINTED = ("harness", "tests", "benchmarks")

@@ -51,13 +51,17 @@ CELL = [
 ]
 POOLS = {"A/A": ("aa", 0.0), "5% slower": ("slow5", 1 / 0.95 - 1), "10% slower": ("slow10", 1 / 0.90 - 1)}
 """name -> (folder, the planted slowdown fraction of B)."""
-THREADS = ("threads", ["--strategy", "mirrored", "--replicas", "2"], ["--b-env", "TF_NUM_INTRAOP_THREADS=1"])
+THREADS = (
+    "threads",
+    ["--strategy", "mirrored", "--replicas", "2"],
+    ["--candidate-env", "TF_NUM_INTRAOP_THREADS=1"],
+)
 """folder, the cell's flags over CELL's, B's setting: one intra-op thread (a duet cannot see it)."""
 
 
 def _ab(out: Path, pairs: int, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", "ab", "--out", str(out), *CELL, "--min-pairs", str(pairs)]
+        [sys.executable, "-m", "harness", "ab", "--results", str(out), *CELL, "--min-pairs", str(pairs)]
         + ["--max-pairs", str(pairs), *args],
         cwd=ROOT,
         capture_output=True,
@@ -68,7 +72,7 @@ def _ab(out: Path, pairs: int, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _measure(out: Path) -> None:
     for folder, slow in POOLS.values():
-        env = ["--b-env", f"HARNESS_SLOW_WINDOWS={slow:.4f}"] if slow else []
+        env = ["--candidate-env", f"HARNESS_SLOW_WINDOWS={slow:.4f}"] if slow else []
         proc = _ab(out / folder, SLOW_PAIRS if slow else PAIRS, *env)
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
     folder, cell, env = THREADS

@@ -43,7 +43,7 @@ TARGET = 14 / 16
 def _measure(out: Path) -> None:
     for _ in range(RUNS):
         proc = subprocess.run(
-            [sys.executable, "-m", "harness", "run", "--out", str(out), *CELLS],
+            [sys.executable, "-m", "harness", "run", "--results", str(out), *CELLS],
             cwd=ROOT,
             capture_output=True,
             text=True,

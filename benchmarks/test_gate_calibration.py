@@ -95,7 +95,7 @@ def aa_rates(
 def _measure(results: Path) -> None:
     for _ in range(RUNS):
         subprocess.run(
-            [sys.executable, "-m", "harness", "run", "--out", str(results), *CELLS],
+            [sys.executable, "-m", "harness", "run", "--results", str(results), *CELLS],
             cwd=ROOT,
             check=True,
             capture_output=True,

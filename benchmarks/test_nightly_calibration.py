@@ -3,7 +3,7 @@ A/A nights (:mod:`harness.analysis.nightly_calibration`).
 
 Measures, unless ``HARNESS_NIGHTLY_RESULTS=DIR[:DIR...]`` names results folders measured before, one A/A
 night of the default ``nightly`` sweep and budget: candidate and reference both this interpreter,
-``python -m harness nightly --candidate PY --reference PY --out DIR`` (15 min on 2 cores). The pool
+``python -m harness nightly --candidate PY --baseline PY --results DIR`` (15 min on 2 cores). The pool
 of each cell is every usable pair of the folder's nights (the candidate/reference ratio of a pair of
 live processes in turns) of its A/A nights (candidate and reference the same), and a replayed night
 draws as many pairs as the folder's median A/A night had for that cell. ``HARNESS_NIGHTLY_NIGHT_SD``
@@ -73,7 +73,7 @@ def test_nightly_calibration(tmp_path: Path) -> None:
     if not given:
         out = tmp_path
         py = sys.executable
-        cmd = [py, "-m", "harness", "nightly", "--candidate", py, "--reference", py, "--out", str(out)]
+        cmd = [py, "-m", "harness", "nightly", "--candidate", py, "--baseline", py, "--results", str(out)]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
         assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]
     pool, pairs = pools(folders, CENTRED)

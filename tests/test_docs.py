@@ -84,15 +84,13 @@ def _joined(lines: list[str], i: int, start: int) -> tuple[str, int]:
 
 def _command_lines() -> list[tuple[str, list[str]]]:
     """(where, arguments) of every command line of the CLI in README.md and docs/ (pages and the
-    CI examples in docs/ci/*.yml). Not command lines: a usage synopsis (``[-h]``), a placeholder
-    (``COMMAND --help``), the program named alone, elided ones (``...``)."""
+    CI examples in docs/ci/*.yml; not docs/evidence, records of what was typed at the commit each
+    names). Not command lines: a usage synopsis (``[-h]``), a placeholder (``COMMAND --help``), the
+    program named alone, elided ones (``...``)."""
     import shlex
 
-    files = [
-        REPO / "README.md",
-        *sorted((REPO / "docs").rglob("*.md")),
-        *sorted((REPO / "docs").rglob("*.yml")),
-    ]
+    docs = [*sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "docs").rglob("*.yml"))]
+    files = [REPO / "README.md", *(p for p in docs if "evidence" not in p.relative_to(REPO).parts)]
     found = []
     for path in files:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -123,8 +121,8 @@ def test_every_command_line_in_the_docs_parses_with_the_real_parser():
     assert len(commands) > 50, "the docs quote the CLI"
     bad = []
     for where, args in commands:
-        if args in ([name] for name in COMMANDS):  # a command named in prose
-            continue
+        if args in ([name] for name in COMMANDS) or args == ["--version"]:  # named in prose; --version
+            continue  # would run git to print the commit (a test of its own covers it)
         err = io.StringIO()
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -133,3 +131,40 @@ def test_every_command_line_in_the_docs_parses_with_the_real_parser():
             if e.code:
                 bad.append(f"{where}: {' '.join(args)}\n    {err.getvalue().strip().splitlines()[-1]}")
     assert not bad, "command lines the parser refuses:\n" + "\n".join(bad)
+
+
+RECORDED_RUN = REPO / "docs" / "evidence" / "2026-11-26-bench-final"
+"""The one recorded run whose figures README.md and docs/explanation/calibration.md's last column
+quote (its ratios and costs tables are beside its log)."""
+
+RATIO_WITH_CI = re.compile(r"(\d+\.\d{2,3})x?\s+\[(\d+\.\d{2,3}), (\d+\.\d{2,3})\]")
+
+
+def test_the_readme_s_figures_come_from_its_recorded_run():
+    import pandas as pd
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "docs/evidence/2026-11-26-bench-final" in readme  # named beside the figures
+    ratios = pd.read_parquet(RECORDED_RUN / "ratios.parquet")
+    costs = pd.read_parquet(RECORDED_RUN / "costs.parquet").iloc[0]
+    recorded = {
+        tuple(round(x, d) for x in (r.ratio, r.ratio_ci_low, r.ratio_ci_high))
+        for r in ratios.itertuples()
+        for d in (2, 3)
+    }
+    quoted = [tuple(float(x) for x in m) for m in RATIO_WITH_CI.findall(readme)]
+    assert len(quoted) >= 5
+    stray = [q for q in quoted if q not in recorded]
+    assert not stray, f"README.md quotes ratios its recorded run does not hold: {stray}"
+    counts = ratios.verdict.value_counts()
+    assert f"Of its {len(ratios)} comparisons" in readme
+    assert f"({counts['higher']} higher, {counts['lower']} lower), {counts['undecided']} undecided" in readme
+    assert f"the run {costs.wall_s:.0f} s of its {costs.budget_s:.0f} s budget" in readme
+
+
+def test_the_development_page_names_the_packages_there_are():
+    text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    block = text[text.index("    harness/\n") : text.index("    benchmarks/")]
+    named = set(re.findall(r"^ {6}(\w+)/", block, re.M))
+    packages = {p.parent.name for p in (REPO / "harness").glob("*/__init__.py")}
+    assert named == packages, f"docs/development.md names {sorted(named)}; harness/ has {sorted(packages)}"

@@ -35,8 +35,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-EXIT_CODES = {"no regression": 0, "regression": 1, "undecided": 3}
-"""ab's exit codes (2, an error, comes from HarnessError)."""
+FAILED = "a cell failed"
+"""The verdict of a run in which a cell has no decision (its pairs failed)."""
+
+EXIT_CODES = {"no regression": 0, "regression": 1, FAILED: 1, "undecided": 3}
+"""ab's exit codes by verdict (2, bad input, comes from HarnessError)."""
 
 
 @dataclass(frozen=True)

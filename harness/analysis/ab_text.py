@@ -65,7 +65,7 @@ def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
         "regression": "**Performance regression (B slower than A)**",
         "no regression": "No performance regression",
         "undecided": "Undecided within the budget",
-        "error": "**A cell failed**",
+        "a cell failed": "**A cell failed**",
     }[verdict]
     lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]

@@ -74,7 +74,7 @@ class GatePolicy:
                 "--min-effect": (self.min_effect, 0 <= self.min_effect < 1, "a fraction in [0, 1)"),
                 "--z": (self.z_threshold, self.z_threshold > 0, "a number > 0"),
                 "--min-history": (self.min_history, self.min_history >= 1, "an integer >= 1"),
-                "--alpha": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
+                "--false-alarm": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
                 "resamples": (self.resamples, self.resamples >= 100, "an integer >= 100"),
                 "power": (self.power, 0 < self.power < 1, "a fraction in (0, 1)"),
             }

@@ -52,7 +52,7 @@ REVERTED = "reverted"
 """Rule (a): back at the level before the previous night's alarm (that alarm was a glitch)."""
 FAILED = "failed"
 
-EXIT_CODES = {"no regression": 0, "regression": 1, "error": 2, "undecided": 3}
+EXIT_CODES = {"no regression": 0, "regression": 1, "a cell failed": 1, "undecided": 3}
 """``nightly``'s exit codes, by the night's overall verdict (:func:`overall`)."""
 
 
@@ -318,12 +318,12 @@ def rules_out_regression(change: Change, min_effect: float) -> bool:
 
 
 def overall(verdicts: Sequence[Verdict], rules: Rules, failed: int = 0) -> str:
-    """The night's verdict over cells, a regression gate's: error (a cell failed), else regression
+    """The night's verdict over cells, a regression gate's: a cell failed, else regression
     (a new regression alarm), else undecided (a cell whose CI reaches below 1 - F: a regression of
     F can be neither claimed nor ruled out), else no regression (a CI that straddles only 1 + F
     is not a gate's concern)."""
     if failed:
-        return "error"
+        return "a cell failed"
     if any(REGRESSION in v.alarms for v in verdicts):
         return "regression"
     if not verdicts or not all(rules_out_regression(v.change, rules.min_effect) for v in verdicts):

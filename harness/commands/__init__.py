@@ -9,6 +9,7 @@ raised anywhere below a command is printed here, once, and becomes the exit code
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -23,11 +24,13 @@ from harness.commands import (
     ingest,
     listing,
     nightly,
+    output,
     predict,
     report,
     run,
     verify,
 )
+from harness.contract.outputs import OUTPUTS, dumps
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
 COMMANDS: dict[str, ModuleType] = {
@@ -99,8 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
-        module.add_parser(sub)
+        module.add_parser(sub).epilog = exits_text(module.EXITS)
     return parser
+
+
+def exits_text(exits: dict[int, str]) -> str:
+    """``Exit codes: 0 ...; 1 ...``: a command's :data:`EXITS` as its help's last line."""
+    return "Exit codes: " + "; ".join(f"{code} {text}" for code, text in sorted(exits.items())) + "."
 
 
 def console() -> None:
@@ -120,9 +128,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # a path that is not UTF-8 prints escaped, as on stderr
         sys.stdout.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    if not (getattr(args, "json", False) and args.command in OUTPUTS):
+        return _run(args)
+    errors: list[str] = []
+    with contextlib.redirect_stdout(sys.stderr):  # --json: stdout holds the object alone
+        code = _run(args, errors)
+    obj = {"command": args.command, "exit_code": code, **output.take()}
+    print(dumps({**obj, "error": errors[0]} if errors else obj))
+    return code
+
+
+def _run(args: argparse.Namespace, errors: list[str] | None = None) -> int:
+    """The command's exit code; a HarnessError printed (and appended to ``errors``) as its code."""
     try:
-        return COMMANDS[args.command].run(args)
+        return int(COMMANDS[args.command].run(args))
     except HarnessError as e:
         label = "not enough history" if e.exit_code == EXIT_SHORT_HISTORY else "error"
         print(f"{label}: {e}", file=sys.stderr)
+        if errors is not None:
+            errors.append(str(e))
         return e.exit_code

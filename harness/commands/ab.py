@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.commands import output
+from harness.commands.output import add_json
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
     Selection,
@@ -23,6 +25,8 @@ from harness.commands.selection import (
     refuse_tenant_framework,
     select,
 )
+from harness.commands.vocabulary import refuse_renamed
+from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.spec.axes import AXES
 
@@ -32,6 +36,15 @@ if TYPE_CHECKING:  # imported when the command runs: the parser is built without
 
 NAME = "ab"
 
+EXITS: dict[int, str] = {
+    0: "no regression",
+    1: "a regression, or a cell that failed",
+    2: "bad input",
+    3: "undecided within the pairs allowed",
+    130: "interrupted",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -40,21 +53,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "processes: exit 0 no regression, 1 regression, 3 undecided",
     )
     p.add_argument(
-        "--a",
+        "--baseline",
         default=None,
         metavar="PYTHON",
-        help="interpreter of side A (with TensorFlow installed). Default: this one",
+        help="side A, compared against: an interpreter with TensorFlow installed. Default: this one",
     )
-    p.add_argument("--b", default=None, metavar="PYTHON", help="interpreter of side B. Default: this one")
     p.add_argument(
-        "--a-env",
+        "--candidate",
+        default=None,
+        metavar="PYTHON",
+        help="side B, under test: an interpreter with TensorFlow installed. Default: this one",
+    )
+    p.add_argument(
+        "--baseline-env",
         action="append",
         default=[],
         metavar="K=V",
         help="an environment variable for A's workers (repeatable)",
     )
     p.add_argument(
-        "--b-env",
+        "--candidate-env",
         action="append",
         default=[],
         metavar="K=V",
@@ -81,15 +99,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
     )
-    add_selection_args(p)
+    add_selection_args(p, "none: give --sweep NAME or the axes of the cells to compare")
     p.add_argument(
-        "--out", default="results", help="results folder; ab's rows go under OUT/ab. Default: results"
+        "--results", default="results", help="results folder; ab's rows go under RESULTS/ab. Default: results"
     )
+    refuse_renamed(p, NAME)
     p.add_argument(
         "--wait-lock",
         action="store_true",
         help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
     )
+    add_json(p)
     add_dry_run(p, "the cells it would compare and the pairs per cell")
     return p
 
@@ -118,8 +138,8 @@ def parse_env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
 def _sides(args: argparse.Namespace) -> tuple[Any, Any]:
     from harness.launch.ab import Side
 
-    a = Side("A", _python("--a", args.a), parse_env("--a-env", args.a_env))
-    b = Side("B", _python("--b", args.b), parse_env("--b-env", args.b_env))
+    a = Side("A", _python("--baseline", args.baseline), parse_env("--baseline-env", args.baseline_env))
+    b = Side("B", _python("--candidate", args.candidate), parse_env("--candidate-env", args.candidate_env))
     return a, b
 
 
@@ -186,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
         return EXIT_OK
-    from harness.analysis.ab import EXIT_CODES, overall
+    from harness.analysis.ab import EXIT_CODES, FAILED, overall
     from harness.analysis.ab_text import markdown, progress_line, table
     from harness.analysis.tables import render_table
     from harness.commands.run import interrupt_on_sigterm
@@ -195,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.launch.lock import MachineLock
 
     interrupt_on_sigterm()
-    lock = MachineLock(Path(args.out))
+    lock = MachineLock(Path(args.results))
     lock.acquire(args.wait_lock)
     print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
@@ -204,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
             sel.cells,
             sel.protocol,
             sel.platform,
-            Path(args.out),
+            Path(args.results),
             a,
             b,
             rule,
@@ -216,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     verdict = (
         overall([o.decision for o in result.outcomes if not o.failure])
         if not any(o.failure for o in result.outcomes)
-        else "error"
+        else FAILED
     )
     stopped = (
         " (interrupted: the pairs so far are in the table and the history)" if result.interrupted else ""
@@ -228,6 +248,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.markdown}")
     for path in result.paths:
         print(f"wrote {path}")
+    output.give(
+        AbOutput(
+            ab_id=result.ab_id,
+            verdict=verdict,
+            written=[str(p) for p in result.paths],
+            cells=[
+                PairedCell(
+                    cell_id=o.cell.id,
+                    ratio=o.decision.ratio,
+                    ci_low=o.decision.low,
+                    ci_high=o.decision.high,
+                    pairs=o.decision.pairs,
+                    verdict=o.decision.verdict,
+                    failure=o.failure,
+                )
+                for o in result.outcomes
+            ],
+        )
+    )
     if result.interrupted:
         return EXIT_INTERRUPTED
-    return 2 if verdict == "error" else EXIT_CODES[verdict]
+    return EXIT_CODES[verdict]

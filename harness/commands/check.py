@@ -7,9 +7,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.commands import output
+from harness.commands.output import add_json
+from harness.contract.outputs import CheckOutput
 from harness.errors import EXIT_FAILURE, EXIT_OK
 
 NAME = "check"
+
+EXITS: dict[int, str] = {0: "every file read", 1: "a damaged file (named)", 2: "bad input"}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -20,6 +26,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "interrupted writes); 1: a file cannot be read (readers leave its rows out).",
     )
     p.add_argument("--results", default="results", help="results folder. Default: results")
+    add_json(p)
     return p
 
 
@@ -34,5 +41,13 @@ def run(args: argparse.Namespace) -> int:
     notes = len(found.findings) - damaged
     print(
         f"check {root}: {found.files} files read, {damaged} damaged" + (f", {notes} note(s)" if notes else "")
+    )
+    output.give(
+        CheckOutput(
+            results=str(root),
+            files=found.files,
+            damaged=[f.text for f in found.findings if f.damaged],
+            notes=[f.text for f in found.findings if not f.damaged],
+        )
     )
     return EXIT_FAILURE if damaged else EXIT_OK

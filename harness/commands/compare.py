@@ -7,10 +7,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.gate import GatePolicy
+from harness.commands import output
+from harness.commands.output import add_json
 from harness.commands.paths import check_writable, check_writable_file
+from harness.commands.vocabulary import refuse_renamed
+from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
 
 NAME = "compare"
+
+EXITS: dict[int, str] = {
+    0: "no regression",
+    1: "a regression, or a cell that now fails",
+    2: "bad input (unreadable results, a bad reference)",
+    3: "not enough history to judge any cell",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -18,9 +30,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         NAME,
         help="the regression gate: compare a candidate run with baseline runs of the "
         "same cells on the same machine fingerprint",
-        description="Exit 0: no regression; 1: a regression (or a cell that now fails); 2: error "
-        "(unreadable results, bad reference); 3: not enough history to judge any cell. REF: "
-        "a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
+        description="REF: a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
         "YYYY-MM-DD..YYYY-MM-DD.",
     )
     p.add_argument("--results", default="results", help="results folder. Default: results")
@@ -59,10 +69,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"baseline runs a series needs to be judged. Default: {gp.min_history}",
     )
     p.add_argument(
-        "--alpha",
+        "--false-alarm",
         type=float,
         default=gp.alpha,
-        help=f"family-wise false-call rate of the CI test over all series. Default: {gp.alpha}",
+        help="the probability of calling a change that is not there, over all series of the gate "
+        f"(family-wise, the CI test). Default: {gp.alpha}",
     )
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
@@ -73,6 +84,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="also draw each changed series' history with its change points",
     )
+    add_json(p)
+    refuse_renamed(p, NAME)
     return p
 
 
@@ -81,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.analysis.cost import cost_text
     from harness.results import history
 
-    policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.alpha)
+    policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.false_alarm)
     cells, _ = history.load(args.results)
     chosen = history.select_comparison(cells, args.baseline, args.candidate)
     if args.markdown:
@@ -103,4 +116,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
     if result.exit_code == EXIT_SHORT_HISTORY:
         print(result.shortfall)
+    series = [
+        SeriesOutput(
+            cell_id=v.cell_id,
+            fingerprint=v.fingerprint,
+            ratio=v.ratio,
+            ci_low=v.ci_low,
+            ci_high=v.ci_high,
+            z=v.z,
+            history=v.history,
+            change=v.change,
+        )
+        for v in result.verdicts
+    ]
+    output.give(
+        CompareOutput(candidate_runs=result.candidate_runs, baseline_runs=result.baseline_runs, series=series)
+    )
     return result.exit_code

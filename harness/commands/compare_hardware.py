@@ -10,6 +10,9 @@ from harness.commands.paths import check_writable, check_writable_file
 
 NAME = "compare-hardware"
 
+EXITS: dict[int, str] = {0: "the comparison printed", 2: "bad input or unreadable results"}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(

@@ -14,6 +14,13 @@ from harness.spec.protocol import MAX_CPU_DEVICES
 
 NAME = "doctor"
 
+EXITS: dict[int, str] = {
+    0: "the report printed (its warnings name what does not work)",
+    1: "TensorFlow could not report its devices",
+    2: "bad input",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -33,7 +40,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--replicas",
         default=None,
         metavar="N[,N...]",
-        help="replica counts to probe. Default: 2,3 on CPU; 1,2,3 and all GPUs",
+        help="replica counts to probe. Default: 2,3 on CPU; 1,2,3 and all GPUs, and 2 logical "
+        "GPUs on each where nvidia-smi gives their memory",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument(
@@ -62,7 +70,11 @@ def run(args: argparse.Namespace) -> int:
 
     counts = plan(args)
     if args.dry_run:
-        which = ",".join(map(str, counts)) if counts else "2,3 on CPU; 1, 2, 3 and all GPUs"
+        which = (
+            ",".join(map(str, counts))
+            if counts
+            else "2,3 on CPU; 1, 2, 3 and all GPUs, and 2 logical GPUs on each"
+        )
         print(
             f"doctor --device {args.device}: one process asks TensorFlow for the devices, then one "
             f"probe process per replica count ({which}), then {MWMS_WORKERS} local workers per "

@@ -11,6 +11,9 @@ from harness.errors import EXIT_FAILURE, EXIT_OK
 
 NAME = "ingest"
 
+EXITS: dict[int, str] = {0: "rows ingested", 1: "the file held no benchmark rows", 2: "bad input"}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(

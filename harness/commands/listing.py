@@ -5,16 +5,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from harness.commands import output
+from harness.commands.output import add_json
 from harness.commands.selection import add_selection_args, platform_text, select
+from harness.contract.outputs import ListedCell, ListOutput
 from harness.results.collectives import topology_label
 from harness.spec.rules import unsupported_reason
 
 NAME = "list"
 
+EXITS: dict[int, str] = {0: "the cells listed", 2: "bad input"}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="print a sweep's cells, ids and which are unsupported (no TF)")
     add_selection_args(p)
+    add_json(p)
     return p
 
 
@@ -31,4 +38,6 @@ def run(args: argparse.Namespace) -> int:
         f"{n_unsup} unsupported on this machine ({platform_text(sel.platform)})."
     )
     print(f"protocol: {sel.protocol}")
+    listed = [ListedCell(cell_id=name(c), unsupported=why) for c, why in planned]
+    output.give(ListOutput(sweep=sel.sweep.name, platform=platform_text(sel.platform), cells=listed))
     return 0

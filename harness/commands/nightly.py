@@ -2,8 +2,8 @@
 turns, one point per cell appended to its series, both decisions of
 :mod:`harness.analysis.nightly`, a markdown summary and the dashboard.
 
-Exit codes: 0 no regression, 1 regression (a new alarm: rule (a) or a change point), 2 error (bad
-input, an environment that cannot be installed, a cell that failed), 3 undecided (a cell's CI
+Exit codes: 0 no regression, 1 regression (a new alarm: rule (a) or a change point) or a cell that
+failed, 2 bad input or an environment that cannot be installed (nothing judged), 3 undecided (a cell's CI
 reaches below 1 - F without lying wholly below it: a regression can be neither claimed nor ruled
 out).
 """
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.commands import output
+from harness.commands.output import add_json
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
     Selection,
@@ -27,6 +29,9 @@ from harness.commands.selection import (
     refuse_tenant_framework,
     select,
 )
+from harness.commands.vocabulary import refuse_renamed
+from harness.contract.columns import flatten
+from harness.contract.outputs import NightlyOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.spec.rules import unsupported_reason
 
@@ -34,6 +39,15 @@ if TYPE_CHECKING:
     from harness.analysis.nightly import Rules
 
 NAME = "nightly"
+
+EXITS: dict[int, str] = {
+    0: "no regression",
+    1: "a regression, or a cell that failed tonight",
+    2: "bad input, or an environment that cannot be installed: nothing judged",
+    3: "undecided",
+    130: "interrupted",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 DEFAULT_ENVS = ".nightly-envs"
 
 
@@ -41,7 +55,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
         help="track a candidate build against a pinned reference, night after night: exit 0 no "
-        "regression, 1 regression, 2 error, 3 undecided",
+        "regression, 1 regression or a failed cell, 2 error, 3 undecided",
     )
     p.add_argument(
         "--candidate",
@@ -52,13 +66,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "an interpreter with TensorFlow",
     )
     p.add_argument(
-        "--reference",
+        "--baseline",
         required=True,
         metavar="SPEC|PYTHON",
-        help="the pinned build: a spec, resolved once and pinned by its pip freeze (OUT/nightly/"
-        "reference-<pin>.txt; later nights install that lock), or an interpreter",
+        help="the pinned build compared against: a spec, resolved once and pinned by its pip freeze "
+        "(RESULTS/nightly/reference-<pin>.txt; later nights install that lock), or an interpreter",
     )
-    for role in ("candidate", "reference"):
+    for role in ("candidate", "baseline"):
         p.add_argument(
             f"--{role}-env",
             action="append",
@@ -79,10 +93,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="rule (a): tonight's change is an alarm when its 95%% CI lies beyond 1 +- F. Default: 0.02",
     )
     p.add_argument(
-        "--alpha",
+        "--false-alarm",
         type=float,
         default=0.002,
-        help="rule (b): change points' false-alarm rate per cell and night. Default: 0.002",
+        help="rule (b): the probability of calling a change point that is not there, per cell and "
+        "night. Default: 0.002",
     )
     p.add_argument(
         "--min-pairs",
@@ -92,7 +107,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "whose CI is widest. Default: 10",
     )
     p.add_argument("--max-pairs", type=int, default=200, help="most pairs per cell. Default: 200")
-    add_selection_args(p)
+    add_selection_args(p, "nightly; axes given alone narrow it")
     p.add_argument(
         "--envs",
         default=DEFAULT_ENVS,
@@ -103,11 +118,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--markdown", default=None, metavar="FILE", help="also write the summary as markdown for a CI comment"
     )
     p.add_argument(
-        "--out",
+        "--results",
         default="results",
-        help="results folder; nightly's rows and points go under OUT/nightly, the dashboard to "
-        "OUT/nightly/index.html. Default: results",
+        help="results folder; nightly's rows and points go under RESULTS/nightly, the dashboard to "
+        "RESULTS/nightly/index.html. Default: results",
     )
+    add_json(p)
+    refuse_renamed(p, NAME)
     p.add_argument(
         "--wait-lock",
         action="store_true",
@@ -121,9 +138,9 @@ def _rules(args: argparse.Namespace) -> Rules:
     from harness.analysis.nightly import Rules
 
     try:
-        return Rules(min_effect=args.min_effect, alpha=args.alpha)
+        return Rules(min_effect=args.min_effect, alpha=args.false_alarm)
     except ValueError as e:
-        raise HarnessError(f"Received --min-effect/--alpha: {e}.") from None
+        raise HarnessError(f"Received --min-effect/--false-alarm: {e}.") from None
 
 
 def _label(args: argparse.Namespace) -> str:
@@ -139,9 +156,9 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     from harness.launch.envs import check_side
 
     check_side("--candidate", args.candidate)
-    check_side("--reference", args.reference)
+    check_side("--baseline", args.baseline)
     parse_env("--candidate-env", args.candidate_env)
-    parse_env("--reference-env", args.reference_env)
+    parse_env("--baseline-env", args.baseline_env)
     if not 2 <= args.min_pairs <= args.max_pairs:
         raise HarnessError(
             f"Received --min-pairs={args.min_pairs}, --max-pairs={args.max_pairs}; expected "
@@ -183,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         sides = "\n".join(
             (
                 _side_plan("candidate", args.candidate, args.envs),
-                _side_plan("reference", args.reference, args.envs),
+                _side_plan("reference", args.baseline, args.envs),
             )
         )
         print(dry_run_text(sel, f"{head}\n{sides}"))
@@ -210,15 +227,15 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     from harness.launch.platform import cpu_model
     from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
 
-    out = Path(args.out)
+    out = Path(args.results)
     interrupt_on_sigterm()
-    print(f"preparing the reference {args.reference!r} and the candidate {args.candidate!r}", flush=True)
-    reference = envs.reference(args.reference, Path(args.envs), out / NIGHTLY_FOLDER)
+    print(f"preparing the baseline {args.baseline!r} and the candidate {args.candidate!r}", flush=True)
+    reference = envs.reference(args.baseline, Path(args.envs), out / NIGHTLY_FOLDER)
     candidate = envs.candidate(args.candidate, Path(args.envs))
     print(
         f"reference: {reference.versions} (pin {reference.pin}); candidate: {candidate.versions}", flush=True
     )
-    ref_env = parse_env("--reference-env", args.reference_env)
+    ref_env = parse_env("--baseline-env", args.baseline_env)
     cand_env = parse_env("--candidate-env", args.candidate_env)
     reference = dataclasses.replace(reference, given=_given(reference.given, ref_env))
     candidate = dataclasses.replace(candidate, given=_given(candidate.given, cand_env))
@@ -250,7 +267,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     rows, verdicts = points(result, Sides(candidate, reference, label), out, rules, sel.protocol.budget_min)
     written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
     dashboard = out / NIGHTLY_FOLDER / "index.html"
-    dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.reference}"))
+    dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.baseline}"))
     failed = sum(v is None for v in verdicts)
     verdict = nightly.overall([v for v in verdicts if v is not None], rules, failed)
     print()
@@ -264,4 +281,13 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
         if wrote is not None:
             print(f"wrote {wrote}")
     sys.stdout.flush()
+    output.give(
+        NightlyOutput(
+            night_id=result.night_id,
+            label=label,
+            verdict=verdict,
+            written=[str(w) for w in [*result.paths, written, dashboard] if w is not None],
+            points=[flatten(r) for r in rows],
+        )
+    )
     return nightly.EXIT_CODES[verdict]

@@ -30,7 +30,7 @@ def _cannot_write(folder: Path, keep: bool) -> str | None:
     return None
 
 
-def check_writable(out: Path, flag: str = "--out", keep: bool = True) -> None:
+def check_writable(out: Path, flag: str = "--results", keep: bool = True) -> None:
     """``out`` is (or can be made) a folder this user can write to; HarnessError otherwise.
     Missing folders are made; with ``keep=False`` (a dry run) the ones made here are removed again."""
     why = _cannot_write(out, keep)

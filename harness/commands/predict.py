@@ -20,6 +20,9 @@ from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
 NAME = "predict"
 
+EXITS: dict[int, str] = {0: "the predictions printed", 2: "bad input or too few measured cells"}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 DEVICE_AXES = ("replicas", "workers")
 """The axes a strategy's descriptor may grow (:attr:`Strategy.device_axis`): each has its flag."""
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harness.commands import COMMANDS, build_parser
+from harness.commands.vocabulary import CONCEPTS, concept_table
 from harness.spec.axes import REPLICAS_TO_MAX
 from harness.spec.protocol import Platform
 from harness.spec.sweep import Sweep, expand
@@ -164,9 +165,27 @@ def _options(parser: argparse.ArgumentParser) -> str:
 
 
 def _command(name: str, parser: argparse.ArgumentParser, summary: str) -> str:
-    """One command's section: heading, summary, description, usage and options."""
+    """One command's section: heading, summary, description, usage, options and exit codes."""
     about = [_text(t) for t in (summary, parser.description or "") if t]
-    return "\n\n".join([f"## `{name}`", *about, _usage(parser), _options(parser)])
+    exits = [_text(parser.epilog)] if parser.epilog else []
+    return "\n\n".join([f"## `{name}`", *about, _usage(parser), _options(parser), *exits])
+
+
+def _vocabulary() -> str:
+    """The shared concepts x commands: each flag now, and the spelling it replaced."""
+    commands = list(dict.fromkeys(c for concept in CONCEPTS for c in concept.flags))
+    head = "| concept | " + " | ".join(f"`{c}`" for c in commands) + " |"
+    rule = "|---" * (len(commands) + 1) + "|"
+    rows = [
+        "| " + " | ".join([cells[0], *(_code(c) if c != "-" else c for c in cells[1:])]) + " |"
+        for cells in concept_table(commands)
+    ]
+    intro = (
+        "One flag for one thing in every command. The spellings before 2026-11-26 (in parentheses) "
+        "are refused with a message naming the flag to use, so an old script stops at once instead "
+        "of running with a default it did not ask for."
+    )
+    return "\n\n".join(["## One vocabulary", intro, "\n".join([head, rule, *rows])])
 
 
 def _header(parser: argparse.ArgumentParser, summaries: dict[str, str]) -> str:
@@ -212,7 +231,7 @@ def cli_markdown() -> str:
     summaries = _command_help(parser)
     parsers = _subparsers(parser).choices
     sections = [_command(name, parsers[name], summaries.get(name, "")) for name in COMMANDS]
-    return "\n\n".join([_header(parser, summaries), *sections, _sweeps(parser)]) + "\n"
+    return "\n\n".join([_header(parser, summaries), _vocabulary(), *sections, _sweeps(parser)]) + "\n"
 
 
 def _check(path: Path, text: str) -> int:

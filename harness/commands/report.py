@@ -7,8 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.paths import check_writable
+from harness.commands.vocabulary import refuse_renamed
 
 NAME = "report"
+
+EXITS: dict[int, str] = {0: "the report written", 2: "bad input or unreadable results"}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -20,7 +24,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="REF",
         help="the run(s) to report (see compare for REF). Default: latest",
     )
-    p.add_argument("--out", default=None, help="output folder. Default: RESULTS/report")
+    p.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="where the report is written. Default: RESULTS/report",
+    )
+    refuse_renamed(p, NAME)
     return p
 
 
@@ -32,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
     cells, _ = history.load(args.results, ab=True)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]
-    out = Path(args.out) if args.out else Path(args.results) / "report"
-    check_writable(out, "--out")
+    out = Path(args.report_dir) if args.report_dir else Path(args.results) / "report"
+    check_writable(out, "--report-dir")
     collectives = read_collectives(args.results)
     ratios = read_ratios(args.results)
     ratios = ratios[ratios["run_id"].isin(run_ids)]

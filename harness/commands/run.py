@@ -12,10 +12,13 @@ import errno
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.commands import output
+from harness.commands.output import add_json
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -24,6 +27,9 @@ from harness.commands.selection import (
     platform_text,
     select,
 )
+from harness.commands.vocabulary import refuse_renamed
+from harness.contract.columns import flatten
+from harness.contract.outputs import RunOutput
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch.lease import server_names
 from harness.spec.strategies import Role
@@ -39,17 +45,28 @@ if TYPE_CHECKING:
 
 NAME = "run"
 
+EXITS: dict[int, str] = {
+    0: "every cell measured, or unsupported here (a row says why), or not measured within the budget",
+    1: "a cell failed or ran wrongly (named on stderr), or the run stopped itself (another program disturbed it)",
+    2: "bad input: nothing was measured",
+    130: "interrupted (Ctrl-C, SIGTERM): every row measured before is kept",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
     add_selection_args(p)
-    p.add_argument("--out", default="results", help="results folder. Default: results")
+    out = p.add_argument_group("output")
+    out.add_argument("--results", default="results", help="results folder written. Default: results")
+    add_json(out)
+    refuse_renamed(p, NAME)
     p.add_argument(
         "--resume",
         default=None,
         metavar="RUN_ID",
         help="go on with a local run that was stopped before it wrote its rows (killed, a full "
-        "disk, Ctrl-C), from its journal under --out: every instance already measured is kept, the "
+        "disk, Ctrl-C), from its journal under --results: every instance already measured is kept, the "
         "rest of its budget measured, each row written once. RUN_ID: its id, or latest. The "
         "cells, protocol and budget are the journal's (no other selection flag is taken)",
     )
@@ -63,7 +80,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-KEPT_WITH_RESUME = {"command", "resume", "out", "wait_lock", "dry_run", "func"}
+KEPT_WITH_RESUME = {"command", "resume", "results", "json", "wait_lock", "dry_run", "func"}
 """The flags ``--resume`` takes besides itself (and ``--dry-run``); every other one comes from the journal."""
 
 
@@ -84,10 +101,10 @@ def run(args: argparse.Namespace) -> int:
         return _resume(args)
     sel = select(args)  # every check made before the first process
     if args.dry_run:
-        print(dry_run_text(sel, _plan_head(sel, Path(args.out))))
+        print(dry_run_text(sel, _plan_head(sel, Path(args.results))))
         return EXIT_OK
     interrupt_on_sigterm()
-    out = Path(args.out)
+    out = Path(args.results)
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:
         return _cluster_task(sel, out)  # a peer or server: its chief holds its machine's lock
@@ -118,9 +135,9 @@ def _resume(args: argparse.Namespace) -> int:
     if given:
         raise HarnessError(
             f"Received {', '.join(given)} with --resume; a resumed run measures the cells, protocol "
-            "and budget of its journal. Expected only --out, --wait-lock and --dry-run."
+            "and budget of its journal. Expected only --results, --json, --wait-lock and --dry-run."
         )
-    out = Path(args.out)
+    out = Path(args.results)
     resumed = resume.load(out, args.resume, lambda: machine(suite_version()))
     if args.dry_run:
         plan = resumed.plan
@@ -344,7 +361,7 @@ def _measure_local(
             f"{resumed.elapsed_s / 60:.1f} of {pr.budget_min:g} min of its budget spent; results -> {out}",
             flush=True,
         )
-    print(f"(if it is stopped: python -m harness run --resume {run_id} --out {out})", flush=True)
+    print(f"(if it is stopped: python -m harness run --resume {run_id} --results {out})", flush=True)
     with log, forks.serving(pr.fork):
         try:
             result = run_in_turns(
@@ -365,7 +382,7 @@ def _measure_local(
             raise HarnessError(
                 f"the disk is full ({e.filename or out}): the run stopped; every instance measured "
                 f"so far is in its journal. Free some space, then: python -m harness run --resume "
-                f"{run_id} --out {out}",
+                f"{run_id} --results {out}",
                 EXIT_FAILURE,
             ) from None
     return _summary(result, pr, True)
@@ -418,7 +435,18 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
         print(result.cost)
     elif result.time is not None and result.time.processes:
         print(result.time.text())
-    return _ending(result, "cells", failed_cells(result.rows))
+    failed = failed_cells(result.rows)
+    output.give(
+        RunOutput(
+            run_id=result.run_id,
+            written=[str(p) for p in result.paths],
+            counts=dict(Counter(str(r.status) for r in result.rows)),
+            failed=failed,
+            cells=[flatten(r) for r in result.rows],
+            ratios=[flatten(r) for r in result.ratios],
+        )
+    )
+    return _ending(result, "cells", failed)
 
 
 def failed_cells(rows: Sequence[Any]) -> list[str]:

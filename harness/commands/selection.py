@@ -26,6 +26,9 @@ from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import Sweep, contenders, expand
 from harness.spec.sweeps import SWEEPS, collectives_sweep, get_sweep
 
+WRITES_RESULTS = ("run", "ab", "nightly")
+"""The commands whose --results folder a selection checks is writable before any work."""
+
 PROTOCOL_FLAGS = {
     "repeats": (int, "timed windows per process"),
     "window_s": (float, "target seconds per timed window"),
@@ -83,15 +86,22 @@ def _axis_help(axis: Any) -> str:
     return f"{axis.help}. Accepted: {accepted} Default: {axis.default} (or the sweep's).{extra}"
 
 
-def add_selection_args(p: argparse.ArgumentParser) -> None:
+def add_selection_args(
+    parser: argparse.ArgumentParser, sweep_default: str = "default; axes given alone select only them"
+) -> None:
+    """The flags that choose cells (selection), time them (protocol) and describe the machine,
+    each set a group of ``--help``; ``sweep_default``: what this command measures without
+    ``--sweep``."""
+    p = parser.add_argument_group("selection", "which cells: a named sweep, narrowed by axes")
     p.add_argument(
         "--sweep",
         default=None,
         help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
-        "Default: default (equivalence for verify), or only the axes given",
+        f"Default: {sweep_default}",
     )
     for axis in AXES:
         p.add_argument(axis.flag, dest=axis.name, default=None, metavar="LIST", help=_axis_help(axis))
+    p = parser.add_argument_group("protocol", "how each cell is timed")
     for name, (kind, text) in PROTOCOL_FLAGS.items():
         p.add_argument(
             "--" + name.replace("_", "-"),
@@ -141,6 +151,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         help="--sweep collectives: the largest all-reduce of the size sweep, bytes per "
         f"participant (4 KiB to 256 MiB, powers of 4). Default: {DEFAULT_MAX_BYTES}",
     )
+    p = parser.add_argument_group("machine", "the devices planned for, and the cluster")
     p.add_argument(
         "--device",
         default="auto",
@@ -229,8 +240,8 @@ def select(args: argparse.Namespace) -> Selection:
     protocol = dataclasses.replace(sweep.protocol, **changes)
     if "mnist" in sweep.values()["data"]:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
-    if getattr(args, "out", None) is not None:  # a dry run leaves no folder behind
-        check_writable(Path(args.out), keep=not getattr(args, "dry_run", False))
+    if args.command in WRITES_RESULTS:  # a dry run leaves no folder behind
+        check_writable(Path(args.results), "--results", keep=not getattr(args, "dry_run", False))
     cells = expand(sweep, platform)
     return Selection(
         sweep, protocol, platform, cells, args.mnist_path, cluster, max_bytes, contenders(sweep, platform)

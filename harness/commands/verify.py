@@ -28,6 +28,14 @@ from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.spec.cell import Cell
 
 NAME = "verify"
+
+EXITS: dict[int, str] = {
+    0: "every compared cell agrees with its group's reference",
+    1: "a cell disagrees, failed or is invalid, or nothing was compared",
+    2: "bad input",
+    130: "interrupted",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 MIN_DEFAULT_UPDATES = 8
 """verify's default updates per cell are the smallest fitting multiple at or above this."""
 
@@ -43,7 +51,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "op determinism on and TensorFloat-32 off, on GPUs and CPUs (an op with no deterministic "
         "kernel fails its cell, saying so). Default cells: --sweep equivalence.",
     )
-    add_selection_args(p)
+    add_selection_args(p, "equivalence; axes given alone select only them")
     p.add_argument(
         "--updates",
         type=int,

@@ -1492,7 +1492,7 @@ class NightlyRow:
         str | None, Col("", "The device the cell ran on (the GPU's name, or the CPU's).")
     ] = None
     candidate: Annotated[str, Col("", "--candidate as given: a requirement spec or an interpreter path.")]
-    reference: Annotated[str, Col("", "--reference as given.")]
+    reference: Annotated[str, Col("", "--baseline as given (the build compared against).")]
     candidate_versions: Annotated[
         str | None, Col("", "What the candidate resolved to: TensorFlow and Keras versions.")
     ] = None
@@ -1502,7 +1502,7 @@ class NightlyRow:
         Col(
             "",
             "12-hex sha256 of the reference environment's `pip freeze` (its lock file, "
-            "nightly/reference-<hash>.txt), or of the interpreter's when --reference is a path.",
+            "nightly/reference-<hash>.txt), or of the interpreter's when --baseline is a path.",
         ),
     ] = None
     status: Annotated[Status, Col("", "ok, or failed (reason says which side, which pair and why).")]

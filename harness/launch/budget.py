@@ -484,7 +484,7 @@ class TurnsRun:
                 f"the machine is busy: another program took CPU in {self.busy_blocks} of the "
                 f"{self.blocks} blocks measured so far ({who}); the ratios would rest on what is "
                 f"left. Stop it, then: python -m harness run --resume {self.run.result.run_id} "
-                f"--out {self.run.files.root} (or run with --busy-ok to measure beside it)"
+                f"--results {self.run.files.root} (or run with --busy-ok to measure beside it)"
             )
 
     def apply(self, index: int, instance: Instance, progress: Progress | None = None) -> None:

@@ -63,7 +63,7 @@ def suite_root() -> Path:
         raise HarnessError(
             f"nightly builds each side's environment from a checkout of this suite; {root} is not "
             "one. Run it from a clone (pip install -e .), or pass interpreters to --candidate and "
-            "--reference."
+            "--baseline."
         )
     return root
 

@@ -89,7 +89,7 @@ def _journals(root: Path) -> tuple[list[Finding], int]:
             findings.append(
                 Finding(
                     path,
-                    f"run {run_id} was {what}: python -m harness run --resume {run_id} --out {root} "
+                    f"run {run_id} was {what}: python -m harness run --resume {run_id} --results {root} "
                     "keeps what it measured and measures the rest",
                     False,
                 )

@@ -139,7 +139,7 @@ def find(root: Path, ref: str) -> Path:
     if not ids:
         raise HarnessError(
             f"no run journal under {root / FOLDER}: only runs started by this version of the suite "
-            "can be resumed; expected --out DIR where the run wrote its results"
+            "can be resumed; expected --results DIR where the run wrote its results"
         )
     if ref == "latest":
         return path_of(root, ids[-1])

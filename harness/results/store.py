@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from harness.contract import outputs
 from harness.contract.columns import flatten, leaves
 from harness.contract.records import (
     CellRow,
@@ -238,7 +239,7 @@ def damage_text(path: Path, error: str) -> str:
     run_id = path.parent.name
     todo = f"move it out of {root}"
     if (root / "journal" / f"{run_id}.jsonl").is_file():
-        todo += f", then rebuild run {run_id}'s rows from its journal: python -m harness run --resume {run_id} --out {root}"
+        todo += f", then rebuild run {run_id}'s rows from its journal: python -m harness run --resume {run_id} --results {root}"
     return f"{path} cannot be read ({error}); its rows are left out. To repair: {todo}"
 
 
@@ -338,6 +339,39 @@ def schema_markdown() -> str:
         out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
         out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
         out.append("")
+    return "\n".join([*out, json_markdown()])
+
+
+def _type_name(kind: object) -> str:
+    """An annotation as the README writes it (``list[str]``, ``float | None``)."""
+    text = getattr(kind, "__forward_arg__", kind)  # annotations are strings under __future__
+    text = text if isinstance(text, str) else getattr(text, "__name__", str(text))
+    return str(text).replace("typing.", "").replace("|", "or")
+
+
+def json_markdown() -> str:
+    """The ``--json`` objects (:mod:`harness.contract.outputs`): each command's keys and types."""
+    out = [
+        "## JSON output (`--json`)\n",
+        " ".join(outputs.__doc__.split()) if outputs.__doc__ else "",
+        "",
+        "| command | holds | keys |",
+        "|---|---|---|",
+    ]
+    for command, (kind, holds) in outputs.OUTPUTS.items():
+        keys = ", ".join(f"`{k}` ({_type_name(t)})" for k, t in kind.__annotations__.items())
+        out.append(f"| `{command}` | {holds} | {keys} |")
+    nested = (outputs.ListedCell, outputs.SeriesOutput, outputs.PairedCell)
+    out += [
+        "",
+        "Rows inside them: "
+        + "; ".join(
+            f"`{k.__name__}`: " + ", ".join(f"`{n}` ({_type_name(t)})" for n, t in k.__annotations__.items())
+            for k in nested
+        )
+        + ". `cells`, `ratios` and `points` hold rows with the columns of the tables above.",
+        "",
+    ]
     return "\n".join(out)
 
 

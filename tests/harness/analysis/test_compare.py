@@ -223,7 +223,7 @@ def test_references_resolve() -> None:
 @pytest.mark.process
 def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:
     results = history_of(tmp_path, 1)
-    proc = harness("report", "--results", str(results), "--out", str(tmp_path / "report"))
+    proc = harness("report", "--results", str(results), "--report-dir", str(tmp_path / "report"))
     assert proc.returncode == 0, proc.stderr
     page = tmp_path / "report" / "report.html"
     pngs = list((tmp_path / "report" / "figures").glob("*.png"))

@@ -147,7 +147,7 @@ def test_overall_and_exit_codes() -> None:
     assert overall([quiet, up], RULES) == "no regression"  # no regression of 2 % is possible
     assert overall([quiet, slow], RULES) == "regression" and EXIT_CODES["regression"] == 1
     assert overall([quiet, wide], RULES) == "undecided" and EXIT_CODES["undecided"] == 3
-    assert overall([slow], RULES, failed=1) == "error" and EXIT_CODES["error"] == 2
+    assert overall([slow], RULES, failed=1) == "a cell failed" and EXIT_CODES["a cell failed"] == 1
     assert overall([], RULES) == "undecided"
 
 

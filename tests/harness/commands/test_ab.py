@@ -43,12 +43,12 @@ def _ab(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
     out = tmp_path / "results"
     proc = harness(
         "ab",
-        "--a",
+        "--baseline",
         sys.executable,
-        "--b",
+        "--candidate",
         sys.executable,
         *CELL,
-        "--out",
+        "--results",
         str(out),
         "--markdown",
         str(tmp_path / "ab.md"),
@@ -61,7 +61,7 @@ def _ab(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
 
 def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> None:
     # the default mode: B at half the speed, each side's windows with the whole machine in turn
-    proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6")
+    proc, out = _ab(tmp_path, "--candidate-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "] lower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
@@ -75,7 +75,9 @@ def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> Non
 
 def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     # B runs at half the speed; up to 6 pairs so that one disturbed pair cannot leave it undecided
-    proc, out = _ab(tmp_path, "--b-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6", "--mode", "duet")
+    proc, out = _ab(
+        tmp_path, "--candidate-env", "HARNESS_SLOW_WINDOWS=1.0", "--max-pairs", "6", "--mode", "duet"
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "] lower" in proc.stdout and ": regression" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
@@ -126,18 +128,18 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--a", "/no/such/python"], "--a='/no/such/python'"),
-        (["--b-env", "NOEQUALS"], "--b-env 'NOEQUALS'; expected KEY=VALUE"),
+        (["--baseline", "/no/such/python"], "--baseline='/no/such/python'"),
+        (["--candidate-env", "NOEQUALS"], "--candidate-env 'NOEQUALS'; expected KEY=VALUE"),
         (["--min-effect", "2"], "min_effect=2.0"),
         (["--mode", "together"], "--mode 'together'; expected one of ['alternate', 'duet', 'turns']"),
         (["--tenant-framework", "torch"], "--tenant-framework torch with ab; expected none"),
     ],
 )
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:
-    proc = harness("ab", *CELL, "--out", str(tmp_path), *args)
+    proc = harness("ab", *CELL, "--results", str(tmp_path), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
 def test_ab_needs_cells() -> None:
-    proc = harness("ab", "--out", "/tmp/unused")
+    proc = harness("ab", "--results", "/tmp/unused")
     assert proc.returncode == 2 and "ab needs the cells to compare" in proc.stderr

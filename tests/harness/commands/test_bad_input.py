@@ -803,7 +803,7 @@ def test_a_dry_run_says_what_it_would_start_and_starts_nothing(box: Sandbox, arg
 
 def test_a_dry_run_leaves_no_results_folder_behind(box: Sandbox) -> None:
     out = box.scratch / "never" / "made"
-    assert call(["run", "--dry-run", "--sweep", "smoke", "--out", str(out)], NvidiaGpus(), None).code == 0
+    assert call(["run", "--dry-run", "--sweep", "smoke", "--results", str(out)], NvidiaGpus(), None).code == 0
     assert not (box.scratch / "never").exists()
 
 
@@ -834,7 +834,7 @@ FOUND = [
     ),
     (["compare", "--figures", "@file"], NvidiaGpus(), 2, "--figures='@file'; expected a folder"),
     (["compare-hardware", "--csv", "@file/x.csv"], NvidiaGpus(), 2, "--csv='@file/x.csv'; expected a file"),
-    (["report", "--out", "@file"], NvidiaGpus(), 2, "--out='@file'; expected a folder"),
+    (["report", "--report-dir", "@file"], NvidiaGpus(), 2, "--report-dir='@file'; expected a folder"),
     (
         ["ab", "--dry-run", "--sweep", "smoke", "--markdown", "@scratch"],
         NvidiaGpus(),
@@ -881,7 +881,7 @@ FOUND = [
     ),
     (["list", "--batch", ","], NvidiaGpus(), 2, "--batch=','"),
     (
-        ["run", "--dry-run", "--sweep", "smoke", "--out", "@scratch/\udcff"],
+        ["run", "--dry-run", "--sweep", "smoke", "--results", "@scratch/\udcff"],
         NvidiaGpus(),
         0,
         "results -> @scratch/\\udcff",

@@ -95,7 +95,7 @@ def test_a_truncated_file_is_named_by_every_reader_and_the_other_rows_are_read(
     code, out, err = _call("check", "--results", str(root))
     assert code == 1 and f"damaged: {bad} cannot be read" in out and "1 damaged" in out
 
-    for argv in (("compare",), ("report", "--out", str(tmp_path / "report"))):
+    for argv in (("compare",), ("report", "--report-dir", str(tmp_path / "report"))):
         monkeypatch.setattr(store, "DAMAGED", {})  # each command names it once, as a process does
         monkeypatch.setattr("harness.analysis.report.write_report", lambda *a, **k: [])
         code, out, err = _call(*argv, "--results", str(root))

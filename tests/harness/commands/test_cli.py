@@ -58,7 +58,7 @@ def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 )
 @pytest.mark.process
 def test_run_rejects_bad_value(flag, bad, accepted, tmp_path):
-    proc = harness("run", flag, bad, "--out", str(tmp_path / "results"))
+    proc = harness("run", flag, bad, "--results", str(tmp_path / "results"))
     assert proc.returncode == 2, proc.stderr
     assert "tensorflow imported" not in proc.stderr
     assert f"{flag}={bad!r}" in proc.stderr or f"{flag}={bad}" in proc.stderr, proc.stderr
@@ -146,7 +146,7 @@ def test_data_mnist_missing_file(tmp_path):
         "mnist",
         "--mnist-path",
         str(missing),
-        "--out",
+        "--results",
         str(tmp_path / "r"),
         env={"KERAS_HOME": str(tmp_path / "keras")},
     )
@@ -188,7 +188,7 @@ def test_run_help_lists_axes_and_choices():
             assert f"at least {axis.minimum}" in text
     for name in SWEEPS:
         assert name in text
-    for flag in ("--repeats", "--window-s", "--mnist-path", "--out", "--device", "--cpu-devices"):
+    for flag in ("--repeats", "--window-s", "--mnist-path", "--results", "--device", "--cpu-devices"):
         assert flag in text
     assert "1..max" in text
     assert all(op in text for op in CROSS_DEVICE_OPS_NAMES)

@@ -54,7 +54,7 @@ def test_a_harness_error_becomes_its_exit_code(
         ("min_effect", 1.0, "--min-effect"),
         ("z_threshold", 0.0, "--z"),
         ("min_history", 0, "--min-history"),
-        ("alpha", 1.5, "--alpha"),
+        ("alpha", 1.5, "--false-alarm"),
     ],
 )
 def test_the_gate_policy_validates_itself(field: str, value: float, flag: str) -> None:

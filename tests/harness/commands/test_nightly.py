@@ -65,7 +65,7 @@ def night(tmp_path: Path, label: str, *extra: str) -> int:
             "nightly",
             "--candidate",
             "tensorflow-cpu==2.21.*",
-            "--reference",
+            "--baseline",
             "tensorflow-cpu==2.20.*",
             "--label",
             label,
@@ -74,7 +74,7 @@ def night(tmp_path: Path, label: str, *extra: str) -> int:
             "--strategy",
             "default",
             "--no-fork",
-            "--out",
+            "--results",
             str(tmp_path),
             "--markdown",
             str(tmp_path / "summary.md"),
@@ -101,7 +101,7 @@ def test_exit_codes_night_after_night(tmp_path: Path, monkeypatch: pytest.Monkey
     assert night(tmp_path, "c5") == 3
     assert "- **undecided** on dense/default" in (tmp_path / "summary.md").read_text()
     _fake_measure(monkeypatch, 1.0, fail="side B, pair 0: failed: worker exited 1")
-    assert night(tmp_path, "c6") == 2
+    assert night(tmp_path, "c6") == 1  # a failed cell: as in run and compare
     points = read_nightly(tmp_path).sort_values("timestamp")
     assert list(points["label"]) == ["c1", "c2", "c3", "c4", "c5", "c6"]
     assert list(points["verdict"].fillna("-")) == [
@@ -167,7 +167,7 @@ def test_dry_run_says_how_each_side_is_made_and_starts_nothing(
     "flags, named",
     [
         (["--candidate", "./no/such/python"], "--candidate='./no/such/python'"),
-        (["--reference", ""], "--reference=''"),
+        (["--baseline", ""], "--baseline=''"),
         (["--min-pairs", "1"], "--min-pairs=1"),
         (["--min-effect", "2"], "min_effect=2"),
         (["--label", "a,b"], "--label='a,b'"),
@@ -178,7 +178,7 @@ def test_dry_run_says_how_each_side_is_made_and_starts_nothing(
 def test_bad_input_is_named_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], named: str
 ) -> None:
-    args = ["nightly", "--candidate", "x==1", "--reference", "y==1", "--out", str(tmp_path), *flags]
+    args = ["nightly", "--candidate", "x==1", "--baseline", "y==1", "--results", str(tmp_path), *flags]
     assert main(args) == 2
     assert named in capsys.readouterr().err
 
@@ -198,10 +198,10 @@ def test_the_ci_recipe_runs_flags_the_parser_accepts_and_maps_every_exit_code() 
 
     recipe = (Path(__file__).resolve().parents[3] / "docs" / "ci" / "nightly.yml").read_text()
     start = recipe.index("python -m harness nightly --")
-    line = recipe[start : recipe.index("\n", recipe.index("--out", start))].replace("\\\n", " ")
+    line = recipe[start : recipe.index("\n", recipe.index("--results", start))].replace("\\\n", " ")
     words = shlex.split(line.replace('"${GITHUB_SHA::12}"', "abc").replace('"$CANDIDATE"', "c==1"))
-    args = build_parser().parse_args([w.replace('"$REFERENCE"', "r==1") for w in words[3:]])
-    assert args.command == "nightly" and args.markdown == "summary.md" and args.out == "results"
+    args = build_parser().parse_args([w.replace('"$BASELINE"', "r==1") for w in words[3:]])
+    assert args.command == "nightly" and args.markdown == "summary.md" and args.results == "results"
     assert "schedule:" in recipe and "actions/cache/save" in recipe and "upload-artifact" in recipe
     for code in ("0)", "1)", "3)", "*)"):
         assert code in recipe
@@ -213,3 +213,16 @@ def test_an_interrupted_night_appends_no_point(tmp_path: Path, monkeypatch: pyte
     _fake_measure(monkeypatch, 0.9, interrupted=True)
     assert night(tmp_path, "i2") == 130
     assert list(read_nightly(tmp_path)["label"]) == ["i1"]
+
+
+def test_json_prints_the_night_s_verdict_and_points_alone_on_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    _fake_measure(monkeypatch, 1.0)
+    assert night(tmp_path, "j1", "--json") == 0
+    out = json.loads(capsys.readouterr().out)  # the table went to stderr
+    assert out["command"] == "nightly" and out["exit_code"] == 0 and out["label"] == "j1"
+    assert out["verdict"] == "no regression" and out["points"][0]["status"] == "ok"
+    assert any(w.endswith("index.html") for w in out["written"])

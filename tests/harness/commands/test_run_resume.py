@@ -35,29 +35,29 @@ def test_a_full_disk_says_how_to_resume(
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "results" / "x"))
 
     monkeypatch.setattr("harness.launch.budget.run_in_turns", full)
-    code, out, err = _call("run", "--sweep", "smoke", "--no-fork", "--out", str(tmp_path / "results"))
+    code, out, err = _call("run", "--sweep", "smoke", "--no-fork", "--results", str(tmp_path / "results"))
 
     first = out.splitlines()[0]
     assert first.startswith("run 20") and "sweep 'smoke'" in first  # the run id comes first
     run_id = first.split()[1].rstrip(":")
     assert code == 1 and "the disk is full" in err
-    assert f"python -m harness run --resume {run_id} --out {tmp_path / 'results'}" in err
+    assert f"python -m harness run --resume {run_id} --results {tmp_path / 'results'}" in err
     assert (tmp_path / "results" / "journal" / f"{run_id}.jsonl").is_file()
 
 
 def test_resume_refuses_selection_flags_naming_them(tmp_path: Path, no_processes: None) -> None:
     code, _, err = _call(
-        "run", "--resume", "latest", "--sweep", "smoke", "--budget-min", "3", "--out", str(tmp_path)
+        "run", "--resume", "latest", "--sweep", "smoke", "--budget-min", "3", "--results", str(tmp_path)
     )
     assert (
         code == 2
         and "--sweep, --budget-min with --resume" in err
-        and "only --out, --wait-lock and --dry-run" in err
+        and "only --results, --json, --wait-lock and --dry-run" in err
     )
 
 
 def test_resume_without_a_journal_says_where_it_looked(tmp_path: Path, no_processes: None) -> None:
-    code, _, err = _call("run", "--resume", "latest", "--out", str(tmp_path))
+    code, _, err = _call("run", "--resume", "latest", "--results", str(tmp_path))
     assert code == 2 and f"no run journal under {tmp_path / 'journal'}" in err
 
 
@@ -83,7 +83,7 @@ def test_resume_dry_run_says_what_is_kept_and_what_is_left(tmp_path: Path, no_pr
     with journal.Journal.create(journal.path_of(tmp_path, run_id), plan) as log:
         log.append({"kind": "instance", "elapsed_s": 150.0, "instance": {}})
 
-    code, out, _ = _call("run", "--resume", "latest", "--out", str(tmp_path), "--dry-run")
+    code, out, _ = _call("run", "--resume", "latest", "--results", str(tmp_path), "--dry-run")
 
     assert code == 0 and out.startswith(f"run {run_id} (resume): 1 cells, 1 group instances already measured")
     assert "2.5 of 10 min of its budget spent" in out

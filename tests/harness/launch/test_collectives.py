@@ -30,7 +30,7 @@ def test_collectives_sweep_end_to_end(tmp_path: Path) -> None:
         "4096",
         "--processes",
         "1",
-        "--out",
+        "--results",
         str(out),
         env={"TMPDIR": str(tmp_path)},
     )

@@ -113,7 +113,7 @@ def _run(
         "-m",
         "harness",
         "run",
-        "--out",
+        "--results",
         str(out),
         "--model",
         "cnn",

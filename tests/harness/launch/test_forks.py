@@ -60,7 +60,7 @@ def test_a_killed_harness_takes_its_fork_servers_and_workers_with_it(tmp_path: P
             "dense",
             "--strategy",
             "default",
-            "--out",
+            "--results",
             str(out),
             *FAST,
         ],
@@ -87,7 +87,7 @@ def test_a_killed_harness_takes_its_fork_servers_and_workers_with_it(tmp_path: P
 @pytest.mark.process
 def test_no_fork_starts_fresh_interpreters(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    args = ("run", "--model", "dense", "--strategy", "default", "--out", str(out), *FAST)
+    args = ("run", "--model", "dense", "--strategy", "default", "--results", str(out), *FAST)
     proc = harness(*args, "--no-fork", env={"TMPDIR": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = pd.read_parquet(out / "cells")

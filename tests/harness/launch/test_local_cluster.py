@@ -120,7 +120,7 @@ def _run(
     out = tmp_path / "results"
     env = {"TMPDIR": str(tmp_path), **({"HARNESS_INJECT_FAULT": fault} if fault else {})}
     fast = [*(a for a in FAST if a != "--no-breakdown"), "--breakdown"] if breakdown else FAST
-    proc = harness("run", "--out", str(out), *fast, "--processes", "1", *args, env=env)
+    proc = harness("run", "--results", str(out), *fast, "--processes", "1", *args, env=env)
     assert worker_processes(str(tmp_path)) == []
     cells = pd.read_parquet(out / "cells").set_index("cell_id")
     assert_exit_names_failed_cells(proc, cells)
@@ -342,7 +342,7 @@ def _start_task(
             "tf_config",
             "--device",
             "cpu",
-            "--out",
+            "--results",
             str(tmp_path / f"{kind}{index}"),
             *FAST,
             *args,

@@ -44,7 +44,7 @@ def test_real_architectures_and_a_users_model_run_under_every_replica_count(tmp_
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--model", models, "--strategy", "default,mirrored"]
         + ["--replicas", "1,2", "--batch", "8", "--steps-per-execution", "2", "--processes", "1"]
-        + ["--max-processes", "1", "--budget-min", "10", "--out", str(out)],
+        + ["--max-processes", "1", "--budget-min", "10", "--results", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -40,7 +40,7 @@ the tied: about 50 s."""
 def _start(tmp_path: Path, out: Path, *args: str) -> subprocess.Popen[str]:
     log = (tmp_path / f"run-{time.monotonic_ns()}.log").open("w")
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", *args, "--out", str(out)],
+        [sys.executable, "-m", "harness", "run", *args, "--results", str(out)],
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -100,7 +100,7 @@ def _kill(tmp_path: Path, proc: subprocess.Popen[str]) -> None:
 
 def _finished(tmp_path: Path, out: Path, resumes: int) -> pd.DataFrame:
     """Resume once more, to the end: every cell once, the measurable ones ok; its rows."""
-    done = _harness(tmp_path, "run", "--resume", "latest", "--out", str(out))
+    done = _harness(tmp_path, "run", "--resume", "latest", "--results", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "resumed:" in done.stdout.splitlines()[0]
     cells = pd.read_parquet(out / "cells")
@@ -120,7 +120,7 @@ def test_killed_between_groups_then_during_the_peak_resumes_to_every_cell_once(t
     first = _start(tmp_path, out, *SMOKE)
     _wait("the journal", lambda: list((out / "journal").glob("*.jsonl")))
 
-    other = _harness(tmp_path, "run", *SMOKE, "--out", str(tmp_path / "other"))
+    other = _harness(tmp_path, "run", *SMOKE, "--results", str(tmp_path / "other"))
     assert (
         other.returncode == 1 and f"another measuring run holds this machine: pid {first.pid}" in other.stderr
     )
@@ -142,7 +142,7 @@ def test_killed_between_groups_then_during_the_peak_resumes_to_every_cell_once(t
     bad.write_bytes(bad.read_bytes()[:64])
     check = _harness(tmp_path, "check", "--results", str(out))
     assert check.returncode == 1 and f"damaged: {bad}" in check.stdout
-    for argv in (["compare"], ["report", "--out", str(tmp_path / "report")]):
+    for argv in (["compare"], ["report", "--report-dir", str(tmp_path / "report")]):
         read = _harness(tmp_path, *argv, "--results", str(out))
         assert f"warning: {bad} cannot be read" in read.stderr and "--resume" in read.stderr, read.stderr
     assert (tmp_path / "report" / "report.html").is_file()

@@ -86,7 +86,7 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
         "run",
         "--sweep",
         "smoke",
-        "--out",
+        "--results",
         str(out),
         "--processes",
         "1",
@@ -199,7 +199,7 @@ def _fault_run(
         "dense",
         "--strategy",
         "default,one_device,mirrored",
-        "--out",
+        "--results",
         str(out),
         *FAST,
         *extra,
@@ -250,7 +250,7 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
             "dense",
             "--strategy",
             "default,one_device,mirrored",
-            "--out",
+            "--results",
             str(out),
             *FAST,
         ],
@@ -406,3 +406,19 @@ def test_pass_order_differs_between_passes_and_is_reproducible() -> None:
     assert pass_order(cells, 1) != cells and pass_order(cells, 1) != pass_order(cells, 2)
     assert pass_order(cells, 1, seed=0) == pass_order(cells, 1, seed=0)
     assert [k for k, _ in fixed_schedule(cells, 3)] == [0] * 8 + [1] * 8 + [2] * 8
+
+
+@pytest.mark.process
+def test_a_run_whose_only_cell_fails_exits_1_and_its_json_names_it(tmp_path: Path) -> None:
+    import json
+
+    cell = "dense/default/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak"
+    env = {"HARNESS_INJECT_FAULT": f"kill:{cell}", "TMPDIR": str(tmp_path)}
+    args = ("run", "--model", "dense", "--strategy", "default", "--json", *FAST)
+    proc = harness(*args, "--results", str(tmp_path / "results"), env=env)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)  # stdout holds the object alone; the tables went to stderr
+    assert out["command"] == "run" and out["exit_code"] == 1 and out["failed"] == [cell]
+    assert out["counts"] == {"failed": 1} and out["cells"][0]["status"] == "failed"
+    assert "SIGKILL" in out["cells"][0]["reason"] and f"\n  {cell}" in proc.stderr
+    assert "examples/s" in proc.stderr  # the summary table, for people

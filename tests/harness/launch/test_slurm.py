@@ -65,7 +65,7 @@ def _srun(tmp_path: Path, tasks: int, *args: str) -> subprocess.CompletedProcess
         "run",
         "--cluster",
         "slurm",
-        "--out",
+        "--results",
         str(tmp_path / "results"),
         *FAST,
         *args,

@@ -110,7 +110,7 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
             "-m",
             "harness",
             "run",
-            "--out",
+            "--results",
             str(out),
             "--model",
             "dense",

@@ -1,0 +1,116 @@
+"""What ``--json`` prints: one JSON object on stdout per command (the human-readable output goes to
+stderr then). Every object has ``command`` and ``exit_code``, and ``error`` where the command
+stopped on bad input; the rest is the command's own, typed here and listed in results/README.md.
+Numbers that are not finite print as null."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypedDict
+
+
+class ListedCell(TypedDict):
+    cell_id: str
+    unsupported: str | None
+    """Why TensorFlow cannot run it here; null: it runs."""
+
+
+class ListOutput(TypedDict):
+    sweep: str
+    platform: str
+    cells: list[ListedCell]
+
+
+class RunOutput(TypedDict):
+    run_id: str
+    written: list[str]
+    """The results folders written (cells, windows, ratios, costs)."""
+    counts: dict[str, int]
+    """Cells by status."""
+    failed: list[str]
+    """Ids of the cells that failed or ran wrongly (what makes exit code 1)."""
+    cells: list[dict[str, Any]]
+    """The cell rows, as the cells table's columns."""
+    ratios: list[dict[str, Any]]
+    """The comparisons measured in turns, as the ratios table's columns."""
+
+
+class CheckOutput(TypedDict):
+    results: str
+    files: int
+    damaged: list[str]
+    notes: list[str]
+
+
+class SeriesOutput(TypedDict):
+    cell_id: str
+    fingerprint: str
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    z: float | None
+    history: int
+    change: str
+
+
+class CompareOutput(TypedDict):
+    candidate_runs: list[str]
+    baseline_runs: list[str]
+    series: list[SeriesOutput]
+
+
+class PairedCell(TypedDict):
+    cell_id: str
+    ratio: float | None
+    """Candidate / baseline throughput (B / A), geometric mean over pairs."""
+    ci_low: float | None
+    ci_high: float | None
+    pairs: int
+    verdict: str
+    failure: str
+    """Why the cell has no verdict (empty when it has one)."""
+
+
+class AbOutput(TypedDict):
+    ab_id: str
+    verdict: str
+    written: list[str]
+    cells: list[PairedCell]
+
+
+class NightlyOutput(TypedDict):
+    night_id: str
+    label: str
+    verdict: str
+    written: list[str]
+    points: list[dict[str, Any]]
+    """Tonight's point per cell, as the nightly table's columns."""
+
+
+OUTPUTS: dict[str, tuple[type, str]] = {
+    "run": (RunOutput, "the run's rows: each cell, its status, and the comparisons in turns"),
+    "list": (ListOutput, "the selection's cells and which are unsupported here"),
+    "check": (CheckOutput, "what reading a results folder found"),
+    "compare": (CompareOutput, "the gate's verdict per series"),
+    "ab": (AbOutput, "each cell's paired ratio, its CI and verdict, and the overall verdict"),
+    "nightly": (NightlyOutput, "tonight's point per cell and the night's verdict"),
+}
+"""Command -> (its object's type, what it holds). Every object also has ``command``, ``exit_code``
+and, on bad input, ``error``."""
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, inf), at any depth, as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps(obj: dict[str, Any]) -> str:
+    """The object as strict JSON (no NaN), on one line; values JSON has no type for as strings."""
+    return json.dumps(_finite(obj), default=str, allow_nan=False)
