@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from harness.analysis.tables import render_table
 from harness.contract.records import RatioRow
 from harness.formulas.verdicts import phrase
+from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
 HEADER = ("comparison", "subject", "ratio", "95% CI", "inst", "verdict")
 
@@ -18,7 +19,7 @@ TURNS_NOTE = (
     "for scaling: the efficiency); 95% CI: Student t over instances (fresh processes); verdicts "
     "compare throughput (for scaling: against the 1-device cell's), control the false discovery "
     "rate (Benjamini-Hochberg, 5%) across the run's comparisons: higher or lower (CI beyond 1, effect "
-    "at least 5%), equivalent (CI within 5% of 1), else undecided; blocks in which another program or the hypervisor "
+    "at least {min_effect:.0%}), equivalent (CI within {min_effect:.0%} of 1), else undecided; blocks in which another program or the hypervisor "
     "took CPU a member needed during a turn are left out (harness check names them)."
 )
 
@@ -68,11 +69,15 @@ def undecided_lines(rows: Sequence[RatioRow]) -> list[str]:
     return out
 
 
-def ratios_text(rows: Sequence[RatioRow], turn_s: float, blocks: int) -> str:
-    """The table, the note on how the ratios were obtained, and the undecided comparisons."""
+def ratios_text(
+    rows: Sequence[RatioRow], turn_s: float, blocks: int, min_effect: float = DEFAULT_MIN_EFFECT
+) -> str:
+    """The table, the note on how the ratios were obtained (``min_effect``: the F the verdicts were
+    called with), and the undecided comparisons."""
     if not rows:
         return ""
-    parts = [render_table(*ratio_table(rows)), "", TURNS_NOTE.format(turn_s=turn_s, blocks=blocks)]
+    note = TURNS_NOTE.format(turn_s=turn_s, blocks=blocks, min_effect=min_effect)
+    parts = [render_table(*ratio_table(rows)), "", note]
     pending = undecided_lines(rows)
     if pending:
         parts += [

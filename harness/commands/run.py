@@ -7,6 +7,7 @@ measures and writes every row, a peer takes part in every cell, a server serves 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import errno
 import signal
@@ -57,6 +58,13 @@ EXITS: dict[int, str] = {
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
     add_selection_args(p)
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=None,
+        help="the smallest relative change a ratio's verdict calls higher or lower, and the band of "
+        "equivalence [1/(1 + F), 1 + F] (a fraction). Default: the sweep's, 0.05",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--results", default="results", help="results folder written. Default: results")
     add_json(out)
@@ -99,7 +107,7 @@ def _selection_flags_given(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         return _resume(args)
-    sel = select(args)  # every check made before the first process
+    sel = with_min_effect(select(args), args.min_effect)  # every check made before the first process
     if args.dry_run:
         print(dry_run_text(sel, _plan_head(sel, Path(args.results))))
         return EXIT_OK
@@ -415,7 +423,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     )
     if result.ratios:
         print()
-        print(ratios_text(result.ratios, pr.turn_s, pr.blocks))
+        print(ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect))
     note = logical_note(result.rows)
     if note:
         print(note)
@@ -447,6 +455,13 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
         )
     )
     return _ending(result, "cells", failed)
+
+
+def with_min_effect(sel: Selection, min_effect: float | None) -> Selection:
+    """The selection with ``--min-effect`` in its protocol (checked there: HarnessError naming it)."""
+    if min_effect is None:
+        return sel
+    return dataclasses.replace(sel, protocol=dataclasses.replace(sel.protocol, min_effect=min_effect))
 
 
 def failed_cells(rows: Sequence[Any]) -> list[str]:

@@ -89,7 +89,7 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "smallest change a verdict calls",
         {
-            "run": "no flag: 5% (formulas.stats.MIN_EFFECT)",
+            "run": "--min-effect (0.05)",
             "compare": "--min-effect (0.05)",
             "ab": "--min-effect (0.02)",
             "nightly": "--min-effect (0.02)",

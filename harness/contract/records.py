@@ -1331,6 +1331,13 @@ class RatioRow:
     instances: Annotated[int, Col("instances", "Completed group instances (fresh processes) behind it.")]
     blocks: Annotated[int, Col("blocks", "Blocks of turns per instance.")]
     turn_s: Annotated[float, Col("s", "Target length of one turn (a timed window).")]
+    min_effect: Annotated[
+        float | None,
+        Col(
+            "1",
+            "The smallest change the verdict calls (run --min-effect; ab --min-effect); null before 2026-11-26: 0.05.",
+        ),
+    ] = None
     sd_between: Annotated[
         float | None, Col("log", "Standard deviation of the instance log ratios (ddof 1).")
     ] = None
@@ -1347,8 +1354,9 @@ class RatioRow:
             "higher, lower, equivalent, undecided, or not measured (no instance; the note says why): "
             "higher/lower only when the Benjamini-Hochberg procedure over the run's comparisons (false "
             "discovery rate 5%) rejects its p-value, its CI excludes 1 and it differs from 1 by at least the "
-            "minimum effect (5%; ab: --min-effect); equivalent when its CI lies inside [1/1.05, 1.05] (no "
-            "difference of 5% or more); else undecided. For a scaling efficiency the verdict is on the "
+            "minimum effect (min_effect: run --min-effect, 5% by default; ab --min-effect); equivalent "
+            "when its CI lies inside [1/(1 + min_effect), 1 + min_effect] (no difference of min_effect "
+            "or more); else undecided. For a scaling efficiency the verdict is on the "
             "speed-up (ratio / scale against 1).",
         ),
     ]

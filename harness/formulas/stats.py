@@ -43,10 +43,11 @@ import numpy.typing as npt
 from scipy import stats as sps
 
 from harness.formulas.verdicts import judge
+from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
 CONFIDENCE = 0.95
 
-MIN_EFFECT = 0.05
+MIN_EFFECT = DEFAULT_MIN_EFFECT
 """Smallest relative difference reported as one (5 %): a ratio within [1/1.05, 1.05] is never
 higher or lower, even when its CI excludes 1; a CI inside that band is "equivalent"."""
 

@@ -368,7 +368,9 @@ class TurnsRun:
         ahead = {i for i, g in enumerate(mine) if g.group.race} if elapsed < HEADLINE_SHARE * limit else set()
         states = [g.state() for g in mine]
         while (
-            found := tstats.next_group(states, protocol.processes, protocol.max_processes, first=ahead)
+            found := tstats.next_group(
+                states, protocol.processes, protocol.max_processes, protocol.min_effect, first=ahead
+            )
         ) is not None:
             g = mine[found]
             # a group's minimum instances may use the whole budget; ``share`` bounds the rest
@@ -652,7 +654,8 @@ def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | No
     tied = [
         cells[k]
         for k in figures
-        if k != best and not stats.ratio(figures[k], figures[best]).distinguishable()
+        if k != best
+        and not stats.ratio(figures[k], figures[best]).distinguishable(min_effect=run.protocol.min_effect)
     ]
     return cells[best], tied
 

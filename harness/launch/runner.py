@@ -354,7 +354,8 @@ class RunState:
         ]
         rows = [with_ratios(r, rows) for r in rows]
         fingerprint = (self.facts or {}).get("fingerprint")
-        ratios = ratio_rows(measured, run, fingerprint, self.protocol.blocks, self.protocol.turn_s)
+        pr = self.protocol
+        ratios = ratio_rows(measured, run, fingerprint, pr.blocks, pr.turn_s, pr.min_effect)
         rows = [with_turn_ratios(r, ratios) for r in rows]
         rows = [with_history(r, self._earlier(r)) for r in rows]
         rows += [

@@ -70,6 +70,7 @@ def ratio_rows(
                 instances=r.instances,
                 blocks=blocks,
                 turn_s=turn_s,
+                min_effect=min_effect,
                 sd_between=finite(r.sd_between),
                 sd_within=finite(r.sd_within),
                 p_value=finite(r.p_value),

@@ -14,6 +14,11 @@ BUSY_MIN_BLOCKS = 8
 """Blocks a run measures before it judges the share (two instances of the default sweep)."""
 
 
+DEFAULT_MIN_EFFECT = 0.05
+"""The smallest relative change a verdict calls unless told otherwise (5%): equivalence is a CI
+inside [1/1.05, 1.05]."""
+
+
 @dataclass(frozen=True)
 class Protocol:
     """How each cell is timed (docs/explanation/statistics.md).
@@ -62,6 +67,9 @@ class Protocol:
     fork: bool = True
     """Local runs: fork each worker from a server that has imported TensorFlow (about 3 s of
     CPU less per process; :mod:`harness.contract.forks`); False: a fresh interpreter each."""
+    min_effect: float = DEFAULT_MIN_EFFECT
+    """``run --min-effect``: the smallest relative change a ratio's verdict calls (higher, lower),
+    and the band of equivalence, [1/(1 + F), 1 + F] (a fraction)."""
     busy_ok: bool = False
     """A local run goes on when another program disturbs most of its blocks (:data:`BUSY_SHARE`);
     False: it stops at once, saying which program, with every row measured before kept."""
@@ -125,6 +133,11 @@ class Protocol:
                     self.worker_memory_gib,
                     self.worker_memory_gib == 0 or 0.5 <= self.worker_memory_gib < inf,
                     "GiB: 0 (no cap) or at least 0.5",
+                ),
+                "--min-effect": (
+                    self.min_effect,
+                    0 < self.min_effect < 1,
+                    "a fraction in (0, 1), e.g. 0.05 for 5%",
                 ),
                 "--unstable-cv": (
                     self.unstable_cv,

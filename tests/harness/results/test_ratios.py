@@ -9,6 +9,7 @@ import pytest
 
 from harness.contract.columns import Estimate, flatten
 from harness.contract.records import CellRow, RunInfo, Status
+from harness.errors import HarnessError
 from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
 from harness.results.rows import cell_row
 from harness.spec.cell import Cell
@@ -40,6 +41,16 @@ def test_rows_carry_the_ratio_its_ci_and_an_fdr_verdict() -> None:
     assert scaling.verdict == "higher" and scaling.decided and scaling.extra_instances == 0
     assert op.verdict == "equivalent" and op.decided  # CI inside +-5 %
     assert scaling.run.run_id == "r" and scaling.blocks == 6 and scaling.turn_s == 0.2
+
+
+def test_the_minimum_effect_decides_what_a_verdict_calls_and_is_recorded() -> None:
+    three = (math.log(1.03), math.log(1.031), math.log(1.029), math.log(1.03))  # +3 %, tight
+    (default,) = ratio_rows([Measured(OP, "g0", three, (), 30.0)], RUN, "fp", 6, 0.2)
+    (strict,) = ratio_rows([Measured(OP, "g0", three, (), 30.0)], RUN, "fp", 6, 0.2, min_effect=0.02)
+    assert default.verdict == "equivalent" and default.min_effect == 0.05  # inside +-5 %
+    assert strict.verdict == "higher" and strict.min_effect == 0.02  # beyond 2 %
+    with pytest.raises(HarnessError, match=r"--min-effect=0\.0; expected a fraction in"):
+        Protocol(min_effect=0.0)
 
 
 def test_the_ratio_rows_share_the_run_and_fingerprint_with_the_cell_rows() -> None:
