@@ -137,26 +137,20 @@ def reference_step(b: Breakdown) -> float | None:
     return step if step else None
 
 
-def parts_of(b: Breakdown) -> dict[str, float] | None:
-    """The row's four parts (s per update), by column name, when every one is known, else None."""
-    parts = {
-        "compute_s": _num(b.compute_s),
-        "allreduce_s": _num(b.allreduce_s),
-        "input_s": _num(b.input_s),
-        "dispatch_s": _num(b.dispatch_s),
-    }
+def _known(b: Breakdown, columns: tuple[str, ...]) -> dict[str, float] | None:
+    """The row's parts in ``columns`` (s per update), by column name, when every one is known."""
+    parts = {c: _num(getattr(b, c)) for c in columns}
     return {k: v for k, v in parts.items() if v is not None} if None not in parts.values() else None
+
+
+def parts_of(b: Breakdown) -> dict[str, float] | None:
+    """The row's four parts timed alone (:data:`PARTS`), when every one is known, else None."""
+    return _known(b, PARTS)
 
 
 def profile_parts_of(b: Breakdown) -> dict[str, float] | None:
-    """The row's four profiled GPU parts (s per update), by column name, when every one is known."""
-    parts = {
-        "device_s": _num(b.device_s),
-        "collective_s": _num(b.collective_s),
-        "input_wait_s": _num(b.input_wait_s),
-        "host_s": _num(b.host_s),
-    }
-    return {k: v for k, v in parts.items() if v is not None} if None not in parts.values() else None
+    """The row's four profiled GPU parts (:data:`PROFILE_PARTS`), when every one is known."""
+    return _known(b, PROFILE_PARTS)
 
 
 def shares(step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS) -> dict[str, float]:
