@@ -26,9 +26,6 @@ from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import Sweep, contenders, expand
 from harness.spec.sweeps import SWEEPS, collectives_sweep, get_sweep
 
-WRITES_RESULTS = ("run", "ab", "nightly")
-"""The commands whose --results folder a selection checks is writable before any work."""
-
 PROTOCOL_FLAGS = {
     "repeats": (int, "timed windows per process"),
     "window_s": (float, "target seconds per timed window"),
@@ -240,7 +237,7 @@ def select(args: argparse.Namespace) -> Selection:
     protocol = dataclasses.replace(sweep.protocol, **changes)
     if "mnist" in sweep.values()["data"]:
         load_mnist(args.mnist_path)  # a missing or malformed file stops here, before any work
-    if args.command in WRITES_RESULTS:  # a dry run leaves no folder behind
+    if getattr(args, "results", None) is not None:  # run, ab, nightly; a dry run leaves no folder
         check_writable(Path(args.results), "--results", keep=not getattr(args, "dry_run", False))
     cells = expand(sweep, platform)
     return Selection(

@@ -150,14 +150,11 @@ def where(platform: Platform, replicas: int) -> str:
     return f"{replicas} logical GPUs on {-(-replicas // split.per_gpu)} GPU(s), {split.memory_mib} MiB each: "
 
 
-def devices(
-    device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0
-) -> tuple[str, list[str]]:
-    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs (logical ones where there are
-    fewer GPUs, see :func:`platform_of`) or logical CPU devices."""
+def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
+    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs or logical CPU devices."""
     from harness.worker.devices import configure_devices
 
-    return configure_devices(platform_of(device_type, replicas, gpu_count, memory_mib), replicas)
+    return configure_devices(platform_of(device_type, replicas), replicas)
 
 
 def probe_cell(strategy: str, op: str, replicas: int) -> Cell:
@@ -220,8 +217,11 @@ def probe(
 
 def local(device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0) -> None:
     """Every single-process strategy and cross-device op on ``replicas`` devices."""
-    _, names = devices(device_type, replicas, gpu_count, memory_mib)
-    on = where(platform_of(device_type, replicas, gpu_count, memory_mib), replicas)
+    from harness.worker.devices import configure_devices
+
+    platform = platform_of(device_type, replicas, gpu_count, memory_mib)
+    _, names = configure_devices(platform, replicas)
+    on = where(platform, replicas)
     wanted = local_probes(replicas)
     for name, op in LOCAL_PROBES:
         if (name, op) in wanted:
