@@ -6,7 +6,8 @@ bring people to the suite answered from a run's own rows. Pure (rows in, text an
 - :func:`devices_working`: is every device doing work?
 - :func:`what_scaling_buys`: what a second replica or worker buys, and what eats the rest (the
   step's growth split into its parts);
-- :func:`does_accumulation_help`: accumulation against none, with the all-reduce per example.
+- :func:`does_accumulation_help`: accumulation against none, measured in turns, with the all-reduce
+  per example.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.analysis import findings
+from harness.analysis import answer, findings
 from harness.contract.columns import Estimate
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import breakdown
+from harness.spec.groups import Relation
 
 
 def _measured(row: CellRow) -> breakdown.Measured | None:
@@ -35,12 +37,13 @@ def breakdown_table(rows: Sequence[CellRow]) -> pd.DataFrame:
     """One line per ok row with its parts: milliseconds per update, share of the step they were
     timed with (parts_step_s), verdict."""
     lines = []
+    named = answer.labels(rows)
     for r in rows:
         m = _measured(r)
         if r.status != Status.OK or m is None:
             continue
         b = r.breakdown
-        line = {"model": r.cell.model, "configuration": findings.config(r), "step ms": _ms(m.step_s)}
+        line = {"model": r.cell.model, "configuration": named[r.cell.cell_id], "step ms": _ms(m.step_s)}
         for key, value in m.parts.items():
             line[f"{breakdown.PART_LABELS[key]} ms (share)"] = f"{_ms(value)} ({value / m.step_s:.0%})"
         line["overlap"] = f"{b.overlap:+.0%}" if b.overlap is not None and math.isfinite(b.overlap) else "-"
@@ -55,6 +58,7 @@ def devices_working(rows: Sequence[CellRow]) -> list[str]:
     if not multi:
         return ["No cell of this run has more than one device."]
     ok = [r for r in multi if r.status == Status.OK]
+    named = answer.labels(rows)
     others = len(multi) - len(ok) - sum(1 for r in multi if r.status == Status.INVALID)
     out = [
         (
@@ -67,7 +71,7 @@ def devices_working(rows: Sequence[CellRow]) -> list[str]:
         )
     ]
     out += [
-        f"{findings.config(r)} ({r.cell.model}): {r.status}: {r.reason}"
+        f"{r.cell.model}, {named[r.cell.cell_id]}: {r.status}: {r.reason}"
         for r in multi
         if r.status == Status.INVALID
     ]
@@ -97,12 +101,13 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
     scaling: each replica's share of an update is the baseline's whole update, so perfect scaling
     keeps the step constant)."""
     out = []
+    named = answer.labels(rows)
     for r in rows:
         base = _baseline(r, rows)
         eff = r.efficiency.scaling_efficiency
         if r.status != Status.OK or base is None or base is r or eff.value is None:
             continue
-        text = f"{r.cell.model} {findings.config(r)}: efficiency {_efficiency_text(eff)}"
+        text = f"{r.cell.model}, {named[r.cell.cell_id]}: efficiency {_efficiency_text(eff)}"
         mine, theirs = _measured(r), _measured(base)
         if mine is not None and theirs is not None and mine.bounds is theirs.bounds:
             grew = mine.step_s - theirs.step_s
@@ -118,34 +123,34 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
     return out or ["No multi-device cell with a 1-device baseline in this run."]
 
 
-def does_accumulation_help(rows: Sequence[CellRow]) -> list[str]:
-    """Every accumulation pair of the run: the throughput ratio with its CI and verdict, and the
-    all-reduce time per example before and after."""
+def does_accumulation_help(rows: Sequence[CellRow], ratios: Sequence[RatioRow]) -> list[str]:
+    """Every accumulation comparison measured in turns: the throughput ratio with its CI and
+    verdict, and the all-reduce time per example before and after where both were broken down."""
+    by_id = {r.cell.cell_id: r for r in rows}
+    named = answer.labels(rows)
     out = []
-    for f in findings.effects(rows, findings.Knob("accum_steps", "gradient accumulation")):
-        text = f"{f.model}, {f.context}: accumulation {f.changed} against {f.reference}: {f.verdict}"
-        pair = [
-            r
-            for r in rows
-            if r.cell.model == f.model
-            and r.status == Status.OK
-            and findings.config(r, ("model", "accum_steps")) == f.context
-            and str(r.cell.accum_steps) in (f.reference, f.changed)
-        ]
-        per_example = {
-            str(r.cell.accum_steps): r.breakdown.allreduce_s / r.cell.effective_batch
-            for r in pair
-            if r.breakdown.allreduce_s is not None
-            and math.isfinite(r.breakdown.allreduce_s)
-            and r.cell.effective_batch
-        }
-        if len(per_example) == 2 and per_example[f.reference] > 0:
-            text += (
-                f"; all-reduce per example {per_example[f.reference] * 1e6:.3g} -> "
-                f"{per_example[f.changed] * 1e6:.3g} us (one all-reduce per "
-                f"{f.changed} micro-batches)"
-            )
-        elif len(per_example) == 2:
-            text += "; no all-reduce to save (one device)"
-        out.append(text)
-    return out or ["No accumulation pair (accum_steps 1 and k of one configuration) in this run."]
+    for q in ratios:
+        if q.relation != Relation.ACCUMULATION or q.subject not in by_id or q.reference not in by_id:
+            continue
+        subject, reference = by_id[q.subject], by_id[q.reference]
+        text = (
+            f"{subject.cell.model}, {named[q.subject]} against {named[q.reference]}: {findings.ratio_text(q)}"
+        )
+        out.append(text + _allreduce_per_example(subject, reference))
+    return out or ["No accumulation comparison was measured in turns in this run."]
+
+
+def _allreduce_per_example(subject: CellRow, reference: CellRow) -> str:
+    """``; all-reduce per example 3.1 -> 0.8 us`` where both rows have an all-reduce part."""
+    per = [
+        r.breakdown.allreduce_s / r.cell.effective_batch
+        for r in (reference, subject)
+        if r.breakdown.allreduce_s is not None
+        and math.isfinite(r.breakdown.allreduce_s)
+        and r.cell.effective_batch
+    ]
+    if len(per) < 2:
+        return ""
+    if per[0] <= 0:
+        return "; no all-reduce to save (one device)"
+    return f"; all-reduce per example {per[0] * 1e6:.3g} -> {per[1] * 1e6:.3g} us"

@@ -3,24 +3,26 @@ the comparisons still undecided with the extra budget that would likely decide e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from harness.analysis.answer import labels
+from harness.analysis.findings import RELATION_WORDS
 from harness.analysis.tables import render_table
-from harness.contract.records import RatioRow
+from harness.contract.records import CellRow, RatioRow
 from harness.formulas.verdicts import phrase
 from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
-HEADER = ("comparison", "subject", "ratio", "95% CI", "inst", "verdict")
+HEADER = ("model", "comparison", "configuration", "against", "ratio", "95% CI", "instances", "verdict")
 
 TURNS_NOTE = (
-    "ratios in turns: the cells a ratio compares ran live at once and took turns of ~{turn_s:g} s "
-    "(one timed window with the whole machine while the others waited), {blocks} blocks of two "
-    "turns each per instance; ratio = exp(mean over instances of the mean block log ratio) (x 1/devices "
-    "for scaling: the efficiency); 95% CI: Student t over instances (fresh processes); verdicts "
-    "compare throughput (for scaling: against the 1-device cell's), control the false discovery "
-    "rate (Benjamini-Hochberg, 5%) across the run's comparisons: higher or lower (CI beyond 1, effect "
-    "at least {min_effect:.0%}), equivalent (CI within {min_effect:.0%} of 1), else undecided; blocks in which another program or the hypervisor "
-    "took CPU a member needed during a turn are left out (harness check names them)."
+    "ratio: the configuration's throughput over the one it is against, measured in turns: both "
+    "ran live at once and took turns of ~{turn_s:g} s with the whole machine while the other "
+    "waited, {blocks} pairs of turns per instance (a set of fresh processes); for scaling the "
+    "ratio is the efficiency (throughput / devices x the 1-device throughput). 95% CI over "
+    "instances. verdict: higher or lower (the CI excludes 1 and the change is at least "
+    "{min_effect:.0%}, after controlling false discoveries across the run's comparisons), "
+    "equivalent (no difference of {min_effect:.0%} or more), else undecided. Turns in which another "
+    "program took CPU the configuration needed are left out (python -m harness check names them)."
 )
 
 
@@ -36,21 +38,44 @@ def _ratio(row: RatioRow) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def ratio_table(rows: Sequence[RatioRow]) -> tuple[list[str], list[list[str]]]:
+class Names:
+    """The cells of a run as people read them: each cell id's model and configuration in words
+    (:func:`harness.analysis.answer.labels`); an id the rows lack reads as itself."""
+
+    def __init__(self, cells: Sequence[CellRow]) -> None:
+        self.label: Mapping[str, str] = labels(cells)
+        self.model: Mapping[str, str] = {c.cell.cell_id: c.cell.model for c in cells}
+
+    def __call__(self, cell_id: str) -> str:
+        return self.label.get(cell_id, cell_id)
+
+
+def ratio_table(rows: Sequence[RatioRow], names: Names | None = None) -> tuple[list[str], list[list[str]]]:
     """(header, lines): one line per comparison, its verdict (for a scaling efficiency, said of
     the speed-up) or why it was not measured."""
+    names = names or Names(())
     lines = []
     for r in rows:
         scaled = (r.scale or 1.0) != 1.0
         verdict = r.note or phrase(r.verdict or "", scaled)
         lines.append(
-            [f"{r.relation} vs {r.reference}", r.subject, _ratio(r), _ci(r), str(r.instances or 0), verdict]
+            [
+                names.model.get(r.reference, "-"),
+                RELATION_WORDS[r.relation],
+                names(r.subject),
+                names(r.reference),
+                _ratio(r),
+                _ci(r),
+                str(r.instances or 0),
+                verdict,
+            ]
         )
     return list(HEADER), lines
 
 
-def undecided_lines(rows: Sequence[RatioRow]) -> list[str]:
+def undecided_lines(rows: Sequence[RatioRow], names: Names | None = None) -> list[str]:
     """One line per undecided comparison: the instances and seconds that would likely decide it."""
+    names = names or Names(())
     out = []
     for r in rows:
         if r.decided or r.note:
@@ -65,20 +90,26 @@ def undecided_lines(rows: Sequence[RatioRow]) -> list[str]:
             if extra == 0
             else f"about {extra} more instances (~{minutes:.1f} min of budget)"
         )
-        out.append(f"  {r.relation}: {r.subject} vs {r.reference}: {more}")
+        model = names.model.get(r.reference, "")
+        out.append(f"  {model}{': ' if model else ''}{names(r.subject)} against {names(r.reference)}: {more}")
     return out
 
 
 def ratios_text(
-    rows: Sequence[RatioRow], turn_s: float, blocks: int, min_effect: float = DEFAULT_MIN_EFFECT
+    rows: Sequence[RatioRow],
+    turn_s: float,
+    blocks: int,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    cells: Sequence[CellRow] = (),
 ) -> str:
     """The table, the note on how the ratios were obtained (``min_effect``: the F the verdicts were
-    called with), and the undecided comparisons."""
+    called with), and the undecided comparisons; configurations named in words from ``cells``."""
     if not rows:
         return ""
+    names = Names(cells)
     note = TURNS_NOTE.format(turn_s=turn_s, blocks=blocks, min_effect=min_effect)
-    parts = [render_table(*ratio_table(rows)), "", note]
-    pending = undecided_lines(rows)
+    parts = [render_table(*ratio_table(rows, names)), "", note]
+    pending = undecided_lines(rows, names)
     if pending:
         parts += [
             "",

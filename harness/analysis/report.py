@@ -1,12 +1,14 @@
 """``python -m harness report``: figures (PNG and SVG) and one self-contained HTML file for a run.
 
 The HTML embeds its figures (PNG, base64), so it can be mailed or attached to a CI job as one file.
-It opens with the findings (per model the fastest configuration and those tied with it, then what
-each knob changes, as ratios with CIs and their verdicts), the questions users ask (is
-every device working, what a second device buys, does accumulation help) answered from the rows,
-where each cell's update time goes (the step-time breakdown), then the machine fingerprint,
-how the numbers were measured, the unstable cells, the summary table, the figures, and every
-unsupported, failed or invalid cell with its reason.
+It opens with the answer (:mod:`harness.analysis.answer`: per model what to train with, by how
+much, why and what to try next, and its picture: each configuration against the leader), then every
+comparison measured in turns, the questions users ask (is every device working, what a second
+device buys, does accumulation help), where each configuration's update time goes, the machine,
+how the numbers were measured, the words it uses, the unstable configurations, the figures of each
+configuration with their CIs, the plots, and every unsupported, failed or invalid one with its
+reason. Configurations are named in words (:func:`harness.analysis.answer.labels`); ids stay in
+the files.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import explain, findings, plots, scaling
+from harness.analysis import answer, answer_figure, explain, findings, glossary, plots, scaling
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import stats
@@ -49,11 +51,16 @@ def _pct(x: float | None) -> str:
     return "-" if pd.isna(x) else f"{x:.1%}"
 
 
+def _ratios(ratios: pd.DataFrame | None) -> list[RatioRow]:
+    return [] if ratios is None or ratios.empty else unflatten_all(RatioRow, ratios.to_dict("records"))
+
+
 def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     ok = rows[rows["status"] == Status.OK].copy()
     if ok.empty:
         return ok
-    ok["strategy"] = ok.apply(plots.label, axis=1)
+    named = answer.labels(_cells(rows))
+    ok["configuration"] = ok["cell_id"].map(named)
     ok["examples/s [95% CI]"] = ok.apply(
         lambda r: (
             f"{r['examples_per_sec']:,.0f} [{r['examples_per_sec_ci_low']:,.0f}.."
@@ -74,14 +81,8 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     ok["oversubscribed"] = ok["oversubscribed"].map(lambda x: "yes" if x is True else "")
     columns = [
         "model",
-        "strategy",
-        "per_replica_batch",
+        "configuration",
         "global_batch",
-        "accum_steps",
-        "loop",
-        "steps_per_execution",
-        "precision",
-        "xla",
         "processes",
         "examples/s [95% CI]",
         "cv between / within processes",
@@ -108,16 +109,17 @@ def _efficiency(r: pd.Series) -> str:
 def _unstable(rows: pd.DataFrame) -> str:
     bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
     if bad.empty:
-        return "<p>No cell is unstable.</p>"
+        return "<p>No configuration is unstable.</p>"
+    named = answer.labels(_cells(rows))
     items = "".join(
-        f"<li>{html.escape(str(r.cell_id))}: cv between processes "
-        f"{r.cv_between_processes:.1%} over {r.processes} processes</li>"
+        f"<li>{html.escape(str(r.model))}, {html.escape(named[str(r.cell_id)])}: coefficient of "
+        f"variation between processes {r.cv_between_processes:.1%} over {r.processes} processes</li>"
         for r in bad.itertuples()
     )
     return (
-        f"<p>{len(bad)} cells whose processes disagreed (cv above the run's threshold); their "
-        f"absolute figures move between re-runs (ratios measured in turns are not affected):</p>"
-        f"<ul>{items}</ul>"
+        f"<p>{len(bad)} configurations whose processes disagreed (coefficient of variation above "
+        f"the run's threshold); their own figures move between re-runs (ratios measured in turns "
+        f"are not affected):</p><ul>{items}</ul>"
     )
 
 
@@ -220,13 +222,18 @@ def build_html(
 ) -> str:
     """The report page, figures embedded as base64 PNG."""
     imgs = []
+    picture = ""
     for path in figures:
-        if path.suffix == ".png":
+        if path.suffix == ".png" and path.stem == ANSWER_FIGURE:
+            data = base64.b64encode(path.read_bytes()).decode()
+            picture = f'<img alt="each configuration against the leader" src="data:image/png;base64,{data}">'
+        elif path.suffix == ".png":
             data = base64.b64encode(path.read_bytes()).decode()
             imgs.append(
                 f"<h3>{html.escape(path.stem.replace('_', ' '))}</h3>"
                 f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
             )
+    records, typed = _cells(rows), _ratios(ratios)
     counts = rows["status"].value_counts().to_dict()
     runs = ", ".join(sorted(rows["run_id"].dropna().unique()))
     logical = rows["logical_devices"].fillna(False).any()
@@ -250,11 +257,12 @@ def build_html(
                 else ""
             )
             + ".</p>",
-            "<h2>Findings</h2>",
-            findings.render_html(
-                _cells(rows), [] if ratios is None else unflatten_all(RatioRow, ratios.to_dict("records"))
-            ),
-            _why(rows),
+            "<h2>What to train with here</h2>",
+            answer.render_html(answer.answers(records, typed), records),
+            picture,
+            "<h2>Every comparison measured in turns</h2>",
+            findings.render_html(records, typed),
+            _why(rows, typed),
             "<h2>Measured against the scaling model</h2>",
             _predicted(rows, collectives),
             "<h2>Machine</h2>",
@@ -262,9 +270,11 @@ def build_html(
             "<h2>How the numbers were measured</h2>",
             f"<p>{_method(rows)}</p>",
             notes,
+            "<h2>Words used here</h2>",
+            glossary.html(),
             "<h2>Unstable cells</h2>",
             _unstable(rows),
-            "<h2>Summary (ok cells)</h2>",
+            "<h2>Each configuration's own figure (separately measured processes; not a ranking)</h2>",
             _table(_summary(rows)),
             "<h2>Figures</h2>",
             *imgs,
@@ -273,6 +283,23 @@ def build_html(
             "</body></html>",
         ]
     )
+
+
+ANSWER_FIGURE = "answer"
+"""The stem of the picture at the top of the report: each configuration against the leader."""
+
+
+def answer_panels(found: Sequence[answer.Answer]) -> list[answer_figure.Panel]:
+    """The answer's picture, one panel per model: the leader at 1 and each contender's ratio to it."""
+    panels = []
+    for a in found:
+        bars = [answer_figure.Bar(a.label, 1.0, None, None, "leader")]
+        bars += [
+            answer_figure.Bar(v.label, v.ratio.ratio.value, v.ratio.ratio.low, v.ratio.ratio.high, v.verdict)
+            for v in a.versus
+        ]
+        panels.append(answer_figure.Panel(a.title[:1].upper() + a.title[1:], tuple(bars)))
+    return panels
 
 
 def _list(items: Sequence[str]) -> str:
@@ -306,8 +333,8 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
     )
 
 
-def _why(rows: pd.DataFrame) -> str:
-    """The questions answered from the rows, then where each cell's update time goes."""
+def _why(rows: pd.DataFrame, ratios: Sequence[RatioRow]) -> str:
+    """The questions answered from the rows, then where each configuration's update time goes."""
     records = _cells(rows)
     table = explain.breakdown_table(records)
     parts = (
@@ -323,7 +350,7 @@ def _why(rows: pd.DataFrame) -> str:
         "the host to launch kernels), which add up to the step. Formulas in "
         "results/README.md.</p>" + _table(table)
         if not table.empty
-        else "<p>No cell has a breakdown (run without --no-breakdown).</p>"
+        else "<p>No configuration's update was broken down in this run (run with --breakdown).</p>"
     )
     return "\n".join(
         [
@@ -333,7 +360,7 @@ def _why(rows: pd.DataFrame) -> str:
             "<h3>What does a second replica or worker buy, and what eats the rest?</h3>",
             _list(explain.what_scaling_buys(records)),
             "<h3>Does gradient accumulation help, and why?</h3>",
-            _list(explain.does_accumulation_help(records)),
+            _list(explain.does_accumulation_help(records, ratios)),
             "<h2>Why: where an update's time goes</h2>",
             parts,
         ]
@@ -410,6 +437,10 @@ def write_report(
         out.mkdir(parents=True, exist_ok=True)
         page.write_text(ab_html(paired, figures, title))
         return [*figures, page]
+    records = _cells(rows)
+    found = answer.answers(records, _ratios(ratios))
+    min_effect = next((r.min_effect for a in found for v in a.versus if (r := v.ratio).min_effect), 0.05)
+    figures += answer_figure.draw(answer_panels(found), min_effect, out / "figures", ANSWER_FIGURE)
     for draw in plots.REPORT_FIGURES.values():
         figures += draw(rows, out / "figures")
     if collectives is not None and not collectives.empty:

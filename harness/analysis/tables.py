@@ -16,17 +16,14 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.analysis.findings import axis
+from harness.analysis import answer
 from harness.contract.records import Axes, CellRow, Status
 from harness.formulas.breakdown import measured
+from harness.spec.frameworks import NONE
 
 
 def _num(x: object, fmt: str) -> str:
     return "-" if x is None or x != x else format(x, fmt)
-
-
-OPTIONAL_AXES = ("data", "precision", "xla", "steps_per_execution", "loop", "accum_steps", "scaling")
-"""Shown as extra columns when they vary between the rows."""
 
 
 def fixed_width(lines: Sequence[Sequence[str]], rule: bool = True) -> str:
@@ -152,35 +149,19 @@ def _broken(pieces: Sequence[str], width: int) -> Text:
     return Text("\n".join(line.rstrip() for line in lines))
 
 
-def _strategy(a: Axes) -> str:
-    return a.strategy + "".join(
-        f"[{v}]" for v in (a.cross_device_ops, a.communication) if v not in (None, "none")
-    )
-
-
-def _topology(a: Axes) -> str:
-    return (
-        f"{a.replicas}x{a.workers}"
-        + (f"+{a.ps}ps" if a.ps else "")
-        + (f" t{a.tenants}" if (a.tenants or 1) > 1 else "")
-        + (f" +{a.tenant_framework}" if a.tenant_framework not in (None, "none") else "")
-    )
-
-
 def summary_table(
     rows: Sequence[CellRow], stream: TextIO | None = None, force_terminal: bool | None = None
 ) -> str:
-    """The rows as a table (see :func:`render_table`), in the order given."""
-    extra = [a for a in OPTIONAL_AXES if len({axis(r, a) for r in rows}) > 1]
+    """The rows as a table (see :func:`render_table`), in the order given, each configuration in
+    words (:func:`harness.analysis.answer.labels`)."""
+    named = answer.labels(rows)
     header = (
         "model",
-        "strategy[cross-device ops]",
-        "repl",
-        "batch/repl",
-        *extra,
+        "configuration",
         "examples/s",
         "95% CI",
-        "cv b/w",
+        "processes",
+        "spread",
         "efficiency",
         "bound",
         "status",
@@ -193,12 +174,10 @@ def summary_table(
         lines.append(
             (
                 r.cell.model,
-                _strategy(r.cell),
-                _topology(r.cell),
-                str(r.cell.per_replica_batch),
-                *(str(axis(r, a)) for a in extra),
+                named[r.cell.cell_id] + _tenant(r.cell),
                 _num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
                 ci,
+                _num(r.spread.processes, "d"),
                 _cvs(r),
                 _efficiency(r),
                 _bound(r),
@@ -208,13 +187,17 @@ def summary_table(
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
 
 
+def _tenant(cell: Axes) -> str:
+    """`` (+ jax)`` for a cell with a co-tenant from another framework."""
+    return "" if cell.tenant_framework in (None, NONE) else f" (+ {cell.tenant_framework})"
+
+
 def _cvs(r: CellRow) -> str:
-    """``between/within`` coefficients of variation, ``!`` when the cell is unstable."""
+    """The processes' coefficient of variation (``unstable`` above the run's threshold)."""
     s = r.spread
-    if s.cv_between_processes is None and s.cv_within_process is None:
+    if s.cv_between_processes is None:
         return "-"
-    text = f"{_num(s.cv_between_processes, '.1%')}/{_num(s.cv_within_process, '.1%')}"
-    return text + ("!" if s.unstable else "")
+    return _num(s.cv_between_processes, ".1%") + (" unstable" if s.unstable else "")
 
 
 def _bound(r: CellRow) -> str:
@@ -259,17 +242,14 @@ FOOTNOTE = (
     "trained)."
 )
 TURNS_FOOTNOTE = (
-    "examples/s: median over each cell's processes (one per group instance it took part in, at "
-    "least {processes}) of each process's median turn window (~{turn_s:g} s, timed with the whole "
-    "machine while the group's other processes waited; warm-up excluded); 95% CI: Student t over "
-    "the process figures (log scale), widened to the spread of earlier runs where the folder holds "
-    "2 or more (ci_history_runs), else it covers this run's processes only; cv b/w: "
-    "between/within processes ('!': above {unstable_cv:g}); efficiency: measured in turns against "
-    "the 1-device cell in the same group (ratios below; '~': its CI contains 1); bound: the part of "
-    "an update with the largest share of its time (results/README.md); repl 'NxW' = replicas x "
-    "workers ('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
-    "aggregate; '+jax', '+torch': a co-tenant in that framework, examples/s TensorFlow's while both "
-    "trained)."
+    "examples/s: each configuration's own figure, the median over its processes (fresh ones, at "
+    "least {processes}) of each process's median timed window (~{turn_s:g} s with the whole machine "
+    "while the others it was compared with waited; warm-up excluded), with its 95% CI over those "
+    "processes: a figure, not a ranking (rankings are the comparisons in turns below). spread: how "
+    "much its processes disagree (coefficient of variation; unstable above {unstable_cv:g}). "
+    "efficiency: throughput / (devices x the 1-device throughput), measured in turns ('~': its CI "
+    "contains 1). bound: the part of an update with the largest share of its time. Co-tenant "
+    "processes: examples/s is their sum."
 )
 OVERSUBSCRIBED_NOTE = "* measured with oversubscribed cores (cores_per_worker x (workers + ps) > host cores)."
 LOGICAL_NOTE = (

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.commands import output
 from harness.commands.output import add_json
-from harness.commands.selection import add_selection_args, platform_text, select
+from harness.commands.selection import add_selection_args, how_it_measures, platform_text, select
 from harness.contract.outputs import ListedCell, ListOutput
 from harness.results.collectives import topology_label
 from harness.spec.rules import unsupported_reason
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         f"\n{len(planned)} cells in sweep {sel.sweep.name!r}: {len(planned) - n_unsup} to run, "
         f"{n_unsup} unsupported on this machine ({platform_text(sel.platform)})."
     )
-    print(f"protocol: {sel.protocol}")
+    print("\n".join(how_it_measures(sel)))
     listed = [ListedCell(cell_id=name(c), unsupported=why) for c, why in planned]
     output.give(ListOutput(sweep=sel.sweep.name, platform=platform_text(sel.platform), cells=listed))
     return 0

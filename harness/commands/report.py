@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     ratios = read_ratios(args.results)
     ratios = ratios[ratios["run_id"].isin(run_ids)]
     title = f"tf-strategy-bench: {', '.join(run_ids)}"
-    for path in write_report(rows, out, title, collectives, ratios):
-        print(f"wrote {path}")
+    written = write_report(rows, out, title, collectives, ratios)
+    page = next((p for p in written if p.suffix == ".html"), None)
+    figures = [p for p in written if p.suffix == ".png"]
+    print(f"report: {page} (open it in a browser; {len(figures)} figures, PNG and SVG, in {out / 'figures'})")
     return 0

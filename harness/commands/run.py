@@ -397,8 +397,10 @@ def _measure_local(
 
 
 def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
-    """The run's table, footnotes, ratios, counts, unstable cells and costs; its exit code."""
-    from harness.analysis.ratios_text import ratios_text
+    """The run's table, footnotes, ratios, counts, unstable cells and costs, then the answer in
+    words (the run's last screen); its exit code."""
+    from harness.analysis import answer
+    from harness.analysis.ratios_text import Names, ratios_text
     from harness.analysis.tables import (
         FOOTNOTE,
         OVERSUBSCRIBED_NOTE,
@@ -423,22 +425,23 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     )
     if result.ratios:
         print()
-        print(ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect))
+        print(ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect, result.rows))
     note = logical_note(result.rows)
     if note:
         print(note)
     if any(r.ran.oversubscribed for r in result.rows):
         print(OVERSUBSCRIBED_NOTE)
     _print_counts(result.run_id, [str(r.status) for r in result.rows])
+    names = Names(result.rows)
     unstable = [r.cell.cell_id for r in result.rows if r.spread.unstable]
     if unstable:
         print(
-            f"unstable: {len(unstable)} cells whose processes disagreed by a CV above "
-            f"{pr.unstable_cv:g} (their absolute figures move between re-runs; see "
-            "cv_between_processes; the ratios in turns are not affected):"
+            f"unstable: {len(unstable)} configurations whose processes disagreed by a coefficient "
+            f"of variation above {pr.unstable_cv:g} (their own figures move between re-runs; the "
+            "ratios in turns are not affected):"
         )
         for cell_id in unstable:
-            print(f"  {cell_id}")
+            print(f"  {names.model.get(cell_id, '')}: {names(cell_id)}")
     if result.cost:
         print(result.cost)
     elif result.time is not None and result.time.processes:
@@ -454,7 +457,11 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
             ratios=[flatten(r) for r in result.ratios],
         )
     )
-    return _ending(result, "cells", failed)
+    code = _ending(result, "cells", failed)
+    if result.ratios:
+        print()
+        print(answer.text(answer.answers(result.rows, result.ratios), result.rows))
+    return code
 
 
 def with_min_effect(sel: Selection, min_effect: float | None) -> Selection:

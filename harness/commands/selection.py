@@ -21,7 +21,7 @@ from harness.results.collectives import topology_label
 from harness.spec.axes import AXES, REPLICAS_TO_MAX
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES, payloads
-from harness.spec.protocol import Platform, Protocol
+from harness.spec.protocol import Platform, Protocol, settings_rows
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import Sweep, contenders, expand
 from harness.spec.sweeps import SWEEPS, collectives_sweep, get_sweep
@@ -120,9 +120,9 @@ def add_selection_args(
         action=argparse.BooleanOptionalAction,
         default=None,
         help="time the parts of an update (compute, all-reduce, input, dispatch) in each "
-        "cell's first instance, or not (--no-breakdown); a few seconds per cell (207 of the "
-        "default sweep's 860 s on 2 cores, which therefore skips it). Default: the sweep's; on for "
-        "cells chosen by axis flags alone",
+        "cell's first instance, or in none (--no-breakdown); a few seconds per cell (207 of the "
+        "default sweep's 860 s on 2 cores, which therefore times only each model's leader and "
+        "closest rival). Default: the sweep's; on for cells chosen by axis flags alone",
     )
     p.add_argument(
         "--no-fork",
@@ -226,8 +226,8 @@ def select(args: argparse.Namespace) -> Selection:
     changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
     if getattr(args, "peak", None) is False:
         changes["peak"] = False
-    if getattr(args, "breakdown", None) is not None:
-        changes["breakdown"] = args.breakdown
+    if getattr(args, "breakdown", None) is not None:  # --no-breakdown: not even the answer's cells
+        changes["breakdown"] = changes["breakdown_named"] = args.breakdown
     if getattr(args, "fork", None) is False:
         changes["fork"] = False
     if getattr(args, "busy_ok", None):
@@ -325,10 +325,22 @@ def add_dry_run(p: argparse.ArgumentParser, would: str, selection: bool = True) 
     )
 
 
+def how_it_measures(sel: Selection) -> list[str]:
+    """The "how it measures" table: one aligned line per setting of ``sel``'s protocol a user sets
+    or needs to understand (:data:`harness.spec.protocol.SETTINGS`): the words, the value with its
+    unit, the flag that changes it; for a run in turns, or in passes (a real cluster, collectives)."""
+    turns = sel.cluster is None and sel.sweep.kind != "collectives"
+    rows = [("how it measures", "value", "flag"), *settings_rows(sel.protocol, turns)]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return [
+        f"{words.ljust(widths[0])}  {value.ljust(widths[1])}  {flag}".rstrip() for words, value, flag in rows
+    ]
+
+
 def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -> str:
     """What a command would do with ``sel``: ``head``, how many cells run and how many are
-    unsupported here, the protocol, the first :data:`DRY_RUN_CELLS` cells to start with their
-    processes, and that nothing was started."""
+    unsupported here, how it measures (:func:`how_it_measures`), the first :data:`DRY_RUN_CELLS`
+    cells to start with their processes, and that nothing was started."""
     name = topology_label if sel.sweep.kind == "collectives" else (lambda c: c.id)
     planned = [(c, unsupported_reason(c, sel.platform)) for c in sel.cells]
     todo = [c for c, why in planned if why is None or include_unsupported]
@@ -338,8 +350,8 @@ def dry_run_text(sel: Selection, head: str, include_unsupported: bool = False) -
         f"{len(planned)} cells in sweep {sel.sweep.name!r} on {platform_text(sel.platform)}: "
         f"{len(todo)} to start, {unsupported} unsupported here"
         + (" (started anyway)" if include_unsupported and unsupported else ""),
-        f"protocol: {sel.protocol}",
     ]
+    lines += how_it_measures(sel)
     if todo:
         lines.append("first cells:")
         lines += [f"  {name(c)}  ({c.processes * c.tenants} process(es))" for c in todo[:DRY_RUN_CELLS]]

@@ -66,6 +66,9 @@ class Bound:
     name: str
     part: str
     advice: str
+    tries: tuple[str, ...] = ()
+    """The axes to try next, in order (the first that suggests a value for the cell:
+    :meth:`harness.spec.axes.Axis.next_values`)."""
 
 
 BOUNDS: tuple[Bound, ...] = (
@@ -74,23 +77,27 @@ BOUNDS: tuple[Bound, ...] = (
         "compute_s",
         "a faster device, lower precision (mixed_bfloat16 / mixed_float16), or more replicas on "
         "devices that add compute (logical CPU devices share one CPU's cores and add none)",
+        ("precision", "batch"),
     ),
     Bound(
         "communication",
         "allreduce_s",
         "more accumulation steps or a larger per-replica batch (fewer all-reduces per example), "
         "or another cross-device op / communication (compare them with --sweep collectives)",
+        ("accum_steps", "batch"),
     ),
     Bound(
         "input",
         "input_s",
         "a faster input pipeline (cache, prefetch, parallel map) or synthetic data to confirm",
+        ("batch",),
     ),
     Bound(
         "dispatch",
         "dispatch_s",
         "more steps_per_execution (one host dispatch per call of that many updates) or a larger "
         "batch per update",
+        ("steps_per_execution", "batch"),
     ),
 )
 
@@ -101,26 +108,34 @@ PROFILE_BOUNDS: tuple[Bound, ...] = (
         "device_s",
         "lower precision (mixed_bfloat16 / mixed_float16), XLA (--jit-compile on: fused kernels), "
         "or a faster GPU: the GPU is busy with the model's kernels",
+        ("precision", "xla"),
     ),
     Bound(
         "communication",
         "collective_s",
         "more accumulation steps or a larger per-replica batch (fewer all-reduces per example), or "
         "another cross-device op",
+        ("accum_steps", "batch"),
     ),
     Bound(
         "input",
         "input_wait_s",
         "a faster input pipeline (cache, prefetch, parallel map): the GPU waits for the next batch",
+        ("batch",),
     ),
     Bound(
         "host",
         "host_s",
         "more steps_per_execution, a larger batch, or XLA (--jit-compile on): the GPU waits for "
         "the host to launch its kernels",
+        ("steps_per_execution", "xla", "batch"),
     ),
 )
 """The verdicts of a profiled GPU update (:func:`harness.formulas.timeline.split`)."""
+
+
+BOUND_BY_NAME = {b.name: b for b in (*BOUNDS, *PROFILE_BOUNDS)}
+"""Every verdict by its name (``communication`` is one bound in either set, with the same tries)."""
 
 
 def _num(value: float | None) -> float | None:

@@ -54,10 +54,16 @@ the log scale:
   d = 0 (min_effect 0 and ybar exactly 0: no finite n decides). The projection assumes ybar and
   s_B stay where they are, so near |ybar| = L it is only a guide.
 
-Budgeting (:func:`next_group`): first every group up to ``min_instances`` (fewest first); then
-the group whose widest undecided comparison has the largest CI half-width h / L (a comparison
-with fewer than 2 instances counts as infinitely wide), until every comparison is decided or
-every group with an undecided one has ``max_instances``.
+Budgeting (:func:`next_group`): first every group up to ``min_instances`` (fewest first, the
+``first`` groups, the headline, before the others); then the group whose widest *open*
+comparison has the largest CI half-width h (a comparison with fewer than 2 instances counts as
+infinitely wide), until no comparison is open or every group with an open one has
+``max_instances``. A comparison is open while it is undecided, or while its CI is wider than its
+precision target (``GroupState.targets``: a width (high - low) / value = 2 sinh(h), a fraction of
+its value), decided or not. Past the minimum, a ``first`` group with an undecided comparison that
+is *likely decidable* (its :func:`instances_to_decide` less its instances so far, at least 1,
+within the group's instances left up to ``max_instances``) is served before any other group;
+with ``first_while_open``, so is a ``first`` group with any open comparison.
 """
 
 from __future__ import annotations
@@ -429,19 +435,58 @@ def instances_to_decide(
 @dataclass(frozen=True)
 class GroupState:
     """Where one group stands: ``instances`` measured so far, ``seconds_per_instance`` (mean wall
-    seconds of one instance, start-up to exit), and per comparison of the group its instance log
-    ratios so far."""
+    seconds of one instance, start-up to exit), per comparison of the group its instance log
+    ratios so far, and ``targets``: per comparison (parallel to ``comparisons``; empty: none) its
+    precision target, the widest CI it may keep as a fraction of its value ((high - low) / value,
+    :func:`relative_width`), or None."""
 
     name: str
     instances: int
     seconds_per_instance: float
     comparisons: tuple[tuple[float, ...], ...]
+    targets: tuple[float | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.targets and len(self.targets) != len(self.comparisons):
+            raise ValueError(
+                f"group {self.name!r}: {len(self.targets)} targets for {len(self.comparisons)} "
+                "comparisons; expected one per comparison, or none"
+            )
+
+
+def relative_width(logs: Sequence[float], confidence: float = CONFIDENCE) -> float:
+    """The CI's width as a fraction of the ratio's value, (high - low) / value = 2 sinh(h), h the
+    half-width on the log scale (any ``scale`` cancels); +inf below 2 finite instance log ratios."""
+    return 2 * math.sinh(_half_width(_finite(logs), confidence))
 
 
 def _undecided(state: GroupState, min_effect: float, confidence: float) -> list[tuple[float, ...]]:
     return [
         logs for logs in state.comparisons if not turn_ratio(logs, confidence=confidence).decided(min_effect)
     ]
+
+
+def _open(state: GroupState, min_effect: float, confidence: float) -> list[tuple[float, ...]]:
+    """The comparisons that want instances: undecided, or wider than their precision target."""
+    targets = state.targets or (None,) * len(state.comparisons)
+    return [
+        logs
+        for logs, target in zip(state.comparisons, targets, strict=True)
+        if not turn_ratio(logs, confidence=confidence).decided(min_effect)
+        or (target is not None and relative_width(logs, confidence) > target)
+    ]
+
+
+def _decidable(state: GroupState, max_instances: int | None, min_effect: float, confidence: float) -> bool:
+    """Whether an undecided comparison of the group would likely be decided within the group's
+    instances left up to ``max_instances`` (any number when None): its :func:`instances_to_decide`
+    less its instances so far, at least 1."""
+    left = math.inf if max_instances is None else max_instances - state.instances
+    for logs in _undecided(state, min_effect, confidence):
+        needed = instances_to_decide(logs, min_effect, confidence)
+        if needed is not None and max(needed - len(_finite(logs)), 1) <= left:
+            return True
+    return False
 
 
 def next_group(
@@ -451,36 +496,39 @@ def next_group(
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
     first: Collection[int] = (),
+    first_while_open: bool = True,
 ) -> int | None:
-    """Index (into ``states``) of the group that gets the next instance (see the module doc): a
-    group below ``min_instances`` first (the one with fewest, ties in order); then, among groups
-    below ``max_instances`` with an undecided comparison, the one whose widest undecided
-    comparison has the largest CI half-width relative to log(1 + min_effect) (ties: fewer
-    instances, then order). None when every comparison is decided or every group that could
-    take one is at ``max_instances``. A group is never given more than ``max_instances``.
-    ``first``: indices of groups served before the others at each step (the headline): a group
-    of them below ``min_instances`` before any other, and, past the minimum, one of them with an
-    undecided comparison before any other."""
+    """Index (into ``states``) of the group that gets the next instance (see the module doc).
+
+    A group below ``min_instances`` first: a group of ``first`` (the headline) before any other,
+    then the one with fewest, ties in order. Past the minimum, among the groups below
+    ``max_instances`` with an *open* comparison (undecided, or its CI wider than its precision
+    target in ``GroupState.targets``): a group of ``first`` with an undecided comparison that is
+    likely decidable (:func:`instances_to_decide` less its instances so far, at least 1, within
+    the group's instances left up to ``max_instances``) before any other; else, with
+    ``first_while_open``, a group of ``first`` with an open comparison before any other; else any.
+    Among those, the one whose widest open comparison has the largest CI half-width (ties: fewer
+    instances, then order). None when no comparison is open or every group that could take one
+    is at ``max_instances``; a group is never given more than ``max_instances``."""
     if min_instances < 0:
         raise ValueError(f"min_instances={min_instances}; expected >= 0")
     if max_instances is not None and max_instances < 1:
         raise ValueError(f"max_instances={max_instances}; expected >= 1 or None (no cap)")
-    open_ = [i for i, s in enumerate(states) if max_instances is None or s.instances < max_instances]
-    short = [i for i in open_ if states[i].instances < min_instances]
+    below = [i for i, s in enumerate(states) if max_instances is None or s.instances < max_instances]
+    short = [i for i in below if states[i].instances < min_instances]
     if short:
         return min(short, key=lambda i: (i not in first, states[i].instances, i))
-    ahead = [i for i in open_ if i in first and _undecided(states[i], min_effect, confidence)]
-    band = math.log1p(min_effect)
-    best: tuple[float, int, int] | None = None
-    for i in ahead or open_:
-        undecided = _undecided(states[i], min_effect, confidence)
-        if not undecided:
-            continue
-        width = max(_half_width(_finite(logs), confidence) for logs in undecided) / band
-        key = (width, -states[i].instances, -i)
-        if best is None or key > best:
-            best = key
-    return None if best is None else -best[2]
+    wanting = {i: found for i in below if (found := _open(states[i], min_effect, confidence))}
+    heads = [i for i in wanting if i in first]
+    decidable = [i for i in heads if _decidable(states[i], max_instances, min_effect, confidence)]
+    pool = decidable or (heads if first_while_open else []) or list(wanting)
+    if not pool:
+        return None
+
+    def key(i: int) -> tuple[float, int, int]:
+        return max(_half_width(_finite(logs), confidence) for logs in wanting[i]), -states[i].instances, -i
+
+    return max(pool, key=key)
 
 
 def extra_seconds(

@@ -8,6 +8,21 @@ stage: each model's fastest configuration so far and those tied with it (separat
 their difference is not yet decided) are raced in turns (:func:`race_plan`) with the rest of the
 budget; with no tie, the first stage goes on instead.
 
+With headline groups (:attr:`Group.race`: each model's contenders raced against the fastest of
+them) there is one stage over the whole budget, and the headline gets the budget: every group
+first gets its ``protocol.processes`` instances (the headline's first); past them, while a
+headline group has an undecided comparison that more instances would likely decide (its
+:func:`~harness.formulas.turns.instances_to_decide` less its instances so far, at least 1, is
+within the group's instances left up to ``protocol.max_processes``), no other group gets an extra
+instance, however much of the budget is spent. A headline comparison that is open otherwise
+(undecided but not likely decidable, or a scaling efficiency decided but with its CI wider than
+:data:`SCALING_CI_WIDTH` of its value) puts its group first only until :data:`HEADLINE_SHARE` of
+the budget is spent, so that a comparison no affordable number of instances would settle does not
+take what the other groups' ratios need; after that it competes as the other groups do (the
+widest open comparison first). The budget's time checks decide whether the chosen group's next
+instance fits; one that does not fit has no instance left (it never would: the clock only moves
+on), and the choice passes on to the others.
+
 Every member's process is also one process of its cell (its figure: the median of its turn
 windows), so each cell's absolute figure keeps the CI over processes (and history) of
 :func:`harness.launch.runner.run_sweep`; its windows are stored as soon as its instance ends. A
@@ -63,8 +78,17 @@ second stage races the configurations tied with each model's fastest; with no ti
 stage goes on to the whole budget."""
 
 HEADLINE_SHARE = 0.85
-"""The share of the budget during which the headline groups (each model's contenders) get every
-instance they need before any other group's extra instances."""
+"""The share of the budget during which a headline group (each model's contenders) with any open
+comparison gets its extra instances before any other group's. One with an undecided comparison
+that more instances would likely decide gets them first for the whole budget
+(:func:`harness.formulas.turns.next_group`)."""
+
+SCALING_CI_WIDTH = 0.10
+"""The precision target of a headline group's scaling comparisons (Relation.SCALING in a race
+group): the widest 95% CI, as a fraction of the efficiency's value ((high - low) / value =
+2 sinh(h), about 2 h, for a half-width h on the log scale), at which it stops wanting instances;
+wider, it stays open for the budget even when its verdict is decided (0.405 [0.374, 0.438] is
+0.158 wide). Like any open comparison it takes at most ``protocol.max_processes`` instances."""
 
 CLOSE_S = 15.0
 """Seconds the budget keeps for writing the rows and drawing the report (7 s for the default
@@ -110,15 +134,23 @@ class GroupRun:
     """A race group's (:attr:`Group.race`) undisturbed turns, per completed instance."""
 
     def state(self) -> tstats.GroupState:
+        """Where the group stands for the budget: its comparisons (then its race's) with their
+        precision targets (:meth:`targets`); a stopped group has none and takes no instance."""
         per = self.seconds / self.instances if self.instances else 0.0
-        comps = (
-            ()
-            if self.stopped
-            else tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons)))
-            + tuple(logs for _, logs, _ in self.race())
+        if self.stopped:
+            return tstats.GroupState(self.group.name, 10**9, per, ())
+        raced = tuple(logs for _, logs, _ in self.race())
+        comps = tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons))) + raced
+        targets = self.targets() + (None,) * len(raced)
+        return tstats.GroupState(self.group.name, self.instances, per, comps, targets)
+
+    def targets(self) -> tuple[float | None, ...]:
+        """Per comparison of the group (not its race's FASTEST ones, which have none) its precision
+        target: :data:`SCALING_CI_WIDTH` for a race group's scaling comparisons, else None."""
+        return tuple(
+            SCALING_CI_WIDTH if self.group.race and c.relation == Relation.SCALING else None
+            for c in self.group.comparisons
         )
-        done = self.instances if not self.stopped else 10**9
-        return tstats.GroupState(self.group.name, done, per, comps)
 
     def leader(self) -> str | None:
         """A race group's fastest member so far: the highest mean instance log ratio against its
@@ -312,6 +344,8 @@ class TurnsRun:
         self.headline = any(g.group.race for g in self.groups)
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.broken_down: set[str] = set()
+        self.asked: set[str] = set()
+        """Cells whose step breakdown a process was asked for (done once that process records)."""
         self.steps: dict[str, int] = {}
         """By turn key: the window steps its first completed instance calibrated, which later
         instances reuse (a calibration costs two windows a member, a tenth of a run on 2 cores)."""
@@ -342,34 +376,69 @@ class TurnsRun:
         """The index of the group named ``name`` (a journaled instance's)."""
         return next(i for i, g in enumerate(self.groups) if g.group.name == name)
 
+    def _wants_breakdown(self, cell_id: str) -> bool:
+        """Whether a member of this cell times its step breakdown in the next instance: not yet
+        done, and every cell's (``protocol.breakdown``) or, with ``protocol.breakdown_named``, one
+        of the cells the answer names so far (:meth:`named`)."""
+        protocol = self.options.protocol
+        if cell_id in self.broken_down:
+            return False
+        return protocol.breakdown or (protocol.breakdown_named and cell_id in self.named())
+
+    def named(self) -> set[str]:
+        """The cells the answer names so far: each race group's leader and its closest rival (the
+        contender with the highest mean instance log ratio against it)."""
+        out: set[str] = set()
+        for g in self.groups:
+            raced = [(c, logs) for c, logs, _ in g.race() if logs]
+            if raced:
+                closest = max(raced, key=lambda found: sum(found[1]) / len(found[1]))[0]
+                out |= {closest.reference, closest.subject}
+        return out
+
     def _options(self, member: Member) -> WorkerOptions:
-        first = member.cell.id not in self.broken_down
-        protocol = dataclasses.replace(
-            self.options.protocol, breakdown=self.options.protocol.breakdown and first
-        )
+        wanted = self._wants_breakdown(member.cell.id)
+        if wanted:
+            self.asked.add(member.cell.id)
+        protocol = dataclasses.replace(self.options.protocol, breakdown=wanted)
         return dataclasses.replace(self.options, protocol=protocol)
 
     def _record(self, cell: Cell, end: CellEnd) -> None:
         k = self.instances_of.get(cell.id, 0)
         self.instances_of[cell.id] = k + 1
         self.run.record(end, k)
-        self.broken_down.add(cell.id)
+        row = end.row
+        measured = row is not None and (row.breakdown.parts_step_s, row.breakdown.profiled_step_s) != (
+            None,
+            None,
+        )
+        if cell.id in self.asked or measured:  # asked here, or replayed from a journal with one
+            self.broken_down.add(cell.id)
 
     def next(self, share: float = 1.0, first: int = 0) -> int | None:
         """The group (from index ``first`` on) that gets the next instance, or None when the stage
-        is over: every ratio decided, every group at the most instances, or no instance that is
-        due fits in the budget less :meth:`reserve_s` (past a group's minimum: in ``share`` of it). Headline groups come first
-        (:func:`tstats.next_group`'s ``first``) until :data:`HEADLINE_SHARE` of it is spent."""
+        is over: no comparison open, every group at the most instances, or no instance that is
+        due fits in the budget less :meth:`reserve_s` (past a group's minimum: in ``share`` of it).
+        Headline groups come first (:func:`tstats.next_group`'s ``first``): for the whole budget
+        while one has an undecided comparison more instances would likely decide, else until
+        :data:`HEADLINE_SHARE` of it is spent. A group whose next instance does not fit is
+        treated as at its most instances (it has none left), and the next choice is made."""
         protocol = self.run.protocol
         whole = protocol.budget_s - self.reserve_s()
         limit = share * protocol.budget_s - self.reserve_s()
         elapsed = self.clock() - self.t0
         mine = self.groups[first:]
-        ahead = {i for i, g in enumerate(mine) if g.group.race} if elapsed < HEADLINE_SHARE * limit else set()
+        heads = {i for i, g in enumerate(mine) if g.group.race}
+        early = elapsed < HEADLINE_SHARE * limit
         states = [g.state() for g in mine]
         while (
             found := tstats.next_group(
-                states, protocol.processes, protocol.max_processes, protocol.min_effect, first=ahead
+                states,
+                protocol.processes,
+                protocol.max_processes,
+                protocol.min_effect,
+                first=heads,
+                first_while_open=early,
             )
         ) is not None:
             g = mine[found]
@@ -432,9 +501,7 @@ class TurnsRun:
 
     def _pending_breakdowns(self, group: Group) -> int:
         """Members of ``group`` whose step breakdown its next instance times."""
-        if not self.options.protocol.breakdown:
-            return 0
-        return len({m.cell.id for m in group.members} - self.broken_down)
+        return sum(self._wants_breakdown(key) for key in {m.cell.id for m in group.members})
 
     def mean_instance_s(self) -> float:
         done = [g for g in self.groups if g.instances]

@@ -7,15 +7,18 @@ TensorFlow cannot run is explained by :func:`harness.spec.rules.unsupported_reas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from harness.errors import HarnessError
 from harness.spec.frameworks import FRAMEWORKS, NONE
-from harness.spec.models import LOSS_NAMES, MODEL_NAMES, parse_ref
+from harness.spec.models import LOSS_NAMES, MODEL_NAMES, MODEL_TITLES, parse_ref
 from harness.spec.strategies import (
     MULTI_WORKER_STRATEGIES,
     NO_OPTION,
     SINGLE_PROCESS_STRATEGIES,
+    STRATEGIES,
     STRATEGY_NAMES,
     strategies_where,
 )
@@ -48,6 +51,40 @@ class Axis:
     cli: str = ""
     """The command line's name for it where TensorFlow's differs from the axis's (``jit-compile``
     for ``xla``); empty: the name, dashed."""
+    words: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """How a string value reads in a sentence for a TensorFlow user (``fit``: "Keras Model.fit");
+    a value not listed reads as itself."""
+    phrase: str = "{}"
+    """How an integer value reads ("on {} replicas"); ``phrase_one`` for 1 where it differs."""
+    phrase_one: str = ""
+    reference: AxisValue | None = None
+    """The value a configuration is not described by (the plain choice: no accumulation, the custom
+    loop, float32); None: the value is always said where the axis applies."""
+    essential: bool = False
+    """Said in a whole description even at its reference value (the choices a user makes: loop,
+    batch, accumulation, precision, XLA; :func:`harness.spec.words.describe`)."""
+    row_field: str = ""
+    """The cell row's column holding the value where it is not the axis's name (``batch``:
+    ``per_replica_batch``)."""
+    step_up: int = 0
+    """The factor an integer value is multiplied by when a breakdown points to this axis as the
+    next knob to try (0: not a knob to suggest)."""
+    alternative: str = ""
+    """The value a string axis suggests trying next from its reference ("" : none)."""
+
+    def next_values(self, value: AxisValue) -> tuple[AxisValue, AxisValue] | None:
+        """(``value``, the value to try next) where this axis suggests one, else None."""
+        if self.step_up and isinstance(value, int):
+            return value, value * self.step_up
+        if self.alternative and value == self.reference:
+            return value, self.alternative
+        return None
+
+    def say(self, value: object) -> str:
+        """``value`` in words (:attr:`words`, :attr:`phrase`)."""
+        if self.kind is int and isinstance(value, int):
+            return (self.phrase_one if value == 1 and self.phrase_one else self.phrase).format(value)
+        return self.words.get(str(value), str(value))
 
     @property
     def flag(self) -> str:
@@ -127,15 +164,25 @@ MAX_TASKS = 1024
 process) instant; a local cluster this size would already be far past one host's cores."""
 
 AXES: tuple[Axis, ...] = (
-    Axis("model", str, "cnn", "model to train", MODEL_NAMES),
+    Axis("model", str, "cnn", "model to train", MODEL_NAMES, words=MappingProxyType(MODEL_TITLES)),
     Axis(
         "data",
         str,
         "synthetic",
         "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
         DATA_NAMES,
+        words=MappingProxyType({"synthetic": "synthetic data", "mnist": "the MNIST file"}),
+        reference="synthetic",
+        essential=True,
     ),
-    Axis("strategy", str, "mirrored", "tf.distribute strategy", STRATEGY_NAMES),
+    Axis(
+        "strategy",
+        str,
+        "mirrored",
+        "tf.distribute strategy",
+        STRATEGY_NAMES,
+        words=MappingProxyType({name: s.words for name, s in STRATEGIES.items()}),
+    ),
     Axis(
         "cross_device_ops",
         str,
@@ -144,6 +191,15 @@ AXES: tuple[Axis, ...] = (
         CROSS_DEVICE_OPS_NAMES,
         applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
         inapplicable=NO_OPTION,
+        words=MappingProxyType(
+            {
+                "auto": "its default all-reduce",
+                "nccl": "NcclAllReduce",
+                "hierarchical_copy": "HierarchicalCopyAllReduce",
+                "reduction_to_one_device": "ReductionToOneDevice",
+            }
+        ),
+        reference="auto",
     ),
     Axis(
         "communication",
@@ -153,6 +209,10 @@ AXES: tuple[Axis, ...] = (
         COMMUNICATION_NAMES,
         applies_to=strategies_where(lambda s: s.option_axis == "communication"),
         inapplicable=NO_OPTION,
+        words=MappingProxyType(
+            {"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"}
+        ),
+        reference="auto",
     ),
     Axis(
         "replicas",
@@ -161,6 +221,9 @@ AXES: tuple[Axis, ...] = (
         "replicas per worker (GPUs, or logical CPU devices without a GPU)",
         applies_to=strategies_where(lambda s: s.multi_device),
         inapplicable=1,
+        phrase="on {} replicas",
+        phrase_one="on 1 replica",
+        reference=1,
     ),
     Axis(
         "workers",
@@ -170,6 +233,9 @@ AXES: tuple[Axis, ...] = (
         maximum=MAX_TASKS,
         applies_to=MULTI_WORKER_STRATEGIES,
         inapplicable=1,
+        phrase="on {} workers",
+        phrase_one="on 1 worker",
+        reference=1,
     ),
     Axis(
         "ps",
@@ -179,13 +245,30 @@ AXES: tuple[Axis, ...] = (
         maximum=MAX_TASKS,
         applies_to=strategies_where(lambda s: s.ps_tasks),
         inapplicable=0,
+        phrase="{} parameter servers",
+        phrase_one="1 parameter server",
     ),
-    Axis("batch", int, 64, "batch size in examples: per replica (weak scaling) or global (strong)"),
+    Axis(
+        "batch",
+        int,
+        64,
+        "batch size in examples: per replica (weak scaling) or global (strong)",
+        phrase="batch {} per replica",
+        row_field="per_replica_batch",
+        reference=64,
+        essential=True,
+        step_up=4,
+    ),
     Axis(
         "accum_steps",
         int,
         1,
         "micro-batches whose gradients each replica sums before one all-reduce and one optimizer update",
+        phrase="{} accumulation steps per update",
+        phrase_one="no gradient accumulation",
+        reference=1,
+        essential=True,
+        step_up=4,
     ),
     Axis(
         "loop",
@@ -194,9 +277,38 @@ AXES: tuple[Axis, ...] = (
         "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
         "fit = Keras model.fit with the suite's train step",
         LOOP_NAMES,
+        words=MappingProxyType({"ctl": "a custom training loop", "fit": "Keras Model.fit"}),
+        reference="ctl",
+        essential=True,
     ),
-    Axis("steps_per_execution", int, 10, "optimizer updates per tf.function call"),
-    Axis("precision", str, "float32", "Keras dtype policy", PRECISION_NAMES),
+    Axis(
+        "steps_per_execution",
+        int,
+        10,
+        "optimizer updates per tf.function call",
+        phrase="{} updates per tf.function call",
+        phrase_one="1 update per tf.function call",
+        reference=10,
+        essential=True,
+        step_up=10,
+    ),
+    Axis(
+        "precision",
+        str,
+        "float32",
+        "Keras dtype policy",
+        PRECISION_NAMES,
+        words=MappingProxyType(
+            {
+                "float32": "float32",
+                "mixed_bfloat16": "mixed precision (bfloat16)",
+                "mixed_float16": "mixed precision (float16)",
+            }
+        ),
+        reference="float32",
+        alternative="mixed_bfloat16",
+        essential=True,
+    ),
     Axis(
         "xla",
         str,
@@ -206,6 +318,10 @@ AXES: tuple[Axis, ...] = (
         "Keras's auto, which compiles fit under no strategy and not under mirrored",
         XLA_NAMES,
         cli="jit-compile",
+        words=MappingProxyType({"off": "no XLA", "on": "XLA (jit_compile=True)"}),
+        reference="off",
+        alternative="on",
+        essential=True,
     ),
     Axis(
         "loss",
@@ -214,8 +330,18 @@ AXES: tuple[Axis, ...] = (
         "training loss: auto (one output unit: binary cross-entropy; more: sparse categorical "
         "cross-entropy; both on logits), or the one named (synthetic labels to match)",
         LOSS_NAMES,
+        words=MappingProxyType({"auto": "the model's own loss"}),
+        reference="auto",
     ),
-    Axis("scaling", str, "weak", "weak: batch is per replica; strong: batch is global", SCALING_NAMES),
+    Axis(
+        "scaling",
+        str,
+        "weak",
+        "weak: batch is per replica; strong: batch is global",
+        SCALING_NAMES,
+        words=MappingProxyType({"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"}),
+        reference="weak",
+    ),
     Axis(
         "tenants",
         int,
@@ -225,6 +351,9 @@ AXES: tuple[Axis, ...] = (
         maximum=16,
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=1,
+        phrase="{} processes at once, throughput summed",
+        phrase_one="one process",
+        reference=1,
     ),
     Axis(
         "tenant_framework",
@@ -235,6 +364,10 @@ AXES: tuple[Axis, ...] = (
         TENANT_FRAMEWORK_NAMES,
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=NONE,
+        words=MappingProxyType(
+            {NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"}
+        ),
+        reference=NONE,
     ),
 )
 

@@ -84,6 +84,8 @@ class ModelInfo:
     name: str
     description: str
     input_shape: tuple[int, ...]
+    title: str = ""
+    """The model in words, as a sentence names it ("the MNIST CNN")."""
     classes: int = NUM_CLASSES
     input_kind: str = "image"
     vocab: int = 0
@@ -108,19 +110,31 @@ MODELS: dict[str, ModelInfo] = {
     m.name: m
     for m in (
         ModelInfo(
-            "cnn", "Conv32-Pool-Conv64-Pool-Flatten-Dense10 on 28x28x1", INPUT_SHAPE, layers=cnn_layers
+            "cnn",
+            "Conv32-Pool-Conv64-Pool-Flatten-Dense10 on 28x28x1",
+            INPUT_SHAPE,
+            "the MNIST CNN",
+            layers=cnn_layers,
         ),
-        ModelInfo("dense", "Flatten-Dense128-Dense10 on 28x28x1", INPUT_SHAPE, layers=dense_layers),
+        ModelInfo(
+            "dense",
+            "Flatten-Dense128-Dense10 on 28x28x1",
+            INPUT_SHAPE,
+            "the dense model",
+            layers=dense_layers,
+        ),
         ModelInfo(
             "resnet50",
             "keras.applications.ResNet50 (weights=None, BatchNorm) on 64x64x3, 10 classes",
             IMAGE_64,
+            "ResNet-50",
             split_sensitive=BATCH_NORM,
         ),
         ModelInfo(
             "mobilenetv2",
             "keras.applications.MobileNetV2 (weights=None, BatchNorm, depthwise) on 64x64x3, 10 classes",
             IMAGE_64,
+            "MobileNetV2",
             split_sensitive=BATCH_NORM,
         ),
         ModelInfo(
@@ -128,6 +142,7 @@ MODELS: dict[str, ModelInfo] = {
             "a Transformer encoder: 2 blocks, 4 heads, width 128, feed-forward 256, dropout 0.1, on 64 "
             "token ids of a 1000-word vocabulary, mean-pooled to 10 classes",
             (64,),
+            "the Transformer encoder",
             input_kind="ids",
             vocab=1000,
             split_sensitive="dropout draws its masks per replica and micro-batch",
@@ -142,6 +157,9 @@ MODEL_LAYERS: dict[str, Callable[[], list[Layer]]] = {
 """Model name -> its FLOP-bearing layers, in order (the models with an analytic count)."""
 
 MODEL_NAMES = tuple(MODELS)
+
+MODEL_TITLES = {name: m.title for name, m in MODELS.items()}
+"""Built-in model name -> the model in words."""
 
 
 def flops_per_example(model: str) -> int | None:

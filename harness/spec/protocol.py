@@ -42,6 +42,8 @@ class Protocol:
     about 3 % of log ratio here) is as large as that of the mean of 6 blocks (4-10 % per block):
     more blocks buy little, more instances buy precision (the default sweep takes 4, so that its
     minimum of 3 instances of every group fits its budget on 2 cores).
+
+    Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`.
     """
 
     repeats: int = 5
@@ -56,6 +58,9 @@ class Protocol:
     unstable_cv: float = 0.10
     peak: bool = True
     breakdown: bool = True
+    breakdown_named: bool = False
+    """With ``breakdown`` off: time the step breakdown of the cells the answer names (each model's
+    leader and closest rival so far, :meth:`harness.launch.budget.TurnsRun.named`), once each."""
     turn_s: float = 0.2
     blocks: int = 6
     budget_min: float = 10.0
@@ -146,6 +151,151 @@ class Protocol:
                 ),
             }
         )
+
+
+ALWAYS, TURNS, PASSES, NEVER = "always", "turns", "passes", "never"
+"""When a :class:`Setting` is in the "how it measures" table: every run; a local run, measured in
+turns; a run measured in passes (a real cluster, ``--sweep collectives``); never (users do not set
+it: the setting's ``why`` says why)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One :class:`Protocol` field as a TensorFlow user reads it: the words, the unit and the ``run``
+    flag that changes it (``list`` and every dry run print them as the "how it measures" table).
+
+    ``unit``: ``min``, ``s``, ``GiB`` (the value, then the unit), ``%`` (a fraction, written as a
+    percentage), ``yes/no`` (a switch), or empty (a count). ``zero``: what the value 0 stands for,
+    where it stands for something else ("from free memory"). ``negatable``: argparse also takes
+    ``--no-`` + the flag (``BooleanOptionalAction``), the one shown when the switch is on.
+    """
+
+    field: str
+    words: str
+    flag: str
+    unit: str = ""
+    zero: str = ""
+    negatable: bool = False
+    shown: str = ALWAYS
+    why: str = ""
+    """Why a field that is never shown is left out (empty for the others)."""
+    dest: str = ""
+    """The ``run`` option's destination where it is not :attr:`field` (``--no-breakdown`` turns
+    ``breakdown_named`` off too)."""
+
+    def value(self, protocol: Protocol) -> str:
+        """The field's value in ``protocol``, with its unit."""
+        v = getattr(protocol, self.field)
+        if self.unit == "yes/no":
+            return "yes" if v else "no"
+        if v == 0 and self.zero:
+            return self.zero
+        if self.unit == "%":
+            return f"{v * 100:g}%"
+        return f"{v:g} {self.unit}" if self.unit else f"{v:g}"
+
+    def flag_for(self, protocol: Protocol) -> str:
+        """The flag that changes the field from its value in ``protocol``; empty for a switch that
+        only one flag sets, already set so (``--no-peak`` where the sweep has no peak)."""
+        on = bool(getattr(protocol, self.field))
+        if self.negatable:
+            return "--no-" + self.flag.removeprefix("--") if on else self.flag
+        if self.unit == "yes/no" and on == (not self.flag.startswith("--no-")):
+            return ""
+        return self.flag
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("budget_min", "time budget for the whole run", "--budget-min", unit="min", shown=TURNS),
+    Setting("processes", "fresh processes per configuration, at least", "--processes"),
+    Setting("max_processes", "fresh processes per configuration, at most", "--max-processes"),
+    Setting(
+        "max_live",
+        "processes alive at once in a comparison, at most",
+        "--max-live",
+        zero="from free memory",
+        shown=TURNS,
+    ),
+    Setting("turn_s", "one turn: a timed window with the whole machine", "--turn-s", unit="s", shown=TURNS),
+    Setting("blocks", "blocks per instance, two turns each per configuration", "--blocks", shown=TURNS),
+    Setting("window_s", "one timed window, about", "--window-s", unit="s", shown=PASSES),
+    Setting("repeats", "timed windows per process", "--repeats", shown=PASSES),
+    Setting("min_effect", "smallest difference called higher or lower", "--min-effect", unit="%"),
+    Setting("unstable_cv", "unstable when processes disagree by more than", "--unstable-cv", unit="%"),
+    Setting("cell_timeout_s", "a process is stopped after", "--cell-timeout-s", unit="s"),
+    Setting("peak", "measure the machine's matmul peak (for MFU)", "--no-peak", unit="yes/no"),
+    Setting(
+        "breakdown",
+        "time the parts of an update (compute, all-reduce, input)",
+        "--breakdown",
+        unit="yes/no",
+        negatable=True,
+    ),
+    Setting(
+        "breakdown_named",
+        "time the parts of an update of the leader and its closest rival",
+        "--no-breakdown",
+        unit="yes/no",
+        dest="breakdown",
+    ),
+    Setting(
+        "worker_memory_gib",
+        "memory cap of each worker process",
+        "--worker-memory-gib",
+        unit="GiB",
+        zero="no cap",
+    ),
+    Setting(
+        "busy_ok", "go on when other programs disturb most turns", "--busy-ok", unit="yes/no", shown=TURNS
+    ),
+    Setting(
+        "warmup_windows",
+        "untimed windows before the timed ones",
+        "--warmup-windows",
+        shown=NEVER,
+        why="after the first call and the calibration one warm-up window is enough; a check of the "
+        "protocol, not a choice a run makes",
+    ),
+    Setting(
+        "min_window_steps",
+        "fewest updates in a window",
+        "--min-window-steps",
+        shown=NEVER,
+        why="a floor for very slow updates; a window's length follows --turn-s (--window-s)",
+    ),
+    Setting(
+        "rendezvous_timeout_s",
+        "time for every worker of a multi-worker configuration to join",
+        "--rendezvous-timeout-s",
+        unit="s",
+        shown=NEVER,
+        why="only a slow real cluster needs more than the default",
+    ),
+    Setting(
+        "seed",
+        "seed of the weights and the data",
+        "--seed",
+        shown=NEVER,
+        why="speed does not depend on it; fixed so that runs train the same numbers",
+    ),
+    Setting(
+        "fork",
+        "fork workers from a server that has imported TensorFlow",
+        "--no-fork",
+        unit="yes/no",
+        shown=NEVER,
+        why="only for checking that forking changes no figure",
+    ),
+)
+"""Every :class:`Protocol` field in words, in the order the table shows them (a test checks that
+each field has one, and that each flag is one ``run`` takes)."""
+
+
+def settings_rows(protocol: Protocol, turns: bool = True) -> list[tuple[str, str, str]]:
+    """(words, value, flag) of each setting shown for a run measured in turns (``turns``) or in
+    passes (a real cluster, ``--sweep collectives``)."""
+    mode = TURNS if turns else PASSES
+    return [(s.words, s.value(protocol), s.flag_for(protocol)) for s in SETTINGS if s.shown in (ALWAYS, mode)]
 
 
 DEVICE_KINDS = ("cpu", "gpu")

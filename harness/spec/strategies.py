@@ -111,6 +111,13 @@ class Strategy:
     """TF_CONFIG task types that run training steps (get cores and devices)."""
     unsupported_loops: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported_precisions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    say: str = ""
+    """The strategy in words, where its class name does not say it ("no distribution strategy")."""
+
+    @property
+    def words(self) -> str:
+        """The strategy as a sentence names it: :attr:`say`, else its class's name."""
+        return self.say or self.tf_class.rsplit(".", 1)[-1]
 
     @property
     def multi_worker(self) -> bool:
@@ -195,7 +202,12 @@ STRATEGIES: Mapping[str, Strategy] = MappingProxyType(
         s.name: s
         for s in (
             Strategy(
-                "default", "tf.distribute.get_strategy()", Variables.ANY, multi_device=False, reference=True
+                "default",
+                "tf.distribute.get_strategy()",
+                Variables.ANY,
+                multi_device=False,
+                reference=True,
+                say="no distribution strategy",
             ),
             Strategy("one_device", "tf.distribute.OneDeviceStrategy", Variables.ANY, multi_device=False),
             Strategy(

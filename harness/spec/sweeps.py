@@ -76,7 +76,8 @@ DEFAULT = with_headline(
         "then what else a second replica or worker costs or buys: mirrored's other cross-device "
         "ops, multi_worker_mirrored and parameter server on 1 and 2 workers, mirrored at batch "
         "256, one_device, two co-tenant processes of default. Batch 64 per replica, steps_per_execution 10",
-        # no step breakdown: it cost a quarter of the run (207 of 860 s on 2 cores, 2026-11-26)
+        # the step breakdown of the answer's cells alone (each model's leader and closest rival):
+        # every cell's cost a quarter of the run (207 of 860 s on 2 cores, 2026-11-26)
         Protocol(
             repeats=3,
             window_s=0.5,
@@ -86,6 +87,7 @@ DEFAULT = with_headline(
             budget_min=13.0,
             blocks=4,
             breakdown=False,
+            breakdown_named=True,
         ),
         make_sweep(
             "",

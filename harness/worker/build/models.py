@@ -215,8 +215,8 @@ def info_of(model: str, built: Any) -> ModelInfo:
     shape = tuple(int(d) for d in example.shape[1:])
     classes = int(built.outputs[0].shape[-1])
     if "int" not in str(example.dtype):
-        return ModelInfo(model, "a user's model", shape, classes)
+        return ModelInfo(model, "a user's model", shape, classes=classes)
     vocab = next(
         (int(layer.input_dim) for layer in built._flatten_layers() if hasattr(layer, "input_dim")), 2
     )
-    return ModelInfo(model, "a user's model", shape, classes, input_kind="ids", vocab=vocab)
+    return ModelInfo(model, "a user's model", shape, classes=classes, input_kind="ids", vocab=vocab)

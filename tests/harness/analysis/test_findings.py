@@ -76,10 +76,12 @@ def test_describe_without_ci_and_invalid_rows_are_left_out():
 
 
 def test_every_relation_has_a_title_in_the_report() -> None:
-    from harness.analysis.findings import RELATION_TITLES
+    from harness.analysis.findings import RELATION_TITLES, RELATION_WORDS
     from harness.spec.groups import Relation
 
-    assert set(RELATION_TITLES) == set(Relation)  # a relation without one would drop out of the report
+    assert (
+        set(RELATION_TITLES) == set(Relation) == set(RELATION_WORDS)
+    )  # a relation without one would drop out of the report
 
 
 def test_a_race_head_says_fastest_only_when_every_contender_is_lower() -> None:

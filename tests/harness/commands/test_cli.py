@@ -120,8 +120,8 @@ def test_list_axis_flags_make_a_custom_sweep():
         "3",
         "--cross-device-ops",
         "hierarchical_copy",
-        "--repeats",
-        "2",
+        "--blocks",
+        "5",
     )
     assert proc.returncode == 0, proc.stderr
     ids = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("dense/")]
@@ -134,7 +134,7 @@ def test_list_axis_flags_make_a_custom_sweep():
     r3 = next(line for line in proc.stdout.splitlines() if "/r3w1/" in line)
     assert "unsupported:" in r3 and "wrong sums" in r3
     assert "sweep 'custom'" in proc.stdout
-    assert "repeats=2" in proc.stdout
+    assert re.search(r"^blocks per instance.*\s5\s+--blocks$", proc.stdout, re.M), proc.stdout
 
 
 @pytest.mark.process

@@ -271,6 +271,45 @@ def test_next_group_serves_the_headline_first_while_it_is_undecided() -> None:
     assert turns.next_group(decided, first={1}) == 0  # a decided headline leaves the rest
 
 
+def test_next_group_serves_a_likely_decidable_headline_before_any_other_extra_instance() -> None:
+    # NARROW: mean 0.04, sd 0.01, d = 0.048790 - 0.04 = 0.008790; t(7) x 0.01 / sqrt 8 = 0.008360
+    # (t(6) x 0.01 / sqrt 7 = 0.009249) -> 8 instances, 5 more than its 3
+    assert turns.instances_to_decide(NARROW) == 8
+    states = [GroupState("g0", 3, 10.0, (WIDE,)), GroupState("h0", 3, 10.0, (NARROW,))]
+    # likely decidable: first, though narrower and past the headline's share of the budget
+    assert turns.next_group(states, first={1}, first_while_open=False) == 1
+    assert turns.next_group(states, max_instances=8, first={1}, first_while_open=False) == 1  # 5 left
+    # 5 more than the 4 left up to max_instances 7: first only in the headline's share
+    assert turns.next_group(states, max_instances=7, first={1}, first_while_open=False) == 0
+    assert turns.next_group(states, max_instances=7, first={1}) == 1
+    assert turns.next_group(states, first_while_open=False) == 0  # no headline: the widest
+    # every group's minimum still comes first
+    short = [GroupState("g0", 2, 10.0, (WIDE,)), states[1]]
+    assert turns.next_group(short, first={1}, first_while_open=False) == 0
+
+
+def test_next_group_keeps_a_comparison_open_while_its_ci_is_wider_than_its_target() -> None:
+    # (0.20, 0.25, 0.15): mean 0.2, sd 0.05, h = t(2) x 0.05 / sqrt 3 = 4.302653 x 0.028868 =
+    # 0.124207: decided (higher), but (high - low) / value = 2 sinh(0.124207) = 0.249053 wide
+    decided_wide = (0.20, 0.25, 0.15)
+    assert turns.turn_ratio(decided_wide).decided()
+    assert turns.relative_width(decided_wide) == pytest.approx(0.249053, abs=1e-6)
+    assert turns.relative_width((0.2,)) == math.inf
+    comps = (decided_wide, DIFFERENT)
+    assert turns.next_group([GroupState("h0", 3, 10.0, comps)]) is None  # no target: decided
+    assert turns.next_group([GroupState("h0", 3, 10.0, comps, (0.10, None))]) == 0
+    assert turns.next_group([GroupState("h0", 3, 10.0, comps, (0.30, None))]) is None
+    assert turns.next_group([GroupState("h0", 3, 10.0, comps, (0.10, None))], max_instances=3) is None
+    # DIFFERENT is 2 sinh(0.024842) = 0.049688 wide
+    assert turns.next_group([GroupState("h0", 3, 10.0, comps, (None, 0.04))]) == 0
+    # open for its target, not undecided: first only with first_while_open, else the widest
+    states = [GroupState("g0", 3, 10.0, (WIDE,)), GroupState("h0", 3, 10.0, comps, (0.10, None))]
+    assert turns.next_group(states, first={1}) == 1
+    assert turns.next_group(states, first={1}, first_while_open=False) == 0
+    with pytest.raises(ValueError, match="1 targets for 2 comparisons"):
+        GroupState("h0", 3, 10.0, comps, (0.10,))
+
+
 def test_next_group_picks_the_widest_undecided_comparison() -> None:
     states = [
         GroupState("decided", 3, 10.0, (DIFFERENT, SAME_)),

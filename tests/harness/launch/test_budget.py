@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -14,13 +15,15 @@ import pytest
 
 from harness.contract.columns import Estimate
 from harness.contract.events import Event
+from harness.contract.job import WorkerOptions
 from harness.contract.records import Machine, Status
 from harness.errors import HarnessError
+from harness.formulas import turns
 from harness.formulas.turns import Turn
 from harness.launch import budget
 from harness.launch.peak import PeakLog
 from harness.launch.progress import Progress
-from harness.launch.runner import CellEnd
+from harness.launch.runner import CellEnd, RunState
 from harness.launch.turns import Instance
 from harness.results.rows import cell_row
 from harness.spec.cell import Cell
@@ -451,3 +454,96 @@ def test_later_instances_reuse_the_window_steps_of_the_first(
     _run(tmp_path, protocol, clock, [ONE, TWO])
 
     assert given[0] == {} and all(g == {ONE.id: 30, TWO.id: 30} for g in given[1:]) and len(given) == 3
+
+
+NARROW = (0.03, 0.05, 0.04)  # undecided; 8 instances in all (5 more) would likely decide it
+WIDE = (0.1, -0.1, 0.0)  # undecided, and wider
+DIFFERENT = (0.20, 0.21, 0.19)  # decided
+
+
+def _budget(tmp_path: Path, protocol: Protocol, clock: Clock, contenders: tuple[str, ...]) -> budget.TurnsRun:
+    """A run's budget before any instance (none is run: the tests set each group's evidence):
+    with ONE and TWO the contenders, h0 races them (its comparison: scaling TWO vs ONE) and g0
+    holds DEFAULT, ONE and TWO (the two strategy comparisons)."""
+    folder = tmp_path / f"run{len(contenders)}"
+    run = RunState([DEFAULT, ONE, TWO], protocol, Platform(), folder, PeakLog(Platform(), ()))
+    options = WorkerOptions(protocol, Platform(), folder / "logs")
+    return budget.TurnsRun(run, options, budget.run_cell_processes, clock, contenders=contenders)
+
+
+def _measured(
+    g: budget.GroupRun, logs: Sequence[Sequence[float]], instances: int = 3, seconds: float = 10.0
+) -> None:
+    """``instances`` of ``seconds`` each with these instance log ratios per comparison; a race's
+    turns have TWO 10% ahead of ONE in every instance (its FASTEST comparison decided)."""
+    g.instances, g.seconds = instances, instances * seconds
+    g.logs = {i: list(x) for i, x in enumerate(logs)}
+    if g.group.race:
+        speed = {ONE.id: 1000.0, TWO.id: 1100.0}
+        g.turns = [[Turn(0, m.key, 1.0, speed[m.cell.id]) for m in g.group.members] for _ in range(instances)]
+
+
+def test_a_headline_that_more_instances_would_likely_decide_gets_every_extra_instance(tmp_path: Path) -> None:
+    # 600 s, 15 s kept for the end: HEADLINE_SHARE of the 585 s left is 497 s; 10 s an instance
+    clock = Clock()
+
+    def run(most: int, g0_instances: int = 3, h0_seconds: float = 10.0) -> budget.TurnsRun:
+        """h0 whose scaling comparison is NARROW, g0 whose two are WIDE, at the budget's start."""
+        protocol = Protocol(
+            processes=3, max_processes=most, budget_min=10.0, blocks=2, max_live=8, peak=False
+        )
+        clock.now = 0.0
+        state = _budget(tmp_path / f"{most}-{g0_instances}-{h0_seconds:g}", protocol, clock, (ONE.id, TWO.id))
+        h0, g0 = state.groups
+        assert (h0.group.name, g0.group.name) == ("h0", "g0")
+        _measured(h0, [NARROW], seconds=h0_seconds)
+        _measured(g0, [WIDE, WIDE], instances=g0_instances)
+        return state
+
+    for most, past_share in ((40, 0), (8, 0), (6, 1)):  # 5 more instances fit 37 and 5 left, not 3
+        state = run(most)
+        assert state.next() == 0  # the headline first, though g0's comparisons are wider
+        clock.now = 560.0
+        assert state.next() == past_share  # past HEADLINE_SHARE only when not likely decidable
+    assert run(40, g0_instances=2).next() == 1  # every group's minimum first
+    # a headline instance that no longer fits (30 s) leaves what is left to the others (10 s)
+    state = run(40, h0_seconds=30.0)
+    clock.now = 560.0
+    assert state.next() == 1
+
+
+def test_a_headline_scaling_efficiency_wants_instances_while_its_ci_is_over_a_tenth_of_it(
+    tmp_path: Path,
+) -> None:
+    # 4 instances m -+ a: sd 2a / sqrt 3, h = t(3) a / sqrt 3 = log(0.438 / 0.374) / 2 = 0.078985
+    m, a = math.log(2 * 0.405), 0.078985 * math.sqrt(3) / 3.182446
+    wide = (m - a, m - a, m + a, m + a)
+    efficiency = turns.turn_ratio(wide, scale=0.5)
+    assert (efficiency.value, efficiency.low, efficiency.high) == pytest.approx(
+        (0.405, 0.374, 0.438), abs=6e-4
+    )
+    assert efficiency.decided() and turns.relative_width(wide) == pytest.approx(0.158, abs=1e-3)
+    narrow = (m - a / 2, m - a / 2, m + a / 2, m + a / 2)  # 0.079 wide
+    protocol = Protocol(processes=3, max_processes=40, budget_min=10.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    state = _budget(tmp_path, protocol, clock, (ONE.id, TWO.id))
+    h0, g0 = state.groups
+    _measured(h0, [wide], instances=4)
+    _measured(g0, [DIFFERENT, DIFFERENT])
+    assert h0.state().targets == (budget.SCALING_CI_WIDTH, None) and g0.state().targets == (None, None)
+    for now in (0.0, 560.0):  # the only open comparison, whatever the time
+        clock.now = now
+        assert state.next() == 0
+    _measured(h0, [narrow], instances=4)
+    assert state.next() is None  # within its target, everything decided: the budget ends
+    _measured(h0, [wide], instances=40)
+    assert state.next() is None  # --max-processes is the cap
+    # open for its target (not undecided): first only within HEADLINE_SHARE, then the widest
+    _measured(h0, [wide], instances=4)
+    _measured(g0, [WIDE, WIDE])
+    assert [state.next() for clock.now in (0.0, 560.0)] == [0, 1]
+    # outside the headline a scaling comparison has no target: decided, it is done
+    plain = _budget(tmp_path, protocol, clock, ())
+    (g,) = plain.groups
+    _measured(g, [wide] * len(g.group.comparisons))
+    assert set(g.state().targets) == {None} and plain.next() is None

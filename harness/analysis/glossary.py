@@ -1,0 +1,245 @@
+"""The words the suite's output keeps, each said once in plain terms for a TensorFlow user: one
+source for docs/explanation/glossary.md (:func:`markdown`) and the report's pages (:func:`html`).
+Pure: no TensorFlow, no file read.
+
+``python -m harness.analysis.glossary docs/explanation/glossary.md`` writes the page; with
+``--check`` it only compares, and exits 1 when the committed page differs (a test checks the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import html as _html
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REGENERATE = "python -m harness.analysis.glossary docs/explanation/glossary.md"
+"""The command that rewrites the page (named in the page's header and in every failure)."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """One word of the output and what it means, in one or two sentences without jargon."""
+
+    word: str
+    meaning: str
+
+
+TERMS: tuple[Term, ...] = (
+    Term(
+        "configuration",
+        "One model trained one way: a strategy, a number of devices, a batch size, a training loop "
+        "and the other choices, all fixed. The code and the results files call it a cell; its id "
+        "lists those choices.",
+    ),
+    Term(
+        "contender",
+        "A configuration a sweep names as a candidate for a model's fastest one. A model's "
+        "contenders are measured first, together, and each is compared with the leader.",
+    ),
+    Term(
+        "leader",
+        "The contender measured fastest so far in turns. It is called fastest only once every "
+        "other contender is decided lower than it; until then it is leading.",
+    ),
+    Term(
+        "measured in turns",
+        "The processes of the configurations being compared are all alive at once and take turns: "
+        "one at a time times a window of about 0.2 s with the whole machine while the others wait "
+        "without using the CPU. Whatever the machine does during a block it does to every side, "
+        "so their ratio is far steadier than either figure alone.",
+    ),
+    Term(
+        "turn",
+        "One timed window of about 0.2 s (--turn-s) in which one configuration's process has the "
+        "whole machine.",
+    ),
+    Term(
+        "block",
+        "A round of turns in which each compared configuration gets two, in a balanced order "
+        "(A B B A for two). A block in which another program took CPU time during a turn is left "
+        "out of the ratios.",
+    ),
+    Term(
+        "instance",
+        "One set of fresh processes of the compared configurations, started together and taking "
+        "turns for a set number of blocks (--blocks). A ratio's 95% CI is over instances, because "
+        "a fresh process by itself moves a ratio by a few percent.",
+    ),
+    Term(
+        "replica",
+        "A copy of the model on one device; each copy trains on its share of the batch, and the "
+        "copies are kept equal. On a CPU the replicas are logical devices sharing the same cores, "
+        "so a second replica adds no compute.",
+    ),
+    Term(
+        "worker",
+        "A separate training process that takes part through TensorFlow's cluster runtime (one "
+        "task of TF_CONFIG). Here a configuration's workers are local processes on 127.0.0.1, "
+        "unless the run is on a real cluster.",
+    ),
+    Term(
+        "parameter server",
+        "A process that holds the model's variables for ParameterServerStrategy (a ps task): the "
+        "workers read the variables from it and send it their updates.",
+    ),
+    Term(
+        "all-reduce",
+        "Adding up the gradients of every replica and giving each replica the sum, once per "
+        "update, so that the copies of the model stay equal.",
+    ),
+    Term(
+        "cross-device ops",
+        "How a MirroredStrategy does its all-reduce between the devices of one process (auto, "
+        "nccl, hierarchical_copy, reduction_to_one_device); between workers the same choice is "
+        "called communication (auto, ring, nccl).",
+    ),
+    Term(
+        "gradient accumulation",
+        "Each replica adds up the gradients of k smaller batches before one all-reduce and one "
+        "optimizer update, so the devices exchange gradients k times less often per example "
+        "(acc1 in an id: none).",
+    ),
+    Term(
+        "steps per execution",
+        "Optimizer updates per tf.function call (spe in an id): more updates per call means fewer "
+        "calls from Python for the same work.",
+    ),
+    Term(
+        "custom loop (ctl)",
+        "The suite's own training loop: strategy.run called inside a loop in a tf.function. It "
+        "is the reference the Keras fit loop is compared with.",
+    ),
+    Term(
+        "Keras fit (fit)",
+        "Keras Model.fit running the same training update as the custom loop, so that the ratio "
+        "between them is what Keras's loop costs or saves.",
+    ),
+    Term(
+        "scaling efficiency",
+        "Throughput on N devices divided by N times the throughput of the same configuration on "
+        "one device in the same run: 1.0 means every added device adds its full share. Its "
+        "verdict is on the speed-up, so equivalent means no faster than one device.",
+    ),
+    Term(
+        "95% CI",
+        "The range that holds the true value in 95 of 100 runs like this one. Every CI of the "
+        "suite is over fresh processes (or instances), never over windows of one process, so it "
+        "includes how much a new process moves the figure.",
+    ),
+    Term(
+        "higher",
+        "Faster than the configuration it is compared with: the 95% CI lies wholly above no "
+        "change, the difference is at least 5% (--min-effect), and it still stands once the run "
+        "allows for making many comparisons at once.",
+    ),
+    Term(
+        "lower",
+        "Slower than the configuration it is compared with: the same three conditions as higher, "
+        "the other way.",
+    ),
+    Term(
+        "equivalent",
+        "No difference of 5% or more: the whole 95% CI lies within 5% of no change either way "
+        "(between 1/1.05 and 1.05 times the other side).",
+    ),
+    Term(
+        "undecided",
+        "The evidence cannot tell yet: the 95% CI reaches more than 5% from no change, but it "
+        "also includes no change, or the measured difference is under 5%, or making many "
+        "comparisons at once holds it back. The run says how much more budget would likely decide "
+        "it; undecided never means the same.",
+    ),
+    Term(
+        "not measured",
+        "No instance of the comparison ran, for example because the budget ran out first; the "
+        "row's note says why.",
+    ),
+    Term(
+        "unstable",
+        "A configuration whose processes disagree on its throughput by more than 10% (their "
+        "spread over their mean, --unstable-cv): its figure moves between re-runs. Its ratios "
+        "measured in turns are not affected.",
+    ),
+    Term(
+        "MFU",
+        "Model FLOPs utilisation: the arithmetic the model's training needs per second, as a "
+        "share of the peak this machine's matrix multiply reaches, measured in the same run (not "
+        "a datasheet figure).",
+    ),
+    Term(
+        "bound",
+        "The part of an update that takes the largest share of its time: compute, communication "
+        "(the all-reduce), input or dispatch (the cost of each call from Python). On a GPU: "
+        "device (the GPU busy with the model), communication (collectives), input (the GPU "
+        "waiting for data) or host (the GPU waiting for the host to launch its work).",
+    ),
+    Term(
+        "co-tenant",
+        "Another training process on the same devices at the same time: another copy of the same "
+        "configuration (--tenants), or the same model in PyTorch or JAX (--tenant-framework). "
+        "Each side's throughput is measured alone and together.",
+    ),
+)
+"""The glossary, in reading order (what is measured, how, then what the verdicts say)."""
+
+
+def _cell(text: str) -> str:
+    """``text`` safe inside a markdown table cell."""
+    return text.replace("|", r"\|")
+
+
+def markdown() -> str:
+    """docs/explanation/glossary.md: a title, the do-not-edit note and a table of every term."""
+    note = (
+        f"Generated from `harness/analysis/glossary.py` by `{REGENERATE}`: do not edit this page by "
+        "hand (a test fails when it is out of date)."
+    )
+    intro = (
+        "The words the suite's output uses, each in plain terms. How the numbers are obtained: "
+        "[measurement](measurement.md); what each verdict controls: [statistics](statistics.md)."
+    )
+    rows = "\n".join(f"| **{_cell(t.word)}** | {_cell(t.meaning)} |" for t in TERMS)
+    return "\n\n".join(["# Glossary", note, intro, f"| term | meaning |\n|---|---|\n{rows}"]) + "\n"
+
+
+def html() -> str:
+    """The glossary as a compact ``<dl>``, every word and meaning HTML-escaped."""
+    items = "".join(f"<dt>{_html.escape(t.word)}</dt><dd>{_html.escape(t.meaning)}</dd>" for t in TERMS)
+    return f'<dl class="glossary">{items}</dl>'
+
+
+def _check(path: Path, text: str) -> int:
+    """0 when ``path`` holds ``text``; else 1, printing what differs and how to regenerate it."""
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if old == text:
+        return 0
+    diff = difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), "generated", lineterm="")
+    print("\n".join(list(diff)[:60]), file=sys.stderr)
+    state = "is out of date" if old else "is missing"
+    print(f"{path} {state} with harness/analysis/glossary.py; regenerate it: {REGENERATE}", file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the page to the path given (with ``--check``: only compare); the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.analysis.glossary", description="Write the glossary page."
+    )
+    parser.add_argument("path", type=Path, help="the page, e.g. docs/explanation/glossary.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page differs; write nothing")
+    args = parser.parse_args(argv)
+    text = markdown()
+    if args.check:
+        return _check(args.path, text)
+    args.path.parent.mkdir(parents=True, exist_ok=True)
+    args.path.write_text(text, encoding="utf-8", newline="\n")
+    print(f"wrote {args.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
