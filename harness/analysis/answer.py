@@ -184,7 +184,7 @@ def _against(v: Versus, plain: bool) -> str:
     r = v.ratio
     label = v.label + (" (the plain custom loop)" if plain else "")
     if r.ratio.value is None:
-        return f"{label}: not measured ({r.note or 'no instance'})"
+        return f"{label}: {r.note or 'not measured'}"
     text = f"{label}: {change(r.ratio.value, r.ratio.low, r.ratio.high)}"
     if v.verdict == UNDECIDED:
         text += "; " + _decide(r)
@@ -226,13 +226,15 @@ def paragraphs(a: Answer) -> list[Para]:
             out.append(Para(title, tuple(_against(v, v is a.plain) for v in found)))
     out += [_why(a), *_next(a)]
     if a.shared:
-        out.append(Para(f"All {len(a.versus) + 1} compared at {a.shared}."))
+        out.append(Para(f"All {len(a.versus) + 1} compared with {a.shared}."))
     return out
 
 
 def _headline(a: Answer) -> str:
     n = len(a.versus)
     undecided = len(a.having(UNDECIDED)) + len(a.having(NOT_MEASURED)) + len(a.having(HIGHER))
+    if len(a.having(NOT_MEASURED)) == n:
+        return f"no configuration was measured against {a.setup} in turns, so none is named fastest."
     if a.fastest and not a.having(EQUIVALENT):
         state = f"fastest of the {n + 1} configurations compared"
     elif a.fastest:
@@ -249,7 +251,7 @@ def _gains(a: Answer) -> Para:
         f" (95% CI {fig.low:,.0f} to {fig.high:,.0f})" if fig.low is not None and fig.high is not None else ""
     )
     procs = a.leader.spread.processes
-    where = f"{rate}{ci}, over {procs} processes" if procs else f"{rate}{ci}"
+    where = f"{rate}{ci}, over {procs} process{'es' if procs != 1 else ''}" if procs else f"{rate}{ci}"
     if a.plain is None:
         start = "It is the plain custom loop itself"
     elif a.plain.ratio.ratio.value is None:
