@@ -88,17 +88,21 @@ class Answer:
         return bool(self.versus) and all(v.verdict in (LOWER, EQUIVALENT) for v in self.versus)
 
 
-def labels(rows: Sequence[CellRow]) -> dict[str, str]:
-    """Each row's configuration in words by cell id, unique among the rows of its model: the
-    strategy and every axis that differs between them (:func:`harness.spec.words.labels`). The
-    one naming of cells in everything a person reads."""
-    out: dict[str, str] = {}
+def row_labels(rows: Sequence[CellRow]) -> list[str]:
+    """Each row's configuration in words, in order, unique among the rows of its model that
+    differ: the strategy and every axis that differs between them
+    (:func:`harness.spec.words.labels`). The one naming of cells in everything a person reads."""
+    out = [""] * len(rows)
     for model in dict.fromkeys(r.cell.model for r in rows):
-        mine = [r for r in rows if r.cell.model == model]
-        out.update(
-            zip((r.cell.cell_id for r in mine), words.labels([values(r.cell) for r in mine]), strict=True)
-        )
+        mine = [i for i, r in enumerate(rows) if r.cell.model == model]
+        for i, label in zip(mine, words.labels([values(rows[i].cell) for i in mine]), strict=True):
+            out[i] = label
     return out
+
+
+def labels(rows: Sequence[CellRow]) -> dict[str, str]:
+    """:func:`row_labels` by cell id."""
+    return dict(zip((r.cell.cell_id for r in rows), row_labels(rows), strict=True))
 
 
 def answers(rows: Sequence[CellRow], ratios: Sequence[RatioRow]) -> list[Answer]:
@@ -265,8 +269,10 @@ def _gains(a: Answer) -> Para:
 
 
 def _reason(row: CellRow) -> str | None:
+    """Where the row's update time goes, as its breakdown's verdict says (without the advice),
+    or why it has none; None where it was not timed."""
     reason = row.breakdown.bound_reason
-    return reason.split("; try ")[0] if row.breakdown.bound and reason else None
+    return reason.split("; try ")[0] if reason else None
 
 
 def _why(a: Answer) -> Para:
@@ -281,9 +287,7 @@ def _why(a: Answer) -> Para:
             if found
             else f"{name}, {label}: where its update's time goes was not measured in this run"
         )
-    return Para(
-        "Why: where an update's time goes (each part timed alone, as a share of the update):", tuple(items)
-    )
+    return Para("Why: where an update's time goes, each part as a share of the update:", tuple(items))
 
 
 def _next(a: Answer) -> list[Para]:

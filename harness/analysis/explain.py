@@ -96,10 +96,10 @@ def _efficiency_text(e: Estimate) -> str:
 
 
 def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
-    """Per multi-device ok row with a 1-device baseline: its efficiency, and the growth of the
-    per-update time (the step each cell's parts were timed with) split into the parts (weak
+    """Per multi-device ok row with a 1-device baseline: its efficiency, and the per-update time
+    (the step each cell's parts were timed with) and each part, on one device and on several (weak
     scaling: each replica's share of an update is the baseline's whole update, so perfect scaling
-    keeps the step constant)."""
+    keeps the step constant); overlap says what no part explains."""
     out = []
     named = answer.labels(rows)
     for r in rows:
@@ -110,14 +110,14 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
         text = f"{r.cell.model}, {named[r.cell.cell_id]}: efficiency {_efficiency_text(eff)}"
         mine, theirs = _measured(r), _measured(base)
         if mine is not None and theirs is not None and mine.bounds is theirs.bounds:
-            grew = mine.step_s - theirs.step_s
-            deltas = {breakdown.PART_LABELS[k]: v - theirs.parts[k] for k, v in mine.parts.items()}
-            rest = grew - sum(deltas.values())
             text += (
-                f"; the update went from {_ms(theirs.step_s)} to "
-                f"{_ms(mine.step_s)} ms ({grew * 1e3:+.3g} ms): "
-                + ", ".join(f"{n} {d * 1e3:+.3g}" for n, d in deltas.items())
-                + f", unexplained {rest * 1e3:+.3g} ms"
+                f"; the update went from {_ms(theirs.step_s)} to {_ms(mine.step_s)} ms: "
+                + ", ".join(
+                    f"{breakdown.PART_LABELS[k]} {_ms(theirs.parts[k])} -> {_ms(v)}"
+                    for k, v in mine.parts.items()
+                )
+                + " ms"
+                + (f" (overlap {r.breakdown.overlap:+.0%})" if r.breakdown.overlap is not None else "")
             )
         out.append(text)
     return out or ["No multi-device cell with a 1-device baseline in this run."]

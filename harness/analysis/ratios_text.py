@@ -88,7 +88,7 @@ def undecided_lines(rows: Sequence[RatioRow], names: Names | None = None) -> lis
             else "a difference on its own, held back by the false-discovery control over the run's "
             "comparisons: more instances narrow its CI"
             if extra == 0
-            else f"about {extra} more instances (~{minutes:.1f} min of budget)"
+            else f"about {extra} more instance{'' if extra == 1 else 's'} (~{minutes:.1f} min of budget)"
         )
         model = names.model.get(r.reference, "")
         out.append(f"  {model}{': ' if model else ''}{names(r.subject)} against {names(r.reference)}: {more}")

@@ -124,8 +124,11 @@ def _unstable(rows: pd.DataFrame) -> str:
 
 
 def _not_ok(rows: pd.DataFrame) -> pd.DataFrame:
-    bad = rows[rows["status"] != Status.OK]
-    return bad[["status", "cell_id", "reason"]].sort_values(["status", "cell_id"])
+    bad = rows[rows["status"] != Status.OK].copy()
+    bad["configuration"] = bad["cell_id"].map(answer.labels(_cells(rows)))
+    return bad[["status", "model", "configuration", "reason"]].sort_values(
+        ["status", "model", "configuration"]
+    )
 
 
 def _machines(rows: pd.DataFrame) -> pd.DataFrame:
@@ -150,13 +153,12 @@ def _history_text(ok: pd.DataFrame) -> str:
         text += (
             " The other rows' CIs cover this run's processes only: processes minutes apart "
             "share the machine's slow and fast spells, so on a noisy machine a re-run can "
-            "fall outside them (on a shared 2-core VM a cell's run figures spread 20-40 % "
-            "between runs)."
+            "fall outside them (docs/explanation/calibration.md measures how far)."
         )
     return text
 
 
-def _method(rows: pd.DataFrame) -> str:
+def _method(rows: pd.DataFrame, min_effect: float = stats.MIN_EFFECT) -> str:
     p = rows.iloc[0]
     ok = rows[rows["status"] == Status.OK]
     procs = (
@@ -195,8 +197,8 @@ def _method(rows: pd.DataFrame) -> str:
         f"on the log scale (between- and within-process noise of this run). "
         f"{_history_text(ok)} A cell whose processes disagree by a coefficient of variation above "
         f"the run's threshold is <i>unstable</i>. {ratios}A ratio is higher or lower when its CI "
-        f"excludes 1 and it differs from 1 by at least {stats.MIN_EFFECT:.0%}, equivalent when its CI "
-        f"lies within {stats.MIN_EFFECT:.0%} of 1, else undecided (for an efficiency: of the speed-up, "
+        f"excludes 1 and it differs from 1 by at least {min_effect:.0%}, equivalent when its CI "
+        f"lies within {min_effect:.0%} of 1, else undecided (for an efficiency: of the speed-up, "
         f"its ratio to one device). MFU = throughput x analytic FLOPs per example / "
         f"the run's matmul peak for the cell's dtype and cores (median of its own peak processes). "
         f"Every column and formula is in results/README.md."
@@ -268,7 +270,7 @@ def build_html(
             "<h2>Machine</h2>",
             _table(_machines(rows)),
             "<h2>How the numbers were measured</h2>",
-            f"<p>{_method(rows)}</p>",
+            f"<p>{_method(rows, _min_effect(typed))}</p>",
             notes,
             "<h2>Words used here</h2>",
             glossary.html(),
@@ -283,6 +285,11 @@ def build_html(
             "</body></html>",
         ]
     )
+
+
+def _min_effect(ratios: Sequence[RatioRow]) -> float:
+    """The run's --min-effect as its ratio rows record it (the default before they did)."""
+    return next((r.min_effect for r in ratios if r.min_effect), stats.MIN_EFFECT)
 
 
 ANSWER_FIGURE = "answer"
@@ -439,8 +446,9 @@ def write_report(
         return [*figures, page]
     records = _cells(rows)
     found = answer.answers(records, _ratios(ratios))
-    min_effect = next((r.min_effect for a in found for v in a.versus if (r := v.ratio).min_effect), 0.05)
-    figures += answer_figure.draw(answer_panels(found), min_effect, out / "figures", ANSWER_FIGURE)
+    figures += answer_figure.draw(
+        answer_panels(found), _min_effect(_ratios(ratios)), out / "figures", ANSWER_FIGURE
+    )
     for draw in plots.REPORT_FIGURES.values():
         figures += draw(rows, out / "figures")
     if collectives is not None and not collectives.empty:

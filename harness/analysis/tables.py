@@ -154,7 +154,7 @@ def summary_table(
 ) -> str:
     """The rows as a table (see :func:`render_table`), in the order given, each configuration in
     words (:func:`harness.analysis.answer.labels`)."""
-    named = answer.labels(rows)
+    named = answer.row_labels(rows)
     header = (
         "model",
         "configuration",
@@ -167,14 +167,14 @@ def summary_table(
         "status",
     )
     lines = [header]
-    for r in rows:
+    for r, label in zip(rows, named, strict=True):
         eps = r.examples_per_sec
         ci = f"{_num(eps.low, ',.0f')}..{_num(eps.high, ',.0f')}" if eps.value is not None else "-"
         status = str(r.status) if r.status == Status.OK else f"{r.status}: {(r.reason or '')[:60]}"
         lines.append(
             (
                 r.cell.model,
-                named[r.cell.cell_id] + _tenant(r.cell),
+                label + _tenant(r.cell),
                 _num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
                 ci,
                 _num(r.spread.processes, "d"),

@@ -84,10 +84,10 @@ def varying(configs: Sequence[Values]) -> list[str]:
 
 
 def labels(configs: Sequence[Values]) -> list[str]:
-    """One label per configuration, unique among them: the strategy, and each axis that differs
-    between them, in words (a reference value left out). Two configurations equal on every axis
-    get the same label."""
-    named = ["strategy", *varying(configs)]
+    """One label per configuration, unique among them: the strategy with its devices, and each axis
+    that differs between them, in words (a reference value left out). Two configurations equal on
+    every axis get the same label."""
+    named = ["strategy", "replicas", "workers", *varying(configs)]  # devices: where said
     return [describe(c, only=named) for c in configs]
 
 

@@ -91,12 +91,12 @@ def _values(rows: list[CellRow], ratios: list[RatioRow]) -> list[float]:
 def _matches(text: str, percent: bool, values: list[float]) -> bool:
     """Whether a printed number is a table value at the printed precision, as is or re-expressed:
     x 100 (a percentage), |r - 1| x 100 and |1/r - 1| x 100 (a ratio as a change), / 60 (seconds
-    as minutes)."""
+    as minutes), x 1e3 and x 1e6 (seconds as ms and us)."""
     printed = float(text.replace(",", ""))
     decimals = len(text.split(".")[1]) if "." in text else 0
     tolerance = 0.5 * 10**-decimals + 1e-9
     for v in values:
-        forms = [v, v / 60] if not percent else [v * 100, abs(v - 1) * 100]
+        forms = [v, v / 60, v * 1e3, v * 1e6] if not percent else [v * 100, abs(v - 1) * 100]
         if percent and v:
             forms.append(abs(1 / v - 1) * 100)
         if any(abs(f - printed) <= tolerance for f in forms):

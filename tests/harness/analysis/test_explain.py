@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis import explain
-from harness.contract.columns import flatten, unflatten
-from harness.contract.records import CellRow
+from harness.contract.columns import Estimate, flatten, unflatten
+from harness.contract.records import CellRow, RatioRow
+from harness.spec.groups import Relation
 
 BASE = {
     "model": "cnn",
@@ -102,21 +103,44 @@ def test_a_gpu_row_s_breakdown_is_its_profiled_window() -> None:
 
 def test_what_a_second_replica_buys_splits_the_growth_of_the_step() -> None:
     (text,) = explain.what_scaling_buys(_rows())
-    assert text.startswith(
-        "cnn mirrored[auto] r2 w1 b64 acc1 spe10 t1 ctl float32: efficiency 0.50 [0.48, 0.52]"
-    )
-    # 10 -> 20 ms: compute +8, all-reduce +2, input +0.3, dispatch +0, the rest -0.3
+    assert text.startswith("cnn, MirroredStrategy on 2 replicas: efficiency 0.50 [0.48, 0.52]")
+    # 10 -> 20 ms, each part on one device and on two (every figure a value of the rows)
     assert (
-        "from 10 to 20 ms (+10 ms): compute +8, all-reduce +2, input +0.3, dispatch +0, unexplained -0.3 ms"
+        "from 10 to 20 ms: compute 9 -> 17, all-reduce 0 -> 2, input 0.2 -> 0.5, dispatch 0.1 -> 0.1 ms"
         in text
     )
+    assert text.endswith("(overlap -2%)")
 
 
-def test_accumulation_is_judged_with_its_ci_and_the_all_reduce_per_example() -> None:
-    (text,) = explain.does_accumulation_help(_rows())
-    assert "accumulation 4 against 1: 1.20x [" in text
+def _accumulation(subject: str, reference: str) -> RatioRow:
+    return RatioRow(
+        relation=Relation.ACCUMULATION,
+        subject=subject,
+        reference=reference,
+        group="g0",
+        ratio=Estimate(1.2, 1.1, 1.3),
+        scale=1.0,
+        instances=4,
+        blocks=4,
+        turn_s=0.2,
+        verdict="higher",
+        decided=True,
+        dropped_instances=0,
+        note="",
+        disturbed_blocks=0,
+    )
+
+
+def test_accumulation_is_judged_in_turns_with_the_all_reduce_per_example() -> None:
+    rows = _rows()
+    by_acc = {r.cell.accum_steps: r.cell.cell_id for r in rows if r.cell.replicas == 2}
+    (text,) = explain.does_accumulation_help(rows, [_accumulation(by_acc[4], by_acc[1])])
+    assert text.startswith(
+        "cnn, MirroredStrategy on 2 replicas, 4 accumulation steps per update against MirroredStrategy "
+        "on 2 replicas: 1.200 [1.100, 1.300], 4 instances: higher"
+    )
     # 2 ms per 128 examples = 15.6 us; 2 ms per 512 = 3.91 us
-    assert "all-reduce per example 15.6 -> 3.91 us (one all-reduce per 4 micro-batches)" in text
+    assert text.endswith("all-reduce per example 15.6 -> 3.91 us")
 
 
 def test_devices_working_names_invalid_cells_and_logical_devices() -> None:
@@ -140,5 +164,5 @@ def test_devices_working_names_invalid_cells_and_logical_devices() -> None:
 def test_no_pairs_say_so() -> None:
     one = _rows()[:1]
     assert explain.what_scaling_buys(one) == ["No multi-device cell with a 1-device baseline in this run."]
-    assert explain.does_accumulation_help(one)[0].startswith("No accumulation pair")
+    assert explain.does_accumulation_help(one, [])[0].startswith("No accumulation comparison")
     assert explain.devices_working(one) == ["No cell of this run has more than one device."]

@@ -59,11 +59,12 @@ ROWS = [
 
 def test_the_table_marks_undecided_and_unmeasured() -> None:
     header, lines = ratio_table(ROWS)
-    assert header[0] == "comparison" and lines[0][2:4] == ["0.512", "[0.500, 0.520]"]
+    assert header[:4] == ["model", "comparison", "configuration", "against"]
+    assert lines[0][1] == "scaling efficiency" and lines[0][4:6] == ["0.512", "[0.500, 0.520]"]
     # an efficiency of one half whose speed-up is within 5 % of 1: said of the speed-up
     assert lines[0][-1] == "equivalent: no faster than one device"
     assert lines[1][-1] == "undecided"
-    assert lines[2][2] == "-" and lines[2][-1].startswith("not measured in turns")
+    assert lines[2][4] == "-" and lines[2][-1].startswith("not measured in turns")
 
 
 def test_undecided_lines_give_instances_and_minutes() -> None:
@@ -73,5 +74,5 @@ def test_undecided_lines_give_instances_and_minutes() -> None:
 
 def test_the_text_says_how_the_ratios_were_obtained() -> None:
     text = ratios_text(ROWS, 0.2, 6)
-    assert "turns of ~0.2 s" in text and "6 blocks" in text and "undecided: 1 of 3" in text
+    assert "turns of ~0.2 s" in text and "6 pairs of turns" in text and "undecided: 1 of 3" in text
     assert ratios_text([], 0.2, 6) == ""

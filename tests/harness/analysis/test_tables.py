@@ -86,36 +86,52 @@ def test_summary_table_rows():
     ]
     lines = summary_table(rows).splitlines()
     assert len(lines) == 2 + len(rows)
-    assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
+    assert lines[0].split()[:3] == ["model", "configuration", "examples/s"]
     assert set(lines[1]) == {"-"}
     ok1, ok2, unsup, failed = lines[2:]
     assert ok1.split() == [
         "cnn",
-        "default",
-        "1x1",
-        "64",
+        "no",
+        "distribution",
+        "strategy",
         "12,346",
         "12,000..12,500",
-        "1.2%/1.0%",
+        "-",
+        "1.2%",
         "1.00",
         "-",
         "ok",
     ]
     assert ok2.split() == [
         "cnn",
-        "mirrored[auto]",
-        "2x1",
-        "64",
+        "MirroredStrategy",
+        "on",
+        "2",
+        "replicas",
         "18,000",
         "17,500..18,600",
-        "5.0%/1.0%",
+        "-",
+        "5.0%",
         "0.75",
         "communication",
         "60%",
         "ok",
     ]
-    assert unsup.split()[:9] == ["dense", "mirrored[nccl]", "2x1", "64", "-", "-", "-", "-", "-"]
+    assert unsup.split()[:11] == [
+        "dense",
+        "MirroredStrategy",
+        "on",
+        "2",
+        "replicas",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+    ]
     assert unsup.endswith("unsupported: NcclAllReduce has no CPU kernel")
+    assert "MirroredStrategy on 2 replicas, batch 32 per replica" in failed  # labels differ where rows do
     assert "failed: worker died: signal 9" in failed
     assert failed.endswith("x" * (60 - len("worker died: signal 9 ")))  # reason cut at 60 chars
     # columns line up: every line has the same prefix width before the status
@@ -163,8 +179,8 @@ def test_summary_table_missing_and_nan_numbers():
         [_row(examples_per_sec=100.0, cv_between_processes=float("nan"), cv_within_process=0.01)]
     ).splitlines()
     fields = lines[2].split()
-    # no CI, cv NaN, no efficiency
-    assert fields[4] == "100" and fields[5] == "-..-" and fields[6] == "-/1.0%" and fields[7] == "-"
+    # MirroredStrategy on 1 replica: no CI, no processes, cv NaN, no efficiency
+    assert fields[5:10] == ["100", "-..-", "-", "-", "-"]
 
 
 def test_summary_table_empty():
@@ -203,7 +219,7 @@ def test_summary_marks_oversubscribed_rows_and_multi_worker_options():
         ]
     )
     lines = table.splitlines()
-    assert "multi_worker_mirrored[ring]" in lines[2] and "1x2" in lines[2] and "9,000*" in lines[2]
+    assert "MultiWorkerMirroredStrategy on 2 workers" in lines[2] and "9,000*" in lines[2]
     assert "7,000*" not in lines[3] and "7,000" in lines[3]
 
 
@@ -271,36 +287,33 @@ def test_terminal_table_same_values(columns):
     text = summary_table(_rows(), force_terminal=True)
     assert "\x1b[1m" in text  # bold header
     lines = ANSI.sub("", text).splitlines()
-    assert lines[0].split()[:2] == ["model", "strategy[cross-device"]
+    assert lines[0].split()[:3] == ["model", "configuration", "examples/s"]
     assert set(lines[1]) == {"─"}
     assert lines[2].split() == [
         "cnn",
-        "default",
-        "1x1",
-        "64",
+        "no",
+        "distribution",
+        "strategy",
         "12,346",
         "12,000..12,500",
-        "1.2%/1.0%",
+        "-",
+        "1.2%",
         "1.00",
         "-",
         "ok",
     ]
-    assert lines[4].split() == [
+    assert lines[4].split()[:11] == [
         "dense",
-        "mirrored[nccl]",
-        "2x1",
-        "64",
+        "MirroredStrategy",
+        "on",
+        "2",
+        "replicas",
         "-",
         "-",
         "-",
         "-",
         "-",
-        "unsupported:",
-        "NcclAllReduce",
-        "has",
-        "no",
-        "CPU",
-        "kernel",
+        "-",
     ]
     # numbers right-aligned: the examples/s column ends where its header ends
     assert lines[2].index("12,346") + len("12,346") == lines[0].index("examples/s") + len("examples/s")
@@ -310,22 +323,17 @@ def test_terminal_table_fits_the_width_by_wrapping_text_only(columns):
     columns(120)
     lines = ANSI.sub("", summary_table(_rows(), force_terminal=True)).splitlines()
     assert max(map(len, lines)) <= 120
-    assert lines[0].split() == ["strategy[cross-", "batch/"]  # headers broken to make room
-    assert lines[1].startswith("model  device ops]")
-    status = lines[1].index("status")
-    reason = [line[status:].strip() for line in lines[5:]]
-    reason = [r for r in reason if r]
-    assert len(reason) > 1 and " ".join(reason) == "unsupported: NcclAllReduce has no CPU kernel"
     body = "\n".join(lines)
-    for value in ("12,000..12,500", "17,500..18,600", "mirrored[auto]", "mirrored[nccl]"):
+    for value in ("12,000..12,500", "17,500..18,600"):
         assert value in body  # never broken
+    assert "NcclAllReduce" in body
 
 
 def test_terminal_table_too_wide_keeps_rows_whole(columns):
     columns(40)
     lines = ANSI.sub("", summary_table(_rows(), force_terminal=True)).splitlines()
     assert any(line.rstrip().endswith("unsupported: NcclAllReduce has no CPU kernel") for line in lines)
-    assert len(lines) == 2 + 1 + 3  # headers broken onto two lines, rule, three rows
+    assert len([line for line in lines if line.startswith(("cnn", "dense"))]) == 3  # rows whole
 
 
 def test_terminal_table_title_and_indent(columns):
@@ -336,7 +344,7 @@ def test_terminal_table_title_and_indent(columns):
     assert lines[-1].split() == ["x", "1"]
 
 
-def test_summary_shows_both_cvs_flags_unstable_and_efficiency_near_one():
+def test_summary_shows_the_spread_flags_unstable_and_efficiency_near_one():
     table = summary_table(
         [
             _row(
@@ -356,4 +364,4 @@ def test_summary_shows_both_cvs_flags_unstable_and_efficiency_near_one():
         ]
     )
     line = table.splitlines()[2]
-    assert "15.0%/1.0%!" in line and "0.95~" in line
+    assert "15.0% unstable" in line and "0.95~" in line
