@@ -197,13 +197,15 @@ def _plan_head(sel: Selection, out: Path) -> str:
     runnable = [c for c in sel.cells if unsupported_reason(c, sel.platform) is None]
     found = plan_groups(runnable, sel.contenders, live)
     heads = sum(g.race for g in found)
-    first = f"{heads} headline groups (each model's contenders, first) and " if heads else ""
+    first = (
+        f"first each model's usual choices raced against each other ({heads} sets), then " if heads else ""
+    )
     need = minimum_s(found, pr, Plan.of(pr, 0.0)) / 60
     return (
-        f"run: {first}{len(found) - heads} groups of live cells (at most {live} live processes each: --max-live) "
-        f"taking turns of ~{pr.turn_s:g} s, {pr.blocks} blocks per instance, {pr.processes} to "
-        f"{pr.max_processes} instances per group within a budget of {pr.budget_min:g} min (the "
-        f"minimum: about {need:.1f} min on 2 cores){peak}; "
+        f"run: {first}{len(found) - heads} sets of configurations compared live (at most {live} "
+        f"processes at once: --max-live), taking turns of ~{pr.turn_s:g} s, each set in "
+        f"{pr.processes} to {pr.max_processes} rounds of fresh processes within a budget of "
+        f"{pr.budget_min:g} min (the minimum: about {need:.1f} min on 2 cores){peak}; "
         f"workers {'forked from a fork server (--no-fork: fresh interpreters)' if pr.fork else 'fresh interpreters'}; "
         f"results -> {out}"
     )

@@ -60,10 +60,11 @@ comparison has the largest CI half-width h (a comparison with fewer than 2 insta
 infinitely wide), until no comparison is open or every group with an open one has
 ``max_instances``. A comparison is open while it is undecided, or while its CI is wider than its
 precision target (``GroupState.targets``: a width (high - low) / value = 2 sinh(h), a fraction of
-its value), decided or not. Past the minimum, a ``first`` group with an undecided comparison that
-is *likely decidable* (its :func:`instances_to_decide` less its instances so far, at least 1,
-within the group's instances left up to ``max_instances``) is served before any other group;
-with ``first_while_open``, so is a ``first`` group with any open comparison.
+its value), decided or not. Past the minimum, a ``first`` group with an open comparison that is
+*likely settled* (undecided, and its :func:`instances_to_decide` less its instances so far, at
+least 1, within the group's instances left up to ``max_instances``; or wider than its target, and
+its :func:`instances_to_narrow` within them) is served before any other group; with
+``first_while_open``, so is a ``first`` group with any open comparison.
 """
 
 from __future__ import annotations
@@ -478,15 +479,38 @@ def _open(state: GroupState, min_effect: float, confidence: float) -> list[tuple
 
 
 def _decidable(state: GroupState, max_instances: int | None, min_effect: float, confidence: float) -> bool:
-    """Whether an undecided comparison of the group would likely be decided within the group's
-    instances left up to ``max_instances`` (any number when None): its :func:`instances_to_decide`
-    less its instances so far, at least 1."""
+    """Whether an open comparison of the group would likely be settled within the group's
+    instances left up to ``max_instances`` (any number when None): an undecided one decided (its
+    :func:`instances_to_decide` less its instances so far, at least 1), or one wider than its
+    precision target narrowed to it (:func:`instances_to_narrow`)."""
     left = math.inf if max_instances is None else max_instances - state.instances
     for logs in _undecided(state, min_effect, confidence):
         needed = instances_to_decide(logs, min_effect, confidence)
         if needed is not None and max(needed - len(_finite(logs)), 1) <= left:
             return True
+    targets = state.targets or (None,) * len(state.comparisons)
+    for logs, target in zip(state.comparisons, targets, strict=True):
+        needed = instances_to_narrow(logs, target, confidence) if target is not None else None
+        if needed is not None and max(needed - len(_finite(logs)), 0) <= left and needed > len(_finite(logs)):
+            return True
     return False
+
+
+MAX_NARROW = 1000
+"""The most instances :func:`instances_to_narrow` counts to (past any budget)."""
+
+
+def instances_to_narrow(logs: Sequence[float], target: float, confidence: float = CONFIDENCE) -> int | None:
+    """Instances that would likely bring the CI's :func:`relative_width` to ``target`` at the spread
+    measured so far (the half-width shrinks as t / sqrt(n)); None below 2 finite instances."""
+    finite = _finite(logs)
+    if len(finite) < 2:
+        return None
+    sd, half = float(np.std(finite, ddof=1)), math.asinh(target / 2)
+    n = len(finite)
+    while n < MAX_NARROW and t_quantile(n - 1, confidence) * sd / math.sqrt(n) > half:
+        n += 1
+    return n
 
 
 def next_group(
@@ -503,9 +527,9 @@ def next_group(
     A group below ``min_instances`` first: a group of ``first`` (the headline) before any other,
     then the one with fewest, ties in order. Past the minimum, among the groups below
     ``max_instances`` with an *open* comparison (undecided, or its CI wider than its precision
-    target in ``GroupState.targets``): a group of ``first`` with an undecided comparison that is
-    likely decidable (:func:`instances_to_decide` less its instances so far, at least 1, within
-    the group's instances left up to ``max_instances``) before any other; else, with
+    target in ``GroupState.targets``): a group of ``first`` with an open comparison that more
+    instances would likely settle (:func:`_decidable`: decide it, or narrow it to its target,
+    within the group's instances left up to ``max_instances``) before any other; else, with
     ``first_while_open``, a group of ``first`` with an open comparison before any other; else any.
     Among those, the one whose widest open comparison has the largest CI half-width (ties: fewer
     instances, then order). None when no comparison is open or every group that could take one

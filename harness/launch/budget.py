@@ -14,9 +14,11 @@ first gets its ``protocol.processes`` instances (the headline's first); past the
 headline group has an undecided comparison that more instances would likely decide (its
 :func:`~harness.formulas.turns.instances_to_decide` less its instances so far, at least 1, is
 within the group's instances left up to ``protocol.max_processes``), no other group gets an extra
-instance, however much of the budget is spent. A headline comparison that is open otherwise
-(undecided but not likely decidable, or a scaling efficiency decided but with its CI wider than
-:data:`SCALING_CI_WIDTH` of its value) puts its group first only until :data:`HEADLINE_SHARE` of
+instance, however much of the budget is spent; so does a headline scaling efficiency whose CI is
+wider than :data:`SCALING_CI_WIDTH` of its value while the instances that would likely narrow it
+to that (:func:`~harness.formulas.turns.instances_to_narrow`) are within the same bound. A
+headline comparison that is open otherwise (undecided or too wide, but not likely settled by the
+instances it may still get) puts its group first only until :data:`HEADLINE_SHARE` of
 the budget is spent, so that a comparison no affordable number of instances would settle does not
 take what the other groups' ratios need; after that it competes as the other groups do (the
 widest open comparison first). The budget's time checks decide whether the chosen group's next

@@ -302,10 +302,15 @@ def test_next_group_keeps_a_comparison_open_while_its_ci_is_wider_than_its_targe
     assert turns.next_group([GroupState("h0", 3, 10.0, comps, (0.10, None))], max_instances=3) is None
     # DIFFERENT is 2 sinh(0.024842) = 0.049688 wide
     assert turns.next_group([GroupState("h0", 3, 10.0, comps, (None, 0.04))]) == 0
-    # open for its target, not undecided: first only with first_while_open, else the widest
+    # open for its target: first while 7 instances (t(6) x 0.05 / sqrt 7 = 0.0462 <= asinh(0.05))
+    # would likely narrow it and are within reach; else only with first_while_open, else the widest
+    assert turns.instances_to_narrow(decided_wide, 0.10) == 7
+    assert turns.instances_to_narrow((0.2,), 0.10) is None
     states = [GroupState("g0", 3, 10.0, (WIDE,)), GroupState("h0", 3, 10.0, comps, (0.10, None))]
     assert turns.next_group(states, first={1}) == 1
-    assert turns.next_group(states, first={1}, first_while_open=False) == 0
+    assert turns.next_group(states, first={1}, first_while_open=False) == 1
+    assert turns.next_group(states, max_instances=5, first={1}, first_while_open=False) == 0
+    assert turns.next_group(states, max_instances=5, first={1}) == 1
     with pytest.raises(ValueError, match="1 targets for 2 comparisons"):
         GroupState("h0", 3, 10.0, comps, (0.10,))
 

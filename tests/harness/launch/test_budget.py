@@ -538,10 +538,17 @@ def test_a_headline_scaling_efficiency_wants_instances_while_its_ci_is_over_a_te
     assert state.next() is None  # within its target, everything decided: the budget ends
     _measured(h0, [wide], instances=40)
     assert state.next() is None  # --max-processes is the cap
-    # open for its target (not undecided): first only within HEADLINE_SHARE, then the widest
+    # open for its target while the instances that would narrow it are within --max-processes:
+    # first for the whole budget; out of reach, first only within HEADLINE_SHARE, then the widest
     _measured(h0, [wide], instances=4)
     _measured(g0, [WIDE, WIDE])
-    assert [state.next() for clock.now in (0.0, 560.0)] == [0, 1]
+    assert turns.instances_to_narrow(wide, budget.SCALING_CI_WIDTH) == 7
+    assert [state.next() for clock.now in (0.0, 560.0)] == [0, 0]
+    clock.now = 0.0
+    capped = _budget(tmp_path, dataclasses.replace(protocol, max_processes=6), clock, (ONE.id, TWO.id))
+    _measured(capped.groups[0], [wide], instances=4)
+    _measured(capped.groups[1], [WIDE, WIDE])
+    assert [capped.next() for clock.now in (0.0, 560.0)] == [0, 1]
     # outside the headline a scaling comparison has no target: decided, it is done
     plain = _budget(tmp_path, protocol, clock, ())
     (g,) = plain.groups
