@@ -286,6 +286,14 @@ class GroupRun:
         )
 
 
+def _title(group: Group) -> str:
+    """A group as the progress line names it: its models and how many configurations it compares
+    live (``cnn: the usual choices, 7 configurations (h0)`` for a headline group)."""
+    models = ", ".join(dict.fromkeys(str(m.cell.model) for m in group.members))
+    what = "the usual choices, " if group.race else ""
+    return f"{models}: {what}{len(group.members)} configurations ({group.name})"
+
+
 def _disturbance(instance: Instance) -> str:
     """ ", k of n blocks disturbed (why)" when any was, else ""."""
     bad = tstats.disturbed_blocks(instance.turns)
@@ -522,7 +530,7 @@ class TurnsRun:
     def measure(self, index: int, progress: Progress) -> None:
         """One instance of group ``index``, journaled, then kept (:meth:`apply`)."""
         g = self.groups[index]
-        progress.show(f"{g.group.name} instance {g.instances + 1}: {len(g.group.members)} members")
+        progress.show(f"{_title(g.group)}, round {g.instances + 1}")
         self.current = self.clock()
         try:
             instance = run_instance(
@@ -579,7 +587,7 @@ class TurnsRun:
             culprits = _culprits(instance)
             if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
                 self.sequential(index, next(e.reason for e in culprits.values() if out_of_memory(e.reason)))
-                say(f"{g.group.name}: members do not fit together; measured one by one", "")
+                say(f"{_title(g.group)}: do not fit in memory together; measured one by one", "")
                 return
             for key, end in culprits.items():
                 if (
@@ -593,7 +601,7 @@ class TurnsRun:
             self.unmeasured += g.without(set(culprits))
             if g.dropped >= MAX_DROPS:
                 g.stopped = f"{g.dropped} instances dropped: {instance.dropped}"
-            say(f"{g.group.name} dropped: {instance.dropped}", "")
+            say(f"{_title(g.group)}, round dropped: {instance.dropped}", "")
             return
         for m in g.group.members:
             self._record(m.cell, instance.ends[m.key])
@@ -602,8 +610,8 @@ class TurnsRun:
         self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
         disturbed = _disturbance(instance)
         if disturbed and progress is not None and progress.tty:  # the bar's line is overwritten
-            progress.warn(f"warning: {g.group.name} instance {g.instances}{disturbed}")
-        say(f"{g.group.name} instance {g.instances}", f"{instance.wall_s:.0f} s{disturbed}")
+            progress.warn(f"warning: {_title(g.group)}, round {g.instances}{disturbed}")
+        say(f"{_title(g.group)}, round {g.instances}", f"{instance.wall_s:.0f} s{disturbed}")
 
     def sequential(self, index: int, reason: str) -> None:
         """Group ``index``'s members did not fit in the devices' memory together: each gets a
