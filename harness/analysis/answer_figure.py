@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import plots
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED
 
-FORMATS = ("png", "svg")
 LEADER = "leader"
 
 # Okabe-Ito, safe for every common colour-vision deficiency; the marker tells the verdict apart too
@@ -28,7 +28,7 @@ STYLE: dict[str, tuple[str, str]] = {
     HIGHER: ("#009E73", ">"),
 }
 LEGEND = {
-    LEADER: "leader (the fastest)",
+    LEADER: "leader (fastest measured; the answer says whether decided)",
     LOWER: "lower: slower than the leader",
     EQUIVALENT: "equivalent: CI inside the band",
     UNDECIDED: "undecided: more turns needed",
@@ -68,27 +68,6 @@ class Panel:
 
     title: str
     bars: tuple[Bar, ...]
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig: Any, out: Path, stem: str) -> list[Path]:
-    """``out/stem.png`` and ``out/stem.svg`` (creating ``out``); closes the figure."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in FORMATS:
-        path = out / f"{stem}.{ext}"
-        fig.savefig(path, bbox_inches="tight", dpi=110)
-        paths.append(path)
-    _pyplot().close(fig)
-    return paths
 
 
 def ordered(bars: Sequence[Bar]) -> list[Bar]:
@@ -241,7 +220,7 @@ def draw(panels: Sequence[Panel], min_effect: float, out: Path, stem: str = "ans
     shown = [p for p in panels if any(b.measured for b in p.bars)]
     if not shown:
         return []
-    plt = _pyplot()
+    plt = plots.pyplot()
     rows = [len(p.bars) + 1.6 for p in shown]
     fig, axes = plt.subplots(
         len(shown),
@@ -254,4 +233,4 @@ def draw(panels: Sequence[Panel], min_effect: float, out: Path, stem: str = "ans
     for ax, panel in zip(axes[:, 0], shown, strict=True):
         _panel(ax, panel, min_effect)
     _legend(fig, shown, min_effect)
-    return _save(fig, out, stem)
+    return plots.save(fig, out, stem)

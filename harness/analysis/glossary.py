@@ -2,21 +2,17 @@
 source for docs/explanation/glossary.md (:func:`markdown`) and the report's pages (:func:`html`).
 Pure: no TensorFlow, no file read.
 
-``python -m harness.analysis.glossary docs/explanation/glossary.md`` writes the page; with
-``--check`` it only compares, and exits 1 when the committed page differs (a test checks the same).
+:data:`REGENERATE` writes the page (:mod:`harness.commands.reference`, which writes the generated
+pages); with ``--check`` it only compares, and exits 1 when the committed page differs (a test
+checks the same).
 """
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import html as _html
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-REGENERATE = "python -m harness.analysis.glossary docs/explanation/glossary.md"
+REGENERATE = "python -m harness.commands.reference docs/explanation/glossary.md"
 """The command that rewrites the page (named in the page's header and in every failure)."""
 
 
@@ -210,36 +206,3 @@ def html() -> str:
     """The glossary as a compact ``<dl>``, every word and meaning HTML-escaped."""
     items = "".join(f"<dt>{_html.escape(t.word)}</dt><dd>{_html.escape(t.meaning)}</dd>" for t in TERMS)
     return f'<dl class="glossary">{items}</dl>'
-
-
-def _check(path: Path, text: str) -> int:
-    """0 when ``path`` holds ``text``; else 1, printing what differs and how to regenerate it."""
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if old == text:
-        return 0
-    diff = difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), "generated", lineterm="")
-    print("\n".join(list(diff)[:60]), file=sys.stderr)
-    state = "is out of date" if old else "is missing"
-    print(f"{path} {state} with harness/analysis/glossary.py; regenerate it: {REGENERATE}", file=sys.stderr)
-    return 1
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Write the page to the path given (with ``--check``: only compare); the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.analysis.glossary", description="Write the glossary page."
-    )
-    parser.add_argument("path", type=Path, help="the page, e.g. docs/explanation/glossary.md")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the page differs; write nothing")
-    args = parser.parse_args(argv)
-    text = markdown()
-    if args.check:
-        return _check(args.path, text)
-    args.path.parent.mkdir(parents=True, exist_ok=True)
-    args.path.write_text(text, encoding="utf-8", newline="\n")
-    print(f"wrote {args.path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -21,7 +21,7 @@ from harness.spec.axes import AXIS_BY_NAME
 FORMATS = ("png", "svg")
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,14 +45,15 @@ def label(row: Any) -> str:
     return f"{name} {topology}"
 
 
-def _save(fig: Any, out: Path, name: str) -> list[Path]:
+def save(fig: Any, out: Path, name: str) -> list[Path]:
+    """``out/name.png`` and ``out/name.svg`` (creating ``out``); closes the figure."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in FORMATS:
         path = out / f"{name}.{ext}"
         fig.savefig(path, bbox_inches="tight", dpi=110)
         paths.append(path)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return paths
 
 
@@ -103,7 +104,7 @@ def _facet_models(
     xlabel: str,
     width: float = 6.0,
 ) -> Any:
-    plt = _pyplot()
+    plt = pyplot()
     models = sorted(rows["model"].unique())
     fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
     for ax, model in zip(axes[0], models, strict=True):
@@ -157,7 +158,7 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
         "global batch (examples)",
         width=7.5,
     )
-    return _save(fig, out, "throughput_vs_batch")
+    return save(fig, out, "throughput_vs_batch")
 
 
 def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -202,7 +203,7 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
         "scaling efficiency",
         "replicas x workers",
     )
-    return _save(fig, out, "scaling_efficiency")
+    return save(fig, out, "scaling_efficiency")
 
 
 def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -245,14 +246,14 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
         "accumulation steps (k)",
         width=7.5,
     )
-    return _save(fig, out, "accumulation")
+    return save(fig, out, "accumulation")
 
 
 def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
     """MirroredStrategy's cross-device ops side by side, per replica count and batch: each op's
     scaling efficiency against the same 1-replica cell (the common baseline every op starts from),
     95% CI whiskers (over group instances when measured in turns), the ideal at 1.0."""
-    _pyplot()  # the Agg backend, before seaborn draws
+    pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     has_ops = ok["strategy"].isin(AXIS_BY_NAME["cross_device_ops"].applies_to)
     ok = ok[has_ops & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["total_replicas"] > 1)]
@@ -286,12 +287,12 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
         "scaling efficiency",
         "",
     )
-    return _save(fig, out, "cross_device_ops")
+    return save(fig, out, "cross_device_ops")
 
 
 def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     """compile_s (first call: tracing + first steps) and startup_s per strategy, as bars."""
-    _pyplot()  # the Agg backend, before seaborn draws
+    pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     ok = ok[ok["compile_s"].notna()]
     if ok.empty:
@@ -309,7 +310,7 @@ def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     fig = _facet_models(
         agg, draw, "Start-up and first-call (trace/compile) time, median over cells", "", "seconds", width=6.5
     )
-    return _save(fig, out, "compile_time")
+    return save(fig, out, "compile_time")
 
 
 def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -330,7 +331,7 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = ok[ok.groupby(["model", "cell"])["tenants"].transform("nunique") > 1]
     if ok.empty:
         return []
-    plt = _pyplot()
+    plt = pyplot()
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -363,7 +364,7 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
         "tenants (processes at once)",
         width=7.5,
     )
-    return _save(fig, out, "cotenancy")
+    return save(fig, out, "cotenancy")
 
 
 REPORT_FIGURES: dict[str, Callable[[pd.DataFrame, Path], list[Path]]] = {
@@ -382,7 +383,7 @@ MAX_SERIES_FIGURES = 12
 def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
     """For each changed series of a :class:`harness.compare.Comparison` (at most 12): its run
     medians over time with CI whiskers, the candidate highlighted, change points as dashed lines."""
-    plt = _pyplot()
+    plt = pyplot()
     changed = [v for v in result.verdicts if v.change in (LOWER, HIGHER)]
     paths: list[Path] = []
     for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
@@ -416,7 +417,7 @@ def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
             fontsize=8,
         )
         ax.legend(fontsize=7)
-        paths += _save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
+        paths += save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
     return paths
 
 
@@ -449,7 +450,7 @@ def hardware_scaling(table: pd.DataFrame, out: Path) -> list[Path]:
         "examples/s",
         "replicas x workers",
     )
-    return _save(fig, out, "hardware_scaling")
+    return save(fig, out, "hardware_scaling")
 
 
 WHISKER_CAP = 2.0
@@ -470,7 +471,7 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     """``predict``'s figure: predicted examples/s against devices (line), measured figures with
     their 95% CI (points with whiskers, cut at :data:`WHISKER_CAP` x the largest point) and each
     one's prediction error."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4", label="predicted")
     measured = lines[lines["measured_examples_per_sec"].notna()]
@@ -508,7 +509,7 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     ax.set_ylabel("examples/s")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    return _save(fig, stem.parent, stem.name)
+    return save(fig, stem.parent, stem.name)
 
 
 def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -518,7 +519,7 @@ def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
     ratios = ab.pair_ratios(rows)
     if ratios.empty:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = distinct_colors(sorted(ratios["cell_id"].unique()))
     for cell_id, part in ratios.groupby("cell_id"):
@@ -528,7 +529,7 @@ def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
     ax.set_ylabel("B / A examples/s")
     ax.set_title("ab: each pair's throughput ratio (below 1: B slower)", fontsize=9)
     ax.legend(fontsize=6)
-    return _save(fig, out, "ab_pairs")
+    return save(fig, out, "ab_pairs")
 
 
 def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
@@ -585,4 +586,4 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
         "examples/s",
         "devices (replicas x workers)",
     )
-    return _save(fig, out, "predicted_vs_measured")
+    return save(fig, out, "predicted_vs_measured")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -252,9 +251,9 @@ def build_html(
             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
             f"<h1>{html.escape(title)}</h1>",
             f"<p>Runs: {html.escape(runs)}. Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} "
-            f"UTC. Cells: {html.escape(json.dumps(counts))}"
+            f"UTC. Configurations: {html.escape(', '.join(f'{n} {status}' for status, n in counts.items()))}"
             + (
-                " (a cell measured in several of these runs: its newest row)"
+                " (a configuration measured in several of these runs: its newest row)"
                 if rows["run_id"].nunique() > 1
                 else ""
             )

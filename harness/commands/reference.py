@@ -12,9 +12,10 @@ import argparse
 import difflib
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from harness.analysis import glossary
 from harness.commands import COMMANDS, build_parser
 from harness.commands.vocabulary import CONCEPTS, concept_table
 from harness.spec.axes import REPLICAS_TO_MAX
@@ -234,7 +235,14 @@ def cli_markdown() -> str:
     return "\n\n".join([_header(parser, summaries), _vocabulary(), *sections, _sweeps(parser)]) + "\n"
 
 
-def _check(path: Path, text: str) -> int:
+PAGES: dict[str, tuple[Callable[[], str], str, str]] = {
+    "cli.md": (lambda: cli_markdown(), "the parsers", REGENERATE),
+    "glossary.md": (glossary.markdown, "harness/analysis/glossary.py", glossary.REGENERATE),
+}
+"""The generated pages by file name: what writes each, where it comes from, its regenerate command."""
+
+
+def _check(path: Path, text: str, source: str, regenerate: str) -> int:
     """0 when ``path`` holds ``text``; else 1, printing what differs and how to regenerate it."""
     old = path.read_text(encoding="utf-8") if path.is_file() else ""
     if old == text:
@@ -242,21 +250,28 @@ def _check(path: Path, text: str) -> int:
     diff = difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), "generated", lineterm="")
     print("\n".join(list(diff)[:60]), file=sys.stderr)
     state = "is out of date" if old else "is missing"
-    print(f"{path} {state} with the parsers; regenerate it: {REGENERATE}", file=sys.stderr)
+    print(f"{path} {state} with {source}; regenerate it: {regenerate}", file=sys.stderr)
     return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the page to the path given (with ``--check``: only compare); the exit code."""
+    """Write a generated page (:data:`PAGES`, by its file name) to the path given (with
+    ``--check``: only compare); the exit code."""
     parser = argparse.ArgumentParser(
-        prog="python -m harness.commands.reference", description="Write the CLI reference page."
+        prog="python -m harness.commands.reference",
+        description="Write a generated docs page: the CLI reference (cli.md) or the glossary (glossary.md).",
     )
-    parser.add_argument("path", type=Path, help="the page, e.g. docs/reference/cli.md")
+    parser.add_argument(
+        "path", type=Path, help="the page: docs/reference/cli.md or docs/explanation/glossary.md"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when the page differs; write nothing")
     args = parser.parse_args(argv)
-    text = cli_markdown()
+    if args.path.name not in PAGES:
+        parser.error(f"Received {args.path}; expected a page named one of: {', '.join(PAGES)}.")
+    make, source, regenerate = PAGES[args.path.name]
+    text = make()
     if args.check:
-        return _check(args.path, text)
+        return _check(args.path, text, source, regenerate)
     args.path.parent.mkdir(parents=True, exist_ok=True)
     args.path.write_text(text, encoding="utf-8", newline="\n")
     print(f"wrote {args.path}")

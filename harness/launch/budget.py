@@ -397,9 +397,12 @@ class TurnsRun:
 
     def named(self) -> set[str]:
         """The cells the answer names so far: each race group's leader and its closest rival (the
-        contender with the highest mean instance log ratio against it)."""
+        contender with the highest mean instance log ratio against it), once the group has its
+        minimum instances (before that the two change often, and each change costs a breakdown)."""
         out: set[str] = set()
         for g in self.groups:
+            if g.instances < self.run.protocol.processes:
+                continue
             raced = [(c, logs) for c, logs, _ in g.race() if logs]
             if raced:
                 closest = max(raced, key=lambda found: sum(found[1]) / len(found[1]))[0]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import glossary
-from harness.analysis.glossary import REGENERATE, TERMS, Term, html, main, markdown
+from harness.analysis.glossary import REGENERATE, TERMS, Term, html, markdown
+from harness.commands.reference import main
 
 REPO = Path(__file__).resolve().parents[3]
 PAGE = REPO / "docs" / "explanation" / "glossary.md"

@@ -57,17 +57,17 @@ def test_throughput_vs_batch_gives_every_series_its_own_colour(tmp_path: Path):
     import matplotlib.pyplot as plt
 
     captured = []
-    real_save = plots._save
+    real_save = plots.save
 
     def keep(fig, out, name):  # type: ignore[no-untyped-def]
         captured.append(fig)
         return real_save(fig, out, name)
 
-    plots._save = keep
+    plots.save = keep
     try:
         assert plots.throughput_vs_batch(_rows(14), tmp_path)
     finally:
-        plots._save = real_save
+        plots.save = real_save
     (fig,) = captured
     for ax in fig.axes:
         handles, _ = ax.get_legend_handles_labels()

@@ -243,7 +243,7 @@ def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
     from harness.analysis import plots
 
     captured = []
-    real_save = plots._save
+    real_save = plots.save
 
     def keep(fig, out, name):  # type: ignore[no-untyped-def]
         captured.append(
@@ -251,7 +251,7 @@ def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
         )
         return real_save(fig, out, name)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save", keep)
     lines = pd.DataFrame(
         [
             {

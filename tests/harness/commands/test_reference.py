@@ -105,4 +105,7 @@ def test_check_fails_on_a_stale_page_and_names_the_command(tmp_path, capsys):
     page.write_text(cli_markdown().replace("## `run`", "## `ran`"), encoding="utf-8")
     assert main(["--check", str(page)]) == 1
     assert REGENERATE in capsys.readouterr().err
-    assert main(["--check", str(tmp_path / "missing.md")]) == 1
+    assert main(["--check", str(tmp_path / "missing" / "cli.md")]) == 1
+    with pytest.raises(SystemExit) as refused:  # a page it does not write: named with the ones it does
+        main(["--check", str(tmp_path / "other.md")])
+    assert refused.value.code == 2 and "cli.md, glossary.md" in capsys.readouterr().err

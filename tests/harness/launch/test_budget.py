@@ -27,6 +27,7 @@ from harness.launch.runner import CellEnd, RunState
 from harness.launch.turns import Instance
 from harness.results.rows import cell_row
 from harness.spec.cell import Cell
+from harness.spec.groups import Member
 from harness.spec.protocol import Platform, Protocol
 
 pytestmark = pytest.mark.usefixtures("no_git")
@@ -554,3 +555,22 @@ def test_a_headline_scaling_efficiency_wants_instances_while_its_ci_is_over_a_te
     (g,) = plain.groups
     _measured(g, [wide] * len(g.group.comparisons))
     assert set(g.state().targets) == {None} and plain.next() is None
+
+
+def test_the_default_sweep_breaks_down_only_the_cells_the_answer_names(tmp_path: Path) -> None:
+    protocol = Protocol(
+        processes=3, budget_min=10.0, blocks=2, max_live=8, peak=False, breakdown=False, breakdown_named=True
+    )
+    state = _budget(tmp_path, protocol, Clock(), (ONE.id, TWO.id))
+    h0, _ = state.groups
+    _measured(h0, [DIFFERENT], instances=2)
+    assert state.named() == set()  # below its minimum the leader still changes: nothing yet
+    _measured(h0, [DIFFERENT], instances=3)
+    assert state.named() == {ONE.id, TWO.id}  # TWO leads, ONE is its closest rival
+    wanted = {cell.id: state._options(Member(cell)).protocol.breakdown for cell in (DEFAULT, ONE, TWO)}
+    assert wanted == {DEFAULT.id: False, ONE.id: True, TWO.id: True}
+    assert state._pending_breakdowns(h0.group) == 2
+    state.broken_down |= {ONE.id, TWO.id}  # recorded with one: never again
+    assert not state._options(Member(TWO)).protocol.breakdown
+    every = _budget(tmp_path, dataclasses.replace(protocol, breakdown=True), Clock(), ())
+    assert every._options(Member(DEFAULT)).protocol.breakdown  # --breakdown: every cell

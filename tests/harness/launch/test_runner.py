@@ -153,7 +153,7 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     unmeasured = ratios[ratios.instances == 0]
     assert (unmeasured.verdict == "not measured").all() and unmeasured.note.str.len().gt(0).all()
     assert (ratios[ratios.instances > 0].verdict != "not measured").all()
-    assert "ratios in turns" in proc.stdout
+    assert "measured in turns" in proc.stdout
     # workers forked from one fork server; where the run's time went, stored
     assert ok.forked.all()
     (cost,) = pd.read_parquet(out / "costs").to_dict("records")

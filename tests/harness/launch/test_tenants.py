@@ -158,4 +158,4 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 16  # 2 instances x 2 tenants x 4
     assert sorted(mine["pass"].unique()) == [0, 1] and mine["start_s"].notna().all()
     assert pd.isna(alone["cotenancy_ratio"]) and alone["tenant_share_min"] == 1.0
-    assert " t2 " in proc.stdout  # the summary marks the co-tenant row
+    assert "2 processes at once, throughput summed" in proc.stdout  # the summary names the co-tenant row
