@@ -14,6 +14,7 @@ import html
 import math
 from collections.abc import Sequence
 
+from harness.analysis.answer import labels
 from harness.contract.records import CellRow, RatioRow
 from harness.formulas import stats
 from harness.formulas.verdicts import phrase
@@ -81,8 +82,6 @@ def ratio_text(r: RatioRow) -> str:
 def turns_html(ratios: Sequence[RatioRow], rows: Sequence[CellRow]) -> str:
     """The comparisons measured in turns, grouped by relation, each configuration in words
     (:func:`harness.analysis.answer.labels`)."""
-    from harness.analysis.answer import labels
-
     esc = html.escape
     named = labels(rows)
     model = {r.cell.cell_id: r.cell.model for r in rows}

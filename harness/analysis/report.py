@@ -54,11 +54,10 @@ def _ratios(ratios: pd.DataFrame | None) -> list[RatioRow]:
     return [] if ratios is None or ratios.empty else unflatten_all(RatioRow, ratios.to_dict("records"))
 
 
-def _summary(rows: pd.DataFrame) -> pd.DataFrame:
+def _summary(rows: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
     ok = rows[rows["status"] == Status.OK].copy()
     if ok.empty:
         return ok
-    named = answer.labels(_cells(rows))
     ok["configuration"] = ok["cell_id"].map(named)
     ok["examples/s [95% CI]"] = ok.apply(
         lambda r: (
@@ -105,11 +104,10 @@ def _efficiency(r: pd.Series) -> str:
     return f"{eff:.2f} [{lo:.2f}, {hi:.2f}]" + (" ~1" if lo <= 1 <= hi else "")
 
 
-def _unstable(rows: pd.DataFrame) -> str:
+def _unstable(rows: pd.DataFrame, named: dict[str, str]) -> str:
     bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
     if bad.empty:
         return "<p>No configuration is unstable.</p>"
-    named = answer.labels(_cells(rows))
     items = "".join(
         f"<li>{html.escape(str(r.model))}, {html.escape(named[str(r.cell_id)])}: coefficient of "
         f"variation between processes {r.cv_between_processes:.1%} over {r.processes} processes</li>"
@@ -122,9 +120,9 @@ def _unstable(rows: pd.DataFrame) -> str:
     )
 
 
-def _not_ok(rows: pd.DataFrame) -> pd.DataFrame:
+def _not_ok(rows: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
     bad = rows[rows["status"] != Status.OK].copy()
-    bad["configuration"] = bad["cell_id"].map(answer.labels(_cells(rows)))
+    bad["configuration"] = bad["cell_id"].map(named)
     return bad[["status", "model", "configuration", "reason"]].sort_values(
         ["status", "model", "configuration"]
     )
@@ -235,6 +233,7 @@ def build_html(
                 f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
             )
     records, typed = _cells(rows), _ratios(ratios)
+    named = answer.labels(records)
     counts = rows["status"].value_counts().to_dict()
     runs = ", ".join(sorted(rows["run_id"].dropna().unique()))
     logical = rows["logical_devices"].fillna(False).any()
@@ -274,13 +273,13 @@ def build_html(
             "<h2>Words used here</h2>",
             glossary.html(),
             "<h2>Unstable cells</h2>",
-            _unstable(rows),
+            _unstable(rows, named),
             "<h2>Each configuration's own figure (separately measured processes; not a ranking)</h2>",
-            _table(_summary(rows)),
+            _table(_summary(rows, named)),
             "<h2>Figures</h2>",
             *imgs,
             "<h2>Unsupported, failed and invalid cells</h2>",
-            _table(_not_ok(rows)) if (rows["status"] != Status.OK).any() else "<p>None.</p>",
+            _table(_not_ok(rows, named)) if (rows["status"] != Status.OK).any() else "<p>None.</p>",
             "</body></html>",
         ]
     )

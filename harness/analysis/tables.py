@@ -17,9 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.analysis import answer
-from harness.contract.records import Axes, CellRow, Status
+from harness.contract.records import CellRow, Status
 from harness.formulas.breakdown import measured
-from harness.spec.frameworks import NONE
 
 
 def _num(x: object, fmt: str) -> str:
@@ -174,7 +173,7 @@ def summary_table(
         lines.append(
             (
                 r.cell.model,
-                label + _tenant(r.cell),
+                label,
                 _num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
                 ci,
                 _num(r.spread.processes, "d"),
@@ -185,11 +184,6 @@ def summary_table(
             )
         )
     return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
-
-
-def _tenant(cell: Axes) -> str:
-    """`` (+ jax)`` for a cell with a co-tenant from another framework."""
-    return "" if cell.tenant_framework in (None, NONE) else f" (+ {cell.tenant_framework})"
 
 
 def _cvs(r: CellRow) -> str:

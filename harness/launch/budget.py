@@ -354,6 +354,7 @@ class TurnsRun:
         self.headline = any(g.group.race for g in self.groups)
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.broken_down: set[str] = set()
+        self._named_cache: tuple[tuple[int, ...], set[str]] = ((), set())
         self.asked: set[str] = set()
         """Cells whose step breakdown a process was asked for (done once that process records)."""
         self.steps: dict[str, int] = {}
@@ -393,7 +394,15 @@ class TurnsRun:
         protocol = self.options.protocol
         if cell_id in self.broken_down:
             return False
-        return protocol.breakdown or (protocol.breakdown_named and cell_id in self.named())
+        return protocol.breakdown or (protocol.breakdown_named and cell_id in self._named_now())
+
+    def _named_now(self) -> set[str]:
+        """:meth:`named`, computed again only when a group's instances changed: the progress bar's
+        ETA asks for it many times a second, during the turns, from its own thread."""
+        key = tuple(g.instances for g in self.groups)
+        if self._named_cache[0] != key:
+            self._named_cache = (key, self.named())
+        return self._named_cache[1]
 
     def named(self) -> set[str]:
         """The cells the answer names so far: each race group's leader and its closest rival (the

@@ -1,8 +1,8 @@
 """A configuration in words and as a command line, from the axes' own words (:class:`Axis`'s
 ``say``, ``reference``): what a person reads, where ids and shorthand belong in files. Pure.
 
-A configuration here is a mapping of axis name to value (:func:`of_cell`, or
-:func:`harness.analysis.answer.values` for a stored row).
+A configuration here is a mapping of axis name to value (:func:`harness.analysis.answer.values`
+for a stored row).
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harness.spec.axes import AXES, Axis, AxisValue
-from harness.spec.cell import Cell
-from harness.spec.models import model_label
 from harness.spec.strategies import STRATEGIES
 
 Values = Mapping[str, AxisValue]
@@ -84,10 +82,11 @@ def varying(configs: Sequence[Values]) -> list[str]:
 
 
 def labels(configs: Sequence[Values]) -> list[str]:
-    """One label per configuration, unique among them: the strategy with its devices, and each axis
-    that differs between them, in words (a reference value left out). Two configurations equal on
+    """One label per configuration, unique among them: the strategy with its devices, its co-tenants,
+    and each axis that differs between them, in words (a reference value left out). Two configurations equal on
     every axis get the same label."""
-    named = ["strategy", "replicas", "workers", *varying(configs)]  # devices: where said
+    # devices where said, and co-tenants wherever present: they change what a figure means
+    named = ["strategy", "replicas", "workers", "tenants", "tenant_framework", *varying(configs)]
     return [describe(c, only=named) for c in configs]
 
 
@@ -96,13 +95,6 @@ def common(configs: Sequence[Values]) -> str:
     at their reference too)."""
     same = [n for n in SENTENCE_AXES if n != "strategy" and n not in varying(configs)]
     return describe(configs[0], only=same, always=True) if configs else ""
-
-
-def of_cell(cell: Cell) -> dict[str, AxisValue]:
-    """A :class:`Cell`'s configuration (the model as its label)."""
-    out: dict[str, AxisValue] = {a.name: getattr(cell, a.name) for a in AXES}
-    out["model"] = model_label(cell.model)
-    return out
 
 
 def flags(values: Values, vary: tuple[str, Sequence[AxisValue]] | None = None) -> str:
