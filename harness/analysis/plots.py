@@ -16,7 +16,7 @@ import pandas as pd
 from harness.analysis import ab, gate
 from harness.contract.records import Status
 from harness.formulas.verdicts import HIGHER, LOWER
-from harness.spec.axes import AXIS_BY_NAME
+from harness.spec.axes import AXIS_BY_NAME, OPTION_AXES
 
 FORMATS = ("png", "svg")
 
@@ -33,7 +33,7 @@ def pyplot() -> Any:
 def label(row: Any) -> str:
     """strategy[option] x replicas x workers (+ps, +tenants), e.g. ``mirrored[auto] 2x1``."""
     name = str(row["strategy"])
-    for k in ("cross_device_ops", "communication"):
+    for k in OPTION_AXES:
         if row.get(k) not in (None, "none") and not pd.isna(row.get(k)):
             name += f"[{row[k]}]"
     topology = f"{row['replicas']}x{row['workers']}"

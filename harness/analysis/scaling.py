@@ -44,6 +44,7 @@ from scipy import optimize
 
 from harness.contract.records import Axes, CellRow, Status
 from harness.errors import HarnessError
+from harness.spec.axes import OPTION_AXES
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
@@ -191,7 +192,7 @@ def baseline_from_row(row: CellRow) -> Baseline:
 def _op(a: Axes) -> str:
     """The cell's all-reduce implementation: the value of its strategy's option axis."""
     kind = STRATEGIES[a.strategy]
-    return str(kind.option_in({"cross_device_ops": a.cross_device_ops, "communication": a.communication}))
+    return str(kind.option_in({name: getattr(a, name) for name in OPTION_AXES}))
 
 
 def machine_keys(row: CellRow) -> dict[str, object]:

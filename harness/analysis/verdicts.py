@@ -41,6 +41,7 @@ import numpy as np
 from harness.analysis.tables import render_table
 from harness.contract.events import ProcessRow
 from harness.contract.records import CellRow, Status
+from harness.spec.axes import COMPUTES, key_axes
 from harness.spec.cell import Cell
 from harness.spec.models import MODELS
 
@@ -54,15 +55,17 @@ def split(cell: Cell) -> tuple[int, int]:
     return (cell.devices, cell.accum_steps) if info is not None and info.split_sensitive else (0, 0)
 
 
-EquivalenceKey = tuple[str, str, str, str, int, tuple[int, int]]
+EquivalenceKey = tuple[object, ...]
 """What must compute the same (:func:`equivalence_key`)."""
 
 
 def equivalence_key(cell: Cell) -> EquivalenceKey:
-    """What must compute the same: model, data, precision, XLA (its fused kernels round
-    differently) and effective batch; and for a model whose training depends on the batch's split
+    """What must compute the same: the axes that decide the arithmetic (model, data, loss,
+    precision, XLA, whose fused kernels round differently: :data:`harness.spec.axes.COMPUTES`) and
+    the effective batch; and for a model whose training depends on the batch's split
     (:attr:`harness.spec.models.ModelInfo.split_sensitive`), the split too."""
-    return (cell.model, cell.data, cell.precision, cell.xla, cell.effective_batch, split(cell))
+    axes = tuple(str(getattr(cell, a.name)) for a in key_axes(COMPUTES))
+    return (*axes, cell.effective_batch, split(cell))
 
 
 def synchronous(cell: Cell) -> bool:

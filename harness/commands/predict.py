@@ -15,16 +15,13 @@ from harness.commands.paths import check_writable
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError, require
-from harness.spec.axes import AXIS_BY_NAME, PRECISION_NAMES
+from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES, PRECISION_NAMES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
 NAME = "predict"
 
 EXITS: dict[int, str] = {0: "the predictions printed", 2: "bad input or too few measured cells"}
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
-
-DEVICE_AXES = ("replicas", "workers")
-"""The axes a strategy's descriptor may grow (:attr:`Strategy.device_axis`): each has its flag."""
 
 MAX_DEVICES = 65536
 """The largest device count predict takes (the model's arithmetic stays in 64-bit floats)."""

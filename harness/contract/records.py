@@ -20,7 +20,14 @@ from enum import StrEnum
 from typing import Annotated, TypedDict
 
 from harness.contract.columns import CI, Col, Estimate
+from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.groups import Relation
+
+
+def _axis(name: str) -> Col:
+    """A cell axis's column: its unit and description from its descriptor (:mod:`harness.spec.axes`)."""
+    axis = AXIS_BY_NAME[name]
+    return Col(axis.unit, axis.column_doc)
 
 
 class Status(StrEnum):
@@ -138,50 +145,15 @@ class Axes:
             "bB for strong scaling).",
         ),
     ]
-    model: Annotated[str, Col("", "cnn (Conv32-Pool-Conv64-Pool-Flatten-Dense10) or dense (784-128-10).")]
-    data: Annotated[
-        str, Col("", "synthetic (fixed-seed pool, pre-batched, repeated) or mnist (the real training split).")
-    ]
-    strategy: Annotated[
-        str,
-        Col("", "default, one_device, mirrored, central_storage, multi_worker_mirrored or parameter_server."),
-    ]
-    cross_device_ops: Annotated[
-        str,
-        Col(
-            "",
-            "Requested all-reduce for mirrored (auto, nccl, hierarchical_copy, "
-            "reduction_to_one_device); none elsewhere.",
-        ),
-    ]
-    communication: Annotated[
-        str,
-        Col(
-            "",
-            "Requested collective implementation for multi_worker_mirrored (auto, ring, nccl); none "
-            "elsewhere.",
-        ),
-    ]
-    replicas: Annotated[int, Col("devices", "Replicas per worker.")]
-    workers: Annotated[
-        int,
-        Col(
-            "processes",
-            "Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the"
-            " ps tasks).",
-        ),
-    ]
-    ps: Annotated[
-        int, Col("processes", "Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).")
-    ]
-    tenants: Annotated[
-        int,
-        Col(
-            "processes",
-            "Independent training processes of this cell run at once on the same devices (co-tenancy; 1"
-            " = alone). With more than one, examples_per_sec is their aggregate.",
-        ),
-    ]
+    model: Annotated[str, _axis("model")]
+    data: Annotated[str, _axis("data")]
+    strategy: Annotated[str, _axis("strategy")]
+    cross_device_ops: Annotated[str, _axis("cross_device_ops")]
+    communication: Annotated[str, _axis("communication")]
+    replicas: Annotated[int, _axis("replicas")]
+    workers: Annotated[int, _axis("workers")]
+    ps: Annotated[int, _axis("ps")]
+    tenants: Annotated[int, _axis("tenants")]
     per_replica_batch: Annotated[int, Col("examples", "Examples per replica per micro-step.")]
     global_batch: Annotated[
         int,
@@ -191,14 +163,7 @@ class Axes:
             "workers (parameter_server: one update on every worker).",
         ),
     ]
-    accum_steps: Annotated[
-        int,
-        Col(
-            "micro-batches",
-            "Micro-batches per optimizer update: each replica sums their gradients locally, then one "
-            "cross-replica reduction and one optimizer step.",
-        ),
-    ]
+    accum_steps: Annotated[int, _axis("accum_steps")]
     effective_batch: Annotated[
         int,
         Col(
@@ -208,53 +173,13 @@ class Axes:
             "accum_steps.",
         ),
     ]
-    loop: Annotated[
-        str,
-        Col(
-            "",
-            "ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution "
-            "updates; fit: Keras model.fit(steps_per_execution=...) with the suite's train step (same "
-            "update as ctl).",
-        ),
-    ]
-    steps_per_execution: Annotated[
-        int, Col("updates", "Optimizer updates per tf.function call (per train_function call in fit).")
-    ]
-    precision: Annotated[str, Col("", "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")]
-    xla: Annotated[
-        str,
-        Col(
-            "",
-            "--jit-compile: off, or on (the training step asked to be XLA-compiled; jit_compile says "
-            "what ran). Null in rows written before 2026-11-26, which ran with it off.",
-        ),
-    ]
-    loss: Annotated[
-        str | None,
-        Col(
-            "",
-            "--loss as asked: auto (binary cross-entropy on one output unit, sparse categorical "
-            "cross-entropy on more; both on logits) or the loss named; in the cell id after the "
-            "model when not auto.",
-        ),
-    ] = None
-    scaling: Annotated[
-        str,
-        Col(
-            "",
-            "weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
-        ),
-    ]
-    tenant_framework: Annotated[
-        str,
-        Col(
-            "",
-            "A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training"
-            " the same model at effective_batch examples per step (plain SGD, synthetic data) on the same "
-            "devices, taking turns with the TensorFlow process alone, and both at once. Then "
-            "examples_per_sec is the TensorFlow side's throughput while both trained.",
-        ),
-    ]
+    loop: Annotated[str, _axis("loop")]
+    steps_per_execution: Annotated[int, _axis("steps_per_execution")]
+    precision: Annotated[str, _axis("precision")]
+    xla: Annotated[str, _axis("xla")]
+    loss: Annotated[str | None, _axis("loss")] = None
+    scaling: Annotated[str, _axis("scaling")]
+    tenant_framework: Annotated[str, _axis("tenant_framework")]
     optimizer: Annotated[str, Col("", "Optimizer and its settings.")]
     learning_rate: Annotated[float, Col("", "Optimizer learning rate.")]
 

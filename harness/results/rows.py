@@ -46,7 +46,7 @@ from harness.contract.tenant import TenantFacts
 from harness.formulas import breakdown, metrics, stats
 from harness.formulas.turns import Turn
 from harness.formulas.turns import clean as turns_clean
-from harness.spec.axes import COMPUTE_DTYPE
+from harness.spec.axes import ALONE, BASELINE, COMPUTE_DTYPE, key_axes
 from harness.spec.cell import Cell
 from harness.spec.frameworks import together_key
 from harness.spec.models import flops_per_example
@@ -336,36 +336,16 @@ def not_measured_row(
     return replace(cell_row(cell, protocol), machine=machine(facts), status=status, reason=reason)
 
 
-def _efficiency_key(a: Axes) -> tuple[object, ...]:
-    """What a row shares with its 1-device baseline (whose cross-device op and communication are
-    "none": one device makes no reduce)."""
-    return (
-        a.model,
-        a.data,
-        a.strategy,
-        a.loop,
-        a.steps_per_execution,
-        a.precision,
-        a.xla,
-        a.accum_steps,
-        a.tenants,
-    )
-
-
-def _alone_key(a: Axes) -> tuple[object, ...]:
-    """What a co-tenant cell shares with the same cell alone: every axis but the tenants."""
-    return (*_efficiency_key(a)[:-1], a.cross_device_ops, a.communication, a.replicas, a.workers, a.ps)
-
-
-def _alone_key_batch(a: Axes) -> tuple[object, ...]:
-    return (*_alone_key(a), a.per_replica_batch, a.scaling)
+def _key(a: Axes, key: str) -> tuple[object, ...]:
+    """The row's values of the axes in identity ``key`` (:func:`harness.spec.axes.key_axes`)."""
+    return tuple(getattr(a, axis.row_field or axis.name) for axis in key_axes(key))
 
 
 def find_alone(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     """The ok row of the same cell with one tenant (co-tenancy's reference)."""
-    key = _alone_key_batch(row.cell)
+    key = _key(row.cell, ALONE)
     for other in rows:
-        if other.status == Status.OK and other.cell.tenants == 1 and _alone_key_batch(other.cell) == key:
+        if other.status == Status.OK and other.cell.tenants == 1 and _key(other.cell, ALONE) == key:
             return other
     return None
 
@@ -376,7 +356,7 @@ def find_baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
 
     def key(a: Axes) -> tuple[object, ...]:
         batch = a.global_batch if row.cell.scaling == "strong" else a.per_replica_batch
-        return (*_efficiency_key(a), batch)
+        return (*_key(a, BASELINE), batch)
 
     for other in rows:
         if (

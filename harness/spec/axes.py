@@ -71,6 +71,19 @@ class Axis:
     next knob to try (0: not a knob to suggest)."""
     alternative: str = ""
     """The value a string axis suggests trying next from its reference ("" : none)."""
+    said_at: int = 0
+    """Where a description says the axis (:func:`harness.spec.words.describe`: lowest first);
+    0: said apart (the model, which heads what is said about it)."""
+    always_named: bool = False
+    """Named in every label that tells configurations apart (strategy, devices, co-tenants: they
+    change what a figure means), and in every command that selects one (model, strategy)."""
+    keys: frozenset[str] = frozenset()
+    """The identity keys the axis belongs to (:data:`BASELINE`, :data:`ALONE`, :data:`COMPUTES`):
+    what two cells must share to be compared that way."""
+    unit: str = ""
+    """The unit of an integer value in the cells table (``devices``, ``processes``)."""
+    column: str = ""
+    """The cells table's description of the column (``results/README.md``); empty: :attr:`help`."""
 
     def next_values(self, value: AxisValue) -> tuple[AxisValue, AxisValue] | None:
         """(``value``, the value to try next) where this axis suggests one, else None."""
@@ -85,6 +98,13 @@ class Axis:
         if self.kind is int and isinstance(value, int):
             return (self.phrase_one if value == 1 and self.phrase_one else self.phrase).format(value)
         return self.words.get(str(value), str(value))
+
+    @property
+    def column_doc(self) -> str:
+        """The column's description: :attr:`column`, else :attr:`help`, with a string axis's
+        accepted values."""
+        text = self.column or self.help[0].upper() + self.help[1:] + "."
+        return text + (f" One of: {', '.join(self.choices)}." if self.choices else "")
 
     @property
     def flag(self) -> str:
@@ -163,8 +183,29 @@ MAX_TASKS = 1024
 """Most workers, or parameter servers, of a cell: a bound that keeps planning (one task object per
 process) instant; a local cluster this size would already be far past one host's cores."""
 
+BASELINE = "baseline"
+"""What a row shares with its 1-device baseline (scaling efficiency); the batch is matched apart
+(per replica for weak scaling, global for strong)."""
+ALONE = "alone"
+"""What a co-tenant cell shares with the same cell alone: every axis but the tenants."""
+COMPUTES = "computes"
+"""What decides the arithmetic two cells must agree on (``verify``), besides the effective batch
+and its split."""
+
 AXES: tuple[Axis, ...] = (
-    Axis("model", str, "cnn", "model to train", MODEL_NAMES, words=MappingProxyType(MODEL_TITLES)),
+    Axis(
+        "model",
+        str,
+        "cnn",
+        "model to train",
+        MODEL_NAMES,
+        words=MappingProxyType(MODEL_TITLES),
+        column="The model trained; a user's own Keras model by its reference (FILE.py:function or "
+        "package.module:function).",
+        said_at=0,
+        always_named=True,
+        keys=frozenset({BASELINE, ALONE, COMPUTES}),
+    ),
     Axis(
         "data",
         str,
@@ -174,6 +215,9 @@ AXES: tuple[Axis, ...] = (
         words=MappingProxyType({"synthetic": "synthetic data", "mnist": "the MNIST file"}),
         reference="synthetic",
         essential=True,
+        said_at=16,
+        keys=frozenset({BASELINE, ALONE, COMPUTES}),
+        column="synthetic: a fixed-seed pool, pre-batched and repeated; mnist: the real training split.",
     ),
     Axis(
         "strategy",
@@ -182,6 +226,10 @@ AXES: tuple[Axis, ...] = (
         "tf.distribute strategy",
         STRATEGY_NAMES,
         words=MappingProxyType({name: s.words for name, s in STRATEGIES.items()}),
+        column="The tf.distribute strategy.",
+        said_at=1,
+        always_named=True,
+        keys=frozenset({BASELINE, ALONE}),
     ),
     Axis(
         "cross_device_ops",
@@ -200,6 +248,9 @@ AXES: tuple[Axis, ...] = (
             }
         ),
         reference="auto",
+        said_at=5,
+        keys=frozenset({ALONE}),
+        column="Requested all-reduce implementation of mirrored; none elsewhere.",
     ),
     Axis(
         "communication",
@@ -213,6 +264,9 @@ AXES: tuple[Axis, ...] = (
             {"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"}
         ),
         reference="auto",
+        said_at=6,
+        keys=frozenset({ALONE}),
+        column="Requested collective implementation of multi_worker_mirrored; none elsewhere.",
     ),
     Axis(
         "replicas",
@@ -224,6 +278,11 @@ AXES: tuple[Axis, ...] = (
         phrase="on {} replicas",
         phrase_one="on 1 replica",
         reference=1,
+        said_at=2,
+        always_named=True,
+        keys=frozenset({ALONE}),
+        column="Replicas per worker.",
+        unit="devices",
     ),
     Axis(
         "workers",
@@ -236,6 +295,11 @@ AXES: tuple[Axis, ...] = (
         phrase="on {} workers",
         phrase_one="on 1 worker",
         reference=1,
+        said_at=3,
+        always_named=True,
+        keys=frozenset({ALONE}),
+        column="Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the ps tasks).",
+        unit="processes",
     ),
     Axis(
         "ps",
@@ -247,6 +311,10 @@ AXES: tuple[Axis, ...] = (
         inapplicable=0,
         phrase="{} parameter servers",
         phrase_one="1 parameter server",
+        said_at=4,
+        keys=frozenset({ALONE}),
+        column="Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).",
+        unit="processes",
     ),
     Axis(
         "batch",
@@ -258,6 +326,9 @@ AXES: tuple[Axis, ...] = (
         reference=64,
         essential=True,
         step_up=4,
+        said_at=8,
+        keys=frozenset({ALONE}),
+        unit="examples",
     ),
     Axis(
         "accum_steps",
@@ -269,6 +340,10 @@ AXES: tuple[Axis, ...] = (
         reference=1,
         essential=True,
         step_up=4,
+        said_at=9,
+        keys=frozenset({BASELINE, ALONE}),
+        column="Micro-batches per optimizer update: each replica sums their gradients locally, then one cross-replica reduction and one optimizer step.",
+        unit="micro-batches",
     ),
     Axis(
         "loop",
@@ -280,6 +355,9 @@ AXES: tuple[Axis, ...] = (
         words=MappingProxyType({"ctl": "a custom training loop", "fit": "Keras Model.fit"}),
         reference="ctl",
         essential=True,
+        said_at=7,
+        keys=frozenset({BASELINE, ALONE}),
+        column="ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution updates; fit: Keras model.fit(steps_per_execution=...) with the suite's train step (same update as ctl).",
     ),
     Axis(
         "steps_per_execution",
@@ -291,6 +369,10 @@ AXES: tuple[Axis, ...] = (
         reference=10,
         essential=True,
         step_up=10,
+        said_at=12,
+        keys=frozenset({BASELINE, ALONE}),
+        column="Optimizer updates per tf.function call (per train_function call in fit).",
+        unit="updates",
     ),
     Axis(
         "precision",
@@ -308,6 +390,8 @@ AXES: tuple[Axis, ...] = (
         reference="float32",
         alternative="mixed_bfloat16",
         essential=True,
+        said_at=10,
+        keys=frozenset({BASELINE, ALONE, COMPUTES}),
     ),
     Axis(
         "xla",
@@ -322,6 +406,9 @@ AXES: tuple[Axis, ...] = (
         reference="off",
         alternative="on",
         essential=True,
+        said_at=11,
+        keys=frozenset({BASELINE, ALONE, COMPUTES}),
+        column="--jit-compile: off, or on (the training step asked to be XLA-compiled; jit_compile says what ran). Null in rows written before 2026-11-26, which ran with it off.",
     ),
     Axis(
         "loss",
@@ -332,6 +419,9 @@ AXES: tuple[Axis, ...] = (
         LOSS_NAMES,
         words=MappingProxyType({"auto": "the model's own loss"}),
         reference="auto",
+        said_at=17,
+        keys=frozenset({BASELINE, ALONE, COMPUTES}),
+        column="--loss as asked: auto (binary cross-entropy on one output unit, sparse categorical cross-entropy on more; both on logits) or the loss named; in the cell id after the model when not auto.",
     ),
     Axis(
         "scaling",
@@ -341,6 +431,9 @@ AXES: tuple[Axis, ...] = (
         SCALING_NAMES,
         words=MappingProxyType({"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"}),
         reference="weak",
+        said_at=13,
+        keys=frozenset({ALONE}),
+        column="weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
     ),
     Axis(
         "tenants",
@@ -354,6 +447,11 @@ AXES: tuple[Axis, ...] = (
         phrase="{} processes at once, throughput summed",
         phrase_one="one process",
         reference=1,
+        said_at=14,
+        always_named=True,
+        keys=frozenset({BASELINE}),
+        column="Independent training processes of this cell run at once on the same devices (co-tenancy; 1 = alone). With more than one, examples_per_sec is their aggregate.",
+        unit="processes",
     ),
     Axis(
         "tenant_framework",
@@ -368,7 +466,29 @@ AXES: tuple[Axis, ...] = (
             {NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"}
         ),
         reference=NONE,
+        said_at=15,
+        always_named=True,
+        keys=frozenset({BASELINE, ALONE}),
+        column="A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training the same model at effective_batch examples per step (plain SGD, synthetic data) on the same devices, taking turns with the TensorFlow process alone, and both at once. Then examples_per_sec is the TensorFlow side's throughput while both trained.",
     ),
 )
 
 AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}
+
+SAID_ORDER: tuple[Axis, ...] = tuple(sorted(AXES, key=lambda a: a.said_at))
+"""The axes in the order a description says them (model first)."""
+
+OPTION_AXES: tuple[str, ...] = tuple(
+    dict.fromkeys(s.option_axis for s in STRATEGIES.values() if s.option_axis is not None)
+)
+"""The axes that choose a strategy's all-reduce implementation (``cross_device_ops``, ``communication``)."""
+
+DEVICE_AXES: tuple[str, ...] = tuple(
+    dict.fromkeys(s.device_axis for s in STRATEGIES.values() if s.device_axis is not None)
+)
+"""The axes that add a strategy's devices (``replicas``, ``workers``)."""
+
+
+def key_axes(key: str) -> tuple[Axis, ...]:
+    """The axes that belong to identity ``key`` (:data:`BASELINE`, :data:`ALONE`, :data:`COMPUTES`)."""
+    return tuple(a for a in AXES if key in a.keys)

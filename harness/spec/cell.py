@@ -6,10 +6,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from harness.spec.axes import AXES, AXIS_BY_NAME
+from harness.spec.axes import AXES, AXIS_BY_NAME, OPTION_AXES
 from harness.spec.frameworks import NONE
 from harness.spec.models import as_model, model_label
-from harness.spec.strategies import STRATEGIES, Strategy, Task
+from harness.spec.strategies import NO_OPTION, STRATEGIES, Strategy, Task
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Cell:
                 object.__setattr__(self, axis.name, axis.inapplicable)
         if self.devices == 1:
             object.__setattr__(self, "scaling", "weak")
-            for name in ("cross_device_ops", "communication"):
+            for name in OPTION_AXES:
                 object.__setattr__(self, name, AXIS_BY_NAME[name].inapplicable)
 
     @property
@@ -124,8 +124,8 @@ class Cell:
         XLA (``--jit-compile on``) marks the precision: ``float32+xla``.
         """
         strategy = self.strategy
-        for option in (self.cross_device_ops, self.communication):
-            if option != "none":
+        for option in (getattr(self, name) for name in OPTION_AXES):
+            if option != NO_OPTION:
                 strategy += f"[{option}]"
         loss = "" if self.loss == "auto" else f"+{self.loss}"
         return "/".join(

@@ -9,32 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.spec.axes import AXES, Axis, AxisValue
+from harness.spec.axes import AXES, SAID_ORDER, Axis, AxisValue
 from harness.spec.strategies import STRATEGIES
 
 Values = Mapping[str, AxisValue]
 """A configuration: axis name -> value."""
 
-SENTENCE_AXES = (
-    "strategy",
-    "replicas",
-    "workers",
-    "ps",
-    "cross_device_ops",
-    "communication",
-    "loop",
-    "batch",
-    "accum_steps",
-    "precision",
-    "xla",
-    "steps_per_execution",
-    "scaling",
-    "tenants",
-    "tenant_framework",
-    "data",
-    "loss",
-)
-"""The order axes are said in (model first, apart)."""
+SENTENCE_AXES = tuple(a.name for a in SAID_ORDER if a.said_at)
+"""The axes a description says, in order (:attr:`Axis.said_at`; the model apart)."""
+
+NAMED = tuple(a.name for a in SAID_ORDER if a.said_at and a.always_named)
+"""The axes every label says where they apply (:attr:`Axis.always_named`)."""
 
 _BY_NAME = {a.name: a for a in AXES}
 
@@ -85,8 +70,7 @@ def labels(configs: Sequence[Values]) -> list[str]:
     """One label per configuration, unique among them: the strategy with its devices, its co-tenants,
     and each axis that differs between them, in words (a reference value left out). Two configurations equal on
     every axis get the same label."""
-    # devices where said, and co-tenants wherever present: they change what a figure means
-    named = ["strategy", "replicas", "workers", "tenants", "tenant_framework", *varying(configs)]
+    named = [*NAMED, *varying(configs)]
     return [describe(c, only=named) for c in configs]
 
 
