@@ -1,0 +1,75 @@
+"""The typed records that cross the process boundary and land in ``results/``: one row of each
+table, one module per table, and what several tables share.
+
+This package is the schema's one definition: each column's ``Annotated`` metadata (:class:`~harness.contract.columns.Col`)
+gives its unit and meaning; :mod:`harness.contract.columns` is the one mapping between a record and
+its flat columns, from which :mod:`harness.results.store` derives the parquet schema and
+``results/README.md``. Adding a column is one field of a group (or of a table's row) in its
+table's module. Fields typed without ``| None`` are set in every stored row of that table. Pure:
+no pyarrow, no pandas.
+
+- :mod:`~harness.contract.records.shared`: :class:`Status`, the run's columns (:class:`RunInfo`,
+  :data:`Resumes`), :class:`Machine`, and the columns several tables describe alike;
+- :mod:`~harness.contract.records.cells`: :class:`CellRow`, a frozen dataclass of typed groups;
+- :mod:`~harness.contract.records.windows`: :class:`WindowRow`;
+- :mod:`~harness.contract.records.collectives`: :class:`CollectiveRow`;
+- :mod:`~harness.contract.records.ratios`: :class:`RatioRow`;
+- :mod:`~harness.contract.records.costs`: :class:`CostRow`;
+- :mod:`~harness.contract.records.nightly`: :class:`NightlyRow` and its :class:`ChangePoint`.
+
+Every public name is importable from here (``from harness.contract.records import CellRow``).
+"""
+
+from harness.contract.records.cells import (
+    AbInfo,
+    Axes,
+    Breakdown,
+    CellRow,
+    Checks,
+    Efficiency,
+    Energy,
+    Execution,
+    Flops,
+    Foreign,
+    Memory,
+    Spread,
+    Tenancy,
+    Timing,
+    Updates,
+    Utilization,
+)
+from harness.contract.records.collectives import CollectiveRow
+from harness.contract.records.costs import CostRow
+from harness.contract.records.nightly import ChangePoint, NightlyRow
+from harness.contract.records.ratios import RatioRow
+from harness.contract.records.shared import Machine, Resumes, RunInfo, Status
+from harness.contract.records.windows import WindowRow
+
+__all__ = [
+    "AbInfo",
+    "Axes",
+    "Breakdown",
+    "CellRow",
+    "ChangePoint",
+    "Checks",
+    "CollectiveRow",
+    "CostRow",
+    "Efficiency",
+    "Energy",
+    "Execution",
+    "Flops",
+    "Foreign",
+    "Machine",
+    "Memory",
+    "NightlyRow",
+    "RatioRow",
+    "Resumes",
+    "RunInfo",
+    "Spread",
+    "Status",
+    "Tenancy",
+    "Timing",
+    "Updates",
+    "Utilization",
+    "WindowRow",
+]
