@@ -7,7 +7,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
 
 from harness.contract.records import CostRow, RunInfo
 
@@ -100,24 +99,24 @@ class RunCost:
         self, run: RunInfo, fingerprint: str | None, wall_s: float, budget_s: float, forked: bool
     ) -> CostRow:
         """The costs table's row of ``run`` (``fingerprint``: its processes')."""
-        row = {
-            "run_id": run.run_id,
-            "timestamp": run.timestamp,
-            "suite_version": run.suite_version,
-            "resumes": run.resumes,
-            "fingerprint": fingerprint,
-            "budget_s": budget_s,
-            "wall_s": wall_s,
-            "instances": self.instances,
-            "processes": self.processes,
-            "forked": forked,
-            **{f"{name}_s": self.phases[name] for name in PHASES},
-            "windows_s": self.windows_s,
-            "peak_s": self.peak_s,
-            "parent_s": self.parent_s(wall_s),
-            "fixed_s_per_process": self.fixed_s_per_process,
-        }
-        return cast(CostRow, row)  # a dict of its columns, checked by the schema's tests
+        return CostRow(
+            run=run,
+            fingerprint=fingerprint,
+            budget_s=budget_s,
+            wall_s=wall_s,
+            instances=self.instances,
+            processes=self.processes,
+            forked=forked,
+            start_s=self.phases["start"],
+            calibration_s=self.phases["calibration"],
+            turns_s=self.phases["turns"],
+            windows_s=self.windows_s,
+            finish_s=self.phases["finish"],
+            exit_s=self.phases["exit"],
+            peak_s=self.peak_s,
+            parent_s=self.parent_s(wall_s),
+            fixed_s_per_process=self.fixed_s_per_process,
+        )
 
     def text(self, wall_s: float) -> str:
         """``time: 612 s, 48 instances, 190 processes: ...`` (the line a run prints)."""

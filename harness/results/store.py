@@ -204,7 +204,7 @@ class RunFiles:
     def write_cost(self, row: CostRow) -> Path:
         """The run's cost row, as one costs file."""
         path = self.folder("costs") / "00000.parquet"
-        write_atomic(_table([row], COST_SCHEMA), path)
+        write_atomic(_table([flatten(row)], COST_SCHEMA), path)
         return path
 
     def write_points(self, rows: Sequence[NightlyRow]) -> Path | None:

@@ -86,6 +86,31 @@ class Relation(StrEnum):
     FASTEST = "fastest"
     """Second stage: a configuration against its model's fastest (:func:`race_groups`)."""
 
+    @property
+    def compares(self) -> str:
+        """What it compares, in a few words (the ratios table's ``relation`` column says each)."""
+        return _COMPARES[self]
+
+
+def _others_against_reference(axis: str) -> str:
+    """``fit against ctl``: an axis's other values against its reference."""
+    a = AXIS_BY_NAME[axis]
+    return f"{', '.join(v for v in a.choices if v != a.reference)} against {a.reference}"
+
+
+_COMPARES: dict[Relation, str] = {
+    Relation.SCALING: "a cell against its 1-device baseline; the ratio is the scaling efficiency",
+    Relation.CROSS_DEVICE_OPS: f"an op against {AXIS_BY_NAME['cross_device_ops'].reference}",
+    Relation.STRATEGY: f"against {only_strategy(lambda s: s.reference).name}",
+    Relation.ACCUMULATION: f"k against {AXIS_BY_NAME['accum_steps'].reference}",
+    Relation.LOOP: _others_against_reference("loop"),
+    Relation.XLA: f"{AXIS_BY_NAME['xla'].flag} {_others_against_reference('xla')}",
+    Relation.COTENANCY: f"T tenants against {AXIS_BY_NAME['tenants'].reference}",
+    Relation.SHARED: "a side with a co-tenant from another framework against itself alone",
+    Relation.AB: "side B against side A",
+    Relation.FASTEST: "a configuration against its model's fastest",
+}
+
 
 @dataclass(frozen=True)
 class Member:

@@ -6,12 +6,32 @@ pyarrow, no pandas.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
 from harness.contract.columns import CI, Col, Estimate
-from harness.contract.records.shared import Machine, RunInfo, Status
+from harness.contract.records.shared import (
+    AbSide,
+    CellId,
+    EffectiveOp,
+    Machine,
+    Reason,
+    RunInfo,
+    Status,
+)
 from harness.contract.records.shared import axis_column as _axis
+from harness.spec.axes import COMPUTE_DTYPE
+
+
+def _in_words(values: Iterable[str]) -> str:
+    """``a, b or c``."""
+    *rest, last = values
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
+_STATUS = ", ".join(f"{s.value} ({s.meaning})" for s in Status) + "."
+"""The ``status`` column's description: every :class:`Status` and its meaning."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,14 +46,7 @@ class AbInfo:
             "other runs.",
         ),
     ] = None
-    ab_side: Annotated[
-        str | None,
-        Col(
-            "",
-            "`ab`: A or B, the interpreter and settings this process ran under (its fingerprint, "
-            "tf_version, env say which).",
-        ),
-    ] = None
+    ab_side: AbSide = None
     ab_pair: Annotated[
         int | None,
         Col(
@@ -75,16 +88,7 @@ class AbInfo:
 class Axes:
     """What the cell is: its id and every axis (known before it runs)."""
 
-    cell_id: Annotated[
-        str,
-        Col(
-            "",
-            "Stable id of the cell: "
-            "model/strategy[option]/rRwW[pP][tT]/bB/accK/loop/speS/precision/data/scaling (pP: ps "
-            "tasks, parameter_server only; tT: co-tenant processes, more than one only; gbB instead of "
-            "bB for strong scaling).",
-        ),
-    ]
+    cell_id: CellId
     model: Annotated[str, _axis("model")]
     data: Annotated[str, _axis("data")]
     strategy: Annotated[str, _axis("strategy")]
@@ -240,14 +244,7 @@ class Timing:
 class Execution:
     """What the processes actually ran: the all-reduce chosen, XLA, devices, hosts, cores."""
 
-    effective_cross_device_ops: Annotated[
-        str | None,
-        Col(
-            "",
-            "What the strategy object really used, e.g. CollectiveAllReduce(RING); none for strategies "
-            "without one.",
-        ),
-    ] = None
+    effective_cross_device_ops: EffectiveOp = None
     nccl_transport: Annotated[
         str | None,
         Col(
@@ -622,8 +619,8 @@ class Utilization:
         str | None,
         Col(
             "",
-            "Compute dtype of the peak used for mfu: the cell's (float32, bfloat16 or float16); float32"
-            " on GPUs runs as TF32 when build_info says tensor_float_32.",
+            f"Compute dtype of the peak used for mfu: the cell's ({_in_words(COMPUTE_DTYPE.values())});"
+            " float32 on GPUs runs as TF32 when build_info says tensor_float_32.",
         ),
     ] = None
     peak_cores: Annotated[
@@ -873,17 +870,9 @@ class CellRow:
     run: RunInfo = RunInfo()
     ab: AbInfo | None = None
     cell: Axes
-    status: Annotated[
-        Status | None,
-        Col(
-            "",
-            "ok (measured and checked), unsupported (TensorFlow cannot run it correctly here), failed "
-            "(crashed or timed out), invalid (ran, but an integrity check failed), not measured "
-            "(runnable, but the run's budget was spent before its first process).",
-        ),
-    ] = None
+    status: Annotated[Status | None, Col("", _STATUS)] = None
     """None only while a worker's row is assembled: every stored row has one."""
-    reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")] = ""
+    reason: Reason = ""
     examples_per_sec: Annotated[
         Estimate,
         Col(

@@ -1,5 +1,11 @@
 """The collectives table's row (:class:`CollectiveRow`): one all-reduce payload of one topology
 (``run --sweep collectives``). Pure: no pyarrow, no pandas.
+
+A flat TypedDict, not a dataclass of groups, because its rows are assembled piecewise: a
+topology's columns (:func:`harness.results.collectives.topology_columns`), then each payload's
+figures over the processes, then the run's columns (:mod:`harness.launch.collectives`), each a
+``{**base, ...}`` of the last; every field may be absent until then. It has no ``resumes``, so it
+shares :class:`~harness.contract.records.shared.RunInfo`'s other columns one by one.
 """
 
 from __future__ import annotations
@@ -7,20 +13,54 @@ from __future__ import annotations
 from typing import Annotated, TypedDict
 
 from harness.contract.columns import Col
-from harness.contract.records.shared import Status
+from harness.contract.records.shared import (
+    DeviceKind,
+    DeviceName,
+    EffectiveOp,
+    HostCores,
+    Reason,
+    RunFingerprint,
+    RunId,
+    Status,
+    SuiteVersion,
+    TfVersion,
+    Timestamp,
+    axis_column,
+)
+from harness.spec.axes import AXIS_BY_NAME
+from harness.spec.collectives import GRADIENT_SHAPES
+from harness.spec.strategies import STRATEGIES, Strategy
+
+
+def _timed() -> list[Strategy]:
+    """The strategies whose all-reduce the collectives sweep times: those with an option axis."""
+    return [s for s in STRATEGIES.values() if s.has_allreduce_option]
+
+
+def _strategy_doc() -> str:
+    """The ``strategy`` column: each timed strategy, its option axis and what its all-reduce spans."""
+    each = [f"{s.name} ({s.option_axis} across {s.device_axis})" for s in _timed()]
+    return f"The strategy whose all-reduce is timed: {' or '.join(each)}."
+
+
+def _op_doc() -> str:
+    """The ``op`` column: each option axis, the strategy it applies to and its values."""
+    axes = [AXIS_BY_NAME[str(s.option_axis)] for s in _timed()]
+    each = [f"{a.name} ({', '.join(a.applies_to)}: {', '.join(a.choices)})" for a in axes]
+    return f"Requested {' or '.join(each)}."
 
 
 class CollectiveRow(TypedDict, total=False):
     """One row of the collectives table: one all-reduce payload of one topology (``run --sweep collectives``)."""
 
-    run_id: Annotated[str, Col("", "Id of the run.")]
-    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
-    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint (as in cells).")]
-    device_kind: Annotated[str | None, Col("", "GPU or CPU.")]
-    device_name: Annotated[str | None, Col("", "GPU model, or CPU model.")]
-    host_cores: Annotated[int | None, Col("cores", "Logical cores the OS reports.")]
-    tf_version: Annotated[str | None, Col("", "TensorFlow version.")]
+    run_id: RunId
+    timestamp: Timestamp
+    suite_version: SuiteVersion
+    fingerprint: RunFingerprint
+    device_kind: DeviceKind
+    device_name: DeviceName
+    host_cores: HostCores
+    tf_version: TfVersion
     status: Annotated[
         Status,
         Col(
@@ -29,35 +69,20 @@ class CollectiveRow(TypedDict, total=False):
             "wrong sum).",
         ),
     ]
-    reason: Annotated[str, Col("", "Why the row is not ok (empty when ok).")]
-    strategy: Annotated[
-        str,
-        Col(
-            "",
-            "mirrored (cross-device ops across the replicas of one process) or multi_worker_mirrored "
-            "(collectives across worker processes).",
-        ),
-    ]
-    op: Annotated[
-        str,
-        Col(
-            "",
-            "Requested cross_device_ops (mirrored: auto, nccl, hierarchical_copy, "
-            "reduction_to_one_device) or communication (multi_worker_mirrored: auto, ring, nccl).",
-        ),
-    ]
-    effective_op: Annotated[
-        str | None, Col("", "What the strategy object really used, e.g. CollectiveAllReduce(RING).")
-    ]
-    replicas: Annotated[int, Col("devices", "Replicas per worker.")]
-    workers: Annotated[int, Col("processes", "Worker processes.")]
+    reason: Reason
+    strategy: Annotated[str, Col("", _strategy_doc())]
+    op: Annotated[str, Col("", _op_doc())]
+    effective_op: EffectiveOp
+    replicas: Annotated[int, axis_column("replicas")]
+    workers: Annotated[int, axis_column("workers")]
     devices: Annotated[int, Col("devices", "n = replicas x workers, the all-reduce's participants.")]
     payload: Annotated[
         str,
         Col(
             "",
             "bytes (one float32 tensor of the row's size, the size sweep) or a model's gradient set "
-            "(cnn, dense: one tensor per trainable variable, as the optimizer hands them over).",
+            f"({', '.join(GRADIENT_SHAPES)}: one tensor per trainable variable, as the optimizer hands "
+            "them over).",
         ),
     ]
     tensors: Annotated[int | None, Col("tensors", "Tensors reduced in one all-reduce call.")]

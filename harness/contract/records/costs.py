@@ -4,23 +4,22 @@ no pandas.
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from dataclasses import dataclass
+from typing import Annotated
 
 from harness.contract.columns import Col
-from harness.contract.records.shared import Resumes
+from harness.contract.records.shared import RunFingerprint, RunInfo
 
 
-class CostRow(TypedDict):
+@dataclass(frozen=True, kw_only=True)
+class CostRow:
     """One row per local run in turns (the ``costs`` table): where the run's wall time went, so the
     suite's own cost is tracked like any other figure (``compare`` prints its change). Phases are
     summed over the run's group instances on the parent's clock; an instance's phases follow each
     other, so they add up to its wall time."""
 
-    run_id: Annotated[str, Col("", "Id of the run.")]
-    timestamp: Annotated[str, Col("ISO 8601 UTC", "When the row was written.")]
-    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
-    resumes: Resumes
-    fingerprint: Annotated[str | None, Col("", "Hardware/software fingerprint of the run's processes.")]
+    run: RunInfo
+    fingerprint: RunFingerprint
     budget_s: Annotated[float, Col("s", "The run's budget (--budget-min x 60).")]
     wall_s: Annotated[float, Col("s", "The run, from its first process to its rows written.")]
     instances: Annotated[int, Col("instances", "Group instances run (dropped ones included).")]

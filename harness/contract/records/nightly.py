@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from harness.contract.columns import CI, Col, Estimate
-from harness.contract.records.shared import Status
+from harness.contract.records.shared import CellId, DeviceName, HostCpu, Status, SuiteVersion
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +42,7 @@ class NightlyRow:
     label: Annotated[
         str, Col("", "The night's --label: a commit, a date or a wheel version (default: the date).")
     ]
-    cell_id: Annotated[str, Col("", "The cell, as in the cells table.")]
+    cell_id: CellId
     series: Annotated[
         str | None,
         Col(
@@ -51,14 +51,12 @@ class NightlyRow:
             "changes; not the commit) and reference_pin: the series key.",
         ),
     ] = None
-    suite_version: Annotated[str, Col("", "harness version and git commit of the suite that measured.")]
+    suite_version: SuiteVersion
     fingerprint: Annotated[
         str | None, Col("", "Hardware/software fingerprint of the reference's processes (as in cells).")
     ] = None
-    host_cpu: Annotated[str | None, Col("", "The machine's CPU model.")] = None
-    device_name: Annotated[
-        str | None, Col("", "The device the cell ran on (the GPU's name, or the CPU's).")
-    ] = None
+    host_cpu: HostCpu = None
+    device_name: DeviceName = None
     candidate: Annotated[str, Col("", "--candidate as given: a requirement spec or an interpreter path.")]
     reference: Annotated[str, Col("", "--baseline as given (the build compared against).")]
     candidate_versions: Annotated[

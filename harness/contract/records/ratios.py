@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from harness.contract.columns import CI, Col, Estimate
-from harness.contract.records.shared import RunInfo
+from harness.contract.records.shared import RunFingerprint, RunInfo
 from harness.spec.groups import Relation
+
+_RELATION = "What the ratio compares: " + ", ".join(f"{r.value} ({r.compares})" for r in Relation) + "."
+"""The ``relation`` column's description: every :class:`Relation` and what it compares."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,21 +25,8 @@ class RatioRow:
     exp(mean over instances) x scale, its CI a Student-t over instances."""
 
     run: RunInfo = RunInfo()
-    fingerprint: Annotated[
-        str | None, Col("", "Hardware/software fingerprint the run's processes reported.")
-    ] = None
-    relation: Annotated[
-        Relation,
-        Col(
-            "",
-            "What the ratio compares: scaling (a cell against its 1-device baseline; the ratio is the "
-            "scaling efficiency), cross_device_ops (an op against auto), strategy (against default), "
-            "accumulation (k against 1), loop (fit against ctl), cotenancy (T tenants against 1), "
-            "xla (--jit-compile on against off), ab (side B against side A), fastest (a "
-            "configuration against its model's fastest), "
-            "shared (a side with a co-tenant from another framework against itself alone).",
-        ),
-    ]
+    fingerprint: RunFingerprint = None
+    relation: Annotated[Relation, Col("", _RELATION)]
     subject: Annotated[str, Col("", "cell_id of the numerator (ab: 'B:' + cell_id).")]
     reference: Annotated[str, Col("", "cell_id of the denominator (ab: 'A:' + cell_id).")]
     group: Annotated[str, Col("", "The group whose instances measured it (g0, g1, ... ; r0, ... races).")]

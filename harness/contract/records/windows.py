@@ -1,5 +1,11 @@
 """The windows table's row (:class:`WindowRow`): one timed window of one worker process. Pure: no
 pyarrow, no pandas.
+
+A flat TypedDict, not a dataclass of groups, because its rows are assembled piecewise: the worker
+makes each window's columns (:mod:`harness.results.measured`), a co-tenant's turns tag them
+(``framework``, ``shared``), and the parent adds ``run_id``, ``pass`` and ``ab_side`` when the
+process reports (``{**window, ...}`` in :mod:`harness.launch.runner` and :mod:`harness.launch.ab`);
+every field may be absent until then. Functional syntax: ``pass`` is a keyword.
 """
 
 from __future__ import annotations
@@ -7,12 +13,14 @@ from __future__ import annotations
 from typing import Annotated, TypedDict
 
 from harness.contract.columns import Col
+from harness.contract.records.shared import AbSide, CellId, RunId
+from harness.spec.frameworks import FRAMEWORKS
 
 WindowRow = TypedDict(
     "WindowRow",
     {
-        "run_id": Annotated[str, Col("", "As in the cells table.")],
-        "cell_id": Annotated[str, Col("", "As in the cells table.")],
+        "run_id": RunId,
+        "cell_id": CellId,
         "worker": Annotated[
             int,
             Col(
@@ -30,17 +38,15 @@ WindowRow = TypedDict(
                 "the pass identifies its process); for `ab` rows, the pair index.",
             ),
         ],
-        "ab_side": Annotated[
-            str | None,
-            Col("", "`ab`: A or B, the side whose process timed this window (null for other runs)."),
-        ],
+        "ab_side": AbSide,
         "repeat": Annotated[int, Col("", "0-based index of the timed window within its process.")],
         "framework": Annotated[
             str | None,
             Col(
                 "",
-                "With a co-tenant from another framework: the side that timed this window (tensorflow, "
-                "jax, torch; the co-tenant's windows have worker 1 and no start_s); null elsewhere.",
+                "With a co-tenant from another framework: the side that timed this window "
+                f"({', '.join(('tensorflow', *FRAMEWORKS))}; the co-tenant's windows have worker 1 and "
+                "no start_s); null elsewhere.",
             ),
         ],
         "shared": Annotated[
@@ -96,4 +102,4 @@ WindowRow = TypedDict(
     },
     total=False,
 )
-"""One row of the windows table: one timed window of one worker process. (Functional syntax: ``pass`` is a keyword.)"""
+"""One row of the windows table: one timed window of one worker process."""

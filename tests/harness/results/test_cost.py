@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.contract.columns import flatten
 from harness.contract.records import RunInfo
 from harness.results.cost import PHASES, RunCost
 from harness.results.store import COST_SCHEMA, check_rows
@@ -24,9 +25,9 @@ def test_phases_add_up_and_the_fixed_cost_is_a_median_over_completed_instances()
     assert cost.fixed_s_per_process == pytest.approx(3.0)  # median of 11/8, 3.0, 3.0
     run = RunInfo(run_id="r", timestamp="t", suite_version="v")
     row = cost.row(run, None, wall_s=80.0, budget_s=600.0, forked=True)
-    check_rows([row], COST_SCHEMA)
-    assert row["parent_s"] == pytest.approx(80.0 - 63.0 - 5.0)
-    assert sum(row[f"{p}_s"] for p in PHASES) + row["peak_s"] + row["parent_s"] == pytest.approx(80.0)  # type: ignore[literal-required]
+    check_rows([flatten(row)], COST_SCHEMA)
+    assert row.parent_s == pytest.approx(80.0 - 63.0 - 5.0)
+    assert sum(getattr(row, f"{p}_s") for p in PHASES) + row.peak_s + row.parent_s == pytest.approx(80.0)
     text = cost.text(80.0)
     assert "4 group instances, 15 processes" in text and "fixed cost 3.0 s per measured process" in text
 
@@ -35,7 +36,7 @@ def test_a_run_without_a_completed_instance_has_no_fixed_cost() -> None:
     cost = RunCost()
     cost.add({"exit": 2.0}, 0.0, 1, False)
     assert cost.fixed_s_per_process is None
-    assert cost.row(RunInfo(), None, 2.0, 60.0, False)["fixed_s_per_process"] is None
+    assert cost.row(RunInfo(), None, 2.0, 60.0, False).fixed_s_per_process is None
 
 
 def test_an_instance_is_estimated_from_its_turns_members_and_step_breakdowns() -> None:

@@ -12,11 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.contract.columns import flatten, unflatten, unflatten_all
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow, NightlyRow, RatioRow, RunInfo, Status
 from harness.results import store
+from harness.results.cost import RunCost
 from harness.results.rows import cell_row
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
 from harness.spec.cell import Cell
+from harness.spec.groups import Relation
 from harness.spec.protocol import Protocol
 
 REPO = Path(__file__).resolve().parents[3]
@@ -255,3 +257,38 @@ def test_read_cells_keeps_types_with_null_rows(tmp_path):
     assert cells.window_steps.dtype == pd.Int64Dtype() and cells.loc[a.cell.cell_id, "window_steps"] == 40
     assert pd.isna(cells.loc[b.cell.cell_id, "window_steps"])
     assert cells.jit_compile.dtype == pd.BooleanDtype()
+
+
+def _readme_columns(table: str) -> list[tuple[str, str]]:
+    """(column, arrow type) of one table of results/README.md, in order."""
+    text = (REPO / "results" / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"### `{table}` table\n")[1].split("\n#")[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| `")]
+    return [(cells[1].strip("` "), cells[2].strip()) for cells in rows]
+
+
+def test_a_row_of_each_table_is_written_with_the_documented_columns(tmp_path):
+    """A row of each table, built as its record (a group such as RunInfo inlined), written and read
+    back: its file's columns and arrow types are the ones results/README.md documents, in order."""
+    files = RunFiles(tmp_path, "2025-01-02", "run")
+
+    def full(record: type, schema: pa.Schema):
+        values = {f.name: _value(f, 1) for f in schema}
+        return unflatten(record, {**values, **({"relation": Relation.AB} if "relation" in values else {})})
+
+    window = {f.name: _value(f, 1) for f in WINDOW_SCHEMA}
+    collective = {f.name: _value(f, 1) for f in store.COLLECTIVE_SCHEMA}
+    written = {
+        "cells": files.write_row(0, full(CellRow, CELL_SCHEMA)),
+        "windows": files.write_windows(0, [window]),
+        "collectives": files.write_collective(0, collective),
+        "ratios": files.write_ratios([full(RatioRow, store.RATIO_SCHEMA)]),
+        "costs": files.write_cost(RunCost().row(RunInfo(run_id="run"), None, 1.0, 60.0, False)),
+        "nightly/points": files.write_points([full(NightlyRow, store.NIGHTLY_SCHEMA)]),
+    }
+    for table, path in written.items():
+        assert path is not None
+        schema = pq.read_schema(path)
+        # parquet names a list's values "element" where arrow says "item"
+        found = [(f.name, str(f.type).replace("<element:", "<item:")) for f in schema]
+        assert found == _readme_columns(table), table
