@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.results.rows import LEARNING_RATE
 from harness.spec.cell import Cell
+from harness.spec.training import LEARNING_RATE
 from harness.worker.build.data import make_dataset
 from harness.worker.build.models import MODELS
 

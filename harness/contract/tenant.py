@@ -18,6 +18,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TypedDict
 
+from harness.spec.training import LEARNING_RATE
+
 TENANT_FAULT_ENV = "HARNESS_TENANT_FAULT"
 """Test hook: ``startup`` makes the co-tenant fail after its first step, before it joins the turns;
 ``gpu`` asks it for a GPU whatever the cell's device (without one, it fails for want of a GPU)."""
@@ -28,9 +30,10 @@ UNTIL_STOP = "stop"
 
 @dataclass(frozen=True)
 class TenantJob:
-    """One co-tenant process: train ``model`` at ``batch`` examples per step (plain SGD, learning
-    rate 0.01, synthetic MNIST-shaped data from ``seed``) in ``framework`` on ``device`` (``cpu``
-    or ``gpu``: the first GPU it sees), and take turns as ``tenant_key``."""
+    """One co-tenant process: train ``model`` at ``batch`` examples per step (plain SGD at the
+    cells' learning rate, :data:`harness.spec.training.LEARNING_RATE`; synthetic MNIST-shaped data
+    from ``seed``) in ``framework`` on ``device`` (``cpu`` or ``gpu``: the first GPU it sees), and
+    take turns as ``tenant_key``."""
 
     framework: str
     model: str
@@ -38,7 +41,7 @@ class TenantJob:
     device: str
     tenant_key: str
     seed: int = 0
-    learning_rate: float = 0.01
+    learning_rate: float = LEARNING_RATE
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

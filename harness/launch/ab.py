@@ -38,7 +38,7 @@ from harness.launch.runner import (
 from harness.launch.single import run_worker
 from harness.launch.tenants import meet_together
 from harness.launch.turns import Plan, run_instance
-from harness.results.rows import ProcessResult, aggregate, not_measured_row
+from harness.results.aggregate import ProcessResult, aggregate, not_measured_row
 from harness.results.store import AB_FOLDER, RunFiles
 from harness.spec.cell import Cell
 from harness.spec.groups import ab_group

@@ -43,18 +43,10 @@ from harness.launch.platform import git_sha
 from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
+from harness.results.aggregate import ProcessResult, aggregate, needs_another_pass, not_measured_row
 from harness.results.history import earlier_figures
 from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
-from harness.results.rows import (
-    Peak,
-    ProcessResult,
-    aggregate,
-    needs_another_pass,
-    not_measured_row,
-    with_history,
-    with_peak,
-    with_ratios,
-)
+from harness.results.references import Peak, with_history, with_peak, with_ratios
 from harness.results.store import RunFiles, read_cells
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE

@@ -14,7 +14,7 @@ from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.contract.records import CellRow
 from harness.launch.process import POLL_S
 from harness.launch.single import run_worker
-from harness.results.rows import combine
+from harness.results.aggregate import combine
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
 
@@ -42,7 +42,7 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[Event
     """Start ``cell.tenants`` worker processes of the cell at once (each with every device of the
     cell and the host's cores; GPU memory growth is on in every worker), let them meet at a file
     barrier after their first call, and yield tenant 0's start, then one record that
-    :func:`harness.results.rows.combine` makes of all of them (or the first tenant's failure)."""
+    :func:`harness.results.aggregate.combine` makes of all of them (or the first tenant's failure)."""
     with tempfile.TemporaryDirectory(prefix="harness-tenants-") as barrier:
         streams: list[list[EventLine]] = [[] for _ in range(cell.tenants)]
 

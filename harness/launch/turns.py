@@ -41,7 +41,7 @@ from harness.formulas.turns import Turn
 from harness.launch.cpu_use import Snapshot, attribute, usable_cpus
 from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, instance_processes
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
-from harness.results.rows import shared_windows, with_shared
+from harness.results.aggregate import shared_windows, with_shared
 from harness.spec.frameworks import NONE, member_of, tenant_key, together_key
 from harness.spec.groups import Group, Member, turn_order
 from harness.spec.protocol import Protocol
@@ -306,7 +306,7 @@ def run_instance(
 
 def with_tenant(instance: Instance, member: Member) -> CellEnd:
     """A member with a co-tenant from another framework: its end with the figures of both sides,
-    from this instance's turns (:func:`harness.results.rows.with_shared`)."""
+    from this instance's turns (:func:`harness.results.aggregate.with_shared`)."""
     end = instance.ends[member.key]
     if end.event != Event.RECORD or end.row is None:
         return end

@@ -56,7 +56,7 @@ class Relation(StrEnum):
 
     SCALING = "scaling"
     """A cell on several devices against its 1-device baseline (as
-    :func:`harness.results.rows.find_baseline`): same configuration, one replica on one worker,
+    :func:`harness.results.references.find_baseline`): same configuration, one replica on one worker,
     same per-replica batch (weak scaling) or same global batch (strong); scale 1 / devices, so the
     ratio is the scaling efficiency."""
     CROSS_DEVICE_OPS = "cross_device_ops"
@@ -75,7 +75,7 @@ class Relation(StrEnum):
     """A cell with XLA on (``--jit-compile on``) against the same cell with it off."""
     COTENANCY = "cotenancy"
     """A cell with T > 1 tenants against the same cell alone (as
-    :func:`harness.results.rows.find_alone`)."""
+    :func:`harness.results.references.find_alone`)."""
     SHARED = "shared"
     """One side of a cell with a co-tenant from another framework (the TensorFlow process, or the
     co-tenant) in its turns taken with the other side running, against the same process's turns

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.formulas.flops import OpShapes, count
-from harness.results.rows import StepFlops
+from harness.results.measurement import StepFlops
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
 

@@ -25,7 +25,7 @@ from harness.contract.forks import FORKED_ENV
 from harness.contract.job import TENANT_BARRIER_ENV, Job
 from harness.contract.records import CellRow, Status, WindowRow
 from harness.formulas.memory import oom_text
-from harness.results.rows import started_row
+from harness.results.measurement import started_row
 from harness.spec.cell import Cell
 from harness.spec.strategies import Role
 from harness.worker import turns

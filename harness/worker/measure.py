@@ -16,16 +16,11 @@ from typing import Any, TypeVar
 from harness.contract.events import ProcessRow
 from harness.contract.records import CellRow, Checks, Status, WindowRow
 from harness.contract.turns import Do
-from harness.results.rows import (
-    LEARNING_RATE,
-    Measurement,
-    StepFlops,
-    measured_row,
-    window_rows,
-)
+from harness.results.measurement import Measurement, StepFlops, measured_row, window_rows
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
 from harness.spec.protocol import Protocol
+from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
 from harness.worker.build.data import make_dataset
 from harness.worker.build.loops import LOOPS, Trainer, output_units
@@ -148,8 +143,8 @@ def run_cell(
     turns: TurnClient | None = None,
 ) -> tuple[CellRow, list[WindowRow]]:
     """Build, time and check one cell in this process. Returns (``row``, the worker's started row,
-    with the process's figures; window rows), made by :mod:`harness.results.rows` from the
-    :class:`~harness.results.rows.Measurement`.
+    with the process's figures; window rows), made by :mod:`harness.results.measurement` from the
+    :class:`~harness.results.measurement.Measurement`.
 
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
     ``ready``: called after the first call (co-tenants' barrier); ``turns``: the process is a

@@ -16,7 +16,7 @@ from harness.contract.columns import flatten, unflatten
 from harness.contract.records import CellRow
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 from harness.results import history
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol

@@ -55,7 +55,7 @@ from harness.contract.records import CellRow
 from harness.launch.ab import MODES
 from harness.launch.platform import NvidiaGpus
 from harness.results import history, store
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.results.store import RunFiles
 from harness.spec.axes import (
     AXES,

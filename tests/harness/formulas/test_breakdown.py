@@ -9,7 +9,7 @@ import pytest
 from harness.contract.columns import Estimate
 from harness.contract.records import Breakdown, CellRow, Status
 from harness.formulas.breakdown import BOUNDS, NOISE, derived, excess, parts_of, reference_step, verdict
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 

@@ -25,7 +25,7 @@ from harness.launch.peak import PeakLog
 from harness.launch.progress import Progress
 from harness.launch.runner import CellEnd, RunState
 from harness.launch.turns import Instance
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
 from harness.spec.groups import Member
 from harness.spec.protocol import Platform, Protocol

@@ -20,7 +20,7 @@ from harness.launch import budget, resume
 from harness.launch.peak import PeakLog
 from harness.launch.runner import CellEnd
 from harness.results import journal
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from tests.harness.launch.test_budget import DEFAULT, ONE, TWO, Clock, _fake

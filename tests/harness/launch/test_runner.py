@@ -281,7 +281,7 @@ def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
     from harness.contract.records import Status
     from harness.launch.peak import PeakLog
     from harness.launch.runner import run_sweep
-    from harness.results.rows import not_measured_row
+    from harness.results.aggregate import not_measured_row
     from harness.spec.cell import Cell
     from harness.spec.protocol import Platform, Protocol
 
@@ -315,7 +315,7 @@ def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object)
     from harness.contract.records import Machine, Status
     from harness.launch.peak import PeakLog
     from harness.launch.runner import run_sweep
-    from harness.results.rows import cell_row
+    from harness.results.measurement import cell_row
     from harness.spec.protocol import Platform
 
     calls: list[str] = []

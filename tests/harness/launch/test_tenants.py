@@ -11,7 +11,8 @@ import pytest
 
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, Energy, Status, WindowRow
-from harness.results import rows as tenancy
+from harness.results.aggregate import combine
+from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 
@@ -26,7 +27,7 @@ def _tenant(
     reason: str = "",
     watts: float | None = None,
 ) -> tuple[CellRow, list[WindowRow]]:
-    row = tenancy.cell_row(Cell(strategy="default", tenants=2), Protocol())
+    row = cell_row(Cell(strategy="default", tenants=2), Protocol())
     row = replace(
         row,
         status=Status(status),
@@ -53,7 +54,7 @@ def _tenant(
 def test_tenants_that_never_timed_together_are_refused() -> None:
     # tenant a times 0..3, b times 3..5: no common span -> refused, never summed across time
     a, b = _tenant([0.0, 1.0, 2.0]), _tenant([3.0, 4.0])
-    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    row, _ = combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row.status == "invalid" and "did not time together" in row.reason
     assert row.examples_per_sec.value is None
 
@@ -61,14 +62,14 @@ def test_tenants_that_never_timed_together_are_refused() -> None:
 def test_a_window_partly_in_the_common_span_counts_in_proportion() -> None:
     a = _tenant([0.0, 1.0, 2.0])  # 100/s over 0..3
     b = _tenant([0.5, 2.5], seconds=2.0, examples=200)  # 100/s over 0.5..4.5; span 0.5..3
-    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    row, _ = combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row.examples_per_sec.value == pytest.approx(200.0)
 
 
 def test_aggregate_sums_tenants_over_their_common_span() -> None:
     a = _tenant([0.0, 1.0, 2.0, 3.0])  # 100/s, 0..4
     b = _tenant([1.0, 2.0, 3.0, 4.0], examples=50)  # 50/s, 1..5
-    row, windows = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    row, windows = combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row.examples_per_sec.value == 150.0  # span 1..4
     assert (
         row.tenancy.tenant_examples_per_sec_min == 50.0 and row.tenancy.tenant_examples_per_sec_max == 100.0
@@ -80,14 +81,14 @@ def test_aggregate_sums_tenants_over_their_common_span() -> None:
 
 def test_tenants_energy_is_shared_power_over_aggregate_throughput() -> None:
     a, b = _tenant([0.0, 1.0], watts=300.0), _tenant([0.0, 1.0], watts=310.0)
-    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    row, _ = combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row.energy.gpu_watts == 305.0
     assert row.energy.energy_j_per_example == pytest.approx(305.0 / 200.0)  # not 2x: one GPU's energy
 
 
 def test_a_failed_tenant_fails_the_cell_and_is_named() -> None:
     a, b = _tenant([0.0, 1.0]), _tenant([], status="invalid", reason="replica copies differ")
-    row, _ = tenancy.combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
+    row, _ = combine([a[0], b[0]], [a[1], b[1]], effective_batch=10)
     assert row.status == "invalid" and row.reason.startswith("tenant 1 of 2: replica")
     assert row.examples_per_sec.value is None and row.tenancy.tenant_examples_per_sec_min is None
 

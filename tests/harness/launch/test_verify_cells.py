@@ -16,7 +16,7 @@ from harness.contract.events import Event, ProcessRow
 from harness.contract.job import Job, WorkerOptions
 from harness.contract.records import CellRow, Checks, Machine, Status
 from harness.launch import runner
-from harness.results.rows import axes
+from harness.results.measurement import axes
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.sweeps import get_sweep

@@ -11,7 +11,7 @@ import pytest
 from harness.contract.columns import flatten
 from harness.errors import HarnessError
 from harness.results.ingest import ingest
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.results.store import read_cells
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol

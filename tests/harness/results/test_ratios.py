@@ -10,8 +10,8 @@ import pytest
 from harness.contract.columns import Estimate, flatten
 from harness.contract.records import CellRow, RunInfo, Status
 from harness.errors import HarnessError
+from harness.results.measurement import cell_row
 from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
-from harness.results.rows import cell_row
 from harness.spec.cell import Cell
 from harness.spec.groups import Comparison, Relation
 from harness.spec.protocol import Protocol

@@ -10,8 +10,9 @@ import pytest
 from harness.contract.columns import Estimate
 from harness.contract.records import Foreign, RatioRow, Status
 from harness.formulas.turns import Turn
+from harness.results.aggregate import ProcessResult, flops_note, shared_figures, shared_windows, with_shared
+from harness.results.measurement import cell_row
 from harness.results.ratios import with_turn_ratios
-from harness.results.rows import ProcessResult, cell_row, flops_note, shared_figures, with_shared
 from harness.spec.cell import Cell
 from harness.spec.frameworks import tenant_key, together_key
 from harness.spec.groups import Relation
@@ -124,7 +125,6 @@ def test_kept_shares_come_from_the_shared_ratios():
 
 
 def test_windows_are_tagged_by_side_and_kind():
-    from harness.results.rows import shared_windows
 
     turns = _turns(0, RATES)
     ours = [{"cell_id": KEY, "worker": 0, "repeat": i, "window_s": 0.1, "examples": 640} for i in range(4)]

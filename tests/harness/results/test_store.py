@@ -15,7 +15,7 @@ from harness.contract.columns import flatten, unflatten, unflatten_all
 from harness.contract.records import CellRow, NightlyRow, RatioRow, RunInfo, Status
 from harness.results import store
 from harness.results.cost import RunCost
-from harness.results.rows import cell_row
+from harness.results.measurement import cell_row
 from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
 from harness.spec.cell import Cell
 from harness.spec.groups import Relation

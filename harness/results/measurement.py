@@ -1,0 +1,323 @@
+"""One process's row, as the worker makes it from what it measured (pure, no TensorFlow): the
+typed :class:`~harness.contract.records.CellRow` and the flat
+:class:`~harness.contract.records.WindowRow`s. Its callers: the worker (:mod:`harness.worker.main`,
+:mod:`harness.worker.measure`, :mod:`harness.worker.flops`).
+
+- :func:`cell_row` (:func:`axes`) and :func:`machine`: what the cell is and where it ran (the
+  launcher's rows start from them too, :func:`harness.results.aggregate.not_measured_row`);
+- :func:`started_row`: those plus the worker's cores, when the worker starts the cell;
+- :class:`Measurement` -> :func:`measured_row` and :func:`window_rows`: one process's figures
+  from the worker's raw numbers (window seconds, counts, checks); :func:`counted_flops`: the
+  FLOPs counted from its traced step (:class:`StepFlops`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TypedDict
+
+from harness.contract.columns import Estimate, without_figures
+from harness.contract.events import Facts
+from harness.contract.records import (
+    Axes,
+    CellRow,
+    Checks,
+    Energy,
+    Flops,
+    Machine,
+    Memory,
+    Spread,
+    Status,
+    Tenancy,
+    Timing,
+    Updates,
+    WindowRow,
+)
+from harness.formulas import metrics, stats
+from harness.spec.cell import Cell
+from harness.spec.models import flops_per_example
+from harness.spec.protocol import Protocol
+from harness.spec.training import LEARNING_RATE, OPTIMIZER
+
+
+def axes(cell: Cell) -> Axes:
+    """What the cell is: its id and every axis."""
+    return Axes(
+        cell_id=cell.id,
+        model=cell.model,
+        loss=cell.loss,
+        data=cell.data,
+        strategy=cell.strategy,
+        cross_device_ops=cell.cross_device_ops,
+        communication=cell.communication,
+        replicas=cell.replicas,
+        workers=cell.workers,
+        ps=cell.ps,
+        tenants=cell.tenants,
+        tenant_framework=cell.tenant_framework,
+        per_replica_batch=cell.per_replica_batch,
+        global_batch=cell.global_batch,
+        effective_batch=cell.effective_batch,
+        accum_steps=cell.accum_steps,
+        loop=cell.loop,
+        steps_per_execution=cell.steps_per_execution,
+        precision=cell.precision,
+        xla=cell.xla,
+        scaling=cell.scaling,
+        optimizer=OPTIMIZER,
+        learning_rate=LEARNING_RATE,
+    )
+
+
+def cell_row(cell: Cell, protocol: Protocol) -> CellRow:
+    """The row of what the cell is and how it is timed (known before it runs)."""
+    analytic = flops_per_example(cell.model)
+    return CellRow(
+        cell=axes(cell),
+        flops=Flops(
+            flops_per_example=analytic,
+            flops_source="analytic" if analytic is not None else None,
+            flops_analytic=analytic,
+        ),
+        timing=Timing(
+            window_target_s=protocol.window_s,
+            repeats=protocol.repeats,
+            warmup_windows=protocol.warmup_windows,
+        ),
+        spread=Spread(min_processes=protocol.processes, max_processes=protocol.max_processes),
+    )
+
+
+def machine(facts: Facts | None) -> Machine | None:
+    """Where a worker ran, from its fingerprint facts (None when none are known)."""
+    if not facts:
+        return None
+    return Machine(
+        device_kind=facts["device_type"],
+        device_name=facts["device_name"],
+        host_cpu=facts["host_cpu"],
+        host_cores=facts["host_cores"],
+        intra_op_threads=facts["intra_op_threads"],
+        inter_op_threads=facts["inter_op_threads"],
+        tf_version=facts["tf_version"],
+        keras_version=facts["keras_version"],
+        python_version=facts["python_version"],
+        build_info=json.dumps(
+            {
+                k: facts.get(k)
+                for k in ("cuda_version", "cudnn_version", "rocm_version", "nvidia_driver", "tensor_float_32")
+            }
+        ),
+        env=json.dumps(facts["env"], sort_keys=True),
+        fingerprint=facts["fingerprint"],
+    )
+
+
+def started_row(
+    cell: Cell, protocol: Protocol, facts: Facts, cores: int | None, oversubscribed: bool | None
+) -> CellRow:
+    """The row a worker starts from: the cell, its facts, and the cores each worker has (None: the
+    whole host); ``oversubscribed`` None means every worker asks for ``cores`` of the host's."""
+    cores = cores or facts["host_cores"]
+    if oversubscribed is None:
+        oversubscribed = cores * cell.workers > facts["host_cores"]
+    row = cell_row(cell, protocol)
+    return replace(
+        row,
+        machine=machine(facts),
+        ran=replace(row.ran, cores_per_worker=cores, oversubscribed=oversubscribed),
+    )
+
+
+class StepFlops(TypedDict, total=False):
+    """What counting a model's traced training step found (:func:`harness.worker.flops.count_step`):
+    FLOPs per example, trainable parameters, the bytes of its gradients, and what the count could
+    not see ("" when nothing); only ``flops_note`` when the count failed."""
+
+    flops_per_example: float
+    trainable_parameters: int
+    gradient_bytes: int
+    flops_note: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a worker measured in one timed cell, as raw numbers (times in seconds).
+
+    ``window_seconds``: each timed window's wall time; ``worker_seconds``: each worker's own time
+    of each window (multi-worker cells; else the windows themselves); ``worker_updates``: the
+    updates each worker ran in each window (parameter server; else empty); ``problems``: what the
+    integrity checks found; ``window_starts``: each window's start on the host's monotonic clock;
+    ``joules``: energy over ``joules_s`` seconds around the timed windows (None: no counter).
+    """
+
+    window_seconds: tuple[float, ...]
+    window_steps: int
+    startup_s: float
+    compile_s: float
+    final_loss: float
+    problems: tuple[str, ...]
+    effective_cross_device_ops: str
+    allreduces_per_update: float | None
+    weights_digest: str
+    device_kind: str
+    hosts: int
+    worker_seconds: tuple[tuple[float, ...], ...]
+    worker_updates: tuple[tuple[int, ...], ...]
+    updates_run: int
+    optimizer_iterations: int
+    joules: float | None
+    window_starts: tuple[float, ...] = ()
+    joules_s: float | None = None
+    window_target_s: float | None = None
+    """The window length asked for (s) where it is not the protocol's (a turn)."""
+    parts: Mapping[str, float | None] = field(default_factory=dict)
+    parts_error: str = ""
+    flops: StepFlops = field(default_factory=lambda: StepFlops())
+    """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`:
+    flops_per_example, trainable_parameters, gradient_bytes, flops_note); empty when not counted."""
+    jit_compile: bool | None = None
+    """Whether the training function ran XLA-compiled, as the trainer reports it
+    (:attr:`harness.worker.build.loops.Trainer.jit_compile`); None: not reported."""
+    physical_gpus: int | None = None
+    """The physical GPUs the process computed on (fewer than its replicas where each was split
+    into logical GPUs); None on a CPU."""
+    gpu_memory_peak_mib: float | None = None
+    """The most memory TensorFlow held on any one of the process's GPUs (MiB); None on a CPU."""
+    gpu_memory_limit_mib: float | None = None
+    """Each logical GPU's memory limit (MiB); None on whole GPUs and on a CPU."""
+
+
+def counted_flops(flops: Flops, counted: StepFlops) -> Flops:
+    """The FLOPs counted from the traced step (a count of 0, or none, keeps the analytic one and
+    says why)."""
+    sizes = replace(
+        flops,
+        trainable_parameters=counted.get("trainable_parameters"),
+        gradient_bytes=counted.get("gradient_bytes"),
+    )
+    if not counted.get("flops_per_example"):
+        note = counted.get("flops_note") or "no matmul or convolution found in the traced step"
+        return replace(sizes, flops_note=f"analytic FLOPs: {note}")
+    return replace(
+        sizes,
+        flops_per_example=round(counted["flops_per_example"]),
+        flops_source="counted",
+        flops_note=counted.get("flops_note") or "",
+    )
+
+
+def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
+    """(examples per window, each timed window's examples/s)."""
+    examples = m.window_steps * cell.effective_batch
+    return examples, metrics.window_throughputs(m.window_seconds, examples)
+
+
+def _straggler_ratio(cell: Cell, m: Measurement) -> float | None:
+    """Parameter server: update imbalance; one process: 1.0. Synchronous multi-worker cells: None,
+    since every worker's window ends at the same all-reduce, so a slow worker cannot show."""
+    if m.worker_updates:
+        return metrics.update_imbalance(m.worker_updates)
+    if len(m.worker_seconds) > 1 and cell.kind.synchronous:
+        return None
+    return metrics.straggler_ratio(m.worker_seconds)
+
+
+def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
+    """``row`` (the worker's :func:`started_row`) with one process's figures (an invalid process
+    reports no figure of any kind)."""
+    _examples, rates = _window_throughputs(cell, m)
+    median = metrics.median(rates)
+    reductions = m.allreduces_per_update
+    batch = cell.effective_batch
+    out = replace(
+        row,
+        status=Status.INVALID if m.problems else Status.OK,
+        reason="; ".join(m.problems),
+        examples_per_sec=Estimate(median),
+        tenancy=alone_tenancy(median),
+        spread=replace(row.spread, cv_within_process=stats.cv(rates)),
+        timing=replace(
+            row.timing,
+            window_steps=m.window_steps,
+            repeats=len(m.window_seconds),
+            startup_s=m.startup_s,
+            compile_s=m.compile_s,
+            window_target_s=row.timing.window_target_s if m.window_target_s is None else m.window_target_s,
+        ),
+        ran=replace(
+            row.ran,
+            effective_cross_device_ops=m.effective_cross_device_ops,
+            jit_compile=m.jit_compile,
+            device_count=m.hosts if m.device_kind == "CPU" else m.physical_gpus or cell.devices,
+            logical_devices=(m.device_kind == "CPU" and cell.devices > m.hosts)  # local workers share a CPU
+            or (m.physical_gpus is not None and m.physical_gpus < cell.replicas),  # logical GPUs
+            hosts=m.hosts,
+        ),
+        updates=Updates(
+            optimizer_updates_per_sec=median / batch,
+            allreduces_per_update=reductions,
+            allreduces_per_example=None if reductions is None else reductions / batch,
+            straggler_ratio=_straggler_ratio(cell, m),
+            updates_run=m.updates_run,
+            optimizer_iterations=m.optimizer_iterations,
+        ),
+        energy=Energy(
+            energy_j_per_example=None if m.joules is None else m.joules / (m.updates_run * batch),
+            gpu_watts=None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
+        ),
+        checks=Checks(final_loss=m.final_loss, weights_digest=m.weights_digest),
+        memory=Memory(gpu_memory_peak_mib=m.gpu_memory_peak_mib, gpu_memory_limit_mib=m.gpu_memory_limit_mib),
+        breakdown=replace(
+            row.breakdown,
+            parts_step_s=m.parts.get("parts_step_s"),
+            compute_s=m.parts.get("compute_s"),
+            allreduce_s=m.parts.get("allreduce_s"),
+            input_s=m.parts.get("input_s"),
+            dispatch_s=m.parts.get("dispatch_s"),
+            profiled_step_s=m.parts.get("profiled_step_s"),
+            device_s=m.parts.get("device_s"),
+            collective_s=m.parts.get("collective_s"),
+            input_wait_s=m.parts.get("input_wait_s"),
+            host_s=m.parts.get("host_s"),
+            bound_reason=m.parts_error or row.breakdown.bound_reason,
+        ),
+        flops=counted_flops(row.flops, m.flops),
+    )
+    return without_figures(out) if m.problems else out
+
+
+def alone_tenancy(examples_per_sec: float | None) -> Tenancy:
+    """The tenant figures of a cell that ran alone (one tenant)."""
+    return Tenancy(
+        tenant_examples_per_sec_min=examples_per_sec,
+        tenant_examples_per_sec_max=examples_per_sec,
+        tenant_share_min=1.0 if examples_per_sec else None,
+    )
+
+
+def window_rows(cell: Cell, m: Measurement) -> list[WindowRow]:
+    """One row per worker and timed window: the window's time, start and throughput, the worker's
+    own time (or, under the parameter server, the updates that worker ran in it)."""
+    examples, rates = _window_throughputs(cell, m)
+    starts: list[float | None] = list(m.window_starts) or [None] * len(rates)
+    workers = len(m.worker_updates) or len(m.worker_seconds)
+    return [
+        WindowRow(
+            cell_id=cell.id,
+            window_steps=m.window_steps,
+            examples=examples,
+            worker=w,
+            repeat=i,
+            window_s=s,
+            start_s=t,
+            examples_per_sec=r,
+            # the coordinator's windows, split by the updates each worker ran
+            worker_s=None if m.worker_updates else m.worker_seconds[w][i],
+            **({"worker_updates": m.worker_updates[w][i]} if m.worker_updates else {}),
+        )
+        for w in range(workers)
+        for i, (s, t, r) in enumerate(zip(m.window_seconds, starts, rates, strict=True))
+    ]
