@@ -30,6 +30,9 @@ def _in_words(values: Iterable[str]) -> str:
     return f"{', '.join(rest)} or {last}" if rest else last
 
 
+_OVER_PROCESSES = CI("Lower end of its 95% CI: Student t over the processes (instances), log scale.")
+"""The CI of a co-tenant figure that is a median over processes."""
+
 _STATUS = ", ".join(f"{s.value} ({s.meaning})" for s in Status) + "."
 """The ``status`` column's description: every :class:`Status` and its meaning."""
 
@@ -334,7 +337,6 @@ class Efficiency:
             "group instances of the mean log ratio of adjacent turns, divided by replicas x workers "
             "(the ratios table has the details); otherwise Welch's t on the log process figures of "
             "the cell and of its baseline, divided by replicas x workers.",
-            "Upper end of the same CI.",
         ),
     ] = Estimate()
     ratio_instances: Annotated[
@@ -493,7 +495,6 @@ class Tenancy:
         ),
         CI(
             "Lower end of its 95% CI (Welch's t on the log process figures of both cells).",
-            "Upper end of the same CI.",
         ),
     ] = Estimate()
 
@@ -528,10 +529,7 @@ class Foreign:
             "median over its turns in each process, then median over processes.",
             figure=True,
         ),
-        CI(
-            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
-            "Upper end of the same CI.",
-        ),
+        _OVER_PROCESSES,
     ] = Estimate()
     tenant_alone_examples_per_sec: Annotated[
         Estimate,
@@ -540,10 +538,7 @@ class Foreign:
             "The co-tenant's throughput in its turns alone (as alone_examples_per_sec).",
             figure=True,
         ),
-        CI(
-            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
-            "Upper end of the same CI.",
-        ),
+        _OVER_PROCESSES,
     ] = Estimate()
     tenant_together_examples_per_sec: Annotated[
         Estimate,
@@ -553,10 +548,7 @@ class Foreign:
             "its whole steps that ended before the TensorFlow window did.",
             figure=True,
         ),
-        CI(
-            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
-            "Upper end of the same CI.",
-        ),
+        _OVER_PROCESSES,
     ] = Estimate()
     shared_ratio: Annotated[
         Estimate,
@@ -568,7 +560,6 @@ class Foreign:
         ),
         CI(
             "Lower end of its 95% CI: Student t over instances of the blocks' mean log ratio.",
-            "Upper end of the same CI.",
         ),
     ] = Estimate()
     tenant_shared_ratio: Annotated[
@@ -576,7 +567,6 @@ class Foreign:
         Col("1", "The co-tenant's throughput together / alone, as shared_ratio.", figure=True),
         CI(
             "Lower end of its 95% CI: as shared_ratio's.",
-            "Upper end of the same CI.",
         ),
     ] = Estimate()
     interference_ratio: Annotated[
@@ -589,10 +579,7 @@ class Foreign:
             "memory bandwidth, threads).",
             figure=True,
         ),
-        CI(
-            "Lower end of its 95% CI: Student t over the processes (instances), log scale.",
-            "Upper end of the same CI.",
-        ),
+        _OVER_PROCESSES,
     ] = Estimate()
 
 
@@ -612,7 +599,6 @@ class Utilization:
         ),
         CI(
             "Lower end of the 95% CI of that peak over the peak processes (same log-t interval and scaling).",
-            "Upper end of the same CI.",
         ),
     ] = Estimate()
     peak_dtype: Annotated[
@@ -888,7 +874,6 @@ class CellRow:
             "of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j "
             "this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it "
             "then also covers run-to-run drift. Null with fewer than 2 processes and no history.",
-            "Upper end of the same CI.",
         ),
     ] = Estimate()
 
