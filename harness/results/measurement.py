@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from harness.contract.columns import Estimate, without_figures
 from harness.contract.events import Facts
@@ -36,6 +36,7 @@ from harness.contract.records import (
     WindowRow,
 )
 from harness.formulas import metrics, stats
+from harness.spec.axes import AXES
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
@@ -43,29 +44,14 @@ from harness.spec.training import LEARNING_RATE, OPTIMIZER
 
 
 def axes(cell: Cell) -> Axes:
-    """What the cell is: its id and every axis."""
+    """What the cell is: its id, every axis (:data:`harness.spec.axes.AXES`, by its row's column)
+    and the batch sizes it implies."""
+    values: dict[str, Any] = {a.row_field or a.name: getattr(cell, a.row_field or a.name) for a in AXES}
     return Axes(
         cell_id=cell.id,
-        model=cell.model,
-        loss=cell.loss,
-        data=cell.data,
-        strategy=cell.strategy,
-        cross_device_ops=cell.cross_device_ops,
-        communication=cell.communication,
-        replicas=cell.replicas,
-        workers=cell.workers,
-        ps=cell.ps,
-        tenants=cell.tenants,
-        tenant_framework=cell.tenant_framework,
-        per_replica_batch=cell.per_replica_batch,
+        **values,
         global_batch=cell.global_batch,
         effective_batch=cell.effective_batch,
-        accum_steps=cell.accum_steps,
-        loop=cell.loop,
-        steps_per_execution=cell.steps_per_execution,
-        precision=cell.precision,
-        xla=cell.xla,
-        scaling=cell.scaling,
         optimizer=OPTIMIZER,
         learning_rate=LEARNING_RATE,
     )
