@@ -19,18 +19,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.contract.records import Axes, CellRow, RatioRow
+from harness.errors import HarnessError
 from harness.formulas.breakdown import BOUND_BY_NAME
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED
 from harness.spec import words
-from harness.spec.axes import AXES, AXIS_BY_NAME, AxisValue
+from harness.spec.axes import AXES, AXIS_BY_NAME, Axis, AxisValue
 from harness.spec.groups import Relation
 from harness.spec.strategies import STRATEGIES
 
 
 def values(cell: Axes) -> dict[str, AxisValue]:
-    """A stored row's configuration: axis name -> value (:mod:`harness.spec.words`)."""
-    fields = {a.name: a.row_field or a.name for a in AXES}
-    return {name: getattr(cell, f) for name, f in fields.items() if hasattr(cell, f)}
+    """A stored row's configuration: axis name -> value (:mod:`harness.spec.words`). A column
+    whose stored value the axis does not take (a row written before the axis existed, when the
+    column held something else) is left out: the description does not say it."""
+    return {
+        a.name: v
+        for a in AXES
+        if (v := getattr(cell, a.row_field or a.name, None)) is not None and _takes(a, v)
+    }
+
+
+def _takes(axis: Axis, value: object) -> bool:
+    """Whether ``axis`` takes ``value``, or ``value`` is the axis's inapplicable one."""
+    try:
+        axis.check(value)
+    except HarnessError:
+        return value == axis.inapplicable
+    return True
 
 
 @dataclass(frozen=True)
