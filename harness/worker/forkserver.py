@@ -9,6 +9,12 @@ directory and log, and runs :func:`harness.worker.main.main` as a fresh ``python
 harness.worker`` would. It leaves with ``os._exit`` (like every worker: nothing of the
 interpreter's teardown is needed once its record is written). The server reaps its workers and
 reports each exit code on the worker's connection.
+
+It is hand-written, not ``multiprocessing``'s forkserver, because that one runs a pickled function
+in the server's own environment and working directory, while each worker here must be what
+``python -m harness.worker`` would be: its own session, the environment, working directory and log
+its launch asks for (``CUDA_VISIBLE_DEVICES``, ``TF_CONFIG``), dying with the harness, and an
+exit code the parent reads as from a ``Popen``.
 """
 
 from __future__ import annotations
