@@ -53,7 +53,6 @@ REGRESSION, IMPROVEMENT = "regression", "improvement"
 """The alarms: a night (rule a) or a change point (rule b) lower or higher than before."""
 REVERTED = "reverted"
 """Rule (a): back at the level before the previous night's alarm (that alarm was a glitch)."""
-FAILED = "failed"
 
 EXIT_CODES = {"no regression": 0, "regression": 1, "a cell failed": 1, "undecided": 3}
 """``nightly``'s exit codes, by the night's overall verdict (:func:`overall`)."""
