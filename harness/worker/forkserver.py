@@ -51,14 +51,14 @@ def preload() -> None:
     from tensorflow.python.eager import context
 
     import harness.worker.breakdown
-    import harness.worker.build.data
-    import harness.worker.build.loops
-    import harness.worker.build.models
-    import harness.worker.build.strategies
     import harness.worker.checks.diagnosis
     import harness.worker.checks.integrity
     import harness.worker.collectives
-    import harness.worker.main  # noqa: F401
+    import harness.worker.main
+    import harness.worker.training.data
+    import harness.worker.training.loops
+    import harness.worker.training.models
+    import harness.worker.training.strategies  # noqa: F401
 
     if context.context()._context_handle is not None:
         raise RuntimeError("TensorFlow's runtime started while importing: a fork would copy it")
