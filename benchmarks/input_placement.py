@@ -29,8 +29,8 @@ def _trainers(model: str, batch: int) -> dict[str, Callable[[int], float]]:
     import tensorflow as tf
 
     from harness.spec.cell import Cell
-    from harness.worker.build.loops import build_ctl
     from harness.worker.measure import build_cell
+    from harness.worker.training.loops import build_ctl
 
     gpus = tf.config.list_logical_devices("GPU")
     device = gpus[0].name if gpus else tf.config.list_logical_devices("CPU")[0].name

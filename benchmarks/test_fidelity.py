@@ -17,8 +17,8 @@ from typing import Any
 
 from harness.spec.cell import Cell
 from harness.spec.training import LEARNING_RATE
-from harness.worker.build.data import make_dataset
-from harness.worker.build.models import MODELS
+from harness.worker.training.data import make_dataset
+from harness.worker.training.models import MODELS
 
 PAIRS = 9
 WINDOW_STEPS = 200

@@ -10,6 +10,8 @@ import math
 
 import pandas as pd
 
+from harness.contract.records import Status
+
 W, H, PAD = 760, 220, 44
 """Chart size and margin (px)."""
 
@@ -31,7 +33,7 @@ def _y(value: float, low: float, high: float) -> float:
 def chart(nights: pd.DataFrame) -> str:
     """An inline SVG of one series (oldest left): ratio points with CI bars, the reference's 1.0,
     alarm nights coloured, change points as dashed lines."""
-    ok = nights[nights["status"] == "ok"].reset_index(drop=True)
+    ok = nights[nights["status"] == Status.OK].reset_index(drop=True)
     if ok.empty:
         return "<p>No night of this series has a point yet.</p>"
     values = pd.concat([ok["ratio_ci_low"], ok["ratio_ci_high"], ok["ratio"]]).astype(float).dropna()
@@ -98,7 +100,7 @@ def _row_html(r: pd.Series) -> str:
         "ci": f"{_f(r['ratio_ci_low'])}..{_f(r['ratio_ci_high'])}",
         "pairs": r["pairs"],
         "change": _f(r["change"]),
-        "verdict": r["verdict"] if r["status"] == "ok" else f"failed: {r['reason']}",
+        "verdict": r["verdict"] if r["status"] == Status.OK else f"{r['status']}: {r['reason']}",
         "cp": (
             f"x{_f(r['change_point_shift'])} from {r['change_point']} (p {_f(r['change_point_p'], '.4f')}"
             f"{', new' if r['change_point_new'] is True else ', confirms (a)'})"

@@ -7,9 +7,10 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.analysis.nightly import Rules
+from harness.analysis.nightly import REVERTED, Rules
 from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
+from harness.formulas.verdicts import HIGHER, LOWER, UNDECIDED
 from harness.spec.cell import Cell
 
 HEADER: tuple[str, ...] = (
@@ -99,19 +100,19 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
             out.append((0, f"**{cell}** has no point tonight: {r.reason}"))
             continue
         verdict = r.verdict
-        if verdict in ("lower", "higher"):
+        if verdict in (LOWER, HIGHER):
             against = f"its baseline ({r.baseline})" if r.baseline else "the reference"
-            alarm = "a regression" if verdict == "lower" else "an improvement"
+            alarm = "a regression" if verdict == LOWER else "an improvement"
             out.append(
                 (
-                    0 if verdict == "lower" else 2,
+                    0 if verdict == LOWER else 2,
                     (
                         f"**{verdict}** ({alarm}) on {cell}: {_num(change.value)} x {against}, 95% CI "
                         f"{_ci(change)}; candidate/reference {_num(r.ratio.value)}"
                     ),
                 )
             )
-        if verdict == "undecided" and (change.low is None or change.low < 1 - (r.min_effect or 0)):
+        if verdict == UNDECIDED and (change.low is None or change.low < 1 - (r.min_effect or 0)):
             out.append(
                 (
                     2,
@@ -122,7 +123,7 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
                     ),
                 )
             )
-        if verdict == "reverted":
+        if verdict == REVERTED:
             out.append(
                 (
                     2,

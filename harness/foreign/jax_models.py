@@ -1,6 +1,6 @@
 """The suite's MNIST models in JAX, trained with plain SGD on a fixed pool of synthetic batches.
 
-Layer for layer as :mod:`harness.worker.build.models` builds them in Keras: 3x3 valid convolutions
+Layer for layer as :mod:`harness.worker.training.models` builds them in Keras: 3x3 valid convolutions
 with ReLU, 2x2 max pooling, NHWC, logits and sparse categorical cross-entropy; kernels Glorot-uniform,
 biases zero. FLOPs are counted from the traced update (:func:`count_flops`), not typed in.
 """

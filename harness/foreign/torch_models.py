@@ -1,6 +1,6 @@
 """The suite's MNIST models in PyTorch, trained with plain SGD on a fixed pool of synthetic batches.
 
-Layer for layer as :mod:`harness.worker.build.models` builds them in Keras (3x3 valid convolutions
+Layer for layer as :mod:`harness.worker.training.models` builds them in Keras (3x3 valid convolutions
 with ReLU, 2x2 max pooling, logits and cross-entropy), in PyTorch's NCHW layout. FLOPs are counted
 by PyTorch's own ``FlopCounterMode`` over one update (2 per multiply-add of matrix products and
 convolutions, the TensorFlow side's convention).

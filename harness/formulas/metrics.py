@@ -3,10 +3,10 @@
 Formulas (also in results/README.md):
 - window throughput  = global_examples_in_window / window_seconds             [examples/s]
 - examples_per_sec   = median over the repeats of the window throughputs      [examples/s]
-- CI                 = 95% percentile bootstrap of that median                [examples/s]
-- cv                 = sample std / mean of the window throughputs            [1]
 - scaling_efficiency = throughput(N) / (N * throughput(1))                    [1]
 - mfu                = examples_per_sec * flops_per_example / peak_flops      [1]
+
+A figure's CI over processes and the coefficient of variation are in :mod:`harness.formulas.stats`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-BOOTSTRAP_RESAMPLES = 10_000
-
-CONFIDENCE = 0.95
 
 
 def throughput(examples: float, seconds: float) -> float:
@@ -34,34 +30,6 @@ def window_throughputs(window_seconds: Sequence[float], examples_per_window: flo
 
 def median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float)))
-
-
-def bootstrap_ci(
-    values: Sequence[float],
-    confidence: float = CONFIDENCE,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile-bootstrap confidence interval of the median, same unit as ``values``.
-
-    Resamples ``values`` with replacement ``resamples`` times (fixed ``seed``: reproducible) and takes
-    the (1-confidence)/2 and (1+confidence)/2 quantiles of the resampled medians.
-    """
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        raise ValueError("bootstrap_ci needs at least one value")
-    rng = np.random.default_rng(seed)
-    medians = np.median(x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
-    lo, hi = np.quantile(medians, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(lo), float(hi)
-
-
-def cv(values: Sequence[float]) -> float:
-    """Coefficient of variation: sample standard deviation / mean (dimensionless); NaN below 2 values."""
-    x = np.asarray(values, dtype=float)
-    if x.size < 2:
-        return float("nan")
-    return float(np.std(x, ddof=1) / np.mean(x))
 
 
 def scaling_efficiency(throughput_n: float, devices: int, throughput_1: float) -> float:

@@ -28,8 +28,9 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
   undecided).
 
 :func:`hierarchical_bootstrap_ci` (processes resampled, then windows inside each) is kept for
-comparison: with 3 processes its percentile interval is about [min, max] of the process figures,
-which covers the median of a process distribution only 75 % of the time (1 - 2 / 2**3).
+comparison (``benchmarks/test_coverage.py``): with 3 processes its percentile interval is about
+[min, max] of the process figures, which covers the median of a process distribution only 75 % of
+the time (1 - 2 / 2**3); over one process's windows it is the percentile bootstrap of their median.
 """
 
 from __future__ import annotations

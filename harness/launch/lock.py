@@ -9,6 +9,9 @@ start time and results folder, which a second run names when it finds the lock t
 parent holds it (its descriptor is not inherited by the processes it starts); a real cluster's
 chief holds it on its own machine, a peer or server holds none (on one machine they would wait for
 their own chief).
+
+It is ``fcntl.flock`` by hand, not the ``filelock`` package, because that one opens the lock file
+with ``O_TRUNC`` on every attempt, so a second run trying it would erase the holder it should name.
 """
 
 from __future__ import annotations

@@ -1,5 +1,11 @@
 """Facts about the host known without TensorFlow: GPUs and MIG instances (``nvidia-smi -L``), the
 platform to plan for, the suite's git commit.
+
+GPUs are found by parsing ``nvidia-smi``'s text rather than through NVML (``pynvml``) because
+``nvidia-smi`` comes with every NVIDIA driver and lists MIG instances by the UUIDs
+``CUDA_VISIBLE_DEVICES`` takes, while ``nvidia-ml-py`` is only in the ``cuda`` extra, so a CPU
+install, where :func:`detect_platform` must still run, lacks it; ``/proc/cpuinfo`` and
+``/proc/meminfo`` are read by hand for the reason :mod:`harness.launch.cpu_use` gives.
 """
 
 from __future__ import annotations

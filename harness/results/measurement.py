@@ -166,7 +166,7 @@ class Measurement:
     flops_per_example, trainable_parameters, gradient_bytes, flops_note); empty when not counted."""
     jit_compile: bool | None = None
     """Whether the training function ran XLA-compiled, as the trainer reports it
-    (:attr:`harness.worker.build.loops.Trainer.jit_compile`); None: not reported."""
+    (:attr:`harness.worker.training.loops.Trainer.jit_compile`); None: not reported."""
     physical_gpus: int | None = None
     """The physical GPUs the process computed on (fewer than its replicas where each was split
     into logical GPUs); None on a CPU."""

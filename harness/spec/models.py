@@ -1,5 +1,5 @@
 """The models' FLOP-bearing layers and analytic training FLOPs, by name (pure; the Keras builders are
-in :mod:`harness.worker.build.models`).
+in :mod:`harness.worker.training.models`).
 
 FLOPs count the multiply-adds of convolutions and matmuls (2 FLOPs each); biases, activations,
 pooling, the loss and the optimizer update are not counted. Training FLOPs per example are the
@@ -77,7 +77,7 @@ def training_flops(layers: list[Layer]) -> int:
 @dataclass(frozen=True)
 class ModelInfo:
     """A built-in model, as the parent plans it (its Keras builder is in
-    :mod:`harness.worker.build.models`): its examples' shape and kind (``image``: float32 pixels;
+    :mod:`harness.worker.training.models`): its examples' shape and kind (``image``: float32 pixels;
     ``ids``: int32 token ids below ``vocab``), its classes, and its FLOP-bearing layers where an
     analytic count is kept (None: the worker's count from the traced step is the only one)."""
 

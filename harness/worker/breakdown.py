@@ -18,7 +18,7 @@ them while a part exceeds the update by more than the timing noise allowed
   ``fit`` one epoch after an untimed one), so input, all-reduce, optimizer step and dispatch are in
   it: the step the parts' shares are taken of;
 - ``compute_s``: the forward and backward passes of one update, as the training function runs
-  them: the same replica function (:func:`harness.worker.build.loops.make_gradients`: accum_steps
+  them: the same replica function (:func:`harness.worker.training.loops.make_gradients`: accum_steps
   micro-batches of per_replica_batch, their gradients summed locally) under ``strategy.run`` on
   every replica, one update per iteration of an in-graph loop, on one update's batch already on the
   devices: no reduction, no optimizer step, no input pipeline (each gradient's first element goes
@@ -43,9 +43,9 @@ from typing import Any
 
 from harness.formulas.breakdown import PARTS, REFERENCE, excess
 from harness.spec.cell import Cell
-from harness.worker.build.loops import ReductionCounter, make_gradients
-from harness.worker.build.strategies import distribute
 from harness.worker.timing import Timed, interleaved
+from harness.worker.training.loops import ReductionCounter, make_gradients
+from harness.worker.training.strategies import distribute
 
 PART_WINDOW_S = 0.2
 """Target length of one timed window of a part (s)."""
@@ -77,7 +77,7 @@ def _repeated(
 ) -> Callable[..., Any]:
     """tf.function(n, *args): n calls of ``strategy.run(replica_fn, args)`` in an in-graph loop;
     with ``jit_compile`` the replica function XLA-compiled, as the cell's step is
-    (:func:`harness.worker.build.loops._execution`)."""
+    (:func:`harness.worker.training.loops._execution`)."""
     import tensorflow as tf
 
     if jit_compile:

@@ -2,7 +2,7 @@
 is counted), its trainable parameters and the bytes of its gradients, measured in the worker.
 
 The step traced is one replica's forward and backward pass on one micro-batch, as the training
-function runs it (:func:`harness.worker.build.loops.make_gradients`, no strategy, no in-graph loop,
+function runs it (:func:`harness.worker.training.loops.make_gradients`, no strategy, no in-graph loop,
 no optimizer step), on a fresh copy of the model under the cell's dtype policy. Only the ops the
 gradients depend on are counted (the graph as traced also holds ops that TensorFlow prunes before
 running it, such as the input gradient of the first layer).
@@ -74,7 +74,7 @@ def count_step(
     import keras
     import tensorflow as tf
 
-    from harness.worker.build.loops import ReductionCounter, make_gradients, output_units
+    from harness.worker.training.loops import ReductionCounter, make_gradients, output_units
 
     model = build()
     batch = cell.per_replica_batch

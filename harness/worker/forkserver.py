@@ -9,6 +9,12 @@ directory and log, and runs :func:`harness.worker.main.main` as a fresh ``python
 harness.worker`` would. It leaves with ``os._exit`` (like every worker: nothing of the
 interpreter's teardown is needed once its record is written). The server reaps its workers and
 reports each exit code on the worker's connection.
+
+It is hand-written, not ``multiprocessing``'s forkserver, because that one runs a pickled function
+in the server's own environment and working directory, while each worker here must be what
+``python -m harness.worker`` would be: its own session, the environment, working directory and log
+its launch asks for (``CUDA_VISIBLE_DEVICES``, ``TF_CONFIG``), dying with the harness, and an
+exit code the parent reads as from a ``Popen``.
 """
 
 from __future__ import annotations
@@ -45,14 +51,14 @@ def preload() -> None:
     from tensorflow.python.eager import context
 
     import harness.worker.breakdown
-    import harness.worker.build.data
-    import harness.worker.build.loops
-    import harness.worker.build.models
-    import harness.worker.build.strategies
     import harness.worker.checks.diagnosis
     import harness.worker.checks.integrity
     import harness.worker.collectives
-    import harness.worker.main  # noqa: F401
+    import harness.worker.main
+    import harness.worker.training.data
+    import harness.worker.training.loops
+    import harness.worker.training.models
+    import harness.worker.training.strategies  # noqa: F401
 
     if context.context()._context_handle is not None:
         raise RuntimeError("TensorFlow's runtime started while importing: a fork would copy it")

@@ -30,7 +30,6 @@ from harness.spec.cell import Cell
 from harness.spec.strategies import Role
 from harness.worker import turns
 from harness.worker.barrier import start_barrier
-from harness.worker.build.strategies import make_strategy
 from harness.worker.devices import (
     configure_devices,
     configure_numerics,
@@ -41,6 +40,7 @@ from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
 from harness.worker.nccl import LOG_FILE_ENV, process_transports
+from harness.worker.training.strategies import make_strategy
 
 ERROR_TAIL_CHARS = 1500
 
@@ -167,12 +167,12 @@ def _collectives(
     row: CellRow, cell: Cell, job: Job, strategy: Any, devices: list[str]
 ) -> tuple[CellRow, ProcessRow]:
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
-    from harness.worker.build.loops import chief_agreement
-    from harness.worker.build.strategies import (
+    from harness.worker.collectives import measure_collectives
+    from harness.worker.training.loops import chief_agreement
+    from harness.worker.training.strategies import (
         effective_cross_device_ops,
         make_strategy,
     )
-    from harness.worker.collectives import measure_collectives
 
     strategy = strategy or make_strategy(cell, devices)
     agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)

@@ -22,13 +22,13 @@ from harness.spec.models import chosen_loss
 from harness.spec.protocol import Protocol
 from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
-from harness.worker.build.data import make_dataset
-from harness.worker.build.loops import LOOPS, Trainer, output_units
-from harness.worker.build.models import info_of, spec_of
-from harness.worker.build.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.energy import cell_energy_meter
 from harness.worker.flops import count_step
 from harness.worker.timing import Timings, measure, measure_in_turns
+from harness.worker.training.data import make_dataset
+from harness.worker.training.loops import LOOPS, Trainer, output_units
+from harness.worker.training.models import info_of, spec_of
+from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.turns import TurnClient
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ def weights_digest(model: Any) -> str:
 
 @dataclass(frozen=True)
 class BuiltCell:
-    """A cell ready to train (see :class:`harness.worker.build.loops.Trainer`)."""
+    """A cell ready to train (see :class:`harness.worker.training.loops.Trainer`)."""
 
     strategy: Any
     model: Any

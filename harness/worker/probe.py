@@ -23,8 +23,8 @@ from typing import Any
 from harness.contract.probes import LOCAL_PROBES, WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
-from harness.worker.build.strategies import make_strategy
 from harness.worker.fingerprint import host_cpu
+from harness.worker.training.strategies import make_strategy
 
 UNSUPPORTED_SIGNS = (
     "No OpKernel was registered",
@@ -191,8 +191,8 @@ def probe(
 ) -> None:
     """Build one strategy, all-reduce 1..replicas through it and emit the verdict; ``on`` prefixes
     its detail (where the replicas ran: :func:`where`)."""
-    from harness.worker.build.strategies import effective_cross_device_ops
     from harness.worker.checks.integrity import allreduce_sums
+    from harness.worker.training.strategies import effective_cross_device_ops
 
     try:
         strategy = build()

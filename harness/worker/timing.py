@@ -2,7 +2,7 @@
 
 ``run(steps)`` trains and returns the last loss, fetched to the host; ``windows(steps, n)`` runs n
 back-to-back windows and returns each one's seconds (each window ends in a host sync that also bounds
-the next one's start) and the last loss. See :class:`harness.worker.build.loops.Trainer`.
+the next one's start) and the last loss. See :class:`harness.worker.training.loops.Trainer`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def measure(
 Stream = Callable[[int, Callable[[], bool], Callable[[float, float], None]], None]
 """``stream(steps, begin, end)``: windows of ``steps`` updates one after another inside one running
 loop (Keras ``fit``): each starts when ``begin()`` returns True (it blocks until then; False ends
-the loop) and is reported with ``end(seconds, loss)`` (:attr:`harness.worker.build.loops.Trainer.stream`)."""
+the loop) and is reported with ``end(seconds, loss)`` (:attr:`harness.worker.training.loops.Trainer.stream`)."""
 
 
 def measure_in_turns(

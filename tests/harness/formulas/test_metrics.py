@@ -34,47 +34,6 @@ def test_median():
     assert isinstance(metrics.median([1, 2, 3]), float)
 
 
-def test_cv_by_hand():
-    # [1, 2, 3]: mean 2, squared deviations 1 + 0 + 1 = 2, sample variance 2 / (3 - 1) = 1, std 1
-    assert metrics.cv([1, 2, 3]) == 0.5
-    # [2, 4, 4, 4, 5, 5, 7, 9]: mean 5, sum of squared deviations 32, sample variance 32/7
-    assert metrics.cv([2, 4, 4, 4, 5, 5, 7, 9]) == pytest.approx(math.sqrt(32 / 7) / 5, rel=1e-15)
-    assert metrics.cv([5.0, 5.0, 5.0]) == 0.0
-
-
-def test_cv_needs_two_values():
-    assert math.isnan(metrics.cv([1.0]))
-    assert math.isnan(metrics.cv([]))
-
-
-def test_bootstrap_ci_constant():
-    assert metrics.bootstrap_ci([7.5] * 5) == (7.5, 7.5)
-    assert metrics.bootstrap_ci([3.0]) == (3.0, 3.0)
-
-
-def test_bootstrap_ci_bounds():
-    values = [10, 11, 12, 13, 14]
-    lo, hi = metrics.bootstrap_ci(values)
-    assert 10 <= lo <= hi <= 14
-    assert lo <= metrics.median(values) <= hi
-    assert lo < hi  # spread values give a non-degenerate interval
-
-
-def test_bootstrap_ci_deterministic_for_seed():
-    values = [101.0, 97.5, 99.0, 104.2, 100.3, 98.8]
-    assert metrics.bootstrap_ci(values, seed=3) == metrics.bootstrap_ci(values, seed=3)
-    assert metrics.bootstrap_ci(values) == metrics.bootstrap_ci(values, seed=0)
-    # a narrower confidence level gives a nested interval
-    lo95, hi95 = metrics.bootstrap_ci(values, confidence=0.95)
-    lo50, hi50 = metrics.bootstrap_ci(values, confidence=0.5)
-    assert lo95 <= lo50 <= hi50 <= hi95
-
-
-def test_bootstrap_ci_empty():
-    with pytest.raises(ValueError):
-        metrics.bootstrap_ci([])
-
-
 def test_scaling_efficiency():
     assert metrics.scaling_efficiency(150, 2, 100) == 0.75
     assert metrics.scaling_efficiency(400, 4, 100) == 1.0

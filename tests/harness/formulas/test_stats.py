@@ -41,9 +41,17 @@ def test_figure_refuses_non_positive_values() -> None:
         stats.figure([10.0, 0.0])
 
 
-def test_cv_is_sample_std_over_mean() -> None:
-    assert stats.cv([1.0, 2.0, 3.0]) == pytest.approx(0.5)  # sd 1, mean 2
-    assert math.isnan(stats.cv([4.0]))
+def test_cv_by_hand() -> None:
+    # [1, 2, 3]: mean 2, squared deviations 1 + 0 + 1 = 2, sample variance 2 / (3 - 1) = 1, std 1
+    assert stats.cv([1, 2, 3]) == 0.5
+    # [2, 4, 4, 4, 5, 5, 7, 9]: mean 5, sum of squared deviations 32, sample variance 32/7
+    assert stats.cv([2, 4, 4, 4, 5, 5, 7, 9]) == pytest.approx(math.sqrt(32 / 7) / 5, rel=1e-15)
+    assert stats.cv([5.0, 5.0, 5.0]) == 0.0
+
+
+def test_cv_needs_two_values() -> None:
+    assert math.isnan(stats.cv([1.0]))
+    assert math.isnan(stats.cv([]))
 
 
 def test_welch_degrees_of_freedom() -> None:
@@ -87,6 +95,27 @@ def test_scaled_ratio_scales_every_end() -> None:
 def test_hierarchical_bootstrap_stays_inside_the_process_range() -> None:
     lo, hi = stats.hierarchical_bootstrap_ci([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], resamples=500)
     assert 1.0 <= lo <= 2.0 <= hi <= 3.0
+
+
+def test_bootstrap_of_one_process_is_the_percentile_bootstrap_of_its_median() -> None:
+    assert stats.hierarchical_bootstrap_ci([[7.5] * 5], resamples=500) == (7.5, 7.5)
+    assert stats.hierarchical_bootstrap_ci([[3.0]], resamples=500) == (3.0, 3.0)
+    lo, hi = stats.hierarchical_bootstrap_ci([[10, 11, 12, 13, 14]], resamples=2000)
+    assert 10 <= lo < 12 < hi <= 14  # spread values give a non-degenerate interval about the median
+
+
+def test_bootstrap_is_deterministic_for_a_seed_and_nested_by_confidence() -> None:
+    values = [[101.0, 97.5, 99.0, 104.2, 100.3, 98.8]]
+    once = stats.hierarchical_bootstrap_ci(values, resamples=500, seed=3)
+    assert once == stats.hierarchical_bootstrap_ci(values, resamples=500, seed=3)
+    lo95, hi95 = stats.hierarchical_bootstrap_ci(values, confidence=0.95, resamples=500)
+    lo50, hi50 = stats.hierarchical_bootstrap_ci(values, confidence=0.5, resamples=500)
+    assert lo95 <= lo50 <= hi50 <= hi95
+
+
+def test_bootstrap_of_nothing_is_nan() -> None:
+    assert all(math.isnan(v) for v in stats.hierarchical_bootstrap_ci([]))
+    assert all(math.isnan(v) for v in stats.hierarchical_bootstrap_ci([[], []]))
 
 
 def test_without_enough_history_the_ci_covers_the_processes_only() -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from harness.formulas import turns
@@ -173,10 +176,54 @@ def test_benjamini_hochberg_ignores_nan_p_values() -> None:
     # m' = 2 finite p-values: 0.02 <= 1 x 0.05 / 2 and 0.05 <= 2 x 0.05 / 2, both rejected (had the
     # NaNs counted, m = 4: 0.02 > 0.0125 and 0.05 > 0.025, none)
     assert turns.benjamini_hochberg([NAN, 0.05, NAN, 0.02]) == [False, True, False, True]
-    with pytest.raises(ValueError, match="p-values"):
+    with pytest.raises(ValueError, match="between 0 and 1"):
         turns.benjamini_hochberg([1.5])
     with pytest.raises(ValueError, match="q="):
         turns.benjamini_hochberg([0.01], q=0.0)
+
+
+def _step_up(p_values: list[float], q: float) -> list[bool]:
+    """Benjamini-Hochberg as the module doc writes it (the hand-written version scipy replaced):
+    the k smallest of the m' finite p-values for the largest k with p_(k) <= k q / m'."""
+    finite = sorted((p, i) for i, p in enumerate(p_values) if math.isfinite(p))
+    m = len(finite)
+    k = max((rank for rank, (p, _) in enumerate(finite, start=1) if p <= rank * q / m), default=0)
+    return [i in {j for _, j in finite[:k]} for i in range(len(p_values))]
+
+
+P_VALUES = st.lists(st.one_of(st.floats(0.0, 1.0), st.just(NAN)), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(P_VALUES, st.floats(1e-6, 1.0))
+def test_benjamini_hochberg_is_the_step_up_procedure(p_values: list[float], q: float) -> None:
+    # scipy adjusts p_(k) * m' / k and compares with q; the step-up compares p_(k) with k q / m':
+    # the same but for rounding when p_(k) is within an ulp of its threshold
+    finite = sorted(p for p in p_values if math.isfinite(p))
+    m = len(finite)
+    assume(all(not math.isclose(p, k * q / m, rel_tol=1e-12) for k, p in enumerate(finite, start=1)))
+    assert turns.benjamini_hochberg(p_values, q) == _step_up(p_values, q)
+
+
+LOG_RATIOS = st.floats(-1.0, 1.0).filter(lambda v: v == 0 or abs(v) > 1e-100)
+"""Log ratios, kept clear of underflow (where a mean or an sd of 1e-320 rounds to 0)."""
+
+
+def _t_test(logs: list[float]) -> float:
+    """The two-sided one-sample t-test of mean 0 as the module doc writes it (the hand-written
+    version scipy replaced)."""
+    n, mean, sd = len(logs), float(np.mean(logs)), float(np.std(logs, ddof=1))
+    if sd == 0:
+        return 1.0 if mean == 0 else 0.0
+    return 2 * float(sps.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LOG_RATIOS, min_size=2, max_size=300))
+def test_turn_ratio_p_value_is_the_t_test_by_formula(logs: list[float]) -> None:
+    # equal values: exactly 0 or 1 (the formula's sd of equal values can be an ulp above 0)
+    assume(min(logs) != max(logs))
+    assert turns.turn_ratio(logs).p_value == pytest.approx(_t_test(logs), rel=1e-9, abs=1e-300)
 
 
 def test_fdr_verdicts() -> None:

@@ -8,7 +8,7 @@ import pytest
 from harness import mnist
 from harness.errors import HarnessError
 from harness.mnist import MNIST_URL, load_mnist, resolve_mnist_path
-from harness.worker.build import data
+from harness.worker.training import data
 
 
 def _fake_mnist(path, n=100, x_shape=None, y_shape=None, **extra):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.worker.build.models import MODELS
 from harness.worker.checks import diagnosis
+from harness.worker.training.models import MODELS
 
 
 def _planted(model_inside: bool, optimizer_inside: bool) -> list[str]:

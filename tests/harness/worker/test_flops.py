@@ -31,8 +31,8 @@ def _mlp() -> object:
 def test_the_count_of_a_built_in_model_is_its_analytic_count(name: str, precision: str) -> None:
     import keras
 
-    from harness.worker.build.models import MODELS
     from harness.worker.flops import count_step
+    from harness.worker.training.models import MODELS
 
     keras.mixed_precision.set_dtype_policy(precision)
     try:

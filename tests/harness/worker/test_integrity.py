@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.worker.build.models import MODELS
 from harness.worker.checks import integrity
+from harness.worker.training.models import MODELS
 
 
 def _mirrored() -> object:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.worker.build.loops import ReductionCounter
+from harness.worker.training.loops import ReductionCounter
 
 
 def _counter(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.spec import models
-from harness.worker.build.models import MODELS
+from harness.worker.training.models import MODELS
 
 
 def test_conv2d_and_dense_flops():

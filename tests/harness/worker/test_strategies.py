@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.spec.strategies import STRATEGIES
-from harness.worker.build.strategies import BUILDERS
+from harness.worker.training.strategies import BUILDERS
 
 
 def test_one_builder_per_descriptor() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.spec.protocol import Protocol
-from harness.worker.build.loops import timed_windows
 from harness.worker.timing import Timings, calibrated_window_steps, measure
+from harness.worker.training.loops import timed_windows
 
 STEP_S = 0.001  # fake seconds per optimizer step
 COMPILE_S = 0.5  # fake extra seconds of the first call (tracing)

@@ -35,8 +35,8 @@ def _ref(tmp_path: Path, function: str) -> ModelRef:
 
 
 def test_a_users_sequence_model_is_built_with_its_batch_and_fed_token_ids(tmp_path: Path) -> None:
-    from harness.worker.build.data import make_dataset
-    from harness.worker.build.models import info_of, user_builder
+    from harness.worker.training.data import make_dataset
+    from harness.worker.training.models import info_of, user_builder
 
     ref = _ref(tmp_path, "seq")
     model = user_builder(ref, 4)()
@@ -50,14 +50,14 @@ def test_a_users_sequence_model_is_built_with_its_batch_and_fed_token_ids(tmp_pa
 
 
 def test_anything_but_a_keras_model_is_refused_by_name(tmp_path: Path) -> None:
-    from harness.worker.build.models import user_builder
+    from harness.worker.training.models import user_builder
 
     with pytest.raises(TypeError, match=r"user.py:number returned int, expected a keras.Model"):
         user_builder(_ref(tmp_path, "number"), 4)()
 
 
 def test_a_file_changed_after_planning_is_refused(tmp_path: Path) -> None:
-    from harness.worker.build.models import user_builder
+    from harness.worker.training.models import user_builder
 
     ref = _ref(tmp_path, "seq")
     Path(ref.source).write_text(SOURCE + "\n# edited\n")

@@ -26,9 +26,9 @@ from typing import Any
 
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
-from harness.worker.build.strategies import distribute
 from harness.worker.faults import spin, window_slowdown
 from harness.worker.timing import Stream
+from harness.worker.training.strategies import distribute
 
 
 @dataclass
