@@ -40,7 +40,7 @@ from harness.spec.axes import AXES
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
-from harness.spec.training import LEARNING_RATE, OPTIMIZER
+from harness.spec.training import LEARNING_RATE
 
 
 def axes(cell: Cell) -> Axes:
@@ -52,7 +52,6 @@ def axes(cell: Cell) -> Axes:
         **values,
         global_batch=cell.global_batch,
         effective_batch=cell.effective_batch,
-        optimizer=OPTIMIZER,
         learning_rate=LEARNING_RATE,
     )
 

@@ -177,6 +177,8 @@ SCALING_NAMES = ("weak", "strong")
 
 XLA_NAMES = ("off", "on")
 
+OPTIMIZER_NAMES = ("sgd", "adam")
+
 TENANT_FRAMEWORK_NAMES = (NONE, *FRAMEWORKS)
 
 MAX_TASKS = 1024
@@ -470,6 +472,20 @@ AXES: tuple[Axis, ...] = (
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
         column="A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training the same model at effective_batch examples per step (plain SGD, synthetic data) on the same devices, taking turns with the TensorFlow process alone, and both at once. Then examples_per_sec is the TensorFlow side's throughput while both trained.",
+    ),
+    Axis(
+        "optimizer",
+        str,
+        "sgd",
+        "the Keras optimizer, at the learning rate of every cell: sgd (plain SGD) or adam (Adam: "
+        "two slot variables per weight to read and write in each update)",
+        OPTIMIZER_NAMES,
+        words=MappingProxyType({"sgd": "plain SGD", "adam": "Adam"}),
+        reference="sgd",
+        said_at=18,
+        keys=frozenset({BASELINE, ALONE, COMPUTES}),
+        column="The Keras optimizer (learning_rate: its rate); rows written before 2026-11-27 hold "
+        "SGD(learning_rate=0.01), the only one then.",
     ),
 )
 

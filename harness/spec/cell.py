@@ -34,6 +34,7 @@ class Cell:
     tenants: int = 1
     loss: str = "auto"
     tenant_framework: str = NONE
+    optimizer: str = "sgd"
 
     def __post_init__(self) -> None:
         """Check every axis value (HarnessError naming a bad one and the accepted ones), then
@@ -121,13 +122,16 @@ class Cell:
         The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
         Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
         their tenant count: ``r2w1t2``, and a co-tenant from another framework its name: ``r1w1+jax``.
+        A loss other than ``auto`` and an optimizer other than ``sgd`` follow the model: ``cnn+adam``.
         XLA (``--jit-compile on``) marks the precision: ``float32+xla``.
         """
         strategy = self.strategy
         for option in (getattr(self, name) for name in OPTION_AXES):
             if option != NO_OPTION:
                 strategy += f"[{option}]"
-        loss = "" if self.loss == "auto" else f"+{self.loss}"
+        loss = ("" if self.loss == "auto" else f"+{self.loss}") + (
+            "" if self.optimizer == "sgd" else f"+{self.optimizer}"
+        )
         return "/".join(
             (
                 model_label(self.model) + loss,

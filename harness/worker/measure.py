@@ -73,7 +73,9 @@ def build_cell(
     spec = spec_of(cell.model, cell.per_replica_batch)
     with strategy.scope():
         model = spec.build()
-        optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+        optimizer = keras.optimizers.get(
+            {"class_name": cell.optimizer, "config": {"learning_rate": LEARNING_RATE}}
+        )
         if cell.precision == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         # Build now: a loss-scale optimizer traced unbuilt bakes its initial scale into the graph.

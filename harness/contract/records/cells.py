@@ -127,7 +127,7 @@ class Axes:
     loss: Annotated[str | None, _axis("loss")] = None
     scaling: Annotated[str, _axis("scaling")]
     tenant_framework: Annotated[str, _axis("tenant_framework")]
-    optimizer: Annotated[str, Col("", "Optimizer and its settings.")]
+    optimizer: Annotated[str, _axis("optimizer")]
     learning_rate: Annotated[float, Col("", "Optimizer learning rate.")]
 
 

@@ -71,7 +71,7 @@ def test_cell_row():
     assert r.flops.flops_per_example == 409088
     assert r.timing.window_target_s == 0.5 and r.timing.repeats == 3 and r.timing.warmup_windows == 1
     assert r.ran.jit_compile is None  # what ran: the worker reports it (measured_row)
-    assert "0.01" in r.cell.optimizer and r.cell.learning_rate == 0.01
+    assert r.cell.optimizer == "sgd" and r.cell.learning_rate == 0.01
 
 
 def test_machine():

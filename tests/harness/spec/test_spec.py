@@ -130,6 +130,7 @@ def test_axis_flags_and_defaults_build_a_cell():
         "--scaling",
         "--tenants",
         "--tenant-framework",
+        "--optimizer",
     ]
     # every axis default is accepted by its own check and matches the Cell field default
     defaults = {f.name: f.default for f in dataclasses.fields(Cell)}

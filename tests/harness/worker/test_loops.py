@@ -67,3 +67,20 @@ def test_jit_compile_on_compiles_each_update_of_either_loop():
         assert trainer.jit_compile() is True
         assert trainer.run(2) > 0
         assert trainer.jit_compile() is True, loop
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_optimizer_axis_builds_that_keras_optimizer_at_the_shared_rate(optimizer):
+    from harness.spec.cell import Cell
+    from harness.spec.training import LEARNING_RATE
+    from harness.worker.measure import build_cell
+
+    cell = Cell(model="dense", strategy="mirrored", batch=8, steps_per_execution=2, optimizer=optimizer)
+    built = build_cell(cell, ["/cpu:0"])
+    assert type(built.optimizer).__name__.lower() == optimizer
+    assert float(built.optimizer.learning_rate.numpy()) == pytest.approx(LEARNING_RATE)
+    assert built.trainer.run(2) > 0
+    # Adam keeps two slot variables per weight, plain SGD none
+    slots = len(built.optimizer.variables) - len([v for v in built.optimizer.variables if v.shape == ()])
+    assert slots == (2 * len(built.model.trainable_variables) if optimizer == "adam" else 0)
