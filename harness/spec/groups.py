@@ -73,6 +73,9 @@ class Relation(StrEnum):
     """A cell on a loop other than the default (``fit``) against the same cell on ``ctl``."""
     XLA = "xla"
     """A cell with XLA on (``--jit-compile on``) against the same cell with it off."""
+    OPTIMIZER = "optimizer"
+    """A cell with an optimizer other than plain SGD (``--optimizer adam``) against the same cell
+    with plain SGD."""
     COTENANCY = "cotenancy"
     """A cell with T > 1 tenants against the same cell alone (as
     :func:`harness.results.references.find_alone`)."""
@@ -105,6 +108,7 @@ _COMPARES: dict[Relation, str] = {
     Relation.ACCUMULATION: f"k against {AXIS_BY_NAME['accum_steps'].reference}",
     Relation.LOOP: _others_against_reference("loop"),
     Relation.XLA: f"{AXIS_BY_NAME['xla'].flag} {_others_against_reference('xla')}",
+    Relation.OPTIMIZER: _others_against_reference("optimizer"),
     Relation.COTENANCY: f"T tenants against {AXIS_BY_NAME['tenants'].reference}",
     Relation.SHARED: "a side with a co-tenant from another framework against itself alone",
     Relation.AB: "side B against side A",
@@ -237,6 +241,7 @@ _RULES = (
     _Rule(Relation.ACCUMULATION, lambda c: _at_default(c, "accum_steps")),
     _Rule(Relation.LOOP, lambda c: _at_default(c, "loop")),
     _Rule(Relation.XLA, lambda c: _at_default(c, "xla")),
+    _Rule(Relation.OPTIMIZER, lambda c: _at_default(c, "optimizer")),
     _Rule(Relation.COTENANCY, lambda c: _at_default(c, "tenants")),
 )
 """The relations a run reports, in :class:`Relation`'s order."""
