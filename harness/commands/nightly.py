@@ -15,10 +15,14 @@ import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.analysis import nightly
+from harness.analysis.nightly import Rules
+from harness.analysis.nightly_page import page
+from harness.analysis.nightly_text import markdown, round_line, table
+from harness.analysis.tables import render_table
+from harness.commands.output import add_json, give
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
     Selection,
@@ -29,14 +33,19 @@ from harness.commands.selection import (
     refuse_tenant_framework,
     select,
 )
+from harness.commands.shared import interrupt_on_sigterm, parse_env
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.columns import flatten
 from harness.contract.outputs import NightlyOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
+from harness.launch import envs, forks
+from harness.launch import nightly as launch_nightly
+from harness.launch.ab import Side
+from harness.launch.envs import check_side, env_folder, is_interpreter
+from harness.launch.lock import MachineLock
+from harness.launch.platform import cpu_model
+from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
 from harness.spec.rules import unsupported_reason
-
-if TYPE_CHECKING:
-    from harness.analysis.nightly import Rules
 
 NAME = "nightly"
 
@@ -135,8 +144,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _rules(args: argparse.Namespace) -> Rules:
-    from harness.analysis.nightly import Rules
-
     try:
         return Rules(min_effect=args.min_effect, alpha=args.false_alarm)
     except ValueError as e:
@@ -152,9 +159,6 @@ def _label(args: argparse.Namespace) -> str:
 
 def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     """Every check before the first install or process (HarnessError on bad input)."""
-    from harness.commands.ab import parse_env
-    from harness.launch.envs import check_side
-
     check_side("--candidate", args.candidate)
     check_side("--baseline", args.baseline)
     parse_env("--candidate-env", args.candidate_env)
@@ -180,8 +184,6 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
 
 
 def _side_plan(role: str, value: str, envs: str) -> str:
-    from harness.launch.envs import env_folder, is_interpreter
-
     if is_interpreter(value):
         return f"{role}: the interpreter {value}"
     pinned = " (pinned by its lock file once resolved)" if role == "reference" else " (upgraded each night)"
@@ -214,19 +216,6 @@ def _given(value: str, env: tuple[tuple[str, str], ...]) -> str:
 
 
 def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> int:
-    from harness.analysis import nightly
-    from harness.analysis.nightly_page import page
-    from harness.analysis.nightly_text import markdown, round_line, table
-    from harness.analysis.tables import render_table
-    from harness.commands.ab import parse_env
-    from harness.commands.run import interrupt_on_sigterm
-    from harness.launch import envs, forks
-    from harness.launch.ab import Side
-    from harness.launch.lock import MachineLock
-    from harness.launch.nightly import Budget, Sides, measure, points
-    from harness.launch.platform import cpu_model
-    from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
-
     out = Path(args.results)
     interrupt_on_sigterm()
     print(f"preparing the baseline {args.baseline!r} and the candidate {args.candidate!r}", flush=True)
@@ -245,9 +234,9 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
             print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
     lock = MachineLock(out)
     lock.acquire(args.wait_lock)
-    budget = Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
+    budget = launch_nightly.Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
     with lock, forks.serving(sel.protocol.fork):
-        result = measure(
+        result = launch_nightly.measure(
             sel.cells,
             sel.protocol,
             sel.platform,
@@ -264,7 +253,9 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
         for path in result.paths:
             print(f"wrote {path} (the pairs measured so far)")
         return EXIT_INTERRUPTED
-    rows, verdicts = points(result, Sides(candidate, reference, label), out, rules, sel.protocol.budget_min)
+    rows, verdicts = launch_nightly.points(
+        result, launch_nightly.Sides(candidate, reference, label), out, rules, sel.protocol.budget_min
+    )
     written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
     dashboard = out / NIGHTLY_FOLDER / "index.html"
     dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.baseline}"))
@@ -281,7 +272,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
         if wrote is not None:
             print(f"wrote {wrote}")
     sys.stdout.flush()
-    output.give(
+    give(
         NightlyOutput(
             night_id=result.night_id,
             label=label,

@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import datetime as dt
 import errno
-import signal
 import sys
 import time
 from collections import Counter
@@ -18,8 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.commands.output import add_json, give
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -28,6 +26,7 @@ from harness.commands.selection import (
     platform_text,
     select,
 )
+from harness.commands.shared import interrupt_on_sigterm
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
@@ -239,18 +238,6 @@ def _measure_holding_the_lease(sel: Selection, out: Path) -> int:
     return code
 
 
-def interrupt_on_sigterm() -> None:
-    """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept. Ctrl-C
-    (SIGINT) is handled even when a wrapper started this process with SIGINT ignored (Python then
-    installs no handler of its own)."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
 def _cluster_task(sel: Selection, out: Path) -> int:
     """A task of a real cluster other than the chief: a peer takes part in every cell, a server
     serves the whole run; neither writes results."""
@@ -449,7 +436,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     elif result.time is not None and result.time.processes:
         print(result.time.text())
     failed = failed_cells(result.rows)
-    output.give(
+    give(
         RunOutput(
             run_id=result.run_id,
             written=[str(p) for p in result.paths],
