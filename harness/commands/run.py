@@ -262,7 +262,9 @@ def _cluster_task(sel: Selection, out: Path) -> int:
             end = serve_cluster_task(sel.cells[0], sel.worker_options(log_dir), config)
             print(f"server done: {end.detail}; exit code {end.code}", flush=True)
             return end.code
-        counts = follow_sweep(sel.cells, sel.platform, sel.worker_options(log_dir), cluster_launcher(config))
+        counts = follow_sweep(
+            sel.cells, sel.protocol, sel.platform, sel.worker_options(log_dir), cluster_launcher(config)
+        )
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -391,7 +391,7 @@ class TurnsRun:
         """Whether a member of this cell times its step breakdown in the next instance: not yet
         done, and every cell's (``protocol.breakdown``) or, with ``protocol.breakdown_named``, one
         of the cells the answer names so far (:meth:`named`)."""
-        protocol = self.options.protocol
+        protocol = self.run.protocol
         if cell_id in self.broken_down:
             return False
         return protocol.breakdown or (protocol.breakdown_named and cell_id in self._named_now())
@@ -422,8 +422,8 @@ class TurnsRun:
         wanted = self._wants_breakdown(member.cell.id)
         if wanted:
             self.asked.add(member.cell.id)
-        protocol = dataclasses.replace(self.options.protocol, breakdown=wanted)
-        return dataclasses.replace(self.options, protocol=protocol)
+        settings = dataclasses.replace(self.options.settings, breakdown=wanted)
+        return dataclasses.replace(self.options, settings=settings)
 
     def _record(self, cell: Cell, end: CellEnd) -> None:
         k = self.instances_of.get(cell.id, 0)
@@ -803,7 +803,9 @@ def run_in_turns(
     for each model's fastest first (:func:`harness.spec.groups.headline_groups`); ``started``:
     when the command started, on ``clock`` (the budget counts from there)."""
     run = RunState(cells, protocol, platform, out, peaks, run_id, resumed.resumes + 1 if resumed else 0)
-    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
+    options = WorkerOptions.of(
+        protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path
+    )
     state = TurnsRun(run, options, launcher, clock, journal, contenders)
     if started is not None:
         state.t0 = started

@@ -92,7 +92,7 @@ def measure(
     result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
     files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
     run = RunInfo(run_id=result.night_id, suite_version=suite_version())
-    options = WorkerOptions(protocol, platform, out / "logs" / result.date / result.night_id)
+    options = WorkerOptions.of(protocol, platform, out / "logs" / result.date / result.night_id)
     pairs = Pairs(files, run, protocol, options, {"A": reference, "B": candidate}, launcher)
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
     orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]

@@ -468,7 +468,7 @@ def _budget(tmp_path: Path, protocol: Protocol, clock: Clock, contenders: tuple[
     holds DEFAULT, ONE and TWO (the two strategy comparisons)."""
     folder = tmp_path / f"run{len(contenders)}"
     run = RunState([DEFAULT, ONE, TWO], protocol, Platform(), folder, PeakLog(Platform(), ()))
-    options = WorkerOptions(protocol, Platform(), folder / "logs")
+    options = WorkerOptions.of(protocol, Platform(), folder / "logs")
     return budget.TurnsRun(run, options, budget.run_cell_processes, clock, contenders=contenders)
 
 
@@ -567,10 +567,10 @@ def test_the_default_sweep_breaks_down_only_the_cells_the_answer_names(tmp_path:
     assert state.named() == set()  # below its minimum the leader still changes: nothing yet
     _measured(h0, [DIFFERENT], instances=3)
     assert state.named() == {ONE.id, TWO.id}  # TWO leads, ONE is its closest rival
-    wanted = {cell.id: state._options(Member(cell)).protocol.breakdown for cell in (DEFAULT, ONE, TWO)}
+    wanted = {cell.id: state._options(Member(cell)).settings.breakdown for cell in (DEFAULT, ONE, TWO)}
     assert wanted == {DEFAULT.id: False, ONE.id: True, TWO.id: True}
     assert state._pending_breakdowns(h0.group) == 2
     state.broken_down |= {ONE.id, TWO.id}  # recorded with one: never again
-    assert not state._options(Member(TWO)).protocol.breakdown
+    assert not state._options(Member(TWO)).settings.breakdown
     every = _budget(tmp_path, dataclasses.replace(protocol, breakdown=True), Clock(), ())
-    assert every._options(Member(DEFAULT)).protocol.breakdown  # --breakdown: every cell
+    assert every._options(Member(DEFAULT)).settings.breakdown  # --breakdown: every cell
