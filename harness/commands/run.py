@@ -324,6 +324,7 @@ def _measure_local(
     from harness.launch.lock import command_line
     from harness.launch.platform import machine
     from harness.launch.resume import plan_entry
+    from harness.launch.run_params import Identity, Output, Work
     from harness.launch.runner import new_run_id, run_date, suite_version
     from harness.launch.turns import Plan
     from harness.results import journal
@@ -364,16 +365,9 @@ def _measure_local(
     with log, forks.serving(pr.fork):
         try:
             result = run_in_turns(
-                cells,
-                pr,
-                platform,
-                out,
-                mnist_path,
-                run_id=run_id,
-                journal=log,
-                resumed=resumed,
-                contenders=contenders,
-                started=STARTED if resumed is None else None,
+                Work(tuple(cells), pr, platform, mnist_path, tuple(contenders)),
+                Output(out, log),
+                Identity(run_id, resumed, STARTED if resumed is None else None),
             )
         except OSError as e:
             if e.errno != errno.ENOSPC:
