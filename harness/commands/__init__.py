@@ -13,8 +13,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
+from harness import __version__
 from harness.commands import (
     ab,
     check,
@@ -32,6 +34,7 @@ from harness.commands import (
 )
 from harness.contract.outputs import OUTPUTS, dumps
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
+from harness.launch.platform import git_sha
 
 COMMANDS: dict[str, ModuleType] = {
     m.NAME: m
@@ -57,10 +60,6 @@ def version_text() -> str:
     """``tf-strategy-bench 0.1.0 (commit 1a2b3c4d5e6f), TensorFlow 2.21.0, Keras 3.15.1``: the suite
     and the installed TensorFlow and Keras, read from package metadata (the parent never imports
     TensorFlow)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from harness import __version__
-    from harness.launch.platform import git_sha
 
     def installed(*names: str) -> str:
         for name in names:

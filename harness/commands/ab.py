@@ -12,10 +12,12 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.analysis.ab import EXIT_CODES, FAILED, Rule, overall
+from harness.analysis.ab_text import markdown, progress_line, table
+from harness.analysis.tables import render_table
+from harness.commands.output import add_json, give
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
     Selection,
@@ -25,14 +27,14 @@ from harness.commands.selection import (
     refuse_tenant_framework,
     select,
 )
+from harness.commands.shared import interrupt_on_sigterm, parse_env
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
+from harness.launch import forks
+from harness.launch.ab import MODES, Mode, Side, run_ab
+from harness.launch.lock import MachineLock
 from harness.spec.axes import AXES
-
-if TYPE_CHECKING:  # imported when the command runs: the parser is built without them
-    from harness.analysis.ab import Rule
-    from harness.launch.ab import Mode, Side
 
 NAME = "ab"
 
@@ -125,27 +127,13 @@ def _python(flag: str, path: str | None) -> str | None:
     return path
 
 
-def parse_env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
-    out = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise HarnessError(f"Received {flag} {item!r}; expected KEY=VALUE, e.g. TF_ENABLE_ONEDNN_OPTS=0.")
-        out.append((key, value))
-    return tuple(out)
-
-
-def _sides(args: argparse.Namespace) -> tuple[Any, Any]:
-    from harness.launch.ab import Side
-
+def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     a = Side("A", _python("--baseline", args.baseline), parse_env("--baseline-env", args.baseline_env))
     b = Side("B", _python("--candidate", args.candidate), parse_env("--candidate-env", args.candidate_env))
     return a, b
 
 
 def _rule(args: argparse.Namespace) -> Rule:
-    from harness.analysis.ab import Rule
-
     try:
         return Rule(min_effect=args.min_effect, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
     except ValueError as e:
@@ -153,8 +141,6 @@ def _rule(args: argparse.Namespace) -> Rule:
 
 
 def _mode(name: str) -> Mode:
-    from harness.launch.ab import MODES
-
     if name not in MODES:
         raise HarnessError(f"Received --mode {name!r}; expected one of {sorted(MODES)}.")
     return MODES[name]
@@ -206,14 +192,6 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
         return EXIT_OK
-    from harness.analysis.ab import EXIT_CODES, FAILED, overall
-    from harness.analysis.ab_text import markdown, progress_line, table
-    from harness.analysis.tables import render_table
-    from harness.commands.run import interrupt_on_sigterm
-    from harness.launch import forks
-    from harness.launch.ab import run_ab
-    from harness.launch.lock import MachineLock
-
     interrupt_on_sigterm()
     lock = MachineLock(Path(args.results))
     lock.acquire(args.wait_lock)
@@ -248,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.markdown}")
     for path in result.paths:
         print(f"wrote {path}")
-    output.give(
+    give(
         AbOutput(
             ab_id=result.ab_id,
             verdict=verdict,

@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.commands.output import add_json, give
 from harness.contract.outputs import CheckOutput
 from harness.errors import EXIT_FAILURE, EXIT_OK
+from harness.results.check import scan
 
 NAME = "check"
 
@@ -31,8 +31,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.results.check import scan
-
     root = Path(args.results)
     found = scan(root)
     for f in found.findings:
@@ -42,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"check {root}: {found.files} files read, {damaged} damaged" + (f", {notes} note(s)" if notes else "")
     )
-    output.give(
+    give(
         CheckOutput(
             results=str(root),
             files=found.files,

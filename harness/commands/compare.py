@@ -6,13 +6,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.compare import compare, text_table, write_markdown
+from harness.analysis.cost import cost_text
 from harness.analysis.gate import GatePolicy
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.analysis.plots import series_figures
+from harness.commands.output import add_json, give
 from harness.commands.paths import check_writable, check_writable_file
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
+from harness.results import history
 
 NAME = "compare"
 
@@ -90,10 +93,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.compare import compare, text_table, write_markdown
-    from harness.analysis.cost import cost_text
-    from harness.results import history
-
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.false_alarm)
     cells, _ = history.load(args.results)
     chosen = history.select_comparison(cells, args.baseline, args.candidate)
@@ -110,8 +109,6 @@ def run(args: argparse.Namespace) -> int:
         write_markdown(result, Path(args.markdown))
         print(f"wrote {args.markdown}")
     if args.figures:
-        from harness.analysis.plots import series_figures
-
         for path in series_figures(cells, result, Path(args.figures)):
             print(f"wrote {path}")
     if result.exit_code == EXIT_SHORT_HISTORY:
@@ -129,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for v in result.verdicts
     ]
-    output.give(
+    give(
         CompareOutput(candidate_runs=result.candidate_runs, baseline_runs=result.baseline_runs, series=series)
     )
     return result.exit_code

@@ -6,7 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.hardware import FOOTNOTE, compare_machines, read_prices, text_table
+from harness.analysis.plots import hardware_scaling
 from harness.commands.paths import check_writable, check_writable_file
+from harness.results import history
 
 NAME = "compare-hardware"
 
@@ -40,9 +43,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.hardware import FOOTNOTE, compare_machines, read_prices, text_table
-    from harness.results import history
-
     cells, _ = history.load(args.results)
     all_runs = history.runs(cells)
     run_ids = (
@@ -62,8 +62,6 @@ def run(args: argparse.Namespace) -> int:
         table.to_csv(args.csv, index=False)
         print(f"wrote {args.csv}")
     if args.figures:
-        from harness.analysis.plots import hardware_scaling
-
         for path in hardware_scaling(table, Path(args.figures)):
             print(f"wrote {path}")
     return 0

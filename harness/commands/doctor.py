@@ -7,8 +7,10 @@ import math
 import sys
 from typing import Any
 
+from harness.analysis.doctor import render, to_json_text
 from harness.commands.selection import add_dry_run, int_list
 from harness.errors import EXIT_OK, require
+from harness.launch.doctor import MWMS_WORKERS, examine
 from harness.launch.platform import DEVICE_CHOICES
 from harness.spec.protocol import MAX_CPU_DEVICES
 
@@ -65,9 +67,6 @@ def plan(args: argparse.Namespace) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.doctor import render, to_json_text
-    from harness.launch.doctor import MWMS_WORKERS, examine
-
     counts = plan(args)
     if args.dry_run:
         which = (

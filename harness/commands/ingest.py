@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.commands.paths import check_writable
 from harness.errors import EXIT_FAILURE, EXIT_OK
+from harness.results.ingest import ingest
 
 NAME = "ingest"
 
@@ -27,8 +28,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.results.ingest import ingest
-
     check_writable(Path(args.results), "--results", keep=False)  # made when a row is written
     done = ingest(Path(args.json), Path(args.results))
     print(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.commands.output import add_json, give
 from harness.commands.selection import add_selection_args, how_it_measures, platform_text, select
 from harness.contract.outputs import ListedCell, ListOutput
 from harness.results.collectives import topology_label
@@ -39,5 +38,5 @@ def run(args: argparse.Namespace) -> int:
     )
     print("\n".join(how_it_measures(sel)))
     listed = [ListedCell(cell_id=name(c), unsupported=why) for c, why in planned]
-    output.give(ListOutput(sweep=sel.sweep.name, platform=platform_text(sel.platform), cells=listed))
+    give(ListOutput(sweep=sel.sweep.name, platform=platform_text(sel.platform), cells=listed))
     return 0

@@ -11,14 +11,16 @@ out).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.commands import output
-from harness.commands.output import add_json
+from harness.analysis import nightly
+from harness.analysis.nightly import Rules
+from harness.analysis.nightly_text import markdown, round_line, table
+from harness.analysis.tables import render_table
+from harness.commands.output import add_json, give
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
     Selection,
@@ -29,14 +31,16 @@ from harness.commands.selection import (
     refuse_tenant_framework,
     select,
 )
+from harness.commands.shared import interrupt_on_sigterm, parse_env
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.columns import flatten
 from harness.contract.outputs import NightlyOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
+from harness.launch import nightly as launch_nightly
+from harness.launch.envs import check_side, env_folder, is_interpreter
+from harness.launch.platform import cpu_model
+from harness.launch.run_params import Work
 from harness.spec.rules import unsupported_reason
-
-if TYPE_CHECKING:
-    from harness.analysis.nightly import Rules
 
 NAME = "nightly"
 
@@ -135,8 +139,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _rules(args: argparse.Namespace) -> Rules:
-    from harness.analysis.nightly import Rules
-
     try:
         return Rules(min_effect=args.min_effect, alpha=args.false_alarm)
     except ValueError as e:
@@ -152,9 +154,6 @@ def _label(args: argparse.Namespace) -> str:
 
 def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     """Every check before the first install or process (HarnessError on bad input)."""
-    from harness.commands.ab import parse_env
-    from harness.launch.envs import check_side
-
     check_side("--candidate", args.candidate)
     check_side("--baseline", args.baseline)
     parse_env("--candidate-env", args.candidate_env)
@@ -180,8 +179,6 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
 
 
 def _side_plan(role: str, value: str, envs: str) -> str:
-    from harness.launch.envs import env_folder, is_interpreter
-
     if is_interpreter(value):
         return f"{role}: the interpreter {value}"
     pinned = " (pinned by its lock file once resolved)" if role == "reference" else " (upgraded each night)"
@@ -208,85 +205,55 @@ def run(args: argparse.Namespace) -> int:
     return _night(args, sel, rules, label)
 
 
-def _given(value: str, env: tuple[tuple[str, str], ...]) -> str:
-    """A side as recorded: as given, with its environment variables."""
-    return " ".join([value, *("=".join(kv) for kv in env)])
-
-
 def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> int:
-    from harness.analysis import nightly
-    from harness.analysis.nightly_page import page
-    from harness.analysis.nightly_text import markdown, round_line, table
-    from harness.analysis.tables import render_table
-    from harness.commands.ab import parse_env
-    from harness.commands.run import interrupt_on_sigterm
-    from harness.launch import envs, forks
-    from harness.launch.ab import Side
-    from harness.launch.lock import MachineLock
-    from harness.launch.nightly import Budget, Sides, measure, points
-    from harness.launch.platform import cpu_model
-    from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
-
     out = Path(args.results)
     interrupt_on_sigterm()
-    print(f"preparing the baseline {args.baseline!r} and the candidate {args.candidate!r}", flush=True)
-    reference = envs.reference(args.baseline, Path(args.envs), out / NIGHTLY_FOLDER)
-    candidate = envs.candidate(args.candidate, Path(args.envs))
-    print(
-        f"reference: {reference.versions} (pin {reference.pin}); candidate: {candidate.versions}", flush=True
+    budget = launch_nightly.Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
+    request = launch_nightly.NightRequest(
+        args.candidate,
+        args.baseline,
+        parse_env("--candidate-env", args.candidate_env),
+        parse_env("--baseline-env", args.baseline_env),
+        Path(args.envs),
+        label,
+        rules,
+        budget,
+        args.wait_lock,
     )
-    ref_env = parse_env("--baseline-env", args.baseline_env)
-    cand_env = parse_env("--candidate-env", args.candidate_env)
-    reference = dataclasses.replace(reference, given=_given(reference.given, ref_env))
-    candidate = dataclasses.replace(candidate, given=_given(candidate.given, cand_env))
-    for cell in sel.cells:
-        why = unsupported_reason(cell, sel.platform)
-        if why:
-            print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
-    lock = MachineLock(out)
-    lock.acquire(args.wait_lock)
-    budget = Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
-    with lock, forks.serving(sel.protocol.fork):
-        result = measure(
-            sel.cells,
-            sel.protocol,
-            sel.platform,
-            out,
-            Side("A", reference.python, ref_env),
-            Side("B", candidate.python, cand_env),
-            budget,
-            report=lambda outcomes, rnd, spent: print(
-                round_line(outcomes, rnd, spent, budget.seconds), flush=True
-            ),
-        )
+    work = Work(tuple(sel.cells), sel.protocol, sel.platform, sel.mnist_path)
+    night = launch_nightly.night(
+        work,
+        out,
+        request,
+        report=lambda outcomes, rnd, spent: print(
+            round_line(outcomes, rnd, spent, budget.seconds), flush=True
+        ),
+    )
+    result, rows = night.result, night.rows
     if result.interrupted:
         print(f"\nnightly {label} ({result.night_id}): interrupted; no point appended to the series")
         for path in result.paths:
             print(f"wrote {path} (the pairs measured so far)")
         return EXIT_INTERRUPTED
-    rows, verdicts = points(result, Sides(candidate, reference, label), out, rules, sel.protocol.budget_min)
-    written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
-    dashboard = out / NIGHTLY_FOLDER / "index.html"
-    dashboard.write_text(page(read_nightly(out), f"nightly: {args.candidate} against {args.baseline}"))
-    failed = sum(v is None for v in verdicts)
-    verdict = nightly.overall([v for v in verdicts if v is not None], rules, failed)
+    failed = sum(v is None for v in night.verdicts)
+    verdict = nightly.overall([v for v in night.verdicts if v is not None], rules, failed)
     print()
     print(render_table(*table(rows)))
     print(f"\nnightly {label} ({result.night_id}): {verdict}")
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown(rows, verdict, rules, cpu_model(), str(dashboard)))
+        Path(args.markdown).write_text(markdown(rows, verdict, rules, cpu_model(), str(night.dashboard)))
         print(f"wrote {args.markdown}")
-    for wrote in [*result.paths, written, dashboard]:
-        if wrote is not None:
-            print(f"wrote {wrote}")
+    written = [w for w in [*result.paths, night.written, night.dashboard] if w is not None]
+    for wrote in written:
+        print(f"wrote {wrote}")
     sys.stdout.flush()
-    output.give(
+    give(
         NightlyOutput(
             night_id=result.night_id,
             label=label,
             verdict=verdict,
-            written=[str(w) for w in [*result.paths, written, dashboard] if w is not None],
+            written=[str(w) for w in written],
             points=[flatten(r) for r in rows],
         )
     )

@@ -11,10 +11,16 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import scaling
+from harness.analysis.plots import prediction_figure
+from harness.analysis.tables import render_table
 from harness.commands.paths import check_writable
+from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError, require
+from harness.results import history
+from harness.results.store import read_collectives
 from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES, PRECISION_NAMES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
@@ -68,8 +74,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _counts(text: str | None, flag: str) -> list[int]:
-    from harness.commands.selection import int_list
-
     return int_list(flag, "1,2,3,4" if text is None else text, 1, MAX_DEVICES)
 
 
@@ -172,9 +176,6 @@ def _typed(row: pd.Series) -> CellRow:
 def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict[int, float]]:
     """The alpha-beta cost and the measured gradient all-reduces of the model (devices -> s), from
     the collectives rows measured on the 1-device ``cell``'s machine (or the described link)."""
-    from harness.analysis import scaling
-    from harness.results.store import read_collectives
-
     if args.link_gbps is not None:
         return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
     return scaling.cost_from_table(
@@ -188,8 +189,6 @@ def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict
 
 def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
     """One line per n: the prediction, and the measured figure and error where a row exists."""
-    from harness.analysis import scaling
-
     axis, other_axis = _axes(args.strategy)
     op_column = STRATEGIES[args.strategy].option_axis
     op = args.op or _default_op(args.strategy)
@@ -264,10 +263,6 @@ def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.plots import prediction_figure
-    from harness.analysis.tables import render_table
-    from harness.results import history
-
     _check(args)
     cells, _ = history.load(args.results)
     lines, cost = predictions(cells, args)

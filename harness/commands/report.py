@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.report import write_report
 from harness.commands.paths import check_writable
 from harness.commands.vocabulary import refuse_renamed
+from harness.results import history
+from harness.results.store import read_collectives, read_ratios
 
 NAME = "report"
 
@@ -35,10 +38,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.report import write_report
-    from harness.results import history
-    from harness.results.store import read_collectives, read_ratios
-
     cells, _ = history.load(args.results, ab=True)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]

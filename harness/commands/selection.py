@@ -197,7 +197,7 @@ class Selection:
 
     def worker_options(self, log_dir: Path) -> WorkerOptions:
         """The options every worker process of this selection gets, logs under ``log_dir``."""
-        return WorkerOptions(self.protocol, self.platform, log_dir, self.mnist_path)
+        return WorkerOptions.of(self.protocol, self.platform, log_dir, self.mnist_path)
 
 
 def select(args: argparse.Namespace) -> Selection:

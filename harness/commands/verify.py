@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.commands.run import interrupt_on_sigterm
+from harness.analysis.verdicts import judge, verdict_table
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -23,8 +23,10 @@ from harness.commands.selection import (
     dry_run_text,
     select,
 )
+from harness.commands.shared import interrupt_on_sigterm
 from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
+from harness.launch.runner import verify_cells
 from harness.spec.cell import Cell
 
 NAME = "verify"
@@ -93,9 +95,6 @@ def run(args: argparse.Namespace) -> int:
 
 def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
     """Train and judge the selection's cells (see the module docstring); the exit code."""
-    from harness.analysis.verdicts import judge, verdict_table
-    from harness.launch.runner import verify_cells
-
     print(
         f"verify: {len(sel.cells)} cells, {updates} updates each from seed {sel.protocol.seed}, "
         "op determinism on, TF32 off",

@@ -7,7 +7,7 @@ worker reads it back with :meth:`Job.from_json` and answers in EVENTS (:mod:`har
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +17,46 @@ from harness.spec.strategies import Role
 
 
 @dataclass(frozen=True)
+class WorkerSettings:
+    """What a worker process reads of the run's :class:`~harness.spec.protocol.Protocol`: how it
+    times its cell (``window_s``, ``repeats``, ``warmup_windows``, ``min_window_steps``), the
+    ``seed`` it builds from, how long it waits for the other processes at the start barrier and a
+    multi-worker cell's rendezvous (``rendezvous_timeout_s``), its memory cap
+    (``worker_memory_gib``) and whether it times its update's parts (``breakdown``: set per
+    process by the parent). The rest of the protocol (the budget, processes, turns, deadlines,
+    verdicts) stays in the parent. Made with :meth:`of`: the protocol holds the defaults."""
+
+    repeats: int
+    window_s: float
+    warmup_windows: int
+    min_window_steps: int
+    seed: int
+    rendezvous_timeout_s: float
+    worker_memory_gib: float
+    breakdown: bool
+
+    @classmethod
+    def of(cls, protocol: Protocol) -> WorkerSettings:
+        """The protocol's fields a worker reads."""
+        return cls(**{f.name: getattr(protocol, f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
 class WorkerOptions:
-    """What every worker process of a run shares.
+    """What every worker process of a run shares, and how its launcher starts and watches it.
 
-    ``log_dir``: where each process's log goes; ``startup_timeout_s``: seconds to import TensorFlow
-    and set up devices; ``verify_updates``: when set, train each cell this many updates and save its
-    weights under ``weights_dir`` (no timing)."""
+    ``settings``: what the worker reads of the protocol; ``log_dir``: where each process's log
+    goes; ``startup_timeout_s``: seconds to import TensorFlow and set up devices, and
+    ``cell_timeout_s``: seconds for the cell once started (the launcher's deadlines);
+    ``verify_updates``: when set, train each cell this many updates and save its weights under
+    ``weights_dir`` (no timing)."""
 
-    protocol: Protocol
+    settings: WorkerSettings
     platform: Platform
     log_dir: Path
     mnist_path: str | None = None
     startup_timeout_s: float = 180.0
+    cell_timeout_s: float = 600.0
     verify_updates: int | None = None
     weights_dir: str | None = None
     collectives_max_bytes: int | None = None
@@ -44,6 +72,21 @@ class WorkerOptions:
     a cell's weights depend on what it computes, not on which kernels and summation order its
     process got, and the float32 tolerance judges float32 arithmetic. Measured runs leave both at
     TensorFlow's defaults: determinism slows training."""
+
+    @classmethod
+    def of(
+        cls, protocol: Protocol, platform: Platform, log_dir: Path, mnist_path: str | None = None, **more: Any
+    ) -> WorkerOptions:
+        """The options of a run timed by ``protocol``: its worker settings and its cell deadline
+        (``more``: the other fields)."""
+        return cls(
+            WorkerSettings.of(protocol),
+            platform,
+            log_dir,
+            mnist_path,
+            cell_timeout_s=protocol.cell_timeout_s,
+            **more,
+        )
 
 
 @dataclass(frozen=True)
@@ -90,7 +133,7 @@ class Job:
             **{
                 **o,
                 "env": tuple(map(tuple, o.get("env", ()))),
-                "protocol": Protocol(**o["protocol"]),
+                "settings": WorkerSettings(**o["settings"]),
                 "platform": Platform(**{**o["platform"], "gpu_ids": tuple(o["platform"].get("gpu_ids", ()))}),
                 "log_dir": Path(o["log_dir"]),
             }

@@ -354,7 +354,7 @@ def run_ab(
     result = AbResult(new_run_id(now))
     files = RunFiles(out / AB_FOLDER, now.strftime("%Y-%m-%d"), result.ab_id)  # apart from run history
     run = RunInfo(run_id=result.ab_id, suite_version=suite_version())
-    options = WorkerOptions(protocol, platform, out / "logs" / files.date / result.ab_id)
+    options = WorkerOptions.of(protocol, platform, out / "logs" / files.date / result.ab_id)
     pairs = Pairs(files, run, protocol, options, {"A": a, "B": b}, launcher)
     runnable = [c for c, why in plan(cells, platform) if why is None]
     try:

@@ -37,10 +37,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
@@ -50,10 +48,10 @@ from harness.formulas import stats
 from harness.formulas import turns as tstats
 from harness.formulas.turns import Turn
 from harness.launch import resume
-from harness.launch.peak import PeakLog
 from harness.launch.platform import available_memory_bytes
 from harness.launch.progress import Progress
-from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, run_cell_processes
+from harness.launch.run_params import NEW_RUN, REAL, Hooks, Identity, Output, Work
+from harness.launch.runner import CellEnd, Launcher, RunResult, RunState
 from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.cost import RunCost
 from harness.results.journal import Journal
@@ -72,7 +70,7 @@ from harness.spec.groups import (
     race_groups,
 )
 from harness.spec.models import ModelRef
-from harness.spec.protocol import BUSY_MIN_BLOCKS, Platform, Protocol
+from harness.spec.protocol import BUSY_MIN_BLOCKS, Protocol
 
 RACE_SHARE = 0.7
 """The share of the budget the first stage may spend (past its minimum instances) before the
@@ -391,7 +389,7 @@ class TurnsRun:
         """Whether a member of this cell times its step breakdown in the next instance: not yet
         done, and every cell's (``protocol.breakdown``) or, with ``protocol.breakdown_named``, one
         of the cells the answer names so far (:meth:`named`)."""
-        protocol = self.options.protocol
+        protocol = self.run.protocol
         if cell_id in self.broken_down:
             return False
         return protocol.breakdown or (protocol.breakdown_named and cell_id in self._named_now())
@@ -422,8 +420,8 @@ class TurnsRun:
         wanted = self._wants_breakdown(member.cell.id)
         if wanted:
             self.asked.add(member.cell.id)
-        protocol = dataclasses.replace(self.options.protocol, breakdown=wanted)
-        return dataclasses.replace(self.options, protocol=protocol)
+        settings = dataclasses.replace(self.options.settings, breakdown=wanted)
+        return dataclasses.replace(self.options, settings=settings)
 
     def _record(self, cell: Cell, end: CellEnd) -> None:
         k = self.instances_of.get(cell.id, 0)
@@ -778,39 +776,32 @@ def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
     state.t0 = state.clock() - resumed.elapsed_s
 
 
-def run_in_turns(
-    cells: list[Cell],
-    protocol: Protocol,
-    platform: Platform,
-    out: Path,
-    mnist_path: str | None = None,
-    progress: Progress | None = None,
-    launcher: Launcher = run_cell_processes,
-    peaks: PeakLog | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    run_id: str | None = None,
-    journal: Journal | None = None,
-    resumed: resume.Resumed | None = None,
-    contenders: Collection[str] = (),
-    started: float | None = None,
-) -> RunResult:
-    """Measure every runnable cell in group instances under the budget (see the module docstring);
-    write every cell row (unsupported ones too) and the ratios table under ``out``.
-
-    ``journal``: where every instance, peak and stage is appended as it ends; ``resumed``: a run
-    killed before it wrote its rows, whose journaled instances are kept and whose budget goes on
-    (``run_id`` and ``journal`` are then its own). ``contenders``: the ids of the cells raced
-    for each model's fastest first (:func:`harness.spec.groups.headline_groups`); ``started``:
-    when the command started, on ``clock`` (the budget counts from there)."""
-    run = RunState(cells, protocol, platform, out, peaks, run_id, resumed.resumes + 1 if resumed else 0)
-    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
-    state = TurnsRun(run, options, launcher, clock, journal, contenders)
-    if started is not None:
-        state.t0 = started
+def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks: Hooks = REAL) -> RunResult:
+    """Measure every runnable cell of ``work`` in group instances under its protocol's budget (see
+    the module docstring); write every cell row (unsupported ones too) and the ratios table under
+    ``output.results``, and journal every instance, peak and stage as it ends to
+    ``output.journal``. ``identity``: a new run, or one killed before it wrote its rows whose
+    journaled instances are kept and whose budget goes on (``run_id`` and the journal are then its
+    own), and when the command started on ``hooks.clock`` (the budget counts from there)."""
+    protocol, resumed = work.protocol, identity.resumed
+    run = RunState(
+        list(work.cells),
+        protocol,
+        work.platform,
+        output.results,
+        hooks.peaks,
+        identity.run_id,
+        resumed.resumes + 1 if resumed else 0,
+    )
+    logs = output.results / "logs" / run.files.date / run.result.run_id
+    options = WorkerOptions.of(protocol, work.platform, logs, work.mnist_path)
+    state = TurnsRun(run, options, hooks.launcher, hooks.clock, output.journal, work.contenders)
+    if identity.started is not None:
+        state.t0 = identity.started
     if resumed is not None:
         replay(state, resumed)
         state.note("resumed")
-    progress = progress or Progress(len(state.groups) * protocol.processes)
+    progress = hooks.progress or Progress(len(state.groups) * protocol.processes)
     progress.done = sum(g.instances + g.dropped for g in state.groups)
     progress.set_total(max(progress.total, progress.done))
     progress.estimate = progress.estimate or state.seconds_left

@@ -52,7 +52,7 @@ def run_collectives(
     ``run_id``: the run's id (default: a new one)."""
     result = RunResult(run_id or new_run_id(dt.datetime.now(dt.UTC)))
     files = RunFiles(out, run_date(result.run_id), result.run_id)
-    options = WorkerOptions(
+    options = WorkerOptions.of(
         protocol, platform, out / "logs" / files.date / result.run_id, collectives_max_bytes=max_bytes
     )
     planned = plan(cells, platform)

@@ -50,7 +50,7 @@ def tenant_job(cell: Cell, options: WorkerOptions, member: str) -> TenantJob:
         batch=cell.effective_batch,
         device="gpu" if options.platform.device_kind == "gpu" else "cpu",
         tenant_key=tenant_key(member, cell.tenant_framework),
-        seed=options.protocol.seed,
+        seed=options.settings.seed,
     )
 
 

@@ -23,7 +23,7 @@ from harness.launch.process import (
     start_worker,
 )
 from harness.spec.cell import Cell
-from harness.spec.protocol import Platform, Protocol
+from harness.spec.protocol import Platform
 from harness.spec.strategies import Role, Task
 
 FINISH_GRACE_S = 30.0
@@ -124,13 +124,13 @@ class _Cluster:
     def _all(self, event: Event, among: Iterable[int]) -> bool:
         return all(event in self.seen.get(i, ()) for i in among)
 
-    def advance(self, protocol: Protocol) -> None:
+    def advance(self, options: WorkerOptions) -> None:
         """Start-up -> rendezvous once every started task has started; -> the cell once every task
         has joined; -> shutdown once the chief has its record."""
         if self.deadline.phase == Phase.STARTUP and self._all(Event.START, self.procs):
-            self.deadline.enter(Phase.RENDEZVOUS, protocol.rendezvous_timeout_s)
+            self.deadline.enter(Phase.RENDEZVOUS, options.settings.rendezvous_timeout_s)
         if self.deadline.phase == Phase.RENDEZVOUS and self._all(Event.JOINED, range(len(self.tasks))):
-            self.deadline.enter(Phase.CELL, protocol.cell_timeout_s, self.cell.id)
+            self.deadline.enter(Phase.CELL, options.cell_timeout_s, self.cell.id)
         if self.deadline.phase == Phase.CELL and self.recorded:
             self.deadline.enter(Phase.SHUTDOWN, FINISH_GRACE_S)
 
@@ -174,9 +174,9 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
     """Run a multi-worker cell as local processes (``cell.tasks``); yield the chief's events.
 
     Phases and deadlines: start-up (``startup_timeout_s``), rendezvous
-    (``protocol.rendezvous_timeout_s``, until every task has joined: MultiWorkerMirroredStrategy's
+    (``settings.rendezvous_timeout_s``, until every task has joined: MultiWorkerMirroredStrategy's
     constructor waits for its peers forever, so the deadline is the launcher's), the cell
-    (``protocol.cell_timeout_s``), then ``FINISH_GRACE_S`` for the peers to exit (servers are
+    (``cell_timeout_s``), then ``FINISH_GRACE_S`` for the peers to exit (servers are
     stopped as soon as the chief has its row). A task that dies (a server that exits at all), or any
     phase that overruns, stops every task (SIGTERM, then SIGKILL) and yields one ``failed`` event
     naming the task, the phase and the cause. Ports are released with the processes.
@@ -187,7 +187,7 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
             _start_tasks(cluster, options, name, Path(tmpdir))
             while True:
                 yield from cluster.drain()
-                cluster.advance(options.protocol)
+                cluster.advance(options)
                 if (culprit := cluster.outcome()) is not None:
                     break
                 time.sleep(POLL_S)

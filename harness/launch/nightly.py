@@ -1,5 +1,6 @@
-"""``python -m harness nightly``'s measurement and points: the candidate against the pinned reference
-on every runnable cell, in rounds of pairs (the pair as ``ab --mode turns`` measures it: live
+"""``python -m harness nightly``'s night (:func:`night`: both sides' environments made, the machine
+lock and fork servers held while it measures, its points and dashboard written), its measurement
+and points: the candidate against the pinned reference on every runnable cell, in rounds of pairs (the pair as ``ab --mode turns`` measures it: live
 processes of both sides taking turns; each round one pair of every cell until each has
 ``min_pairs``, then of the noisier half) until the budget is spent, then one point per cell
 appended to its series with both decisions (:mod:`harness.analysis.nightly`).
@@ -23,15 +24,20 @@ import pandas as pd
 
 from harness import __version__
 from harness.analysis import ab, nightly
+from harness.analysis.nightly_page import page
 from harness.contract.columns import Estimate
 from harness.contract.job import WorkerOptions
 from harness.contract.records import ChangePoint, NightlyRow, RunInfo, Status
+from harness.launch import envs, forks
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.envs import Env
+from harness.launch.lock import MachineLock
+from harness.launch.run_params import Work
 from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
 from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
+from harness.spec.rules import unsupported_reason
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,7 @@ def measure(
     result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
     files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
     run = RunInfo(run_id=result.night_id, suite_version=suite_version())
-    options = WorkerOptions(protocol, platform, out / "logs" / result.date / result.night_id)
+    options = WorkerOptions.of(protocol, platform, out / "logs" / result.date / result.night_id)
     pairs = Pairs(files, run, protocol, options, {"A": reference, "B": candidate}, launcher)
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
     orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]
@@ -219,3 +225,84 @@ def points(
         rows.append(_decided(replace(row, reason=None), verdict, rules.confidence))
         verdicts.append(verdict)
     return rows, verdicts
+
+
+@dataclass(frozen=True)
+class NightRequest:
+    """A night as ``nightly`` asks for it: each side as given (a requirement spec or an
+    interpreter) with the variables of its workers' environment, the folder of the sides' venvs,
+    the night's label, the decision rules, its budget, and whether to wait for another run's
+    machine lock (else a HarnessError names its holder)."""
+
+    candidate: str
+    baseline: str
+    candidate_env: tuple[tuple[str, str], ...]
+    baseline_env: tuple[tuple[str, str], ...]
+    envs: Path
+    label: str
+    rules: nightly.Rules
+    budget: Budget
+    wait_lock: bool = False
+
+
+@dataclass(frozen=True)
+class Night:
+    """What a night produced: its measurement, and unless it was interrupted its point per cell
+    with its verdict (None for a failed cell), the points folder and the dashboard written."""
+
+    result: NightResult
+    rows: list[NightlyRow] = field(default_factory=list)
+    verdicts: list[nightly.Verdict | None] = field(default_factory=list)
+    written: Path | None = None
+    dashboard: Path | None = None
+
+
+def _given(value: str, env: tuple[tuple[str, str], ...]) -> str:
+    """A side as recorded: as given, with its environment variables."""
+    return " ".join([value, *("=".join(kv) for kv in env)])
+
+
+def night(
+    work: Work,
+    out: Path,
+    request: NightRequest,
+    report: Callable[[Sequence[CellOutcome], int, float], None] = lambda outcomes, rnd, spent: None,
+) -> Night:
+    """One night: the reference pinned and the candidate installed (:mod:`harness.launch.envs`),
+    the unsupported cells named, then, holding the machine lock and the fork servers, the rounds
+    of pairs (:func:`measure`, ``report`` after each); then tonight's points judged with their
+    series (:func:`points`) and written, and the dashboard drawn again. An interrupted night
+    appends no point."""
+    print(f"preparing the baseline {request.baseline!r} and the candidate {request.candidate!r}", flush=True)
+    reference = envs.reference(request.baseline, request.envs, out / NIGHTLY_FOLDER)
+    candidate = envs.candidate(request.candidate, request.envs)
+    print(
+        f"reference: {reference.versions} (pin {reference.pin}); candidate: {candidate.versions}", flush=True
+    )
+    reference = replace(reference, given=_given(reference.given, request.baseline_env))
+    candidate = replace(candidate, given=_given(candidate.given, request.candidate_env))
+    for cell in work.cells:
+        why = unsupported_reason(cell, work.platform)
+        if why:
+            print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
+    lock = MachineLock(out)
+    lock.acquire(request.wait_lock)
+    with lock, forks.serving(work.protocol.fork):
+        result = measure(
+            work.cells,
+            work.protocol,
+            work.platform,
+            out,
+            Side("A", reference.python, request.baseline_env),
+            Side("B", candidate.python, request.candidate_env),
+            request.budget,
+            report=report,
+        )
+    if result.interrupted:
+        return Night(result)
+    sides = Sides(candidate, reference, request.label)
+    rows, verdicts = points(result, sides, out, request.rules, work.protocol.budget_min)
+    written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
+    dashboard = out / NIGHTLY_FOLDER / "index.html"
+    dashboard.write_text(page(read_nightly(out), f"nightly: {request.candidate} against {request.baseline}"))
+    return Night(result, rows, verdicts, written, dashboard)

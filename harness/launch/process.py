@@ -309,7 +309,7 @@ def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = 
         python=job.options.python,
         fork=True,
     )
-    process.memory_cap_gib = job.options.protocol.worker_memory_gib
+    process.memory_cap_gib = job.options.settings.worker_memory_gib
     return process
 
 

@@ -394,7 +394,9 @@ def run_sweep(
     chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
     ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
     run = RunState(cells, protocol, platform, out, peaks, run_id)
-    options = WorkerOptions(protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path)
+    options = WorkerOptions.of(
+        protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path
+    )
     progress = progress or Progress(len(run.runnable) * protocol.processes)
     try:
         if run.runnable:
@@ -420,7 +422,8 @@ def run_sweep(
                 + sum(1 for c in run.runnable if run.ok_so_far(c)) * max(protocol.processes - k - 1, 0)
             )
             this_pass = dataclasses.replace(
-                options, protocol=dataclasses.replace(protocol, breakdown=protocol.breakdown and k == 0)
+                options,
+                settings=dataclasses.replace(options.settings, breakdown=protocol.breakdown and k == 0),
             )
             for end in each_cell(todo, this_pass, launcher, progress, prefix=f"p{k}-"):
                 run.record(end, k)
@@ -434,17 +437,17 @@ def run_sweep(
 
 
 def follow_sweep(
-    cells: list[Cell], platform: Platform, options: WorkerOptions, launcher: Launcher
+    cells: list[Cell], protocol: Protocol, platform: Platform, options: WorkerOptions, launcher: Launcher
 ) -> dict[str, int]:
     """A peer's part of a cluster run: take part in every runnable cell, in the chief's order,
     writing no results (the chief writes every row). Prints one line per cell; returns counts of
     ``finished`` and ``failed`` cells."""
     runnable = [c for c, why in plan(cells, platform) if why is None]
     counts = {"finished": 0, "failed": 0}
-    schedule = fixed_schedule(runnable, options.protocol.processes, options.protocol.seed)
+    schedule = fixed_schedule(runnable, protocol.processes, protocol.seed)
     ends = itertools.chain.from_iterable(
         each_cell([c for p, c in schedule if p == k], options, launcher, prefix=f"p{k}-")
-        for k in range(options.protocol.processes)
+        for k in range(protocol.processes)
     )
     for end in ends:
         if end.event == Event.FINISHED:

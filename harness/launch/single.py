@@ -25,7 +25,6 @@ def run_worker(
     finished), it is stopped and this yields ``{"event": "failed", "cell_id", "reason", "facts"}``
     naming the phase, the cause and the tail of its log. Always leaves no process behind.
     """
-    protocol = options.protocol
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         proc = start_worker(
             Job(cell, options, launch, injected_fault()),
@@ -43,9 +42,9 @@ def run_worker(
                 if kind == Event.READY:
                     facts = ev["facts"]
                 elif kind == Event.START and joins:
-                    proc.enter(Phase.JOIN, protocol.rendezvous_timeout_s)
+                    proc.enter(Phase.JOIN, options.settings.rendezvous_timeout_s)
                 elif kind == Event.START or (kind == Event.JOINED and joins):
-                    proc.enter(Phase.CELL, protocol.cell_timeout_s, cell.id)
+                    proc.enter(Phase.CELL, options.cell_timeout_s, cell.id)
                 elif kind in (Event.RECORD, Event.FINISHED):
                     done = True
                 yield {**ev, "facts": facts}

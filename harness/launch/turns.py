@@ -227,11 +227,8 @@ def _member_options(options: WorkerOptions, member: Member, path: str, members: 
     """A member's worker options: the channel's variables, and the cell's deadline stretched to
     the whole instance (a member waits while the others take their turns; the coordinator holds
     each member to the cell's deadline for its own work: :class:`Plan`)."""
-    protocol = dataclasses.replace(
-        options.protocol, cell_timeout_s=options.protocol.cell_timeout_s * (members + 1)
-    )
     env = (*options.env, (TURNS_ENV, path), (MEMBER_ENV, member.key))
-    return dataclasses.replace(options, env=env, protocol=protocol)
+    return dataclasses.replace(options, env=env, cell_timeout_s=options.cell_timeout_s * (members + 1))
 
 
 def stop_instance(path: str) -> int:

@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 from harness.contract.columns import Estimate, without_figures
 from harness.contract.events import Facts
+from harness.contract.job import WorkerSettings
 from harness.contract.records import (
     Axes,
     CellRow,
@@ -58,6 +59,15 @@ def axes(cell: Cell) -> Axes:
 
 def cell_row(cell: Cell, protocol: Protocol) -> CellRow:
     """The row of what the cell is and how it is timed (known before it runs)."""
+    return replace(
+        _described(cell, WorkerSettings.of(protocol)),
+        spread=Spread(min_processes=protocol.processes, max_processes=protocol.max_processes),
+    )
+
+
+def _described(cell: Cell, settings: WorkerSettings) -> CellRow:
+    """The row of what the cell is and how its windows are timed (a process's: the parent sets the
+    spread's bounds when it makes the cell's row, :func:`harness.results.aggregate.aggregate`)."""
     analytic = flops_per_example(cell.model)
     return CellRow(
         cell=axes(cell),
@@ -67,11 +77,10 @@ def cell_row(cell: Cell, protocol: Protocol) -> CellRow:
             flops_analytic=analytic,
         ),
         timing=Timing(
-            window_target_s=protocol.window_s,
-            repeats=protocol.repeats,
-            warmup_windows=protocol.warmup_windows,
+            window_target_s=settings.window_s,
+            repeats=settings.repeats,
+            warmup_windows=settings.warmup_windows,
         ),
-        spread=Spread(min_processes=protocol.processes, max_processes=protocol.max_processes),
     )
 
 
@@ -101,14 +110,14 @@ def machine(facts: Facts | None) -> Machine | None:
 
 
 def started_row(
-    cell: Cell, protocol: Protocol, facts: Facts, cores: int | None, oversubscribed: bool | None
+    cell: Cell, settings: WorkerSettings, facts: Facts, cores: int | None, oversubscribed: bool | None
 ) -> CellRow:
     """The row a worker starts from: the cell, its facts, and the cores each worker has (None: the
     whole host); ``oversubscribed`` None means every worker asks for ``cores`` of the host's."""
     cores = cores or facts["host_cores"]
     if oversubscribed is None:
         oversubscribed = cores * cell.workers > facts["host_cores"]
-    row = cell_row(cell, protocol)
+    row = _described(cell, settings)
     return replace(
         row,
         machine=machine(facts),

@@ -176,10 +176,10 @@ def _collectives(
 
     strategy = strategy or make_strategy(cell, devices)
     agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)
-    protocol = job.options.protocol
+    settings = job.options.settings
     assert job.options.collectives_max_bytes is not None
     results = measure_collectives(
-        strategy, cell, job.options.collectives_max_bytes, agree, protocol.window_s, protocol.repeats
+        strategy, cell, job.options.collectives_max_bytes, agree, settings.window_s, settings.repeats
     )
     ran = replace(row.ran, effective_cross_device_ops=effective_cross_device_ops(strategy))
     return replace(row, status=Status.OK, reason="", ran=ran), {"collectives": results}
@@ -198,7 +198,7 @@ def _run(
             row,
             cell,
             options.verify_updates,
-            options.protocol.seed,
+            options.settings.seed,
             devices,
             options.weights_dir or ".",
             options.mnist_path,
@@ -210,7 +210,7 @@ def _run(
         os.environ.get(TENANT_BARRIER_ENV),
         job.launch.index,
         job.launch.meet,
-        options.protocol.rendezvous_timeout_s,
+        options.settings.rendezvous_timeout_s,
     )
     client = turns.connect(job.launch.index)
     if client is not None:
@@ -218,7 +218,7 @@ def _run(
     measured, windows = run_cell(
         row,
         cell,
-        options.protocol,
+        options.settings,
         devices,
         device_type,
         options.mnist_path,
@@ -236,7 +236,7 @@ def main(argv: list[str]) -> int:
     with open(job_path) as f:
         job = Job.from_json(json.load(f))
     cell = job.cell
-    cap_memory(job.options.protocol.worker_memory_gib)
+    cap_memory(job.options.settings.worker_memory_gib)
     if job.launch.cpus is not None:  # before TensorFlow sizes its thread pools from the affinity
         os.sched_setaffinity(0, job.launch.cpus)
     configure_numerics(job.options.deterministic)  # before any op, strategy or server
@@ -244,7 +244,7 @@ def main(argv: list[str]) -> int:
         if job.launch.role == Role.SERVER:
             return serve(cell, events, job)
         strategy, device_type, devices, facts = _set_up(cell, events, job)
-        row = started_row(cell, job.options.protocol, facts, job.launch.cores, job.launch.oversubscribed)
+        row = started_row(cell, job.options.settings, facts, job.launch.cores, job.launch.oversubscribed)
         try:
             row, report, windows = _run(row, cell, job, strategy, device_type, devices)
         except Exception as e:  # noqa: BLE001 -- the cell's error becomes its row; the sweep goes on

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from harness.contract.events import ProcessRow
+from harness.contract.job import WorkerSettings
 from harness.contract.records import CellRow, Checks, Status, WindowRow
 from harness.contract.turns import Do
 from harness.results.measurement import Measurement, StepFlops, measured_row, window_rows
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
-from harness.spec.protocol import Protocol
 from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
 from harness.worker.energy import cell_energy_meter
@@ -135,7 +135,7 @@ def counted_flops(
 def run_cell(
     row: CellRow,
     cell: Cell,
-    protocol: Protocol,
+    settings: WorkerSettings,
     devices: list[str],
     device_type: str,
     mnist_path: str | None = None,
@@ -151,13 +151,13 @@ def run_cell(
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
     ``ready``: called after the first call (co-tenants' barrier); ``turns``: the process is a
     member of a group instance, timed in the turns its coordinator grants."""
-    m = measure_cell(cell, protocol, devices, device_type, mnist_path, strategy, hosts, ready, turns)
+    m = measure_cell(cell, settings, devices, device_type, mnist_path, strategy, hosts, ready, turns)
     return measured_row(row, cell, m), window_rows(cell, m)
 
 
 def measure_cell(
     cell: Cell,
-    protocol: Protocol,
+    settings: WorkerSettings,
     devices: list[str],
     device_type: str,
     mnist_path: str | None = None,
@@ -171,7 +171,7 @@ def measure_cell(
 
     from harness.worker.checks import integrity
 
-    built = build_cell(cell, devices, protocol.seed, mnist_path, strategy)
+    built = build_cell(cell, devices, settings.seed, mnist_path, strategy)
     # energy only where this process drives every device of the cell
     meter = (
         cell_energy_meter(devices[: cell.replicas])
@@ -181,7 +181,7 @@ def measure_cell(
     joules_before, metered_from = meter(), time.perf_counter()
     per_worker: list[list[float]] = []
     updates_by_worker: list[list[int]] = []
-    timings = _timings(built, cell, protocol, ready, turns, per_worker, updates_by_worker)
+    timings = _timings(built, cell, settings, ready, turns, per_worker, updates_by_worker)
     problems = integrity.check(
         built.strategy,
         cell.strategy,
@@ -195,12 +195,12 @@ def measure_cell(
     # Everything the timed windows left, read before the parts: timing them trains more updates
     # (parts_step_s) and re-runs the trainer's windows.
     iterations = int(built.optimizer.iterations.numpy())
-    skip = protocol.warmup_windows
+    skip = settings.warmup_windows
     own = [w[skip:] for w in per_worker] or [list(timings.window_seconds)]
     counts = [w[skip:] for w in updates_by_worker]
     updates_run, digest = built.trainer.updates[0], weights_digest(built.model)
     reductions = built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution)
-    parts, parts_error = _parts(built, cell, protocol, device_type, timings) if not problems else ({}, "")
+    parts, parts_error = _parts(built, cell, settings, device_type, timings) if not problems else ({}, "")
     keras.mixed_precision.set_dtype_policy("float32")
     KEPT.append(built)
     if turns is not None:  # the finishing turn is over: the others may go on
@@ -245,7 +245,7 @@ def _append(into: list[list[T]], rows: list[list[T]]) -> None:
 def _timings(
     built: BuiltCell,
     cell: Cell,
-    protocol: Protocol,
+    settings: WorkerSettings,
     ready: Callable[[], None],
     turns: TurnClient | None,
     per_worker: list[list[float]],
@@ -263,7 +263,7 @@ def _timings(
     spe = cell.steps_per_execution
     if turns is None:
         timings = measure(
-            trainer.run, trainer.windows, spe, protocol, time.perf_counter, trainer.agree, ready
+            trainer.run, trainer.windows, spe, settings, time.perf_counter, trainer.agree, ready
         )
         keep()
         return timings
@@ -271,7 +271,7 @@ def _timings(
         trainer.run,
         trainer.windows,
         spe,
-        protocol,
+        settings,
         time.perf_counter,
         turns,
         trainer.agree,
@@ -281,13 +281,13 @@ def _timings(
 
 
 def _parts(
-    built: BuiltCell, cell: Cell, protocol: Protocol, device_type: str, timings: Timings
+    built: BuiltCell, cell: Cell, settings: WorkerSettings, device_type: str, timings: Timings
 ) -> tuple[dict[str, float | None], str]:
     """Where the update's time goes, when the protocol asks: on a GPU one profiled window
     (:func:`harness.worker.profile.measure_profile`), else the parts timed alone
     (:func:`harness.worker.breakdown.measure_parts`); a failure there is reported with the row,
     never fails the cell."""
-    if not protocol.breakdown or not breakdown.measurable(cell):
+    if not settings.breakdown or not breakdown.measurable(cell):
         return {}, ""
     gpu = device_type == "GPU"
     try:

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.contract.job import WorkerSettings
 from harness.contract.turns import Do, Grant
-from harness.spec.protocol import Protocol
 from harness.worker.turns import TurnClient
 
 
@@ -35,33 +35,33 @@ class Timings:
     """The window length asked for (s), where it is not the protocol's ``window_s`` (turns)."""
 
 
-def calibrated_window_steps(step_seconds: float, steps_per_execution: int, protocol: Protocol) -> int:
-    """Steps per window so that a window lasts about ``protocol.window_s``: a multiple of
-    steps_per_execution and at least ``protocol.min_window_steps``."""
-    wanted = max(protocol.min_window_steps, protocol.window_s / max(step_seconds, 1e-9))
+def calibrated_window_steps(step_seconds: float, steps_per_execution: int, settings: WorkerSettings) -> int:
+    """Steps per window so that a window lasts about ``settings.window_s``: a multiple of
+    steps_per_execution and at least ``settings.min_window_steps``."""
+    wanted = max(settings.min_window_steps, settings.window_s / max(step_seconds, 1e-9))
     return int(math.ceil(wanted / steps_per_execution) * steps_per_execution)
 
 
 def calibrate(
     windows: Callable[[int, int], tuple[list[float], float]],
     steps_per_execution: int,
-    protocol: Protocol,
+    settings: WorkerSettings,
     agree: Callable[[int], int] = lambda steps: steps,
 ) -> int:
-    """Steps per window for ``protocol.window_s``: two probe windows of ``min_window_steps`` (the
+    """Steps per window for ``settings.window_s``: two probe windows of ``min_window_steps`` (the
     step time from the second: no set-up cost left in it); ``agree`` gives every worker of a
     cluster the chief's length."""
     spe = steps_per_execution
-    probe = spe * max(1, math.ceil(protocol.min_window_steps / spe))
+    probe = spe * max(1, math.ceil(settings.min_window_steps / spe))
     probe_seconds, _ = windows(probe, 2)
-    return agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, protocol))
+    return agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, settings))
 
 
 def measure(
     run: Callable[[int], float],
     windows: Callable[[int, int], tuple[list[float], float]],
     steps_per_execution: int,
-    protocol: Protocol,
+    settings: WorkerSettings,
     clock: Callable[[], float],
     agree: Callable[[int], int] = lambda steps: steps,
     ready: Callable[[], None] = lambda: None,
@@ -76,12 +76,12 @@ def measure(
     compile_s = clock() - t0
     ready()
 
-    steps = calibrate(windows, spe, protocol, agree)
+    steps = calibrate(windows, spe, settings, agree)
 
     t0 = clock()
-    seconds, loss = windows(steps, protocol.warmup_windows + protocol.repeats)
+    seconds, loss = windows(steps, settings.warmup_windows + settings.repeats)
     starts = [t0 + sum(seconds[:i]) for i in range(len(seconds))]  # back to back
-    skip = protocol.warmup_windows
+    skip = settings.warmup_windows
     return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))
 
 
@@ -95,7 +95,7 @@ def measure_in_turns(
     run: Callable[[int], float],
     windows: Callable[[int, int], tuple[list[float], float]],
     steps_per_execution: int,
-    protocol: Protocol,
+    settings: WorkerSettings,
     clock: Callable[[], float],
     client: TurnClient,
     agree: Callable[[int], int] = lambda steps: steps,
@@ -141,9 +141,9 @@ def measure_in_turns(
         if grant["do"] == Do.CALIBRATE:
             target = grant["window_s"]
             known = int(grant.get("steps") or 0)  # an earlier instance's: no calibration
-            steps = known or calibrate(windows, spe, dataclasses.replace(protocol, window_s=target), agree)
-            if protocol.warmup_windows:
-                windows(steps, protocol.warmup_windows)
+            steps = known or calibrate(windows, spe, dataclasses.replace(settings, window_s=target), agree)
+            if settings.warmup_windows:
+                windows(steps, settings.warmup_windows)
                 after_windows()
             client.reply({"done": Do.CALIBRATE, "steps": steps})
             grant = None

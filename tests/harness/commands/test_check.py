@@ -97,7 +97,7 @@ def test_a_truncated_file_is_named_by_every_reader_and_the_other_rows_are_read(
 
     for argv in (("compare",), ("report", "--report-dir", str(tmp_path / "report"))):
         monkeypatch.setattr(store, "DAMAGED", {})  # each command names it once, as a process does
-        monkeypatch.setattr("harness.analysis.report.write_report", lambda *a, **k: [])
+        monkeypatch.setattr("harness.commands.report.write_report", lambda *a, **k: [])
         code, out, err = _call(*argv, "--results", str(root))
         assert code in (0, 3) and f"warning: {bad} cannot be read" in err and f"move it out of {root}" in err
     assert len(store.read_cells(root)) == 2 * RUNS - 1

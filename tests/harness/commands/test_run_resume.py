@@ -34,7 +34,7 @@ def test_a_full_disk_says_how_to_resume(
     def full(*args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "results" / "x"))
 
-    monkeypatch.setattr("harness.launch.budget.run_in_turns", full)
+    monkeypatch.setattr("harness.launch.sweep_run.run_in_turns", full)
     code, out, err = _call("run", "--sweep", "smoke", "--no-fork", "--results", str(tmp_path / "results"))
 
     first = out.splitlines()[0]

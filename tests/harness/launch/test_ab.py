@@ -32,7 +32,7 @@ def test_only_single_process_cells_duet() -> None:
 def test_a_pinned_launch_and_mig_platform_survive_the_job_file() -> None:
     launch = Launch((("K", "V"),), index=1, cores=2, meet=2, cpus=(2, 3))
     platform = Platform("gpu", 2, gpu_ids=("MIG-a", "MIG-b"), mig=True)
-    job = Job(Cell(model="dense"), WorkerOptions(Protocol(), platform, log_dir=Path("/tmp")), launch)
+    job = Job(Cell(model="dense"), WorkerOptions.of(Protocol(), platform, log_dir=Path("/tmp")), launch)
     again = Job.from_json(json.loads(json.dumps(job.to_json())))
     assert again.launch == launch and again.options.platform == platform
 

@@ -23,7 +23,8 @@ from harness.formulas.turns import Turn
 from harness.launch import budget
 from harness.launch.peak import PeakLog
 from harness.launch.progress import Progress
-from harness.launch.runner import CellEnd, RunState
+from harness.launch.run_params import Hooks, Output, Work
+from harness.launch.runner import CellEnd, RunState, run_cell_processes
 from harness.launch.turns import Instance
 from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
@@ -123,7 +124,9 @@ def _fake(
 
 def _run(tmp_path: Path, protocol: Protocol, clock: Clock, cells: list[Cell]):  # type: ignore[no-untyped-def]
     return budget.run_in_turns(
-        cells, protocol, Platform(), tmp_path / "results", peaks=PeakLog(Platform(), ()), clock=clock
+        Work(tuple(cells), protocol, Platform()),
+        Output(tmp_path / "results"),
+        hooks=Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
     )
 
 
@@ -173,13 +176,9 @@ def test_the_eta_is_the_budget_left_or_the_minimum_left_where_it_takes_longer(
         progress = Progress(3, stream=stream, force_terminal=False, clock=clock)
         folder = tmp_path / f"{budget_min}-{most}"
         budget.run_in_turns(
-            [DEFAULT, ONE, TWO],
-            protocol,
-            Platform(),
-            folder,
-            progress=progress,
-            peaks=PeakLog(Platform(), ()),
-            clock=clock,
+            Work((DEFAULT, ONE, TWO), protocol, Platform()),
+            Output(folder),
+            hooks=Hooks(clock=clock, progress=progress, peaks=PeakLog(Platform(), ())),
         )
         lines = stream.getvalue().splitlines()
         assert lines[0].endswith(f"ETA {first_eta}"), lines
@@ -338,13 +337,14 @@ def test_the_headline_races_each_contender_against_the_fastest_first(
     calls = _fake(monkeypatch, protocol, clock, speeds, noise=0.001)
 
     result = budget.run_in_turns(
-        [DEFAULT, ONE, TWO, fit, other],
-        protocol,
-        Platform(),
-        tmp_path / "results",
-        peaks=PeakLog(Platform(), ()),
-        clock=clock,
-        contenders=(DEFAULT.id, ONE.id, TWO.id, fit.id),
+        Work(
+            (DEFAULT, ONE, TWO, fit, other),
+            protocol,
+            Platform(),
+            contenders=(DEFAULT.id, ONE.id, TWO.id, fit.id),
+        ),
+        Output(tmp_path / "results"),
+        hooks=Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
     )
 
     assert calls[:3] == ["h0"] * 3 and "g0" in calls and not [c for c in calls if c.startswith("r")]
@@ -422,13 +422,9 @@ def test_a_race_with_no_undisturbed_block_says_why_it_has_no_leader(
     _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, ONE.id: 900.0, TWO.id: 1500.0}, other_cpu_s=1.0)
 
     result = budget.run_in_turns(
-        [DEFAULT, ONE, TWO],
-        protocol,
-        Platform(),
-        tmp_path / "results",
-        peaks=PeakLog(Platform(), ()),
-        clock=clock,
-        contenders=(DEFAULT.id, ONE.id, TWO.id),
+        Work((DEFAULT, ONE, TWO), protocol, Platform(), contenders=(DEFAULT.id, ONE.id, TWO.id)),
+        Output(tmp_path / "results"),
+        hooks=Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
     )
 
     raced = [r for r in result.ratios if r.relation == "fastest"]
@@ -468,8 +464,8 @@ def _budget(tmp_path: Path, protocol: Protocol, clock: Clock, contenders: tuple[
     holds DEFAULT, ONE and TWO (the two strategy comparisons)."""
     folder = tmp_path / f"run{len(contenders)}"
     run = RunState([DEFAULT, ONE, TWO], protocol, Platform(), folder, PeakLog(Platform(), ()))
-    options = WorkerOptions(protocol, Platform(), folder / "logs")
-    return budget.TurnsRun(run, options, budget.run_cell_processes, clock, contenders=contenders)
+    options = WorkerOptions.of(protocol, Platform(), folder / "logs")
+    return budget.TurnsRun(run, options, run_cell_processes, clock, contenders=contenders)
 
 
 def _measured(
@@ -567,10 +563,10 @@ def test_the_default_sweep_breaks_down_only_the_cells_the_answer_names(tmp_path:
     assert state.named() == set()  # below its minimum the leader still changes: nothing yet
     _measured(h0, [DIFFERENT], instances=3)
     assert state.named() == {ONE.id, TWO.id}  # TWO leads, ONE is its closest rival
-    wanted = {cell.id: state._options(Member(cell)).protocol.breakdown for cell in (DEFAULT, ONE, TWO)}
+    wanted = {cell.id: state._options(Member(cell)).settings.breakdown for cell in (DEFAULT, ONE, TWO)}
     assert wanted == {DEFAULT.id: False, ONE.id: True, TWO.id: True}
     assert state._pending_breakdowns(h0.group) == 2
     state.broken_down |= {ONE.id, TWO.id}  # recorded with one: never again
-    assert not state._options(Member(TWO)).protocol.breakdown
+    assert not state._options(Member(TWO)).settings.breakdown
     every = _budget(tmp_path, dataclasses.replace(protocol, breakdown=True), Clock(), ())
-    assert every._options(Member(DEFAULT)).protocol.breakdown  # --breakdown: every cell
+    assert every._options(Member(DEFAULT)).settings.breakdown  # --breakdown: every cell

@@ -73,7 +73,7 @@ def test_the_co_tenant_process_gets_those_variables_and_not_the_removed_ones(mon
     monkeypatch.setattr(foreign, "Process", Recorded)
     monkeypatch.setattr(foreign, "installed_version", _versions(jaxlib="0.4.31"))
     job = TenantJob("jax", "cnn", 64, "gpu", "k")
-    options = WorkerOptions(Protocol(), Platform(), tmp_path, env=(("TURN", "1"),))
+    options = WorkerOptions.of(Protocol(), Platform(), tmp_path, env=(("TURN", "1"),))
     foreign.start_tenant(job, options, tmp_path, "t")
     assert started["env"]["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.45" and started["env"]["TURN"] == "1"
     assert "XLA_CLIENT_MEM_FRACTION" not in started["env"]

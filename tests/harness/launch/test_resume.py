@@ -18,6 +18,7 @@ from harness.contract.records import CellRow, Checks, Status
 from harness.errors import HarnessError
 from harness.launch import budget, resume
 from harness.launch.peak import PeakLog
+from harness.launch.run_params import Hooks, Identity, Output, Work
 from harness.launch.runner import CellEnd
 from harness.results import journal
 from harness.results.measurement import cell_row
@@ -53,15 +54,10 @@ def _run(root: Path, clock: Clock, run_id: str, resumed: resume.Resumed | None =
     log = journal.Journal.reopen(resumed.path) if resumed else _journaled(root, run_id)
     with log:
         return budget.run_in_turns(
-            CELLS,
-            PROTOCOL,
-            Platform(),
-            root,
-            peaks=PeakLog(Platform(), ()),
-            clock=clock,
-            run_id=run_id,
-            journal=log,
-            resumed=resumed,
+            Work(tuple(CELLS), PROTOCOL, Platform()),
+            Output(root, log),
+            Identity(run_id, resumed),
+            Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
         )
 
 

@@ -128,7 +128,7 @@ def _plan() -> Plan:
 @pytest.mark.process
 def test_a_planted_slowdown_is_measured_in_turns(tmp_path: Path) -> None:
     group = ab_group(A)
-    base = WorkerOptions(PROTOCOL, Platform(), tmp_path / "logs")
+    base = WorkerOptions.of(PROTOCOL, Platform(), tmp_path / "logs")
     envs = {"A": (), "B": ((SLOW_ENV, "1.0"),)}  # B spins as long again after every call: half speed
 
     instance = run_instance(group, 0, _plan(), lambda m: WorkerOptions(**{**vars(base), "env": envs[m.side]}))
@@ -146,7 +146,7 @@ def test_a_member_dying_mid_instance_drops_it_and_stops_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(FAULT_ENV, f"kill@turn:{B.id}")
-    options = WorkerOptions(PROTOCOL, Platform(), tmp_path / "logs")
+    options = WorkerOptions.of(PROTOCOL, Platform(), tmp_path / "logs")
 
     instance = run_instance(PAIR, 0, _plan(), lambda m: options)
 

@@ -46,7 +46,7 @@ def test_verify_cells_hand_every_worker_the_deterministic_option(
             yield runner.CellEnd(c, Event.RECORD, row, report)
 
     monkeypatch.setattr(runner, "each_cell", fake_each_cell)
-    options = WorkerOptions(Protocol(), PLATFORM, tmp_path)
+    options = WorkerOptions.of(Protocol(), PLATFORM, tmp_path)
     assert options.deterministic is False  # a measured run's default
 
     outcomes = runner.verify_cells([Cell(model="dense", strategy="default")], 8, PLATFORM, options)

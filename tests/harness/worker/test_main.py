@@ -43,7 +43,7 @@ def test_summarize_error_is_bounded() -> None:
 
 
 def test_job_round_trips_through_json() -> None:
-    options = WorkerOptions(
+    options = WorkerOptions.of(
         Protocol(repeats=3),
         Platform("cpu", 0, 4),
         Path("/logs"),
@@ -102,7 +102,7 @@ def test_the_worker_sets_its_numerics_before_its_devices(
         raise _Stop
 
     monkeypatch.setattr(worker_main, "_set_up", set_up)
-    options = WorkerOptions(Protocol(), Platform("cpu", 0, 2), tmp_path, deterministic=deterministic)
+    options = WorkerOptions.of(Protocol(), Platform("cpu", 0, 2), tmp_path, deterministic=deterministic)
     job_path = tmp_path / "job.json"
     job_path.write_text(json.dumps(Job(Cell(model="dense"), options).to_json()))
     with pytest.raises(_Stop):

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from harness.contract.job import WorkerSettings
 from harness.spec.protocol import Protocol
 from harness.worker.timing import Timings, calibrated_window_steps, measure
 from harness.worker.training.loops import timed_windows
 
 STEP_S = 0.001  # fake seconds per optimizer step
 COMPILE_S = 0.5  # fake extra seconds of the first call (tracing)
+
+
+def _settings(**fields: object) -> WorkerSettings:
+    """A worker's settings from a protocol with ``fields``."""
+    return WorkerSettings.of(Protocol(**fields))
 
 
 class FakeTraining:
@@ -33,7 +39,7 @@ class FakeTraining:
 
 def test_measure_with_fake_clock():
     fake = FakeTraining()
-    protocol = Protocol(repeats=4, window_s=0.05, warmup_windows=2, min_window_steps=10)
+    protocol = _settings(repeats=4, window_s=0.05, warmup_windows=2, min_window_steps=10)
     t = measure(fake.run, fake.windows, 4, protocol, clock=fake.clock)
     assert isinstance(t, Timings)
     # first call: one steps_per_execution of steps plus tracing
@@ -51,7 +57,7 @@ def test_measure_with_fake_clock():
 def test_measure_respects_min_window_steps():
     fake = FakeTraining()
     # a 0.005 s window would be 5 steps: the minimum of 20 wins, rounded up to a multiple of 6
-    protocol = Protocol(repeats=2, window_s=0.005, warmup_windows=0, min_window_steps=20)
+    protocol = _settings(repeats=2, window_s=0.005, warmup_windows=0, min_window_steps=20)
     t = measure(fake.run, fake.windows, 6, protocol, clock=fake.clock)
     assert t.window_steps == 24
     assert fake.calls == [6, 24, 24, 24, 24]
@@ -61,7 +67,7 @@ def test_measure_respects_min_window_steps():
 
 def test_measure_window_length_near_target():
     fake = FakeTraining()
-    protocol = Protocol(repeats=3, window_s=1.0, warmup_windows=1, min_window_steps=10)
+    protocol = _settings(repeats=3, window_s=1.0, warmup_windows=1, min_window_steps=10)
     t = measure(fake.run, fake.windows, 10, protocol, clock=fake.clock)
     assert t.window_steps == 1000
     for s in t.window_seconds:
@@ -81,7 +87,7 @@ def test_measure_window_length_near_target():
     ],
 )
 def test_calibrated_window_steps(step_s, spe, window_s, min_steps, expected):
-    protocol = Protocol(window_s=window_s, min_window_steps=min_steps)
+    protocol = _settings(window_s=window_s, min_window_steps=min_steps)
     steps = calibrated_window_steps(step_s, spe, protocol)
     assert steps == expected
     assert steps % spe == 0 and steps >= min_steps
@@ -193,7 +199,7 @@ def test_turns_time_one_window_per_grant_called_or_streamed(streamed: bool) -> N
     from harness.worker.timing import measure_in_turns
 
     fake = FakeTraining()
-    protocol = Protocol(warmup_windows=1, min_window_steps=10)
+    protocol = _settings(warmup_windows=1, min_window_steps=10)
     streams: list[int] = []
 
     def stream(steps: int, begin, end) -> None:  # type: ignore[no-untyped-def]
@@ -234,7 +240,7 @@ def test_turns_reuse_the_steps_an_earlier_instance_calibrated() -> None:
     grants = [{"do": "calibrate", "window_s": 0.05, "steps": 40}, *GRANTS[1:]]
     client = FakeClient(grants)
     t = measure_in_turns(
-        fake.run, fake.windows, 4, Protocol(warmup_windows=1, min_window_steps=10), fake.clock, client
+        fake.run, fake.windows, 4, _settings(warmup_windows=1, min_window_steps=10), fake.clock, client
     )
     assert client.replies[0] == {"done": "calibrate", "steps": 40} and t.window_steps == 40
     assert fake.calls == [4, 40, *([40] * 4)]  # compile, the warm-up, no probe; 4 windows

@@ -1,0 +1,35 @@
+"""What several commands share besides their flags (:mod:`harness.commands.selection`) and their
+``--json`` object (:mod:`harness.commands.output`): how a measuring command stops on a signal,
+and the ``K=V`` environment flags of ``ab``'s and ``nightly``'s two sides. No command module
+imports another command module; they import this one."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+def interrupt_on_sigterm() -> None:
+    """A scheduler's or CI's SIGTERM stops the run like Ctrl-C: workers stopped, rows kept. Ctrl-C
+    (SIGINT) is handled even when a wrapper started this process with SIGINT ignored (Python then
+    installs no handler of its own)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def parse_env(flag: str, items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--baseline-env``/``--candidate-env`` values as (key, value) pairs; HarnessError naming
+    ``flag`` for an item that is not ``KEY=VALUE``."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise HarnessError(f"Received {flag} {item!r}; expected KEY=VALUE, e.g. TF_ENABLE_ONEDNN_OPTS=0.")
+        out.append((key, value))
+    return tuple(out)
