@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.cli import cli
 from tests.harness.launch.test_runner import harness, worker_processes
 
 pytestmark = pytest.mark.process
@@ -102,7 +103,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
             and b.start_s.min() < (a.start_s + a.window_s).max()
         )  # the sides' timed spans overlap
     assert "Performance regression" in (tmp_path / "ab.md").read_text()
-    report = harness("report", "--results", str(out))
+    report = cli("report", "--results", str(out))
     assert report.returncode == 0, report.stderr
     page = (out / "report" / "report.html").read_text()
     assert "A/B comparison in pairs" in page and "lower" in page and ">duet<" in page
@@ -136,10 +137,10 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:
-    proc = harness("ab", *CELL, "--results", str(tmp_path), *args)
+    proc = cli("ab", *CELL, "--results", str(tmp_path), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
 def test_ab_needs_cells() -> None:
-    proc = harness("ab", "--results", "/tmp/unused")
+    proc = cli("ab", "--results", "/tmp/unused")
     assert proc.returncode == 2 and "ab needs the cells to compare" in proc.stderr

@@ -1,5 +1,6 @@
-"""Tests of ``python -m harness``, each in a fresh interpreter, checking that TensorFlow is never
-imported by the parent process."""
+"""Tests of ``python -m harness``, checking that TensorFlow is never imported by the parent process:
+command lines as ``main(argv)`` in the session's fresh command-line interpreter (:mod:`tests.cli`);
+the entry point, ``--help``, ``--version`` and a closed pipe each in an interpreter of their own."""
 
 from __future__ import annotations
 
@@ -13,25 +14,15 @@ import pytest
 
 from harness.spec.axes import AXES, CROSS_DEVICE_OPS_NAMES
 from harness.spec.sweeps import SWEEPS
+from tests.cli import cli
 
 REPO = Path(__file__).resolve().parents[3]
-NO_TF_MAIN = (
-    "import sys; from harness.commands import main; rc = main(sys.argv[1:]); "
-    "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)"
-)
 
 
 def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the CLI's main() in a fresh interpreter; the run fails if it imported TensorFlow."""
-    full_env = {**os.environ, "COLUMNS": "100", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-c", NO_TF_MAIN, *args],
-        cwd=REPO,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """The CLI's main() in the session's command-line interpreter; it fails the test with
+    :class:`tests.cli.TensorFlowImported` if the command imported TensorFlow."""
+    return cli(*args, env={"COLUMNS": "100", **(env or {})})
 
 
 @pytest.mark.parametrize(
