@@ -237,6 +237,9 @@ def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     line = next(s for s in proc.stdout.splitlines() if "multi_worker_mirrored" in s and "r1w2" in s)
     assert "agrees" in line
+    # 2 workers of 2 replicas need 4 devices: refused, and said so, while the others train
+    line = next(s for s in proc.stdout.splitlines() if "multi_worker_mirrored" in s and "r2w2" in s)
+    assert "unsupported: " in line, line
 
 
 @pytest.mark.process
@@ -287,13 +290,13 @@ def test_parameter_server_that_never_appears_fails_at_the_rendezvous(tmp_path: P
         "--workers",
         "2",
         "--rendezvous-timeout-s",
-        "8",
+        "4",
         fault=f"absent@3:{PS}",
     )
     reason = cells.loc[PS, "reason"]
     assert cells.loc[PS, "status"] == "failed"
     assert "deadline passed: rendezvous" in reason and "(ps 0 not there)" in reason, reason
-    assert "8 s" in reason, reason
+    assert "4 s" in reason, reason
 
 
 def _verify_parameter_server(workers: str) -> list[str]:
