@@ -67,7 +67,13 @@ def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> Non
     assert "] lower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_mode) == {"turns"} and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
+    # each pair one instance in turns: B at about half A's speed in every pair with a clean block
+    ratios = cells.groupby("ab_pair").ab_turn_ratio.first().dropna()
+    assert len(ratios) >= 3 and ratios.between(0.35, 0.7).all(), ratios
     windows = pd.read_parquet(out / "ab" / "windows")
+    # every side's process timed its windows, two per block: as many as its row says
+    per_side = windows.groupby(["pass", "ab_side"]).size()
+    assert per_side.to_dict() == cells.set_index(["ab_pair", "ab_side"]).repeats.to_dict()
     for _, w in windows.groupby("pass"):  # turns: no window of one side overlaps one of the other
         spans = sorted(zip(w.start_s, w.start_s + w.window_s, w.ab_side, strict=True))
         assert all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
