@@ -94,8 +94,13 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
         "1",
         "--budget-min",
         "60",
+        "--blocks",
+        "2",
+        "--turn-s",
+        "0.1",
     )
-    # (one pass keeps the test short; two passes end to end: the co-tenant test)
+    # (one pass keeps the test short; two passes end to end: the co-tenant test. Two blocks of turns
+    # of 0.1 s, not the sweep's three of 0.2 s: 7 s of turns instead of 22 s, the same path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = pd.read_parquet(out / "cells")
     windows = pd.read_parquet(out / "windows")
@@ -112,7 +117,7 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert alone.examples_per_sec_ci_low.isna().all()  # one process: no CI (it would cover nothing)
     assert alone.cv_between_processes.isna().all() and ok.cv_within_process.notna().all()
     # turns: every process timed 2 x blocks windows of about --turn-s
-    assert (ok.repeats == 2 * 3).all() and (ok.window_target_s == 0.2).all()
+    assert (ok.repeats == 2 * 2).all() and (ok.window_target_s == 0.1).all()
     assert ok.fingerprint.nunique() == 1 and ok.tf_version.notna().all()
     assert (ok.mfu > 0).all() and (ok.mfu < 1).all()
     # one peak per dtype for the whole run: mfu differ exactly by throughput x flops
