@@ -114,6 +114,16 @@ def test_parameter_server_tasks_env_and_cores() -> None:
     assert cores_per_task(mwms, 16) == 8 and not is_oversubscribed(mwms, 8, 16)
 
 
+def test_the_absent_task_hook_finds_its_cell_among_several_faults(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.contract.job import FAULT_ENV
+    from harness.launch.local_cluster import absent_worker
+
+    ps = Cell(strategy="parameter_server", workers=2, ps=1)
+    mwms = Cell(strategy="multi_worker_mirrored", workers=2)
+    monkeypatch.setenv(FAULT_ENV, f"kill@1:{mwms.id};absent@3:{ps.id}")
+    assert absent_worker(ps) == 3 and absent_worker(mwms) is None
+
+
 def _run(
     tmp_path: Path, *args: str, fault: str = "", breakdown: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], pd.DataFrame]:
