@@ -161,7 +161,7 @@ FAULT_ENV = "HARNESS_INJECT_FAULT"
 """Test hook, passed to workers: ``kill:<cell_id>`` or ``hang:<cell_id>`` (at the cell's start);
 ``kill@N:`` / ``hang@N:<cell_id>`` (task N of a multi-worker cell, once every task has joined);
 ``absent@N:<cell_id>`` (task N is never started); ``busy@N:<cell_id>`` (task N shares core 0 with a
-busy loop once joined: a straggler)."""
+busy loop once joined: a straggler). Several, each its own cell's, separated by ``;``."""
 
 
 def injected_fault() -> str | None:

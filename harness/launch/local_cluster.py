@@ -87,12 +87,12 @@ def cluster_env(
 
 
 def absent_worker(cell: Cell) -> int | None:
-    """Test hook ``absent@N:<cell_id>``: task N of ``cell.tasks`` is never started (a peer
-    that never appears)."""
-    fault = injected_fault() or ""
-    kind, _, target = fault.partition(":")
-    if target == cell.id and kind.startswith("absent@"):
-        return int(kind.split("@")[1])
+    """Test hook ``absent@N:<cell_id>`` (among others separated by ``;``): task N of
+    ``cell.tasks`` is never started (a peer that never appears)."""
+    for fault in (injected_fault() or "").split(";"):
+        kind, _, target = fault.partition(":")
+        if target == cell.id and kind.startswith("absent@"):
+            return int(kind.split("@")[1])
     return None
 
 

@@ -64,9 +64,14 @@ def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
     task N misbehave once it has joined the cluster, ``KIND@N+S:<cell_id>`` S seconds after that;
     ``KIND@turn:<cell_id>`` misbehaves when granted its first timed turn (a member of a group).
     KIND: kill (SIGKILL), hang (ignore SIGTERM, block the main thread), stop (SIGSTOP), busy (pin
-    the process to core 0 beside a busy loop: a straggler)."""
-    if not fault:
-        return
+    the process to core 0 beside a busy loop: a straggler). Several faults, each its own cell's,
+    are separated by ``;``."""
+    for one in (fault or "").split(";"):
+        if one:
+            _inject_one(one, cell, worker, point)
+
+
+def _inject_one(fault: str, cell: Cell, worker: int, point: str) -> None:
     kind, _, target = fault.partition(":")
     kind, _, at = kind.partition("@")
     at, _, delay = at.partition("+")

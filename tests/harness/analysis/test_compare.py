@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from harness.results.measurement import cell_row
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
+from tests.cli import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 CELLS = [Cell(model=m, strategy=s) for m in ("cnn", "dense") for s in ("default", "mirrored")]
@@ -88,9 +88,8 @@ def history_of(tmp_path: Path, runs: int, **candidate: object) -> Path:
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    """``python -m harness ARGS`` (its ``main``) in the session's command-line interpreter."""
+    return cli(*args)
 
 
 @pytest.mark.process

@@ -208,6 +208,20 @@ HC3 = [
 
 
 @pytest.mark.process
+def test_hierarchical_copy_on_three_replicas_is_caught_when_forced() -> None:
+    forced = verify(*HC3, "--include-unsupported")
+    assert forced.returncode == 1, forced.stdout[-3000:] + forced.stderr[-2000:]
+    lines = forced.stdout.splitlines()
+    line = next(s for s in lines if "hierarchical_copy" in s)
+    assert "DISAGREES" in line or "invalid" in line
+    assert "agrees" in next(s for s in lines if "reduction_to_one_device" in s)
+    assert "numerics: op determinism on, TF32 off; CPU " in forced.stdout
+
+
+@pytest.mark.slow  # 34 s on 2 cores (2026-11-25): the default tier keeps the forced run above, and
+# verify refusing an unsupported cell while it trains and compares the others in
+# tests/harness/launch/test_local_cluster.py (multi_worker_mirrored on 2 workers of 2 replicas)
+@pytest.mark.process
 def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
     refused = verify(*HC3)
     assert refused.returncode == 0, refused.stdout[-3000:] + refused.stderr[-2000:]

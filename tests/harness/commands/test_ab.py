@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.cli import cli
 from tests.harness.launch.test_runner import harness, worker_processes
 
 pytestmark = pytest.mark.process
@@ -66,7 +67,13 @@ def test_a_planted_slowdown_in_b_is_a_regression_in_turns(tmp_path: Path) -> Non
     assert "] lower" in proc.stdout and ": regression" in proc.stdout and "mode turns" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_mode) == {"turns"} and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
+    # each pair one instance in turns: B at about half A's speed in every pair with a clean block
+    ratios = cells.groupby("ab_pair").ab_turn_ratio.first().dropna()
+    assert len(ratios) >= 3 and ratios.between(0.35, 0.7).all(), ratios
     windows = pd.read_parquet(out / "ab" / "windows")
+    # every side's process timed its windows, two per block: as many as its row says
+    per_side = windows.groupby(["pass", "ab_side"]).size()
+    assert per_side.to_dict() == cells.set_index(["ab_pair", "ab_side"]).repeats.to_dict()
     for _, w in windows.groupby("pass"):  # turns: no window of one side overlaps one of the other
         spans = sorted(zip(w.start_s, w.start_s + w.window_s, w.ab_side, strict=True))
         assert all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
@@ -102,7 +109,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
             and b.start_s.min() < (a.start_s + a.window_s).max()
         )  # the sides' timed spans overlap
     assert "Performance regression" in (tmp_path / "ab.md").read_text()
-    report = harness("report", "--results", str(out))
+    report = cli("report", "--results", str(out))
     assert report.returncode == 0, report.stderr
     page = (out / "report" / "report.html").read_text()
     assert "A/B comparison in pairs" in page and "lower" in page and ">duet<" in page
@@ -136,10 +143,10 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_stops_before_any_process(tmp_path: Path, args: list[str], message: str) -> None:
-    proc = harness("ab", *CELL, "--results", str(tmp_path), *args)
+    proc = cli("ab", *CELL, "--results", str(tmp_path), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
 def test_ab_needs_cells() -> None:
-    proc = harness("ab", "--results", "/tmp/unused")
+    proc = cli("ab", "--results", "/tmp/unused")
     assert proc.returncode == 2 and "ab needs the cells to compare" in proc.stderr

@@ -21,8 +21,9 @@ nothing is started. The property:
 
 The platform (what ``nvidia-smi`` lists) and ``TF_CONFIG`` are drawn too, so the GPU and cluster
 checks are tried without a GPU or a cluster. stdout is strict UTF-8, as on a terminal. What runs
-after every check is stubbed where it is slow: the figure writers, and re-reading the sandbox's
-results folder. Examples are derandomized (settings profile ``bad-input``: CI sees the same ones
+after every check is stubbed where it is slow: the figure writers; re-reading the sandbox's
+results folder (its tables, and each of its files ``check`` reads) and recomputing
+``compare-hardware``'s table of the same rows give the first answer again. Examples are derandomized (settings profile ``bad-input``: CI sees the same ones
 every run); ``BAD_INPUT_EXAMPLES`` changes their number per command, ``BAD_INPUT_MESSAGES=FILE``
 collects every error line for reading.
 """
@@ -49,9 +50,11 @@ from hypothesis import strategies as st
 
 import harness.commands as commands
 import harness.launch.platform as platform_module
+import harness.results.check as check_module
 from harness.commands import COMMANDS, build_parser, main
 from harness.contract.columns import flatten, unflatten
 from harness.contract.records import CellRow
+from harness.errors import HarnessError
 from harness.launch.ab import MODES
 from harness.launch.platform import NvidiaGpus
 from harness.results import history, store
@@ -623,17 +626,60 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
 def _read_once(read: Any, results: Path) -> Any:
     """``read`` (history.load, store.read_collectives), reading the sandbox's own results folder
     once (it never changes; 30 ms a read is most of a reading command's example): copies of
-    the first answer. Any other folder is read every time."""
+    the first answer. Any other folder is read every time. (The folder as given or relative to the
+    sandbox, the working directory: ``results``, every reading command's default, is it too.)"""
     cache: dict[tuple[Any, ...], Any] = {}
 
     def cached(folder: Any, *args: Any, **kwargs: Any) -> Any:
-        if Path(folder) != results:
+        if Path(folder).absolute() != results:
             return read(folder, *args, **kwargs)
         key = (*args, *sorted(kwargs.items()))
         if key not in cache:
             cache[key] = read(folder, *args, **kwargs)
         answer = cache[key]
         return tuple(x.copy() for x in answer) if isinstance(answer, tuple) else answer.copy()
+
+    return cached
+
+
+def _read_file_once(read_file: Any, results: Path) -> Any:
+    """``check``'s ``read_file(path, schema)``, reading each file under the sandbox's own results
+    folder once (``check`` reads every one, 6 ms each, in every example): the first answer (an
+    Arrow table, immutable), or its error again. Files anywhere else are read every time."""
+    cache: dict[tuple[Path, Any], Any] = {}
+
+    def cached(path: Path, schema: Any) -> Any:
+        where = Path(path).absolute()
+        if results not in where.parents:
+            return read_file(path, schema)
+        key = (where, schema)
+        if key not in cache:
+            try:
+                cache[key] = read_file(path, schema)
+            except Exception as e:  # noqa: BLE001 -- a damaged file stays damaged: raised again
+                cache[key] = e
+        if isinstance(cache[key], Exception):
+            raise cache[key]
+        return cache[key]
+
+    return cached
+
+
+def _compared_once(compare_machines: Any) -> Any:
+    """``compare-hardware``'s table of the same rows and prices computed once (0.2 s each, most of
+    its examples; a pure function of them): a copy of the first answer, or its error again."""
+    cache: dict[tuple[Any, ...], Any] = {}
+
+    def cached(ok: Any, prices: Any = None) -> Any:
+        key = (*(tuple(ok[c]) for c in ("run_id", "cell_id", "fingerprint")), repr(prices))
+        if key not in cache:
+            try:
+                cache[key] = compare_machines(ok, prices)
+            except HarnessError as e:
+                cache[key] = e
+        if isinstance(cache[key], HarnessError):
+            raise cache[key]
+        return cache[key].copy()
 
     return cached
 
@@ -671,6 +717,10 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
             mp.setattr(module, name, lambda *args, **kwargs: [])
         for module, name in ((history, "load"), (store, "read_collectives")):
             mp.setattr(module, name, _read_once(getattr(module, name), results))
+        mp.setattr(check_module, "read_file", _read_file_once(check_module.read_file, results))
+        import harness.analysis.hardware as hardware
+
+        mp.setattr(hardware, "compare_machines", _compared_once(hardware.compare_machines))
         yield sandbox
 
 

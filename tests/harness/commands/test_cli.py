@@ -1,9 +1,9 @@
-"""Tests of ``python -m harness``, each in a fresh interpreter, checking that TensorFlow is never
-imported by the parent process."""
+"""Tests of ``python -m harness``, checking that TensorFlow is never imported by the parent process:
+command lines as ``main(argv)`` in the session's fresh command-line interpreter (:mod:`tests.cli`);
+the entry point and a closed pipe each in an interpreter of their own."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -13,25 +13,15 @@ import pytest
 
 from harness.spec.axes import AXES, CROSS_DEVICE_OPS_NAMES
 from harness.spec.sweeps import SWEEPS
+from tests.cli import cli
 
 REPO = Path(__file__).resolve().parents[3]
-NO_TF_MAIN = (
-    "import sys; from harness.commands import main; rc = main(sys.argv[1:]); "
-    "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)"
-)
 
 
 def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the CLI's main() in a fresh interpreter; the run fails if it imported TensorFlow."""
-    full_env = {**os.environ, "COLUMNS": "100", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-c", NO_TF_MAIN, *args],
-        cwd=REPO,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """The CLI's main() in the session's command-line interpreter; it fails the test with
+    :class:`tests.cli.TensorFlowImported` if the command imported TensorFlow."""
+    return cli(*args, env={"COLUMNS": "100", **(env or {})})
 
 
 @pytest.mark.parametrize(
@@ -169,14 +159,7 @@ def test_data_mnist_default_path_missing(tmp_path):
 
 @pytest.mark.process
 def test_run_help_lists_axes_and_choices():
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--help"],
-        cwd=REPO,
-        env={**os.environ, "COLUMNS": "100"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = harness("run", "--help")
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     for axis in AXES:
@@ -294,9 +277,7 @@ def test_verify_explicit_updates_that_contradict_is_an_error():
 def test_version_names_the_suite_its_commit_and_the_tensorflow_and_keras_installed():
     from importlib.metadata import version
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "--version"], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+    proc = harness("--version")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("tf-strategy-bench 0.1.0 (commit ")
     assert f"Keras {version('keras')}" in proc.stdout and "TensorFlow " in proc.stdout

@@ -9,7 +9,7 @@ import pytest
 from harness.contract.columns import unflatten
 from harness.contract.records import CellRow
 from harness.results.store import RunFiles
-from tests.harness.launch.test_runner import harness
+from tests.cli import cli
 
 BASE = {
     "model": "cnn",
@@ -83,7 +83,7 @@ def _folder(tmp_path: Path) -> Path:
 @pytest.mark.process
 def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
     out = _folder(tmp_path)
-    proc = harness(
+    proc = cli(
         "predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored", "--replicas", "1,2,4"
     )
     assert proc.returncode == 0, proc.stderr
@@ -101,7 +101,7 @@ def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
 @pytest.mark.process
 def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
     out = _folder(tmp_path)
-    proc = harness(
+    proc = cli(
         "predict",
         "--results",
         str(out),
@@ -139,7 +139,7 @@ def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
 )
 @pytest.mark.process
 def test_bad_input_names_the_problem(tmp_path: Path, args: list[str], message: str) -> None:
-    proc = harness("predict", "--results", str(_folder(tmp_path)), *args)
+    proc = cli("predict", "--results", str(_folder(tmp_path)), *args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
@@ -209,7 +209,7 @@ def _mwms_folder(tmp_path: Path) -> Path:
 def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: Path) -> None:
     out = _mwms_folder(tmp_path)
     figures = tmp_path / "figs"
-    proc = harness(
+    proc = cli(
         "predict",
         "--results",
         str(out),

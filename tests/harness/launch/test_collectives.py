@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.store import COLLECTIVE_SCHEMA, read_collectives
+from tests.cli import cli
 from tests.harness.launch.test_runner import harness, worker_processes
 
 pytestmark = pytest.mark.process
@@ -54,7 +55,7 @@ def test_collectives_sweep_end_to_end(tmp_path: Path) -> None:
 
 
 def test_max_bytes_belongs_to_the_collectives_sweep(tmp_path: Path) -> None:
-    proc = harness("list", "--sweep", "smoke", "--max-bytes", "4096")
+    proc = cli("list", "--sweep", "smoke", "--max-bytes", "4096")
     assert proc.returncode == 2 and "--max-bytes=4096 with --sweep smoke" in proc.stderr
-    proc = harness("list", "--sweep", "collectives", "--max-bytes", "10")
+    proc = cli("list", "--sweep", "collectives", "--max-bytes", "10")
     assert proc.returncode == 2 and "expected at least 4096" in proc.stderr

@@ -202,6 +202,9 @@ def test_a_missing_framework_is_a_row_naming_what_to_install(tmp_path):
     assert row["status"] == "unsupported" and "pip install -e '.[torch]'" in row["reason"]
 
 
+@pytest.mark.slow  # 7 s on 2 cores (2026-11-27): the default tier keeps the co-tenant's own words in
+# tests/harness/foreign/test_main.py (JAX without a GPU backend) and a failing co-tenant failing
+# the cell with its log's tail above (the same path in the parent)
 @pytest.mark.process
 @pytest.mark.skipif(
     importlib.util.find_spec("jax") is None, reason="JAX is not installed (pip install -e '.[jax]')"

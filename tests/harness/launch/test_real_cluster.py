@@ -78,14 +78,19 @@ def test_slurm_outside_a_job_step_is_refused(monkeypatch: pytest.MonkeyPatch) ->
         resolve_slurm(0, 0)
 
 
+# each place a child process importing TensorFlow (5 to 8 s on 2 cores): the default tier starts one;
+# tests/harness/worker/test_slurm.py checks every place with the resolver in the test process
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.process  # TensorFlow's resolver runs in a child process (harness.worker.slurm)
 @pytest.mark.parametrize(
     "procid,ps,kind,index",
     [
-        ("0", 0, "worker", 0),
-        ("3", 0, "worker", 3),
-        ("0", 1, "chief", 0),
-        ("1", 1, "ps", 0),
+        pytest.param("0", 0, "worker", 0, marks=SLOW),
+        pytest.param("3", 0, "worker", 3, marks=SLOW),
+        pytest.param("0", 1, "chief", 0, marks=SLOW),
+        pytest.param("1", 1, "ps", 0, marks=SLOW),
         ("3", 1, "worker", 1),
     ],
 )

@@ -125,6 +125,9 @@ def _plan() -> Plan:
     return Plan(PROTOCOL.blocks, PROTOCOL.turn_s, 0, 120.0, 120.0)
 
 
+@pytest.mark.slow  # 11 s on 2 cores (2026-11-27): the default tier keeps ab's turns mode end to end
+# (tests/harness/commands/test_ab.py: run_instance of an ab_group with B slowed by the same
+# HARNESS_SLOW_WINDOWS=1.0, every pair's turn ratio within these bounds, no process left)
 @pytest.mark.process
 def test_a_planted_slowdown_is_measured_in_turns(tmp_path: Path) -> None:
     group = ab_group(A)
