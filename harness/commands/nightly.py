@@ -39,7 +39,6 @@ from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import nightly as launch_nightly
 from harness.launch.envs import check_side, env_folder, is_interpreter
 from harness.launch.platform import cpu_model
-from harness.launch.run_params import Work
 from harness.spec.rules import unsupported_reason
 
 NAME = "nightly"
@@ -220,9 +219,8 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
         budget,
         args.wait_lock,
     )
-    work = Work(tuple(sel.cells), sel.protocol, sel.platform, sel.mnist_path)
     night = launch_nightly.night(
-        work,
+        sel.work(),
         out,
         request,
         report=lambda outcomes, rnd, spent: print(

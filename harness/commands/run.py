@@ -41,7 +41,6 @@ from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import sweep_run
-from harness.launch.run_params import Work
 from harness.launch.runner import RunResult
 from harness.launch.sweep_run import Request, exit_code, failed_cells
 from harness.spec.protocol import Protocol
@@ -125,18 +124,13 @@ def run(args: argparse.Namespace) -> int:
     request = Request(out, args.wait_lock, _what(sel, out))
     if sel.sweep.kind == "collectives":
         return _collectives_summary(
-            sweep_run.measure_collectives(_work(sel), request, sel.max_bytes), sel.protocol
+            sweep_run.measure_collectives(sel.work(), request, sel.max_bytes), sel.protocol
         )
     if config is not None:
-        return _summary(sweep_run.measure_as_chief(_work(sel), request, config), sel.protocol, False)
+        return _summary(sweep_run.measure_as_chief(sel.work(), request, config), sel.protocol, False)
     named = "" if sel.sweep.name == "custom" else sel.sweep.name
     request = dataclasses.replace(request, sweep=named, started=STARTED)
-    return _summary(sweep_run.measure_local(_work(sel), request), sel.protocol, True)
-
-
-def _work(sel: Selection) -> Work:
-    """What the selection measures."""
-    return Work(tuple(sel.cells), sel.protocol, sel.platform, sel.mnist_path, sel.contenders)
+    return _summary(sweep_run.measure_local(sel.work(), request), sel.protocol, True)
 
 
 def _what(sel: Selection, out: Path) -> str:
@@ -162,7 +156,7 @@ def _take_part(sel: Selection, out: Path) -> int:
     """A peer's or a server's part of a real-cluster run (:func:`harness.launch.sweep_run.take_part`)."""
     assert sel.cluster is not None
     try:
-        end = sweep_run.take_part(_work(sel), out, sel.cluster)
+        end = sweep_run.take_part(sel.work(), out, sel.cluster)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -215,7 +209,7 @@ def _plan_head(sel: Selection, out: Path) -> str:
             f"run: {pr.processes} pass(es) over the cells as the chief of a real cluster{peak}; "
             f"results -> {out}"
         )
-    found = sweep_run.outline(_work(sel))
+    found = sweep_run.outline(sel.work())
     first = (
         f"first each model's usual choices raced against each other ({found.races} sets), then "
         if found.races

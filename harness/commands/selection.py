@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
 from harness.launch.platform import DEVICE_CHOICES, detect_platform
 from harness.launch.real_cluster import resolve_slurm
+from harness.launch.run_params import Work
 from harness.mnist import load_mnist
 from harness.results.collectives import topology_label
 from harness.spec.axes import AXES, REPLICAS_TO_MAX
@@ -194,6 +195,10 @@ class Selection:
     """--sweep collectives: the largest size of the size sweep (bytes per participant)."""
     contenders: tuple[str, ...] = ()
     """The ids of the sweep's headline cells (:func:`harness.spec.sweep.contenders`)."""
+
+    def work(self) -> Work:
+        """What the selection measures, as :mod:`harness.launch` takes it."""
+        return Work(tuple(self.cells), self.protocol, self.platform, self.mnist_path, self.contenders)
 
     def worker_options(self, log_dir: Path) -> WorkerOptions:
         """The options every worker process of this selection gets, logs under ``log_dir``."""
