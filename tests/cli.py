@@ -98,6 +98,12 @@ def _close() -> None:
 atexit.register(_close)
 
 
+def interpreter_pid() -> int | None:
+    """The process id of the session's command-line interpreter while it runs (a test counting
+    its own child processes leaves it out)."""
+    return _server.proc.pid if _server is not None and _server.proc.poll() is None else None
+
+
 def cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | str = ROOT, timeout: float = TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:

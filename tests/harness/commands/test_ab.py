@@ -116,6 +116,9 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
     assert (out / "report" / "figures" / "ab_pairs.png").is_file()
 
 
+@pytest.mark.slow  # 12 s on 2 cores (2026-11-25): the default tier keeps the A/A note and the alternate
+# mode said before any process (below), the pairs of run_ab in alternate mode and their stored rows
+# (tests/harness/launch/test_ab.py, a fake launcher) and both sides' real processes (duet, turns)
 def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
     proc, out = _ab(
         tmp_path,
@@ -130,6 +133,25 @@ def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
     assert "A/A check" in proc.stdout and "mode alternate" in proc.stdout
     cells = pd.read_parquet(out / "ab" / "cells")
     assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()
+
+
+def test_an_a_a_check_in_alternate_mode_is_said_before_any_process(tmp_path: Path) -> None:
+    proc = cli(
+        "ab",
+        "--baseline",
+        sys.executable,
+        "--candidate",
+        sys.executable,
+        *CELL,
+        "--mode",
+        "alternate",
+        "--results",
+        str(tmp_path / "results"),
+        "--dry-run",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "A/A check" in proc.stdout and "mode alternate: A and B one after the other" in proc.stdout
+    assert proc.stdout.rstrip().endswith("dry run: nothing started.")
 
 
 @pytest.mark.parametrize(

@@ -72,3 +72,8 @@ def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
     outcome = result.outcomes[0]
     assert outcome.ratios == pytest.approx([0.9, 0.9, 0.9]) and outcome.decision.pairs == 3
     assert result.paths  # the six processes' rows are stored
+    import pandas as pd
+
+    cells = pd.read_parquet(tmp_path / "ab" / "cells")
+    assert len(cells) == 6 and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
+    assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()  # the whole host each

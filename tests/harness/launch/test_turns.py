@@ -21,6 +21,7 @@ from harness.spec.groups import Comparison, Group, Member, Relation, ab_group
 from harness.spec.protocol import Platform, Protocol
 from harness.worker.faults import SLOW_ENV
 from harness.worker.turns import TurnClient, TurnsClosed
+from tests.cli import interpreter_pid
 
 A = Cell(model="dense", strategy="default", batch=32, steps_per_execution=1)
 B = Cell(model="dense", strategy="default", batch=64, steps_per_execution=1)
@@ -109,14 +110,15 @@ PROTOCOL = Protocol(
 
 
 def _children() -> list[int]:
-    """Processes whose parent is this one."""
+    """Processes whose parent is this one, but the session's command-line interpreter
+    (:mod:`tests.cli`, alive from the first command line to the session's end)."""
     me, out = os.getpid(), []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me and int(pid) != interpreter_pid():
             out.append(int(pid))
     return out
 
