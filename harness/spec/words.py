@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.spec.axes import AXES, SAID_ORDER, Axis, AxisValue
+from harness.spec.axes import AXES, AXIS_BY_NAME, SAID_ORDER, Axis, AxisValue
 from harness.spec.strategies import STRATEGIES
 
 Values = Mapping[str, AxisValue]
@@ -20,8 +20,6 @@ SENTENCE_AXES = tuple(a.name for a in SAID_ORDER if a.said_at)
 
 NAMED = tuple(a.name for a in SAID_ORDER if a.said_at and a.always_named)
 """The axes every label says where they apply (:attr:`Axis.always_named`)."""
-
-_BY_NAME = {a.name: a for a in AXES}
 
 
 def applies(axis: Axis, values: Values) -> bool:
@@ -54,8 +52,10 @@ def describe(values: Values, only: Sequence[str] | None = None, always: bool = F
     """The configuration in words, axes in :data:`SENTENCE_AXES` order: ``only`` those named (all
     when None), each as :func:`said` decides; the strategy and its devices as one phrase
     ("MirroredStrategy on 2 replicas")."""
-    names = [n for n in SENTENCE_AXES if (only is None or n in only) and said(_BY_NAME[n], values, always)]
-    parts = [_BY_NAME[n].say(values[n]) for n in names]
+    names = [
+        n for n in SENTENCE_AXES if (only is None or n in only) and said(AXIS_BY_NAME[n], values, always)
+    ]
+    parts = [AXIS_BY_NAME[n].say(values[n]) for n in names]
     if len(names) > 1 and names[0] == "strategy" and names[1] == _device_axis(values):
         parts[:2] = [f"{parts[0]} {parts[1]}"]
     return ", ".join(p for p in parts if p)
