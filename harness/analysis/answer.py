@@ -32,11 +32,7 @@ def values(cell: Axes) -> dict[str, AxisValue]:
     """A stored row's configuration: axis name -> value (:mod:`harness.spec.words`). A column
     whose stored value the axis does not take (a row written before the axis existed, when the
     column held something else) is left out: the description does not say it."""
-    return {
-        a.name: v
-        for a in AXES
-        if (v := getattr(cell, a.row_field or a.name, None)) is not None and _takes(a, v)
-    }
+    return {a.name: v for a in AXES if (v := getattr(cell, a.row_column, None)) is not None and _takes(a, v)}
 
 
 def _takes(axis: Axis, value: object) -> bool:

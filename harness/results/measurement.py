@@ -47,7 +47,7 @@ from harness.spec.training import LEARNING_RATE
 def axes(cell: Cell) -> Axes:
     """What the cell is: its id, every axis (:data:`harness.spec.axes.AXES`, by its row's column)
     and the batch sizes it implies."""
-    values: dict[str, Any] = {a.row_field or a.name: getattr(cell, a.row_field or a.name) for a in AXES}
+    values: dict[str, Any] = {a.row_column: getattr(cell, a.row_column) for a in AXES}
     return Axes(
         cell_id=cell.id,
         **values,

@@ -23,7 +23,7 @@ from harness.spec.models import flops_per_example
 
 def _key(a: Axes, key: str) -> tuple[object, ...]:
     """The row's values of the axes in identity ``key`` (:func:`harness.spec.axes.key_axes`)."""
-    return tuple(getattr(a, axis.row_field or axis.name) for axis in key_axes(key))
+    return tuple(getattr(a, axis.row_column) for axis in key_axes(key))
 
 
 def find_baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:

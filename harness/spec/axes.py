@@ -100,6 +100,11 @@ class Axis:
         return self.words.get(str(value), str(value))
 
     @property
+    def row_column(self) -> str:
+        """The cells table's column holding the value: :attr:`row_field`, else the name."""
+        return self.row_field or self.name
+
+    @property
     def column_doc(self) -> str:
         """The column's description: :attr:`column`, else :attr:`help`, with a string axis's
         accepted values."""

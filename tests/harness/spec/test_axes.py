@@ -84,7 +84,7 @@ def test_the_scan_finds_a_planted_list() -> None:
 def test_every_axis_is_a_cell_field_and_a_cells_column() -> None:
     assert {f.name for f in dataclasses.fields(Cell)} == {a.name for a in AXES}
     columns = {f.name for f in dataclasses.fields(Axes)}
-    assert {a.row_field or a.name for a in AXES} <= columns
+    assert {a.row_column for a in AXES} <= columns
 
 
 @pytest.mark.parametrize("axis", AXES, ids=lambda a: a.name)
