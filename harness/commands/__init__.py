@@ -19,6 +19,7 @@ from types import ModuleType
 from harness import __version__
 from harness.commands import (
     ab,
+    bisect,
     check,
     compare,
     compare_hardware,
@@ -46,6 +47,7 @@ COMMANDS: dict[str, ModuleType] = {
         compare,
         ab,
         nightly,
+        bisect,
         compare_hardware,
         predict,
         ingest,

@@ -88,6 +88,39 @@ class NightlyOutput(TypedDict):
     """Tonight's point per cell, as the nightly table's columns."""
 
 
+class BisectStep(TypedDict):
+    kind: str
+    """endpoints, midpoint or final."""
+    build: str
+    """Side B, e.g. ``tf-nightly-cpu==2.21.0.dev20251014``."""
+    against: str
+    """Side A."""
+    ratio: float | None
+    """B / A throughput, geometric mean over the step's pairs in turns."""
+    ci_low: float | None
+    ci_high: float | None
+    pairs: int
+    verdict: str
+    """lower, higher, equivalent, undecided (endpoints, final); slow, fast, undecided (midpoint)."""
+    failure: str
+
+
+class BisectOutput(TypedDict):
+    folder: str
+    outcome: str
+    """found, no slowdown, undecided, failed, or not finished."""
+    good: str
+    """The newest build known fast (found: the one before the slowdown)."""
+    bad: str
+    """The oldest build known slow (found: the one that brought it)."""
+    good_git: str | None
+    """``tf.version.GIT_VERSION`` of ``good``."""
+    bad_git: str | None
+    steps: list[BisectStep]
+    skipped: dict[str, str]
+    """Builds that did not install or import -> why."""
+
+
 OUTPUTS: dict[str, tuple[type, str]] = {
     "run": (RunOutput, "the run's rows: each cell, its status, and the comparisons in turns"),
     "list": (ListOutput, "the selection's cells and which are unsupported here"),
@@ -95,6 +128,7 @@ OUTPUTS: dict[str, tuple[type, str]] = {
     "compare": (CompareOutput, "the gate's verdict per series"),
     "ab": (AbOutput, "each cell's paired ratio, its CI and verdict, and the overall verdict"),
     "nightly": (NightlyOutput, "tonight's point per cell and the night's verdict"),
+    "bisect": (BisectOutput, "the two builds the slowdown lies between, every step's ratio and verdict"),
 }
 """Command -> (its object's type, what it holds). Every object also has ``command``, ``exit_code``
 and, on bad input, ``error``."""

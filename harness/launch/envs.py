@@ -68,7 +68,7 @@ def suite_root() -> Path:
     return root
 
 
-def _run(cmd: list[str], what: str, timeout: float = PIP_TIMEOUT_S) -> str:
+def run_checked(cmd: list[str], what: str, timeout: float = PIP_TIMEOUT_S) -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError) as e:
@@ -82,7 +82,7 @@ def _run(cmd: list[str], what: str, timeout: float = PIP_TIMEOUT_S) -> str:
 def freeze(python: str) -> str:
     """The environment's installed distributions, ``pip freeze`` sorted (editable installs left
     out: the suite itself)."""
-    out = _run([python, "-m", "pip", "freeze", "--exclude-editable"], f"pip freeze in {python}", 300)
+    out = run_checked([python, "-m", "pip", "freeze", "--exclude-editable"], f"pip freeze in {python}", 300)
     return "\n".join(sorted(line for line in out.splitlines() if line and not line.startswith("#"))) + "\n"
 
 
@@ -121,15 +121,15 @@ def env_folder(envs: Path, role: str, spec: str) -> Path:
     return envs / (role + "-" + "".join(c if c.isalnum() or c in ".-" else "_" for c in spec)[:80])
 
 
-def _venv(folder: Path, what: str) -> str:
+def make_venv(folder: Path, what: str) -> str:
     python = folder / "bin" / "python"
     if not python.exists():
-        _run([sys.executable, "-m", "venv", str(folder)], f"{what}: creating the venv {folder}", 600)
+        run_checked([sys.executable, "-m", "venv", str(folder)], f"{what}: creating the venv {folder}", 600)
     return str(python)
 
 
 def _install(python: str, args: list[str], what: str) -> None:
-    _run([python, "-m", "pip", "install", "-q", "-e", str(suite_root()), *args], what)
+    run_checked([python, "-m", "pip", "install", "-q", "-e", str(suite_root()), *args], what)
 
 
 def candidate(spec: str, envs: Path) -> Env:
@@ -138,7 +138,7 @@ def candidate(spec: str, envs: Path) -> Env:
         text = freeze(spec)
         return Env(spec, spec, versions(spec), pin_of(text), text)
     what = f"cannot install the candidate {spec!r}"
-    python = _venv(env_folder(envs, "candidate", spec), what)
+    python = make_venv(env_folder(envs, "candidate", spec), what)
     _install(python, ["--upgrade", spec], what)
     text = freeze(python)
     return Env(spec, python, versions(python), pin_of(text), text)
@@ -163,7 +163,7 @@ def reference(spec: str, envs: Path, nightly: Path) -> Env:
         return Env(spec, spec, versions(spec), pin_of(text), text)
     what = f"cannot install the reference {spec!r}"
     pins = _pins(nightly)
-    python = _venv(env_folder(envs, "reference", spec), what)
+    python = make_venv(env_folder(envs, "reference", spec), what)
     if spec in pins:
         lock = nightly / f"reference-{pins[spec]}.txt"
         if not lock.is_file():

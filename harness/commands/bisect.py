@@ -1,0 +1,324 @@
+"""``python -m harness bisect``: which TensorFlow build between a good and a bad one brought a
+slowdown of one cell? The dated nightlies between them on the package index, bisected with an
+``ab`` in turns at each step (:mod:`harness.analysis.bisect`), everything but TensorFlow held
+fixed (:mod:`harness.launch.builds`), journaled so that the same command resumes a bisect that
+was stopped (:mod:`harness.launch.bisect`).
+
+Exit codes: 0 ended (found, or nothing to bisect), 1 a step failed, 2 bad input, 3 not finished
+(budget spent) or a step undecided, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from harness.analysis import ab
+from harness.analysis import bisect as bs
+from harness.analysis.bisect_figure import draw
+from harness.analysis.bisect_text import BuildFacts, Context, answer, markdown, table
+from harness.analysis.tables import render_table
+from harness.commands.output import add_json, give
+from harness.commands.selection import Selection, add_selection_args, refuse_tenant_framework, select
+from harness.commands.shared import interrupt_on_sigterm
+from harness.contract.outputs import BisectOutput, BisectStep
+from harness.errors import EXIT_INTERRUPTED, HarnessError
+from harness.launch import builds
+from harness.launch.bisect import JOURNAL, AbMeasurer, Bisect, Result, Settings, folder_of, key_of, replay
+from harness.launch.lock import MachineLock
+from harness.launch.runner import plan as runnable
+from harness.results.journal import Journal, read
+from harness.spec import words
+from harness.spec.axes import AXES
+
+NAME = "bisect"
+DEFAULT_ENVS = ".nightly-envs"
+DEFAULT_BUDGET_MIN = 120.0
+EXITS: dict[int, str] = {
+    0: "ended: the two builds found, or nothing to bisect",
+    1: "a step's processes failed",
+    2: "bad input",
+    3: "not finished (the budget spent: rerun to go on) or a step undecided",
+    130: "interrupted (rerun the same command to go on)",
+}
+EXIT_BY_OUTCOME = {
+    bs.Outcome.FOUND: 0,
+    bs.Outcome.NO_SLOWDOWN: 0,
+    bs.Outcome.FAILED: 1,
+    bs.Outcome.UNDECIDED: 3,
+}
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        NAME,
+        help="find the TensorFlow nightly that brought a slowdown between a good and a bad build: "
+        "an ab in turns per step, resumable",
+    )
+    p.add_argument(
+        "--good", required=True, metavar="SPEC", help="the fast build, e.g. 'tensorflow-cpu==2.20.*'"
+    )
+    p.add_argument(
+        "--bad", required=True, metavar="SPEC", help="the slow build, e.g. 'tensorflow-cpu==2.21.*'"
+    )
+    p.add_argument(
+        "--nightly",
+        default=None,
+        metavar="DIST",
+        help="the distribution whose dated builds lie between them. Default: tf-nightly-cpu for "
+        "tensorflow-cpu, tf-nightly for tensorflow, else the bad build's own",
+    )
+    p.add_argument(
+        "--index",
+        default=None,
+        metavar="URL|FOLDER",
+        help=f"package index: a simple repository URL or a folder of wheels. Default: $PIP_INDEX_URL "
+        f"or {builds.DEFAULT_INDEX}",
+    )
+    p.add_argument(
+        "--envs",
+        default=DEFAULT_ENVS,
+        help=f"where the shared environment and each build are installed and reused. Default: {DEFAULT_ENVS}",
+    )
+    p.add_argument(
+        "--min-pairs", type=int, default=4, help="fewest pairs before a step's verdict. Default: 4"
+    )
+    p.add_argument("--max-pairs", type=int, default=12, help="most pairs per step. Default: 12")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.02,
+        help="the endpoints and the final step: slower when the CI of B/A lies wholly below 1 - F. Default: 0.02",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start this bisect again (the old one's folder is kept, renamed) instead of going on",
+    )
+    add_selection_args(p, "none: give the axes of the one cell to bisect on")
+    p.add_argument(
+        "--results",
+        default="results",
+        help="results folder; the bisect goes under RESULTS/bisect. Default: results",
+    )
+    p.add_argument(
+        "--wait-lock",
+        action="store_true",
+        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
+    )
+    add_json(p)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the candidate builds and the steps expected; install and measure nothing",
+    )
+    return p
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What the bisect compares, every flag checked before any install or process."""
+
+    good: str
+    bad: str
+    index: builds.Index
+    nightly: str | None
+    rule: ab.Rule
+    sel: Selection
+    budget_min: float
+
+    @property
+    def cell(self) -> Any:
+        return self.sel.cells[0]
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two commands the same bisect (the second resumes the first)."""
+        rule = dataclasses.asdict(self.rule)
+        return {"good": self.good, "bad": self.bad, "index": self.index.where, "nightly": self.nightly,
+                "cell": self.cell.id, "rule": rule}  # fmt: skip
+
+
+def _spec(flag: str, value: str) -> str:
+    try:
+        Requirement(value)
+    except InvalidRequirement as e:
+        raise HarnessError(
+            f"Received {flag}={value!r}: not a requirement ({e}); expected e.g. 'tensorflow-cpu==2.20.*'."
+        ) from None
+    return value
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Every check made before the first install (HarnessError on bad input)."""
+    if not any(getattr(args, a.name) is not None for a in AXES) and args.sweep is None:
+        raise HarnessError(
+            "bisect needs the one cell to measure: its axes, e.g. --model dense --strategy mirrored "
+            "--replicas 2 --batch 64."
+        )
+    try:
+        rule = ab.Rule(min_effect=args.min_effect, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
+    except ValueError as e:
+        raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
+    sel = refuse_tenant_framework(select(args), NAME)
+    cells = [c for c, why in runnable(sel.cells, sel.platform) if why is None]
+    if len(cells) != 1:
+        raise HarnessError(
+            f"bisect measures one cell; the selection has {len(cells)} that run here"
+            + (f" ({', '.join(c.id for c in cells[:6])})" if cells else "")
+            + ". Narrow it with the axis flags."
+        )
+    budget = args.budget_min if args.budget_min is not None else DEFAULT_BUDGET_MIN
+    index = builds.Index(args.index or os.environ.get("PIP_INDEX_URL") or builds.DEFAULT_INDEX)
+    return Plan(
+        _spec("--good", args.good), _spec("--bad", args.bad), index, args.nightly, rule,
+        dataclasses.replace(sel, cells=cells), budget,
+    )  # fmt: skip
+
+
+def _new_plan(p: Plan) -> dict[str, Any]:
+    """The journal's plan line: the builds from the index (the candidates between good and bad)."""
+    good = builds.resolve("--good", p.good, p.index)
+    bad = builds.resolve("--bad", p.bad, p.index)
+    if Version(bad.version) <= Version(good.version):
+        raise HarnessError(
+            f"Received --good {good.spec} and --bad {bad.spec}: the bad build must be the newer."
+        )
+    dist = p.nightly or builds.nightly_dist(good, bad)
+    between = builds.candidates(p.index, dist, good, bad)
+    return {
+        "identity": p.identity(),
+        "builds": [dataclasses.asdict(b) for b in (good, *between, bad)],
+        "cell": p.cell.to_dict(),
+        "nightly": dist,
+    }
+
+
+def _facts(result_installed: dict[int, builds.Installed]) -> dict[int, BuildFacts]:
+    return {i: BuildFacts(x.tf_version, x.git_version) for i, x in result_installed.items()}
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    p = plan(args)
+    folder = folder_of(Path(args.results), key_of(p.identity()))
+    journal_path = folder / JOURNAL
+    if journal_path.is_file() and args.fresh and not args.dry_run:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        shutil.move(str(folder), str(folder.with_name(f"{folder.name}.{stamp}")))
+    if journal_path.is_file():
+        entries = read(journal_path)
+        plan_line = entries[0]
+        _say(f"bisect {folder}: going on from its journal ({len(entries) - 1} entries)")
+    else:
+        _say(f"bisect: reading {p.index.where} for the builds between {p.good} and {p.bad}")
+        plan_line = _new_plan(p)
+    state = replay([{**plan_line, "kind": "plan"}]).state
+    n = len(state.builds) - 2
+    _say(
+        f"bisect: {state.builds[0].spec} (good) to {state.builds[-1].spec} (bad), {n} "
+        f"{plan_line['nightly']} builds between; about {bs.steps_expected(n)} steps of ab in turns on "
+        f"{p.cell.id}, {p.rule.min_pairs} to {p.rule.max_pairs} pairs each; budget {p.budget_min:g} min"
+    )
+    if args.dry_run:
+        for b in state.builds:
+            _say(f"  {b.spec}  {b.date}")
+        return 0
+    known = replay(read(journal_path)) if journal_path.is_file() else None
+    if known is not None and known.ended:
+        _say("bisect: this bisect has ended (--fresh measures it again); its result:")
+        done = bs.next_step(known.state)
+        assert isinstance(done, bs.Done)
+        return _finish(p, folder, Result(known.state, known.installed, done))
+    interrupt_on_sigterm()
+    envs = Path(args.envs)
+    _say(f"bisect: the environment every build shares, from {p.good} (under {envs})")
+    held = builds.held(p.good, envs)
+    if "held_pin" in plan_line and plan_line["held_pin"] != held.pin:
+        raise HarnessError(
+            f"the shared environment {held.python} changed since this bisect started (pin {held.pin}, "
+            f"journal {plan_line['held_pin']}); rerun with --fresh."
+        )
+    lock = MachineLock(Path(args.results))
+    lock.acquire(args.wait_lock)
+    journal = (
+        Journal.reopen(journal_path)
+        if journal_path.is_file()
+        else Journal.create(journal_path, {**plan_line, "held_pin": held.pin, "held": held.shown()})
+    )
+    settings = Settings(p.rule, p.sel.protocol.seed, p.budget_min * 60)
+    measurer = AbMeasurer(p.cell, p.sel.protocol, p.sel.platform, Path(args.results), held)
+    with lock, journal:
+        bisect = Bisect(journal, settings, lambda b: builds.install(b, envs, p.index, held), measurer, _say)
+        try:
+            result = bisect.run()
+        except KeyboardInterrupt:
+            _say(
+                f"\nbisect: interrupted; every pair so far is in {journal_path}: rerun the same command to go on"
+            )
+            _finish(p, folder, Result(bisect.state, bisect.known.installed, stopped="interrupted"))
+            return EXIT_INTERRUPTED
+    return _finish(p, folder, result)
+
+
+def _finish(p: Plan, folder: Path, result: Result) -> int:
+    """The answer, the table, the page and the figure; the exit code."""
+    entries = read(folder / JOURNAL)
+    ctx = Context(
+        words.describe(p.cell.to_dict(), always=True) + f" ({p.cell.model})",
+        p.rule.min_effect,
+        str(entries[0].get("held") or "shared environment"),
+        _facts(result.installed),
+    )
+    lines = answer(result.state, result.done, result.stopped, ctx)
+    print()
+    for line in lines:
+        _say(line)
+    print()
+    print(render_table(*table(result.state)))
+    figure = draw(result.state, result.done, folder)
+    page = folder / "bisect.md"
+    page.write_text(markdown(lines, result.state, figure[0].name if figure else None))
+    for path in [page, *figure, folder / JOURNAL]:
+        _say(f"wrote {path}")
+    code = 3 if result.done is None else EXIT_BY_OUTCOME[result.done.outcome]
+    give(_output(result, folder, code))
+    return code
+
+
+def _output(result: Result, folder: Path, code: int) -> BisectOutput:
+    s, done = result.state, result.done
+    lo, hi = (done.lo, done.hi) if done else bs.bounds(s)
+    return BisectOutput(
+        folder=str(folder),
+        outcome=str(done.outcome) if done else "not finished",
+        good=s.builds[lo].spec,
+        bad=s.builds[hi].spec,
+        good_git=result.installed[lo].git_version if lo in result.installed else None,
+        bad_git=result.installed[hi].git_version if hi in result.installed else None,
+        steps=[
+            BisectStep(
+                kind=str(m.step.kind),
+                build=s.builds[m.step.b].spec,
+                against=s.builds[m.step.a].spec,
+                ratio=m.decision.ratio,
+                ci_low=m.decision.low,
+                ci_high=m.decision.high,
+                pairs=m.decision.pairs,
+                verdict=m.decision.verdict,
+                failure=m.failure,
+            )
+            for m in s.measured
+        ],
+        skipped={s.builds[i].spec: why for i, why in s.skipped.items()},
+    )

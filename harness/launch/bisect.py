@@ -1,0 +1,326 @@
+"""``python -m harness bisect``'s loop: install the builds each step needs, measure the step as an
+``ab`` in turns pair by pair until its rule decides (:mod:`harness.analysis.bisect`), and journal
+everything, so that a bisect killed at any moment resumes where it stopped.
+
+The journal (``<results>/bisect/<key>/journal.jsonl``, :class:`harness.results.journal.Journal`:
+one fsync-ed line per entry) starts with the plan (the builds, the cell, the rule) and then holds,
+in order: each build ``installed`` (what it imported as) or ``skipped`` (why), each ``pair`` as it
+ends (its ratio B/A, or none when every block was disturbed) and each ``step`` as it is decided;
+``end`` once the bisect is over. Replaying it gives back the state and the pairs of the step in
+progress; a resumed step goes on from its next pair. Every process's row also goes to
+``<results>/ab`` (one ab id per step and start), as ``ab`` writes it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.analysis import ab
+from harness.analysis import bisect as bs
+from harness.contract.job import WorkerOptions
+from harness.contract.records import RunInfo
+from harness.errors import HarnessError
+from harness.formulas.verdicts import UNDECIDED
+from harness.launch import forks
+from harness.launch.ab import CellOutcome, Pairs, Side
+from harness.launch.builds import BuildError, Held, Installed
+from harness.launch.runner import new_run_id, run_cell_processes, suite_version
+from harness.results.journal import Journal, read
+from harness.results.store import AB_FOLDER, RunFiles
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform
+from harness.spec.protocol import Protocol as TimingProtocol
+
+FOLDER = "bisect"
+"""The bisects' folder under a results root."""
+JOURNAL = "journal.jsonl"
+MAX_ATTEMPTS = 2
+"""A step's pairs may reach this many times ``max_pairs`` when pairs come back with every block
+disturbed (no ratio): those do not count towards ``max_pairs``."""
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One pair of a step: its ratio B/A (None: every block disturbed) or why it failed."""
+
+    ratio: float | None
+    failure: str = ""
+    ab_id: str = ""
+
+
+class Measurer(Protocol):
+    """Measures a step's pairs: :meth:`step` opens a step of B against A, yielding a function
+    that measures its pair ``k`` in order ``AB`` or ``BA``."""
+
+    def step(
+        self, a: Installed, b: Installed
+    ) -> AbstractContextManager[Callable[[int, str], PairResult]]: ...
+
+
+class Installer(Protocol):
+    def __call__(self, build: bs.Build) -> Installed: ...
+
+
+@dataclass
+class Journaled:
+    """What a journal says: the state, the builds installed, and the pair ratios of each step
+    not yet decided (by step)."""
+
+    state: bs.State
+    installed: dict[int, Installed] = field(default_factory=dict)
+    pending: dict[bs.Step, list[float]] = field(default_factory=dict)
+    pairs_done: dict[bs.Step, int] = field(default_factory=dict)
+    ended: bool = False
+
+
+def _step(entry: dict[str, Any]) -> bs.Step:
+    return bs.Step(bs.Kind(entry["step_kind"]), int(entry["a"]), int(entry["b"]))
+
+
+def replay(entries: Sequence[dict[str, Any]]) -> Journaled:
+    """The journal's entries (the plan first) as what they say (module doc)."""
+    plan = entries[0]
+    builds = tuple(bs.Build(**b) for b in plan["builds"])
+    skipped: dict[int, str] = {}
+    measured: list[bs.Measured] = []
+    out = Journaled(bs.State(builds, skipped, ()))
+    for e in entries[1:]:
+        kind = e["kind"]
+        if kind == "installed":
+            i = int(e["index"])
+            out.installed[i] = Installed(
+                builds[i], e["folder"], e["tf_version"], e["git_version"], e["keras_version"]
+            )
+        elif kind == "skipped":
+            skipped[int(e["index"])] = str(e["error"])
+        elif kind == "pair":
+            s = _step(e)
+            out.pairs_done[s] = out.pairs_done.get(s, 0) + 1
+            if e.get("ratio") is not None:
+                out.pending.setdefault(s, []).append(float(e["ratio"]))
+        elif kind == "step":
+            s = _step(e)
+            d = ab.Decision(e["ratio"], e["low"], e["high"], int(e["pairs"]), e["verdict"])
+            measured.append(bs.Measured(s, d, e.get("failure") or ""))
+            out.pending.pop(s, None)
+        elif kind == "end":
+            out.ended = True
+    out.state = bs.State(builds, skipped, tuple(measured))
+    return out
+
+
+def _nan_none(x: float) -> float | None:
+    return x if x == x else None
+
+
+def step_entry(m: bs.Measured) -> dict[str, Any]:
+    d = m.decision
+    return {
+        "kind": "step",
+        **_step_fields(m.step),
+        "ratio": _nan_none(d.ratio),
+        "low": _nan_none(d.low),
+        "high": _nan_none(d.high),
+        "pairs": d.pairs,
+        "verdict": d.verdict,
+        "failure": m.failure,
+    }
+
+
+def _step_fields(s: bs.Step) -> dict[str, Any]:
+    return {"step_kind": str(s.kind), "a": s.a, "b": s.b}
+
+
+def _nan(x: Any) -> float:
+    return float("nan") if x is None else float(x)
+
+
+@dataclass
+class Result:
+    """Where a bisect stands when :func:`run_bisect` returns: ended (``done``), or stopped by the
+    budget (``stopped``) with the state so far."""
+
+    state: bs.State
+    installed: dict[int, Installed]
+    done: bs.Done | None = None
+    stopped: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A bisect's fixed settings: its decision rule, its seed and its budget (seconds)."""
+
+    rule: ab.Rule
+    seed: int
+    budget_s: float
+
+
+Report = Callable[[str], None]
+
+
+class Bisect:
+    """One bisect, from its journal: :meth:`run` goes on until it ends or the budget is spent."""
+
+    def __init__(
+        self, journal: Journal, settings: Settings, install: Installer, measurer: Measurer, report: Report
+    ) -> None:
+        self.journal, self.settings, self.install, self.measurer = journal, settings, install, measurer
+        self.report = report
+        self.known = replay(read(journal.path))
+        self.started = time.monotonic()
+
+    @property
+    def state(self) -> bs.State:
+        return self.known.state
+
+    def _left_s(self) -> float:
+        return self.settings.budget_s - (time.monotonic() - self.started)
+
+    def _spent(self) -> str:
+        return f"its budget of {self.settings.budget_s / 60:g} min is spent"
+
+    def _ensure(self, i: int) -> Installed | None:
+        """Build ``i`` installed (journaled), or None when it is skipped (journaled, with why)."""
+        if i in self.known.installed:
+            return self.known.installed[i]
+        if i in self.state.skipped:
+            return None
+        build = self.state.builds[i]
+        self.report(f"installing {build.spec} ({build.date})")
+        try:
+            inst = self.install(build)
+        except BuildError as e:
+            if i in (0, len(self.state.builds) - 1):
+                raise HarnessError(
+                    f"{build.spec} cannot be measured ({e}); the bisect needs it as its "
+                    f"{'good' if i == 0 else 'bad'} build. Fix the cause (or choose another) and rerun."
+                ) from None
+            self.journal.append({"kind": "skipped", "index": i, "error": str(e)})
+            self.known.state = replace(self.state, skipped={**self.state.skipped, i: str(e)})
+            self.report(f"skipped {build.spec}: {e}")
+            return None
+        self.journal.append({"kind": "installed", "index": i, **_installed_fields(inst)})
+        self.known.installed[i] = inst
+        return inst
+
+    def run(self) -> Result:
+        while True:
+            nxt = bs.next_step(self.state)
+            if isinstance(nxt, bs.Done):
+                if not self.known.ended:
+                    self.journal.append(
+                        {"kind": "end", "outcome": str(nxt.outcome), "lo": nxt.lo, "hi": nxt.hi}
+                    )
+                    self.known.ended = True
+                return Result(self.state, self.known.installed, nxt)
+            a, b = self._ensure(nxt.a), self._ensure(nxt.b)
+            if a is None or b is None:
+                continue  # a midpoint skipped: the next middle candidate instead
+            if self._left_s() <= 0:
+                return Result(self.state, self.known.installed, stopped=self._spent())
+            measured = self._measure(nxt, a, b)
+            if measured is None:
+                return Result(self.state, self.known.installed, stopped=self._spent())
+            self.journal.append(step_entry(measured))
+            self.known.state = replace(self.state, measured=(*self.state.measured, measured))
+            self.known.pending.pop(nxt, None)
+
+    def _measure(self, step: bs.Step, a: Installed, b: Installed) -> bs.Measured | None:
+        """The step's pairs from where the journal left it until decided, failed or max pairs;
+        None when the budget ran out first (the pairs so far are journaled)."""
+        rule = self.settings.rule
+        ratios = list(self.known.pending.get(step, []))
+        done = self.known.pairs_done.get(step, 0)
+        orders = ab.pair_orders(MAX_ATTEMPTS * rule.max_pairs, self.settings.seed + step.b)
+        decision = bs.decide(step, ratios, self.state, rule)
+        if decision.verdict != UNDECIDED and ratios:
+            return bs.Measured(step, decision)
+        last_s = 0.0
+        with self.measurer.step(a, b) as pair:
+            for k in range(done, len(orders)):
+                if len(ratios) >= rule.max_pairs:
+                    break
+                if self._left_s() < last_s:
+                    return None
+                t0 = time.monotonic()
+                got: PairResult = pair(k, orders[k])
+                last_s = time.monotonic() - t0
+                self.journal.append(
+                    {"kind": "pair", **_step_fields(step), "pair": k, "order": orders[k], "ratio": got.ratio,
+                     "failure": got.failure, "ab_id": got.ab_id}
+                )  # fmt: skip
+                self.known.pairs_done[step] = k + 1
+                if got.failure:
+                    return bs.Measured(step, bs.decide(step, ratios, self.state, rule), got.failure)
+                if got.ratio is not None:
+                    ratios.append(got.ratio)
+                decision = bs.decide(step, ratios, self.state, rule)
+                self.report(_pair_line(step, self.state, k, orders[k], got, decision))
+                if decision.verdict != UNDECIDED:
+                    break
+        return bs.Measured(step, decision)
+
+
+def _installed_fields(inst: Installed) -> dict[str, Any]:
+    d = asdict(inst)
+    d.pop("build")
+    return d
+
+
+def _pair_line(step: bs.Step, state: bs.State, k: int, order: str, got: PairResult, d: ab.Decision) -> str:
+    b, a = state.builds[step.b], state.builds[step.a]
+    ratio = "every block disturbed" if got.ratio is None else f"{got.ratio:.3f}"
+    ci = f"[{d.low:.3f}..{d.high:.3f}]" if d.low == d.low else "[-]"
+    return (
+        f"  {b.version} / {a.version} pair {k + 1} ({order}): {ratio}; so far {d.ratio:.3f} {ci} {d.verdict}"
+    )
+
+
+class AbMeasurer:
+    """Steps measured as ``ab`` in turns: both builds run by the held interpreter, each with its
+    own folder on ``PYTHONPATH``; every process's row stored under ``<results>/ab``."""
+
+    def __init__(self, cell: Cell, protocol: TimingProtocol, platform: Platform, results: Path, held: Held):
+        self.cell, self.protocol, self.platform, self.results, self.held = (
+            cell,
+            protocol,
+            platform,
+            results,
+            held,
+        )
+
+    @contextmanager
+    def step(self, a: Installed, b: Installed) -> Iterator[Callable[[int, str], PairResult]]:
+        now = dt.datetime.now(dt.UTC)
+        ab_id = new_run_id(now)
+        files = RunFiles(self.results / AB_FOLDER, now.strftime("%Y-%m-%d"), ab_id)
+        run = RunInfo(run_id=ab_id, suite_version=suite_version())
+        options = WorkerOptions.of(self.protocol, self.platform, self.results / "logs" / files.date / ab_id)
+        sides = {"A": Side("A", self.held.python, a.env), "B": Side("B", self.held.python, b.env)}
+        pairs = Pairs(files, run, self.protocol, options, sides, run_cell_processes)
+
+        def pair(k: int, order: str) -> PairResult:
+            outcome = CellOutcome(self.cell, "turns")
+            if not pairs.add_pair(outcome, k, order):
+                return PairResult(None, outcome.failure, ab_id)
+            return PairResult(outcome.ratios[0] if outcome.ratios else None, "", ab_id)
+
+        with forks.serving(self.protocol.fork):
+            yield pair
+
+
+def key_of(identity: dict[str, Any]) -> str:
+    """A bisect's folder name from what makes it the same bisect (a rerun resumes it)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def folder_of(results: Path, key: str) -> Path:
+    return results / FOLDER / key
