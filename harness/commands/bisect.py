@@ -18,7 +18,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
 from harness.analysis import ab
@@ -146,16 +145,6 @@ class Plan:
                 "cell": self.cell.id, "rule": rule}  # fmt: skip
 
 
-def _spec(flag: str, value: str) -> str:
-    try:
-        Requirement(value)
-    except InvalidRequirement as e:
-        raise HarnessError(
-            f"Received {flag}={value!r}: not a requirement ({e}); expected e.g. 'tensorflow-cpu==2.20.*'."
-        ) from None
-    return value
-
-
 def plan(args: argparse.Namespace) -> Plan:
     """Every check made before the first install (HarnessError on bad input)."""
     if not any(getattr(args, a.name) is not None for a in AXES) and args.sweep is None:
@@ -178,7 +167,7 @@ def plan(args: argparse.Namespace) -> Plan:
     budget = args.budget_min if args.budget_min is not None else DEFAULT_BUDGET_MIN
     index = builds.Index(args.index or os.environ.get("PIP_INDEX_URL") or builds.DEFAULT_INDEX)
     return Plan(
-        _spec("--good", args.good), _spec("--bad", args.bad), index, args.nightly, rule,
+        str(builds.requirement("--good", args.good)), str(builds.requirement("--bad", args.bad)), index, args.nightly, rule,
         dataclasses.replace(sel, cells=cells), budget,
     )  # fmt: skip
 
@@ -221,7 +210,6 @@ def run(args: argparse.Namespace) -> int:
         plan_line = entries[0]
         _say(f"bisect {folder}: going on from its journal ({len(entries) - 1} entries)")
     else:
-        _say(f"bisect: reading {p.index.where} for the builds between {p.good} and {p.bad}")
         plan_line = _new_plan(p)
     state = replay([{**plan_line, "kind": "plan"}]).state
     n = len(state.builds) - 2
@@ -233,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for b in state.builds:
             _say(f"  {b.spec}  {b.date}")
+        _say("dry run: nothing started.")
         return 0
     known = replay(read(journal_path)) if journal_path.is_file() else None
     if known is not None and known.ended:

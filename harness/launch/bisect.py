@@ -108,7 +108,7 @@ def replay(entries: Sequence[dict[str, Any]]) -> Journaled:
                 out.pending.setdefault(s, []).append(float(e["ratio"]))
         elif kind == "step":
             s = _step(e)
-            d = ab.Decision(e["ratio"], e["low"], e["high"], int(e["pairs"]), e["verdict"])
+            d = ab.Decision(_nan(e["ratio"]), _nan(e["low"]), _nan(e["high"]), int(e["pairs"]), e["verdict"])
             measured.append(bs.Measured(s, d, e.get("failure") or ""))
             out.pending.pop(s, None)
         elif kind == "end":

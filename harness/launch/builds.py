@@ -117,7 +117,10 @@ class Index:
             with urllib.request.urlopen(request, timeout=INDEX_TIMEOUT_S) as reply:
                 data = json.load(reply)
         except (OSError, urllib.error.URLError, ValueError) as e:
-            raise HarnessError(f"cannot read the package index at {url}: {e}") from None
+            raise HarnessError(
+                f"cannot read the package index at {url} ({e}); --index expected a simple repository "
+                "URL or a folder of wheel files."
+            ) from None
         return [(f["filename"], str(f.get("upload-time") or "")[:10]) for f in data.get("files", [])]
 
 
@@ -138,22 +141,28 @@ def _versions(index: Index, dist: str) -> dict[Version, str]:
     return out
 
 
+def requirement(flag: str, spec: str) -> Requirement:
+    """``spec`` parsed (HarnessError naming ``flag`` when it is not a requirement)."""
+    try:
+        return Requirement(spec)
+    except InvalidRequirement as e:
+        why = str(e).splitlines()[0].rstrip()
+        raise HarnessError(
+            f"Received {flag}={spec!r}: not a requirement ({why}); expected e.g. 'tensorflow-cpu==2.20.*'."
+        ) from None
+
+
 def resolve(flag: str, spec: str, index: Index) -> Build:
     """The newest version of the index that requirement ``spec`` admits (HarnessError naming
     ``flag`` and the versions there when none does)."""
-    try:
-        req = Requirement(spec)
-    except InvalidRequirement as e:
-        raise HarnessError(
-            f"Received {flag}={spec!r}: not a requirement ({e}); expected e.g. 'tensorflow-cpu==2.20.*'."
-        ) from None
+    req = requirement(flag, spec)
     versions = _versions(index, req.name)
     admitted = sorted(req.specifier.filter(versions))
     if not admitted:
         near = ", ".join(str(v) for v in sorted(versions)[-5:]) or "none"
         raise HarnessError(
             f"Received {flag}={spec!r}: no wheel of {req.name} for this Python and platform on "
-            f"{index.where} matches it (its newest: {near})."
+            f"{index.where} matches it; expected one of its versions (the newest: {near})."
         )
     v = admitted[-1]
     return Build(req.name, str(v), _date(v, versions[v]))
@@ -185,7 +194,7 @@ class Held:
 
     def shown(self) -> str:
         """The held distributions a report names, e.g. ``keras==3.15.1, numpy==2.4.6``."""
-        lines = {canonicalize_name(line.split("==")[0]): line for line in self.freeze.splitlines()}
+        lines = {str(canonicalize_name(line.split("==")[0])): line for line in self.freeze.splitlines()}
         return ", ".join(lines[d] for d in HELD_SHOWN if d in lines)
 
 

@@ -55,6 +55,7 @@ from harness.commands import COMMANDS, build_parser, main
 from harness.contract.columns import flatten, unflatten
 from harness.contract.records import CellRow
 from harness.errors import HarnessError
+from harness.launch import builds as builds_module
 from harness.launch.ab import MODES
 from harness.launch.platform import NvidiaGpus
 from harness.results import history, store
@@ -300,6 +301,7 @@ PATH_DESTS = {
     "candidate",
     "reference",
     "envs",
+    "index",
 }
 """Options whose value is a path (by dest); :func:`paths` draws them by role."""
 
@@ -309,6 +311,18 @@ NAMED = {
     "op": tuple(dict.fromkeys(CROSS_DEVICE_OPS_NAMES + COMMUNICATION_NAMES)),
 }
 """Options the harness checks itself (no argparse choices), by dest: their accepted names."""
+
+GOOD_SPECS = ("tensorflow-cpu==2.20.*", "tensorflow-cpu==2.21.*", "tensorflow-cpu>=2.20", "tf-nightly-cpu")
+BAD_SPECS = ("tensorflow cpu", "==2.20", "", "tensorflow-cpu==2.30.*", "tensorflow-cpu===", "2.20")
+_TAG = next(iter(builds_module.sys_tags()))
+FAKE_INDEX = {
+    dist: [(f"{dist.replace('-', '_')}-{v}-{_TAG}.whl", "2026-01-01") for v in versions]
+    for dist, versions in {
+        "tensorflow-cpu": ("2.19.0", "2.20.0", "2.21.0"),
+        "tf-nightly-cpu": ("2.21.0.dev20250818", "2.21.0.dev20251001", "2.22.0.dev20260301"),
+    }.items()
+}
+"""bisect's package index, offline: a few wheels' names as the simple repository lists them."""
 
 GOOD_REFS = ("latest", "previous", "last:1", "last:2", "2026-01-01", "2026-01-01..2026-01-03", "20260102")
 BAD_REFS = (
@@ -347,6 +361,8 @@ def domain(action: argparse.Action, box: Sandbox, command: str) -> Domain:
             st.sampled_from(GOOD_REFS),
             st.one_of(st.sampled_from(BAD_REFS), st.sampled_from(GOOD_REFS).flatmap(near_miss)),
         )
+    if action.metavar == "SPEC":
+        return Domain(st.sampled_from(GOOD_SPECS), st.sampled_from(BAD_SPECS))
     if action.metavar == "K=V":
         return Domain(
             st.sampled_from(("TF_ENABLE_ONEDNN_OPTS=0", "A=1", "A=", "A=1=2", "é=ü")),
@@ -747,6 +763,7 @@ def call(argv: list[str], gpus: NvidiaGpus, tf_config: str | None, cwd: Path | N
     with contextlib.ExitStack() as stack:
         mp = stack.enter_context(pytest.MonkeyPatch.context())
         mp.setattr(platform_module, "nvidia_gpus", lambda: gpus)
+        mp.setattr(builds_module.Index, "_simple_files", lambda self, dist: FAKE_INDEX.get(dist, []))
         if cwd is not None:
             mp.chdir(cwd)
         if tf_config is not None:
