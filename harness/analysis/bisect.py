@@ -17,7 +17,11 @@ builds' processes live at once, :mod:`harness.analysis.ab`), side A the older bu
    the pairs allowed. A build that does not install or import is skipped, and the middle of the
    candidates left is taken instead.
 3. **final**: when no candidate is left between ``lo`` and ``hi``, ``hi`` against ``lo`` directly,
-   decided by ab's rule: the ratio between the two consecutive builds.
+   decided by ab's rule: the ratio between the two consecutive builds. Only a decided slowdown
+   confirms them (found); otherwise the bisect ends *not confirmed*.
+
+A rerun (:func:`reopen`) tries a failed step again, and goes on with an undecided one when its
+rule allows more pairs than it had.
 
 With N candidates that is about log2(N + 1) midpoints and two more steps.
 """
@@ -87,9 +91,11 @@ class Outcome(StrEnum):
     FOUND = "found"
     """Two consecutive builds, the slowdown between them."""
     NO_SLOWDOWN = "no slowdown"
-    """The bad build is not decided slower than the good one."""
+    """The bad build is decided equivalent to the good one, or faster."""
     UNDECIDED = "undecided"
-    """A midpoint's step ended undecided."""
+    """The endpoints' or a midpoint's step ended undecided."""
+    UNCONFIRMED = "not confirmed"
+    """The final step did not decide the two builds left apart."""
     FAILED = "failed"
     """A step's processes failed (its ``failure`` says why)."""
 
@@ -168,10 +174,8 @@ def next_step(state: State) -> Step | Done:
     if not ends:
         return Step(Kind.ENDPOINTS, 0, last)
     end = ends[0]
-    if end.failure:
-        return Done(Outcome.FAILED, 0, last, end)
-    if end.decision.verdict != LOWER:
-        return Done(Outcome.NO_SLOWDOWN, 0, last, end)
+    if end.failure or end.decision.verdict != LOWER:
+        return Done(_ended(end), 0, last, end)
     for m in state.measured:
         if m.step.kind is Kind.MIDPOINT and (m.failure or m.decision.verdict == UNDECIDED):
             lo, hi = bounds(state)
@@ -185,7 +189,32 @@ def next_step(state: State) -> Step | Done:
     final = next((m for m in state.measured if m.step == Step(Kind.FINAL, lo, hi)), None)
     if final is None:
         return Step(Kind.FINAL, lo, hi)
-    return Done(Outcome.FAILED if final.failure else Outcome.FOUND, lo, hi, final)
+    if final.failure:
+        return Done(Outcome.FAILED, lo, hi, final)
+    return Done(Outcome.FOUND if final.decision.verdict == LOWER else Outcome.UNCONFIRMED, lo, hi, final)
+
+
+def _ended(end: Measured) -> Outcome:
+    """How endpoints that are not a decided slowdown end the bisect."""
+    if end.failure:
+        return Outcome.FAILED
+    return Outcome.UNDECIDED if end.decision.verdict == UNDECIDED else Outcome.NO_SLOWDOWN
+
+
+def reopen(measured: Sequence[Measured], rule: ab.Rule) -> tuple[Measured, ...]:
+    """The steps a rerun keeps as measured: a failed step is tried again, and an undecided one goes
+    on when ``rule`` allows more pairs than it had (a rerun with a higher ``--max-pairs``)."""
+    return tuple(
+        m
+        for m in measured
+        if not m.failure and not (m.decision.verdict == UNDECIDED and m.decision.pairs < rule.max_pairs)
+    )
+
+
+def share(final_ratio: float, endpoints_ratio: float) -> float:
+    """The share of the endpoints' slowdown that the final step's accounts for (log ratios: 1.0
+    all of it)."""
+    return math.log(final_ratio) / math.log(endpoints_ratio)
 
 
 def steps_expected(candidates: int) -> int:

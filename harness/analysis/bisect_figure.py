@@ -11,6 +11,7 @@ from pathlib import Path
 from harness.analysis import bisect as bs
 from harness.analysis import plots
 from harness.analysis.answer_figure import STYLE
+from harness.analysis.bisect_text import VERDICT_WORDS
 from harness.formulas.verdicts import EQUIVALENT, LOWER, UNDECIDED
 
 COLOUR = {bs.SLOW: STYLE[LOWER], LOWER: STYLE[LOWER], bs.FAST: STYLE[EQUIVALENT]}
@@ -23,7 +24,10 @@ def draw(state: bs.State, done: bs.Done | None, out: Path) -> list[Path]:
     points = [
         m
         for m in state.measured
-        if m.step.a == 0 and m.step.kind is not bs.Kind.FINAL and math.isfinite(m.decision.ratio)
+        if m.step.a == 0
+        and m.step.kind is not bs.Kind.FINAL
+        and math.isfinite(m.decision.ratio)
+        and state.builds[m.step.b].date  # a release's day is unknown where the index gives none
     ]
     if not points:
         return []
@@ -42,7 +46,7 @@ def draw(state: bs.State, done: bs.Done | None, out: Path) -> list[Path]:
     line = bs.halfway(bs.endpoints(state).decision.ratio)
     axis.axhline(line, color="#777777", linestyle="--", linewidth=0.8, label=f"halfway line {line:.3f}")
     lo, hi = (done.lo, done.hi) if done is not None else bs.bounds(state)
-    for i in (lo, hi):
+    for i in (i for i in (lo, hi) if state.builds[i].date):
         axis.axvline(
             dt.date.fromisoformat(state.builds[i].date), color="#777777", linestyle=":", linewidth=0.8
         )
@@ -51,6 +55,12 @@ def draw(state: bs.State, done: bs.Done | None, out: Path) -> list[Path]:
     axis.set_title(
         "Each build measured against the good build in turns (95% CI): below the line, slow", fontsize=9
     )
-    axis.legend(fontsize=7, loc="lower left")
+    from matplotlib.lines import Line2D
+
+    marks = [
+        Line2D([], [], color=c, marker=m, linestyle="", label=VERDICT_WORDS[v])
+        for v, (c, m) in ((bs.FAST, COLOUR[bs.FAST]), (bs.SLOW, COLOUR[bs.SLOW]), (UNDECIDED, STYLE[UNDECIDED]))
+    ]
+    axis.legend(handles=[*axis.get_legend_handles_labels()[0], *marks], fontsize=7, loc="lower left")
     fig.autofmt_xdate()
     return plots.save(fig, out, NAME)

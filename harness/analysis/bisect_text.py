@@ -36,20 +36,20 @@ class BuildFacts:
 
 @dataclass(frozen=True)
 class Context:
-    """What the words need besides the state: the cell in words, the rule's band, the held
-    distributions and the builds' facts by index."""
+    """What the words need besides the state: the cell in words, the held distributions and the
+    builds' facts by index."""
 
     cell: str
-    min_effect: float
     held: str
     facts: Mapping[int, BuildFacts]
 
 
 def _ratio(d: Decision) -> str:
+    """``0.838 (95% CI 0.806 to 0.872, 4 pairs in turns)``."""
     if not math.isfinite(d.ratio):
         return "no ratio"
-    ci = f", 95% CI {d.low:.3f} to {d.high:.3f}" if math.isfinite(d.low) else ""
-    return f"{d.ratio:.3f}{ci}, {d.pairs} pairs in turns"
+    ci = f"95% CI {d.low:.3f} to {d.high:.3f}, " if math.isfinite(d.low) else ""
+    return f"{d.ratio:.3f} ({ci}{d.pairs} pairs in turns)"
 
 
 def _name(b: bs.Build) -> str:
@@ -95,68 +95,88 @@ def _skipped_between(state: bs.State, lo: int, hi: int) -> list[int]:
     return [i for i in range(lo + 1, hi) if i in state.skipped]
 
 
-def answer(state: bs.State, done: bs.Done | None, stopped: str, ctx: Context) -> list[str]:
-    """The result in words, first what was found, then what it rests on."""
-    builds = state.builds
-    good, bad = builds[0], builds[-1]
-    lines: list[str] = []
-    if done is None:
-        lo, hi = bs.bounds(state)
-        left = len(bs.open_candidates(state))
-        lines.append(
-            f"Not finished: {stopped}. So far the slowdown lies between "
-            f"{_name(builds[lo])} and {_name(builds[hi])}, {left} candidate builds between them "
-            f"(about {math.ceil(math.log2(left + 1)) + 1 if left else 1} more steps). Run the same "
-            "command again to go on: nothing measured is lost."
+MORE_PAIRS = "raise --max-pairs and rerun: the same command goes on with the pairs so far"
+
+
+def _not_finished(state: bs.State, stopped: str) -> list[str]:
+    builds, (lo, hi) = state.builds, bs.bounds(state)
+    left = len(bs.open_candidates(state))
+    return [
+        (
+            f"Not finished: {stopped}. So far the slowdown lies between {_name(builds[lo])} and "
+            f"{_name(builds[hi])}, {left} candidate builds between them (about "
+            f"{math.ceil(math.log2(left + 1)) + 1 if left else 1} more steps). Run the same command again "
+            "to go on: nothing measured is lost."
         )
-    elif done.outcome is bs.Outcome.NO_SLOWDOWN:
-        lines.append(
-            f"Nothing to bisect: {bad.spec} is not decided slower than {good.spec} on {ctx.cell} "
-            f"here: {_ratio(done.last.decision)}, {VERDICT_WORDS[done.last.decision.verdict]}."
+    ]
+
+
+def _no_slowdown(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
+    d = done.last.decision
+    return [
+        (
+            f"Nothing to bisect: {state.builds[-1].spec} is not slower than {state.builds[0].spec} on "
+            f"{ctx.cell} here: it trains at {_ratio(d)} of its speed, {VERDICT_WORDS[d.verdict]}."
         )
-    elif done.outcome is bs.Outcome.FAILED:
-        s = done.last.step
-        lines.append(
-            f"The bisect stopped: {builds[s.b].spec} against {builds[s.a].spec} failed: {done.last.failure}"
+    ]
+
+
+def _failed(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
+    s = done.last.step
+    return [
+        (
+            f"The bisect stopped: {state.builds[s.b].spec} against {state.builds[s.a].spec} failed: "
+            f"{done.last.failure}. Rerun the same command to try that step again."
         )
-    elif done.outcome is bs.Outcome.UNDECIDED:
-        s, d = done.last.step, done.last.decision
-        line = bs.halfway(bs.endpoints(state).decision.ratio)
-        lines.append(
+    ]
+
+
+def _undecided(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
+    builds, s, d = state.builds, done.last.step, done.last.decision
+    if s.kind is bs.Kind.ENDPOINTS:
+        return [
+            (
+                f"Not decided whether {builds[-1].spec} is slower than {builds[0].spec} on {ctx.cell} "
+                f"here: it trains at {_ratio(d)} of its speed. To decide it, {MORE_PAIRS}, on a "
+                "quieter machine."
+            )
+        ]
+    line = bs.halfway(bs.endpoints(state).decision.ratio)
+    return [
+        (
             f"The slowdown lies between {_name(builds[done.lo])} and {_name(builds[done.hi])}, but "
-            f"{_name(builds[s.b])} could not be placed: its ratio to {good.spec} ({_ratio(d)}) "
-            f"straddles the halfway line {line:.3f}. The slowdown may come in several smaller "
-            "changes, or need more pairs (--max-pairs); bisect each side with --good and --bad."
+            f"{_name(builds[s.b])} could not be placed: its ratio to {builds[0].spec} ({_ratio(d)}) "
+            f"straddles the halfway line {line:.3f}. The slowdown may come in several smaller changes "
+            f"(bisect each side with --good and --bad), or need more pairs: {MORE_PAIRS}."
         )
-    else:
-        lines += _found(state, done, ctx)
-    lines.append(
-        f"Each step is an ab of {ctx.cell} in turns: pairs of fresh processes, one per build, live at "
-        "once and taking turns with the whole machine; a ratio is the later build's examples/s over "
-        f"the earlier's (below 1: slower). Every build ran with the same {ctx.held}: only the "
-        "TensorFlow wheel changed."
-    )
-    return lines
+    ]
+
+
+def _unconfirmed(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
+    builds, d = state.builds, done.last.decision
+    return [
+        (
+            f"Not confirmed: the bisect narrowed the slowdown to {_name(builds[done.lo])} and "
+            f"{_name(builds[done.hi])}, but measured directly the later trains at {_ratio(d)} of the "
+            f"earlier's speed, {VERDICT_WORDS[d.verdict]}: the slowdown may be spread over several "
+            f"builds, or need more pairs to show between these two: {MORE_PAIRS}."
+        ),
+        *_commits(state, done, ctx),
+    ]
 
 
 def _found(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
     builds, lo, hi, d = state.builds, done.lo, done.hi, done.last.decision
+    ends = bs.endpoints(state).decision.ratio
     lines = [
         (
             f"The slowdown came between {_name(builds[lo])} and {_name(builds[hi])}: measured directly, "
-            f"the later trains at {_ratio(d)} of the earlier's speed: {VERDICT_WORDS[d.verdict]}."
-        )
+            f"the later is {1 - d.ratio:.0%} slower, training at {_ratio(d)} of the earlier's speed: "
+            f"{bs.share(d.ratio, ends):.0%} of the slowdown from {builds[0].version} to "
+            f"{builds[-1].version} ({ends:.3f})."
+        ),
+        *_commits(state, done, ctx),
     ]
-    if d.verdict != LOWER:
-        lines.append(
-            "Measured directly the two are not decided apart: the slowdown may be spread over "
-            "several builds, each too small to decide alone."
-        )
-    link = bs.compare_url(_git(lo, ctx), _git(hi, ctx))
-    lines.append(
-        f"TensorFlow's commits between them: {_git(lo, ctx)} to {_git(hi, ctx)}"
-        + (f": {link}" if link else ".")
-    )
     skipped = _skipped_between(state, lo, hi)
     if skipped:
         lines.append(
@@ -164,6 +184,39 @@ def _found(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
             "change may be in any of them."
         )
     return lines + _edge(state, lo, hi, ctx)
+
+
+def _commits(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
+    lo, hi = done.lo, done.hi
+    link = bs.compare_url(_git(lo, ctx), _git(hi, ctx))
+    return [
+        f"TensorFlow's commits between them: {_git(lo, ctx)} to {_git(hi, ctx)}"
+        + (f": {link}" if link else ".")
+    ]
+
+
+ENDINGS = {
+    bs.Outcome.FOUND: _found,
+    bs.Outcome.UNCONFIRMED: _unconfirmed,
+    bs.Outcome.NO_SLOWDOWN: _no_slowdown,
+    bs.Outcome.UNDECIDED: _undecided,
+    bs.Outcome.FAILED: _failed,
+}
+"""Outcome -> its words."""
+
+
+def answer(state: bs.State, done: bs.Done | None, stopped: str, ctx: Context) -> list[str]:
+    """The result in words: first what was found (or where it stands), then what it rests on."""
+    lines = _not_finished(state, stopped) if done is None else ENDINGS[done.outcome](state, done, ctx)
+    return [
+        *lines,
+        (
+            f"Each step is an ab of {ctx.cell} in turns: pairs of fresh processes, one per build, live at "
+            "once and taking turns with the whole machine; a ratio is the later build's examples/s over "
+            f"the earlier's (below 1: slower). Every build ran with the same {ctx.held}: only the "
+            "TensorFlow wheel changed."
+        ),
+    ]
 
 
 def table(state: bs.State) -> tuple[list[str], list[list[str]]]:

@@ -36,7 +36,8 @@ from harness.launch.lock import MachineLock
 from harness.launch.runner import plan as runnable
 from harness.results.journal import Journal, read
 from harness.spec import words
-from harness.spec.axes import AXES
+from harness.spec.axes import AXES, AXIS_BY_NAME
+from harness.spec.cell import Cell
 
 NAME = "bisect"
 DEFAULT_ENVS = ".nightly-envs"
@@ -45,7 +46,7 @@ EXITS: dict[int, str] = {
     0: "ended: the two builds found, or nothing to bisect",
     1: "a step's processes failed",
     2: "bad input",
-    3: "not finished (the budget spent: rerun to go on) or a step undecided",
+    3: "not finished (the budget spent: rerun to go on), a step undecided, or the two builds not confirmed",
     130: "interrupted (rerun the same command to go on)",
 }
 EXIT_BY_OUTCOME = {
@@ -53,6 +54,7 @@ EXIT_BY_OUTCOME = {
     bs.Outcome.NO_SLOWDOWN: 0,
     bs.Outcome.FAILED: 1,
     bs.Outcome.UNDECIDED: 3,
+    bs.Outcome.UNCONFIRMED: 3,
 }
 
 
@@ -135,14 +137,16 @@ class Plan:
     budget_min: float
 
     @property
-    def cell(self) -> Any:
+    def cell(self) -> Cell:
         return self.sel.cells[0]
 
     def identity(self) -> dict[str, Any]:
-        """What makes two commands the same bisect (the second resumes the first)."""
-        rule = dataclasses.asdict(self.rule)
+        """What makes two commands the same bisect (the second goes on with the first): the builds,
+        the cell and how it is timed; not the decision rule (a rerun with more pairs goes on) nor
+        the budget."""
+        timing = {k: v for k, v in dataclasses.asdict(self.sel.protocol).items() if k != "budget_min"}
         return {"good": self.good, "bad": self.bad, "index": self.index.where, "nightly": self.nightly,
-                "cell": self.cell.id, "rule": rule}  # fmt: skip
+                "cell": self.cell.id, "timing": timing}  # fmt: skip
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -166,10 +170,8 @@ def plan(args: argparse.Namespace) -> Plan:
         )
     budget = args.budget_min if args.budget_min is not None else DEFAULT_BUDGET_MIN
     index = builds.Index(args.index or os.environ.get("PIP_INDEX_URL") or builds.DEFAULT_INDEX)
-    return Plan(
-        str(builds.requirement("--good", args.good)), str(builds.requirement("--bad", args.bad)), index, args.nightly, rule,
-        dataclasses.replace(sel, cells=cells), budget,
-    )  # fmt: skip
+    good, bad = builds.requirement("--good", args.good), builds.requirement("--bad", args.bad)
+    return Plan(str(good), str(bad), index, args.nightly, rule, dataclasses.replace(sel, cells=cells), budget)
 
 
 def _new_plan(p: Plan) -> dict[str, Any]:
@@ -178,12 +180,14 @@ def _new_plan(p: Plan) -> dict[str, Any]:
     bad = builds.resolve("--bad", p.bad, p.index)
     if Version(bad.version) <= Version(good.version):
         raise HarnessError(
-            f"Received --good {good.spec} and --bad {bad.spec}: the bad build must be the newer."
+            f"Received --good {p.good!r} ({good.version}) and --bad {p.bad!r} ({bad.version}); "
+            "expected a bad build newer than the good one."
         )
     dist = p.nightly or builds.nightly_dist(good, bad)
     between = builds.candidates(p.index, dist, good, bad)
     return {
         "identity": p.identity(),
+        "rule": dataclasses.asdict(p.rule),
         "builds": [dataclasses.asdict(b) for b in (good, *between, bad)],
         "cell": p.cell.to_dict(),
         "nightly": dist,
@@ -202,15 +206,8 @@ def run(args: argparse.Namespace) -> int:
     p = plan(args)
     folder = folder_of(Path(args.results), key_of(p.identity()))
     journal_path = folder / JOURNAL
-    if journal_path.is_file() and args.fresh and not args.dry_run:
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        shutil.move(str(folder), str(folder.with_name(f"{folder.name}.{stamp}")))
-    if journal_path.is_file():
-        entries = read(journal_path)
-        plan_line = entries[0]
-        _say(f"bisect {folder}: going on from its journal ({len(entries) - 1} entries)")
-    else:
-        plan_line = _new_plan(p)
+    again = journal_path.is_file() and not args.fresh
+    plan_line = read(journal_path)[0] if again else _new_plan(p)
     state = replay([{**plan_line, "kind": "plan"}]).state
     n = len(state.builds) - 2
     _say(
@@ -223,40 +220,48 @@ def run(args: argparse.Namespace) -> int:
             _say(f"  {b.spec}  {b.date}")
         _say("dry run: nothing started.")
         return 0
-    known = replay(read(journal_path)) if journal_path.is_file() else None
-    if known is not None and known.ended:
-        _say("bisect: this bisect has ended (--fresh measures it again); its result:")
-        done = bs.next_step(known.state)
-        assert isinstance(done, bs.Done)
-        return _finish(p, folder, Result(known.state, known.installed, done))
+    if again:
+        known = replay(read(journal_path))
+        kept = bs.State(known.state.builds, known.state.skipped, bs.reopen(known.state.measured, p.rule))
+        done = bs.next_step(kept)
+        if isinstance(done, bs.Done) and known.ended:
+            _say(f"bisect {folder}: ended before (--fresh measures it again); its result:")
+            return _finish(p, folder, Result(kept, known.installed, done))
+        _say(f"bisect {folder}: going on from its journal")
     interrupt_on_sigterm()
-    envs = Path(args.envs)
-    _say(f"bisect: the environment every build shares, from {p.good} (under {envs})")
-    held = builds.held(p.good, envs)
-    if "held_pin" in plan_line and plan_line["held_pin"] != held.pin:
-        raise HarnessError(
-            f"the shared environment {held.python} changed since this bisect started (pin {held.pin}, "
-            f"journal {plan_line['held_pin']}); rerun with --fresh."
-        )
     lock = MachineLock(Path(args.results))
     lock.acquire(args.wait_lock)
-    journal = (
-        Journal.reopen(journal_path)
-        if journal_path.is_file()
-        else Journal.create(journal_path, {**plan_line, "held_pin": held.pin, "held": held.shown()})
-    )
-    settings = Settings(p.rule, p.sel.protocol.seed, p.budget_min * 60)
-    measurer = AbMeasurer(p.cell, p.sel.protocol, p.sel.platform, Path(args.results), held)
-    with lock, journal:
-        bisect = Bisect(journal, settings, lambda b: builds.install(b, envs, p.index, held), measurer, _say)
-        try:
-            result = bisect.run()
-        except KeyboardInterrupt:
-            _say(
-                f"\nbisect: interrupted; every pair so far is in {journal_path}: rerun the same command to go on"
+    with lock:
+        envs = Path(args.envs)
+        _say(f"bisect: the environment every build shares, from {state.builds[0].spec} (under {envs})")
+        held = builds.held(state.builds[0], envs, p.index)
+        if again and plan_line.get("held_pin") != held.pin:
+            raise HarnessError(
+                f"the shared environment {held.python} changed since this bisect started (pin "
+                f"{held.pin}, the journal's {plan_line.get('held_pin')}); rerun with --fresh."
             )
-            _finish(p, folder, Result(bisect.state, bisect.known.installed, stopped="interrupted"))
-            return EXIT_INTERRUPTED
+        if journal_path.is_file() and not again:  # --fresh: the old bisect kept, renamed
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+            shutil.move(str(folder), str(folder.with_name(f"{folder.name}.{stamp}")))
+        journal = (
+            Journal.reopen(journal_path)
+            if again
+            else Journal.create(journal_path, {**plan_line, "held_pin": held.pin, "held": held.shown()})
+        )
+        settings = Settings(p.rule, p.sel.protocol.seed, p.budget_min * 60)
+        measurer = AbMeasurer(p.cell, p.sel.protocol, p.sel.platform, Path(args.results), held)
+        with journal:
+            bisect = Bisect(
+                journal, settings, lambda b: builds.install(b, envs, p.index, held), measurer, _say
+            )
+            try:
+                result = bisect.run()
+            except KeyboardInterrupt:
+                _say(
+                    f"\nbisect: interrupted; every pair so far is in {journal_path}: rerun the same command to go on"
+                )
+                _finish(p, folder, Result(bisect.state, bisect.known.installed, stopped="interrupted"))
+                return EXIT_INTERRUPTED
     return _finish(p, folder, result)
 
 
@@ -264,8 +269,7 @@ def _finish(p: Plan, folder: Path, result: Result) -> int:
     """The answer, the table, the page and the figure; the exit code."""
     entries = read(folder / JOURNAL)
     ctx = Context(
-        words.describe(p.cell.to_dict(), always=True) + f" ({p.cell.model})",
-        p.rule.min_effect,
+        f"{AXIS_BY_NAME['model'].say(p.cell.model)} with {words.describe(p.cell.to_dict(), always=True)}",
         str(entries[0].get("held") or "shared environment"),
         _facts(result.installed),
     )
@@ -281,11 +285,11 @@ def _finish(p: Plan, folder: Path, result: Result) -> int:
     for path in [page, *figure, folder / JOURNAL]:
         _say(f"wrote {path}")
     code = 3 if result.done is None else EXIT_BY_OUTCOME[result.done.outcome]
-    give(_output(result, folder, code))
+    give(_output(result, folder))
     return code
 
 
-def _output(result: Result, folder: Path, code: int) -> BisectOutput:
+def _output(result: Result, folder: Path) -> BisectOutput:
     s, done = result.state, result.done
     lo, hi = (done.lo, done.hi) if done else bs.bounds(s)
     return BisectOutput(

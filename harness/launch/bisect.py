@@ -71,14 +71,14 @@ class Installer(Protocol):
 
 @dataclass
 class Journaled:
-    """What a journal says: the state, the builds installed, and the pair ratios of each step
-    not yet decided (by step)."""
+    """What a journal says: the state, the builds installed, every step's pair ratios and pairs
+    run (decided or not), and the last ``end`` entry (outcome, lo, hi)."""
 
     state: bs.State
     installed: dict[int, Installed] = field(default_factory=dict)
-    pending: dict[bs.Step, list[float]] = field(default_factory=dict)
+    ratios: dict[bs.Step, list[float]] = field(default_factory=dict)
     pairs_done: dict[bs.Step, int] = field(default_factory=dict)
-    ended: bool = False
+    ended: tuple[str, int, int] | None = None
 
 
 def _step(entry: dict[str, Any]) -> bs.Step:
@@ -86,11 +86,11 @@ def _step(entry: dict[str, Any]) -> bs.Step:
 
 
 def replay(entries: Sequence[dict[str, Any]]) -> Journaled:
-    """The journal's entries (the plan first) as what they say (module doc)."""
-    plan = entries[0]
-    builds = tuple(bs.Build(**b) for b in plan["builds"])
+    """The journal's entries (the plan first) as what they say (module doc). A step's ``step``
+    entry is its decision; its ``pair`` entries without one are the pairs of a step in progress."""
+    builds = tuple(bs.Build(**b) for b in entries[0]["builds"])
     skipped: dict[int, str] = {}
-    measured: list[bs.Measured] = []
+    measured: dict[bs.Step, bs.Measured] = {}
     out = Journaled(bs.State(builds, skipped, ()))
     for e in entries[1:]:
         kind = e["kind"]
@@ -105,15 +105,15 @@ def replay(entries: Sequence[dict[str, Any]]) -> Journaled:
             s = _step(e)
             out.pairs_done[s] = out.pairs_done.get(s, 0) + 1
             if e.get("ratio") is not None:
-                out.pending.setdefault(s, []).append(float(e["ratio"]))
+                out.ratios.setdefault(s, []).append(float(e["ratio"]))
         elif kind == "step":
             s = _step(e)
             d = ab.Decision(_nan(e["ratio"]), _nan(e["low"]), _nan(e["high"]), int(e["pairs"]), e["verdict"])
-            measured.append(bs.Measured(s, d, e.get("failure") or ""))
-            out.pending.pop(s, None)
+            measured.pop(s, None)  # a step decided again on a rerun: its latest decision
+            measured[s] = bs.Measured(s, d, e.get("failure") or "")
         elif kind == "end":
-            out.ended = True
-    out.state = bs.State(builds, skipped, tuple(measured))
+            out.ended = (str(e["outcome"]), int(e["lo"]), int(e["hi"]))
+    out.state = bs.State(builds, skipped, tuple(measured.values()))
     return out
 
 
@@ -167,7 +167,9 @@ Report = Callable[[str], None]
 
 
 class Bisect:
-    """One bisect, from its journal: :meth:`run` goes on until it ends or the budget is spent."""
+    """One bisect, from its journal: :meth:`run` goes on until it ends or the budget is spent. A
+    rerun tries again the steps :func:`harness.analysis.bisect.reopen` reopens and the builds
+    skipped before (a network error is not forever)."""
 
     def __init__(
         self, journal: Journal, settings: Settings, install: Installer, measurer: Measurer, report: Report
@@ -175,11 +177,9 @@ class Bisect:
         self.journal, self.settings, self.install, self.measurer = journal, settings, install, measurer
         self.report = report
         self.known = replay(read(journal.path))
+        s = self.known.state
+        self.state = bs.State(s.builds, {}, bs.reopen(s.measured, settings.rule))
         self.started = time.monotonic()
-
-    @property
-    def state(self) -> bs.State:
-        return self.known.state
 
     def _left_s(self) -> float:
         return self.settings.budget_s - (time.monotonic() - self.started)
@@ -188,13 +188,13 @@ class Bisect:
         return f"its budget of {self.settings.budget_s / 60:g} min is spent"
 
     def _ensure(self, i: int) -> Installed | None:
-        """Build ``i`` installed (journaled), or None when it is skipped (journaled, with why)."""
-        if i in self.known.installed:
-            return self.known.installed[i]
+        """Build ``i`` installed (cached by the installer; journaled once), or None when it does
+        not install or import (journaled, with why)."""
         if i in self.state.skipped:
             return None
         build = self.state.builds[i]
-        self.report(f"installing {build.spec} ({build.date})")
+        if i not in self.known.installed:
+            self.report(f"installing {build.spec} ({build.date})")
         try:
             inst = self.install(build)
         except BuildError as e:
@@ -204,42 +204,48 @@ class Bisect:
                     f"{'good' if i == 0 else 'bad'} build. Fix the cause (or choose another) and rerun."
                 ) from None
             self.journal.append({"kind": "skipped", "index": i, "error": str(e)})
-            self.known.state = replace(self.state, skipped={**self.state.skipped, i: str(e)})
+            self.state = replace(self.state, skipped={**self.state.skipped, i: str(e)})
             self.report(f"skipped {build.spec}: {e}")
             return None
-        self.journal.append({"kind": "installed", "index": i, **_installed_fields(inst)})
-        self.known.installed[i] = inst
+        if self.known.installed.get(i) != inst:
+            self.journal.append({"kind": "installed", "index": i, **_installed_fields(inst)})
+            self.known.installed[i] = inst
         return inst
+
+    def _result(self, done: bs.Done | None = None, stopped: str = "") -> Result:
+        return Result(self.state, self.known.installed, done, stopped)
 
     def run(self) -> Result:
         while True:
             nxt = bs.next_step(self.state)
             if isinstance(nxt, bs.Done):
-                if not self.known.ended:
-                    self.journal.append(
-                        {"kind": "end", "outcome": str(nxt.outcome), "lo": nxt.lo, "hi": nxt.hi}
-                    )
-                    self.known.ended = True
-                return Result(self.state, self.known.installed, nxt)
+                end = (str(nxt.outcome), nxt.lo, nxt.hi)
+                if self.known.ended != end:
+                    self.journal.append({"kind": "end", "outcome": end[0], "lo": end[1], "hi": end[2]})
+                    self.known.ended = end
+                return self._result(nxt)
             a, b = self._ensure(nxt.a), self._ensure(nxt.b)
             if a is None or b is None:
                 continue  # a midpoint skipped: the next middle candidate instead
             if self._left_s() <= 0:
-                return Result(self.state, self.known.installed, stopped=self._spent())
+                return self._result(stopped=self._spent())
             measured = self._measure(nxt, a, b)
             if measured is None:
-                return Result(self.state, self.known.installed, stopped=self._spent())
+                return self._result(stopped=self._spent())
             self.journal.append(step_entry(measured))
-            self.known.state = replace(self.state, measured=(*self.state.measured, measured))
-            self.known.pending.pop(nxt, None)
+            self.state = replace(self.state, measured=(*self.state.measured, measured))
+
+    def _seed(self, step: bs.Step) -> int:
+        """The seed of a step's pair orders: its own for each kind and build."""
+        return self.settings.seed + 1009 * list(bs.Kind).index(step.kind) + step.b
 
     def _measure(self, step: bs.Step, a: Installed, b: Installed) -> bs.Measured | None:
         """The step's pairs from where the journal left it until decided, failed or max pairs;
         None when the budget ran out first (the pairs so far are journaled)."""
         rule = self.settings.rule
-        ratios = list(self.known.pending.get(step, []))
+        ratios = list(self.known.ratios.get(step, []))
         done = self.known.pairs_done.get(step, 0)
-        orders = ab.pair_orders(MAX_ATTEMPTS * rule.max_pairs, self.settings.seed + step.b)
+        orders = ab.pair_orders(max(done, MAX_ATTEMPTS * rule.max_pairs), self._seed(step))
         decision = bs.decide(step, ratios, self.state, rule)
         if decision.verdict != UNDECIDED and ratios:
             return bs.Measured(step, decision)
@@ -258,6 +264,8 @@ class Bisect:
                      "failure": got.failure, "ab_id": got.ab_id}
                 )  # fmt: skip
                 self.known.pairs_done[step] = k + 1
+                if got.ratio is not None:
+                    self.known.ratios.setdefault(step, []).append(got.ratio)
                 if got.failure:
                     return bs.Measured(step, bs.decide(step, ratios, self.state, rule), got.failure)
                 if got.ratio is not None:

@@ -198,8 +198,10 @@ class Held:
         return ", ".join(lines[d] for d in HELD_SHOWN if d in lines)
 
 
-def held(spec: str, envs: Path) -> Held:
-    """The held environment for good build ``spec`` (module doc), built once under ``envs``."""
+def held(good: Build, envs: Path, index: Index) -> Held:
+    """The held environment for the good build (module doc), built once under ``envs``: its
+    dependencies resolved by pip from its index (a folder of wheels adds to pip's own)."""
+    spec = good.spec
     folder = envs.resolve() / (
         "bisect-held-" + "".join(c if c.isalnum() or c in ".-" else "_" for c in spec)[:80]
     )
@@ -207,7 +209,10 @@ def held(spec: str, envs: Path) -> Held:
     what = f"cannot build the environment the builds share (from {spec!r})"
     python = make_venv(folder, what)
     if not lock.is_file():
-        run_checked([python, "-m", "pip", "install", "-q", "-e", str(suite_root()), spec], what)
+        where = (
+            ["--find-links", str(index.folder)] if index.folder is not None else ["--index-url", index.where]
+        )
+        run_checked([python, "-m", "pip", "install", "-q", *where, "-e", str(suite_root()), spec], what)
         run_checked([python, "-m", "pip", "uninstall", "-y", "-q", *TF_DISTS], what, 600)
         lock.write_text(freeze(python))
     return Held(python, lock.read_text())
@@ -233,7 +238,9 @@ class Installed:
         return (("PYTHONPATH", self.folder),)
 
 
-def _probe(python: str, folder: Path) -> dict[str, str]:
+def _probe(python: str, folder: Path, build: Build) -> dict[str, str]:
+    """What the held interpreter imports from ``folder`` (BuildError: it fails, or imports
+    another TensorFlow than ``build``)."""
     env = {**os.environ, "PYTHONPATH": str(folder), "TF_CPP_MIN_LOG_LEVEL": "3"}
     try:
         proc = subprocess.run(
@@ -243,16 +250,38 @@ def _probe(python: str, folder: Path) -> dict[str, str]:
         raise BuildError(f"importing it: {e}") from None
     if proc.returncode != 0:
         raise BuildError(f"importing it: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-    return {str(k): str(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    try:
+        probe = {str(k): str(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+        same = Version(probe["tf_version"]) == Version(build.version)
+    except (ValueError, IndexError, KeyError, AttributeError, InvalidVersion) as e:
+        raise BuildError(f"importing it printed no version ({e!r})") from None
+    if not same or not probe.get("tf_file", "").startswith(str(folder)):
+        raise BuildError(
+            f"importing it gave TensorFlow {probe['tf_version']} from {probe.get('tf_file')}, not "
+            f"{build.version} from {folder}"
+        )
+    return probe
+
+
+def _read_probe(path: Path) -> dict[str, str]:
+    """A build's probe file ({} where there is none, or only part of one)."""
+    try:
+        return {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def install(build: Build, envs: Path, index: Index, held_env: Held) -> Installed:
-    """``build``'s wheel in its own folder, imported once by the held interpreter (cached: a
-    folder with its probe is reused). BuildError when pip or the import fails, or the import
-    resolves to another TensorFlow."""
+    """``build``'s wheel in its own folder, imported by the held interpreter. Cached: the wheel is
+    reused, and its import probed again only when the held environment changed. BuildError when
+    pip or the import fails, or the import resolves to another TensorFlow; nothing half-installed
+    is left behind."""
     folder = folder_of(build, envs)
     probe_path = folder / PROBE_FILE
-    if not probe_path.is_file():
+    probe = _read_probe(probe_path)
+    if probe.get("held_pin") == held_env.pin:
+        return _installed(build, folder, probe)
+    if not probe:
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
@@ -265,18 +294,16 @@ def install(build: Build, envs: Path, index: Index, held_env: Held) -> Installed
             shutil.rmtree(partial, ignore_errors=True)
             raise BuildError(str(e)) from None
         partial.rename(folder)
-        try:
-            probe = _probe(held_env.python, folder)
-        except BuildError:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        probe_path.write_text(json.dumps(probe))
-    probe = json.loads(probe_path.read_text())
-    if not str(probe.get("tf_file", "")).startswith(str(folder)) or Version(probe["tf_version"]) != Version(
-        build.version
-    ):
-        raise BuildError(
-            f"importing it gave TensorFlow {probe.get('tf_version')} from {probe.get('tf_file')}, "
-            f"not {build.version} from {folder}"
-        )
+    try:
+        probe = {**_probe(held_env.python, folder, build), "held_pin": held_env.pin}
+    except BuildError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    written = probe_path.with_name(PROBE_FILE + ".partial")
+    written.write_text(json.dumps(probe))
+    written.replace(probe_path)  # whole or absent, whenever a kill comes
+    return _installed(build, folder, probe)
+
+
+def _installed(build: Build, folder: Path, probe: dict[str, str]) -> Installed:
     return Installed(build, str(folder), probe["tf_version"], probe["git_version"], probe["keras_version"])

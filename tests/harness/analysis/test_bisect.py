@@ -44,10 +44,17 @@ def test_the_first_step_measures_the_endpoints() -> None:
     assert bs.next_step(state(7)) == bs.Step(bs.Kind.ENDPOINTS, 0, 8)
 
 
-@pytest.mark.parametrize("verdict", [EQUIVALENT, UNDECIDED, "higher"])
-def test_only_a_decided_slowdown_is_bisected(verdict: str) -> None:
+@pytest.mark.parametrize(
+    "verdict, outcome",
+    [
+        (EQUIVALENT, bs.Outcome.NO_SLOWDOWN),
+        ("higher", bs.Outcome.NO_SLOWDOWN),
+        (UNDECIDED, bs.Outcome.UNDECIDED),
+    ],
+)
+def test_only_a_decided_slowdown_is_bisected(verdict: str, outcome: bs.Outcome) -> None:
     done = bs.next_step(state(7, measured(bs.Kind.ENDPOINTS, 0, 8, 0.99, verdict)))
-    assert isinstance(done, bs.Done) and done.outcome is bs.Outcome.NO_SLOWDOWN
+    assert isinstance(done, bs.Done) and done.outcome is outcome
 
 
 def test_midpoints_halve_the_open_range_against_the_good_build() -> None:
@@ -75,6 +82,22 @@ def test_consecutive_builds_end_with_a_direct_final_step() -> None:
     final = measured(bs.Kind.FINAL, 3, 4, 0.81, LOWER)
     done = bs.next_step(bs.State(s.builds, {}, (*s.measured, final)))
     assert done == bs.Done(bs.Outcome.FOUND, 3, 4, final)
+
+
+@pytest.mark.parametrize("verdict", [EQUIVALENT, UNDECIDED, "higher"])
+def test_a_final_step_that_is_not_a_decided_slowdown_does_not_confirm(verdict: str) -> None:
+    s = state(7, ENDS, measured(bs.Kind.MIDPOINT, 0, 4, 0.8, bs.SLOW), measured(bs.Kind.MIDPOINT, 0, 3, 1.0, bs.FAST),
+              measured(bs.Kind.FINAL, 3, 4, 0.99, verdict))  # fmt: skip
+    done = bs.next_step(s)
+    assert isinstance(done, bs.Done) and done.outcome is bs.Outcome.UNCONFIRMED
+    assert answer(s, done, "", CTX)[0].startswith("Not confirmed: ")
+
+
+def test_a_rerun_retries_a_failed_step_and_goes_on_with_an_undecided_one_given_more_pairs() -> None:
+    failed = bs.Measured(bs.Step(bs.Kind.MIDPOINT, 0, 4), decision(0.9, UNDECIDED), "out of memory")
+    und = measured(bs.Kind.MIDPOINT, 0, 2, 0.9, UNDECIDED)  # 5 pairs
+    assert bs.reopen((ENDS, failed, und), RULE) == (ENDS,)  # RULE allows 12
+    assert bs.reopen((ENDS, und), ab.Rule(max_pairs=5)) == (ENDS, und)
 
 
 def test_a_skipped_build_is_passed_over() -> None:
@@ -115,7 +138,7 @@ def test_commit_and_compare_link_from_git_versions() -> None:
     )
 
 
-CTX = Context("MirroredStrategy on 2 replicas (dense)", 0.02, "keras==3.15.1, numpy==2.4.6",
+CTX = Context("MirroredStrategy on 2 replicas (dense)", "keras==3.15.1, numpy==2.4.6",
               {i: BuildFacts("x", f"v1.12.1-{i}-gabc{i:04d}") for i in range(9)})  # fmt: skip
 
 
@@ -128,7 +151,8 @@ def test_the_answer_names_the_two_builds_their_ratio_and_the_commits_first() -> 
     assert lines[0].startswith(
         "The slowdown came between tf-nightly-cpu==2.21.0.dev20251003 (2025-10-03) and "
     )
-    assert "0.810, 95% CI 0.800 to 0.820, 5 pairs in turns" in lines[0]
+    assert "19% slower, training at 0.810 (95% CI 0.800 to 0.820, 5 pairs in turns)" in lines[0]
+    assert "100% of the slowdown from 2.20.0 to 2.21.0 (0.810)" in lines[0]
     assert "compare/abc0003...abc0004" in lines[1]
     assert "keras==3.15.1" in lines[-1]
     _head, rows = table(s)

@@ -18,6 +18,7 @@ def test_every_command_module_has_its_parser_and_runner() -> None:
         "compare",
         "ab",
         "nightly",
+        "bisect",
         "compare-hardware",
         "predict",
         "ingest",

@@ -51,7 +51,7 @@ class FakeMeasurer:
 
     @contextmanager
     def step(self, a: Installed, b: Installed) -> Iterator[Callable[[int, str], lb.PairResult]]:
-        self.steps.append((int(a.folder), int(b.folder)))
+        self.steps.append((a.folder, b.folder))
 
         def pair(k: int, order: str) -> lb.PairResult:
             if self.kill_at is not None and self.pairs == self.kill_at:
@@ -121,12 +121,12 @@ def test_a_killed_bisect_resumes_without_measuring_again(tmp_path: Path) -> None
         run(path, builds, killed)
     pairs_before = sum(1 for e in read(path) if e["kind"] == "pair")
     assert pairs_before == 13
-    installed_before = {e["index"] for e in read(path) if e["kind"] == "installed"}
     calls: list[int] = []
     again = FakeMeasurer(bad_from=25, seed=2)
     result = run(path, builds, again, calls=calls)
     assert result.done is not None and (result.done.lo, result.done.hi) == (24, 25)
-    assert set(calls).isdisjoint(installed_before)  # no build installed again
+    installs = [e["index"] for e in read(path) if e["kind"] == "installed"]
+    assert len(installs) == len(set(installs))  # each build journaled installed once
     # nothing measured again: the resumed run's pairs plus the killed one's make the journal's
     assert sum(1 for e in read(path) if e["kind"] == "pair") == pairs_before + again.pairs
     # the step in progress went on from its next pair, not from its first
@@ -140,7 +140,7 @@ def test_no_slowdown_between_the_endpoints_ends_at_once(tmp_path: Path) -> None:
     m = FakeMeasurer(bad_from=99)
     result = run(journal(tmp_path, builds), builds, m)
     assert result.done is not None and result.done.outcome is bs.Outcome.NO_SLOWDOWN
-    assert m.steps == [(0, 11)]
+    assert m.steps == [("0", "11")]
 
 
 def test_a_bad_endpoint_that_will_not_install_is_an_error(tmp_path: Path) -> None:
@@ -182,12 +182,36 @@ def test_replay_gives_back_a_failed_step_without_a_ratio_and_the_pairs_in_progre
     ]
     known = lb.replay(entries)
     step = bs.Step(bs.Kind.MIDPOINT, 0, 2)
-    assert known.pending[step] == [0.81] and known.pairs_done[step] == 2
+    assert known.ratios[step] == [0.81] and known.pairs_done[step] == 2
     assert known.state.skipped == {1: "no wheel"} and not known.ended
     failed = {"kind": "step", **mid, "ratio": None, "low": None, "high": None, "pairs": 0, "verdict": "undecided",
               "failure": "side B, pair 2: failed: out of memory"}  # fmt: skip
     known = lb.replay([*entries, failed])
     m = known.state.measured[-1]
-    assert math.isnan(m.decision.ratio) and m.failure.endswith("out of memory") and step not in known.pending
+    assert math.isnan(m.decision.ratio) and m.failure.endswith("out of memory")
     done = bs.next_step(known.state)
     assert isinstance(done, bs.Done) and done.outcome is bs.Outcome.FAILED
+
+
+def test_a_rerun_retries_a_failed_step_and_a_skipped_build(tmp_path: Path) -> None:
+    builds = fake_builds(14)
+    path = journal(tmp_path, builds)
+
+    class Failing(FakeMeasurer):
+        @contextmanager
+        def step(self, a: Installed, b: Installed) -> Iterator[Callable[[int, str], lb.PairResult]]:
+            with super().step(a, b) as pair:
+                yield lambda k, order: pair(k, order) if b.build != builds[7] else lb.PairResult(None, "oom")
+
+    first = run(path, builds, Failing(bad_from=5), broken={8})  # 8 skipped, then 7 fails
+    assert (
+        first.done is not None
+        and first.done.outcome is bs.Outcome.FAILED
+        and first.done.last.failure == "oom"
+    )
+    again = run(path, builds, FakeMeasurer(bad_from=5))
+    assert again.done is not None and again.done.outcome is bs.Outcome.FOUND
+    assert (again.done.lo, again.done.hi) == (4, 5)
+    entries = read(path)
+    assert [e["outcome"] for e in entries if e["kind"] == "end"] == ["failed", "found"]
+    assert [e["kind"] for e in entries if e.get("index") == 8] == ["skipped", "installed"]

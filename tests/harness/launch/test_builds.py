@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import zipfile
 from pathlib import Path
@@ -10,9 +12,14 @@ from pathlib import Path
 import pytest
 from packaging.tags import sys_tags
 
+from harness.analysis import ab
+from harness.analysis import bisect as bs
 from harness.analysis.bisect import Build
 from harness.errors import HarnessError
+from harness.launch import bisect as lb
 from harness.launch import builds
+from harness.results.journal import Journal
+from tests.harness.launch.test_bisect import FakeMeasurer
 
 TAG = next(iter(sys_tags()))
 STUB = "__version__ = {version!r}\nclass version:\n    GIT_VERSION = 'v1.12.1-{n}-gabc{n:04d}'\n"
@@ -113,3 +120,67 @@ def test_a_build_that_will_not_install_or_import_is_a_build_error(
             Build("tf-nightly-cpu", "2.21.0.dev20251111", "2025-11-11"), tmp_path / "envs", index, held
         )
     assert not list((tmp_path / "envs" / "bisect-builds").iterdir())  # nothing half-installed left
+
+
+@pytest.mark.process
+def test_a_cached_build_is_probed_again_when_the_held_environment_changed(
+    index: builds.Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = builds.PROBE.replace("keras.__version__", "'stub'").replace(", keras, numpy", ", numpy")
+    monkeypatch.setattr(builds, "PROBE", probe)
+    build = Build("tf-nightly-cpu", "2.21.0.dev20250818", "2025-08-18")
+    first = builds.install(build, tmp_path / "envs", index, builds.Held(sys.executable, "keras==3.15.1\n"))
+    marker = Path(first.folder) / "tensorflow" / "marker"
+    marker.write_text("the wheel is not installed again")
+    other = builds.Held(sys.executable, "keras==3.16.0\n")
+    again = builds.install(build, tmp_path / "envs", index, other)
+    assert again == first and marker.is_file()
+    assert json.loads((Path(first.folder) / builds.PROBE_FILE).read_text())["held_pin"] == other.pin
+    (Path(first.folder) / builds.PROBE_FILE).write_text('{"tf_vers')  # a probe cut short by a kill
+    assert builds.install(build, tmp_path / "envs", index, other) == first and not marker.is_file()
+
+
+@pytest.mark.process
+def test_a_bisect_on_a_fake_index_finds_the_planted_build_and_skips_the_broken_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole loop with real installs from a folder of stub wheels (30 nightlies, the one of
+    2025-10-19 broken), measured by a fake whose speed drops from the 2025-10-23 build on."""
+    folder = tmp_path / "index"
+    folder.mkdir()
+    wheel(folder, "tensorflow-cpu", "2.20.0")
+    wheel(folder, "tensorflow-cpu", "2.21.0")
+    for day in range(1, 31):
+        wheel(folder, "tf-nightly-cpu", f"2.21.0.dev202510{day:02d}", day, broken=day == 19)
+    index = builds.Index(str(folder))
+    good, bad = (
+        builds.resolve("--good", "tensorflow-cpu==2.20.*", index),
+        builds.resolve("--bad", "tensorflow-cpu==2.21.*", index),
+    )
+    between = builds.candidates(index, builds.nightly_dist(good, bad), good, bad)
+    probe = builds.PROBE.replace("keras.__version__", "'stub'").replace(", keras, numpy", ", numpy")
+    monkeypatch.setattr(builds, "PROBE", probe)
+    held = builds.Held(sys.executable, "keras==3.15.1\n")
+    everything = [good, *between, bad]
+    path = tmp_path / "bisect" / lb.JOURNAL
+    Journal.create(path, {"builds": [dataclasses.asdict(b) for b in everything]}).close()
+
+    class ByDate(FakeMeasurer):
+        def speed(self, inst: builds.Installed) -> float:
+            slow = inst.build.version == "2.21.0" or (inst.build.nightly and inst.build.date >= "2025-10-23")
+            return 0.85 if slow else 1.0
+
+    settings = lb.Settings(ab.Rule(min_pairs=4, max_pairs=12), 0, 3600)
+    with Journal.reopen(path) as j:
+        result = lb.Bisect(
+            j,
+            settings,
+            lambda b: builds.install(b, tmp_path / "envs", index, held),
+            ByDate(0),
+            lambda s: None,
+        ).run()
+    assert result.done is not None and result.done.outcome is bs.Outcome.FOUND
+    assert (everything[result.done.lo].date, everything[result.done.hi].date) == ("2025-10-22", "2025-10-23")
+    assert (
+        len([m for m in result.state.measured if m.step.kind is bs.Kind.MIDPOINT]) <= 6
+    )  # log2(31) + a skip
