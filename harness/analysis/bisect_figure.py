@@ -59,7 +59,11 @@ def draw(state: bs.State, done: bs.Done | None, out: Path) -> list[Path]:
 
     marks = [
         Line2D([], [], color=c, marker=m, linestyle="", label=VERDICT_WORDS[v])
-        for v, (c, m) in ((bs.FAST, COLOUR[bs.FAST]), (bs.SLOW, COLOUR[bs.SLOW]), (UNDECIDED, STYLE[UNDECIDED]))
+        for v, (c, m) in (
+            (bs.FAST, COLOUR[bs.FAST]),
+            (bs.SLOW, COLOUR[bs.SLOW]),
+            (UNDECIDED, STYLE[UNDECIDED]),
+        )
     ]
     axis.legend(handles=[*axis.get_legend_handles_labels()[0], *marks], fontsize=7, loc="lower left")
     fig.autofmt_xdate()

@@ -60,8 +60,9 @@ class CompareOutput(TypedDict):
     series: list[SeriesOutput]
 
 
-class PairedCell(TypedDict):
-    cell_id: str
+class Paired(TypedDict):
+    """B against A over pairs of processes (``ab``'s cells, ``bisect``'s steps)."""
+
     ratio: float | None
     """Candidate / baseline throughput (B / A), geometric mean over pairs."""
     ci_low: float | None
@@ -69,7 +70,11 @@ class PairedCell(TypedDict):
     pairs: int
     verdict: str
     failure: str
-    """Why the cell has no verdict (empty when it has one)."""
+    """Why there is no verdict (empty when there is one)."""
+
+
+class PairedCell(Paired):
+    cell_id: str
 
 
 class AbOutput(TypedDict):
@@ -88,21 +93,16 @@ class NightlyOutput(TypedDict):
     """Tonight's point per cell, as the nightly table's columns."""
 
 
-class BisectStep(TypedDict):
+class BisectStep(Paired):
+    """A step; its ``verdict``: lower, higher, equivalent, undecided (endpoints, final); slow, fast,
+    undecided (midpoint)."""
+
     kind: str
     """endpoints, midpoint or final."""
     build: str
     """Side B, e.g. ``tf-nightly-cpu==2.21.0.dev20251014``."""
     against: str
     """Side A."""
-    ratio: float | None
-    """B / A throughput, geometric mean over the step's pairs in turns."""
-    ci_low: float | None
-    ci_high: float | None
-    pairs: int
-    verdict: str
-    """lower, higher, equivalent, undecided (endpoints, final); slow, fast, undecided (midpoint)."""
-    failure: str
 
 
 class BisectOutput(TypedDict):
