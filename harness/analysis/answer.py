@@ -322,10 +322,17 @@ def _next(a: Answer) -> list[Para]:
 
 
 def cpu_note(rows: Sequence[CellRow]) -> str:
-    """The sentence that must come before any CPU scaling figure, where the rows have replicas
-    sharing one CPU ("" otherwise)."""
-    if not any(r.ran.logical_devices for r in rows):
+    """The sentence that must come before any scaling figure where the rows have replicas on
+    logical devices: sharing one CPU, or logical GPUs sharing one GPU ("" otherwise)."""
+    logical = [r for r in rows if r.ran.logical_devices]
+    if not logical:
         return ""
+    if all(r.machine is not None and r.machine.device_kind == "GPU" for r in logical):
+        return (
+            "On this GPU host, replicas beyond its GPUs are logical GPUs sharing one GPU's compute: "
+            "they probe what the all-reduce and cross-device ops cost, not what a second GPU would "
+            "buy, and are never among the configurations raced for the fastest."
+        )
     return (
         "On this CPU, replicas are logical devices and workers are local processes, all sharing the "
         "same cores: a second replica adds no compute, so these answers say what distribution costs "

@@ -219,7 +219,7 @@ def _plan_head(sel: Selection, out: Path) -> str:
         f"run: {first}{found.sets - found.races} sets of configurations compared live (at most "
         f"{found.live} processes at once: --max-live), taking turns of ~{pr.turn_s:g} s, each set in "
         f"{pr.processes} to {pr.max_processes} rounds of fresh processes within a budget of "
-        f"{pr.budget_min:g} min (the minimum: about {found.minimum_s / 60:.1f} min on 2 cores){peak}; "
+        f"{pr.budget_min:g} min (the minimum: about {found.minimum_s / 60:.1f} min, estimated before any instance){peak}; "
         f"workers {'forked from a fork server (--no-fork: fresh interpreters)' if pr.fork else 'fresh interpreters'}; "
         f"results -> {out}"
     )

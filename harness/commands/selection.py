@@ -19,7 +19,7 @@ from harness.launch.real_cluster import resolve_slurm
 from harness.launch.run_params import Work
 from harness.mnist import load_mnist
 from harness.results.collectives import topology_label
-from harness.spec.axes import AXES, REPLICAS_TO_MAX
+from harness.spec.axes import AXES, REPLICAS_TO_DEVICES, REPLICAS_TO_MAX
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES, payloads
 from harness.spec.protocol import Platform, Protocol, settings_rows
@@ -79,7 +79,10 @@ PROTOCOL_FLAGS = {
 def _axis_help(axis: Any) -> str:
     accepted = ", ".join(axis.choices) if axis.choices else axis.accepted().removeprefix("expected ")
     extra = " Comma list." + (
-        f" {REPLICAS_TO_MAX!r} = 1 up to the machine's devices." if axis.name == "replicas" else ""
+        f" {REPLICAS_TO_MAX!r} = 1 up to the machine's devices (logical GPUs included), "
+        f"{REPLICAS_TO_DEVICES!r} = 1, 2, 4, ... whole GPUs up to its own count."
+        if axis.name == "replicas"
+        else ""
     )
     return f"{axis.help}. Accepted: {accepted} Default: {axis.default} (or the sweep's).{extra}"
 

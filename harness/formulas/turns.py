@@ -163,12 +163,23 @@ GPU host (13-15 idle in a turn) it took nothing from it; on the 2-core VM (about
 member trains) it did."""
 
 
+def foreign_limit(idle_cpus: float, limit: float = DISTURBED) -> float:
+    """CPUs' worth another program may use in a turn without disturbing it: ``limit`` scaled by
+    the CPUs the host left idle in the turn (at least ``limit``; NaN idle: ``limit``). On the 2-core
+    VM (about 0 idle while a member trains) a quarter of a CPU; on a 16-core GPU host with 14 idle,
+    3.5: the H200's 3 dropped blocks of 2026-11-26 had 0.26-0.32 CPUs of other programs with 14
+    CPUs idle, which took nothing from the member."""
+    return limit if math.isnan(idle_cpus) else limit * max(1.0, idle_cpus)
+
+
 def is_disturbed(turn: Turn, limit: float = DISTURBED, spare: float = SPARE_CPUS) -> bool:
     """Whether something took CPU the member needed during ``turn``: another program or the
-    hypervisor used more than ``limit`` CPUs (:attr:`Turn.disturbance`), or anything besides the
-    member did (:attr:`Turn.besides`) while fewer than ``spare`` CPUs were idle (NaN idle, a
-    journal from before the split: unknown, not short)."""
-    return turn.disturbance > limit or (turn.besides > limit and turn.idle_cpus < spare)
+    hypervisor used more than :func:`foreign_limit` CPUs (:attr:`Turn.disturbance`), or anything
+    besides the member did (:attr:`Turn.besides`) more than ``limit`` while fewer than ``spare``
+    CPUs were idle (NaN idle, a journal from before the split: unknown, not short)."""
+    return turn.disturbance > foreign_limit(turn.idle_cpus, limit) or (
+        turn.besides > limit and turn.idle_cpus < spare
+    )
 
 
 def clean(turns: Sequence[Turn], limit: float = DISTURBED) -> list[Turn]:
@@ -188,7 +199,7 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
     program disturbed, as ``name[pid]`` (its processes summed by name, the pid of the one that
     used the most in a turn), and its CPUs' worth over those turns' seconds (("", 0.0) when none
     is named): what to stop for a quiet run."""
-    hit = [t for t in turns if t.disturbance > limit]
+    hit = [t for t in turns if t.disturbance > foreign_limit(t.idle_cpus, limit)]
     seconds = math.fsum(t.seconds for t in hit)
     used: dict[str, float] = {}
     largest: dict[str, Turn] = {}
@@ -207,7 +218,11 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
 def crowded_besides(turns: Sequence[Turn], limit: float = DISTURBED) -> float:
     """The median CPUs' worth used besides the member over the turns disturbed for want of a spare
     CPU (not by another program); NaN when there are none."""
-    hit = [t.besides for t in turns if is_disturbed(t, limit) and t.disturbance <= limit]
+    hit = [
+        t.besides
+        for t in turns
+        if is_disturbed(t, limit) and t.disturbance <= foreign_limit(t.idle_cpus, limit)
+    ]
     return float(np.median(hit)) if hit else NAN
 
 

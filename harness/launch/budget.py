@@ -47,7 +47,7 @@ from harness.errors import HarnessError
 from harness.formulas import stats
 from harness.formulas import turns as tstats
 from harness.formulas.turns import Turn
-from harness.launch import resume
+from harness.launch import resume, xla_cache
 from harness.launch.platform import available_memory_bytes
 from harness.launch.progress import Progress
 from harness.launch.run_params import NEW_RUN, REAL, Hooks, Identity, Output, Work
@@ -94,14 +94,42 @@ CLOSE_S = 15.0
 """Seconds the budget keeps for writing the rows and drawing the report (7 s for the default
 sweep's report on 2 cores, 2026-11-26), besides the closing peak process."""
 
-PRIOR_MEMBER_S = 1.5
-PRIOR_STRETCH = 1.5
-PRIOR_PEAK_S = 5.0
-"""Before any instance ends, an instance is estimated at PRIOR_MEMBER_S seconds per member
-(start-up, calibration, checks: median 1.2 s, up to 2.9 s) plus PRIOR_STRETCH x the window turns
-it asks for (they took 1.3-2.4 x as long), and a peak process at PRIOR_PEAK_S: the default
-sweep's 48 instances on a 2-core VM, 2026-11-26. A faster machine needs less; the run corrects the
-estimate from its own instances as they end."""
+
+@dataclass(frozen=True)
+class Prior:
+    """What an instance costs before any has ended, on one kind of device; the run corrects it
+    from its own instances as they end (:meth:`TurnsRun.estimate_s`)."""
+
+    member_s: float
+    """Seconds per member: start-up, calibration, checks, exit."""
+    stretch: float
+    """Wall seconds of the window turns per second of turns they ask for."""
+    peak_s: float
+    """Seconds of one peak process."""
+    measured: str
+    """Where the figures come from."""
+
+
+PRIORS = {
+    "cpu": Prior(
+        1.5,
+        1.5,
+        5.0,
+        "the default sweep's 48 instances on a 2-core VM, 2026-11-26: a member's start-up, "
+        "calibration and checks median 1.2 s, up to 2.9 s; the turns took 1.3-2.4 x as long as they "
+        "ask (a faster machine needs less)",
+    ),
+    "gpu": Prior(
+        3.9,
+        1.15,
+        12.0,
+        "the 9 runs on an H100 and an H200, 2026-11-26 (their costs tables): start-up, calibration "
+        "and exit median 3.9 s a process (1.5 to 25 s; a step breakdown, where timed, adds about "
+        "4 s), the turns 1.00-1.12 x as long as they ask, a peak process 7-14 s",
+    ),
+}
+"""The prior per device kind (:attr:`harness.spec.protocol.Platform.device_kind`)."""
+
 
 MAX_DROPS = 3
 """Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
@@ -351,6 +379,7 @@ class TurnsRun:
         self.groups = [GroupRun(g) for g in plan_groups(run.runnable, contenders, max_live(run.protocol))]
         self.headline = any(g.group.race for g in self.groups)
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
+        self.prior = PRIORS[run.platform.device_kind]
         self.broken_down: set[str] = set()
         self._named_cache: tuple[tuple[int, ...], set[str]] = ((), set())
         self.asked: set[str] = set()
@@ -475,7 +504,7 @@ class TurnsRun:
             return g.seconds / g.instances
         members, asked = len(g.group.members), self._asked_s(g.group)
         found = self.cost.instance_s(members, self._pending_breakdowns(g.group), asked)
-        return found if found is not None else prior_instance_s(g.group, self.plan)
+        return found if found is not None else prior_instance_s(g.group, self.plan, self.prior)
 
     def reserve_s(self) -> float:
         """Seconds the budget keeps for the run's end: the closing peak process (as long as the
@@ -483,7 +512,7 @@ class TurnsRun:
         if not self.run.protocol.peak:
             return CLOSE_S
         processes = self.run.result.time.peak_processes if self.run.result.time is not None else 0
-        return CLOSE_S + (self.run.peaks.seconds / processes if processes else PRIOR_PEAK_S)
+        return CLOSE_S + (self.run.peaks.seconds / processes if processes else self.prior.peak_s)
 
     def seconds_left(self) -> float | None:
         """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds
@@ -564,7 +593,9 @@ class TurnsRun:
         or the hypervisor."""
         ids = {t.block for t in instance.turns}
         self.blocks += len(ids)
-        self.busy_blocks += len({t.block for t in instance.turns if t.disturbance > tstats.DISTURBED})
+        self.busy_blocks += len(
+            {t.block for t in instance.turns if t.disturbance > tstats.foreign_limit(t.idle_cpus)}
+        )
         share = self.run.protocol.busy_share
         if self.blocks >= BUSY_MIN_BLOCKS and self.busy_blocks > share * self.blocks:
             name, cpus = tstats.busiest_other(instance.turns)
@@ -670,16 +701,20 @@ def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int
     return heads + groups(runnable, live, heads)
 
 
-def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan, sweep: str = "") -> None:
+def check_minimum(
+    found: Sequence[Group], protocol: Protocol, plan: Plan, prior: Prior, sweep: str = ""
+) -> None:
     """HarnessError, before any process starts, when the groups' minimum (:func:`minimum_s`)
     does not fit the budget: what it would take, and what would fit (``sweep``: the named sweep
     the selection came from, which the hint keeps)."""
-    need = minimum_s(found, protocol, plan)
+    need = minimum_s(found, protocol, plan, prior)
     if need <= protocol.budget_s:
         return
     models = sorted({m.cell.model for g in found for m in g.members})
     alone = {
-        model: minimum_s([g for g in found if any(m.cell.model == model for m in g.members)], protocol, plan)
+        model: minimum_s(
+            [g for g in found if any(m.cell.model == model for m in g.members)], protocol, plan, prior
+        )
         for model in models
     }
     fits = [model for model, s in alone.items() if s <= protocol.budget_s]
@@ -692,8 +727,8 @@ def check_minimum(found: Sequence[Group], protocol: Protocol, plan: Plan, sweep:
     raise HarnessError(
         f"Received --budget-min {protocol.budget_min:g}; the selection's minimum ({protocol.processes} "
         f"instances of each of its {len(found)} groups, {sum(len(g.members) for g in found)} members) "
-        f"takes about {need / 60:.1f} min on a 2-core machine (the estimate before any instance: "
-        f"{PRIOR_MEMBER_S:g} s a member plus the window turns). Give --budget-min "
+        f"takes about {need / 60:.1f} min by the estimate before any instance ({prior.member_s:g} s "
+        f"a member plus the window turns, from {prior.measured}). Give --budget-min "
         f"{math.ceil(need / 60)} or more, fewer --processes, or fewer cells{fewer}."
     )
 
@@ -708,16 +743,16 @@ def asked_s(group: Group, plan: Plan) -> float:
     return len(group.members) * 2 * plan.blocks * plan.turn_s
 
 
-def prior_instance_s(group: Group, plan: Plan) -> float:
-    """An instance of ``group`` before any has ended (see :data:`PRIOR_MEMBER_S`), seconds."""
-    return len(group.members) * PRIOR_MEMBER_S + PRIOR_STRETCH * asked_s(group, plan)
+def prior_instance_s(group: Group, plan: Plan, prior: Prior) -> float:
+    """An instance of ``group`` before any has ended, by ``prior``, seconds."""
+    return len(group.members) * prior.member_s + prior.stretch * asked_s(group, plan)
 
 
-def minimum_s(found: Sequence[Group], protocol: Protocol, plan: Plan) -> float:
-    """Seconds a run of groups ``found`` needs at least, by the prior: every group's minimum
+def minimum_s(found: Sequence[Group], protocol: Protocol, plan: Plan, prior: Prior) -> float:
+    """Seconds a run of groups ``found`` needs at least, by ``prior``: every group's minimum
     instances, the two peak processes and :data:`CLOSE_S`."""
-    instances = protocol.processes * math.fsum(prior_instance_s(g, plan) for g in found)
-    return instances + (2 * PRIOR_PEAK_S if protocol.peak else 0.0) + CLOSE_S
+    instances = protocol.processes * math.fsum(prior_instance_s(g, plan, prior) for g in found)
+    return instances + (2 * prior.peak_s if protocol.peak else 0.0) + CLOSE_S
 
 
 def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
@@ -794,7 +829,8 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
         resumed.resumes + 1 if resumed else 0,
     )
     logs = output.results / "logs" / run.files.date / run.result.run_id
-    options = WorkerOptions.of(protocol, work.platform, logs, work.mnist_path)
+    cache = xla_cache.env(run.runnable, logs / "xla-cache")
+    options = WorkerOptions.of(protocol, work.platform, logs, work.mnist_path, env=cache)
     state = TurnsRun(run, options, hooks.launcher, hooks.clock, output.journal, work.contenders)
     if identity.started is not None:
         state.t0 = identity.started

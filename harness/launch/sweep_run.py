@@ -31,7 +31,7 @@ from harness.contract.job import WorkerOptions
 from harness.contract.records import CellRow, Status
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import forks
-from harness.launch.budget import check_minimum, max_live, minimum_s, plan_groups, run_in_turns
+from harness.launch.budget import PRIORS, check_minimum, max_live, minimum_s, plan_groups, run_in_turns
 from harness.launch.cluster import ClusterConfig
 from harness.launch.collectives import run_collectives
 from harness.launch.lease import RunLease, lease_address, server_names
@@ -92,7 +92,7 @@ def _groups(work: Work) -> list[Group]:
 def outline(work: Work) -> Outline:
     """What a local run of ``work`` would do (the dry run)."""
     found = _groups(work)
-    minimum = minimum_s(found, work.protocol, Plan.of(work.protocol, 0.0))
+    minimum = minimum_s(found, work.protocol, Plan.of(work.protocol, 0.0), PRIORS[work.platform.device_kind])
     return Outline(len(found), sum(g.race for g in found), max_live(work.protocol), minimum)
 
 
@@ -109,7 +109,7 @@ def measure_local(work: Work, request: Request) -> RunResult:
     against the budget before its id, its journal or any process."""
     out, pr = request.results, work.protocol
     with _locked(request):
-        check_minimum(_groups(work), pr, Plan.of(pr, 0.0), request.sweep)
+        check_minimum(_groups(work), pr, Plan.of(pr, 0.0), PRIORS[work.platform.device_kind], request.sweep)
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         entry = plan_entry(
             run_id,

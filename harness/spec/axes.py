@@ -25,6 +25,16 @@ from harness.spec.strategies import (
 
 REPLICAS_TO_MAX = "1..max"
 """Replica-axis token meaning every count from 1 to :attr:`Platform.max_replicas`."""
+REPLICAS_TO_DEVICES = "doubling"
+"""Replica-axis token meaning 1, 2, 4, ... whole devices up to :attr:`Platform.devices`, and that
+count itself (1, 2, 4, 8 on 8 GPUs; 1, 2, 3 on 3): every GPU, no logical ones (on a CPU-only host,
+its logical CPU devices). The counts a user buys and compares, not every count between."""
+REPLICA_TOKENS = {
+    REPLICAS_TO_MAX: REPLICAS_TO_MAX,
+    "max": REPLICAS_TO_MAX,
+    REPLICAS_TO_DEVICES: REPLICAS_TO_DEVICES,
+}
+"""What the replica axis takes besides integers, and the token each means."""
 
 AxisValue = int | str
 """One value of an axis: a name, an integer, or :data:`REPLICAS_TO_MAX` on the replica axis."""
@@ -126,7 +136,7 @@ class Axis:
         return tuple(self.check(self._convert(t)) for t in items)
 
     def _convert(self, token: str) -> AxisValue:
-        if self.kind is int and not (self.name == "replicas" and token in (REPLICAS_TO_MAX, "max")):
+        if self.kind is int and not (self.name == "replicas" and token in REPLICA_TOKENS):
             try:
                 return int(token)
             except ValueError:
@@ -136,8 +146,8 @@ class Axis:
     def check(self, value: object) -> AxisValue:
         """Return ``value`` if accepted, else raise HarnessError naming it and the accepted values."""
         if self.kind is int:
-            if self.name == "replicas" and value in (REPLICAS_TO_MAX, "max"):
-                return REPLICAS_TO_MAX
+            if self.name == "replicas" and isinstance(value, str) and value in REPLICA_TOKENS:
+                return REPLICA_TOKENS[value]
             if (
                 isinstance(value, int)
                 and not isinstance(value, bool)
@@ -154,7 +164,7 @@ class Axis:
     def accepted(self) -> str:
         if self.kind is int:
             hi = "" if self.maximum is None else f" and at most {self.maximum}"
-            extra = f", or {REPLICAS_TO_MAX!r}" if self.name == "replicas" else ""
+            extra = f", or {REPLICAS_TO_MAX!r}, or {REPLICAS_TO_DEVICES!r}" if self.name == "replicas" else ""
             return f"expected integers of at least {self.minimum}{hi}{extra}."
         also = (
             "; or FILE.py:function, or package.module:function (your own Keras model)"

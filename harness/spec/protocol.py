@@ -365,6 +365,14 @@ class Platform:
         )
 
     @property
+    def devices(self) -> int:
+        """Whole devices one process can use: every GPU (one MIG instance), or the logical CPU
+        devices of a CPU-only host."""
+        if self.device_kind == "gpu":
+            return min(self.gpu_count, 1) if self.mig else self.gpu_count
+        return self.cpu_devices
+
+    @property
     def max_replicas(self) -> int:
         """Devices one process can use: every GPU (one MIG instance), up to
         :data:`MAX_LOGICAL_GPUS` logical ones on each where its memory is known; or the logical CPU

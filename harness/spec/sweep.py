@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
-from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_MAX, AxisValue
+from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_DEVICES, REPLICAS_TO_MAX, AxisValue
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
@@ -36,6 +36,9 @@ class Sweep:
     """Grids (also among ``grids``) of each model's contenders for its fastest configuration: a
     run measures them first, live together, each against the fastest of them
     (:func:`harness.spec.groups.headline_groups`). Empty: no headline group."""
+    on_gpu: Sweep | None = None
+    """The same sweep as planned on a GPU host (:func:`on`): its own headline (the contenders a
+    GPU user chooses between) and grids. None: this one there too."""
 
     def grid_values(self) -> list[dict[str, tuple[AxisValue, ...]]]:
         """Every axis's values, grid by grid (defaults filled in)."""
@@ -55,7 +58,12 @@ class Sweep:
         def override(grids: tuple[Grid, ...]) -> tuple[Grid, ...]:
             return tuple(dict.fromkeys(tuple({**dict(g), **overrides}.items()) for g in grids))
 
-        return dataclasses.replace(self, grids=override(self.grids), headline=override(self.headline))
+        return dataclasses.replace(
+            self,
+            grids=override(self.grids),
+            headline=override(self.headline),
+            on_gpu=None if self.on_gpu is None else self.on_gpu.with_axes(overrides),
+        )
 
 
 def _check_axes(axes: Mapping[str, Sequence[object]]) -> Grid:
@@ -86,29 +94,49 @@ def with_headline(sweep: Sweep, *parts: Sweep) -> Sweep:
     return dataclasses.replace(sweep, grids=grids + sweep.grids, headline=grids)
 
 
+def on(sweep: Sweep, platform: Platform) -> Sweep:
+    """``sweep`` as planned on ``platform``: its :attr:`Sweep.on_gpu` on a GPU host, where it has
+    one."""
+    return sweep.on_gpu if platform.device_kind == "gpu" and sweep.on_gpu is not None else sweep
+
+
 def contenders(sweep: Sweep, platform: Platform) -> tuple[str, ...]:
-    """The ids of the sweep's headline cells (:attr:`Sweep.headline`), in :func:`expand`'s order."""
-    if not sweep.headline:
+    """The ids of the sweep's headline cells on ``platform`` (:func:`on`), in :func:`expand`'s
+    order."""
+    planned = on(sweep, platform)
+    if not planned.headline:
         return ()
-    return tuple(c.id for c in expand(dataclasses.replace(sweep, grids=sweep.headline), platform))
+    return tuple(c.id for c in expand(dataclasses.replace(planned, grids=planned.headline), platform))
+
+
+def doubling(devices: int) -> list[int]:
+    """1, 2, 4, ... up to ``devices``, and ``devices`` itself (:data:`REPLICAS_TO_DEVICES`)."""
+    out = [2**k for k in range(devices.bit_length()) if 2**k <= devices]
+    return out + ([devices] if devices and out[-1] != devices else [])
 
 
 def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[AxisValue]:
     out: list[AxisValue] = []
     for v in values:
-        out.extend(range(1, platform.max_replicas + 1) if v == REPLICAS_TO_MAX else [v])
+        if v == REPLICAS_TO_MAX:
+            out.extend(range(1, platform.max_replicas + 1))
+        elif v == REPLICAS_TO_DEVICES:
+            out.extend(doubling(platform.devices))
+        else:
+            out.append(v)
     return out
 
 
 def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
-    """Every distinct cell of the sweep, in a stable order (topologies grouped, 1 replica first).
+    """Every distinct cell of the sweep as planned on ``platform`` (:func:`on`), in a stable order
+    (topologies grouped, 1 replica first).
 
     Axes that do not apply to a strategy collapse (see :meth:`Cell.__post_init__`), so ``default``
     with replicas ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
     """
     names = [a.name for a in AXES]
     seen: dict[str, Cell] = {}
-    for values in sweep.grid_values():
+    for values in on(sweep, platform).grid_values():
         values["replicas"] = tuple(_replica_values(values["replicas"], platform))
         for combo in itertools.product(*(values[n] for n in names)):
             cell = Cell.from_dict(dict(zip(names, combo, strict=True)))

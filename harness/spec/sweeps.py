@@ -8,6 +8,7 @@ from harness.errors import HarnessError
 from harness.spec.axes import (
     COMMUNICATION_NAMES,
     CROSS_DEVICE_OPS_NAMES,
+    REPLICAS_TO_DEVICES,
     REPLICAS_TO_MAX,
 )
 from harness.spec.protocol import Protocol
@@ -190,6 +191,108 @@ DEFAULT = with_headline(
         steps_per_execution=(10,),
     ),
 )
+
+_GPU_CONTENDERS = (
+    # each model's plain custom loop and its batch 256, mixed precision, XLA, Keras fit
+    make_sweep(
+        "", "", model=("cnn", "dense"), strategy=("default",), batch=(64, 256), steps_per_execution=(10,)
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default",),
+        batch=(64,),
+        precision=("mixed_float16",),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default",),
+        batch=(64,),
+        xla=("on",),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("default",),
+        batch=(64,),
+        loop=("fit",),
+        steps_per_execution=(10,),
+    ),
+    # MirroredStrategy on 1, 2, 4, ... whole GPUs: never on logical ones
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("mirrored",),
+        replicas=(REPLICAS_TO_DEVICES,),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+)
+
+DEFAULT = dataclasses.replace(
+    DEFAULT,
+    on_gpu=with_headline(
+        chain(
+            "default",
+            "on a GPU host: first, for each model, the configurations a GPU user chooses between, "
+            "live together, each against the fastest of them: the plain custom loop at batch 64 and "
+            "256 per replica, mixed_float16, XLA, Keras fit, MirroredStrategy on 1, 2, 4, ... whole "
+            "GPUs; then what else several GPUs or a shared one cost: mirrored's cross-device ops on 2 "
+            "replicas (logical GPUs on a 1-GPU host: a probe of all-reduce cost, not a choice), "
+            "multi_worker_mirrored and parameter server on 1 and 2 workers, two co-tenant processes "
+            "of default. steps_per_execution 10",
+            DEFAULT.protocol,
+            make_sweep(
+                "",
+                "",
+                model=("cnn", "dense"),
+                strategy=("mirrored",),
+                cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+                replicas=(2,),
+                batch=(64,),
+                steps_per_execution=(10,),
+            ),
+            make_sweep(
+                "",
+                "",
+                model=("cnn", "dense"),
+                strategy=("multi_worker_mirrored",),
+                communication=("ring",),
+                workers=(1, 2),
+                batch=(64,),
+                steps_per_execution=(10,),
+            ),
+            make_sweep(
+                "",
+                "",
+                model=("cnn", "dense"),
+                strategy=("parameter_server",),
+                workers=(1, 2),
+                ps=(1,),
+                batch=(64,),
+                steps_per_execution=(10,),
+            ),
+            make_sweep(
+                "",
+                "",
+                model=("cnn", "dense"),
+                strategy=("default",),
+                batch=(64,),
+                steps_per_execution=(10,),
+                tenants=(2,),
+            ),
+        ),
+        *_GPU_CONTENDERS,
+    ),
+)
+"""``default`` on a GPU host (:attr:`Sweep.on_gpu`): the same two models and protocol."""
 
 CLUSTER = chain(
     "cluster",

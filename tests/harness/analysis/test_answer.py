@@ -164,3 +164,14 @@ def test_a_ratio_in_words() -> None:
     assert answer.change(0.919, 0.898, 0.941) == "8.1% slower (between 5.9% and 10%)"
     assert answer.change(1.2, 1.1, 1.3) == "20% faster (between 10% and 30%)"
     assert answer.change(0.99, None, None) == "1.0% slower (no CI: fewer than 2 instances)"
+
+
+def test_logical_devices_are_named_for_what_they_are_on_a_cpu_and_on_a_gpu() -> None:
+    logical = {"logical_devices": True, "replicas": 2, "strategy": "mirrored"}
+    on_cpu = _cell("cnn/mirrored[auto]/r2w1", device_kind="CPU", **logical)
+    on_gpu = _cell("cnn/mirrored[auto]/r2w1", device_kind="GPU", **logical)
+    assert answer.cpu_note([_cell("cnn/default/r1w1")]) == ""
+    assert answer.cpu_note([on_cpu]).startswith("On this CPU, replicas are logical devices")
+    note = answer.cpu_note([on_gpu])
+    assert note.startswith("On this GPU host, replicas beyond its GPUs are logical GPUs")
+    assert "never among the configurations raced" in note

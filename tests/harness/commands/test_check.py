@@ -127,11 +127,12 @@ def test_check_replays_a_runs_turns_under_the_disturbance_rule(tmp_path: Path) -
     root = tmp_path / "results"
     _history(root, runs=1)
     # two blocks on a 16-core host: the kernel and the waiting member used 0.6 CPUs in block 0 (no
-    # other program, 13 CPUs idle: kept), xz 1.0 CPU in block 1 (dropped)
+    # other program, 13 CPUs idle: kept), xz 4.0 CPUs in block 1 (past a quarter CPU per idle CPU,
+    # 3.0 with 12 idle: dropped)
     turns = [
         Turn(0, "a", 0.2, 100.0, 0.08, 0.04, 13.0, foreign_cpu_s=0.0),
         Turn(0, "b", 0.2, 100.0, 0.0, 0.0, 13.0, foreign_cpu_s=0.0),
-        Turn(1, "a", 0.2, 100.0, 0.2, 0.0, 12.0, "xz[9]", 0.2, 0.2),
+        Turn(1, "a", 0.2, 100.0, 0.8, 0.0, 12.0, "xz[9]", 0.8, 0.8),
         Turn(1, "b", 0.2, 100.0, 0.0, 0.0, 13.0, foreign_cpu_s=0.0),
     ]
     run_id = "20260301T000000Z-eeeeee"
@@ -142,4 +143,4 @@ def test_check_replays_a_runs_turns_under_the_disturbance_rule(tmp_path: Path) -
 
     assert code == 0
     assert f"run {run_id}: 1 of 2 blocks kept in turns" in out and "as before 2026-11-26, keeps 0" in out
-    assert "busiest other program in disturbed turns: xz[9], 1.00 CPUs" in out
+    assert "busiest other program in disturbed turns: xz[9], 4.00 CPUs" in out

@@ -419,14 +419,25 @@ def test_a_block_with_a_disturbed_turn_is_left_out_whole() -> None:
     assert clean(turns, limit=10.0) == turns
 
 
+def test_the_limit_on_other_programs_scales_with_the_idle_cpus() -> None:
+    from harness.formulas.turns import DISTURBED, foreign_limit
+
+    assert foreign_limit(0.0) == foreign_limit(1.0) == foreign_limit(NAN) == DISTURBED
+    assert foreign_limit(14.0) == pytest.approx(3.5)
+
+
 def test_only_another_program_disturbs_a_turn_while_the_host_has_cpus_to_spare() -> None:
     from harness.formulas.turns import is_disturbed
 
     def turn(other: float = 0.0, run: float = 0.0, idle: float = NAN, foreign: float = NAN) -> Turn:
         return Turn(0, "A", 0.2, 100.0, other, run, idle, foreign_cpu_s=foreign)
 
-    # 0.2 s turns. Another program used 0.06 s = 0.3 CPUs > 0.25: disturbed, CPUs to spare or not
-    assert is_disturbed(turn(other=0.06, idle=13.0, foreign=0.06))
+    # 0.2 s turns. Another program used 0.06 s = 0.3 CPUs > 0.25 with 0.3 CPUs idle (the 2-core
+    # VM): disturbed. With 13 idle (the 16-core GPU host) the limit is 0.25 x 13 = 3.25 CPUs: 0.3
+    # took nothing from the member (the H200's 3 dropped blocks); 3.5 (0.7 s) disturbs
+    assert is_disturbed(turn(other=0.06, idle=0.3, foreign=0.06))
+    assert not is_disturbed(turn(other=0.06, idle=13.0, foreign=0.06))
+    assert is_disturbed(turn(other=0.7, idle=13.0, foreign=0.7))
     # the kernel (0.10 s) and the waiting members (0.06 s) used 0.8 CPUs, no other program: with
     # 13 CPUs idle (the 16-core GPU host) they took nothing from the member; with 0.3 idle (the
     # 2-core VM) they did
@@ -442,9 +453,9 @@ def test_a_summary_counts_the_blocks_each_rule_keeps_and_names_the_busiest_progr
     from harness.formulas.turns import busiest_other, summarize
 
     def turn(block: int, other: float, foreign: float = 0.0, busiest: str = "") -> Turn:
-        return Turn(block, "A", 0.2, 100.0, other, 0.0, 12.0, busiest, foreign, foreign)
+        return Turn(block, "A", 0.2, 100.0, other, 0.0, 1.0, busiest, foreign, foreign)
 
-    # 0.2 s turns on a host with 12 CPUs idle: only other programs count
+    # 0.2 s turns on a host with 1 CPU idle: only other programs count, past 0.25 CPUs
     first = [turn(0, 0.1), turn(1, 0.0), turn(1, 0.1, 0.09, "xz[7]")]
     second = [turn(0, 0.0), turn(1, 0.12, 0.11, "xz[8]"), turn(2, 0.06)]
     s = summarize([first, second])

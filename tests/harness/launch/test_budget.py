@@ -363,19 +363,22 @@ def test_a_selection_whose_minimum_cannot_fit_is_refused_with_what_would() -> No
     plan = budget.Plan.of(protocol, 0.0)
     cells = [DEFAULT, ONE, TWO, Cell(model="cnn", strategy="default", batch=32)]
     found = budget.plan_groups(cells, (), 8)
-    need = budget.minimum_s(found, protocol, plan)
+    cpu = budget.PRIORS["cpu"]
+    need = budget.minimum_s(found, protocol, plan, cpu)
     # 3 instances of a 3-member and a 1-member group, 2 peaks and the end kept
     members = 3 + 1
-    turns = budget.PRIOR_STRETCH * members * 2 * 4 * protocol.turn_s
-    assert need == pytest.approx(3 * (members * budget.PRIOR_MEMBER_S + turns) + 2 * budget.PRIOR_PEAK_S + 15)
+    turns = cpu.stretch * members * 2 * 4 * protocol.turn_s
+    assert need == pytest.approx(3 * (members * cpu.member_s + turns) + 2 * cpu.peak_s + 15)
     with pytest.raises(HarnessError) as info:
-        budget.check_minimum(found, protocol, plan)
+        budget.check_minimum(found, protocol, plan, cpu)
     text = str(info.value)
     assert "--budget-min 1;" in text and f"--budget-min {math.ceil(need / 60)} or more" in text
     assert "(--model cnn: about" in text  # the model that fits alone
     with pytest.raises(HarnessError, match=r"\(--sweep default --model cnn: about"):
-        budget.check_minimum(found, protocol, plan, "default")
-    budget.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan)
+        budget.check_minimum(found, protocol, plan, cpu, "default")
+    budget.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan, cpu)
+    # a GPU instance costs more before any has ended (start-up and the step breakdown)
+    assert budget.minimum_s(found, protocol, plan, budget.PRIORS["gpu"]) > need
 
 
 def test_a_cell_the_budget_never_reaches_has_a_row_that_says_so(
@@ -570,3 +573,20 @@ def test_the_default_sweep_breaks_down_only_the_cells_the_answer_names(tmp_path:
     assert not state._options(Member(TWO)).settings.breakdown
     every = _budget(tmp_path, dataclasses.replace(protocol, breakdown=True), Clock(), ())
     assert every._options(Member(DEFAULT)).settings.breakdown  # --breakdown: every cell
+
+
+@pytest.mark.parametrize("gpus", [1, 8])
+@pytest.mark.parametrize("live", [8, 16])
+def test_the_default_sweep_on_a_gpu_host_fits_its_budget_by_the_gpu_prior(gpus: int, live: int) -> None:
+    from harness.spec.protocol import Platform
+    from harness.spec.rules import unsupported_reason
+    from harness.spec.sweep import contenders, expand
+    from harness.spec.sweeps import get_sweep
+
+    sweep, platform = get_sweep("default"), Platform("gpu", gpus, gpu_memory_mib=81_559)
+    runnable = [c for c in expand(sweep, platform) if unsupported_reason(c, platform) is None]
+    found = budget.plan_groups(runnable, contenders(sweep, platform), live)
+    need = budget.minimum_s(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
+    assert need <= sweep.protocol.budget_s  # 521-762 s of 780
+    budget.check_minimum(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
+    assert sum(g.race for g in found) == 2  # each model's headline raced

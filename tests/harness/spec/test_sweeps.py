@@ -1,0 +1,65 @@
+"""The default sweep as planned on a CPU, a 1-GPU and an 8-GPU host (faked platforms): what each
+model's headline races, and that only whole GPUs are contenders."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.spec.protocol import Platform
+from harness.spec.rules import unsupported_reason
+from harness.spec.sweep import contenders, doubling, expand, on
+from harness.spec.sweeps import get_sweep
+
+CPU = Platform()
+ONE_GPU = Platform("gpu", 1, gpu_memory_mib=81_559)
+EIGHT_GPUS = Platform("gpu", 8, gpu_memory_mib=81_559)
+DEFAULT = get_sweep("default")
+
+
+def heads(platform: Platform, model: str) -> list[str]:
+    return [c.split("/", 1)[1] for c in contenders(DEFAULT, platform) if c.startswith(model + "/")]
+
+
+def test_on_a_cpu_the_headline_is_as_before() -> None:
+    assert on(DEFAULT, CPU) is DEFAULT
+    assert heads(CPU, "cnn") == [
+        "default/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "default/r1w1/b64/acc4/ctl/spe10/float32/synthetic/weak",
+        "default/r1w1/b64/acc1/fit/spe10/float32/synthetic/weak",
+        "mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "central_storage/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "multi_worker_mirrored[ring]/r1w2/b64/acc1/ctl/spe10/float32/synthetic/weak",
+    ]
+    assert len(expand(DEFAULT, CPU)) == 36
+
+
+def test_on_one_gpu_the_headline_is_what_a_gpu_user_chooses_between() -> None:
+    assert heads(ONE_GPU, "dense") == [
+        "default/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+        "default/r1w1/b256/acc1/ctl/spe10/float32/synthetic/weak",
+        "default/r1w1/b64/acc1/ctl/spe10/mixed_float16/synthetic/weak",
+        "default/r1w1/b64/acc1/ctl/spe10/float32+xla/synthetic/weak",
+        "default/r1w1/b64/acc1/fit/spe10/float32/synthetic/weak",
+        "mirrored/r1w1/b64/acc1/ctl/spe10/float32/synthetic/weak",
+    ]
+    cells = expand(DEFAULT, ONE_GPU)
+    runnable = [c for c in cells if unsupported_reason(c, ONE_GPU) is None]
+    assert (len(cells), len(runnable)) == (30, 24)
+    # two replicas on one GPU are logical GPUs: measured (an all-reduce probe), never a contender
+    assert any(c.replicas == 2 for c in runnable)
+    assert all(c.replicas * c.workers <= 1 for c in runnable if c.id in contenders(DEFAULT, ONE_GPU))
+
+
+def test_on_eight_gpus_mirrored_races_on_1_2_4_and_8_whole_gpus() -> None:
+    mirrored = [h for h in heads(EIGHT_GPUS, "cnn") if h.startswith("mirrored")]
+    assert [h.split("/")[1] for h in mirrored] == ["r1w1", "r2w1", "r4w1", "r8w1"]
+    cells = expand(DEFAULT, EIGHT_GPUS)
+    assert len(cells) == 34 and all(unsupported_reason(c, EIGHT_GPUS) is None for c in cells)
+
+
+@pytest.mark.parametrize(
+    "devices, counts", [(1, [1]), (2, [1, 2]), (3, [1, 2, 3]), (8, [1, 2, 4, 8]), (6, [1, 2, 4, 6])]
+)
+def test_doubling(devices: int, counts: list[int]) -> None:
+    assert doubling(devices) == counts
