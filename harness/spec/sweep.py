@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
@@ -115,16 +115,15 @@ def doubling(devices: int) -> list[int]:
     return out + ([devices] if devices and out[-1] != devices else [])
 
 
+REPLICA_COUNTS: dict[AxisValue, Callable[[Platform], Sequence[int]]] = {
+    REPLICAS_TO_MAX: lambda p: range(1, p.max_replicas + 1),
+    REPLICAS_TO_DEVICES: lambda p: doubling(p.devices),
+}
+"""The replica counts each replica-axis token stands for on a platform."""
+
+
 def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[AxisValue]:
-    out: list[AxisValue] = []
-    for v in values:
-        if v == REPLICAS_TO_MAX:
-            out.extend(range(1, platform.max_replicas + 1))
-        elif v == REPLICAS_TO_DEVICES:
-            out.extend(doubling(platform.devices))
-        else:
-            out.append(v)
-    return out
+    return [n for v in values for n in (REPLICA_COUNTS[v](platform) if v in REPLICA_COUNTS else [v])]
 
 
 def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
