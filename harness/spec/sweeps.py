@@ -67,6 +67,51 @@ SMOKE = chain(
     ),
 )
 
+_ALL_REDUCES = make_sweep(
+    "",
+    "",
+    model=("cnn", "dense"),
+    strategy=("mirrored",),
+    cross_device_ops=CROSS_DEVICE_OPS_NAMES,
+    replicas=(2,),
+    batch=(64,),
+    steps_per_execution=(10,),
+)
+"""Mirrored's cross-device ops on 2 replicas (shared by ``default`` on a CPU and on a GPU)."""
+_WORKERS = (
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("multi_worker_mirrored",),
+        communication=("ring",),
+        workers=(1, 2),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+    make_sweep(
+        "",
+        "",
+        model=("cnn", "dense"),
+        strategy=("parameter_server",),
+        workers=(1, 2),
+        ps=(1,),
+        batch=(64,),
+        steps_per_execution=(10,),
+    ),
+)
+"""MultiWorkerMirrored and the parameter server on 1 and 2 local workers."""
+_COTENANTS = make_sweep(
+    "",
+    "",
+    model=("cnn", "dense"),
+    strategy=("default",),
+    batch=(64,),
+    steps_per_execution=(10,),
+    tenants=(2,),
+)
+"""What sharing the devices costs: two co-tenant processes, against the tenants-1 default cell."""
+
 DEFAULT = with_headline(
     chain(
         "default",
@@ -90,36 +135,8 @@ DEFAULT = with_headline(
             breakdown=False,
             breakdown_named=True,
         ),
-        make_sweep(
-            "",
-            "",
-            model=("cnn", "dense"),
-            strategy=("mirrored",),
-            cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-            replicas=(2,),
-            batch=(64,),
-            steps_per_execution=(10,),
-        ),
-        make_sweep(
-            "",
-            "",
-            model=("cnn", "dense"),
-            strategy=("multi_worker_mirrored",),
-            communication=("ring",),
-            workers=(1, 2),
-            batch=(64,),
-            steps_per_execution=(10,),
-        ),
-        make_sweep(
-            "",
-            "",
-            model=("cnn", "dense"),
-            strategy=("parameter_server",),
-            workers=(1, 2),
-            ps=(1,),
-            batch=(64,),
-            steps_per_execution=(10,),
-        ),
+        _ALL_REDUCES,
+        *_WORKERS,
         make_sweep(
             "",
             "",
@@ -132,16 +149,7 @@ DEFAULT = with_headline(
         make_sweep(
             "", "", model=("cnn", "dense"), strategy=("one_device",), batch=(64,), steps_per_execution=(10,)
         ),
-        # what sharing the devices costs: against the tenants-1 default cell
-        make_sweep(
-            "",
-            "",
-            model=("cnn", "dense"),
-            strategy=("default",),
-            batch=(64,),
-            steps_per_execution=(10,),
-            tenants=(2,),
-        ),
+        _COTENANTS,
     ),
     make_sweep(
         "",
@@ -249,45 +257,9 @@ DEFAULT = dataclasses.replace(
             "multi_worker_mirrored and parameter server on 1 and 2 workers, two co-tenant processes "
             "of default. steps_per_execution 10",
             DEFAULT.protocol,
-            make_sweep(
-                "",
-                "",
-                model=("cnn", "dense"),
-                strategy=("mirrored",),
-                cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-                replicas=(2,),
-                batch=(64,),
-                steps_per_execution=(10,),
-            ),
-            make_sweep(
-                "",
-                "",
-                model=("cnn", "dense"),
-                strategy=("multi_worker_mirrored",),
-                communication=("ring",),
-                workers=(1, 2),
-                batch=(64,),
-                steps_per_execution=(10,),
-            ),
-            make_sweep(
-                "",
-                "",
-                model=("cnn", "dense"),
-                strategy=("parameter_server",),
-                workers=(1, 2),
-                ps=(1,),
-                batch=(64,),
-                steps_per_execution=(10,),
-            ),
-            make_sweep(
-                "",
-                "",
-                model=("cnn", "dense"),
-                strategy=("default",),
-                batch=(64,),
-                steps_per_execution=(10,),
-                tenants=(2,),
-            ),
+            _ALL_REDUCES,
+            *_WORKERS,
+            _COTENANTS,
         ),
         *_GPU_CONTENDERS,
     ),
