@@ -321,13 +321,24 @@ def _next(a: Answer) -> list[Para]:
     return []
 
 
+def logical_kind(rows: Sequence[CellRow]) -> str | None:
+    """Where the rows' replicas on logical devices are: ``GPU`` (logical GPUs carved from one
+    GPU), ``CPU`` (logical CPU devices, or any row not known to be on a GPU), None when no row has
+    any."""
+    logical = [r for r in rows if r.ran.logical_devices]
+    if not logical:
+        return None
+    on_gpus = all(r.machine is not None and r.machine.device_kind == "GPU" for r in logical)
+    return "GPU" if on_gpus else "CPU"
+
+
 def cpu_note(rows: Sequence[CellRow]) -> str:
     """The sentence that must come before any scaling figure where the rows have replicas on
     logical devices: sharing one CPU, or logical GPUs sharing one GPU ("" otherwise)."""
-    logical = [r for r in rows if r.ran.logical_devices]
-    if not logical:
+    kind = logical_kind(rows)
+    if kind is None:
         return ""
-    if all(r.machine is not None and r.machine.device_kind == "GPU" for r in logical):
+    if kind == "GPU":
         return (
             "On this GPU host, replicas beyond its GPUs are logical GPUs sharing one GPU's compute: "
             "they probe what the all-reduce and cross-device ops cost, not what a second GPU would "

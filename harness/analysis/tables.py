@@ -260,8 +260,5 @@ LOGICAL_GPU_NOTE = (
 
 def logical_note(rows: Sequence[CellRow]) -> str | None:
     """The note for a run whose rows include replicas on logical devices (GPUs or CPUs), else None."""
-    logical = [r for r in rows if r.ran.logical_devices]
-    if not logical:
-        return None
-    on_gpus = all(r.machine is not None and r.machine.device_kind == "GPU" for r in logical)
-    return LOGICAL_GPU_NOTE if on_gpus else LOGICAL_NOTE
+    kind = answer.logical_kind(rows)
+    return None if kind is None else LOGICAL_GPU_NOTE if kind == "GPU" else LOGICAL_NOTE

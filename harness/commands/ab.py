@@ -27,7 +27,7 @@ from harness.commands.selection import (
     refuse_tenant_framework,
     select,
 )
-from harness.commands.shared import interrupt_on_sigterm, parse_env
+from harness.commands.shared import interrupt_on_sigterm, paired, parse_env
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
@@ -231,18 +231,7 @@ def run(args: argparse.Namespace) -> int:
             ab_id=result.ab_id,
             verdict=verdict,
             written=[str(p) for p in result.paths],
-            cells=[
-                PairedCell(
-                    cell_id=o.cell.id,
-                    ratio=o.decision.ratio,
-                    ci_low=o.decision.low,
-                    ci_high=o.decision.high,
-                    pairs=o.decision.pairs,
-                    verdict=o.decision.verdict,
-                    failure=o.failure,
-                )
-                for o in result.outcomes
-            ],
+            cells=[PairedCell(cell_id=o.cell.id, **paired(o.decision, o.failure)) for o in result.outcomes],
         )
     )
     if result.interrupted:

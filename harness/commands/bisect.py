@@ -27,7 +27,7 @@ from harness.analysis.bisect_text import BuildFacts, Context, answer, markdown, 
 from harness.analysis.tables import render_table
 from harness.commands.output import add_json, give
 from harness.commands.selection import Selection, add_selection_args, refuse_tenant_framework, select
-from harness.commands.shared import interrupt_on_sigterm
+from harness.commands.shared import interrupt_on_sigterm, paired
 from harness.contract.outputs import BisectOutput, BisectStep
 from harness.errors import EXIT_INTERRUPTED, HarnessError
 from harness.launch import builds
@@ -304,12 +304,7 @@ def _output(result: Result, folder: Path) -> BisectOutput:
                 kind=str(m.step.kind),
                 build=s.builds[m.step.b].spec,
                 against=s.builds[m.step.a].spec,
-                ratio=m.decision.ratio,
-                ci_low=m.decision.low,
-                ci_high=m.decision.high,
-                pairs=m.decision.pairs,
-                verdict=m.decision.verdict,
-                failure=m.failure,
+                **paired(m.decision, m.failure),
             )
             for m in s.measured
         ],

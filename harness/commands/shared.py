@@ -1,6 +1,7 @@
 """What several commands share besides their flags (:mod:`harness.commands.selection`) and their
 ``--json`` object (:mod:`harness.commands.output`): how a measuring command stops on a signal,
-and the ``K=V`` environment flags of ``ab``'s and ``nightly``'s two sides. No command module
+the ``K=V`` environment flags of ``ab``'s and ``nightly``'s two sides, and a paired decision as
+``ab``'s and ``bisect``'s ``--json`` give it. No command module
 imports another command module; they import this one."""
 
 from __future__ import annotations
@@ -8,7 +9,16 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from harness.analysis.ab import Decision
+from harness.contract.outputs import Paired
 from harness.errors import HarnessError
+
+
+def paired(d: Decision, failure: str) -> Paired:
+    """A decision B/A over pairs (and why there is none, if) as ``--json`` gives it."""
+    return Paired(
+        ratio=d.ratio, ci_low=d.low, ci_high=d.high, pairs=d.pairs, verdict=d.verdict, failure=failure
+    )
 
 
 def interrupt_on_sigterm() -> None:

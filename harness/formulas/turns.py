@@ -172,14 +172,18 @@ def foreign_limit(idle_cpus: float, limit: float = DISTURBED) -> float:
     return limit if math.isnan(idle_cpus) else limit * max(1.0, idle_cpus)
 
 
+def by_other_program(turn: Turn, limit: float = DISTURBED) -> bool:
+    """Whether another program or the hypervisor used more than :func:`foreign_limit` CPUs
+    during ``turn`` (:attr:`Turn.disturbance`)."""
+    return turn.disturbance > foreign_limit(turn.idle_cpus, limit)
+
+
 def is_disturbed(turn: Turn, limit: float = DISTURBED, spare: float = SPARE_CPUS) -> bool:
-    """Whether something took CPU the member needed during ``turn``: another program or the
-    hypervisor used more than :func:`foreign_limit` CPUs (:attr:`Turn.disturbance`), or anything
-    besides the member did (:attr:`Turn.besides`) more than ``limit`` while fewer than ``spare``
-    CPUs were idle (NaN idle, a journal from before the split: unknown, not short)."""
-    return turn.disturbance > foreign_limit(turn.idle_cpus, limit) or (
-        turn.besides > limit and turn.idle_cpus < spare
-    )
+    """Whether something took CPU the member needed during ``turn``: another program did
+    (:func:`by_other_program`), or anything besides the member did (:attr:`Turn.besides`) more
+    than ``limit`` while fewer than ``spare`` CPUs were idle (NaN idle, a journal from before the
+    split: unknown, not short)."""
+    return by_other_program(turn, limit) or (turn.besides > limit and turn.idle_cpus < spare)
 
 
 def clean(turns: Sequence[Turn], limit: float = DISTURBED) -> list[Turn]:
@@ -199,7 +203,7 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
     program disturbed, as ``name[pid]`` (its processes summed by name, the pid of the one that
     used the most in a turn), and its CPUs' worth over those turns' seconds (("", 0.0) when none
     is named): what to stop for a quiet run."""
-    hit = [t for t in turns if t.disturbance > foreign_limit(t.idle_cpus, limit)]
+    hit = [t for t in turns if by_other_program(t, limit)]
     seconds = math.fsum(t.seconds for t in hit)
     used: dict[str, float] = {}
     largest: dict[str, Turn] = {}
@@ -218,11 +222,7 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
 def crowded_besides(turns: Sequence[Turn], limit: float = DISTURBED) -> float:
     """The median CPUs' worth used besides the member over the turns disturbed for want of a spare
     CPU (not by another program); NaN when there are none."""
-    hit = [
-        t.besides
-        for t in turns
-        if is_disturbed(t, limit) and t.disturbance <= foreign_limit(t.idle_cpus, limit)
-    ]
+    hit = [t.besides for t in turns if is_disturbed(t, limit) and not by_other_program(t, limit)]
     return float(np.median(hit)) if hit else NAN
 
 

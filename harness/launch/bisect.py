@@ -243,7 +243,7 @@ class Bisect:
         """The step's pairs from where the journal left it until decided, failed or max pairs;
         None when the budget ran out first (the pairs so far are journaled)."""
         rule = self.settings.rule
-        ratios = list(self.known.ratios.get(step, []))
+        ratios = self.known.ratios.setdefault(step, [])  # journaled pairs, then this run's
         done = self.known.pairs_done.get(step, 0)
         orders = ab.pair_orders(max(done, MAX_ATTEMPTS * rule.max_pairs), self._seed(step))
         decision = bs.decide(step, ratios, self.state, rule)
@@ -264,8 +264,6 @@ class Bisect:
                      "failure": got.failure, "ab_id": got.ab_id}
                 )  # fmt: skip
                 self.known.pairs_done[step] = k + 1
-                if got.ratio is not None:
-                    self.known.ratios.setdefault(step, []).append(got.ratio)
                 if got.failure:
                     return bs.Measured(step, bs.decide(step, ratios, self.state, rule), got.failure)
                 if got.ratio is not None:

@@ -593,9 +593,7 @@ class TurnsRun:
         or the hypervisor."""
         ids = {t.block for t in instance.turns}
         self.blocks += len(ids)
-        self.busy_blocks += len(
-            {t.block for t in instance.turns if t.disturbance > tstats.foreign_limit(t.idle_cpus)}
-        )
+        self.busy_blocks += len({t.block for t in instance.turns if tstats.by_other_program(t)})
         share = self.run.protocol.busy_share
         if self.blocks >= BUSY_MIN_BLOCKS and self.busy_blocks > share * self.blocks:
             name, cpus = tstats.busiest_other(instance.turns)

@@ -377,11 +377,9 @@ class Platform:
         """Devices one process can use: every GPU (one MIG instance), up to
         :data:`MAX_LOGICAL_GPUS` logical ones on each where its memory is known; or the logical CPU
         devices."""
-        if self.device_kind == "gpu":
-            if self.mig:
-                return min(self.gpu_count, 1)
-            return self.gpu_count * (MAX_LOGICAL_GPUS if self.gpu_memory_mib else 1)
-        return self.cpu_devices
+        if self.device_kind == "gpu" and not self.mig and self.gpu_memory_mib:
+            return self.devices * MAX_LOGICAL_GPUS
+        return self.devices
 
     def logical_gpus(self, replicas: int) -> LogicalGpus | None:
         """How one process's ``replicas`` use the GPUs: None with a GPU each (or no GPU); else
