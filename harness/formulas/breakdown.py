@@ -59,6 +59,13 @@ the suite has to itself. On one shared with other work (load at 3x the cores) su
 much more: k micro-batches or N replicas where the update has one is k or N times its share."""
 
 
+def measurable(cell: Cell) -> bool:
+    """Whether the parts of this cell's update can be isolated: not for parameter_server
+    (asynchronous: the coordinator schedules whole functions, variables live on the ps tasks) nor
+    for co-tenant cells (their parts would contend with the other tenants in unknown proportions)."""
+    return not cell.kind.coordinated and cell.tenants == 1
+
+
 @dataclass(frozen=True)
 class Bound:
     """One verdict: the part that dominates and what would help."""

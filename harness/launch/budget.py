@@ -46,8 +46,10 @@ from harness.contract.records import Status
 from harness.errors import HarnessError
 from harness.formulas import stats
 from harness.formulas import turns as tstats
+from harness.formulas.breakdown import measurable
 from harness.formulas.turns import Turn
 from harness.launch import resume, xla_cache
+from harness.launch.breakdowns import Apart, measure_apart, not_measured
 from harness.launch.platform import available_memory_bytes
 from harness.launch.progress import Progress
 from harness.launch.run_params import NEW_RUN, REAL, Hooks, Identity, Output, Work
@@ -56,6 +58,7 @@ from harness.launch.turns import Instance, Plan, run_instance
 from harness.results.cost import RunCost
 from harness.results.journal import Journal
 from harness.results.ratios import Measured
+from harness.spec import words
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, overlapping
 from harness.spec.groups import (
@@ -106,6 +109,8 @@ class Prior:
     """Wall seconds of the window turns per second of turns they ask for."""
     peak_s: float
     """Seconds of one peak process."""
+    breakdown_s: float
+    """Seconds of one step breakdown process (:mod:`harness.launch.breakdowns`)."""
     measured: str
     """Where the figures come from."""
 
@@ -115,17 +120,21 @@ PRIORS = {
         1.5,
         1.5,
         5.0,
+        6.5,
         "the default sweep's 48 instances on a 2-core VM, 2026-11-26: a member's start-up, "
         "calibration and checks median 1.2 s, up to 2.9 s; the turns took 1.3-2.4 x as long as they "
-        "ask (a faster machine needs less)",
+        "ask (a faster machine needs less); a step breakdown 4.8 s median (3.0-11.9 s, 23 in 5 "
+        "runs' finishing turns) plus a member's start-up",
     ),
     "gpu": Prior(
         3.9,
         1.15,
         12.0,
+        8.0,
         "the 9 runs on an H100 and an H200, 2026-11-26 (their costs tables): start-up, calibration "
-        "and exit median 3.9 s a process (1.5 to 25 s; a step breakdown, where timed, adds about "
-        "4 s), the turns 1.00-1.12 x as long as they ask, a peak process 7-14 s",
+        "and exit median 3.9 s a process (1.5 to 25 s), the turns 1.00-1.12 x as long as they ask, "
+        "a peak process 7-14 s, a profiled step breakdown 3.9 s median (2.6-16 s, 11 finishing "
+        "turns) plus a member's start-up",
     ),
 }
 """The prior per device kind (:attr:`harness.spec.protocol.Platform.device_kind`)."""
@@ -380,10 +389,7 @@ class TurnsRun:
         self.headline = any(g.group.race for g in self.groups)
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.prior = PRIORS[run.platform.device_kind]
-        self.broken_down: set[str] = set()
         self._named_cache: tuple[tuple[int, ...], set[str]] = ((), set())
-        self.asked: set[str] = set()
-        """Cells whose step breakdown a process was asked for (done once that process records)."""
         self.steps: dict[str, int] = {}
         """By turn key: the window steps its first completed instance calibrated, which later
         instances reuse (a calibration costs two windows a member, a tenth of a run on 2 cores)."""
@@ -400,6 +406,8 @@ class TurnsRun:
         self.ending = False
         """No instance that is due fits any more (set after each instance, on the run's thread,
         for the ETA, which a terminal's progress bar reads from its own thread)."""
+        self.closing = False
+        """The instances are over: the step breakdowns (or the closing peak) began."""
         self.first_race: int | None = None
         """The index of the second stage's first group, once it began (0: no tie to race)."""
         self.t0 = clock()
@@ -414,14 +422,37 @@ class TurnsRun:
         """The index of the group named ``name`` (a journaled instance's)."""
         return next(i for i, g in enumerate(self.groups) if g.group.name == name)
 
-    def _wants_breakdown(self, cell_id: str) -> bool:
-        """Whether a member of this cell times its step breakdown in the next instance: not yet
-        done, and every cell's (``protocol.breakdown``) or, with ``protocol.breakdown_named``, one
-        of the cells the answer names so far (:meth:`named`)."""
+    def to_break_down(self) -> list[Cell]:
+        """The cells whose step breakdown is still to be timed after the turns
+        (:mod:`harness.launch.breakdowns`): every cell measured ok so far (``protocol.breakdown``)
+        or, with ``protocol.breakdown_named``, those the answer names (:meth:`named`); only those
+        whose parts can be isolated (:func:`harness.formulas.breakdown.measurable`)."""
         protocol = self.run.protocol
-        if cell_id in self.broken_down:
-            return False
-        return protocol.breakdown or (protocol.breakdown_named and cell_id in self._named_now())
+        named = self._named_now() if protocol.breakdown_named else set()
+        return [
+            c
+            for c in self.run.runnable
+            if (protocol.breakdown or c.id in named)
+            and c.id not in self.run.breakdowns
+            and self.run.evidence[c.id]
+            and self.run.ok_so_far(c)
+            and measurable(c)
+        ]
+
+    def breakdowns_due(self) -> int:
+        """Step breakdown processes the run's end will start, as far as known now: those of
+        :meth:`to_break_down`; with ``protocol.breakdown_named``, at least two per headline group
+        (its leader and closest rival) not yet broken down."""
+        due = len(self.to_break_down())
+        if self.run.protocol.breakdown_named:
+            races = sum(1 for g in self.groups if g.group.race)
+            due = max(due, 2 * races - len(self.run.breakdowns))
+        return due
+
+    def breakdown_s(self) -> float:
+        """Seconds of one step breakdown process: the run's own so far, else the prior."""
+        found = self.cost.breakdown_process_s()
+        return self.prior.breakdown_s if found is None else found
 
     def _named_now(self) -> set[str]:
         """:meth:`named`, computed again only when a group's instances changed: the progress bar's
@@ -434,7 +465,7 @@ class TurnsRun:
     def named(self) -> set[str]:
         """The cells the answer names so far: each race group's leader and its closest rival (the
         contender with the highest mean instance log ratio against it), once the group has its
-        minimum instances (before that the two change often, and each change costs a breakdown)."""
+        minimum instances (before that the two change often)."""
         out: set[str] = set()
         for g in self.groups:
             if g.instances < self.run.protocol.processes:
@@ -445,35 +476,34 @@ class TurnsRun:
                 out |= {closest.reference, closest.subject}
         return out
 
+    def keep(self, apart: Apart) -> None:
+        """Keep a cell's step breakdown measured after the turns (or why it was not)."""
+        self.run.breakdowns[apart.cell_id] = apart.breakdown
+        if apart.seconds:
+            self.cost.breakdown_s.append(apart.seconds)
+
     def _options(self, member: Member) -> WorkerOptions:
-        wanted = self._wants_breakdown(member.cell.id)
-        if wanted:
-            self.asked.add(member.cell.id)
-        settings = dataclasses.replace(self.options.settings, breakdown=wanted)
+        """A member's worker options: no step breakdown inside an instance (it comes after the
+        turns, in a process of its own)."""
+        settings = dataclasses.replace(self.options.settings, breakdown=False)
         return dataclasses.replace(self.options, settings=settings)
 
     def _record(self, cell: Cell, end: CellEnd) -> None:
         k = self.instances_of.get(cell.id, 0)
         self.instances_of[cell.id] = k + 1
         self.run.record(end, k)
-        row = end.row
-        measured = row is not None and (row.breakdown.parts_step_s, row.breakdown.profiled_step_s) != (
-            None,
-            None,
-        )
-        if cell.id in self.asked or measured:  # asked here, or replayed from a journal with one
-            self.broken_down.add(cell.id)
 
     def next(self, share: float = 1.0, first: int = 0) -> int | None:
         """The group (from index ``first`` on) that gets the next instance, or None when the stage
         is over: no comparison open, every group at the most instances, or no instance that is
-        due fits in the budget less :meth:`reserve_s` (past a group's minimum: in ``share`` of it).
+        due fits in the budget less :meth:`reserve_s` (past a group's minimum: in ``share`` of it;
+        below it, only the run's end is kept, not the step breakdowns).
         Headline groups come first (:func:`tstats.next_group`'s ``first``): for the whole budget
         while one has an undecided comparison more instances would likely decide, else until
         :data:`HEADLINE_SHARE` of it is spent. A group whose next instance does not fit is
         treated as at its most instances (it has none left), and the next choice is made."""
         protocol = self.run.protocol
-        whole = protocol.budget_s - self.reserve_s()
+        whole = protocol.budget_s - self._end_s()  # the minimum comes before the step breakdowns
         limit = share * protocol.budget_s - self.reserve_s()
         elapsed = self.clock() - self.t0
         mine = self.groups[first:]
@@ -503,12 +533,17 @@ class TurnsRun:
         if g.instances:
             return g.seconds / g.instances
         members, asked = len(g.group.members), self._asked_s(g.group)
-        found = self.cost.instance_s(members, self._pending_breakdowns(g.group), asked)
+        found = self.cost.instance_s(members, asked)
         return found if found is not None else prior_instance_s(g.group, self.plan, self.prior)
 
     def reserve_s(self) -> float:
-        """Seconds the budget keeps for the run's end: the closing peak process (as long as the
-        first took) and :data:`CLOSE_S` for rows, costs and the report."""
+        """Seconds the budget keeps for the run's end: the step breakdowns due
+        (:meth:`breakdowns_due`), the closing peak process (as long as the first took) and
+        :data:`CLOSE_S` for rows, costs and the report."""
+        return self.breakdowns_due() * self.breakdown_s() + self._end_s()
+
+    def _end_s(self) -> float:
+        """The closing peak process and :data:`CLOSE_S`."""
         if not self.run.protocol.peak:
             return CLOSE_S
         processes = self.run.result.time.peak_processes if self.run.result.time is not None else 0
@@ -517,10 +552,10 @@ class TurnsRun:
     def seconds_left(self) -> float | None:
         """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds
         (less :meth:`reserve_s`; none once no instance that is due fits), at most the groups'
-        remaining instances up to the most, at least their remaining minimum instances (each estimated by :meth:`RunCost.instance_s` from the instances so far, a
-        group's next one with the step breakdowns of its members not yet broken down; less what
-        the current one has run), plus the closing peak; None before the first instance ends. A
-        run whose ratios are all decided early ends sooner."""
+        remaining instances up to the most, at least their remaining minimum instances (each
+        estimated by :meth:`RunCost.instance_s` from the instances so far; less what the current
+        one has run), plus the step breakdowns due and the closing peak; None before the first
+        instance ends. A run whose ratios are all decided early ends sooner."""
         if self.cost.instance_s(1) is None:
             return None
         protocol, now = self.run.protocol, self.clock()
@@ -532,10 +567,7 @@ class TurnsRun:
                 more = 0 if g.stopped else max(instances - g.instances, 0)
                 if more:
                     members, asked = len(g.group.members), self._asked_s(g.group)
-                    pending = self._pending_breakdowns(g.group)
-                    total += (self.cost.instance_s(members, pending, asked) or 0.0) + (more - 1) * (
-                        self.cost.instance_s(members, 0, asked) or 0.0
-                    )
+                    total += more * (self.cost.instance_s(members, asked) or 0.0)
             return max(total - running, 0.0)
 
         budget = max(protocol.budget_s - self.reserve_s() - (now - self.t0), 0.0)
@@ -543,14 +575,11 @@ class TurnsRun:
             budget = 0.0  # no instance that is due fits: the run ends now
         seconds = min(max(left(protocol.processes), min(budget, left(protocol.max_processes))), budget)
         assert self.run.result.time is not None
-        return seconds + self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
+        ending = self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
+        return seconds + ending + self.breakdowns_due() * self.breakdown_s()
 
     def _asked_s(self, group: Group) -> float:
         return asked_s(group, self.plan)
-
-    def _pending_breakdowns(self, group: Group) -> int:
-        """Members of ``group`` whose step breakdown its next instance times."""
-        return sum(self._wants_breakdown(key) for key in {m.cell.id for m in group.members})
 
     def mean_instance_s(self) -> float:
         done = [g for g in self.groups if g.instances]
@@ -616,12 +645,9 @@ class TurnsRun:
                 self.ending = self.next(1.0, self.first_race or 0) is None
                 progress.advance(label, status)
 
-        breakdowns = self._pending_breakdowns(g.group)
         timed = sum(t.seconds for t in instance.turns if not overlapping(t.member))
         members, asked = len(g.group.members), self._asked_s(g.group)
-        self.cost.add(
-            instance.phases, timed, instance.processes, not instance.dropped, members, breakdowns, asked
-        )
+        self.cost.add(instance.phases, timed, instance.processes, not instance.dropped, members, asked)
         if instance.dropped:
             culprits = _culprits(instance)
             if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
@@ -806,6 +832,11 @@ def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
             state.run.result.time.peak_processes += 1
         elif entry["kind"] == "races":
             state.start_races()
+        elif entry["kind"] == "breakdown":
+            state.keep(resume.decode_apart(entry["apart"]))
+            state.closing = True
+        elif entry["kind"] == "end":
+            state.closing = True
     state.t0 = state.clock() - resumed.elapsed_s
 
 
@@ -842,14 +873,9 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
     try:
         if run.runnable and not run.peaks.samples and not run.peaks.failures:
             measure_peak(state)
-        first = state.first_race
-        if first is None:
-            while (index := state.next(1.0 if state.headline else RACE_SHARE)) is not None:
-                _step(state, index, progress)
-            first = state.start_races()
-            state.note("races")
-        while (index := state.next(1.0, first)) is not None:
-            _step(state, index, progress)
+        if not state.closing:
+            _stages(state, progress)
+        break_down(state, progress)
         if resumed is None or not resumed.ended:
             measure_peak(state)
             state.note("end")
@@ -863,6 +889,38 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
         run.write_rows(state.measured())
         state.write_cost()
     return run.result
+
+
+def _stages(state: TurnsRun, progress: Progress) -> None:
+    """The instances: the first stage and the races (one stage with headline groups)."""
+    first = state.first_race
+    if first is None:
+        while (index := state.next(1.0 if state.headline else RACE_SHARE)) is not None:
+            _step(state, index, progress)
+        first = state.start_races()
+        state.note("races")
+    while (index := state.next(1.0, first)) is not None:
+        _step(state, index, progress)
+
+
+def break_down(state: TurnsRun, progress: Progress) -> None:
+    """The step breakdowns after the turns, one process per cell (:meth:`TurnsRun.to_break_down`,
+    :mod:`harness.launch.breakdowns`), each journaled; one whose process no longer fits the budget
+    is not started, and its row says so."""
+    state.closing = True
+    todo = state.to_break_down()
+    progress.set_total(progress.done + len(todo))
+    for i, cell in enumerate(todo):
+        label = f"{cell.model}: step breakdown of {words.describe(cell.to_dict())}"
+        left = state.run.protocol.budget_s - (state.clock() - state.t0) - state._end_s()
+        if state.breakdown_s() > left:
+            apart = Apart(cell.id, not_measured("the budget was spent before its process"), 0.0)
+        else:
+            progress.show(label)
+            apart = measure_apart(cell, state.options, state.launcher, f"b{i}-")
+        state.keep(apart)
+        state.note("breakdown", apart=resume.encode_apart(apart))
+        progress.advance(label, f"{apart.seconds:.0f} s")
 
 
 def measure_peak(state: TurnsRun) -> None:

@@ -9,6 +9,8 @@ Kinds of entry, in the order a run appends them:
 - ``instance``: one group instance as it ended, each member's end (its record, windows, or how it
   failed) and its turns: everything :class:`harness.launch.budget.TurnsRun` keeps of it;
 - ``races``: the second stage began (its groups follow from the instances before it);
+- ``breakdown``: one cell's step breakdown, timed in a process of its own after the turns
+  (:mod:`harness.launch.breakdowns`), or why it was not;
 - ``resumed``: a later session took the run over, the run's seconds spent so far;
 - ``end``: the last peak is measured; what is left is writing the rows.
 
@@ -26,9 +28,10 @@ from typing import Any, cast
 
 from harness.contract.columns import flatten, unflatten
 from harness.contract.events import Event, ProcessRow
-from harness.contract.records import CellRow
+from harness.contract.records import Breakdown, CellRow
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
+from harness.launch.breakdowns import Apart
 from harness.launch.peak import PeakLog
 from harness.launch.runner import CellEnd
 from harness.launch.turns import Instance
@@ -173,6 +176,14 @@ def decode_instance(data: Mapping[str, Any], group: Group, cells: Mapping[str, C
         data["processes"],
         dict(data.get("tenant_facts", {})),
     )
+
+
+def encode_apart(apart: Apart) -> dict[str, Any]:
+    return {"cell": apart.cell_id, "breakdown": dataclasses.asdict(apart.breakdown), "seconds": apart.seconds}
+
+
+def decode_apart(data: Mapping[str, Any]) -> Apart:
+    return Apart(str(data["cell"]), Breakdown(**data["breakdown"]), float(data["seconds"]))
 
 
 def peak_entry(peaks: PeakLog) -> dict[str, Any]:

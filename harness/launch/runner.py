@@ -34,7 +34,7 @@ from harness.analysis.verdicts import Outcome, numerics_of
 from harness.contract.columns import unflatten
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
-from harness.contract.records import CellRow, CollectiveRow, RatioRow, RunInfo, Status, WindowRow
+from harness.contract.records import Breakdown, CellRow, CollectiveRow, RatioRow, RunInfo, Status, WindowRow
 from harness.formulas import stats
 from harness.launch.foreign import run_with_tenant
 from harness.launch.local_cluster import run_cluster
@@ -287,6 +287,9 @@ class RunState:
             peaks = PeakLog(platform, run_dtypes(self.runnable) if protocol.peak else ())
         self.peaks = peaks
         self.facts: Facts | None = None
+        self.breakdowns: dict[str, Breakdown] = {}
+        """By cell id: the step breakdown a process of its own measured after the turns
+        (:mod:`harness.launch.breakdowns`), or why it was not."""
         self._window_files = itertools.count()
         earlier = earlier_cells(out)
         # a resumed run's own rows (written by a session that was interrupted) are not its history
@@ -333,6 +336,9 @@ class RunState:
             self.earlier, row.cell.cell_id, row.machine.fingerprint if row.machine else None
         )
 
+    def _aggregate(self, cell: Cell) -> CellRow:
+        return aggregate(cell, self.protocol, self.evidence[cell.id], self.breakdowns.get(cell.id))
+
     def write_rows(self, measured: Sequence[Measured] = ()) -> None:
         """Every measured cell's row (with the peak and the ratios), then the unsupported ones;
         ``measured``: the comparisons measured in turns (the ratios table; their scaling
@@ -340,7 +346,7 @@ class RunState:
         peaks = {d: Peak(d, stats.figure(v)) for d, v in self.peaks.samples.items()}
         run = replace(self.run, timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         rows = [
-            with_peak(replace(aggregate(c, self.protocol, self.evidence[c.id]), run=run), peaks, c)
+            with_peak(replace(self._aggregate(c), run=run), peaks, c)
             for c in self.runnable
             if self.evidence[c.id]
         ]

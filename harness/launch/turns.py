@@ -9,8 +9,8 @@ and every process's CPU time (``/proc/<pid>/stat``) and splits the turn's CPU be
 the run's other processes and the rest (:mod:`harness.launch.cpu_use`); a turn in which something
 took CPU the member needed leaves its block out of the ratios
 (:func:`harness.formulas.turns.is_disturbed`, :func:`harness.formulas.turns.clean`).
-Then each member, in turn, runs its checks (and the step breakdown) alone, reports its record and
-exits.
+Then each member, in turn, runs its checks alone, reports its record and exits (the step breakdown
+comes after the run's turns, in a process of its own: :mod:`harness.launch.breakdowns`).
 
 A member that dies, or a deadline that passes, drops the instance: the coordinator closes every
 channel (each waiting worker then fails at once), every process is stopped by its launcher, and

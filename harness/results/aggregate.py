@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from harness.contract.columns import Estimate, finite, flatten, leaves, unflatten, without_figures
 from harness.contract.events import Facts
-from harness.contract.records import CellRow, Energy, Foreign, Status, Tenancy, WindowRow
+from harness.contract.records import Breakdown, CellRow, Energy, Foreign, Status, Tenancy, WindowRow
 from harness.contract.tenant import TenantFacts
 from harness.formulas import breakdown, metrics, stats
 from harness.formulas.turns import Turn
@@ -43,14 +43,18 @@ class ProcessResult:
     launch_s: float = 0.0
 
 
-def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) -> CellRow:
+def aggregate(
+    cell: Cell, protocol: Protocol, results: Sequence[ProcessResult], apart: Breakdown | None = None
+) -> CellRow:
     """The cell's row from its processes (one per pass, in pass order).
 
     Any invalid or failed process decides the row (with no figures): an integrity failure is the
     configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
     the median of the process figures, its CI the log-scale Student-t interval over them
     (:func:`harness.formulas.stats.figure`). Either way ``jit_compile`` is what the processes that
-    reported it agree on, null where they differ (:func:`agreed_jit`)."""
+    reported it agree on, null where they differ (:func:`agreed_jit`). ``apart``: the step
+    breakdown a process of its own measured after the turns (:mod:`harness.launch.breakdowns`),
+    which replaces the processes' own."""
     rows = [r.row for r in results]
 
     def timed(row: CellRow) -> CellRow:
@@ -87,6 +91,8 @@ def aggregate(cell: Cell, protocol: Protocol, results: Sequence[ProcessResult]) 
         updates=replace(row.updates, optimizer_updates_per_sec=est.value / cell.effective_batch),
         foreign=shared_figures(row.foreign, results),
     )
+    if apart is not None:
+        row = replace(row, breakdown=apart)
     return replace(row, breakdown=breakdown.derived(cell, row))
 
 

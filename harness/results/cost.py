@@ -17,7 +17,7 @@ PHASE_TEXT = {
     "start": "start-up to every member ready",
     "calibration": "calibration",
     "turns": "window turns",
-    "finish": "checks and breakdown",
+    "finish": "checks",
     "exit": "exit",
 }
 
@@ -34,11 +34,11 @@ class RunCost:
     fixed_per_process: list[float] = field(default_factory=list)
     peak_s: float = 0.0
     member_s: list[tuple[float, int]] = field(default_factory=list)
-    """Each completed instance's seconds but its window turns and step breakdowns, and its members."""
+    """Each completed instance's seconds but its window turns, and its members."""
     turns_s: list[tuple[float, float]] = field(default_factory=list)
     """Each completed instance's window turns: their seconds, and the seconds of turns asked."""
-    breakdown_s: list[tuple[float, int]] = field(default_factory=list)
-    """Each completed instance with step breakdowns: its finishing turns' seconds, and how many."""
+    breakdown_s: list[float] = field(default_factory=list)
+    """Each step breakdown process's wall seconds (:mod:`harness.launch.breakdowns`)."""
 
     def add(
         self,
@@ -47,13 +47,11 @@ class RunCost:
         processes: int,
         completed: bool,
         members: int = 0,
-        breakdowns: int = 0,
         asked_s: float = 0.0,
     ) -> None:
         """One instance: its ``phases`` (s), the seconds of its timed windows, the processes it
-        started, its members, how many of them timed their step breakdown and the seconds of
-        window turns it asked for (members x 2 x blocks x turn_s); a completed one's fixed cost
-        per process is kept."""
+        started, its members and the seconds of window turns it asked for (members x 2 x blocks x
+        turn_s); a completed one's fixed cost per process is kept."""
         for name in PHASES:
             self.phases[name] += phases.get(name, 0.0)
         self.windows_s += windows_s
@@ -64,36 +62,34 @@ class RunCost:
             return
         if processes:
             self.fixed_per_process.append(max(wall - windows_s, 0.0) / processes)
-        finish = phases.get("finish", 0.0) if breakdowns else 0.0
         turns = phases.get("turns", 0.0)
         if members:
-            self.member_s.append((wall - finish - turns, members))
+            self.member_s.append((wall - turns, members))
         if asked_s:
             self.turns_s.append((turns, asked_s))
-        if breakdowns:
-            self.breakdown_s.append((finish, breakdowns))
 
-    def instance_s(self, members: int, breakdowns: int = 0, asked_s: float = 0.0) -> float | None:
+    def instance_s(self, members: int, asked_s: float = 0.0) -> float | None:
         """An instance's seconds, estimated from the completed ones: the window turns asked for
         (``asked_s``) x how much longer turns took than asked, plus ``members`` x the seconds per
-        member outside window turns and step breakdowns, plus ``breakdowns`` x the seconds per
-        breakdown (the finishing turns of the instances that timed them); None before one completed."""
+        member outside window turns; None before one completed."""
         counted = sum(n for _, n in self.member_s)
         if not counted:
             return None
         per_member = sum(s for s, _ in self.member_s) / counted
         asked = sum(a for _, a in self.turns_s)
         stretch = sum(t for t, _ in self.turns_s) / asked if asked else 1.0
-        timed = sum(n for _, n in self.breakdown_s)
-        per_breakdown = sum(s for s, _ in self.breakdown_s) / timed if timed else 0.0
-        return asked_s * stretch + members * per_member + breakdowns * per_breakdown
+        return asked_s * stretch + members * per_member
+
+    def breakdown_process_s(self) -> float | None:
+        """The mean wall seconds of the run's step breakdown processes so far (None before one)."""
+        return sum(self.breakdown_s) / len(self.breakdown_s) if self.breakdown_s else None
 
     @property
     def fixed_s_per_process(self) -> float | None:
         return statistics.median(self.fixed_per_process) if self.fixed_per_process else None
 
     def parent_s(self, wall_s: float) -> float:
-        return max(wall_s - sum(self.phases.values()) - self.peak_s, 0.0)
+        return max(wall_s - sum(self.phases.values()) - self.peak_s - sum(self.breakdown_s), 0.0)
 
     def row(
         self, run: RunInfo, fingerprint: str | None, wall_s: float, budget_s: float, forked: bool
@@ -113,6 +109,8 @@ class RunCost:
             windows_s=self.windows_s,
             finish_s=self.phases["finish"],
             exit_s=self.phases["exit"],
+            breakdown_s=sum(self.breakdown_s),
+            breakdowns=len(self.breakdown_s),
             peak_s=self.peak_s,
             parent_s=self.parent_s(wall_s),
             fixed_s_per_process=self.fixed_s_per_process,
@@ -123,8 +121,13 @@ class RunCost:
         parts = ", ".join(f"{PHASE_TEXT[name]} {self.phases[name]:.0f} s" for name in PHASES)
         fixed = self.fixed_s_per_process
         per = "" if fixed is None else f"; fixed cost {fixed:.1f} s per measured process (median)"
+        apart = (
+            f", step breakdowns {sum(self.breakdown_s):.0f} s in {len(self.breakdown_s)} processes"
+            if self.breakdown_s
+            else ""
+        )
         return (
             f"time: {wall_s:.0f} s, {self.instances} group instances, {self.processes} processes: "
-            f"{parts} (timed windows {self.windows_s:.0f} s of it), peak {self.peak_s:.0f} s, the "
-            f"parent's own work {self.parent_s(wall_s):.0f} s{per}"
+            f"{parts} (timed windows {self.windows_s:.0f} s of it){apart}, peak {self.peak_s:.0f} s, "
+            f"the parent's own work {self.parent_s(wall_s):.0f} s{per}"
         )

@@ -30,8 +30,10 @@ class Protocol:
     about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
     updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
     ending in a host sync. ``peak``: measure the run's matmul peak in its own processes (for mfu).
-    ``breakdown``: time the parts of an update (compute, all-reduce, input, dispatch) after the
-    windows, in each cell's first pass (:mod:`harness.worker.breakdown`).
+    ``breakdown``: time the parts of an update (compute, all-reduce, input, dispatch; on a GPU one
+    profiled window) after the windows, in each cell's first pass (:mod:`harness.worker.breakdown`);
+    a run in turns times them after its turns instead, in one process per cell
+    (:mod:`harness.launch.breakdowns`).
 
     A local run measures in turns (:mod:`harness.launch.turns`): the cells a reported ratio
     compares are live at once (a group of at most ``max_live`` processes; 0: from the machine's
@@ -60,7 +62,7 @@ class Protocol:
     breakdown: bool = True
     breakdown_named: bool = False
     """With ``breakdown`` off: time the step breakdown of the cells the answer names (each model's
-    leader and closest rival so far, :meth:`harness.launch.budget.TurnsRun.named`), once each."""
+    leader and closest rival, :meth:`harness.launch.budget.TurnsRun.named`), after the turns."""
     turn_s: float = 0.2
     blocks: int = 6
     budget_min: float = 10.0

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.formulas.breakdown import PARTS, REFERENCE, excess
+from harness.formulas.breakdown import PARTS, REFERENCE, excess, measurable
 from harness.spec.cell import Cell
 from harness.worker.timing import Timed, interleaved
 from harness.worker.training.loops import ReductionCounter, make_gradients
@@ -58,11 +58,6 @@ PART_SETS = 3
 noise allowed (:func:`harness.formulas.breakdown.excess`), another set is run and the figures are
 medians over all rounds (a disturbed window is outvoted; a part that really exceeds the update
 still does)."""
-
-
-def measurable(cell: Cell) -> bool:
-    """Whether the parts of this cell's update can be isolated (see the module doc)."""
-    return not cell.kind.coordinated and cell.tenants == 1
 
 
 def _local_sum(strategy: Any, sink: Any) -> Any:

@@ -17,6 +17,7 @@ from harness.contract.events import ProcessRow
 from harness.contract.job import WorkerSettings
 from harness.contract.records import CellRow, Checks, Status, WindowRow
 from harness.contract.turns import Do
+from harness.formulas.breakdown import measurable
 from harness.results.measurement import Measurement, StepFlops, measured_row, window_rows
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
@@ -287,7 +288,7 @@ def _parts(
     (:func:`harness.worker.profile.measure_profile`), else the parts timed alone
     (:func:`harness.worker.breakdown.measure_parts`); a failure there is reported with the row,
     never fails the cell."""
-    if not settings.breakdown or not breakdown.measurable(cell):
+    if not settings.breakdown or not measurable(cell):
         return {}, ""
     gpu = device_type == "GPU"
     try:

@@ -719,7 +719,8 @@ class Breakdown:
             "and optimizer step included), timed in the same process as the parts below and in the "
             "same rounds (one window of it, then one of each part; five rounds, up to fifteen while a "
             "part exceeds it by more than harness.formulas.breakdown.NOISE; median window), after the "
-            "timed windows, in the cell's first pass: the step whose shares the parts are, so both are "
+            "timed windows (a run in turns: in a process of its own after the turns, alone on the machine): "
+            "the step whose shares the parts are, so both are "
             "timed under the same conditions; null where the parts are not measured.",
             median=True,
         ),
@@ -770,7 +771,8 @@ class Breakdown:
         Col(
             "s/update",
             "GPU cells: one window of the cell's own training function (about 0.3 s of updates, after "
-            "the timed windows, in the cell's first pass) under TensorFlow's profiler, per update; the "
+            "the timed windows; a run in turns: in a process of its own after the turns) under "
+            "TensorFlow's profiler, per update; the "
             "four parts below add up to it exactly (harness.formulas.timeline). The profiler's own "
             "overhead is in it, so it can exceed step_s; null on CPUs and where nothing was recorded "
             "on the GPU (bound_reason says why).",

@@ -16,11 +16,12 @@ import pytest
 from harness.contract.columns import Estimate
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
-from harness.contract.records import Machine, Status
+from harness.contract.records import Breakdown, Machine, Status
 from harness.errors import HarnessError
 from harness.formulas import turns
 from harness.formulas.turns import Turn
 from harness.launch import budget
+from harness.launch.breakdowns import Apart
 from harness.launch.peak import PeakLog
 from harness.launch.progress import Progress
 from harness.launch.run_params import Hooks, Output, Work
@@ -119,7 +120,23 @@ def _fake(
         return instance
 
     monkeypatch.setattr(budget, "run_instance", fake)
+    monkeypatch.setattr(budget, "measure_apart", _fake_apart(clock))
     return calls
+
+
+BROKEN_DOWN = Breakdown(
+    parts_step_s=0.010, compute_s=0.007, allreduce_s=0.001, input_s=0.001, dispatch_s=0.0005
+)
+
+
+def _fake_apart(clock: Clock, seconds: float = 5.0):  # type: ignore[no-untyped-def]
+    """measure_apart replaced: every cell's parts as :data:`BROKEN_DOWN`, ``seconds`` each."""
+
+    def fake(cell, options, launcher, prefix):  # type: ignore[no-untyped-def]
+        clock.now += seconds
+        return Apart(cell.id, BROKEN_DOWN, seconds)
+
+    return fake
 
 
 def _run(tmp_path: Path, protocol: Protocol, clock: Clock, cells: list[Cell]):  # type: ignore[no-untyped-def]
@@ -556,23 +573,83 @@ def test_a_headline_scaling_efficiency_wants_instances_while_its_ci_is_over_a_te
     assert set(g.state().targets) == {None} and plain.next() is None
 
 
-def test_the_default_sweep_breaks_down_only_the_cells_the_answer_names(tmp_path: Path) -> None:
+def test_the_default_sweep_breaks_down_the_cells_the_answer_names_after_its_turns(tmp_path: Path) -> None:
     protocol = Protocol(
         processes=3, budget_min=10.0, blocks=2, max_live=8, peak=False, breakdown=False, breakdown_named=True
     )
     state = _budget(tmp_path, protocol, Clock(), (ONE.id, TWO.id))
+    for cell in (DEFAULT, ONE, TWO):
+        state.run.record(_end(cell, protocol, 1000.0), 0)
     h0, _ = state.groups
     _measured(h0, [DIFFERENT], instances=2)
-    assert state.named() == set()  # below its minimum the leader still changes: nothing yet
+    assert state.named() == set() and state.to_break_down() == []  # below its minimum: none yet
+    prior = budget.PRIORS["cpu"].breakdown_s
+    assert state.breakdowns_due() == 2  # the headline's leader and closest rival, once known
+    assert state.reserve_s() == pytest.approx(2 * prior + budget.CLOSE_S)
     _measured(h0, [DIFFERENT], instances=3)
-    assert state.named() == {ONE.id, TWO.id}  # TWO leads, ONE is its closest rival
-    wanted = {cell.id: state._options(Member(cell)).settings.breakdown for cell in (DEFAULT, ONE, TWO)}
-    assert wanted == {DEFAULT.id: False, ONE.id: True, TWO.id: True}
-    assert state._pending_breakdowns(h0.group) == 2
-    state.broken_down |= {ONE.id, TWO.id}  # recorded with one: never again
-    assert not state._options(Member(TWO)).settings.breakdown
+    assert {c.id for c in state.to_break_down()} == {ONE.id, TWO.id}  # TWO leads, ONE its rival
+    assert not any(state._options(Member(c)).settings.breakdown for c in (DEFAULT, ONE, TWO))
+    state.keep(Apart(ONE.id, BROKEN_DOWN, 4.0))  # the run's own breakdown process replaces the prior
+    assert [c.id for c in state.to_break_down()] == [TWO.id]
+    assert state.reserve_s() == pytest.approx(4.0 + budget.CLOSE_S)
     every = _budget(tmp_path, dataclasses.replace(protocol, breakdown=True), Clock(), ())
-    assert every._options(Member(DEFAULT)).settings.breakdown  # --breakdown: every cell
+    for cell in (DEFAULT, ONE):
+        every.run.record(_end(cell, protocol, 1000.0), 0)
+    every.run.record(_end(TWO, protocol, 0.0, "invalid", "loss is NaN"), 0)
+    assert [c.id for c in every.to_break_down()] == [DEFAULT.id, ONE.id]  # every cell measured ok
+
+
+def test_the_step_breakdowns_run_after_the_last_instance_and_reach_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(
+        processes=3, budget_min=2.0, blocks=2, max_live=8, peak=False, breakdown=False, breakdown_named=True
+    )
+    clock = Clock()
+    order: list[str] = []
+    calls = _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0})
+    fake_instance, fake_apart = budget.run_instance, _fake_apart(clock)
+
+    def instance(*args, **kwargs):  # type: ignore[no-untyped-def]
+        order.append("instance")
+        return fake_instance(*args, **kwargs)
+
+    def apart(cell, *args):  # type: ignore[no-untyped-def]
+        order.append(cell.id)
+        return fake_apart(cell, *args)
+
+    monkeypatch.setattr(budget, "run_instance", instance)
+    monkeypatch.setattr(budget, "measure_apart", apart)
+    result = budget.run_in_turns(
+        Work((DEFAULT, ONE, TWO), protocol, Platform(), contenders=(ONE.id, TWO.id)),
+        Output(tmp_path / "results"),
+        hooks=Hooks(clock=clock, peaks=PeakLog(Platform(), ()), progress=Progress(1, stream=io.StringIO())),
+    )
+    assert sorted(order[-2:]) == sorted([ONE.id, TWO.id]) and set(order[:-2]) == {"instance"}
+    assert len(calls) == len(order) - 2 and clock.now <= protocol.budget_s
+    rows = {r.cell.cell_id: r for r in result.rows}
+    assert (
+        rows[TWO.id].breakdown.compute_s == BROKEN_DOWN.compute_s
+        and rows[TWO.id].breakdown.bound == "compute"
+    )
+    assert rows[DEFAULT.id].breakdown.parts_step_s is None  # not named: not broken down
+    costs = pd.read_parquet(tmp_path / "results" / "costs")
+    assert costs["breakdowns"].tolist() == [2] and costs["breakdown_s"].tolist() == [10.0]
+    assert "step breakdowns 10 s in 2 processes" in result.cost
+
+
+def test_a_step_breakdown_that_no_longer_fits_the_budget_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol = Protocol(processes=3, max_processes=3, budget_min=0.75, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0})
+    monkeypatch.setattr(budget, "measure_apart", _fake_apart(clock, seconds=8.0))
+    result = _run(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+    # 45 s: 3 instances of 10 s, then 15 s for the end; the first breakdown's 8 s do not fit
+    reasons = {r.breakdown.bound_reason for r in result.rows}
+    assert reasons == {"step breakdown not measured: the budget was spent before its process"}
+    assert clock.now == 30.0
 
 
 @pytest.mark.parametrize("gpus", [1, 8])

@@ -24,7 +24,7 @@ from harness.results import journal
 from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
-from tests.harness.launch.test_budget import DEFAULT, ONE, TWO, Clock, _fake
+from tests.harness.launch.test_budget import BROKEN_DOWN, DEFAULT, ONE, TWO, Clock, _fake
 
 pytestmark = pytest.mark.usefixtures("no_git")
 
@@ -37,7 +37,7 @@ MACHINE = {
     "keras": "3.15.1",
 }
 CELLS = [DEFAULT, ONE, TWO, Cell(model="dense", strategy="default", batch=64)]
-PROTOCOL = Protocol(processes=2, max_processes=6, budget_min=1.5, blocks=2, max_live=8, peak=False)
+PROTOCOL = Protocol(processes=2, max_processes=6, budget_min=2.0, blocks=2, max_live=8, peak=False)
 SPEED = {DEFAULT.id: 1000.0, ONE.id: 1000.0, TWO.id: 1100.0, CELLS[3].id: 1010.0}
 
 
@@ -140,6 +140,36 @@ def test_a_finished_run_resumed_rebuilds_its_rows_from_the_journal_alone(
     got = _tables(tmp_path)
     for table in ("cells", "ratios", "windows"):
         pd.testing.assert_frame_equal(got[table], expected[table])
+
+
+def test_a_run_killed_during_its_step_breakdowns_does_not_time_one_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    calls = _fake(monkeypatch, PROTOCOL, clock, SPEED)
+    _run(tmp_path / "whole", clock, "20261125T000000Z-eeeeee")
+    expected, measured = _tables(tmp_path / "whole"), len(calls)
+    fake, broken = budget.measure_apart, []
+
+    def dies_at_second(cell, *args):  # type: ignore[no-untyped-def]
+        if len(broken) == 1:
+            raise Killed
+        broken.append(cell.id)
+        return fake(cell, *args)
+
+    root, run_id = tmp_path / "killed", "20261125T000000Z-ffffff"
+    calls.clear()
+    clock.now = 0.0
+    monkeypatch.setattr(budget, "measure_apart", dies_at_second)
+    with pytest.raises(Killed):
+        _run(root, clock, run_id)
+    resumed = resume.load(root, "latest", lambda: MACHINE)
+    broken.append("")  # no kill any more
+    result = _run(root, clock, run_id, resumed)
+
+    assert len(calls) == measured and len(broken) == 1 + len(CELLS)  # no instance, no breakdown twice
+    assert [r.breakdown.compute_s for r in result.rows] == [BROKEN_DOWN.compute_s] * len(CELLS)
+    pd.testing.assert_frame_equal(_tables(root)["cells"], expected["cells"])
 
 
 def test_a_journal_of_another_machine_or_software_is_refused_naming_what_differs(tmp_path: Path) -> None:

@@ -74,6 +74,17 @@ def test_aggregate_gives_the_median_parts_and_the_verdict():
     assert out.bound == "compute" and out.bound_reason is not None and "compute 40%" in out.bound_reason
 
 
+def test_a_breakdown_measured_apart_replaces_the_processes_own() -> None:
+    cell = Cell(strategy="mirrored", replicas=2, batch=10)
+    apart = Breakdown(parts_step_s=0.25, compute_s=0.2, allreduce_s=0.02, input_s=0.01, dispatch_s=0.001)
+    out = aggregate(cell, PROTOCOL, [_process(100.0, k=k, cell=cell) for k in range(3)], apart).breakdown
+    assert out.compute_s == 0.2 and out.step_s == pytest.approx(0.2)  # the step from the turns' figure
+    assert out.bound == "compute"
+    failed = Breakdown(bound_reason="step breakdown not measured: its process failed: OOM")
+    out = aggregate(cell, PROTOCOL, [_process(100.0, cell=cell)], failed).breakdown
+    assert out.bound is None and out.bound_reason == failed.bound_reason
+
+
 def test_aggregate_one_process_has_no_ci():
     cell = Cell(strategy="default")
     out = aggregate(cell, PROTOCOL, [_process(100.0, cell=cell)])

@@ -39,15 +39,25 @@ def test_a_run_without_a_completed_instance_has_no_fixed_cost() -> None:
     assert cost.row(RunInfo(), None, 2.0, 60.0, False).fixed_s_per_process is None
 
 
-def test_an_instance_is_estimated_from_its_turns_members_and_step_breakdowns() -> None:
+def test_an_instance_is_estimated_from_its_turns_and_members() -> None:
     cost = RunCost()
     assert cost.instance_s(4) is None
-    # first: 4 members, all broken down, 16 s of turns asked (4 x 2 x 10 x 0.2), 18 s taken
-    cost.add({"start": 4.0, "calibration": 2.0, "turns": 18.0, "finish": 36.0}, 16.0, 4, True, 4, 4, 16.0)
-    # later: 2 members, no breakdown, 8 s asked, 8.5 s taken
-    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.5, "finish": 0.5}, 7.0, 2, True, 2, 0, 8.0)
-    cost.add({"exit": 30.0}, 0.0, 2, False, 2, 0, 8.0)  # dropped: no evidence of an instance's length
+    # first: 4 members, 16 s of turns asked (4 x 2 x 10 x 0.2), 18 s taken
+    cost.add({"start": 4.0, "calibration": 2.0, "turns": 18.0, "finish": 1.0}, 16.0, 4, True, 4, 16.0)
+    # later: 2 members, 8 s asked, 8.5 s taken
+    cost.add({"start": 2.0, "calibration": 1.0, "turns": 8.5, "finish": 0.5}, 7.0, 2, True, 2, 8.0)
+    cost.add({"exit": 30.0}, 0.0, 2, False, 2, 8.0)  # dropped: no evidence of an instance's length
     stretch = (18.0 + 8.5) / (16.0 + 8.0)
-    per_member = (6.0 + 3.5) / 6  # outside turns and breakdowns
-    assert cost.instance_s(3, 0, 12.0) == pytest.approx(12.0 * stretch + 3 * per_member)
-    assert cost.instance_s(3, 2, 12.0) == pytest.approx(12.0 * stretch + 3 * per_member + 2 * 9.0)
+    per_member = (7.0 + 3.5) / 6  # outside the window turns
+    assert cost.instance_s(3, 12.0) == pytest.approx(12.0 * stretch + 3 * per_member)
+
+
+def test_step_breakdown_processes_are_their_own_line_of_the_costs() -> None:
+    cost = RunCost()
+    assert cost.breakdown_process_s() is None
+    cost.add({"start": 1.0, "turns": 4.0, "finish": 0.5, "exit": 0.5}, 3.5, 2, True, 2, 4.0)
+    cost.breakdown_s += [6.0, 8.0]
+    assert cost.breakdown_process_s() == 7.0
+    row = cost.row(RunInfo(), None, 30.0, 60.0, True)
+    assert (row.breakdown_s, row.breakdowns, row.parent_s) == (14.0, 2, pytest.approx(30.0 - 6.0 - 14.0))
+    assert "step breakdowns 14 s in 2 processes" in cost.text(30.0)
