@@ -10,9 +10,12 @@ devices, its thread pools and its cell are its own.
 One connection per worker, one JSON object per line:
 
 parent -> server (:class:`Spawn`)              server -> parent
-``{"argv": [...], "env": {...}, "log": path,`` ``{"pid": n}`` once forked, then
-``"cwd": path}``                               ``{"exit": code}`` when it ended (a negative code: the
+``{"module": ..., "argv": [...], "env": {...},`` ``{"pid": n}`` once forked, then
+``"log": path, "out": path, "cwd": path}``     ``{"exit": code}`` when it ended (a negative code: the
                                                signal that ended it)
+
+A server forks only the programs of :data:`PROGRAMS`: a worker, and the run's matmul-peak process
+(which would otherwise start as a fresh interpreter, 9-15 s on a GPU host, twice a run).
 
 The server's own start-up line on its stdout is ``{"ready": pid}`` once it listens. Pure data: no
 sockets here.
@@ -38,14 +41,22 @@ PER_PROCESS_PREFIX = "HARNESS_"
 SERVER_MODULE = "harness.worker.forkserver"
 """``python -m harness.worker.forkserver SOCKET``."""
 
+WORKER_MODULE = "harness.worker"
+
+PROGRAMS = {WORKER_MODULE: "harness.worker.main", "harness.worker.peak": "harness.worker.peak"}
+"""What a server forks: ``python -m`` NAME -> the module whose ``main(argv)`` the child runs."""
+
 
 class Spawn(TypedDict):
-    """A request for one worker: its arguments after ``python -m harness.worker``, its whole
-    environment, the file its stdout and stderr go to, and its working directory."""
+    """A request for one process: the program (``python -m`` ``module``, one of :data:`PROGRAMS`),
+    its arguments, its whole environment, the files its stderr (``log``) and stdout (``out``) go
+    to, and its working directory."""
 
+    module: str
     argv: list[str]
     env: dict[str, str]
     log: str
+    out: str
     cwd: str
 
 

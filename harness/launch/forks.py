@@ -28,9 +28,10 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contract.forks import SERVER_MODULE, Spawn, server_env
+from harness.contract.forks import PROGRAMS, SERVER_MODULE, WORKER_MODULE, Spawn, server_env
 
 READY_TIMEOUT_S = 300.0
 """Seconds a server may take to import TensorFlow and listen."""
@@ -160,9 +161,11 @@ class ForkServers:
         self.failures.append(f"a fork server did not start ({' | '.join(tail)}); workers start fresh")
         return None
 
-    def spawn(self, argv: list[str], env: dict[str, str], log_path: Path, python: str) -> Forked | None:
-        """A worker (``python -m harness.worker`` + ``argv``, whole environment ``env``) forked
-        by its server, or None (the caller starts a fresh interpreter)."""
+    def spawn(
+        self, argv: list[str], env: dict[str, str], log_path: Path, python: str, program: Program
+    ) -> Forked | None:
+        """A process (``python -m`` ``program.module`` + ``argv``, whole environment ``env``)
+        forked by its server, or None (the caller starts a fresh interpreter)."""
         shared = server_env(env)
         key = (python, tuple(sorted(shared.items())))
         with self._lock:
@@ -171,7 +174,14 @@ class ForkServers:
             server = self.servers[key]
         if server is None:
             return None
-        request: Spawn = {"argv": argv, "env": env, "log": str(log_path), "cwd": os.getcwd()}
+        request: Spawn = {
+            "module": program.module,
+            "argv": argv,
+            "env": env,
+            "log": str(log_path),
+            "out": str(program.out or log_path),
+            "cwd": os.getcwd(),
+        }
         return server.spawn(request)
 
     def close(self) -> None:
@@ -205,7 +215,21 @@ def serving(enabled: bool = True) -> Iterator[ForkServers | None]:
                 print(f"warning: {failure}", file=sys.stderr)
 
 
-def spawn(argv: list[str], env: dict[str, str], log_path: Path, python: str) -> Forked | None:
-    """A forked worker while :func:`serving` is active, else None."""
+@dataclass(frozen=True)
+class Program:
+    """What a forked process runs: ``python -m`` ``module`` (one of
+    :data:`harness.contract.forks.PROGRAMS`), its stdout to ``out`` (None: its log)."""
+
+    module: str = WORKER_MODULE
+    out: Path | None = None
+
+
+def spawn(
+    argv: list[str], env: dict[str, str], log_path: Path, python: str, program: Program = Program()
+) -> Forked | None:
+    """A forked process while :func:`serving` is active and ``program`` is one a server forks,
+    else None."""
     servers = _current
-    return None if servers is None else servers.spawn(argv, env, log_path, python)
+    if servers is None or program.module not in PROGRAMS:
+        return None
+    return servers.spawn(argv, env, log_path, python, program)

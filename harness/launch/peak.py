@@ -1,10 +1,12 @@
 """The run's matmul peak: one child process per measurement (:data:`PEAK_MODULE`), started at the
 start of a run, between its passes and at its end, each measuring every compute dtype the run uses.
+It is forked from the run's fork server where one serves (:mod:`harness.launch.forks`: with the
+workers' environment it shares their server), else a fresh interpreter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.contract.job import PEAK_MODULE
@@ -29,15 +31,16 @@ class PeakLog:
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    def measure(self) -> None:
-        """Run one peak process now and keep what it printed."""
+    def measure(self, env: Mapping[str, str] | None = None) -> None:
+        """Run one peak process now (``env``: variables added to its environment, the workers'
+        own) and keep what it printed."""
         import time
 
         if not self.dtypes:
             return
         t0 = time.monotonic()
         argv = ["--device-kind", self.platform.device_kind, "--dtypes", ",".join(self.dtypes)]
-        (result,) = run_probe_processes([argv], [{}], PEAK_TIMEOUT_S, PEAK_MODULE)
+        (result,) = run_probe_processes([argv], [dict(env or {})], PEAK_TIMEOUT_S, PEAK_MODULE, fork=True)
         self.seconds += time.monotonic() - t0
         records = [r for r in result.lines if "flops_per_sec" in r]
         for r in records:

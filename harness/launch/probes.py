@@ -24,11 +24,15 @@ class ProbeResult:
 
 
 def run_probe_processes(
-    argvs: list[list[str]], envs: list[dict[str, str]], timeout_s: float, module: str = PROBE_MODULE
+    argvs: list[list[str]],
+    envs: list[dict[str, str]],
+    timeout_s: float,
+    module: str = PROBE_MODULE,
+    fork: bool = False,
 ) -> list[ProbeResult]:
-    """Start ``python -m <module>`` + each argv at once (with its extra environment),
-    wait for all up to ``timeout_s``, stop the rest; returns each one's JSON lines, exit status
-    and log tail."""
+    """Start ``python -m <module>`` + each argv at once (with its extra environment; ``fork``:
+    forked from the run's fork server where one serves), wait for all up to ``timeout_s``, stop
+    the rest; returns each one's JSON lines, exit status and log tail."""
     with tempfile.TemporaryDirectory(prefix="harness-probe-") as tmpdir:
         folder = Path(tmpdir)
         deadline = Deadline(Phase.PROBE, timeout_s)
@@ -40,6 +44,7 @@ def run_probe_processes(
                 folder / f"probe-{i}.jsonl",
                 events_on_stdout=True,
                 deadline=deadline,
+                fork=fork,
             )
             for i, (argv, env) in enumerate(zip(argvs, envs, strict=True))
         ]

@@ -120,7 +120,8 @@ class Process:
         self._offset, self._partial = 0, ""
         self.env = {k: v for k, v in {**os.environ, **WORKER_ENV, **env}.items() if k not in unset}
         python = python or sys.executable
-        forked = forks.spawn(argv[2:], self.env, log_path, python) if fork else None
+        program = forks.Program(argv[1], events_path if events_on_stdout else None)
+        forked = forks.spawn(argv[2:], self.env, log_path, python, program) if fork else None
         self.proc: subprocess.Popen[bytes] | forks.Forked
         if forked is not None:
             self.proc = forked

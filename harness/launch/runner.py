@@ -22,7 +22,7 @@ import itertools
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -320,11 +320,13 @@ class RunState:
     def ok_so_far(self, cell: Cell) -> bool:
         return all(r.row.status == Status.OK for r in self.evidence[cell.id])
 
-    def measure_peak(self) -> None:
+    def measure_peak(self, env: Mapping[str, str] | None = None) -> None:
+        """One peak process (``env``: the workers' added variables, so that it shares their
+        fork server)."""
         assert self.result.time is not None
         if not self.peaks.dtypes:
             return
-        self.peaks.measure()
+        self.peaks.measure(env)
         self.result.time.peak = self.peaks.seconds
         self.result.time.peak_processes += 1
 

@@ -19,6 +19,7 @@ exit code the parent reads as from a ``Popen``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -28,7 +29,7 @@ import sys
 import traceback
 from typing import Any
 
-from harness.contract.forks import FORKED_ENV, Spawn
+from harness.contract.forks import FORKED_ENV, PROGRAMS, Spawn
 
 PR_SET_PDEATHSIG = 1
 
@@ -55,6 +56,7 @@ def preload() -> None:
     import harness.worker.checks.integrity
     import harness.worker.collectives
     import harness.worker.main
+    import harness.worker.peak
     import harness.worker.training.data
     import harness.worker.training.loops
     import harness.worker.training.models
@@ -79,20 +81,13 @@ def _child(request: Spawn, server_pid: int, sockets: list[socket.socket], fds: t
         if os.getppid() != server_pid:  # the server died between the fork and the prctl
             os._exit(1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        os.close(null)
+        _redirect(request)
         os.environ.clear()
         os.environ.update({**request["env"], FORKED_ENV: str(server_pid)})
         os.chdir(request["cwd"])
-        from harness.worker.main import main
-
-        sys.argv = ["harness.worker", *request["argv"]]
-        code = main(request["argv"])
+        program = importlib.import_module(PROGRAMS[request["module"]])
+        sys.argv = [request["module"], *request["argv"]]
+        code = program.main(request["argv"])
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     except BaseException:  # noqa: BLE001 -- whatever it was goes to the worker's log
@@ -101,6 +96,21 @@ def _child(request: Spawn, server_pid: int, sockets: list[socket.socket], fds: t
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _redirect(request: Spawn) -> None:
+    """stdin from /dev/null, stderr to the request's log, stdout to its ``out`` (the log, or a
+    file of its own)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    log = os.open(request["log"], flags, 0o644)
+    appended = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    out = log if request["out"] == request["log"] else os.open(request["out"], appended, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(log, 2)
+    for fd in {log, out, null}:
+        os.close(fd)
 
 
 def _read_request(conn: socket.socket) -> Spawn | None:

@@ -16,7 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.contract.forks import PROGRAMS
+from harness.launch import forks
 from harness.launch.forks import Forked
+from harness.launch.peak import PeakLog
+from harness.spec.protocol import Platform
 from tests.harness.launch.test_runner import FAST, ROOT, harness, worker_processes
 
 
@@ -41,6 +45,39 @@ def test_a_server_that_dies_ends_its_workers_with_sigkill() -> None:
     server, forked = _pair()
     server.close()  # the server died: its workers got SIGKILL (PR_SET_PDEATHSIG)
     assert forked.wait(1.0) == -signal.SIGKILL
+
+
+def test_only_the_programs_a_server_forks_are_asked_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+
+    class Servers:
+        def spawn(self, argv, env, log_path, python, program):  # type: ignore[no-untyped-def]
+            asked.append(program.module)
+
+    monkeypatch.setattr(forks, "_current", Servers())
+    for module in ("harness.worker", "harness.worker.peak", "harness.worker.probe"):
+        forks.spawn([], {}, Path("log"), sys.executable, forks.Program(module))
+    assert asked == ["harness.worker", "harness.worker.peak"] == list(PROGRAMS)  # the probe starts fresh
+
+
+@pytest.mark.process
+def test_the_peak_is_forked_from_the_workers_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    forked: list[str] = []
+    spawn = forks.Server.spawn
+
+    def counted(self, request):  # type: ignore[no-untyped-def]
+        forked.append(request["module"])
+        return spawn(self, request)
+
+    monkeypatch.setattr(forks.Server, "spawn", counted)
+    with forks.serving() as servers:
+        peaks = PeakLog(Platform(), ("float32",))
+        peaks.measure()
+        peaks.measure()
+        assert servers is not None and len(servers.servers) == 1
+    assert forked == ["harness.worker.peak"] * 2 and not peaks.failures
+    assert len(peaks.samples["float32"]) == 2 and min(peaks.samples["float32"]) > 0
 
 
 CELL = "dense/default/r1w1/b32/acc1/ctl/spe5/float32/synthetic/weak"
