@@ -24,6 +24,9 @@ WINDOWS = 1
 """Timed windows before the breakdown, after one untimed: enough for the GPU profile's window
 length; the CPU parts calibrate their own."""
 
+WINDOW_S = 0.2
+"""Seconds of each of those windows (a turn's length by default; the run's ``window_s`` is 1 s)."""
+
 
 @dataclass(frozen=True)
 class Apart:
@@ -36,8 +39,11 @@ class Apart:
 
 
 def options_for(options: WorkerOptions) -> WorkerOptions:
-    """The run's worker options for a breakdown process: breakdown on, :data:`WINDOWS` windows."""
-    settings = dataclasses.replace(options.settings, breakdown=True, warmup_windows=1, repeats=WINDOWS)
+    """The run's worker options for a breakdown process: breakdown on, :data:`WINDOWS` windows of
+    :data:`WINDOW_S`."""
+    settings = dataclasses.replace(
+        options.settings, breakdown=True, warmup_windows=1, repeats=WINDOWS, window_s=WINDOW_S
+    )
     return dataclasses.replace(options, settings=settings)
 
 

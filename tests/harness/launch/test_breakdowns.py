@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
 from harness.contract.records import Breakdown, Status
-from harness.launch.breakdowns import WINDOWS, kept, options_for
+from harness.launch.breakdowns import WINDOW_S, WINDOWS, kept, options_for
 from harness.launch.runner import CellEnd
 from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
@@ -22,9 +22,8 @@ def test_a_breakdown_process_times_its_parts_after_a_single_window() -> None:
     options = WorkerOptions.of(PROTOCOL, Platform(), Path("logs"))
     settings = options_for(options).settings
     assert settings.breakdown and (settings.warmup_windows, settings.repeats) == (1, WINDOWS)
-    assert replace(settings, breakdown=False, warmup_windows=1, repeats=5) == replace(
-        options.settings, warmup_windows=1
-    )  # nothing else changes
+    assert settings.window_s == WINDOW_S
+    assert replace(settings, breakdown=False, repeats=5, window_s=1.0) == options.settings  # nothing else
 
 
 def test_its_end_leaves_the_breakdown_or_why_there_is_none() -> None:
