@@ -29,6 +29,8 @@ import traceback
 from typing import Any
 
 from harness.contract.forks import FORKED_ENV, Spawn
+from harness.contract.isolation import NETNS_ENV, join_paths
+from harness.worker.netns import join
 
 PR_SET_PDEATHSIG = 1
 
@@ -86,6 +88,7 @@ def _child(request: Spawn, server_pid: int, sockets: list[socket.socket], fds: t
         os.dup2(log, 2)
         os.close(log)
         os.close(null)
+        join(join_paths(request["env"].get(NETNS_ENV)))  # one thread still: a user namespace lets it in
         os.environ.clear()
         os.environ.update({**request["env"], FORKED_ENV: str(server_pid)})
         os.chdir(request["cwd"])
