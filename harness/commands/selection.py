@@ -14,8 +14,8 @@ from harness.commands.paths import check_writable
 from harness.commands.user_models import resolve_model
 from harness.contract.job import WorkerOptions
 from harness.errors import HarnessError
+from harness.launch import isolation
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
-from harness.launch.isolation import check
 from harness.launch.platform import DEVICE_CHOICES, detect_platform
 from harness.launch.real_cluster import resolve_slurm
 from harness.launch.run_params import Work
@@ -272,10 +272,10 @@ def select(args: argparse.Namespace) -> Selection:
 def with_port_scope(platform: Platform, open_ports: bool) -> Platform:
     """``platform`` with its local clusters' port scope (:mod:`harness.spec.ports`): this machine
     tried once; where it allows no namespace, one line on stderr says what runs and the risk."""
-    isolation = check()
-    scope = port_scope(isolation.works, open_ports)
+    found = isolation.check()
+    scope = port_scope(found.works, open_ports)
     if not scope.isolated:
-        print(f"warning: {scope.words} ({isolation.detail})", file=sys.stderr, flush=True)
+        print(f"warning: {scope.words} ({found.detail})", file=sys.stderr, flush=True)
     return dataclasses.replace(platform, ports=scope.name)
 
 

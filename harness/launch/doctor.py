@@ -17,8 +17,8 @@ from typing import Any
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
 from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.errors import EXIT_FAILURE, HarnessError
-from harness.launch import gpus
-from harness.launch.isolation import NoNamespace, check, namespace
+from harness.launch import gpus, isolation
+from harness.launch.isolation import NoNamespace, namespace
 from harness.launch.local_cluster import cluster_env, free_ports, no_namespace_text
 from harness.launch.platform import detect_platform
 from harness.launch.probes import run_probe_processes
@@ -124,8 +124,8 @@ def examine(
 ) -> Report:
     """Run every probe process and assemble the report (takes a minute or two on 2 cores);
     ``open_ports``: probe local workers even where no namespace keeps their ports off the network."""
-    isolation = check()
-    scope = port_scope(isolation.works, open_ports)
+    found = isolation.check()
+    scope = port_scope(found.works, open_ports)
     facts, kind, platform, counts = _facts(device, replica_counts, timeout_s)
     gpu_count = platform.gpu_count
     probes: list[Probe] = []
@@ -137,7 +137,7 @@ def examine(
     os_list = gpus.os_gpus()
     procs, nvml = gpus.gpu_processes()
     found = warnings(facts, os_list, procs, {os.getpid()}, probes)
-    return Report(facts, os_list, procs, nvml, probes, found, f"{scope.words} ({isolation.detail})")
+    return Report(facts, os_list, procs, nvml, probes, found, f"{scope.words} ({found.detail})")
 
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
