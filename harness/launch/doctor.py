@@ -124,8 +124,8 @@ def examine(
 ) -> Report:
     """Run every probe process and assemble the report (takes a minute or two on 2 cores);
     ``open_ports``: probe local workers even where no namespace keeps their ports off the network."""
-    found = isolation.check()
-    scope = port_scope(found.works, open_ports)
+    ports = isolation.check()
+    scope = port_scope(ports.works, open_ports)
     facts, kind, platform, counts = _facts(device, replica_counts, timeout_s)
     gpu_count = platform.gpu_count
     probes: list[Probe] = []
@@ -137,7 +137,7 @@ def examine(
     os_list = gpus.os_gpus()
     procs, nvml = gpus.gpu_processes()
     found = warnings(facts, os_list, procs, {os.getpid()}, probes)
-    return Report(facts, os_list, procs, nvml, probes, found, f"{scope.words} ({found.detail})")
+    return Report(facts, os_list, procs, nvml, probes, found, f"{scope.words} ({ports.detail})")
 
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
@@ -221,7 +221,16 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float, scope: PortScope
                 argvs = [["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS
                 results = run_probe_processes(argvs, envs, timeout_s)
         except NoNamespace as e:
-            probes.append(Probe(WORKER_PROBE_STRATEGY, comm, MWMS_WORKERS, SKIPPED, no_namespace_text(e)))
+            probes.append(
+                Probe(
+                    WORKER_PROBE_STRATEGY,
+                    comm,
+                    MWMS_WORKERS,
+                    SKIPPED,
+                    no_namespace_text(e),
+                    workers=MWMS_WORKERS,
+                )
+            )
             continue
         probes.append(
             collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail)) for r in results])

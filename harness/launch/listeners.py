@@ -109,7 +109,8 @@ def descendants(root: int, proc: str = "/proc") -> set[int]:
                     parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-    found, frontier = set(), {root}
+    found: set[int] = set()
+    frontier = {root}
     while frontier:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
         found |= frontier
