@@ -179,7 +179,7 @@ def add_selection_args(
         action="store_true",
         default=False,
         help="run local multi-worker and parameter-server cells even where this machine cannot give "
-        "them a network namespace of their own (python -m harness doctor says whether it can): their "
+        "them a network namespace of their own (the doctor command says whether it can): their "
         "TensorFlow servers then listen on every interface without authentication while they run, "
         "and whoever reaches those ports can run code in them. Without it such cells become rows "
         "that say so. Real clusters (--cluster tf_config|slurm) belong on a trusted network",
