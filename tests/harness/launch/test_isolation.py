@@ -80,7 +80,12 @@ def _listening_during(argv: list[str], env: dict[str, str]) -> tuple[int, list[s
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("fork", [True, False], ids=["forked", "fresh"])
+@pytest.mark.parametrize(
+    "fork",
+    # about 20 s each on 2 cores (2026-11-27): the default tier keeps the forked workers, the runs' way
+    [True, pytest.param(False, marks=pytest.mark.slow)],
+    ids=["forked", "fresh"],
+)
 def test_a_local_cluster_listens_on_no_interface_of_this_machine(tmp_path: Path, fork: bool) -> None:
     """Both join paths (a forked worker, a fresh interpreter); multi-worker and parameter server."""
     _needs_namespaces()
