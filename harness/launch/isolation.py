@@ -95,7 +95,7 @@ def check() -> Isolation:
     """Try once per process: make a namespace and let it go."""
     try:
         with holder() as paths:
-            kind = "a user and network namespace" if len(paths) > 1 else "a network namespace"
-            return Isolation(True, f"{kind} with only loopback per local cluster")
+            kind = "an unprivileged user namespace with it" if len(paths) > 1 else "a plain one, as root"
+            return Isolation(True, f"tried here: {kind}")
     except (NoNamespace, OSError) as e:
         return Isolation(False, str(e))
