@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 from harness.contract.isolation import HOLDER_MODULE, NETNS_ENV, join_value
 from harness.launch.forks import die_with_parent
+from harness.launch.process import HARNESS_ROOT
 from harness.spec.protocol import Platform
 
 READY_TIMEOUT_S = 30.0
 """Seconds a holder may take to make its namespace and say so."""
-HARNESS_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class NoNamespace(OSError):
@@ -38,7 +38,7 @@ def holder() -> Iterator[list[str]]:
     when it cannot be made here. The namespace goes with the holder on the way out."""
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, (HARNESS_ROOT, os.environ.get("PYTHONPATH")))),
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")))),
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", HOLDER_MODULE, "hold"],
