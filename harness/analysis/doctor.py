@@ -57,6 +57,8 @@ class Report:
     nvml: str
     probes: list[Probe]
     warnings: list[str] = field(default_factory=list)
+    ports: str = ""
+    """Where local clusters' TensorFlow servers can be reached from here, in one sentence."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +207,7 @@ def render(report: Report) -> str:
         ),
         f"GPU memory growth: {f['memory_growth'] or 'no GPU'}",
         f"GPU processes (NVML): {report.nvml or len(report.gpu_processes)}",
+        f"Local clusters: {report.ports}",
         "",
         "Probes (an all-reduce of replica ids 1..n, sum checked on every replica):",
     ]

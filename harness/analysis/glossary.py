@@ -74,8 +74,9 @@ TERMS: tuple[Term, ...] = (
     Term(
         "worker",
         "A separate training process that takes part through TensorFlow's cluster runtime (one "
-        "task of TF_CONFIG). Here a configuration's workers are local processes on 127.0.0.1, "
-        "unless the run is on a real cluster.",
+        "task of TF_CONFIG). Here a configuration's workers are local processes on 127.0.0.1, in a "
+        "network namespace of their own so that no other machine reaches their servers, unless the "
+        "run is on a real cluster.",
     ),
     Term(
         "parameter server",

@@ -164,9 +164,10 @@ def plan(args: argparse.Namespace) -> Plan:
     cells = [c for c, why in runnable(sel.cells, sel.platform) if why is None]
     if len(cells) != 1:
         raise HarnessError(
-            f"bisect measures one cell; the selection has {len(cells)} that run here"
+            f"Received a selection{f' (--sweep {args.sweep})' if args.sweep else ''} with "
+            f"{len(cells)} cells that run here"
             + (f" ({', '.join(c.id for c in cells[:6])})" if cells else "")
-            + ". Narrow it with the axis flags."
+            + "; bisect measures one cell: expected axis flags that select exactly one."
         )
     budget = args.budget_min if args.budget_min is not None else DEFAULT_BUDGET_MIN
     index = builds.Index(args.index or os.environ.get("PIP_INDEX_URL") or builds.DEFAULT_INDEX)

@@ -12,6 +12,7 @@ from harness.commands.selection import add_dry_run, int_list
 from harness.errors import EXIT_OK, require
 from harness.launch.doctor import MWMS_WORKERS, examine
 from harness.launch.platform import DEVICE_CHOICES
+from harness.spec.ports import OPEN_PORTS_FLAG
 from harness.spec.protocol import MAX_CPU_DEVICES
 
 NAME = "doctor"
@@ -49,6 +50,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", type=float, default=180.0, help="seconds each probe process may take. Default: 180"
     )
+    p.add_argument(
+        OPEN_PORTS_FLAG,
+        dest="open_ports",
+        action="store_true",
+        help="probe MultiWorkerMirrored's two local workers even where this machine cannot give them "
+        "a network namespace of their own: their TensorFlow servers then listen on every interface "
+        "without authentication while they run",
+    )
     add_dry_run(p, "the probe processes it would start", selection=False)
     return p
 
@@ -77,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"doctor --device {args.device}: one process asks TensorFlow for the devices, then one "
             f"probe process per replica count ({which}), then {MWMS_WORKERS} local workers per "
-            f"MultiWorkerMirrored communication; each process may take {args.timeout:g} s.\n"
+            f"MultiWorkerMirrored communication, in a network namespace of their own where this machine "
+            f"allows one; each process may take {args.timeout:g} s.\n"
             "dry run: nothing started."
         )
         return EXIT_OK
@@ -87,6 +97,6 @@ def run(args: argparse.Namespace) -> int:
             "MultiWorkerMirrored communication) ...",
             file=sys.stderr,
         )
-    report = examine(args.device, counts, args.timeout)
+    report = examine(args.device, counts, args.timeout, args.open_ports)
     print(to_json_text(report) if args.json else render(report))
     return 0

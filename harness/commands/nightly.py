@@ -168,13 +168,19 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     if args.sweep is None:  # axes given alone narrow the nightly sweep (e.g. --model my.py:build)
         args.sweep = "nightly"
     sel = refuse_tenant_framework(select(args), "nightly")
-    if all(unsupported_reason(c, sel.platform) for c in sel.cells):
+    reasons = [unsupported_reason(c, sel.platform) for c in sel.cells]
+    if all(reasons):
         raise HarnessError(
-            f"Received a selection of {len(sel.cells)} cells, none of which runs here "
-            f"({platform_text(sel.platform)}); expected at least one: `python -m harness list` "
-            "with the same flags says why each is unsupported."
+            f"Received a selection of {len(sel.cells)} cells{_where(args)}, none of which runs here "
+            f"({platform_text(sel.platform)}; {sel.cells[0].id}: {reasons[0]}); expected at least "
+            "one: `python -m harness list` with the same flags says why each is unsupported."
         )
     return sel, rules, label
+
+
+def _where(args: argparse.Namespace) -> str:
+    """`` with --cluster K`` where a real cluster fixed the cells' strategy and workers."""
+    return "" if args.cluster == "local" else f" with --cluster {args.cluster}"
 
 
 def _side_plan(role: str, value: str, envs: str) -> str:

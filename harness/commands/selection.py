@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from harness.commands.paths import check_writable
 from harness.commands.user_models import resolve_model
 from harness.contract.job import WorkerOptions
 from harness.errors import HarnessError
+from harness.launch import isolation
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
 from harness.launch.platform import DEVICE_CHOICES, detect_platform
 from harness.launch.real_cluster import resolve_slurm
@@ -22,6 +24,7 @@ from harness.results.collectives import topology_label
 from harness.spec.axes import AXES, REPLICAS_TO_DEVICES, REPLICAS_TO_MAX
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES, payloads
+from harness.spec.ports import OPEN_PORTS_FLAG, port_scope
 from harness.spec.protocol import Platform, Protocol, settings_rows
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import Sweep, contenders, expand
@@ -171,6 +174,17 @@ def add_selection_args(
         help="mnist.npz for --data mnist. Default: Keras's cache, ~/.keras/datasets/mnist.npz",
     )
     p.add_argument(
+        OPEN_PORTS_FLAG,
+        dest="open_ports",
+        action="store_true",
+        default=False,
+        help="run local multi-worker and parameter-server cells even where this machine cannot give "
+        "them a network namespace of their own (the doctor command says whether it can): their "
+        "TensorFlow servers then listen on every interface without authentication while they run, "
+        "and whoever reaches those ports can run code in them. Without it such cells become rows "
+        "that say so. Real clusters (--cluster tf_config|slurm) belong on a trusted network",
+    )
+    p.add_argument(
         "--cluster",
         default="local",
         choices=CLUSTER_CHOICES,
@@ -248,9 +262,21 @@ def select(args: argparse.Namespace) -> Selection:
     if getattr(args, "results", None) is not None:  # run, ab, nightly; a dry run leaves no folder
         check_writable(Path(args.results), "--results", keep=not getattr(args, "dry_run", False))
     cells = expand(sweep, platform)
+    if cluster is None and any(c.processes > 1 for c in cells):  # before the first such process
+        platform = with_port_scope(platform, getattr(args, "open_ports", False))
     return Selection(
         sweep, protocol, platform, cells, args.mnist_path, cluster, max_bytes, contenders(sweep, platform)
     )
+
+
+def with_port_scope(platform: Platform, open_ports: bool) -> Platform:
+    """``platform`` with its local clusters' port scope (:mod:`harness.spec.ports`): this machine
+    tried once; where it allows no namespace, one line on stderr says what runs and the risk."""
+    found = isolation.check()
+    scope = port_scope(found.works, open_ports)
+    if not scope.isolated:
+        print(f"warning: {scope.words} ({found.detail})", file=sys.stderr, flush=True)
+    return dataclasses.replace(platform, ports=scope.name)
 
 
 def _max_bytes(args: argparse.Namespace, sweep: Sweep) -> int:

@@ -102,7 +102,10 @@ class Index:
         folder = self.folder
         assert folder is not None
         if not folder.is_dir():
-            raise HarnessError(f"Received --index {self.where!r}: no such folder of wheels.")
+            raise HarnessError(
+                f"Received --index {self.where!r}: no such folder of wheels; expected a folder of "
+                "TensorFlow wheels or a package index URL."
+            )
         prefix = canonicalize_name(dist).replace("-", "_")
         return [
             (p.name, dt.date.fromtimestamp(p.stat().st_mtime).isoformat())

@@ -17,11 +17,13 @@ from typing import Any
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
 from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.errors import EXIT_FAILURE, HarnessError
-from harness.launch import gpus
-from harness.launch.local_cluster import cluster_env, free_ports
+from harness.launch import gpus, isolation
+from harness.launch.isolation import NoNamespace, namespace
+from harness.launch.local_cluster import cluster_env, free_ports, no_namespace_text
 from harness.launch.platform import detect_platform
 from harness.launch.probes import run_probe_processes
 from harness.spec.cell import Cell
+from harness.spec.ports import PortScope, port_scope
 from harness.spec.protocol import Platform
 
 MWMS_COMMUNICATIONS_CPU = ("auto", "ring")
@@ -115,9 +117,15 @@ def ended_as(returncode: int | None, stderr_tail: str) -> str:
 
 
 def examine(
-    device: str = "auto", replica_counts: list[int] | None = None, timeout_s: float = 180.0
+    device: str = "auto",
+    replica_counts: list[int] | None = None,
+    timeout_s: float = 180.0,
+    open_ports: bool = False,
 ) -> Report:
-    """Run every probe process and assemble the report (takes a minute or two on 2 cores)."""
+    """Run every probe process and assemble the report (takes a minute or two on 2 cores);
+    ``open_ports``: probe local workers even where no namespace keeps their ports off the network."""
+    ports = isolation.check()
+    scope = port_scope(ports.works, open_ports)
     facts, kind, platform, counts = _facts(device, replica_counts, timeout_s)
     gpu_count = platform.gpu_count
     probes: list[Probe] = []
@@ -125,10 +133,11 @@ def examine(
         args = ["local", kind, str(r), str(gpu_count), str(platform.gpu_memory_mib)]
         res = run_probe_processes([args], [{} if kind == "GPU" else CPU_ENV], timeout_s)[0]
         probes += collect_local(r, res.lines, ended_as(res.returncode, res.stderr_tail))
-    probes += _worker_probes(kind, gpu_count, timeout_s)
+    probes += _worker_probes(kind, gpu_count, timeout_s, scope)
     os_list = gpus.os_gpus()
     procs, nvml = gpus.gpu_processes()
-    return Report(facts, os_list, procs, nvml, probes, warnings(facts, os_list, procs, {os.getpid()}, probes))
+    found = warnings(facts, os_list, procs, {os.getpid()}, probes)
+    return Report(facts, os_list, procs, nvml, probes, found, f"{scope.words} ({ports.detail})")
 
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
@@ -178,11 +187,13 @@ def _facts(
     return facts, "GPU", platform, counts
 
 
-def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:
-    """MultiWorkerMirrored with two local workers per communication implementation (TF_CONFIG and
-    device masks exactly as a local multi-worker cell gets them)."""
+def _worker_probes(kind: str, gpu_count: int, timeout_s: float, scope: PortScope) -> list[Probe]:
+    """MultiWorkerMirrored with two local workers per communication implementation (TF_CONFIG,
+    device masks and network namespace exactly as a local multi-worker cell gets them)."""
     communications: tuple[str, ...] = MWMS_COMMUNICATIONS_CPU
     probes: list[Probe] = []
+    if not scope.runs:
+        return [Probe(WORKER_PROBE_STRATEGY, "-", MWMS_WORKERS, SKIPPED, scope.words, workers=MWMS_WORKERS)]
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
         if not communications:
@@ -197,14 +208,30 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float) -> list[Probe]:
                 )
             )
     cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
-    platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1)
+    platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1, ports=scope.name)
     for comm in communications:
         cell = Cell(strategy=WORKER_PROBE_STRATEGY, communication=comm, workers=MWMS_WORKERS)
         addresses = [f"127.0.0.1:{p}" for p in free_ports(MWMS_WORKERS)]
-        envs = [cluster_env(cell, cell.tasks, addresses, i, cores, platform) for i in range(MWMS_WORKERS)]
-        results = run_probe_processes(
-            [["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS, envs, timeout_s
-        )
+        try:
+            with namespace(platform) as isolated:
+                envs = [
+                    {**cluster_env(cell, cell.tasks, addresses, i, cores, platform), **isolated}
+                    for i in range(MWMS_WORKERS)
+                ]
+                argvs = [["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS
+                results = run_probe_processes(argvs, envs, timeout_s)
+        except NoNamespace as e:
+            probes.append(
+                Probe(
+                    WORKER_PROBE_STRATEGY,
+                    comm,
+                    MWMS_WORKERS,
+                    SKIPPED,
+                    no_namespace_text(e),
+                    workers=MWMS_WORKERS,
+                )
+            )
+            continue
         probes.append(
             collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail)) for r in results])
         )

@@ -1,9 +1,12 @@
 """Multi-worker cells on 127.0.0.1: TensorFlow's own cluster runtime (TF_CONFIG, gRPC collectives),
-one local process per task, with phases and deadlines.
+one local process per task, with phases and deadlines; every task of a cell in the cell's own
+network namespace with only loopback where the platform's port scope isolates
+(:mod:`harness.launch.isolation`), so no TensorFlow server of it can be reached from the network.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from harness.contract.events import Event, EventLine, Facts
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
+from harness.launch.isolation import NoNamespace, namespace
 from harness.launch.process import (
     POLL_S,
     Deadline,
@@ -30,7 +34,8 @@ FINISH_GRACE_S = 30.0
 
 
 def free_ports(n: int) -> list[int]:
-    """n distinct free TCP ports on 127.0.0.1 (held open together while chosen)."""
+    """n distinct free TCP ports on 127.0.0.1 (held open together while chosen; in this process's
+    namespace: a cell's own namespace is new, so they are free there too)."""
     import socket
 
     socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
@@ -182,9 +187,28 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
     naming the task, the phase and the cause. Ports are released with the processes.
     """
     cluster = _Cluster(cell, cell.tasks, Deadline(Phase.STARTUP, options.startup_timeout_s))
+    with contextlib.ExitStack() as stack:
+        try:
+            isolated = stack.enter_context(namespace(options.platform))
+        except NoNamespace as e:
+            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": None, "reason": no_namespace_text(e)}
+            return
+        yield from _run_tasks(cluster, options, name, isolated)
+
+
+def no_namespace_text(error: OSError) -> str:
+    """A failed row's reason where a cell's namespace could not be made after the run's check."""
+    return f"its network namespace could not be made ({error}), so its TensorFlow servers were not started"
+
+
+def _run_tasks(
+    cluster: _Cluster, options: WorkerOptions, name: str, isolated: dict[str, str]
+) -> Iterator[EventLine]:
+    """:func:`run_cluster` once the cell's namespace (``isolated``: the variables that join it) is held."""
+    cell = cluster.cell
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         try:
-            _start_tasks(cluster, options, name, Path(tmpdir))
+            _start_tasks(cluster, options, name, Path(tmpdir), isolated)
             while True:
                 yield from cluster.drain()
                 cluster.advance(options)
@@ -206,8 +230,11 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
     }
 
 
-def _start_tasks(cluster: _Cluster, options: WorkerOptions, name: str, folder: Path) -> None:
-    """Start every task of the cell but the one the ``absent@N`` test hook leaves out."""
+def _start_tasks(
+    cluster: _Cluster, options: WorkerOptions, name: str, folder: Path, isolated: dict[str, str]
+) -> None:
+    """Start every task of the cell but the one the ``absent@N`` test hook leaves out, each with the
+    variables that join the cell's namespace (``isolated``)."""
     cell, tasks = cluster.cell, cluster.tasks
     host_cores = os.cpu_count() or 1
     cores = cores_per_task(cell, host_cores)
@@ -215,7 +242,7 @@ def _start_tasks(cluster: _Cluster, options: WorkerOptions, name: str, folder: P
     missing = absent_worker(cell)
     for i, task in enumerate(tasks):
         if i != missing:
-            env = cluster_env(cell, tasks, addresses, i, cores, options.platform)
+            env = {**cluster_env(cell, tasks, addresses, i, cores, options.platform), **isolated}
             launch = Launch(
                 tuple(env.items()), task.role, i, cores, 1, is_oversubscribed(cell, cores, host_cores)
             )

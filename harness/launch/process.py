@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.contract.events import EventLine
+from harness.contract.isolation import joined_argv
 from harness.contract.job import WORKER_ENV, Job
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV
 from harness.launch import forks
@@ -128,7 +129,7 @@ class Process:
         else:
             with open(log_path, "wb") as log, open(events_path, "ab") as events:
                 self.proc = subprocess.Popen(
-                    [python, *argv],
+                    [python, *joined_argv(argv, self.env)],
                     stdout=events if events_on_stdout else log,
                     stderr=log if events_on_stdout else subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,

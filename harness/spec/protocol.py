@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import require
+from harness.spec.ports import LOOPBACK, PORT_SCOPES, PortScope
 
 BUSY_SHARE = 0.5
 """A run stops when another program (or the hypervisor) has disturbed more than this share of its
@@ -347,6 +348,10 @@ class Platform:
     gpu_memory_mib: int = 0
     """Memory of the smallest usable GPU, MiB (``nvidia-smi``; 0: unknown, so no GPU is split into
     logical ones)."""
+    ports: str = LOOPBACK.name
+    """Where a local cluster's TensorFlow servers can be reached from: a name in
+    :data:`harness.spec.ports.PORT_SCOPES` (chosen once per run from what the machine allows
+    and ``--open-ports``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "frameworks", tuple(self.frameworks))
@@ -363,8 +368,14 @@ class Platform:
                     1 <= self.cpu_devices <= MAX_CPU_DEVICES,
                     f"an integer from 1 to {MAX_CPU_DEVICES}",
                 ),
+                "port scope": (self.ports, self.ports in PORT_SCOPES, f"one of {', '.join(PORT_SCOPES)}"),
             }
         )
+
+    @property
+    def port_scope(self) -> PortScope:
+        """Where a local cluster's servers can be reached from (:mod:`harness.spec.ports`)."""
+        return PORT_SCOPES[self.ports]
 
     @property
     def devices(self) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, framework
 from harness.spec.models import MODELS
+from harness.spec.ports import OPEN_PORTS_FLAG
 from harness.spec.protocol import MAX_LOGICAL_GPUS, Platform
 
 Rule = Callable[[Cell, Platform], "str | None"]
@@ -40,6 +41,18 @@ def _too_many_gpus_for_local_workers(cell: Cell, platform: Platform) -> str | No
             f"its own); this machine offers {platform.gpu_count}"
         )
     return None
+
+
+def _servers_on_every_interface(cell: Cell, platform: Platform) -> str | None:
+    """A local cluster's tasks (every one a TensorFlow server) where the machine cannot keep their
+    ports off the network and the user did not accept open ports (:mod:`harness.spec.ports`)."""
+    if not platform.shared_host or cell.processes < 2 or platform.port_scope.runs:
+        return None
+    return (
+        "not run: its TensorFlow servers would listen on every interface of this machine without "
+        "authentication, as it cannot give them a network namespace of their own (python -m harness "
+        f"doctor says why); {OPEN_PORTS_FLAG} runs it anyway"
+    )
 
 
 def _nccl_on_cpu(cell: Cell, platform: Platform) -> str | None:
@@ -197,6 +210,7 @@ UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _mnist_mismatch,
     _too_many_devices,
     _too_many_gpus_for_local_workers,
+    _servers_on_every_interface,
     _nccl_on_cpu,
     _nccl_on_logical_gpus,
     _hierarchical_copy_odd,

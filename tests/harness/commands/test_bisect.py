@@ -45,7 +45,7 @@ def test_the_dry_run_lists_the_builds_between_and_starts_nothing(
 
 def test_one_cell_only(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*argv[:5], "--model", "dense,cnn", "--strategy", "default", "--dry-run"]) == 2
-    assert "bisect measures one cell; the selection has 2" in capsys.readouterr().err
+    assert "with 2 cells that run here" in capsys.readouterr().err
 
 
 def measured(kind: bs.Kind, a: int, b: int, ratio: float, verdict: str) -> bs.Measured:

@@ -116,6 +116,7 @@ def test_doctor_json_on_this_cpu_machine() -> None:
     assert status[("mirrored", "auto", 3)]["status"] == WORKS
     assert status[("multi_worker_mirrored", "ring", 2)]["status"] == WORKS
     assert any("hierarchical_copy on 3 replicas returns wrong sums" in w for w in report["warnings"])
+    assert "network namespace of its own" in report["ports"] or "--open-ports" in report["ports"]
 
 
 @pytest.mark.process
@@ -146,3 +147,13 @@ def test_a_probe_on_logical_gpus_plans_and_says_the_split() -> None:
     assert where(platform_of("GPU", 2, gpu_count=2, memory_mib=80_000), 2) == ""  # a GPU each
     assert where(platform_of("GPU", 2), 2) == ""  # the GPU count unknown: a GPU per replica
     assert where(platform_of("CPU", 3), 3) == ""
+
+
+def test_where_no_namespace_can_be_made_the_worker_probe_is_not_started() -> None:
+    from harness.spec.ports import OPEN_PORTS_FLAG, REFUSED
+
+    (probe,) = doctor._worker_probes("CPU", 0, 1.0, REFUSED)  # no process: none is started
+    assert probe.strategy == WORKER_PROBE_STRATEGY and probe.workers == doctor.MWMS_WORKERS
+    assert (
+        probe.status == "not probed" and "every interface" in probe.detail and OPEN_PORTS_FLAG in probe.detail
+    )

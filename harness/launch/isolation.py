@@ -1,0 +1,101 @@
+"""Local clusters off the network: the parent's side of :mod:`harness.contract.isolation`.
+
+:func:`namespace` holds one network namespace (with only loopback) for the tasks of one local
+cell: their environment names it, and each task joins it before TensorFlow starts (a forked
+worker right after its fork, a fresh interpreter through ``python -m harness.worker.netns
+join``). Cells live at the same time each have their own, so their ports never meet.
+:func:`check` says once per process whether this machine allows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import select
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from harness.contract.isolation import HOLDER_MODULE, NETNS_ENV, join_value
+from harness.launch.forks import die_with_parent
+from harness.launch.process import HARNESS_ROOT
+from harness.spec.protocol import Platform
+
+READY_TIMEOUT_S = 30.0
+"""Seconds a holder may take to make its namespace and say so."""
+
+
+class NoNamespace(OSError):
+    """The holder could not make the namespace; the message says why, in the system's words."""
+
+
+@contextlib.contextmanager
+def holder() -> Iterator[list[str]]:
+    """A holder process while active: the namespace files a task joins, in order. NoNamespace
+    when it cannot be made here. The namespace goes with the holder on the way out."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")))),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", HOLDER_MODULE, "hold"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+        preexec_fn=die_with_parent,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        line = proc.stdout.readline() if select.select([proc.stdout], [], [], READY_TIMEOUT_S)[0] else b""
+        if not line.startswith(b'{"ready"'):
+            proc.kill()
+            why = proc.stderr.read().decode(errors="replace").strip().splitlines()
+            raise NoNamespace(
+                why[-1] if why else f"the namespace holder said nothing in {READY_TIMEOUT_S:g} s"
+            )
+        yield list(json.loads(line)["join"])
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(READY_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@contextlib.contextmanager
+def namespace(platform: Platform) -> Iterator[dict[str, str]]:
+    """The variables that put one local cell's tasks in a namespace of their own where the
+    platform's port scope isolates (none otherwise); NoNamespace when it cannot be made."""
+    if not platform.port_scope.isolated:
+        yield {}
+        return
+    with holder() as paths:
+        yield {NETNS_ENV: join_value(paths)}
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Whether this machine gives a local cluster a network namespace of its own; ``detail``:
+    which kind, or why not (the system's words)."""
+
+    works: bool
+    detail: str
+
+
+@functools.cache
+def check() -> Isolation:
+    """Try once per process: make a namespace and let it go."""
+    try:
+        with holder() as paths:
+            kind = "an unprivileged user namespace with it" if len(paths) > 1 else "a plain one, as root"
+            return Isolation(True, f"tried here: {kind}")
+    except (NoNamespace, OSError) as e:
+        return Isolation(False, str(e))
