@@ -165,7 +165,10 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     phases = sum(cost[f"{p}_s"] for p in ("start", "calibration", "turns", "finish", "exit"))
     assert cost["run_id"] == cells.run_id.iloc[0] and cost["forked"] and cost["processes"] >= len(ok)
     assert 0 < cost["windows_s"] < cost["turns_s"] and 0 < cost["fixed_s_per_process"] < phases
-    assert phases + cost["peak_s"] + cost["parent_s"] == pytest.approx(cost["wall_s"], abs=1e-6)
+    assert phases + cost["breakdown_s"] + cost["peak_s"] + cost["parent_s"] == pytest.approx(
+        cost["wall_s"], abs=1e-6
+    )
+    assert cost["breakdowns"] == ok.parts_step_s.notna().sum() > 0  # after the turns, one process each
     assert "fixed cost" in proc.stdout
     per_process = windows.groupby(["cell_id", "pass"]).examples_per_sec.median()
     for _, r in ok.iterrows():
