@@ -1,0 +1,3 @@
+set -x
+cd /tmp/i49/after && PYTHONPATH=/work/i49 /work/main/.venv/bin/python /work/i49/benchmarks/listening.py -- /work/main/.venv/bin/python -m harness run --model dense --strategy multi_worker_mirrored,parameter_server --workers 2 --batch 64 --budget-min 2 --busy-ok --no-peak --results /tmp/i49/after/r2 > listing.txt 2> listing.err
+mkdir -p /tmp/i49/before && cd /tmp/i49/before && PYTHONPATH=/work/i49 /work/main/.venv/bin/python /work/i49/benchmarks/listening.py -- env PYTHONPATH=/work/main /work/main/.venv/bin/python -m harness run --model dense --strategy multi_worker_mirrored,parameter_server --workers 2 --batch 64 --budget-min 2 --busy-ok --no-peak --results /tmp/i49/before/r2 > listing.txt 2> listing.err
