@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from dataclasses import replace
@@ -148,12 +149,17 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     for r in (shared, alone):  # two processes: a (wide) CI around the median of their figures
         assert r["examples_per_sec_ci_low"] <= r["examples_per_sec"] <= r["examples_per_sec_ci_high"]
         assert r["cv_between_processes"] >= 0 and r["min_processes"] == 2
-    assert shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"] <= shared["cotenancy_ratio_ci_high"]
     # measured in turns: the ratios table's, the tenants' aggregate against one alone in adjacent turns
     ratios = pd.read_parquet(out / "ratios")
     (turns,) = ratios[ratios["relation"] == "cotenancy"].itertuples()
-    assert turns.subject == shared["cell_id"] and turns.instances == 2
-    assert shared["cotenancy_ratio"] == pytest.approx(turns.ratio)
+    assert turns.subject == shared["cell_id"] and shared["cotenancy_ratio"] == pytest.approx(turns.ratio)
+    if turns.instances == 2:
+        assert (
+            shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"] <= shared["cotenancy_ratio_ci_high"]
+        )
+    else:  # every block of one instance disturbed (a busy 2-core machine): no CI, and the note says so
+        assert turns.instances == 1 and math.isnan(shared["cotenancy_ratio_ci_low"]), turns
+        assert "disturbed" in turns.note, turns.note
     mine = windows[windows["cell_id"] == shared["cell_id"]]
     assert shared["repeats"] == 4  # 2 blocks x 2 turns
     assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 16  # 2 instances x 2 tenants x 4
