@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -52,7 +51,7 @@ from harness.formulas.turns import Turn
 from harness.launch import resume, xla_cache
 from harness.launch.breakdowns import Apart, measure_apart, not_measured
 from harness.launch.platform import available_memory_bytes
-from harness.launch.process import nccl_log_env
+from harness.launch.process import worker_env
 from harness.launch.progress import Progress
 from harness.launch.run_params import NEW_RUN, REAL, Hooks, Identity, Output, Work
 from harness.launch.runner import CellEnd, Launcher, RunResult, RunState
@@ -928,10 +927,6 @@ def break_down(state: TurnsRun, progress: Progress) -> None:
 def measure_peak(state: TurnsRun) -> None:
     """One peak process, journaled; with the workers' environment, so that it is forked from
     their fork server."""
-    options = state.options
-    ours = dict(options.env)
-    state.run.measure_peak(
-        {**ours, **nccl_log_env(options.platform, options.log_dir, {**os.environ, **ours})}
-    )
+    state.run.measure_peak(worker_env(state.options, state.options.log_dir))
     if state.run.peaks.dtypes:
         state.note("peak", **resume.peak_entry(state.run.peaks))

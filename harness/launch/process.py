@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from harness.contract.events import EventLine
 from harness.contract.isolation import joined_argv
-from harness.contract.job import WORKER_ENV, Job
+from harness.contract.job import WORKER_ENV, Job, WorkerOptions
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV
 from harness.launch import forks
 from harness.spec.protocol import Platform
@@ -291,20 +291,29 @@ def nccl_log_env(platform: Platform, folder: Path, ours: Mapping[str, str]) -> d
     return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT", "NCCL_DEBUG_FILE": str(folder / "nccl.%p.log")}
 
 
+def worker_env(
+    options: WorkerOptions, folder: Path, launch_env: Sequence[tuple[str, str]] = ()
+) -> dict[str, str]:
+    """Variables added to a worker's environment (or to another process that should share the
+    workers' fork server: the peak's): its launcher's (``launch_env``: threads, TF_CONFIG), then
+    the run's (ab: the side's), which a launcher's never override; NCCL's log into ``folder``; the
+    harness on PYTHONPATH for another interpreter."""
+    env = {**dict(launch_env), **dict(options.env)}
+    env.update(nccl_log_env(options.platform, folder, {**os.environ, **env}))
+    if options.python:  # another interpreter finds this harness through PYTHONPATH
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
+    return env
+
+
 def start_worker(job: Job, folder: Path, name: str, deadline: Deadline | None = None) -> Process:
     """``python -m harness.worker JOB EVENTS`` for ``job``, its files in ``folder`` and its log at
     ``job.options.log_dir / name.log``."""
     index = job.launch.index
     job_path, events_path = folder / f"job-{index}.json", folder / f"events-{index}.jsonl"
     job_path.write_text(json.dumps(job.to_json()))
-    # the run's (ab: the side's) variables last: a launcher's own (threads, TF_CONFIG) never override them
-    env = {**dict(job.launch.env), **dict(job.options.env)}
-    env.update(nccl_log_env(job.options.platform, folder, {**os.environ, **env}))
-    if job.options.python:  # another interpreter finds this harness through PYTHONPATH
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
     process = Process(
         ["-m", "harness.worker", str(job_path), str(events_path)],
-        env,
+        worker_env(job.options, folder, job.launch.env),
         job.options.log_dir / f"{name}.log",
         events_path,
         deadline=deadline,

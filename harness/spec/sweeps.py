@@ -78,6 +78,17 @@ _ALL_REDUCES = make_sweep(
     steps_per_execution=(10,),
 )
 """Mirrored's cross-device ops on 2 replicas (shared by ``default`` on a CPU and on a GPU)."""
+_PARAMETER_SERVER = make_sweep(
+    "",
+    "",
+    model=("cnn", "dense"),
+    strategy=("parameter_server",),
+    workers=(1, 2),
+    ps=(1,),
+    batch=(64,),
+    steps_per_execution=(10,),
+)
+"""The parameter server on 1 and 2 local workers, one ps (shared by ``default`` and ``cluster``)."""
 _WORKERS = (
     make_sweep(
         "",
@@ -89,16 +100,7 @@ _WORKERS = (
         batch=(64,),
         steps_per_execution=(10,),
     ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("parameter_server",),
-        workers=(1, 2),
-        ps=(1,),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _PARAMETER_SERVER,
 )
 """MultiWorkerMirrored and the parameter server on 1 and 2 local workers."""
 _COTENANTS = make_sweep(
@@ -294,16 +296,7 @@ CLUSTER = chain(
         batch=(64,),
         steps_per_execution=(10,),
     ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("parameter_server",),
-        workers=(1, 2),
-        ps=(1,),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _PARAMETER_SERVER,
 )
 
 SCALING = make_sweep(
