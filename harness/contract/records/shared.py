@@ -72,6 +72,16 @@ Resumes = Annotated[
 other three columns one by one."""
 
 
+MachineName = Annotated[
+    str | None,
+    Col(
+        "",
+        "The machine's name: `run --machine NAME`, else `<CPU model> <N> cores` or the GPU's name, "
+        "plus machine_id (null: a run older than 2026-11-28).",
+    ),
+]
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunInfo:
     """The run that wrote the row: the cells, ratios and costs tables' first columns."""
@@ -80,6 +90,28 @@ class RunInfo:
     timestamp: Timestamp = ""
     suite_version: SuiteVersion = ""
     resumes: Resumes = None
+    machine: MachineName = None
+    machine_id: Annotated[
+        str | None,
+        Col("", "6 hex digits of a hash of machine_facts: runs with equal facts have equal ids (null: an older run)."),
+    ] = None
+    machine_facts: Annotated[
+        str | None,
+        Col(
+            "JSON",
+            "The facts that tell machines apart (harness.contract.machine.MachineFacts): CPU model, "
+            "family/model/stepping, flags, usable cores, cgroup CPU quota, caches, memory; GPU names, "
+            "memory, driver. Null: a run older than 2026-11-28, told apart by its measured peak.",
+        ),
+    ] = None
+    protocol_version: Annotated[
+        int | None,
+        Col(
+            "",
+            "Measurement-protocol version (harness.contract.machine.PROTOCOL_VERSION): runs compare "
+            "across machines only when it agrees; null: an older run, version 1.",
+        ),
+    ] = None
 
 
 CellId = Annotated[
