@@ -28,6 +28,7 @@ from harness.commands import (
     listing,
     nightly,
     output,
+    pack,
     predict,
     report,
     run,
@@ -53,6 +54,7 @@ COMMANDS: dict[str, ModuleType] = {
         ingest,
         doctor,
         check,
+        pack,
     )
 }
 """Command name -> its module, in the order ``--help`` lists them."""

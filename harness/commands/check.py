@@ -1,16 +1,20 @@
-"""``python -m harness check``: read every file of a results folder and say what cannot be read,
-what is left unfinished, and what to do (:mod:`harness.results.check`)."""
+"""``python -m harness check``: read every file of a results folder (or of each ``--results`` root,
+a pack as extracted) and say what cannot be read, what is left unfinished, and what to do
+(:mod:`harness.results.check`)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import dataclasses
 from typing import Any
 
 from harness.commands.output import add_json, give
+from harness.commands.paths import add_results_argument, results_roots
 from harness.contract.outputs import CheckOutput
 from harness.errors import EXIT_FAILURE, EXIT_OK
-from harness.results.check import scan
+from harness.results import history
+from harness.results.check import Finding, Scan, scan
+from harness.results.history import Root
 
 NAME = "check"
 
@@ -25,27 +29,42 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="Exit 0: every file reads (notes may still name runs to resume or leftovers of "
         "interrupted writes); 1: a file cannot be read (readers leave its rows out).",
     )
-    p.add_argument("--results", default="results", help="results folder. Default: results")
+    add_results_argument(p, "each is read whole, a pack as it was extracted")
     add_json(p)
     return p
 
 
-def run(args: argparse.Namespace) -> int:
-    root = Path(args.results)
-    found = scan(root)
-    for f in found.findings:
+def _shown(text: str, root: Root) -> str:
+    """A finding's text with a pack's temporary folder named as the pack (``runs.tar.gz/cells/...``)."""
+    return text.replace(str(root.folder), root.given) if root.pack else text
+
+
+def _check(root: Root) -> tuple[Scan, list[Finding]]:
+    """One root scanned and its findings printed, with its summary line; (the scan, its findings as
+    shown)."""
+    found = scan(root.folder)
+    shown = [dataclasses.replace(f, text=_shown(f.text, root)) for f in found.findings]
+    for f in shown:
         print(("damaged: " if f.damaged else "note: ") + f.text)
     damaged = len(found.damaged)
     notes = len(found.findings) - damaged
     print(
-        f"check {root}: {found.files} files read, {damaged} damaged" + (f", {notes} note(s)" if notes else "")
+        f"check {root.given}: {found.files} files read, {damaged} damaged"
+        + (f", {notes} note(s)" if notes else "")
     )
+    return found, shown
+
+
+def run(args: argparse.Namespace) -> int:
+    roots = history.open_roots(results_roots(args))
+    checked = [_check(root) for root in roots]
+    findings = [f for _, shown in checked for f in shown]
     give(
         CheckOutput(
-            results=str(root),
-            files=found.files,
-            damaged=[f.text for f in found.findings if f.damaged],
-            notes=[f.text for f in found.findings if not f.damaged],
+            results=", ".join(r.given for r in roots),
+            files=sum(found.files for found, _ in checked),
+            damaged=[f.text for f in findings if f.damaged],
+            notes=[f.text for f in findings if not f.damaged],
         )
     )
-    return EXIT_FAILURE if damaged else EXIT_OK
+    return EXIT_FAILURE if any(f.damaged for f in findings) else EXIT_OK

@@ -11,7 +11,7 @@ from harness.analysis.cost import cost_text
 from harness.analysis.gate import GatePolicy
 from harness.analysis.plots import series_figures
 from harness.commands.output import add_json, give
-from harness.commands.paths import check_writable, check_writable_file
+from harness.commands.paths import add_results_argument, check_writable, check_writable_file, results_roots
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="REF: a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
         "YYYY-MM-DD..YYYY-MM-DD.",
     )
-    p.add_argument("--results", default="results", help="results folder. Default: results")
+    add_results_argument(p, "the candidate and its baseline may come from different ones")
     p.add_argument(
         "--baseline",
         default="last:20",
@@ -94,7 +94,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.false_alarm)
-    cells, _ = history.load(args.results)
+    roots = results_roots(args)
+    cells, _ = history.load(roots)
     chosen = history.select_comparison(cells, args.baseline, args.candidate)
     if args.markdown:
         check_writable_file(args.markdown, "--markdown")
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(Path(args.figures), "--figures")
     result = compare(cells, chosen.candidate, chosen.baseline, chosen.history_runs, policy)
     print(text_table(result))
-    cost = cost_text(history.costs(args.results), chosen.candidate, chosen.baseline)
+    cost = cost_text(history.costs(roots), chosen.candidate, chosen.baseline)
     if cost:
         print(cost)
     if args.markdown:

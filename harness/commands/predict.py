@@ -14,13 +14,12 @@ import pandas as pd
 from harness.analysis import scaling
 from harness.analysis.plots import prediction_figure
 from harness.analysis.tables import render_table
-from harness.commands.paths import check_writable
+from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError, require
 from harness.results import history
-from harness.results.store import read_collectives
 from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES, PRECISION_NAMES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
@@ -35,7 +34,7 @@ MAX_DEVICES = 65536
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="predict scaling from a 1-device cell and the all-reduce cost")
-    p.add_argument("--results", default="results", help="results folder. Default: results")
+    add_results_argument(p, "the 1-device cell and the all-reduce times may come from different ones")
     p.add_argument("--model", required=True, choices=("cnn", "dense"))
     p.add_argument("--strategy", required=True, choices=ALLREDUCE_STRATEGIES)
     p.add_argument(
@@ -69,7 +68,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--latency-us); devices are then taken to have their own compute",
     )
     p.add_argument("--latency-us", type=float, default=None, help="the link's latency per ring step")
-    p.add_argument("--figures", default=None, help="figure folder. Default: RESULTS/figures")
+    p.add_argument(
+        "--figures",
+        default=None,
+        help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
+    )
     return p
 
 
@@ -160,7 +163,7 @@ def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
         raise HarnessError(
             f"no measured 1-device cell of {args.model} {args.strategy} (batch {args.batch}, "
             f"{args.loop}, accum {args.accum_steps}, spe {args.steps_per_execution}, "
-            f"{args.precision}) under {args.results}; measure it first, e.g. `python -m harness "
+            f"{args.precision}) under {', '.join(results_roots(args))}; measure it first, e.g. `python -m harness "
             f"run --sweep validation` or `python -m harness run --model {args.model} --strategy "
             f"{args.strategy} --batch {args.batch}`."
         )
@@ -179,7 +182,7 @@ def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict
     if args.link_gbps is not None:
         return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
     return scaling.cost_from_table(
-        read_collectives(args.results),
+        history.load_collectives(results_roots(args)),
         args.strategy,
         op,
         args.model,
@@ -264,9 +267,10 @@ def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    cells, _ = history.load(args.results)
+    roots = results_roots(args)
+    cells, _ = history.load(roots)
     lines, cost = predictions(cells, args)
-    folder = Path(args.figures) if args.figures else Path(args.results) / "figures"
+    folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
     check_writable(folder, "--figures")
     title = (
         f"{args.model} {args.strategy} [{args.op or _default_op(args.strategy)}], batch "

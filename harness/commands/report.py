@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.report import write_report
-from harness.commands.paths import check_writable
+from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.vocabulary import refuse_renamed
 from harness.results import history
-from harness.results.store import read_collectives, read_ratios
 
 NAME = "report"
 
@@ -20,7 +19,7 @@ EXITS: dict[int, str] = {0: "the report written", 2: "bad input or unreadable re
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="figures (PNG, SVG) and one self-contained HTML file for a run")
-    p.add_argument("--results", default="results", help="results folder. Default: results")
+    add_results_argument(p)
     p.add_argument(
         "--run",
         default="latest",
@@ -31,20 +30,22 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--report-dir",
         default=None,
         metavar="DIR",
-        help="where the report is written. Default: RESULTS/report",
+        help="where the report is written. Default: the first --results folder's report/ (beside a "
+        "pack file: NAME-report)",
     )
     refuse_renamed(p, NAME)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    cells, _ = history.load(args.results, ab=True)
+    roots = results_roots(args)
+    cells, _ = history.load(roots, ab=True)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]
-    out = Path(args.report_dir) if args.report_dir else Path(args.results) / "report"
+    out = Path(args.report_dir) if args.report_dir else beside(roots[0], "report")
     check_writable(out, "--report-dir")
-    collectives = read_collectives(args.results)
-    ratios = read_ratios(args.results)
+    collectives = history.load_collectives(roots)
+    ratios = history.load_ratios(roots)
     ratios = ratios[ratios["run_id"].isin(run_ids)]
     title = f"tf-strategy-bench: {', '.join(run_ids)}"
     written = write_report(rows, out, title, collectives, ratios)

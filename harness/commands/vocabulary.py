@@ -4,8 +4,10 @@ commands stops at once instead of running with a default it did not ask for.
 
 The concepts and their flags (docs/reference/cli.md has the table, generated from here):
 
-- ``--results``: the results folder, read (``report``, ``compare``, ``check``, ...) and written
-  (``run``, ``ab``, ``nightly``); ``report`` writes its own pages to ``--report-dir``;
+- ``--results``: the results folder, read (``report``, ``compare``, ``check``, ``pack``, ...) and
+  written (``run``, ``ab``, ``nightly``); the commands that read runs take it more than once, and a
+  pack file (``pack``) in place of a folder (:func:`harness.commands.paths.add_results_argument`);
+  ``report`` writes its own pages to ``--report-dir``;
 - ``--baseline`` / ``--candidate``: the two sides of any comparison, the side compared against and
   the side under test: runs in ``compare``, interpreters in ``ab``, builds in ``nightly``
   (``--baseline-env`` / ``--candidate-env``: their workers' environment);
@@ -72,7 +74,7 @@ class Concept:
     command does without one (text not starting with ``--``)."""
 
 
-READERS = ("report", "compare", "compare-hardware", "predict", "ingest", "check")
+READERS = ("report", "compare", "compare-hardware", "predict", "ingest", "check", "pack")
 
 CONCEPTS: tuple[Concept, ...] = (
     Concept(

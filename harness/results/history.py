@@ -9,6 +9,11 @@ A **run reference** (REF) names runs of the history:
   (both ends included).
 
 Runs are ordered by their first row's timestamp.
+
+The history may be read from several **roots** at once (:data:`Roots`: ``--results`` given more than
+once), each a results folder or a pack file (:mod:`harness.results.pack`); their rows are read one
+after the other, and a run that two of them hold is refused before any row is read
+(:func:`open_roots`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,16 @@ import pandas as pd
 
 from harness.contract.records import Status
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
-from harness.results.store import AB_FOLDER, READ_ERRORS, read_cells, read_costs, read_windows
+from harness.results.pack import Manifest, NotAPack, not_a_pack, open_pack, stored_runs
+from harness.results.store import (
+    AB_FOLDER,
+    READ_ERRORS,
+    read_cells,
+    read_collectives,
+    read_costs,
+    read_ratios,
+    read_windows,
+)
 
 
 def _runs_text(n: int) -> str:
@@ -38,34 +52,136 @@ REF_HELP = (
 _DATE = r"\d{4}-\d{2}-\d{2}"
 
 
-def load(results: str | Path, ab: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(cells, windows) of every run under ``results``; HarnessError when there is none. ``ab``
-    rows (stored under ``results/ab``, or, in folders older than that, among the runs' rows) are
-    not runs of the history and are left out, unless ``ab`` (``report --run AB_ID``). A file that
-    cannot be read is named on stderr and left out (:func:`harness.results.store.damage_text`)."""
-    root = Path(results)
+Roots = str | Path | Sequence[str | Path]
+"""Where results are read from: one root or several, each a results folder or a pack file that
+``python -m harness pack`` wrote (:mod:`harness.results.pack`)."""
+
+
+@dataclass(frozen=True)
+class Root:
+    """One results root as given, and the folder it is read from."""
+
+    given: str
+    """The path as the user gave it (what messages name)."""
+    folder: Path
+    """The results folder itself, or the temporary folder its pack was extracted to."""
+    pack: Manifest | None
+    """The pack's manifest; None for a folder."""
+    runs: frozenset[str]
+    """The run ids it holds files of (:func:`harness.results.pack.stored_runs`)."""
+
+
+def _open(given: str, flag: str) -> Root:
+    """A root: a folder (read as it is; a missing one reads as empty), or a file, which must be a
+    pack (HarnessError, exit 2, naming it and why otherwise)."""
+    path = Path(given)
+    if not path.is_file():
+        return Root(given, path, None, stored_runs(path) if path.is_dir() else frozenset())
+    try:
+        opened = open_pack(path)
+    except NotAPack as e:
+        raise not_a_pack(given, str(e), flag) from None
+    except OSError as e:
+        raise not_a_pack(given, e.strerror or str(e), flag) from None
+    return Root(given, opened.folder, opened.manifest, stored_runs(opened.folder))
+
+
+def _refuse_repeats(roots: Sequence[Root], flag: str) -> None:
+    """HarnessError (exit 2) when a run is in two roots (the same folder twice, a folder and its
+    pack, two packs of one run): it would count twice."""
+    for i, first in enumerate(roots):
+        for second in roots[i + 1 :]:
+            both = sorted(first.runs & second.runs)
+            if both:
+                more = f" (and {len(both) - 1} more)" if len(both) > 1 else ""
+                raise HarnessError(
+                    f"Received {flag} {first.given!r} and {flag} {second.given!r}: both hold run "
+                    f"{both[0]}{more}; expected each run in one of them (read twice, its rows "
+                    "would count twice)."
+                )
+
+
+def open_roots(roots: Roots, flag: str = "--results") -> tuple[Root, ...]:
+    """``roots`` opened (packs checked and extracted once per process), in order; HarnessError
+    (exit 2) for a file that is not a pack, and for a run held by two of them, before any rows are
+    read. ``flag``: the option the roots came from, for the messages."""
+    given = [roots] if isinstance(roots, str | Path) else list(roots)
+    if not given:
+        raise HarnessError(f"Received no {flag}; expected a results folder or a pack file.")
+    opened = tuple(_open(str(r), flag) for r in given)
+    _refuse_repeats(opened, flag)
+    return opened
+
+
+def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Frames of one schema, one after the other (the empty ones dropped where others hold rows:
+    pandas warns on concatenating empty frames)."""
+    kept = [f for f in frames if not f.empty] or list(frames[:1])
+    return pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0].reset_index(drop=True)
+
+
+def _load_one(root: Path, ab: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, windows) of one results folder, ``ab`` rows kept or left out as :func:`load` says."""
     cells, windows = read_cells(root), read_windows(root)
     paired = cells["ab_id"].notna()
     if ab:
-        cells = pd.concat([cells, read_cells(root / AB_FOLDER)], ignore_index=True)
-        windows = pd.concat([windows, read_windows(root / AB_FOLDER)], ignore_index=True)
+        cells = _concat([cells, read_cells(root / AB_FOLDER)])
+        windows = _concat([windows, read_windows(root / AB_FOLDER)])
     else:
         windows = windows[~windows["run_id"].isin(set(cells.loc[paired, "run_id"]))]
         cells = cells[~paired]
+    return cells, windows
+
+
+def _where(root: Root) -> str:
+    """Where a root's cells are, in words (a pack: the pack itself)."""
+    return root.given if root.pack else str(Path(root.given) / "cells")
+
+
+def load(roots: Roots, ab: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, windows) of every run under ``roots`` (one results folder or pack, or several: their
+    rows one after the other, in the order given); HarnessError when a root does not exist, when
+    there is no row at all, and as :func:`open_roots` says (a file that is not a pack, a run held
+    twice). ``ab`` rows (stored under ``results/ab``, or, in folders older than that, among the
+    runs' rows) are not runs of the history and are left out, unless ``ab`` (``report --run
+    AB_ID``). A file that cannot be read is named on stderr and left out
+    (:func:`harness.results.store.damage_text`)."""
+    opened = open_roots(roots)
+    missing = [r for r in opened if not r.folder.exists()]
+    if missing:
+        raise HarnessError(
+            f"no results under {_where(missing[0])}: run `python -m harness run` first, or pass --results DIR"
+        )
+    parts = [_load_one(r.folder, ab) for r in opened]
+    cells, windows = _concat([c for c, _ in parts]), _concat([w for _, w in parts])
     if cells.empty:
         raise HarnessError(
-            f"no results under {root / 'cells'}: run `python -m harness run` first, or pass --results DIR"
+            f"no results under {', '.join(_where(r) for r in opened)}: run `python -m harness run` "
+            "first, or pass --results DIR"
         )
-    return cells.reset_index(drop=True), windows.reset_index(drop=True)
+    return cells, windows
 
 
-def costs(results: str | Path) -> pd.DataFrame:
-    """Every run's costs row under ``results`` (empty when there are none or they cannot be read:
-    the suite's own cost is reported, never a reason to fail)."""
-    try:
-        return read_costs(Path(results))
-    except READ_ERRORS:
-        return read_costs(Path(results) / "missing")
+def load_ratios(roots: Roots) -> pd.DataFrame:
+    """Every ratios row under ``roots`` (as :func:`load` takes them), one root after the other."""
+    return _concat([read_ratios(r.folder) for r in open_roots(roots)])
+
+
+def load_collectives(roots: Roots) -> pd.DataFrame:
+    """Every collectives row under ``roots`` (as :func:`load` takes them), one root after the other."""
+    return _concat([read_collectives(r.folder) for r in open_roots(roots)])
+
+
+def costs(roots: Roots) -> pd.DataFrame:
+    """Every run's costs row under ``roots`` (as :func:`load` takes them; empty when there are
+    none or they cannot be read: the suite's own cost is reported, never a reason to fail)."""
+    frames = []
+    for root in open_roots(roots):
+        try:
+            frames.append(read_costs(root.folder))
+        except READ_ERRORS:
+            frames.append(read_costs(root.folder / "missing"))
+    return _concat(frames)
 
 
 def runs(cells: pd.DataFrame) -> pd.DataFrame:

@@ -5,8 +5,8 @@ parser's own options (so a new flag is covered without touching this file): the 
 each axis (:data:`harness.spec.axes.AXES`) and of each option's choices, near misses of them
 (typos, case, whitespace, look-alike unicode, empty), numbers (0, negative, huge, fractions, nan,
 inf), comma lists with duplicates and empty items, repeated flags, unknown and abbreviated flags,
-and paths (a missing folder, an empty one, a small results folder, a file where a folder is
-expected, a folder where a file is). ``main(argv)`` runs in this process; ``run``, ``verify``,
+and paths (a missing folder, an empty one, a small results folder and its pack, a file where a
+folder is expected, a folder where a file is). ``main(argv)`` runs in this process; ``run``, ``verify``,
 ``ab`` and ``doctor`` get ``--dry-run``, so every check before their first process runs and
 nothing is started. The property:
 
@@ -60,6 +60,7 @@ from harness.launch.ab import MODES
 from harness.launch.platform import NvidiaGpus
 from harness.results import history, store
 from harness.results.measurement import cell_row
+from harness.results.pack import FORMAT, VERSION, Manifest, stored_runs, write_pack
 from harness.results.store import RunFiles
 from harness.spec.axes import (
     AXES,
@@ -250,6 +251,8 @@ class Sandbox:
     root: Path
     empty: Path
     results: Path
+    pack: Path
+    """The runs of ``results``, packed (``python -m harness pack``)."""
     file: Path
     scratch: Path
     inputs: dict[str, tuple[str, ...]]
@@ -269,8 +272,13 @@ def paths(dest: str, box: Sandbox, command: str) -> Domain:
     wrong = (str(box.file / "sub"), "/proc/nope", "", "~nobody-here/x", str(box.root / "名前"))
     if dest == "results" and command == "ingest":  # written: the sandbox's results stay as they are
         good, bad = (str(box.scratch / "ingested"),), (str(box.file), *wrong)
-    elif dest == "results":
-        good, bad = (str(box.results),), (str(box.empty), missing, str(box.file), *wrong)
+    elif dest == "results" and command == "pack":  # one folder, packed
+        good, bad = (str(box.results),), (str(box.empty), missing, str(box.file), str(box.pack), *wrong)
+    elif dest == "results":  # a folder or a pack file (the same runs: given with the folder, refused)
+        good, bad = (str(box.results), str(box.pack)), (str(box.empty), missing, str(box.file), *wrong)
+    elif dest == "out" and command == "pack":  # a pack file to write
+        good = (str(box.scratch / "runs.tar.gz"), str(box.scratch / "new" / "runs.tar.gz"))
+        bad = (str(box.scratch), str(box.file), str(box.scratch / "runs.zip"), ".tar.gz", *wrong)
     elif dest in box.inputs:
         good, bad = box.inputs[dest][:1], (*box.inputs[dest][1:], missing, str(box.empty), *wrong)
     elif dest in ("markdown", "csv"):
@@ -647,7 +655,8 @@ def _read_once(read: Any, results: Path) -> Any:
     cache: dict[tuple[Any, ...], Any] = {}
 
     def cached(folder: Any, *args: Any, **kwargs: Any) -> Any:
-        if Path(folder).absolute() != results:
+        roots = [folder] if isinstance(folder, str | Path) else list(folder)  # history.Roots
+        if [Path(r).absolute() for r in roots] != [results]:
             return read(folder, *args, **kwargs)
         key = (*args, *sorted(kwargs.items()))
         if key not in cache:
@@ -710,7 +719,11 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     (root / "empty").mkdir()
     (root / "scratch").mkdir()
     (root / "a-file.txt").write_text("not a folder\n")
-    sandbox = Sandbox(root, root / "empty", results, root / "a-file.txt", root / "scratch", _inputs(root))
+    pack = root / "results.tar.gz"
+    write_pack(results, Manifest(FORMAT, VERSION, tuple(sorted(stored_runs(results))), "", ""), pack)
+    sandbox = Sandbox(
+        root, root / "empty", results, pack, root / "a-file.txt", root / "scratch", _inputs(root)
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         for name in [k for k in os.environ if k == "TF_CONFIG" or k.startswith("SLURM_")]:

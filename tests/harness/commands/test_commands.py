@@ -24,6 +24,7 @@ def test_every_command_module_has_its_parser_and_runner() -> None:
         "ingest",
         "doctor",
         "check",
+        "pack",
     ]
     for name, module in COMMANDS.items():
         assert name == module.NAME and callable(module.add_parser) and callable(module.run)

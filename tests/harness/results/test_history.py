@@ -1,10 +1,27 @@
-"""Earlier runs' figures for a row's CI (harness.results.history.earlier_figures)."""
+"""Earlier runs' figures for a row's CI (harness.results.history.earlier_figures); the history read
+from several roots, folders and packs, a run given twice refused."""
 
 from __future__ import annotations
 
-import pandas as pd
+import tarfile
+from pathlib import Path
 
-from harness.results.history import earlier_figures
+import pandas as pd
+import pytest
+
+from harness.errors import EXIT_USAGE, HarnessError
+from harness.results import history
+from harness.results.history import (
+    costs,
+    earlier_figures,
+    load,
+    load_collectives,
+    load_ratios,
+    open_roots,
+    runs,
+)
+from harness.results.pack import write_pack
+from tests.harness.results.test_pack import RUN_A, RUN_B, manifest, write_run
 
 
 def _cells() -> pd.DataFrame:
@@ -29,3 +46,108 @@ def test_one_figure_per_earlier_run_of_the_cell_on_the_fingerprint_oldest_first(
 def test_no_fingerprint_or_no_rows_gives_no_history() -> None:
     assert earlier_figures(_cells(), "c", None) == []
     assert earlier_figures(_cells().iloc[0:0], "c", "fp") == []
+
+
+# ------------------------------------------------------------------------------------------------
+# Several roots: folders and packs (harness.results.history.load, open_roots)
+# ------------------------------------------------------------------------------------------------
+
+
+def _two_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Two results folders, one run each (this machine's, and one brought from another)."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    write_run(here, RUN_A)
+    write_run(there, RUN_B, eps=2000.0)
+    return here, there
+
+
+def test_one_root_reads_as_before_given_as_a_str_a_path_or_a_list(tmp_path: Path) -> None:
+    here, _ = _two_folders(tmp_path)
+    for given in (str(here), here, [here], (str(here),)):
+        cells, windows = load(given)
+        assert set(cells["run_id"]) == {RUN_A} and len(cells) == 2 and len(windows) == 2
+
+
+def test_several_roots_are_read_one_after_the_other_every_table(tmp_path: Path) -> None:
+    here, there = _two_folders(tmp_path)
+    cells, windows = load([here, there])
+    assert list(cells["run_id"]) == [RUN_A, RUN_A, RUN_B, RUN_B]
+    assert list(windows["run_id"]) == [RUN_A, RUN_A, RUN_B, RUN_B]
+    assert list(runs(cells)["run_id"]) == [RUN_A, RUN_B]
+    for read in (load_ratios, load_collectives, costs):
+        assert list(read([here, there])["run_id"]) == [RUN_A, RUN_B]
+    assert list(costs([there, here])["run_id"]) == [RUN_B, RUN_A]  # in the order given
+
+
+def test_an_empty_root_beside_others_adds_nothing_and_alone_names_where_it_looked(tmp_path: Path) -> None:
+    here, _ = _two_folders(tmp_path)
+    (tmp_path / "empty").mkdir()
+    assert len(load([here, tmp_path / "empty"])[0]) == 2
+    with pytest.raises(HarnessError, match=r"no results under .*empty/cells: run `python -m harness run`"):
+        load([tmp_path / "empty"])
+    with pytest.raises(HarnessError, match=r"no results under .*nowhere/cells") as e:
+        load([here, tmp_path / "nowhere"])  # a missing folder is a typo, not an empty history
+    assert e.value.exit_code == EXIT_USAGE
+
+
+def test_a_pack_reads_as_the_folder_it_was_packed_from(tmp_path: Path) -> None:
+    here, there = _two_folders(tmp_path)
+    pack = write_pack(there, manifest(RUN_B), tmp_path / "there.tar.gz").path
+    from_folder, from_pack = load([here, there]), load([here, str(pack)])
+    pd.testing.assert_frame_equal(from_folder[0], from_pack[0])
+    pd.testing.assert_frame_equal(from_folder[1], from_pack[1])
+    assert list(load_ratios([here, pack])["run_id"]) == [RUN_A, RUN_B]
+    (root,) = open_roots(pack)
+    assert root.given == str(pack) and root.pack == manifest(RUN_B) and root.runs == {RUN_B}
+
+
+def _refused(roots: list[Path | str]) -> str:
+    with pytest.raises(HarnessError) as e:
+        load(roots)
+    assert e.value.exit_code == EXIT_USAGE and "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_the_same_run_given_twice_is_refused_naming_it_and_both_roots(tmp_path: Path) -> None:
+    here, there = _two_folders(tmp_path)
+    pack = write_pack(here, manifest(RUN_A), tmp_path / "a.tar.gz").path
+    write_run(there, RUN_A)  # a copy of the run in the other folder
+    again = write_pack(there, manifest(RUN_A), tmp_path / "again.tar.gz").path
+    for first, second in ((here, here), (here, pack), (pack, again), (here, there)):
+        message = _refused([first, second])
+        assert f"--results {str(first)!r} and --results {str(second)!r}: both hold run {RUN_A};" in message
+        assert "expected each run in one of them" in message
+    assert f"both hold run {RUN_A} (and 1 more)" in _refused([there, there])
+
+
+def test_the_same_folder_twice_is_refused_before_any_row_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, _ = _two_folders(tmp_path)
+    monkeypatch.setattr(history, "read_cells", lambda root: pytest.fail("read before the refusal"))
+    assert f"both hold run {RUN_A}" in _refused([here, here])
+
+
+@pytest.mark.parametrize(
+    "name, content, why",
+    [
+        ("rows.csv", b"run_id,cell_id\nx,y\n", "not a gzip file"),
+        ("random.bin", bytes(range(256)) * 4, "not a gzip file"),
+        ("other.tar.gz", None, "holds no pack.json"),
+    ],
+)
+def test_a_file_that_is_not_a_pack_is_refused_in_one_line(
+    tmp_path: Path, name: str, content: bytes | None, why: str
+) -> None:
+    here, _ = _two_folders(tmp_path)
+    path = tmp_path / name
+    if content is None:
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(here / "journal", arcname="journal")
+    else:
+        path.write_bytes(content)
+    message = _refused([here, path])
+    assert message.startswith(
+        f"Received --results={str(path)!r}: not a results folder or a pack file written by `harness pack` ("
+    )
+    assert why in message and "expected a folder that `python -m harness run` wrote" in message

@@ -1,0 +1,131 @@
+"""``python -m harness pack``: some runs of a results folder in one ``.tar.gz`` that travels (their
+tables' files and journals, and a manifest: :mod:`harness.results.pack`), which every command that
+reads results takes as ``--results FILE``."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness import __version__
+from harness.commands.paths import RESULTS, check_writable_file
+from harness.errors import HarnessError
+from harness.results import history
+from harness.results.history import REF_HELP
+from harness.results.pack import FORMAT, SUFFIX, VERSION, Manifest, write_pack
+
+NAME = "pack"
+
+EXITS: dict[int, str] = {
+    0: "the pack written",
+    2: "bad input (a bad reference, an --out that exists without --force, unreadable results)",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        NAME,
+        help="put runs of a results folder into one .tar.gz that report, compare, check and predict "
+        "read as --results FILE",
+        description="The pack holds each run's cells, windows, ratios, costs and collectives files and "
+        "its journal, at the paths they have in the folder, and pack.json (the format and its version, "
+        f"the run ids, when packed, the suite's version). REF: {REF_HELP}.",
+    )
+    p.add_argument(
+        "--results",
+        default=RESULTS,
+        metavar="DIR",
+        help=f"the results folder whose runs are packed. Default: {RESULTS}",
+    )
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        default=None,
+        metavar="REF",
+        help="the runs to pack. Default: every run in the folder",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help=f"the pack to write, a name ending {SUFFIX}. Default: FIRST_RUN_ID{SUFFIX} in the current folder",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite --out when it exists")
+    return p
+
+
+def _check_out(out: str | None) -> None:
+    """``--out``, when given, names a pack file (checked before any results are read)."""
+    if out is not None and not (out.endswith(SUFFIX) and len(Path(out).name) > len(SUFFIX)):
+        raise HarnessError(f"Received --out={out!r}; expected a file name ending {SUFFIX}.")
+
+
+def _root(results: str) -> Path:
+    """``--results``: a folder (a pack file is read by the other commands, not packed again)."""
+    if Path(results).is_file():
+        raise HarnessError(
+            f"Received --results={results!r}; expected a results folder (a file: pack reads the "
+            "folder that `python -m harness run` wrote)."
+        )
+    return Path(results)
+
+
+def _resolved(refs: list[str] | None, all_runs: pd.DataFrame) -> list[str]:
+    """The run ids ``--runs`` names (every run when None), oldest first, each once."""
+    if refs is None:
+        return [str(r) for r in all_runs["run_id"]]
+    named = {r for ref in refs for r in history.resolve(ref, all_runs, flag="--runs")}
+    return [str(r) for r in all_runs["run_id"] if r in named]
+
+
+def chosen(cells: pd.DataFrame, run_ids: list[str]) -> list[str]:
+    """The runs packed, from the resolved ``run_ids`` (oldest first) and the folder's cells: the
+    one place a filter of them goes (e.g. by machine). Now: all of them."""
+    return run_ids
+
+
+def _out_path(out: str | None, first_run: str, force: bool) -> Path:
+    """Where the pack goes: ``--out``, or ``<first run id>.tar.gz`` here; an existing file only
+    with ``--force``; its folder writable."""
+    path = Path(out) if out is not None else Path(f"{first_run}{SUFFIX}")
+    if path.exists() and not force:
+        raise HarnessError(
+            f"Received --out={str(path)!r}: the file exists; expected a new file, or --force to overwrite it."
+        )
+    check_writable_file(str(path), "--out")
+    return path
+
+
+def size_text(size: int) -> str:
+    """A size in bytes as people read it (``812 B``, ``41.2 KiB``, ``3.0 MiB``)."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_out(args.out)
+    root = _root(args.results)
+    cells, _ = history.load(root)
+    run_ids = chosen(cells, _resolved(args.runs, history.runs(cells)))
+    if not run_ids:
+        raise HarnessError(
+            f"Received --runs {' '.join(args.runs or [])}: no run to pack; expected {REF_HELP}."
+        )
+    out = _out_path(args.out, run_ids[0], args.force)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    packed = write_pack(root, Manifest(FORMAT, VERSION, tuple(run_ids), stamp, __version__), out)
+    rows = int(cells["run_id"].isin(run_ids).sum())
+    runs = f"{len(run_ids)} run" + ("" if len(run_ids) == 1 else "s")
+    print(f"wrote {out}: {runs}, {rows} cell rows, {packed.files} files, {size_text(packed.size)}")
+    return 0
