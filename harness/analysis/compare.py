@@ -1,6 +1,8 @@
 """``python -m harness compare``: the nightly regression gate over the results history.
 
-Every ok cell of the candidate run(s) is a series (cell id x fingerprint); the baseline runs of the
+Every ok cell of the candidate run(s) is a series (cell id x fingerprint x machine, the machine as
+:mod:`harness.analysis.machines` tells it: two VMs of one fingerprint whose peaks differ are two
+series, never one slower history); the baseline runs of the
 same series give its history of run medians; :mod:`harness.analysis.gate` judges it, one observation per run
 (the median of that run's timed windows).
 A cell that was ok in the baseline and is failed or invalid in the candidate is a regression too
@@ -10,15 +12,16 @@ series has ``min_history`` baseline runs, including a first run with no run befo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import gate
+from harness.analysis import gate, machines
 from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
-from harness.contract.records import Status
+from harness.contract.columns import unflatten_all
+from harness.contract.records import CellRow, Status
 from harness.errors import EXIT_SHORT_HISTORY
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
@@ -70,28 +73,41 @@ def compare(
     """Judge every series of the ``candidate`` runs against the ``baseline`` runs (ids, resolved
     by :func:`harness.results.history.select_comparison`; ``history_runs``: runs in the whole
     history) (see the module docstring)."""
-    cand_rows = _ok_rows(cells, candidate)
-    base_rows = _ok_rows(cells, baseline)
-    keys = sorted(set(zip(cand_rows["cell_id"], cand_rows["fingerprint"], strict=True)))
-    history_of = dict(iter(base_rows.groupby(["cell_id", "fingerprint"])))  # GroupBy has .keys
+    names = machine_names(cells[cells["run_id"].isin([*candidate, *baseline])])
+    cand_rows = _ok_rows(cells, candidate).assign(machine=lambda d: d["run_id"].map(names))
+    base_rows = _ok_rows(cells, baseline).assign(machine=lambda d: d["run_id"].map(names))
+    series = ["cell_id", "fingerprint", "machine"]
+    keys = sorted(set(cand_rows[series].itertuples(index=False, name=None)))
+    history_of = dict(iter(base_rows.groupby(series)))  # GroupBy has .keys
     compared = sum(1 for k in keys if k in history_of)
     verdicts = []
-    for cell_id, fp in keys:
-        mine = cand_rows[(cand_rows["cell_id"] == cell_id) & (cand_rows["fingerprint"] == fp)]
-        past = history_of.get((cell_id, fp))
-        verdicts.append(
-            gate.judge_series(
-                cell_id, fp, _run_medians(mine), [] if past is None else _run_medians(past), compared, policy
-            )
+    for key in keys:
+        mine = cand_rows[(cand_rows[series] == pd.Series(key, index=series)).all(axis=1)]
+        past = history_of.get(key)
+        verdict = gate.judge_series(
+            key[0], key[1], _run_medians(mine), [] if past is None else _run_medians(past), compared, policy
         )
-    cand_all = cells[cells["run_id"].isin(candidate)]
-    was_ok = set(zip(base_rows["cell_id"], base_rows["fingerprint"], strict=True))
+        verdicts.append(replace(verdict, machine=key[2]))
+    cand_all = cells[cells["run_id"].isin(candidate)].assign(machine=lambda d: d["run_id"].map(names))
+    was_ok = set(base_rows[series].itertuples(index=False, name=None))
     broken = [
         (str(r.cell_id), str(r.status), str(r.reason or ""))
         for r in cand_all.itertuples()
-        if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint) in was_ok
+        if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint, r.machine) in was_ok
     ]
     return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
+
+
+def machine_names(cells: pd.DataFrame) -> dict[str, str]:
+    """Run id -> the name of the machine that measured it (:func:`harness.analysis.machines.identify`
+    over one row per run: a row with the float32 peak where there is one)."""
+    if cells.empty:
+        return {}
+    first = (
+        cells.sort_values("peak_dtype", key=lambda s: s != "float32", kind="stable").groupby("run_id").head(1)
+    )
+    rows = unflatten_all(CellRow, first.to_dict("records"))
+    return {run: m.name for m in machines.identify(rows) for run in m.run_ids}
 
 
 def _ok_rows(cells: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:

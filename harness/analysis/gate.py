@@ -9,11 +9,12 @@ lands differently. A gate that pooled windows would read that drift as a change.
 The gate compares the candidate run(s) of a series with its baseline runs and calls a change only
 when three tests agree:
 
-1. **Ratio of medians with a bootstrap CI**: ``r = median(candidate run medians) / median(baseline
-   run medians)``. Its percentile-bootstrap CI resamples the baseline runs, and gives each candidate
-   run the run-to-run spread seen in the baseline (its median times a resampled baseline run's
-   ratio to the baseline median), so one candidate run is judged as what it is: one draw. The CI's
-   confidence is Bonferroni-corrected over the m series compared, ``1 - alpha / m``.
+1. **Ratio of medians with a CI across runs**: ``r = median(candidate run medians) / median(baseline
+   run medians)``, its CI by :mod:`harness.formulas.across_runs`, the one cross-run formula of the
+   suite (``compare-hardware`` uses it between machines): a log-t interval whose spread is the
+   baseline runs' own, given to the candidate's runs as well (they ran on the same machine), so one
+   candidate run is judged as what it is: one draw. The CI's confidence is Bonferroni-corrected over
+   the m series compared, ``1 - alpha / m``.
 2. **Minimum effect**: ``|r - 1| >= min_effect`` (default 5%), so a tiny but real change does not fail CI.
 3. **Robust z-score against the series' history**: ``z = (median(c) - median(h)) / sqrt(s_c^2 +
    s^2 / n_h)`` with c the n_c candidate run medians, h the n_h baseline run medians, ``s = 1.4826
@@ -42,7 +43,8 @@ from statistics import NormalDist
 import numpy as np
 
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
-from harness.formulas import metrics
+from harness.formulas import across_runs, metrics
+from harness.formulas.across_runs import RunFigure
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED, equivalent
 
 MAD_SCALE = 1.4826
@@ -103,54 +105,8 @@ class SeriesVerdict:
     """Candidate runs of this series."""
     detectable: float | None = None
     """Smallest relative change (fraction) the gate catches with ``policy.power`` probability."""
-
-
-def ratio_ci(
-    candidate: Sequence[float],
-    baseline: Sequence[float],
-    confidence: float,
-    resamples: int = 4000,
-    seed: int = 0,
-) -> tuple[float, float, float]:
-    """(ratio of medians, CI low, CI high): percentile bootstrap, each sample resampled on its own.
-    For independent samples (hardware comparison of window throughputs)."""
-    c = np.asarray(candidate, dtype=float)
-    b = np.asarray(baseline, dtype=float)
-    if len(c) == 0 or len(b) == 0 or np.median(b) <= 0:
-        raise ValueError("need non-empty samples and a positive baseline median")
-    rng = np.random.default_rng(seed)
-    cs = np.median(rng.choice(c, (resamples, len(c))), axis=1)
-    bs = np.median(rng.choice(b, (resamples, len(b))), axis=1)
-    return _percentiles(float(np.median(c) / np.median(b)), cs / bs, confidence)
-
-
-def run_ratio_ci(
-    candidate: Sequence[float],
-    baseline: Sequence[float],
-    confidence: float,
-    resamples: int = 4000,
-    seed: int = 0,
-) -> tuple[float, float, float]:
-    """(ratio of medians, CI low, CI high) of candidate run medians over baseline run medians.
-
-    Bootstrap: the baseline's runs are resampled; each candidate run is multiplied by a resampled
-    baseline run's ratio to the baseline median (the run-to-run spread the baseline shows), so a
-    single candidate run still carries run-to-run uncertainty."""
-    c = np.asarray(candidate, dtype=float)
-    b = np.asarray(baseline, dtype=float)
-    if len(c) == 0 or len(b) == 0 or np.median(b) <= 0:
-        raise ValueError("need non-empty samples and a positive baseline median")
-    rng = np.random.default_rng(seed)
-    spread = b / np.median(b)
-    bs = np.median(rng.choice(b, (resamples, len(b))), axis=1)
-    cs = np.median(c * rng.choice(spread, (resamples, len(c))), axis=1)
-    return _percentiles(float(np.median(c) / np.median(b)), cs / bs, confidence)
-
-
-def _percentiles(ratio: float, draws: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    tail = (1 - confidence) / 2
-    lo, hi = np.quantile(draws, [tail, 1 - tail])
-    return ratio, float(lo), float(hi)
+    machine: str = ""
+    """The machine's name (:mod:`harness.analysis.machines`)."""
 
 
 def robust_scale(history: Sequence[float]) -> float:
@@ -225,7 +181,11 @@ def judge_series(
             cell_id, fingerprint, center, None, None, None, None, None, 0, NEW, len(candidate)
         )
     confidence = 1 - policy.alpha / max(compared, 1)
-    ratio, lo, hi = run_ratio_ci(candidate, baseline, confidence, policy.resamples, policy.seed)
+    base_side = across_runs.side([RunFigure(v) for v in baseline], run_spread=0.0)
+    r = across_runs.ratio(
+        across_runs.like([RunFigure(v) for v in candidate], base_side), base_side, confidence
+    )
+    ratio, lo, hi = r.value, r.low, r.high
     base = metrics.median(baseline)
     n = len(baseline)
     if n < policy.min_history:

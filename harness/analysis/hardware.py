@@ -1,198 +1,390 @@
-"""``python -m harness compare-hardware``: two or more machines, like for like, with cost.
+"""``compare-hardware``: which machine trains each model fastest, and for how much. Pure (typed
+rows in, a :class:`HardwareComparison` out; :mod:`harness.analysis.hardware_text` says it).
 
-Machines are fingerprints (see ``fingerprint`` in results/README.md). For each, the newest run on it
-is used unless ``--runs`` names runs. The comparison is refused, saying what differs, unless every
-machine ran the same suite version, TensorFlow and Keras. For every cell measured ok on the reference
-machine and another: the ratio of throughputs with a 95% CI from Welch's t over independent
-measurements (:func:`harness.formulas.stats.ratio`): each run's figure where both machines have
-several runs of the cell, else the process figures of the newest run (column ``over``: runs or
-processes), never pooled windows; its verdict is higher, lower, equivalent or undecided
-(:mod:`harness.formulas.verdicts`). With a price table, examples per dollar:
+Machines are :mod:`harness.analysis.machines`'s. For each model:
 
-- ``price_per_device_hour`` (renting): examples/s x 3600 / (price x device_count);
-- ``purchase_price`` (buying, per device): examples/s per 1,000 of currency = 1000 x examples/s /
-  (price x device_count).
+- each machine's own answer: its fastest configuration, as its newest run decided it in turns
+  (:func:`harness.analysis.answer.answers`), and that configuration's throughput over the
+  machine's runs with a 95% CI that carries the run-to-run spread
+  (:mod:`harness.formulas.across_runs`);
+- each machine against the reference machine (``--baseline``), at each one's best and on the same
+  configuration (the reference's best, else the plain custom loop): a ratio with its CI and a
+  verdict, where a difference under ``min_effect`` (10% by default for machines) is never called;
+- with a price per instance-hour (USD), the cost of a million examples and of one epoch of the
+  model's data set at the machine's best; energy per example where the machine measured it.
 
-Where rows carry ``energy_j_per_example`` (NVML, single-process GPU cells), examples per joule too.
-A price table is CSV (``machine,price_per_device_hour,purchase_price``) or TOML
-(``[machines."NVIDIA H100 80GB HBM3"] price_per_device_hour = 2.5``); ``machine`` matches a device
-name or a fingerprint.
+Every configuration both machines measured is a row of :attr:`HardwareComparison.rows`: the
+evidence behind the sentences.
 """
 
 from __future__ import annotations
 
-import csv
-import tomllib
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import pandas as pd
-
-from harness.analysis.findings import describe, figures
-from harness.analysis.tables import render_table
-from harness.contract.columns import unflatten_all
-from harness.contract.records import CellRow
+from harness.analysis.answer import answers, labels
+from harness.analysis.findings import figures
+from harness.analysis.machines import Machine, find
+from harness.contract.columns import Estimate
+from harness.contract.records import Axes, CellRow, RatioRow, Status
 from harness.errors import HarnessError
-from harness.formulas import stats
+from harness.formulas import across_runs
+from harness.formulas.across_runs import Basis, RunFigure, Side
+from harness.formulas.stats import CONFIDENCE, Ratio
+from harness.formulas.verdicts import judge
+from harness.spec.models import MODELS
+from harness.spec.strategies import STRATEGIES
 
-SOFTWARE = ("suite", "tf_version", "keras_version")
-
-FOOTNOTE = (
-    "ratio: median throughput / the reference machine's; 95% CI from Welch's t on the log "
-    "figures of both machines, over their runs where each machine ran the cell at least "
-    "twice, else over the newest run's processes (column 'over'); a CI reaching 1, or "
-    "within 5% of it, reads equivalent, one beyond 1 by 5% or more higher or lower, else "
-    "undecided. examples/$ = examples/s x 3600 / "
-    "(price per device-hour x devices)."
-)
-"""What the table's ratio and cost columns are (printed under it): exactly what
-:func:`evidence_ratio` and :func:`compare_machines` compute."""
-
-PRICE_FIELDS = ("price_per_device_hour", "purchase_price")
+MIN_EFFECT = 0.10
+"""The smallest difference between machines called higher or lower, and the half-width of the
+equivalence band: runs on two machines cannot take turns, so their ratios are wider than a run's."""
 
 
 @dataclass(frozen=True)
-class Price:
-    price_per_device_hour: float | None = None
-    purchase_price: float | None = None
+class Figure:
+    """One machine's throughput of one configuration over its runs (examples/s, 95% CI with the
+    run-to-run spread), its energy per example where measured (J), and what its CI rests on."""
+
+    machine: str
+    cell: Axes
+    label: str
+    side: Side
+    energy_j_per_example: float | None
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.cell_id
+
+    @property
+    def estimate(self) -> Estimate:
+        half = _quantile(self.side.df) * math.sqrt(self.side.variance)
+        return Estimate(self.side.value, math.exp(self.side.centre - half), math.exp(self.side.centre + half))
 
 
-def read_prices(path: Path) -> dict[str, Price]:
-    """machine (device name or fingerprint) -> Price; HarnessError on a malformed table."""
-    try:
-        if path.suffix == ".toml":
-            table = tomllib.loads(path.read_text()).get("machines", {})
-            items = [(name, values) for name, values in table.items()]
-        else:
-            with open(path, newline="") as f:
-                items = [(r["machine"], r) for r in csv.DictReader(f)]
-        return {
-            name: Price(*(float(v[k]) if v.get(k) not in (None, "") else None for k in PRICE_FIELDS))
-            for name, v in items
-        }
-    except (OSError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
+@dataclass(frozen=True)
+class Versus:
+    """``machine`` against the reference machine on one configuration (or each at its best)."""
+
+    machine: str
+    ratio: Ratio
+    verdict: str
+    basis: str
+    """What the CI's run-to-run spread rests on, in words."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A machine's cost at its best: USD per million examples and per epoch (95% CI from the
+    throughput's), at ``usd_per_hour`` per instance-hour."""
+
+    usd_per_hour: float
+    per_million: Estimate
+    per_epoch: Estimate | None
+    """None: the model's data set has no fixed size."""
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """One model across the machines."""
+
+    model: str
+    title: str
+    best: dict[str, Figure]
+    """Machine -> its fastest configuration's figure (machines whose runs raced the model)."""
+    unraced: tuple[str, ...]
+    """Machines whose runs measured the model but raced no configurations of it in turns."""
+    at_best: tuple[Versus, ...]
+    same_label: str
+    """The configuration compared on every machine, in words ("" where none is shared)."""
+    same: tuple[Versus, ...]
+    costs: dict[str, Cost]
+    epoch_examples: int
+    leader: str = ""
+    """The machine with the highest figure at its best ("" with fewer than two)."""
+    leads: tuple[Versus, ...] = ()
+    """The leader at its best against each other machine at its best."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration on one machine, against the reference machine's figure of it."""
+
+    model: str
+    label: str
+    cell_id: str
+    figure: Figure
+    versus: Versus | None
+    """None on the reference machine."""
+
+
+@dataclass(frozen=True)
+class HardwareComparison:
+    machines: tuple[Machine, ...]
+    baseline: str
+    min_effect: float
+    models: tuple[ModelAnswer, ...]
+    rows: tuple[Row, ...]
+    prices: dict[str, float]
+    peaks: tuple[Versus, ...]
+    """Each machine's measured peak against the reference's (CI from the two peaks' CIs)."""
+
+
+def _quantile(df: float) -> float:
+    from scipy import stats as sps
+
+    p = (1 + CONFIDENCE) / 2
+    return float(sps.norm.ppf(p) if math.isinf(df) else sps.t.ppf(p, df))
+
+
+def basis_words(a: Side, b: Side) -> str:
+    """What a ratio's run-to-run spread rests on, e.g. ``1 run / 3 runs; spread calibrated / measured``."""
+
+    def one(s: Side) -> str:
+        runs = f"{s.runs} run" + ("" if s.runs == 1 else "s")
+        spread = (
+            f"run-to-run spread assumed {across_runs.RUN_SPREAD:.0%} (calibrated)"
+            if s.basis == Basis.CALIBRATED
+            else "run-to-run spread measured"
+        )
+        return f"{runs}, {spread}"
+
+    return f"{one(a)}; reference: {one(b)}"
+
+
+def compare(
+    machines: Sequence[Machine],
+    rows: Sequence[CellRow],
+    ratios: Sequence[RatioRow],
+    baseline: str | None = None,
+    min_effect: float = MIN_EFFECT,
+    prices: Mapping[str, float] | None = None,
+) -> HardwareComparison:
+    """The comparison of ``machines`` (two or more) on ``rows`` and ``ratios`` of their runs."""
+    if len(machines) < 2:
+        names = "; ".join(m.name for m in machines) or "none"
         raise HarnessError(
-            f"cannot read the price table {path} ({type(e).__name__}: {e}); expected CSV with "
-            'columns machine,price_per_device_hour,purchase_price or TOML [machines."NAME"] '
-            "tables with those keys"
-        ) from None
+            f"the results given hold {len(machines)} machine(s) ({names}); compare-hardware needs two "
+            "or more: give each machine's results or pack with --results (repeatable)"
+        )
+    _check_alike(machines)
+    ref = find(machines, baseline, "--baseline") if baseline else machines[0]
+    priced = {find(machines, name, "--prices").name: usd for name, usd in (prices or {}).items()}
+    ok = [r for r in rows if r.status == Status.OK and r.examples_per_sec.value]
+    named = labels(list({r.cell.cell_id: r for r in ok}.values()))
+    figs = {(m.name, cid): f for m in machines for cid, f in _figures(m, ok, named).items()}
+    order = [ref, *(m for m in machines if m is not ref)]
+    models = tuple(
+        _model(model, order, figs, _leaders(order, ok, ratios, model), priced, min_effect)
+        for model in dict.fromkeys(r.cell.model for r in ok)
+    )
+    table = tuple(
+        Row(
+            f.cell.model,
+            f.label,
+            cid,
+            f,
+            None if name == ref.name else _versus(f, figs[(ref.name, cid)], min_effect),
+        )
+        for (name, cid), f in sorted(figs.items(), key=lambda kv: (kv[0][1], kv[0][0] != ref.name, kv[0][0]))
+        if (ref.name, cid) in figs
+    )
+    peaks = tuple(_peak_versus(m, ref, min_effect) for m in order[1:])
+    return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks)
 
 
-def software_differences(rows: pd.DataFrame) -> list[str]:
-    """What differs in suite version, TensorFlow or Keras between the machines (empty: alike)."""
-    sw = rows.assign(suite=rows["suite_version"].astype("string").fillna("").str.split("+").str[0])
-    out = []
-    for col in SOFTWARE:
-        values = sw.groupby("fingerprint")[col].agg(lambda s: ",".join(sorted(set(map(str, s)))))
-        if values.nunique() > 1:
-            out.append(f"{col}: " + "; ".join(f"{str(fp)[:10]} {v}" for fp, v in values.items()))
+def _check_alike(machines: Sequence[Machine]) -> None:
+    """Refuse machines whose runs' figures do not mean the same thing (protocol) or that ran other
+    TensorFlow or Keras versions."""
+    for what, get, fix in (
+        (
+            "measurement-protocol version",
+            lambda r: str(r.protocol),
+            "measure both with suite versions of one protocol (the newer suite on both machines)",
+        ),
+        (
+            "TensorFlow / Keras",
+            lambda r: r.software,
+            "install one TensorFlow and Keras on both machines (the suite pins them in pyproject.toml)",
+        ),
+    ):
+        seen = {get(r): (m.name, r.run_id) for m in machines for r in m.runs}
+        if len(seen) > 1:
+            found = "; ".join(f"{v} on {name!r} (run {run})" for v, (name, run) in seen.items())
+            raise HarnessError(f"refusing to compare runs of different {what}: {found}; {fix}")
+
+
+def _figures(m: Machine, ok: Sequence[CellRow], named: Mapping[str, str]) -> dict[str, Figure]:
+    """Each configuration's :class:`Figure` on machine ``m`` (one run figure per run: its last row)."""
+    runs: dict[str, dict[str, CellRow]] = {}
+    for r in ok:
+        if r.run.run_id in m.run_ids:
+            runs.setdefault(r.cell.cell_id, {})[r.run.run_id] = r
+    out = {}
+    for cid, by_run in runs.items():
+        mine = list(by_run.values())
+        side = across_runs.side(
+            [RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine]
+        )
+        energy = [r.energy.energy_j_per_example for r in mine if r.energy.energy_j_per_example]
+        out[cid] = Figure(
+            m.name, mine[0].cell, named[cid], side, sorted(energy)[len(energy) // 2] if energy else None
+        )
     return out
 
 
-def compare_machines(ok: pd.DataFrame, prices: dict[str, Price] | None = None) -> pd.DataFrame:
-    """One row per (cell, machine) of the measured rows ``ok`` (status ok, of the runs compared):
-    throughput, ratio to the reference machine (the first fingerprint by device name) with its
-    95% CI, and examples per dollar / joule where known."""
-    if ok["fingerprint"].nunique() < 2:
-        raise HarnessError(
-            f"the runs given hold {ok['fingerprint'].nunique()} machine fingerprint(s); "
-            "compare-hardware needs two or more (use --runs to name runs from each machine)"
-        )
-    differs = software_differences(ok)
-    if differs:
-        raise HarnessError("refusing to compare unlike software: " + " | ".join(differs))
-    machines = ok.drop_duplicates("fingerprint").sort_values("device_name")
-    reference = machines["fingerprint"].iloc[0]
-    prices = prices or {}
-    out = []
-    for (cell_id, fp), g in ok.groupby(["cell_id", "fingerprint"]):
-        row = g.iloc[-1]
-        ref = ok[(ok["cell_id"] == cell_id) & (ok["fingerprint"] == reference)]
-        ratio = lo = hi = None
-        over = verdict = ""
-        if not ref.empty and fp != reference:
-            r, over = evidence_ratio(g, ref)
-            ratio, lo, hi, verdict = r.value, r.low, r.high, describe(r)
-        price = prices.get(str(row["device_name"])) or prices.get(str(fp)) or Price()
-        devices = int(row["device_count"]) if pd.notna(row["device_count"]) else 1
-        eps = float(row["examples_per_sec"])
-        energy = row.get("energy_j_per_example")
-        out.append(
-            {
-                "cell_id": cell_id,
-                "machine": f"{row['device_name']} x{devices}",
-                "fingerprint": fp,
-                "examples_per_sec": eps,
-                "ratio_to_reference": ratio,
-                "ratio_ci_low": lo,
-                "ratio_ci_high": hi,
-                "over": over,
-                "verdict": verdict,
-                "examples_per_dollar": (
-                    eps * 3600 / (price.price_per_device_hour * devices)
-                    if price.price_per_device_hour
-                    else None
-                ),
-                "examples_per_sec_per_1000_purchase": (
-                    1000 * eps / (price.purchase_price * devices) if price.purchase_price else None
-                ),
-                "examples_per_joule": (
-                    1 / float(energy)
-                    if energy is not None and pd.notna(energy) and float(energy) > 0
-                    else None
-                ),
-                "total_replicas": int(row["replicas"] * row["workers"]),
-                "model": row["model"],
-                "strategy": row["strategy"],
-                "scaling_efficiency": row.get("scaling_efficiency"),
-            }
-        )
-    return pd.DataFrame(out).sort_values(["cell_id", "machine"]).reset_index(drop=True)
+def _versus(f: Figure, ref: Figure | None, min_effect: float) -> Versus | None:
+    if ref is None:
+        return None
+    r = across_runs.ratio(f.side, ref.side)
+    return Versus(f.machine, r, judge(r.value, r.low, r.high, min_effect), basis_words(f.side, ref.side))
 
 
-def evidence_ratio(candidate: pd.DataFrame, reference: pd.DataFrame) -> tuple[stats.Ratio, str]:
-    """Candidate / reference throughput of one cell and what its CI is over: the run figures when
-    both machines ran it at least twice, else the newest runs' process figures."""
-    if len(candidate) >= 2 and len(reference) >= 2:
-        return stats.ratio(list(candidate["examples_per_sec"]), list(reference["examples_per_sec"])), "runs"
-    return stats.ratio(figures(_newest(candidate)), figures(_newest(reference))), "processes"
+def _leaders(
+    machines: Sequence[Machine], ok: Sequence[CellRow], ratios: Sequence[RatioRow], model: str
+) -> dict[str, str]:
+    """Machine -> the cell id its newest run that raced ``model`` named fastest."""
+    out = {}
+    for m in machines:
+        for run in reversed(m.run_ids):
+            found = [
+                a
+                for a in answers(
+                    [r for r in ok if r.run.run_id == run], [x for x in ratios if x.run.run_id == run]
+                )
+                if a.model == model
+            ]
+            if found:
+                out[m.name] = found[0].leader.cell.cell_id
+                break
+    return out
 
 
-def _newest(rows: pd.DataFrame) -> CellRow:
-    """The last row."""
-    (row,) = unflatten_all(CellRow, rows.iloc[-1:].to_dict("records"))
-    return row
+def _model(
+    model: str,
+    machines: Sequence[Machine],
+    figs: Mapping[tuple[str, str], Figure],
+    leaders: Mapping[str, str],
+    prices: Mapping[str, float],
+    min_effect: float,
+) -> ModelAnswer:
+    ref = machines[0].name
+    best = {m.name: figs[(m.name, leaders[m.name])] for m in machines if m.name in leaders}
+    measured = {name for (name, _), f in figs.items() if f.cell.model == model}
+    unraced = tuple(m.name for m in machines if m.name in measured and m.name not in best)
+    at_best = tuple(
+        v
+        for name, f in best.items()
+        if name != ref and (v := _versus(f, best.get(ref), min_effect)) is not None
+    )
+    same_id = _shared_config(model, machines, figs, leaders.get(ref))
+    same = tuple(
+        v
+        for m in machines[1:]
+        if same_id and (v := _versus(figs[(m.name, same_id)], figs.get((ref, same_id)), min_effect))
+    )
+    info = MODELS.get(model)
+    epoch = info.epoch_examples if info else 0
+    costs = {name: _cost(f, prices[name], epoch) for name, f in best.items() if name in prices}
+    title = info.title if info else model
+    label = figs[(ref, same_id)].label if same_id else ""
+    leader = max(best, key=lambda n: best[n].side.value) if len(best) >= 2 else ""
+    others = [n for n in best if n != leader] if leader else []
+    leads = tuple(
+        dataclasses.replace(v, machine=n) for n in others if (v := _versus(best[leader], best[n], min_effect))
+    )
+    return ModelAnswer(model, title, best, unraced, at_best, label, same, costs, epoch, leader, leads)
 
 
-def text_table(table: pd.DataFrame) -> str:
-    def fmt(x: object, spec: str) -> str:
-        return "-" if x is None or (isinstance(x, float) and pd.isna(x)) else format(x, spec)
-
-    lines: list[tuple[str, ...]] = [
-        (
-            "cell",
-            "machine",
-            "examples/s",
-            "vs reference [95% CI]",
-            "over",
-            "examples/$",
-            "ex/s per 1000 purchase",
-            "examples/J",
-        )
+def _shared_config(
+    model: str, machines: Sequence[Machine], figs: Mapping[tuple[str, str], Figure], ref_best: str | None
+) -> str | None:
+    """The configuration every machine measured: the reference's best, else the plain custom loop
+    (the reference strategy, a custom loop, no accumulation), else None."""
+    ref = machines[0].name
+    mine = [
+        f.cell
+        for (name, cid), f in figs.items()
+        if name == ref and f.cell.model == model and all((m.name, cid) in figs for m in machines)
     ]
-    for r in table.itertuples():
-        ratio = r.ratio_to_reference
-        ci = "reference" if ratio is None or (isinstance(ratio, float) and pd.isna(ratio)) else str(r.verdict)
-        lines.append(
-            (
-                str(r.cell_id),
-                str(r.machine),
-                fmt(r.examples_per_sec, ",.0f"),
-                ci,
-                str(r.over or "-"),
-                fmt(r.examples_per_dollar, ",.0f"),
-                fmt(r.examples_per_sec_per_1000_purchase, ",.1f"),
-                fmt(r.examples_per_joule, ",.1f"),
-            )
+    if ref_best in {c.cell_id for c in mine}:
+        return ref_best
+    plain = [c for c in mine if STRATEGIES[c.strategy].reference and c.accum_steps == 1 and c.loop == "ctl"]
+    return min(plain, key=lambda c: c.replicas * c.workers).cell_id if plain else None
+
+
+def _cost(f: Figure, usd_per_hour: float, epoch_examples: int) -> Cost:
+    """USD per million examples = usd_per_hour / (examples/s x 3600) x 1e6; per epoch likewise
+    for ``epoch_examples``; the CI from the throughput's (low throughput, high cost)."""
+    e = f.estimate
+
+    def per(examples: float) -> Estimate:
+        def usd(eps: float | None) -> float | None:
+            return None if not eps else usd_per_hour * examples / (eps * 3600)
+
+        return Estimate(usd(e.value), usd(e.high), usd(e.low))
+
+    return Cost(usd_per_hour, per(1e6), per(epoch_examples) if epoch_examples else None)
+
+
+def _peak_versus(m: Machine, ref: Machine, min_effect: float) -> Versus:
+    """m's peak / the reference's, CI from the two log-t CIs taken as normal on the log scale."""
+    a, b = m.peak, ref.peak
+    if None in (a.value, a.low, a.high, b.value, b.low, b.high):
+        nan = float("nan")
+        return Versus(
+            m.name, Ratio(nan, nan, nan, 0, 0), judge(nan, nan, nan, min_effect), "no peak measured"
         )
-    return render_table(lines[0], lines[1:])
+    assert a.value and a.low and a.high and b.value and b.low and b.high
+    q = _quantile(math.inf)
+    sa, sb = (math.log(a.high / a.low) / (2 * q), math.log(b.high / b.low) / (2 * q))
+    half = q * math.hypot(sa, sb)
+    centre = math.log(a.value / b.value)
+    r = Ratio(a.value / b.value, math.exp(centre - half), math.exp(centre + half), 1, 1)
+    return Versus(m.name, r, judge(r.value, r.low, r.high, min_effect), "each run's peak processes")
+
+
+def parse_price(item: str) -> tuple[str, float]:
+    """``NAME=USD`` -> (NAME, USD per instance-hour); HarnessError naming the item otherwise."""
+    name, sep, usd = item.rpartition("=")
+    try:
+        value = float(usd)
+    except ValueError:
+        value = -1.0
+    if not sep or not name.strip() or not (value > 0 and math.isfinite(value)):
+        raise HarnessError(
+            f"Received --prices {item!r}; expected NAME=USD (a machine's name and its price per "
+            "instance-hour in US dollars, > 0) or a price file (CSV with columns machine,usd_per_hour, "
+            'or TOML [machines."NAME"] usd_per_hour = 2.5).'
+        )
+    return name.strip(), value
+
+
+def parse_price_table(text: str, source: str) -> dict[str, float]:
+    """A price file's text (CSV ``machine,usd_per_hour`` or TOML ``[machines."NAME"]
+    usd_per_hour = X``; ``source`` names the file) -> machine name -> USD per instance-hour."""
+    import csv
+    import io
+    import tomllib
+
+    try:
+        if source.endswith(".toml"):
+            table = tomllib.loads(text).get("machines", {})
+            items = [(str(k), v["usd_per_hour"]) for k, v in table.items()]
+        else:
+            items = [(r["machine"], r["usd_per_hour"]) for r in csv.DictReader(io.StringIO(text))]
+        out = {name: float(usd) for name, usd in items}
+    except (KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
+        out = {}
+        error = f"{type(e).__name__}: {e}"
+    else:
+        error = "no machine in it" if not out else ""
+        bad = [n for n, v in out.items() if not (v > 0 and math.isfinite(v))]
+        error = error or (f"price of {bad[0]!r} is not > 0" if bad else "")
+    if error:
+        raise HarnessError(
+            f"cannot read the price file {source} ({error}); expected CSV with columns "
+            'machine,usd_per_hour or TOML [machines."NAME"] usd_per_hour = 2.5 (USD per instance-hour).'
+        )
+    return out

@@ -421,38 +421,6 @@ def series_figures(cells: pd.DataFrame, result: Any, out: Path) -> list[Path]:
     return paths
 
 
-def hardware_scaling(table: pd.DataFrame, out: Path) -> list[Path]:
-    """Machines side by side: median examples/s against replicas x workers, per strategy."""
-    import seaborn as sns
-
-    if table.empty:
-        return []
-
-    def draw(ax: Any, part: pd.DataFrame) -> None:
-        sns.lineplot(
-            part.sort_values("total_replicas"),
-            x="total_replicas",
-            y="examples_per_sec",
-            hue="machine",
-            style="strategy",
-            markers=True,
-            ax=ax,
-            errorbar=None,
-        )
-        ax.set_xticks(sorted(part["total_replicas"].unique()))
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
-
-    fig = _facet_models(
-        table,
-        draw,
-        "Machines side by side: throughput vs replicas x workers (median of timed windows)",
-        "examples/s",
-        "replicas x workers",
-    )
-    return save(fig, out, "hardware_scaling")
-
-
 WHISKER_CAP = 2.0
 """A figure's y axis stops at this multiple of its largest point; longer CI whiskers are cut
 there (a CI over 2 processes can span two orders of magnitude) and the legend says so."""

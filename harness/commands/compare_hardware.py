@@ -1,14 +1,26 @@
-"""``python -m harness compare-hardware``: machines side by side, like for like, with cost and energy."""
+"""``python -m harness compare-hardware``: which machine trains each model fastest, and for how much."""
 
 from __future__ import annotations
 
 import argparse
+import base64
+import csv
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.hardware import FOOTNOTE, compare_machines, read_prices, text_table
-from harness.analysis.plots import hardware_scaling
-from harness.commands.paths import check_writable, check_writable_file
+from harness.analysis import hardware, hardware_figure, hardware_text, machines
+from harness.analysis.tables import render_table
+from harness.commands.output import add_json, give
+from harness.commands.paths import (
+    add_results_argument,
+    beside,
+    check_writable,
+    check_writable_file,
+    results_roots,
+)
+from harness.contract.columns import unflatten_all
+from harness.contract.records import CellRow, RatioRow
+from harness.errors import HarnessError
 from harness.results import history
 
 NAME = "compare-hardware"
@@ -20,48 +32,125 @@ EXITS: dict[int, str] = {0: "the comparison printed", 2: "bad input or unreadabl
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
-        help="two or more machines (fingerprints), like for like: per-cell "
-        "ratios with CI, scaling side by side, cost and energy",
+        help="which machine trains each model fastest, and for how much: each machine's own answer, "
+        "ratios between machines with CIs that carry the run-to-run spread, cost per million "
+        "examples and per epoch, energy where measured",
     )
-    p.add_argument("--results", default="results", help="results folder. Default: results")
+    add_results_argument(p, "give each machine's folder or pack")
     p.add_argument(
         "--runs",
         nargs="*",
         default=None,
         metavar="REF",
-        help="runs to compare (default: the newest run of each machine)",
+        help=f"only these runs ({history.REF_HELP}); default: every run of the results given",
+    )
+    p.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        metavar="REF=NAME",
+        help="call the machine of run REF NAME (e.g. runs older than `run --machine`); repeatable",
+    )
+    p.add_argument(
+        "--baseline", default=None, metavar="NAME", help="the reference machine (default: the first by name)"
+    )
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=hardware.MIN_EFFECT,
+        metavar="FRACTION",
+        help=f"the smallest difference between machines called higher or lower. Default: {hardware.MIN_EFFECT}",
     )
     p.add_argument(
         "--prices",
-        default=None,
-        metavar="FILE",
-        help="price table, CSV (machine,price_per_device_hour,purchase_price) or TOML",
+        action="append",
+        default=[],
+        metavar="FILE|NAME=USD",
+        help="price per instance-hour in US dollars: NAME=USD, or a CSV (machine,usd_per_hour) or "
+        'TOML ([machines."NAME"] usd_per_hour = 2.5) file; repeatable',
     )
-    p.add_argument("--figures", default=None, metavar="DIR", help="also draw scaling side by side")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
+    p.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="where the page (hardware.html) and its figure go. Default: hardware/ in the first --results",
+    )
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write the evidence table as CSV")
+    add_json(p)
     return p
 
 
+def _prices(items: list[str]) -> dict[str, float]:
+    """Every --prices item: a file's table, or NAME=USD."""
+    out: dict[str, float] = {}
+    for item in items:
+        path = Path(item)
+        if path.is_file():
+            out.update(hardware.parse_price_table(path.read_text(errors="replace"), item))
+        elif "=" not in item:
+            raise HarnessError(
+                f"Received --prices {item!r}: no such file; expected a price file or NAME=USD."
+            )
+        else:
+            name, usd = hardware.parse_price(item)
+            out[name] = usd
+    return out
+
+
+def _renames(items: list[str], all_runs: Any) -> dict[str, str]:
+    out = {}
+    for item in items:
+        ref, sep, name = item.partition("=")
+        if not sep or not ref.strip() or not name.strip():
+            raise HarnessError(f"Received --name {item!r}; expected REF=NAME, e.g. 20261127T035555Z=epyc-a.")
+        for run_id in history.resolve(ref.strip(), all_runs, flag="--name"):
+            out[run_id] = name.strip()
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    cells, _ = history.load(args.results)
-    all_runs = history.runs(cells)
-    run_ids = (
-        [r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")]
-        if args.runs
-        else history.latest_runs_per_machine(cells)
-    )
-    prices = read_prices(Path(args.prices)) if args.prices else None
+    if not 0 < args.min_effect < 1:
+        raise HarnessError(
+            f"Received --min-effect={args.min_effect}; expected a fraction in (0, 1), e.g. 0.1."
+        )
+    prices = _prices(args.prices)
+    roots = results_roots(args)
+    out = Path(args.report_dir) if args.report_dir else beside(roots[0], "hardware")
+    check_writable(out, "--report-dir")
     if args.csv:
         check_writable_file(args.csv, "--csv")
-    if args.figures:
-        check_writable(Path(args.figures), "--figures")
-    table = compare_machines(history.ok_rows(cells, run_ids), prices)
-    print(text_table(table))
-    print("\n" + FOOTNOTE)
+    cells, _ = history.load(roots)
+    all_runs = history.runs(cells)
+    run_ids = (
+        [r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")] if args.runs else None
+    )
+    if run_ids is not None:
+        cells = cells[cells["run_id"].isin(run_ids)]
+    rows = unflatten_all(CellRow, cells.to_dict("records"))
+    ratio_frame = history.load_ratios(roots)
+    ratios = unflatten_all(
+        RatioRow, ratio_frame[ratio_frame["run_id"].isin(set(cells["run_id"]))].to_dict("records")
+    )
+    found = machines.identify(rows, _renames(args.name, all_runs))
+    result = hardware.compare(found, rows, ratios, args.baseline, args.min_effect, prices)
+    print(hardware_text.text(result) + "\n")
+    print(
+        render_table(
+            hardware_text.EVIDENCE_HEADER,
+            hardware_text.evidence_rows(result),
+            title="Every configuration both machines measured",
+        )
+    )
+    paths = hardware_figure.draw(result, out)
+    pngs = [base64.b64encode(p.read_bytes()).decode() for p in paths if p.suffix == ".png"]
+    page = out / "hardware.html"
+    page.write_text(hardware_text.render_html(result, pngs))
+    print(f"\npage: {page} (open it in a browser); figure: {', '.join(str(p) for p in paths) or 'none'}")
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        with open(args.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(hardware_text.EVIDENCE_HEADER)
+            w.writerows(hardware_text.evidence_rows(result))
         print(f"wrote {args.csv}")
-    if args.figures:
-        for path in hardware_scaling(table, Path(args.figures)):
-            print(f"wrote {path}")
+    give(hardware_text.to_json(result))
     return 0

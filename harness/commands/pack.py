@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from harness import __version__
+from harness.analysis.compare import machine_names
 from harness.commands.paths import RESULTS, check_writable_file
 from harness.errors import HarnessError
 from harness.results import history
@@ -55,6 +56,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"the pack to write, a name ending {SUFFIX}. Default: FIRST_RUN_ID{SUFFIX} in the current folder",
     )
+    p.add_argument(
+        "--machine",
+        default=None,
+        metavar="NAME",
+        help="pack only the runs of this machine (its name as compare-hardware prints it); needed "
+        "when the runs were measured on several",
+    )
     p.add_argument("--force", action="store_true", help="overwrite --out when it exists")
     return p
 
@@ -83,10 +91,24 @@ def _resolved(refs: list[str] | None, all_runs: pd.DataFrame) -> list[str]:
     return [str(r) for r in all_runs["run_id"] if r in named]
 
 
-def chosen(cells: pd.DataFrame, run_ids: list[str]) -> list[str]:
-    """The runs packed, from the resolved ``run_ids`` (oldest first) and the folder's cells: the
-    one place a filter of them goes (e.g. by machine). Now: all of them."""
-    return run_ids
+def chosen(cells: pd.DataFrame, run_ids: list[str], machine: str | None) -> list[str]:
+    """The runs packed: those of ``run_ids`` (oldest first) that machine ``machine`` measured
+    (:mod:`harness.analysis.machines`); without ``machine``, all of them when they are one
+    machine's, else a HarnessError naming the machines to choose from."""
+    names = machine_names(cells[cells["run_id"].isin(run_ids)])
+    found = sorted(set(names.values()))
+    if machine is None:
+        if len(found) > 1:
+            raise HarnessError(
+                f"the runs to pack were measured on {len(found)} machines ({'; '.join(map(repr, found))}); "
+                "expected one machine's runs in a pack: give --machine NAME"
+            )
+        return run_ids
+    if machine not in found:
+        raise HarnessError(
+            f"Received --machine={machine!r}: no run to pack measured it; expected one of: {'; '.join(map(repr, found))}."
+        )
+    return [r for r in run_ids if names.get(r) == machine]
 
 
 def _out_path(out: str | None, first_run: str, force: bool) -> Path:
@@ -117,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     _check_out(args.out)
     root = _root(args.results)
     cells, _ = history.load(root)
-    run_ids = chosen(cells, _resolved(args.runs, history.runs(cells)))
+    run_ids = chosen(cells, _resolved(args.runs, history.runs(cells)), args.machine)
     if not run_ids:
         raise HarnessError(
             f"Received --runs {' '.join(args.runs or [])}: no run to pack; expected {REF_HELP}."

@@ -121,6 +121,25 @@ class BisectOutput(TypedDict):
     """Builds that did not install or import -> why."""
 
 
+class HardwareOutput(TypedDict):
+    baseline: str
+    """The reference machine's name."""
+    min_effect: float
+    machines: list[dict[str, Any]]
+    """Each machine: name, facts, peak (value, low, high in FLOP/s), runs, why (how it was told apart)."""
+    models: list[dict[str, Any]]
+    """Per model: each machine's best (figure with its CI, the run-to-run basis), the leader and its
+    ratios, the same configuration's ratios, costs (USD per million examples and per epoch)."""
+    rows: list[dict[str, Any]]
+    """Every configuration both the machine and the reference measured: figure and ratio."""
+    prices: dict[str, float]
+    """Machine -> USD per instance-hour."""
+    peaks: list[dict[str, Any]]
+    leaders: dict[str, str]
+    """Model -> the machine with the highest figure at its best (see each model's verdicts)."""
+    verdicts_from: dict[str, float]
+
+
 OUTPUTS: dict[str, tuple[type, str]] = {
     "run": (RunOutput, "the run's rows: each cell, its status, and the comparisons in turns"),
     "list": (ListOutput, "the selection's cells and which are unsupported here"),
@@ -129,6 +148,10 @@ OUTPUTS: dict[str, tuple[type, str]] = {
     "ab": (AbOutput, "each cell's paired ratio, its CI and verdict, and the overall verdict"),
     "nightly": (NightlyOutput, "tonight's point per cell and the night's verdict"),
     "bisect": (BisectOutput, "the two builds the slowdown lies between, every step's ratio and verdict"),
+    "compare-hardware": (
+        HardwareOutput,
+        "which machine trains each model fastest: machines, answers, ratios, costs",
+    ),
 }
 """Command -> (its object's type, what it holds). Every object also has ``command``, ``exit_code``
 and, on bad input, ``error``."""

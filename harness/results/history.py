@@ -285,21 +285,6 @@ def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str
     return Selection(candidate, baseline, len(all_runs))
 
 
-def latest_runs_per_machine(cells: pd.DataFrame) -> list[str]:
-    """The newest run of each machine fingerprint."""
-    newest: dict[str, str] = {}
-    for run_id, fingerprints in zip(runs(cells)["run_id"], runs(cells)["fingerprints"], strict=True):
-        for fp in fingerprints:
-            newest[str(fp)] = str(run_id)
-    return sorted(set(newest.values()))
-
-
-def ok_rows(cells: pd.DataFrame, run_ids: Sequence[str]) -> pd.DataFrame:
-    """Measured rows (status ok, with a throughput) of the given runs."""
-    sel = cells[cells["run_id"].isin(list(run_ids))]
-    return sel[(sel["status"] == Status.OK) & sel["examples_per_sec"].notna()]
-
-
 def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) -> list[float]:
     """The figures of ``cell_id``'s measured rows on ``fingerprint`` in ``cells`` (earlier runs),
     oldest first: one per run (its last row when a run holds several)."""

@@ -17,6 +17,9 @@ INPUT_SHAPE = (28, 28, 1)
 
 NUM_CLASSES = 10
 
+MNIST_TRAIN = 60_000
+"""Examples in MNIST's training set: one epoch of the MNIST models."""
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -90,6 +93,9 @@ class ModelInfo:
     input_kind: str = "image"
     vocab: int = 0
     layers: Callable[[], list[Layer]] | None = None
+    epoch_examples: int = 0
+    """Examples in one epoch of the model's data set (MNIST's training set: 60,000); 0 where the
+    model trains on synthetic data of no fixed size."""
     split_sensitive: str = ""
     """Why training depends on how an update's batch is split over replicas and micro-batches
     (BatchNorm's per-replica statistics, dropout's per-replica masks), "" when it does not: only
@@ -115,6 +121,7 @@ MODELS: dict[str, ModelInfo] = {
             INPUT_SHAPE,
             "the MNIST CNN",
             layers=cnn_layers,
+            epoch_examples=MNIST_TRAIN,
         ),
         ModelInfo(
             "dense",
@@ -122,6 +129,7 @@ MODELS: dict[str, ModelInfo] = {
             INPUT_SHAPE,
             "the dense model",
             layers=dense_layers,
+            epoch_examples=MNIST_TRAIN,
         ),
         ModelInfo(
             "resnet50",

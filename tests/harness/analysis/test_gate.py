@@ -9,14 +9,14 @@ from harness.analysis import gate
 from harness.analysis.gate import GatePolicy
 
 
-def test_ratio_ci_brackets_the_ratio_and_narrows_with_confidence() -> None:
+def test_the_gates_ci_narrows_with_confidence_and_excludes_one_for_a_clear_drop() -> None:
     rng = np.random.default_rng(1)
-    base = 1000 * (1 + 0.02 * rng.standard_normal(20))
-    cand = 900 * (1 + 0.02 * rng.standard_normal(20))
-    ratio, lo, hi = gate.ratio_ci(cand, base, 0.95)
-    assert lo < ratio < hi and hi < 1 and ratio == pytest.approx(0.9, abs=0.02)
-    _, lo99, hi99 = gate.ratio_ci(cand, base, 0.999)
-    assert lo99 <= lo and hi99 >= hi
+    base = list(1000 * (1 + 0.02 * rng.standard_normal(20)))
+    cand = list(900 * (1 + 0.02 * rng.standard_normal(3)))
+    v = gate.judge_series("c", "m", cand, base, 1, GatePolicy())
+    assert v.ci_low < v.ratio < v.ci_high < 1 and v.ratio == pytest.approx(0.9, abs=0.03)
+    wider = gate.judge_series("c", "m", cand, base, 100, GatePolicy())  # Bonferroni over 100 series
+    assert wider.ci_low < v.ci_low and wider.ci_high > v.ci_high
 
 
 def test_a_bimodal_history_shrinks_less_with_more_runs_than_one_over_sqrt_n() -> None:
@@ -30,14 +30,14 @@ def test_a_bimodal_history_shrinks_less_with_more_runs_than_one_over_sqrt_n() ->
     assert shrink["bimodal"] > 0.9 and shrink["normal"] < 0.8
 
 
-def test_run_ratio_ci_gives_one_candidate_run_the_baselines_spread() -> None:
+def test_one_candidate_run_gets_the_baselines_run_to_run_spread() -> None:
     rng = np.random.default_rng(2)
     base = list(1000 * (1 + 0.05 * rng.standard_normal(10)))
-    ratio, lo, hi = gate.run_ratio_ci([1000.0], base, 0.95)
+    one = gate.judge_series("c", "m", [1000.0], base, 1, GatePolicy())
     # one run is one draw: the CI is about as wide as the baseline's run-to-run spread
-    assert lo < ratio < hi and hi - lo > 0.1
-    _, lo3, hi3 = gate.run_ratio_ci([1000.0, 990.0, 1010.0], base, 0.95)
-    assert hi3 - lo3 < hi - lo
+    assert one.ci_low < one.ratio < one.ci_high and one.ci_high - one.ci_low > 0.1
+    three = gate.judge_series("c", "m", [1000.0, 990.0, 1010.0], base, 1, GatePolicy())
+    assert three.ci_high - three.ci_low < one.ci_high - one.ci_low
 
 
 def test_robust_z_uses_median_mad_and_a_floor() -> None:

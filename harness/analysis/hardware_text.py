@@ -1,0 +1,232 @@
+"""``compare-hardware``'s answer in words: the terminal's text, the page (a Jinja2 template, the
+report's stylesheet) and ``--json``, all from one :class:`HardwareComparison`. Pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.hardware import MIN_EFFECT, Cost, Figure, HardwareComparison, ModelAnswer, Versus
+from harness.analysis.machines import Machine, peak_words
+from harness.contract.columns import Estimate
+from harness.formulas import across_runs
+from harness.formulas.verdicts import HIGHER
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def times(r: float) -> str:
+    """A ratio as ``2.2x``, ``0.55x``."""
+    return f"{r:.2f}x" if r < 1 else f"{r:.2g}x" if r < 10 else f"{r:.0f}x"
+
+
+def ratio_words(v: Versus) -> str:
+    """``2.2x (between 1.4x and 3.3x): higher``."""
+    r = v.ratio
+    if not all(math.isfinite(x) for x in (r.value, r.low, r.high)):
+        return f"{times(r.value)} (no CI): {v.verdict}" if math.isfinite(r.value) else "not measured"
+    return f"{times(r.value)} (between {times(r.low)} and {times(r.high)}): {v.verdict}"
+
+
+def usd(x: float | None) -> str:
+    """Dollars with three significant digits: ``$0.00402``, ``$12.3``, ``$1,234``."""
+    if x is None:
+        return "-"
+    return f"${x:,.0f}" if x >= 1000 else f"${x:.3g}"
+
+
+def estimate_words(e: Estimate, unit: str = "examples/s") -> str:
+    ci = f" (95% CI {e.low:,.0f} to {e.high:,.0f})" if e.low is not None and e.high is not None else ""
+    return f"{e.value:,.0f} {unit}{ci}" if e.value is not None else "no figure"
+
+
+def cost_words(c: Cost, epoch_examples: int) -> str:
+    m = c.per_million
+    text = f"{usd(m.value)} per million examples (between {usd(m.low)} and {usd(m.high)})"
+    if c.per_epoch is not None:
+        text += f", {usd(c.per_epoch.value)} per epoch of its {epoch_examples:,} examples"
+    return text + f" at ${c.usd_per_hour:,.2f}/hour"
+
+
+def energy_words(f: Figure) -> str:
+    if f.energy_j_per_example is None:
+        return "energy per example: not measurable here (no NVML GPU counter or readable RAPL counter)"
+    return f"energy per example: {f.energy_j_per_example:.3g} J"
+
+
+def _q(name: str) -> str:
+    return f"'{name}'"
+
+
+def headline(a: ModelAnswer) -> str:
+    """Which machine trains the model fastest, and by how much, as far as the CIs say."""
+    title = f"{a.title[:1].upper()}{a.title[1:]}"
+    if len(a.best) < 2:
+        return f"{title}: fewer than two machines raced it in turns, so no machine is named fastest."
+    decided = [v for v in a.leads if v.verdict == HIGHER]
+    if len(a.leads) == 1:
+        v = a.leads[0]
+        if v.verdict == HIGHER:
+            r = v.ratio
+            return (
+                f"{title}: {_q(a.leader)} trains it fastest, at {times(r.value)} the speed of "
+                f"{_q(v.machine)} (between {times(r.low)} and {times(r.high)}), each at its best."
+            )
+        return (
+            f"{title}: no machine is decided fastest; {_q(a.leader)} against {_q(v.machine)}, each "
+            f"at its best: {ratio_words(v)}."
+        )
+    state = "fastest" if len(decided) == len(a.leads) else "leading, not decided against every other machine"
+    return f"{title}: {_q(a.leader)} trains it {state}, each machine at its best:"
+
+
+def paragraph(a: ModelAnswer) -> list[str]:
+    """The model's answer: the headline, each machine's own best with cost and energy, the same
+    configuration on every machine."""
+    lines = [headline(a)]
+    if len(a.leads) > 1:
+        lines += [f"  - against {_q(v.machine)}: {ratio_words(v)}" for v in a.leads]
+    for name, f in a.best.items():
+        parts = [f"{f.label}, {estimate_words(f.estimate)}"]
+        if name in a.costs:
+            parts.append(cost_words(a.costs[name], a.epoch_examples))
+        parts.append(energy_words(f))
+        lines.append(f"  - on {_q(name)}, its fastest configuration: " + "; ".join(parts))
+    for name in a.unraced:
+        lines.append(f"  - on {_q(name)}: no configurations raced in turns, so it names no fastest")
+    if a.same_label:
+        lines.append(f"  On the same configuration ({a.same_label}), against the reference:")
+        lines += [f"  - {_q(v.machine)}: {ratio_words(v)}" for v in a.same]
+    return lines
+
+
+def facts_words(m: Machine) -> str:
+    f = m.facts
+    if f is None:
+        return "facts not recorded (a run older than 2026-11-28)"
+    cpu = f"{f.cpu_model} (family {f.cpu_family}, model {f.cpu_model_number}, stepping {f.cpu_stepping})"
+    parts = [cpu, f"{f.cores} cores" + (f", a {f.cpu_quota:g}-CPU quota" if f.cpu_quota else "")]
+    parts += [f.caches] if f.caches else []
+    parts += [f"{f.memory_gib} GiB"] if f.memory_gib else []
+    parts += [", ".join(f.gpus) + f" ({f.gpu_memory_mib:,} MiB, driver {f.gpu_driver})"] if f.gpus else []
+    wide = [x for x in ("avx512f", "avx512_bf16", "amx_tile", "avx2") if x in f.cpu_flags.split()]
+    parts += [f"flags include {', '.join(wide)}"] if wide else []
+    return "; ".join(parts)
+
+
+def machine_lines(c: HardwareComparison) -> list[str]:
+    lines = ["The machines:"]
+    for m in c.machines:
+        runs = ", ".join(r.run_id for r in m.runs)
+        ref = " (the reference)" if m.name == c.baseline else ""
+        lines.append(f"  - {_q(m.name)}{ref}: {facts_words(m)}; peak {peak_words(m.peak)}; runs {runs}")
+    whys = list(dict.fromkeys(m.why for m in c.machines if m.why))
+    lines += [f"  Told apart: {w}." for w in whys]
+    lines += [f"  Peak of {_q(v.machine)} against the reference's: {ratio_words(v)}" for v in c.peaks]
+    return lines
+
+
+def method(c: HardwareComparison) -> str:
+    return (
+        "How: machines cannot take turns, so each ratio's 95% CI carries the run-to-run spread: "
+        f"measured from a machine's own runs of a configuration where it has {across_runs.MIN_RUNS} or "
+        f"more (never below {across_runs.RUN_SPREAD:.0%}), else the calibrated {across_runs.RUN_SPREAD:.0%} "
+        "per run (docs/explanation/statistics.md); the table's 'spread' column says which. A ratio is "
+        f"higher or lower only when its CI excludes 1 and it differs by {c.min_effect:.0%} or more, "
+        f"equivalent when its CI lies within ±{c.min_effect:.0%}, else undecided (more runs on either "
+        "machine narrow it). Prices are per instance-hour, in US dollars."
+    )
+
+
+def text(c: HardwareComparison) -> str:
+    """The terminal's answer: per model first, then the machines and the method (the evidence
+    table, :func:`evidence_rows`, is printed after it)."""
+    lines = [
+        f"Which machine trains each model fastest ({len(c.machines)} machines; the reference is {_q(c.baseline)}):"
+    ]
+    for a in c.models:
+        lines += ["", *paragraph(a)]
+    lines += ["", *machine_lines(c), "", method(c)]
+    return "\n".join(lines)
+
+
+EVIDENCE_HEADER = (
+    "model",
+    "configuration",
+    "machine",
+    "examples/s [95% CI]",
+    "reference's examples/s [95% CI]",
+    "against the reference [95% CI]",
+    "runs (spread)",
+)
+
+
+def _figure(e: Estimate) -> str:
+    return f"{e.value:,.0f} [{e.low:,.0f}, {e.high:,.0f}]" if e.value and e.low and e.high else "-"
+
+
+def evidence_rows(c: HardwareComparison) -> list[tuple[str, ...]]:
+    """One row per configuration and machine other than the reference that both measured."""
+    ref = {r.cell_id: r.figure for r in c.rows if r.versus is None}
+    out: list[tuple[str, ...]] = []
+    for r in c.rows:
+        if r.versus is None:
+            continue
+        f, base = r.figure, ref[r.cell_id]
+        spread = "measured" if f.side.basis == across_runs.Basis.MEASURED else "calibrated"
+        runs = f"{f.side.runs} / {base.side.runs} ({spread})"
+        out.append(
+            (
+                r.model,
+                r.label,
+                f.machine,
+                _figure(f.estimate),
+                _figure(base.estimate),
+                ratio_words(r.versus),
+                runs,
+            )
+        )
+    return out
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    return x
+
+
+def to_json(c: HardwareComparison) -> dict[str, Any]:
+    """The same answer for scripts: every field of the comparison, NaN as null."""
+    data = dataclasses.asdict(c)
+    data["verdicts_from"] = {"min_effect": c.min_effect, "equivalent_within": c.min_effect}
+    data["leaders"] = {a.model: a.leader for a in c.models if len(a.best) >= 2}
+    return dict(_clean(data))
+
+
+def render_html(c: HardwareComparison, figures: Sequence[str] = ()) -> str:
+    """The page: the same answer, the picture, the machines and the evidence table."""
+    import jinja2
+
+    from harness.analysis.report import CSS
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    return env.get_template("hardware.html").render(
+        css=CSS,
+        title=f"Which machine trains fastest: {', '.join(m.name for m in c.machines)}",
+        models=[paragraph(a) for a in c.models],
+        machines=machine_lines(c)[1:],
+        method=method(c),
+        header=EVIDENCE_HEADER,
+        rows=evidence_rows(c),
+        figures=list(figures),
+        default_effect=MIN_EFFECT,
+    )

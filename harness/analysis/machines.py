@@ -1,0 +1,191 @@
+"""Which machine each run measured, from its rows: the one notion of a machine every reader of
+several runs uses (``compare-hardware``, ``compare``, ``pack --machine``). Pure.
+
+A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
+matmul peak with a CI. Runs are one machine when they carry one name and the same facts and
+their peaks' 95% CIs overlap:
+
+- one name, different facts: refused (exit 2), as the name then stands for two machines;
+- one name and the same facts (or none: runs older than the facts carry only the CPU model and
+  core count), peaks whose CIs do not overlap: two machines, told apart by their peaks, each name
+  suffixed with its peak, and the reason kept in :attr:`Machine.why`;
+- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.contract.columns import Estimate
+from harness.contract.machine import PROTOCOL_VERSION, MachineFacts
+from harness.contract.records import CellRow
+from harness.errors import HarnessError
+
+
+@dataclass(frozen=True)
+class RunMachine:
+    """What one run's rows say of the machine that measured it."""
+
+    run_id: str
+    start: str
+    """The run's first row's timestamp (ISO 8601 UTC)."""
+    name: str
+    facts: MachineFacts | None
+    """None: a run older than the facts (its rows hold only the CPU model and core count)."""
+    peak: Estimate
+    """The run's float32 matmul peak on the whole host, FLOP/s, with its 95% CI (empty: no peak)."""
+    protocol: int
+    software: str
+    """TensorFlow and Keras versions, ``2.21.0 / 3.15.0``."""
+    suite: str
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine: its name, facts, peak (its first run's) and runs, oldest first."""
+
+    name: str
+    facts: MachineFacts | None
+    peak: Estimate
+    runs: tuple[RunMachine, ...]
+    why: str = ""
+    """How it was told apart from a machine of the same name ("" when its name alone did)."""
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        return tuple(r.run_id for r in self.runs)
+
+
+def legacy_facts(row: CellRow) -> MachineFacts:
+    """The facts a row older than the facts columns holds: the CPU model, its core count, and the
+    GPU it ran on."""
+    m = row.machine
+    if m is None:
+        return MachineFacts()
+    gpus = (m.device_name or "",) if m.device_kind == "GPU" else ()
+    return MachineFacts(cpu_model=m.host_cpu or "", cores=m.host_cores or 0, gpus=gpus)
+
+
+def host_peak(rows: Sequence[CellRow]) -> Estimate:
+    """The run's float32 peak on the whole host (a CPU row's peak scaled back from its
+    ``peak_cores`` to the host's cores; a GPU row's divided by its devices), FLOP/s."""
+    for row in rows:
+        p, m = row.peak, row.machine
+        if p.peak_flops_per_sec.value is None or p.peak_dtype != "float32" or m is None:
+            continue
+        if m.device_kind == "GPU":
+            scale = 1.0 / max(row.ran.device_count or 1, 1)
+        else:
+            scale = (m.host_cores or 1) / (p.peak_cores or m.host_cores or 1)
+        est = p.peak_flops_per_sec
+        assert est.value is not None
+        return Estimate(
+            est.value * scale,
+            None if est.low is None else est.low * scale,
+            None if est.high is None else est.high * scale,
+        )
+    return Estimate()
+
+
+def of_run(run_id: str, rows: Sequence[CellRow], renames: Mapping[str, str]) -> RunMachine:
+    """:class:`RunMachine` of one run's rows (all of one run id)."""
+    first = rows[0]
+    facts = MachineFacts.from_json(first.run.machine_facts) if first.run.machine_facts else None
+    name = renames.get(run_id) or first.run.machine or (facts or legacy_facts(first)).default_name
+    m = next((r.machine for r in rows if r.machine is not None), None)
+    software = f"{m.tf_version or '?'} / {m.keras_version or '?'}" if m else "? / ?"
+    return RunMachine(
+        run_id=run_id,
+        start=min(r.run.timestamp for r in rows),
+        name=name,
+        facts=facts,
+        peak=host_peak(rows),
+        protocol=first.run.protocol_version or PROTOCOL_VERSION,
+        software=software,
+        suite=(first.run.suite_version or "").split("+")[0],
+    )
+
+
+def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) -> list[Machine]:
+    """The machines the rows' runs measured (see the module doc), by name; HarnessError (exit 2)
+    where one name stands for machines with different facts."""
+    by_run: dict[str, list[CellRow]] = {}
+    for r in rows:
+        by_run.setdefault(r.run.run_id, []).append(r)
+    runs = sorted((of_run(k, v, renames or {}) for k, v in by_run.items()), key=lambda r: (r.start, r.run_id))
+    out: list[Machine] = []
+    for name in dict.fromkeys(r.name for r in runs):
+        mine = [r for r in runs if r.name == name]
+        _check_facts(name, mine)
+        out += _split_by_peak(name, mine)
+    return sorted(out, key=lambda m: m.name)
+
+
+def _check_facts(name: str, runs: Sequence[RunMachine]) -> None:
+    known = [r for r in runs if r.facts is not None]
+    for r in known[1:]:
+        assert r.facts is not None and known[0].facts is not None
+        diff = known[0].facts.differences(r.facts)
+        if diff:
+            raise HarnessError(
+                f"two machines under one name {name!r}: runs {known[0].run_id} and {r.run_id} differ "
+                f"({'; '.join(diff[:3])}); give one of them its own name with --name "
+                f"{r.run_id}=NAME (or `run --machine NAME` when measuring)."
+            )
+
+
+def overlap(a: Estimate, b: Estimate) -> bool:
+    """Whether two peaks' CIs overlap (True where either has none: nothing tells them apart)."""
+    if None in (a.low, a.high, b.low, b.high):
+        return True
+    assert a.low is not None and a.high is not None and b.low is not None and b.high is not None
+    return a.low <= b.high and b.low <= a.high
+
+
+def _split_by_peak(name: str, runs: Sequence[RunMachine]) -> list[Machine]:
+    """The runs of one name grouped by overlapping peak CIs, in order of peak."""
+    clusters: list[list[RunMachine]] = []
+    for r in sorted(runs, key=lambda r: r.peak.value or 0.0):
+        if clusters and overlap(clusters[-1][0].peak, r.peak):
+            clusters[-1].append(r)
+        else:
+            clusters.append([r])
+    if len(clusters) == 1:
+        return [_machine(name, runs, "")]
+    peaks = " and ".join(peak_words(c[0].peak) for c in clusters)
+    why = (
+        f"the runs named {name!r} report the same facts, but their measured peaks' 95% CIs do not "
+        f"overlap ({peaks}): {len(clusters)} machines, told apart by their peaks"
+    )
+    return [
+        _machine(
+            f"{name}, peak {(c[0].peak.value or 0) / 1e9:,.0f} GFLOP/s", sorted(c, key=lambda r: r.start), why
+        )
+        for c in clusters
+    ]
+
+
+def _machine(name: str, runs: Sequence[RunMachine], why: str) -> Machine:
+    """The machine of ``runs`` (oldest first): its first run's peak, which its name may carry."""
+    return Machine(name, runs[-1].facts, runs[0].peak, tuple(runs), why)
+
+
+def peak_words(p: Estimate) -> str:
+    """``458 GFLOP/s [382, 549]``."""
+    if p.value is None:
+        return "no peak measured"
+    ci = f" [{p.low / 1e9:,.0f}, {p.high / 1e9:,.0f}]" if p.low is not None and p.high is not None else ""
+    return f"{p.value / 1e9:,.0f} GFLOP/s{ci}"
+
+
+def find(machines: Sequence[Machine], name: str, flag: str) -> Machine:
+    """The machine called ``name`` (exactly, or the one whose name starts with it); HarnessError
+    naming the machines there are."""
+    exact = [m for m in machines if m.name == name]
+    found = exact or [m for m in machines if m.name.startswith(name)]
+    if len(found) == 1:
+        return found[0]
+    known = "; ".join(repr(m.name) for m in machines)
+    what = "matches several machines" if found else "names no machine"
+    raise HarnessError(f"Received {flag}={name!r}: it {what}; expected one of: {known}.")
