@@ -59,6 +59,9 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     ports: str = ""
     """Where local clusters' TensorFlow servers can be reached from here, in one sentence."""
+    machine: str = ""
+    """The machine's default name (the rows' machine column without ``--machine``), then its facts,
+    in one line each."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -208,6 +211,10 @@ def render(report: Report) -> str:
         f"GPU memory growth: {f['memory_growth'] or 'no GPU'}",
         f"GPU processes (NVML): {report.nvml or len(report.gpu_processes)}",
         f"Local clusters: {report.ports}",
+        *(
+            f"Machine: {line}" if i == 0 else f"  {line}"
+            for i, line in enumerate(report.machine.splitlines())
+        ),
         "",
         "Probes (an all-reduce of replica ids 1..n, sum checked on every replica):",
     ]

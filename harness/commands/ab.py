@@ -101,7 +101,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
     )
-    add_selection_args(p, "none: give --sweep NAME or the axes of the cells to compare")
+    add_selection_args(p, "none: give --sweep NAME or the axes of the cells to compare", writes_rows=True)
     p.add_argument(
         "--results", default="results", help="results folder; ab's rows go under RESULTS/ab. Default: results"
     )
@@ -208,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
             rule,
             mode,
             report=lambda outcome, order: print(progress_line(outcome, order), flush=True),
+            machine=sel.machine,
         )
     print()
     print(render_table(*table(result.outcomes)))

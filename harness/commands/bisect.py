@@ -104,7 +104,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="start this bisect again (the old one's folder is kept, renamed) instead of going on",
     )
-    add_selection_args(p, "none: give the axes of the one cell to bisect on")
+    add_selection_args(p, "none: give the axes of the one cell to bisect on", writes_rows=True)
     p.add_argument(
         "--results",
         default="results",
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
             else Journal.create(journal_path, {**plan_line, "held_pin": held.pin, "held": held.shown()})
         )
         settings = Settings(p.rule, p.sel.protocol.seed, p.budget_min * 60)
-        measurer = AbMeasurer(p.cell, p.sel.protocol, p.sel.platform, Path(args.results), held)
+        measurer = AbMeasurer(p.cell, p.sel.protocol, p.sel.platform, Path(args.results), held, p.sel.machine)
         with journal:
             bisect = Bisect(
                 journal, settings, lambda b: builds.install(b, envs, p.index, held), measurer, _say

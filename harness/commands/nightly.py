@@ -110,7 +110,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "whose CI is widest. Default: 10",
     )
     p.add_argument("--max-pairs", type=int, default=200, help="most pairs per cell. Default: 200")
-    add_selection_args(p, "nightly; axes given alone narrow it")
+    add_selection_args(p, "nightly; axes given alone narrow it", writes_rows=True)
     p.add_argument(
         "--envs",
         default=DEFAULT_ENVS,

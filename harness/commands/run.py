@@ -31,6 +31,7 @@ from harness.commands.selection import (
     Selection,
     add_dry_run,
     add_selection_args,
+    check_machine_name,
     dry_run_text,
     platform_text,
     select,
@@ -41,6 +42,8 @@ from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import sweep_run
+from harness.launch.platform import machine_facts
+from harness.launch.resume import host_of
 from harness.launch.runner import RunResult
 from harness.launch.sweep_run import Request, exit_code, failed_cells
 from harness.spec.protocol import Protocol
@@ -62,7 +65,7 @@ EXITS: dict[int, str] = {
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
-    add_selection_args(p)
+    add_selection_args(p, writes_rows=True)
     p.add_argument(
         "--min-effect",
         type=float,
@@ -81,7 +84,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="go on with a local run that was stopped before it wrote its rows (killed, a full "
         "disk, Ctrl-C), from its journal under --results: every instance already measured is kept, the "
         "rest of its budget measured, each row written once. RUN_ID: its id, or latest. The "
-        "cells, protocol and budget are the journal's (no other selection flag is taken)",
+        "cells, protocol, budget and machine name are the journal's (no other selection flag is "
+        "taken; --machine, if given, must be the journal's name)",
     )
     p.add_argument(
         "--wait-lock",
@@ -93,8 +97,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-KEPT_WITH_RESUME = {"command", "resume", "results", "json", "wait_lock", "dry_run", "func"}
-"""The flags ``--resume`` takes besides itself (and ``--dry-run``); every other one comes from the journal."""
+KEPT_WITH_RESUME = {"command", "resume", "results", "json", "wait_lock", "dry_run", "func", "machine_name"}
+"""The flags ``--resume`` takes besides itself (and ``--dry-run``); every other one comes from the
+journal (``--machine`` is checked against the journal's name)."""
 
 
 def _selection_flags_given(args: argparse.Namespace) -> list[str]:
@@ -165,26 +170,30 @@ def _take_part(sel: Selection, out: Path) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    """``run --resume RUN_ID``: the journal read and checked against this machine, then the run goes
-    on where it stopped."""
+    """``run --resume RUN_ID``: the journal read and checked against this machine (its software and
+    facts; ``--machine``, if given, against its name), then the run goes on where it stopped, its
+    rows named as the journal's machine."""
+    name = None if args.machine_name is None else check_machine_name(args.machine_name)
     given = _selection_flags_given(args)
     if given:
         raise HarnessError(
             f"Received {', '.join(given)} with --resume; a resumed run measures the cells, protocol "
-            "and budget of its journal. Expected only --results, --json, --wait-lock and --dry-run."
+            "and budget of its journal. Expected only --results, --json, --wait-lock, --machine and "
+            "--dry-run."
         )
     out = Path(args.results)
     resumed = sweep_run.load_journal(out, args.resume)
     plan = resumed.plan
+    host = host_of(plan, name, machine_facts())
     if args.dry_run:
         print(
             f"run {plan.run_id} (resume): {len(plan.cells)} cells, {resumed.instances()} group "
             f"instances already measured, {resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} "
-            f"min of its budget spent; results -> {out}"
+            f"min of its budget spent; machine {host.name!r}; results -> {out}"
         )
         return EXIT_OK
     interrupt_on_sigterm()
-    result = sweep_run.measure_resumed(resumed, Request(out, args.wait_lock))
+    result = sweep_run.measure_resumed(resumed, Request(out, args.wait_lock), host)
     return _summary(result, plan.protocol, True)
 
 

@@ -1,6 +1,7 @@
 """The cell selection that ``run``, ``list`` and ``verify`` share: the axis, protocol, device and
-cluster flags, and :func:`select`, which turns them into validated cells before any expensive work
-(a bad value is a HarnessError naming it and the accepted ones)."""
+cluster flags (and ``--machine``, the name of the machine, for the commands that write rows:
+``run``, ``ab``, ``nightly``, ``bisect``), and :func:`select`, which turns them into validated cells
+before any expensive work (a bad value is a HarnessError naming it and the accepted ones)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from harness.contract.job import WorkerOptions
 from harness.errors import HarnessError
 from harness.launch import isolation
 from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
-from harness.launch.platform import DEVICE_CHOICES, detect_platform
+from harness.launch.platform import DEVICE_CHOICES, HostMachine, detect_platform, this_machine
 from harness.launch.real_cluster import resolve_slurm
 from harness.launch.run_params import Work
 from harness.mnist import load_mnist
@@ -90,12 +91,31 @@ def _axis_help(axis: Any) -> str:
     return f"{axis.help}. Accepted: {accepted} Default: {axis.default} (or the sweep's).{extra}"
 
 
+MACHINE_NAME_MAX = 80
+"""The most characters of a ``--machine`` name."""
+
+
+def check_machine_name(name: str) -> str:
+    """``--machine NAME`` checked: 1 to :data:`MACHINE_NAME_MAX` printable characters, not only
+    spaces (a HarnessError naming it otherwise)."""
+    if not (
+        isinstance(name, str) and 1 <= len(name) <= MACHINE_NAME_MAX and name.isprintable() and name.strip()
+    ):
+        raise HarnessError(
+            f"Received --machine {name!r}; expected a name of 1 to {MACHINE_NAME_MAX} printable "
+            "characters, not only spaces (e.g. 'lab-h100-1')."
+        )
+    return name
+
+
 def add_selection_args(
-    parser: argparse.ArgumentParser, sweep_default: str = "default; axes given alone select only them"
+    parser: argparse.ArgumentParser,
+    sweep_default: str = "default; axes given alone select only them",
+    writes_rows: bool = False,
 ) -> None:
     """The flags that choose cells (selection), time them (protocol) and describe the machine,
     each set a group of ``--help``; ``sweep_default``: what this command measures without
-    ``--sweep``."""
+    ``--sweep``; ``writes_rows``: the command stores rows (``--machine`` names the machine)."""
     p = parser.add_argument_group("selection", "which cells: a named sweep, narrowed by axes")
     p.add_argument(
         "--sweep",
@@ -195,6 +215,18 @@ def add_selection_args(
         "the rest workers). Every task runs the same command; the cluster fixes "
         "--strategy, --workers and --ps; only the chief writes results. Default: local",
     )
+    if writes_rows:
+        p.add_argument(
+            "--machine",
+            dest="machine_name",
+            default=None,
+            metavar="NAME",
+            help="the machine's name on every row (the machine column; 1 to "
+            f"{MACHINE_NAME_MAX} printable characters): runs of one name are compared as one "
+            "machine. Its facts (CPU model, flags, cores, cgroup CPU quota, caches, memory, "
+            "GPUs) are recorded with it either way. Default: the CPU model and usable cores (or "
+            "the GPUs) and a 6-hex id of the facts, e.g. 'AMD EPYC 2 cores 8c4add'",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,10 +244,14 @@ class Selection:
     """--sweep collectives: the largest size of the size sweep (bytes per participant)."""
     contenders: tuple[str, ...] = ()
     """The ids of the sweep's headline cells (:func:`harness.spec.sweep.contenders`)."""
+    machine: HostMachine | None = None
+    """The name and facts every row carries (commands that write rows); None for the others."""
 
     def work(self) -> Work:
         """What the selection measures, as :mod:`harness.launch` takes it."""
-        return Work(tuple(self.cells), self.protocol, self.platform, self.mnist_path, self.contenders)
+        return Work(
+            tuple(self.cells), self.protocol, self.platform, self.mnist_path, self.contenders, self.machine
+        )
 
     def worker_options(self, log_dir: Path) -> WorkerOptions:
         """The options every worker process of this selection gets, logs under ``log_dir``."""
@@ -223,7 +259,10 @@ class Selection:
 
 
 def select(args: argparse.Namespace) -> Selection:
-    """Resolve sweep, axis overrides, protocol and platform; HarnessError on bad input."""
+    """Resolve sweep, axis overrides, protocol, platform and (commands that write rows) the
+    machine's name and facts; HarnessError on bad input."""
+    writes_rows = hasattr(args, "machine_name")
+    name = check_machine_name(args.machine_name) if getattr(args, "machine_name", None) is not None else None
     if getattr(args, "model", None):  # a user's FILE.py:function, checked and pinned
         args.model = ",".join(resolve_model(m.strip()) for m in args.model.split(",") if m.strip())
     overrides = {a.name: a.parse(getattr(args, a.name)) for a in AXES if getattr(args, a.name) is not None}
@@ -265,7 +304,15 @@ def select(args: argparse.Namespace) -> Selection:
     if cluster is None and any(c.processes > 1 for c in cells):  # before the first such process
         platform = with_port_scope(platform, getattr(args, "open_ports", False))
     return Selection(
-        sweep, protocol, platform, cells, args.mnist_path, cluster, max_bytes, contenders(sweep, platform)
+        sweep,
+        protocol,
+        platform,
+        cells,
+        args.mnist_path,
+        cluster,
+        max_bytes,
+        contenders(sweep, platform),
+        this_machine(name) if writes_rows else None,  # its facts read once every flag is checked
     )
 
 

@@ -26,6 +26,7 @@ from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
 from harness.contract.records import AbInfo, CellRow, RunInfo, Status, WindowRow
 from harness.formulas.turns import clean, instance_log_ratio
 from harness.formulas.verdicts import UNDECIDED
+from harness.launch.platform import HostMachine, this_machine
 from harness.launch.runner import (
     CellEnd,
     Launcher,
@@ -345,15 +346,16 @@ def run_ab(
     mode: Mode = MODES["turns"],
     launcher: Launcher = run_cell_processes,
     report: Callable[[CellOutcome, str], None] = lambda outcome, order: None,
+    machine: HostMachine | None = None,
 ) -> AbResult:
     """Pairs of A and B processes per runnable cell, in ``mode``, until decided or
     ``rule.max_pairs``; every process's row stored under ``out/ab`` (run_id = ab_id), apart from the
-    run history that ``compare`` judges. Unsupported
+    run history that ``compare`` judges, stamped with ``machine`` (default: this host). Unsupported
     cells are skipped (``list`` shows them). ``launcher`` starts alternate pairs' processes."""
     now = dt.datetime.now(dt.UTC)
     result = AbResult(new_run_id(now))
     files = RunFiles(out / AB_FOLDER, now.strftime("%Y-%m-%d"), result.ab_id)  # apart from run history
-    run = RunInfo(run_id=result.ab_id, suite_version=suite_version())
+    run = (machine or this_machine()).stamp(RunInfo(run_id=result.ab_id, suite_version=suite_version()))
     options = WorkerOptions.of(protocol, platform, out / "logs" / files.date / result.ab_id)
     pairs = Pairs(files, run, protocol, options, {"A": a, "B": b}, launcher)
     runnable = [c for c, why in plan(cells, platform) if why is None]

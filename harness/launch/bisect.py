@@ -32,6 +32,7 @@ from harness.formulas.verdicts import UNDECIDED
 from harness.launch import forks
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.builds import BuildError, Held, Installed
+from harness.launch.platform import HostMachine, this_machine
 from harness.launch.runner import new_run_id, run_cell_processes, suite_version
 from harness.results.journal import Journal, read
 from harness.results.store import AB_FOLDER, RunFiles
@@ -294,7 +295,16 @@ class AbMeasurer:
     """Steps measured as ``ab`` in turns: both builds run by the held interpreter, each with its
     own folder on ``PYTHONPATH``; every process's row stored under ``<results>/ab``."""
 
-    def __init__(self, cell: Cell, protocol: TimingProtocol, platform: Platform, results: Path, held: Held):
+    def __init__(
+        self,
+        cell: Cell,
+        protocol: TimingProtocol,
+        platform: Platform,
+        results: Path,
+        held: Held,
+        machine: HostMachine | None = None,
+    ):
+        """``machine``: the name and facts every row carries (default: this host's, read now)."""
         self.cell, self.protocol, self.platform, self.results, self.held = (
             cell,
             protocol,
@@ -302,13 +312,14 @@ class AbMeasurer:
             results,
             held,
         )
+        self.machine = machine or this_machine()
 
     @contextmanager
     def step(self, a: Installed, b: Installed) -> Iterator[Callable[[int, str], PairResult]]:
         now = dt.datetime.now(dt.UTC)
         ab_id = new_run_id(now)
         files = RunFiles(self.results / AB_FOLDER, now.strftime("%Y-%m-%d"), ab_id)
-        run = RunInfo(run_id=ab_id, suite_version=suite_version())
+        run = self.machine.stamp(RunInfo(run_id=ab_id, suite_version=suite_version()))
         options = WorkerOptions.of(self.protocol, self.platform, self.results / "logs" / files.date / ab_id)
         sides = {"A": Side("A", self.held.python, a.env), "B": Side("B", self.held.python, b.env)}
         pairs = Pairs(files, run, self.protocol, options, sides, run_cell_processes)

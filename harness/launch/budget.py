@@ -857,6 +857,7 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
         hooks.peaks,
         identity.run_id,
         resumed.resumes + 1 if resumed else 0,
+        work.machine,
     )
     logs = output.results / "logs" / run.files.date / run.result.run_id
     cache = xla_cache.env(run.runnable, logs / "xla-cache")

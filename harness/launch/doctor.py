@@ -4,9 +4,10 @@ The parent never imports TensorFlow. It asks :mod:`harness.worker.probe` child p
 devices, build and thread settings, then probes every single-process strategy and cross-device op
 at each replica count (one process per count: two MirroredStrategy topologies in one process break
 each other's collectives) and MultiWorkerMirroredStrategy with two local workers per communication
-implementation. It adds what the OS (``/sys/class/drm``) and NVML say about GPUs, and turns all of
-it into warnings in words. ParameterServerStrategy needs a cluster of servers and is not probed
-here (``python -m harness run --strategy parameter_server --workers 1 --ps 1`` exercises it).
+implementation. It adds what the OS (``/sys/class/drm``) and NVML say about GPUs, turns all of it
+into warnings in words, and names the machine and its facts (what every run's rows record).
+ParameterServerStrategy needs a cluster of servers and is not probed here (``python -m harness run
+--strategy parameter_server --workers 1 --ps 1`` exercises it).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import os
 from typing import Any
 
 from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
+from harness.contract.machine import MachineFacts
 from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
 from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus, isolation
 from harness.launch.isolation import NoNamespace, namespace
 from harness.launch.local_cluster import cluster_env, free_ports, no_namespace_text
-from harness.launch.platform import detect_platform
+from harness.launch.platform import detect_platform, facts_text, machine_facts
 from harness.launch.probes import run_probe_processes
 from harness.spec.cell import Cell
 from harness.spec.ports import PortScope, port_scope
@@ -137,7 +139,13 @@ def examine(
     os_list = gpus.os_gpus()
     procs, nvml = gpus.gpu_processes()
     found = warnings(facts, os_list, procs, {os.getpid()}, probes)
-    return Report(facts, os_list, procs, nvml, probes, found, f"{scope.words} ({ports.detail})")
+    scope_text = f"{scope.words} ({ports.detail})"
+    return Report(facts, os_list, procs, nvml, probes, found, scope_text, machine_text(machine_facts()))
+
+
+def machine_text(facts: MachineFacts) -> str:
+    """The report's machine in two lines: the name its rows get by default, then its facts."""
+    return f"{facts.default_name} (run --machine NAME names it otherwise)\n{facts_text(facts)}"
 
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}

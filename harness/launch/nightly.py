@@ -32,6 +32,7 @@ from harness.launch import envs, forks
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.envs import Env
 from harness.launch.lock import MachineLock
+from harness.launch.platform import HostMachine, this_machine
 from harness.launch.run_params import Work
 from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
 from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
@@ -91,13 +92,15 @@ def measure(
     launcher: Launcher = run_cell_processes,
     report: Callable[[Sequence[CellOutcome], int, float], None] = lambda outcomes, rnd, spent: None,
     clock: Callable[[], float] = time.monotonic,
+    machine: HostMachine | None = None,
 ) -> NightResult:
     """Rounds of pairs under ``budget`` (see :class:`Budget`), ``report`` called after each round
-    (the outcomes, the round's number from 1, seconds spent); a Ctrl-C keeps the pairs so far."""
+    (the outcomes, the round's number from 1, seconds spent); a Ctrl-C keeps the pairs so far.
+    Every pair's rows carry ``machine`` (default: this host under its default name)."""
     now = dt.datetime.now(dt.UTC)
     result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
     files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
-    run = RunInfo(run_id=result.night_id, suite_version=suite_version())
+    run = (machine or this_machine()).stamp(RunInfo(run_id=result.night_id, suite_version=suite_version()))
     options = WorkerOptions.of(protocol, platform, out / "logs" / result.date / result.night_id)
     pairs = Pairs(files, run, protocol, options, {"A": reference, "B": candidate}, launcher)
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
@@ -297,6 +300,7 @@ def night(
             Side("B", candidate.python, request.candidate_env),
             request.budget,
             report=report,
+            machine=work.machine,
         )
     if result.interrupted:
         return Night(result)

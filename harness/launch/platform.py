@@ -1,5 +1,7 @@
 """Facts about the host known without TensorFlow: GPUs and MIG instances (``nvidia-smi -L``), the
-platform to plan for, the suite's git commit.
+platform to plan for, the suite's git commit, and the machine's facts that every run's rows carry
+(:func:`machine_facts`: small pure parsers of ``/proc``, ``/sys`` and ``nvidia-smi`` text, each
+reading one file or output it is handed, and one function that reads them off this host).
 
 GPUs are found by parsing ``nvidia-smi``'s text rather than through NVML (``pynvml``) because
 ``nvidia-smi`` comes with every NVIDIA driver and lists MIG instances by the UUIDs
@@ -14,9 +16,12 @@ import importlib.util
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.contract.machine import PROTOCOL_VERSION, MachineFacts
+from harness.contract.records import RunInfo
 from harness.errors import HarnessError
 from harness.spec.frameworks import FRAMEWORKS
 from harness.spec.protocol import Platform
@@ -179,9 +184,12 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     return platform.processor() or platform.machine()
 
 
-def machine(suite_version: str) -> dict[str, str]:
+def machine(suite_version: str, host: HostMachine | None = None) -> dict[str, str]:
     """What a run's figures depend on, known in the parent: the CPU model and count, the GPUs, the
-    suite, TensorFlow and Keras versions (a resumed run must match the journal's)."""
+    suite, TensorFlow and Keras versions, the machine's facts (``MachineFacts.to_json``; a resumed
+    run must match the journal's in all of these) and, with ``host``, its name (the rows' machine:
+    a resumed run keeps it). ``host``: the run's machine (default: this host's facts, no name)."""
+    facts = host.facts if host is not None else machine_facts()
     return {
         "cpu": cpu_model(),
         "cpus": str(os.cpu_count() or 0),
@@ -189,6 +197,8 @@ def machine(suite_version: str) -> dict[str, str]:
         "suite": suite_version,
         "tensorflow": installed_version("tensorflow"),
         "keras": installed_version("keras"),
+        "facts": facts.to_json(),
+        **({"name": host.name} if host is not None else {}),
     }
 
 
@@ -206,3 +216,298 @@ def gpu_models(listing: str | None = None) -> list[str]:
         except (OSError, subprocess.SubprocessError):
             return []
     return re.findall(r"^GPU \d+: (.+?) \(UUID", listing, flags=re.M)
+
+
+# ------------------------------------------------------------------------------------------------
+# The machine's facts (harness.contract.machine.MachineFacts): pure parsers, then machine_facts
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """The first processor's entry of ``/proc/cpuinfo``: ``model name``, ``cpu family``, ``model``
+    and ``stepping`` as written ("" where absent, e.g. on ARM), and its feature flags, sorted."""
+
+    model: str = ""
+    family: str = ""
+    model_number: str = ""
+    stepping: str = ""
+    flags: tuple[str, ...] = ()
+
+
+def parse_cpuinfo(text: str) -> CpuInfo:
+    """:class:`CpuInfo` of ``/proc/cpuinfo``'s first processor (``flags`` on x86, ``Features`` on
+    ARM)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if found:
+                break  # the first processor's entry ends at its blank line
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            found.setdefault(key.strip().lower(), value.strip())
+    flags = found.get("flags") or found.get("features") or ""
+    return CpuInfo(
+        found.get("model name", ""),
+        found.get("cpu family", ""),
+        found.get("model", ""),
+        found.get("stepping", ""),
+        tuple(sorted(set(flags.split()))),
+    )
+
+
+def parse_cgroups(text: str) -> dict[str, str]:
+    """``/proc/self/cgroup`` as controller -> the process's cgroup path: cgroup v1 lines
+    (``4:cpu,cpuacct:/a``) give one entry per controller, the v2 line (``0::/a``) the key ""."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        for controller in parts[1].split(",") if parts[1] else [""]:
+            out[controller] = parts[2].strip()
+    return out
+
+
+def parse_cpu_max(text: str) -> float:
+    """CPUs of a cgroup v2 ``cpu.max`` (``QUOTA PERIOD`` in microseconds), CPUs; 0.0: no quota
+    (``max``) or unreadable."""
+    parts = text.split()
+    if not parts or parts[0] == "max":
+        return 0.0
+    try:
+        quota, period = float(parts[0]), float(parts[1]) if len(parts) > 1 else 100_000.0
+    except ValueError:
+        return 0.0
+    return quota / period if quota > 0 and period > 0 else 0.0
+
+
+def parse_cfs_quota(quota: str, period: str) -> float:
+    """CPUs of a cgroup v1 ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us`` (microseconds each),
+    CPUs; 0.0: no quota (``-1``) or unreadable."""
+    try:
+        q, p = float(quota.strip()), float(period.strip())
+    except ValueError:
+        return 0.0
+    return q / p if q > 0 and p > 0 else 0.0
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b`` -> ``["a/b", "a", ""]``: the cgroup and its parents up to the root, relative."""
+    parts = [p for p in path.strip("/").split("/") if p]
+    return ["/".join(parts[:k]) for k in range(len(parts), -1, -1)]
+
+
+def cpu_quota(cgroups: Mapping[str, str], root: Path = Path("/sys/fs/cgroup")) -> float:
+    """The CPUs the process's cgroup quota allows (the smallest over the cgroup and its parents,
+    each of which caps it), CPUs; 0.0: no quota. ``cgroups``: :func:`parse_cgroups`; ``root``:
+    where the cgroup file systems are mounted. A v1 ``cpu`` controller (under ``cpu/`` or
+    ``cpu,cpuacct/``) is read where the process has one, else the v2 hierarchy's ``cpu.max``."""
+    found: list[float] = []
+    if "cpu" in cgroups:
+        for mount in ("cpu", "cpu,cpuacct"):
+            for rel in _ancestors(cgroups["cpu"]):
+                folder = root / mount / rel
+                quota, period = _read(folder / "cpu.cfs_quota_us"), _read(folder / "cpu.cfs_period_us")
+                if quota is not None and period is not None:
+                    found.append(parse_cfs_quota(quota, period))
+            if found:
+                break
+    elif "" in cgroups:
+        for rel in _ancestors(cgroups[""]):
+            text = _read(root / rel / "cpu.max")
+            if text is not None:
+                found.append(parse_cpu_max(text))
+    quotas = [q for q in found if q > 0]
+    return min(quotas) if quotas else 0.0
+
+
+def parse_cache_size_kib(text: str) -> int:
+    """A cache's ``size`` file (``32K``, ``1M``, ``512``: bytes), KiB; 0 when unreadable."""
+    text = text.strip().upper()
+    scale = {"K": 1, "M": 1024, "G": 1024 * 1024}
+    try:
+        if text and text[-1] in scale:
+            return int(text[:-1]) * scale[text[-1]]
+        return int(text) // 1024
+    except ValueError:
+        return 0
+
+
+CACHE_KINDS = {"data": "d", "instruction": "i", "unified": ""}
+"""A cache's ``type`` -> the letter after its level (``L1d``, ``L1i``, ``L2``)."""
+
+
+def caches_text(entries: list[tuple[str, str, str]]) -> str:
+    """One core's caches from each ``index*`` folder's (``level``, ``type``, ``size``), in level
+    order: ``L1d 32 KiB, L1i 32 KiB, L2 512 KiB, L3 16384 KiB``; "" when none is readable."""
+    out = []
+    for level, kind, size in entries:
+        kib = parse_cache_size_kib(size)
+        letter = CACHE_KINDS.get(kind.strip().lower())
+        if level.strip().isdigit() and kib and letter is not None:
+            out.append((int(level), letter, kib))
+    return ", ".join(f"L{lv}{letter} {kib} KiB" for lv, letter, kib in sorted(out))
+
+
+def read_caches(folder: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> str:
+    """:func:`caches_text` of ``folder``'s ``index*`` folders ("" where there are none)."""
+    entries = []
+    for index in sorted(folder.glob("index*")):
+        parts = [_read(index / name) for name in ("level", "type", "size")]
+        if all(p is not None for p in parts):
+            level, kind, size = (p or "" for p in parts)
+            entries.append((level, kind, size))
+    return caches_text(entries)
+
+
+def parse_mem_total_gib(text: str) -> int:
+    """``MemTotal`` of ``/proc/meminfo`` (kB), rounded to GiB; 0 when absent."""
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            try:
+                return round(int(line.split()[1]) / (1024 * 1024))
+            except (IndexError, ValueError):
+                return 0
+    return 0
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """Each GPU's name, the smallest GPU's memory (MiB; 0: none or unknown), the driver."""
+
+    names: tuple[str, ...] = ()
+    memory_mib: int = 0
+    driver: str = ""
+
+
+def parse_gpu_query(text: str) -> GpuFacts:
+    """The GPUs of ``nvidia-smi --query-gpu=name,memory.total,driver_version
+    --format=csv,noheader,nounits`` (one ``name, MiB, driver`` line per GPU)."""
+    names, sizes, drivers = [], [], []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.rsplit(",", 2)]
+        if len(parts) != 3 or not parts[0]:
+            continue
+        names.append(parts[0])
+        if parts[1].isdigit():
+            sizes.append(int(parts[1]))
+        drivers.append(parts[2])
+    complete = bool(names) and len(sizes) == len(names)
+    return GpuFacts(tuple(names), min(sizes) if complete else 0, drivers[0] if drivers else "")
+
+
+GPU_QUERY = ("--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits")
+
+
+def gpu_query() -> str:
+    """``nvidia-smi``'s :data:`GPU_QUERY` output ("" without the tool or a driver)."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return ""
+    try:
+        return subprocess.run([exe, *GPU_QUERY], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def usable_cores() -> int:
+    """Logical CPUs this process may run on (its affinity), cores."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 0
+
+
+def machine_facts(
+    cpuinfo: Path = Path("/proc/cpuinfo"),
+    meminfo: Path = Path("/proc/meminfo"),
+    cgroup: Path = Path("/proc/self/cgroup"),
+    cgroup_root: Path = Path("/sys/fs/cgroup"),
+    caches: Path = Path("/sys/devices/system/cpu/cpu0/cache"),
+    cores: int | None = None,
+    gpus: str | None = None,
+) -> MachineFacts:
+    """This host's :class:`MachineFacts`, read off the files given (tests pass fixtures):
+    ``cores`` (default: :func:`usable_cores`), ``gpus``: :data:`GPU_QUERY`'s output (default: run
+    ``nvidia-smi``; no GPU without it). A file it cannot read leaves its facts unknown."""
+    cpu = parse_cpuinfo(_read(cpuinfo) or "")
+    gpu = parse_gpu_query(gpu_query() if gpus is None else gpus)
+    return MachineFacts(
+        cpu_model=cpu.model,
+        cpu_family=cpu.family,
+        cpu_model_number=cpu.model_number,
+        cpu_stepping=cpu.stepping,
+        cpu_flags=" ".join(cpu.flags),
+        cores=usable_cores() if cores is None else cores,
+        cpu_quota=cpu_quota(parse_cgroups(_read(cgroup) or ""), cgroup_root),
+        caches=read_caches(caches),
+        memory_gib=parse_mem_total_gib(_read(meminfo) or ""),
+        gpus=gpu.names,
+        gpu_memory_mib=gpu.memory_mib,
+        gpu_driver=gpu.driver,
+    )
+
+
+def facts_text(facts: MachineFacts) -> str:
+    """The facts in one line, e.g. ``AMD EPYC (family 23, model 49, stepping 0), 2 cores, no CPU
+    quota, L1d 32 KiB, ..., 24 GiB, 117 CPU flags; no GPU``."""
+    ident = ", ".join(
+        f"{word} {value}"
+        for word, value in (
+            ("family", facts.cpu_family),
+            ("model", facts.cpu_model_number),
+            ("stepping", facts.cpu_stepping),
+        )
+        if value
+    )
+    cpu = (facts.cpu_model or "unknown CPU") + (f" ({ident})" if ident else "")
+    quota = f"a {facts.cpu_quota:g}-CPU quota" if facts.cpu_quota else "no CPU quota"
+    parts = [
+        cpu,
+        f"{facts.cores} cores",
+        quota,
+        facts.caches,
+        f"{facts.memory_gib} GiB" if facts.memory_gib else "",
+    ]
+    parts.append(f"{len(facts.cpu_flags.split())} CPU flags")
+    gpus = (
+        f"{len(facts.gpus)} x {facts.gpus[0]}, {facts.gpu_memory_mib} MiB, driver {facts.gpu_driver or '?'}"
+        if facts.gpus
+        else "no GPU"
+    )
+    return ", ".join(p for p in parts if p) + f"; {gpus}"
+
+
+@dataclass(frozen=True)
+class HostMachine:
+    """The machine a run measures on, as its rows record it: the name a person calls it by
+    (``--machine NAME``, else :attr:`MachineFacts.default_name`) and its facts."""
+
+    name: str
+    facts: MachineFacts
+
+    def stamp(self, run: RunInfo) -> RunInfo:
+        """``run`` with this machine's columns: its name, id, facts and the protocol's version."""
+        return replace(
+            run,
+            machine=self.name,
+            machine_id=self.facts.short_id,
+            machine_facts=self.facts.to_json(),
+            protocol_version=PROTOCOL_VERSION,
+        )
+
+
+def this_machine(name: str | None = None, facts: MachineFacts | None = None) -> HostMachine:
+    """This host under ``name`` (default: its facts' default name); ``facts``: already read (default:
+    :func:`machine_facts`)."""
+    facts = machine_facts() if facts is None else facts
+    return HostMachine(name or facts.default_name, facts)

@@ -4,7 +4,8 @@ Kinds of entry, in the order a run appends them:
 
 - ``plan`` (first line): run id and date, the cells, the protocol (budget, seed, blocks...), the
   platform, the MNIST file, the machine (:func:`harness.launch.platform.machine`: CPU, GPUs, suite,
-  TensorFlow and Keras versions), the command line;
+  TensorFlow and Keras versions, the machine's facts and name: ``facts`` and ``name`` since
+  2026-11-28), the command line;
 - ``peak``: the run's peak log after each peak process (its samples so far);
 - ``instance``: one group instance as it ended, each member's end (its record, windows, or how it
   failed) and its turns: everything :class:`harness.launch.budget.TurnsRun` keeps of it;
@@ -22,17 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
 from harness.contract.columns import flatten, unflatten
 from harness.contract.events import Event, ProcessRow
+from harness.contract.machine import MachineFacts
 from harness.contract.records import Breakdown, CellRow
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch.breakdowns import Apart
 from harness.launch.peak import PeakLog
+from harness.launch.platform import HostMachine
 from harness.launch.runner import CellEnd
 from harness.launch.turns import Instance
 from harness.results import journal
@@ -104,17 +107,85 @@ MACHINE_WORDS = {
     "suite": "suite version",
     "tensorflow": "TensorFlow version",
     "keras": "Keras version",
+    "name": "machine name",
+    "facts": "machine facts",
+    "facts.cpu_model": "CPU model name",
+    "facts.cpu_family": "CPU family",
+    "facts.cpu_model_number": "CPU model number",
+    "facts.cpu_stepping": "CPU stepping",
+    "facts.cpu_flags": "CPU flags",
+    "facts.cores": "usable cores",
+    "facts.cpu_quota": "cgroup CPU quota",
+    "facts.caches": "CPU caches",
+    "facts.memory_gib": "memory (GiB)",
+    "facts.gpus": "GPU models",
+    "facts.gpu_memory_mib": "GPU memory (MiB)",
+    "facts.gpu_driver": "GPU driver",
 }
+"""The journal's machine keys in words; ``facts.F``: each field F of
+:class:`~harness.contract.machine.MachineFacts`."""
+
+NOT_COMPARED = ("name", "facts")
+"""Keys :func:`differences` does not compare as text: the name (a resumed run keeps the
+journal's, whatever this host would be called) and the facts (compared one by one)."""
+
+
+def _words(value: object) -> str:
+    if isinstance(value, tuple):
+        value = ", ".join(map(str, value))
+    return str(value) if value not in ("", 0, 0.0, ()) else "none"
+
+
+def fact_differences(journaled: MachineFacts, here: MachineFacts) -> list[str]:
+    """The facts that differ, in words (:data:`MACHINE_WORDS`): each as ``X: A in the journal, B
+    here``; CPU flags as the ones only the journal's machine has and the ones only this one has."""
+    out = []
+    for f in fields(MachineFacts):
+        a, b = getattr(journaled, f.name), getattr(here, f.name)
+        if a == b:
+            continue
+        word = MACHINE_WORDS.get(f"facts.{f.name}", f.name)
+        if f.name == "cpu_flags":
+            only_a = sorted(set(a.split()) - set(b.split()))
+            only_b = sorted(set(b.split()) - set(a.split()))
+            out.append(
+                f"{word}: {' '.join(only_a[:6]) or 'none'} only in the journal, "
+                f"{' '.join(only_b[:6]) or 'none'} only here"
+            )
+        else:
+            out.append(f"{word}: {_words(a)} in the journal, {_words(b)} here")
+    return out
 
 
 def differences(journaled: Mapping[str, str], here: Mapping[str, str]) -> list[str]:
     """What differs between the machine a run was measured on and this one, in words (empty: the
-    run may be resumed here)."""
-    return [
+    run may be resumed here). The facts are compared where both sides have them (a journal of
+    2026-11-27 or before has none); the name never is."""
+    found = [
         f"{MACHINE_WORDS.get(k, k)}: {journaled.get(k) or 'none'!s} in the journal, {here.get(k) or 'none'!s} here"
         for k in sorted(set(journaled) | set(here))
-        if journaled.get(k, "") != here.get(k, "")
+        if k not in NOT_COMPARED and journaled.get(k, "") != here.get(k, "")
     ]
+    if journaled.get("facts") and here.get("facts"):
+        found += fact_differences(
+            MachineFacts.from_json(journaled["facts"]), MachineFacts.from_json(here["facts"])
+        )
+    return found
+
+
+def host_of(plan: Plan, given: str | None, here: MachineFacts) -> HostMachine:
+    """The machine a resumed run's rows carry: the journal's name and facts (a journal of 2026-11-27
+    or before: ``given``, else this host's default name, and ``here``, this host's facts, which
+    :func:`load` found equal). ``given``: ``--machine`` with ``--resume``; a name other than the
+    journal's is a HarnessError naming the run's."""
+    name = plan.machine.get("name")
+    if name and given is not None and given != name:
+        raise HarnessError(
+            f"Received --machine {given!r} with --resume; run {plan.run_id} measures as machine "
+            f"{name!r} (its journal's name): expected --machine {name!r} or no --machine."
+        )
+    facts = MachineFacts.from_json(plan.machine["facts"]) if plan.machine.get("facts") else here
+    return HostMachine(name or given or facts.default_name, facts)
 
 
 def encode_end(end: CellEnd) -> dict[str, Any]:

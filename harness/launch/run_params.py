@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.launch.peak import PeakLog
+from harness.launch.platform import HostMachine
 from harness.launch.progress import Progress
 from harness.launch.resume import Resumed
 from harness.launch.runner import Launcher, run_cell_processes
@@ -22,15 +23,17 @@ from harness.spec.protocol import Platform, Protocol
 @dataclass(frozen=True)
 class Work:
     """What a run measures: its cells, how each is timed (``protocol``, the budget included), what
-    the machine offers (``platform``), the MNIST file of the cells that train on it, and
+    the machine offers (``platform``), the MNIST file of the cells that train on it,
     ``contenders``: the ids of the cells raced for each model's fastest first
-    (:func:`harness.spec.groups.headline_groups`)."""
+    (:func:`harness.spec.groups.headline_groups`), and ``machine``: the name and facts every row
+    carries (``--machine``; a resumed run: its journal's; None: this host under its default name)."""
 
     cells: tuple[Cell, ...]
     protocol: Protocol
     platform: Platform
     mnist_path: str | None = None
     contenders: tuple[str, ...] = ()
+    machine: HostMachine | None = None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from harness.formulas import stats
 from harness.launch.foreign import run_with_tenant
 from harness.launch.local_cluster import run_cluster
 from harness.launch.peak import PeakLog, run_dtypes
-from harness.launch.platform import git_sha
+from harness.launch.platform import HostMachine, git_sha, this_machine
 from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
@@ -272,13 +272,18 @@ class RunState:
         peaks: PeakLog | None,
         run_id: str | None = None,
         resumes: int = 0,
+        machine: HostMachine | None = None,
     ) -> None:
         """``run_id``: the run's id (default: a new one; a resumed run keeps its own: its files go
-        where the first session's went); ``resumes``: sessions that took the run over before."""
+        where the first session's went); ``resumes``: sessions that took the run over before;
+        ``machine``: the name and facts every row carries (default: this host's, its default name)."""
         run_id = run_id or new_run_id(dt.datetime.now(dt.UTC))
         self.result = RunResult(run_id, time=TimeSpent())
         self.files = RunFiles(out, run_date(run_id), run_id)
-        self.run = RunInfo(run_id=run_id, suite_version=suite_version(), resumes=resumes)
+        run = RunInfo(run_id=run_id, suite_version=suite_version(), resumes=resumes)
+        self.run = (machine or this_machine()).stamp(run)
+        """The columns of the run on every row it writes (cells, ratios, costs): its id, suite,
+        resumes, machine and protocol version; the timestamp is set as the rows are written."""
         self.protocol, self.platform = protocol, platform
         self.planned = plan(cells, platform)
         self.runnable = [c for c, why in self.planned if why is None]
@@ -393,15 +398,16 @@ def run_sweep(
     adaptive: bool = True,
     peaks: PeakLog | None = None,
     run_id: str | None = None,
+    machine: HostMachine | None = None,
 ) -> RunResult:
     """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
-    (unsupported ones too) under ``out``.
+    (unsupported ones too) under ``out``, each stamped with ``machine`` (default: this host).
 
     ``adaptive`` (a local run): a cell whose process failed or was invalid is not run again, and
     cells whose processes disagree get more passes (:func:`needs_another_pass`). Without it (the
     chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
     ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
-    run = RunState(cells, protocol, platform, out, peaks, run_id)
+    run = RunState(cells, protocol, platform, out, peaks, run_id, machine=machine)
     options = WorkerOptions.of(
         protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path
     )

@@ -24,7 +24,7 @@ import datetime as dt
 import errno
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.contract.job import WorkerOptions
@@ -36,9 +36,9 @@ from harness.launch.cluster import ClusterConfig
 from harness.launch.collectives import run_collectives
 from harness.launch.lease import RunLease, lease_address, server_names
 from harness.launch.lock import MachineLock, command_line
-from harness.launch.platform import machine
+from harness.launch.platform import HostMachine, machine, machine_facts, this_machine
 from harness.launch.real_cluster import cluster_launcher, serve_cluster_task
-from harness.launch.resume import Resumed, load, plan_entry
+from harness.launch.resume import Resumed, host_of, load, plan_entry
 from harness.launch.run_params import Identity, Output, Work
 from harness.launch.runner import RunResult, follow_sweep, new_run_id, run_date, run_sweep, suite_version
 from harness.launch.turns import Plan
@@ -111,6 +111,7 @@ def measure_local(work: Work, request: Request) -> RunResult:
     with _locked(request):
         check_minimum(_groups(work), pr, Plan.of(pr, 0.0), PRIORS[work.platform.device_kind], request.sweep)
         run_id = new_run_id(dt.datetime.now(dt.UTC))
+        work = replace(work, machine=work.machine or this_machine())
         entry = plan_entry(
             run_id,
             run_date(run_id),
@@ -118,7 +119,7 @@ def measure_local(work: Work, request: Request) -> RunResult:
             pr,
             work.platform,
             work.mnist_path,
-            machine(suite_version()),
+            machine(suite_version(), work.machine),  # its name and facts: a resumed run keeps them
             command_line(),
             work.contenders,
         )
@@ -133,11 +134,13 @@ def load_journal(out: Path, ref: str) -> Resumed:
     return load(out, ref, lambda: machine(suite_version()))
 
 
-def measure_resumed(resumed: Resumed, request: Request) -> RunResult:
+def measure_resumed(resumed: Resumed, request: Request, host: HostMachine | None = None) -> RunResult:
     """The run of ``resumed`` goes on where it stopped: its cells, protocol and budget, its
-    journaled instances kept."""
+    journaled instances kept; its rows carry ``host`` (:func:`harness.launch.resume.host_of`: the
+    journal's machine name and facts; None: the journal's, or this host's where it has none)."""
     plan, out = resumed.plan, request.results
-    work = Work(tuple(plan.cells), plan.protocol, plan.platform, plan.mnist_path, plan.contenders)
+    host = host or host_of(plan, None, machine_facts())
+    work = Work(tuple(plan.cells), plan.protocol, plan.platform, plan.mnist_path, plan.contenders, host)
     with _locked(request):
         log = journal.Journal.reopen(resumed.path)
         print(
@@ -208,6 +211,7 @@ def _passes(work: Work, request: Request, config: ClusterConfig) -> RunResult:
         launcher=cluster_launcher(config),
         adaptive=False,
         run_id=run_id,
+        machine=work.machine,
     )
 
 

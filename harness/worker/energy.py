@@ -1,4 +1,7 @@
-"""GPU energy from NVML, where available: total energy counters of the GPUs the cell runs on.
+"""Energy counters around a cell: NVML's for the GPUs the cell runs on, the CPU packages' RAPL
+counters (powercap) for a CPU cell; where neither can be read, every reading is None.
+
+GPUs:
 
 Uses NVIDIA's ``pynvml`` (package ``nvidia-ml-py``) if it is installed and the driver supports
 ``nvmlDeviceGetTotalEnergyConsumption`` (Volta and newer); otherwise every reading is None. The GPUs
@@ -6,12 +9,20 @@ are found by PCI bus id (TensorFlow's device description gives it), never by ind
 every GPU of the machine in PCI order, while CUDA's order and ``CUDA_VISIBLE_DEVICES`` or
 ``tf.config.set_visible_devices`` decide what this process sees. A GPU that cannot be found or read
 makes the whole reading None rather than a sum over the wrong GPUs.
+
+CPUs: Linux's powercap interface (``/sys/class/powercap/intel-rapl:N``, on AMD too) has one
+``energy_uj`` counter per CPU package (its ``name`` ``package-N``; sub-domains ``intel-rapl:N:M``,
+the cores or DRAM, are parts of it and are not added). A package counts every process on it,
+not only the cell's. Each counter wraps at ``max_energy_range_uj`` (about 262 kJ: over 20 minutes
+at 200 W); a meter read at least once per wrap adds the wrapped part back. Since 2020 most kernels
+let only root read ``energy_uj``: then there is no reading.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 BUS_ID = re.compile(r"pci bus id: ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)")
@@ -64,8 +75,75 @@ def energy_meter(bus_ids: Sequence[str] | None = None, nvml: Any = None) -> Call
         return lambda: None
 
 
-def cell_energy_meter(devices: Sequence[str]) -> Callable[[], float | None]:
-    """The meter of the GPUs named ``devices`` (TensorFlow device names) in this process."""
+POWERCAP = Path("/sys/class/powercap")
+
+
+def package_domains(root: Path = POWERCAP) -> list[Path]:
+    """The CPU packages' RAPL domains under ``root``: the top-level ``intel-rapl:N`` folders whose
+    ``name`` starts with ``package`` (none where there is no powercap interface)."""
+    found = []
+    for folder in sorted(root.glob("intel-rapl:*")):
+        if folder.name.count(":") != 1:  # intel-rapl:N:M: a part of package N
+            continue
+        try:
+            name = (folder / "name").read_text().strip()
+        except OSError:
+            continue
+        if name.startswith("package"):
+            found.append(folder)
+    return found
+
+
+def counter_delta(before: int, after: int, max_range: int) -> int:
+    """What a counter that wraps at ``max_range`` (same units) added from ``before`` to ``after``:
+    one wrap at most, as when it is read at least once per wrap."""
+    return after - before if after >= before else after + max_range - before
+
+
+def rapl_meter(root: Path = POWERCAP) -> Callable[[], float | None]:
+    """A function returning the CPU packages' energy (:func:`package_domains`) in joules since a
+    fixed start, wrap-arounds added back (:func:`counter_delta`); differences of two readings are
+    the energy between them. None: no package domain, or one it cannot read (``root``: where
+    powercap is; tests pass a fake tree)."""
+    domains = package_domains(root)
+    if not domains:
+        return lambda: None
+
+    def raw() -> list[int] | None:
+        try:
+            return [int((d / "energy_uj").read_text()) for d in domains]
+        except (OSError, ValueError):
+            return None
+
+    def ranges() -> list[int] | None:
+        try:
+            return [int((d / "max_energy_range_uj").read_text()) for d in domains]
+        except (OSError, ValueError):
+            return None
+
+    first, wraps = raw(), ranges()
+    if first is None or wraps is None:
+        return lambda: None
+    last, total_uj = list(first), [sum(first)]
+
+    def read() -> float | None:
+        now = raw()
+        if now is None:
+            return None
+        total_uj[0] += sum(counter_delta(b, a, m) for b, a, m in zip(last, now, wraps, strict=True))
+        last[:] = now
+        return total_uj[0] / 1e6
+
+    return read
+
+
+def cell_energy_meter(devices: Sequence[str], device_type: str = "GPU") -> Callable[[], float | None]:
+    """The meter of the GPUs named ``devices`` (TensorFlow device names) in this process; of a CPU
+    cell (``device_type`` ``CPU``), the CPU packages' RAPL counters (:func:`rapl_meter`)."""
+    if device_type == "CPU":
+        return rapl_meter()
+    if device_type != "GPU":
+        return lambda: None
     try:
         ids = pci_bus_ids(device_descriptions(), devices)
     except Exception:  # noqa: BLE001 - no device list: no reading

@@ -173,11 +173,9 @@ def measure_cell(
     from harness.worker.checks import integrity
 
     built = build_cell(cell, devices, settings.seed, mnist_path, strategy)
-    # energy only where this process drives every device of the cell
+    # energy only where this process drives every device of the cell (GPUs: NVML; CPU: RAPL)
     meter = (
-        cell_energy_meter(devices[: cell.replicas])
-        if device_type == "GPU" and cell.processes == 1
-        else (lambda: None)
+        cell_energy_meter(devices[: cell.replicas], device_type) if cell.processes == 1 else (lambda: None)
     )
     joules_before, metered_from = meter(), time.perf_counter()
     per_worker: list[list[float]] = []

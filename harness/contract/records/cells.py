@@ -636,11 +636,14 @@ class Energy:
         float | None,
         Col(
             "J/example",
-            "GPU energy per example, median over processes: NVML total-energy counters of the GPUs the "
-            "process uses (not every GPU of the machine) over the metered span (first call, "
-            "calibration, warm-up and timed windows) / the examples trained in it; co-tenants (who "
-            "meter the same GPUs): their mean power / their aggregate examples_per_sec. Null on CPU, "
-            "for multi-worker cells and without NVML.",
+            "Energy per example, median over processes: on GPUs, NVML total-energy counters of the "
+            "GPUs the process uses (not every GPU of the machine); on CPU hosts, the RAPL package "
+            "counters (/sys/class/powercap intel-rapl:N energy_uj, Intel and AMD), which count every "
+            "process on the packages; over the metered span (first call, calibration, warm-up and "
+            "timed windows; in turns, the other members' turns too) / the examples trained in it; "
+            "co-tenants (who meter the same devices): their mean power / their aggregate "
+            "examples_per_sec. Null where no counter is readable (no NVML; no powercap, or "
+            "energy_uj readable by root only) and for multi-worker cells.",
             figure=True,
             median=True,
         ),
@@ -649,7 +652,8 @@ class Energy:
         float | None,
         Col(
             "W",
-            "Mean GPU power over the metered span (joules / seconds), median over processes; "
+            "Mean power over the metered span (joules / seconds) of the counters energy_j_per_example "
+            "reads (on CPU hosts the CPU packages', not a GPU's), median over processes; "
             "co-tenants: the mean of the tenants' readings.",
             figure=True,
             median=True,

@@ -1,5 +1,6 @@
 """``run --resume`` and the run's first lines, as a user types them (no process: the run itself
-is replaced): the run id first, the flags a resume refuses, a full disk's message."""
+is replaced): the run id first, the flags a resume refuses, a full disk's message, ``--machine``
+checked before any work and, with ``--resume``, against the journal's name."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """No git, no nvidia-smi: the suite's version and the machine without a process."""
     monkeypatch.setattr("harness.launch.runner.git_sha", lambda: "0123456789ab")
     monkeypatch.setattr("harness.launch.platform.gpu_models", lambda listing=None: [])
+    monkeypatch.setattr("harness.launch.platform.gpu_query", lambda: "")
 
 
 def test_a_full_disk_says_how_to_resume(
@@ -52,7 +54,7 @@ def test_resume_refuses_selection_flags_naming_them(tmp_path: Path, no_processes
     assert (
         code == 2
         and "--sweep, --budget-min with --resume" in err
-        and "only --results, --json, --wait-lock and --dry-run" in err
+        and "only --results, --json, --wait-lock, --machine and --dry-run" in err
     )
 
 
@@ -87,3 +89,68 @@ def test_resume_dry_run_says_what_is_kept_and_what_is_left(tmp_path: Path, no_pr
 
     assert code == 0 and out.startswith(f"run {run_id} (resume): 1 cells, 1 group instances already measured")
     assert "2.5 of 10 min of its budget spent" in out
+
+
+def _journal_of(root: Path, name: str | None) -> str:
+    """A journaled run of this machine (its facts; named ``name`` unless None: an older journal)."""
+    from harness.launch import resume
+    from harness.launch.platform import HostMachine, machine, machine_facts
+    from harness.launch.runner import suite_version
+    from harness.results import journal
+    from harness.spec.cell import Cell
+    from harness.spec.protocol import Platform, Protocol
+
+    run_id = "20261128T000000Z-aaaaaa"
+    here = machine(suite_version(), None if name is None else HostMachine(name, machine_facts()))
+    if name is None:
+        here.pop("facts")
+    plan = resume.plan_entry(
+        run_id, "2026-11-28", [Cell()], Protocol(budget_min=10), Platform(), None, here, "run"
+    )
+    journal.Journal.create(journal.path_of(root, run_id), plan).close()
+    return run_id
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 81, "lab\nbox", "tab\there"])
+def test_a_bad_machine_name_stops_before_any_work(tmp_path: Path, no_processes: None, name: str) -> None:
+    code, out, err = _call("run", "--sweep", "smoke", "--machine", name, "--results", str(tmp_path / "r"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"Received --machine {name!r}; expected a name of 1 to 80 printable characters" in err
+    assert not (tmp_path / "r").exists()  # nothing made, not even the results folder
+
+
+def test_a_machine_name_is_taken_by_run_and_a_resume_keeps_the_journals(
+    tmp_path: Path, no_processes: None
+) -> None:
+    code, out, _ = _call(
+        "run", "--sweep", "smoke", "--machine", "lab box é", "--results", str(tmp_path), "--dry-run"
+    )
+    assert code == 0 and out.startswith("run:")
+    run_id = _journal_of(tmp_path, "lab box é")
+
+    code, out, _ = _call("run", "--resume", "latest", "--results", str(tmp_path), "--dry-run")
+    assert code == 0 and f"run {run_id} (resume)" in out and "machine 'lab box é'" in out
+    code, out, _ = _call(
+        "run", "--resume", "latest", "--machine", "lab box é", "--results", str(tmp_path), "--dry-run"
+    )
+    assert code == 0
+
+    code, _, err = _call(
+        "run", "--resume", "latest", "--machine", "other", "--results", str(tmp_path), "--dry-run"
+    )
+    assert code == 2 and err.startswith(f"error: Received --machine 'other' with --resume; run {run_id}")
+    assert "as machine 'lab box é'" in err
+
+
+def test_an_older_journal_resumes_under_this_hosts_name_or_the_one_given(
+    tmp_path: Path, no_processes: None
+) -> None:
+    from harness.launch.platform import machine_facts
+
+    _journal_of(tmp_path, None)
+    code, out, _ = _call("run", "--resume", "latest", "--results", str(tmp_path), "--dry-run")
+    assert code == 0 and f"machine {machine_facts().default_name!r}" in out
+    code, out, _ = _call(
+        "run", "--resume", "latest", "--machine", "lab", "--results", str(tmp_path), "--dry-run"
+    )
+    assert code == 0 and "machine 'lab'" in out

@@ -157,3 +157,27 @@ def test_where_no_namespace_can_be_made_the_worker_probe_is_not_started() -> Non
     assert (
         probe.status == "not probed" and "every interface" in probe.detail and OPEN_PORTS_FLAG in probe.detail
     )
+
+
+def test_the_report_names_the_machine_and_its_facts_in_two_lines() -> None:
+    from harness.analysis.doctor import Report, render
+    from harness.contract.machine import MachineFacts
+
+    facts = MachineFacts(cpu_model="AMD EPYC", cpu_flags="avx2 fma", cores=2, cpu_quota=1.0, memory_gib=24)
+    seen = {
+        "physical": [{"name": "/physical_device:CPU:0", "type": "CPU", "vendor": "", "model": ""}],
+        "logical_type": "CPU",
+        "logical": ["/device:CPU:0"],
+        "build": {},
+        "tensorflow": "2.21.0",
+        "keras": "3.15.1",
+        "threads": {"intra_op": 0, "inter_op": 0, "affinity": 2, "cores": 2},
+        "memory_growth": {},
+    }
+    lines = render(Report(seen, [], [], "", [], machine=doctor.machine_text(facts))).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Machine: "))
+    assert (
+        lines[at]
+        == f"Machine: AMD EPYC 2 cores (1 CPU quota) {facts.short_id} (run --machine NAME names it otherwise)"
+    )
+    assert lines[at + 1] == "  AMD EPYC, 2 cores, a 1-CPU quota, 24 GiB, 2 CPU flags; no GPU"

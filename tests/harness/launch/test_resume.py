@@ -1,6 +1,7 @@
 """A run in turns journaled and killed (fake instances: no process, no TensorFlow), then resumed from
 its journal: the instances kept, the rest measured, the same rows and ratios as a run never killed;
-a journal of another machine refused, naming what differs."""
+a journal of another machine refused, naming what differs (its facts one by one); the journal's
+machine name kept on the resumed run's rows."""
 
 from __future__ import annotations
 
@@ -14,14 +15,17 @@ import pytest
 
 from harness.contract.columns import flatten
 from harness.contract.events import Event
+from harness.contract.machine import PROTOCOL_VERSION, MachineFacts
 from harness.contract.records import CellRow, Checks, Status
 from harness.errors import HarnessError
 from harness.launch import budget, resume
 from harness.launch.peak import PeakLog
+from harness.launch.platform import HostMachine
 from harness.launch.run_params import Hooks, Identity, Output, Work
 from harness.launch.runner import CellEnd
 from harness.results import journal
 from harness.results.measurement import cell_row
+from harness.results.store import read_cells
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from tests.harness.launch.test_budget import BROKEN_DOWN, DEFAULT, ONE, TWO, Clock, _fake
@@ -343,3 +347,79 @@ def test_a_record_s_report_and_a_nan_loss_are_journaled_as_they_came() -> None:
     back = resume.decode_end(json.loads(json.dumps(resume.encode_end(end))), {DEFAULT.id: DEFAULT})
     assert back.report == {"weights_path": "w.npz"} and back.row is not None
     assert back.row.status is Status.INVALID and math.isnan(back.row.checks.final_loss or 0.0)
+
+
+FACTS = MachineFacts(
+    cpu_model="AMD EPYC", cpu_flags="avx2 fma sse2", cores=2, caches="L2 512 KiB", memory_gib=24
+)
+NAMED = {**MACHINE, "facts": FACTS.to_json(), "name": "lab-epyc"}
+"""A plan's machine since 2026-11-28: its facts and name too."""
+
+
+def _journaled_as(root: Path, run_id: str, machine: dict[str, str]) -> None:
+    entry = resume.plan_entry(run_id, "2026-11-28", CELLS, PROTOCOL, Platform(), None, machine, "run")
+    journal.Journal.create(journal.path_of(root, run_id), entry).close()
+
+
+def test_other_facts_are_refused_each_named_in_words(tmp_path: Path) -> None:
+    _journaled_as(tmp_path, "20261128T000000Z-aaaaaa", NAMED)
+    halved = replace(FACTS, cores=1, cpu_quota=1.0, cpu_flags="avx2 avx512f sse2")
+    here = {**MACHINE, "facts": halved.to_json()}  # no name: this host's is not compared
+
+    with pytest.raises(HarnessError) as e:
+        resume.load(tmp_path, "latest", lambda: here)
+
+    text = str(e.value)
+    assert "usable cores: 2 in the journal, 1 here" in text
+    assert "cgroup CPU quota: none in the journal, 1.0 here" in text
+    assert "CPU flags: fma only in the journal, avx512f only here" in text
+    assert "memory" not in text and "machine name" not in text and e.value.exit_code == 2
+
+
+def test_equal_facts_resume_whatever_this_host_would_be_called(tmp_path: Path) -> None:
+    _journaled_as(tmp_path, "20261128T000000Z-bbbbbb", NAMED)
+    resumed = resume.load(tmp_path, "latest", lambda: {**MACHINE, "facts": FACTS.to_json()})
+    assert resume.host_of(resumed.plan, None, replace(FACTS, cores=64)) == HostMachine("lab-epyc", FACTS)
+    assert resume.host_of(resumed.plan, "lab-epyc", FACTS).name == "lab-epyc"  # the same name: fine
+
+
+def test_another_machine_name_with_resume_is_refused_naming_the_runs(tmp_path: Path) -> None:
+    _journaled_as(tmp_path, "20261128T000000Z-cccccc", NAMED)
+    plan = resume.load(tmp_path, "latest", lambda: {**MACHINE, "facts": FACTS.to_json()}).plan
+    with pytest.raises(HarnessError) as e:
+        resume.host_of(plan, "other box", FACTS)
+    assert e.value.exit_code == 2
+    assert str(e.value).startswith(
+        "Received --machine 'other box' with --resume; run 20261128T000000Z-cccccc"
+    )
+    assert "as machine 'lab-epyc'" in str(e.value)
+
+
+def test_a_journal_older_than_machine_facts_resumes_with_todays(tmp_path: Path) -> None:
+    _journaled(tmp_path, "20261125T000000Z-dddddd").close()  # no "facts", no "name"
+    plan = resume.load(tmp_path, "latest", lambda: {**MACHINE, "facts": FACTS.to_json()}).plan
+    assert resume.host_of(plan, None, FACTS) == HostMachine(FACTS.default_name, FACTS)
+    assert resume.host_of(plan, "lab-epyc", FACTS) == HostMachine("lab-epyc", FACTS)
+
+
+def test_a_resumed_run_keeps_the_journals_name_on_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    _fake(monkeypatch, PROTOCOL, clock, SPEED)
+    run_id = "20261128T000000Z-eeeeee"
+    _journaled_as(tmp_path, run_id, NAMED)
+    resumed = resume.load(tmp_path, run_id, lambda: {**MACHINE, "facts": FACTS.to_json()})
+    host = resume.host_of(resumed.plan, None, FACTS)
+    with journal.Journal.reopen(resumed.path) as log:
+        budget.run_in_turns(
+            Work(tuple(CELLS), PROTOCOL, Platform(), machine=host),
+            Output(tmp_path, log),
+            Identity(run_id, resumed),
+            Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
+        )
+    cells = read_cells(tmp_path)
+    assert set(cells["machine"]) == {"lab-epyc"} and set(cells["machine_id"]) == {FACTS.short_id}
+    assert set(cells["machine_facts"]) == {FACTS.to_json()} and set(cells["protocol_version"]) == {
+        PROTOCOL_VERSION
+    }
