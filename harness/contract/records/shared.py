@@ -93,7 +93,10 @@ class RunInfo:
     machine: MachineName = None
     machine_id: Annotated[
         str | None,
-        Col("", "6 hex digits of a hash of machine_facts: runs with equal facts have equal ids (null: an older run)."),
+        Col(
+            "",
+            "6 hex digits of a hash of machine_facts: runs with equal facts have equal ids (null: an older run).",
+        ),
     ] = None
     machine_facts: Annotated[
         str | None,
