@@ -144,7 +144,8 @@ class Measurement:
     of each window (multi-worker cells; else the windows themselves); ``worker_updates``: the
     updates each worker ran in each window (parameter server; else empty); ``problems``: what the
     integrity checks found; ``window_starts``: each window's start on the host's monotonic clock;
-    ``joules``: energy over ``joules_s`` seconds around the timed windows (None: no counter).
+    ``joules``: energy over ``joules_s`` seconds of windows that ran ``joules_updates`` updates, read
+    around this process's own windows (None: no counter).
     """
 
     window_seconds: tuple[float, ...]
@@ -165,6 +166,7 @@ class Measurement:
     joules: float | None
     window_starts: tuple[float, ...] = ()
     joules_s: float | None = None
+    joules_updates: int | None = None
     window_target_s: float | None = None
     """The window length asked for (s) where it is not the protocol's (a turn)."""
     parts: Mapping[str, float | None] = field(default_factory=dict)
@@ -259,7 +261,9 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
             optimizer_iterations=m.optimizer_iterations,
         ),
         energy=Energy(
-            energy_j_per_example=None if m.joules is None else m.joules / (m.updates_run * batch),
+            energy_j_per_example=None
+            if m.joules is None or not m.joules_updates
+            else m.joules / (m.joules_updates * batch),
             gpu_watts=None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
         ),
         checks=Checks(final_loss=m.final_loss, weights_digest=m.weights_digest),

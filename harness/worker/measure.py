@@ -25,7 +25,7 @@ from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
 from harness.worker.energy import cell_energy_meter
 from harness.worker.flops import count_step
-from harness.worker.timing import Timings, measure, measure_in_turns
+from harness.worker.timing import Meter, Timings, measure, measure_in_turns
 from harness.worker.training.data import make_dataset
 from harness.worker.training.loops import LOOPS, Trainer, output_units
 from harness.worker.training.models import info_of, spec_of
@@ -173,14 +173,14 @@ def measure_cell(
     from harness.worker.checks import integrity
 
     built = build_cell(cell, devices, settings.seed, mnist_path, strategy)
-    # energy only where this process drives every device of the cell (GPUs: NVML; CPU: RAPL)
+    # energy only where this process drives every device of the cell (GPUs: NVML; CPU: RAPL), read
+    # around its own windows (in turns the others wait meanwhile)
     meter = (
         cell_energy_meter(devices[: cell.replicas], device_type) if cell.processes == 1 else (lambda: None)
     )
-    joules_before, metered_from = meter(), time.perf_counter()
     per_worker: list[list[float]] = []
     updates_by_worker: list[list[int]] = []
-    timings = _timings(built, cell, settings, ready, turns, per_worker, updates_by_worker)
+    timings = _timings(built, cell, settings, ready, turns, per_worker, updates_by_worker, meter)
     problems = integrity.check(
         built.strategy,
         cell.strategy,
@@ -190,7 +190,6 @@ def measure_cell(
         timings.final_loss,
         built.trainer.updates[0],
     )
-    joules_after, metered_s = meter(), time.perf_counter() - metered_from
     # Everything the timed windows left, read before the parts: timing them trains more updates
     # (parts_step_s) and re-runs the trainer's windows.
     iterations = int(built.optimizer.iterations.numpy())
@@ -225,8 +224,9 @@ def measure_cell(
         worker_updates=tuple(map(tuple, counts)),
         updates_run=updates_run,
         optimizer_iterations=iterations,
-        joules=None if joules_before is None or joules_after is None else joules_after - joules_before,
-        joules_s=metered_s,
+        joules=None if timings.energy is None else timings.energy.joules,
+        joules_s=None if timings.energy is None else timings.energy.seconds,
+        joules_updates=None if timings.energy is None else timings.energy.updates,
         parts=parts,
         parts_error=parts_error,
         flops=built.flops,
@@ -249,6 +249,7 @@ def _timings(
     turns: TurnClient | None,
     per_worker: list[list[float]],
     updates_by_worker: list[list[int]],
+    meter: Meter,
 ) -> Timings:
     """Time the cell's windows back to back (:func:`measure`) or in granted turns
     (:func:`measure_in_turns`); ``per_worker`` and ``updates_by_worker`` receive each worker's
@@ -262,7 +263,7 @@ def _timings(
     spe = cell.steps_per_execution
     if turns is None:
         timings = measure(
-            trainer.run, trainer.windows, spe, settings, time.perf_counter, trainer.agree, ready
+            trainer.run, trainer.windows, spe, settings, time.perf_counter, trainer.agree, ready, meter
         )
         keep()
         return timings
@@ -276,6 +277,7 @@ def _timings(
         trainer.agree,
         keep,
         trainer.stream,
+        meter,
     )
 
 

@@ -18,6 +18,30 @@ from harness.contract.job import WorkerSettings
 from harness.contract.turns import Do, Grant
 from harness.worker.turns import TurnClient
 
+Meter = Callable[[], float | None]
+"""A cumulative energy counter of the cell's devices, joules (None: unreadable):
+:func:`harness.worker.energy.cell_energy_meter`."""
+
+
+@dataclass(frozen=True)
+class Metered:
+    """Energy over the windows it was read around: ``joules`` over ``seconds`` of windows that ran
+    ``updates`` optimizer updates."""
+
+    joules: float
+    seconds: float
+    updates: int
+
+
+def metered(
+    readings: list[tuple[float | None, float | None]], seconds: float, updates: int
+) -> Metered | None:
+    """:class:`Metered` of (before, after) counter readings around each metered window; None when
+    any reading is missing or there is none."""
+    if not readings or any(a is None or b is None for a, b in readings):
+        return None
+    return Metered(sum(b - a for a, b in readings if a is not None and b is not None), seconds, updates)
+
 
 @dataclass(frozen=True)
 class Timings:
@@ -33,6 +57,9 @@ class Timings:
     window_starts: tuple[float, ...] = ()
     target_s: float | None = None
     """The window length asked for (s), where it is not the protocol's ``window_s`` (turns)."""
+    energy: Metered | None = None
+    """Energy over the timed windows only (in turns: each of this process's own window turns,
+    while the others wait; back to back: the warm-up and timed windows); None without a counter."""
 
 
 def calibrated_window_steps(step_seconds: float, steps_per_execution: int, settings: WorkerSettings) -> int:
@@ -65,6 +92,7 @@ def measure(
     clock: Callable[[], float],
     agree: Callable[[int], int] = lambda steps: steps,
     ready: Callable[[], None] = lambda: None,
+    meter: Meter = lambda: None,
 ) -> Timings:
     """Time a loop by the protocol: the first call (compile_s), ``ready`` (co-tenants wait there
     for each other, so they calibrate and time together), two calibration windows (the step time
@@ -78,11 +106,12 @@ def measure(
 
     steps = calibrate(windows, spe, settings, agree)
 
-    t0 = clock()
+    t0, before = clock(), meter()
     seconds, loss = windows(steps, settings.warmup_windows + settings.repeats)
+    energy = metered([(before, meter())], sum(seconds), steps * len(seconds))
     starts = [t0 + sum(seconds[:i]) for i in range(len(seconds))]  # back to back
     skip = settings.warmup_windows
-    return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]))
+    return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]), energy=energy)
 
 
 Stream = Callable[[int, Callable[[], bool], Callable[[float, float], None]], None]
@@ -101,6 +130,7 @@ def measure_in_turns(
     agree: Callable[[int], int] = lambda steps: steps,
     after_windows: Callable[[], None] = lambda: None,
     stream: Stream | None = None,
+    meter: Meter = lambda: None,
 ) -> Timings:
     """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s, while the
     group's other members may be compiling too: untimed), hello, then whatever the coordinator
@@ -111,7 +141,8 @@ def measure_in_turns(
     after each timed window and after the warm-up (multi-worker trainers keep only the last
     call's per-worker figures). With ``stream`` (a loop whose own set-up is costly: ``fit``), the
     window turns are served inside one running loop, which waits for each grant between two
-    windows: one untimed window in the first turn, then one timed window per turn."""
+    windows: one untimed window in the first turn, then one timed window per turn. ``meter`` is
+    read around each timed window, so energy covers this process's own turns only."""
     spe = steps_per_execution
     t0 = clock()
     run(spe)
@@ -119,17 +150,21 @@ def measure_in_turns(
     client.hello()
     steps, seconds, starts, target = 0, [], [], None
     loss, cpu = [float("nan")], [0.0]
+    readings: list[tuple[float | None, float | None]] = []
+    before: list[float | None] = [None]
 
     def begin(grant: Grant | None = None) -> Grant | None:
         """A window's start at ``grant`` (the next one when None); the grant when it is not a window."""
         grant = grant or client.grant()
         if grant["do"] != Do.WINDOW:
             return grant
+        before[0] = meter()
         starts.append(clock())
         cpu[0] = time.process_time()
         return None
 
     def end(took: float, last_loss: float) -> None:
+        readings.append((before[0], meter()))
         after_windows()
         seconds.append(took)
         loss[0] = last_loss
@@ -155,7 +190,8 @@ def measure_in_turns(
             end(took, last)
             grant = None
         else:
-            return Timings(compile_s, steps, tuple(seconds), loss[0], tuple(starts), target)
+            energy = metered(readings, sum(seconds), steps * len(seconds))
+            return Timings(compile_s, steps, tuple(seconds), loss[0], tuple(starts), target, energy)
 
 
 def _serve(

@@ -639,8 +639,9 @@ class Energy:
             "Energy per example, median over processes: on GPUs, NVML total-energy counters of the "
             "GPUs the process uses (not every GPU of the machine); on CPU hosts, the RAPL package "
             "counters (/sys/class/powercap intel-rapl:N energy_uj, Intel and AMD), which count every "
-            "process on the packages; over the metered span (first call, calibration, warm-up and "
-            "timed windows; in turns, the other members' turns too) / the examples trained in it; "
+            "process on the packages (the machine's energy while it trains); read around the process's "
+            "own windows only (in turns, its own window turns, while the other members wait; back to "
+            "back, its warm-up and timed windows) / the examples trained in them; "
             "co-tenants (who meter the same devices): their mean power / their aggregate "
             "examples_per_sec. Null where no counter is readable (no NVML; no powercap, or "
             "energy_uj readable by root only) and for multi-worker cells.",
@@ -652,7 +653,7 @@ class Energy:
         float | None,
         Col(
             "W",
-            "Mean power over the metered span (joules / seconds) of the counters energy_j_per_example "
+            "Mean power over the metered windows (joules / seconds) of the counters energy_j_per_example "
             "reads (on CPU hosts the CPU packages', not a GPU's), median over processes; "
             "co-tenants: the mean of the tenants' readings.",
             figure=True,

@@ -244,3 +244,65 @@ def test_turns_reuse_the_steps_an_earlier_instance_calibrated() -> None:
     )
     assert client.replies[0] == {"done": "calibrate", "steps": 40} and t.window_steps == 40
     assert fake.calls == [4, 40, *([40] * 4)]  # compile, the warm-up, no probe; 4 windows
+
+
+class BusyNeighbours(FakeClient):
+    """Each grant comes after the other members' turns, which the package counter also counts."""
+
+    def __init__(self, grants: list[dict[str, object]], counter: dict[str, float]) -> None:
+        super().__init__(grants)
+        self.counter = counter
+
+    def grant(self) -> dict[str, object]:
+        self.counter["j"] += 50.0  # the others' turns: 50 J between two of ours
+        return super().grant()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_energy_in_turns_counts_only_this_processs_own_windows(streamed: bool) -> None:
+    """A package counter that also runs while the others take their turns: only the joules read
+    around this process's own windows count, over the updates those windows ran."""
+    from harness.worker.timing import measure_in_turns
+
+    fake = FakeTraining()
+    counter = {"j": 0.0}
+
+    def run(steps: int) -> float:  # 10 W while this process trains
+        counter["j"] += 10 * steps * STEP_S
+        return fake.run(steps)
+
+    def windows(steps: int, n: int) -> tuple[list[float], float]:
+        return timed_windows(run, steps, n, clock=fake.clock)
+
+    def stream(steps: int, begin, end) -> None:  # type: ignore[no-untyped-def]
+        run(steps)
+        while begin():
+            t0 = fake.clock()
+            loss = run(steps)
+            end(fake.clock() - t0, loss)
+
+    settings = _settings(warmup_windows=1, min_window_steps=10)
+    client = BusyNeighbours(GRANTS, counter)
+    t = measure_in_turns(
+        run,
+        windows,
+        4,
+        settings,
+        fake.clock,
+        client,
+        stream=stream if streamed else None,  # type: ignore[arg-type]
+        meter=lambda: counter["j"],
+    )
+    assert t.energy is not None and t.energy.updates == 4 * 52
+    assert t.energy.seconds == pytest.approx(4 * 52 * STEP_S)
+    assert t.energy.joules == pytest.approx(4 * 10 * 52 * STEP_S)  # none of the neighbours' 50 J
+    assert counter["j"] > 6 * 50  # which the counter did count
+    none = measure_in_turns(run, windows, 4, settings, fake.clock, FakeClient(GRANTS))
+    assert none.energy is None
+
+
+def test_metered_needs_every_reading() -> None:
+    from harness.worker.timing import metered
+
+    assert metered([(1.0, 3.0), (5.0, 6.0)], 2.0, 8).joules == 3.0  # type: ignore[union-attr]
+    assert metered([(1.0, 3.0), (None, 6.0)], 2.0, 8) is None and metered([], 0.0, 0) is None
