@@ -197,10 +197,12 @@ def _op(a: Axes) -> str:
 
 def machine_keys(row: CellRow) -> dict[str, object]:
     """The columns cells and collectives share that say which machine measured a row, with the
-    row's values. Not the fingerprint: it hashes the thread settings, which local multi-worker cells
-    set per worker count."""
+    row's values: its machine id (the facts that tell machines apart, :mod:`harness.contract.machine`)
+    where both tables record it, and for rows older than it the device and core count. Not the
+    fingerprint: it hashes the thread settings, which local multi-worker cells set per worker count."""
     m = row.machine
     return {
+        "machine_id": row.run.machine_id,
         "device_kind": m.device_kind if m else None,
         "device_name": m.device_name if m else None,
         "host_cores": m.host_cores if m else None,

@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.contract.events import Event, Facts
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CollectiveRow, Status
+from harness.launch.platform import HostMachine, this_machine
 from harness.launch.progress import Progress
 from harness.launch.runner import (
     CellEnd,
@@ -46,10 +47,12 @@ def run_collectives(
     launcher: Launcher = run_cell_processes,
     progress: Progress | None = None,
     run_id: str | None = None,
+    machine: HostMachine | None = None,
 ) -> RunResult:
     """Time every runnable topology's payloads in interleaved passes; write every row (unsupported
     topologies too) under ``out/collectives``. A topology whose process fails is not run again.
-    ``run_id``: the run's id (default: a new one)."""
+    ``run_id``: the run's id (default: a new one); ``machine``: what the rows name (default: this
+    host under its default name)."""
     result = RunResult(run_id or new_run_id(dt.datetime.now(dt.UTC)))
     files = RunFiles(out, run_date(result.run_id), result.run_id)
     options = WorkerOptions.of(
@@ -75,7 +78,7 @@ def run_collectives(
         result.interrupted = True
     finally:
         progress.close()
-        _write(result, files, planned, reports, facts)
+        _write(result, files, planned, reports, facts, machine or this_machine())
     result.not_run = sum(1 for c in runnable if not reports[c.id])
     print(
         f"time: {time.monotonic() - t0:.0f} s for {len(runnable)} topologies x "
@@ -100,12 +103,15 @@ def _write(
     planned: Sequence[tuple[Cell, str | None]],
     reports: dict[str, list[Timed]],
     facts: dict[str, Facts | None],
+    machine: HostMachine,
 ) -> None:
     stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     base: CollectiveRow = {
         "run_id": result.run_id,
         "timestamp": stamp,
         "suite_version": suite_version(),
+        "machine": machine.name,
+        "machine_id": machine.facts.short_id,
     }
     known = next((f for f in facts.values() if f), None)
     for cell, why in planned:

@@ -243,7 +243,13 @@ def measure_collectives(work: Work, request: Request, max_bytes: int) -> RunResu
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         print(f"run {run_id}: {request.what}", flush=True)
         return run_collectives(
-            work.cells, work.protocol, work.platform, request.results, max_bytes, run_id=run_id
+            work.cells,
+            work.protocol,
+            work.platform,
+            request.results,
+            max_bytes,
+            run_id=run_id,
+            machine=work.machine,
         )
 
 

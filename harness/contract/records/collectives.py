@@ -18,6 +18,7 @@ from harness.contract.records.shared import (
     DeviceName,
     EffectiveOp,
     HostCores,
+    MachineName,
     Reason,
     RunFingerprint,
     RunId,
@@ -57,6 +58,8 @@ class CollectiveRow(TypedDict, total=False):
     timestamp: Timestamp
     suite_version: SuiteVersion
     fingerprint: RunFingerprint
+    machine: MachineName
+    machine_id: Annotated[str | None, Col("", "The machine's id (as the cells table's machine_id).")]
     device_kind: DeviceKind
     device_name: DeviceName
     host_cores: HostCores
