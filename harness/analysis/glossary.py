@@ -180,6 +180,19 @@ TERMS: tuple[Term, ...] = (
         "configuration (--tenants), or the same model in PyTorch or JAX (--tenant-framework). "
         "Each side's throughput is measured alone and together.",
     ),
+    Term(
+        "machine",
+        "What a run measured on: a name (run --machine, else the CPU model and cores or the GPU's "
+        "name, plus a short hash of the facts), the facts that tell machines apart (CPU model, "
+        "family, flags, cores, caches, memory; GPUs) and its measured matmul peak. Two VMs sold "
+        "under one CPU name can differ 2x: runs whose peaks' CIs do not overlap are two machines.",
+    ),
+    Term(
+        "run-to-run spread",
+        "How far the same configuration's figure moves between runs on one machine, beyond what "
+        "one run's processes show. Machines cannot take turns, so a ratio between machines "
+        "carries it: measured from three or more runs, else the calibrated 15% per run.",
+    ),
 )
 """The glossary, in reading order (what is measured, how, then what the verdicts say)."""
 

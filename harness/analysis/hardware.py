@@ -8,7 +8,7 @@ Machines are :mod:`harness.analysis.machines`'s. For each model:
   machine's runs with a 95% CI that carries the run-to-run spread
   (:mod:`harness.formulas.across_runs`);
 - each machine against the reference machine (``--baseline``), at each one's best and on the same
-  configuration (the reference's best, else the plain custom loop): a ratio with its CI and a
+  configuration (the plain custom loop, else the reference's best): a ratio with its CI and a
   verdict, where a difference under ``min_effect`` (10% by default for machines) is never called;
 - with a price per instance-hour (USD), the cost of a million examples and of one epoch of the
   model's data set at the machine's best; energy per example where the machine measured it.
@@ -98,6 +98,7 @@ class ModelAnswer:
     at_best: tuple[Versus, ...]
     same_label: str
     """The configuration compared on every machine, in words ("" where none is shared)."""
+    same_plain: bool
     same: tuple[Versus, ...]
     costs: dict[str, Cost]
     epoch_examples: int
@@ -289,29 +290,39 @@ def _model(
     costs = {name: _cost(f, prices[name], epoch) for name, f in best.items() if name in prices}
     title = info.title if info else model
     label = figs[(ref, same_id)].label if same_id else ""
+    plain = (
+        same_id is not None
+        and same_id != leaders.get(ref)
+        and STRATEGIES[figs[(ref, same_id)].cell.strategy].reference
+    )
     leader = max(best, key=lambda n: best[n].side.value) if len(best) >= 2 else ""
     others = [n for n in best if n != leader] if leader else []
     leads = tuple(
         dataclasses.replace(v, machine=n) for n in others if (v := _versus(best[leader], best[n], min_effect))
     )
-    return ModelAnswer(model, title, best, unraced, at_best, label, same, costs, epoch, leader, leads)
+    return ModelAnswer(model, title, best, unraced, at_best, label, plain, same, costs, epoch, leader, leads)
 
 
 def _shared_config(
     model: str, machines: Sequence[Machine], figs: Mapping[tuple[str, str], Figure], ref_best: str | None
 ) -> str | None:
-    """The configuration every machine measured: the reference's best, else the plain custom loop
-    (the reference strategy, a custom loop, no accumulation), else None."""
+    """The configuration every machine measured, compared on all of them: the plain custom loop
+    (the reference strategy on one device, a custom loop, no accumulation: the configuration a
+    plain script trains), else the reference machine's best, else None."""
     ref = machines[0].name
     mine = [
         f.cell
         for (name, cid), f in figs.items()
         if name == ref and f.cell.model == model and all((m.name, cid) in figs for m in machines)
     ]
-    if ref_best in {c.cell_id for c in mine}:
-        return ref_best
-    plain = [c for c in mine if STRATEGIES[c.strategy].reference and c.accum_steps == 1 and c.loop == "ctl"]
-    return min(plain, key=lambda c: c.replicas * c.workers).cell_id if plain else None
+    plain = [
+        c
+        for c in mine
+        if STRATEGIES[c.strategy].reference and c.accum_steps == 1 and c.loop == "ctl" and c.tenants == 1
+    ]
+    if plain:
+        return min(plain, key=lambda c: (c.replicas * c.workers, c.per_replica_batch)).cell_id
+    return ref_best if ref_best in {c.cell_id for c in mine} else None
 
 
 def _cost(f: Figure, usd_per_hour: float, epoch_examples: int) -> Cost:

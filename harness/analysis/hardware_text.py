@@ -19,8 +19,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def times(r: float) -> str:
-    """A ratio as ``2.2x``, ``0.55x``."""
-    return f"{r:.2f}x" if r < 1 else f"{r:.2g}x" if r < 10 else f"{r:.0f}x"
+    """A ratio as ``2.17x``, ``0.55x``, ``12.4x``."""
+    return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
 
 def ratio_words(v: Versus) -> str:
@@ -32,10 +32,13 @@ def ratio_words(v: Versus) -> str:
 
 
 def usd(x: float | None) -> str:
-    """Dollars with three significant digits: ``$0.00402``, ``$12.3``, ``$1,234``."""
+    """Dollars with three significant digits and no exponent: ``$0.0000113``, ``$12.3``, ``$1,234``."""
     if x is None:
         return "-"
-    return f"${x:,.0f}" if x >= 1000 else f"${x:.3g}"
+    if x >= 1000:
+        return f"${x:,.0f}"
+    decimals = max(0, 2 - math.floor(math.log10(x))) if x > 0 else 2
+    return f"${x:.{decimals}f}"
 
 
 def estimate_words(e: Estimate, unit: str = "examples/s") -> str:
@@ -98,7 +101,12 @@ def paragraph(a: ModelAnswer) -> list[str]:
     for name in a.unraced:
         lines.append(f"  - on {_q(name)}: no configurations raced in turns, so it names no fastest")
     if a.same_label:
-        lines.append(f"  On the same configuration ({a.same_label}), against the reference:")
+        what = (
+            f"the plain custom loop ({a.same_label})"
+            if a.same_plain
+            else f"the same configuration ({a.same_label})"
+        )
+        lines.append(f"  On {what}, every machine against the reference:")
         lines += [f"  - {_q(v.machine)}: {ratio_words(v)}" for v in a.same]
     return lines
 

@@ -37,10 +37,12 @@ from harness.formulas.stats import CONFIDENCE, NAN, Ratio
 
 RUN_SPREAD = 0.15
 """Standard deviation of a configuration's log run figure between runs on one machine, beyond its
-processes' own: the floor of every cross-run CI. Measured on the 2-core VMs (2026-11-28: two
-separate `nox -s bench` runs, docs/evidence/2026-11-28-machines/): the shift between their run
-figures of one configuration, over the 34 configurations; set above what was seen, as two runs
-minutes apart underestimate runs on different days."""
+processes' own: the floor of every cross-machine CI. On the 2-core VMs: one-process runs minutes
+apart spread 15.7% (cnn) and 18.6% (dense) over 30 runs (2026-11-21, docs/explanation/calibration.md);
+a `nox -s bench` figure (a median over 3 or more processes spread over 13 minutes) moved 3.8% per
+run between two runs half an hour apart (34 configurations, 2026-11-28,
+docs/evidence/2026-11-28-machines). Kept at 15%: two runs of one session are not two days, nor two
+instances of one VM type."""
 
 MIN_RUNS = 3
 """Runs of a configuration on one machine before its own spread is measured rather than assumed."""

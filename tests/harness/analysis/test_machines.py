@@ -24,15 +24,35 @@ def row(run_id: str, peak: float, facts: MachineFacts | None = None, name: str |
         machine_facts=facts.to_json() if facts else None,
     )
     cell = Axes(
-        model="cnn", data="synthetic", strategy="default", cross_device_ops="none", communication="none",
-        replicas=1, workers=1, ps=0, tenants=1, per_replica_batch=64, global_batch=64, accum_steps=1,
-        effective_batch=64, loop="ctl", steps_per_execution=10, precision="float32", xla="off",
-        scaling="weak", tenant_framework="none", optimizer="sgd", learning_rate=0.01, cell_id=f"cnn/{run_id}",
+        model="cnn",
+        data="synthetic",
+        strategy="default",
+        cross_device_ops="none",
+        communication="none",
+        replicas=1,
+        workers=1,
+        ps=0,
+        tenants=1,
+        per_replica_batch=64,
+        global_batch=64,
+        accum_steps=1,
+        effective_batch=64,
+        loop="ctl",
+        steps_per_execution=10,
+        precision="float32",
+        xla="off",
+        scaling="weak",
+        tenant_framework="none",
+        optimizer="sgd",
+        learning_rate=0.01,
+        cell_id=f"cnn/{run_id}",
     )
     return CellRow(
         run=run,
         cell=cell,
-        peak=Utilization(peak_flops_per_sec=Estimate(peak, peak * 0.85, peak * 1.15), peak_dtype="float32", peak_cores=2),
+        peak=Utilization(
+            peak_flops_per_sec=Estimate(peak, peak * 0.85, peak * 1.15), peak_dtype="float32", peak_cores=2
+        ),
         machine=Machine(device_kind="CPU", device_name="AMD EPYC", host_cpu="AMD EPYC", host_cores=2),
     )
 
