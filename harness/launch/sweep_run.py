@@ -111,7 +111,8 @@ def measure_local(work: Work, request: Request) -> RunResult:
     with _locked(request):
         check_minimum(_groups(work), pr, Plan.of(pr, 0.0), PRIORS[work.platform.device_kind], request.sweep)
         run_id = new_run_id(dt.datetime.now(dt.UTC))
-        work = replace(work, machine=work.machine or this_machine())
+        host = work.machine or this_machine()
+        work = replace(work, machine=host)
         entry = plan_entry(
             run_id,
             run_date(run_id),
@@ -119,12 +120,16 @@ def measure_local(work: Work, request: Request) -> RunResult:
             pr,
             work.platform,
             work.mnist_path,
-            machine(suite_version(), work.machine),  # its name and facts: a resumed run keeps them
+            machine(suite_version(), host),  # its name and facts: a resumed run keeps them
             command_line(),
             work.contenders,
         )
         log = journal.Journal.create(journal.path_of(out, run_id), entry)
         print(f"run {run_id}: {request.what}", flush=True)
+        print(
+            f"machine: {host.name} (its rows carry this name; run --machine NAME names it)",
+            flush=True,
+        )
         return _in_turns(work, Output(out, log), Identity(run_id, started=request.started))
 
 
