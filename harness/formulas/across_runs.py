@@ -7,8 +7,9 @@ of the host, the CPU a VM landed on move every process of it. So a ratio across 
 With a side's k runs of one configuration, m_r = mean(log x_p) over run r's process figures x_p
 and w_r = var(log x_p) / P_r (the run's own uncertainty):
 
-- **measured** (k >= MIN_RUNS): s^2 = max(var(m_r), RUN_SPREAD^2 + mean(w_r)) with k - 1 degrees
-  of freedom: the machine's own runs, never tighter than the calibrated floor;
+- **measured** (k >= MIN_RUNS): s^2 = var(m_r) with k - 1 degrees of freedom, the machine's own
+  runs; where that is below the floor RUN_SPREAD^2 + mean(w_r), the floor, taken as known (a
+  normal interval), so that a CI never widens as runs are added;
 - **calibrated** (k < MIN_RUNS): s^2 = RUN_SPREAD^2 + mean(w_r), a normal interval: one run says
   nothing of how far the next one lands, so the spread measured by A/A runs stands in.
 
@@ -103,8 +104,10 @@ def side(runs: Sequence[RunFigure], run_spread: float = RUN_SPREAD) -> Side:
     k = len(runs)
     value = float(np.median([r.value for r in runs]))
     if k >= MIN_RUNS:
-        s2 = max(float(np.var(centres, ddof=1)), floor)
-        return Side(value, float(np.mean(centres)), s2 / k, k - 1, Basis.MEASURED, k, s2)
+        s2 = float(np.var(centres, ddof=1))
+        if s2 > floor:  # the runs' own spread, with its k - 1 degrees of freedom
+            return Side(value, float(np.mean(centres)), s2 / k, k - 1, Basis.MEASURED, k, s2)
+        return Side(value, float(np.mean(centres)), floor / k, math.inf, Basis.MEASURED, k, floor)
     if floor == 0.0:  # no calibrated spread and too few runs to measure one: no CI
         return Side(value, float(np.mean(centres)), NAN, math.inf, Basis.CALIBRATED, k, NAN)
     return Side(value, float(np.mean(centres)), floor / k, math.inf, Basis.CALIBRATED, k, floor)

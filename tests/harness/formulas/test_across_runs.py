@@ -31,10 +31,16 @@ def test_a_run_with_scattered_processes_is_wider_than_the_floor() -> None:
 
 def test_three_runs_measure_their_own_spread_never_below_the_floor() -> None:
     steady = side([RunFigure(v) for v in (100.0, 100.5, 99.5)])
-    assert steady.basis == Basis.MEASURED and steady.df == 2
+    assert steady.basis == Basis.MEASURED and math.isinf(steady.df)  # below the floor: the floor
     assert steady.variance == pytest.approx(across_runs.RUN_SPREAD**2 / 3)
     wild = side([RunFigure(v) for v in (60.0, 100.0, 170.0)])
-    assert wild.variance > steady.variance
+    assert wild.variance > steady.variance and wild.df == 2
+
+
+def test_more_runs_never_widen_the_ci_of_steady_machines() -> None:
+    highs = [across_runs.ratio(s, s).high for k in range(1, 11) if (s := side([RunFigure(100.0)] * k))]
+    assert highs == sorted(highs, reverse=True)
+    assert highs[0] == pytest.approx(1.516, abs=0.002) and highs[2] < 1.3
 
 
 def test_a_a_runs_from_one_distribution_are_rarely_called_different() -> None:
