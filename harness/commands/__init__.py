@@ -130,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv``, run the command, return its exit code (printing a HarnessError's message)."""
     if hasattr(sys.stdout, "reconfigure"):  # a path that is not UTF-8 prints escaped, as on stderr
         sys.stdout.reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(_no_bare_dashes(parser, sys.argv[1:] if argv is None else list(argv)))
     if not (getattr(args, "json", False) and args.command in OUTPUTS):
         return _run(args)
     errors: list[str] = []
@@ -139,6 +140,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     obj = {"command": args.command, "exit_code": code, **output.take()}
     print(dumps({**obj, "error": errors[0]} if errors else obj))
     return code
+
+
+def _no_bare_dashes(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``argv``, refusing ``--flag=--`` (exit 2): argparse drops a ``--`` value and hands the flag
+    an empty list instead of refusing it."""
+    for arg in argv:
+        if arg.startswith("--") and arg.endswith("=--"):
+            parser.error(f"argument {arg[:-3]}: expected a value; received '--'")
+    return argv
 
 
 def _run(args: argparse.Namespace, errors: list[str] | None = None) -> int:

@@ -882,6 +882,12 @@ FOUND = [
     (["doctor", "--dry-run", "--replicas", ""], NvidiaGpus(), 2, "--replicas=''; expected"),
     (["doctor", "--dry-run", "--timeout", "inf"], NvidiaGpus(), 2, "--timeout=inf; expected finite"),
     (["compare-hardware", "--runs", ""], NvidiaGpus(), 2, "--runs=''; expected a run id"),
+    (
+        ["run", "--dry-run", "--repeats=--"],
+        NvidiaGpus(),
+        2,
+        "--repeats: expected a value; received '--'",
+    ),  # was: a TypeError
     (["report", "--run", "last:x"], NvidiaGpus(), 2, "--run='last:x': no run matches; expected"),
     (["compare-hardware"], NvidiaGpus(), 0, "- 'fp2':"),  # was: a pandas error on rows without suite_version
     (
