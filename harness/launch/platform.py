@@ -58,16 +58,21 @@ def parse_nvidia_smi_list(text: str, visible: str | None = None) -> NvidiaGpus:
     return NvidiaGpus(ids, any(i.startswith("MIG-") for i in ids) or (bool(migs) and visible is None))
 
 
-def nvidia_gpus() -> NvidiaGpus:
-    """What ``nvidia-smi -L`` lists for this process (none without the tool or a driver)."""
+def nvidia_smi(*args: str) -> str:
+    """``nvidia-smi ARGS``'s output ("" without the tool, a driver, or within 20 s)."""
     exe = shutil.which("nvidia-smi")
     if not exe:
-        return NvidiaGpus()
+        return ""
     try:
-        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20).stdout
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError):
-        return NvidiaGpus()
-    return parse_nvidia_smi_list(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return ""
+
+
+def nvidia_gpus() -> NvidiaGpus:
+    """What ``nvidia-smi -L`` lists for this process (none without the tool or a driver)."""
+    out = nvidia_smi("-L")
+    return parse_nvidia_smi_list(out, os.environ.get("CUDA_VISIBLE_DEVICES")) if out else NvidiaGpus()
 
 
 def parse_memory_mib(text: str, ids: tuple[str, ...]) -> int:
@@ -85,15 +90,11 @@ def parse_memory_mib(text: str, ids: tuple[str, ...]) -> int:
 
 def gpu_memory_mib(ids: tuple[str, ...]) -> int:
     """:func:`parse_memory_mib` of this host's ``nvidia-smi`` (0 without the tool)."""
-    exe = shutil.which("nvidia-smi")
-    if not exe or not ids:
+    if not ids:
         return 0
-    query = [exe, "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"]
-    try:
-        out = subprocess.run(query, capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return parse_memory_mib(out, ids)
+    return parse_memory_mib(
+        nvidia_smi("--query-gpu=index,memory.total", "--format=csv,noheader,nounits"), ids
+    )
 
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
@@ -172,16 +173,10 @@ def installed_version(package: str) -> str:
 
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """The CPU's model name (/proc/cpuinfo), or the platform module's guess."""
+    """The CPU's model name (/proc/cpuinfo, :func:`parse_cpuinfo`), or the platform module's guess."""
     import platform
 
-    try:
-        for line in Path(cpuinfo).read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return parse_cpuinfo(_read(Path(cpuinfo)) or "").model or platform.processor() or platform.machine()
 
 
 def machine(suite_version: str, host: HostMachine | None = None) -> dict[str, str]:
@@ -208,13 +203,7 @@ def gpu_models(listing: str | None = None) -> list[str]:
     import re
 
     if listing is None:
-        exe = shutil.which("nvidia-smi")
-        if not exe:
-            return []
-        try:
-            listing = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20).stdout
-        except (OSError, subprocess.SubprocessError):
-            return []
+        listing = nvidia_smi("-L")
     return re.findall(r"^GPU \d+: (.+?) \(UUID", listing, flags=re.M)
 
 
@@ -410,13 +399,7 @@ GPU_QUERY = ("--query-gpu=name,memory.total,driver_version", "--format=csv,nohea
 
 def gpu_query() -> str:
     """``nvidia-smi``'s :data:`GPU_QUERY` output ("" without the tool or a driver)."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return ""
-    try:
-        return subprocess.run([exe, *GPU_QUERY], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+    return nvidia_smi(*GPU_QUERY)
 
 
 def usable_cores() -> int:
