@@ -112,17 +112,8 @@ def paragraph(a: ModelAnswer) -> list[str]:
 
 
 def facts_words(m: Machine) -> str:
-    f = m.facts
-    if f is None:
-        return "facts not recorded (a run older than 2026-11-28)"
-    cpu = f"{f.cpu_model} (family {f.cpu_family}, model {f.cpu_model_number}, stepping {f.cpu_stepping})"
-    parts = [cpu, f"{f.cores} cores" + (f", a {f.cpu_quota:g}-CPU quota" if f.cpu_quota else "")]
-    parts += [f.caches] if f.caches else []
-    parts += [f"{f.memory_gib} GiB"] if f.memory_gib else []
-    parts += [", ".join(f.gpus) + f" ({f.gpu_memory_mib:,} MiB, driver {f.gpu_driver})"] if f.gpus else []
-    wide = [x for x in ("avx512f", "avx512_bf16", "amx_tile", "avx2") if x in f.cpu_flags.split()]
-    parts += [f"flags include {', '.join(wide)}"] if wide else []
-    return "; ".join(parts)
+    """The machine's facts in one line (:attr:`MachineFacts.words`), or why there are none."""
+    return m.facts.words if m.facts is not None else "facts not recorded (a run older than 2026-11-28)"
 
 
 def machine_lines(c: HardwareComparison) -> list[str]:

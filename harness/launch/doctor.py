@@ -22,7 +22,7 @@ from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus, isolation
 from harness.launch.isolation import NoNamespace, namespace
 from harness.launch.local_cluster import cluster_env, free_ports, no_namespace_text
-from harness.launch.platform import detect_platform, facts_text, machine_facts
+from harness.launch.platform import detect_platform, machine_facts
 from harness.launch.probes import run_probe_processes
 from harness.spec.cell import Cell
 from harness.spec.ports import PortScope, port_scope
@@ -145,7 +145,7 @@ def examine(
 
 def machine_text(facts: MachineFacts) -> str:
     """The report's machine in two lines: the name its rows get by default, then its facts."""
-    return f"{facts.default_name} (run --machine NAME names it otherwise)\n{facts_text(facts)}"
+    return f"{facts.default_name} (run --machine NAME names it otherwise)\n{facts.words}"
 
 
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}

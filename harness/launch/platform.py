@@ -440,36 +440,6 @@ def machine_facts(
     )
 
 
-def facts_text(facts: MachineFacts) -> str:
-    """The facts in one line, e.g. ``AMD EPYC (family 23, model 49, stepping 0), 2 cores, no CPU
-    quota, L1d 32 KiB, ..., 24 GiB, 117 CPU flags; no GPU``."""
-    ident = ", ".join(
-        f"{word} {value}"
-        for word, value in (
-            ("family", facts.cpu_family),
-            ("model", facts.cpu_model_number),
-            ("stepping", facts.cpu_stepping),
-        )
-        if value
-    )
-    cpu = (facts.cpu_model or "unknown CPU") + (f" ({ident})" if ident else "")
-    quota = f"a {facts.cpu_quota:g}-CPU quota" if facts.cpu_quota else "no CPU quota"
-    parts = [
-        cpu,
-        f"{facts.cores} cores",
-        quota,
-        facts.caches,
-        f"{facts.memory_gib} GiB" if facts.memory_gib else "",
-    ]
-    parts.append(f"{len(facts.cpu_flags.split())} CPU flags")
-    gpus = (
-        f"{len(facts.gpus)} x {facts.gpus[0]}, {facts.gpu_memory_mib} MiB, driver {facts.gpu_driver or '?'}"
-        if facts.gpus
-        else "no GPU"
-    )
-    return ", ".join(p for p in parts if p) + f"; {gpus}"
-
-
 @dataclass(frozen=True)
 class HostMachine:
     """The machine a run measures on, as its rows record it: the name a person calls it by

@@ -240,12 +240,12 @@ def test_machine_facts_read_off_a_fake_host(tmp_path: Path) -> None:
         gpu_driver="550.54.15",
     )
     assert facts.default_name == f"NVIDIA H100 80GB HBM3 x2 {facts.short_id}"
-    text = plat.facts_text(facts)
+    text = facts.words
     assert text.startswith("AMD EPYC (family 23, model 49, stepping 0), 2 cores, a 1-CPU quota, L1d 32 KiB")
     assert text.endswith("; 2 x NVIDIA H100 80GB HBM3, 81559 MiB, driver 550.54.15")
     nothing = plat.machine_facts(*(tmp_path / "missing" / n for n in "abcde"), cores=1, gpus="")
     assert nothing == MachineFacts(cores=1)  # unreadable files: unknown facts, no error
-    assert plat.facts_text(nothing) == "unknown CPU, 1 cores, no CPU quota, 0 CPU flags; no GPU"
+    assert nothing.words == "unknown CPU, 1 cores, no CPU quota, 0 CPU flags; no GPU"
 
 
 def test_this_host_has_facts_and_a_stamp_carries_them(monkeypatch: pytest.MonkeyPatch) -> None:
