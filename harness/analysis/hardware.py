@@ -32,7 +32,7 @@ from harness.contract.records import Axes, CellRow, RatioRow, Status
 from harness.errors import HarnessError
 from harness.formulas import across_runs
 from harness.formulas.across_runs import Basis, RunFigure, Side
-from harness.formulas.stats import CONFIDENCE, Ratio
+from harness.formulas.stats import Ratio, t_quantile
 from harness.formulas.verdicts import judge
 from harness.spec.models import MODELS
 from harness.spec.strategies import STRATEGIES
@@ -59,8 +59,7 @@ class Figure:
 
     @property
     def estimate(self) -> Estimate:
-        half = _quantile(self.side.df) * math.sqrt(self.side.variance)
-        return Estimate(self.side.value, math.exp(self.side.centre - half), math.exp(self.side.centre + half))
+        return Estimate(*across_runs.interval(self.side))
 
 
 @dataclass(frozen=True)
@@ -130,13 +129,6 @@ class HardwareComparison:
     prices: dict[str, float]
     peaks: tuple[Versus, ...]
     """Each machine's measured peak against the reference's (CI from the two peaks' CIs)."""
-
-
-def _quantile(df: float) -> float:
-    from scipy import stats as sps
-
-    p = (1 + CONFIDENCE) / 2
-    return float(sps.norm.ppf(p) if math.isinf(df) else sps.t.ppf(p, df))
 
 
 def basis_words(a: Side, b: Side) -> str:
@@ -348,7 +340,7 @@ def _peak_versus(m: Machine, ref: Machine, min_effect: float) -> Versus:
             m.name, Ratio(nan, nan, nan, 0, 0), judge(nan, nan, nan, min_effect), "no peak measured"
         )
     assert a.value and a.low and a.high and b.value and b.low and b.high
-    q = _quantile(math.inf)
+    q = t_quantile(math.inf)
     sa, sb = (math.log(a.high / a.low) / (2 * q), math.log(b.high / b.low) / (2 * q))
     half = q * math.hypot(sa, sb)
     centre = math.log(a.value / b.value)

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy import stats as sps
 
-from harness.formulas.stats import CONFIDENCE, NAN, Ratio
+from harness.formulas.stats import CONFIDENCE, NAN, Ratio, t_quantile
 
 RUN_SPREAD = 0.15
 """Standard deviation of a configuration's log run figure between runs on one machine, beyond its
@@ -124,16 +123,17 @@ def like(runs: Sequence[RunFigure], other: Side) -> Side:
     return Side(value, centre, s2 / k, other.df, other.basis, k, s2, borrowed=True)
 
 
+def interval(s: Side, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The side's figure and its CI, exp(centre +- q sqrt(variance)), in its unit (examples/s)."""
+    half = t_quantile(s.df, confidence) * math.sqrt(s.variance)
+    return s.value, math.exp(s.centre - half), math.exp(s.centre + half)
+
+
 def ratio(a: Side, b: Side, confidence: float = CONFIDENCE) -> Ratio:
     """a / b of two sides' figures with the CI of the module doc (``n_a``, ``n_b``: their runs)."""
     if not (a.value > 0 and b.value > 0):
         return Ratio(NAN, NAN, NAN, a.runs, b.runs)
-    df = _welch(a, b)
-    q = (
-        float(sps.norm.ppf((1 + confidence) / 2))
-        if math.isinf(df)
-        else float(sps.t.ppf((1 + confidence) / 2, df))
-    )
+    q = t_quantile(_welch(a, b), confidence)  # the normal quantile at df = inf
     diff = a.centre - b.centre
     half = q * math.sqrt(a.variance + b.variance)
     return Ratio(a.value / b.value, math.exp(diff - half), math.exp(diff + half), a.runs, b.runs)
