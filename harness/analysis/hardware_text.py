@@ -191,22 +191,13 @@ def evidence_rows(c: HardwareComparison) -> list[tuple[str, ...]]:
     return out
 
 
-def _clean(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
-
-
 def to_json(c: HardwareComparison) -> dict[str, Any]:
-    """The same answer for scripts: every field of the comparison, NaN as null."""
+    """The same answer for scripts: every field of the comparison (``--json`` prints it with
+    :func:`harness.contract.outputs.dumps`, which writes NaN as null)."""
     data = dataclasses.asdict(c)
     data["verdicts_from"] = {"min_effect": c.min_effect, "equivalent_within": c.min_effect}
     data["leaders"] = {a.model: a.leader for a in c.models if len(a.best) >= 2}
-    return dict(_clean(data))
+    return data
 
 
 def render_html(c: HardwareComparison, figures: Sequence[str] = ()) -> str:
