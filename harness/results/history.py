@@ -19,7 +19,7 @@ after the other, and a run that two of them hold is refused before any row is re
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,26 +162,32 @@ def load(roots: Roots, ab: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     return cells, windows
 
 
+def _each(roots: Roots, read: Callable[[Path], pd.DataFrame]) -> pd.DataFrame:
+    """``read`` of every root's folder (as :func:`load` takes them), one after the other."""
+    return _concat([read(r.folder) for r in open_roots(roots)])
+
+
 def load_ratios(roots: Roots) -> pd.DataFrame:
-    """Every ratios row under ``roots`` (as :func:`load` takes them), one root after the other."""
-    return _concat([read_ratios(r.folder) for r in open_roots(roots)])
+    """Every ratios row under ``roots``."""
+    return _each(roots, read_ratios)
 
 
 def load_collectives(roots: Roots) -> pd.DataFrame:
-    """Every collectives row under ``roots`` (as :func:`load` takes them), one root after the other."""
-    return _concat([read_collectives(r.folder) for r in open_roots(roots)])
+    """Every collectives row under ``roots``."""
+    return _each(roots, read_collectives)
+
+
+def _costs_or_none(folder: Path) -> pd.DataFrame:
+    try:
+        return read_costs(folder)
+    except READ_ERRORS:
+        return read_costs(folder / "missing")
 
 
 def costs(roots: Roots) -> pd.DataFrame:
-    """Every run's costs row under ``roots`` (as :func:`load` takes them; empty when there are
-    none or they cannot be read: the suite's own cost is reported, never a reason to fail)."""
-    frames = []
-    for root in open_roots(roots):
-        try:
-            frames.append(read_costs(root.folder))
-        except READ_ERRORS:
-            frames.append(read_costs(root.folder / "missing"))
-    return _concat(frames)
+    """Every run's costs row under ``roots`` (empty when there are none or they cannot be read:
+    the suite's own cost is reported, never a reason to fail)."""
+    return _each(roots, _costs_or_none)
 
 
 def runs(cells: pd.DataFrame) -> pd.DataFrame:
