@@ -11,9 +11,9 @@ from typing import Any
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, results_roots
 from harness.contract.outputs import CheckOutput
-from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
+from harness.errors import EXIT_FAILURE, EXIT_OK
 from harness.results import history
-from harness.results.check import Finding, Scan, scan
+from harness.results.check import Finding, Scan, require_folder, scan
 from harness.results.history import Root
 
 NAME = "check"
@@ -58,10 +58,7 @@ def _check(root: Root) -> tuple[Scan, list[Finding]]:
 def run(args: argparse.Namespace) -> int:
     roots = history.open_roots(results_roots(args))
     for root in roots:  # every root checked before any is read: a bad one stops the command at once
-        if not root.folder.is_dir():
-            raise HarnessError(
-                f"Received --results={root.given!r}; expected a results folder (it does not exist)."
-            )
+        require_folder(root.folder, root.given)
     checked = [_check(root) for root in roots]
     findings = [f for _, shown in checked for f in shown]
     give(

@@ -125,12 +125,17 @@ def _turns(path: Path, run_id: str, entries: list[dict[str, Any]]) -> list[Findi
     return [Finding(path, text, False)]
 
 
-def scan(root: Path) -> Scan:
-    """Every table file (runs' and ``ab``'s) and every journal under ``root``, read."""
+def require_folder(root: Path, given: str | None = None) -> None:
+    """HarnessError (exit 2) naming ``given`` (default: ``root``) when ``root`` is not a folder."""
     if not root.is_dir():
         raise HarnessError(
-            f"Received --results={str(root)!r}; expected a results folder (it does not exist)."
+            f"Received --results={given or str(root)!r}; expected a results folder (it does not exist)."
         )
+
+
+def scan(root: Path) -> Scan:
+    """Every table file (runs' and ``ab``'s) and every journal under ``root``, read."""
+    require_folder(root)
     tables, files = _tables(root)
     journals, count = _journals(root)
     return Scan(tables + journals, files + count)
