@@ -28,6 +28,13 @@ backward pass (on GPUs, NCCL overlaps part of it: the model is then pessimistic)
 per update (the ctl loop's loss reduce, a scalar, is left out); the input pipeline of n devices is
 as fast per device as of one (one host feeding many GPUs can fall behind); on multi-node links the
 fitted alpha of this machine's localhost gRPC is no guide (give --latency-us).
+
+**Which rows** (:func:`predictions`, what ``predict`` and ``compare-links`` ask through a
+:class:`Query`): the baseline and the measured n-device rows share the query's
+:func:`baseline_key`, the efficiency baseline's own key (the axes of identity key ``baseline``,
+:func:`harness.spec.axes.key_axes`, and the per-replica batch), so rows that differ in XLA, data,
+loss or optimizer are never mixed; the baseline is the newest 1-device row measured on one node
+(:func:`find_one_device`), else the newest on several.
 """
 
 from __future__ import annotations
@@ -42,11 +49,14 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, Status
 from harness.errors import HarnessError
-from harness.spec.axes import OPTION_AXES
+from harness.spec.axes import BASELINE, DEVICE_AXES, OPTION_AXES, key_axes
+from harness.spec.cell import Cell
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
+from harness.spec.words import describe, flags
 
 
 @dataclass(frozen=True)
@@ -189,7 +199,7 @@ def baseline_from_row(row: CellRow) -> Baseline:
     )
 
 
-def _op(a: Axes) -> str:
+def op_of(a: Axes) -> str:
     """The cell's all-reduce implementation: the value of its strategy's option axis."""
     kind = STRATEGIES[a.strategy]
     return str(kind.option_in({name: getattr(a, name) for name in OPTION_AXES}))
@@ -275,6 +285,153 @@ def cost_from_table(
     )
 
 
+def baseline_key(a: Axes | Cell) -> tuple[object, ...]:
+    """What a row shares with its 1-device baseline, the efficiency baseline's key
+    (:func:`harness.results.references.find_baseline`): its values of the axes of identity key
+    ``baseline`` (:func:`harness.spec.axes.key_axes`: model, data, strategy, accumulation, loop,
+    steps per execution, precision, XLA, loss, co-tenants, optimizer), then the per-replica batch
+    (weak scaling). A stored row's null (a row written before the axis) reads as the axis's default."""
+    if isinstance(a, Cell):
+        return (*(getattr(a, axis.name) for axis in key_axes(BASELINE)), a.per_replica_batch)
+    return (*_key_values(a).values(), a.per_replica_batch)
+
+
+def _key_values(a: Axes) -> dict[str, object]:
+    """A stored row's values of the baseline key's axes, by axis name (null: the axis's default)."""
+    return {
+        axis.name: axis.default if (v := getattr(a, axis.row_column)) is None else v
+        for axis in key_axes(BASELINE)
+    }
+
+
+def config_of(a: Axes) -> Cell:
+    """The 1-device cell of a stored row's configuration: its :func:`baseline_key` on one device
+    (what ``compare-links`` asks :func:`predictions` for)."""
+    return Cell.from_dict({**_key_values(a), "batch": a.per_replica_batch})
+
+
+def one_node(row: CellRow) -> bool:
+    """Whether the row was measured on one machine (``nodes`` 1, or null: a local run, or a row
+    written before the column)."""
+    return (row.ran.nodes or 1) <= 1
+
+
+def same_config(rows: Sequence[CellRow], config: Cell) -> list[CellRow]:
+    """The ok rows with a figure that share ``config``'s :func:`baseline_key` (any devices, any
+    nodes), oldest first."""
+    key = baseline_key(config)
+    found = [
+        r for r in rows if r.status == Status.OK and r.examples_per_sec.value and baseline_key(r.cell) == key
+    ]
+    return sorted(found, key=lambda r: r.run.timestamp)
+
+
+def find_one_device(rows: Sequence[CellRow], config: Cell) -> CellRow | None:
+    """The 1-device row (replicas x workers = 1) of ``config``'s :func:`same_config`: the newest
+    measured on one node (:func:`one_node`), else the newest measured on several; None without one."""
+    ones = [r for r in same_config(rows, config) if r.cell.replicas * r.cell.workers == 1]
+    return max(ones, key=lambda r: (one_node(r), r.run.timestamp), default=None)
+
+
+def measure_hint(config: Cell) -> str:
+    """How to measure ``config``'s 1-device cell on one node: ``python -m harness run ...``."""
+    axis = STRATEGIES[config.strategy].device_axis or DEVICE_AXES[0]
+    return f"python -m harness run {flags(vars(config), vary=(axis, [1]))}"
+
+
+@dataclass(frozen=True)
+class Query:
+    """What :func:`predictions` is asked (``predict``'s flags, or a configuration
+    ``compare-links`` measured): ``config``, the 1-device cell whose configuration scales (its
+    :func:`baseline_key` selects the rows); ``counts``, the device counts to predict along its
+    strategy's device axis; ``op``, the all-reduce implementation priced (the value of the
+    strategy's option axis); ``link``, a described link (None: the collectives table's fit on the
+    baseline's machine, and its measurements of the model's gradients)."""
+
+    config: Cell
+    counts: tuple[int, ...]
+    op: str
+    link: AlphaBeta | None = None
+
+    @property
+    def axes(self) -> tuple[str, str]:
+        """(the axis that adds devices under the strategy, the other one, held at 1)."""
+        first, second = DEVICE_AXES
+        return (first, second) if STRATEGIES[self.config.strategy].device_axis == first else (second, first)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One device count: the prediction, and the newest measured row of the configuration there
+    (its figure with its CI, examples/s) with the relative error (None where nothing was measured)."""
+
+    prediction: Prediction
+    measured: Estimate | None
+    error: float | None
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """:func:`predictions`' answer: the 1-device row it scaled, the all-reduce cost it priced, one
+    :class:`Line` per device count."""
+
+    baseline: CellRow
+    cost: AlphaBeta
+    lines: tuple[Line, ...]
+
+
+def missing_baseline(config: Cell, where: str) -> str:
+    """Why there is no prediction: the 1-device cell looked for, where, and how to measure it."""
+    said = [a.name for a in key_axes(BASELINE) if a.name not in ("model", "strategy")]
+    looked = describe(vars(config), only=[*said, "batch"], always=True)
+    return (
+        f"no measured 1-device cell of {config.model} {config.strategy} ({looked}) under {where}; "
+        f"measure it first, e.g. `python -m harness run --sweep validation` or `{measure_hint(config)}`."
+    )
+
+
+def predictions(
+    rows: Sequence[CellRow], query: Query, collectives: Any = None, where: str = "the results"
+) -> Predicted:
+    """``query``'s prediction at each of its device counts from its 1-device row
+    (:func:`find_one_device`) and the all-reduce cost (its described link, else
+    :func:`cost_from_table` over ``collectives``, a DataFrame), beside the newest measured row of
+    the same :func:`baseline_key` at each count. HarnessError without the 1-device row (naming
+    ``where`` it was looked for and the command that measures it) or the all-reduce times. The
+    measured row at a count is the newest measured where the prediction applies (one node for the
+    collectives table's fit, several for a described link), else the newest."""
+    config = query.config
+    base_row = find_one_device(rows, config)
+    if base_row is None:
+        raise HarnessError(missing_baseline(config, where))
+    base = baseline_from_row(base_row)
+    measured_ar: dict[int, float] = {}
+    if query.link is not None:  # devices with their own compute (other hosts, other GPUs)
+        base = dataclasses.replace(base, shares_cores=False)
+        cost = query.link
+    else:
+        cost, measured_ar = cost_from_table(collectives, config.strategy, query.op, config.model, base_row)
+    axis, other = query.axes
+    option = STRATEGIES[config.strategy].option_axis
+    rows_here = same_config(rows, config)
+    lines = []
+    for n in query.counts:
+        seconds, source = allreduce_time(n, config.model, cost, measured_ar, base_row)
+        p = predict(base, n, seconds, source)
+        at_n = [
+            r
+            for r in rows_here
+            if getattr(r.cell, axis) == n
+            and getattr(r.cell, other) == 1
+            and (n == 1 or option is None or getattr(r.cell, option) in (query.op, "none"))
+        ]
+        local = query.link is None  # this machine's fit: one node; a described link: several
+        newest = max(at_n, key=lambda r: (one_node(r) == local, r.run.timestamp), default=None)
+        m = None if newest is None else newest.examples_per_sec
+        lines.append(Line(p, m, None if m is None else error(p.examples_per_sec, float(m.value or math.nan))))
+    return Predicted(base_row, cost, tuple(lines))
+
+
 @dataclass(frozen=True)
 class PredictedCell:
     """One measured multi-device cell beside the scaling model's prediction for it: the model,
@@ -310,7 +467,7 @@ def report_predictions(rows: Sequence[CellRow], collectives: Any) -> list[Predic
         if a.strategy not in ALLREDUCE_STRATEGIES or n < 2 or base is None or a.scaling == "strong":
             continue
         try:
-            cost = cost_from_table(collectives, a.strategy, _op(a), a.model, base)
+            cost = cost_from_table(collectives, a.strategy, op_of(a), a.model, base)
             seconds, source = allreduce_time(n, a.model, *cost, row=base)
         except HarnessError:
             continue
@@ -321,7 +478,7 @@ def report_predictions(rows: Sequence[CellRow], collectives: Any) -> list[Predic
             PredictedCell(
                 model=a.model,
                 cell_id=a.cell_id,
-                series=f"{a.strategy}[{_op(a)}]",
+                series=f"{a.strategy}[{op_of(a)}]",
                 config=_config(base.cell),
                 baseline=float(base.examples_per_sec.value or math.nan),
                 devices=n,

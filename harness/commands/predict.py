@@ -1,6 +1,8 @@
 """``python -m harness predict``: throughput and efficiency at n devices from a measured 1-device cell
 and the all-reduce cost (:mod:`harness.analysis.scaling`), beside the measured figures where the
-results hold them."""
+results hold them. The flags become a :class:`harness.analysis.scaling.Query` (:func:`query`);
+the rows it scales and compares with are the query's baseline key's
+(:func:`harness.analysis.scaling.baseline_key`)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from harness.analysis.tables import render_table
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
-from harness.contract.records import CellRow, Status
+from harness.contract.records import CellRow
 from harness.errors import HarnessError, require
 from harness.results import history
 from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES, PRECISION_NAMES
+from harness.spec.cell import Cell
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
 NAME = "predict"
@@ -139,98 +142,54 @@ def _default_op(strategy: str) -> str:
     return str(STRATEGIES[strategy].predict_option)
 
 
-def _same_config(cells: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
-    sel = cells[
-        (
-            (cells["status"] == Status.OK)
-            & (cells["model"] == args.model)
-            & (cells["per_replica_batch"] == args.batch)
-            & (cells["loop"] == args.loop)
-            & (cells["accum_steps"] == args.accum_steps)
-            & (cells["steps_per_execution"] == args.steps_per_execution)
-            & (cells["precision"] == args.precision)
-            & (cells["tenants"].fillna(1) == 1)
-        )
-        .fillna(False)
-        .astype(bool)
-    ]
-    return sel.sort_values("timestamp").drop_duplicates("cell_id", keep="last")
-
-
-def _baseline(config: pd.DataFrame, args: argparse.Namespace) -> pd.Series:
-    one = config[(config["strategy"] == args.strategy) & (config["replicas"] == 1) & (config["workers"] == 1)]
-    if one.empty:
-        raise HarnessError(
-            f"no measured 1-device cell of {args.model} {args.strategy} (batch {args.batch}, "
-            f"{args.loop}, accum {args.accum_steps}, spe {args.steps_per_execution}, "
-            f"{args.precision}) under {', '.join(results_roots(args))}; measure it first, e.g. `python -m harness "
-            f"run --sweep validation` or `python -m harness run --model {args.model} --strategy "
-            f"{args.strategy} --batch {args.batch}`."
-        )
-    return one.iloc[-1]
-
-
-def _typed(row: pd.Series) -> CellRow:
-    """A row of a cells frame as its typed record."""
-    (typed,) = unflatten_all(CellRow, [row.to_dict()])
-    return typed
-
-
-def _cost(args: argparse.Namespace, op: str, cell: pd.Series) -> tuple[Any, dict[int, float]]:
-    """The alpha-beta cost and the measured gradient all-reduces of the model (devices -> s), from
-    the collectives rows measured on the 1-device ``cell``'s machine (or the described link)."""
-    if args.link_gbps is not None:
-        return scaling.link_alpha_beta(args.link_gbps, args.latency_us), {}
-    return scaling.cost_from_table(
-        history.load_collectives(results_roots(args)),
-        args.strategy,
-        op,
-        args.model,
-        _typed(cell),
+def query(args: argparse.Namespace) -> scaling.Query:
+    """The checked flags as :func:`harness.analysis.scaling.predictions`' query: the 1-device cell
+    of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
+    synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts, the op and the
+    described link."""
+    axis, _ = _axes(args.strategy)
+    config = Cell(
+        model=args.model,
+        strategy=args.strategy,
+        batch=args.batch,
+        loop=args.loop,
+        accum_steps=args.accum_steps,
+        steps_per_execution=args.steps_per_execution,
+        precision=args.precision,
     )
+    link = None if args.link_gbps is None else scaling.link_alpha_beta(args.link_gbps, args.latency_us)
+    counts = tuple(_counts(getattr(args, axis), f"--{axis}"))
+    return scaling.Query(config, counts, args.op or _default_op(args.strategy), link)
 
 
-def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, Any]:
+def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, scaling.AlphaBeta]:
     """One line per n: the prediction, and the measured figure and error where a row exists."""
-    axis, other_axis = _axes(args.strategy)
-    op_column = STRATEGIES[args.strategy].option_axis
-    op = args.op or _default_op(args.strategy)
-    counts = _counts(getattr(args, axis), f"--{axis}")
-    config = _same_config(cells, args)
-    row = _baseline(config, args)
-    base = scaling.baseline_from_row(_typed(row))
-    if args.link_gbps is not None:
-        base = scaling.Baseline(
-            base.step_s, base.effective_batch, base.cores_used, base.host_cores, shares_cores=False
-        )
-    cost, measured_ar = _cost(args, op, row)
-    lines = []
-    for n in counts:
-        seconds, source = scaling.allreduce_time(n, args.model, cost, measured_ar, _typed(row))
-        p = scaling.predict(base, n, seconds, source)
-        match = config[
-            (config["strategy"] == args.strategy)
-            & (config[axis] == n)
-            & (config[other_axis] == 1)
-            & ((config[op_column].isin([op, "none"])) | (n == 1))
-        ]
-        m = match.iloc[-1] if not match.empty else None
-        lines.append(
+    roots = results_roots(args)
+    q = query(args)
+    collectives = None if q.link is not None else history.load_collectives(roots)
+    rows = unflatten_all(CellRow, cells.to_dict("records"))
+    found = scaling.predictions(rows, q, collectives, where=", ".join(roots))
+    return _frame(found), found.cost
+
+
+def _frame(found: scaling.Predicted) -> pd.DataFrame:
+    """The lines as the table and the figure take them (one column per figure)."""
+    return pd.DataFrame(
+        [
             {
-                "devices": n,
-                "predicted_examples_per_sec": p.examples_per_sec,
-                "predicted_efficiency": p.efficiency,
-                "allreduce_share": p.allreduce_share,
-                "allreduce_from": p.allreduce_from,
-                "measured_examples_per_sec": None if m is None else float(m["examples_per_sec"]),
-                "measured_ci_low": None if m is None else m.get("examples_per_sec_ci_low"),
-                "measured_ci_high": None if m is None else m.get("examples_per_sec_ci_high"),
-                "error": None
-                if m is None
-                else scaling.error(p.examples_per_sec, float(m["examples_per_sec"])),
+                "devices": line.prediction.devices,
+                "predicted_examples_per_sec": line.prediction.examples_per_sec,
+                "predicted_efficiency": line.prediction.efficiency,
+                "allreduce_share": line.prediction.allreduce_share,
+                "allreduce_from": line.prediction.allreduce_from,
+                "measured_examples_per_sec": None if line.measured is None else line.measured.value,
+                "measured_ci_low": None if line.measured is None else line.measured.low,
+                "measured_ci_high": None if line.measured is None else line.measured.high,
+                "error": line.error,
             }
-        )
-    return pd.DataFrame(lines), cost
+            for line in found.lines
+        ]
+    )
 
 
 def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:

@@ -20,6 +20,7 @@ def test_every_command_module_has_its_parser_and_runner() -> None:
         "nightly",
         "bisect",
         "compare-hardware",
+        "compare-links",
         "predict",
         "ingest",
         "doctor",

@@ -304,3 +304,37 @@ def test_the_descriptors_say_which_axis_grows_and_which_op_is_priced(
         and ("Received --replicas with --strategy multi_worker_mirrored; expected --workers")
         in capsys.readouterr().err
     )
+
+
+def test_predict_scales_the_baseline_of_its_own_key_measured_on_one_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Newer 1-device rows that differ only in XLA or the optimizer, or that ran on two nodes, are
+    not predict's baseline: the 10 ms cell of the default axes is."""
+    from harness.commands import main
+
+    out = _folder(tmp_path)
+    files = RunFiles(out, "2026-01-02", "20260102T000000Z-bbbbbb")
+    one = {
+        **BASE,
+        "run_id": "20260102T000000Z-bbbbbb",
+        "timestamp": "2026-01-02T00:00:00",
+        "replicas": 1,
+        "cross_device_ops": "none",
+        "effective_batch": 64,
+    }
+    for i, extra in enumerate(
+        (
+            {"cell_id": "xla", "xla": "on", "examples_per_sec": 64000.0},
+            {"cell_id": "adam", "optimizer": "adam", "examples_per_sec": 32000.0},
+            {"cell_id": "two-nodes", "nodes": 2, "link_gbps": 9.4, "examples_per_sec": 16000.0},
+        )
+    ):
+        files.write_row(i, unflatten(CellRow, {**one, **extra}))
+    argv = ["predict", "--results", str(out), "--model", "cnn", "--strategy", "mirrored", "--replicas", "1,2"]
+    assert main([*argv, "--figures", str(tmp_path / "figs")]) == 0
+    lines = {
+        line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()
+    }
+    assert lines["1"][1] == "6,400" and lines["2"][1] == f"{128 / 0.021:,.0f}"
+    assert lines["1"][-2:] == ["6,400", "+0%"]  # measured on one node, as this machine's fit

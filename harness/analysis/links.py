@@ -1,0 +1,395 @@
+"""``compare-links``: what a faster link between nodes buys. Pure (typed rows and the collectives
+rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says it and
+:mod:`harness.analysis.links_figure` draws it).
+
+- **Rows**: ok rows with a figure measured on several nodes (``nodes`` >= 2) whose chief measured
+  the link (``link_gbps``, Gbit/s from the chief to the slowest other node).
+- **Link settings** (:func:`group_links`): a run's link is its rows' ``link_gbps`` (their median);
+  runs are taken slowest first, and a run joins the current setting while every run of it stays
+  within ±:data:`TOLERANCE` of the setting's median; a setting is labelled by that median
+  ("0.94 Gbit/s").
+- **Per configuration** (one cell id on one node count) **and setting**: the throughput over the
+  setting's runs with its 95% CI (:mod:`harness.formulas.across_runs`, as ``compare-hardware``:
+  runs at two links cannot take turns, so the CI carries the run-to-run spread, measured from 3
+  or more runs and never below 15%, else the calibrated 15%); the all-reduce and step time where
+  the step breakdown holds them (median over the runs, s/update); each faster setting against
+  the configuration's slowest: ratio, CI, verdict (:func:`harness.formulas.verdicts.judge`,
+  equivalent inside ±:data:`harness.formulas.stats.MIN_EFFECT`) and, when undecided, the runs at
+  each setting likely to decide it (:func:`runs_to_decide`).
+- **predict's figure** (:func:`harness.analysis.scaling.predictions`): the scaling model at n =
+  the row's workers over a link of the setting's measured Gbit/s
+  (:func:`harness.analysis.scaling.link_alpha_beta`), from the configuration's 1-device row
+  measured on one node (:func:`harness.analysis.scaling.find_one_device`, the efficiency
+  baseline's key), with the alpha of the collectives fit on that row's machine as the latency per
+  ring step where there is one, else 0 (:class:`Modelled` says which); the error is
+  (predicted - measured) / measured. predict models all-reduce strategies only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.analysis import scaling
+from harness.analysis.answer import labels
+from harness.analysis.findings import figures
+from harness.analysis.hardware import basis_words
+from harness.contract.columns import Estimate
+from harness.contract.records import CellRow, Status
+from harness.errors import HarnessError
+from harness.formulas import across_runs
+from harness.formulas.across_runs import RunFigure, Side
+from harness.formulas.stats import MIN_EFFECT, Ratio, t_quantile
+from harness.formulas.verdicts import DECIDED, judge
+from harness.spec.strategies import ALLREDUCE_STRATEGIES
+
+TOLERANCE = 0.25
+"""Runs whose measured links lie within ±25% of their median are one link setting: htb shapes a
+link to its rate within a few percent, and the settings users try differ by 2.5x or more."""
+
+ERROR_BAND = 0.15
+"""An error of predict within ±15% is called right (its fit error on this suite's CPU collectives
+is of that order); beyond, off."""
+
+MAX_RUNS = 100
+"""Runs per setting beyond which an undecided ratio is called undecidable in practice."""
+
+CURVE_POINTS = 41
+"""Points of predict's curve over the measured link range (log-spaced)."""
+
+NOT_MODELLED = "not modelled (predict models all-reduce only)"
+
+CLUSTER_HINT = (
+    "measure them first at each link setting, e.g. `sudo tools/slurm-nodes.sh --link-gbps 1`, then "
+    "`srun -N2 -n2 --wait=120 python -m harness run --cluster slurm --model dense "
+    "--strategy multi_worker_mirrored`; again at --link-gbps 10 (docs/how-to/cluster.md)"
+)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A link setting: runs whose measured links (Gbit/s) lie within ±:data:`TOLERANCE` of their
+    median ``gbps``."""
+
+    gbps: float
+    run_ids: tuple[str, ...]
+    links: tuple[float, ...]
+    """Each run's measured link, Gbit/s (in ``run_ids``' order)."""
+
+    @property
+    def label(self) -> str:
+        """``0.94 Gbit/s``, ``9.41 Gbit/s``, ``23.5 Gbit/s``."""
+        return f"{self.gbps:.3g} Gbit/s"
+
+
+def group_links(links: Mapping[str, float], tolerance: float = TOLERANCE) -> tuple[Setting, ...]:
+    """Run id -> measured Gbit/s as link settings, slowest first (module doc)."""
+    groups: list[list[tuple[str, float]]] = []
+    for run_id, gbps in sorted(links.items(), key=lambda kv: (kv[1], kv[0])):
+        joined = [*groups[-1], (run_id, gbps)] if groups else []
+        if joined and _within([g for _, g in joined], tolerance):
+            groups[-1] = joined
+        else:
+            groups.append([(run_id, gbps)])
+    return tuple(
+        Setting(
+            statistics.median(g for _, g in group), tuple(r for r, _ in group), tuple(g for _, g in group)
+        )
+        for group in groups
+    )
+
+
+def _within(values: Sequence[float], tolerance: float) -> bool:
+    m = statistics.median(values)
+    return all(abs(v / m - 1) <= tolerance for v in values)
+
+
+@dataclass(frozen=True)
+class Versus:
+    """A faster setting against the configuration's slowest: the ratio of their throughputs with
+    its 95% CI, the verdict, what the CI rests on in words, the runs at each setting likely to
+    decide it (0: decided; None: more than :data:`MAX_RUNS`), and predict's ratio of the two."""
+
+    ratio: Ratio
+    verdict: str
+    basis: str
+    runs_to_decide: int | None
+    predicted: float | None
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration at one link setting: its throughput over the setting's runs, the
+    all-reduce and step time (s/update, median over runs; None where not measured), predict's
+    figure (examples/s; None where there is none) and the setting against the slowest."""
+
+    setting: Setting
+    side: Side
+    allreduce_s: float | None
+    step_s: float | None
+    predicted: float | None
+    versus: Versus | None
+    """None at the configuration's slowest setting."""
+
+    @property
+    def estimate(self) -> Estimate:
+        """The throughput and its 95% CI, examples/s."""
+        return Estimate(*across_runs.interval(self.side))
+
+    @property
+    def error(self) -> float | None:
+        """predict's relative error, (predicted - measured) / measured."""
+        return None if self.predicted is None else scaling.error(self.predicted, self.side.value)
+
+
+@dataclass(frozen=True)
+class Modelled:
+    """What predict's figures rest on, or why there are none (``note``): the 1-device row, the
+    latency per ring step (us) and where it came from, and its curve: (Gbit/s, examples/s) over
+    the measured link range."""
+
+    note: str
+    short: str = ""
+    """What the table's predict column says without a figure ("not modelled", "no baseline")."""
+    baseline_cell_id: str = ""
+    latency_us: float | None = None
+    curve: tuple[tuple[float, float], ...] = ()
+
+    @property
+    def modelled(self) -> bool:
+        return bool(self.baseline_cell_id)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One configuration (a cell id on a node count) across the link settings, slowest first."""
+
+    cell_id: str
+    model: str
+    strategy: str
+    label: str
+    """The configuration in words, unique among the model's (:func:`harness.analysis.answer.labels`)."""
+    nodes: int
+    workers: int
+    points: tuple[Point, ...]
+    modelled: Modelled
+
+    @property
+    def title(self) -> str:
+        """``dense, MultiWorkerMirroredStrategy on 2 workers, on 2 nodes``."""
+        return f"{self.model}, {self.label}, on {self.nodes} nodes"
+
+
+@dataclass(frozen=True)
+class LinkComparison:
+    settings: tuple[Setting, ...]
+    configurations: tuple[Configuration, ...]
+    min_effect: float
+    error_band: float
+    left_out: tuple[str, ...]
+    """What was read but not compared, in words (rows without a measured link)."""
+
+
+def compare(
+    rows: Sequence[CellRow],
+    collectives: Any = None,
+    model: str | None = None,
+    where: str = "the results",
+    min_effect: float = MIN_EFFECT,
+) -> LinkComparison:
+    """The comparison of the multi-node rows of ``rows`` (every row given: the one-node baselines
+    are among them) of ``model`` (every model when None); ``collectives``, a DataFrame of the
+    collectives table, gives predict its latency. HarnessError (exit 2), naming what is missing
+    and the command that measures it: no multi-node rows under ``where``, none with a measured
+    link, an unknown ``model``, one link setting only."""
+    multi = [
+        r for r in rows if r.status == Status.OK and r.examples_per_sec.value and (r.ran.nodes or 1) >= 2
+    ]
+    if not multi:
+        raise HarnessError(
+            f"no multi-node rows (status ok, nodes >= 2) under --results {where}: {CLUSTER_HINT}."
+        )
+    linked = [r for r in multi if (r.ran.link_gbps or 0) > 0]
+    if not linked:
+        raise HarnessError(
+            f"the {len(multi)} multi-node rows under --results {where} hold no measured link "
+            f"(link_gbps: null in rows written before the suite measured it); {CLUSTER_HINT}."
+        )
+    models = sorted({r.cell.model for r in linked})
+    if model is not None and model not in models:
+        raise HarnessError(
+            f"Received --model {model!r}; expected one the multi-node rows hold ({', '.join(models)}), "
+            f"or measure it first: `srun -N2 -n2 --wait=120 python -m harness run --cluster slurm "
+            f"--model {model} --strategy multi_worker_mirrored` at each link setting."
+        )
+    mine = [r for r in linked if model is None or r.cell.model == model]
+    settings = group_links(_run_links(mine))
+    if len(settings) < 2:
+        (only,) = settings
+        raise HarnessError(
+            f"the multi-node rows under --results {where} hold one link setting ({only.label}: runs "
+            f"{', '.join(only.run_ids)}); compare-links needs two or more: reshape the link and run "
+            f"the same cells again, e.g. `sudo tools/slurm-nodes.sh --link-gbps {_other(only.gbps)}` "
+            "(docs/how-to/cluster.md)."
+        )
+    named = labels(list({r.cell.cell_id: r for r in mine}.values()))
+    by_config: dict[tuple[str, int], dict[str, CellRow]] = {}
+    for r in sorted(mine, key=lambda r: r.run.timestamp):  # a run's last row of a cell stands
+        by_config.setdefault((r.cell.cell_id, r.ran.nodes or 2), {})[r.run.run_id] = r
+    configs = tuple(
+        _configuration(runs, settings, named[cid], nodes, rows, collectives, min_effect)
+        for (cid, nodes), runs in by_config.items()
+    )
+    left = len(multi) - len(linked)
+    left_out = (f"{left} multi-node rows without a measured link (link_gbps null)",) if left else ()
+    return LinkComparison(settings, configs, min_effect, ERROR_BAND, left_out)
+
+
+def _run_links(rows: Sequence[CellRow]) -> dict[str, float]:
+    """Run id -> its measured link (the median of its rows' link_gbps), Gbit/s."""
+    per_run: dict[str, list[float]] = {}
+    for r in rows:
+        per_run.setdefault(r.run.run_id, []).append(float(r.ran.link_gbps or math.nan))
+    return {run: statistics.median(v) for run, v in per_run.items()}
+
+
+def _other(gbps: float) -> str:
+    """A link setting to try beside ``gbps``: ten times faster, or ten times slower from 10 up."""
+    return f"{gbps * 10:.0f}" if gbps < 10 else f"{gbps / 10:.0f}"
+
+
+def _configuration(
+    runs: Mapping[str, CellRow],
+    settings: Sequence[Setting],
+    label: str,
+    nodes: int,
+    rows: Sequence[CellRow],
+    collectives: Any,
+    min_effect: float,
+) -> Configuration:
+    newest = list(runs.values())[-1]
+    here = [(s, [runs[r] for r in s.run_ids if r in runs]) for s in settings]
+    measured = [(s, mine) for s, mine in here if mine]
+    modelled, predicted = _modelled(newest, rows, collectives, [s.gbps for s, _ in measured])
+    sides = [
+        across_runs.side([RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine])
+        for _, mine in measured
+    ]
+    slowest = sides[0]
+    points = []
+    for i, ((s, mine), side) in enumerate(zip(measured, sides, strict=True)):
+        versus = None
+        if i:
+            ratio = across_runs.ratio(side, slowest)
+            verdict = judge(ratio.value, ratio.low, ratio.high, min_effect)
+            p_fast, p_slow = predicted.get(s.gbps), predicted.get(measured[0][0].gbps)
+            versus = Versus(
+                ratio,
+                verdict,
+                basis_words(side, slowest),
+                runs_to_decide(side, slowest, verdict, min_effect),
+                None if p_fast is None or p_slow is None else p_fast / p_slow,
+            )
+        points.append(
+            Point(
+                s,
+                side,
+                _median([r.breakdown.allreduce_s for r in mine]),
+                _median([r.breakdown.step_s for r in mine]),
+                predicted.get(s.gbps),
+                versus,
+            )
+        )
+    return Configuration(
+        newest.cell.cell_id,
+        newest.cell.model,
+        newest.cell.strategy,
+        label,
+        nodes,
+        newest.cell.workers,
+        tuple(points),
+        modelled,
+    )
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    held = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(held) if held else None
+
+
+def runs_to_decide(a: Side, b: Side, verdict: str, min_effect: float = MIN_EFFECT) -> int | None:
+    """Runs at each of the two settings likely to decide their ratio, at the run-to-run spread
+    measured (or assumed) so far: with k runs a side the CI's half-width is
+    h(k) = z sqrt((s_a^2 + s_b^2) / k) (z the normal quantile); a ratio whose log d is at least
+    L = log(1 + min_effect) from 1 decides (higher or lower) once h < |d|, one inside it
+    (equivalent) once h <= L - |d|. 0: decided already; None: more than :data:`MAX_RUNS`."""
+    if verdict in DECIDED:
+        return 0
+    d = abs(a.centre - b.centre)
+    band = math.log1p(min_effect)
+    target = d if d >= band else band - d
+    spread = a.run_variance + b.run_variance
+    if not (target > 0 and math.isfinite(spread)):
+        return None
+    k = math.ceil(t_quantile(math.inf) ** 2 * spread / target**2)
+    k = max(k, a.runs + 1, b.runs + 1)
+    return k if k <= MAX_RUNS else None
+
+
+def _modelled(
+    row: CellRow, rows: Sequence[CellRow], collectives: Any, links: Sequence[float]
+) -> tuple[Modelled, dict[float, float]]:
+    """predict's figures for ``row``'s configuration: what they rest on, and Gbit/s -> examples/s
+    at each of ``links`` (empty where predict has none, :attr:`Modelled.note` saying why)."""
+    a = row.cell
+    if a.strategy not in ALLREDUCE_STRATEGIES:
+        return Modelled(NOT_MODELLED, "not modelled"), {}
+    if a.replicas != 1:
+        return Modelled("not modelled (predict models one replica per worker)", "not modelled"), {}
+    config = scaling.config_of(a)
+    base = scaling.find_one_device(rows, config)
+    if base is None or not scaling.one_node(base):
+        return (
+            Modelled(
+                "no prediction: no 1-worker row of this configuration measured on one node; "
+                f"measure it (without --cluster): `{scaling.measure_hint(config)}`",
+                "no baseline",
+            ),
+            {},
+        )
+    op = scaling.op_of(a)
+    latency_us, source = _latency(collectives, a.strategy, op, a.model, base)
+
+    def at(gbps: float) -> float:
+        query = scaling.Query(config, (a.workers,), op, scaling.link_alpha_beta(gbps, latency_us))
+        return scaling.predictions(rows, query).lines[0].prediction.examples_per_sec
+
+    low, high = min(links), max(links)
+    grid = np.geomspace(low / 2, high * 2, CURVE_POINTS)
+    note = f"from {base.cell.cell_id} on one node at {a.workers} workers; {source}"
+    return (
+        Modelled(note, "", base.cell.cell_id, latency_us, tuple((float(g), at(float(g))) for g in grid)),
+        {g: at(g) for g in links},
+    )
+
+
+def _latency(collectives: Any, strategy: str, op: str, model: str, base: CellRow) -> tuple[float, str]:
+    """The latency per ring step (us) predict is given, and where it came from: the alpha of the
+    collectives fit of ``strategy`` [``op``] on the baseline's machine, else 0."""
+    if collectives is not None and not collectives.empty:
+        try:
+            fit, _ = scaling.cost_from_table(collectives, strategy, op, model, base)
+        except HarnessError:
+            pass
+        else:
+            alpha = fit.alpha_s * 1e6
+            return alpha, f"latency {alpha:.1f} us per ring step: the alpha of the {fit.source}"
+    return 0.0, (
+        f"latency 0 us per ring step: no collectives fit of {strategy}[{op}] on the baseline's "
+        "machine (`python -m harness run --sweep collectives` measures one)"
+    )

@@ -1,0 +1,78 @@
+"""``python -m harness compare-links``: what a faster link between nodes buys, per model and
+multi-node configuration (:mod:`harness.analysis.links`), beside what predict said."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.analysis import links, links_figure, links_text
+from harness.analysis.tables import render_table
+from harness.commands.output import add_json, give
+from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
+from harness.contract.columns import unflatten_all
+from harness.contract.outputs import OUTPUTS, dumps
+from harness.contract.records import CellRow
+from harness.results import history
+
+NAME = "compare-links"
+
+EXITS: dict[int, str] = {
+    0: "the comparison printed",
+    2: "bad input: no multi-node rows, one link setting only, an unknown --model, or unreadable results",
+}
+"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        NAME,
+        help="what a faster link between nodes buys: multi-node runs grouped by the link their chief "
+        "measured, each faster link against the slowest with CIs that carry the run-to-run spread, "
+        "the all-reduce time, and what predict said",
+    )
+    add_results_argument(p, "the runs at each link setting and the one-node 1-worker baselines")
+    p.add_argument("--model", default=None, metavar="MODEL", help="only this model. Default: every model")
+    p.add_argument(
+        "--figures",
+        default=None,
+        help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
+    )
+    add_json(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.json and NAME not in OUTPUTS:  # main() prints only the objects contract.outputs types
+        with contextlib.redirect_stdout(sys.stderr):
+            obj = _compare(args)
+        print(dumps({"command": NAME, "exit_code": 0, **obj}))
+        return 0
+    give(_compare(args))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Print the comparison (answer, table, where predict is right), draw its figure; its JSON."""
+    roots = results_roots(args)
+    folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
+    check_writable(folder, "--figures")
+    cells, _ = history.load(roots)
+    rows = unflatten_all(CellRow, cells.to_dict("records"))
+    result = links.compare(rows, history.load_collectives(roots), args.model, where=", ".join(roots))
+    print(links_text.text(result) + "\n")
+    print(
+        render_table(
+            links_text.HEADER,
+            links_text.table_rows(result),
+            title="Every configuration at every link setting it was measured at",
+        )
+    )
+    print(links_text.right_text(result))
+    paths = links_figure.draw(result, folder)
+    for path in paths:
+        print(f"wrote {path}")
+    return links_text.to_json(result, paths)
