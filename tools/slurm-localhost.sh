@@ -15,7 +15,6 @@ set -euo pipefail
 
 CONF_DIR=/etc/slurm
 CONF=$CONF_DIR/slurm.conf
-MUNGE_KEY=/etc/munge/munge.key
 PARTITION=debug
 TIMEOUT_S=${SLURM_UP_TIMEOUT_S:-60}
 HOST=$(hostname -s)
@@ -26,43 +25,11 @@ die() { say "error: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root (apt-get, /etc/slurm, daemons)"
 
-# --- packages ---------------------------------------------------------------------------------
-missing=()
-for pkg in munge slurm-wlm; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]} (apt-get)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-    say "munge and slurm-wlm already installed ($(dpkg-query -W -f='${Version}' slurm-wlm))"
-fi
-
-# --- munge ------------------------------------------------------------------------------------
-if [ -s "$MUNGE_KEY" ]; then
-    say "munge key $MUNGE_KEY present"
-else
-    say "creating munge key $MUNGE_KEY"
-    install -d -o munge -g munge -m 0700 /etc/munge
-    if command -v mungekey >/dev/null; then
-        mungekey --create --keyfile="$MUNGE_KEY" --force
-    else
-        dd if=/dev/urandom bs=1 count=1024 of="$MUNGE_KEY" status=none
-    fi
-fi
-chown munge:munge "$MUNGE_KEY" && chmod 0400 "$MUNGE_KEY"
-install -d -o munge -g munge -m 0755 /run/munge
-install -d -o munge -g munge -m 0700 /var/log/munge /var/lib/munge
-if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-    say "munged already running"
-else
-    say "starting munged as user munge"
-    runuser -u munge -- /usr/sbin/munged
-    for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.2; done
-    munge -n | unmunge >/dev/null || die "munged does not answer (see /var/log/munge/munged.log)"
-fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tools/slurm-common.sh
+. "$HERE/slurm-common.sh"
+install_packages
+start_munge
 
 # --- slurm.conf -------------------------------------------------------------------------------
 install -d -o slurm -g slurm -m 0755 /var/spool/slurmctld /var/log/slurm
@@ -72,29 +39,11 @@ new=$(mktemp)
 trap 'rm -f "$new"' EXIT
 cat >"$new" <<EOF
 # Written by tools/slurm-localhost.sh: one node, this host, for trying --cluster slurm.
-ClusterName=localhost
+$(slurm_conf_common localhost)
 SlurmctldHost=$HOST
-SlurmUser=slurm
-SlurmdUser=root
-AuthType=auth/munge
-CryptoType=crypto/munge
-MpiDefault=none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
-SlurmctldPidFile=/run/slurm/slurmctld.pid
 SlurmdPidFile=/run/slurm/slurmd.pid
-SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-SlurmctldPort=6817
-SlurmdPort=6818
 NodeName=$HOST CPUs=$CPUS State=UNKNOWN
 PartitionName=$PARTITION Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF

@@ -102,12 +102,14 @@ class Answer:
 def row_labels(rows: Sequence[CellRow]) -> list[str]:
     """Each row's configuration in words, in order, unique among the rows of its model that
     differ: the strategy and every axis that differs between them
-    (:func:`harness.spec.words.labels`). The one naming of cells in everything a person reads."""
+    (:func:`harness.spec.words.labels`), and the nodes where a cluster spanned several. The one
+    naming of cells in everything a person reads."""
     out = [""] * len(rows)
     for model in dict.fromkeys(r.cell.model for r in rows):
         mine = [i for i, r in enumerate(rows) if r.cell.model == model]
         for i, label in zip(mine, words.labels([values(rows[i].cell) for i in mine]), strict=True):
-            out[i] = label
+            nodes = rows[i].ran.nodes or 1
+            out[i] = label + (f" on {nodes} nodes" if nodes > 1 else "")
     return out
 
 

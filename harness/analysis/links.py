@@ -181,8 +181,8 @@ class Configuration:
 
     @property
     def title(self) -> str:
-        """``dense, MultiWorkerMirroredStrategy on 2 workers, on 2 nodes``."""
-        return f"{self.model}, {self.label}, on {self.nodes} nodes"
+        """``dense, MultiWorkerMirroredStrategy on 2 workers on 2 nodes`` (the row's label says the nodes)."""
+        return f"{self.model}, {self.label}"
 
 
 @dataclass(frozen=True)

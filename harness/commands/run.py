@@ -34,14 +34,17 @@ from harness.commands.selection import (
     check_machine_name,
     dry_run_text,
     platform_text,
+    resumed_cluster,
     select,
 )
 from harness.commands.shared import interrupt_on_sigterm
 from harness.commands.vocabulary import refuse_renamed
 from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
+from harness.contract.records import CellRow
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import sweep_run
+from harness.launch.cluster import ClusterConfig
 from harness.launch.platform import machine_facts
 from harness.launch.resume import host_of
 from harness.launch.runner import RunResult
@@ -97,7 +100,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-KEPT_WITH_RESUME = {"command", "resume", "results", "json", "wait_lock", "dry_run", "func", "machine_name"}
+KEPT_WITH_RESUME = {
+    "command",
+    "resume",
+    "results",
+    "json",
+    "wait_lock",
+    "dry_run",
+    "func",
+    "machine_name",
+    "cluster",
+    "ps",
+}
 """The flags ``--resume`` takes besides itself (and ``--dry-run``); every other one comes from the
 journal (``--machine`` is checked against the journal's name)."""
 
@@ -125,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     interrupt_on_sigterm()
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:  # its chief holds its machine's lock
-        return _take_part(sel, out)
+        return _take_part(config, out)
     request = Request(out, args.wait_lock, _what(sel, out))
     if sel.sweep.kind == "collectives":
         return _collectives_summary(
@@ -157,11 +171,10 @@ def _what(sel: Selection, out: Path) -> str:
     return f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}{where}; results -> {out}"
 
 
-def _take_part(sel: Selection, out: Path) -> int:
+def _take_part(config: ClusterConfig, out: Path) -> int:
     """A peer's or a server's part of a real-cluster run (:func:`harness.launch.sweep_run.take_part`)."""
-    assert sel.cluster is not None
     try:
-        end = sweep_run.take_part(sel.work(), out, sel.cluster)
+        end = sweep_run.take_part(out, config)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -178,10 +191,14 @@ def _resume(args: argparse.Namespace) -> int:
     if given:
         raise HarnessError(
             f"Received {', '.join(given)} with --resume; a resumed run measures the cells, protocol "
-            "and budget of its journal. Expected only --results, --json, --wait-lock, --machine and "
-            "--dry-run."
+            "and budget of its journal. Expected only --results, --json, --wait-lock, --machine, "
+            "--dry-run, and on a real cluster --cluster and --ps."
         )
     out = Path(args.results)
+    config = resumed_cluster(args)
+    if config is not None and config.role != Role.CHIEF and not args.dry_run:  # the chief has the journal
+        interrupt_on_sigterm()
+        return _take_part(config, out)
     resumed = sweep_run.load_journal(out, args.resume)
     plan = resumed.plan
     host = host_of(plan, name, machine_facts())
@@ -193,7 +210,10 @@ def _resume(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     interrupt_on_sigterm()
-    result = sweep_run.measure_resumed(resumed, Request(out, args.wait_lock), host)
+    request = Request(out, args.wait_lock)
+    if config is not None:
+        return _summary(sweep_run.resume_as_chief(resumed, request, config, host), plan.protocol, False)
+    result = sweep_run.measure_resumed(resumed, request, host)
     return _summary(result, plan.protocol, True)
 
 
@@ -241,6 +261,21 @@ def with_min_effect(sel: Selection, min_effect: float | None) -> Selection:
     return dataclasses.replace(sel, protocol=dataclasses.replace(sel.protocol, min_effect=min_effect))
 
 
+def cluster_note(rows: Sequence[CellRow]) -> str:
+    """Where a cluster run's rows were measured, in one line ("" on one node)."""
+    spread = [r for r in rows if (r.ran.nodes or 1) > 1]
+    if not spread:
+        return ""
+    r = spread[0]
+    link = (
+        f"the link from the chief to the slowest other node: {r.ran.link_gbps:.3g} Gbit/s (TCP, "
+        "measured by the chief as the run started)"
+        if r.ran.link_gbps is not None
+        else "the link was not measured (no other node answered the probe)"
+    )
+    return f"cluster: {r.ran.nodes} nodes ({r.ran.placement}); {link}."
+
+
 def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     """The run's table, footnotes, ratios, counts, unstable cells and costs, then the answer in
     words (the run's last screen); its exit code."""
@@ -266,6 +301,9 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
         print(note)
     if any(r.ran.oversubscribed for r in result.rows):
         print(OVERSUBSCRIBED_NOTE)
+    where = cluster_note(result.rows)
+    if where:
+        print(where)
     _print_counts(result.run_id, [str(r.status) for r in result.rows])
     names = Names(result.rows)
     unstable = [r.cell.cell_id for r in result.rows if r.spread.unstable]

@@ -340,6 +340,13 @@ def _max_bytes(args: argparse.Namespace, sweep: Sweep) -> int:
     return int(given)
 
 
+def resumed_cluster(args: argparse.Namespace) -> ClusterConfig | None:
+    """``run --resume`` on a real cluster: this process's cluster from ``--cluster`` and ``--ps``
+    alone (the journal, which only the chief reads, holds the rest)."""
+    overrides = {a.name: a.parse(args.ps) for a in AXES if a.name == "ps" and args.ps is not None}
+    return _cluster(args.cluster, overrides, detect_platform())
+
+
 def _cluster(kind: str, overrides: dict[str, tuple[Any, ...]], platform: Platform) -> ClusterConfig | None:
     """This process's cluster (None for local runs); HarnessError when the axes given contradict it."""
     if kind == "local":

@@ -80,6 +80,18 @@ class ClusterConfig:
         return len({host_of(a) for a in self._training()}) or 1
 
     @property
+    def nodes(self) -> int:
+        """Distinct machines among every task of the cluster (the chief and ps tasks included)."""
+        return len({host_of(a) for addresses in self.jobs.values() for a in addresses})
+
+    @property
+    def placement(self) -> str:
+        """Each task and its host: ``chief 0@node1, ps 0@node1, worker 0@node2``."""
+        return ", ".join(
+            f"{kind} {i}@{host_of(a)}" for kind, addresses in self.spec for i, a in enumerate(addresses)
+        )
+
+    @property
     def tasks_on_my_host(self) -> int:
         """Tasks of any type that share this task's machine (they share its cores)."""
         mine = host_of(self.address)
@@ -93,6 +105,17 @@ class ClusterConfig:
                 "task": {"type": self.task_type, "index": self.task_index},
             }
         )
+
+
+@dataclass(frozen=True)
+class ClusterPlace:
+    """Where a run's rows were measured: the nodes the whole cluster spanned (1 for a local run),
+    each task's host (None locally), and the link from the chief to the slowest other node in
+    Gbit/s, timed at the start of the run (None on one node)."""
+
+    nodes: int = 1
+    placement: str | None = None
+    link_gbps: float | None = None
 
 
 def host_of(address: str) -> str:

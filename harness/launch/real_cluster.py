@@ -23,17 +23,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.contract.events import EventLine
+from harness.contract.events import Event, EventLine
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
-from harness.errors import EXIT_FAILURE, HarnessError
+from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
-from harness.launch.lease import ChiefEnd, wait_for_chief
+from harness.launch.lease import ChiefEnd, ChiefLink, RunLease
+from harness.launch.platform import usable_cores
 from harness.launch.process import (
     POLL_S,
     Deadline,
@@ -45,6 +44,9 @@ from harness.launch.process import (
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
+
+Launcher = Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]
+"""Runs one cell's processes and yields their events (as :data:`harness.launch.runner.Launcher`)."""
 
 RESOLVER_TIMEOUT_S = 180.0
 """Seconds the resolver's child process may take (it imports TensorFlow)."""
@@ -95,7 +97,8 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
 
 def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
     """How this task's worker process of each cell is started: its TF_CONFIG, the host's cores split
-    between the tasks on this host, and its device mask (the Slurm resolver's GPU split; none for a
+    between the tasks on this host (and an inter-op pool of at least the strategy's
+    ``min_inter_op_threads``), and its device mask (the Slurm resolver's GPU split; none for a
     parameter-server coordinator or ps task, or a CPU run; else as inherited from the scheduler)."""
     cores = max(1, host_cores // config.tasks_on_my_host)
     env = {
@@ -103,6 +106,8 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
         "TF_NUM_INTRAOP_THREADS": str(cores),
         "OMP_NUM_THREADS": str(cores),
     }
+    if host_cores < config.kind.min_inter_op_threads:  # TensorFlow would size its pool to the cores
+        env["TF_NUM_INTEROP_THREADS"] = str(config.kind.min_inter_op_threads)
     mask = config.gpu_mask
     if platform.device_kind != "gpu" or config.task_type not in config.kind.training_tasks:
         mask = "-1"
@@ -122,56 +127,112 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
 
 
 def run_cluster_task(
-    cell: Cell, options: WorkerOptions, name: str, config: ClusterConfig
+    cell: Cell,
+    options: WorkerOptions,
+    name: str,
+    config: ClusterConfig,
+    abort: Callable[[], str | None] = lambda: None,
 ) -> Iterator[EventLine]:
     """This task's part of a cell on a real cluster: one worker process joined to the cluster in
-    ``config``, with the start-up, rendezvous and cell deadlines of :func:`run_worker`."""
-    launch = task_launch(config, options.platform, os.cpu_count() or 1)
-    return run_worker(cell, options, name, launch, joins=True)
+    ``config``, with the start-up, rendezvous and cell deadlines of :func:`run_worker`, stopped as
+    soon as ``abort`` gives a reason (a task of the cluster lost)."""
+    launch = task_launch(config, options.platform, usable_cores())
+    return run_worker(cell, options, name, launch, joins=True, abort=abort)
+
+
+def chief_launcher(config: ClusterConfig, lease: RunLease) -> Launcher:
+    """The chief's launcher of every cell (see :data:`harness.launch.runner.Launcher`): each cell
+    is announced to the other tasks through the run lease, then the chief's own part starts; a
+    task lost meanwhile fails the cell at once, naming it."""
+
+    def lost() -> str | None:
+        gone = lease.lost()
+        return None if gone is None else gone.text()
+
+    def launch(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
+        lease.start_cell(name, cell.to_dict())
+        return run_cluster_task(cell, options, name, config, lost)
+
+    return launch
 
 
 @dataclass(frozen=True)
-class ServerEnd:
-    """How a server task ended. ``code``: this task's exit code (0 once the chief's run finished;
-    1 when the server process exited by itself or the chief was lost); ``detail``: one sentence."""
+class TaskEnd:
+    """How a peer's or a server's part of a real-cluster run ended: its exit code (0 once the
+    chief's run finished; 1 when the chief was lost or never reached, or a server process exited by
+    itself), in one line."""
 
     code: int
-    detail: str
+    text: str
 
 
-def serve_cluster_task(cell: Cell, options: WorkerOptions, config: ClusterConfig) -> ServerEnd:
+def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOptions, Cell] | TaskEnd:
+    """This task joined to the chief's run lease, with the run's options (logs under ``log_dir``)
+    and its first cell, from the chief's welcome; or why it could not join."""
+    link = ChiefLink(config)
+    failed = link.connect()
+    if failed is not None:
+        return TaskEnd(EXIT_FAILURE, failed.detail)
+    job = Job.from_json(link.welcome)
+    return link, replace(job.options, log_dir=log_dir), job.cell
+
+
+def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
+    """A MultiWorkerMirrored peer's part of a real-cluster run: run its part of each cell the chief
+    starts, as soon as the chief says so, until the chief's run is over; the run's end or a lost
+    chief stops the cell that runs (a lost chief ends the task with 1). Prints one line per cell; writes no results."""
+    joined = _joined(config, log_dir)
+    if isinstance(joined, TaskEnd):
+        return joined
+    link, options, _ = joined
+    counts = {Event.FINISHED: 0, Event.FAILED: 0}
+    while True:
+        order = link.next()
+        if isinstance(order, ChiefEnd):
+            done = f"{counts[Event.FINISHED]} cells finished, {counts[Event.FAILED]} failed"
+            return TaskEnd(EXIT_OK if order.finished else EXIT_FAILURE, f"peer done: {done}; {order.detail}")
+        if order is None:
+            continue
+        cell = Cell.from_dict(order.cell)
+        ended = Event.FAILED, "its process ended without a word"
+        for ev in run_cluster_task(cell, options, order.name, config, link.over):
+            if ev["event"] in (Event.FINISHED, Event.RECORD, Event.FAILED):
+                ended = Event(ev["event"]), str(ev.get("reason") or "")
+                break
+        kind = Event.FINISHED if ended[0] != Event.FAILED else Event.FAILED
+        counts[kind] += 1
+        print(f"{kind} {cell.id}" + (f": {ended[1]}" if kind == Event.FAILED else ""), flush=True)
+
+
+def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
     """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` for the whole
-    run (``cell`` only names the job), until the chief's run is over (the chief's run lease:
-    :func:`harness.launch.lease.wait_for_chief`). Then the server process is stopped (SIGTERM,
-    SIGKILL after ``KILL_GRACE_S``) and the task ends with 0, or 1 when the chief was lost or never
-    reached. A server process that exits by itself ends the task with 1. Stops the server when this
-    process is interrupted (SIGTERM or Ctrl-C)."""
+    run (started from the chief's welcome), until the chief's run is over (the run lease). Then the
+    server process is stopped (SIGTERM, SIGKILL after ``KILL_GRACE_S``) and the task ends with 0, or
+    1 when the chief was lost or never reached. A server process that exits by itself ends the task
+    with 1. Stops the server when this process is interrupted (SIGTERM or Ctrl-C)."""
+    joined = _joined(config, log_dir)
+    if isinstance(joined, TaskEnd):
+        return joined
+    link, options, cell = joined
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
-        launch = task_launch(config, options.platform, os.cpu_count() or 1)
+        launch = task_launch(config, options.platform, usable_cores())
         proc = start_worker(
             Job(cell, options, launch, injected_fault()),
             Path(tmpdir),
             f"{config.task_type}{config.task_index}",
         )
-        ended: list[ChiefEnd] = []
-        threading.Thread(
-            target=lambda: ended.append(wait_for_chief(config)), name="chief-lease", daemon=True
-        ).start()
+        end: ChiefEnd | None = None
         try:
-            while proc.running and not ended:
-                time.sleep(POLL_S)
+            while proc.running and end is None:
+                order = link.next(POLL_S)
+                end = order if isinstance(order, ChiefEnd) else None
         finally:
             how = proc.stop()
-        if not ended:
-            return ServerEnd(
-                1,
-                f"the server process exited with {signal_text(proc.returncode or 0)} "
+        if end is None:
+            return TaskEnd(
+                EXIT_FAILURE,
+                f"server done: the server process exited with {signal_text(proc.returncode or 0)} "
                 f"before the chief's run ended; its log {proc.log_path}: {proc.tail()}",
             )
-        chief = ended[0]
-        return ServerEnd(0 if chief.finished else 1, f"{chief.detail}; server stopped with {how}")
-
-
-def cluster_launcher(config: ClusterConfig) -> Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]:
-    """The launcher of this task's part of every cell (see :data:`harness.launch.runner.Launcher`)."""
-    return lambda cell, options, name: run_cluster_task(cell, options, name, config)
+        code = EXIT_OK if end.finished else EXIT_FAILURE
+        return TaskEnd(code, f"server done: {end.detail}; server stopped with {how}; exit code {code}")

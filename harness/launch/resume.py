@@ -83,6 +83,8 @@ class Plan:
     command: str
     contenders: tuple[str, ...] = ()
     """The headline cells' ids (:func:`harness.spec.groups.headline_groups`); none before 2026-11-26."""
+    cluster: dict[str, int] | None = None
+    """A real cluster's run: its task counts by type (None: a local run)."""
 
     @classmethod
     def of(cls, entry: Mapping[str, Any]) -> Plan:
@@ -97,6 +99,7 @@ class Plan:
             dict(entry.get("machine", {})),
             entry.get("command", ""),
             tuple(entry.get("contenders", ())),
+            entry.get("cluster"),
         )
 
 
@@ -281,6 +284,10 @@ class Resumed:
     plan: Plan
     entries: list[journal.Entry]
     path: Path
+
+    @property
+    def cluster(self) -> dict[str, int] | None:
+        return self.plan.cluster
 
     @property
     def elapsed_s(self) -> float:

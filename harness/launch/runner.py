@@ -1,14 +1,14 @@
 """Running a selection of cells: each in its own fresh processes, one after the other, with the
 progress bar, through one event loop (:func:`each_cell`) that three callers share:
 
-- :func:`run_sweep` (the chief of a real cluster; a local run measures in turns instead:
-  :mod:`harness.launch.budget`, which keeps its rows in the same :class:`RunState`) measures
+- :func:`run_sweep` (the benchmarks; a local run measures in turns instead:
+  :mod:`harness.launch.budget`, and the chief of a real cluster in passes it drives:
+  :mod:`harness.launch.chief`, both keeping their rows in the same :class:`RunState`) measures
   every runnable cell once per pass (passes interleaved, each in a new order:
   :mod:`harness.spec.schedule`), more passes for cells whose processes disagree, the run's
   matmul peak in its own processes before, between and after the passes; it stores each process's
   windows as soon as they arrive and each cell's row from all its processes (an interrupted run
   or a crashed worker loses nothing already measured), unsupported cells as rows with their reason;
-- :func:`follow_sweep` is a peer's part of a real-cluster run (the chief writes every row);
 - :func:`verify_cells` trains each cell a fixed number of updates for ``verify``.
 
 The parent process never imports TensorFlow.
@@ -36,6 +36,7 @@ from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions
 from harness.contract.records import Breakdown, CellRow, CollectiveRow, RatioRow, RunInfo, Status, WindowRow
 from harness.formulas import stats
+from harness.launch.cluster import ClusterPlace
 from harness.launch.foreign import run_with_tenant
 from harness.launch.local_cluster import run_cluster
 from harness.launch.peak import PeakLog, run_dtypes
@@ -52,11 +53,11 @@ from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
-from harness.spec.schedule import fixed_schedule, pass_order
+from harness.spec.schedule import pass_order
 
 Launcher = Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]
 """Runs one cell's processes and yields their events: :func:`run_cell_processes` (local), or this
-task's part on a real cluster (:func:`harness.launch.real_cluster.cluster_launcher`)."""
+task's part on a real cluster (:func:`harness.launch.real_cluster.chief_launcher`)."""
 
 
 def run_cell_processes(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
@@ -296,6 +297,10 @@ class RunState:
         """By cell id: the step breakdown a process of its own measured after the turns
         (:mod:`harness.launch.breakdowns`), or why it was not."""
         self._window_files = itertools.count()
+        self.place = ClusterPlace()
+        """Where the rows were measured (nodes, tasks' hosts, link): every row carries it."""
+        self.unreached = f"the budget ({protocol.budget_min:g} min) was spent before its first process"
+        """Why a runnable cell with no process has none."""
         earlier = earlier_cells(out)
         # a resumed run's own rows (written by a session that was interrupted) are not its history
         self.earlier = None if earlier is None else earlier[earlier["run_id"] != run_id]
@@ -317,10 +322,6 @@ class RunState:
         self.evidence[end.cell.id].append(result)
         assert self.result.time is not None
         self.result.time.add(result)
-
-    def _unreached(self) -> str:
-        """Why a runnable cell of a run that ended on its own has no process."""
-        return f"the budget ({self.protocol.budget_min:g} min) was spent before its first process"
 
     def ok_so_far(self, cell: Cell) -> bool:
         return all(r.row.status == Status.OK for r in self.evidence[cell.id])
@@ -370,13 +371,16 @@ class RunState:
         ]
         rows += [
             replace(
-                not_measured_row(c, self.protocol, Status.NOT_MEASURED, self._unreached(), self.facts),
+                not_measured_row(c, self.protocol, Status.NOT_MEASURED, self.unreached, self.facts),
                 run=run,
             )
             for c in self.runnable
             if not self.evidence[c.id] and not self.result.interrupted  # a stopped run resumes
         ]
+        where = self.place
         for row in rows:
+            ran = replace(row.ran, nodes=where.nodes, placement=where.placement, link_gbps=where.link_gbps)
+            row = replace(row, ran=ran)
             self.files.write_row(len(self.result.rows), row)
             self.result.rows.append(row)
         self.result.not_run = sum(1 for c in self.runnable if not self.evidence[c.id])
@@ -448,29 +452,6 @@ def run_sweep(
         progress.close()
         run.write_rows()
     return run.result
-
-
-def follow_sweep(
-    cells: list[Cell], protocol: Protocol, platform: Platform, options: WorkerOptions, launcher: Launcher
-) -> dict[str, int]:
-    """A peer's part of a cluster run: take part in every runnable cell, in the chief's order,
-    writing no results (the chief writes every row). Prints one line per cell; returns counts of
-    ``finished`` and ``failed`` cells."""
-    runnable = [c for c, why in plan(cells, platform) if why is None]
-    counts = {"finished": 0, "failed": 0}
-    schedule = fixed_schedule(runnable, protocol.processes, protocol.seed)
-    ends = itertools.chain.from_iterable(
-        each_cell([c for p, c in schedule if p == k], options, launcher, prefix=f"p{k}-")
-        for k in range(protocol.processes)
-    )
-    for end in ends:
-        if end.event == Event.FINISHED:
-            counts["finished"] += 1
-            print(f"finished {end.cell.id}", flush=True)
-        else:  # a peer's record is its own failure
-            counts["failed"] += 1
-            print(f"failed {end.cell.id}: {end.reason}", flush=True)
-    return counts
 
 
 def verify_cells(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.contract.events import Event, EventLine, Facts
@@ -15,7 +15,12 @@ from harness.spec.cell import Cell
 
 
 def run_worker(
-    cell: Cell, options: WorkerOptions, name: str = "worker", launch: Launch = Launch(), joins: bool = False
+    cell: Cell,
+    options: WorkerOptions,
+    name: str = "worker",
+    launch: Launch = Launch(),
+    joins: bool = False,
+    abort: Callable[[], str | None] = lambda: None,
 ) -> Iterator[EventLine]:
     """Run ``cell`` in one fresh worker process; yield its events (each with the worker's ``facts``).
 
@@ -23,7 +28,9 @@ def run_worker(
     started: ``--cluster tf_config|slurm``), the rendezvous until the worker has joined its cluster;
     then the cell. If the worker dies or passes a deadline before its record (a peer: before it
     finished), it is stopped and this yields ``{"event": "failed", "cell_id", "reason", "facts"}``
-    naming the phase, the cause and the tail of its log. Always leaves no process behind.
+    naming the phase, the cause and the tail of its log. ``abort`` is asked every poll: a reason
+    (a cluster task lost) stops the worker at once and fails the cell with that reason. Always
+    leaves no process behind.
     """
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         proc = start_worker(
@@ -49,12 +56,17 @@ def run_worker(
                     done = True
                 yield {**ev, "facts": facts}
 
+        aborted: str | None = None
         try:
             while proc.running and not proc.deadline.overdue:
                 yield from drain()
+                aborted = None if done else abort()
+                if aborted:
+                    break
                 time.sleep(POLL_S)
         finally:
             how = proc.stop()
         yield from drain()  # anything written just before the exit or the deadline
         if not done:
-            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts, "reason": proc.failure(how)}
+            reason = aborted or proc.failure(how)
+            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts, "reason": reason}

@@ -7,10 +7,10 @@ parses and checks the flags, builds the :class:`~harness.launch.run_params.Work`
   fit the budget, journaled from its first line (a new run id and its plan) so that a killed run
   can go on: :func:`load_journal` reads and checks such a run, :func:`measure_resumed` goes on with
   it;
-- :func:`measure_as_chief`: the chief of a real cluster, in passes
-  (:func:`harness.launch.runner.run_sweep`), holding the run lease while parameter servers serve it;
-- :func:`take_part`: a peer (every cell, in the chief's order) or a server (the whole run) of a
-  real cluster; it writes no results;
+- :func:`measure_as_chief` and :func:`resume_as_chief`: the chief of a real cluster, journaled,
+  driving the other tasks through its run lease (:mod:`harness.launch.chief`);
+- :func:`take_part`: a peer (each cell the chief starts) or a server (the whole run) of a real
+  cluster; it writes no results;
 - :func:`measure_collectives`: ``--sweep collectives``'s all-reduce timings.
 
 Each of them that measures holds the machine-wide lock (:mod:`harness.launch.lock`) while it
@@ -30,17 +30,18 @@ from pathlib import Path
 from harness.contract.job import WorkerOptions
 from harness.contract.records import CellRow, Status
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
-from harness.launch import forks
+from harness.launch import chief, forks
 from harness.launch.budget import PRIORS, check_minimum, max_live, minimum_s, plan_groups, run_in_turns
+from harness.launch.chief import ChiefRun
 from harness.launch.cluster import ClusterConfig
 from harness.launch.collectives import run_collectives
-from harness.launch.lease import RunLease, lease_address, server_names
+from harness.launch.lease import LEASE_JOIN_TIMEOUT_S, RunLease, lease_address, task_names
 from harness.launch.lock import MachineLock, command_line
 from harness.launch.platform import HostMachine, machine, machine_facts, this_machine
-from harness.launch.real_cluster import cluster_launcher, serve_cluster_task
+from harness.launch.real_cluster import TaskEnd, follow_chief, serve_cluster_task
 from harness.launch.resume import Resumed, host_of, load, plan_entry
 from harness.launch.run_params import Identity, Output, Work
-from harness.launch.runner import RunResult, follow_sweep, new_run_id, run_date, run_sweep, suite_version
+from harness.launch.runner import RunResult, new_run_id, run_date, suite_version
 from harness.launch.turns import Plan
 from harness.results import journal
 from harness.spec.groups import Group
@@ -73,14 +74,6 @@ class Outline:
     races: int
     live: int
     minimum_s: float
-
-
-@dataclass(frozen=True)
-class TaskEnd:
-    """How a peer's or a server's part of a real-cluster run ended: its exit code, in one line."""
-
-    code: int
-    text: str
 
 
 def _groups(work: Work) -> list[Group]:
@@ -144,6 +137,12 @@ def measure_resumed(resumed: Resumed, request: Request, host: HostMachine | None
     journaled instances kept; its rows carry ``host`` (:func:`harness.launch.resume.host_of`: the
     journal's machine name and facts; None: the journal's, or this host's where it has none)."""
     plan, out = resumed.plan, request.results
+    if resumed.cluster is not None:
+        raise HarnessError(
+            f"run {plan.run_id} was measured on a real cluster of {_shape_words(resumed.cluster)}: "
+            "resume it from every task of a job step of the same shape, e.g. srun ... python -m "
+            f"harness run --cluster slurm --resume {plan.run_id} --results {out}"
+        )
     host = host or host_of(plan, None, machine_facts())
     work = Work(tuple(plan.cells), plan.protocol, plan.platform, plan.mnist_path, plan.contenders, host)
     with _locked(request):
@@ -177,69 +176,122 @@ def _in_turns(work: Work, output: Output, identity: Identity) -> RunResult:
 
 
 def measure_as_chief(work: Work, request: Request, config: ClusterConfig) -> RunResult:
-    """The chief of a real cluster measures every cell in passes and writes every row; with
-    parameter servers, while holding the run lease (:class:`harness.launch.lease.RunLease`), so
-    that the servers end when the run does, with its exit code."""
+    """The chief of a real cluster: a new journaled run it drives through its run lease
+    (:mod:`harness.launch.chief`); every row written here."""
     with _locked(request):
-        if not server_names(config):
-            return _passes(work, request, config)
-        try:
-            lease = RunLease(config)
-        except OSError as e:
-            raise HarnessError(
-                f"the chief's run lease needs TCP port {lease_address(config)[1]} on this "
-                f"host (the servers watch it to learn when the run is over): "
-                f"{e.strerror or e}",
-                EXIT_FAILURE,
-            ) from None
-        with lease:
-            print(
-                f"run lease on port {lease.port}: {len(server_names(config))} servers end when this run does",
-                flush=True,
-            )
-            result = _passes(work, request, config)
-            missing = lease.finish(exit_code(result))
-            if missing:
-                print(f"servers never connected to the run lease: {', '.join(missing)}", file=sys.stderr)
-        return result
+        run_id = new_run_id(dt.datetime.now(dt.UTC))
+        host = work.machine or this_machine()
+        entry = plan_entry(
+            run_id,
+            run_date(run_id),
+            list(work.cells),
+            work.protocol,
+            work.platform,
+            work.mnist_path,
+            machine(suite_version(), host),
+            command_line(),
+            work.contenders,
+        )
+        log = journal.Journal.create(
+            journal.path_of(request.results, run_id), {**entry, "cluster": cluster_shape(config)}
+        )
+        print(f"run {run_id}: {request.what}", flush=True)
+        run = ChiefRun(work.cells, work.protocol, work.platform, host, work.mnist_path, run_id)
+        return _drive(run, request, config, log)
 
 
-def _passes(work: Work, request: Request, config: ClusterConfig) -> RunResult:
-    run_id = new_run_id(dt.datetime.now(dt.UTC))
-    print(f"run {run_id}: {request.what}", flush=True)
-    return run_sweep(
-        list(work.cells),
-        work.protocol,
-        work.platform,
-        request.results,
-        work.mnist_path,
-        launcher=cluster_launcher(config),
-        adaptive=False,
-        run_id=run_id,
-        machine=work.machine,
-    )
+def resume_as_chief(
+    resumed: Resumed, request: Request, config: ClusterConfig, host: HostMachine
+) -> RunResult:
+    """The chief goes on with a journaled cluster run: the processes its journal holds are kept,
+    only the missing ones run (on a cluster of the same shape: a HarnessError otherwise)."""
+    plan = resumed.plan
+    shape = resumed.cluster
+    if shape != cluster_shape(config):
+        raise HarnessError(
+            f"run {plan.run_id} was measured on a cluster of {_shape_words(shape)}; this job step "
+            f"is {_shape_words(cluster_shape(config))}. Resume it on a cluster of the same shape."
+        )
+    ends, peak = chief.replayed(resumed.entries, plan.cells)
+    with _locked(request):
+        log = journal.Journal.reopen(resumed.path)
+        log.append({"kind": "resumed", "elapsed_s": resumed.elapsed_s})
+        print(
+            f"run {plan.run_id} resumed as the chief: {len(ends)} processes kept from its journal, "
+            f"{resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} min of its budget spent; "
+            f"results -> {request.results}",
+            flush=True,
+        )
+        run = ChiefRun(
+            tuple(plan.cells),
+            plan.protocol,
+            plan.platform,
+            host,
+            plan.mnist_path,
+            plan.run_id,
+            ends,
+            peak,
+            resumed.elapsed_s,
+            resumed.resumes + 1,
+        )
+        return _drive(run, request, config, log)
 
 
-def take_part(work: Work, out: Path, config: ClusterConfig) -> TaskEnd:
-    """A task of a real cluster other than the chief: a peer takes part in every cell, a server
-    serves the whole run (until the chief's run lease ends); neither writes results (logs go
-    under ``out/logs``). KeyboardInterrupt when interrupted."""
+def cluster_shape(config: ClusterConfig) -> dict[str, int]:
+    """Task counts by type: what a resumed cluster run must match."""
+    return {kind: len(addresses) for kind, addresses in config.spec}
+
+
+def _shape_words(shape: dict[str, int] | None) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in (shape or {}).items()) or "no cluster (a local run)"
+
+
+def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.Journal) -> RunResult:
+    """The run lease held for the whole run, every other task waited for, then the passes."""
+    runnable = [c for c in run.cells if unsupported_reason(c, run.platform) is None]
+    options = WorkerOptions.of(run.protocol, run.platform, request.results / "logs", run.mnist_path)
+    try:
+        lease = RunLease(config, chief.welcome(run, runnable, options))
+    except OSError as e:
+        raise HarnessError(
+            f"the chief's run lease needs TCP port {lease_address(config)[1]} on this host (the "
+            f"other tasks follow the run through it): {e.strerror or e}",
+            EXIT_FAILURE,
+        ) from None
+    with log, lease:
+        names = task_names(config)
+        print(f"run lease on port {lease.port}: waiting for {len(names)} other task(s) to join", flush=True)
+        missing = lease.wait_for_tasks()
+        never = chief.missing_text(missing, config, LEASE_JOIN_TIMEOUT_S) if missing else None
+
+        def stop() -> str | None:
+            gone = lease.lost()
+            return never or (None if gone is None else gone.text())
+
+        print(f"cluster: {config.nodes} node(s): {config.placement}", flush=True)
+        result = chief.measure(run, request.results, config, lease, log, stop)
+        left = lease.finish(exit_code(result))
+        if left:
+            print(f"tasks never connected to the run lease: {', '.join(left)}", file=sys.stderr)
+    return result
+
+
+def take_part(out: Path, config: ClusterConfig) -> TaskEnd:
+    """A task of a real cluster other than the chief: a peer runs its part of each cell the chief
+    starts, a server serves the whole run; both until the chief's run lease ends, and neither writes
+    results (logs go under ``out/logs``). KeyboardInterrupt when interrupted."""
     task = f"{config.task_type}{config.task_index}"
     stamp = dt.datetime.now(dt.UTC)
     log_dir = out / "logs" / stamp.strftime("%Y-%m-%d") / f"{stamp:%Y%m%dT%H%M%SZ}-{task}"
+    host, port = lease_address(config)
     print(
         f"cluster task {config.task_type} {config.task_index} ({config.role}) at {config.address}; "
-        f"logs -> {log_dir}",
+        f"following the chief's run lease at {host}:{port}; logs -> {log_dir}",
         flush=True,
     )
-    options = WorkerOptions.of(work.protocol, work.platform, log_dir, work.mnist_path)
     if config.role == Role.SERVER:
-        host, port = lease_address(config)
-        print(f"serving until the chief's run is over (its run lease at {host}:{port})", flush=True)
-        end = serve_cluster_task(work.cells[0], options, config)
-        return TaskEnd(end.code, f"server done: {end.detail}; exit code {end.code}")
-    counts = follow_sweep(list(work.cells), work.protocol, work.platform, options, cluster_launcher(config))
-    return TaskEnd(EXIT_OK, f"peer done: {counts['finished']} cells finished, {counts['failed']} failed")
+        return serve_cluster_task(config, log_dir)
+    return follow_chief(config, log_dir)
 
 
 def measure_collectives(work: Work, request: Request, max_bytes: int) -> RunResult:

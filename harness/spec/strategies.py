@@ -110,6 +110,11 @@ class Strategy:
     training_tasks: tuple[str, ...] = ("local",)
     """TF_CONFIG task types that run training steps (get cores and devices)."""
     unsupported_loops: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    min_inter_op_threads: int = 1
+    """Fewest threads in each task's inter-op pool (TF_NUM_INTEROP_THREADS) for the strategy to make
+    progress: TensorFlow sizes the pool from the cores the process may use, and a parameter-server
+    cluster whose tasks each have one core hangs at its first step with pools of 1 (measured on
+    TensorFlow 2.21, two 1-core Slurm nodes)."""
     unsupported_precisions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     say: str = ""
     """The strategy in words, where its class name does not say it ("no distribution strategy")."""
@@ -245,6 +250,7 @@ STRATEGIES: Mapping[str, Strategy] = MappingProxyType(
                 coordinator_cluster,
                 synchronous=False,
                 training_tasks=("worker",),
+                min_inter_op_threads=2,
                 unsupported_loops=MappingProxyType({"fit": _FIT_PS}),
             ),
         )

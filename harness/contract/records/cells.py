@@ -300,6 +300,31 @@ class Execution:
     hosts: Annotated[
         int | None, Col("machines", "Distinct machines the workers ran on (1 for local processes).")
     ] = None
+    nodes: Annotated[
+        int | None,
+        Col(
+            "machines",
+            "Distinct machines the whole cluster spanned: every task, the chief and ps tasks "
+            "included (1 for a local run; hosts counts the workers' machines only).",
+        ),
+    ] = None
+    placement: Annotated[
+        str | None,
+        Col(
+            "",
+            "A real cluster's tasks and the host each ran on, e.g. 'chief 0@node1 ps 0@node1 "
+            "worker 0@node2' (comma-separated); null for a local run.",
+        ),
+    ] = None
+    link_gbps: Annotated[
+        float | None,
+        Col(
+            "Gbit/s",
+            "A cluster of several nodes: TCP throughput from the chief to the slowest other node, "
+            "measured by the chief at the start of the run (64 MiB through the run lease's "
+            "connection); null on one node.",
+        ),
+    ] = None
     cores_per_worker: Annotated[
         int | None,
         Col(

@@ -46,7 +46,7 @@ def test_the_answer_the_table_and_the_figure(
     lines = out.splitlines()
     assert lines[0] == "What a faster link between nodes buys (0.95 Gbit/s, 9.3 Gbit/s):"
     assert lines[2].startswith(
-        "dense, MultiWorkerMirroredStrategy on 2 workers, ring all-reduce, on 2 nodes: 9.3 Gbit/s "
+        "dense, MultiWorkerMirroredStrategy on 2 workers, ring all-reduce on 2 nodes: 9.3 Gbit/s "
         "trains 1.47x faster than 0.95 Gbit/s ["
     )
     assert f"predict said {predicted(9.3) / predicted(0.95):.2f}x" in lines[2]

@@ -54,7 +54,7 @@ def test_resume_refuses_selection_flags_naming_them(tmp_path: Path, no_processes
     assert (
         code == 2
         and "--sweep, --budget-min with --resume" in err
-        and "only --results, --json, --wait-lock, --machine and --dry-run" in err
+        and "only --results, --json, --wait-lock, --machine, --dry-run, and on a real cluster" in err
     )
 
 

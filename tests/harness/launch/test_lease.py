@@ -9,16 +9,20 @@ import time
 import pytest
 
 from harness.launch.lease import (
+    LEASE_CELL,
     LEASE_FINISHED,
     LEASE_GREETING,
-    LEASE_SERVER,
+    LEASE_TASK,
+    LEASE_WELCOME,
+    CellOrder,
     ChiefEnd,
+    ChiefLink,
     RunLease,
     cluster_digest,
     lease_address,
     lease_line,
     parse_lease_line,
-    server_names,
+    task_names,
     wait_for_chief,
 )
 from harness.launch.local_cluster import free_ports
@@ -32,16 +36,19 @@ def test_lease_address_is_the_chief_host_above_its_ports() -> None:
     assert lease_address(_config(slurm, "ps", 0)) == ("n1", 8891)
 
 
-def test_server_names_and_digest() -> None:
-    assert server_names(_config(PS, "chief", 0)) == ["worker 0", "worker 1", "ps 0"]
-    assert server_names(_config(MWMS, "worker", 0)) == []
+def test_task_names_and_digest() -> None:
+    assert task_names(_config(PS, "chief", 0)) == ["worker 0", "worker 1", "ps 0"]
+    assert task_names(_config(MWMS, "worker", 0)) == ["worker 1", "worker 2"]
     assert cluster_digest(_config(PS, "chief", 0)) == cluster_digest(_config(PS, "ps", 0))
     assert cluster_digest(_config(PS, "chief", 0)) != cluster_digest(_config(MWMS, "worker", 0))
 
 
 def test_lease_lines() -> None:
     assert lease_line(LEASE_FINISHED, 0) == b"finished 0\n"
-    assert parse_lease_line(lease_line(LEASE_SERVER, "ps", 1)) == ("server", ["ps", "1"])
+    assert parse_lease_line(lease_line(LEASE_TASK, "ps", 1)) == ("task", ["ps", "1"])
+    cell = lease_line(LEASE_CELL, "p0-00001", '{"model": "a  b", "x": 1}')
+    assert parse_lease_line(cell) == ("cell", ["p0-00001", '{"model": "a  b", "x": 1}'])
+    assert parse_lease_line(lease_line(LEASE_WELCOME, '{"a": [1, 2]}')) == ("welcome", ['{"a": [1, 2]}'])
     for bad in (b"", b"finished 0", b"  \n"):
         with pytest.raises(ValueError):
             parse_lease_line(bad)
@@ -85,7 +92,7 @@ def test_run_lease_tells_every_server_that_the_run_finished() -> None:
     }
 
 
-def test_run_lease_names_servers_that_never_connected_after_its_linger() -> None:
+def test_run_lease_names_tasks_that_never_connected_after_its_linger() -> None:
     cluster = _local_ps()
     ends: dict[str, ChiefEnd] = {}
     with RunLease(_config(cluster, "chief", 0), linger_s=0.5) as lease:
@@ -121,7 +128,10 @@ def test_a_server_notices_a_lost_chief_and_an_absent_one() -> None:
         thread = _watch(cluster, "ps", 0, ends)
         conn, _ = fake_chief.accept()
         conn.sendall(greeting)
-        assert conn.makefile("rb").readline() == b"server ps 0\n"
+        reader = conn.makefile("rb")
+        assert reader.readline() == b"task ps 0\n"
+        conn.sendall(lease_line(LEASE_WELCOME, "{}"))
+        reader.close()
         conn.close()
         thread.join(10)
     assert not ends["ps 0"].finished and ends["ps 0"].code is None
@@ -139,3 +149,63 @@ def test_a_server_ignores_another_clusters_lease_on_the_port() -> None:
     with RunLease(_config(other, "chief", 0), linger_s=0):
         end = wait_for_chief(_config(cluster, "ps", 0), connect_timeout_s=1, retry_s=0.1)
     assert not end.finished and "something else answers there" in end.detail
+
+
+def _joined(cluster: dict[str, list[str]], kind: str, index: int) -> ChiefLink:
+    link = ChiefLink(_config(cluster, kind, index))
+    assert link.connect(20, 0.1) is None
+    return link
+
+
+def test_the_chief_welcomes_each_task_and_orders_each_cell() -> None:
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), {"cell": {"model": "dense"}}, linger_s=5) as lease:
+        links = [_joined(cluster, k, i) for k, i in (("worker", 0), ("worker", 1), ("ps", 0))]
+        assert lease.wait_for_tasks(10) == []
+        assert all(link.welcome == {"cell": {"model": "dense"}} for link in links)
+        lease.start_cell("p0-00000", {"model": "dense", "note": "two  spaces"})
+        for link in links:
+            assert link.next(5) == CellOrder("p0-00000", {"model": "dense", "note": "two  spaces"})
+        assert lease.probe("worker 1", nbytes=4 << 20) > 0  # Gbit/s, acknowledged by the task
+        assert lease.lost() is None
+        lease.finish(0)
+    for link in links:
+        assert link.next(5) == ChiefEnd(True, 0, "the chief's run finished with exit code 0")
+        assert link.gone() is None
+
+
+def test_the_chief_names_a_lost_task_and_its_host_at_once() -> None:
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
+        links = [_joined(cluster, k, i) for k, i in (("worker", 0), ("worker", 1), ("ps", 0))]
+        assert lease.wait_for_tasks(10) == []
+        t0 = time.monotonic()
+        assert links[1]._conn is not None
+        links[1]._conn.shutdown(socket.SHUT_RDWR)  # its process died: the kernel closes the socket
+        while lease.lost() is None and time.monotonic() - t0 < 5:
+            time.sleep(0.05)
+        lost = lease.lost()
+        assert lost is not None and lost.task == "worker 1" and lost.host == "127.0.0.1"
+        assert "worker 1 on 127.0.0.1 was lost at" in lost.text()
+        assert time.monotonic() - t0 < 2
+
+
+def test_a_task_that_never_joins_is_named_after_the_wait() -> None:
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
+        _joined(cluster, "ps", 0)
+        assert lease.wait_for_tasks(0.5) == ["worker 0", "worker 1"]
+
+
+def test_a_task_sees_its_chief_gone_while_a_cell_runs() -> None:
+    cluster = _local_ps()
+    lease = RunLease(_config(cluster, "chief", 0), linger_s=0)
+    link = _joined(cluster, "worker", 0)
+    lease._listener.close()
+    with lease._lock:
+        members = list(lease._members.values())
+    for member in members:
+        member.conn.shutdown(socket.SHUT_RDWR)
+    end = link.next(5)
+    assert isinstance(end, ChiefEnd) and not end.finished
+    assert link.gone() is not None and "the chief died or its host is gone" in str(link.gone())

@@ -1,0 +1,179 @@
+"""The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
+(:mod:`harness.launch.lease`) for the whole run and drives every other task through it.
+
+1. The lease opens and the chief waits for every other task to join it (a task that never does
+   fails the run before any cell: every cell becomes a row that says so).
+2. Where the cluster spans several nodes, the chief times the link to each other node
+   (:meth:`RunLease.probe`); every row records the nodes, each task's host and that link.
+3. Passes over the runnable cells (each pass in a new order: :func:`harness.spec.schedule.pass_order`),
+   each cell announced to the other tasks, then run; each process's result journaled at once, so
+   that ``--resume`` measures only what is missing.
+4. It stops starting cells when the budget would be passed (those cells become rows that say so),
+   or as soon as a task is lost: the running cell fails naming the task and its node, the cells
+   not started become rows that say why, and the run exits non-zero.
+5. ``finished <code>`` to every task; the rows are written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.contract.job import Job, WorkerOptions
+from harness.launch.cluster import ClusterConfig, ClusterPlace, host_of
+from harness.launch.lease import RunLease, task_host, task_names
+from harness.launch.platform import HostMachine
+from harness.launch.progress import Progress
+from harness.launch.real_cluster import chief_launcher
+from harness.launch.resume import decode_end, encode_end, peak_entry, restore_peak
+from harness.launch.runner import CellEnd, RunResult, RunState, each_cell, run_date
+from harness.results import journal
+from harness.spec.cell import Cell
+from harness.spec.protocol import Platform, Protocol
+from harness.spec.schedule import pass_order
+
+PROCESS = "process"
+"""Journal entry of one process of a cell: ``{"kind": "process", "pass": k, "end": ...}``."""
+PEAK = "peak"
+
+
+@dataclass(frozen=True)
+class ChiefRun:
+    """What the chief measures: the cells, protocol and platform; the machine its rows name; the
+    MNIST file; its run id and whether it resumes (``replay``: the journaled process results, in
+    order; ``elapsed_s``: seconds its earlier sessions spent)."""
+
+    cells: tuple[Cell, ...]
+    protocol: Protocol
+    platform: Platform
+    machine: HostMachine | None
+    mnist_path: str | None
+    run_id: str
+    replay: tuple[tuple[int, CellEnd], ...] = ()
+    peak: dict[str, object] | None = None
+    elapsed_s: float = 0.0
+    resumes: int = 0
+
+
+def welcome(run: ChiefRun, runnable: Sequence[Cell], options: WorkerOptions) -> dict[str, object]:
+    """What every task is told when it joins: the run's options and first cell (a server starts
+    its TensorFlow server from it)."""
+    first = runnable[0] if runnable else run.cells[0]
+    return Job(first, options).to_json()
+
+
+def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
+    """The nodes the cluster spans, each task's host, and the slowest link from the chief to
+    another node, timed now (None on one node, or when no probe came back)."""
+    chief_host = host_of(config.jobs[config.chief_task[0]][config.chief_task[1]])
+    one_per_node: dict[str, str] = {}
+    for name in task_names(config):
+        one_per_node.setdefault(task_host(config, name), name)
+    one_per_node.pop(chief_host, None)
+    speeds = [lease.probe(name) for name in one_per_node.values()]
+    measured = [s for s in speeds if s is not None]
+    link = min(measured) if measured and len(measured) == len(speeds) else None
+    return ClusterPlace(config.nodes, config.placement, link)
+
+
+def missing_text(missing: Sequence[str], config: ClusterConfig, timeout_s: float) -> str:
+    names = ", ".join(f"{m} on {task_host(config, m)}" for m in missing)
+    return f"{names} never joined the chief's run lease within {timeout_s:g} s"
+
+
+class Budget:
+    """The chief's budget (``minutes``; 0: none): a cell starts only when the run's time so far
+    plus the longest cell so far fits."""
+
+    def __init__(self, minutes: float, spent_s: float) -> None:
+        self.limit_s = minutes * 60
+        self.t0 = time.monotonic() - spent_s
+        self.longest_s = 0.0
+
+    def spent_s(self) -> float:
+        return time.monotonic() - self.t0
+
+    def fits(self) -> bool:
+        return not self.limit_s or self.spent_s() + self.longest_s <= self.limit_s
+
+    def add(self, end: CellEnd) -> None:
+        self.longest_s = max(self.longest_s, end.wall_s)
+
+
+def measure(
+    run: ChiefRun,
+    out: Path,
+    config: ClusterConfig,
+    lease: RunLease,
+    log: journal.Journal,
+    stop: Callable[[], str | None],
+) -> RunResult:
+    """The passes (module docstring, 3-5): every row written under ``out``. ``stop`` gives a reason
+    to start no more cells (a task lost, or never joined)."""
+    pr = run.protocol
+    state = RunState(list(run.cells), pr, run.platform, out, None, run.run_id, run.resumes, run.machine)
+    state.place = place(config, lease) if stop() is None else ClusterPlace(config.nodes, config.placement)
+    if run.peak is not None:
+        restore_peak(state.peaks, run.peak)
+    options = WorkerOptions.of(
+        pr, run.platform, out / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
+    )
+    done = set()
+    for k, end in run.replay:
+        state.record(end, k)
+        done.add((k, end.cell.id))
+    budget = Budget(pr.budget_min if pr.budget_min else 0.0, run.elapsed_s)
+    launcher = chief_launcher(config, lease)
+    todo = [(k, c) for k in range(pr.processes) for c in pass_order(state.runnable, k, pr.seed)]
+    todo = [(k, c) for k, c in todo if (k, c.id) not in done]
+    progress = Progress(len(todo))
+    try:
+        if todo and stop() is None and not run.replay:
+            _peak(state, log)
+        for index, (k, cell) in enumerate(todo):
+            if index and todo[index - 1][0] != k:  # between passes
+                _peak(state, log)
+            why = stop()
+            if why is not None:
+                state.result.stopped, state.unreached = why, f"not started: {why}"
+                break
+            if not budget.fits():
+                break
+            for end in each_cell([cell], options, launcher, progress, prefix=f"p{k}-{index:05d}-"):
+                state.record(end, k)
+                budget.add(end)
+                log.append(
+                    {"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()}
+                )
+        else:
+            if todo and stop() is None:
+                _peak(state, log)
+        why = stop()
+        if why is not None and not state.result.stopped:
+            state.result.stopped, state.unreached = why, f"not started: {why}"
+        if not state.result.stopped:
+            log.append({"kind": "end", "elapsed_s": budget.spent_s()})
+    except KeyboardInterrupt:
+        state.result.interrupted = True
+    finally:
+        progress.close()
+        state.write_rows()
+    return state.result
+
+
+def _peak(state: RunState, log: journal.Journal) -> None:
+    state.measure_peak()
+    if state.peaks.dtypes:
+        log.append({"kind": PEAK, **peak_entry(state.peaks)})
+
+
+def replayed(
+    entries: Sequence[journal.Entry], cells: Sequence[Cell]
+) -> tuple[tuple[tuple[int, CellEnd], ...], dict[str, object] | None]:
+    """A journal's process results (pass, end) in order and its last peak entry."""
+    by_id = {c.id: c for c in cells}
+    ends = tuple((int(e["pass"]), decode_end(e["end"], by_id)) for e in entries if e["kind"] == PROCESS)
+    peaks = [e for e in entries if e["kind"] == PEAK]
+    return ends, (dict(peaks[-1]) if peaks else None)
