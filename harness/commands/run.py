@@ -235,7 +235,8 @@ def _plan_head(sel: Selection, out: Path) -> str:
     peak = ", the matmul-peak processes first" if pr.peak else ""
     if config is not None:
         return (
-            f"run: {pr.processes} pass(es) over the cells as the chief of a real cluster{peak}; "
+            f"run: {pr.processes} pass(es) over the cells as the chief of a real cluster{peak}, "
+            f"within a budget of {pr.budget_min:g} min, the other tasks following its run lease; "
             f"results -> {out}"
         )
     found = sweep_run.outline(sel.work())

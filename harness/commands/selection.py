@@ -43,18 +43,18 @@ PROTOCOL_FLAGS = {
         int,
         (
             "fewest instances (fresh processes) of each group measured in turns; "
-            "with --cluster tf_config|slurm: passes over the cells"
+            "with --cluster tf_config|slurm: passes over the cells, as the budget allows"
         ),
     ),
     "max_processes": (
         int,
-        "most instances of a group (a real cluster: most passes for a cell whose processes disagree)",
+        "most instances of a group measured in turns",
     ),
     "unstable_cv": (
         float,
         (
             "between-process coefficient of variation above which a cell is flagged "
-            "unstable (a real cluster: and gets more passes)"
+            "unstable (in turns: and gets more instances)"
         ),
     ),
     "turn_s": (float, "seconds of one turn: a timed window with the whole machine"),
@@ -213,7 +213,8 @@ def add_selection_args(
         "started, each task with its own TF_CONFIG; slurm: the same, the cluster "
         "built by TensorFlow's SlurmClusterResolver (with --ps P: a chief, P ps and "
         "the rest workers). Every task runs the same command; the cluster fixes "
-        "--strategy, --workers and --ps; only the chief writes results. Default: local",
+        "--strategy, --workers and --ps; the chief drives the others (its run lease), "
+        "holds --budget-min, can --resume, and alone writes results. Default: local",
     )
     if writes_rows:
         p.add_argument(

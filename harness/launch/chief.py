@@ -16,11 +16,13 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.contract.events import Event
 from harness.contract.job import Job, WorkerOptions
 from harness.launch.cluster import ClusterConfig, ClusterPlace, host_of
 from harness.launch.lease import RunLease, task_host, task_names
@@ -121,6 +123,8 @@ def measure(
         pr, run.platform, out / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
     )
     done = set()
+    if run.replay:  # every window of the run is in its journal: written again, in order
+        shutil.rmtree(state.files.folder("windows"), ignore_errors=True)
     for k, end in run.replay:
         state.record(end, k)
         done.add((k, end.cell.id))
@@ -172,8 +176,13 @@ def _peak(state: RunState, log: journal.Journal) -> None:
 def replayed(
     entries: Sequence[journal.Entry], cells: Sequence[Cell]
 ) -> tuple[tuple[tuple[int, CellEnd], ...], dict[str, object] | None]:
-    """A journal's process results (pass, end) in order and its last peak entry."""
+    """A journal's measured process results (pass, end) in order, and its last peak entry; a
+    process that failed (a task lost, a deadline) is not kept: the resumed run measures it again."""
     by_id = {c.id: c for c in cells}
-    ends = tuple((int(e["pass"]), decode_end(e["end"], by_id)) for e in entries if e["kind"] == PROCESS)
+    ends = tuple(
+        (int(e["pass"]), decode_end(e["end"], by_id))
+        for e in entries
+        if e["kind"] == PROCESS and e["end"]["event"] == Event.RECORD
+    )
     peaks = [e for e in entries if e["kind"] == PEAK]
     return ends, (dict(peaks[-1]) if peaks else None)

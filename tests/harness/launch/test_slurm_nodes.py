@@ -1,0 +1,221 @@
+"""``--cluster slurm`` across two nodes of ``tools/slurm-nodes.sh`` (slow): each node a network and UTS
+namespace on a bridge, pinned to its own cores, with its own slurmd. Skipped with the reason where
+this machine lacks root, network namespaces or Debian's slurm-wlm and munge.
+
+The module brings the cluster up (links unshaped) unless it is up already, and takes it down again
+if it brought it up. What each test shows:
+
+- a MultiWorkerMirrored and a parameter-server job step across the nodes exit 0, and their rows
+  say 2 nodes, each task's host and the measured link; TensorFlow's servers listen only inside the
+  nodes' namespaces (none of their sockets is in this machine's own);
+- a node lost mid-run (its task and its slurmd killed): the running cell becomes a failed row naming
+  the node within 30 s, the cells not started become rows that say why, the chief exits 1, nothing
+  is left running; then, the node back, ``--resume`` measures only what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.launch import listeners
+from harness.results.store import read_cells
+from tests.harness.launch.test_runner import ROOT, worker_processes
+
+SCRIPT = ROOT / "tools" / "slurm-nodes.sh"
+STATE = Path("/run/tfsb-nodes")
+NODES = ("node1", "node2")
+FAST = [
+    "--no-peak",
+    "--repeats",
+    "2",
+    "--window-s",
+    "0.1",
+    "--warmup-windows",
+    "0",
+    "--min-window-steps",
+    "5",
+    "--steps-per-execution",
+    "5",
+    "--device",
+    "cpu",
+]
+
+
+def _why_not() -> str | None:
+    """Why this machine cannot make the cluster (None: it can)."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, a bridge, Slurm's daemons)"
+    missing = [d for d in ("slurmctld", "slurmd", "munged", "srun") if shutil.which(d) is None]
+    if missing:
+        return f"Debian's slurm-wlm and munge are not installed ({', '.join(missing)} missing): apt-get install slurm-wlm munge"
+    if (os.cpu_count() or 1) < 2:
+        return "needs 2 cores: each node gets cores of its own"
+    return None
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.process,
+    pytest.mark.skipif(_why_not() is not None, reason=str(_why_not())),
+]
+
+
+def _script(*args: str) -> str:
+    proc = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def two_nodes() -> Iterator[None]:
+    if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
+        pytest.skip("this machine gives no network namespace (unshare --net fails)")
+    was_up = STATE.is_dir()
+    _script("--nodes", "2", "--link-gbps", "none")
+    yield
+    if not was_up:
+        _script("--down")
+        assert not Path("/run/netns/node1").exists() and not STATE.exists()
+
+
+def _srun(tmp_path: Path, tasks: int, *args: str, fast: bool = True) -> subprocess.Popen[str]:
+    """One job step of ``tasks`` tasks on both nodes, each running ``harness run --cluster slurm``
+    (``fast``: with the short windows of :data:`FAST`)."""
+    cmd = ["srun", "-N2", f"-n{tasks}", "--overcommit", "--wait=120", "--label", sys.executable]
+    cmd += ["-m", "harness", "run", "--cluster", "slurm", "--results", str(tmp_path / "r")]
+    cmd += [*(FAST if fast else []), *args]
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+
+
+def _node_pids(node: str) -> set[int]:
+    out = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+def _listening(proc: subprocess.Popen[str]) -> tuple[list[str], set[str]]:
+    """Until ``proc`` ends, every 0.1 s: the sockets the nodes' processes listen on as this
+    machine's own namespace lists them, and the nodes whose namespace held a listener of theirs."""
+    host: set[str] = set()
+    inside: set[str] = set()
+    while proc.poll() is None:
+        for node in NODES:
+            pids = _node_pids(node)
+            host |= {f"{pid} {s.text}" for pid, found in listeners.in_host(pids).items() for s in found}
+            if any(listeners.in_own(pids).values()):
+                inside.add(node)
+        time.sleep(0.1)
+    return sorted(host), inside
+
+
+def _harness_left() -> list[str]:
+    """Harness processes still in either node (slurmstepd and slurmd are Slurm's own)."""
+    left = []
+    for node in NODES:
+        for pid in _node_pids(node):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "harness" in cmd:
+                left.append(f"{node}: {cmd}")
+    return left
+
+
+@pytest.mark.usefixtures("two_nodes")
+@pytest.mark.parametrize(
+    "tasks, args, hosts, placement",
+    [
+        (2, ["--strategy", "multi_worker_mirrored"], 2, "worker 0@node1, worker 1@node2"),
+        (3, ["--ps", "1"], 1, "chief 0@node1, worker 0@node2, ps 0@node1"),
+    ],
+    ids=["multi_worker_mirrored", "parameter_server"],
+)
+def test_two_nodes_rows_say_where_they_ran(
+    tmp_path: Path, tasks: int, args: list[str], hosts: int, placement: str
+) -> None:
+    proc = _srun(tmp_path, tasks, "--model", "dense", "--batch", "32", "--processes", "2", *args)
+    host, inside = _listening(proc)
+    out = proc.stdout.read() if proc.stdout else ""
+    assert proc.returncode == 0, out[-3000:]
+    assert host == []  # no socket of the nodes' processes in this machine's namespace
+    assert inside == set(NODES)  # TensorFlow's servers listened, inside each node
+    (row,) = read_cells(tmp_path / "r").itertuples()
+    assert row.status == "ok" and row.examples_per_sec > 0
+    assert (row.nodes, row.hosts, row.placement) == (2, hosts, placement)
+    assert row.link_gbps > 0.1
+    assert "cluster: 2 nodes (" in out and "on 2 nodes" in out
+    assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
+
+
+@pytest.mark.usefixtures("two_nodes")
+def test_a_node_lost_mid_run_then_the_run_resumed(tmp_path: Path) -> None:
+    """node2's task and slurmd are killed once its first cell runs: the chief's failed row names
+    node2 within 30 s, the cells not started say why, exit 1, nothing left; then node2 comes back
+    (the script starts its slurmd again) and ``--resume`` measures only what is missing."""
+    cells = [
+        "--strategy",
+        "multi_worker_mirrored",
+        "--model",
+        "dense",
+        "--batch",
+        "16,32,64",
+        "--processes",
+        "1",
+    ]
+    proc = _srun(tmp_path, 2, *cells)
+    deadline = time.monotonic() + 300
+    task = None
+    while task is None and time.monotonic() < deadline:  # node2's task, once its worker runs
+        for pid in _node_pids("node2"):
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "harness.worker" in cmd:
+                task = int(Path(f"/proc/{pid}/stat").read_text().split()[3])  # its parent: the task
+        time.sleep(0.2)
+    assert task is not None, "node2 never ran a cell"
+    slurmd = int((STATE / "node2.pid").read_text())
+    killed_at = time.time()
+    os.kill(task, signal.SIGKILL)
+    os.kill(slurmd, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=300)
+    ended_s = time.time() - killed_at
+    assert "0: error: worker 1 on node2 was lost at" in out, out[-3000:]
+    assert "node1: task 0: Exited with exit code 1" in out, out[-3000:]  # the chief's exit code
+    assert ended_s < 30
+    rows = read_cells(tmp_path / "r").set_index("cell_id")
+    failed = rows[rows.status == "failed"]
+    assert len(failed) == 1 and "worker 1 on node2 was lost at" in failed.reason.iloc[0]
+    written = pd.Timestamp(failed.timestamp.iloc[0]).timestamp()
+    assert written - killed_at < 30
+    unstarted = rows[rows.status == "not measured"]
+    assert len(unstarted) + len(failed) + sum(rows.status == "ok") == 3
+    assert all(r.startswith("not started: worker 1 on node2 was lost") for r in unstarted.reason)
+    time.sleep(2)
+    assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
+
+    _script("--nodes", "2")  # node2's slurmd again; the node resumed
+    run_id = str(rows.run_id.iloc[0])
+    again = _srun(tmp_path, 2, "--resume", run_id, fast=False)
+    out, _ = again.communicate(timeout=600)
+    assert again.returncode == 0, out[-3000:]
+    ok_before = sum(rows.status == "ok")
+    assert f"{ok_before} processes kept from its journal" in out
+    resumed = read_cells(tmp_path / "r")
+    assert len(resumed) == 3 and set(resumed.status) == {"ok"} and set(resumed.run_id) == {run_id}
+    assert set(resumed.nodes) == {2}
