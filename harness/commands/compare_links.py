@@ -4,8 +4,6 @@ multi-node configuration (:mod:`harness.analysis.links`), beside what predict sa
 from __future__ import annotations
 
 import argparse
-import contextlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,6 @@ from harness.analysis.tables import render_table
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.contract.columns import unflatten_all
-from harness.contract.outputs import OUTPUTS, dumps
 from harness.contract.records import CellRow
 from harness.results import history
 
@@ -46,11 +43,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.json and NAME not in OUTPUTS:  # main() prints only the objects contract.outputs types
-        with contextlib.redirect_stdout(sys.stderr):
-            obj = _compare(args)
-        print(dumps({"command": NAME, "exit_code": 0, **obj}))
-        return 0
     give(_compare(args))
     return 0
 

@@ -140,6 +140,20 @@ class HardwareOutput(TypedDict):
     verdicts_from: dict[str, float]
 
 
+class LinksOutput(TypedDict):
+    settings: list[dict[str, Any]]
+    """Each link setting: label, gbps (the median measured link, Gbit/s), runs, links (each run's)."""
+    configurations: list[dict[str, Any]]
+    """Each multi-node configuration: cell_id, model, strategy, title, nodes, workers, the answer in
+    words, where predict is right, predict's basis, and each setting's point (figure with its CI,
+    ratio over the slowest with CI and verdict, all-reduce time, predict's figure and error)."""
+    min_effect: float
+    error_band: float
+    """Predict counts as right within this relative error (0.15: +-15%)."""
+    left_out: list[str]
+    figures: list[str]
+
+
 OUTPUTS: dict[str, tuple[type, str]] = {
     "run": (RunOutput, "the run's rows: each cell, its status, and the comparisons in turns"),
     "list": (ListOutput, "the selection's cells and which are unsupported here"),
@@ -151,6 +165,10 @@ OUTPUTS: dict[str, tuple[type, str]] = {
     "compare-hardware": (
         HardwareOutput,
         "which machine trains each model fastest: machines, answers, ratios, costs",
+    ),
+    "compare-links": (
+        LinksOutput,
+        "what a faster link between nodes buys: settings, each configuration's points and predict's error",
     ),
 }
 """Command -> (its object's type, what it holds). Every object also has ``command``, ``exit_code``
