@@ -19,16 +19,17 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.contract.events import Event
 from harness.contract.job import Job, WorkerOptions
+from harness.contract.records import Status
 from harness.launch.cluster import ClusterConfig, ClusterPlace, host_of
 from harness.launch.lease import RunLease, task_host, task_names
 from harness.launch.platform import HostMachine
 from harness.launch.progress import Progress
-from harness.launch.real_cluster import chief_launcher
+from harness.launch.real_cluster import Launcher, chief_launcher
 from harness.launch.resume import decode_end, encode_end, peak_entry, restore_peak
 from harness.launch.runner import CellEnd, RunResult, RunState, each_cell, run_date
 from harness.results import journal
@@ -89,8 +90,8 @@ class Budget:
     """The chief's budget (``minutes``; 0: none): a cell starts only when the run's time so far
     plus the longest cell so far fits."""
 
-    def __init__(self, minutes: float, spent_s: float) -> None:
-        self.limit_s = minutes * 60
+    def __init__(self, minutes: float | None, spent_s: float) -> None:
+        self.limit_s = (minutes or 0.0) * 60
         self.t0 = time.monotonic() - spent_s
         self.longest_s = 0.0
 
@@ -111,49 +112,24 @@ def measure(
     lease: RunLease,
     log: journal.Journal,
     stop: Callable[[], str | None],
+    started: float | None = None,
 ) -> RunResult:
     """The passes (module docstring, 3-5): every row written under ``out``. ``stop`` gives a reason
-    to start no more cells (a task lost, or never joined)."""
+    to start no more cells (a task lost, or never joined); ``started``: when this session began
+    (monotonic s; its budget counts from there, after the earlier sessions' time)."""
     pr = run.protocol
     state = RunState(list(run.cells), pr, run.platform, out, None, run.run_id, run.resumes, run.machine)
     state.place = place(config, lease) if stop() is None else ClusterPlace(config.nodes, config.placement)
     if run.peak is not None:
         restore_peak(state.peaks, run.peak)
-    options = WorkerOptions.of(
-        pr, run.platform, out / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
-    )
-    done = set()
-    if run.replay:  # every window of the run is in its journal: written again, in order
-        shutil.rmtree(state.files.folder("windows"), ignore_errors=True)
-    for k, end in run.replay:
-        state.record(end, k)
-        done.add((k, end.cell.id))
-    budget = Budget(pr.budget_min if pr.budget_min else 0.0, run.elapsed_s)
-    launcher = chief_launcher(config, lease)
-    todo = [(k, c) for k in range(pr.processes) for c in pass_order(state.runnable, k, pr.seed)]
-    todo = [(k, c) for k, c in todo if (k, c.id) not in done]
+    done = _replay(state, run)
+    since = time.monotonic() - (started if started is not None else time.monotonic())
+    budget = Budget(pr.budget_min, run.elapsed_s + since)
+    order = [(k, c) for k in range(pr.processes) for c in pass_order(state.runnable, k, pr.seed)]
+    todo = [(k, i, c) for i, (k, c) in enumerate(order) if (k, c.id) not in done]
     progress = Progress(len(todo))
     try:
-        if todo and stop() is None and not run.replay:
-            _peak(state, log)
-        for index, (k, cell) in enumerate(todo):
-            if index and todo[index - 1][0] != k:  # between passes
-                _peak(state, log)
-            why = stop()
-            if why is not None:
-                state.result.stopped, state.unreached = why, f"not started: {why}"
-                break
-            if not budget.fits():
-                break
-            for end in each_cell([cell], options, launcher, progress, prefix=f"p{k}-{index:05d}-"):
-                state.record(end, k)
-                budget.add(end)
-                log.append(
-                    {"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()}
-                )
-        else:
-            if todo and stop() is None:
-                _peak(state, log)
+        _passes(state, todo, run, chief_launcher(config, lease), log, stop, budget, progress)
         why = stop()
         if why is not None and not state.result.stopped:
             state.result.stopped, state.unreached = why, f"not started: {why}"
@@ -165,6 +141,63 @@ def measure(
         progress.close()
         state.write_rows()
     return state.result
+
+
+def _replay(state: RunState, run: ChiefRun) -> set[tuple[int, str]]:
+    """The journaled processes kept again (their windows written anew, in order); (pass, cell id)
+    of each."""
+    if run.replay:  # every window of the run is in its journal
+        shutil.rmtree(state.files.folder("windows"), ignore_errors=True)
+    for k, end in run.replay:
+        state.record(end, k)
+    return {(k, end.cell.id) for k, end in run.replay}
+
+
+def _passes(
+    state: RunState,
+    todo: Sequence[tuple[int, int, Cell]],
+    run: ChiefRun,
+    launcher: Launcher,
+    log: journal.Journal,
+    stop: Callable[[], str | None],
+    budget: Budget,
+    progress: Progress,
+) -> None:
+    """Each (pass, position, cell) of ``todo`` in order, the peak around the passes, until ``stop``
+    gives a reason or the budget would be passed; each process journaled as it ends."""
+    pr = run.protocol
+    options = WorkerOptions.of(
+        pr, run.platform, state.files.root / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
+    )
+    if todo and stop() is None and not run.replay:
+        _peak(state, log)
+    for index, (k, position, cell) in enumerate(todo):
+        if index and todo[index - 1][0] != k:  # between passes
+            _peak(state, log)
+        why = stop()
+        if why is not None:
+            state.result.stopped, state.unreached = why, f"not started: {why}"
+            return
+        if not budget.fits():
+            return
+        for end in each_cell([cell], options, launcher, progress, prefix=f"p{k}-{position:05d}-"):
+            end = blamed(end, stop())
+            state.record(end, k)
+            budget.add(end)
+            log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()})
+    if todo and stop() is None:
+        _peak(state, log)
+
+
+def blamed(end: CellEnd, lost: str | None) -> CellEnd:
+    """A process that failed while a task was lost, failed because of it: its reason names the lost
+    task first (TensorFlow's own error after it), whichever of the two the chief heard first."""
+    failed = end.event == Event.FAILED or (end.row is not None and end.row.status == Status.FAILED)
+    if lost is None or not failed or end.reason.startswith(lost):
+        return end
+    reason = f"{lost}; the worker: {end.reason}" if end.reason else lost
+    row = None if end.row is None else replace(end.row, reason=reason)
+    return replace(end, reason=reason, row=row)
 
 
 def _peak(state: RunState, log: journal.Journal) -> None:
@@ -182,7 +215,9 @@ def replayed(
     ends = tuple(
         (int(e["pass"]), decode_end(e["end"], by_id))
         for e in entries
-        if e["kind"] == PROCESS and e["end"]["event"] == Event.RECORD
+        if e["kind"] == PROCESS
+        and e["end"]["event"] == Event.RECORD
+        and (e["end"]["row"] or {}).get("status") != Status.FAILED
     )
     peaks = [e for e in entries if e["kind"] == PEAK]
     return ends, (dict(peaks[-1]) if peaks else None)

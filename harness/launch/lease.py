@@ -18,7 +18,8 @@ process connects to it (:class:`ChiefLink`) and keeps the connection for the who
 
 A connection that closes without ``finished`` means the other side is lost: its process died
 (the kernel closes its sockets at once) or its host or link is gone (TCP keepalive and
-``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`). The chief then stops the cell that runs
+``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`); a second connection in a task's name
+while the run goes on counts as the first one lost. The chief then stops the cell that runs
 and starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared
 filesystem, tasks on any hosts.
 """
@@ -60,12 +61,13 @@ LEASE_IO_TIMEOUT_S = 10.0
 """Seconds either side waits to send or read a handshake line."""
 LEASE_POLL_S = 0.2
 """Seconds between the chief's checks for new connections and for the end of its linger."""
-LEASE_KEEPALIVE_S = (10, 5, 3)
+LEASE_KEEPALIVE_S = (5, 2, 3)
 """TCP keepalive of every lease connection: idle seconds before the first probe, seconds between
 probes, probes."""
-LOSS_BOUND_S = 25
-"""Seconds within which either side notices a vanished peer host (keepalive: 10 + 3 x 5 s; and
-``TCP_USER_TIMEOUT`` for data left unacknowledged): the cell then fails within about 30 s."""
+LOSS_BOUND_S = 15
+"""Seconds within which either side notices a vanished peer host (keepalive: 5 + 3 x 2 s; and
+``TCP_USER_TIMEOUT`` for data left unacknowledged): the cell is then stopped (1 s grace) and its
+row written well within 30 s of the loss."""
 LAST_FIELD_TAKES_REST = {LEASE_WELCOME: 1, LEASE_CELL: 2}
 """Messages whose last field is JSON (spaces and all): how many fields they have."""
 PROBE_BYTES = 64 << 20
@@ -160,9 +162,24 @@ class _Member:
         self.probed = threading.Event()
         self.send_lock = threading.Lock()
 
-    def send(self, data: bytes) -> None:
+    def send(self, *parts: bytes) -> None:
+        """Send ``parts`` back to back (no other message between them)."""
         with self.send_lock:
-            self.conn.sendall(data)
+            for data in parts:
+                self.conn.sendall(data)
+
+    def close(self) -> None:
+        """Close the connection for good (the reader's reference too: a bare close keeps it open)."""
+        _close(self.conn, self.reader)
+
+
+def _close(conn: socket.socket, reader: Any) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    reader.close()
+    conn.close()
 
 
 class RunLease:
@@ -207,8 +224,9 @@ class RunLease:
                 conn, _ = self._listener.accept()
             except TimeoutError:
                 continue
-            except OSError:
-                return
+            except OSError:  # closed by finish(), or a passing failure (EMFILE, ECONNABORTED)
+                time.sleep(LEASE_POLL_S)
+                continue
             conn.settimeout(LEASE_IO_TIMEOUT_S)
             reader = conn.makefile("rb")
             try:
@@ -221,7 +239,7 @@ class RunLease:
                 conn.settimeout(None)
                 _tcp_options(conn)
             except (OSError, ValueError):
-                conn.close()
+                _close(conn, reader)
                 continue
             member = _Member(name, conn, reader)
             with self._lock:
@@ -229,8 +247,11 @@ class RunLease:
                 code, old = self._code, self._members.pop(name, None)
                 if code is None:
                     self._members[name] = member
+                if old is not None and code is None:
+                    why = "it connected again while its first connection was open"
+                    self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
             if old is not None:
-                old.conn.close()
+                old.close()
             if code is not None:  # connected after the run ended: tell it at once
                 _send_finished(member, code)
                 continue
@@ -293,16 +314,18 @@ class RunLease:
             return None
         member.probed.clear()
         chunk = bytes(1 << 20)
+        payload = [chunk[: min(len(chunk), nbytes - sent)] for sent in range(0, nbytes, len(chunk))]
         t0 = time.perf_counter()
         try:
-            member.send(lease_line(LEASE_PROBE, nbytes))
-            with member.send_lock:
-                for sent in range(0, nbytes, len(chunk)):
-                    member.conn.sendall(chunk[: min(len(chunk), nbytes - sent)])
+            member.send(lease_line(LEASE_PROBE, nbytes), *payload)
         except OSError:
             return None
-        if not member.probed.wait(timeout_s):
-            return None
+        deadline = time.monotonic() + timeout_s
+        while not member.probed.wait(LEASE_POLL_S):
+            with self._lock:
+                gone = self._members.get(task) is not member
+            if gone or time.monotonic() > deadline:
+                return None
         return nbytes * 8 / (time.perf_counter() - t0) / 1e9
 
     def finish(self, code: int) -> list[str]:
@@ -344,7 +367,7 @@ def _send_finished(member: _Member, code: int) -> None:
     except OSError:
         pass
     finally:
-        member.conn.close()
+        member.close()
 
 
 @dataclass(frozen=True)
@@ -470,6 +493,10 @@ class ChiefLink:
         """Why this task's cell must stop: the chief's run finished, or the chief is lost (None
         while the run goes on)."""
         return self._over
+
+    def waiting(self) -> bool:
+        """Whether an order (or the run's end) waits to be read."""
+        return not self._orders.empty()
 
     def next(self, timeout_s: float | None = None) -> CellOrder | ChiefEnd | None:
         """The chief's next order, or how its run ended (None: nothing within ``timeout_s``)."""

@@ -31,7 +31,7 @@ from harness.contract.events import Event, EventLine
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
-from harness.launch.lease import ChiefEnd, ChiefLink, RunLease
+from harness.launch.lease import CellOrder, ChiefEnd, ChiefLink, RunLease
 from harness.launch.platform import usable_cores
 from harness.launch.process import (
     POLL_S,
@@ -179,15 +179,23 @@ def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOpti
 
 def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
     """A MultiWorkerMirrored peer's part of a real-cluster run: run its part of each cell the chief
-    starts, as soon as the chief says so, until the chief's run is over; the run's end or a lost
-    chief stops the cell that runs (a lost chief ends the task with 1). Prints one line per cell; writes no results."""
+    starts, as soon as the chief says so, until the chief's run is over. The cell that runs stops
+    when the run ends, the chief is lost (the task then ends with 1), or the chief has started
+    another cell (its own part failed early): the peer goes straight to the newest. Prints one line
+    per cell; writes no results."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
     link, options, _ = joined
+
+    def stop() -> str | None:
+        return link.over() or ("the chief has started another cell" if link.waiting() else None)
+
     counts = {Event.FINISHED: 0, Event.FAILED: 0}
     while True:
         order = link.next()
+        while isinstance(order, CellOrder) and link.waiting():  # stale: the chief is past it
+            order = link.next()
         if isinstance(order, ChiefEnd):
             done = f"{counts[Event.FINISHED]} cells finished, {counts[Event.FAILED]} failed"
             return TaskEnd(EXIT_OK if order.finished else EXIT_FAILURE, f"peer done: {done}; {order.detail}")
@@ -195,7 +203,7 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
             continue
         cell = Cell.from_dict(order.cell)
         ended = Event.FAILED, "its process ended without a word"
-        for ev in run_cluster_task(cell, options, order.name, config, link.over):
+        for ev in run_cluster_task(cell, options, order.name, config, stop):
             if ev["event"] in (Event.FINISHED, Event.RECORD, Event.FAILED):
                 ended = Event(ev["event"]), str(ev.get("reason") or "")
                 break

@@ -10,8 +10,12 @@ from pathlib import Path
 
 from harness.contract.events import Event, EventLine, Facts
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
-from harness.launch.process import POLL_S, Deadline, Phase, start_worker
+from harness.launch.process import KILL_GRACE_S, POLL_S, Deadline, Phase, start_worker
 from harness.spec.cell import Cell
+
+ABORT_GRACE_S = 1.0
+"""Seconds an aborted worker (a task of its cluster lost) gets between SIGTERM and SIGKILL: one stuck
+in a collective with a dead peer ignores SIGTERM, and its row must not wait."""
 
 
 def run_worker(
@@ -65,7 +69,7 @@ def run_worker(
                     break
                 time.sleep(POLL_S)
         finally:
-            how = proc.stop()
+            how = proc.stop(ABORT_GRACE_S if aborted else KILL_GRACE_S)
         yield from drain()  # anything written just before the exit or the deadline
         if not done:
             reason = aborted or proc.failure(how)

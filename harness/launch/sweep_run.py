@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -258,6 +259,7 @@ def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.
             f"other tasks follow the run through it): {e.strerror or e}",
             EXIT_FAILURE,
         ) from None
+    started = time.monotonic()
     with log, lease:
         names = task_names(config)
         print(f"run lease on port {lease.port}: waiting for {len(names)} other task(s) to join", flush=True)
@@ -266,10 +268,10 @@ def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.
 
         def stop() -> str | None:
             gone = lease.lost()
-            return never or (None if gone is None else gone.text())
+            return gone.text() if gone is not None else never
 
         print(f"cluster: {config.nodes} node(s): {config.placement}", flush=True)
-        result = chief.measure(run, request.results, config, lease, log, stop)
+        result = chief.measure(run, request.results, config, lease, log, stop, started)
         left = lease.finish(exit_code(result))
         if left:
             print(f"tasks never connected to the run lease: {', '.join(left)}", file=sys.stderr)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.contract.columns import Estimate, flatten
-from harness.contract.events import EventLine
+from harness.contract.events import Event, EventLine
 from harness.contract.records import Machine, Status
 from harness.launch import chief
 from harness.launch.chief import Budget, ChiefRun, measure, missing_text, place, replayed
@@ -184,3 +184,31 @@ def test_the_budget_counts_earlier_sessions_and_the_longest_cell() -> None:
     budget.add(CellEnd(CELLS[0], "record", wall_s=31.0))  # type: ignore[arg-type]
     assert not budget.fits()  # 30 s spent and a cell of 31 s: past the minute
     assert Budget(0.0, 1e9).fits()  # none
+
+
+def test_a_failure_while_a_task_is_lost_names_the_task_first() -> None:
+    lost = "worker 1 on node2 was lost at 07:16:42 (its connection to the run lease closed)"
+    row = dataclasses.replace(
+        cell_row(CELLS[0], Protocol()), status=Status.FAILED, reason="UnavailableError: peer gone"
+    )
+    end = chief.blamed(CellEnd(CELLS[0], "record", row=row, reason=row.reason), lost)  # type: ignore[arg-type]
+    assert end.reason == f"{lost}; the worker: UnavailableError: peer gone" and end.row is not None
+    assert end.row.reason == end.reason
+    ok = dataclasses.replace(row, status=Status.OK, reason="")
+    assert chief.blamed(CellEnd(CELLS[0], "record", row=ok), lost).reason == ""  # type: ignore[arg-type]
+    failed = CellEnd(CELLS[0], "failed", reason="deadline")  # type: ignore[arg-type]
+    assert chief.blamed(failed, None) is failed
+
+
+def test_resume_measures_a_process_whose_worker_recorded_a_failure_again() -> None:
+    from harness.launch.resume import encode_end
+
+    row = dataclasses.replace(cell_row(CELLS[0], Protocol()), status=Status.FAILED, reason="x")
+    ok = dataclasses.replace(row, status=Status.OK, reason="")
+    entries = [
+        {"kind": "process", "pass": 0, "end": encode_end(CellEnd(CELLS[0], Event.RECORD, row=row))},  # type: ignore[arg-type]
+        {"kind": "process", "pass": 0, "end": encode_end(CellEnd(CELLS[1], Event.RECORD, row=ok))},  # type: ignore[arg-type]
+        {"kind": "process", "pass": 1, "end": encode_end(CellEnd(CELLS[1], Event.FAILED, reason="y"))},  # type: ignore[arg-type]
+    ]
+    ends, peak = replayed(entries, CELLS)
+    assert [(k, e.cell.id) for k, e in ends] == [(0, CELLS[1].id)] and peak is None

@@ -209,3 +209,14 @@ def test_a_task_sees_its_chief_gone_while_a_cell_runs() -> None:
     end = link.next(5)
     assert isinstance(end, ChiefEnd) and not end.finished
     assert link.gone() is not None and "the chief died or its host is gone" in str(link.gone())
+
+
+def test_a_second_connection_in_a_tasks_name_counts_as_the_first_lost() -> None:
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
+        first = _joined(cluster, "ps", 0)
+        _joined(cluster, "ps", 0)
+        lost = lease.lost()
+        assert lost is not None and lost.task == "ps 0" and "connected again" in lost.why
+        end = first.next(5)  # the first connection is closed for good
+        assert isinstance(end, ChiefEnd) and not end.finished
