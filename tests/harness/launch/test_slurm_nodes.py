@@ -164,6 +164,43 @@ def test_two_nodes_rows_say_where_they_ran(
     assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
 
 
+def _node2_task(deadline_s: float = 300) -> int | None:
+    """The pid of node2's ``harness run`` task, once its worker runs a cell (None: never)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for pid in _node_pids("node2"):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if "harness.worker" in cmd:
+                    return int(Path(f"/proc/{pid}/stat").read_text().split()[3])  # its parent: the task
+            except OSError:
+                continue
+        time.sleep(0.2)
+    return None
+
+
+@pytest.mark.usefixtures("two_nodes")
+def test_a_node_cut_off_the_network_fails_its_cell_within_30_s(tmp_path: Path) -> None:
+    """node2's link taken down (no process dies, no FIN ever arrives): the chief's keepalive and
+    user timeout notice within 15 s; the cell's row names node2; the chief exits 1."""
+    proc = _srun(tmp_path, 2, "--strategy", "multi_worker_mirrored", "--model", "dense", "--repeats", "20")
+    assert _node2_task() is not None, "node2 never ran a cell"
+    cut_at = time.time()
+    subprocess.run(["ip", "link", "set", "vnode2", "down"], check=True)
+    try:
+        out, _ = proc.communicate(timeout=120)
+        ended_s = time.time() - cut_at
+    finally:
+        subprocess.run(["ip", "link", "set", "vnode2", "up"], check=True)
+        _script("--nodes", "2")  # node2 back (Slurm marked it down), links as they were
+    assert "0: error: worker 1 on node2 was lost at" in out, out[-3000:]
+    assert ended_s < 30, out[-3000:]
+    (row,) = read_cells(tmp_path / "r").itertuples()
+    assert row.status == "failed" and row.reason.startswith("worker 1 on node2 was lost at")
+    time.sleep(20)  # node2's task loses the chief too (its own keepalive), and ends
+    assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
+
+
 @pytest.mark.usefixtures("two_nodes")
 def test_a_node_lost_mid_run_then_the_run_resumed(tmp_path: Path) -> None:
     """node2's task and slurmd are killed once its first cell runs: the chief's failed row names
@@ -180,14 +217,7 @@ def test_a_node_lost_mid_run_then_the_run_resumed(tmp_path: Path) -> None:
         "1",
     ]
     proc = _srun(tmp_path, 2, *cells)
-    deadline = time.monotonic() + 300
-    task = None
-    while task is None and time.monotonic() < deadline:  # node2's task, once its worker runs
-        for pid in _node_pids("node2"):
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "harness.worker" in cmd:
-                task = int(Path(f"/proc/{pid}/stat").read_text().split()[3])  # its parent: the task
-        time.sleep(0.2)
+    task = _node2_task()
     assert task is not None, "node2 never ran a cell"
     slurmd = int((STATE / "node2.pid").read_text())
     killed_at = time.time()
