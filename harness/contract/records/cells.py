@@ -321,8 +321,8 @@ class Execution:
         Col(
             "Gbit/s",
             "A cluster of several nodes: TCP throughput from the chief to the slowest other node, "
-            "measured by the chief at the start of the run (64 MiB through the run lease's "
-            "connection); null on one node.",
+            "measured by the chief at the start of the run (the fastest of 3 transfers of 64 MiB "
+            "through the run lease's connection); null on one node.",
         ),
     ] = None
     cores_per_worker: Annotated[
