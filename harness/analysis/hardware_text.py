@@ -163,7 +163,8 @@ EVIDENCE_HEADER = (
 )
 
 
-def _figure(e: Estimate) -> str:
+def figure_text(e: Estimate) -> str:
+    """A figure with its CI: ``12,345 [11,000, 13,500]`` (examples/s), or ``-``."""
     return f"{e.value:,.0f} [{e.low:,.0f}, {e.high:,.0f}]" if e.value and e.low and e.high else "-"
 
 
@@ -182,8 +183,8 @@ def evidence_rows(c: HardwareComparison) -> list[tuple[str, ...]]:
                 r.model,
                 r.label,
                 f.machine,
-                _figure(f.estimate),
-                _figure(base.estimate),
+                figure_text(f.estimate),
+                figure_text(base.estimate),
                 ratio_words(r.versus),
                 runs,
             )

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.hardware_text import times
+from harness.analysis.hardware_text import figure_text, times
 from harness.analysis.links import MAX_RUNS, Configuration, LinkComparison, Point, Versus
-from harness.contract.columns import Estimate
 from harness.formulas import across_runs
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
@@ -131,10 +130,6 @@ HEADER = (
 )
 
 
-def _figure(e: Estimate) -> str:
-    return f"{e.value:,.0f} [{e.low:,.0f}, {e.high:,.0f}]" if e.value and e.low and e.high else "-"
-
-
 def _ratio(v: Versus | None) -> str:
     if v is None:
         return "(the slowest)"
@@ -160,7 +155,7 @@ def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
                     conf.title,
                     p.setting.label,
                     f"{p.side.runs} ({spread})",
-                    _figure(p.estimate),
+                    figure_text(p.estimate),
                     _ratio(p.versus),
                     _seconds(p),
                     f"{p.predicted:,.0f}" if p.predicted is not None else conf.modelled.short,

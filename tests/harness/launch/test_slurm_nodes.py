@@ -30,25 +30,11 @@ import pytest
 from harness.launch import listeners
 from harness.results.store import read_cells
 from tests.harness.launch.test_runner import ROOT, worker_processes
+from tests.harness.launch.test_slurm import FAST
 
 SCRIPT = ROOT / "tools" / "slurm-nodes.sh"
 STATE = Path("/run/tfsb-nodes")
 NODES = ("node1", "node2")
-FAST = [
-    "--no-peak",
-    "--repeats",
-    "2",
-    "--window-s",
-    "0.1",
-    "--warmup-windows",
-    "0",
-    "--min-window-steps",
-    "5",
-    "--steps-per-execution",
-    "5",
-    "--device",
-    "cpu",
-]
 
 
 def _why_not() -> str | None:
@@ -90,7 +76,7 @@ def two_nodes() -> Iterator[None]:
 
 def _srun(tmp_path: Path, tasks: int, *args: str, fast: bool = True) -> subprocess.Popen[str]:
     """One job step of ``tasks`` tasks on both nodes, each running ``harness run --cluster slurm``
-    (``fast``: with the short windows of :data:`FAST`)."""
+    (``fast``: with the short windows of :data:`FAST`; flags given after it win)."""
     cmd = ["srun", "-N2", f"-n{tasks}", "--overcommit", "--wait=120", "--label", sys.executable]
     cmd += ["-m", "harness", "run", "--cluster", "slurm", "--results", str(tmp_path / "r")]
     cmd += [*(FAST if fast else []), *args]
