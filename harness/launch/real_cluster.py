@@ -214,14 +214,22 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
 
 def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
     """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` for the whole
-    run (started from the chief's welcome), until the chief's run is over (the run lease). Then the
-    server process is stopped (SIGTERM, SIGKILL after ``KILL_GRACE_S``) and the task ends with 0, or
-    1 when the chief was lost or never reached. A server process that exits by itself ends the task
-    with 1. Stops the server when this process is interrupted (SIGTERM or Ctrl-C)."""
+    run, started when the chief starts its first cell (not before: the chief times the link first,
+    and TensorFlow's import would slow that transfer on a small node), until the chief's run is over
+    (the run lease). Then the server process is stopped (SIGTERM, SIGKILL after ``KILL_GRACE_S``)
+    and the task ends with 0, or 1 when the chief was lost or never reached. A server process that
+    exits by itself ends the task with 1. Stops the server when this process is interrupted
+    (SIGTERM or Ctrl-C)."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
-    link, options, cell = joined
+    link, options, _ = joined
+    first = link.next()
+    if not isinstance(first, CellOrder):  # the run ended before any cell
+        over = first if isinstance(first, ChiefEnd) else ChiefEnd(False, None, "no order")
+        code = EXIT_OK if over.finished else EXIT_FAILURE
+        return TaskEnd(code, f"server done: {over.detail}; no cell ran; exit code {code}")
+    cell = Cell.from_dict(first.cell)
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         launch = task_launch(config, options.platform, usable_cores())
         proc = start_worker(
