@@ -113,8 +113,9 @@ shape() {  # shape NODE: both ends of its veth per $LINK / $LATENCY
             "${run[@]}" tc qdisc add dev "$dev" root handle 1: htb default 10
             "${run[@]}" tc class add dev "$dev" parent 1: classid 1:10 htb rate "${rate}gbit" ceil "${rate}gbit" \
                 quantum 60000 burst "$(awk -v g="$rate" 'BEGIN { b = g * 1e9 / 8 / 1000; print (b < 15000 ? 15000 : int(b)) }')"
-            [ -n "$LATENCY" ] && [ "$NETEM" = yes ] \
-                && "${run[@]}" tc qdisc add dev "$dev" parent 1:10 handle 10: netem delay "$(awk -v l="$LATENCY" 'BEGIN{print l/2}')ms"
+            if [ -n "$LATENCY" ] && [ "$NETEM" = yes ]; then
+                "${run[@]}" tc qdisc add dev "$dev" parent 1:10 handle 10: netem delay "$(awk -v l="$LATENCY" 'BEGIN{print l/2}')ms"
+            fi
         elif [ -n "$LATENCY" ] && [ "$NETEM" = yes ]; then
             "${run[@]}" tc qdisc add dev "$dev" root handle 1: netem delay "$(awk -v l="$LATENCY" 'BEGIN{print l/2}')ms"
         fi
@@ -131,8 +132,8 @@ shape_all() {
     if [ "${LINK:-none}" != none ]; then has_qdisc htb || die "this kernel has no htb qdisc: links cannot be shaped"; fi
     for n in $(node_names); do shape "$n"; done
     local words="unshaped"
-    [ "${LINK:-none}" != none ] && words="htb ${LINK} Gbit/s each way per node"
-    [ -n "$LATENCY" ] && [ "$NETEM" = yes ] && words="$words, netem ${LATENCY} ms round trip"
+    if [ "${LINK:-none}" != none ]; then words="htb ${LINK} Gbit/s each way per node"; fi
+    if [ -n "$LATENCY" ] && [ "$NETEM" = yes ]; then words="$words, netem ${LATENCY} ms round trip"; fi
     echo "$words" >"$STATE/link"
     say "links: $words"
 }
@@ -186,7 +187,7 @@ if [ -d "$STATE" ] && [ "$(cat "$STATE/nodes" 2>/dev/null)" = "$NODES" ] && [ -e
         for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
         start_slurmd "$n"
     done
-    [ -n "$LINK$LATENCY" ] && shape_all
+    if [ -n "$LINK$LATENCY" ]; then shape_all; fi
     wait_idle
     exit 0
 fi

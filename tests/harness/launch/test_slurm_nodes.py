@@ -157,7 +157,7 @@ def _node2_task(deadline_s: float = 300) -> int | None:
         for pid in _node_pids("node2"):
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                if "harness.worker" in cmd:
+                if "-m harness.worker /" in cmd:  # a cell's worker (not the resolver's harness.worker.slurm)
                     return int(Path(f"/proc/{pid}/stat").read_text().split()[3])  # its parent: the task
             except OSError:
                 continue
