@@ -92,8 +92,13 @@ down() {
         say "removed the nodes' /etc/hosts entries"
     fi
     if grep -q "^# Written by tools/slurm-nodes.sh" "$CONF" 2>/dev/null; then
-        if [ -f "$CONF.before-nodes" ]; then mv "$CONF.before-nodes" "$CONF"; else rm -f "$CONF"; fi
-        say "restored $CONF as it was before"
+        if [ -f "$CONF.before-nodes" ]; then
+            mv "$CONF.before-nodes" "$CONF"
+            say "restored $CONF as it was before"
+        else
+            rm -f "$CONF"
+            say "removed $CONF (there was none before)"
+        fi
     fi
     rm -rf "$STATE"
     say "down: nothing of the cluster is left (munged, a system daemon, keeps running)"
