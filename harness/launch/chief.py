@@ -30,9 +30,9 @@ from harness.launch.cluster import ClusterConfig, ClusterPlace, host_of
 from harness.launch.lease import RunLease, task_host, task_names
 from harness.launch.platform import HostMachine
 from harness.launch.progress import Progress
-from harness.launch.real_cluster import Launcher, chief_launcher
+from harness.launch.real_cluster import chief_launcher
 from harness.launch.resume import decode_end, encode_end, peak_entry, restore_peak
-from harness.launch.runner import CellEnd, RunResult, RunState, each_cell, run_date
+from harness.launch.runner import CellEnd, Launcher, RunResult, RunState, each_cell, run_date
 from harness.results import journal
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol

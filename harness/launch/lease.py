@@ -504,18 +504,3 @@ class ChiefLink:
             return self._orders.get(timeout=timeout_s)
         except queue.Empty:
             return None
-
-
-def wait_for_chief(
-    config: ClusterConfig, connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S, retry_s: float = LEASE_RETRY_S
-) -> ChiefEnd:
-    """A task that only waits for the end of the chief's run (a parameter-server server): connect,
-    then block until the run is over, ignoring cell orders. Returns how it ended."""
-    link = ChiefLink(config)
-    failed = link.connect(connect_timeout_s, retry_s)
-    if failed is not None:
-        return failed
-    while True:
-        order = link.next()
-        if isinstance(order, ChiefEnd):
-            return order

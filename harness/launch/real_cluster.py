@@ -41,12 +41,10 @@ from harness.launch.process import (
     signal_text,
     start_worker,
 )
+from harness.launch.runner import Launcher
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
-
-Launcher = Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]
-"""Runs one cell's processes and yields their events (as :data:`harness.launch.runner.Launcher`)."""
 
 RESOLVER_TIMEOUT_S = 180.0
 """Seconds the resolver's child process may take (it imports TensorFlow)."""

@@ -399,7 +399,6 @@ def run_sweep(
     mnist_path: str | None = None,
     progress: Progress | None = None,
     launcher: Launcher = run_cell_processes,
-    adaptive: bool = True,
     peaks: PeakLog | None = None,
     run_id: str | None = None,
     machine: HostMachine | None = None,
@@ -407,10 +406,8 @@ def run_sweep(
     """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
     (unsupported ones too) under ``out``, each stamped with ``machine`` (default: this host).
 
-    ``adaptive`` (a local run): a cell whose process failed or was invalid is not run again, and
-    cells whose processes disagree get more passes (:func:`needs_another_pass`). Without it (the
-    chief of a real cluster, whose peers follow a fixed schedule) every pass runs every cell.
-    ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
+    A cell whose process failed or was invalid is not run again, and cells whose processes
+    disagree get more passes (:func:`needs_another_pass`). ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
     run = RunState(cells, protocol, platform, out, peaks, run_id, machine=machine)
     options = WorkerOptions.of(
         protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path
@@ -421,17 +418,13 @@ def run_sweep(
             run.measure_peak()
         for k in itertools.count():
             if k < protocol.processes:
-                todo = [
-                    c for c in pass_order(run.runnable, k, protocol.seed) if not adaptive or run.ok_so_far(c)
-                ]
-            elif adaptive:
+                todo = [c for c in pass_order(run.runnable, k, protocol.seed) if run.ok_so_far(c)]
+            else:
                 todo = [
                     c
                     for c in pass_order(run.runnable, k, protocol.seed)
                     if needs_another_pass(run.evidence[c.id], protocol)
                 ]
-            else:
-                todo = []
             if not todo:
                 break
             progress.set_total(

@@ -21,8 +21,3 @@ def pass_order(cells: Sequence[Cell], pass_index: int, seed: int = 0) -> list[Ce
     if pass_index > 0:
         random.Random(f"{seed}/{pass_index}").shuffle(order)
     return order
-
-
-def fixed_schedule(cells: Sequence[Cell], passes: int, seed: int = 0) -> list[tuple[int, Cell]]:
-    """(pass, cell) for ``passes`` full passes: what every task of a real cluster runs, in order."""
-    return [(k, c) for k in range(passes) for c in pass_order(cells, k, seed)]

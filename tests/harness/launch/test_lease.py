@@ -8,10 +8,13 @@ import time
 
 import pytest
 
+from harness.launch.cluster import ClusterConfig
 from harness.launch.lease import (
     LEASE_CELL,
+    LEASE_CONNECT_TIMEOUT_S,
     LEASE_FINISHED,
     LEASE_GREETING,
+    LEASE_RETRY_S,
     LEASE_TASK,
     LEASE_WELCOME,
     CellOrder,
@@ -23,7 +26,6 @@ from harness.launch.lease import (
     lease_line,
     parse_lease_line,
     task_names,
-    wait_for_chief,
 )
 from harness.launch.local_cluster import free_ports
 from tests.harness.launch.test_real_cluster import MWMS, PS, _config
@@ -52,6 +54,21 @@ def test_lease_lines() -> None:
     for bad in (b"", b"finished 0", b"  \n"):
         with pytest.raises(ValueError):
             parse_lease_line(bad)
+
+
+def wait_for_chief(
+    config: ClusterConfig, connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S, retry_s: float = LEASE_RETRY_S
+) -> ChiefEnd:
+    """A task that only waits for the end of the chief's run: connect, then block until the run is
+    over, ignoring cell orders (as a parameter-server server does)."""
+    link = ChiefLink(config)
+    failed = link.connect(connect_timeout_s, retry_s)
+    if failed is not None:
+        return failed
+    while True:
+        order = link.next()
+        if isinstance(order, ChiefEnd):
+            return order
 
 
 def _local_ps(n_ps: int = 1) -> dict[str, list[str]]:
