@@ -6,16 +6,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from harness.analysis import render
 from harness.analysis.hardware import MIN_EFFECT, Cost, Figure, HardwareComparison, ModelAnswer, Versus
 from harness.analysis.machines import Machine, peak_words
 from harness.contract.columns import Estimate
 from harness.formulas import across_runs
 from harness.formulas.verdicts import HIGHER
-
-TEMPLATES = Path(__file__).parent / "templates"
 
 
 def times(r: float) -> str:
@@ -203,15 +201,8 @@ def to_json(c: HardwareComparison) -> dict[str, Any]:
 
 def render_html(c: HardwareComparison, figures: Sequence[str] = ()) -> str:
     """The page: the same answer, the picture, the machines and the evidence table."""
-    import jinja2
-
-    from harness.analysis.report import CSS
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
-    )
-    return env.get_template("hardware.html").render(
-        css=CSS,
+    return render.page(
+        "hardware.html",
         title=f"Which machine trains fastest: {', '.join(m.name for m in c.machines)}",
         models=[paragraph(a) for a in c.models],
         machines=machine_lines(c)[1:],
