@@ -66,8 +66,6 @@ class GatePolicy:
     z_threshold: float = 3.5
     min_history: int = 10
     alpha: float = 0.05
-    resamples: int = 4000
-    seed: int = 0
     power: float = 0.95
     """The detection probability the reported detectable effect is computed for."""
 
@@ -78,7 +76,6 @@ class GatePolicy:
                 "--z": (self.z_threshold, self.z_threshold > 0, "a number > 0"),
                 "--min-history": (self.min_history, self.min_history >= 1, "an integer >= 1"),
                 "--false-alarm": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
-                "resamples": (self.resamples, self.resamples >= 100, "an integer >= 100"),
                 "power": (self.power, 0 < self.power < 1, "a fraction in (0, 1)"),
             }
         )
