@@ -1,12 +1,13 @@
 """Which TCP ports a command's processes listen on, and where they can be reached from.
 
-    python benchmarks/listening.py -- python -m harness run --model dense \\
+    python -m benchmarks.listening -- python -m harness run --model dense \\
         --strategy multi_worker_mirrored,parameter_server --workers 2 --budget-min 2
 
 runs the command, looks at its process tree every 0.2 s, and prints each listening socket seen
 once: the process, the address, and whether it shows in this machine's namespace (``host``:
 reachable from every interface it names) or only in the process's own (``own``). The last line
-counts both and the processes that listened (``harness.launch.listeners``).
+counts both and the processes that listened (``tests/support/listeners.py``). Run it from the
+repository's root.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from harness.launch import listeners
+from tests.support import listeners
 
 
 def _name(pid: int) -> str:

@@ -10,7 +10,7 @@ through the test-only hook ``HARNESS_SLOW_WINDOWS`` (B busy-waits F x each train
 1 / (1 + F) the speed: F = 0.0526 for 5 %, 0.111 for 10 %), on cnn default batch 64; and A against
 B with ``TF_NUM_INTRAOP_THREADS=1`` on cnn mirrored 2 replicas batch 64 (``HARNESS_AB_THREAD_PAIRS``
 pairs). Then runs ``TRIALS`` sequential decisions, each drawing pair ratios with replacement from a
-pool until decided (:func:`harness.analysis.ab.simulate`). Targets: the A/A pool's 95 % CI of the
+pool until decided (:func:`benchmarks.ab_simulation.simulate`). Targets: the A/A pool's 95 % CI of the
 mean log ratio contains 0 and lies within +-1 %; A/A false calls <= 1 % (default rule, up to 30
 pairs); a 5 % slowdown caught in >= 95 % of trials within 20 pairs; one intra-op thread decided (slower
 or faster: a duet, pinning both sides to the same half of the CPUs, cannot see it).
@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from benchmarks.ab_simulation import simulate
 from harness.analysis import ab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +97,7 @@ def test_ab_calibration(tmp_path: Path) -> None:
     print()
     for name, (folder, _) in POOLS.items():
         pool = pair_ratios(out / folder)
-        rates, pairs = ab.simulate(pool, rule, TRIALS, seed=1)
+        rates, pairs = simulate(pool, rule, TRIALS, seed=1)
         figures[name] = rates
         logs = pd.Series(pool).map(math.log)
         print(
@@ -107,7 +108,7 @@ def test_ab_calibration(tmp_path: Path) -> None:
             f"{rates[ab.UNDECIDED]:.1%}; mean pairs {pairs:.1f}"
         )
     within20 = ab.Rule(max_pairs=20)
-    caught, pairs = ab.simulate(pair_ratios(out / POOLS["5% slower"][0]), within20, TRIALS, seed=2)
+    caught, pairs = simulate(pair_ratios(out / POOLS["5% slower"][0]), within20, TRIALS, seed=2)
     print(f"5% slower within 20 pairs: lower {caught[ab.LOWER]:.1%}; mean pairs {pairs:.1f}")
     whole = ab.decide(pair_ratios(out / POOLS["A/A"][0]), rule)
     print(f"A/A, all {whole.pairs} pairs: B/A {whole.ratio:.4f} [{whole.low:.4f}, {whole.high:.4f}]")

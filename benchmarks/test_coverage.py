@@ -11,7 +11,8 @@ other runs' figures? Asked of five intervals:
 - ``history (other runs)``: the same rule with every other run as history (a folder that already
   holds the other runs: what a nightly job sees once it has a history);
 - ``processes only``: log-scale Student t over this run's process figures (``stats.figure``);
-- ``hierarchical bootstrap``: processes, then windows inside them, resampled (percentile);
+- ``hierarchical bootstrap``: processes, then windows inside them, resampled (percentile,
+  ``benchmarks/bootstrap.py``);
 - ``one process``: the percentile bootstrap of the median of the first process's windows (what a
   single-process run reported before: [min, max] of its windows).
 
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks.bootstrap import hierarchical_bootstrap_ci
 from harness.formulas import stats
 from harness.results import history
 
@@ -65,8 +67,8 @@ def intervals(
         "row": (row.examples_per_sec_ci_low, row.examples_per_sec_ci_high),
         "history (other runs)": (with_others.low, with_others.high),
         "processes only": (alone.low, alone.high),
-        "hierarchical bootstrap": stats.hierarchical_bootstrap_ci(by_pass, resamples=2000),
-        "one process": stats.hierarchical_bootstrap_ci(by_pass[:1]),
+        "hierarchical bootstrap": hierarchical_bootstrap_ci(by_pass, resamples=2000),
+        "one process": hierarchical_bootstrap_ci(by_pass[:1]),
     }
 
 

@@ -1,5 +1,5 @@
 """Calibration of ``python -m harness nightly``'s two decisions on this machine, by replaying measured
-A/A nights (:mod:`harness.analysis.nightly_calibration`).
+A/A nights (:mod:`benchmarks.nightly_calibration`).
 
 Measures, unless ``HARNESS_NIGHTLY_RESULTS=DIR[:DIR...]`` names results folders measured before, one A/A
 night of the default ``nightly`` sweep and budget: candidate and reference both this interpreter,
@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks.nightly_calibration import Scenario, calibrate
 from harness.analysis.nightly import Rules
-from harness.analysis.nightly_calibration import Scenario, calibrate
 from harness.results.store import NIGHTLY_FOLDER, read_cells, read_nightly
 
 ROOT = Path(__file__).resolve().parents[1]

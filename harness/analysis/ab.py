@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.contract.records import Status
-from harness.formulas.stats import t_quantile
+from harness.formulas.stats import log_t_interval
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 if TYPE_CHECKING:
@@ -84,16 +84,9 @@ def pair_orders(pairs: int, seed: int) -> list[str]:
 def decide(ratios: Sequence[float], rule: Rule) -> Decision:
     """The sequential rule of the module doc on the pair ratios so far."""
     logs = np.log(np.asarray(ratios, dtype=float))
-    n = logs.size
-    if n == 0:
-        return Decision(math.nan, math.nan, math.nan, 0, UNDECIDED)
-    centre = float(np.mean(logs))
-    if n < 2:
-        return Decision(math.exp(centre), math.nan, math.nan, n, UNDECIDED)
-    half = t_quantile(n - 1, rule.confidence) * float(np.std(logs, ddof=1)) / math.sqrt(n)
-    low, high = math.exp(centre - half), math.exp(centre + half)
-    verdict = interval_verdict(low, high, rule.min_effect) if n >= rule.min_pairs else UNDECIDED
-    return Decision(math.exp(centre), low, high, n, verdict)
+    ratio, low, high = log_t_interval(logs, rule.confidence)
+    verdict = interval_verdict(low, high, rule.min_effect) if logs.size >= rule.min_pairs else UNDECIDED
+    return Decision(ratio, low, high, int(logs.size), verdict)
 
 
 def interval_verdict(low: float, high: float, min_effect: float) -> str:
@@ -134,21 +127,3 @@ def overall(decisions: Sequence[Decision]) -> str:
     if UNDECIDED in verdicts or not decisions:
         return "undecided"
     return "no regression"
-
-
-def simulate(pool: Sequence[float], rule: Rule, trials: int, seed: int = 0) -> tuple[dict[str, float], float]:
-    """Calibration by resampling: ``trials`` sequential decisions, each drawing pair ratios with
-    replacement from ``pool`` (measured pairs) until decided or max_pairs. Returns the fraction
-    of trials per verdict and the mean pairs used."""
-    rng = np.random.default_rng(seed)
-    counts = {LOWER: 0, HIGHER: 0, EQUIVALENT: 0, UNDECIDED: 0}
-    used = 0
-    for _ in range(trials):
-        ratios: list[float] = []
-        d = decide(ratios, rule)
-        while d.verdict == UNDECIDED and len(ratios) < rule.max_pairs:
-            ratios.append(float(pool[int(rng.integers(len(pool)))]))
-            d = decide(ratios, rule)
-        counts[d.verdict] += 1
-        used += d.pairs
-    return {k: v / trials for k, v in counts.items()}, used / trials

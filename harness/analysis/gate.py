@@ -45,6 +45,7 @@ import numpy as np
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 from harness.formulas import across_runs, metrics
 from harness.formulas.across_runs import RunFigure
+from harness.formulas.change_points import segments
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED, equivalent
 
 MAD_SCALE = 1.4826
@@ -65,8 +66,6 @@ class GatePolicy:
     z_threshold: float = 3.5
     min_history: int = 10
     alpha: float = 0.05
-    resamples: int = 4000
-    seed: int = 0
     power: float = 0.95
     """The detection probability the reported detectable effect is computed for."""
 
@@ -77,7 +76,6 @@ class GatePolicy:
                 "--z": (self.z_threshold, self.z_threshold > 0, "a number > 0"),
                 "--min-history": (self.min_history, self.min_history >= 1, "an integer >= 1"),
                 "--false-alarm": (self.alpha, 0 < self.alpha < 1, "a fraction in (0, 1)"),
-                "resamples": (self.resamples, self.resamples >= 100, "an integer >= 100"),
                 "power": (self.power, 0 < self.power < 1, "a fraction in (0, 1)"),
             }
         )
@@ -229,12 +227,12 @@ def exit_code(verdicts: Sequence[SeriesVerdict]) -> int:
 
 def change_points(values: Sequence[float], min_size: int = 3, threshold: float = 4.0) -> list[int]:
     """Indices where a series steps to a new level, by binary segmentation with the CUSUM step
-    statistic: in a segment of n values, the split k (both sides at least ``min_size`` long)
-    maximising ``|mean(left) - mean(right)| x sqrt(n_left x n_right / n) / sigma`` is kept when that
-    exceeds ``threshold``; then both sides are searched again. ``sigma`` is the noise level, estimated
-    robustly from successive differences (1.4826 x MAD(diff) / sqrt 2, which a few steps do not
-    inflate), floored at MAD_FLOOR of the series' median. Returns the first index of each new level,
-    ascending."""
+    statistic (:func:`harness.formulas.change_points.segments`): in a segment of n values, the
+    split k (both sides at least ``min_size`` long) maximising ``|mean(left) - mean(right)| x
+    sqrt(n_left x n_right / n) / sigma`` is kept when that exceeds ``threshold``; then both sides
+    are searched again. ``sigma`` is the noise level, estimated robustly from successive
+    differences (1.4826 x MAD(diff) / sqrt 2, which a few steps do not inflate), floored at
+    MAD_FLOOR of the series' median. Returns the first index of each new level, ascending."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2 * min_size:
         return []
@@ -244,17 +242,4 @@ def change_points(values: Sequence[float], min_size: int = 3, threshold: float =
         MAD_FLOOR * abs(float(np.median(x))),
         1e-12,
     )
-
-    def search(lo: int, hi: int) -> list[int]:
-        n = hi - lo
-        best, where = 0.0, None
-        for k in range(lo + min_size, hi - min_size + 1):
-            nl, nr = k - lo, hi - k
-            stat = abs(x[lo:k].mean() - x[k:hi].mean()) * np.sqrt(nl * nr / n) / sigma
-            if stat > best:
-                best, where = stat, k
-        if where is None or best < threshold:
-            return []
-        return [*search(lo, where), where, *search(where, hi)]
-
-    return search(0, len(x))
+    return segments(x, min_size, threshold, sigma)

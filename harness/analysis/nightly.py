@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.ab import interval_verdict
+from harness.formulas.change_points import best_splits, permutation_p
 from harness.formulas.stats import t_quantile
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
@@ -209,42 +210,8 @@ def tonight(baseline: Sequence[Night], night: Night, rules: Rules) -> Change:
     return Change(math.exp(d), low, high, interval_verdict(low, high, rules.min_effect), labels)
 
 
-def _max_split_t(x: np.ndarray, min_side: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each row of ``x`` (shuffles x nights): the largest |t| over splits with at least
-    ``min_side`` nights a side, and the split (nights before it) that gives it."""
-    n = x.shape[1]
-    splits = np.arange(min_side, n - min_side + 1)
-    cs, cs2 = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
-    s1, q1 = cs[:, splits - 1], cs2[:, splits - 1]
-    n1, n2 = splits.astype(float), (n - splits).astype(float)
-    m1, m2 = s1 / n1, (cs[:, -1:] - s1) / n2
-    ss = (q1 - n1 * m1**2) + (cs2[:, -1:] - q1 - n2 * m2**2)
-    sd = np.sqrt(np.maximum(ss, 0.0) / (n - 2))
-    t = np.abs(m2 - m1) / np.maximum(sd * np.sqrt(1 / n1 + 1 / n2), 1e-12)
-    best = np.argmax(t, axis=1)
-    return t[np.arange(x.shape[0]), best], splits[best]
-
-
 BATCH = 250
 """Shuffles per batch of the permutation test."""
-
-
-def _permutation_p(x: np.ndarray, observed: float, rules: Rules) -> float:
-    """The permutation p-value of ``observed`` (max split |t|), in batches that stop once the count
-    of shuffles at or above it already puts p above ``alpha`` (Besag and Clifford 1991): the
-    decision is the full test's; p is then estimated from the shuffles drawn."""
-    rng = np.random.default_rng(x.size)
-    above = drawn = 0
-    # p = (1 + above) / (1 + permutations) > alpha once above >= floor(alpha (1 + permutations))
-    limit = math.floor(rules.alpha * (1 + rules.permutations) + 1e-9) - 1
-    while drawn < rules.permutations:
-        k = min(BATCH, rules.permutations - drawn)
-        null, _ = _max_split_t(rng.permuted(np.broadcast_to(x, (k, x.size)), axis=1), rules.min_side)
-        above += int(np.sum(null >= observed - 1e-12))
-        drawn += k
-        if above > limit:
-            break
-    return (1 + above) / (1 + drawn)
 
 
 def change_point(log_ratios: Sequence[float], rules: Rules) -> tuple[int, float, float] | None:
@@ -255,8 +222,8 @@ def change_point(log_ratios: Sequence[float], rules: Rules) -> tuple[int, float,
     offset = len(log_ratios) - x.size
     if x.size < 2 * rules.min_side or not np.all(np.isfinite(x)):
         return None
-    observed, split = _max_split_t(x[None, :], rules.min_side)
-    p = _permutation_p(x, float(observed[0]), rules)
+    observed, split = best_splits(x[None, :], rules.min_side)
+    p = permutation_p(x, float(observed[0]), rules.min_side, rules.alpha, rules.permutations, BATCH)
     at = int(split[0])
     shift = math.exp(float(np.mean(x[at:]) - np.mean(x[:at])))
     if p > rules.alpha or abs(math.log(shift)) < math.log1p(rules.min_shift):

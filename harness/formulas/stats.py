@@ -26,11 +26,6 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
 - distinguishable   = the ratio's CI excludes 1 and the ratio is outside [1/(1+m), 1+m], with m
   = MIN_EFFECT; the verdict: :mod:`harness.formulas.verdicts` (higher, lower, equivalent or
   undecided).
-
-:func:`hierarchical_bootstrap_ci` (processes resampled, then windows inside each) is kept for
-comparison (``benchmarks/test_coverage.py``): with 3 processes its percentile interval is about
-[min, max] of the process figures, which covers the median of a process distribution only 75 % of
-the time (1 - 2 / 2**3); over one process's windows it is the percentile bootstrap of their median.
 """
 
 from __future__ import annotations
@@ -60,6 +55,9 @@ drift: with this run, 3 run figures (2 degrees of freedom)."""
 
 HISTORY_RUNS = 10
 """At most this many of the newest earlier runs widen a CI (older ones may predate a change)."""
+
+Logs = Sequence[float] | npt.NDArray[np.float64]
+"""Log figures or log ratios (natural logarithms)."""
 
 
 @dataclass(frozen=True)
@@ -113,18 +111,34 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     return float(sps.t.ppf((1 + confidence) / 2, df))
 
 
+def log_t_half_width(logs: Logs, confidence: float = CONFIDENCE) -> float:
+    """The log-scale Student-t CI's half-width, t(conf, n-1) * sd(logs) / sqrt(n) (ddof 1);
+    +inf below 2 values."""
+    n = len(logs)
+    if n < 2:
+        return math.inf
+    return t_quantile(n - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(n)
+
+
+def log_t_interval(logs: Logs, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The ratio behind log ratios (or the figure behind log figures): exp(mean(logs)) and its CI
+    exp(mean(logs) +- :func:`log_t_half_width`); NaN ends below 2 values, all NaN with none."""
+    if len(logs) == 0:
+        return NAN, NAN, NAN
+    centre = float(np.mean(logs))
+    if len(logs) < 2:
+        return math.exp(centre), NAN, NAN
+    half = log_t_half_width(logs, confidence)
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
 def figure(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
     """Median of per-process figures, with the log-scale Student-t CI (see the module doc)."""
     x = _positive(values)
     if x.size == 0:
         return Estimate(NAN, NAN, NAN, 0)
-    med = float(np.median(x))
-    if x.size < 2:
-        return Estimate(med, NAN, NAN, int(x.size))
-    logs = np.log(x)
-    half = t_quantile(x.size - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(x.size)
-    centre = float(np.mean(logs))
-    return Estimate(med, math.exp(centre - half), math.exp(centre + half), int(x.size))
+    _, low, high = log_t_interval(np.log(x), confidence)
+    return Estimate(float(np.median(x)), low, high, int(x.size))
 
 
 def figure_with_history(
@@ -178,25 +192,3 @@ def cv(values: Sequence[float]) -> float:
     if x.size < 2:
         return NAN
     return float(np.std(x, ddof=1) / np.mean(x))
-
-
-def hierarchical_bootstrap_ci(
-    windows_by_process: Sequence[Sequence[float]],
-    confidence: float = CONFIDENCE,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile CI of the median of per-process medians, resampling processes with replacement
-    and then windows inside each chosen process. Kept to compare coverage (see the module doc)."""
-    groups = [np.asarray(w, dtype=float) for w in windows_by_process if len(w)]
-    if not groups:
-        return NAN, NAN
-    rng = np.random.default_rng(seed)
-    stats = np.empty(resamples)
-    for r in range(resamples):
-        chosen = rng.integers(0, len(groups), size=len(groups))
-        stats[r] = np.median(
-            [np.median(groups[i][rng.integers(0, groups[i].size, groups[i].size)]) for i in chosen]
-        )
-    lo, hi = np.quantile(stats, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(lo), float(hi)

@@ -78,7 +78,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, t_quantile
+from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, log_t_half_width, log_t_interval, t_quantile
 from harness.formulas.verdicts import (
     EQUIVALENT,
     HIGHER,
@@ -271,13 +271,6 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [float(v) for v in values if math.isfinite(v)]
 
 
-def _half_width(logs: Sequence[float], confidence: float) -> float:
-    """The CI's half-width on the log scale, t(conf, n-1) * sd / sqrt(n); +inf below 2 values."""
-    if len(logs) < 2:
-        return math.inf
-    return t_quantile(len(logs) - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(len(logs))
-
-
 def _pooled_sd(within: Sequence[Sequence[float]]) -> float:
     squares = 0.0
     dof = 0
@@ -372,19 +365,13 @@ def turn_ratio(
     logs = _finite(instance_logs)
     n = len(logs)
     sd_within = _pooled_sd(within)
-    if n == 0:
-        return TurnRatio(NAN, NAN, NAN, 0, NAN, sd_within, NAN, scale)
-    centre = float(np.mean(logs))
-    value = math.exp(centre) * scale
-    if n < 2:
-        return TurnRatio(value, NAN, NAN, n, NAN, sd_within, NAN, scale)
-    half = _half_width(logs, confidence)
+    value, low, high = log_t_interval(logs, confidence)
     return TurnRatio(
-        value=value,
-        low=math.exp(centre - half) * scale,
-        high=math.exp(centre + half) * scale,
+        value=value * scale,
+        low=low * scale,
+        high=high * scale,
         instances=n,
-        sd_between=float(np.std(logs, ddof=1)),
+        sd_between=float(np.std(logs, ddof=1)) if n >= 2 else NAN,
         sd_within=sd_within,
         p_value=_p_value(logs),
         scale=scale,
@@ -473,7 +460,7 @@ class GroupState:
 def relative_width(logs: Sequence[float], confidence: float = CONFIDENCE) -> float:
     """The CI's width as a fraction of the ratio's value, (high - low) / value = 2 sinh(h), h the
     half-width on the log scale (any ``scale`` cancels); +inf below 2 finite instance log ratios."""
-    return 2 * math.sinh(_half_width(_finite(logs), confidence))
+    return 2 * math.sinh(log_t_half_width(_finite(logs), confidence))
 
 
 def _undecided(state: GroupState, min_effect: float, confidence: float) -> list[tuple[float, ...]]:
@@ -565,26 +552,13 @@ def next_group(
         return None
 
     def key(i: int) -> tuple[float, int, int]:
-        return max(_half_width(_finite(logs), confidence) for logs in wanting[i]), -states[i].instances, -i
+        return (
+            max(log_t_half_width(_finite(logs), confidence) for logs in wanting[i]),
+            -states[i].instances,
+            -i,
+        )
 
     return max(pool, key=key)
-
-
-def extra_seconds(
-    state: GroupState, min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE
-) -> float | None:
-    """Extra wall seconds that would likely decide the group's undecided comparisons: (the most
-    :func:`instances_to_decide` of any undecided comparison - ``instances``, at least 1) *
-    ``seconds_per_instance``; 0 when every comparison is decided; None when a count or the
-    seconds per instance is unknown."""
-    undecided = _undecided(state, min_effect, confidence)
-    if not undecided:
-        return 0.0
-    needed = [instances_to_decide(logs, min_effect, confidence) for logs in undecided]
-    if any(n is None for n in needed) or not math.isfinite(state.seconds_per_instance):
-        return None
-    more = max(max(n - state.instances, 1) for n in needed if n is not None)
-    return more * state.seconds_per_instance
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""nightly's two decisions on literal series, the overall verdict and the calibration replay."""
+"""nightly's two decisions on literal series and the overall verdict."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from harness.analysis.nightly import (
     overall,
     tonight,
 )
-from harness.analysis.nightly_calibration import Scenario, calibrate
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER
 
 RULES = Rules()
@@ -163,17 +162,6 @@ def test_overall_and_exit_codes() -> None:
 def test_bad_rules_are_named(kwargs: dict[str, float], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         Rules(**kwargs)  # type: ignore[arg-type]
-
-
-def test_calibration_replay_on_a_literal_pool() -> None:
-    """A pool of 3 % pair noise, 25 pairs a night: the rules' targets hold (the real pools are
-    measured in benchmarks/test_nightly_calibration.py)."""
-    rng = np.random.default_rng(1)
-    pools = {"c": np.exp(rng.normal(0, 0.03, 60)).tolist()}
-    got = calibrate(pools, {"c": 25}, RULES, Scenario(trials=40), seed=2)
-    assert got.aa_at_most_one >= 0.9
-    assert got.step_caught >= 0.9
-    assert got.drift_caught >= 0.95 and got.drift_nights_median <= 8
 
 
 def test_a_one_night_glitch_is_reverted_not_a_second_alarm() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from harness.formulas import stats
@@ -92,32 +93,6 @@ def test_scaled_ratio_scales_every_end() -> None:
     assert (r.value, r.low, r.high) == pytest.approx((0.9, 0.8, 1.0))
 
 
-def test_hierarchical_bootstrap_stays_inside_the_process_range() -> None:
-    lo, hi = stats.hierarchical_bootstrap_ci([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], resamples=500)
-    assert 1.0 <= lo <= 2.0 <= hi <= 3.0
-
-
-def test_bootstrap_of_one_process_is_the_percentile_bootstrap_of_its_median() -> None:
-    assert stats.hierarchical_bootstrap_ci([[7.5] * 5], resamples=500) == (7.5, 7.5)
-    assert stats.hierarchical_bootstrap_ci([[3.0]], resamples=500) == (3.0, 3.0)
-    lo, hi = stats.hierarchical_bootstrap_ci([[10, 11, 12, 13, 14]], resamples=2000)
-    assert 10 <= lo < 12 < hi <= 14  # spread values give a non-degenerate interval about the median
-
-
-def test_bootstrap_is_deterministic_for_a_seed_and_nested_by_confidence() -> None:
-    values = [[101.0, 97.5, 99.0, 104.2, 100.3, 98.8]]
-    once = stats.hierarchical_bootstrap_ci(values, resamples=500, seed=3)
-    assert once == stats.hierarchical_bootstrap_ci(values, resamples=500, seed=3)
-    lo95, hi95 = stats.hierarchical_bootstrap_ci(values, confidence=0.95, resamples=500)
-    lo50, hi50 = stats.hierarchical_bootstrap_ci(values, confidence=0.5, resamples=500)
-    assert lo95 <= lo50 <= hi50 <= hi95
-
-
-def test_bootstrap_of_nothing_is_nan() -> None:
-    assert all(math.isnan(v) for v in stats.hierarchical_bootstrap_ci([]))
-    assert all(math.isnan(v) for v in stats.hierarchical_bootstrap_ci([[], []]))
-
-
 def test_without_enough_history_the_ci_covers_the_processes_only() -> None:
     for earlier in ([], [100.0]):
         est, used = stats.figure_with_history([100.0, 90.0, 120.0], earlier)
@@ -142,3 +117,38 @@ def test_history_keeps_only_the_newest_runs() -> None:
     old_and_new = [1.0] * 5 + [100.0] * stats.HISTORY_RUNS
     est, used = stats.figure_with_history([100.0, 100.0, 100.0], old_and_new)
     assert used == stats.HISTORY_RUNS and est.low == pytest.approx(100.0)
+
+
+def _reference_interval(logs: list[float], confidence: float) -> tuple[float, float, float]:
+    """The log-scale t interval as figure, turn_ratio and ab's decide each computed it before
+    they shared :func:`stats.log_t_interval`."""
+    centre = float(np.mean(logs))
+    half = stats.t_quantile(len(logs) - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 30])
+@pytest.mark.parametrize("confidence", [0.95, 0.99])
+def test_one_log_t_interval_serves_figures_turns_and_ab_bit_for_bit(n: int, confidence: float) -> None:
+    from harness.analysis import ab
+    from harness.formulas import turns
+
+    values = np.exp(np.random.default_rng(n).normal(4.0, 0.1, n)).tolist()
+    logs = np.log(values).tolist()
+    ref = _reference_interval(logs, confidence)
+    assert stats.log_t_interval(logs, confidence) == ref
+    half = stats.t_quantile(n - 1, confidence) * float(np.std(logs, ddof=1)) / math.sqrt(n)
+    assert stats.log_t_half_width(logs, confidence) == half
+    est = stats.figure(values, confidence)
+    assert (est.low, est.high) == ref[1:]
+    r = turns.turn_ratio(logs, scale=0.5, confidence=confidence)
+    assert (r.value, r.low, r.high) == (ref[0] * 0.5, ref[1] * 0.5, ref[2] * 0.5)
+    d = ab.decide(values, ab.Rule(confidence=confidence, min_pairs=2))
+    assert (d.ratio, d.low, d.high) == ref
+
+
+def test_the_log_t_interval_below_two_values() -> None:
+    assert all(math.isnan(v) for v in stats.log_t_interval([]))
+    value, low, high = stats.log_t_interval([math.log(2.0)])
+    assert value == pytest.approx(2.0) and math.isnan(low) and math.isnan(high)
+    assert stats.log_t_half_width([0.1]) == math.inf

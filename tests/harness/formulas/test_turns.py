@@ -396,18 +396,6 @@ def test_next_group_respects_max_instances() -> None:
         turns.next_group(states, max_instances=0)
 
 
-def test_extra_seconds() -> None:
-    # [-0.02, 0.02] needs 4 instances (2 more), [0.0, 0.05] needs 11: mean 0.025, sd 0.035355,
-    # d = 0.023790; t(10) x 0.035355 / sqrt 11 = 0.023751 (t(9) x 0.035355 / sqrt 10 = 0.025291) ->
-    # 9 more x 30 s
-    state = GroupState("g", 2, 30.0, ((-0.02, 0.02), (0.0, 0.05), (0.2, 0.2)))
-    assert turns.extra_seconds(state) == pytest.approx(270.0)
-    assert turns.extra_seconds(GroupState("g", 2, 30.0, ((-0.02, 0.02),))) == pytest.approx(60.0)
-    assert turns.extra_seconds(GroupState("g", 3, 30.0, (DIFFERENT, SAME_))) == 0.0
-    assert turns.extra_seconds(GroupState("g", 1, 30.0, ((0.1,),))) is None
-    assert turns.extra_seconds(GroupState("g", 2, NAN, ((-0.02, 0.02),))) is None
-
-
 def test_a_block_with_a_disturbed_turn_is_left_out_whole() -> None:
     from harness.formulas.turns import DISTURBED, clean, disturbed_blocks
 

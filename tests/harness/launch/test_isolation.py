@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness.contract.isolation import NO_NAMESPACE_FAULT
-from harness.launch import isolation, listeners
+from harness.launch import isolation
 from tests.harness.launch.test_local_cluster import FAST, MWMS, PS
 from tests.harness.launch.test_runner import ROOT
+from tests.support import listeners
 
 
 @pytest.mark.process

@@ -27,10 +27,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.launch import listeners
 from harness.results.store import read_cells
 from tests.harness.launch.test_runner import ROOT, worker_processes
 from tests.harness.launch.test_slurm import FAST
+from tests.support import listeners
 
 SCRIPT = ROOT / "tools" / "slurm-nodes.sh"
 STATE = Path("/run/tfsb-nodes")

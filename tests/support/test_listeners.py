@@ -1,4 +1,4 @@
-"""Listening sockets read from ``/proc`` (:mod:`harness.launch.listeners`)."""
+"""Listening sockets read from ``/proc`` (:mod:`tests.support.listeners`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from harness.launch import listeners
+from tests.support import listeners
 
 TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1 0 100 0 0 10 0
