@@ -59,12 +59,6 @@ def host_cpu_seconds(stat: str = "/proc/stat") -> tuple[float, float] | None:
     return busy / _tick(), ticks[STEAL] / _tick()
 
 
-def host_busy_seconds(stat: str = "/proc/stat") -> float | None:
-    """CPU seconds the host's CPUs have been busy since boot (steal included); None where unknown."""
-    found = host_cpu_seconds(stat)
-    return None if found is None else found[0]
-
-
 @dataclass(frozen=True)
 class ProcessCpu:
     """One process as ``/proc/<pid>/stat`` shows it: parent pid, name, CPU seconds so far (user +
@@ -104,11 +98,6 @@ def read_process(pid: int, proc: str = "/proc") -> ProcessCpu | None:
         )
     except (OSError, ValueError, IndexError):
         return None
-
-
-def processes_cpu_seconds(pids: Iterable[int], proc: str = "/proc") -> float:
-    """CPU seconds the processes ``pids`` have used so far; a process that is gone counts 0."""
-    return sum(p.cpu_s for p in (read_process(pid, proc) for pid in pids) if p is not None)
 
 
 def process_table(proc: str = "/proc") -> dict[int, ProcessCpu]:

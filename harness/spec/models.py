@@ -177,11 +177,6 @@ def flops_per_example(model: str) -> int | None:
     return None if layers is None else training_flops(layers())
 
 
-def parameter_count(model: str) -> int:
-    """Trainable parameters of ``model`` (4 bytes each in a float32 gradient all-reduce)."""
-    return sum(layer.parameters for layer in MODEL_LAYERS[model]())
-
-
 REF = re.compile(r"^(?P<source>[^@]+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)@(?P<digest>[0-9a-f]{12})$")
 """A user's model as a cell holds it: ``<file.py or package.module>:<function>@<source digest>``
 (``--model FILE.py:function`` resolved by :func:`harness.commands.selection.resolve_model`)."""

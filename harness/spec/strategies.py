@@ -174,11 +174,6 @@ class Strategy:
         :data:`NO_OPTION` where it has no option axis."""
         return str(values[self.option_axis]) if self.option_axis else NO_OPTION
 
-    @property
-    def chief_trains(self) -> bool:
-        """Whether the chief task also runs training steps (a coordinator does not)."""
-        return "chief" in self.training_tasks or not self.multi_worker
-
     def tasks(self, workers: int, ps: int) -> tuple[Task, ...]:
         return self.layout(workers, ps)
 

@@ -44,7 +44,10 @@ def test_replicas_size_mirrored_and_workers_size_multi_worker_mirrored() -> None
 def test_the_layer_lists_count_the_parameters_the_gradient_sets_hold() -> None:
     import math
 
-    from harness.spec.models import parameter_count
+    from harness.spec.models import MODEL_LAYERS
+
+    def parameter_count(model):
+        return sum(layer.parameters for layer in MODEL_LAYERS[model]())
 
     # cnn: 3x3x1x32+32 + 3x3x32x64+64 + 1600x10+10; dense: 784x128+128 + 128x10+10
     assert parameter_count("cnn") == 320 + 18_496 + 16_010 == 34_826

@@ -54,7 +54,7 @@ def test_synchronous_and_checks() -> None:
     ps = STRATEGIES["parameter_server"]
     assert not ps.synchronous and ps.coordinated and not ps.allreduce_check
     assert ps.synchronous_at(1) and not ps.synchronous_at(2)
-    assert not ps.chief_trains and STRATEGIES["multi_worker_mirrored"].chief_trains
+    assert "chief" not in ps.training_tasks
     assert STRATEGIES["mirrored"].allreduce_check and STRATEGIES["mirrored"].synchronous_at(4)
     assert STRATEGIES["central_storage"].variables == Variables.AGGREGATING
     assert STRATEGIES["parameter_server"].variables == Variables.ON_PS

@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 
 from harness.spec.cell import Cell
-from harness.spec.models import INPUT_SHAPE, flops_per_example, parameter_count
+from harness.spec.models import INPUT_SHAPE, MODEL_LAYERS, flops_per_example
+
+
+def parameter_count(model: str) -> int:
+    return sum(layer.parameters for layer in MODEL_LAYERS[model]())
+
 
 pytestmark = pytest.mark.tf
 
