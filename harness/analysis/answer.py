@@ -13,11 +13,11 @@ re-expressed: a ratio r as a change of |r - 1| x 100 %, the leader's gain over a
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.analysis import render
 from harness.contract.records import Axes, CellRow, RatioRow
 from harness.errors import HarnessError
 from harness.formulas.breakdown import BOUND_BY_NAME
@@ -378,14 +378,7 @@ def text(found: Sequence[Answer], rows: Sequence[CellRow]) -> str:
 
 def render_html(found: Sequence[Answer], rows: Sequence[CellRow]) -> str:
     """The answers as the report's first section."""
-    esc = html.escape
-    if not found:
-        return f"<p>{esc(NO_ANSWER)}</p>"
-    note = cpu_note(rows)
-    parts = [f"<p class='note'>{esc(note)}</p>"] if note else []
-    for a in found:
-        for i, p in enumerate(paragraphs(a)):
-            parts.append(f"<p>{'<b>' if i == 0 else ''}{esc(p.text)}{'</b>' if i == 0 else ''}</p>")
-            if p.items:
-                parts.append("<ul>" + "".join(f"<li>{esc(item)}</li>" for item in p.items) + "</ul>")
-    return "\n".join(parts)
+    page = render.page(
+        "answer.html", answers=[paragraphs(a) for a in found], note=cpu_note(rows), no_answer=NO_ANSWER
+    )
+    return page.rstrip("\n")

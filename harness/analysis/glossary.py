@@ -9,8 +9,9 @@ checks the same).
 
 from __future__ import annotations
 
-import html as _html
 from dataclasses import dataclass
+
+from harness.analysis import render
 
 REGENERATE = "python -m harness.commands.reference docs/explanation/glossary.md"
 """The command that rewrites the page (named in the page's header and in every failure)."""
@@ -197,26 +198,11 @@ TERMS: tuple[Term, ...] = (
 """The glossary, in reading order (what is measured, how, then what the verdicts say)."""
 
 
-def _cell(text: str) -> str:
-    """``text`` safe inside a markdown table cell."""
-    return text.replace("|", r"\|")
-
-
 def markdown() -> str:
     """docs/explanation/glossary.md: a title, the do-not-edit note and a table of every term."""
-    note = (
-        f"Generated from `harness/analysis/glossary.py` by `{REGENERATE}`: do not edit this page by "
-        "hand (a test fails when it is out of date)."
-    )
-    intro = (
-        "The words the suite's output uses, each in plain terms. How the numbers are obtained: "
-        "[measurement](measurement.md); what each verdict controls: [statistics](statistics.md)."
-    )
-    rows = "\n".join(f"| **{_cell(t.word)}** | {_cell(t.meaning)} |" for t in TERMS)
-    return "\n\n".join(["# Glossary", note, intro, f"| term | meaning |\n|---|---|\n{rows}"]) + "\n"
+    return render.markdown("glossary.md", terms=TERMS, regenerate=REGENERATE)
 
 
 def html() -> str:
     """The glossary as a compact ``<dl>``, every word and meaning HTML-escaped."""
-    items = "".join(f"<dt>{_html.escape(t.word)}</dt><dd>{_html.escape(t.meaning)}</dd>" for t in TERMS)
-    return f'<dl class="glossary">{items}</dl>'
+    return render.page("glossary.html", terms=TERMS)

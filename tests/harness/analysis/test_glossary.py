@@ -82,7 +82,7 @@ def test_html_is_a_definition_list_that_escapes(monkeypatch: pytest.MonkeyPatch)
     assert out.count("<dt>") == len(TERMS) == out.count("<dd>")
     monkeypatch.setattr(glossary, "TERMS", (Term("a<b>", 'x & "y" <script>'),))
     assert (
-        html() == '<dl class="glossary"><dt>a&lt;b&gt;</dt><dd>x &amp; &quot;y&quot; &lt;script&gt;</dd></dl>'
+        html() == '<dl class="glossary"><dt>a&lt;b&gt;</dt><dd>x &amp; &#34;y&#34; &lt;script&gt;</dd></dl>'
     )
 
 
