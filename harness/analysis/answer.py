@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from harness.analysis import render
 from harness.contract.records import Axes, CellRow, RatioRow
 from harness.errors import HarnessError
-from harness.formulas.breakdown import BOUND_BY_NAME
+from harness.formulas import breakdown
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED
 from harness.spec import words
 from harness.spec.axes import AXES, AXIS_BY_NAME, Axis, AxisValue
@@ -281,11 +281,16 @@ def _gains(a: Answer) -> Para:
     )
 
 
-def _reason(row: CellRow) -> str | None:
-    """Where the row's update time goes, as its breakdown's verdict says (without the advice),
-    or why it has none; None where it was not timed."""
-    reason = row.breakdown.bound_reason
-    return reason.split("; try ")[0] if reason else None
+def _verdict(row: CellRow) -> tuple[str | None, str | None]:
+    """The row's bound and where its update time goes, without the advice: recomputed from its
+    parts where a verdict was stored (a row stored under an older rule reads as the current rule
+    says: :func:`harness.formulas.breakdown.verdict`), else as stored (why it has none); reason
+    None where it was not timed."""
+    b, m = row.breakdown, breakdown.measured(row.breakdown)
+    bound, reason = (
+        breakdown.verdict(m.step_s, m.parts, m.bounds) if b.bound and m else (b.bound, b.bound_reason)
+    )
+    return bound, reason.split("; try ")[0] if reason else None
 
 
 def _why(a: Answer) -> Para:
@@ -294,7 +299,7 @@ def _why(a: Answer) -> Para:
         if row is None:
             continue
         label = a.label if row is a.leader else a.rival.label if a.rival else ""
-        found = _reason(row)
+        found = _verdict(row)[1]
         items.append(
             f"{name}, {label}: {found}"
             if found
@@ -304,7 +309,7 @@ def _why(a: Answer) -> Para:
 
 
 def _next(a: Answer) -> list[Para]:
-    bound = BOUND_BY_NAME.get(a.leader.breakdown.bound or "")
+    bound = breakdown.BOUND_BY_NAME.get(_verdict(a.leader)[0] or "")
     if bound is None:
         return []
     config = values(a.leader.cell)
