@@ -60,23 +60,9 @@ def table(outcomes: Sequence[Outcome]) -> tuple[tuple[str, ...], list[tuple[str,
     return HEADER, rows(outcomes)
 
 
-TITLES = {
-    "regression": "**Performance regression (B slower than A)**",
-    "no regression": "No performance regression",
-    "undecided": "Undecided within the budget",
-    "a cell failed": "**A cell failed**",
-}
-"""The markdown's title by the run's verdict."""
-
-
 def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
     """The result as a CI comment: verdict, the table, the software of each side and the method."""
-    software: Mapping[str, str] = next((o.software for o in outcomes if o.software), {})
+    software = next((o.software for o in outcomes if o.software), {})
     return render.markdown(
-        "ab.md",
-        title=TITLES[verdict],
-        header=HEADER,
-        rows=rows(outcomes),
-        software=sorted(software.items()),
-        rule=rule,
+        "ab.md", verdict=verdict, header=HEADER, rows=rows(outcomes), software=software, rule=rule
     )

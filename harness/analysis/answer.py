@@ -383,7 +383,6 @@ def text(found: Sequence[Answer], rows: Sequence[CellRow]) -> str:
 
 def render_html(found: Sequence[Answer], rows: Sequence[CellRow]) -> str:
     """The answers as the report's first section."""
-    page = render.page(
+    return render.page(
         "answer.html", answers=[paragraphs(a) for a in found], note=cpu_note(rows), no_answer=NO_ANSWER
-    )
-    return page.rstrip("\n")
+    ).rstrip("\n")

@@ -205,7 +205,6 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
     """A CI comment: verdict, counts, the changed series as a table, and the method."""
     return render.markdown(
         "compare.md",
-        verdict=VERDICTS[result.exit_code],
         result=result,
         counts=_counts(result),
         shortfall=result.shortfall if result.exit_code == EXIT_SHORT_HISTORY else "",
@@ -213,10 +212,6 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
         rows=[r for r in _rows(result) if show_unchanged or r[0] not in (EQUIVALENT, UNDECIDED)],
         method=_method(result),
     )
-
-
-VERDICTS = {0: "No performance regression", 1: "**Performance regression**", 3: "Not enough history to judge"}
-"""The markdown's title by exit code."""
 
 
 def write_markdown(result: Comparison, path: Path) -> None:

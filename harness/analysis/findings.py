@@ -86,25 +86,11 @@ def render_html(rows: Sequence[CellRow], ratios: Sequence[RatioRow] = ()) -> str
     fastest configuration; figures of separately measured processes are shown as figures with
     their CIs in the summary, never ranked), grouped by relation, each configuration in words
     (:func:`harness.analysis.answer.labels`)."""
-    named = labels(rows)
-    model = {r.cell.cell_id: r.cell.model for r in rows}
-    groups = [
-        (
-            title,
-            [
-                (
-                    model.get(r.reference, ""),
-                    named.get(r.subject, r.subject),
-                    named.get(r.reference, r.reference),
-                    ratio_text(r),
-                )
-                for r in ratios
-                if r.relation == relation
-            ],
-        )
-        for relation, title in RELATION_TITLES.items()
-    ]
-    page = render.page(
-        "findings.html", measured=bool(ratios), groups=[(t, items) for t, items in groups if items]
-    )
-    return page.rstrip("\n")
+    return render.page(
+        "findings.html",
+        ratios=ratios,
+        titles=RELATION_TITLES,
+        named=labels(rows),
+        model={r.cell.cell_id: r.cell.model for r in rows},
+        text=ratio_text,
+    ).rstrip("\n")
