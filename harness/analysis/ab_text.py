@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from harness.analysis import render
 from harness.analysis.ab import Decision, Rule
 from harness.spec.cell import Cell
 
@@ -61,26 +62,7 @@ def table(outcomes: Sequence[Outcome]) -> tuple[tuple[str, ...], list[tuple[str,
 
 def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
     """The result as a CI comment: verdict, the table, the software of each side and the method."""
-    title = {
-        "regression": "**Performance regression (B slower than A)**",
-        "no regression": "No performance regression",
-        "undecided": "Undecided within the budget",
-        "a cell failed": "**A cell failed**",
-    }[verdict]
-    lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(outcomes)]
-    software: Mapping[str, str] = next((o.software for o in outcomes if o.software), {})
-    lines += [
-        "",
-        *(f"- side {s}: {v}" for s, v in sorted(software.items())),
-        "",
-        (
-            "Pairs of fresh processes (duet: A and B at once on the same CPUs, timing together; "
-            "alternate: back to back, each with the whole host; order random per pair); "
-            f"B/A is the "
-            f"geometric mean of the pairs' throughput ratios with its 95% Student-t CI; a cell is "
-            f"lower/higher when the CI lies beyond {rule.min_effect:.0%} of 1, equivalent when it "
-            f"lies within it, after {rule.min_pairs} to {rule.max_pairs} pairs."
-        ),
-    ]
-    return "\n".join(lines) + "\n"
+    software = next((o.software for o in outcomes if o.software), {})
+    return render.markdown(
+        "ab.md", verdict=verdict, header=HEADER, rows=rows(outcomes), software=software, rule=rule
+    )

@@ -13,14 +13,14 @@ re-expressed: a ratio r as a change of |r - 1| x 100 %, the leader's gain over a
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.analysis import render
 from harness.contract.records import Axes, CellRow, RatioRow
 from harness.errors import HarnessError
-from harness.formulas.breakdown import BOUND_BY_NAME
+from harness.formulas import breakdown
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED
 from harness.spec import words
 from harness.spec.axes import AXES, AXIS_BY_NAME, Axis, AxisValue
@@ -281,11 +281,16 @@ def _gains(a: Answer) -> Para:
     )
 
 
-def _reason(row: CellRow) -> str | None:
-    """Where the row's update time goes, as its breakdown's verdict says (without the advice),
-    or why it has none; None where it was not timed."""
-    reason = row.breakdown.bound_reason
-    return reason.split("; try ")[0] if reason else None
+def _verdict(row: CellRow) -> tuple[str | None, str | None]:
+    """The row's bound and where its update time goes, without the advice: recomputed from its
+    parts where a verdict was stored (a row stored under an older rule reads as the current rule
+    says: :func:`harness.formulas.breakdown.verdict`), else as stored (why it has none); reason
+    None where it was not timed."""
+    b, m = row.breakdown, breakdown.measured(row.breakdown)
+    bound, reason = (
+        breakdown.verdict(m.step_s, m.parts, m.bounds) if b.bound and m else (b.bound, b.bound_reason)
+    )
+    return bound, reason.split("; try ")[0] if reason else None
 
 
 def _why(a: Answer) -> Para:
@@ -294,7 +299,7 @@ def _why(a: Answer) -> Para:
         if row is None:
             continue
         label = a.label if row is a.leader else a.rival.label if a.rival else ""
-        found = _reason(row)
+        found = _verdict(row)[1]
         items.append(
             f"{name}, {label}: {found}"
             if found
@@ -304,7 +309,7 @@ def _why(a: Answer) -> Para:
 
 
 def _next(a: Answer) -> list[Para]:
-    bound = BOUND_BY_NAME.get(a.leader.breakdown.bound or "")
+    bound = breakdown.BOUND_BY_NAME.get(_verdict(a.leader)[0] or "")
     if bound is None:
         return []
     config = values(a.leader.cell)
@@ -378,14 +383,6 @@ def text(found: Sequence[Answer], rows: Sequence[CellRow]) -> str:
 
 def render_html(found: Sequence[Answer], rows: Sequence[CellRow]) -> str:
     """The answers as the report's first section."""
-    esc = html.escape
-    if not found:
-        return f"<p>{esc(NO_ANSWER)}</p>"
-    note = cpu_note(rows)
-    parts = [f"<p class='note'>{esc(note)}</p>"] if note else []
-    for a in found:
-        for i, p in enumerate(paragraphs(a)):
-            parts.append(f"<p>{'<b>' if i == 0 else ''}{esc(p.text)}{'</b>' if i == 0 else ''}</p>")
-            if p.items:
-                parts.append("<ul>" + "".join(f"<li>{esc(item)}</li>" for item in p.items) + "</ul>")
-    return "\n".join(parts)
+    return render.page(
+        "answer.html", answers=[paragraphs(a) for a in found], note=cpu_note(rows), no_answer=NO_ANSWER
+    ).rstrip("\n")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import gate, machines
+from harness.analysis import gate, machines, render
 from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
 from harness.contract.columns import unflatten_all
@@ -203,29 +203,15 @@ def text_table(result: Comparison) -> str:
 
 def markdown(result: Comparison, show_unchanged: bool = False) -> str:
     """A CI comment: verdict, counts, the changed series as a table, and the method."""
-    verdict = {
-        0: "No performance regression",
-        1: "**Performance regression**",
-        3: "Not enough history to judge",
-    }[result.exit_code]
-    rows = [r for r in _rows(result) if show_unchanged or r[0] not in (EQUIVALENT, UNDECIDED)]
-    lines = [
-        f"### {verdict}",
-        "",
-        (
-            f"Candidate `{', '.join(result.candidate_runs)}` against {len(result.baseline_runs)} "
-            f"baseline run(s): {_counts(result)}."
-        ),
-        "",
-    ]
-    if result.exit_code == EXIT_SHORT_HISTORY:
-        lines += [result.shortfall[0].upper() + result.shortfall[1:], ""]
-    if rows:
-        lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
-        lines.append("")
-    lines.append(_method(result))
-    return "\n".join(lines) + "\n"
+    return render.markdown(
+        "compare.md",
+        result=result,
+        counts=_counts(result),
+        shortfall=result.shortfall if result.exit_code == EXIT_SHORT_HISTORY else "",
+        header=HEADER,
+        rows=[r for r in _rows(result) if show_unchanged or r[0] not in (EQUIVALENT, UNDECIDED)],
+        method=_method(result),
+    )
 
 
 def write_markdown(result: Comparison, path: Path) -> None:

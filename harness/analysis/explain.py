@@ -99,7 +99,7 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
     """Per multi-device ok row with a 1-device baseline: its efficiency, and the per-update time
     (the step each cell's parts were timed with) and each part, on one device and on several (weak
     scaling: each replica's share of an update is the baseline's whole update, so perfect scaling
-    keeps the step constant); overlap says what no part explains."""
+    keeps the step constant), and the overlap or the share no part explains."""
     out = []
     named = answer.labels(rows)
     for r in rows:
@@ -117,10 +117,18 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
                     for k, v in mine.parts.items()
                 )
                 + " ms"
-                + (f" (overlap {r.breakdown.overlap:+.0%})" if r.breakdown.overlap is not None else "")
+                + _remainder(r.breakdown.overlap)
             )
         out.append(text)
     return out or ["No multi-device cell with a 1-device baseline in this run."]
+
+
+def _remainder(overlap: float | None) -> str:
+    """`` (overlap +3%)`` where the parts add up to more than the step, `` (unexplained 34%)`` where
+    to less ("" when unknown)."""
+    if overlap is None:
+        return ""
+    return f" (overlap {overlap:+.0%})" if overlap >= 0 else f" (unexplained {-overlap:.0%})"
 
 
 def does_accumulation_help(rows: Sequence[CellRow], ratios: Sequence[RatioRow]) -> list[str]:

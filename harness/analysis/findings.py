@@ -10,10 +10,10 @@ ranked here: the only fastest is the one raced in turns (:mod:`harness.analysis.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 
+from harness.analysis import render
 from harness.analysis.answer import labels
 from harness.contract.records import CellRow, RatioRow
 from harness.formulas import stats
@@ -81,37 +81,16 @@ def ratio_text(r: RatioRow) -> str:
     return text
 
 
-def turns_html(ratios: Sequence[RatioRow], rows: Sequence[CellRow]) -> str:
-    """The comparisons measured in turns, grouped by relation, each configuration in words
-    (:func:`harness.analysis.answer.labels`)."""
-    esc = html.escape
-    named = labels(rows)
-    model = {r.cell.cell_id: r.cell.model for r in rows}
-    parts = []
-    for relation, title in RELATION_TITLES.items():
-        mine = [r for r in ratios if r.relation == relation]
-        if not mine:
-            continue
-        items = [
-            f"<li>{esc(model.get(r.reference, ''))}: {esc(named.get(r.subject, r.subject))} against "
-            f"{esc(named.get(r.reference, r.reference))}: {esc(ratio_text(r))}</li>"
-            for r in mine
-        ]
-        parts.append(f"<h3>{esc(title)}</h3><ul>{''.join(items)}</ul>")
-    return "\n".join(parts)
-
-
 def render_html(rows: Sequence[CellRow], ratios: Sequence[RatioRow] = ()) -> str:
     """The report's comparisons: those measured in turns (the only source of ratios and of a
     fastest configuration; figures of separately measured processes are shown as figures with
-    their CIs in the summary, never ranked)."""
-    if not ratios:
-        return (
-            "<p>No comparison was measured in turns in this run, so it ranks nothing; each "
-            "configuration's own figure, with its CI, is in the summary below.</p>"
-        )
-    return (
-        "<p>Each ratio is one configuration's throughput over another's, measured in turns (both "
-        "live at once, one timed window each in turn), with its 95% CI over instances; verdicts "
-        "control false discoveries across the run's comparisons.</p>\n" + turns_html(ratios, rows)
-    )
+    their CIs in the summary, never ranked), grouped by relation, each configuration in words
+    (:func:`harness.analysis.answer.labels`)."""
+    return render.page(
+        "findings.html",
+        ratios=ratios,
+        titles=RELATION_TITLES,
+        named=labels(rows),
+        model={r.cell.cell_id: r.cell.model for r in rows},
+        text=ratio_text,
+    ).rstrip("\n")

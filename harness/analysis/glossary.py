@@ -9,8 +9,9 @@ checks the same).
 
 from __future__ import annotations
 
-import html as _html
 from dataclasses import dataclass
+
+from harness.analysis import render
 
 REGENERATE = "python -m harness.commands.reference docs/explanation/glossary.md"
 """The command that rewrites the page (named in the page's header and in every failure)."""
@@ -32,14 +33,17 @@ TERMS: tuple[Term, ...] = (
         "lists those choices.",
     ),
     Term(
-        "contender",
-        "A configuration a sweep names as a candidate for a model's fastest one. A model's "
-        "contenders are measured first, together, and each is compared with the leader.",
+        "leader",
+        "Of a model's contenders (the configurations a sweep names as candidates for its fastest "
+        "one, measured first, together), the one measured fastest so far in turns; each other "
+        "contender is compared with it. It is called fastest only once every other contender is "
+        "decided lower than it; until then it is leading.",
     ),
     Term(
-        "leader",
-        "The contender measured fastest so far in turns. It is called fastest only once every "
-        "other contender is decided lower than it; until then it is leading.",
+        "closest rival",
+        "The contender measured closest to the leader in turns (the highest ratio to it). The "
+        "answer says where its update's time goes beside the leader's; the default sweep times "
+        "the parts of only these two updates per model.",
     ),
     Term(
         "measured in turns",
@@ -156,10 +160,24 @@ TERMS: tuple[Term, ...] = (
         "row's note says why.",
     ),
     Term(
+        "false-discovery control",
+        "What keeps a run's many comparisons from turning chance into findings: of the "
+        "comparisons it calls higher or lower, at most 5% are expected to be wrong "
+        "(Benjamini-Hochberg over their p-values). It can only turn a higher or lower into "
+        "undecided.",
+    ),
+    Term(
         "unstable",
         "A configuration whose processes disagree on its throughput by more than 10% (their "
         "spread over their mean, --unstable-cv): its figure moves between re-runs. Its ratios "
         "measured in turns are not affected.",
+    ),
+    Term(
+        "cv between / within processes (cv b/w)",
+        "Two spreads, each a standard deviation over a mean. Between: of a configuration's "
+        "process figures in the run, what a fresh process moves it by. Within: the median over its "
+        "processes of the spread of one process's timed windows. Between is usually the larger, "
+        "which is why every CI is over processes, not windows.",
     ),
     Term(
         "MFU",
@@ -172,13 +190,21 @@ TERMS: tuple[Term, ...] = (
         "The part of an update that takes the largest share of its time: compute, communication "
         "(the all-reduce), input or dispatch (the cost of each call from Python). On a GPU: "
         "device (the GPU busy with the model), communication (collectives), input (the GPU "
-        "waiting for data) or host (the GPU waiting for the host to launch its work).",
+        "waiting for data) or host (the GPU waiting for the host to launch its work). None where "
+        "more of the update is unexplained (time no part accounts for) than any part takes.",
     ),
     Term(
         "co-tenant",
         "Another training process on the same devices at the same time: another copy of the same "
         "configuration (--tenants), or the same model in PyTorch or JAX (--tenant-framework). "
         "Each side's throughput is measured alone and together.",
+    ),
+    Term(
+        "oversubscribed",
+        "Measured on shared cores: a configuration's workers (and parameter-server tasks) were "
+        "given more cores in all than the machine has, or each co-tenant was given every core, or "
+        "an ab duet's two sides shared the same CPUs. Such a figure is marked (* in the terminal's "
+        "table).",
     ),
     Term(
         "machine",
@@ -193,30 +219,56 @@ TERMS: tuple[Term, ...] = (
         "one run's processes show. Machines cannot take turns, so a ratio between machines "
         "carries it: measured from three or more runs, else the calibrated 15% per run.",
     ),
+    Term(
+        "fingerprint",
+        "A 16-hex-digit hash of what a worker process ran on and with: CPU model and cores, GPU "
+        "models, count and driver, TensorFlow, Keras and Python versions, the CUDA, cuDNN or ROCm "
+        "build, thread settings and the environment variables that change behaviour (TF_*, "
+        "NCCL_*, OMP_* and the like). compare judges a run only against earlier runs with the same "
+        "fingerprint.",
+    ),
+    Term(
+        "series",
+        "The history a configuration is judged against over time. In compare: its runs on one "
+        "machine with one fingerprint, one median per run. In nightly: its nights on one machine "
+        "fingerprint, suite version and reference pin. Runs of another series are never its "
+        "history.",
+    ),
+    Term(
+        "robust z-score",
+        "How far the candidate runs' median lies from the series' history, in units of the "
+        "history's spread measured robustly (1.4826 x the median absolute deviation, so that one "
+        "odd run cannot inflate it). compare calls a change only when it passes 3.5 (--z), with "
+        "at least 10 earlier runs (--min-history).",
+    ),
+    Term(
+        "family-wise alpha",
+        "The chance compare accepts of calling any change at all when none is there, over every "
+        "series it judges together (--false-alarm, 5%): each series' CI is widened for the number "
+        "of series compared (Bonferroni).",
+    ),
+    Term(
+        "change point",
+        "A night after which a nightly series' level moved for good: among the nights since the "
+        "last one, the split whose two sides differ most, kept when a permutation test finds it "
+        "unlikely by chance and the shift is large enough. It catches drifts too small for one "
+        "night's alarm; the series restarts from it.",
+    ),
+    Term(
+        "pin",
+        "The reference build nightly compares against, held fixed: its first install's pip "
+        "freeze is saved (RESULTS/nightly/reference-<pin>.txt) and every later night installs "
+        "exactly that. The pin is the first 12 hex digits of the freeze's sha256.",
+    ),
 )
 """The glossary, in reading order (what is measured, how, then what the verdicts say)."""
 
 
-def _cell(text: str) -> str:
-    """``text`` safe inside a markdown table cell."""
-    return text.replace("|", r"\|")
-
-
 def markdown() -> str:
     """docs/explanation/glossary.md: a title, the do-not-edit note and a table of every term."""
-    note = (
-        f"Generated from `harness/analysis/glossary.py` by `{REGENERATE}`: do not edit this page by "
-        "hand (a test fails when it is out of date)."
-    )
-    intro = (
-        "The words the suite's output uses, each in plain terms. How the numbers are obtained: "
-        "[measurement](measurement.md); what each verdict controls: [statistics](statistics.md)."
-    )
-    rows = "\n".join(f"| **{_cell(t.word)}** | {_cell(t.meaning)} |" for t in TERMS)
-    return "\n\n".join(["# Glossary", note, intro, f"| term | meaning |\n|---|---|\n{rows}"]) + "\n"
+    return render.markdown("glossary.md", terms=TERMS, regenerate=REGENERATE)
 
 
 def html() -> str:
     """The glossary as a compact ``<dl>``, every word and meaning HTML-escaped."""
-    items = "".join(f"<dt>{_html.escape(t.word)}</dt><dd>{_html.escape(t.meaning)}</dd>" for t in TERMS)
-    return f'<dl class="glossary">{items}</dl>'
+    return render.page("glossary.html", terms=TERMS)

@@ -16,8 +16,9 @@ waiting on the slowest replica, contention between replicas that share cores).
 Every part is a piece of one update, so no part can take longer than the whole update: a share
 above 100% + :data:`NOISE` is a measurement error, not a finding (:func:`excess`). Such a row gets
 no verdict (``bound`` null) and ``bound_reason`` says which part exceeded the step. Otherwise the
-verdict (``bound``) is the part with the largest share; ``bound_reason`` gives every share and the
-knob that acts on that part (:data:`BOUNDS`).
+verdict (``bound``) is the part with the largest share, where it is larger than the unexplained
+remainder (else no part bounds the step: none); ``bound_reason`` gives every share, the overlap or
+the unexplained share, and the knob that acts on that part (:data:`BOUNDS`).
 
 On a GPU the parts timed alone say nothing about whether the GPU or the host is the limit (kernels
 are launched asynchronously: compute alone took 102-109% of the step on an H100). There the worker
@@ -193,11 +194,14 @@ def verdict(
     step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS
 ) -> tuple[str | None, str]:
     """(bound, reason) from the step time and its four parts (seconds per update); bound None when a
-    part exceeds the step (:func:`excess`), with the reason saying so."""
+    part exceeds the step (:func:`excess`), or when the time no part explains (the step less the
+    parts' sum) is at least the largest part's: a part bounds the step only where it explains more
+    of it than anything else. The reason says which."""
     share = shares(step_s, parts, bounds)
     listed = ", ".join(f"{name} {s:.0%}" for name, s in share.items())
     over = (sum(parts.values()) - step_s) / step_s
-    figures = f"of the {step_s * 1e3:.3g} ms step, {listed} (overlap {over:+.0%})"
+    rest = f" (overlap {over:+.0%})" if over >= 0 else f", unexplained {-over:.0%}"
+    figures = f"of the {step_s * 1e3:.3g} ms step, {listed}{rest}"
     bad = excess(step_s, parts, bounds=bounds)
     if bad:
         named = " and ".join(f"{name} ({s:.0%})" for name, s in bad.items())
@@ -207,6 +211,8 @@ def verdict(
             f"are not pieces of that update; {figures}"
         )
     top = max(bounds, key=lambda b: share[b.name])
+    if share[top.name] <= -over:
+        return None, f"no part bounds it: more of the step is unexplained than any part takes; {figures}"
     return top.name, f"{top.name}-bound: {figures}; try {top.advice}"
 
 

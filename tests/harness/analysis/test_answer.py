@@ -160,6 +160,41 @@ def test_an_undecided_contender_says_what_would_decide_it_and_the_leader_only_le
     assert "about 3 more instances (~1.0 min more budget) would likely decide it" in text
 
 
+def _timed(cell_id: str, compute_ms: float, input_ms: float, **axes) -> CellRow:
+    """A row whose 10 ms step was broken down, stored with a compute verdict and an older rule's
+    reason (its negative overlap)."""
+    parts = {"parts_step_s": 0.010, "compute_s": compute_ms / 1e3, "allreduce_s": 0.0}
+    parts |= {"input_s": input_ms / 1e3, "dispatch_s": 0.0, "bound": "compute"}
+    return _cell(cell_id, **axes, **parts, bound_reason="compute-bound: (overlap -50%); try x")
+
+
+def test_why_says_what_no_part_explains_and_names_a_bound_only_where_a_part_explains_the_step() -> None:
+    rows = [
+        _timed("lead", 3.0, 2.0, accum_steps=4, loop="ctl", examples_per_sec=110.0),
+        _timed("plain", 5.2, 1.4, accum_steps=1, loop="ctl", examples_per_sec=100.0),
+    ]
+    (a,) = answer.answers(rows, [_ratio("plain", 0.90, 0.85, 0.95, "lower")])
+    text = answer.text([a], rows)
+    assert "overlap" not in text
+    # the leader: compute 30%, input 20%, half the step unexplained: bound by no part, no knob to try
+    assert (
+        "the leader, no distribution strategy, 4 accumulation steps per update: no part bounds it: "
+        "more of the step is "
+        "unexplained than any part takes; of the 10 ms step, compute 30%, communication 0%, "
+        "input 20%, dispatch 0%, unexplained 50%"
+    ) in text
+    assert "Next:" not in text
+    # the rival: compute 52% against 34% unexplained, compute-bound
+    assert (
+        "compute-bound: of the 10 ms step, compute 52%, communication 0%, input 14%, dispatch 0%, unexplained 34%"
+        in text
+    )
+    rows[0] = _timed("lead", 7.0, 1.0, accum_steps=4, loop="ctl", examples_per_sec=110.0)
+    assert "Next: the leader is compute-bound" in answer.text(
+        answer.answers(rows, [_ratio("plain", 0.9, 0.85, 0.95, "lower")]), rows
+    )
+
+
 def test_a_ratio_in_words() -> None:
     assert answer.change(0.919, 0.898, 0.941) == "8.1% slower (between 5.9% and 10%)"
     assert answer.change(1.2, 1.1, 1.3) == "20% faster (between 10% and 30%)"

@@ -62,8 +62,6 @@ def test_every_relation_has_a_title_in_the_report() -> None:
 
 
 def test_the_comparisons_in_turns_name_configurations_in_words() -> None:
-    from harness.analysis.findings import turns_html
-
     rows = [
         unflatten(CellRow, {"cell_id": k, "model": "cnn", "strategy": s, "examples_per_sec": 100.0})
         for k, s in (("a", "default"), ("b", "mirrored"), ("c", "central_storage"))
@@ -87,6 +85,6 @@ def test_the_comparisons_in_turns_name_configurations_in_words() -> None:
         )
         for s, v in (("b", "lower"), ("c", "undecided"))
     ]
-    page = turns_html(race, rows)
+    page = findings.render_html(rows, race)
     assert "cnn: MirroredStrategy against no distribution strategy: 0.900 [0.800, 0.950]" in page
     assert "cnn: CentralStorageStrategy against no distribution strategy" in page and "undecided" in page

@@ -3,6 +3,9 @@ report's pages. Unit tier: no TensorFlow, no process."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ import pytest
 from harness.analysis import glossary
 from harness.analysis.glossary import REGENERATE, TERMS, Term, html, markdown
 from harness.commands.reference import main
+from harness.formulas import verdicts
 
 REPO = Path(__file__).resolve().parents[3]
 PAGE = REPO / "docs" / "explanation" / "glossary.md"
@@ -35,38 +39,100 @@ def test_every_term_is_unique_and_means_something() -> None:
         assert t.meaning.strip() and t.meaning.rstrip().endswith("."), t
 
 
-@pytest.mark.parametrize(
-    "word",
-    [
-        "configuration",
-        "leader",
-        "contender",
-        "measured in turns",
-        "instance",
-        "block",
-        "replica",
-        "worker",
-        "parameter server",
-        "gradient accumulation",
-        "steps per execution",
-        "custom loop (ctl)",
-        "Keras fit (fit)",
-        "cross-device ops",
-        "all-reduce",
-        "scaling efficiency",
-        "95% CI",
-        "higher",
-        "lower",
-        "equivalent",
-        "undecided",
-        "unstable",
-        "MFU",
-        "bound",
-        "co-tenant",
-    ],
+PRINTED = (
+    "configuration",
+    "leader",
+    "closest rival",
+    "measured in turns",
+    "turn",
+    "instance",
+    "block",
+    "replica",
+    "worker",
+    "parameter server",
+    "gradient accumulation",
+    "steps per execution",
+    "custom loop",
+    "Keras fit",
+    "cross-device ops",
+    "all-reduce",
+    "scaling efficiency",
+    "95% CI",
+    "false-discovery control",
+    "unstable",
+    "cv between / within processes",
+    "cv b/w",
+    "MFU",
+    "bound",
+    "co-tenant",
+    "oversubscribed",
+    "machine",
+    "run-to-run spread",
+    "fingerprint",
+    "series",
+    "robust z-score",
+    "family-wise alpha",
+    "change point",
+    "pin",
 )
-def test_the_terms_the_output_keeps_are_there(word: str) -> None:
-    assert word in {t.word for t in TERMS}
+"""Terms of art the output prints; with every verdict word (:data:`VERDICTS`), each needs an entry."""
+
+VERDICTS = tuple(
+    value
+    for name, value in vars(verdicts).items()
+    if name.isupper() and isinstance(value, str) and " " not in name
+)
+"""The verdict words, from :mod:`harness.formulas.verdicts` (higher, lower, equivalent, undecided,
+not measured)."""
+
+
+def _names(t: Term) -> set[str]:
+    """What a term is printed as: its word, the word without its parenthesis, and what the
+    parenthesis holds (``custom loop (ctl)``: ``custom loop``, ``ctl``)."""
+    head, _, rest = t.word.partition(" (")
+    return {t.word, head, rest.removesuffix(")")} - {""}
+
+
+@functools.cache
+def _printed() -> str:
+    """What harness/ can print, lower-cased: every string literal of its modules but the glossary's
+    (f-strings' literal parts too; docstrings and attribute docs left out), and every template."""
+    texts = []
+    for path in (REPO / "harness").rglob("*.py"):
+        if path == REPO / "harness" / "analysis" / "glossary.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+        texts += [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+        ]
+    texts += [p.read_text(encoding="utf-8") for p in (REPO / "harness" / "analysis" / "templates").iterdir()]
+    return " ".join(" ".join(texts).split()).lower()
+
+
+def _is_printed(word: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", _printed()) is not None
+
+
+def test_verdict_words_are_derived_from_the_verdicts_module() -> None:
+    assert {"higher", "lower", "equivalent", "undecided", "not measured"} <= set(VERDICTS)
+
+
+@pytest.mark.parametrize("word", PRINTED + VERDICTS)
+def test_every_term_the_output_prints_has_an_entry(word: str) -> None:
+    assert _is_printed(word), f"{word!r} is no longer printed: drop it from PRINTED"
+    assert any(word.casefold() in {n.casefold() for n in _names(t)} for t in TERMS), (
+        f"{word!r} is printed but defined nowhere: add a Term to harness/analysis/glossary.py"
+    )
+
+
+@pytest.mark.parametrize("term", TERMS, ids=lambda t: t.word)
+def test_every_term_is_printed_somewhere(term: Term) -> None:
+    assert any(_is_printed(n) for n in _names(term)), (
+        f"{term.word!r} appears in no harness/ string or template: the output no longer uses it"
+    )
 
 
 def test_every_term_is_a_row_of_the_page() -> None:
@@ -82,7 +148,7 @@ def test_html_is_a_definition_list_that_escapes(monkeypatch: pytest.MonkeyPatch)
     assert out.count("<dt>") == len(TERMS) == out.count("<dd>")
     monkeypatch.setattr(glossary, "TERMS", (Term("a<b>", 'x & "y" <script>'),))
     assert (
-        html() == '<dl class="glossary"><dt>a&lt;b&gt;</dt><dd>x &amp; &quot;y&quot; &lt;script&gt;</dd></dl>'
+        html() == '<dl class="glossary"><dt>a&lt;b&gt;</dt><dd>x &amp; &#34;y&#34; &lt;script&gt;</dd></dl>'
     )
 
 

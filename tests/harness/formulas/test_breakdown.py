@@ -56,6 +56,26 @@ def test_the_largest_share_decides_and_names_its_knob(parts: dict[str, float], b
         assert f"{b.name} {parts[b.part] / STEP:.0%}" in reason
 
 
+def test_a_step_mostly_unexplained_by_its_parts_is_bound_by_none() -> None:
+    # compute 30%, input 20%: half the step is unexplained, more than any part takes
+    parts = {"compute_s": 0.003, "allreduce_s": 0.0, "input_s": 0.002, "dispatch_s": 0.0}
+    bound, reason = verdict(STEP, parts)
+    assert bound is None
+    assert reason == (
+        "no part bounds it: more of the step is unexplained than any part takes; of the 10 ms step, "
+        "compute 30%, communication 0%, input 20%, dispatch 0%, unexplained 50%"
+    )
+    # compute 52% against 34% unexplained: compute explains the step, and the share says the rest
+    parts = {"compute_s": 0.0052, "allreduce_s": 0.0, "input_s": 0.0011, "dispatch_s": 0.0003}
+    bound, reason = verdict(STEP, parts)
+    assert bound == "compute" and ", unexplained 34%; try " in reason and "overlap" not in reason
+    # parts that overlap inside the step: the overlap, as before
+    parts = {"compute_s": 0.009, "allreduce_s": 0.0, "input_s": 0.002, "dispatch_s": 0.0}
+    assert verdict(STEP, parts)[1].startswith(
+        "compute-bound: of the 10 ms step, compute 90%, communication 0%, input 20%, dispatch 0% (overlap +10%); try "
+    )
+
+
 def test_derived_gives_step_overlap_and_bound_against_the_step_timed_with_the_parts() -> None:
     cell = Cell(strategy="mirrored", replicas=2, batch=64, accum_steps=2)  # effective batch 256
     parts = Breakdown(
@@ -65,8 +85,9 @@ def test_derived_gives_step_overlap_and_bound_against_the_step_timed_with_the_pa
     assert out.step_s == pytest.approx(0.010)  # 256 / 25,600
     # shares and overlap are of parts_step_s (12 ms), timed in the same rounds as the parts
     assert out.overlap == pytest.approx((0.0095 - 0.012) / 0.012)  # -21 %: a remainder
-    assert out.bound == "compute" and out.bound_reason is not None and "overlap -21%" in out.bound_reason
+    assert out.bound == "compute" and out.bound_reason is not None and "unexplained 21%" in out.bound_reason
     assert "of the 12 ms step, compute 50%, communication 17%" in out.bound_reason
+    assert "overlap" not in out.bound_reason  # a negative overlap is time no part explains
     # the measured parts are kept as they were
     assert replace(out, step_s=None, overlap=None, bound=None, bound_reason=None) == parts
 

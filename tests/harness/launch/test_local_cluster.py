@@ -161,7 +161,9 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     # each a piece of the synchronised update timed alongside them (noise allowance: NOISE's doc)
     for part in breakdown.PARTS:
         assert row[part] <= row.parts_step_s * (1 + breakdown.NOISE), row.bound_reason
-    assert row.bound in {"compute", "communication", "input", "dispatch"}, row.bound_reason
+    assert row.bound in {"compute", "communication", "input", "dispatch"} or row.bound_reason.startswith(
+        "no part bounds it"
+    ), row.bound_reason
     windows = pd.read_parquet(tmp_path / "results" / "windows")
     assert sorted(windows.worker.unique()) == [0, 1] and len(windows) == 2 * row.repeats  # its turns
     assert (windows.worker_s <= windows.window_s + 1e-9).all()

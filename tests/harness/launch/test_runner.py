@@ -190,7 +190,9 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     # part that lost its backward pass took a quarter of its CPU time)
     alone = ok[(ok.model == "cnn") & (ok.replicas == 1)]
     assert (alone.compute_s / alone.parts_step_s > 0.5).all(), alone.bound_reason
-    assert ok[~over].bound.isin(["compute", "communication", "input", "dispatch"]).all(), ok.bound_reason
+    # a verdict, or none where more of the update is unexplained than any part takes
+    named = ok[~over].bound.isin(["compute", "communication", "input", "dispatch"])
+    assert (named | ok[~over].bound_reason.str.startswith("no part bounds it")).all(), ok.bound_reason
     assert ok.overlap.notna().all()
     assert "time:" in proc.stdout and "peak" in proc.stdout
     assert "examples/s" in proc.stdout and "wrote" in proc.stdout
