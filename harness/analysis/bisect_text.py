@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.analysis import bisect as bs
+from harness.analysis import render
 from harness.analysis.ab import Decision
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
@@ -238,13 +239,4 @@ def table(state: bs.State) -> tuple[list[str], list[list[str]]]:
 def markdown(lines: Sequence[str], state: bs.State, figure: str | None) -> str:
     """The bisect's page: the answer, the figure, the table of steps."""
     head, rows = table(state)
-    out = [
-        "# Bisect: " + f"{state.builds[0].spec} to {state.builds[-1].spec}",
-        "",
-        *[f"{x}\n" for x in lines],
-    ]
-    if figure:
-        out += [f"![ratio against build date]({figure})", ""]
-    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
+    return render.markdown("bisect.md", lines=lines, state=state, figure=figure, head=head, rows=rows)

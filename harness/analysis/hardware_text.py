@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.analysis import render
-from harness.analysis.hardware import MIN_EFFECT, Cost, Figure, HardwareComparison, ModelAnswer, Versus
+from harness.analysis.hardware import Cost, Figure, HardwareComparison, ModelAnswer, Versus
 from harness.analysis.machines import Machine, peak_words
 from harness.contract.columns import Estimate
 from harness.formulas import across_runs
@@ -131,10 +131,20 @@ def method(c: HardwareComparison) -> str:
         "How: machines cannot take turns, so each ratio's 95% CI carries the run-to-run spread: "
         f"measured from a machine's own runs of a configuration where it has {across_runs.MIN_RUNS} or "
         f"more (never below {across_runs.RUN_SPREAD:.0%}), else the calibrated {across_runs.RUN_SPREAD:.0%} "
-        "per run (docs/explanation/statistics.md); the table's 'spread' column says which. A ratio is "
-        f"higher or lower only when its CI excludes 1 and it differs by {c.min_effect:.0%} or more, "
-        f"equivalent when its CI lies within ±{c.min_effect:.0%}, else undecided (more runs on either "
-        "machine narrow it). Prices are per instance-hour, in US dollars."
+        f"per run (docs/explanation/statistics.md); the table's 'spread' column says which. "
+        f"{verdict_rule(c.min_effect)} (more runs on either machine narrow it). Prices are per "
+        "instance-hour, in US dollars."
+    )
+
+
+def verdict_rule(min_effect: float) -> str:
+    """The rule :func:`harness.formulas.verdicts.judge` applies, in words, with its band's edges
+    1 / (1 + min_effect) and 1 + min_effect."""
+    low, high = 1 / (1 + min_effect), 1 + min_effect
+    return (
+        f"A ratio is higher or lower when its CI excludes 1 and the ratio is {high:.3f} or more or "
+        f"{low:.3f} or less (a difference of {min_effect:.0%} either way), equivalent when its CI lies "
+        f"inside [{low:.3f}, {high:.3f}], else undecided"
     )
 
 
@@ -210,5 +220,4 @@ def render_html(c: HardwareComparison, figures: Sequence[str] = ()) -> str:
         header=EVIDENCE_HEADER,
         rows=evidence_rows(c),
         figures=list(figures),
-        default_effect=MIN_EFFECT,
     )

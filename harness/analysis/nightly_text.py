@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
+from harness.analysis import render
 from harness.analysis.nightly import REVERTED, Rules
 from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
@@ -150,44 +151,21 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
     return [text for _, text in sorted(out, key=lambda x: x[0])]
 
 
-def _builds(first: NightlyRow | None, machine: str) -> list[str]:
-    """The night's candidate, reference, machine and suite, from its first row (None: unknown)."""
-    if first is None:
-        return [f"Machine: {machine}."]
-    return [
-        (
-            f"Candidate: `{first.candidate}` ({first.candidate_versions}). Reference: "
-            f"`{first.reference}` ({first.reference_versions}, pin {first.reference_pin})."
-        ),
-        f"Machine: {machine}. Suite {first.suite_version}; budget {first.budget_min} min.",
-    ]
-
-
 def markdown(
     rows: Sequence[NightlyRow], verdict: str, rules: Rules, machine: str, dashboard: str | None = None
 ) -> str:
-    """The night as markdown for a CI comment: the verdict, what changed, the table, the builds."""
-    label = rows[0].label if rows else "?"
-    lines = [f"## nightly {label}: {verdict}", ""]
-    changed = changes(rows)
-    lines += [f"- {c}" for c in changed] or [
-        (
-            f"Nothing changed tonight: no cell's ratio moved beyond {rules.min_effect:.0%} "
-            "and no change point was found."
-        )
-    ]
+    """The night as markdown for a CI comment: the verdict, what changed, the table, the builds
+    (the candidate, reference and suite from the first row)."""
     header, body = table(rows)
-    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in line) + " |" for line in body]
-    lines += [
-        "",
-        *_builds(rows[0] if rows else None, machine),
-        (
-            f"Rule (a): tonight's CI against its baseline beyond {rules.min_effect:.0%}. Rule (b): "
-            f"change points at false-alarm rate {rules.alpha} per cell and night, shifts of "
-            f"{rules.min_shift:.0%} or more, at least {rules.min_side} nights a side."
-        ),
-    ]
-    if dashboard:
-        lines.append(f"Dashboard: {dashboard}")
-    return "\n".join(lines) + "\n"
+    return render.markdown(
+        "nightly.md",
+        label=rows[0].label if rows else "?",
+        verdict=verdict,
+        changed=changes(rows),
+        header=header,
+        body=body,
+        first=rows[0] if rows else None,
+        machine=machine,
+        rules=rules,
+        dashboard=dashboard,
+    )

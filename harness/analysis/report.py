@@ -15,30 +15,36 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import answer, answer_figure, explain, findings, glossary, plots, scaling
+from harness.analysis import ab, answer, answer_figure, explain, findings, glossary, plots, render, scaling
+from harness.analysis.hardware_text import verdict_rule
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import stats
 
-MACHINE_COLUMNS = (
-    "device_kind",
-    "device_name",
-    "device_count",
-    "host_cpu",
-    "host_cores",
-    "tf_version",
-    "keras_version",
-    "python_version",
-    "build_info",
-    "fingerprint",
-)
+MACHINE_COLUMNS: tuple[str, ...] = ("device_kind", "device_name", "device_count", "host_cpu", "host_cores")
+MACHINE_COLUMNS += ("tf_version", "keras_version", "python_version", "build_info", "fingerprint")
+
+
+@dataclass(frozen=True)
+class Method:
+    """What the page's method paragraph says of the run: processes per cell, whether in turns,
+    window length (s), timed and warm-up windows, rows whose CI the history widened (of all
+    measured rows)."""
+
+    processes: str
+    turns: bool
+    window_s: float
+    repeats: int
+    warmup: int
+    widened: int
+    measured: int
 
 
 def _cells(rows: pd.DataFrame) -> list[CellRow]:
@@ -77,18 +83,8 @@ def _summary(rows: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
     ok["mfu"] = ok["mfu"].map(lambda x: "-" if pd.isna(x) else f"{x:.2%}")
     ok["compile_s"] = ok["compile_s"].map(lambda x: f"{x:.2f}")
     ok["oversubscribed"] = ok["oversubscribed"].map(lambda x: "yes" if x is True else "")
-    columns = [
-        "model",
-        "configuration",
-        "global_batch",
-        "processes",
-        "examples/s [95% CI]",
-        "cv between / within processes",
-        "efficiency [95% CI]",
-        "mfu",
-        "compile_s",
-        "oversubscribed",
-    ]
+    columns = ["model", "configuration", "global_batch", "processes", "examples/s [95% CI]"]
+    columns += ["cv between / within processes", "efficiency [95% CI]", "mfu", "compile_s", "oversubscribed"]
     return ok[columns]
 
 
@@ -104,20 +100,11 @@ def _efficiency(r: pd.Series) -> str:
     return f"{eff:.2f} [{lo:.2f}, {hi:.2f}]" + (" ~1" if lo <= 1 <= hi else "")
 
 
-def _unstable(rows: pd.DataFrame, named: dict[str, str]) -> str:
+def _unstable(rows: pd.DataFrame, named: dict[str, str]) -> list[tuple[str, str, float, int]]:
+    """(model, configuration, cv between processes, processes) of each unstable configuration."""
     bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
-    if bad.empty:
-        return "<p>No configuration is unstable.</p>"
-    items = "".join(
-        f"<li>{html.escape(str(r.model))}, {html.escape(named[str(r.cell_id)])}: coefficient of "
-        f"variation between processes {r.cv_between_processes:.1%} over {r.processes} processes</li>"
-        for r in bad.itertuples()
-    )
-    return (
-        f"<p>{len(bad)} configurations whose processes disagreed (coefficient of variation above "
-        f"the run's threshold); their own figures move between re-runs (ratios measured in turns "
-        f"are not affected):</p><ul>{items}</ul>"
-    )
+    cols = ["model", "cell_id", "cv_between_processes", "processes"]
+    return [(m, named[c], cv, n) for m, c, cv, n in bad[cols].itertuples(index=False)]
 
 
 def _not_ok(rows: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
@@ -133,83 +120,36 @@ def _machines(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["fingerprint"].notna()][cols].drop_duplicates("fingerprint")
 
 
-def _history_text(ok: pd.DataFrame) -> str:
-    """What the CIs cover: this run's processes, or also the drift between runs."""
-    if "ci_history_runs" in ok:
-        used = ok["ci_history_runs"].fillna(0).astype(int)
-    else:
-        used = pd.Series(0, index=ok.index)
-    widened = int((used > 0).sum())
-    text = (
-        f"{widened} of {len(ok)} measured rows had at least {stats.MIN_HISTORY_RUNS} earlier "
-        f"runs of the same cell on the same machine and software in the results folder: their "
-        f"CI is widened to the spread of those runs' figures (up to {stats.HISTORY_RUNS}, "
-        f"<code>ci_history_runs</code>), so it also covers drift between runs."
-    )
-    if widened < len(ok):
-        text += (
-            " The other rows' CIs cover this run's processes only: processes minutes apart "
-            "share the machine's slow and fast spells, so on a noisy machine a re-run can "
-            "fall outside them (docs/explanation/calibration.md measures how far)."
-        )
-    return text
-
-
-def _method(rows: pd.DataFrame, min_effect: float = stats.MIN_EFFECT) -> str:
-    p = rows.iloc[0]
-    ok = rows[rows["status"] == Status.OK]
+def _method(rows: pd.DataFrame) -> Method:
+    p, ok = rows.iloc[0], rows[rows["status"] == Status.OK]
     procs = (
         f"{int(ok['processes'].min())} to {int(ok['processes'].max())}"
         if not ok.empty and ok["processes"].notna().all()
         else "several"
     )
-    turns = "ratio_instances" in ok and ok["ratio_instances"].notna().any()
-    how = (
-        f"Every cell was measured in {procs} independent processes, each a fresh worker that was a "
-        "member of a group instance: the cells a reported ratio compares were live at once and took "
-        f"turns, one timed window of about {p['window_target_s']:g} s with the whole machine while "
-        f"the others waited without using CPU, {p['repeats']} turns per process. "
-        if turns
-        else f"Every cell was measured in {procs} independent processes (passes over the run, each "
-        f"pass in a new order, each process a fresh worker), {p['repeats']} timed windows each of "
-        f"about {p['window_target_s']:g} s. "
+    used = (
+        ok["ci_history_runs"].fillna(0).astype(int)
+        if "ci_history_runs" in ok
+        else pd.Series(0, index=ok.index)
     )
-    ratios = (
-        "Ratios (scaling efficiency = throughput / (replicas x workers x the 1-device throughput "
-        "of the same configuration), co-tenancy, the findings above) measured in turns take each "
-        "instance's mean log ratio of adjacent turns and a Student-t CI over instances; verdicts "
-        "control the false discovery rate across the run's comparisons (Benjamini-Hochberg, 5%). "
-        if turns
-        else "Ratios (scaling efficiency = throughput / (replicas x workers x the 1-device "
-        "throughput of the same configuration), co-tenancy, the findings above) carry a CI from "
-        "Welch's t over both rows' process figures. "
-    )
-    return (
-        f"{how}Inside a process the first call (tracing/compilation) is timed as "
-        f"<code>compile_s</code> and excluded; two calibration windows size a window "
-        f"(<code>window_steps</code> optimizer updates, ending with a host sync); "
-        f"{p['warmup_windows']} untimed windows follow. A process's figure is the median of its "
-        f"window throughputs (window_steps x effective_batch / seconds); the row's figure is the "
-        f"median over its processes and its 95% CI a Student-t interval over the process figures "
-        f"on the log scale (between- and within-process noise of this run). "
-        f"{_history_text(ok)} A cell whose processes disagree by a coefficient of variation above "
-        f"the run's threshold is <i>unstable</i>. {ratios}A ratio is higher or lower when its CI "
-        f"excludes 1 and it differs from 1 by at least {min_effect:.0%}, equivalent when its CI "
-        f"lies within {min_effect:.0%} of 1, else undecided (for an efficiency: of the speed-up, "
-        f"its ratio to one device). MFU = throughput x analytic FLOPs per example / "
-        f"the run's matmul peak for the cell's dtype and cores (median of its own peak processes). "
-        f"Every column and formula is in results/README.md."
+    return Method(
+        procs,
+        "ratio_instances" in ok and bool(ok["ratio_instances"].notna().any()),
+        p["window_target_s"],
+        p["repeats"],
+        p["warmup_windows"],
+        int((used > 0).sum()),
+        len(ok),
     )
 
 
 def _table(df: pd.DataFrame) -> str:
+    """The frame as an HTML table (the page includes it unescaped: pandas escapes its cells)."""
     return df.to_html(index=False, escape=True, border=0, classes="t", na_rep="-")
 
 
-CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
-table.t{border-collapse:collapse;font-size:12px}table.t td,table.t th{padding:3px 8px;
-border-bottom:1px solid #ddd;text-align:left}img{max-width:100%;border:1px solid #eee;margin:8px 0}
-code{background:#f4f4f4;padding:1px 3px}"""
+def _png(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
 
 
 def build_html(
@@ -220,68 +160,37 @@ def build_html(
     ratios: pd.DataFrame | None = None,
 ) -> str:
     """The report page, figures embedded as base64 PNG."""
-    imgs = []
-    picture = ""
-    for path in figures:
-        if path.suffix == ".png" and path.stem == ANSWER_FIGURE:
-            data = base64.b64encode(path.read_bytes()).decode()
-            picture = f'<img alt="each configuration against the leader" src="data:image/png;base64,{data}">'
-        elif path.suffix == ".png":
-            data = base64.b64encode(path.read_bytes()).decode()
-            imgs.append(
-                f"<h3>{html.escape(path.stem.replace('_', ' '))}</h3>"
-                f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
-            )
+    pngs = [p for p in figures if p.suffix == ".png"]
     records, typed = _cells(rows), _ratios(ratios)
     named = answer.labels(records)
-    counts = rows["status"].value_counts().to_dict()
-    runs = ", ".join(sorted(rows["run_id"].dropna().unique()))
-    logical = rows["logical_devices"].fillna(False).any()
-    notes = (
-        "<p><b>CPU run:</b> replicas are logical devices (or local worker processes) sharing "
-        "one CPU; extra replicas add no compute, so efficiencies near 1/N say nothing about "
-        "real devices.</p>"
-        if logical
-        else ""
-    )
-    return "\n".join(
-        [
-            "<!doctype html><html><head><meta charset='utf-8'>",
-            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-            f"<h1>{html.escape(title)}</h1>",
-            f"<p>Runs: {html.escape(runs)}. Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} "
-            f"UTC. Configurations: {html.escape(', '.join(f'{n} {status}' for status, n in counts.items()))}"
-            + (
-                " (a configuration measured in several of these runs: its newest row)"
-                if rows["run_id"].nunique() > 1
-                else ""
-            )
-            + ".</p>",
-            "<h2>What to train with here</h2>",
-            answer.render_html(answer.answers(records, typed), records),
-            picture,
-            "<h2>Every comparison measured in turns</h2>",
-            findings.render_html(records, typed),
-            _why(rows, typed),
-            "<h2>Measured against the scaling model</h2>",
-            _predicted(rows, collectives),
-            "<h2>Machine</h2>",
-            _table(_machines(rows)),
-            "<h2>How the numbers were measured</h2>",
-            f"<p>{_method(rows, _min_effect(typed))}</p>",
-            notes,
-            "<h2>Words used here</h2>",
-            glossary.html(),
-            "<h2>Unstable cells</h2>",
-            _unstable(rows, named),
-            "<h2>Each configuration's own figure (separately measured processes; not a ranking)</h2>",
-            _table(_summary(rows, named)),
-            "<h2>Figures</h2>",
-            *imgs,
-            "<h2>Unsupported, failed and invalid cells</h2>",
-            _table(_not_ok(rows, named)) if (rows["status"] != Status.OK).any() else "<p>None.</p>",
-            "</body></html>",
-        ]
+    breakdown = explain.breakdown_table(records)
+    return render.page(
+        "report.html",
+        title=title,
+        runs=", ".join(sorted(rows["run_id"].dropna().unique())),
+        generated=dt.datetime.now(dt.UTC),
+        counts=", ".join(f"{n} {status}" for status, n in rows["status"].value_counts().items()),
+        several=rows["run_id"].nunique() > 1,
+        answer=answer.render_html(answer.answers(records, typed), records),
+        picture=next((_png(p) for p in pngs if p.stem == ANSWER_FIGURE), None),
+        findings=findings.render_html(records, typed),
+        devices=explain.devices_working(records),
+        scaling_buys=explain.what_scaling_buys(records),
+        accumulation=explain.does_accumulation_help(records, typed),
+        breakdown=None if breakdown.empty else _table(breakdown),
+        collectives=collectives is not None and not collectives.empty,
+        predictions=_predicted(rows, collectives),
+        machines=_table(_machines(rows)),
+        method=_method(rows),
+        verdict_rule=verdict_rule(_min_effect(typed)),
+        min_history_runs=stats.MIN_HISTORY_RUNS,
+        history_runs=stats.HISTORY_RUNS,
+        logical=rows["logical_devices"].fillna(False).any(),
+        terms=glossary.TERMS,
+        unstable=_unstable(rows, named),
+        summary=_table(_summary(rows, named)),
+        figures=[(p.stem, _png(p)) for p in pngs if p.stem != ANSWER_FIGURE],
+        not_ok=_table(_not_ok(rows, named)) if (rows["status"] != Status.OK).any() else None,
     )
 
 
@@ -307,111 +216,56 @@ def answer_panels(found: Sequence[answer.Answer]) -> list[answer_figure.Panel]:
     return panels
 
 
-def _list(items: Sequence[str]) -> str:
-    return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
-
-
-def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str:
-    """Each measured multi-device cell beside the scaling model's prediction for it."""
+def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str | None:
+    """Each measured multi-device cell beside the scaling model's prediction for it (None: no
+    collectives table or no such cell)."""
     if collectives is None or collectives.empty:
-        return (
-            "<p>No collectives table under this results folder: run <code>python -m harness "
-            "run --sweep collectives</code> to see each multi-device cell beside its predicted "
-            "figure.</p>"
-        )
-    lines = scaling.report_predictions(_cells(rows), collectives)
-    if not lines:
-        return "<p>No multi-device cell of this run has both a 1-device baseline and all-reduce times.</p>"
+        return None
+    if not (lines := scaling.report_predictions(_cells(rows), collectives)):
+        return None
     table = scaling.predictions_frame(lines)
     table["measured [95% CI]"] = table.apply(
         lambda r: f"{r['measured']:,.0f} [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]", axis=1
     )
     table["predicted"] = table["predicted"].map(lambda x: f"{x:,.0f}")
     table["error"] = table["error"].map(lambda x: f"{x:+.0%}")
-    table = table[
-        ["model", "cell_id", "devices", "measured [95% CI]", "predicted", "error", "allreduce_from"]
-    ]
-    return (
-        "<p>Predicted from the cell's 1-device baseline and the all-reduce cost (docs/how-to/hardware.md, "
-        "Predict scaling from the all-reduce): step(n) = step(1) x core share + all-reduce(n); error = "
-        "(predicted - measured) / measured.</p>" + _table(table)
+    return _table(
+        table[["model", "cell_id", "devices", "measured [95% CI]", "predicted", "error", "allreduce_from"]]
     )
 
 
-def _why(rows: pd.DataFrame, ratios: Sequence[RatioRow]) -> str:
-    """The questions answered from the rows, then where each configuration's update time goes."""
-    records = _cells(rows)
-    table = explain.breakdown_table(records)
-    parts = (
-        "<p>Measured in each cell's first process after its timed windows: every part of an "
-        "update timed alone (compute with no reduction, one all-reduce of the gradient set, "
-        "one update's batch through the input pipeline, one dispatch / steps_per_execution), "
-        "in rounds alternating with the cell's own update (the step here, parts_step_s); "
-        "overlap = (sum of parts - step) / step, negative when the step holds time no part "
-        "explains; 'no verdict' where a part took longer than the step. On a GPU instead: one "
-        "window of the cell's own update under TensorFlow's profiler (profiled_step_s), split on "
-        "the busiest GPU's timeline into device (kernels), collectives, input wait (the GPU idle "
-        "while the host waited for the next batch) and host (the GPU idle otherwise: waiting for "
-        "the host to launch kernels), which add up to the step. Formulas in "
-        "results/README.md.</p>" + _table(table)
-        if not table.empty
-        else "<p>No configuration's update was broken down in this run (run with --breakdown).</p>"
-    )
-    return "\n".join(
-        [
-            "<h2>Questions</h2>",
-            "<h3>Is every device doing work?</h3>",
-            _list(explain.devices_working(records)),
-            "<h3>What does a second replica or worker buy, and what eats the rest?</h3>",
-            _list(explain.what_scaling_buys(records)),
-            "<h3>Does gradient accumulation help, and why?</h3>",
-            _list(explain.does_accumulation_help(records, ratios)),
-            "<h2>Why: where an update's time goes</h2>",
-            parts,
-        ]
-    )
+AB_MIN_EFFECT = ab.Rule().min_effect
+"""The min effect the ab page judges with: ``ab``'s rows do not record the run's --min-effect, so
+the page takes ``ab``'s default (what a run without the flag used) and says so."""
 
 
-def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
-    """The page of an ``ab`` comparison: per cell the pairs' B/A with the default rule's verdict,
-    and the pairs' figure."""
-    from harness.analysis import ab
+def ab_rule(pairs: int, min_effect: float = AB_MIN_EFFECT) -> ab.Rule:
+    """The rule that judges a cell's ``pairs`` as ``ab`` did: ``min_effect``, and no more pairs
+    asked than the rows hold (``ab`` stops no earlier than its --min-pairs, which they do not
+    record, so only an interrupted cell holds fewer)."""
+    least = max(2, min(pairs, ab.Rule().min_pairs))
+    return ab.Rule(min_effect=min_effect, min_pairs=least, max_pairs=max(pairs, least))
 
+
+def ab_html(
+    paired: pd.DataFrame, figures: Sequence[Path], title: str, min_effect: float = AB_MIN_EFFECT
+) -> str:
+    """The page of an ``ab`` comparison: per cell the pairs' B/A with its verdict at ``min_effect``
+    (:func:`ab_rule`), and the pairs' figure."""
     lines = []
     modes = paired.groupby("cell_id")["ab_mode"].first().to_dict() if "ab_mode" in paired else {}
     for cell_id, part in ab.pair_ratios(paired).groupby("cell_id"):
-        d = ab.decide(list(part["ratio"]), ab.Rule(min_pairs=2, max_pairs=max(len(part), 2)))
-        lines.append(
-            {
-                "cell": cell_id,
-                "mode": modes.get(cell_id) or "alternate",
-                "pairs": d.pairs,
-                "B/A": f"{d.ratio:.3f}",
-                "95% CI": "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}",
-                "verdict on all pairs (min effect 2%)": d.verdict,
-            }
-        )
+        d = ab.decide(list(part["ratio"]), ab_rule(len(part), min_effect))
+        ci = "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
+        lines.append((cell_id, modes.get(cell_id) or "alternate", d.pairs, f"{d.ratio:.3f}", ci, d.verdict))
     versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
-    imgs = [
-        f'<img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
-        f'{base64.b64encode(p.read_bytes()).decode()}">'
-        for p in figures
-        if p.suffix == ".png"
-    ]
-    return "\n".join(
-        [
-            "<!doctype html><html><head><meta charset='utf-8'>",
-            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-            f"<h1>{html.escape(title)}</h1>",
-            "<p>A/B comparison in pairs of fresh processes (duet: A and B at once on the same CPUs, "
-            "timing together; alternate: back to back; order random per pair). B/A: geometric mean "
-            "of the pairs' throughput ratios, 95% Student-t CI. Sides: "
-            + html.escape(", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())))
-            + ".</p>",
-            _table(pd.DataFrame(lines)),
-            *imgs,
-            "</body></html>",
-        ]
+    return render.page(
+        "report_ab.html",
+        title=title,
+        sides=", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())),
+        min_effect=min_effect,
+        lines=lines,
+        figures=[(p.stem, _png(p)) for p in figures if p.suffix == ".png"],
     )
 
 

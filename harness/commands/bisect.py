@@ -20,9 +20,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from harness.analysis import ab
+from harness.analysis import ab, ratio_figure
 from harness.analysis import bisect as bs
-from harness.analysis.bisect_figure import draw
 from harness.analysis.bisect_text import BuildFacts, Context, answer, markdown, table
 from harness.analysis.tables import render_table
 from harness.commands.output import add_json, give
@@ -280,7 +279,7 @@ def _finish(p: Plan, folder: Path, result: Result) -> int:
         _say(line)
     print()
     print(render_table(*table(result.state)))
-    figure = draw(result.state, result.done, folder)
+    figure = ratio_figure.draw(ratio_figure.bisect(result.state, result.done), folder, ratio_figure.BISECT)
     page = folder / "bisect.md"
     page.write_text(markdown(lines, result.state, figure[0].name if figure else None))
     for path in [page, *figure, folder / JOURNAL]:

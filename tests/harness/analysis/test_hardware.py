@@ -14,7 +14,8 @@ from harness.analysis import hardware, hardware_text, machines
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow
 from harness.errors import HarnessError
-from harness.formulas.verdicts import HIGHER, LOWER
+from harness.formulas import stats
+from harness.formulas.verdicts import HIGHER, LOWER, UNDECIDED, equivalent, judge
 
 EVIDENCE = Path(__file__).resolve().parents[3] / "docs" / "evidence"
 RUNS = (EVIDENCE / "2026-11-27-answer-first" / "results.tgz", EVIDENCE / "2026-11-28-machines" / "epyc-b.tgz")
@@ -85,3 +86,23 @@ def test_bad_names_and_prices_name_the_fix(two) -> None:
     with pytest.raises(HarnessError, match=r"cannot read the price file p\.csv"):
         hardware.parse_price_table("a,b\n1,2\n", "p.csv")
     assert hardware.parse_price_table('[machines."a b"]\nusd_per_hour = 2.5\n', "p.toml") == {"a b": 2.5}
+
+
+@pytest.mark.parametrize("m", [hardware.MIN_EFFECT, stats.MIN_EFFECT])
+def test_the_footnote_states_the_band_the_verdicts_apply(m: float) -> None:
+    words = hardware_text.verdict_rule(m)
+    low, high = (float(x) for x in re.search(r"inside \[(\d\.\d+), (\d\.\d+)\]", words).groups())  # type: ignore[union-attr]
+    assert f"{high:.3f} or more or {low:.3f} or less" in words
+    assert equivalent(low + 5e-4, high - 5e-4, m)  # a CI just inside the stated band
+    assert not equivalent(low - 1e-3, 1.0, m) and not equivalent(1.0, high + 1e-3, m)
+    assert judge(high + 5e-4, high + 4e-4, high + 6e-4, m) == HIGHER  # just beyond the stated edge
+    assert judge(low - 5e-4, low - 6e-4, low - 4e-4, m) == LOWER
+    assert judge(high - 1e-3, high - 2e-3, high + 1e-2, m) == UNDECIDED  # excludes 1, short of the edge
+
+
+def test_the_pages_footnote_is_the_rule_at_the_comparisons_min_effect(two) -> None:
+    rows, ratios = two
+    c = hardware.compare(machines.identify(rows), rows, ratios)
+    assert c.min_effect == hardware.MIN_EFFECT
+    assert hardware_text.verdict_rule(c.min_effect) in hardware_text.method(c)
+    assert "[0.909, 1.100]" in hardware_text.text(c)
