@@ -267,8 +267,3 @@ TERMS: tuple[Term, ...] = (
 def markdown() -> str:
     """docs/explanation/glossary.md: a title, the do-not-edit note and a table of every term."""
     return render.markdown("glossary.md", terms=TERMS, regenerate=REGENERATE)
-
-
-def html() -> str:
-    """The glossary as a compact ``<dl>``, every word and meaning HTML-escaped."""
-    return render.page("glossary.html", terms=TERMS)

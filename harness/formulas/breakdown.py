@@ -16,8 +16,8 @@ waiting on the slowest replica, contention between replicas that share cores).
 Every part is a piece of one update, so no part can take longer than the whole update: a share
 above 100% + :data:`NOISE` is a measurement error, not a finding (:func:`excess`). Such a row gets
 no verdict (``bound`` null) and ``bound_reason`` says which part exceeded the step. Otherwise the
-verdict (``bound``) is the part with the largest share, where it is larger than the unexplained
-remainder (else no part bounds the step: none); ``bound_reason`` gives every share, the overlap or
+verdict (``bound``) is the part with the largest share, where it explains the step: at least
+:data:`EXPLAINS` of it and more than the unexplained remainder (else no part bounds the step); ``bound_reason`` gives every share, the overlap or
 the unexplained share, and the knob that acts on that part (:data:`BOUNDS`).
 
 On a GPU the parts timed alone say nothing about whether the GPU or the host is the limit (kernels
@@ -58,6 +58,11 @@ the suite has to itself. On one shared with other work (load at 3x the cores) su
 138%, so the worker runs more rounds before it reports a part above this
 (:data:`harness.worker.breakdown.PART_SETS`). A part that is not a piece of the update is off by
 much more: k micro-batches or N replicas where the update has one is k or N times its share."""
+
+EXPLAINS = 0.5
+"""The least share of the step a part must take to be called its bound: below half, the other parts
+or the unexplained remainder take more of the step than it does, and its knob would not be the
+step's."""
 
 
 def measurable(cell: Cell) -> bool:
@@ -194,9 +199,9 @@ def verdict(
     step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS
 ) -> tuple[str | None, str]:
     """(bound, reason) from the step time and its four parts (seconds per update); bound None when a
-    part exceeds the step (:func:`excess`), or when the time no part explains (the step less the
-    parts' sum) is at least the largest part's: a part bounds the step only where it explains more
-    of it than anything else. The reason says which."""
+    part exceeds the step (:func:`excess`), or when the largest part explains less than
+    :data:`EXPLAINS` of the step or no more than the time no part explains (the step less the parts'
+    sum). The reason says which."""
     share = shares(step_s, parts, bounds)
     listed = ", ".join(f"{name} {s:.0%}" for name, s in share.items())
     over = (sum(parts.values()) - step_s) / step_s
@@ -213,6 +218,8 @@ def verdict(
     top = max(bounds, key=lambda b: share[b.name])
     if share[top.name] <= -over:
         return None, f"no part bounds it: more of the step is unexplained than any part takes; {figures}"
+    if share[top.name] < EXPLAINS:
+        return None, f"no part bounds it: the largest, {top.name}, takes less than half the step; {figures}"
     return top.name, f"{top.name}-bound: {figures}; try {top.advice}"
 
 

@@ -858,8 +858,9 @@ class Breakdown:
         Col(
             "",
             "CPU cells: compute, communication, input or dispatch: the part with the largest share of "
-            "parts_step_s (harness.formulas.breakdown); null when the parts are not measured, or when "
-            "a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
+            "parts_step_s, where it explains the step: at least half of it and more than the time no part "
+            "explains (harness.formulas.breakdown); null when it does not, when the parts are not "
+            "measured, or when a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
             "longer than the update it is a piece of, so no verdict is given (bound_reason says "
             "which). GPU cells: device, communication, input or host, the largest of device_s, "
             "collective_s, input_wait_s and host_s (host: the GPU waits for the host to launch its "

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import glossary
-from harness.analysis.glossary import REGENERATE, TERMS, Term, html, markdown
+from harness.analysis import glossary, render
+from harness.analysis.glossary import REGENERATE, TERMS, Term, markdown
 from harness.commands.reference import main
 from harness.formulas import verdicts
 
@@ -140,6 +140,11 @@ def test_every_term_is_a_row_of_the_page() -> None:
     for t in TERMS:
         word, meaning = (text.replace("|", r"\|") for text in (t.word, t.meaning))
         assert f"| **{word}** | {meaning} |" in md
+
+
+def html() -> str:
+    """The report's glossary: its template, as the report includes it."""
+    return render.page("glossary.html", terms=glossary.TERMS)
 
 
 def test_html_is_a_definition_list_that_escapes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,6 +69,12 @@ def test_a_step_mostly_unexplained_by_its_parts_is_bound_by_none() -> None:
     parts = {"compute_s": 0.0052, "allreduce_s": 0.0, "input_s": 0.0011, "dispatch_s": 0.0003}
     bound, reason = verdict(STEP, parts)
     assert bound == "compute" and ", unexplained 34%; try " in reason and "overlap" not in reason
+    # compute 35%, input 28%, 23% unexplained: the largest part takes less than half the step
+    parts = {"compute_s": 0.0035, "allreduce_s": 0.0013, "input_s": 0.0028, "dispatch_s": 0.0001}
+    bound, reason = verdict(STEP, parts)
+    assert bound is None and reason.startswith(
+        "no part bounds it: the largest, compute, takes less than half"
+    )
     # parts that overlap inside the step: the overlap, as before
     parts = {"compute_s": 0.009, "allreduce_s": 0.0, "input_s": 0.002, "dispatch_s": 0.0}
     assert verdict(STEP, parts)[1].startswith(

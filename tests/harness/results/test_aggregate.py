@@ -61,17 +61,17 @@ def test_aggregate_over_processes():
 
 def test_aggregate_gives_the_median_parts_and_the_verdict():
     cell = Cell(strategy="mirrored", replicas=2, batch=10)  # effective batch 20
-    parts = Breakdown(parts_step_s=0.25, compute_s=0.1, allreduce_s=0.05, input_s=0.01, dispatch_s=0.001)
+    parts = Breakdown(parts_step_s=0.25, compute_s=0.15, allreduce_s=0.05, input_s=0.01, dispatch_s=0.001)
     procs = [
         _process(eps, k=k, cell=cell, breakdown=parts if k == 0 else None)
         for k, eps in enumerate((100.0, 90.0, 120.0))
     ]
     out = aggregate(cell, PROTOCOL, procs).breakdown  # only the first pass measured the parts
-    assert out.compute_s == 0.1 and out.allreduce_s == 0.05 and out.parts_step_s == 0.25
+    assert out.compute_s == 0.15 and out.allreduce_s == 0.05 and out.parts_step_s == 0.25
     assert out.step_s == pytest.approx(0.2)  # 20 examples / 100 examples/s
     # shares of the step timed with the parts, in the same process
-    assert out.overlap == pytest.approx((0.161 - 0.25) / 0.25)
-    assert out.bound == "compute" and out.bound_reason is not None and "compute 40%" in out.bound_reason
+    assert out.overlap == pytest.approx((0.211 - 0.25) / 0.25)
+    assert out.bound == "compute" and out.bound_reason is not None and "compute 60%" in out.bound_reason
 
 
 def test_a_breakdown_measured_apart_replaces_the_processes_own() -> None:
