@@ -234,36 +234,40 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str | No
     )
 
 
-AB_MIN_EFFECT = ab.Rule().min_effect
-"""The min effect the ab page judges with: ``ab``'s rows do not record the run's --min-effect, so
-the page takes ``ab``'s default (what a run without the flag used) and says so."""
+def ab_rule(cell: pd.DataFrame, pairs: int) -> tuple[ab.Rule, bool]:
+    """The rule ``ab`` judged a cell's ``pairs`` with, from its rows (``cell``); rows written before
+    they recorded it get ``ab``'s defaults (the bool: recorded). No more pairs asked than the rows
+    hold: only an interrupted cell holds fewer than its --min-pairs."""
+    recorded = "ab_min_effect" in cell and bool(cell["ab_min_effect"].notna().any())
+    rule = (
+        ab.Rule(cell["ab_min_effect"].dropna().iloc[0], min_pairs=int(cell["ab_min_pairs"].dropna().iloc[0]))
+        if recorded
+        else ab.Rule()
+    )
+    least = max(2, min(pairs, rule.min_pairs))
+    return ab.Rule(min_effect=rule.min_effect, min_pairs=least, max_pairs=max(pairs, least)), recorded
 
 
-def ab_rule(pairs: int, min_effect: float = AB_MIN_EFFECT) -> ab.Rule:
-    """The rule that judges a cell's ``pairs`` as ``ab`` did: ``min_effect``, and no more pairs
-    asked than the rows hold (``ab`` stops no earlier than its --min-pairs, which they do not
-    record, so only an interrupted cell holds fewer)."""
-    least = max(2, min(pairs, ab.Rule().min_pairs))
-    return ab.Rule(min_effect=min_effect, min_pairs=least, max_pairs=max(pairs, least))
-
-
-def ab_html(
-    paired: pd.DataFrame, figures: Sequence[Path], title: str, min_effect: float = AB_MIN_EFFECT
-) -> str:
-    """The page of an ``ab`` comparison: per cell the pairs' B/A with its verdict at ``min_effect``
-    (:func:`ab_rule`), and the pairs' figure."""
-    lines = []
+def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
+    """The page of an ``ab`` comparison: per cell the pairs' B/A with its verdict under the rule its
+    run used (:func:`ab_rule`), and the pairs' figure."""
+    lines, defaults = [], False
     modes = paired.groupby("cell_id")["ab_mode"].first().to_dict() if "ab_mode" in paired else {}
     for cell_id, part in ab.pair_ratios(paired).groupby("cell_id"):
-        d = ab.decide(list(part["ratio"]), ab_rule(len(part), min_effect))
+        rule, recorded = ab_rule(paired[paired["cell_id"] == cell_id], len(part))
+        defaults |= not recorded
+        d = ab.decide(list(part["ratio"]), rule)
         ci = "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
-        lines.append((cell_id, modes.get(cell_id) or "alternate", d.pairs, f"{d.ratio:.3f}", ci, d.verdict))
+        effect = f"{rule.min_effect:.0%}"
+        lines.append(
+            (cell_id, modes.get(cell_id) or "alternate", d.pairs, f"{d.ratio:.3f}", ci, effect, d.verdict)
+        )
     versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
     return render.page(
         "report_ab.html",
         title=title,
         sides=", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())),
-        min_effect=min_effect,
+        defaults=defaults,
         lines=lines,
         figures=[(p.stem, _png(p)) for p in figures if p.suffix == ".png"],
     )

@@ -187,6 +187,8 @@ class Pairs:
         self.written = 0
         self.turn_ratio = float("nan")
         """The last pair's B/A in turns (mode turns)."""
+        self.rule = ab.Rule()
+        """The rule of the cell being measured (its rows record it)."""
 
     def _end(self, cell: Cell, side: str, pair: int, launcher: Launcher) -> CellEnd:
         options = self.sides[side].options(self.options)
@@ -219,6 +221,8 @@ class Pairs:
                 ab_mode=mode.name,
                 ab_cpus=None if cpus is None else ",".join(map(str, cpus)),
                 ab_turn_ratio=turn_ratio,
+                ab_min_effect=self.rule.min_effect,
+                ab_min_pairs=self.rule.min_pairs,
             ),
         )
         self.files.write_row(self.written, row)
@@ -311,6 +315,7 @@ class Pairs:
     ) -> None:
         """Pairs of ``outcome.cell`` until decided, failed or out of ``orders``; ``outcome`` holds
         every finished pair at each moment (a Ctrl-C keeps them)."""
+        self.rule = rule
         for pair, order in enumerate(orders):
             before = len(outcome.ratios)
             if not self.add_pair(outcome, pair, order):

@@ -85,6 +85,13 @@ class AbInfo:
             "not pinned).",
         ),
     ] = None
+    ab_min_effect: Annotated[
+        float | None,
+        Col("1", "`ab`: the run's --min-effect, the smallest B/A difference its verdict calls (0.02: 2%)."),
+    ] = None
+    ab_min_pairs: Annotated[
+        int | None, Col("", "`ab`: the run's --min-pairs, the fewest pairs before its rule may decide.")
+    ] = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -77,3 +77,4 @@ def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
     cells = pd.read_parquet(tmp_path / "ab" / "cells")
     assert len(cells) == 6 and (cells.groupby("ab_pair").ab_side.nunique() == 2).all()
     assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()  # the whole host each
+    assert set(cells.ab_min_effect) == {0.02} and set(cells.ab_min_pairs) == {5}  # the rule, for the report
