@@ -27,7 +27,7 @@ replica, 10 steps per call (:func:`_grid` fills them in unless told otherwise)."
 def _grid(**axes: Sequence[object]) -> Sweep:
     """A one-grid unnamed sweep (:func:`make_sweep`): ``axes``, and :data:`USUAL_AXES` for the
     axes it leaves out."""
-    return make_sweep("", "", **{**USUAL_AXES, **axes})
+    return make_sweep("", "", None, **{**USUAL_AXES, **axes})
 
 
 SMOKE_PROTOCOL = Protocol(
