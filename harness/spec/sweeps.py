@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from harness.errors import HarnessError
 from harness.spec.axes import (
@@ -13,6 +14,21 @@ from harness.spec.axes import (
 )
 from harness.spec.protocol import Protocol
 from harness.spec.sweep import Sweep, chain, make_sweep, with_headline
+
+USUAL_AXES: dict[str, tuple[object, ...]] = {
+    "model": ("cnn", "dense"),
+    "batch": (64,),
+    "steps_per_execution": (10,),
+}
+"""The axes most grids here share, each stated in the grid: both built-in models, batch 64 per
+replica, 10 steps per call (:func:`_grid` fills them in unless told otherwise)."""
+
+
+def _grid(**axes: Sequence[object]) -> Sweep:
+    """A one-grid unnamed sweep (:func:`make_sweep`): ``axes``, and :data:`USUAL_AXES` for the
+    axes it leaves out."""
+    return make_sweep("", "", None, **{**USUAL_AXES, **axes})
+
 
 SMOKE_PROTOCOL = Protocol(
     repeats=3,
@@ -33,19 +49,14 @@ SMOKE = chain(
     "a few seconds per cell, two processes each: both models, default and mirrored on 1 and 2 replicas; "
     "the fit loop and accumulation on mirrored",
     SMOKE_PROTOCOL,
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
+    _grid(
         strategy=("default", "mirrored"),
         cross_device_ops=("auto", "nccl"),
         replicas=(1, 2),
         batch=(32,),
         steps_per_execution=(5,),
     ),
-    make_sweep(
-        "",
-        "",
+    _grid(
         model=("dense",),
         strategy=("mirrored",),
         replicas=(2,),
@@ -54,9 +65,7 @@ SMOKE = chain(
         accum_steps=(2,),
         steps_per_execution=(5,),
     ),
-    make_sweep(
-        "",
-        "",
+    _grid(
         model=("dense",),
         strategy=("mirrored",),
         replicas=(2,),
@@ -67,52 +76,19 @@ SMOKE = chain(
     ),
 )
 
-_ALL_REDUCES = make_sweep(
-    "",
-    "",
-    model=("cnn", "dense"),
-    strategy=("mirrored",),
-    cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-    replicas=(2,),
-    batch=(64,),
-    steps_per_execution=(10,),
-)
+_ALL_REDUCES = _grid(strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(2,))
 """Mirrored's cross-device ops on 2 replicas (shared by ``default`` on a CPU and on a GPU)."""
-_PARAMETER_SERVER = make_sweep(
-    "",
-    "",
-    model=("cnn", "dense"),
-    strategy=("parameter_server",),
-    workers=(1, 2),
-    ps=(1,),
-    batch=(64,),
-    steps_per_execution=(10,),
-)
+_PARAMETER_SERVER = _grid(strategy=("parameter_server",), workers=(1, 2), ps=(1,))
 """The parameter server on 1 and 2 local workers, one ps (shared by ``default`` and ``cluster``)."""
 _WORKERS = (
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("multi_worker_mirrored",),
-        communication=("ring",),
-        workers=(1, 2),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _grid(strategy=("multi_worker_mirrored",), communication=("ring",), workers=(1, 2)),
     _PARAMETER_SERVER,
 )
 """MultiWorkerMirrored and the parameter server on 1 and 2 local workers."""
-_COTENANTS = make_sweep(
-    "",
-    "",
-    model=("cnn", "dense"),
-    strategy=("default",),
-    batch=(64,),
-    steps_per_execution=(10,),
-    tenants=(2,),
-)
+_COTENANTS = _grid(strategy=("default",), tenants=(2,))
 """What sharing the devices costs: two co-tenant processes, against the tenants-1 default cell."""
+_FIT = _grid(strategy=("default",), loop=("fit",))
+"""Keras fit on the default strategy (a contender on a CPU and on a GPU)."""
 
 DEFAULT = with_headline(
     chain(
@@ -139,111 +115,25 @@ DEFAULT = with_headline(
         ),
         _ALL_REDUCES,
         *_WORKERS,
-        make_sweep(
-            "",
-            "",
-            model=("cnn", "dense"),
-            strategy=("default", "mirrored"),
-            replicas=(1, 2),
-            batch=(256,),
-            steps_per_execution=(10,),
-        ),
-        make_sweep(
-            "", "", model=("cnn", "dense"), strategy=("one_device",), batch=(64,), steps_per_execution=(10,)
-        ),
+        _grid(strategy=("default", "mirrored"), replicas=(1, 2), batch=(256,)),
+        _grid(strategy=("one_device",)),
         _COTENANTS,
     ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default",),
-        batch=(64,),
-        accum_steps=(1, 4),
-        loop=("ctl",),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default",),
-        batch=(64,),
-        loop=("fit",),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("mirrored",),
-        replicas=(1, 2),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("central_storage",),
-        replicas=(2,),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("multi_worker_mirrored",),
-        communication=("ring",),
-        workers=(2,),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _grid(strategy=("default",), accum_steps=(1, 4), loop=("ctl",)),
+    _FIT,
+    _grid(strategy=("mirrored",), replicas=(1, 2)),
+    _grid(strategy=("central_storage",), replicas=(2,)),
+    _grid(strategy=("multi_worker_mirrored",), communication=("ring",), workers=(2,)),
 )
 
 _GPU_CONTENDERS = (
     # each model's plain custom loop and its batch 256, mixed precision, XLA, Keras fit
-    make_sweep(
-        "", "", model=("cnn", "dense"), strategy=("default",), batch=(64, 256), steps_per_execution=(10,)
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default",),
-        batch=(64,),
-        precision=("mixed_float16",),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default",),
-        batch=(64,),
-        xla=("on",),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default",),
-        batch=(64,),
-        loop=("fit",),
-        steps_per_execution=(10,),
-    ),
+    _grid(strategy=("default",), batch=(64, 256)),
+    _grid(strategy=("default",), precision=("mixed_float16",)),
+    _grid(strategy=("default",), xla=("on",)),
+    _FIT,
     # MirroredStrategy on 1, 2, 4, ... whole GPUs: never on logical ones
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("mirrored",),
-        replicas=(REPLICAS_TO_DEVICES,),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _grid(strategy=("mirrored",), replicas=(REPLICAS_TO_DEVICES,)),
 )
 
 DEFAULT = dataclasses.replace(
@@ -274,58 +164,37 @@ CLUSTER = chain(
     "processes (TF_CONFIG on 127.0.0.1) and ParameterServerStrategy with 1 and 2 workers and one ps, "
     "both models, against mirrored on 1 and 2 replicas and default, at the same global batch",
     Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("default", "mirrored"),
-        replicas=(1, 2),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "", "", model=("cnn", "dense"), strategy=("default",), batch=(128,), steps_per_execution=(10,)
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("multi_worker_mirrored",),
-        communication=("ring", "auto"),
-        workers=(1, 2),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _grid(strategy=("default", "mirrored"), replicas=(1, 2)),
+    _grid(strategy=("default",), batch=(128,)),
+    _grid(strategy=("multi_worker_mirrored",), communication=("ring", "auto"), workers=(1, 2)),
     _PARAMETER_SERVER,
 )
 
-SCALING = make_sweep(
+SCALING = chain(
     "scaling",
     "mirrored (auto) on every replica count up to the machine's, four batch sizes, weak and strong scaling",
-    protocol=Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
-    model=("cnn", "dense"),
-    strategy=("mirrored",),
-    replicas=(REPLICAS_TO_MAX,),
-    batch=(32, 64, 128, 256),
-    scaling=("weak", "strong"),
-    steps_per_execution=(10,),
+    Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
+    _grid(
+        strategy=("mirrored",),
+        replicas=(REPLICAS_TO_MAX,),
+        batch=(32, 64, 128, 256),
+        scaling=("weak", "strong"),
+    ),
 )
 
 
-def _same_update_batch(
-    examples: int, replicas: int, strategies: tuple[str, ...], **axes: tuple[object, ...]
-) -> list[Sweep]:
-    """Grids whose every cell updates on ``examples`` examples: k micro-batches of examples/k."""
+def _same_update_batch(examples: int, replicas: int, strategies: tuple[str, ...]) -> list[Sweep]:
+    """Grids of dense, both loops, one step per call, whose every cell updates on ``examples``
+    examples: k micro-batches of examples/k."""
     return [
-        make_sweep(
-            "",
-            "",
-            None,
+        _grid(
             strategy=strategies,
             replicas=(replicas,),
             batch=(examples // (replicas * k),),
             accum_steps=(k,),
-            **axes,
+            model=("dense",),
+            loop=("ctl", "fit"),
+            steps_per_execution=(1,),
         )
         for k in (1, 2, 4)
     ]
@@ -337,15 +206,9 @@ EQUIVALENCE = chain(
     "examples (default and one_device with batch 64/k, mirrored on 2 replicas with 32/k, k = 1, 2, 4 "
     "micro-batches), both loops, mirrored with each CPU cross-device op",
     SMOKE_PROTOCOL,
-    *_same_update_batch(
-        64, 1, ("default", "one_device"), model=("dense",), loop=("ctl", "fit"), steps_per_execution=(1,)
-    ),
-    *_same_update_batch(
-        64, 2, ("mirrored",), model=("dense",), loop=("ctl", "fit"), steps_per_execution=(1,)
-    ),
-    make_sweep(
-        "",
-        "",
+    *_same_update_batch(64, 1, ("default", "one_device")),
+    *_same_update_batch(64, 2, ("mirrored",)),
+    _grid(
         model=("dense",),
         strategy=("mirrored",),
         replicas=(2,),
@@ -362,25 +225,8 @@ VALIDATION = chain(
     "--cpu-devices 4 on a CPU-only machine) and multi_worker_mirrored (ring) on 1 to 4 local workers, "
     "both models, batch 64 per replica, 3 interleaved processes each",
     Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=20.0),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("mirrored",),
-        replicas=(1, 2, 3, 4),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
-    make_sweep(
-        "",
-        "",
-        model=("cnn", "dense"),
-        strategy=("multi_worker_mirrored",),
-        communication=("ring",),
-        workers=(1, 2, 3, 4),
-        batch=(64,),
-        steps_per_execution=(10,),
-    ),
+    _grid(strategy=("mirrored",), replicas=(1, 2, 3, 4)),
+    _grid(strategy=("multi_worker_mirrored",), communication=("ring",), workers=(1, 2, 3, 4)),
 )
 
 COLLECTIVES_PROTOCOL = Protocol(
@@ -445,35 +291,27 @@ MODELS = make_sweep(
     steps_per_execution=(2,),
 )
 
-NIGHTLY = make_sweep(
+NIGHTLY = chain(
     "nightly",
     "what `nightly` tracks (budget 15 min, its pairs shared in rounds): both models under default "
     "and mirrored on 2 replicas, batch 64 per replica, steps_per_execution 10",
     Protocol(budget_min=15.0, peak=False, breakdown=False),
-    model=("cnn", "dense"),
-    strategy=("default", "mirrored"),
-    replicas=(2,),
-    batch=(64,),
-    steps_per_execution=(10,),
+    _grid(strategy=("default", "mirrored"), replicas=(2,)),
 )
 
 GPU_PROTOCOL = Protocol(budget_min=9.0)
 """One GPU in under 10 minutes, with the step breakdown: on a GPU one profiled window per cell
 (:mod:`harness.worker.profile`) saying whether the device, the host or the input is the limit."""
 
-
-def _gpu_part(models: tuple[str, ...], **axes: tuple[object, ...]) -> Sweep:
-    """One knob of the gpu sweep against its core (batch 256, 100 steps per call, float32), XLA
-    off and on: every one of these cells is also an xla comparison."""
-    core: dict[str, tuple[object, ...]] = {
-        "strategy": ("default",),
-        "batch": (256,),
-        "steps_per_execution": (100,),
-        "precision": ("float32",),
-        "xla": ("off", "on"),
-    }
-    return make_sweep("", "", None, model=models, **{**core, **axes})
-
+_GPU_CORE: dict[str, tuple[object, ...]] = {
+    "strategy": ("default",),
+    "batch": (256,),
+    "steps_per_execution": (100,),
+    "precision": ("float32",),
+    "xla": ("off", "on"),
+}
+"""The gpu sweep's core: batch 256, 100 steps per call, float32, XLA off and on (so every one of
+its cells is also an xla comparison)."""
 
 GPU = chain(
     "gpu",
@@ -482,10 +320,11 @@ GPU = chain(
     "100, float32 and mixed_bfloat16, each against a core at batch 256, 100 steps, float32; "
     "resnet50 (64x64) at the core, in float32 and mixed_bfloat16",
     GPU_PROTOCOL,
-    _gpu_part(("cnn", "dense"), strategy=("default", "mirrored"), replicas=(1, 2)),
-    _gpu_part(("cnn", "dense"), batch=(4096,)),
-    _gpu_part(("cnn", "dense"), steps_per_execution=(1,)),
-    _gpu_part(("cnn", "dense", "resnet50"), precision=("float32", "mixed_bfloat16")),
+    # one knob at a time against the core
+    _grid(**{**_GPU_CORE, "strategy": ("default", "mirrored"), "replicas": (1, 2)}),
+    _grid(**{**_GPU_CORE, "batch": (4096,)}),
+    _grid(**{**_GPU_CORE, "steps_per_execution": (1,)}),
+    _grid(**{**_GPU_CORE, "model": ("cnn", "dense", "resnet50"), "precision": ("float32", "mixed_bfloat16")}),
 )
 """The knobs that matter on a GPU (XLA, logical replicas, batch, steps per execution, precision),
 sparse: each varies alone against a shared core, so a comparison names one knob."""

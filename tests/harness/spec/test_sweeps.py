@@ -1,14 +1,17 @@
-"""The default sweep as planned on a CPU, a 1-GPU and an 8-GPU host (faked platforms): what each
-model's headline races, and that only whole GPUs are contenders."""
+"""The named sweeps as planned on a CPU, a 1-GPU and an 8-GPU host (faked platforms): how many cells
+each plans; what each model's headline races in the default sweep, and that only whole GPUs are
+contenders."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from harness.spec.protocol import Platform
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import contenders, doubling, expand, on
-from harness.spec.sweeps import get_sweep
+from harness.spec.sweeps import SWEEPS, get_sweep
 
 CPU = Platform()
 ONE_GPU = Platform("gpu", 1, gpu_memory_mib=81_559)
@@ -63,3 +66,38 @@ def test_on_eight_gpus_mirrored_races_on_1_2_4_and_8_whole_gpus() -> None:
 )
 def test_doubling(devices: int, counts: list[int]) -> None:
     assert doubling(devices) == counts
+
+
+def test_sweep_names_in_order() -> None:
+    assert list(SWEEPS) == [
+        "smoke", "default", "models", "nightly", "scaling", "cluster", "equivalence", "validation", "gpu",
+        "collectives",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, cells, headline",
+    [
+        ("smoke", (11, 11, 11), (0, 0, 0)),
+        ("default", (36, 30, 34), (14, 12, 18)),
+        ("models", (9, 9, 9), (0, 0, 0)),
+        ("nightly", (4, 4, 4), (0, 0, 0)),
+        ("scaling", (24, 120, 1016), (0, 0, 0)),
+        ("cluster", (18, 18, 18), (0, 0, 0)),
+        ("equivalence", (20, 20, 20), (0, 0, 0)),
+        ("validation", (16, 16, 16), (0, 0, 0)),
+        ("gpu", (28, 28, 28), (0, 0, 0)),
+        ("collectives", (21, 21, 21), (0, 0, 0)),
+    ],
+)
+def test_each_sweep_plans_its_cells(name: str, cells: tuple[int, ...], headline: tuple[int, ...]) -> None:
+    platforms = (CPU, ONE_GPU, EIGHT_GPUS)
+    assert tuple(len(expand(SWEEPS[name], p)) for p in platforms) == cells
+    assert tuple(len(contenders(SWEEPS[name], p)) for p in platforms) == headline
+
+
+def test_every_gpu_sweep_cell_has_its_xla_twin() -> None:
+    cells = expand(get_sweep("gpu"), CPU)
+    ids = {c.id for c in cells}
+    flipped = {dataclasses.replace(c, xla="on" if c.xla == "off" else "off").id for c in cells}
+    assert flipped == ids
