@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -36,15 +36,17 @@ def labels(rows: pd.DataFrame, unsaid: Sequence[str] = ()) -> pd.Series:
     """Each row's configuration in words (:func:`harness.spec.words.labels`, from its axes as
     :func:`harness.analysis.answer.values` reads them), unique among its model's rows but for the
     axes ``unsaid`` (what a figure's x axis or panel already says)."""
+    columns = [a.row_column for a in AXES if a.row_column in rows]
     configs = [
-        {k: v for k, v in answer.values(SimpleNamespace(**r)).items() if k not in unsaid}
-        for r in rows[[a.row_column for a in AXES if a.row_column in rows]].to_dict("records")
+        {k: v for k, v in answer.values(cast(Any, SimpleNamespace(**r))).items() if k not in unsaid}
+        for r in cast(list[dict[str, Any]], rows[columns].to_dict("records"))
     ]
-    out = pd.Series("", index=rows.index, dtype=object)
-    for model in rows["model"].unique():
-        mine = (rows["model"] == model).to_numpy()
-        out[mine] = words.labels([c for c, m in zip(configs, mine, strict=True) if m])
-    return out
+    out, models = [""] * len(rows), rows["model"].tolist()
+    for model in dict.fromkeys(models):
+        mine = [i for i, m in enumerate(models) if m == model]
+        for i, label in zip(mine, words.labels([configs[i] for i in mine]), strict=True):
+            out[i] = label
+    return pd.Series(out, index=rows.index, dtype=object)
 
 
 def save(fig: Any, out: Path, name: str) -> list[Path]:
