@@ -3,39 +3,31 @@
 group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then the
 budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are least
 decided (:func:`harness.formulas.turns.next_group`), until all are decided, the groups reach
-``protocol.max_processes`` instances or :data:`RACE_SHARE` of the budget is spent. Then the second
-stage: each model's fastest configuration so far and those tied with it (separately measured, so
-their difference is not yet decided) are raced in turns (:func:`race_plan`) with the rest of the
-budget; with no tie, the first stage goes on instead.
+``protocol.max_processes`` instances or ``RACE_SHARE`` of the budget is spent. Then the second
+stage: each model's fastest configuration and those tied with it are raced in turns
+(:func:`harness.launch.group_run.race_plan`) with the rest; with no tie, the first stage goes on.
 
 With headline groups (:attr:`Group.race`: each model's contenders raced against the fastest of
-them) there is one stage over the whole budget, and the headline gets the budget: every group
-first gets its ``protocol.processes`` instances (the headline's first); past them, while a
-headline group has an undecided comparison that more instances would likely decide (its
-:func:`~harness.formulas.turns.instances_to_decide` less its instances so far, at least 1, is
-within the group's instances left up to ``protocol.max_processes``), no other group gets an extra
-instance, however much of the budget is spent; so does a headline scaling efficiency whose CI is
-wider than :data:`SCALING_CI_WIDTH` of its value while the instances that would likely narrow it
-to that (:func:`~harness.formulas.turns.instances_to_narrow`) are within the same bound. A
-headline comparison that is open otherwise (undecided or too wide, but not likely settled by the
-instances it may still get) puts its group first only until :data:`HEADLINE_SHARE` of
-the budget is spent, so that a comparison no affordable number of instances would settle does not
-take what the other groups' ratios need; after that it competes as the other groups do (the
-widest open comparison first). The budget's time checks decide whether the chosen group's next
-instance fits; one that does not fit has no instance left (it never would: the clock only moves
-on), and the choice passes on to the others.
+them) there is one stage over the whole budget: past every group's minimum, a headline group with
+an undecided comparison that more instances would likely decide, or a scaling efficiency wider
+than ``SCALING_CI_WIDTH`` that they would likely narrow (within ``protocol.max_processes``), comes
+first for the whole budget; one open otherwise only while :attr:`Limits.headline_first`, so that a
+comparison no affordable number of instances would settle does not take what the others need.
+Whether the chosen group's next instance may start is :meth:`Limits.refuses`'s answer; one that
+may not has no instance left (the clock only moves on), and the choice passes on to the others.
 
 Every member's process is also one process of its cell (its figure: the median of its turn
-windows), so each cell's absolute figure keeps the CI over processes (and history) of
-:func:`harness.launch.runner.run_sweep`; its windows are stored as soon as its instance ends. A
-member that fails or is invalid leaves its group (its row says why); an instance dropped for
-another reason (a deadline) is counted, and a group dropped :data:`MAX_DROPS` times stops.
+windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
+are stored as soon as its instance ends. A member that fails or is invalid leaves its group (its
+row says why); an instance dropped for another reason (a deadline) is counted, and a group dropped
+:data:`MAX_DROPS` times stops.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
@@ -164,10 +156,6 @@ class TurnsRun:
         if self.journal is not None:
             self.journal.append({"kind": kind, "elapsed_s": self.clock() - self.t0, **fields})
 
-    def index_of(self, name: str) -> int:
-        """The index of the group named ``name`` (a journaled instance's)."""
-        return next(i for i, g in enumerate(self.groups) if g.group.name == name)
-
     def to_break_down(self) -> list[Cell]:
         """The cells whose step breakdown is still to be timed after the turns
         (:mod:`harness.launch.breakdowns`): every cell measured ok so far (``protocol.breakdown``)
@@ -256,15 +244,9 @@ class TurnsRun:
         mine = self.groups[first:]
         heads = {i for i, g in enumerate(mine) if g.group.race}
         states = [g.state() for g in mine]
+        pick = functools.partial(tstats.next_group, first=heads, first_while_open=limits.headline_first)
         while (
-            found := tstats.next_group(
-                states,
-                protocol.processes,
-                protocol.max_processes,
-                protocol.min_effect,
-                first=heads,
-                first_while_open=limits.headline_first,
-            )
+            found := pick(states, protocol.processes, protocol.max_processes, protocol.min_effect)
         ) is not None:
             g = mine[found]
             if not limits.refuses(self.estimate_s(g), minimum=g.instances < protocol.processes):
@@ -276,7 +258,7 @@ class TurnsRun:
         """The seconds of ``g``'s next instance: the mean of its own, else from the run's instances
         so far (:meth:`RunCost.instance_s`), else :func:`prior_instance_s`."""
         if g.instances:
-            return g.seconds / g.instances
+            return g.per_s
         found = self.cost.instance_s(len(g.group.members), asked_s(g.group, self.plan))
         return found if found is not None else prior_instance_s(g.group, self.plan, self.prior)
 
@@ -305,12 +287,9 @@ class TurnsRun:
         running = 0.0 if self.current is None else self.clock() - self.current
 
         def left(instances: int) -> float:
-            total = 0.0
-            for g in self.groups:
-                more = 0 if g.stopped else max(instances - g.instances, 0)
-                if more:
-                    asked = asked_s(g.group, self.plan)
-                    total += more * (self.cost.instance_s(len(g.group.members), asked) or 0.0)
+            more = [(0 if g.stopped else max(instances - g.instances, 0), g.group) for g in self.groups]
+            each = self.cost.instance_s
+            total = sum(n * (each(len(gr.members), asked_s(gr, self.plan)) or 0.0) for n, gr in more if n)
             return max(total - running, 0.0)
 
         # no instance that is due fits: the run ends now
@@ -336,14 +315,9 @@ class TurnsRun:
         progress.show(f"{_title(g.group)}, round {g.instances + 1}")
         self.current = self.clock()
         try:
+            number, prefix = g.instances + g.dropped, f"{g.group.name}-"
             instance = run_instance(
-                g.group,
-                g.instances + g.dropped,
-                self.plan,
-                self._options,
-                self.launcher,
-                f"{g.group.name}-",
-                self.steps,
+                g.group, number, self.plan, self._options, self.launcher, prefix, self.steps
             )
         finally:
             self.current = None
@@ -390,9 +364,8 @@ class TurnsRun:
                 say(f"{_title(g.group)}: do not fit in memory together; measured one by one", "")
                 return
             for key, end in culprits.items():
-                if (
-                    end.event == Event.RECORD and end.row is not None and end.row.status == Status.OK
-                ):  # it passed a deadline
+                if end.event == Event.RECORD and end.row is not None and end.row.status == Status.OK:
+                    # it passed a deadline
                     end = dataclasses.replace(end, event=Event.FAILED, reason=instance.dropped)
                 elif instance.dropped not in end.reason:  # the coordinator's words, then the worker's
                     end = dataclasses.replace(end, reason=f"{instance.dropped}; {end.reason}")
@@ -460,7 +433,7 @@ def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
     cells = {c.id: c for c in state.run.runnable}
     for entry in resumed.entries:
         if entry["kind"] == "instance":
-            index = state.index_of(entry["instance"]["group"])
+            index = next(i for i, g in enumerate(state.groups) if g.group.name == entry["instance"]["group"])
             state.apply(index, resume.decode_instance(entry["instance"], state.groups[index].group, cells))
         elif entry["kind"] == "peak":
             resume.restore_peak(state.run.peaks, entry)

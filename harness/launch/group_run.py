@@ -49,13 +49,17 @@ class GroupRun:
     def state(self) -> tstats.GroupState:
         """Where the group stands for the budget: its comparisons (then its race's) with their
         precision targets (:meth:`targets`); a stopped group has none and takes no instance."""
-        per = self.seconds / self.instances if self.instances else 0.0
         if self.stopped:
-            return tstats.GroupState(self.group.name, 10**9, per, ())
+            return tstats.GroupState(self.group.name, 10**9, self.per_s, ())
         raced = tuple(logs for _, logs, _ in self.race())
         comps = tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons))) + raced
         targets = self.targets() + (None,) * len(raced)
-        return tstats.GroupState(self.group.name, self.instances, per, comps, targets)
+        return tstats.GroupState(self.group.name, self.instances, self.per_s, comps, targets)
+
+    @property
+    def per_s(self) -> float:
+        """Mean wall seconds of an instance, 0 before any."""
+        return self.seconds / self.instances if self.instances else 0.0
 
     def targets(self) -> tuple[float | None, ...]:
         """Per comparison of the group (not its race's FASTEST ones, which have none) its precision
@@ -96,13 +100,9 @@ class GroupRun:
             head = self.group.members[0].key
             return [(Comparison(Relation.FASTEST, m.key, head), (), ()) for m in self.group.members[1:]]
         out = []
-        for m in self.group.members:
-            if m.key == lead:
-                continue
-            blocks = [tuple(tstats.block_log_ratios(t, m.key, lead)) for t in self.turns]
-            kept = [b for b in blocks if b]
-            logs = tuple(sum(b) / len(b) for b in kept)
-            out.append((Comparison(Relation.FASTEST, m.key, lead), logs, tuple(kept)))
+        for key in (m.key for m in self.group.members if m.key != lead):
+            kept = tuple(b for t in self.turns if (b := tuple(tstats.block_log_ratios(t, key, lead))))
+            out.append((Comparison(Relation.FASTEST, key, lead), tuple(sum(b) / len(b) for b in kept), kept))
         return out
 
     def add(self, instance: Instance) -> None:
@@ -144,7 +144,6 @@ class GroupRun:
     def measured(self, budget_min: float) -> list[Measured]:
         """Its comparisons as measured (a race group's against its fastest member last); a group
         the budget never reached says so in their note."""
-        per = self.seconds / self.instances if self.instances else 0.0
         fixed = [
             (c, tuple(self.logs.get(i, ())), tuple(self.blocks.get(i, ())))
             for i, c in enumerate(self.group.comparisons)
@@ -155,7 +154,7 @@ class GroupRun:
                 self.group.name,
                 logs,
                 blocks,
-                per,
+                self.per_s,
                 self.dropped,
                 self._why_not(bool(logs), budget_min),
                 disturbed_blocks=self.disturbed,

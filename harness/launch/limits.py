@@ -32,19 +32,17 @@ sweep's report on 2 cores, 2026-11-26), besides the closing peak process."""
 
 @dataclass(frozen=True)
 class Limits:
-    """Where the budget stands when an instance is due, in seconds; :meth:`refuses` is the one
-    answer to whether another instance may start."""
+    """Where the budget stands when an instance is due, in seconds: the whole budget
+    (``--budget-min``), the seconds spent, those kept for the run's end (the closing peak process
+    and :data:`CLOSE_S`) and for the step breakdowns due after the turns, and the ``share`` of the
+    budget a stage may spend past its groups' minimum instances. :meth:`refuses` is the one answer
+    to whether another instance may start."""
 
     budget_s: float
-    """The whole budget (``--budget-min``)."""
     elapsed_s: float
-    """Spent so far."""
     end_s: float
-    """Kept for the run's end: the closing peak process and :data:`CLOSE_S`."""
     breakdowns_s: float = 0.0
-    """Kept for the step breakdown processes due after the turns."""
     share: float = 1.0
-    """The share of the budget the stage may spend past its groups' minimum instances."""
 
     @property
     def reserve_s(self) -> float:
@@ -97,28 +95,19 @@ class Prior:
     """Where the figures come from."""
 
 
-PRIORS = {
-    "cpu": Prior(
-        1.5,
-        1.5,
-        5.0,
-        6.5,
-        "the default sweep's 48 instances on a 2-core VM, 2026-11-26: a member's start-up, "
-        "calibration and checks median 1.2 s, up to 2.9 s; the turns took 1.3-2.4 x as long as they "
-        "ask (a faster machine needs less); a step breakdown 4.8 s median (3.0-11.9 s, 23 in 5 "
-        "runs' finishing turns) plus a member's start-up",
-    ),
-    "gpu": Prior(
-        3.9,
-        1.15,
-        12.0,
-        8.0,
-        "the 9 runs on an H100 and an H200, 2026-11-26 (their costs tables): start-up, calibration "
-        "and exit median 3.9 s a process (1.5 to 25 s), the turns 1.00-1.12 x as long as they ask, "
-        "a peak process 7-14 s, a profiled step breakdown 3.9 s median (2.6-16 s, 11 finishing "
-        "turns) plus a member's start-up",
-    ),
-}
+_CPU = (
+    "the default sweep's 48 instances on a 2-core VM, 2026-11-26: a member's start-up, calibration and "
+    "checks median 1.2 s, up to 2.9 s; the turns took 1.3-2.4 x as long as they ask (a faster machine "
+    "needs less); a step breakdown 4.8 s median (3.0-11.9 s, 23 in 5 runs' finishing turns) plus a "
+    "member's start-up"
+)
+_GPU = (
+    "the 9 runs on an H100 and an H200, 2026-11-26 (their costs tables): start-up, calibration and exit "
+    "median 3.9 s a process (1.5 to 25 s), the turns 1.00-1.12 x as long as they ask, a peak process "
+    "7-14 s, a profiled step breakdown 3.9 s median (2.6-16 s, 11 finishing turns) plus a member's "
+    "start-up"
+)
+PRIORS = {"cpu": Prior(1.5, 1.5, 5.0, 6.5, _CPU), "gpu": Prior(3.9, 1.15, 12.0, 8.0, _GPU)}
 """The prior per device kind (:attr:`harness.spec.protocol.Platform.device_kind`)."""
 
 
@@ -149,12 +138,8 @@ def check_minimum(
     if need <= protocol.budget_s:
         return
     models = sorted({m.cell.model for g in found for m in g.members})
-    alone = {
-        model: minimum_s(
-            [g for g in found if any(m.cell.model == model for m in g.members)], protocol, plan, prior
-        )
-        for model in models
-    }
+    mine = {model: [g for g in found if any(m.cell.model == model for m in g.members)] for model in models}
+    alone = {model: minimum_s(groups, protocol, plan, prior) for model, groups in mine.items()}
     fits = [model for model, s in alone.items() if s <= protocol.budget_s]
     flag = f"--sweep {sweep} " if sweep else ""
     fewer = (
