@@ -70,11 +70,14 @@ def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
     return ok
 
 
-def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-") -> None:
-    """Median examples/s of the rows ``s`` against column ``x``, 95% CI as whiskers."""
-    y = s["examples_per_sec"].astype(float)
-    err = [y - s["examples_per_sec_ci_low"].astype(float), s["examples_per_sec_ci_high"].astype(float) - y]
-    ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
+def _ci_line(
+    ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-", y: str = "examples_per_sec"
+) -> None:
+    """Figure ``y`` (median examples/s) of the rows ``s`` against column ``x``, its 95% CI (columns
+    ``y``_ci_low and _ci_high) as whiskers."""
+    v = s[y].astype(float)
+    err = [v - s[f"{y}_ci_low"].astype(float), s[f"{y}_ci_high"].astype(float) - v]
+    ax.errorbar(s[x], v, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
 
 
 def _xla(rows: pd.DataFrame) -> pd.Series:
@@ -180,18 +183,9 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for name, s in part.groupby("line"):
             s = s.sort_values("total_replicas").drop_duplicates("total_replicas")
-            y = s["scaling_efficiency"].astype(float)
-            low = s["scaling_efficiency_ci_low"].astype(float).fillna(y)
-            high = s["scaling_efficiency_ci_high"].astype(float).fillna(y)
-            ax.errorbar(
-                s["total_replicas"],
-                y,
-                yerr=[y - low, high - y],
-                fmt="o-",
-                capsize=3,
-                label=str(name),
-                color=colors[str(name)],
-            )
+            y, ci = s["scaling_efficiency"], ("scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
+            s = s.assign(**{c: s[c].astype(float).fillna(y.astype(float)) for c in ci})  # no CI: no whisker
+            _ci_line(ax, s, "total_replicas", str(name), colors[str(name)], y="scaling_efficiency")
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal")
         ax.set_xticks(sorted(part["total_replicas"].unique()))
         ax.set_ylim(0, max(1.2, float(part["scaling_efficiency_ci_high"].astype(float).max()) * 1.1))
@@ -510,16 +504,7 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
                 color=color,
                 label=f"{label} predicted (from 1 device)",
             )
-            y = s["measured"].astype(float)
-            ax.errorbar(
-                s["devices"],
-                y,
-                yerr=[y - s["measured_ci_low"].astype(float), s["measured_ci_high"].astype(float) - y],
-                fmt="o",
-                capsize=3,
-                color=color,
-                label=f"{label} measured (95% CI)",
-            )
+            _ci_line(ax, s, "devices", f"{label} measured (95% CI)", color, fmt="o", y="measured")
         _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))
         top = float(max(part["predicted"].max(), part["measured"].max(), part["baseline"].max()))
         ceiling = min(WHISKER_CAP * top, max(1.15 * top, part["measured_ci_high"].astype(float).max()))

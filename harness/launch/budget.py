@@ -94,11 +94,6 @@ OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "C
 """What a worker's failure says when its device's memory ran out (TensorFlow's allocator, CUDA)."""
 
 
-def out_of_memory(reason: str) -> bool:
-    """Whether a failure reason is a device running out of memory."""
-    return any(text in reason for text in OUT_OF_MEMORY)
-
-
 def _culprits(instance: Instance) -> dict[str, CellEnd]:
     """The member whose own failure ended a dropped instance (not those stopped because of it),
     with its end; empty when no one member is to blame."""
@@ -359,8 +354,9 @@ class TurnsRun:
         self.cost.add(instance.phases, timed, instance.processes, not instance.dropped, members, asked)
         if instance.dropped:
             culprits = _culprits(instance)
-            if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
-                self.sequential(index, next(e.reason for e in culprits.values() if out_of_memory(e.reason)))
+            oom = [e.reason for e in culprits.values() if any(text in e.reason for text in OUT_OF_MEMORY)]
+            if len(g.group.members) > 1 and oom:
+                self.sequential(index, oom[0])
                 say(f"{_title(g.group)}: do not fit in memory together; measured one by one", "")
                 return
             for key, end in culprits.items():

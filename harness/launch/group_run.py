@@ -48,26 +48,20 @@ class GroupRun:
 
     def state(self) -> tstats.GroupState:
         """Where the group stands for the budget: its comparisons (then its race's) with their
-        precision targets (:meth:`targets`); a stopped group has none and takes no instance."""
+        precision targets (:data:`SCALING_CI_WIDTH` for a race group's scaling comparisons, else
+        None); a stopped group has none and takes no instance."""
         if self.stopped:
             return tstats.GroupState(self.group.name, 10**9, self.per_s, ())
         raced = tuple(logs for _, logs, _ in self.race())
         comps = tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons))) + raced
-        targets = self.targets() + (None,) * len(raced)
+        scaling = [self.group.race and c.relation == Relation.SCALING for c in self.group.comparisons]
+        targets = tuple(SCALING_CI_WIDTH if t else None for t in scaling) + (None,) * len(raced)
         return tstats.GroupState(self.group.name, self.instances, self.per_s, comps, targets)
 
     @property
     def per_s(self) -> float:
         """Mean wall seconds of an instance, 0 before any."""
         return self.seconds / self.instances if self.instances else 0.0
-
-    def targets(self) -> tuple[float | None, ...]:
-        """Per comparison of the group (not its race's FASTEST ones, which have none) its precision
-        target: :data:`SCALING_CI_WIDTH` for a race group's scaling comparisons, else None."""
-        return tuple(
-            SCALING_CI_WIDTH if self.group.race and c.relation == Relation.SCALING else None
-            for c in self.group.comparisons
-        )
 
     def leader(self) -> str | None:
         """A race group's fastest member so far: the highest mean instance log ratio against its

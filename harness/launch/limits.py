@@ -142,8 +142,10 @@ def check_minimum(
     alone = {model: minimum_s(groups, protocol, plan, prior) for model, groups in mine.items()}
     fits = [model for model, s in alone.items() if s <= protocol.budget_s]
     flag = f"--sweep {sweep} " if sweep else ""
+    first = fits[0] if fits else ""
+    typed = f"{first.source}:{first.function}" if isinstance(first, ModelRef) else first  # --model's
     fewer = (
-        f", or one model alone ({flag}--model {_typed(fits[0])}: about {alone[fits[0]] / 60:.1f} min)"
+        f", or one model alone ({flag}--model {typed}: about {alone[first] / 60:.1f} min)"
         if fits and len(models) > 1
         else ""
     )
@@ -154,8 +156,3 @@ def check_minimum(
         f"a member plus the window turns, from {prior.measured}). Give --budget-min "
         f"{math.ceil(need / 60)} or more, fewer --processes, or fewer cells{fewer}."
     )
-
-
-def _typed(model: str) -> str:
-    """A cell's model as ``--model`` takes it (a user's model: FILE.py:function)."""
-    return f"{model.source}:{model.function}" if isinstance(model, ModelRef) else model

@@ -89,9 +89,8 @@ class Progress:
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
         self.budget_s: float | None = None
-        """Set by :meth:`under_budget`: the budget's seconds, which the bar fills."""
         self.spent: Callable[[], float] | None = None
-        """Set by :meth:`under_budget`: the budget's seconds spent (a resumed run's included)."""
+        """The budget's seconds and those spent (a resumed run's included), by :meth:`under_budget`."""
 
     def under_budget(self, budget_s: float, spent: Callable[[], float]) -> None:
         """Count the steps with no total (the budget decides how many come: a total would grow
@@ -114,8 +113,7 @@ class Progress:
         return f"{self.done}/{self.total}" if self.budget_s is None else str(self.done)
 
     def _filled(self) -> tuple[float, float]:
-        """The bar's (completed, total): steps done of the total, or under a budget seconds spent
-        of it."""
+        """The bar's (completed, total): steps done of the total, or the budget's seconds spent."""
         if self.budget_s is None:
             return self.done, self.total
         return min(self.elapsed(), self.budget_s), self.budget_s

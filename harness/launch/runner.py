@@ -380,9 +380,8 @@ class RunState:
             if not self.evidence[c.id]
         ]
         if self.result.interrupted:  # a stopped run resumes: their rows are not written
-            self.result.unreached = unreached
-        else:
-            rows += unreached
+            self.result.unreached, unreached = unreached, []
+        rows += unreached
         where = self.place
         for row in rows:
             ran = replace(row.ran, nodes=where.nodes, placement=where.placement, link_gbps=where.link_gbps)
