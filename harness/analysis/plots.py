@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pandas as pd
 
-from harness.analysis import ab, gate
+from harness.analysis import ab, answer, gate
 from harness.contract.records import Status
 from harness.formulas.verdicts import HIGHER, LOWER
-from harness.spec.axes import AXIS_BY_NAME, OPTION_AXES
+from harness.spec import words
+from harness.spec.axes import AXES, AXIS_BY_NAME, DEVICE_AXES, OPTION_AXES
 
 FORMATS = ("png", "svg")
 
@@ -30,19 +32,21 @@ def pyplot() -> Any:
     return plt
 
 
-def label(row: Any) -> str:
-    """strategy[option] x replicas x workers (+ps, +tenants), e.g. ``mirrored[auto] 2x1``."""
-    name = str(row["strategy"])
-    for k in OPTION_AXES:
-        if row.get(k) not in (None, "none") and not pd.isna(row.get(k)):
-            name += f"[{row[k]}]"
-    topology = f"{row['replicas']}x{row['workers']}"
-    if row.get("ps") and not pd.isna(row.get("ps")):
-        topology += f"+{row['ps']}ps"
-    tenants = row.get("tenants")
-    if tenants is not None and not pd.isna(tenants) and tenants > 1:
-        topology += f" x{int(tenants)} tenants"
-    return f"{name} {topology}"
+def labels(rows: pd.DataFrame, unsaid: Sequence[str] = ()) -> pd.Series:
+    """Each row's configuration in words (:func:`harness.spec.words.labels`, from its axes as
+    :func:`harness.analysis.answer.values` reads them), unique among its model's rows but for the
+    axes ``unsaid`` (what a figure's x axis or panel already says)."""
+    columns = [a.row_column for a in AXES if a.row_column in rows]
+    configs = [
+        {k: v for k, v in answer.values(cast(Any, SimpleNamespace(**r))).items() if k not in unsaid}
+        for r in cast(list[dict[str, Any]], rows[columns].to_dict("records"))
+    ]
+    out, models = [""] * len(rows), rows["model"].tolist()
+    for model in dict.fromkeys(models):
+        mine = [i for i, m in enumerate(models) if m == model]
+        for i, label in zip(mine, words.labels([configs[i] for i in mine]), strict=True):
+            out[i] = label
+    return pd.Series(out, index=rows.index, dtype=object)
 
 
 def save(fig: Any, out: Path, name: str) -> list[Path]:
@@ -58,22 +62,22 @@ def save(fig: Any, out: Path, name: str) -> list[Path]:
 
 
 def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
-    """The measured rows, labelled; co-tenant rows (tenants > 1) only with ``tenants``."""
+    """The measured rows; co-tenant rows (tenants > 1) only with ``tenants``."""
     ok = rows[(rows["status"] == Status.OK) & rows["examples_per_sec"].notna()].copy()
     if not tenants and "tenants" in ok:
         ok = ok[ok["tenants"].fillna(1) <= 1]
-    if not ok.empty:
-        ok["series"] = ok.apply(label, axis=1)
-        ok["strategy_label"] = ok.apply(lambda r: label(r).rsplit(" ", 1)[0], axis=1)
-        ok["total_replicas"] = ok["replicas"] * ok["workers"]
+    ok["total_replicas"] = ok["replicas"] * ok["workers"]
     return ok
 
 
-def _ci_line(ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-") -> None:
-    """Median examples/s of the rows ``s`` against column ``x``, 95% CI as whiskers."""
-    y = s["examples_per_sec"].astype(float)
-    err = [y - s["examples_per_sec_ci_low"].astype(float), s["examples_per_sec_ci_high"].astype(float) - y]
-    ax.errorbar(s[x], y, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
+def _ci_line(
+    ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-", y: str = "examples_per_sec"
+) -> None:
+    """Figure ``y`` (median examples/s) of the rows ``s`` against column ``x``, its 95% CI (columns
+    ``y``_ci_low and _ci_high) as whiskers."""
+    v = s[y].astype(float)
+    err = [v - s[f"{y}_ci_low"].astype(float), s[f"{y}_ci_high"].astype(float) - v]
+    ax.errorbar(s[x], v, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
 
 
 def _xla(rows: pd.DataFrame) -> pd.Series:
@@ -129,6 +133,7 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
         & (ok["precision"] == "float32")
         & (_xla(ok) == "off")
     ]
+    ok["series"] = labels(ok, ["batch"])
     ok = ok[ok.groupby(["model", "series"])["global_batch"].transform("nunique") > 1]
     if ok.empty:
         return []
@@ -168,8 +173,7 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = ok[ok["scaling_efficiency"].notna() & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
     if ok.empty or ok["total_replicas"].max() < 2:
         return []
-    ok["batch"] = ok.apply(lambda r: f"{r['scaling']}, batch {r['per_replica_batch']}/replica", axis=1)
-    ok["line"] = ok["strategy_label"].str.replace(r"\[[^]]*\]", "", regex=True) + ", " + ok["batch"]
+    ok["line"] = labels(ok, [*DEVICE_AXES, *OPTION_AXES])
     # one line per strategy measured on several devices; its 1-device point (1.0) starts it
     ok = ok[ok.groupby(["model", "line"])["total_replicas"].transform("max") > 1]
     if ok.empty:
@@ -179,22 +183,13 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for name, s in part.groupby("line"):
             s = s.sort_values("total_replicas").drop_duplicates("total_replicas")
-            y = s["scaling_efficiency"].astype(float)
-            low = s["scaling_efficiency_ci_low"].astype(float).fillna(y)
-            high = s["scaling_efficiency_ci_high"].astype(float).fillna(y)
-            ax.errorbar(
-                s["total_replicas"],
-                y,
-                yerr=[y - low, high - y],
-                fmt="o-",
-                capsize=3,
-                label=str(name),
-                color=colors[str(name)],
-            )
+            y, ci = s["scaling_efficiency"], ("scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
+            s = s.assign(**{c: s[c].astype(float).fillna(y.astype(float)) for c in ci})  # no CI: no whisker
+            _ci_line(ax, s, "total_replicas", str(name), colors[str(name)], y="scaling_efficiency")
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal")
         ax.set_xticks(sorted(part["total_replicas"].unique()))
         ax.set_ylim(0, max(1.2, float(part["scaling_efficiency_ci_high"].astype(float).max()) * 1.1))
-        ax.legend(fontsize=7, title="strategy, batch", title_fontsize=7)
+        ax.legend(fontsize=7)
 
     fig = _facet_models(
         ok,
@@ -213,18 +208,7 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = _ok(rows)
     if ok.empty or ok["accum_steps"].nunique() < 2:
         return []
-    ok["config"] = (
-        ok["series"]
-        + " "
-        + ok["loop"]
-        + " spe"
-        + ok["steps_per_execution"].astype(str)
-        + " b"
-        + ok["per_replica_batch"].astype(str)
-        + " "
-        + ok["precision"]
-        + _xla(ok).map({"on": " xla"}).fillna("")
-    )
+    ok["config"] = labels(ok, ["accum_steps"])
     ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
     if ok.empty:
         return []
@@ -260,7 +244,8 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = ok[ok["scaling_efficiency"].notna()]
     if ok.empty or ok["cross_device_ops"].nunique() < 2:
         return []
-    ok["group"] = ok.apply(lambda r: f"{r['replicas']} replicas, b{r['per_replica_batch']}", axis=1)
+    ok["group"] = labels(ok, ["cross_device_ops"]).str.replace(", ", "\n")
+    axis = AXIS_BY_NAME["cross_device_ops"]
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         groups = sorted(part["group"].unique())
@@ -274,7 +259,7 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
                 y - s["scaling_efficiency_ci_low"].astype(float).fillna(y),
                 s["scaling_efficiency_ci_high"].astype(float).fillna(y) - y,
             ]
-            ax.bar(x, y, width, yerr=err, capsize=3, label=op)
+            ax.bar(x, y, width, yerr=err, capsize=3, label=axis.say(op))
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups, fontsize=8)
         ax.legend(fontsize=7, title="cross-device ops", title_fontsize=7)
@@ -297,6 +282,8 @@ def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = ok[ok["compile_s"].notna()]
     if ok.empty:
         return []
+    strategy = ("strategy", "ps", *DEVICE_AXES, *OPTION_AXES)
+    ok["series"] = labels(ok, [a.name for a in AXES if a.name not in strategy])  # its cells' median
     agg = ok.groupby(["model", "series"], as_index=False)[["compile_s", "startup_s"]].median()
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
@@ -320,14 +307,7 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
     ok = _ok(rows, tenants=True)
     if ok.empty or "tenants" not in ok or ok["tenants"].nunique() < 2:
         return []
-    ok["cell"] = ok.apply(
-        lambda r: (
-            label({**r, "tenants": 1}) + f" b{r['per_replica_batch']}"
-            f" acc{r['accum_steps']} {r['loop']} spe{r['steps_per_execution']}"
-            f" {r['precision']}"
-        ),
-        axis=1,
-    )
+    ok["cell"] = labels(ok, ["tenants"])
     ok = ok[ok.groupby(["model", "cell"])["tenants"].transform("nunique") > 1]
     if ok.empty:
         return []
@@ -524,16 +504,7 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
                 color=color,
                 label=f"{label} predicted (from 1 device)",
             )
-            y = s["measured"].astype(float)
-            ax.errorbar(
-                s["devices"],
-                y,
-                yerr=[y - s["measured_ci_low"].astype(float), s["measured_ci_high"].astype(float) - y],
-                fmt="o",
-                capsize=3,
-                color=color,
-                label=f"{label} measured (95% CI)",
-            )
+            _ci_line(ax, s, "devices", f"{label} measured (95% CI)", color, fmt="o", y="measured")
         _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))
         top = float(max(part["predicted"].max(), part["measured"].max(), part["baseline"].max()))
         ceiling = min(WHISKER_CAP * top, max(1.15 * top, part["measured_ci_high"].astype(float).max()))

@@ -296,7 +296,9 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     )
     if result.ratios:
         print()
-        print(ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect, result.rows))
+        print(
+            ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect, [*result.rows, *result.unreached])
+        )
     note = logical_note(result.rows)
     if note:
         print(note)

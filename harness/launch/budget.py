@@ -3,53 +3,46 @@
 group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then the
 budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are least
 decided (:func:`harness.formulas.turns.next_group`), until all are decided, the groups reach
-``protocol.max_processes`` instances or :data:`RACE_SHARE` of the budget is spent. Then the second
-stage: each model's fastest configuration so far and those tied with it (separately measured, so
-their difference is not yet decided) are raced in turns (:func:`race_plan`) with the rest of the
-budget; with no tie, the first stage goes on instead.
+``protocol.max_processes`` instances or ``RACE_SHARE`` of the budget is spent. Then the second
+stage: each model's fastest configuration and those tied with it are raced in turns
+(:func:`harness.launch.group_run.race_plan`) with the rest; with no tie, the first stage goes on.
 
 With headline groups (:attr:`Group.race`: each model's contenders raced against the fastest of
-them) there is one stage over the whole budget, and the headline gets the budget: every group
-first gets its ``protocol.processes`` instances (the headline's first); past them, while a
-headline group has an undecided comparison that more instances would likely decide (its
-:func:`~harness.formulas.turns.instances_to_decide` less its instances so far, at least 1, is
-within the group's instances left up to ``protocol.max_processes``), no other group gets an extra
-instance, however much of the budget is spent; so does a headline scaling efficiency whose CI is
-wider than :data:`SCALING_CI_WIDTH` of its value while the instances that would likely narrow it
-to that (:func:`~harness.formulas.turns.instances_to_narrow`) are within the same bound. A
-headline comparison that is open otherwise (undecided or too wide, but not likely settled by the
-instances it may still get) puts its group first only until :data:`HEADLINE_SHARE` of
-the budget is spent, so that a comparison no affordable number of instances would settle does not
-take what the other groups' ratios need; after that it competes as the other groups do (the
-widest open comparison first). The budget's time checks decide whether the chosen group's next
-instance fits; one that does not fit has no instance left (it never would: the clock only moves
-on), and the choice passes on to the others.
+them) there is one stage over the whole budget: past every group's minimum, a headline group with
+an undecided comparison that more instances would likely decide, or a scaling efficiency wider
+than ``SCALING_CI_WIDTH`` that they would likely narrow (within ``protocol.max_processes``), comes
+first for the whole budget; one open otherwise only while :attr:`Limits.headline_first`, so that a
+comparison no affordable number of instances would settle does not take what the others need.
+Whether the chosen group's next instance may start is :meth:`Limits.refuses`'s answer; one that
+may not has no instance left (the clock only moves on), and the choice passes on to the others.
 
 Every member's process is also one process of its cell (its figure: the median of its turn
-windows), so each cell's absolute figure keeps the CI over processes (and history) of
-:func:`harness.launch.runner.run_sweep`; its windows are stored as soon as its instance ends. A
-member that fails or is invalid leaves its group (its row says why); an instance dropped for
-another reason (a deadline) is counted, and a group dropped :data:`MAX_DROPS` times stops.
+windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
+are stored as soon as its instance ends. A member that fails or is invalid leaves its group (its
+row says why); an instance dropped for another reason (a deadline) is counted, and a group dropped
+:data:`MAX_DROPS` times stops.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import math
+import functools
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
-from harness.errors import HarnessError
-from harness.formulas import stats
 from harness.formulas import turns as tstats
 from harness.formulas.breakdown import measurable
-from harness.formulas.turns import Turn
 from harness.launch import resume, xla_cache
 from harness.launch.breakdowns import Apart, measure_apart, not_measured
+from harness.launch.group_run import SCALING_CI_WIDTH as SCALING_CI_WIDTH
+from harness.launch.group_run import GroupRun, _why, race_plan
+from harness.launch.limits import CLOSE_S, PRIORS, RACE_SHARE, Limits, asked_s, prior_instance_s
+from harness.launch.limits import check_minimum as check_minimum
+from harness.launch.limits import minimum_s as minimum_s
 from harness.launch.platform import available_memory_bytes
 from harness.launch.process import worker_env
 from harness.launch.progress import Progress
@@ -61,85 +54,9 @@ from harness.results.journal import Journal
 from harness.results.ratios import Measured
 from harness.spec import words
 from harness.spec.cell import Cell
-from harness.spec.frameworks import NONE, overlapping
-from harness.spec.groups import (
-    PROCESS_BYTES,
-    Comparison,
-    Group,
-    Member,
-    Relation,
-    default_max_live,
-    groups,
-    headline_groups,
-    race_groups,
-)
-from harness.spec.models import ModelRef
+from harness.spec.frameworks import overlapping
+from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, headline_groups
 from harness.spec.protocol import BUSY_MIN_BLOCKS, Protocol
-
-RACE_SHARE = 0.7
-"""The share of the budget the first stage may spend (past its minimum instances) before the
-second stage races the configurations tied with each model's fastest; with no tie, the first
-stage goes on to the whole budget."""
-
-HEADLINE_SHARE = 0.85
-"""The share of the budget during which a headline group (each model's contenders) with any open
-comparison gets its extra instances before any other group's. One with an undecided comparison
-that more instances would likely decide gets them first for the whole budget
-(:func:`harness.formulas.turns.next_group`)."""
-
-SCALING_CI_WIDTH = 0.10
-"""The precision target of a headline group's scaling comparisons (Relation.SCALING in a race
-group): the widest 95% CI, as a fraction of the efficiency's value ((high - low) / value =
-2 sinh(h), about 2 h, for a half-width h on the log scale), at which it stops wanting instances;
-wider, it stays open for the budget even when its verdict is decided (0.405 [0.374, 0.438] is
-0.158 wide). Like any open comparison it takes at most ``protocol.max_processes`` instances."""
-
-CLOSE_S = 15.0
-"""Seconds the budget keeps for writing the rows and drawing the report (7 s for the default
-sweep's report on 2 cores, 2026-11-26), besides the closing peak process."""
-
-
-@dataclass(frozen=True)
-class Prior:
-    """What an instance costs before any has ended, on one kind of device; the run corrects it
-    from its own instances as they end (:meth:`TurnsRun.estimate_s`)."""
-
-    member_s: float
-    """Seconds per member: start-up, calibration, checks, exit."""
-    stretch: float
-    """Wall seconds of the window turns per second of turns they ask for."""
-    peak_s: float
-    """Seconds of one peak process."""
-    breakdown_s: float
-    """Seconds of one step breakdown process (:mod:`harness.launch.breakdowns`)."""
-    measured: str
-    """Where the figures come from."""
-
-
-PRIORS = {
-    "cpu": Prior(
-        1.5,
-        1.5,
-        5.0,
-        6.5,
-        "the default sweep's 48 instances on a 2-core VM, 2026-11-26: a member's start-up, "
-        "calibration and checks median 1.2 s, up to 2.9 s; the turns took 1.3-2.4 x as long as they "
-        "ask (a faster machine needs less); a step breakdown 4.8 s median (3.0-11.9 s, 23 in 5 "
-        "runs' finishing turns) plus a member's start-up",
-    ),
-    "gpu": Prior(
-        3.9,
-        1.15,
-        12.0,
-        8.0,
-        "the 9 runs on an H100 and an H200, 2026-11-26 (their costs tables): start-up, calibration "
-        "and exit median 3.9 s a process (1.5 to 25 s), the turns 1.00-1.12 x as long as they ask, "
-        "a peak process 7-14 s, a profiled step breakdown 3.9 s median (2.6-16 s, 11 finishing "
-        "turns) plus a member's start-up",
-    ),
-}
-"""The prior per device kind (:attr:`harness.spec.protocol.Platform.device_kind`)."""
-
 
 MAX_DROPS = 3
 """Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
@@ -150,176 +67,6 @@ def max_live(protocol: Protocol) -> int:
     if protocol.max_live:
         return protocol.max_live
     return default_max_live(available_memory_bytes() or 4 * PROCESS_BYTES)
-
-
-@dataclass
-class GroupRun:
-    """One group's instances so far: the group (members leave it when they fail), each comparison's
-    instance and block log ratios, wall seconds, dropped instances."""
-
-    group: Group
-    logs: dict[int, list[float]] = field(default_factory=dict)
-    blocks: dict[int, list[tuple[float, ...]]] = field(default_factory=dict)
-    instances: int = 0
-    seconds: float = 0.0
-    dropped: int = 0
-    stopped: str = ""
-    disturbed: int = 0
-    """Blocks left out because another process (or the hypervisor) used the CPUs in a turn."""
-    why: str = ""
-    """Why the last instance with a disturbed block had it (:func:`_why`), "" before any."""
-    turns: list[list[Turn]] = field(default_factory=list)
-    """A race group's (:attr:`Group.race`) undisturbed turns, per completed instance."""
-
-    def state(self) -> tstats.GroupState:
-        """Where the group stands for the budget: its comparisons (then its race's) with their
-        precision targets (:meth:`targets`); a stopped group has none and takes no instance."""
-        per = self.seconds / self.instances if self.instances else 0.0
-        if self.stopped:
-            return tstats.GroupState(self.group.name, 10**9, per, ())
-        raced = tuple(logs for _, logs, _ in self.race())
-        comps = tuple(tuple(self.logs.get(i, ())) for i in range(len(self.group.comparisons))) + raced
-        targets = self.targets() + (None,) * len(raced)
-        return tstats.GroupState(self.group.name, self.instances, per, comps, targets)
-
-    def targets(self) -> tuple[float | None, ...]:
-        """Per comparison of the group (not its race's FASTEST ones, which have none) its precision
-        target: :data:`SCALING_CI_WIDTH` for a race group's scaling comparisons, else None."""
-        return tuple(
-            SCALING_CI_WIDTH if self.group.race and c.relation == Relation.SCALING else None
-            for c in self.group.comparisons
-        )
-
-    def leader(self) -> str | None:
-        """A race group's fastest member so far: the highest mean instance log ratio against its
-        first member (None before an undisturbed block, or when the group is no race)."""
-        members = [m.key for m in self.group.members]
-        if not self.group.race or not self.turns or len(members) < 2:
-            return None
-
-        def mean_log(key: str) -> float:
-            if key == members[0]:
-                return 0.0
-            logs = [
-                v for t in self.turns if math.isfinite(v := tstats.instance_log_ratio(t, key, members[0]))
-            ]
-            return sum(logs) / len(logs) if logs else -math.inf
-
-        means = {key: mean_log(key) for key in members}
-        if all(v == -math.inf for k, v in means.items() if k != members[0]):
-            return None  # no undisturbed block yet: no member is known to be fastest
-        return max(members, key=means.__getitem__)
-
-    def race(self) -> list[tuple[Comparison, tuple[float, ...], tuple[tuple[float, ...], ...]]]:
-        """A race group's comparisons of each member against its :meth:`leader` (Relation.FASTEST),
-        with each instance's log ratio and block log ratios; before the leader is known, each
-        against the first member with no evidence (their note says why); empty for another group."""
-        if not self.group.race or len(self.group.members) < 2:
-            return []
-        lead = self.leader()
-        if lead is None:
-            head = self.group.members[0].key
-            return [(Comparison(Relation.FASTEST, m.key, head), (), ()) for m in self.group.members[1:]]
-        out = []
-        for m in self.group.members:
-            if m.key == lead:
-                continue
-            blocks = [tuple(tstats.block_log_ratios(t, m.key, lead)) for t in self.turns]
-            kept = [b for b in blocks if b]
-            logs = tuple(sum(b) / len(b) for b in kept)
-            out.append((Comparison(Relation.FASTEST, m.key, lead), logs, tuple(kept)))
-        return out
-
-    def add(self, instance: Instance) -> None:
-        """A completed instance: its undisturbed blocks' log ratios (:func:`tstats.clean`)."""
-        self.instances += 1
-        self.seconds += instance.wall_s
-        disturbed = tstats.disturbed_blocks(instance.turns)
-        self.disturbed += disturbed
-        if disturbed:
-            self.why = _why(instance.turns)
-        turns = tstats.clean(instance.turns)
-        if self.group.race:
-            self.turns.append(turns)
-        for i, c in enumerate(self.group.comparisons):
-            blocks = tstats.block_log_ratios(turns, c.subject, c.reference)
-            if blocks:
-                self.logs.setdefault(i, []).append(sum(blocks) / len(blocks))
-                self.blocks.setdefault(i, []).append(tuple(blocks))
-
-    def without(self, keys: set[str]) -> list[Measured]:
-        """The group without members ``keys`` (failed or invalid); returns their comparisons, as
-        not measured in turns (the ratios table says why)."""
-        gone = [
-            Measured(
-                c,
-                self.group.name,
-                (),
-                (),
-                0.0,
-                self.dropped,
-                f"not measured in turns: {k} failed or is invalid",
-            )
-            for c in self.group.comparisons
-            for k in sorted({c.subject, c.reference} & keys)[:1]
-        ]
-        kept = [i for i, c in enumerate(self.group.comparisons) if not {c.subject, c.reference} & keys]
-        self.logs = {n: self.logs[i] for n, i in enumerate(kept) if i in self.logs}
-        self.blocks = {n: self.blocks[i] for n, i in enumerate(kept) if i in self.blocks}
-        members = tuple(m for m in self.group.members if m.key not in keys)
-        comps = tuple(self.group.comparisons[i] for i in kept)
-        self.group = dataclasses.replace(self.group, members=members, comparisons=comps)
-        if not members:
-            self.stopped = "every member failed"
-        return gone
-
-    def measured(self, budget_min: float) -> list[Measured]:
-        """Its comparisons as measured (a race group's against its fastest member last); a group
-        the budget never reached says so in their note."""
-        per = self.seconds / self.instances if self.instances else 0.0
-        fixed = [
-            Measured(
-                c,
-                self.group.name,
-                tuple(self.logs.get(i, ())),
-                tuple(self.blocks.get(i, ())),
-                per,
-                self.dropped,
-                self._note(i, budget_min),
-                disturbed_blocks=self.disturbed,
-            )
-            for i, c in enumerate(self.group.comparisons)
-        ]
-        raced = [
-            Measured(
-                c,
-                self.group.name,
-                logs,
-                blocks,
-                per,
-                self.dropped,
-                self._why_not(bool(logs), budget_min),
-                disturbed_blocks=self.disturbed,
-            )
-            for c, logs, blocks in self.race()
-        ]
-        return fixed + raced
-
-    def _note(self, comparison: int, budget_min: float) -> str:
-        """Why comparison ``comparison`` has no instance (or why the group stopped), else ""."""
-        return self._why_not(bool(self.logs.get(comparison)), budget_min)
-
-    def _why_not(self, measured: bool, budget_min: float) -> str:
-        """Why a comparison (``measured``: it has an instance) has none, or why the group
-        stopped, else ""."""
-        if self.stopped or measured:
-            return self.stopped
-        if not self.instances:
-            return f"not measured: the budget ({budget_min:g} min) was spent before its first instance"
-        return (
-            f"not measured: every block of its {self.instances} instance(s) was disturbed (another "
-            f"program, the hypervisor or a machine with no spare CPU took CPU the member needed{self.why})"
-        )
 
 
 def _title(group: Group) -> str:
@@ -338,16 +85,6 @@ def _disturbance(instance: Instance) -> str:
     return f", {bad} of {len({t.block for t in instance.turns})} blocks disturbed{_why(instance.turns)}"
 
 
-def _why(turns: Sequence[Turn]) -> str:
-    """ "; busiest other program: NAME, x CPUs", or "; no spare CPU: x CPUs used besides the
-    member" (the run's other processes and the kernel on a machine with under a CPU idle)."""
-    name, cpus = tstats.busiest_other(turns)
-    if name:
-        return f"; busiest other program: {name}, {cpus:.2f} CPUs"
-    crowded = tstats.crowded_besides(turns)
-    return "" if math.isnan(crowded) else f"; no spare CPU: {crowded:.2f} CPUs used besides the member"
-
-
 class MachineBusy(Exception):
     """Another program disturbed more than the protocol's share of the run's blocks: the run stops
     (its rows are written; the message says which program and how to go on)."""
@@ -355,11 +92,6 @@ class MachineBusy(Exception):
 
 OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
 """What a worker's failure says when its device's memory ran out (TensorFlow's allocator, CUDA)."""
-
-
-def out_of_memory(reason: str) -> bool:
-    """Whether a failure reason is a device running out of memory."""
-    return any(text in reason for text in OUT_OF_MEMORY)
 
 
 def _culprits(instance: Instance) -> dict[str, CellEnd]:
@@ -418,10 +150,6 @@ class TurnsRun:
         seconds spent so far."""
         if self.journal is not None:
             self.journal.append({"kind": kind, "elapsed_s": self.clock() - self.t0, **fields})
-
-    def index_of(self, name: str) -> int:
-        """The index of the group named ``name`` (a journaled instance's)."""
-        return next(i for i, g in enumerate(self.groups) if g.group.name == name)
 
     def to_break_down(self) -> list[Cell]:
         """The cells whose step breakdown is still to be timed after the turns
@@ -494,36 +222,29 @@ class TurnsRun:
         self.instances_of[cell.id] = k + 1
         self.run.record(end, k)
 
+    def limits(self, share: float = 1.0) -> Limits:
+        """The budget's limits now (``share``: of the budget the stage may spend)."""
+        due = self.breakdowns_due() * self.breakdown_s()
+        return Limits(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s(), due, share)
+
     def next(self, share: float = 1.0, first: int = 0) -> int | None:
         """The group (from index ``first`` on) that gets the next instance, or None when the stage
         is over: no comparison open, every group at the most instances, or no instance that is
-        due fits in the budget less :meth:`reserve_s` (past a group's minimum: in ``share`` of it;
-        below it, only the run's end is kept, not the step breakdowns).
-        Headline groups come first (:func:`tstats.next_group`'s ``first``): for the whole budget
-        while one has an undecided comparison more instances would likely decide, else until
-        :data:`HEADLINE_SHARE` of it is spent. A group whose next instance does not fit is
-        treated as at its most instances (it has none left), and the next choice is made."""
-        protocol = self.run.protocol
-        whole = protocol.budget_s - self._end_s()  # the minimum comes before the step breakdowns
-        limit = share * protocol.budget_s - self.reserve_s()
-        elapsed = self.clock() - self.t0
+        due that :meth:`Limits.refuses` lets start. Headline groups come first
+        (:func:`tstats.next_group`'s ``first``): for the whole budget while one has an undecided
+        comparison more instances would likely decide, else while :attr:`Limits.headline_first`.
+        A group whose next instance may not start is treated as at its most instances (it has
+        none left: the clock only moves on), and the next choice is made."""
+        protocol, limits = self.run.protocol, self.limits(share)
         mine = self.groups[first:]
         heads = {i for i, g in enumerate(mine) if g.group.race}
-        early = elapsed < HEADLINE_SHARE * limit
         states = [g.state() for g in mine]
+        pick = functools.partial(tstats.next_group, first=heads, first_while_open=limits.headline_first)
         while (
-            found := tstats.next_group(
-                states,
-                protocol.processes,
-                protocol.max_processes,
-                protocol.min_effect,
-                first=heads,
-                first_while_open=early,
-            )
+            found := pick(states, protocol.processes, protocol.max_processes, protocol.min_effect)
         ) is not None:
             g = mine[found]
-            # a group's minimum instances may use the whole budget; ``share`` bounds the rest
-            if elapsed + self.estimate_s(g) <= (whole if g.instances < protocol.processes else limit):
+            if not limits.refuses(self.estimate_s(g), minimum=g.instances < protocol.processes):
                 return first + found
             states[found] = dataclasses.replace(states[found], instances=protocol.max_processes)
         return None
@@ -532,19 +253,17 @@ class TurnsRun:
         """The seconds of ``g``'s next instance: the mean of its own, else from the run's instances
         so far (:meth:`RunCost.instance_s`), else :func:`prior_instance_s`."""
         if g.instances:
-            return g.seconds / g.instances
-        members, asked = len(g.group.members), self._asked_s(g.group)
-        found = self.cost.instance_s(members, asked)
+            return g.per_s
+        found = self.cost.instance_s(len(g.group.members), asked_s(g.group, self.plan))
         return found if found is not None else prior_instance_s(g.group, self.plan, self.prior)
 
     def reserve_s(self) -> float:
-        """Seconds the budget keeps for the run's end: the step breakdowns due
-        (:meth:`breakdowns_due`), the closing peak process (as long as the first took) and
-        :data:`CLOSE_S` for rows, costs and the report."""
-        return self.breakdowns_due() * self.breakdown_s() + self._end_s()
+        """Seconds the budget keeps for the run's end (:attr:`Limits.reserve_s`)."""
+        return self.limits().reserve_s
 
     def _end_s(self) -> float:
-        """The closing peak process and :data:`CLOSE_S`."""
+        """The closing peak process (as long as the first took) and :data:`CLOSE_S` for rows,
+        costs and the report."""
         if not self.run.protocol.peak:
             return CLOSE_S
         processes = self.run.result.time.peak_processes if self.run.result.time is not None else 0
@@ -552,39 +271,28 @@ class TurnsRun:
 
     def seconds_left(self) -> float | None:
         """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds
-        (less :meth:`reserve_s`; none once no instance that is due fits), at most the groups'
+        (:attr:`Limits.left_s`; none once no instance that is due fits), at most the groups'
         remaining instances up to the most, at least their remaining minimum instances (each
         estimated by :meth:`RunCost.instance_s` from the instances so far; less what the current
         one has run), plus the step breakdowns due and the closing peak; None before the first
         instance ends. A run whose ratios are all decided early ends sooner."""
         if self.cost.instance_s(1) is None:
             return None
-        protocol, now = self.run.protocol, self.clock()
-        running = 0.0 if self.current is None else now - self.current
+        protocol, limits = self.run.protocol, self.limits()
+        running = 0.0 if self.current is None else self.clock() - self.current
 
         def left(instances: int) -> float:
-            total = 0.0
-            for g in self.groups:
-                more = 0 if g.stopped else max(instances - g.instances, 0)
-                if more:
-                    members, asked = len(g.group.members), self._asked_s(g.group)
-                    total += more * (self.cost.instance_s(members, asked) or 0.0)
+            more = [(0 if g.stopped else max(instances - g.instances, 0), g.group) for g in self.groups]
+            each = self.cost.instance_s
+            total = sum(n * (each(len(gr.members), asked_s(gr, self.plan)) or 0.0) for n, gr in more if n)
             return max(total - running, 0.0)
 
-        budget = max(protocol.budget_s - self.reserve_s() - (now - self.t0), 0.0)
-        if self.current is None and self.ending:
-            budget = 0.0  # no instance that is due fits: the run ends now
+        # no instance that is due fits: the run ends now
+        budget = 0.0 if self.current is None and self.ending else limits.left_s
         seconds = min(max(left(protocol.processes), min(budget, left(protocol.max_processes))), budget)
         assert self.run.result.time is not None
         ending = self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
-        return seconds + ending + self.breakdowns_due() * self.breakdown_s()
-
-    def _asked_s(self, group: Group) -> float:
-        return asked_s(group, self.plan)
-
-    def mean_instance_s(self) -> float:
-        done = [g for g in self.groups if g.instances]
-        return sum(g.seconds for g in done) / max(sum(g.instances for g in done), 1)
+        return seconds + ending + limits.breakdowns_s
 
     def start_races(self) -> int:
         """The second stage's groups (:func:`race_plan`) appended; returns the index of the first
@@ -602,14 +310,9 @@ class TurnsRun:
         progress.show(f"{_title(g.group)}, round {g.instances + 1}")
         self.current = self.clock()
         try:
+            number, prefix = g.instances + g.dropped, f"{g.group.name}-"
             instance = run_instance(
-                g.group,
-                g.instances + g.dropped,
-                self.plan,
-                self._options,
-                self.launcher,
-                f"{g.group.name}-",
-                self.steps,
+                g.group, number, self.plan, self._options, self.launcher, prefix, self.steps
             )
         finally:
             self.current = None
@@ -647,18 +350,18 @@ class TurnsRun:
                 progress.advance(label, status)
 
         timed = sum(t.seconds for t in instance.turns if not overlapping(t.member))
-        members, asked = len(g.group.members), self._asked_s(g.group)
+        members, asked = len(g.group.members), asked_s(g.group, self.plan)
         self.cost.add(instance.phases, timed, instance.processes, not instance.dropped, members, asked)
         if instance.dropped:
             culprits = _culprits(instance)
-            if len(g.group.members) > 1 and any(out_of_memory(e.reason) for e in culprits.values()):
-                self.sequential(index, next(e.reason for e in culprits.values() if out_of_memory(e.reason)))
+            oom = [e.reason for e in culprits.values() if any(text in e.reason for text in OUT_OF_MEMORY)]
+            if len(g.group.members) > 1 and oom:
+                self.sequential(index, oom[0])
                 say(f"{_title(g.group)}: do not fit in memory together; measured one by one", "")
                 return
             for key, end in culprits.items():
-                if (
-                    end.event == Event.RECORD and end.row is not None and end.row.status == Status.OK
-                ):  # it passed a deadline
+                if end.event == Event.RECORD and end.row is not None and end.row.status == Status.OK:
+                    # it passed a deadline
                     end = dataclasses.replace(end, event=Event.FAILED, reason=instance.dropped)
                 elif instance.dropped not in end.reason:  # the coordinator's words, then the worker's
                     end = dataclasses.replace(end, reason=f"{instance.dropped}; {end.reason}")
@@ -712,110 +415,11 @@ class TurnsRun:
         return [m for g in self.groups for m in g.measured(budget)] + self.unmeasured
 
 
-def _step(state: TurnsRun, index: int, progress: Progress) -> None:
-    """One instance, the progress's total grown to hold it (past the minimum instances the budget
-    decides how many come: the ETA is the budget's)."""
-    progress.set_total(max(progress.total, progress.done + 1))
-    state.measure(index, progress)
-
-
 def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int) -> list[Group]:
     """The run's groups: the headline groups of ``contenders`` (:func:`headline_groups`), then
     those that measure every other comparison (:func:`groups`)."""
     heads = headline_groups(runnable, contenders, live)
     return heads + groups(runnable, live, heads)
-
-
-def check_minimum(
-    found: Sequence[Group], protocol: Protocol, plan: Plan, prior: Prior, sweep: str = ""
-) -> None:
-    """HarnessError, before any process starts, when the groups' minimum (:func:`minimum_s`)
-    does not fit the budget: what it would take, and what would fit (``sweep``: the named sweep
-    the selection came from, which the hint keeps)."""
-    need = minimum_s(found, protocol, plan, prior)
-    if need <= protocol.budget_s:
-        return
-    models = sorted({m.cell.model for g in found for m in g.members})
-    alone = {
-        model: minimum_s(
-            [g for g in found if any(m.cell.model == model for m in g.members)], protocol, plan, prior
-        )
-        for model in models
-    }
-    fits = [model for model, s in alone.items() if s <= protocol.budget_s]
-    flag = f"--sweep {sweep} " if sweep else ""
-    fewer = (
-        f", or one model alone ({flag}--model {_typed(fits[0])}: about {alone[fits[0]] / 60:.1f} min)"
-        if fits and len(models) > 1
-        else ""
-    )
-    raise HarnessError(
-        f"Received --budget-min {protocol.budget_min:g}; the selection's minimum ({protocol.processes} "
-        f"instances of each of its {len(found)} groups, {sum(len(g.members) for g in found)} members) "
-        f"takes about {need / 60:.1f} min by the estimate before any instance ({prior.member_s:g} s "
-        f"a member plus the window turns, from {prior.measured}). Give --budget-min "
-        f"{math.ceil(need / 60)} or more, fewer --processes, or fewer cells{fewer}."
-    )
-
-
-def _typed(model: str) -> str:
-    """A cell's model as ``--model`` takes it (a user's model: FILE.py:function)."""
-    return f"{model.source}:{model.function}" if isinstance(model, ModelRef) else model
-
-
-def asked_s(group: Group, plan: Plan) -> float:
-    """Seconds of window turns an instance of ``group`` asks for: 2 per block per member."""
-    return len(group.members) * 2 * plan.blocks * plan.turn_s
-
-
-def prior_instance_s(group: Group, plan: Plan, prior: Prior) -> float:
-    """An instance of ``group`` before any has ended, by ``prior``, seconds."""
-    return len(group.members) * prior.member_s + prior.stretch * asked_s(group, plan)
-
-
-def minimum_s(found: Sequence[Group], protocol: Protocol, plan: Plan, prior: Prior) -> float:
-    """Seconds a run of groups ``found`` needs at least, by ``prior``: every group's minimum
-    instances, the two peak processes and :data:`CLOSE_S`."""
-    instances = protocol.processes * math.fsum(prior_instance_s(g, plan, prior) for g in found)
-    return instances + (2 * prior.peak_s if protocol.peak else 0.0) + CLOSE_S
-
-
-def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
-    """A model's fastest runnable one-tenant cell without a co-tenant of another framework so far
-    (median process figure) and the cells tied with it: their ratio to it (Welch's t over the
-    process figures, separately measured) is neither higher nor lower. None when no cell of the
-    model was measured ok."""
-    figures = {
-        c.id: [r.row.examples_per_sec.value or 0.0 for r in run.evidence[c.id]]
-        for c in run.runnable
-        if c.model == model
-        and c.tenants == 1
-        and c.tenant_framework == NONE  # a shared device is not a configuration to choose
-        and run.evidence[c.id]
-        and run.ok_so_far(c)
-    }
-    if not figures:
-        return None
-    cells = {c.id: c for c in run.runnable}
-    best = max(figures, key=lambda k: stats.figure(figures[k]).value)
-    tied = [
-        cells[k]
-        for k in figures
-        if k != best
-        and not stats.ratio(figures[k], figures[best]).distinguishable(min_effect=run.protocol.min_effect)
-    ]
-    return cells[best], tied
-
-
-def race_plan(run: RunState, live: int) -> list[Group]:
-    """Second stage: for each model, the configurations tied with its fastest, raced against it in
-    turns (groups r0, r1, ...; a contender that cannot share a group with the fastest is left out)."""
-    found: list[Group] = []
-    for model in sorted({c.model for c in run.runnable}):
-        top = tied_with_fastest(run, model)
-        if top is not None and top[1]:
-            found += [g for g in race_groups(top[1], top[0], live) if g.comparisons]
-    return [dataclasses.replace(g, name=f"r{i}") for i, g in enumerate(found)]
 
 
 def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
@@ -825,7 +429,7 @@ def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
     cells = {c.id: c for c in state.run.runnable}
     for entry in resumed.entries:
         if entry["kind"] == "instance":
-            index = state.index_of(entry["instance"]["group"])
+            index = next(i for i, g in enumerate(state.groups) if g.group.name == entry["instance"]["group"])
             state.apply(index, resume.decode_instance(entry["instance"], state.groups[index].group, cells))
         elif entry["kind"] == "peak":
             resume.restore_peak(state.run.peaks, entry)
@@ -868,9 +472,9 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
     if resumed is not None:
         replay(state, resumed)
         state.note("resumed")
-    progress = hooks.progress or Progress(len(state.groups) * protocol.processes)
+    progress = hooks.progress or Progress(0)
+    progress.under_budget(protocol.budget_s, lambda: state.clock() - state.t0)
     progress.done = sum(g.instances + g.dropped for g in state.groups)
-    progress.set_total(max(progress.total, progress.done))
     progress.estimate = progress.estimate or state.seconds_left
     try:
         if run.runnable and not run.peaks.samples and not run.peaks.failures:
@@ -898,11 +502,11 @@ def _stages(state: TurnsRun, progress: Progress) -> None:
     first = state.first_race
     if first is None:
         while (index := state.next(1.0 if state.headline else RACE_SHARE)) is not None:
-            _step(state, index, progress)
+            state.measure(index, progress)
         first = state.start_races()
         state.note("races")
     while (index := state.next(1.0, first)) is not None:
-        _step(state, index, progress)
+        state.measure(index, progress)
 
 
 def break_down(state: TurnsRun, progress: Progress) -> None:
@@ -910,12 +514,9 @@ def break_down(state: TurnsRun, progress: Progress) -> None:
     :mod:`harness.launch.breakdowns`), each journaled; one whose process no longer fits the budget
     is not started, and its row says so."""
     state.closing = True
-    todo = state.to_break_down()
-    progress.set_total(progress.done + len(todo))
-    for i, cell in enumerate(todo):
+    for i, cell in enumerate(state.to_break_down()):
         label = f"{cell.model}: step breakdown of {words.describe(cell.to_dict())}"
-        left = state.run.protocol.budget_s - (state.clock() - state.t0) - state._end_s()
-        if state.breakdown_s() > left:
+        if state.limits().refuses(state.breakdown_s(), minimum=True):
             apart = Apart(cell.id, not_measured("the budget was spent before its process"), 0.0)
         else:
             progress.show(label)

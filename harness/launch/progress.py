@@ -1,5 +1,7 @@
 """Progress of a sweep on stderr: a live rich progress bar on a terminal (the cell being measured,
-done/total, elapsed, ETA), one plain line per finished cell otherwise (CI logs, pipes)."""
+done/total, elapsed, ETA), one plain line per finished cell otherwise (CI logs, pipes). A run under
+a budget (:meth:`Progress.under_budget`) counts its steps with no total, since the budget decides
+how many come, and its clock reads the budget spent of the whole."""
 
 from __future__ import annotations
 
@@ -42,18 +44,15 @@ def _isatty(stream: TextIO) -> bool:
     return tty and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
 
 
-class _ClockColumn(ProgressColumn):
-    """``elapsed 1:02  ETA 3:10`` from the owning :class:`Progress`'s clock."""
+class _OwnerColumn(ProgressColumn):
+    """A text from the owning :class:`Progress` (``text``), redrawn with the bar."""
 
-    def __init__(self, owner: Progress) -> None:
+    def __init__(self, text: Callable[[], str]) -> None:
         super().__init__(table_column=Column(no_wrap=True))
-        self.owner = owner
+        self.text = text
 
     def render(self, task: Task) -> Text:
-        return Text(
-            f"elapsed {format_eta(self.owner.elapsed())}  ETA {self.owner.eta_text()}",
-            style="progress.remaining",
-        )
+        return Text(self.text(), style="progress.remaining")
 
 
 class Progress:
@@ -89,12 +88,35 @@ class Progress:
         """When the last cell finished (the start, before any did)."""
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
+        self.budget_s: float | None = None
+        self.spent: Callable[[], float] | None = None
+        """The budget's seconds and those spent (a resumed run's included), by :meth:`under_budget`."""
+
+    def under_budget(self, budget_s: float, spent: Callable[[], float]) -> None:
+        """Count the steps with no total (the budget decides how many come: a total would grow
+        with them) and read the clock as ``spent()`` of ``budget_s`` seconds."""
+        self.budget_s, self.spent = budget_s, spent
 
     # -- the clock ---------------------------------------------------------------------------------
 
     def elapsed(self) -> float:
-        """Seconds since this progress was made."""
-        return self.clock() - self.t0
+        """Seconds since this progress was made (under a budget: the budget's seconds spent)."""
+        return self.spent() if self.spent is not None else self.clock() - self.t0
+
+    def clock_text(self) -> str:
+        """``elapsed 1:02  ETA 3:10``; under a budget ``elapsed 1:02 of 10:00 budget  ETA 3:10``."""
+        whole = "" if self.budget_s is None else f" of {format_eta(self.budget_s)} budget"
+        return f"elapsed {format_eta(self.elapsed())}{whole}  ETA {self.eta_text()}"
+
+    def _count(self) -> str:
+        """``3/13``, or under a budget ``3``."""
+        return f"{self.done}/{self.total}" if self.budget_s is None else str(self.done)
+
+    def _filled(self) -> tuple[float, float]:
+        """The bar's (completed, total): steps done of the total, or the budget's seconds spent."""
+        if self.budget_s is None:
+            return self.done, self.total
+        return min(self.elapsed(), self.budget_s), self.budget_s
 
     def eta(self) -> float | None:
         """Seconds left: the mean time per finished step times the steps left, less the time the
@@ -120,8 +142,7 @@ class Progress:
             return
         if self._bar is None:
             self._start(current)
-        assert self._bar is not None and self._task is not None
-        self._bar.update(self._task, description=current)
+        self._update(description=current)
 
     def advance(self, current: str = "", status: str = "") -> None:
         """``current`` finished, as ``status`` (``ok``, ``failed``, ...)."""
@@ -130,11 +151,11 @@ class Progress:
         if self.tty:
             if self._bar is None:
                 self._start(current)
-            assert self._bar is not None and self._task is not None
-            self._bar.update(self._task, completed=self.done, description=current)
+            self._update(description=current)
             return
         cell = " ".join(s for s in (current, status) if s)
-        self.stream.write(f"[{self.done}/{self.total}] {cell}  ETA {self.eta_text()}\n")
+        clock = self.clock_text() if self.budget_s is not None else f"ETA {self.eta_text()}"
+        self.stream.write(f"[{self._count()}] {cell}  {clock}\n")
         self.stream.flush()
 
     def warn(self, text: str) -> None:
@@ -148,14 +169,14 @@ class Progress:
     def set_total(self, total: int) -> None:
         """The number of steps changed (a pass skips failed cells, adaptive passes add some)."""
         self.total = max(total, self.done)
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, total=self.total)
+        if self._bar is not None:
+            self._update()
 
     def close(self) -> None:
         """Stop the live bar, leaving its last state on screen; idempotent."""
         if self._bar is not None:
-            if self.done >= self.total and self._task is not None:
-                self._bar.update(self._task, description="")
+            if self._task is not None and (self.budget_s is not None or self.done >= self.total):
+                self._bar.update(self._task, description="", completed=self._filled()[1])
             self._bar.refresh()
             self._bar.stop()
             self._bar = None
@@ -168,17 +189,26 @@ class Progress:
     ) -> None:
         self.close()
 
+    def _update(self, description: str | None = None) -> None:
+        """The bar filled as :meth:`_filled` says, ``description`` the step (None: unchanged)."""
+        assert self._bar is not None and self._task is not None
+        completed, total = self._filled()
+        self._bar.update(self._task, completed=completed, total=total, description=description)
+
     def _start(self, current: str) -> None:
         console = Console(file=self.stream, force_terminal=True)
         self._bar = RichProgress(
             SpinnerColumn(finished_text="[progress.spinner]done"),
             BarColumn(bar_width=self.width, table_column=Column(no_wrap=True)),
-            MofNCompleteColumn(table_column=Column(no_wrap=True)),
-            _ClockColumn(self),
+            MofNCompleteColumn(table_column=Column(no_wrap=True))
+            if self.budget_s is None
+            else _OwnerColumn(self._count),
+            _OwnerColumn(self.clock_text),
             TextColumn(
                 "{task.description}", markup=False, table_column=Column(overflow="ellipsis")
             ),  # the one to shorten
             console=console,
         )
-        self._task = self._bar.add_task(current, total=self.total, completed=self.done)
+        self._task = self._bar.add_task(current, total=self._filled()[1])
+        self._update()
         self._bar.start()

@@ -207,6 +207,9 @@ class RunResult:
     """The comparisons measured in turns (the ratios table)."""
     cost: str = ""
     """A run in turns: where its wall time went (its costs row, in words)."""
+    unreached: list[CellRow] = field(default_factory=list)
+    """A stopped run's cells it never reached, as rows that are not written (a resumed run
+    measures them): what names them in words where the ratios mention them."""
 
 
 @dataclass
@@ -369,14 +372,16 @@ class RunState:
             for c, why in self.planned
             if why is not None
         ]
-        rows += [
+        unreached = [
             replace(
-                not_measured_row(c, self.protocol, Status.NOT_MEASURED, self.unreached, self.facts),
-                run=run,
+                not_measured_row(c, self.protocol, Status.NOT_MEASURED, self.unreached, self.facts), run=run
             )
             for c in self.runnable
-            if not self.evidence[c.id] and not self.result.interrupted  # a stopped run resumes
+            if not self.evidence[c.id]
         ]
+        if self.result.interrupted:  # a stopped run resumes: their rows are not written
+            self.result.unreached, unreached = unreached, []
+        rows += unreached
         where = self.place
         for row in rows:
             ran = replace(row.ran, nodes=where.nodes, placement=where.placement, link_gbps=where.link_gbps)

@@ -74,3 +74,15 @@ def test_throughput_vs_batch_gives_every_series_its_own_colour(tmp_path: Path):
         colours = [matplotlib.colors.to_hex(h.lines[0].get_color()) for h in handles]
         assert len(colours) == len(set(colours)) == 14
     plt.close("all")
+
+
+def test_a_figures_labels_are_the_configurations_in_words_less_what_its_axes_say() -> None:
+    rows = _rows(2)
+    rows.loc[rows["replicas"] == 1, "strategy"] = "default"
+    assert (
+        list(plots.labels(rows, ["batch"]))
+        == ["no distribution strategy"] * 2 + ["MirroredStrategy on 2 replicas"] * 2
+    )
+    said = list(plots.labels(rows))  # the batch differs too: said where not the reference
+    assert said[:2] == ["no distribution strategy", "no distribution strategy, batch 256 per replica"]
+    assert not any("[" in label or "x1" in label for label in said)  # no shorthand ids

@@ -667,3 +667,31 @@ def test_the_default_sweep_on_a_gpu_host_fits_its_budget_by_the_gpu_prior(gpus: 
     assert need <= sweep.protocol.budget_s  # 521-762 s of 780
     budget.check_minimum(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
     assert sum(g.race for g in found) == 2  # each model's headline raced
+
+
+def test_a_stopped_run_names_the_cells_it_never_reached_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.analysis.ratios_text import ratios_text
+
+    protocol = Protocol(processes=2, max_processes=2, budget_min=10.0, blocks=2, max_live=8, peak=False)
+    clock = Clock()
+    _fake(monkeypatch, protocol, clock, {ONE.id: 1000.0, TWO.id: 1100.0, DEFAULT.id: 1000.0})
+    fake = budget.run_instance
+
+    def stopped(group, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if group.name == "g0":  # Ctrl-C once the headline's instances are done
+            raise KeyboardInterrupt
+        return fake(group, *args, **kwargs)
+
+    monkeypatch.setattr(budget, "run_instance", stopped)
+    result = budget.run_in_turns(
+        Work((DEFAULT, ONE, TWO), protocol, Platform(), contenders=(ONE.id, TWO.id)),
+        Output(tmp_path / "results"),
+        hooks=Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
+    )
+    assert result.interrupted and DEFAULT.id not in {r.cell.cell_id for r in result.rows}
+    assert [r.cell.cell_id for r in result.unreached] == [DEFAULT.id]  # named, not written
+    text = ratios_text(result.ratios, 1.0, 2, cells=[*result.rows, *result.unreached])
+    assert "not measured" in text and "no distribution strategy" in text
+    assert DEFAULT.id not in text and ONE.id not in text

@@ -154,3 +154,28 @@ def test_a_warning_stays_above_the_bar_on_a_terminal_and_is_a_line_elsewhere(xte
     plain = io.StringIO()
     Progress(2, stream=plain, force_terminal=False).warn("warning: busy")
     assert plain.getvalue() == "warning: busy\n"
+
+
+def test_under_a_budget_the_count_has_no_total_and_the_clock_reads_the_budget() -> None:
+    out, clock = io.StringIO(), Clock()
+    p = Progress(3, stream=out, clock=clock, estimate=lambda: 200.0)
+    p.under_budget(600.0, lambda: clock.now + 60)  # a resumed run: 60 s spent before
+    for now in (30.0, 90.0, 150.0, 210.0):  # more steps than any total given: none is shown
+        clock.now = now
+        p.advance("cnn: 3 configurations (g0), round 1", "30 s")
+    assert out.getvalue().splitlines()[-1] == (
+        "[4] cnn: 3 configurations (g0), round 1 30 s  elapsed 4:30 of 10:00 budget  ETA 3:20"
+    )
+
+
+def test_under_a_budget_the_terminal_bar_fills_with_the_budget_spent(xterm) -> None:
+    out, clock = io.StringIO(), Clock()
+    p = Progress(1, stream=out, force_terminal=True, clock=clock, estimate=lambda: 300.0)
+    p.under_budget(600.0, clock)
+    for now in (100.0, 300.0):
+        clock.now = now
+        p.show("g0, round 1")
+        p.advance("g0, round 1", "ok")
+    p.close()
+    last = ANSI.sub("", out.getvalue()).replace("\r", "\n").strip().splitlines()[-1]
+    assert "2/" not in last and " 2 " in last and "elapsed 5:00 of 10:00 budget" in last
