@@ -173,7 +173,7 @@ TERMS: tuple[Term, ...] = (
         "measured in turns are not affected.",
     ),
     Term(
-        "cv between / within processes (cv b/w)",
+        "cv between / within processes",
         "Two spreads, each a standard deviation over a mean. Between: of a configuration's "
         "process figures in the run, what a fresh process moves it by. Within: the median over its "
         "processes of the spread of one process's timed windows. Between is usually the larger, "

@@ -221,19 +221,15 @@ def _efficiency(r: CellRow) -> str:
 
 
 FOOTNOTE = (
-    "examples/s: median over each cell's processes (up to {max_processes}, at least "
-    "{processes} passes, each in a new order) of each process's median of {repeats} timed "
-    "windows of ~{window_s:g} s (warm-up excluded); 95% CI: Student t over the process "
-    "figures (log scale), widened to the spread of earlier runs where the folder holds 2 or more "
-    "(ci_history_runs), else it covers this run's processes only; cv b/w: between/within processes ('!': unstable, "
-    "still above {unstable_cv:g} at the cap); efficiency = throughput / (replicas x workers "
-    "x 1-device throughput) ('~': its CI contains 1); bound: the part of an update with the "
-    "largest share of its time (compute, communication = the gradient all-reduce, input, "
-    "dispatch; results/README.md), 'no verdict' where a part took longer than the update "
-    "it was timed with; repl 'NxW' = replicas x workers "
-    "('+Pps': parameter-server tasks; 'tT': T co-tenant processes, examples/s their "
-    "aggregate; '+jax', '+torch': a co-tenant in that framework, examples/s TensorFlow's while both "
-    "trained)."
+    "examples/s: each configuration's figure, the median over its processes (up to "
+    "{max_processes}, at least {processes} passes, each in a new order) of each process's median "
+    "of {repeats} timed windows of ~{window_s:g} s (warm-up excluded), with its 95% CI over those "
+    "processes (Student t, log scale), widened to the spread of earlier runs where the folder holds "
+    "2 or more. spread: how much its processes disagree (coefficient of variation; unstable "
+    "above {unstable_cv:g} at the cap). efficiency: throughput / (devices x the 1-device "
+    "throughput) ('~': its CI contains 1). bound: the part of an update that explains most of its "
+    "time (results/README.md), 'no verdict' where a part took longer than the update it was timed "
+    "with. Co-tenant processes: examples/s is their sum."
 )
 TURNS_FOOTNOTE = (
     "examples/s: each configuration's own figure, the median over its processes (fresh ones, at "

@@ -61,7 +61,6 @@ PRINTED = (
     "false-discovery control",
     "unstable",
     "cv between / within processes",
-    "cv b/w",
     "MFU",
     "bound",
     "co-tenant",
