@@ -48,12 +48,8 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="compare two interpreters or settings in paired, interleaved "
-        "processes: exit 0 no regression, 1 regression, 3 undecided",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--baseline",
         default=None,

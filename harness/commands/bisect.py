@@ -58,12 +58,8 @@ EXIT_BY_OUTCOME = {
 }
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="find the TensorFlow nightly that brought a slowdown between a good and a bad build: "
-        "an ab in turns per step, resumable",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--good", required=True, metavar="SPEC", help="the fast build, e.g. 'tensorflow-cpu==2.20.*'"
     )

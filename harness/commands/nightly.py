@@ -54,12 +54,8 @@ EXITS: dict[int, str] = {
 DEFAULT_ENVS = ".nightly-envs"
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="track a candidate build against a pinned reference, night after night: exit 0 no "
-        "regression, 1 regression or a failed cell, 2 error, 3 undecided",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--candidate",
         required=True,

@@ -35,8 +35,8 @@ MAX_DEVICES = 65536
 """The largest device count predict takes (the model's arithmetic stays in 64-bit floats)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="predict scaling from a 1-device cell and the all-reduce cost")
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_results_argument(p, "the 1-device cell and the all-reduce times may come from different ones")
     p.add_argument("--model", required=True, choices=("cnn", "dense"))
     p.add_argument("--strategy", required=True, choices=ALLREDUCE_STRATEGIES)
