@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.analysis import glossary
 from harness.commands import COMMANDS, build_parser
-from harness.commands.vocabulary import CONCEPTS, concept_table
+from harness.commands.vocabulary import concept_table
 from harness.spec.axes import REPLICAS_TO_MAX
 from harness.spec.protocol import Platform
 from harness.spec.sweep import Sweep, expand
@@ -172,19 +172,22 @@ def _command(name: str, parser: argparse.ArgumentParser, summary: str) -> str:
     return "\n\n".join([f"## `{name}`", *about, _usage(parser), _options(parser), *exits])
 
 
-def _vocabulary() -> str:
-    """The shared concepts x commands: each flag now, and the spelling it replaced."""
-    commands = list(dict.fromkeys(c for concept in CONCEPTS for c in concept.flags))
+def _vocabulary(parsers: dict[str, argparse.ArgumentParser]) -> str:
+    """The shared concepts x the commands that take them, read off the parsers: each flag now, and
+    the spelling it replaced."""
+    commands, table = concept_table(parsers)
     head = "| concept | " + " | ".join(f"`{c}`" for c in commands) + " |"
     rule = "|---" * (len(commands) + 1) + "|"
     rows = [
         "| " + " | ".join([cells[0], *(_code(c) if c != "-" else c for c in cells[1:])]) + " |"
-        for cells in concept_table(commands)
+        for cells in table
     ]
+    none = [f"`{name}`" for name in parsers if name not in commands]
     intro = (
         "One flag for one thing in every command. The spellings before 2026-11-26 (in parentheses) "
         "are refused with a message naming the flag to use, so an old script stops at once instead "
         "of running with a default it did not ask for."
+        + (f" Taking none of these flags: {', '.join(none)}." if none else "")
     )
     return "\n\n".join(["## One vocabulary", intro, "\n".join([head, rule, *rows])])
 
@@ -232,7 +235,7 @@ def cli_markdown() -> str:
     summaries = _command_help(parser)
     parsers = _subparsers(parser).choices
     sections = [_command(name, parsers[name], summaries.get(name, "")) for name in COMMANDS]
-    return "\n\n".join([_header(parser, summaries), _vocabulary(), *sections, _sweeps(parser)]) + "\n"
+    return "\n\n".join([_header(parser, summaries), _vocabulary(parsers), *sections, _sweeps(parser)]) + "\n"
 
 
 PAGES: dict[str, tuple[Callable[[], str], str, str]] = {
