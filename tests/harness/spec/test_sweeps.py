@@ -63,3 +63,11 @@ def test_on_eight_gpus_mirrored_races_on_1_2_4_and_8_whole_gpus() -> None:
 )
 def test_doubling(devices: int, counts: list[int]) -> None:
     assert doubling(devices) == counts
+
+
+def test_the_default_sweep_says_which_strategies_it_runs_at_a_bigger_batch() -> None:
+    # it said "mirrored at batch 256" while default ran at batch 256 too
+    cells = expand(DEFAULT, CPU)
+    for batch in {c.batch for c in cells} - {64}:
+        strategies = dict.fromkeys(c.strategy for c in cells if c.batch == batch)
+        assert f"{' and '.join(strategies)} at batch {batch}" in DEFAULT.description, batch
