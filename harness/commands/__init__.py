@@ -15,7 +15,6 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
@@ -24,84 +23,42 @@ from harness.commands import output
 from harness.contract.outputs import OUTPUTS, dumps
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
-
-@dataclass(frozen=True)
-class Command:
-    """A command as the top-level ``--help`` lists it, its module imported when it runs."""
-
-    module: str
-    """Its module's name under :mod:`harness.commands`."""
-    help: str
-    """Its one line in ``python -m harness --help`` (the module's ``add_parser`` is given it)."""
-
-    def load(self) -> ModuleType:
-        """The command's module (``NAME``, ``EXITS``, ``add_parser``, ``run``), imported now."""
-        return importlib.import_module(f"{__name__}.{self.module}")
-
-
-COMMANDS: dict[str, Command] = {
-    "run": Command("run", "measure a sweep and append rows to the results dataset"),
-    "list": Command("listing", "print a sweep's cells, ids and which are unsupported (no TF)"),
-    "verify": Command(
-        "verify",
-        "train cells for a fixed number of updates from one seed and check that cells which must be "
-        "equivalent (same model, data, precision and examples per update) agree",
-    ),
-    "report": Command("report", "figures (PNG, SVG) and one self-contained HTML file for a run"),
-    "compare": Command(
-        "compare",
-        "the regression gate: compare a candidate run with baseline runs of the same cells on the same "
-        "machine fingerprint",
-    ),
-    "ab": Command(
-        "ab",
-        "compare two interpreters or settings in paired, interleaved processes: exit 0 no regression, 1 "
-        "regression, 3 undecided",
-    ),
-    "nightly": Command(
-        "nightly",
-        "track a candidate build against a pinned reference, night after night: exit 0 no regression, 1 "
-        "regression or a failed cell, 2 error, 3 undecided",
-    ),
-    "bisect": Command(
-        "bisect",
-        "find the TensorFlow nightly that brought a slowdown between a good and a bad build: an ab in "
-        "turns per step, resumable",
-    ),
-    "compare-hardware": Command(
-        "compare_hardware",
-        "which machine trains each model fastest, and for how much: each machine's own answer, ratios "
-        "between machines with CIs that carry the run-to-run spread, cost per million examples and per "
-        "epoch, energy where measured",
-    ),
-    "compare-links": Command(
-        "compare_links",
-        "what a faster link between nodes buys: multi-node runs grouped by the link their chief measured, "
-        "each faster link against the slowest with CIs that carry the run-to-run spread, the all-reduce "
-        "time, and what predict said",
-    ),
-    "predict": Command("predict", "predict scaling from a 1-device cell and the all-reduce cost"),
-    "ingest": Command(
-        "ingest",
-        "add pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=F) to the results history, as one "
-        "run",
-    ),
-    "doctor": Command(
-        "doctor",
-        "what this machine can run: devices, build, threads, and a checked all-reduce through every "
-        "strategy and cross-device op",
-    ),
-    "check": Command(
-        "check",
-        "read every file of a results folder: name the damaged ones and the runs to resume",
-    ),
-    "pack": Command(
-        "pack",
-        "put runs of a results folder into one .tar.gz that report, compare, check and predict read as "
-        "--results FILE",
-    ),
+COMMANDS: dict[str, str] = {
+    "run": "measure a sweep and append rows to the results dataset",
+    "list": "print a sweep's cells, ids and which are unsupported (no TF)",
+    "verify": "train cells for a fixed number of updates from one seed and check that cells which must be "
+    "equivalent (same model, data, precision and examples per update) agree",
+    "report": "figures (PNG, SVG) and one self-contained HTML file for a run",
+    "compare": "the regression gate: compare a candidate run with baseline runs of the same cells on the "
+    "same machine fingerprint",
+    "ab": "compare two interpreters or settings in paired, interleaved processes: exit 0 no regression, 1 "
+    "regression, 3 undecided",
+    "nightly": "track a candidate build against a pinned reference, night after night: exit 0 no "
+    "regression, 1 regression or a failed cell, 2 error, 3 undecided",
+    "bisect": "find the TensorFlow nightly that brought a slowdown between a good and a bad build: an ab in "
+    "turns per step, resumable",
+    "compare-hardware": "which machine trains each model fastest, and for how much: each machine's own "
+    "answer, ratios between machines with CIs that carry the run-to-run spread, cost per million examples "
+    "and per epoch, energy where measured",
+    "compare-links": "what a faster link between nodes buys: multi-node runs grouped by the link their "
+    "chief measured, each faster link against the slowest with CIs that carry the run-to-run spread, the "
+    "all-reduce time, and what predict said",
+    "predict": "predict scaling from a 1-device cell and the all-reduce cost",
+    "ingest": "add pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=F) to the results history, as "
+    "one run",
+    "doctor": "what this machine can run: devices, build, threads, and a checked all-reduce through every "
+    "strategy and cross-device op",
+    "check": "read every file of a results folder: name the damaged ones and the runs to resume",
+    "pack": "put runs of a results folder into one .tar.gz that report, compare, check and predict read as "
+    "--results FILE",
 }
-"""Command name -> its module and one-line help, in the order ``--help`` lists them."""
+"""Command name -> its one line in ``python -m harness --help``, in the order it lists them; its module
+(:func:`module`) is imported only when it runs."""
+
+
+def module(name: str) -> ModuleType:
+    """Command ``name``'s module (``NAME``, ``EXITS``, ``add_parser``, ``run``), imported now."""
+    return importlib.import_module(f"{__name__}.{'listing' if name == 'list' else name.replace('-', '_')}")
 
 
 def version_text() -> str:
@@ -153,12 +110,12 @@ def build_parser(loaded: Iterable[str] | None = None) -> argparse.ArgumentParser
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     full = set(COMMANDS if loaded is None else loaded)
-    for name, command in COMMANDS.items():
+    for name, summary in COMMANDS.items():
         if name in full:
-            module = command.load()
-            module.add_parser(sub, command.help).epilog = exits_text(module.EXITS)
+            command = module(name)
+            command.add_parser(sub, summary).epilog = exits_text(command.EXITS)
         else:
-            sub.add_parser(name, help=command.help)
+            sub.add_parser(name, help=summary)
     return parser
 
 
@@ -208,7 +165,7 @@ def _no_bare_dashes(parser: argparse.ArgumentParser, argv: list[str]) -> list[st
 def _run(args: argparse.Namespace, errors: list[str] | None = None) -> int:
     """The command's exit code; a HarnessError printed (and appended to ``errors``) as its code."""
     try:
-        return int(COMMANDS[args.command].load().run(args))
+        return int(module(args.command).run(args))
     except HarnessError as e:
         label = "not enough history" if e.exit_code == EXIT_SHORT_HISTORY else "error"
         print(f"{label}: {e}", file=sys.stderr)

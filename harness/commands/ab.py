@@ -23,7 +23,7 @@ from harness.commands.selection import Selection, add_dry_run, dry_run_text, ref
 from harness.commands.shared import (
     add_measuring,
     add_pair_rule,
-    add_sides,
+    add_side_envs,
     interrupt_on_sigterm,
     pair_rule,
     paired,
@@ -50,15 +50,19 @@ EXITS: dict[int, str] = {
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary)
-    add_sides(
-        p,
-        "PYTHON",
-        (
-            "side A, compared against: an interpreter with TensorFlow installed. Default: this one",
-            "side B, under test: an interpreter with TensorFlow installed. Default: this one",
-        ),
-        ("A", "B"),
+    p.add_argument(
+        "--baseline",
+        default=None,
+        metavar="PYTHON",
+        help="side A, compared against: an interpreter with TensorFlow installed. Default: this one",
     )
+    p.add_argument(
+        "--candidate",
+        default=None,
+        metavar="PYTHON",
+        help="side B, under test: an interpreter with TensorFlow installed. Default: this one",
+    )
+    add_side_envs(p, ("A", "B"))
     p.add_argument(
         "--mode",
         default="turns",

@@ -34,7 +34,7 @@ from harness.commands.shared import (
     add_envs,
     add_measuring,
     add_pair_rule,
-    add_sides,
+    add_side_envs,
     interrupt_on_sigterm,
     side_envs,
 )
@@ -60,24 +60,22 @@ EXITS: dict[int, str] = {
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary)
-    add_sides(
-        p,
-        "SPEC|PYTHON",
-        (
-            (
-                "the pinned build compared against: a spec, resolved once and pinned by its pip freeze "
-                "(RESULTS/nightly/reference-<pin>.txt; later nights install that lock), or an interpreter"
-            ),
-            (
-                "the build under test: a requirement spec (installed, upgraded, into its own venv under "
-                "--envs each night, e.g. tf-nightly-cpu or 'tensorflow-cpu==2.21.*') or the path of an "
-                "interpreter with TensorFlow"
-            ),
-        ),
-        ("the baseline", "the candidate"),
-        "; part of the night's record",
+    p.add_argument(
+        "--candidate",
         required=True,
+        metavar="SPEC|PYTHON",
+        help="the build under test: a requirement spec (installed, upgraded, into its own venv "
+        "under --envs each night, e.g. tf-nightly-cpu or 'tensorflow-cpu==2.21.*') or the path of "
+        "an interpreter with TensorFlow",
     )
+    p.add_argument(
+        "--baseline",
+        required=True,
+        metavar="SPEC|PYTHON",
+        help="the pinned build compared against: a spec, resolved once and pinned by its pip freeze "
+        "(RESULTS/nightly/reference-<pin>.txt; later nights install that lock), or an interpreter",
+    )
+    add_side_envs(p, ("the baseline", "the candidate"), "; part of the night's record")
     p.add_argument(
         "--label",
         default=None,

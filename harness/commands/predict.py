@@ -31,6 +31,8 @@ NAME = "predict"
 EXITS: dict[int, str] = {0: "the predictions printed", 2: "bad input or too few measured cells"}
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
+CELL_DEFAULTS = {"loop": "ctl", "accum_steps": 1, "steps_per_execution": 10, "precision": "float32"}
+"""The cell's axes predict takes a flag for (besides model, strategy and batch), with their defaults."""
 MAX_DEVICES = 65536
 """The largest device count predict takes (the model's arithmetic stays in 64-bit floats)."""
 
@@ -67,12 +69,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "all-reduce cost to use. Default: auto (mirrored), ring",
     )
     p.add_argument("--batch", type=int, default=64, help="per-replica batch of the cells. Default: 64")
-    for name, default in (
-        ("loop", "ctl"),
-        ("accum_steps", 1),
-        ("steps_per_execution", 10),
-        ("precision", "float32"),
-    ):
+    for name, default in CELL_DEFAULTS.items():
         axis = AXIS_BY_NAME[name]
         p.add_argument(
             axis.flag,

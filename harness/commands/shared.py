@@ -24,27 +24,11 @@ ENVS = ".nightly-envs"
 """``--envs``'s default: where ``nightly`` and ``bisect`` build environments and reuse them."""
 
 
-def add_sides(
-    p: argparse.ArgumentParser,
-    metavar: str,
-    texts: tuple[str, str],
-    words: tuple[str, str],
-    note: str = "",
-    required: bool = False,
-) -> None:
-    """``--baseline`` and ``--candidate`` (``texts``: their help), then their workers' environments,
-    ``--baseline-env`` and ``--candidate-env`` (``words``: whose workers; ``note``: added to
-    "repeatable")."""
-    for role, text in zip(("baseline", "candidate"), texts, strict=True):
-        p.add_argument(f"--{role}", required=required, default=None, metavar=metavar, help=text)
+def add_side_envs(p: argparse.ArgumentParser, words: tuple[str, str], note: str = "") -> None:
+    """``--baseline-env`` and ``--candidate-env``: the variables of ``words``' workers."""
     for role, word in zip(("baseline", "candidate"), words, strict=True):
-        p.add_argument(
-            f"--{role}-env",
-            action="append",
-            default=[],
-            metavar="K=V",
-            help=f"an environment variable for {word}'s workers (repeatable{note})",
-        )
+        help = f"an environment variable for {word}'s workers (repeatable{note})"
+        p.add_argument(f"--{role}-env", action="append", default=[], metavar="K=V", help=help)
 
 
 def side_envs(args: argparse.Namespace) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
@@ -55,8 +39,8 @@ def side_envs(args: argparse.Namespace) -> tuple[tuple[tuple[str, str], ...], tu
 def add_pair_rule(
     p: argparse.ArgumentParser, per: str, pairs: tuple[int, int], fewest: str, min_effect: str
 ) -> None:
-    """``--min-pairs`` (``fewest``: its help), ``--max-pairs`` (pairs ``per`` cell or step) with
-    ``pairs``' defaults, and ``--min-effect`` (``min_effect``: its help)."""
+    """``--min-pairs`` and ``--max-pairs`` (``pairs``: their defaults; ``fewest``: the first's help,
+    ``per`` cell or step) and ``--min-effect`` (``min_effect``: its help)."""
     p.add_argument("--min-pairs", type=int, default=pairs[0], help=f"{fewest}. Default: {pairs[0]}")
     p.add_argument(
         "--max-pairs", type=int, default=pairs[1], help=f"most pairs per {per}. Default: {pairs[1]}"
@@ -86,10 +70,8 @@ def add_measuring(
     results: str,
     budget: tuple[float, str] | None = None,
 ) -> None:
-    """The flags of a command that measures and stores rows: the selection (``sweep``: what it
-    measures without ``--sweep``; ``budget``: its own ``--budget-min`` default and help), then
-    ``--results`` (``results``: where its rows go), ``--wait-lock`` and ``--json``, and its old
-    spellings refused."""
+    """A paired command's selection (:func:`add_selection_args`), ``--results`` (``results``: where
+    its rows go), ``--wait-lock``, ``--json``, and its old spellings refused."""
     add_selection_args(p, sweep, writes_rows=True, budget=budget)
     p.add_argument("--results", default="results", help=f"results folder; {results}. Default: results")
     refuse_renamed(p, command)
