@@ -54,11 +54,6 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[a
     raise ValueError(f"{parser.prog} has no subcommands")
 
 
-def _command_help(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """Command name -> its one-line help, as ``python -m harness --help`` lists it."""
-    return {a.dest: a.help or "" for a in _subparsers(parser)._get_subactions()}
-
-
 def _formatter(parser: argparse.ArgumentParser) -> argparse.HelpFormatter:
     """The parser's own help formatter, at :data:`WIDTH` columns and without colour."""
     cls = parser.formatter_class
@@ -192,9 +187,9 @@ def _vocabulary(parsers: dict[str, argparse.ArgumentParser]) -> str:
     return "\n\n".join(["## One vocabulary", intro, "\n".join([head, rule, *rows])])
 
 
-def _header(parser: argparse.ArgumentParser, summaries: dict[str, str]) -> str:
+def _header(parser: argparse.ArgumentParser) -> str:
     """The page's title, the do-not-edit note, the top-level usage and the list of commands."""
-    commands = "\n".join(f"- [`{name}`](#{name}): {_text(text)}" for name, text in summaries.items())
+    commands = "\n".join(f"- [`{name}`](#{name}): {_text(text)}" for name, text in COMMANDS.items())
     note = (
         f"Generated from the argparse parsers by `{REGENERATE}`: do not edit this page by hand "
         "(a test fails when it is out of date). Each section is what the command's `--help` prints."
@@ -232,10 +227,9 @@ def cli_markdown() -> str:
     """The whole reference page: header, one section per command (in :data:`COMMANDS` order),
     then the named sweeps."""
     parser = build_parser()
-    summaries = _command_help(parser)
     parsers = _subparsers(parser).choices
-    sections = [_command(name, parsers[name], summaries.get(name, "")) for name in COMMANDS]
-    return "\n\n".join([_header(parser, summaries), _vocabulary(parsers), *sections, _sweeps(parser)]) + "\n"
+    sections = [_command(name, parsers[name], summary) for name, summary in COMMANDS.items()]
+    return "\n\n".join([_header(parser), _vocabulary(parsers), *sections, _sweeps(parser)]) + "\n"
 
 
 PAGES: dict[str, tuple[Callable[[], str], str, str]] = {

@@ -1,9 +1,7 @@
 """What several commands share besides the selection flags (:mod:`harness.commands.selection`) and
-their ``--json`` object (:mod:`harness.commands.output`): the flags of the commands that measure
-pairs (``ab``, ``nightly``, ``bisect``: the two sides and their ``K=V`` environments, the pairs'
-decision rule, where environments are built, and the flags of every measuring command), how a
-measuring command stops on a signal, and a paired decision as ``ab``'s and ``bisect``'s ``--json``
-give it. No command module imports another command module; they import this one."""
+their ``--json`` object (:mod:`harness.commands.output`): the flags of ``ab``, ``nightly`` and
+``bisect``, how a measuring command stops on a signal, and a paired decision as ``--json`` gives it.
+No command module imports another command module; they import this one."""
 
 from __future__ import annotations
 
