@@ -174,3 +174,25 @@ def test_the_readme_quotes_what_this_commit_prints(tmp_path):
             assert any(p.startswith(line.removesuffix("[...]")) for p in printed), line
         else:
             assert line in printed, f"README.md quotes a line the code no longer prints: {line!r}"
+
+
+def test_the_laptop_page_s_axis_table_is_the_spec_s():
+    """docs/how-to/laptop.md's axis table (hand-written): a row per axis, each named value the
+    axis's own, in its order, and every token the replica axis takes besides integers."""
+    from harness.spec.axes import AXES, REPLICA_TOKENS
+
+    rows = {}
+    for line in (REPO / "docs" / "how-to" / "laptop.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| `--"):
+            flags, values = line.strip("|").split(" | ")[:2]
+            rows.update(dict.fromkeys(re.findall(r"`(--[a-z-]+)`", flags), values))
+    for axis in AXES:
+        assert axis.flag in rows, f"laptop.md's axis table has no row for {axis.flag}"
+        values = rows[axis.flag]
+        if axis.choices:
+            named = [v.strip() for v in values.split(",") if re.fullmatch(r"[a-z0-9_]+", v.strip())]
+            assert named == list(axis.choices), (axis.flag, values)
+        else:
+            assert values.startswith("integers"), (axis.flag, values)
+    for token in set(REPLICA_TOKENS.values()):
+        assert f"`{token}`" in rows["--replicas"], token

@@ -1,8 +1,9 @@
 """The command line: ``python -m harness COMMAND ...``, one module per command.
 
-Each command module has ``NAME``, ``add_parser(subparsers)`` and ``run(args) -> exit code``;
-:data:`COMMANDS` chooses among them. Every command validates its input before any expensive
-work and never imports TensorFlow (worker processes do). A :class:`~harness.errors.HarnessError`
+Each command module has ``NAME``, ``add_parser(subparsers, summary)`` and ``run(args) -> exit code``;
+:data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
+its ``--help`` is asked for). Every command validates its input before any expensive work and
+never imports TensorFlow (worker processes do). A :class:`~harness.errors.HarnessError`
 raised anywhere below a command is printed here, once, and becomes the exit code it carries.
 """
 
@@ -10,56 +11,54 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
 from harness import __version__
-from harness.commands import (
-    ab,
-    bisect,
-    check,
-    compare,
-    compare_hardware,
-    compare_links,
-    doctor,
-    ingest,
-    listing,
-    nightly,
-    output,
-    pack,
-    predict,
-    report,
-    run,
-    verify,
-)
+from harness.commands import output
 from harness.contract.outputs import OUTPUTS, dumps
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
-from harness.launch.platform import git_sha
 
-COMMANDS: dict[str, ModuleType] = {
-    m.NAME: m
-    for m in (
-        run,
-        listing,
-        verify,
-        report,
-        compare,
-        ab,
-        nightly,
-        bisect,
-        compare_hardware,
-        compare_links,
-        predict,
-        ingest,
-        doctor,
-        check,
-        pack,
-    )
+COMMANDS: dict[str, str] = {
+    "run": "measure a sweep and append rows to the results dataset",
+    "list": "print a sweep's cells, ids and which are unsupported (no TF)",
+    "verify": "train cells for a fixed number of updates from one seed and check that cells which must be "
+    "equivalent (same model, data, precision and examples per update) agree",
+    "report": "figures (PNG, SVG) and one self-contained HTML file for a run",
+    "compare": "the regression gate: compare a candidate run with baseline runs of the same cells on the "
+    "same machine fingerprint",
+    "ab": "compare two interpreters or settings in paired, interleaved processes: exit 0 no regression, 1 "
+    "regression, 3 undecided",
+    "nightly": "track a candidate build against a pinned reference, night after night: exit 0 no "
+    "regression, 1 regression or a failed cell, 2 error, 3 undecided",
+    "bisect": "find the TensorFlow nightly that brought a slowdown between a good and a bad build: an ab in "
+    "turns per step, resumable",
+    "compare-hardware": "which machine trains each model fastest, and for how much: each machine's own "
+    "answer, ratios between machines with CIs that carry the run-to-run spread, cost per million examples "
+    "and per epoch, energy where measured",
+    "compare-links": "what a faster link between nodes buys: multi-node runs grouped by the link their "
+    "chief measured, each faster link against the slowest with CIs that carry the run-to-run spread, the "
+    "all-reduce time, and what predict said",
+    "predict": "predict scaling from a 1-device cell and the all-reduce cost",
+    "ingest": "add pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=F) to the results history, as "
+    "one run",
+    "doctor": "what this machine can run: devices, build, threads, and a checked all-reduce through every "
+    "strategy and cross-device op",
+    "check": "read every file of a results folder: name the damaged ones and the runs to resume",
+    "pack": "put runs of a results folder into one .tar.gz that report, compare, check and predict read as "
+    "--results FILE",
 }
-"""Command name -> its module, in the order ``--help`` lists them."""
+"""Command name -> its one line in ``python -m harness --help``, in the order it lists them; its module
+(:func:`module`) is imported only when it runs."""
+
+
+def module(name: str) -> ModuleType:
+    """Command ``name``'s module (``NAME``, ``EXITS``, ``add_parser``, ``run``), imported now."""
+    return importlib.import_module(f"{__name__}.{'listing' if name == 'list' else name.replace('-', '_')}")
 
 
 def version_text() -> str:
@@ -74,6 +73,8 @@ def version_text() -> str:
             except PackageNotFoundError:
                 continue
         return "not installed"
+
+    from harness.launch.platform import git_sha
 
     tf = installed("tensorflow", "tensorflow-cpu", "tf-nightly")
     return (
@@ -98,7 +99,9 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(loaded: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; each command in ``loaded`` (default: all) with its flags, the others
+    listed by name and help alone (their modules not imported)."""
     parser = argparse.ArgumentParser(
         prog="python -m harness",
         description="Benchmark TensorFlow training of the MNIST CNN and a dense model under every "
@@ -106,8 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in COMMANDS.values():
-        module.add_parser(sub).epilog = exits_text(module.EXITS)
+    full = set(COMMANDS if loaded is None else loaded)
+    for name, summary in COMMANDS.items():
+        if name in full:
+            command = module(name)
+            command.add_parser(sub, summary).epilog = exits_text(command.EXITS)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
 
 
@@ -132,8 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv``, run the command, return its exit code (printing a HarnessError's message)."""
     if hasattr(sys.stdout, "reconfigure"):  # a path that is not UTF-8 prints escaped, as on stderr
         sys.stdout.reconfigure(errors="backslashreplace")
-    parser = build_parser()
-    args = parser.parse_args(_no_bare_dashes(parser, sys.argv[1:] if argv is None else list(argv)))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(arg for arg in argv[:1] if arg in COMMANDS)  # the command given, alone
+    args = parser.parse_args(_no_bare_dashes(parser, argv))
     if not (getattr(args, "json", False) and args.command in OUTPUTS):
         return _run(args)
     errors: list[str] = []
@@ -156,7 +165,7 @@ def _no_bare_dashes(parser: argparse.ArgumentParser, argv: list[str]) -> list[st
 def _run(args: argparse.Namespace, errors: list[str] | None = None) -> int:
     """The command's exit code; a HarnessError printed (and appended to ``errors``) as its code."""
     try:
-        return int(COMMANDS[args.command].run(args))
+        return int(module(args.command).run(args))
     except HarnessError as e:
         label = "not enough history" if e.exit_code == EXIT_SHORT_HISTORY else "error"
         print(f"{label}: {e}", file=sys.stderr)

@@ -17,18 +17,18 @@ from typing import Any
 from harness.analysis.ab import EXIT_CODES, FAILED, Rule, overall
 from harness.analysis.ab_text import markdown, progress_line, table
 from harness.analysis.tables import render_table
-from harness.commands.output import add_json, give
+from harness.commands.output import give
 from harness.commands.paths import check_writable_file
-from harness.commands.selection import (
-    Selection,
-    add_dry_run,
-    add_selection_args,
-    dry_run_text,
-    refuse_tenant_framework,
-    select,
+from harness.commands.selection import Selection, add_dry_run, dry_run_text, refuse_tenant_framework, select
+from harness.commands.shared import (
+    add_measuring,
+    add_pair_rule,
+    add_side_envs,
+    interrupt_on_sigterm,
+    pair_rule,
+    paired,
+    side_envs,
 )
-from harness.commands.shared import interrupt_on_sigterm, paired, parse_env
-from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import forks
@@ -48,12 +48,8 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="compare two interpreters or settings in paired, interleaved "
-        "processes: exit 0 no regression, 1 regression, 3 undecided",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--baseline",
         default=None,
@@ -66,20 +62,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="PYTHON",
         help="side B, under test: an interpreter with TensorFlow installed. Default: this one",
     )
-    p.add_argument(
-        "--baseline-env",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="an environment variable for A's workers (repeatable)",
-    )
-    p.add_argument(
-        "--candidate-env",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="an environment variable for B's workers (repeatable)",
-    )
+    add_side_envs(p, ("A", "B"))
     p.add_argument(
         "--mode",
         default="turns",
@@ -89,29 +72,23 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "both pinned to the same half of the host's CPUs, timing together (single-process cells; "
         "others alternate); alternate: one after the other, each with the whole host",
     )
-    p.add_argument("--max-pairs", type=int, default=30, help="most pairs per cell. Default: 30")
-    p.add_argument("--min-pairs", type=int, default=5, help="fewest pairs before a verdict. Default: 5")
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=0.02,
-        help="smallest relative change worth a verdict: a cell is slower when the 95%% CI "
-        "of B/A lies below 1 - F, the same when inside [1 - F, 1 + F]. Default: 0.02",
+    add_pair_rule(
+        p,
+        "cell",
+        (5, 30),
+        "fewest pairs before a verdict",
+        "smallest relative change worth a verdict: a cell is slower when the 95%% CI of B/A lies below "
+        "1 - F, the same when inside [1 - F, 1 + F]",
     )
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
     )
-    add_selection_args(p, "none: give --sweep NAME or the axes of the cells to compare", writes_rows=True)
-    p.add_argument(
-        "--results", default="results", help="results folder; ab's rows go under RESULTS/ab. Default: results"
+    add_measuring(
+        p,
+        NAME,
+        "none: give --sweep NAME or the axes of the cells to compare",
+        "ab's rows go under RESULTS/ab",
     )
-    refuse_renamed(p, NAME)
-    p.add_argument(
-        "--wait-lock",
-        action="store_true",
-        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
-    )
-    add_json(p)
     add_dry_run(p, "the cells it would compare and the pairs per cell")
     return p
 
@@ -128,16 +105,10 @@ def _python(flag: str, path: str | None) -> str | None:
 
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
-    a = Side("A", _python("--baseline", args.baseline), parse_env("--baseline-env", args.baseline_env))
-    b = Side("B", _python("--candidate", args.candidate), parse_env("--candidate-env", args.candidate_env))
-    return a, b
-
-
-def _rule(args: argparse.Namespace) -> Rule:
-    try:
-        return Rule(min_effect=args.min_effect, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
-    except ValueError as e:
-        raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
+    env_a, env_b = side_envs(args)
+    return Side("A", _python("--baseline", args.baseline), env_a), Side(
+        "B", _python("--candidate", args.candidate), env_b
+    )
 
 
 def _mode(name: str) -> Mode:
@@ -166,7 +137,7 @@ def plan(args: argparse.Namespace) -> Plan:
             "--strategy default --batch 64) or --sweep NAME."
         )
     a, b = _sides(args)
-    rule = _rule(args)
+    rule = pair_rule(args)
     mode = _mode(args.mode)
     if args.markdown:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)

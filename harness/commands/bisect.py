@@ -24,9 +24,16 @@ from harness.analysis import ab, ratio_figure
 from harness.analysis import bisect as bs
 from harness.analysis.bisect_text import BuildFacts, Context, answer, markdown, table
 from harness.analysis.tables import render_table
-from harness.commands.output import add_json, give
-from harness.commands.selection import Selection, add_selection_args, refuse_tenant_framework, select
-from harness.commands.shared import interrupt_on_sigterm, paired
+from harness.commands.output import give
+from harness.commands.selection import Selection, refuse_tenant_framework, select
+from harness.commands.shared import (
+    add_envs,
+    add_measuring,
+    add_pair_rule,
+    interrupt_on_sigterm,
+    pair_rule,
+    paired,
+)
 from harness.contract.outputs import BisectOutput, BisectStep
 from harness.errors import EXIT_INTERRUPTED, HarnessError
 from harness.launch import builds
@@ -39,8 +46,6 @@ from harness.spec.axes import AXES, AXIS_BY_NAME
 from harness.spec.cell import Cell
 
 NAME = "bisect"
-DEFAULT_ENVS = ".nightly-envs"
-DEFAULT_BUDGET_MIN = 120.0
 EXITS: dict[int, str] = {
     0: "ended: the two builds found, or nothing to bisect",
     1: "a step's processes failed",
@@ -57,12 +62,8 @@ EXIT_BY_OUTCOME = {
 }
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="find the TensorFlow nightly that brought a slowdown between a good and a bad build: "
-        "an ab in turns per step, resumable",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--good", required=True, metavar="SPEC", help="the fast build, e.g. 'tensorflow-cpu==2.20.*'"
     )
@@ -83,38 +84,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"package index: a simple repository URL or a folder of wheels. Default: $PIP_INDEX_URL "
         f"or {builds.DEFAULT_INDEX}",
     )
-    p.add_argument(
-        "--envs",
-        default=DEFAULT_ENVS,
-        help=f"where the shared environment and each build are installed and reused. Default: {DEFAULT_ENVS}",
-    )
-    p.add_argument(
-        "--min-pairs", type=int, default=4, help="fewest pairs before a step's verdict. Default: 4"
-    )
-    p.add_argument("--max-pairs", type=int, default=12, help="most pairs per step. Default: 12")
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=0.02,
-        help="the endpoints and the final step: slower when the CI of B/A lies wholly below 1 - F. Default: 0.02",
+    add_envs(p, "the shared environment and each build are installed and reused")
+    add_pair_rule(
+        p,
+        "step",
+        (4, 12),
+        "fewest pairs before a step's verdict",
+        "the endpoints and the final step: slower when the CI of B/A lies wholly below 1 - F",
     )
     p.add_argument(
         "--fresh",
         action="store_true",
         help="start this bisect again (the old one's folder is kept, renamed) instead of going on",
     )
-    add_selection_args(p, "none: give the axes of the one cell to bisect on", writes_rows=True)
-    p.add_argument(
-        "--results",
-        default="results",
-        help="results folder; the bisect goes under RESULTS/bisect. Default: results",
+    add_measuring(
+        p,
+        NAME,
+        "none: give the axes of the one cell to bisect on",
+        "the bisect goes under RESULTS/bisect",
+        budget=(120.0, "minutes the bisect may spend on its steps; rerun the same command to go on"),
     )
-    p.add_argument(
-        "--wait-lock",
-        action="store_true",
-        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
-    )
-    add_json(p)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -133,11 +122,15 @@ class Plan:
     nightly: str | None
     rule: ab.Rule
     sel: Selection
-    budget_min: float
 
     @property
     def cell(self) -> Cell:
         return self.sel.cells[0]
+
+    @property
+    def budget_min(self) -> float:
+        """``--budget-min``: the minutes the bisect may spend."""
+        return self.sel.protocol.budget_min
 
     def identity(self) -> dict[str, Any]:
         """What makes two commands the same bisect (the second goes on with the first): the builds,
@@ -155,10 +148,7 @@ def plan(args: argparse.Namespace) -> Plan:
             "bisect needs the one cell to measure: its axes, e.g. --model dense --strategy mirrored "
             "--replicas 2 --batch 64."
         )
-    try:
-        rule = ab.Rule(min_effect=args.min_effect, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
-    except ValueError as e:
-        raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
+    rule = pair_rule(args)
     sel = refuse_tenant_framework(select(args), NAME)
     cells = [c for c, why in runnable(sel.cells, sel.platform) if why is None]
     if len(cells) != 1:
@@ -168,10 +158,9 @@ def plan(args: argparse.Namespace) -> Plan:
             + (f" ({', '.join(c.id for c in cells[:6])})" if cells else "")
             + "; bisect measures one cell: expected axis flags that select exactly one."
         )
-    budget = args.budget_min if args.budget_min is not None else DEFAULT_BUDGET_MIN
     index = builds.Index(args.index or os.environ.get("PIP_INDEX_URL") or builds.DEFAULT_INDEX)
     good, bad = builds.requirement("--good", args.good), builds.requirement("--bad", args.bad)
-    return Plan(str(good), str(bad), index, args.nightly, rule, dataclasses.replace(sel, cells=cells), budget)
+    return Plan(str(good), str(bad), index, args.nightly, rule, dataclasses.replace(sel, cells=cells))
 
 
 def _new_plan(p: Plan) -> dict[str, Any]:

@@ -22,10 +22,10 @@ EXITS: dict[int, str] = {0: "every file read", 1: "a damaged file (named)", 2: "
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
-        help="read every file of a results folder: name the damaged ones and the runs to resume",
+        help=summary,
         description="Exit 0: every file reads (notes may still name runs to resume or leftovers of "
         "interrupted writes); 1: a file cannot be read (readers leave its rows out).",
     )

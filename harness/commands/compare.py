@@ -28,11 +28,10 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
-        help="the regression gate: compare a candidate run with baseline runs of the "
-        "same cells on the same machine fingerprint",
+        help=summary,
         description="REF: a run id (or unique prefix), latest, previous, last:N, a date YYYY-MM-DD or a range "
         "YYYY-MM-DD..YYYY-MM-DD.",
     )

@@ -29,13 +29,8 @@ EXITS: dict[int, str] = {0: "the comparison printed", 2: "bad input or unreadabl
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="which machine trains each model fastest, and for how much: each machine's own answer, "
-        "ratios between machines with CIs that carry the run-to-run spread, cost per million "
-        "examples and per epoch, energy where measured",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_results_argument(p, "give each machine's folder or pack")
     p.add_argument(
         "--runs",

@@ -24,13 +24,8 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="what a faster link between nodes buys: multi-node runs grouped by the link their chief "
-        "measured, each faster link against the slowest with CIs that carry the run-to-run spread, "
-        "the all-reduce time, and what predict said",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_results_argument(p, "the runs at each link setting and the one-node 1-worker baselines")
     p.add_argument("--model", default=None, metavar="MODEL", help="only this model. Default: every model")
     p.add_argument(

@@ -25,11 +25,10 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
-        help="what this machine can run: devices, build, threads, and a checked "
-        "all-reduce through every strategy and cross-device op",
+        help=summary,
         description="Exit 0 when the probes ran (whatever they found), 1 when TensorFlow could not "
         "report its devices, 2 on bad input.",
     )

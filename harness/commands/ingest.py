@@ -16,12 +16,8 @@ EXITS: dict[int, str] = {0: "rows ingested", 1: "the file held no benchmark rows
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="add pytest-benchmark JSON (pytest benchmarks/ "
-        "--benchmark-json=F) to the results history, as one run",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument("json", help="the --benchmark-json file")
     p.add_argument("--results", default="results", help="results folder. Default: results")
     return p

@@ -17,8 +17,8 @@ EXITS: dict[int, str] = {0: "the cells listed", 2: "bad input"}
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="print a sweep's cells, ids and which are unsupported (no TF)")
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_selection_args(p)
     add_json(p)
     return p

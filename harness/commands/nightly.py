@@ -20,19 +20,24 @@ from harness.analysis import nightly
 from harness.analysis.nightly import Rules
 from harness.analysis.nightly_text import markdown, round_line, table
 from harness.analysis.tables import render_table
-from harness.commands.output import add_json, give
+from harness.commands.output import give
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (
     Selection,
     add_dry_run,
-    add_selection_args,
     dry_run_text,
     platform_text,
     refuse_tenant_framework,
     select,
 )
-from harness.commands.shared import interrupt_on_sigterm, parse_env
-from harness.commands.vocabulary import refuse_renamed
+from harness.commands.shared import (
+    add_envs,
+    add_measuring,
+    add_pair_rule,
+    add_side_envs,
+    interrupt_on_sigterm,
+    side_envs,
+)
 from harness.contract.columns import flatten
 from harness.contract.outputs import NightlyOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
@@ -51,15 +56,10 @@ EXITS: dict[int, str] = {
     130: "interrupted",
 }
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
-DEFAULT_ENVS = ".nightly-envs"
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help="track a candidate build against a pinned reference, night after night: exit 0 no "
-        "regression, 1 regression or a failed cell, 2 error, 3 undecided",
-    )
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--candidate",
         required=True,
@@ -75,25 +75,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the pinned build compared against: a spec, resolved once and pinned by its pip freeze "
         "(RESULTS/nightly/reference-<pin>.txt; later nights install that lock), or an interpreter",
     )
-    for role in ("candidate", "baseline"):
-        p.add_argument(
-            f"--{role}-env",
-            action="append",
-            default=[],
-            metavar="K=V",
-            help=f"an environment variable for the {role}'s workers (repeatable; part of the night's record)",
-        )
+    add_side_envs(p, ("the baseline", "the candidate"), "; part of the night's record")
     p.add_argument(
         "--label",
         default=None,
         help="the night's label on the series: a commit, a date, a wheel version. Default: the UTC time, "
         "e.g. 2026-11-25T03:17Z",
     )
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=0.02,
-        help="rule (a): tonight's change is an alarm when its 95%% CI lies beyond 1 +- F. Default: 0.02",
+    add_pair_rule(
+        p,
+        "cell",
+        (10, 200),
+        "fewest usable pairs per cell, budget or not; past them the rounds go to the cells whose CI is "
+        "widest",
+        "rule (a): tonight's change is an alarm when its 95%% CI lies beyond 1 +- F",
     )
     p.add_argument(
         "--false-alarm",
@@ -102,36 +97,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="rule (b): the probability of calling a change point that is not there, per cell and "
         "night. Default: 0.002",
     )
-    p.add_argument(
-        "--min-pairs",
-        type=int,
-        default=10,
-        help="fewest usable pairs per cell, budget or not; past them the rounds go to the cells "
-        "whose CI is widest. Default: 10",
-    )
-    p.add_argument("--max-pairs", type=int, default=200, help="most pairs per cell. Default: 200")
-    add_selection_args(p, "nightly; axes given alone narrow it", writes_rows=True)
-    p.add_argument(
-        "--envs",
-        default=DEFAULT_ENVS,
-        metavar="DIR",
-        help=f"where the sides' venvs are built and reused. Default: {DEFAULT_ENVS}",
-    )
+    add_envs(p, "the sides' venvs are built and reused")
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="also write the summary as markdown for a CI comment"
     )
-    p.add_argument(
-        "--results",
-        default="results",
-        help="results folder; nightly's rows and points go under RESULTS/nightly, the dashboard to "
-        "RESULTS/nightly/index.html. Default: results",
-    )
-    add_json(p)
-    refuse_renamed(p, NAME)
-    p.add_argument(
-        "--wait-lock",
-        action="store_true",
-        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
+    add_measuring(
+        p,
+        NAME,
+        "nightly; axes given alone narrow it",
+        "nightly's rows and points go under RESULTS/nightly, the dashboard to RESULTS/nightly/index.html",
     )
     add_dry_run(p, "the cells, the budget and how each side's environment would be made")
     return p
@@ -155,8 +129,7 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     """Every check before the first install or process (HarnessError on bad input)."""
     check_side("--candidate", args.candidate)
     check_side("--baseline", args.baseline)
-    parse_env("--candidate-env", args.candidate_env)
-    parse_env("--baseline-env", args.baseline_env)
+    side_envs(args)
     if not 2 <= args.min_pairs <= args.max_pairs:
         raise HarnessError(
             f"Received --min-pairs={args.min_pairs}, --max-pairs={args.max_pairs}; expected "
@@ -214,11 +187,12 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     out = Path(args.results)
     interrupt_on_sigterm()
     budget = launch_nightly.Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
+    baseline_env, candidate_env = side_envs(args)
     request = launch_nightly.NightRequest(
         args.candidate,
         args.baseline,
-        parse_env("--candidate-env", args.candidate_env),
-        parse_env("--baseline-env", args.baseline_env),
+        candidate_env,
+        baseline_env,
         Path(args.envs),
         label,
         rules,

@@ -28,11 +28,10 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
-        help="put runs of a results folder into one .tar.gz that report, compare, check and predict "
-        "read as --results FILE",
+        help=summary,
         description="The pack holds each run's cells, windows, ratios, costs and collectives files and "
         "its journal, at the paths they have in the folder, and pack.json (the format and its version, "
         f"the run ids, when packed, the suite's version). REF: {REF_HELP}.",

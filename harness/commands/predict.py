@@ -22,7 +22,7 @@ from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.errors import HarnessError, require
 from harness.results import history
-from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES, PRECISION_NAMES
+from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES
 from harness.spec.cell import Cell
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
@@ -31,15 +31,25 @@ NAME = "predict"
 EXITS: dict[int, str] = {0: "the predictions printed", 2: "bad input or too few measured cells"}
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
+CELL_DEFAULTS = {"loop": "ctl", "accum_steps": 1, "steps_per_execution": 10, "precision": "float32"}
+"""The cell's axes predict takes a flag for (besides model, strategy and batch), with their defaults."""
 MAX_DEVICES = 65536
 """The largest device count predict takes (the model's arithmetic stays in 64-bit floats)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="predict scaling from a 1-device cell and the all-reduce cost")
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_results_argument(p, "the 1-device cell and the all-reduce times may come from different ones")
-    p.add_argument("--model", required=True, choices=("cnn", "dense"))
-    p.add_argument("--strategy", required=True, choices=ALLREDUCE_STRATEGIES)
+    p.add_argument(
+        "--model",
+        required=True,
+        choices=("cnn", "dense"),
+        help="the model of the measured 1-device cell scaled, and of the cells predicted",
+    )
+    grows = "; ".join(f"{s}: more --{STRATEGIES[s].device_axis}" for s in ALLREDUCE_STRATEGIES)
+    p.add_argument(
+        "--strategy", required=True, choices=ALLREDUCE_STRATEGIES, help=f"the strategy predicted ({grows})"
+    )
     p.add_argument(
         "--replicas",
         default=None,
@@ -59,10 +69,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "all-reduce cost to use. Default: auto (mirrored), ring",
     )
     p.add_argument("--batch", type=int, default=64, help="per-replica batch of the cells. Default: 64")
-    p.add_argument("--loop", default="ctl", choices=("ctl", "fit"))
-    p.add_argument("--accum-steps", type=int, default=1)
-    p.add_argument("--steps-per-execution", type=int, default=10)
-    p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
+    for name, default in CELL_DEFAULTS.items():
+        axis = AXIS_BY_NAME[name]
+        p.add_argument(
+            axis.flag,
+            type=type(default),
+            default=default,
+            choices=axis.choices if isinstance(default, str) else None,
+            help=f"{axis.help}, as in the measured 1-device cell scaled. Default: {default}",
+        )
     p.add_argument(
         "--link-gbps",
         type=float,

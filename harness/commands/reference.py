@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.analysis import glossary
 from harness.commands import COMMANDS, build_parser
-from harness.commands.vocabulary import CONCEPTS, concept_table
+from harness.commands.vocabulary import concept_table
 from harness.spec.axes import REPLICAS_TO_MAX
 from harness.spec.protocol import Platform
 from harness.spec.sweep import Sweep, expand
@@ -52,11 +52,6 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[a
         if isinstance(action, argparse._SubParsersAction):
             return action
     raise ValueError(f"{parser.prog} has no subcommands")
-
-
-def _command_help(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """Command name -> its one-line help, as ``python -m harness --help`` lists it."""
-    return {a.dest: a.help or "" for a in _subparsers(parser)._get_subactions()}
 
 
 def _formatter(parser: argparse.ArgumentParser) -> argparse.HelpFormatter:
@@ -172,26 +167,29 @@ def _command(name: str, parser: argparse.ArgumentParser, summary: str) -> str:
     return "\n\n".join([f"## `{name}`", *about, _usage(parser), _options(parser), *exits])
 
 
-def _vocabulary() -> str:
-    """The shared concepts x commands: each flag now, and the spelling it replaced."""
-    commands = list(dict.fromkeys(c for concept in CONCEPTS for c in concept.flags))
+def _vocabulary(parsers: dict[str, argparse.ArgumentParser]) -> str:
+    """The shared concepts x the commands that take them, read off the parsers: each flag now, and
+    the spelling it replaced."""
+    commands, table = concept_table(parsers)
     head = "| concept | " + " | ".join(f"`{c}`" for c in commands) + " |"
     rule = "|---" * (len(commands) + 1) + "|"
     rows = [
         "| " + " | ".join([cells[0], *(_code(c) if c != "-" else c for c in cells[1:])]) + " |"
-        for cells in concept_table(commands)
+        for cells in table
     ]
+    none = [f"`{name}`" for name in parsers if name not in commands]
     intro = (
         "One flag for one thing in every command. The spellings before 2026-11-26 (in parentheses) "
         "are refused with a message naming the flag to use, so an old script stops at once instead "
         "of running with a default it did not ask for."
+        + (f" Taking none of these flags: {', '.join(none)}." if none else "")
     )
     return "\n\n".join(["## One vocabulary", intro, "\n".join([head, rule, *rows])])
 
 
-def _header(parser: argparse.ArgumentParser, summaries: dict[str, str]) -> str:
+def _header(parser: argparse.ArgumentParser) -> str:
     """The page's title, the do-not-edit note, the top-level usage and the list of commands."""
-    commands = "\n".join(f"- [`{name}`](#{name}): {_text(text)}" for name, text in summaries.items())
+    commands = "\n".join(f"- [`{name}`](#{name}): {_text(text)}" for name, text in COMMANDS.items())
     note = (
         f"Generated from the argparse parsers by `{REGENERATE}`: do not edit this page by hand "
         "(a test fails when it is out of date). Each section is what the command's `--help` prints."
@@ -229,10 +227,9 @@ def cli_markdown() -> str:
     """The whole reference page: header, one section per command (in :data:`COMMANDS` order),
     then the named sweeps."""
     parser = build_parser()
-    summaries = _command_help(parser)
     parsers = _subparsers(parser).choices
-    sections = [_command(name, parsers[name], summaries.get(name, "")) for name in COMMANDS]
-    return "\n\n".join([_header(parser, summaries), _vocabulary(), *sections, _sweeps(parser)]) + "\n"
+    sections = [_command(name, parsers[name], summary) for name, summary in COMMANDS.items()]
+    return "\n\n".join([_header(parser), _vocabulary(parsers), *sections, _sweeps(parser)]) + "\n"
 
 
 PAGES: dict[str, tuple[Callable[[], str], str, str]] = {

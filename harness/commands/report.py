@@ -17,8 +17,8 @@ EXITS: dict[int, str] = {0: "the report written", 2: "bad input or unreadable re
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="figures (PNG, SVG) and one self-contained HTML file for a run")
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_results_argument(p)
     p.add_argument(
         "--run",

@@ -66,8 +66,8 @@ EXITS: dict[int, str] = {
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="measure a sweep and append rows to the results dataset")
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary)
     add_selection_args(p, writes_rows=True)
     p.add_argument(
         "--min-effect",
@@ -120,7 +120,7 @@ def _selection_flags_given(args: argparse.Namespace) -> list[str]:
     """The flags given on the command line other than :data:`KEPT_WITH_RESUME` (their values
     differ from the defaults)."""
     parser = argparse.ArgumentParser()
-    defaults = add_parser(parser.add_subparsers()).parse_args([])
+    defaults = add_parser(parser.add_subparsers(), "").parse_args([])
     return [
         "--" + k.replace("_", "-")
         for k, v in vars(args).items()

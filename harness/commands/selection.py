@@ -112,10 +112,12 @@ def add_selection_args(
     parser: argparse.ArgumentParser,
     sweep_default: str = "default; axes given alone select only them",
     writes_rows: bool = False,
+    budget: tuple[float, str] | None = None,
 ) -> None:
     """The flags that choose cells (selection), time them (protocol) and describe the machine,
     each set a group of ``--help``; ``sweep_default``: what this command measures without
-    ``--sweep``; ``writes_rows``: the command stores rows (``--machine`` names the machine)."""
+    ``--sweep``; ``writes_rows``: the command stores rows (``--machine`` names the machine);
+    ``budget``: the command's own ``--budget-min`` default and help, not the sweep's."""
     p = parser.add_argument_group("selection", "which cells: a named sweep, narrowed by axes")
     p.add_argument(
         "--sweep",
@@ -126,13 +128,16 @@ def add_selection_args(
     for axis in AXES:
         p.add_argument(axis.flag, dest=axis.name, default=None, metavar="LIST", help=_axis_help(axis))
     p = parser.add_argument_group("protocol", "how each cell is timed")
+    own = {"budget_min": budget} if budget else {}
     for name, (kind, text) in PROTOCOL_FLAGS.items():
+        default, text = own.get(name, (None, text))
+        shown = "the sweep's" if default is None else f"{default:g}"
         p.add_argument(
             "--" + name.replace("_", "-"),
             dest=name,
             type=kind,
-            default=None,
-            help=f"{text} (default: the sweep's)",
+            default=default,
+            help=f"{text} (default: {shown})",
         )
     p.add_argument(
         "--no-peak",
@@ -146,10 +151,11 @@ def add_selection_args(
         dest="breakdown",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="time the parts of an update (compute, all-reduce, input, dispatch) in each "
-        "cell's first instance, or in none (--no-breakdown); a few seconds per cell (207 of the "
-        "default sweep's 860 s on 2 cores, which therefore times only each model's leader and "
-        "closest rival). Default: the sweep's; on for cells chosen by axis flags alone",
+        help="time the parts of an update (compute, all-reduce, input, dispatch) of each cell after "
+        "the turns, in one more process per cell alone on the machine (its throughput in no figure), "
+        "or of none (--no-breakdown); a few seconds per cell (207 of the default sweep's 860 s on 2 "
+        "cores, which therefore times only each model's leader and closest rival). Default: the "
+        "sweep's; on for cells chosen by axis flags alone",
     )
     p.add_argument(
         "--no-fork",

@@ -1,17 +1,84 @@
-"""What several commands share besides their flags (:mod:`harness.commands.selection`) and their
-``--json`` object (:mod:`harness.commands.output`): how a measuring command stops on a signal,
-the ``K=V`` environment flags of ``ab``'s and ``nightly``'s two sides, and a paired decision as
-``ab``'s and ``bisect``'s ``--json`` give it. No command module
-imports another command module; they import this one."""
+"""What several commands share besides the selection flags (:mod:`harness.commands.selection`) and
+their ``--json`` object (:mod:`harness.commands.output`): the flags of ``ab``, ``nightly`` and
+``bisect``, how a measuring command stops on a signal, and a paired decision as ``--json`` gives it.
+No command module imports another command module; they import this one."""
 
 from __future__ import annotations
 
+import argparse
 import signal
 from typing import Any
 
-from harness.analysis.ab import Decision
+from harness.analysis.ab import Decision, Rule
+from harness.commands.output import add_json
+from harness.commands.selection import add_selection_args
+from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import Paired
 from harness.errors import HarnessError
+
+MIN_EFFECT = 0.02
+"""``--min-effect``'s default in the paired commands (a fraction)."""
+ENVS = ".nightly-envs"
+"""``--envs``'s default: where ``nightly`` and ``bisect`` build environments and reuse them."""
+
+
+def add_side_envs(p: argparse.ArgumentParser, words: tuple[str, str], note: str = "") -> None:
+    """``--baseline-env`` and ``--candidate-env``: the variables of ``words``' workers."""
+    for role, word in zip(("baseline", "candidate"), words, strict=True):
+        help = f"an environment variable for {word}'s workers (repeatable{note})"
+        p.add_argument(f"--{role}-env", action="append", default=[], metavar="K=V", help=help)
+
+
+def side_envs(args: argparse.Namespace) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """``--baseline-env`` and ``--candidate-env``, each parsed by :func:`parse_env`."""
+    return parse_env("--baseline-env", args.baseline_env), parse_env("--candidate-env", args.candidate_env)
+
+
+def add_pair_rule(
+    p: argparse.ArgumentParser, per: str, pairs: tuple[int, int], fewest: str, min_effect: str
+) -> None:
+    """``--min-pairs`` and ``--max-pairs`` (``pairs``: their defaults; ``fewest``: the first's help,
+    ``per`` cell or step) and ``--min-effect`` (``min_effect``: its help)."""
+    p.add_argument("--min-pairs", type=int, default=pairs[0], help=f"{fewest}. Default: {pairs[0]}")
+    p.add_argument(
+        "--max-pairs", type=int, default=pairs[1], help=f"most pairs per {per}. Default: {pairs[1]}"
+    )
+    p.add_argument(
+        "--min-effect", type=float, default=MIN_EFFECT, help=f"{min_effect}. Default: {MIN_EFFECT}"
+    )
+
+
+def pair_rule(args: argparse.Namespace) -> Rule:
+    """``--min-effect``, ``--min-pairs`` and ``--max-pairs`` as a decision rule (HarnessError if bad)."""
+    try:
+        return Rule(min_effect=args.min_effect, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
+    except ValueError as e:
+        raise HarnessError(f"Received --min-effect/--min-pairs/--max-pairs: {e}.") from None
+
+
+def add_envs(p: argparse.ArgumentParser, what: str) -> None:
+    """``--envs DIR``: where ``what`` are installed and reused."""
+    p.add_argument("--envs", default=ENVS, metavar="DIR", help=f"where {what}. Default: {ENVS}")
+
+
+def add_measuring(
+    p: argparse.ArgumentParser,
+    command: str,
+    sweep: str,
+    results: str,
+    budget: tuple[float, str] | None = None,
+) -> None:
+    """A paired command's selection (:func:`add_selection_args`), ``--results`` (``results``: where
+    its rows go), ``--wait-lock``, ``--json``, and its old spellings refused."""
+    add_selection_args(p, sweep, writes_rows=True, budget=budget)
+    p.add_argument("--results", default="results", help=f"results folder; {results}. Default: results")
+    refuse_renamed(p, command)
+    p.add_argument(
+        "--wait-lock",
+        action="store_true",
+        help="when another run measures on this machine, wait for it to end (default: exit, naming it)",
+    )
+    add_json(p)
 
 
 def paired(d: Decision, failure: str) -> Paired:

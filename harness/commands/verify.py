@@ -42,11 +42,10 @@ MIN_DEFAULT_UPDATES = 8
 """verify's default updates per cell are the smallest fitting multiple at or above this."""
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
-        help="train cells for a fixed number of updates from one seed and check that cells "
-        "which must be equivalent (same model, data, precision and examples per update) agree",
+        help=summary,
         description="Exit 0 when every group agrees within tolerance (float32: 1e-5 relative on the "
         "final loss and on the weights' L2 norm; mixed precision: 1e-2, bfloat16 2e-2), 1 when a "
         "cell disagrees, is invalid or failed, 2 on bad input. Every cell trains with TensorFlow's "

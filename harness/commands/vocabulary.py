@@ -2,24 +2,20 @@
 (2026-11-26) is refused with a message naming the new one, so a script written for the old
 commands stops at once instead of running with a default it did not ask for.
 
-The concepts and their flags (docs/reference/cli.md has the table, generated from here):
-
-- ``--results``: the results folder, read (``report``, ``compare``, ``check``, ``pack``, ...) and
-  written (``run``, ``ab``, ``nightly``); the commands that read runs take it more than once, and a
-  pack file (``pack``) in place of a folder (:func:`harness.commands.paths.add_results_argument`);
-  ``report`` writes its own pages to ``--report-dir``;
-- ``--baseline`` / ``--candidate``: the two sides of any comparison, the side compared against and
-  the side under test: runs in ``compare``, interpreters in ``ab``, builds in ``nightly``
-  (``--baseline-env`` / ``--candidate-env``: their workers' environment);
-- ``--min-effect``: the smallest relative change a verdict calls (a fraction);
-- ``--false-alarm``: the probability of calling a change that is not there (``compare``: over all
-  series of a gate; ``nightly``: per cell and night).
+The concepts (:data:`CONCEPTS`): the results folder (``--results``, read and written; the commands
+that read runs take it more than once, and a pack file in place of a folder), the report folder
+(``--report-dir``), the two sides of any comparison (``--baseline``, compared against, and
+``--candidate``, under test; ``--baseline-env`` / ``--candidate-env``: their workers'
+environment), the smallest relative change a verdict calls (``--min-effect``, a fraction), the
+probability of calling a change that is not there (``--false-alarm``) and ``--json``. Which
+command takes which is read off the parsers (:func:`concept_table`, docs/reference/cli.md's table).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,54 +62,53 @@ def refuse_renamed(parser: argparse.ArgumentParser, command: str) -> None:
 
 @dataclass(frozen=True)
 class Concept:
-    """One thing several commands take, and the flag each takes it with now."""
+    """One thing several commands take, and the flags that take it in every command."""
 
     name: str
-    flags: dict[str, str]
-    """Command -> its flag (a default in parentheses where the commands differ), or what the
-    command does without one (text not starting with ``--``)."""
+    flags: tuple[str, ...]
+    default: bool = False
+    """Whether the table gives each command's default (as its help says it)."""
 
-
-READERS = ("report", "compare", "compare-hardware", "predict", "ingest", "check", "pack")
 
 CONCEPTS: tuple[Concept, ...] = (
-    Concept(
-        "results folder (written; read)",
-        dict.fromkeys(("run", "ab", "nightly", *READERS), "--results"),
-    ),
-    Concept("report folder", {"report": "--report-dir"}),
-    Concept("side compared against", dict.fromkeys(("compare", "ab", "nightly"), "--baseline")),
-    Concept("side under test", dict.fromkeys(("compare", "ab", "nightly"), "--candidate")),
-    Concept(
-        "a side's environment variables",
-        dict.fromkeys(("ab", "nightly"), "--baseline-env, --candidate-env"),
-    ),
-    Concept(
-        "smallest change a verdict calls",
-        {
-            "run": "--min-effect (0.05)",
-            "compare": "--min-effect (0.05)",
-            "ab": "--min-effect (0.02)",
-            "nightly": "--min-effect (0.02)",
-        },
-    ),
-    Concept("false-alarm probability", dict.fromkeys(("compare", "nightly"), "--false-alarm")),
-    Concept(
-        "one JSON object on stdout", dict.fromkeys(("run", "list", "compare", "check", "doctor"), "--json")
-    ),
+    Concept("results folder (written; read)", ("--results",)),
+    Concept("report folder", ("--report-dir",)),
+    Concept("side compared against", ("--baseline",)),
+    Concept("side under test", ("--candidate",)),
+    Concept("a side's environment variables", ("--baseline-env", "--candidate-env")),
+    Concept("smallest change a verdict calls", ("--min-effect",), default=True),
+    Concept("false-alarm probability", ("--false-alarm",), default=True),
+    Concept("one JSON object on stdout", ("--json",)),
 )
-"""The shared concepts (docs/reference/cli.md's table; a test checks each flag exists)."""
+"""The shared concepts, in the order of docs/reference/cli.md's table."""
+
+_DEFAULT = re.compile(r"Default: (.+?)\.?$")
 
 
-def concept_table(commands: Sequence[str]) -> list[list[str]]:
-    """Rows of concept x command: the flag now, ``(was --old)`` where it was renamed; "-" where the
-    command does not take it."""
-    rows = []
-    for concept in CONCEPTS:
-        cells = [concept.name]
-        for command in commands:
-            flag = concept.flags.get(command)
-            was = [old for old, new in RENAMED.get(command, {}).items() if flag and new in flag.split(", ")]
-            cells.append("-" if flag is None else flag + (f" (was {', '.join(was)})" if was else ""))
-        rows.append(cells)
-    return rows
+def _default(action: argparse.Action) -> str:
+    """An option's default as its help says it (``Default: X``), else its value."""
+    found = _DEFAULT.search(action.help or "")
+    return found.group(1) if found else str(action.default)
+
+
+def _cell(concept: Concept, command: str, parser: argparse.ArgumentParser) -> str:
+    """The concept's flags ``parser`` takes, its default in parentheses (where the concept gives
+    it), ``(was --old)`` where a flag was renamed; "-" where it takes none."""
+    actions = parser._option_string_actions
+    flags = [f for f in concept.flags if f in actions]
+    if not flags:
+        return "-"
+    default = f" ({_default(actions[flags[0]])})" if concept.default else ""
+    was = [old for old, new in RENAMED.get(command, {}).items() if new in flags]
+    return ", ".join(flags) + default + (f" (was {', '.join(was)})" if was else "")
+
+
+def concept_table(parsers: Mapping[str, argparse.ArgumentParser]) -> tuple[list[str], list[list[str]]]:
+    """The commands that take a concept's flag (in ``parsers``' order), and a row per concept:
+    its name, then each of those commands' cell (:func:`_cell`), read off the parsers."""
+    cells = [[_cell(c, name, p) for name, p in parsers.items()] for c in CONCEPTS]
+    keep = [i for i in range(len(parsers)) if any(row[i] != "-" for row in cells)]
+    names = list(parsers)
+    return [names[i] for i in keep], [
+        [c.name, *(row[i] for i in keep)] for c, row in zip(CONCEPTS, cells, strict=True)
+    ]

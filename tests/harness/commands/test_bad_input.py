@@ -711,7 +711,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         mp.setenv("KERAS_HOME", str(root / "keras-home"))  # --data mnist without --mnist-path
         mp.setenv("COLUMNS", "100")
         parser = build_parser()  # main() builds one per call; 15 ms each is most of an example
-        mp.setattr(commands, "build_parser", lambda: parser)
+        mp.setattr(commands, "build_parser", lambda loaded=None: parser)
         mp.setattr(subprocess, "Popen", _refuse_process)
         mp.setattr(os, "system", _refuse_process)
         import harness.analysis.hardware_figure as hardware_figure

@@ -101,3 +101,11 @@ def test_every_gpu_sweep_cell_has_its_xla_twin() -> None:
     ids = {c.id for c in cells}
     flipped = {dataclasses.replace(c, xla="on" if c.xla == "off" else "off").id for c in cells}
     assert flipped == ids
+
+
+def test_the_default_sweep_says_which_strategies_it_runs_at_a_bigger_batch() -> None:
+    # it said "mirrored at batch 256" while default ran at batch 256 too
+    cells = expand(DEFAULT, CPU)
+    for batch in {c.batch for c in cells} - {64}:
+        strategies = dict.fromkeys(c.strategy for c in cells if c.batch == batch)
+        assert f"{' and '.join(strategies)} at batch {batch}" in DEFAULT.description, batch

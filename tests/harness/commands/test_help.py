@@ -1,0 +1,65 @@
+"""Every command's ``--help`` says what the code does: each option has help, each default it
+names is the option's real one, and the shared flags read the same in every command that takes
+them. Unit tier: the parsers alone."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from harness.commands import COMMANDS, build_parser
+from harness.commands.reference import _subparsers
+from harness.commands.shared import ENVS, MIN_EFFECT
+
+PARSERS = _subparsers(build_parser()).choices
+
+
+def _options(command: str) -> list[argparse.Action]:
+    return [a for a in PARSERS[command]._actions if a.option_strings and a.help is not argparse.SUPPRESS]
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_option_has_help(command: str) -> None:
+    assert not [a.option_strings for a in _options(command) if not a.help]
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_default_the_help_names_is_the_option_s_own(command: str) -> None:
+    for action in _options(command):
+        if "(default: the sweep's)" in action.help:  # the sweep's only where the option has none
+            assert action.default is None, (command, action.option_strings)
+        said = re.search(r"[Dd]efault: ([^ ;,)]+)", action.help)
+        if said is None or action.default in (None, False, []):
+            continue
+        value = f"{action.default:g}" if isinstance(action.default, float) else str(action.default)
+        assert said.group(1).rstrip(".") == value, (command, action.option_strings, action.help)
+
+
+def test_bisect_s_budget_is_its_own_not_the_sweep_s() -> None:
+    budget = PARSERS["bisect"]._option_string_actions["--budget-min"]
+    assert budget.default == 120.0 and budget.help.endswith("(default: 120)")
+    assert PARSERS["run"]._option_string_actions["--budget-min"].help.endswith("(default: the sweep's)")
+
+
+def test_the_breakdown_help_says_when_and_where_it_is_timed() -> None:
+    # launch.breakdowns: after the turns, one process per cell, alone on the machine
+    text = PARSERS["run"]._option_string_actions["--breakdown"].help
+    assert "after the turns" in text and "alone on the machine" in text and "first instance" not in text
+
+
+@pytest.mark.parametrize(
+    "flag", ["--min-pairs", "--max-pairs", "--min-effect", "--results", "--wait-lock", "--json"]
+)
+def test_the_paired_commands_share_their_flags(flag: str) -> None:
+    actions = [PARSERS[c]._option_string_actions[flag] for c in ("ab", "nightly", "bisect")]
+    assert len({(type(a), a.type, a.metavar) for a in actions}) == 1
+    if flag == "--min-effect":
+        assert {a.default for a in actions} == {MIN_EFFECT}
+    if flag == "--wait-lock":
+        assert len({a.help for a in actions}) == 1
+
+
+def test_nightly_and_bisect_build_environments_in_one_folder() -> None:
+    assert {PARSERS[c]._option_string_actions["--envs"].default for c in ("nightly", "bisect")} == {ENVS}
