@@ -31,23 +31,6 @@ def record_row(benchmark: Any, row: dict[str, Any], windows: list[dict[str, Any]
         {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
     )
     mine = [w for w in windows if w["cell_id"] == row["cell_id"]]
-    # the windows themselves, so `python -m harness ingest` can rebuild the history from the JSON
-    benchmark.extra_info["harness_windows"] = [
-        {
-            k: w.get(k)
-            for k in (
-                "worker",
-                "pass",
-                "repeat",
-                "window_steps",
-                "window_s",
-                "start_s",
-                "examples",
-                "examples_per_sec",
-            )
-        }
-        for w in mine
-    ]
     if not mine:
         return
     stats = benchmark._make_stats(1)

@@ -44,8 +44,6 @@ COMMANDS: dict[str, str] = {
     "chief measured, each faster link against the slowest with CIs that carry the run-to-run spread, the "
     "all-reduce time, and what predict said",
     "predict": "predict scaling from a 1-device cell and the all-reduce cost",
-    "ingest": "add pytest-benchmark JSON (pytest benchmarks/ --benchmark-json=F) to the results history, as "
-    "one run",
     "doctor": "what this machine can run: devices, build, threads, and a checked all-reduce through every "
     "strategy and cross-device op",
     "check": "read every file of a results folder: name the damaged ones and the runs to resume",

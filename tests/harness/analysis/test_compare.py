@@ -233,45 +233,6 @@ def test_report_writes_figures_and_one_html(tmp_path: Path) -> None:
     assert "data:image/png;base64," in text and "How the numbers were measured" in text
 
 
-@pytest.mark.process
-def test_pytest_benchmark_json_is_ingested_and_gated(tmp_path: Path) -> None:
-    """A --benchmark-json file as benchmarks/conftest.py writes it becomes a run compare can gate."""
-    import json
-
-    results = history_of(tmp_path, 12)
-    cells, windows = history.load(results)
-    latest = cells[cells.run_id == history.runs(cells).run_id.iloc[-1]]
-    benchmarks = []
-    for row in latest.to_dict("records"):
-        mine = windows[(windows.run_id == row["run_id"]) & (windows.cell_id == row["cell_id"])]
-        info = {
-            k: (list(v) if isinstance(v, np.ndarray) else None if pd.isna(v) else v)
-            for k, v in row.items()
-            if k != "run_id"
-        }
-        info["examples_per_sec"] *= 0.8  # this build is 20% slower
-        info["harness_windows"] = [
-            {**w, "examples_per_sec": w["examples_per_sec"] * 0.8}
-            for w in mine.drop(columns=["run_id", "cell_id"]).to_dict("records")
-        ]
-        benchmarks.append({"name": row["cell_id"], "fullname": row["cell_id"], "extra_info": info})
-    benchmarks.append({"name": "test_fidelity", "fullname": "test_fidelity", "extra_info": {}})
-    bench = tmp_path / "bench.json"
-    bench.write_text(
-        json.dumps({"datetime": "2026-11-30T00:00:00+00:00", "benchmarks": benchmarks}, default=str)
-    )
-    proc = harness("ingest", str(bench), "--results", str(results))
-    assert proc.returncode == 0 and "4 harness row(s) ingested" in proc.stdout, proc.stderr
-    assert "skipped 1 benchmark" in proc.stdout
-    proc = harness("compare", "--results", str(results))
-    assert proc.returncode == 1, proc.stdout
-    assert sum(s.startswith("lower") for s in proc.stdout.splitlines()) == 4
-    bad = tmp_path / "bad.json"
-    bad.write_text("{}")
-    proc = harness("ingest", str(bad), "--results", str(results))
-    assert proc.returncode == 2 and "benchmark-json" in proc.stderr
-
-
 def _two_machines(tmp_path: Path, tf_b: str = "2.21.0") -> Path:
     results = tmp_path / "results"
     write_run(results, 1, seed=1, fingerprint="machineA")

@@ -10,7 +10,7 @@ folder is expected, a folder where a file is). ``main(argv)`` runs in this proce
 ``ab`` and ``doctor`` get ``--dry-run``, so every check before their first process runs and
 nothing is started. The property:
 
-- the exit code is 0 (accepted; ``compare`` may also say 1 or 3, ``ingest`` 1: findings about
+- the exit code is 0 (accepted; ``compare`` may also say 1 or 3: findings about
   accepted input) or 2 (bad input);
 - nothing is a traceback; no subprocess is started and TensorFlow is never imported;
 - on 2 from argparse, stderr is its usage lines and one ``error:`` line that names the offending
@@ -89,9 +89,8 @@ BAD_INPUT = settings.get_profile("bad-input")
 
 SUBPARSERS: dict[str, argparse.ArgumentParser] = dict(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
 
-OK_CODES = {"compare": {0, 1, 3}, "ingest": {0, 1}}
-"""Exit codes of accepted input besides 0: compare's regression (1) and short history (3),
-ingest's file without a harness row (1)."""
+OK_CODES = {"compare": {0, 1, 3}}
+"""Exit codes of accepted input besides 0: compare's regression (1) and short history (3)."""
 
 # ------------------------------------------------------------------------------------------------
 # Values
@@ -268,9 +267,7 @@ def paths(dest: str, box: Sandbox, command: str) -> Domain:
     write; each role's bad paths are missing, empty or of the wrong kind."""
     missing = str(box.root / "missing" / "deeper")
     wrong = (str(box.file / "sub"), "/proc/nope", "", "~nobody-here/x", str(box.root / "名前"))
-    if dest == "results" and command == "ingest":  # written: the sandbox's results stay as they are
-        good, bad = (str(box.scratch / "ingested"),), (str(box.file), *wrong)
-    elif dest == "results" and command == "pack":  # one folder, packed
+    if dest == "results" and command == "pack":  # one folder, packed
         good, bad = (str(box.results),), (str(box.empty), missing, str(box.file), str(box.pack), *wrong)
     elif dest == "results":  # a folder or a pack file (the same runs: given with the folder, refused)
         good, bad = (str(box.results), str(box.pack)), (str(box.empty), missing, str(box.file), *wrong)
@@ -739,11 +736,6 @@ class Outcome:
     argparse_error: bool
 
 
-WRITES_RESULTS = {"ingest"}
-"""Commands that write into their --results: they run in a scratch working directory, so that
-their default folder is not the sandbox's results the other commands read."""
-
-
 def call(argv: list[str], gpus: NvidiaGpus, tf_config: str | None, cwd: Path | None = None) -> Outcome:
     """``main(argv)`` with stdout and stderr as a UTF-8 terminal has them (stdout strict,
     stderr backslash-escaping), the given GPUs and TF_CONFIG; nothing started, TF not imported."""
@@ -834,8 +826,7 @@ def test_every_command_line_is_accepted_or_refused_in_one_line(
         "gpus": data.draw(st.sampled_from(GPUS), label="gpus"),
         "tf_config": data.draw(st.sampled_from(TF_CONFIGS), label="TF_CONFIG"),
     }
-    cwd = box.scratch if command in WRITES_RESULTS else None
-    check(command, argv, call(argv, env["gpus"], env["tf_config"], cwd), env)
+    check(command, argv, call(argv, env["gpus"], env["tf_config"]), env)
 
 
 def test_the_guards_catch_a_started_process_and_a_tensorflow_import(box: Sandbox) -> None:
@@ -907,44 +898,6 @@ FOUND = [
         2,
         "--markdown='@scratch'; expected",
     ),
-    (
-        ["ingest", "@root/bench.json", "--results", "@file/sub"],
-        NvidiaGpus(),
-        2,
-        "--results='@file/sub'; expected a folder",
-    ),
-    (
-        ["ingest", "@root/bad-date.json", "--results", "@scratch/in"],
-        NvidiaGpus(),
-        2,
-        "datetime is 'yesterday'; expected",
-    ),
-    (
-        ["ingest", "@root/bad-extra.json", "--results", "@scratch/in"],
-        NvidiaGpus(),
-        2,
-        "benchmark 0 is \"{'extra_info': 5}\"; expected",
-    ),
-    (["ingest", "@root/binary.json", "--results", "@scratch/in"], NvidiaGpus(), 2, "as JSON"),
-    (
-        ["ingest", "@root/partial.json", "--results", "@scratch/in"],
-        NvidiaGpus(),
-        2,
-        "harness row lacks model, data, strategy",
-    ),  # was: accepted, then report and
-    # compare-hardware failed on its missing columns
-    (
-        ["predict", "--model", "cnn", "--strategy", "mirrored", "--replicas", "1," + "9" * 30],
-        NvidiaGpus(),
-        2,
-        "expected comma-separated integers from 1 to 65536",
-    ),  # was: a numpy TypeError
-    (
-        ["predict", "--model", "cnn", "--strategy", "mirrored", "--op", "bogus"],
-        NvidiaGpus(),
-        2,
-        "--op='bogus'; expected one of auto, nccl",
-    ),
     (["list", "--batch", ","], NvidiaGpus(), 2, "--batch=','"),
     (
         ["run", "--dry-run", "--sweep", "smoke", "--results", "@scratch/\udcff"],
@@ -968,6 +921,6 @@ def test_what_the_property_found(
         )
 
     argv = [place(a) for a in argv]
-    outcome = call(argv, gpus, None, box.scratch if argv[0] in WRITES_RESULTS else None)
+    outcome = call(argv, gpus, None)
     check(argv[0], argv, outcome, {"gpus": gpus, "tf_config": None})
     assert outcome.code == code and place(text) in outcome.out + outcome.err, outcome

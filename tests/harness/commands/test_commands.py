@@ -27,7 +27,6 @@ def test_every_command_module_has_its_parser_and_runner() -> None:
         "compare-hardware",
         "compare-links",
         "predict",
-        "ingest",
         "doctor",
         "check",
         "pack",
