@@ -159,7 +159,7 @@ def ab(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "ab", "--baseline", pythons["A"], "--candidate", pythons["B"], *rest)
 
 
-LINTED = ("harness", "tests", "benchmarks")
+LINTED = ("harness", "tests", "benchmarks", "tools")
 
 
 @nox.session
@@ -176,10 +176,11 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site, without TensorFlow: fails when docs/reference/cli.md differs from
-    what the parsers generate (``python -m harness.commands.reference docs/reference/cli.md``
+    what the parsers generate (``python -m tools.reference docs/reference/cli.md``
     rewrites it), then builds docs/ into site/ with ``mkdocs build --strict`` (mkdocs.yml), which
     fails on a broken link or anchor, a page missing from the nav or a missing snippet."""
     session.install("-e", ".[docs]")
-    session.run("python", "-m", "harness.commands.reference", "--check", "docs/reference/cli.md")
-    session.run("python", "-m", "harness.commands.reference", "--check", "docs/explanation/glossary.md")
+    session.run("python", "-m", "tools.reference", "--check", "docs/reference/cli.md")
+    session.run("python", "-m", "tools.reference", "--check", "docs/explanation/glossary.md")
+    session.run("python", "-m", "tools.reference", "--check", "results/README.md")
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")

@@ -2,7 +2,7 @@
 source for docs/explanation/glossary.md (:func:`markdown`) and the report's pages (:func:`html`).
 Pure: no TensorFlow, no file read.
 
-:data:`REGENERATE` writes the page (:mod:`harness.commands.reference`, which writes the generated
+:data:`REGENERATE` writes the page (:mod:`tools.reference`, which writes the generated
 pages); with ``--check`` it only compares, and exits 1 when the committed page differs (a test
 checks the same).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from harness.analysis import render
 
-REGENERATE = "python -m harness.commands.reference docs/explanation/glossary.md"
+REGENERATE = "python -m tools.reference docs/explanation/glossary.md"
 """The command that rewrites the page (named in the page's header and in every failure)."""
 
 

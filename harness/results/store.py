@@ -48,7 +48,6 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from harness.contract import outputs
 from harness.contract.columns import flatten, leaves
 from harness.contract.records import (
     CellRow,
@@ -323,69 +322,3 @@ TABLES = {
     "points": NIGHTLY_SCHEMA,
 }
 """Every table of a results folder (also under ``ab/`` and ``nightly/``), by folder name."""
-
-
-def schema_markdown() -> str:
-    """The column tables of results/README.md, generated from the schema above."""
-    out = []
-    for title, cols in (
-        ("cells", CELL_COLUMNS),
-        ("windows", WINDOW_COLUMNS),
-        ("collectives", COLLECTIVE_COLUMNS),
-        ("ratios", RATIO_COLUMNS),
-        ("costs", COST_COLUMNS),
-        ("nightly/points", NIGHTLY_COLUMNS),
-    ):
-        out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
-        out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
-        out.append("")
-    return "\n".join([*out, json_markdown()])
-
-
-def _type_name(kind: object) -> str:
-    """An annotation as the README writes it (``list[str]``, ``float | None``)."""
-    text = getattr(kind, "__forward_arg__", kind)  # annotations are strings under __future__
-    text = text if isinstance(text, str) else getattr(text, "__name__", str(text))
-    return str(text).replace("typing.", "").replace("|", "or")
-
-
-def json_markdown() -> str:
-    """The ``--json`` objects (:mod:`harness.contract.outputs`): each command's keys and types."""
-    out = [
-        "## JSON output (`--json`)\n",
-        " ".join(outputs.__doc__.split()) if outputs.__doc__ else "",
-        "",
-        "| command | holds | keys |",
-        "|---|---|---|",
-    ]
-    for command, (kind, holds) in outputs.OUTPUTS.items():
-        keys = ", ".join(f"`{k}` ({_type_name(t)})" for k, t in kind.__annotations__.items())
-        out.append(f"| `{command}` | {holds} | {keys} |")
-    nested = (outputs.ListedCell, outputs.SeriesOutput, outputs.PairedCell)
-    out += [
-        "",
-        "Rows inside them: "
-        + "; ".join(
-            f"`{k.__name__}`: " + ", ".join(f"`{n}` ({_type_name(t)})" for n, t in k.__annotations__.items())
-            for k in nested
-        )
-        + ". `cells`, `ratios` and `points` hold rows with the columns of the tables above.",
-        "",
-    ]
-    return "\n".join(out)
-
-
-README_MARKER = "## Columns\n"
-
-
-def update_readme(path: str | Path) -> None:
-    """Rewrite the column tables of results/README.md (everything after README_MARKER)."""
-    p = Path(path)
-    head = p.read_text().split(README_MARKER)[0]
-    p.write_text(head + README_MARKER + "\n" + schema_markdown())
-
-
-if __name__ == "__main__":  # python -m harness.results.store results/README.md
-    import sys
-
-    update_readme(sys.argv[1])

@@ -12,8 +12,8 @@ import pytest
 
 from harness.analysis import glossary, render
 from harness.analysis.glossary import REGENERATE, TERMS, Term, markdown
-from harness.commands.reference import main
 from harness.formulas import verdicts
+from tools.reference import main
 
 REPO = Path(__file__).resolve().parents[3]
 PAGE = REPO / "docs" / "explanation" / "glossary.md"

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from harness.commands import COMMANDS, build_parser
-from harness.commands.reference import _subparsers
 from harness.commands.shared import ENVS, MIN_EFFECT
+from tools.reference import _subparsers
 
 PARSERS = _subparsers(build_parser()).choices
 

@@ -10,8 +10,8 @@ import io
 import pytest
 
 from harness.commands import COMMANDS, build_parser, module
-from harness.commands.reference import cli_markdown
 from harness.commands.vocabulary import CONCEPTS, RENAMED
+from tools.reference import cli_markdown
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:

@@ -228,19 +228,6 @@ def test_write_atomic_cleans_up_on_failure(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_schema_markdown_lists_every_column():
-    md = store.schema_markdown()
-    assert "### `cells` table" in md and "### `windows` table" in md
-    for col in (*store.CELL_COLUMNS, *store.WINDOW_COLUMNS):
-        assert f"| `{col.name}` | {col.type} |" in md
-
-
-def test_results_readme_contains_schema_markdown():
-    readme = REPO / "results" / "README.md"
-    assert readme.is_file(), f"{readme} is missing; it must contain store.schema_markdown() verbatim"
-    assert store.schema_markdown() in readme.read_text(encoding="utf-8")
-
-
 def test_read_cells_keeps_types_with_null_rows(tmp_path):
     files = RunFiles(tmp_path, "2025-01-02", "run")
     a, b = (cell_row(Cell(strategy="default", batch=n), Protocol()) for n in (32, 64))

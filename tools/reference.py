@@ -1,9 +1,11 @@
-"""The command-line reference page, generated from the argparse parsers themselves.
+"""The generated docs pages: the command-line reference from the argparse parsers themselves, the
+glossary from :mod:`harness.analysis.glossary`, and results/README.md's column tables from the
+schema (:mod:`harness.results.store`, :mod:`harness.contract.outputs`).
 
-``python -m harness.commands.reference docs/reference/cli.md`` writes it; with ``--check`` it only
-compares, and exits 1 when the committed page differs from what the parsers say now (the docs CI
-session runs that). :func:`cli_markdown` is pure: no TensorFlow, no process, and the usage lines
-are wrapped at :data:`WIDTH` columns whatever the terminal's ``COLUMNS``.
+``python -m tools.reference docs/reference/cli.md`` (from the repository root) writes one; with
+``--check`` it only compares, and exits 1 when the committed page differs from what the code says
+now (the docs CI session runs that). :func:`cli_markdown` is pure: no TensorFlow, no process, and
+the usage lines are wrapped at :data:`WIDTH` columns whatever the terminal's ``COLUMNS``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from pathlib import Path
 from harness.analysis import glossary
 from harness.commands import COMMANDS, build_parser
 from harness.commands.vocabulary import concept_table
+from harness.contract import outputs
+from harness.results.store import (
+    CELL_COLUMNS,
+    COLLECTIVE_COLUMNS,
+    COST_COLUMNS,
+    NIGHTLY_COLUMNS,
+    RATIO_COLUMNS,
+    WINDOW_COLUMNS,
+)
 from harness.spec.axes import REPLICAS_TO_MAX
 from harness.spec.protocol import Platform
 from harness.spec.sweep import Sweep, expand
@@ -25,7 +36,9 @@ from harness.spec.sweeps import SWEEPS
 
 WIDTH = 100
 """Columns the usage lines are wrapped at (argparse would otherwise take the terminal's)."""
-REGENERATE = "python -m harness.commands.reference docs/reference/cli.md"
+REGENERATE = "python -m tools.reference docs/reference/cli.md"
+README = "python -m tools.reference results/README.md"
+"""The command that rewrites results/README.md's column tables."""
 """The command that rewrites the page (named in the page's header and in every failure)."""
 COUNT_PLATFORM = Platform()
 """The machine the sweeps' cell counts are given for: CPU only, 2 logical devices (the defaults)."""
@@ -232,9 +245,69 @@ def cli_markdown() -> str:
     return "\n\n".join([_header(parser), _vocabulary(parsers), *sections, _sweeps(parser)]) + "\n"
 
 
-PAGES: dict[str, tuple[Callable[[], str], str, str]] = {
-    "cli.md": (lambda: cli_markdown(), "the parsers", REGENERATE),
-    "glossary.md": (glossary.markdown, "harness/analysis/glossary.py", glossary.REGENERATE),
+def schema_markdown() -> str:
+    """The column tables of results/README.md, generated from the schema above."""
+    out = []
+    for title, cols in (
+        ("cells", CELL_COLUMNS),
+        ("windows", WINDOW_COLUMNS),
+        ("collectives", COLLECTIVE_COLUMNS),
+        ("ratios", RATIO_COLUMNS),
+        ("costs", COST_COLUMNS),
+        ("nightly/points", NIGHTLY_COLUMNS),
+    ):
+        out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
+        out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
+        out.append("")
+    return "\n".join([*out, json_markdown()])
+
+
+def _type_name(kind: object) -> str:
+    """An annotation as the README writes it (``list[str]``, ``float | None``)."""
+    text = getattr(kind, "__forward_arg__", kind)  # annotations are strings under __future__
+    text = text if isinstance(text, str) else getattr(text, "__name__", str(text))
+    return str(text).replace("typing.", "").replace("|", "or")
+
+
+def json_markdown() -> str:
+    """The ``--json`` objects (:mod:`harness.contract.outputs`): each command's keys and types."""
+    out = [
+        "## JSON output (`--json`)\n",
+        " ".join(outputs.__doc__.split()) if outputs.__doc__ else "",
+        "",
+        "| command | holds | keys |",
+        "|---|---|---|",
+    ]
+    for command, (kind, holds) in outputs.OUTPUTS.items():
+        keys = ", ".join(f"`{k}` ({_type_name(t)})" for k, t in kind.__annotations__.items())
+        out.append(f"| `{command}` | {holds} | {keys} |")
+    nested = (outputs.ListedCell, outputs.SeriesOutput, outputs.PairedCell)
+    out += [
+        "",
+        "Rows inside them: "
+        + "; ".join(
+            f"`{k.__name__}`: " + ", ".join(f"`{n}` ({_type_name(t)})" for n, t in k.__annotations__.items())
+            for k in nested
+        )
+        + ". `cells`, `ratios` and `points` hold rows with the columns of the tables above.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+README_MARKER = "## Columns\n"
+
+
+def readme(path: Path) -> str:
+    """results/README.md with its column tables (everything after README_MARKER) generated."""
+    head = path.read_text(encoding="utf-8").split(README_MARKER)[0]
+    return head + README_MARKER + "\n" + schema_markdown()
+
+
+PAGES: dict[str, tuple[Callable[[Path], str], str, str]] = {
+    "cli.md": (lambda _: cli_markdown(), "the parsers", REGENERATE),
+    "glossary.md": (lambda _: glossary.markdown(), "harness/analysis/glossary.py", glossary.REGENERATE),
+    "README.md": (lambda path: readme(path), "harness/contract/records", README),
 }
 """The generated pages by file name: what writes each, where it comes from, its regenerate command."""
 
@@ -255,18 +328,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write a generated page (:data:`PAGES`, by its file name) to the path given (with
     ``--check``: only compare); the exit code."""
     parser = argparse.ArgumentParser(
-        prog="python -m harness.commands.reference",
-        description="Write a generated docs page: the CLI reference (cli.md) or the glossary (glossary.md).",
+        prog="python -m tools.reference",
+        description="Write a generated page: the CLI reference (cli.md), the glossary (glossary.md) or the results schema (README.md).",
     )
     parser.add_argument(
-        "path", type=Path, help="the page: docs/reference/cli.md or docs/explanation/glossary.md"
+        "path", type=Path, help="docs/reference/cli.md, docs/explanation/glossary.md or results/README.md"
     )
     parser.add_argument("--check", action="store_true", help="exit 1 when the page differs; write nothing")
     args = parser.parse_args(argv)
     if args.path.name not in PAGES:
         parser.error(f"Received {args.path}; expected a page named one of: {', '.join(PAGES)}.")
     make, source, regenerate = PAGES[args.path.name]
-    text = make()
+    text = make(args.path)
     if args.check:
         return _check(args.path, text, source, regenerate)
     args.path.parent.mkdir(parents=True, exist_ok=True)

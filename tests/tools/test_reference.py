@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness.commands import COMMANDS, build_parser
-from harness.commands.reference import REGENERATE, _options, _subparsers, _usage, cli_markdown, main
+from harness.results.store import CELL_COLUMNS, WINDOW_COLUMNS
 from harness.spec.sweeps import SWEEPS
+from tools.reference import REGENERATE, _options, _subparsers, _usage, cli_markdown, main, schema_markdown
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "reference" / "cli.md"
 
 
@@ -109,3 +110,16 @@ def test_check_fails_on_a_stale_page_and_names_the_command(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:  # a page it does not write: named with the ones it does
         main(["--check", str(tmp_path / "other.md")])
     assert refused.value.code == 2 and "cli.md, glossary.md" in capsys.readouterr().err
+
+
+def test_schema_markdown_lists_every_column():
+    md = schema_markdown()
+    assert "### `cells` table" in md and "### `windows` table" in md
+    for col in (*CELL_COLUMNS, *WINDOW_COLUMNS):
+        assert f"| `{col.name}` | {col.type} |" in md
+
+
+def test_results_readme_contains_schema_markdown():
+    readme = REPO / "results" / "README.md"
+    assert readme.is_file(), f"{readme} is missing; it must contain schema_markdown() verbatim"
+    assert schema_markdown() in readme.read_text(encoding="utf-8")
