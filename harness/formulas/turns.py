@@ -564,14 +564,11 @@ def next_group(
 @dataclass(frozen=True)
 class TurnsSummary:
     """Instances' turns as the disturbance rule sees them: blocks in all, blocks kept
-    (:func:`clean`), blocks a fixed 0.25-CPU rule on everything but the member would keep (the rule
-    before 2026-11-26: :attr:`Turn.besides`), and the median CPUs' worth per turn of other
-    programs (:attr:`Turn.disturbance`), of everything besides the member, and of the run's other
+    (:func:`clean`), and the median CPUs' worth per turn of other programs (:attr:`Turn.disturbance`), of everything besides the member, and of the run's other
     processes."""
 
     blocks: int
     kept: int
-    kept_before: int
     median_foreign: float
     median_besides: float
     median_run: float
@@ -579,13 +576,11 @@ class TurnsSummary:
 
 def summarize(instances: Sequence[Sequence[Turn]], limit: float = DISTURBED) -> TurnsSummary:
     """:class:`TurnsSummary` of ``instances``, each a sequence of its turns."""
-    blocks = kept = kept_before = 0
+    blocks = kept = 0
     for turns in instances:
         ids = {t.block for t in turns}
         blocks += len(ids)
         kept += len(ids) - disturbed_blocks(turns, limit)
-        before = {t.block for t in turns if t.besides > limit}
-        kept_before += len(ids - before)
     flat = [t for turns in instances for t in turns]
 
     def median(values: list[float]) -> float:
@@ -594,7 +589,6 @@ def summarize(instances: Sequence[Sequence[Turn]], limit: float = DISTURBED) -> 
     return TurnsSummary(
         blocks,
         kept,
-        kept_before,
         median([t.disturbance for t in flat]),
         median([t.besides for t in flat]),
         median([t.crowding for t in flat]),

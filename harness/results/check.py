@@ -118,10 +118,7 @@ def _turns(path: Path, run_id: str, entries: list[dict[str, Any]]) -> list[Findi
         else f"median CPUs per turn besides the member {s.median_besides:.2f} (a journal from before "
         "other programs were told apart from the run and the kernel)"
     )
-    text = (
-        f"run {run_id}: {s.kept} of {s.blocks} blocks kept in turns (a 0.25-CPU rule on everything "
-        f"but the member, as before 2026-11-26, keeps {s.kept_before}); {use}{busiest}"
-    )
+    text = f"run {run_id}: {s.kept} of {s.blocks} blocks kept in turns; {use}{busiest}"
     return [Finding(path, text, False)]
 
 
