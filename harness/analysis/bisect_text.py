@@ -20,11 +20,6 @@ VERDICT_WORDS = {
     bs.SLOW: "slow: like the bad build",
     bs.FAST: "fast: like the good build",
 }
-KIND_WORDS = {
-    bs.Kind.ENDPOINTS: "the bad build against the good one",
-    bs.Kind.MIDPOINT: "a midpoint against the good build",
-    bs.Kind.FINAL: "the two builds it ended on, directly",
-}
 
 
 @dataclass(frozen=True)

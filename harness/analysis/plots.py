@@ -106,8 +106,11 @@ def _facet_models(
     title: str,
     ylabel: str,
     xlabel: str,
+    out: Path,
+    name: str,
     width: float = 6.0,
-) -> Any:
+) -> list[Path]:
+    """``out/name``: one panel per model, each drawn by ``draw``, under ``title``."""
     plt = pyplot()
     models = sorted(rows["model"].unique())
     fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
@@ -118,7 +121,15 @@ def _facet_models(
         ax.set_ylabel(ylabel)
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return save(fig, out, name)
+
+
+def _from_zero(ax: Any, ticks: pd.Series | None = None) -> None:
+    """The y axis from 0, x ticks at each of ``ticks``' values (if given), the legend outside."""
+    if ticks is not None:
+        ax.set_xticks(sorted(ticks.unique()))
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -152,18 +163,12 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
                 )
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(part["global_batch"].unique()), sorted(part["global_batch"].unique()))
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _from_zero(ax)
 
-    fig = _facet_models(
-        ok,
-        draw,
-        "Throughput vs global batch (median of timed windows, 95% CI)" + _device_note(ok),
-        "examples/s",
-        "global batch (examples)",
-        width=7.5,
+    title = "Throughput vs global batch (median of timed windows, 95% CI)" + _device_note(ok)
+    return _facet_models(
+        ok, draw, title, "examples/s", "global batch (examples)", out, "throughput_vs_batch", 7.5
     )
-    return save(fig, out, "throughput_vs_batch")
 
 
 def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -191,14 +196,10 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_ylim(0, max(1.2, float(part["scaling_efficiency_ci_high"].astype(float).max()) * 1.1))
         ax.legend(fontsize=7)
 
-    fig = _facet_models(
-        ok,
-        draw,
-        "Scaling efficiency = throughput / (N x 1-device throughput), 95% CI" + _device_note(ok),
-        "scaling efficiency",
-        "replicas x workers",
+    title = "Scaling efficiency = throughput / (N x 1-device throughput), 95% CI" + _device_note(ok)
+    return _facet_models(
+        ok, draw, title, "scaling efficiency", "replicas x workers", out, "scaling_efficiency"
     )
-    return save(fig, out, "scaling_efficiency")
 
 
 def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -217,20 +218,11 @@ def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for config, s in part.sort_values("accum_steps").groupby("config"):
             _ci_line(ax, s, "accum_steps", str(config), colors[str(config)])
-        ax.set_xticks(sorted(part["accum_steps"].unique()))
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _from_zero(ax, part["accum_steps"])
 
-    fig = _facet_models(
-        ok,
-        draw,
-        "Gradient accumulation: examples/s vs micro-batches per update "
-        "(one all-reduce per update; median, 95% CI)" + _device_note(ok),
-        "examples/s",
-        "accumulation steps (k)",
-        width=7.5,
-    )
-    return save(fig, out, "accumulation")
+    title = "Gradient accumulation: examples/s vs micro-batches per update (one all-reduce per update; "
+    title += "median, 95% CI)" + _device_note(ok)
+    return _facet_models(ok, draw, title, "examples/s", "accumulation steps (k)", out, "accumulation", 7.5)
 
 
 def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -264,15 +256,9 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups, fontsize=8)
         ax.legend(fontsize=7, title="cross-device ops", title_fontsize=7)
 
-    fig = _facet_models(
-        ok,
-        draw,
-        "MirroredStrategy cross-device ops: efficiency against the same 1-replica cell (95% CI)"
-        + _device_note(ok),
-        "scaling efficiency",
-        "",
-    )
-    return save(fig, out, "cross_device_ops")
+    title = "MirroredStrategy cross-device ops: efficiency against the same 1-replica cell (95% CI)"
+    title += _device_note(ok)
+    return _facet_models(ok, draw, title, "scaling efficiency", "", out, "cross_device_ops")
 
 
 def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -294,10 +280,8 @@ def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_yticks(list(y), part["series"], fontsize=7)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 
-    fig = _facet_models(
-        agg, draw, "Start-up and first-call (trace/compile) time, median over cells", "", "seconds", width=6.5
-    )
-    return save(fig, out, "compile_time")
+    title = "Start-up and first-call (trace/compile) time, median over cells"
+    return _facet_models(agg, draw, title, "", "seconds", out, "compile_time", width=6.5)
 
 
 def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
@@ -331,20 +315,11 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
             if len(alone):
                 t = s["tenants"].astype(float)
                 ax.plot(t, float(alone.iloc[0]) / t, ":", color=c, label=f"{cell}: alone / T")
-        ax.set_xticks(sorted(part["tenants"].unique()))
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _from_zero(ax, part["tenants"])
 
-    fig = _facet_models(
-        ok,
-        draw,
-        "Co-tenancy: T training processes sharing the same devices "
-        "(median of timed windows, 95% CI)" + _device_note(ok),
-        "examples/s",
-        "tenants (processes at once)",
-        width=7.5,
-    )
-    return save(fig, out, "cotenancy")
+    title = "Co-tenancy: T training processes sharing the same devices (median of timed windows, 95% CI)"
+    title += _device_note(ok)
+    return _facet_models(ok, draw, title, "examples/s", "tenants (processes at once)", out, "cotenancy", 7.5)
 
 
 REPORT_FIGURES: dict[str, Callable[[pd.DataFrame, Path], list[Path]]] = {
@@ -518,11 +493,7 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
             title_fontsize=7,
         )
 
-    fig = _facet_models(
-        lines,
-        draw,
-        "Scaling model: predicted (from the 1-device cell and the all-reduce cost) beside measured",
-        "examples/s",
-        "devices (replicas x workers)",
+    title = "Scaling model: predicted (from the 1-device cell and the all-reduce cost) beside measured"
+    return _facet_models(
+        lines, draw, title, "examples/s", "devices (replicas x workers)", out, "predicted_vs_measured"
     )
-    return save(fig, out, "predicted_vs_measured")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.analysis.compare import compare, text_table, write_markdown
 from harness.analysis.cost import cost_text
@@ -51,32 +51,17 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "which shrinks the detectable effect by about sqrt(N). Default: latest",
     )
     gp = GatePolicy()
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=gp.min_effect,
-        help=f"smallest change called, as a fraction. Default: {gp.min_effect}",
-    )
-    p.add_argument(
-        "--z",
-        type=float,
-        default=gp.z_threshold,
-        dest="z_threshold",
-        help=f"robust z-score a change must reach against the history. Default: {gp.z_threshold}",
-    )
-    p.add_argument(
-        "--min-history",
-        type=int,
-        default=gp.min_history,
-        help=f"baseline runs a series needs to be judged. Default: {gp.min_history}",
-    )
-    p.add_argument(
-        "--false-alarm",
-        type=float,
-        default=gp.alpha,
-        help="the probability of calling a change that is not there, over all series of the gate "
-        f"(family-wise, the CI test). Default: {gp.alpha}",
-    )
+    alarm = "the probability of calling a change that is not there, over all series of the gate"
+    for flag, dest, field, what in (  # the policy's fields, each with its default
+        ("--min-effect", "min_effect", "min_effect", "smallest change called, as a fraction"),
+        ("--z", "z_threshold", "z_threshold", "robust z-score a change must reach against the history"),
+        ("--min-history", "min_history", "min_history", "baseline runs a series needs to be judged"),
+        ("--false-alarm", "false_alarm", "alpha", alarm + " (family-wise, the CI test)"),
+    ):
+        default = getattr(gp, field)
+        p.add_argument(
+            flag, type=type(default), default=default, dest=dest, help=f"{what}. Default: {default}"
+        )
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
     )
@@ -114,17 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_SHORT_HISTORY:
         print(result.shortfall)
     series = [
-        SeriesOutput(
-            cell_id=v.cell_id,
-            fingerprint=v.fingerprint,
-            ratio=v.ratio,
-            ci_low=v.ci_low,
-            ci_high=v.ci_high,
-            z=v.z,
-            history=v.history,
-            change=v.change,
-        )
-        for v in result.verdicts
+        cast(SeriesOutput, {k: getattr(v, k) for k in SeriesOutput.__annotations__}) for v in result.verdicts
     ]
     give(
         CompareOutput(candidate_runs=result.candidate_runs, baseline_runs=result.baseline_runs, series=series)

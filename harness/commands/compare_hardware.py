@@ -129,13 +129,9 @@ def run(args: argparse.Namespace) -> int:
     found = machines.identify(rows, _renames(args.name, all_runs))
     result = hardware.compare(found, rows, ratios, args.baseline, args.min_effect, prices)
     print(hardware_text.text(result) + "\n")
-    print(
-        render_table(
-            hardware_text.EVIDENCE_HEADER,
-            hardware_text.evidence_rows(result),
-            title="Every configuration both machines measured",
-        )
-    )
+    evidence = hardware_text.evidence_rows(result)
+    title = "Every configuration both machines measured"
+    print(render_table(hardware_text.EVIDENCE_HEADER, evidence, title=title))
     paths = hardware_figure.draw(result, out)
     pngs = [base64.b64encode(p.read_bytes()).decode() for p in paths if p.suffix == ".png"]
     page = out / "hardware.html"
@@ -145,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(hardware_text.EVIDENCE_HEADER)
-            w.writerows(hardware_text.evidence_rows(result))
+            w.writerows(evidence)
         print(f"wrote {args.csv}")
     give(hardware_text.to_json(result))
     return 0

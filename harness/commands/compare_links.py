@@ -51,13 +51,8 @@ def _compare(args: argparse.Namespace) -> dict[str, Any]:
     rows = unflatten_all(CellRow, cells.to_dict("records"))
     result = links.compare(rows, history.load_collectives(roots), args.model, where=", ".join(roots))
     print(links_text.text(result) + "\n")
-    print(
-        render_table(
-            links_text.HEADER,
-            links_text.table_rows(result),
-            title="Every configuration at every link setting it was measured at",
-        )
-    )
+    title = "Every configuration at every link setting it was measured at"
+    print(render_table(links_text.HEADER, links_text.table_rows(result), title=title))
     print(links_text.right_text(result))
     paths = links_figure.draw(result, folder)
     for path in paths:

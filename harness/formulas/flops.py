@@ -41,55 +41,31 @@ def _n(shape: Shape) -> int:
     return math.prod(shape)
 
 
+def _known(shape: Shape | None) -> Shape:
+    assert shape is not None  # count() skips the ops with an unknown shape
+    return shape
+
+
 def _matmul(op: OpShapes) -> int:
-    a, out = op.inputs[0], op.outputs[0]
-    assert a is not None and out is not None
-    k = a[0] if op.attrs.get("transpose_a") else a[1]
+    """``MatMul`` (``transpose_a``) and ``BatchMatMul*`` (``adj_x``): output elements x the
+    contracted dimension (the first operand's last, or second-to-last when transposed)."""
+    a, out = _known(op.inputs[0]), _known(op.outputs[0])
+    k = a[-2] if op.attrs.get("transpose_a") or op.attrs.get("adj_x") else a[-1]
     return 2 * _n(out) * k
 
 
-def _batch_matmul(op: OpShapes) -> int:
-    a, out = op.inputs[0], op.outputs[0]
-    assert a is not None and out is not None
-    k = a[-2] if op.attrs.get("adj_x") else a[-1]
-    return 2 * _n(out) * k
+def _conv(part: str, depthwise: bool = False) -> Callable[[OpShapes], int]:
+    """A convolution's count: the elements of its output (``part`` "forward") or of the incoming
+    gradient (its third input: "input" and "filter", the backprops) x the filter's window (and
+    input channels per group: the filter's all but last, unless ``depthwise``); the filter is its
+    second input, or the filter backprop's output."""
 
+    def flops(op: OpShapes) -> int:
+        elements = _known(op.outputs[0] if part == "forward" else op.inputs[2])
+        kernel = _known(op.outputs[0] if part == "filter" else op.inputs[1])
+        return 2 * _n(elements) * (kernel[0] * kernel[1] if depthwise else _n(kernel[:-1]))
 
-def _conv(op: OpShapes) -> int:
-    """Forward: output elements x window x input channels per group (the filter's all but last)."""
-    out, kernel = op.outputs[0], op.inputs[1]
-    assert out is not None and kernel is not None
-    return 2 * _n(out) * _n(kernel[:-1])
-
-
-def _conv_backprop_input(op: OpShapes) -> int:
-    kernel, grad = op.inputs[1], op.inputs[2]
-    assert kernel is not None and grad is not None
-    return 2 * _n(grad) * _n(kernel[:-1])
-
-
-def _conv_backprop_filter(op: OpShapes) -> int:
-    kernel, grad = op.outputs[0], op.inputs[2]
-    assert kernel is not None and grad is not None
-    return 2 * _n(grad) * _n(kernel[:-1])
-
-
-def _depthwise(op: OpShapes) -> int:
-    out, kernel = op.outputs[0], op.inputs[1]
-    assert out is not None and kernel is not None
-    return 2 * _n(out) * kernel[0] * kernel[1]
-
-
-def _depthwise_backprop_input(op: OpShapes) -> int:
-    kernel, grad = op.inputs[1], op.inputs[2]
-    assert kernel is not None and grad is not None
-    return 2 * _n(grad) * kernel[0] * kernel[1]
-
-
-def _depthwise_backprop_filter(op: OpShapes) -> int:
-    kernel, grad = op.outputs[0], op.inputs[2]
-    assert kernel is not None and grad is not None
-    return 2 * _n(grad) * kernel[0] * kernel[1]
+    return flops
 
 
 def einsum_sizes(equation: str, shapes: Iterable[Shape]) -> dict[str, int]:
@@ -116,18 +92,18 @@ def _einsum(op: OpShapes) -> int:
 
 COUNTED: dict[str, Callable[[OpShapes], int]] = {
     "MatMul": _matmul,
-    "BatchMatMul": _batch_matmul,
-    "BatchMatMulV2": _batch_matmul,
-    "BatchMatMulV3": _batch_matmul,
-    "Conv2D": _conv,
-    "Conv3D": _conv,
-    "Conv2DBackpropInput": _conv_backprop_input,
-    "Conv2DBackpropFilter": _conv_backprop_filter,
-    "Conv3DBackpropInputV2": _conv_backprop_input,
-    "Conv3DBackpropFilterV2": _conv_backprop_filter,
-    "DepthwiseConv2dNative": _depthwise,
-    "DepthwiseConv2dNativeBackpropInput": _depthwise_backprop_input,
-    "DepthwiseConv2dNativeBackpropFilter": _depthwise_backprop_filter,
+    "BatchMatMul": _matmul,
+    "BatchMatMulV2": _matmul,
+    "BatchMatMulV3": _matmul,
+    "Conv2D": _conv("forward"),
+    "Conv3D": _conv("forward"),
+    "Conv2DBackpropInput": _conv("input"),
+    "Conv2DBackpropFilter": _conv("filter"),
+    "Conv3DBackpropInputV2": _conv("input"),
+    "Conv3DBackpropFilterV2": _conv("filter"),
+    "DepthwiseConv2dNative": _conv("forward", depthwise=True),
+    "DepthwiseConv2dNativeBackpropInput": _conv("input", depthwise=True),
+    "DepthwiseConv2dNativeBackpropFilter": _conv("filter", depthwise=True),
     "Einsum": _einsum,
 }
 """Op type -> its FLOPs (2 x multiply-adds) from its shapes: the matrix products and convolutions."""

@@ -152,22 +152,6 @@ def run_cell(
     ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
     ``ready``: called after the first call (co-tenants' barrier); ``turns``: the process is a
     member of a group instance, timed in the turns its coordinator grants."""
-    m = measure_cell(cell, settings, devices, device_type, mnist_path, strategy, hosts, ready, turns)
-    return measured_row(row, cell, m), window_rows(cell, m)
-
-
-def measure_cell(
-    cell: Cell,
-    settings: WorkerSettings,
-    devices: list[str],
-    device_type: str,
-    mnist_path: str | None = None,
-    strategy: Any = None,
-    hosts: int = 1,
-    ready: Callable[[], None] = lambda: None,
-    turns: TurnClient | None = None,
-) -> Measurement:
-    """The raw numbers of one timed cell (see :func:`run_cell`)."""
     import keras
 
     from harness.worker.checks import integrity
@@ -204,7 +188,7 @@ def measure_cell(
     if turns is not None:  # the finishing turn is over: the others may go on
         turns.reply({"done": Do.FINISH})
         turns.close()
-    return Measurement(
+    m = Measurement(
         window_seconds=tuple(timings.window_seconds),
         window_starts=timings.window_starts,
         window_target_s=timings.target_s,
@@ -232,6 +216,7 @@ def measure_cell(
         flops=built.flops,
         jit_compile=built.trainer.jit_compile(),
     )
+    return measured_row(row, cell, m), window_rows(cell, m)
 
 
 def _append(into: list[list[T]], rows: list[list[T]]) -> None:
