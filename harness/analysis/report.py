@@ -60,59 +60,52 @@ def _ratios(ratios: pd.DataFrame | None) -> list[RatioRow]:
     return [] if ratios is None or ratios.empty else unflatten_all(RatioRow, ratios.to_dict("records"))
 
 
-def _summary(rows: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
-    ok = rows[rows["status"] == Status.OK].copy()
-    if ok.empty:
-        return ok
-    ok["configuration"] = ok["cell_id"].map(named)
-    ok["examples/s [95% CI]"] = ok.apply(
-        lambda r: (
-            f"{r['examples_per_sec']:,.0f} [{r['examples_per_sec_ci_low']:,.0f}.."
-            f"{r['examples_per_sec_ci_high']:,.0f}]"
-        ),
-        axis=1,
-    )
-    ok["cv between / within processes"] = ok.apply(
-        lambda r: (
-            f"{_pct(r['cv_between_processes'])} / {_pct(r['cv_within_process'])}"
-            + (" unstable" if r.get("unstable") is True else "")
-        ),
-        axis=1,
-    )
-    ok["efficiency [95% CI]"] = ok.apply(_efficiency, axis=1)
-    ok["mfu"] = ok["mfu"].map(lambda x: "-" if pd.isna(x) else f"{x:.2%}")
-    ok["compile_s"] = ok["compile_s"].map(lambda x: f"{x:.2f}")
-    ok["oversubscribed"] = ok["oversubscribed"].map(lambda x: "yes" if x is True else "")
-    columns = ["model", "configuration", "global_batch", "processes", "examples/s [95% CI]"]
-    columns += ["cv between / within processes", "efficiency [95% CI]", "mfu", "compile_s", "oversubscribed"]
-    return ok[columns]
+SUMMARY = (
+    *("model", "configuration", "global_batch", "processes", "examples/s [95% CI]"),
+    *("cv between / within processes", "efficiency [95% CI]", "mfu", "compile_s", "oversubscribed"),
+)
+"""The columns of the report's table of each configuration's own figure."""
 
 
-def _efficiency(r: pd.Series) -> str:
-    eff, lo, hi = (
-        r.get(k, math.nan)
-        for k in ("scaling_efficiency", "scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
-    )
-    if pd.isna(eff):
+def _summary(records: Sequence[CellRow], named: dict[str, str]) -> list[tuple[object, ...]]:
+    """Each ok configuration's own figure, its spread, efficiency and MFU (:data:`SUMMARY`)."""
+    out: list[tuple[object, ...]] = []
+    for r in (r for r in records if r.status == Status.OK):
+        eps, cv = (
+            r.examples_per_sec,
+            f"{_pct(r.spread.cv_between_processes)} / {_pct(r.spread.cv_within_process)}",
+        )
+        out.append(
+            (r.cell.model, named[r.cell.cell_id], r.cell.global_batch, r.spread.processes)
+            + (
+                f"{eps.value:,.0f}"
+                + ("" if eps.low is None or eps.high is None else f" [{eps.low:,.0f}..{eps.high:,.0f}]"),
+                cv + (" unstable" if r.spread.unstable else ""),
+            )
+            + (_efficiency(r), "-" if r.peak.mfu is None else f"{r.peak.mfu:.2%}", _num(r.timing.compile_s))
+            + ("yes" if r.ran.oversubscribed else "",)
+        )
+    return out
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None or math.isnan(x) else f"{x:.2f}"
+
+
+def _efficiency(r: CellRow) -> str:
+    """Scaling efficiency with its CI (none on one device), ``~1`` where the CI holds 1."""
+    e = r.efficiency.scaling_efficiency
+    if e.value is None or math.isnan(e.value):
         return "-"
-    if pd.isna(lo) or r["replicas"] * r["workers"] == 1:
-        return f"{eff:.2f}"
-    return f"{eff:.2f} [{lo:.2f}, {hi:.2f}]" + (" ~1" if lo <= 1 <= hi else "")
+    if e.low is None or e.high is None or math.isnan(e.low) or r.cell.replicas * r.cell.workers == 1:
+        return f"{e.value:.2f}"
+    return f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]" + (" ~1" if e.low <= 1 <= e.high else "")
 
 
-def _unstable(rows: pd.DataFrame, named: dict[str, str]) -> list[tuple[str, str, float, int]]:
-    """(model, configuration, cv between processes, processes) of each unstable configuration."""
-    bad = rows[(rows["status"] == Status.OK) & (rows["unstable"].fillna(False).astype(bool))]
-    cols = ["model", "cell_id", "cv_between_processes", "processes"]
-    return [(m, named[c], cv, n) for m, c, cv, n in bad[cols].itertuples(index=False)]
-
-
-def _not_ok(rows: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
-    bad = rows[rows["status"] != Status.OK].copy()
-    bad["configuration"] = bad["cell_id"].map(named)
-    return bad[["status", "model", "configuration", "reason"]].sort_values(
-        ["status", "model", "configuration"]
-    )
+def _not_ok(records: Sequence[CellRow], named: dict[str, str]) -> list[tuple[str, ...]]:
+    """(status, model, configuration, reason) of each configuration not measured ok, sorted."""
+    bad = [(str(r.status), r.cell.model, named[r.cell.cell_id], r.reason or "-") for r in records]
+    return sorted(row for row in bad if row[0] != Status.OK)
 
 
 def _machines(rows: pd.DataFrame) -> pd.DataFrame:
@@ -187,10 +180,11 @@ def build_html(
         history_runs=stats.HISTORY_RUNS,
         logical=rows["logical_devices"].fillna(False).any(),
         terms=glossary.TERMS,
-        unstable=_unstable(rows, named),
-        summary=_table(_summary(rows, named)),
+        unstable=[(r.cell.model, named[r.cell.cell_id], r.spread) for r in records if r.spread.unstable],
+        header=SUMMARY,
+        summary=_summary(records, named),
         figures=[(p.stem, _png(p)) for p in pngs if p.stem != ANSWER_FIGURE],
-        not_ok=_table(_not_ok(rows, named)) if (rows["status"] != Status.OK).any() else None,
+        not_ok=_not_ok(records, named),
     )
 
 
