@@ -46,7 +46,7 @@ def breakdown_table(rows: Sequence[CellRow]) -> pd.DataFrame:
         line = {"model": r.cell.model, "configuration": named[r.cell.cell_id], "step ms": _ms(m.step_s)}
         for key, value in m.parts.items():
             line[f"{breakdown.PART_LABELS[key]} ms (share)"] = f"{_ms(value)} ({value / m.step_s:.0%})"
-        line["overlap"] = f"{b.overlap:+.0%}" if b.overlap is not None and math.isfinite(b.overlap) else "-"
+        line["overlap or unexplained"] = _remainder(b.overlap).strip(" ()") or "-"
         line["bound"] = b.bound or ("no verdict" if m.excess() else "-")
         lines.append(line)
     return pd.DataFrame(lines)
@@ -126,7 +126,7 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
 def _remainder(overlap: float | None) -> str:
     """`` (overlap +3%)`` where the parts add up to more than the step, `` (unexplained 34%)`` where
     to less ("" when unknown)."""
-    if overlap is None:
+    if overlap is None or not math.isfinite(overlap):
         return ""
     return f" (overlap {overlap:+.0%})" if overlap >= 0 else f" (unexplained {-overlap:.0%})"
 

@@ -78,7 +78,7 @@ def test_breakdown_table_gives_milliseconds_and_shares() -> None:
     assert list(table["step ms"]) == ["10", "20", "66.7"]
     two = table.iloc[1]
     assert two["compute ms (share)"] == "17 (85%)" and two["all-reduce ms (share)"] == "2 (10%)"
-    assert two["overlap"] == "-2%"  # (19.6 - 20) / 20
+    assert two["overlap or unexplained"] == "unexplained 2%"  # (19.6 - 20) / 20
 
 
 def test_a_gpu_row_s_breakdown_is_its_profiled_window() -> None:
