@@ -192,9 +192,9 @@ def _vocabulary(parsers: dict[str, argparse.ArgumentParser]) -> str:
     ]
     none = [f"`{name}`" for name in parsers if name not in commands]
     intro = (
-        "One flag for one thing in every command. The spellings before 2026-11-26 (in parentheses) "
-        "are refused with a message naming the flag to use, so an old script stops at once instead "
-        "of running with a default it did not ask for."
+        "One flag for one thing in every command. A spelling before 2026-11-26 (`--out`, `--a`, "
+        "`--alpha`, ...) is an unknown flag and no flag is taken abbreviated, so an old script stops "
+        "at once (exit 2) instead of running with a default it did not ask for."
         + (f" Taking none of these flags: {', '.join(none)}." if none else "")
     )
     return "\n\n".join(["## One vocabulary", intro, "\n".join([head, rule, *rows])])

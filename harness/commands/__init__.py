@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
+from typing import Any
 
 from harness import __version__
 from harness.commands import output
@@ -97,10 +98,18 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """The command line's parsers (the subcommands' too): no abbreviations, so an old or mistyped
+    flag is refused, never read as a longer one."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
+
 def build_parser(loaded: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The whole command line; each command in ``loaded`` (default: all) with its flags, the others
     listed by name and help alone (their modules not imported)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m harness",
         description="Benchmark TensorFlow training of the MNIST CNN and a dense model under every "
         "tf.distribute strategy. Also installed as the command tf-strategy-bench.",

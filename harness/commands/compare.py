@@ -12,7 +12,6 @@ from harness.analysis.gate import GatePolicy
 from harness.analysis.plots import series_figures
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, check_writable, check_writable_file, results_roots
-from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
 from harness.results import history
@@ -72,7 +71,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         help="also draw each changed series' history with its change points",
     )
     add_json(p)
-    refuse_renamed(p, NAME)
     return p
 
 

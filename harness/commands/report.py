@@ -8,7 +8,6 @@ from typing import Any
 
 from harness.analysis.report import write_report
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
-from harness.commands.vocabulary import refuse_renamed
 from harness.results import history
 
 NAME = "report"
@@ -33,7 +32,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         help="where the report is written. Default: the first --results folder's report/ (beside a "
         "pack file: NAME-report)",
     )
-    refuse_renamed(p, NAME)
     return p
 
 

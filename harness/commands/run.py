@@ -38,7 +38,6 @@ from harness.commands.selection import (
     select,
 )
 from harness.commands.shared import interrupt_on_sigterm
-from harness.commands.vocabulary import refuse_renamed
 from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
 from harness.contract.records import CellRow
@@ -79,7 +78,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     out = p.add_argument_group("output")
     out.add_argument("--results", default="results", help="results folder written. Default: results")
     add_json(out)
-    refuse_renamed(p, NAME)
     p.add_argument(
         "--resume",
         default=None,

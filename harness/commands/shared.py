@@ -12,7 +12,6 @@ from typing import Any
 from harness.analysis.ab import Decision, Rule
 from harness.commands.output import add_json
 from harness.commands.selection import add_selection_args
-from harness.commands.vocabulary import refuse_renamed
 from harness.contract.outputs import Paired
 from harness.errors import HarnessError
 
@@ -69,10 +68,9 @@ def add_measuring(
     budget: tuple[float, str] | None = None,
 ) -> None:
     """A paired command's selection (:func:`add_selection_args`), ``--results`` (``results``: where
-    its rows go), ``--wait-lock``, ``--json``, and its old spellings refused."""
+    its rows go), ``--wait-lock`` and ``--json``."""
     add_selection_args(p, sweep, writes_rows=True, budget=budget)
     p.add_argument("--results", default="results", help=f"results folder; {results}. Default: results")
-    refuse_renamed(p, command)
     p.add_argument(
         "--wait-lock",
         action="store_true",

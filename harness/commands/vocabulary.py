@@ -1,6 +1,7 @@
-"""One vocabulary across commands: each concept has one flag everywhere, and a spelling it had before
-(2026-11-26) is refused with a message naming the new one, so a script written for the old
-commands stops at once instead of running with a default it did not ask for.
+"""One vocabulary across commands: each concept has one flag everywhere. A spelling a flag had before
+2026-11-26 (``--out``, ``--a``, ``--alpha``, ...) is an unknown flag, and no parser takes an
+abbreviation (``allow_abbrev=False``), so a script written for the old commands stops at once
+(exit 2) instead of running with a default it did not ask for.
 
 The concepts (:data:`CONCEPTS`): the results folder (``--results``, read and written; the commands
 that read runs take it more than once, and a pack file in place of a folder), the report folder
@@ -15,49 +16,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-RENAMED: dict[str, dict[str, str]] = {
-    "run": {"--out": "--results"},
-    "ab": {
-        "--out": "--results",
-        "--a": "--baseline",
-        "--b": "--candidate",
-        "--a-env": "--baseline-env",
-        "--b-env": "--candidate-env",
-    },
-    "nightly": {
-        "--out": "--results",
-        "--reference": "--baseline",
-        "--reference-env": "--baseline-env",
-        "--alpha": "--false-alarm",
-    },
-    "compare": {"--alpha": "--false-alarm"},
-    "report": {"--out": "--report-dir"},
-}
-"""Command -> {old flag: its flag now}."""
-
-
-class _Renamed(argparse.Action):
-    """An old spelling: parsing it stops with an error naming the flag to use."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
-        self.new = new
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        parser.error(
-            f"{self.option_strings[0]} is now {self.new} (one flag for one thing across commands: "
-            "docs/reference/cli.md)"
-        )
-
-
-def refuse_renamed(parser: argparse.ArgumentParser, command: str) -> None:
-    """Add ``command``'s old spellings (:data:`RENAMED`) to ``parser`` as refusals."""
-    for old, new in RENAMED.get(command, {}).items():
-        parser.add_argument(old, action=_Renamed, new=new, dest=f"renamed_{old.strip('-')}")
 
 
 @dataclass(frozen=True)
@@ -93,14 +53,13 @@ def _default(action: argparse.Action) -> str:
 
 def _cell(concept: Concept, command: str, parser: argparse.ArgumentParser) -> str:
     """The concept's flags ``parser`` takes, its default in parentheses (where the concept gives
-    it), ``(was --old)`` where a flag was renamed; "-" where it takes none."""
+    it); "-" where it takes none."""
     actions = parser._option_string_actions
     flags = [f for f in concept.flags if f in actions]
     if not flags:
         return "-"
     default = f" ({_default(actions[flags[0]])})" if concept.default else ""
-    was = [old for old, new in RENAMED.get(command, {}).items() if new in flags]
-    return ", ".join(flags) + default + (f" (was {', '.join(was)})" if was else "")
+    return ", ".join(flags) + default
 
 
 def concept_table(parsers: Mapping[str, argparse.ArgumentParser]) -> tuple[list[str], list[list[str]]]:
