@@ -11,39 +11,37 @@ import math
 import pandas as pd
 
 from harness.analysis import ratio_figure, render
-from harness.contract.records import Status
+from harness.contract.columns import unflatten_all
+from harness.contract.records import NightlyRow, Status
 
 COLUMNS: tuple[str, ...] = ("night", "when (UTC)", "cand/ref", "95% CI", "pairs", "vs baseline", "rule (a)")
 COLUMNS += ("rule (b)", "candidate", "reference")
 
 
-def _f(value: object, fmt: str = ".3f") -> str:
-    try:
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if not math.isfinite(x) else format(x, fmt)
+def _f(x: float | None, fmt: str = ".3f") -> str:
+    return "-" if x is None or not math.isfinite(x) else format(x, fmt)
 
 
-def _cells(r: pd.Series) -> list[object]:
+def _cells(r: NightlyRow) -> list[object]:
     """One night's row of the table, in :data:`COLUMNS`' order."""
+    c = r.change_point
     cp = (
-        f"x{_f(r['change_point_shift'])} from {r['change_point']} (p {_f(r['change_point_p'], '.4f')}"
-        f"{', new' if r['change_point_new'] is True else ', confirms (a)'})"
-        if pd.notna(r["change_point"])
+        f"x{_f(c.change_point_shift)} from {c.change_point} (p {_f(c.change_point_p, '.4f')}"
+        f"{', new' if c.change_point_new is True else ', confirms (a)'})"
+        if c.change_point
         else ""
     )
     return [
-        r["label"],
-        str(r["timestamp"])[:16].replace("T", " "),
-        _f(r["ratio"]),
-        f"{_f(r['ratio_ci_low'])}..{_f(r['ratio_ci_high'])}",
-        r["pairs"],
-        _f(r["change"]),
-        r["verdict"] if r["status"] == Status.OK else f"{r['status']}: {r['reason']}",
+        r.label,
+        r.timestamp[:16].replace("T", " "),
+        _f(r.ratio.value),
+        f"{_f(r.ratio.low)}..{_f(r.ratio.high)}",
+        r.pairs,
+        _f(r.change.value),
+        r.verdict if r.status == Status.OK else f"{r.status}: {r.reason}",
         cp,
-        r["candidate_versions"],
-        r["reference_versions"],
+        r.candidate_versions,
+        r.reference_versions,
     ]
 
 
@@ -58,7 +56,9 @@ def page(points: pd.DataFrame, title: str = "nightly") -> str:
     series = []
     for key in order:
         nights = points[points["series"] == key]
-        rows = [(ratio_figure.alarm_of(r["alarm"]), _cells(r)) for _, r in nights.iloc[::-1].iterrows()]
+        typed = unflatten_all(NightlyRow, nights.to_dict("records"))
+        rows = [(ratio_figure.alarm_of(r.alarm), _cells(r)) for r in reversed(typed)]
         chart = ratio_figure.png_base64(ratio_figure.nightly(nights))
-        series.append((key, nights.iloc[-1], len(nights), chart, rows))
-    return render.page("nightly.html", title=title, last=points.iloc[-1], series=series, columns=COLUMNS)
+        series.append((key, typed[-1], len(typed), chart, rows))
+    last = unflatten_all(NightlyRow, points.iloc[-1:].to_dict("records"))[0]
+    return render.page("nightly.html", title=title, last=last, series=series, columns=COLUMNS)
