@@ -113,27 +113,15 @@ def _machines(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["fingerprint"].notna()][cols].drop_duplicates("fingerprint")
 
 
-def _method(rows: pd.DataFrame) -> Method:
-    p, ok = rows.iloc[0], rows[rows["status"] == Status.OK]
-    procs = (
-        f"{int(ok['processes'].min())} to {int(ok['processes'].max())}"
-        if not ok.empty and ok["processes"].notna().all()
-        else "several"
-    )
-    used = (
-        ok["ci_history_runs"].fillna(0).astype(int)
-        if "ci_history_runs" in ok
-        else pd.Series(0, index=ok.index)
-    )
-    return Method(
-        procs,
-        "ratio_instances" in ok and bool(ok["ratio_instances"].notna().any()),
-        p["window_target_s"],
-        p["repeats"],
-        p["warmup_windows"],
-        int((used > 0).sum()),
-        len(ok),
-    )
+def _method(records: Sequence[CellRow]) -> Method:
+    """The method paragraph's figures, from the first row's timing and the ok rows' spreads."""
+    t, ok = records[0].timing, [r for r in records if r.status == Status.OK]
+    counts = [r.spread.processes for r in ok if r.spread.processes is not None]
+    procs = f"{min(counts)} to {max(counts)}" if ok and len(counts) == len(ok) else "several"
+    turns = any(r.efficiency.ratio_instances is not None for r in ok)
+    widened = sum(1 for r in ok if (r.spread.ci_history_runs or 0) > 0)
+    window = math.nan if t.window_target_s is None else t.window_target_s
+    return Method(procs, turns, window, t.repeats or 0, t.warmup_windows or 0, widened, len(ok))
 
 
 def _table(df: pd.DataFrame) -> str:
@@ -174,7 +162,7 @@ def build_html(
         collectives=collectives is not None and not collectives.empty,
         predictions=_predicted(rows, collectives),
         machines=_table(_machines(rows)),
-        method=_method(rows),
+        method=_method(records),
         verdict_rule=verdict_rule(_min_effect(typed)),
         min_history_runs=stats.MIN_HISTORY_RUNS,
         history_runs=stats.HISTORY_RUNS,
