@@ -30,7 +30,17 @@ from harness.commands.shared import interrupt_on_sigterm, paired
 from harness.contract.outputs import BisectOutput, BisectStep
 from harness.errors import EXIT_INTERRUPTED, HarnessError
 from harness.launch import builds
-from harness.launch.bisect import JOURNAL, AbMeasurer, Bisect, Result, Settings, folder_of, key_of, replay
+from harness.launch.bisect import (
+    JOURNAL,
+    AbMeasurer,
+    Bisect,
+    Identity,
+    Result,
+    Settings,
+    folder_of,
+    key_of,
+    replay,
+)
 from harness.launch.lock import MachineLock
 from harness.launch.runner import plan as runnable
 from harness.results.journal import Journal, read
@@ -139,13 +149,13 @@ class Plan:
     def cell(self) -> Cell:
         return self.sel.cells[0]
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> Identity:
         """What makes two commands the same bisect (the second goes on with the first): the builds,
         the cell and how it is timed; not the decision rule (a rerun with more pairs goes on) nor
         the budget."""
         timing = {k: v for k, v in dataclasses.asdict(self.sel.protocol).items() if k != "budget_min"}
-        return {"good": self.good, "bad": self.bad, "index": self.index.where, "nightly": self.nightly,
-                "cell": self.cell.id, "timing": timing}  # fmt: skip
+        return Identity(good=self.good, bad=self.bad, index=self.index.where, nightly=self.nightly,
+                        cell=self.cell.id, timing=timing)  # fmt: skip
 
 
 def plan(args: argparse.Namespace) -> Plan:
