@@ -49,8 +49,7 @@ disturbed (no ratio): those do not count towards ``max_pairs``."""
 
 
 class Identity(TypedDict):
-    """What makes two commands the same bisect: the builds, the cell, how it is timed (the
-    protocol's fields but the budget)."""
+    """What makes two commands the same bisect: builds, cell, timing (the protocol but its budget)."""
 
     good: str
     bad: str
@@ -61,7 +60,8 @@ class Identity(TypedDict):
 
 
 class StepFields(TypedDict):
-    """A step in a journal entry: its kind and the indices of the builds it compares."""
+    """A journal entry's step: its kind and the indices of the builds it compares. The entries
+    after the plan (module doc) follow, one per ``kind``."""
 
     step_kind: str
     a: int
@@ -69,8 +69,6 @@ class StepFields(TypedDict):
 
 
 class PairEntry(StepFields):
-    """A pair as it ended: its order, its ratio B/A (None: every block disturbed), why it failed."""
-
     kind: Literal["pair"]
     pair: int
     order: str
@@ -80,8 +78,6 @@ class PairEntry(StepFields):
 
 
 class StepEntry(StepFields):
-    """A step decided: its ratio and CI (None: NaN), its pairs, verdict, why it failed."""
-
     kind: Literal["step"]
     ratio: float | None
     low: float | None
@@ -92,8 +88,6 @@ class StepEntry(StepFields):
 
 
 class InstalledEntry(TypedDict):
-    """Build ``index`` installed: its folder and what it imported as."""
-
     kind: Literal["installed"]
     index: int
     folder: str
@@ -116,7 +110,7 @@ class EndEntry(TypedDict):
 
 
 Entry = InstalledEntry | SkippedEntry | PairEntry | StepEntry | EndEntry
-"""A journal line after the plan (the module doc)."""
+"""A journal line after the plan."""
 
 
 @dataclass(frozen=True)
@@ -270,16 +264,10 @@ class Bisect:
             self.report(f"skipped {build.spec}: {e}")
             return None
         if self.known.installed.get(i) != inst:
-            self.journal.append(
-                InstalledEntry(
-                    kind="installed",
-                    index=i,
-                    folder=inst.folder,
-                    tf_version=inst.tf_version,
-                    git_version=inst.git_version,
-                    keras_version=inst.keras_version,
-                )
-            )
+            self.journal.append(InstalledEntry(
+                kind="installed", index=i, folder=inst.folder, tf_version=inst.tf_version,
+                git_version=inst.git_version, keras_version=inst.keras_version,
+            ))  # fmt: skip
             self.known.installed[i] = inst
         return inst
 
