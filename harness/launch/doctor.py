@@ -13,6 +13,8 @@ ParameterServerStrategy needs a cluster of servers and is not probed here (``pyt
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from functools import partial
 
 from harness.analysis.doctor import SKIPPED, Report, warnings
 from harness.contract.machine import MachineFacts
@@ -46,60 +48,26 @@ def default_replica_counts(gpu_count: int, logical: bool = False) -> list[int]:
 
 def collect_local(replicas: int, probes: list[Probe], ended: str) -> list[Probe]:
     """The probes of one local probe process; those it never reported failed with ``ended``."""
-    got = {(p.strategy, p.cross_device_ops): p for p in probes}
-    out = []
-    for strategy, op in local_probes(replicas):
-        p = got.get((strategy, op))
-        if p is None:
-            out.append(
-                Probe(
-                    strategy,
-                    op,
-                    replicas,
-                    ProbeStatus.FAILS,
-                    f"the probe process {ended} before this probe reported (it may have crashed in it)",
-                )
-            )
-        else:
-            out.append(Probe(strategy, op, replicas, p.status, p.detail, p.effective))
-    return out
+    got = {(p.strategy, p.cross_device_ops): replace(p, replicas=replicas) for p in probes}
+    failed = f"the probe process {ended} before this probe reported (it may have crashed in it)"
+    return [
+        got.get(key) or Probe(*key, replicas, ProbeStatus.FAILS, failed) for key in local_probes(replicas)
+    ]
 
 
 def collect_workers(communication: str, per_worker: list[tuple[list[Probe], str]]) -> Probe:
     """One MultiWorkerMirrored probe from its workers' probes: works only if every worker says so."""
     results = [(i, next(iter(probes), None), ended) for i, (probes, ended) in enumerate(per_worker)]
     bad = [(i, d, ended) for i, d, ended in results if d is None or d.status != ProbeStatus.WORKS]
-    replicas = len(per_worker)
+    n = len(per_worker)
+    probe = partial(Probe, WORKER_PROBE_STRATEGY, communication, n, workers=n)
     if not bad:
         first = results[0][1]
-        return Probe(
-            WORKER_PROBE_STRATEGY,
-            communication,
-            replicas,
-            ProbeStatus.WORKS,
-            first.detail if first else "",
-            first.effective if first else "",
-            workers=len(per_worker),
-        )
+        return probe(ProbeStatus.WORKS, first.detail if first else "", first.effective if first else "")
     i, d, ended = bad[0]
     if d is None:
-        return Probe(
-            WORKER_PROBE_STRATEGY,
-            communication,
-            replicas,
-            ProbeStatus.FAILS,
-            f"worker {i}: the probe process {ended} before reporting",
-            workers=len(per_worker),
-        )
-    return Probe(
-        WORKER_PROBE_STRATEGY,
-        communication,
-        replicas,
-        d.status,
-        f"worker {i}: {d.detail}",
-        d.effective,
-        workers=len(per_worker),
-    )
+        return probe(ProbeStatus.FAILS, f"worker {i}: the probe process {ended} before reporting")
+    return probe(d.status, f"worker {i}: {d.detail}", d.effective)
 
 
 def ended_as(returncode: int | None, stderr_tail: str) -> str:
@@ -197,20 +165,11 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float, scope: PortScope
     communications: tuple[str, ...] = MWMS_COMMUNICATIONS_CPU
     probes: list[Probe] = []
     if not scope.runs:
-        return [Probe(WORKER_PROBE_STRATEGY, "-", MWMS_WORKERS, SKIPPED, scope.words, workers=MWMS_WORKERS)]
+        return [_skipped("-", scope.words)]
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
         if not communications:
-            probes.append(
-                Probe(
-                    WORKER_PROBE_STRATEGY,
-                    "-",
-                    MWMS_WORKERS,
-                    SKIPPED,
-                    f"needs {MWMS_WORKERS} GPUs, one per local worker",
-                    workers=MWMS_WORKERS,
-                )
-            )
+            probes.append(_skipped("-", f"needs {MWMS_WORKERS} GPUs, one per local worker"))
     cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
     platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1, ports=scope.name)
     for comm in communications:
@@ -225,20 +184,12 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float, scope: PortScope
                 argvs = [["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS
                 results = run_probe_processes(argvs, envs, timeout_s)
         except NoNamespace as e:
-            probes.append(
-                Probe(
-                    WORKER_PROBE_STRATEGY,
-                    comm,
-                    MWMS_WORKERS,
-                    SKIPPED,
-                    no_namespace_text(e),
-                    workers=MWMS_WORKERS,
-                )
-            )
+            probes.append(_skipped(comm, no_namespace_text(e)))
             continue
-        probes.append(
-            collect_workers(
-                comm, [(parse(r.lines)[1], ended_as(r.returncode, r.stderr_tail)) for r in results]
-            )
-        )
+        ended = [(parse(r.lines)[1], ended_as(r.returncode, r.stderr_tail)) for r in results]
+        probes.append(collect_workers(comm, ended))
     return probes
+
+
+def _skipped(op: str, why: str) -> Probe:
+    return Probe(WORKER_PROBE_STRATEGY, op, MWMS_WORKERS, SKIPPED, why, workers=MWMS_WORKERS)
