@@ -49,14 +49,14 @@ disturbed (no ratio): those do not count towards ``max_pairs``."""
 
 
 class Identity(TypedDict):
-    """What makes two commands the same bisect: builds, cell, timing (the protocol but its budget)."""
+    """What makes two commands the same bisect: builds, cell, timing (the protocol's fields but budget)."""
 
     good: str
     bad: str
     index: str
     nightly: str | None
     cell: str
-    timing: dict[str, Any]
+    timing: dict[str, float]
 
 
 class StepFields(TypedDict):
