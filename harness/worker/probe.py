@@ -91,16 +91,9 @@ def facts(device_type: str, replicas: int) -> None:
         os.cpu_count() or 0,
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0,
     )
-    steering = (
-        "TF_FORCE_GPU_ALLOW_GROWTH",
-        "TF_GPU_ALLOCATOR",
-        "CUDA_VISIBLE_DEVICES",
-        "HIP_VISIBLE_DEVICES",
-        "TF_NUM_INTRAOP_THREADS",
-        "TF_NUM_INTEROP_THREADS",
-        "OMP_NUM_THREADS",
-    )
-    env = {k: v for k, v in os.environ.items() if k in steering}
+    steering = "TF_FORCE_GPU_ALLOW_GROWTH TF_GPU_ALLOCATOR CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES"
+    steering += " TF_NUM_INTRAOP_THREADS TF_NUM_INTEROP_THREADS OMP_NUM_THREADS"
+    env = {k: v for k, v in os.environ.items() if k in steering.split()}
     found = ProbeFacts(
         physical, logical, kind, tf.__version__, keras.__version__, build, threads, growth, env
     )
