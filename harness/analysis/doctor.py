@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from harness.analysis.tables import render_table
-from harness.contract.probes import ProbeStatus
+from harness.contract.probes import Probe, ProbeFacts, ProbeStatus
 from harness.spec.axes import AXIS_BY_NAME
 
 SKIPPED = ProbeStatus.SKIPPED
@@ -34,24 +33,10 @@ class GpuProcess:
 
 
 @dataclass(frozen=True)
-class Probe:
-    """One strategy x cross-device op at one replica count: works, unsupported, fails or wrong
-    result, with the reason and the op TensorFlow really used."""
-
-    strategy: str
-    cross_device_ops: str
-    replicas: int
-    status: str
-    detail: str
-    effective: str = ""
-    workers: int = 1
-
-
-@dataclass(frozen=True)
 class Report:
-    """Everything doctor found. ``facts``: the probe child's devices/build/threads JSON."""
+    """Everything doctor found. ``facts``: the probe child's devices, build and threads."""
 
-    facts: dict[str, Any]
+    facts: ProbeFacts
     os_gpus: list[OsGpu]
     gpu_processes: list[GpuProcess]
     nvml: str
@@ -63,28 +48,23 @@ class Report:
     """The machine's default name (the rows' machine column without ``--machine``), then its facts,
     in one line each."""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 # ------------------------------------------------------------------------------------------------
 # Warnings: pure functions of what was found
 # ------------------------------------------------------------------------------------------------
 
 
-def _vendor_warnings(facts: dict[str, Any], os_list: list[OsGpu]) -> list[str]:
+def _vendor_warnings(facts: ProbeFacts, os_list: list[OsGpu]) -> list[str]:
     out = []
     os_vendors: dict[str, int] = {}
     for g in os_list:
         if g.vendor in ("NVIDIA", "AMD"):
             os_vendors[g.vendor] = os_vendors.get(g.vendor, 0) + 1
-    tf_gpus = [d for d in facts.get("physical", []) if d["type"] == "GPU"]
-    build = facts.get("build", {})
     drives = (
         "ROCm (AMD)"
-        if build.get("is_rocm_build")
+        if facts.build.is_rocm_build
         else "CUDA (NVIDIA)"
-        if build.get("is_cuda_build")
+        if facts.build.is_cuda_build
         else "no GPU (CPU-only build)"
     )
     if len(os_vendors) > 1:
@@ -95,7 +75,7 @@ def _vendor_warnings(facts: dict[str, Any], os_list: list[OsGpu]) -> list[str]:
             "Use the others from a second process with the other build (tensorflow-rocm or "
             "tensorflow[and-cuda]); they cannot join one MirroredStrategy."
         )
-    if os_vendors and not tf_gpus:
+    if os_vendors and not facts.gpu_count:
         out.append(
             f"the OS lists {sum(os_vendors.values())} GPU(s) but TensorFlow sees none: this "
             f"build drives {drives}, or CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES hide them"
@@ -103,7 +83,7 @@ def _vendor_warnings(facts: dict[str, Any], os_list: list[OsGpu]) -> list[str]:
     return out
 
 
-def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[int]) -> list[str]:
+def _gpu_warnings(facts: ProbeFacts, procs: list[GpuProcess], own_pids: set[int]) -> list[str]:
     out = []
     others = [p for p in procs if p.pid not in own_pids]
     by_gpu: dict[int, list[GpuProcess]] = {}
@@ -115,8 +95,8 @@ def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[
             f"GPU {gpu}: {len(ps)} other process(es) hold {used:.1f} GiB (pids "
             f"{', '.join(str(p.pid) for p in ps[:5])}): timings there are shared"
         )
-    growth = facts.get("memory_growth", {})
-    forced = facts.get("env", {}).get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true"
+    growth = facts.memory_growth
+    forced = facts.env.get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true"
     if growth and not any(growth.values()) and not forced:
         out.append(
             "GPU memory growth is off by default: a TensorFlow process maps nearly all GPU "
@@ -127,12 +107,12 @@ def _gpu_warnings(facts: dict[str, Any], procs: list[GpuProcess], own_pids: set[
     return out
 
 
-def _thread_warnings(facts: dict[str, Any]) -> list[str]:
-    t = facts.get("threads", {})
+def _thread_warnings(facts: ProbeFacts) -> list[str]:
+    t = facts.threads
     out = []
-    if t and t.get("affinity", 0) < t.get("cores", 0):
+    if t.affinity < t.cores:
         out.append(
-            f"this process may run on {t['affinity']} of the host's {t['cores']} cores "
+            f"this process may run on {t.affinity} of the host's {t.cores} cores "
             "(CPU affinity, e.g. taskset or a container's cpuset)"
         )
     return out
@@ -159,14 +139,14 @@ def _probe_warnings(probes: list[Probe], gpu_count: int) -> list[str]:
 
 
 def warnings(
-    facts: dict[str, Any],
+    facts: ProbeFacts,
     os_list: list[OsGpu],
     procs: list[GpuProcess],
     own_pids: set[int],
     probes: list[Probe],
 ) -> list[str]:
     """Every warning, in words: vendors, GPU sharing and memory growth, threads, probe results."""
-    gpu_count = sum(1 for d in facts.get("physical", []) if d["type"] == "GPU")
+    gpu_count = facts.gpu_count
     return (
         _vendor_warnings(facts, os_list)
         + _gpu_warnings(facts, procs, own_pids)
@@ -185,30 +165,30 @@ def render(report: Report) -> str:
     f = report.facts
     lines = ["Devices (TensorFlow):"]
     rows: list[tuple[str, ...]] = [("physical", "type", "vendor", "model")]
-    rows += [(d["name"], d["type"], d["vendor"] or "-", d["model"] or "-") for d in f["physical"]]
+    rows += [(d.name, d.type, d.vendor or "-", d.model or "-") for d in f.physical]
     lines.append(render_table(rows[0], rows[1:], indent=2))
-    lines.append(f"  logical {f['logical_type']} devices: {', '.join(f['logical'])}")
+    lines.append(f"  logical {f.logical_type} devices: {', '.join(f.logical)}")
     if report.os_gpus:
         lines.append(
             "  GPUs the OS lists: " + ", ".join(f"{g.card} {g.vendor} ({g.pci})" for g in report.os_gpus)
         )
-    b = f["build"]
+    b = f.build
     gpu_build = (
-        "CUDA " + str(b.get("cuda_version")) + ", cuDNN " + str(b.get("cudnn_version"))
-        if b.get("is_cuda_build")
-        else "ROCm " + str(b.get("rocm_version"))
-        if b.get("is_rocm_build")
+        f"CUDA {b.cuda_version}, cuDNN {b.cudnn_version}"
+        if b.is_cuda_build
+        else f"ROCm {b.rocm_version}"
+        if b.is_rocm_build
         else "CPU only"
     )
-    t = f["threads"]
+    t = f.threads
     lines += [
         "",
-        f"TensorFlow {f['tensorflow']} ({gpu_build}), Keras {f['keras']}",
+        f"TensorFlow {f.tensorflow} ({gpu_build}), Keras {f.keras}",
         (
-            f"Threads: intra-op {t['intra_op'] or 'default (all cores)'}, inter-op "
-            f"{t['inter_op'] or 'default'}, {t['affinity']} of {t['cores']} cores usable"
+            f"Threads: intra-op {t.intra_op or 'default (all cores)'}, inter-op "
+            f"{t.inter_op or 'default'}, {t.affinity} of {t.cores} cores usable"
         ),
-        f"GPU memory growth: {f['memory_growth'] or 'no GPU'}",
+        f"GPU memory growth: {f.memory_growth or 'no GPU'}",
         f"GPU processes (NVML): {report.nvml or len(report.gpu_processes)}",
         f"Local clusters: {report.ports}",
         *(
@@ -253,4 +233,7 @@ def advice(report: Report) -> str:
 
 
 def to_json_text(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, default=str)
+    """``doctor --json``: the report; its facts as the probe child's line (``kind`` first)."""
+    out = asdict(report)
+    out["facts"] = {"kind": "facts", **out["facts"]}
+    return json.dumps(out, indent=2, default=str)

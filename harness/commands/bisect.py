@@ -37,7 +37,17 @@ from harness.commands.shared import (
 from harness.contract.outputs import BisectOutput, BisectStep
 from harness.errors import EXIT_INTERRUPTED, HarnessError
 from harness.launch import builds
-from harness.launch.bisect import JOURNAL, AbMeasurer, Bisect, Result, Settings, folder_of, key_of, replay
+from harness.launch.bisect import (
+    JOURNAL,
+    AbMeasurer,
+    Bisect,
+    Identity,
+    Result,
+    Settings,
+    folder_of,
+    key_of,
+    replay,
+)
 from harness.launch.lock import MachineLock
 from harness.launch.runner import plan as runnable
 from harness.results.journal import Journal, read
@@ -132,13 +142,13 @@ class Plan:
         """``--budget-min``: the minutes the bisect may spend."""
         return self.sel.protocol.budget_min
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> Identity:
         """What makes two commands the same bisect (the second goes on with the first): the builds,
         the cell and how it is timed; not the decision rule (a rerun with more pairs goes on) nor
         the budget."""
         timing = {k: v for k, v in dataclasses.asdict(self.sel.protocol).items() if k != "budget_min"}
-        return {"good": self.good, "bad": self.bad, "index": self.index.where, "nightly": self.nightly,
-                "cell": self.cell.id, "timing": timing}  # fmt: skip
+        return Identity(good=self.good, bad=self.bad, index=self.index.where, nightly=self.nightly,
+                        cell=self.cell.id, timing=timing)  # fmt: skip
 
 
 def plan(args: argparse.Namespace) -> Plan:

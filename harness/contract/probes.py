@@ -3,7 +3,9 @@ parent (:mod:`harness.launch.doctor`) reads them and :mod:`harness.analysis.doct
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.strategies import STRATEGIES, only_strategy
@@ -24,6 +26,87 @@ class ProbeStatus(StrEnum):
     """It ran and returned wrong sums."""
     SKIPPED = "not probed"
     """Not probed (too few cores for its workers)."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One strategy x cross-device op at one replica count: works, unsupported, fails or wrong
+    result, with the reason and the op TensorFlow really used."""
+
+    strategy: str
+    cross_device_ops: str
+    replicas: int
+    status: str
+    detail: str
+    effective: str = ""
+    workers: int = 1
+
+
+@dataclass(frozen=True)
+class Device:
+    """A physical device TensorFlow lists: name, type (``GPU``, ``CPU``), model and vendor ("":
+    unknown), compute capability (a GPU's ``[major, minor]``)."""
+
+    name: str
+    type: str
+    model: str
+    vendor: str
+    compute_capability: list[int]
+
+
+@dataclass(frozen=True)
+class Build:
+    """What the TensorFlow build drives (``tf.sysconfig.get_build_info``; None: it does not say)."""
+
+    is_cuda_build: bool | None = None
+    is_rocm_build: bool | None = None
+    cuda_version: str | None = None
+    cudnn_version: str | None = None
+    rocm_version: str | None = None
+    cuda_compute_capabilities: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Threads:
+    """TensorFlow's intra- and inter-op threads (0: its default), the host's cores, the usable ones."""
+
+    intra_op: int
+    inter_op: int
+    cores: int
+    affinity: int
+
+
+@dataclass(frozen=True)
+class ProbeFacts:
+    """The probe child's ``facts`` line: devices (logical: those configured, of ``logical_type``),
+    versions, build, threads, memory growth by GPU, and the environment variables that steer them."""
+
+    physical: list[Device]
+    logical: list[str]
+    logical_type: str
+    tensorflow: str
+    keras: str
+    build: Build
+    threads: Threads
+    memory_growth: dict[str, bool]
+    env: dict[str, str]
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(1 for d in self.physical if d.type == "GPU")
+
+
+def parse(lines: list[dict[str, Any]]) -> tuple[ProbeFacts | None, list[Probe]]:
+    """A probe process's JSON lines: its ``facts`` (None: it printed none) and its probes."""
+    probes = [Probe(**{k: v for k, v in d.items() if k != "kind"}) for d in lines if d.get("kind") == "probe"]
+    f = next((d for d in lines if d.get("kind") == "facts"), None)
+    if f is None:
+        return None, probes
+    plain = {k: v for k, v in f.items() if k not in ("kind", "physical", "build", "threads")}
+    physical = [Device(**d) for d in f["physical"]]
+    return ProbeFacts(
+        physical=physical, build=Build(**f["build"]), threads=Threads(**f["threads"]), **plain
+    ), probes
 
 
 LOCAL_PROBES: tuple[tuple[str, str], ...] = (

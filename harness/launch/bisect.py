@@ -19,9 +19,9 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypedDict, cast
 
 from harness.analysis import ab
 from harness.analysis import bisect as bs
@@ -46,6 +46,71 @@ JOURNAL = "journal.jsonl"
 MAX_ATTEMPTS = 2
 """A step's pairs may reach this many times ``max_pairs`` when pairs come back with every block
 disturbed (no ratio): those do not count towards ``max_pairs``."""
+
+
+class Identity(TypedDict):
+    """What makes two commands the same bisect: builds, cell, timing (the protocol's fields but budget)."""
+
+    good: str
+    bad: str
+    index: str
+    nightly: str | None
+    cell: str
+    timing: dict[str, float]
+
+
+class StepFields(TypedDict):
+    """A journal entry's step: its kind and the indices of the builds it compares. The entries
+    after the plan (module doc) follow, one per ``kind``."""
+
+    step_kind: str
+    a: int
+    b: int
+
+
+class PairEntry(StepFields):
+    kind: Literal["pair"]
+    pair: int
+    order: str
+    ratio: float | None
+    failure: str
+    ab_id: str
+
+
+class StepEntry(StepFields):
+    kind: Literal["step"]
+    ratio: float | None
+    low: float | None
+    high: float | None
+    pairs: int
+    verdict: str
+    failure: str
+
+
+class InstalledEntry(TypedDict):
+    kind: Literal["installed"]
+    index: int
+    folder: str
+    tf_version: str
+    git_version: str
+    keras_version: str
+
+
+class SkippedEntry(TypedDict):
+    kind: Literal["skipped"]
+    index: int
+    error: str
+
+
+class EndEntry(TypedDict):
+    kind: Literal["end"]
+    outcome: str
+    lo: int
+    hi: int
+
+
+Entry = InstalledEntry | SkippedEntry | PairEntry | StepEntry | EndEntry
+"""A journal line after the plan."""
 
 
 @dataclass(frozen=True)
@@ -82,37 +147,37 @@ class Journaled:
     ended: tuple[str, int, int] | None = None
 
 
-def _step(entry: dict[str, Any]) -> bs.Step:
+def _step(entry: StepFields) -> bs.Step:
     return bs.Step(bs.Kind(entry["step_kind"]), int(entry["a"]), int(entry["b"]))
 
 
-def replay(entries: Sequence[dict[str, Any]]) -> Journaled:
-    """The journal's entries (the plan first) as what they say (module doc). A step's ``step``
-    entry is its decision; its ``pair`` entries without one are the pairs of a step in progress."""
-    builds = tuple(bs.Build(**b) for b in entries[0]["builds"])
+def replay(lines: Sequence[dict[str, Any]]) -> Journaled:
+    """The journal's lines (the plan, then each :data:`Entry`) as what they say (module doc). A
+    step's ``step`` entry is its decision; its ``pair`` entries without one are the pairs of a step
+    in progress."""
+    builds = tuple(bs.Build(**b) for b in lines[0]["builds"])
     skipped: dict[int, str] = {}
     measured: dict[bs.Step, bs.Measured] = {}
     out = Journaled(bs.State(builds, skipped, ()))
-    for e in entries[1:]:
-        kind = e["kind"]
-        if kind == "installed":
+    for e in cast(Sequence[Entry], lines[1:]):
+        if e["kind"] == "installed":
             i = int(e["index"])
             out.installed[i] = Installed(
                 builds[i], e["folder"], e["tf_version"], e["git_version"], e["keras_version"]
             )
-        elif kind == "skipped":
+        elif e["kind"] == "skipped":
             skipped[int(e["index"])] = str(e["error"])
-        elif kind == "pair":
+        elif e["kind"] == "pair":
             s = _step(e)
             out.pairs_done[s] = out.pairs_done.get(s, 0) + 1
-            if e.get("ratio") is not None:
-                out.ratios.setdefault(s, []).append(float(e["ratio"]))
-        elif kind == "step":
+            if (ratio := e.get("ratio")) is not None:
+                out.ratios.setdefault(s, []).append(float(ratio))
+        elif e["kind"] == "step":
             s = _step(e)
             d = ab.Decision(_nan(e["ratio"]), _nan(e["low"]), _nan(e["high"]), int(e["pairs"]), e["verdict"])
             measured.pop(s, None)  # a step decided again on a rerun: its latest decision
             measured[s] = bs.Measured(s, d, e.get("failure") or "")
-        elif kind == "end":
+        elif e["kind"] == "end":
             out.ended = (str(e["outcome"]), int(e["lo"]), int(e["hi"]))
     out.state = bs.State(builds, skipped, tuple(measured.values()))
     return out
@@ -122,25 +187,15 @@ def _nan_none(x: float) -> float | None:
     return x if x == x else None
 
 
-def step_entry(m: bs.Measured) -> dict[str, Any]:
-    d = m.decision
-    return {
-        "kind": "step",
-        **_step_fields(m.step),
-        "ratio": _nan_none(d.ratio),
-        "low": _nan_none(d.low),
-        "high": _nan_none(d.high),
-        "pairs": d.pairs,
-        "verdict": d.verdict,
-        "failure": m.failure,
-    }
+def step_entry(m: bs.Measured) -> StepEntry:
+    d, s = m.decision, m.step
+    return StepEntry(
+        kind="step", step_kind=str(s.kind), a=s.a, b=s.b, ratio=_nan_none(d.ratio), low=_nan_none(d.low),
+        high=_nan_none(d.high), pairs=d.pairs, verdict=d.verdict, failure=m.failure,
+    )  # fmt: skip
 
 
-def _step_fields(s: bs.Step) -> dict[str, Any]:
-    return {"step_kind": str(s.kind), "a": s.a, "b": s.b}
-
-
-def _nan(x: Any) -> float:
+def _nan(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
@@ -204,12 +259,15 @@ class Bisect:
                     f"{build.spec} cannot be measured ({e}); the bisect needs it as its "
                     f"{'good' if i == 0 else 'bad'} build. Fix the cause (or choose another) and rerun."
                 ) from None
-            self.journal.append({"kind": "skipped", "index": i, "error": str(e)})
+            self.journal.append(SkippedEntry(kind="skipped", index=i, error=str(e)))
             self.state = replace(self.state, skipped={**self.state.skipped, i: str(e)})
             self.report(f"skipped {build.spec}: {e}")
             return None
         if self.known.installed.get(i) != inst:
-            self.journal.append({"kind": "installed", "index": i, **_installed_fields(inst)})
+            self.journal.append(InstalledEntry(
+                kind="installed", index=i, folder=inst.folder, tf_version=inst.tf_version,
+                git_version=inst.git_version, keras_version=inst.keras_version,
+            ))  # fmt: skip
             self.known.installed[i] = inst
         return inst
 
@@ -222,7 +280,7 @@ class Bisect:
             if isinstance(nxt, bs.Done):
                 end = (str(nxt.outcome), nxt.lo, nxt.hi)
                 if self.known.ended != end:
-                    self.journal.append({"kind": "end", "outcome": end[0], "lo": end[1], "hi": end[2]})
+                    self.journal.append(EndEntry(kind="end", outcome=end[0], lo=end[1], hi=end[2]))
                     self.known.ended = end
                 return self._result(nxt)
             a, b = self._ensure(nxt.a), self._ensure(nxt.b)
@@ -260,10 +318,10 @@ class Bisect:
                 t0 = time.monotonic()
                 got: PairResult = pair(k, orders[k])
                 last_s = time.monotonic() - t0
-                self.journal.append(
-                    {"kind": "pair", **_step_fields(step), "pair": k, "order": orders[k], "ratio": got.ratio,
-                     "failure": got.failure, "ab_id": got.ab_id}
-                )  # fmt: skip
+                self.journal.append(PairEntry(
+                    kind="pair", step_kind=str(step.kind), a=step.a, b=step.b, pair=k, order=orders[k],
+                    ratio=got.ratio, failure=got.failure, ab_id=got.ab_id,
+                ))  # fmt: skip
                 self.known.pairs_done[step] = k + 1
                 if got.failure:
                     return bs.Measured(step, bs.decide(step, ratios, self.state, rule), got.failure)
@@ -274,12 +332,6 @@ class Bisect:
                 if decision.verdict != UNDECIDED:
                     break
         return bs.Measured(step, decision)
-
-
-def _installed_fields(inst: Installed) -> dict[str, Any]:
-    d = asdict(inst)
-    d.pop("build")
-    return d
 
 
 def _pair_line(step: bs.Step, state: bs.State, k: int, order: str, got: PairResult, d: ab.Decision) -> str:
@@ -334,7 +386,7 @@ class AbMeasurer:
             yield pair
 
 
-def key_of(identity: dict[str, Any]) -> str:
+def key_of(identity: Identity) -> str:
     """A bisect's folder name from what makes it the same bisect (a rerun resumes it)."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 

@@ -13,11 +13,12 @@ ParameterServerStrategy needs a cluster of servers and is not probed here (``pyt
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import replace
+from functools import partial
 
-from harness.analysis.doctor import SKIPPED, Probe, Report, warnings
+from harness.analysis.doctor import SKIPPED, Report, warnings
 from harness.contract.machine import MachineFacts
-from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
+from harness.contract.probes import WORKER_PROBE_STRATEGY, Probe, ProbeFacts, ProbeStatus, local_probes, parse
 from harness.errors import EXIT_FAILURE, HarnessError
 from harness.launch import gpus, isolation
 from harness.launch.isolation import NoNamespace, namespace
@@ -45,65 +46,28 @@ def default_replica_counts(gpu_count: int, logical: bool = False) -> list[int]:
     return sorted(counts | ({2 * gpu_count} if logical else set()))
 
 
-def collect_local(replicas: int, lines: list[dict[str, Any]], ended: str) -> list[Probe]:
+def collect_local(replicas: int, probes: list[Probe], ended: str) -> list[Probe]:
     """The probes of one local probe process; those it never reported failed with ``ended``."""
-    got = {(d["strategy"], d["cross_device_ops"]): d for d in lines if d.get("kind") == "probe"}
-    out = []
-    for strategy, op in local_probes(replicas):
-        d = got.get((strategy, op))
-        if d is None:
-            out.append(
-                Probe(
-                    strategy,
-                    op,
-                    replicas,
-                    ProbeStatus.FAILS,
-                    f"the probe process {ended} before this probe reported (it may have crashed in it)",
-                )
-            )
-        else:
-            out.append(Probe(strategy, op, replicas, d["status"], d["detail"], d.get("effective", "")))
-    return out
+    got = {(p.strategy, p.cross_device_ops): replace(p, replicas=replicas) for p in probes}
+    failed = f"the probe process {ended} before this probe reported (it may have crashed in it)"
+    return [
+        got.get(key) or Probe(*key, replicas, ProbeStatus.FAILS, failed) for key in local_probes(replicas)
+    ]
 
 
-def collect_workers(communication: str, per_worker: list[tuple[list[dict[str, Any]], str]]) -> Probe:
-    """One MultiWorkerMirrored probe from its workers' lines: works only if every worker says so."""
-    results = []
-    for i, (lines, ended) in enumerate(per_worker):
-        d = next((x for x in lines if x.get("kind") == "probe"), None)
-        results.append((i, d, ended))
-    bad = [(i, d, ended) for i, d, ended in results if d is None or d["status"] != ProbeStatus.WORKS]
-    replicas = len(per_worker)
+def collect_workers(communication: str, per_worker: list[tuple[list[Probe], str]]) -> Probe:
+    """One MultiWorkerMirrored probe from its workers' probes: works only if every worker says so."""
+    results = [(i, next(iter(probes), None), ended) for i, (probes, ended) in enumerate(per_worker)]
+    bad = [(i, d, ended) for i, d, ended in results if d is None or d.status != ProbeStatus.WORKS]
+    n = len(per_worker)
+    probe = partial(Probe, WORKER_PROBE_STRATEGY, communication, n, workers=n)
     if not bad:
-        d = results[0][1] or {}
-        return Probe(
-            WORKER_PROBE_STRATEGY,
-            communication,
-            replicas,
-            ProbeStatus.WORKS,
-            d.get("detail", ""),
-            d.get("effective", ""),
-            workers=len(per_worker),
-        )
+        first = results[0][1]
+        return probe(ProbeStatus.WORKS, first.detail if first else "", first.effective if first else "")
     i, d, ended = bad[0]
     if d is None:
-        return Probe(
-            WORKER_PROBE_STRATEGY,
-            communication,
-            replicas,
-            ProbeStatus.FAILS,
-            f"worker {i}: the probe process {ended} before reporting",
-            workers=len(per_worker),
-        )
-    return Probe(
-        WORKER_PROBE_STRATEGY,
-        communication,
-        replicas,
-        d["status"],
-        f"worker {i}: {d['detail']}",
-        d.get("effective", ""),
-        workers=len(per_worker),
-    )
+        return probe(ProbeStatus.FAILS, f"worker {i}: the probe process {ended} before reporting")
+    return probe(d.status, f"worker {i}: {d.detail}", d.effective)
 
 
 def ended_as(returncode: int | None, stderr_tail: str) -> str:
@@ -134,7 +98,7 @@ def examine(
     for r in counts:
         args = ["local", kind, str(r), str(gpu_count), str(platform.gpu_memory_mib)]
         res = run_probe_processes([args], [{} if kind == "GPU" else CPU_ENV], timeout_s)[0]
-        probes += collect_local(r, res.lines, ended_as(res.returncode, res.stderr_tail))
+        probes += collect_local(r, parse(res.lines)[1], ended_as(res.returncode, res.stderr_tail))
     probes += _worker_probes(kind, gpu_count, timeout_s, scope)
     os_list = gpus.os_gpus()
     procs, nvml = gpus.gpu_processes()
@@ -151,11 +115,11 @@ def machine_text(facts: MachineFacts) -> str:
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "-1", "HIP_VISIBLE_DEVICES": "-1"}
 
 
-def _ask_facts(kind: str, replicas: int, timeout_s: float) -> dict[str, Any]:
+def _ask_facts(kind: str, replicas: int, timeout_s: float) -> ProbeFacts:
     res = run_probe_processes(
         [["facts", kind, str(replicas)]], [CPU_ENV if kind == "CPU" else {}], timeout_s
     )[0]
-    found = next((d for d in res.lines if d.get("kind") == "facts"), None)
+    found = parse(res.lines)[0]
     if found is None:
         raise HarnessError(
             "TensorFlow could not report its devices: the probe process "
@@ -167,14 +131,14 @@ def _ask_facts(kind: str, replicas: int, timeout_s: float) -> dict[str, Any]:
 
 def _facts(
     device: str, replica_counts: list[int] | None, timeout_s: float
-) -> tuple[dict[str, Any], str, Platform, list[int]]:
+) -> tuple[ProbeFacts, str, Platform, list[int]]:
     """(facts, device type probed, the GPUs as planned for (their count; memory from nvidia-smi,
     0 where unknown, so none is split), replica counts); HarnessError on a bad request."""
     if device == "cpu":
         counts = replica_counts or default_replica_counts(0)
         return _ask_facts("CPU", max(counts), timeout_s), "CPU", Platform("cpu", 0), counts
     facts = _ask_facts("GPU", 1, timeout_s)
-    gpu_count = sum(1 for d in facts["physical"] if d["type"] == "GPU")
+    gpu_count = facts.gpu_count
     if device == "gpu" and gpu_count == 0:
         raise HarnessError(
             "Received --device=gpu, but TensorFlow sees no GPU; expected --device cpu or auto."
@@ -201,20 +165,11 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float, scope: PortScope
     communications: tuple[str, ...] = MWMS_COMMUNICATIONS_CPU
     probes: list[Probe] = []
     if not scope.runs:
-        return [Probe(WORKER_PROBE_STRATEGY, "-", MWMS_WORKERS, SKIPPED, scope.words, workers=MWMS_WORKERS)]
+        return [_skipped("-", scope.words)]
     if kind == "GPU":
         communications = MWMS_COMMUNICATIONS_GPU if gpu_count >= MWMS_WORKERS else ()
         if not communications:
-            probes.append(
-                Probe(
-                    WORKER_PROBE_STRATEGY,
-                    "-",
-                    MWMS_WORKERS,
-                    SKIPPED,
-                    f"needs {MWMS_WORKERS} GPUs, one per local worker",
-                    workers=MWMS_WORKERS,
-                )
-            )
+            probes.append(_skipped("-", f"needs {MWMS_WORKERS} GPUs, one per local worker"))
     cores = max(1, (os.cpu_count() or 1) // MWMS_WORKERS)
     platform = Platform("gpu" if kind == "GPU" else "cpu", gpu_count, 1, ports=scope.name)
     for comm in communications:
@@ -229,18 +184,12 @@ def _worker_probes(kind: str, gpu_count: int, timeout_s: float, scope: PortScope
                 argvs = [["worker", kind, str(MWMS_WORKERS), comm]] * MWMS_WORKERS
                 results = run_probe_processes(argvs, envs, timeout_s)
         except NoNamespace as e:
-            probes.append(
-                Probe(
-                    WORKER_PROBE_STRATEGY,
-                    comm,
-                    MWMS_WORKERS,
-                    SKIPPED,
-                    no_namespace_text(e),
-                    workers=MWMS_WORKERS,
-                )
-            )
+            probes.append(_skipped(comm, no_namespace_text(e)))
             continue
-        probes.append(
-            collect_workers(comm, [(r.lines, ended_as(r.returncode, r.stderr_tail)) for r in results])
-        )
+        ended = [(parse(r.lines)[1], ended_as(r.returncode, r.stderr_tail)) for r in results]
+        probes.append(collect_workers(comm, ended))
     return probes
+
+
+def _skipped(op: str, why: str) -> Probe:
+    return Probe(WORKER_PROBE_STRATEGY, op, MWMS_WORKERS, SKIPPED, why, workers=MWMS_WORKERS)

@@ -25,12 +25,13 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
-from harness.contract.columns import flatten, unflatten
-from harness.contract.events import Event, ProcessRow
+from harness.contract.columns import Columns, flatten, unflatten
+from harness.contract.events import Event, Facts, ProcessRow
 from harness.contract.machine import MachineFacts
-from harness.contract.records import Breakdown, CellRow
+from harness.contract.records import Breakdown, CellRow, WindowRow
+from harness.contract.tenant import TenantFacts
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch.breakdowns import Apart
@@ -191,13 +192,61 @@ def host_of(plan: Plan, given: str | None, here: MachineFacts) -> HostMachine:
     return HostMachine(name or given or facts.default_name, facts)
 
 
-def encode_end(end: CellEnd) -> dict[str, Any]:
+class CellEndEntry(TypedDict):
+    """A member's :class:`CellEnd` as journaled: its cell's id, its row's columns (None: no row)."""
+
+    cell_id: str
+    event: str
+    row: Columns | None
+    report: ProcessRow
+    windows: list[WindowRow]
+    reason: str
+    facts: Facts | None
+    wall_s: float
+    launch_s: float
+
+
+class InstanceEntry(TypedDict):
+    """What :meth:`harness.launch.budget.TurnsRun.apply` uses of an :class:`Instance`: its group's
+    name, its members' ends by key, its turns' fields."""
+
+    group: str
+    index: int
+    ends: dict[str, CellEndEntry]
+    turns: list[dict[str, float | str]]
+    steps: dict[str, int]
+    wall_s: float
+    dropped: str
+    culprit: str | None
+    phases: dict[str, float]
+    processes: int
+    tenant_facts: dict[str, TenantFacts]
+
+
+class ApartEntry(TypedDict):
+    """A cell's :class:`Apart` step breakdown: its id, the breakdown's fields, its seconds."""
+
+    cell: str
+    breakdown: dict[str, float | str | None]
+    seconds: float
+
+
+class PeakEntry(TypedDict):
+    """The run's :class:`PeakLog` so far."""
+
+    samples: dict[str, list[float]]
+    tensor_float_32: bool
+    failures: list[str]
+    seconds: float
+
+
+def encode_end(end: CellEnd) -> CellEndEntry:
     return {
         "cell_id": end.cell.id,
         "event": end.event.value,
         "row": None if end.row is None else flatten(end.row),
         "report": end.report,
-        "windows": [dict(w) for w in end.windows],
+        "windows": [w.copy() for w in end.windows],
         "reason": end.reason,
         "facts": end.facts,
         "wall_s": end.wall_s,
@@ -219,7 +268,7 @@ def decode_end(data: Mapping[str, Any], cells: Mapping[str, Cell]) -> CellEnd:
     )
 
 
-def encode_instance(instance: Instance) -> dict[str, Any]:
+def encode_instance(instance: Instance) -> InstanceEntry:
     """What :meth:`harness.launch.budget.TurnsRun.apply` uses of an instance, as JSON."""
     return {
         "group": instance.group.name,
@@ -252,7 +301,7 @@ def decode_instance(data: Mapping[str, Any], group: Group, cells: Mapping[str, C
     )
 
 
-def encode_apart(apart: Apart) -> dict[str, Any]:
+def encode_apart(apart: Apart) -> ApartEntry:
     return {"cell": apart.cell_id, "breakdown": dataclasses.asdict(apart.breakdown), "seconds": apart.seconds}
 
 
@@ -260,7 +309,7 @@ def decode_apart(data: Mapping[str, Any]) -> Apart:
     return Apart(str(data["cell"]), Breakdown(**data["breakdown"]), float(data["seconds"]))
 
 
-def peak_entry(peaks: PeakLog) -> dict[str, Any]:
+def peak_entry(peaks: PeakLog) -> PeakEntry:
     return {
         "samples": peaks.samples,
         "tensor_float_32": peaks.tensor_float_32,

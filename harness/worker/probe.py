@@ -17,10 +17,20 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import asdict, fields
 from functools import partial
 from typing import Any
 
-from harness.contract.probes import LOCAL_PROBES, WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
+from harness.contract.probes import (
+    LOCAL_PROBES,
+    WORKER_PROBE_STRATEGY,
+    Build,
+    Device,
+    ProbeFacts,
+    ProbeStatus,
+    Threads,
+    local_probes,
+)
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from harness.worker.fingerprint import host_cpu
@@ -42,7 +52,7 @@ def emit(kind: str, **fields: Any) -> None:
     print(json.dumps({"kind": kind, **fields}, default=str), flush=True)
 
 
-def _vendor(name: str, build: dict[str, Any]) -> str:
+def _vendor(name: str, build: Build) -> str:
     low = name.lower()
     for vendor, signs in (
         ("NVIDIA", ("nvidia", "tesla", "geforce", "quadro")),
@@ -50,7 +60,7 @@ def _vendor(name: str, build: dict[str, Any]) -> str:
     ):
         if any(s in low for s in signs):
             return vendor
-    return "AMD" if build.get("is_rocm_build") else "NVIDIA" if build.get("is_cuda_build") else ""
+    return "AMD" if build.is_rocm_build else "NVIDIA" if build.is_cuda_build else ""
 
 
 def facts(device_type: str, replicas: int) -> None:
@@ -58,79 +68,36 @@ def facts(device_type: str, replicas: int) -> None:
     import keras
     import tensorflow as tf
 
-    build = dict(tf.sysconfig.get_build_info())
+    info = tf.sysconfig.get_build_info()
+    build = Build(**{f.name: info.get(f.name) for f in fields(Build)})
     physical = []
     for d in tf.config.list_physical_devices():
         if d.device_type == "GPU":
             details = tf.config.experimental.get_device_details(d)
             name = details.get("device_name", "")
-            physical.append(
-                {
-                    "name": d.name,
-                    "type": d.device_type,
-                    "model": name,
-                    "vendor": _vendor(name, build),
-                    "compute_capability": list(details.get("compute_capability", ())),
-                }
-            )
+            capability = list(details.get("compute_capability", ()))
+            physical.append(Device(d.name, d.device_type, name, _vendor(name, build), capability))
         else:
-            physical.append(
-                {
-                    "name": d.name,
-                    "type": d.device_type,
-                    "model": host_cpu(),
-                    "vendor": "",
-                    "compute_capability": [],
-                }
-            )
+            physical.append(Device(d.name, d.device_type, host_cpu(), "", []))
     growth = {
         g.name: tf.config.experimental.get_memory_growth(g) for g in tf.config.list_physical_devices("GPU")
     }
     if device_type == "GPU" and not growth:  # asked for GPUs, TensorFlow sees none: list CPUs
         device_type = "CPU"
     kind, logical = devices(device_type, replicas)
-    emit(
-        "facts",
-        physical=physical,
-        logical=logical,
-        logical_type=kind,
-        tensorflow=tf.__version__,
-        keras=keras.__version__,
-        build={
-            k: build.get(k)
-            for k in (
-                "is_cuda_build",
-                "is_rocm_build",
-                "cuda_version",
-                "cudnn_version",
-                "rocm_version",
-                "cuda_compute_capabilities",
-            )
-        },
-        threads={
-            "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
-            "cores": os.cpu_count() or 0,
-            "affinity": len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else os.cpu_count() or 0,
-        },
-        memory_growth=growth,
-        env={
-            k: v
-            for k, v in os.environ.items()
-            if k
-            in (
-                "TF_FORCE_GPU_ALLOW_GROWTH",
-                "TF_GPU_ALLOCATOR",
-                "CUDA_VISIBLE_DEVICES",
-                "HIP_VISIBLE_DEVICES",
-                "TF_NUM_INTRAOP_THREADS",
-                "TF_NUM_INTEROP_THREADS",
-                "OMP_NUM_THREADS",
-            )
-        },
+    threads = Threads(
+        tf.config.threading.get_intra_op_parallelism_threads(),
+        tf.config.threading.get_inter_op_parallelism_threads(),
+        os.cpu_count() or 0,
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0,
     )
+    steering = "TF_FORCE_GPU_ALLOW_GROWTH TF_GPU_ALLOCATOR CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES"
+    steering += " TF_NUM_INTRAOP_THREADS TF_NUM_INTEROP_THREADS OMP_NUM_THREADS"
+    env = {k: v for k, v in os.environ.items() if k in steering.split()}
+    found = ProbeFacts(
+        physical, logical, kind, tf.__version__, keras.__version__, build, threads, growth, env
+    )
+    emit("facts", **asdict(found))
 
 
 def platform_of(device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0) -> Platform:

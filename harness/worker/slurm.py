@@ -11,21 +11,32 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TypedDict
 
 TASK_TYPES = ("chief", "worker", "ps")
 CPU_NODE_TASK_SLOTS = 1024
 """Most tasks per CPU-only node the Slurm path supports."""
 
 
-def resolve(jobs: dict[str, int], gpus_per_node: int, port_base: int) -> dict[str, Any]:
+class Resolved(TypedDict, total=False):
+    """The printed line (the module doc): the cluster as (task type, addresses) pairs, this task's
+    type and index, its GPU mask (None: no mask); or only ``error``."""
+
+    spec: list[tuple[str, list[str]]]
+    task_type: str
+    task_index: int
+    gpu_mask: str | None
+    error: str
+
+
+def resolve(jobs: dict[str, int], gpus_per_node: int, port_base: int) -> Resolved:
     """The resolver's cluster for ``jobs`` (task counts by type); tasks on a node get ports
     ``port_base``, ``port_base + 1``, ...; with GPUs, the resolver's GPU split as the mask."""
     from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import (
         SlurmClusterResolver,
     )
 
-    gpus: dict[str, Any] = {"gpus_per_node": gpus_per_node, "auto_set_gpu": True}
+    gpus: dict[str, int | bool] = {"gpus_per_node": gpus_per_node, "auto_set_gpu": True}
     if gpus_per_node == 0:
         # The resolver hands out ports while handing out GPUs: with none it fails on CPU nodes
         # (range() step 0). Give it one notional GPU per task, and set no mask from it.
@@ -37,7 +48,7 @@ def resolve(jobs: dict[str, int], gpus_per_node: int, port_base: int) -> dict[st
         return {"error": f"SlurmClusterResolver: {e}"}
     mask = os.environ.get("CUDA_VISIBLE_DEVICES") if gpus_per_node > 0 else None
     return {
-        "spec": [[k, list(spec[k])] for k in TASK_TYPES if k in spec],
+        "spec": [(k, list(spec[k])) for k in TASK_TYPES if k in spec],
         "task_type": resolver.task_type,
         "task_index": resolver.task_id,
         "gpu_mask": mask,

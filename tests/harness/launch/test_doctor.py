@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract.probes import WORKER_PROBE_STRATEGY, ProbeStatus, local_probes
+from harness.contract.probes import (
+    WORKER_PROBE_STRATEGY,
+    Build,
+    Device,
+    ProbeFacts,
+    ProbeStatus,
+    Threads,
+    local_probes,
+    parse,
+)
 from harness.launch import doctor, gpus
 from harness.worker.probe import judge
 
@@ -22,15 +31,17 @@ WORKS, WRONG, FAILS, UNSUPPORTED = (
 
 ROOT = Path(__file__).resolve().parents[3]
 
-FACTS = {
-    "physical": [
-        {"name": "/physical_device:GPU:0", "type": "GPU", "vendor": "NVIDIA", "model": "NVIDIA H100"}
-    ],
-    "build": {"is_cuda_build": True},
-    "memory_growth": {"/physical_device:GPU:0": False},
-    "env": {},
-    "threads": {"cores": 16, "affinity": 16},
-}
+FACTS = ProbeFacts(
+    [Device("/physical_device:GPU:0", "GPU", "NVIDIA H100", "NVIDIA", [9, 0])],
+    ["/device:GPU:0"],
+    "GPU",
+    "2.21.0",
+    "3.15.1",
+    Build(is_cuda_build=True),
+    Threads(0, 0, 16, 16),
+    {"/physical_device:GPU:0": False},
+    {},
+)
 
 
 def test_judge_checks_every_replica_sum() -> None:
@@ -62,12 +73,13 @@ def test_a_probe_process_that_died_fails_the_probes_it_never_reported() -> None:
             "kind": "probe",
             "strategy": "mirrored",
             "cross_device_ops": "auto",
+            "replicas": 2,
             "status": WORKS,
             "detail": "sum 3",
             "effective": "CollectiveAllReduce",
         }
     ]
-    probes = doctor.collect_local(2, lines, doctor.ended_as(-11, "Segmentation fault"))
+    probes = doctor.collect_local(2, parse(lines)[1], doctor.ended_as(-11, "Segmentation fault"))
     assert probes[0].status == WORKS
     rest = [p for p in probes if p.cross_device_ops != "auto"]
     assert rest and all(p.status == FAILS and "died with signal 11" in p.detail for p in rest)
@@ -164,16 +176,8 @@ def test_the_report_names_the_machine_and_its_facts_in_two_lines() -> None:
     from harness.contract.machine import MachineFacts
 
     facts = MachineFacts(cpu_model="AMD EPYC", cpu_flags="avx2 fma", cores=2, cpu_quota=1.0, memory_gib=24)
-    seen = {
-        "physical": [{"name": "/physical_device:CPU:0", "type": "CPU", "vendor": "", "model": ""}],
-        "logical_type": "CPU",
-        "logical": ["/device:CPU:0"],
-        "build": {},
-        "tensorflow": "2.21.0",
-        "keras": "3.15.1",
-        "threads": {"intra_op": 0, "inter_op": 0, "affinity": 2, "cores": 2},
-        "memory_growth": {},
-    }
+    cpu = [Device("/physical_device:CPU:0", "CPU", "", "", [])]
+    seen = ProbeFacts(cpu, ["/device:CPU:0"], "CPU", "2.21.0", "3.15.1", Build(), Threads(0, 0, 2, 2), {}, {})
     lines = render(Report(seen, [], [], "", [], machine=doctor.machine_text(facts))).splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("Machine: "))
     assert (
@@ -181,3 +185,17 @@ def test_the_report_names_the_machine_and_its_facts_in_two_lines() -> None:
         == f"Machine: AMD EPYC 2 cores (1 CPU quota) {facts.short_id} (run --machine NAME names it otherwise)"
     )
     assert lines[at + 1] == "  AMD EPYC, 2 cores, a 1-CPU quota, 24 GiB, 2 CPU flags; no GPU"
+
+
+def test_the_facts_line_reads_back_as_written_and_json_keeps_its_keys() -> None:
+    from dataclasses import asdict
+
+    from harness.analysis.doctor import Report, to_json_text
+
+    line = json.loads(json.dumps({"kind": "facts", **asdict(FACTS)}))
+    assert parse([line, {"kind": "other"}]) == (FACTS, [])
+    out = json.loads(to_json_text(Report(FACTS, [], [], "", [])))
+    assert (
+        list(out["facts"]) == ["kind", *asdict(FACTS)]
+        and out["facts"]["physical"][0]["model"] == "NVIDIA H100"
+    )
