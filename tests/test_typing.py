@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
-MAX_UNTYPED_DICTS = 50
+MAX_UNTYPED_DICTS = 49
 """``dict[str, Any]`` in harness/: what is left is JSON whose shape the code does not fix (a
 ``--json`` object's flattened rows, a user's file, a worker's raw event)."""
-MAX_ROW_LOOKUPS = 7
+MAX_ROW_LOOKUPS = 4
 """One row read by column name (``r["status"]``) in harness/analysis: a typed record reads it as
 ``r.status``."""
 ROW_LOOKUP = re.compile(r"\b(?:r|row|last|first|head|p|e|x)\[\"[a-z_]+\"\]")

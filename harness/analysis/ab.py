@@ -1,9 +1,9 @@
 """Paired A/B comparison of two builds or settings on one machine (``python -m harness ab``). Pure.
 
-Each pair is one A process and one B process of the same cell, run at once on the same CPUs (duet
-benchmarking, Bulej et al. 2020: whatever slows the CPUs during the pair slows both sides) or back
-to back (Laaber et al. 2019), in an order drawn per pair (AB or BA, seeded) so that neither side is
-always first. A pair's ratio is B's figure over A's (examples/s: below 1, B is slower).
+Each pair is one A process and one B process of the same cell, live at once and taking turns with
+the whole machine (whatever slows the machine during the pair slows both sides' turns alike) or
+back to back (Laaber et al. 2019), in an order drawn per pair (AB or BA, seeded) so that neither
+side is always first. A pair's ratio is B's figure over A's (examples/s: below 1, B is slower).
 
 Sequential rule, after each pair from ``min_pairs`` on: the CI of the mean log ratio (Student t,
 ``confidence``) is exponentiated, and the cell is decided when it lies

@@ -202,9 +202,8 @@ TERMS: tuple[Term, ...] = (
     Term(
         "oversubscribed",
         "Measured on shared cores: a configuration's workers (and parameter-server tasks) were "
-        "given more cores in all than the machine has, or each co-tenant was given every core, or "
-        "an ab duet's two sides shared the same CPUs. Such a figure is marked (* in the terminal's "
-        "table).",
+        "given more cores in all than the machine has, or each co-tenant was given every core. "
+        "Such a figure is marked (* in the terminal's table).",
     ),
     Term(
         "machine",

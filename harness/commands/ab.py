@@ -68,9 +68,8 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         default="turns",
         metavar="MODE",
         help="turns (default): each pair's A and B processes are live at once and take turns, "
-        "each side's one timed window with the whole machine while the other waits; duet: at once, "
-        "both pinned to the same half of the host's CPUs, timing together (single-process cells; "
-        "others alternate); alternate: one after the other, each with the whole host",
+        "each side's one timed window with the whole machine while the other waits; alternate: one "
+        "after the other, each with the whole host (its pairs vary more: docs/explanation/calibration.md)",
     )
     add_pair_rule(
         p,

@@ -97,9 +97,7 @@ class Launch:
     processes ask for more cores than the host has (None: the worker decides).
 
     ``meet``: how many processes meet at the start barrier (:data:`TENANT_BARRIER_ENV`) after their
-    first call (co-tenants: the cell's tenants; ``ab --mode duet``: the pair's two sides);
-    ``cpus``: the host CPUs the process pins itself to before TensorFlow starts (``ab --mode
-    duet``; None: the parent's)."""
+    first call (co-tenants: the cell's tenants)."""
 
     env: tuple[tuple[str, str], ...] = ()
     role: Role = Role.CHIEF
@@ -108,7 +106,6 @@ class Launch:
     hosts: int = 1
     oversubscribed: bool | None = None
     meet: int = 1
-    cpus: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,13 +135,11 @@ class Job:
                 "log_dir": Path(o["log_dir"]),
             }
         )
-        cpus = la.get("cpus")
         launch = Launch(
             **{
                 **la,
                 "env": tuple(map(tuple, la["env"])),
                 "role": Role(la["role"]),
-                "cpus": None if cpus is None else tuple(cpus),
             }
         )
         return cls(Cell.from_dict(d["cell"]), options, launch, d.get("inject_fault"))
@@ -152,7 +147,7 @@ class Job:
 
 TENANT_BARRIER_ENV = "HARNESS_TENANT_BARRIER"
 """Folder of the start barrier that ``Launch.meet`` processes meet at after their first call: set
-by the launcher for co-tenant cells and for ``ab --mode duet`` pairs."""
+by the launcher for co-tenant cells."""
 
 WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 """Set in every worker and probe process."""

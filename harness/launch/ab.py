@@ -1,7 +1,7 @@
 """``python -m harness ab``: the same cells measured in pairs of fresh processes, one started from
 interpreter (and settings) A and one from B, until the sequential rule decides each cell
-(:mod:`harness.analysis.ab`). A pair's processes run at once on the same CPUs (``duet``) or back to
-back with the whole host (``alternate``); see :data:`MODES`.
+(:mod:`harness.analysis.ab`). A pair's processes are live at once and take turns with the whole
+machine (``turns``) or run back to back (``alternate``); see :data:`MODES`.
 
 Every process's row goes to the results history as soon as it ends, with ``ab_id``, ``ab_side``
 and ``ab_pair``; both sides' fingerprints are kept (they differ when the builds differ), and a
@@ -13,16 +13,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 
 from harness.analysis import ab
 from harness.contract.events import Event
-from harness.contract.job import TENANT_BARRIER_ENV, Launch, WorkerOptions
+from harness.contract.job import WorkerOptions
 from harness.contract.records import AbInfo, CellRow, RunInfo, Status, WindowRow
 from harness.formulas.turns import clean, instance_log_ratio
 from harness.formulas.verdicts import UNDECIDED
@@ -36,8 +33,6 @@ from harness.launch.runner import (
     run_cell_processes,
     suite_version,
 )
-from harness.launch.single import run_worker
-from harness.launch.tenants import meet_together
 from harness.launch.turns import Plan, run_instance
 from harness.results.aggregate import ProcessResult, aggregate, not_measured_row
 from harness.results.store import AB_FOLDER, RunFiles
@@ -76,26 +71,15 @@ class Mode:
     """How a pair's two processes share the machine."""
 
     name: str
-    concurrent: bool
     text: str
 
 
 MODES = {
     m.name: m
     for m in (
-        Mode(
-            "duet",
-            True,
-            "A and B at once, both pinned to the same half of the host's CPUs (the "
-            "other half from pair to pair), meeting after their first call so that they calibrate "
-            "and time their windows together, sharing the CPUs: whatever slows the CPUs slows both",
-        ),
-        Mode(
-            "alternate", False, "A and B one after the other, each with the whole host, in the pair's order"
-        ),
+        Mode("alternate", "A and B one after the other, each with the whole host, in the pair's order"),
         Mode(
             "turns",
-            True,
             "A and B live at once, taking turns: each side's processes run one timed window with "
             "the whole machine while the other side's wait without using CPU, in ABBA blocks; a "
             "pair is one instance (fresh processes of both sides), its ratio the mean block log ratio",
@@ -103,34 +87,7 @@ MODES = {
     )
 }
 """``ab --mode``: turns is the default (each side gets the whole machine in its turn, so a change
-in threads or parallelism shows; its instances vary little: docs/how-to/compare-builds.md); duet
-only runs single-process cells (others alternate)."""
-
-
-def cell_mode(cell: Cell, requested: Mode) -> Mode:
-    """The mode a cell's pairs run in: duet only for single-process cells; turns and alternate
-    for every cell."""
-    if requested.name != "duet" or (cell.processes == 1 and cell.tenants == 1):
-        return requested
-    return MODES["alternate"]
-
-
-def duet_cpus(cpus: Sequence[int], pair: int) -> tuple[int, ...]:
-    """The CPUs both processes of duet pair ``pair`` are pinned to: the first half of ``cpus`` (the
-    parent's usable CPUs) for even pairs, the second for odd ones (an odd CPU out stays with the
-    parent); every CPU when there is one."""
-    ordered = sorted(cpus)
-    half = len(ordered) // 2
-    if half == 0:
-        return tuple(ordered)
-    return tuple(ordered[half * (pair % 2) : half * (pair % 2 + 1)])
-
-
-def usable_cpus() -> tuple[int, ...]:
-    """The CPUs this process may run on (its affinity; every CPU where the OS has no affinity)."""
-    if hasattr(os, "sched_getaffinity"):
-        return tuple(sorted(os.sched_getaffinity(0)))
-    return tuple(range(os.cpu_count() or 1))
+in threads or parallelism shows; its instances vary little: docs/how-to/compare-builds.md)."""
 
 
 @dataclass
@@ -159,15 +116,6 @@ def _hardware_differs(a: CellRow, b: CellRow) -> str:
     ha, hb = hardware(a), hardware(b)
     diff = [f"{k}: A {ha[k]!r}, B {hb[k]!r}" for k in ha if ha[k] != hb[k]]
     return "; ".join(diff)
-
-
-def _pinned(folder: str, index: int, cpus: tuple[int, ...]) -> Launcher:
-    """A launcher of one duet side's single worker: pinned to ``cpus`` (shared with its partner),
-    meeting its partner at the start barrier."""
-    launch = Launch(
-        ((TENANT_BARRIER_ENV, folder),), index=index, cores=len(cpus), oversubscribed=True, meet=2, cpus=cpus
-    )
-    return lambda cell, options, name: run_worker(cell, options, name, launch)
 
 
 class Pairs:
@@ -201,7 +149,6 @@ class Pairs:
         side: str,
         pair: int,
         mode: Mode,
-        cpus: tuple[int, ...] | None,
         turn_ratio: float | None = None,
     ) -> CellRow:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
@@ -219,7 +166,6 @@ class Pairs:
                 ab_side=side,
                 ab_pair=pair,
                 ab_mode=mode.name,
-                ab_cpus=None if cpus is None else ",".join(map(str, cpus)),
                 ab_turn_ratio=turn_ratio,
                 ab_min_effect=self.rule.min_effect,
                 ab_min_pairs=self.rule.min_pairs,
@@ -232,18 +178,6 @@ class Pairs:
         self.files.write_windows(self.written, windows)
         self.written += 1
         return row
-
-    def _duet(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
-        """Both sides at once on the same CPUs (started in the pair's order)."""
-        cpus = duet_cpus(usable_cpus(), pair)
-        ends: dict[str, CellEnd] = {}
-        with tempfile.TemporaryDirectory(prefix="harness-duet-") as folder:
-
-            def side(i: int, name: str) -> None:
-                ends[name] = self._end(cell, name, pair, _pinned(folder, i, cpus))
-
-            meet_together(folder, [partial(side, i, name) for i, name in enumerate(order)])
-        return {s: self._store(ends[s], s, pair, mode, cpus) for s in order}
 
     def _turns(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
         """Both sides live, in turns (``order`` decides which side gets the first turn of the
@@ -268,16 +202,14 @@ class Pairs:
                     cell, Event.FAILED, reason=f"instance dropped: {instance.dropped}", facts=end.facts
                 )
             ratio = self.turn_ratio if math.isfinite(self.turn_ratio) else None
-            rows[m.side] = self._store(end, m.side, pair, mode, None, ratio)
+            rows[m.side] = self._store(end, m.side, pair, mode, ratio)
         return {s: rows[s] for s in order}
 
     def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
         """One pair's rows, by side."""
         if mode.name == "turns":
             return self._turns(cell, pair, order, mode)
-        if mode.concurrent:
-            return self._duet(cell, pair, order, mode)
-        return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode, None) for s in order}
+        return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode) for s in order}
 
     def add_pair(self, outcome: CellOutcome, pair: int, order: str) -> bool:
         """One more pair of ``outcome.cell`` in ``order``: its ratio B/A appended to
@@ -367,7 +299,7 @@ def run_ab(
     try:
         for index, cell in enumerate(runnable):
             orders = ab.pair_orders(rule.max_pairs, protocol.seed + index)
-            result.outcomes.append(CellOutcome(cell, cell_mode(cell, mode).name))
+            result.outcomes.append(CellOutcome(cell, mode.name))
             pairs.cell(result.outcomes[-1], rule, orders, report)
     except KeyboardInterrupt:
         result.interrupted = True

@@ -1,4 +1,4 @@
-"""The start barrier: co-tenants (or an ``ab --mode duet`` pair) wait for each other after their first call."""
+"""The start barrier: co-tenants wait for each other after their first call."""
 
 from __future__ import annotations
 

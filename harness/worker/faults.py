@@ -36,8 +36,7 @@ def window_slowdown() -> float:
 
 def spin(seconds: float) -> None:
     """Busy-wait ``seconds`` on this thread. A planted slowdown spins rather than sleeps, as a slower
-    build computes longer: a sleeping process would lend its CPU to a duet partner on the same CPUs
-    and make the partner faster too."""
+    build computes longer: a sleeping process would lend its CPU to the other side."""
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         pass

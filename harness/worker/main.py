@@ -237,8 +237,6 @@ def main(argv: list[str]) -> int:
         job = Job.from_json(json.load(f))
     cell = job.cell
     cap_memory(job.options.settings.worker_memory_gib)
-    if job.launch.cpus is not None:  # before TensorFlow sizes its thread pools from the affinity
-        os.sched_setaffinity(0, job.launch.cpus)
     configure_numerics(job.options.deterministic)  # before any op, strategy or server
     with open(events_path, "a") as events:
         if job.launch.role == Role.SERVER:

@@ -54,8 +54,8 @@ class AbInfo:
         int | None,
         Col(
             "",
-            "`ab`: 0-based pair index; the pair's A and B processes ran at once (duet) or back to back "
-            "(alternate), in a random order.",
+            "`ab`: 0-based pair index; the pair's A and B processes took turns (turns) or ran back to "
+            "back (alternate), in a random order.",
         ),
     ] = None
     ab_mode: Annotated[
@@ -63,9 +63,8 @@ class AbInfo:
         Col(
             "",
             "`ab`: turns (the pair's processes live at once, each side's windows timed in turns "
-            "with the whole machine), duet (the pair's processes ran at once, both pinned to the same "
-            "CPUs, timing together after a barrier) or alternate (one after the other, each with the "
-            "whole host).",
+            "with the whole machine) or alternate (one after the other, each with the whole host); "
+            "duet in rows before 2026-11-28 (the pair's processes at once, pinned to the same CPUs).",
         ),
     ] = None
     ab_turn_ratio: Annotated[
@@ -81,8 +80,8 @@ class AbInfo:
         str | None,
         Col(
             "",
-            '`ab` duet: the host CPUs this process and its partner were pinned to, e.g. "0,1" (null: '
-            "not pinned).",
+            "`ab` duet, in rows before 2026-11-28: the host CPUs this process and its partner were "
+            'pinned to, e.g. "0,1" (null: not pinned).',
         ),
     ] = None
     ab_min_effect: Annotated[
@@ -345,8 +344,8 @@ class Execution:
         Col(
             "",
             "True when cores_per_worker x (workers + ps) exceeds host_cores, or for co-tenant cells "
-            "(each tenant gets every core) and `ab` duets (both sides share their CPUs): the figure was"
-            " measured on shared cores (the parameter-server coordinator is not counted).",
+            "(each tenant gets every core): the figure was measured on shared cores (the "
+            "parameter-server coordinator is not counted).",
         ),
     ] = None
 

@@ -33,14 +33,14 @@ def test_the_markdown_has_the_verdict_the_table_each_side_and_the_rule() -> None
             "",
             {"B": "tf 2.17", "A": "tf|2.16"},
         ),
-        Outcome(CELL, "duet", (), Decision(nan, nan, nan, 0, "undecided"), "crash|here"),
+        Outcome(CELL, "turns", (), Decision(nan, nan, nan, 0, "undecided"), "crash|here"),
     ]
     text = markdown(outcomes, "regression", Rule(min_effect=0.05, min_pairs=3, max_pairs=9))
     assert text.startswith(
         "### **Performance regression (B slower than A)**\n\n| cell | mode | B/A | 95% CI |"
     )
     assert f"| {CELL.id} | turns | 0.550 | 0.500..0.600 | 2 | lower |\n" in text
-    assert f"| {CELL.id} | duet | - | - | 0 | failed: crash/here |\n" in text  # a pipe never splits a cell
+    assert f"| {CELL.id} | turns | - | - | 0 | failed: crash/here |\n" in text  # a pipe never splits a cell
     assert "\n\n- side A: tf|2.16\n- side B: tf 2.17\n\nPairs of fresh processes" in text
     assert text.endswith("beyond 5% of 1, equivalent when it lies within it, after 3 to 9 pairs.\n")
     assert "\n\n\nPairs of fresh" in markdown(outcomes[1:], "a cell failed", Rule())  # no sides known

@@ -1,4 +1,4 @@
-"""``ab``'s modes: which cells duet, and how a duet splits the host's CPUs (pure parts)."""
+"""``ab``'s pairs with a fake launcher, and a launch and platform through the job file."""
 
 from __future__ import annotations
 
@@ -8,29 +8,13 @@ from pathlib import Path
 import pytest
 
 from harness.contract.job import Job, Launch, WorkerOptions
-from harness.launch.ab import MODES, cell_mode, duet_cpus
+from harness.launch.ab import MODES
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
 
-def test_a_duet_pair_shares_one_half_of_the_cpus_alternating_halves() -> None:
-    assert duet_cpus([3, 1, 0, 2], pair=0) == (0, 1)
-    assert duet_cpus([3, 1, 0, 2], pair=1) == (2, 3)
-    assert [duet_cpus([0, 1], pair) for pair in range(3)] == [(0,), (1,), (0,)]
-    assert duet_cpus([0, 1, 2], pair=1) == (1,)  # the odd one is left to the parent
-    assert duet_cpus([5], pair=1) == (5,)  # one CPU: both sides on it
-
-
-def test_only_single_process_cells_duet() -> None:
-    duet = MODES["duet"]
-    assert cell_mode(Cell(model="cnn", strategy="mirrored", replicas=2), duet) is duet
-    assert cell_mode(Cell(model="cnn", strategy="multi_worker_mirrored", workers=2), duet).name == "alternate"
-    assert cell_mode(Cell(model="cnn", tenants=2), duet).name == "alternate"
-    assert cell_mode(Cell(model="cnn"), MODES["alternate"]).name == "alternate"
-
-
-def test_a_pinned_launch_and_mig_platform_survive_the_job_file() -> None:
-    launch = Launch((("K", "V"),), index=1, cores=2, meet=2, cpus=(2, 3))
+def test_a_launch_and_mig_platform_survive_the_job_file() -> None:
+    launch = Launch((("K", "V"),), index=1, cores=2, meet=2)
     platform = Platform("gpu", 2, gpu_ids=("MIG-a", "MIG-b"), mig=True)
     job = Job(Cell(model="dense"), WorkerOptions.of(Protocol(), platform, log_dir=Path("/tmp")), launch)
     again = Job.from_json(json.loads(json.dumps(job.to_json())))

@@ -1,4 +1,4 @@
-"""The start barrier that co-tenants and ``ab`` duets meet at."""
+"""The start barrier that co-tenants meet at."""
 
 from __future__ import annotations
 
