@@ -196,3 +196,19 @@ def test_the_laptop_page_s_axis_table_is_the_spec_s():
             assert values.startswith("integers"), (axis.flag, values)
     for token in set(REPLICA_TOKENS.values()):
         assert f"`{token}`" in rows["--replicas"], token
+
+
+def test_doctor_and_the_tests_take_one_time_everywhere() -> None:
+    """doctor's time is the same wherever a page gives it, and the tests' time is measured in one
+    place only (docs/development.md), which the other pages link to."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    laptop = (REPO / "docs" / "how-to" / "laptop.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if "`python -m harness doctor`" in line)
+    took = row.split("|")[3].strip()
+    line = next(line for line in laptop.splitlines() if line.strip().startswith("python -m harness doctor "))
+    assert f"({took})" in line, (took, line)
+    timed = re.compile(r"\d+ min \d+ s")
+    for page in (readme, laptop, (REPO / "docs" / "index.md").read_text(encoding="utf-8")):
+        assert not timed.search(page), timed.search(page)
+    development = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    assert len(set(timed.findall(development))) <= 2, timed.findall(development)  # pytest, .ci/run

@@ -9,7 +9,7 @@ from harness.launch.bisect import JOURNAL, folder_of, key_of
 argv = ["bisect", "--good", "tensorflow-cpu==2.20.*", "--bad", "tensorflow-cpu==2.21.*", "--model", "dense",
         "--strategy", "mirrored", "--replicas", "2", "--batch", "64", "--budget-min", "100", "--results", str(out / "res")]
 import argparse
-parser = argparse.ArgumentParser(); sub = parser.add_subparsers(dest="cmd"); cmd.add_parser(sub)
+parser = argparse.ArgumentParser(); sub = parser.add_subparsers(dest="cmd"); cmd.add_parser(sub, "")
 args = parser.parse_args(argv); args.command = "bisect"
 p = cmd.plan(args)
 folder = folder_of(out / "res", key_of(p.identity()))
