@@ -18,7 +18,7 @@ for R in $D/2026-11-27-answer-first/results $D/2026-11-26-h200/res-main $D/2026-
 done
 $PY -m harness compare-hardware --results $D/2026-11-27-answer-first/results --results /work/shared/machines/2026-11-28-epyc-b/results --report-dir $out/hw > $out/hw.txt 2>&1; echo "rc=$?" >> $out/hw.txt
 $PY -m harness compare --results /work/cal2/a/results --results /work/cal2/b/results --candidate latest --baseline previous --min-history 1 --markdown $out/compare-ab.md > $out/compare-ab.txt 2>&1; echo "rc=$?" >> $out/compare-ab.txt
-$PY "$HERE"/nightly_behave.py $out/nightly > $out/nightly-rc.txt 2>&1
+$PY "$HERE"/../2026-11-27-one-home/nightly_behave.py $out/nightly > $out/nightly-rc.txt 2>&1
 $PY "$HERE"/bisect_behave.py $out/bisect > $out/bisect.txt 2>&1; echo "rc=$?" >> $out/bisect.txt
 find $out -name '*.parquet' -delete
 find $out -type f \( -name '*.txt' -o -name '*.md' -o -name '*.html' \) -exec sed -i "s#$out#OUT#g" {} +
