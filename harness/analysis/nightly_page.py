@@ -60,5 +60,5 @@ def page(points: pd.DataFrame, title: str = "nightly") -> str:
         rows = [(ratio_figure.alarm_of(r.alarm), _cells(r)) for r in reversed(typed)]
         chart = ratio_figure.png_base64(ratio_figure.nightly(nights))
         series.append((key, typed[-1], len(typed), chart, rows))
-    last = unflatten_all(NightlyRow, points.iloc[-1:].to_dict("records"))[0]
-    return render.page("nightly.html", title=title, last=last, series=series, columns=COLUMNS)
+    # the newest series' newest night is the newest of all
+    return render.page("nightly.html", title=title, last=series[0][1], series=series, columns=COLUMNS)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from harness.analysis import ab, answer, answer_figure, explain, findings, glossary, plots, render, scaling
 from harness.analysis.hardware_text import verdict_rule
+from harness.analysis.tables import num
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import stats
@@ -52,10 +53,6 @@ def _cells(rows: pd.DataFrame) -> list[CellRow]:
     return unflatten_all(CellRow, rows.to_dict("records"))
 
 
-def _pct(x: float | None) -> str:
-    return "-" if pd.isna(x) else f"{x:.1%}"
-
-
 def _ratios(ratios: pd.DataFrame | None) -> list[RatioRow]:
     return [] if ratios is None or ratios.empty else unflatten_all(RatioRow, ratios.to_dict("records"))
 
@@ -73,7 +70,7 @@ def _summary(records: Sequence[CellRow], named: dict[str, str]) -> list[tuple[ob
     for r in (r for r in records if r.status == Status.OK):
         eps, cv = (
             r.examples_per_sec,
-            f"{_pct(r.spread.cv_between_processes)} / {_pct(r.spread.cv_within_process)}",
+            f"{num(r.spread.cv_between_processes, '.1%')} / {num(r.spread.cv_within_process, '.1%')}",
         )
         out.append(
             (r.cell.model, named[r.cell.cell_id], r.cell.global_batch, r.spread.processes)
@@ -82,14 +79,10 @@ def _summary(records: Sequence[CellRow], named: dict[str, str]) -> list[tuple[ob
                 + ("" if eps.low is None or eps.high is None else f" [{eps.low:,.0f}..{eps.high:,.0f}]"),
                 cv + (" unstable" if r.spread.unstable else ""),
             )
-            + (_efficiency(r), "-" if r.peak.mfu is None else f"{r.peak.mfu:.2%}", _num(r.timing.compile_s))
+            + (_efficiency(r), num(r.peak.mfu, ".2%"), num(r.timing.compile_s, ".2f"))
             + ("yes" if r.ran.oversubscribed else "",)
         )
     return out
-
-
-def _num(x: float | None) -> str:
-    return "-" if x is None or math.isnan(x) else f"{x:.2f}"
 
 
 def _efficiency(r: CellRow) -> str:

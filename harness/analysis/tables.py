@@ -21,7 +21,8 @@ from harness.contract.records import CellRow, Status
 from harness.formulas.breakdown import measured
 
 
-def _num(x: object, fmt: str) -> str:
+def num(x: object, fmt: str) -> str:
+    """``x`` formatted as ``fmt``; ``-`` for None or NaN."""
     return "-" if x is None or x != x else format(x, fmt)
 
 
@@ -168,15 +169,15 @@ def summary_table(
     lines = [header]
     for r, label in zip(rows, named, strict=True):
         eps = r.examples_per_sec
-        ci = f"{_num(eps.low, ',.0f')}..{_num(eps.high, ',.0f')}" if eps.value is not None else "-"
+        ci = f"{num(eps.low, ',.0f')}..{num(eps.high, ',.0f')}" if eps.value is not None else "-"
         status = str(r.status) if r.status == Status.OK else f"{r.status}: {(r.reason or '')[:60]}"
         lines.append(
             (
                 r.cell.model,
                 label,
-                _num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
+                num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
                 ci,
-                _num(r.spread.processes, "d"),
+                num(r.spread.processes, "d"),
                 _cvs(r),
                 _efficiency(r),
                 _bound(r),
@@ -191,7 +192,7 @@ def _cvs(r: CellRow) -> str:
     s = r.spread
     if s.cv_between_processes is None:
         return "-"
-    return _num(s.cv_between_processes, ".1%") + (" unstable" if s.unstable else "")
+    return num(s.cv_between_processes, ".1%") + (" unstable" if s.unstable else "")
 
 
 def _bound(r: CellRow) -> str:
@@ -217,7 +218,7 @@ def _efficiency(r: CellRow) -> str:
         and e.low <= 1 <= e.high
         and r.cell.replicas * r.cell.workers > 1
     )
-    return _num(e.value, ".2f") + ("~" if near_one else "")
+    return num(e.value, ".2f") + ("~" if near_one else "")
 
 
 FOOTNOTE = (
