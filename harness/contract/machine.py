@@ -13,6 +13,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 
+from harness.spec.protocol import bf16_units
+
 PROTOCOL_VERSION = 1
 """What a figure means: bump it in the commit that changes how a throughput, a CI or a ratio is
 measured (windows, processes, turns, the peak), so that runs of suite versions whose figures do
@@ -49,6 +51,11 @@ class MachineFacts:
     """The smallest GPU's memory, MiB (0: no GPU or unknown)."""
     gpu_driver: str = ""
     """The NVIDIA driver's version."""
+
+    @property
+    def bf16_units(self) -> tuple[str, ...]:
+        """The CPU flags that show bfloat16 units (:func:`harness.spec.protocol.bf16_units`)."""
+        return bf16_units(self.cpu_flags.split())
 
     @property
     def short_id(self) -> str:

@@ -24,7 +24,7 @@ from harness.contract.machine import PROTOCOL_VERSION, MachineFacts
 from harness.contract.records import RunInfo
 from harness.errors import HarnessError
 from harness.spec.frameworks import FRAMEWORKS
-from harness.spec.protocol import Platform
+from harness.spec.protocol import Platform, bf16_units
 
 
 @dataclass(frozen=True)
@@ -111,11 +111,19 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
             "Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto."
         )
     frameworks = installed_frameworks()
+    bf16 = bf16_units(parse_cpuinfo(_read(Path("/proc/cpuinfo")) or "").flags)
     if not found.ids:
-        return Platform("cpu", 0, cpu_devices, frameworks=frameworks)
+        return Platform("cpu", 0, cpu_devices, frameworks=frameworks, cpu_bf16=bf16)
     memory = 0 if found.mig else gpu_memory_mib(found.ids)
     return Platform(
-        "gpu", len(found.ids), cpu_devices, found.ids, found.mig, frameworks=frameworks, gpu_memory_mib=memory
+        "gpu",
+        len(found.ids),
+        cpu_devices,
+        found.ids,
+        found.mig,
+        frameworks=frameworks,
+        gpu_memory_mib=memory,
+        cpu_bf16=bf16,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from harness.errors import require
@@ -303,6 +304,24 @@ def settings_rows(protocol: Protocol, turns: bool = True) -> list[tuple[str, str
 
 DEVICE_KINDS = ("cpu", "gpu")
 
+BF16_FLAGS = ("amx_bf16", "avx512_bf16", "bf16", "svebf16")
+"""CPU flags that show bfloat16 units: AMX and AVX-512 BF16 on x86 (``/proc/cpuinfo`` flags), BF16
+and SVE BF16 on Arm (its ``Features``). oneDNN runs bfloat16 matmuls and convolutions on them; a
+CPU without them emulates bfloat16, slower than float32."""
+
+
+def bf16_units(flags: Iterable[str]) -> tuple[str, ...]:
+    """The flags among ``flags`` that show bfloat16 units (:data:`BF16_FLAGS`, in its order)."""
+    have = set(flags)
+    return tuple(f for f in BF16_FLAGS if f in have)
+
+
+def bf16_reason(units: tuple[str, ...]) -> str:
+    """Why mixed bfloat16 is among a CPU's contenders or not, from its :func:`bf16_units`."""
+    if units:
+        return f"this CPU reports bfloat16 units ({', '.join(units)}), so mixed bfloat16 is raced"
+    return f"this CPU reports no bfloat16 units (none of {', '.join(BF16_FLAGS)}), so float32 alone is raced"
+
 MAX_CPU_DEVICES = 256
 """Most logical CPU devices a CPU-only host may split into (``--cpu-devices``): far past any host's
 cores, and a bound that keeps ``--replicas 1..max`` a list one can plan."""
@@ -348,6 +367,8 @@ class Platform:
     gpu_memory_mib: int = 0
     """Memory of the smallest usable GPU, MiB (``nvidia-smi``; 0: unknown, so no GPU is split into
     logical ones)."""
+    cpu_bf16: tuple[str, ...] = ()
+    """The host CPU's flags that show bfloat16 units (:func:`bf16_units`); empty: none."""
     ports: str = LOOPBACK.name
     """Where a local cluster's TensorFlow servers can be reached from: a name in
     :data:`harness.spec.ports.PORT_SCOPES` (chosen once per run from what the machine allows
@@ -355,6 +376,7 @@ class Platform:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "frameworks", tuple(self.frameworks))
+        object.__setattr__(self, "cpu_bf16", tuple(self.cpu_bf16))
         require(
             {
                 "device kind": (
