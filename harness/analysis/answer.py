@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.analysis import render
+from harness.contract.machine import MachineFacts
 from harness.contract.records import Axes, CellRow, RatioRow
 from harness.errors import HarnessError
 from harness.formulas import breakdown
@@ -25,6 +26,7 @@ from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, U
 from harness.spec import words
 from harness.spec.axes import AXES, AXIS_BY_NAME, Axis, AxisValue
 from harness.spec.groups import Relation
+from harness.spec.protocol import bf16_reason
 from harness.spec.strategies import STRATEGIES
 
 
@@ -241,7 +243,7 @@ def paragraphs(a: Answer) -> list[Para]:
         found = a.having(verdict)
         if found:
             out.append(Para(title, tuple(_against(v, v is a.plain) for v in found)))
-    out += [_why(a), *_next(a)]
+    out += [_why(a), *_next(a), *_precision(a)]
     if a.shared:
         out.append(Para(f"All {len(a.versus) + 1} compared with {a.shared}."))
     return out
@@ -328,6 +330,16 @@ def _next(a: Answer) -> list[Para]:
     return []
 
 
+def _precision(a: Answer) -> list[Para]:
+    """On a CPU, why mixed bfloat16 was raced or not (its facts' bfloat16 units); nothing on a GPU
+    or for rows without facts."""
+    facts = a.leader.run.machine_facts
+    if not facts or (a.leader.machine is not None and a.leader.machine.device_kind == "GPU"):
+        return []
+    raced = any(r.cell.precision == "mixed_bfloat16" for r in (a.leader, *(v.row for v in a.versus)))
+    return [Para(f"Precision: {bf16_reason(MachineFacts.from_json(facts).bf16_units, raced)}.")]
+
+
 def logical_kind(rows: Sequence[CellRow]) -> str | None:
     """Where the rows' replicas on logical devices are: ``GPU`` (logical GPUs carved from one
     GPU), ``CPU`` (logical CPU devices, or any row not known to be on a GPU), None when no row has
@@ -359,9 +371,8 @@ def cpu_note(rows: Sequence[CellRow]) -> str:
 
 
 NO_ANSWER = (
-    "This run raced no configurations against each other in turns, so it names no fastest: its "
-    "figures follow, each with its CI. `python -m harness run --sweep default` races each model's "
-    "usual choices."
+    "This run measured no two configurations of one model in turns (one configuration each, or "
+    "the race failed), so it names no fastest: its figures follow, each with its CI."
 )
 
 

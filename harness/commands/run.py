@@ -48,7 +48,7 @@ from harness.launch.platform import machine_facts
 from harness.launch.resume import host_of
 from harness.launch.runner import RunResult
 from harness.launch.sweep_run import Request, exit_code, failed_cells
-from harness.spec.protocol import Protocol
+from harness.spec.protocol import Protocol, bf16_reason
 from harness.spec.strategies import Role
 
 STARTED = time.monotonic()
@@ -166,7 +166,16 @@ def _what(sel: Selection, out: Path) -> str:
         + (f", {config.ps}-ps" if config.ps else "")
         + " cluster"
     )
-    return f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}{where}; results -> {out}"
+    return f"sweep {sel.sweep.name!r}: {len(sel.cells)} cells on {platform_text(sel.platform)}{where}{_bf16(sel)}; results -> {out}"
+
+
+def _bf16(sel: Selection) -> str:
+    """ "; <why mixed bfloat16 is raced or not>" for a sweep whose contenders depend on it, else ""."""
+    return (
+        f"; {bf16_reason(sel.platform.cpu_bf16)}"
+        if sel.sweep.on_bf16 and sel.platform.device_kind == "cpu"
+        else ""
+    )
 
 
 def _take_part(config: ClusterConfig, out: Path) -> int:
@@ -238,19 +247,26 @@ def _plan_head(sel: Selection, out: Path) -> str:
             f"results -> {out}"
         )
     found = sweep_run.outline(sel.work())
-    first = (
-        f"first each model's usual choices raced against each other ({found.races} sets), then "
-        if found.races
-        else ""
-    )
-    return (
-        f"run: {first}{found.sets - found.races} sets of configurations compared live (at most "
+    rest = found.sets - found.races
+    sets = [
+        f"{n} set{'s' if n != 1 else ''} of {what}"
+        for n, what in (
+            (found.races, "configurations raced for each model's fastest"),
+            (rest, "other configurations compared"),
+        )
+        if n
+    ]
+    head = (
+        f"run: {' then '.join(sets)} live (at most "
         f"{found.live} processes at once: --max-live), taking turns of ~{pr.turn_s:g} s, each set in "
         f"{pr.processes} to {pr.max_processes} rounds of fresh processes within a budget of "
         f"{pr.budget_min:g} min (the minimum: about {found.minimum_s / 60:.1f} min, estimated before any instance){peak}; "
         f"workers {'forked from a fork server (--no-fork: fresh interpreters)' if pr.fork else 'fresh interpreters'}; "
         f"results -> {out}"
     )
+    if not found.contenders:
+        return head
+    return "\n".join((head, f"raced for each model's fastest{_bf16(sel)}:", *found.contenders))
 
 
 def with_min_effect(sel: Selection, min_effect: float | None) -> Selection:

@@ -1,20 +1,20 @@
-"""A local run in turns, spending a budget: the cells are packed into groups
-(:func:`harness.spec.groups.groups`: the cells each reported ratio compares, live together), every
+"""A local run in turns, spending a budget: each model's contenders (its configurations to choose
+between) are raced live together in headline groups (:attr:`Group.race`: each against the fastest
+of them, :func:`harness.spec.groups.headline_groups`), the other cells packed into groups
+(:func:`harness.spec.groups.groups`: the cells each reported ratio compares, live together). Every
 group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then the
 budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are least
-decided (:func:`harness.formulas.turns.next_group`), until all are decided, the groups reach
-``protocol.max_processes`` instances or ``RACE_SHARE`` of the budget is spent. Then the second
-stage: each model's fastest configuration and those tied with it are raced in turns
-(:func:`harness.launch.group_run.race_plan`) with the rest; with no tie, the first stage goes on.
-
-With headline groups (:attr:`Group.race`: each model's contenders raced against the fastest of
-them) there is one stage over the whole budget: past every group's minimum, a headline group with
-an undecided comparison that more instances would likely decide, or a scaling efficiency wider
+decided (:func:`harness.formulas.turns.next_group`): past every group's minimum, a headline group
+with an undecided comparison that more instances would likely decide, or a scaling efficiency wider
 than ``SCALING_CI_WIDTH`` that they would likely narrow (within ``protocol.max_processes``), comes
 first for the whole budget; one open otherwise only while :attr:`Limits.headline_first`, so that a
 comparison no affordable number of instances would settle does not take what the others need.
 Whether the chosen group's next instance may start is :meth:`Limits.refuses`'s answer; one that
 may not has no instance left (the clock only moves on), and the choice passes on to the others.
+
+Where a model's contenders did not fit one group (:func:`harness.spec.groups.split_race`), the
+first stage stops at ``RACE_SHARE`` of the budget and a second stage races the model's leader
+against every contender outside its group (:func:`harness.launch.group_run.race_plan`).
 
 Every member's process is also one process of its cell (its figure: the median of its turn
 windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
@@ -55,7 +55,15 @@ from harness.results.ratios import Measured
 from harness.spec import words
 from harness.spec.cell import Cell
 from harness.spec.frameworks import overlapping
-from harness.spec.groups import PROCESS_BYTES, Group, Member, default_max_live, groups, headline_groups
+from harness.spec.groups import (
+    PROCESS_BYTES,
+    Group,
+    Member,
+    default_max_live,
+    groups,
+    headline_groups,
+    split_race,
+)
 from harness.spec.protocol import BUSY_MIN_BLOCKS, Protocol
 
 MAX_DROPS = 3
@@ -71,10 +79,9 @@ def max_live(protocol: Protocol) -> int:
 
 def _title(group: Group) -> str:
     """A group as the progress line names it: its models and how many configurations it compares
-    live (``cnn: the usual choices, 7 configurations (h0)`` for a headline group)."""
+    live (``cnn: 7 configurations raced (h0)`` for a headline group)."""
     models = ", ".join(dict.fromkeys(str(m.cell.model) for m in group.members))
-    what = "the usual choices, " if group.race else ""
-    return f"{models}: {what}{len(group.members)} configurations ({group.name})"
+    return f"{models}: {len(group.members)} configurations{' raced' if group.race else ''} ({group.name})"
 
 
 def _disturbance(instance: Instance) -> str:
@@ -118,8 +125,13 @@ class TurnsRun:
     ) -> None:
         self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
         self.journal = journal
-        self.groups = [GroupRun(g) for g in plan_groups(run.runnable, contenders, max_live(run.protocol))]
-        self.headline = any(g.group.race for g in self.groups)
+        self.contenders = contenders
+        live = max_live(run.protocol)
+        self.groups = [GroupRun(g) for g in plan_groups(run.runnable, contenders, live)]
+        self.staged = split_race(
+            run.runnable, contenders, [g.group for g in self.groups if g.group.race], live
+        )
+        """Some model's race did not fit one group: a second stage races its leader against the rest."""
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.prior = PRIORS[run.platform.device_kind]
         self._named_cache: tuple[tuple[int, ...], set[str]] = ((), set())
@@ -296,11 +308,12 @@ class TurnsRun:
 
     def start_races(self) -> int:
         """The second stage's groups (:func:`race_plan`) appended; returns the index of the first
-        group it measures: the first race, or 0 when there is no tie to race (the first stage goes
-        on). A run with headline groups races there and has no second stage."""
+        group it measures: the first race, or 0 when there is none (the first stage goes on). A run
+        whose every race fits one group has no second stage."""
         first = len(self.groups)
-        if not self.headline:
-            self.groups += [GroupRun(g) for g in race_plan(self.run, max_live(self.run.protocol))]
+        if self.staged:
+            live = max_live(self.run.protocol)
+            self.groups += [GroupRun(g) for g in race_plan(self.run, self.groups, self.contenders, live)]
         self.first_race = first if first < len(self.groups) else 0
         return self.first_race
 
@@ -501,7 +514,7 @@ def _stages(state: TurnsRun, progress: Progress) -> None:
     """The instances: the first stage and the races (one stage with headline groups)."""
     first = state.first_race
     if first is None:
-        while (index := state.next(1.0 if state.headline else RACE_SHARE)) is not None:
+        while (index := state.next(RACE_SHARE if state.staged else 1.0)) is not None:
             state.measure(index, progress)
         first = state.start_races()
         state.note("races")

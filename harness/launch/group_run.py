@@ -1,12 +1,12 @@
 """One group's instances in a run in turns (:class:`GroupRun`: its comparisons' log ratios, its
-race's leader, why a comparison has none) and the race of the tied (:func:`race_plan`: each model's
-fastest configuration against those separately measured as tied with it)."""
+race's leader, why a comparison has none) and the second stage of a race that did not fit one group
+(:func:`race_plan`: each model's leader against the contenders outside its group)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from harness.formulas import stats
@@ -15,9 +15,7 @@ from harness.formulas.turns import Turn
 from harness.launch.runner import RunState
 from harness.launch.turns import Instance
 from harness.results.ratios import Measured
-from harness.spec.cell import Cell
-from harness.spec.frameworks import NONE
-from harness.spec.groups import Comparison, Group, Relation, race_groups
+from harness.spec.groups import Comparison, Group, Relation, race_groups, raceable
 
 SCALING_CI_WIDTH = 0.10
 """The precision target of a headline group's scaling comparisons (Relation.SCALING in a race
@@ -179,39 +177,36 @@ def _why(turns: Sequence[Turn]) -> str:
     return "" if math.isnan(crowded) else f"; no spare CPU: {crowded:.2f} CPUs used besides the member"
 
 
-def tied_with_fastest(run: RunState, model: str) -> tuple[Cell, list[Cell]] | None:
-    """A model's fastest runnable one-tenant cell without a co-tenant of another framework so far
-    (median process figure) and the cells tied with it: their ratio to it (Welch's t over the
-    process figures, separately measured) is neither higher nor lower. None when no cell of the
-    model was measured ok."""
-    figures = {
-        c.id: [r.row.examples_per_sec.value or 0.0 for r in run.evidence[c.id]]
-        for c in run.runnable
-        if c.model == model
-        and c.tenants == 1
-        and c.tenant_framework == NONE  # a shared device is not a configuration to choose
-        and run.evidence[c.id]
-        and run.ok_so_far(c)
-    }
-    if not figures:
-        return None
+def _figure(run: RunState, cell_id: str) -> float:
+    """A cell's figure so far: the median of its processes' examples/s."""
+    return stats.figure([r.row.examples_per_sec.value or 0.0 for r in run.evidence[cell_id]]).value
+
+
+def race_plan(
+    run: RunState, heads: Sequence[GroupRun], contenders: Collection[str], live: int
+) -> list[Group]:
+    """Second stage: for each model whose contenders did not fit one race group (or share no group
+    at all), its leader (of its race groups' leaders, the fastest by figure; with no race group, the
+    fastest contender by figure) raced in turns against every contender measured ok outside the
+    leader's group (groups r0, r1, ...; a contender that cannot share a group with it is left out)."""
     cells = {c.id: c for c in run.runnable}
-    best = max(figures, key=lambda k: stats.figure(figures[k]).value)
-    tied = [
-        cells[k]
-        for k in figures
-        if k != best
-        and not stats.ratio(figures[k], figures[best]).distinguishable(min_effect=run.protocol.min_effect)
-    ]
-    return cells[best], tied
-
-
-def race_plan(run: RunState, live: int) -> list[Group]:
-    """Second stage: for each model, the configurations tied with its fastest, raced against it in
-    turns (groups r0, r1, ...; a contender that cannot share a group with the fastest is left out)."""
     found: list[Group] = []
     for model in sorted({c.model for c in run.runnable}):
-        top = tied_with_fastest(run, model)
-        if top is not None and top[1]:
-            found += [g for g in race_groups(top[1], top[0], live) if g.comparisons]
+        mine = [
+            k
+            for k, c in cells.items()
+            if c.model == model
+            and k in contenders
+            and raceable(c, live)
+            and run.evidence[k]
+            and run.ok_so_far(c)
+        ]
+        races = [g for g in heads if g.group.race and g.group.members[0].cell.model == model]
+        leaders = [k for g in races if (k := g.leader()) is not None and k in mine] or mine
+        if not leaders:
+            continue
+        best = max(leaders, key=lambda k: _figure(run, k))
+        home = {m.key for g in races if best in {m.key for m in g.group.members} for m in g.group.members}
+        others = [cells[k] for k in mine if k != best and k not in home]
+        found += [g for g in race_groups(others, cells[best], live) if g.comparisons]
     return [dataclasses.replace(g, name=f"r{i}") for i, g in enumerate(found)]

@@ -45,7 +45,7 @@ from harness.launch.run_params import Identity, Output, Work
 from harness.launch.runner import RunResult, new_run_id, run_date, suite_version
 from harness.launch.turns import Plan
 from harness.results import journal
-from harness.spec.groups import Group
+from harness.spec.groups import Group, race_lines
 from harness.spec.rules import unsupported_reason
 from harness.spec.strategies import Role
 
@@ -75,6 +75,8 @@ class Outline:
     races: int
     live: int
     minimum_s: float
+    contenders: tuple[str, ...] = ()
+    """Each model's contenders, a line per race (:func:`harness.spec.groups.race_lines`)."""
 
 
 def _groups(work: Work) -> list[Group]:
@@ -85,9 +87,11 @@ def _groups(work: Work) -> list[Group]:
 
 def outline(work: Work) -> Outline:
     """What a local run of ``work`` would do (the dry run)."""
-    found = _groups(work)
+    found, live = _groups(work), max_live(work.protocol)
     minimum = minimum_s(found, work.protocol, Plan.of(work.protocol, 0.0), PRIORS[work.platform.device_kind])
-    return Outline(len(found), sum(g.race for g in found), max_live(work.protocol), minimum)
+    runnable = [c for g in found for m in g.members for c in [m.cell]]
+    lines = tuple(race_lines(runnable, work.contenders, live))
+    return Outline(len(found), sum(g.race for g in found), live, minimum, lines)
 
 
 def _locked(request: Request) -> MachineLock:

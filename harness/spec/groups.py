@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from harness.errors import require
+from harness.spec import words
 from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE, tenant_key, together_key
@@ -76,6 +77,13 @@ class Relation(StrEnum):
     OPTIMIZER = "optimizer"
     """A cell with an optimizer other than plain SGD (``--optimizer adam``) against the same cell
     with plain SGD."""
+    PRECISION = "precision"
+    """A cell in mixed precision against the same cell in float32."""
+    BATCH = "batch"
+    """A cell at another per-replica batch against the same cell at batch 64 (examples/s against
+    examples/s: what a bigger batch buys in throughput, not in convergence)."""
+    STEPS_PER_EXECUTION = "steps_per_execution"
+    """A cell at another number of updates per tf.function call against the same cell at 10."""
     COTENANCY = "cotenancy"
     """A cell with T > 1 tenants against the same cell alone (as
     :func:`harness.results.references.find_alone`)."""
@@ -109,6 +117,9 @@ _COMPARES: dict[Relation, str] = {
     Relation.LOOP: _others_against_reference("loop"),
     Relation.XLA: f"{AXIS_BY_NAME['xla'].flag} {_others_against_reference('xla')}",
     Relation.OPTIMIZER: _others_against_reference("optimizer"),
+    Relation.PRECISION: _others_against_reference("precision"),
+    Relation.BATCH: f"batch B against {AXIS_BY_NAME['batch'].reference}",
+    Relation.STEPS_PER_EXECUTION: f"k updates per call against {AXIS_BY_NAME['steps_per_execution'].reference}",
     Relation.COTENANCY: f"T tenants against {AXIS_BY_NAME['tenants'].reference}",
     Relation.SHARED: "a side with a co-tenant from another framework against itself alone",
     Relation.AB: "side B against side A",
@@ -242,6 +253,9 @@ _RULES = (
     _Rule(Relation.LOOP, lambda c: _at_default(c, "loop")),
     _Rule(Relation.XLA, lambda c: _at_default(c, "xla")),
     _Rule(Relation.OPTIMIZER, lambda c: _at_default(c, "optimizer")),
+    _Rule(Relation.PRECISION, lambda c: _at_default(c, "precision")),
+    _Rule(Relation.BATCH, lambda c: _at_default(c, "batch")),
+    _Rule(Relation.STEPS_PER_EXECUTION, lambda c: _at_default(c, "steps_per_execution")),
     _Rule(Relation.COTENANCY, lambda c: _at_default(c, "tenants")),
 )
 """The relations a run reports, in :class:`Relation`'s order."""
@@ -444,24 +458,68 @@ def _packs(cells: dict[str, Cell], edges: Sequence[Comparison], max_live: int) -
     return packs
 
 
+def raceable(cell: Cell, max_live: int) -> bool:
+    """Whether a contender can be raced: one tenant, no co-tenant of another framework (a shared
+    device is not a configuration to choose), its processes within ``max_live``."""
+    return cell.tenants == 1 and cell.tenant_framework == NONE and Member(cell).live <= max_live
+
+
 def headline_groups(cells: Sequence[Cell], contenders: Collection[str], max_live: int) -> list[Group]:
-    """Each model's contenders (the cells of ``cells`` whose ids are in ``contenders``, one tenant
-    and no co-tenant of another framework) live together in one race group ``h0, h1, ...`` (in the
-    order of the models' first cells), with every comparison among them. A contender that does not
-    fit ``max_live`` with those before it is left to :func:`groups`; a model with one contender
-    has no race."""
+    """Each model's contenders (the cells of ``cells`` whose ids are in ``contenders`` and that are
+    :func:`raceable`) live together in race groups ``h0, h1, ...`` (in the order of the models'
+    first cells), with every comparison among them: one per model where they fit ``max_live``,
+    else several, filled in order, of two contenders or more (a contender left alone is in none:
+    :func:`groups` measures it, and the second stage races it against the leader, as it does every
+    contender outside the leader's group). A model with one contender has no race."""
     _check_max_live(max_live)
-    by_model: dict[str, list[Cell]] = {}
+    by_model: dict[str, list[list[Cell]]] = {}
     for cell in _unique(cells).values():
-        if cell.id in contenders and cell.tenants == 1 and cell.tenant_framework == NONE:
-            mine = by_model.setdefault(cell.model, [])
-            if sum(Member(c).live for c in mine) + Member(cell).live <= max_live:
-                mine.append(cell)
+        if cell.id in contenders and raceable(cell, max_live):
+            packs = by_model.setdefault(cell.model, [[]])
+            if sum(Member(c).live for c in packs[-1]) + Member(cell).live > max_live:
+                packs.append([])
+            packs[-1].append(cell)
     out: list[Group] = []
-    for mine in by_model.values():
-        if len(mine) > 1:
+    for mine in (p for packs in by_model.values() for p in packs if len(p) > 1):
+        out.append(Group(tuple(Member(c) for c in mine), tuple(comparisons(mine)), f"h{len(out)}", race=True))
+    return out
+
+
+def split_race(
+    cells: Sequence[Cell], contenders: Collection[str], heads: Sequence[Group], max_live: int
+) -> bool:
+    """Whether some model's :func:`raceable` contenders among ``cells`` (two or more) are not all
+    in one of the race groups ``heads``: its race needs a second stage against its leader."""
+    by_model: dict[str, set[str]] = {}
+    for c in _unique(cells).values():
+        if c.id in contenders and raceable(c, max_live):
+            by_model.setdefault(c.model, set()).add(c.id)
+    held = [{m.key for m in g.members} for g in heads]
+    return any(len(ids) > 1 and not any(ids <= h for h in held) for ids in by_model.values())
+
+
+def race_lines(cells: Sequence[Cell], contenders: Collection[str], max_live: int) -> list[str]:
+    """Each model's contenders as the plan says them, one line per race group and one for those
+    raced in the second stage or not at all (with why), configurations in words."""
+    found = [c for c in _unique(cells).values() if c.id in contenders]
+    names = dict(zip((c.id for c in found), words.labels([c.to_dict() for c in found]), strict=True))
+    heads = headline_groups(found, contenders, max_live)
+    out = []
+    for model in dict.fromkeys(c.model for c in found):
+        mine = [g for g in heads if g.members[0].cell.model == model]
+        out += [
+            f"  {model}, live together ({g.name}): {'; '.join(names[m.key] for m in g.members)}" for g in mine
+        ]
+        rest = [c for c in found if c.model == model and c.id not in {m.key for g in mine for m in g.members}]
+        later = [names[c.id] for c in rest if raceable(c, max_live)]
+        never = [names[c.id] for c in rest if not raceable(c, max_live)]
+        if later and (mine or len(later) > 1):
             out.append(
-                Group(tuple(Member(c) for c in mine), tuple(comparisons(mine)), f"h{len(out)}", race=True)
+                f"  {model}, then against the leader (no room in a race of {max_live} live processes): {'; '.join(later)}"
+            )
+        if never:
+            out.append(
+                f"  {model}, not raced (a co-tenant, or more than {max_live} processes): {'; '.join(never)}"
             )
     return out
 

@@ -316,11 +316,19 @@ def bf16_units(flags: Iterable[str]) -> tuple[str, ...]:
     return tuple(f for f in BF16_FLAGS if f in have)
 
 
-def bf16_reason(units: tuple[str, ...]) -> str:
-    """Why mixed bfloat16 is among a CPU's contenders or not, from its :func:`bf16_units`."""
+def bf16_reason(units: tuple[str, ...], raced: bool | None = None) -> str:
+    """Why mixed bfloat16 is among a CPU's contenders or not, from its :func:`bf16_units`;
+    ``raced``: whether a run's configurations include it (None: the plan, which races it where the
+    CPU has the units)."""
+    raced = bool(units) if raced is None else raced
     if units:
-        return f"this CPU reports bfloat16 units ({', '.join(units)}), so mixed bfloat16 is raced"
-    return f"this CPU reports no bfloat16 units (none of {', '.join(BF16_FLAGS)}), so float32 alone is raced"
+        have = f"this CPU reports bfloat16 units ({', '.join(units)})"
+        return have + (
+            ", so mixed bfloat16 is raced" if raced else ", but nothing here trained in mixed bfloat16"
+        )
+    have = f"this CPU reports no bfloat16 units (none of {', '.join(BF16_FLAGS)})"
+    return have + (": mixed bfloat16 is emulated here, slower" if raced else ", so float32 alone is raced")
+
 
 MAX_CPU_DEVICES = 256
 """Most logical CPU devices a CPU-only host may split into (``--cpu-devices``): far past any host's

@@ -36,6 +36,9 @@ class Sweep:
     """Grids (also among ``grids``) of each model's contenders for its fastest configuration: a
     run measures them first, live together, each against the fastest of them
     (:func:`harness.spec.groups.headline_groups`). Empty: no headline group."""
+    on_bf16: tuple[Grid, ...] = ()
+    """Headline grids that join the contenders on a CPU with bfloat16 units
+    (:attr:`Platform.cpu_bf16`, :func:`on`)."""
     on_gpu: Sweep | None = None
     """The same sweep as planned on a GPU host (:func:`on`): its own headline (the contenders a
     GPU user chooses between) and grids. None: this one there too."""
@@ -62,6 +65,7 @@ class Sweep:
             self,
             grids=override(self.grids),
             headline=override(self.headline),
+            on_bf16=override(self.on_bf16),
             on_gpu=None if self.on_gpu is None else self.on_gpu.with_axes(overrides),
         )
 
@@ -96,16 +100,30 @@ def with_headline(sweep: Sweep, *parts: Sweep) -> Sweep:
 
 def on(sweep: Sweep, platform: Platform) -> Sweep:
     """``sweep`` as planned on ``platform``: its :attr:`Sweep.on_gpu` on a GPU host, where it has
-    one."""
-    return sweep.on_gpu if platform.device_kind == "gpu" and sweep.on_gpu is not None else sweep
+    one; on a CPU with bfloat16 units, its :attr:`Sweep.on_bf16` grids among its headline."""
+    if platform.device_kind == "gpu":
+        return sweep if sweep.on_gpu is None else sweep.on_gpu
+    if not platform.cpu_bf16 or not sweep.on_bf16:
+        return sweep
+    extra, n = tuple(g for g in sweep.on_bf16 if g not in sweep.grids), len(sweep.headline)
+    grids = sweep.grids[:n] + extra + sweep.grids[n:]  # the headline's grids come first (with_headline)
+    return dataclasses.replace(sweep, grids=grids, headline=sweep.headline + extra, on_bf16=())
 
 
 def contenders(sweep: Sweep, platform: Platform) -> tuple[str, ...]:
-    """The ids of the sweep's headline cells on ``platform`` (:func:`on`), in :func:`expand`'s
-    order."""
+    """The ids of each model's configurations to race for its fastest on ``platform``, in
+    :func:`expand`'s order: the sweep's headline cells (:func:`on`); a training sweep without a
+    headline, every cell (on a GPU host, those on whole GPUs: logical GPUs share one GPU's compute)."""
     planned = on(sweep, platform)
-    if not planned.headline:
+    if planned.kind != "training":
         return ()
+    if not planned.headline:
+        whole = [
+            c
+            for c in expand(planned, platform)
+            if platform.device_kind != "gpu" or c.replicas <= platform.devices
+        ]
+        return tuple(c.id for c in whole)
     return tuple(c.id for c in expand(dataclasses.replace(planned, grids=planned.headline), platform))
 
 

@@ -238,35 +238,51 @@ def test_a_member_that_fails_leaves_its_group_and_its_row_says_why(
     assert all(TWO.id in r.note and r.ratio.value is None for r in g0 if r.note)
 
 
-def test_ties_with_the_fastest_are_raced_in_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # two configurations of one model that no comparison relates: measured apart, then raced
-    b64 = Cell(model="dense", strategy="default", batch=64)
-    protocol = Protocol(processes=3, max_processes=6, budget_min=10.0, blocks=2, max_live=8, peak=False)
-    clock = Clock()
-    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, b64.id: 1010.0}, noise=0.2)
-
-    result = _run(tmp_path, protocol, clock, [DEFAULT, b64])
-
-    assert [c for c in calls if c.startswith("r")], calls
-    (race,) = [r for r in result.ratios if r.relation == "fastest"]
-    assert race.group == "r0" and race.instances >= 1 and not math.isnan(race.ratio.value)
+def _race(tmp_path: Path, protocol: Protocol, clock: Clock, cells: list[Cell]):  # type: ignore[no-untyped-def]
+    """A run whose every cell is a contender (as every run without a headline is)."""
+    return budget.run_in_turns(
+        Work(tuple(cells), protocol, Platform(), contenders=tuple(c.id for c in cells)),
+        Output(tmp_path / "results"),
+        hooks=Hooks(clock=clock, peaks=PeakLog(Platform(), ())),
+    )
 
 
-def test_a_race_the_budget_never_reaches_is_not_measured(
+def test_a_race_that_does_not_fit_one_group_ends_in_a_second_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 10 s an instance of one member; 51 s less the 15 s kept for the end: the first stage (0.7
-    # of it, 20.7 s) gives each group one instance, then the race of the two, estimated at 18 s
-    # from them (2 members), does not fit the 16 s left
-    b64 = Cell(model="dense", strategy="default", batch=64)
-    protocol = Protocol(processes=3, max_processes=6, budget_min=0.85, blocks=2, max_live=8, peak=False)
+    # three contenders, two live at most: DEFAULT and ONE race in h0, TWO against h0's leader in r0
+    protocol = Protocol(processes=3, max_processes=6, budget_min=10.0, blocks=2, max_live=2, peak=False)
     clock = Clock()
-    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, b64.id: 1010.0}, noise=0.2)
+    speed = {DEFAULT.id: 1000.0, ONE.id: 900.0, TWO.id: 1010.0}
+    calls = _fake(monkeypatch, protocol, clock, speed, noise=0.02)
 
-    result = _run(tmp_path, protocol, clock, [DEFAULT, b64])
+    result = _race(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
 
-    assert not [c for c in calls if c.startswith("r")], calls
-    (race,) = [r for r in result.ratios if r.relation == "fastest"]
+    assert (
+        "h0" in calls
+        and "r0" in calls
+        and calls.index("r0") > max(i for i, c in enumerate(calls) if c == "h0")
+    )
+    raced = {(r.subject, r.reference): r for r in result.ratios if r.relation == "fastest"}
+    assert set(raced) == {(ONE.id, DEFAULT.id), (TWO.id, DEFAULT.id)}
+    assert raced[(TWO.id, DEFAULT.id)].group == "r0" and raced[(TWO.id, DEFAULT.id)].instances >= 3
+
+
+def test_a_second_stage_the_budget_never_reaches_is_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10 s an instance; 51 s less the 15 s kept for the end: the first stage (0.7 of it) gives
+    # h0 and TWO's own group their instances, and r0, estimated from them, does not fit what is left
+    protocol = Protocol(processes=1, max_processes=6, budget_min=0.85, blocks=2, max_live=2, peak=False)
+    clock = Clock()
+    calls = _fake(
+        monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, ONE.id: 900.0, TWO.id: 1010.0}, noise=0.2
+    )
+
+    result = _race(tmp_path, protocol, clock, [DEFAULT, ONE, TWO])
+
+    assert "r0" not in calls, calls
+    (race,) = [r for r in result.ratios if r.relation == "fastest" and r.subject == TWO.id]
     assert race.instances == 0 and race.ratio.value is None and race.verdict == "not measured"
     assert "budget (0.85 min) was spent before its first instance" in race.note
     assert clock.now <= protocol.budget_s - budget.CLOSE_S
@@ -416,17 +432,17 @@ def test_a_cell_the_budget_never_reaches_has_a_row_that_says_so(
     assert rows[other.id].reason == "the budget (0.45 min) was spent before its first process"
 
 
-def test_a_groups_minimum_may_use_the_whole_budget_before_the_races(
+def test_a_groups_minimum_may_use_the_whole_budget_before_the_second_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 10 s an instance, 95 s less the 15 s kept: the first stage's 70% (51.5 s) would stop after
     # 5 instances, but the minimum (3 of each of 2 groups) may use the whole 80 s
-    b64 = Cell(model="dense", strategy="default", batch=64)
-    protocol = Protocol(processes=3, max_processes=3, budget_min=95 / 60, blocks=2, max_live=8, peak=False)
+    protocol = Protocol(processes=3, max_processes=3, budget_min=95 / 60, blocks=2, max_live=2, peak=False)
     clock = Clock()
-    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, b64.id: 1010.0}, noise=0.2)
+    workers = Cell(model="dense", strategy="multi_worker_mirrored", workers=2, batch=32)
+    calls = _fake(monkeypatch, protocol, clock, {DEFAULT.id: 1000.0, workers.id: 1010.0}, noise=0.2)
 
-    _run(tmp_path, protocol, clock, [DEFAULT, b64])
+    _race(tmp_path, protocol, clock, [DEFAULT, workers])  # 3 processes in 2 live: no race fits
 
     assert sorted(c for c in calls if c.startswith("g")) == ["g0"] * 3 + ["g1"] * 3
     assert clock.now <= protocol.budget_s - budget.CLOSE_S

@@ -41,7 +41,9 @@ MACHINE = {
     "keras": "3.15.1",
 }
 CELLS = [DEFAULT, ONE, TWO, Cell(model="dense", strategy="default", batch=64)]
-PROTOCOL = Protocol(processes=2, max_processes=6, budget_min=2.0, blocks=2, max_live=8, peak=False)
+PROTOCOL = Protocol(processes=2, max_processes=6, budget_min=3.0, blocks=2, max_live=2, peak=False)
+RACED = tuple(c.id for c in CELLS)
+"""Every cell a contender, two live at most: two races, then the second stage (r0)."""
 SPEED = {DEFAULT.id: 1000.0, ONE.id: 1000.0, TWO.id: 1100.0, CELLS[3].id: 1010.0}
 
 
@@ -50,7 +52,7 @@ class Killed(BaseException):
 
 
 def _journaled(root: Path, run_id: str) -> journal.Journal:
-    entry = resume.plan_entry(run_id, "2026-11-25", CELLS, PROTOCOL, Platform(), None, MACHINE, "run")
+    entry = resume.plan_entry(run_id, "2026-11-25", CELLS, PROTOCOL, Platform(), None, MACHINE, "run", RACED)
     return journal.Journal.create(journal.path_of(root, run_id), entry)
 
 
@@ -58,7 +60,7 @@ def _run(root: Path, clock: Clock, run_id: str, resumed: resume.Resumed | None =
     log = journal.Journal.reopen(resumed.path) if resumed else _journaled(root, run_id)
     with log:
         return budget.run_in_turns(
-            Work(tuple(CELLS), PROTOCOL, Platform()),
+            Work(tuple(CELLS), PROTOCOL, Platform(), contenders=RACED),
             Output(root, log),
             Identity(run_id, resumed),
             Hooks(clock=clock, peaks=PeakLog(Platform(), ())),

@@ -23,6 +23,8 @@ from harness.spec.groups import (
     groups,
     headline_groups,
     race_groups,
+    race_lines,
+    split_race,
     turn_order,
     unmeasurable,
 )
@@ -90,6 +92,7 @@ def test_scaling_baseline_weak_keeps_the_per_replica_batch_strong_the_global_one
     assert _found([b64, b128, weak, strong]) == {
         (Relation.SCALING, weak.id, b64.id),
         (Relation.SCALING, strong.id, b128.id),
+        (Relation.BATCH, b128.id, b64.id),
     }
     assert _found([b64, strong]) == set()
 
@@ -160,13 +163,35 @@ def test_headline_groups_race_each_models_contenders_and_groups_measure_the_rest
     assert not any(g.race for g in rest) and rest[0].name == "g0"
 
 
-def test_a_contender_past_max_live_is_left_to_the_other_groups() -> None:
+def test_contenders_past_max_live_race_in_several_groups_and_the_plan_says_so() -> None:
+    """A race that does not fit max_live is split in order into races of two or more; a contender
+    left alone is in none, and the plan names it for the second stage (never silently dropped)."""
     cells = _model_cells("cnn")[:4]
-    heads = headline_groups(cells, {c.id for c in cells}, max_live=3)
-    assert [len(g.members) for g in heads] == [3]
+    ids = {c.id for c in cells}
+    heads = headline_groups(cells, ids, max_live=3)
+    assert [len(g.members) for g in heads] == [3] and split_race(cells, ids, heads, 3)
     left = groups(cells, 3, heads)
     assert any(cells[3].id in {m.key for m in g.members} for g in left)
     assert headline_groups(cells[:1], {cells[0].id}, max_live=3) == []  # one contender: no race
+    assert [len(g.members) for g in headline_groups(cells, ids, max_live=2)] == [2, 2]
+    assert not split_race(cells, ids, headline_groups(cells, ids, 8), 8)
+    lines = race_lines(cells, ids, 3)
+    assert lines[0].startswith("  cnn, live together (h0): ") and len(lines) == 2
+    assert "then against the leader" in lines[1] and "MirroredStrategy on 2 replicas" in lines[1]
+
+
+def test_precision_batch_and_steps_per_execution_have_relations_of_their_own() -> None:
+    plain = Cell(strategy="default")
+    bf16, b256, spe1 = (
+        Cell(strategy="default", precision="mixed_bfloat16"),
+        Cell(strategy="default", batch=256),
+        Cell(strategy="default", steps_per_execution=1),
+    )
+    assert _found([plain, bf16, b256, spe1]) == {
+        (Relation.PRECISION, bf16.id, plain.id),
+        (Relation.BATCH, b256.id, plain.id),
+        (Relation.STEPS_PER_EXECUTION, spe1.id, plain.id),
+    }
 
 
 def test_strategy_against_the_reference_at_the_per_replica_batch() -> None:

@@ -78,15 +78,15 @@ def test_sweep_names_in_order() -> None:
 @pytest.mark.parametrize(
     "name, cells, headline",
     [
-        ("smoke", (11, 11, 11), (0, 0, 0)),
+        ("smoke", (11, 11, 11), (11, 4, 11)),
         ("default", (36, 30, 34), (14, 12, 18)),
-        ("models", (9, 9, 9), (0, 0, 0)),
-        ("nightly", (4, 4, 4), (0, 0, 0)),
-        ("scaling", (24, 120, 1016), (0, 0, 0)),
-        ("cluster", (18, 18, 18), (0, 0, 0)),
-        ("equivalence", (20, 20, 20), (0, 0, 0)),
-        ("validation", (16, 16, 16), (0, 0, 0)),
-        ("gpu", (28, 28, 28), (0, 0, 0)),
+        ("models", (9, 9, 9), (9, 6, 9)),
+        ("nightly", (4, 4, 4), (4, 2, 4)),
+        ("scaling", (24, 120, 1016), (24, 8, 120)),
+        ("cluster", (18, 18, 18), (18, 16, 18)),
+        ("equivalence", (20, 20, 20), (20, 12, 20)),
+        ("validation", (16, 16, 16), (16, 10, 16)),
+        ("gpu", (28, 28, 28), (28, 24, 28)),
         ("collectives", (21, 21, 21), (0, 0, 0)),
     ],
 )
@@ -94,6 +94,21 @@ def test_each_sweep_plans_its_cells(name: str, cells: tuple[int, ...], headline:
     platforms = (CPU, ONE_GPU, EIGHT_GPUS)
     assert tuple(len(expand(SWEEPS[name], p)) for p in platforms) == cells
     assert tuple(len(contenders(SWEEPS[name], p)) for p in platforms) == headline
+
+
+def test_a_cpu_with_bfloat16_units_races_mixed_bfloat16_in_the_default_sweep() -> None:
+    """The plain loop and 4 accumulation steps in mixed bfloat16 join each model's contenders on a
+    CPU whose flags show bfloat16 units; not elsewhere, and not in the GPU plan."""
+    amx = Platform(cpu_bf16=("amx_bf16", "avx512_bf16"))
+    raced = [c for c in expand(DEFAULT, amx) if c.id in contenders(DEFAULT, amx)]
+    bf16 = [(c.model, c.accum_steps) for c in raced if c.precision == "mixed_bfloat16"]
+    assert bf16 == [("cnn", 1), ("cnn", 4), ("dense", 1), ("dense", 4)] or sorted(bf16) == sorted(
+        [("cnn", 1), ("cnn", 4), ("dense", 1), ("dense", 4)]
+    )
+    assert len(raced) == len(contenders(DEFAULT, CPU)) + 4
+    assert not any(c.precision == "mixed_bfloat16" for c in expand(DEFAULT, CPU))
+    gpu_bf16 = Platform("gpu", 1, gpu_memory_mib=81_559, cpu_bf16=("amx_bf16",))
+    assert contenders(DEFAULT, gpu_bf16) == contenders(DEFAULT, ONE_GPU)
 
 
 def test_every_gpu_sweep_cell_has_its_xla_twin() -> None:
