@@ -310,24 +310,23 @@ def _why(a: Answer) -> Para:
     return Para("Why: where an update's time goes, each part as a share of the update:", tuple(items))
 
 
-def _next(a: Answer) -> list[Para]:
-    bound = breakdown.BOUND_BY_NAME.get(_verdict(a.leader)[0] or "")
-    if bound is None:
-        return []
-    config = values(a.leader.cell)
+def next_step(bound: breakdown.Bound, config: words.Values) -> Para | None:
+    """The knob to try next for a leader of ``config`` bound by ``bound``, with the ``run`` command
+    that races it against the leader's value (its first try axis that suggests a value), or None."""
     for name in bound.tries:
         axis = AXIS_BY_NAME[name]
         pair = axis.next_values(config[name]) if name in config else None
         if pair is not None:
             command = f"python -m harness run {words.flags(config, vary=(name, pair))}"
-            return [
-                Para(
-                    f"Next: the leader is {bound.name}-bound, so try {axis.say(pair[1])} against "
-                    f"{axis.say(pair[0])}:",
-                    (command,),
-                )
-            ]
-    return []
+            sentence = f"Next: the leader is {bound.name}-bound, so try {axis.say(pair[1])} against {axis.say(pair[0])}:"
+            return Para(sentence, (command,))
+    return None
+
+
+def _next(a: Answer) -> list[Para]:
+    bound = breakdown.BOUND_BY_NAME.get(_verdict(a.leader)[0] or "")
+    step = None if bound is None else next_step(bound, values(a.leader.cell))
+    return [] if step is None else [step]
 
 
 def _precision(a: Answer) -> list[Para]:

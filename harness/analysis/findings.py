@@ -37,7 +37,7 @@ def figures(row: CellRow) -> list[float]:
 
 
 RELATION_TITLES: dict[Relation, str] = {
-    Relation.FASTEST: "Which is fastest: each model's usual choices, raced in turns, against the leader",
+    Relation.FASTEST: "Which is fastest: each model's contenders, raced in turns, against the leader",
     Relation.SCALING: "Scaling: throughput against one device (the ratio shown is the efficiency)",
     Relation.STRATEGY: "Strategy: against no distribution strategy at the same model, batch and loop",
     Relation.CROSS_DEVICE_OPS: "All-reduce (cross-device ops): against the default at the same replicas",

@@ -16,8 +16,8 @@ from harness.spec.protocol import Protocol
 
 RACE_SHARE = 0.7
 """The share of the budget the first stage may spend (past its minimum instances) before the
-second stage races the configurations tied with each model's fastest; with no tie, the first
-stage goes on to the whole budget."""
+second stage races each model's leader against the contenders outside its race group (only where
+a race did not fit one group; otherwise the first stage goes on to the whole budget)."""
 
 HEADLINE_SHARE = 0.85
 """The share of the budget during which a headline group (each model's contenders) with any open

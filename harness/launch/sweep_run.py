@@ -68,7 +68,7 @@ class Request:
 @dataclass(frozen=True)
 class Outline:
     """What a local run would do, before its first process: its sets of configurations compared
-    live (``races`` of them each model's usual choices raced), at most ``live`` processes at once,
+    live (``races`` of them each model's contenders raced), at most ``live`` processes at once,
     and the minimum its budget must hold (seconds, by the prior estimate)."""
 
     sets: int

@@ -13,8 +13,8 @@ machine in time lowers both ends of the ratio alike. This module decides, as dat
   and no group of several cells holds more than ``max_live`` live processes
   (:func:`default_max_live` from the memory the processes may take); :func:`unmeasurable`: the
   comparisons whose two ends alone exceed it, which no group holds;
-- :func:`race_groups`: the second stage, the configurations that tie with a model's fastest, each
-  against it; :func:`ab_group`: the two sides of ``ab``.
+- :func:`race_groups`: the second stage of a race that did not fit one group, the contenders
+  outside the leader's group, each against it; :func:`ab_group`: the two sides of ``ab``.
 
 Which strategies a relation applies to is a question to the descriptors
 (:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis.
@@ -563,7 +563,7 @@ def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) ->
 
 
 def race_groups(contenders: Sequence[Cell], fastest: Cell, max_live: int) -> list[Group]:
-    """Second stage: the configurations that tie with a model's ``fastest``, each against it.
+    """Second stage: ``contenders`` (outside the race group of a model's ``fastest``), each against it.
 
     Groups ``r0, r1, ...`` each hold ``fastest`` and as many contenders (in order, first fit) as fit
     ``max_live``, with one FASTEST comparison per contender (subject the contender, reference

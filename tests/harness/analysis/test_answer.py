@@ -14,6 +14,7 @@ from harness.analysis import answer
 from harness.analysis.ratios_text import ratios_text
 from harness.analysis.tables import summary_table
 from harness.contract.columns import Estimate, unflatten_all
+from harness.contract.machine import MachineFacts
 from harness.contract.records import CellRow, RatioRow
 from harness.spec.groups import Relation
 
@@ -193,6 +194,31 @@ def test_why_says_what_no_part_explains_and_names_a_bound_only_where_a_part_expl
     assert "Next: the leader is compute-bound" in answer.text(
         answer.answers(rows, [_ratio("plain", 0.9, 0.85, 0.95, "lower")]), rows
     )
+
+
+def test_on_a_cpu_the_answer_says_why_mixed_bfloat16_was_raced_or_not() -> None:
+    amx = MachineFacts(cpu_flags="amx_bf16 avx512_bf16 avx512f").to_json()
+    plain = MachineFacts(cpu_flags="avx2 fma").to_json()
+
+    def said(facts: str, precision: str) -> str:
+        rows = [
+            _cell("lead", precision=precision, machine_facts=facts, examples_per_sec=110.0),
+            _cell("plain", precision="float32", accum_steps=4, machine_facts=facts, examples_per_sec=100.0),
+        ]
+        return answer.text(answer.answers(rows, [_ratio("plain", 0.9, 0.85, 0.95, "lower")]), rows)
+
+    assert (
+        "Precision: this CPU reports bfloat16 units (amx_bf16, avx512_bf16), so mixed bfloat16 is raced."
+        in said(amx, "mixed_bfloat16")
+    )
+    assert "bfloat16 units (amx_bf16, avx512_bf16), but nothing here trained in mixed bfloat16." in said(
+        amx, "float32"
+    )
+    assert (
+        "reports no bfloat16 units (none of amx_bf16, avx512_bf16, bf16, svebf16), so float32 alone"
+        in said(plain, "float32")
+    )
+    assert "mixed bfloat16 is emulated here, slower" in said(plain, "mixed_bfloat16")
 
 
 def test_a_ratio_in_words() -> None:
