@@ -34,8 +34,9 @@ TERMS: tuple[Term, ...] = (
     ),
     Term(
         "leader",
-        "Of a model's contenders (the configurations a sweep names as candidates for its fastest "
-        "one, measured first, together), the one measured fastest so far in turns; each other "
+        "Of a model's contenders (the configurations raced for its fastest one, measured first, "
+        "together: those the default sweep names, with mixed bfloat16 on a CPU with bfloat16 "
+        "units; every configuration of any other run), the one measured fastest so far in turns; each other "
         "contender is compared with it. It is called fastest only once every other contender is "
         "decided lower than it; until then it is leading.",
     ),

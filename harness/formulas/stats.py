@@ -23,9 +23,8 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
   covers the processes of this run only, and the row says so (``ci_history_runs`` = 0).
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
-- distinguishable   = the ratio's CI excludes 1 and the ratio is outside [1/(1+m), 1+m], with m
-  = MIN_EFFECT; the verdict: :mod:`harness.formulas.verdicts` (higher, lower, equivalent or
-  undecided).
+- verdict           = :mod:`harness.formulas.verdicts` (higher, lower, equivalent or undecided,
+  with m = MIN_EFFECT).
 """
 
 from __future__ import annotations
@@ -83,15 +82,6 @@ class Ratio:
     def scaled(self, factor: float) -> Ratio:
         """The ratio times a constant (e.g. 1/devices for scaling efficiency)."""
         return Ratio(self.value * factor, self.low * factor, self.high * factor, self.n_a, self.n_b)
-
-    def distinguishable(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> bool:
-        """True when the CI excludes ``reference`` and the ratio differs from it by at least
-        ``min_effect`` (relative)."""
-        if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
-            return False
-        outside = self.low > reference or self.high < reference
-        big = abs(math.log(self.value / reference)) >= math.log1p(min_effect)
-        return outside and big
 
     def verdict(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> str:
         """Higher, lower, equivalent or undecided against ``reference``

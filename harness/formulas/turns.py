@@ -36,8 +36,7 @@ Verdicts, on the unscaled ratio r = ratio / c with CI [lo, hi] / c and L = log(1
 smallest effect worth a verdict (``MIN_EFFECT``), h = t * s_B / sqrt(n) the CI's half-width on
 the log scale:
 
-- distinguishable   = the CI excludes 1 (h < |ybar|) and |log r| >= L (the rule of
-  ``stats.Ratio.distinguishable``): "higher" or "lower".
+- distinguishable   = the CI excludes 1 (h < |ybar|) and |log r| >= L: "higher" or "lower".
 - equivalent        = the CI lies within [1 / (1 + m), 1 + m] (|ybar| + h <= L).
 - undecided         = neither; more instances are needed (:mod:`harness.formulas.verdicts`).
 - FDR               = across the ratios of a run, a ratio is "higher"/"lower" only when the
@@ -308,15 +307,6 @@ class TurnRatio:
         if not all(math.isfinite(v) and v > 0 for v in ends):
             return None
         return math.log(ends[0]), math.log(ends[1]), math.log(ends[2])
-
-    def distinguishable(self, min_effect: float = MIN_EFFECT) -> bool:
-        """True when the unscaled CI excludes 1 and the unscaled ratio differs from 1 by at least
-        ``min_effect`` (relative): the rule of ``stats.Ratio.distinguishable``."""
-        logs = self._unscaled()
-        if logs is None:
-            return False
-        centre, low, high = logs
-        return (low > 0 or high < 0) and abs(centre) >= math.log1p(min_effect)
 
     def verdict(self, min_effect: float = MIN_EFFECT, significant: bool = True) -> str:
         """Higher, lower (the unscaled ratio against 1), equivalent or undecided
