@@ -240,9 +240,7 @@ def _figures(m: Machine, ok: Sequence[CellRow], named: Mapping[str, str]) -> dic
     return out
 
 
-def _versus(f: Figure, ref: Figure | None, min_effect: float) -> Versus | None:
-    if ref is None:
-        return None
+def _versus(f: Figure, ref: Figure, min_effect: float) -> Versus:
     r = across_runs.ratio(f.side, ref.side)
     return Versus(f.machine, r, judge(r.value, r.low, r.high, min_effect), basis_words(f.side, ref.side))
 
@@ -274,29 +272,20 @@ def _model(
     best = {m.name: figs[(m.name, leaders[m.name])] for m in machines if m.name in leaders}
     measured = {name for (name, _), f in figs.items() if f.cell.model == model}
     unraced = tuple(m.name for m in machines if m.name in measured and m.name not in best)
-    at_best = tuple(v for n, f in best.items() if n != ref and (v := _versus(f, best.get(ref), min_effect)))
+    at_best = tuple(_versus(f, best[ref], min_effect) for n, f in best.items() if n != ref and ref in best)
     same_id = _shared_config(model, machines, figs, leaders.get(ref))
-    same = tuple(
-        v
-        for m in machines[1:]
-        if same_id and (v := _versus(figs[(m.name, same_id)], figs.get((ref, same_id)), min_effect))
-    )
+    base = figs[(ref, same_id)] if same_id else None
+    same = tuple(_versus(figs[(m.name, same_id)], base, min_effect) for m in machines[1:] if base and same_id)
     info = MODELS.get(model)
     epoch = info.epoch_examples if info else 0
     costs = {name: _cost(f, prices[name], epoch) for name, f in best.items() if name in prices}
     title = info.title if info else model
-    label = figs[(ref, same_id)].label if same_id else ""
-    plain = (
-        same_id is not None
-        and same_id != leaders.get(ref)
-        and STRATEGIES[figs[(ref, same_id)].cell.strategy].reference
-    )
+    plain = base is not None and same_id != leaders.get(ref) and STRATEGIES[base.cell.strategy].reference
     leader = max(best, key=lambda n: best[n].side.value) if len(best) >= 2 else ""
     others = [n for n in best if n != leader] if leader else []
-    leads = tuple(
-        dataclasses.replace(v, machine=n) for n in others if (v := _versus(best[leader], best[n], min_effect))
-    )
+    leads = tuple(dataclasses.replace(_versus(best[leader], best[n], min_effect), machine=n) for n in others)
     no_bf16 = tuple(n for m in machines if (n := _no_bf16(m, model, figs)))
+    label = base.label if base else ""
     return ModelAnswer(
         model, title, best, unraced, at_best, label, plain, same, costs, epoch, leader, leads, no_bf16
     )
@@ -352,15 +341,13 @@ def _peak_versus(m: Machine, ref: Machine, dtype: str, min_effect: float) -> Ver
     """m's peak in ``dtype`` / the reference's, CI from the two 95% CIs taken as normal on the log
     scale: log-ratio +- hypot of the two CIs' log half-widths."""
     a, b = peak_of(m.peaks, dtype), peak_of(ref.peaks, dtype)
-    if not (a.value and a.low and a.high and b.value and b.low and b.high):
-        nan = float("nan")
-        return Versus(
-            m.name, Ratio(nan, nan, nan, 0, 0), judge(nan, nan, nan, min_effect), "no peak measured"
-        )
-    half = math.hypot(math.log(a.high / a.low), math.log(b.high / b.low)) / 2
-    centre = math.log(a.value / b.value)
-    r = Ratio(a.value / b.value, math.exp(centre - half), math.exp(centre + half), 1, 1)
-    return Versus(m.name, r, judge(r.value, r.low, r.high, min_effect), "each run's peak processes")
+    r, basis = Ratio(math.nan, math.nan, math.nan, 0, 0), "no peak measured"
+    if a.value and a.low and a.high and b.value and b.low and b.high:
+        half = math.hypot(math.log(a.high / a.low), math.log(b.high / b.low)) / 2
+        centre = math.log(a.value / b.value)
+        r = Ratio(a.value / b.value, math.exp(centre - half), math.exp(centre + half), 1, 1)
+        basis = "each run's peak processes"
+    return Versus(m.name, r, judge(r.value, r.low, r.high, min_effect), basis)
 
 
 def parse_price(item: str) -> tuple[str, float]:
