@@ -194,8 +194,7 @@ def compare(
         for (name, cid), f in sorted(figs.items(), key=lambda kv: (kv[0][1], kv[0][0] != ref.name, kv[0][0]))
         if cid in base
     )
-    shared = [p.dtype for p in ref.peaks if all(peak_of(m.peaks, p.dtype).value for m in machines)]
-    dtype = shared[0] if shared else ""
+    dtype = next((p.dtype for p in ref.peaks if all(peak_of(m.peaks, p.dtype).value for m in machines)), "")
     peaks = tuple(_peak_versus(m, ref, dtype, min_effect) for m in order[1:])
     return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks, dtype)
 
@@ -230,13 +229,10 @@ def _figures(m: Machine, ok: Sequence[CellRow], named: Mapping[str, str]) -> dic
     out = {}
     for cid, by_run in runs.items():
         mine = list(by_run.values())
-        side = across_runs.side(
-            [RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine]
-        )
-        energy = [r.energy.energy_j_per_example for r in mine if r.energy.energy_j_per_example]
-        out[cid] = Figure(
-            m.name, mine[0].cell, named[cid], side, sorted(energy)[len(energy) // 2] if energy else None
-        )
+        per_run = [RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine]
+        energy = sorted(e for r in mine if (e := r.energy.energy_j_per_example))
+        median = energy[len(energy) // 2] if energy else None
+        out[cid] = Figure(m.name, mine[0].cell, named[cid], across_runs.side(per_run), median)
     return out
 
 

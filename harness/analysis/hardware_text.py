@@ -105,12 +105,8 @@ def paragraph(a: ModelAnswer) -> list[str]:
         lines.append(f"  - on {_q(name)}: no configurations raced in turns, so it names no fastest")
     lines += [f"  - {no_bf16_words(n)}" for n in a.no_bf16]
     if a.same_label:
-        what = (
-            f"the plain custom loop ({a.same_label})"
-            if a.same_plain
-            else f"the same configuration ({a.same_label})"
-        )
-        lines.append(f"  On {what}, every machine against the reference:")
+        what = "the plain custom loop" if a.same_plain else "the same configuration"
+        lines.append(f"  On {what} ({a.same_label}), every machine against the reference:")
         lines += [f"  - {_q(v.machine)}: {ratio_words(v)}" for v in a.same]
     return lines
 
@@ -141,10 +137,8 @@ def machine_lines(c: HardwareComparison) -> list[str]:
         lines.append(f"  - {_q(m.name)}{ref}: {facts_words(m)}; peak {peaks}; runs {runs}")
     whys = list(dict.fromkeys(m.why for m in c.machines if m.why))
     lines += [f"  Told apart: {w}." for w in whys]
-    dtype = c.peak_dtype or "no dtype measured on both"
-    lines += [
-        f"  Peak of {_q(v.machine)} against the reference's ({dtype}): {ratio_words(v)}" for v in c.peaks
-    ]
+    dtype = f" in {c.peak_dtype}" if c.peak_dtype else ""
+    lines += [f"  Peak{dtype} of {_q(v.machine)} against the reference's: {ratio_words(v)}" for v in c.peaks]
     return lines
 
 

@@ -190,7 +190,7 @@ def test_each_machines_peaks_its_best_precision_and_the_bf16_units_its_runs_neve
     ) in text
     assert "'zen2', its best" not in text and "'spr', its best" not in text
     assert "peak in float32 300 GFLOP/s [270, 330] and in bfloat16 900 GFLOP/s [810, 990]" in text
-    assert "Peak of 'spr' against the reference's (float32): 1.50x" in text
+    assert "Peak in float32 of 'spr' against the reference's: 1.50x" in text
     data = json.loads(json.dumps(hardware_text.to_json(c)))
     assert data["peak_dtype"] == "float32" and data["models"][0]["no_bf16"][0]["units"] == [
         "amx_bf16",
