@@ -10,6 +10,8 @@ Machines are :mod:`harness.analysis.machines`'s. For each model:
 - each machine against the reference machine (``--baseline``), at each one's best and on the same
   configuration (the plain custom loop, else the reference's best): a ratio with its CI and a
   verdict, where a difference under ``min_effect`` (10% by default for machines) is never called;
+- the machines whose CPU has bfloat16 units but whose runs never trained the model in mixed
+  bfloat16 (:class:`NoBf16`): their best may be higher than shown;
 - with a price per instance-hour (USD), the cost of a million examples and of one epoch of the
   model's data set at the machine's best; energy per example where the machine measured it.
 
@@ -26,13 +28,13 @@ from dataclasses import dataclass
 
 from harness.analysis.answer import answers, labels
 from harness.analysis.findings import figures
-from harness.analysis.machines import Machine, find
+from harness.analysis.machines import Machine, find, peak_of
 from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, RatioRow, Status
 from harness.errors import HarnessError
 from harness.formulas import across_runs
 from harness.formulas.across_runs import Basis, RunFigure, Side
-from harness.formulas.stats import Ratio, t_quantile
+from harness.formulas.stats import Ratio
 from harness.formulas.verdicts import judge
 from harness.spec.models import MODELS
 from harness.spec.strategies import STRATEGIES
@@ -52,10 +54,6 @@ class Figure:
     label: str
     side: Side
     energy_j_per_example: float | None
-
-    @property
-    def cell_id(self) -> str:
-        return self.cell.cell_id
 
     @property
     def estimate(self) -> Estimate:
@@ -85,6 +83,19 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class NoBf16:
+    """A CPU machine whose runs trained the model but never in mixed bfloat16 (no ok row), although
+    its CPU has bfloat16 units or its runs do not say: its best may be higher than shown."""
+
+    machine: str
+    units: tuple[str, ...] | None
+    """Its CPU flags that show bfloat16 units (:attr:`MachineFacts.bf16_units`); None: its runs
+    recorded no CPU flags (older than 2026-11-28)."""
+    trained: tuple[str, ...]
+    """The precisions its runs trained the model in (float32, mixed_float16)."""
+
+
+@dataclass(frozen=True)
 class ModelAnswer:
     """One model across the machines."""
 
@@ -105,6 +116,7 @@ class ModelAnswer:
     """The machine with the highest figure at its best ("" with fewer than two)."""
     leads: tuple[Versus, ...] = ()
     """The leader at its best against each other machine at its best."""
+    no_bf16: tuple[NoBf16, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,7 +140,11 @@ class HardwareComparison:
     rows: tuple[Row, ...]
     prices: dict[str, float]
     peaks: tuple[Versus, ...]
-    """Each machine's measured peak against the reference's (CI from the two peaks' CIs)."""
+    """Each machine's measured peak in :attr:`peak_dtype` against the reference's (CI from the two
+    peaks' CIs)."""
+    peak_dtype: str
+    """The compute dtype whose peaks are compared: float32 where every machine measured it, else
+    the first other one every machine measured ("" where none)."""
 
 
 def basis_words(a: Side, b: Side) -> str:
@@ -172,19 +188,15 @@ def compare(
         _model(model, order, figs, _leaders(order, ok, ratios, model), priced, min_effect)
         for model in dict.fromkeys(r.cell.model for r in ok)
     )
+    base = {cid: f for (name, cid), f in figs.items() if name == ref.name}
     table = tuple(
-        Row(
-            f.cell.model,
-            f.label,
-            cid,
-            f,
-            None if name == ref.name else _versus(f, figs[(ref.name, cid)], min_effect),
-        )
+        Row(f.cell.model, f.label, cid, f, None if name == ref.name else _versus(f, base[cid], min_effect))
         for (name, cid), f in sorted(figs.items(), key=lambda kv: (kv[0][1], kv[0][0] != ref.name, kv[0][0]))
-        if (ref.name, cid) in figs
+        if cid in base
     )
-    peaks = tuple(_peak_versus(m, ref, min_effect) for m in order[1:])
-    return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks)
+    dtype = next((p.dtype for p in ref.peaks if all(peak_of(m.peaks, p.dtype).value for m in machines)), "")
+    peaks = tuple(_peak_versus(m, ref, dtype, min_effect) for m in order[1:])
+    return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks, dtype)
 
 
 def _check_alike(machines: Sequence[Machine]) -> None:
@@ -217,19 +229,14 @@ def _figures(m: Machine, ok: Sequence[CellRow], named: Mapping[str, str]) -> dic
     out = {}
     for cid, by_run in runs.items():
         mine = list(by_run.values())
-        side = across_runs.side(
-            [RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine]
-        )
-        energy = [r.energy.energy_j_per_example for r in mine if r.energy.energy_j_per_example]
-        out[cid] = Figure(
-            m.name, mine[0].cell, named[cid], side, sorted(energy)[len(energy) // 2] if energy else None
-        )
+        per_run = [RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine]
+        energy = sorted(e for r in mine if (e := r.energy.energy_j_per_example))
+        median = energy[len(energy) // 2] if energy else None
+        out[cid] = Figure(m.name, mine[0].cell, named[cid], across_runs.side(per_run), median)
     return out
 
 
-def _versus(f: Figure, ref: Figure | None, min_effect: float) -> Versus | None:
-    if ref is None:
-        return None
+def _versus(f: Figure, ref: Figure, min_effect: float) -> Versus:
     r = across_runs.ratio(f.side, ref.side)
     return Versus(f.machine, r, judge(r.value, r.low, r.high, min_effect), basis_words(f.side, ref.side))
 
@@ -241,13 +248,8 @@ def _leaders(
     out = {}
     for m in machines:
         for run in reversed(m.run_ids):
-            found = [
-                a
-                for a in answers(
-                    [r for r in ok if r.run.run_id == run], [x for x in ratios if x.run.run_id == run]
-                )
-                if a.model == model
-            ]
+            mine = [r for r in ok if r.run.run_id == run], [x for x in ratios if x.run.run_id == run]
+            found = [a for a in answers(*mine) if a.model == model]
             if found:
                 out[m.name] = found[0].leader.cell.cell_id
                 break
@@ -266,33 +268,33 @@ def _model(
     best = {m.name: figs[(m.name, leaders[m.name])] for m in machines if m.name in leaders}
     measured = {name for (name, _), f in figs.items() if f.cell.model == model}
     unraced = tuple(m.name for m in machines if m.name in measured and m.name not in best)
-    at_best = tuple(
-        v
-        for name, f in best.items()
-        if name != ref and (v := _versus(f, best.get(ref), min_effect)) is not None
-    )
+    at_best = tuple(_versus(f, best[ref], min_effect) for n, f in best.items() if n != ref and ref in best)
     same_id = _shared_config(model, machines, figs, leaders.get(ref))
-    same = tuple(
-        v
-        for m in machines[1:]
-        if same_id and (v := _versus(figs[(m.name, same_id)], figs.get((ref, same_id)), min_effect))
-    )
+    base = figs[(ref, same_id)] if same_id else None
+    same = tuple(_versus(figs[(m.name, same_id)], base, min_effect) for m in machines[1:] if base and same_id)
     info = MODELS.get(model)
     epoch = info.epoch_examples if info else 0
     costs = {name: _cost(f, prices[name], epoch) for name, f in best.items() if name in prices}
     title = info.title if info else model
-    label = figs[(ref, same_id)].label if same_id else ""
-    plain = (
-        same_id is not None
-        and same_id != leaders.get(ref)
-        and STRATEGIES[figs[(ref, same_id)].cell.strategy].reference
-    )
+    plain = base is not None and same_id != leaders.get(ref) and STRATEGIES[base.cell.strategy].reference
     leader = max(best, key=lambda n: best[n].side.value) if len(best) >= 2 else ""
     others = [n for n in best if n != leader] if leader else []
-    leads = tuple(
-        dataclasses.replace(v, machine=n) for n in others if (v := _versus(best[leader], best[n], min_effect))
+    leads = tuple(dataclasses.replace(_versus(best[leader], best[n], min_effect), machine=n) for n in others)
+    no_bf16 = tuple(n for m in machines if (n := _no_bf16(m, model, figs)))
+    label = base.label if base else ""
+    return ModelAnswer(
+        model, title, best, unraced, at_best, label, plain, same, costs, epoch, leader, leads, no_bf16
     )
-    return ModelAnswer(model, title, best, unraced, at_best, label, plain, same, costs, epoch, leader, leads)
+
+
+def _no_bf16(m: Machine, model: str, figs: Mapping[tuple[str, str], Figure]) -> NoBf16 | None:
+    """:class:`NoBf16` where machine ``m`` has no GPU, trained ``model`` but never in mixed bfloat16,
+    and its CPU has bfloat16 units (or its runs recorded no CPU flags); else None."""
+    trained = {f.cell.precision for (n, _), f in figs.items() if n == m.name and f.cell.model == model}
+    units = None if m.facts is None else m.facts.bf16_units
+    if not trained or "mixed_bfloat16" in trained or units == () or (m.facts and m.facts.gpus):
+        return None
+    return NoBf16(m.name, units, tuple(sorted(trained)))
 
 
 def _shared_config(
@@ -331,21 +333,17 @@ def _cost(f: Figure, usd_per_hour: float, epoch_examples: int) -> Cost:
     return Cost(usd_per_hour, per(1e6), per(epoch_examples) if epoch_examples else None)
 
 
-def _peak_versus(m: Machine, ref: Machine, min_effect: float) -> Versus:
-    """m's peak / the reference's, CI from the two log-t CIs taken as normal on the log scale."""
-    a, b = m.peak, ref.peak
-    if None in (a.value, a.low, a.high, b.value, b.low, b.high):
-        nan = float("nan")
-        return Versus(
-            m.name, Ratio(nan, nan, nan, 0, 0), judge(nan, nan, nan, min_effect), "no peak measured"
-        )
-    assert a.value and a.low and a.high and b.value and b.low and b.high
-    q = t_quantile(math.inf)
-    sa, sb = (math.log(a.high / a.low) / (2 * q), math.log(b.high / b.low) / (2 * q))
-    half = q * math.hypot(sa, sb)
-    centre = math.log(a.value / b.value)
-    r = Ratio(a.value / b.value, math.exp(centre - half), math.exp(centre + half), 1, 1)
-    return Versus(m.name, r, judge(r.value, r.low, r.high, min_effect), "each run's peak processes")
+def _peak_versus(m: Machine, ref: Machine, dtype: str, min_effect: float) -> Versus:
+    """m's peak in ``dtype`` / the reference's, CI from the two 95% CIs taken as normal on the log
+    scale: log-ratio +- hypot of the two CIs' log half-widths."""
+    a, b = peak_of(m.peaks, dtype), peak_of(ref.peaks, dtype)
+    r, basis = Ratio(math.nan, math.nan, math.nan, 0, 0), "no peak measured"
+    if a.value and a.low and a.high and b.value and b.low and b.high:
+        half = math.hypot(math.log(a.high / a.low), math.log(b.high / b.low)) / 2
+        centre = math.log(a.value / b.value)
+        r = Ratio(a.value / b.value, math.exp(centre - half), math.exp(centre + half), 1, 1)
+        basis = "each run's peak processes"
+    return Versus(m.name, r, judge(r.value, r.low, r.high, min_effect), basis)
 
 
 def parse_price(item: str) -> tuple[str, float]:

@@ -52,12 +52,7 @@ def _throughput(ax: Any, c: HardwareComparison, a: ModelAnswer, colour: dict[str
     for i, m in enumerate(c.machines):
         mine = {r.label: r.figure.estimate for r in rows if r.figure.machine == m.name}
         ys = [j + (i - (n - 1) / 2) * 0.8 / n for j, lab in enumerate(labels) if lab in mine]
-        est = [mine[lab] for lab in labels if lab in mine]
-        xs = [e.value or 0.0 for e in est]
-        err = [
-            [x - (e.low or x) for x, e in zip(xs, est, strict=True)],
-            [(e.high or x) - x for x, e in zip(xs, est, strict=True)],
-        ]
+        xs, err = plots.ci_bars([mine[lab] for lab in labels if lab in mine])
         ax.errorbar(xs, ys, xerr=err, fmt="o", color=colour[m.name], label=m.name, capsize=2, ms=4)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
@@ -69,12 +64,7 @@ def _throughput(ax: Any, c: HardwareComparison, a: ModelAnswer, colour: dict[str
 
 def _cost(ax: Any, a: ModelAnswer, colour: dict[str, str]) -> None:
     names = [n for n in a.best if n in a.costs]
-    est = [a.costs[n].per_million for n in names]
-    xs = [e.value or 0.0 for e in est]
-    err = [
-        [x - (e.low or x) for x, e in zip(xs, est, strict=True)],
-        [(e.high or x) - x for x, e in zip(xs, est, strict=True)],
-    ]
+    xs, err = plots.ci_bars([a.costs[n].per_million for n in names])
     ax.barh(range(len(names)), xs, xerr=err, color=[colour[n] for n in names], capsize=3, height=0.5)
     ax.set_yticks(range(len(names)), [textwrap.fill(n, 24) for n in names], fontsize=7)
     ax.invert_yaxis()

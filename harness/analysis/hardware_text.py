@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.analysis import render
-from harness.analysis.hardware import Cost, Figure, HardwareComparison, ModelAnswer, Versus
+from harness.analysis.hardware import Cost, Figure, HardwareComparison, ModelAnswer, NoBf16, Row, Versus
 from harness.analysis.machines import Machine, peak_words
 from harness.contract.columns import Estimate
 from harness.formulas import across_runs
 from harness.formulas.verdicts import HIGHER
+from harness.spec.axes import AXIS_BY_NAME
+
+PRECISION = AXIS_BY_NAME["precision"]
 
 
 def times(r: float) -> str:
@@ -91,22 +94,33 @@ def paragraph(a: ModelAnswer) -> list[str]:
     if len(a.leads) > 1:
         lines += [f"  - against {_q(v.machine)}: {ratio_words(v)}" for v in a.leads]
     for name, f in a.best.items():
-        parts = [f"{f.label}, {estimate_words(f.estimate)}"]
+        precision = PRECISION.say(f.cell.precision)
+        label = f.label if precision in f.label else f"{f.label}, in {precision}"
+        parts = [f"{label}, {estimate_words(f.estimate)}"]
         if name in a.costs:
             parts.append(cost_words(a.costs[name], a.epoch_examples))
         parts.append(energy_words(f))
         lines.append(f"  - on {_q(name)}, its fastest configuration: " + "; ".join(parts))
     for name in a.unraced:
         lines.append(f"  - on {_q(name)}: no configurations raced in turns, so it names no fastest")
+    lines += [f"  - {no_bf16_words(n)}" for n in a.no_bf16]
     if a.same_label:
-        what = (
-            f"the plain custom loop ({a.same_label})"
-            if a.same_plain
-            else f"the same configuration ({a.same_label})"
-        )
-        lines.append(f"  On {what}, every machine against the reference:")
+        what = "the plain custom loop" if a.same_plain else "the same configuration"
+        lines.append(f"  On {what} ({a.same_label}), every machine against the reference:")
         lines += [f"  - {_q(v.machine)}: {ratio_words(v)}" for v in a.same]
     return lines
+
+
+def no_bf16_words(n: NoBf16) -> str:
+    """Why a machine's best may be higher than shown: its runs never trained in mixed bfloat16."""
+    trained = f"its runs trained it in {' and '.join(PRECISION.say(p) for p in n.trained)} only"
+    if n.units:
+        why = f"its CPU has bfloat16 units ({', '.join(n.units)}) but {trained}"
+    else:
+        why = f"{trained} and recorded no CPU flags (older than 2026-11-28): its CPU may have bfloat16 units"
+    where = "" if n.units else " where the CPU has them"
+    run = f"`python -m harness run --sweep default` on it races mixed bfloat16{where}"
+    return f"on {_q(n.machine)}, its best may be higher than shown: {why} ({run})"
 
 
 def facts_words(m: Machine) -> str:
@@ -119,10 +133,12 @@ def machine_lines(c: HardwareComparison) -> list[str]:
     for m in c.machines:
         runs = ", ".join(r.run_id for r in m.runs)
         ref = " (the reference)" if m.name == c.baseline else ""
-        lines.append(f"  - {_q(m.name)}{ref}: {facts_words(m)}; peak {peak_words(m.peak)}; runs {runs}")
+        peaks = " and ".join(f"in {p.dtype} {peak_words(p.flops)}" for p in m.peaks) or "not measured"
+        lines.append(f"  - {_q(m.name)}{ref}: {facts_words(m)}; peak {peaks}; runs {runs}")
     whys = list(dict.fromkeys(m.why for m in c.machines if m.why))
     lines += [f"  Told apart: {w}." for w in whys]
-    lines += [f"  Peak of {_q(v.machine)} against the reference's: {ratio_words(v)}" for v in c.peaks]
+    dtype = f" in {c.peak_dtype}" if c.peak_dtype else ""
+    lines += [f"  Peak{dtype} of {_q(v.machine)} against the reference's: {ratio_words(v)}" for v in c.peaks]
     return lines
 
 
@@ -179,25 +195,14 @@ def figure_text(e: Estimate) -> str:
 def evidence_rows(c: HardwareComparison) -> list[tuple[str, ...]]:
     """One row per configuration and machine other than the reference that both measured."""
     ref = {r.cell_id: r.figure for r in c.rows if r.versus is None}
-    out: list[tuple[str, ...]] = []
-    for r in c.rows:
-        if r.versus is None:
-            continue
-        f, base = r.figure, ref[r.cell_id]
-        spread = "measured" if f.side.basis == across_runs.Basis.MEASURED else "calibrated"
-        runs = f"{f.side.runs} / {base.side.runs} ({spread})"
-        out.append(
-            (
-                r.model,
-                r.label,
-                f.machine,
-                figure_text(f.estimate),
-                figure_text(base.estimate),
-                ratio_words(r.versus),
-                runs,
-            )
-        )
-    return out
+    return [_evidence(r, r.versus, ref[r.cell_id]) for r in c.rows if r.versus is not None]
+
+
+def _evidence(r: Row, versus: Versus, base: Figure) -> tuple[str, ...]:
+    f = r.figure
+    spread = "measured" if f.side.basis == across_runs.Basis.MEASURED else "calibrated"
+    figures = (figure_text(f.estimate), figure_text(base.estimate), ratio_words(versus))
+    return (r.model, r.label, f.machine, *figures, f"{f.side.runs} / {base.side.runs} ({spread})")
 
 
 def to_json(c: HardwareComparison) -> dict[str, Any]:

@@ -40,12 +40,7 @@ def draw(c: LinkComparison, out: Path) -> list[Path]:
 
 def _panel(ax: Any, conf: Configuration) -> None:
     xs = [p.setting.gbps for p in conf.points]
-    est = [p.estimate for p in conf.points]
-    ys = [e.value or 0.0 for e in est]
-    err = [
-        [y - (e.low or y) for y, e in zip(ys, est, strict=True)],
-        [(e.high or y) - y for y, e in zip(ys, est, strict=True)],
-    ]
+    ys, err = plots.ci_bars([p.estimate for p in conf.points])
     ax.errorbar(xs, ys, yerr=err, fmt="s", color="#D55E00", capsize=3, label="measured (95% CI)")
     if conf.modelled.curve:
         gx, gy = zip(*conf.modelled.curve, strict=True)

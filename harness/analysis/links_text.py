@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.hardware_text import figure_text, times
+from harness.analysis.hardware_text import figure_text, times, verdict_rule
 from harness.analysis.links import MAX_RUNS, Configuration, LinkComparison, Point, Versus
 from harness.formulas import across_runs
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
@@ -95,10 +95,9 @@ def method(c: LinkComparison) -> str:
         "(link_gbps); runs within ±25% of their median are one setting. Runs at two links cannot take "
         "turns, so each CI carries the run-to-run spread: measured from a configuration's own runs "
         f"where a setting has {across_runs.MIN_RUNS} or more (never below {across_runs.RUN_SPREAD:.0%}), "
-        f"else the calibrated {across_runs.RUN_SPREAD:.0%} per run. A ratio is higher or lower when its "
-        f"CI excludes 1 and it differs by {c.min_effect:.0%} or more, equivalent when its CI lies within "
-        f"±{c.min_effect:.0%}, else undecided. predict: the scaling model of harness.analysis.scaling "
-        "over a link of the measured Gbit/s, from the 1-worker row measured on one node."
+        f"else the calibrated {across_runs.RUN_SPREAD:.0%} per run. {verdict_rule(c.min_effect)}. predict: "
+        "the scaling model of harness.analysis.scaling over a link of the measured Gbit/s, from the "
+        "1-worker row measured on one node."
     )
 
 

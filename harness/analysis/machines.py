@@ -2,8 +2,8 @@
 several runs uses (``compare-hardware``, ``compare``, ``pack --machine``). Pure.
 
 A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
-matmul peak with a CI. Runs are one machine when they carry one name and the same facts and
-their peaks' 95% CIs overlap:
+matmul peaks with their CIs (one per compute dtype its runs trained in). Runs are one machine when
+they carry one name and the same facts and their float32 peaks' 95% CIs overlap:
 
 - one name, different facts: refused (exit 2), as the name then stands for two machines;
 - one name and the same facts (or none: runs older than the facts carry only the CPU model and
@@ -24,6 +24,20 @@ from harness.errors import HarnessError
 
 
 @dataclass(frozen=True)
+class HostPeak:
+    """A run's matmul peak in one compute dtype on the whole host: FLOP/s with its 95% CI."""
+
+    dtype: str
+    """The compute dtype (float32, bfloat16, float16): a run measures each one it trains in."""
+    flops: Estimate
+
+
+def peak_of(peaks: Sequence[HostPeak], dtype: str) -> Estimate:
+    """The peak of ``dtype`` among ``peaks``, FLOP/s (empty: not measured)."""
+    return next((p.flops for p in peaks if p.dtype == dtype), Estimate())
+
+
+@dataclass(frozen=True)
 class RunMachine:
     """What one run's rows say of the machine that measured it."""
 
@@ -33,21 +47,26 @@ class RunMachine:
     name: str
     facts: MachineFacts | None
     """None: a run older than the facts (its rows hold only the CPU model and core count)."""
-    peak: Estimate
-    """The run's float32 matmul peak on the whole host, FLOP/s, with its 95% CI (empty: no peak)."""
+    peaks: tuple[HostPeak, ...]
+    """Its matmul peak in each compute dtype it trained in, float32 first (:func:`host_peaks`)."""
     protocol: int
     software: str
     """TensorFlow and Keras versions, ``2.21.0 / 3.15.0``."""
     suite: str
 
+    @property
+    def peak(self) -> Estimate:
+        """The float32 peak, FLOP/s: the one that tells machines apart (empty: not measured)."""
+        return peak_of(self.peaks, "float32")
+
 
 @dataclass(frozen=True)
 class Machine:
-    """One machine: its name, facts, peak (its first run's) and runs, oldest first."""
+    """One machine: its name, facts, peaks (its first run's) and runs, oldest first."""
 
     name: str
     facts: MachineFacts | None
-    peak: Estimate
+    peaks: tuple[HostPeak, ...]
     runs: tuple[RunMachine, ...]
     why: str = ""
     """How it was told apart from a machine of the same name ("" when its name alone did)."""
@@ -67,25 +86,21 @@ def legacy_facts(row: CellRow) -> MachineFacts:
     return MachineFacts(cpu_model=m.host_cpu or "", cores=m.host_cores or 0, gpus=gpus)
 
 
-def host_peak(rows: Sequence[CellRow]) -> Estimate:
-    """The run's float32 peak on the whole host (a CPU row's peak scaled back from its
-    ``peak_cores`` to the host's cores; a GPU row's divided by its devices), FLOP/s."""
+def host_peaks(rows: Sequence[CellRow]) -> tuple[HostPeak, ...]:
+    """The run's peak on the whole host in each compute dtype its rows carry, float32 first (a CPU
+    row's peak scaled from its ``peak_cores`` to the host's cores; a GPU row's divided by its
+    devices), FLOP/s."""
+    found: dict[str, Estimate] = {}
     for row in rows:
-        p, m = row.peak, row.machine
-        if p.peak_flops_per_sec.value is None or p.peak_dtype != "float32" or m is None:
+        p, m, est = row.peak, row.machine, row.peak.peak_flops_per_sec
+        if est.value is None or m is None or not p.peak_dtype or p.peak_dtype in found:
             continue
-        if m.device_kind == "GPU":
-            scale = 1.0 / max(row.ran.device_count or 1, 1)
-        else:
-            scale = (m.host_cores or 1) / (p.peak_cores or m.host_cores or 1)
-        est = p.peak_flops_per_sec
-        assert est.value is not None
-        return Estimate(
-            est.value * scale,
-            None if est.low is None else est.low * scale,
-            None if est.high is None else est.high * scale,
+        cpu = (m.host_cores or 1) / (p.peak_cores or m.host_cores or 1)
+        scale = 1 / max(row.ran.device_count or 1, 1) if m.device_kind == "GPU" else cpu
+        found[p.peak_dtype] = Estimate(
+            *(x if x is None else x * scale for x in (est.value, est.low, est.high))
         )
-    return Estimate()
+    return tuple(HostPeak(d, found[d]) for d in sorted(found, key=lambda d: (d != "float32", d)))
 
 
 def of_run(run_id: str, rows: Sequence[CellRow], renames: Mapping[str, str]) -> RunMachine:
@@ -100,7 +115,7 @@ def of_run(run_id: str, rows: Sequence[CellRow], renames: Mapping[str, str]) -> 
         start=min(r.run.timestamp for r in rows),
         name=name,
         facts=facts,
-        peak=host_peak(rows),
+        peaks=host_peaks(rows),
         protocol=first.run.protocol_version or PROTOCOL_VERSION,
         software=software,
         suite=(first.run.suite_version or "").split("+")[0],
@@ -137,9 +152,8 @@ def _check_facts(name: str, runs: Sequence[RunMachine]) -> None:
 
 def overlap(a: Estimate, b: Estimate) -> bool:
     """Whether two peaks' CIs overlap (True where either has none: nothing tells them apart)."""
-    if None in (a.low, a.high, b.low, b.high):
+    if a.low is None or a.high is None or b.low is None or b.high is None:
         return True
-    assert a.low is not None and a.high is not None and b.low is not None and b.high is not None
     return a.low <= b.high and b.low <= a.high
 
 
@@ -158,17 +172,13 @@ def _split_by_peak(name: str, runs: Sequence[RunMachine]) -> list[Machine]:
         f"the runs named {name!r} report the same facts, but their measured peaks' 95% CIs do not "
         f"overlap ({peaks}): {len(clusters)} machines, told apart by their peaks"
     )
-    return [
-        _machine(
-            f"{name}, peak {(c[0].peak.value or 0) / 1e9:,.0f} GFLOP/s", sorted(c, key=lambda r: r.start), why
-        )
-        for c in clusters
-    ]
+    named = ((f"{name}, peak {(c[0].peak.value or 0) / 1e9:,.0f} GFLOP/s", c) for c in clusters)
+    return [_machine(n, sorted(c, key=lambda r: r.start), why) for n, c in named]
 
 
 def _machine(name: str, runs: Sequence[RunMachine], why: str) -> Machine:
     """The machine of ``runs`` (oldest first): its first run's peak, which its name may carry."""
-    return Machine(name, runs[-1].facts, runs[0].peak, tuple(runs), why)
+    return Machine(name, runs[-1].facts, runs[0].peaks, tuple(runs), why)
 
 
 def peak_words(p: Estimate) -> str:

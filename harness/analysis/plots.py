@@ -15,6 +15,7 @@ from typing import Any, cast
 import pandas as pd
 
 from harness.analysis import ab, answer, gate
+from harness.contract.columns import Estimate
 from harness.contract.records import Status
 from harness.formulas.verdicts import HIGHER, LOWER
 from harness.spec import words
@@ -47,6 +48,14 @@ def labels(rows: pd.DataFrame, unsaid: Sequence[str] = ()) -> pd.Series:
         for i, label in zip(mine, words.labels([configs[i] for i in mine]), strict=True):
             out[i] = label
     return pd.Series(out, index=rows.index, dtype=object)
+
+
+def ci_bars(est: Sequence[Estimate]) -> tuple[list[float], list[list[float]]]:
+    """Each figure (0 where none) and its 95% CI as errorbar's ``xerr``/``yerr``: the distances
+    below and above it (0 where the CI's end is unknown)."""
+    xs = [e.value or 0.0 for e in est]
+    below = [x - (e.low or x) for x, e in zip(xs, est, strict=True)]
+    return xs, [below, [(e.high or x) - x for x, e in zip(xs, est, strict=True)]]
 
 
 def save(fig: Any, out: Path, name: str) -> list[Path]:

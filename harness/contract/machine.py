@@ -77,25 +77,12 @@ class MachineFacts:
     def words(self) -> str:
         """The facts in one line, e.g. ``AMD EPYC (family 23, model 49, stepping 0), 2 cores, no CPU
         quota, L1d 32 KiB, ..., 24 GiB, 117 CPU flags; no GPU``: doctor's and compare-hardware's."""
-        ident = ", ".join(
-            f"{word} {value}"
-            for word, value in (
-                ("family", self.cpu_family),
-                ("model", self.cpu_model_number),
-                ("stepping", self.cpu_stepping),
-            )
-            if value
-        )
+        ids = {"family": self.cpu_family, "model": self.cpu_model_number, "stepping": self.cpu_stepping}
+        ident = ", ".join(f"{word} {value}" for word, value in ids.items() if value)
         cpu = (self.cpu_model or "unknown CPU") + (f" ({ident})" if ident else "")
         quota = f"a {self.cpu_quota:g}-CPU quota" if self.cpu_quota else "no CPU quota"
-        parts = [
-            cpu,
-            f"{self.cores} cores",
-            quota,
-            self.caches,
-            f"{self.memory_gib} GiB" if self.memory_gib else "",
-        ]
-        parts.append(f"{len(self.cpu_flags.split())} CPU flags")
+        memory, flags = f"{self.memory_gib} GiB" if self.memory_gib else "", len(self.cpu_flags.split())
+        parts = [cpu, f"{self.cores} cores", quota, self.caches, memory, f"{flags} CPU flags"]
         gpus = (
             f"{len(self.gpus)} x {self.gpus[0]}, {self.gpu_memory_mib} MiB, driver {self.gpu_driver or '?'}"
             if self.gpus

@@ -126,15 +126,21 @@ class HardwareOutput(TypedDict):
     """The reference machine's name."""
     min_effect: float
     machines: list[dict[str, Any]]
-    """Each machine: name, facts, peak (value, low, high in FLOP/s), runs, why (how it was told apart)."""
+    """Each machine: name, facts, peaks (per compute dtype its runs trained in: dtype, flops's value,
+    low, high in FLOP/s; float32 first), runs, why (how it was told apart)."""
     models: list[dict[str, Any]]
-    """Per model: each machine's best (figure with its CI, the run-to-run basis), the leader and its
-    ratios, the same configuration's ratios, costs (USD per million examples and per epoch)."""
+    """Per model: each machine's best (figure with its CI, the run-to-run basis, its cell's precision),
+    the leader and its ratios, the same configuration's ratios, costs (USD per million examples and
+    per epoch), no_bf16 (CPU machines whose runs never trained it in mixed bfloat16 although their
+    CPU has bfloat16 units, or recorded no flags: machine, units, trained precisions)."""
     rows: list[dict[str, Any]]
     """Every configuration both the machine and the reference measured: figure and ratio."""
     prices: dict[str, float]
     """Machine -> USD per instance-hour."""
     peaks: list[dict[str, Any]]
+    """Each other machine's peak in peak_dtype against the reference's: ratio, verdict."""
+    peak_dtype: str
+    """The compute dtype whose peaks are compared: float32 where every machine measured it."""
     leaders: dict[str, str]
     """Model -> the machine with the highest figure at its best (see each model's verdicts)."""
     verdicts_from: dict[str, float]

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import hardware, hardware_text, machines
-from harness.contract.columns import unflatten_all
-from harness.contract.records import CellRow, RatioRow
+from harness.contract.columns import Estimate, unflatten_all
+from harness.contract.machine import MachineFacts
+from harness.contract.records import CellRow, RatioRow, RunInfo
 from harness.errors import HarnessError
 from harness.formulas import stats
 from harness.formulas.verdicts import HIGHER, LOWER, UNDECIDED, equivalent, judge
+from harness.spec.groups import Relation
 
 EVIDENCE = Path(__file__).resolve().parents[3] / "docs" / "evidence"
 RUNS = (EVIDENCE / "2026-11-27-answer-first" / "results.tgz", EVIDENCE / "2026-11-28-machines" / "epyc-b.tgz")
@@ -106,3 +108,93 @@ def test_the_pages_footnote_is_the_rule_at_the_comparisons_min_effect(two) -> No
     assert c.min_effect == hardware.MIN_EFFECT
     assert hardware_text.verdict_rule(c.min_effect) in hardware_text.method(c)
     assert "[0.909, 1.100]" in hardware_text.text(c)
+
+
+AMX = "amx_bf16 amx_tile avx2 avx512_bf16 avx512f"
+
+
+def _run(run_id: str, flags: str | None, cells: dict[str, tuple[str, float, float]]) -> list[CellRow]:
+    """One run's rows on a 2-core CPU machine named after its run: cell id -> (precision,
+    examples/s, the run's peak of that precision's compute dtype in FLOP/s); ``flags`` None: a run
+    older than the facts."""
+    facts = None if flags is None else MachineFacts(cpu_model="Xeon", cpu_flags=flags, cores=2).to_json()
+    dtype = {"float32": "float32", "mixed_bfloat16": "bfloat16"}
+    return unflatten_all(
+        CellRow,
+        [
+            {"run_id": run_id, "timestamp": "2026-12-06T00:00:00+00:00", "machine": run_id}
+            | {"machine_facts": facts, "cell_id": cid, "status": "ok", "model": "cnn", "precision": p}
+            | {"examples_per_sec": eps, "peak_flops_per_sec": peak, "peak_flops_per_sec_ci_low": peak * 0.9}
+            | {"peak_flops_per_sec_ci_high": peak * 1.1, "peak_dtype": dtype[p], "peak_cores": 2}
+            | {"device_kind": "CPU", "host_cores": 2, "strategy": "default", "per_replica_batch": 64}
+            for cid, (p, eps, peak) in cells.items()
+        ],
+    )
+
+
+def _raced(run_id: str, subject: str, leader: str) -> RatioRow:
+    return RatioRow(
+        run=RunInfo(run_id=run_id),
+        relation=Relation.FASTEST,
+        subject=subject,
+        reference=leader,
+        group="r0",
+        ratio=Estimate(0.5, 0.45, 0.55),
+        scale=1.0,
+        instances=5,
+        blocks=4,
+        turn_s=0.2,
+        verdict=LOWER,
+        decided=True,
+        dropped_instances=0,
+        note="",
+        disturbed_blocks=0,
+    )
+
+
+def test_each_machines_peaks_its_best_precision_and_the_bf16_units_its_runs_never_raced() -> None:
+    rows = [
+        *_run("amx", AMX, {"f32": ("float32", 100.0, 200e9), "acc4": ("float32", 120.0, 200e9)}),
+        *_run("spr", AMX, {"f32": ("float32", 150.0, 300e9), "bf16": ("mixed_bfloat16", 300.0, 900e9)}),
+        *_run("zen2", "avx2", {"f32": ("float32", 90.0, 150e9)}),
+        *_run("old", None, {"f32": ("float32", 80.0, 100e9)}),
+    ]
+    ratios = [_raced("amx", "f32", "acc4"), _raced("spr", "f32", "bf16")]
+    found = machines.identify(rows)
+    spr = machines.find(found, "spr", "--baseline")
+    assert [(p.dtype, p.flops.value) for p in spr.peaks] == [("float32", 300e9), ("bfloat16", 900e9)]
+    c = hardware.compare(found, rows, ratios, baseline="amx")
+    assert c.peak_dtype == "float32"  # the dtype every machine measured
+    (a,) = c.models
+    assert a.best["spr"].cell.precision == "mixed_bfloat16" and a.best["amx"].cell.precision == "float32"
+    # amx has bfloat16 units and raced float32 only; old's runs do not say; spr raced it; zen2 has none
+    assert a.no_bf16 == (
+        hardware.NoBf16("amx", ("amx_bf16", "avx512_bf16"), ("float32",)),
+        hardware.NoBf16("old", None, ("float32",)),
+    )
+    text = hardware_text.text(c)
+    assert "on 'amx', its fastest configuration: no distribution strategy, in float32, 120 examples/s" in text
+    assert (
+        "on 'spr', its fastest configuration: no distribution strategy, mixed precision (bfloat16), 300"
+        in text
+    )
+    assert (
+        "on 'amx', its best may be higher than shown: its CPU has bfloat16 units (amx_bf16, avx512_bf16) "
+        "but its runs trained it in float32 only (`python -m harness run --sweep default` on it races "
+        "mixed bfloat16)"
+    ) in text
+    assert (
+        "on 'old', its best may be higher than shown: its runs trained it in float32 only and recorded no CPU "
+        "flags (older than 2026-11-28): its CPU may have bfloat16 units (`python -m harness run --sweep default` "
+        "on it races mixed bfloat16 where the CPU has them)"
+    ) in text
+    assert "'zen2', its best" not in text and "'spr', its best" not in text
+    assert "peak in float32 300 GFLOP/s [270, 330] and in bfloat16 900 GFLOP/s [810, 990]" in text
+    assert "Peak in float32 of 'spr' against the reference's: 1.50x" in text
+    data = json.loads(json.dumps(hardware_text.to_json(c)))
+    assert data["peak_dtype"] == "float32" and data["models"][0]["no_bf16"][0]["units"] == [
+        "amx_bf16",
+        "avx512_bf16",
+    ]
+    assert [p["dtype"] for p in data["machines"][2]["peaks"]] == ["float32", "bfloat16"]
+    assert "its best may be higher than shown" in hardware_text.render_html(c)

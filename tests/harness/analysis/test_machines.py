@@ -60,7 +60,7 @@ def row(run_id: str, peak: float, facts: MachineFacts | None = None, name: str |
 def test_old_runs_of_one_name_are_told_apart_by_their_peaks() -> None:
     found = machines.identify([row("r1", 193e9), row("r2", 458e9), row("r3", 200e9)])
     assert len(found) == 2
-    slow, fast = sorted(found, key=lambda m: m.peak.value or 0)
+    slow, fast = sorted(found, key=lambda m: m.runs[0].peak.value or 0)
     assert slow.run_ids == ("r1", "r3") and fast.run_ids == ("r2",)
     assert "peaks' 95% CIs do not overlap" in slow.why and slow.name.endswith("peak 193 GFLOP/s")
     assert slow.name.startswith("AMD EPYC 2 cores ")
@@ -92,3 +92,12 @@ def test_facts_round_trip_and_say_what_differs() -> None:
     assert "cpu_flags: avx512f / -" in ZEN5.differences(ZEN2)
     quota = dataclasses.replace(ZEN5, cpu_quota=1.0)
     assert "(1 CPU quota)" in quota.default_name and quota.short_id != ZEN5.short_id
+
+
+def test_a_run_has_a_peak_for_each_compute_dtype_it_trained_in_float32_first() -> None:
+    bf16 = row("r1", 600e9)
+    bf16 = dataclasses.replace(bf16, peak=dataclasses.replace(bf16.peak, peak_dtype="bfloat16", peak_cores=1))
+    (m,) = machines.identify([bf16, row("r1", 200e9)])
+    assert [(p.dtype, p.flops.value) for p in m.peaks] == [("float32", 200e9), ("bfloat16", 1200e9)]
+    assert m.runs[0].peak == machines.peak_of(m.peaks, "float32") and m.runs[0].peak.value == 200e9
+    assert machines.peak_of(m.peaks, "float16") == Estimate()
