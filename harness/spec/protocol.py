@@ -330,7 +330,6 @@ def bf16_reason(units: tuple[str, ...], raced: bool | None = None) -> str:
     return have + (": mixed bfloat16 is emulated here, slower" if raced else ", so float32 alone is raced")
 
 
-
 MAX_CPU_DEVICES = 256
 """Most logical CPU devices a CPU-only host may split into (``--cpu-devices``): far past any host's
 cores, and a bound that keeps ``--replicas 1..max`` a list one can plan."""
