@@ -25,10 +25,13 @@ row says why); an instance dropped for another reason (a deadline) is counted, a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Callable, Collection, Sequence
+import signal
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 
 from harness.contract.events import Event
@@ -505,9 +508,27 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
         run.result.stopped = str(busy)
     finally:
         progress.close()
-        run.write_rows(state.measured())
-        state.write_cost()
+        with held_signals() as caught:  # a Ctrl-C now ends the run after its rows, not amid them
+            run.write_rows(state.measured())
+            state.write_cost()
+        run.result.interrupted |= bool(caught)
     return run.result
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM recorded (in the list it yields) instead of acted on while the block
+    runs, on the main thread (elsewhere nothing is held)."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    kept = {s: signal.signal(s, lambda n, _: caught.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for s, handler in kept.items():
+            signal.signal(s, handler)
 
 
 def _stages(state: TurnsRun, progress: Progress) -> None:

@@ -711,3 +711,15 @@ def test_a_stopped_run_names_the_cells_it_never_reached_in_words(
     text = ratios_text(result.ratios, 1.0, 2, cells=[*result.rows, *result.unreached])
     assert "not measured" in text and "no distribution strategy" in text
     assert DEFAULT.id not in text and ONE.id not in text
+
+
+def test_a_ctrl_c_while_the_rows_are_written_waits_for_them() -> None:
+    import os
+    import signal
+
+    with budget.held_signals() as caught:
+        os.kill(os.getpid(), signal.SIGINT)  # no KeyboardInterrupt inside the block
+        written = True
+    assert written and caught == [signal.SIGINT]
+    with pytest.raises(KeyboardInterrupt):  # the handler before it is back
+        os.kill(os.getpid(), signal.SIGINT)
