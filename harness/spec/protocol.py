@@ -322,6 +322,7 @@ def bf16_reason(units: tuple[str, ...]) -> str:
         return f"this CPU reports bfloat16 units ({', '.join(units)}), so mixed bfloat16 is raced"
     return f"this CPU reports no bfloat16 units (none of {', '.join(BF16_FLAGS)}), so float32 alone is raced"
 
+
 MAX_CPU_DEVICES = 256
 """Most logical CPU devices a CPU-only host may split into (``--cpu-devices``): far past any host's
 cores, and a bound that keeps ``--replicas 1..max`` a list one can plan."""

@@ -63,8 +63,15 @@ class BuiltCell:
 
     def problems(self, cell: Cell, final_loss: float) -> list[str]:
         """What the integrity checks find after training (:func:`harness.worker.checks.integrity.check`)."""
-        built = (self.strategy, cell.strategy, self.model, self.optimizer, cell.replicas_in_sync)
-        return integrity.check(*built, final_loss, self.trainer.updates[0])
+        return integrity.check(
+            self.strategy,
+            cell.strategy,
+            self.model,
+            self.optimizer,
+            cell.replicas_in_sync,
+            final_loss,
+            self.trainer.updates[0],
+        )
 
 
 def build_cell(
