@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.analysis import render
+from harness.analysis.numerics import numerics_line
 from harness.contract.machine import MachineFacts
 from harness.contract.records import Axes, CellRow, RatioRow
 from harness.errors import HarnessError
@@ -243,7 +244,9 @@ def paragraphs(a: Answer) -> list[Para]:
         found = a.having(verdict)
         if found:
             out.append(Para(title, tuple(_against(v, v is a.plain) for v in found)))
-    out += [_why(a), *_next(a), *_precision(a)]
+    raced = [a.leader, *(v.row for v in a.versus)]
+    line = numerics_line(raced, [values(r.cell) for r in raced])
+    out += [*_precision(a), *([Para(line)] if line else []), _why(a), *_next(a)]
     if a.shared:
         out.append(Para(f"All {len(a.versus) + 1} compared with {a.shared}."))
     return out

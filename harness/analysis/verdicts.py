@@ -15,18 +15,15 @@ must agree with them, so they are trained and checked but not compared.
 Tolerance (relative; documented in docs/explanation/accumulation.md): ``|loss - loss_ref| / |loss_ref|`` and, on what training
 changed, ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0: the common
 initial weights) must both be at most ``TOLERANCE[precision]``. Comparing the change rather than the
-weights keeps the shared initial weights from hiding a wrong gradient.
+weights keeps the shared initial weights from hiding a wrong gradient. Across precisions, each ok
+mixed-precision cell is also compared, the same way, with its float32 twin (the same cell in
+float32, where it ran) against :data:`harness.analysis.numerics.ACROSS`: bfloat16 or float16 rounding,
+measured, against a wrongly scaled loss (tens of percent).
 
-Numerics: the tolerance is per precision, not per device, and the float32 one is a float32 one, so
-verify's workers (``WorkerOptions.deterministic``) run with TensorFlow's op determinism on and
-TensorFloat-32 off, on GPUs and CPUs alike. On a GPU TensorFlow otherwise runs float32 matmuls and
-convolutions as TF32 (a 10-bit mantissa), cuDNN picks its algorithms per process and some kernels
-add atomically, so summation order and precision differ between two processes of one computation:
-an H100 (2026-11-26, TensorFlow's defaults) put mirrored on one replica 1.5e-5 from default, over
-the 1e-5 set on CPUs, and an H200 6.2e-3. With these settings the same H200 trained them to the same
-bits (relative difference 0; CNN, dense, ResNet-50, MobileNetV2, Transformer), so there is no
-per-device tolerance. Each worker reports what it ran with (:class:`Numerics`: op determinism read
-back from TensorFlow, TF32 from its fingerprint facts) and the table's first line says it.
+Numerics: the tolerance is per precision, not per device, so verify's workers
+(``WorkerOptions.deterministic``) run with TensorFlow's op determinism on and TensorFloat-32 off,
+on GPUs and CPUs alike (why, with the H100 and H200 measurements: docs/explanation/accumulation.md).
+Each worker reports what it ran with (:class:`Numerics`) and the table's first line says it.
 """
 
 from __future__ import annotations
@@ -34,11 +31,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.analysis.tables import render_table
+from harness.analysis.numerics import ACROSS
+from harness.analysis.tables import num, render_table
 from harness.contract.events import ProcessRow
 from harness.contract.records import CellRow, Status
 from harness.spec.axes import COMPUTES, key_axes
@@ -144,6 +142,10 @@ class Verdict:
     agrees: bool | None
     """True/False against the reference; None when not compared (not ok, alone, asynchronous)."""
     note: str = ""
+    across: bool = False
+    """Against the float32 twin (:data:`ACROSS`), not the equivalence group's reference."""
+    tolerance: float | None = None
+    """What it was judged against (None: not judged)."""
 
 
 def relative_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
@@ -163,32 +165,48 @@ def load_update(path: str) -> list[np.ndarray]:
 def judge(
     outcomes: Sequence[Outcome], weights: Callable[[str], Sequence[np.ndarray]] = load_update
 ) -> list[Verdict]:
-    """Compare every ok outcome with its group's reference (pure, given ``weights``, which maps a
-    weights path to what training changed)."""
+    """Compare every ok outcome with its group's reference, then every ok mixed-precision one with
+    its float32 twin where it ran (a Verdict with ``across``, judged against :data:`ACROSS`); pure,
+    given ``weights``, which maps a weights path to what training changed."""
+    ok = [o for o in outcomes if o.status == Status.OK and synchronous(o.cell)]
     refs: dict[EquivalenceKey, Outcome] = {}
-    for o in sorted(
-        (o for o in outcomes if o.status == Status.OK and synchronous(o.cell)),
-        key=lambda o: _simplicity(o.cell),
-    ):
+    for o in sorted(ok, key=lambda o: _simplicity(o.cell)):
         refs.setdefault(equivalence_key(o.cell), o)
     verdicts = []
     for o in outcomes:
         ref = refs.get(equivalence_key(o.cell))
         if o.status == Status.OK and not synchronous(o.cell):
             verdicts.append(Verdict(o, "", None, None, None, ASYNCHRONOUS_NOTE))
-            continue
-        if o.status != Status.OK or ref is None or ref is o:
+        elif o.status != Status.OK or ref is None or ref is o:
             verdicts.append(Verdict(o, ref.cell.id if ref else "", None, None, None))
-            continue
-        loss, ref_loss = o.final_loss, ref.final_loss
-        assert loss is not None and ref_loss is not None, "an ok outcome has its final loss"
-        loss_rel = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
-        weights_rel = relative_difference(weights(o.weights_path), weights(ref.weights_path))
-        tol = TOLERANCE[o.cell.precision]
-        verdicts.append(
-            Verdict(o, ref.cell.id, loss_rel, weights_rel, loss_rel <= tol and weights_rel <= tol)
-        )
-    return verdicts
+        else:
+            verdicts.append(_compared(o, ref, TOLERANCE[o.cell.precision], weights))
+    by_id = {o.cell.id: o for o in ok}  # a mixed-precision cell's float32 twin: its cell in float32
+    twins = (
+        (o, by_id.get(replace(o.cell, precision="float32").id)) for o in ok if o.cell.precision != "float32"
+    )
+    return verdicts + [
+        _compared(o, f, ACROSS.get((o.cell.precision, o.cell.optimizer)), weights) for o, f in twins if f
+    ]
+
+
+UNJUDGED_NOTE = "vs float32: not judged (no tolerance across precisions for this optimizer)"
+
+
+def _compared(
+    o: Outcome, ref: Outcome, tolerance: float | None, weights: Callable[[str], Sequence[np.ndarray]]
+) -> Verdict:
+    """``o`` against ``ref``: the relative differences of their final losses and weight changes,
+    judged against ``tolerance`` (None: shown, not judged)."""
+    loss, ref_loss = o.final_loss, ref.final_loss
+    assert loss is not None and ref_loss is not None, "an ok outcome has its final loss"
+    loss_rel = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
+    weights_rel = relative_difference(weights(o.weights_path), weights(ref.weights_path))
+    agrees = None if tolerance is None else loss_rel <= tolerance and weights_rel <= tolerance
+    note = "" if tolerance is not None else UNJUDGED_NOTE
+    return Verdict(
+        o, ref.cell.id, loss_rel, weights_rel, agrees, note, o.cell.precision != ref.cell.precision, tolerance
+    )
 
 
 def numerics_lines(outcomes: Sequence[Outcome]) -> list[str]:
@@ -200,25 +218,14 @@ def numerics_lines(outcomes: Sequence[Outcome]) -> list[str]:
     return [f"numerics: {text} ({n} cell{'s' * (n != 1)})" for text, n in sorted(counts.items())]
 
 
+HEADER: tuple[str, ...] = ("effective batch", "cell", "status", "final loss", "weights digest")
+HEADER += ("loss rel", "weights rel", "verdict")
+
+
 def verdict_table(verdicts: Sequence[Verdict]) -> str:
     """Rows grouped by equivalence group, each with its comparison against the reference, under
     :func:`numerics_lines`."""
-
-    def num(x: float | None, fmt: str) -> str:
-        return "-" if x is None else format(x, fmt)
-
-    lines = [
-        (
-            "effective batch",
-            "cell",
-            "status",
-            "final loss",
-            "weights digest",
-            "loss rel",
-            "weights rel",
-            "verdict",
-        )
-    ]
+    lines = [HEADER]
     for v in sorted(verdicts, key=lambda v: equivalence_key(v.outcome.cell)):
         o = v.outcome
         if v.note:
@@ -230,7 +237,9 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
                 else ("alone" if o.status == Status.OK else f"{o.status}: {o.reason[:70]}")
             )
         else:
-            verdict = "agrees" if v.agrees else f"DISAGREES (tolerance {TOLERANCE[o.cell.precision]:g})"
+            verdict = ("vs float32: " if v.across else "") + (
+                "agrees" if v.agrees else f"DISAGREES (tolerance {v.tolerance:g})"
+            )
         lines.append(
             (
                 f"{o.cell.model} {o.cell.precision} {o.cell.effective_batch}",
@@ -243,5 +252,5 @@ def verdict_table(verdicts: Sequence[Verdict]) -> str:
                 verdict,
             )
         )
-    heading = numerics_lines([v.outcome for v in verdicts])
+    heading = numerics_lines([v.outcome for v in verdicts if not v.across])
     return "\n".join([*heading, "", render_table(lines[0], lines[1:], rule=False)])

@@ -1,4 +1,5 @@
-"""``python -m harness verify``: do cells that must compute the same thing agree?
+"""``python -m harness verify``: do cells that must compute the same thing agree, and mixed
+precision with float32?
 
 Each cell trains a fixed number of optimizer updates from one seed in its own worker, with
 TensorFlow's op determinism on and TensorFloat-32 off (``WorkerOptions.deterministic``, set by
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.numerics import ACROSS
 from harness.analysis.verdicts import judge, verdict_table
 from harness.commands.selection import (
     Selection,
@@ -28,6 +30,7 @@ from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.runner import verify_cells
 from harness.spec.cell import Cell
+from harness.spec.training import MIN_SAME_UPDATES, same_updates
 
 NAME = "verify"
 
@@ -38,8 +41,6 @@ EXITS: dict[int, str] = {
     130: "interrupted",
 }
 """Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
-MIN_DEFAULT_UPDATES = 8
-"""verify's default updates per cell are the smallest fitting multiple at or above this."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
@@ -47,7 +48,10 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         NAME,
         help=summary,
         description="Exit 0 when every group agrees within tolerance (float32: 1e-5 relative on the "
-        "final loss and on the weights' L2 norm; mixed precision: 1e-2, bfloat16 2e-2), 1 when a "
+        "final loss and on the weights' change; mixed precision: 1e-2, bfloat16 2e-2) and every "
+        "mixed-precision cell with its float32 twin, the same configuration in float32 (plain SGD: "
+        f"bfloat16 {ACROSS['mixed_bfloat16', 'sgd']:g}, float16 {ACROSS['mixed_float16', 'sgd']:g}; "
+        "other optimizers shown, not judged), 1 when a "
         "cell disagrees, is invalid or failed, 2 on bad input. Every cell trains with TensorFlow's "
         "op determinism on and TensorFloat-32 off, on GPUs and CPUs (an op with no deterministic "
         "kernel fails its cell, saying so). Default cells: --sweep equivalence.",
@@ -59,7 +63,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         default=None,
         help="optimizer updates per cell (a multiple of every steps_per_execution in "
         "the selection). Default: the smallest such multiple that is at least "
-        f"{MIN_DEFAULT_UPDATES} ({MIN_DEFAULT_UPDATES} for the equivalence sweep, "
+        f"{MIN_SAME_UPDATES} ({MIN_SAME_UPDATES} for the equivalence sweep, "
         "10 at steps_per_execution 10)",
     )
     p.add_argument(
@@ -80,13 +84,8 @@ def plan(args: argparse.Namespace) -> tuple[Selection, int]:
 def run(args: argparse.Namespace) -> int:
     sel, updates = plan(args)
     if args.dry_run:
-        print(
-            dry_run_text(
-                sel,
-                f"verify: {updates} updates per cell from seed {sel.protocol.seed}",
-                args.include_unsupported,
-            )
-        )
+        head = f"verify: {updates} updates per cell from seed {sel.protocol.seed}"
+        print(dry_run_text(sel, head, args.include_unsupported))
         return EXIT_OK
     interrupt_on_sigterm()
     return verify(sel, updates, args.include_unsupported)
@@ -109,15 +108,20 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
     bad = [v for v in verdicts if v.agrees is False or v.outcome.status in (Status.FAILED, Status.INVALID)]
     compared = sum(v.agrees is not None for v in verdicts)
     if bad:
-        print(f"\n{len(bad)} of {len(verdicts)} cells disagree, failed or are invalid.")
+        print(f"\n{len(bad)} of {len(verdicts)} comparisons disagree, failed or are invalid.")
         return EXIT_FAILURE
     if not compared:
         print(
             "\nnothing was compared: no group (same model, data, precision and examples per "
-            "update) holds two cells that ran; add a cell to compare with."
+            "update) holds two cells that ran, and no mixed-precision cell was judged against its "
+            "float32 twin (the same configuration in float32); add a cell to compare with."
         )
         return EXIT_FAILURE
-    print(f"\nall {compared} compared cells agree with their group's reference.")
+    across = sum(v.agrees is not None and v.across for v in verdicts)
+    print(
+        f"\nall {compared} compared cells agree: {compared - across} with their group's reference, "
+        f"{across} in mixed precision with their float32 twin."
+    )
     return EXIT_OK
 
 
@@ -127,13 +131,13 @@ def verify_updates(requested: int | None, cells: Sequence[Cell]) -> int:
     A cell trains whole ``tf.function`` calls of steps_per_execution updates, so the count must be a
     multiple of every steps_per_execution in the selection. Without ``--updates`` (``requested`` is
     None) it is the smallest multiple of their least common multiple that is at least
-    :data:`MIN_DEFAULT_UPDATES`, so the default fits any selection; an explicit value that does not
+    :data:`~harness.spec.training.MIN_SAME_UPDATES` (:func:`~harness.spec.training.same_updates`), so the default fits any selection; an explicit value that does not
     fit raises HarnessError naming it and the accepted ones.
     """
     spes = sorted({c.steps_per_execution for c in cells})
     step = math.lcm(*spes) if spes else 1
     if requested is None:
-        return step * -(-MIN_DEFAULT_UPDATES // step)
+        return same_updates(step)
     if requested < 1 or requested % step:
         raise HarnessError(
             f"Received --updates={requested}; expected a positive multiple of {step} "

@@ -41,7 +41,7 @@ from harness.spec.axes import AXES
 from harness.spec.cell import Cell
 from harness.spec.models import flops_per_example
 from harness.spec.protocol import Protocol
-from harness.spec.training import LEARNING_RATE
+from harness.spec.training import LEARNING_RATE, same_updates
 
 
 def axes(cell: Cell) -> Axes:
@@ -184,6 +184,8 @@ class Measurement:
     """The most memory TensorFlow held on any one of the process's GPUs (MiB); None on a CPU."""
     gpu_memory_limit_mib: float | None = None
     """Each logical GPU's memory limit (MiB); None on whole GPUs and on a CPU."""
+    seed_loss: float | None = None
+    """The loss of update ``same_updates(steps_per_execution)`` from the seed; None: not recorded."""
 
 
 def counted_flops(flops: Flops, counted: StepFlops) -> Flops:
@@ -266,7 +268,12 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
             else m.joules / (m.joules_updates * batch),
             gpu_watts=None if m.joules is None or not m.joules_s else m.joules / m.joules_s,
         ),
-        checks=Checks(final_loss=m.final_loss, weights_digest=m.weights_digest),
+        checks=Checks(
+            final_loss=m.final_loss,
+            seed_loss=m.seed_loss,
+            seed_updates=None if m.seed_loss is None else same_updates(cell.steps_per_execution),
+            weights_digest=m.weights_digest,
+        ),
         memory=Memory(gpu_memory_peak_mib=m.gpu_memory_peak_mib, gpu_memory_limit_mib=m.gpu_memory_limit_mib),
         breakdown=replace(
             row.breakdown,

@@ -23,6 +23,7 @@ from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
 from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
+from harness.worker.checks import integrity
 from harness.worker.energy import cell_energy_meter
 from harness.worker.flops import count_step
 from harness.worker.timing import Meter, Timings, measure, measure_in_turns
@@ -59,6 +60,18 @@ class BuiltCell:
     input_fn: Callable[[int], Any]
     flops: StepFlops = field(default_factory=lambda: StepFlops())
     """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`)."""
+
+    def problems(self, cell: Cell, final_loss: float) -> list[str]:
+        """What the integrity checks find after training (:func:`harness.worker.checks.integrity.check`)."""
+        return integrity.check(
+            self.strategy,
+            cell.strategy,
+            self.model,
+            self.optimizer,
+            cell.replicas_in_sync,
+            final_loss,
+            self.trainer.updates[0],
+        )
 
 
 def build_cell(
@@ -154,8 +167,6 @@ def run_cell(
     member of a group instance, timed in the turns its coordinator grants."""
     import keras
 
-    from harness.worker.checks import integrity
-
     built = build_cell(cell, devices, settings.seed, mnist_path, strategy)
     # energy only where this process drives every device of the cell (GPUs: NVML; CPU: RAPL), read
     # around its own windows (in turns the others wait meanwhile)
@@ -165,15 +176,7 @@ def run_cell(
     per_worker: list[list[float]] = []
     updates_by_worker: list[list[int]] = []
     timings = _timings(built, cell, settings, ready, turns, per_worker, updates_by_worker, meter)
-    problems = integrity.check(
-        built.strategy,
-        cell.strategy,
-        built.model,
-        built.optimizer,
-        cell.replicas_in_sync,
-        timings.final_loss,
-        built.trainer.updates[0],
-    )
+    problems = built.problems(cell, timings.final_loss)
     # Everything the timed windows left, read before the parts: timing them trains more updates
     # (parts_step_s) and re-runs the trainer's windows.
     iterations = int(built.optimizer.iterations.numpy())
@@ -196,6 +199,7 @@ def run_cell(
         startup_s=built.startup_s,
         compile_s=timings.compile_s,
         final_loss=timings.final_loss,
+        seed_loss=timings.seed_loss,
         problems=tuple(problems + integrity.idle_workers(counts)),
         effective_cross_device_ops=effective_cross_device_ops(built.strategy),
         allreduces_per_update=reductions,
@@ -301,20 +305,10 @@ def verify_cell(
     and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
 
-    from harness.worker.checks import integrity
-
     built = build_cell(cell, devices, seed, mnist_path, strategy)
     before = [w.numpy() for w in built.model.weights]
     loss = built.trainer.run(updates)
-    problems = integrity.check(
-        built.strategy,
-        cell.strategy,
-        built.model,
-        built.optimizer,
-        cell.replicas_in_sync,
-        loss,
-        built.trainer.updates[0],
-    )
+    problems = built.problems(cell, loss)
     path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
     if save:  # (in a multi-worker cell only the chief writes)
         np.savez(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from harness.contract.job import WorkerSettings
 from harness.contract.turns import Do, Grant
+from harness.spec.training import same_updates
 from harness.worker.turns import TurnClient
 
 Meter = Callable[[], float | None]
@@ -60,6 +61,8 @@ class Timings:
     energy: Metered | None = None
     """Energy over the timed windows only (in turns: each of this process's own window turns,
     while the others wait; back to back: the warm-up and timed windows); None without a counter."""
+    seed_loss: float | None = None
+    """The loss of update ``same_updates(steps_per_execution)`` from the seed (:func:`first_call`)."""
 
 
 def calibrated_window_steps(step_seconds: float, steps_per_execution: int, settings: WorkerSettings) -> int:
@@ -84,6 +87,17 @@ def calibrate(
     return agree(calibrated_window_steps(probe_seconds[-1] / probe, spe, settings))
 
 
+def first_call(run: Callable[[int], float], spe: int, clock: Callable[[], float]) -> tuple[float, float]:
+    """The first call's seconds (``compile_s``: tracing, compiling and its ``spe`` updates) and the
+    loss of update :func:`~harness.spec.training.same_updates` (``spe``) from the seed, the updates
+    past the first call's trained right after it, untimed."""
+    t0 = clock()
+    loss = run(spe)
+    compile_s = clock() - t0
+    rest = same_updates(spe) - spe
+    return compile_s, run(rest) if rest else loss
+
+
 def measure(
     run: Callable[[int], float],
     windows: Callable[[int, int], tuple[list[float], float]],
@@ -94,14 +108,13 @@ def measure(
     ready: Callable[[], None] = lambda: None,
     meter: Meter = lambda: None,
 ) -> Timings:
-    """Time a loop by the protocol: the first call (compile_s), ``ready`` (co-tenants wait there
-    for each other, so they calibrate and time together), two calibration windows (the step time
-    comes from the second; ``agree`` makes every worker of a cluster use the chief's length), then
-    ``warmup_windows`` untimed and ``repeats`` timed windows."""
+    """Time a loop by the protocol: the first call (compile_s) and the seed loss's updates
+    (:func:`first_call`), ``ready`` (co-tenants wait there for each other, so they calibrate and
+    time together), two calibration windows (the step time comes from the second; ``agree`` makes
+    every worker of a cluster use the chief's length), then ``warmup_windows`` untimed and
+    ``repeats`` timed windows."""
     spe = steps_per_execution
-    t0 = clock()
-    run(spe)
-    compile_s = clock() - t0
+    compile_s, seed_loss = first_call(run, spe, clock)
     ready()
 
     steps = calibrate(windows, spe, settings, agree)
@@ -111,7 +124,9 @@ def measure(
     energy = metered([(before, meter())], sum(seconds), steps * len(seconds))
     starts = [t0 + sum(seconds[:i]) for i in range(len(seconds))]  # back to back
     skip = settings.warmup_windows
-    return Timings(compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]), energy=energy)
+    return Timings(
+        compile_s, steps, tuple(seconds[skip:]), loss, tuple(starts[skip:]), None, energy, seed_loss
+    )
 
 
 Stream = Callable[[int, Callable[[], bool], Callable[[float, float], None]], None]
@@ -133,20 +148,18 @@ def measure_in_turns(
     meter: Meter = lambda: None,
 ) -> Timings:
     """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s, while the
-    group's other members may be compiling too: untimed), hello, then whatever the coordinator
-    grants, each with the whole machine while the others wait: a calibration turn (two windows
-    of ``min_window_steps``, then the window length for the granted seconds and
-    ``warmup_windows`` untimed windows), timed window turns, and finally the finishing turn, at
-    whose grant this returns (the caller runs its checks and replies). ``after_windows`` is called
-    after each timed window and after the warm-up (multi-worker trainers keep only the last
+    group's other members may be compiling too: untimed) and the seed loss's updates, hello, then
+    whatever the coordinator grants, each with the whole machine while the others wait: a
+    calibration turn (two windows of ``min_window_steps``, then the window length for the granted
+    seconds and ``warmup_windows`` untimed windows), timed window turns, and finally the finishing
+    turn, at whose grant this returns (the caller runs its checks and replies). ``after_windows`` is
+    called after each timed window and after the warm-up (multi-worker trainers keep only the last
     call's per-worker figures). With ``stream`` (a loop whose own set-up is costly: ``fit``), the
-    window turns are served inside one running loop, which waits for each grant between two
-    windows: one untimed window in the first turn, then one timed window per turn. ``meter`` is
-    read around each timed window, so energy covers this process's own turns only."""
+    window turns are served inside one running loop, which waits for each grant between two windows:
+    one untimed window in the first turn, then one timed window per turn. ``meter`` is read around
+    each timed window, so energy covers this process's own turns only."""
     spe = steps_per_execution
-    t0 = clock()
-    run(spe)
-    compile_s = clock() - t0
+    compile_s, seed_loss = first_call(run, spe, clock)
     client.hello()
     steps, seconds, starts, target = 0, [], [], None
     loss, cpu = [float("nan")], [0.0]
@@ -191,7 +204,9 @@ def measure_in_turns(
             grant = None
         else:
             energy = metered(readings, sum(seconds), steps * len(seconds))
-            return Timings(compile_s, steps, tuple(seconds), loss[0], tuple(starts), target, energy)
+            return Timings(
+                compile_s, steps, tuple(seconds), loss[0], tuple(starts), target, energy, seed_loss
+            )
 
 
 def _serve(

@@ -462,7 +462,7 @@ class Updates:
         int | None,
         Col(
             "updates",
-            "Optimizer updates the loop ran in the cell (first call, calibration, warm-up and timed "
+            "Optimizer updates the loop ran in the cell (first call, seed_loss's, calibration, warm-up and timed "
             "windows), counted by the caller of the training function (the coordinator under "
             "parameter_server).",
         ),
@@ -728,6 +728,20 @@ class Checks:
             "Loss of the last optimizer update of the last timed window (mean over the update's "
             "effective batch).",
         ),
+    ] = None
+    seed_loss: Annotated[
+        float | None,
+        Col(
+            "",
+            "Loss of update seed_updates from the run's seed (the first call's updates, then the rest, "
+            "untimed, before any window): the same updates on the same data in every process of the "
+            "cell and of a cell that differs only in precision (median over processes).",
+            median=True,
+        ),
+    ] = None
+    seed_updates: Annotated[
+        int | None,
+        Col("updates", "Updates before seed_loss: harness.spec.training.same_updates(steps_per_execution)."),
     ] = None
     weights_digest: Annotated[
         str | None,

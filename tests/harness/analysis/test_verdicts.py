@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.analysis.numerics import ACROSS
 from harness.analysis.verdicts import (
     TOLERANCE,
+    UNJUDGED_NOTE,
     Numerics,
     Outcome,
     judge,
@@ -84,6 +86,47 @@ def test_asynchronous_parameter_server_cells_are_not_compared() -> None:
     assert verdicts[one.id].agrees is True and verdicts[one.id].reference == base.id
     assert verdicts[two.id].agrees is None and verdicts[two.id].note.startswith("not compared")
     assert "not compared: asynchronous updates" in verdict_table(list(verdicts.values()))
+
+
+def test_a_mixed_precision_cell_is_checked_against_its_float32_twin_beside_its_group() -> None:
+    """bfloat16 rounding (a 2.5% weight change, measured) agrees; a loss scaled 2x (a real bug:
+    the change doubles) does not; a cell with no float32 twin gets no comparison across."""
+    weights = {"f32": [np.ones(4)], "bf16": [np.ones(4) * 1.025], "bug": [np.ones(4) * 2.0]}
+    f32 = Cell(model="cnn", strategy="default", batch=64)
+    bf16 = Cell(model="cnn", strategy="default", batch=64, precision="mixed_bfloat16")
+    mirrored = Cell(model="cnn", strategy="mirrored", replicas=1, batch=64, precision="mixed_bfloat16")
+    bug = Cell(model="cnn", strategy="default", batch=64, precision="mixed_float16")
+    outcomes = [
+        Outcome(f32, "ok", "", 2.3118, "a", "f32", H100),
+        Outcome(bf16, "ok", "", 2.3117, "b", "bf16", H100),
+        Outcome(mirrored, "ok", "", 2.3117, "b", "bf16", H100),
+        Outcome(bug, "ok", "", 2.3117, "c", "bug", H100),
+    ]
+    verdicts = judge(outcomes, weights.__getitem__)
+    across = {v.outcome.cell.id: v for v in verdicts if v.across}
+    assert set(across) == {bf16.id, bug.id}  # mirrored's float32 twin did not run
+    assert across[bf16.id].agrees is True and across[bf16.id].reference == f32.id
+    assert across[bf16.id].weights_rel == pytest.approx(0.025)
+    assert across[bf16.id].tolerance == ACROSS["mixed_bfloat16", "sgd"]
+    assert across[bug.id].agrees is False and across[bug.id].weights_rel == pytest.approx(1.0)
+    within = {v.outcome.cell.id: v for v in verdicts if not v.across}
+    assert within[mirrored.id].agrees is True and within[mirrored.id].reference == bf16.id
+    table = verdict_table(verdicts)
+    assert "vs float32: agrees" in table
+    assert f"vs float32: DISAGREES (tolerance {ACROSS['mixed_float16', 'sgd']:g})" in table
+    assert "(4 cells)" in table.splitlines()[0]  # each cell once, however many comparisons
+
+
+def test_adam_across_precisions_is_shown_not_judged() -> None:
+    """Adam's update, about the learning rate times the gradient's sign early on, turns rounding
+    into tens of percent (21% measured): the difference is shown with no verdict."""
+    weights = {"f32": [np.ones(4)], "bf16": [np.ones(4) * 1.21]}
+    f32 = Cell(model="dense", strategy="default", batch=64, optimizer="adam")
+    bf16 = Cell(model="dense", strategy="default", batch=64, optimizer="adam", precision="mixed_bfloat16")
+    outcomes = [Outcome(f32, "ok", "", 3.53, "a", "f32"), Outcome(bf16, "ok", "", 2.97, "b", "bf16")]
+    (v,) = [v for v in judge(outcomes, weights.__getitem__) if v.across]
+    assert v.agrees is None and v.tolerance is None and v.weights_rel == pytest.approx(0.21)
+    assert UNJUDGED_NOTE in verdict_table([v])
 
 
 H100 = Numerics("GPU NVIDIA H100 80GB HBM3", True, False)

@@ -188,3 +188,13 @@ def test_a_gpu_process_row_says_its_physical_gpus_logical_split_and_peak_memory(
     rows = [dataclasses.replace(whole, memory=Memory(gpu_memory_peak_mib=p)) for p in (800.0, 900.0, 1000.0)]
     results = [ProcessResult(r, [], i) for i, r in enumerate(rows)]
     assert aggregate(cell, PROTOCOL, results).memory.gpu_memory_peak_mib == 900.0
+
+
+def test_the_seed_loss_is_kept_with_its_updates_and_is_the_median_over_processes():
+    cell = Cell(strategy="default", batch=10, steps_per_execution=3)
+    assert _measured(cell, _measurement()).checks.seed_updates is None  # not recorded: no count either
+    row = _measured(cell, replace(_measurement(), seed_loss=2.25))
+    assert row.checks.seed_loss == 2.25 and row.checks.seed_updates == 9  # same_updates(3)
+    rows = [dataclasses.replace(row, checks=replace(row.checks, seed_loss=v)) for v in (2.0, 2.5, 2.25)]
+    results = [ProcessResult(r, [], i) for i, r in enumerate(rows)]
+    assert aggregate(cell, PROTOCOL, results).checks.seed_loss == 2.25

@@ -49,9 +49,11 @@ def test_measure_with_fake_clock():
     assert t.window_steps % 4 == 0 and t.window_steps >= protocol.min_window_steps
     assert len(t.window_seconds) == protocol.repeats
     assert t.window_seconds == pytest.approx((52 * STEP_S,) * 4)
-    # calls: compile (4), two calibration probes (12 = 4 * ceil(10 / 4)), 2 warm-up, 4 timed windows
-    assert fake.calls == [4, 12, 12, 52, 52, 52, 52, 52, 52]
+    # calls: compile (4), the seed loss's other 4 (same_updates(4) = 8), two calibration probes
+    # (12 = 4 * ceil(10 / 4)), 2 warm-up, 4 timed windows
+    assert fake.calls == [4, 4, 12, 12, 52, 52, 52, 52, 52, 52]
     assert t.final_loss == 1.0 / len(fake.calls)
+    assert t.seed_loss == 1.0 / 2  # the loss of update 8, after the untimed second call
 
 
 def test_measure_respects_min_window_steps():
@@ -60,7 +62,7 @@ def test_measure_respects_min_window_steps():
     protocol = _settings(repeats=2, window_s=0.005, warmup_windows=0, min_window_steps=20)
     t = measure(fake.run, fake.windows, 6, protocol, clock=fake.clock)
     assert t.window_steps == 24
-    assert fake.calls == [6, 24, 24, 24, 24]
+    assert fake.calls == [6, 6, 24, 24, 24, 24]
     assert len(t.window_seconds) == 2
     assert t.final_loss == 1.0 / len(fake.calls)
 
@@ -228,7 +230,8 @@ def test_turns_time_one_window_per_grant_called_or_streamed(streamed: bool) -> N
     assert [r["seconds"] for r in windows] == pytest.approx([52 * STEP_S] * 4)
     assert client.replies[0] == {"done": "calibrate", "steps": 52}
     # compile, two probes, one warm-up; then 4 windows called, or one stream: an untimed window, 4 timed
-    assert fake.calls == [4, 12, 12, 52, *([52] * (5 if streamed else 4))]
+    assert fake.calls == [4, 4, 12, 12, 52, *([52] * (5 if streamed else 4))]
+    assert t.seed_loss == 1.0 / 2
     assert streams == ([52] if streamed else [])
     assert t.final_loss == 1.0 / len(fake.calls)
 
@@ -243,7 +246,7 @@ def test_turns_reuse_the_steps_an_earlier_instance_calibrated() -> None:
         fake.run, fake.windows, 4, _settings(warmup_windows=1, min_window_steps=10), fake.clock, client
     )
     assert client.replies[0] == {"done": "calibrate", "steps": 40} and t.window_steps == 40
-    assert fake.calls == [4, 40, *([40] * 4)]  # compile, the warm-up, no probe; 4 windows
+    assert fake.calls == [4, 4, 40, *([40] * 4)]  # compile, seed loss, the warm-up, no probe; 4 windows
 
 
 class BusyNeighbours(FakeClient):
@@ -306,3 +309,16 @@ def test_metered_needs_every_reading() -> None:
 
     assert metered([(1.0, 3.0), (5.0, 6.0)], 2.0, 8).joules == 3.0  # type: ignore[union-attr]
     assert metered([(1.0, 3.0), (None, 6.0)], 2.0, 8) is None and metered([], 0.0, 0) is None
+
+
+@pytest.mark.parametrize("spe, calls, loss", [(1, [1, 7], 0.5), (8, [8], 1.0), (10, [10], 1.0)])
+def test_the_first_call_is_timed_alone_and_the_seed_loss_follows_it(
+    spe: int, calls: list[int], loss: float
+) -> None:
+    """compile_s times only the first call; the seed loss is that of update same_updates(spe)."""
+    from harness.worker.timing import first_call
+
+    fake = FakeTraining()
+    compile_s, seed_loss = first_call(fake.run, spe, fake.clock)
+    assert compile_s == pytest.approx(COMPILE_S + spe * STEP_S)
+    assert fake.calls == calls and seed_loss == loss
