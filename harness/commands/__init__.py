@@ -1,7 +1,8 @@
 """The command line: ``python -m harness COMMAND ...``, one module per command.
 
-Each command module has ``NAME``, ``add_parser(subparsers, summary)`` and ``run(args) -> exit code``;
-:data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
+Each command module has ``NAME``, ``EXITS`` (exit code -> what it means: ``--help`` and
+docs/reference/cli.md list them), ``add_parser(subparsers, summary)`` and ``run(args) -> exit
+code``; :data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
 its ``--help`` is asked for). Every command validates its input before any expensive work and
 never imports TensorFlow (worker processes do). A :class:`~harness.errors.HarnessError`
 raised anywhere below a command is printed here, once, and becomes the exit code it carries.

@@ -45,7 +45,6 @@ EXITS: dict[int, str] = {
     3: "undecided within the pairs allowed",
     130: "interrupted",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

@@ -19,7 +19,6 @@ from harness.results.history import Root
 NAME = "check"
 
 EXITS: dict[int, str] = {0: "every file read", 1: "a damaged file (named)", 2: "bad input"}
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

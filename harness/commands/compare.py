@@ -24,7 +24,6 @@ EXITS: dict[int, str] = {
     2: "bad input (unreadable results, a bad reference)",
     3: "not enough history to judge any cell",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

@@ -26,7 +26,6 @@ from harness.results import history
 NAME = "compare-hardware"
 
 EXITS: dict[int, str] = {0: "the comparison printed", 2: "bad input or unreadable results"}
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

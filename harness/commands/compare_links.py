@@ -21,7 +21,6 @@ EXITS: dict[int, str] = {
     0: "the comparison printed",
     2: "bad input: no multi-node rows, one link setting only, an unknown --model, or unreadable results",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

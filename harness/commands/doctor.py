@@ -22,7 +22,6 @@ EXITS: dict[int, str] = {
     1: "TensorFlow could not report its devices",
     2: "bad input",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

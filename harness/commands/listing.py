@@ -14,7 +14,6 @@ from harness.spec.rules import unsupported_reason
 NAME = "list"
 
 EXITS: dict[int, str] = {0: "the cells listed", 2: "bad input"}
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

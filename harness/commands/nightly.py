@@ -55,7 +55,6 @@ EXITS: dict[int, str] = {
     3: "undecided",
     130: "interrupted",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

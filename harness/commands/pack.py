@@ -25,7 +25,6 @@ EXITS: dict[int, str] = {
     0: "the pack written",
     2: "bad input (a bad reference, an --out that exists without --force, unreadable results)",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

@@ -29,7 +29,6 @@ from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 NAME = "predict"
 
 EXITS: dict[int, str] = {0: "the predictions printed", 2: "bad input or too few measured cells"}
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 CELL_DEFAULTS = {"loop": "ctl", "accum_steps": 1, "steps_per_execution": 10, "precision": "float32"}
 """The cell's axes predict takes a flag for (besides model, strategy and batch), with their defaults."""

@@ -13,7 +13,6 @@ from harness.results import history
 NAME = "report"
 
 EXITS: dict[int, str] = {0: "the report written", 2: "bad input or unreadable results"}
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

@@ -148,16 +148,21 @@ def git_sha() -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    """The memory the OS says new processes can use (``MemAvailable``), bytes; None where unknown."""
+def proc_bytes(path: str, key: str) -> int | None:
+    """The ``KEY: N kB`` line of a /proc file, bytes; None where unknown (no file, no such line)."""
     try:
-        with open(meminfo) as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{key}:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The memory the OS says new processes can use (``MemAvailable``), bytes; None where unknown."""
+    return proc_bytes(meminfo, "MemAvailable")
 
 
 DISTRIBUTIONS = {

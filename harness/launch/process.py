@@ -30,6 +30,7 @@ from harness.contract.isolation import joined_argv
 from harness.contract.job import WORKER_ENV, Job, WorkerOptions
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV
 from harness.launch import forks
+from harness.launch.platform import proc_bytes
 from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0
@@ -248,14 +249,7 @@ MEMORY_SAMPLE_S = 0.5
 def resident_peak_bytes(pid: int, proc: str = "/proc") -> int | None:
     """A process's resident high-water mark (``VmHWM`` of /proc/PID/status), bytes; None when
     unknown (gone, or not Linux)."""
-    try:
-        with open(f"{proc}/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return proc_bytes(f"{proc}/{pid}/status", "VmHWM")
 
 
 def killed_text(peak_rss: int) -> str:

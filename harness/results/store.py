@@ -104,9 +104,9 @@ def columns_of(record: type) -> tuple[Column, ...]:
 
 
 AB_FOLDER = "ab"
+"""``ab``'s tables live under ``<results>/ab``: its pairs are not runs of the history."""
 NIGHTLY_FOLDER = "nightly"
 """``nightly``'s folder: its pair rows (the same tables as a run's) and its ``points`` table."""
-"""``ab``'s tables live under ``<results>/ab``: its pairs are not runs of the history."""
 
 CELL_COLUMNS = columns_of(CellRow)
 WINDOW_COLUMNS = columns_of(WindowRow)
@@ -178,47 +178,35 @@ class RunFiles:
         self.write_windows(seq, windows)
         return self.write_row(seq, row)
 
+    def _write(self, table: str, name: str, rows: Sequence[Mapping[str, object]]) -> Path:
+        """Write flat ``rows`` as file ``name`` of ``table`` (its schema: :data:`TABLES`)."""
+        path = self.folder(table) / f"{name}.parquet"
+        write_atomic(_table(rows, TABLES[table]), path)
+        return path
+
     def write_windows(self, seq: int, windows: Sequence[WindowRow]) -> Path | None:
         """Append one process's window rows as windows file number ``seq`` (none: nothing)."""
-        if not windows:
-            return None
-        path = self.folder("windows") / f"{seq:05d}.parquet"
-        write_atomic(_table(windows, WINDOW_SCHEMA), path)
-        return path
+        return self._write("windows", f"{seq:05d}", windows) if windows else None
 
     def write_collective(self, seq: int, row: CollectiveRow) -> Path:
         """Append one collectives row as collectives file number ``seq``."""
-        path = self.folder("collectives") / f"{seq:05d}.parquet"
-        write_atomic(_table([row], COLLECTIVE_SCHEMA), path)
-        return path
+        return self._write("collectives", f"{seq:05d}", [row])
 
     def write_ratios(self, rows: Sequence[RatioRow]) -> Path | None:
         """The run's comparisons measured in turns, as one ratios file (none: nothing)."""
-        if not rows:
-            return None
-        path = self.folder("ratios") / "00000.parquet"
-        write_atomic(_table([flatten(r) for r in rows], RATIO_SCHEMA), path)
-        return path
+        return self._write("ratios", "00000", [flatten(r) for r in rows]) if rows else None
 
     def write_cost(self, row: CostRow) -> Path:
         """The run's cost row, as one costs file."""
-        path = self.folder("costs") / "00000.parquet"
-        write_atomic(_table([flatten(row)], COST_SCHEMA), path)
-        return path
+        return self._write("costs", "00000", [flatten(row)])
 
     def write_points(self, rows: Sequence[NightlyRow]) -> Path | None:
         """A night's points (one per cell), as one file of the ``points`` table (none: nothing)."""
-        if not rows:
-            return None
-        path = self.folder("points") / "00000.parquet"
-        write_atomic(_table([flatten(r) for r in rows], NIGHTLY_SCHEMA), path)
-        return path
+        return self._write("points", "00000", [flatten(r) for r in rows]) if rows else None
 
     def write_row(self, seq: int, row: CellRow) -> Path:
         """Append one cell's row as cells file number ``seq``."""
-        path = self.folder("cells") / f"{seq:05d}.parquet"
-        write_atomic(_table([flatten(row)], CELL_SCHEMA), path)
-        return path
+        return self._write("cells", f"{seq:05d}", [flatten(row)])
 
 
 _NULLABLE = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}

@@ -56,22 +56,18 @@ def build_dense() -> Any:
     )
 
 
-def build_resnet50() -> Any:
-    import keras
+def keras_application(name: str, constructor: str) -> Callable[[], Any]:
+    """A builder of ``keras.applications.<constructor>``, untrained, shaped by model ``name``'s info."""
 
-    info = INFO["resnet50"]
-    return keras.applications.ResNet50(
-        weights=None, input_shape=info.input_shape, classes=info.classes, classifier_activation=None
-    )
+    def build() -> Any:
+        import keras
 
+        info = INFO[name]
+        return getattr(keras.applications, constructor)(
+            weights=None, input_shape=info.input_shape, classes=info.classes, classifier_activation=None
+        )
 
-def build_mobilenetv2() -> Any:
-    import keras
-
-    info = INFO["mobilenetv2"]
-    return keras.applications.MobileNetV2(
-        weights=None, input_shape=info.input_shape, classes=info.classes, classifier_activation=None
-    )
+    return build
 
 
 TRANSFORMER_WIDTH = 128
@@ -132,8 +128,8 @@ class ModelSpec:
 BUILDERS: dict[str, Callable[[], Any]] = {
     "cnn": build_cnn,
     "dense": build_dense,
-    "resnet50": build_resnet50,
-    "mobilenetv2": build_mobilenetv2,
+    "resnet50": keras_application("resnet50", "ResNet50"),
+    "mobilenetv2": keras_application("mobilenetv2", "MobileNetV2"),
     "transformer": build_transformer,
 }
 """Built-in model name -> its builder; :data:`harness.spec.models.MODELS` is the one registry of
