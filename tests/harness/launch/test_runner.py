@@ -297,6 +297,10 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
             "--results",
             str(out),
             *FAST,
+            "--processes",  # three instances of the race: the Ctrl-C comes amid them
+            "3",
+            "--max-processes",
+            "3",
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
