@@ -297,17 +297,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     print()
     print(summary_table(result.rows))
     print()
-    print(
-        (TURNS_FOOTNOTE if local else FOOTNOTE).format(
-            repeats=pr.repeats,
-            window_s=pr.window_s,
-            processes=pr.processes,
-            max_processes=pr.max_processes,
-            unstable_cv=pr.unstable_cv,
-            turn_s=pr.turn_s,
-            blocks=pr.blocks,
-        )
-    )
+    print((TURNS_FOOTNOTE if local else FOOTNOTE).format(**vars(pr)))  # it names Protocol's fields
     if result.ratios:
         print()
         print(
