@@ -62,7 +62,6 @@ EXITS: dict[int, str] = {
     2: "bad input: nothing was measured",
     130: "interrupted (Ctrl-C, SIGTERM): every row measured before is kept",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
