@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
 
 from harness.analysis import render
+from harness.analysis.ab_text import Outcome
 from harness.analysis.nightly import REVERTED, Rules
 from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
 from harness.formulas.verdicts import HIGHER, LOWER, UNDECIDED
-from harness.spec.cell import Cell
 
 HEADER: tuple[str, ...] = (
     "cell",
@@ -41,17 +40,6 @@ def _change_point(cp: ChangePoint) -> str:
     return (
         f"x{_num(cp.change_point_shift)} from {cp.change_point} (p {_num(cp.change_point_p, '.4f')}, {state})"
     )
-
-
-class Outcome(Protocol):
-    """What this module reads of one cell's pairs (:class:`harness.launch.ab.CellOutcome`)."""
-
-    @property
-    def cell(self) -> Cell: ...
-    @property
-    def ratios(self) -> Sequence[float]: ...
-    @property
-    def failure(self) -> str: ...
 
 
 def round_line(outcomes: Sequence[Outcome], rnd: int, spent_s: float, budget_s: float) -> str:

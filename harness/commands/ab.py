@@ -83,7 +83,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     )
     add_measuring(
         p,
-        NAME,
         "none: give --sweep NAME or the axes of the cells to compare",
         "ab's rows go under RESULTS/ab",
     )

@@ -109,7 +109,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     )
     add_measuring(
         p,
-        NAME,
         "none: give the axes of the one cell to bisect on",
         "the bisect goes under RESULTS/bisect",
         budget=(120.0, "minutes the bisect may spend on its steps; rerun the same command to go on"),

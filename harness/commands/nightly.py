@@ -102,7 +102,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     )
     add_measuring(
         p,
-        NAME,
         "nightly; axes given alone narrow it",
         "nightly's rows and points go under RESULTS/nightly, the dashboard to RESULTS/nightly/index.html",
     )

@@ -162,15 +162,8 @@ def query(args: argparse.Namespace) -> scaling.Query:
     synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts, the op and the
     described link."""
     axis, _ = _axes(args.strategy)
-    config = Cell(
-        model=args.model,
-        strategy=args.strategy,
-        batch=args.batch,
-        loop=args.loop,
-        accum_steps=args.accum_steps,
-        steps_per_execution=args.steps_per_execution,
-        precision=args.precision,
-    )
+    flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
+    config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
     link = None if args.link_gbps is None else scaling.link_alpha_beta(args.link_gbps, args.latency_us)
     counts = tuple(_counts(getattr(args, axis), f"--{axis}"))
     return scaling.Query(config, counts, args.op or _default_op(args.strategy), link)

@@ -62,7 +62,6 @@ EXITS: dict[int, str] = {
     2: "bad input: nothing was measured",
     130: "interrupted (Ctrl-C, SIGTERM): every row measured before is kept",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
@@ -297,17 +296,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     print()
     print(summary_table(result.rows))
     print()
-    print(
-        (TURNS_FOOTNOTE if local else FOOTNOTE).format(
-            repeats=pr.repeats,
-            window_s=pr.window_s,
-            processes=pr.processes,
-            max_processes=pr.max_processes,
-            unstable_cv=pr.unstable_cv,
-            turn_s=pr.turn_s,
-            blocks=pr.blocks,
-        )
-    )
+    print((TURNS_FOOTNOTE if local else FOOTNOTE).format(**vars(pr)))  # it names Protocol's fields
     if result.ratios:
         print()
         print(

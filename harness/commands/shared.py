@@ -62,7 +62,6 @@ def add_envs(p: argparse.ArgumentParser, what: str) -> None:
 
 def add_measuring(
     p: argparse.ArgumentParser,
-    command: str,
     sweep: str,
     results: str,
     budget: tuple[float, str] | None = None,

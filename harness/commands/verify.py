@@ -40,7 +40,6 @@ EXITS: dict[int, str] = {
     2: "bad input",
     130: "interrupted",
 }
-"""Exit code -> what it means (``--help`` and docs/reference/cli.md list them)."""
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:

@@ -121,15 +121,10 @@ def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
 
 
 CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
-
 WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
-
 COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
-
 RATIO_SCHEMA = arrow_schema(RATIO_COLUMNS)
-
 COST_SCHEMA = arrow_schema(COST_COLUMNS)
-
 NIGHTLY_SCHEMA = arrow_schema(NIGHTLY_COLUMNS)
 
 

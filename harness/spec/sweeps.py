@@ -30,6 +30,11 @@ def _grid(**axes: Sequence[object]) -> Sweep:
     return make_sweep("", "", None, **{**USUAL_AXES, **axes})
 
 
+def _dense_mirrored_2(**axes: Sequence[object]) -> Sweep:
+    """:func:`_grid` of dense under mirrored on 2 replicas at batch 32, and ``axes``."""
+    return _grid(model=("dense",), strategy=("mirrored",), replicas=(2,), batch=(32,), **axes)
+
+
 SMOKE_PROTOCOL = Protocol(
     repeats=3,
     window_s=0.2,
@@ -56,24 +61,8 @@ SMOKE = chain(
         batch=(32,),
         steps_per_execution=(5,),
     ),
-    _grid(
-        model=("dense",),
-        strategy=("mirrored",),
-        replicas=(2,),
-        batch=(32,),
-        loop=("ctl",),
-        accum_steps=(2,),
-        steps_per_execution=(5,),
-    ),
-    _grid(
-        model=("dense",),
-        strategy=("mirrored",),
-        replicas=(2,),
-        batch=(32,),
-        loop=("fit",),
-        accum_steps=(1, 2),
-        steps_per_execution=(1,),
-    ),
+    _dense_mirrored_2(loop=("ctl",), accum_steps=(2,), steps_per_execution=(5,)),
+    _dense_mirrored_2(loop=("fit",), accum_steps=(1, 2), steps_per_execution=(1,)),
 )
 
 _ALL_REDUCES = _grid(strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=(2,))
@@ -216,11 +205,7 @@ EQUIVALENCE = chain(
     SMOKE_PROTOCOL,
     *_same_update_batch(64, 1, ("default", "one_device")),
     *_same_update_batch(64, 2, ("mirrored",)),
-    _grid(
-        model=("dense",),
-        strategy=("mirrored",),
-        replicas=(2,),
-        batch=(32,),
+    _dense_mirrored_2(
         cross_device_ops=("hierarchical_copy", "reduction_to_one_device"),
         loop=("ctl",),
         steps_per_execution=(1,),

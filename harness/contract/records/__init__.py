@@ -8,15 +8,6 @@ its flat columns, from which :mod:`harness.results.store` derives the parquet sc
 table's module. Fields typed without ``| None`` are set in every stored row of that table. Pure:
 no pyarrow, no pandas.
 
-- :mod:`~harness.contract.records.shared`: :class:`Status`, the run's columns (:class:`RunInfo`,
-  :data:`Resumes`), :class:`Machine`, and the columns several tables describe alike;
-- :mod:`~harness.contract.records.cells`: :class:`CellRow`, a frozen dataclass of typed groups;
-- :mod:`~harness.contract.records.windows`: :class:`WindowRow`;
-- :mod:`~harness.contract.records.collectives`: :class:`CollectiveRow`;
-- :mod:`~harness.contract.records.ratios`: :class:`RatioRow`;
-- :mod:`~harness.contract.records.costs`: :class:`CostRow`;
-- :mod:`~harness.contract.records.nightly`: :class:`NightlyRow` and its :class:`ChangePoint`.
-
 Every public name is importable from here (``from harness.contract.records import CellRow``).
 """
 
