@@ -15,22 +15,10 @@ from harness.spec.strategies import STRATEGIES
 ACROSS = {("mixed_bfloat16", "sgd"): 0.1, ("mixed_float16", "sgd"): 0.1}
 """(precision, optimizer) -> how far (relative, on the final loss and on the weights' change, as
 within a precision) a mixed-precision cell may end from its float32 twin after ``verify``'s
-updates; an optimizer without one is shown, not judged.
-
-Measured 2026-12-06 on a 2-vCPU AMD EPYC with avx512_bf16 (tensorflow-cpu 2.21, synthetic data,
-op determinism on), ``python -m harness verify --device cpu --model cnn,dense --precision
-float32,mixed_bfloat16,mixed_float16`` with ``--strategy default`` at seeds 0-4, mirrored on 2
-replicas (``--cpu-devices 2``; and with 2 micro-batches, seed 1), 4 micro-batches, ``--loop fit``,
-``--steps-per-execution 1``: at verify's default 8 or 10 updates, 20 comparisons each, the weights'
-change differed by 1.3e-2 to 3.6e-2 in bfloat16 and 5.0e-3 to 1.6e-2 in float16 (the loss by at
-most 5.3e-4: on random labels it barely moves); at ``--updates 100`` up to 5.7e-2 and 3.0e-2, at
-500 up to 7.1e-2 and 6.6e-2 (dense). A wrong scale is larger: gradients planted 1.25x under mixed
-precision gave 0.12 (dense) and 0.22 (CNN) after 10 updates, and a loss divided twice by 2 replicas
-is 0.5x. 0.1 is 2.8x the largest rounding at the default updates, 1.4x at 500, and below the planted
-bug. With Adam (``--optimizer adam``, seeds 0-2) bfloat16 alone moved the weights' change 0.15 to
-0.32 and the dense loss up to 16%: its early steps are about the learning rate times each gradient's
-sign, so rounding flips them, and a wrongly scaled loss cancels out; no tolerance tells the two
-apart."""
+updates; an optimizer without one is shown, not judged. Measured on 2026-12-06 (CPU, seeds 0-4,
+five configurations): rounding moved the weights' change at most 3.6e-2 at verify's updates and
+7.1e-2 at 500; a gradient planted 1.25x off moved it 0.12 to 0.22; under Adam rounding alone moved
+it up to 0.32 (docs/explanation/accumulation.md has the commands and every figure)."""
 
 
 def numerics_line(rows: Sequence[CellRow], configs: Sequence[words.Values]) -> str | None:

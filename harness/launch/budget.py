@@ -1,20 +1,16 @@
-"""A local run in turns, spending a budget: each model's contenders (its configurations to choose
-between) are raced live together in headline groups (:attr:`Group.race`: each against the fastest
-of them, :func:`harness.spec.groups.headline_groups`), the other cells packed into groups
-(:func:`harness.spec.groups.groups`: the cells each reported ratio compares, live together). Every
-group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then the
-budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are least
-decided (:func:`harness.formulas.turns.next_group`): past every group's minimum, a headline group
-with an undecided comparison that more instances would likely decide, or a scaling efficiency wider
-than ``SCALING_CI_WIDTH`` that they would likely narrow (within ``protocol.max_processes``), comes
-first for the whole budget; one open otherwise only while :attr:`Limits.headline_first`, so that a
-comparison no affordable number of instances would settle does not take what the others need.
-Whether the chosen group's next instance may start is :meth:`Limits.refuses`'s answer; one that
-may not has no instance left (the clock only moves on), and the choice passes on to the others.
-
-Where a model's contenders did not fit one group (:func:`harness.spec.groups.split_race`), the
-first stage stops at ``RACE_SHARE`` of the budget and a second stage races the model's leader
-against every contender outside its group (:func:`harness.launch.group_run.race_plan`).
+"""A local run in turns, spending a budget: each model's contenders are raced live together in
+headline groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`), the other cells
+packed into groups (:func:`harness.spec.groups.groups`: the cells each reported ratio compares).
+Every group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then
+the budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are
+least decided (:func:`harness.formulas.turns.next_group`): a headline group with an undecided
+comparison that more instances would likely decide, or a scaling efficiency wider than
+``SCALING_CI_WIDTH``, first for the whole budget; one open otherwise only while
+:attr:`Limits.headline_first`. Whether the chosen group's next instance may start is
+:meth:`Limits.refuses`'s answer. Where a model's race did not fit one group
+(:func:`harness.spec.groups.split_race`), the first stage stops at ``RACE_SHARE`` of the budget
+and a second races its leader against the contenders outside its group, beside the other groups
+(:func:`harness.launch.group_run.race_plan`).
 
 Every member's process is also one process of its cell (its figure: the median of its turn
 windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
@@ -156,8 +152,10 @@ class TurnsRun:
         for the ETA, which a terminal's progress bar reads from its own thread)."""
         self.closing = False
         """The instances are over: the step breakdowns (or the closing peak) began."""
-        self.first_race: int | None = None
-        """The index of the second stage's first group, once it began (0: no tie to race)."""
+        self.raced = False
+        """The second stage began (:meth:`start_races`)."""
+        self.races: set[str] = set()
+        """The second stage's groups (r0, ...): raced first, as the headline groups are."""
         self.t0 = clock()
 
     def note(self, kind: str, **fields: object) -> None:
@@ -242,17 +240,18 @@ class TurnsRun:
         due = self.breakdowns_due() * self.breakdown_s()
         return Limits(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s(), due, share)
 
-    def next(self, share: float = 1.0, first: int = 0) -> int | None:
-        """The group (from index ``first`` on) that gets the next instance, or None when the stage
-        is over: no comparison open, every group at the most instances, or no instance that is
-        due that :meth:`Limits.refuses` lets start. Headline groups come first
-        (:func:`tstats.next_group`'s ``first``): for the whole budget while one has an undecided
-        comparison more instances would likely decide, else while :attr:`Limits.headline_first`.
+    def next(self, share: float = 1.0) -> int | None:
+        """The group that gets the next instance, or None when the stage is over: no comparison
+        open, every group at the most instances, or no instance that is due that
+        :meth:`Limits.refuses` lets start. The races (headline groups and the second stage's) come
+        first (:func:`tstats.next_group`'s ``first``): for the whole budget while one has an
+        undecided comparison more instances would likely decide, else while
+        :attr:`Limits.headline_first`.
         A group whose next instance may not start is treated as at its most instances (it has
         none left: the clock only moves on), and the next choice is made."""
         protocol, limits = self.run.protocol, self.limits(share)
-        mine = self.groups[first:]
-        heads = {i for i, g in enumerate(mine) if g.group.race}
+        mine = self.groups
+        heads = {i for i, g in enumerate(mine) if g.group.race or g.group.name in self.races}
         states = [g.state() for g in mine]
         pick = functools.partial(tstats.next_group, first=heads, first_while_open=limits.headline_first)
         while (
@@ -260,7 +259,7 @@ class TurnsRun:
         ) is not None:
             g = mine[found]
             if not limits.refuses(self.estimate_s(g), minimum=g.instances < protocol.processes):
-                return first + found
+                return found
             states[found] = dataclasses.replace(states[found], instances=protocol.max_processes)
         return None
 
@@ -309,16 +308,14 @@ class TurnsRun:
         ending = self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
         return seconds + ending + limits.breakdowns_s
 
-    def start_races(self) -> int:
-        """The second stage's groups (:func:`race_plan`) appended; returns the index of the first
-        group it measures: the first race, or 0 when there is none (the first stage goes on). A run
-        whose every race fits one group has no second stage."""
-        first = len(self.groups)
+    def start_races(self) -> None:
+        """The second stage's groups (:func:`race_plan`) appended, where a race did not fit one
+        group; every group goes on beside them."""
         if self.staged:
-            live = max_live(self.run.protocol)
-            self.groups += [GroupRun(g) for g in race_plan(self.run, self.groups, self.contenders, live)]
-        self.first_race = first if first < len(self.groups) else 0
-        return self.first_race
+            found = race_plan(self.run, self.groups, self.contenders, max_live(self.run.protocol))
+            self.groups += [GroupRun(g) for g in found]
+            self.races |= {g.name for g in found}
+        self.raced = True
 
     def measure(self, index: int, progress: Progress) -> None:
         """One instance of group ``index``, journaled, then kept (:meth:`apply`)."""
@@ -362,7 +359,7 @@ class TurnsRun:
         def say(label: str, status: str) -> None:
             """The instance on the progress line, its ETA knowing whether another one fits."""
             if progress is not None:
-                self.ending = self.next(1.0, self.first_race or 0) is None
+                self.ending = self.next() is None
                 progress.advance(label, status)
 
         timed = sum(t.seconds for t in instance.turns if not overlapping(t.member))
@@ -533,13 +530,12 @@ def held_signals() -> Iterator[list[int]]:
 
 def _stages(state: TurnsRun, progress: Progress) -> None:
     """The instances: the first stage and the races (one stage with headline groups)."""
-    first = state.first_race
-    if first is None:
+    if not state.raced:
         while (index := state.next(RACE_SHARE if state.staged else 1.0)) is not None:
             state.measure(index, progress)
-        first = state.start_races()
+        state.start_races()
         state.note("races")
-    while (index := state.next(1.0, first)) is not None:
+    while (index := state.next()) is not None:
         state.measure(index, progress)
 
 
