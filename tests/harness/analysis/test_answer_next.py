@@ -87,9 +87,10 @@ def test_each_next_command_races_its_two_values_and_its_answer_decides(
     assert "fastest of the 2 configurations compared" in answer.text([found], result.rows)
 
 
-@pytest.mark.slow  # minutes on 2 cores: the command the answer printed for a compute-bound dense leader
+@pytest.mark.process
+@pytest.mark.slow  # minutes on 2 cores: the command the answer prints for a compute-bound CNN leader
 def test_a_next_command_typed_as_printed_ends_in_a_decided_verdict(tmp_path: Path) -> None:
-    command = next(c for c, p in CASES if p is CPU and "--model dense" in c and "--precision" in c)
+    command = next(c for c, p in CASES if p is CPU and "--model cnn --strategy default --precision" in c)
     flags = shlex.split(command)[3:]
     proc = harness(*flags, "--budget-min", "3", "--results", str(tmp_path / "r"), "--no-peak", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
