@@ -58,6 +58,7 @@ from harness.spec.groups import (
     PROCESS_BYTES,
     Group,
     Member,
+    Relation,
     default_max_live,
     groups,
     headline_groups,
@@ -154,8 +155,6 @@ class TurnsRun:
         """The instances are over: the step breakdowns (or the closing peak) began."""
         self.raced = False
         """The second stage began (:meth:`start_races`)."""
-        self.races: set[str] = set()
-        """The second stage's groups (r0, ...): raced first, as the headline groups are."""
         self.t0 = clock()
 
     def note(self, kind: str, **fields: object) -> None:
@@ -251,7 +250,7 @@ class TurnsRun:
         none left: the clock only moves on), and the next choice is made."""
         protocol, limits = self.run.protocol, self.limits(share)
         mine = self.groups
-        heads = {i for i, g in enumerate(mine) if g.group.race or g.group.name in self.races}
+        heads = {i for i, g in enumerate(mine) if g.group.race or _races(g.group)}
         states = [g.state() for g in mine]
         pick = functools.partial(tstats.next_group, first=heads, first_while_open=limits.headline_first)
         while (
@@ -314,7 +313,6 @@ class TurnsRun:
         if self.staged:
             found = race_plan(self.run, self.groups, self.contenders, max_live(self.run.protocol))
             self.groups += [GroupRun(g) for g in found]
-            self.races |= {g.name for g in found}
         self.raced = True
 
     def measure(self, index: int, progress: Progress) -> None:
@@ -426,6 +424,11 @@ class TurnsRun:
     def measured(self) -> list[Measured]:
         budget = self.run.protocol.budget_min
         return [m for g in self.groups for m in g.measured(budget)] + self.unmeasured
+
+
+def _races(group: Group) -> bool:
+    """A second-stage group: its comparisons are against its model's leader."""
+    return any(c.relation == Relation.FASTEST for c in group.comparisons)
 
 
 def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int) -> list[Group]:
