@@ -5,7 +5,7 @@ A ratio in turns has its CI over group instances and its verdict controls the fa
 across the run's comparisons (:mod:`harness.formulas.turns`): higher, lower, equivalent or
 undecided (:mod:`harness.formulas.verdicts`). Figures of separately measured processes are never
 ranked here: the only fastest is the one raced in turns (:mod:`harness.analysis.answer`).
-:func:`describe` and :func:`figures` serve ``compare-hardware``, whose machines cannot take turns.
+:func:`figures` serves the comparisons across runs, which cannot take turns.
 """
 
 from __future__ import annotations
@@ -16,16 +16,8 @@ from collections.abc import Sequence
 from harness.analysis import render
 from harness.analysis.answer import labels
 from harness.contract.records import CellRow, RatioRow
-from harness.formulas import stats
 from harness.formulas.verdicts import phrase
 from harness.spec.groups import Relation
-
-
-def describe(r: stats.Ratio) -> str:
-    """``1.32x [1.18, 1.47]: higher`` (or lower, equivalent, undecided: :mod:`harness.formulas.verdicts`)."""
-    if r.low != r.low:  # NaN: fewer than two processes on a side
-        return f"{r.value:.2f}x (no CI: fewer than 2 processes): undecided"
-    return f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]: {r.verdict()}"
 
 
 def figures(row: CellRow) -> list[float]:

@@ -179,7 +179,7 @@ def judge_series(
             cell_id, fingerprint, center, None, None, None, None, None, 0, NEW, len(candidate)
         )
     confidence = 1 - policy.alpha / max(compared, 1)
-    base_side = across_runs.side([RunFigure(v) for v in baseline], run_spread=0.0)
+    base_side = across_runs.measured([RunFigure(v) for v in baseline])
     r = across_runs.ratio(
         across_runs.like([RunFigure(v) for v in candidate], base_side), base_side, confidence
     )

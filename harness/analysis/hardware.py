@@ -26,22 +26,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.analysis import across
+from harness.analysis.across import MIN_EFFECT, Versus
 from harness.analysis.answer import answers, labels
-from harness.analysis.findings import figures
 from harness.analysis.machines import Machine, find, peak_of
 from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, RatioRow, Status
 from harness.errors import HarnessError
-from harness.formulas import across_runs
-from harness.formulas.across_runs import Basis, RunFigure, Side
+from harness.formulas.across_runs import Side, Spread
 from harness.formulas.stats import Ratio
 from harness.formulas.verdicts import judge
 from harness.spec.models import MODELS
 from harness.spec.strategies import STRATEGIES
-
-MIN_EFFECT = 0.10
-"""The smallest difference between machines called higher or lower, and the half-width of the
-equivalence band: runs on two machines cannot take turns, so their ratios are wider than a run's."""
 
 
 @dataclass(frozen=True)
@@ -57,18 +53,7 @@ class Figure:
 
     @property
     def estimate(self) -> Estimate:
-        return Estimate(*across_runs.interval(self.side))
-
-
-@dataclass(frozen=True)
-class Versus:
-    """``machine`` against the reference machine on one configuration (or each at its best)."""
-
-    machine: str
-    ratio: Ratio
-    verdict: str
-    basis: str
-    """What the CI's run-to-run spread rests on, in words."""
+        return across.estimate(self.side)
 
 
 @dataclass(frozen=True)
@@ -145,21 +130,8 @@ class HardwareComparison:
     peak_dtype: str
     """The compute dtype whose peaks are compared: float32 where every machine measured it, else
     the first other one every machine measured ("" where none)."""
-
-
-def basis_words(a: Side, b: Side) -> str:
-    """What a ratio's run-to-run spread rests on, e.g. ``1 run / 3 runs; spread calibrated / measured``."""
-
-    def one(s: Side) -> str:
-        runs = f"{s.runs} run" + ("" if s.runs == 1 else "s")
-        spread = (
-            f"run-to-run spread assumed {across_runs.RUN_SPREAD:.0%} (calibrated)"
-            if s.basis == Basis.CALIBRATED
-            else "run-to-run spread measured"
-        )
-        return f"{runs}, {spread}"
-
-    return f"{one(a)}; reference: {one(b)}"
+    spread: Spread
+    """The run-to-run spread every CI carries: the calibration set's with the machines' own runs."""
 
 
 def compare(
@@ -182,7 +154,13 @@ def compare(
     priced = {find(machines, name, "--prices").name: usd for name, usd in (prices or {}).items()}
     ok = [r for r in rows if r.status == Status.OK and r.examples_per_sec.value]
     named = labels(list({r.cell.cell_id: r for r in ok}.values()))
-    figs = {(m.name, cid): f for m in machines for cid, f in _figures(m, ok, named).items()}
+    mine = across.groups_of(ok, {run: m.name for m in machines for run in m.run_ids})
+    fitted = _spread(machines, ok)
+    figs = {
+        (m.name, cid): f
+        for m in machines
+        for cid, f in _figures(m, mine.get(m.name, []), named, fitted).items()
+    }
     order = [ref, *(m for m in machines if m is not ref)]
     models = tuple(
         _model(model, order, figs, _leaders(order, ok, ratios, model), priced, min_effect)
@@ -196,7 +174,7 @@ def compare(
     )
     dtype = next((p.dtype for p in ref.peaks if all(peak_of(m.peaks, p.dtype).value for m in machines)), "")
     peaks = tuple(_peak_versus(m, ref, dtype, min_effect) for m in order[1:])
-    return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks, dtype)
+    return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks, dtype, fitted)
 
 
 def _check_alike(machines: Sequence[Machine]) -> None:
@@ -220,25 +198,34 @@ def _check_alike(machines: Sequence[Machine]) -> None:
             raise HarnessError(f"refusing to compare runs of different {what}: {found}; {fix}")
 
 
-def _figures(m: Machine, ok: Sequence[CellRow], named: Mapping[str, str]) -> dict[str, Figure]:
-    """Each configuration's :class:`Figure` on machine ``m`` (one run figure per run: its last row)."""
-    runs: dict[str, dict[str, CellRow]] = {}
-    for r in ok:
-        if r.run.run_id in m.run_ids:
-            runs.setdefault(r.cell.cell_id, {})[r.run.run_id] = r
+def _figures(
+    m: Machine, ok: Sequence[CellRow], named: Mapping[str, str], fitted: Spread
+) -> dict[str, Figure]:
+    """Each configuration's :class:`Figure` on machine ``m`` (its rows ``ok``)."""
     out = {}
-    for cid, by_run in runs.items():
+    for cid, by_run in across.by_run(ok).items():
         mine = list(by_run.values())
-        per_run = [RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine]
         energy = sorted(e for r in mine if (e := r.energy.energy_j_per_example))
         median = energy[len(energy) // 2] if energy else None
-        out[cid] = Figure(m.name, mine[0].cell, named[cid], across_runs.side(per_run), median)
+        side = across.side(mine, fitted, max(len(m.instances), 1))
+        out[cid] = Figure(m.name, mine[0].cell, named[cid], side, median)
     return out
 
 
+def _spread(machines: Sequence[Machine], ok: Sequence[CellRow]) -> Spread:
+    """The calibration set's spread pooled with each instance's own runs, and the instance-to-
+    instance spread of the machines measured on two or more instances."""
+    instances = [
+        [[r for r in ok if r.run.run_id in runs] for runs in (m.instances or {"": m.run_ids}).values()]
+        for m in machines
+    ]
+    return across.spread([g for m in instances for g in m]) + across.instance_spread(
+        [m for m in instances if len(m) >= 2]
+    )
+
+
 def _versus(f: Figure, ref: Figure, min_effect: float) -> Versus:
-    r = across_runs.ratio(f.side, ref.side)
-    return Versus(f.machine, r, judge(r.value, r.low, r.high, min_effect), basis_words(f.side, ref.side))
+    return across.versus(f.machine, f.side, ref.side, min_effect)
 
 
 def _leaders(
@@ -279,7 +266,7 @@ def _model(
     plain = base is not None and same_id != leaders.get(ref) and STRATEGIES[base.cell.strategy].reference
     leader = max(best, key=lambda n: best[n].side.value) if len(best) >= 2 else ""
     others = [n for n in best if n != leader] if leader else []
-    leads = tuple(dataclasses.replace(_versus(best[leader], best[n], min_effect), machine=n) for n in others)
+    leads = tuple(dataclasses.replace(_versus(best[leader], best[n], min_effect), group=n) for n in others)
     no_bf16 = tuple(n for m in machines if (n := _no_bf16(m, model, figs)))
     label = base.label if base else ""
     return ModelAnswer(

@@ -8,12 +8,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harness.analysis import render
-from harness.analysis.hardware import Cost, Figure, HardwareComparison, ModelAnswer, NoBf16, Row, Versus
+from harness.analysis import across, render
+from harness.analysis.across import Versus
+from harness.analysis.hardware import Cost, Figure, HardwareComparison, ModelAnswer, NoBf16, Row
 from harness.analysis.machines import Machine, peak_words
 from harness.contract.columns import Estimate
 from harness.formulas import across_runs
-from harness.formulas.verdicts import HIGHER
+from harness.formulas.across_runs import MAX_RUNS
+from harness.formulas.verdicts import HIGHER, UNDECIDED
 from harness.spec.axes import AXIS_BY_NAME
 
 PRECISION = AXIS_BY_NAME["precision"]
@@ -24,12 +26,21 @@ def times(r: float) -> str:
     return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
 
-def ratio_words(v: Versus) -> str:
-    """``2.2x (between 1.4x and 3.3x): higher``."""
+def ratio_words(v: Versus, each: str = "machine") -> str:
+    """``2.2x (between 1.4x and 3.3x): higher``; an undecided one says what would decide it, runs
+    on ``each`` side."""
     r = v.ratio
     if not all(math.isfinite(x) for x in (r.value, r.low, r.high)):
         return f"{times(r.value)} (no CI): {v.verdict}" if math.isfinite(r.value) else "not measured"
-    return f"{times(r.value)} (between {times(r.low)} and {times(r.high)}): {v.verdict}"
+    said = f"{times(r.value)} (between {times(r.low)} and {times(r.high)}): {v.verdict}"
+    return said + (f" ({decide_words(v, each)})" if v.verdict == UNDECIDED and v.runs_to_decide != 0 else "")
+
+
+def decide_words(v: Versus, each: str) -> str:
+    """What would decide an undecided ratio, in runs of each side."""
+    if v.runs_to_decide is None:
+        return f"a difference this small is below what {MAX_RUNS} runs on each {each} can tell apart"
+    return f"about {v.runs_to_decide} runs on each {each} would likely decide it"
 
 
 def usd(x: float | None) -> str:
@@ -77,10 +88,10 @@ def headline(a: ModelAnswer) -> str:
             r = v.ratio
             return (
                 f"{title}: {_q(a.leader)} trains it fastest, at {times(r.value)} the speed of "
-                f"{_q(v.machine)} (between {times(r.low)} and {times(r.high)}), each at its best."
+                f"{_q(v.group)} (between {times(r.low)} and {times(r.high)}), each at its best."
             )
         return (
-            f"{title}: no machine is decided fastest; {_q(a.leader)} against {_q(v.machine)}, each "
+            f"{title}: no machine is decided fastest; {_q(a.leader)} against {_q(v.group)}, each "
             f"at its best: {ratio_words(v)}."
         )
     state = "fastest" if len(decided) == len(a.leads) else "leading, not decided against every other machine"
@@ -92,7 +103,7 @@ def paragraph(a: ModelAnswer) -> list[str]:
     configuration on every machine."""
     lines = [headline(a)]
     if len(a.leads) > 1:
-        lines += [f"  - against {_q(v.machine)}: {ratio_words(v)}" for v in a.leads]
+        lines += [f"  - against {_q(v.group)}: {ratio_words(v)}" for v in a.leads]
     for name, f in a.best.items():
         precision = PRECISION.say(f.cell.precision)
         label = f.label if precision in f.label else f"{f.label}, in {precision}"
@@ -107,7 +118,7 @@ def paragraph(a: ModelAnswer) -> list[str]:
     if a.same_label:
         what = "the plain custom loop" if a.same_plain else "the same configuration"
         lines.append(f"  On {what} ({a.same_label}), every machine against the reference:")
-        lines += [f"  - {_q(v.machine)}: {ratio_words(v)}" for v in a.same]
+        lines += [f"  - {_q(v.group)}: {ratio_words(v)}" for v in a.same]
     return lines
 
 
@@ -137,18 +148,31 @@ def machine_lines(c: HardwareComparison) -> list[str]:
         lines.append(f"  - {_q(m.name)}{ref}: {facts_words(m)}; peak {peaks}; runs {runs}")
     whys = list(dict.fromkeys(m.why for m in c.machines if m.why))
     lines += [f"  Told apart: {w}." for w in whys]
+    lines.append(f"  {instance_words(c)}")
     dtype = f" in {c.peak_dtype}" if c.peak_dtype else ""
-    lines += [f"  Peak{dtype} of {_q(v.machine)} against the reference's: {ratio_words(v)}" for v in c.peaks]
+    lines += [f"  Peak{dtype} of {_q(v.group)} against the reference's: {ratio_words(v)}" for v in c.peaks]
     return lines
+
+
+def instance_words(c: HardwareComparison) -> str:
+    """Whether the CIs carry an instance-to-instance spread, or compare these instances only."""
+    inst = c.spread.part(across_runs.INSTANCE)
+    if inst.df:
+        return (
+            f"Instances: the CIs carry an instance-to-instance spread of {inst.variance**0.5:.1%} "
+            f"({inst.df:g} degrees of freedom, from the machines measured on two or more instances)."
+        )
+    return (
+        "Instances: no instance-to-instance spread has been measured (no machine here ran on two host "
+        "instances), so this compares these instances, not their machine types. On a second instance "
+        "of each, `python -m harness run --sweep default --machine NAME` (13 minutes on 2 cores) "
+        "would measure it."
+    )
 
 
 def method(c: HardwareComparison) -> str:
     return (
-        "How: machines cannot take turns, so each ratio's 95% CI carries the run-to-run spread: "
-        f"measured from a machine's own runs of a configuration where it has {across_runs.MIN_RUNS} or "
-        f"more (never below {across_runs.RUN_SPREAD:.0%}), else the calibrated {across_runs.RUN_SPREAD:.0%} "
-        f"per run (docs/explanation/statistics.md); the table's 'spread' column says which. "
-        f"{verdict_rule(c.min_effect)} (more runs on either machine narrow it). Prices are per "
+        f"How: {across.method(c.spread, 'Machines')}. {verdict_rule(c.min_effect)}. Prices are per "
         "instance-hour, in US dollars."
     )
 
@@ -183,7 +207,7 @@ EVIDENCE_HEADER = (
     "examples/s [95% CI]",
     "reference's examples/s [95% CI]",
     "against the reference [95% CI]",
-    "runs (spread)",
+    "runs",
 )
 
 
@@ -200,9 +224,8 @@ def evidence_rows(c: HardwareComparison) -> list[tuple[str, ...]]:
 
 def _evidence(r: Row, versus: Versus, base: Figure) -> tuple[str, ...]:
     f = r.figure
-    spread = "measured" if f.side.basis == across_runs.Basis.MEASURED else "calibrated"
     figures = (figure_text(f.estimate), figure_text(base.estimate), ratio_words(versus))
-    return (r.model, r.label, f.machine, *figures, f"{f.side.runs} / {base.side.runs} ({spread})")
+    return (r.model, r.label, f.machine, *figures, versus.basis)
 
 
 def to_json(c: HardwareComparison) -> dict[str, Any]:

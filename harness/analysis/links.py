@@ -9,13 +9,9 @@ rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says 
   within ±:data:`TOLERANCE` of the setting's median; a setting is labelled by that median
   ("0.94 Gbit/s").
 - **Per configuration** (one cell id on one node count) **and setting**: the throughput over the
-  setting's runs with its 95% CI (:mod:`harness.formulas.across_runs`, as ``compare-hardware``:
-  runs at two links cannot take turns, so the CI carries the run-to-run spread, measured from 3
-  or more runs and never below 15%, else the calibrated 15%); the all-reduce and step time where
-  the step breakdown holds them (median over the runs, s/update); each faster setting against
-  the configuration's slowest: ratio, CI, verdict (:func:`harness.formulas.verdicts.judge`,
-  equivalent inside ±:data:`harness.formulas.stats.MIN_EFFECT`) and, when undecided, the runs at
-  each setting likely to decide it (:func:`runs_to_decide`).
+  setting's runs and each faster setting against the slowest, by :mod:`harness.analysis.across`
+  (the one comparison across runs, as ``compare-hardware``'s); the all-reduce and step time where
+  the step breakdown holds them (median over the runs, s/update).
 - **predict's figure** (:func:`harness.analysis.scaling.predictions`): the scaling model at n =
   the row's workers over a link of the setting's measured Gbit/s
   (:func:`harness.analysis.scaling.link_alpha_beta`), from the configuration's 1-device row
@@ -35,17 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis import scaling
+from harness.analysis import across, scaling
+from harness.analysis.across import MIN_EFFECT, Versus
 from harness.analysis.answer import labels
-from harness.analysis.findings import figures
-from harness.analysis.hardware import basis_words
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
-from harness.formulas import across_runs
-from harness.formulas.across_runs import RunFigure, Side
-from harness.formulas.stats import MIN_EFFECT, Ratio, t_quantile
-from harness.formulas.verdicts import DECIDED, judge
+from harness.formulas.across_runs import Side, Spread
 from harness.spec.strategies import ALLREDUCE_STRATEGIES
 
 TOLERANCE = 0.25
@@ -55,9 +47,6 @@ link to its rate within a few percent, and the settings users try differ by 2.5x
 ERROR_BAND = 0.15
 """An error of predict within ±15% is called right (its fit error on this suite's CPU collectives
 is of that order); beyond, off."""
-
-MAX_RUNS = 100
-"""Runs per setting beyond which an undecided ratio is called undecidable in practice."""
 
 CURVE_POINTS = 41
 """Points of predict's curve over the measured link range (log-spaced)."""
@@ -110,19 +99,6 @@ def _within(values: Sequence[float], tolerance: float) -> bool:
 
 
 @dataclass(frozen=True)
-class Versus:
-    """A faster setting against the configuration's slowest: the ratio of their throughputs with
-    its 95% CI, the verdict, what the CI rests on in words, the runs at each setting likely to
-    decide it (0: decided; None: more than :data:`MAX_RUNS`), and predict's ratio of the two."""
-
-    ratio: Ratio
-    verdict: str
-    basis: str
-    runs_to_decide: int | None
-    predicted: float | None
-
-
-@dataclass(frozen=True)
 class Point:
     """One configuration at one link setting: its throughput over the setting's runs, the
     all-reduce and step time (s/update, median over runs; None where not measured), predict's
@@ -134,12 +110,14 @@ class Point:
     step_s: float | None
     predicted: float | None
     versus: Versus | None
-    """None at the configuration's slowest setting."""
+    """Against the slowest setting (None at the configuration's slowest)."""
+    predicted_ratio: float | None = None
+    """predict's ratio of this setting's figure to the slowest's."""
 
     @property
     def estimate(self) -> Estimate:
         """The throughput and its 95% CI, examples/s."""
-        return Estimate(*across_runs.interval(self.side))
+        return across.estimate(self.side)
 
     @property
     def error(self) -> float | None:
@@ -193,6 +171,8 @@ class LinkComparison:
     error_band: float
     left_out: tuple[str, ...]
     """What was read but not compared, in words (rows without a measured link)."""
+    spread: Spread
+    """The run-to-run spread every CI carries: the calibration set's with each setting's runs."""
 
 
 def compare(
@@ -238,16 +218,19 @@ def compare(
             "(docs/how-to/cluster.md)."
         )
     named = labels(list({r.cell.cell_id: r for r in mine}.values()))
+    fitted = across.spread(
+        list(across.groups_of(mine, {r: s.label for s in settings for r in s.run_ids}).values())
+    )
     by_config: dict[tuple[str, int], dict[str, CellRow]] = {}
     for r in sorted(mine, key=lambda r: r.run.timestamp):  # a run's last row of a cell stands
         by_config.setdefault((r.cell.cell_id, r.ran.nodes or 2), {})[r.run.run_id] = r
     configs = tuple(
-        _configuration(runs, settings, named[cid], nodes, rows, collectives, min_effect)
+        _configuration(runs, settings, named[cid], nodes, rows, collectives, min_effect, fitted)
         for (cid, nodes), runs in by_config.items()
     )
     left = len(multi) - len(linked)
     left_out = (f"{left} multi-node rows without a measured link (link_gbps null)",) if left else ()
-    return LinkComparison(settings, configs, min_effect, ERROR_BAND, left_out)
+    return LinkComparison(settings, configs, min_effect, ERROR_BAND, left_out, fitted)
 
 
 def _run_links(rows: Sequence[CellRow]) -> dict[str, float]:
@@ -271,74 +254,35 @@ def _configuration(
     rows: Sequence[CellRow],
     collectives: Any,
     min_effect: float,
+    fitted: Spread,
 ) -> Configuration:
     newest = list(runs.values())[-1]
     here = [(s, [runs[r] for r in s.run_ids if r in runs]) for s in settings]
     measured = [(s, mine) for s, mine in here if mine]
     modelled, predicted = _modelled(newest, rows, collectives, [s.gbps for s, _ in measured])
-    sides = [
-        across_runs.side([RunFigure(float(r.examples_per_sec.value or 0), tuple(figures(r))) for r in mine])
-        for _, mine in measured
-    ]
-    slowest = sides[0]
+    sides = [across.side(mine, fitted) for _, mine in measured]
+    slow = predicted.get(measured[0][0].gbps)
     points = []
     for i, ((s, mine), side) in enumerate(zip(measured, sides, strict=True)):
-        versus = None
-        if i:
-            ratio = across_runs.ratio(side, slowest)
-            verdict = judge(ratio.value, ratio.low, ratio.high, min_effect)
-            p_fast, p_slow = predicted.get(s.gbps), predicted.get(measured[0][0].gbps)
-            versus = Versus(
-                ratio,
-                verdict,
-                basis_words(side, slowest),
-                runs_to_decide(side, slowest, verdict, min_effect),
-                None if p_fast is None or p_slow is None else p_fast / p_slow,
-            )
+        fast = predicted.get(s.gbps)
         points.append(
             Point(
                 s,
                 side,
                 _median([r.breakdown.allreduce_s for r in mine]),
                 _median([r.breakdown.step_s for r in mine]),
-                predicted.get(s.gbps),
-                versus,
+                fast,
+                across.versus(s.label, side, sides[0], min_effect) if i else None,
+                None if not i or fast is None or slow is None else fast / slow,
             )
         )
-    return Configuration(
-        newest.cell.cell_id,
-        newest.cell.model,
-        newest.cell.strategy,
-        label,
-        nodes,
-        newest.cell.workers,
-        tuple(points),
-        modelled,
-    )
+    c = newest.cell
+    return Configuration(c.cell_id, c.model, c.strategy, label, nodes, c.workers, tuple(points), modelled)
 
 
 def _median(values: Sequence[float | None]) -> float | None:
     held = [v for v in values if v is not None and math.isfinite(v)]
     return statistics.median(held) if held else None
-
-
-def runs_to_decide(a: Side, b: Side, verdict: str, min_effect: float = MIN_EFFECT) -> int | None:
-    """Runs at each of the two settings likely to decide their ratio, at the run-to-run spread
-    measured (or assumed) so far: with k runs a side the CI's half-width is
-    h(k) = z sqrt((s_a^2 + s_b^2) / k) (z the normal quantile); a ratio whose log d is at least
-    L = log(1 + min_effect) from 1 decides (higher or lower) once h < |d|, one inside it
-    (equivalent) once h <= L - |d|. 0: decided already; None: more than :data:`MAX_RUNS`."""
-    if verdict in DECIDED:
-        return 0
-    d = abs(a.centre - b.centre)
-    band = math.log1p(min_effect)
-    target = d if d >= band else band - d
-    spread = a.run_variance + b.run_variance
-    if not (target > 0 and math.isfinite(spread)):
-        return None
-    k = math.ceil(t_quantile(math.inf) ** 2 * spread / target**2)
-    k = max(k, a.runs + 1, b.runs + 1)
-    return k if k <= MAX_RUNS else None
 
 
 def _modelled(

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.hardware_text import figure_text, times, verdict_rule
-from harness.analysis.links import MAX_RUNS, Configuration, LinkComparison, Point, Versus
-from harness.formulas import across_runs
+from harness.analysis import across
+from harness.analysis.across import Versus
+from harness.analysis.hardware_text import decide_words, figure_text, times, verdict_rule
+from harness.analysis.links import Configuration, LinkComparison, Point
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 _SAID: dict[str, str] = {
@@ -22,13 +23,6 @@ _SAID: dict[str, str] = {
     UNDECIDED: "{fast} trains at {r} the speed of {slow} [{low}, {high}], undecided: {decide}",
 }
 """A faster setting against the slowest, by verdict."""
-
-
-def decide_words(v: Versus) -> str:
-    """What would decide an undecided ratio."""
-    if v.runs_to_decide is None:
-        return f"more than {MAX_RUNS} runs at each setting would be needed (it sits at the band's edge)"
-    return f"about {v.runs_to_decide} runs at each of the two settings would likely decide it"
 
 
 def _versus_words(p: Point, slowest: Point, min_effect: float) -> str:
@@ -42,9 +36,9 @@ def _versus_words(p: Point, slowest: Point, min_effect: float) -> str:
         low=_x(r.low),
         high=_x(r.high),
         band=f"{min_effect:.0%}",
-        decide=decide_words(v),
+        decide=decide_words(v, "setting"),
     )
-    return text + (f"; predict said {times(v.predicted)}" if v.predicted is not None else "")
+    return text + (f"; predict said {times(p.predicted_ratio)}" if p.predicted_ratio is not None else "")
 
 
 def _x(x: float) -> str:
@@ -92,12 +86,9 @@ def right(c: Configuration, band: float) -> str:
 def method(c: LinkComparison) -> str:
     return (
         "How: a run's link is the Gbit/s its chief measured to the slowest other node at the start "
-        "(link_gbps); runs within ±25% of their median are one setting. Runs at two links cannot take "
-        "turns, so each CI carries the run-to-run spread: measured from a configuration's own runs "
-        f"where a setting has {across_runs.MIN_RUNS} or more (never below {across_runs.RUN_SPREAD:.0%}), "
-        f"else the calibrated {across_runs.RUN_SPREAD:.0%} per run. {verdict_rule(c.min_effect)}. predict: "
-        "the scaling model of harness.analysis.scaling over a link of the measured Gbit/s, from the "
-        "1-worker row measured on one node."
+        f"(link_gbps); runs within ±25% of their median are one setting. {across.method(c.spread, 'Runs at two links')}. "
+        f"{verdict_rule(c.min_effect)}. predict: the scaling model of harness.analysis.scaling over a link "
+        "of the measured Gbit/s, from the 1-worker row measured on one node."
     )
 
 
@@ -148,12 +139,11 @@ def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for conf in c.configurations:
         for p in conf.points:
-            spread = "measured" if p.side.basis == across_runs.Basis.MEASURED else "calibrated"
             out.append(
                 (
                     conf.title,
                     p.setting.label,
-                    f"{p.side.runs} ({spread})",
+                    str(p.side.runs),
                     figure_text(p.estimate),
                     _ratio(p.versus),
                     _seconds(p),
@@ -204,7 +194,6 @@ def _point(p: Point) -> dict[str, Any]:
         "setting": p.setting.label,
         "gbps": p.setting.gbps,
         "runs": p.side.runs,
-        "spread": str(p.side.basis),
         "examples_per_sec": e.value,
         "ci_low": e.low,
         "ci_high": e.high,
@@ -219,6 +208,6 @@ def _point(p: Point) -> dict[str, Any]:
             "verdict": p.versus.verdict,
             "basis": p.versus.basis,
             "runs_to_decide": p.versus.runs_to_decide,
-            "predicted": p.versus.predicted,
+            "predicted": p.predicted_ratio,
         },
     }

@@ -3,12 +3,14 @@ several runs uses (``compare-hardware``, ``compare``, ``pack --machine``). Pure.
 
 A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
 matmul peaks with their CIs (one per compute dtype its runs trained in). Runs are one machine when
-they carry one name and the same facts and their float32 peaks' 95% CIs overlap:
+they carry one name and the same facts:
 
 - one name, different facts: refused (exit 2), as the name then stands for two machines;
-- one name and the same facts (or none: runs older than the facts carry only the CPU model and
-  core count), peaks whose CIs do not overlap: two machines, told apart by their peaks, each name
-  suffixed with its peak, and the reason kept in :attr:`Machine.why`;
+- one name and the same facts on several host instances (:attr:`Machine.instances`): instances of
+  one machine type, whose differences, peaks included, are the type's instance-to-instance spread;
+- runs that recorded no facts (only the CPU model and core count) are told apart by their float32
+  peaks instead: CIs that do not overlap make two machines, each name suffixed with its peak, the
+  reason kept in :attr:`Machine.why`;
 - ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this.
 """
 
@@ -53,6 +55,8 @@ class RunMachine:
     software: str
     """TensorFlow and Keras versions, ``2.21.0 / 3.15.0``."""
     suite: str
+    instance: str = ""
+    """The host instance's id ("" where the run recorded none)."""
 
     @property
     def peak(self) -> Estimate:
@@ -74,6 +78,15 @@ class Machine:
     @property
     def run_ids(self) -> tuple[str, ...]:
         return tuple(r.run_id for r in self.runs)
+
+    @property
+    def instances(self) -> dict[str, tuple[str, ...]]:
+        """Instance id -> its run ids (runs that recorded none are left out)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for r in self.runs:
+            if r.instance:
+                out[r.instance] = (*out.get(r.instance, ()), r.run_id)
+        return out
 
 
 def legacy_facts(row: CellRow) -> MachineFacts:
@@ -119,6 +132,7 @@ def of_run(run_id: str, rows: Sequence[CellRow], renames: Mapping[str, str]) -> 
         protocol=first.run.protocol_version or PROTOCOL_VERSION,
         software=software,
         suite=(first.run.suite_version or "").split("+")[0],
+        instance=first.run.instance_id or "",
     )
 
 
@@ -133,7 +147,7 @@ def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) 
     for name in dict.fromkeys(r.name for r in runs):
         mine = [r for r in runs if r.name == name]
         _check_facts(name, mine)
-        out += _split_by_peak(name, mine)
+        out += [_machine(name, mine, "")] if all(r.facts for r in mine) else _split_by_peak(name, mine)
     return sorted(out, key=lambda m: m.name)
 
 

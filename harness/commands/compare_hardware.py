@@ -18,6 +18,7 @@ from harness.commands.paths import (
     check_writable_file,
     results_roots,
 )
+from harness.commands.shared import across_min_effect, add_across_min_effect
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow
 from harness.errors import HarnessError
@@ -48,13 +49,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline", default=None, metavar="NAME", help="the reference machine (default: the first by name)"
     )
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=hardware.MIN_EFFECT,
-        metavar="FRACTION",
-        help=f"the smallest difference between machines called higher or lower. Default: {hardware.MIN_EFFECT}",
-    )
+    add_across_min_effect(p)
     p.add_argument(
         "--prices",
         action="append",
@@ -103,10 +98,7 @@ def _renames(items: list[str], all_runs: Any) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.min_effect < 1:
-        raise HarnessError(
-            f"Received --min-effect={args.min_effect}; expected a fraction in (0, 1), e.g. 0.1."
-        )
+    min_effect = across_min_effect(args)
     prices = _prices(args.prices)
     roots = results_roots(args)
     out = Path(args.report_dir) if args.report_dir else beside(roots[0], "hardware")
@@ -126,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         RatioRow, ratio_frame[ratio_frame["run_id"].isin(set(cells["run_id"]))].to_dict("records")
     )
     found = machines.identify(rows, _renames(args.name, all_runs))
-    result = hardware.compare(found, rows, ratios, args.baseline, args.min_effect, prices)
+    result = hardware.compare(found, rows, ratios, args.baseline, min_effect, prices)
     print(hardware_text.text(result) + "\n")
     evidence = hardware_text.evidence_rows(result)
     title = "Every configuration both machines measured"

@@ -11,6 +11,7 @@ from harness.analysis import links, links_figure, links_text
 from harness.analysis.tables import render_table
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
+from harness.commands.shared import across_min_effect, add_across_min_effect
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.results import history
@@ -32,6 +33,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         default=None,
         help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
     )
+    add_across_min_effect(p)
     add_json(p)
     return p
 
@@ -43,12 +45,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> dict[str, Any]:
     """Print the comparison (answer, table, where predict is right), draw its figure; its JSON."""
+    min_effect = across_min_effect(args)
     roots = results_roots(args)
     folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
     check_writable(folder, "--figures")
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    result = links.compare(rows, history.load_collectives(roots), args.model, where=", ".join(roots))
+    result = links.compare(rows, history.load_collectives(roots), args.model, ", ".join(roots), min_effect)
     print(links_text.text(result) + "\n")
     title = "Every configuration at every link setting it was measured at"
     print(render_table(links_text.HEADER, links_text.table_rows(result), title=title))

@@ -10,13 +10,15 @@ import signal
 from typing import Any
 
 from harness.analysis.ab import Decision, Rule
+from harness.analysis.across import MIN_EFFECT as ACROSS_MIN_EFFECT
 from harness.commands.output import add_json
 from harness.commands.selection import add_selection_args
 from harness.contract.outputs import Paired
 from harness.errors import HarnessError
 
 MIN_EFFECT = 0.02
-"""``--min-effect``'s default in the paired commands (a fraction)."""
+"""``--min-effect``'s default in the paired commands (a fraction): builds take turns in pairs on one
+machine, so a 2% change is decidable there."""
 ENVS = ".nightly-envs"
 """``--envs``'s default: where ``nightly`` and ``bisect`` build environments and reuse them."""
 
@@ -31,6 +33,27 @@ def add_side_envs(p: argparse.ArgumentParser, words: tuple[str, str], note: str 
 def side_envs(args: argparse.Namespace) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """``--baseline-env`` and ``--candidate-env``, each parsed by :func:`parse_env`."""
     return parse_env("--baseline-env", args.baseline_env), parse_env("--candidate-env", args.candidate_env)
+
+
+def add_across_min_effect(p: argparse.ArgumentParser) -> None:
+    """``--min-effect`` of the comparisons across runs (compare-hardware, compare-links)."""
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=ACROSS_MIN_EFFECT,
+        metavar="FRACTION",
+        help="the smallest difference across runs called higher or lower, and the equivalence band's "
+        f"half-width (the suite's one band: the CIs carry the run-to-run spread). Default: {ACROSS_MIN_EFFECT}",
+    )
+
+
+def across_min_effect(args: argparse.Namespace) -> float:
+    """``--min-effect`` of :func:`add_across_min_effect`, checked before any work."""
+    if not 0 < args.min_effect < 1:
+        raise HarnessError(
+            f"Received --min-effect={args.min_effect}; expected a fraction in (0, 1), e.g. 0.05."
+        )
+    return float(args.min_effect)
 
 
 def add_pair_rule(

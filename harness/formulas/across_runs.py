@@ -1,64 +1,43 @@
-"""A ratio between runs that could not take turns: two machines, or one machine on two days.
+"""A ratio between runs that could not take turns: two machines, two link settings, one machine on
+two days. Pure: numpy and scipy only.
 
-Processes of one run are not independent of the run: a slow spell of the machine, another tenant
-of the host, the CPU a VM landed on move every process of it. So a ratio across runs carries the
-**run-to-run spread** as well as each run's processes (docs/explanation/statistics.md):
+**The variance model** (docs/explanation/statistics.md). Configuration c's log figure in run r is
+the machine's effect for c, plus a **run-wide shift** shared by every configuration of the run
+(variance S), plus a **run-by-configuration** term (variance G, by kind of configuration), plus
+its processes' own noise (w = var(log x_p) / P over the run's P process figures).
 
-With a side's k runs of one configuration, m_r = mean(log x_p) over run r's process figures x_p
-and w_r = var(log x_p) / P_r (the run's own uncertainty):
+**The fit** (:func:`fit`): from two or more runs of one machine over the configurations they all
+measured, a two-way analysis of variance (runs x configurations) on the run centres
+y = mean(log x_p): the residuals' mean square less the processes' share estimates G, with
+(k - 1)(n - 1) degrees of freedom; the run means' spread less the residuals' share estimates S,
+with k - 1. Machines pool by adding sums of squares and degrees of freedom (:class:`Sums`), so
+the project's calibration set (:data:`CALIBRATION`) and the runs at hand are one estimate.
 
-- **measured** (k >= MIN_RUNS): s^2 = var(m_r) with k - 1 degrees of freedom, the machine's own
-  runs; where that is below the floor RUN_SPREAD^2 + mean(w_r), the floor, taken as known (a
-  normal interval), so that a CI never widens as runs are added;
-- **calibrated** (k < MIN_RUNS): s^2 = RUN_SPREAD^2 + mean(w_r), a normal interval: one run says
-  nothing of how far the next one lands, so the spread measured by A/A runs stands in.
-
-The side's centre is mean(m_r), its variance s^2 / k; the ratio a / b is the ratio of the sides'
-figures (the median of their run figures), its CI exp((c_a - c_b) +- q sqrt(v_a + v_b)), q the
-Student-t quantile of the Welch-Satterthwaite degrees of freedom (normal where a side is
-calibrated).
-
-One machine over time (``compare``, the regression gate) is the same formula with no floor
-(``run_spread=0``: the baseline's own runs are the evidence) and the candidate's few runs given the
-baseline's spread (:func:`like`): they ran on the same machine, so the baseline's runs say how far
-one run lands; the interval then has the baseline's degrees of freedom. Pure: numpy and scipy only.
+**A side** of k runs of one configuration (:func:`side`): centre mean_r(y), variance
+(S + G_kind + mean_r(w)) / k. **A ratio** a / b (:func:`ratio`): exp(diff +- t sqrt(v_a + v_b)),
+t the Student-t quantile at the Welch-Satterthwaite degrees of freedom of the components, so each
+component's own uncertainty (few runs, few pairs) widens the interval.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
+from datetime import datetime
 
 import numpy as np
+from scipy import stats as sps
 
 from harness.formulas.stats import CONFIDENCE, NAN, Ratio, t_quantile
 
-RUN_SPREAD = 0.15
-"""Standard deviation of a configuration's log run figure between runs on one machine, beyond its
-processes' own: the floor of every cross-machine CI. On the 2-core VMs: one-process runs minutes
-apart spread 15.7% (cnn) and 18.6% (dense) over 30 runs (2026-11-21, docs/explanation/calibration.md);
-a `nox -s bench` figure (a median over 3 or more processes spread over 13 minutes) moved 3.8% per
-run between two runs half an hour apart (34 configurations, 2026-11-28,
-docs/evidence/2026-11-28-machines). Kept at 15%: two runs of one session are not two days, nor two
-instances of one VM type."""
-
-MIN_RUNS = 3
-"""Runs of a configuration on one machine before its own spread is measured rather than assumed."""
-
-
-class Basis(StrEnum):
-    """Where a side's run-to-run spread comes from."""
-
-    MEASURED = "measured"
-    CALIBRATED = "calibrated"
+PROCESSES = "processes"
 
 
 @dataclass(frozen=True)
 class RunFigure:
-    """One run's figure of one configuration: ``processes``, its per-process figures (examples/s),
-    and ``value``, the run's figure (their median, or the run's stored figure)."""
+    """One run's figure of one configuration: ``value`` (examples/s, the run's median) and its
+    per-process figures (examples/s)."""
 
     value: float
     processes: tuple[float, ...] = ()
@@ -75,76 +54,299 @@ class RunFigure:
         x = np.asarray([p for p in self.processes if p > 0], dtype=float)
         return float(np.var(np.log(x), ddof=1) / x.size) if x.size >= 2 else 0.0
 
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of :attr:`within`: processes - 1 (0 below 2)."""
+        return max(sum(p > 0 for p in self.processes) - 1, 0)
+
+
+@dataclass(frozen=True)
+class Sums:
+    """One variance component's evidence, poolable by ``+``: ``ss`` the sum of squares, ``noise``
+    the part of it the processes' own spread explains, ``df`` its degrees of freedom (all in
+    squared log units)."""
+
+    ss: float = 0.0
+    noise: float = 0.0
+    df: float = 0.0
+
+    def __add__(self, other: Sums) -> Sums:
+        return Sums(self.ss + other.ss, self.noise + other.noise, self.df + other.df)
+
+    @property
+    def variance(self) -> float:
+        """(ss - noise) / df, at least 0; NaN with no degrees of freedom."""
+        return max((self.ss - self.noise) / self.df, 0.0) if self.df > 0 else NAN
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The fitted run-to-run spread, as named components (:data:`SHIFT`, :func:`between` and
+    :func:`within` of each kind of configuration), and where it was measured (``pairs``: run pairs
+    of one machine; ``machines``; ``dates``, first and last; ``apart``, the shortest and longest
+    time between paired runs, hours)."""
+
+    parts: tuple[tuple[str, Sums], ...] = ()
+    pairs: int = 0
+    machines: int = 0
+    dates: tuple[str, str] = ("", "")
+    apart: tuple[float, float] = (0.0, 0.0)
+
+    def __add__(self, other: Spread) -> Spread:
+        parts = dict(self.parts)
+        for name, x in other.parts:
+            parts[name] = parts.get(name, Sums()) + x
+        dates = [d for d in (*self.dates, *other.dates) if d]
+        hours = [h for h in (*self.apart, *other.apart) if h]
+        return Spread(
+            tuple(sorted(parts.items())),
+            self.pairs + other.pairs,
+            self.machines + other.machines,
+            (min(dates), max(dates)) if dates else ("", ""),
+            (min(hours), max(hours)) if hours else (0.0, 0.0),
+        )
+
+    def part(self, name: str) -> Sums:
+        return dict(self.parts).get(name, Sums())
+
+    def between(self, kind: str, alpha: float = 0.05) -> Sums:
+        """G for configurations of ``kind``: the kind's own where an F test says it differs from
+        the other kinds' at level ``alpha``, else every kind's pooled."""
+        own = self.part(between(kind))
+        pooled = sum((x for name, x in self.parts if name.startswith(BETWEEN)), Sums())
+        rest = Sums(pooled.ss - own.ss, pooled.noise - own.noise, pooled.df - own.df)
+        if own.df > 0 and rest.df > 0 and rest.variance > 0:
+            f = own.variance / rest.variance
+            if 2 * min(sps.f.sf(f, own.df, rest.df), sps.f.cdf(f, own.df, rest.df)) < alpha:
+                return own
+        return pooled
+
+    @property
+    def words(self) -> str:
+        """Where it was measured, e.g. ``13 pairs of runs of 3 machines, 2026-11-28 to 2026-12-07,
+        0.2 h to 2.9 h apart``."""
+        if not self.pairs:
+            return "no pair of runs of one machine"
+        return (
+            f"{self.pairs} pair{'s' * (self.pairs != 1)} of runs of {self.machines} machine"
+            f"{'s' * (self.machines != 1)}, {self.dates[0]} to {self.dates[1]}, "
+            f"{self.apart[0]:.1f} h to {self.apart[1]:.1f} h apart"
+        )
+
+
+SHIFT = "run-wide shift"
+INSTANCE = "instance to instance"
+BETWEEN = "run-by-configuration: "
+WITHIN = "process noise: "
+
+
+def between(kind: str) -> str:
+    return BETWEEN + kind
+
+
+def within(kind: str) -> str:
+    return WITHIN + kind
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a machine for :func:`fit`: when it started (ISO 8601) and configuration id ->
+    (its kind, its figure)."""
+
+    timestamp: str
+    figures: Mapping[str, tuple[str, RunFigure]]
+
+
+def fit(runs: Sequence[Run]) -> Spread:
+    """The spread measured by ``runs`` of one machine (module doc); an empty :class:`Spread` below
+    2 runs or 2 shared configurations."""
+    shared = sorted(set.intersection(*(set(r.figures) for r in runs))) if len(runs) >= 2 else []
+    k, n = len(runs), len(shared)
+    if n < 2:
+        return Spread()
+    figs = [[r.figures[c][1] for c in shared] for r in runs]
+    y = np.asarray([[f.centre for f in row] for row in figs])
+    w = np.asarray([[f.within for f in row] for row in figs])
+    kinds = [runs[0].figures[c][0] for c in shared]
+    resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0) + y.mean()
+    scale = (k - 1) * (n - 1) / (k * n)  # E[sum of squared residuals] of the process noise, per w
+    parts = {SHIFT: Sums(float(((y.mean(axis=1) - y.mean()) ** 2).sum()), 0.0, k - 1)}
+    for kind in dict.fromkeys(kinds):
+        cols = [i for i, x in enumerate(kinds) if x == kind]
+        ss, noise = float((resid[:, cols] ** 2).sum()), scale * float(w[:, cols].sum())
+        parts[between(kind)] = Sums(ss, noise, (k - 1) * (n - 1) * len(cols) / n)
+        mine = [row[i] for row in figs for i in cols if row[i].df]
+        parts[within(kind)] = Sums(
+            sum(f.within * (f.df + 1) * f.df for f in mine), 0.0, sum(f.df for f in mine)
+        )
+    stamps = sorted(r.timestamp for r in runs)
+    hours = [_hours(a, b) for i, a in enumerate(stamps) for b in stamps[i + 1 :]]
+    dates = (stamps[0][:10], stamps[-1][:10])
+    return Spread(tuple(sorted(parts.items())), k * (k - 1) // 2, 1, dates, (min(hours), max(hours)))
+
+
+def _hours(a: str, b: str) -> float:
+    """Hours from ``a`` to ``b`` (ISO 8601)."""
+    return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() / 3600
+
+
+@dataclass(frozen=True)
+class Term:
+    """One part of a side's variance: ``weight`` x ``variance`` (squared log units) with ``df``."""
+
+    name: str
+    weight: float
+    variance: float
+    df: float
+
 
 @dataclass(frozen=True)
 class Side:
-    """One side's evidence: its centre (log examples/s), the variance of that centre, its degrees
-    of freedom (inf: calibrated), where its spread comes from, and its runs."""
+    """One side's evidence: its figure (examples/s, the median of its run figures), its centre
+    (mean log), its runs and the terms of its centre's variance."""
 
     value: float
     centre: float
-    variance: float
-    df: float
-    basis: Basis
     runs: int
-    run_variance: float = 0.0
-    """s^2: the variance of one run's log figure (the side's variance is s^2 / runs)."""
-    borrowed: bool = False
-    """Whether s^2 is another side's (:func:`like`): the ratio then has that side's df."""
+    terms: tuple[Term, ...]
+
+    @property
+    def variance(self) -> float:
+        return sum(t.weight * t.variance for t in self.terms)
 
 
-def side(runs: Sequence[RunFigure], run_spread: float = RUN_SPREAD) -> Side:
-    """One side's :class:`Side` from its runs (see the module doc); ValueError with none, or a
-    figure that is not > 0."""
+def side(runs: Sequence[RunFigure], spread: Spread, kind: str, instances: int = 0) -> Side:
+    """One configuration's side from its ``runs`` under ``spread`` (its ``kind``'s components):
+    the shift, and the larger of the run-by-configuration term's mean square (G with the kind's
+    usual process noise, as A/A pairs show it) and G plus these runs' own process noise (their
+    processes' spread where every run has 2 or more, else the kind's pooled one over the runs'
+    processes); with ``instances`` (the runs' host instances of a machine type), the spread's
+    instance-to-instance term over them. ValueError with no run or a figure that is not > 0."""
     if not runs or any(not r.value > 0 for r in runs):
         raise ValueError(f"a side needs run figures > 0; received {[r.value for r in runs]}")
-    centres = np.asarray([r.centre for r in runs])
-    floor = run_spread**2 + float(np.mean([r.within for r in runs]))
     k = len(runs)
-    value = float(np.median([r.value for r in runs]))
-    if k >= MIN_RUNS:
-        s2 = float(np.var(centres, ddof=1))
-        if s2 > floor:  # the runs' own spread, with its k - 1 degrees of freedom
-            return Side(value, float(np.mean(centres)), s2 / k, k - 1, Basis.MEASURED, k, s2)
-        return Side(value, float(np.mean(centres)), floor / k, math.inf, Basis.MEASURED, k, floor)
-    if floor == 0.0:  # no calibrated spread and too few runs to measure one: no CI
-        return Side(value, float(np.mean(centres)), NAN, math.inf, Basis.CALIBRATED, k, NAN)
-    return Side(value, float(np.mean(centres)), floor / k, math.inf, Basis.CALIBRATED, k, floor)
+    shift, g, pooled = spread.part(SHIFT), spread.between(kind), spread.part(within(kind))
+    if all(r.df for r in runs):
+        own = Term(PROCESSES, 1 / k, float(np.mean([r.within for r in runs])), sum(r.df for r in runs))
+    else:  # var(log x_p) pooled over the kind's processes, / P a run
+        per = float(np.mean([1 / max(r.df + 1, 1) for r in runs]))
+        own = Term(within(kind), per / k, pooled.variance, pooled.df)
+    mine = (Term(between(kind), 1 / k, g.variance, g.df), own)
+    lumped = Term(between(kind), 1 / k, g.ss / g.df if g.df else NAN, g.df)  # G + the kind's usual noise
+    terms = mine if sum(t.weight * t.variance for t in mine) > lumped.weight * lumped.variance else (lumped,)
+    inst = spread.part(INSTANCE)
+    if instances and inst.df:
+        terms = (*terms, Term(INSTANCE, 1 / instances, inst.variance, inst.df))
+    centre = float(np.mean([r.centre for r in runs]))
+    return Side(
+        float(np.median([r.value for r in runs])),
+        centre,
+        k,
+        (Term(SHIFT, 1 / k, shift.variance, shift.df), *terms),
+    )
+
+
+def measured(runs: Sequence[RunFigure]) -> Side:
+    """A side whose spread is its own runs' (one machine's history): var(centres) with k - 1 df,
+    NaN below 2 runs."""
+    centres = [r.centre for r in runs]
+    k = len(runs)
+    s2 = float(np.var(centres, ddof=1)) if k >= 2 else NAN
+    return Side(
+        float(np.median([r.value for r in runs])),
+        float(np.mean(centres)),
+        k,
+        (Term("runs", 1 / k, s2, k - 1),),
+    )
 
 
 def like(runs: Sequence[RunFigure], other: Side) -> Side:
-    """A side of ``runs`` whose run-to-run spread is ``other``'s (runs of the same machine)."""
-    if not runs or any(not r.value > 0 for r in runs):
-        raise ValueError(f"a side needs run figures > 0; received {[r.value for r in runs]}")
+    """A side of ``runs`` whose spread is ``other``'s (runs of the same machine): its terms
+    reweighted to 1 / len(runs)."""
     k = len(runs)
-    centre = float(np.mean([r.centre for r in runs]))
-    value = float(np.median([r.value for r in runs]))
-    s2 = other.run_variance
-    return Side(value, centre, s2 / k, other.df, other.basis, k, s2, borrowed=True)
+    terms = tuple(Term(t.name, 1 / k, t.variance, t.df) for t in other.terms)
+    return Side(float(np.median([r.value for r in runs])), float(np.mean([r.centre for r in runs])), k, terms)
 
 
 def interval(s: Side, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """The side's figure and its CI, exp(centre +- q sqrt(variance)), in its unit (examples/s)."""
-    half = t_quantile(s.df, confidence) * math.sqrt(s.variance)
+    """The side's figure and its CI, exp(centre +- t sqrt(variance)), examples/s."""
+    half = t_quantile(_df(s.terms), confidence) * math.sqrt(s.variance)
     return s.value, math.exp(s.centre - half), math.exp(s.centre + half)
 
 
 def ratio(a: Side, b: Side, confidence: float = CONFIDENCE) -> Ratio:
-    """a / b of two sides' figures with the CI of the module doc (``n_a``, ``n_b``: their runs)."""
+    """a / b of two sides' figures, CI exp((c_a - c_b) +- t sqrt(v_a + v_b)); a component both
+    sides share (the fitted shift and terms) counts once in the degrees of freedom."""
     if not (a.value > 0 and b.value > 0):
         return Ratio(NAN, NAN, NAN, a.runs, b.runs)
-    q = t_quantile(_welch(a, b), confidence)  # the normal quantile at df = inf
+    half = t_quantile(_df(combined(a, b)), confidence) * math.sqrt(a.variance + b.variance)
     diff = a.centre - b.centre
-    half = q * math.sqrt(a.variance + b.variance)
     return Ratio(a.value / b.value, math.exp(diff - half), math.exp(diff + half), a.runs, b.runs)
 
 
-def _welch(a: Side, b: Side) -> float:
-    """Welch-Satterthwaite degrees of freedom of the two sides' difference (inf where both are);
-    a side whose spread is the other's (:func:`like`) adds none: the other's df."""
-    if a.borrowed or b.borrowed:
-        return b.df if a.borrowed else a.df
-    terms = [s.variance**2 / s.df for s in (a, b) if math.isfinite(s.df)]
-    if not terms:
+def combined(a: Side, b: Side) -> tuple[Term, ...]:
+    """The terms of a - b: the fitted components (same name and estimate) with their weights
+    added, each side's processes apart."""
+    out: dict[tuple[str, float, float], float] = {}
+    for i, s in enumerate((a, b)):
+        for t in s.terms:
+            key = (t.name + (f" {i}" if t.name == PROCESSES else ""), t.variance, t.df)
+            out[key] = out.get(key, 0.0) + t.weight
+    return tuple(Term(name, w, v, df) for (name, v, df), w in out.items())
+
+
+def _df(terms: Sequence[Term]) -> float:
+    """Welch-Satterthwaite: (sum w v)^2 / sum (w v)^2 / df; inf where every term's df is."""
+    parts = [(t.weight * t.variance, t.df) for t in terms if t.weight * t.variance > 0]
+    finite = [(x, df) for x, df in parts if math.isfinite(df)]
+    if not finite:
         return math.inf
-    return (a.variance + b.variance) ** 2 / sum(terms)
+    return sum(x for x, _ in parts) ** 2 / sum(x**2 / df for x, df in finite)
+
+
+def decide_runs(a: Side, b: Side, band: float, confidence: float = CONFIDENCE) -> int | None:
+    """Runs a side likely to decide a ratio of these sides at ``band`` = log(1 + min_effect): the k
+    at which t sqrt(v(k)) falls below |d| (d the log ratio, outside the band) or below band - |d|
+    (inside it); None when no k up to :data:`MAX_RUNS` does."""
+    d = abs(a.centre - b.centre)
+    target = d if d >= band else band - d
+    for k in range(max(a.runs, b.runs) + 1, MAX_RUNS + 1):
+        ka, kb = like_k(a, k), like_k(b, k)
+        if t_quantile(_df(combined(ka, kb)), confidence) * math.sqrt(ka.variance + kb.variance) < target:
+            return k
+    return None
+
+
+def like_k(s: Side, k: int) -> Side:
+    """``s`` as if it had ``k`` runs of the same spread."""
+    terms = tuple(Term(t.name, 1 / k, t.variance, t.df) for t in s.terms)
+    return Side(s.value, s.centre, k, terms)
+
+
+MAX_RUNS = 10
+"""Runs a side beyond which a difference is called below what runs of these machines tell apart."""
+
+
+def pooled(calibration: Spread, runs_by_machine: Sequence[Sequence[Run]]) -> Spread:
+    """The calibration set's spread with the runs at hand added (machines with 2 or more runs)."""
+    return sum((fit(runs) for runs in runs_by_machine if len(runs) >= 2), calibration)
+
+
+CALIBRATION = Spread(
+    (
+        ("process noise: one process", Sums(1.10916, 0, 299)),
+        ("process noise: parameter server", Sums(0.280157, 0, 26)),
+        ("process noise: several processes", Sums(0.208322, 0, 76)),
+        ("run-by-configuration: one process", Sums(0.0286312, 0.0337205, 46.5882)),
+        ("run-by-configuration: parameter server", Sums(0.0301868, 0.0298599, 7.76471)),
+        ("run-by-configuration: several processes", Sums(0.00366922, 0.00761062, 11.6471)),
+        ("run-wide shift", Sums(1.60378e-05, 0, 2)),
+    ),
+    3,
+    1,
+    ("2026-11-28", "2026-11-28"),
+    (0.46, 1.46),
+)
+"""The project's calibration set (benchmarks/run-spread/, its README says how each run was made):
+A/A runs of one machine, fitted by :func:`fit` and written by ``python -m benchmarks.run_spread``;
+benchmarks/test_run_spread.py checks it against the set. :attr:`Spread.words` gives its provenance."""

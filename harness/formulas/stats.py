@@ -37,7 +37,6 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from harness.formulas.verdicts import judge
 from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
 CONFIDENCE = 0.95
@@ -82,11 +81,6 @@ class Ratio:
     def scaled(self, factor: float) -> Ratio:
         """The ratio times a constant (e.g. 1/devices for scaling efficiency)."""
         return Ratio(self.value * factor, self.low * factor, self.high * factor, self.n_a, self.n_b)
-
-    def verdict(self, reference: float = 1.0, min_effect: float = MIN_EFFECT) -> str:
-        """Higher, lower, equivalent or undecided against ``reference``
-        (:func:`harness.formulas.verdicts.judge`; undecided without a CI)."""
-        return judge(self.value / reference, self.low / reference, self.high / reference, min_effect)
 
 
 def _positive(values: Sequence[float | None]) -> npt.NDArray[np.float64]:

@@ -12,6 +12,7 @@ install, where :func:`detect_platform` must still run, lacks it; ``/proc/cpuinfo
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -453,13 +454,25 @@ def machine_facts(
     )
 
 
+INSTANCE_FILES = (Path("/sys/class/dmi/id/product_uuid"), Path("/proc/sys/kernel/random/boot_id"))
+"""What tells one host instance from another: a VM's DMI product UUID (cloud instances have their
+own), else the boot's id (a fresh VM boots anew; a rebooted one counts as another instance)."""
+
+
+def instance_id(files: tuple[Path, ...] = INSTANCE_FILES) -> str:
+    """6 hex digits of a hash of the first readable of ``files`` ("" where none is)."""
+    text = next((t for f in files if (t := (_read(f) or "").strip())), "")
+    return hashlib.sha256(text.encode()).hexdigest()[:6] if text else ""
+
+
 @dataclass(frozen=True)
 class HostMachine:
     """The machine a run measures on, as its rows record it: the name a person calls it by
-    (``--machine NAME``, else :attr:`MachineFacts.default_name`) and its facts."""
+    (``--machine NAME``, else :attr:`MachineFacts.default_name`), its facts and its instance."""
 
     name: str
     facts: MachineFacts
+    instance: str = ""
 
     def stamp(self, run: RunInfo) -> RunInfo:
         """``run`` with this machine's columns: its name, id, facts and the protocol's version."""
@@ -467,6 +480,7 @@ class HostMachine:
             run,
             machine=self.name,
             machine_id=self.facts.short_id,
+            instance_id=self.instance or None,
             machine_facts=self.facts.to_json(),
             protocol_version=PROTOCOL_VERSION,
         )
@@ -476,4 +490,4 @@ def this_machine(name: str | None = None, facts: MachineFacts | None = None) -> 
     """This host under ``name`` (default: its facts' default name); ``facts``: already read (default:
     :func:`machine_facts`)."""
     facts = machine_facts() if facts is None else facts
-    return HostMachine(name or facts.default_name, facts)
+    return HostMachine(name or facts.default_name, facts, instance_id())

@@ -36,7 +36,7 @@ from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch.breakdowns import Apart
 from harness.launch.peak import PeakLog
-from harness.launch.platform import HostMachine
+from harness.launch.platform import HostMachine, instance_id
 from harness.launch.runner import CellEnd
 from harness.launch.turns import Instance
 from harness.results import journal
@@ -189,7 +189,7 @@ def host_of(plan: Plan, given: str | None, here: MachineFacts) -> HostMachine:
             f"{name!r} (its journal's name): expected --machine {name!r} or no --machine."
         )
     facts = MachineFacts.from_json(plan.machine["facts"]) if plan.machine.get("facts") else here
-    return HostMachine(name or given or facts.default_name, facts)
+    return HostMachine(name or given or facts.default_name, facts, instance_id())
 
 
 class CellEndEntry(TypedDict):

@@ -22,7 +22,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -304,9 +303,3 @@ def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) 
     ]
     sel = sel.sort_values("timestamp").groupby("run_id", sort=False).tail(1)
     return [float(x) for x in sel.sort_values("timestamp")["examples_per_sec"]]
-
-
-def describe(all_runs: pd.DataFrame, run_ids: Sequence[str]) -> dict[str, Any]:
-    """A short description of a set of runs, for printing."""
-    sel = all_runs[all_runs["run_id"].isin(list(run_ids))]
-    return {"runs": len(sel), "first": str(sel["start"].min()), "last": str(sel["start"].max())}

@@ -98,6 +98,15 @@ class RunInfo:
             "6 hex digits of a hash of machine_facts: runs with equal facts have equal ids (null: an older run).",
         ),
     ] = None
+    instance_id: Annotated[
+        str | None,
+        Col(
+            "",
+            "6 hex digits of a hash of the host instance (the VM's DMI product UUID, else its boot id), "
+            "not part of the machine's identity: runs of one machine with other instance ids are "
+            "instances of one type (null: not recorded).",
+        ),
+    ] = None
     machine_facts: Annotated[
         str | None,
         Col(

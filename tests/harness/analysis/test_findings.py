@@ -5,7 +5,6 @@ from __future__ import annotations
 from harness.analysis import findings
 from harness.contract.columns import Estimate, unflatten
 from harness.contract.records import CellRow, RatioRow
-from harness.formulas import stats
 from harness.spec.groups import Relation
 
 
@@ -41,10 +40,6 @@ ROWS = [
     _row(610.0, [560.0, 610.0, 660.0], replicas=2, cross_device_ops="hierarchical_copy"),
     _row(500.0, [500.0, 510.0, 490.0], status="invalid"),
 ]
-
-
-def test_describe_without_ci():
-    assert "no CI" in findings.describe(stats.Ratio(1.2, float("nan"), float("nan"), 1, 1))
 
 
 def test_separately_measured_rows_are_never_ranked():

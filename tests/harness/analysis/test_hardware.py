@@ -15,7 +15,7 @@ from harness.contract.columns import Estimate, unflatten_all
 from harness.contract.machine import MachineFacts
 from harness.contract.records import CellRow, RatioRow, RunInfo
 from harness.errors import HarnessError
-from harness.formulas import stats
+from harness.formulas import across_runs, stats
 from harness.formulas.verdicts import HIGHER, LOWER, UNDECIDED, equivalent, judge
 from harness.spec.groups import Relation
 
@@ -107,7 +107,7 @@ def test_the_pages_footnote_is_the_rule_at_the_comparisons_min_effect(two) -> No
     c = hardware.compare(machines.identify(rows), rows, ratios)
     assert c.min_effect == hardware.MIN_EFFECT
     assert hardware_text.verdict_rule(c.min_effect) in hardware_text.method(c)
-    assert "[0.909, 1.100]" in hardware_text.text(c)
+    assert "[0.952, 1.050]" in hardware_text.text(c)
 
 
 AMX = "amx_bf16 amx_tile avx2 avx512_bf16 avx512f"
@@ -198,3 +198,40 @@ def test_each_machines_peaks_its_best_precision_and_the_bf16_units_its_runs_neve
     ]
     assert [p["dtype"] for p in data["machines"][2]["peaks"]] == ["float32", "bfloat16"]
     assert "its best may be higher than shown" in hardware_text.render_html(c)
+
+
+def _instance(run_id: str, instance: str, scale: float, day: int, name: str = "lab") -> list[CellRow]:
+    """One run of machine ``name`` on host ``instance``: 4 one-process configurations, 3 processes
+    each, at ``scale`` x their usual figures."""
+    facts = MachineFacts(cpu_model="EPYC", cores=2).to_json()
+    return unflatten_all(
+        CellRow,
+        [
+            {"run_id": run_id, "timestamp": f"2026-12-0{day}T00:00:00+00:00", "machine": name}
+            | {"machine_facts": facts, "instance_id": instance, "cell_id": f"c{i}", "status": "ok"}
+            | {"model": "cnn", "precision": "float32", "strategy": "default", "per_replica_batch": 64}
+            | {"examples_per_sec": eps, "process_examples_per_sec": [eps * 0.99, eps, eps * 1.01]}
+            | {"device_kind": "CPU", "host_cores": 2}
+            for i in range(4)
+            if (eps := scale * 1000 * (i + 1))
+        ],
+    )
+
+
+def test_instances_of_one_machine_type_add_their_measured_spread() -> None:
+    """Runs under one name with equal facts on two host instances are one machine type: the
+    instances' spread joins every CI, and without a second instance the answer says it compares
+    these instances."""
+    other = _instance("o", "ffffff", 2.0, 1, "other")
+    alone = [*_instance("a", "aaaaaa", 1.0, 1), *other]
+    one = hardware.compare(machines.identify(alone), alone, [])
+    assert "no instance-to-instance spread has been measured" in hardware_text.text(one)
+    rows = [*_instance("a", "aaaaaa", 1.0, 1), *_instance("b", "bbbbbb", 1.1, 2), *other]
+    found = machines.identify(rows)
+    assert {m.name: len(m.instances) for m in found} == {"lab": 2, "other": 1}
+    two = hardware.compare(found, rows, [])
+    assert two.spread.part(across_runs.INSTANCE).df == 1
+    assert "the CIs carry an instance-to-instance spread of" in hardware_text.text(two)
+    wide, narrow = (next(r.versus for r in c.rows if r.versus) for c in (two, one))
+    assert wide is not None and narrow is not None
+    assert wide.ratio.high / wide.ratio.low > narrow.ratio.high / narrow.ratio.low

@@ -6,14 +6,13 @@ multi_worker_mirrored (2 workers) and parameter_server (1 worker + 1 ps + chief)
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from harness.analysis import links, links_figure, links_text, scaling
+from harness.analysis import across, links, links_figure, links_text, scaling
 from harness.contract.columns import Estimate
 from harness.contract.outputs import dumps
 from harness.contract.records import CellRow, Machine, RunInfo, Status
@@ -53,7 +52,7 @@ def row(
         run=RunInfo(run_id=run, timestamp=f"2026-12-{day:02d}T00:00:00+00:00"),
         status=Status.OK,
         examples_per_sec=Estimate(eps),
-        spread=replace(r.spread, process_examples_per_sec=list(processes or (eps,))),
+        spread=replace(r.spread, process_examples_per_sec=list(processes or (eps * 0.98, eps, eps * 1.02))),
         ran=replace(r.ran, nodes=nodes, link_gbps=link),
         breakdown=replace(
             r.breakdown,
@@ -136,14 +135,19 @@ def test_the_faster_link_is_decided_faster_with_the_cross_run_ci(result: links.L
     conf = by_strategy(result, "multi_worker_mirrored")
     slow, fast = conf.points
     assert slow.versus is None and fast.versus is not None
-    # the engine compare-hardware uses: sides over runs, calibrated 15% with fewer than 3 runs
-    slow_side = across_runs.side([across_runs.RunFigure(8000.0), across_runs.RunFigure(8100.0)])
-    fast_side = across_runs.side([across_runs.RunFigure(x) for x in (11700.0, 11900.0, 11800.0)])
+    # the engine compare-hardware uses: sides over runs under the calibration pooled with these runs
+    assert result.spread.pairs == across_runs.CALIBRATION.pairs + 1 + 3
+
+    def runs(*eps: float) -> list[across_runs.RunFigure]:
+        return [across_runs.RunFigure(x, (x * 0.98, x, x * 1.02)) for x in eps]
+
+    slow_side = across_runs.side(runs(8000.0, 8100.0), result.spread, across.PROCESSES)
+    fast_side = across_runs.side(runs(11700.0, 11900.0, 11800.0), result.spread, across.PROCESSES)
     expected = across_runs.ratio(fast_side, slow_side)
     assert (fast.versus.ratio.value, fast.versus.ratio.low) == pytest.approx((expected.value, expected.low))
     assert fast.versus.ratio.value == pytest.approx(11800 / 8050)
     assert fast.versus.verdict == HIGHER and fast.versus.runs_to_decide == 0
-    assert slow.side.basis == across_runs.Basis.CALIBRATED and fast.side.runs == 3
+    assert fast.side.runs == 3
     assert (slow.allreduce_s, fast.allreduce_s) == (4e-3, 0.6e-3)
     assert fast.step_s == pytest.approx(128 / 11800)
 
@@ -160,7 +164,7 @@ def test_predict_figure_from_the_one_node_baseline_with_the_fitted_alpha(
     assert fast.predicted == pytest.approx(predicted(9.3))
     assert slow.error == pytest.approx((predicted(0.95) - 8050) / 8050)
     assert fast.versus is not None
-    assert fast.versus.predicted == pytest.approx(predicted(9.3) / predicted(0.95))
+    assert fast.predicted_ratio == pytest.approx(predicted(9.3) / predicted(0.95))
     gbps = [g for g, _ in conf.modelled.curve]
     assert gbps[0] == pytest.approx(0.95 / 2) and gbps[-1] == pytest.approx(9.3 * 2)
 
@@ -236,19 +240,20 @@ def test_the_json_holds_the_same_answer(result: links.LinkComparison) -> None:
 
 
 def test_an_undecided_ratio_says_how_many_runs_would_decide_it() -> None:
+    spread = (10000 * 0.9, 10000.0, 10000 * 1.1)  # processes 10% apart: one run a side is too few
     rows = [
-        row(MWMS, "s", 10000.0, link=1.0, day=2),
-        row(MWMS, "f", 10800.0, link=10.0, day=3),
+        row(MWMS, "s", 10000.0, link=1.0, day=2, processes=spread),
+        row(MWMS, "f", 10800.0, link=10.0, day=3, processes=tuple(x * 1.08 for x in spread)),
     ]
     conf = links.compare(rows).configurations[0]
     v = conf.points[1].versus
-    assert v is not None and v.verdict == UNDECIDED
-    # d = log 1.08 beyond the 5% band: z^2 (2 x 0.15^2) / d^2 runs a side
-    expected = math.ceil(1.959964**2 * 2 * 0.15**2 / math.log(1.08) ** 2)
-    assert v.runs_to_decide == expected
-    assert f"about {expected} runs at each of the two settings would likely decide it" in links_text.answer(
-        conf, 0.05
-    )
+    assert v is not None and v.verdict == UNDECIDED and v.runs_to_decide is not None
+    s, f = (p.side for p in conf.points)
+    k = v.runs_to_decide
+    # k runs a side decide it, k - 1 do not (the model's CI at the same spread)
+    assert across_runs.ratio(across_runs.like_k(f, k), across_runs.like_k(s, k)).low > 1
+    assert across_runs.ratio(across_runs.like_k(f, k - 1), across_runs.like_k(s, k - 1)).low <= 1
+    assert f"about {k} runs on each setting would likely decide it" in links_text.answer(conf, 0.05)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from harness.formulas import stats
+from harness.formulas.verdicts import judge
 
 T_2 = 4.302653  # t(0.975, 2)
 T_3 = 3.182446  # t(0.975, 3)
@@ -71,7 +72,7 @@ def test_ratio_of_medians_with_a_welch_interval() -> None:
 def test_ratio_with_one_value_on_a_side_has_no_ci() -> None:
     r = stats.ratio([140.0], [95.0, 100.0, 105.0])
     assert r.value == pytest.approx(1.4) and math.isnan(r.low)
-    assert r.verdict() == "undecided"
+    assert judge(r.value, r.low, r.high, stats.MIN_EFFECT) == "undecided"
 
 
 @pytest.mark.parametrize(
@@ -85,7 +86,7 @@ def test_ratio_with_one_value_on_a_side_has_no_ci() -> None:
     ],
 )
 def test_verdicts(ratio: stats.Ratio, verdict: str) -> None:
-    assert ratio.verdict() == verdict
+    assert judge(ratio.value, ratio.low, ratio.high, stats.MIN_EFFECT) == verdict
 
 
 def test_scaled_ratio_scales_every_end() -> None:

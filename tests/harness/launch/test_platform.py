@@ -260,3 +260,15 @@ def test_this_host_has_facts_and_a_stamp_carries_them(monkeypatch: pytest.Monkey
     journaled = plat.machine("v", plat.HostMachine("lab box", here.facts))  # a run's plan: name, facts
     assert journaled["name"] == "lab box" and MachineFacts.from_json(journaled["facts"]) == here.facts
     assert "name" not in plat.machine("v")  # what load() compares: this host's facts, no name
+
+
+def test_the_instance_id_hashes_the_first_readable_of_its_files(tmp_path: Path) -> None:
+    uuid, boot = tmp_path / "product_uuid", tmp_path / "boot_id"
+    boot.write_text("c2db6619-7919\n")
+    by_boot = plat.instance_id((uuid, boot))
+    assert len(by_boot) == 6 and by_boot == plat.instance_id((boot,))
+    uuid.write_text("ec2a-1234\n")
+    assert plat.instance_id((uuid, boot)) not in ("", by_boot)
+    assert plat.instance_id((tmp_path / "none",)) == ""
+    run = plat.HostMachine("lab", MachineFacts(cores=2), by_boot).stamp(RunInfo(run_id="r"))
+    assert run.instance_id == by_boot and run.machine_id == MachineFacts(cores=2).short_id

@@ -20,7 +20,7 @@ from harness.contract.records import CellRow, Checks, Status
 from harness.errors import HarnessError
 from harness.launch import budget, resume
 from harness.launch.peak import PeakLog
-from harness.launch.platform import HostMachine
+from harness.launch.platform import HostMachine, instance_id
 from harness.launch.run_params import Hooks, Identity, Output, Work
 from harness.launch.runner import CellEnd
 from harness.results import journal
@@ -381,7 +381,9 @@ def test_other_facts_are_refused_each_named_in_words(tmp_path: Path) -> None:
 def test_equal_facts_resume_whatever_this_host_would_be_called(tmp_path: Path) -> None:
     _journaled_as(tmp_path, "20261128T000000Z-bbbbbb", NAMED)
     resumed = resume.load(tmp_path, "latest", lambda: {**MACHINE, "facts": FACTS.to_json()})
-    assert resume.host_of(resumed.plan, None, replace(FACTS, cores=64)) == HostMachine("lab-epyc", FACTS)
+    assert resume.host_of(resumed.plan, None, replace(FACTS, cores=64)) == HostMachine(
+        "lab-epyc", FACTS, instance_id()
+    )
     assert resume.host_of(resumed.plan, "lab-epyc", FACTS).name == "lab-epyc"  # the same name: fine
 
 
@@ -400,8 +402,8 @@ def test_another_machine_name_with_resume_is_refused_naming_the_runs(tmp_path: P
 def test_a_journal_older_than_machine_facts_resumes_with_todays(tmp_path: Path) -> None:
     _journaled(tmp_path, "20261125T000000Z-dddddd").close()  # no "facts", no "name"
     plan = resume.load(tmp_path, "latest", lambda: {**MACHINE, "facts": FACTS.to_json()}).plan
-    assert resume.host_of(plan, None, FACTS) == HostMachine(FACTS.default_name, FACTS)
-    assert resume.host_of(plan, "lab-epyc", FACTS) == HostMachine("lab-epyc", FACTS)
+    assert resume.host_of(plan, None, FACTS) == HostMachine(FACTS.default_name, FACTS, instance_id())
+    assert resume.host_of(plan, "lab-epyc", FACTS) == HostMachine("lab-epyc", FACTS, instance_id())
 
 
 def test_a_resumed_run_keeps_the_journals_name_on_its_rows(

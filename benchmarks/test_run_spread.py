@@ -1,0 +1,119 @@
+"""The variance model across runs checked on the project's calibration set (benchmarks/run-spread/):
+the constant in the code is the set's fit, A/A pairs read as one machine, and a CPU quota reads as
+a slower one. Each check compares one run per side, the case of one ``nox -s bench`` per machine.
+
+    python -m pytest benchmarks/test_run_spread.py -s     # prints the calibration table
+
+Reads the packs only (no TensorFlow run, about a minute). A pair's own runs are part of the fit
+its CIs use: with few pairs in the set a pair left out would leave too little to fit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import pytest
+
+from benchmarks import run_spread
+from harness.analysis import across
+from harness.contract.records import CellRow
+from harness.formulas import across_runs
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
+
+SET, RUNGS = run_spread.read()
+SPREAD = run_spread.derive()
+
+
+def verdicts(a: Sequence[CellRow], b: Sequence[CellRow]) -> dict[str, across.Versus]:
+    """Cell id -> run a against run b, one run a side, under the calibration."""
+    mine, theirs = ({r.cell.cell_id: r for r in rows} for rows in (a, b))
+    return {
+        cid: across.versus(cid, across.side([r], SPREAD), across.side([theirs[cid]], SPREAD))
+        for cid, r in mine.items()
+        if cid in theirs
+    }
+
+
+def share(found: dict[str, across.Versus], verdict: str) -> float:
+    return sum(v.verdict == verdict for v in found.values()) / len(found)
+
+
+def table_line(what: str, found: dict[str, across.Versus]) -> str:
+    held = sum(v.ratio.low <= 1 <= v.ratio.high for v in found.values()) / len(found)
+    shares = ", ".join(f"{x} {share(found, x):.0%}" for x in (HIGHER, LOWER, EQUIVALENT, UNDECIDED))
+    return f"{what}: {len(found)} configurations; {shares}; CI holds 1.0 for {held:.0%}"
+
+
+def test_the_constant_is_the_fit_of_the_set() -> None:
+    assert run_spread.literal(across_runs.CALIBRATION) == run_spread.literal(SPREAD)
+
+
+PAIRS = [(m, i, j) for m, runs in SET.items() for i, j in itertools.combinations(range(len(runs)), 2)]
+
+
+@pytest.mark.parametrize("machine, i, j", PAIRS)
+def test_a_a_pairs_read_as_one_machine(machine: str, i: int, j: int) -> None:
+    """The ratio CI holds 1.0 for at least 90% of configurations of each kind, and at most 5% are
+    called higher or lower."""
+    found = verdicts(SET[machine][i], SET[machine][j])
+    print(table_line(f"A/A {machine}, runs {i} and {j}", found))
+    by_kind: dict[str, list[bool]] = {}
+    rows = {r.cell.cell_id: r for r in SET[machine][i]}
+    for cid, v in found.items():
+        by_kind.setdefault(across.kind(rows[cid]), []).append(v.ratio.low <= 1 <= v.ratio.high)
+    for kind, held in by_kind.items():
+        assert sum(held) / len(held) >= 0.9 or len(held) - sum(held) <= 1, kind
+    assert share(found, HIGHER) + share(found, LOWER) <= 0.05 + 1 / len(found)
+
+
+def test_the_pairs_run_wide_shifts_agree_with_the_fitted_variance() -> None:
+    """Each pair's mean log ratio over its configurations against sqrt(2 S + the rest / n): the
+    sum of squared z-scores of the independent pairs (one per machine's consecutive runs) is
+    inside the chi-square's 99% range."""
+    z2, df = 0.0, 0
+    for runs in SET.values():
+        for a, b in itertools.pairwise(runs):
+            found = verdicts(a, b)
+            logs = [math.log(v.ratio.value) for v in found.values()]
+            mean = sum(logs) / len(logs)
+            noise = sum((math.log(v.ratio.high / v.ratio.low) / 3.92) ** 2 for v in found.values()) / len(
+                logs
+            )
+            z2 += mean**2 / (2 * SPREAD.part(across_runs.SHIFT).variance + noise / len(logs))
+            df += 1
+    from scipy import stats
+
+    assert z2 <= stats.chi2.ppf(0.995, df), (z2, df)
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: f"{r.cpus:g} CPUs")
+def test_a_cpu_quota_reads_as_a_slower_machine(rung: run_spread.Rung) -> None:
+    """At 1 CPU of 2 every configuration is lower; at 1.7 each model's plain custom loop is lower
+    where the plain script measures 12% or more, at least 80% of configurations are lower and none
+    is higher; on every rung the script's ratio lies inside the suite's CI for the plain loop."""
+    whole = SET[rung.machine][0]
+    found = verdicts(rung.rows, whole)
+    print(table_line(f"{rung.cpus:g} CPUs against the whole machine", found))
+    assert share(found, HIGHER) == 0
+    if rung.cpus <= 1:
+        assert share(found, LOWER) == 1
+    else:
+        assert share(found, LOWER) >= 0.8
+    for model, ratio in rung.script.items():
+        plain = found[run_spread.PLAIN.format(model=model)]
+        print(
+            f"  {model} plain loop: suite {plain.ratio.value:.3f} [{plain.ratio.low:.3f}, {plain.ratio.high:.3f}], script {ratio:.3f}"
+        )
+        assert plain.ratio.low <= ratio <= plain.ratio.high
+        if ratio <= 1 / 1.12:
+            assert plain.verdict == LOWER
+
+
+def test_the_set_says_how_each_run_was_made() -> None:
+    readme = (run_spread.SET.parent / "README.md").read_text()
+    for machine in SET:
+        assert machine in readme
+    for rung in RUNGS:
+        assert f"{rung.cpus:g} CPUs" in readme
