@@ -499,7 +499,7 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
             _stages(state, progress)
         break_down(state, progress)
         if resumed is None or not resumed.ended:
-            measure_peak(state)
+            close_peak(state)
             state.note("end")
     except KeyboardInterrupt:
         run.result.interrupted = True
@@ -557,6 +557,14 @@ def break_down(state: TurnsRun, progress: Progress) -> None:
         state.keep(apart)
         state.note("breakdown", apart=resume.encode_apart(apart))
         progress.advance(label, f"{apart.seconds:.0f} s")
+
+
+def close_peak(state: TurnsRun) -> None:
+    """The closing peak process, then more while a peak's CI is wider than ±5% and another fits
+    before the budget's end (:meth:`harness.launch.peak.PeakLog.close`)."""
+    measure_peak(state)
+    budget = state.run.protocol.budget_s - CLOSE_S
+    state.run.peaks.close(lambda: measure_peak(state), lambda: budget - (state.clock() - state.t0))
 
 
 def measure_peak(state: TurnsRun) -> None:
