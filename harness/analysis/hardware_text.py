@@ -17,6 +17,7 @@ from harness.formulas import across_runs
 from harness.formulas.across_runs import MAX_RUNS
 from harness.formulas.verdicts import HIGHER, UNDECIDED
 from harness.spec.axes import AXIS_BY_NAME
+from harness.spec.sweeps import DEFAULT
 
 PRECISION = AXIS_BY_NAME["precision"]
 
@@ -37,10 +38,12 @@ def ratio_words(v: Versus, each: str = "machine") -> str:
 
 
 def decide_words(v: Versus, each: str) -> str:
-    """What would decide an undecided ratio, in runs of each side."""
+    """What would decide an undecided ratio, in runs of each side (a machine's: the default
+    sweep's, with its minutes)."""
     if v.runs_to_decide is None:
         return f"a difference this small is below what {MAX_RUNS} runs on each {each} can tell apart"
-    return f"about {v.runs_to_decide} runs on each {each} would likely decide it"
+    how = f" (`nox -s bench`, {DEFAULT.protocol.budget_min:g} minutes each)" if each == "machine" else ""
+    return f"about {v.runs_to_decide} runs on each {each}{how} would likely decide it"
 
 
 def usd(x: float | None) -> str:

@@ -1,22 +1,25 @@
 """A ratio between runs that could not take turns: two machines, two link settings, one machine on
 two days. Pure: numpy and scipy only.
 
-**The variance model** (docs/explanation/statistics.md). Configuration c's log figure in run r is
-the machine's effect for c, plus a **run-wide shift** shared by every configuration of the run
-(variance S), plus a **run-by-configuration** term (variance G, by kind of configuration), plus
-its processes' own noise (w = var(log x_p) / P over the run's P process figures).
+**The variance model** (docs/explanation/statistics.md). Configuration c's log figure y in run r
+(the log of the run's figure, the median of its processes) is the machine's effect for c, plus a
+**run-wide shift** shared by every configuration of the run (variance S), plus a
+**run-by-configuration** term (variance G, by kind of configuration), plus its processes' own
+noise (w = var(log x_p) / P over the run's P process figures).
 
 **The fit** (:func:`fit`): from two or more runs of one machine over the configurations they all
-measured, a two-way analysis of variance (runs x configurations) on the run centres
-y = mean(log x_p): the residuals' mean square less the processes' share estimates G, with
-(k - 1)(n - 1) degrees of freedom; the run means' spread less the residuals' share estimates S,
-with k - 1. Machines pool by adding sums of squares and degrees of freedom (:class:`Sums`), so
-the project's calibration set (:data:`CALIBRATION`) and the runs at hand are one estimate.
+measured, a two-way analysis of variance (runs x configurations) of y: the residuals' sum of
+squares per kind, (k - 1)(n - 1) degrees of freedom in all, with the share the processes' noise
+explains (G is the rest); the run means' sum of squares with k - 1 (S, a little wide by the
+residuals' share / n); each kind's pooled process variance. Machines pool by adding sums of
+squares and degrees of freedom (:class:`Sums`), so the project's calibration set
+(:data:`CALIBRATION`) and the runs at hand are one estimate.
 
 **A side** of k runs of one configuration (:func:`side`): centre mean_r(y), variance
-(S + G_kind + mean_r(w)) / k. **A ratio** a / b (:func:`ratio`): exp(diff +- t sqrt(v_a + v_b)),
-t the Student-t quantile at the Welch-Satterthwaite degrees of freedom of the components, so each
-component's own uncertainty (few runs, few pairs) widens the interval.
+(S + max(residual mean square, G + mean_r(w))) / k. **A ratio** a / b (:func:`ratio`):
+exp(diff +- t sqrt(v_a + v_b)), t the Student-t quantile at the Welch-Satterthwaite degrees of
+freedom of the components, so each component's own uncertainty (few runs, few pairs) widens the
+interval.
 """
 
 from __future__ import annotations
@@ -44,9 +47,8 @@ class RunFigure:
 
     @property
     def centre(self) -> float:
-        """mean(log x_p), or log(value) with no process figures."""
-        x = np.asarray([p for p in self.processes if p > 0], dtype=float)
-        return float(np.mean(np.log(x))) if x.size else math.log(self.value)
+        """log(value): the figure a row shows is where its CI is centred."""
+        return math.log(self.value)
 
     @property
     def within(self) -> float:
@@ -202,8 +204,9 @@ class Term:
 
 @dataclass(frozen=True)
 class Side:
-    """One side's evidence: its figure (examples/s, the median of its run figures), its centre
-    (mean log), its runs and the terms of its centre's variance."""
+    """One side's evidence: its figure (examples/s: the geometric mean of its run figures, the
+    median for the gate's history), its centre (mean log), its runs and the terms of its centre's
+    variance."""
 
     value: float
     centre: float
@@ -237,13 +240,8 @@ def side(runs: Sequence[RunFigure], spread: Spread, kind: str, instances: int = 
     inst = spread.part(INSTANCE)
     if instances and inst.df:
         terms = (*terms, Term(INSTANCE, 1 / instances, inst.variance, inst.df))
-    centre = float(np.mean([r.centre for r in runs]))
-    return Side(
-        float(np.median([r.value for r in runs])),
-        centre,
-        k,
-        (Term(SHIFT, 1 / k, shift.variance, shift.df), *terms),
-    )
+    centre = float(np.mean([r.centre for r in runs]))  # its figure: the runs' geometric mean
+    return Side(math.exp(centre), centre, k, (Term(SHIFT, 1 / k, shift.variance, shift.df), *terms))
 
 
 def measured(runs: Sequence[RunFigure]) -> Side:
@@ -337,16 +335,17 @@ CALIBRATION = Spread(
         ("process noise: one process", Sums(1.10916, 0, 299)),
         ("process noise: parameter server", Sums(0.280157, 0, 26)),
         ("process noise: several processes", Sums(0.208322, 0, 76)),
-        ("run-by-configuration: one process", Sums(0.0286312, 0.0337205, 46.5882)),
-        ("run-by-configuration: parameter server", Sums(0.0301868, 0.0298599, 7.76471)),
-        ("run-by-configuration: several processes", Sums(0.00366922, 0.00761062, 11.6471)),
-        ("run-wide shift", Sums(1.60378e-05, 0, 2)),
+        ("run-by-configuration: one process", Sums(0.0279302, 0.0337205, 46.5882)),
+        ("run-by-configuration: parameter server", Sums(0.0236293, 0.0298599, 7.76471)),
+        ("run-by-configuration: several processes", Sums(0.00682104, 0.00761062, 11.6471)),
+        ("run-wide shift", Sums(0.000153057, 0, 2)),
     ),
     3,
     1,
     ("2026-11-28", "2026-11-28"),
     (0.46, 1.46),
 )
+
 """The project's calibration set (benchmarks/run-spread/, its README says how each run was made):
 A/A runs of one machine, fitted by :func:`fit` and written by ``python -m benchmarks.run_spread``;
 benchmarks/test_run_spread.py checks it against the set. :attr:`Spread.words` gives its provenance."""

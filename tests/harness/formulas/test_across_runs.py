@@ -29,7 +29,7 @@ def simulate(
             kind = PS if c >= configs - ps else ONE
             g = rng.normal(0, inter * (3 if kind == PS else 1))
             procs = tuple(float(x) for x in np.exp(effects[c] + delta + g + rng.normal(0, noise, 3)))
-            figures[f"c{c}"] = (kind, RunFigure(float(np.median(procs)), procs))
+            figures[f"c{c}"] = (kind, RunFigure(float(np.exp(np.mean(np.log(procs)))), procs))
         out.append(Run(f"2026-12-07T0{r % 10}:00:00+00:00", figures))
     return out
 
