@@ -210,14 +210,16 @@ TERMS: tuple[Term, ...] = (
         "machine",
         "What a run measured on: a name (run --machine, else the CPU model and cores or the GPU's "
         "name, plus a short hash of the facts), the facts that tell machines apart (CPU model, "
-        "family, flags, cores, caches, memory; GPUs) and its measured matmul peak. Two VMs sold "
-        "under one CPU name can differ 2x: runs whose peaks' CIs do not overlap are two machines.",
+        "family, flags, cores, caches, memory; GPUs) and its measured matmul peak. Runs of one "
+        "name and facts on two host instances are instances of one machine type; runs that "
+        "recorded no facts are told apart by their peaks.",
     ),
     Term(
         "run-to-run spread",
-        "How far the same configuration's figure moves between runs on one machine, beyond what "
-        "one run's processes show. Machines cannot take turns, so a ratio between machines "
-        "carries it: measured from three or more runs, else the calibrated 15% per run.",
+        "How far the same configuration's figure moves between runs on one machine: a shift "
+        "every configuration of a run shares, plus each configuration's own. Machines cannot take "
+        "turns, so a ratio between machines carries it, fitted on A/A runs (the project's "
+        "calibration set and your own repeated runs).",
     ),
     Term(
         "fingerprint",

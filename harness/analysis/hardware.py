@@ -33,7 +33,7 @@ from harness.analysis.machines import Machine, find, peak_of
 from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, RatioRow, Status
 from harness.errors import HarnessError
-from harness.formulas.across_runs import Side, Spread
+from harness.formulas.across_runs import CALIBRATION, Side, Spread
 from harness.formulas.stats import Ratio
 from harness.formulas.verdicts import judge
 from harness.spec.models import MODELS
@@ -141,6 +141,7 @@ def compare(
     baseline: str | None = None,
     min_effect: float = MIN_EFFECT,
     prices: Mapping[str, float] | None = None,
+    calibration: Spread = CALIBRATION,
 ) -> HardwareComparison:
     """The comparison of ``machines`` (two or more) on ``rows`` and ``ratios`` of their runs."""
     if len(machines) < 2:
@@ -155,7 +156,7 @@ def compare(
     ok = [r for r in rows if r.status == Status.OK and r.examples_per_sec.value]
     named = labels(list({r.cell.cell_id: r for r in ok}.values()))
     mine = across.groups_of(ok, {run: m.name for m in machines for run in m.run_ids})
-    fitted = _spread(machines, ok)
+    fitted = _spread(machines, ok, calibration)
     figs = {
         (m.name, cid): f
         for m in machines
@@ -212,14 +213,14 @@ def _figures(
     return out
 
 
-def _spread(machines: Sequence[Machine], ok: Sequence[CellRow]) -> Spread:
+def _spread(machines: Sequence[Machine], ok: Sequence[CellRow], calibration: Spread) -> Spread:
     """The calibration set's spread pooled with each instance's own runs, and the instance-to-
     instance spread of the machines measured on two or more instances."""
     instances = [
         [[r for r in ok if r.run.run_id in runs] for runs in (m.instances or {"": m.run_ids}).values()]
         for m in machines
     ]
-    return across.spread([g for m in instances for g in m]) + across.instance_spread(
+    return across.spread([g for m in instances for g in m], calibration) + across.instance_spread(
         [m for m in instances if len(m) >= 2]
     )
 

@@ -37,7 +37,7 @@ from harness.analysis.answer import labels
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
-from harness.formulas.across_runs import Side, Spread
+from harness.formulas.across_runs import CALIBRATION, Side, Spread
 from harness.spec.strategies import ALLREDUCE_STRATEGIES
 
 TOLERANCE = 0.25
@@ -181,6 +181,7 @@ def compare(
     model: str | None = None,
     where: str = "the results",
     min_effect: float = MIN_EFFECT,
+    calibration: Spread = CALIBRATION,
 ) -> LinkComparison:
     """The comparison of the multi-node rows of ``rows`` (every row given: the one-node baselines
     are among them) of ``model`` (every model when None); ``collectives``, a DataFrame of the
@@ -219,7 +220,7 @@ def compare(
         )
     named = labels(list({r.cell.cell_id: r for r in mine}.values()))
     fitted = across.spread(
-        list(across.groups_of(mine, {r: s.label for s in settings for r in s.run_ids}).values())
+        list(across.groups_of(mine, {r: s.label for s in settings for r in s.run_ids}).values()), calibration
     )
     by_config: dict[tuple[str, int], dict[str, CellRow]] = {}
     for r in sorted(mine, key=lambda r: r.run.timestamp):  # a run's last row of a cell stands

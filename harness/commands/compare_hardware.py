@@ -18,7 +18,7 @@ from harness.commands.paths import (
     check_writable_file,
     results_roots,
 )
-from harness.commands.shared import across_min_effect, add_across_min_effect
+from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow
 from harness.errors import HarnessError
@@ -50,6 +50,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "--baseline", default=None, metavar="NAME", help="the reference machine (default: the first by name)"
     )
     add_across_min_effect(p)
+    add_calibration(p)
     p.add_argument(
         "--prices",
         action="append",
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         RatioRow, ratio_frame[ratio_frame["run_id"].isin(set(cells["run_id"]))].to_dict("records")
     )
     found = machines.identify(rows, _renames(args.name, all_runs))
-    result = hardware.compare(found, rows, ratios, args.baseline, min_effect, prices)
+    result = hardware.compare(found, rows, ratios, args.baseline, min_effect, prices, calibration(args))
     print(hardware_text.text(result) + "\n")
     evidence = hardware_text.evidence_rows(result)
     title = "Every configuration both machines measured"

@@ -11,7 +11,7 @@ from harness.analysis import links, links_figure, links_text
 from harness.analysis.tables import render_table
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
-from harness.commands.shared import across_min_effect, add_across_min_effect
+from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.results import history
@@ -34,6 +34,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
     )
     add_across_min_effect(p)
+    add_calibration(p)
     add_json(p)
     return p
 
@@ -51,7 +52,9 @@ def _compare(args: argparse.Namespace) -> dict[str, Any]:
     check_writable(folder, "--figures")
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    result = links.compare(rows, history.load_collectives(roots), args.model, ", ".join(roots), min_effect)
+    result = links.compare(
+        rows, history.load_collectives(roots), args.model, ", ".join(roots), min_effect, calibration(args)
+    )
     print(links_text.text(result) + "\n")
     title = "Every configuration at every link setting it was measured at"
     print(render_table(links_text.HEADER, links_text.table_rows(result), title=title))

@@ -9,12 +9,17 @@ import argparse
 import signal
 from typing import Any
 
+from harness.analysis import across, machines
 from harness.analysis.ab import Decision, Rule
 from harness.analysis.across import MIN_EFFECT as ACROSS_MIN_EFFECT
 from harness.commands.output import add_json
 from harness.commands.selection import add_selection_args
+from harness.contract.columns import unflatten_all
 from harness.contract.outputs import Paired
+from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
+from harness.formulas.across_runs import CALIBRATION, Spread
+from harness.results import history
 
 MIN_EFFECT = 0.02
 """``--min-effect``'s default in the paired commands (a fraction): builds take turns in pairs on one
@@ -45,6 +50,28 @@ def add_across_min_effect(p: argparse.ArgumentParser) -> None:
         help="the smallest difference across runs called higher or lower, and the equivalence band's "
         f"half-width (the suite's one band: the CIs carry the run-to-run spread). Default: {ACROSS_MIN_EFFECT}",
     )
+
+
+def add_calibration(p: argparse.ArgumentParser) -> None:
+    """``--calibration``: A/A runs whose run-to-run spread joins the project's calibration set."""
+    p.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a results folder or pack of repeated runs (A/A: the same sweep, twice or more, on one "
+        "machine) whose run-to-run spread joins the project's calibration set in every CI; repeatable",
+    )
+
+
+def calibration(args: argparse.Namespace) -> Spread:
+    """The project's calibration set with ``--calibration``'s runs (each machine's, by name)."""
+    if not args.calibration:
+        return CALIBRATION
+    cells, _ = history.load(tuple(args.calibration), flag="--calibration")
+    rows = [r for r in unflatten_all(CellRow, cells.to_dict("records")) if r.status == Status.OK]
+    groups = across.groups_of(rows, {run: m.name for m in machines.identify(rows) for run in m.run_ids})
+    return across.spread(list(groups.values()))
 
 
 def across_min_effect(args: argparse.Namespace) -> float:

@@ -137,7 +137,7 @@ def _where(root: Root) -> str:
     return root.given if root.pack else str(Path(root.given) / "cells")
 
 
-def load(roots: Roots, ab: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load(roots: Roots, ab: bool = False, flag: str = "--results") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cells, windows) of every run under ``roots`` (one results folder or pack, or several: their
     rows one after the other, in the order given); HarnessError when a root does not exist, when
     there is no row at all, and as :func:`open_roots` says (a file that is not a pack, a run held
@@ -145,7 +145,7 @@ def load(roots: Roots, ab: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs' rows) are not runs of the history and are left out, unless ``ab`` (``report --run
     AB_ID``). A file that cannot be read is named on stderr and left out
     (:func:`harness.results.store.damage_text`)."""
-    opened = open_roots(roots)
+    opened = open_roots(roots, flag)
     missing = [r for r in opened if not r.folder.exists()]
     if missing:
         raise HarnessError(

@@ -891,6 +891,20 @@ FOUND = [
     ),
     (["compare", "--figures", "@file"], NvidiaGpus(), 2, "--figures='@file'; expected a folder"),
     (["compare-hardware", "--csv", "@file/x.csv"], NvidiaGpus(), 2, "--csv='@file/x.csv'; expected a file"),
+    (["compare-hardware", "--calibration", "@file"], NvidiaGpus(), 2, "--calibration='"),
+    (["compare-links", "--calibration", "@file"], NvidiaGpus(), 2, "--calibration='"),
+    (
+        ["compare-hardware", "--min-effect", "1.5"],
+        NvidiaGpus(),
+        2,
+        "--min-effect=1.5; expected a fraction in (0, 1)",
+    ),
+    (
+        ["compare-links", "--min-effect", "0"],
+        NvidiaGpus(),
+        2,
+        "--min-effect=0.0; expected a fraction in (0, 1)",
+    ),
     (["report", "--report-dir", "@file"], NvidiaGpus(), 2, "--report-dir='@file'; expected a folder"),
     (
         ["ab", "--dry-run", "--sweep", "smoke", "--markdown", "@scratch"],
