@@ -270,10 +270,6 @@ class TurnsRun:
         found = self.cost.instance_s(len(g.group.members), asked_s(g.group, self.plan))
         return found if found is not None else prior_instance_s(g.group, self.plan, self.prior)
 
-    def reserve_s(self) -> float:
-        """Seconds the budget keeps for the run's end (:attr:`Limits.reserve_s`)."""
-        return self.limits().reserve_s
-
     def _end_s(self) -> float:
         """The closing peak process (as long as the first took) and :data:`CLOSE_S` for rows,
         costs and the report."""
