@@ -214,10 +214,6 @@ class ModelRef(str):
         stem = self.source.rsplit("/", 1)[-1].removesuffix(".py") if self.is_file else self.source
         return f"{stem}.{self.function}@{self.digest[:8]}"
 
-    @property
-    def text(self) -> str:
-        return str(self)
-
 
 def parse_ref(model: str) -> ModelRef | None:
     """The user model ``model`` names (its text, :data:`REF`), or None for a built-in name (or
