@@ -104,7 +104,6 @@ KEPT_WITH_RESUME = {
     "json",
     "wait_lock",
     "dry_run",
-    "func",
     "machine_name",
     "cluster",
     "ps",
