@@ -238,7 +238,6 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
     """MirroredStrategy's cross-device ops side by side, per replica count and batch: each op's
     scaling efficiency against the same 1-replica cell (the common baseline every op starts from),
     95% CI whiskers (over group instances when measured in turns), the ideal at 1.0."""
-    pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     has_ops = ok["strategy"].isin(AXIS_BY_NAME["cross_device_ops"].applies_to)
     ok = ok[has_ops & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["total_replicas"] > 1)]
@@ -272,7 +271,6 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     """compile_s (first call: tracing + first steps) and startup_s per strategy, as bars."""
-    pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     ok = ok[ok["compile_s"].notna()]
     if ok.empty:
