@@ -33,7 +33,7 @@ from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import forks
 from harness.launch.ab import MODES, Mode, Side, run_ab
-from harness.launch.lock import MachineLock
+from harness.launch.lock import taken
 from harness.spec.axes import AXES
 
 NAME = "ab"
@@ -161,8 +161,7 @@ def run(args: argparse.Namespace) -> int:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
         return EXIT_OK
     interrupt_on_sigterm()
-    lock = MachineLock(Path(args.results))
-    lock.acquire(args.wait_lock)
+    lock = taken(Path(args.results), args.wait_lock)
     print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
     with lock, forks.serving(sel.protocol.fork):

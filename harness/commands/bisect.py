@@ -48,7 +48,7 @@ from harness.launch.bisect import (
     key_of,
     replay,
 )
-from harness.launch.lock import MachineLock
+from harness.launch.lock import taken
 from harness.launch.runner import plan as runnable
 from harness.results.journal import Journal, read
 from harness.spec import words
@@ -227,9 +227,7 @@ def run(args: argparse.Namespace) -> int:
             return _finish(p, folder, Result(kept, known.installed, done))
         _say(f"bisect {folder}: going on from its journal")
     interrupt_on_sigterm()
-    lock = MachineLock(Path(args.results))
-    lock.acquire(args.wait_lock)
-    with lock:
+    with taken(Path(args.results), args.wait_lock):
         envs = Path(args.envs)
         _say(f"bisect: the environment every build shares, from {state.builds[0].spec} (under {envs})")
         held = builds.held(state.builds[0], envs, p.index)

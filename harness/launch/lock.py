@@ -156,3 +156,10 @@ class MachineLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def taken(out: Path, wait: bool) -> MachineLock:
+    """The lock for a run writing to ``out``, taken (:meth:`MachineLock.acquire`)."""
+    lock = MachineLock(out)
+    lock.acquire(wait)
+    return lock

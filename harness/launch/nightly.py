@@ -31,7 +31,7 @@ from harness.contract.records import ChangePoint, NightlyRow, RunInfo, Status
 from harness.launch import envs, forks
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.envs import Env
-from harness.launch.lock import MachineLock
+from harness.launch.lock import taken
 from harness.launch.platform import HostMachine, this_machine
 from harness.launch.run_params import Work
 from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
@@ -288,8 +288,7 @@ def night(
         why = unsupported_reason(cell, work.platform)
         if why:
             print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
-    lock = MachineLock(out)
-    lock.acquire(request.wait_lock)
+    lock = taken(out, request.wait_lock)
     with lock, forks.serving(work.protocol.fork):
         result = measure(
             work.cells,
