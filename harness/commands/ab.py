@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.ab import EXIT_CODES, FAILED, Rule, overall
-from harness.analysis.ab_text import markdown, progress_line, table
+from harness.analysis.ab_text import HEADER, markdown, progress_line, rows
 from harness.analysis.tables import render_table
 from harness.commands.output import give
 from harness.commands.paths import check_writable_file
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             machine=sel.machine,
         )
     print()
-    print(render_table(*table(result.outcomes)))
+    print(render_table(HEADER, rows(result.outcomes)))
     verdict = (
         overall([o.decision for o in result.outcomes if not o.failure])
         if not any(o.failure for o in result.outcomes)
