@@ -24,11 +24,6 @@ from harness.formulas import breakdown
 from harness.spec.groups import Relation
 
 
-def _measured(row: CellRow) -> breakdown.Measured | None:
-    """The row's parts and the step they are shares of (:func:`breakdown.measured`)."""
-    return breakdown.measured(row.breakdown)
-
-
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.3g}"
 
@@ -39,7 +34,7 @@ def breakdown_table(rows: Sequence[CellRow]) -> pd.DataFrame:
     lines = []
     named = answer.labels(rows)
     for r in rows:
-        m = _measured(r)
+        m = breakdown.measured(r.breakdown)
         if r.status != Status.OK or m is None:
             continue
         b = r.breakdown
@@ -108,7 +103,7 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
         if r.status != Status.OK or base is None or base is r or eff.value is None:
             continue
         text = f"{r.cell.model}, {named[r.cell.cell_id]}: efficiency {_efficiency_text(eff)}"
-        mine, theirs = _measured(r), _measured(base)
+        mine, theirs = breakdown.measured(r.breakdown), breakdown.measured(base.breakdown)
         if mine is not None and theirs is not None and mine.bounds is theirs.bounds:
             text += (
                 f"; the update went from {_ms(theirs.step_s)} to {_ms(mine.step_s)} ms: "
