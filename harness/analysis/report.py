@@ -271,22 +271,21 @@ def write_report(
     rows = newest_per_cell(rows.drop(paired.index))
     figures: list[Path] = plots.ab_pairs(paired, out / "figures")
     if rows.empty:  # an ab comparison alone
-        page = out / "report.html"
-        out.mkdir(parents=True, exist_ok=True)
-        page.write_text(ab_html(paired, figures, title))
-        return [*figures, page]
-    records = _cells(rows)
-    found = answer.answers(records, _ratios(ratios))
-    figures += answer_figure.draw(
-        answer_panels(found), _min_effect(_ratios(ratios)), out / "figures", ANSWER_FIGURE
-    )
-    for draw in plots.REPORT_FIGURES.values():
-        figures += draw(rows, out / "figures")
-    if collectives is not None and not collectives.empty:
-        figures += plots.predicted_vs_measured(
-            scaling.predictions_frame(scaling.report_predictions(_cells(rows), collectives)), out / "figures"
+        html = ab_html(paired, figures, title)
+    else:
+        found = answer.answers(_cells(rows), _ratios(ratios))
+        figures += answer_figure.draw(
+            answer_panels(found), _min_effect(_ratios(ratios)), out / "figures", ANSWER_FIGURE
         )
+        for draw in plots.REPORT_FIGURES.values():
+            figures += draw(rows, out / "figures")
+        if collectives is not None and not collectives.empty:
+            figures += plots.predicted_vs_measured(
+                scaling.predictions_frame(scaling.report_predictions(_cells(rows), collectives)),
+                out / "figures",
+            )
+        html = build_html(rows, figures, title, collectives, ratios)
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
-    page.write_text(build_html(rows, figures, title, collectives, ratios))
+    page.write_text(html)
     return [*figures, page]
