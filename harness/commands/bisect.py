@@ -192,10 +192,6 @@ def _new_plan(p: Plan) -> dict[str, Any]:
     }
 
 
-def _facts(result_installed: dict[int, builds.Installed]) -> dict[int, BuildFacts]:
-    return {i: BuildFacts(x.tf_version, x.git_version) for i, x in result_installed.items()}
-
-
 def _say(line: str) -> None:
     print(line, flush=True)
 
@@ -267,7 +263,7 @@ def _finish(p: Plan, folder: Path, result: Result) -> int:
     ctx = Context(
         f"{AXIS_BY_NAME['model'].say(p.cell.model)} with {words.describe(p.cell.to_dict(), always=True)}",
         str(entries[0].get("held") or "shared environment"),
-        _facts(result.installed),
+        {i: BuildFacts(x.tf_version, x.git_version) for i, x in result.installed.items()},
     )
     lines = answer(result.state, result.done, result.stopped, ctx)
     print()
