@@ -240,14 +240,10 @@ class TurnsRun:
         return Limits(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s(), due, share)
 
     def next(self, share: float = 1.0) -> int | None:
-        """The group that gets the next instance, or None when the stage is over: no comparison
-        open, every group at the most instances, or no instance that is due that
-        :meth:`Limits.refuses` lets start. The races (headline groups and the second stage's) come
-        first (:func:`tstats.next_group`'s ``first``): for the whole budget while one has an
-        undecided comparison more instances would likely decide, else while
-        :attr:`Limits.headline_first`.
-        A group whose next instance may not start is treated as at its most instances (it has
-        none left: the clock only moves on), and the next choice is made."""
+        """The group that gets the next instance (:func:`tstats.next_group`, the races ``first``
+        while :attr:`Limits.headline_first`), or None when the stage is over. A group whose next
+        instance :meth:`Limits.refuses` is treated as at its most instances (the clock only moves
+        on), and the next choice is made."""
         protocol, limits = self.run.protocol, self.limits(share)
         mine = self.groups
         heads = {i for i, g in enumerate(mine) if g.group.race or _races(g.group)}

@@ -3,18 +3,10 @@
 A reported ratio (a scaling efficiency, a strategy's speed-up, co-tenancy's share...) compares two
 cells. Measured in turns, the cells a ratio compares are started together as live processes, a
 :class:`Group`, and take turns running short timed windows (:func:`turn_order`), so a drift of the
-machine in time lowers both ends of the ratio alike. This module decides, as data:
-
-- :func:`comparisons`: every :class:`Comparison` among a selection of cells, one per
-  :class:`Relation` whose two ends are both selected;
-- :func:`headline_groups`: each model's contenders for its fastest configuration, live together
-  (a race: each against the fastest of them, found from the same turns);
-- :func:`groups`: the cells packed into groups so that every comparison has both ends in one group
-  and no group of several cells holds more than ``max_live`` live processes
-  (:func:`default_max_live` from the memory the processes may take); :func:`unmeasurable`: the
-  comparisons whose two ends alone exceed it, which no group holds;
-- :func:`race_groups`: the second stage of a race that did not fit one group, the contenders
-  outside the leader's group, each against it; :func:`ab_group`: the two sides of ``ab``.
+machine in time lowers both ends of the ratio alike. This module decides, as data, the
+comparisons (:class:`Comparison`) among a selection's cells and the groups that measure them: races
+(:func:`headline_groups`, :func:`race_groups`), the rest (:func:`groups`, no group of several cells
+above ``max_live`` live processes) and ``ab``'s (:func:`ab_group`).
 
 Which strategies a relation applies to is a question to the descriptors
 (:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis.
@@ -535,12 +527,8 @@ def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) ->
     hold more than ``max_live``: it needs no company), and it joins no other group, whose members'
     turns would be spread further apart. No group of several cells holds more than ``max_live``.
 
-    Packing: the comparison graph's connected components, in the order of their first cell; one
-    that fits ``max_live`` is one group. A larger one is split greedily, each group grown from the
-    cell with the most comparisons not yet covered by adding the cell that fits and covers the most
-    of them (preferring cells not measured yet), which keeps the cells measured more than once
-    few; then groups sharing cells are merged where their union fits, and a cell is dropped from a
-    group where every comparison it covers there is covered elsewhere. Members are in ``cells``'
+    Packing: each connected component of the comparison graph that fits ``max_live`` is one group;
+    a larger one is split greedily (few cells measured more than once). Members are in ``cells``'
     order (baselines first, as planned). Deterministic.
     """
     _check_max_live(max_live)
