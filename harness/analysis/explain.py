@@ -1,14 +1,5 @@
 """Why the figures are what they are: the step-time breakdown as a table, and the questions that
-bring people to the suite answered from a run's own rows. Pure (rows in, text and tables out).
-
-- :func:`breakdown_table`: per ok cell, the parts of an update in ms and their shares, the overlap
-  and the verdict (:mod:`harness.formulas.breakdown`);
-- :func:`devices_working`: is every device doing work?
-- :func:`what_scaling_buys`: what a second replica or worker buys, and what eats the rest (the
-  step's growth split into its parts);
-- :func:`does_accumulation_help`: accumulation against none, measured in turns, with the all-reduce
-  per example.
-"""
+bring people to the suite answered from a run's own rows. Pure (rows in, text and tables out)."""
 
 from __future__ import annotations
 

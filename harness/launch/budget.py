@@ -3,11 +3,7 @@ headline groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`
 packed into groups (:func:`harness.spec.groups.groups`: the cells each reported ratio compares).
 Every group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then
 the budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are
-least decided (:func:`harness.formulas.turns.next_group`): a headline group with an undecided
-comparison that more instances would likely decide, or a scaling efficiency wider than
-``SCALING_CI_WIDTH``, first for the whole budget; one open otherwise only while
-:attr:`Limits.headline_first`. Whether the chosen group's next instance may start is
-:meth:`Limits.refuses`'s answer. Where a model's race did not fit one group
+least decided (:meth:`TurnsRun.next`), the races first. Where a model's race did not fit one group
 (:func:`harness.spec.groups.split_race`), the first stage stops at ``RACE_SHARE`` of the budget
 and a second races its leader against the contenders outside its group, beside the other groups
 (:func:`harness.launch.group_run.race_plan`).
@@ -240,10 +236,10 @@ class TurnsRun:
         return Limits(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s(), due, share)
 
     def next(self, share: float = 1.0) -> int | None:
-        """The group that gets the next instance (:func:`tstats.next_group`, the races ``first``
-        while :attr:`Limits.headline_first`), or None when the stage is over. A group whose next
-        instance :meth:`Limits.refuses` is treated as at its most instances (the clock only moves
-        on), and the next choice is made."""
+        """The group that gets the next instance (:func:`tstats.next_group`: the races ``first``,
+        ``first_while_open`` :attr:`Limits.headline_first`), or None when the stage is over. A group
+        whose next instance :meth:`Limits.refuses` is treated as at its most instances (the clock
+        only moves on), and the next choice is made."""
         protocol, limits = self.run.protocol, self.limits(share)
         mine = self.groups
         heads = {i for i, g in enumerate(mine) if g.group.race or _races(g.group)}

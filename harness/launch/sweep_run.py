@@ -1,22 +1,7 @@
 """``run``'s measuring, from its checked parameters to its result. :mod:`harness.commands.run`
 parses and checks the flags, builds the :class:`~harness.launch.run_params.Work` and the
-:class:`Request`, calls one function here and prints what it returns.
-
-- :func:`measure_local`: a local run in turns under its budget
-  (:func:`harness.launch.budget.run_in_turns`), refused before any process when its minimum cannot
-  fit the budget, journaled from its first line (a new run id and its plan) so that a killed run
-  can go on: :func:`load_journal` reads and checks such a run, :func:`measure_resumed` goes on with
-  it;
-- :func:`measure_as_chief` and :func:`resume_as_chief`: the chief of a real cluster, journaled,
-  driving the other tasks through its run lease (:mod:`harness.launch.chief`);
-- :func:`take_part`: a peer (each cell the chief starts) or a server (the whole run) of a real
-  cluster; it writes no results;
-- :func:`measure_collectives`: ``--sweep collectives``'s all-reduce timings.
-
-Each of them that measures holds the machine-wide lock (:mod:`harness.launch.lock`) while it
-does. :func:`outline` is what a local run would do (the dry run's numbers); :func:`failed_cells`
-and :func:`exit_code` are how a run ended.
-"""
+:class:`Request`, calls one function here and prints what it returns. Each function that measures
+holds the machine-wide lock (:mod:`harness.launch.lock`) while it does."""
 
 from __future__ import annotations
 
@@ -115,7 +100,8 @@ def _new_run(work: Work, request: Request, **extra: object) -> tuple[str, HostMa
 
 
 def measure_local(work: Work, request: Request) -> RunResult:
-    """A new local run in turns, journaled (see the module docstring). Its minimum is checked
+    """A new local run in turns (:func:`harness.launch.budget.run_in_turns`), journaled from its
+    first line so that a killed run can go on (:func:`measure_resumed`). Its minimum is checked
     against the budget before its id, its journal or any process."""
     out, pr = request.results, work.protocol
     with taken(out, request.wait_lock):
