@@ -7,8 +7,7 @@ same series give its history of run medians; :mod:`harness.analysis.gate` judges
 (the median of that run's timed windows).
 A cell that was ok in the baseline and is failed or invalid in the candidate is a regression too
 ("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough history (no
-series has ``min_history`` baseline runs, including a first run with no run before it).
-"""
+series has ``min_history`` baseline runs, including a first run with no run before it)."""
 
 from __future__ import annotations
 

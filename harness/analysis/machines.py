@@ -9,8 +9,7 @@ they carry one name and the same facts and their float32 peaks' 95% CIs overlap:
 - one name and the same facts (or none: runs older than the facts carry only the CPU model and
   core count), peaks whose CIs do not overlap: two machines, told apart by their peaks, each name
   suffixed with its peak, and the reason kept in :attr:`Machine.why`;
-- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this.
-"""
+- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this."""
 
 from __future__ import annotations
 

@@ -33,8 +33,7 @@ is reported as confirmed, not as a new alarm. The permutation test stands in for
 statistic here is the t of the means, which is what a throughput level shift moves. It is
 hand-written, not ``scipy.stats.permutation_test``, because it stops drawing its 4999 shuffles as
 soon as those above the observed statistic already rule out ``alpha`` (Besag and Clifford 1991, on
-every night of every cell), which scipy's test does not.
-"""
+every night of every cell), which scipy's test does not."""
 
 from __future__ import annotations
 

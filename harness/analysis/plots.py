@@ -2,8 +2,7 @@
 schema) and writes PNG and SVG files, returning their paths; none reads or writes anything else.
 
 Every figure says what its numbers are: throughput is the median over timed windows (warm-up
-excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled as such.
-"""
+excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled as such."""
 
 from __future__ import annotations
 

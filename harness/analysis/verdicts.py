@@ -23,8 +23,7 @@ measured, against a wrongly scaled loss (tens of percent).
 Numerics: the tolerance is per precision, not per device, so verify's workers
 (``WorkerOptions.deterministic``) run with TensorFlow's op determinism on and TensorFloat-32 off,
 on GPUs and CPUs alike (why, with the H100 and H200 measurements: docs/explanation/accumulation.md).
-Each worker reports what it ran with (:class:`Numerics`) and the table's first line says it.
-"""
+Each worker reports what it ran with (:class:`Numerics`) and the table's first line says it."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 machine? Paired, interleaved processes and a sequential decision (:mod:`harness.analysis.ab`).
 
 Exit codes: 0 no regression, 1 regression (a cell slower by more than --min-effect), 2 error,
-3 undecided within --max-pairs.
-"""
+3 undecided within --max-pairs."""
 
 from __future__ import annotations
 

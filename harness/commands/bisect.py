@@ -5,8 +5,7 @@ fixed (:mod:`harness.launch.builds`), journaled so that the same command resumes
 was stopped (:mod:`harness.launch.bisect`).
 
 Exit codes: 0 ended (found, or nothing to bisect), 1 a step failed, 2 bad input, 3 not finished
-(budget spent) or a step undecided, 130 interrupted.
-"""
+(budget spent) or a step undecided, 130 interrupted."""
 
 from __future__ import annotations
 

@@ -3,5 +3,4 @@ or PyTorch beside a TensorFlow cell, taking the turns the parent's coordinator g
 
 It imports its framework only (never TensorFlow), answers the turns channel
 (:mod:`harness.contract.turns`) as a TensorFlow worker does, and reports its facts (framework,
-version, device, FLOPs per example) in its replies. ``python -m harness.foreign JOB``.
-"""
+version, device, FLOPs per example) in its replies. ``python -m harness.foreign JOB``."""

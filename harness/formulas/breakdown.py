@@ -26,8 +26,7 @@ profiles one window of the cell's own training function instead (:mod:`harness.w
 and splits it on the GPU's timeline (:func:`harness.formulas.timeline.split`) into device,
 collective, input and host time, which add up to ``profiled_step_s`` exactly; the verdict is the
 largest of them (:data:`PROFILE_BOUNDS`): ``host`` when the GPU sat idle waiting for the host to
-launch its kernels.
-"""
+launch its kernels."""
 
 from __future__ import annotations
 

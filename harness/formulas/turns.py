@@ -52,8 +52,7 @@ the log scale:
   t(conf, n-1) * s_B / sqrt(n) <= d (searched upwards from the normal approximation
   ceil((z * s_B / d)^2), which never exceeds it). Unknown (None) with fewer than 2 instances, or
   d = 0 (min_effect 0 and ybar exactly 0: no finite n decides). The projection assumes ybar and
-  s_B stay where they are, so near |ybar| = L it is only a guide.
-"""
+  s_B stay where they are, so near |ybar| = L it is only a guide."""
 
 from __future__ import annotations
 

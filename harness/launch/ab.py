@@ -5,8 +5,7 @@ machine (``turns``) or run back to back (``alternate``); see :data:`MODES`.
 
 Every process's row goes to the results history as soon as it ends, with ``ab_id``, ``ab_side``
 and ``ab_pair``; both sides' fingerprints are kept (they differ when the builds differ), and a
-pair whose sides ran on different hardware fails the cell rather than being compared.
-"""
+pair whose sides ran on different hardware fails the cell rather than being compared."""
 
 from __future__ import annotations
 

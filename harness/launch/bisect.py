@@ -8,8 +8,7 @@ in order: each build ``installed`` (what it imported as) or ``skipped`` (why), e
 ends (its ratio B/A, or none when every block was disturbed) and each ``step`` as it is decided;
 ``end`` once the bisect is over. Replaying it gives back the state and the pairs of the step in
 progress; a resumed step goes on from its next pair. Every process's row also goes to
-``<results>/ab`` (one ab id per step and start), as ``ab`` writes it.
-"""
+``<results>/ab`` (one ab id per step and start), as ``ab`` writes it."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ Every member's process is also one process of its cell (its figure: the median o
 windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
 are stored as soon as its instance ends. A member that fails or is invalid leaves its group (its
 row says why); an instance dropped for another reason (a deadline) is counted, and a group dropped
-:data:`MAX_DROPS` times stops.
-"""
+:data:`MAX_DROPS` times stops."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ own beside one environment that holds everything else fixed.
   <version>``, imported by the held interpreter through ``PYTHONPATH``. Every build thus runs with
   the very same Keras and NumPy, so a change found is TensorFlow's. A folder is complete once its
   ``probe.json`` (what it imported as) is written; a killed install leaves a ``.partial`` folder
-  that the next try removes.
-"""
+  that the next try removes."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ another program is (:func:`harness.formulas.turns.is_disturbed`). All times in C
 resolution one clock tick (10 ms) per CPU for ``/proc/stat``.
 
 ``/proc`` is read by hand, not through psutil: its snapshot takes 5.5 ms against 1.0 ms (77 processes),
-has no kernel-thread flag, and the GPU hosts' offline bundle lacks it.
-"""
+has no kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ each other's collectives) and MultiWorkerMirroredStrategy with two local workers
 implementation. It adds what the OS (``/sys/class/drm``) and NVML say about GPUs, turns all of it
 into warnings in words, and names the machine and its facts (what every run's rows record).
 ParameterServerStrategy needs a cluster of servers and is not probed here (``python -m harness run
---strategy parameter_server --workers 1 --ps 1`` exercises it).
-"""
+--strategy parameter_server --workers 1 --ps 1`` exercises it)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ A connection that closes without ``finished`` means the other side is lost: its 
 ``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`); a second connection in a task's name
 while the run goes on counts as the first one lost. The chief then stops the cell that runs
 and starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared
-filesystem, tasks on any hosts.
-"""
+filesystem, tasks on any hosts."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ chief holds it on its own machine, a peer or server holds none (on one machine t
 their own chief).
 
 It is ``fcntl.flock`` by hand, not the ``filelock`` package, because that one opens the lock file
-with ``O_TRUNC`` on every attempt, so a second run trying it would erase the holder it should name.
-"""
+with ``O_TRUNC`` on every attempt, so a second run trying it would erase the holder it should name."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ processes of both sides taking turns; each round one pair of every cell until ea
 appended to its series with both decisions (:mod:`harness.analysis.nightly`).
 
 Pair rows go under ``<out>/nightly/cells`` and ``windows`` (run_id = the night's id), apart from
-the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B.
-"""
+the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B."""
 
 from __future__ import annotations
 

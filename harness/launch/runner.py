@@ -96,8 +96,7 @@ def each_cell(
     Cells do not share a process: two MirroredStrategy objects in one process reuse collective
     instance keys, so the second cell's all-reduce aborts ("Shape mismatch in the collective
     instance 100"), even at the same replica count; a fresh process also leaves no trace of one
-    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
-    """
+    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell."""
     for index, cell in enumerate(cells):
         ended, facts = False, None
         t0 = time.monotonic()

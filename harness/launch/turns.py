@@ -14,8 +14,7 @@ comes after the run's turns, in a process of its own: :mod:`harness.launch.break
 
 A member that dies, or a deadline that passes, drops the instance: the coordinator closes every
 channel (each waiting worker then fails at once), every process is stopped by its launcher, and
-the instance says why (:attr:`Instance.dropped`).
-"""
+the instance says why (:attr:`Instance.dropped`)."""
 
 from __future__ import annotations
 

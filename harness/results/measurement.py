@@ -137,8 +137,7 @@ class Measurement:
     updates each worker ran in each window (parameter server; else empty); ``problems``: what the
     integrity checks found; ``window_starts``: each window's start on the host's monotonic clock;
     ``joules``: energy over ``joules_s`` seconds of windows that ran ``joules_updates`` updates, read
-    around this process's own windows (None: no counter).
-    """
+    around this process's own windows (None: no counter)."""
 
     window_seconds: tuple[float, ...]
     window_steps: int

@@ -26,8 +26,7 @@ Layout (append-only; nightly runs accumulate side by side)::
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
 interrupted run never sees half a file. Every file carries the full schema below, so
 ``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
-the schema applied (columns added in later versions read as null in older files).
-"""
+the schema applied (columns added in later versions read as null in older files)."""
 
 from __future__ import annotations
 

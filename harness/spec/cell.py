@@ -123,8 +123,7 @@ class Cell:
         Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
         their tenant count: ``r2w1t2``, and a co-tenant from another framework its name: ``r1w1+jax``.
         A loss other than ``auto`` and an optimizer other than ``sgd`` follow the model: ``cnn+adam``.
-        XLA (``--jit-compile on``) marks the precision: ``float32+xla``.
-        """
+        XLA (``--jit-compile on``) marks the precision: ``float32+xla``."""
         strategy = self.strategy
         for option in (getattr(self, name) for name in OPTION_AXES):
             if option != NO_OPTION:

@@ -9,8 +9,7 @@ comparisons (:class:`Comparison`) among a selection's cells and the groups that 
 above ``max_live`` live processes) and ``ab``'s (:func:`ab_group`).
 
 Which strategies a relation applies to is a question to the descriptors
-(:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis.
-"""
+(:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis."""
 
 from __future__ import annotations
 
@@ -370,8 +369,7 @@ def _grow(
     Each pack starts from the cell with the most comparisons not yet covered, then adds, while one
     fits, the cell that covers the most uncovered comparisons with the pack per live process it
     adds (ties: a cell not in an earlier pack, then order). Every edge fits ``max_live`` on its
-    own, so each pack covers at least one.
-    """
+    own, so each pack covers at least one."""
     incident: dict[str, list[Comparison]] = {k: [] for k in component}
     for edge in edges:
         incident[edge.subject].append(edge)
@@ -529,8 +527,7 @@ def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) ->
 
     Packing: each connected component of the comparison graph that fits ``max_live`` is one group;
     a larger one is split greedily (few cells measured more than once). Members are in ``cells``'
-    order (baselines first, as planned). Deterministic.
-    """
+    order (baselines first, as planned). Deterministic."""
     _check_max_live(max_live)
     by_id = _unique(cells)
     live = _live(by_id)
@@ -556,8 +553,7 @@ def race_groups(contenders: Sequence[Cell], fastest: Cell, max_live: int) -> lis
     Groups ``r0, r1, ...`` each hold ``fastest`` and as many contenders (in order, first fit) as fit
     ``max_live``, with one FASTEST comparison per contender (subject the contender, reference
     ``fastest``). A contender that cannot share a group with ``fastest`` gets a group of its own
-    with no comparison, as :func:`groups` does; ``fastest`` is in a group even with no contender.
-    """
+    with no comparison, as :func:`groups` does; ``fastest`` is in a group even with no contender."""
     _check_max_live(max_live)
     head = Member(fastest)
     packs: list[list[Member]] = []
@@ -591,8 +587,7 @@ def turn_order(members: int, block: int, seed: int) -> list[int]:
     Every member has two turns per block, placed so that a drift in time affects all alike: one
     member ``[0, 0]``; two ABBA on even blocks, BAAB on odd ones; more, a permutation drawn from
     ``random.Random(f"{seed}/{block}")`` followed by its reverse (each member's two turns average
-    to the block's middle).
-    """
+    to the block's middle)."""
     require(
         {
             "members": (members, members >= 1, "an integer of at least 1"),

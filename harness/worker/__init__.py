@@ -2,5 +2,4 @@
 
 A worker process (``python -m harness.worker JOB EVENTS``) sets up its devices, builds the cell
 (:mod:`harness.worker.training`), times it (:mod:`harness.worker.timing`), checks it
-(:mod:`harness.worker.checks`) and reports events through :mod:`harness.contract.job`.
-"""
+(:mod:`harness.worker.checks`) and reports events through :mod:`harness.contract.job`."""

@@ -15,8 +15,7 @@ CPUs: Linux's powercap interface (``/sys/class/powercap/intel-rapl:N``, on AMD t
 the cores or DRAM, are parts of it and are not added). A package counts every process on it,
 not only the cell's. Each counter wraps at ``max_energy_range_uj`` (about 262 kJ: over 20 minutes
 at 200 W); a meter read at least once per wrap adds the wrapped part back. Since 2020 most kernels
-let only root read ``energy_uj``: then there is no reading.
-"""
+let only root read ``energy_uj``: then there is no reading."""
 
 from __future__ import annotations
 

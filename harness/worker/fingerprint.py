@@ -6,8 +6,7 @@ behaviour), so nightly runs on the same machine and software group together.
 
 The CPU model and the NVIDIA driver are read from ``/proc`` by hand because no library at hand
 gives them: psutil has neither, and a worker on a GPU host runs from an offline bundle that holds
-TensorFlow's own packages only.
-"""
+TensorFlow's own packages only."""
 
 from __future__ import annotations
 

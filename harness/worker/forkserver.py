@@ -14,8 +14,7 @@ It is hand-written, not ``multiprocessing``'s forkserver, because that one runs 
 in the server's own environment and working directory, while each worker here must be what
 ``python -m harness.worker`` would be: its own session, the environment, working directory and log
 its launch asks for (``CUDA_VISIBLE_DEVICES``, ``TF_CONFIG``), dying with the harness, and an
-exit code the parent reads as from a ``Popen``.
-"""
+exit code the parent reads as from a ``Popen``."""
 
 from __future__ import annotations
 

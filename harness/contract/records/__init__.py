@@ -8,8 +8,7 @@ its flat columns, from which :mod:`harness.results.store` derives the parquet sc
 table's module. Fields typed without ``| None`` are set in every stored row of that table. Pure:
 no pyarrow, no pandas.
 
-Every public name is importable from here (``from harness.contract.records import CellRow``).
-"""
+Every public name is importable from here (``from harness.contract.records import CellRow``)."""
 
 from harness.contract.records.cells import (
     AbInfo,

@@ -12,8 +12,7 @@
    least half the gradients (:func:`idle_gpus`).
 
 The integrity check runs it after every cell (:mod:`harness.integrity`), so a cell with such a
-problem is ``invalid`` and records no throughput. Imports TensorFlow lazily.
-"""
+problem is ``invalid`` and records no throughput. Imports TensorFlow lazily."""
 
 from __future__ import annotations
 

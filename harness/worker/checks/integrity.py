@@ -17,8 +17,7 @@
 5. The final loss and every weight are finite.
 6. Synchronous strategies: ``optimizer.iterations`` equals the updates the loop ran. (Under
    parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent workers
-   lose increments; the row reports it instead.)
-"""
+   lose increments; the row reports it instead.)"""
 
 from __future__ import annotations
 
