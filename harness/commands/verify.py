@@ -1,10 +1,6 @@
 """``python -m harness verify``: do cells that must compute the same thing agree, and mixed
-precision with float32?
-
-Each cell trains a fixed number of optimizer updates from one seed in its own worker, with
-TensorFlow's op determinism on and TensorFloat-32 off (``WorkerOptions.deterministic``, set by
-:func:`harness.launch.runner.verify_cells`; measured runs never get it); the verdicts
-(:mod:`harness.analysis.verdicts`) compare each with its equivalence group's reference."""
+precision with float32? The verdicts: :mod:`harness.analysis.verdicts` (its workers'
+``WorkerOptions.deterministic`` is set by :func:`harness.launch.runner.verify_cells`)."""
 
 from __future__ import annotations
 

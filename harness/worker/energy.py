@@ -1,9 +1,7 @@
 """Energy counters around a cell: NVML's for the GPUs the cell runs on, the CPU packages' RAPL
 counters (powercap) for a CPU cell; where neither can be read, every reading is None.
 
-GPUs:
-
-Uses NVIDIA's ``pynvml`` (package ``nvidia-ml-py``) if it is installed and the driver supports
+GPUs: NVIDIA's ``pynvml`` (package ``nvidia-ml-py``) if it is installed and the driver supports
 ``nvmlDeviceGetTotalEnergyConsumption`` (Volta and newer); otherwise every reading is None. The GPUs
 are found by PCI bus id (TensorFlow's device description gives it), never by index: NVML numbers
 every GPU of the machine in PCI order, while CUDA's order and ``CUDA_VISIBLE_DEVICES`` or
