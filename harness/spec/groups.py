@@ -323,14 +323,6 @@ def _fits(comparison: Comparison, live: dict[str, int], max_live: int) -> bool:
     return live[comparison.subject] + live[comparison.reference] <= max_live
 
 
-def unmeasurable(cells: Sequence[Cell], max_live: int) -> list[Comparison]:
-    """The comparisons among ``cells`` that cannot be measured in turns: their two ends together
-    hold more than ``max_live`` live processes. :func:`groups` leaves them out."""
-    _check_max_live(max_live)
-    live = _live(_unique(cells))
-    return [c for c in comparisons(cells) if not _fits(c, live, max_live)]
-
-
 def _components(keys: Sequence[str], edges: Sequence[Comparison]) -> list[list[str]]:
     """The connected components of the comparison graph, each in ``keys`` order, ordered by their
     first member (a cell in no comparison is a component of its own)."""
@@ -520,7 +512,7 @@ def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) ->
     in no group of its own.
 
     Each comparison whose two ends fit ``max_live`` together has both ends in one group and is
-    listed in the first such group; the others (:func:`unmeasurable`) are left out. Every cell is in
+    listed in the first such group; the others are left out. Every cell is in
     at least one group: a cell in no measurable comparison has a group of its own (a cell alone may
     hold more than ``max_live``: it needs no company), and it joins no other group, whose members'
     turns would be spread further apart. No group of several cells holds more than ``max_live``.
