@@ -319,10 +319,6 @@ def _live(cells: dict[str, Cell]) -> dict[str, int]:
     return {key: Member(cell).live for key, cell in cells.items()}
 
 
-def _fits(comparison: Comparison, live: dict[str, int], max_live: int) -> bool:
-    return live[comparison.subject] + live[comparison.reference] <= max_live
-
-
 def _components(keys: Sequence[str], edges: Sequence[Comparison]) -> list[list[str]]:
     """The connected components of the comparison graph, each in ``keys`` order, ordered by their
     first member (a cell in no comparison is a component of its own)."""
@@ -524,7 +520,8 @@ def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) ->
     by_id = _unique(cells)
     live = _live(by_id)
     listed = {c for g in taken for c in g.comparisons}
-    edges = [c for c in comparisons(list(by_id.values())) if _fits(c, live, max_live) and c not in listed]
+    fit = [c for c in comparisons(list(by_id.values())) if live[c.subject] + live[c.reference] <= max_live]
+    edges = [c for c in fit if c not in listed]
     placed = {m.key for g in taken for m in g.members}
     ends = {k for e in edges for k in (e.subject, e.reference)}
     by_id = {k: c for k, c in by_id.items() if k in ends or k not in placed}

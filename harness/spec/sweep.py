@@ -12,11 +12,6 @@ from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_DEVICES, REPLICAS_
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
-
-def _default_axis_values() -> dict[str, tuple[AxisValue, ...]]:
-    return {a.name: (a.default,) for a in AXES}
-
-
 Grid = tuple[tuple[str, tuple[AxisValue, ...]], ...]
 """Axis name -> values; axes left out take their default. Its cells are the product."""
 
@@ -45,7 +40,7 @@ class Sweep:
 
     def grid_values(self) -> list[dict[str, tuple[AxisValue, ...]]]:
         """Every axis's values, grid by grid (defaults filled in)."""
-        return [{**_default_axis_values(), **dict(grid)} for grid in self.grids]
+        return [{**{a.name: (a.default,) for a in AXES}, **dict(grid)} for grid in self.grids]
 
     def values(self) -> dict[str, tuple[AxisValue, ...]]:
         """Every value each axis takes in any grid, in first-seen order."""
