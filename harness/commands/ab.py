@@ -107,12 +107,6 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     )
 
 
-def _mode(name: str) -> Mode:
-    if name not in MODES:
-        raise HarnessError(f"Received --mode {name!r}; expected one of {sorted(MODES)}.")
-    return MODES[name]
-
-
 @dataclass(frozen=True)
 class Plan:
     """What ``ab`` compares and how, every flag checked (:func:`plan`)."""
@@ -134,7 +128,9 @@ def plan(args: argparse.Namespace) -> Plan:
         )
     a, b = _sides(args)
     rule = pair_rule(args)
-    mode = _mode(args.mode)
+    if args.mode not in MODES:
+        raise HarnessError(f"Received --mode {args.mode!r}; expected one of {sorted(MODES)}.")
+    mode = MODES[args.mode]
     if args.markdown:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
     return Plan(a, b, rule, mode, refuse_tenant_framework(select(args), "ab"))

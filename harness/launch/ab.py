@@ -111,12 +111,6 @@ class AbResult:
     interrupted: bool = False
 
 
-def _hardware_differs(a: CellRow, b: CellRow) -> str:
-    ha, hb = hardware(a), hardware(b)
-    diff = [f"{k}: A {ha[k]!r}, B {hb[k]!r}" for k in ha if ha[k] != hb[k]]
-    return "; ".join(diff)
-
-
 class Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
@@ -220,7 +214,8 @@ class Pairs:
             side, r = bad
             outcome.failure = f"side {side}, pair {pair}: {r.status}: {r.reason}"
             return False
-        differs = _hardware_differs(rows["A"], rows["B"])
+        ha, hb = hardware(rows["A"]), hardware(rows["B"])
+        differs = "; ".join(f"{k}: A {ha[k]!r}, B {hb[k]!r}" for k in ha if ha[k] != hb[k])
         if differs:
             outcome.failure = f"the sides ran on different hardware ({differs})"
             return False
