@@ -243,9 +243,8 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
     (only the nights before it known); the last element is tonight's.
 
     A night that reverses the previous night's rule (a) alarm, back to equivalent (or undecided)
-    from the level
-    before it, is ``reverted``: that alarm was one night's glitch; it leaves the baselines, which
-    return to the earlier level, and tonight raises no alarm of its own."""
+    from the level before it, is ``reverted``: that alarm was one night's glitch; it leaves the
+    baselines, which return to the earlier level, and tonight raises no alarm of its own."""
     verdicts: list[Verdict] = []
     start_a = before_alarm = start_b = 0  # rule (a)'s baseline, the one before its alarm, rule (b)'s segment
     glitches: set[int] = set()

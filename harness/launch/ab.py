@@ -1,7 +1,6 @@
-"""``python -m harness ab``: the same cells measured in pairs of fresh processes, one started from
-interpreter (and settings) A and one from B, until the sequential rule decides each cell
-(:mod:`harness.analysis.ab`). A pair's processes are live at once and take turns with the whole
-machine (``turns``) or run back to back (``alternate``); see :data:`MODES`.
+"""``python -m harness ab``: the same cells measured in pairs of fresh processes (:data:`MODES`), one
+started from interpreter (and settings) A and one from B, until the sequential rule decides each
+cell (:mod:`harness.analysis.ab`).
 
 Every process's row goes to the results history as soon as it ends, with ``ab_id``, ``ab_side``
 and ``ab_pair``; both sides' fingerprints are kept (they differ when the builds differ), and a

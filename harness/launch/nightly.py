@@ -1,9 +1,7 @@
-"""``python -m harness nightly``'s night (:func:`night`: both sides' environments made, the machine
-lock and fork servers held while it measures, its points and dashboard written), its measurement
-and points: the candidate against the pinned reference on every runnable cell, in rounds of pairs (the pair as ``ab --mode turns`` measures it: live
-processes of both sides taking turns; each round one pair of every cell until each has
-``min_pairs``, then of the noisier half) until the budget is spent, then one point per cell
-appended to its series with both decisions (:mod:`harness.analysis.nightly`).
+"""``python -m harness nightly``'s night (:func:`night`): the candidate against the pinned reference
+on every runnable cell, in rounds of pairs as ``ab --mode turns`` measures them (each round one pair
+of every cell until each has ``min_pairs``, then of the noisier half) until the budget is spent,
+then one point per cell appended to its series with both decisions (:mod:`harness.analysis.nightly`).
 
 Pair rows go under ``<out>/nightly/cells`` and ``windows`` (run_id = the night's id), apart from
 the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B."""

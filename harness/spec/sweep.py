@@ -141,11 +141,9 @@ def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[Axi
 
 def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     """Every distinct cell of the sweep as planned on ``platform`` (:func:`on`), in a stable order
-    (topologies grouped, 1 replica first).
-
-    Axes that do not apply to a strategy collapse (see :meth:`Cell.__post_init__`), so ``default``
-    with replicas ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
-    """
+    (topologies grouped, 1 replica first). Axes that do not apply to a strategy collapse (see
+    :meth:`Cell.__post_init__`), so ``default`` with replicas ``1,2`` is one cell, not two. Nothing
+    else is dropped: unsupported cells stay, to be reported."""
     names = [a.name for a in AXES]
     seen: dict[str, Cell] = {}
     for values in on(sweep, platform).grid_values():
