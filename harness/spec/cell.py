@@ -136,7 +136,7 @@ class Cell:
                 model_label(self.model) + loss,
                 strategy,
                 self._topology_id(),
-                self._batch_id(),
+                f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}",
                 f"acc{self.accum_steps}",
                 self.loop,
                 f"spe{self.steps_per_execution}",
@@ -153,10 +153,6 @@ class Cell:
             + (f"t{self.tenants}" if self.tenants > 1 else "")
             + (f"+{self.tenant_framework}" if self.tenant_framework != NONE else "")
         )
-
-    def _batch_id(self) -> str:
-        """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
-        return f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}"
 
     @property
     def topology(self) -> tuple[int, int, int]:
