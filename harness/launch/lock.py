@@ -1,6 +1,6 @@
-"""One measuring run per machine: a machine-wide lock (not per results folder) held by ``run`` and
-``ab`` from their first timed process (the peak) to their last, since turns assume the whole
-machine and two runs, even into different folders, spoil each other's figures.
+"""One measuring run per machine: a machine-wide lock (not per results folder) held by ``run``,
+``ab``, ``nightly`` and ``bisect`` from their first timed process to their last, since turns assume
+the whole machine and two runs, even into different folders, spoil each other's figures.
 
 The lock is ``flock`` on one file (:data:`LOCK_ENV`, default ``<tmp>/tf-strategy-bench.lock``): the
 kernel releases it when its holder dies, however it dies, so the lock of a killed run is taken over
