@@ -2,8 +2,7 @@
 
 Commands and the code under them raise :class:`HarnessError` with the exit code that fits; the
 command dispatcher (:func:`harness.commands.main`) prints ``error: <message>`` and returns that code.
-Messages name the bad value and what is accepted.
-"""
+Messages name the bad value and what is accepted."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The real MNIST file (``mnist.npz``): where it is and reading it with numpy. No TensorFlow: the parent
-checks the file before any work, the worker builds its input pipeline from the same arrays.
-"""
+checks the file before any work, the worker builds its input pipeline from the same arrays."""
 
 from __future__ import annotations
 

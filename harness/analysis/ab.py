@@ -14,8 +14,7 @@ Sequential rule, after each pair from ``min_pairs`` on: the CI of the mean log r
 
 or left ``undecided`` at ``max_pairs``. F is the smallest effect worth a verdict (``min_effect``):
 a true change of exactly F sits on the boundary, so to catch a change of X reliably, F must be
-well below X (the default 2 % catches 5 % slowdowns; benchmarks/test_ab_calibration.py).
-"""
+well below X (the default 2 % catches 5 % slowdowns; benchmarks/test_ab_calibration.py)."""
 
 from __future__ import annotations
 

@@ -55,11 +55,6 @@ def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
     return out
 
 
-def table(outcomes: Sequence[Outcome]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """(header, rows) for :func:`harness.analysis.tables.render_table`."""
-    return HEADER, rows(outcomes)
-
-
 def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
     """The result as a CI comment: verdict, the table, the software of each side and the method."""
     software = next((o.software for o in outcomes if o.software), {})

@@ -8,8 +8,7 @@ One source: the leader and every ratio are the run's comparisons measured in tur
 ``fastest``: each contender against its model's leader, in the ratios table); a cell's examples/s
 is its own figure with its CI. Every number printed is a value of the run's tables, at most
 re-expressed: a ratio r as a change of |r - 1| x 100 %, the leader's gain over a contender as
-1 / r, seconds as minutes.
-"""
+1 / r, seconds as minutes."""
 
 from __future__ import annotations
 

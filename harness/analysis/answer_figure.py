@@ -3,8 +3,7 @@
 band of equivalence (ratios within ±min-effect of 1) shaded and each point in its verdict's colour.
 
 Pure apart from writing the image files (PNG and SVG side by side, as :mod:`harness.analysis.plots`
-writes them); the caller turns its comparisons into :class:`Panel` objects.
-"""
+writes them); the caller turns its comparisons into :class:`Panel` objects."""
 
 from __future__ import annotations
 

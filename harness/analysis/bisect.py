@@ -23,8 +23,7 @@ builds' processes live at once, :mod:`harness.analysis.ab`), side A the older bu
 A rerun (:func:`reopen`) tries a failed step again, and goes on with an undecided one when its
 rule allows more pairs than it had.
 
-With N candidates that is about log2(N + 1) midpoints and two more steps.
-"""
+With N candidates that is about log2(N + 1) midpoints and two more steps."""
 
 from __future__ import annotations
 

@@ -87,10 +87,6 @@ def _first_nightly(state: bs.State) -> int:
     return next((i for i, b in enumerate(state.builds) if b.nightly and i not in state.skipped), -1)
 
 
-def _skipped_between(state: bs.State, lo: int, hi: int) -> list[int]:
-    return [i for i in range(lo + 1, hi) if i in state.skipped]
-
-
 MORE_PAIRS = "raise --max-pairs and rerun: the same command goes on with the pairs so far"
 
 
@@ -173,7 +169,7 @@ def _found(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
         ),
         *_commits(state, done, ctx),
     ]
-    skipped = _skipped_between(state, lo, hi)
+    skipped = [i for i in range(lo + 1, hi) if i in state.skipped]
     if skipped:
         lines.append(
             f"{len(skipped)} builds between them did not install or import (listed below), so the "

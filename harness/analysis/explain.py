@@ -1,14 +1,5 @@
 """Why the figures are what they are: the step-time breakdown as a table, and the questions that
-bring people to the suite answered from a run's own rows. Pure (rows in, text and tables out).
-
-- :func:`breakdown_table`: per ok cell, the parts of an update in ms and their shares, the overlap
-  and the verdict (:mod:`harness.formulas.breakdown`);
-- :func:`devices_working`: is every device doing work?
-- :func:`what_scaling_buys`: what a second replica or worker buys, and what eats the rest (the
-  step's growth split into its parts);
-- :func:`does_accumulation_help`: accumulation against none, measured in turns, with the all-reduce
-  per example.
-"""
+bring people to the suite answered from a run's own rows. Pure (rows in, text and tables out)."""
 
 from __future__ import annotations
 
@@ -24,11 +15,6 @@ from harness.formulas import breakdown
 from harness.spec.groups import Relation
 
 
-def _measured(row: CellRow) -> breakdown.Measured | None:
-    """The row's parts and the step they are shares of (:func:`breakdown.measured`)."""
-    return breakdown.measured(row.breakdown)
-
-
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.3g}"
 
@@ -39,7 +25,7 @@ def breakdown_table(rows: Sequence[CellRow]) -> pd.DataFrame:
     lines = []
     named = answer.labels(rows)
     for r in rows:
-        m = _measured(r)
+        m = breakdown.measured(r.breakdown)
         if r.status != Status.OK or m is None:
             continue
         b = r.breakdown
@@ -108,7 +94,7 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
         if r.status != Status.OK or base is None or base is r or eff.value is None:
             continue
         text = f"{r.cell.model}, {named[r.cell.cell_id]}: efficiency {_efficiency_text(eff)}"
-        mine, theirs = _measured(r), _measured(base)
+        mine, theirs = breakdown.measured(r.breakdown), breakdown.measured(base.breakdown)
         if mine is not None and theirs is not None and mine.bounds is theirs.bounds:
             text += (
                 f"; the update went from {_ms(theirs.step_s)} to {_ms(mine.step_s)} ms: "

@@ -4,8 +4,7 @@ Pure: no TensorFlow, no file read.
 
 :data:`REGENERATE` writes the page (:mod:`tools.reference`, which writes the generated
 pages); with ``--check`` it only compares, and exits 1 when the committed page differs (a test
-checks the same).
-"""
+checks the same)."""
 
 from __future__ import annotations
 

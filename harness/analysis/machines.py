@@ -11,8 +11,7 @@ they carry one name and the same facts:
 - runs that recorded no facts (only the CPU model and core count) are told apart by their float32
   peaks instead: CIs that do not overlap make two machines, each name suffixed with its peak, the
   reason kept in :attr:`Machine.why`;
-- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this.
-"""
+- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this."""
 
 from __future__ import annotations
 

@@ -33,8 +33,7 @@ is reported as confirmed, not as a new alarm. The permutation test stands in for
 statistic here is the t of the means, which is what a throughput level shift moves. It is
 hand-written, not ``scipy.stats.permutation_test``, because it stops drawing its 4999 shuffles as
 soon as those above the observed statistic already rule out ``alpha`` (Besag and Clifford 1991, on
-every night of every cell), which scipy's test does not.
-"""
+every night of every cell), which scipy's test does not."""
 
 from __future__ import annotations
 
@@ -244,9 +243,8 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
     (only the nights before it known); the last element is tonight's.
 
     A night that reverses the previous night's rule (a) alarm, back to equivalent (or undecided)
-    from the level
-    before it, is ``reverted``: that alarm was one night's glitch; it leaves the baselines, which
-    return to the earlier level, and tonight raises no alarm of its own."""
+    from the level before it, is ``reverted``: that alarm was one night's glitch; it leaves the
+    baselines, which return to the earlier level, and tonight raises no alarm of its own."""
     verdicts: list[Verdict] = []
     start_a = before_alarm = start_b = 0  # rule (a)'s baseline, the one before its alarm, rule (b)'s segment
     glitches: set[int] = set()

@@ -2,8 +2,7 @@
 schema) and writes PNG and SVG files, returning their paths; none reads or writes anything else.
 
 Every figure says what its numbers are: throughput is the median over timed windows (warm-up
-excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled as such.
-"""
+excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled as such."""
 
 from __future__ import annotations
 
@@ -238,7 +237,6 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
     """MirroredStrategy's cross-device ops side by side, per replica count and batch: each op's
     scaling efficiency against the same 1-replica cell (the common baseline every op starts from),
     95% CI whiskers (over group instances when measured in turns), the ideal at 1.0."""
-    pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     has_ops = ok["strategy"].isin(AXIS_BY_NAME["cross_device_ops"].applies_to)
     ok = ok[has_ops & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl") & (ok["total_replicas"] > 1)]
@@ -272,7 +270,6 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
 
 def compile_time(rows: pd.DataFrame, out: Path) -> list[Path]:
     """compile_s (first call: tracing + first steps) and startup_s per strategy, as bars."""
-    pyplot()  # the Agg backend, before seaborn draws
     ok = _ok(rows)
     ok = ok[ok["compile_s"].notna()]
     if ok.empty:

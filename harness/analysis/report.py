@@ -1,15 +1,9 @@
 """``python -m harness report``: figures (PNG and SVG) and one self-contained HTML file for a run.
 
 The HTML embeds its figures (PNG, base64), so it can be mailed or attached to a CI job as one file.
-It opens with the answer (:mod:`harness.analysis.answer`: per model what to train with, by how
-much, why and what to try next, and its picture: each configuration against the leader), then every
-comparison measured in turns, the questions users ask (is every device working, what a second
-device buys, does accumulation help), where each configuration's update time goes, the machine,
-how the numbers were measured, the words it uses, the unstable configurations, the figures of each
-configuration with their CIs, the plots, and every unsupported, failed or invalid one with its
-reason. Configurations are named in words (:func:`harness.analysis.answer.labels`); ids stay in
-the files.
-"""
+It opens with the answer (:mod:`harness.analysis.answer`), then every comparison measured in turns
+and the rest of ``report.html``'s sections. Configurations are named in words
+(:func:`harness.analysis.answer.labels`); ids stay in the files."""
 
 from __future__ import annotations
 
@@ -271,22 +265,21 @@ def write_report(
     rows = newest_per_cell(rows.drop(paired.index))
     figures: list[Path] = plots.ab_pairs(paired, out / "figures")
     if rows.empty:  # an ab comparison alone
-        page = out / "report.html"
-        out.mkdir(parents=True, exist_ok=True)
-        page.write_text(ab_html(paired, figures, title))
-        return [*figures, page]
-    records = _cells(rows)
-    found = answer.answers(records, _ratios(ratios))
-    figures += answer_figure.draw(
-        answer_panels(found), _min_effect(_ratios(ratios)), out / "figures", ANSWER_FIGURE
-    )
-    for draw in plots.REPORT_FIGURES.values():
-        figures += draw(rows, out / "figures")
-    if collectives is not None and not collectives.empty:
-        figures += plots.predicted_vs_measured(
-            scaling.predictions_frame(scaling.report_predictions(_cells(rows), collectives)), out / "figures"
+        html = ab_html(paired, figures, title)
+    else:
+        found = answer.answers(_cells(rows), _ratios(ratios))
+        figures += answer_figure.draw(
+            answer_panels(found), _min_effect(_ratios(ratios)), out / "figures", ANSWER_FIGURE
         )
+        for draw in plots.REPORT_FIGURES.values():
+            figures += draw(rows, out / "figures")
+        if collectives is not None and not collectives.empty:
+            figures += plots.predicted_vs_measured(
+                scaling.predictions_frame(scaling.report_predictions(_cells(rows), collectives)),
+                out / "figures",
+            )
+        html = build_html(rows, figures, title, collectives, ratios)
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
-    page.write_text(build_html(rows, figures, title, collectives, ratios))
+    page.write_text(html)
     return [*figures, page]

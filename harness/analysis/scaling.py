@@ -34,8 +34,7 @@ fitted alpha of this machine's localhost gRPC is no guide (give --latency-us).
 :func:`baseline_key`, the efficiency baseline's own key (the axes of identity key ``baseline``,
 :func:`harness.spec.axes.key_axes`, and the per-replica batch), so rows that differ in XLA, data,
 loss or optimizer are never mixed; the baseline is the newest 1-device row measured on one node
-(:func:`find_one_device`), else the newest on several.
-"""
+(:func:`find_one_device`), else the newest on several."""
 
 from __future__ import annotations
 

@@ -73,8 +73,7 @@ def render_table(
     even that is too wide, rows stay whole and the terminal folds them, as it folds plain text);
     numeric columns right-aligned; colours as rich decides (none under NO_COLOR). Otherwise plain
     :func:`fixed_width` text with the same columns and values, ``title`` on a line above, the rule
-    under the header only when ``rule``. Every line is indented by ``indent`` spaces.
-    """
+    under the header only when ``rule``. Every line is indented by ``indent`` spaces."""
     cells = [tuple(str(c) for c in r) for r in rows]
     if not is_terminal(stream, force_terminal):
         lines = ([title] if title else []) + fixed_width([tuple(header), *cells], rule).splitlines()

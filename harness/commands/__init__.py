@@ -5,8 +5,7 @@ docs/reference/cli.md list them), ``add_parser(subparsers, summary)`` and ``run(
 code``; :data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
 its ``--help`` is asked for). Every command validates its input before any expensive work and
 never imports TensorFlow (worker processes do). A :class:`~harness.errors.HarnessError`
-raised anywhere below a command is printed here, once, and becomes the exit code it carries.
-"""
+raised anywhere below a command is printed here, once, and becomes the exit code it carries."""
 
 from __future__ import annotations
 

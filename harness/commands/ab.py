@@ -2,8 +2,7 @@
 machine? Paired, interleaved processes and a sequential decision (:mod:`harness.analysis.ab`).
 
 Exit codes: 0 no regression, 1 regression (a cell slower by more than --min-effect), 2 error,
-3 undecided within --max-pairs.
-"""
+3 undecided within --max-pairs."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.ab import EXIT_CODES, FAILED, Rule, overall
-from harness.analysis.ab_text import markdown, progress_line, table
+from harness.analysis.ab_text import HEADER, markdown, progress_line, rows
 from harness.analysis.tables import render_table
 from harness.commands.output import give
 from harness.commands.paths import check_writable_file
@@ -33,7 +32,7 @@ from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import forks
 from harness.launch.ab import MODES, Mode, Side, run_ab
-from harness.launch.lock import MachineLock
+from harness.launch.lock import taken
 from harness.spec.axes import AXES
 
 NAME = "ab"
@@ -108,12 +107,6 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     )
 
 
-def _mode(name: str) -> Mode:
-    if name not in MODES:
-        raise HarnessError(f"Received --mode {name!r}; expected one of {sorted(MODES)}.")
-    return MODES[name]
-
-
 @dataclass(frozen=True)
 class Plan:
     """What ``ab`` compares and how, every flag checked (:func:`plan`)."""
@@ -135,7 +128,9 @@ def plan(args: argparse.Namespace) -> Plan:
         )
     a, b = _sides(args)
     rule = pair_rule(args)
-    mode = _mode(args.mode)
+    if args.mode not in MODES:
+        raise HarnessError(f"Received --mode {args.mode!r}; expected one of {sorted(MODES)}.")
+    mode = MODES[args.mode]
     if args.markdown:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
     return Plan(a, b, rule, mode, refuse_tenant_framework(select(args), "ab"))
@@ -161,8 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
         return EXIT_OK
     interrupt_on_sigterm()
-    lock = MachineLock(Path(args.results))
-    lock.acquire(args.wait_lock)
+    lock = taken(Path(args.results), args.wait_lock)
     print(head, flush=True)
     print(f"mode {mode.name}: {mode.text}", flush=True)
     with lock, forks.serving(sel.protocol.fork):
@@ -179,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             machine=sel.machine,
         )
     print()
-    print(render_table(*table(result.outcomes)))
+    print(render_table(HEADER, rows(result.outcomes)))
     verdict = (
         overall([o.decision for o in result.outcomes if not o.failure])
         if not any(o.failure for o in result.outcomes)

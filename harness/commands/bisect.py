@@ -5,8 +5,7 @@ fixed (:mod:`harness.launch.builds`), journaled so that the same command resumes
 was stopped (:mod:`harness.launch.bisect`).
 
 Exit codes: 0 ended (found, or nothing to bisect), 1 a step failed, 2 bad input, 3 not finished
-(budget spent) or a step undecided, 130 interrupted.
-"""
+(budget spent) or a step undecided, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -48,7 +47,7 @@ from harness.launch.bisect import (
     key_of,
     replay,
 )
-from harness.launch.lock import MachineLock
+from harness.launch.lock import taken
 from harness.launch.runner import plan as runnable
 from harness.results.journal import Journal, read
 from harness.spec import words
@@ -192,10 +191,6 @@ def _new_plan(p: Plan) -> dict[str, Any]:
     }
 
 
-def _facts(result_installed: dict[int, builds.Installed]) -> dict[int, BuildFacts]:
-    return {i: BuildFacts(x.tf_version, x.git_version) for i, x in result_installed.items()}
-
-
 def _say(line: str) -> None:
     print(line, flush=True)
 
@@ -227,9 +222,7 @@ def run(args: argparse.Namespace) -> int:
             return _finish(p, folder, Result(kept, known.installed, done))
         _say(f"bisect {folder}: going on from its journal")
     interrupt_on_sigterm()
-    lock = MachineLock(Path(args.results))
-    lock.acquire(args.wait_lock)
-    with lock:
+    with taken(Path(args.results), args.wait_lock):
         envs = Path(args.envs)
         _say(f"bisect: the environment every build shares, from {state.builds[0].spec} (under {envs})")
         held = builds.held(state.builds[0], envs, p.index)
@@ -269,7 +262,7 @@ def _finish(p: Plan, folder: Path, result: Result) -> int:
     ctx = Context(
         f"{AXIS_BY_NAME['model'].say(p.cell.model)} with {words.describe(p.cell.to_dict(), always=True)}",
         str(entries[0].get("held") or "shared environment"),
-        _facts(result.installed),
+        {i: BuildFacts(x.tf_version, x.git_version) for i, x in result.installed.items()},
     )
     lines = answer(result.state, result.done, result.stopped, ctx)
     print()

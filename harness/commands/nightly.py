@@ -5,8 +5,7 @@ turns, one point per cell appended to its series, both decisions of
 Exit codes: 0 no regression, 1 regression (a new alarm: rule (a) or a change point) or a cell that
 failed, 2 bad input or an environment that cannot be installed (nothing judged), 3 undecided (a cell's CI
 reaches below 1 - F without lying wholly below it: a regression can be neither claimed nor ruled
-out).
-"""
+out)."""
 
 from __future__ import annotations
 

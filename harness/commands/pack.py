@@ -65,12 +65,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def _check_out(out: str | None) -> None:
-    """``--out``, when given, names a pack file (checked before any results are read)."""
-    if out is not None and not (out.endswith(SUFFIX) and len(Path(out).name) > len(SUFFIX)):
-        raise HarnessError(f"Received --out={out!r}; expected a file name ending {SUFFIX}.")
-
-
 def _root(results: str) -> Path:
     """``--results``: a folder (a pack file is read by the other commands, not packed again)."""
     if Path(results).is_file():
@@ -134,7 +128,8 @@ def size_text(size: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_out(args.out)
+    if args.out is not None and not (args.out.endswith(SUFFIX) and len(Path(args.out).name) > len(SUFFIX)):
+        raise HarnessError(f"Received --out={args.out!r}; expected a file name ending {SUFFIX}.")
     root = _root(args.results)
     cells, _ = history.load(root)
     run_ids = chosen(cells, _resolved(args.runs, history.runs(cells)), args.machine)

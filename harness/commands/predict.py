@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.analysis import scaling
 from harness.analysis.plots import prediction_figure
-from harness.analysis.tables import render_table
+from harness.analysis.tables import num, render_table
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
@@ -200,9 +200,6 @@ def _frame(found: scaling.Predicted) -> pd.DataFrame:
 
 
 def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    def num(x: Any, fmt: str) -> str:
-        return "-" if x is None or pd.isna(x) else format(x, fmt)
-
     header = (
         "n",
         "predicted examples/s",

@@ -1,8 +1,7 @@
 """``python -m harness run``: measure a selection of cells and append their rows to the results.
 
 On a real cluster (``--cluster tf_config|slurm``) every task runs this same command: the chief
-measures and writes every row, a peer takes part in every cell, a server serves the whole run.
-"""
+measures and writes every row, a peer takes part in every cell, a server serves the whole run."""
 
 from __future__ import annotations
 
@@ -104,7 +103,6 @@ KEPT_WITH_RESUME = {
     "json",
     "wait_lock",
     "dry_run",
-    "func",
     "machine_name",
     "cluster",
     "ps",

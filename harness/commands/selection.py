@@ -291,15 +291,11 @@ def select(args: argparse.Namespace) -> Selection:
         platform = dataclasses.replace(platform, shared_host=False)
         overrides.update(strategy=(cluster.strategy,), workers=(cluster.workers,), ps=(max(cluster.ps, 1),))
     sweep = sweep.with_axes(overrides)
-    changes = {k: getattr(args, k) for k in PROTOCOL_FLAGS if getattr(args, k) is not None}
-    if getattr(args, "peak", None) is False:
-        changes["peak"] = False
+    # --no-peak, --no-fork (False) and --busy-ok (True) default to None: given, they change the protocol
+    flags = (*PROTOCOL_FLAGS, "peak", "fork", "busy_ok")
+    changes = {k: v for k in flags if (v := getattr(args, k, None)) is not None}
     if getattr(args, "breakdown", None) is not None:  # --no-breakdown: not even the answer's cells
         changes["breakdown"] = changes["breakdown_named"] = args.breakdown
-    if getattr(args, "fork", None) is False:
-        changes["fork"] = False
-    if getattr(args, "busy_ok", None):
-        changes["busy_ok"] = True
     if "processes" in changes and "max_processes" not in changes:  # --processes alone raises the cap
         changes["max_processes"] = max(changes["processes"], sweep.protocol.max_processes)
     protocol = dataclasses.replace(sweep.protocol, **changes)

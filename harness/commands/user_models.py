@@ -6,8 +6,7 @@ looked for on ``sys.path`` and in the working folder without importing it (no pa
 ``__init__`` runs). The reference becomes ``<absolute path or module>:<function>@<digest>``
 (:class:`harness.spec.models.ModelRef`), the digest being the first 12 hex digits of the source's
 SHA-256: cells of another version of the file are another series, and a worker refuses a file that
-changed after the run was planned.
-"""
+changed after the run was planned."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """``python -m harness verify``: do cells that must compute the same thing agree, and mixed
-precision with float32?
-
-Each cell trains a fixed number of optimizer updates from one seed in its own worker, with
-TensorFlow's op determinism on and TensorFloat-32 off (``WorkerOptions.deterministic``, set by
-:func:`harness.launch.runner.verify_cells`; measured runs never get it); the verdicts
-(:mod:`harness.analysis.verdicts`) compare each with its equivalence group's reference.
-"""
+precision with float32? The verdicts: :mod:`harness.analysis.verdicts` (its workers'
+``WorkerOptions.deterministic`` is set by :func:`harness.launch.runner.verify_cells`)."""
 
 from __future__ import annotations
 
@@ -131,8 +126,7 @@ def verify_updates(requested: int | None, cells: Sequence[Cell]) -> int:
     multiple of every steps_per_execution in the selection. Without ``--updates`` (``requested`` is
     None) it is the smallest multiple of their least common multiple that is at least
     :data:`~harness.spec.training.MIN_SAME_UPDATES` (:func:`~harness.spec.training.same_updates`), so the default fits any selection; an explicit value that does not
-    fit raises HarnessError naming it and the accepted ones.
-    """
+    fit raises HarnessError naming it and the accepted ones."""
     spes = sorted({c.steps_per_execution for c in cells})
     step = math.lcm(*spes) if spes else 1
     if requested is None:

@@ -1,16 +1,8 @@
-"""One vocabulary across commands: each concept has one flag everywhere. A spelling a flag had before
-2026-11-26 (``--out``, ``--a``, ``--alpha``, ...) is an unknown flag, and no parser takes an
-abbreviation (``allow_abbrev=False``), so a script written for the old commands stops at once
-(exit 2) instead of running with a default it did not ask for.
-
-The concepts (:data:`CONCEPTS`): the results folder (``--results``, read and written; the commands
-that read runs take it more than once, and a pack file in place of a folder), the report folder
-(``--report-dir``), the two sides of any comparison (``--baseline``, compared against, and
-``--candidate``, under test; ``--baseline-env`` / ``--candidate-env``: their workers'
-environment), the smallest relative change a verdict calls (``--min-effect``, a fraction), the
-probability of calling a change that is not there (``--false-alarm``) and ``--json``. Which
-command takes which is read off the parsers (:func:`concept_table`, docs/reference/cli.md's table).
-"""
+"""One vocabulary across commands: each concept (:data:`CONCEPTS`) has one flag everywhere. No
+parser takes an abbreviation (``allow_abbrev=False``), so a script written with an old spelling
+(``--out``, ``--a``, ``--alpha``, ...) stops at once (exit 2) instead of running with a default it
+did not ask for. Which command takes which is read off the parsers (:func:`concept_table`,
+docs/reference/cli.md's table)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ adds no prefix) or estimates (``Annotated[Estimate, Col(...), CI(...)]``: three 
 ``name_ci_low``, ``name_ci_high``). :func:`leaves` lists a record's columns in order;
 :func:`flatten` and :func:`unflatten` turn a record into its columns and back. The parquet schema
 (:mod:`harness.results.store`), the worker's record events and ``results/README.md`` all derive from
-these three functions. Pure: no pyarrow, pandas or numpy.
-"""
+these three functions. Pure: no pyarrow, pandas or numpy."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@
     joined    {}                                    a multi-worker task has joined its cluster
     record    {"row": {...}, "report": {...}, "windows": [...]}  the cell's row (the chief, or a failure)
     finished  {"cell_id": ...}                      a peer's part of the cell is done
-    failed    {"cell_id": ..., "reason": ...}       made by the parent when a worker dies or overruns
-"""
+    failed    {"cell_id": ..., "reason": ...}       made by the parent when a worker dies or overruns"""
 
 from __future__ import annotations
 

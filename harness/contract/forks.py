@@ -18,8 +18,7 @@ A server forks only the programs of :data:`PROGRAMS`: a worker, and the run's ma
 (which would otherwise start as a fresh interpreter, 9-15 s on a GPU host, twice a run).
 
 The server's own start-up line on its stdout is ``{"ready": pid}`` once it listens. Pure data: no
-sockets here.
-"""
+sockets here."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ TensorFlow's gRPC server listens on ``0.0.0.0:PORT`` without authentication what
 of its own with only the loopback interface: a small holder process makes it
 (``python -m harness.worker.netns``), prints one line, ``{"ready": pid, "join": [path, ...]}``,
 and keeps it until its stdin closes; every task of the cell joins it (:data:`NETNS_ENV`) before
-TensorFlow starts, so its ports exist in that namespace only and nothing on the network reaches them.
-"""
+TensorFlow starts, so its ports exist in that namespace only and nothing on the network reaches them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The job: what the parent (:mod:`harness.launch`) hands a worker process.
 
 The parent writes a :class:`Job` as JSON and starts ``python -m harness.worker JOB EVENTS``; the
-worker reads it back with :meth:`Job.from_json` and answers in EVENTS (:mod:`harness.contract.events`).
-"""
+worker reads it back with :meth:`Job.from_json` and answers in EVENTS (:mod:`harness.contract.events`)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ them off the host; ``harness.results.machines`` reads them back from rows).
 
 Two VMs sold under one CPU name can differ 2x, so a machine is its facts (CPU model and
 family/model/stepping, flags, cores, a cgroup CPU quota, caches, memory; GPU names, memory and
-driver) and its measured peak, never its name alone.
-"""
+driver) and its measured peak, never its name alone."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ parent -> co-tenant                          co-tenant -> parent
 ``{"do": "stop"}``                           ``{"done": "window", "steps": n, "seconds": s, "cpu_s": c}``:
                                              the n whole steps that ended before the stop, their seconds
 
-and its finishing reply carries its :class:`TenantFacts`. Pure data.
-"""
+and its finishing reply carries its :class:`TenantFacts`. Pure data."""
 
 from __future__ import annotations
 

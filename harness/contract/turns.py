@@ -18,8 +18,7 @@ parent -> worker (:class:`Grant`)         worker -> parent (:class:`Reply`)
 
 A worker first says ``{"hello": key, "index": i}`` (its member's key, its process index) once its
 first call is over. A closed socket on either side ends the instance: the worker raises, the
-coordinator drops the instance and stops every process of the group. Pure data: no sockets here.
-"""
+coordinator drops the instance and stops every process of the group. Pure data: no sockets here."""
 
 from __future__ import annotations
 

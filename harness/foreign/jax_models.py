@@ -2,8 +2,7 @@
 
 Layer for layer as :mod:`harness.worker.training.models` builds them in Keras: 3x3 valid convolutions
 with ReLU, 2x2 max pooling, NHWC, logits and sparse categorical cross-entropy; kernels Glorot-uniform,
-biases zero. FLOPs are counted from the traced update (:func:`count_flops`), not typed in.
-"""
+biases zero. FLOPs are counted from the traced update (:func:`count_flops`), not typed in."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 A window alone runs the calibrated steps, like a TensorFlow worker's. A window taken together
 (``until: stop``) trains step after step, checking between steps (without blocking) whether the
 parent said stop; it reports the whole steps that ended before the check that saw the stop, and
-their seconds, so every step it counts ran while the TensorFlow side was timing its own window.
-"""
+their seconds, so every step it counts ran while the TensorFlow side was timing its own window."""
 
 from __future__ import annotations
 

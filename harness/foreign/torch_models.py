@@ -3,8 +3,7 @@
 Layer for layer as :mod:`harness.worker.training.models` builds them in Keras (3x3 valid convolutions
 with ReLU, 2x2 max pooling, logits and cross-entropy), in PyTorch's NCHW layout. FLOPs are counted
 by PyTorch's own ``FlopCounterMode`` over one update (2 per multiply-add of matrix products and
-convolutions, the TensorFlow side's convention).
-"""
+convolutions, the TensorFlow side's convention)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ With m the bytes each of the n participants contributes and t the time of one al
     algbw = m / t / 1e9                      [GB/s]  (algorithm bandwidth)
     busbw = algbw x 2(n - 1) / n             [GB/s]  (bus bandwidth: a ring all-reduce moves
                                                       2(n-1)/n x m over each link, so busbw is
-                                                      comparable with a link's bandwidth whatever n)
-"""
+                                                      comparable with a link's bandwidth whatever n)"""
 
 from __future__ import annotations
 

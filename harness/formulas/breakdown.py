@@ -1,10 +1,8 @@
 """Why a cell runs at the speed it does: the step-time breakdown's derived figures and a verdict.
 
 Pure. The parts are measured per process by :mod:`harness.worker.breakdown` (seconds per update,
-median over the processes that measured them), together with ``parts_step_s``: the cell's own
-update timed in the same process, in rounds alternating with the parts, so that a part and the step
-it is a share of are timed under the same conditions (the same load on a shared machine). Shares
-are of that step (:func:`reference_step`):
+median over the processes that measured them) with ``parts_step_s``, the cell's own update timed
+under the same conditions; shares are of that step (:func:`reference_step`):
 
     share(part) = part / parts_step_s
     overlap = (compute_s + allreduce_s + input_s + dispatch_s - parts_step_s) / parts_step_s
@@ -26,8 +24,7 @@ profiles one window of the cell's own training function instead (:mod:`harness.w
 and splits it on the GPU's timeline (:func:`harness.formulas.timeline.split`) into device,
 collective, input and host time, which add up to ``profiled_step_s`` exactly; the verdict is the
 largest of them (:data:`PROFILE_BOUNDS`): ``host`` when the GPU sat idle waiting for the host to
-launch its kernels.
-"""
+launch its kernels."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ the one with the largest statistic (:func:`best_splits`). Two decisions use it:
 - :func:`permutation_p`, the permutation p-value of the best split's t: the share of shuffles of
   the series whose best split is at least as large (nightly's rule (b)). It stops drawing once
   the shuffles above the observed statistic already put p above ``alpha`` (Besag and Clifford
-  1991): the decision is the full test's; p is then estimated from the shuffles drawn.
-"""
+  1991): the decision is the full test's; p is then estimated from the shuffles drawn."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ normalization, pooling, the loss, casts and the optimizer update are not counted
   incoming gradient's elements x the filter's window and input channels;
 - ``DepthwiseConv2dNative`` and its two backprops: the output's (or incoming gradient's)
   elements x the window;
-- ``Einsum`` of two operands: the product of the sizes of every index in its equation.
-"""
+- ``Einsum`` of two operands: the product of the sizes of every index in its equation."""
 
 from __future__ import annotations
 

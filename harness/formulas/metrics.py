@@ -6,8 +6,7 @@ Formulas (also in results/README.md):
 - scaling_efficiency = throughput(N) / (N * throughput(1))                    [1]
 - mfu                = examples_per_sec * flops_per_example / peak_flops      [1]
 
-A figure's CI over processes and the coefficient of variation are in :mod:`harness.formulas.stats`.
-"""
+A figure's CI over processes and the coefficient of variation are in :mod:`harness.formulas.stats`."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ the next input element. The window splits into four disjoint parts that add up t
     host        the GPU ran nothing otherwise: it waited on the host to launch work
 
 taken on the busiest GPU (the one whose kernels and copies cover most of the window): the one a
-step waits for when replicas are in sync.
-"""
+step waits for when replicas are in sync."""
 
 from __future__ import annotations
 

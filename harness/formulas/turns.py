@@ -52,20 +52,7 @@ the log scale:
   t(conf, n-1) * s_B / sqrt(n) <= d (searched upwards from the normal approximation
   ceil((z * s_B / d)^2), which never exceeds it). Unknown (None) with fewer than 2 instances, or
   d = 0 (min_effect 0 and ybar exactly 0: no finite n decides). The projection assumes ybar and
-  s_B stay where they are, so near |ybar| = L it is only a guide.
-
-Budgeting (:func:`next_group`): first every group up to ``min_instances`` (fewest first, the
-``first`` groups, the headline, before the others); then the group whose widest *open*
-comparison has the largest CI half-width h (a comparison with fewer than 2 instances counts as
-infinitely wide), until no comparison is open or every group with an open one has
-``max_instances``. A comparison is open while it is undecided, or while its CI is wider than its
-precision target (``GroupState.targets``: a width (high - low) / value = 2 sinh(h), a fraction of
-its value), decided or not. Past the minimum, a ``first`` group with an open comparison that is
-*likely settled* (undecided, and its :func:`instances_to_decide` less its instances so far, at
-least 1, within the group's instances left up to ``max_instances``; or wider than its target, and
-its :func:`instances_to_narrow` within them) is served before any other group; with
-``first_while_open``, so is a ``first`` group with any open comparison.
-"""
+  s_B stay where they are, so near |ybar| = L it is only a guide."""
 
 from __future__ import annotations
 
@@ -471,10 +458,8 @@ def _open(state: GroupState, min_effect: float, confidence: float) -> list[tuple
 
 
 def _decidable(state: GroupState, max_instances: int | None, min_effect: float, confidence: float) -> bool:
-    """Whether an open comparison of the group would likely be settled within the group's
-    instances left up to ``max_instances`` (any number when None): an undecided one decided (its
-    :func:`instances_to_decide` less its instances so far, at least 1), or one wider than its
-    precision target narrowed to it (:func:`instances_to_narrow`)."""
+    """Whether an open comparison of the group would likely be decided or narrowed to its target
+    within the group's instances left up to ``max_instances`` (any number when None)."""
     left = math.inf if max_instances is None else max_instances - state.instances
     for logs in _undecided(state, min_effect, confidence):
         needed = instances_to_decide(logs, min_effect, confidence)
@@ -514,12 +499,13 @@ def next_group(
     first: Collection[int] = (),
     first_while_open: bool = True,
 ) -> int | None:
-    """Index (into ``states``) of the group that gets the next instance (see the module doc).
+    """Index (into ``states``) of the group that gets the next instance.
 
     A group below ``min_instances`` first: a group of ``first`` (the headline) before any other,
     then the one with fewest, ties in order. Past the minimum, among the groups below
     ``max_instances`` with an *open* comparison (undecided, or its CI wider than its precision
-    target in ``GroupState.targets``): a group of ``first`` with an open comparison that more
+    target in ``GroupState.targets``, a width (high - low) / value = 2 sinh(h), decided or not;
+    fewer than 2 instances: infinitely wide): a group of ``first`` with an open comparison that more
     instances would likely settle (:func:`_decidable`: decide it, or narrow it to its target,
     within the group's instances left up to ``max_instances``) before any other; else, with
     ``first_while_open``, a group of ``first`` with an open comparison before any other; else any.

@@ -12,8 +12,7 @@ For a ratio r (subject / reference) with CI [lo, hi] and m the smallest effect w
 - **not measured**: no instance at all (the row's note says why).
 
 The false-discovery control can only move a comparison from higher or lower to undecided, never to
-equivalent: equivalence is judged on the CI alone.
-"""
+equivalent: equivalence is judged on the CI alone."""
 
 from __future__ import annotations
 

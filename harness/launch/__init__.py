@@ -1,5 +1,4 @@
 """The parent side: the only package that starts processes or sets their environment.
 
 It never imports TensorFlow or :mod:`harness.worker` (an import-linter contract checks it):
-:mod:`~harness.contract.job` is the typed job and event contract both sides share.
-"""
+:mod:`~harness.contract.job` is the typed job and event contract both sides share."""

@@ -1,12 +1,10 @@
-"""``python -m harness ab``: the same cells measured in pairs of fresh processes, one started from
-interpreter (and settings) A and one from B, until the sequential rule decides each cell
-(:mod:`harness.analysis.ab`). A pair's processes are live at once and take turns with the whole
-machine (``turns``) or run back to back (``alternate``); see :data:`MODES`.
+"""``python -m harness ab``: the same cells measured in pairs of fresh processes (:data:`MODES`), one
+started from interpreter (and settings) A and one from B, until the sequential rule decides each
+cell (:mod:`harness.analysis.ab`).
 
 Every process's row goes to the results history as soon as it ends, with ``ab_id``, ``ab_side``
 and ``ab_pair``; both sides' fingerprints are kept (they differ when the builds differ), and a
-pair whose sides ran on different hardware fails the cell rather than being compared.
-"""
+pair whose sides ran on different hardware fails the cell rather than being compared."""
 
 from __future__ import annotations
 
@@ -112,12 +110,6 @@ class AbResult:
     interrupted: bool = False
 
 
-def _hardware_differs(a: CellRow, b: CellRow) -> str:
-    ha, hb = hardware(a), hardware(b)
-    diff = [f"{k}: A {ha[k]!r}, B {hb[k]!r}" for k in ha if ha[k] != hb[k]]
-    return "; ".join(diff)
-
-
 class Pairs:
     """Runs one cell's pairs and writes every process's row."""
 
@@ -221,7 +213,8 @@ class Pairs:
             side, r = bad
             outcome.failure = f"side {side}, pair {pair}: {r.status}: {r.reason}"
             return False
-        differs = _hardware_differs(rows["A"], rows["B"])
+        ha, hb = hardware(rows["A"]), hardware(rows["B"])
+        differs = "; ".join(f"{k}: A {ha[k]!r}, B {hb[k]!r}" for k in ha if ha[k] != hb[k])
         if differs:
             outcome.failure = f"the sides ran on different hardware ({differs})"
             return False

@@ -8,8 +8,7 @@ in order: each build ``installed`` (what it imported as) or ``skipped`` (why), e
 ends (its ratio B/A, or none when every block was disturbed) and each ``step`` as it is decided;
 ``end`` once the bisect is over. Replaying it gives back the state and the pairs of the step in
 progress; a resumed step goes on from its next pair. Every process's row also goes to
-``<results>/ab`` (one ab id per step and start), as ``ab`` writes it.
-"""
+``<results>/ab`` (one ab id per step and start), as ``ab`` writes it."""
 
 from __future__ import annotations
 
@@ -294,17 +293,14 @@ class Bisect:
             self.journal.append(step_entry(measured))
             self.state = replace(self.state, measured=(*self.state.measured, measured))
 
-    def _seed(self, step: bs.Step) -> int:
-        """The seed of a step's pair orders: its own for each kind and build."""
-        return self.settings.seed + 1009 * list(bs.Kind).index(step.kind) + step.b
-
     def _measure(self, step: bs.Step, a: Installed, b: Installed) -> bs.Measured | None:
         """The step's pairs from where the journal left it until decided, failed or max pairs;
         None when the budget ran out first (the pairs so far are journaled)."""
         rule = self.settings.rule
         ratios = self.known.ratios.setdefault(step, [])  # journaled pairs, then this run's
         done = self.known.pairs_done.get(step, 0)
-        orders = ab.pair_orders(max(done, MAX_ATTEMPTS * rule.max_pairs), self._seed(step))
+        seed = self.settings.seed + 1009 * list(bs.Kind).index(step.kind) + step.b  # per kind and build
+        orders = ab.pair_orders(max(done, MAX_ATTEMPTS * rule.max_pairs), seed)
         decision = bs.decide(step, ratios, self.state, rule)
         if decision.verdict != UNDECIDED and ratios:
             return bs.Measured(step, decision)

@@ -5,8 +5,7 @@ The process builds the cell, calibrates and times :data:`WINDOWS` windows back t
 GPU profile sizes its window from them), then times the parts of an update (CPU:
 :mod:`harness.worker.breakdown`) or profiles one window (GPU: :mod:`harness.worker.profile`).
 Only its breakdown is kept (:attr:`harness.launch.runner.RunState.breakdowns`): its throughput,
-measured outside the turns, is in no figure or ratio.
-"""
+measured outside the turns, is in no figure or ratio."""
 
 from __future__ import annotations
 

@@ -3,11 +3,7 @@ headline groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`
 packed into groups (:func:`harness.spec.groups.groups`: the cells each reported ratio compares).
 Every group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then
 the budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are
-least decided (:func:`harness.formulas.turns.next_group`): a headline group with an undecided
-comparison that more instances would likely decide, or a scaling efficiency wider than
-``SCALING_CI_WIDTH``, first for the whole budget; one open otherwise only while
-:attr:`Limits.headline_first`. Whether the chosen group's next instance may start is
-:meth:`Limits.refuses`'s answer. Where a model's race did not fit one group
+least decided (:meth:`TurnsRun.next`), the races first. Where a model's race did not fit one group
 (:func:`harness.spec.groups.split_race`), the first stage stops at ``RACE_SHARE`` of the budget
 and a second races its leader against the contenders outside its group, beside the other groups
 (:func:`harness.launch.group_run.race_plan`).
@@ -16,8 +12,7 @@ Every member's process is also one process of its cell (its figure: the median o
 windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
 are stored as soon as its instance ends. A member that fails or is invalid leaves its group (its
 row says why); an instance dropped for another reason (a deadline) is counted, and a group dropped
-:data:`MAX_DROPS` times stops.
-"""
+:data:`MAX_DROPS` times stops."""
 
 from __future__ import annotations
 
@@ -240,14 +235,10 @@ class TurnsRun:
         return Limits(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s(), due, share)
 
     def next(self, share: float = 1.0) -> int | None:
-        """The group that gets the next instance, or None when the stage is over: no comparison
-        open, every group at the most instances, or no instance that is due that
-        :meth:`Limits.refuses` lets start. The races (headline groups and the second stage's) come
-        first (:func:`tstats.next_group`'s ``first``): for the whole budget while one has an
-        undecided comparison more instances would likely decide, else while
-        :attr:`Limits.headline_first`.
-        A group whose next instance may not start is treated as at its most instances (it has
-        none left: the clock only moves on), and the next choice is made."""
+        """The group that gets the next instance (:func:`tstats.next_group`: the races ``first``,
+        ``first_while_open`` :attr:`Limits.headline_first`), or None when the stage is over. A group
+        whose next instance :meth:`Limits.refuses` is treated as at its most instances (the clock
+        only moves on), and the next choice is made."""
         protocol, limits = self.run.protocol, self.limits(share)
         mine = self.groups
         heads = {i for i, g in enumerate(mine) if g.group.race or _races(g.group)}
@@ -269,10 +260,6 @@ class TurnsRun:
             return g.per_s
         found = self.cost.instance_s(len(g.group.members), asked_s(g.group, self.plan))
         return found if found is not None else prior_instance_s(g.group, self.plan, self.prior)
-
-    def reserve_s(self) -> float:
-        """Seconds the budget keeps for the run's end (:attr:`Limits.reserve_s`)."""
-        return self.limits().reserve_s
 
     def _end_s(self) -> float:
         """The closing peak process (as long as the first took) and :data:`CLOSE_S` for rows,

@@ -12,8 +12,7 @@ own beside one environment that holds everything else fixed.
   <version>``, imported by the held interpreter through ``PYTHONPATH``. Every build thus runs with
   the very same Keras and NumPy, so a change found is TensorFlow's. A folder is complete once its
   ``probe.json`` (what it imported as) is written; a killed install leaves a ``.partial`` folder
-  that the next try removes.
-"""
+  that the next try removes."""
 
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.analysis.bisect import Build
 from harness.errors import HarnessError
-from harness.launch.envs import freeze, make_venv, pin_of, run_checked, suite_root
+from harness.launch.envs import env_folder, freeze, make_venv, pin_of, run_checked, suite_root
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tf-nightly", "tf-nightly-cpu")
@@ -205,9 +204,7 @@ def held(good: Build, envs: Path, index: Index) -> Held:
     """The held environment for the good build (module doc), built once under ``envs``: its
     dependencies resolved by pip from its index (a folder of wheels adds to pip's own)."""
     spec = good.spec
-    folder = envs.resolve() / (
-        "bisect-held-" + "".join(c if c.isalnum() or c in ".-" else "_" for c in spec)[:80]
-    )
+    folder = env_folder(envs.resolve(), "bisect-held", spec)
     lock = folder / "held.txt"
     what = f"cannot build the environment the builds share (from {spec!r})"
     python = make_venv(folder, what)

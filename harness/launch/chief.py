@@ -12,8 +12,7 @@
 4. It stops starting cells when the budget would be passed (those cells become rows that say so),
    or as soon as a task is lost: the running cell fails naming the task and its node, the cells
    not started become rows that say why, and the run exits non-zero.
-5. ``finished <code>`` to every task; the rows are written.
-"""
+5. ``finished <code>`` to every task; the rows are written."""
 
 from __future__ import annotations
 

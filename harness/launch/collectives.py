@@ -4,8 +4,7 @@ interleaved over the run (as training cells are), rows written under ``results/c
 A topology is a :class:`harness.spec.cell.Cell` of the collectives sweep; its processes are started
 by the same launchers as a training cell's (one worker, or a local cluster with TF_CONFIG), with
 ``WorkerOptions.collectives_max_bytes`` set, so the worker times all-reduces instead of training
-(:mod:`harness.worker.collectives`). Rows: :mod:`harness.results.collectives`.
-"""
+(:mod:`harness.worker.collectives`). Rows: :mod:`harness.results.collectives`."""
 
 from __future__ import annotations
 

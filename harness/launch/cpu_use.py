@@ -14,18 +14,14 @@ the host's busy time between the two snapshots into:
 - ``foreign_s``: the part of ``other_s`` that is another program or the hypervisor: the CPU time
   of user-space processes outside the run, plus steal; ``busiest`` names the one that used most.
 
-Why: on a 16-core GPU host (an H200, 2026-11-26, cnn and dense in turns) the median turn saw
-0.15 CPUs of ``other_s`` and 0.04 of ``run_s`` on a machine otherwise idle, with 13-15 CPUs idle;
-the processes outside the run that used the most were kernel worker threads (writeback of the
-run's own files, memory management, virtio) and no user-space program used more than 0.05 CPUs.
-Time the kernel spends on the run's behalf and sampling noise are no disturbance where CPUs are
-idle; another program is (:func:`harness.formulas.turns.is_disturbed`). All times in CPU
-seconds; resolution one clock tick (10 ms) per CPU for ``/proc/stat``.
+Why: on an otherwise idle 16-core GPU host the median turn saw 0.15 CPUs of ``other_s`` (kernel
+threads working for the run: writeback, memory management, virtio) and 0.04 of ``run_s``. Time the
+kernel spends on the run's behalf and sampling noise are no disturbance where CPUs are idle;
+another program is (:func:`harness.formulas.turns.is_disturbed`). All times in CPU seconds;
+resolution one clock tick (10 ms) per CPU for ``/proc/stat``.
 
-``/proc`` is read by hand, not through psutil, because a snapshot is taken around every turn and
-psutil's takes 5.5 ms against 1.0 ms here (77 processes on the 2-core VM, 2026-11), has no
-kernel-thread flag, and would be a dependency that the GPU hosts' offline bundle lacks.
-"""
+``/proc`` is read by hand, not through psutil: its snapshot takes 5.5 ms against 1.0 ms (77 processes),
+has no kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
 
 from __future__ import annotations
 

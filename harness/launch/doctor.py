@@ -7,8 +7,7 @@ each other's collectives) and MultiWorkerMirroredStrategy with two local workers
 implementation. It adds what the OS (``/sys/class/drm``) and NVML say about GPUs, turns all of it
 into warnings in words, and names the machine and its facts (what every run's rows record).
 ParameterServerStrategy needs a cluster of servers and is not probed here (``python -m harness run
---strategy parameter_server --workers 1 --ps 1`` exercises it).
-"""
+--strategy parameter_server --workers 1 --ps 1`` exercises it)."""
 
 from __future__ import annotations
 
@@ -134,18 +133,15 @@ def _facts(
 ) -> tuple[ProbeFacts, str, Platform, list[int]]:
     """(facts, device type probed, the GPUs as planned for (their count; memory from nvidia-smi,
     0 where unknown, so none is split), replica counts); HarnessError on a bad request."""
-    if device == "cpu":
+    facts = None if device == "cpu" else _ask_facts("GPU", 1, timeout_s)
+    if facts is None or not facts.gpu_count:
+        if device == "gpu":
+            raise HarnessError(
+                "Received --device=gpu, but TensorFlow sees no GPU; expected --device cpu or auto."
+            )
         counts = replica_counts or default_replica_counts(0)
         return _ask_facts("CPU", max(counts), timeout_s), "CPU", Platform("cpu", 0), counts
-    facts = _ask_facts("GPU", 1, timeout_s)
     gpu_count = facts.gpu_count
-    if device == "gpu" and gpu_count == 0:
-        raise HarnessError(
-            "Received --device=gpu, but TensorFlow sees no GPU; expected --device cpu or auto."
-        )
-    if not gpu_count:
-        counts = replica_counts or default_replica_counts(0)
-        return _ask_facts("CPU", max(counts), timeout_s), "CPU", Platform("cpu", 0), counts
     seen = detect_platform("auto")
     memory = seen.gpu_memory_mib if seen.gpu_count == gpu_count else 0
     platform = Platform("gpu", gpu_count, gpu_memory_mib=memory, mig=seen.mig)

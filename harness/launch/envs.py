@@ -7,8 +7,7 @@ records ``spec -> pin`` in ``<results>/nightly/pins.json``; every later night in
 file, not the spec, and checks the environment's freeze against it, so a patch release that the
 spec admits (``==2.20.*``) cannot move the reference. The candidate is installed from its spec
 every night (``--upgrade``: a nightly wheel moves). An interpreter path is used as it is; its
-freeze is still hashed into the pin.
-"""
+freeze is still hashed into the pin."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ The co-tenant runs only inside a group instance (the turns channel in the worker
 elsewhere (``verify``) the TensorFlow side runs alone, since sharing does not change what it
 computes. A co-tenant that fails stops the cell: the TensorFlow worker is killed at once (it would
 wait for turns forever) and the row carries the co-tenant's own error, an out-of-memory on a GPU
-included.
-"""
+included."""
 
 from __future__ import annotations
 

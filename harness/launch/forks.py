@@ -10,8 +10,7 @@ start or died), :func:`spawn` returns None and the worker starts as a fresh inte
 Servers are started from one long-lived thread of their own: ``PR_SET_PDEATHSIG`` fires when the
 *thread* that forked a child ends, and a group instance's member threads end with the instance.
 
-Why a fork server of the suite's own rather than ``multiprocessing``'s: :mod:`harness.worker.forkserver`.
-"""
+Why a fork server of the suite's own rather than ``multiprocessing``'s: :mod:`harness.worker.forkserver`."""
 
 from __future__ import annotations
 

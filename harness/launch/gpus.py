@@ -1,10 +1,5 @@
-"""What the operating system and the NVIDIA driver say about GPUs, without TensorFlow (reads only).
-
-- :func:`os_gpus`: display/compute devices under ``/sys/class/drm`` with their PCI vendor, so a
-  machine with AMD and NVIDIA GPUs is seen as such even by a TensorFlow build that drives only one;
-- :func:`gpu_processes`: processes holding memory on each NVIDIA GPU (NVML via ``pynvml``, package
-  ``nvidia-ml-py``); an empty result where NVML is not available, with the reason.
-"""
+"""What the operating system (``/sys/class/drm``, every vendor's GPUs) and the NVIDIA driver (NVML:
+processes holding GPU memory) say about GPUs, without TensorFlow (reads only)."""
 
 from __future__ import annotations
 

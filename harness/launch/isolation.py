@@ -4,8 +4,7 @@
 cell: their environment names it, and each task joins it before TensorFlow starts (a forked
 worker right after its fork, a fresh interpreter through ``python -m harness.worker.netns
 join``). Cells live at the same time each have their own, so their ports never meet.
-:func:`check` says once per process whether this machine allows it.
-"""
+:func:`check` says once per process whether this machine allows it."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ A connection that closes without ``finished`` means the other side is lost: its 
 ``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`); a second connection in a task's name
 while the run goes on counts as the first one lost. The chief then stops the cell that runs
 and starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared
-filesystem, tasks on any hosts.
-"""
+filesystem, tasks on any hosts."""
 
 from __future__ import annotations
 
@@ -391,8 +390,8 @@ class CellOrder:
 class ChiefLink:
     """A task's side (see the module docstring): :meth:`connect` (retrying while the lease is not
     there yet), then :meth:`next` for each order of the chief until a :class:`ChiefEnd`;
-    :meth:`gone` says, at any time, why the chief is lost, and :meth:`over` why the run is over
-    (None while it goes on). Probes are answered by the reading thread."""
+    :meth:`over` says why the run is over (None while it goes on). Probes are answered by the
+    reading thread."""
 
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
@@ -484,10 +483,6 @@ class ChiefLink:
         )
         self._over = self._over or self._gone
         self._orders.put(ChiefEnd(False, None, self._gone))
-
-    def gone(self) -> str | None:
-        """Why the chief is lost, once it is (None while it is there or has finished)."""
-        return self._gone
 
     def over(self) -> str | None:
         """Why this task's cell must stop: the chief's run finished, or the chief is lost (None

@@ -1,8 +1,7 @@
 """Multi-worker cells on 127.0.0.1: TensorFlow's own cluster runtime (TF_CONFIG, gRPC collectives),
 one local process per task, with phases and deadlines; every task of a cell in the cell's own
 network namespace with only loopback where the platform's port scope isolates
-(:mod:`harness.launch.isolation`), so no TensorFlow server of it can be reached from the network.
-"""
+(:mod:`harness.launch.isolation`), so no TensorFlow server of it can be reached from the network."""
 
 from __future__ import annotations
 
@@ -184,8 +183,7 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
     (``cell_timeout_s``), then ``FINISH_GRACE_S`` for the peers to exit (servers are
     stopped as soon as the chief has its row). A task that dies (a server that exits at all), or any
     phase that overruns, stops every task (SIGTERM, then SIGKILL) and yields one ``failed`` event
-    naming the task, the phase and the cause. Ports are released with the processes.
-    """
+    naming the task, the phase and the cause. Ports are released with the processes."""
     cluster = _Cluster(cell, cell.tasks, Deadline(Phase.STARTUP, options.startup_timeout_s))
     with contextlib.ExitStack() as stack:
         try:

@@ -1,6 +1,6 @@
-"""One measuring run per machine: a machine-wide lock (not per results folder) held by ``run`` and
-``ab`` from their first timed process (the peak) to their last, since turns assume the whole
-machine and two runs, even into different folders, spoil each other's figures.
+"""One measuring run per machine: a machine-wide lock (not per results folder) held by ``run``,
+``ab``, ``nightly`` and ``bisect`` from their first timed process to their last, since turns assume
+the whole machine and two runs, even into different folders, spoil each other's figures.
 
 The lock is ``flock`` on one file (:data:`LOCK_ENV`, default ``<tmp>/tf-strategy-bench.lock``): the
 kernel releases it when its holder dies, however it dies, so the lock of a killed run is taken over
@@ -11,8 +11,7 @@ chief holds it on its own machine, a peer or server holds none (on one machine t
 their own chief).
 
 It is ``fcntl.flock`` by hand, not the ``filelock`` package, because that one opens the lock file
-with ``O_TRUNC`` on every attempt, so a second run trying it would erase the holder it should name.
-"""
+with ``O_TRUNC`` on every attempt, so a second run trying it would erase the holder it should name."""
 
 from __future__ import annotations
 
@@ -156,3 +155,10 @@ class MachineLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def taken(out: Path, wait: bool) -> MachineLock:
+    """The lock for a run writing to ``out``, taken (:meth:`MachineLock.acquire`)."""
+    lock = MachineLock(out)
+    lock.acquire(wait)
+    return lock

@@ -1,13 +1,10 @@
-"""``python -m harness nightly``'s night (:func:`night`: both sides' environments made, the machine
-lock and fork servers held while it measures, its points and dashboard written), its measurement
-and points: the candidate against the pinned reference on every runnable cell, in rounds of pairs (the pair as ``ab --mode turns`` measures it: live
-processes of both sides taking turns; each round one pair of every cell until each has
-``min_pairs``, then of the noisier half) until the budget is spent, then one point per cell
-appended to its series with both decisions (:mod:`harness.analysis.nightly`).
+"""``python -m harness nightly``'s night (:func:`night`): the candidate against the pinned reference
+on every runnable cell, in rounds of pairs as ``ab --mode turns`` measures them (each round one pair
+of every cell until each has ``min_pairs``, then of the noisier half) until the budget is spent,
+then one point per cell appended to its series with both decisions (:mod:`harness.analysis.nightly`).
 
 Pair rows go under ``<out>/nightly/cells`` and ``windows`` (run_id = the night's id), apart from
-the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B.
-"""
+the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B."""
 
 from __future__ import annotations
 
@@ -31,7 +28,7 @@ from harness.contract.records import ChangePoint, NightlyRow, RunInfo, Status
 from harness.launch import envs, forks
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.envs import Env
-from harness.launch.lock import MachineLock
+from harness.launch.lock import taken
 from harness.launch.platform import HostMachine, this_machine
 from harness.launch.run_params import Work
 from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
@@ -288,8 +285,7 @@ def night(
         why = unsupported_reason(cell, work.platform)
         if why:
             print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
-    lock = MachineLock(out)
-    lock.acquire(request.wait_lock)
+    lock = taken(out, request.wait_lock)
     with lock, forks.serving(work.protocol.fork):
         result = measure(
             work.cells,

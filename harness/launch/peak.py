@@ -1,8 +1,7 @@
 """The run's matmul peak: one child process per measurement (:data:`PEAK_MODULE`), started at the
 start of a run, between its passes and at its end, each measuring every compute dtype the run uses.
 It is forked from the run's fork server where one serves (:mod:`harness.launch.forks`: with the
-workers' environment it shares their server), else a fresh interpreter.
-"""
+workers' environment it shares their server), else a fresh interpreter."""
 
 from __future__ import annotations
 

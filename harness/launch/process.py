@@ -6,8 +6,7 @@ parent (``PR_SET_PDEATHSIG``). It reports JSON lines to an events file (a worker
 probe's stdout is that file), its other output goes to a log. Its launcher moves it through named
 phases (:class:`Phase`), each with a deadline (:class:`Deadline`); :meth:`Process.stop` sends
 SIGTERM to the group and SIGKILL after ``KILL_GRACE_S``, and :meth:`Process.failure` says in words
-what went wrong, in which phase, with the tail of the log.
-"""
+what went wrong, in which phase, with the tail of the log."""
 
 from __future__ import annotations
 

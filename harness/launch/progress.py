@@ -63,8 +63,7 @@ class Progress:
     cell, ``[3/13] cnn/default/r1w1/b64 ok  ETA 0:42``, with no escape codes or carriage returns.
     ``force_terminal`` overrides the detection (``stream.isatty()``, TERM not dumb); colours follow
     rich, which honours ``NO_COLOR``. ``width``: the bar's, in characters; ``clock`` (seconds) is
-    for tests. Call :meth:`close` (or use it as a context manager) to end the bar.
-    """
+    for tests. Call :meth:`close` (or use it as a context manager) to end the bar."""
 
     def __init__(
         self,

@@ -15,8 +15,7 @@ Roles (:attr:`ClusterConfig.role`):
   over, which it learns from the chief's run lease (:mod:`harness.launch.lease`), and exits 0.
 
 Everything here is pure except :func:`read_tf_config` and :func:`resolve_slurm`, which read the
-environment (and, for Slurm, TensorFlow's resolver in a child process).
-"""
+environment (and, for Slurm, TensorFlow's resolver in a child process)."""
 
 from __future__ import annotations
 

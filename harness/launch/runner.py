@@ -1,18 +1,9 @@
-"""Running a selection of cells: each in its own fresh processes, one after the other, with the
-progress bar, through one event loop (:func:`each_cell`) that three callers share:
-
-- :func:`run_sweep` (the benchmarks; a local run measures in turns instead:
-  :mod:`harness.launch.budget`, and the chief of a real cluster in passes it drives:
-  :mod:`harness.launch.chief`, both keeping their rows in the same :class:`RunState`) measures
-  every runnable cell once per pass (passes interleaved, each in a new order:
-  :mod:`harness.spec.schedule`), more passes for cells whose processes disagree, the run's
-  matmul peak in its own processes before, between and after the passes; it stores each process's
-  windows as soon as they arrive and each cell's row from all its processes (an interrupted run
-  or a crashed worker loses nothing already measured), unsupported cells as rows with their reason;
-- :func:`verify_cells` trains each cell a fixed number of updates for ``verify``.
-
-The parent process never imports TensorFlow.
-"""
+"""Running a selection of cells, each in its own fresh processes, one after the other, with the
+progress bar, through one event loop (:func:`each_cell`): :func:`run_sweep` measures them in
+interleaved passes (a local run measures in turns instead: :mod:`harness.launch.budget`), the run's
+matmul peak before, between and after the passes, each process's windows stored as they arrive
+(an interrupted run loses nothing measured); :func:`verify_cells` trains each for ``verify``. The
+parent process never imports TensorFlow."""
 
 from __future__ import annotations
 
@@ -105,8 +96,7 @@ def each_cell(
     Cells do not share a process: two MirroredStrategy objects in one process reuse collective
     instance keys, so the second cell's all-reduce aborts ("Shape mismatch in the collective
     instance 100"), even at the same replica count; a fresh process also leaves no trace of one
-    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell.
-    """
+    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell."""
     for index, cell in enumerate(cells):
         ended, facts = False, None
         t0 = time.monotonic()

@@ -34,8 +34,7 @@ def run_worker(
     finished), it is stopped and this yields ``{"event": "failed", "cell_id", "reason", "facts"}``
     naming the phase, the cause and the tail of its log. ``abort`` is asked every poll: a reason
     (a cluster task lost) stops the worker at once and fails the cell with that reason. Always
-    leaves no process behind.
-    """
+    leaves no process behind."""
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         proc = start_worker(
             Job(cell, options, launch, injected_fault()),

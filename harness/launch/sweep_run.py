@@ -1,22 +1,7 @@
 """``run``'s measuring, from its checked parameters to its result. :mod:`harness.commands.run`
 parses and checks the flags, builds the :class:`~harness.launch.run_params.Work` and the
-:class:`Request`, calls one function here and prints what it returns.
-
-- :func:`measure_local`: a local run in turns under its budget
-  (:func:`harness.launch.budget.run_in_turns`), refused before any process when its minimum cannot
-  fit the budget, journaled from its first line (a new run id and its plan) so that a killed run
-  can go on: :func:`load_journal` reads and checks such a run, :func:`measure_resumed` goes on with
-  it;
-- :func:`measure_as_chief` and :func:`resume_as_chief`: the chief of a real cluster, journaled,
-  driving the other tasks through its run lease (:mod:`harness.launch.chief`);
-- :func:`take_part`: a peer (each cell the chief starts) or a server (the whole run) of a real
-  cluster; it writes no results;
-- :func:`measure_collectives`: ``--sweep collectives``'s all-reduce timings.
-
-Each of them that measures holds the machine-wide lock (:mod:`harness.launch.lock`) while it
-does. :func:`outline` is what a local run would do (the dry run's numbers); :func:`failed_cells`
-and :func:`exit_code` are how a run ended.
-"""
+:class:`Request`, calls one function here and prints what it returns. Each function that measures
+holds the machine-wide lock (:mod:`harness.launch.lock`) while it does."""
 
 from __future__ import annotations
 
@@ -37,7 +22,7 @@ from harness.launch.chief import ChiefRun
 from harness.launch.cluster import ClusterConfig
 from harness.launch.collectives import run_collectives
 from harness.launch.lease import LEASE_JOIN_TIMEOUT_S, RunLease, lease_address, task_names
-from harness.launch.lock import MachineLock, command_line
+from harness.launch.lock import command_line, taken
 from harness.launch.platform import HostMachine, machine, machine_facts, this_machine
 from harness.launch.real_cluster import TaskEnd, follow_chief, serve_cluster_task
 from harness.launch.resume import Resumed, host_of, load, plan_entry
@@ -94,40 +79,36 @@ def outline(work: Work) -> Outline:
     return Outline(len(found), sum(g.race for g in found), live, minimum, lines)
 
 
-def _locked(request: Request) -> MachineLock:
-    """The machine-wide measuring lock, taken: a HarnessError naming its holder when another run
-    measures here (unless ``request.wait_lock``)."""
-    lock = MachineLock(request.results)
-    lock.acquire(request.wait_lock)
-    return lock
+def _new_run(work: Work, request: Request, **extra: object) -> tuple[str, HostMachine, journal.Journal]:
+    """A new run's id, its machine and its journal (its plan, then ``extra``), said on stdout."""
+    run_id = new_run_id(dt.datetime.now(dt.UTC))
+    host = work.machine or this_machine()
+    entry = plan_entry(
+        run_id,
+        run_date(run_id),
+        list(work.cells),
+        work.protocol,
+        work.platform,
+        work.mnist_path,
+        machine(suite_version(), host),  # its name and facts: a resumed run keeps them
+        command_line(),
+        work.contenders,
+    )
+    log = journal.Journal.create(journal.path_of(request.results, run_id), {**entry, **extra})
+    print(f"run {run_id}: {request.what}", flush=True)
+    return run_id, host, log
 
 
 def measure_local(work: Work, request: Request) -> RunResult:
-    """A new local run in turns, journaled (see the module docstring). Its minimum is checked
+    """A new local run in turns (:func:`harness.launch.budget.run_in_turns`), journaled from its
+    first line so that a killed run can go on (:func:`measure_resumed`). Its minimum is checked
     against the budget before its id, its journal or any process."""
     out, pr = request.results, work.protocol
-    with _locked(request):
+    with taken(out, request.wait_lock):
         check_minimum(_groups(work), pr, Plan.of(pr, 0.0), PRIORS[work.platform.device_kind], request.sweep)
-        run_id = new_run_id(dt.datetime.now(dt.UTC))
-        host = work.machine or this_machine()
+        run_id, host, log = _new_run(work, request)
+        print(f"machine: {host.name} (its rows carry this name; run --machine NAME names it)", flush=True)
         work = replace(work, machine=host)
-        entry = plan_entry(
-            run_id,
-            run_date(run_id),
-            list(work.cells),
-            pr,
-            work.platform,
-            work.mnist_path,
-            machine(suite_version(), host),  # its name and facts: a resumed run keeps them
-            command_line(),
-            work.contenders,
-        )
-        log = journal.Journal.create(journal.path_of(out, run_id), entry)
-        print(f"run {run_id}: {request.what}", flush=True)
-        print(
-            f"machine: {host.name} (its rows carry this name; run --machine NAME names it)",
-            flush=True,
-        )
         return _in_turns(work, Output(out, log), Identity(run_id, started=request.started))
 
 
@@ -150,7 +131,7 @@ def measure_resumed(resumed: Resumed, request: Request, host: HostMachine | None
         )
     host = host or host_of(plan, None, machine_facts())
     work = Work(tuple(plan.cells), plan.protocol, plan.platform, plan.mnist_path, plan.contenders, host)
-    with _locked(request):
+    with taken(request.results, request.wait_lock):
         log = journal.Journal.reopen(resumed.path)
         print(
             f"run {plan.run_id} resumed: {resumed.instances()} group instances kept from its journal, "
@@ -183,24 +164,8 @@ def _in_turns(work: Work, output: Output, identity: Identity) -> RunResult:
 def measure_as_chief(work: Work, request: Request, config: ClusterConfig) -> RunResult:
     """The chief of a real cluster: a new journaled run it drives through its run lease
     (:mod:`harness.launch.chief`); every row written here."""
-    with _locked(request):
-        run_id = new_run_id(dt.datetime.now(dt.UTC))
-        host = work.machine or this_machine()
-        entry = plan_entry(
-            run_id,
-            run_date(run_id),
-            list(work.cells),
-            work.protocol,
-            work.platform,
-            work.mnist_path,
-            machine(suite_version(), host),
-            command_line(),
-            work.contenders,
-        )
-        log = journal.Journal.create(
-            journal.path_of(request.results, run_id), {**entry, "cluster": cluster_shape(config)}
-        )
-        print(f"run {run_id}: {request.what}", flush=True)
+    with taken(request.results, request.wait_lock):
+        run_id, host, log = _new_run(work, request, cluster=cluster_shape(config))
         run = ChiefRun(work.cells, work.protocol, work.platform, host, work.mnist_path, run_id)
         return _drive(run, request, config, log)
 
@@ -218,7 +183,7 @@ def resume_as_chief(
             f"is {_shape_words(cluster_shape(config))}. Resume it on a cluster of the same shape."
         )
     ends, peak = chief.replayed(resumed.entries, plan.cells)
-    with _locked(request):
+    with taken(request.results, request.wait_lock):
         log = journal.Journal.reopen(resumed.path)
         log.append({"kind": "resumed", "elapsed_s": resumed.elapsed_s})
         print(
@@ -302,7 +267,7 @@ def take_part(out: Path, config: ClusterConfig) -> TaskEnd:
 
 def measure_collectives(work: Work, request: Request, max_bytes: int) -> RunResult:
     """``--sweep collectives``: every topology's all-reduces timed, their rows stored."""
-    with _locked(request):
+    with taken(request.results, request.wait_lock):
         run_id = new_run_id(dt.datetime.now(dt.UTC))
         print(f"run {run_id}: {request.what}", flush=True)
         return run_collectives(

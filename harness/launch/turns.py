@@ -4,18 +4,15 @@ compile (untimed), then the coordinator grants turns over a Unix socket
 a multi-worker cell, all tenants of a co-tenant cell) runs one timed window with the whole
 machine while every other process waits in a blocking read that uses no CPU. Each block gives
 every member two turns in a balanced order (:func:`harness.spec.groups.turn_order`: ABBA for two).
-Around each turn the coordinator reads the host's busy CPU time (``/proc/stat``, steal included)
-and every process's CPU time (``/proc/<pid>/stat``) and splits the turn's CPU between the member,
-the run's other processes and the rest (:mod:`harness.launch.cpu_use`); a turn in which something
-took CPU the member needed leaves its block out of the ratios
-(:func:`harness.formulas.turns.is_disturbed`, :func:`harness.formulas.turns.clean`).
+Around each turn the coordinator splits the turn's CPU time between the member, the run's other
+processes and the rest (:mod:`harness.launch.cpu_use`); a turn in which something took CPU the
+member needed leaves its block out of the ratios (:func:`harness.formulas.turns.is_disturbed`).
 Then each member, in turn, runs its checks alone, reports its record and exits (the step breakdown
 comes after the run's turns, in a process of its own: :mod:`harness.launch.breakdowns`).
 
 A member that dies, or a deadline that passes, drops the instance: the coordinator closes every
 channel (each waiting worker then fails at once), every process is stopped by its launcher, and
-the instance says why (:attr:`Instance.dropped`).
-"""
+the instance says why (:attr:`Instance.dropped`)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ instance pays it again. TensorFlow 2.21 keeps compiled XLA executables in a fold
 ``TF_XLA_FLAGS=--tf_xla_persistent_cache_directory=DIR`` (read when TensorFlow is imported) and
 loads them in later processes that compile the same program; the cache changes when a program is
 ready, not what it computes. A run gives every worker one folder under its logs; a user's own
-``--tf_xla_persistent_cache_directory`` is left as it is.
-"""
+``--tf_xla_persistent_cache_directory`` is left as it is."""
 
 from __future__ import annotations
 

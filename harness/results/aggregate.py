@@ -1,15 +1,6 @@
-"""A cell's row from its processes, as the launcher makes it when they end (pure, no TensorFlow).
-Its callers: :mod:`harness.launch.runner`, :mod:`harness.launch.ab`, :mod:`harness.launch.tenants`
-and :mod:`harness.launch.turns`.
-
-- :func:`aggregate`: the cell's row from its processes (:class:`ProcessResult`, one per pass):
-  the figure, its CI, CVs, and the facts they must agree on (:func:`agreed_jit`);
-  :func:`needs_another_pass`: adaptive repeats;
-- :func:`combine`: one pass of a co-tenant cell from its tenants' rows (over their common span);
-- :func:`with_shared` and :func:`shared_windows`: one process of a cell with a co-tenant from
-  another framework, from its turns; :func:`shared_figures`: those figures over its processes;
-- :func:`not_measured_row`: an unsupported or failed cell, or one the budget left unmeasured.
-"""
+"""A cell's row from its processes, as the launcher makes it when they end (pure, no TensorFlow):
+the figure, its CI, CVs and the facts they must agree on; a co-tenant cell's from its turns; and
+the row of a cell not measured."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``python -m harness check``: every file of a results folder read, and what is wrong said with
 what to do: a parquet file that cannot be read (truncated, corrupt, not parquet, a schema it
 cannot be read with), a journal with a corrupt line, a run stopped before it wrote its rows, the
-temporary file of a write a kill interrupted.
-"""
+temporary file of a write a kill interrupted."""
 
 from __future__ import annotations
 

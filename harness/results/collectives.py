@@ -5,8 +5,7 @@ Each process reports, per payload, the time of one all-reduce and its sum check.
 takes the median time over processes with the log-scale t CI (:func:`harness.formulas.stats.figure`),
 algbw and busbw from that median (:mod:`harness.analysis.collectives`), and the worst sum error of
 any process: above :data:`MAX_REL_ERROR` the row is ``invalid`` (the op returned a wrong sum). A
-topology whose process failed gives one failed row; an unsupported one one unsupported row.
-"""
+topology whose process failed gives one failed row; an unsupported one one unsupported row."""
 
 from __future__ import annotations
 

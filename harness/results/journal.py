@@ -6,8 +6,7 @@ protocol and budget, the platform, the machine it was measured on), then one lin
 run's state depends on, in order (what each kind holds is :mod:`harness.launch.resume`'s business).
 Each line is written with one ``write`` and ``fsync``-ed before the run goes on, so after a
 SIGKILL, a power cut or a full disk the journal holds every line appended before, and at worst a
-last line cut short, which reading drops (and reopening cuts off, so the next line starts clean).
-"""
+last line cut short, which reading drops (and reopening cuts off, so the next line starts clean)."""
 
 from __future__ import annotations
 

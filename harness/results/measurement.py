@@ -1,15 +1,7 @@
 """One process's row, as the worker makes it from what it measured (pure, no TensorFlow): the
 typed :class:`~harness.contract.records.CellRow` and the flat
-:class:`~harness.contract.records.WindowRow`s. Its callers: the worker (:mod:`harness.worker.main`,
-:mod:`harness.worker.measure`, :mod:`harness.worker.flops`).
-
-- :func:`cell_row` (:func:`axes`) and :func:`machine`: what the cell is and where it ran (the
-  launcher's rows start from them too, :func:`harness.results.aggregate.not_measured_row`);
-- :func:`started_row`: those plus the worker's cores, when the worker starts the cell;
-- :class:`Measurement` -> :func:`measured_row` and :func:`window_rows`: one process's figures
-  from the worker's raw numbers (window seconds, counts, checks); :func:`counted_flops`: the
-  FLOPs counted from its traced step (:class:`StepFlops`).
-"""
+:class:`~harness.contract.records.WindowRow`s, from the worker's raw numbers (window seconds,
+counts, checks) and the FLOPs counted from its traced step."""
 
 from __future__ import annotations
 
@@ -145,8 +137,7 @@ class Measurement:
     updates each worker ran in each window (parameter server; else empty); ``problems``: what the
     integrity checks found; ``window_starts``: each window's start on the host's monotonic clock;
     ``joules``: energy over ``joules_s`` seconds of windows that ran ``joules_updates`` updates, read
-    around this process's own windows (None: no counter).
-    """
+    around this process's own windows (None: no counter)."""
 
     window_seconds: tuple[float, ...]
     window_steps: int

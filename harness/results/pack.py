@@ -7,8 +7,7 @@ the results folder, plus ``pack.json`` (:class:`Manifest`: the format's name and
 ids, when it was packed, the suite's version). Reading a pack checks the manifest, refuses a member
 outside that layout, and extracts it with tarfile's ``data`` filter (no links out, no devices, no
 absolute paths) into a temporary folder that lives as long as the process (removed at exit); the
-same pack is extracted once per process.
-"""
+same pack is extracted once per process."""
 
 from __future__ import annotations
 

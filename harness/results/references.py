@@ -1,11 +1,6 @@
 """A cell's row set against what else the run measured, once its rows are in (pure, no
-TensorFlow). Its caller: :mod:`harness.launch.runner`.
-
-- :func:`find_baseline` and :func:`find_alone`: the 1-device baseline and the same cell alone;
-- :func:`with_ratios`: scaling efficiency and co-tenancy ratio against them, with CIs;
-- :func:`with_peak`: the run's peak for the cell's dtype and cores (:class:`Peak`), and mfu;
-- :func:`with_history`: the figure's CI widened to the spread of earlier runs' figures.
-"""
+TensorFlow): its 1-device baseline and the same cell alone (scaling efficiency, co-tenancy ratio),
+the run's peak (mfu) and earlier runs' figures (its CI widened to their spread)."""
 
 from __future__ import annotations
 

@@ -26,8 +26,7 @@ Layout (append-only; nightly runs accumulate side by side)::
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
 interrupted run never sees half a file. Every file carries the full schema below, so
 ``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
-the schema applied (columns added in later versions read as null in older files).
-"""
+the schema applied (columns added in later versions read as null in older files)."""
 
 from __future__ import annotations
 
@@ -135,12 +134,6 @@ def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
 
 
-def check_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> None:
-    """Raise as writing ``rows`` would (an unknown column: KeyError; a value of the wrong type: a
-    pyarrow error), without writing anything."""
-    _table(rows, schema)
-
-
 def write_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` via a temporary file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,11 +160,6 @@ class RunFiles:
 
     def folder(self, table: str) -> Path:
         return self.root / table / self.date / self.run_id
-
-    def write(self, seq: int, row: CellRow, windows: Sequence[WindowRow]) -> Path:
-        """Append one cell's row (and its windows) as file number ``seq``; returns the row's path."""
-        self.write_windows(seq, windows)
-        return self.write_row(seq, row)
 
     def _write(self, table: str, name: str, rows: Sequence[Mapping[str, object]]) -> Path:
         """Write flat ``rows`` as file ``name`` of ``table`` (its schema: :data:`TABLES`)."""

@@ -2,8 +2,7 @@
 spells them), as pure data, no TensorFlow. Bad user input raises :class:`HarnessError` naming the
 value and the accepted ones. A cell is :class:`harness.spec.cell.Cell`; a sweep of axis values is
 :class:`harness.spec.sweep.Sweep`, expanded by :func:`harness.spec.sweep.expand`; a combination
-TensorFlow cannot run is explained by :func:`harness.spec.rules.unsupported_reason`.
-"""
+TensorFlow cannot run is explained by :func:`harness.spec.rules.unsupported_reason`."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ class Axis:
 
     ``choices`` lists the accepted values of a string axis; integer axes accept ``minimum..maximum``.
     ``applies_to`` names the strategies the axis means something for; elsewhere it collapses to
-    ``inapplicable`` (e.g. cross-device ops exist only for mirrored).
-    """
+    ``inapplicable`` (e.g. cross-device ops exist only for mirrored)."""
 
     name: str
     kind: type[AxisValue]

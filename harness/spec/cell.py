@@ -123,8 +123,7 @@ class Cell:
         Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
         their tenant count: ``r2w1t2``, and a co-tenant from another framework its name: ``r1w1+jax``.
         A loss other than ``auto`` and an optimizer other than ``sgd`` follow the model: ``cnn+adam``.
-        XLA (``--jit-compile on``) marks the precision: ``float32+xla``.
-        """
+        XLA (``--jit-compile on``) marks the precision: ``float32+xla``."""
         strategy = self.strategy
         for option in (getattr(self, name) for name in OPTION_AXES):
             if option != NO_OPTION:
@@ -137,7 +136,7 @@ class Cell:
                 model_label(self.model) + loss,
                 strategy,
                 self._topology_id(),
-                self._batch_id(),
+                f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}",
                 f"acc{self.accum_steps}",
                 self.loop,
                 f"spe{self.steps_per_execution}",
@@ -154,10 +153,6 @@ class Cell:
             + (f"t{self.tenants}" if self.tenants > 1 else "")
             + (f"+{self.tenant_framework}" if self.tenant_framework != NONE else "")
         )
-
-    def _batch_id(self) -> str:
-        """``b<per-replica batch>``, or ``gb<global batch>`` for strong scaling (unique either way)."""
-        return f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}"
 
     @property
     def topology(self) -> tuple[int, int, int]:

@@ -5,8 +5,7 @@ call: one tensor per size of the size sweep (4 KiB to 256 MiB, powers of 4, capp
 ``max_bytes``), and each model's gradient set (one tensor per trainable variable, as the optimizer
 hands them over). The topology (strategy, cross-device op or communication, replicas, workers) is
 an ordinary :class:`harness.spec.cell.Cell` of the collectives sweep
-(:func:`harness.spec.sweeps.collectives_sweep`), so the unsupported rules apply to it unchanged.
-"""
+(:func:`harness.spec.sweeps.collectives_sweep`), so the unsupported rules apply to it unchanged."""
 
 from __future__ import annotations
 

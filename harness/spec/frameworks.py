@@ -9,8 +9,7 @@ together comes from the same live processes.
 
 The co-tenant's process environment is the parent's, less what the descriptor says it must not
 inherit, plus the settings its installed release accepts (:meth:`Framework.process_env`): the
-parent reads that release from package metadata, never by importing the framework.
-"""
+parent reads that release from package metadata, never by importing the framework."""
 
 from __future__ import annotations
 

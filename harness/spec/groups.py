@@ -3,22 +3,13 @@
 A reported ratio (a scaling efficiency, a strategy's speed-up, co-tenancy's share...) compares two
 cells. Measured in turns, the cells a ratio compares are started together as live processes, a
 :class:`Group`, and take turns running short timed windows (:func:`turn_order`), so a drift of the
-machine in time lowers both ends of the ratio alike. This module decides, as data:
-
-- :func:`comparisons`: every :class:`Comparison` among a selection of cells, one per
-  :class:`Relation` whose two ends are both selected;
-- :func:`headline_groups`: each model's contenders for its fastest configuration, live together
-  (a race: each against the fastest of them, found from the same turns);
-- :func:`groups`: the cells packed into groups so that every comparison has both ends in one group
-  and no group of several cells holds more than ``max_live`` live processes
-  (:func:`default_max_live` from the memory the processes may take); :func:`unmeasurable`: the
-  comparisons whose two ends alone exceed it, which no group holds;
-- :func:`race_groups`: the second stage of a race that did not fit one group, the contenders
-  outside the leader's group, each against it; :func:`ab_group`: the two sides of ``ab``.
+machine in time lowers both ends of the ratio alike. This module decides, as data, the
+comparisons (:class:`Comparison`) among a selection's cells and the groups that measure them: races
+(:func:`headline_groups`, :func:`race_groups`), the rest (:func:`groups`, no group of several cells
+above ``max_live`` live processes) and ``ab``'s (:func:`ab_group`).
 
 Which strategies a relation applies to is a question to the descriptors
-(:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis.
-"""
+(:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis."""
 
 from __future__ import annotations
 
@@ -328,18 +319,6 @@ def _live(cells: dict[str, Cell]) -> dict[str, int]:
     return {key: Member(cell).live for key, cell in cells.items()}
 
 
-def _fits(comparison: Comparison, live: dict[str, int], max_live: int) -> bool:
-    return live[comparison.subject] + live[comparison.reference] <= max_live
-
-
-def unmeasurable(cells: Sequence[Cell], max_live: int) -> list[Comparison]:
-    """The comparisons among ``cells`` that cannot be measured in turns: their two ends together
-    hold more than ``max_live`` live processes. :func:`groups` leaves them out."""
-    _check_max_live(max_live)
-    live = _live(_unique(cells))
-    return [c for c in comparisons(cells) if not _fits(c, live, max_live)]
-
-
 def _components(keys: Sequence[str], edges: Sequence[Comparison]) -> list[list[str]]:
     """The connected components of the comparison graph, each in ``keys`` order, ordered by their
     first member (a cell in no comparison is a component of its own)."""
@@ -378,8 +357,7 @@ def _grow(
     Each pack starts from the cell with the most comparisons not yet covered, then adds, while one
     fits, the cell that covers the most uncovered comparisons with the pack per live process it
     adds (ties: a cell not in an earlier pack, then order). Every edge fits ``max_live`` on its
-    own, so each pack covers at least one.
-    """
+    own, so each pack covers at least one."""
     incident: dict[str, list[Comparison]] = {k: [] for k in component}
     for edge in edges:
         incident[edge.subject].append(edge)
@@ -530,24 +508,20 @@ def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) ->
     in no group of its own.
 
     Each comparison whose two ends fit ``max_live`` together has both ends in one group and is
-    listed in the first such group; the others (:func:`unmeasurable`) are left out. Every cell is in
+    listed in the first such group; the others are left out. Every cell is in
     at least one group: a cell in no measurable comparison has a group of its own (a cell alone may
     hold more than ``max_live``: it needs no company), and it joins no other group, whose members'
     turns would be spread further apart. No group of several cells holds more than ``max_live``.
 
-    Packing: the comparison graph's connected components, in the order of their first cell; one
-    that fits ``max_live`` is one group. A larger one is split greedily, each group grown from the
-    cell with the most comparisons not yet covered by adding the cell that fits and covers the most
-    of them (preferring cells not measured yet), which keeps the cells measured more than once
-    few; then groups sharing cells are merged where their union fits, and a cell is dropped from a
-    group where every comparison it covers there is covered elsewhere. Members are in ``cells``'
-    order (baselines first, as planned). Deterministic.
-    """
+    Packing: each connected component of the comparison graph that fits ``max_live`` is one group;
+    a larger one is split greedily (few cells measured more than once). Members are in ``cells``'
+    order (baselines first, as planned). Deterministic."""
     _check_max_live(max_live)
     by_id = _unique(cells)
     live = _live(by_id)
     listed = {c for g in taken for c in g.comparisons}
-    edges = [c for c in comparisons(list(by_id.values())) if _fits(c, live, max_live) and c not in listed]
+    fit = [c for c in comparisons(list(by_id.values())) if live[c.subject] + live[c.reference] <= max_live]
+    edges = [c for c in fit if c not in listed]
     placed = {m.key for g in taken for m in g.members}
     ends = {k for e in edges for k in (e.subject, e.reference)}
     by_id = {k: c for k, c in by_id.items() if k in ends or k not in placed}
@@ -568,8 +542,7 @@ def race_groups(contenders: Sequence[Cell], fastest: Cell, max_live: int) -> lis
     Groups ``r0, r1, ...`` each hold ``fastest`` and as many contenders (in order, first fit) as fit
     ``max_live``, with one FASTEST comparison per contender (subject the contender, reference
     ``fastest``). A contender that cannot share a group with ``fastest`` gets a group of its own
-    with no comparison, as :func:`groups` does; ``fastest`` is in a group even with no contender.
-    """
+    with no comparison, as :func:`groups` does; ``fastest`` is in a group even with no contender."""
     _check_max_live(max_live)
     head = Member(fastest)
     packs: list[list[Member]] = []
@@ -603,8 +576,7 @@ def turn_order(members: int, block: int, seed: int) -> list[int]:
     Every member has two turns per block, placed so that a drift in time affects all alike: one
     member ``[0, 0]``; two ABBA on even blocks, BAAB on odd ones; more, a permutation drawn from
     ``random.Random(f"{seed}/{block}")`` followed by its reverse (each member's two turns average
-    to the block's middle).
-    """
+    to the block's middle)."""
     require(
         {
             "members": (members, members >= 1, "an integer of at least 1"),

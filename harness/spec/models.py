@@ -4,8 +4,7 @@ in :mod:`harness.worker.training.models`).
 FLOPs count the multiply-adds of convolutions and matmuls (2 FLOPs each); biases, activations,
 pooling, the loss and the optimizer update are not counted. Training FLOPs per example are the
 forward pass plus the backward pass: weight gradients for every layer (same FLOPs as its forward)
-and input gradients for every layer except the first (the input needs no gradient).
-"""
+and input gradients for every layer except the first (the input needs no gradient)."""
 
 from __future__ import annotations
 
@@ -213,10 +212,6 @@ class ModelRef(str):
         """Short, readable and path-safe: ``<file stem or module>.<function>@<digest[:8]>``."""
         stem = self.source.rsplit("/", 1)[-1].removesuffix(".py") if self.is_file else self.source
         return f"{stem}.{self.function}@{self.digest[:8]}"
-
-    @property
-    def text(self) -> str:
-        return str(self)
 
 
 def parse_ref(model: str) -> ModelRef | None:

@@ -4,8 +4,7 @@ case, chosen once per run from what the machine allows and ``--open-ports``. Pur
 TensorFlow's gRPC server (every multi-worker task, parameter server and coordinator) listens on
 every interface without authentication, whatever address ``TF_CONFIG`` names; TensorFlow's
 security policy says its servers belong on trusted networks only, since whoever reaches a port
-can run code in the process.
-"""
+can run code in the process."""
 
 from __future__ import annotations
 

@@ -47,8 +47,7 @@ class Protocol:
     more blocks buy little, more instances buy precision (the default sweep takes 4, so that its
     minimum of 3 instances of every group fits its budget on 2 cores).
 
-    Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`.
-    """
+    Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
 
     repeats: int = 5
     window_s: float = 1.0
@@ -171,8 +170,7 @@ class Setting:
     ``unit``: ``min``, ``s``, ``GiB`` (the value, then the unit), ``%`` (a fraction, written as a
     percentage), ``yes/no`` (a switch), or empty (a count). ``zero``: what the value 0 stands for,
     where it stands for something else ("from free memory"). ``negatable``: argparse also takes
-    ``--no-`` + the flag (``BooleanOptionalAction``), the one shown when the switch is on.
-    """
+    ``--no-`` + the flag (``BooleanOptionalAction``), the one shown when the switch is on."""
 
     field: str
     words: str
@@ -360,8 +358,7 @@ class Platform:
     ``gpu_ids``: what ``CUDA_VISIBLE_DEVICES`` calls each usable GPU (MIG instances: their UUIDs;
     empty: the indices 0..gpu_count-1); ``mig``: the GPUs are MIG instances, of which CUDA shows a
     process only one. ``shared_host``: a multi-worker cell's tasks run on this host (local
-    clusters), so they share its GPUs; False on a real cluster, where each task has its own.
-    """
+    clusters), so they share its GPUs; False on a real cluster, where each task has its own."""
 
     device_kind: str = "cpu"
     gpu_count: int = 0

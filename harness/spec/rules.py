@@ -1,6 +1,5 @@
 """Combinations TensorFlow cannot run correctly here: a registry of pure rules, each a function
-``(Cell, Platform) -> reason or None``. An unsupported cell is kept and reported with its reason.
-"""
+``(Cell, Platform) -> reason or None``. An unsupported cell is kept and reported with its reason."""
 
 from __future__ import annotations
 

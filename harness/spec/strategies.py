@@ -8,8 +8,7 @@ that adds devices), whether it is the plain reference, and which loops and preci
 (with the reason). Code elsewhere asks the descriptor (``STRATEGIES[cell.strategy]``, or
 :func:`strategies_where` / :func:`only_strategy` for a set of them) instead of comparing names (a
 test greps for such comparisons); the TensorFlow objects are built by
-:mod:`harness.worker.training.strategies`, one builder per name.
-"""
+:mod:`harness.worker.training.strategies`, one builder per name."""
 
 from __future__ import annotations
 

@@ -12,11 +12,6 @@ from harness.spec.axes import AXES, AXIS_BY_NAME, REPLICAS_TO_DEVICES, REPLICAS_
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 
-
-def _default_axis_values() -> dict[str, tuple[AxisValue, ...]]:
-    return {a.name: (a.default,) for a in AXES}
-
-
 Grid = tuple[tuple[str, tuple[AxisValue, ...]], ...]
 """Axis name -> values; axes left out take their default. Its cells are the product."""
 
@@ -45,7 +40,7 @@ class Sweep:
 
     def grid_values(self) -> list[dict[str, tuple[AxisValue, ...]]]:
         """Every axis's values, grid by grid (defaults filled in)."""
-        return [{**_default_axis_values(), **dict(grid)} for grid in self.grids]
+        return [{**{a.name: (a.default,) for a in AXES}, **dict(grid)} for grid in self.grids]
 
     def values(self) -> dict[str, tuple[AxisValue, ...]]:
         """Every value each axis takes in any grid, in first-seen order."""
@@ -146,11 +141,9 @@ def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[Axi
 
 def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     """Every distinct cell of the sweep as planned on ``platform`` (:func:`on`), in a stable order
-    (topologies grouped, 1 replica first).
-
-    Axes that do not apply to a strategy collapse (see :meth:`Cell.__post_init__`), so ``default``
-    with replicas ``1,2`` is one cell, not two. Nothing else is dropped: unsupported cells stay, to be reported.
-    """
+    (topologies grouped, 1 replica first). Axes that do not apply to a strategy collapse (see
+    :meth:`Cell.__post_init__`), so ``default`` with replicas ``1,2`` is one cell, not two. Nothing
+    else is dropped: unsupported cells stay, to be reported."""
     names = [a.name for a in AXES]
     seen: dict[str, Cell] = {}
     for values in on(sweep, platform).grid_values():

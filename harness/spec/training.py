@@ -3,8 +3,7 @@ the ``optimizer`` axis), and the updates after which cells' losses compare. Pure
 
 The worker builds its optimizer at :data:`LEARNING_RATE` (:mod:`harness.worker.measure`), a
 co-tenant from another framework trains at the same rate (:class:`harness.contract.tenant.TenantJob`),
-and a cell's row records it (the cells table's ``learning_rate``).
-"""
+and a cell's row records it (the cells table's ``learning_rate``)."""
 
 from __future__ import annotations
 

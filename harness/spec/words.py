@@ -2,8 +2,7 @@
 ``say``, ``reference``): what a person reads, where ids and shorthand belong in files. Pure.
 
 A configuration here is a mapping of axis name to value (:func:`harness.analysis.answer.values`
-for a stored row).
-"""
+for a stored row)."""
 
 from __future__ import annotations
 

@@ -32,8 +32,7 @@ them while a part exceeds the update by more than the timing noise allowed
 
 Not measured (None) for parameter_server (asynchronous: the coordinator schedules whole functions
 on workers, and variables live on the ps tasks) and for co-tenant cells (their parts would contend
-with the other tenants in unknown proportions).
-"""
+with the other tenants in unknown proportions)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ n is calibrated so a window lasts ~``window_s``; the figure is the median of ``r
 n(n+1)/2; ``max_rel_error`` is the worst relative deviation.
 
 In a multi-worker cell every worker runs this same sequence (collectives must match); the chief's n
-is used by all (``agree``).
-"""
+is used by all (``agree``)."""
 
 from __future__ import annotations
 

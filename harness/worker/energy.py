@@ -1,9 +1,7 @@
 """Energy counters around a cell: NVML's for the GPUs the cell runs on, the CPU packages' RAPL
 counters (powercap) for a CPU cell; where neither can be read, every reading is None.
 
-GPUs:
-
-Uses NVIDIA's ``pynvml`` (package ``nvidia-ml-py``) if it is installed and the driver supports
+GPUs: NVIDIA's ``pynvml`` (package ``nvidia-ml-py``) if it is installed and the driver supports
 ``nvmlDeviceGetTotalEnergyConsumption`` (Volta and newer); otherwise every reading is None. The GPUs
 are found by PCI bus id (TensorFlow's device description gives it), never by index: NVML numbers
 every GPU of the machine in PCI order, while CUDA's order and ``CUDA_VISIBLE_DEVICES`` or
@@ -15,8 +13,7 @@ CPUs: Linux's powercap interface (``/sys/class/powercap/intel-rapl:N``, on AMD t
 the cores or DRAM, are parts of it and are not added). A package counts every process on it,
 not only the cell's. Each counter wraps at ``max_energy_range_uj`` (about 262 kJ: over 20 minutes
 at 200 W); a meter read at least once per wrap adds the wrapped part back. Since 2020 most kernels
-let only root read ``energy_uj``: then there is no reading.
-"""
+let only root read ``energy_uj``: then there is no reading."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ behaviour), so nightly runs on the same machine and software group together.
 
 The CPU model and the NVIDIA driver are read from ``/proc`` by hand because no library at hand
 gives them: psutil has neither, and a worker on a GPU host runs from an offline bundle that holds
-TensorFlow's own packages only.
-"""
+TensorFlow's own packages only."""
 
 from __future__ import annotations
 
@@ -72,12 +71,6 @@ def effective_threads(setting: int, env_value: str | None, usable_cpus: int) -> 
     return usable_cpus
 
 
-def _usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def collect(device_type: str) -> Facts:
     """Facts about this process's devices and software; ``device_type`` is "GPU" or "CPU"."""
     import keras
@@ -107,7 +100,7 @@ def collect(device_type: str) -> Facts:
         "intra_op_threads": effective_threads(
             tf.config.threading.get_intra_op_parallelism_threads(),
             os.environ.get("TF_NUM_INTRAOP_THREADS"),
-            _usable_cpus(),
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
         ),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env": env,

@@ -5,8 +5,7 @@ The step traced is one replica's forward and backward pass on one micro-batch, a
 function runs it (:func:`harness.worker.training.loops.make_gradients`, no strategy, no in-graph loop,
 no optimizer step), on a fresh copy of the model under the cell's dtype policy. Only the ops the
 gradients depend on are counted (the graph as traced also holds ops that TensorFlow prunes before
-running it, such as the input gradient of the first layer).
-"""
+running it, such as the input gradient of the first layer)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,7 @@ reports each exit code on the worker's connection.
 
 It is hand-written, not ``multiprocessing``'s forkserver, because that one runs a pickled function
 in the server's own environment and working directory, while each worker here must be what
-``python -m harness.worker`` would be: its own session, the environment, working directory and log
-its launch asks for (``CUDA_VISIBLE_DEVICES``, ``TF_CONFIG``), dying with the harness, and an
-exit code the parent reads as from a ``Popen``.
-"""
+``python -m harness.worker`` would be (above), its exit code read as from a ``Popen``."""
 
 from __future__ import annotations
 

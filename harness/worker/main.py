@@ -7,8 +7,7 @@ Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one
 A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1. A
 ``verify`` worker (``WorkerOptions.deterministic``) turns on TensorFlow's op determinism and turns off
 TensorFloat-32 before anything else touches TensorFlow; an op that then has no deterministic kernel
-fails its cell with a reason that says so (:func:`failure_reason`).
-"""
+fails its cell with a reason that says so (:func:`failure_reason`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Measuring one cell in this process: build it, time its windows, check it, return its row
 and window rows (:func:`run_cell`); or train it a fixed number of updates for ``verify``
-(:func:`verify_cell`).
-"""
+(:func:`verify_cell`)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ the network), read from its INFO log.
 
 Local multi-worker cells give each worker a disjoint ``CUDA_VISIBLE_DEVICES``, which may move NCCL
 off P2P/NVLink onto shared memory or sockets; the row records what it used. The launcher turns the
-log on for GPU cells (``NCCL_DEBUG=INFO`` into ``NCCL_DEBUG_FILE``, unless the user set NCCL_DEBUG).
-"""
+log on for GPU cells (``NCCL_DEBUG=INFO`` into ``NCCL_DEBUG_FILE``, unless the user set NCCL_DEBUG)."""
 
 from __future__ import annotations
 

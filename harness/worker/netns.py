@@ -6,8 +6,7 @@ unprivileged user namespace with it), bring its loopback interface up, print the
 keep it until stdin closes. ``join MODULE ARGS...``: join the namespaces :data:`NETNS_ENV` names,
 then run ``python -m MODULE ARGS...`` (a fresh interpreter's way in; a forked worker calls
 :func:`join` itself right after its fork). Joining a user namespace needs a process with one
-thread: both ways join before anything starts a thread.
-"""
+thread: both ways join before anything starts a thread."""
 
 from __future__ import annotations
 

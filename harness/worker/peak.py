@@ -5,8 +5,7 @@ line per dtype (:data:`harness.contract.job.PEAK_MODULE`).
 Each repeat is one call of PRODUCTS distinct n x n products of OPERANDS operands (no product can be
 reused; at most :func:`peak_bytes` of device memory: 3 GiB for float32 at n = 8192 on a GPU, with
 memory growth on); a process's figure is its best repeat. The run takes the median over its peak processes (start, between passes,
-end), so one slow spell cannot set every row's MFU.
-"""
+end), so one slow spell cannot set every row's MFU."""
 
 from __future__ import annotations
 

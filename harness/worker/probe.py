@@ -8,8 +8,7 @@ line as soon as it ends, so a probe that kills the process still leaves the earl
 
 A probe all-reduces (replica id + 1) through the strategy and checks every replica got n(n+1)/2, so
 it catches an op with no kernel here (NCCL on CPU) and an op that returns wrong sums
-(HierarchicalCopyAllReduce on odd replica counts).
-"""
+(HierarchicalCopyAllReduce on odd replica counts)."""
 
 from __future__ import annotations
 

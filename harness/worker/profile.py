@@ -7,8 +7,7 @@ The window is the trainer's own (``Trainer.windows``: n updates ending in a host
 with its leading epoch), marked on the host by a ``TraceMe`` (:data:`MARK`); it runs after the
 timed windows (in a run in turns: in a process of its own after the turns,
 :mod:`harness.launch.breakdowns`), about :data:`PROFILE_WINDOW_S` long. Per update is over
-every update the marked span ran (the trainer's update counter before and after).
-"""
+every update the marked span ran (the trainer's update counter before and after)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ TensorFlow's own ``SlurmClusterResolver``, printed as one JSON line (the parent 
 TensorFlow; :func:`harness.launch.real_cluster.resolve_slurm` runs this).
 
 The line is ``{"spec": [[type, [addresses]], ...], "task_type", "task_index", "gpu_mask"}``, or
-``{"error": "..."}`` when the resolver refuses the job step.
-"""
+``{"error": "..."}`` when the resolver refuses the job step."""
 
 from __future__ import annotations
 

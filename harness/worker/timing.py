@@ -1,9 +1,5 @@
-"""The warm-up / calibrate / window / repeat protocol, around a loop's ``run`` and ``windows``.
-
-``run(steps)`` trains and returns the last loss, fetched to the host; ``windows(steps, n)`` runs n
-back-to-back windows and returns each one's seconds (each window ends in a host sync that also bounds
-the next one's start) and the last loss. See :class:`harness.worker.training.loops.Trainer`.
-"""
+"""The warm-up / calibrate / window / repeat protocol, around a loop's ``run`` and ``windows``
+(:class:`harness.worker.training.loops.Trainer`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The cells table's row (:class:`CellRow`): one cell of one run, a frozen dataclass of typed
 groups (the cell's axes, its figure as an :class:`~harness.contract.columns.Estimate`, the process
 spread, FLOPs, the peak and MFU, the breakdown, the co-tenant sides, the machine). Pure: no
-pyarrow, no pandas.
-"""
+pyarrow, no pandas."""
 
 from __future__ import annotations
 

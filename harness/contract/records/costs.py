@@ -1,6 +1,5 @@
 """The costs table's row (:class:`CostRow`): where a local run's wall time went. Pure: no pyarrow,
-no pandas.
-"""
+no pandas."""
 
 from __future__ import annotations
 

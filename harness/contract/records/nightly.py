@@ -1,6 +1,5 @@
 """The nightly table's row (:class:`NightlyRow`): one cell's night of ``nightly``, with what both
-decisions said (:class:`ChangePoint`: rule (b)'s). Pure: no pyarrow, no pandas.
-"""
+decisions said (:class:`ChangePoint`: rule (b)'s). Pure: no pyarrow, no pandas."""
 
 from __future__ import annotations
 

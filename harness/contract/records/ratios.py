@@ -1,6 +1,5 @@
 """The ratios table's row (:class:`RatioRow`): one comparison of a run, measured in turns. Pure: no
-pyarrow, no pandas.
-"""
+pyarrow, no pandas."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ A flat TypedDict, not a dataclass of groups, because its rows are assembled piec
 makes each window's columns (:mod:`harness.results.measured`), a co-tenant's turns tag them
 (``framework``, ``shared``), and the parent adds ``run_id``, ``pass`` and ``ab_side`` when the
 process reports (``{**window, ...}`` in :mod:`harness.launch.runner` and :mod:`harness.launch.ab`);
-every field may be absent until then. Functional syntax: ``pass`` is a keyword.
-"""
+every field may be absent until then. Functional syntax: ``pass`` is a keyword."""
 
 from __future__ import annotations
 

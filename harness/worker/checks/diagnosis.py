@@ -11,9 +11,8 @@
    (``tf.config.experimental.get_memory_info``) must exceed what its variable copies take by at
    least half the gradients (:func:`idle_gpus`).
 
-The integrity check runs it after every cell (:mod:`harness.integrity`), so a cell with such a
-problem is ``invalid`` and records no throughput. Imports TensorFlow lazily.
-"""
+The integrity check runs it after every cell (:mod:`harness.worker.checks.integrity`), so a cell
+with such a problem is ``invalid`` and records no throughput. Imports TensorFlow lazily."""
 
 from __future__ import annotations
 

@@ -2,9 +2,7 @@
 
 1. ``num_replicas_in_sync`` equals the cell's replicas in sync (replicas x workers; a worker's
    replicas under parameter_server).
-2. :func:`harness.diagnosis.diagnose`: the model and the optimizer were built inside
-   ``strategy.scope()`` (it names the one that was not), variables are mirrored on every replica
-   device, and every replica device did work.
+2. :func:`harness.worker.checks.diagnosis.diagnose` finds the model, optimizer and devices right.
 3. All replica copies of each variable are bitwise equal, except where :data:`MAY_DIFFER` says
    why they may not: a BatchNormalization layer's moving mean and variance (each replica keeps the
    statistics of its own batches: Keras's layer is not synchronized across replicas unless built
@@ -17,8 +15,7 @@
 5. The final loss and every weight are finite.
 6. Synchronous strategies: ``optimizer.iterations`` equals the updates the loop ran. (Under
    parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent workers
-   lose increments; the row reports it instead.)
-"""
+   lose increments; the row reports it instead.)"""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 its classes; MNIST: (B, 28, 28, 1) and 10 classes.
 
 No strategy logic here: the worker distributes the dataset. Both sources end in the same
-``repeat -> prefetch`` tail, so they differ only in where the examples come from.
-"""
+``repeat -> prefetch`` tail, so they differ only in where the examples come from."""
 
 from __future__ import annotations
 

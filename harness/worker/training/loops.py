@@ -13,8 +13,7 @@ returns an infinite dataset of batches of that many examples, and returns a :cla
 ``run(steps)`` trains ``steps`` updates (a multiple of steps_per_execution) and returns the last
 update's loss as a float, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of
 ``steps`` updates and returns their durations, each ending in a host sync, without adding any other
-sync.
-"""
+sync."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ class ReductionCounter:
     The custom loop also reduces the last update's loss once per call of steps_per_execution
     updates (``calls["loss"]``, per ``calls_traced``): counted where it is made, since
     MirroredStrategy reduces a value bound for the host through a ReductionToOneDevice of its own,
-    not through the strategy's cross-device ops (the wrapper sees it as phase ``counted``).
-    """
+    not through the strategy's cross-device ops (the wrapper sees it as phase ``counted``)."""
 
     phase: str = "other"
     calls: dict[str, int] = field(
@@ -155,8 +153,7 @@ def make_update(
     one optimizer step).
 
     Returns this replica's share of the update's loss (summing shares over replicas gives the mean
-    over the effective global batch).
-    """
+    over the effective global batch)."""
     gradients = make_gradients(model, optimizer, cell, counter)
     variables = model.trainable_variables
 
@@ -176,8 +173,7 @@ class Trainer:
     """A ready training loop. ``run(steps) -> last loss``; ``windows(steps, n) -> (seconds, loss)``.
 
     With several workers, ``per_worker`` holds after ``windows`` each worker's own seconds per
-    window (from its start barrier to its own host sync), gathered from every worker.
-    """
+    window (from its start barrier to its own host sync), gathered from every worker."""
 
     run: Callable[[int], float]
     windows: Callable[[int, int], tuple[list[float], float]]
@@ -383,8 +379,7 @@ def build_coordinated(
     own copy of the input pipeline (per-replica batches of per_replica_batch x accum_steps).
 
     Each call also returns the index of the worker that ran it: after the timed windows those values
-    are fetched (outside every window) into ``updates_by_worker``.
-    """
+    are fetched (outside every window) into ``updates_by_worker``."""
     import tensorflow as tf
 
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)

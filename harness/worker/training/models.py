@@ -1,6 +1,5 @@
 """MODELS registry: name -> Keras builder (call inside ``strategy.scope()``) and its FLOP-bearing layers
-(:mod:`harness.spec.models` counts the FLOPs).
-"""
+(:mod:`harness.spec.models` counts the FLOPs)."""
 
 from __future__ import annotations
 

@@ -91,8 +91,7 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
     In one process, ``experimental_distribute_dataset`` splits each batch into contiguous
     per-replica slices. With several workers each worker reads the same batches and keeps its own
     contiguous slice, so global replica r sees the same examples as replica r of MirroredStrategy:
-    a multi-worker cell computes what the single-process cell of the same global batch computes.
-    """
+    a multi-worker cell computes what the single-process cell of the same global batch computes."""
     import tensorflow as tf
 
     if cell.workers == 1:

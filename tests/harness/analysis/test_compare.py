@@ -76,7 +76,8 @@ def write_run(
         if cell.id in failed:
             row.update(status="failed", reason="boom", examples_per_sec=None)
             windows = []
-        files.write(i, unflatten(CellRow, row), windows)
+        files.write_windows(i, windows)
+        files.write_row(i, unflatten(CellRow, row))
     return run_id
 
 

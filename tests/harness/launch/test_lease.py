@@ -188,7 +188,7 @@ def test_the_chief_welcomes_each_task_and_orders_each_cell() -> None:
         lease.finish(0)
     for link in links:
         assert link.next(5) == ChiefEnd(True, 0, "the chief's run finished with exit code 0")
-        assert link.gone() is None
+        assert link._gone is None
 
 
 def test_the_chief_names_a_lost_task_and_its_host_at_once() -> None:
@@ -225,7 +225,7 @@ def test_a_task_sees_its_chief_gone_while_a_cell_runs() -> None:
         member.conn.shutdown(socket.SHUT_RDWR)
     end = link.next(5)
     assert isinstance(end, ChiefEnd) and not end.finished
-    assert link.gone() is not None and "the chief died or its host is gone" in str(link.gone())
+    assert link._gone is not None and "the chief died or its host is gone" in str(link._gone)
 
 
 def test_a_second_connection_in_a_tasks_name_counts_as_the_first_lost() -> None:

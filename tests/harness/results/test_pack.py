@@ -47,7 +47,8 @@ def write_run(
             "process_examples_per_sec": [eps + 100 * i],
             "fingerprint": "fp",
         }
-        files.write(i, unflatten(CellRow, row), [{"run_id": run_id, "cell_id": cell, "worker": 0}])
+        files.write_windows(i, [{"run_id": run_id, "cell_id": cell, "worker": 0}])
+        files.write_row(i, unflatten(CellRow, row))
     files.write_collective(0, {"run_id": run_id, "timestamp": f"{day}T00:00:00", "payload": "bytes"})
     files.write_ratios([unflatten(RatioRow, {"run_id": run_id, "relation": "strategy"})])
     files.write_cost(unflatten(CostRow, {"run_id": run_id, "wall_s": 60.0}))

@@ -65,7 +65,10 @@ def _window_rows(i: int, n: int = 3) -> list[dict]:
 def written(tmp_path):
     files = RunFiles(tmp_path, "2025-01-02", "20250102T030405Z-abcdef")
     rows = [_cell_row(i) for i in range(3)]
-    paths = [files.write(i, row, _window_rows(i)) for i, row in enumerate(rows)]
+    paths = []
+    for i, row in enumerate(rows):
+        files.write_windows(i, _window_rows(i))
+        paths.append(files.write_row(i, row))
     return tmp_path, files, rows, paths
 
 
@@ -149,7 +152,7 @@ def test_unset_figures_read_as_null(tmp_path):
     files = RunFiles(tmp_path, "2025-01-02", "run")
     cell = Cell(strategy="default")
     row = replace(cell_row(cell, Protocol()), status=Status.UNSUPPORTED, reason="why")
-    files.write(0, row, [])
+    files.write_row(0, row)
     df = store.read_cells(tmp_path)
     assert list(df.columns) == CELL_SCHEMA.names
     assert df.loc[0, "cell_id"] == cell.id and df.loc[0, "reason"] == "why"
@@ -188,9 +191,9 @@ def test_unknown_columns_raise_key_error(tmp_path):
     with pytest.raises(KeyError, match="not_a_column"):
         unflatten(CellRow, {**flatten(_cell_row(0)), "not_a_column": 1})
     with pytest.raises(KeyError, match="not_a_column"):
-        store.check_rows([{**flatten(_cell_row(0)), "not_a_column": 1}], CELL_SCHEMA)
+        store._table([{**flatten(_cell_row(0)), "not_a_column": 1}], CELL_SCHEMA)
     with pytest.raises(KeyError, match="bogus"):
-        files.write(1, _cell_row(1), [{**_window_rows(1)[0], "bogus": 2}])
+        files.write_windows(1, [{**_window_rows(1)[0], "bogus": 2}])
     assert len(store.read_cells(tmp_path)) == 0
 
 
@@ -238,8 +241,8 @@ def test_read_cells_keeps_types_with_null_rows(tmp_path):
         ran=replace(a.ran, jit_compile=False),
     )
     b = replace(b, status=Status.UNSUPPORTED, reason="why")
-    files.write(0, a, [])
-    files.write(1, b, [])
+    files.write_row(0, a)
+    files.write_row(1, b)
     cells = store.read_cells(tmp_path).set_index("cell_id")
     assert cells.window_steps.dtype == pd.Int64Dtype() and cells.loc[a.cell.cell_id, "window_steps"] == 40
     assert pd.isna(cells.loc[b.cell.cell_id, "window_steps"])

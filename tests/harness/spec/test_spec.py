@@ -687,7 +687,7 @@ def test_a_user_model_stays_a_model_ref_through_the_cell_and_its_job_file() -> N
 
     ref = ModelRef("/src/zoo.py", "mlp", "0123456789ab")
     assert ref == "/src/zoo.py:mlp@0123456789ab" and ref.label == "zoo.mlp@01234567"
-    cell = Cell(model=ref.text, strategy="default")  # as the command line and a job file give it
+    cell = Cell(model=str(ref), strategy="default")  # as the command line and a job file give it
     assert isinstance(cell.model, ModelRef) and cell.model.function == "mlp"
     assert cell.id.startswith("zoo.mlp@01234567/default/")
     again = Cell.from_dict(json.loads(json.dumps(cell.to_dict())))
