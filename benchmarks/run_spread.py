@@ -6,15 +6,18 @@ pairs and rungs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from scipy import stats
+
 from harness.analysis import across
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
-from harness.formulas.across_runs import Spread, fit
+from harness.formulas.across_runs import SHIFT, Spread, Sums, between, fit
 from harness.results import history
 
 SET = Path(__file__).parent / "run-spread" / "set.toml"
@@ -80,5 +83,48 @@ def literal(s: Spread) -> str:
     return f"CALIBRATION = Spread(\n    (\n{parts}    ),\n    {s.pairs},\n    {s.machines},\n    {s.dates!r},\n    {hours},\n)"
 
 
+SCALES = (
+    (0.0, 0.75, "back to back"),
+    (0.75, 2.0, "about an hour apart"),
+    (2.0, 1e9, "about three hours apart"),
+)
+"""Time scales of A/A pairs (hours apart): the components are fitted on each scale's pairs."""
+
+
+def sd_ci(x: Sums) -> str:
+    """A component's standard deviation with its 95% CI from the chi-square of its df (log units
+    as %)."""
+    if not x.df:
+        return "-"
+    v = x.variance
+    low, high = (x.df * v / stats.chi2.ppf(q, x.df) for q in (0.975, 0.025))
+    return f"{v**0.5:.1%} [{low**0.5:.1%}, {high**0.5:.1%}] ({x.df:.0f} df)"
+
+
+def components() -> list[str]:
+    """The fitted components at each time scale, every machine's pairs pooled."""
+    aa, _ = read()
+    lines = [
+        "| time scale | pairs | run-wide shift | one process (G + usual noise) | several processes | parameter server |"
+    ]
+    lines.append("|---|---|---|---|---|---|")
+    for low, high, name in SCALES:
+        fitted = Spread()
+        for runs in aa.values():
+            for a, b in itertools.combinations(runs, 2):
+                pair = fit(across.runs_of([*a, *b]))
+                if low <= pair.apart[0] < high:
+                    fitted = fitted + pair
+        lumped = [
+            sd_ci(Sums(g.ss, 0.0, g.df))
+            for g in (fitted.part(between(k)) for k in (across.ONE, across.PROCESSES, across.PS))
+        ]
+        lines.append(
+            f"| {name} | {fitted.pairs} | {sd_ci(fitted.part(SHIFT))} | " + " | ".join(lumped) + " |"
+        )
+    return lines
+
+
 if __name__ == "__main__":
     print(literal(derive()))
+    print("\n".join(["", *components()]))

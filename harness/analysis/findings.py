@@ -5,8 +5,7 @@ A ratio in turns has its CI over group instances and its verdict controls the fa
 across the run's comparisons (:mod:`harness.formulas.turns`): higher, lower, equivalent or
 undecided (:mod:`harness.formulas.verdicts`). Figures of separately measured processes are never
 ranked here: the only fastest is the one raced in turns (:mod:`harness.analysis.answer`).
-:func:`figures` serves the comparisons across runs, which cannot take turns.
-"""
+:func:`figures` serves the comparisons across runs, which cannot take turns."""
 
 from __future__ import annotations
 

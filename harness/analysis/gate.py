@@ -31,8 +31,7 @@ of runs, so a reader sees when a series is too noisy to gate at all. More candid
 last:3`` after three runs) shrink it by about sqrt(3).
 
 Change points in a series' history are found by :func:`change_points` (binary segmentation with the
-CUSUM step statistic).
-"""
+CUSUM step statistic)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ Machines are :mod:`harness.analysis.machines`'s. For each model:
   model's data set at the machine's best; energy per example where the machine measured it.
 
 Every configuration both machines measured is a row of :attr:`HardwareComparison.rows`: the
-evidence behind the sentences.
-"""
+evidence behind the sentences."""
 
 from __future__ import annotations
 

@@ -18,8 +18,7 @@ rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says 
   measured on one node (:func:`harness.analysis.scaling.find_one_device`, the efficiency
   baseline's key), with the alpha of the collectives fit on that row's machine as the latency per
   ring step where there is one, else 0 (:class:`Modelled` says which); the error is
-  (predicted - measured) / measured. predict models all-reduce strategies only.
-"""
+  (predicted - measured) / measured. predict models all-reduce strategies only."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ squares and degrees of freedom (:class:`Sums`), so the project's calibration set
 (S + max(residual mean square, G + mean_r(w))) / k. **A ratio** a / b (:func:`ratio`):
 exp(diff +- t sqrt(v_a + v_b)), t the Student-t quantile at the Welch-Satterthwaite degrees of
 freedom of the components, so each component's own uncertainty (few runs, few pairs) widens the
-interval.
-"""
+interval."""
 
 from __future__ import annotations
 

@@ -24,8 +24,7 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
 - verdict           = :mod:`harness.formulas.verdicts` (higher, lower, equivalent or undecided,
-  with m = MIN_EFFECT).
-"""
+  with m = MIN_EFFECT)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ GPUs are found by parsing ``nvidia-smi``'s text rather than through NVML (``pynv
 ``nvidia-smi`` comes with every NVIDIA driver and lists MIG instances by the UUIDs
 ``CUDA_VISIBLE_DEVICES`` takes, while ``nvidia-ml-py`` is only in the ``cuda`` extra, so a CPU
 install, where :func:`detect_platform` must still run, lacks it; ``/proc/cpuinfo`` and
-``/proc/meminfo`` are read by hand for the reason :mod:`harness.launch.cpu_use` gives.
-"""
+``/proc/meminfo`` are read by hand for the reason :mod:`harness.launch.cpu_use` gives."""
 
 from __future__ import annotations
 

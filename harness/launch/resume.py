@@ -16,8 +16,7 @@ Kinds of entry, in the order a run appends them:
 - ``end``: the last peak is measured; what is left is writing the rows.
 
 Every entry but the plan carries ``elapsed_s``, the run's seconds spent when it was appended: a
-resumed run's budget goes on from the last one (the seconds between it and the kill are lost).
-"""
+resumed run's budget goes on from the last one (the seconds between it and the kill are lost)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ Runs are ordered by their first row's timestamp.
 The history may be read from several **roots** at once (:data:`Roots`: ``--results`` given more than
 once), each a results folder or a pack file (:mod:`harness.results.pack`); their rows are read one
 after the other, and a run that two of them hold is refused before any row is read
-(:func:`open_roots`).
-"""
+(:func:`open_roots`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What several tables share: :class:`Status`, the run's columns (:class:`RunInfo`), where a row
 was measured (:class:`Machine`), a cell axis's column (:func:`axis_column`), and each column that
 more than one table has (an ``Annotated`` alias: one type, unit and description wherever it is
-used). Pure: no pyarrow, no pandas.
-"""
+used). Pure: no pyarrow, no pandas."""
 
 from __future__ import annotations
 
