@@ -17,7 +17,7 @@ if [ -n "$cpus" ]; then
   group=/sys/fs/cgroup/cpu/calib-$cpus
   mkdir -p "$group"
   echo 100000 > "$group/cpu.cfs_period_us"
-  python3 -c "print(int(float('$cpus') * 100000))" > "$group/cpu.cfs_quota_us"
+  awk "BEGIN { printf \"%d\", $cpus * 100000 }" > "$group/cpu.cfs_quota_us"
   name="$name ($cpus CPUs)"
 fi
 (
