@@ -25,9 +25,9 @@ inside [1/1.05, 1.05]."""
 class Protocol:
     """How each cell is timed (docs/explanation/statistics.md).
 
-    A cell is measured in ``processes`` independent passes over the run (each pass a fresh set of
-    worker processes, the cells in a new order); a cell whose process figures still disagree by a
-    coefficient of variation above ``unstable_cv`` gets more passes, up to ``max_processes``.
+    A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
+    independent passes over the run (each pass a fresh set of worker processes, the cells in a new
+    order).
     Inside each process, after a first call (``compile_s``), the window length is calibrated to
     about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
     updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
