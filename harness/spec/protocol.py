@@ -33,9 +33,8 @@ class Protocol:
     updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
     ending in a host sync. ``peak``: measure the run's matmul peak in its own processes (for mfu).
     ``breakdown``: time the parts of an update (compute, all-reduce, input, dispatch; on a GPU one
-    profiled window) after the windows, in each cell's first pass (:mod:`harness.worker.breakdown`);
-    a run in turns times them after its turns instead, in one process per cell
-    (:mod:`harness.launch.breakdowns`).
+    profiled window) after the windows (:mod:`harness.worker.breakdown`); a run in turns times them
+    after its turns instead, in one process per cell (:mod:`harness.launch.breakdowns`).
 
     A local run measures in turns (:mod:`harness.launch.turns`): the cells a reported ratio
     compares are live at once (a group of at most ``max_live`` processes; 0: from the machine's
