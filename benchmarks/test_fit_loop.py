@@ -21,8 +21,9 @@ import pytest
 
 from benchmarks.conftest import record_row
 from harness.contract.columns import flatten
+from harness.launch.budget import run_in_turns
 from harness.launch.platform import detect_platform
-from harness.launch.runner import run_sweep
+from harness.launch.run_params import Output, Work
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 
@@ -56,7 +57,7 @@ def plain_fit() -> float:
 
 
 def test_fit_and_ctl_against_plain_fit(benchmark: Any, results_dir: Path) -> None:
-    result = run_sweep([FIT, *CTLS], PROTOCOL, PLATFORM, results_dir)
+    result = run_in_turns(Work((FIT, *CTLS), PROTOCOL, PLATFORM), Output(results_dir))
     rows = {r.cell.cell_id: flatten(r) for r in result.rows}
     assert all(r["status"] == "ok" for r in rows.values()), [r["reason"] for r in rows.values()]
     plain = plain_fit()

@@ -1,7 +1,8 @@
 """One pytest-benchmark test per cell of a sweep (ids = cell ids), measured by the harness itself.
 
-The selected cells are measured together, once, by the harness's protocol (interleaved passes, each
-cell in fresh worker processes per pass, the run's peak in its own processes); each test then
+The selected cells are measured together, once, by the harness's protocol (in turns, in groups
+live at once, within the protocol's ``budget_min``, each cell in fresh worker processes, the run's
+peak in its own processes); each test then
 reports its cell: the raw timed windows of all its processes become the benchmark's rounds (seconds
 per optimizer update), and its full result row is ``extra_info``, so ``pytest benchmarks/
 --benchmark-json=F`` carries everything the parquet row does.
@@ -17,8 +18,10 @@ import pytest
 
 from benchmarks.conftest import record_row
 from harness.contract.columns import flatten
+from harness.launch.budget import run_in_turns
 from harness.launch.platform import detect_platform
-from harness.launch.runner import RunResult, run_sweep
+from harness.launch.run_params import Output, Work
+from harness.launch.runner import RunResult
 from harness.spec.cell import Cell
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import expand
@@ -38,7 +41,7 @@ def measured(request: pytest.FixtureRequest, results_dir: Path) -> RunResult:
         if hasattr(item, "callspec") and "cell" in item.callspec.params
     ]
     runnable = [c for c in chosen if not unsupported_reason(c, PLATFORM)]
-    return run_sweep(runnable, SWEEP.protocol, PLATFORM, results_dir)
+    return run_in_turns(Work(tuple(runnable), SWEEP.protocol, PLATFORM), Output(results_dir))
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.id for c in CELLS])

@@ -165,12 +165,6 @@ class Progress:
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def set_total(self, total: int) -> None:
-        """The number of steps changed (a pass skips failed cells, adaptive passes add some)."""
-        self.total = max(total, self.done)
-        if self._bar is not None:
-            self._update()
-
     def close(self) -> None:
         """Stop the live bar, leaving its last state on screen; idempotent."""
         if self._bar is not None:

@@ -1,9 +1,7 @@
 """Running a selection of cells, each in its own fresh processes, one after the other, with the
-progress bar, through one event loop (:func:`each_cell`): :func:`run_sweep` measures them in
-interleaved passes (a local run measures in turns instead: :mod:`harness.launch.budget`), the run's
-matmul peak before, between and after the passes, each process's windows stored as they arrive
-(an interrupted run loses nothing measured); :func:`verify_cells` trains each for ``verify``. The
-parent process never imports TensorFlow."""
+progress bar, through one event loop (:func:`each_cell`); :class:`RunState`, a run's rows, each
+process's windows stored as they arrive (an interrupted run loses nothing measured);
+:func:`verify_cells` trains each for ``verify``. The parent process never imports TensorFlow."""
 
 from __future__ import annotations
 
@@ -35,7 +33,7 @@ from harness.launch.platform import HostMachine, git_sha, this_machine
 from harness.launch.progress import Progress
 from harness.launch.single import run_worker
 from harness.launch.tenants import run_tenants
-from harness.results.aggregate import ProcessResult, aggregate, needs_another_pass, not_measured_row
+from harness.results.aggregate import ProcessResult, aggregate, not_measured_row
 from harness.results.history import earlier_figures
 from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
 from harness.results.references import Peak, with_history, with_peak, with_ratios
@@ -44,7 +42,6 @@ from harness.spec.cell import Cell
 from harness.spec.frameworks import NONE
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.rules import unsupported_reason
-from harness.spec.schedule import pass_order
 
 Launcher = Callable[[Cell, WorkerOptions, str], Iterator[EventLine]]
 """Runs one cell's processes and yields their events: :func:`run_cell_processes` (local), or this
@@ -384,62 +381,6 @@ class RunState:
             self.result.paths = [self.files.folder("cells"), self.files.folder("windows")]
         if self.files.write_ratios(ratios) is not None:
             self.result.paths.append(self.files.folder("ratios"))
-
-
-def run_sweep(
-    cells: list[Cell],
-    protocol: Protocol,
-    platform: Platform,
-    out: Path,
-    mnist_path: str | None = None,
-    progress: Progress | None = None,
-    launcher: Launcher = run_cell_processes,
-    peaks: PeakLog | None = None,
-    run_id: str | None = None,
-    machine: HostMachine | None = None,
-) -> RunResult:
-    """Measure every runnable cell in ``protocol.processes`` interleaved passes, write every row
-    (unsupported ones too) under ``out``, each stamped with ``machine`` (default: this host).
-
-    A cell whose process failed or was invalid is not run again, and cells whose processes
-    disagree get more passes (:func:`needs_another_pass`). ``peaks``: where the run's peak is measured (default: a :class:`PeakLog` of the cells' dtypes)."""
-    run = RunState(cells, protocol, platform, out, peaks, run_id, machine=machine)
-    options = WorkerOptions.of(
-        protocol, platform, out / "logs" / run.files.date / run.result.run_id, mnist_path
-    )
-    progress = progress or Progress(len(run.runnable) * protocol.processes)
-    try:
-        if run.runnable:
-            run.measure_peak()
-        for k in itertools.count():
-            if k < protocol.processes:
-                todo = [c for c in pass_order(run.runnable, k, protocol.seed) if run.ok_so_far(c)]
-            else:
-                todo = [
-                    c
-                    for c in pass_order(run.runnable, k, protocol.seed)
-                    if needs_another_pass(run.evidence[c.id], protocol)
-                ]
-            if not todo:
-                break
-            progress.set_total(
-                progress.done
-                + len(todo)
-                + sum(1 for c in run.runnable if run.ok_so_far(c)) * max(protocol.processes - k - 1, 0)
-            )
-            this_pass = dataclasses.replace(
-                options,
-                settings=dataclasses.replace(options.settings, breakdown=protocol.breakdown and k == 0),
-            )
-            for end in each_cell(todo, this_pass, launcher, progress, prefix=f"p{k}-"):
-                run.record(end, k)
-            run.measure_peak()
-    except KeyboardInterrupt:
-        run.result.interrupted = True
-    finally:
-        progress.close()
-        run.write_rows()
-    return run.result
 
 
 def verify_cells(

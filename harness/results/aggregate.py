@@ -87,15 +87,6 @@ def aggregate(
     return replace(row, breakdown=breakdown.derived(cell, row))
 
 
-def needs_another_pass(results: Sequence[ProcessResult], protocol: Protocol) -> bool:
-    """Adaptive repeats: every process ok, fewer than max_processes, and the process figures
-    disagree by a coefficient of variation above unstable_cv."""
-    if len(results) >= protocol.max_processes or any(r.row.status != Status.OK for r in results):
-        return False
-    between = stats.cv([_number(r.row.examples_per_sec.value) for r in results])
-    return math.isfinite(between) and between > protocol.unstable_cv
-
-
 def process_figures(row: CellRow) -> list[float]:
     """The row's process figures (examples/s; rows that kept none: its figure alone)."""
     values = row.spread.process_examples_per_sec

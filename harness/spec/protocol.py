@@ -25,17 +25,16 @@ inside [1/1.05, 1.05]."""
 class Protocol:
     """How each cell is timed (docs/explanation/statistics.md).
 
-    A cell is measured in ``processes`` independent passes over the run (each pass a fresh set of
-    worker processes, the cells in a new order); a cell whose process figures still disagree by a
-    coefficient of variation above ``unstable_cv`` gets more passes, up to ``max_processes``.
+    A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
+    independent passes over the run (each pass a fresh set of worker processes, the cells in a new
+    order).
     Inside each process, after a first call (``compile_s``), the window length is calibrated to
     about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
     updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
     ending in a host sync. ``peak``: measure the run's matmul peak in its own processes (for mfu).
     ``breakdown``: time the parts of an update (compute, all-reduce, input, dispatch; on a GPU one
-    profiled window) after the windows, in each cell's first pass (:mod:`harness.worker.breakdown`);
-    a run in turns times them after its turns instead, in one process per cell
-    (:mod:`harness.launch.breakdowns`).
+    profiled window) after the windows (:mod:`harness.worker.breakdown`); a run in turns times them
+    after its turns instead, in one process per cell (:mod:`harness.launch.breakdowns`).
 
     A local run measures in turns (:mod:`harness.launch.turns`): the cells a reported ratio
     compares are live at once (a group of at most ``max_live`` processes; 0: from the machine's

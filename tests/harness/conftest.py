@@ -5,7 +5,7 @@ import pytest
 
 @pytest.fixture
 def no_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``run_sweep`` and ``run_ab`` stamp every row with the checkout's commit (``git rev-parse``, a
+    """``RunState`` and ``run_ab`` stamp every row with the checkout's commit (``git rev-parse``, a
     process, in :func:`harness.launch.runner.suite_version`) and the machine's facts (its GPUs from
     ``nvidia-smi``, a process where there is one, in :func:`harness.launch.platform.machine_facts`):
     a fixed commit and no GPU query keep the tests of their event loops with fake launchers in the

@@ -321,14 +321,14 @@ def test_ctrl_c_keeps_rows_measured_so_far(tmp_path: Path) -> None:
     assert worker_processes(str(tmp_path)) == []
 
 
-@pytest.mark.usefixtures("no_git")
-def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
+def test_a_row_is_handed_on_as_soon_as_it_arrives(tmp_path: Path) -> None:
     """The record is handed on before the launcher has stopped its processes: a Ctrl-C during the
     shutdown that follows loses no measured row (no TensorFlow: a fake launcher)."""
     from harness.contract.columns import flatten
+    from harness.contract.events import Event
+    from harness.contract.job import WorkerOptions
     from harness.contract.records import Status
-    from harness.launch.peak import PeakLog
-    from harness.launch.runner import run_sweep
+    from harness.launch.runner import each_cell
     from harness.results.aggregate import not_measured_row
     from harness.spec.cell import Cell
     from harness.spec.protocol import Platform, Protocol
@@ -346,33 +346,30 @@ def test_a_row_is_stored_as_soon_as_it_arrives(tmp_path: Path) -> None:
         }
         raise KeyboardInterrupt  # while the launcher is still stopping its processes
 
-    result = run_sweep(
-        cells, protocol, Platform(), tmp_path / "results", launcher=launcher, peaks=PeakLog(Platform(), ())
-    )
-    assert result.interrupted and result.not_run == 1
-    assert [r.cell.cell_id for r in result.rows] == [cells[0].id]
-    stored = pd.read_parquet(tmp_path / "results" / "cells")
-    assert list(stored["cell_id"]) == [cells[0].id]
+    ends = each_cell(cells, WorkerOptions.of(protocol, Platform(), tmp_path), launcher)
+    end = next(ends)
+    assert end.event == Event.RECORD and end.row is not None and end.row.cell.cell_id == cells[0].id
+    with pytest.raises(KeyboardInterrupt):
+        next(ends)
 
 
-def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object):  # type: ignore[no-untyped-def]
-    """run_sweep with a launcher that reports, per call of a cell, the next of its figures."""
+def _fake_run(tmp_path: Path, figures: list[float], protocol: object):  # type: ignore[no-untyped-def]
+    """One run of the CNN under ``tmp_path``: a process per figure, its rows written."""
     import dataclasses
 
-    from harness.contract.columns import Estimate, flatten
+    from harness.contract.columns import Estimate
+    from harness.contract.events import Event
     from harness.contract.records import Machine, Status
     from harness.launch.peak import PeakLog
-    from harness.launch.runner import run_sweep
+    from harness.launch.runner import CellEnd, RunState
     from harness.results.measurement import cell_row
+    from harness.spec.cell import Cell
     from harness.spec.protocol import Platform
 
-    calls: list[str] = []
-
-    def launcher(cell, options, name):  # type: ignore[no-untyped-def]
-        k = sum(1 for c in calls if c == cell.id)
-        calls.append(cell.id)
-        eps = figures[cell.model][k]
-        row = cell_row(cell, protocol)
+    cell = Cell(model="cnn", strategy="default")
+    run = RunState([cell], protocol, Platform(), tmp_path / "results", PeakLog(Platform(), ()))  # type: ignore[arg-type]
+    for k, eps in enumerate(figures):
+        row = cell_row(cell, protocol)  # type: ignore[arg-type]
         row = dataclasses.replace(
             row,
             status=Status.OK,
@@ -381,49 +378,9 @@ def _fake_run(tmp_path: Path, figures: dict[str, list[float]], protocol: object)
             spread=dataclasses.replace(row.spread, cv_within_process=0.01),
             machine=Machine(fingerprint="fp"),
         )
-        yield {"event": "start", "cell_id": cell.id, "facts": None}
-        yield {
-            "event": "record",
-            "row": flatten(row),
-            "facts": None,
-            "windows": [
-                {
-                    "cell_id": cell.id,
-                    "worker": 0,
-                    "repeat": 0,
-                    "window_s": 1.0,
-                    "window_steps": 1,
-                    "examples": int(eps),
-                    "examples_per_sec": eps,
-                }
-            ],
-        }
-
-    from harness.spec.cell import Cell
-
-    cells = [Cell(model=m, strategy="default") for m in figures]
-    result = run_sweep(
-        cells, protocol, Platform(), tmp_path / "results", launcher=launcher, peaks=PeakLog(Platform(), ())
-    )
-    return result, calls
-
-
-@pytest.mark.usefixtures("no_git")
-def test_passes_interleave_cells_and_unstable_cells_get_more(tmp_path: Path) -> None:
-    from harness.spec.protocol import Protocol
-
-    protocol = Protocol(processes=3, max_processes=5, unstable_cv=0.10)
-    figures = {"cnn": [100.0, 101.0, 99.0], "dense": [100.0, 150.0, 70.0, 100.0, 100.0]}
-    result, calls = _fake_run(tmp_path, figures, protocol)
-    # three interleaved passes over both cells, then two more for the unstable one only
-    assert calls[:6].count(calls[0]) == 3 and len(set(calls[:2])) == 2 and len(set(calls[2:4])) == 2
-    assert calls[6:] == [c for c in calls if "dense" in c][3:]
-    rows = {r.cell.model: r for r in result.rows}
-    assert rows["cnn"].spread.processes == 3 and not rows["cnn"].spread.unstable
-    assert rows["dense"].spread.processes == 5 and rows["dense"].spread.unstable  # still cv > 0.10 at the cap
-    assert rows["dense"].spread.process_examples_per_sec == [100.0, 150.0, 70.0, 100.0, 100.0]
-    stored = pd.read_parquet(tmp_path / "results" / "windows")
-    assert sorted(stored[stored.cell_id == rows["dense"].cell.cell_id]["pass"]) == [0, 1, 2, 3, 4]
+        run.record(CellEnd(cell, Event.RECORD, row), k)
+    run.write_rows()
+    return run.result
 
 
 @pytest.mark.usefixtures("no_git")
@@ -431,8 +388,8 @@ def test_earlier_runs_in_the_folder_widen_the_ci(tmp_path: Path) -> None:
     from harness.spec.protocol import Protocol
 
     protocol = Protocol(processes=2, max_processes=2)
-    per_run = [{"cnn": [100.0, 101.0]}, {"cnn": [70.0, 71.0]}, {"cnn": [130.0, 131.0]}]
-    rows = [_fake_run(tmp_path, figures, protocol)[0].rows[0] for figures in per_run]
+    per_run = [[100.0, 101.0], [70.0, 71.0], [130.0, 131.0]]
+    rows = [_fake_run(tmp_path, figures, protocol).rows[0] for figures in per_run]
     assert [r.spread.ci_history_runs for r in rows] == [0, 0, 2]
     assert rows[2].examples_per_sec.low < 70.0  # the runs' spread, not the processes'
     stored = pd.read_parquet(tmp_path / "results" / "cells")

@@ -11,11 +11,11 @@ from harness.contract.columns import Estimate, flatten
 from harness.contract.records import Breakdown, Status
 from harness.formulas import stats
 from harness.launch.runner import plan
-from harness.results.aggregate import ProcessResult, aggregate, combine, needs_another_pass, not_measured_row
+from harness.results.aggregate import ProcessResult, aggregate, combine, not_measured_row
 from harness.results.measurement import cell_row
 from harness.results.store import CELL_SCHEMA
 from harness.spec.cell import Cell
-from harness.spec.protocol import Platform, Protocol
+from harness.spec.protocol import Platform
 from tests.harness.results.test_measurement import FIGURE_COLUMNS, PROTOCOL
 
 DEFAULT = Cell(strategy="default", batch=10)
@@ -102,14 +102,6 @@ def test_a_failed_process_decides_the_row_without_figures():
     assert out.status == Status.FAILED and out.reason == "pass 2 of 2: killed by SIGKILL"
     cols = flatten(out)
     assert all(cols[k] is None for k in FIGURE_COLUMNS)
-
-
-def test_adaptive_repeats_until_stable_or_the_cap():
-    p = Protocol(processes=3, max_processes=4, unstable_cv=0.10)
-    assert not needs_another_pass([_process(100.0), _process(101.0), _process(99.0)], p)
-    assert needs_another_pass([_process(100.0), _process(80.0), _process(120.0)], p)
-    assert not needs_another_pass([_process(100.0), _process(80.0), _process(120.0), _process(90.0)], p)
-    assert not needs_another_pass([_process(100.0), _process(None, Status.INVALID)], p)
 
 
 _MISSING = object()
