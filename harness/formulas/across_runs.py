@@ -246,8 +246,7 @@ def side(runs: Sequence[RunFigure], spread: Spread, kind: str, instances: int = 
 def measured(runs: Sequence[RunFigure]) -> Side:
     """A side whose spread is its own runs' (one machine's history): var(centres) with k - 1 df,
     NaN below 2 runs."""
-    centres = [r.centre for r in runs]
-    k = len(runs)
+    centres, k = [r.centre for r in runs], len(runs)
     s2 = float(np.var(centres, ddof=1)) if k >= 2 else NAN
     return Side(
         float(np.median([r.value for r in runs])),
@@ -260,9 +259,8 @@ def measured(runs: Sequence[RunFigure]) -> Side:
 def like(runs: Sequence[RunFigure], other: Side) -> Side:
     """A side of ``runs`` whose spread is ``other``'s (runs of the same machine): its terms
     reweighted to 1 / len(runs)."""
-    k = len(runs)
-    terms = tuple(Term(t.name, 1 / k, t.variance, t.df) for t in other.terms)
-    return Side(float(np.median([r.value for r in runs])), float(np.mean([r.centre for r in runs])), k, terms)
+    median, centre = float(np.median([r.value for r in runs])), float(np.mean([r.centre for r in runs]))
+    return like_k(Side(median, centre, len(runs), other.terms), len(runs))
 
 
 def interval(s: Side, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
