@@ -154,12 +154,6 @@ def _point(ax: Any, y: int, b: Bar) -> None:
     )
 
 
-def _missing(ax: Any, y: int) -> None:
-    """A not-measured bar: the words in place of a point, at the left of the panel."""
-    where = ax.get_yaxis_transform()  # x in axes fractions, y in rows
-    ax.text(0.01, y, NOT_MEASURED, transform=where, va="center", fontsize=8, color="#606060", style="italic")
-
-
 def _panel(ax: Any, panel: Panel, min_effect: float) -> None:
     """One model: the band, the leader's line at 1.0, one row per bar (the leader at the top, its
     label in bold)."""
@@ -170,8 +164,18 @@ def _panel(ax: Any, panel: Panel, min_effect: float) -> None:
     for y, b in enumerate(bars):
         if b.measured:
             _point(ax, y, b)
-        else:
-            _missing(ax, y)
+        else:  # the words in place of a point, at the left of the panel
+            where = ax.get_yaxis_transform()  # x in axes fractions, y in rows
+            ax.text(
+                0.01,
+                y,
+                NOT_MEASURED,
+                transform=where,
+                va="center",
+                fontsize=8,
+                color="#606060",
+                style="italic",
+            )
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     marks = ticks(lo, hi)
