@@ -75,14 +75,6 @@ def _root(results: str) -> Path:
     return Path(results)
 
 
-def _resolved(refs: list[str] | None, all_runs: pd.DataFrame) -> list[str]:
-    """The run ids ``--runs`` names (every run when None), oldest first, each once."""
-    if refs is None:
-        return [str(r) for r in all_runs["run_id"]]
-    named = {r for ref in refs for r in history.resolve(ref, all_runs, flag="--runs")}
-    return [str(r) for r in all_runs["run_id"] if r in named]
-
-
 def chosen(cells: pd.DataFrame, run_ids: list[str], machine: str | None) -> list[str]:
     """The runs packed: those of ``run_ids`` (oldest first) that machine ``machine`` measured
     (:mod:`harness.analysis.machines`); without ``machine``, all of them when they are one
@@ -132,7 +124,12 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(f"Received --out={args.out!r}; expected a file name ending {SUFFIX}.")
     root = _root(args.results)
     cells, _ = history.load(root)
-    run_ids = chosen(cells, _resolved(args.runs, history.runs(cells)), args.machine)
+    all_runs = history.runs(cells)
+    run_ids = [str(r) for r in all_runs["run_id"]]  # oldest first
+    if args.runs is not None:  # those --runs names, each once
+        named = {r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")}
+        run_ids = [str(r) for r in all_runs["run_id"] if r in named]
+    run_ids = chosen(cells, run_ids, args.machine)
     if not run_ids:
         raise HarnessError(
             f"Received --runs {' '.join(args.runs or [])}: no run to pack; expected {REF_HELP}."
