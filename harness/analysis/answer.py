@@ -245,7 +245,9 @@ def paragraphs(a: Answer) -> list[Para]:
             out.append(Para(title, tuple(_against(v, v is a.plain) for v in found)))
     raced = [a.leader, *(v.row for v in a.versus)]
     line = numerics_line(raced, [values(r.cell) for r in raced])
-    out += [*_precision(a), *([Para(line)] if line else []), _why(a), *_next(a)]
+    bound = breakdown.BOUND_BY_NAME.get(_verdict(a.leader)[0] or "")
+    step = None if bound is None else next_step(bound, values(a.leader.cell))
+    out += [*_precision(a), *([Para(line)] if line else []), _why(a), *([] if step is None else [step])]
     if a.shared:
         out.append(Para(f"All {len(a.versus) + 1} compared with {a.shared}."))
     return out
@@ -323,12 +325,6 @@ def next_step(bound: breakdown.Bound, config: words.Values) -> Para | None:
             sentence = f"Next: the leader is {bound.name}-bound, so try {axis.say(pair[1])} against {axis.say(pair[0])}:"
             return Para(sentence, (command,))
     return None
-
-
-def _next(a: Answer) -> list[Para]:
-    bound = breakdown.BOUND_BY_NAME.get(_verdict(a.leader)[0] or "")
-    step = None if bound is None else next_step(bound, values(a.leader.cell))
-    return [] if step is None else [step]
 
 
 def _precision(a: Answer) -> list[Para]:

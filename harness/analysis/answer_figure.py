@@ -91,17 +91,6 @@ def band_words(min_effect: float) -> str:
     return f"equivalent (±{round(min_effect * 100, 2):g}%)"
 
 
-def _span(bars: Sequence[Bar], min_effect: float) -> tuple[float, float]:
-    """The x range (ratios) that holds every point, CI end and the band, padded on a log scale; the
-    right side has room for the value written beside each point."""
-    values = [1 / (1 + min_effect), 1 + min_effect]
-    for b in bars:
-        values += [v for v in (b.ratio, b.low, b.high) if v is not None and math.isfinite(v) and v > 0]
-    lo, hi = math.log(min(values)), math.log(max(values))
-    width = hi - lo
-    return math.exp(lo - 0.06 * width), math.exp(hi + 0.22 * width)
-
-
 STEPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 """Tick spacing in ratio units (1%, 2%, ... 1000% of the leader's throughput)."""
 
@@ -154,24 +143,33 @@ def _point(ax: Any, y: int, b: Bar) -> None:
     )
 
 
-def _missing(ax: Any, y: int) -> None:
-    """A not-measured bar: the words in place of a point, at the left of the panel."""
-    where = ax.get_yaxis_transform()  # x in axes fractions, y in rows
-    ax.text(0.01, y, NOT_MEASURED, transform=where, va="center", fontsize=8, color="#606060", style="italic")
-
-
 def _panel(ax: Any, panel: Panel, min_effect: float) -> None:
     """One model: the band, the leader's line at 1.0, one row per bar (the leader at the top, its
     label in bold)."""
     bars = ordered(panel.bars)
-    lo, hi = _span(bars, min_effect)
+    values = [1 / (1 + min_effect), 1 + min_effect]  # the x range holds every point, CI end and the band
+    for b in bars:
+        values += [v for v in (b.ratio, b.low, b.high) if v is not None and math.isfinite(v) and v > 0]
+    lo, hi = math.log(min(values)), math.log(max(values))
+    width = hi - lo  # padded on a log scale; the right side has room for the value beside each point
+    lo, hi = math.exp(lo - 0.06 * width), math.exp(hi + 0.22 * width)
     ax.axvspan(1 / (1 + min_effect), 1 + min_effect, color="#0072B2", alpha=0.12, lw=0)
     ax.axvline(1.0, color="#000000", lw=1, ls="--")
     for y, b in enumerate(bars):
         if b.measured:
             _point(ax, y, b)
-        else:
-            _missing(ax, y)
+        else:  # the words in place of a point, at the left of the panel
+            where = ax.get_yaxis_transform()  # x in axes fractions, y in rows
+            ax.text(
+                0.01,
+                y,
+                NOT_MEASURED,
+                transform=where,
+                va="center",
+                fontsize=8,
+                color="#606060",
+                style="italic",
+            )
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     marks = ticks(lo, hi)

@@ -155,11 +155,6 @@ def warnings(
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# Rendering
-# ------------------------------------------------------------------------------------------------
-
-
 def render(report: Report) -> str:
     """The human-readable report: devices, build, threads, the probe table, warnings, advice."""
     f = report.facts

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.analysis import answer, findings
-from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, RatioRow, Status
 from harness.formulas import breakdown
 from harness.spec.groups import Relation
@@ -75,12 +74,6 @@ def _baseline(row: CellRow, rows: Sequence[CellRow]) -> CellRow | None:
     return next((r for r in rows if r.cell.cell_id == base_id and r.status == Status.OK), None)
 
 
-def _efficiency_text(e: Estimate) -> str:
-    """``0.54 [0.52, 0.55]`` (no CI where its ends are unknown)."""
-    ci = f" [{e.low:.2f}, {e.high:.2f}]" if e.low is not None and e.high is not None else ""
-    return f"{e.value:.2f}{ci}"
-
-
 def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
     """Per multi-device ok row with a 1-device baseline: its efficiency, and the per-update time
     (the step each cell's parts were timed with) and each part, on one device and on several (weak
@@ -93,7 +86,8 @@ def what_scaling_buys(rows: Sequence[CellRow]) -> list[str]:
         eff = r.efficiency.scaling_efficiency
         if r.status != Status.OK or base is None or base is r or eff.value is None:
             continue
-        text = f"{r.cell.model}, {named[r.cell.cell_id]}: efficiency {_efficiency_text(eff)}"
+        ci = f" [{eff.low:.2f}, {eff.high:.2f}]" if eff.low is not None and eff.high is not None else ""
+        text = f"{r.cell.model}, {named[r.cell.cell_id]}: efficiency {eff.value:.2f}{ci}"
         mine, theirs = breakdown.measured(r.breakdown), breakdown.measured(base.breakdown)
         if mine is not None and theirs is not None and mine.bounds is theirs.bounds:
             text += (

@@ -63,16 +63,11 @@ def _panel(ax: Any, conf: Configuration) -> None:
             fontsize=7,
         )
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(_gbit_formatter())
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))  # 1, 10, 25: not powers of ten
     ax.set_ylim(0, None)
     ax.set_xlabel("measured link, Gbit/s (log scale)")
     ax.set_ylabel("examples/s")
     ax.set_title(textwrap.fill(conf.title, 60), fontsize=8, loc="left")
     ax.legend(fontsize=7, loc="lower right")
-
-
-def _gbit_formatter() -> Any:
-    """Ticks as plain numbers (1, 10, 25), not powers of ten."""
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda x, _: f"{x:g}")

@@ -145,22 +145,18 @@ def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) 
     out: list[Machine] = []
     for name in dict.fromkeys(r.name for r in runs):
         mine = [r for r in runs if r.name == name]
-        _check_facts(name, mine)
+        known = [r for r in mine if r.facts is not None]
+        for other in known[1:]:
+            assert other.facts is not None and known[0].facts is not None
+            diff = known[0].facts.differences(other.facts)
+            if diff:
+                raise HarnessError(
+                    f"two machines under one name {name!r}: runs {known[0].run_id} and {other.run_id} "
+                    f"differ ({'; '.join(diff[:3])}); give one of them its own name with --name "
+                    f"{other.run_id}=NAME (or `run --machine NAME` when measuring)."
+                )
         out += [_machine(name, mine, "")] if all(r.facts for r in mine) else _split_by_peak(name, mine)
     return sorted(out, key=lambda m: m.name)
-
-
-def _check_facts(name: str, runs: Sequence[RunMachine]) -> None:
-    known = [r for r in runs if r.facts is not None]
-    for r in known[1:]:
-        assert r.facts is not None and known[0].facts is not None
-        diff = known[0].facts.differences(r.facts)
-        if diff:
-            raise HarnessError(
-                f"two machines under one name {name!r}: runs {known[0].run_id} and {r.run_id} differ "
-                f"({'; '.join(diff[:3])}); give one of them its own name with --name "
-                f"{r.run_id}=NAME (or `run --machine NAME` when measuring)."
-            )
 
 
 def overlap(a: Estimate, b: Estimate) -> bool:

@@ -89,17 +89,6 @@ def _efficiency(r: CellRow) -> str:
     return f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]" + (" ~1" if e.low <= 1 <= e.high else "")
 
 
-def _not_ok(records: Sequence[CellRow], named: dict[str, str]) -> list[tuple[str, ...]]:
-    """(status, model, configuration, reason) of each configuration not measured ok, sorted."""
-    bad = [(str(r.status), r.cell.model, named[r.cell.cell_id], r.reason or "-") for r in records]
-    return sorted(row for row in bad if row[0] != Status.OK)
-
-
-def _machines(rows: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in MACHINE_COLUMNS if c in rows]
-    return rows[rows["fingerprint"].notna()][cols].drop_duplicates("fingerprint")
-
-
 def _method(records: Sequence[CellRow]) -> Method:
     """The method paragraph's figures, from the first row's timing and the ok rows' spreads."""
     t, ok = records[0].timing, [r for r in records if r.status == Status.OK]
@@ -132,6 +121,9 @@ def build_html(
     records, typed = _cells(rows), _ratios(ratios)
     named = answer.labels(records)
     breakdown = explain.breakdown_table(records)
+    machines = rows[rows["fingerprint"].notna()][[c for c in MACHINE_COLUMNS if c in rows]]
+    # (status, model, configuration, reason) of each configuration not measured ok
+    bad = [(str(r.status), r.cell.model, named[r.cell.cell_id], r.reason or "-") for r in records]
     return render.page(
         "report.html",
         title=title,
@@ -148,7 +140,7 @@ def build_html(
         breakdown=None if breakdown.empty else _table(breakdown),
         collectives=collectives is not None and not collectives.empty,
         predictions=_predicted(rows, collectives),
-        machines=_table(_machines(rows)),
+        machines=_table(machines.drop_duplicates("fingerprint")),
         method=_method(records),
         verdict_rule=verdict_rule(_min_effect(typed)),
         min_history_runs=stats.MIN_HISTORY_RUNS,
@@ -159,7 +151,7 @@ def build_html(
         header=SUMMARY,
         summary=_summary(records, named),
         figures=[(p.stem, _png(p)) for p in pngs if p.stem != ANSWER_FIGURE],
-        not_ok=_not_ok(records, named),
+        not_ok=sorted(row for row in bad if row[0] != Status.OK),
     )
 
 

@@ -74,12 +74,6 @@ def synchronous(cell: Cell) -> bool:
 ASYNCHRONOUS_NOTE = "not compared: asynchronous updates"
 
 
-def _simplicity(cell: Cell) -> tuple[int, int, bool, bool]:
-    """The reference order: fewest devices, no accumulation, the reference strategy (the default
-    strategy), the ctl loop."""
-    return (cell.devices, cell.accum_steps, not cell.kind.reference, cell.loop != "ctl")
-
-
 @dataclass(frozen=True)
 class Numerics:
     """Where a cell's worker trained and how TensorFlow computed there, as the worker reported it.
@@ -169,7 +163,11 @@ def judge(
     given ``weights``, which maps a weights path to what training changed."""
     ok = [o for o in outcomes if o.status == Status.OK and synchronous(o.cell)]
     refs: dict[EquivalenceKey, Outcome] = {}
-    for o in sorted(ok, key=lambda o: _simplicity(o.cell)):
+    # the reference order: fewest devices, no accumulation, the reference strategy, the ctl loop
+    for o in sorted(
+        ok,
+        key=lambda o: (o.cell.devices, o.cell.accum_steps, not o.cell.kind.reference, o.cell.loop != "ctl"),
+    ):
         refs.setdefault(equivalence_key(o.cell), o)
     verdicts = []
     for o in outcomes:

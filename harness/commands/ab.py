@@ -100,13 +100,6 @@ def _python(flag: str, path: str | None) -> str | None:
     return path
 
 
-def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
-    env_a, env_b = side_envs(args)
-    return Side("A", _python("--baseline", args.baseline), env_a), Side(
-        "B", _python("--candidate", args.candidate), env_b
-    )
-
-
 @dataclass(frozen=True)
 class Plan:
     """What ``ab`` compares and how, every flag checked (:func:`plan`)."""
@@ -126,7 +119,9 @@ def plan(args: argparse.Namespace) -> Plan:
             "ab needs the cells to compare: cell axes (e.g. --model cnn,dense "
             "--strategy default --batch 64) or --sweep NAME."
         )
-    a, b = _sides(args)
+    env_a, env_b = side_envs(args)
+    a = Side("A", _python("--baseline", args.baseline), env_a)
+    b = Side("B", _python("--candidate", args.candidate), env_b)
     rule = pair_rule(args)
     if args.mode not in MODES:
         raise HarnessError(f"Received --mode {args.mode!r}; expected one of {sorted(MODES)}.")

@@ -108,20 +108,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def _rules(args: argparse.Namespace) -> Rules:
-    try:
-        return Rules(min_effect=args.min_effect, alpha=args.false_alarm)
-    except ValueError as e:
-        raise HarnessError(f"Received --min-effect/--false-alarm: {e}.") from None
-
-
-def _label(args: argparse.Namespace) -> str:
-    label = args.label if args.label is not None else dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
-    if not label.strip() or "," in label:
-        raise HarnessError(f"Received --label={label!r}; expected a non-empty label without commas.")
-    return label.strip()
-
-
 def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     """Every check before the first install or process (HarnessError on bad input)."""
     check_side("--candidate", args.candidate)
@@ -132,7 +118,13 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
             f"Received --min-pairs={args.min_pairs}, --max-pairs={args.max_pairs}; expected "
             "2 <= min-pairs <= max-pairs."
         )
-    rules, label = _rules(args), _label(args)
+    try:
+        rules = Rules(min_effect=args.min_effect, alpha=args.false_alarm)
+    except ValueError as e:
+        raise HarnessError(f"Received --min-effect/--false-alarm: {e}.") from None
+    label = args.label if args.label is not None else dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
+    if not label.strip() or "," in label:
+        raise HarnessError(f"Received --label={label!r}; expected a non-empty label without commas.")
     if args.markdown:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
     if args.sweep is None:  # axes given alone narrow the nightly sweep (e.g. --model my.py:build)
@@ -145,7 +137,7 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
             f"({platform_text(sel.platform)}; {sel.cells[0].id}: {reasons[0]}); expected at least "
             "one: `python -m harness list` with the same flags says why each is unsupported."
         )
-    return sel, rules, label
+    return sel, rules, label.strip()
 
 
 def _where(args: argparse.Namespace) -> str:

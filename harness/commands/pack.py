@@ -65,24 +65,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def _root(results: str) -> Path:
-    """``--results``: a folder (a pack file is read by the other commands, not packed again)."""
-    if Path(results).is_file():
-        raise HarnessError(
-            f"Received --results={results!r}; expected a results folder (a file: pack reads the "
-            "folder that `python -m harness run` wrote)."
-        )
-    return Path(results)
-
-
-def _resolved(refs: list[str] | None, all_runs: pd.DataFrame) -> list[str]:
-    """The run ids ``--runs`` names (every run when None), oldest first, each once."""
-    if refs is None:
-        return [str(r) for r in all_runs["run_id"]]
-    named = {r for ref in refs for r in history.resolve(ref, all_runs, flag="--runs")}
-    return [str(r) for r in all_runs["run_id"] if r in named]
-
-
 def chosen(cells: pd.DataFrame, run_ids: list[str], machine: str | None) -> list[str]:
     """The runs packed: those of ``run_ids`` (oldest first) that machine ``machine`` measured
     (:mod:`harness.analysis.machines`); without ``machine``, all of them when they are one
@@ -130,9 +112,19 @@ def size_text(size: int) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.out is not None and not (args.out.endswith(SUFFIX) and len(Path(args.out).name) > len(SUFFIX)):
         raise HarnessError(f"Received --out={args.out!r}; expected a file name ending {SUFFIX}.")
-    root = _root(args.results)
+    root = Path(args.results)
+    if root.is_file():  # a pack file is read by the other commands, not packed again
+        raise HarnessError(
+            f"Received --results={args.results!r}; expected a results folder (a file: pack reads the "
+            "folder that `python -m harness run` wrote)."
+        )
     cells, _ = history.load(root)
-    run_ids = chosen(cells, _resolved(args.runs, history.runs(cells)), args.machine)
+    all_runs = history.runs(cells)
+    run_ids = [str(r) for r in all_runs["run_id"]]  # oldest first
+    if args.runs is not None:  # those --runs names, each once
+        named = {r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")}
+        run_ids = [str(r) for r in all_runs["run_id"] if r in named]
+    run_ids = chosen(cells, run_ids, args.machine)
     if not run_ids:
         raise HarnessError(
             f"Received --runs {' '.join(args.runs or [])}: no run to pack; expected {REF_HELP}."

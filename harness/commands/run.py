@@ -111,18 +111,6 @@ KEPT_WITH_RESUME = {
 journal (``--machine`` is checked against the journal's name)."""
 
 
-def _selection_flags_given(args: argparse.Namespace) -> list[str]:
-    """The flags given on the command line other than :data:`KEPT_WITH_RESUME` (their values
-    differ from the defaults)."""
-    parser = argparse.ArgumentParser()
-    defaults = add_parser(parser.add_subparsers(), "").parse_args([])
-    return [
-        "--" + k.replace("_", "-")
-        for k, v in vars(args).items()
-        if k not in KEPT_WITH_RESUME and hasattr(defaults, k) and getattr(defaults, k) != v
-    ]
-
-
 def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         return _resume(args)
@@ -191,7 +179,12 @@ def _resume(args: argparse.Namespace) -> int:
     facts; ``--machine``, if given, against its name), then the run goes on where it stopped, its
     rows named as the journal's machine."""
     name = None if args.machine_name is None else check_machine_name(args.machine_name)
-    given = _selection_flags_given(args)
+    defaults = add_parser(argparse.ArgumentParser().add_subparsers(), "").parse_args([])
+    given = [  # the flags given other than KEPT_WITH_RESUME (their values differ from the defaults)
+        "--" + k.replace("_", "-")
+        for k, v in vars(args).items()
+        if k not in KEPT_WITH_RESUME and hasattr(defaults, k) and getattr(defaults, k) != v
+    ]
     if given:
         raise HarnessError(
             f"Received {', '.join(given)} with --resume; a resumed run measures the cells, protocol "

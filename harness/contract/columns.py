@@ -192,19 +192,14 @@ def _value(hint: object, raw: object, nan_is_null: bool) -> object:
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
-def _hints(record: type) -> dict[str, Any]:
-    """A record type's field types (evaluated once per type)."""
-    if record not in _HINTS:
-        _HINTS[record] = get_type_hints(record)
-    return _HINTS[record]
-
-
 def _build(record: type[R], values: Mapping[tuple[str, ...], object]) -> R:
     """A record (or group) from its columns' values keyed by path: a group or estimate all of whose
     columns are None is None where its field may be None, else the field's default; a column that
     is None where its type says it is always set keeps the field's default (an older file)."""
     kwargs: dict[str, object] = {}
-    hints = _hints(record)
+    if record not in _HINTS:  # a record type's field types, evaluated once per type
+        _HINTS[record] = get_type_hints(record)
+    hints = _HINTS[record]
     for f in dataclasses.fields(record):  # type: ignore[arg-type]
         base, optional = _strip_none(hints[f.name])
         has_default = f.default is not dataclasses.MISSING

@@ -79,14 +79,6 @@ def _title(group: Group) -> str:
     return f"{models}: {len(group.members)} configurations{' raced' if group.race else ''} ({group.name})"
 
 
-def _disturbance(instance: Instance) -> str:
-    """ ", k of n blocks disturbed (why)" when any was, else ""."""
-    bad = tstats.disturbed_blocks(instance.turns)
-    if not bad:
-        return ""
-    return f", {bad} of {len({t.block for t in instance.turns})} blocks disturbed{_why(instance.turns)}"
-
-
 class MachineBusy(Exception):
     """Another program disturbed more than the protocol's share of the run's blocks: the run stops
     (its rows are written; the message says which program and how to go on)."""
@@ -375,7 +367,8 @@ class TurnsRun:
         self.steps.update({k: n for k, n in instance.steps.items() if n > 0 and k not in self.steps})
         g.add(instance)
         self.unmeasured += g.without({m.key for m in g.group.members if not self.run.ok_so_far(m.cell)})
-        disturbed = _disturbance(instance)
+        bad, blocks = tstats.disturbed_blocks(instance.turns), len({t.block for t in instance.turns})
+        disturbed = f", {bad} of {blocks} blocks disturbed{_why(instance.turns)}" if bad else ""
         if disturbed and progress is not None and progress.tty:  # the bar's line is overwritten
             progress.warn(f"warning: {_title(g.group)}, round {g.instances}{disturbed}")
         say(f"{_title(g.group)}, round {g.instances}", f"{instance.wall_s:.0f} s{disturbed}")

@@ -263,14 +263,6 @@ def _probe(python: str, folder: Path, build: Build) -> dict[str, str]:
     return probe
 
 
-def _read_probe(path: Path) -> dict[str, str]:
-    """A build's probe file ({} where there is none, or only part of one)."""
-    try:
-        return {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
-
-
 def install(build: Build, envs: Path, index: Index, held_env: Held) -> Installed:
     """``build``'s wheel in its own folder, imported by the held interpreter. Cached: the wheel is
     reused, and its import probed again only when the held environment changed. BuildError when
@@ -278,7 +270,10 @@ def install(build: Build, envs: Path, index: Index, held_env: Held) -> Installed
     is left behind."""
     folder = folder_of(build, envs)
     probe_path = folder / PROBE_FILE
-    probe = _read_probe(probe_path)
+    try:  # {} where there is no probe file, or only part of one
+        probe = {str(k): str(v) for k, v in json.loads(probe_path.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        probe = {}
     if probe.get("held_pin") == held_env.pin:
         return _installed(build, folder, probe)
     if not probe:

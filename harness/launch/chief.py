@@ -130,7 +130,11 @@ def measure(
     state.place = place(config, lease) if stop() is None else ClusterPlace(config.nodes, config.placement)
     if run.peak is not None:
         restore_peak(state.peaks, run.peak)
-    done = _replay(state, run)
+    if run.replay:  # every window of the run is in its journal
+        shutil.rmtree(state.files.folder("windows"), ignore_errors=True)
+    for k, end in run.replay:  # the journaled processes kept again (their windows written anew, in order)
+        state.record(end, k)
+    done = {(k, end.cell.id) for k, end in run.replay}
     since = time.monotonic() - (started if started is not None else time.monotonic())
     budget = Budget(pr.budget_min, run.elapsed_s + since)
     order = [(k, c) for k in range(pr.processes) for c in pass_order(state.runnable, k, pr.seed)]
@@ -149,16 +153,6 @@ def measure(
         progress.close()
         state.write_rows()
     return state.result
-
-
-def _replay(state: RunState, run: ChiefRun) -> set[tuple[int, str]]:
-    """The journaled processes kept again (their windows written anew, in order); (pass, cell id)
-    of each."""
-    if run.replay:  # every window of the run is in its journal
-        shutil.rmtree(state.files.folder("windows"), ignore_errors=True)
-    for k, end in run.replay:
-        state.record(end, k)
-    return {(k, end.cell.id) for k, end in run.replay}
 
 
 def _passes(

@@ -143,17 +143,6 @@ def candidate(spec: str, envs: Path) -> Env:
     return Env(spec, python, versions(python), pin_of(text), text)
 
 
-def _pins(nightly: Path) -> dict[str, str]:
-    path = nightly / "pins.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise HarnessError(f"{path} cannot be read ({e}); move it out to pin the reference afresh.") from None
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
 def reference(spec: str, envs: Path, nightly: Path) -> Env:
     """The reference, pinned (module doc): installed from its lock file when ``nightly`` holds one
     for ``spec``, else from ``spec`` with the lock written."""
@@ -161,7 +150,15 @@ def reference(spec: str, envs: Path, nightly: Path) -> Env:
         text = freeze(spec)
         return Env(spec, spec, versions(spec), pin_of(text), text)
     what = f"cannot install the reference {spec!r}"
-    pins = _pins(nightly)
+    path, pins = nightly / "pins.json", {}
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise HarnessError(
+                f"{path} cannot be read ({e}); move it out to pin the reference afresh."
+            ) from None
+        pins = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
     python = make_venv(env_folder(envs, "reference", spec), what)
     if spec in pins:
         lock = nightly / f"reference-{pins[spec]}.txt"

@@ -133,9 +133,6 @@ class MachineLock:
         if previous is not None and previous.pid != os.getpid() and not _alive(previous.pid):
             say(f"took over the lock of pid {previous.pid}, which is no longer running")
         self._fd = fd
-        self._write_holder()
-
-    def _write_holder(self) -> None:
         since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         data = {"pid": os.getpid(), "command": self.command, "since": since, "out": str(self.out)}
         os.ftruncate(self._fd, 0)

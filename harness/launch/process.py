@@ -145,13 +145,6 @@ class Process:
         """``--worker-memory-gib`` where the worker runs under it (0: no cap)."""
         self._sampled = 0.0
 
-    def _sample_memory(self) -> None:
-        """Keep the process's resident high-water mark, at most every :data:`MEMORY_SAMPLE_S`."""
-        now = time.monotonic()
-        if now - self._sampled >= MEMORY_SAMPLE_S:
-            self._sampled = now
-            self.peak_rss = max(self.peak_rss, resident_peak_bytes(self.proc.pid) or 0)
-
     def read(self) -> list[dict[str, Any]]:
         """The complete JSON lines appended since the last call (other lines are skipped)."""
         with open(self.events_path) as f:
@@ -175,8 +168,11 @@ class Process:
     @property
     def running(self) -> bool:
         alive = self.proc.poll() is None
-        if alive:
-            self._sample_memory()
+        if alive:  # keep the resident high-water mark, at most every MEMORY_SAMPLE_S
+            now = time.monotonic()
+            if now - self._sampled >= MEMORY_SAMPLE_S:
+                self._sampled = now
+                self.peak_rss = max(self.peak_rss, resident_peak_bytes(self.proc.pid) or 0)
         return alive
 
     @property

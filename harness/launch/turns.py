@@ -25,7 +25,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -326,7 +326,9 @@ def _coordinate(
     ``ended``: the key of a member whose processes have all ended (None while all run)."""
     members = group.members
     units = [u for m in members for u in turn_units(m)]
-    coordinator.gather(_expected(members), plan.ready_timeout_s, ended, plan.behind_s)
+    expected = {m.key: timing_processes(m) for m in members}  # processes to say hello, by key
+    expected.update({k: 1 for m in members for k in _channel_keys(m)[1:]})
+    coordinator.gather(expected, plan.ready_timeout_s, ended, plan.behind_s)
     instance.lap("start")
     for key in (k for m in members for k in _channel_keys(m)):
         grant: Grant = {"do": Do.CALIBRATE, "window_s": plan.turn_s}
@@ -376,13 +378,6 @@ def _channel_keys(member: Member) -> tuple[str, ...]:
     framework (:func:`harness.spec.frameworks.tenant_key`)."""
     framework = member.cell.tenant_framework
     return (member.key,) if framework == NONE else (member.key, tenant_key(member.key, framework))
-
-
-def _expected(members: Sequence[Member]) -> dict[str, int]:
-    """Processes to say hello, by key."""
-    out = {m.key: timing_processes(m) for m in members}
-    out.update({k: 1 for m in members for k in _channel_keys(m)[1:]})
-    return out
 
 
 Timed = tuple[str, float, int, float]

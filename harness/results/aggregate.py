@@ -69,7 +69,11 @@ def aggregate(
     figures = [_number(r.row.examples_per_sec.value) for r in results]
     est = stats.figure(figures)
     between = stats.cv(figures)
-    row = _medians(rows, timed(results[-1].row))
+    flat, out = [flatten(r) for r in rows], flatten(timed(results[-1].row))
+    for leaf in leaves(CellRow):  # each column marked median (Col): the median over the processes
+        if leaf.col.median:
+            out[leaf.name] = _median([_float_or_none(f[leaf.name]) for f in flat])
+    row = unflatten(CellRow, out)
     row = replace(
         row,
         examples_per_sec=Estimate.of(est.value, est.low, est.high),
@@ -105,17 +109,6 @@ def _number(value: float | None) -> float:
 def _median(values: Sequence[float | None]) -> float | None:
     kept = [v for v in values if v is not None and not math.isnan(v)]
     return metrics.median(kept) if kept else None
-
-
-def _medians(rows: Sequence[CellRow], row: CellRow) -> CellRow:
-    """``row`` with each column marked ``median`` (:class:`~harness.contract.columns.Col`) the
-    median over ``rows`` (a cell's processes) of theirs."""
-    flat = [flatten(r) for r in rows]
-    out = flatten(row)
-    for leaf in leaves(CellRow):
-        if leaf.col.median:
-            out[leaf.name] = _median([_float_or_none(f[leaf.name]) for f in flat])
-    return unflatten(CellRow, out)
 
 
 def _float_or_none(value: object) -> float | None:

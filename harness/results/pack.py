@@ -173,14 +173,6 @@ def _manifest(tar: tarfile.TarFile) -> Manifest:
     )
 
 
-def _check_layout(tar: tarfile.TarFile) -> None:
-    """Every member is the manifest or lies in a folder of a results folder's layout."""
-    for name in tar.getnames():
-        top = name.split("/", 1)[0]
-        if name != MANIFEST and top not in _LAYOUT:
-            raise NotAPack(f"it holds {name!r}, outside a results folder's {', '.join(_LAYOUT)}")
-
-
 _SCRATCH: list[Path] = []
 """The process's one temporary folder for extracted packs (made on first use, removed at exit)."""
 _OPENED: dict[tuple[Path, int, int], Opened] = {}
@@ -201,7 +193,9 @@ def _extract(path: Path) -> Opened:
     try:
         with tarfile.open(path, "r:gz") as tar:
             manifest = _manifest(tar)
-            _check_layout(tar)
+            for name in tar.getnames():  # the manifest, or in a folder of a results folder's layout
+                if name != MANIFEST and name.split("/", 1)[0] not in _LAYOUT:
+                    raise NotAPack(f"it holds {name!r}, outside a results folder's {', '.join(_LAYOUT)}")
             folder = Path(tempfile.mkdtemp(dir=_scratch(), prefix="pack-"))
             tar.extractall(folder, filter="data")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as e:

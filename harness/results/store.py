@@ -219,12 +219,6 @@ def error_text(error: Exception) -> str:
     return re.sub(r"^Could not open Parquet input source '[^']*': ", "", first)
 
 
-def _damaged(path: Path, error: Exception) -> None:
-    if path not in DAMAGED:
-        DAMAGED[path] = error_text(error)
-        print(f"warning: {damage_text(path, DAMAGED[path])}", file=sys.stderr, flush=True)
-
-
 def table_files(folder: Path) -> list[Path]:
     """The parquet files of one table folder (temporary files of writes under way left out)."""
     return sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith("."))
@@ -249,7 +243,9 @@ def _read(root: Path, schema: pa.Schema) -> pd.DataFrame:
             try:
                 tables.append(read_file(f, schema))
             except READ_ERRORS as e:
-                _damaged(f, e)
+                if f not in DAMAGED:
+                    DAMAGED[f] = error_text(e)
+                    print(f"warning: {damage_text(f, DAMAGED[f])}", file=sys.stderr, flush=True)
         table = pa.concat_tables(tables) if tables else schema.empty_table()
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
