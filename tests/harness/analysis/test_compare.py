@@ -277,7 +277,7 @@ def test_compare_hardware_ratios_cost_page_and_json(tmp_path: Path) -> None:
         if row["versus"] is not None:  # twice as fast, one run each: decided, the CI holds 2
             r = row["versus"]["ratio"]
             assert r["low"] < 2.0 < r["high"] and row["versus"]["verdict"] == "higher"
-    assert "one run each" not in proc.stderr and "calibrated" in proc.stderr
+    assert "one run each" not in proc.stderr and "fitted on" in proc.stderr
     table = pd.read_csv(tmp_path / "hw.csv")
     assert set(table.machine) == {"fast"}
     assert (results / "hardware" / "hardware.html").exists()
