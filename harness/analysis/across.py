@@ -10,6 +10,7 @@ equivalent inside ±``min_effect``) and, when undecided, the runs a side likely 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ def _pooled(rows: Sequence[CellRow]) -> dict[str, tuple[str, RunFigure]]:
     out: dict[str, tuple[str, RunFigure]] = {}
     for cid, runs in by_run(rows).items():
         procs = tuple(x for r in runs.values() for x in figures(r))
-        out[cid] = (kind(next(iter(runs.values()))), RunFigure(float(sorted(procs)[len(procs) // 2]), procs))
+        out[cid] = (kind(next(iter(runs.values()))), RunFigure(float(statistics.median(procs)), procs))
     return out
 
 
@@ -123,16 +124,8 @@ def versus(group: str, a: Side, b: Side, min_effect: float = MIN_EFFECT) -> Vers
     verdict = judge(r.value, r.low, r.high, min_effect)
     band = math.log1p(min_effect)
     runs = 0 if verdict in DECIDED else across_runs.decide_runs(a, b, band)
-    return Versus(group, r, verdict, basis_words(a, b), runs)
-
-
-def basis_words(a: Side, b: Side) -> str:
-    """What a ratio's CI rests on, e.g. ``1 run / 3 runs``."""
-
-    def runs(s: Side) -> str:
-        return f"{s.runs} run" + ("" if s.runs == 1 else "s")
-
-    return f"{runs(a)} / {runs(b)}"
+    basis = " / ".join(f"{s.runs} run" + ("" if s.runs == 1 else "s") for s in (a, b))  # what the CI rests on
+    return Versus(group, r, verdict, basis, runs)
 
 
 def method(fitted: Spread, where: str) -> str:
