@@ -117,7 +117,7 @@ def components() -> list[str]:
                     fitted = fitted + pair
         lumped = [
             sd_ci(Sums(g.ss, 0.0, g.df))
-            for g in (fitted.part(between(k)) for k in (across.ONE, across.PROCESSES, across.PS))
+            for g in (fitted.part(between(k)) for k in (across.ONE, across.SEVERAL, across.PS))
         ]
         lines.append(
             f"| {name} | {fitted.pairs} | {sd_ci(fitted.part(SHIFT))} | " + " | ".join(lumped) + " |"

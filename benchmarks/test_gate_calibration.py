@@ -23,14 +23,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness.analysis import gate
+from harness.analysis import across, gate
 from harness.analysis.gate import GatePolicy
+from harness.contract.columns import unflatten_all
+from harness.contract.records import CellRow, Status
+from harness.formulas import across_runs
+from harness.formulas.across_runs import Run, RunFigure
 from harness.formulas.verdicts import HIGHER, LOWER
 from harness.results import history
 
@@ -61,7 +65,7 @@ HONEST_DETECTION = 0.90
 
 
 def aa_rates(
-    medians: Mapping[str, Sequence[float]],
+    runs: Sequence[Run],
     candidate_runs: int,
     policy: GatePolicy,
     history_runs: int = HISTORY,
@@ -70,21 +74,23 @@ def aa_rates(
     slowdown: float = SLOWDOWN,
 ) -> tuple[float, float, float]:
     """(false-positive rate, detection rate of the slowdown (a throughput factor; default 10%),
-    median detectable effect) of the gate replayed on same-code runs. ``medians``: per series, one
-    median throughput per run."""
+    median detectable effect) of the gate replayed on same-code ``runs``, each trial under the
+    calibration set's spread pooled with its baseline runs (what ``compare`` does)."""
     rng = np.random.default_rng(seed)
-    n_runs = min(len(m) for m in medians.values())
+    series = sorted(set.intersection(*(set(r.figures) for r in runs)))
     false_calls = detected = total = 0
     detectable = []
     for _ in range(trials):
-        picked = rng.choice(n_runs, candidate_runs + history_runs, replace=False)
-        cand, base = picked[:candidate_runs], picked[candidate_runs:]
-        for series, values in medians.items():
-            v = np.asarray(values, dtype=float)
-            same = gate.judge_series(series, "aa", list(v[cand]), list(v[base]), len(medians), policy)
-            slow = gate.judge_series(
-                series, "aa", list(v[cand] * slowdown), list(v[base]), len(medians), policy
-            )
+        picked = rng.choice(len(runs), candidate_runs + history_runs, replace=False)
+        cand, base = [runs[i] for i in picked[:candidate_runs]], [runs[i] for i in picked[candidate_runs:]]
+        spread = across_runs.pooled(across_runs.CALIBRATION, [base])
+        for cid in series:
+            kind, _ = base[0].figures[cid]
+            past = [r.figures[cid][1] for r in base]
+            now = [r.figures[cid][1] for r in cand]
+            same = gate.judge_series(cid, "aa", now, past, len(series), policy, spread, kind)
+            slower = [RunFigure(f.value * slowdown, tuple(p * slowdown for p in f.processes)) for f in now]
+            slow = gate.judge_series(cid, "aa", slower, past, len(series), policy, spread, kind)
             false_calls += same.change in (LOWER, HIGHER)
             detected += slow.change == LOWER
             detectable.append(same.detectable)
@@ -103,23 +109,24 @@ def _measure(results: Path) -> None:
         )
 
 
-def run_medians(results: Path) -> dict[str, list[float]]:
-    """Per cell id, its median throughput in each ok run, oldest run first."""
+def same_code_runs(results: Path) -> list[Run]:
+    """The ok rows of every run in ``results``, one :class:`Run` each (what ``compare`` fits)."""
     cells, _ = history.load(results)
-    ok = history.ok_rows(cells, list(history.runs(cells)["run_id"])).sort_values("timestamp")
-    return {c: [float(x) for x in g["examples_per_sec"]] for c, g in ok.groupby("cell_id")}
+    ok = cells[(cells["status"] == Status.OK) & cells["examples_per_sec"].notna()]
+    return across.runs_of(unflatten_all(CellRow, ok.to_dict("records")))
 
 
 def test_gate_false_positives_and_detection(tmp_path: Path, benchmark: object) -> None:
     results = Path(os.environ.get("HARNESS_AA_RESULTS") or tmp_path / "results")
     if "HARNESS_AA_RESULTS" not in os.environ:
         _measure(results)
-    medians = run_medians(results)
-    runs = min(len(m) for m in medians.values())
+    same = same_code_runs(results)
+    runs = len(same)
+    medians = {c: [r.figures[c][1].value for r in same if c in r.figures] for c in same[0].figures}
     cv = {c.split("/")[0]: float(np.std(m, ddof=1) / np.mean(m)) for c, m in medians.items()}
     policy = GatePolicy()
-    rates = {n: aa_rates(medians, n, policy) for n in (1, 3)}
-    at_detectable = {n: aa_rates(medians, n, policy, slowdown=1 - mde)[1] for n, (_, _, mde) in rates.items()}
+    rates = {n: aa_rates(same, n, policy) for n in (1, 3)}
+    at_detectable = {n: aa_rates(same, n, policy, slowdown=1 - mde)[1] for n, (_, _, mde) in rates.items()}
     for n, (fp, det, mde) in rates.items():
         print(
             f"\nA/A over {runs} runs x {len(medians)} cells, candidate {n} run(s) vs {HISTORY}: "

@@ -50,22 +50,27 @@ def test_the_constant_is_the_fit_of_the_set() -> None:
     assert run_spread.literal(across_runs.CALIBRATION) == run_spread.literal(SPREAD)
 
 
-PAIRS = [(m, i, j) for m, runs in SET.items() for i, j in itertools.combinations(range(len(runs)), 2)]
-
-
-@pytest.mark.parametrize("machine, i, j", PAIRS)
-def test_a_a_pairs_read_as_one_machine(machine: str, i: int, j: int) -> None:
-    """The ratio CI holds 1.0 for at least 90% of configurations of each kind, and at most 5% are
-    called higher or lower."""
-    found = verdicts(SET[machine][i], SET[machine][j])
-    print(table_line(f"A/A {machine}, runs {i} and {j}", found))
-    by_kind: dict[str, list[bool]] = {}
-    rows = {r.cell.cell_id: r for r in SET[machine][i]}
-    for cid, v in found.items():
-        by_kind.setdefault(across.kind(rows[cid]), []).append(v.ratio.low <= 1 <= v.ratio.high)
-    for kind, held in by_kind.items():
-        assert sum(held) / len(held) >= 0.9 or len(held) - sum(held) <= 1, kind
-    assert share(found, HIGHER) + share(found, LOWER) <= 0.05 + 1 / len(found)
+@pytest.mark.parametrize("machine", list(SET))
+def test_a_a_pairs_read_as_one_machine(machine: str) -> None:
+    """Over the machine's A/A pairs, the ratio CI holds 1.0 for at least 90% of configurations of
+    each kind, and at most 5% are called higher or lower. Pooled over the pairs, each printed: a
+    pair's configurations share its run-wide shift, so one pair's share is not a draw of
+    independent trials (a pair whose shift lies 2 sd out misses about one configuration in six
+    even when the model is right)."""
+    held: dict[str, list[bool]] = {}
+    called = []
+    for i, j in itertools.combinations(range(len(SET[machine])), 2):
+        found = verdicts(SET[machine][i], SET[machine][j])
+        print(table_line(f"A/A {machine}, runs {i} and {j}", found))
+        rows = {r.cell.cell_id: r for r in SET[machine][i]}
+        for cid, v in found.items():
+            held.setdefault(across.kind(rows[cid]), []).append(v.ratio.low <= 1 <= v.ratio.high)
+            called.append(v.verdict in (HIGHER, LOWER))
+    for kind, each in held.items():
+        print(f"  {kind}: CI holds 1.0 for {sum(each) / len(each):.1%} of {len(each)}")
+        assert sum(each) / len(each) >= 0.9, kind
+    print(f"  called higher or lower: {sum(called) / len(called):.1%} of {len(called)}")
+    assert sum(called) / len(called) <= 0.05
 
 
 def test_the_pairs_run_wide_shifts_agree_with_the_fitted_variance() -> None:

@@ -18,7 +18,7 @@ from harness.analysis.findings import figures
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow
 from harness.formulas import across_runs
-from harness.formulas.across_runs import Run, RunFigure, Side, Spread
+from harness.formulas.across_runs import ONE, PS, SEVERAL, Run, RunFigure, Side, Spread
 from harness.formulas.stats import Ratio
 from harness.formulas.verdicts import DECIDED, judge
 from harness.spec.protocol import DEFAULT_MIN_EFFECT
@@ -29,8 +29,6 @@ MIN_EFFECT = DEFAULT_MIN_EFFECT
 half-width: the suite's one band, as for ratios taken in turns (the CI, not the band, carries
 what runs that could not take turns add)."""
 
-PS, PROCESSES, ONE = "parameter server", "several processes", "one process"
-
 
 def kind(row: CellRow) -> str:
     """The kind of configuration whose run-by-configuration term is fitted apart: a
@@ -39,7 +37,7 @@ def kind(row: CellRow) -> str:
     if strategy is not None and strategy.ps_tasks:
         return PS
     multi = strategy is not None and strategy.multi_worker
-    return PROCESSES if multi or (row.cell.tenants or 1) > 1 else ONE
+    return SEVERAL if multi or (row.cell.tenants or 1) > 1 else ONE
 
 
 def by_run(rows: Sequence[CellRow]) -> dict[str, dict[str, CellRow]]:

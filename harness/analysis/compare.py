@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import gate, machines, render
+from harness.analysis import across, gate, machines, render
 from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.errors import EXIT_SHORT_HISTORY
+from harness.formulas import across_runs
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 NOW_FAILING = "now failing"
@@ -76,16 +77,24 @@ def compare(
     base_rows = _ok_rows(cells, baseline).assign(machine=lambda d: d["run_id"].map(names))
     series = ["cell_id", "fingerprint", "machine"]
     keys = sorted(set(cand_rows[series].itertuples(index=False, name=None)))
-    history_of = dict(iter(base_rows.groupby(series)))  # GroupBy has .keys
+    history_of = {k: _rows_of(g) for k, g in base_rows.groupby(series)}
+    spreads = {str(m): across.spread([_rows_of(g)]) for m, g in base_rows.groupby("machine")}
     compared = sum(1 for k in keys if k in history_of)
     verdicts = []
-    for key in keys:
-        mine = cand_rows[(cand_rows[series] == pd.Series(key, index=series)).all(axis=1)]
-        past = history_of.get(key)
+    for key, group in cand_rows.groupby(series, dropna=False):
+        cell_id, fingerprint, machine = (str(x) for x in key)
+        mine, past = _rows_of(group), history_of.get(key, [])
         verdict = gate.judge_series(
-            key[0], key[1], _run_medians(mine), [] if past is None else _run_medians(past), compared, policy
+            cell_id,
+            fingerprint,
+            [across.run_figure(r) for r in mine],
+            [across.run_figure(r) for r in past],
+            compared,
+            policy,
+            spreads.get(machine, across_runs.CALIBRATION),
+            across.kind(mine[0]),
         )
-        verdicts.append(replace(verdict, machine=key[2]))
+        verdicts.append(replace(verdict, machine=machine))
     cand_all = cells[cells["run_id"].isin(candidate)].assign(machine=lambda d: d["run_id"].map(names))
     was_ok = set(base_rows[series].itertuples(index=False, name=None))
     broken = [
@@ -114,9 +123,9 @@ def _ok_rows(cells: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
     return sel[(sel["status"] == Status.OK) & sel["examples_per_sec"].notna()]
 
 
-def _run_medians(rows: pd.DataFrame) -> list[float]:
-    """One median throughput (examples/s) per run, oldest first."""
-    return [float(x) for x in rows.sort_values("timestamp")["examples_per_sec"]]
+def _rows_of(rows: pd.DataFrame) -> list[CellRow]:
+    """The rows as records, one per run, oldest first."""
+    return unflatten_all(CellRow, rows.sort_values("timestamp").to_dict("records"))
 
 
 def _pct(x: float | None) -> str:

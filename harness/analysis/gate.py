@@ -10,11 +10,11 @@ The gate compares the candidate run(s) of a series with its baseline runs and ca
 when three tests agree:
 
 1. **Ratio of medians with a CI across runs**: ``r = median(candidate run medians) / median(baseline
-   run medians)``, its CI by :mod:`harness.formulas.across_runs`, the one cross-run formula of the
-   suite (``compare-hardware`` uses it between machines): a log-t interval whose spread is the
-   baseline runs' own, given to the candidate's runs as well (they ran on the same machine), so one
-   candidate run is judged as what it is: one draw. The CI's confidence is Bonferroni-corrected over
-   the m series compared, ``1 - alpha / m``.
+   run medians)``, its CI by :mod:`harness.formulas.across_runs`, the variance model every
+   comparison across runs uses: the project's calibration set pooled with the machine's baseline
+   runs (every series of them: the run-wide shift, the run-by-configuration term of the series'
+   kind, its processes' noise), so one candidate run is judged as what it is: one draw. The CI's
+   confidence is Bonferroni-corrected over the m series compared, ``1 - alpha / m``.
 2. **Minimum effect**: ``|r - 1| >= min_effect`` (default 5%), so a tiny but real change does not fail CI.
 3. **Robust z-score against the series' history**: ``z = (median(c) - median(h)) / sqrt(s_c^2 +
    s^2 / n_h)`` with c the n_c candidate run medians, h the n_h baseline run medians, ``s = 1.4826
@@ -36,14 +36,14 @@ CUSUM step statistic)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
 
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 from harness.formulas import across_runs, metrics
-from harness.formulas.across_runs import RunFigure
+from harness.formulas.across_runs import RunFigure, Side, Spread
 from harness.formulas.change_points import segments
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED, equivalent
 
@@ -165,32 +165,34 @@ def detectable_effect(
 def judge_series(
     cell_id: str,
     fingerprint: str,
-    candidate: Sequence[float],
-    baseline: Sequence[float],
+    candidate: Sequence[RunFigure],
+    baseline: Sequence[RunFigure],
     compared: int,
     policy: GatePolicy,
+    spread: Spread = across_runs.CALIBRATION,
+    kind: str = across_runs.ONE,
 ) -> SeriesVerdict:
-    """The verdict on one series. ``candidate`` and ``baseline``: run medians (examples/s), one per
-    run; ``compared``: series in the family (for Bonferroni)."""
-    center = float(np.median(candidate))
+    """The verdict on one series. ``candidate`` and ``baseline``: one figure per run (its median
+    examples/s and its processes'); ``compared``: series in the family (for Bonferroni);
+    ``spread``: the variance model across runs (the calibration set pooled with the machine's
+    history), whose ``kind`` of configuration the series is."""
+    center = float(np.median([r.value for r in candidate]))
     if not baseline:
         return SeriesVerdict(
             cell_id, fingerprint, center, None, None, None, None, None, 0, NEW, len(candidate)
         )
     confidence = 1 - policy.alpha / max(compared, 1)
-    base_side = across_runs.measured([RunFigure(v) for v in baseline])
-    r = across_runs.ratio(
-        across_runs.like([RunFigure(v) for v in candidate], base_side), base_side, confidence
-    )
+    r = across_runs.ratio(_side(candidate, spread, kind), _side(baseline, spread, kind), confidence)
+    candidate_v, baseline_v = [x.value for x in candidate], [x.value for x in baseline]
     ratio, lo, hi = r.value, r.low, r.high
-    base = metrics.median(baseline)
-    n = len(baseline)
+    base = metrics.median(baseline_v)
+    n = len(baseline_v)
     if n < policy.min_history:
         return SeriesVerdict(
             cell_id, fingerprint, center, base, ratio, lo, hi, None, n, SHORT_HISTORY, len(candidate)
         )
-    scale = _z_scale(baseline, len(candidate))  # resampled: computed once for z and detectable
-    z = robust_z(candidate, baseline, scale)
+    scale = _z_scale(baseline_v, len(candidate))  # resampled: computed once for z and detectable
+    z = robust_z(candidate_v, baseline_v, scale)
     change = EQUIVALENT if equivalent(lo, hi, policy.min_effect) else UNDECIDED
     if hi < 1 and ratio <= 1 - policy.min_effect and z <= -policy.z_threshold:
         change = LOWER
@@ -208,8 +210,13 @@ def judge_series(
         n,
         change,
         len(candidate),
-        detectable_effect(baseline, len(candidate), policy, scale),
+        detectable_effect(baseline_v, len(candidate), policy, scale),
     )
+
+
+def _side(runs: Sequence[RunFigure], spread: Spread, kind: str) -> Side:
+    """The runs' side under the variance model; its figure their median (the gate's figure)."""
+    return replace(across_runs.side(runs, spread, kind), value=float(np.median([r.value for r in runs])))
 
 
 EXIT_REGRESSION = EXIT_FAILURE

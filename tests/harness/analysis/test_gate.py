@@ -7,15 +7,52 @@ import pytest
 
 from harness.analysis import gate
 from harness.analysis.gate import GatePolicy
+from harness.formulas.across_runs import ONE, SHIFT, RunFigure, Spread, Sums, between, within
+
+
+def history_spread(history: list[float]) -> Spread:
+    """A machine whose runs spread as ``history`` does, all of it shared by its configurations
+    (the run-wide shift), with no other part."""
+    logs, k = np.log(history), len(history)
+    nothing = Sums(0.0, 0.0, 1000)
+    shift = Sums(float(np.var(logs, ddof=1)) * (k - 1), 0.0, k - 1) if k >= 2 else Sums()
+    return Spread(((SHIFT, shift), (between(ONE), nothing), (within(ONE), nothing)))
+
+
+def _judge(
+    candidate: list[float], baseline: list[float], compared: int, policy: GatePolicy
+) -> gate.SeriesVerdict:
+    """The gate on run figures of one process each, under the baseline's own spread."""
+    figs = [RunFigure(v) for v in candidate], [RunFigure(v) for v in baseline]
+    return gate.judge_series("c", "fp", *figs, compared, policy, history_spread(baseline))
+
+
+def test_the_gate_takes_its_spread_from_the_variance_model() -> None:
+    base = [1000.0, 1010.0, 990.0, 1005.0, 995.0]
+    quiet = gate.judge_series(
+        "c",
+        "fp",
+        [RunFigure(950.0)],
+        [RunFigure(v) for v in base],
+        1,
+        GatePolicy(min_history=3),
+        history_spread(base),
+    )
+    calibrated = gate.judge_series(
+        "c", "fp", [RunFigure(950.0)], [RunFigure(v) for v in base], 1, GatePolicy(min_history=3)
+    )
+    # the calibration set's runs spread more than this history: its CI is wider
+    assert calibrated.ci_high - calibrated.ci_low > quiet.ci_high - quiet.ci_low
+    assert quiet.ci_high < 1 < calibrated.ci_high
 
 
 def test_the_gates_ci_narrows_with_confidence_and_excludes_one_for_a_clear_drop() -> None:
     rng = np.random.default_rng(1)
     base = list(1000 * (1 + 0.02 * rng.standard_normal(20)))
     cand = list(900 * (1 + 0.02 * rng.standard_normal(3)))
-    v = gate.judge_series("c", "m", cand, base, 1, GatePolicy())
+    v = _judge(cand, base, 1, GatePolicy())
     assert v.ci_low < v.ratio < v.ci_high < 1 and v.ratio == pytest.approx(0.9, abs=0.03)
-    wider = gate.judge_series("c", "m", cand, base, 100, GatePolicy())  # Bonferroni over 100 series
+    wider = _judge(cand, base, 100, GatePolicy())  # Bonferroni over 100 series
     assert wider.ci_low < v.ci_low and wider.ci_high > v.ci_high
 
 
@@ -33,10 +70,10 @@ def test_a_bimodal_history_shrinks_less_with_more_runs_than_one_over_sqrt_n() ->
 def test_one_candidate_run_gets_the_baselines_run_to_run_spread() -> None:
     rng = np.random.default_rng(2)
     base = list(1000 * (1 + 0.05 * rng.standard_normal(10)))
-    one = gate.judge_series("c", "m", [1000.0], base, 1, GatePolicy())
+    one = _judge([1000.0], base, 1, GatePolicy())
     # one run is one draw: the CI is about as wide as the baseline's run-to-run spread
     assert one.ci_low < one.ratio < one.ci_high and one.ci_high - one.ci_low > 0.1
-    three = gate.judge_series("c", "m", [1000.0, 990.0, 1010.0], base, 1, GatePolicy())
+    three = _judge([1000.0, 990.0, 1010.0], base, 1, GatePolicy())
     assert three.ci_high - three.ci_low < one.ci_high - one.ci_low
 
 
@@ -66,7 +103,7 @@ def _series(
     rng = np.random.default_rng(seed)
     history = [1000 * (1 + noise * rng.standard_normal()) for _ in range(runs)]
     cand = [candidate * (1 + noise * rng.standard_normal()) for _ in range(candidate_runs)]
-    return gate.judge_series("c", "fp", cand, history, compared, policy)
+    return _judge(cand, history, compared, policy)
 
 
 def test_judge_flags_a_ten_percent_slowdown_and_speedup() -> None:
@@ -88,16 +125,16 @@ def test_noisy_series_report_a_larger_detectable_effect_that_more_runs_shrink() 
     assert _series(1000, noise=0.06, candidate_runs=3).detectable < noisy.detectable
     # a 10% slowdown inside a noise band of sd ~4.4% is not called from one run, but is from five
     history = [940.0, 960, 980, 1000, 1020, 1040, 1060, 950, 1050, 990, 1010, 1000]  # MAD 30
-    one = gate.judge_series("c", "fp", [900.0], history, 1, GatePolicy())
+    one = _judge([900.0], history, 1, GatePolicy())
     assert one.change == gate.UNDECIDED and one.z == pytest.approx(-100 / (1.4826 * 30) / np.sqrt(13 / 12))
-    five = gate.judge_series("c", "fp", [890.0, 900, 905, 895, 910], history, 1, GatePolicy())
+    five = _judge([890.0, 900, 905, 895, 910], history, 1, GatePolicy())
     assert five.change == gate.LOWER and five.detectable < one.detectable
 
 
 def test_judge_short_history_and_new_series() -> None:
     short = _series(900, runs=3)
     assert short.change == gate.SHORT_HISTORY and short.history == 3 and short.z is None
-    new = gate.judge_series("c", "fp", [1.0], [], 1, GatePolicy())
+    new = _judge([1.0], [], 1, GatePolicy())
     assert new.change == gate.NEW
 
 

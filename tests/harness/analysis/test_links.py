@@ -141,8 +141,8 @@ def test_the_faster_link_is_decided_faster_with_the_cross_run_ci(result: links.L
     def runs(*eps: float) -> list[across_runs.RunFigure]:
         return [across_runs.RunFigure(x, (x * 0.98, x, x * 1.02)) for x in eps]
 
-    slow_side = across_runs.side(runs(8000.0, 8100.0), result.spread, across.PROCESSES)
-    fast_side = across_runs.side(runs(11700.0, 11900.0, 11800.0), result.spread, across.PROCESSES)
+    slow_side = across_runs.side(runs(8000.0, 8100.0), result.spread, across.SEVERAL)
+    fast_side = across_runs.side(runs(11700.0, 11900.0, 11800.0), result.spread, across.SEVERAL)
     expected = across_runs.ratio(fast_side, slow_side)
     assert (fast.versus.ratio.value, fast.versus.ratio.low) == pytest.approx((expected.value, expected.low))
     # a setting's figure: the geometric mean of its runs'
