@@ -31,9 +31,10 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         NAME,
         help=summary,
-        description="The pack holds each run's cells, windows, ratios, costs and collectives files and "
-        "its journal, at the paths they have in the folder, and pack.json (the format and its version, "
-        f"the run ids, when packed, the suite's version). REF: {REF_HELP}.",
+        description="The runs are those of the cells and collectives tables (a --sweep collectives run has "
+        "collectives rows alone). The pack holds each run's cells, windows, ratios, costs and "
+        "collectives files and its journal, at the paths they have in the folder, and pack.json (the "
+        f"format and its version, the run ids, when packed, the suite's version). REF: {REF_HELP}.",
     )
     p.add_argument(
         "--results",
@@ -46,7 +47,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         nargs="+",
         default=None,
         metavar="REF",
-        help="the runs to pack. Default: every run in the folder",
+        help="the runs to pack (of the cells or collectives table). Default: every run in the folder",
     )
     p.add_argument(
         "--out",
@@ -65,11 +66,16 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def chosen(cells: pd.DataFrame, run_ids: list[str], machine: str | None) -> list[str]:
-    """The runs packed: those of ``run_ids`` (oldest first) that machine ``machine`` measured
-    (:mod:`harness.analysis.machines`); without ``machine``, all of them when they are one
-    machine's, else a HarnessError naming the machines to choose from."""
-    names = machine_names(cells[cells["run_id"].isin(run_ids)])
+def chosen(
+    cells: pd.DataFrame, collectives: pd.DataFrame, run_ids: list[str], machine: str | None
+) -> list[str]:
+    """The runs packed: those of ``run_ids`` (oldest first) that machine ``machine`` measured (a
+    cells run's machine from :mod:`harness.analysis.machines`, a collectives run's the name on its
+    rows); without ``machine``, all of them when they are one machine's, else a HarnessError naming
+    the machines to choose from."""
+    named = collectives[collectives["run_id"].isin(run_ids) & collectives["machine"].notna()]
+    names = dict(zip(named["run_id"], named["machine"], strict=True))
+    names |= machine_names(cells[cells["run_id"].isin(run_ids)])
     found = sorted(set(names.values()))
     if machine is None:
         if len(found) > 1:
@@ -99,14 +105,8 @@ def _out_path(out: str | None, first_run: str, force: bool) -> Path:
 
 def size_text(size: int) -> str:
     """A size in bytes as people read it (``812 B``, ``41.2 KiB``, ``3.0 MiB``)."""
-    if size < 1024:
-        return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            break
-    return f"{value:.1f} {unit}"
+    power = max(0, min((size.bit_length() - 1) // 10, 3))
+    return f"{size} B" if not power else f"{size / 1024**power:.1f} {('KiB', 'MiB', 'GiB')[power - 1]}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,21 +118,20 @@ def run(args: argparse.Namespace) -> int:
             f"Received --results={args.results!r}; expected a results folder (a file: pack reads the "
             "folder that `python -m harness run` wrote)."
         )
-    cells, _ = history.load(root)
-    all_runs = history.runs(cells)
+    cells, collectives = history.load_runs(root)
+    all_runs = history.runs(cells, collectives)
     run_ids = [str(r) for r in all_runs["run_id"]]  # oldest first
     if args.runs is not None:  # those --runs names, each once
         named = {r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")}
-        run_ids = [str(r) for r in all_runs["run_id"] if r in named]
-    run_ids = chosen(cells, run_ids, args.machine)
-    if not run_ids:
-        raise HarnessError(
-            f"Received --runs {' '.join(args.runs or [])}: no run to pack; expected {REF_HELP}."
-        )
+        run_ids = [r for r in run_ids if r in named]
+    run_ids = chosen(cells, collectives, run_ids, args.machine)
     out = _out_path(args.out, run_ids[0], args.force)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     packed = write_pack(root, Manifest(FORMAT, VERSION, tuple(run_ids), stamp, __version__), out)
-    rows = int(cells["run_id"].isin(run_ids).sum())
+    rows = [int(t["run_id"].isin(run_ids).sum()) for t in (cells, collectives)]
     runs = f"{len(run_ids)} run" + ("" if len(run_ids) == 1 else "s")
-    print(f"wrote {out}: {runs}, {rows} cell rows, {packed.files} files, {size_text(packed.size)}")
+    print(
+        f"wrote {out}: {runs}, {rows[0]} cell rows, {rows[1]} collectives rows, {packed.files} files, "
+        f"{size_text(packed.size)}"
+    )
     return 0

@@ -131,9 +131,19 @@ def _load_one(root: Path, ab: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     return cells, windows
 
 
-def _where(root: Root) -> str:
-    """Where a root's cells are, in words (a pack: the pack itself)."""
-    return root.given if root.pack else str(Path(root.given) / "cells")
+def _no_results(roots: Sequence[Root]) -> HarnessError:
+    """The error for ``roots`` holding no row, naming where they hold cells (a pack: itself)."""
+    where = ", ".join(r.given if r.pack else str(Path(r.given) / "cells") for r in roots)
+    return HarnessError(f"no results under {where}: run `python -m harness run` first, or pass --results DIR")
+
+
+def _folders(roots: Roots, flag: str) -> tuple[Root, ...]:
+    """``roots`` opened as :func:`open_roots` does; HarnessError when one does not exist."""
+    opened = open_roots(roots, flag)
+    missing = [r for r in opened if not r.folder.exists()]
+    if missing:
+        raise _no_results(missing[:1])
+    return opened
 
 
 def load(roots: Roots, ab: bool = False, flag: str = "--results") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -144,20 +154,23 @@ def load(roots: Roots, ab: bool = False, flag: str = "--results") -> tuple[pd.Da
     runs' rows) are not runs of the history and are left out, unless ``ab`` (``report --run
     AB_ID``). A file that cannot be read is named on stderr and left out
     (:func:`harness.results.store.damage_text`)."""
-    opened = open_roots(roots, flag)
-    missing = [r for r in opened if not r.folder.exists()]
-    if missing:
-        raise HarnessError(
-            f"no results under {_where(missing[0])}: run `python -m harness run` first, or pass --results DIR"
-        )
+    opened = _folders(roots, flag)
     parts = [_load_one(r.folder, ab) for r in opened]
     cells, windows = _concat([c for c, _ in parts]), _concat([w for _, w in parts])
     if cells.empty:
-        raise HarnessError(
-            f"no results under {', '.join(_where(r) for r in opened)}: run `python -m harness run` "
-            "first, or pass --results DIR"
-        )
+        raise _no_results(opened)
     return cells, windows
+
+
+def load_runs(roots: Roots, flag: str = "--results") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, collectives) under ``roots``: the tables whose rows make runs (a ``--sweep collectives``
+    run's are collectives alone), read as :func:`load` does; HarnessError when neither has a row."""
+    opened = _folders(roots, flag)
+    cells = _concat([_load_one(r.folder, False)[0] for r in opened])
+    collectives = _concat([read_collectives(r.folder) for r in opened])
+    if cells.empty and collectives.empty:
+        raise _no_results(opened)
+    return cells, collectives
 
 
 def _each(roots: Roots, read: Callable[[Path], pd.DataFrame]) -> pd.DataFrame:
@@ -188,16 +201,12 @@ def costs(roots: Roots) -> pd.DataFrame:
     return _each(roots, _costs_or_none)
 
 
-def runs(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: run_id, start (first timestamp), rows, fingerprints; oldest first."""
-    if cells.empty:
-        return pd.DataFrame(columns=["run_id", "start", "rows", "fingerprints"])
-    grouped = cells.groupby("run_id", sort=False).agg(
-        start=("timestamp", "min"),
-        rows=("cell_id", "size"),
-        fingerprints=("fingerprint", lambda s: tuple(sorted(set(s.dropna())))),
-    )
-    return grouped.reset_index().sort_values(["start", "run_id"]).reset_index(drop=True)
+def runs(*tables: pd.DataFrame) -> pd.DataFrame:
+    """One row per run of ``tables`` (cells, and collectives where a caller reads them): run_id
+    and start (its first row's timestamp); oldest first."""
+    rows = _concat([t[["run_id", "timestamp"]] for t in tables])
+    first = rows.groupby("run_id", sort=False)["timestamp"].min().rename("start").reset_index()
+    return first.sort_values(["start", "run_id"]).reset_index(drop=True)
 
 
 def resolve(

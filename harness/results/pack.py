@@ -19,7 +19,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -57,19 +57,7 @@ class Manifest:
     """The version of the suite that packed it (``harness.__version__``)."""
 
     def to_json(self) -> bytes:
-        return (
-            json.dumps(
-                {
-                    "format": self.format,
-                    "format_version": self.format_version,
-                    "run_ids": list(self.run_ids),
-                    "packed_at": self.packed_at,
-                    "suite_version": self.suite_version,
-                },
-                indent=2,
-            )
-            + "\n"
-        ).encode()
+        return (json.dumps(asdict(self), indent=2) + "\n").encode()
 
 
 @dataclass(frozen=True)

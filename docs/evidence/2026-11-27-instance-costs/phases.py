@@ -1,7 +1,9 @@
 """Per-phase cost of the runs under the folders given: each run's costs row, and its instances'
 phases from the journal (seconds per instance and per member), side by side.
 
-    python phases.py /tmp/pc/res-old-0 /tmp/pc/res-new-0 ...
+    python docs/evidence/2026-11-27-instance-costs/phases.py instance-costs/pc/res-old-0 instance-costs/pc/res-new-0 ...
+
+(from the repository root, on the folders abba.sh and breakdown-abba.sh write)
 """
 
 from __future__ import annotations

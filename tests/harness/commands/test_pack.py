@@ -16,8 +16,13 @@ from harness.commands import main
 from harness.commands.pack import size_text
 from harness.results import store
 from harness.results.pack import open_pack
+from harness.results.store import RunFiles
+from tests.harness.analysis.test_links import cluster_rows, predicted
+from tests.harness.analysis.test_links import collectives as link_collectives
 from tests.harness.commands.test_check import _history
+from tests.harness.commands.test_compare_links import _write as write_cells
 from tests.harness.commands.test_predict import _folder as predict_folder
+from tests.harness.commands.test_predict import write_collectives
 from tests.harness.results.test_pack import RUN_A, RUN_B, write_run
 
 
@@ -57,7 +62,10 @@ def test_pack_writes_every_run_to_the_first_run_s_name_here_and_says_what(
 
     path = tmp_path / f"{RUN_A}.tar.gz"
     assert (code, err) == (0, "")
-    assert out == f"wrote {RUN_A}.tar.gz: 2 runs, 4 cell rows, 16 files, {size_text(path.stat().st_size)}\n"
+    assert out == (
+        f"wrote {RUN_A}.tar.gz: 2 runs, 4 cell rows, 2 collectives rows, 16 files, "
+        f"{size_text(path.stat().st_size)}\n"
+    )
     assert open_pack(path).manifest.run_ids == (RUN_A, RUN_B)
 
 
@@ -69,7 +77,7 @@ def test_pack_takes_run_references_and_an_out_file(tmp_path: Path) -> None:
 
     code, text, _ = _call("pack", "--results", str(root), "--runs", "latest", "--out", str(out))
 
-    assert code == 0 and text.startswith(f"wrote {out}: 1 run, 2 cell rows, 8 files, ")
+    assert code == 0 and text.startswith(f"wrote {out}: 1 run, 2 cell rows, 1 collectives rows, 8 files, ")
     with tarfile.open(out) as tar:
         assert all(RUN_A not in name for name in tar.getnames())
 
@@ -96,6 +104,82 @@ def test_pack_refuses_an_existing_file_unless_forced_and_a_name_that_is_no_pack(
         "pack", "--results", str(root), "--runs", "2020-01-01", "--out", str(tmp_path / "c.tar.gz")
     )
     assert code == 2 and "no run matches" in err and not (tmp_path / "c.tar.gz").exists()
+
+
+RUN_C = "20260103T000000Z-cccccc"
+"""A ``--sweep collectives`` run: rows in the collectives table alone."""
+
+
+def _collectives_run(root: Path, machine: str | None = None) -> Path:
+    write_collectives(RunFiles(root, "2026-01-03", RUN_C), RUN_C, machine)
+    return root
+
+
+def test_pack_packs_a_collectives_run_whose_rows_are_in_no_cells_table(tmp_path: Path) -> None:
+    root = _collectives_run(tmp_path / "results")
+    out = tmp_path / "c.tar.gz"
+
+    code, text, err = _call("pack", "--results", str(root), "--runs", RUN_C, "--out", str(out))
+
+    assert (code, err) == (0, "")
+    assert text.startswith(f"wrote {out}: 1 run, 0 cell rows, 4 collectives rows, 4 files, ")
+    opened = open_pack(out)
+    assert opened.manifest.run_ids == (RUN_C,)
+    assert sorted(p.name for p in (opened.folder / "collectives").rglob("*.parquet")) == [
+        f"0000{i}.parquet" for i in range(4)
+    ]
+
+
+def test_pack_selects_runs_from_the_cells_and_the_collectives_tables_oldest_first(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    write_run(root, RUN_A)
+    _collectives_run(root)
+
+    assert _call("pack", "--results", str(root), "--out", str(tmp_path / "all.tar.gz"))[0] == 0
+    assert open_pack(tmp_path / "all.tar.gz").manifest.run_ids == (RUN_A, RUN_C)
+    code, text, _ = _call(
+        "pack", "--results", str(root), "--runs", "latest", "--out", str(tmp_path / "l.tar.gz")
+    )
+    assert code == 0 and text.startswith(f"wrote {tmp_path / 'l.tar.gz'}: 1 run, 0 cell rows, 4 collectives")
+    assert open_pack(tmp_path / "l.tar.gz").manifest.run_ids == (RUN_C,)
+
+
+def test_pack_refuses_a_run_in_no_table_naming_it_and_the_runs_there(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    write_run(root, RUN_A)
+    _collectives_run(root)
+    bad = "20990101T000000Z-ffffff"
+
+    code, out, err = _call("pack", "--results", str(root), "--runs", bad, "--out", str(tmp_path / "x.tar.gz"))
+
+    assert (code, out) == (2, "") and not (tmp_path / "x.tar.gz").exists()
+    assert err == (
+        f"error: Received --runs={bad!r}: no run matches; expected a run id (or unique prefix), latest, "
+        "previous, last:N, a date YYYY-MM-DD or a range YYYY-MM-DD..YYYY-MM-DD. Newest runs: "
+        f"{RUN_A}, {RUN_C}.\n"
+    )
+    (tmp_path / "empty").mkdir()
+    code, _, err = _call("pack", "--results", str(tmp_path / "empty"))
+    assert code == 2 and err.startswith(f"error: no results under {tmp_path / 'empty' / 'cells'}:")
+
+
+def test_pack_machine_names_a_collectives_run_by_the_machine_on_its_rows(tmp_path: Path) -> None:
+    root = _collectives_run(tmp_path / "results", machine="node1")
+    write_run(root, RUN_A, machine="box")
+
+    code, _, err = _call("pack", "--results", str(root), "--out", str(tmp_path / "x.tar.gz"))
+    assert code == 2 and "measured on 2 machines ('box'; 'node1')" in err
+    code, _, err = _call(
+        "pack", "--results", str(root), "--machine", "node9", "--out", str(tmp_path / "x.tar.gz")
+    )
+    assert code == 2 and err == (
+        "error: Received --machine='node9': no run to pack measured it; expected one of: 'box'; 'node1'.\n"
+    )
+    assert (
+        _call("pack", "--results", str(root), "--machine", "node1", "--out", str(tmp_path / "n.tar.gz"))[0]
+        == 0
+    )
+    assert open_pack(tmp_path / "n.tar.gz").manifest.run_ids == (RUN_C,)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,3 +288,41 @@ def test_predict_reads_a_pack_as_its_folder(tmp_path: Path, monkeypatch: pytest.
     from_folder = _call("predict", "--results", str(folder), *argv)
     assert from_folder[0] == 0 and "6,000" in from_folder[1]
     assert _call("predict", "--results", str(packed), *argv) == from_folder
+
+
+def test_predict_finds_the_all_reduce_times_in_a_collectives_run_s_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = predict_folder(tmp_path / "whole")
+    cells = predict_folder(tmp_path / "cells", collectives=False)
+    packed = tmp_path / "collectives.tar.gz"
+    assert _call("pack", "--results", str(_collectives_run(tmp_path / "c")), "--out", str(packed))[0] == 0
+    monkeypatch.setattr("harness.commands.predict.prediction_figure", lambda *a: [])
+    argv = ("--model", "cnn", "--strategy", "mirrored", "--figures", str(tmp_path / "fig"))
+
+    from_one_run = _call("predict", "--results", str(whole), *argv)
+    assert from_one_run[0] == 0 and "measured (cnn gradients)" in from_one_run[1]
+    assert _call("predict", "--results", str(cells), "--results", str(packed), *argv) == from_one_run
+
+
+def test_compare_links_finds_the_all_reduce_times_in_a_collectives_run_s_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = cluster_rows()
+    links = write_cells(tmp_path / "links", rows)
+    node = tmp_path / "node1"
+    files = RunFiles(node, "2026-12-01", "20261201T000000Z-cccccc")
+    for i, c in enumerate(link_collectives().to_dict("records")):
+        files.write_collective(i, {**c, "run_id": files.run_id, "workers": c["devices"], "replicas": 1})
+    packed = tmp_path / "collectives-node1.tar.gz"
+    assert _call("pack", "--results", str(node), "--out", str(packed))[0] == 0
+    monkeypatch.setattr("harness.commands.compare_links.links_figure.draw", lambda *a: [])
+    argv = ("compare-links", "--results", str(links), "--figures", str(tmp_path / "fig"))
+
+    from_folder = _call(*argv, "--results", str(node))
+    assert from_folder[0] == 0 and f"{predicted(0.95):,.0f}" in from_folder[1]  # with node1's latency
+    assert _call(*argv, "--results", str(packed)) == (
+        from_folder[0],
+        from_folder[1].replace(str(node), str(packed)),
+        from_folder[2],
+    )

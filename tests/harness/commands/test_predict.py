@@ -36,7 +36,8 @@ BASE = {
 }
 
 
-def _folder(tmp_path: Path) -> Path:
+def _folder(tmp_path: Path, collectives: bool = True) -> Path:
+    """A run's mirrored cnn at 1 and 2 replicas, with its all-reduce times unless not ``collectives``."""
     out = tmp_path / "results"
     files = RunFiles(out, "2026-01-01", BASE["run_id"])
     one = {
@@ -59,9 +60,18 @@ def _folder(tmp_path: Path) -> Path:
     }
     for i, row in enumerate((one, two)):
         files.write_row(i, unflatten(CellRow, row))
+    if collectives:
+        write_collectives(files, BASE["run_id"])
+    return out
+
+
+def write_collectives(files: RunFiles, run_id: str, machine: str | None = None) -> None:
+    """Run ``run_id``'s mirrored [auto] all-reduce times at 2 replicas: three sizes and the cnn's
+    gradients."""
     common = {
-        "run_id": BASE["run_id"],
+        "run_id": run_id,
         "timestamp": BASE["timestamp"],
+        "machine": machine,
         "strategy": "mirrored",
         "op": "auto",
         "replicas": 2,
@@ -77,7 +87,6 @@ def _folder(tmp_path: Path) -> Path:
     ]
     for i, (payload, nbytes, seconds) in enumerate(sizes):
         files.write_collective(i, {**common, "payload": payload, "bytes": nbytes, "time_s": seconds})
-    return out
 
 
 @pytest.mark.process

@@ -3,6 +3,7 @@ from several roots, folders and packs, a run given twice refused."""
 
 from __future__ import annotations
 
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from harness.results.history import (
     load,
     load_collectives,
     load_ratios,
+    load_runs,
     open_roots,
     runs,
 )
@@ -99,6 +101,41 @@ def test_a_pack_reads_as_the_folder_it_was_packed_from(tmp_path: Path) -> None:
     assert list(load_ratios([here, pack])["run_id"]) == [RUN_A, RUN_B]
     (root,) = open_roots(pack)
     assert root.given == str(pack) and root.pack == manifest(RUN_B) and root.runs == {RUN_B}
+
+
+def test_runs_lists_the_runs_of_every_table_given_by_their_first_row_oldest_first() -> None:
+    collectives = pd.DataFrame(
+        [("rc", "2026-01-02T12:00:00"), ("rc", "2026-01-02T11:00:00")], columns=["run_id", "timestamp"]
+    )
+    assert runs(_cells(), collectives).to_dict("list") == {
+        "run_id": ["r0", "r1", "r2", "rc", "r3", "r4", "r5"],
+        "start": [
+            "2025-12-31T00:00:00",
+            "2026-01-01T00:00:00",
+            "2026-01-02T00:00:00",
+            "2026-01-02T11:00:00",
+            "2026-01-03T00:00:00",
+            "2026-01-04T00:00:00",
+            "2026-01-05T00:00:00",
+        ],
+    }
+    assert list(runs(_cells().iloc[0:0], collectives)["run_id"]) == ["rc"]
+    assert runs(_cells().iloc[0:0]).empty
+
+
+def test_load_runs_reads_a_run_of_collectives_alone_and_refuses_a_folder_with_neither(tmp_path: Path) -> None:
+    here, there = _two_folders(tmp_path)
+    for table in ("cells", "windows", "ratios", "costs"):  # there: RUN_B's collectives rows alone
+        shutil.rmtree(there / table)
+    cells, collectives = load_runs([here, there])
+    assert set(cells["run_id"]) == {RUN_A} and list(collectives["run_id"]) == [RUN_A, RUN_B]
+    cells, collectives = load_runs(there)
+    assert cells.empty and list(collectives["run_id"]) == [RUN_B]
+    with pytest.raises(HarnessError, match=r"no results under .*there/cells"):
+        load(there)
+    shutil.rmtree(there / "collectives")
+    with pytest.raises(HarnessError, match=r"no results under .*there/cells: run `python -m harness run`"):
+        load_runs(there)
 
 
 def _refused(roots: list[Path | str]) -> str:

@@ -31,9 +31,14 @@ RUN_B = "20260102T000000Z-bbbbbb"
 
 
 def write_run(
-    root: Path, run_id: str, eps: float = 1000.0, cells: tuple[str, ...] = ("cnn/a", "cnn/b")
+    root: Path,
+    run_id: str,
+    eps: float = 1000.0,
+    cells: tuple[str, ...] = ("cnn/a", "cnn/b"),
+    machine: str | None = None,
 ) -> None:
-    """One run of ``cells`` under ``root`` with a row of every table a pack holds, and its journal."""
+    """One run of ``cells`` under ``root`` (measured on ``machine``) with a row of every table a
+    pack holds, and its journal."""
     day = f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}"
     files = RunFiles(root, day, run_id)
     for i, cell in enumerate(cells):
@@ -46,6 +51,7 @@ def write_run(
             "examples_per_sec": eps + 100 * i,
             "process_examples_per_sec": [eps + 100 * i],
             "fingerprint": "fp",
+            "machine": machine,
         }
         files.write_windows(i, [{"run_id": run_id, "cell_id": cell, "worker": 0}])
         files.write_row(i, unflatten(CellRow, row))
