@@ -327,7 +327,7 @@ def _latency(collectives: Any, strategy: str, op: str, model: str, base: CellRow
     collectives fit of ``strategy`` [``op``] on the baseline's machine, else 0."""
     if collectives is not None and not collectives.empty:
         try:
-            fit, _ = scaling.cost_from_table(collectives, strategy, op, model, base)
+            fit, *_ = scaling.cost_from_table(collectives, strategy, op, model, base)
         except HarnessError:
             pass
         else:
