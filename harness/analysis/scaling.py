@@ -440,7 +440,7 @@ class Predicted:
             else "the model's own error is not calibrated: no measured point on several devices"
         )
         return (
-            f"95% interval: 1-device step: CI of run {b.run.run_id} (sd = log half-width / t at "
+            f"How each 95% interval was taken: 1-device step: CI of run {b.run.run_id} (sd = log half-width / t at "
             f"{baseline_from_row(b).df:g} df); all-reduce: {fit}; {model}."
         )
 

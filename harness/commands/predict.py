@@ -215,25 +215,26 @@ def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         "error",
         "inside",
     )
-    rows: list[tuple[str, ...]] = []
-    for r in lines.to_dict("records"):
-        measured = num(r["measured_examples_per_sec"], ",.0f")
-        if r["measured_ci_low"] is not None and not pd.isna(r["measured_ci_low"]):
-            measured += f" [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]"
-        rows.append(
-            (
-                str(r["devices"]),
-                f"{num(r['predicted_examples_per_sec'], ',.0f')} [{num(r['predicted_low'], ',.0f')}.."
-                f"{num(r['predicted_high'], ',.0f')}]",
-                num(r["predicted_efficiency"], ".2f"),
-                num(r["allreduce_share"], ".0%"),
-                str(r["allreduce_from"]),
-                measured,
-                num(r["error"], "+.0%"),
-                {True: "inside", False: "outside", None: "-"}[r["inside"]],
-            )
+    rows: list[tuple[str, ...]] = [
+        (
+            str(r["devices"]),
+            _ranged(r["predicted_examples_per_sec"], r["predicted_low"], r["predicted_high"]),
+            num(r["predicted_efficiency"], ".2f"),
+            num(r["allreduce_share"], ".0%"),
+            str(r["allreduce_from"]),
+            _ranged(r["measured_examples_per_sec"], r["measured_ci_low"], r["measured_ci_high"]),
+            num(r["error"], "+.0%"),
+            {True: "inside", False: "outside", None: "-"}[r["inside"]],
         )
+        for r in lines.to_dict("records")
+    ]
     return header, rows
+
+
+def _ranged(value: float | None, low: float | None, high: float | None) -> str:
+    """``value [low..high]`` in examples/s; the range left out where unknown."""
+    known = low is not None and high is not None and not math.isnan(low + high)
+    return num(value, ",.0f") + (f" [{num(low, ',.0f')}..{num(high, ',.0f')}]" if known else "")
 
 
 def run(args: argparse.Namespace) -> int:

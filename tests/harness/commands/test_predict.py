@@ -229,12 +229,12 @@ def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: P
     # + T(64, 4 x 34,826 B) from the planted fit
     t64 = 2 * 63 * 1e-4 + 2 * 63 / 64 * 4 * 34_826 * 1e-9
     step = 0.020 * 64 + t64
-    assert lines["64"][1:3] == [f"{64 * 64 / step:,.0f}", f"{0.020 / step:.2f}"]
+    assert lines["64"][1] == f"{64 * 64 / step:,.0f}" and f"{0.020 / step:.2f}" in lines["64"]
     assert lines["64"][-1] == "-"  # nothing measured at 64
     # 1 worker: the measured figure is the 1-worker cell's (not the 2-replica one's), error 0
-    assert lines["1"][-3:] == ["3,200", "[3,100..3,300]", "+0%"]
+    assert lines["1"][-4:-1] == ["3,200", "[3,100..3,300]", "+0%"]
     t2 = 2 * 1e-4 + 4 * 34_826 * 1e-9
-    assert lines["2"][-2:] == ["2,900", f"{(128 / (0.040 + t2) - 2900) / 2900:+.0%}"]
+    assert lines["2"][-3:-1] == ["2,900", f"{(128 / (0.040 + t2) - 2900) / 2900:+.0%}"]
     assert "alpha 100.0 us per ring step, 8 Gb/s per link, fit error 0% RMS" in proc.stdout
     assert (figures / "predict_cnn_multi_worker_mirrored.svg").is_file()
 
