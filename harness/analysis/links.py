@@ -22,6 +22,7 @@ rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -112,6 +113,8 @@ class Point:
     """Against the slowest setting (None at the configuration's slowest)."""
     predicted_ratio: float | None = None
     """predict's ratio of this setting's figure to the slowest's."""
+    interval: tuple[float, float] = (math.nan, math.nan)
+    """predict's 95% interval, examples/s (:func:`harness.analysis.scaling.predictions`)."""
 
     @property
     def estimate(self) -> Estimate:
@@ -122,6 +125,12 @@ class Point:
     def error(self) -> float | None:
         """predict's relative error, (predicted - measured) / measured."""
         return None if self.predicted is None else scaling.error(self.predicted, self.side.value)
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the measured figure lies inside predict's interval (None: no interval)."""
+        low, high = self.interval
+        return None if math.isnan(low + high) else low <= self.side.value <= high
 
 
 @dataclass(frozen=True)
@@ -261,10 +270,11 @@ def _configuration(
     measured = [(s, mine) for s, mine in here if mine]
     modelled, predicted = _modelled(newest, rows, collectives, [s.gbps for s, _ in measured])
     sides = [across.side(mine, fitted) for _, mine in measured]
-    slow = predicted.get(measured[0][0].gbps)
+    slow = _figure(predicted.get(measured[0][0].gbps))
     points = []
     for i, ((s, mine), side) in enumerate(zip(measured, sides, strict=True)):
-        fast = predicted.get(s.gbps)
+        p = predicted.get(s.gbps)
+        fast = _figure(p)
         points.append(
             Point(
                 s,
@@ -274,6 +284,7 @@ def _configuration(
                 fast,
                 across.versus(s.label, side, sides[0], min_effect) if i else None,
                 None if not i or fast is None or slow is None else fast / slow,
+                (math.nan, math.nan) if p is None else (p.low, p.high),
             )
         )
     c = newest.cell
@@ -285,11 +296,16 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(held) if held else None
 
 
+def _figure(p: scaling.Prediction | None) -> float | None:
+    return None if p is None else p.examples_per_sec
+
+
 def _modelled(
     row: CellRow, rows: Sequence[CellRow], collectives: Any, links: Sequence[float]
-) -> tuple[Modelled, dict[float, float]]:
-    """predict's figures for ``row``'s configuration: what they rest on, and Gbit/s -> examples/s
-    at each of ``links`` (empty where predict has none, :attr:`Modelled.note` saying why)."""
+) -> tuple[Modelled, dict[float, scaling.Prediction]]:
+    """predict's figures for ``row``'s configuration: what they rest on, and Gbit/s -> its
+    prediction at each of ``links`` (empty where predict has none, :attr:`Modelled.note` saying
+    why)."""
     a = row.cell
     if a.strategy not in ALLREDUCE_STRATEGIES:
         return Modelled(NOT_MODELLED, "not modelled"), {}
@@ -307,24 +323,34 @@ def _modelled(
             {},
         )
     op = scaling.op_of(a)
-    latency_us, source = _latency(collectives, a.strategy, op, a.model, base)
+    fit, source = _latency(collectives, a.strategy, op, a.model, base)
+    latency_us = fit.alpha_s * 1e6
 
-    def at(gbps: float) -> float:
-        query = scaling.Query(config, (a.workers,), op, scaling.link_alpha_beta(gbps, latency_us))
-        return scaling.predictions(rows, query).lines[0].prediction.examples_per_sec
+    def at(gbps: float) -> scaling.Prediction:
+        link = dataclasses.replace(fit, beta_s_per_byte=scaling.link_alpha_beta(gbps, 0).beta_s_per_byte)
+        return scaling.predictions(rows, scaling.Query(config, (a.workers,), op, link)).lines[0].prediction
 
     low, high = min(links), max(links)
     grid = np.geomspace(low / 2, high * 2, CURVE_POINTS)
     note = f"from {base.cell.cell_id} on one node at {a.workers} workers; {source}"
     return (
-        Modelled(note, "", base.cell.cell_id, latency_us, tuple((float(g), at(float(g))) for g in grid)),
+        Modelled(
+            note,
+            "",
+            base.cell.cell_id,
+            latency_us,
+            tuple((float(g), at(float(g)).examples_per_sec) for g in grid),
+        ),
         {g: at(g) for g in links},
     )
 
 
-def _latency(collectives: Any, strategy: str, op: str, model: str, base: CellRow) -> tuple[float, str]:
-    """The latency per ring step (us) predict is given, and where it came from: the alpha of the
-    collectives fit of ``strategy`` [``op``] on the baseline's machine, else 0."""
+def _latency(
+    collectives: Any, strategy: str, op: str, model: str, base: CellRow
+) -> tuple[scaling.AlphaBeta, str]:
+    """The latency per ring step predict is given, as a link whose alpha (with its variance) is the
+    collectives fit's of ``strategy`` [``op``] on the baseline's machine, else 0; and where it came
+    from."""
     if collectives is not None and not collectives.empty:
         try:
             fit, *_ = scaling.cost_from_table(collectives, strategy, op, model, base)
@@ -332,8 +358,9 @@ def _latency(collectives: Any, strategy: str, op: str, model: str, base: CellRow
             pass
         else:
             alpha = fit.alpha_s * 1e6
-            return alpha, f"latency {alpha:.1f} us per ring step: the alpha of the {fit.source}"
-    return 0.0, (
+            link = scaling.AlphaBeta(fit.alpha_s, 0.0, "", cov=(fit.cov[0], 0.0, 0.0), df=fit.df)
+            return link, f"latency {alpha:.1f} us per ring step: the alpha of the {fit.source}"
+    return scaling.AlphaBeta(0.0, 0.0, ""), (
         f"latency 0 us per ring step: no collectives fit of {strategy}[{op}] on the baseline's "
         "machine (`python -m harness run --sweep collectives` measures one)"
     )
