@@ -17,7 +17,9 @@ in log space:
   point is measured, and never the predicted point's own.
 
 Interval: exp(log throughput(n) -+ t sqrt(var)), t at the parts' Welch-Satterthwaite df
-(:func:`harness.formulas.across_runs.interval`); NaN where a part is unknown (no CI, no df)."""
+(:func:`harness.formulas.across_runs.interval`), never narrower than its widest part's own
+t(df_i) sqrt(w_i v_i) (alone, the Welch-Satterthwaite df narrows it when a well-known part joins
+one of few df); NaN where a part is unknown (no CI, no df)."""
 
 from __future__ import annotations
 
@@ -59,10 +61,11 @@ def model_error(log_errors: Sequence[float]) -> Term | None:
 
 
 def interval(value: float, terms: Sequence[Term]) -> tuple[float, float]:
-    """The 95% interval of a figure ``value`` > 0 whose log has these variance terms; NaN ends
-    where a term's variance or df is unknown."""
+    """The 95% interval of a figure ``value`` > 0 whose log has these variance terms (module doc);
+    NaN ends where a term's variance or df is unknown."""
     held = tuple(t for t in terms if t.weight)
     if not value > 0 or any(not (math.isfinite(t.variance) and t.df > 0) for t in held):
         return NAN, NAN
     _, low, high = side_interval(Side(value, math.log(value), 1, held))
-    return low, high
+    widest = max((t_quantile(t.df) * math.sqrt(t.weight * t.variance) for t in held), default=0.0)
+    return min(low, value * math.exp(-widest)), max(high, value * math.exp(widest))
