@@ -39,7 +39,9 @@ def test_the_covariance_of_a_seeded_fit_matches_the_scatter_of_its_estimates() -
     assert df == 10
     scatter = np.cov(np.array(fits).T)
     assert np.mean(covs, axis=0) == pytest.approx(scatter, rel=0.1, abs=1e-4)
-    assert np.mean(covs, axis=0)[1, 1] == pytest.approx(0.09 / np.sum((x[:, 1] - x[:, 1].mean()) ** 2), rel=0.1)
+    assert np.mean(covs, axis=0)[1, 1] == pytest.approx(
+        0.09 / np.sum((x[:, 1] - x[:, 1].mean()) ** 2), rel=0.1
+    )
     # no residual degrees of freedom: nothing is known of the spread
     s2, _, df = prediction.covariance(x[:2], np.zeros(2))
     assert df == 0 and s2 == math.inf
