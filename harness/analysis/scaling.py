@@ -22,6 +22,10 @@ than 2 on 2 or more devices is a HarnessError naming ``python -m harness run --s
     step(n)   = step(1) x s(n) + T(n, gradient bytes)
     throughput(n) = n x effective_batch(1) / step(n);   efficiency(n) = step(1) / step(n)
 
+**Its 95% interval** (:mod:`harness.formulas.prediction`, the delta method in log space) carries
+the 1-device step's CI, the fit's covariance (a described link's cost is exact) and the model's own
+error: log(measured / predicted) of the :func:`checks`, less the predicted point's own rows.
+
 Assumptions, each a way it can be wrong: the 1-device step is all local work (compute, input,
 dispatch, the optimizer) and grows only by core sharing; the all-reduce does not overlap the
 backward pass (on GPUs, NCCL overlaps part of it: the model is then pessimistic); one all-reduce
