@@ -40,9 +40,7 @@ from harness.errors import HarnessError
 from harness.formulas.across_runs import CALIBRATION, Side, Spread
 from harness.spec.strategies import ALLREDUCE_STRATEGIES
 
-TOLERANCE = 0.25
-"""Runs whose measured links lie within ±25% of their median are one link setting: htb shapes a
-link to its rate within a few percent, and the settings users try differ by 2.5x or more."""
+TOLERANCE = scaling.LINK_TOLERANCE
 
 ERROR_BAND = 0.15
 """An error of predict within ±15% is called right (its fit error on this suite's CPU collectives

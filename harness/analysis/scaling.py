@@ -396,9 +396,13 @@ class Query:
 
     @property
     def axes(self) -> tuple[str, str]:
-        """(the axis that adds devices under the strategy, the other one, held at 1)."""
-        first, second = DEVICE_AXES
-        return (first, second) if STRATEGIES[self.config.strategy].device_axis == first else (second, first)
+        return device_axes(self.config.strategy)
+
+
+def device_axes(strategy: str) -> tuple[str, str]:
+    """(the axis that adds devices under ``strategy``, the other one, held at 1)."""
+    first, second = DEVICE_AXES
+    return (first, second) if STRATEGIES[strategy].device_axis == first else (second, first)
 
 
 @dataclass(frozen=True)

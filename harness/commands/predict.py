@@ -23,7 +23,7 @@ from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.errors import HarnessError, require
 from harness.results import history
-from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES
+from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.cell import Cell
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
@@ -127,7 +127,7 @@ def _check(args: argparse.Namespace) -> None:
             ),
         }
     )
-    axis, other = _axes(args.strategy)
+    axis, other = scaling.device_axes(args.strategy)
     if getattr(args, other) is not None:
         raise HarnessError(
             f"Received --{other} with --strategy {args.strategy}; expected "
@@ -148,12 +148,6 @@ def _check(args: argparse.Namespace) -> None:
     )
 
 
-def _axes(strategy: str) -> tuple[str, str]:
-    """(the axis that adds devices under ``strategy``, the other one, held at 1)."""
-    first, second = DEVICE_AXES
-    return (first, second) if STRATEGIES[strategy].device_axis == first else (second, first)
-
-
 def _default_op(strategy: str) -> str:
     return str(STRATEGIES[strategy].predict_option)
 
@@ -163,7 +157,7 @@ def query(args: argparse.Namespace) -> scaling.Query:
     of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
     synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts, the op and the
     described link."""
-    axis, _ = _axes(args.strategy)
+    axis, _ = scaling.device_axes(args.strategy)
     flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
     config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
     link = None if args.link_gbps is None else scaling.link_alpha_beta(args.link_gbps, args.latency_us)
