@@ -280,11 +280,12 @@ def test_too_few_all_reduce_times_and_no_results_name_the_command(
 def test_the_descriptors_say_which_axis_grows_and_which_op_is_priced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from harness.analysis import scaling
     from harness.commands import main, predict
     from harness.spec.strategies import ALLREDUCE_STRATEGIES
 
-    assert predict._axes("mirrored") == ("replicas", "workers")
-    assert predict._axes("multi_worker_mirrored") == ("workers", "replicas")
+    assert scaling.device_axes("mirrored") == ("replicas", "workers")
+    assert scaling.device_axes("multi_worker_mirrored") == ("workers", "replicas")
     assert [predict._default_op(s) for s in ALLREDUCE_STRATEGIES] == ["auto", "ring"]
     code = main(
         [
