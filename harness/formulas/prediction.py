@@ -1,25 +1,20 @@
 """A scaling prediction's 95% interval (:mod:`harness.analysis.scaling`). Pure: numpy and scipy.
 
-With step(n) = step(1) x s(n) + T(n) [s] and throughput(n) = n x batch / step(n), the delta method
-in log space:
+step(n) = step(1) x s(n) + T(n) [s], throughput(n) = n x batch / step(n); by the delta method,
 
     var log throughput(n) = c^2 v_1 + a^2 v_T + v_m,    c = step(1) s(n) / step(n),  a = T(n) / step(n)
 
-- v_1 = var log step(1): the 1-device figure's 95% CI is exp(mean log +- t(df) sd), so
-  sd = (ln high - ln low) / (2 t(df)), df = its processes - 1, or its earlier runs where they
-  widened it (:func:`log_sd`);
-- v_T = var log T(n): g' C g / T^2, g = (2(n - 1), 2(n - 1) / n x m) the fit's design at n and m
-  bytes, C its covariance, s^2 (D'D)^-1 over the relative-weighted design D, s^2 the residuals'
-  mean square with N - 2 df (:func:`covariance`); an all-reduce the table measured: s^2; a
-  described link: 0;
-- v_m, the model's own error: mean(e^2) over the k measured points on several devices it is
-  checked against, e = log(measured / predicted), k df (:func:`model_error`); none where no
-  point is measured, and never the predicted point's own.
+- v_1 = var log step(1) = sd^2, sd = (ln high - ln low) / (2 t(df)) from its 95% CI (:func:`log_sd`);
+- v_T = var log T(n) = g' C g / T^2, g = (2(n - 1), 2(n - 1) / n x m), C = s^2 (D'D)^-1 of the fit's
+  relative-weighted design D, s^2 its residuals' mean square, N - 2 df (:func:`covariance`); a
+  measured all-reduce: from its own CI; a described link: 0;
+- v_m = mean(e^2), e = log(measured / predicted) over the k measured points on several devices the
+  model is checked against (never the predicted point's own), k df (:func:`model_error`); none
+  without one.
 
 Interval: exp(log throughput(n) -+ t sqrt(var)), t at the parts' Welch-Satterthwaite df
-(:func:`harness.formulas.across_runs.interval`), never narrower than its widest part's own
-t(df_i) sqrt(w_i v_i) (alone, the Welch-Satterthwaite df narrows it when a well-known part joins
-one of few df); NaN where a part is unknown (no CI, no df)."""
+(:func:`harness.formulas.across_runs.interval`), never narrower than its widest part alone
+(t(df_i) sqrt(w_i v_i)); NaN where a part is unknown (no CI, no df)."""
 
 from __future__ import annotations
 
