@@ -2,23 +2,18 @@
 rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says it and
 :mod:`harness.analysis.links_figure` draws it).
 
-- **Rows**: ok rows with a figure measured on several nodes (``nodes`` >= 2) whose chief measured
-  the link (``link_gbps``, Gbit/s from the chief to the slowest other node).
-- **Link settings** (:func:`group_links`): a run's link is its rows' ``link_gbps`` (their median);
-  runs are taken slowest first, and a run joins the current setting while every run of it stays
-  within ±:data:`TOLERANCE` of the setting's median; a setting is labelled by that median
-  ("0.94 Gbit/s").
-- **Per configuration** (one cell id on one node count) **and setting**: the throughput over the
-  setting's runs and each faster setting against the slowest, by :mod:`harness.analysis.across`
-  (the one comparison across runs, as ``compare-hardware``'s); the all-reduce and step time where
-  the step breakdown holds them (median over the runs, s/update).
-- **predict's figure** (:func:`harness.analysis.scaling.predictions`): the scaling model at n =
-  the row's workers over a link of the setting's measured Gbit/s
-  (:func:`harness.analysis.scaling.link_alpha_beta`), from the configuration's 1-device row
-  measured on one node (:func:`harness.analysis.scaling.find_one_device`, the efficiency
-  baseline's key), with the alpha of the collectives fit on that row's machine as the latency per
-  ring step where there is one, else 0 (:class:`Modelled` says which); the error is
-  (predicted - measured) / measured. predict models all-reduce strategies only."""
+- **Rows**: ok rows with a figure measured on several nodes whose chief measured the link
+  (``link_gbps``, Gbit/s from the chief to the slowest other node).
+- **Link settings** (:func:`group_links`): runs (their rows' median ``link_gbps``) slowest first; a
+  run joins the current setting while every run of it stays within ±:data:`TOLERANCE` of the
+  setting's median, its label ("0.94 Gbit/s").
+- **Per configuration** (a cell id on a node count) **and setting**: the throughput over the runs,
+  each faster setting against the slowest (:mod:`harness.analysis.across`), the breakdown's
+  all-reduce and step time (median over the runs, s/update).
+- **predict's figure** (:func:`harness.analysis.scaling.predictions`) at the row's workers over a
+  link of the setting's Gbit/s, from the 1-device row measured on one node, the latency per ring
+  step the alpha of the collectives fit on its machine (with its variance) or 0
+  (:class:`Modelled`), with its 95% interval; all-reduce strategies only."""
 
 from __future__ import annotations
 
