@@ -494,14 +494,15 @@ def predictions(
             collectives, config.strategy, query.op, config.model, base_row
         )
 
-    def at(n: int, c: AlphaBeta = cost, model: Term | None = None) -> Prediction:
+    def at(n: int, own: AlphaBeta | None = None, model: Term | None = None) -> Prediction:
+        c = own or cost
         seconds, source = allreduce_time(n, config.model, c, measured_ar, base_row)
         var = spread.get(n) or (c.log_var(n, gradient_bytes(config.model, base_row)), c.df)
         return predict(base, n, seconds, source, var, model)
 
     here = _at_counts(query, same_config(rows, config))
     local = query.link is None  # this machine's fit: one node; a described link: several
-    found = checks(query, here, lambda n, r: at(n, _cost_of(query, cost, r)))
+    found = checks(query, here, at)
     lines = []
     for n in query.counts:
         newest = max(
@@ -521,19 +522,12 @@ def predictions(
 
 
 def _at_counts(query: Query, rows: Sequence[CellRow]) -> list[tuple[int, CellRow]]:
-    """(devices, row) of ``rows`` along the query's device axis, the other at 1, at its op (or
-    none, on one device)."""
+    """(devices, row) along the query's device axis, the other at 1, at its op (or none on one)."""
     axis, other = query.axes
     option = STRATEGIES[query.config.strategy].option_axis
+    found = [(getattr(r.cell, axis), r) for r in rows if getattr(r.cell, other) == 1]
     return [
-        (n, r)
-        for r in rows
-        if getattr(r.cell, other) == 1
-        and (
-            (n := getattr(r.cell, axis)) == 1
-            or option is None
-            or getattr(r.cell, option) in (query.op, "none")
-        )
+        (n, r) for n, r in found if n == 1 or option is None or getattr(r.cell, option) in (query.op, "none")
     ]
 
 
@@ -548,22 +542,20 @@ def _applies(query: Query, row: CellRow, at_link: bool = False) -> bool:
     return not one_node(row) and gbps > 0 and (near or not at_link)
 
 
-def _cost_of(query: Query, cost: AlphaBeta, row: CellRow) -> AlphaBeta:
-    """The all-reduce cost a row was measured under: the fit's, or the described link's latency at
-    the row's measured link."""
-    if query.link is None:
-        return cost
-    return dataclasses.replace(cost, beta_s_per_byte=8 / (float(row.ran.link_gbps or math.nan) * 1e9))
-
-
 def checks(
-    query: Query, rows: Sequence[tuple[int, CellRow]], at: Callable[[int, CellRow], Prediction]
+    query: Query, rows: Sequence[tuple[int, CellRow]], at: Callable[[int, AlphaBeta | None], Prediction]
 ) -> list[tuple[int, CellRow, float]]:
     """(devices, row, log(measured / predicted)) of each row on 2 or more devices where the query's
-    model applies (:func:`_applies`), ``at`` its prediction under the row's own link."""
+    model applies (:func:`_applies`), ``at`` its prediction under the row's own link (a described
+    link's latency at the row's measured Gbit/s; the fit: None)."""
+    link = query.link
+    own = [
+        None if link is None else link_alpha_beta(r.ran.link_gbps or math.nan, link.alpha_s * 1e6)
+        for _, r in rows
+    ]
     return [
-        (n, r, math.log(float(r.examples_per_sec.value or math.nan) / at(n, r).examples_per_sec))
-        for n, r in rows
+        (n, r, math.log(float(r.examples_per_sec.value or math.nan) / at(n, c).examples_per_sec))
+        for (n, r), c in zip(rows, own, strict=True)
         if n > 1 and _applies(query, r)
     ]
 
