@@ -314,16 +314,15 @@ def cost_from_table(
             f"{len(points)} all-reduce time(s) of {strategy} [{op}] on 2 or more devices; the "
             f"alpha-beta fit needs 2 or more (sizes or device counts): {COLLECTIVES_HINT}."
         )
-    own = rows[(rows["payload"] == model) & (rows["devices"] > 1)].to_dict("records")
-    spread = {
-        int(r["devices"]): (
-            log_sd(r.get("time_s_ci_low"), r.get("time_s_ci_high"), (r.get("processes") or 0) - 1) ** 2,
-            (r.get("processes") or 0) - 1,
-        )
-        for r in own
-    }
+    own = rows[(rows["payload"] == model) & (rows["devices"] > 1)]
+    none = pd.Series(math.nan, index=own.index)
+    dfs = own.get("processes", none).fillna(0) - 1
+    cis = zip(
+        own["devices"], own.get("time_s_ci_low", none), own.get("time_s_ci_high", none), dfs, strict=True
+    )
+    spread = {int(n): (log_sd(low, high, df) ** 2, df) for n, low, high, df in cis}
     fit = fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]")
-    return fit, {int(r["devices"]): float(r["time_s"]) for r in own}, spread
+    return fit, dict(zip(own["devices"].astype(int), own["time_s"].astype(float), strict=True)), spread
 
 
 def baseline_key(a: Axes | Cell) -> tuple[object, ...]:
