@@ -1,37 +1,17 @@
 """The regression gate's statistics, as pure functions (numpy and the standard library).
 
-A **series** is one cell id on one machine fingerprint over runs. The **run is the unit of
-replication**: each run's median throughput is one observation. Windows inside one run are not
-independent draws: on a 2-core VM the run medians of one cell spread 6-13% while the windows inside a
-run spread 1-2%, because the machine's speed drifts over seconds to minutes and each fresh process
-lands differently. A gate that pooled windows would read that drift as a change.
-
-The gate compares the candidate run(s) of a series with its baseline runs and calls a change only
-when three tests agree:
-
-1. **Ratio of medians with a CI across runs**: ``r = median(candidate run medians) / median(baseline
-   run medians)``, its CI by :mod:`harness.formulas.across_runs`, the variance model every
-   comparison across runs uses: the project's calibration set pooled with the machine's baseline
-   runs (every series of them: the run-wide shift, the run-by-configuration term of the series'
-   kind, its processes' noise), so one candidate run is judged as what it is: one draw. The CI's
-   confidence is Bonferroni-corrected over the m series compared, ``1 - alpha / m``.
-2. **Minimum effect**: ``|r - 1| >= min_effect`` (default 5%), so a tiny but real change does not fail CI.
-3. **Robust z-score against the series' history**: ``z = (median(c) - median(h)) / sqrt(s_c^2 +
-   s^2 / n_h)`` with c the n_c candidate run medians, h the n_h baseline run medians, ``s = 1.4826
-   MAD(h)`` (floored at ``MAD_FLOOR`` of the median) and s_c the spread of the median of n_c runs
-   resampled from h (:func:`candidate_scale`; s itself for one run; measured rather than s /
-   sqrt(n_c), because run medians on a shared machine are often bimodal and a median of three
-   shrinks far less than that);
-   ``|z| >= z_threshold``. It needs at least ``min_history`` baseline runs.
-
-The default thresholds are calibrated by the A/A benchmark (``benchmarks/test_gate_calibration.py``):
-same-code runs on this project's CI machine. Each verdict also carries the **detectable effect**: the
-smallest change the z-test would catch with 95% probability given the series' noise and the number
-of runs, so a reader sees when a series is too noisy to gate at all. More candidate runs (``--candidate
-last:3`` after three runs) shrink it by about sqrt(3).
-
-Change points in a series' history are found by :func:`change_points` (binary segmentation with the
-CUSUM step statistic)."""
+A **series** is one cell id on one machine fingerprint over runs; the **run is the unit of
+replication** (its median throughput is one observation: windows inside a run spread 1-2% on a
+2-core VM, run medians 6-13%). A change is called only when three tests agree
+(docs/explanation/statistics.md, "compare"): the CI of ``r = median(candidate run medians) /
+median(baseline run medians)`` by :mod:`harness.formulas.across_runs` (the variance model: the
+calibration set pooled with the machine's baseline runs; at confidence ``1 - alpha / m`` over the
+m series) excludes 1; ``|r - 1| >= min_effect``;
+and the robust z-score ``(median(c) - median(h)) / sqrt(s_c^2 + s^2 / n_h)``, ``s = 1.4826 MAD(h)``
+floored at ``MAD_FLOOR`` of the median, s_c the spread of a median of n_c runs resampled from h
+(:func:`candidate_scale`), reaches ``z_threshold`` with ``min_history`` baseline runs. Thresholds:
+the A/A benchmark (``benchmarks/test_gate_calibration.py``); each verdict carries its detectable
+effect. Change points: :func:`change_points` (binary segmentation, CUSUM step statistic)."""
 
 from __future__ import annotations
 

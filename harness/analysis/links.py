@@ -2,26 +2,22 @@
 rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says it and
 :mod:`harness.analysis.links_figure` draws it).
 
-- **Rows**: ok rows with a figure measured on several nodes (``nodes`` >= 2) whose chief measured
-  the link (``link_gbps``, Gbit/s from the chief to the slowest other node).
-- **Link settings** (:func:`group_links`): a run's link is its rows' ``link_gbps`` (their median);
-  runs are taken slowest first, and a run joins the current setting while every run of it stays
-  within ±:data:`TOLERANCE` of the setting's median; a setting is labelled by that median
-  ("0.94 Gbit/s").
-- **Per configuration** (one cell id on one node count) **and setting**: the throughput over the
-  setting's runs and each faster setting against the slowest, by :mod:`harness.analysis.across`
-  (the one comparison across runs, as ``compare-hardware``'s); the all-reduce and step time where
-  the step breakdown holds them (median over the runs, s/update).
-- **predict's figure** (:func:`harness.analysis.scaling.predictions`): the scaling model at n =
-  the row's workers over a link of the setting's measured Gbit/s
-  (:func:`harness.analysis.scaling.link_alpha_beta`), from the configuration's 1-device row
-  measured on one node (:func:`harness.analysis.scaling.find_one_device`, the efficiency
-  baseline's key), with the alpha of the collectives fit on that row's machine as the latency per
-  ring step where there is one, else 0 (:class:`Modelled` says which); the error is
-  (predicted - measured) / measured. predict models all-reduce strategies only."""
+- **Rows**: ok rows with a figure measured on several nodes whose chief measured the link
+  (``link_gbps``, Gbit/s from the chief to the slowest other node).
+- **Link settings** (:func:`group_links`): runs (their rows' median ``link_gbps``) slowest first; a
+  run joins the current setting while every run of it stays within ±:data:`TOLERANCE` of the
+  setting's median, its label ("0.94 Gbit/s").
+- **Per configuration** (a cell id on a node count) **and setting**: the throughput over the runs,
+  each faster setting against the slowest (:mod:`harness.analysis.across`), the breakdown's
+  all-reduce and step time (median over the runs, s/update).
+- **predict's figure** (:func:`harness.analysis.scaling.predictions`) at the row's workers over a
+  link of the setting's Gbit/s, from the 1-device row measured on one node, the latency per ring
+  step the alpha of the collectives fit on its machine (with its variance) or 0
+  (:class:`Modelled`), with its 95% interval; all-reduce strategies only."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -39,9 +35,7 @@ from harness.errors import HarnessError
 from harness.formulas.across_runs import CALIBRATION, Side, Spread
 from harness.spec.strategies import ALLREDUCE_STRATEGIES
 
-TOLERANCE = 0.25
-"""Runs whose measured links lie within ±25% of their median are one link setting: htb shapes a
-link to its rate within a few percent, and the settings users try differ by 2.5x or more."""
+TOLERANCE = scaling.LINK_TOLERANCE
 
 ERROR_BAND = 0.15
 """An error of predict within ±15% is called right (its fit error on this suite's CPU collectives
@@ -112,6 +106,8 @@ class Point:
     """Against the slowest setting (None at the configuration's slowest)."""
     predicted_ratio: float | None = None
     """predict's ratio of this setting's figure to the slowest's."""
+    interval: tuple[float, float] = (math.nan, math.nan)
+    """predict's 95% interval, examples/s (:func:`harness.analysis.scaling.predictions`)."""
 
     @property
     def estimate(self) -> Estimate:
@@ -122,6 +118,12 @@ class Point:
     def error(self) -> float | None:
         """predict's relative error, (predicted - measured) / measured."""
         return None if self.predicted is None else scaling.error(self.predicted, self.side.value)
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the measured figure lies inside predict's interval (None: no interval)."""
+        low, high = self.interval
+        return None if math.isnan(low + high) else low <= self.side.value <= high
 
 
 @dataclass(frozen=True)
@@ -261,10 +263,11 @@ def _configuration(
     measured = [(s, mine) for s, mine in here if mine]
     modelled, predicted = _modelled(newest, rows, collectives, [s.gbps for s, _ in measured])
     sides = [across.side(mine, fitted) for _, mine in measured]
-    slow = predicted.get(measured[0][0].gbps)
+    slow = _figure(predicted.get(measured[0][0].gbps))
     points = []
     for i, ((s, mine), side) in enumerate(zip(measured, sides, strict=True)):
-        fast = predicted.get(s.gbps)
+        p = predicted.get(s.gbps)
+        fast = _figure(p)
         points.append(
             Point(
                 s,
@@ -274,6 +277,7 @@ def _configuration(
                 fast,
                 across.versus(s.label, side, sides[0], min_effect) if i else None,
                 None if not i or fast is None or slow is None else fast / slow,
+                (math.nan, math.nan) if p is None else (p.low, p.high),
             )
         )
     c = newest.cell
@@ -285,11 +289,16 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(held) if held else None
 
 
+def _figure(p: scaling.Prediction | None) -> float | None:
+    return None if p is None else p.examples_per_sec
+
+
 def _modelled(
     row: CellRow, rows: Sequence[CellRow], collectives: Any, links: Sequence[float]
-) -> tuple[Modelled, dict[float, float]]:
-    """predict's figures for ``row``'s configuration: what they rest on, and Gbit/s -> examples/s
-    at each of ``links`` (empty where predict has none, :attr:`Modelled.note` saying why)."""
+) -> tuple[Modelled, dict[float, scaling.Prediction]]:
+    """predict's figures for ``row``'s configuration: what they rest on, and Gbit/s -> its
+    prediction at each of ``links`` (empty where predict has none, :attr:`Modelled.note` saying
+    why)."""
     a = row.cell
     if a.strategy not in ALLREDUCE_STRATEGIES:
         return Modelled(NOT_MODELLED, "not modelled"), {}
@@ -307,33 +316,44 @@ def _modelled(
             {},
         )
     op = scaling.op_of(a)
-    latency_us, source = _latency(collectives, a.strategy, op, a.model, base)
+    fit, source = _latency(collectives, a.strategy, op, a.model, base)
+    latency_us = fit.alpha_s * 1e6
 
-    def at(gbps: float) -> float:
-        query = scaling.Query(config, (a.workers,), op, scaling.link_alpha_beta(gbps, latency_us))
-        return scaling.predictions(rows, query).lines[0].prediction.examples_per_sec
+    def at(gbps: float) -> scaling.Prediction:
+        link = dataclasses.replace(fit, beta_s_per_byte=scaling.link_alpha_beta(gbps, 0).beta_s_per_byte)
+        return scaling.predictions(rows, scaling.Query(config, (a.workers,), op, link)).lines[0].prediction
 
     low, high = min(links), max(links)
     grid = np.geomspace(low / 2, high * 2, CURVE_POINTS)
     note = f"from {base.cell.cell_id} on one node at {a.workers} workers; {source}"
     return (
-        Modelled(note, "", base.cell.cell_id, latency_us, tuple((float(g), at(float(g))) for g in grid)),
+        Modelled(
+            note,
+            "",
+            base.cell.cell_id,
+            latency_us,
+            tuple((float(g), at(float(g)).examples_per_sec) for g in grid),
+        ),
         {g: at(g) for g in links},
     )
 
 
-def _latency(collectives: Any, strategy: str, op: str, model: str, base: CellRow) -> tuple[float, str]:
-    """The latency per ring step (us) predict is given, and where it came from: the alpha of the
-    collectives fit of ``strategy`` [``op``] on the baseline's machine, else 0."""
+def _latency(
+    collectives: Any, strategy: str, op: str, model: str, base: CellRow
+) -> tuple[scaling.AlphaBeta, str]:
+    """The latency per ring step predict is given, as a link whose alpha (with its variance) is the
+    collectives fit's of ``strategy`` [``op``] on the baseline's machine, else 0; and where it came
+    from."""
     if collectives is not None and not collectives.empty:
         try:
-            fit, _ = scaling.cost_from_table(collectives, strategy, op, model, base)
+            fit, *_ = scaling.cost_from_table(collectives, strategy, op, model, base)
         except HarnessError:
             pass
         else:
             alpha = fit.alpha_s * 1e6
-            return alpha, f"latency {alpha:.1f} us per ring step: the alpha of the {fit.source}"
-    return 0.0, (
+            link = scaling.AlphaBeta(fit.alpha_s, 0.0, "", cov=(fit.cov[0], 0.0, 0.0), df=fit.df)
+            return link, f"latency {alpha:.1f} us per ring step: the alpha of the {fit.source}"
+    return scaling.AlphaBeta(0.0, 0.0, ""), (
         f"latency 0 us per ring step: no collectives fit of {strategy}[{op}] on the baseline's "
         "machine (`python -m harness run --sweep collectives` measures one)"
     )

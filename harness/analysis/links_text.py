@@ -88,7 +88,9 @@ def method(c: LinkComparison) -> str:
         "How: a run's link is the Gbit/s its chief measured to the slowest other node at the start "
         f"(link_gbps); runs within ±25% of their median are one setting. {across.method(c.spread, 'Runs at two links')}. "
         f"{verdict_rule(c.min_effect)}. predict: the scaling model of harness.analysis.scaling over a link "
-        "of the measured Gbit/s, from the 1-worker row measured on one node."
+        "of the measured Gbit/s, from the 1-worker row measured on one node; its 95% interval carries "
+        "that row's CI, the fitted latency's variance and the model's error on the configuration's "
+        "points at the other link settings (the point's own runs left out)."
     )
 
 
@@ -115,7 +117,7 @@ HEADER = (
     "examples/s [95% CI]",
     "against the slowest [95% CI]",
     "all-reduce / step",
-    "predict examples/s",
+    "predict examples/s [95% interval]",
     "error",
 )
 
@@ -147,11 +149,18 @@ def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
                     figure_text(p.estimate),
                     _ratio(p.versus),
                     _seconds(p),
-                    f"{p.predicted:,.0f}" if p.predicted is not None else conf.modelled.short,
+                    _predicted(p) if p.predicted is not None else conf.modelled.short,
                     f"{p.error:+.0%}" if p.error is not None else "-",
                 )
             )
     return out
+
+
+def _predicted(p: Point) -> str:
+    """predict's figure, its interval and whether the measured figure lies inside it."""
+    low, high = p.interval
+    where = {True: " inside", False: " outside", None: ""}[p.inside]
+    return f"{p.predicted:,.0f}" + ("" if math.isnan(low + high) else f" [{low:,.0f}, {high:,.0f}]{where}")
 
 
 def to_json(c: LinkComparison, figures: Sequence[Path] = ()) -> dict[str, Any]:
@@ -200,6 +209,9 @@ def _point(p: Point) -> dict[str, Any]:
         "allreduce_s": p.allreduce_s,
         "step_s": p.step_s,
         "predicted_examples_per_sec": p.predicted,
+        "predicted_low": p.interval[0],
+        "predicted_high": p.interval[1],
+        "inside": p.inside,
         "error": p.error,
         "against_slowest": None
         if p.versus is None

@@ -2,16 +2,11 @@
 several runs uses (``compare-hardware``, ``compare``, ``pack --machine``). Pure.
 
 A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
-matmul peaks with their CIs (one per compute dtype its runs trained in). Runs are one machine when
-they carry one name and the same facts:
-
-- one name, different facts: refused (exit 2), as the name then stands for two machines;
-- one name and the same facts on several host instances (:attr:`Machine.instances`): instances of
-  one machine type, whose differences, peaks included, are the type's instance-to-instance spread;
-- runs that recorded no facts (only the CPU model and core count) are told apart by their float32
-  peaks instead: CIs that do not overlap make two machines, each name suffixed with its peak, the
-  reason kept in :attr:`Machine.why`;
-- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this."""
+matmul peaks with their CIs. Runs are one machine when they carry one name and the same facts
+(docs/explanation/statistics.md, "What is a machine"): one name with other facts is refused (exit
+2); the same on several host instances are instances of one type (:attr:`Machine.instances`); runs
+that recorded no facts are told apart by non-overlapping float32 peaks (:attr:`Machine.why`);
+``renames`` (run id -> name, ``--name REF=NAME``) apply first."""
 
 from __future__ import annotations
 

@@ -397,12 +397,14 @@ def _devices_axis(ax: Any, devices: pd.Series) -> None:
 
 
 def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]:
-    """``predict``'s figure: predicted examples/s against devices (line), measured figures with
-    their 95% CI (points with whiskers, cut at :data:`WHISKER_CAP` x the largest point) and each
-    one's prediction error."""
+    """``predict``'s figure: predicted examples/s against devices (line) with its 95% interval
+    (band), measured figures with their 95% CI (points with whiskers, cut at :data:`WHISKER_CAP` x
+    the largest point) and each one's prediction error."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4", label="predicted")
+    band = [lines[k].astype(float) for k in ("devices", "predicted_low", "predicted_high")]
+    ax.fill_between(*band, color="#1f77b4", alpha=0.15, label="predicted, 95% interval")
     measured = lines[lines["measured_examples_per_sec"].notna()]
     top = float(
         pd.concat([lines["predicted_examples_per_sec"], measured["measured_examples_per_sec"]])

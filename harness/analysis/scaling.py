@@ -22,6 +22,10 @@ than 2 on 2 or more devices is a HarnessError naming ``python -m harness run --s
     step(n)   = step(1) x s(n) + T(n, gradient bytes)
     throughput(n) = n x effective_batch(1) / step(n);   efficiency(n) = step(1) / step(n)
 
+**Its 95% interval** (:mod:`harness.formulas.prediction`, the delta method in log space) carries
+the 1-device step's CI, the fit's covariance (a described link's cost is exact) and the model's own
+error: log(measured / predicted) of the :func:`checks`, less the predicted point's own rows.
+
 Assumptions, each a way it can be wrong: the 1-device step is all local work (compute, input,
 dispatch, the optimizer) and grows only by core sharing; the all-reduce does not overlap the
 backward pass (on GPUs, NCCL overlaps part of it: the model is then pessimistic); one all-reduce
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +55,9 @@ from scipy import optimize
 from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, Status
 from harness.errors import HarnessError
+from harness.formulas import prediction
+from harness.formulas.across_runs import Term
+from harness.formulas.prediction import log_sd
 from harness.spec.axes import BASELINE, DEVICE_AXES, OPTION_AXES, key_axes
 from harness.spec.cell import Cell
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
@@ -61,18 +68,29 @@ from harness.spec.words import describe, flags
 @dataclass(frozen=True)
 class AlphaBeta:
     """Ring all-reduce cost: ``alpha_s`` per ring step, ``beta_s_per_byte`` per byte over a link;
-    ``rel_rms``: relative RMS error of the fit over its rows (0 for a described link)."""
+    of a fit, over its rows: ``rel_rms`` the relative RMS error, ``cov`` the covariance of (alpha,
+    beta) (s^2, s^2/B, s^2/B^2), ``resid`` the relative residuals' mean square, ``df`` theirs (a
+    described link: 0, exact)."""
 
     alpha_s: float
     beta_s_per_byte: float
     source: str
     rel_rms: float = 0.0
+    cov: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    resid: float = 0.0
+    df: float = math.inf
 
     def time_s(self, n: int, nbytes: float) -> float:
         """T(n, m) of the module doc; 0 for one participant (no reduction)."""
         if n <= 1:
             return 0.0
         return 2 * (n - 1) * self.alpha_s + 2 * (n - 1) / n * nbytes * self.beta_s_per_byte
+
+    def log_var(self, n: int, nbytes: float) -> float:
+        """var log T(n, m) from :attr:`cov` (:mod:`harness.formulas.prediction`); 0 at n = 1."""
+        a, b = 2 * (n - 1), 2 * (n - 1) / n * nbytes
+        var_a, c, var_b = self.cov
+        return (a * a * var_a + 2 * a * b * c + b * b * var_b) / self.time_s(n, nbytes) ** 2 if n > 1 else 0.0
 
     @property
     def bandwidth_gbps(self) -> float:
@@ -93,11 +111,12 @@ def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fi
         raise ValueError(f"an alpha-beta fit needs 2 or more all-reduce times; received {len(pts)}")
     n, m, t = (np.asarray(v, dtype=float) for v in zip(*pts, strict=True))
     design = np.column_stack([2 * (n - 1), 2 * (n - 1) / n * m]) / t[:, None]
-    (alpha, beta), _ = optimize.nnls(design, np.ones_like(t))
-    fitted = AlphaBeta(float(alpha), float(beta), source)
-    predicted = np.array([fitted.time_s(int(a), b) for a, b in zip(n, m, strict=True)])
-    rms = float(np.sqrt(np.mean(((predicted - t) / t) ** 2)))
-    return AlphaBeta(float(alpha), float(beta), f"{source}: {len(pts)} rows", rms)
+    x, _ = optimize.nnls(design, np.ones_like(t))
+    residuals = design @ x - 1  # (fitted - t) / t
+    s2, cov, df = prediction.covariance(design, residuals)
+    rms = float(np.sqrt(np.mean(residuals**2)))
+    covs = (float(cov[0, 0]), float(cov[0, 1]), float(cov[1, 1]))
+    return AlphaBeta(float(x[0]), float(x[1]), f"{source}: {len(pts)} rows", rms, covs, s2, df)
 
 
 def gradient_bytes(model: str, row: CellRow | None = None) -> int:
@@ -117,13 +136,16 @@ def gradient_bytes(model: str, row: CellRow | None = None) -> int:
 @dataclass(frozen=True)
 class Baseline:
     """What the model needs from the measured 1-device cell: its step (s per update), examples per
-    update, and the cores it used of its host's (for devices that share them)."""
+    update, the cores it used of its host's (for devices that share them), and var log step with
+    its df (from its CI)."""
 
     step_s: float
     effective_batch: int
     cores_used: int
     host_cores: int
     shares_cores: bool
+    log_var: float = 0.0
+    df: float = math.inf
 
     def share(self, n: int) -> float:
         """s(n) of the module doc."""
@@ -135,7 +157,7 @@ class Baseline:
 @dataclass(frozen=True)
 class Prediction:
     """The model at n devices: step (s/update), throughput (examples/s), efficiency, the all-reduce's
-    share of the step, and where its time came from."""
+    share of the step, where its time came from, and the throughput's 95% interval (examples/s)."""
 
     devices: int
     step_s: float
@@ -143,23 +165,34 @@ class Prediction:
     efficiency: float
     allreduce_s: float
     allreduce_from: str
+    low: float = math.nan
+    high: float = math.nan
 
     @property
     def allreduce_share(self) -> float:
         return self.allreduce_s / self.step_s
 
 
-def predict(base: Baseline, n: int, allreduce_s: float, allreduce_from: str) -> Prediction:
-    """Step, throughput and efficiency at ``n`` devices (module doc) given the all-reduce time."""
-    step = base.step_s * base.share(n) + (allreduce_s if n > 1 else 0.0)
-    return Prediction(
-        n,
-        step,
-        n * base.effective_batch / step,
-        base.step_s / step,
-        allreduce_s if n > 1 else 0.0,
-        allreduce_from if n > 1 else "none",
-    )
+def predict(
+    base: Baseline,
+    n: int,
+    allreduce_s: float,
+    allreduce_from: str,
+    allreduce_var: tuple[float, float] = (0.0, math.inf),
+    model: Term | None = None,
+) -> Prediction:
+    """Step, throughput and efficiency at ``n`` devices (module doc) given the all-reduce time, and
+    the interval from the baseline's CI, (var log T, df) and the ``model`` error (none at n = 1)."""
+    t = allreduce_s if n > 1 else 0.0
+    step = base.step_s * base.share(n) + t
+    value = n * base.effective_batch / step
+    terms = [
+        Term("1-device step", (base.step_s * base.share(n) / step) ** 2, base.log_var, base.df),
+        Term("all-reduce", (t / step) ** 2, *allreduce_var),
+        *([model] if model and n > 1 else []),
+    ]
+    low, high = prediction.interval(value, terms)
+    return Prediction(n, step, value, base.step_s / step, t, allreduce_from if n > 1 else "none", low, high)
 
 
 def allreduce_time(
@@ -183,18 +216,21 @@ def error(predicted: float, measured: float) -> float:
 
 
 def baseline_from_row(row: CellRow) -> Baseline:
-    """A :class:`Baseline` from a 1-device cell row (examples_per_sec, effective_batch, device_kind,
-    host_cores, cores_per_worker)."""
-    m = row.machine
+    """A :class:`Baseline` from a 1-device cell row (examples_per_sec with its CI, effective_batch,
+    device_kind, host_cores, cores_per_worker; the CI's df: its earlier runs, else processes - 1)."""
+    m, e, spread = row.machine, row.examples_per_sec, row.spread
     host = (m.host_cores if m else None) or 1
     cores = row.ran.cores_per_worker or host
     batch = row.cell.effective_batch
+    df = spread.ci_history_runs or (spread.processes or len(spread.process_examples_per_sec or ())) - 1
     return Baseline(
-        batch / float(row.examples_per_sec.value or math.nan),
+        batch / float(e.value or math.nan),
         batch,
         min(cores, host),
         host,
-        shares_cores=not (m is not None and m.device_kind == "GPU"),
+        not (m is not None and m.device_kind == "GPU"),
+        log_sd(e.low, e.high, df) ** 2,
+        df,
     )
 
 
@@ -237,11 +273,12 @@ COLLECTIVES_HINT = (
 
 def cost_from_table(
     collectives: Any, strategy: str, op: str, model: str, cell: CellRow | None = None
-) -> tuple[AlphaBeta, dict[int, float]]:
+) -> tuple[AlphaBeta, dict[int, float], dict[int, tuple[float, float]]]:
     """The alpha-beta fit of the ok collectives rows (a DataFrame) of ``strategy`` [``op``] (those
-    measured on ``cell``'s machine when it is given; the newest row per devices and payload), and
-    the measured all-reduces of ``model``'s gradient set (devices -> s). HarnessError, naming the
-    command that measures them, when fewer than 2 rows on 2 or more devices remain."""
+    measured on ``cell``'s machine when it is given; the newest row per devices and payload), the
+    measured all-reduces of ``model``'s gradient set (devices -> s) and their var log with its df
+    (from their CI). HarnessError, naming the command that measures them, when fewer than 2 rows
+    on 2 or more devices remain."""
     rows = collectives[
         (
             (collectives["status"] == Status.OK)
@@ -278,10 +315,14 @@ def cost_from_table(
             f"alpha-beta fit needs 2 or more (sizes or device counts): {COLLECTIVES_HINT}."
         )
     own = rows[(rows["payload"] == model) & (rows["devices"] > 1)]
-    return (
-        fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]"),
-        dict(zip(own["devices"].astype(int), own["time_s"].astype(float), strict=True)),
+    none = pd.Series(math.nan, index=own.index)
+    dfs = own.get("processes", none).fillna(0) - 1
+    cis = zip(
+        own["devices"], own.get("time_s_ci_low", none), own.get("time_s_ci_high", none), dfs, strict=True
     )
+    spread = {int(n): (log_sd(low, high, df) ** 2, df) for n, low, high, df in cis}
+    fit = fit_alpha_beta(points, f"alpha-beta fit of {strategy}[{op}]")
+    return fit, dict(zip(own["devices"].astype(int), own["time_s"].astype(float), strict=True)), spread
 
 
 def baseline_key(a: Axes | Cell) -> tuple[object, ...]:
@@ -354,29 +395,61 @@ class Query:
 
     @property
     def axes(self) -> tuple[str, str]:
-        """(the axis that adds devices under the strategy, the other one, held at 1)."""
-        first, second = DEVICE_AXES
-        return (first, second) if STRATEGIES[self.config.strategy].device_axis == first else (second, first)
+        return device_axes(self.config.strategy)
+
+
+def device_axes(strategy: str) -> tuple[str, str]:
+    """(the axis that adds devices under ``strategy``, the other one, held at 1)."""
+    first, second = DEVICE_AXES
+    return (first, second) if STRATEGIES[strategy].device_axis == first else (second, first)
 
 
 @dataclass(frozen=True)
 class Line:
     """One device count: the prediction, and the newest measured row of the configuration there
-    (its figure with its CI, examples/s) with the relative error (None where nothing was measured)."""
+    (its figure with its CI, examples/s) with the relative error (None where nothing was measured)
+    and the model-error part of the interval (None: not calibrated)."""
 
     prediction: Prediction
     measured: Estimate | None
     error: float | None
+    model: Term | None = None
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the measured figure lies inside the prediction's interval (None: no figure or
+        no interval)."""
+        m, p = self.measured, self.prediction
+        if m is None or m.value is None or math.isnan(p.low + p.high):
+            return None
+        return p.low <= m.value <= p.high
 
 
 @dataclass(frozen=True)
 class Predicted:
     """:func:`predictions`' answer: the 1-device row it scaled, the all-reduce cost it priced, one
-    :class:`Line` per device count."""
+    :class:`Line` per device count, and every check's log(measured / predicted) (:func:`checks`)."""
 
     baseline: CellRow
     cost: AlphaBeta
     lines: tuple[Line, ...]
+    checks: tuple[float, ...] = ()
+
+    @property
+    def method(self) -> str:
+        """How each interval was taken: its three parts and their sources, in one line."""
+        b, c, e = self.baseline, self.cost, self.checks
+        fit = f"{c.source} (relative RMS {c.rel_rms:.0%}, {c.df:g} df)" if c.rel_rms else "given, exact"
+        model = (
+            f"model error: RMS {math.sqrt(sum(x * x for x in e) / len(e)):.0%} of log(measured / predicted) over "
+            f"{len(e)} measured point(s) on several devices, each count's own left out"
+            if e
+            else "the model's own error is not calibrated: no measured point on several devices"
+        )
+        return (
+            f"How each 95% interval was taken: 1-device step: CI of run {b.run.run_id} (sd = log half-width / t at "
+            f"{baseline_from_row(b).df:g} df); all-reduce: {fit}; {model}."
+        )
 
 
 def missing_baseline(config: Cell, where: str) -> str:
@@ -389,46 +462,101 @@ def missing_baseline(config: Cell, where: str) -> str:
     )
 
 
+LINK_TOLERANCE = 0.25
+"""Runs whose measured links lie within ±25% of their median are one link setting: htb shapes a
+link to its rate within a few percent, and the settings users try differ by 2.5x or more."""
+
+
 def predictions(
     rows: Sequence[CellRow], query: Query, collectives: Any = None, where: str = "the results"
 ) -> Predicted:
     """``query``'s prediction at each of its device counts from its 1-device row
     (:func:`find_one_device`) and the all-reduce cost (its described link, else
     :func:`cost_from_table` over ``collectives``, a DataFrame), beside the newest measured row of
-    the same :func:`baseline_key` at each count. HarnessError without the 1-device row (naming
-    ``where`` it was looked for and the command that measures it) or the all-reduce times. The
-    measured row at a count is the newest measured where the prediction applies (one node for the
-    collectives table's fit, several for a described link), else the newest."""
+    the same :func:`baseline_key` at each count: one where the prediction applies (one node for the
+    fit; several at the described link, within ±:data:`LINK_TOLERANCE`) where there is one. Each
+    interval's model error is from the :func:`checks` other than that point's own rows and the row
+    shown. HarnessError without the 1-device row (naming ``where`` it was looked for and the
+    command that measures it) or the all-reduce times."""
     config = query.config
     base_row = find_one_device(rows, config)
     if base_row is None:
         raise HarnessError(missing_baseline(config, where))
     base = baseline_from_row(base_row)
     measured_ar: dict[int, float] = {}
+    spread: dict[int, tuple[float, float]] = {}
     if query.link is not None:  # devices with their own compute (other hosts, other GPUs)
         base = dataclasses.replace(base, shares_cores=False)
         cost = query.link
     else:
-        cost, measured_ar = cost_from_table(collectives, config.strategy, query.op, config.model, base_row)
-    axis, other = query.axes
-    option = STRATEGIES[config.strategy].option_axis
-    rows_here = same_config(rows, config)
+        cost, measured_ar, spread = cost_from_table(
+            collectives, config.strategy, query.op, config.model, base_row
+        )
+
+    def at(n: int, own: AlphaBeta | None = None, model: Term | None = None) -> Prediction:
+        c = own or cost
+        seconds, source = allreduce_time(n, config.model, c, measured_ar, base_row)
+        var = spread.get(n) or (c.log_var(n, gradient_bytes(config.model, base_row)), c.df)
+        return predict(base, n, seconds, source, var, model)
+
+    here = _at_counts(query, same_config(rows, config))
+    local = query.link is None  # this machine's fit: one node; a described link: several
+    found = checks(query, here, at)
     lines = []
     for n in query.counts:
-        seconds, source = allreduce_time(n, config.model, cost, measured_ar, base_row)
-        p = predict(base, n, seconds, source)
-        at_n = [
-            r
-            for r in rows_here
-            if getattr(r.cell, axis) == n
-            and getattr(r.cell, other) == 1
-            and (n == 1 or option is None or getattr(r.cell, option) in (query.op, "none"))
-        ]
-        local = query.link is None  # this machine's fit: one node; a described link: several
-        newest = max(at_n, key=lambda r: (one_node(r) == local, r.run.timestamp), default=None)
-        m = None if newest is None else newest.examples_per_sec
-        lines.append(Line(p, m, None if m is None else error(p.examples_per_sec, float(m.value or math.nan))))
-    return Predicted(base_row, cost, tuple(lines))
+        newest = max(
+            (r for m, r in here if m == n),
+            key=lambda r: (_applies(query, r, True), one_node(r) == local, r.run.timestamp),
+            default=None,
+        )
+        mine = [r is newest or (m == n and _applies(query, r, True)) for m, r, _ in found]
+        left = [e for (_, _, e), own in zip(found, mine, strict=True) if not own and n > 1]
+        model = prediction.model_error(left)
+        p = at(n, model=model)
+        e = None if newest is None else newest.examples_per_sec
+        lines.append(
+            Line(p, e, None if e is None else error(p.examples_per_sec, float(e.value or math.nan)), model)
+        )
+    return Predicted(base_row, cost, tuple(lines), tuple(e for _, _, e in found))
+
+
+def _at_counts(query: Query, rows: Sequence[CellRow]) -> list[tuple[int, CellRow]]:
+    """(devices, row) along the query's device axis, the other at 1, at its op (or none on one)."""
+    axis, other = query.axes
+    option = STRATEGIES[query.config.strategy].option_axis
+    found = [(getattr(r.cell, axis), r) for r in rows if getattr(r.cell, other) == 1]
+    return [
+        (n, r) for n, r in found if n == 1 or option is None or getattr(r.cell, option) in (query.op, "none")
+    ]
+
+
+def _applies(query: Query, row: CellRow, at_link: bool = False) -> bool:
+    """Whether ``row`` was measured where the query's model applies: on one node for the fit; on
+    several with a measured link for a described link (``at_link``: within ±:data:`LINK_TOLERANCE`
+    of it)."""
+    if query.link is None:
+        return one_node(row)
+    gbps = row.ran.link_gbps or 0.0
+    near = abs(gbps / query.link.bandwidth_gbps - 1) <= LINK_TOLERANCE
+    return not one_node(row) and gbps > 0 and (near or not at_link)
+
+
+def checks(
+    query: Query, rows: Sequence[tuple[int, CellRow]], at: Callable[[int, AlphaBeta | None], Prediction]
+) -> list[tuple[int, CellRow, float]]:
+    """(devices, row, log(measured / predicted)) of each row on 2 or more devices where the query's
+    model applies (:func:`_applies`), ``at`` its prediction under the row's own link (a described
+    link's latency at the row's measured Gbit/s; the fit: None)."""
+    link = query.link
+    own = [
+        None if link is None else link_alpha_beta(r.ran.link_gbps or math.nan, link.alpha_s * 1e6)
+        for _, r in rows
+    ]
+    return [
+        (n, r, math.log(float(r.examples_per_sec.value or math.nan) / at(n, c).examples_per_sec))
+        for (n, r), c in zip(rows, own, strict=True)
+        if n > 1 and _applies(query, r)
+    ]
 
 
 @dataclass(frozen=True)
@@ -466,8 +594,8 @@ def report_predictions(rows: Sequence[CellRow], collectives: Any) -> list[Predic
         if a.strategy not in ALLREDUCE_STRATEGIES or n < 2 or base is None or a.scaling == "strong":
             continue
         try:
-            cost = cost_from_table(collectives, a.strategy, op_of(a), a.model, base)
-            seconds, source = allreduce_time(n, a.model, *cost, row=base)
+            fit, measured_ar, _ = cost_from_table(collectives, a.strategy, op_of(a), a.model, base)
+            seconds, source = allreduce_time(n, a.model, fit, measured_ar, base)
         except HarnessError:
             continue
         p = predict(baseline_from_row(base), n, seconds, source)

@@ -16,13 +16,14 @@ import pandas as pd
 from harness.analysis import scaling
 from harness.analysis.plots import prediction_figure
 from harness.analysis.tables import num, render_table
+from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.errors import HarnessError, require
 from harness.results import history
-from harness.spec.axes import AXIS_BY_NAME, DEVICE_AXES
+from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.cell import Cell
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
@@ -90,6 +91,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         default=None,
         help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
     )
+    add_json(p)
     return p
 
 
@@ -125,7 +127,7 @@ def _check(args: argparse.Namespace) -> None:
             ),
         }
     )
-    axis, other = _axes(args.strategy)
+    axis, other = scaling.device_axes(args.strategy)
     if getattr(args, other) is not None:
         raise HarnessError(
             f"Received --{other} with --strategy {args.strategy}; expected "
@@ -146,12 +148,6 @@ def _check(args: argparse.Namespace) -> None:
     )
 
 
-def _axes(strategy: str) -> tuple[str, str]:
-    """(the axis that adds devices under ``strategy``, the other one, held at 1)."""
-    first, second = DEVICE_AXES
-    return (first, second) if STRATEGIES[strategy].device_axis == first else (second, first)
-
-
 def _default_op(strategy: str) -> str:
     return str(STRATEGIES[strategy].predict_option)
 
@@ -161,7 +157,7 @@ def query(args: argparse.Namespace) -> scaling.Query:
     of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
     synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts, the op and the
     described link."""
-    axis, _ = _axes(args.strategy)
+    axis, _ = scaling.device_axes(args.strategy)
     flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
     config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
     link = None if args.link_gbps is None else scaling.link_alpha_beta(args.link_gbps, args.latency_us)
@@ -169,14 +165,14 @@ def query(args: argparse.Namespace) -> scaling.Query:
     return scaling.Query(config, counts, args.op or _default_op(args.strategy), link)
 
 
-def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, scaling.AlphaBeta]:
-    """One line per n: the prediction, and the measured figure and error where a row exists."""
+def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predicted:
+    """One line per n: the prediction with its interval, and the measured figure and error where a
+    row exists."""
     roots = results_roots(args)
     q = query(args)
     collectives = None if q.link is not None else history.load_collectives(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    found = scaling.predictions(rows, q, collectives, where=", ".join(roots))
-    return _frame(found), found.cost
+    return scaling.predictions(rows, q, collectives, where=", ".join(roots))
 
 
 def _frame(found: scaling.Predicted) -> pd.DataFrame:
@@ -186,6 +182,8 @@ def _frame(found: scaling.Predicted) -> pd.DataFrame:
             {
                 "devices": line.prediction.devices,
                 "predicted_examples_per_sec": line.prediction.examples_per_sec,
+                "predicted_low": line.prediction.low,
+                "predicted_high": line.prediction.high,
                 "predicted_efficiency": line.prediction.efficiency,
                 "allreduce_share": line.prediction.allreduce_share,
                 "allreduce_from": line.prediction.allreduce_from,
@@ -193,6 +191,7 @@ def _frame(found: scaling.Predicted) -> pd.DataFrame:
                 "measured_ci_low": None if line.measured is None else line.measured.low,
                 "measured_ci_high": None if line.measured is None else line.measured.high,
                 "error": line.error,
+                "inside": line.inside,
             }
             for line in found.lines
         ]
@@ -202,37 +201,42 @@ def _frame(found: scaling.Predicted) -> pd.DataFrame:
 def _text(lines: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     header = (
         "n",
-        "predicted examples/s",
+        "predicted examples/s [95% interval]",
         "efficiency",
         "all-reduce share",
         "all-reduce from",
         "measured examples/s [95% CI]",
         "error",
+        "inside",
     )
-    rows: list[tuple[str, ...]] = []
-    for r in lines.to_dict("records"):
-        measured = num(r["measured_examples_per_sec"], ",.0f")
-        if r["measured_ci_low"] is not None and not pd.isna(r["measured_ci_low"]):
-            measured += f" [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]"
-        rows.append(
-            (
-                str(r["devices"]),
-                num(r["predicted_examples_per_sec"], ",.0f"),
-                num(r["predicted_efficiency"], ".2f"),
-                num(r["allreduce_share"], ".0%"),
-                str(r["allreduce_from"]),
-                measured,
-                num(r["error"], "+.0%"),
-            )
+    rows: list[tuple[str, ...]] = [
+        (
+            str(r["devices"]),
+            _ranged(r["predicted_examples_per_sec"], r["predicted_low"], r["predicted_high"]),
+            num(r["predicted_efficiency"], ".2f"),
+            num(r["allreduce_share"], ".0%"),
+            str(r["allreduce_from"]),
+            _ranged(r["measured_examples_per_sec"], r["measured_ci_low"], r["measured_ci_high"]),
+            num(r["error"], "+.0%"),
+            {True: "inside", False: "outside", None: "-"}[r["inside"]],
         )
+        for r in lines.to_dict("records")
+    ]
     return header, rows
+
+
+def _ranged(value: float | None, low: float | None, high: float | None) -> str:
+    """``value [low..high]`` in examples/s; the range left out where unknown."""
+    known = low is not None and high is not None and not math.isnan(low + high)
+    return num(value, ",.0f") + (f" [{num(low, ',.0f')}..{num(high, ',.0f')}]" if known else "")
 
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
     roots = results_roots(args)
     cells, _ = history.load(roots)
-    lines, cost = predictions(cells, args)
+    found = predictions(cells, args)
+    lines, cost = _frame(found), found.cost
     folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
     check_writable(folder, "--figures")
     title = (
@@ -247,7 +251,9 @@ def run(args: argparse.Namespace) -> int:
         + (f", fit error {cost.rel_rms:.0%} RMS" if cost.rel_rms else "")
         + ". Model and assumptions: docs/how-to/hardware.md, 'Predict scaling from the all-reduce'."
     )
-    stem = f"predict_{args.model}_{args.strategy}"
-    for path in prediction_figure(lines, folder / stem, title):
+    print(found.method)
+    paths = prediction_figure(lines, folder / (f"predict_{args.model}_{args.strategy}"), title)
+    for path in paths:
         print(f"wrote {path}")
+    give({"lines": lines.to_dict("records"), "method": found.method, "figures": [str(p) for p in paths]})
     return 0

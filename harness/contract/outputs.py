@@ -160,6 +160,16 @@ class LinksOutput(TypedDict):
     figures: list[str]
 
 
+class PredictOutput(TypedDict):
+    lines: list[dict[str, Any]]
+    """Each device count: devices, predicted_examples_per_sec with its 95% interval predicted_low,
+    predicted_high, efficiency, all-reduce share and source, the measured figure with its CI, the
+    error and whether it lies inside the interval."""
+    method: str
+    """How each interval was taken: the 1-device step's CI, the all-reduce fit, the model error."""
+    figures: list[str]
+
+
 OUTPUTS: dict[str, tuple[type, str]] = {
     "run": (RunOutput, "the run's rows: each cell, its status, and the comparisons in turns"),
     "list": (ListOutput, "the selection's cells and which are unsupported here"),
@@ -171,6 +181,10 @@ OUTPUTS: dict[str, tuple[type, str]] = {
     "compare-hardware": (
         HardwareOutput,
         "which machine trains each model fastest: machines, answers, ratios, costs",
+    ),
+    "predict": (
+        PredictOutput,
+        "each device count's prediction with its 95% interval, beside what was measured",
     ),
     "compare-links": (
         LinksOutput,

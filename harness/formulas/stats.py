@@ -9,18 +9,11 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
 
 - figure            = median(x_p)
 - CI of the figure  = exp(mean(log x_p) +- t(0.975, P-1) * sd(log x_p) / sqrt(P))
-  A Student-t interval on the log scale. The spread of per-process figures already holds both the
-  between-process and the (averaged) within-process noise, so this is the nested design's interval
-  for the cell; it is exact for log-normal process figures and its coverage on real re-runs is
-  measured by ``benchmarks/test_coverage.py``. P < 2: no CI (NaN).
-  Processes of one run are not independent of the run: a slow spell of the machine that lasts
-  longer than the run moves all of them. On a 2-core VM the same cell's run figures spread 20-40 %
-  between runs minutes apart, far more than its processes inside one run.
+  A Student-t interval on the log scale over processes, the nested design's interval for the
+  cell (its coverage: ``benchmarks/test_coverage.py``); P < 2: no CI (NaN).
 - CI with history   = exp(mean(log x_p) +- max(the half-width above, t(0.975, k) * sd(log r_j)))
-  (:func:`figure_with_history`), r_0..r_k this run's figure and the figures of the k newest
-  earlier runs of the same cell on the same fingerprint (k >= MIN_HISTORY_RUNS): the spread of run
-  figures is the noise a re-run sees, drift between runs included. With fewer earlier runs the CI
-  covers the processes of this run only, and the row says so (``ci_history_runs`` = 0).
+  (:func:`figure_with_history`), r_0..r_k this run's figure and the k newest earlier runs' of the
+  cell on its fingerprint (k >= MIN_HISTORY_RUNS; else ``ci_history_runs`` = 0).
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
 - verdict           = :mod:`harness.formulas.verdicts` (higher, lower, equivalent or undecided,

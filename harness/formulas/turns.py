@@ -7,12 +7,8 @@ member's two windows sit symmetrically about the block's middle, so a drift of t
 linear over the block adds the same to every member's seconds. An *instance* is one fresh set of
 the group's processes, running B blocks. Pure; numpy and scipy.stats only.
 
-Why instances, not blocks, are the unit of evidence: a process shifts a ratio by itself (its
-placement, its allocator, its threads), by a few percent, for as long as it lives. On the 2-core
-VM the log ratio of one ABBA block spreads 4-10 % (sd) inside an instance, while two instances of
-an A/A pair (the same member twice) gave mean ratios 1.024 and 0.971: a difference between
-instances that no number of blocks inside one instance averages away. So blocks give an instance's
-figure, and the CI is over instances.
+Instances, not blocks, are the unit of evidence: a process shifts a ratio by itself, by a few
+percent, for as long as it lives (docs/explanation/statistics.md).
 
 Formulas, for a ratio subject / reference (S, R), with e and s the examples (global: all replicas,
 workers and micro-batches) and wall seconds of one turn's window:
@@ -32,20 +28,15 @@ workers and micro-batches) and wall seconds of one turn's window:
   s_B^2 estimates sigma_process^2 + sd_within^2 / B, comparing s_B with sd_within / sqrt(B) says
   whether more blocks per instance (only the second term) or more instances would narrow the CI.
 
-Verdicts, on the unscaled ratio r = ratio / c with CI [lo, hi] / c and L = log(1 + m), m the
-smallest effect worth a verdict (``MIN_EFFECT``), h = t * s_B / sqrt(n) the CI's half-width on
-the log scale:
+Verdicts (:mod:`harness.formulas.verdicts`), on the unscaled ratio r = ratio / c with CI
+[lo, hi] / c, L = log(1 + m) (m: ``MIN_EFFECT``) and h = t * s_B / sqrt(n):
 
-- distinguishable   = the CI excludes 1 (h < |ybar|) and |log r| >= L: "higher" or "lower".
-- equivalent        = the CI lies within [1 / (1 + m), 1 + m] (|ybar| + h <= L).
-- undecided         = neither; more instances are needed (:mod:`harness.formulas.verdicts`).
 - FDR               = across the ratios of a run, a ratio is "higher"/"lower" only when the
   Benjamini-Hochberg step-up procedure at false discovery rate q rejects its p-value (with
   p_(1) <= ... <= p_(m') the finite p-values, reject the k smallest for the largest k with
   p_(k) <= k q / m', i.e. those whose adjusted p-value from scipy.stats.false_discovery_control
-  is <= q; NaN p-values are neither rejected nor counted in m') and it is
-  distinguishable; a distinguishable ratio the procedure does not reject is undecided (never
-  equivalent).
+  is <= q; NaN p-values are neither rejected nor counted in m') and it is distinguishable (h <
+  |ybar|, |log r| >= L); one the procedure does not reject is undecided (never equivalent).
 - instances to decide, with ybar and s_B measured so far: the half-width that decides is
   d = |ybar| when |ybar| >= L (a CI excluding 1 decides "different"), else d = L - |ybar| (a CI
   inside the band decides "same"); n = the smallest n >= max(current, 2) with

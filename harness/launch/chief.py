@@ -1,18 +1,10 @@
 """The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
-(:mod:`harness.launch.lease`) for the whole run and drives every other task through it.
-
-1. The lease opens and the chief waits for every other task to join it (a task that never does
-   fails the run before any cell: every cell becomes a row that says so).
-2. Where the cluster spans several nodes, the chief times the link to each other node
-   (:meth:`RunLease.probe`, the fastest of :data:`PROBES`); every row records the nodes, each
-   task's host and the slowest node's link.
-3. Passes over the runnable cells (each pass in a new order: :func:`harness.spec.schedule.pass_order`),
-   each cell announced to the other tasks, then run; each process's result journaled at once, so
-   that ``--resume`` measures only what is missing.
-4. It stops starting cells when the budget would be passed (those cells become rows that say so),
-   or as soon as a task is lost: the running cell fails naming the task and its node, the cells
-   not started become rows that say why, and the run exits non-zero.
-5. ``finished <code>`` to every task; the rows are written."""
+(:mod:`harness.launch.lease`) and drives every other task through it: waits for every task to join
+(one that never does fails the run before any cell); where the cluster spans nodes, times the link
+to each (:meth:`RunLease.probe`, the fastest of :data:`PROBES`); runs passes over the runnable
+cells (:func:`harness.spec.schedule.pass_order`), each announced, each process journaled at once
+for ``--resume``; stops at the budget or a lost task (rows say why, the run exits non-zero); sends
+``finished <code>``; writes the rows."""
 
 from __future__ import annotations
 

@@ -1,27 +1,16 @@
 """The chief's run lease: how the chief of a real cluster drives its other tasks, and how either
-side learns that the other is gone.
+side learns that the other is gone (docs/explanation/multi-worker.md, "The chief's run lease").
 
-TensorFlow's cluster runtime carries all training traffic, but it has no notion of a run: the
-chief's TensorFlow process (hence its gRPC port) lives for one cell only, ``Server.join()`` never
-returns, and a peer whose node dies is noticed only when a collective times out. So beside it, the
-chief's ``harness run`` process (which lives for the whole run and never imports TensorFlow)
-listens on :func:`lease_address` (:class:`RunLease`), and every other task's ``harness run``
-process connects to it (:class:`ChiefLink`) and keeps the connection for the whole run:
-
-- ``harness-lease <digest>``: the chief's greeting (:func:`cluster_digest`: another cluster, or
-  another program on the port, is told apart); ``task <type> <index>``: the task's answer;
-  ``welcome <job JSON>``: the run's options and first cell (a server starts from it);
-- ``cell <name> <cell JSON>``: the chief starts a cell (``name``: its process name for it); a MultiWorkerMirrored peer starts
-  its part of it at once (parameter-server servers ignore it);
-- ``probe <bytes>`` then that many bytes, answered ``probed <bytes>``: the chief times the link;
-- ``finished <exit code>``: the run is over, and the connection closes.
-
-A connection that closes without ``finished`` means the other side is lost: its process died
-(the kernel closes its sockets at once) or its host or link is gone (TCP keepalive and
-``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`); a second connection in a task's name
-while the run goes on counts as the first one lost. The chief then stops the cell that runs
-and starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared
-filesystem, tasks on any hosts."""
+TensorFlow's cluster runtime has no notion of a run (the chief's TensorFlow process lives for one
+cell; a dead peer shows only as a collective's timeout), so the chief's ``harness run`` process
+listens on :func:`lease_address` (:class:`RunLease`) and every other task's connects to it
+(:class:`ChiefLink`) for the whole run. Messages: ``harness-lease <digest>`` (the chief's
+greeting, :func:`cluster_digest`), ``task <type> <index>``, ``welcome <job JSON>``; ``cell <name>
+<cell JSON>`` (a cell starts); ``probe <bytes>`` + bytes, ``probed <bytes>`` (the link timed);
+``finished <exit code>``. A connection that closes without ``finished``, or a second one in a
+task's name, means the other side is lost (keepalive and ``TCP_USER_TIMEOUT`` bound it to
+:data:`LOSS_BOUND_S`): the chief stops the cell and starts none; a task stops its cell and ends.
+Plain TCP: no shared filesystem."""
 
 from __future__ import annotations
 

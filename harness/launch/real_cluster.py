@@ -1,21 +1,13 @@
 """Real clusters: which TensorFlow cluster this process belongs to, and its part in a run.
 
-With ``--cluster tf_config`` every process of the job is started by the user's scheduler with its own
-``TF_CONFIG``; with ``--cluster slurm`` TensorFlow's own ``SlurmClusterResolver`` builds the cluster
-from the Slurm job step. Either way the result is a :class:`ClusterConfig`, and every process runs
-the same cells in the same order, each cell in a fresh worker process joined to the same addresses.
-
-Roles (:attr:`ClusterConfig.role`):
-
-- **chief**: the ``chief`` task, or worker 0 when there is none: runs every cell and is the only
-  process that writes results;
-- **peer**: another MultiWorkerMirrored worker: runs every cell and writes nothing;
-- **server**: a parameter-server cluster's workers and ps tasks: one ``tf.distribute.Server`` for the
-  whole run, which the chief's coordinator of each cell drives. It runs until the chief's run is
-  over, which it learns from the chief's run lease (:mod:`harness.launch.lease`), and exits 0.
-
-Everything here is pure except :func:`read_tf_config` and :func:`resolve_slurm`, which read the
-environment (and, for Slurm, TensorFlow's resolver in a child process)."""
+``--cluster tf_config``: each process started by the user's scheduler with its own ``TF_CONFIG``;
+``--cluster slurm``: TensorFlow's ``SlurmClusterResolver`` on the job step. Either way a
+:class:`ClusterConfig`; every process runs the same cells in the same order, each in a fresh worker
+joined to the same addresses. Roles (:attr:`ClusterConfig.role`): **chief** (the ``chief`` task,
+else worker 0: runs every cell, the only writer of results); **peer** (another MultiWorkerMirrored
+worker: runs every cell, writes nothing); **server** (a parameter-server cluster's workers and ps:
+one ``tf.distribute.Server`` for the run, until the chief's run lease, :mod:`harness.launch.lease`,
+says it is over). Pure but :func:`read_tf_config` and :func:`resolve_slurm`."""
 
 from __future__ import annotations
 

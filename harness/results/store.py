@@ -2,26 +2,7 @@
 the parquet schema (derived from the typed records of :mod:`harness.contract.records`), atomic
 append, and reading back (a damaged file named and left out, the rest read).
 
-Layout (append-only; nightly runs accumulate side by side)::
-
-    results/cells/<YYYY-MM-DD>/<run_id>/<seq>.parquet     one row per cell, written when its passes end
-    results/windows/<YYYY-MM-DD>/<run_id>/<seq>.parquet   the timed windows of one process, written
-                                                          as soon as it reports
-    results/collectives/<YYYY-MM-DD>/<run_id>/<seq>.parquet  one row per all-reduce measured by
-                                                          ``--sweep collectives``
-    results/ratios/<YYYY-MM-DD>/<run_id>/00000.parquet    one row per comparison measured in turns
-                                                          (written when the run ends, or resumed)
-    results/costs/<YYYY-MM-DD>/<run_id>/00000.parquet     one row per local run: where its wall
-                                                          time went (written when the run ends)
-    results/logs/<YYYY-MM-DD>/<run_id>/worker-<n>.log     worker stderr
-    results/journal/<run_id>.jsonl                         a local run's journal, appended as it
-                                                          goes (:mod:`harness.results.journal`)
-    results/ab/cells/...  results/ab/windows/...          ``ab``'s rows, the same tables, kept apart
-                                                          from the run history ``compare`` judges
-    results/nightly/cells/...  results/nightly/windows/...  ``nightly``'s pair rows, kept apart too
-    results/nightly/points/<YYYY-MM-DD>/<night_id>/00000.parquet  one row per cell and night: the
-                                                          nightly series (``nightly``, its dashboard)
-    results/nightly/reference-<pin>.txt                   the reference's ``pip freeze`` (its pin)
+Layout (append-only; one folder per table, date and run): results/README.md, "Layout".
 
 Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
 interrupted run never sees half a file. Every file carries the full schema below, so

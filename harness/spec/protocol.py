@@ -26,25 +26,19 @@ class Protocol:
     """How each cell is timed (docs/explanation/statistics.md).
 
     A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
-    independent passes over the run (each pass a fresh set of worker processes, the cells in a new
-    order).
-    Inside each process, after a first call (``compile_s``), the window length is calibrated to
-    about ``window_s`` seconds (a multiple of steps_per_execution, at least ``min_window_steps``
-    updates); then ``warmup_windows`` untimed and ``repeats`` timed windows run back to back, each
-    ending in a host sync. ``peak``: measure the run's matmul peak in its own processes (for mfu).
-    ``breakdown``: time the parts of an update (compute, all-reduce, input, dispatch; on a GPU one
-    profiled window) after the windows (:mod:`harness.worker.breakdown`); a run in turns times them
-    after its turns instead, in one process per cell (:mod:`harness.launch.breakdowns`).
+    passes of fresh worker processes, the cells in a new order each. In a process, after a first
+    call (``compile_s``), windows of about ``window_s`` (a multiple of steps_per_execution, at least
+    ``min_window_steps`` updates): ``warmup_windows`` untimed, ``repeats`` timed, each ending in a
+    host sync. ``peak``: the run's matmul peak (for mfu). ``breakdown``: time an update's parts
+    (:mod:`harness.worker.breakdown`; a run in turns in one process per cell after its turns,
+    :mod:`harness.launch.breakdowns`).
 
-    A local run measures in turns (:mod:`harness.launch.turns`): the cells a reported ratio
-    compares are live at once (a group of at most ``max_live`` processes; 0: from the machine's
-    memory) and take turns of about ``turn_s`` seconds, ``blocks`` blocks of two turns each per
-    instance. Every group gets ``processes`` instances (fresh processes) at least and at most
-    ``max_processes``; the run's ``budget_min`` minutes go to the groups whose ratios are least
-    decided. Blocks per instance: 6, because the spread between instances (the process effect,
-    about 3 % of log ratio here) is as large as that of the mean of 6 blocks (4-10 % per block):
-    more blocks buy little, more instances buy precision (the default sweep takes 4, so that its
-    minimum of 3 instances of every group fits its budget on 2 cores).
+    A local run measures in turns (:mod:`harness.launch.turns`): the cells a ratio compares live at
+    once (at most ``max_live`` processes; 0: from memory), turns of about ``turn_s``, ``blocks``
+    blocks of two turns per instance, ``processes`` to ``max_processes`` instances per group, the
+    ``budget_min`` minutes to the least decided groups. 6 blocks: the spread between instances
+    (about 3 % of log ratio) matches that of a mean of 6 blocks (4-10 % each), so more instances,
+    not blocks, buy precision (the default sweep takes 4 to fit 3 instances of every group).
 
     Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
 

@@ -144,7 +144,7 @@ def test_the_table_cost_needs_two_times_on_this_machine_and_says_how_to_get_them
     here = unflatten(CellRow, columns)
     epyc = unflatten(CellRow, {**columns, "device_name": "EPYC"})
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
-    cost, own = scaling.cost_from_table(table, "mirrored", "auto", "cnn", here)
+    cost, own, _ = scaling.cost_from_table(table, "mirrored", "auto", "cnn", here)
     assert cost.source == "alpha-beta fit of mirrored[auto]: 3 rows" and own == {2: 1e-3}
     with pytest.raises(
         HarnessError,
@@ -257,6 +257,8 @@ def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
             {
                 "devices": n,
                 "predicted_examples_per_sec": p,
+                "predicted_low": p / 1.5,
+                "predicted_high": p * 1.5,
                 "measured_examples_per_sec": m,
                 "measured_ci_low": lo,
                 "measured_ci_high": hi,
@@ -273,7 +275,7 @@ def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
     assert [p.name for p in paths] == ["p.png", "p.svg"]
     ((ylim, xscale, labels),) = captured
     assert ylim == (0, 2 * 5551.0) and xscale == "log"
-    assert labels == ["predicted", "measured (95% CI, whiskers cut)"]
+    assert labels == ["predicted", "predicted, 95% interval", "measured (95% CI, whiskers cut)"]
 
 
 def test_gradient_bytes_come_from_the_workers_count_or_the_mnist_models_hand_list() -> None:

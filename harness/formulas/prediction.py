@@ -1,0 +1,66 @@
+"""A scaling prediction's 95% interval (:mod:`harness.analysis.scaling`). Pure: numpy and scipy.
+
+step(n) = step(1) x s(n) + T(n) [s], throughput(n) = n x batch / step(n); by the delta method,
+
+    var log throughput(n) = c^2 v_1 + a^2 v_T + v_m,    c = step(1) s(n) / step(n),  a = T(n) / step(n)
+
+- v_1 = var log step(1) = sd^2, sd = (ln high - ln low) / (2 t(df)) from its 95% CI (:func:`log_sd`);
+- v_T = var log T(n) = g' C g / T^2, g = (2(n - 1), 2(n - 1) / n x m), C = s^2 (D'D)^-1 of the fit's
+  relative-weighted design D, s^2 its residuals' mean square, N - 2 df (:func:`covariance`); a
+  measured all-reduce: from its own CI; a described link: 0;
+- v_m = mean(e^2), e = log(measured / predicted) over the k measured points on several devices the
+  model is checked against (never the predicted point's own), k df (:func:`model_error`); none
+  without one.
+
+Interval: exp(log throughput(n) -+ t sqrt(var)), t at the parts' Welch-Satterthwaite df
+(:func:`harness.formulas.across_runs.interval`), never narrower than its widest part alone
+(t(df_i) sqrt(w_i v_i)); NaN where a part is unknown (no CI, no df)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from harness.formulas.across_runs import Side, Term
+from harness.formulas.across_runs import interval as side_interval
+from harness.formulas.stats import NAN, t_quantile
+
+MODEL = "model error"
+Matrix = npt.NDArray[np.float64]
+
+
+def log_sd(low: float | None, high: float | None, df: float) -> float:
+    """sd of a log figure from its 95% CI [low, high] (a Student t at ``df``); NaN without one."""
+    if low is None or high is None or not (0 < low <= high) or not df > 0:
+        return NAN
+    return (math.log(high) - math.log(low)) / (2 * t_quantile(df))
+
+
+def covariance(design: Matrix, residuals: Matrix) -> tuple[float, Matrix, int]:
+    """s^2, s^2 (D'D)^-1 and N - p df of a least-squares fit of design D (N x p) with these
+    residuals (s^2 infinite with no df)."""
+    dof = int(design.shape[0] - design.shape[1])
+    s2 = float(residuals @ residuals) / dof if dof > 0 else math.inf
+    return s2, s2 * np.linalg.pinv(design.T @ design).astype(np.float64), dof
+
+
+def model_error(log_errors: Sequence[float]) -> Term | None:
+    """v_m: the mean square of ``log_errors`` (log(measured / predicted)) with as many df; None
+    without one."""
+    if not log_errors:
+        return None
+    return Term(MODEL, 1.0, float(np.mean(np.square(log_errors))), len(log_errors))
+
+
+def interval(value: float, terms: Sequence[Term]) -> tuple[float, float]:
+    """The 95% interval of a figure ``value`` > 0 whose log has these variance terms (module doc);
+    NaN ends where a term's variance or df is unknown."""
+    held = tuple(t for t in terms if t.weight)
+    if not value > 0 or any(not (math.isfinite(t.variance) and t.df > 0) for t in held):
+        return NAN, NAN
+    _, low, high = side_interval(Side(value, math.log(value), 1, held))
+    widest = max((t_quantile(t.df) * math.sqrt(t.weight * t.variance) for t in held), default=0.0)
+    return min(low, value * math.exp(-widest)), max(high, value * math.exp(widest))
