@@ -1,8 +1,8 @@
 """The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
 (:mod:`harness.launch.lease`) for the whole run and drives every other task through it.
 
-1. The lease opens and the chief waits for every other task to join it (a task that never does
-   fails the run before any cell: every cell becomes a row that says so).
+1. The lease opens and the chief waits for every other task to join it (a task that never does,
+   :func:`harness.launch.scheduler.join_overdue`, is lost before any cell).
 2. Where the cluster spans several nodes, the chief times the link to each other node
    (:meth:`RunLease.probe`, the fastest of :data:`PROBES`); every row records the nodes, each
    task's host and the slowest node's link.
@@ -10,8 +10,9 @@
    each cell announced to the other tasks, then run; each process's result journaled at once, so
    that ``--resume`` measures only what is missing.
 4. It stops starting cells when the budget would be passed (those cells become rows that say so),
-   or as soon as a task is lost: the running cell fails naming the task and its node, the cells
-   not started become rows that say why, and the run exits non-zero.
+   or as soon as a task is lost: the running cell (or, between cells, the next) fails naming the
+   task, its node and why, the cells not started become rows that say why, and the run exits
+   non-zero. A task whose part of a cell failed fails that cell at once; the run goes on.
 5. ``finished <code>`` to every task; the rows are written."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.contract.events import Event
@@ -87,11 +88,6 @@ def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
         speeds.append(max(timed) if timed else None)
     link = None if not speeds or None in speeds else min(s for s in speeds if s is not None)
     return ClusterPlace(config.nodes, config.placement, link)
-
-
-def missing_text(missing: Sequence[str], config: ClusterConfig, timeout_s: float) -> str:
-    names = ", ".join(f"{m} on {task_host(config, m)}" for m in missing)
-    return f"{names} never joined the chief's run lease within {timeout_s:g} s"
 
 
 class Budget:
@@ -178,28 +174,25 @@ def _passes(
             _peak(state, log)
         why = stop()
         if why is not None:
+            if not any(r.row.reason.startswith(why) for e in state.evidence.values() for r in e):
+                _journaled(
+                    state, CellEnd(cell, Event.FAILED, reason=why), k, log, budget
+                )  # it takes the loss
             state.result.stopped, state.unreached = why, f"not started: {why}"
             return
         if not budget.fits():
             return
         for end in each_cell([cell], options, launcher, progress, prefix=f"p{k}-{position:05d}-"):
-            end = blamed(end, stop())
-            state.record(end, k)
-            budget.add(end)
-            log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()})
+            _journaled(state, end, k, log, budget)
     if todo and stop() is None:
         _peak(state, log)
 
 
-def blamed(end: CellEnd, lost: str | None) -> CellEnd:
-    """A process that failed while a task was lost, failed because of it: its reason names the lost
-    task first (TensorFlow's own error after it), whichever of the two the chief heard first."""
-    failed = end.event == Event.FAILED or (end.row is not None and end.row.status == Status.FAILED)
-    if lost is None or not failed or end.reason.startswith(lost):
-        return end
-    reason = f"{lost}; the worker: {end.reason}" if end.reason else lost
-    row = None if end.row is None else replace(end.row, reason=reason)
-    return replace(end, reason=reason, row=row)
+def _journaled(state: RunState, end: CellEnd, k: int, log: journal.Journal, budget: Budget) -> None:
+    """One process's end kept (pass ``k``) and journaled."""
+    state.record(end, k)
+    budget.add(end)
+    log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()})
 
 
 def _peak(state: RunState, log: journal.Journal) -> None:

@@ -1,57 +1,52 @@
 """The chief's run lease: how the chief of a real cluster drives its other tasks, and how either
-side learns that the other is gone.
+side learns that the other is gone, or why.
 
 TensorFlow's cluster runtime carries all training traffic, but it has no notion of a run: the
 chief's TensorFlow process (hence its gRPC port) lives for one cell only, ``Server.join()`` never
 returns, and a peer whose node dies is noticed only when a collective times out. So beside it, the
 chief's ``harness run`` process (which lives for the whole run and never imports TensorFlow)
 listens on :func:`lease_address` (:class:`RunLease`), and every other task's ``harness run``
-process connects to it (:class:`ChiefLink`) and keeps the connection for the whole run:
+process connects to it (:class:`ChiefLink`) and keeps the connection for the whole run.
 
-- ``harness-lease <digest>``: the chief's greeting (:func:`cluster_digest`: another cluster, or
-  another program on the port, is told apart); ``task <type> <index>``: the task's answer;
-  ``welcome <job JSON>``: the run's options and first cell (a server starts from it);
-- ``cell <name> <cell JSON>``: the chief starts a cell (``name``: its process name for it); a MultiWorkerMirrored peer starts
-  its part of it at once (parameter-server servers ignore it);
-- ``probe <bytes>`` then that many bytes, answered ``probed <bytes>``: the chief times the link;
-- ``finished <exit code>``: the run is over, and the connection closes.
+The wire: one JSON object per line, its ``kind`` naming one of :data:`MESSAGES`. One handshake:
+the task sends ``join`` (its name and :func:`cluster_digest`: another cluster, or another program on
+the port, is told apart), the chief answers ``welcome`` (the run's options and first cell) or closes.
+Then the chief sends ``cell`` (a MultiWorkerMirrored peer starts its part at once; servers ignore
+it), ``probe`` followed by that many raw bytes (answered ``probed``: the chief times the link) and,
+at the end, ``finished``; a task sends ``failed`` when its part of a cell failed, and ``exit`` with
+its reason before it ends on its own.
 
-A connection that closes without ``finished`` means the other side is lost: its process died
-(the kernel closes its sockets at once) or its host or link is gone (TCP keepalive and
+A connection that closes without ``finished`` (or ``exit``) means the other side is lost: its process
+died (the kernel closes its sockets at once) or its host or link is gone (TCP keepalive and
 ``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`); a second connection in a task's name
-while the run goes on counts as the first one lost. The chief then stops the cell that runs
-and starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared
-filesystem, tasks on any hosts."""
+while the run goes on counts as the first one lost. The chief then stops the cell that runs and
+starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared filesystem,
+tasks on any hosts."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import queue
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from harness.launch.cluster import ClusterConfig, host_of
+from harness.launch.scheduler import Seen, join_overdue
 
-LEASE_GREETING = "harness-lease"
-LEASE_TASK = "task"
-LEASE_WELCOME = "welcome"
-LEASE_CELL = "cell"
-LEASE_PROBE = "probe"
-LEASE_PROBED = "probed"
-LEASE_FINISHED = "finished"
 LEASE_LINE_MAX = 1 << 20
 """Longest lease line, in bytes (a cell's JSON is about 1 KiB)."""
 LEASE_CONNECT_TIMEOUT_S = 600.0
 """Seconds a task keeps trying to reach the chief's lease before it gives up: the chief's start-up,
 which on Kubernetes can include scheduling its pod and pulling its image."""
 LEASE_JOIN_TIMEOUT_S = 300.0
-"""Seconds the chief waits for every other task to connect before its first cell."""
+"""Seconds the chief waits for a task to join when its scheduler says nothing about it."""
 LEASE_RETRY_S = 1.0
 """Seconds between a task's attempts to connect while the lease is not there yet."""
 LEASE_LINGER_S = 30.0
@@ -67,10 +62,113 @@ LOSS_BOUND_S = 15
 """Seconds within which either side notices a vanished peer host (keepalive: 5 + 3 x 2 s; and
 ``TCP_USER_TIMEOUT`` for data left unacknowledged): the cell is then stopped (1 s grace) and its
 row written well within 30 s of the loss."""
-LAST_FIELD_TAKES_REST = {LEASE_WELCOME: 1, LEASE_CELL: 2}
-"""Messages whose last field is JSON (spaces and all): how many fields they have."""
 PROBE_BYTES = 64 << 20
 """Bytes the chief sends to time the link to another node (0.5 s at 1 Gbit/s)."""
+
+
+@dataclass(frozen=True)
+class Join:
+    """A task joins: its name (``worker 1``) and its cluster's digest."""
+
+    task: str
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """The chief admits a task: the run's job (options and first cell), as JSON."""
+
+    job: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CellOrder:
+    """The chief started a cell: the chief's process name for it, and the cell (JSON)."""
+
+    name: str
+    cell: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """``nbytes`` raw bytes follow: answer with :class:`Probed`."""
+
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Probed:
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The chief's run is over, with its exit code."""
+
+    code: int
+
+
+@dataclass(frozen=True)
+class CellFailed:
+    """A task's part of cell ``name`` (the chief's process name) failed, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A task ends on its own (not told by the chief), and why."""
+
+    reason: str
+
+
+Message = Join | Welcome | CellOrder | Probe | Probed | Finished | CellFailed | Exit
+MESSAGES: dict[str, type[Message]] = {
+    "join": Join,
+    "welcome": Welcome,
+    "cell": CellOrder,
+    "probe": Probe,
+    "probed": Probed,
+    "finished": Finished,
+    "failed": CellFailed,
+    "exit": Exit,
+}
+"""Each message's ``kind`` on the wire."""
+_KINDS = {cls: kind for kind, cls in MESSAGES.items()}
+
+
+def encode(message: Message) -> bytes:
+    """One lease line: the message's fields and its ``kind`` as one JSON object."""
+    fields = {"kind": _KINDS[type(message)], **dataclasses.asdict(message)}
+    return (json.dumps(fields, separators=(",", ":")) + "\n").encode()
+
+
+def decode(line: bytes) -> Message:
+    """The message of one lease line; ValueError naming what is wrong (not one JSON object ending in
+    a newline, an unknown ``kind`` or fields that do not fit it)."""
+    if not line.endswith(b"\n"):
+        raise ValueError(f"incomplete lease line {line[:80]!r}")
+    try:
+        fields = json.loads(line)
+        cls = MESSAGES[fields.pop("kind")]
+        message = cls(**fields)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(
+            f"not a lease message ({e!r}): {line[:80]!r}; expected one of {', '.join(MESSAGES)}"
+        ) from None
+    hints = {f.name: f.type for f in dataclasses.fields(cls)}
+    for name, value in fields.items():
+        wanted = {"int": int, "str": str}.get(str(hints[name]), dict)
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            raise ValueError(f"lease message {line[:80]!r}: {name} is {value!r}; expected {wanted.__name__}")
+    return message
+
+
+def _read(reader: Any) -> Message | None:
+    """The next message (None: the connection closed)."""
+    line = reader.readline(LEASE_LINE_MAX)
+    return decode(line) if line else None
 
 
 def lease_address(config: ClusterConfig) -> tuple[str, int]:
@@ -105,23 +203,6 @@ def task_host(config: ClusterConfig, name: str) -> str:
     """The host of task ``"<type> <index>"``."""
     kind, index = name.split()
     return host_of(config.jobs[kind][int(index)])
-
-
-def lease_line(kind: str, *fields: object) -> bytes:
-    """One lease message: ``kind`` and ``fields`` separated by spaces, ending in a newline."""
-    return (" ".join([kind, *map(str, fields)]) + "\n").encode()
-
-
-def parse_lease_line(line: bytes) -> tuple[str, list[str]]:
-    """(kind, fields) of one lease message; ValueError for an empty, unterminated or odd line."""
-    if not line.endswith(b"\n"):
-        raise ValueError(f"incomplete lease line {line[:80]!r}")
-    text = line.decode("utf-8", errors="replace").rstrip("\n")
-    kind = text.split(" ", 1)[0].strip()
-    if not kind:
-        raise ValueError("empty lease line")
-    fields = text.split(" ", LAST_FIELD_TAKES_REST.get(kind, -1))[1:]
-    return kind, [f for f in fields if f.strip()]
 
 
 def _tcp_options(conn: socket.socket) -> None:
@@ -177,17 +258,18 @@ def _close(conn: socket.socket, reader: Any) -> None:
         conn.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
-    reader.close()
+    if reader is not None:
+        reader.close()
     conn.close()
 
 
 class RunLease:
     """The chief's side (see the module docstring): listens on :func:`lease_address`'s port (every
-    interface) for the whole run, greets each task with ``welcome`` (``welcome``: JSON-able job of
-    the run), and watches each connection. :meth:`wait_for_tasks` before the first cell,
-    :meth:`start_cell` per cell, :meth:`lost` at any time, :meth:`probe` to time a link,
-    :meth:`finish` at the end. A context manager: leaving it without :meth:`finish` finishes with
-    code 1. OSError when the port is busy. Its sockets are not inherited by child processes."""
+    interface) for the whole run, welcomes each task (``welcome``: the run's job, JSON-able), and
+    watches each connection. :meth:`wait_for_tasks` before the first cell, :meth:`start_cell` per
+    cell, :meth:`lost` and :meth:`failed` at any time, :meth:`probe` to time a link, :meth:`finish`
+    at the end. A context manager: leaving it without :meth:`finish` finishes with code 1. OSError
+    when the port is busy. Its sockets are not inherited by child processes."""
 
     def __init__(
         self,
@@ -197,25 +279,39 @@ class RunLease:
     ) -> None:
         self.config = config
         self.host, self.port = lease_address(config)
-        self._greeting = lease_line(LEASE_GREETING, cluster_digest(config))
-        self._welcome = lease_line(LEASE_WELCOME, json.dumps(dict(welcome or {}), separators=(",", ":")))
+        self._digest = cluster_digest(config)
+        self._welcome = encode(Welcome(dict(welcome or {})))
         self.expected = task_names(config)
         self._linger_s = linger_s
-        if socket.has_dualstack_ipv6():
-            self._listener = socket.create_server(
-                ("", self.port), family=socket.AF_INET6, dualstack_ipv6=True
-            )
-        else:
-            self._listener = socket.create_server(("", self.port))
+        dual = socket.has_dualstack_ipv6()
+        family = socket.AF_INET6 if dual else socket.AF_INET
+        self._listener = socket.create_server(("", self.port), family=family, dualstack_ipv6=dual)
         self._listener.settimeout(LEASE_POLL_S)
         self._lock = threading.Lock()
         self._members: dict[str, _Member] = {}
         self._seen: set[str] = set()
         self._lost: list[Lost] = []
+        self._failed: dict[str, str] = {}
         self._code: int | None = None
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="run-lease", daemon=True)
         self._thread.start()
+
+    def _admit(self, conn: socket.socket) -> _Member | None:
+        """The handshake: a ``join`` of a task of this cluster, answered ``welcome`` (None: not one)."""
+        conn.settimeout(LEASE_IO_TIMEOUT_S)
+        reader = conn.makefile("rb")
+        try:
+            join = _read(reader)
+            if not isinstance(join, Join) or join.cluster != self._digest or join.task not in self.expected:
+                raise ValueError(f"not a task of this cluster: {join}")
+            conn.sendall(self._welcome)
+            conn.settimeout(None)
+            _tcp_options(conn)
+        except (OSError, ValueError):
+            _close(conn, reader)
+            return None
+        return _Member(join.task, conn, reader)
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -226,29 +322,17 @@ class RunLease:
             except OSError:  # closed by finish(), or a passing failure (EMFILE, ECONNABORTED)
                 time.sleep(LEASE_POLL_S)
                 continue
-            conn.settimeout(LEASE_IO_TIMEOUT_S)
-            reader = conn.makefile("rb")
-            try:
-                conn.sendall(self._greeting)
-                kind, fields = parse_lease_line(reader.readline(LEASE_LINE_MAX))
-                name = " ".join(fields)
-                if kind != LEASE_TASK or name not in self.expected:
-                    raise ValueError(f"not a task of this cluster: {kind} {name}")
-                conn.sendall(self._welcome)
-                conn.settimeout(None)
-                _tcp_options(conn)
-            except (OSError, ValueError):
-                _close(conn, reader)
+            member = self._admit(conn)
+            if member is None:
                 continue
-            member = _Member(name, conn, reader)
+            name = member.name
             with self._lock:
                 self._seen.add(name)
                 code, old = self._code, self._members.pop(name, None)
                 if code is None:
                     self._members[name] = member
                 if old is not None and code is None:
-                    why = "it connected again while its first connection was open"
-                    self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
+                    self._lose(name, "it connected again while its first connection was open")
             if old is not None:
                 old.close()
             if code is not None:  # connected after the run ended: tell it at once
@@ -256,40 +340,63 @@ class RunLease:
                 continue
             threading.Thread(target=self._watch, args=(member,), name=f"lease-{name}", daemon=True).start()
 
+    def _lose(self, name: str, why: str) -> None:
+        """Record task ``name`` lost (the caller holds the lock)."""
+        self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
+
     def _watch(self, member: _Member) -> None:
-        """Reads the task's lines until its connection ends; an end before :meth:`finish` is a loss."""
+        """Reads the task's messages until its connection ends; an end before :meth:`finish` is a
+        loss, named by the task's ``exit`` where it sent one."""
         why = "its connection to the run lease closed"
         try:
-            while True:
-                line = member.reader.readline(LEASE_LINE_MAX)
-                if not line:
-                    break
-                kind, _ = parse_lease_line(line)
-                if kind == LEASE_PROBED:
+            while (message := _read(member.reader)) is not None:
+                if isinstance(message, Probed):
                     member.probed.set()
+                elif isinstance(message, CellFailed):
+                    where = f"{member.name} on {task_host(self.config, member.name)}"
+                    with self._lock:
+                        self._failed.setdefault(message.name, f"{where}: its part failed: {message.reason}")
+                elif isinstance(message, Exit):
+                    why = f"it exited: {message.reason}"
+                    break
         except (OSError, ValueError) as e:
             why = f"its connection to the run lease failed: {getattr(e, 'strerror', None) or e}"
         with self._lock:
             if self._code is not None or self._members.get(member.name) is not member:
                 return
             del self._members[member.name]
-            self._lost.append(Lost(member.name, task_host(self.config, member.name), time.time(), why))
+            self._lose(member.name, why)
 
     def lost(self) -> Lost | None:
         """The first task lost so far (None: every connected task is there)."""
         with self._lock:
             return self._lost[0] if self._lost else None
 
-    def wait_for_tasks(self, timeout_s: float = LEASE_JOIN_TIMEOUT_S) -> list[str]:
-        """Wait until every other task has connected; returns those that did not within
-        ``timeout_s`` seconds (or were lost meanwhile)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+    def failed(self, name: str) -> str | None:
+        """Why another task's part of cell ``name`` (the chief's process name) failed, naming the
+        task and its node (None: none said so)."""
+        with self._lock:
+            return self._failed.get(name)
+
+    def wait_for_tasks(
+        self, seen: Callable[[str], Seen | None] = lambda host: None, timeout_s: float = LEASE_JOIN_TIMEOUT_S
+    ) -> Lost | None:
+        """Wait until every other task has joined; the first one lost meanwhile, or that never
+        joined in time (:func:`harness.launch.scheduler.join_overdue`: ``seen``, what the scheduler
+        reports about a host, starts the short count), else None."""
+        started = time.monotonic()
+        while (gone := self.lost()) is None:
             with self._lock:
                 missing = [n for n in self.expected if n not in self._members]
-            if not missing or time.monotonic() > deadline or self.lost():
-                return missing
+            for name in missing:
+                why = join_overdue(time.monotonic(), started, seen(task_host(self.config, name)), timeout_s)
+                if why is not None:
+                    with self._lock:
+                        self._lose(name, why)
+            if not missing:
+                return None
             time.sleep(LEASE_POLL_S)
+        return gone
 
     def _send_all(self, data: bytes) -> None:
         with self._lock:
@@ -302,7 +409,7 @@ class RunLease:
 
     def start_cell(self, name: str, cell: Mapping[str, Any]) -> None:
         """Tell every task that the cell starts (``name``: the chief's process name for it)."""
-        self._send_all(lease_line(LEASE_CELL, name, json.dumps(dict(cell), separators=(",", ":"))))
+        self._send_all(encode(CellOrder(name, dict(cell))))
 
     def probe(self, task: str, nbytes: int = PROBE_BYTES, timeout_s: float = 60.0) -> float | None:
         """Gbit/s of ``nbytes`` sent to ``task`` and acknowledged (None: not connected, or no answer
@@ -316,7 +423,7 @@ class RunLease:
         payload = [chunk[: min(len(chunk), nbytes - sent)] for sent in range(0, nbytes, len(chunk))]
         t0 = time.perf_counter()
         try:
-            member.send(lease_line(LEASE_PROBE, nbytes), *payload)
+            member.send(encode(Probe(nbytes)), *payload)
         except OSError:
             return None
         deadline = time.monotonic() + timeout_s
@@ -329,7 +436,8 @@ class RunLease:
 
     def finish(self, code: int) -> list[str]:
         """Tell every task the run is over with ``code`` (the chief's exit code) and close the
-        lease; returns the tasks that never connected (after up to ``linger_s`` seconds)."""
+        lease; returns the tasks that never connected (after up to ``linger_s`` seconds; none for a
+        task already lost)."""
         with self._lock:
             if self._code is not None:
                 return []
@@ -338,7 +446,8 @@ class RunLease:
         try:
             while True:
                 with self._lock:
-                    missing = [n for n in self.expected if n not in self._seen]
+                    lost = {g.task for g in self._lost}
+                    missing = [n for n in self.expected if n not in self._seen and n not in lost]
                 if not missing or time.monotonic() > deadline:
                     return missing
                 time.sleep(LEASE_POLL_S)
@@ -362,7 +471,7 @@ class RunLease:
 
 def _send_finished(member: _Member, code: int) -> None:
     try:
-        member.send(lease_line(LEASE_FINISHED, code))
+        member.send(encode(Finished(code)))
     except OSError:
         pass
     finally:
@@ -379,19 +488,11 @@ class ChiefEnd:
     detail: str
 
 
-@dataclass(frozen=True)
-class CellOrder:
-    """The chief started a cell: the chief's process name for it, and the cell (JSON)."""
-
-    name: str
-    cell: dict[str, Any]
-
-
 class ChiefLink:
     """A task's side (see the module docstring): :meth:`connect` (retrying while the lease is not
     there yet), then :meth:`next` for each order of the chief until a :class:`ChiefEnd`;
-    :meth:`over` says why the run is over (None while it goes on). Probes are answered by the
-    reading thread."""
+    :meth:`over` says why the run is over (None while it goes on); :meth:`tell` sends the chief a
+    cell's failure or this task's exit. Probes are answered by the reading thread."""
 
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
@@ -401,25 +502,31 @@ class ChiefLink:
         self._gone: str | None = None
         self._over: str | None = None
         self._conn: socket.socket | None = None
+        self._send_lock = threading.Lock()
 
     @property
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
     def connect(
-        self, connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S, retry_s: float = LEASE_RETRY_S
+        self,
+        connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S,
+        retry_s: float = LEASE_RETRY_S,
+        over: Callable[[], str | None] = lambda: None,
     ) -> ChiefEnd | None:
-        """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`)."""
-        greeting = lease_line(LEASE_GREETING, cluster_digest(self.config))
+        """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`): the
+        chief's lease not there after ``connect_timeout_s``, or ``over`` gave a reason to stop
+        trying (the scheduler ended this task's job step)."""
+        join = encode(Join(f"{self.config.task_type} {self.config.task_index}", cluster_digest(self.config)))
         deadline = time.monotonic() + connect_timeout_s
         why = ""
         while True:
             if why:
-                if time.monotonic() > deadline:
+                ended = over()
+                if ended is not None or time.monotonic() > deadline:
+                    within = f"after {connect_timeout_s:g} s" if ended is None else f"and {ended}"
                     return ChiefEnd(
-                        False,
-                        None,
-                        f"no run lease of this cluster's chief at {self.where} after {connect_timeout_s:g} s ({why})",
+                        False, None, f"no run lease of this cluster's chief at {self.where} {within} ({why})"
                     )
                 time.sleep(retry_s)
             try:
@@ -429,60 +536,69 @@ class ChiefLink:
                 continue
             reader = conn.makefile("rb")
             try:
-                if reader.readline(LEASE_LINE_MAX) != greeting:
-                    raise ValueError("something else answers there")
-                conn.sendall(lease_line(LEASE_TASK, self.config.task_type, self.config.task_index))
-                kind, fields = parse_lease_line(reader.readline(LEASE_LINE_MAX))
-                if kind != LEASE_WELCOME:
-                    raise ValueError(f"the chief answered {kind!r}, not {LEASE_WELCOME!r}")
-                self.welcome = json.loads(" ".join(fields)) if fields else {}
+                conn.sendall(join)
+                welcome = _read(reader)
+                if not isinstance(welcome, Welcome):
+                    raise ValueError("something else answers there, or another cluster's chief")
+                self.welcome = welcome.job
                 conn.settimeout(None)
                 _tcp_options(conn)
             except (OSError, ValueError) as e:
                 why = getattr(e, "strerror", None) or str(e)
-                reader.close()
-                conn.close()
+                _close(conn, reader)
                 continue
             self._conn = conn
             threading.Thread(target=self._read, args=(conn, reader), name="chief-link", daemon=True).start()
             return None
 
+    def _send(self, *parts: bytes) -> None:
+        assert self._conn is not None
+        with self._send_lock:
+            for data in parts:
+                self._conn.sendall(data)
+
     def _read(self, conn: socket.socket, reader: Any) -> None:
         why = "connection closed"
         try:
-            while True:
-                line = reader.readline(LEASE_LINE_MAX)
-                if not line:
-                    break
-                kind, fields = parse_lease_line(line)
-                if kind == LEASE_FINISHED and len(fields) == 1:
-                    code = int(fields[0])
-                    self._over = f"the chief's run finished with exit code {code}"
-                    self._orders.put(ChiefEnd(True, code, self._over))
+            while (message := _read(reader)) is not None:
+                if isinstance(message, Finished):
+                    self._over = f"the chief's run finished with exit code {message.code}"
+                    self._orders.put(ChiefEnd(True, message.code, self._over))
                     return
-                if kind == LEASE_CELL and len(fields) == 2:
-                    self._orders.put(CellOrder(fields[0], json.loads(fields[1])))
-                elif kind == LEASE_PROBE and len(fields) == 1:
-                    left = int(fields[0])
+                if isinstance(message, CellOrder):
+                    self._orders.put(message)
+                elif isinstance(message, Probe):
+                    left = message.nbytes
                     while left > 0:
                         got = reader.read(min(left, 1 << 20))
                         if not got:
                             raise ValueError("the probe ended early")
                         left -= len(got)
-                    conn.sendall(lease_line(LEASE_PROBED, fields[0]))
+                    self._send(encode(Probed(message.nbytes)))
         except OSError as e:
             why = e.strerror or str(e)
         except ValueError as e:
             why = str(e)
         finally:
-            reader.close()
-            conn.close()
+            _close(conn, reader)
         self._gone = (
-            f"lost the chief's run lease at {self.where} without its '{LEASE_FINISHED}' ({why}): "
+            f"lost the chief's run lease at {self.where} without its 'finished' ({why}): "
             "the chief died or its host is gone"
         )
         self._over = self._over or self._gone
         self._orders.put(ChiefEnd(False, None, self._gone))
+
+    def tell(self, message: CellFailed | Exit) -> None:
+        """Send the chief a cell's failure, or this task's exit (then the connection closes); a lost
+        lease is no error here (the chief has its own account of it)."""
+        if self._conn is None:
+            return
+        try:
+            self._send(encode(message))
+        except OSError:
+            pass
+        if isinstance(message, Exit):
+            _close(self._conn, None)
 
     def over(self) -> str | None:
         """Why this task's cell must stop: the chief's run finished, or the chief is lost (None

@@ -22,15 +22,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.contract.events import Event, EventLine
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
+from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
-from harness.launch.lease import CellOrder, ChiefEnd, ChiefLink, RunLease
+from harness.launch.lease import CellFailed, CellOrder, ChiefEnd, ChiefLink, Exit, RunLease
 from harness.launch.platform import usable_cores
 from harness.launch.process import (
     POLL_S,
@@ -41,6 +43,7 @@ from harness.launch.process import (
     start_worker,
 )
 from harness.launch.runner import Launcher
+from harness.launch.scheduler import watch_of
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
@@ -137,18 +140,36 @@ def run_cluster_task(
     return run_worker(cell, options, name, launch, joins=True, abort=abort)
 
 
+PEER_WORD_S = 3.0
+"""Seconds the chief's failed part of a cell waits for another task's word (its own part failed,
+or it was lost): a collective fails on every task at once, and the word names the cause."""
+
+
 def chief_launcher(config: ClusterConfig, lease: RunLease) -> Launcher:
     """The chief's launcher of every cell (see :data:`harness.launch.runner.Launcher`): each cell
     is announced to the other tasks through the run lease, then the chief's own part starts; a
-    task lost meanwhile fails the cell at once, naming it."""
-
-    def lost() -> str | None:
-        gone = lease.lost()
-        return None if gone is None else gone.text()
+    task lost meanwhile, or one that says its part failed, fails the cell at once, its row's reason
+    naming the task first (the chief's worker's own error after it)."""
 
     def launch(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
+        def why() -> str | None:
+            gone = lease.lost()
+            return gone.text() if gone is not None else lease.failed(name)
+
         lease.start_cell(name, cell.to_dict())
-        return run_cluster_task(cell, options, name, config, lost)
+        for ev in run_cluster_task(cell, options, name, config, why):
+            row = ev.get("row") or {}
+            if ev["event"] == Event.FAILED or (
+                ev["event"] == Event.RECORD and row.get("status") == Status.FAILED
+            ):
+                waited = time.monotonic() + PEER_WORD_S
+                while (blame := why()) is None and time.monotonic() < waited:
+                    time.sleep(POLL_S)
+                own = str(ev.get("reason") or row.get("reason") or "")
+                if blame and not own.startswith(blame):
+                    reason = f"{blame}; the chief's worker: {own}"
+                    ev = {**ev, "reason": reason, **({"row": {**row, "reason": reason}} if row else {})}
+            yield ev
 
     return launch
 
@@ -167,7 +188,7 @@ def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOpti
     """This task joined to the chief's run lease, with the run's options (logs under ``log_dir``)
     and its first cell, from the chief's welcome; or why it could not join."""
     link = ChiefLink(config)
-    failed = link.connect()
+    failed = link.connect(over=watch_of(os.environ).over)
     if failed is not None:
         return TaskEnd(EXIT_FAILURE, failed.detail)
     job = Job.from_json(link.welcome)
@@ -206,6 +227,8 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
                 break
         kind = Event.FINISHED if ended[0] != Event.FAILED else Event.FAILED
         counts[kind] += 1
+        if kind == Event.FAILED and not stop():  # the chief stopped it: it knows why
+            link.tell(CellFailed(order.name, ended[1]))
         print(f"{kind} {cell.id}" + (f": {ended[1]}" if kind == Event.FAILED else ""), flush=True)
 
 
@@ -242,10 +265,11 @@ def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
         finally:
             how = proc.stop()
         if end is None:
-            return TaskEnd(
-                EXIT_FAILURE,
-                f"server done: the server process exited with {signal_text(proc.returncode or 0)} "
-                f"before the chief's run ended; its log {proc.log_path}: {proc.tail()}",
+            why = (
+                f"its server process exited with {signal_text(proc.returncode or 0)} before the "
+                f"chief's run ended; its log {proc.log_path}: {proc.tail()}"
             )
+            link.tell(Exit(why))
+            return TaskEnd(EXIT_FAILURE, f"server done: {why}")
         code = EXIT_OK if end.finished else EXIT_FAILURE
         return TaskEnd(code, f"server done: {end.detail}; server stopped with {how}; exit code {code}")
