@@ -1,27 +1,22 @@
 """The chief's run lease: how the chief of a real cluster drives its other tasks, and how either
 side learns that the other is gone, or why.
 
-TensorFlow's cluster runtime carries all training traffic, but it has no notion of a run: the
-chief's TensorFlow process (hence its gRPC port) lives for one cell only, ``Server.join()`` never
-returns, and a peer whose node dies is noticed only when a collective times out. So beside it, the
-chief's ``harness run`` process (which lives for the whole run and never imports TensorFlow)
-listens on :func:`lease_address` (:class:`RunLease`), and every other task's ``harness run``
-process connects to it (:class:`ChiefLink`) and keeps the connection for the whole run.
+TensorFlow's runtime has no notion of a run (the chief's TensorFlow process lives for one cell,
+``Server.join()`` never returns, a dead peer shows only as a collective's timeout). So the chief's
+``harness run`` process (alive for the whole run, never importing TensorFlow) listens on
+:func:`lease_address` (:class:`RunLease`), and every other task's ``harness run`` keeps a connection
+to it for the whole run (:class:`ChiefLink`). Plain TCP: no shared filesystem, tasks on any hosts.
 
-The wire: one JSON object per line, its ``kind`` naming one of :data:`MESSAGES`. One handshake:
-the task sends ``join`` (its name and :func:`cluster_digest`: another cluster, or another program on
-the port, is told apart), the chief answers ``welcome`` (the run's options and first cell) or closes.
-Then the chief sends ``cell`` (a MultiWorkerMirrored peer starts its part at once; servers ignore
-it), ``probe`` followed by that many raw bytes (answered ``probed``: the chief times the link) and,
-at the end, ``finished``; a task sends ``failed`` when its part of a cell failed, and ``exit`` with
-its reason before it ends on its own.
+The wire: one JSON object per line, its ``kind`` one of :data:`MESSAGES`. One handshake: the task
+sends ``join`` (its name, :func:`cluster_digest`), the chief answers ``welcome`` (the run's options
+and first cell) or closes. Then the chief sends ``cell`` (a MultiWorkerMirrored peer starts its part
+at once), ``probe`` and that many raw bytes (answered ``probed``: the link timed), and ``finished``;
+a task sends ``failed`` when its part of a cell failed, and ``exit`` before it ends on its own.
 
 A connection that closes without ``finished`` (or ``exit``) means the other side is lost: its process
-died (the kernel closes its sockets at once) or its host or link is gone (TCP keepalive and
-``TCP_USER_TIMEOUT`` bound that to :data:`LOSS_BOUND_S`); a second connection in a task's name
-while the run goes on counts as the first one lost. The chief then stops the cell that runs and
-starts none against the lost task; a task stops its cell and ends. Plain TCP: no shared filesystem,
-tasks on any hosts."""
+died (the kernel closes its sockets at once) or its host or link is gone (keepalive and
+``TCP_USER_TIMEOUT``: :data:`LOSS_BOUND_S`); so does a second connection in a task's name. The chief
+then stops the running cell and starts none; a task stops its cell and ends."""
 
 from __future__ import annotations
 
@@ -98,6 +93,8 @@ class Probe:
 
 @dataclass(frozen=True)
 class Probed:
+    """The probe's bytes arrived."""
+
     nbytes: int
 
 
@@ -165,12 +162,6 @@ def decode(line: bytes) -> Message:
     return message
 
 
-def _read(reader: Any) -> Message | None:
-    """The next message (None: the connection closed)."""
-    line = reader.readline(LEASE_LINE_MAX)
-    return decode(line) if line else None
-
-
 def lease_address(config: ClusterConfig) -> tuple[str, int]:
     """(host, port) of the chief's run lease: the chief's host, and one above the highest port any
     task of the cluster uses on that host (never one of the cluster's own TensorFlow ports; with
@@ -234,33 +225,33 @@ class Lost:
         return f"{self.task} on {self.host} was lost at {when} ({self.why})"
 
 
-class _Member:
-    """One task's connection, as the chief holds it."""
+class _Conn:
+    """One lease connection (a task's, named ``name``, on the chief's side): whole sends (no other
+    message between a send's parts), reads of one message, and its close."""
 
-    def __init__(self, name: str, conn: socket.socket, reader: Any) -> None:
-        self.name, self.conn, self.reader = name, conn, reader
+    def __init__(self, conn: socket.socket, name: str = "") -> None:
+        self.conn, self.reader, self.name = conn, conn.makefile("rb"), name
         self.probed = threading.Event()
-        self.send_lock = threading.Lock()
+        self._lock = threading.Lock()
 
     def send(self, *parts: bytes) -> None:
-        """Send ``parts`` back to back (no other message between them)."""
-        with self.send_lock:
+        with self._lock:
             for data in parts:
                 self.conn.sendall(data)
 
+    def read(self) -> Message | None:
+        """The next message (None: the connection closed); ValueError for a line that is none."""
+        line = self.reader.readline(LEASE_LINE_MAX)
+        return decode(line) if line else None
+
     def close(self) -> None:
         """Close the connection for good (the reader's reference too: a bare close keeps it open)."""
-        _close(self.conn, self.reader)
-
-
-def _close(conn: socket.socket, reader: Any) -> None:
-    try:
-        conn.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    if reader is not None:
-        reader.close()
-    conn.close()
+        try:
+            self.conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.reader.close()
+        self.conn.close()
 
 
 class RunLease:
@@ -288,7 +279,7 @@ class RunLease:
         self._listener = socket.create_server(("", self.port), family=family, dualstack_ipv6=dual)
         self._listener.settimeout(LEASE_POLL_S)
         self._lock = threading.Lock()
-        self._members: dict[str, _Member] = {}
+        self._members: dict[str, _Conn] = {}
         self._seen: set[str] = set()
         self._lost: list[Lost] = []
         self._failed: dict[str, str] = {}
@@ -297,21 +288,22 @@ class RunLease:
         self._thread = threading.Thread(target=self._accept, name="run-lease", daemon=True)
         self._thread.start()
 
-    def _admit(self, conn: socket.socket) -> _Member | None:
+    def _admit(self, sock: socket.socket) -> _Conn | None:
         """The handshake: a ``join`` of a task of this cluster, answered ``welcome`` (None: not one)."""
-        conn.settimeout(LEASE_IO_TIMEOUT_S)
-        reader = conn.makefile("rb")
+        sock.settimeout(LEASE_IO_TIMEOUT_S)
+        conn = _Conn(sock)
         try:
-            join = _read(reader)
+            join = conn.read()
             if not isinstance(join, Join) or join.cluster != self._digest or join.task not in self.expected:
                 raise ValueError(f"not a task of this cluster: {join}")
-            conn.sendall(self._welcome)
-            conn.settimeout(None)
-            _tcp_options(conn)
+            conn.send(self._welcome)
+            conn.name = join.task
+            sock.settimeout(None)
+            _tcp_options(sock)
         except (OSError, ValueError):
-            _close(conn, reader)
+            conn.close()
             return None
-        return _Member(join.task, conn, reader)
+        return conn
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -344,12 +336,12 @@ class RunLease:
         """Record task ``name`` lost (the caller holds the lock)."""
         self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
 
-    def _watch(self, member: _Member) -> None:
+    def _watch(self, member: _Conn) -> None:
         """Reads the task's messages until its connection ends; an end before :meth:`finish` is a
         loss, named by the task's ``exit`` where it sent one."""
         why = "its connection to the run lease closed"
         try:
-            while (message := _read(member.reader)) is not None:
+            while (message := member.read()) is not None:
                 if isinstance(message, Probed):
                     member.probed.set()
                 elif isinstance(message, CellFailed):
@@ -469,7 +461,7 @@ class RunLease:
         self.finish(1)
 
 
-def _send_finished(member: _Member, code: int) -> None:
+def _send_finished(member: _Conn, code: int) -> None:
     try:
         member.send(encode(Finished(code)))
     except OSError:
@@ -497,16 +489,12 @@ class ChiefLink:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         self.host, self.port = lease_address(config)
+        self.where = f"{self.host}:{self.port}"
         self.welcome: dict[str, Any] = {}
         self._orders: queue.Queue[CellOrder | ChiefEnd] = queue.Queue()
         self._gone: str | None = None
         self._over: str | None = None
-        self._conn: socket.socket | None = None
-        self._send_lock = threading.Lock()
-
-    @property
-    def where(self) -> str:
-        return f"{self.host}:{self.port}"
+        self._conn: _Conn | None = None
 
     def connect(
         self,
@@ -514,9 +502,9 @@ class ChiefLink:
         retry_s: float = LEASE_RETRY_S,
         over: Callable[[], str | None] = lambda: None,
     ) -> ChiefEnd | None:
-        """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`): the
-        chief's lease not there after ``connect_timeout_s``, or ``over`` gave a reason to stop
-        trying (the scheduler ended this task's job step)."""
+        """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`): no lease
+        after ``connect_timeout_s``, or ``over`` gave a reason to stop trying (the scheduler ended
+        this task's job step)."""
         join = encode(Join(f"{self.config.task_type} {self.config.task_index}", cluster_digest(self.config)))
         deadline = time.monotonic() + connect_timeout_s
         why = ""
@@ -530,37 +518,30 @@ class ChiefLink:
                     )
                 time.sleep(retry_s)
             try:
-                conn = socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S)
+                conn = _Conn(socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S))
             except OSError as e:
                 why = e.strerror or str(e)
                 continue
-            reader = conn.makefile("rb")
             try:
-                conn.sendall(join)
-                welcome = _read(reader)
+                conn.send(join)
+                welcome = conn.read()
                 if not isinstance(welcome, Welcome):
                     raise ValueError("something else answers there, or another cluster's chief")
                 self.welcome = welcome.job
-                conn.settimeout(None)
-                _tcp_options(conn)
+                conn.conn.settimeout(None)
+                _tcp_options(conn.conn)
             except (OSError, ValueError) as e:
                 why = getattr(e, "strerror", None) or str(e)
-                _close(conn, reader)
+                conn.close()
                 continue
             self._conn = conn
-            threading.Thread(target=self._read, args=(conn, reader), name="chief-link", daemon=True).start()
+            threading.Thread(target=self._read, args=(conn,), name="chief-link", daemon=True).start()
             return None
 
-    def _send(self, *parts: bytes) -> None:
-        assert self._conn is not None
-        with self._send_lock:
-            for data in parts:
-                self._conn.sendall(data)
-
-    def _read(self, conn: socket.socket, reader: Any) -> None:
+    def _read(self, conn: _Conn) -> None:
         why = "connection closed"
         try:
-            while (message := _read(reader)) is not None:
+            while (message := conn.read()) is not None:
                 if isinstance(message, Finished):
                     self._over = f"the chief's run finished with exit code {message.code}"
                     self._orders.put(ChiefEnd(True, message.code, self._over))
@@ -570,17 +551,17 @@ class ChiefLink:
                 elif isinstance(message, Probe):
                     left = message.nbytes
                     while left > 0:
-                        got = reader.read(min(left, 1 << 20))
+                        got = conn.reader.read(min(left, 1 << 20))
                         if not got:
                             raise ValueError("the probe ended early")
                         left -= len(got)
-                    self._send(encode(Probed(message.nbytes)))
+                    conn.send(encode(Probed(message.nbytes)))
         except OSError as e:
             why = e.strerror or str(e)
         except ValueError as e:
             why = str(e)
         finally:
-            _close(conn, reader)
+            conn.close()
         self._gone = (
             f"lost the chief's run lease at {self.where} without its 'finished' ({why}): "
             "the chief died or its host is gone"
@@ -594,11 +575,11 @@ class ChiefLink:
         if self._conn is None:
             return
         try:
-            self._send(encode(message))
+            self._conn.send(encode(message))
         except OSError:
             pass
         if isinstance(message, Exit):
-            _close(self._conn, None)
+            self._conn.close()
 
     def over(self) -> str | None:
         """Why this task's cell must stop: the chief's run finished, or the chief is lost (None

@@ -202,7 +202,7 @@ def test_the_chief_names_a_lost_task_and_its_host_at_once() -> None:
         assert lease.wait_for_tasks(timeout_s=10) is None
         t0 = time.monotonic()
         assert links[1]._conn is not None
-        links[1]._conn.shutdown(socket.SHUT_RDWR)  # its process died: the kernel closes the socket
+        links[1]._conn.conn.shutdown(socket.SHUT_RDWR)  # its process died: the kernel closes the socket
         while lease.lost() is None and time.monotonic() - t0 < 5:
             time.sleep(0.05)
         lost = lease.lost()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.launch import scheduler
-from harness.launch.scheduler import QUIET, Seen, SlurmWatch, join_overdue, node_down, step_words, watch_of
+from harness.launch.scheduler import QUIET, Seen, SlurmWatch, join_overdue, node_down, state_of, watch_of
 
 STEP = "JobId=7 StepId=0 StepName=python State=RUNNING Partition=nodes NodeList=node[1-2] Nodes=2 Tasks=2"
 NODE2 = "NodeName=node2 Arch=x86_64 CoresPerSocket=1 State={} ThreadsPerCore=1"
@@ -29,16 +29,17 @@ def test_a_task_that_never_joins_is_lost_30_s_after_it_is_seen_running() -> None
 )
 def test_node_states(state: str, down: bool) -> None:
     assert node_down(state) is down
+    assert node_down(state_of((0, NODE2.format(state)))) is down
 
 
 def test_step_answers() -> None:
-    assert step_words((0, STEP)) == "RUNNING"
-    assert step_words((0, STEP.replace("RUNNING", "CANCELLED"))) == "CANCELLED"
-    assert step_words((1, "scontrol: error: Invalid job id specified")) == "gone"
+    assert state_of((0, STEP)) == "RUNNING"
+    assert state_of((0, STEP.replace("RUNNING", "CANCELLED"))) == "CANCELLED"
+    assert state_of((1, "scontrol: error: Invalid job id specified")) == "gone"
     assert (
-        step_words((1, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)")) is None
+        state_of((1, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)")) is None
     )
-    assert step_words(None) is None
+    assert state_of(None) is None
 
 
 def test_slurm_watch_sees_a_running_step_or_a_node_down_and_asks_sparingly(
