@@ -1,19 +1,14 @@
 """The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
 (:mod:`harness.launch.lease`) for the whole run and drives every other task through it.
 
-1. The lease opens and the chief waits for every other task to join it (a task that never does,
-   :func:`harness.launch.scheduler.join_overdue`, is lost before any cell).
-2. Where the cluster spans several nodes, the chief times the link to each other node
-   (:meth:`RunLease.probe`, the fastest of :data:`PROBES`); every row records the nodes, each
-   task's host and the slowest node's link.
-3. Passes over the runnable cells (each pass in a new order: :func:`harness.spec.schedule.pass_order`),
-   each cell announced to the other tasks, then run; each process's result journaled at once, so
-   that ``--resume`` measures only what is missing.
-4. It stops starting cells when the budget would be passed (those cells become rows that say so),
-   or as soon as a task is lost: the running cell (or, between cells, the next) fails naming the
-   task, its node and why, the cells not started become rows that say why, and the run exits
-   non-zero. A task whose part of a cell failed fails that cell at once; the run goes on.
-5. ``finished <code>`` to every task; the rows are written."""
+1. Every other task joins the lease (one that does not in time is lost:
+   :func:`harness.launch.scheduler.join_overdue`); on several nodes the chief times each link.
+2. Passes over the runnable cells (:func:`harness.spec.schedule.pass_order`), each announced to the
+   other tasks, then run; each process journaled at once, so ``--resume`` measures what is missing.
+3. No cell starts past the budget, or once a task is lost: the running cell (between cells, the
+   next) fails naming the task, its node and why, the rest become rows that say why, exit non-zero.
+   A task whose part of a cell failed fails that cell at once; the run goes on.
+4. ``finished`` to every task; the rows are written."""
 
 from __future__ import annotations
 

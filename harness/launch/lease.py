@@ -374,21 +374,33 @@ class RunLease:
         self, seen: Callable[[str], Seen | None] = lambda host: None, timeout_s: float = LEASE_JOIN_TIMEOUT_S
     ) -> Lost | None:
         """Wait until every other task has joined; the first one lost meanwhile, or that never
-        joined in time (:func:`harness.launch.scheduler.join_overdue`: ``seen``, what the scheduler
-        reports about a host, starts the short count), else None."""
+        joined in time (:func:`harness.launch.scheduler.join_overdue`; ``seen``: what the scheduler
+        reports about a host), else None. Interrupted (SIGTERM: Slurm cancels the step when a node
+        fails), every task still missing is lost, so that the rows name it before the kill."""
         started = time.monotonic()
-        while (gone := self.lost()) is None:
+        try:
+            while self.lost() is None:
+                with self._lock:
+                    missing = [n for n in self.expected if n not in self._members]
+                if not missing:
+                    break
+                for name in missing:
+                    why = join_overdue(
+                        time.monotonic(), started, seen(task_host(self.config, name)), timeout_s
+                    )
+                    if why is not None:
+                        with self._lock:
+                            self._lose(name, why)
+                time.sleep(LEASE_POLL_S)
+        except KeyboardInterrupt:
+            waited = time.monotonic() - started
             with self._lock:
-                missing = [n for n in self.expected if n not in self._members]
-            for name in missing:
-                why = join_overdue(time.monotonic(), started, seen(task_host(self.config, name)), timeout_s)
-                if why is not None:
-                    with self._lock:
-                        self._lose(name, why)
-            if not missing:
-                return None
-            time.sleep(LEASE_POLL_S)
-        return gone
+                for name in [n for n in self.expected if n not in self._members]:
+                    self._lose(
+                        name,
+                        f"it had not joined the chief's run lease when the chief was stopped {waited:.0f} s into its wait",
+                    )
+        return self.lost()
 
     def _send_all(self, data: bytes) -> None:
         with self._lock:

@@ -1,21 +1,10 @@
-"""Real clusters: which TensorFlow cluster this process belongs to, and its part in a run.
-
-With ``--cluster tf_config`` every process of the job is started by the user's scheduler with its own
-``TF_CONFIG``; with ``--cluster slurm`` TensorFlow's own ``SlurmClusterResolver`` builds the cluster
-from the Slurm job step. Either way the result is a :class:`ClusterConfig`, and every process runs
-the same cells in the same order, each cell in a fresh worker process joined to the same addresses.
-
-Roles (:attr:`ClusterConfig.role`):
-
-- **chief**: the ``chief`` task, or worker 0 when there is none: runs every cell and is the only
-  process that writes results;
-- **peer**: another MultiWorkerMirrored worker: runs every cell and writes nothing;
-- **server**: a parameter-server cluster's workers and ps tasks: one ``tf.distribute.Server`` for the
-  whole run, which the chief's coordinator of each cell drives. It runs until the chief's run is
-  over, which it learns from the chief's run lease (:mod:`harness.launch.lease`), and exits 0.
-
-Everything here is pure except :func:`read_tf_config` and :func:`resolve_slurm`, which read the
-environment (and, for Slurm, TensorFlow's resolver in a child process)."""
+"""Real clusters (``--cluster tf_config|slurm``: the scheduler starts every task, each with its
+``TF_CONFIG``, or TensorFlow's ``SlurmClusterResolver`` reads the Slurm job step): this task's part
+of a run. Roles (:attr:`ClusterConfig.role`): the **chief** (the ``chief`` task, or worker 0) runs
+every cell and alone writes results; a **peer** (another MultiWorkerMirrored worker) runs its part of
+every cell; a **server** (a parameter-server cluster's workers and ps tasks) runs one
+``tf.distribute.Server`` for the whole run. Each cell runs in a fresh worker process; peers and
+servers follow the chief's run lease (:mod:`harness.launch.lease`) until the run is over."""
 
 from __future__ import annotations
 
@@ -176,9 +165,7 @@ def chief_launcher(config: ClusterConfig, lease: RunLease) -> Launcher:
 
 @dataclass(frozen=True)
 class TaskEnd:
-    """How a peer's or a server's part of a real-cluster run ended: its exit code (0 once the
-    chief's run finished; 1 when the chief was lost or never reached, or a server process exited by
-    itself), in one line."""
+    """How a peer's or a server's part of a run ended: its exit code and one line."""
 
     code: int
     text: str
@@ -196,11 +183,9 @@ def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOpti
 
 
 def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
-    """A MultiWorkerMirrored peer's part of a real-cluster run: run its part of each cell the chief
-    starts, as soon as the chief says so, until the chief's run is over. The cell that runs stops
-    when the run ends, the chief is lost (the task then ends with 1), or the chief has started
-    another cell (its own part failed early): the peer goes straight to the newest. Prints one line
-    per cell; writes no results."""
+    """A MultiWorkerMirrored peer: its part of each cell the chief starts, at once, until the run is
+    over (exit 1 when the chief is lost); a newer cell stops the running one. A part that fails on
+    its own is told to the chief (``failed``). One line per cell; no results."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
@@ -233,13 +218,10 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
 
 
 def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
-    """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` for the whole
-    run, started when the chief starts its first cell (not before: the chief times the link first,
-    and TensorFlow's import would slow that transfer on a small node), until the chief's run is over
-    (the run lease). Then the server process is stopped (SIGTERM, SIGKILL after ``KILL_GRACE_S``)
-    and the task ends with 0, or 1 when the chief was lost or never reached. A server process that
-    exits by itself ends the task with 1. Stops the server when this process is interrupted
-    (SIGTERM or Ctrl-C)."""
+    """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` from the chief's
+    first cell (after the link is timed) until the run is over, then stopped; exit 0, or 1 when the
+    chief was lost or never reached, or the server process exited by itself (the chief told why:
+    ``exit``). The server is stopped when this process is interrupted too."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined

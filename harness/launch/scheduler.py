@@ -23,20 +23,21 @@ Answer = tuple[int, str] | None
 
 @dataclass(frozen=True)
 class Seen:
-    """The scheduler reported a task running, or its node down: since when (monotonic s), in words."""
+    """The scheduler reported a task running, or its node down: since when (monotonic s), in words,
+    and the seconds it then has to join (0 for a node down: no slow start)."""
 
     since: float
     what: str
+    grace_s: float = JOIN_BOUND_S
 
 
-def join_overdue(
-    now: float, started: float, seen: Seen | None, timeout_s: float, bound_s: float = JOIN_BOUND_S
-) -> str | None:
-    """Why a task not joined by ``now`` (monotonic s; waited for since ``started``) is lost:
-    ``bound_s`` past ``seen``, or ``timeout_s`` past ``started`` where the scheduler said nothing (a
+def join_overdue(now: float, started: float, seen: Seen | None, timeout_s: float) -> str | None:
+    """Why a task not joined by ``now`` (monotonic s; waited for since ``started``) is lost: its
+    grace past ``seen``, or ``timeout_s`` past ``started`` where the scheduler said nothing (a
     task not known to run is a slow start, not a loss); None: wait on."""
-    if seen is not None and now - seen.since > bound_s:
-        return f"it never joined the chief's run lease within {bound_s:g} s of {seen.what}"
+    if seen is not None and now - seen.since >= seen.grace_s:
+        within = f" within {seen.grace_s:g} s of" if seen.grace_s else ";"
+        return f"it never joined the chief's run lease{within} {seen.what}"
     if now - started > timeout_s:
         return f"it never joined the chief's run lease within {timeout_s:g} s"
     return None
@@ -81,8 +82,8 @@ QUIET = Watch()
 
 class SlurmWatch(Watch):
     """Slurm job step ``JOB.STEP`` and its nodes, asked through ``ask`` at most every
-    :data:`ASK_EVERY_S` per question; a host is seen from the first answer that the step runs, or
-    that the host is down."""
+    :data:`ASK_EVERY_S` per question; a host is seen from the first answer that the step runs (the
+    chief's own start-up is no part of a task's grace), or that the host is down."""
 
     def __init__(self, step: str, ask: Callable[..., Answer] = scontrol) -> None:
         self.step, self._ask = step, ask
@@ -97,7 +98,7 @@ class SlurmWatch(Watch):
 
     def seen(self, host: str) -> Seen | None:
         if host not in self._seen and node_down(self._state("show", "node", host)):
-            self._seen[host] = Seen(time.monotonic(), f"Slurm reporting {host} down")
+            self._seen[host] = Seen(time.monotonic(), f"Slurm reports {host} down", 0.0)
         elif host not in self._seen and self._state("show", "step", self.step) == "RUNNING":
             self._seen[host] = Seen(time.monotonic(), f"Slurm reporting its job step {self.step} running")
         return self._seen.get(host)

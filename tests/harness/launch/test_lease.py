@@ -280,3 +280,16 @@ def test_a_second_connection_in_a_tasks_name_counts_as_the_first_lost() -> None:
         assert lost is not None and lost.task == "ps 0" and "connected again" in lost.why
         end = first.next(5)  # the first connection is closed for good
         assert isinstance(end, ChiefEnd) and not end.finished
+
+
+def test_an_interrupted_wait_loses_every_task_not_joined() -> None:
+    import _thread
+
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=30) as lease:
+        _joined(cluster, "ps", 0)
+        threading.Timer(0.5, _thread.interrupt_main).start()  # what SIGTERM does (interrupt_on_sigterm)
+        lost = lease.wait_for_tasks()
+        assert lost is not None and lost.task == "worker 0"
+        assert lost.why.startswith("it had not joined the chief's run lease when the chief was stopped")
+        assert lease.finish(1) == []  # no linger: both workers are lost

@@ -12,11 +12,16 @@ STEP = "JobId=7 StepId=0 StepName=python State=RUNNING Partition=nodes NodeList=
 NODE2 = "NodeName=node2 Arch=x86_64 CoresPerSocket=1 State={} ThreadsPerCore=1"
 
 
-def test_a_task_that_never_joins_is_lost_30_s_after_it_is_seen_running() -> None:
-    seen = Seen(100.0, "Slurm reporting node2 down")
+def test_a_task_that_never_joins_is_lost_30_s_after_it_is_seen_running_or_once_its_node_is_down() -> None:
+    seen = Seen(100.0, "Slurm reporting its job step 7.0 running")
     assert join_overdue(129.0, 0.0, seen, 300) is None
     assert join_overdue(130.5, 0.0, seen, 300) == (
-        "it never joined the chief's run lease within 30 s of Slurm reporting node2 down"
+        "it never joined the chief's run lease within 30 s of Slurm reporting its job step 7.0 running"
+    )
+    down = Seen(100.0, "Slurm reports node2 down", 0.0)
+    assert (
+        join_overdue(100.0, 0.0, down, 300)
+        == "it never joined the chief's run lease; Slurm reports node2 down"
     )
     assert join_overdue(299.0, 0.0, None, 300) is None  # not known to run: a slow start, not a loss
     assert join_overdue(300.5, 0.0, None, 300) == "it never joined the chief's run lease within 300 s"
@@ -59,7 +64,7 @@ def test_slurm_watch_sees_a_running_step_or_a_node_down_and_asks_sparingly(
     now[0] = 1001.0
     assert watch.seen("node2") == Seen(1000.0, "Slurm reporting its job step 7.0 running")  # kept
     answers["show", "node", "node3"] = (0, NODE2.format("DOWN*"))
-    assert watch.seen("node3") == Seen(1001.0, "Slurm reporting node3 down")
+    assert watch.seen("node3") == Seen(1001.0, "Slurm reports node3 down", 0.0)
     assert watch.over() is None
     assert asked.count(("show", "step", "7.0")) == 1  # asked again only after ASK_EVERY_S
     now[0] = 1003.0
