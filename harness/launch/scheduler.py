@@ -83,7 +83,8 @@ QUIET = Watch()
 class SlurmWatch(Watch):
     """Slurm job step ``JOB.STEP`` and its nodes, asked through ``ask`` at most every
     :data:`ASK_EVERY_S` per question; a host is seen from the first answer that the step runs (the
-    chief's own start-up is no part of a task's grace), or that the host is down."""
+    chief's own start-up is no part of a task's grace), or that the host is down (then also after
+    the step was seen running)."""
 
     def __init__(self, step: str, ask: Callable[..., Answer] = scontrol) -> None:
         self.step, self._ask = step, ask
@@ -97,9 +98,10 @@ class SlurmWatch(Watch):
         return state_of(answer)
 
     def seen(self, host: str) -> Seen | None:
-        if host not in self._seen and node_down(self._state("show", "node", host)):
+        known = self._seen.get(host)
+        if (known is None or known.grace_s) and node_down(self._state("show", "node", host)):
             self._seen[host] = Seen(time.monotonic(), f"Slurm reports {host} down", 0.0)
-        elif host not in self._seen and self._state("show", "step", self.step) == "RUNNING":
+        elif known is None and self._state("show", "step", self.step) == "RUNNING":
             self._seen[host] = Seen(time.monotonic(), f"Slurm reporting its job step {self.step} running")
         return self._seen.get(host)
 

@@ -67,6 +67,9 @@ def test_slurm_watch_sees_a_running_step_or_a_node_down_and_asks_sparingly(
     assert watch.seen("node3") == Seen(1001.0, "Slurm reports node3 down", 0.0)
     assert watch.over() is None
     assert asked.count(("show", "step", "7.0")) == 1  # asked again only after ASK_EVERY_S
+    answers["show", "node", "node2"] = (0, NODE2.format("ALLOCATED+NOT_RESPONDING"))
+    now[0] = 1002.0
+    assert watch.seen("node2") == Seen(1002.0, "Slurm reports node2 down", 0.0)  # after running, too
     now[0] = 1003.0
     answers["show", "step", "7.0"] = (1, "scontrol: error: Invalid job id specified")
     assert watch.over() == "Slurm's job step 7.0 is gone"
