@@ -1,20 +1,14 @@
 """Paired A/B comparison of two builds or settings on one machine (``python -m harness ab``). Pure.
 
-Each pair is one A process and one B process of the same cell, live at once and taking turns with
-the whole machine (whatever slows the machine during the pair slows both sides' turns alike) or
-back to back (Laaber et al. 2019), in an order drawn per pair (AB or BA, seeded) so that neither
-side is always first. A pair's ratio is B's figure over A's (examples/s: below 1, B is slower).
-
-Sequential rule, after each pair from ``min_pairs`` on: the CI of the mean log ratio (Student t,
-``confidence``) is exponentiated, and the cell is decided when it lies
-
-- wholly below 1 - F: ``slower`` (a regression);
-- wholly above 1 + F: ``faster``;
-- wholly inside [1 - F, 1 + F]: ``same`` (no difference of F or more);
-
-or left ``undecided`` at ``max_pairs``. F is the smallest effect worth a verdict (``min_effect``):
-a true change of exactly F sits on the boundary, so to catch a change of X reliably, F must be
-well below X (the default 2 % catches 5 % slowdowns; benchmarks/test_ab_calibration.py)."""
+A pair is one A and one B process of the same cell, live at once taking turns with the whole
+machine (what slows the machine slows both sides) or back to back (Laaber et al. 2019), in an order
+drawn per pair (AB or BA, seeded). A pair's ratio is B's figure over A's (below 1: B is slower).
+After each pair from ``min_pairs`` on, the CI of the mean log ratio (Student t, ``confidence``),
+exponentiated, decides the cell when it lies wholly below 1 - F (``slower``: a regression), wholly
+above 1 + F (``faster``) or wholly inside [1 - F, 1 + F] (``same``); else ``undecided`` at
+``max_pairs``. F (``min_effect``) is the smallest effect worth a verdict: a true change of F sits on
+the boundary, so F must be well below the change to catch (the default 2 % catches 5 % slowdowns;
+benchmarks/test_ab_calibration.py)."""
 
 from __future__ import annotations
 

@@ -1,37 +1,29 @@
 """The regression gate's statistics, as pure functions (numpy and the standard library).
 
 A **series** is one cell id on one machine fingerprint over runs. The **run is the unit of
-replication**: each run's median throughput is one observation. Windows inside one run are not
-independent draws: on a 2-core VM the run medians of one cell spread 6-13% while the windows inside a
-run spread 1-2%, because the machine's speed drifts over seconds to minutes and each fresh process
-lands differently. A gate that pooled windows would read that drift as a change.
+replication** (its median throughput one observation): on a 2-core VM one cell's run medians spread
+6-13% while the windows inside a run spread 1-2% (the machine's speed drifts over minutes, each
+fresh process lands differently), so a gate pooling windows would read drift as change.
 
-The gate compares the candidate run(s) of a series with its baseline runs and calls a change only
-when three tests agree:
+A change is called only when three tests of the candidate run(s) against the baseline runs agree:
 
 1. **Ratio of medians with a CI across runs**: ``r = median(candidate run medians) / median(baseline
-   run medians)``, its CI by :mod:`harness.formulas.across_runs`, the one cross-run formula of the
-   suite (``compare-hardware`` uses it between machines): a log-t interval whose spread is the
-   baseline runs' own, given to the candidate's runs as well (they ran on the same machine), so one
-   candidate run is judged as what it is: one draw. The CI's confidence is Bonferroni-corrected over
-   the m series compared, ``1 - alpha / m``.
-2. **Minimum effect**: ``|r - 1| >= min_effect`` (default 5%), so a tiny but real change does not fail CI.
-3. **Robust z-score against the series' history**: ``z = (median(c) - median(h)) / sqrt(s_c^2 +
-   s^2 / n_h)`` with c the n_c candidate run medians, h the n_h baseline run medians, ``s = 1.4826
-   MAD(h)`` (floored at ``MAD_FLOOR`` of the median) and s_c the spread of the median of n_c runs
-   resampled from h (:func:`candidate_scale`; s itself for one run; measured rather than s /
-   sqrt(n_c), because run medians on a shared machine are often bimodal and a median of three
-   shrinks far less than that);
-   ``|z| >= z_threshold``. It needs at least ``min_history`` baseline runs.
+   run medians)``, its CI by :mod:`harness.formulas.across_runs` (the suite's one cross-run formula,
+   also ``compare-hardware``'s): a log-t interval whose spread is the baseline runs', given to the
+   candidate's runs too (same machine), so one candidate run is judged as one draw. Its confidence
+   is Bonferroni-corrected over the m series, ``1 - alpha / m``.
+2. **Minimum effect**: ``|r - 1| >= min_effect`` (default 5%): a tiny real change does not fail CI.
+3. **Robust z-score against the history**: ``z = (median(c) - median(h)) / sqrt(s_c^2 + s^2 /
+   n_h)``, c the n_c candidate run medians, h the n_h baseline ones, ``s = 1.4826 MAD(h)`` (floored
+   at ``MAD_FLOOR`` of the median), s_c the spread of the median of n_c runs resampled from h
+   (:func:`candidate_scale`; s for one run; measured, since bimodal run medians make a median of
+   three shrink far less than s / sqrt(n_c)); ``|z| >= z_threshold``, with ``min_history`` runs.
 
-The default thresholds are calibrated by the A/A benchmark (``benchmarks/test_gate_calibration.py``):
-same-code runs on this project's CI machine. Each verdict also carries the **detectable effect**: the
-smallest change the z-test would catch with 95% probability given the series' noise and the number
-of runs, so a reader sees when a series is too noisy to gate at all. More candidate runs (``--candidate
-last:3`` after three runs) shrink it by about sqrt(3).
-
-Change points in a series' history are found by :func:`change_points` (binary segmentation with the
-CUSUM step statistic)."""
+The thresholds are calibrated by the A/A benchmark (``benchmarks/test_gate_calibration.py``) on
+the project's CI machine. Each verdict carries the **detectable effect** (the smallest change the
+z-test catches with 95% probability at the series' noise and runs: a series too noisy to gate shows
+it); ``--candidate last:3`` shrinks it by about sqrt(3). The history's change points:
+:func:`change_points` (binary segmentation, CUSUM step statistic)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,19 @@
 """``compare-hardware``: which machine trains each model fastest, and for how much. Pure (typed
 rows in, a :class:`HardwareComparison` out; :mod:`harness.analysis.hardware_text` says it).
-
 Machines are :mod:`harness.analysis.machines`'s. For each model:
 
-- each machine's own answer: its fastest configuration, as its newest run decided it in turns
-  (:func:`harness.analysis.answer.answers`), and that configuration's throughput over the
-  machine's runs with a 95% CI that carries the run-to-run spread
-  (:mod:`harness.formulas.across_runs`);
-- each machine against the reference machine (``--baseline``), at each one's best and on the same
-  configuration (the plain custom loop, else the reference's best): a ratio with its CI and a
-  verdict, where a difference under ``min_effect`` (10% by default for machines) is never called;
-- the machines whose CPU has bfloat16 units but whose runs never trained the model in mixed
-  bfloat16 (:class:`NoBf16`): their best may be higher than shown;
-- with a price per instance-hour (USD), the cost of a million examples and of one epoch of the
-  model's data set at the machine's best; energy per example where the machine measured it.
+- each machine's own answer: its fastest configuration as its newest run decided it in turns
+  (:func:`harness.analysis.answer.answers`), its throughput over the machine's runs with a 95% CI
+  carrying the run-to-run spread (:mod:`harness.formulas.across_runs`);
+- each machine against the reference (``--baseline``), at each one's best and on one configuration
+  (the plain custom loop, else the reference's best): a ratio, its CI and a verdict (no
+  difference under ``min_effect``, 10% by default for machines, is called);
+- machines with bfloat16 units whose runs never trained the model in mixed bfloat16
+  (:class:`NoBf16`): their best may be higher;
+- with a price per instance-hour (USD), the cost of a million examples and of one epoch at the
+  machine's best; energy per example where measured.
 
-Every configuration both machines measured is a row of :attr:`HardwareComparison.rows`: the
-evidence behind the sentences."""
+:attr:`HardwareComparison.rows`, every configuration both machines measured, is the evidence."""
 
 from __future__ import annotations
 

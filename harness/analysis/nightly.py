@@ -1,39 +1,33 @@
 """Nightly tracking's two decisions per cell and night (``python -m harness nightly``). Pure.
 
 Each night measures, per cell, pairs of live candidate and reference processes taking turns (as
-``ab --mode turns`` does); a pair's figure is its candidate/reference log ratio. The night's point
-is the mean log ratio over its pairs and its standard error (a :class:`Night`). A cell's series is
-its nights on one machine fingerprint, suite version and reference pin, oldest first.
+``ab --mode turns`` does); a pair's figure is its candidate/reference log ratio, the night's point
+(a :class:`Night`) their mean and its standard error. A cell's series is its nights on one machine
+fingerprint, suite version and reference pin, oldest first.
 
-**Rule (a), tonight** (:func:`tonight`). d = tonight's mean log ratio minus the level of its
-baseline: the mean of up to ``baseline_nights`` earlier nights since the last alarm or change point
-(none on a series' first night or after an alarm's night is the only one: then the level is the
-reference itself, log ratio 0). Its standard error combines tonight's, the baseline mean's, and the
-scatter of nights beyond their own errors (estimated from three baseline nights on). The Student-t
-CI of d (tonight's pairs - 1 degrees of freedom), exponentiated, decides like ``ab``'s rule:
-wholly below 1 - F ``lower`` (a regression alarm), wholly above 1 + F ``higher`` (an improvement
-alarm), wholly inside [1 - F, 1 + F] ``equivalent``, else ``undecided``
-(:mod:`harness.formulas.verdicts`' words). An alarm's night starts the next baseline (the
-level after the step), so a step is reported once, on the night it lands; a night back at the
-level before the previous night's alarm is ``reverted`` instead (:func:`judge`).
+**Rule (a), tonight** (:func:`tonight`): d = tonight's mean log ratio minus its baseline's level,
+the mean of up to ``baseline_nights`` earlier nights since the last alarm or change point (none:
+the reference itself, log ratio 0). Its standard error combines tonight's, the baseline mean's and
+the scatter of nights beyond their own errors (from three baseline nights on). The Student-t CI of
+d (tonight's pairs - 1 degrees of freedom), exponentiated, decides as ``ab`` does: wholly below
+1 - F ``lower`` (a regression alarm), wholly above 1 + F ``higher``, wholly inside ``equivalent``,
+else ``undecided`` (:mod:`harness.formulas.verdicts`). An alarm's night starts the next baseline,
+so a step is reported once; a night back at the level before the previous night's alarm is
+``reverted`` (:func:`judge`).
 
 **Rule (b), change point** (:func:`change_point`), for drifts too small for one night: over the
 nights since the last change point (the newest ``window``), the split with the largest two-sample
-t statistic (at least ``min_side`` nights a side); its p-value is a permutation test of the max
-statistic over all splits (``permutations`` shuffles of the nights, seeded by the series length so
-a replay decides the same). Under no change the nights are exchangeable, so a night raises a false
-change point with probability at most ``alpha`` per cell and night, whatever the noise's shape as
-long as the nights are exchangeable (nights of very different sizes, or a machine whose state drifts
-from night to night, are not quite). A segment needs about 12 nights before the test can reach
-``alpha`` at all: a perfectly separated split of k nights out of n has p >= 2 / C(n, k). A change
-point is reported when p <= alpha and the levels differ by at least ``min_shift``; the series then
-restarts at it. One that rule (a) already flagged (an alarm in its direction on a night since it)
-is reported as confirmed, not as a new alarm. The permutation test stands in for E-divisive's
-(Matteson and James 2014) without a dependency: both test the best split by permutation; the
-statistic here is the t of the means, which is what a throughput level shift moves. It is
-hand-written, not ``scipy.stats.permutation_test``, because it stops drawing its 4999 shuffles as
-soon as those above the observed statistic already rule out ``alpha`` (Besag and Clifford 1991, on
-every night of every cell), which scipy's test does not."""
+t (at least ``min_side`` nights a side), its p-value a permutation test of the max statistic over
+all splits (``permutations`` shuffles, seeded by the series length so a replay decides the same).
+Nights that are exchangeable under no change (not quite so for nights of very different sizes, or
+a drifting machine) raise a false change point with probability at most ``alpha`` per cell and
+night, whatever the noise's shape; a segment needs about 12 nights to reach ``alpha`` at all (a
+perfect split of k of n nights has p >= 2 / C(n, k)). A change point with p <= alpha and levels at
+least ``min_shift`` apart is reported and restarts the series; one rule (a) already flagged is
+reported as confirmed. It stands in for E-divisive (Matteson and James 2014) without a dependency,
+the t of the means being what a level shift moves; hand-written, not
+``scipy.stats.permutation_test``, as it stops drawing its 4999 shuffles once those above the
+observed statistic rule out ``alpha`` (Besag and Clifford 1991)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,19 @@
-"""Who used the host's CPUs during a turn: the member, the run's other processes, or something else.
-
-A turn is one member's timed window (:mod:`harness.launch.turns`). Around it the coordinator takes
-a :class:`Snapshot` (the host's busy and steal CPU time from ``/proc/stat`` and every process's CPU
-time, parent, name and kernel-thread flag from ``/proc/<pid>/stat``) and :func:`attribute` splits
-the host's busy time between the two snapshots into:
+"""Who used the host's CPUs during a turn (:mod:`harness.launch.turns`): the member, the run's other
+processes, or something else. Around a turn the coordinator takes a :class:`Snapshot` (busy and
+steal time from ``/proc/stat``; each process's CPU time, parent, name and kernel-thread flag from
+``/proc/<pid>/stat``), and :func:`attribute` splits the busy time between two snapshots into:
 
 - ``member_s``: the member's own processes (every task of it, its servers included);
-- ``run_s``: the run's other processes: the parent (the coordinator itself), its fork servers, the
-  waiting members and their co-tenants, i.e. every descendant of the parent that is not the member;
-- ``other_s``: the rest of the busy time: kernel threads, interrupts, other programs, the
-  hypervisor's steal, and what per-CPU tick sampling of ``/proc/stat`` counts beyond the
-  processes' own (precise) times;
-- ``foreign_s``: the part of ``other_s`` that is another program or the hypervisor: the CPU time
-  of user-space processes outside the run, plus steal; ``busiest`` names the one that used most.
+- ``run_s``: the run's other processes (every descendant of the parent that is not the member);
+- ``other_s``: the rest: kernel threads, interrupts, other programs, steal, and the tick sampling
+  of ``/proc/stat`` beyond the processes' own (precise) times;
+- ``foreign_s``: the part of ``other_s`` that is another program or the hypervisor (user-space
+  processes outside the run, plus steal); ``busiest`` names the one that used most.
 
-Why: on an otherwise idle 16-core GPU host the median turn saw 0.15 CPUs of ``other_s`` (kernel
-threads working for the run: writeback, memory management, virtio) and 0.04 of ``run_s``. Time the
-kernel spends on the run's behalf and sampling noise are no disturbance where CPUs are idle;
-another program is (:func:`harness.formulas.turns.is_disturbed`). All times in CPU seconds;
-resolution one clock tick (10 ms) per CPU for ``/proc/stat``.
-
-``/proc`` is read by hand, not through psutil: its snapshot takes 5.5 ms against 1.0 ms (77 processes),
-has no kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
+Only another program disturbs a turn (:func:`harness.formulas.turns.is_disturbed`): on an idle
+16-core GPU host the median turn saw 0.15 CPUs of kernel work for the run and 0.04 of ``run_s``.
+CPU seconds, resolution one tick (10 ms) per CPU. ``/proc`` is read by hand: psutil's snapshot
+takes 5.5 ms against 1.0 ms, has no kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
-"""One measuring run per machine: a machine-wide lock (not per results folder) held by ``run``,
-``ab``, ``nightly`` and ``bisect`` from their first timed process to their last, since turns assume
-the whole machine and two runs, even into different folders, spoil each other's figures.
-
-The lock is ``flock`` on one file (:data:`LOCK_ENV`, default ``<tmp>/tf-strategy-bench.lock``): the
-kernel releases it when its holder dies, however it dies, so the lock of a killed run is taken over
-by the next run without anyone deleting a file. The file holds the holder's pid, command line,
-start time and results folder, which a second run names when it finds the lock taken. Only the
-parent holds it (its descriptor is not inherited by the processes it starts); a real cluster's
-chief holds it on its own machine, a peer or server holds none (on one machine they would wait for
-their own chief).
-
-It is ``fcntl.flock`` by hand, not the ``filelock`` package, because that one opens the lock file
-with ``O_TRUNC`` on every attempt, so a second run trying it would erase the holder it should name."""
+"""One measuring run per machine: a machine-wide lock held by ``run``, ``ab``, ``nightly`` and
+``bisect`` from their first timed process to their last (turns assume the whole machine, whatever
+the results folder). It is ``flock`` on one file (:data:`LOCK_ENV`, default
+``<tmp>/tf-strategy-bench.lock``), released by the kernel however its holder dies, and naming the
+holder (pid, command line, start, results folder) to a second run. Only the parent holds it (not
+inherited); a real cluster's chief holds it on its machine, peers and servers none. By hand, not
+the ``filelock`` package, which truncates the file on every attempt (erasing the holder's name)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """``python -m harness.worker.forkserver SOCKET``: a fork server (the channel:
-:mod:`harness.contract.forks`).
-
-It imports TensorFlow, Keras and the worker's modules, checks that TensorFlow's runtime has not
-started (a fork after it would copy a runtime whose threads are gone), listens on SOCKET and
-forks one worker per request. The worker starts its own session, dies with the server (which dies
-with the harness: ``PR_SET_PDEATHSIG`` at each step), takes the requested environment, working
-directory and log, and runs :func:`harness.worker.main.main` as a fresh ``python -m
-harness.worker`` would. It leaves with ``os._exit`` (like every worker: nothing of the
-interpreter's teardown is needed once its record is written). The server reaps its workers and
-reports each exit code on the worker's connection.
-
-It is hand-written, not ``multiprocessing``'s forkserver, because that one runs a pickled function
-in the server's own environment and working directory, while each worker here must be what
-``python -m harness.worker`` would be (above), its exit code read as from a ``Popen``."""
+:mod:`harness.contract.forks`). It imports TensorFlow, Keras and the worker's modules, checks that
+TensorFlow's runtime has not started (a fork would copy a runtime whose threads are gone), and
+forks one worker per request: its own session, dead with the server (dead with the harness:
+``PR_SET_PDEATHSIG``), the requested environment, directory and log, running
+:func:`harness.worker.main.main` as ``python -m harness.worker`` would and leaving with
+``os._exit``; the server reaps it and reports its exit code. Not ``multiprocessing``'s forkserver,
+which runs a pickled function in the server's own environment and directory."""
 
 from __future__ import annotations
 
