@@ -2,28 +2,22 @@
 bisect``). Pure: the builds, the steps measured so far and the rule that picks the next step; the
 measuring is :mod:`harness.launch.bisect`'s.
 
-The builds are in order: the good build (index 0), the candidates between them (dated nightlies,
-oldest first) and the bad build (last). Every step is an ``ab`` of one cell in turns (the two
-builds' processes live at once, :mod:`harness.analysis.ab`), side A the older build:
+The builds in order: the good build (index 0), the candidates (dated nightlies, oldest first) and
+the bad build (last). Every step is an ``ab`` of one cell in turns (:mod:`harness.analysis.ab`),
+side A the older build:
 
-1. **endpoints**: the bad build against the good one, decided by ab's rule
-   (:func:`harness.analysis.ab.decide`, ``min_effect`` F): only a slowdown (the CI of the ratio
-   wholly below 1 - F) is bisected; faster, equivalent or undecided ends the bisect there.
-2. **midpoints**: the middle candidate still open between the newest build found fast (``lo``)
-   and the oldest found slow (``hi``), against the good build. It is *slow* (like the bad build)
-   when the CI of its ratio lies wholly below the halfway line, the geometric mean of 1 and the
-   endpoints' ratio; *fast* (like the good build) when wholly above; else it stays undecided, and
-   the bisect ends there: the slowdown may come in several smaller changes, or be too small for
-   the pairs allowed. A build that does not install or import is skipped, and the middle of the
-   candidates left is taken instead.
-3. **final**: when no candidate is left between ``lo`` and ``hi``, ``hi`` against ``lo`` directly,
-   decided by ab's rule: the ratio between the two consecutive builds. Only a decided slowdown
-   confirms them (found); otherwise the bisect ends *not confirmed*.
+1. **endpoints**: bad against good, by ab's rule (:func:`harness.analysis.ab.decide`, ``min_effect``
+   F): only a slowdown (the ratio's CI wholly below 1 - F) is bisected; else the bisect ends.
+2. **midpoints**: the middle candidate open between the newest build found fast (``lo``) and the
+   oldest found slow (``hi``), against good: *slow* when its ratio's CI lies wholly below the
+   halfway line (the geometric mean of 1 and the endpoints' ratio), *fast* when wholly above; else
+   undecided, and the bisect ends (several smaller changes, or too few pairs allowed). A build
+   that does not install or import is skipped for the middle of the candidates left.
+3. **final**: with no candidate left between ``lo`` and ``hi``, ``hi`` against ``lo`` by ab's rule;
+   only a decided slowdown confirms them (found), else the bisect ends *not confirmed*.
 
 A rerun (:func:`reopen`) tries a failed step again, and goes on with an undecided one when its
-rule allows more pairs than it had.
-
-With N candidates that is about log2(N + 1) midpoints and two more steps."""
+rule allows more pairs than it had. N candidates take about log2(N + 1) midpoints and two steps more."""
 
 from __future__ import annotations
 

@@ -1,29 +1,24 @@
 """``python -m harness verify``: do cells that must compute the same thing agree?
 
 Each cell trains ``updates`` optimizer updates from the same seed and data order in its own worker
-(no timing), then its final loss and weights are compared with a reference cell of its
-**equivalence group**: same model, data, precision and effective batch (examples per update =
-per_replica_batch x replicas x workers x accum_steps). With SGD these must agree whatever the
-strategy, replica count, cross-device op, loop or accumulation split; only float summation order
-differs. A model whose training depends on how the batch is split over replicas and micro-batches
-(BatchNorm, dropout: ``ModelInfo.split_sensitive``) is compared only within one split (other
-strategies, loops and cross-device ops). The reference is the group's simplest ok cell (fewest
-devices, no accumulation, default strategy, ctl loop). Parameter-server cells with several workers
-update asynchronously: nothing must agree with them, so they are trained and checked but not
-compared.
+(no timing); its final loss and weights are compared with the reference cell of its **equivalence
+group**: same model, data, precision and effective batch (per_replica_batch x replicas x workers
+x accum_steps). With SGD these agree whatever the strategy, replicas, cross-device op, loop or
+accumulation split, up to float summation order. A model whose training depends on how the batch
+is split (BatchNorm, dropout: ``ModelInfo.split_sensitive``) is compared only within one split.
+The reference is the group's simplest ok cell (fewest devices, no accumulation, default strategy,
+ctl loop). Parameter-server cells of several workers update asynchronously: trained and checked,
+not compared.
 
-Tolerance (relative; docs/explanation/accumulation.md): ``|loss - loss_ref| / |loss_ref|`` and, on
-what training changed, ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0:
-the common initial weights) must both be at most ``TOLERANCE[precision]``. Comparing the change
-rather than the weights keeps the shared initial weights from hiding a wrong gradient. Across
-precisions, each ok mixed-precision cell is also compared, the same way, with its float32 twin (the
-same cell in float32, where it ran) against :data:`harness.analysis.numerics.ACROSS`: bfloat16 or
-float16 rounding, measured, against a wrongly scaled loss (tens of percent).
-
-Numerics: the tolerance is per precision, not per device, so verify's workers
-(``WorkerOptions.deterministic``) run with TensorFlow's op determinism on and TensorFloat-32 off,
-on GPUs and CPUs alike (why, with the H100 and H200 measurements: docs/explanation/accumulation.md).
-Each worker reports what it ran with (:class:`Numerics`) and the table's first line says it."""
+Tolerance (relative; docs/explanation/accumulation.md): ``|loss - loss_ref| / |loss_ref|`` and
+``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` over all weights (w0: the common initial
+weights, so that they cannot hide a wrong gradient) both at most ``TOLERANCE[precision]``. Each ok
+mixed-precision cell is also compared with its float32 twin against
+:data:`harness.analysis.numerics.ACROSS` (measured bfloat16 or float16 rounding, against a wrongly
+scaled loss's tens of percent). The tolerance is per precision, not device, so verify's workers
+(``WorkerOptions.deterministic``) run with op determinism on and TensorFloat-32 off on GPUs and
+CPUs (why: docs/explanation/accumulation.md); each reports what it ran with (:class:`Numerics`),
+and the table's first line says it."""
 
 from __future__ import annotations
 

@@ -1,30 +1,25 @@
 """Why a cell runs at the speed it does: the step-time breakdown's derived figures and a verdict.
-
 Pure. The parts are measured per process by :mod:`harness.worker.breakdown` (seconds per update,
-median over the processes that measured them) with ``parts_step_s``, the cell's own update timed
-under the same conditions; shares are of that step (:func:`reference_step`):
+median over the processes) with ``parts_step_s``, the cell's own update timed alike; shares are of
+that step (:func:`reference_step`):
 
     share(part) = part / parts_step_s
     overlap = (compute_s + allreduce_s + input_s + dispatch_s - parts_step_s) / parts_step_s
 
-Overlap > 0: parts overlap inside the step (e.g. the next batch is prefetched while the replicas
-compute); < 0: the step holds time no part explains (the remainder: the optimizer's arithmetic,
-waiting on the slowest replica, contention between replicas that share cores).
+Overlap > 0: parts overlap inside the step (a batch prefetched while the replicas compute); < 0:
+time no part explains (the optimizer's arithmetic, waiting on the slowest replica, shared cores).
+No part can take longer than the update: a share above 100% + :data:`NOISE` is a measurement error
+(:func:`excess`), and the row gets no verdict (``bound`` null; ``bound_reason`` names the part).
+Otherwise ``bound`` is the part with the largest share where it explains the step (at least
+:data:`EXPLAINS` of it, and more than the remainder); ``bound_reason`` gives every share, the
+overlap or unexplained share, and the knob that acts on that part (:data:`BOUNDS`).
 
-Every part is a piece of one update, so no part can take longer than the whole update: a share
-above 100% + :data:`NOISE` is a measurement error, not a finding (:func:`excess`). Such a row gets
-no verdict (``bound`` null) and ``bound_reason`` says which part exceeded the step. Otherwise the
-verdict (``bound``) is the part with the largest share, where it explains the step: at least
-:data:`EXPLAINS` of it and more than the unexplained remainder (else no part bounds the step); ``bound_reason`` gives every share, the overlap or
-the unexplained share, and the knob that acts on that part (:data:`BOUNDS`).
-
-On a GPU the parts timed alone say nothing about whether the GPU or the host is the limit (kernels
-are launched asynchronously: compute alone took 102-109% of the step on an H100). There the worker
-profiles one window of the cell's own training function instead (:mod:`harness.worker.profile`)
-and splits it on the GPU's timeline (:func:`harness.formulas.timeline.split`) into device,
-collective, input and host time, which add up to ``profiled_step_s`` exactly; the verdict is the
-largest of them (:data:`PROFILE_BOUNDS`): ``host`` when the GPU sat idle waiting for the host to
-launch its kernels."""
+On a GPU parts timed alone cannot tell the GPU from the host as the limit (kernels launch
+asynchronously: compute alone took 102-109% of the step on an H100). There the worker profiles one
+window (:mod:`harness.worker.profile`), split on the GPU's timeline
+(:func:`harness.formulas.timeline.split`) into device, collective, input and host time, adding up
+to ``profiled_step_s``; the verdict is the largest (:data:`PROFILE_BOUNDS`): ``host`` when the GPU
+sat idle waiting for the host to launch its kernels."""
 
 from __future__ import annotations
 

@@ -1,38 +1,29 @@
-"""Where an update's time goes: each part of a cell's update timed alone, in the cell's own process,
-after its timed windows, with the cell's own strategy, model and input pipeline, alternating with
-the cell's own update so that every part is timed under the same conditions as the step it is a
-share of.
+"""Where an update's time goes: each part of a cell's update timed alone, in the cell's own process
+after its timed windows (its own strategy, model and input pipeline), alternating with the cell's
+own update so that every part is timed under the conditions of the step it is a share of.
 
-Each part is a ``tf.function`` holding an in-graph loop of n repetitions (dispatch: n calls from
-Python); its iterations run one after another (``parallel_iterations=1``), as the updates of a
-training function do, which cannot start one before the last one's variable updates; n is
-calibrated so that a window lasts about ``window_s``. Rounds each time one window of
-the update and one of every part, in turn (:func:`harness.worker.timing.interleaved`); a figure is
-its median window / n over :data:`PART_ROUNDS` rounds, or over up to :data:`PART_SETS` sets of
-them while a part exceeds the update by more than the timing noise allowed
-(:data:`harness.formulas.breakdown.NOISE`). Results kept in a per-replica sink variable
-(``ON_READ``, so adding to it is no cross-replica reduction) so that nothing is pruned.
+Each part is a ``tf.function`` holding an in-graph loop of n repetitions run one after another
+(``parallel_iterations=1``, as a training function's updates are), n calibrated so that a window
+lasts about ``window_s``. Rounds time one window of the update and of every part in turn
+(:func:`harness.worker.timing.interleaved`); a figure is its median window / n over
+:data:`PART_ROUNDS` rounds, or up to :data:`PART_SETS` sets of them while a part exceeds the update
+by more than the noise allows (:data:`harness.formulas.breakdown.NOISE`). Results go to a
+per-replica sink variable (``ON_READ``: no cross-replica reduction) so that nothing is pruned.
 
-- ``parts_step_s``: one update of the cell's own training function, timed as its timed windows are
-  (``Trainer.windows``: n updates, a multiple of steps_per_execution, ending in a host sync; under
-  ``fit`` one epoch after an untimed one), so input, all-reduce, optimizer step and dispatch are in
-  it: the step the parts' shares are taken of;
-- ``compute_s``: the forward and backward passes of one update, as the training function runs
-  them: the same replica function (:func:`harness.worker.training.loops.make_gradients`: accum_steps
-  micro-batches of per_replica_batch, their gradients summed locally) under ``strategy.run`` on
-  every replica, one update per iteration of an in-graph loop, on one update's batch already on the
-  devices: no reduction, no optimizer step, no input pipeline (each gradient's first element goes
-  to the sink: every gradient is computed, none is summed);
+- ``parts_step_s``: one update of the cell's own training function, timed as its windows are
+  (``Trainer.windows``; under ``fit`` one epoch after an untimed one): input, all-reduce,
+  optimizer step and dispatch included: the step the shares are taken of;
+- ``compute_s``: the forward and backward passes of one update: the replica function
+  (:func:`harness.worker.training.loops.make_gradients`: accum_steps micro-batches, gradients summed
+  locally) under ``strategy.run``, one update per loop iteration, on a batch already on the
+  devices: no reduction, optimizer step or input (each gradient's first element goes to the sink);
 - ``allreduce_s``: one all-reduce of the trainable variables' shapes and dtypes through the
-  strategy's cross-device ops (``ReplicaContext.all_reduce(SUM, [...])``, as the optimizer hands the
-  gradients over); 0 with one replica in sync (no reduction is made);
-- ``input_s``: one update's batch pulled through a fresh distributed iterator of the same dataset
-  onto the devices;
+  strategy's cross-device ops (``ReplicaContext.all_reduce(SUM, [...])``); 0 with one replica;
+- ``input_s``: one update's batch pulled through a fresh distributed iterator onto the devices;
 - ``dispatch_s``: one call of a function running ``strategy.run`` of a constant, / steps_per_execution.
 
-Not measured (None) for parameter_server (asynchronous: the coordinator schedules whole functions
-on workers, and variables live on the ps tasks) and for co-tenant cells (their parts would contend
-with the other tenants in unknown proportions)."""
+None for parameter_server (the coordinator schedules whole functions, variables live on the ps
+tasks) and co-tenant cells (their parts would contend with the other tenants unknowably)."""
 
 from __future__ import annotations
 

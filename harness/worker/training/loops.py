@@ -1,19 +1,17 @@
 """LOOPS registry: training loops around one shared replica update with gradient accumulation.
 
-One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples on each replica:
-each replica sums the k micro-batch gradients locally, then ``optimizer.apply_gradients`` performs the
-update's one cross-replica reduction (Keras's TF optimizer all-reduces the gradients) and one optimizer
-step. The input pipeline yields ``k x global_batch`` examples per update, so replica r sees the same
-examples as it would in one step on ``k x per_replica_batch``: k micro-batches of b are the same
-arithmetic as one batch of k*b (up to float summation order). The loss of each micro-batch is divided
-by the effective global batch (``global_batch x k``), never by the replica count again.
+One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples per replica:
+each replica sums the k gradients locally, then ``optimizer.apply_gradients`` makes the update's one
+cross-replica reduction and one optimizer step. The pipeline yields ``k x global_batch`` examples
+per update, so k micro-batches of b are the arithmetic of one batch of k*b (up to summation order).
+Each micro-batch's loss is divided by the effective global batch (``global_batch x k``), never by
+the replica count again.
 
-Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)``, where ``input_fn(examples)``
-returns an infinite dataset of batches of that many examples, and returns a :class:`Trainer`:
+Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)`` (``input_fn(examples)``:
+an infinite dataset of batches of that many examples) and returns a :class:`Trainer`:
 ``run(steps)`` trains ``steps`` updates (a multiple of steps_per_execution) and returns the last
-update's loss as a float, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of
-``steps`` updates and returns their durations, each ending in a host sync, without adding any other
-sync."""
+update's loss, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of ``steps``
+updates and returns their durations, each ending in a host sync and no other."""
 
 from __future__ import annotations
 
