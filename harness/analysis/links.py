@@ -1,24 +1,21 @@
 """``compare-links``: what a faster link between nodes buys. Pure (typed rows and the collectives
-rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says it and
-:mod:`harness.analysis.links_figure` draws it).
+rows in, a :class:`LinkComparison` out; said by :mod:`harness.analysis.links_text`, drawn by
+:mod:`harness.analysis.links_figure`).
 
-- **Rows**: ok rows with a figure measured on several nodes (``nodes`` >= 2) whose chief measured
-  the link (``link_gbps``, Gbit/s from the chief to the slowest other node).
-- **Link settings** (:func:`group_links`): a run's link is its rows' ``link_gbps`` (their median);
-  runs are taken slowest first, and a run joins the current setting while every run of it stays
-  within ±:data:`TOLERANCE` of the setting's median; a setting is labelled by that median
-  ("0.94 Gbit/s").
-- **Per configuration** (one cell id on one node count) **and setting**: the throughput over the
-  setting's runs and each faster setting against the slowest, by :mod:`harness.analysis.across`
-  (the one comparison across runs, as ``compare-hardware``'s); the all-reduce and step time where
-  the step breakdown holds them (median over the runs, s/update).
-- **predict's figure** (:func:`harness.analysis.scaling.predictions`): the scaling model at n =
-  the row's workers over a link of the setting's measured Gbit/s
-  (:func:`harness.analysis.scaling.link_alpha_beta`), from the configuration's 1-device row
-  measured on one node (:func:`harness.analysis.scaling.find_one_device`, the efficiency
-  baseline's key), with the alpha of the collectives fit on that row's machine as the latency per
-  ring step where there is one, else 0 (:class:`Modelled` says which); the error is
-  (predicted - measured) / measured. predict models all-reduce strategies only."""
+- **Rows**: ok rows with a figure measured on several nodes whose chief measured the link
+  (``link_gbps``, Gbit/s from the chief to the slowest other node).
+- **Link settings** (:func:`group_links`): a run's link is its rows' median ``link_gbps``; runs
+  taken slowest first join the current setting while every run of it stays within
+  ±:data:`TOLERANCE` of the setting's median, which labels it ("0.94 Gbit/s").
+- **Per configuration** (a cell id on a node count) **and setting**: the throughput over its runs
+  and each faster setting against the slowest (:mod:`harness.analysis.across`, as
+  ``compare-hardware``); the all-reduce and step time from the breakdown (median, s/update).
+- **predict's figure** (:func:`harness.analysis.scaling.predictions`): the scaling model at the
+  row's workers over the setting's measured Gbit/s (:func:`harness.analysis.scaling.link_alpha_beta`),
+  from the configuration's 1-device row on one node (:func:`harness.analysis.scaling.find_one_device`),
+  with the alpha of the collectives fit on that row's machine where there is one, else 0
+  (:class:`Modelled` says which); error = (predicted - measured) / measured. All-reduce
+  strategies only."""
 
 from __future__ import annotations
 

@@ -1,25 +1,22 @@
 """A ratio between runs that could not take turns: two machines, two link settings, one machine on
 two days. Pure: numpy and scipy only.
 
-**The variance model** (docs/explanation/statistics.md). Configuration c's log figure y in run r
-(the log of the run's figure, the median of its processes) is the machine's effect for c, plus a
-**run-wide shift** shared by every configuration of the run (variance S), plus a
-**run-by-configuration** term (variance G, by kind of configuration), plus its processes' own
-noise (w = var(log x_p) / P over the run's P process figures).
+**The variance model** (docs/explanation/statistics.md): configuration c's log figure y in run r
+(the log of the median of its processes) is the machine's effect for c, plus a **run-wide shift**
+(variance S), plus a **run-by-configuration** term (variance G, per kind of configuration), plus
+its processes' noise (w = var(log x_p) / P over the run's P process figures).
 
-**The fit** (:func:`fit`): from two or more runs of one machine over the configurations they all
-measured, a two-way analysis of variance (runs x configurations) of y: the residuals' sum of
-squares per kind, (k - 1)(n - 1) degrees of freedom in all, with the share the processes' noise
-explains (G is the rest); the run means' sum of squares with k - 1 (S, a little wide by the
-residuals' share / n); each kind's pooled process variance. Machines pool by adding sums of
-squares and degrees of freedom (:class:`Sums`), so the project's calibration set
-(:data:`CALIBRATION`) and the runs at hand are one estimate.
+**The fit** (:func:`fit`), from two or more runs of one machine over the configurations all of them
+measured: a two-way analysis of variance (runs x configurations) of y: the residual sum of squares
+per kind ((k - 1)(n - 1) degrees of freedom), less the processes' share, gives G; the run means'
+sum of squares (k - 1) gives S (a little wide by the residuals' share / n); and each kind's pooled
+process variance. Machines pool by adding sums of squares and degrees of freedom (:class:`Sums`):
+the project's calibration (:data:`CALIBRATION`) and the runs at hand are one estimate.
 
-**A side** of k runs of one configuration (:func:`side`): centre mean_r(y), variance
-(S + max(residual mean square, G + mean_r(w))) / k. **A ratio** a / b (:func:`ratio`):
-exp(diff +- t sqrt(v_a + v_b)), t the Student-t quantile at the Welch-Satterthwaite degrees of
-freedom of the components, so each component's own uncertainty (few runs, few pairs) widens the
-interval."""
+**A side** of k runs of one configuration (:func:`side`): centre mean_r(y), variance (S + max(
+residual mean square, G + mean_r(w))) / k. **A ratio** a / b (:func:`ratio`): exp(diff +- t sqrt(v_a
++ v_b)), t at the Welch-Satterthwaite degrees of freedom of the components, so each one's own
+uncertainty (few runs, few pairs) widens the interval."""
 
 from __future__ import annotations
 

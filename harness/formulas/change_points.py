@@ -1,20 +1,18 @@
 """Where a series changes level: the best split in two, and two ways to decide it is real. Pure: numpy.
-
 A split of n values before index k (k and n - k both at least ``min_side``) has the statistic
 
     |mean(x[k:]) - mean(x[:k])| / (s x sqrt(1 / k + 1 / (n - k)))
 
-with s either a known noise level ``sigma`` (the CUSUM step statistic) or, without one, the pooled
-standard deviation of both sides (the two-sample t; n - 2 degrees of freedom). The best split is
-the one with the largest statistic (:func:`best_splits`). Two decisions use it:
+s a known noise level ``sigma`` (the CUSUM step statistic) or else the pooled standard deviation
+of both sides (the two-sample t; n - 2 degrees of freedom); the best split has the largest
+(:func:`best_splits`). It decides in two ways:
 
-- :func:`segments`, binary segmentation with a known ``sigma``: the best split is kept when its
-  statistic reaches ``threshold``, then both sides are searched again (the regression gate's
-  change points, drawn on its history figures);
-- :func:`permutation_p`, the permutation p-value of the best split's t: the share of shuffles of
-  the series whose best split is at least as large (nightly's rule (b)). It stops drawing once
-  the shuffles above the observed statistic already put p above ``alpha`` (Besag and Clifford
-  1991): the decision is the full test's; p is then estimated from the shuffles drawn."""
+- :func:`segments`, binary segmentation with a known ``sigma``: a best split reaching ``threshold``
+  is kept and both sides searched again (the gate's change points, on its history figures);
+- :func:`permutation_p`, the permutation p-value of the best split's t: the share of shuffles whose
+  best split is at least as large (nightly's rule (b)), drawing no more once the shuffles above
+  the observed statistic put p above ``alpha`` (Besag and Clifford 1991: the full test's decision,
+  p then estimated from the shuffles drawn)."""
 
 from __future__ import annotations
 

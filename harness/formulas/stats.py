@@ -1,30 +1,24 @@
 """Inference over independent processes: a figure's CI, a ratio's CI, and when a difference counts.
 
-The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process agree within
-1-2 %, while the same cell in another process moves 10-20 %. Each process gives one figure (the
-median of its windows); everything here works on those per-process figures (or per-run figures,
-for comparisons across runs). Pure; numpy and scipy.stats only.
-
-Formulas (also in results/README.md), with x_1..x_P the per-process figures:
+The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process
+agree within 1-2 %, the same cell in another process moves 10-20 %. Each process gives one figure
+(the median of its windows); everything here works on per-process (or, across runs, per-run)
+figures. Pure; numpy and scipy.stats only. Formulas (also in results/README.md), with x_1..x_P the
+per-process figures:
 
 - figure            = median(x_p)
-- CI of the figure  = exp(mean(log x_p) +- t(0.975, P-1) * sd(log x_p) / sqrt(P))
-  A Student-t interval on the log scale. The spread of per-process figures already holds both the
-  between-process and the (averaged) within-process noise, so this is the nested design's interval
-  for the cell; it is exact for log-normal process figures and its coverage on real re-runs is
-  measured by ``benchmarks/test_coverage.py``. P < 2: no CI (NaN).
-  Processes of one run are not independent of the run: a slow spell of the machine that lasts
-  longer than the run moves all of them. On a 2-core VM the same cell's run figures spread 20-40 %
-  between runs minutes apart, far more than its processes inside one run.
+- CI of the figure  = exp(mean(log x_p) +- t(0.975, P-1) * sd(log x_p) / sqrt(P)): a Student-t
+  interval on the log scale whose spread holds the between- and (averaged) within-process noise,
+  the nested design's interval; exact for log-normal figures, its coverage measured by
+  ``benchmarks/test_coverage.py``; P < 2: NaN. A slow spell longer than the run moves all its
+  processes: on a 2-core VM one cell's run figures spread 20-40 % between runs minutes apart.
 - CI with history   = exp(mean(log x_p) +- max(the half-width above, t(0.975, k) * sd(log r_j)))
-  (:func:`figure_with_history`), r_0..r_k this run's figure and the figures of the k newest
-  earlier runs of the same cell on the same fingerprint (k >= MIN_HISTORY_RUNS): the spread of run
-  figures is the noise a re-run sees, drift between runs included. With fewer earlier runs the CI
-  covers the processes of this run only, and the row says so (``ci_history_runs`` = 0).
+  (:func:`figure_with_history`), r_0..r_k this run's figure and the k newest earlier runs' of the
+  cell on its fingerprint (k >= MIN_HISTORY_RUNS): the spread a re-run sees, drift included; with
+  fewer, the CI covers this run's processes only (``ci_history_runs`` = 0).
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
-- verdict           = :mod:`harness.formulas.verdicts` (higher, lower, equivalent or undecided,
-  with m = MIN_EFFECT)."""
+- verdict           = :mod:`harness.formulas.verdicts` (m = MIN_EFFECT)."""
 
 from __future__ import annotations
 

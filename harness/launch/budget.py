@@ -1,18 +1,16 @@
-"""A local run in turns, spending a budget: each model's contenders are raced live together in
-headline groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`), the other cells
-packed into groups (:func:`harness.spec.groups.groups`: the cells each reported ratio compares).
-Every group gets ``protocol.processes`` instances (:func:`harness.launch.turns.run_instance`), then
-the budget (``protocol.budget_min``) goes, one instance at a time, to the group whose ratios are
-least decided (:meth:`TurnsRun.next`), the races first. Where a model's race did not fit one group
-(:func:`harness.spec.groups.split_race`), the first stage stops at ``RACE_SHARE`` of the budget
-and a second races its leader against the contenders outside its group, beside the other groups
-(:func:`harness.launch.group_run.race_plan`).
+"""A local run in turns, spending a budget: each model's contenders raced live together in headline
+groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`), the other cells packed
+into groups (:func:`harness.spec.groups.groups`). Every group gets ``protocol.processes`` instances
+(:func:`harness.launch.turns.run_instance`); then the budget (``protocol.budget_min``) goes, one
+instance at a time, to the group whose ratios are least decided (:meth:`TurnsRun.next`), races
+first. A race that did not fit one group (:func:`harness.spec.groups.split_race`) stops its first
+stage at ``RACE_SHARE`` of the budget; a second races its leader against the contenders outside its
+group, beside the other groups (:func:`harness.launch.group_run.race_plan`).
 
-Every member's process is also one process of its cell (its figure: the median of its turn
-windows), so each cell's absolute figure keeps its CI over processes (and history); its windows
-are stored as soon as its instance ends. A member that fails or is invalid leaves its group (its
-row says why); an instance dropped for another reason (a deadline) is counted, and a group dropped
-:data:`MAX_DROPS` times stops."""
+Every member's process is one process of its cell (its figure: the median of its turn windows), so
+each cell's figure keeps its CI over processes; its windows are stored as its instance ends. A
+member that fails or is invalid leaves its group (its row says why); other drops (a deadline) are
+counted, and a group dropped :data:`MAX_DROPS` times stops."""
 
 from __future__ import annotations
 

@@ -1,19 +1,15 @@
 """The results history: reading it with clear errors, listing its runs, and resolving run references.
-
-A **run reference** (REF) names runs of the history:
+A **run reference** (REF) names runs of the history, ordered by their first row's timestamp:
 
 - a run id (``20261121T133824Z-e6d583``) or a unique prefix of one;
 - ``latest`` (the newest run), ``previous`` (the one before it);
-- ``last:N``: the N newest runs (when used as a baseline: the N newest before the candidate);
+- ``last:N``: the N newest runs (as a baseline: the N newest before the candidate);
 - a date ``YYYY-MM-DD`` (every run that started that UTC day) or a range ``YYYY-MM-DD..YYYY-MM-DD``
   (both ends included).
 
-Runs are ordered by their first row's timestamp.
-
-The history may be read from several **roots** at once (:data:`Roots`: ``--results`` given more than
-once), each a results folder or a pack file (:mod:`harness.results.pack`); their rows are read one
-after the other, and a run that two of them hold is refused before any row is read
-(:func:`open_roots`)."""
+The history may be read from several **roots** (:data:`Roots`: ``--results`` given more than once),
+each a results folder or a pack file (:mod:`harness.results.pack`), one after the other; a run two
+of them hold is refused before any row is read (:func:`open_roots`)."""
 
 from __future__ import annotations
 

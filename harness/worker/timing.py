@@ -270,16 +270,12 @@ def interleaved(
     again: Callable[[dict[str, float]], bool] = lambda figures: False,
     sets: int = 1,
 ) -> dict[str, float]:
-    """Seconds per repetition of each call, every call timed under the same conditions.
-
-    Each call is traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm
-    call: one window of ``unit`` and no tracing) so that one window lasts about ``window_s`` (s);
-    then ``rounds`` rounds each time one window of every
-    call, in turn (reversed every other round, so a machine that slows down or speeds up during the
-    rounds affects every call alike). A call's figure is its median window / n. While
-    ``again(figures)`` holds, another ``rounds`` rounds are run and the figures become medians over
-    all of them, up to ``sets`` sets of rounds in all. ``agree``: every worker of a cluster uses the
-    chief's n and the chief's decision to go on (collectives must match)."""
+    """Seconds per repetition of each call, every call timed under the same conditions. Each call is
+    traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm call: one of
+    ``unit``, untraced) to windows of about ``window_s`` (s); then ``rounds`` rounds time one window of
+    every call in turn (reversed every other round: a machine's drift affects every call alike). A
+    figure is the median window / n; while ``again(figures)`` holds, ``rounds`` more rounds run (up to
+    ``sets`` sets in all). ``agree``: every worker of a cluster uses the chief's n and decision."""
     counts: dict[str, int] = {}
     for name, c in calls.items():
         if not c.warm:
