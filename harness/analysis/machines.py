@@ -1,17 +1,14 @@
-"""Which machine each run measured, from its rows: the one notion of a machine every reader of
-several runs uses (``compare-hardware``, ``compare``, ``pack --machine``). Pure.
+"""Which machine each run measured, from its rows: the one notion of a machine for every reader of
+several runs (``compare-hardware``, ``compare``, ``pack --machine``). Pure. A machine is a name, its
+facts (:class:`harness.contract.machine.MachineFacts`) and its matmul peaks with CIs (per compute
+dtype). Runs are one machine when they carry one name and the same facts:
 
-A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
-matmul peaks with their CIs (one per compute dtype its runs trained in). Runs are one machine when
-they carry one name and the same facts:
-
-- one name, different facts: refused (exit 2), as the name then stands for two machines;
-- one name and the same facts on several host instances (:attr:`Machine.instances`): instances of
-  one machine type, whose differences, peaks included, are the type's instance-to-instance spread;
-- runs that recorded no facts (only the CPU model and core count) are told apart by their float32
-  peaks instead: CIs that do not overlap make two machines, each name suffixed with its peak, the
-  reason kept in :attr:`Machine.why`;
-- ``renames`` (run id -> name, ``--name REF=NAME``) override a run's name before any of this."""
+- one name, different facts: refused (exit 2): the name would stand for two machines;
+- one name and facts on several host instances (:attr:`Machine.instances`): one machine type,
+  their differences (peaks included) its instance-to-instance spread;
+- runs that recorded no facts (only CPU model and cores) are told apart by float32 peaks: CIs that
+  do not overlap make two machines, each name suffixed with its peak (:attr:`Machine.why`);
+- ``renames`` (run id -> name, ``--name REF=NAME``) apply first."""
 
 from __future__ import annotations
 

@@ -40,9 +40,8 @@ PEAK = "peak"
 
 @dataclass(frozen=True)
 class ChiefRun:
-    """What the chief measures: the cells, protocol and platform; the machine its rows name; the
-    MNIST file; its run id and whether it resumes (``replay``: the journaled process results, in
-    order; ``elapsed_s``: seconds its earlier sessions spent)."""
+    """What the chief measures (cells, protocol, platform), the machine its rows name, the MNIST
+    file, its run id; resumed: ``replay`` (journaled process results), ``elapsed_s`` (earlier)."""
 
     cells: tuple[Cell, ...]
     protocol: Protocol
@@ -57,8 +56,7 @@ class ChiefRun:
 
 
 def welcome(run: ChiefRun, runnable: Sequence[Cell], options: WorkerOptions) -> dict[str, object]:
-    """What every task is told when it joins: the run's options and first cell (a server starts
-    its TensorFlow server from it)."""
+    """What every task is told when it joins: the run's options and first cell (a server's start)."""
     first = runnable[0] if runnable else run.cells[0]
     return Job(first, options).to_json()
 
@@ -69,9 +67,8 @@ only ever slows a transfer down; on 1-core nodes single transfers of one htb set
 
 
 def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
-    """The nodes the cluster spans, each task's host, and the slowest link from the chief to
-    another node, timed now: each the fastest of :data:`PROBES` transfers (None on one node, or
-    when a node answered none)."""
+    """The nodes the cluster spans, each task's host, and the slowest link from the chief to another
+    node timed now, each the fastest of :data:`PROBES` (None on one node, or a node that answered none)."""
     chief_host = host_of(config.jobs[config.chief_task[0]][config.chief_task[1]])
     one_per_node: dict[str, str] = {}
     for name in task_names(config):
@@ -86,8 +83,7 @@ def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
 
 
 class Budget:
-    """The chief's budget (``minutes``; 0: none): a cell starts only when the run's time so far
-    plus the longest cell so far fits."""
+    """The chief's budget (``minutes``, 0: none): a cell starts if the run so far and its longest cell fit."""
 
     def __init__(self, minutes: float | None, spent_s: float) -> None:
         self.limit_s = (minutes or 0.0) * 60
@@ -113,9 +109,8 @@ def measure(
     stop: Callable[[], str | None],
     started: float | None = None,
 ) -> RunResult:
-    """The passes (module docstring, 3-5): every row written under ``out``. ``stop`` gives a reason
-    to start no more cells (a task lost, or never joined); ``started``: when this session began
-    (monotonic s; its budget counts from there, after the earlier sessions' time)."""
+    """The passes (module docstring, 2-4), every row written under ``out``; ``stop``: why to start no
+    more cells (a task lost); ``started``: this session's start (monotonic s; the budget's clock)."""
     pr = run.protocol
     state = RunState(list(run.cells), pr, run.platform, out, None, run.run_id, run.resumes, run.machine)
     state.place = place(config, lease) if stop() is None else ClusterPlace(config.nodes, config.placement)

@@ -168,13 +168,8 @@ def lease_address(config: ClusterConfig) -> tuple[str, int]:
     SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
     kind, index = config.chief_task
     host = host_of(config.jobs[kind][index])
-    ports = [
-        int(a.rsplit(":", 1)[1])
-        for addresses in config.jobs.values()
-        for a in addresses
-        if host_of(a) == host
-    ]
-    return host, max(ports) + 1
+    addresses = [a for addresses in config.jobs.values() for a in addresses if host_of(a) == host]
+    return host, max(int(a.rsplit(":", 1)[1]) for a in addresses) + 1
 
 
 def cluster_digest(config: ClusterConfig) -> str:
@@ -200,13 +195,8 @@ def _tcp_options(conn: socket.socket) -> None:
     """Keepalive (:data:`LEASE_KEEPALIVE_S`) and a user timeout of :data:`LOSS_BOUND_S`, where the
     platform has the options."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    options = {
-        "TCP_KEEPIDLE": LEASE_KEEPALIVE_S[0],
-        "TCP_KEEPINTVL": LEASE_KEEPALIVE_S[1],
-        "TCP_KEEPCNT": LEASE_KEEPALIVE_S[2],
-        "TCP_USER_TIMEOUT": LOSS_BOUND_S * 1000,
-    }
-    for option, value in options.items():
+    names = ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT", "TCP_USER_TIMEOUT")
+    for option, value in zip(names, (*LEASE_KEEPALIVE_S, LOSS_BOUND_S * 1000), strict=True):
         if hasattr(socket, option):
             conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
@@ -255,12 +245,11 @@ class _Conn:
 
 
 class RunLease:
-    """The chief's side (see the module docstring): listens on :func:`lease_address`'s port (every
-    interface) for the whole run, welcomes each task (``welcome``: the run's job, JSON-able), and
-    watches each connection. :meth:`wait_for_tasks` before the first cell, :meth:`start_cell` per
-    cell, :meth:`lost` and :meth:`failed` at any time, :meth:`probe` to time a link, :meth:`finish`
-    at the end. A context manager: leaving it without :meth:`finish` finishes with code 1. OSError
-    when the port is busy. Its sockets are not inherited by child processes."""
+    """The chief's side (module docstring): listens on :func:`lease_address`'s port (every interface)
+    for the whole run, welcomes each task with ``welcome`` (the run's job, JSON-able) and watches its
+    connection: :meth:`wait_for_tasks`, then :meth:`start_cell` per cell, :meth:`lost` and
+    :meth:`failed` at any time, :meth:`probe`, :meth:`finish`. Left without :meth:`finish` (a context
+    manager) it finishes with 1. OSError when the port is busy; its sockets are not inherited."""
 
     def __init__(
         self,
@@ -394,12 +383,10 @@ class RunLease:
                 time.sleep(LEASE_POLL_S)
         except KeyboardInterrupt:
             waited = time.monotonic() - started
+            why = f"it had not joined the chief's run lease when the chief was stopped, {waited:.0f} s in"
             with self._lock:
                 for name in [n for n in self.expected if n not in self._members]:
-                    self._lose(
-                        name,
-                        f"it had not joined the chief's run lease when the chief was stopped {waited:.0f} s into its wait",
-                    )
+                    self._lose(name, why)
         return self.lost()
 
     def _send_all(self, data: bytes) -> None:

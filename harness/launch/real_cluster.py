@@ -46,11 +46,8 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
     (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), run in a
     child process (:mod:`harness.worker.slurm`). Tasks on a node get ports ``port_base``,
     ``port_base + 1``, ...; with GPUs, the resolver's GPU split."""
-    missing = [
-        v
-        for v in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
-        if v not in os.environ
-    ]
+    needed = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
+    missing = [v for v in needed if v not in os.environ]
     if missing:
         raise HarnessError(
             f"--cluster slurm must run inside a Slurm job step (srun); {', '.join(missing)} not set."
@@ -85,10 +82,9 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
 
 
 def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
-    """How this task's worker process of each cell is started: its TF_CONFIG, the host's cores split
-    between the tasks on this host (and an inter-op pool of at least the strategy's
-    ``min_inter_op_threads``), and its device mask (the Slurm resolver's GPU split; none for a
-    parameter-server coordinator or ps task, or a CPU run; else as inherited from the scheduler)."""
+    """How this task's worker of each cell starts: its TF_CONFIG, the host's cores split between its
+    tasks (an inter-op pool of at least the strategy's ``min_inter_op_threads``), and its device mask
+    (the resolver's GPU split; none for a coordinator, a ps task or a CPU run; else as inherited)."""
     cores = max(1, host_cores // config.tasks_on_my_host)
     env = {
         "TF_CONFIG": config.tf_config(),

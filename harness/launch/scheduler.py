@@ -1,7 +1,7 @@
-"""What a real cluster's scheduler says about its tasks: since when a task is known to run (its job
-step running, or its node down), from which the chief gives a task that has not joined its run lease
-:data:`JOIN_BOUND_S`; and, to a task still trying to join, whether its job step is over. Slurm only
-(``scontrol``); other schedulers say nothing (:data:`QUIET`). Pure but for :func:`scontrol`."""
+"""What a real cluster's scheduler says about its tasks, for the chief (since when a task not yet
+joined is known to run, or its node down: :func:`join_overdue`) and for a task still trying to
+join (whether its job step is over). Slurm's ``scontrol`` only; other schedulers say nothing
+(:data:`QUIET`). Pure but for :func:`scontrol`."""
 
 from __future__ import annotations
 

@@ -40,11 +40,10 @@ from harness.spec.strategies import Role
 
 @dataclass(frozen=True)
 class Request:
-    """How ``run`` asks for a run: the ``results`` folder; whether to wait for another run's
-    machine lock (``wait_lock``; else a HarnessError names its holder); ``what``: the run in words,
-    on its first line after its id; ``sweep``: the named sweep its cells came from ("" for axes
-    given alone; the hint of a budget too small keeps it); ``started``: when the command started,
-    on the monotonic clock (a local run's budget counts from there)."""
+    """How ``run`` asks for a run: the ``results`` folder; ``wait_lock``: wait for another run's machine
+    lock (else a HarnessError names its holder); ``what``: the run in words, after its id; ``sweep``:
+    the named sweep ("" for axes given alone; a too small budget's hint keeps it); ``started``: when
+    the command started, on the monotonic clock (a local run's budget counts from there)."""
 
     results: Path
     wait_lock: bool = False

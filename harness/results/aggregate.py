@@ -127,12 +127,10 @@ def _with_jit(row: CellRow, rows: Sequence[CellRow]) -> CellRow:
 def combine(
     rows: list[CellRow], windows: list[list[WindowRow]], effective_batch: int
 ) -> tuple[CellRow, list[WindowRow]]:
-    """One pass of a co-tenant cell: its row and window rows from each tenant's.
-
-    The aggregate counts only what ran at the same time: each tenant's examples over the span where
-    every tenant was timing (:func:`common_span`; a window partly inside counts in proportion), so a
-    tenant that finished early does not lend the others its devices. GPU energy per example: the tenants' mean power (they
-    meter the same devices) over the aggregate throughput."""
+    """One pass of a co-tenant cell: its row and window rows from each tenant's. Only what ran at the
+    same time counts: each tenant's examples over the span where every tenant was timing
+    (:func:`common_span`; a window partly inside in proportion). GPU energy per example: the tenants'
+    mean power (they meter the same devices) over the aggregate throughput."""
     tagged = [WindowRow(**{**w, "worker": i}) for i, ws in enumerate(windows) for w in ws]
     bad = next(((i, r) for i, r in enumerate(rows) if r.status != Status.OK), None)
     if bad is not None:

@@ -143,17 +143,15 @@ def measure_in_turns(
     stream: Stream | None = None,
     meter: Meter = lambda: None,
 ) -> Timings:
-    """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s, while the
-    group's other members may be compiling too: untimed) and the seed loss's updates, hello, then
-    whatever the coordinator grants, each with the whole machine while the others wait: a
-    calibration turn (two windows of ``min_window_steps``, then the window length for the granted
-    seconds and ``warmup_windows`` untimed windows), timed window turns, and finally the finishing
-    turn, at whose grant this returns (the caller runs its checks and replies). ``after_windows`` is
-    called after each timed window and after the warm-up (multi-worker trainers keep only the last
-    call's per-worker figures). With ``stream`` (a loop whose own set-up is costly: ``fit``), the
-    window turns are served inside one running loop, which waits for each grant between two windows:
-    one untimed window in the first turn, then one timed window per turn. ``meter`` is read around
-    each timed window, so energy covers this process's own turns only."""
+    """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s; untimed, the
+    other members may be compiling too) and the seed loss's updates, hello, then what the coordinator
+    grants, each with the whole machine: a calibration turn (two windows of ``min_window_steps``, the
+    window for the granted seconds, ``warmup_windows`` untimed windows), timed window turns, and the
+    finishing turn, at whose grant this returns (the caller checks and replies). ``after_windows``:
+    called after each timed window and the warm-up. With ``stream`` (a loop costly to set up: ``fit``)
+    the window turns are served inside one running loop waiting for each grant between two windows
+    (one untimed window in the first turn, then one timed per turn). ``meter`` is read around each
+    timed window: energy covers this process's own turns only."""
     spe = steps_per_execution
     compile_s, seed_loss = first_call(run, spe, clock)
     client.hello()
