@@ -41,7 +41,7 @@ PEAK = "peak"
 @dataclass(frozen=True)
 class ChiefRun:
     """What the chief measures (cells, protocol, platform), the machine its rows name, the MNIST
-    file, its run id; resumed: ``replay`` (journaled process results), ``elapsed_s`` (earlier)."""
+    file, its run id; resumed: ``replay`` (journaled process ends), ``elapsed_s`` (earlier sessions')."""
 
     cells: tuple[Cell, ...]
     protocol: Protocol
@@ -151,8 +151,8 @@ def _passes(
     budget: Budget,
     progress: Progress,
 ) -> None:
-    """Each (pass, position, cell) of ``todo`` in order, the peak around the passes, until ``stop``
-    gives a reason or the budget would be passed; each process journaled as it ends."""
+    """Each (pass, position, cell) of ``todo`` in order, peaks around the passes, until ``stop`` gives
+    a reason (the next cell fails with it, where no process did) or the budget would be passed."""
     pr = run.protocol
     options = WorkerOptions.of(
         pr, run.platform, state.files.root / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
@@ -165,9 +165,7 @@ def _passes(
         why = stop()
         if why is not None:
             if not any(r.row.reason.startswith(why) for e in state.evidence.values() for r in e):
-                _journaled(
-                    state, CellEnd(cell, Event.FAILED, reason=why), k, log, budget
-                )  # it takes the loss
+                _journaled(state, CellEnd(cell, Event.FAILED, reason=why), k, log, budget)
             state.result.stopped, state.unreached = why, f"not started: {why}"
             return
         if not budget.fits():

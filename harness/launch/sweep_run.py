@@ -148,23 +148,24 @@ def _in_turns(work: Work, output: Output, identity: Identity) -> RunResult:
     """A journaled run in turns, with its fork servers; a full disk stops it saying how to resume."""
     out, run_id = output.results, identity.run_id
     assert output.journal is not None
-    print(f"(if it is stopped: python -m harness run --resume {run_id} --results {out})", flush=True)
-    with _full_disk(f"--resume {run_id} --results {out}"), output.journal, forks.serving(work.protocol.fork):
+    resume = f"--resume {run_id} --results {out}"
+    print(f"(if it is stopped: python -m harness run {resume})", flush=True)
+    with _full_disk(out, resume), output.journal, forks.serving(work.protocol.fork):
         return run_in_turns(work, output, identity)
 
 
 @contextlib.contextmanager
-def _full_disk(resume: str, who: str = "") -> Iterator[None]:
-    """A full disk (ENOSPC) becomes a HarnessError (exit 1) that says how to resume: ``python -m
-    harness run`` + ``resume``, run ``who`` (e.g. "from every task")."""
+def _full_disk(out: Path, resume: str, who: str = "") -> Iterator[None]:
+    """A full disk (ENOSPC) under ``out`` becomes a HarnessError (exit 1) that says how to resume:
+    ``python -m harness run`` + ``resume``, run ``who`` (e.g. "from every task")."""
     try:
         yield
     except OSError as e:
         if e.errno != errno.ENOSPC:
             raise
         raise HarnessError(
-            f"the disk is full ({e.filename or 'the results folder'}): the run stopped; every process "
-            f"measured so far is in its journal. Free some space, then{who}: python -m harness run {resume}",
+            f"the disk is full ({e.filename or out}): the run stopped; everything measured so far is "
+            f"in its journal. Free some space, then{who}: python -m harness run {resume}",
             EXIT_FAILURE,
         ) from None
 
@@ -237,10 +238,9 @@ def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.
             EXIT_FAILURE,
         ) from None
     started = time.monotonic()
-    cluster = "slurm" if "SLURM_STEP_ID" in os.environ else "tf_config"
-    ps = f" --ps {config.ps}" if config.ps else ""
-    resume = f"--cluster {cluster}{ps} --resume {run.run_id} --results {request.results}"
-    with _full_disk(resume, " from every task"), log, lease:
+    cluster = f"slurm --ps {config.ps}" if "SLURM_STEP_ID" in os.environ else "tf_config"
+    resume = f"--cluster {cluster} --resume {run.run_id} --results {request.results}"
+    with _full_disk(request.results, resume, " from every task"), log, lease:
         names = task_names(config)
         print(f"run lease on port {lease.port}: waiting for {len(names)} other task(s) to join", flush=True)
         lease.wait_for_tasks(watch_of(os.environ).seen)
