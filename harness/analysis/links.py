@@ -1,6 +1,6 @@
 """``compare-links``: what a faster link between nodes buys. Pure (typed rows and the collectives
-rows in, a :class:`LinkComparison` out; :mod:`harness.analysis.links_text` says it and
-:mod:`harness.analysis.links_figure` draws it).
+rows in, a :class:`LinkComparison` out; said by :mod:`harness.analysis.links_text`, drawn by
+:mod:`harness.analysis.links_figure`).
 
 - **Rows**: ok rows with a figure measured on several nodes whose chief measured the link
   (``link_gbps``, Gbit/s from the chief to the slowest other node).

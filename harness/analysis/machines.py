@@ -1,5 +1,7 @@
-"""Which machine each run measured, from its rows: the one notion of a machine every reader of
-several runs uses (``compare-hardware``, ``compare``, ``pack --machine``). Pure.
+"""Which machine each run measured, from its rows: the one notion of a machine for every reader of
+several runs (``compare-hardware``, ``compare``, ``pack --machine``). Pure. A machine is a name, its
+facts (:class:`harness.contract.machine.MachineFacts`) and its matmul peaks with CIs (per compute
+dtype). Runs are one machine when they carry one name and the same facts:
 
 A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
 matmul peaks with their CIs. Runs are one machine when they carry one name and the same facts

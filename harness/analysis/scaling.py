@@ -5,14 +5,13 @@ of its all-reduce. Pure (rows in, predictions out).
 
     T(n, m) = 2(n - 1) x alpha + 2(n - 1) / n x m x beta        [s]
 
-alpha: latency per ring step (s); beta: seconds per byte over one link (1 / bandwidth). Fitted by
-non-negative least squares to every ok row of the collectives table for the strategy and op (sizes
-and participant counts; :func:`fit_alpha_beta`), or given for a link you do not have
-(``--link-gbps G --latency-us L``: beta = 8 / (G x 1e9), alpha = L x 1e-6; :func:`link_alpha_beta`).
-Where the table holds the model's own gradient set at n, that measurement is used instead of the
-fit (several tensors cost more than one of the same bytes). Only rows measured on the 1-device
-cell's machine are used (:func:`same_machine`), the newest per device count and payload; fewer
-than 2 on 2 or more devices is a HarnessError naming ``python -m harness run --sweep collectives``.
+alpha: latency per ring step (s); beta: seconds per byte over one link. Fitted by non-negative
+least squares to the ok rows of the collectives table for the strategy and op
+(:func:`fit_alpha_beta`), or given for a link you lack (``--link-gbps G --latency-us L``: beta =
+8 / (G x 1e9), alpha = L x 1e-6; :func:`link_alpha_beta`). The model's own gradient set measured at
+n replaces the fit (several tensors cost more than one of the same bytes). Only rows of the 1-device
+cell's machine count (:func:`same_machine`), the newest per device count and payload; fewer than 2
+on 2 or more devices is a HarnessError naming ``python -m harness run --sweep collectives``.
 
 **Step at n devices** (weak scaling: each device trains the 1-device cell's update):
 
@@ -33,12 +32,11 @@ per update (the ctl loop's loss reduce, a scalar, is left out); the input pipeli
 as fast per device as of one (one host feeding many GPUs can fall behind); on multi-node links the
 fitted alpha of this machine's localhost gRPC is no guide (give --latency-us).
 
-**Which rows** (:func:`predictions`, what ``predict`` and ``compare-links`` ask through a
-:class:`Query`): the baseline and the measured n-device rows share the query's
-:func:`baseline_key`, the efficiency baseline's own key (the axes of identity key ``baseline``,
-:func:`harness.spec.axes.key_axes`, and the per-replica batch), so rows that differ in XLA, data,
-loss or optimizer are never mixed; the baseline is the newest 1-device row measured on one node
-(:func:`find_one_device`), else the newest on several."""
+**Which rows** (:func:`predictions`, for ``predict`` and ``compare-links`` through a
+:class:`Query`): baseline and n-device rows share :func:`baseline_key` (identity key ``baseline``,
+:func:`harness.spec.axes.key_axes`, and the per-replica batch), so rows of other XLA, data, loss or
+optimizer never mix; the baseline is the newest 1-device row on one node (:func:`find_one_device`),
+else the newest on several."""
 
 from __future__ import annotations
 

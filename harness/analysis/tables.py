@@ -67,13 +67,11 @@ def render_table(
     force_terminal: bool | None = None,
 ) -> str:
     """The one table renderer of every command: the text to write to ``stream`` (default stdout).
-
-    On a terminal (see :func:`is_terminal`) a rich table fitted to the terminal's width: free-text
-    columns wrap at spaces, long headers wrap too when needed, other values are never broken (when
-    even that is too wide, rows stay whole and the terminal folds them, as it folds plain text);
-    numeric columns right-aligned; colours as rich decides (none under NO_COLOR). Otherwise plain
-    :func:`fixed_width` text with the same columns and values, ``title`` on a line above, the rule
-    under the header only when ``rule``. Every line is indented by ``indent`` spaces."""
+    On a terminal (:func:`is_terminal`) a rich table fitted to its width: free text and long headers
+    wrap at spaces, other values never break (rows too wide stay whole, folded by the terminal),
+    numbers right-aligned, colours as rich decides (none under NO_COLOR). Otherwise plain
+    :func:`fixed_width` text of the same columns, ``title`` above, a rule under the header only with
+    ``rule``. Every line is indented by ``indent`` spaces."""
     cells = [tuple(str(c) for c in r) for r in rows]
     if not is_terminal(stream, force_terminal):
         lines = ([title] if title else []) + fixed_width([tuple(header), *cells], rule).splitlines()

@@ -120,13 +120,11 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
 
 
 def verify_updates(requested: int | None, cells: Sequence[Cell]) -> int:
-    """The optimizer updates ``verify`` trains each cell for.
-
-    A cell trains whole ``tf.function`` calls of steps_per_execution updates, so the count must be a
-    multiple of every steps_per_execution in the selection. Without ``--updates`` (``requested`` is
-    None) it is the smallest multiple of their least common multiple that is at least
-    :data:`~harness.spec.training.MIN_SAME_UPDATES` (:func:`~harness.spec.training.same_updates`), so the default fits any selection; an explicit value that does not
-    fit raises HarnessError naming it and the accepted ones."""
+    """The optimizer updates ``verify`` trains each cell for: a multiple of every steps_per_execution
+    in the selection (a cell trains whole ``tf.function`` calls). Without ``--updates`` (``requested``
+    None), the smallest multiple of their least common multiple at least
+    :data:`~harness.spec.training.MIN_SAME_UPDATES` (:func:`~harness.spec.training.same_updates`); an
+    explicit value that does not fit raises HarnessError naming it and the accepted ones."""
     spes = sorted({c.steps_per_execution for c in cells})
     step = math.lcm(*spes) if spes else 1
     if requested is None:

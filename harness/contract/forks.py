@@ -1,11 +1,8 @@
-"""The fork server's channel: how the parent asks a server that has already imported TensorFlow for
-a worker process (:mod:`harness.worker.forkserver`, :mod:`harness.launch.forks`).
-
-A fresh worker spends about 3 s of CPU importing TensorFlow and Keras before its cell starts; a
-group of 8 live members on 2 cores spends 12 s of wall time on it per instance. A fork server
-imports them once (and nothing that starts TensorFlow's runtime: no device, no thread pool, no
-op) and forks each worker, which then runs exactly what a fresh one runs from ``main`` on: its
-devices, its thread pools and its cell are its own.
+"""The fork server's channel: how the parent asks a server that has imported TensorFlow for a worker
+(:mod:`harness.worker.forkserver`, :mod:`harness.launch.forks`). A fresh worker spends about 3 s
+of CPU importing TensorFlow and Keras (8 live members on 2 cores: 12 s of wall time per
+instance); a server imports them once, starting nothing of TensorFlow's runtime, and forks each
+worker, which runs from ``main`` on exactly what a fresh one runs.
 
 One connection per worker, one JSON object per line:
 
@@ -14,11 +11,9 @@ parent -> server (:class:`Spawn`)              server -> parent
 ``"log": path, "out": path, "cwd": path}``     ``{"exit": code}`` when it ended (a negative code: the
                                                signal that ended it)
 
-A server forks only the programs of :data:`PROGRAMS`: a worker, and the run's matmul-peak process
-(which would otherwise start as a fresh interpreter, 9-15 s on a GPU host, twice a run).
-
-The server's own start-up line on its stdout is ``{"ready": pid}`` once it listens. Pure data: no
-sockets here."""
+It forks only :data:`PROGRAMS`: a worker, and the matmul-peak process (else a fresh interpreter,
+9-15 s on a GPU host, twice a run). The server's first stdout line is ``{"ready": pid}`` once it
+listens. Pure data: no sockets here."""
 
 from __future__ import annotations
 

@@ -17,13 +17,11 @@ from harness.spec.strategies import Role
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """What a worker process reads of the run's :class:`~harness.spec.protocol.Protocol`: how it
-    times its cell (``window_s``, ``repeats``, ``warmup_windows``, ``min_window_steps``), the
-    ``seed`` it builds from, how long it waits for the other processes at the start barrier and a
-    multi-worker cell's rendezvous (``rendezvous_timeout_s``), its memory cap
-    (``worker_memory_gib``) and whether it times its update's parts (``breakdown``: set per
-    process by the parent). The rest of the protocol (the budget, processes, turns, deadlines,
-    verdicts) stays in the parent. Made with :meth:`of`: the protocol holds the defaults."""
+    """What a worker reads of the run's :class:`~harness.spec.protocol.Protocol`: how it times its cell
+    (``window_s``, ``repeats``, ``warmup_windows``, ``min_window_steps``), its ``seed``, its wait for
+    the other processes at the start barrier and a multi-worker rendezvous (``rendezvous_timeout_s``),
+    its memory cap (``worker_memory_gib``) and whether it times its update's parts (``breakdown``, set
+    per process). The rest stays in the parent. Made with :meth:`of` (the protocol holds the defaults)."""
 
     repeats: int
     window_s: float
@@ -42,13 +40,11 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class WorkerOptions:
-    """What every worker process of a run shares, and how its launcher starts and watches it.
-
-    ``settings``: what the worker reads of the protocol; ``log_dir``: where each process's log
-    goes; ``startup_timeout_s``: seconds to import TensorFlow and set up devices, and
-    ``cell_timeout_s``: seconds for the cell once started (the launcher's deadlines);
-    ``verify_updates``: when set, train each cell this many updates and save its weights under
-    ``weights_dir`` (no timing)."""
+    """What every worker process of a run shares, and how its launcher starts and watches it:
+    ``settings`` (what the worker reads of the protocol), ``log_dir``, the launcher's deadlines
+    (``startup_timeout_s``: importing TensorFlow and setting up devices; ``cell_timeout_s``: the cell
+    once started), and ``verify_updates``: when set, train each cell this many updates and save its
+    weights under ``weights_dir`` (no timing)."""
 
     settings: WorkerSettings
     platform: Platform
@@ -91,12 +87,10 @@ class WorkerOptions:
 @dataclass(frozen=True)
 class Launch:
     """How one process of a cell is started: its environment additions (TF_CONFIG, threads, device
-    mask), its role, its position in the cell's task list (0 = the chief; a co-tenant's index), the
-    cores each worker gets (None: the whole host), the hosts the workers span, and whether the cell's
-    processes ask for more cores than the host has (None: the worker decides).
-
-    ``meet``: how many processes meet at the start barrier (:data:`TENANT_BARRIER_ENV`) after their
-    first call (co-tenants: the cell's tenants)."""
+    mask), role, position in the cell's task list (0 = the chief; a co-tenant's index), the cores
+    each worker gets (None: the whole host), the hosts the workers span, whether the cell's processes
+    ask for more cores than the host has (None: the worker decides), and ``meet``: how many processes
+    meet at the start barrier (:data:`TENANT_BARRIER_ENV`) after their first call (co-tenants)."""
 
     env: tuple[tuple[str, str], ...] = ()
     role: Role = Role.CHIEF

@@ -1,9 +1,7 @@
-"""The turns channel: how the parent's coordinator grants a group's live processes their turns.
-
-A group's members are live at once; each process that times windows connects to the
-coordinator's Unix socket (its path in :data:`TURNS_ENV`, the member's key in
-:data:`MEMBER_ENV`) and then blocks in a read, using no CPU, until it is told what to do. One JSON
-object per line in each direction:
+"""The turns channel: how the parent's coordinator grants a group's live processes their turns. Each
+process that times windows connects to the coordinator's Unix socket (its path in
+:data:`TURNS_ENV`, the member's key in :data:`MEMBER_ENV`), then blocks in a read, using no CPU,
+until told what to do. One JSON object per line each way:
 
 parent -> worker (:class:`Grant`)         worker -> parent (:class:`Reply`)
 ``{"do": "calibrate", "window_s": s}``    ``{"done": "calibrate", "steps": n}`` after calibrating a

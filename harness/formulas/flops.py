@@ -1,12 +1,10 @@
 """FLOPs of a training step counted from the ops of its traced graph (pure: the worker hands over
-each op's type, shapes and attributes; :mod:`harness.worker.flops` walks the graph).
-
-What is counted is the convention of the MNIST models' analytic count (:mod:`harness.spec.models`):
-the multiply-adds of matrix products and convolutions, 2 FLOPs each, in the forward pass and in
-the backward pass (weight gradients, and input gradients where the step needs them: a graph's
-first layer has none, since nothing asks for the gradient of the input). Biases, activations,
-normalization, pooling, the loss, casts and the optimizer update are not counted. One op counts
-``2 x (number of multiply-adds)``, from its static shapes:
+each op's type, shapes and attributes; :mod:`harness.worker.flops` walks the graph). The convention
+is the MNIST models' analytic count's (:mod:`harness.spec.models`): the multiply-adds of matrix
+products and convolutions, 2 FLOPs each, forward and backward (weight gradients, and input
+gradients where needed: a graph's first layer has none). Biases, activations, normalization,
+pooling, the loss, casts and the optimizer update are not counted. One op counts ``2 x
+(multiply-adds)``, from its static shapes:
 
 - ``MatMul``, ``BatchMatMul*``: output elements x the contracted dimension;
 - ``Conv2D``/``Conv3D``: output elements x the filter's window x input channels per group;

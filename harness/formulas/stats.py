@@ -1,11 +1,10 @@
 """Inference over independent processes: a figure's CI, a ratio's CI, and when a difference counts.
 
-The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process agree within
-1-2 %, while the same cell in another process moves 10-20 %. Each process gives one figure (the
-median of its windows); everything here works on those per-process figures (or per-run figures,
-for comparisons across runs). Pure; numpy and scipy.stats only.
-
-Formulas (also in results/README.md), with x_1..x_P the per-process figures:
+The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process
+agree within 1-2 %, the same cell in another process moves 10-20 %. Each process gives one figure
+(the median of its windows); everything here works on per-process (or, across runs, per-run)
+figures. Pure; numpy and scipy.stats only. Formulas (also in results/README.md), with x_1..x_P the
+per-process figures:
 
 - figure            = median(x_p)
 - CI of the figure  = exp(mean(log x_p) +- t(0.975, P-1) * sd(log x_p) / sqrt(P))
@@ -16,8 +15,7 @@ Formulas (also in results/README.md), with x_1..x_P the per-process figures:
   cell on its fingerprint (k >= MIN_HISTORY_RUNS; else ``ci_history_runs`` = 0).
 - ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
   degrees of freedom); NaN when either side has fewer than 2 values.
-- verdict           = :mod:`harness.formulas.verdicts` (higher, lower, equivalent or undecided,
-  with m = MIN_EFFECT)."""
+- verdict           = :mod:`harness.formulas.verdicts` (m = MIN_EFFECT)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,13 @@
-"""Where a GPU's time went in a profiled window: interval arithmetic over a trace. Pure.
-
-A trace (read from TensorFlow's profiler by :mod:`harness.worker.profile`) gives, on one clock
-(ns): the window (the cell's own training function running n updates), each GPU's kernel and
-memory-copy intervals, which of those are collectives (NCCL kernels), and the host's waits for
-the next input element. The window splits into four disjoint parts that add up to it exactly:
+"""Where a GPU's time went in a profiled window: interval arithmetic over a trace. Pure. A trace
+(TensorFlow's profiler, read by :mod:`harness.worker.profile`) gives on one clock (ns) the window
+(the cell's training function running n updates), each GPU's kernel and copy intervals, which are
+collectives (NCCL), and the host's waits for the next input. The window splits into four disjoint
+parts that add up to it exactly, on the busiest GPU (the one a step in sync waits for):
 
     device      the GPU ran a kernel or copy that is not a collective
     collective  the GPU ran only collectives
     input       the GPU ran nothing while the host waited for the next batch
-    host        the GPU ran nothing otherwise: it waited on the host to launch work
-
-taken on the busiest GPU (the one whose kernels and copies cover most of the window): the one a
-step waits for when replicas are in sync."""
+    host        the GPU ran nothing otherwise: it waited on the host to launch work"""
 
 from __future__ import annotations
 

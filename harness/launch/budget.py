@@ -1,12 +1,16 @@
 """A local run in turns, spending a budget: each model's contenders raced live together in headline
 groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`), the other cells packed
 into groups (:func:`harness.spec.groups.groups`). Every group gets ``protocol.processes`` instances
-(:func:`harness.launch.turns.run_instance`), then ``protocol.budget_min`` goes, one instance at a
-time, to the least decided group (:meth:`TurnsRun.next`), the races first; a race split over groups
-(:func:`harness.spec.groups.split_race`) stops its first stage at ``RACE_SHARE`` of the budget and
-races its leader against the rest (:func:`harness.launch.group_run.race_plan`). Each member's
-process is one process of its cell (its CI over processes stands); a member that fails leaves its
-group, and a group dropped :data:`MAX_DROPS` times stops."""
+(:func:`harness.launch.turns.run_instance`); then the budget (``protocol.budget_min``) goes, one
+instance at a time, to the group whose ratios are least decided (:meth:`TurnsRun.next`), races
+first. A race that did not fit one group (:func:`harness.spec.groups.split_race`) stops its first
+stage at ``RACE_SHARE`` of the budget; a second races its leader against the contenders outside its
+group, beside the other groups (:func:`harness.launch.group_run.race_plan`).
+
+Every member's process is one process of its cell (its figure: the median of its turn windows), so
+each cell's figure keeps its CI over processes; its windows are stored as its instance ends. A
+member that fails or is invalid leaves its group (its row says why); other drops (a deadline) are
+counted, and a group dropped :data:`MAX_DROPS` times stops."""
 
 from __future__ import annotations
 
@@ -256,12 +260,10 @@ class TurnsRun:
         return CLOSE_S + (self.run.peaks.seconds / processes if processes else self.prior.peak_s)
 
     def seconds_left(self) -> float | None:
-        """The run's seconds left, estimated (the progress's ETA): the budget's remaining seconds
-        (:attr:`Limits.left_s`; none once no instance that is due fits), at most the groups'
-        remaining instances up to the most, at least their remaining minimum instances (each
-        estimated by :meth:`RunCost.instance_s` from the instances so far; less what the current
-        one has run), plus the step breakdowns due and the closing peak; None before the first
-        instance ends. A run whose ratios are all decided early ends sooner."""
+        """The run's seconds left, estimated (the progress's ETA): the budget's (:attr:`Limits.left_s`;
+        none once no due instance fits), at most the groups' remaining instances, at least their remaining
+        minimum ones (each by :meth:`RunCost.instance_s`, less what the current one has run), plus the
+        breakdowns due and the closing peak; None before the first instance ends."""
         if self.cost.instance_s(1) is None:
             return None
         protocol, limits = self.run.protocol, self.limits()
@@ -436,12 +438,11 @@ def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
 
 
 def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks: Hooks = REAL) -> RunResult:
-    """Measure every runnable cell of ``work`` in group instances under its protocol's budget (see
-    the module docstring); write every cell row (unsupported ones too) and the ratios table under
-    ``output.results``, and journal every instance, peak and stage as it ends to
-    ``output.journal``. ``identity``: a new run, or one killed before it wrote its rows whose
-    journaled instances are kept and whose budget goes on (``run_id`` and the journal are then its
-    own), and when the command started on ``hooks.clock`` (the budget counts from there)."""
+    """Measure every runnable cell of ``work`` in group instances under its budget (module docstring);
+    write every cell row (unsupported ones too) and the ratios under ``output.results``, journaling
+    each instance, peak and stage to ``output.journal`` as it ends. ``identity``: a new run, or one
+    killed before its rows whose journaled instances are kept and whose budget goes on; and when the
+    command started on ``hooks.clock`` (the budget counts from there)."""
     protocol, resumed = work.protocol, identity.resumed
     run = RunState(
         list(work.cells),

@@ -1,14 +1,17 @@
-"""TensorFlow builds for ``bisect``: which ones the package index offers, and each installed on its
-own beside one environment that holds everything else fixed (docs/how-to/bisect.md).
+"""TensorFlow builds for ``bisect``: which ones the package index offers, each installed on its own
+beside one environment that holds everything else fixed.
 
-- **The index**: a simple repository (PEP 691 JSON, default ``https://pypi.org/simple``) or a local
-  folder of wheels; only wheels this interpreter can install count (:func:`packaging.tags.sys_tags`).
-- **The held environment** (``<envs>/bisect-held-<good spec>``): this suite and the good build's
-  dependencies, then TensorFlow uninstalled; its ``pip freeze`` kept (``held.txt``) and pinned.
+- **The index**: a simple repository (PEP 691 JSON, default ``https://pypi.org/simple``) or a folder
+  of wheels (as ``pip --find-links`` reads it); only wheels this interpreter can install count
+  (their tags against :func:`packaging.tags.sys_tags`).
+- **The held environment** (``<envs>/bisect-held-<good spec>``): a venv with this suite and the good
+  build's dependencies as pip resolves them, TensorFlow itself then uninstalled; its ``pip freeze``
+  (``held.txt``) is hashed into a pin, as ``nightly`` pins its reference.
 - **A build**: its wheel alone (``pip install --no-deps --target``) in
-  ``<envs>/bisect-builds/<dist>-<version>``, imported by the held interpreter through ``PYTHONPATH``,
-  so a change found is TensorFlow's; complete once its ``probe.json`` is written (a killed
-  install's ``.partial`` folder is removed on the next try)."""
+  ``<envs>/bisect-builds/<dist>-<version>``, imported by the held interpreter through
+  ``PYTHONPATH``: every build runs with the very same Keras and NumPy, so a change found is
+  TensorFlow's. A folder is complete once its ``probe.json`` (what it imported as) is written; a
+  killed install leaves a ``.partial`` folder the next try removes."""
 
 from __future__ import annotations
 

@@ -1,17 +1,21 @@
 """The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
-(:mod:`harness.launch.lease`) and drives every other task through it: waits for every task to join
-(one that never does fails the run before any cell); where the cluster spans nodes, times the link
-to each (:meth:`RunLease.probe`, the fastest of :data:`PROBES`); runs passes over the runnable
-cells (:func:`harness.spec.schedule.pass_order`), each announced, each process journaled at once
-for ``--resume``; stops at the budget or a lost task (rows say why, the run exits non-zero); sends
-``finished <code>``; writes the rows."""
+(:mod:`harness.launch.lease`) for the whole run and drives every other task through it.
+
+1. Every other task joins the lease (one that does not in time is lost:
+   :func:`harness.launch.scheduler.join_overdue`); on several nodes the chief times each link.
+2. Passes over the runnable cells (:func:`harness.spec.schedule.pass_order`), each announced to the
+   other tasks, then run; each process journaled at once, so ``--resume`` measures what is missing.
+3. No cell starts past the budget, or once a task is lost: the running cell (between cells, the
+   next) fails naming the task, its node and why, the rest become rows that say why, exit non-zero.
+   A task whose part of a cell failed fails that cell at once; the run goes on.
+4. ``finished`` to every task; the rows are written."""
 
 from __future__ import annotations
 
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.contract.events import Event
@@ -36,9 +40,8 @@ PEAK = "peak"
 
 @dataclass(frozen=True)
 class ChiefRun:
-    """What the chief measures: the cells, protocol and platform; the machine its rows name; the
-    MNIST file; its run id and whether it resumes (``replay``: the journaled process results, in
-    order; ``elapsed_s``: seconds its earlier sessions spent)."""
+    """What the chief measures (cells, protocol, platform), the machine its rows name, the MNIST
+    file, its run id; resumed: ``replay`` (journaled process ends), ``elapsed_s`` (earlier sessions')."""
 
     cells: tuple[Cell, ...]
     protocol: Protocol
@@ -53,8 +56,7 @@ class ChiefRun:
 
 
 def welcome(run: ChiefRun, runnable: Sequence[Cell], options: WorkerOptions) -> dict[str, object]:
-    """What every task is told when it joins: the run's options and first cell (a server starts
-    its TensorFlow server from it)."""
+    """What every task is told when it joins: the run's options and first cell (a server's start)."""
     first = runnable[0] if runnable else run.cells[0]
     return Job(first, options).to_json()
 
@@ -65,9 +67,8 @@ only ever slows a transfer down; on 1-core nodes single transfers of one htb set
 
 
 def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
-    """The nodes the cluster spans, each task's host, and the slowest link from the chief to
-    another node, timed now: each the fastest of :data:`PROBES` transfers (None on one node, or
-    when a node answered none)."""
+    """The nodes the cluster spans, each task's host, and the slowest link from the chief to another
+    node timed now, each the fastest of :data:`PROBES` (None on one node, or a node that answered none)."""
     chief_host = host_of(config.jobs[config.chief_task[0]][config.chief_task[1]])
     one_per_node: dict[str, str] = {}
     for name in task_names(config):
@@ -81,14 +82,8 @@ def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
     return ClusterPlace(config.nodes, config.placement, link)
 
 
-def missing_text(missing: Sequence[str], config: ClusterConfig, timeout_s: float) -> str:
-    names = ", ".join(f"{m} on {task_host(config, m)}" for m in missing)
-    return f"{names} never joined the chief's run lease within {timeout_s:g} s"
-
-
 class Budget:
-    """The chief's budget (``minutes``; 0: none): a cell starts only when the run's time so far
-    plus the longest cell so far fits."""
+    """The chief's budget (``minutes``, 0: none): a cell starts if the run so far and its longest cell fit."""
 
     def __init__(self, minutes: float | None, spent_s: float) -> None:
         self.limit_s = (minutes or 0.0) * 60
@@ -114,9 +109,8 @@ def measure(
     stop: Callable[[], str | None],
     started: float | None = None,
 ) -> RunResult:
-    """The passes (module docstring, 3-5): every row written under ``out``. ``stop`` gives a reason
-    to start no more cells (a task lost, or never joined); ``started``: when this session began
-    (monotonic s; its budget counts from there, after the earlier sessions' time)."""
+    """The passes (module docstring, 2-4), every row written under ``out``; ``stop``: why to start no
+    more cells (a task lost); ``started``: this session's start (monotonic s; the budget's clock)."""
     pr = run.protocol
     state = RunState(list(run.cells), pr, run.platform, out, None, run.run_id, run.resumes, run.machine)
     state.place = place(config, lease) if stop() is None else ClusterPlace(config.nodes, config.placement)
@@ -157,8 +151,8 @@ def _passes(
     budget: Budget,
     progress: Progress,
 ) -> None:
-    """Each (pass, position, cell) of ``todo`` in order, the peak around the passes, until ``stop``
-    gives a reason or the budget would be passed; each process journaled as it ends."""
+    """Each (pass, position, cell) of ``todo`` in order, peaks around the passes, until ``stop`` gives
+    a reason (the next cell fails with it, where no process did) or the budget would be passed."""
     pr = run.protocol
     options = WorkerOptions.of(
         pr, run.platform, state.files.root / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
@@ -170,28 +164,23 @@ def _passes(
             _peak(state, log)
         why = stop()
         if why is not None:
+            if not any(r.row.reason.startswith(why) for e in state.evidence.values() for r in e):
+                _journaled(state, CellEnd(cell, Event.FAILED, reason=why), k, log, budget)
             state.result.stopped, state.unreached = why, f"not started: {why}"
             return
         if not budget.fits():
             return
         for end in each_cell([cell], options, launcher, progress, prefix=f"p{k}-{position:05d}-"):
-            end = blamed(end, stop())
-            state.record(end, k)
-            budget.add(end)
-            log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()})
+            _journaled(state, end, k, log, budget)
     if todo and stop() is None:
         _peak(state, log)
 
 
-def blamed(end: CellEnd, lost: str | None) -> CellEnd:
-    """A process that failed while a task was lost, failed because of it: its reason names the lost
-    task first (TensorFlow's own error after it), whichever of the two the chief heard first."""
-    failed = end.event == Event.FAILED or (end.row is not None and end.row.status == Status.FAILED)
-    if lost is None or not failed or end.reason.startswith(lost):
-        return end
-    reason = f"{lost}; the worker: {end.reason}" if end.reason else lost
-    row = None if end.row is None else replace(end.row, reason=reason)
-    return replace(end, reason=reason, row=row)
+def _journaled(state: RunState, end: CellEnd, k: int, log: journal.Journal, budget: Budget) -> None:
+    """One process's end kept (pass ``k``) and journaled."""
+    state.record(end, k)
+    budget.add(end)
+    log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()})
 
 
 def _peak(state: RunState, log: journal.Journal) -> None:

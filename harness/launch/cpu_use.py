@@ -1,16 +1,19 @@
-"""Who used the host's CPUs during a turn: the member, the run's other processes, or something else.
+"""Who used the host's CPUs during a turn (:mod:`harness.launch.turns`): the member, the run's other
+processes, or something else. Around a turn the coordinator takes a :class:`Snapshot` (busy and
+steal time from ``/proc/stat``; each process's CPU time, parent, name and kernel-thread flag from
+``/proc/<pid>/stat``), and :func:`attribute` splits the busy time between two snapshots into:
 
-Around a turn (:mod:`harness.launch.turns`) the coordinator takes a :class:`Snapshot` (busy and
-steal CPU time from ``/proc/stat``; each process's CPU time, parent, name and kernel-thread flag
-from ``/proc/<pid>/stat``) and :func:`attribute` splits the host's busy time between two snapshots
-into ``member_s`` (the member's processes), ``run_s`` (the parent's other descendants: coordinator,
-fork servers, waiting members, co-tenants), ``other_s`` (the rest: kernel threads, interrupts,
-other programs, steal, tick-sampling excess) and, within it, ``foreign_s`` (user-space processes
-outside the run, plus steal; ``busiest`` names the top one). Only foreign time disturbs a turn
-(:func:`harness.formulas.turns.is_disturbed`): an idle 16-core GPU host's median turn saw 0.15 CPUs
-of kernel threads working for the run. CPU seconds, one clock tick (10 ms) per CPU. ``/proc`` is
-read by hand: psutil's snapshot takes 5.5 ms against 1.0, lacks the kernel-thread flag and is
-missing from the GPU hosts' offline bundle."""
+- ``member_s``: the member's own processes (every task of it, its servers included);
+- ``run_s``: the run's other processes (every descendant of the parent that is not the member);
+- ``other_s``: the rest: kernel threads, interrupts, other programs, steal, and the tick sampling
+  of ``/proc/stat`` beyond the processes' own (precise) times;
+- ``foreign_s``: the part of ``other_s`` that is another program or the hypervisor (user-space
+  processes outside the run, plus steal); ``busiest`` names the one that used most.
+
+Only another program disturbs a turn (:func:`harness.formulas.turns.is_disturbed`): on an idle
+16-core GPU host the median turn saw 0.15 CPUs of kernel work for the run and 0.04 of ``run_s``.
+CPU seconds, resolution one tick (10 ms) per CPU. ``/proc`` is read by hand: psutil's snapshot
+takes 5.5 ms against 1.0 ms, has no kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
 
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
-"""Fork servers, the parent's side (the channel: :mod:`harness.contract.forks`; the server:
-:mod:`harness.worker.forkserver`).
-
-While :func:`serving` is active, :class:`harness.launch.process.Process` asks :func:`spawn` for
-each worker: the run's server for the worker's interpreter and environment (started on first use,
-kept for the run) forks it, and the parent gets a :class:`Forked` handle that reads like a
-``subprocess.Popen``. Where no server serves (none active, ``--no-fork``, a server that failed to
-start or died), :func:`spawn` returns None and the worker starts as a fresh interpreter.
-
-Servers are started from one long-lived thread of their own: ``PR_SET_PDEATHSIG`` fires when the
-*thread* that forked a child ends, and a group instance's member threads end with the instance.
-
-Why a fork server of the suite's own rather than ``multiprocessing``'s: :mod:`harness.worker.forkserver`."""
+"""Fork servers, the parent's side (the channel: :mod:`harness.contract.forks`; the server, and why
+the suite has its own: :mod:`harness.worker.forkserver`). While :func:`serving` is active,
+:class:`harness.launch.process.Process` asks :func:`spawn` for each worker: the run's server for
+its interpreter and environment (started on first use, kept for the run) forks it, read through a
+:class:`Forked` handle like a ``subprocess.Popen``. With no server (none active, ``--no-fork``, one
+that failed or died) :func:`spawn` returns None and the worker starts as a fresh interpreter.
+Servers start from one long-lived thread: ``PR_SET_PDEATHSIG`` fires when the *thread* that forked
+a child ends, and a group instance's member threads end with the instance."""
 
 from __future__ import annotations
 

@@ -1,46 +1,47 @@
 """The chief's run lease: how the chief of a real cluster drives its other tasks, and how either
-side learns that the other is gone (docs/explanation/multi-worker.md, "The chief's run lease").
+side learns that the other is gone, or why.
 
-TensorFlow's cluster runtime has no notion of a run (the chief's TensorFlow process lives for one
-cell; a dead peer shows only as a collective's timeout), so the chief's ``harness run`` process
-listens on :func:`lease_address` (:class:`RunLease`) and every other task's connects to it
-(:class:`ChiefLink`) for the whole run. Messages: ``harness-lease <digest>`` (the chief's
-greeting, :func:`cluster_digest`), ``task <type> <index>``, ``welcome <job JSON>``; ``cell <name>
-<cell JSON>`` (a cell starts); ``probe <bytes>`` + bytes, ``probed <bytes>`` (the link timed);
-``finished <exit code>``. A connection that closes without ``finished``, or a second one in a
-task's name, means the other side is lost (keepalive and ``TCP_USER_TIMEOUT`` bound it to
-:data:`LOSS_BOUND_S`): the chief stops the cell and starts none; a task stops its cell and ends.
-Plain TCP: no shared filesystem."""
+TensorFlow's runtime has no notion of a run (the chief's TensorFlow process lives for one cell,
+``Server.join()`` never returns, a dead peer shows only as a collective's timeout). So the chief's
+``harness run`` process (alive for the whole run, never importing TensorFlow) listens on
+:func:`lease_address` (:class:`RunLease`), and every other task's ``harness run`` keeps a connection
+to it for the whole run (:class:`ChiefLink`). Plain TCP: no shared filesystem, tasks on any hosts.
+
+The wire: one JSON object per line, its ``kind`` one of :data:`MESSAGES`. One handshake: the task
+sends ``join`` (its name, :func:`cluster_digest`), the chief answers ``welcome`` (the run's options
+and first cell) or closes. Then the chief sends ``cell`` (a MultiWorkerMirrored peer starts its part
+at once), ``probe`` and that many raw bytes (answered ``probed``: the link timed), and ``finished``;
+a task sends ``failed`` when its part of a cell failed, and ``exit`` before it ends on its own.
+
+A connection that closes without ``finished`` (or ``exit``) means the other side is lost: its process
+died (the kernel closes its sockets at once) or its host or link is gone (keepalive and
+``TCP_USER_TIMEOUT``: :data:`LOSS_BOUND_S`); so does a second connection in a task's name. The chief
+then stops the running cell and starts none; a task stops its cell and ends."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import queue
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from harness.launch.cluster import ClusterConfig, host_of
+from harness.launch.scheduler import Seen, join_overdue
 
-LEASE_GREETING = "harness-lease"
-LEASE_TASK = "task"
-LEASE_WELCOME = "welcome"
-LEASE_CELL = "cell"
-LEASE_PROBE = "probe"
-LEASE_PROBED = "probed"
-LEASE_FINISHED = "finished"
 LEASE_LINE_MAX = 1 << 20
 """Longest lease line, in bytes (a cell's JSON is about 1 KiB)."""
 LEASE_CONNECT_TIMEOUT_S = 600.0
 """Seconds a task keeps trying to reach the chief's lease before it gives up: the chief's start-up,
 which on Kubernetes can include scheduling its pod and pulling its image."""
 LEASE_JOIN_TIMEOUT_S = 300.0
-"""Seconds the chief waits for every other task to connect before its first cell."""
+"""Seconds the chief waits for a task to join when its scheduler says nothing about it."""
 LEASE_RETRY_S = 1.0
 """Seconds between a task's attempts to connect while the lease is not there yet."""
 LEASE_LINGER_S = 30.0
@@ -56,10 +57,109 @@ LOSS_BOUND_S = 15
 """Seconds within which either side notices a vanished peer host (keepalive: 5 + 3 x 2 s; and
 ``TCP_USER_TIMEOUT`` for data left unacknowledged): the cell is then stopped (1 s grace) and its
 row written well within 30 s of the loss."""
-LAST_FIELD_TAKES_REST = {LEASE_WELCOME: 1, LEASE_CELL: 2}
-"""Messages whose last field is JSON (spaces and all): how many fields they have."""
 PROBE_BYTES = 64 << 20
 """Bytes the chief sends to time the link to another node (0.5 s at 1 Gbit/s)."""
+
+
+@dataclass(frozen=True)
+class Join:
+    """A task joins: its name (``worker 1``) and its cluster's digest."""
+
+    task: str
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """The chief admits a task: the run's job (options and first cell), as JSON."""
+
+    job: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CellOrder:
+    """The chief started a cell: the chief's process name for it, and the cell (JSON)."""
+
+    name: str
+    cell: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """``nbytes`` raw bytes follow: answer with :class:`Probed`."""
+
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Probed:
+    """The probe's bytes arrived."""
+
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The chief's run is over, with its exit code."""
+
+    code: int
+
+
+@dataclass(frozen=True)
+class CellFailed:
+    """A task's part of cell ``name`` (the chief's process name) failed, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A task ends on its own (not told by the chief), and why."""
+
+    reason: str
+
+
+Message = Join | Welcome | CellOrder | Probe | Probed | Finished | CellFailed | Exit
+MESSAGES: dict[str, type[Message]] = {
+    "join": Join,
+    "welcome": Welcome,
+    "cell": CellOrder,
+    "probe": Probe,
+    "probed": Probed,
+    "finished": Finished,
+    "failed": CellFailed,
+    "exit": Exit,
+}
+"""Each message's ``kind`` on the wire."""
+_KINDS = {cls: kind for kind, cls in MESSAGES.items()}
+
+
+def encode(message: Message) -> bytes:
+    """One lease line: the message's fields and its ``kind`` as one JSON object."""
+    fields = {"kind": _KINDS[type(message)], **dataclasses.asdict(message)}
+    return (json.dumps(fields, separators=(",", ":")) + "\n").encode()
+
+
+def decode(line: bytes) -> Message:
+    """The message of one lease line; ValueError naming what is wrong (not one JSON object ending in
+    a newline, an unknown ``kind`` or fields that do not fit it)."""
+    if not line.endswith(b"\n"):
+        raise ValueError(f"incomplete lease line {line[:80]!r}")
+    try:
+        fields = json.loads(line)
+        cls = MESSAGES[fields.pop("kind")]
+        message = cls(**fields)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(
+            f"not a lease message ({e!r}): {line[:80]!r}; expected one of {', '.join(MESSAGES)}"
+        ) from None
+    hints = {f.name: f.type for f in dataclasses.fields(cls)}
+    for name, value in fields.items():
+        wanted = {"int": int, "str": str}.get(str(hints[name]), dict)
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            raise ValueError(f"lease message {line[:80]!r}: {name} is {value!r}; expected {wanted.__name__}")
+    return message
 
 
 def lease_address(config: ClusterConfig) -> tuple[str, int]:
@@ -68,13 +168,8 @@ def lease_address(config: ClusterConfig) -> tuple[str, int]:
     SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
     kind, index = config.chief_task
     host = host_of(config.jobs[kind][index])
-    ports = [
-        int(a.rsplit(":", 1)[1])
-        for addresses in config.jobs.values()
-        for a in addresses
-        if host_of(a) == host
-    ]
-    return host, max(ports) + 1
+    addresses = [a for addresses in config.jobs.values() for a in addresses if host_of(a) == host]
+    return host, max(int(a.rsplit(":", 1)[1]) for a in addresses) + 1
 
 
 def cluster_digest(config: ClusterConfig) -> str:
@@ -96,34 +191,12 @@ def task_host(config: ClusterConfig, name: str) -> str:
     return host_of(config.jobs[kind][int(index)])
 
 
-def lease_line(kind: str, *fields: object) -> bytes:
-    """One lease message: ``kind`` and ``fields`` separated by spaces, ending in a newline."""
-    return (" ".join([kind, *map(str, fields)]) + "\n").encode()
-
-
-def parse_lease_line(line: bytes) -> tuple[str, list[str]]:
-    """(kind, fields) of one lease message; ValueError for an empty, unterminated or odd line."""
-    if not line.endswith(b"\n"):
-        raise ValueError(f"incomplete lease line {line[:80]!r}")
-    text = line.decode("utf-8", errors="replace").rstrip("\n")
-    kind = text.split(" ", 1)[0].strip()
-    if not kind:
-        raise ValueError("empty lease line")
-    fields = text.split(" ", LAST_FIELD_TAKES_REST.get(kind, -1))[1:]
-    return kind, [f for f in fields if f.strip()]
-
-
 def _tcp_options(conn: socket.socket) -> None:
     """Keepalive (:data:`LEASE_KEEPALIVE_S`) and a user timeout of :data:`LOSS_BOUND_S`, where the
     platform has the options."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    options = {
-        "TCP_KEEPIDLE": LEASE_KEEPALIVE_S[0],
-        "TCP_KEEPINTVL": LEASE_KEEPALIVE_S[1],
-        "TCP_KEEPCNT": LEASE_KEEPALIVE_S[2],
-        "TCP_USER_TIMEOUT": LOSS_BOUND_S * 1000,
-    }
-    for option, value in options.items():
+    names = ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT", "TCP_USER_TIMEOUT")
+    for option, value in zip(names, (*LEASE_KEEPALIVE_S, LOSS_BOUND_S * 1000), strict=True):
         if hasattr(socket, option):
             conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
@@ -142,41 +215,41 @@ class Lost:
         return f"{self.task} on {self.host} was lost at {when} ({self.why})"
 
 
-class _Member:
-    """One task's connection, as the chief holds it."""
+class _Conn:
+    """One lease connection (a task's, named ``name``, on the chief's side): whole sends (no other
+    message between a send's parts), reads of one message, and its close."""
 
-    def __init__(self, name: str, conn: socket.socket, reader: Any) -> None:
-        self.name, self.conn, self.reader = name, conn, reader
+    def __init__(self, conn: socket.socket, name: str = "") -> None:
+        self.conn, self.reader, self.name = conn, conn.makefile("rb"), name
         self.probed = threading.Event()
-        self.send_lock = threading.Lock()
+        self._lock = threading.Lock()
 
     def send(self, *parts: bytes) -> None:
-        """Send ``parts`` back to back (no other message between them)."""
-        with self.send_lock:
+        with self._lock:
             for data in parts:
                 self.conn.sendall(data)
 
+    def read(self) -> Message | None:
+        """The next message (None: the connection closed); ValueError for a line that is none."""
+        line = self.reader.readline(LEASE_LINE_MAX)
+        return decode(line) if line else None
+
     def close(self) -> None:
         """Close the connection for good (the reader's reference too: a bare close keeps it open)."""
-        _close(self.conn, self.reader)
-
-
-def _close(conn: socket.socket, reader: Any) -> None:
-    try:
-        conn.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    reader.close()
-    conn.close()
+        try:
+            self.conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.reader.close()
+        self.conn.close()
 
 
 class RunLease:
-    """The chief's side (see the module docstring): listens on :func:`lease_address`'s port (every
-    interface) for the whole run, greets each task with ``welcome`` (``welcome``: JSON-able job of
-    the run), and watches each connection. :meth:`wait_for_tasks` before the first cell,
-    :meth:`start_cell` per cell, :meth:`lost` at any time, :meth:`probe` to time a link,
-    :meth:`finish` at the end. A context manager: leaving it without :meth:`finish` finishes with
-    code 1. OSError when the port is busy. Its sockets are not inherited by child processes."""
+    """The chief's side (module docstring): listens on :func:`lease_address`'s port (every interface)
+    for the whole run, welcomes each task with ``welcome`` (the run's job, JSON-able) and watches its
+    connection: :meth:`wait_for_tasks`, then :meth:`start_cell` per cell, :meth:`lost` and
+    :meth:`failed` at any time, :meth:`probe`, :meth:`finish`. Left without :meth:`finish` (a context
+    manager) it finishes with 1. OSError when the port is busy; its sockets are not inherited."""
 
     def __init__(
         self,
@@ -186,25 +259,40 @@ class RunLease:
     ) -> None:
         self.config = config
         self.host, self.port = lease_address(config)
-        self._greeting = lease_line(LEASE_GREETING, cluster_digest(config))
-        self._welcome = lease_line(LEASE_WELCOME, json.dumps(dict(welcome or {}), separators=(",", ":")))
+        self._digest = cluster_digest(config)
+        self._welcome = encode(Welcome(dict(welcome or {})))
         self.expected = task_names(config)
         self._linger_s = linger_s
-        if socket.has_dualstack_ipv6():
-            self._listener = socket.create_server(
-                ("", self.port), family=socket.AF_INET6, dualstack_ipv6=True
-            )
-        else:
-            self._listener = socket.create_server(("", self.port))
+        dual = socket.has_dualstack_ipv6()
+        family = socket.AF_INET6 if dual else socket.AF_INET
+        self._listener = socket.create_server(("", self.port), family=family, dualstack_ipv6=dual)
         self._listener.settimeout(LEASE_POLL_S)
         self._lock = threading.Lock()
-        self._members: dict[str, _Member] = {}
+        self._members: dict[str, _Conn] = {}
         self._seen: set[str] = set()
         self._lost: list[Lost] = []
+        self._failed: dict[str, str] = {}
         self._code: int | None = None
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="run-lease", daemon=True)
         self._thread.start()
+
+    def _admit(self, sock: socket.socket) -> _Conn | None:
+        """The handshake: a ``join`` of a task of this cluster, answered ``welcome`` (None: not one)."""
+        sock.settimeout(LEASE_IO_TIMEOUT_S)
+        conn = _Conn(sock)
+        try:
+            join = conn.read()
+            if not isinstance(join, Join) or join.cluster != self._digest or join.task not in self.expected:
+                raise ValueError(f"not a task of this cluster: {join}")
+            conn.send(self._welcome)
+            conn.name = join.task
+            sock.settimeout(None)
+            _tcp_options(sock)
+        except (OSError, ValueError):
+            conn.close()
+            return None
+        return conn
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -215,29 +303,17 @@ class RunLease:
             except OSError:  # closed by finish(), or a passing failure (EMFILE, ECONNABORTED)
                 time.sleep(LEASE_POLL_S)
                 continue
-            conn.settimeout(LEASE_IO_TIMEOUT_S)
-            reader = conn.makefile("rb")
-            try:
-                conn.sendall(self._greeting)
-                kind, fields = parse_lease_line(reader.readline(LEASE_LINE_MAX))
-                name = " ".join(fields)
-                if kind != LEASE_TASK or name not in self.expected:
-                    raise ValueError(f"not a task of this cluster: {kind} {name}")
-                conn.sendall(self._welcome)
-                conn.settimeout(None)
-                _tcp_options(conn)
-            except (OSError, ValueError):
-                _close(conn, reader)
+            member = self._admit(conn)
+            if member is None:
                 continue
-            member = _Member(name, conn, reader)
+            name = member.name
             with self._lock:
                 self._seen.add(name)
                 code, old = self._code, self._members.pop(name, None)
                 if code is None:
                     self._members[name] = member
                 if old is not None and code is None:
-                    why = "it connected again while its first connection was open"
-                    self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
+                    self._lose(name, "it connected again while its first connection was open")
             if old is not None:
                 old.close()
             if code is not None:  # connected after the run ended: tell it at once
@@ -245,40 +321,73 @@ class RunLease:
                 continue
             threading.Thread(target=self._watch, args=(member,), name=f"lease-{name}", daemon=True).start()
 
-    def _watch(self, member: _Member) -> None:
-        """Reads the task's lines until its connection ends; an end before :meth:`finish` is a loss."""
+    def _lose(self, name: str, why: str) -> None:
+        """Record task ``name`` lost (the caller holds the lock)."""
+        self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
+
+    def _watch(self, member: _Conn) -> None:
+        """Reads the task's messages until its connection ends; an end before :meth:`finish` is a
+        loss, named by the task's ``exit`` where it sent one."""
         why = "its connection to the run lease closed"
         try:
-            while True:
-                line = member.reader.readline(LEASE_LINE_MAX)
-                if not line:
-                    break
-                kind, _ = parse_lease_line(line)
-                if kind == LEASE_PROBED:
+            while (message := member.read()) is not None:
+                if isinstance(message, Probed):
                     member.probed.set()
+                elif isinstance(message, CellFailed):
+                    where = f"{member.name} on {task_host(self.config, member.name)}"
+                    with self._lock:
+                        self._failed.setdefault(message.name, f"{where}: its part failed: {message.reason}")
+                elif isinstance(message, Exit):
+                    why = f"it exited: {message.reason}"
+                    break
         except (OSError, ValueError) as e:
             why = f"its connection to the run lease failed: {getattr(e, 'strerror', None) or e}"
         with self._lock:
             if self._code is not None or self._members.get(member.name) is not member:
                 return
             del self._members[member.name]
-            self._lost.append(Lost(member.name, task_host(self.config, member.name), time.time(), why))
+            self._lose(member.name, why)
 
     def lost(self) -> Lost | None:
         """The first task lost so far (None: every connected task is there)."""
         with self._lock:
             return self._lost[0] if self._lost else None
 
-    def wait_for_tasks(self, timeout_s: float = LEASE_JOIN_TIMEOUT_S) -> list[str]:
-        """Wait until every other task has connected; returns those that did not within
-        ``timeout_s`` seconds (or were lost meanwhile)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+    def failed(self, name: str) -> str | None:
+        """Why another task's part of cell ``name`` (the chief's process name) failed, naming the
+        task and its node (None: none said so)."""
+        with self._lock:
+            return self._failed.get(name)
+
+    def wait_for_tasks(
+        self, seen: Callable[[str], Seen | None] = lambda host: None, timeout_s: float = LEASE_JOIN_TIMEOUT_S
+    ) -> Lost | None:
+        """Wait until every other task has joined; the first one lost meanwhile, or that never
+        joined in time (:func:`harness.launch.scheduler.join_overdue`; ``seen``: what the scheduler
+        reports about a host), else None. Interrupted (SIGTERM: Slurm cancels the step when a node
+        fails), every task still missing is lost, so that the rows name it before the kill."""
+        started = time.monotonic()
+        try:
+            while self.lost() is None:
+                with self._lock:
+                    missing = [n for n in self.expected if n not in self._members]
+                if not missing:
+                    break
+                for name in missing:
+                    why = join_overdue(
+                        time.monotonic(), started, seen(task_host(self.config, name)), timeout_s
+                    )
+                    if why is not None:
+                        with self._lock:
+                            self._lose(name, why)
+                time.sleep(LEASE_POLL_S)
+        except KeyboardInterrupt:
+            waited = time.monotonic() - started
+            why = f"it had not joined the chief's run lease when the chief was stopped, {waited:.0f} s in"
             with self._lock:
-                missing = [n for n in self.expected if n not in self._members]
-            if not missing or time.monotonic() > deadline or self.lost():
-                return missing
-            time.sleep(LEASE_POLL_S)
+                for name in [n for n in self.expected if n not in self._members]:
+                    self._lose(name, why)
+        return self.lost()
 
     def _send_all(self, data: bytes) -> None:
         with self._lock:
@@ -291,7 +400,7 @@ class RunLease:
 
     def start_cell(self, name: str, cell: Mapping[str, Any]) -> None:
         """Tell every task that the cell starts (``name``: the chief's process name for it)."""
-        self._send_all(lease_line(LEASE_CELL, name, json.dumps(dict(cell), separators=(",", ":"))))
+        self._send_all(encode(CellOrder(name, dict(cell))))
 
     def probe(self, task: str, nbytes: int = PROBE_BYTES, timeout_s: float = 60.0) -> float | None:
         """Gbit/s of ``nbytes`` sent to ``task`` and acknowledged (None: not connected, or no answer
@@ -305,7 +414,7 @@ class RunLease:
         payload = [chunk[: min(len(chunk), nbytes - sent)] for sent in range(0, nbytes, len(chunk))]
         t0 = time.perf_counter()
         try:
-            member.send(lease_line(LEASE_PROBE, nbytes), *payload)
+            member.send(encode(Probe(nbytes)), *payload)
         except OSError:
             return None
         deadline = time.monotonic() + timeout_s
@@ -318,7 +427,8 @@ class RunLease:
 
     def finish(self, code: int) -> list[str]:
         """Tell every task the run is over with ``code`` (the chief's exit code) and close the
-        lease; returns the tasks that never connected (after up to ``linger_s`` seconds)."""
+        lease; returns the tasks that never connected (after up to ``linger_s`` seconds; none for a
+        task already lost)."""
         with self._lock:
             if self._code is not None:
                 return []
@@ -327,7 +437,8 @@ class RunLease:
         try:
             while True:
                 with self._lock:
-                    missing = [n for n in self.expected if n not in self._seen]
+                    lost = {g.task for g in self._lost}
+                    missing = [n for n in self.expected if n not in self._seen and n not in lost]
                 if not missing or time.monotonic() > deadline:
                     return missing
                 time.sleep(LEASE_POLL_S)
@@ -349,9 +460,9 @@ class RunLease:
         self.finish(1)
 
 
-def _send_finished(member: _Member, code: int) -> None:
+def _send_finished(member: _Conn, code: int) -> None:
     try:
-        member.send(lease_line(LEASE_FINISHED, code))
+        member.send(encode(Finished(code)))
     except OSError:
         pass
     finally:
@@ -368,110 +479,106 @@ class ChiefEnd:
     detail: str
 
 
-@dataclass(frozen=True)
-class CellOrder:
-    """The chief started a cell: the chief's process name for it, and the cell (JSON)."""
-
-    name: str
-    cell: dict[str, Any]
-
-
 class ChiefLink:
     """A task's side (see the module docstring): :meth:`connect` (retrying while the lease is not
     there yet), then :meth:`next` for each order of the chief until a :class:`ChiefEnd`;
-    :meth:`over` says why the run is over (None while it goes on). Probes are answered by the
-    reading thread."""
+    :meth:`over` says why the run is over (None while it goes on); :meth:`tell` sends the chief a
+    cell's failure or this task's exit. Probes are answered by the reading thread."""
 
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         self.host, self.port = lease_address(config)
+        self.where = f"{self.host}:{self.port}"
         self.welcome: dict[str, Any] = {}
         self._orders: queue.Queue[CellOrder | ChiefEnd] = queue.Queue()
         self._gone: str | None = None
         self._over: str | None = None
-        self._conn: socket.socket | None = None
-
-    @property
-    def where(self) -> str:
-        return f"{self.host}:{self.port}"
+        self._conn: _Conn | None = None
 
     def connect(
-        self, connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S, retry_s: float = LEASE_RETRY_S
+        self,
+        connect_timeout_s: float = LEASE_CONNECT_TIMEOUT_S,
+        retry_s: float = LEASE_RETRY_S,
+        over: Callable[[], str | None] = lambda: None,
     ) -> ChiefEnd | None:
-        """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`)."""
-        greeting = lease_line(LEASE_GREETING, cluster_digest(self.config))
+        """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`): no lease
+        after ``connect_timeout_s``, or ``over`` gave a reason to stop trying (the scheduler ended
+        this task's job step)."""
+        join = encode(Join(f"{self.config.task_type} {self.config.task_index}", cluster_digest(self.config)))
         deadline = time.monotonic() + connect_timeout_s
         why = ""
         while True:
             if why:
-                if time.monotonic() > deadline:
+                ended = over()
+                if ended is not None or time.monotonic() > deadline:
+                    within = f"after {connect_timeout_s:g} s" if ended is None else f"and {ended}"
                     return ChiefEnd(
-                        False,
-                        None,
-                        f"no run lease of this cluster's chief at {self.where} after {connect_timeout_s:g} s ({why})",
+                        False, None, f"no run lease of this cluster's chief at {self.where} {within} ({why})"
                     )
                 time.sleep(retry_s)
             try:
-                conn = socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S)
+                conn = _Conn(socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S))
             except OSError as e:
                 why = e.strerror or str(e)
                 continue
-            reader = conn.makefile("rb")
             try:
-                if reader.readline(LEASE_LINE_MAX) != greeting:
-                    raise ValueError("something else answers there")
-                conn.sendall(lease_line(LEASE_TASK, self.config.task_type, self.config.task_index))
-                kind, fields = parse_lease_line(reader.readline(LEASE_LINE_MAX))
-                if kind != LEASE_WELCOME:
-                    raise ValueError(f"the chief answered {kind!r}, not {LEASE_WELCOME!r}")
-                self.welcome = json.loads(" ".join(fields)) if fields else {}
-                conn.settimeout(None)
-                _tcp_options(conn)
+                conn.send(join)
+                welcome = conn.read()
+                if not isinstance(welcome, Welcome):
+                    raise ValueError("something else answers there, or another cluster's chief")
+                self.welcome = welcome.job
+                conn.conn.settimeout(None)
+                _tcp_options(conn.conn)
             except (OSError, ValueError) as e:
                 why = getattr(e, "strerror", None) or str(e)
-                reader.close()
                 conn.close()
                 continue
             self._conn = conn
-            threading.Thread(target=self._read, args=(conn, reader), name="chief-link", daemon=True).start()
+            threading.Thread(target=self._read, args=(conn,), name="chief-link", daemon=True).start()
             return None
 
-    def _read(self, conn: socket.socket, reader: Any) -> None:
+    def _read(self, conn: _Conn) -> None:
         why = "connection closed"
         try:
-            while True:
-                line = reader.readline(LEASE_LINE_MAX)
-                if not line:
-                    break
-                kind, fields = parse_lease_line(line)
-                if kind == LEASE_FINISHED and len(fields) == 1:
-                    code = int(fields[0])
-                    self._over = f"the chief's run finished with exit code {code}"
-                    self._orders.put(ChiefEnd(True, code, self._over))
+            while (message := conn.read()) is not None:
+                if isinstance(message, Finished):
+                    self._over = f"the chief's run finished with exit code {message.code}"
+                    self._orders.put(ChiefEnd(True, message.code, self._over))
                     return
-                if kind == LEASE_CELL and len(fields) == 2:
-                    self._orders.put(CellOrder(fields[0], json.loads(fields[1])))
-                elif kind == LEASE_PROBE and len(fields) == 1:
-                    left = int(fields[0])
+                if isinstance(message, CellOrder):
+                    self._orders.put(message)
+                elif isinstance(message, Probe):
+                    left = message.nbytes
                     while left > 0:
-                        got = reader.read(min(left, 1 << 20))
+                        got = conn.reader.read(min(left, 1 << 20))
                         if not got:
                             raise ValueError("the probe ended early")
                         left -= len(got)
-                    conn.sendall(lease_line(LEASE_PROBED, fields[0]))
+                    conn.send(encode(Probed(message.nbytes)))
         except OSError as e:
             why = e.strerror or str(e)
         except ValueError as e:
             why = str(e)
         finally:
-            reader.close()
             conn.close()
         self._gone = (
-            f"lost the chief's run lease at {self.where} without its '{LEASE_FINISHED}' ({why}): "
+            f"lost the chief's run lease at {self.where} without its 'finished' ({why}): "
             "the chief died or its host is gone"
         )
         self._over = self._over or self._gone
         self._orders.put(ChiefEnd(False, None, self._gone))
+
+    def tell(self, message: CellFailed | Exit) -> None:
+        """Send the chief a cell's failure, or this task's exit (then the connection closes); a lost
+        lease is no error here (the chief has its own account of it)."""
+        if self._conn is None:
+            return
+        try:
+            self._conn.send(encode(message))
+        except OSError:
+            pass
+        if isinstance(message, Exit):
+            self._conn.close()
 
     def over(self) -> str | None:
         """Why this task's cell must stop: the chief's run finished, or the chief is lost (None

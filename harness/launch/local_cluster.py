@@ -176,14 +176,11 @@ class _Cluster:
 
 def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[EventLine]:
     """Run a multi-worker cell as local processes (``cell.tasks``); yield the chief's events.
-
-    Phases and deadlines: start-up (``startup_timeout_s``), rendezvous
-    (``settings.rendezvous_timeout_s``, until every task has joined: MultiWorkerMirroredStrategy's
-    constructor waits for its peers forever, so the deadline is the launcher's), the cell
-    (``cell_timeout_s``), then ``FINISH_GRACE_S`` for the peers to exit (servers are
-    stopped as soon as the chief has its row). A task that dies (a server that exits at all), or any
-    phase that overruns, stops every task (SIGTERM, then SIGKILL) and yields one ``failed`` event
-    naming the task, the phase and the cause. Ports are released with the processes."""
+    Deadlines: start-up, rendezvous (``settings.rendezvous_timeout_s``: MultiWorkerMirroredStrategy's
+    constructor waits for its peers forever), the cell, then ``FINISH_GRACE_S`` for the peers to exit
+    (servers are stopped once the chief has its row). A task that dies (a server that exits at all),
+    or a phase that overruns, stops every task and yields one ``failed`` event naming the task, the
+    phase and the cause. Ports are released with the processes."""
     cluster = _Cluster(cell, cell.tasks, Deadline(Phase.STARTUP, options.startup_timeout_s))
     with contextlib.ExitStack() as stack:
         try:

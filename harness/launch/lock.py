@@ -1,12 +1,10 @@
-"""One measuring run per machine: a machine-wide lock (not per results folder) held by ``run``,
-``ab``, ``nightly`` and ``bisect`` from their first timed process to their last, since turns assume
-the whole machine and two runs, even into different folders, spoil each other's figures.
-
-``flock`` on one file (:data:`LOCK_ENV`, default ``<tmp>/tf-strategy-bench.lock``), released by the
-kernel however its holder dies; the file names the holder (pid, command line, start, results
-folder) for a second run to quote. Only the parent holds it (not inherited); a real cluster's
-chief holds it on its machine, peers and servers none. By hand, not the ``filelock`` package,
-which truncates the file on every attempt and so would erase the holder it should name."""
+"""One measuring run per machine: a machine-wide lock held by ``run``, ``ab``, ``nightly`` and
+``bisect`` from their first timed process to their last (turns assume the whole machine, whatever
+the results folder). It is ``flock`` on one file (:data:`LOCK_ENV`, default
+``<tmp>/tf-strategy-bench.lock``), released by the kernel however its holder dies, and naming the
+holder (pid, command line, start, results folder) to a second run. Only the parent holds it (not
+inherited); a real cluster's chief holds it on its machine, peers and servers none. By hand, not
+the ``filelock`` package, which truncates the file on every attempt (erasing the holder's name)."""
 
 from __future__ import annotations
 

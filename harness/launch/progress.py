@@ -56,14 +56,12 @@ class _OwnerColumn(ProgressColumn):
 
 
 class Progress:
-    """Progress over ``total`` cells, written to ``stream`` (default stderr).
-
-    On a terminal: a rich progress bar redrawn in place, started at the first :meth:`show`, with
-    the cell being measured, ``done/total``, elapsed time and ETA. Otherwise one line per finished
-    cell, ``[3/13] cnn/default/r1w1/b64 ok  ETA 0:42``, with no escape codes or carriage returns.
+    """Progress over ``total`` cells, written to ``stream`` (default stderr): on a terminal a rich
+    bar redrawn in place from the first :meth:`show` (the cell measured, ``done/total``, elapsed and
+    ETA); else one plain line per finished cell (``[3/13] cnn/default/r1w1/b64 ok  ETA 0:42``).
     ``force_terminal`` overrides the detection (``stream.isatty()``, TERM not dumb); colours follow
-    rich, which honours ``NO_COLOR``. ``width``: the bar's, in characters; ``clock`` (seconds) is
-    for tests. Call :meth:`close` (or use it as a context manager) to end the bar."""
+    rich (``NO_COLOR``). ``width``: the bar's, in characters; ``clock`` (seconds): for tests. End it
+    with :meth:`close` (or use it as a context manager)."""
 
     def __init__(
         self,

@@ -1,28 +1,27 @@
-"""Real clusters: which TensorFlow cluster this process belongs to, and its part in a run.
-
-``--cluster tf_config``: each process started by the user's scheduler with its own ``TF_CONFIG``;
-``--cluster slurm``: TensorFlow's ``SlurmClusterResolver`` on the job step. Either way a
-:class:`ClusterConfig`; every process runs the same cells in the same order, each in a fresh worker
-joined to the same addresses. Roles (:attr:`ClusterConfig.role`): **chief** (the ``chief`` task,
-else worker 0: runs every cell, the only writer of results); **peer** (another MultiWorkerMirrored
-worker: runs every cell, writes nothing); **server** (a parameter-server cluster's workers and ps:
-one ``tf.distribute.Server`` for the run, until the chief's run lease, :mod:`harness.launch.lease`,
-says it is over). Pure but :func:`read_tf_config` and :func:`resolve_slurm`."""
+"""Real clusters (``--cluster tf_config|slurm``: the scheduler starts every task, each with its
+``TF_CONFIG``, or TensorFlow's ``SlurmClusterResolver`` reads the Slurm job step): this task's part
+of a run. Roles (:attr:`ClusterConfig.role`): the **chief** (the ``chief`` task, or worker 0) runs
+every cell and alone writes results; a **peer** (another MultiWorkerMirrored worker) runs its part of
+every cell; a **server** (a parameter-server cluster's workers and ps tasks) runs one
+``tf.distribute.Server`` for the whole run. Each cell runs in a fresh worker process; peers and
+servers follow the chief's run lease (:mod:`harness.launch.lease`) until the run is over."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.contract.events import Event, EventLine
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
+from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
-from harness.launch.lease import CellOrder, ChiefEnd, ChiefLink, RunLease
+from harness.launch.lease import CellFailed, CellOrder, ChiefEnd, ChiefLink, Exit, RunLease
 from harness.launch.platform import usable_cores
 from harness.launch.process import (
     POLL_S,
@@ -33,6 +32,7 @@ from harness.launch.process import (
     start_worker,
 )
 from harness.launch.runner import Launcher
+from harness.launch.scheduler import watch_of
 from harness.launch.single import run_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
@@ -46,11 +46,8 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
     (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), run in a
     child process (:mod:`harness.worker.slurm`). Tasks on a node get ports ``port_base``,
     ``port_base + 1``, ...; with GPUs, the resolver's GPU split."""
-    missing = [
-        v
-        for v in ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
-        if v not in os.environ
-    ]
+    needed = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
+    missing = [v for v in needed if v not in os.environ]
     if missing:
         raise HarnessError(
             f"--cluster slurm must run inside a Slurm job step (srun); {', '.join(missing)} not set."
@@ -85,10 +82,9 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
 
 
 def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
-    """How this task's worker process of each cell is started: its TF_CONFIG, the host's cores split
-    between the tasks on this host (and an inter-op pool of at least the strategy's
-    ``min_inter_op_threads``), and its device mask (the Slurm resolver's GPU split; none for a
-    parameter-server coordinator or ps task, or a CPU run; else as inherited from the scheduler)."""
+    """How this task's worker of each cell starts: its TF_CONFIG, the host's cores split between its
+    tasks (an inter-op pool of at least the strategy's ``min_inter_op_threads``), and its device mask
+    (the resolver's GPU split; none for a coordinator, a ps task or a CPU run; else as inherited)."""
     cores = max(1, host_cores // config.tasks_on_my_host)
     env = {
         "TF_CONFIG": config.tf_config(),
@@ -129,27 +125,43 @@ def run_cluster_task(
     return run_worker(cell, options, name, launch, joins=True, abort=abort)
 
 
+PEER_WORD_S = 3.0
+"""Seconds the chief's failed part of a cell waits for another task's word (its own part failed,
+or it was lost): a collective fails on every task at once, and the word names the cause."""
+
+
 def chief_launcher(config: ClusterConfig, lease: RunLease) -> Launcher:
     """The chief's launcher of every cell (see :data:`harness.launch.runner.Launcher`): each cell
     is announced to the other tasks through the run lease, then the chief's own part starts; a
-    task lost meanwhile fails the cell at once, naming it."""
-
-    def lost() -> str | None:
-        gone = lease.lost()
-        return None if gone is None else gone.text()
+    task lost meanwhile, or one that says its part failed, fails the cell at once, its row's reason
+    naming the task first (the chief's worker's own error after it)."""
 
     def launch(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
+        def why() -> str | None:
+            gone = lease.lost()
+            return gone.text() if gone is not None else lease.failed(name)
+
         lease.start_cell(name, cell.to_dict())
-        return run_cluster_task(cell, options, name, config, lost)
+        for ev in run_cluster_task(cell, options, name, config, why):
+            row = ev.get("row") or {}
+            if ev["event"] == Event.FAILED or (
+                ev["event"] == Event.RECORD and row.get("status") == Status.FAILED
+            ):
+                waited = time.monotonic() + PEER_WORD_S
+                while (blame := why()) is None and time.monotonic() < waited:
+                    time.sleep(POLL_S)
+                own = str(ev.get("reason") or row.get("reason") or "")
+                if blame and not own.startswith(blame):
+                    reason = f"{blame}; the chief's worker: {own}"
+                    ev = {**ev, "reason": reason, **({"row": {**row, "reason": reason}} if row else {})}
+            yield ev
 
     return launch
 
 
 @dataclass(frozen=True)
 class TaskEnd:
-    """How a peer's or a server's part of a real-cluster run ended: its exit code (0 once the
-    chief's run finished; 1 when the chief was lost or never reached, or a server process exited by
-    itself), in one line."""
+    """How a peer's or a server's part of a run ended: its exit code and one line."""
 
     code: int
     text: str
@@ -159,7 +171,7 @@ def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOpti
     """This task joined to the chief's run lease, with the run's options (logs under ``log_dir``)
     and its first cell, from the chief's welcome; or why it could not join."""
     link = ChiefLink(config)
-    failed = link.connect()
+    failed = link.connect(over=watch_of(os.environ).over)
     if failed is not None:
         return TaskEnd(EXIT_FAILURE, failed.detail)
     job = Job.from_json(link.welcome)
@@ -167,11 +179,9 @@ def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOpti
 
 
 def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
-    """A MultiWorkerMirrored peer's part of a real-cluster run: run its part of each cell the chief
-    starts, as soon as the chief says so, until the chief's run is over. The cell that runs stops
-    when the run ends, the chief is lost (the task then ends with 1), or the chief has started
-    another cell (its own part failed early): the peer goes straight to the newest. Prints one line
-    per cell; writes no results."""
+    """A MultiWorkerMirrored peer: its part of each cell the chief starts, at once, until the run is
+    over (exit 1 when the chief is lost); a newer cell stops the running one. A part that fails on
+    its own is told to the chief (``failed``). One line per cell; no results."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
@@ -198,17 +208,16 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
                 break
         kind = Event.FINISHED if ended[0] != Event.FAILED else Event.FAILED
         counts[kind] += 1
+        if kind == Event.FAILED and not stop():  # the chief stopped it: it knows why
+            link.tell(CellFailed(order.name, ended[1]))
         print(f"{kind} {cell.id}" + (f": {ended[1]}" if kind == Event.FAILED else ""), flush=True)
 
 
 def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
-    """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` for the whole
-    run, started when the chief starts its first cell (not before: the chief times the link first,
-    and TensorFlow's import would slow that transfer on a small node), until the chief's run is over
-    (the run lease). Then the server process is stopped (SIGTERM, SIGKILL after ``KILL_GRACE_S``)
-    and the task ends with 0, or 1 when the chief was lost or never reached. A server process that
-    exits by itself ends the task with 1. Stops the server when this process is interrupted
-    (SIGTERM or Ctrl-C)."""
+    """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` from the chief's
+    first cell (after the link is timed) until the run is over, then stopped; exit 0, or 1 when the
+    chief was lost or never reached, or the server process exited by itself (the chief told why:
+    ``exit``). The server is stopped when this process is interrupted too."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
@@ -234,10 +243,11 @@ def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
         finally:
             how = proc.stop()
         if end is None:
-            return TaskEnd(
-                EXIT_FAILURE,
-                f"server done: the server process exited with {signal_text(proc.returncode or 0)} "
-                f"before the chief's run ended; its log {proc.log_path}: {proc.tail()}",
+            why = (
+                f"its server process exited with {signal_text(proc.returncode or 0)} before the "
+                f"chief's run ended; its log {proc.log_path}: {proc.tail()}"
             )
+            link.tell(Exit(why))
+            return TaskEnd(EXIT_FAILURE, f"server done: {why}")
         code = EXIT_OK if end.finished else EXIT_FAILURE
         return TaskEnd(code, f"server done: {end.detail}; server stopped with {how}; exit code {code}")

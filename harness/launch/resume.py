@@ -1,19 +1,14 @@
 """What a local run's journal (:mod:`harness.results.journal`) holds, and reading it back to resume.
+Its entries, in the order a run appends them:
 
-Kinds of entry, in the order a run appends them:
-
-- ``plan`` (first line): run id and date, the cells, the protocol (budget, seed, blocks...), the
-  platform, the MNIST file, the machine (:func:`harness.launch.platform.machine`: CPU, GPUs, suite,
-  TensorFlow and Keras versions, the machine's facts and name: ``facts`` and ``name`` since
-  2026-11-28), the command line;
-- ``peak``: the run's peak log after each peak process (its samples so far);
-- ``instance``: one group instance as it ended, each member's end (its record, windows, or how it
-  failed) and its turns: everything :class:`harness.launch.budget.TurnsRun` keeps of it;
-- ``races``: the second stage began (its groups follow from the instances before it);
-- ``breakdown``: one cell's step breakdown, timed in a process of its own after the turns
-  (:mod:`harness.launch.breakdowns`), or why it was not;
-- ``resumed``: a later session took the run over, the run's seconds spent so far;
-- ``end``: the last peak is measured; what is left is writing the rows.
+- ``plan`` (first line): run id and date, cells, protocol, platform, MNIST file, the machine
+  (:func:`harness.launch.platform.machine`; ``facts`` and ``name`` since 2026-11-28), command line;
+- ``peak``: the run's peak log after each peak process;
+- ``instance``: one group instance as it ended, each member's end and its turns (all that
+  :class:`harness.launch.budget.TurnsRun` keeps of it);
+- ``races``: the second stage began; ``breakdown``: one cell's step breakdown, or why none
+  (:mod:`harness.launch.breakdowns`); ``resumed``: a later session took over; ``end``: the last
+  peak is measured, the rows are left to write.
 
 Every entry but the plan carries ``elapsed_s``, the run's seconds spent when it was appended: a
 resumed run's budget goes on from the last one (the seconds between it and the kill are lost)."""

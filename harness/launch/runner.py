@@ -88,12 +88,10 @@ def each_cell(
     prefix: str = "",
     label: Callable[[Cell], str] = lambda c: c.id,
 ) -> Iterator[CellEnd]:
-    """Run every cell in its own fresh processes, in order; yield how each ended.
-
-    Cells do not share a process: two MirroredStrategy objects in one process reuse collective
-    instance keys, so the second cell's all-reduce aborts ("Shape mismatch in the collective
-    instance 100"), even at the same replica count; a fresh process also leaves no trace of one
-    cell (dtype policy, thread pools, allocator state) in the next. Cost: start-up_s per cell."""
+    """Run every cell in its own fresh processes, in order; yield how each ended. Not one process: two
+    MirroredStrategy objects in one reuse collective instance keys (the second cell's all-reduce
+    aborts: "Shape mismatch in the collective instance 100"), and a fresh process carries nothing of
+    one cell (dtype policy, thread pools, allocator) into the next. Cost: start-up_s per cell."""
     for index, cell in enumerate(cells):
         ended, facts = False, None
         t0 = time.monotonic()

@@ -27,14 +27,10 @@ def run_worker(
     abort: Callable[[], str | None] = lambda: None,
 ) -> Iterator[EventLine]:
     """Run ``cell`` in one fresh worker process; yield its events (each with the worker's ``facts``).
-
-    Deadlines: start-up until the cell starts; with ``joins`` (one task of a cluster the scheduler
-    started: ``--cluster tf_config|slurm``), the rendezvous until the worker has joined its cluster;
-    then the cell. If the worker dies or passes a deadline before its record (a peer: before it
-    finished), it is stopped and this yields ``{"event": "failed", "cell_id", "reason", "facts"}``
-    naming the phase, the cause and the tail of its log. ``abort`` is asked every poll: a reason
-    (a cluster task lost) stops the worker at once and fails the cell with that reason. Always
-    leaves no process behind."""
+    Deadlines: start-up, the rendezvous with ``joins`` (a task of a real cluster), then the cell. A
+    worker that dies or passes a deadline before its record (a peer: before it finished), or whose
+    ``abort`` (asked every poll) gives a reason, is stopped and a ``failed`` event names the phase,
+    the cause and its log's tail. Leaves no process behind."""
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         proc = start_worker(
             Job(cell, options, launch, injected_fault()),

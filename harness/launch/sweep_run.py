@@ -5,11 +5,13 @@ holds the machine-wide lock (:mod:`harness.launch.lock`) while it does."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,13 +23,14 @@ from harness.launch.budget import PRIORS, check_minimum, max_live, minimum_s, pl
 from harness.launch.chief import ChiefRun
 from harness.launch.cluster import ClusterConfig
 from harness.launch.collectives import run_collectives
-from harness.launch.lease import LEASE_JOIN_TIMEOUT_S, RunLease, lease_address, task_names
+from harness.launch.lease import RunLease, lease_address, task_names
 from harness.launch.lock import command_line, taken
 from harness.launch.platform import HostMachine, machine, machine_facts, this_machine
 from harness.launch.real_cluster import TaskEnd, follow_chief, serve_cluster_task
 from harness.launch.resume import Resumed, host_of, load, plan_entry
 from harness.launch.run_params import Identity, Output, Work
 from harness.launch.runner import RunResult, new_run_id, run_date, suite_version
+from harness.launch.scheduler import watch_of
 from harness.launch.turns import Plan
 from harness.results import journal
 from harness.spec.groups import Group, race_lines
@@ -37,11 +40,10 @@ from harness.spec.strategies import Role
 
 @dataclass(frozen=True)
 class Request:
-    """How ``run`` asks for a run: the ``results`` folder; whether to wait for another run's
-    machine lock (``wait_lock``; else a HarnessError names its holder); ``what``: the run in words,
-    on its first line after its id; ``sweep``: the named sweep its cells came from ("" for axes
-    given alone; the hint of a budget too small keeps it); ``started``: when the command started,
-    on the monotonic clock (a local run's budget counts from there)."""
+    """How ``run`` asks for a run: the ``results`` folder; ``wait_lock``: wait for another run's machine
+    lock (else a HarnessError names its holder); ``what``: the run in words, after its id; ``sweep``:
+    the named sweep ("" for axes given alone; a too small budget's hint keeps it); ``started``: when
+    the command started, on the monotonic clock (a local run's budget counts from there)."""
 
     results: Path
     wait_lock: bool = False
@@ -146,19 +148,26 @@ def _in_turns(work: Work, output: Output, identity: Identity) -> RunResult:
     """A journaled run in turns, with its fork servers; a full disk stops it saying how to resume."""
     out, run_id = output.results, identity.run_id
     assert output.journal is not None
-    print(f"(if it is stopped: python -m harness run --resume {run_id} --results {out})", flush=True)
-    with output.journal, forks.serving(work.protocol.fork):
-        try:
-            return run_in_turns(work, output, identity)
-        except OSError as e:
-            if e.errno != errno.ENOSPC:
-                raise
-            raise HarnessError(
-                f"the disk is full ({e.filename or out}): the run stopped; every instance measured "
-                f"so far is in its journal. Free some space, then: python -m harness run --resume "
-                f"{run_id} --results {out}",
-                EXIT_FAILURE,
-            ) from None
+    resume = f"--resume {run_id} --results {out}"
+    print(f"(if it is stopped: python -m harness run {resume})", flush=True)
+    with _full_disk(out, resume), output.journal, forks.serving(work.protocol.fork):
+        return run_in_turns(work, output, identity)
+
+
+@contextlib.contextmanager
+def _full_disk(out: Path, resume: str, who: str = "") -> Iterator[None]:
+    """A full disk (ENOSPC) under ``out`` becomes a HarnessError (exit 1) that says how to resume:
+    ``python -m harness run`` + ``resume``, run ``who`` (e.g. "from every task")."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise HarnessError(
+            f"the disk is full ({e.filename or out}): the run stopped; everything measured so far is "
+            f"in its journal. Free some space, then{who}: python -m harness run {resume}",
+            EXIT_FAILURE,
+        ) from None
 
 
 def measure_as_chief(work: Work, request: Request, config: ClusterConfig) -> RunResult:
@@ -229,15 +238,16 @@ def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.
             EXIT_FAILURE,
         ) from None
     started = time.monotonic()
-    with log, lease:
+    cluster = f"slurm --ps {config.ps}" if "SLURM_STEP_ID" in os.environ else "tf_config"
+    resume = f"--cluster {cluster} --resume {run.run_id} --results {request.results}"
+    with _full_disk(request.results, resume, " from every task"), log, lease:
         names = task_names(config)
         print(f"run lease on port {lease.port}: waiting for {len(names)} other task(s) to join", flush=True)
-        missing = lease.wait_for_tasks()
-        never = chief.missing_text(missing, config, LEASE_JOIN_TIMEOUT_S) if missing else None
+        lease.wait_for_tasks(watch_of(os.environ).seen)
 
         def stop() -> str | None:
             gone = lease.lost()
-            return gone.text() if gone is not None else never
+            return None if gone is None else gone.text()
 
         print(f"cluster: {config.nodes} node(s): {config.placement}", flush=True)
         result = chief.measure(run, request.results, config, lease, log, stop, started)

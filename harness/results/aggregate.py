@@ -37,15 +37,12 @@ class ProcessResult:
 def aggregate(
     cell: Cell, protocol: Protocol, results: Sequence[ProcessResult], apart: Breakdown | None = None
 ) -> CellRow:
-    """The cell's row from its processes (one per pass, in pass order).
-
-    Any invalid or failed process decides the row (with no figures): an integrity failure is the
-    configuration's, and a crash is reported rather than averaged away. Otherwise the figure is
-    the median of the process figures, its CI the log-scale Student-t interval over them
-    (:func:`harness.formulas.stats.figure`). Either way ``jit_compile`` is what the processes that
-    reported it agree on, null where they differ (:func:`agreed_jit`). ``apart``: the step
-    breakdown a process of its own measured after the turns (:mod:`harness.launch.breakdowns`),
-    which replaces the processes' own."""
+    """The cell's row from its processes (one per pass, in pass order). An invalid or failed process
+    decides the row (no figures: an integrity failure is the configuration's, a crash is not averaged
+    away); else the figure is the median of the process figures with the log-scale Student-t CI
+    (:func:`harness.formulas.stats.figure`). ``jit_compile``: what the processes agree on, else null
+    (:func:`agreed_jit`). ``apart``: the step breakdown measured after the turns in a process of its
+    own (:mod:`harness.launch.breakdowns`), which replaces the processes' own."""
     rows = [r.row for r in results]
 
     def timed(row: CellRow) -> CellRow:
@@ -130,12 +127,10 @@ def _with_jit(row: CellRow, rows: Sequence[CellRow]) -> CellRow:
 def combine(
     rows: list[CellRow], windows: list[list[WindowRow]], effective_batch: int
 ) -> tuple[CellRow, list[WindowRow]]:
-    """One pass of a co-tenant cell: its row and window rows from each tenant's.
-
-    The aggregate counts only what ran at the same time: each tenant's examples over the span where
-    every tenant was timing (:func:`common_span`; a window partly inside counts in proportion), so a
-    tenant that finished early does not lend the others its devices. GPU energy per example: the tenants' mean power (they
-    meter the same devices) over the aggregate throughput."""
+    """One pass of a co-tenant cell: its row and window rows from each tenant's. Only what ran at the
+    same time counts: each tenant's examples over the span where every tenant was timing
+    (:func:`common_span`; a window partly inside in proportion). GPU energy per example: the tenants'
+    mean power (they meter the same devices) over the aggregate throughput."""
     tagged = [WindowRow(**{**w, "worker": i}) for i, ws in enumerate(windows) for w in ws]
     bad = next(((i, r) for i, r in enumerate(rows) if r.status != Status.OK), None)
     if bad is not None:

@@ -203,14 +203,11 @@ def runs(*tables: pd.DataFrame) -> pd.DataFrame:
 def resolve(
     ref: str, all_runs: pd.DataFrame, before: Sequence[str] = (), short_exit: int = EXIT_USAGE, flag: str = ""
 ) -> list[str]:
-    """The run ids ``ref`` names, oldest first. With ``before`` (the candidate's runs), ``last:N``,
-    ``latest`` and ``previous`` only look at runs that started before the first of them, and those
-    runs are never included.
-
-    Raises HarnessError when ``ref`` names no run: with exit code ``short_exit`` when ``latest``,
-    ``previous`` or ``last:N`` finds none because the history is too short (``compare`` passes 3,
-    not enough history), with exit code 2 when a run id, prefix or date matches nothing, or is
-    empty. ``flag`` (``--run``): the option the reference came from, for the message."""
+    """The run ids ``ref`` names, oldest first; with ``before`` (the candidate's runs), ``last:N``,
+    ``latest`` and ``previous`` look only at runs that started before the first of them. HarnessError
+    when ``ref`` names no run: exit ``short_exit`` when ``latest``, ``previous`` or ``last:N`` find too
+    short a history (``compare`` passes 3), exit 2 when a run id, prefix or date matches nothing or is
+    empty. ``flag`` (``--run``): the option it came from, for the message."""
     given = f"{flag}={ref!r}" if flag else repr(ref)
     if not ref.strip():
         raise HarnessError(f"Received {given}; expected {REF_HELP}.")

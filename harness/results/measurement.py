@@ -130,14 +130,11 @@ class StepFlops(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class Measurement:
-    """What a worker measured in one timed cell, as raw numbers (times in seconds).
-
-    ``window_seconds``: each timed window's wall time; ``worker_seconds``: each worker's own time
-    of each window (multi-worker cells; else the windows themselves); ``worker_updates``: the
-    updates each worker ran in each window (parameter server; else empty); ``problems``: what the
-    integrity checks found; ``window_starts``: each window's start on the host's monotonic clock;
-    ``joules``: energy over ``joules_s`` seconds of windows that ran ``joules_updates`` updates, read
-    around this process's own windows (None: no counter)."""
+    """What a worker measured in one timed cell, as raw numbers (seconds): ``window_seconds`` (each
+    timed window's wall time), ``worker_seconds`` (each worker's own time of each window; else the
+    windows), ``worker_updates`` (parameter server: each worker's updates per window), ``problems``
+    (the integrity checks'), ``window_starts`` (host monotonic clock), ``joules`` over ``joules_s``
+    seconds of windows of ``joules_updates`` updates, around this process's windows (None: no counter)."""
 
     window_seconds: tuple[float, ...]
     window_steps: int

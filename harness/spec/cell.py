@@ -117,13 +117,11 @@ class Cell:
 
     @property
     def id(self) -> str:
-        """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``.
-
-        The batch part is ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong.
-        Parameter-server cells add their ps count to the topology: ``r1w2p1``; co-tenant cells
-        their tenant count: ``r2w1t2``, and a co-tenant from another framework its name: ``r1w1+jax``.
-        A loss other than ``auto`` and an optimizer other than ``sgd`` follow the model: ``cnn+adam``.
-        XLA (``--jit-compile on``) marks the precision: ``float32+xla``."""
+        """Stable readable id, e.g. ``cnn/mirrored[auto]/r2w1/b64/acc1/ctl/spe10/float32/synthetic/weak``:
+        ``b<per-replica batch>`` for weak scaling, ``gb<global batch>`` for strong; ps and tenant counts
+        join the topology (``r1w2p1``, ``r2w1t2``), a co-tenant's framework its name (``r1w1+jax``); a loss
+        other than ``auto`` and an optimizer other than ``sgd`` follow the model (``cnn+adam``); XLA marks
+        the precision (``float32+xla``)."""
         strategy = self.strategy
         for option in (getattr(self, name) for name in OPTION_AXES):
             if option != NO_OPTION:

@@ -99,14 +99,11 @@ def flag_values(value: str, flag: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Framework:
-    """A framework a co-tenant can be written in.
-
-    ``module``: the top-level module whose presence says the framework is installed (looked up,
-    never imported, by the parent); ``extra``: the optional dependency group that installs it;
-    ``distributions``: the installed distributions whose version decides the settings, the first
-    found (the one that reads the variables first); ``settings``: the variables that make it share
-    one GPU with TensorFlow (which grows its own memory on demand), each for the releases that accept
-    it; ``unset``: the inherited variables its process must not get."""
+    """A framework a co-tenant can be written in: ``module``, whose presence says it is installed
+    (looked up by the parent, never imported); ``extra``, the optional dependency group installing it;
+    ``distributions``, whose first one found decides the settings by its version; ``settings``, the
+    variables (each for the releases that accept it) that make it share one GPU with TensorFlow, which
+    grows its memory on demand; ``unset``, inherited variables its process must not get."""
 
     name: str
     label: str

@@ -503,19 +503,14 @@ def race_lines(cells: Sequence[Cell], contenders: Collection[str], max_live: int
 
 
 def groups(cells: Sequence[Cell], max_live: int, taken: Sequence[Group] = ()) -> list[Group]:
-    """The cells packed into groups ``g0, g1, ...`` to measure every comparison in turns that the
-    groups ``taken`` (:func:`headline_groups`) do not already measure; a cell of a taken group is
-    in no group of its own.
-
-    Each comparison whose two ends fit ``max_live`` together has both ends in one group and is
-    listed in the first such group; the others are left out. Every cell is in
-    at least one group: a cell in no measurable comparison has a group of its own (a cell alone may
-    hold more than ``max_live``: it needs no company), and it joins no other group, whose members'
-    turns would be spread further apart. No group of several cells holds more than ``max_live``.
-
-    Packing: each connected component of the comparison graph that fits ``max_live`` is one group;
-    a larger one is split greedily (few cells measured more than once). Members are in ``cells``'
-    order (baselines first, as planned). Deterministic."""
+    """The cells packed into groups ``g0, g1, ...`` to measure in turns every comparison the groups
+    ``taken`` (:func:`headline_groups`) do not (a cell of a taken group is in no group of its own).
+    Each comparison whose two ends fit ``max_live`` together has both in one group and is listed in
+    the first such group; the others are left out. A cell in no measurable comparison has a group of
+    its own (alone it may exceed ``max_live``) and joins no other (whose turns it would spread); no
+    group of several cells exceeds ``max_live``. Packing: each connected component of the comparison
+    graph that fits ``max_live`` is one group, a larger one split greedily (few cells measured twice);
+    members in ``cells``' order (baselines first). Deterministic."""
     _check_max_live(max_live)
     by_id = _unique(cells)
     live = _live(by_id)

@@ -26,19 +26,21 @@ class Protocol:
     """How each cell is timed (docs/explanation/statistics.md).
 
     A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
-    passes of fresh worker processes, the cells in a new order each. In a process, after a first
-    call (``compile_s``), windows of about ``window_s`` (a multiple of steps_per_execution, at least
-    ``min_window_steps`` updates): ``warmup_windows`` untimed, ``repeats`` timed, each ending in a
-    host sync. ``peak``: the run's matmul peak (for mfu). ``breakdown``: time an update's parts
-    (:mod:`harness.worker.breakdown`; a run in turns in one process per cell after its turns,
-    :mod:`harness.launch.breakdowns`).
+    independent passes (each a fresh set of worker processes, the cells in a new order). In each
+    process, after a first call (``compile_s``), a window is calibrated to about ``window_s`` seconds
+    (a multiple of steps_per_execution, at least ``min_window_steps`` updates); ``warmup_windows``
+    untimed and ``repeats`` timed windows then run back to back, each ending in a host sync. ``peak``:
+    the run's matmul peak in processes of its own (for mfu). ``breakdown``: the update's parts timed
+    after the windows (:mod:`harness.worker.breakdown`; a run in turns: after its turns, one process
+    per cell, :mod:`harness.launch.breakdowns`).
 
-    A local run measures in turns (:mod:`harness.launch.turns`): the cells a ratio compares live at
-    once (at most ``max_live`` processes; 0: from memory), turns of about ``turn_s``, ``blocks``
-    blocks of two turns per instance, ``processes`` to ``max_processes`` instances per group, the
-    ``budget_min`` minutes to the least decided groups. 6 blocks: the spread between instances
-    (about 3 % of log ratio) matches that of a mean of 6 blocks (4-10 % each), so more instances,
-    not blocks, buy precision (the default sweep takes 4 to fit 3 instances of every group).
+    A local run measures in turns (:mod:`harness.launch.turns`): the cells a reported ratio compares
+    are live at once (at most ``max_live`` processes; 0: from the machine's memory), taking turns of
+    about ``turn_s`` seconds, ``blocks`` blocks of two turns each per instance. Every group gets
+    ``processes`` to ``max_processes`` instances (fresh processes); the ``budget_min`` minutes go to
+    the groups least decided. 6 blocks an instance: the spread between instances (about 3 % of log
+    ratio here) is that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy
+    precision (the default sweep takes 4, so its minimum of 3 instances a group fits on 2 cores).
 
     Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
 
@@ -157,13 +159,11 @@ it: the setting's ``why`` says why)."""
 
 @dataclass(frozen=True)
 class Setting:
-    """One :class:`Protocol` field as a TensorFlow user reads it: the words, the unit and the ``run``
-    flag that changes it (``list`` and every dry run print them as the "how it measures" table).
-
-    ``unit``: ``min``, ``s``, ``GiB`` (the value, then the unit), ``%`` (a fraction, written as a
-    percentage), ``yes/no`` (a switch), or empty (a count). ``zero``: what the value 0 stands for,
-    where it stands for something else ("from free memory"). ``negatable``: argparse also takes
-    ``--no-`` + the flag (``BooleanOptionalAction``), the one shown when the switch is on."""
+    """One :class:`Protocol` field as a TensorFlow user reads it: words, unit and the ``run`` flag
+    (``list`` and every dry run print them as the "how it measures" table). ``unit``: ``min``, ``s``,
+    ``GiB``, ``%`` (a fraction shown as a percentage), ``yes/no`` (a switch) or empty (a count);
+    ``zero``: what 0 stands for where it is special ("from free memory"); ``negatable``: argparse also
+    takes ``--no-`` + the flag, the one shown when the switch is on."""
 
     field: str
     words: str
@@ -345,13 +345,10 @@ cuDNN's workspaces, which a logical device's limit does not cover."""
 
 @dataclass(frozen=True)
 class Platform:
-    """What the host offers, as known without TensorFlow.
-
-    ``cpu_devices`` is how many logical CPU devices a CPU-only host may split into for replicas.
-    ``gpu_ids``: what ``CUDA_VISIBLE_DEVICES`` calls each usable GPU (MIG instances: their UUIDs;
-    empty: the indices 0..gpu_count-1); ``mig``: the GPUs are MIG instances, of which CUDA shows a
-    process only one. ``shared_host``: a multi-worker cell's tasks run on this host (local
-    clusters), so they share its GPUs; False on a real cluster, where each task has its own."""
+    """What the host offers, as known without TensorFlow: ``cpu_devices``, the logical CPU devices a
+    CPU-only host may split into; ``gpu_ids``, what ``CUDA_VISIBLE_DEVICES`` calls each usable GPU
+    (MIG instances: UUIDs; empty: 0..gpu_count-1); ``mig``, CUDA shows a process one instance only;
+    ``shared_host``, a multi-worker cell's tasks share this host's GPUs (local clusters; not a real one)."""
 
     device_kind: str = "cpu"
     gpu_count: int = 0

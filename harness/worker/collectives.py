@@ -1,16 +1,12 @@
-"""All-reduce timing in this process, for one topology of ``--sweep collectives``.
-
-For each payload (:func:`harness.spec.collectives.payloads`): every participant (global replica
-index k) holds per-replica variables filled with k + 1; one call is
-``ReplicaContext.all_reduce(SUM, [its tensors])`` inside ``strategy.run`` (how the optimizer hands
-gradients over). A tf.function holds an in-graph loop of n calls, each call's first element added to
-a per-replica sink so no implementation (including the ones made of copies and adds) is pruned;
-n is calibrated so a window lasts ~``window_s``; the figure is the median of ``repeats`` windows / n
-(:func:`harness.worker.timing.per_repetition`). Then one checked call: every element must equal
-n(n+1)/2; ``max_rel_error`` is the worst relative deviation.
-
-In a multi-worker cell every worker runs this same sequence (collectives must match); the chief's n
-is used by all (``agree``)."""
+"""All-reduce timing in this process, for one topology of ``--sweep collectives``. For each payload
+(:func:`harness.spec.collectives.payloads`) every participant (global replica index k) holds
+per-replica variables filled with k + 1; one call is ``ReplicaContext.all_reduce(SUM, [its
+tensors])`` inside ``strategy.run`` (as the optimizer hands gradients over). A tf.function loops n
+calls in-graph, each call's first element added to a per-replica sink (nothing is pruned); n is
+calibrated to windows of ~``window_s``; the figure is the median of ``repeats`` windows / n
+(:func:`harness.worker.timing.per_repetition`). A last checked call must give n(n+1)/2 in every
+element (``max_rel_error``: the worst relative deviation). Every worker of a multi-worker cell runs
+this same sequence, with the chief's n (``agree``)."""
 
 from __future__ import annotations
 

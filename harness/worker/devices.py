@@ -84,12 +84,11 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
 
 
 def set_deterministic_numerics(config: Any) -> None:
-    """On ``config`` (``tf.config``): TensorFlow's op determinism on (deterministic kernels, cuDNN
-    algorithms and ``tf.data`` order; an op without a deterministic kernel raises
-    UnimplementedError when it runs; an unseeded random op raises RuntimeError) and TensorFloat-32
-    off (float32 matmuls and convolutions on Ampere and later GPUs keep float32's 23-bit mantissa
-    instead of TF32's 10-bit one). Both are process-wide flags that do not start TensorFlow's
-    runtime; on a CPU TF32 does not exist and turning it off changes nothing."""
+    """On ``config`` (``tf.config``): op determinism on (deterministic kernels, cuDNN algorithms and
+    ``tf.data`` order; an op without a deterministic kernel raises UnimplementedError, an unseeded
+    random op RuntimeError) and TensorFloat-32 off (float32 matmuls and convolutions keep 23 mantissa
+    bits on Ampere and later, not TF32's 10). Process-wide flags that start no runtime; on a CPU TF32
+    does not exist."""
     config.experimental.enable_op_determinism()
     config.experimental.enable_tensor_float_32_execution(False)
 

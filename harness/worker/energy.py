@@ -1,14 +1,17 @@
-"""Energy counters around a cell: NVML's for the GPUs the cell runs on, the CPU packages' RAPL
-counters (powercap) for a CPU cell; where neither can be read, every reading is None.
+"""Energy counters around a cell: NVML's for the cell's GPUs, the CPU packages' RAPL counters
+(powercap) for a CPU cell; where neither can be read, every reading is None.
 
-GPUs: ``pynvml`` (``nvidia-ml-py``) where installed and ``nvmlDeviceGetTotalEnergyConsumption`` is
-supported (Volta and newer), each GPU found by PCI bus id, never by index (NVML's order is not
-CUDA's); a GPU not found or read makes the reading None rather than a wrong sum.
+GPUs: ``pynvml`` (package ``nvidia-ml-py``) where installed and the driver has
+``nvmlDeviceGetTotalEnergyConsumption`` (Volta and newer). GPUs are found by PCI bus id (from
+TensorFlow's device description), never by index (NVML numbers every GPU in PCI order; CUDA's
+order, ``CUDA_VISIBLE_DEVICES`` and ``tf.config.set_visible_devices`` decide what this process
+sees); a GPU not found or read makes the reading None rather than a sum over the wrong GPUs.
 
-CPUs: one ``energy_uj`` counter per package (``/sys/class/powercap/intel-rapl:N``, AMD too; its
-sub-domains are parts of it), counting every process on the package; a counter wraps at
-``max_energy_range_uj`` (about 262 kJ), added back by a meter read once per wrap. Most kernels let
-only root read it: then there is no reading."""
+CPUs: Linux's powercap (``/sys/class/powercap/intel-rapl:N``, on AMD too) has one ``energy_uj``
+counter per package (``name`` ``package-N``; its sub-domains, cores or DRAM, are parts and are not
+added). A package counts every process on it, not only the cell's. Each counter wraps at
+``max_energy_range_uj`` (about 262 kJ: over 20 minutes at 200 W), added back by a meter read once
+per wrap. Most kernels since 2020 let only root read ``energy_uj``: then there is no reading."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """``python -m harness.worker.forkserver SOCKET``: a fork server (the channel:
-:mod:`harness.contract.forks`).
-
-It imports TensorFlow, Keras and the worker's modules, checks that TensorFlow's runtime has not
-started (a fork would copy a runtime whose threads are gone), listens on SOCKET and forks one
-worker per request: its own session, dying with the server (``PR_SET_PDEATHSIG``), the requested
-environment, working directory and log, then :func:`harness.worker.main.main` as ``python -m
-harness.worker`` would, leaving with ``os._exit``; the server reaps it and reports its exit code.
-Not ``multiprocessing``'s forkserver: that one runs a pickled function in the server's own
-environment and working directory."""
+:mod:`harness.contract.forks`). It imports TensorFlow, Keras and the worker's modules, checks that
+TensorFlow's runtime has not started (a fork would copy a runtime whose threads are gone), and
+forks one worker per request: its own session, dead with the server (dead with the harness:
+``PR_SET_PDEATHSIG``), the requested environment, directory and log, running
+:func:`harness.worker.main.main` as ``python -m harness.worker`` would and leaving with
+``os._exit``; the server reaps it and reports its exit code. Not ``multiprocessing``'s forkserver,
+which runs a pickled function in the server's own environment and directory."""
 
 from __future__ import annotations
 

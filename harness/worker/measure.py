@@ -157,13 +157,10 @@ def run_cell(
     ready: Callable[[], None] = lambda: None,
     turns: TurnClient | None = None,
 ) -> tuple[CellRow, list[WindowRow]]:
-    """Build, time and check one cell in this process. Returns (``row``, the worker's started row,
-    with the process's figures; window rows), made by :mod:`harness.results.measurement` from the
-    :class:`~harness.results.measurement.Measurement`.
-
-    ``hosts``: distinct machines the cell's workers run on (CPU devices count one per host);
-    ``ready``: called after the first call (co-tenants' barrier); ``turns``: the process is a
-    member of a group instance, timed in the turns its coordinator grants."""
+    """Build, time and check one cell in this process: (the worker's started row with the process's
+    figures, window rows), made by :mod:`harness.results.measurement`. ``hosts``: machines the cell's
+    workers span (CPU devices count one per host); ``ready``: called after the first call (co-tenants'
+    barrier); ``turns``: a member of a group instance, timed in the turns its coordinator grants."""
     import keras
 
     built = build_cell(cell, devices, settings.seed, mnist_path, strategy)

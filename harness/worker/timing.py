@@ -143,17 +143,15 @@ def measure_in_turns(
     stream: Stream | None = None,
     meter: Meter = lambda: None,
 ) -> Timings:
-    """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s, while the
-    group's other members may be compiling too: untimed) and the seed loss's updates, hello, then
-    whatever the coordinator grants, each with the whole machine while the others wait: a
-    calibration turn (two windows of ``min_window_steps``, then the window length for the granted
-    seconds and ``warmup_windows`` untimed windows), timed window turns, and finally the finishing
-    turn, at whose grant this returns (the caller runs its checks and replies). ``after_windows`` is
-    called after each timed window and after the warm-up (multi-worker trainers keep only the last
-    call's per-worker figures). With ``stream`` (a loop whose own set-up is costly: ``fit``), the
-    window turns are served inside one running loop, which waits for each grant between two windows:
-    one untimed window in the first turn, then one timed window per turn. ``meter`` is read around
-    each timed window, so energy covers this process's own turns only."""
+    """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s; untimed, the
+    other members may be compiling too) and the seed loss's updates, hello, then what the coordinator
+    grants, each with the whole machine: a calibration turn (two windows of ``min_window_steps``, the
+    window for the granted seconds, ``warmup_windows`` untimed windows), timed window turns, and the
+    finishing turn, at whose grant this returns (the caller checks and replies). ``after_windows``:
+    called after each timed window and the warm-up. With ``stream`` (a loop costly to set up: ``fit``)
+    the window turns are served inside one running loop waiting for each grant between two windows
+    (one untimed window in the first turn, then one timed per turn). ``meter`` is read around each
+    timed window: energy covers this process's own turns only."""
     spe = steps_per_execution
     compile_s, seed_loss = first_call(run, spe, clock)
     client.hello()
@@ -270,16 +268,12 @@ def interleaved(
     again: Callable[[dict[str, float]], bool] = lambda figures: False,
     sets: int = 1,
 ) -> dict[str, float]:
-    """Seconds per repetition of each call, every call timed under the same conditions.
-
-    Each call is traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm
-    call: one window of ``unit`` and no tracing) so that one window lasts about ``window_s`` (s);
-    then ``rounds`` rounds each time one window of every
-    call, in turn (reversed every other round, so a machine that slows down or speeds up during the
-    rounds affects every call alike). A call's figure is its median window / n. While
-    ``again(figures)`` holds, another ``rounds`` rounds are run and the figures become medians over
-    all of them, up to ``sets`` sets of rounds in all. ``agree``: every worker of a cluster uses the
-    chief's n and the chief's decision to go on (collectives must match)."""
+    """Seconds per repetition of each call, every call timed under the same conditions. Each call is
+    traced (one window of ``unit``) and calibrated (a window of 2 x ``unit``; a warm call: one of
+    ``unit``, untraced) to windows of about ``window_s`` (s); then ``rounds`` rounds time one window of
+    every call in turn (reversed every other round: a machine's drift affects every call alike). A
+    figure is the median window / n; while ``again(figures)`` holds, ``rounds`` more rounds run (up to
+    ``sets`` sets in all). ``agree``: every worker of a cluster uses the chief's n and decision."""
     counts: dict[str, int] = {}
     for name, c in calls.items():
         if not c.warm:

@@ -1,12 +1,16 @@
-"""Misconfiguration diagnosis: "why is only one device busy?", answered in words.
+"""Misconfiguration diagnosis: "why is only one device busy?", answered in words. :func:`diagnose`
+takes a strategy, a Keras model and optimizer and says
 
-:func:`diagnose` takes a strategy, a Keras model and optimizer and says (1) which was built outside
-``strategy.scope()`` (plain ``ResourceVariable``s: training silently runs on one device, or mixes
-strategies); (2) whether the variables are really mirrored, one copy per replica device; (3)
-whether every replica device did work (a computation run eagerly on every replica comes back from
-each device; after training on GPUs each replica GPU's peak memory exceeds its variable copies by
-at least half the gradients: :func:`idle_gpus`). The integrity check runs it after every cell
-(:mod:`harness.worker.checks.integrity`): such a cell is ``invalid``. Imports TensorFlow lazily."""
+1. which of them was built outside ``strategy.scope()``: its variables are plain
+   ``ResourceVariable``, so training runs on one device (the model) or mixes strategies (the
+   optimizer);
+2. whether the variables are really mirrored: one copy per replica, each on its replica's device;
+3. whether every replica device did work: a computation run on every replica (eagerly) comes back
+   from each replica's device, and after training on GPUs each replica GPU's peak memory exceeds
+   its variable copies by at least half the gradients (:func:`idle_gpus`).
+
+The integrity check runs it after every cell (:mod:`harness.worker.checks.integrity`): such a cell
+is ``invalid``, with no throughput. Imports TensorFlow lazily."""
 
 from __future__ import annotations
 

@@ -2,15 +2,17 @@
 
 1. ``num_replicas_in_sync`` equals the cell's replicas in sync (a worker's under parameter_server).
 2. :func:`harness.worker.checks.diagnosis.diagnose` finds the model, optimizer and devices right.
-3. Replica copies of each variable are bitwise equal, but where :data:`MAY_DIFFER` says why not:
-   BatchNormalization's moving statistics (per replica unless ``synchronized=True``), and an
-   Embedding's table (sparse updates added in each replica's order: equal within
-   :data:`SPARSE_RTOL` of its largest magnitude).
-4. An all-reduce of (replica id + 1) returns n(n+1)/2 on every replica, where the descriptor's
-   ``allreduce_check`` holds (not parameter_server: no replica functions on its coordinator).
+3. All replica copies of each variable are bitwise equal, except as :data:`MAY_DIFFER` says: a
+   BatchNormalization's moving statistics (each replica keeps its own batches' unless built with
+   ``synchronized=True``), and an Embedding's table, whose sparse gradients each replica adds in
+   its own order (equal within :data:`SPARSE_RTOL` of the table's largest magnitude).
+4. An all-reduce of (replica id + 1) gives n(n+1)/2 on every replica where the descriptor's
+   ``allreduce_check`` holds (not parameter_server: its coordinator runs no replica functions, its
+   workers do not all-reduce).
 5. The final loss and every weight are finite.
-6. Synchronous strategies: ``optimizer.iterations`` equals the updates run (under parameter_server
-   Keras 3's read-then-assign loses concurrent increments; the row reports it instead)."""
+6. Synchronous strategies: ``optimizer.iterations`` equals the updates run (under
+   parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent
+   workers lose increments; the row reports it instead)."""
 
 from __future__ import annotations
 

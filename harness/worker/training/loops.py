@@ -1,15 +1,17 @@
 """LOOPS registry: training loops around one shared replica update with gradient accumulation.
 
-One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` on each replica, their
-gradients summed locally, then ``optimizer.apply_gradients`` (one cross-replica reduction, one
-optimizer step); the input yields ``k x global_batch`` examples per update, each micro-batch's loss
-divided by ``global_batch x k`` (docs/explanation/accumulation.md).
+One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples per replica:
+each replica sums the k gradients locally, then ``optimizer.apply_gradients`` makes the update's one
+cross-replica reduction and one optimizer step. The pipeline yields ``k x global_batch`` examples
+per update, so k micro-batches of b are the arithmetic of one batch of k*b (up to summation order).
+Each micro-batch's loss is divided by the effective global batch (``global_batch x k``), never by
+the replica count again.
 
-Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)``, ``input_fn(examples)``
-an infinite dataset of batches of that many examples, and returns a :class:`Trainer`:
+Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)`` (``input_fn(examples)``:
+an infinite dataset of batches of that many examples) and returns a :class:`Trainer`:
 ``run(steps)`` trains ``steps`` updates (a multiple of steps_per_execution) and returns the last
-loss, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of ``steps`` updates
-and returns their durations, each ending in a host sync, with no other sync."""
+update's loss, fetched to the host; ``windows(steps, n)`` runs n back-to-back windows of ``steps``
+updates and returns their durations, each ending in a host sync and no other."""
 
 from __future__ import annotations
 
@@ -28,17 +30,14 @@ from harness.worker.training.strategies import distribute
 
 @dataclass
 class ReductionCounter:
-    """Counts the cross-replica reductions a strategy emits, by wrapping its cross-device ops.
-
-    Counting happens while TensorFlow traces: every top-level ``reduce``/``batch_reduce``
-    implementation call made while tracing an update is one reduction in the graph of that update
-    (micro-batch phase counts k times, since its traced body runs k times). ``updates_traced`` counts
-    traced update bodies, so retracing does not inflate the result; MirroredStrategy traces the
-    replica function once per local replica but merges (and reduces) once, hence ``local_replicas``.
-    The custom loop also reduces the last update's loss once per call of steps_per_execution
-    updates (``calls["loss"]``, per ``calls_traced``): counted where it is made, since
-    MirroredStrategy reduces a value bound for the host through a ReductionToOneDevice of its own,
-    not through the strategy's cross-device ops (the wrapper sees it as phase ``counted``)."""
+    """Counts the cross-replica reductions a strategy emits, by wrapping its cross-device ops while
+    TensorFlow traces: each top-level ``reduce``/``batch_reduce`` call while tracing an update is one
+    reduction of its graph (the micro-batch phase counts k times: its body is traced k times);
+    ``updates_traced`` keeps retracing from inflating it; MirroredStrategy traces the replica function
+    once per local replica but reduces once, hence ``local_replicas``. The custom loop's loss reduce
+    (once per call of steps_per_execution updates: ``calls["loss"]`` per ``calls_traced``) is counted
+    where made: MirroredStrategy reduces a value bound for the host through a ReductionToOneDevice of
+    its own (phase ``counted``)."""
 
     phase: str = "other"
     calls: dict[str, int] = field(
@@ -283,14 +282,12 @@ def cluster_windows(
 def _execution(
     strategy: Any, update: Callable[[Any, Any], Any], spe: int, counter: ReductionCounter, jit_compile: bool
 ) -> Callable[[Any], Any]:
-    """One training-function call: steps_per_execution updates in an in-graph loop; returns the
-    last update's loss (summed over replicas). With ``jit_compile``, each replica's update is a
+    """One training-function call: steps_per_execution updates in an in-graph loop; returns the last
+    update's loss (summed over replicas). With ``jit_compile`` each replica's update is a
     ``tf.function(jit_compile=True)`` run by ``strategy.run``, as Keras compiles ``fit``'s step: XLA
-    has no kernel for the iterator's ``IteratorGetNext``, so the call as a whole cannot be
-    compiled, and a cluster around ``strategy.run`` would reach every replica's variables from one
-    device, which XLA refuses ("Trying to access resource ... located in device CPU:1 from device
-    CPU:0", measured on 2 logical CPUs). Without it the graph holds no inner function (the
-    training function itself is built with ``jit_compile=False``)."""
+    cannot compile the iterator's ``IteratorGetNext``, nor reach every replica's variables from one
+    device ("Trying to access resource ... located in device CPU:1 from device CPU:0", on 2 logical
+    CPUs). Without it the graph holds no inner function."""
     import tensorflow as tf
 
     on_replica = tf.function(update, jit_compile=True) if jit_compile else update
@@ -369,13 +366,11 @@ def build_coordinated(
     strategy: Any, model: Any, optimizer: Any, input_fn: Callable[[int], Any], cell: Cell
 ) -> Trainer:
     """Parameter-server loop: the coordinator schedules training-function calls (steps_per_execution
-    updates each) on whichever worker is free, through ``ClusterCoordinator.schedule``, and a window
-    of ``steps`` updates ends when ``coordinator.join()`` returns and the last loss is fetched.
-    Updates are asynchronous, so they are counted here, at the coordinator. Each worker reads its
-    own copy of the input pipeline (per-replica batches of per_replica_batch x accum_steps).
-
-    Each call also returns the index of the worker that ran it: after the timed windows those values
-    are fetched (outside every window) into ``updates_by_worker``."""
+    updates each) on whichever worker is free (``ClusterCoordinator.schedule``); a window of ``steps``
+    updates ends when ``coordinator.join()`` returns and the last loss is fetched. Updates are
+    asynchronous, so counted here. Each worker reads its own input pipeline (per-replica batches of
+    per_replica_batch x accum_steps); each call returns its worker's index, fetched after the timed
+    windows into ``updates_by_worker``."""
     import tensorflow as tf
 
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)

@@ -86,12 +86,10 @@ BUILDERS: dict[str, Callable[[Cell, Sequence[str], float | None], Any]] = {
 
 
 def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
-    """The distributed form of a dataset of update batches (``effective_batch`` examples each).
-
-    In one process, ``experimental_distribute_dataset`` splits each batch into contiguous
-    per-replica slices. With several workers each worker reads the same batches and keeps its own
-    contiguous slice, so global replica r sees the same examples as replica r of MirroredStrategy:
-    a multi-worker cell computes what the single-process cell of the same global batch computes."""
+    """The distributed form of a dataset of update batches (``effective_batch`` examples each): in one
+    process ``experimental_distribute_dataset`` splits each batch into contiguous per-replica slices;
+    with several workers each reads the same batches and keeps its own contiguous slice, so global
+    replica r sees what replica r of MirroredStrategy sees (the single-process cell's computation)."""
     import tensorflow as tf
 
     if cell.workers == 1:

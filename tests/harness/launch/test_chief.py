@@ -16,7 +16,7 @@ from harness.contract.columns import Estimate, flatten
 from harness.contract.events import Event, EventLine
 from harness.contract.records import Machine, Status
 from harness.launch import chief
-from harness.launch.chief import Budget, ChiefRun, measure, missing_text, place, replayed
+from harness.launch.chief import Budget, ChiefRun, measure, place, replayed
 from harness.launch.cluster import ClusterConfig, ClusterPlace
 from harness.launch.lease import Lost
 from harness.launch.runner import CellEnd
@@ -41,15 +41,24 @@ CELLS = tuple(
 class FakeLease:
     """A lease whose task ``worker 1`` (node2) is lost once ``lose_after`` cells have started."""
 
-    def __init__(self, lose_after: int | None = None, gbps: float | None = 0.94) -> None:
+    def __init__(
+        self,
+        lose_after: int | None = None,
+        gbps: float | None = 0.94,
+        why: str = "its connection to the run lease closed",
+    ) -> None:
         self.started: list[str] = []
         self.lose_after = lose_after
         self.gbps = gbps
+        self.gone = Lost("worker 1", "node2", time.time(), why)
 
     def lost(self) -> Lost | None:
         if self.lose_after is None or len(self.started) < self.lose_after:
             return None
-        return Lost("worker 1", "node2", time.time(), "its connection to the run lease closed")
+        return self.gone
+
+    def failed(self, name: str) -> str | None:
+        return None
 
     def probe(self, task: str) -> float | None:
         return self.gbps
@@ -173,9 +182,6 @@ def test_where_names_every_task_and_the_slowest_link() -> None:
     assert place(PS_TWO_NODES, FakeLease(gbps=None)).link_gbps is None  # type: ignore[arg-type]
     one = ClusterConfig((("worker", ("n1:8888", "n1:8889")),), "worker", 0)
     assert place(one, FakeLease()) == ClusterPlace(1, "worker 0@n1, worker 1@n1", None)  # type: ignore[arg-type]
-    assert missing_text(["worker 0"], PS_TWO_NODES, 300) == (
-        "worker 0 on node2 never joined the chief's run lease within 300 s"
-    )
 
 
 def test_the_budget_counts_earlier_sessions_and_the_longest_cell() -> None:
@@ -184,20 +190,6 @@ def test_the_budget_counts_earlier_sessions_and_the_longest_cell() -> None:
     budget.add(CellEnd(CELLS[0], "record", wall_s=31.0))  # type: ignore[arg-type]
     assert not budget.fits()  # 30 s spent and a cell of 31 s: past the minute
     assert Budget(0.0, 1e9).fits()  # none
-
-
-def test_a_failure_while_a_task_is_lost_names_the_task_first() -> None:
-    lost = "worker 1 on node2 was lost at 07:16:42 (its connection to the run lease closed)"
-    row = dataclasses.replace(
-        cell_row(CELLS[0], Protocol()), status=Status.FAILED, reason="UnavailableError: peer gone"
-    )
-    end = chief.blamed(CellEnd(CELLS[0], "record", row=row, reason=row.reason), lost)  # type: ignore[arg-type]
-    assert end.reason == f"{lost}; the worker: UnavailableError: peer gone" and end.row is not None
-    assert end.row.reason == end.reason
-    ok = dataclasses.replace(row, status=Status.OK, reason="")
-    assert chief.blamed(CellEnd(CELLS[0], "record", row=ok), lost).reason == ""  # type: ignore[arg-type]
-    failed = CellEnd(CELLS[0], "failed", reason="deadline")  # type: ignore[arg-type]
-    assert chief.blamed(failed, None) is failed
 
 
 def test_resume_measures_a_process_whose_worker_recorded_a_failure_again() -> None:
@@ -212,3 +204,108 @@ def test_resume_measures_a_process_whose_worker_recorded_a_failure_again() -> No
     ]
     ends, peak = replayed(entries, CELLS)
     assert [(k, e.cell.id) for k, e in ends] == [(0, CELLS[1].id)] and peak is None
+
+
+def test_a_task_that_never_joined_fails_the_first_cell_and_starts_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    why = "it never joined the chief's run lease within 30 s of Slurm reporting node2 down"
+    result, calls, path = _measure(
+        tmp_path, FakeLease(lose_after=0, why=why), monkeypatch, Protocol(peak=False)
+    )
+    assert calls == []
+    rows = {r.cell.cell_id: r for r in result.rows}
+    assert rows[CELLS[0].id].status == Status.FAILED
+    assert (
+        rows[CELLS[0].id].reason.startswith("worker 1 on node2 was lost at")
+        and why in rows[CELLS[0].id].reason
+    )
+    assert {rows[c.id].status for c in CELLS[1:]} == {Status.NOT_MEASURED}
+    assert all(rows[c.id].reason.startswith("not started: worker 1 on node2") for c in CELLS[1:])
+    assert exit_code(result) == 1
+    ends, _ = replayed(journal.read(path)[1:], CELLS)
+    assert ends == ()  # --resume measures every process
+
+
+def test_a_peers_failed_part_or_a_lost_task_is_named_first_in_the_chiefs_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.launch import real_cluster
+
+    class Told(FakeLease):
+        def failed(self, name: str) -> str | None:
+            return f"worker 1 on node2: its part failed: OOM in {name}" if self.started else None
+
+    failed_row = flatten(
+        dataclasses.replace(cell_row(CELLS[0], Protocol()), status=Status.FAILED, reason="Unavailable")
+    )
+
+    def task(cell: Cell, options: object, name: str, config: object, abort: Any) -> Iterator[EventLine]:
+        while not abort():
+            time.sleep(0.01)
+        yield {"event": "failed", "cell_id": cell.id, "facts": None, "reason": abort()}
+        yield {"event": "record", "cell_id": cell.id, "facts": None, "row": failed_row}
+        yield {"event": "failed", "cell_id": cell.id, "facts": None, "reason": "deadline"}
+
+    monkeypatch.setattr(real_cluster, "run_cluster_task", task)
+    lease = Told()
+    told = "worker 1 on node2: its part failed: OOM in p0-00000"
+    events = list(real_cluster.chief_launcher(TWO_NODES, lease)(CELLS[0], None, "p0-00000"))  # type: ignore[arg-type]
+    assert lease.started == ["p0-00000"] and events[0]["reason"] == told
+    assert events[1]["row"]["reason"] == events[1]["reason"] == f"{told}; the chief's worker: Unavailable"
+    lost = FakeLease(lose_after=1)  # a loss comes before any part's failure
+    events = list(real_cluster.chief_launcher(TWO_NODES, lost)(CELLS[0], None, "p0-00000"))  # type: ignore[arg-type]
+    assert events[2]["reason"] == f"{lost.gone.text()}; the chief's worker: deadline"
+
+
+def test_a_full_disk_on_the_chief_ends_every_task_and_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import threading
+
+    from harness.errors import HarnessError
+    from harness.launch.lease import ChiefEnd, ChiefLink
+    from harness.launch.local_cluster import free_ports
+    from harness.launch.run_params import Work
+    from harness.launch.sweep_run import Request, measure_as_chief
+    from harness.results.store import RunFiles
+
+    ports = free_ports(2)
+    spec = (("worker", tuple(f"127.0.0.1:{p}" for p in ports)),)
+    monkeypatch.delenv("SLURM_STEP_ID", raising=False)
+    protocol = Protocol(processes=2, peak=False)
+    monkeypatch.setattr(chief, "chief_launcher", lambda c, lease: _launcher(lease, protocol, []))
+    write = RunFiles.write_windows
+
+    def full(self: RunFiles, seq: int, windows: list[Any]) -> object:
+        if seq >= 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(self, seq, windows)
+
+    monkeypatch.setattr(RunFiles, "write_windows", full)
+    ends: list[ChiefEnd | None] = []
+
+    def peer() -> None:
+        link = ChiefLink(ClusterConfig(spec, "worker", 1))
+        assert link.connect(20, 0.1) is None
+        while not isinstance(end := link.next(20), ChiefEnd | None):
+            pass
+        ends.append(end)
+
+    thread = threading.Thread(target=peer, daemon=True)
+    thread.start()
+    work = Work(CELLS, protocol, Platform(), machine=None)
+    out = tmp_path / "r"
+    with pytest.raises(HarnessError) as e:
+        measure_as_chief(work, Request(out), ClusterConfig(spec, "worker", 0))
+    thread.join(20)
+    assert e.value.exit_code == 1 and "the disk is full" in str(e.value)
+    run_id = journal.read(next((out / "journal").glob("*.jsonl")))[0]["run_id"]
+    assert (
+        f"from every task: python -m harness run --cluster tf_config --resume {run_id} --results {out}"
+        in str(e.value)
+    )
+    assert ends == [ChiefEnd(True, 1, "the chief's run finished with exit code 1")]  # nothing left running
+    ends_kept, _ = replayed(journal.read(next((out / "journal").glob("*.jsonl")))[1:], CELLS)
+    assert len(ends_kept) == 1  # the process measured before the disk filled: --resume keeps it

@@ -10,24 +10,25 @@ import pytest
 
 from harness.launch.cluster import ClusterConfig
 from harness.launch.lease import (
-    LEASE_CELL,
     LEASE_CONNECT_TIMEOUT_S,
-    LEASE_FINISHED,
-    LEASE_GREETING,
     LEASE_RETRY_S,
-    LEASE_TASK,
-    LEASE_WELCOME,
+    CellFailed,
     CellOrder,
     ChiefEnd,
     ChiefLink,
+    Exit,
+    Finished,
+    Join,
     RunLease,
+    Welcome,
     cluster_digest,
+    decode,
+    encode,
     lease_address,
-    lease_line,
-    parse_lease_line,
     task_names,
 )
 from harness.launch.local_cluster import free_ports
+from harness.launch.scheduler import Seen
 from tests.harness.launch.test_real_cluster import MWMS, PS, _config
 
 
@@ -45,15 +46,20 @@ def test_task_names_and_digest() -> None:
     assert cluster_digest(_config(PS, "chief", 0)) != cluster_digest(_config(MWMS, "worker", 0))
 
 
-def test_lease_lines() -> None:
-    assert lease_line(LEASE_FINISHED, 0) == b"finished 0\n"
-    assert parse_lease_line(lease_line(LEASE_TASK, "ps", 1)) == ("task", ["ps", "1"])
-    cell = lease_line(LEASE_CELL, "p0-00001", '{"model": "a  b", "x": 1}')
-    assert parse_lease_line(cell) == ("cell", ["p0-00001", '{"model": "a  b", "x": 1}'])
-    assert parse_lease_line(lease_line(LEASE_WELCOME, '{"a": [1, 2]}')) == ("welcome", ['{"a": [1, 2]}'])
-    for bad in (b"", b"finished 0", b"  \n"):
-        with pytest.raises(ValueError):
-            parse_lease_line(bad)
+def test_lease_messages_are_one_json_object_per_line() -> None:
+    assert encode(Finished(0)) == b'{"kind":"finished","code":0}\n'
+    cell = CellOrder("p0-00001", {"model": "a  b", "x": [1, 2]})
+    for message in (cell, Join("ps 1", "ab12"), Welcome({}), CellFailed("p0-1", "x\ny"), Exit("oom")):
+        assert decode(encode(message)) == message
+    bad = (b"", b'{"kind":"finished","code":0}', b"finished 0\n", b'{"kind":"nope"}\n', b"[1]\n")
+    bad += (
+        b'{"kind":"finished"}\n',
+        b'{"kind":"finished","code":"0"}\n',
+        b'{"kind":"join","task":1,"cluster":"a"}\n',
+    )
+    for line in bad:
+        with pytest.raises(ValueError, match="lease"):
+            decode(line)
 
 
 def wait_for_chief(
@@ -139,15 +145,13 @@ def test_leaving_the_lease_without_finish_finishes_with_1() -> None:
 def test_a_server_notices_a_lost_chief_and_an_absent_one() -> None:
     cluster = _local_ps()
     host, port = lease_address(_config(cluster, "chief", 0))
-    greeting = lease_line(LEASE_GREETING, cluster_digest(_config(cluster, "chief", 0)))
-    with socket.create_server((host, port)) as fake_chief:  # greets, then dies without a word
+    with socket.create_server((host, port)) as fake_chief:  # welcomes, then dies without a word
         ends: dict[str, ChiefEnd] = {}
         thread = _watch(cluster, "ps", 0, ends)
         conn, _ = fake_chief.accept()
-        conn.sendall(greeting)
         reader = conn.makefile("rb")
-        assert reader.readline() == b"task ps 0\n"
-        conn.sendall(lease_line(LEASE_WELCOME, "{}"))
+        assert decode(reader.readline()) == Join("ps 0", cluster_digest(_config(cluster, "chief", 0)))
+        conn.sendall(encode(Welcome({})))
         reader.close()
         conn.close()
         thread.join(10)
@@ -178,7 +182,7 @@ def test_the_chief_welcomes_each_task_and_orders_each_cell() -> None:
     cluster = _local_ps()
     with RunLease(_config(cluster, "chief", 0), {"cell": {"model": "dense"}}, linger_s=5) as lease:
         links = [_joined(cluster, k, i) for k, i in (("worker", 0), ("worker", 1), ("ps", 0))]
-        assert lease.wait_for_tasks(10) == []
+        assert lease.wait_for_tasks(timeout_s=10) is None
         assert all(link.welcome == {"cell": {"model": "dense"}} for link in links)
         lease.start_cell("p0-00000", {"model": "dense", "note": "two  spaces"})
         for link in links:
@@ -195,10 +199,10 @@ def test_the_chief_names_a_lost_task_and_its_host_at_once() -> None:
     cluster = _local_ps()
     with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
         links = [_joined(cluster, k, i) for k, i in (("worker", 0), ("worker", 1), ("ps", 0))]
-        assert lease.wait_for_tasks(10) == []
+        assert lease.wait_for_tasks(timeout_s=10) is None
         t0 = time.monotonic()
         assert links[1]._conn is not None
-        links[1]._conn.shutdown(socket.SHUT_RDWR)  # its process died: the kernel closes the socket
+        links[1]._conn.conn.shutdown(socket.SHUT_RDWR)  # its process died: the kernel closes the socket
         while lease.lost() is None and time.monotonic() - t0 < 5:
             time.sleep(0.05)
         lost = lease.lost()
@@ -207,11 +211,50 @@ def test_the_chief_names_a_lost_task_and_its_host_at_once() -> None:
         assert time.monotonic() - t0 < 2
 
 
-def test_a_task_that_never_joins_is_named_after_the_wait() -> None:
+def test_a_task_that_never_joins_is_lost_after_the_wait() -> None:
     cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=30) as lease:
+        _joined(cluster, "ps", 0)
+        lost = lease.wait_for_tasks(timeout_s=0.5)
+        assert lost is not None and lost.task == "worker 0" and lost.host == "127.0.0.1"
+        assert lost.why == "it never joined the chief's run lease within 0.5 s"
+        t0 = time.monotonic()
+        assert lease.finish(1) == []  # no linger for the tasks lost: both workers
+        assert time.monotonic() - t0 < 2
+
+
+def test_a_task_its_scheduler_reports_running_is_lost_30_s_after() -> None:
+    cluster = _local_ps()
+    reported = Seen(time.monotonic() - 30.5, "Slurm reporting its job step 7.0 running")
     with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
         _joined(cluster, "ps", 0)
-        assert lease.wait_for_tasks(0.5) == ["worker 0", "worker 1"]
+        _joined(cluster, "worker", 0)
+        t0 = time.monotonic()
+        lost = lease.wait_for_tasks(lambda host: reported)
+        assert time.monotonic() - t0 < 2
+        assert lost is not None and lost.task == "worker 1"
+        assert lost.why == (
+            "it never joined the chief's run lease within 30 s of Slurm reporting its job step 7.0 running"
+        )
+
+
+def test_a_tasks_cell_failure_and_its_exit_reach_the_chief() -> None:
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
+        links = {k: _joined(cluster, *k) for k in (("worker", 0), ("worker", 1), ("ps", 0))}
+        assert lease.wait_for_tasks(timeout_s=10) is None
+        links["worker", 1].tell(CellFailed("p0-00003", "ResourceExhaustedError: OOM"))
+        links["ps", 0].tell(Exit("its server process exited with exit code 1"))
+        t0 = time.monotonic()
+        while (lease.lost() is None or lease.failed("p0-00003") is None) and time.monotonic() - t0 < 5:
+            time.sleep(0.05)
+        assert (
+            lease.failed("p0-00003") == "worker 1 on 127.0.0.1: its part failed: ResourceExhaustedError: OOM"
+        )
+        assert lease.failed("p0-00004") is None
+        lost = lease.lost()
+        assert lost is not None and lost.task == "ps 0"
+        assert lost.why == "it exited: its server process exited with exit code 1"
 
 
 def test_a_task_sees_its_chief_gone_while_a_cell_runs() -> None:
@@ -237,3 +280,16 @@ def test_a_second_connection_in_a_tasks_name_counts_as_the_first_lost() -> None:
         assert lost is not None and lost.task == "ps 0" and "connected again" in lost.why
         end = first.next(5)  # the first connection is closed for good
         assert isinstance(end, ChiefEnd) and not end.finished
+
+
+def test_an_interrupted_wait_loses_every_task_not_joined() -> None:
+    import _thread
+
+    cluster = _local_ps()
+    with RunLease(_config(cluster, "chief", 0), linger_s=30) as lease:
+        _joined(cluster, "ps", 0)
+        threading.Timer(0.5, _thread.interrupt_main).start()  # what SIGTERM does (interrupt_on_sigterm)
+        lost = lease.wait_for_tasks()
+        assert lost is not None and lost.task == "worker 0"
+        assert lost.why.startswith("it had not joined the chief's run lease when the chief was stopped")
+        assert lease.finish(1) == []  # no linger: both workers are lost

@@ -484,3 +484,78 @@ def test_parameter_server_straggler_shows_in_the_update_imbalance(tmp_path: Path
     # measured on 2 cores: calm 1.08, with the straggler 1.43
     assert slow.loc[PS, "straggler_ratio"] >= 1.25
     assert slow.loc[PS, "straggler_ratio"] > 1.2 * calm.loc[PS, "straggler_ratio"]
+
+
+def _until_ended(procs: dict[str, subprocess.Popen[str]], timeout_s: float = 400) -> dict[str, float]:
+    """When (Unix s) each task ended; every task is killed if it outlives ``timeout_s``."""
+    ended: dict[str, float] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(ended) < len(procs) and time.monotonic() < deadline:
+            ended.update(
+                {k: time.time() for k, p in procs.items() if k not in ended and p.poll() is not None}
+            )
+            time.sleep(0.1)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return ended
+
+
+@pytest.mark.process
+def test_tf_config_a_peers_failed_part_fails_the_chiefs_cell_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker 1's cell process dies 2 s into the cell (its ``harness run`` lives on): it tells the
+    chief over the run lease, and the chief's row names it at once instead of waiting for its
+    cell's deadline; the run exits 1 and leaves nothing running."""
+    monkeypatch.setenv("HARNESS_INJECT_FAULT", f"kill@1+2:{MWMS}")
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+    slow = ("--communication", "ring", "--repeats", "40", "--window-s", "1")
+    procs = {f"worker {i}": _start_task(tmp_path, cluster, "worker", i, *slow) for i in range(2)}
+    ended = _until_ended(procs)
+    outputs = {k: p.communicate()[0] for k, p in procs.items()}
+    (row,) = pd.read_parquet(tmp_path / "worker0" / "cells").itertuples()
+    assert row.status == "failed" and row.reason.startswith("worker 1 on 127.0.0.1: its part failed:"), (
+        row.reason
+    )
+    assert "SIGKILL" in row.reason or "signal 9" in row.reason, row.reason
+    assert procs["worker 0"].returncode == 1, outputs
+    written = pd.Timestamp(row.timestamp).timestamp()
+    print(
+        f"row written {written - ended['worker 1']:+.1f} s from the peer's end; chief ended {ended['worker 0'] - written:+.1f} s after"
+    )
+    assert f"failed {MWMS}" in outputs["worker 1"]
+    assert worker_processes(str(tmp_path)) == []
+
+
+@pytest.mark.process
+def test_tf_config_a_servers_exit_reason_reaches_the_chief(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ps task's server process dies 3 s after it started: the ps task tells the chief why
+    (``exit`` on the run lease) and ends 1; the chief's failed row names ps 0, its host and that
+    reason, within seconds; the chief exits 1 and the worker's server ends by itself."""
+    ps1 = PS.replace("r1w2p1", "r1w1p1")
+    monkeypatch.setenv("HARNESS_INJECT_FAULT", f"kill@2+3:{ps1}")
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(3)]
+    cluster = {"chief": addresses[:1], "worker": addresses[1:2], "ps": addresses[2:]}
+    procs = {
+        f"{k} 0": _start_task(tmp_path, cluster, k, 0, "--repeats", "40", "--window-s", "1")
+        for k in ("worker", "ps")
+    }
+    procs["chief 0"] = _start_task(tmp_path, cluster, "chief", 0, "--repeats", "40", "--window-s", "1")
+    ended = _until_ended(procs)
+    outputs = {k: p.communicate()[0] for k, p in procs.items()}
+    (row,) = pd.read_parquet(tmp_path / "chief0" / "cells").itertuples()
+    assert row.status == "failed" and row.reason.startswith("ps 0 on 127.0.0.1 was lost at"), row.reason
+    assert "(it exited: its server process exited with" in row.reason, row.reason
+    assert {k: p.returncode for k, p in procs.items()} == {"chief 0": 1, "worker 0": 0, "ps 0": 1}, outputs
+    written = pd.Timestamp(row.timestamp).timestamp()
+    print(
+        f"row written {written - ended['ps 0']:+.1f} s from the ps task's end; chief ended {ended['chief 0'] - written:+.1f} s after"
+    )
+    assert written - ended["ps 0"] < 30
+    assert worker_processes(str(tmp_path)) == []

@@ -10,7 +10,11 @@ if it brought it up. What each test shows:
   nodes' namespaces (none of their sockets is in this machine's own);
 - a node lost mid-run (its task and its slurmd killed): the running cell becomes a failed row naming
   the node within 30 s, the cells not started become rows that say why, the chief exits 1, nothing
-  is left running; then, the node back, ``--resume`` measures only what is missing.
+  is left running; then, the node back, ``--resume`` measures only what is missing;
+- a node cut off while its task starts (before it joins the run lease): the first cell becomes a
+  failed row naming the node within 30 s of Slurm reporting the step running, before Slurm's own
+  node failure cancels the step; once the link is back nothing of the run is left, and ``--resume``
+  measures every cell.
 """
 
 from __future__ import annotations
@@ -237,3 +241,86 @@ def test_a_node_lost_mid_run_then_the_run_resumed(tmp_path: Path) -> None:
     resumed = read_cells(tmp_path / "r")
     assert len(resumed) == 3 and set(resumed.status) == {"ok"} and set(resumed.run_id) == {run_id}
     assert set(resumed.nodes) == {2}
+
+
+def _node2_harness(deadline_s: float = 120) -> float | None:
+    """When (Unix s) node2's ``harness run`` task appeared (None: never)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for pid in _node_pids("node2"):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "-m harness run" in cmd:
+                return time.time()
+        time.sleep(0.05)
+    return None
+
+
+@pytest.mark.usefixtures("two_nodes")
+def test_a_node_cut_off_before_its_task_joins_fails_a_row_before_slurm_kills_the_chief(
+    tmp_path: Path,
+) -> None:
+    """node2's link taken down as its task starts (before it joins: its task first resolves the
+    cluster, importing TensorFlow): the chief no longer waits 300 s for it, but 30 s from Slurm's
+    report that the step runs, none once Slurm reports node2 down, and when Slurm cancels the step
+    for node2's failure (SIGTERM) it names the task still missing; either way the first cell is a
+    failed row naming node2, the other is not measured, and the chief exits 1 before Slurm's SIGKILL;
+    node2's task ends once its link is back; ``--resume`` measures both cells."""
+    cells = [
+        "--strategy",
+        "multi_worker_mirrored",
+        "--model",
+        "dense",
+        "--batch",
+        "16,32",
+        "--processes",
+        "1",
+    ]
+    proc = _srun(tmp_path, 2, *cells)
+    seen_at = _node2_harness()
+    assert seen_at is not None, "node2 never started its task"
+    subprocess.run(["ip", "link", "set", "vnode2", "down"], check=True)
+    cut_at = time.time()
+    chief_at = None
+    try:
+        out = ""
+        for line in proc.stdout or ():
+            out += line
+            if line.startswith("0: error:"):  # the chief's own end
+                chief_at = time.time()
+                break
+        rest, _ = proc.communicate(timeout=240)
+        out += rest
+        srun_s = time.time() - cut_at
+    finally:
+        subprocess.run(["ip", "link", "set", "vnode2", "up"], check=True)
+    rows = read_cells(tmp_path / "r").set_index("cell_id")
+    failed = rows[rows.status == "failed"]
+    assert len(failed) == 1, out[-3000:]
+    reason = failed.reason.iloc[0]
+    assert reason.startswith("worker 1 on node2 was lost at") and "joined the chief's run lease" in reason, (
+        reason
+    )
+    unstarted = rows[rows.status == "not measured"]
+    assert len(unstarted) == 1 and unstarted.reason.iloc[0].startswith("not started: worker 1 on node2"), out
+    written_s = pd.Timestamp(failed.timestamp.iloc[0]).timestamp() - cut_at
+    print(
+        f"\ncut {cut_at - seen_at:.2f} s after node2's task appeared; row {written_s:.1f} s after the cut; chief's "
+        f"error at {(chief_at or 0) - cut_at:.1f} s; srun ended {srun_s:.1f} s, exit {proc.returncode}\n{reason}\n"
+        + "\n".join(out.splitlines()[-8:])
+    )
+    assert chief_at is not None and "node1: task 0: Killed" not in out, out[-3000:]
+    deadline = time.monotonic() + 90  # node2's task sees its step over once it reaches slurmctld again
+    while _harness_left() and time.monotonic() < deadline:
+        time.sleep(1)
+    left_s = time.time() - cut_at
+    assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
+    print(f"nothing of the run left {left_s:.0f} s after the cut")
+
+    _script("--nodes", "2")  # node2 back (Slurm marked it down)
+    again = _srun(tmp_path, 2, "--resume", str(rows.run_id.iloc[0]), fast=False)
+    out, _ = again.communicate(timeout=600)
+    assert again.returncode == 0 and "0 processes kept from its journal" in out, out[-3000:]
+    assert set(read_cells(tmp_path / "r").status) == {"ok"}
