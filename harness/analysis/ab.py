@@ -1,15 +1,9 @@
 """Paired A/B comparison of two builds or settings on one machine (``python -m harness ab``). Pure.
 
-Each pair is one A process and one B process of the same cell, live at once and taking turns with
-the whole machine (whatever slows the machine during the pair slows both sides' turns alike) or
-back to back (Laaber et al. 2019), in an order drawn per pair (AB or BA, seeded) so that neither
-side is always first. A pair's ratio is B's figure over A's (examples/s: below 1, B is slower).
-
-Sequential rule (docs/explanation/statistics.md, "ab"), after each pair from ``min_pairs`` on: the
-exponentiated Student-t CI (``confidence``) of the mean log ratio wholly below 1 - F is ``slower``,
-wholly above 1 + F ``faster``, wholly inside [1 - F, 1 + F] ``same``; else ``undecided`` at
-``max_pairs``. F (``min_effect``) must be well below the change to catch (the default 2 % catches
-5 % slowdowns; benchmarks/test_ab_calibration.py)."""
+Each pair is one A process and one B process of the same cell, in turns or back to back, in an order
+drawn per pair (AB or BA, seeded). A pair's ratio is B's figure over A's (examples/s: below 1, B is
+slower). The sequential rule, after each pair from ``min_pairs`` on, with F = ``min_effect``:
+docs/explanation/statistics.md, "ab" (its calibration: benchmarks/test_ab_calibration.py)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """The one comparison across runs that could not take turns, over a grouping key: a machine
-(``compare-hardware``) or a link setting (``compare-links``). Pure.
-
-Each configuration's figure in a group is its runs' (one run figure per run: its last row), with
-a 95% CI from the variance model of :mod:`harness.formulas.across_runs`: the project's
-calibration set pooled with every group's own runs (a group of two or more runs is a set of A/A
-pairs). A group against another is a ratio, a verdict (:func:`harness.formulas.verdicts.judge`,
-equivalent inside ±``min_effect``) and, when undecided, the runs a side likely to decide it."""
+(``compare-hardware``) or a link setting (``compare-links``). Pure. Each configuration's figure in a
+group is its runs' (one run figure per run: its last row), with a 95% CI from the variance model of
+:mod:`harness.formulas.across_runs` (docs/explanation/statistics.md, "Across machines"); a group
+against another is a ratio, a verdict (:func:`harness.formulas.verdicts.judge`, equivalent inside
+±``min_effect``) and, when undecided, the runs a side likely to decide it."""
 
 from __future__ import annotations
 

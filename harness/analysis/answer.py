@@ -2,13 +2,9 @@
 train with here, how much faster it is than the plain custom loop and than each alternative, which
 alternatives are as fast and which are not decided yet (with what would decide them), what bounds
 the leader and its closest rival, and the knob to try next with its command. Pure (rows in,
-:class:`Answer` and text out).
-
-One source: the leader and every ratio are the run's comparisons measured in turns (relation
-``fastest``: each contender against its model's leader, in the ratios table); a cell's examples/s
-is its own figure with its CI. Every number printed is a value of the run's tables, at most
-re-expressed: a ratio r as a change of |r - 1| x 100 %, the leader's gain over a contender as
-1 / r, seconds as minutes."""
+:class:`Answer` and text out). Every number printed is a value of the run's tables (relation
+``fastest`` in the ratios table; a cell's own figure with its CI), at most re-expressed: a ratio r
+as a change of |r - 1| x 100 %, the leader's gain over a contender as 1 / r, seconds as minutes."""
 
 from __future__ import annotations
 

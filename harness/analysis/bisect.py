@@ -3,14 +3,10 @@ bisect``). Pure: the builds, the steps measured so far and the rule that picks t
 measuring is :mod:`harness.launch.bisect`'s. The rule in words: docs/how-to/bisect.md.
 
 The builds are in order: good (index 0), the candidates (oldest first), bad (last). Every step is
-an ``ab`` of one cell in turns, side A the older build: **endpoints** (bad against good, by ab's
-rule :func:`harness.analysis.ab.decide`: only a slowdown is bisected); **midpoints** (the middle
-open candidate between ``lo``, the newest found fast, and ``hi``, the oldest found slow, against
-the good build: *slow* when its CI lies wholly below the halfway line, the geometric mean of 1
-and the endpoints' ratio, *fast* when wholly above, else the bisect ends there; a build that
-does not install or import is skipped); **final** (``hi`` against ``lo`` by ab's rule: only a
-decided slowdown confirms them). A rerun (:func:`reopen`) retries a failed step and goes on with
-an undecided one its rule allows more pairs. About log2(N + 1) midpoints for N candidates."""
+an ``ab`` of one cell in turns, side A the older build: **endpoints**, **midpoints** (between
+``lo``, the newest found fast, and ``hi``, the oldest found slow; a build that does not install or
+import is skipped) and **final** (``hi`` against ``lo``). A rerun (:func:`reopen`) retries a
+failed step and goes on with an undecided one its rule allows more pairs."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """What a run found, as ratios with CIs: the comparisons measured in turns (the ratios table), each
-relation titled, each configuration in words. Pure.
-
-A ratio in turns has its CI over group instances and its verdict controls the false discovery rate
-across the run's comparisons (:mod:`harness.formulas.turns`): higher, lower, equivalent or
-undecided (:mod:`harness.formulas.verdicts`). Figures of separately measured processes are never
-ranked here: the only fastest is the one raced in turns (:mod:`harness.analysis.answer`).
-:func:`figures` serves the comparisons across runs, which cannot take turns."""
+relation titled, each configuration in words, each with its verdict (:mod:`harness.formulas.verdicts`).
+Pure. Figures of separately measured processes are never ranked here: the only fastest is the one
+raced in turns (:mod:`harness.analysis.answer`). :func:`figures` serves the comparisons across
+runs, which cannot take turns."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""``compare-hardware``: which machine trains each model fastest, and for how much. Pure (typed
-rows in, a :class:`HardwareComparison` out; :mod:`harness.analysis.hardware_text` says it).
-
-Machines are :mod:`harness.analysis.machines`'s (docs/how-to/hardware.md). Per model: each
-machine's fastest configuration as its newest run decided it in turns, with a CI over its runs
-carrying the run-to-run spread (:mod:`harness.formulas.across_runs`); each machine against
-``--baseline`` at each one's best and on one configuration (ratio, CI, verdict; ``min_effect``
-10% by default); :class:`NoBf16` machines; cost per million examples and per epoch at a price;
-energy per example. :attr:`HardwareComparison.rows`: every configuration both measured."""
+"""``compare-hardware``: which machine trains each model fastest, and for how much
+(docs/how-to/hardware.md). Pure (typed rows in, a :class:`HardwareComparison` out;
+:mod:`harness.analysis.hardware_text` says it). Machines are :mod:`harness.analysis.machines`'s;
+each machine's fastest configuration as its newest run decided it in turns, its CI over runs from
+:mod:`harness.formulas.across_runs`, ``min_effect`` 10% by default; :class:`NoBf16` machines;
+:attr:`HardwareComparison.rows`: every configuration both measured."""
 
 from __future__ import annotations
 

@@ -1,19 +1,15 @@
-"""``compare-links``: what a faster link between nodes buys. Pure (typed rows and the collectives
-rows in, a :class:`LinkComparison` out; said by :mod:`harness.analysis.links_text`, drawn by
-:mod:`harness.analysis.links_figure`).
+"""``compare-links``: what a faster link between nodes buys (docs/how-to/cluster.md). Pure (typed rows
+and the collectives rows in, a :class:`LinkComparison` out; said by
+:mod:`harness.analysis.links_text`, drawn by :mod:`harness.analysis.links_figure`).
 
-- **Rows**: ok rows with a figure measured on several nodes whose chief measured the link
-  (``link_gbps``, Gbit/s from the chief to the slowest other node).
-- **Link settings** (:func:`group_links`): runs (their rows' median ``link_gbps``) slowest first; a
-  run joins the current setting while every run of it stays within ±:data:`TOLERANCE` of the
-  setting's median, its label ("0.94 Gbit/s").
-- **Per configuration** (a cell id on a node count) **and setting**: the throughput over the runs,
-  each faster setting against the slowest (:mod:`harness.analysis.across`), the breakdown's
-  all-reduce and step time (median over the runs, s/update).
-- **predict's figure** (:func:`harness.analysis.scaling.predictions`) at the row's workers over a
-  link of the setting's Gbit/s, from the 1-device row measured on one node, the latency per ring
-  step the alpha of the collectives fit on its machine (with its variance) or 0
-  (:class:`Modelled`), with its 95% interval; all-reduce strategies only."""
+Rows: ok rows with a figure measured on several nodes whose chief measured the link (``link_gbps``,
+Gbit/s from the chief to the slowest other node). Link settings (:func:`group_links`): runs slowest
+first; a run joins the current setting while every run of it stays within ±:data:`TOLERANCE` of the
+setting's median. Per configuration (a cell id on a node count) and setting: the throughput over
+the runs against the slowest setting (:mod:`harness.analysis.across`), the breakdown's all-reduce
+and step time, and predict's figure (:func:`harness.analysis.scaling.predictions`; the latency per
+ring step the alpha of the collectives fit on its machine, or 0: :class:`Modelled`); all-reduce
+strategies only."""
 
 from __future__ import annotations
 

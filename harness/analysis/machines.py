@@ -1,10 +1,7 @@
 """Which machine each run measured, from its rows: the one notion of a machine for every reader of
 several runs (``compare-hardware``, ``compare``, ``pack --machine``). Pure. A machine is a name, its
-facts (:class:`harness.contract.machine.MachineFacts`) and its matmul peaks with CIs (per compute
-dtype). Runs are one machine when they carry one name and the same facts:
-
-A machine is a name, its facts (:class:`harness.contract.machine.MachineFacts`) and its measured
-matmul peaks with their CIs. Runs are one machine when they carry one name and the same facts
+facts (:class:`harness.contract.machine.MachineFacts`) and its measured matmul peaks with their CIs
+(per compute dtype). Runs are one machine when they carry one name and the same facts
 (docs/explanation/statistics.md, "What is a machine"): one name with other facts is refused (exit
 2); the same on several host instances are instances of one type (:attr:`Machine.instances`); runs
 that recorded no facts are told apart by non-overlapping float32 peaks (:attr:`Machine.why`);

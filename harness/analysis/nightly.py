@@ -2,24 +2,16 @@
 
 A night's point per cell is the mean candidate/reference log ratio over its pairs (taking turns,
 as ``ab --mode turns``) with its standard error (a :class:`Night`); a series is a cell's nights on
-one machine fingerprint, suite version and reference pin, oldest first (docs/how-to/nightly.md).
+one machine fingerprint, suite version and reference pin, oldest first. The two rules, in words:
+docs/how-to/nightly.md and docs/explanation/statistics.md, "nightly".
 
-**Rule (a), tonight** (:func:`tonight`): d = tonight's mean log ratio minus its baseline's level
-(the mean of up to ``baseline_nights`` earlier nights since the last alarm or change point; else
-the reference, 0); its standard error combines tonight's, the baseline mean's and the nights'
-scatter beyond their own errors (from three baseline nights on); the Student-t CI of d (tonight's
-pairs - 1 df) decides as ``ab``'s rule (:mod:`harness.formulas.verdicts`). An alarm's night
-starts the next baseline; a night back at the level before the previous alarm is ``reverted``
-(:func:`judge`).
-
-**Rule (b), change point** (:func:`change_point`): over the nights since the last change point
-(the newest ``window``), the split with the largest two-sample t (``min_side`` nights a side), its
+**Rule (a), tonight** (:func:`tonight`): tonight's mean log ratio against its baseline's level,
+decided as ``ab``'s rule (:mod:`harness.formulas.verdicts`); an alarm's night starts the next
+baseline, a night back at the level before the previous alarm is ``reverted`` (:func:`judge`).
+**Rule (b), change point** (:func:`change_point`): the split with the largest two-sample t, its
 p-value a permutation test of the max statistic over all splits (``permutations`` shuffles, seeded
-by the series length), false alarms at most ``alpha`` per cell and night while nights are
-exchangeable; about 12 nights before p can reach ``alpha``. Reported when p <= alpha and the levels
-differ by ``min_shift`` or more (confirmed where rule (a) already alarmed). Hand-written rather than
-``scipy.stats.permutation_test`` to stop drawing once the shuffles rule out ``alpha`` (Besag and
-Clifford 1991)."""
+by the series length), hand-written rather than ``scipy.stats.permutation_test`` to stop drawing
+once the shuffles rule out ``alpha`` (Besag and Clifford 1991)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """``python -m harness ab``: is build (or setting) B slower than A on these cells, now, on this
 machine? Paired, interleaved processes and a sequential decision (:mod:`harness.analysis.ab`).
-
-Exit codes: 0 no regression, 1 regression (a cell slower by more than --min-effect), 2 error,
-3 undecided within --max-pairs."""
+Exit codes: :data:`EXITS`."""
 
 from __future__ import annotations
 

@@ -2,10 +2,7 @@
 slowdown of one cell? The dated nightlies between them on the package index, bisected with an
 ``ab`` in turns at each step (:mod:`harness.analysis.bisect`), everything but TensorFlow held
 fixed (:mod:`harness.launch.builds`), journaled so that the same command resumes a bisect that
-was stopped (:mod:`harness.launch.bisect`).
-
-Exit codes: 0 ended (found, or nothing to bisect), 1 a step failed, 2 bad input, 3 not finished
-(budget spent) or a step undecided, 130 interrupted."""
+was stopped (:mod:`harness.launch.bisect`). Exit codes: :data:`EXITS`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """``python -m harness nightly``: tonight's candidate build against a pinned reference build, in
 turns, one point per cell appended to its series, both decisions of
-:mod:`harness.analysis.nightly`, a markdown summary and the dashboard.
-
-Exit codes: 0 no regression, 1 regression (a new alarm: rule (a) or a change point) or a cell that
-failed, 2 bad input or an environment that cannot be installed (nothing judged), 3 undecided (a cell's CI
-reaches below 1 - F without lying wholly below it: a regression can be neither claimed nor ruled
-out)."""
+:mod:`harness.analysis.nightly`, a markdown summary and the dashboard. Exit codes: :data:`EXITS`
+(3, undecided: a cell's CI reaches below 1 - F without lying wholly below it)."""
 
 from __future__ import annotations
 

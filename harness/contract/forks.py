@@ -1,8 +1,6 @@
 """The fork server's channel: how the parent asks a server that has imported TensorFlow for a worker
-(:mod:`harness.worker.forkserver`, :mod:`harness.launch.forks`). A fresh worker spends about 3 s
-of CPU importing TensorFlow and Keras (8 live members on 2 cores: 12 s of wall time per
-instance); a server imports them once, starting nothing of TensorFlow's runtime, and forks each
-worker, which runs from ``main`` on exactly what a fresh one runs.
+(:mod:`harness.worker.forkserver`, :mod:`harness.launch.forks`; why: docs/explanation/measurement.md,
+"Where the time goes"). The worker runs from ``main`` on exactly what a fresh one runs.
 
 One connection per worker, one JSON object per line:
 

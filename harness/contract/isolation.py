@@ -1,12 +1,8 @@
 """The network namespace a local cluster's tasks share (:mod:`harness.worker.netns`, the holder and
-the join; :mod:`harness.launch.isolation`, the parent's side). Pure data.
-
-TensorFlow's gRPC server listens on ``0.0.0.0:PORT`` without authentication whatever address
-``TF_CONFIG`` names. So each local multi-worker or parameter-server cell gets a network namespace
-of its own with only the loopback interface: a small holder process makes it
-(``python -m harness.worker.netns``), prints one line, ``{"ready": pid, "join": [path, ...]}``,
-and keeps it until its stdin closes; every task of the cell joins it (:data:`NETNS_ENV`) before
-TensorFlow starts, so its ports exist in that namespace only and nothing on the network reaches them."""
+the join; :mod:`harness.launch.isolation`, the parent's side; why: docs/explanation/multi-worker.md,
+"Ports and the network"). Pure data. The holder (``python -m harness.worker.netns``) prints one
+line, ``{"ready": pid, "join": [path, ...]}``, and keeps the namespace until its stdin closes; every
+task of the cell joins it (:data:`NETNS_ENV`) before TensorFlow starts."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The co-tenant's end of the turns channel: say hello after the first step, then serve grants.
-
-A window alone runs the calibrated steps, like a TensorFlow worker's. A window taken together
-(``until: stop``) trains step after step, checking between steps (without blocking) whether the
-parent said stop; it reports the whole steps that ended before the check that saw the stop, and
-their seconds, so every step it counts ran while the TensorFlow side was timing its own window."""
+"""The co-tenant's end of the turns channel: say hello after the first step, then serve grants (the
+three kinds of turn: docs/how-to/co-tenants.md, "What is measured"). A window taken together
+(``until: stop``) checks between steps, without blocking, whether the parent said stop."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""nccl-tests' bandwidth figures of an all-reduce. Pure.
-
-With m the bytes each of the n participants contributes and t the time of one all-reduce:
-
-    algbw = m / t / 1e9                      [GB/s]  (algorithm bandwidth)
-    busbw = algbw x 2(n - 1) / n             [GB/s]  (bus bandwidth: a ring all-reduce moves
-                                                      2(n-1)/n x m over each link, so busbw is
-                                                      comparable with a link's bandwidth whatever n)"""
+"""nccl-tests' bandwidth figures of an all-reduce (results/README.md, "The collectives table"). Pure.
+busbw = algbw x 2(n - 1) / n: a ring all-reduce moves 2(n-1)/n x m over each link, so busbw is
+comparable with a link's bandwidth whatever n."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Why a cell runs at the speed it does: the step-time breakdown's derived figures and a verdict.
 
 Pure. The parts (:mod:`harness.worker.breakdown`; s per update, median over processes) are shares
-of ``parts_step_s``, the cell's own update timed under the same conditions (:func:`reference_step`):
-
-    share(part) = part / parts_step_s
-    overlap = (compute_s + allreduce_s + input_s + dispatch_s - parts_step_s) / parts_step_s
-
-Overlap > 0: parts overlap (e.g. prefetching); < 0: time no part explains (the optimizer, waiting
-on the slowest replica, replicas sharing cores). A share above 100% + :data:`NOISE` is a
-measurement error (:func:`excess`): no verdict, ``bound_reason`` names the part. Otherwise
+of ``parts_step_s``, the cell's own update timed under the same conditions (:func:`reference_step`);
+``overlap`` and ``bound`` as results/README.md defines them. A share above 100% + :data:`NOISE` is
+a measurement error (:func:`excess`): no verdict, ``bound_reason`` names the part. Otherwise
 ``bound`` is the largest share where it explains the step (at least :data:`EXPLAINS` and more than
 the remainder), with every share and its knob in ``bound_reason`` (:data:`BOUNDS`).
 

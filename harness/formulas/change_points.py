@@ -3,10 +3,8 @@
 A split of n values before index k (both sides at least ``min_side``) has the statistic
 |mean(x[k:]) - mean(x[:k])| / (s x sqrt(1 / k + 1 / (n - k))), s a known ``sigma`` (CUSUM) or the
 pooled sd of both sides (two-sample t, n - 2 df); the best split has the largest
-(:func:`best_splits`). :func:`segments`: binary segmentation with a known ``sigma`` at
-``threshold`` (the gate's change points); :func:`permutation_p`: the permutation p-value of the
-best split's t (nightly's rule (b)), drawing shuffles only until they put p above ``alpha`` (Besag
-and Clifford 1991)."""
+(:func:`best_splits`). :func:`segments`: the gate's change points; :func:`permutation_p`: nightly's
+rule (b) (both: docs/explanation/statistics.md)."""
 
 from __future__ import annotations
 

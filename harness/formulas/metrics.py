@@ -1,12 +1,6 @@
-"""Pure maths of the measurement protocol (no TensorFlow). Units in each docstring.
-
-Formulas (also in results/README.md):
-- window throughput  = global_examples_in_window / window_seconds             [examples/s]
-- examples_per_sec   = median over the repeats of the window throughputs      [examples/s]
-- scaling_efficiency = throughput(N) / (N * throughput(1))                    [1]
-- mfu                = examples_per_sec * flops_per_example / peak_flops      [1]
-
-A figure's CI over processes and the coefficient of variation are in :mod:`harness.formulas.stats`."""
+"""Pure maths of the measurement protocol (no TensorFlow). Units in each docstring; the formulas
+(window throughput, examples_per_sec, scaling_efficiency, mfu): results/README.md. A figure's CI over
+processes and the coefficient of variation are in :mod:`harness.formulas.stats`."""
 
 from __future__ import annotations
 

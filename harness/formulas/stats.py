@@ -3,19 +3,10 @@
 The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process
 agree within 1-2 %, the same cell in another process moves 10-20 %. Each process gives one figure
 (the median of its windows); everything here works on per-process (or, across runs, per-run)
-figures. Pure; numpy and scipy.stats only. Formulas (also in results/README.md), with x_1..x_P the
-per-process figures:
-
-- figure            = median(x_p)
-- CI of the figure  = exp(mean(log x_p) +- t(0.975, P-1) * sd(log x_p) / sqrt(P))
-  A Student-t interval on the log scale over processes, the nested design's interval for the
-  cell (its coverage: ``benchmarks/test_coverage.py``); P < 2: no CI (NaN).
-- CI with history   = exp(mean(log x_p) +- max(the half-width above, t(0.975, k) * sd(log r_j)))
-  (:func:`figure_with_history`), r_0..r_k this run's figure and the k newest earlier runs' of the
-  cell on its fingerprint (k >= MIN_HISTORY_RUNS; else ``ci_history_runs`` = 0).
-- ratio a / b       = median(a) / median(b), CI from Welch's t on log a - log b (Welch-Satterthwaite
-  degrees of freedom); NaN when either side has fewer than 2 values.
-- verdict           = :mod:`harness.formulas.verdicts` (m = MIN_EFFECT)."""
+figures. Pure; numpy and scipy.stats only. The formulas, with their units: results/README.md (the
+figure's median and log-scale Student-t CI over processes, :func:`figure_with_history` widening it
+to the spread of the k >= MIN_HISTORY_RUNS newest earlier runs, a ratio's Welch t CI); the
+verdicts: :mod:`harness.formulas.verdicts` (m = MIN_EFFECT)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Where a GPU's time went in a profiled window: interval arithmetic over a trace. Pure. A trace
-(TensorFlow's profiler, read by :mod:`harness.worker.profile`) gives on one clock (ns) the window
-(the cell's training function running n updates), each GPU's kernel and copy intervals, which are
-collectives (NCCL), and the host's waits for the next input. The window splits into four disjoint
-parts that add up to it exactly, on the busiest GPU (the one a step in sync waits for):
-
-    device      the GPU ran a kernel or copy that is not a collective
-    collective  the GPU ran only collectives
-    input       the GPU ran nothing while the host waited for the next batch
-    host        the GPU ran nothing otherwise: it waited on the host to launch work"""
+(TensorFlow's profiler, read by :mod:`harness.worker.profile`) gives on one clock (ns) the window,
+each GPU's kernel and copy intervals, which are collectives (NCCL), and the host's waits for the
+next input. The window splits into four disjoint parts that add up to it exactly, on the busiest
+GPU (the one a step in sync waits for): device, collective, input and host, as
+docs/explanation/gpus.md (section 5) defines them."""
 
 from __future__ import annotations
 

@@ -1,49 +1,33 @@
 """Ratios measured in turns: a group's live processes take turns, and instances are the evidence.
 
 A *group* is a set of members (identified by a string key) whose processes are live at once. In
-each *block* every member runs one timed window twice, in a balanced order, while the others wait:
-ABBA for two members; for more, a permutation and then its reverse (ABC CBA), drawn per block. Each
-member's two windows sit symmetrically about the block's middle, so a drift of the machine that is
+each *block* every member runs one timed window twice, in a balanced order (ABBA for two members;
+for more, a permutation and then its reverse, drawn per block), so a drift of the machine that is
 linear over the block adds the same to every member's seconds. An *instance* is one fresh set of
-the group's processes, running B blocks. Pure; numpy and scipy.stats only.
+the group's processes, running B blocks, and the unit of evidence (docs/explanation/statistics.md).
+Pure; numpy and scipy.stats only.
 
-Instances, not blocks, are the unit of evidence: a process shifts a ratio by itself, by a few
-percent, for as long as it lives (docs/explanation/statistics.md).
+The formulas (block log ratio :func:`block_log_ratios`, instance log ratio
+:func:`instance_log_ratio`, ratio, CI, p-value, instances to decide) are results/README.md's
+("Ratios in turns"); with n instances, ybar = mean(y_i), s_B = sd(y_i) (ddof 1, ``sd_between``)
+and c the ``scale``, beyond them:
 
-Formulas, for a ratio subject / reference (S, R), with e and s the examples (global: all replicas,
-workers and micro-batches) and wall seconds of one turn's window:
-
-- block log ratio   l_b = log( (sum_S e / sum_S s) / (sum_R e / sum_R s) ), sums over the block's
-  turns of each side (:func:`block_log_ratios`); with equal work per window this is the ABBA
-  estimate log((t_R1 + t_R2) / (t_S1 + t_S2)). Blocks missing either side are skipped.
-- instance log ratio y_i = mean_b l_b over the instance's blocks (:func:`instance_log_ratio`).
-- ratio             = exp(mean_i y_i) * c, with c the ``scale`` (1, or e.g. 1/devices for a
-  scaling efficiency); n instances, ybar = mean(y_i), s_B = sd(y_i) (ddof 1, ``sd_between``).
-- CI                = exp(ybar +- t(conf, n-1) * s_B / sqrt(n)) * c (Student t); n < 2: NaN.
-- p-value           = 2 * P(T_{n-1} > |ybar| / (s_B / sqrt(n))), the one-sample t-test of
-  mean y_i = 0 (scipy.stats.ttest_1samp); with s_B = 0 it is 0 when ybar != 0 and 1 when
-  ybar = 0 (the zero-width CI's verdict); n < 2: NaN.
+- p-value: with s_B = 0 it is 0 when ybar != 0 and 1 when ybar = 0 (the zero-width CI's verdict);
+  the CI and p-value are NaN with n < 2.
 - sd_within         = sqrt( sum_i sum_b (l_ib - mean_b l_ib)^2 / sum_i (B_i - 1) ), the pooled
   sd of block log ratios inside instances (NaN with no instance of 2 blocks or more). Since
   s_B^2 estimates sigma_process^2 + sd_within^2 / B, comparing s_B with sd_within / sqrt(B) says
   whether more blocks per instance (only the second term) or more instances would narrow the CI.
-
-Verdicts (:mod:`harness.formulas.verdicts`), on the unscaled ratio r = ratio / c with CI
-[lo, hi] / c, L = log(1 + m) (m: ``MIN_EFFECT``) and h = t * s_B / sqrt(n):
-
-- FDR               = across the ratios of a run, a ratio is "higher"/"lower" only when the
-  Benjamini-Hochberg step-up procedure at false discovery rate q rejects its p-value (with
-  p_(1) <= ... <= p_(m') the finite p-values, reject the k smallest for the largest k with
-  p_(k) <= k q / m', i.e. those whose adjusted p-value from scipy.stats.false_discovery_control
-  is <= q; NaN p-values are neither rejected nor counted in m') and it is distinguishable (h <
-  |ybar|, |log r| >= L); one the procedure does not reject is undecided (never equivalent).
-- instances to decide, with ybar and s_B measured so far: the half-width that decides is
-  d = |ybar| when |ybar| >= L (a CI excluding 1 decides "different"), else d = L - |ybar| (a CI
-  inside the band decides "same"); n = the smallest n >= max(current, 2) with
-  t(conf, n-1) * s_B / sqrt(n) <= d (searched upwards from the normal approximation
-  ceil((z * s_B / d)^2), which never exceeds it). Unknown (None) with fewer than 2 instances, or
-  d = 0 (min_effect 0 and ybar exactly 0: no finite n decides). The projection assumes ybar and
-  s_B stay where they are, so near |ybar| = L it is only a guide."""
+- FDR (:mod:`harness.formulas.verdicts`, on the unscaled ratio): Benjamini-Hochberg at rate q over
+  the finite p-values of a run (scipy.stats.false_discovery_control's adjusted p-value <= q; NaN
+  p-values are neither rejected nor counted), and it must be distinguishable (h = t * s_B /
+  sqrt(n) < |ybar|, |log r| >= L = log(1 + m), m: ``MIN_EFFECT``); one it does not reject is
+  undecided (never equivalent).
+- instances to decide: n = the smallest n >= max(current, 2) with t(conf, n-1) * s_B / sqrt(n) <=
+  d, searched upwards from the normal approximation ceil((z * s_B / d)^2), which never exceeds it.
+  Unknown (None) with fewer than 2 instances, or d = 0 (min_effect 0 and ybar exactly 0: no
+  finite n decides). The projection assumes ybar and s_B stay where they are, so near |ybar| = L
+  it is only a guide."""
 
 from __future__ import annotations
 

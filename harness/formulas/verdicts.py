@@ -1,18 +1,12 @@
-"""The four verdicts of a comparison, the same words in every command, table and file.
+"""The four verdicts of a comparison, the same words in every command, table and file; what each
+means and how it controls its errors: docs/explanation/statistics.md, "Verdicts".
 
 For a ratio r (subject / reference) with CI [lo, hi] and m the smallest effect worth a verdict
-(:data:`harness.formulas.stats.MIN_EFFECT`, 5 %), L = log(1 + m):
-
-- **higher** / **lower**: the CI excludes 1 and |log r| >= L (the effect is at least m), and, where
-  a run judges many comparisons at once, the false-discovery control rejects "no difference";
-- **equivalent**: the CI lies inside [1 / (1 + m), 1 + m]: no difference of m or more;
-- **undecided**: neither; more instances would likely decide it (a CI that straddles the band's
-  edge, one that excludes 1 with an effect under m, or one the false-discovery control holds back).
-  "Not significant" is undecided, never "the same".
-- **not measured**: no instance at all (the row's note says why).
-
-The false-discovery control can only move a comparison from higher or lower to undecided, never to
-equivalent: equivalence is judged on the CI alone."""
+(:data:`harness.formulas.stats.MIN_EFFECT`, 5 %), L = log(1 + m): **higher** / **lower** when the
+CI excludes 1, |log r| >= L and, where a run judges many comparisons at once, the false-discovery
+control rejects "no difference"; **equivalent** when the CI lies inside [1 / (1 + m), 1 + m]
+(judged on the CI alone: the false-discovery control never makes a comparison equivalent);
+**undecided** otherwise; **not measured**: no instance at all (the row's note says why)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """``python -m harness ab``: the same cells measured in pairs of fresh processes (:data:`MODES`), one
 started from interpreter (and settings) A and one from B, until the sequential rule decides each
-cell (:mod:`harness.analysis.ab`).
-
-Every process's row goes to the results history as soon as it ends, with ``ab_id``, ``ab_side``
-and ``ab_pair``; both sides' fingerprints are kept (they differ when the builds differ), and a
-pair whose sides ran on different hardware fails the cell rather than being compared."""
+cell (:mod:`harness.analysis.ab`). Where each process's row goes, and why a pair whose sides ran on
+different hardware fails the cell: docs/how-to/compare-builds.md."""
 
 from __future__ import annotations
 

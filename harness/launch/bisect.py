@@ -1,14 +1,12 @@
 """``python -m harness bisect``'s loop: install the builds each step needs, measure the step as an
 ``ab`` in turns pair by pair until its rule decides (:mod:`harness.analysis.bisect`), and journal
-everything, so that a bisect killed at any moment resumes where it stopped.
+everything, so that a bisect killed at any moment resumes where it stopped (docs/how-to/bisect.md).
 
-The journal (``<results>/bisect/<key>/journal.jsonl``, :class:`harness.results.journal.Journal`:
-one fsync-ed line per entry) starts with the plan (the builds, the cell, the rule) and then holds,
-in order: each build ``installed`` (what it imported as) or ``skipped`` (why), each ``pair`` as it
-ends (its ratio B/A, or none when every block was disturbed) and each ``step`` as it is decided;
-``end`` once the bisect is over. Replaying it gives back the state and the pairs of the step in
-progress; a resumed step goes on from its next pair. Every process's row also goes to
-``<results>/ab`` (one ab id per step and start), as ``ab`` writes it."""
+The journal (``<results>/bisect/<key>/journal.jsonl``, :class:`harness.results.journal.Journal`)
+starts with the plan (the builds, the cell, the rule) and then holds, in order: each build
+``installed`` (what it imported as) or ``skipped`` (why), each ``pair`` as it ends (its ratio B/A,
+or none when every block was disturbed) and each ``step`` as it is decided; ``end`` once the bisect
+is over. A resumed step goes on from its next pair."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """The step breakdown, after a run's turns: one process per cell that needs it, alone on the
-machine, so that no measured instance holds its members while one of them profiles.
-
-The process builds the cell, calibrates and times :data:`WINDOWS` windows back to back (the
-GPU profile sizes its window from them), then times the parts of an update (CPU:
-:mod:`harness.worker.breakdown`) or profiles one window (GPU: :mod:`harness.worker.profile`).
-Only its breakdown is kept (:attr:`harness.launch.runner.RunState.breakdowns`): its throughput,
-measured outside the turns, is in no figure or ratio."""
+machine, so that no measured instance holds its members while one of them profiles
+(docs/explanation/measurement.md). The process times :data:`WINDOWS` windows back to back (the GPU
+profile sizes its window from them), then the parts of an update (CPU:
+:mod:`harness.worker.breakdown`) or one profiled window (GPU: :mod:`harness.worker.profile`). Only
+its breakdown is kept (:attr:`harness.launch.runner.RunState.breakdowns`)."""
 
 from __future__ import annotations
 

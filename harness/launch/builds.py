@@ -1,17 +1,14 @@
 """TensorFlow builds for ``bisect``: which ones the package index offers, each installed on its own
-beside one environment that holds everything else fixed.
+beside one environment that holds everything else fixed (docs/how-to/bisect.md, "What it holds
+fixed").
 
 - **The index**: a simple repository (PEP 691 JSON, default ``https://pypi.org/simple``) or a folder
   of wheels (as ``pip --find-links`` reads it); only wheels this interpreter can install count
   (their tags against :func:`packaging.tags.sys_tags`).
-- **The held environment** (``<envs>/bisect-held-<good spec>``): a venv with this suite and the good
-  build's dependencies as pip resolves them, TensorFlow itself then uninstalled; its ``pip freeze``
-  (``held.txt``) is hashed into a pin, as ``nightly`` pins its reference.
-- **A build**: its wheel alone (``pip install --no-deps --target``) in
-  ``<envs>/bisect-builds/<dist>-<version>``, imported by the held interpreter through
-  ``PYTHONPATH``: every build runs with the very same Keras and NumPy, so a change found is
-  TensorFlow's. A folder is complete once its ``probe.json`` (what it imported as) is written; a
-  killed install leaves a ``.partial`` folder the next try removes."""
+- **The held environment** (``<envs>/bisect-held-<good spec>``): its ``pip freeze`` (``held.txt``)
+  is hashed into a pin, as ``nightly`` pins its reference.
+- **A build** (``<envs>/bisect-builds/<dist>-<version>``): complete once its ``probe.json`` (what it
+  imported as) is written; a killed install leaves a ``.partial`` folder the next try removes."""
 
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ steal time from ``/proc/stat``; each process's CPU time, parent, name and kernel
 - ``foreign_s``: the part of ``other_s`` that is another program or the hypervisor (user-space
   processes outside the run, plus steal); ``busiest`` names the one that used most.
 
-Only another program disturbs a turn (:func:`harness.formulas.turns.is_disturbed`): on an idle
-16-core GPU host the median turn saw 0.15 CPUs of kernel work for the run and 0.04 of ``run_s``.
-CPU seconds, resolution one tick (10 ms) per CPU. ``/proc`` is read by hand: psutil's snapshot
-takes 5.5 ms against 1.0 ms, has no kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
+Only another program disturbs a turn (:func:`harness.formulas.turns.is_disturbed`; what an idle GPU
+host shows: docs/explanation/gpus.md, section 1). CPU seconds, resolution one tick (10 ms) per CPU.
+``/proc`` is read by hand: psutil's snapshot takes 5.5 ms against 1.0 ms, has no kernel-thread
+flag, and the GPU hosts' offline bundle lacks it."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
-"""``python -m harness doctor``: what this machine can run, and why a device might sit idle.
+"""``python -m harness doctor``: what this machine can run, and why a device might sit idle
+(docs/how-to/laptop.md, "What can this machine run?").
 
-The parent never imports TensorFlow. It asks :mod:`harness.worker.probe` child processes for the
-devices, build and thread settings, then probes every single-process strategy and cross-device op
-at each replica count (one process per count: two MirroredStrategy topologies in one process break
-each other's collectives) and MultiWorkerMirroredStrategy with two local workers per communication
-implementation. It adds what the OS (``/sys/class/drm``) and NVML say about GPUs, turns all of it
-into warnings in words, and names the machine and its facts (what every run's rows record).
-ParameterServerStrategy needs a cluster of servers and is not probed here (``python -m harness run
---strategy parameter_server --workers 1 --ps 1`` exercises it)."""
+The parent never imports TensorFlow: :mod:`harness.worker.probe` child processes report the devices,
+build and thread settings and run the probes, one process per replica count (two MirroredStrategy
+topologies in one process break each other's collectives), and two local workers per
+MultiWorkerMirroredStrategy communication implementation. It adds what the OS (``/sys/class/drm``)
+and NVML say about GPUs, and names the machine and its facts. ParameterServerStrategy is not probed
+here (``python -m harness run --strategy parameter_server --workers 1 --ps 1`` exercises it)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """A side's Python environment for ``nightly`` (the one place it runs pip): an interpreter path as
 given, or a requirement spec installed with this suite into a venv of its own.
 
-The reference is pinned exactly: its first install writes the environment's ``pip freeze`` to
-``<results>/nightly/reference-<pin>.txt`` (``pin``: the first 12 hex digits of its sha256) and
-records ``spec -> pin`` in ``<results>/nightly/pins.json``; every later night installs that lock
-file, not the spec, and checks the environment's freeze against it, so a patch release that the
-spec admits (``==2.20.*``) cannot move the reference. The candidate is installed from its spec
-every night (``--upgrade``: a nightly wheel moves). An interpreter path is used as it is; its
-freeze is still hashed into the pin."""
+The reference is pinned exactly (docs/how-to/nightly.md, "Environments"): its first install writes
+``<results>/nightly/reference-<pin>.txt`` (``pin``: the first 12 hex digits of its freeze's sha256)
+and ``spec -> pin`` in ``<results>/nightly/pins.json``; later nights install that lock file and
+check the freeze against it. An interpreter path is used as it is; its freeze is still hashed into
+the pin."""
 
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
 """A TensorFlow cell with a co-tenant from another framework: the TensorFlow worker and one
 ``python -m harness.foreign`` process on the same devices, both taking the turns of the cell's
-group instance (:mod:`harness.launch.turns` grants them alone and together).
+group instance (:mod:`harness.launch.turns` grants them alone and together; docs/how-to/co-tenants.md).
 
-The co-tenant runs only inside a group instance (the turns channel in the worker's environment);
-elsewhere (``verify``) the TensorFlow side runs alone, since sharing does not change what it
-computes. A co-tenant that fails stops the cell: the TensorFlow worker is killed at once (it would
-wait for turns forever) and the row carries the co-tenant's own error, an out-of-memory on a GPU
-included."""
+The co-tenant runs only inside a group instance; elsewhere (``verify``) the TensorFlow side runs
+alone. A co-tenant that fails stops the cell: the TensorFlow worker is killed at once (it would
+wait for turns forever) and the row carries the co-tenant's own error."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Local clusters off the network: the parent's side of :mod:`harness.contract.isolation`.
-
-:func:`namespace` holds one network namespace (with only loopback) for the tasks of one local
-cell: their environment names it, and each task joins it before TensorFlow starts (a forked
-worker right after its fork, a fresh interpreter through ``python -m harness.worker.netns
-join``). Cells live at the same time each have their own, so their ports never meet.
-:func:`check` says once per process whether this machine allows it."""
+"""Local clusters off the network: the parent's side of :mod:`harness.contract.isolation`
+(docs/explanation/multi-worker.md, "Ports and the network"). :func:`namespace` holds one network
+namespace (with only loopback) for the tasks of one local cell; :func:`check` says once per process
+whether this machine allows it."""
 
 from __future__ import annotations
 

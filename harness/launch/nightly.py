@@ -1,10 +1,8 @@
-"""``python -m harness nightly``'s night (:func:`night`): the candidate against the pinned reference
-on every runnable cell, in rounds of pairs as ``ab --mode turns`` measures them (each round one pair
-of every cell until each has ``min_pairs``, then of the noisier half) until the budget is spent,
-then one point per cell appended to its series with both decisions (:mod:`harness.analysis.nightly`).
-
-Pair rows go under ``<out>/nightly/cells`` and ``windows`` (run_id = the night's id), apart from
-the run history; points under ``<out>/nightly/points``. The reference is side A, the candidate B."""
+"""``python -m harness nightly``'s night (:func:`night`): the candidate (side B) against the pinned
+reference (side A) on every runnable cell, in rounds of pairs as ``ab --mode turns`` measures them
+until the budget is spent, then one point per cell appended to its series with both decisions
+(:mod:`harness.analysis.nightly`). The rounds, and where pairs and points go:
+docs/how-to/nightly.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The one handle on a child process that every launcher uses (single cell, local cluster,
-co-tenants, real-cluster tasks, doctor probes): :class:`Process`.
+co-tenants, real-cluster tasks, doctor probes): :class:`Process` (docs/explanation/multi-worker.md,
+"Faults and deadlines").
 
-A child starts in its own session (so it can be stopped with its whole group) and dies with the
-parent (``PR_SET_PDEATHSIG``). It reports JSON lines to an events file (a worker appends to it; a
-probe's stdout is that file), its other output goes to a log. Its launcher moves it through named
-phases (:class:`Phase`), each with a deadline (:class:`Deadline`); :meth:`Process.stop` sends
-SIGTERM to the group and SIGKILL after ``KILL_GRACE_S``, and :meth:`Process.failure` says in words
-what went wrong, in which phase, with the tail of the log."""
+A child starts in its own session and dies with the parent (``PR_SET_PDEATHSIG``). It reports JSON
+lines to an events file (a worker appends to it; a probe's stdout is that file), its other output
+goes to a log. Its launcher moves it through named phases (:class:`Phase`), each with a deadline
+(:class:`Deadline`); :meth:`Process.stop` sends SIGTERM to the group and SIGKILL after
+``KILL_GRACE_S``, and :meth:`Process.failure` says what went wrong, in which phase, with the log's tail."""
 
 from __future__ import annotations
 

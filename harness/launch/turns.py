@@ -1,15 +1,12 @@
-"""One instance of a group, measured in turns: every member's processes start together, build and
-compile (untimed), then the coordinator grants turns over a Unix socket
-(:mod:`harness.contract.turns`): one member at a time (every timing process of it) runs one timed
-window with the whole machine while every other process waits in a blocking read. Each block gives
-every member two turns in a balanced order (:func:`harness.spec.groups.turn_order`: ABBA for two).
-Around each turn the coordinator splits its CPU time between the member, the run's other processes
-and the rest (:mod:`harness.launch.cpu_use`); a turn disturbed by something else leaves its block
-out of the ratios (:func:`harness.formulas.turns.is_disturbed`). Then each member runs its checks
-alone, reports its record and exits (the step breakdown comes after the run's turns:
-:mod:`harness.launch.breakdowns`). A member that dies, or a passed deadline, drops the instance:
-every channel closes (each waiting worker fails at once), every process is stopped, and the
-instance says why (:attr:`Instance.dropped`)."""
+"""One instance of a group, measured in turns (docs/explanation/measurement.md): every member's
+processes start together, build and compile (untimed), then the coordinator grants turns over a
+Unix socket (:mod:`harness.contract.turns`), each block every member's two turns in a balanced order
+(:func:`harness.spec.groups.turn_order`). Around each turn the coordinator splits its CPU time
+(:mod:`harness.launch.cpu_use`); a turn disturbed by something else leaves its block out of the
+ratios (:func:`harness.formulas.turns.is_disturbed`). Then each member runs its checks alone,
+reports its record and exits. A member that dies, or a passed deadline, drops the instance: every
+channel closes (each waiting worker fails at once), every process is stopped, and the instance says
+why (:attr:`Instance.dropped`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """The collectives table's rows (results/collectives; columns in
 :data:`harness.results.store.COLLECTIVE_COLUMNS`), from the processes of one topology. Pure.
-
-Each process reports, per payload, the time of one all-reduce and its sum check. A payload's row
-takes the median time over processes with the log-scale t CI (:func:`harness.formulas.stats.figure`),
-algbw and busbw from that median (:mod:`harness.analysis.collectives`), and the worst sum error of
-any process: above :data:`MAX_REL_ERROR` the row is ``invalid`` (the op returned a wrong sum). A
-topology whose process failed gives one failed row; an unsupported one one unsupported row."""
+Each figure and status as results/README.md ("The collectives table") defines it, the row
+``invalid`` above :data:`MAX_REL_ERROR`."""
 
 from __future__ import annotations
 

@@ -2,10 +2,8 @@
 the parquet schema (derived from the typed records of :mod:`harness.contract.records`), atomic
 append, and reading back (a damaged file named and left out, the rest read).
 
-Layout (append-only; one folder per table, date and run): results/README.md, "Layout".
-
-Each file is written to a temporary name in the same folder and renamed into place, so a reader or an
-interrupted run never sees half a file. Every file carries the full schema below, so
+Layout (append-only; one folder per table, date and run), and why a reader never sees half a file:
+results/README.md, "Layout". Every file carries the full schema below, so
 ``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
 the schema applied (columns added in later versions read as null in older files)."""
 

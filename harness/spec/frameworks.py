@@ -1,11 +1,5 @@
 """Co-tenants from other frameworks: one descriptor per framework that can train beside a
-TensorFlow cell (``--tenant-framework``). Pure data.
-
-A cell with ``tenant_framework`` F is the TensorFlow cell with one process of framework F training
-the same model (same layers, batch, optimizer, synthetic data) on the same devices. The two
-processes take turns with the machine in three ways, in balanced blocks: TensorFlow alone, F
-alone, and both at once (:mod:`harness.launch.turns`), so each side's throughput alone and
-together comes from the same live processes.
+TensorFlow cell (``--tenant-framework``; what is measured: docs/how-to/co-tenants.md). Pure data.
 
 The co-tenant's process environment is the parent's, less what the descriptor says it must not
 inherit, plus the settings its installed release accepts (:meth:`Framework.process_env`): the

@@ -1,15 +1,12 @@
-"""Which ratios a run reports, and how its cells share live processes to measure them in turns. Pure.
+"""Which ratios a run reports, and how its cells share live processes to measure them in turns
+(docs/explanation/measurement.md). Pure.
 
-A reported ratio (a scaling efficiency, a strategy's speed-up, co-tenancy's share...) compares two
-cells. Measured in turns, the cells a ratio compares are started together as live processes, a
-:class:`Group`, and take turns running short timed windows (:func:`turn_order`), so a drift of the
-machine in time lowers both ends of the ratio alike. This module decides, as data, the
-comparisons (:class:`Comparison`) among a selection's cells and the groups that measure them: races
-(:func:`headline_groups`, :func:`race_groups`), the rest (:func:`groups`, no group of several cells
-above ``max_live`` live processes) and ``ab``'s (:func:`ab_group`).
-
-Which strategies a relation applies to is a question to the descriptors
-(:mod:`harness.spec.strategies`): the reference strategy, the all-reduce option axis."""
+This module decides, as data, the comparisons (:class:`Comparison`) among a selection's cells and
+the groups (:class:`Group`) that measure them: races (:func:`headline_groups`,
+:func:`race_groups`), the rest (:func:`groups`, no group of several cells above ``max_live`` live
+processes) and ``ab``'s (:func:`ab_group`); the turns' order is :func:`turn_order`. Which
+strategies a relation applies to is a question to the descriptors (:mod:`harness.spec.strategies`):
+the reference strategy, the all-reduce option axis."""
 
 from __future__ import annotations
 

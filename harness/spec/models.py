@@ -1,10 +1,7 @@
 """The models' FLOP-bearing layers and analytic training FLOPs, by name (pure; the Keras builders are
-in :mod:`harness.worker.training.models`).
-
-FLOPs count the multiply-adds of convolutions and matmuls (2 FLOPs each); biases, activations,
-pooling, the loss and the optimizer update are not counted. Training FLOPs per example are the
-forward pass plus the backward pass: weight gradients for every layer (same FLOPs as its forward)
-and input gradients for every layer except the first (the input needs no gradient)."""
+in :mod:`harness.worker.training.models`). The convention (multiply-adds of convolutions and
+matmuls, 2 FLOPs each; forward, weight gradients, and input gradients for every layer but the
+first) is :mod:`harness.formulas.flops`'s."""
 
 from __future__ import annotations
 

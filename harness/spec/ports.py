@@ -1,10 +1,7 @@
 """Where a local cluster's TensorFlow servers can be reached from: one :class:`PortScope` per
-case, chosen once per run from what the machine allows and ``--open-ports``. Pure data.
-
-TensorFlow's gRPC server (every multi-worker task, parameter server and coordinator) listens on
-every interface without authentication, whatever address ``TF_CONFIG`` names; TensorFlow's
-security policy says its servers belong on trusted networks only, since whoever reaches a port
-can run code in the process."""
+case, chosen once per run from what the machine allows and ``--open-ports``. Pure data. Why
+(TensorFlow's servers listen on every interface without authentication):
+docs/explanation/multi-worker.md, "Ports and the network"."""
 
 from __future__ import annotations
 

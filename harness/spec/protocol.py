@@ -34,13 +34,12 @@ class Protocol:
     after the windows (:mod:`harness.worker.breakdown`; a run in turns: after its turns, one process
     per cell, :mod:`harness.launch.breakdowns`).
 
-    A local run measures in turns (:mod:`harness.launch.turns`): the cells a reported ratio compares
-    are live at once (at most ``max_live`` processes; 0: from the machine's memory), taking turns of
-    about ``turn_s`` seconds, ``blocks`` blocks of two turns each per instance. Every group gets
-    ``processes`` to ``max_processes`` instances (fresh processes); the ``budget_min`` minutes go to
-    the groups least decided. 6 blocks an instance: the spread between instances (about 3 % of log
-    ratio here) is that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy
-    precision (the default sweep takes 4, so its minimum of 3 instances a group fits on 2 cores).
+    A local run measures in turns (:mod:`harness.launch.turns`, docs/explanation/measurement.md):
+    ``max_live`` (0: from the machine's memory), ``turn_s``, ``blocks`` per instance, ``processes``
+    to ``max_processes`` instances a group, ``budget_min``. 6 blocks an instance: the spread between
+    instances (about 3 % of log ratio here) is that of the mean of 6 blocks (4-10 % a block), so more
+    instances, not blocks, buy precision (the default sweep takes 4, so its minimum of 3 instances a
+    group fits on 2 cores).
 
     Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
 

@@ -1,10 +1,9 @@
 """The order of a run's processes: passes over the cells, each pass in a new order. Pure.
 
-A cell is measured once per pass, in fresh worker processes, so its P processes are spread over the
-whole run: a slow spell of the machine lowers one process of many cells instead of every process of
-one cell. Pass 0 keeps the planned order (1-device baselines first, each cell alone before it shares
-its devices); later passes shuffle it with a seed derived from the protocol's, so every task of a
-real cluster computes the same order."""
+A cell is measured once per pass, in fresh worker processes, so a slow spell of the machine lowers
+one process of many cells instead of every process of one cell. Pass 0 keeps the planned order
+(1-device baselines first, each cell alone before it shares its devices); later passes shuffle it
+with a seed derived from the protocol's, so every task of a real cluster computes the same order."""
 
 from __future__ import annotations
 

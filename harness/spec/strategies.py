@@ -3,12 +3,10 @@ without TensorFlow (how Keras's ``Distribution`` subclasses carry their own beha
 
 A :class:`Strategy` says how many processes and tasks a cell needs and their roles, whether its
 updates are synchronous, which variables it must create, whether the all-reduce check applies,
-which axes mean something for it (the option axis naming its all-reduce implementation, the axis
-that adds devices), whether it is the plain reference, and which loops and precisions it cannot run
-(with the reason). Code elsewhere asks the descriptor (``STRATEGIES[cell.strategy]``, or
-:func:`strategies_where` / :func:`only_strategy` for a set of them) instead of comparing names (a
-test greps for such comparisons); the TensorFlow objects are built by
-:mod:`harness.worker.training.strategies`, one builder per name."""
+which axes mean something for it, whether it is the plain reference, and which loops and
+precisions it cannot run (with the reason). Code elsewhere asks the descriptor
+(``STRATEGIES[cell.strategy]``, :func:`strategies_where`, :func:`only_strategy`) instead of comparing
+names (a test greps for such comparisons); :mod:`harness.worker.training.strategies` builds them."""
 
 from __future__ import annotations
 

@@ -1,26 +1,15 @@
 """Where an update's time goes: each part of a cell's update timed alone, in the cell's own process
-after its timed windows (its own strategy, model and input pipeline), alternating with the cell's
-own update so that every part is timed under the conditions of the step it is a share of.
+after its timed windows, alternating with the cell's own update (what each part holds:
+results/README.md; why: docs/explanation/measurement.md, "the step breakdown").
 
 Each part is a ``tf.function`` holding an in-graph loop of n repetitions run one after another
-(``parallel_iterations=1``, as a training function's updates are), n calibrated so that a window
-lasts about ``window_s``. Rounds time one window of the update and of every part in turn
-(:func:`harness.worker.timing.interleaved`); a figure is its median window / n over
-:data:`PART_ROUNDS` rounds, or up to :data:`PART_SETS` sets of them while a part exceeds the update
-by more than the noise allows (:data:`harness.formulas.breakdown.NOISE`). Results go to a
-per-replica sink variable (``ON_READ``: no cross-replica reduction) so that nothing is pruned.
-
-- ``parts_step_s``: one update of the cell's own training function, timed as its windows are
-  (``Trainer.windows``; under ``fit`` one epoch after an untimed one): input, all-reduce,
-  optimizer step and dispatch included: the step the shares are taken of;
-- ``compute_s``: the forward and backward passes of one update: the replica function
-  (:func:`harness.worker.training.loops.make_gradients`: accum_steps micro-batches, gradients summed
-  locally) under ``strategy.run``, one update per loop iteration, on a batch already on the
-  devices: no reduction, optimizer step or input (each gradient's first element goes to the sink);
-- ``allreduce_s``: one all-reduce of the trainable variables' shapes and dtypes through the
-  strategy's cross-device ops (``ReplicaContext.all_reduce(SUM, [...])``); 0 with one replica;
-- ``input_s``: one update's batch pulled through a fresh distributed iterator onto the devices;
-- ``dispatch_s``: one call of a function running ``strategy.run`` of a constant, / steps_per_execution.
+(``parallel_iterations=1``), n calibrated so that a window lasts about ``window_s``. Rounds time
+one window of the update and of every part in turn (:func:`harness.worker.timing.interleaved`); a
+figure (s per update) is its median window / n over :data:`PART_ROUNDS` rounds, or up to
+:data:`PART_SETS` sets of them while a part exceeds the update by more than the noise allows
+(:data:`harness.formulas.breakdown.NOISE`). Results go to a per-replica sink variable (``ON_READ``:
+no cross-replica reduction) so that nothing is pruned. ``dispatch_s`` is per step, i.e. one call /
+steps_per_execution; ``allreduce_s`` is 0 with one replica.
 
 None for parameter_server (the coordinator schedules whole functions, variables live on the ps
 tasks) and co-tenant cells (their parts would contend with the other tenants unknowably)."""

@@ -1,5 +1,6 @@
 """Energy counters around a cell: NVML's for the cell's GPUs, the CPU packages' RAPL counters
-(powercap) for a CPU cell; where neither can be read, every reading is None.
+(powercap) for a CPU cell; where neither can be read, every reading is None (what the figure counts:
+``energy_j_per_example`` in results/README.md).
 
 GPUs: ``pynvml`` (package ``nvidia-ml-py``) where installed and the driver has
 ``nvmlDeviceGetTotalEnergyConsumption`` (Volta and newer). GPUs are found by PCI bus id (from
@@ -7,11 +8,9 @@ TensorFlow's device description), never by index (NVML numbers every GPU in PCI 
 order, ``CUDA_VISIBLE_DEVICES`` and ``tf.config.set_visible_devices`` decide what this process
 sees); a GPU not found or read makes the reading None rather than a sum over the wrong GPUs.
 
-CPUs: Linux's powercap (``/sys/class/powercap/intel-rapl:N``, on AMD too) has one ``energy_uj``
-counter per package (``name`` ``package-N``; its sub-domains, cores or DRAM, are parts and are not
-added). A package counts every process on it, not only the cell's. Each counter wraps at
-``max_energy_range_uj`` (about 262 kJ: over 20 minutes at 200 W), added back by a meter read once
-per wrap. Most kernels since 2020 let only root read ``energy_uj``: then there is no reading."""
+CPUs: one ``energy_uj`` counter per package (``name`` ``package-N``; its sub-domains, cores or DRAM,
+are parts and are not added). Each counter wraps at ``max_energy_range_uj`` (about 262 kJ: over 20
+minutes at 200 W), added back by a meter read once per wrap."""
 
 from __future__ import annotations
 

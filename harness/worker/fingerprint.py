@@ -4,9 +4,8 @@
 TF/Keras/Python versions, CUDA/cuDNN/ROCm build, thread settings, TF_*/NCCL_* variables that change
 behaviour), so nightly runs on the same machine and software group together.
 
-The CPU model and the NVIDIA driver are read from ``/proc`` by hand because no library at hand
-gives them: psutil has neither, and a worker on a GPU host runs from an offline bundle that holds
-TensorFlow's own packages only."""
+The CPU model and the NVIDIA driver are read from ``/proc`` by hand: psutil has neither, and a
+GPU host's offline bundle holds TensorFlow's own packages only."""
 
 from __future__ import annotations
 

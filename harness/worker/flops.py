@@ -1,11 +1,7 @@
 """A model's training FLOPs counted from its traced step (:mod:`harness.formulas.flops` says what
-is counted), its trainable parameters and the bytes of its gradients, measured in the worker.
-
-The step traced is one replica's forward and backward pass on one micro-batch, as the training
-function runs it (:func:`harness.worker.training.loops.make_gradients`, no strategy, no in-graph loop,
-no optimizer step), on a fresh copy of the model under the cell's dtype policy. Only the ops the
-gradients depend on are counted (the graph as traced also holds ops that TensorFlow prunes before
-running it, such as the input gradient of the first layer)."""
+is counted), its trainable parameters and the bytes of its gradients, measured in the worker. What
+is traced (one replica's forward and backward pass on one micro-batch, only the ops the gradients
+depend on): docs/explanation/mfu.md, "FLOPs are counted, not typed in"."""
 
 from __future__ import annotations
 

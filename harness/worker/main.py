@@ -1,13 +1,12 @@
 """Worker process: sets up the devices of one cell, measures (or verifies) it, emits JSON events.
 
 Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one process per cell
-(and task). JOB is a JSON :class:`~harness.contract.job.Job`; EVENTS is the JSON-lines file of
-:mod:`harness.contract.job` that this process appends to (ready, start, joined, record, finished).
-
-A cell that raises becomes a ``failed`` record carrying the error, and the worker exits 1. A
-``verify`` worker (``WorkerOptions.deterministic``) turns on TensorFlow's op determinism and turns off
-TensorFloat-32 before anything else touches TensorFlow; an op that then has no deterministic kernel
-fails its cell with a reason that says so (:func:`failure_reason`)."""
+(and task). JOB is a JSON :class:`~harness.contract.job.Job`; EVENTS the JSON-lines file this
+process appends to (:mod:`harness.contract.events`). A cell that raises becomes a ``failed`` record
+carrying the error, and the worker exits 1. A ``verify`` worker (``WorkerOptions.deterministic``)
+turns on TensorFlow's op determinism and turns off TensorFloat-32 before anything else touches
+TensorFlow; an op that then has no deterministic kernel fails its cell with a reason that says so
+(:func:`failure_reason`)."""
 
 from __future__ import annotations
 

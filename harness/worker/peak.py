@@ -1,11 +1,8 @@
 """The device's matmul peak (for ``mfu``), measured in its own process:
 ``python -m harness.worker.peak --device-kind cpu|gpu --dtypes float32,bfloat16`` prints one JSON
-line per dtype (:data:`harness.contract.job.PEAK_MODULE`).
-
-Each repeat is one call of PRODUCTS distinct n x n products of OPERANDS operands (no product can be
-reused; at most :func:`peak_bytes` of device memory: 3 GiB for float32 at n = 8192 on a GPU, with
-memory growth on); a process's figure is its best repeat. The run takes the median over its peak processes (start, between passes,
-end), so one slow spell cannot set every row's MFU."""
+line per dtype (:data:`harness.contract.job.PEAK_MODULE`). It holds at most the operands and
+every product at once, (OPERANDS + PRODUCTS) x n x n elements: 3 GiB in float32 at n = 8192. How
+the run takes its median: docs/explanation/mfu.md, "The peak"."""
 
 from __future__ import annotations
 
@@ -41,11 +38,6 @@ def pairs(operands: int = OPERANDS, products: int = PRODUCTS) -> list[tuple[int,
     if products > len(every):
         raise ValueError(f"{products} products need more than {operands} operands")
     return every[:products]
-
-
-def peak_bytes(n: int, itemsize: int, operands: int = OPERANDS, products: int = PRODUCTS) -> int:
-    """Device memory the measurement holds at most: the operands and every product at once."""
-    return (operands + products) * n * n * itemsize
 
 
 def tf32_active(tf_setting: bool, override: str | None, compute_capability: tuple[int, int] | None) -> bool:

@@ -1,12 +1,7 @@
-"""Where a GPU update's time goes: one window of the cell's own training function under
-TensorFlow's profiler (``tf.profiler.experimental``, CUPTI for the GPU side), read back as a
-timeline and split by :func:`harness.formulas.timeline.split` into device, collective, input and
-host time per update.
-
-The window is the trainer's own (``Trainer.windows``: n updates ending in a host sync; under ``fit``
-with its leading epoch), marked on the host by a ``TraceMe`` (:data:`MARK`); it runs after the
-timed windows (in a run in turns: in a process of its own after the turns,
-:mod:`harness.launch.breakdowns`), about :data:`PROFILE_WINDOW_S` long. Per update is over
+"""Where a GPU update's time goes (docs/explanation/gpus.md, section 5): one window of the cell's own
+training function (``Trainer.windows``; under ``fit`` with its leading epoch) under TensorFlow's
+profiler, marked on the host by a ``TraceMe`` (:data:`MARK`), about :data:`PROFILE_WINDOW_S` long,
+read back as a timeline and split by :func:`harness.formulas.timeline.split`. Per update is over
 every update the marked span ran (the trainer's update counter before and after)."""
 
 from __future__ import annotations

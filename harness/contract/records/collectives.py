@@ -1,11 +1,9 @@
 """The collectives table's row (:class:`CollectiveRow`): one all-reduce payload of one topology
-(``run --sweep collectives``). Pure: no pyarrow, no pandas.
-
-A flat TypedDict, not a dataclass of groups, because its rows are assembled piecewise: a
-topology's columns (:func:`harness.results.collectives.topology_columns`), then each payload's
-figures over the processes, then the run's columns (:mod:`harness.launch.collectives`), each a
-``{**base, ...}`` of the last; every field may be absent until then. It has no ``resumes``, so it
-shares :class:`~harness.contract.records.shared.RunInfo`'s other columns one by one."""
+(``run --sweep collectives``). Pure: no pyarrow, no pandas. A flat TypedDict because its rows are
+assembled piecewise: a topology's columns (:func:`harness.results.collectives.topology_columns`),
+then each payload's figures over the processes, then the run's columns
+(:mod:`harness.launch.collectives`); every field may be absent until then. It has no ``resumes``,
+so it shares :class:`~harness.contract.records.shared.RunInfo`'s other columns one by one."""
 
 from __future__ import annotations
 

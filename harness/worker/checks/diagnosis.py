@@ -1,16 +1,10 @@
 """Misconfiguration diagnosis: "why is only one device busy?", answered in words. :func:`diagnose`
-takes a strategy, a Keras model and optimizer and says
-
-1. which of them was built outside ``strategy.scope()``: its variables are plain
-   ``ResourceVariable``, so training runs on one device (the model) or mixes strategies (the
-   optimizer);
-2. whether the variables are really mirrored: one copy per replica, each on its replica's device;
-3. whether every replica device did work: a computation run on every replica (eagerly) comes back
-   from each replica's device, and after training on GPUs each replica GPU's peak memory exceeds
-   its variable copies by at least half the gradients (:func:`idle_gpus`).
-
-The integrity check runs it after every cell (:mod:`harness.worker.checks.integrity`): such a cell
-is ``invalid``, with no throughput. Imports TensorFlow lazily."""
+takes a strategy, a Keras model and optimizer and says which of them was built outside
+``strategy.scope()``, whether the variables are really mirrored, and whether every replica device
+did work (on GPUs: :func:`idle_gpus`); what each check looks at: docs/explanation/accumulation.md,
+"Misconfiguration diagnosis". The integrity check runs it after every cell
+(:mod:`harness.worker.checks.integrity`): such a cell is ``invalid``, with no throughput. Imports
+TensorFlow lazily."""
 
 from __future__ import annotations
 

@@ -2,17 +2,14 @@
 
 1. ``num_replicas_in_sync`` equals the cell's replicas in sync (a worker's under parameter_server).
 2. :func:`harness.worker.checks.diagnosis.diagnose` finds the model, optimizer and devices right.
-3. All replica copies of each variable are bitwise equal, except as :data:`MAY_DIFFER` says: a
-   BatchNormalization's moving statistics (each replica keeps its own batches' unless built with
-   ``synchronized=True``), and an Embedding's table, whose sparse gradients each replica adds in
-   its own order (equal within :data:`SPARSE_RTOL` of the table's largest magnitude).
+3. All replica copies of each variable are bitwise equal, except as :data:`MAY_DIFFER` says
+   (docs/explanation/mfu.md: BatchNorm's moving statistics; an Embedding's table within
+   :data:`SPARSE_RTOL` of its largest magnitude).
 4. An all-reduce of (replica id + 1) gives n(n+1)/2 on every replica where the descriptor's
-   ``allreduce_check`` holds (not parameter_server: its coordinator runs no replica functions, its
-   workers do not all-reduce).
+   ``allreduce_check`` holds (not parameter_server, whose workers do not all-reduce).
 5. The final loss and every weight are finite.
-6. Synchronous strategies: ``optimizer.iterations`` equals the updates run (under
-   parameter_server Keras 3 increments it by a read then an assign on the ps, so concurrent
-   workers lose increments; the row reports it instead)."""
+6. Synchronous strategies: ``optimizer.iterations`` equals the updates run (not parameter_server:
+   docs/explanation/multi-worker.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """LOOPS registry: training loops around one shared replica update with gradient accumulation.
 
-One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples per replica:
-each replica sums the k gradients locally, then ``optimizer.apply_gradients`` makes the update's one
-cross-replica reduction and one optimizer step. The pipeline yields ``k x global_batch`` examples
-per update, so k micro-batches of b are the arithmetic of one batch of k*b (up to summation order).
-Each micro-batch's loss is divided by the effective global batch (``global_batch x k``), never by
-the replica count again.
+One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples per replica,
+as docs/explanation/accumulation.md ("One update, two loops") says: the pipeline yields ``k x
+global_batch`` examples per update, each micro-batch's loss divided by ``global_batch x k``.
 
 Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)`` (``input_fn(examples)``:
 an infinite dataset of batches of that many examples) and returns a :class:`Trainer`:
