@@ -21,6 +21,7 @@ then stops the running cell and starts none; a task stops its cell and ends."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import queue
@@ -244,6 +245,22 @@ class _Conn:
         self.conn.close()
 
 
+def _listen(port: int, retry_s: float = 2.0) -> socket.socket:
+    """A listener on ``port``, every address. A bind refused while a local client's socket holds the
+    port for a moment (its ephemeral port, or a connection to itself) is tried again for ``retry_s``."""
+    dual = socket.has_dualstack_ipv6()
+    deadline = time.monotonic() + retry_s
+    while True:
+        try:
+            return socket.create_server(
+                ("", port), family=socket.AF_INET6 if dual else socket.AF_INET, dualstack_ipv6=dual
+            )
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class RunLease:
     """The chief's side (module docstring): listens on :func:`lease_address`'s port (every interface)
     for the whole run, welcomes each task with ``welcome`` (the run's job, JSON-able) and watches its
@@ -263,9 +280,7 @@ class RunLease:
         self._welcome = encode(Welcome(dict(welcome or {})))
         self.expected = task_names(config)
         self._linger_s = linger_s
-        dual = socket.has_dualstack_ipv6()
-        family = socket.AF_INET6 if dual else socket.AF_INET
-        self._listener = socket.create_server(("", self.port), family=family, dualstack_ipv6=dual)
+        self._listener = _listen(self.port)
         self._listener.settimeout(LEASE_POLL_S)
         self._lock = threading.Lock()
         self._members: dict[str, _Conn] = {}
@@ -520,6 +535,10 @@ class ChiefLink:
                 conn = _Conn(socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S))
             except OSError as e:
                 why = e.strerror or str(e)
+                continue
+            if conn.conn.getsockname() == conn.conn.getpeername():  # no listener: TCP joined itself
+                conn.close()
+                why = "no listener"
                 continue
             try:
                 conn.send(join)
