@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from harness.analysis import render
 from harness.analysis.numerics import numerics_line
 from harness.contract.machine import MachineFacts
-from harness.contract.records import Axes, CellRow, RatioRow
+from harness.contract.records import Axes, Breakdown, CellRow, RatioRow
 from harness.errors import HarnessError
 from harness.formulas import breakdown
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED
@@ -295,13 +295,24 @@ def _verdict(row: CellRow) -> tuple[str | None, str | None]:
     return bound, reason.split("; try ")[0] if reason else None
 
 
+def _ps_costs(b: Breakdown) -> str | None:
+    """A parameter-server row's costs across the link, timed apart (ms per update), or None."""
+    if b.ps_read_s is None or b.ps_update_s is None:
+        return None
+    return (
+        f"no parts of its own (the coordinator schedules whole steps); timed apart, a worker reads "
+        f"every variable from the ps in {b.ps_read_s * 1e3:.3g} ms and updates them in "
+        f"{b.ps_update_s * 1e3:.3g} ms per update"
+    )
+
+
 def _why(a: Answer) -> Para:
     items = []
     for name, row in (("the leader", a.leader), ("its closest rival", a.rival.row if a.rival else None)):
         if row is None:
             continue
         label = a.label if row is a.leader else a.rival.label if a.rival else ""
-        found = _verdict(row)[1]
+        found = _verdict(row)[1] or _ps_costs(row.breakdown)
         items.append(
             f"{name}, {label}: {found}"
             if found

@@ -49,10 +49,10 @@ step's."""
 
 
 def measurable(cell: Cell) -> bool:
-    """Whether the parts of this cell's update can be isolated: not for parameter_server
-    (asynchronous: the coordinator schedules whole functions, variables live on the ps tasks) nor
-    for co-tenant cells (their parts would contend with the other tenants in unknown proportions)."""
-    return not cell.kind.coordinated and cell.tenants == 1
+    """Whether the parts of this cell's update can be timed: not for co-tenant cells (their parts
+    would contend with the other tenants in unknown proportions). A parameter-server cell's are its
+    costs across the link (:func:`harness.worker.breakdown.measure_parts`)."""
+    return cell.tenants == 1
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ figure (s per update) is its median window / n over :data:`PART_ROUNDS` rounds, 
 :data:`PART_SETS` sets of them while a part exceeds the update by more than the noise allows
 (:data:`harness.formulas.breakdown.NOISE`). Results go to a per-replica sink variable (``ON_READ``:
 no cross-replica reduction) so that nothing is pruned. ``dispatch_s`` is per step, i.e. one call /
-steps_per_execution; ``allreduce_s`` is 0 with one replica.
+steps_per_execution; ``allreduce_s`` is 0 with one replica; ``reduce_s`` is one scalar reduction
+across replicas (what the loss and metric reductions pay), none with one replica.
 
-None for parameter_server (the coordinator schedules whole functions, variables live on the ps
-tasks) and co-tenant cells (their parts would contend with the other tenants unknowably)."""
+A parameter-server cell has no parts of its own (the coordinator schedules whole functions): its
+costs across the link are timed instead, each a function the coordinator schedules on a worker
+(:func:`_ps_parts`). None for co-tenant cells (their parts would contend with the other tenants
+unknowably)."""
 
 from __future__ import annotations
 
@@ -102,6 +105,8 @@ def measure_parts(
 
     if not measurable(cell):
         return {}
+    if cell.kind.coordinated:
+        return _ps_parts(built, cell, agree, window_s, rounds)
     strategy, model = built.strategy, built.model
     spe = cell.steps_per_execution
     with strategy.scope():
@@ -129,8 +134,11 @@ def measure_parts(
     def take(x: Any, y: Any) -> None:
         sink.assign_add(tf.reduce_sum(tf.cast(y[0], tf.float32)))
 
+    def reduce() -> None:
+        ctx = tf.distribute.get_replica_context()
+        sink.assign_add(ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.ones([])))
+
     run_compute = _repeated(strategy, sink, compute, cell.jit_compile)  # as the step compiles it
-    run_allreduce = _repeated(strategy, sink, allreduce)
 
     @tf.function(jit_compile=False)
     def pull(n: Any) -> Any:
@@ -159,7 +167,8 @@ def measure_parts(
         "dispatch_s": Timed(_seconds(calls)),
     }
     if strategy.num_replicas_in_sync > 1:
-        timed["allreduce_s"] = Timed(looped(run_allreduce))
+        timed["allreduce_s"] = Timed(looped(_repeated(strategy, sink, allreduce)))
+        timed["reduce_s"] = Timed(looped(_repeated(strategy, sink, reduce)))
 
     def per_update(seconds: dict[str, float]) -> dict[str, float]:
         """Per update: dispatch over a call's steps_per_execution updates; no all-reduce, 0."""
@@ -175,3 +184,52 @@ def measure_parts(
         return bool(excess(out[REFERENCE], {k: out[k] for k in PARTS}))
 
     return dict(per_update(interleaved(timed, window_s, agree, rounds, inconsistent, PART_SETS)))
+
+
+def _ps_parts(
+    built: Any, cell: Cell, agree: Callable[[int], int], window_s: float, rounds: int
+) -> dict[str, float | None]:
+    """parts_step_s, ps_read_s and ps_update_s (s per update) of a parameter-server cell: each
+    update's reads of every trainable variable from the ps tasks into a worker, and its update of
+    every one on them from a worker (a zero added: the weights stay), each an in-graph loop the
+    coordinator schedules on a worker, alternating with the cell's own update. A variable's read or
+    update runs concurrently with the others', as in a training step."""
+    import tensorflow as tf
+
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(built.strategy)  # the trainer's own
+    variables = built.model.trainable_variables
+
+    @tf.function(jit_compile=False)
+    def read(n: Any) -> Any:
+        total = tf.constant(0.0)
+        for _ in tf.range(n):
+            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
+            total += tf.add_n([tf.reduce_sum(tf.cast(tf.identity(v), tf.float32)) for v in variables])
+        return total
+
+    @tf.function(jit_compile=False)
+    def update(n: Any) -> Any:
+        for i in tf.range(n):
+            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
+            zero = tf.cast(i, tf.float32) * 0.0  # computed on the worker, so it travels
+            for v in variables:
+                v.assign_add(tf.cast(tf.fill(tf.shape(v), zero), v.dtype))
+        return tf.constant(0.0)
+
+    def scheduled(fn: Callable[[Any], Any]) -> Callable[[int], float]:
+        def window(n: int) -> float:
+            t0 = time.perf_counter()
+            done = coordinator.schedule(fn, args=(tf.constant(n),))
+            coordinator.join()
+            done.fetch()
+            return time.perf_counter() - t0
+
+        return window
+
+    spe = cell.steps_per_execution
+    timed = {
+        REFERENCE: Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
+        "ps_read_s": Timed(scheduled(read)),
+        "ps_update_s": Timed(scheduled(update)),
+    }
+    return dict(interleaved(timed, window_s, agree, rounds))

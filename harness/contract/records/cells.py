@@ -815,6 +815,33 @@ class Breakdown:
             median=True,
         ),
     ] = None
+    reduce_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "One cross-replica reduction of a scalar (what the loss and metric reductions each pay: "
+            "latency, no bytes), alone; not one of the parts above; null with one replica.",
+            median=True,
+        ),
+    ] = None
+    ps_read_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "parameter_server: a worker's read of every trainable variable from the ps tasks, the "
+            "reads concurrent as in a step, alone, per update (scheduled by the coordinator).",
+            median=True,
+        ),
+    ] = None
+    ps_update_s: Annotated[
+        float | None,
+        Col(
+            "s/update",
+            "parameter_server: a worker's update of every trainable variable on the ps tasks (a "
+            "tensor of each one's size sent and added there), alone, per update.",
+            median=True,
+        ),
+    ] = None
     profiled_step_s: Annotated[
         float | None,
         Col(

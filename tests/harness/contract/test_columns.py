@@ -97,10 +97,10 @@ FULL: CellRow = _filled(CellRow)
 """A cell row with every group set and every column non-null."""
 
 
-def test_a_cell_row_has_157_columns_with_unique_names() -> None:
+def test_a_cell_row_has_160_columns_with_unique_names() -> None:
     names = [leaf.name for leaf in leaves(CellRow)]
     assert (
-        len(names) == 157
+        len(names) == 160
     )  # 137, then xla (--jit-compile), the GPU memory group, the GPU profile, the machine, the seed loss
     assert len(set(names)) == len(names)
     assert names[:4] == ["run_id", "timestamp", "suite_version", "resumes"]
@@ -189,7 +189,7 @@ def _records(record: type) -> st.SearchStrategy[Any]:
 @given(_records(CellRow))
 def test_any_row_round_trips(row: CellRow) -> None:
     cols = flatten(row)
-    assert len(cols) == 157
+    assert len(cols) == 160
     assert unflatten(CellRow, cols) == row
 
 

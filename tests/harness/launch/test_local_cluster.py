@@ -158,6 +158,7 @@ def test_two_worker_cell_measures_every_worker(tmp_path: Path) -> None:
     assert row.cores_per_worker == max(1, (os.cpu_count() or 1) // 2)
     # the parts of an update, timed in lock-step on both workers (the all-reduce is a collective)
     assert row.compute_s > 0 and row.allreduce_s > 0 and row.input_s > 0 and row.dispatch_s > 0
+    assert 0 < row.reduce_s < row.allreduce_s  # a scalar's reduction: latency without the bytes
     # each a piece of the synchronised update timed alongside them (noise allowance: NOISE's doc)
     for part in breakdown.PARTS:
         assert row[part] <= row.parts_step_s * (1 + breakdown.NOISE), row.bound_reason
@@ -256,9 +257,12 @@ def test_two_workers_match_two_mirrored_replicas_in_verify() -> None:
 
 @pytest.mark.process
 def test_parameter_server_cell_counts_updates_at_the_coordinator(tmp_path: Path) -> None:
-    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--ps", "1")
+    _, cells = _run(tmp_path, "--strategy", "parameter_server", "--workers", "2", "--ps", "1", breakdown=True)
     row = cells.loc[PS]
     assert row.status == "ok", row.reason
+    # its costs across the link, timed apart: every variable read from the ps, and updated there
+    assert row.ps_read_s > 0 and row.ps_update_s > 0 and row.parts_step_s > 0
+    assert pd.isna(row.compute_s) and pd.isna(row.bound)  # no parts of its own: no verdict
     assert row.examples_per_sec > 0 and row.ps == 1 and row.effective_batch == 32
     assert row.global_batch == 64 and row.straggler_ratio >= 1.0
     # Keras 3 loses iteration increments under concurrent workers; never gains any
