@@ -1,17 +1,11 @@
 """The regression gate's statistics, as pure functions (numpy and the standard library).
 
 A **series** is one cell id on one machine fingerprint over runs; the **run is the unit of
-replication** (its median throughput is one observation: windows inside a run spread 1-2% on a
-2-core VM, run medians 6-13%). A change is called only when three tests agree
-(docs/explanation/statistics.md, "compare"): the CI of ``r = median(candidate run medians) /
-median(baseline run medians)`` by :mod:`harness.formulas.across_runs` (the variance model: the
-calibration set pooled with the machine's baseline runs; at confidence ``1 - alpha / m`` over the
-m series) excludes 1; ``|r - 1| >= min_effect``;
-and the robust z-score ``(median(c) - median(h)) / sqrt(s_c^2 + s^2 / n_h)``, ``s = 1.4826 MAD(h)``
-floored at ``MAD_FLOOR`` of the median, s_c the spread of a median of n_c runs resampled from h
-(:func:`candidate_scale`), reaches ``z_threshold`` with ``min_history`` baseline runs. Thresholds:
-the A/A benchmark (``benchmarks/test_gate_calibration.py``); each verdict carries its detectable
-effect. Change points: :func:`change_points` (binary segmentation, CUSUM step statistic)."""
+replication** (its median throughput is one observation). A change is called only when three tests
+agree (docs/explanation/statistics.md, "compare"): the ratio's CI (:mod:`harness.formulas.across_runs`,
+at confidence ``1 - alpha / m``) excludes 1, ``|r - 1| >= min_effect``, and the robust z-score
+(:func:`candidate_scale`, ``MAD_FLOOR``) reaches ``z_threshold`` with ``min_history`` baseline runs.
+Change points: :func:`change_points` (binary segmentation, CUSUM step statistic)."""
 
 from __future__ import annotations
 
