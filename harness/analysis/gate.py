@@ -206,13 +206,11 @@ def exit_code(verdicts: Sequence[SeriesVerdict]) -> int:
 
 
 def change_points(values: Sequence[float], min_size: int = 3, threshold: float = 4.0) -> list[int]:
-    """Indices where a series steps to a new level, by binary segmentation with the CUSUM step
-    statistic (:func:`harness.formulas.change_points.segments`): in a segment of n values, the
-    split k (both sides at least ``min_size`` long) maximising ``|mean(left) - mean(right)| x
-    sqrt(n_left x n_right / n) / sigma`` is kept when that exceeds ``threshold``; then both sides
-    are searched again. ``sigma`` is the noise level, estimated robustly from successive
-    differences (1.4826 x MAD(diff) / sqrt 2, which a few steps do not inflate), floored at
-    MAD_FLOOR of the series' median. Returns the first index of each new level, ascending."""
+    """Indices where a series steps to a new level (the first index of each, ascending): binary
+    segmentation with the CUSUM step statistic (:func:`harness.formulas.change_points.segments`),
+    both sides at least ``min_size`` long, a split kept above ``threshold``. ``sigma``, the noise
+    level, is estimated robustly from successive differences (1.4826 x MAD(diff) / sqrt 2, which a
+    few steps do not inflate), floored at MAD_FLOOR of the series' median."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2 * min_size:
         return []

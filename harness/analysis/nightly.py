@@ -2,8 +2,9 @@
 
 A night's point per cell is the mean candidate/reference log ratio over its pairs with its standard
 error (a :class:`Night`); a series is a cell's nights on one machine fingerprint, suite version and
-reference pin, oldest first. **Rule (a)**: :func:`tonight` and :func:`judge`; **rule (b)**:
-:func:`change_point`, a permutation test hand-written rather than ``scipy.stats.permutation_test``
+reference pin, oldest first. **Rule (a)** (:func:`tonight`): tonight against its baseline's level,
+decided as ``ab``'s rule; an alarm's night starts the next baseline (:func:`judge`). **Rule (b)**
+(:func:`change_point`): a permutation test hand-written rather than ``scipy.stats.permutation_test``
 to stop drawing once the shuffles rule out ``alpha`` (Besag and Clifford 1991). The rules in words:
 docs/how-to/nightly.md and docs/explanation/statistics.md, "nightly"."""
 

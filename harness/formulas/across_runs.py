@@ -165,14 +165,10 @@ def fit(runs: Sequence[Run]) -> Spread:
             sum(f.within * (f.df + 1) * f.df for f in mine), 0.0, sum(f.df for f in mine)
         )
     stamps = sorted(r.timestamp for r in runs)
-    hours = [_hours(a, b) for i, a in enumerate(stamps) for b in stamps[i + 1 :]]
+    times = [datetime.fromisoformat(s) for s in stamps]  # ISO 8601
+    hours = [(b - a).total_seconds() / 3600 for i, a in enumerate(times) for b in times[i + 1 :]]
     dates = (stamps[0][:10], stamps[-1][:10])
     return Spread(tuple(sorted(parts.items())), k * (k - 1) // 2, 1, dates, (min(hours), max(hours)))
-
-
-def _hours(a: str, b: str) -> float:
-    """Hours from ``a`` to ``b`` (ISO 8601)."""
-    return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() / 3600
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
-"""The four verdicts of a comparison, the same words in every command, table and file: **higher**,
-**lower**, **equivalent**, **undecided** and **not measured**; what each means and how it controls
-its errors: docs/explanation/statistics.md, "Verdicts" (m: :data:`harness.formulas.stats.MIN_EFFECT`,
-L = log(1 + m))."""
+"""The four verdicts of a comparison, the same words in every command, table and file; what each
+means and how it controls its errors: docs/explanation/statistics.md, "Verdicts".
+
+For a ratio r with CI [lo, hi], m = :data:`harness.formulas.stats.MIN_EFFECT` and L = log(1 + m):
+**higher** / **lower** when the CI excludes 1, |log r| >= L and the false-discovery control (where
+a run judges many comparisons) rejects "no difference"; **equivalent** when the CI lies inside
+[1 / (1 + m), 1 + m] (the CI alone); **undecided** otherwise; **not measured**: no instance."""
 
 from __future__ import annotations
 
