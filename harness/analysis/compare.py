@@ -1,12 +1,11 @@
-"""``python -m harness compare``: the nightly regression gate over the results history.
+"""``python -m harness compare``: the nightly regression gate over the results history
+(docs/explanation/statistics.md, "compare"; exit codes: :data:`harness.commands.compare.EXITS`).
 
 Every ok cell of the candidate run(s) is a series (cell id x fingerprint x machine, the machine as
 :mod:`harness.analysis.machines` tells it: two VMs of one fingerprint whose peaks differ are two
 series, never one slower history); the baseline runs of the same series give its history of run
-medians; :mod:`harness.analysis.gate` judges it, one observation per run (the median of that run's
-timed windows). A cell that was ok in the baseline and is failed or invalid in the candidate is a
-regression too ("now failing"). Exit codes: 0 no regression, 1 regression, 2 error, 3 not enough
-history (no series has ``min_history`` baseline runs, including a first run with no run before it)."""
+medians; :mod:`harness.analysis.gate` judges it, one observation per run. A cell ok in the baseline
+and failed or invalid in the candidate is a regression too ("now failing")."""
 
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 """The regression gate's statistics, as pure functions (numpy and the standard library).
 
 A **series** is one cell id on one machine fingerprint over runs; the **run is the unit of
-replication** (its median throughput is one observation: windows inside a run spread 1-2% on a
-2-core VM, run medians 6-13%). A change is called only when three tests agree
-(docs/explanation/statistics.md, "compare"): the CI of ``r = median(candidate run medians) /
-median(baseline run medians)`` by :mod:`harness.formulas.across_runs` (the variance model: the
-calibration set pooled with the machine's baseline runs; at confidence ``1 - alpha / m`` over the
-m series) excludes 1; ``|r - 1| >= min_effect``;
-and the robust z-score ``(median(c) - median(h)) / sqrt(s_c^2 + s^2 / n_h)``, ``s = 1.4826 MAD(h)``
-floored at ``MAD_FLOOR`` of the median, s_c the spread of a median of n_c runs resampled from h
-(:func:`candidate_scale`), reaches ``z_threshold`` with ``min_history`` baseline runs. Thresholds:
-the A/A benchmark (``benchmarks/test_gate_calibration.py``); each verdict carries its detectable
-effect. Change points: :func:`change_points` (binary segmentation, CUSUM step statistic)."""
+replication** (its median throughput is one observation). A change is called only when three tests
+agree (docs/explanation/statistics.md, "compare"): the ratio's CI (:mod:`harness.formulas.across_runs`,
+at confidence ``1 - alpha / m``) excludes 1, ``|r - 1| >= min_effect``, and the robust z-score
+(:func:`candidate_scale`, ``MAD_FLOOR``) reaches ``z_threshold`` with ``min_history`` baseline runs.
+Change points: :func:`change_points` (binary segmentation, CUSUM step statistic)."""
 
 from __future__ import annotations
 
@@ -212,13 +206,11 @@ def exit_code(verdicts: Sequence[SeriesVerdict]) -> int:
 
 
 def change_points(values: Sequence[float], min_size: int = 3, threshold: float = 4.0) -> list[int]:
-    """Indices where a series steps to a new level, by binary segmentation with the CUSUM step
-    statistic (:func:`harness.formulas.change_points.segments`): in a segment of n values, the
-    split k (both sides at least ``min_size`` long) maximising ``|mean(left) - mean(right)| x
-    sqrt(n_left x n_right / n) / sigma`` is kept when that exceeds ``threshold``; then both sides
-    are searched again. ``sigma`` is the noise level, estimated robustly from successive
-    differences (1.4826 x MAD(diff) / sqrt 2, which a few steps do not inflate), floored at
-    MAD_FLOOR of the series' median. Returns the first index of each new level, ascending."""
+    """Indices where a series steps to a new level (the first index of each, ascending): binary
+    segmentation with the CUSUM step statistic (:func:`harness.formulas.change_points.segments`),
+    both sides at least ``min_size`` long, a split kept above ``threshold``. ``sigma``, the noise
+    level, is estimated robustly from successive differences (1.4826 x MAD(diff) / sqrt 2, which a
+    few steps do not inflate), floored at MAD_FLOOR of the series' median."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2 * min_size:
         return []

@@ -1,11 +1,9 @@
 """Which machine each run measured, from its rows: the one notion of a machine for every reader of
 several runs (``compare-hardware``, ``compare``, ``pack --machine``). Pure. A machine is a name, its
 facts (:class:`harness.contract.machine.MachineFacts`) and its measured matmul peaks with their CIs
-(per compute dtype). Runs are one machine when they carry one name and the same facts
-(docs/explanation/statistics.md, "What is a machine"): one name with other facts is refused (exit
-2); the same on several host instances are instances of one type (:attr:`Machine.instances`); runs
-that recorded no facts are told apart by non-overlapping float32 peaks (:attr:`Machine.why`);
-``renames`` (run id -> name, ``--name REF=NAME``) apply first."""
+(per compute dtype); when runs are one machine: docs/explanation/statistics.md, "What is a machine"
+(:attr:`Machine.instances`, :attr:`Machine.why`). ``renames`` (run id -> name, ``--name REF=NAME``)
+apply first."""
 
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """Nightly tracking's two decisions per cell and night (``python -m harness nightly``). Pure.
 
-A night's point per cell is the mean candidate/reference log ratio over its pairs (taking turns,
-as ``ab --mode turns``) with its standard error (a :class:`Night`); a series is a cell's nights on
-one machine fingerprint, suite version and reference pin, oldest first. The two rules, in words:
-docs/how-to/nightly.md and docs/explanation/statistics.md, "nightly".
-
-**Rule (a), tonight** (:func:`tonight`): tonight's mean log ratio against its baseline's level,
-decided as ``ab``'s rule (:mod:`harness.formulas.verdicts`); an alarm's night starts the next
-baseline, a night back at the level before the previous alarm is ``reverted`` (:func:`judge`).
-**Rule (b), change point** (:func:`change_point`): the split with the largest two-sample t, its
-p-value a permutation test of the max statistic over all splits (``permutations`` shuffles, seeded
-by the series length), hand-written rather than ``scipy.stats.permutation_test`` to stop drawing
-once the shuffles rule out ``alpha`` (Besag and Clifford 1991)."""
+A night's point per cell is the mean candidate/reference log ratio over its pairs with its standard
+error (a :class:`Night`); a series is a cell's nights on one machine fingerprint, suite version and
+reference pin, oldest first. **Rule (a)** (:func:`tonight`): tonight against its baseline's level,
+decided as ``ab``'s rule; an alarm's night starts the next baseline (:func:`judge`). **Rule (b)**
+(:func:`change_point`): a permutation test hand-written rather than ``scipy.stats.permutation_test``
+to stop drawing once the shuffles rule out ``alpha`` (Besag and Clifford 1991). The rules in words:
+docs/how-to/nightly.md and docs/explanation/statistics.md, "nightly"."""
 
 from __future__ import annotations
 

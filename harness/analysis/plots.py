@@ -1,8 +1,8 @@
 """seaborn figures from result rows. Each function takes a DataFrame of cell rows (the documented
 schema) and writes PNG and SVG files, returning their paths; none reads or writes anything else.
 
-Every figure says what its numbers are: throughput is the median over timed windows (warm-up
-excluded) with its 95% bootstrap CI; CPU runs with logical devices are labelled as such."""
+Every figure says what its numbers are: throughput is the cell's figure (the median over its
+processes) with its 95% CI; CPU runs with logical devices are labelled as such."""
 
 from __future__ import annotations
 

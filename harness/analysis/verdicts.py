@@ -1,15 +1,9 @@
 """``python -m harness verify``: do cells that must compute the same thing agree?
-(docs/explanation/accumulation.md, "verify").
-
-Each cell trains ``updates`` optimizer updates from the same seed and data order (no timing); its
-final loss and weights are compared with the reference cell of its **equivalence group** (same
-model, data, precision and examples per update), the group's simplest ok cell (fewest devices, no
-accumulation, default strategy, ctl loop). A split-sensitive model (``ModelInfo.split_sensitive``:
-BatchNorm, dropout) is compared only within one split; asynchronous parameter-server cells with
-several workers are trained and checked, never compared. Tolerance: ``|loss - loss_ref| /
-|loss_ref|`` and ``||(w - w0) - (w_ref - w0)||_2 / ||w_ref - w0||_2`` (the change, so shared initial
-weights cannot hide a wrong gradient) both at most ``TOLERANCE[precision]``; each mixed-precision
-cell also against its float32 twin at :data:`harness.analysis.numerics.ACROSS`."""
+(docs/explanation/accumulation.md, "verify": the equivalence groups, their reference cell and the
+tolerance). Each cell trains ``updates`` optimizer updates from the same seed and data order (no
+timing); its final loss and weights' change are compared with its group's reference cell within
+``TOLERANCE[precision]``; each mixed-precision cell also against its float32 twin at
+:data:`harness.analysis.numerics.ACROSS`."""
 
 from __future__ import annotations
 

@@ -128,17 +128,13 @@ def plan(args: argparse.Namespace) -> tuple[Selection, Rules, str]:
     sel = refuse_tenant_framework(select(args), "nightly")
     reasons = [unsupported_reason(c, sel.platform) for c in sel.cells]
     if all(reasons):
+        where = "" if args.cluster == "local" else f" with --cluster {args.cluster}"  # fixed by a cluster
         raise HarnessError(
-            f"Received a selection of {len(sel.cells)} cells{_where(args)}, none of which runs here "
+            f"Received a selection of {len(sel.cells)} cells{where}, none of which runs here "
             f"({platform_text(sel.platform)}; {sel.cells[0].id}: {reasons[0]}); expected at least "
             "one: `python -m harness list` with the same flags says why each is unsupported."
         )
     return sel, rules, label.strip()
-
-
-def _where(args: argparse.Namespace) -> str:
-    """`` with --cluster K`` where a real cluster fixed the cells' strategy and workers."""
-    return "" if args.cluster == "local" else f" with --cluster {args.cluster}"
 
 
 def _side_plan(role: str, value: str, envs: str) -> str:

@@ -1,12 +1,9 @@
 """``--model FILE.py:function`` and ``--model package.module:function``: a user's model checked and
-pinned before any process starts (the parent never imports it: it would import TensorFlow).
-
-The file must exist and define ``function`` at its top level (read with :mod:`ast`); a module is
-looked for on ``sys.path`` and in the working folder without importing it (no package
-``__init__`` runs). The reference becomes ``<absolute path or module>:<function>@<digest>``
-(:class:`harness.spec.models.ModelRef`), the digest being the first 12 hex digits of the source's
-SHA-256: cells of another version of the file are another series, and a worker refuses a file that
-changed after the run was planned."""
+pinned before any process starts (the parent never imports it: it would import TensorFlow;
+docs/how-to/own-model.md). The file must define ``function`` at its top level (read with
+:mod:`ast`); a module is looked for on ``sys.path`` and in the working folder without importing it
+(no package ``__init__`` runs). The reference becomes ``<absolute path or module>:<function>@<digest>``
+(:class:`harness.spec.models.ModelRef`: the first 12 hex digits of the source's SHA-256)."""
 
 from __future__ import annotations
 

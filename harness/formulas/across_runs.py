@@ -1,17 +1,6 @@
 """A ratio between runs that could not take turns: two machines, two link settings, one machine on
-two days. Pure: numpy and scipy only. The model in words: docs/explanation/statistics.md, "Across
-machines".
-
-**The model**: configuration c's log figure y in run r (the log of the run's median over its
-processes) is the machine's effect for c, plus a **run-wide shift** (variance S), plus a
-**run-by-configuration** term (variance G, by kind), plus its processes' noise (w = var(log x_p) /
-P). **The fit** (:func:`fit`): a two-way analysis of variance (runs x configurations) of two or more
-runs of one machine: the residuals' sum of squares per kind ((k - 1)(n - 1) df in all, less the
-processes' share: G), the run means' with k - 1 (S), each kind's pooled process variance; machines
-pool by adding sums and df (:class:`Sums`), so :data:`CALIBRATION` and the runs at hand are one
-estimate. **A side** of k runs (:func:`side`): centre mean_r(y), variance (S + max(residual mean
-square, G + mean_r(w))) / k. **A ratio** a / b (:func:`ratio`): exp(diff +- t sqrt(v_a + v_b)), t at
-the components' Welch-Satterthwaite df."""
+two days. Pure: numpy and scipy only. The model, its fit and a ratio's CI: docs/explanation/statistics.md,
+"Across machines" (:func:`fit`, :class:`Sums`, :data:`CALIBRATION`, :func:`side`, :func:`ratio`)."""
 
 from __future__ import annotations
 
@@ -176,14 +165,10 @@ def fit(runs: Sequence[Run]) -> Spread:
             sum(f.within * (f.df + 1) * f.df for f in mine), 0.0, sum(f.df for f in mine)
         )
     stamps = sorted(r.timestamp for r in runs)
-    hours = [_hours(a, b) for i, a in enumerate(stamps) for b in stamps[i + 1 :]]
+    times = [datetime.fromisoformat(s) for s in stamps]  # ISO 8601
+    hours = [(b - a).total_seconds() / 3600 for i, a in enumerate(times) for b in times[i + 1 :]]
     dates = (stamps[0][:10], stamps[-1][:10])
     return Spread(tuple(sorted(parts.items())), k * (k - 1) // 2, 1, dates, (min(hours), max(hours)))
-
-
-def _hours(a: str, b: str) -> float:
-    """Hours from ``a`` to ``b`` (ISO 8601)."""
-    return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() / 3600
 
 
 @dataclass(frozen=True)

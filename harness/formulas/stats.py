@@ -1,12 +1,9 @@
 """Inference over independent processes: a figure's CI, a ratio's CI, and when a difference counts.
 
-The unit of evidence is the process (docs/explanation/statistics.md): windows inside one process
-agree within 1-2 %, the same cell in another process moves 10-20 %. Each process gives one figure
-(the median of its windows); everything here works on per-process (or, across runs, per-run)
-figures. Pure; numpy and scipy.stats only. The formulas, with their units: results/README.md (the
-figure's median and log-scale Student-t CI over processes, :func:`figure_with_history` widening it
-to the spread of the k >= MIN_HISTORY_RUNS newest earlier runs, a ratio's Welch t CI); the
-verdicts: :mod:`harness.formulas.verdicts` (m = MIN_EFFECT)."""
+The unit of evidence is the process (docs/explanation/statistics.md): each gives one figure (the
+median of its windows); everything here works on per-process (or, across runs, per-run) figures.
+Pure; numpy and scipy.stats only. The formulas, with their units: results/README.md; the verdicts:
+:mod:`harness.formulas.verdicts` (m = MIN_EFFECT)."""
 
 from __future__ import annotations
 

@@ -346,11 +346,8 @@ def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]
 
 
 def fdr_verdicts(ratios: Sequence[TurnRatio], min_effect: float = MIN_EFFECT, q: float = 0.05) -> list[str]:
-    """Each ratio's verdict with the false discovery rate across them held at ``q``: "higher" or
-    "lower" only when Benjamini-Hochberg rejects its p-value and it is distinguishable (CI
-    excludes 1, point estimate beyond ``min_effect``); "equivalent" when its CI lies within
-    ``min_effect`` of 1 (the control never makes a comparison equivalent); "not measured" with no
-    instance; else "undecided"."""
+    """Each ratio's verdict with the false discovery rate across them held at ``q`` (the module
+    doc's FDR; :mod:`harness.formulas.verdicts`); "not measured" with no instance."""
     rejected = benjamini_hochberg([r.p_value for r in ratios], q)
     return [
         NOT_MEASURED if r.instances == 0 else r.verdict(min_effect, significant=hit)

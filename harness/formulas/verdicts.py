@@ -1,12 +1,10 @@
 """The four verdicts of a comparison, the same words in every command, table and file; what each
 means and how it controls its errors: docs/explanation/statistics.md, "Verdicts".
 
-For a ratio r (subject / reference) with CI [lo, hi] and m the smallest effect worth a verdict
-(:data:`harness.formulas.stats.MIN_EFFECT`, 5 %), L = log(1 + m): **higher** / **lower** when the
-CI excludes 1, |log r| >= L and, where a run judges many comparisons at once, the false-discovery
-control rejects "no difference"; **equivalent** when the CI lies inside [1 / (1 + m), 1 + m]
-(judged on the CI alone: the false-discovery control never makes a comparison equivalent);
-**undecided** otherwise; **not measured**: no instance at all (the row's note says why)."""
+For a ratio r with CI [lo, hi], m = :data:`harness.formulas.stats.MIN_EFFECT` and L = log(1 + m):
+**higher** / **lower** when the CI excludes 1, |log r| >= L and the false-discovery control (where
+a run judges many comparisons) rejects "no difference"; **equivalent** when the CI lies inside
+[1 / (1 + m), 1 + m] (the CI alone); **undecided** otherwise; **not measured**: no instance."""
 
 from __future__ import annotations
 

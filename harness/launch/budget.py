@@ -1,16 +1,10 @@
-"""A local run in turns, spending a budget: each model's contenders raced live together in headline
-groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`), the other cells packed
-into groups (:func:`harness.spec.groups.groups`). Every group gets ``protocol.processes`` instances
-(:func:`harness.launch.turns.run_instance`); then the budget (``protocol.budget_min``) goes, one
-instance at a time, to the group whose ratios are least decided (:meth:`TurnsRun.next`), races
-first. A race that did not fit one group (:func:`harness.spec.groups.split_race`) stops its first
-stage at ``RACE_SHARE`` of the budget; a second races its leader against the contenders outside its
-group, beside the other groups (:func:`harness.launch.group_run.race_plan`).
-
-Every member's process is one process of its cell (its figure: the median of its turn windows), so
-each cell's figure keeps its CI over processes; its windows are stored as its instance ends. A
-member that fails or is invalid leaves its group (its row says why); other drops (a deadline) are
-counted, and a group dropped :data:`MAX_DROPS` times stops."""
+"""A local run in turns, spending a budget (docs/explanation/measurement.md, "A ratio: processes
+taking turns"): headline groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`)
+and the other cells' groups (:func:`harness.spec.groups.groups`), each ``protocol.processes``
+instances (:func:`harness.launch.turns.run_instance`); then the budget goes, one instance at a time,
+to :meth:`TurnsRun.next`. A race split over groups (:func:`harness.spec.groups.split_race`) stops
+its first stage at ``RACE_SHARE`` of the budget (:func:`harness.launch.group_run.race_plan`). A
+member that fails or is invalid leaves its group; a group dropped :data:`MAX_DROPS` times stops."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
-(:mod:`harness.launch.lease`) for the whole run and drives every other task through it.
-
-1. Every other task joins the lease (one that does not in time is lost:
-   :func:`harness.launch.scheduler.join_overdue`); on several nodes the chief times each link.
-2. Passes over the runnable cells (:func:`harness.spec.schedule.pass_order`), each announced to the
-   other tasks, then run; each process journaled at once, so ``--resume`` measures what is missing.
-3. No cell starts past the budget, or once a task is lost: the running cell (between cells, the
-   next) fails naming the task, its node and why, the rest become rows that say why, exit non-zero.
-   A task whose part of a cell failed fails that cell at once; the run goes on.
-4. ``finished`` to every task; the rows are written."""
+(:mod:`harness.launch.lease`) for the whole run and drives every other task through it: joins,
+link timing, passes over the runnable cells (:func:`harness.spec.schedule.pass_order`), each
+process journaled at once, a lost task, ``finished`` (docs/explanation/multi-worker.md, "The chief's
+run lease")."""
 
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Who used the host's CPUs during a turn (:mod:`harness.launch.turns`): the member, the run's other
 processes, or something else. Around a turn the coordinator takes a :class:`Snapshot` (busy and
 steal time from ``/proc/stat``; each process's CPU time, parent, name and kernel-thread flag from
-``/proc/<pid>/stat``), and :func:`attribute` splits the busy time between two snapshots into:
-
-- ``member_s``: the member's own processes (every task of it, its servers included);
-- ``run_s``: the run's other processes (every descendant of the parent that is not the member);
-- ``other_s``: the rest: kernel threads, interrupts, other programs, steal, and the tick sampling
-  of ``/proc/stat`` beyond the processes' own (precise) times;
-- ``foreign_s``: the part of ``other_s`` that is another program or the hypervisor (user-space
-  processes outside the run, plus steal); ``busiest`` names the one that used most.
-
-Only another program disturbs a turn (:func:`harness.formulas.turns.is_disturbed`; what an idle GPU
-host shows: docs/explanation/gpus.md, section 1). CPU seconds, resolution one tick (10 ms) per CPU.
-``/proc`` is read by hand: psutil's snapshot takes 5.5 ms against 1.0 ms, has no kernel-thread
-flag, and the GPU hosts' offline bundle lacks it."""
+``/proc/<pid>/stat``), and :func:`attribute` splits the busy time between two snapshots
+(:class:`CpuUse`). Only another program disturbs a turn (:func:`harness.formulas.turns.is_disturbed`;
+what an idle GPU host shows: docs/explanation/gpus.md, section 1). CPU seconds, resolution one tick
+(10 ms) per CPU. ``/proc`` is read by hand: psutil's snapshot takes 5.5 ms against 1.0 ms, has no
+kernel-thread flag, and the GPU hosts' offline bundle lacks it."""
 
 from __future__ import annotations
 
@@ -151,9 +143,12 @@ def descendants(processes: Mapping[int, ProcessCpu], root: int) -> set[int]:
 
 @dataclass(frozen=True)
 class CpuUse:
-    """CPU seconds between two snapshots: the member's, the run's other processes', the rest
-    (``other_s``) and the part of it that is another program or the hypervisor (``foreign_s``),
-    the one of those that used the most (``busiest``: "name[pid]" or "steal", and its
+    """CPU seconds between two snapshots: ``member_s``, the member's own processes (every task of it,
+    its servers included); ``run_s``, the run's other processes (every descendant of the parent that
+    is not the member); ``other_s``, the rest (kernel threads, interrupts, other programs, steal, and
+    the tick sampling of ``/proc/stat`` beyond the processes' own, precise, times); ``foreign_s``, the
+    part of it that is another program or the hypervisor (user-space processes outside the run, plus
+    steal), the one of those that used the most (``busiest``: "name[pid]" or "steal", and its
     ``busiest_s``) and the CPUs left idle on average (``idle_cpus``; NaN where unknown), over ``span_s``."""
 
     member_s: float
@@ -198,7 +193,7 @@ def attribute(
     cpus: int,
     member_reported_s: float = 0.0,
 ) -> CpuUse:
-    """Split the host's busy time between ``before`` and ``after`` (see the module docstring).
+    """Split the host's busy time between ``before`` and ``after`` (:class:`CpuUse`).
     ``member``: the member's pids, whose descendants (a compiler it started) count as the member
     too (none known: ``member_reported_s``, the CPU seconds its processes reported, is the
     member's share); ``root``: the run's parent pid; ``cpus``: the CPUs this process may run on,

@@ -4,9 +4,7 @@
 The parent never imports TensorFlow: :mod:`harness.worker.probe` child processes report the devices,
 build and thread settings and run the probes, one process per replica count (two MirroredStrategy
 topologies in one process break each other's collectives), and two local workers per
-MultiWorkerMirroredStrategy communication implementation. It adds what the OS (``/sys/class/drm``)
-and NVML say about GPUs, and names the machine and its facts. ParameterServerStrategy is not probed
-here (``python -m harness run --strategy parameter_server --workers 1 --ps 1`` exercises it)."""
+MultiWorkerMirroredStrategy communication implementation. ParameterServerStrategy is not probed."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """A side's Python environment for ``nightly`` (the one place it runs pip): an interpreter path as
-given, or a requirement spec installed with this suite into a venv of its own.
-
-The reference is pinned exactly (docs/how-to/nightly.md, "Environments"): its first install writes
-``<results>/nightly/reference-<pin>.txt`` (``pin``: the first 12 hex digits of its freeze's sha256)
-and ``spec -> pin`` in ``<results>/nightly/pins.json``; later nights install that lock file and
-check the freeze against it. An interpreter path is used as it is; its freeze is still hashed into
-the pin."""
+given, or a requirement spec installed with this suite into a venv of its own. The reference is
+pinned exactly (docs/how-to/nightly.md, "Environments"; ``pin``: the first 12 hex digits of its
+freeze's sha256, in ``<results>/nightly/pins.json``); an interpreter path's freeze is hashed too."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """The chief's run lease: how the chief of a real cluster drives its other tasks, and how either
-side learns that the other is gone, or why.
+side learns that the other is gone, or why (docs/explanation/multi-worker.md, "The chief's run lease").
 
-TensorFlow's runtime has no notion of a run (the chief's TensorFlow process lives for one cell,
-``Server.join()`` never returns, a dead peer shows only as a collective's timeout). So the chief's
-``harness run`` process (alive for the whole run, never importing TensorFlow) listens on
-:func:`lease_address` (:class:`RunLease`), and every other task's ``harness run`` keeps a connection
-to it for the whole run (:class:`ChiefLink`). Plain TCP: no shared filesystem, tasks on any hosts.
-
-The wire: one JSON object per line, its ``kind`` one of :data:`MESSAGES`. One handshake: the task
-sends ``join`` (its name, :func:`cluster_digest`), the chief answers ``welcome`` (the run's options
-and first cell) or closes. Then the chief sends ``cell`` (a MultiWorkerMirrored peer starts its part
-at once), ``probe`` and that many raw bytes (answered ``probed``: the link timed), and ``finished``;
-a task sends ``failed`` when its part of a cell failed, and ``exit`` before it ends on its own.
-
-A connection that closes without ``finished`` (or ``exit``) means the other side is lost: its process
-died (the kernel closes its sockets at once) or its host or link is gone (keepalive and
-``TCP_USER_TIMEOUT``: :data:`LOSS_BOUND_S`); so does a second connection in a task's name. The chief
-then stops the running cell and starts none; a task stops its cell and ends."""
+The chief's ``harness run`` process listens on :func:`lease_address` (:class:`RunLease`); every other
+task's ``harness run`` keeps a connection to it for the whole run (:class:`ChiefLink`). The wire: one
+JSON object per line, its ``kind`` one of :data:`MESSAGES`; a connection that closes without
+``finished`` (or ``exit``) means the other side is lost (:data:`LOSS_BOUND_S`)."""
 
 from __future__ import annotations
 

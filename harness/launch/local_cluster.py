@@ -175,12 +175,10 @@ class _Cluster:
 
 
 def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Iterator[EventLine]:
-    """Run a multi-worker cell as local processes (``cell.tasks``); yield the chief's events.
-    Deadlines: start-up, rendezvous (``settings.rendezvous_timeout_s``: MultiWorkerMirroredStrategy's
-    constructor waits for its peers forever), the cell, then ``FINISH_GRACE_S`` for the peers to exit
-    (servers are stopped once the chief has its row). A task that dies (a server that exits at all),
-    or a phase that overruns, stops every task and yields one ``failed`` event naming the task, the
-    phase and the cause. Ports are released with the processes."""
+    """Run a multi-worker cell as local processes (``cell.tasks``); yield the chief's events. Its
+    deadlines and faults: docs/explanation/multi-worker.md, "Faults and deadlines" (the rendezvous's:
+    ``settings.rendezvous_timeout_s``; the peers' exit: ``FINISH_GRACE_S``); a task that dies or a
+    phase that overruns yields one ``failed`` event. Ports are released with the processes."""
     cluster = _Cluster(cell, cell.tasks, Deadline(Phase.STARTUP, options.startup_timeout_s))
     with contextlib.ExitStack() as stack:
         try:

@@ -1,12 +1,9 @@
 """The one handle on a child process that every launcher uses (single cell, local cluster,
 co-tenants, real-cluster tasks, doctor probes): :class:`Process` (docs/explanation/multi-worker.md,
-"Faults and deadlines").
-
-A child starts in its own session and dies with the parent (``PR_SET_PDEATHSIG``). It reports JSON
-lines to an events file (a worker appends to it; a probe's stdout is that file), its other output
-goes to a log. Its launcher moves it through named phases (:class:`Phase`), each with a deadline
-(:class:`Deadline`); :meth:`Process.stop` sends SIGTERM to the group and SIGKILL after
-``KILL_GRACE_S``, and :meth:`Process.failure` says what went wrong, in which phase, with the log's tail."""
+"Faults and deadlines"). A child starts in its own session and dies with the parent; it reports
+JSON lines to an events file, its other output goes to a log. Its launcher moves it through named
+phases (:class:`Phase`), each with a :class:`Deadline`; :meth:`Process.stop` sends SIGTERM to the
+group and SIGKILL after ``KILL_GRACE_S``; :meth:`Process.failure` says what went wrong."""
 
 from __future__ import annotations
 

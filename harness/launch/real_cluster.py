@@ -1,10 +1,8 @@
 """Real clusters (``--cluster tf_config|slurm``: the scheduler starts every task, each with its
 ``TF_CONFIG``, or TensorFlow's ``SlurmClusterResolver`` reads the Slurm job step): this task's part
-of a run. Roles (:attr:`ClusterConfig.role`): the **chief** (the ``chief`` task, or worker 0) runs
-every cell and alone writes results; a **peer** (another MultiWorkerMirrored worker) runs its part of
-every cell; a **server** (a parameter-server cluster's workers and ps tasks) runs one
-``tf.distribute.Server`` for the whole run. Each cell runs in a fresh worker process; peers and
-servers follow the chief's run lease (:mod:`harness.launch.lease`) until the run is over."""
+of a run, in its role (:attr:`ClusterConfig.role`, :class:`harness.spec.strategies.Role`;
+docs/how-to/cluster.md). Each cell runs in a fresh worker process; peers and servers follow the
+chief's run lease (:mod:`harness.launch.lease`) until the run is over."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""One instance of a group, measured in turns (docs/explanation/measurement.md): every member's
-processes start together, build and compile (untimed), then the coordinator grants turns over a
-Unix socket (:mod:`harness.contract.turns`), each block every member's two turns in a balanced order
-(:func:`harness.spec.groups.turn_order`). Around each turn the coordinator splits its CPU time
-(:mod:`harness.launch.cpu_use`); a turn disturbed by something else leaves its block out of the
-ratios (:func:`harness.formulas.turns.is_disturbed`). Then each member runs its checks alone,
-reports its record and exits. A member that dies, or a passed deadline, drops the instance: every
-channel closes (each waiting worker fails at once), every process is stopped, and the instance says
-why (:attr:`Instance.dropped`)."""
+"""One instance of a group, measured in turns (docs/explanation/measurement.md, "A ratio: processes
+taking turns"): the coordinator grants turns over a Unix socket (:mod:`harness.contract.turns`) in
+:func:`harness.spec.groups.turn_order`, splits each turn's CPU time (:mod:`harness.launch.cpu_use`)
+and leaves a disturbed turn's block out (:func:`harness.formulas.turns.is_disturbed`). A member that
+dies, or a passed deadline, drops the instance: every channel closes, every process is stopped, and
+the instance says why (:attr:`Instance.dropped`)."""
 
 from __future__ import annotations
 

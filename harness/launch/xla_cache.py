@@ -1,12 +1,10 @@
-"""XLA's persistent compilation cache, shared by a run's worker processes.
+"""XLA's persistent compilation cache, shared by a run's worker processes (docs/how-to/gpus.md).
 
 A cell with XLA (``--xla on``) compiles its training step in every fresh process: on the H200 a
-group with XLA took 7.4-12.1 s to be ready against 2.4-5.7 s without (2026-11-26), and every
-instance pays it again. TensorFlow 2.21 keeps compiled XLA executables in a folder named by
-``TF_XLA_FLAGS=--tf_xla_persistent_cache_directory=DIR`` (read when TensorFlow is imported) and
-loads them in later processes that compile the same program; the cache changes when a program is
-ready, not what it computes. A run gives every worker one folder under its logs; a user's own
-``--tf_xla_persistent_cache_directory`` is left as it is."""
+group with XLA took 7.4-12.1 s to be ready against 2.4-5.7 s without (2026-11-26). TensorFlow 2.21
+loads compiled executables from ``TF_XLA_FLAGS=--tf_xla_persistent_cache_directory=DIR`` (read when
+TensorFlow is imported); the cache changes when a program is ready, not what it computes. A run
+gives every worker one folder under its logs; a user's own flag is left as it is."""
 
 from __future__ import annotations
 

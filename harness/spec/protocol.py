@@ -23,23 +23,19 @@ inside [1/1.05, 1.05]."""
 
 @dataclass(frozen=True)
 class Protocol:
-    """How each cell is timed (docs/explanation/statistics.md).
+    """How each cell is timed (docs/explanation/measurement.md; the statistics:
+    docs/explanation/statistics.md).
 
     A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
-    independent passes (each a fresh set of worker processes, the cells in a new order). In each
-    process, after a first call (``compile_s``), a window is calibrated to about ``window_s`` seconds
-    (a multiple of steps_per_execution, at least ``min_window_steps`` updates); ``warmup_windows``
-    untimed and ``repeats`` timed windows then run back to back, each ending in a host sync. ``peak``:
-    the run's matmul peak in processes of its own (for mfu). ``breakdown``: the update's parts timed
-    after the windows (:mod:`harness.worker.breakdown`; a run in turns: after its turns, one process
-    per cell, :mod:`harness.launch.breakdowns`).
+    independent passes, each process timing ``warmup_windows`` untimed and ``repeats`` timed windows of
+    about ``window_s`` seconds (at least ``min_window_steps`` updates). ``peak``: the run's matmul peak
+    in processes of its own (for mfu). ``breakdown``: the update's parts (:mod:`harness.worker.breakdown`;
+    a run in turns: after its turns, :mod:`harness.launch.breakdowns`).
 
-    A local run measures in turns (:mod:`harness.launch.turns`, docs/explanation/measurement.md):
-    ``max_live`` (0: from the machine's memory), ``turn_s``, ``blocks`` per instance, ``processes``
-    to ``max_processes`` instances a group, ``budget_min``. 6 blocks an instance: the spread between
-    instances (about 3 % of log ratio here) is that of the mean of 6 blocks (4-10 % a block), so more
-    instances, not blocks, buy precision (the default sweep takes 4, so its minimum of 3 instances a
-    group fits on 2 cores).
+    A local run measures in turns (:mod:`harness.launch.turns`): ``max_live`` (0: from the machine's
+    memory), ``turn_s``, ``blocks`` per instance, ``processes`` to ``max_processes`` instances a group,
+    ``budget_min``. 6 blocks an instance: the spread between instances (about 3 % of log ratio here) is
+    that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy precision.
 
     Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
 

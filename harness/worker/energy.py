@@ -103,25 +103,19 @@ def rapl_meter(root: Path = POWERCAP) -> Callable[[], float | None]:
     if not domains:
         return lambda: None
 
-    def raw() -> list[int] | None:
+    def values(file: str) -> list[int] | None:
         try:
-            return [int((d / "energy_uj").read_text()) for d in domains]
+            return [int((d / file).read_text()) for d in domains]
         except (OSError, ValueError):
             return None
 
-    def ranges() -> list[int] | None:
-        try:
-            return [int((d / "max_energy_range_uj").read_text()) for d in domains]
-        except (OSError, ValueError):
-            return None
-
-    first, wraps = raw(), ranges()
+    first, wraps = values("energy_uj"), values("max_energy_range_uj")
     if first is None or wraps is None:
         return lambda: None
     last, total_uj = list(first), [sum(first)]
 
     def read() -> float | None:
-        now = raw()
+        now = values("energy_uj")
         if now is None:
             return None
         total_uj[0] += sum(counter_delta(b, a, m) for b, a, m in zip(last, now, wraps, strict=True))

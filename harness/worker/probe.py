@@ -1,14 +1,10 @@
 """The TensorFlow side of ``harness doctor``: run in a child process, prints one JSON line per fact.
 
-``python -m harness.worker.probe facts GPU|CPU REPLICAS`` prints the devices, build and thread settings.
-``python -m harness.worker.probe local GPU|CPU REPLICAS`` probes every single-process strategy and
-cross-device op (:data:`LOCAL_PROBES`) over REPLICAS devices; ``... worker GPU|CPU WORKERS
-COMMUNICATION`` is one task of a MultiWorkerMirroredStrategy probe (TF_CONFIG set by the parent). Each probe prints a
-line as soon as it ends, so a probe that kills the process still leaves the earlier ones' results.
-
-A probe all-reduces (replica id + 1) through the strategy and checks every replica got n(n+1)/2, so
-it catches an op with no kernel here (NCCL on CPU) and an op that returns wrong sums
-(HierarchicalCopyAllReduce on odd replica counts)."""
+``python -m harness.worker.probe facts|local GPU|CPU REPLICAS`` (the devices, build and threads; or
+every single-process strategy and cross-device op, :data:`LOCAL_PROBES`); ``... worker GPU|CPU
+WORKERS COMMUNICATION`` is one task of a MultiWorkerMirroredStrategy probe. Each probe prints a line
+as soon as it ends, so a probe that kills the process still leaves the earlier ones' results. A
+probe checks that an all-reduce of (replica id + 1) gives n(n+1)/2 on every replica."""
 
 from __future__ import annotations
 

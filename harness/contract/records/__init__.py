@@ -1,10 +1,7 @@
 """The typed records that cross the process boundary and land in ``results/``: one row of each
-table, one module per table, and what several tables share.
-
-This package is the schema's one definition: each column's ``Annotated`` metadata
-(:class:`~harness.contract.columns.Col`) gives its unit and meaning, from which
-:mod:`harness.results.store` derives the parquet schema and ``results/README.md``. Fields typed
-without ``| None`` are set in every stored row of that table. Pure: no pyarrow, no pandas.
+table, one module per table, and what several tables share; the schema's one definition
+(:mod:`harness.contract.columns`). Fields typed without ``| None`` are set in every stored row of
+that table. Pure: no pyarrow, no pandas.
 
 Every public name is importable from here (``from harness.contract.records import CellRow``)."""
 

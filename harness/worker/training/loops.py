@@ -1,8 +1,7 @@
 """LOOPS registry: training loops around one shared replica update with gradient accumulation.
 
-One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples per replica,
-as docs/explanation/accumulation.md ("One update, two loops") says: the pipeline yields ``k x
-global_batch`` examples per update, each micro-batch's loss divided by ``global_batch x k``.
+One **update** = ``accum_steps`` (k) micro-batches of ``per_replica_batch`` examples per replica
+(docs/explanation/accumulation.md, "One update, two loops").
 
 Every loop builder takes ``(strategy, model, optimizer, input_fn, cell)`` (``input_fn(examples)``:
 an infinite dataset of batches of that many examples) and returns a :class:`Trainer`:
