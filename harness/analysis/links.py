@@ -1,15 +1,15 @@
-"""``compare-links``: what a faster link between nodes buys (docs/how-to/cluster.md). Pure (typed rows
-and the collectives rows in, a :class:`LinkComparison` out; said by
-:mod:`harness.analysis.links_text`, drawn by :mod:`harness.analysis.links_figure`).
+"""``compare-links``: what a faster link between nodes buys, the model of the step across nodes
+checked at every measured link setting, and the answer for N nodes (docs/how-to/cluster.md). Pure
+(typed rows in, a :class:`LinkComparison` out; said by :mod:`harness.analysis.links_text`, drawn by
+:mod:`harness.analysis.links_figure`).
 
 Rows: ok rows with a figure measured on several nodes whose chief measured the link (``link_gbps``,
-Gbit/s from the chief to the slowest other node). Link settings (:func:`group_links`): runs slowest
-first; a run joins the current setting while every run of it stays within ±:data:`TOLERANCE` of the
-setting's median. Per configuration (a cell id on a node count) and setting: the throughput over
-the runs against the slowest setting (:mod:`harness.analysis.across`), the breakdown's all-reduce
-and step time, and predict's figure (:func:`harness.analysis.scaling.predictions`; the latency per
-ring step the alpha of the collectives fit on its machine, or 0: :class:`Modelled`); all-reduce
-strategies only."""
+Gbit/s from the chief to the slowest other node), grouped into link settings
+(:func:`harness.analysis.scale_out.group_links`). Per configuration (a cell id on a node count) and
+setting: the throughput over the runs against the slowest setting (:mod:`harness.analysis.across`),
+the breakdown's all-reduce and step time, and the model's figure
+(:mod:`harness.analysis.scale_out`: MultiWorkerMirrored and the parameter server, one worker per
+node), each setting predicted from a fit that leaves its runs out."""
 
 from __future__ import annotations
 
@@ -18,29 +18,26 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from harness.analysis import across, scaling
+from harness.analysis import across, scale_out, scaling
 from harness.analysis.across import MIN_EFFECT, Versus
 from harness.analysis.answer import labels
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
 from harness.formulas.across_runs import CALIBRATION, Side, Spread
-from harness.spec.strategies import ALLREDUCE_STRATEGIES
-
-TOLERANCE = scaling.LINK_TOLERANCE
 
 ERROR_BAND = 0.15
-"""An error of predict within ±15% is called right (its fit error on this suite's CPU collectives
-is of that order); beyond, off."""
+"""A prediction within ±15% of the measured figure is called right; beyond, off."""
 
 CURVE_POINTS = 41
-"""Points of predict's curve over the measured link range (log-spaced)."""
+"""Points of the model's curve over the measured link range (log-spaced)."""
 
-NOT_MODELLED = "not modelled (predict models all-reduce only)"
+NOT_MODELLED = (
+    "not modelled (the model takes one worker per node, under MultiWorkerMirrored or a parameter server)"
+)
 
 CLUSTER_HINT = (
     "measure them first at each link setting, e.g. `sudo tools/slurm-nodes.sh --link-gbps 1`, then "
@@ -50,60 +47,31 @@ CLUSTER_HINT = (
 
 
 @dataclass(frozen=True)
-class Setting:
-    """A link setting: runs whose measured links (Gbit/s) lie within ±:data:`TOLERANCE` of their
-    median ``gbps``."""
-
-    gbps: float
-    run_ids: tuple[str, ...]
-    links: tuple[float, ...]
-    """Each run's measured link, Gbit/s (in ``run_ids``' order)."""
-
-    @property
-    def label(self) -> str:
-        """``0.94 Gbit/s``, ``9.41 Gbit/s``, ``23.5 Gbit/s``."""
-        return f"{self.gbps:.3g} Gbit/s"
-
-
-def group_links(links: Mapping[str, float], tolerance: float = TOLERANCE) -> tuple[Setting, ...]:
-    """Run id -> measured Gbit/s as link settings, slowest first (module doc)."""
-    groups: list[list[tuple[str, float]]] = []
-    for run_id, gbps in sorted(links.items(), key=lambda kv: (kv[1], kv[0])):
-        joined = [*groups[-1], (run_id, gbps)] if groups else []
-        if joined and _within([g for _, g in joined], tolerance):
-            groups[-1] = joined
-        else:
-            groups.append([(run_id, gbps)])
-    return tuple(
-        Setting(
-            statistics.median(g for _, g in group), tuple(r for r, _ in group), tuple(g for _, g in group)
-        )
-        for group in groups
-    )
-
-
-def _within(values: Sequence[float], tolerance: float) -> bool:
-    m = statistics.median(values)
-    return all(abs(v / m - 1) <= tolerance for v in values)
-
-
-@dataclass(frozen=True)
 class Point:
     """One configuration at one link setting: its throughput over the setting's runs, the
-    all-reduce and step time (s/update, median over runs; None where not measured), predict's
-    figure (examples/s; None where there is none) and the setting against the slowest."""
+    costs across the link timed apart and step time (s/update, median over runs; None where not
+    measured), the model's figure from a fit leaving the setting out (None where there is none)
+    and the setting against the slowest."""
 
-    setting: Setting
+    setting: scale_out.LinkSetting
     side: Side
-    allreduce_s: float | None
+    crossing_s: float | None
     step_s: float | None
-    predicted: float | None
+    model: scale_out.Predicted | None
     versus: Versus | None
     """Against the slowest setting (None at the configuration's slowest)."""
     predicted_ratio: float | None = None
-    """predict's ratio of this setting's figure to the slowest's."""
-    interval: tuple[float, float] = (math.nan, math.nan)
-    """predict's 95% interval, examples/s (:func:`harness.analysis.scaling.predictions`)."""
+    """The model's ratio of this setting's figure to the slowest's."""
+
+    @property
+    def predicted(self) -> float | None:
+        """The model's figure, examples/s."""
+        return None if self.model is None else self.model.value
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The model's 95% interval, examples/s (NaN without one)."""
+        return (math.nan, math.nan) if self.model is None else (self.model.low, self.model.high)
 
     @property
     def estimate(self) -> Estimate:
@@ -124,20 +92,17 @@ class Point:
 
 @dataclass(frozen=True)
 class Modelled:
-    """What predict's figures rest on, or why there are none (``note``): the 1-device row, the
-    latency per ring step (us) and where it came from, and its curve: (Gbit/s, examples/s) over
-    the measured link range."""
+    """What the model's figures rest on, or why there are none (``note``), and its curve: (Gbit/s,
+    examples/s) over the measured link range, from the fit over every setting."""
 
     note: str
     short: str = ""
-    """What the table's predict column says without a figure ("not modelled", "no baseline")."""
-    baseline_cell_id: str = ""
-    latency_us: float | None = None
+    """What the table's model column says without a figure ("not modelled", "no baseline")."""
     curve: tuple[tuple[float, float], ...] = ()
 
     @property
     def modelled(self) -> bool:
-        return bool(self.baseline_cell_id)
+        return bool(self.curve)
 
 
 @dataclass(frozen=True)
@@ -153,6 +118,8 @@ class Configuration:
     workers: int
     points: tuple[Point, ...]
     modelled: Modelled
+    answers: tuple[scale_out.NodesAnswer, ...] = ()
+    """The answer for N nodes at each link asked (none where not modelled)."""
 
     @property
     def title(self) -> str:
@@ -162,7 +129,7 @@ class Configuration:
 
 @dataclass(frozen=True)
 class LinkComparison:
-    settings: tuple[Setting, ...]
+    settings: tuple[scale_out.LinkSetting, ...]
     configurations: tuple[Configuration, ...]
     min_effect: float
     error_band: float
@@ -174,17 +141,18 @@ class LinkComparison:
 
 def compare(
     rows: Sequence[CellRow],
-    collectives: Any = None,
     model: str | None = None,
     where: str = "the results",
     min_effect: float = MIN_EFFECT,
     calibration: Spread = CALIBRATION,
+    links: Sequence[float] = (),
+    counts: Sequence[int] = scale_out.NODE_COUNTS,
 ) -> LinkComparison:
     """The comparison of the multi-node rows of ``rows`` (every row given: the one-node baselines
-    are among them) of ``model`` (every model when None); ``collectives``, a DataFrame of the
-    collectives table, gives predict its latency. HarnessError (exit 2), naming what is missing
-    and the command that measures it: no multi-node rows under ``where``, none with a measured
-    link, an unknown ``model``, one link setting only."""
+    are among them) of ``model`` (every model when None), with the answer for ``counts`` nodes at
+    ``links`` (Gbit/s; default: the measured settings'). HarnessError (exit 2), naming what is
+    missing and the command that measures it: no multi-node rows under ``where``, none with a
+    measured link, an unknown ``model``, one link setting only."""
     multi = [
         r for r in rows if r.status == Status.OK and r.examples_per_sec.value and (r.ran.nodes or 1) >= 2
     ]
@@ -206,7 +174,7 @@ def compare(
             f"--model {model} --strategy multi_worker_mirrored` at each link setting."
         )
     mine = [r for r in linked if model is None or r.cell.model == model]
-    settings = group_links(_run_links(mine))
+    settings = scale_out.group_links(_run_links(mine))
     if len(settings) < 2:
         (only,) = settings
         raise HarnessError(
@@ -215,20 +183,35 @@ def compare(
             f"the same cells again, e.g. `sudo tools/slurm-nodes.sh --link-gbps {_other(only.gbps)}` "
             "(docs/how-to/cluster.md)."
         )
-    named = labels(list({r.cell.cell_id: r for r in mine}.values()))
+    named = labels(list({r.cell.cell_id: r for r in [*mine, *rows]}.values()))
     fitted = across.spread(
         list(across.groups_of(mine, {r: s.label for s in settings for r in s.run_ids}).values()), calibration
     )
     by_config: dict[tuple[str, int], dict[str, CellRow]] = {}
     for r in sorted(mine, key=lambda r: r.run.timestamp):  # a run's last row of a cell stands
         by_config.setdefault((r.cell.cell_id, r.ran.nodes or 2), {})[r.run.run_id] = r
-    configs = tuple(
-        _configuration(runs, settings, named[cid], nodes, rows, collectives, min_effect, fitted)
-        for (cid, nodes), runs in by_config.items()
-    )
+    configs = {
+        cid: config
+        for (cid, _), runs in by_config.items()
+        if (config := _config(list(runs.values())[-1], rows, fitted)) is not None
+    }
+    model_of = _Model(mine, configs, settings, fitted, scale_out.checks(mine, configs, settings, fitted))
+    asked = tuple(links) or tuple(s.gbps for s in settings)
+    out = []
+    for (cid, nodes), runs in by_config.items():
+        conf = _configuration(runs, settings, named[cid], nodes, model_of, min_effect, fitted)
+        out.append(dataclasses.replace(conf, answers=model_of.answers(cid, asked, counts, rows, named)))
     left = len(multi) - len(linked)
     left_out = (f"{left} multi-node rows without a measured link (link_gbps null)",) if left else ()
-    return LinkComparison(settings, configs, min_effect, ERROR_BAND, left_out, fitted)
+    return LinkComparison(settings, tuple(out), min_effect, ERROR_BAND, left_out, fitted)
+
+
+def _config(row: CellRow, rows: Sequence[CellRow], fitted: Spread) -> scale_out.Config | None:
+    """The model's configuration of ``row``: one worker per node of a modelled strategy, with its
+    one-node baseline; None otherwise."""
+    if row.cell.strategy not in scale_out.ACROSS or row.cell.replicas != 1:
+        return None
+    return scale_out.config_of(row, rows, fitted)
 
 
 def _run_links(rows: Sequence[CellRow]) -> dict[str, float]:
@@ -244,36 +227,116 @@ def _other(gbps: float) -> str:
     return f"{gbps * 10:.0f}" if gbps < 10 else f"{gbps / 10:.0f}"
 
 
+@dataclass(frozen=True)
+class _Model:
+    """The model across nodes over a comparison's rows: the configurations it scales, their checks,
+    and the fit over every setting (the curve and the answer for N nodes)."""
+
+    multi: Sequence[CellRow]
+    configs: Mapping[str, scale_out.Config]
+    settings: Sequence[scale_out.LinkSetting]
+    fitted: Spread
+    checked: scale_out.Checked
+
+    def fit(self, strategy: str) -> scale_out.LinkFit | None:
+        return scale_out.fit(self.multi, self.configs, strategy)
+
+    def modelled(self, row: CellRow, links: Sequence[float]) -> Modelled:
+        """What the figures of ``row``'s configuration rest on, and its curve over ``links``."""
+        a = row.cell
+        config = self.configs.get(a.cell_id)
+        if a.strategy not in scale_out.ACROSS or a.replicas != 1:
+            return Modelled(NOT_MODELLED, "not modelled")
+        if config is None:
+            hint = scaling.measure_hint(scale_out.baseline_config(row))
+            note = f"no prediction: no 1-worker row of this configuration measured on one node; measure it (without --cluster): `{hint}`"
+            return Modelled(note, "no baseline")
+        link = self.fit(a.strategy)
+        if link is None:
+            return Modelled(f"no prediction: {NO_PARTS}", "no parts")
+        grid = np.geomspace(min(links) / 2, max(links) * 2, CURVE_POINTS)
+        curve = tuple(
+            (float(g), scale_out.throughput(config, link, row.ran.nodes or 2, float(g))) for g in grid
+        )
+        return Modelled(scale_out.source(config, link), "", curve)
+
+    def answers(
+        self,
+        cid: str,
+        links: Sequence[float],
+        counts: Sequence[int],
+        rows: Sequence[CellRow],
+        named: Mapping[str, str],
+    ) -> tuple[scale_out.NodesAnswer, ...]:
+        """The answer for ``counts`` nodes at each of ``links`` (none where not modelled)."""
+        config = self.configs.get(cid)
+        link = None if config is None else self.fit(config.strategy)
+        if config is None or link is None:
+            return ()
+        best = _best_one_node(rows, config.model, named)
+        measured = {
+            g: frozenset((r.ran.nodes or 2) for r in self.multi if r.cell.cell_id == cid and _near(r, g))
+            for g in links
+        }
+        errors = self.checked.errors[config.strategy]
+        return tuple(scale_out.answer(config, link, errors, g, measured[g], best, counts) for g in links)
+
+
+NO_PARTS = (
+    "the multi-node rows hold no costs across the link timed apart (allreduce_s and reduce_s, or "
+    "ps_read_s and ps_update_s: rows written before the step breakdown timed them); run them again"
+)
+
+
+def _near(row: CellRow, gbps: float) -> bool:
+    return abs(float(row.ran.link_gbps or math.nan) / gbps - 1) <= scale_out.LINK_TOLERANCE
+
+
+def _best_one_node(rows: Sequence[CellRow], model: str, named: Mapping[str, str]) -> tuple[str, float]:
+    """One node's best configuration of ``model``: the highest median examples/s over runs of the
+    ok rows measured on one node, with its label."""
+    figures: dict[str, list[float]] = {}
+    for r in rows:
+        if (
+            r.status == Status.OK
+            and r.cell.model == model
+            and scaling.one_node(r)
+            and r.examples_per_sec.value
+        ):
+            figures.setdefault(r.cell.cell_id, []).append(float(r.examples_per_sec.value))
+    cid, values = max(figures.items(), key=lambda kv: statistics.median(kv[1]))
+    return named.get(cid, cid), statistics.median(values)
+
+
 def _configuration(
     runs: Mapping[str, CellRow],
-    settings: Sequence[Setting],
+    settings: Sequence[scale_out.LinkSetting],
     label: str,
     nodes: int,
-    rows: Sequence[CellRow],
-    collectives: Any,
+    model: _Model,
     min_effect: float,
     fitted: Spread,
 ) -> Configuration:
     newest = list(runs.values())[-1]
     here = [(s, [runs[r] for r in s.run_ids if r in runs]) for s in settings]
     measured = [(s, mine) for s, mine in here if mine]
-    modelled, predicted = _modelled(newest, rows, collectives, [s.gbps for s, _ in measured])
+    modelled = model.modelled(newest, [s.gbps for s, _ in measured])
     sides = [across.side(mine, fitted) for _, mine in measured]
-    slow = _figure(predicted.get(measured[0][0].gbps))
+    predicted = {s.label: model.checked.points.get((newest.cell.cell_id, s.label)) for s, _ in measured}
+    slow = _figure(predicted[measured[0][0].label])
     points = []
     for i, ((s, mine), side) in enumerate(zip(measured, sides, strict=True)):
-        p = predicted.get(s.gbps)
+        p = predicted[s.label] if modelled.modelled else None
         fast = _figure(p)
         points.append(
             Point(
                 s,
                 side,
-                _median([r.breakdown.allreduce_s for r in mine]),
+                _median([scale_out.crossing_s(r) for r in mine]),
                 _median([r.breakdown.step_s for r in mine]),
-                fast,
+                p,
                 across.versus(s.label, side, sides[0], min_effect) if i else None,
                 None if not i or fast is None or slow is None else fast / slow,
-                (math.nan, math.nan) if p is None else (p.low, p.high),
             )
         )
     c = newest.cell
@@ -285,71 +348,5 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(held) if held else None
 
 
-def _figure(p: scaling.Prediction | None) -> float | None:
-    return None if p is None else p.examples_per_sec
-
-
-def _modelled(
-    row: CellRow, rows: Sequence[CellRow], collectives: Any, links: Sequence[float]
-) -> tuple[Modelled, dict[float, scaling.Prediction]]:
-    """predict's figures for ``row``'s configuration: what they rest on, and Gbit/s -> its
-    prediction at each of ``links`` (empty where predict has none, :attr:`Modelled.note` saying
-    why)."""
-    a = row.cell
-    if a.strategy not in ALLREDUCE_STRATEGIES:
-        return Modelled(NOT_MODELLED, "not modelled"), {}
-    if a.replicas != 1:
-        return Modelled("not modelled (predict models one replica per worker)", "not modelled"), {}
-    config = scaling.config_of(a)
-    base = scaling.find_one_device(rows, config)
-    if base is None or not scaling.one_node(base):
-        return (
-            Modelled(
-                "no prediction: no 1-worker row of this configuration measured on one node; "
-                f"measure it (without --cluster): `{scaling.measure_hint(config)}`",
-                "no baseline",
-            ),
-            {},
-        )
-    op = scaling.op_of(a)
-    fit, source = _latency(collectives, a.strategy, op, a.model, base)
-    latency_us = fit.alpha_s * 1e6
-
-    def at(gbps: float) -> scaling.Prediction:
-        link = dataclasses.replace(fit, beta_s_per_byte=scaling.link_alpha_beta(gbps, 0).beta_s_per_byte)
-        return scaling.predictions(rows, scaling.Query(config, (a.workers,), op, link)).lines[0].prediction
-
-    low, high = min(links), max(links)
-    grid = np.geomspace(low / 2, high * 2, CURVE_POINTS)
-    note = f"from {base.cell.cell_id} on one node at {a.workers} workers; {source}"
-    return (
-        Modelled(
-            note,
-            "",
-            base.cell.cell_id,
-            latency_us,
-            tuple((float(g), at(float(g)).examples_per_sec) for g in grid),
-        ),
-        {g: at(g) for g in links},
-    )
-
-
-def _latency(
-    collectives: Any, strategy: str, op: str, model: str, base: CellRow
-) -> tuple[scaling.AlphaBeta, str]:
-    """The latency per ring step predict is given, as a link whose alpha (with its variance) is the
-    collectives fit's of ``strategy`` [``op``] on the baseline's machine, else 0; and where it came
-    from."""
-    if collectives is not None and not collectives.empty:
-        try:
-            fit, *_ = scaling.cost_from_table(collectives, strategy, op, model, base)
-        except HarnessError:
-            pass
-        else:
-            alpha = fit.alpha_s * 1e6
-            link = scaling.AlphaBeta(fit.alpha_s, 0.0, "", cov=(fit.cov[0], 0.0, 0.0), df=fit.df)
-            return link, f"latency {alpha:.1f} us per ring step: the alpha of the {fit.source}"
-    return scaling.AlphaBeta(0.0, 0.0, ""), (
-        f"latency 0 us per ring step: no collectives fit of {strategy}[{op}] on the baseline's "
-        "machine (`python -m harness run --sweep collectives` measures one)"
-    )
+def _figure(p: scale_out.Predicted | None) -> float | None:
+    return None if p is None else p.value

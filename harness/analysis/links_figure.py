@@ -1,6 +1,6 @@
 """``compare-links``' picture: per configuration, throughput against the measured link (Gbit/s,
-log scale; examples/s with the 95% CI of each setting's runs) and predict's curve over the link
-range where it models the configuration. Writes PNG and SVG (:func:`harness.analysis.plots.save`)."""
+log scale; examples/s with the 95% CI of each setting's runs) and the model's curve over the
+link range where it models the configuration. Writes PNG and SVG (:func:`harness.analysis.plots.save`)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _panel(ax: Any, conf: Configuration) -> None:
     ax.errorbar(xs, ys, yerr=err, fmt="s", color="#D55E00", capsize=3, label="measured (95% CI)")
     if conf.modelled.curve:
         gx, gy = zip(*conf.modelled.curve, strict=True)
-        ax.plot(gx, gy, "--", color="#0072B2", label="predict")
+        ax.plot(gx, gy, "--", color="#0072B2", label="model")
         for p in conf.points:
             if p.error is not None:
                 ax.annotate(
@@ -58,7 +58,7 @@ def _panel(ax: Any, conf: Configuration) -> None:
         ax.text(
             0.02,
             0.02,
-            textwrap.fill(f"predict: {conf.modelled.short}", 40),
+            textwrap.fill(f"model: {conf.modelled.short}", 40),
             transform=ax.transAxes,
             fontsize=7,
         )

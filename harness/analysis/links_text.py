@@ -1,6 +1,7 @@
 """``compare-links``' answer in words: per configuration what the faster links buy (the answer
-first), the evidence table, where predict's model is right and where it is not, and ``--json``,
-all from one :class:`~harness.analysis.links.LinkComparison`. Pure."""
+first), the evidence table, where the model of the step across nodes is right and where it is
+not, the answer for N nodes, and ``--json``, all from one
+:class:`~harness.analysis.links.LinkComparison`. Pure."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import across
+from harness.analysis import across, scale_out
 from harness.analysis.across import Versus
 from harness.analysis.hardware_text import decide_words, figure_text, times, verdict_rule
 from harness.analysis.links import Configuration, LinkComparison, Point
+from harness.analysis.scale_out import NodesAnswer, NodesLine
+from harness.analysis.tables import render_table
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 _SAID: dict[str, str] = {
@@ -38,7 +41,7 @@ def _versus_words(p: Point, slowest: Point, min_effect: float) -> str:
         band=f"{min_effect:.0%}",
         decide=decide_words(v, "setting"),
     )
-    return text + (f"; predict said {times(p.predicted_ratio)}" if p.predicted_ratio is not None else "")
+    return text + (f"; the model said {times(p.predicted_ratio)}" if p.predicted_ratio is not None else "")
 
 
 def _x(x: float) -> str:
@@ -47,26 +50,26 @@ def _x(x: float) -> str:
 
 def answer(c: Configuration, min_effect: float) -> str:
     """The configuration's answer in one line: each faster setting against the slowest, and
-    predict's figure (or why it has none)."""
+    the model's figure (or why it has none)."""
     slowest, *faster = c.points
     if not faster:
         return f"{c.title}: measured at {slowest.setting.label} only, so nothing to compare."
     said = "; ".join(_versus_words(p, slowest, min_effect) for p in faster)
-    modelled = "" if c.modelled.modelled else f"; predict: {c.modelled.note}"
+    modelled = "" if c.modelled.modelled else f"; the model: {c.modelled.note}"
     return f"{c.title}: {said}{modelled}."
 
 
 _RIGHT: dict[tuple[bool, bool], str] = {
-    (True, False): "{title}: predict is right within ±{band} at every link setting ({errors}).",
-    (False, True): "{title}: predict is off by more than ±{band} at every link setting ({errors}): {lean}.",
-    (True, True): "{title}: predict is right within ±{band} at {right} and off by more at {wrong} "
+    (True, False): "{title}: the model is right within ±{band} at every link setting ({errors}).",
+    (False, True): "{title}: the model is off by more than ±{band} at every link setting ({errors}): {lean}.",
+    (True, True): "{title}: the model is right within ±{band} at {right} and off by more at {wrong} "
     "({errors}): {lean} there.",
 }
-"""Whether predict is right (within the band) somewhere, off somewhere -> the sentence."""
+"""Whether the model is right (within the band) somewhere, off somewhere -> the sentence."""
 
 
 def right(c: Configuration, band: float) -> str:
-    """Where predict's model is right and where it is not, in one sentence."""
+    """Where the model is right and where it is not, in one sentence."""
     scored = [(p, p.error) for p in c.points if p.error is not None]
     if not scored:
         return f"{c.title}: {c.modelled.note}."
@@ -80,6 +83,21 @@ def right(c: Configuration, band: float) -> str:
         right=", ".join(good),
         wrong=", ".join(label for label, _ in off),
         lean="it predicts faster than measured" if mean_off > 0 else "it predicts slower than measured",
+    ) + "".join(_where(p) for p, e in scored if abs(e) > band)
+
+
+def _where(p: Point) -> str:
+    """Where the model misses at ``p``: the costs across the link timed apart against its term,
+    and the rest of the measured step (not timed apart) against the rest it took."""
+    m = p.model
+    if m is None or p.crossing_s is None or p.predicted is None:
+        return ""
+    step = (m.step1_s + m.link_s + m.rest_s) * p.predicted / p.side.value
+    rest = step - m.step1_s - p.crossing_s
+    return (
+        f" At {p.setting.label} the costs across the link took {p.crossing_s * 1e3:.3g} ms per update "
+        f"(the model: {m.link_s * 1e3:.3g} ms) and the rest of the step, not timed apart, "
+        f"{rest * 1e3:.2g} ms (the model: {m.rest_s * 1e3:.2g} ms, from the other settings)."
     )
 
 
@@ -87,10 +105,14 @@ def method(c: LinkComparison) -> str:
     return (
         "How: a run's link is the Gbit/s its chief measured to the slowest other node at the start "
         f"(link_gbps); runs within ±25% of their median are one setting. {across.method(c.spread, 'Runs at two links')}. "
-        f"{verdict_rule(c.min_effect)}. predict: the scaling model of harness.analysis.scaling over a link "
-        "of the measured Gbit/s, from the 1-worker row measured on one node; its 95% interval carries "
-        "that row's CI, the fitted latency's variance and the model's error on the configuration's "
-        "points at the other link settings (the point's own runs left out)."
+        f"{verdict_rule(c.min_effect)}. The model (harness.analysis.scale_out): the one-node 1-worker "
+        "step, plus each cost across the link the step breakdown timed apart (the gradient all-reduce "
+        "and the scalar reductions; a parameter server's reads and updates of the variables), fitted "
+        "over every setting to a latency, a wire time at the measured link and a CPU time per byte, "
+        "plus the rest of the measured step (not timed apart), taken from the configuration's runs "
+        "at the other settings. Its 95% interval carries the one-node step's CI, the fit's "
+        "covariance, the rest's scatter over runs and the model's error at the strategy's other "
+        "settings."
     )
 
 
@@ -116,8 +138,8 @@ HEADER = (
     "runs",
     "examples/s [95% CI]",
     "against the slowest [95% CI]",
-    "all-reduce / step",
-    "predict examples/s [95% interval]",
+    "across the link (model) / step",
+    "model examples/s [95% interval]",
     "error",
 )
 
@@ -130,10 +152,11 @@ def _ratio(v: Versus | None) -> str:
 
 
 def _seconds(p: Point) -> str:
-    if p.allreduce_s is None:
+    if p.crossing_s is None:
         return "-"
     step = f" of {p.step_s * 1e3:.3g} ms" if p.step_s is not None else ""
-    return f"{p.allreduce_s * 1e3:.3g} ms{step}"
+    model = f" (model {p.model.link_s * 1e3:.3g})" if p.model is not None else ""
+    return f"{p.crossing_s * 1e3:.3g} ms{model}{step}"
 
 
 def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
@@ -157,7 +180,7 @@ def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
 
 
 def _predicted(p: Point) -> str:
-    """predict's figure, its interval and whether the measured figure lies inside it."""
+    """The model's figure, its interval and whether the measured figure lies inside it."""
     low, high = p.interval
     where = {True: " inside", False: " outside", None: ""}[p.inside]
     return f"{p.predicted:,.0f}" + ("" if math.isnan(low + high) else f" [{low:,.0f}, {high:,.0f}]{where}")
@@ -188,11 +211,8 @@ def _configuration(conf: Configuration, c: LinkComparison) -> dict[str, Any]:
         "workers": conf.workers,
         "answer": answer(conf, c.min_effect),
         "right": right(conf, c.error_band),
-        "predict": {
-            "note": conf.modelled.note,
-            "baseline_cell_id": conf.modelled.baseline_cell_id or None,
-            "latency_us": conf.modelled.latency_us,
-        },
+        "prediction": {"note": conf.modelled.note},
+        "nodes_answer": [dataclasses.asdict(a) for a in conf.answers],
         "points": [_point(p) for p in conf.points],
     }
 
@@ -206,11 +226,13 @@ def _point(p: Point) -> dict[str, Any]:
         "examples_per_sec": e.value,
         "ci_low": e.low,
         "ci_high": e.high,
-        "allreduce_s": p.allreduce_s,
+        "crossing_s": p.crossing_s,
         "step_s": p.step_s,
         "predicted_examples_per_sec": p.predicted,
         "predicted_low": p.interval[0],
         "predicted_high": p.interval[1],
+        "predicted_crossing_s": None if p.model is None else p.model.link_s,
+        "predicted_rest_s": None if p.model is None else p.model.rest_s,
         "inside": p.inside,
         "error": p.error,
         "against_slowest": None
@@ -223,3 +245,53 @@ def _point(p: Point) -> dict[str, Any]:
             "predicted": p.predicted_ratio,
         },
     }
+
+
+def nodes_text(c: LinkComparison) -> str:
+    """The answer for N nodes: per link asked, a table (a row per node count, a column per
+    configuration modelled), then per configuration where the link bounds the step and the
+    slowest link at which a second node pays."""
+    confs = [x for x in c.configurations if x.answers]
+    if not confs:
+        return "The answer for N nodes: no configuration is modelled (see the model column above)."
+    out = []
+    for i, first in enumerate(confs[0].answers):
+        header = ("nodes", *(f"{x.model}, {x.label}" for x in confs))
+        rows = [
+            (str(line.nodes), *(_nodes_cell(x.answers[i].lines[j]) for x in confs))
+            for j, line in enumerate(first.lines)
+        ]
+        title = (
+            f"The answer for N nodes at {first.gbps:.3g} Gbit/s: examples/s [95% interval], "
+            "efficiency (* measured at this link; the rest extrapolated)"
+        )
+        out += [render_table(header, rows, title=title), ""]
+        out += [_nodes_words(x, x.answers[i]) for x in confs] + [""]
+    return "\n".join(out).rstrip()
+
+
+def _nodes_cell(line: NodesLine) -> str:
+    p = line.predicted
+    mark = "*" if line.measured else ""
+    return f"{p.value:,.0f}{mark} [{p.low:,.0f}, {p.high:,.0f}], {line.efficiency[0]:.2f}"
+
+
+def _nodes_words(conf: Configuration, a: NodesAnswer) -> str:
+    bound = (
+        f"the link bounds the step from {a.link_bound_from} nodes on"
+        if a.link_bound_from
+        else f"the link bounds the step at none of {a.lines[0].nodes} to {a.lines[-1].nodes} nodes"
+    )
+    pays = f"2 nodes beat one node's best ({a.best_label}, {a.best_examples_per_sec:,.0f} examples/s) " + (
+        f"from {a.paying_gbps:g} Gbit/s on" if a.paying_gbps else "at no link up to 1,000 Gbit/s"
+    )
+    measured = [str(x.nodes) for x in a.lines if x.measured]
+    said = f"measured at this link: {', '.join(measured)} nodes" if measured else "none measured at this link"
+    ps = (
+        " The parameter server is validated on 2 nodes only (1 worker, the measured runs): with more "
+        "workers their pace and the server's link are extrapolated, and the server's CPU is not "
+        "modelled."
+        if scale_out.ACROSS[conf.strategy].served
+        else " Past the measured counts the ring and the workers' wait (held at its 2-node value) are extrapolated."
+    )
+    return f"{conf.model}, {conf.label} at {a.gbps:.3g} Gbit/s: {bound}; {pays}; {said}.{ps}"

@@ -7,9 +7,7 @@ of its all-reduce. Pure (rows in, predictions out).
 
 alpha: latency per ring step (s); beta: seconds per byte over one link. Fitted by non-negative
 least squares to the ok rows of the collectives table for the strategy and op
-(:func:`fit_alpha_beta`), or given for a link you lack (``--link-gbps G --latency-us L``: beta =
-8 / (G x 1e9), alpha = L x 1e-6; :func:`link_alpha_beta`). The model's own gradient set measured at
-n replaces the fit (several tensors cost more than one of the same bytes). Only rows of the 1-device
+(:func:`fit_alpha_beta`). The model's own gradient set measured at n replaces the fit (several tensors cost more than one of the same bytes). Only rows of the 1-device
 cell's machine count (:func:`same_machine`), the newest per device count and payload; fewer than 2
 on 2 or more devices is a HarnessError naming ``python -m harness run --sweep collectives``.
 
@@ -22,18 +20,17 @@ on 2 or more devices is a HarnessError naming ``python -m harness run --sweep co
     throughput(n) = n x effective_batch(1) / step(n);   efficiency(n) = step(1) / step(n)
 
 **Its 95% interval** (:mod:`harness.formulas.prediction`, the delta method in log space) carries
-the 1-device step's CI, the fit's covariance (a described link's cost is exact) and the model's own
+the 1-device step's CI, the fit's covariance and the model's own
 error: log(measured / predicted) of the :func:`checks`, less the predicted point's own rows.
 
 Assumptions, each a way it can be wrong: the 1-device step is all local work (compute, input,
 dispatch, the optimizer) and grows only by core sharing; the all-reduce does not overlap the
 backward pass (on GPUs, NCCL overlaps part of it: the model is then pessimistic); one all-reduce
 per update (the ctl loop's loss reduce, a scalar, is left out); the input pipeline of n devices is
-as fast per device as of one (one host feeding many GPUs can fall behind); on multi-node links the
-fitted alpha of this machine's localhost gRPC is no guide (give --latency-us).
+as fast per device as of one (one host feeding many GPUs can fall behind). One node only: across
+nodes, ``compare-links`` fits the costs the cluster timed apart (:mod:`harness.analysis.scale_out`).
 
-**Which rows** (:func:`predictions`, for ``predict`` and ``compare-links`` through a
-:class:`Query`): baseline and n-device rows share :func:`baseline_key` (identity key ``baseline``,
+**Which rows** (:func:`predictions`, for ``predict`` through a :class:`Query`): baseline and n-device rows share :func:`baseline_key` (identity key ``baseline``,
 :func:`harness.spec.axes.key_axes`, and the per-replica batch), so rows of other XLA, data, loss or
 optimizer never mix; the baseline is the newest 1-device row on one node (:func:`find_one_device`),
 else the newest on several."""
@@ -48,7 +45,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, Status
@@ -67,8 +63,7 @@ from harness.spec.words import describe, flags
 class AlphaBeta:
     """Ring all-reduce cost: ``alpha_s`` per ring step, ``beta_s_per_byte`` per byte over a link;
     of a fit, over its rows: ``rel_rms`` the relative RMS error, ``cov`` the covariance of (alpha,
-    beta) (s^2, s^2/B, s^2/B^2), ``resid`` the relative residuals' mean square, ``df`` theirs (a
-    described link: 0, exact)."""
+    beta) (s^2, s^2/B, s^2/B^2), ``resid`` the relative residuals' mean square, ``df`` theirs."""
 
     alpha_s: float
     beta_s_per_byte: float
@@ -96,11 +91,6 @@ class AlphaBeta:
         return 8 / (self.beta_s_per_byte * 1e9) if self.beta_s_per_byte > 0 else math.inf
 
 
-def link_alpha_beta(gbps: float, latency_us: float) -> AlphaBeta:
-    """The cost of a described link: ``gbps`` gigabits per second, ``latency_us`` per ring step."""
-    return AlphaBeta(latency_us * 1e-6, 8 / (gbps * 1e9), f"link {gbps:g} Gb/s, {latency_us:g} us")
-
-
 def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fit") -> AlphaBeta:
     """Non-negative least squares of T(n, m) to ``points`` of (n, bytes, seconds), weighted
     relatively (each point's error as a fraction of its time, so 4 KiB counts as much as 64 MiB)."""
@@ -108,11 +98,7 @@ def fit_alpha_beta(points: Sequence[tuple[int, float, float]], source: str = "fi
     if len(pts) < 2:
         raise ValueError(f"an alpha-beta fit needs 2 or more all-reduce times; received {len(pts)}")
     n, m, t = (np.asarray(v, dtype=float) for v in zip(*pts, strict=True))
-    design = np.column_stack([2 * (n - 1), 2 * (n - 1) / n * m]) / t[:, None]
-    x, _ = optimize.nnls(design, np.ones_like(t))
-    residuals = design @ x - 1  # (fitted - t) / t
-    s2, cov, df = prediction.covariance(design, residuals)
-    rms = float(np.sqrt(np.mean(residuals**2)))
+    x, s2, cov, df, rms = prediction.fit_relative(np.column_stack([2 * (n - 1), 2 * (n - 1) / n * m]), t)
     covs = (float(cov[0, 0]), float(cov[0, 1]), float(cov[1, 1]))
     return AlphaBeta(float(x[0]), float(x[1]), f"{source}: {len(pts)} rows", rms, covs, s2, df)
 
@@ -263,10 +249,7 @@ def same_machine(collectives: pd.DataFrame, cell: CellRow) -> pd.DataFrame:
     return collectives[keep]
 
 
-COLLECTIVES_HINT = (
-    "measure them with `python -m harness run --sweep collectives` (or describe a "
-    "link with --link-gbps and --latency-us)"
-)
+COLLECTIVES_HINT = "measure them with `python -m harness run --sweep collectives`"
 
 
 def cost_from_table(
@@ -379,17 +362,14 @@ def measure_hint(config: Cell) -> str:
 
 @dataclass(frozen=True)
 class Query:
-    """What :func:`predictions` is asked (``predict``'s flags, or a configuration
-    ``compare-links`` measured): ``config``, the 1-device cell whose configuration scales (its
-    :func:`baseline_key` selects the rows); ``counts``, the device counts to predict along its
-    strategy's device axis; ``op``, the all-reduce implementation priced (the value of the
-    strategy's option axis); ``link``, a described link (None: the collectives table's fit on the
-    baseline's machine, and its measurements of the model's gradients)."""
+    """What :func:`predictions` is asked (``predict``'s flags): ``config``, the 1-device cell whose
+    configuration scales (its :func:`baseline_key` selects the rows); ``counts``, the device counts
+    to predict along its strategy's device axis; ``op``, the all-reduce implementation priced (the
+    value of the strategy's option axis)."""
 
     config: Cell
     counts: tuple[int, ...]
     op: str
-    link: AlphaBeta | None = None
 
     @property
     def axes(self) -> tuple[str, str]:
@@ -437,7 +417,7 @@ class Predicted:
     def method(self) -> str:
         """How each interval was taken: its three parts and their sources, in one line."""
         b, c, e = self.baseline, self.cost, self.checks
-        fit = f"{c.source} (relative RMS {c.rel_rms:.0%}, {c.df:g} df)" if c.rel_rms else "given, exact"
+        fit = f"{c.source} (relative RMS {c.rel_rms:.0%}, {c.df:g} df)"
         model = (
             f"model error: RMS {math.sqrt(sum(x * x for x in e) / len(e)):.0%} of log(measured / predicted) over "
             f"{len(e)} measured point(s) on several devices, each count's own left out"
@@ -460,55 +440,35 @@ def missing_baseline(config: Cell, where: str) -> str:
     )
 
 
-LINK_TOLERANCE = 0.25
-"""Runs whose measured links lie within ±25% of their median are one link setting: htb shapes a
-link to its rate within a few percent, and the settings users try differ by 2.5x or more."""
-
-
 def predictions(
     rows: Sequence[CellRow], query: Query, collectives: Any = None, where: str = "the results"
 ) -> Predicted:
     """``query``'s prediction at each of its device counts from its 1-device row
-    (:func:`find_one_device`) and the all-reduce cost (its described link, else
-    :func:`cost_from_table` over ``collectives``, a DataFrame), beside the newest measured row of
-    the same :func:`baseline_key` at each count: one where the prediction applies (one node for the
-    fit; several at the described link, within ±:data:`LINK_TOLERANCE`) where there is one. Each
-    interval's model error is from the :func:`checks` other than that point's own rows and the row
-    shown. HarnessError without the 1-device row (naming ``where`` it was looked for and the
-    command that measures it) or the all-reduce times."""
+    (:func:`find_one_device`) and :func:`cost_from_table` over ``collectives`` (a DataFrame),
+    beside the newest row of the same :func:`baseline_key` at each count measured on one node
+    where there is one. Each interval's model error is from the :func:`checks` other than that
+    point's own rows and the row shown. HarnessError without the 1-device row (naming ``where`` it
+    was looked for and the command that measures it) or the all-reduce times."""
     config = query.config
     base_row = find_one_device(rows, config)
     if base_row is None:
         raise HarnessError(missing_baseline(config, where))
     base = baseline_from_row(base_row)
-    measured_ar: dict[int, float] = {}
-    spread: dict[int, tuple[float, float]] = {}
-    if query.link is not None:  # devices with their own compute (other hosts, other GPUs)
-        base = dataclasses.replace(base, shares_cores=False)
-        cost = query.link
-    else:
-        cost, measured_ar, spread = cost_from_table(
-            collectives, config.strategy, query.op, config.model, base_row
-        )
+    cost, measured_ar, spread = cost_from_table(
+        collectives, config.strategy, query.op, config.model, base_row
+    )
 
-    def at(n: int, own: AlphaBeta | None = None, model: Term | None = None) -> Prediction:
-        c = own or cost
-        seconds, source = allreduce_time(n, config.model, c, measured_ar, base_row)
-        var = spread.get(n) or (c.log_var(n, gradient_bytes(config.model, base_row)), c.df)
+    def at(n: int, model: Term | None = None) -> Prediction:
+        seconds, source = allreduce_time(n, config.model, cost, measured_ar, base_row)
+        var = spread.get(n) or (cost.log_var(n, gradient_bytes(config.model, base_row)), cost.df)
         return predict(base, n, seconds, source, var, model)
 
-    here = _at_counts(query, same_config(rows, config))
-    local = query.link is None  # this machine's fit: one node; a described link: several
-    found = checks(query, here, at)
+    here = [(n, r) for n, r in _at_counts(query, same_config(rows, config)) if one_node(r)]
+    found = checks(here, at)
     lines = []
     for n in query.counts:
-        newest = max(
-            (r for m, r in here if m == n),
-            key=lambda r: (_applies(query, r, True), one_node(r) == local, r.run.timestamp),
-            default=None,
-        )
-        mine = [r is newest or (m == n and _applies(query, r, True)) for m, r, _ in found]
-        left = [e for (_, _, e), own in zip(found, mine, strict=True) if not own and n > 1]
+        newest = max((r for m, r in here if m == n), key=lambda r: r.run.timestamp, default=None)
+        left = [e for m, r, e in found if m != n and n > 1]
         model = prediction.model_error(left)
         p = at(n, model=model)
         e = None if newest is None else newest.examples_per_sec
@@ -528,32 +488,15 @@ def _at_counts(query: Query, rows: Sequence[CellRow]) -> list[tuple[int, CellRow
     ]
 
 
-def _applies(query: Query, row: CellRow, at_link: bool = False) -> bool:
-    """Whether ``row`` was measured where the query's model applies: on one node for the fit; on
-    several with a measured link for a described link (``at_link``: within ±:data:`LINK_TOLERANCE`
-    of it)."""
-    if query.link is None:
-        return one_node(row)
-    gbps = row.ran.link_gbps or 0.0
-    near = abs(gbps / query.link.bandwidth_gbps - 1) <= LINK_TOLERANCE
-    return not one_node(row) and gbps > 0 and (near or not at_link)
-
-
 def checks(
-    query: Query, rows: Sequence[tuple[int, CellRow]], at: Callable[[int, AlphaBeta | None], Prediction]
+    rows: Sequence[tuple[int, CellRow]], at: Callable[[int], Prediction]
 ) -> list[tuple[int, CellRow, float]]:
-    """(devices, row, log(measured / predicted)) of each row on 2 or more devices where the query's
-    model applies (:func:`_applies`), ``at`` its prediction under the row's own link (a described
-    link's latency at the row's measured Gbit/s; the fit: None)."""
-    link = query.link
-    own = [
-        None if link is None else link_alpha_beta(r.ran.link_gbps or math.nan, link.alpha_s * 1e6)
-        for _, r in rows
-    ]
+    """(devices, row, log(measured / predicted)) of each row on 2 or more devices, ``at`` its
+    prediction."""
     return [
-        (n, r, math.log(float(r.examples_per_sec.value or math.nan) / at(n, c).examples_per_sec))
-        for (n, r), c in zip(rows, own, strict=True)
-        if n > 1 and _applies(query, r)
+        (n, r, math.log(float(r.examples_per_sec.value or math.nan) / at(n).examples_per_sec))
+        for n, r in rows
+        if n > 1
     ]
 
 

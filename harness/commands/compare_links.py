@@ -4,16 +4,19 @@ multi-node configuration (:mod:`harness.analysis.links`), beside what predict sa
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import links, links_figure, links_text
+from harness.analysis import links, links_figure, links_text, scale_out
 from harness.analysis.tables import render_table
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
+from harness.commands.selection import int_list
 from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
+from harness.errors import HarnessError
 from harness.results import history
 
 NAME = "compare-links"
@@ -33,10 +36,41 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         default=None,
         help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
     )
+    p.add_argument(
+        "--nodes",
+        default=",".join(map(str, scale_out.NODE_COUNTS)),
+        metavar="LIST",
+        help="node counts of the answer for N nodes, comma-separated (when not given: 2,4,8,16,32,64)",
+    )
+    p.add_argument(
+        "--link-gbps",
+        default=None,
+        metavar="LIST",
+        help="links (Gbit/s) of the answer for N nodes. Default: the measured link settings",
+    )
     add_across_min_effect(p)
     add_calibration(p)
     add_json(p)
     return p
+
+
+MAX_NODES = 65536
+"""The most nodes the answer takes."""
+
+
+def _gbps(text: str | None) -> tuple[float, ...]:
+    """--link-gbps: Gbit/s values > 0 (none: the measured settings); HarnessError naming the value."""
+    if text is None:
+        return ()
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise HarnessError(
+            f"Received --link-gbps={text!r}; expected comma-separated links in Gbit/s > 0, e.g. 1,10."
+        )
+    return values
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,18 +81,18 @@ def run(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> dict[str, Any]:
     """Print the comparison (answer, table, where predict is right), draw its figure; its JSON."""
     min_effect = across_min_effect(args)
+    counts, asked = int_list("--nodes", args.nodes, 2, MAX_NODES), _gbps(args.link_gbps)
     roots = results_roots(args)
     folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
     check_writable(folder, "--figures")
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    result = links.compare(
-        rows, history.load_collectives(roots), args.model, ", ".join(roots), min_effect, calibration(args)
-    )
+    result = links.compare(rows, args.model, ", ".join(roots), min_effect, calibration(args), asked, counts)
     print(links_text.text(result) + "\n")
     title = "Every configuration at every link setting it was measured at"
     print(render_table(links_text.HEADER, links_text.table_rows(result), title=title))
-    print(links_text.right_text(result))
+    print(links_text.right_text(result) + "\n")
+    print(links_text.nodes_text(result))
     paths = links_figure.draw(result, folder)
     for path in paths:
         print(f"wrote {path}")

@@ -1,6 +1,6 @@
-"""``python -m harness predict``: throughput and efficiency at n devices from a measured 1-device cell
-and the all-reduce cost (:mod:`harness.analysis.scaling`), beside the measured figures where the
-results hold them. The flags become a :class:`harness.analysis.scaling.Query` (:func:`query`);
+"""``python -m harness predict``: throughput and efficiency at n devices of one node from a measured
+1-device cell and the all-reduce cost (:mod:`harness.analysis.scaling`), beside the measured figures
+where the results hold them (across nodes: ``compare-links``). The flags become a :class:`harness.analysis.scaling.Query` (:func:`query`);
 the rows it scales and compares with are the query's baseline key's
 (:func:`harness.analysis.scaling.baseline_key`)."""
 
@@ -79,14 +79,6 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             help=f"{axis.help}, as in the measured 1-device cell scaled. Default: {default}",
         )
     p.add_argument(
-        "--link-gbps",
-        type=float,
-        default=None,
-        help="predict for a link you do not have: its bandwidth in Gb/s (with "
-        "--latency-us); devices are then taken to have their own compute",
-    )
-    p.add_argument("--latency-us", type=float, default=None, help="the link's latency per ring step")
-    p.add_argument(
         "--figures",
         default=None,
         help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
@@ -100,12 +92,6 @@ def _counts(text: str | None, flag: str) -> list[int]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if (args.link_gbps is None) != (args.latency_us is None):
-        raise HarnessError(
-            "Received only one of --link-gbps and --latency-us; expected both (a "
-            "described link) or neither (the collectives table's fit)."
-        )
-    link = args.link_gbps is not None
     require(
         {
             "--batch": (args.batch, args.batch >= 1, "an integer >= 1"),
@@ -114,16 +100,6 @@ def _check(args: argparse.Namespace) -> None:
                 args.steps_per_execution,
                 args.steps_per_execution >= 1,
                 "an integer >= 1",
-            ),
-            "--link-gbps": (
-                args.link_gbps,
-                not link or (math.isfinite(args.link_gbps) and args.link_gbps > 0),
-                "a finite bandwidth > 0 (Gb/s)",
-            ),
-            "--latency-us": (
-                args.latency_us,
-                not link or (math.isfinite(args.latency_us) and args.latency_us >= 0),
-                "a finite latency >= 0 (microseconds per ring step)",
             ),
         }
     )
@@ -155,14 +131,12 @@ def _default_op(strategy: str) -> str:
 def query(args: argparse.Namespace) -> scaling.Query:
     """The checked flags as :func:`harness.analysis.scaling.predictions`' query: the 1-device cell
     of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
-    synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts, the op and the
-    described link."""
+    synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts and the op."""
     axis, _ = scaling.device_axes(args.strategy)
     flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
     config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
-    link = None if args.link_gbps is None else scaling.link_alpha_beta(args.link_gbps, args.latency_us)
     counts = tuple(_counts(getattr(args, axis), f"--{axis}"))
-    return scaling.Query(config, counts, args.op or _default_op(args.strategy), link)
+    return scaling.Query(config, counts, args.op or _default_op(args.strategy))
 
 
 def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predicted:
@@ -170,9 +144,8 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predic
     row exists."""
     roots = results_roots(args)
     q = query(args)
-    collectives = None if q.link is not None else history.load_collectives(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    return scaling.predictions(rows, q, collectives, where=", ".join(roots))
+    return scaling.predictions(rows, q, history.load_collectives(roots), where=", ".join(roots))
 
 
 def _frame(found: scaling.Predicted) -> pd.DataFrame:

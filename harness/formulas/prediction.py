@@ -7,7 +7,7 @@ step(n) = step(1) x s(n) + T(n) [s], throughput(n) = n x batch / step(n); by the
 - v_1 = var log step(1) = sd^2, sd = (ln high - ln low) / (2 t(df)) from its 95% CI (:func:`log_sd`);
 - v_T = var log T(n) = g' C g / T^2, g = (2(n - 1), 2(n - 1) / n x m), C = s^2 (D'D)^-1 of the fit's
   relative-weighted design D, s^2 its residuals' mean square, N - 2 df (:func:`covariance`); a
-  measured all-reduce: from its own CI; a described link: 0;
+  measured all-reduce: from its own CI;
 - v_m = mean(e^2), e = log(measured / predicted) over the k measured points on several devices the
   model is checked against (never the predicted point's own), k df (:func:`model_error`); none
   without one.
@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from scipy import optimize
 
 from harness.formulas.across_runs import Side, Term
 from harness.formulas.across_runs import interval as side_interval
@@ -45,6 +46,17 @@ def covariance(design: Matrix, residuals: Matrix) -> tuple[float, Matrix, int]:
     dof = int(design.shape[0] - design.shape[1])
     s2 = float(residuals @ residuals) / dof if dof > 0 else math.inf
     return s2, s2 * np.linalg.pinv(design.T @ design).astype(np.float64), dof
+
+
+def fit_relative(features: Matrix, seconds: Matrix) -> tuple[Matrix, float, Matrix, int, float]:
+    """Non-negative least squares of ``seconds`` (N) = ``features`` (N x p) @ x, weighted relatively
+    (each point's error as a fraction of its time, so 4 bytes count as much as 64 MiB): x, s^2, its
+    covariance s^2 (D'D)^-1, N - p df (:func:`covariance`) and the relative residuals' RMS."""
+    design = features / seconds[:, None]
+    x, _ = optimize.nnls(design, np.ones_like(seconds))
+    residuals = design @ x - 1  # (fitted - t) / t
+    s2, cov, df = covariance(design, residuals)
+    return x, s2, cov, df, float(np.sqrt(np.mean(residuals**2)))
 
 
 def model_error(log_errors: Sequence[float]) -> Term | None:

@@ -12,9 +12,9 @@ from harness.contract.columns import unflatten
 from harness.contract.records import CellRow
 
 
-def test_ring_cost_of_a_described_link() -> None:
+def test_ring_cost() -> None:
     # 10 Gb/s = 1.25e9 B/s: beta = 0.8 ns/B; 1 MiB between 2 workers: 2(1) x 5 us + 1 x 1 MiB x 0.8 ns
-    cost = scaling.link_alpha_beta(10, 5)
+    cost = scaling.AlphaBeta(5e-6, 8e-10, "link")
     assert cost.beta_s_per_byte == pytest.approx(8e-10)
     assert cost.time_s(2, 2**20) == pytest.approx(10e-6 + 2**20 * 8e-10)  # 848.9 us
     assert cost.time_s(4, 2**20) == pytest.approx(6 * 5e-6 + 1.5 * 2**20 * 8e-10)
@@ -56,7 +56,7 @@ def test_devices_that_share_a_hosts_cores_slow_each_other() -> None:
 
 
 def test_a_measured_gradient_all_reduce_wins_over_the_fit() -> None:
-    cost = scaling.link_alpha_beta(10, 5)
+    cost = scaling.AlphaBeta(5e-6, 8e-10, "link 10 Gb/s")
     assert scaling.allreduce_time(2, "cnn", cost, {2: 3e-4}) == (3e-4, "measured (cnn gradients)")
     seconds, source = scaling.allreduce_time(3, "cnn", cost, {2: 3e-4})
     assert seconds == pytest.approx(cost.time_s(3, 4 * 34_826)) and source.startswith("link")

@@ -15,14 +15,14 @@ from harness.results.references import find_baseline
 from harness.spec.axes import AXIS_BY_NAME, BASELINE, key_axes
 from harness.spec.cell import Cell
 from tests.harness.analysis.test_links import row
+from tests.harness.analysis.test_scaling_interval import collectives
 
 ONE = Cell(model="dense", strategy="mirrored")
 TWO = Cell(model="dense", strategy="mirrored", replicas=2, cross_device_ops="auto")
-LINK = scaling.link_alpha_beta(10, 5)
 
 
 def query(config: Cell = ONE, counts: tuple[int, ...] = (1, 2)) -> scaling.Query:
-    return scaling.Query(config, counts, "auto", LINK)
+    return scaling.Query(config, counts, "auto")
 
 
 def test_the_key_is_the_efficiency_baselines_own() -> None:
@@ -65,7 +65,7 @@ def test_a_row_differing_only_in_xla_or_optimizer_is_never_the_baseline() -> Non
         row(replace(TWO, xla="on"), "d", 7777.0, nodes=1, day=4),
     ]
     assert scaling.find_one_device(rows, ONE) is right
-    found = scaling.predictions(rows, query())
+    found = scaling.predictions(rows, query(), collectives("mirrored", "auto"))
     assert found.baseline is right
     # the measured figure at 2 replicas is not the XLA row's: there is none of this key
     assert found.lines[0].measured is not None and found.lines[0].measured.value == 6400.0
@@ -79,17 +79,18 @@ def test_the_baseline_is_measured_on_one_node_where_there_is_one() -> None:
     assert scaling.find_one_device([local, cluster], ONE) is local
     assert scaling.find_one_device([local, old, cluster], ONE) is old
     assert scaling.find_one_device([cluster], ONE) is cluster  # preferred, not required
-    assert scaling.predictions([cluster, local], query()).baseline is local
+    assert scaling.predictions([cluster, local], query(), collectives("mirrored", "auto")).baseline is local
 
 
-def test_predictions_at_each_count_from_a_described_link() -> None:
-    rows = [row(ONE, "a", 6400.0, nodes=1, day=1), row(TWO, "a", 12000.0, nodes=1, day=1)]
-    found = scaling.predictions(rows, query(counts=(1, 2, 4)))
+def test_predictions_at_each_count_on_one_node_only() -> None:
+    cluster = row(TWO, "b", 99000.0, nodes=2, link=9.4, day=2)  # across nodes: compare-links' own
+    rows = [row(ONE, "a", 6400.0, nodes=1, day=1), row(TWO, "a", 12000.0, nodes=1, day=1), cluster]
+    found = scaling.predictions(rows, query(counts=(1, 2, 4)), collectives("mirrored", "auto"))
     assert [line.prediction.devices for line in found.lines] == [1, 2, 4]
-    step2 = 0.010 + LINK.time_s(2, scaling.gradient_bytes("dense"))  # own compute: no sharing
-    assert found.lines[1].prediction.examples_per_sec == pytest.approx(128 / step2)
-    assert found.lines[1].error == pytest.approx((128 / step2 - 12000) / 12000)
-    assert found.cost is LINK
+    p = found.lines[1].prediction
+    assert found.lines[1].measured is not None and found.lines[1].measured.value == 12000.0
+    assert found.lines[1].error == pytest.approx((p.examples_per_sec - 12000) / 12000)
+    assert found.cost.alpha_s == pytest.approx(50e-6) and found.cost.beta_s_per_byte == pytest.approx(1e-9)
 
 
 def test_a_missing_baseline_says_what_was_looked_for_and_how_to_measure_it() -> None:

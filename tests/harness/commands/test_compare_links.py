@@ -11,7 +11,7 @@ import pytest
 from harness.commands import main
 from harness.contract.records import CellRow
 from harness.results.store import RunFiles
-from tests.harness.analysis.test_links import ONE, cluster_rows, collectives, predicted
+from tests.harness.analysis.test_links import ONE, cluster_rows, fast_over_slow, mwms_eps
 
 
 def _write(out: Path, rows: list[CellRow]) -> Path:
@@ -27,13 +27,10 @@ def _write(out: Path, rows: list[CellRow]) -> Path:
 
 @pytest.fixture
 def folders(tmp_path: Path) -> tuple[Path, Path]:
-    """(the cluster's results, the one-node baseline's results with its collectives)."""
+    """(the cluster's results, the one-node baseline's results)."""
     rows = cluster_rows()
     cluster = _write(tmp_path / "cluster", [r for r in rows if r.run.run_id != "local"])
     local = _write(tmp_path / "local", [r for r in rows if r.run.run_id == "local"])
-    files = RunFiles(local, "2026-12-01", "local")
-    for i, c in enumerate(collectives().to_dict("records")):
-        files.write_collective(i, {**c, "run_id": "local", "workers": c["devices"], "replicas": 1})
     return cluster, local
 
 
@@ -47,12 +44,12 @@ def test_the_answer_the_table_and_the_figure(
     assert lines[0] == "What a faster link between nodes buys (0.95 Gbit/s, 9.3 Gbit/s):"
     assert lines[2].startswith(
         "dense, MultiWorkerMirroredStrategy on 2 workers, ring all-reduce on 2 nodes: 9.3 Gbit/s "
-        "trains 1.47x faster than 0.95 Gbit/s ["
+        f"trains {fast_over_slow():.2f}x faster than 0.95 Gbit/s ["
     )
-    assert f"predict said {predicted(9.3) / predicted(0.95):.2f}x" in lines[2]
+    assert f"the model said {fast_over_slow():.2f}x" in lines[2]
     assert out.index("What a faster link") < out.index("examples/s [95% CI]") < out.index("Where the model")
-    assert f"{predicted(0.95):,.0f}" in out and "4 ms of 15.9 ms" in out
-    assert "not modelled (predict models all-reduce only)" in out
+    assert out.index("Where the model") < out.index("The answer for N nodes at 0.95 Gbit/s")
+    assert f"{mwms_eps(0.95):,.0f}"[:4] in out and "inside" in out
     assert (cluster / "figures" / "compare_links.png").is_file()
     assert f"wrote {cluster / 'figures' / 'compare_links.svg'}" in out
 
@@ -66,7 +63,8 @@ def test_json_prints_one_object(folders: tuple[Path, Path], capsys: pytest.Captu
     obj = json.loads(captured.out)
     assert obj["command"] == "compare-links" and obj["exit_code"] == 0
     assert [c["strategy"] for c in obj["configurations"]] == ["multi_worker_mirrored", "parameter_server"]
-    assert obj["configurations"][0]["predict"]["baseline_cell_id"] == ONE.id
+    assert ONE.id in obj["configurations"][0]["prediction"]["note"]
+    assert obj["configurations"][0]["nodes_answer"][0]["gbps"] == 0.95
     assert obj["figures"] == [str(figures / "compare_links.png"), str(figures / "compare_links.svg")]
     assert "What a faster link" in captured.err  # the words go to stderr
 
@@ -86,7 +84,9 @@ def test_without_the_baseline_folder_it_says_what_to_run(
     [
         ("local", [], "no multi-node rows (status ok, nodes >= 2) under --results"),
         ("cluster", ["--model", "cnn"], "Received --model 'cnn'; expected one the multi-node rows hold"),
-        ("slow", [], "hold one link setting (0.95 Gbit/s: runs slow-a, slow-b)"),
+        ("slow", [], "hold one link setting (0.95 Gbit/s: runs slow-a, slow-c, slow-b)"),
+        ("cluster", ["--nodes", "1,4"], "Received --nodes='1,4'; expected comma-separated integers from 2"),
+        ("cluster", ["--link-gbps", "0,x"], "Received --link-gbps='0,x'; expected comma-separated links"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -107,28 +107,6 @@ def test_predict_prints_the_table_and_draws_the_figure(tmp_path: Path) -> None:
     assert (out / "figures" / "predict_cnn_mirrored.svg").is_file()
 
 
-@pytest.mark.process
-def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
-    out = _folder(tmp_path)
-    proc = cli(
-        "predict",
-        "--results",
-        str(out),
-        "--model",
-        "cnn",
-        "--strategy",
-        "mirrored",
-        "--replicas",
-        "1,64",
-        "--link-gbps",
-        "100",
-        "--latency-us",
-        "10",
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "link 100 Gb/s, 10 us" in proc.stdout
-
-
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -138,7 +116,6 @@ def test_a_described_link_predicts_without_collectives(tmp_path: Path) -> None:
             ["--model", "cnn", "--strategy", "mirrored", "--op", "hierarchical_copy"],
             "no all-reduce times of mirrored [hierarchical_copy]",
         ),
-        (["--model", "cnn", "--strategy", "mirrored", "--link-gbps", "10"], "only one of --link-gbps"),
         (
             ["--model", "cnn", "--strategy", "mirrored", "--workers", "2"],
             "--workers with --strategy mirrored",
@@ -251,8 +228,6 @@ def test_predict_multi_worker_mirrored_from_the_fit_up_to_64_workers(tmp_path: P
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--link-gbps", "nan", "--latency-us", "5"], "Received --link-gbps=nan; expected a finite"),
-        (["--link-gbps", "10", "--latency-us", "-1"], "Received --latency-us=-1.0; expected a finite"),
         (["--batch", "0"], "Received --batch=0; expected an integer >= 1"),
         (["--accum-steps", "0"], "Received --accum-steps=0"),
     ],
