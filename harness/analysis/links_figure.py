@@ -1,6 +1,7 @@
 """``compare-links``' picture: per configuration, throughput against the measured link (Gbit/s,
-log scale; examples/s with the 95% CI of each setting's runs) and the model's curve over the
-link range where it models the configuration. Writes PNG and SVG (:func:`harness.analysis.plots.save`)."""
+log scale; examples/s with the 95% CI of each setting's runs), the model's curve over the link
+range where it models the configuration, and each setting's check (its prediction from the other
+settings' rests, with its 95% interval). Writes PNG and SVG (:func:`harness.analysis.plots.save`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from harness.analysis import plots
 from harness.analysis.links import Configuration, LinkComparison
+from harness.contract.columns import Estimate
 
 NAME = "compare_links"
 """The figure's file name, without its suffix."""
@@ -45,6 +47,18 @@ def _panel(ax: Any, conf: Configuration) -> None:
     if conf.modelled.curve:
         gx, gy = zip(*conf.modelled.curve, strict=True)
         ax.plot(gx, gy, "--", color="#0072B2", label="model")
+        checked = [(p.setting.gbps * 1.06, p.model) for p in conf.points if p.model is not None]
+        my, merr = plots.ci_bars([Estimate(m.value, m.low, m.high) for _, m in checked])
+        ax.errorbar(
+            [x for x, _ in checked],
+            my,
+            yerr=merr,
+            fmt="o",
+            mfc="none",
+            color="#0072B2",
+            capsize=3,
+            label="model, setting left out (95% interval)",
+        )
         for p in conf.points:
             if p.error is not None:
                 ax.annotate(

@@ -18,6 +18,7 @@ from harness.analysis.links import Configuration, LinkComparison, Point
 from harness.analysis.scale_out import NodesAnswer, NodesLine
 from harness.analysis.tables import render_table
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
+from harness.spec.strategies import STRATEGIES
 
 _SAID: dict[str, str] = {
     HIGHER: "{fast} trains {r} faster than {slow} [{low}, {high}], higher",
@@ -256,7 +257,7 @@ def nodes_text(c: LinkComparison) -> str:
         return "The answer for N nodes: no configuration is modelled (see the model column above)."
     out = []
     for i, first in enumerate(confs[0].answers):
-        header = ("nodes", *(f"{x.model}, {x.label}" for x in confs))
+        header = ("nodes", *(_strategy(x) for x in confs))
         rows = [
             (str(line.nodes), *(_nodes_cell(x.answers[i].lines[j]) for x in confs))
             for j, line in enumerate(first.lines)
@@ -285,6 +286,12 @@ def _nodes_words(conf: Configuration, a: NodesAnswer) -> str:
     pays = f"2 nodes beat one node's best ({a.best_label}, {a.best_examples_per_sec:,.0f} examples/s) " + (
         f"from {a.paying_gbps:g} Gbit/s on" if a.paying_gbps else "at no link up to 1,000 Gbit/s"
     )
+    fewest = (
+        f"at this link {a.fewest} nodes are the fewest that do"
+        if a.fewest
+        else "at this link none of these counts does"
+    )
+    pays += f"; {fewest}"
     measured = [str(x.nodes) for x in a.lines if x.measured]
     said = f"measured at this link: {', '.join(measured)} nodes" if measured else "none measured at this link"
     ps = (
@@ -294,4 +301,9 @@ def _nodes_words(conf: Configuration, a: NodesAnswer) -> str:
         if scale_out.ACROSS[conf.strategy].served
         else " Past the measured counts the ring and the workers' wait (held at its 2-node value) are extrapolated."
     )
-    return f"{conf.model}, {conf.label} at {a.gbps:.3g} Gbit/s: {bound}; {pays}; {said}.{ps}"
+    return f"{_strategy(conf)} at {a.gbps:.3g} Gbit/s: {bound}; {pays}; {said}.{ps}"
+
+
+def _strategy(conf: Configuration) -> str:
+    """``dense, MultiWorkerMirroredStrategy``: the answer for N nodes varies the rest."""
+    return f"{conf.model}, {STRATEGIES[conf.strategy].words}"

@@ -417,9 +417,9 @@ class NodesLine:
 @dataclass(frozen=True)
 class NodesAnswer:
     """The answer for N nodes of one configuration at one link: a line per count, the first count
-    whose step is link-bound (the costs across the link, or the servers' links, exceed the local
-    step; None: none of the counts), the slowest link (Gbit/s) at which 2 nodes beat one node's
-    best (None: none up to 1,000 Gbit/s), that best's label and examples/s."""
+    whose step is link-bound (:func:`_link_bound`; None: none of the counts), the slowest link
+    (Gbit/s) at which 2 nodes beat one node's best (None: none up to 1,000 Gbit/s), that best's
+    label and examples/s, and the fewest of the counts that beat it at this link (None: none)."""
 
     gbps: float
     lines: tuple[NodesLine, ...]
@@ -427,6 +427,7 @@ class NodesAnswer:
     paying_gbps: float | None
     best_label: str
     best_examples_per_sec: float
+    fewest: int | None
 
 
 def answer(
@@ -448,15 +449,17 @@ def answer(
         eff = tuple(x / (n * one) for x in (p.value, p.low, p.high))
         lines.append(NodesLine(n, p, (eff[0], eff[1], eff[2]), n in measured))
     bound = next((x.nodes for x in lines if _link_bound(config, link, x.nodes, gbps)), None)
-    return NodesAnswer(gbps, tuple(lines), bound, paying_link(config, link, best[1]), *best)
+    fewest = next((x.nodes for x in lines if x.predicted.value > best[1]), None)
+    return NodesAnswer(gbps, tuple(lines), bound, paying_link(config, link, best[1]), *best, fewest)
 
 
 def _link_bound(config: Config, link: LinkFit, nodes: int, gbps: float) -> bool:
-    """Whether the link bounds the step at ``nodes``: the servers' links below the workers' pace,
-    or the costs across the link (with the rest) above the local step."""
-    workers = config.workers(nodes) * config.batch / step_s(config, link, nodes, gbps)
-    crossing = step_s(config, link, nodes, gbps) - config.step1_s
-    return link_bound(config, link, gbps) < workers or crossing > config.step1_s
+    """Whether the link bounds the step at ``nodes``: the server's link below the workers' pace
+    (a parameter server), or the costs across the link (with the rest) above the local step."""
+    step = step_s(config, link, nodes, gbps)
+    if ACROSS[config.strategy].served:
+        return link_bound(config, link, gbps) < config.workers(nodes) * config.batch / step
+    return step - config.step1_s > config.step1_s
 
 
 def paying_link(config: Config, link: LinkFit, best: float, nodes: int = 2) -> float | None:

@@ -243,6 +243,10 @@ def test_where_the_model_is_right_and_where_it_is_not() -> None:
     sentence = links_text.right(conf, 0.15)
     assert "the model is right within ±15% at 3 Gbit/s, 9.3 Gbit/s and off by more at 0.95 Gbit/s" in sentence
     assert "-17% at 0.95 Gbit/s" in sentence and "predicts slower than measured" in sentence
+    # where: the costs across the link as modelled (the planted ones), the rest of the step not
+    assert (
+        "At 0.95 Gbit/s the costs across the link took" in sentence and "from the other settings)" in sentence
+    )
 
 
 def test_the_table_has_a_row_per_configuration_and_setting(result: links.LinkComparison) -> None:
@@ -279,7 +283,9 @@ def test_the_answer_for_n_nodes() -> None:
     )  # 63 workers: the server's link bounds them
     assert ps.lines[0].predicted.value == pytest.approx(ps_eps(1.0), rel=0.01)  # 2 nodes: 1 worker
     assert ps.paying_gbps is None  # 1 worker and a server never beat one node's best
-    assert ps.link_bound_from is not None
+    # the server's link bounds the workers from the first count whose pace exceeds it
+    assert ps.link_bound_from == 64 and ps.fewest == 4  # 3 workers beat one node's 6,400 examples/s
+    assert at1.fewest == 2
     text = links_text.nodes_text(result)
     assert "The answer for N nodes at 1 Gbit/s" in text and "validated on 2 nodes only" in text
     assert "measured at this link: 2 nodes." in text
