@@ -207,7 +207,7 @@ def text_table(result: Comparison) -> str:
     )
 
 
-def markdown(result: Comparison, show_unchanged: bool = False) -> str:
+def markdown(result: Comparison) -> str:
     """A CI comment: verdict, counts, the changed series as a table, and the method."""
     return render.markdown(
         "compare.md",
@@ -215,7 +215,7 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
         counts=_counts(result),
         shortfall=result.shortfall if result.exit_code == EXIT_SHORT_HISTORY else "",
         header=HEADER,
-        rows=[r for r in _rows(result) if show_unchanged or r[0] not in (EQUIVALENT, UNDECIDED)],
+        rows=[r for r in _rows(result) if r[0] not in (EQUIVALENT, UNDECIDED)],
         method=_method(result),
     )
 
