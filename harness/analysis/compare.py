@@ -1,11 +1,7 @@
-"""``python -m harness compare``: the nightly regression gate over the results history
-(docs/explanation/statistics.md, "compare"; exit codes: :data:`harness.commands.compare.EXITS`).
-
-Every ok cell of the candidate run(s) is a series (cell id x fingerprint x machine, the machine as
-:mod:`harness.analysis.machines` tells it: two VMs of one fingerprint whose peaks differ are two
-series, never one slower history); the baseline runs of the same series give its history of run
-medians; :mod:`harness.analysis.gate` judges it, one observation per run. A cell ok in the baseline
-and failed or invalid in the candidate is a regression too ("now failing")."""
+"""``python -m harness compare``: the nightly regression gate over the results history, one series
+per cell id x fingerprint x machine (:mod:`harness.analysis.machines`), judged by
+:mod:`harness.analysis.gate` (docs/explanation/statistics.md, "compare"; exit codes:
+:data:`harness.commands.compare.EXITS`)."""
 
 from __future__ import annotations
 
