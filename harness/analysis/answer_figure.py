@@ -86,11 +86,6 @@ def percent(ratio: float, digits: int = 1) -> str:
     return f"{change:+.{digits}f}%".replace("-", "\u2212")
 
 
-def band_words(min_effect: float) -> str:
-    """The band's label, e.g. ``equivalent (±5%)`` for a min-effect of 0.05."""
-    return f"equivalent (±{round(min_effect * 100, 2):g}%)"
-
-
 STEPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 """Tick spacing in ratio units (1%, 2%, ... 1000% of the leader's throughput)."""
 
@@ -197,7 +192,7 @@ def _legend(fig: Any, panels: Sequence[Panel], min_effect: float) -> None:
         for v in STYLE
         if v in present
     ]
-    handles.append(Patch(color="#0072B2", alpha=0.12, label=band_words(min_effect)))
+    handles.append(Patch(color="#0072B2", alpha=0.12, label=f"equivalent (±{round(min_effect * 100, 2):g}%)"))
     fig.legend(
         handles=handles,
         loc="outside upper center",

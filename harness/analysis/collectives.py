@@ -31,16 +31,14 @@ def table_lines(rows: Sequence[CollectiveRow]) -> tuple[tuple[str, ...], list[tu
     header = ("strategy[op]", "n", "payload", "bytes", "time us [95% CI]", "busbw GB/s", "check")
     lines: list[tuple[str, ...]] = []
     for r in rows:
-        ok = r.get("status") == Status.OK
-        time = _time(r)
-        check = "ok" if ok else f"{r.get('status')}: {(r.get('reason') or '')[:70]}"
+        check = "ok" if r.get("status") == Status.OK else f"{r.get('status')}: {(r.get('reason') or '')[:70]}"
         lines.append(
             (
                 f"{r['strategy']}[{r['op']}]",
                 f"{r['replicas']}x{r['workers']}",
                 r.get("payload") or "-",
                 _size(r.get("bytes")),
-                time,
+                _time(r),
                 f"{r['busbw_gbps']:.3g}" if r.get("busbw_gbps") else "-",
                 check,
             )

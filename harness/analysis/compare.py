@@ -1,11 +1,7 @@
-"""``python -m harness compare``: the nightly regression gate over the results history
-(docs/explanation/statistics.md, "compare"; exit codes: :data:`harness.commands.compare.EXITS`).
-
-Every ok cell of the candidate run(s) is a series (cell id x fingerprint x machine, the machine as
-:mod:`harness.analysis.machines` tells it: two VMs of one fingerprint whose peaks differ are two
-series, never one slower history); the baseline runs of the same series give its history of run
-medians; :mod:`harness.analysis.gate` judges it, one observation per run. A cell ok in the baseline
-and failed or invalid in the candidate is a regression too ("now failing")."""
+"""``python -m harness compare``: the nightly regression gate over the results history, one series
+per cell id x fingerprint x machine (:mod:`harness.analysis.machines`), judged by
+:mod:`harness.analysis.gate` (docs/explanation/statistics.md, "compare"; exit codes:
+:data:`harness.commands.compare.EXITS`)."""
 
 from __future__ import annotations
 
@@ -207,7 +203,7 @@ def text_table(result: Comparison) -> str:
     )
 
 
-def markdown(result: Comparison, show_unchanged: bool = False) -> str:
+def markdown(result: Comparison) -> str:
     """A CI comment: verdict, counts, the changed series as a table, and the method."""
     return render.markdown(
         "compare.md",
@@ -215,7 +211,7 @@ def markdown(result: Comparison, show_unchanged: bool = False) -> str:
         counts=_counts(result),
         shortfall=result.shortfall if result.exit_code == EXIT_SHORT_HISTORY else "",
         header=HEADER,
-        rows=[r for r in _rows(result) if show_unchanged or r[0] not in (EQUIVALENT, UNDECIDED)],
+        rows=[r for r in _rows(result) if r[0] not in (EQUIVALENT, UNDECIDED)],
         method=_method(result),
     )
 

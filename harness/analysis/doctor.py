@@ -139,11 +139,7 @@ def _probe_warnings(probes: list[Probe], gpu_count: int) -> list[str]:
 
 
 def warnings(
-    facts: ProbeFacts,
-    os_list: list[OsGpu],
-    procs: list[GpuProcess],
-    own_pids: set[int],
-    probes: list[Probe],
+    facts: ProbeFacts, os_list: list[OsGpu], procs: list[GpuProcess], own_pids: set[int], probes: list[Probe]
 ) -> list[str]:
     """Every warning, in words: vendors, GPU sharing and memory growth, threads, probe results."""
     gpu_count = facts.gpu_count

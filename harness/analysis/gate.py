@@ -1,11 +1,6 @@
-"""The regression gate's statistics, as pure functions (numpy and the standard library).
-
-A **series** is one cell id on one machine fingerprint over runs; the **run is the unit of
-replication** (its median throughput is one observation). A change is called only when three tests
-agree (docs/explanation/statistics.md, "compare"): the ratio's CI (:mod:`harness.formulas.across_runs`,
-at confidence ``1 - alpha / m``) excludes 1, ``|r - 1| >= min_effect``, and the robust z-score
-(:func:`candidate_scale`, ``MAD_FLOOR``) reaches ``z_threshold`` with ``min_history`` baseline runs.
-Change points: :func:`change_points` (binary segmentation, CUSUM step statistic)."""
+"""The regression gate's statistics, as pure functions (numpy and the standard library): the three
+tests a series' change must pass, and its change points, as docs/explanation/statistics.md
+("compare") states them; one observation per run."""
 
 from __future__ import annotations
 

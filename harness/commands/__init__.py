@@ -120,15 +120,11 @@ def build_parser(loaded: Iterable[str] | None = None) -> argparse.ArgumentParser
     for name, summary in COMMANDS.items():
         if name in full:
             command = module(name)
-            command.add_parser(sub, summary).epilog = exits_text(command.EXITS)
+            exits = "; ".join(f"{code} {text}" for code, text in sorted(command.EXITS.items()))
+            command.add_parser(sub, summary).epilog = f"Exit codes: {exits}."
         else:
             sub.add_parser(name, help=summary)
     return parser
-
-
-def exits_text(exits: dict[int, str]) -> str:
-    """``Exit codes: 0 ...; 1 ...``: a command's :data:`EXITS` as its help's last line."""
-    return "Exit codes: " + "; ".join(f"{code} {text}" for code, text in sorted(exits.items())) + "."
 
 
 def console() -> None:

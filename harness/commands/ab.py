@@ -79,9 +79,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
     )
     add_measuring(
-        p,
-        "none: give --sweep NAME or the axes of the cells to compare",
-        "ab's rows go under RESULTS/ab",
+        p, "none: give --sweep NAME or the axes of the cells to compare", "ab's rows go under RESULTS/ab"
     )
     add_dry_run(p, "the cells it would compare and the pairs per cell")
     return p

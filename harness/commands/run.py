@@ -114,7 +114,9 @@ journal (``--machine`` is checked against the journal's name)."""
 def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         return _resume(args)
-    sel = with_min_effect(select(args), args.min_effect)  # every check made before the first process
+    sel = select(args)  # every check made before the first process
+    if args.min_effect is not None:  # checked by the protocol (a HarnessError naming it)
+        sel = dataclasses.replace(sel, protocol=dataclasses.replace(sel.protocol, min_effect=args.min_effect))
     out = Path(args.results)
     if args.dry_run:
         print(dry_run_text(sel, _plan_head(sel, out)))
@@ -257,13 +259,6 @@ def _plan_head(sel: Selection, out: Path) -> str:
     if not found.contenders:
         return head
     return "\n".join((head, f"raced for each model's fastest{_bf16(sel)}:", *found.contenders))
-
-
-def with_min_effect(sel: Selection, min_effect: float | None) -> Selection:
-    """The selection with ``--min-effect`` in its protocol (checked there: HarnessError naming it)."""
-    if min_effect is None:
-        return sel
-    return dataclasses.replace(sel, protocol=dataclasses.replace(sel.protocol, min_effect=min_effect))
 
 
 def cluster_note(rows: Sequence[CellRow]) -> str:

@@ -46,10 +46,7 @@ PROTOCOL_FLAGS = {
             "with --cluster tf_config|slurm: passes over the cells, as the budget allows"
         ),
     ),
-    "max_processes": (
-        int,
-        "most instances of a group measured in turns",
-    ),
+    "max_processes": (int, "most instances of a group measured in turns"),
     "unstable_cv": (
         float,
         (
@@ -66,10 +63,7 @@ PROTOCOL_FLAGS = {
             "goes to the least decided ratios"
         ),
     ),
-    "max_live": (
-        int,
-        "most live processes in one group (0: from the machine's memory)",
-    ),
+    "max_live": (int, "most live processes in one group (0: from the machine's memory)"),
     "worker_memory_gib": (
         float,
         (

@@ -111,10 +111,7 @@ def add_envs(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_measuring(
-    p: argparse.ArgumentParser,
-    sweep: str,
-    results: str,
-    budget: tuple[float, str] | None = None,
+    p: argparse.ArgumentParser, sweep: str, results: str, budget: tuple[float, str] | None = None
 ) -> None:
     """A paired command's selection (:func:`add_selection_args`), ``--results`` (``results``: where
     its rows go), ``--wait-lock`` and ``--json``."""

@@ -13,13 +13,7 @@ from typing import Any
 
 from harness.analysis.numerics import ACROSS
 from harness.analysis.verdicts import judge, verdict_table
-from harness.commands.selection import (
-    Selection,
-    add_dry_run,
-    add_selection_args,
-    dry_run_text,
-    select,
-)
+from harness.commands.selection import Selection, add_dry_run, add_selection_args, dry_run_text, select
 from harness.commands.shared import interrupt_on_sigterm
 from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError

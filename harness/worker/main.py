@@ -167,10 +167,7 @@ def _collectives(
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
     from harness.worker.collectives import measure_collectives
     from harness.worker.training.loops import chief_agreement
-    from harness.worker.training.strategies import (
-        effective_cross_device_ops,
-        make_strategy,
-    )
+    from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
 
     strategy = strategy or make_strategy(cell, devices)
     agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)

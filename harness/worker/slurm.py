@@ -31,9 +31,7 @@ class Resolved(TypedDict, total=False):
 def resolve(jobs: dict[str, int], gpus_per_node: int, port_base: int) -> Resolved:
     """The resolver's cluster for ``jobs`` (task counts by type); tasks on a node get ports
     ``port_base``, ``port_base + 1``, ...; with GPUs, the resolver's GPU split as the mask."""
-    from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import (
-        SlurmClusterResolver,
-    )
+    from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import SlurmClusterResolver
 
     gpus: dict[str, int | bool] = {"gpus_per_node": gpus_per_node, "auto_set_gpu": True}
     if gpus_per_node == 0:
