@@ -40,14 +40,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, log_t_half_width, log_t_interval, t_quantile
-from harness.formulas.verdicts import (
-    EQUIVALENT,
-    HIGHER,
-    LOWER,
-    NOT_MEASURED,
-    UNDECIDED,
-    judge,
-)
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED, judge
 
 
 @dataclass(frozen=True)
