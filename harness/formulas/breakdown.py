@@ -159,11 +159,6 @@ def parts_of(b: Breakdown) -> dict[str, float] | None:
     return _known(b, PARTS)
 
 
-def profile_parts_of(b: Breakdown) -> dict[str, float] | None:
-    """The row's four profiled GPU parts (:data:`PROFILE_PARTS`), when every one is known."""
-    return _known(b, PROFILE_PARTS)
-
-
 def shares(step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS) -> dict[str, float]:
     """Each bound's part as a fraction of the step (both s per update), by bound name."""
     return {b.name: parts[b.part] / step_s for b in bounds}
@@ -243,7 +238,7 @@ class Measured:
 def measured(b: Breakdown) -> Measured | None:
     """The row's profiled GPU parts with ``profiled_step_s`` where all are known, else its parts
     timed alone with :func:`reference_step`, else None."""
-    profiled, profiled_step = profile_parts_of(b), _num(b.profiled_step_s)
+    profiled, profiled_step = _known(b, PROFILE_PARTS), _num(b.profiled_step_s)
     if profiled is not None and profiled_step:
         return Measured(profiled_step, profiled, PROFILE_BOUNDS)
     parts, reference = parts_of(b), reference_step(b)

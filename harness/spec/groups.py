@@ -215,10 +215,6 @@ def _reference_strategy(cell: Cell) -> Cell | None:
     )
 
 
-def _per_device(cell: Cell) -> float:
-    return 1.0 / cell.devices
-
-
 def _unscaled(cell: Cell) -> float:
     return 1.0
 
@@ -234,7 +230,7 @@ class _Rule:
 
 
 _RULES = (
-    _Rule(Relation.SCALING, _one_device, _per_device),
+    _Rule(Relation.SCALING, _one_device, lambda c: 1.0 / c.devices),
     _Rule(Relation.CROSS_DEVICE_OPS, _default_option),
     _Rule(Relation.STRATEGY, _reference_strategy),
     _Rule(Relation.ACCUMULATION, lambda c: _at_default(c, "accum_steps")),
