@@ -5,12 +5,9 @@ of ``parts_step_s``, the cell's own update timed under the same conditions (:fun
 ``overlap`` and ``bound`` as results/README.md defines them. A share above 100% + :data:`NOISE` is
 a measurement error (:func:`excess`): no verdict, ``bound_reason`` names the part. Otherwise
 ``bound`` is the largest share where it explains the step (at least :data:`EXPLAINS` and more than
-the remainder), with every share and its knob in ``bound_reason`` (:data:`BOUNDS`).
-
-On a GPU, parts timed alone cannot tell GPU from host (kernels launch asynchronously: compute alone
-took 102-109% of an H100's step), so the worker profiles one window (:mod:`harness.worker.profile`)
-and splits it (:func:`harness.formulas.timeline.split`) into device, collective, input and host
-time summing to ``profiled_step_s``; the verdict is the largest (:data:`PROFILE_BOUNDS`)."""
+the remainder), with every share and its knob in ``bound_reason`` (:data:`BOUNDS`). On a GPU the
+parts are a profiled window's (:func:`harness.formulas.timeline.split`; why: docs/explanation/gpus.md,
+section 5) and the verdict is the largest (:data:`PROFILE_BOUNDS`)."""
 
 from __future__ import annotations
 
