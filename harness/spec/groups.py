@@ -172,9 +172,7 @@ class Group:
         raise KeyError(f"{key} is not a member of group {self.name or '(unnamed)'}")
 
 
-# --------------------------------------------------------------------------------------------------
-# Comparisons
-# --------------------------------------------------------------------------------------------------
+# Comparisons ---------------------------------------------------------------------------------------
 
 _REFERENCE_STRATEGY = only_strategy(lambda s: s.reference).name
 """The plain way to train (``default``): STRATEGY's reference."""
@@ -290,9 +288,7 @@ def shared_comparisons(member: Member) -> tuple[Comparison, ...]:
     )
 
 
-# --------------------------------------------------------------------------------------------------
-# Groups
-# --------------------------------------------------------------------------------------------------
+# Groups --------------------------------------------------------------------------------------------
 
 
 def default_max_live(available_bytes: int, process_bytes: int = PROCESS_BYTES) -> int:
