@@ -115,21 +115,11 @@ def _leaves(record: type) -> tuple[Leaf, ...]:
         col = next(m for m in meta if isinstance(m, Col))
         if base is Estimate:
             ci = next(m for m in meta if isinstance(m, CI))
-            out += [
-                Leaf(name, (name, "value"), float | None, col),
-                Leaf(
-                    f"{name}_ci_low",
-                    (name, "low"),
-                    float | None,
-                    Col(col.unit, ci.low, col.figure, col.median),
-                ),
-                Leaf(
-                    f"{name}_ci_high",
-                    (name, "high"),
-                    float | None,
-                    Col(col.unit, ci.high, col.figure, col.median),
-                ),
-            ]
+            out.append(Leaf(name, (name, "value"), float | None, col))
+            for end, doc in (("low", ci.low), ("high", ci.high)):
+                out.append(
+                    Leaf(f"{name}_ci_{end}", (name, end), float | None, dataclasses.replace(col, doc=doc))
+                )
         else:
             out.append(Leaf(name, (name,), hint, col))
     names = [leaf.name for leaf in out]

@@ -128,13 +128,7 @@ class Job:
                 "log_dir": Path(o["log_dir"]),
             }
         )
-        launch = Launch(
-            **{
-                **la,
-                "env": tuple(map(tuple, la["env"])),
-                "role": Role(la["role"]),
-            }
-        )
+        launch = Launch(**{**la, "env": tuple(map(tuple, la["env"])), "role": Role(la["role"])})
         return cls(Cell.from_dict(d["cell"]), options, launch, d.get("inject_fault"))
 
 

@@ -5,12 +5,9 @@ of ``parts_step_s``, the cell's own update timed under the same conditions (:fun
 ``overlap`` and ``bound`` as results/README.md defines them. A share above 100% + :data:`NOISE` is
 a measurement error (:func:`excess`): no verdict, ``bound_reason`` names the part. Otherwise
 ``bound`` is the largest share where it explains the step (at least :data:`EXPLAINS` and more than
-the remainder), with every share and its knob in ``bound_reason`` (:data:`BOUNDS`).
-
-On a GPU, parts timed alone cannot tell GPU from host (kernels launch asynchronously: compute alone
-took 102-109% of an H100's step), so the worker profiles one window (:mod:`harness.worker.profile`)
-and splits it (:func:`harness.formulas.timeline.split`) into device, collective, input and host
-time summing to ``profiled_step_s``; the verdict is the largest (:data:`PROFILE_BOUNDS`)."""
+the remainder), with every share and its knob in ``bound_reason`` (:data:`BOUNDS`). On a GPU the
+parts are a profiled window's (:func:`harness.formulas.timeline.split`; why: docs/explanation/gpus.md,
+section 5) and the verdict is the largest (:data:`PROFILE_BOUNDS`)."""
 
 from __future__ import annotations
 
@@ -159,11 +156,6 @@ def parts_of(b: Breakdown) -> dict[str, float] | None:
     return _known(b, PARTS)
 
 
-def profile_parts_of(b: Breakdown) -> dict[str, float] | None:
-    """The row's four profiled GPU parts (:data:`PROFILE_PARTS`), when every one is known."""
-    return _known(b, PROFILE_PARTS)
-
-
 def shares(step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS) -> dict[str, float]:
     """Each bound's part as a fraction of the step (both s per update), by bound name."""
     return {b.name: parts[b.part] / step_s for b in bounds}
@@ -243,7 +235,7 @@ class Measured:
 def measured(b: Breakdown) -> Measured | None:
     """The row's profiled GPU parts with ``profiled_step_s`` where all are known, else its parts
     timed alone with :func:`reference_step`, else None."""
-    profiled, profiled_step = profile_parts_of(b), _num(b.profiled_step_s)
+    profiled, profiled_step = _known(b, PROFILE_PARTS), _num(b.profiled_step_s)
     if profiled is not None and profiled_step:
         return Measured(profiled_step, profiled, PROFILE_BOUNDS)
     parts, reference = parts_of(b), reference_step(b)

@@ -40,14 +40,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, log_t_half_width, log_t_interval, t_quantile
-from harness.formulas.verdicts import (
-    EQUIVALENT,
-    HIGHER,
-    LOWER,
-    NOT_MEASURED,
-    UNDECIDED,
-    judge,
-)
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED, judge
 
 
 @dataclass(frozen=True)
@@ -316,7 +309,6 @@ def turn_ratio(
         raise ValueError(f"scale={scale}; expected a finite value > 0")
     logs = _finite(instance_logs)
     n = len(logs)
-    sd_within = _pooled_sd(within)
     value, low, high = log_t_interval(logs, confidence)
     return TurnRatio(
         value=value * scale,
@@ -324,7 +316,7 @@ def turn_ratio(
         high=high * scale,
         instances=n,
         sd_between=float(np.std(logs, ddof=1)) if n >= 2 else NAN,
-        sd_within=sd_within,
+        sd_within=_pooled_sd(within),
         p_value=_p_value(logs),
         scale=scale,
     )
@@ -412,12 +404,6 @@ def relative_width(logs: Sequence[float], confidence: float = CONFIDENCE) -> flo
     return 2 * math.sinh(log_t_half_width(_finite(logs), confidence))
 
 
-def _undecided(state: GroupState, min_effect: float, confidence: float) -> list[tuple[float, ...]]:
-    return [
-        logs for logs in state.comparisons if not turn_ratio(logs, confidence=confidence).decided(min_effect)
-    ]
-
-
 def _open(state: GroupState, min_effect: float, confidence: float) -> list[tuple[float, ...]]:
     """The comparisons that want instances: undecided, or wider than their precision target."""
     targets = state.targets or (None,) * len(state.comparisons)
@@ -433,14 +419,15 @@ def _decidable(state: GroupState, max_instances: int | None, min_effect: float, 
     """Whether an open comparison of the group would likely be decided or narrowed to its target
     within the group's instances left up to ``max_instances`` (any number when None)."""
     left = math.inf if max_instances is None else max_instances - state.instances
-    for logs in _undecided(state, min_effect, confidence):
-        needed = instances_to_decide(logs, min_effect, confidence)
-        if needed is not None and max(needed - len(_finite(logs)), 1) <= left:
-            return True
     targets = state.targets or (None,) * len(state.comparisons)
     for logs, target in zip(state.comparisons, targets, strict=True):
+        have = len(_finite(logs))
+        if not turn_ratio(logs, confidence=confidence).decided(min_effect):
+            needed = instances_to_decide(logs, min_effect, confidence)
+            if needed is not None and max(needed - have, 1) <= left:
+                return True
         needed = instances_to_narrow(logs, target, confidence) if target is not None else None
-        if needed is not None and max(needed - len(_finite(logs)), 0) <= left and needed > len(_finite(logs)):
+        if needed is not None and max(needed - have, 0) <= left and needed > have:
             return True
     return False
 

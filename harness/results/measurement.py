@@ -223,7 +223,11 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
         status=Status.INVALID if m.problems else Status.OK,
         reason="; ".join(m.problems),
         examples_per_sec=Estimate(median),
-        tenancy=alone_tenancy(median),
+        tenancy=Tenancy(  # alone: one tenant
+            tenant_examples_per_sec_min=median,
+            tenant_examples_per_sec_max=median,
+            tenant_share_min=1.0 if median else None,
+        ),
         spread=replace(row.spread, cv_within_process=stats.cv(rates)),
         timing=replace(
             row.timing,
@@ -283,15 +287,6 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
         flops=counted_flops(row.flops, m.flops),
     )
     return without_figures(out) if m.problems else out
-
-
-def alone_tenancy(examples_per_sec: float | None) -> Tenancy:
-    """The tenant figures of a cell that ran alone (one tenant)."""
-    return Tenancy(
-        tenant_examples_per_sec_min=examples_per_sec,
-        tenant_examples_per_sec_max=examples_per_sec,
-        tenant_share_min=1.0 if examples_per_sec else None,
-    )
 
 
 def window_rows(cell: Cell, m: Measurement) -> list[WindowRow]:

@@ -27,15 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from harness.contract.columns import flatten, leaves
-from harness.contract.records import (
-    CellRow,
-    CollectiveRow,
-    CostRow,
-    NightlyRow,
-    RatioRow,
-    Status,
-    WindowRow,
-)
+from harness.contract.records import CellRow, CollectiveRow, CostRow, NightlyRow, RatioRow, Status, WindowRow
 
 
 @dataclass(frozen=True)

@@ -172,27 +172,12 @@ class Axis:
         return "expected one of: " + ", ".join(self.choices) + also + "."
 
 
-DATA_NAMES = ("synthetic", "mnist")
-
-
 CROSS_DEVICE_OPS_NAMES = ("auto", "nccl", "hierarchical_copy", "reduction_to_one_device")
 
 COMMUNICATION_NAMES = ("auto", "ring", "nccl")
 
-LOOP_NAMES = ("ctl", "fit")
-
-PRECISION_NAMES = ("float32", "mixed_bfloat16", "mixed_float16")
-
 COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 """The dtype each precision policy computes its matmuls and convolutions in (its MFU's peak)."""
-
-SCALING_NAMES = ("weak", "strong")
-
-XLA_NAMES = ("off", "on")
-
-OPTIMIZER_NAMES = ("sgd", "adam")
-
-TENANT_FRAMEWORK_NAMES = (NONE, *FRAMEWORKS)
 
 MAX_TASKS = 1024
 """Most workers, or parameter servers, of a cell: a bound that keeps planning (one task object per
@@ -226,7 +211,7 @@ AXES: tuple[Axis, ...] = (
         str,
         "synthetic",
         "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
-        DATA_NAMES,
+        ("synthetic", "mnist"),
         words=MappingProxyType({"synthetic": "synthetic data", "mnist": "the MNIST file"}),
         reference="synthetic",
         essential=True,
@@ -366,7 +351,7 @@ AXES: tuple[Axis, ...] = (
         "ctl",
         "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
         "fit = Keras model.fit with the suite's train step",
-        LOOP_NAMES,
+        ("ctl", "fit"),
         words=MappingProxyType({"ctl": "a custom training loop", "fit": "Keras Model.fit"}),
         reference="ctl",
         essential=True,
@@ -394,7 +379,7 @@ AXES: tuple[Axis, ...] = (
         str,
         "float32",
         "Keras dtype policy",
-        PRECISION_NAMES,
+        ("float32", "mixed_bfloat16", "mixed_float16"),
         words=MappingProxyType(
             {
                 "float32": "float32",
@@ -415,7 +400,7 @@ AXES: tuple[Axis, ...] = (
         "XLA compilation of the training step: off, or on (ctl: each replica's update a "
         "tf.function(jit_compile=True) run by strategy.run; fit: compile(jit_compile=True)); never "
         "Keras's auto, which compiles fit under no strategy and not under mirrored",
-        XLA_NAMES,
+        ("off", "on"),
         cli="jit-compile",
         words=MappingProxyType({"off": "no XLA", "on": "XLA (jit_compile=True)"}),
         reference="off",
@@ -443,7 +428,7 @@ AXES: tuple[Axis, ...] = (
         str,
         "weak",
         "weak: batch is per replica; strong: batch is global",
-        SCALING_NAMES,
+        ("weak", "strong"),
         words=MappingProxyType({"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"}),
         reference="weak",
         said_at=13,
@@ -474,7 +459,7 @@ AXES: tuple[Axis, ...] = (
         NONE,
         "a co-tenant from another framework: one process training the same model in JAX or PyTorch "
         "on the same devices; each side's throughput alone and together, in turns",
-        TENANT_FRAMEWORK_NAMES,
+        (NONE, *FRAMEWORKS),
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=NONE,
         words=MappingProxyType(
@@ -492,7 +477,7 @@ AXES: tuple[Axis, ...] = (
         "sgd",
         "the Keras optimizer, at the learning rate of every cell: sgd (plain SGD) or adam (Adam: "
         "two slot variables per weight to read and write in each update)",
-        OPTIMIZER_NAMES,
+        ("sgd", "adam"),
         words=MappingProxyType({"sgd": "plain SGD", "adam": "Adam"}),
         reference="sgd",
         said_at=18,

@@ -133,7 +133,10 @@ class Cell:
             (
                 model_label(self.model) + loss,
                 strategy,
-                self._topology_id(),
+                f"r{self.replicas}w{self.workers}"
+                + (f"p{self.ps}" if self.ps else "")
+                + (f"t{self.tenants}" if self.tenants > 1 else "")
+                + (f"+{self.tenant_framework}" if self.tenant_framework != NONE else ""),
                 f"gb{self.batch}" if self.scaling == "strong" else f"b{self.batch}",
                 f"acc{self.accum_steps}",
                 self.loop,
@@ -142,14 +145,6 @@ class Cell:
                 self.data,
                 self.scaling,
             )
-        )
-
-    def _topology_id(self) -> str:
-        return (
-            f"r{self.replicas}w{self.workers}"
-            + (f"p{self.ps}" if self.ps else "")
-            + (f"t{self.tenants}" if self.tenants > 1 else "")
-            + (f"+{self.tenant_framework}" if self.tenant_framework != NONE else "")
         )
 
     @property

@@ -172,9 +172,7 @@ class Group:
         raise KeyError(f"{key} is not a member of group {self.name or '(unnamed)'}")
 
 
-# --------------------------------------------------------------------------------------------------
-# Comparisons
-# --------------------------------------------------------------------------------------------------
+# Comparisons ---------------------------------------------------------------------------------------
 
 _REFERENCE_STRATEGY = only_strategy(lambda s: s.reference).name
 """The plain way to train (``default``): STRATEGY's reference."""
@@ -215,10 +213,6 @@ def _reference_strategy(cell: Cell) -> Cell | None:
     )
 
 
-def _per_device(cell: Cell) -> float:
-    return 1.0 / cell.devices
-
-
 def _unscaled(cell: Cell) -> float:
     return 1.0
 
@@ -234,7 +228,7 @@ class _Rule:
 
 
 _RULES = (
-    _Rule(Relation.SCALING, _one_device, _per_device),
+    _Rule(Relation.SCALING, _one_device, lambda c: 1.0 / c.devices),
     _Rule(Relation.CROSS_DEVICE_OPS, _default_option),
     _Rule(Relation.STRATEGY, _reference_strategy),
     _Rule(Relation.ACCUMULATION, lambda c: _at_default(c, "accum_steps")),
@@ -294,9 +288,7 @@ def shared_comparisons(member: Member) -> tuple[Comparison, ...]:
     )
 
 
-# --------------------------------------------------------------------------------------------------
-# Groups
-# --------------------------------------------------------------------------------------------------
+# Groups --------------------------------------------------------------------------------------------
 
 
 def default_max_live(available_bytes: int, process_bytes: int = PROCESS_BYTES) -> int:

@@ -166,8 +166,6 @@ def _tenant_framework(cell: Cell, platform: Platform) -> str | None:
 
 XLA_KNOWN_ISSUE = "https://www.tensorflow.org/xla/known_issues#tfvariable_on_a_different_device"
 
-KERAS_MIRRORED_XLA_ISSUE = "https://github.com/keras-team/keras/issues/17187"
-
 
 def _xla(cell: Cell, platform: Platform) -> str | None:
     """XLA (``--jit-compile on``) where TensorFlow 2.21 and Keras 3.15 cannot compile the step (each
@@ -186,7 +184,7 @@ def _xla(cell: Cell, platform: Platform) -> str | None:
             "XLA with MirroredStrategy on GPUs: Keras's optimizer updates its iteration counter with a "
             "merge_call inside the XLA-compiled replica step, which fails ('RuntimeError: `merge_call` "
             "called while defining a new graph or a tf.function'; measured on an H200 with 1 and 2 "
-            f"replicas, 2026-11-26; {KERAS_MIRRORED_XLA_ISSUE})"
+            "replicas, 2026-11-26; https://github.com/keras-team/keras/issues/17187)"
         )
     if platform.device_kind != "cpu" or cell.devices == 1:
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
@@ -65,21 +65,16 @@ class Sweep:
         )
 
 
-def _check_axes(axes: Mapping[str, Sequence[object]]) -> Grid:
-    checked: list[tuple[str, tuple[AxisValue, ...]]] = []
-    for axis_name, values in axes.items():
-        if axis_name not in AXIS_BY_NAME:
-            raise HarnessError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
-        axis = AXIS_BY_NAME[axis_name]
-        checked.append((axis_name, tuple(axis.check(v) for v in values)))
-    return tuple(checked)
-
-
 def make_sweep(
     name: str, description: str, protocol: Protocol | None = None, **axes: Sequence[object]
 ) -> Sweep:
     """A one-grid Sweep from keyword axes, checking every value (HarnessError on a bad one)."""
-    return Sweep(name, description, (_check_axes(axes),), protocol or Protocol())
+    checked: list[tuple[str, tuple[AxisValue, ...]]] = []
+    for axis_name, values in axes.items():
+        if axis_name not in AXIS_BY_NAME:
+            raise HarnessError(f"Unknown axis {axis_name!r}; expected one of: {', '.join(AXIS_BY_NAME)}.")
+        checked.append((axis_name, tuple(AXIS_BY_NAME[axis_name].check(v) for v in values)))
+    return Sweep(name, description, (tuple(checked),), protocol or Protocol())
 
 
 def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep) -> Sweep:
@@ -135,10 +130,6 @@ REPLICA_COUNTS: dict[AxisValue, Callable[[Platform], Sequence[int]]] = {
 """The replica counts each replica-axis token stands for on a platform."""
 
 
-def _replica_values(values: Iterable[AxisValue], platform: Platform) -> list[AxisValue]:
-    return [n for v in values for n in (REPLICA_COUNTS[v](platform) if v in REPLICA_COUNTS else [v])]
-
-
 def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     """Every distinct cell of the sweep as planned on ``platform`` (:func:`on`), in a stable order
     (topologies grouped, 1 replica first). Axes that do not apply to a strategy collapse (see
@@ -147,7 +138,11 @@ def expand(sweep: Sweep, platform: Platform) -> list[Cell]:
     names = [a.name for a in AXES]
     seen: dict[str, Cell] = {}
     for values in on(sweep, platform).grid_values():
-        values["replicas"] = tuple(_replica_values(values["replicas"], platform))
+        values["replicas"] = tuple(
+            n
+            for v in values["replicas"]
+            for n in (REPLICA_COUNTS[v](platform) if v in REPLICA_COUNTS else [v])
+        )
         for combo in itertools.product(*(values[n] for n in names)):
             cell = Cell.from_dict(dict(zip(names, combo, strict=True)))
             seen.setdefault(cell.id, cell)

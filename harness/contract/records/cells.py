@@ -10,15 +10,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from harness.contract.columns import CI, Col, Estimate
-from harness.contract.records.shared import (
-    AbSide,
-    CellId,
-    EffectiveOp,
-    Machine,
-    Reason,
-    RunInfo,
-    Status,
-)
+from harness.contract.records.shared import AbSide, CellId, EffectiveOp, Machine, Reason, RunInfo, Status
 from harness.contract.records.shared import axis_column as _axis
 from harness.spec.axes import COMPUTE_DTYPE
 
@@ -366,7 +358,7 @@ class Efficiency:
             "Lower end of its 95% CI. Measured in turns (ratio_instances set): a Student-t over "
             "group instances of the mean log ratio of adjacent turns, divided by replicas x workers "
             "(the ratios table has the details); otherwise Welch's t on the log process figures of "
-            "the cell and of its baseline, divided by replicas x workers.",
+            "the cell and of its baseline, divided by replicas x workers."
         ),
     ] = Estimate()
     ratio_instances: Annotated[
@@ -523,9 +515,7 @@ class Tenancy:
             "that row.",
             figure=True,
         ),
-        CI(
-            "Lower end of its 95% CI (Welch's t on the log process figures of both cells).",
-        ),
+        CI("Lower end of its 95% CI (Welch's t on the log process figures of both cells)."),
     ] = Estimate()
 
 
@@ -588,16 +578,12 @@ class Foreign:
             "(relation shared in the ratios table): the share of its speed it keeps beside the co-tenant.",
             figure=True,
         ),
-        CI(
-            "Lower end of its 95% CI: Student t over instances of the blocks' mean log ratio.",
-        ),
+        CI("Lower end of its 95% CI: Student t over instances of the blocks' mean log ratio."),
     ] = Estimate()
     tenant_shared_ratio: Annotated[
         Estimate,
         Col("1", "The co-tenant's throughput together / alone, as shared_ratio.", figure=True),
-        CI(
-            "Lower end of its 95% CI: as shared_ratio's.",
-        ),
+        CI("Lower end of its 95% CI: as shared_ratio's."),
     ] = Estimate()
     interference_ratio: Annotated[
         Estimate,
@@ -627,9 +613,7 @@ class Utilization:
             " what the cell ran on: x device_count on GPUs, x peak_cores / host_cores on CPU.",
             figure=True,
         ),
-        CI(
-            "Lower end of the 95% CI of that peak over the peak processes (same log-t interval and scaling).",
-        ),
+        CI("Lower end of the 95% CI of that peak over the peak processes (same log-t interval and scaling)."),
     ] = Estimate()
     peak_dtype: Annotated[
         str | None,
@@ -952,7 +936,7 @@ class CellRow:
             "figures x_p, h = t(0.975, P-1) x sd(log x_p) / sqrt(P) (between- and within-process noise "
             "of this run). With ci_history_runs = k > 0, h = max(that, t(0.975, k) x sd(log r_j)), r_j "
             "this run's and the k newest earlier runs' figures of the cell on the same fingerprint: it "
-            "then also covers run-to-run drift. Null with fewer than 2 processes and no history.",
+            "then also covers run-to-run drift. Null with fewer than 2 processes and no history."
         ),
     ] = Estimate()
 

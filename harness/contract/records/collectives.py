@@ -27,23 +27,21 @@ from harness.contract.records.shared import (
 )
 from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.collectives import GRADIENT_SHAPES
-from harness.spec.strategies import STRATEGIES, Strategy
+from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
-
-def _timed() -> list[Strategy]:
-    """The strategies whose all-reduce the collectives sweep times: those with an option axis."""
-    return [s for s in STRATEGIES.values() if s.has_allreduce_option]
+_TIMED = [STRATEGIES[name] for name in ALLREDUCE_STRATEGIES]
+"""The strategies whose all-reduce the collectives sweep times: those with an option axis."""
 
 
 def _strategy_doc() -> str:
     """The ``strategy`` column: each timed strategy, its option axis and what its all-reduce spans."""
-    each = [f"{s.name} ({s.option_axis} across {s.device_axis})" for s in _timed()]
+    each = [f"{s.name} ({s.option_axis} across {s.device_axis})" for s in _TIMED]
     return f"The strategy whose all-reduce is timed: {' or '.join(each)}."
 
 
 def _op_doc() -> str:
     """The ``op`` column: each option axis, the strategy it applies to and its values."""
-    axes = [AXIS_BY_NAME[str(s.option_axis)] for s in _timed()]
+    axes = [AXIS_BY_NAME[str(s.option_axis)] for s in _TIMED]
     each = [f"{a.name} ({', '.join(a.applies_to)}: {', '.join(a.choices)})" for a in axes]
     return f"Requested {' or '.join(each)}."
 

@@ -38,8 +38,7 @@ class CostRow:
     turns_s: Annotated[float, Col("s", "Window turns, wall time (the timed windows and the hand-overs).")]
     windows_s: Annotated[float, Col("s", "Timed windows inside the window turns: the measurement itself.")]
     finish_s: Annotated[
-        float,
-        Col("s", "Finishing turns: integrity checks (the step breakdown before 2026-11-27 too)."),
+        float, Col("s", "Finishing turns: integrity checks (the step breakdown before 2026-11-27 too).")
     ]
     exit_s: Annotated[float, Col("s", "From the last finishing turn to every process of the instance gone.")]
     breakdown_s: Annotated[

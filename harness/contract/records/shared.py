@@ -151,8 +151,7 @@ Reason = Annotated[str, Col("", "Why the row is not ok (empty when ok).")]
 """The ``reason`` column of the cells and collectives tables."""
 
 RunFingerprint = Annotated[
-    str | None,
-    Col("", "Hardware/software fingerprint the run's processes reported (as in the cells table)."),
+    str | None, Col("", "Hardware/software fingerprint the run's processes reported (as in the cells table).")
 ]
 """The ``fingerprint`` column of the tables of a whole run (ratios, costs) or topology (collectives)."""
 
