@@ -324,3 +324,131 @@ def test_a_node_cut_off_before_its_task_joins_fails_a_row_before_slurm_kills_the
     out, _ = again.communicate(timeout=600)
     assert again.returncode == 0 and "0 processes kept from its journal" in out, out[-3000:]
     assert set(read_cells(tmp_path / "r").status) == {"ok"}
+
+
+def _ended(pid: int, deadline_s: float = 120) -> float | None:
+    """When (Unix s) process ``pid`` ended, polled every 0.05 s (None: still running)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists():
+            return time.time()
+        time.sleep(0.05)
+    return None
+
+
+def _cell_worker(node: str, deadline_s: float = 300) -> int | None:
+    """The pid of ``node``'s cell worker (``python -m harness.worker /...``) once it runs (None: never)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for pid in _node_pids(node):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "-m harness.worker /" in cmd:
+                return pid
+        time.sleep(0.1)
+    return None
+
+
+LONG = ("--repeats", "40", "--window-s", "1", "--model", "dense", "--processes", "1")
+"""A cell that runs long enough for a fault injected seconds into it."""
+
+
+@pytest.mark.usefixtures("two_nodes")
+@pytest.mark.parametrize(
+    "tasks, args, task, node, said",
+    [
+        (
+            2,
+            ["--strategy", "multi_worker_mirrored", "--communication", "ring"],
+            1,
+            "node2",
+            "worker 1 on node2: its part failed:",
+        ),
+        (3, ["--ps", "1"], 2, "node1", "ps 0 on node1 was lost at"),
+    ],
+    ids=["a_peers_own_cell", "a_parameter_servers_process"],
+)
+def test_a_task_whose_process_dies_fails_the_row_at_once_with_its_reason(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tasks: int,
+    args: list[str],
+    task: int,
+    node: str,
+    said: str,
+) -> None:
+    """Task ``task``'s cell process is killed 3 s after it joined (its ``harness run`` lives on and
+    tells the chief why over the run lease): the chief's row names the task, its node and the
+    reason within 30 s, the chief exits 1, nothing is left on either node, and ``--resume``
+    measures the cell."""
+    cell = f"dense/{'multi_worker_mirrored[ring]/r1w2' if tasks == 2 else 'parameter_server/r1w1p1'}"
+    monkeypatch.setenv(
+        "HARNESS_INJECT_FAULT", f"kill@{task}+3:{cell}/b32/acc1/ctl/spe5/float32/synthetic/weak"
+    )
+    proc = _srun(tmp_path, tasks, *args, *LONG)
+    pid = _cell_worker(node)
+    assert pid is not None, f"{node} never ran a cell"
+    died_at = _ended(pid)
+    out, _ = proc.communicate(timeout=300)
+    assert died_at is not None, out[-3000:]
+    (row,) = read_cells(tmp_path / "r").itertuples()
+    assert row.status == "failed" and row.reason.startswith(said), row.reason
+    assert "SIGKILL" in row.reason or "signal 9" in row.reason, row.reason
+    written_s = pd.Timestamp(row.timestamp).timestamp() - died_at
+    print(
+        f"\nrow written {written_s:+.1f} s from the process's end; srun exit {proc.returncode}\n{row.reason}"
+    )
+    assert written_s < 30
+    assert "node1: task 0: Exited with exit code 1" in out, out[-3000:]  # the chief's exit code
+    time.sleep(2)
+    assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
+    monkeypatch.delenv("HARNESS_INJECT_FAULT")
+    shape = args[args.index("--ps") :][:2] if "--ps" in args else []  # the cluster's shape again
+    again = _srun(tmp_path, tasks, "--resume", str(row.run_id), *shape, fast=False)
+    out, _ = again.communicate(timeout=600)
+    assert again.returncode == 0, out[-3000:]
+    assert set(read_cells(tmp_path / "r").status) == {"ok"}
+
+
+def _journal_lines(folder: Path) -> int:
+    """Lines of the run journal under results ``folder`` so far (its plan, then each process)."""
+    return sum(p.read_text().count("\n") for p in (folder / "journal").glob("*.jsonl"))
+
+
+@pytest.mark.usefixtures("two_nodes")
+def test_a_full_disk_on_the_chief_ends_the_run_and_resume_measures_the_rest(tmp_path: Path) -> None:
+    """The results folder a tmpfs of its own, filled once the first of three cells' process is in
+    the run's journal:
+    the chief's next write fails with ENOSPC; every task is told the run is over, the chief exits 1
+    naming the command that resumes it, nothing is left on either node; with the space back,
+    ``--resume`` measures only the cells missing."""
+    results = tmp_path / "r"
+    results.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(results)], check=True)
+    try:
+        cells = ("--strategy", "multi_worker_mirrored", "--model", "dense", "--batch", "16,32,64")
+        proc = _srun(tmp_path, 2, *cells, "--processes", "1")
+        deadline = time.monotonic() + 300
+        while _journal_lines(results) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        subprocess.run(["dd", "if=/dev/zero", f"of={results / 'fill'}", "bs=1M"], capture_output=True)
+        full_at = time.time()
+        out, _ = proc.communicate(timeout=300)
+        ended_s = time.time() - full_at
+        print(f"\nthe disk full {full_at:.1f}; srun ended {ended_s:.1f} s later, exit {proc.returncode}")
+        print("\n".join(out.splitlines()[-6:]))
+        assert proc.returncode != 0 and "the disk is full" in out, out[-3000:]
+        assert "--resume" in out and "node1: task 0: Exited with exit code 1" in out, out[-3000:]
+        time.sleep(2)
+        assert _harness_left() == [] and worker_processes(str(tmp_path)) == []
+        (results / "fill").unlink()
+        run_id = out.split("--resume ", 1)[1].split()[0]  # the command it printed
+        again = _srun(tmp_path, 2, "--resume", run_id, fast=False)
+        out, _ = again.communicate(timeout=600)
+        assert again.returncode == 0, out[-3000:]
+        resumed = read_cells(results)
+        assert len(resumed) == 3 and set(resumed.status) == {"ok"}, resumed[["cell_id", "status"]]
+    finally:
+        subprocess.run(["umount", "-l", str(results)], check=False)
