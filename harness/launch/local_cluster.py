@@ -17,14 +17,7 @@ from pathlib import Path
 from harness.contract.events import Event, EventLine, Facts
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.launch.isolation import NoNamespace, namespace
-from harness.launch.process import (
-    POLL_S,
-    Deadline,
-    Phase,
-    Process,
-    signal_text,
-    start_worker,
-)
+from harness.launch.process import POLL_S, Deadline, Phase, Process, signal_text, start_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from harness.spec.strategies import Role, Task

@@ -21,14 +21,7 @@ from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
 from harness.launch.lease import CellFailed, CellOrder, ChiefEnd, ChiefLink, Exit, RunLease
 from harness.launch.platform import usable_cores
-from harness.launch.process import (
-    POLL_S,
-    Deadline,
-    Phase,
-    Process,
-    signal_text,
-    start_worker,
-)
+from harness.launch.process import POLL_S, Deadline, Phase, Process, signal_text, start_worker
 from harness.launch.runner import Launcher
 from harness.launch.scheduler import watch_of
 from harness.launch.single import run_worker
