@@ -67,11 +67,6 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
     return ClusterConfig(spec, answer["task_type"], answer["task_index"], answer["gpu_mask"])
 
 
-# ------------------------------------------------------------------------------------------------
-# Real clusters: this process is one task, started by the user's scheduler (--cluster tf_config|slurm)
-# ------------------------------------------------------------------------------------------------
-
-
 def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
     """How this task's worker of each cell starts: its TF_CONFIG, the host's cores split between its
     tasks (an inter-op pool of at least the strategy's ``min_inter_op_threads``), and its device mask
