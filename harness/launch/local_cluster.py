@@ -191,7 +191,6 @@ def _run_tasks(
     cluster: _Cluster, options: WorkerOptions, name: str, isolated: dict[str, str]
 ) -> Iterator[EventLine]:
     """:func:`run_cluster` once the cell's namespace (``isolated``: the variables that join it) is held."""
-    cell = cluster.cell
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         try:
             _start_tasks(cluster, options, name, Path(tmpdir), isolated)
@@ -208,12 +207,8 @@ def _run_tasks(
         return
     if culprit.startswith("deadline"):
         culprit += "; stopped with " + ", ".join(f"{cluster.tasks[i].label}: {h}" for i, h in hows.items())
-    yield {
-        "event": Event.FAILED,
-        "cell_id": cell.id,
-        "facts": cluster.facts,
-        "reason": culprit or "the chief exited without a record",
-    }
+    reason = culprit or "the chief exited without a record"
+    yield {"event": Event.FAILED, "cell_id": cluster.cell.id, "facts": cluster.facts, "reason": reason}
 
 
 def _start_tasks(
