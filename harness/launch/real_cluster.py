@@ -71,7 +71,8 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
     """How this task's worker of each cell starts: its TF_CONFIG, the host's cores split between its
     tasks (an inter-op pool of at least the strategy's ``min_inter_op_threads``), and its device mask
     (the resolver's GPU split; none for a coordinator, a ps task or a CPU run; else as inherited)."""
-    cores = max(1, host_cores // config.tasks_on_my_host)
+    sharing = config.tasks_on_my_host
+    cores = max(1, host_cores // sharing)
     env = {
         "TF_CONFIG": config.tf_config(),
         "TF_NUM_INTRAOP_THREADS": str(cores),
@@ -88,12 +89,7 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
         (config.task_type, config.task_index)
     )
     return Launch(
-        tuple(env.items()),
-        config.role,
-        position,
-        cores,
-        config.hosts,
-        cores * config.tasks_on_my_host > host_cores,
+        tuple(env.items()), config.role, position, cores, config.hosts, cores * sharing > host_cores
     )
 
 

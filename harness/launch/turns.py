@@ -63,14 +63,8 @@ class Plan:
     @classmethod
     def of(cls, protocol: Protocol, startup_s: float) -> Plan:
         """The plan of ``protocol``'s instances, a worker's start-up given ``startup_s``."""
-        return cls(
-            protocol.blocks,
-            protocol.turn_s,
-            protocol.seed,
-            startup_s + protocol.cell_timeout_s,
-            protocol.cell_timeout_s,
-            protocol.cell_timeout_s,
-        )
+        cell_s = protocol.cell_timeout_s
+        return cls(protocol.blocks, protocol.turn_s, protocol.seed, startup_s + cell_s, cell_s, cell_s)
 
 
 @dataclass
