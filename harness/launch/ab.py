@@ -133,12 +133,7 @@ class Pairs:
         return end
 
     def _store(
-        self,
-        end: CellEnd,
-        side: str,
-        pair: int,
-        mode: Mode,
-        turn_ratio: float | None = None,
+        self, end: CellEnd, side: str, pair: int, mode: Mode, turn_ratio: float | None = None
     ) -> CellRow:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
         cell = end.cell

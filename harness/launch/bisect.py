@@ -351,13 +351,8 @@ class AbMeasurer:
         machine: HostMachine | None = None,
     ):
         """``machine``: the name and facts every row carries (default: this host's, read now)."""
-        self.cell, self.protocol, self.platform, self.results, self.held = (
-            cell,
-            protocol,
-            platform,
-            results,
-            held,
-        )
+        self.cell, self.protocol, self.platform = cell, protocol, platform
+        self.results, self.held = results, held
         self.machine = machine or this_machine()
 
     @contextmanager

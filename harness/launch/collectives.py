@@ -79,10 +79,9 @@ def run_collectives(
         progress.close()
         _write(result, files, planned, reports, facts, machine or this_machine())
     result.not_run = sum(1 for c in runnable if not reports[c.id])
+    spent_s = time.monotonic() - t0
     print(
-        f"time: {time.monotonic() - t0:.0f} s for {len(runnable)} topologies x "
-        f"{protocol.processes} processes",
-        flush=True,
+        f"time: {spent_s:.0f} s for {len(runnable)} topologies x {protocol.processes} processes", flush=True
     )
     return result
 

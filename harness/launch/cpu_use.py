@@ -119,14 +119,6 @@ class Snapshot:
         return cls(busy, table, at, steal)
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask; a container's cpuset), at least 1."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def descendants(processes: Mapping[int, ProcessCpu], root: int) -> set[int]:
     """``root`` and every process below it (children, their children, ...)."""
     children: dict[int, list[int]] = {}

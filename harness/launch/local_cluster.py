@@ -17,14 +17,7 @@ from pathlib import Path
 from harness.contract.events import Event, EventLine, Facts
 from harness.contract.job import Job, Launch, WorkerOptions, injected_fault
 from harness.launch.isolation import NoNamespace, namespace
-from harness.launch.process import (
-    POLL_S,
-    Deadline,
-    Phase,
-    Process,
-    signal_text,
-    start_worker,
-)
+from harness.launch.process import POLL_S, Deadline, Phase, Process, signal_text, start_worker
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from harness.spec.strategies import Role, Task
@@ -198,7 +191,6 @@ def _run_tasks(
     cluster: _Cluster, options: WorkerOptions, name: str, isolated: dict[str, str]
 ) -> Iterator[EventLine]:
     """:func:`run_cluster` once the cell's namespace (``isolated``: the variables that join it) is held."""
-    cell = cluster.cell
     with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
         try:
             _start_tasks(cluster, options, name, Path(tmpdir), isolated)
@@ -215,12 +207,8 @@ def _run_tasks(
         return
     if culprit.startswith("deadline"):
         culprit += "; stopped with " + ", ".join(f"{cluster.tasks[i].label}: {h}" for i, h in hows.items())
-    yield {
-        "event": Event.FAILED,
-        "cell_id": cell.id,
-        "facts": cluster.facts,
-        "reason": culprit or "the chief exited without a record",
-    }
+    reason = culprit or "the chief exited without a record"
+    yield {"event": Event.FAILED, "cell_id": cluster.cell.id, "facts": cluster.facts, "reason": reason}
 
 
 def _start_tasks(

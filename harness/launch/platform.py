@@ -220,11 +220,6 @@ def gpu_models(listing: str | None = None) -> list[str]:
     return re.findall(r"^GPU \d+: (.+?) \(UUID", listing, flags=re.M)
 
 
-# ------------------------------------------------------------------------------------------------
-# The machine's facts (harness.contract.machine.MachineFacts): pure parsers, then machine_facts
-# ------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class CpuInfo:
     """The first processor's entry of ``/proc/cpuinfo``: ``model name``, ``cpu family``, ``model``

@@ -30,10 +30,9 @@ from harness.launch.platform import proc_bytes
 from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0
-
+"""Seconds between SIGTERM and SIGKILL."""
 HARNESS_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the ``harness`` package (put on PYTHONPATH for another interpreter)."""
-"""Seconds between SIGTERM and SIGKILL."""
 POLL_S = 0.1
 """Seconds between two looks at a child's events and exit status."""
 LOG_TAIL_LINES = 12

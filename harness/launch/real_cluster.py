@@ -21,14 +21,7 @@ from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
 from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
 from harness.launch.lease import CellFailed, CellOrder, ChiefEnd, ChiefLink, Exit, RunLease
 from harness.launch.platform import usable_cores
-from harness.launch.process import (
-    POLL_S,
-    Deadline,
-    Phase,
-    Process,
-    signal_text,
-    start_worker,
-)
+from harness.launch.process import POLL_S, Deadline, Phase, Process, signal_text, start_worker
 from harness.launch.runner import Launcher
 from harness.launch.scheduler import watch_of
 from harness.launch.single import run_worker
@@ -74,16 +67,12 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
     return ClusterConfig(spec, answer["task_type"], answer["task_index"], answer["gpu_mask"])
 
 
-# ------------------------------------------------------------------------------------------------
-# Real clusters: this process is one task, started by the user's scheduler (--cluster tf_config|slurm)
-# ------------------------------------------------------------------------------------------------
-
-
 def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
     """How this task's worker of each cell starts: its TF_CONFIG, the host's cores split between its
     tasks (an inter-op pool of at least the strategy's ``min_inter_op_threads``), and its device mask
     (the resolver's GPU split; none for a coordinator, a ps task or a CPU run; else as inherited)."""
-    cores = max(1, host_cores // config.tasks_on_my_host)
+    sharing = config.tasks_on_my_host
+    cores = max(1, host_cores // sharing)
     env = {
         "TF_CONFIG": config.tf_config(),
         "TF_NUM_INTRAOP_THREADS": str(cores),
@@ -100,12 +89,7 @@ def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> L
         (config.task_type, config.task_index)
     )
     return Launch(
-        tuple(env.items()),
-        config.role,
-        position,
-        cores,
-        config.hosts,
-        cores * config.tasks_on_my_host > host_cores,
+        tuple(env.items()), config.role, position, cores, config.hosts, cores * sharing > host_cores
     )
 
 

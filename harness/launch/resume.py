@@ -329,10 +329,6 @@ class Resumed:
     path: Path
 
     @property
-    def cluster(self) -> dict[str, int] | None:
-        return self.plan.cluster
-
-    @property
     def elapsed_s(self) -> float:
         """The run's seconds spent up to its last entry."""
         return max((float(e.get("elapsed_s", 0.0)) for e in self.entries), default=0.0)

@@ -103,26 +103,12 @@ def each_cell(
                 if progress is not None:
                     progress.show(label(cell))
             elif ev["event"] in TERMINAL and not ended:
-                ended = True  # handed on at once (stored before a Ctrl-C can come); the launcher
-                yield _ended(
-                    cell,
-                    ev,
-                    facts,
-                    progress,  # goes on to stop its processes
-                    time.monotonic() - t0,
-                    started - t0,
-                    label,
-                )
+                # handed on at once (stored before a Ctrl-C can come); the launcher goes on to stop its processes
+                ended = True
+                yield _ended(cell, ev, facts, progress, t0, started, label)
         if not ended:
-            yield _ended(
-                cell,
-                {"event": Event.FAILED, "reason": "its processes ended without a record"},
-                facts,
-                progress,
-                time.monotonic() - t0,
-                started - t0,
-                label,
-            )
+            failed: EventLine = {"event": Event.FAILED, "reason": "its processes ended without a record"}
+            yield _ended(cell, failed, facts, progress, t0, started, label)
 
 
 def _ended(
@@ -130,10 +116,11 @@ def _ended(
     ev: EventLine,
     facts: Facts | None,
     progress: Progress | None,
-    wall_s: float,
-    launch_s: float,
-    label: Callable[[Cell], str] = lambda c: c.id,
+    t0: float,
+    started: float,
+    label: Callable[[Cell], str],
 ) -> CellEnd:
+    """The end of ``cell`` that ``ev`` says, launched at ``t0`` and started at ``started`` (monotonic s)."""
     columns = ev.get("row")
     row = None if columns is None else unflatten(CellRow, columns)
     end = CellEnd(
@@ -144,8 +131,8 @@ def _ended(
         ev.get("windows") or [],
         ev.get("reason") or (row.reason if row else ""),
         facts,
-        wall_s,
-        launch_s,
+        time.monotonic() - t0,
+        started - t0,
     )
     if progress is not None:
         progress.advance(label(cell), (row.status if row else None) or str(end.event))

@@ -125,9 +125,9 @@ def measure_resumed(resumed: Resumed, request: Request, host: HostMachine | None
     journaled instances kept; its rows carry ``host`` (:func:`harness.launch.resume.host_of`: the
     journal's machine name and facts; None: the journal's, or this host's where it has none)."""
     plan, out = resumed.plan, request.results
-    if resumed.cluster is not None:
+    if plan.cluster is not None:
         raise HarnessError(
-            f"run {plan.run_id} was measured on a real cluster of {_shape_words(resumed.cluster)}: "
+            f"run {plan.run_id} was measured on a real cluster of {_shape_words(plan.cluster)}: "
             "resume it from every task of a job step of the same shape, e.g. srun ... python -m "
             f"harness run --cluster slurm --resume {plan.run_id} --results {out}"
         )
@@ -185,7 +185,7 @@ def resume_as_chief(
     """The chief goes on with a journaled cluster run: the processes its journal holds are kept,
     only the missing ones run (on a cluster of the same shape: a HarnessError otherwise)."""
     plan = resumed.plan
-    shape = resumed.cluster
+    shape = plan.cluster
     if shape != cluster_shape(config):
         raise HarnessError(
             f"run {plan.run_id} was measured on a cluster of {_shape_words(shape)}; this job step "

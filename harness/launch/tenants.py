@@ -56,13 +56,8 @@ def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[Event
     for i, events in enumerate(streams):
         failed = next((ev for ev in events if ev["event"] == Event.FAILED), None)
         if failed is not None or not any(ev["event"] == Event.RECORD for ev in events):
-            reason = failed["reason"] if failed else "no record"
-            yield {
-                "event": Event.FAILED,
-                "cell_id": cell.id,
-                "facts": facts,
-                "reason": f"tenant {i} of {cell.tenants}: {reason}",
-            }
+            reason = f"tenant {i} of {cell.tenants}: {failed['reason'] if failed else 'no record'}"
+            yield {"event": Event.FAILED, "cell_id": cell.id, "facts": facts, "reason": reason}
             return
     records = [next(ev for ev in events if ev["event"] == Event.RECORD) for events in streams]
     rows = [unflatten(CellRow, r["row"]) for r in records]

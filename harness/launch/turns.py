@@ -26,7 +26,8 @@ from harness.contract.job import WorkerOptions
 from harness.contract.tenant import UNTIL_STOP, TenantFacts
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV, Do, Grant, Reply
 from harness.formulas.turns import Turn
-from harness.launch.cpu_use import Snapshot, attribute, usable_cpus
+from harness.launch.cpu_use import Snapshot, attribute
+from harness.launch.platform import usable_cores
 from harness.launch.process import LIVE, LIVE_LOCK, POLL_S, instance_processes
 from harness.launch.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.results.aggregate import shared_windows, with_shared
@@ -62,14 +63,8 @@ class Plan:
     @classmethod
     def of(cls, protocol: Protocol, startup_s: float) -> Plan:
         """The plan of ``protocol``'s instances, a worker's start-up given ``startup_s``."""
-        return cls(
-            protocol.blocks,
-            protocol.turn_s,
-            protocol.seed,
-            startup_s + protocol.cell_timeout_s,
-            protocol.cell_timeout_s,
-            protocol.cell_timeout_s,
-        )
+        cell_s = protocol.cell_timeout_s
+        return cls(protocol.blocks, protocol.turn_s, protocol.seed, startup_s + cell_s, cell_s, cell_s)
 
 
 @dataclass
@@ -338,7 +333,7 @@ def _coordinate(
             timed = unit.take(coordinator, block, plan.turn_timeout_s, instance.steps)
             after = Snapshot.take(time.monotonic, first=False)
             for key, seconds, examples, cpu_s in timed:
-                use = attribute(before, after, own_pids, os.getpid(), usable_cpus(), cpu_s)
+                use = attribute(before, after, own_pids, os.getpid(), max(usable_cores(), 1), cpu_s)
                 instance.turns.append(
                     Turn(
                         block,
