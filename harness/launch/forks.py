@@ -20,10 +20,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.contract.forks import PROGRAMS, SERVER_MODULE, WORKER_MODULE, Spawn, server_env
 
@@ -42,6 +43,14 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def start_child(
+    argv: list[str], env: Mapping[str, str], stdout: Any, stderr: Any, stdin: Any = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """``argv`` started in a session of its own that dies with this process (:func:`die_with_parent`)."""
+    streams = {"stdin": stdin, "stdout": stdout, "stderr": stderr}
+    return subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=die_with_parent, **streams)
 
 
 class Forked:
@@ -91,15 +100,7 @@ class Server:
         self.path = str(folder / f"{name}.sock")
         self.log_path = folder / f"{name}.log"
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [python, "-m", SERVER_MODULE, self.path],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
+            self.proc = start_child([python, "-m", SERVER_MODULE, self.path], env, subprocess.PIPE, log)
 
     def ready(self, timeout_s: float) -> bool:
         """Wait until the server listens (its ready line); False if it ended or took too long."""

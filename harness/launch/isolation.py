@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from harness.contract.isolation import HOLDER_MODULE, NETNS_ENV, join_value
-from harness.launch.forks import die_with_parent
+from harness.launch.forks import start_child
 from harness.launch.process import HARNESS_ROOT
 from harness.spec.protocol import Platform
 
@@ -36,15 +36,8 @@ def holder() -> Iterator[list[str]]:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")))),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", HOLDER_MODULE, "hold"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-        preexec_fn=die_with_parent,
-    )
+    pipe = subprocess.PIPE
+    proc = start_child([sys.executable, "-m", HOLDER_MODULE, "hold"], env, pipe, pipe, pipe)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         line = proc.stdout.readline() if select.select([proc.stdout], [], [], READY_TIMEOUT_S)[0] else b""

@@ -124,15 +124,8 @@ class Process:
             self.proc = forked
         else:
             with open(log_path, "wb") as log, open(events_path, "ab") as events:
-                self.proc = subprocess.Popen(
-                    [python, *joined_argv(argv, self.env)],
-                    stdout=events if events_on_stdout else log,
-                    stderr=log if events_on_stdout else subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env=self.env,
-                    start_new_session=True,
-                    preexec_fn=forks.die_with_parent,
-                )
+                out, err = (events, log) if events_on_stdout else (log, subprocess.STDOUT)
+                self.proc = forks.start_child([python, *joined_argv(argv, self.env)], self.env, out, err)
         with LIVE_LOCK:
             LIVE[self.proc.pid] = self
         self.peak_rss = 0
