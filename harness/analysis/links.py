@@ -1,15 +1,8 @@
 """``compare-links``: what a faster link between nodes buys, the model of the step across nodes
-checked at every measured link setting, and the answer for N nodes (docs/how-to/cluster.md). Pure
-(typed rows in, a :class:`LinkComparison` out; said by :mod:`harness.analysis.links_text`, drawn by
-:mod:`harness.analysis.links_figure`).
-
-Rows: ok rows with a figure measured on several nodes whose chief measured the link (``link_gbps``,
-Gbit/s from the chief to the slowest other node), grouped into link settings
-(:func:`harness.analysis.scale_out.group_links`). Per configuration (a cell id on a node count) and
-setting: the throughput over the runs against the slowest setting (:mod:`harness.analysis.across`),
-the breakdown's all-reduce and step time, and the model's figure
-(:mod:`harness.analysis.scale_out`: MultiWorkerMirrored and the parameter server, one worker per
-node), each setting predicted from a fit that leaves its runs out."""
+(:mod:`harness.analysis.scale_out`) checked at every measured link setting, and the answer for N
+nodes (docs/how-to/cluster.md). Pure: ok multi-node rows whose chief measured the link, grouped
+into settings, in; a :class:`LinkComparison` out (said by :mod:`harness.analysis.links_text`,
+drawn by :mod:`harness.analysis.links_figure`)."""
 
 from __future__ import annotations
 
@@ -195,7 +188,7 @@ def compare(
         for (cid, _), runs in by_config.items()
         if (config := _config(list(runs.values())[-1], rows, fitted)) is not None
     }
-    model_of = _Model(mine, configs, settings, fitted, scale_out.checks(mine, configs, settings, fitted))
+    model_of = _Model(mine, configs, scale_out.checks(mine, configs, settings, fitted))
     asked = tuple(links) or tuple(s.gbps for s in settings)
     out = []
     for (cid, nodes), runs in by_config.items():
@@ -234,8 +227,6 @@ class _Model:
 
     multi: Sequence[CellRow]
     configs: Mapping[str, scale_out.Config]
-    settings: Sequence[scale_out.LinkSetting]
-    fitted: Spread
     checked: scale_out.Checked
 
     def fit(self, strategy: str) -> scale_out.LinkFit | None:

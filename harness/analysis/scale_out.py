@@ -1,35 +1,10 @@
 """The step across nodes (``compare-links``): each per-update cost that crosses the link, timed apart
-on the cluster by the step breakdown, fitted to a latency, a wire time and a CPU time per byte, and
-the step of N nodes built from them. Pure (typed rows in, predictions out).
-
-**MultiWorkerMirrored**, N nodes of one worker each (a ring all-reduce of m bytes among N):
-
-    T(N, m) = 2(N - 1) alpha + 2(N - 1)/N x m x (kappa x 8 / G + gamma)             [s]
-    step(N) = step(1) + T(N, gradient bytes) + q T(N, 4) + c
-
-G: the link the chief measured (bit/s). alpha (latency per ring step), kappa (the wire time's
-multiplier over the measured link's rate) and gamma (CPU seconds per byte handled: copies,
-serialization and the sum, the same at any link) are fitted to every 2-node row's ``allreduce_s``
-(the gradient set) and ``reduce_s`` (one scalar). q: the scalar reductions per update
-(``allreduces_per_update`` - 1: the custom loop's loss, once per call). c: what the timed parts
-leave of the configuration's measured step (the workers waiting for each other at each collective,
-the input pipeline split across workers), its mean over the rows; held at its 2-node value.
-
-**Parameter server**, N nodes: the chief and one server on one, a worker on each other:
-
-    per worker:  step_w = step(1) + r + 2m x (kappa x 8 / G + gamma) + d
-    throughput(N) = min((N - 1) B / step_w,  G B / (8 kappa m))      [the workers; the server's link]
-
-r (round trips on an update's critical path: the reads and the updates each run concurrently over
-the variables), kappa and gamma are fitted to the rows' ``ps_read_s + ps_update_s``; d as c (the
-coordinator's dispatch per scheduled call and the join ending a window, not timed apart; negative
-where the reads overlap the compute). The server's CPU is not timed apart, so it bounds nothing
-here; every measured run had one worker, so more workers are extrapolated.
-
-Coefficients come from rows measured on the cluster, named in :func:`source`; :func:`checks`
-predicts each link setting from a fit that leaves its runs out. A 95% interval
-(:mod:`harness.formulas.prediction`) carries step(1)'s CI over its runs, the fit's covariance and the
-model's error over the left-out checks of the strategy (at other link settings than the point's)."""
+on the cluster by the step breakdown, fitted to a latency, a wire time and a CPU time per byte
+(:func:`fit`), plus the rest of each configuration's measured step, and the step of N nodes built
+from them (:func:`step_s`, :func:`throughput`), one :class:`Across` entry per strategy. The model's
+formulas and assumptions: docs/how-to/cluster.md ("What a faster link buys"). :func:`checks`
+predicts each link setting with the rest from the other settings' runs, with a 95% interval
+(:func:`predict`). Pure (typed rows in, predictions out)."""
 
 from __future__ import annotations
 

@@ -1,39 +1,9 @@
-"""A scaling model: throughput and efficiency at n devices from a measured 1-device cell and the cost
-of its all-reduce. Pure (rows in, predictions out).
-
-**All-reduce cost** (the alpha-beta model of a ring all-reduce of m bytes among n participants):
-
-    T(n, m) = 2(n - 1) x alpha + 2(n - 1) / n x m x beta        [s]
-
-alpha: latency per ring step (s); beta: seconds per byte over one link. Fitted by non-negative
-least squares to the ok rows of the collectives table for the strategy and op
-(:func:`fit_alpha_beta`). The model's own gradient set measured at n replaces the fit (several tensors cost more than one of the same bytes). Only rows of the 1-device
-cell's machine count (:func:`same_machine`), the newest per device count and payload; fewer than 2
-on 2 or more devices is a HarnessError naming ``python -m harness run --sweep collectives``.
-
-**Step at n devices** (weak scaling: each device trains the 1-device cell's update):
-
-    s(n)      = max(1, n x c1 / C)   devices that share one host's C cores, c1 of them used by
-                                     the 1-device cell (logical CPU devices, local workers);
-                1                    devices with their own compute (GPUs, separate hosts)
-    step(n)   = step(1) x s(n) + T(n, gradient bytes)
-    throughput(n) = n x effective_batch(1) / step(n);   efficiency(n) = step(1) / step(n)
-
-**Its 95% interval** (:mod:`harness.formulas.prediction`, the delta method in log space) carries
-the 1-device step's CI, the fit's covariance and the model's own
-error: log(measured / predicted) of the :func:`checks`, less the predicted point's own rows.
-
-Assumptions, each a way it can be wrong: the 1-device step is all local work (compute, input,
-dispatch, the optimizer) and grows only by core sharing; the all-reduce does not overlap the
-backward pass (on GPUs, NCCL overlaps part of it: the model is then pessimistic); one all-reduce
-per update (the ctl loop's loss reduce, a scalar, is left out); the input pipeline of n devices is
-as fast per device as of one (one host feeding many GPUs can fall behind). One node only: across
-nodes, ``compare-links`` fits the costs the cluster timed apart (:mod:`harness.analysis.scale_out`).
-
-**Which rows** (:func:`predictions`, for ``predict`` through a :class:`Query`): baseline and n-device rows share :func:`baseline_key` (identity key ``baseline``,
-:func:`harness.spec.axes.key_axes`, and the per-replica batch), so rows of other XLA, data, loss or
-optimizer never mix; the baseline is the newest 1-device row on one node (:func:`find_one_device`),
-else the newest on several."""
+"""predict's scaling model: throughput and efficiency at n devices of one machine from a measured
+1-device cell and its all-reduce's cost, T(n, m) = 2(n - 1) alpha + 2(n - 1)/n x m x beta (s),
+step(n) = step(1) x s(n) + T(n, gradient bytes) with s(n) the core share, and a 95% interval
+(:mod:`harness.formulas.prediction`). Pure (rows in, predictions out). The model, its assumptions
+and which rows it reads: docs/how-to/hardware.md, "Predict scaling from the all-reduce"; across
+nodes, :mod:`harness.analysis.scale_out`."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
-"""A scaling prediction's 95% interval (:mod:`harness.analysis.scaling`). Pure: numpy and scipy.
-
-step(n) = step(1) x s(n) + T(n) [s], throughput(n) = n x batch / step(n); by the delta method,
-
-    var log throughput(n) = c^2 v_1 + a^2 v_T + v_m,    c = step(1) s(n) / step(n),  a = T(n) / step(n)
-
-- v_1 = var log step(1) = sd^2, sd = (ln high - ln low) / (2 t(df)) from its 95% CI (:func:`log_sd`);
-- v_T = var log T(n) = g' C g / T^2, g = (2(n - 1), 2(n - 1) / n x m), C = s^2 (D'D)^-1 of the fit's
-  relative-weighted design D, s^2 its residuals' mean square, N - 2 df (:func:`covariance`); a
-  measured all-reduce: from its own CI;
-- v_m = mean(e^2), e = log(measured / predicted) over the k measured points on several devices the
-  model is checked against (never the predicted point's own), k df (:func:`model_error`); none
-  without one.
-
-Interval: exp(log throughput(n) -+ t sqrt(var)), t at the parts' Welch-Satterthwaite df
-(:func:`harness.formulas.across_runs.interval`), never narrower than its widest part alone
-(t(df_i) sqrt(w_i v_i)); NaN where a part is unknown (no CI, no df)."""
+"""A prediction's 95% interval (``predict``, ``compare-links``), the delta method in log space:
+var log figure = the sum of each part's weight x variance (a measured step's, from its CI:
+:func:`log_sd`; a least-squares fit's, from its covariance: :func:`fit_relative`; the model's own
+error: :func:`model_error`); exp(log figure -+ t sqrt(var)), t at the parts' Welch-Satterthwaite
+df, never narrower than its widest part alone. Pure: numpy and scipy. The parts and their sources:
+docs/how-to/hardware.md and docs/explanation/statistics.md ("A prediction's interval")."""
 
 from __future__ import annotations
 
