@@ -340,9 +340,9 @@ def predict(
 
 @dataclass(frozen=True)
 class Checked:
-    """Every (cell id, setting label) measured at 2 or more nodes, predicted from fits that leave
-    that setting's runs out, with the model error of the strategy's other settings' checks; and
-    each strategy's log(measured / predicted) over all its checks (the answer's model error)."""
+    """Every (cell id, setting label) measured on 2 or more nodes, predicted with the rest from the
+    other settings' runs and the model error of the strategy's other settings; and each strategy's
+    log(measured / predicted) over all its checks (the answer's model error)."""
 
     points: Mapping[tuple[str, str], Predicted]
     errors: Mapping[str, tuple[float, ...]]
@@ -351,30 +351,25 @@ class Checked:
 def checks(
     multi: Sequence[CellRow], configs: Mapping[str, Config], settings: Sequence[LinkSetting], fitted: Spread
 ) -> Checked:
-    """:class:`Checked` over the multi-node ``multi`` rows of ``configs`` at ``settings``: each point's
-    log error without the model error first, then each point with the errors of its strategy's
-    points at other settings."""
-    found: dict[tuple[str, str], tuple[Config, LinkFit, tuple[int, float, Term | None, int], float]] = {}
+    """:class:`Checked` over the multi-node ``multi`` rows of ``configs`` at ``settings``."""
+    found: dict[tuple[str, str], tuple[tuple[Config, LinkFit, int, float], int, float]] = {}
     for s in settings:
         train = [r for r in multi if r.run.run_id not in s.run_ids]
         fits = {k: fit(multi, configs, k, train) for k in ACROSS}
         for cid, config in configs.items():
             mine = [r for r in multi if r.cell.cell_id == cid and r.run.run_id in s.run_ids]
-            link = fits.get(config.strategy)
-            if mine and link is not None:
-                at = (mine[-1].ran.nodes or 2, s.gbps, None, len(mine))
-                error = math.log(across.side(mine, fitted).value / predict(config, link, *at).value)
-                found[(cid, s.label)] = (config, link, at, error)
+            if mine and (link := fits[config.strategy]) is not None:
+                at = (config, link, mine[-1].ran.nodes or 2, s.gbps)
+                error = math.log(across.side(mine, fitted).value / predict(*at, None).value)
+                found[(cid, s.label)] = (at, len(mine), error)
+    errors = {k: tuple(e for (c, *_), _, e in found.values() if c.strategy == k) for k in ACROSS}
 
     def others(strategy: str, label: str) -> Term | None:
-        mine = [e for (_, lab), (c, *_, e) in found.items() if c.strategy == strategy and lab != label]
-        return prediction.model_error(mine)
+        return prediction.model_error(
+            [e for (_, lab), ((c, *_), _, e) in found.items() if c.strategy == strategy and lab != label]
+        )
 
-    points = {
-        (cid, label): predict(config, link, n, gbps, others(config.strategy, label), runs)
-        for (cid, label), (config, link, (n, gbps, _, runs), _) in found.items()
-    }
-    errors = {k: tuple(e for c, _, _, e in found.values() if c.strategy == k) for k in ACROSS}
+    points = {key: predict(*at, others(at[0].strategy, key[1]), runs) for key, (at, runs, _) in found.items()}
     return Checked(points, errors)
 
 
