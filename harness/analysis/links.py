@@ -43,8 +43,8 @@ CLUSTER_HINT = (
 class Point:
     """One configuration at one link setting: its throughput over the setting's runs, the
     costs across the link timed apart and step time (s/update, median over runs; None where not
-    measured), the model's figure from a fit leaving the setting out (None where there is none)
-    and the setting against the slowest."""
+    measured), the model's figure with the rest from the other settings' runs (None where there
+    is none) and the setting against the slowest."""
 
     setting: scale_out.LinkSetting
     side: Side
@@ -73,12 +73,12 @@ class Point:
 
     @property
     def error(self) -> float | None:
-        """predict's relative error, (predicted - measured) / measured."""
+        """The model's relative error, (predicted - measured) / measured."""
         return None if self.predicted is None else scaling.error(self.predicted, self.side.value)
 
     @property
     def inside(self) -> bool | None:
-        """Whether the measured figure lies inside predict's interval (None: no interval)."""
+        """Whether the measured figure lies inside the model's interval (None: no interval)."""
         low, high = self.interval
         return None if math.isnan(low + high) else low <= self.side.value <= high
 
