@@ -43,8 +43,8 @@ COMMANDS: dict[str, str] = {
     "and per epoch, energy where measured",
     "compare-links": "what a faster link between nodes buys: multi-node runs grouped by the link their "
     "chief measured, each faster link against the slowest with CIs that carry the run-to-run spread, the "
-    "all-reduce time, and what predict said",
-    "predict": "predict scaling from a 1-device cell and the all-reduce cost",
+    "model of the step across nodes checked at each, and the answer for N nodes",
+    "predict": "predict scaling on one machine from a 1-device cell and the all-reduce cost",
     "doctor": "what this machine can run: devices, build, threads, and a checked all-reduce through every "
     "strategy and cross-device op",
     "check": "read every file of a results folder: name the damaged ones and the runs to resume",

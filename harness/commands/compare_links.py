@@ -1,5 +1,6 @@
 """``python -m harness compare-links``: what a faster link between nodes buys, per model and
-multi-node configuration (:mod:`harness.analysis.links`), beside the model of the step across nodes and the answer for N nodes."""
+multi-node configuration (:mod:`harness.analysis.links`), beside the model of the step across
+nodes and the answer for N nodes."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> dict[str, Any]:
-    """Print the comparison (answer, table, where the model is right, the answer for N nodes), draw its figure; its JSON."""
+    """Print the comparison (answer, table, where the model is right, the answer for N nodes), draw
+    its figure; its JSON."""
     min_effect = across_min_effect(args)
     counts, asked = int_list("--nodes", args.nodes, 2, MAX_NODES), _gbps(args.link_gbps)
     roots = results_roots(args)
