@@ -173,17 +173,21 @@ def config_of(row: CellRow, rows: Sequence[CellRow], fitted: Spread) -> Config |
     if not ones:
         return None
     newest = list({r.run.run_id: r for r in ones}.values())
-    scalars = (row.updates.allreduces_per_update or 1.0) - 1
     return Config(
         row.cell.cell_id,
         row.cell.model,
         row.cell.strategy,
         newest[-1].cell.effective_batch,
         scaling.gradient_bytes(row.cell.model, row),
-        max(0.0, scalars),
+        _scalars(row),
         across.side(newest, fitted),
         newest[-1].cell.cell_id,
     )
+
+
+def _scalars(row: CellRow) -> float:
+    """q: the scalar reductions per update beside the gradients' (the custom loop's loss)."""
+    return max(0.0, (row.updates.allreduces_per_update or 1.0) - 1)
 
 
 def parts_of(row: CellRow, nbytes: int) -> list[tuple[Features, float]]:
@@ -236,7 +240,7 @@ ACROSS: Mapping[str, Across] = {
 def crossing_s(row: CellRow) -> float | None:
     """The row's costs across the link timed apart, as its update pays them (s/update): the
     gradient all-reduce and q scalar reductions, or the reads plus updates; None where not timed."""
-    q = max(0.0, (row.updates.allreduces_per_update or 1.0) - 1)
+    q = _scalars(row)
     times = [t for _, t in ACROSS[row.cell.strategy].parts(row, 0, 1.0)]
     if times[0] is None:
         return None
@@ -282,7 +286,11 @@ def fit(
     id): a, kappa and gamma fitted to their parts timed apart, each configuration's rest the mean of
     what those leave of its measured steps in ``steps`` (default ``rows``); None with fewer than 4
     parts (no df)."""
-    mine = [r for r in rows if r.cell.strategy == strategy and r.cell.cell_id in configs]
+
+    def of(among: Sequence[CellRow]) -> list[CellRow]:
+        return [r for r in among if r.cell.strategy == strategy and r.cell.cell_id in configs]
+
+    mine = of(rows)
     points = [p for r in mine for p in parts_of(r, configs[r.cell.cell_id].nbytes)]
     if len(points) < 4:
         return None
@@ -293,11 +301,7 @@ def fit(
     covs = tuple((float(c[0]), float(c[1]), float(c[2])) for c in cov)
     bare = LinkFit(coef, (covs[0], covs[1], covs[2]), rms, df, len(mine), {}, 0.0)
     rests: dict[str, list[float]] = {}
-    for r in (
-        mine
-        if steps is None
-        else [r for r in steps if r.cell.strategy == strategy and r.cell.cell_id in configs]
-    ):
+    for r in mine if steps is None else of(steps):
         c = configs[r.cell.cell_id]
         left = measured_step_s(r, c) - step_s(c, bare, r.ran.nodes or 2, float(r.ran.link_gbps or math.nan))
         rests.setdefault(c.cell_id, []).append(left)
