@@ -230,7 +230,9 @@ def test_a_task_its_scheduler_reports_running_is_lost_30_s_after() -> None:
     with RunLease(_config(cluster, "chief", 0), linger_s=0) as lease:
         _joined(cluster, "ps", 0)
         _joined(cluster, "worker", 0)
-        t0 = time.monotonic()
+        t0 = time.monotonic()  # a welcomed task is the chief's member a moment after its welcome
+        while not {"ps 0", "worker 0"} <= set(lease._members) and time.monotonic() - t0 < 5:
+            time.sleep(0.01)
         lost = lease.wait_for_tasks(lambda host: reported)
         assert time.monotonic() - t0 < 2
         assert lost is not None and lost.task == "worker 1"
