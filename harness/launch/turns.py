@@ -135,7 +135,10 @@ class Coordinator:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([conn], [], [], left)[0]:
                 raise Dropped(f"no answer from a process within the deadline ({what})", key)
-            chunk = conn.recv(65536)
+            try:
+                chunk = conn.recv(65536)
+            except ConnectionResetError:  # it died with our grant unread
+                chunk = b""
             if not chunk:
                 raise Dropped(f"a process closed its channel ({what}): it failed or exited", key)
             self._buffers[conn] = self._buffers.get(conn, b"") + chunk

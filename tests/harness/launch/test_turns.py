@@ -198,3 +198,20 @@ def test_an_instances_processes_are_found_by_member_and_their_cpu_time_summed(tm
     assert {k: sorted(v) for k, v in found.items()} == {"a": [11, 12], "b": [13]}
     assert processes_cpu_seconds(found["a"], str(tmp_path)) == pytest.approx(200 / ticks)
     assert processes_cpu_seconds([99], str(tmp_path)) == 0.0  # gone: nothing
+
+
+def test_a_member_dying_with_its_grant_unread_drops_the_instance(tmp_path: Path) -> None:
+    # its channel is reset rather than closed: the coordinator reads that as a closed channel
+    coordinator = Coordinator(tmp_path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(coordinator.path)
+    TurnClient(sock, A.id, 0).hello()
+    try:
+        coordinator.gather({A.id: 1}, 5.0, lambda: None)
+        coordinator.send(A.id, {"do": Do.CALIBRATE})  # unread when the process dies
+        threading.Timer(0.2, sock.close).start()
+        with pytest.raises(Dropped, match="closed its channel") as e:
+            coordinator.ask(A.id, {"do": Do.WINDOW}, 5.0)
+        assert e.value.culprit == A.id
+    finally:
+        coordinator.close()
