@@ -490,16 +490,11 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
             _ci_line(ax, s, "devices", f"{label} measured (95% CI)", color, fmt="o", y="measured")
         _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))
         top = float(max(part["predicted"].max(), part["measured"].max(), part["baseline"].max()))
-        ceiling = min(WHISKER_CAP * top, max(1.15 * top, part["measured_ci_high"].astype(float).max()))
+        high = part["measured_ci_high"].astype(float).max()
+        ceiling = min(WHISKER_CAP * top, max(1.15 * top, high))
         ax.set_ylim(0, ceiling)
-        ax.legend(
-            fontsize=7,
-            loc="lower left",
-            title="whiskers cut at the top"
-            if part["measured_ci_high"].astype(float).max() > ceiling
-            else None,
-            title_fontsize=7,
-        )
+        cut = "whiskers cut at the top" if high > ceiling else None
+        ax.legend(fontsize=7, loc="lower left", title=cut, title_fontsize=7)
 
     title = "Scaling model: predicted (from the 1-device cell and the all-reduce cost) beside measured"
     return _facet_models(

@@ -180,11 +180,8 @@ def answer_panels(found: Sequence[answer.Answer]) -> list[answer_figure.Panel]:
 def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str | None:
     """Each measured multi-device cell beside the scaling model's prediction for it (None: no
     collectives table or no such cell)."""
-    if collectives is None or collectives.empty:
+    if (table := scaling.report_predictions(_cells(rows), collectives)).empty:
         return None
-    if not (lines := scaling.report_predictions(_cells(rows), collectives)):
-        return None
-    table = scaling.predictions_frame(lines)
     table["measured [95% CI]"] = table.apply(
         lambda r: f"{r['measured']:,.0f} [{r['measured_ci_low']:,.0f}..{r['measured_ci_high']:,.0f}]", axis=1
     )
@@ -259,17 +256,15 @@ def write_report(
     if rows.empty:  # an ab comparison alone
         html = ab_html(paired, figures, title)
     else:
-        found = answer.answers(_cells(rows), _ratios(ratios))
+        records = _cells(rows)
+        found = answer.answers(records, _ratios(ratios))
         figures += answer_figure.draw(
             answer_panels(found), _min_effect(_ratios(ratios)), out / "figures", ANSWER_FIGURE
         )
         for draw in plots.REPORT_FIGURES.values():
             figures += draw(rows, out / "figures")
-        if collectives is not None and not collectives.empty:
-            figures += plots.predicted_vs_measured(
-                scaling.predictions_frame(scaling.report_predictions(_cells(rows), collectives)),
-                out / "figures",
-            )
+        predicted = scaling.report_predictions(records, collectives)
+        figures += plots.predicted_vs_measured(predicted, out / "figures")
         html = build_html(rows, figures, title, collectives, ratios)
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)

@@ -7,9 +7,8 @@ nodes, :mod:`harness.analysis.scale_out`."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ from harness.errors import HarnessError
 from harness.formulas import prediction
 from harness.formulas.across_runs import Term
 from harness.formulas.prediction import log_sd
-from harness.spec.axes import BASELINE, DEVICE_AXES, OPTION_AXES, key_axes
+from harness.spec.axes import BASELINE, DEVICE_AXES, key_axes
 from harness.spec.cell import Cell
 from harness.spec.collectives import FLOAT32_BYTES, GRADIENT_SHAPES
 from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
@@ -188,12 +187,6 @@ def baseline_from_row(row: CellRow) -> Baseline:
     )
 
 
-def op_of(a: Axes) -> str:
-    """The cell's all-reduce implementation: the value of its strategy's option axis."""
-    kind = STRATEGIES[a.strategy]
-    return str(kind.option_in({name: getattr(a, name) for name in OPTION_AXES}))
-
-
 def machine_keys(row: CellRow) -> dict[str, object]:
     """The columns cells and collectives share that say which machine measured a row, with the
     row's values: its machine id (the facts that tell machines apart, :mod:`harness.contract.machine`)
@@ -341,10 +334,6 @@ class Query:
     counts: tuple[int, ...]
     op: str
 
-    @property
-    def axes(self) -> tuple[str, str]:
-        return device_axes(self.config.strategy)
-
 
 def device_axes(strategy: str) -> tuple[str, str]:
     """(the axis that adds devices under ``strategy``, the other one, held at 1)."""
@@ -376,7 +365,8 @@ class Line:
 @dataclass(frozen=True)
 class Predicted:
     """:func:`predictions`' answer: the 1-device row it scaled, the all-reduce cost it priced, one
-    :class:`Line` per device count, and every check's log(measured / predicted) (:func:`checks`)."""
+    :class:`Line` per device count, and every check's log(measured / predicted): one per row
+    measured on one node on 2 or more devices."""
 
     baseline: CellRow
     cost: AlphaBeta
@@ -416,9 +406,9 @@ def predictions(
     """``query``'s prediction at each of its device counts from its 1-device row
     (:func:`find_one_device`) and :func:`cost_from_table` over ``collectives`` (a DataFrame),
     beside the newest row of the same :func:`baseline_key` at each count measured on one node
-    where there is one. Each interval's model error is from the :func:`checks` other than that
-    point's own rows and the row shown. HarnessError without the 1-device row (naming ``where`` it
-    was looked for and the command that measures it) or the all-reduce times."""
+    where there is one. Each interval's model error is from the checks (:class:`Predicted`) other
+    than that point's own rows and the row shown. HarnessError without the 1-device row (naming
+    ``where`` it was looked for and the command that measures it) or the all-reduce times."""
     config = query.config
     base_row = find_one_device(rows, config)
     if base_row is None:
@@ -434,23 +424,28 @@ def predictions(
         return predict(base, n, seconds, source, var, model)
 
     here = [(n, r) for n, r in _at_counts(query, same_config(rows, config)) if one_node(r)]
-    found = checks(here, at)
+    # the checks: (devices, log(measured / predicted)) of each row on 2 or more devices
+    found = [
+        (n, math.log(float(r.examples_per_sec.value or math.nan) / at(n).examples_per_sec))
+        for n, r in here
+        if n > 1
+    ]
     lines = []
     for n in query.counts:
         newest = max((r for m, r in here if m == n), key=lambda r: r.run.timestamp, default=None)
-        left = [e for m, r, e in found if m != n and n > 1]
+        left = [e for m, e in found if m != n and n > 1]
         model = prediction.model_error(left)
         p = at(n, model=model)
         e = None if newest is None else newest.examples_per_sec
         lines.append(
             Line(p, e, None if e is None else error(p.examples_per_sec, float(e.value or math.nan)), model)
         )
-    return Predicted(base_row, cost, tuple(lines), tuple(e for _, _, e in found))
+    return Predicted(base_row, cost, tuple(lines), tuple(e for _, e in found))
 
 
 def _at_counts(query: Query, rows: Sequence[CellRow]) -> list[tuple[int, CellRow]]:
     """(devices, row) along the query's device axis, the other at 1, at its op (or none on one)."""
-    axis, other = query.axes
+    axis, other = device_axes(query.config.strategy)
     option = STRATEGIES[query.config.strategy].option_axis
     found = [(getattr(r.cell, axis), r) for r in rows if getattr(r.cell, other) == 1]
     return [
@@ -458,86 +453,48 @@ def _at_counts(query: Query, rows: Sequence[CellRow]) -> list[tuple[int, CellRow
     ]
 
 
-def checks(
-    rows: Sequence[tuple[int, CellRow]], at: Callable[[int], Prediction]
-) -> list[tuple[int, CellRow, float]]:
-    """(devices, row, log(measured / predicted)) of each row on 2 or more devices, ``at`` its
-    prediction."""
-    return [
-        (n, r, math.log(float(r.examples_per_sec.value or math.nan) / at(n).examples_per_sec))
-        for n, r in rows
-        if n > 1
-    ]
-
-
-@dataclass(frozen=True)
-class PredictedCell:
-    """One measured multi-device cell beside the scaling model's prediction for it: the model,
-    cell, series (strategy[op]), config (the baseline's batch, accumulation, loop, steps per
-    execution and precision), the baseline's examples/s, devices, the measured examples/s with its
-    95% CI, the predicted examples/s, the relative error and where the all-reduce time came from."""
-
-    model: str
-    cell_id: str
-    series: str
-    config: str
-    baseline: float
-    devices: int
-    measured: float
-    measured_ci_low: float
-    measured_ci_high: float
-    predicted: float
-    error: float
-    allreduce_from: str
-
-
-def report_predictions(rows: Sequence[CellRow], collectives: Any) -> list[PredictedCell]:
+def report_predictions(rows: Sequence[CellRow], collectives: Any) -> pd.DataFrame:
     """For each measured weak-scaling multi-device mirrored / multi_worker_mirrored row with its
-    1-device baseline in ``rows``: its predicted figure from that baseline and the collectives rows
-    of its op measured on its machine, and the error. Rows whose op has too few all-reduce times
-    are left out."""
+    1-device baseline in ``rows``, one line: its model, cell_id, series (strategy[op]), config (what
+    besides the topology the baseline fixes, e.g. ``b64/acc1/ctl/spe10/float32``), baseline (the
+    baseline's examples/s), devices, measured examples/s with its 95% CI (measured_ci_low / _high),
+    the predicted examples/s from that baseline and the collectives rows (a DataFrame) of its op
+    measured on its machine, the relative error and allreduce_from (where the all-reduce time came
+    from). Rows whose op has too few all-reduce times are left out; no lines without collectives."""
+    if collectives is None or collectives.empty:
+        return pd.DataFrame()
     by_id = {r.cell.cell_id: r for r in rows if r.status == Status.OK}
     out = []
     for r in by_id.values():
-        a = r.cell
-        n = a.replicas * a.workers
+        a, e = r.cell, r.examples_per_sec
+        n, op = a.replicas * a.workers, STRATEGIES[a.strategy].option_in(vars(a))
         base = by_id.get(r.efficiency.baseline_cell_id or "")
         if a.strategy not in ALLREDUCE_STRATEGIES or n < 2 or base is None or a.scaling == "strong":
             continue
         try:
-            fit, measured_ar, _ = cost_from_table(collectives, a.strategy, op_of(a), a.model, base)
+            fit, measured_ar, _ = cost_from_table(collectives, a.strategy, op, a.model, base)
             seconds, source = allreduce_time(n, a.model, fit, measured_ar, base)
         except HarnessError:
             continue
-        p = predict(baseline_from_row(base), n, seconds, source)
-        measured = float(r.examples_per_sec.value or math.nan)
-        low, high = r.examples_per_sec.low, r.examples_per_sec.high
-        out.append(
-            PredictedCell(
-                model=a.model,
-                cell_id=a.cell_id,
-                series=f"{a.strategy}[{op_of(a)}]",
-                config=_config(base.cell),
-                baseline=float(base.examples_per_sec.value or math.nan),
-                devices=n,
-                measured=measured,
-                measured_ci_low=measured if low is None else low,
-                measured_ci_high=measured if high is None else high,
-                predicted=p.examples_per_sec,
-                error=error(p.examples_per_sec, measured),
-                allreduce_from=source,
-            )
+        predicted = predict(baseline_from_row(base), n, seconds, source).examples_per_sec
+        measured, b = float(e.value or math.nan), base.cell
+        config = (
+            f"b{b.per_replica_batch}/acc{b.accum_steps}/{b.loop}/spe{b.steps_per_execution}/{b.precision}"
         )
-    return out
-
-
-def predictions_frame(lines: Sequence[PredictedCell]) -> pd.DataFrame:
-    """:func:`report_predictions`' lines as a frame (one column per field)."""
-    return pd.DataFrame(
-        [dataclasses.asdict(x) for x in lines], columns=[f.name for f in dataclasses.fields(PredictedCell)]
-    )
-
-
-def _config(a: Axes) -> str:
-    """What besides the topology a 1-device cell fixes, e.g. ``b64/acc1/ctl/spe10/float32``."""
-    return f"b{a.per_replica_batch}/acc{a.accum_steps}/{a.loop}/spe{a.steps_per_execution}/{a.precision}"
+        out.append(
+            {
+                "model": a.model,
+                "cell_id": a.cell_id,
+                "series": f"{a.strategy}[{op}]",
+                "config": config,
+                "baseline": float(base.examples_per_sec.value or math.nan),
+                "devices": n,
+                "measured": measured,
+                "measured_ci_low": measured if e.low is None else e.low,
+                "measured_ci_high": measured if e.high is None else e.high,
+                "predicted": predicted,
+                "error": error(predicted, measured),
+                "allreduce_from": source,
+            }
+        )
+    return pd.DataFrame(out)

@@ -94,13 +94,8 @@ def _counts(text: str | None, flag: str) -> list[int]:
 def _check(args: argparse.Namespace) -> None:
     require(
         {
-            "--batch": (args.batch, args.batch >= 1, "an integer >= 1"),
-            "--accum-steps": (args.accum_steps, args.accum_steps >= 1, "an integer >= 1"),
-            "--steps-per-execution": (
-                args.steps_per_execution,
-                args.steps_per_execution >= 1,
-                "an integer >= 1",
-            ),
+            f"--{name.replace('_', '-')}": (getattr(args, name), getattr(args, name) >= 1, "an integer >= 1")
+            for name in ("batch", "accum_steps", "steps_per_execution")
         }
     )
     axis, other = scaling.device_axes(args.strategy)
@@ -113,15 +108,8 @@ def _check(args: argparse.Namespace) -> None:
     op_column = STRATEGIES[args.strategy].option_axis
     assert op_column is not None  # ALLREDUCE_STRATEGIES have an option axis
     ops = AXIS_BY_NAME[op_column].choices
-    require(
-        {
-            "--op": (
-                args.op,
-                args.op is None or args.op in ops,
-                f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})",
-            )
-        }
-    )
+    accepted = f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})"
+    require({"--op": (args.op, args.op is None or args.op in ops, accepted)})
 
 
 def _default_op(strategy: str) -> str:

@@ -92,26 +92,13 @@ def test_report_predictions_pair_each_multi_device_cell_with_its_prediction() ->
         "examples_per_sec": 6000.0,
         "baseline_cell_id": "one",
     }
-    collectives = pd.DataFrame(
-        [
-            {
-                "status": "ok",
-                "strategy": "mirrored",
-                "op": "auto",
-                "devices": 2,
-                "payload": p,
-                "bytes": b,
-                "time_s": t,
-                "timestamp": "t",
-            }
-            for p, b, t in (("bytes", 4096, 1e-4), ("bytes", 2**20, 6e-4), ("cnn", 139_304, 1e-3))
-        ]
-    )
-    (line,) = scaling.report_predictions(_typed(one, two), collectives)
+    collectives = _collectives()
+    (line,) = scaling.report_predictions(_typed(one, two), collectives).itertuples()
     assert line.cell_id == "two" and line.devices == 2
     assert line.predicted == pytest.approx(128 / 0.021)  # 2 x 10 ms shared + 1 ms measured
     assert line.error == pytest.approx((128 / 0.021 - 6000) / 6000)
-    assert scaling.report_predictions(_typed(one, two), collectives.iloc[0:0]) == []
+    assert scaling.report_predictions(_typed(one, two), collectives.iloc[0:0]).empty
+    assert scaling.report_predictions(_typed(one, two), None).empty
 
 
 def _typed(*rows: dict[str, object]) -> list[CellRow]:
@@ -204,12 +191,12 @@ def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_thei
     }
     strong = {**two, "cell_id": "strong", "scaling": "strong"}
     table = _collectives(device_kind="CPU", device_name="Xeon", host_cores=2)
-    (line,) = scaling.report_predictions(_typed(one, two, strong), table)
+    (line,) = scaling.report_predictions(_typed(one, two, strong), table).itertuples()
     assert line.cell_id == "two" and line.series == "mirrored[auto]"
     assert line.baseline == 6400.0 and line.config == "b64/acc1/ctl/spe10/float32"
     assert (line.measured_ci_low, line.measured_ci_high) == (5500.0, 6000.0)
     elsewhere = table.assign(device_name="EPYC")
-    assert scaling.report_predictions(_typed(one, two), elsewhere) == []
+    assert scaling.report_predictions(_typed(one, two), elsewhere).empty
 
 
 def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> None:
