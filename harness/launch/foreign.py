@@ -21,13 +21,13 @@ from harness.contract.tenant import TenantJob
 from harness.contract.turns import MEMBER_ENV, TURNS_ENV
 from harness.launch.platform import installed_version
 from harness.launch.process import (
-    HARNESS_ROOT,
     LIVE,
     LIVE_LOCK,
     POLL_S,
     Deadline,
     Phase,
     Process,
+    harness_path,
     instance_processes,
 )
 from harness.launch.single import run_worker
@@ -72,7 +72,7 @@ def start_tenant(job: TenantJob, options: WorkerOptions, folder: Path, name: str
     settings = tenant_env(framework(job.framework))
     env = {**settings.variables, **dict(options.env)}
     if options.python:  # another interpreter finds this harness through PYTHONPATH
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
+        env["PYTHONPATH"] = harness_path(env)
     return Process(
         ["-m", "harness.foreign", str(path)],
         env,

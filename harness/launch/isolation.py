@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from harness.contract.isolation import HOLDER_MODULE, NETNS_ENV, join_value
 from harness.launch.forks import start_child
-from harness.launch.process import HARNESS_ROOT
+from harness.launch.process import harness_path
 from harness.spec.protocol import Platform
 
 READY_TIMEOUT_S = 30.0
@@ -32,10 +32,7 @@ class NoNamespace(OSError):
 def holder() -> Iterator[list[str]]:
     """A holder process while active: the namespace files a task joins, in order. NoNamespace
     when it cannot be made here. The namespace goes with the holder on the way out."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, (str(HARNESS_ROOT), os.environ.get("PYTHONPATH")))),
-    }
+    env = {**os.environ, "PYTHONPATH": harness_path(os.environ)}
     pipe = subprocess.PIPE
     proc = start_child([sys.executable, "-m", HOLDER_MODULE, "hold"], env, pipe, pipe, pipe)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None

@@ -261,6 +261,11 @@ def capped_text(cap_gib: float, peak_rss: int) -> str:
     )
 
 
+def harness_path(env: Mapping[str, str]) -> str:
+    """``PYTHONPATH`` for a child of ``env``: :data:`HARNESS_ROOT` first, then ``env``'s own."""
+    return os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
+
+
 def nccl_log_env(platform: Platform, folder: Path, ours: Mapping[str, str]) -> dict[str, str]:
     """NCCL's INFO log into ``folder`` for GPU workers, so each records the transports NCCL chose
     (:mod:`harness.worker.nccl`); nothing on CPUs or where the user set NCCL_DEBUG."""
@@ -279,7 +284,7 @@ def worker_env(
     env = {**dict(launch_env), **dict(options.env)}
     env.update(nccl_log_env(options.platform, folder, {**os.environ, **env}))
     if options.python:  # another interpreter finds this harness through PYTHONPATH
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(HARNESS_ROOT), env.get("PYTHONPATH"))))
+        env["PYTHONPATH"] = harness_path(env)
     return env
 
 

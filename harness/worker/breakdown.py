@@ -14,18 +14,18 @@ across replicas (what the loss and metric reductions pay), none with one replica
 
 A parameter-server cell has no parts of its own (the coordinator schedules whole functions): its
 costs across the link are timed instead, each a function the coordinator schedules on a worker
-(:func:`_ps_parts`). None for co-tenant cells (their parts would contend with the other tenants
+(:func:`_ps_windows`). None for co-tenant cells (their parts would contend with the other tenants
 unknowably)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from harness.formulas.breakdown import PARTS, REFERENCE, excess, measurable
 from harness.spec.cell import Cell
-from harness.worker.timing import Timed, interleaved
+from harness.worker.collectives import first_elements, local_sum, replica_zeros
+from harness.worker.timing import Timed, interleaved, stopwatch
 from harness.worker.training.loops import ReductionCounter, make_gradients
 from harness.worker.training.strategies import distribute
 
@@ -42,53 +42,27 @@ medians over all rounds (a disturbed window is outvoted; a part that really exce
 still does)."""
 
 
-def _local_sum(strategy: Any, sink: Any) -> Any:
-    """This worker's replicas' sink values added on the host side: a sync without a reduction."""
-    import tensorflow as tf
-
-    return tf.add_n([tf.identity(v) for v in strategy.experimental_local_results(sink)])
-
-
 def _repeated(
-    strategy: Any, sink: Any, replica_fn: Callable[..., None], jit_compile: bool = False
-) -> Callable[..., Any]:
-    """tf.function(n, *args): n calls of ``strategy.run(replica_fn, args)`` in an in-graph loop;
-    with ``jit_compile`` the replica function XLA-compiled, as the cell's step is
-    (:func:`harness.worker.training.loops._execution`)."""
+    strategy: Any,
+    sink: Any,
+    replica_fn: Callable[..., None],
+    args: tuple[Any, ...] = (),
+    inputs: Callable[[], Any] | None = None,
+) -> Callable[[int], float]:
+    """A window of n calls of ``strategy.run(replica_fn, args)`` in an in-graph loop (a
+    tf.function), ending in a host sync of this worker's sink values (added on the host side: no
+    reduction); its seconds. ``inputs``: each call's args drawn inside the loop instead (the next
+    element of an iterator)."""
     import tensorflow as tf
-
-    if jit_compile:
-        replica_fn = tf.function(replica_fn, jit_compile=True)
 
     @tf.function(jit_compile=False)
     def repeated(n: Any, *args: Any) -> Any:
         for _ in tf.range(n):
             tf.autograph.experimental.set_loop_options(parallel_iterations=1)
-            strategy.run(replica_fn, args=args)
-        return _local_sum(strategy, sink)
+            strategy.run(replica_fn, args=args if inputs is None else inputs())
+        return local_sum(strategy, sink)
 
-    return repeated
-
-
-def _first_elements(tensors: list[Any]) -> Any:
-    """The sum of each tensor's first element (float32): keeps every tensor computed in full (an
-    op's output is made whole) at O(1) arithmetic of its own. A control dependency on them is not
-    enough: with only that, the compute part took the CPU time of the forward pass alone (the
-    backward pass was pruned)."""
-    import tensorflow as tf
-
-    return tf.add_n([tf.cast(tf.reshape(t, [-1])[0], tf.float32) for t in tensors])
-
-
-def _seconds(call: Callable[[int], Any]) -> Callable[[int], float]:
-    """``call(n)`` (n repetitions ending in a host sync) as a window returning its seconds."""
-
-    def window(n: int) -> float:
-        t0 = time.perf_counter()
-        call(n)
-        return time.perf_counter() - t0
-
-    return window
+    return stopwatch(lambda n: repeated(tf.constant(n), *args).numpy())
 
 
 def measure_parts(
@@ -98,38 +72,55 @@ def measure_parts(
     window_s: float = PART_WINDOW_S,
     rounds: int = PART_ROUNDS,
 ) -> dict[str, float | None]:
-    """parts_step_s, compute_s, allreduce_s, input_s and dispatch_s, each in s per update, or an
-    empty dict when the cell's parts cannot be isolated. ``built``: the cell's
-    :class:`harness.worker.measure.BuiltCell`; its trainer runs more updates here."""
-    import tensorflow as tf
-
+    """parts_step_s, compute_s, allreduce_s, input_s and dispatch_s, each in s per update (of a
+    parameter-server cell, parts_step_s and :func:`_ps_windows`), or an empty dict when the cell's
+    parts cannot be isolated. ``built``: the cell's :class:`harness.worker.measure.BuiltCell`; its
+    trainer runs more updates here."""
     if not measurable(cell):
         return {}
-    if cell.kind.coordinated:
-        return _ps_parts(built, cell, agree, window_s, rounds)
-    strategy, model = built.strategy, built.model
     spe = cell.steps_per_execution
-    with strategy.scope():
-        sink = tf.Variable(
-            0.0,
-            trainable=False,
-            synchronization=tf.VariableSynchronization.ON_READ,
-            aggregation=tf.VariableAggregation.SUM,
-        )
-    variables = model.trainable_variables
-    gradients = make_gradients(model, built.optimizer, cell, ReductionCounter())
+    update = Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True)
+    if cell.kind.coordinated:
+        return dict(interleaved({REFERENCE: update, **_ps_windows(built, spe)}, window_s, agree, rounds))
+
+    def inconsistent(seconds: dict[str, float]) -> bool:
+        """Whether a part exceeds the update by more than the timing noise allowed."""
+        out = _per_update(seconds, spe)
+        return bool(excess(out[REFERENCE], {k: out[k] for k in PARTS}))
+
+    timed = {REFERENCE: update, **_part_windows(built, cell)}
+    return dict(_per_update(interleaved(timed, window_s, agree, rounds, inconsistent, PART_SETS), spe))
+
+
+def _per_update(seconds: dict[str, float], spe: int) -> dict[str, float]:
+    """Per update: dispatch over a call's steps_per_execution (``spe``) updates; no all-reduce, 0."""
+    return {
+        **seconds,
+        "allreduce_s": seconds.get("allreduce_s", 0.0),
+        "dispatch_s": seconds["dispatch_s"] / spe,
+    }
+
+
+def _part_windows(built: Any, cell: Cell) -> dict[str, Timed]:
+    """The windows of compute_s, input_s and dispatch_s, and with several replicas of allreduce_s
+    and reduce_s: each a replica function repeated (:func:`_repeated`), its results into a sink."""
+    import tensorflow as tf
+
+    strategy, variables = built.strategy, built.model.trainable_variables
+    sink = replica_zeros(strategy)
+    gradients = make_gradients(built.model, built.optimizer, cell, ReductionCounter())
     iterator = iter(distribute(strategy, built.input_fn(cell.effective_batch), cell))
     batch = next(iterator)
 
     def compute(x: Any, y: Any) -> None:
         loss, grads = gradients(x, y)
-        sink.assign_add(loss + _first_elements(grads))
+        sink.assign_add(loss + first_elements(grads))
 
     def allreduce() -> None:
         ctx = tf.distribute.get_replica_context()
         values = [tf.identity(tf.cast(tf.convert_to_tensor(v), tf.float32)) for v in variables]
         out = ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
-        sink.assign_add(_first_elements(out))
+        sink.assign_add(first_elements(out))
 
     def take(x: Any, y: Any) -> None:
         sink.assign_add(tf.reduce_sum(tf.cast(y[0], tf.float32)))
@@ -138,14 +129,23 @@ def measure_parts(
         ctx = tf.distribute.get_replica_context()
         sink.assign_add(ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.ones([])))
 
-    run_compute = _repeated(strategy, sink, compute, cell.jit_compile)  # as the step compiles it
+    # compute XLA-compiled where the step is (:func:`harness.worker.training.loops._execution`)
+    compiled = tf.function(compute, jit_compile=True) if cell.jit_compile else compute
+    timed = {
+        "compute_s": Timed(_repeated(strategy, sink, compiled, batch)),
+        "input_s": Timed(_repeated(strategy, sink, take, inputs=lambda: next(iterator))),
+        "dispatch_s": Timed(_dispatch(strategy)),
+    }
+    if strategy.num_replicas_in_sync > 1:
+        timed["allreduce_s"] = Timed(_repeated(strategy, sink, allreduce))
+        timed["reduce_s"] = Timed(_repeated(strategy, sink, reduce))
+    return timed
 
-    @tf.function(jit_compile=False)
-    def pull(n: Any) -> Any:
-        for _ in tf.range(n):
-            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
-            strategy.run(take, args=next(iterator))
-        return _local_sum(strategy, sink)
+
+def _dispatch(strategy: Any) -> Callable[[int], float]:
+    """A window of n calls of a tf.function running an empty replica function, synced once at the
+    end: what a call costs the host."""
+    import tensorflow as tf
 
     @tf.function(jit_compile=False)
     def empty() -> Any:
@@ -157,49 +157,21 @@ def measure_parts(
             out = empty()
         strategy.experimental_local_results(out)[0].numpy()
 
-    def looped(fn: Callable[..., Any], *args: Any) -> Callable[[int], float]:
-        return _seconds(lambda n: fn(tf.constant(n), *args).numpy())
-
-    timed = {
-        REFERENCE: Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
-        "compute_s": Timed(looped(run_compute, *batch)),
-        "input_s": Timed(looped(pull)),
-        "dispatch_s": Timed(_seconds(calls)),
-    }
-    if strategy.num_replicas_in_sync > 1:
-        timed["allreduce_s"] = Timed(looped(_repeated(strategy, sink, allreduce)))
-        timed["reduce_s"] = Timed(looped(_repeated(strategy, sink, reduce)))
-
-    def per_update(seconds: dict[str, float]) -> dict[str, float]:
-        """Per update: dispatch over a call's steps_per_execution updates; no all-reduce, 0."""
-        return {
-            **seconds,
-            "allreduce_s": seconds.get("allreduce_s", 0.0),
-            "dispatch_s": seconds["dispatch_s"] / spe,
-        }
-
-    def inconsistent(seconds: dict[str, float]) -> bool:
-        """Whether a part exceeds the update by more than the timing noise allowed."""
-        out = per_update(seconds)
-        return bool(excess(out[REFERENCE], {k: out[k] for k in PARTS}))
-
-    return dict(per_update(interleaved(timed, window_s, agree, rounds, inconsistent, PART_SETS)))
+    return stopwatch(calls)
 
 
-def _ps_parts(
-    built: Any, cell: Cell, agree: Callable[[int], int], window_s: float, rounds: int
-) -> dict[str, float | None]:
-    """parts_step_s, ps_read_s and ps_update_s (s per update) of a parameter-server cell: an
+def _ps_windows(built: Any, spe: int) -> dict[str, Timed]:
+    """The windows of ps_read_s and ps_update_s (s per update) of a parameter-server cell: an
     update's reads of every trainable variable from the ps tasks into a worker, and its update of
-    every one on them from a worker (a zero added: the weights stay), alternating with the cell's
-    own update. The coordinator schedules calls of steps_per_execution reads (or updates) each, one
-    after another inside a call and unrolled: a loop across devices pays round trips of its own
-    control flow (8 ms per read of 407 KB at 5 Gbit/s). A variable's read or update runs
-    concurrently with the others', as in a training step."""
+    every one on them from a worker (a zero added: the weights stay). The coordinator schedules
+    calls of steps_per_execution (``spe``) reads (or updates) each, one after another inside a call
+    and unrolled: a loop across devices pays round trips of its own control flow (8 ms per read of
+    407 KB at 5 Gbit/s). A variable's read or update runs concurrently with the others', as in a
+    training step."""
     import tensorflow as tf
 
     coordinator = tf.distribute.coordinator.ClusterCoordinator(built.strategy)  # the trainer's own
-    variables, spe = built.model.trainable_variables, cell.steps_per_execution
+    variables = built.model.trainable_variables
 
     @tf.function(jit_compile=False)
     def read(zero: Any) -> Any:
@@ -221,18 +193,11 @@ def _ps_parts(
     zero = tf.constant(0.0)  # made once, outside the timed windows
 
     def scheduled(fn: Callable[[Any], Any]) -> Callable[[int], float]:
-        def window(n: int) -> float:
-            t0 = time.perf_counter()
-            calls = [coordinator.schedule(fn, args=(zero,)) for _ in range(n // spe)]
+        def calls(n: int) -> None:
+            pending = [coordinator.schedule(fn, args=(zero,)) for _ in range(n // spe)]
             coordinator.join()
-            calls[-1].fetch()
-            return time.perf_counter() - t0
+            pending[-1].fetch()
 
-        return window
+        return stopwatch(calls)
 
-    timed = {
-        REFERENCE: Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True),
-        "ps_read_s": Timed(scheduled(read), unit=spe),
-        "ps_update_s": Timed(scheduled(update), unit=spe),
-    }
-    return dict(interleaved(timed, window_s, agree, rounds))
+    return {"ps_read_s": Timed(scheduled(read), unit=spe), "ps_update_s": Timed(scheduled(update), unit=spe)}

@@ -18,20 +18,42 @@ from harness.spec.collectives import Payload, payloads
 from harness.worker.timing import per_repetition
 
 
+def replica_zeros(strategy: Any, shape: tuple[int, ...] = ()) -> Any:
+    """A float32 variable of zeros of ``shape`` per replica (``ON_READ``: updates make no
+    cross-replica reduction; a read sums the replicas')."""
+    import tensorflow as tf
+
+    with strategy.scope():
+        return tf.Variable(
+            tf.zeros(shape, tf.float32),
+            trainable=False,
+            synchronization=tf.VariableSynchronization.ON_READ,
+            aggregation=tf.VariableAggregation.SUM,
+        )
+
+
+def local_sum(strategy: Any, sink: Any) -> Any:
+    """This worker's replicas' ``sink`` values added on the host side: a sync without a reduction."""
+    import tensorflow as tf
+
+    return tf.add_n([tf.identity(v) for v in strategy.experimental_local_results(sink)])
+
+
+def first_elements(tensors: list[Any]) -> Any:
+    """The sum of each tensor's first element (float32): keeps every tensor computed in full (an
+    op's output is made whole) at O(1) arithmetic of its own. A control dependency on them is not
+    enough: with only that, the step breakdown's compute part took the CPU time of the forward pass
+    alone (the backward pass was pruned)."""
+    import tensorflow as tf
+
+    return tf.add_n([tf.cast(tf.reshape(t, [-1])[0], tf.float32) for t in tensors])
+
+
 def _filled(strategy: Any, shapes: tuple[tuple[int, ...], ...]) -> list[Any]:
     """Per-replica float32 variables of ``shapes``, replica k's filled with k + 1."""
     import tensorflow as tf
 
-    with strategy.scope():
-        variables = [
-            tf.Variable(
-                tf.zeros(s, tf.float32),
-                trainable=False,
-                synchronization=tf.VariableSynchronization.ON_READ,
-                aggregation=tf.VariableAggregation.SUM,
-            )
-            for s in shapes
-        ]
+    variables = [replica_zeros(strategy, s) for s in shapes]
 
     def fill() -> None:
         ctx = tf.distribute.get_replica_context()
@@ -41,18 +63,6 @@ def _filled(strategy: Any, shapes: tuple[tuple[int, ...], ...]) -> list[Any]:
 
     strategy.run(tf.function(fill))
     return variables
-
-
-def _sink(strategy: Any) -> Any:
-    import tensorflow as tf
-
-    with strategy.scope():
-        return tf.Variable(
-            0.0,
-            trainable=False,
-            synchronization=tf.VariableSynchronization.ON_READ,
-            aggregation=tf.VariableAggregation.SUM,
-        )
 
 
 def measure_payload(
@@ -70,14 +80,13 @@ def measure_payload(
         return ctx.all_reduce(tf.distribute.ReduceOp.SUM, [v.read_value() for v in variables])
 
     def reduce_into_sink() -> None:
-        out = reduce()
-        sink.assign_add(tf.add_n([tf.reshape(o, [-1])[0] for o in out]))
+        sink.assign_add(first_elements(reduce()))
 
     @tf.function(jit_compile=False)
     def calls(count: Any) -> Any:
         for _ in tf.range(count):
             strategy.run(reduce_into_sink)
-        return tf.add_n([tf.identity(v) for v in strategy.experimental_local_results(sink)])
+        return local_sum(strategy, sink)
 
     @tf.function(jit_compile=False)
     def worst_error() -> Any:
@@ -104,5 +113,5 @@ def measure_collectives(
     strategy: Any, cell: Cell, max_bytes: int, agree: Callable[[int], int], window_s: float, repeats: int
 ) -> list[dict[str, Any]]:
     """One result per payload (see the module doc), in :func:`payloads` order."""
-    sink = _sink(strategy)
+    sink = replica_zeros(strategy)
     return [measure_payload(strategy, p, sink, agree, window_s, repeats) for p in payloads(max_bytes)]

@@ -13,6 +13,7 @@ from harness.formulas.flops import OpShapes, count
 from harness.results.measurement import StepFlops
 from harness.spec.cell import Cell
 from harness.spec.models import chosen_loss
+from harness.worker.training.loops import ReductionCounter, make_gradients, output_units
 
 ATTRS = ("transpose_a", "transpose_b", "adj_x", "adj_y", "equation")
 """The op attributes a count reads (:class:`harness.formulas.flops.OpShapes`)."""
@@ -68,8 +69,6 @@ def count_step(
     ``input_dtype``."""
     import keras
     import tensorflow as tf
-
-    from harness.worker.training.loops import ReductionCounter, make_gradients, output_units
 
     model = build()
     batch = cell.per_replica_batch

@@ -28,6 +28,7 @@ from harness.spec.cell import Cell
 from harness.spec.strategies import Role
 from harness.worker import turns
 from harness.worker.barrier import start_barrier
+from harness.worker.collectives import measure_collectives
 from harness.worker.devices import (
     configure_devices,
     configure_numerics,
@@ -38,7 +39,8 @@ from harness.worker.faults import _inject
 from harness.worker.fingerprint import collect, fingerprint
 from harness.worker.measure import run_cell, verify_cell
 from harness.worker.nccl import LOG_FILE_ENV, process_transports
-from harness.worker.training.strategies import make_strategy
+from harness.worker.training.loops import chief_agreement
+from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
 
 ERROR_TAIL_CHARS = 1500
 
@@ -165,10 +167,6 @@ def _collectives(
     row: CellRow, cell: Cell, job: Job, strategy: Any, devices: list[str]
 ) -> tuple[CellRow, ProcessRow]:
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
-    from harness.worker.collectives import measure_collectives
-    from harness.worker.training.loops import chief_agreement
-    from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
-
     strategy = strategy or make_strategy(cell, devices)
     agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)
     settings = job.options.settings

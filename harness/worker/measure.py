@@ -245,25 +245,12 @@ def _timings(
         _append(per_worker, trainer.per_worker)
         _append(updates_by_worker, trainer.updates_by_worker)
 
-    spe = cell.steps_per_execution
+    loop = (trainer.run, trainer.windows, cell.steps_per_execution, settings, time.perf_counter)
     if turns is None:
-        timings = measure(
-            trainer.run, trainer.windows, spe, settings, time.perf_counter, trainer.agree, ready, meter
-        )
+        timings = measure(*loop, trainer.agree, ready, meter)
         keep()
         return timings
-    return measure_in_turns(
-        trainer.run,
-        trainer.windows,
-        spe,
-        settings,
-        time.perf_counter,
-        turns,
-        trainer.agree,
-        keep,
-        trainer.stream,
-        meter,
-    )
+    return measure_in_turns(*loop, turns, trainer.agree, keep, trainer.stream, meter)
 
 
 def _parts(

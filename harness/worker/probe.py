@@ -28,8 +28,10 @@ from harness.contract.probes import (
 )
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
+from harness.worker.checks.integrity import allreduce_sums
+from harness.worker.devices import configure_devices
 from harness.worker.fingerprint import host_cpu
-from harness.worker.training.strategies import make_strategy
+from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
 
 UNSUPPORTED_SIGNS = (
     "No OpKernel was registered",
@@ -79,7 +81,7 @@ def facts(device_type: str, replicas: int) -> None:
     }
     if device_type == "GPU" and not growth:  # asked for GPUs, TensorFlow sees none: list CPUs
         device_type = "CPU"
-    kind, logical = devices(device_type, replicas)
+    kind, logical = configure_devices(platform_of(device_type, replicas), replicas)
     threads = Threads(
         tf.config.threading.get_intra_op_parallelism_threads(),
         tf.config.threading.get_inter_op_parallelism_threads(),
@@ -110,13 +112,6 @@ def where(platform: Platform, replicas: int) -> str:
     if split is None:
         return ""
     return f"{replicas} logical GPUs on {-(-replicas // split.per_gpu)} GPU(s), {split.memory_mib} MiB each: "
-
-
-def devices(device_type: str, replicas: int) -> tuple[str, list[str]]:
-    """:func:`harness.worker.configure_devices` for ``replicas`` GPUs or logical CPU devices."""
-    from harness.worker.devices import configure_devices
-
-    return configure_devices(platform_of(device_type, replicas), replicas)
 
 
 def probe_cell(strategy: str, op: str, replicas: int) -> Cell:
@@ -153,9 +148,6 @@ def probe(
 ) -> None:
     """Build one strategy, all-reduce 1..replicas through it and emit the verdict; ``on`` prefixes
     its detail (where the replicas ran: :func:`where`)."""
-    from harness.worker.checks.integrity import allreduce_sums
-    from harness.worker.training.strategies import effective_cross_device_ops
-
     try:
         strategy = build()
         n = strategy.num_replicas_in_sync
@@ -179,8 +171,6 @@ def probe(
 
 def local(device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0) -> None:
     """Every single-process strategy and cross-device op on ``replicas`` devices."""
-    from harness.worker.devices import configure_devices
-
     platform = platform_of(device_type, replicas, gpu_count, memory_mib)
     _, names = configure_devices(platform, replicas)
     on = where(platform, replicas)

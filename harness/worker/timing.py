@@ -226,6 +226,19 @@ def _serve(
     return final[0]
 
 
+def stopwatch(
+    call: Callable[[int], object], clock: Callable[[], float] = time.perf_counter
+) -> Callable[[int], float]:
+    """``call(n)`` (n repetitions ending in a host sync) as a window returning its seconds."""
+
+    def window(n: int) -> float:
+        t0 = clock()
+        call(n)
+        return clock() - t0
+
+    return window
+
+
 def per_repetition(
     call: Callable[[int], None],
     window_s: float,
@@ -236,12 +249,7 @@ def per_repetition(
     """(seconds per repetition, n) of ``call(n)`` (n repetitions, ending in a host sync): a first
     call (trace), a calibration call, then ``windows`` windows of n repetitions; the median window / n.
     ``agree``: every worker of a cluster uses the chief's n (collectives must match)."""
-
-    def timed(n: int) -> float:
-        t0 = clock()
-        call(n)
-        return clock() - t0
-
+    timed = stopwatch(call, clock)
     call(1)
     probe = max(timed(2) / 2, 1e-7)
     n = agree(max(1, int(window_s / probe)))

@@ -137,14 +137,15 @@ def make_gradients(
 
 
 def make_update(
-    strategy: Any, model: Any, optimizer: Any, cell: Cell, counter: ReductionCounter
-) -> Callable[[Any, Any], Any]:
+    strategy: Any, model: Any, optimizer: Any, cell: Cell
+) -> tuple[ReductionCounter, Callable[[Any, Any], Any]]:
     """The replica function of one update on a (k x per_replica_batch)-example slice:
     :func:`make_gradients`, then ``optimizer.apply_gradients`` (its one cross-replica reduction and
-    one optimizer step).
+    one optimizer step), with the counter of ``strategy``'s reductions it makes.
 
-    Returns this replica's share of the update's loss (summing shares over replicas gives the mean
-    over the effective global batch)."""
+    The function returns this replica's share of the update's loss (summing shares over replicas
+    gives the mean over the effective global batch)."""
+    counter = ReductionCounter().attach(strategy)
     gradients = make_gradients(model, optimizer, cell, counter)
     variables = model.trainable_variables
 
@@ -156,7 +157,7 @@ def make_update(
         counter.phase = "other"
         return loss
 
-    return update
+    return counter, update
 
 
 @dataclass(frozen=True)
@@ -319,8 +320,7 @@ def build_ctl(
 
     if cell.kind.coordinated:
         return build_coordinated(strategy, model, optimizer, input_fn, cell)
-    counter = ReductionCounter().attach(strategy)
-    update = make_update(strategy, model, optimizer, cell, counter)
+    counter, update = make_update(strategy, model, optimizer, cell)
     spe = cell.steps_per_execution
     jit = cell.jit_compile
     execution = tf.function(_execution(strategy, update, spe, counter, jit), jit_compile=False)
@@ -341,21 +341,15 @@ def build_ctl(
             spin(slow * (time.perf_counter() - t0))
         return value
 
-    if cell.workers > 1:
-        per_worker: list[list[float]] = []
+    per_worker: list[list[float]] = []
 
-        return Trainer(
-            run,
-            lambda steps, n: cluster_windows(strategy, run, steps, n, cell.workers, per_worker),
-            counter,
-            per_worker,
-            chief_agreement(strategy),
-            updates,
-            jit_compile=lambda: jit,
-        )
-    return Trainer(
-        run, lambda steps, n: timed_windows(run, steps, n), counter, updates=updates, jit_compile=lambda: jit
-    )
+    def windows(steps: int, n: int) -> tuple[list[float], float]:
+        if cell.workers == 1:
+            return timed_windows(run, steps, n)
+        return cluster_windows(strategy, run, steps, n, cell.workers, per_worker)
+
+    agree = chief_agreement(strategy) if cell.workers > 1 else (lambda value: value)
+    return Trainer(run, windows, counter, per_worker, agree, updates, jit_compile=lambda: jit)
 
 
 def build_coordinated(
@@ -370,8 +364,7 @@ def build_coordinated(
     import tensorflow as tf
 
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    counter = ReductionCounter().attach(strategy)
-    update = make_update(strategy, model, optimizer, cell, counter)
+    counter, update = make_update(strategy, model, optimizer, cell)
     spe = cell.steps_per_execution
     per_replica = cell.per_replica_batch * cell.accum_steps
     jit = cell.jit_compile
@@ -494,8 +487,7 @@ def build_fit(
     epoch of ``steps`` updates inside a single ``fit`` call, after one untimed leading epoch; its end
     is timed in ``on_epoch_end`` after the epoch's loss is fetched to the host, so no sync is added
     inside a window."""
-    counter = ReductionCounter().attach(strategy)
-    update = make_update(strategy, model, optimizer, cell, counter)
+    counter, update = make_update(strategy, model, optimizer, cell)
     spe = cell.steps_per_execution
     wrapped = _fit_model(strategy, model, optimizer, update, spe, cell.jit_compile)
 
