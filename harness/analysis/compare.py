@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import across, gate, machines, render
+from harness.analysis import across, gate, machines, plots, render
 from harness.analysis.gate import GatePolicy, SeriesVerdict
 from harness.analysis.tables import render_table
 from harness.contract.columns import unflatten_all
@@ -219,3 +219,47 @@ def markdown(result: Comparison) -> str:
 def write_markdown(result: Comparison, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(markdown(result))
+
+
+MAX_SERIES_FIGURES = 12
+
+
+def series_figures(cells: pd.DataFrame, result: Comparison, out: Path) -> list[Path]:
+    """For each changed series of a :class:`harness.compare.Comparison` (at most 12): its run
+    medians over time with CI whiskers, the candidate highlighted, change points as dashed lines."""
+    plt = plots.pyplot()
+    changed = [v for v in result.verdicts if v.change in (LOWER, HIGHER)]
+    paths: list[Path] = []
+    for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
+        s = cells[
+            (cells["cell_id"] == v.cell_id)
+            & (cells["fingerprint"] == v.fingerprint)
+            & (cells["status"] == Status.OK)
+        ].sort_values("timestamp")
+        x = list(range(len(s)))
+        y = s["examples_per_sec"].astype(float).to_numpy()
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        ax.errorbar(
+            x,
+            y,
+            yerr=[
+                y - s["examples_per_sec_ci_low"].astype(float).to_numpy(),
+                s["examples_per_sec_ci_high"].astype(float).to_numpy() - y,
+            ],
+            fmt="o-",
+            capsize=2,
+            label="run median (95% CI)",
+        )
+        cand = [i for i, r in enumerate(s["run_id"]) if r in result.candidate_runs]
+        ax.plot(cand, y[cand], "o", color="red", markersize=9, label=f"candidate: {v.change}")
+        for k in gate.change_points(y.tolist()):
+            ax.axvline(k - 0.5, color="gray", linestyle="--", linewidth=1)
+        ax.set_xticks(x, [str(t)[:10] for t in s["timestamp"]], rotation=60, fontsize=7)
+        ax.set_ylabel("examples/s")
+        ax.set_title(
+            f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; dashed: change points",
+            fontsize=8,
+        )
+        ax.legend(fontsize=7)
+        paths += plots.save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
+    return paths

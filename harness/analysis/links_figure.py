@@ -1,7 +1,9 @@
-"""``compare-links``' picture: per configuration, throughput against the measured link (Gbit/s,
-log scale; examples/s with the 95% CI of each setting's runs), the model's curve over the link
-range where it models the configuration, and each setting's check (its prediction from the other
-settings' rests, with its 95% interval). Writes PNG and SVG (:func:`harness.analysis.plots.save`)."""
+"""The scaling figures (PNG and SVG, :func:`harness.analysis.plots.save`): ``predict``'s
+(:func:`prediction_figure`), the report's scaling model (:func:`predicted_vs_measured`) and
+``compare-links``' picture (:func:`draw`): per configuration, throughput against the measured link
+(Gbit/s, log scale; examples/s with the 95% CI of each setting's runs), the model's curve over the
+link range where it models the configuration, and each setting's check (its prediction from the
+other settings' rests, with its 95% interval)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import math
 import textwrap
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from harness.analysis import plots
 from harness.analysis.links import Configuration, LinkComparison
@@ -85,3 +89,103 @@ def _panel(ax: Any, conf: Configuration) -> None:
     ax.set_ylabel("examples/s")
     ax.set_title(textwrap.fill(conf.title, 60), fontsize=8, loc="left")
     ax.legend(fontsize=7, loc="lower right")
+
+
+WHISKER_CAP = 2.0
+"""A figure's y axis stops at this multiple of its largest point; longer CI whiskers are cut
+there (a CI over 2 processes can span two orders of magnitude) and the legend says so."""
+
+
+def _devices_axis(ax: Any, devices: pd.Series) -> None:
+    """Devices on a log-2 axis when they span 8x or more (1..64 stays readable), ticks at each."""
+    ticks = sorted(int(d) for d in devices.unique())
+    if ticks[-1] >= 8 * ticks[0]:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+
+
+def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]:
+    """``predict``'s figure: predicted examples/s against devices (line) with its 95% interval
+    (band), measured figures with their 95% CI (points with whiskers, cut at :data:`WHISKER_CAP` x
+    the largest point) and each one's prediction error."""
+    plt = plots.pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4", label="predicted")
+    band = [lines[k].astype(float) for k in ("devices", "predicted_low", "predicted_high")]
+    ax.fill_between(*band, color="#1f77b4", alpha=0.15, label="predicted, 95% interval")
+    measured = lines[lines["measured_examples_per_sec"].notna()]
+    top = float(
+        pd.concat([lines["predicted_examples_per_sec"], measured["measured_examples_per_sec"]])
+        .astype(float)
+        .max()
+    )
+    cut = False
+    if not measured.empty:
+        cut = bool((measured["measured_ci_high"].astype(float) > WHISKER_CAP * top).any())
+        value = measured["measured_examples_per_sec"].astype(float)
+        low = measured["measured_ci_low"].astype(float).fillna(value)
+        high = measured["measured_ci_high"].astype(float).fillna(value)
+        ax.errorbar(
+            measured["devices"],
+            value,
+            yerr=[value - low, high - value],
+            fmt="s",
+            color="#d62728",
+            capsize=3,
+            label="measured (95% CI" + (", whiskers cut)" if cut else ")"),
+        )
+        for _, r in measured.iterrows():
+            ax.annotate(
+                f"{r['error']:+.0%}",
+                (r["devices"], r["measured_examples_per_sec"]),
+                textcoords="offset points",
+                xytext=(6, 4),
+                fontsize=8,
+            )
+    _devices_axis(ax, lines["devices"])
+    ax.set_ylim(0, WHISKER_CAP * top if cut else None)
+    ax.set_xlabel("devices (replicas x workers)")
+    ax.set_ylabel("examples/s")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return plots.save(fig, stem.parent, stem.name)
+
+
+def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
+    """The report's scaling-model figure, from :func:`harness.analysis.scaling.report_predictions`:
+    per model, examples/s against devices for each strategy[op] (and baseline config, where a
+    model has several): the predicted figures of its measured multi-device cells, drawn from its
+    1-device baseline (dashed line, crosses), beside their measured figures with the 95% CI
+    (points with whiskers, cut at :data:`WHISKER_CAP` x the largest point), one colour per
+    series. Nothing when there are no lines."""
+    if lines.empty:
+        return []
+    lines = lines.copy()
+    several = lines.groupby(["model", "series"])["config"].transform("nunique") > 1
+    lines["label"] = lines["series"].where(~several, lines["series"] + " " + lines["config"])
+    colors = plots.distinct_colors(sorted(lines["label"].unique()))
+
+    def draw(ax: Any, part: pd.DataFrame) -> None:
+        for label, s in part.sort_values("devices").groupby("label"):
+            color = colors[str(label)]
+            ax.plot(
+                [1, *s["devices"]],
+                [s["baseline"].iloc[0], *s["predicted"]],
+                "x--",
+                color=color,
+                label=f"{label} predicted (from 1 device)",
+            )
+            plots._ci_line(ax, s, "devices", f"{label} measured (95% CI)", color, fmt="o", y="measured")
+        _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))
+        top = float(max(part["predicted"].max(), part["measured"].max(), part["baseline"].max()))
+        high = part["measured_ci_high"].astype(float).max()
+        ceiling = min(WHISKER_CAP * top, max(1.15 * top, high))
+        ax.set_ylim(0, ceiling)
+        cut = "whiskers cut at the top" if high > ceiling else None
+        ax.legend(fontsize=7, loc="lower left", title=cut, title_fontsize=7)
+
+    title = "Scaling model: predicted (from the 1-device cell and the all-reduce cost) beside measured"
+    return plots._facet_models(
+        lines, draw, title, "examples/s", "devices (replicas x workers)", out, "predicted_vs_measured"
+    )

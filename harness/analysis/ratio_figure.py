@@ -1,7 +1,8 @@
-"""One ratio over time: each point a ratio with its 95% CI against a date, levels (1.0, a halfway
-line) as horizontal lines, moments (a change point, the builds a bisect ended on) as vertical ones.
-``nightly``'s dashboard draws a series of nights (:func:`nightly`, embedded as PNG), ``bisect`` each
-build against the good one by build date (:func:`bisect`, written as PNG and SVG)."""
+"""Ratios of builds compared: ``ab``'s pairs (:func:`ab_pairs`), and one ratio over time: each
+point a ratio with its 95% CI against a date, levels (1.0, a halfway line) as horizontal lines,
+moments (a change point, the builds a bisect ended on) as vertical ones. ``nightly``'s dashboard
+draws a series of nights (:func:`nightly`, embedded as PNG), ``bisect`` each build against the
+good one by build date (:func:`bisect`, written as PNG and SVG)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import ab, plots
 from harness.analysis import bisect as bs
-from harness.analysis import plots
 from harness.analysis.answer_figure import STYLE
 from harness.analysis.bisect_text import VERDICT_WORDS
 from harness.contract.records import Status
@@ -159,3 +160,23 @@ def nightly(nights: pd.DataFrame) -> Chart:
         "candidate/reference examples/s",
         "Each night's candidate against the reference in turns (95% CI over pairs)",
     )
+
+
+def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
+    """``ab`` rows: each pair's B/A throughput ratio per cell, in pair order, against 1."""
+    if rows.empty or "ab_side" not in rows:
+        return []
+    ratios = ab.pair_ratios(rows)
+    if ratios.empty:
+        return []
+    plt = plots.pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = plots.distinct_colors(sorted(ratios["cell_id"].unique()))
+    for cell_id, part in ratios.groupby("cell_id"):
+        ax.plot(part["ab_pair"], part["ratio"], "o-", color=colors[str(cell_id)], label=cell_id)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("pair")
+    ax.set_ylabel("B / A examples/s")
+    ax.set_title("ab: each pair's throughput ratio (below 1: B slower)", fontsize=9)
+    ax.legend(fontsize=6)
+    return plots.save(fig, out, "ab_pairs")

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import scaling
-from harness.analysis.plots import prediction_figure
+from harness.analysis.links_figure import prediction_figure
 from harness.analysis.tables import num, render_table
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots

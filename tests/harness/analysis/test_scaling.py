@@ -200,7 +200,7 @@ def test_report_predictions_keep_weak_scaling_rows_of_the_same_machine_with_thei
 
 
 def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> None:
-    from harness.analysis import plots
+    from harness.analysis import links_figure
 
     lines = pd.DataFrame(
         [
@@ -218,16 +218,16 @@ def test_the_report_figure_draws_predicted_beside_measured(tmp_path: Path) -> No
             for n, m, p in ((2, 6000.0, 6100.0), (4, 5000.0, 5600.0))
         ]
     )
-    paths = plots.predicted_vs_measured(lines, tmp_path)
+    paths = links_figure.predicted_vs_measured(lines, tmp_path)
     assert [p.name for p in paths] == ["predicted_vs_measured.png", "predicted_vs_measured.svg"]
     assert all(p.stat().st_size > 0 for p in paths)
-    assert plots.predicted_vs_measured(lines.iloc[0:0], tmp_path / "none") == []
+    assert links_figure.predicted_vs_measured(lines.iloc[0:0], tmp_path / "none") == []
 
 
 def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.analysis import plots
+    from harness.analysis import links_figure, plots
 
     captured = []
     real_save = plots.save
@@ -258,7 +258,7 @@ def test_the_predict_figure_cuts_whiskers_of_a_two_process_ci_and_logs_1_to_64(
             )
         ]
     )
-    paths = plots.prediction_figure(lines, tmp_path / "p", "t")
+    paths = links_figure.prediction_figure(lines, tmp_path / "p", "t")
     assert [p.name for p in paths] == ["p.png", "p.svg"]
     ((ylim, xscale, labels),) = captured
     assert ylim == (0, 2 * 5551.0) and xscale == "log"
