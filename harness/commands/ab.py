@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from harness.commands.shared import (
 from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch import forks
-from harness.launch.ab import MODES, Mode, Side, run_ab
+from harness.launch.ab import MODES, Mode, Side, given, run_ab
 from harness.launch.lock import taken
 from harness.spec.axes import AXES
 
@@ -96,20 +95,9 @@ def _python(flag: str, path: str | None) -> str | None:
     return path
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What ``ab`` compares and how, every flag checked (:func:`plan`)."""
-
-    a: Side
-    b: Side
-    rule: Rule
-    mode: Mode
-    sel: Selection
-
-
-def plan(args: argparse.Namespace) -> Plan:
-    """The sides, the decision rule, the mode and the cells: every check made before the first
-    process (HarnessError on bad input)."""
+def plan(args: argparse.Namespace) -> tuple[Side, Side, Rule, Mode, Selection]:
+    """What ``ab`` compares and how: the sides, the decision rule, the mode and the cells, every
+    check made before the first process (HarnessError on bad input)."""
     if args.sweep is None and not any(getattr(args, a.name) is not None for a in AXES):
         raise HarnessError(
             "ab needs the cells to compare: cell axes (e.g. --model cnn,dense "
@@ -124,24 +112,17 @@ def plan(args: argparse.Namespace) -> Plan:
     mode = MODES[args.mode]
     if args.markdown:
         check_writable_file(args.markdown, "--markdown", keep=not args.dry_run)
-    return Plan(a, b, rule, mode, refuse_tenant_framework(select(args), "ab"))
-
-
-def _side_text(side: Side) -> str:
-    return f"{side.python or sys.executable}" + (
-        " " + " ".join("=".join(kv) for kv in side.env) if side.env else ""
-    )
+    return a, b, rule, mode, refuse_tenant_framework(select(args), "ab")
 
 
 def run(args: argparse.Namespace) -> int:
-    p = plan(args)
-    a, b, rule, mode, sel = p.a, p.b, p.rule, p.mode, p.sel
+    a, b, rule, mode, sel = plan(args)
     if a.python == b.python and a.env == b.env:
         print("note: A and B are the same interpreter and settings (an A/A check)", flush=True)
+    side_a, side_b = (given(s.python or sys.executable, s.env) for s in (a, b))
     head = (
-        f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {_side_text(a)}; B: "
-        f"{_side_text(b)}), {rule.min_pairs} to {rule.max_pairs} pairs per cell, min effect "
-        f"{rule.min_effect:.0%}"
+        f"ab: {len(sel.cells)} cells, pairs of fresh processes (A: {side_a}; B: {side_b}), {rule.min_pairs} "
+        f"to {rule.max_pairs} pairs per cell, min effect {rule.min_effect:.0%}"
     )
     if args.dry_run:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
@@ -165,11 +146,8 @@ def run(args: argparse.Namespace) -> int:
         )
     print()
     print(render_table(HEADER, rows(result.outcomes)))
-    verdict = (
-        overall([o.decision for o in result.outcomes if not o.failure])
-        if not any(o.failure for o in result.outcomes)
-        else FAILED
-    )
+    failed = any(o.failure for o in result.outcomes)
+    verdict = FAILED if failed else overall([o.decision for o in result.outcomes])
     stopped = (
         " (interrupted: the pairs so far are in the table and the history)" if result.interrupted else ""
     )

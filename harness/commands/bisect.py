@@ -132,11 +132,6 @@ class Plan:
     def cell(self) -> Cell:
         return self.sel.cells[0]
 
-    @property
-    def budget_min(self) -> float:
-        """``--budget-min``: the minutes the bisect may spend."""
-        return self.sel.protocol.budget_min
-
     def identity(self) -> Identity:
         """What makes two commands the same bisect (the second goes on with the first): the builds,
         the cell and how it is timed; not the decision rule (a rerun with more pairs goes on) nor
@@ -201,9 +196,9 @@ def run(args: argparse.Namespace) -> int:
     state = replay([{**plan_line, "kind": "plan"}]).state
     n = len(state.builds) - 2
     _say(
-        f"bisect: {state.builds[0].spec} (good) to {state.builds[-1].spec} (bad), {n} "
-        f"{plan_line['nightly']} builds between; about {bs.steps_expected(n)} steps of ab in turns on "
-        f"{p.cell.id}, {p.rule.min_pairs} to {p.rule.max_pairs} pairs each; budget {p.budget_min:g} min"
+        f"bisect: {state.builds[0].spec} (good) to {state.builds[-1].spec} (bad), {n} {plan_line['nightly']} "
+        f"builds between; about {bs.steps_expected(n)} steps of ab in turns on {p.cell.id}, "
+        f"{p.rule.min_pairs} to {p.rule.max_pairs} pairs each; budget {p.sel.protocol.budget_min:g} min"
     )
     if args.dry_run:
         for b in state.builds:
@@ -236,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
             if again
             else Journal.create(journal_path, {**plan_line, "held_pin": held.pin, "held": held.shown()})
         )
-        settings = Settings(p.rule, p.sel.protocol.seed, p.budget_min * 60)
+        settings = Settings(p.rule, p.sel.protocol.seed, p.sel.protocol.budget_min * 60)
         measurer = AbMeasurer(p.cell, p.sel.protocol, p.sel.platform, Path(args.results), held, p.sel.machine)
         with journal:
             bisect = Bisect(

@@ -153,19 +153,14 @@ def run(args: argparse.Namespace) -> int:
         f"rule (b) alpha {rules.alpha}"
     )
     if args.dry_run:
-        sides = "\n".join(
-            (
-                _side_plan("candidate", args.candidate, args.envs),
-                _side_plan("reference", args.baseline, args.envs),
-            )
-        )
-        print(dry_run_text(sel, f"{head}\n{sides}"))
+        candidate = _side_plan("candidate", args.candidate, args.envs)
+        reference = _side_plan("reference", args.baseline, args.envs)
+        print(dry_run_text(sel, f"{head}\n{candidate}\n{reference}"))
         return EXIT_OK
     return _night(args, sel, rules, label)
 
 
 def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> int:
-    out = Path(args.results)
     interrupt_on_sigterm()
     budget = launch_nightly.Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
     baseline_env, candidate_env = side_envs(args)
@@ -182,7 +177,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     )
     night = launch_nightly.night(
         sel.work(),
-        out,
+        Path(args.results),
         request,
         report=lambda outcomes, rnd, spent: print(
             round_line(outcomes, rnd, spent, budget.seconds), flush=True

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from harness.analysis import ab
 from harness.contract.events import Event
@@ -36,16 +37,15 @@ from harness.spec.groups import ab_group
 from harness.spec.protocol import Platform, Protocol
 
 
+def _machine(row: CellRow, *names: str) -> dict[str, Any]:
+    """The row's machine columns ``names`` (None each where the row has no machine)."""
+    return {n: getattr(row.machine, n) if row.machine else None for n in names}
+
+
 def hardware(row: CellRow) -> dict[str, object]:
     """What both sides of a pair must share, by column: the same machine, whatever the software."""
-    m = row.machine
-    return {
-        "device_kind": m.device_kind if m else None,
-        "device_name": m.device_name if m else None,
-        "device_count": row.ran.device_count,
-        "host_cpu": m.host_cpu if m else None,
-        "host_cores": m.host_cores if m else None,
-    }
+    device = _machine(row, "device_kind", "device_name")
+    return {**device, "device_count": row.ran.device_count, **_machine(row, "host_cpu", "host_cores")}
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,11 @@ class Side:
 
     def options(self, base: WorkerOptions) -> WorkerOptions:
         return dataclasses.replace(base, python=self.python, env=self.env)
+
+
+def given(value: str, env: tuple[tuple[str, str], ...]) -> str:
+    """A side as recorded: as given, with its environment variables."""
+    return " ".join([value, *("=".join(kv) for kv in env)])
 
 
 @dataclass(frozen=True)
@@ -108,28 +113,39 @@ class AbResult:
 
 
 class Pairs:
-    """Runs one cell's pairs and writes every process's row."""
+    """Runs one cell's pairs and writes every process's row: a new measurement, its id
+    (``run.run_id``) a new run id of now, its rows under ``out/folder`` (apart from the run history)
+    stamped with ``machine`` (default: this host), its workers' logs under ``out/logs``."""
 
     def __init__(
         self,
-        files: RunFiles,
-        run: RunInfo,
+        out: Path,
+        folder: str,
         protocol: Protocol,
-        options: WorkerOptions,
+        platform: Platform,
         sides: dict[str, Side],
-        launcher: Launcher,
+        launcher: Launcher = run_cell_processes,
+        machine: HostMachine | None = None,
     ) -> None:
-        self.files, self.run, self.protocol = files, run, protocol
-        self.options, self.sides, self.launcher = options, sides, launcher
+        now = dt.datetime.now(dt.UTC)
+        run_id = new_run_id(now)
+        self.files = RunFiles(out / folder, now.strftime("%Y-%m-%d"), run_id)
+        self.run = (machine or this_machine()).stamp(RunInfo(run_id=run_id, suite_version=suite_version()))
+        self.options = WorkerOptions.of(protocol, platform, out / "logs" / self.files.date / run_id)
+        self.protocol, self.sides, self.launcher = protocol, sides, launcher
         self.written = 0
         self.turn_ratio = float("nan")
         """The last pair's B/A in turns (mode turns)."""
         self.rule = ab.Rule()
         """The rule of the cell being measured (its rows record it)."""
 
-    def _end(self, cell: Cell, side: str, pair: int, launcher: Launcher) -> CellEnd:
+    def paths(self) -> list[Path]:
+        """The folders the rows and windows went to (none before the first row)."""
+        return [self.files.folder("cells"), self.files.folder("windows")] if self.written else []
+
+    def _end(self, cell: Cell, side: str, pair: int) -> CellEnd:
         options = self.sides[side].options(self.options)
-        (end,) = list(each_cell([cell], options, launcher, prefix=f"{side}{pair}-"))
+        (end,) = each_cell([cell], options, self.launcher, prefix=f"{side}{pair}-")
         return end
 
     def _store(
@@ -176,8 +192,9 @@ class Pairs:
         (comparison,) = group.comparisons
         turns = clean(instance.turns)  # blocks in which something else used the CPUs left out
         self.turn_ratio = math.exp(instance_log_ratio(turns, comparison.subject, comparison.reference))
+        ratio = self.turn_ratio if math.isfinite(self.turn_ratio) else None
         rows = {}
-        for m in group.members:
+        for m in group.members:  # in ``order``
             end = instance.ends.get(m.key) or CellEnd(
                 cell, Event.FAILED, reason=instance.dropped or "no record"
             )
@@ -185,15 +202,14 @@ class Pairs:
                 end = CellEnd(
                     cell, Event.FAILED, reason=f"instance dropped: {instance.dropped}", facts=end.facts
                 )
-            ratio = self.turn_ratio if math.isfinite(self.turn_ratio) else None
             rows[m.side] = self._store(end, m.side, pair, mode, ratio)
-        return {s: rows[s] for s in order}
+        return rows
 
     def pair(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
         """One pair's rows, by side."""
         if mode.name == "turns":
             return self._turns(cell, pair, order, mode)
-        return {s: self._store(self._end(cell, s, pair, self.launcher), s, pair, mode) for s in order}
+        return {s: self._store(self._end(cell, s, pair), s, pair, mode) for s in order}
 
     def add_pair(self, outcome: CellOutcome, pair: int, order: str) -> bool:
         """One more pair of ``outcome.cell`` in ``order``: its ratio B/A appended to
@@ -211,14 +227,8 @@ class Pairs:
             outcome.failure = f"the sides ran on different hardware ({differs})"
             return False
         outcome.software = {s: _software(r) for s, r in rows.items()}
-        a = rows["A"].machine
-        outcome.a_facts = {
-            "fingerprint": a.fingerprint if a else None,
-            "host_cpu": a.host_cpu if a else None,
-            "device_name": a.device_name if a else None,
-        }
-        turns = outcome.mode == "turns"
-        ratio = self.turn_ratio if turns else _figure(rows["B"]) / _figure(rows["A"])
+        outcome.a_facts = _machine(rows["A"], "fingerprint", "host_cpu", "device_name")
+        ratio = self.turn_ratio if outcome.mode == "turns" else _figure(rows["B"]) / _figure(rows["A"])
         if math.isfinite(ratio):  # else every block was disturbed: the pair says nothing
             outcome.ratios.append(ratio)
         return True
@@ -246,8 +256,8 @@ class Pairs:
 
 
 def _software(row: CellRow) -> str:
-    m = row.machine
-    return f"TensorFlow {m.tf_version if m else None}, Keras {m.keras_version if m else None}"
+    m = _machine(row, "tf_version", "keras_version")
+    return f"TensorFlow {m['tf_version']}, Keras {m['keras_version']}"
 
 
 def _figure(row: CellRow) -> float:
@@ -274,12 +284,8 @@ def run_ab(
     ``rule.max_pairs``; every process's row stored under ``out/ab`` (run_id = ab_id), apart from the
     run history that ``compare`` judges, stamped with ``machine`` (default: this host). Unsupported
     cells are skipped (``list`` shows them). ``launcher`` starts alternate pairs' processes."""
-    now = dt.datetime.now(dt.UTC)
-    result = AbResult(new_run_id(now))
-    files = RunFiles(out / AB_FOLDER, now.strftime("%Y-%m-%d"), result.ab_id)  # apart from run history
-    run = (machine or this_machine()).stamp(RunInfo(run_id=result.ab_id, suite_version=suite_version()))
-    options = WorkerOptions.of(protocol, platform, out / "logs" / files.date / result.ab_id)
-    pairs = Pairs(files, run, protocol, options, {"A": a, "B": b}, launcher)
+    pairs = Pairs(out, AB_FOLDER, protocol, platform, {"A": a, "B": b}, launcher, machine)
+    result = AbResult(pairs.run.run_id)
     runnable = [c for c, why in plan(cells, platform) if why is None]
     try:
         for index, cell in enumerate(runnable):
@@ -288,6 +294,5 @@ def run_ab(
             pairs.cell(result.outcomes[-1], rule, orders, report)
     except KeyboardInterrupt:
         result.interrupted = True
-    if pairs.written:
-        result.paths = [files.folder("cells"), files.folder("windows")]
+    result.paths = pairs.paths()
     return result

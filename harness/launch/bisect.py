@@ -10,7 +10,6 @@ is over. A resumed step goes on from its next pair."""
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import time
@@ -22,17 +21,14 @@ from typing import Any, Literal, Protocol, TypedDict, cast
 
 from harness.analysis import ab
 from harness.analysis import bisect as bs
-from harness.contract.job import WorkerOptions
-from harness.contract.records import RunInfo
 from harness.errors import HarnessError
 from harness.formulas.verdicts import UNDECIDED
 from harness.launch import forks
 from harness.launch.ab import CellOutcome, Pairs, Side
 from harness.launch.builds import BuildError, Held, Installed
 from harness.launch.platform import HostMachine, this_machine
-from harness.launch.runner import new_run_id, run_cell_processes, suite_version
 from harness.results.journal import Journal, read
-from harness.results.store import AB_FOLDER, RunFiles
+from harness.results.store import AB_FOLDER
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from harness.spec.protocol import Protocol as TimingProtocol
@@ -128,8 +124,7 @@ class Measurer(Protocol):
     ) -> AbstractContextManager[Callable[[int, str], PairResult]]: ...
 
 
-class Installer(Protocol):
-    def __call__(self, build: bs.Build) -> Installed: ...
+Installer = Callable[[bs.Build], Installed]
 
 
 @dataclass
@@ -237,9 +232,6 @@ class Bisect:
     def _left_s(self) -> float:
         return self.settings.budget_s - (time.monotonic() - self.started)
 
-    def _spent(self) -> str:
-        return f"its budget of {self.settings.budget_s / 60:g} min is spent"
-
     def _ensure(self, i: int) -> Installed | None:
         """Build ``i`` installed (cached by the installer; journaled once), or None when it does
         not install or import (journaled, with why)."""
@@ -283,11 +275,9 @@ class Bisect:
             a, b = self._ensure(nxt.a), self._ensure(nxt.b)
             if a is None or b is None:
                 continue  # a midpoint skipped: the next middle candidate instead
-            if self._left_s() <= 0:
-                return self._result(stopped=self._spent())
-            measured = self._measure(nxt, a, b)
-            if measured is None:
-                return self._result(stopped=self._spent())
+            measured = self._measure(nxt, a, b) if self._left_s() > 0 else None
+            if measured is None:  # the budget spent, before the step or during it
+                return self._result(stopped=f"its budget of {self.settings.budget_s / 60:g} min is spent")
             self.journal.append(step_entry(measured))
             self.state = replace(self.state, measured=(*self.state.measured, measured))
 
@@ -357,19 +347,15 @@ class AbMeasurer:
 
     @contextmanager
     def step(self, a: Installed, b: Installed) -> Iterator[Callable[[int, str], PairResult]]:
-        now = dt.datetime.now(dt.UTC)
-        ab_id = new_run_id(now)
-        files = RunFiles(self.results / AB_FOLDER, now.strftime("%Y-%m-%d"), ab_id)
-        run = self.machine.stamp(RunInfo(run_id=ab_id, suite_version=suite_version()))
-        options = WorkerOptions.of(self.protocol, self.platform, self.results / "logs" / files.date / ab_id)
         sides = {"A": Side("A", self.held.python, a.env), "B": Side("B", self.held.python, b.env)}
-        pairs = Pairs(files, run, self.protocol, options, sides, run_cell_processes)
+        pairs = Pairs(self.results, AB_FOLDER, self.protocol, self.platform, sides, machine=self.machine)
 
         def pair(k: int, order: str) -> PairResult:
             outcome = CellOutcome(self.cell, "turns")
-            if not pairs.add_pair(outcome, k, order):
-                return PairResult(None, outcome.failure, ab_id)
-            return PairResult(outcome.ratios[0] if outcome.ratios else None, "", ab_id)
+            pairs.add_pair(outcome, k, order)  # failed: no ratio, and why in outcome.failure
+            return PairResult(
+                outcome.ratios[0] if outcome.ratios else None, outcome.failure, pairs.run.run_id
+            )
 
         with forks.serving(self.protocol.fork):
             yield pair

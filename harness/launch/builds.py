@@ -205,9 +205,7 @@ def held(good: Build, envs: Path, index: Index) -> Held:
     what = f"cannot build the environment the builds share (from {spec!r})"
     python = make_venv(folder, what)
     if not lock.is_file():
-        where = (
-            ["--find-links", str(index.folder)] if index.folder is not None else ["--index-url", index.where]
-        )
+        where = [a for a in index.pip_args() if a != "--no-index"]  # a folder adds to pip's own index
         run_checked([python, "-m", "pip", "install", "-q", *where, "-e", str(suite_root()), spec], what)
         run_checked([python, "-m", "pip", "uninstall", "-y", "-q", *TF_DISTS], what, 600)
         lock.write_text(freeze(python))

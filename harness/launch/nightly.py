@@ -21,19 +21,17 @@ from harness import __version__
 from harness.analysis import ab, nightly
 from harness.analysis.nightly_page import page
 from harness.contract.columns import Estimate
-from harness.contract.job import WorkerOptions
-from harness.contract.records import ChangePoint, NightlyRow, RunInfo, Status
+from harness.contract.records import ChangePoint, NightlyRow, Status
 from harness.launch import envs, forks
-from harness.launch.ab import CellOutcome, Pairs, Side
+from harness.launch.ab import CellOutcome, Pairs, Side, given
 from harness.launch.envs import Env
 from harness.launch.lock import taken
-from harness.launch.platform import HostMachine, this_machine
+from harness.launch.platform import HostMachine
 from harness.launch.run_params import Work
-from harness.launch.runner import Launcher, new_run_id, plan, run_cell_processes, suite_version
+from harness.launch.runner import Launcher, plan, run_cell_processes, suite_version
 from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
-from harness.spec.rules import unsupported_reason
 
 
 @dataclass(frozen=True)
@@ -92,12 +90,9 @@ def measure(
     """Rounds of pairs under ``budget`` (see :class:`Budget`), ``report`` called after each round
     (the outcomes, the round's number from 1, seconds spent); a Ctrl-C keeps the pairs so far.
     Every pair's rows carry ``machine`` (default: this host under its default name)."""
-    now = dt.datetime.now(dt.UTC)
-    result = NightResult(new_run_id(now), now.strftime("%Y-%m-%d"))
-    files = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id)
-    run = (machine or this_machine()).stamp(RunInfo(run_id=result.night_id, suite_version=suite_version()))
-    options = WorkerOptions.of(protocol, platform, out / "logs" / result.date / result.night_id)
-    pairs = Pairs(files, run, protocol, options, {"A": reference, "B": candidate}, launcher)
+    sides = {"A": reference, "B": candidate}
+    pairs = Pairs(out, NIGHTLY_FOLDER, protocol, platform, sides, launcher, machine)
+    result = NightResult(pairs.run.run_id, pairs.files.date)
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
     orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]
     start = clock()
@@ -115,8 +110,7 @@ def measure(
     except KeyboardInterrupt:
         result.interrupted = True
     result.seconds = clock() - start
-    if pairs.written:
-        result.paths = [files.folder("cells"), files.folder("windows")]
+    result.paths = pairs.paths()
     return result
 
 
@@ -214,13 +208,12 @@ def points(
             min_effect=rules.min_effect,
             budget_min=budget_min,
         )
-        if o.failure or len(o.ratios) < 2:
-            rows.append(row)
-            verdicts.append(None)
-            continue
-        series = [*history(earlier, key), nightly.night_of(sides.label, o.ratios)]
-        verdict = nightly.judge(series, rules)[-1]
-        rows.append(_decided(replace(row, reason=None), verdict, rules.confidence))
+        verdict = None
+        if not o.failure and len(o.ratios) >= 2:
+            series = [*history(earlier, key), nightly.night_of(sides.label, o.ratios)]
+            verdict = nightly.judge(series, rules)[-1]
+            row = _decided(replace(row, reason=None), verdict, rules.confidence)
+        rows.append(row)
         verdicts.append(verdict)
     return rows, verdicts
 
@@ -255,11 +248,6 @@ class Night:
     dashboard: Path | None = None
 
 
-def _given(value: str, env: tuple[tuple[str, str], ...]) -> str:
-    """A side as recorded: as given, with its environment variables."""
-    return " ".join([value, *("=".join(kv) for kv in env)])
-
-
 def night(
     work: Work,
     out: Path,
@@ -277,14 +265,12 @@ def night(
     print(
         f"reference: {reference.versions} (pin {reference.pin}); candidate: {candidate.versions}", flush=True
     )
-    reference = replace(reference, given=_given(reference.given, request.baseline_env))
-    candidate = replace(candidate, given=_given(candidate.given, request.candidate_env))
-    for cell in work.cells:
-        why = unsupported_reason(cell, work.platform)
+    reference = replace(reference, given=given(reference.given, request.baseline_env))
+    candidate = replace(candidate, given=given(candidate.given, request.candidate_env))
+    for cell, why in plan(work.cells, work.platform):
         if why:
             print(f"skipped, unsupported here: {cell.id}: {why}", flush=True)
-    lock = taken(out, request.wait_lock)
-    with lock, forks.serving(work.protocol.fork):
+    with taken(out, request.wait_lock), forks.serving(work.protocol.fork):
         result = measure(
             work.cells,
             work.protocol,

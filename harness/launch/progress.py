@@ -94,8 +94,6 @@ class Progress:
         with them) and read the clock as ``spent()`` of ``budget_s`` seconds."""
         self.budget_s, self.spent = budget_s, spent
 
-    # -- the clock ---------------------------------------------------------------------------------
-
     def elapsed(self) -> float:
         """Seconds since this progress was made (under a budget: the budget's seconds spent)."""
         return self.spent() if self.spent is not None else self.clock() - self.t0
@@ -130,8 +128,6 @@ class Progress:
         """:meth:`eta` as ``m:ss``, ``?`` when unknown."""
         eta = self.eta()
         return "?" if eta is None else format_eta(eta)
-
-    # -- events ------------------------------------------------------------------------------------
 
     def show(self, current: str) -> None:
         """``current`` is now being measured (shown on a terminal only)."""

@@ -346,6 +346,14 @@ class Resumed:
     def instances(self) -> int:
         return sum(1 for e in self.entries if e["kind"] == "instance")
 
+    def taken_over(self, kept: str, out: Path) -> str:
+        """The line a session that goes on with the run says: ``kept`` (how, and what of the
+        journal it keeps), its budget spent so far, and where its results go."""
+        return (
+            f"run {self.plan.run_id} resumed{kept} kept from its journal, {self.elapsed_s / 60:.1f} of "
+            f"{self.plan.protocol.budget_min:g} min of its budget spent; results -> {out}"
+        )
+
 
 def load(root: Path, ref: str, machine_here: Callable[[], Mapping[str, str]]) -> Resumed:
     """The run ``ref`` (a run id or ``latest``) under results root ``root``, checked: a

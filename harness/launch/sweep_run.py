@@ -135,12 +135,7 @@ def measure_resumed(resumed: Resumed, request: Request, host: HostMachine | None
     work = Work(tuple(plan.cells), plan.protocol, plan.platform, plan.mnist_path, plan.contenders, host)
     with taken(request.results, request.wait_lock):
         log = journal.Journal.reopen(resumed.path)
-        print(
-            f"run {plan.run_id} resumed: {resumed.instances()} group instances kept from its journal, "
-            f"{resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} min of its budget spent; "
-            f"results -> {out}",
-            flush=True,
-        )
+        print(resumed.taken_over(f": {resumed.instances()} group instances", out), flush=True)
         return _in_turns(work, Output(out, log), Identity(plan.run_id, resumed))
 
 
@@ -195,12 +190,7 @@ def resume_as_chief(
     with taken(request.results, request.wait_lock):
         log = journal.Journal.reopen(resumed.path)
         log.append({"kind": "resumed", "elapsed_s": resumed.elapsed_s})
-        print(
-            f"run {plan.run_id} resumed as the chief: {len(ends)} processes kept from its journal, "
-            f"{resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} min of its budget spent; "
-            f"results -> {request.results}",
-            flush=True,
-        )
+        print(resumed.taken_over(f" as the chief: {len(ends)} processes", request.results), flush=True)
         run = ChiefRun(
             tuple(plan.cells),
             plan.protocol,

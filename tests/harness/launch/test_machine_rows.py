@@ -16,7 +16,7 @@ from harness.contract.records import RunInfo
 from harness.launch import bisect as lb
 from harness.launch import budget
 from harness.launch import nightly as ln
-from harness.launch.ab import MODES, Side, run_ab
+from harness.launch.ab import MODES, Pairs, Side, run_ab
 from harness.launch.builds import Held
 from harness.launch.peak import PeakLog
 from harness.launch.platform import HostMachine, this_machine
@@ -104,12 +104,12 @@ RUNS: list[RunInfo] = []
 """What :class:`_Captured` was given."""
 
 
-class _Captured:
-    """Pairs replaced: keeps the RunInfo it was given (every pair's rows are stamped with it)."""
+class _Captured(Pairs):
+    """Pairs that keep the RunInfo they were given (every pair's rows are stamped with it)."""
 
-    def __init__(self, files: Any, run: RunInfo, *args: Any) -> None:
-        RUNS.append(run)
-        self.written = 0
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        RUNS.append(self.run)
 
 
 def _check(run: RunInfo, host: HostMachine) -> None:
