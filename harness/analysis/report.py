@@ -16,20 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import (
-    ab,
-    answer,
-    answer_figure,
-    explain,
-    findings,
-    glossary,
-    links_figure,
-    plots,
-    ratio_figure,
-    render,
-    scaling,
-)
+from harness.analysis import ab, answer, answer_figure, explain, findings, glossary, plots, render, scaling
 from harness.analysis.hardware_text import verdict_rule
+from harness.analysis.links_figure import predicted_vs_measured
+from harness.analysis.ratio_figure import ab_pairs
 from harness.analysis.tables import num
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow, Status
@@ -264,7 +254,7 @@ def write_report(
     ``report.html``; returns the paths written. Over several runs, each cell's newest row."""
     paired = rows[rows["ab_id"].notna()] if "ab_id" in rows else rows.iloc[0:0]
     rows = newest_per_cell(rows.drop(paired.index))
-    figures: list[Path] = ratio_figure.ab_pairs(paired, out / "figures")
+    figures: list[Path] = ab_pairs(paired, out / "figures")
     if rows.empty:  # an ab comparison alone
         html = ab_html(paired, figures, title)
     else:
@@ -276,7 +266,7 @@ def write_report(
         for draw in plots.REPORT_FIGURES.values():
             figures += draw(rows, out / "figures")
         predicted = scaling.report_predictions(records, collectives)
-        figures += links_figure.predicted_vs_measured(predicted, out / "figures")
+        figures += predicted_vs_measured(predicted, out / "figures")
         html = build_html(rows, figures, title, collectives, ratios)
     page = out / "report.html"
     out.mkdir(parents=True, exist_ok=True)
