@@ -92,12 +92,9 @@ def _counts(text: str | None, flag: str) -> list[int]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    require(
-        {
-            f"--{name.replace('_', '-')}": (getattr(args, name), getattr(args, name) >= 1, "an integer >= 1")
-            for name in ("batch", "accum_steps", "steps_per_execution")
-        }
-    )
+    for flag in ("--batch", "--accum-steps", "--steps-per-execution"):
+        value = getattr(args, flag[2:].replace("-", "_"))
+        require({flag: (value, value >= 1, "an integer >= 1")})
     axis, other = scaling.device_axes(args.strategy)
     if getattr(args, other) is not None:
         raise HarnessError(

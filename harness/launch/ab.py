@@ -11,7 +11,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from harness.analysis import ab
 from harness.contract.events import Event
@@ -37,9 +36,9 @@ from harness.spec.groups import ab_group
 from harness.spec.protocol import Platform, Protocol
 
 
-def _machine(row: CellRow, *names: str) -> dict[str, Any]:
+def _machine(row: CellRow, *names: str) -> dict[str, object]:
     """The row's machine columns ``names`` (None each where the row has no machine)."""
-    return {n: getattr(row.machine, n) if row.machine else None for n in names}
+    return {n: getattr(row.machine, n, None) for n in names}
 
 
 def hardware(row: CellRow) -> dict[str, object]:
@@ -227,7 +226,9 @@ class Pairs:
             outcome.failure = f"the sides ran on different hardware ({differs})"
             return False
         outcome.software = {s: _software(r) for s, r in rows.items()}
-        outcome.a_facts = _machine(rows["A"], "fingerprint", "host_cpu", "device_name")
+        outcome.a_facts = {
+            n: getattr(rows["A"].machine, n, None) for n in ("fingerprint", "host_cpu", "device_name")
+        }
         ratio = self.turn_ratio if outcome.mode == "turns" else _figure(rows["B"]) / _figure(rows["A"])
         if math.isfinite(ratio):  # else every block was disturbed: the pair says nothing
             outcome.ratios.append(ratio)
