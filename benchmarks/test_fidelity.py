@@ -64,7 +64,7 @@ def window(run: Callable[[int], float]) -> float:
 
 
 def test_harness_matches_handwritten_loop(benchmark: Any) -> None:
-    from harness.launch.platform import detect_platform
+    from harness.launch.system.platform import detect_platform
     from harness.worker.devices import configure_devices
     from harness.worker.measure import build_cell
 

@@ -18,10 +18,10 @@ import pytest
 
 from benchmarks.conftest import record_row
 from harness.contract.columns import flatten
-from harness.launch.budget import run_in_turns
-from harness.launch.platform import detect_platform
-from harness.launch.run_params import Output, Work
-from harness.launch.runner import RunResult
+from harness.launch.cells.runner import RunResult
+from harness.launch.sweep.budget import run_in_turns
+from harness.launch.sweep.run_params import Output, Work
+from harness.launch.system.platform import detect_platform
 from harness.spec.cell import Cell
 from harness.spec.rules import unsupported_reason
 from harness.spec.sweep import expand

@@ -16,7 +16,7 @@ interpreter per command line gives is kept:
 A test that calls :func:`cli` is marked ``process`` (it may start the interpreter); an unmarked one
 fails with :class:`tests.conftest.UnmarkedProcess`, as if it had started it. Command lines that start
 measuring processes (``run``, ``verify``, ``ab`` and ``doctor`` past their checks) keep their own
-interpreter: :func:`tests.harness.launch.test_runner.harness`.
+interpreter: :func:`tests.harness.launch.cells.test_runner.harness`.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.fixture(autouse=True, scope="session")
 def _own_machine_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The test session's own machine-wide measuring lock (:mod:`harness.launch.lock`): the runs the
+    """The test session's own machine-wide measuring lock (:mod:`harness.launch.system.lock`): the runs the
     tests start take it from one another, not from a user's run on the same machine."""
     before = os.environ.get("HARNESS_LOCK")
     os.environ["HARNESS_LOCK"] = str(tmp_path_factory.mktemp("lock") / "harness.lock")

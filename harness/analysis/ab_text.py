@@ -13,7 +13,7 @@ HEADER = ("cell", "mode", "B/A", "95% CI", "pairs", "verdict")
 
 
 class Outcome(Protocol):
-    """What this module reads of one cell's pairs (:class:`harness.launch.ab.CellOutcome`)."""
+    """What this module reads of one cell's pairs (:class:`harness.launch.versions.ab.CellOutcome`)."""
 
     @property
     def cell(self) -> Cell: ...

@@ -1,6 +1,6 @@
 """Bisecting a range of TensorFlow builds for the one that brought a slowdown (``python -m harness
 bisect``). Pure: the builds, the steps measured so far and the rule that picks the next step; the
-measuring is :mod:`harness.launch.bisect`'s. The rule in words: docs/how-to/bisect.md.
+measuring is :mod:`harness.launch.versions.bisect`'s. The rule in words: docs/how-to/bisect.md.
 
 The builds are in order: good (index 0), the candidates (oldest first), bad (last). Every step is
 an ``ab`` of one cell in turns, side A the older build: **endpoints**, **midpoints** (between

@@ -73,7 +73,7 @@ def version_text() -> str:
                 continue
         return "not installed"
 
-    from harness.launch.platform import git_sha
+    from harness.launch.system.platform import git_sha
 
     tf = installed("tensorflow", "tensorflow-cpu", "tf-nightly")
     return (

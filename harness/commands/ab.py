@@ -27,9 +27,9 @@ from harness.commands.shared import (
 )
 from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
-from harness.launch import forks
-from harness.launch.ab import MODES, Mode, Side, given, run_ab
-from harness.launch.lock import taken
+from harness.launch.system import forks
+from harness.launch.system.lock import taken
+from harness.launch.versions.ab import MODES, Mode, Side, given, run_ab
 from harness.spec.axes import AXES
 
 NAME = "ab"

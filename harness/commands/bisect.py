@@ -1,8 +1,8 @@
 """``python -m harness bisect``: which TensorFlow build between a good and a bad one brought a
 slowdown of one cell? The dated nightlies between them on the package index, bisected with an
 ``ab`` in turns at each step (:mod:`harness.analysis.bisect`), everything but TensorFlow held
-fixed (:mod:`harness.launch.builds`), journaled so that the same command resumes a bisect that
-was stopped (:mod:`harness.launch.bisect`). Exit codes: :data:`EXITS`."""
+fixed (:mod:`harness.launch.versions.builds`), journaled so that the same command resumes a bisect that
+was stopped (:mod:`harness.launch.versions.bisect`). Exit codes: :data:`EXITS`."""
 
 from __future__ import annotations
 
@@ -32,8 +32,10 @@ from harness.commands.shared import (
 )
 from harness.contract.outputs import BisectOutput, BisectStep
 from harness.errors import EXIT_INTERRUPTED, HarnessError
-from harness.launch import builds
-from harness.launch.bisect import (
+from harness.launch.cells.runner import plan as runnable
+from harness.launch.system.lock import taken
+from harness.launch.versions import builds
+from harness.launch.versions.bisect import (
     JOURNAL,
     AbMeasurer,
     Bisect,
@@ -44,8 +46,6 @@ from harness.launch.bisect import (
     key_of,
     replay,
 )
-from harness.launch.lock import taken
-from harness.launch.runner import plan as runnable
 from harness.results.journal import Journal, read
 from harness.spec import words
 from harness.spec.axes import AXES, AXIS_BY_NAME

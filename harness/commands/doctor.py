@@ -10,8 +10,8 @@ from typing import Any
 from harness.analysis.doctor import render, to_json_text
 from harness.commands.selection import add_dry_run, int_list
 from harness.errors import EXIT_OK, require
-from harness.launch.doctor import MWMS_WORKERS, examine
-from harness.launch.platform import DEVICE_CHOICES
+from harness.launch.cells.doctor import MWMS_WORKERS, examine
+from harness.launch.system.platform import DEVICE_CHOICES
 from harness.spec.ports import OPEN_PORTS_FLAG
 from harness.spec.protocol import MAX_CPU_DEVICES
 

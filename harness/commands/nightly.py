@@ -36,9 +36,9 @@ from harness.commands.shared import (
 from harness.contract.columns import flatten
 from harness.contract.outputs import NightlyOutput
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
-from harness.launch import nightly as launch_nightly
-from harness.launch.envs import check_side, env_folder, is_interpreter
-from harness.launch.platform import cpu_model
+from harness.launch.system.platform import cpu_model
+from harness.launch.versions import nightly as launch_nightly
+from harness.launch.versions.envs import check_side, env_folder, is_interpreter
 from harness.spec.rules import unsupported_reason
 
 NAME = "nightly"

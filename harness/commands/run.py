@@ -41,12 +41,12 @@ from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
 from harness.contract.records import CellRow
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
-from harness.launch import sweep_run
-from harness.launch.cluster import ClusterConfig
-from harness.launch.platform import machine_facts
-from harness.launch.resume import host_of
-from harness.launch.runner import RunResult
-from harness.launch.sweep_run import Request, exit_code, failed_cells
+from harness.launch.cells.cluster import ClusterConfig
+from harness.launch.cells.runner import RunResult
+from harness.launch.instances.resume import host_of
+from harness.launch.sweep import sweep_run
+from harness.launch.sweep.sweep_run import Request, exit_code, failed_cells
+from harness.launch.system.platform import machine_facts
 from harness.spec.protocol import Protocol, bf16_reason
 from harness.spec.strategies import Role
 
@@ -166,7 +166,7 @@ def _bf16(sel: Selection) -> str:
 
 
 def _take_part(config: ClusterConfig, out: Path) -> int:
-    """A peer's or a server's part of a real-cluster run (:func:`harness.launch.sweep_run.take_part`)."""
+    """A peer's or a server's part of a real-cluster run (:func:`harness.launch.sweep.sweep_run.take_part`)."""
     try:
         end = sweep_run.take_part(out, config)
     except KeyboardInterrupt:

@@ -15,11 +15,11 @@ from harness.commands.paths import check_writable
 from harness.commands.user_models import resolve_model
 from harness.contract.job import WorkerOptions
 from harness.errors import HarnessError
-from harness.launch import isolation
-from harness.launch.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
-from harness.launch.platform import DEVICE_CHOICES, HostMachine, detect_platform, this_machine
-from harness.launch.real_cluster import resolve_slurm
-from harness.launch.run_params import Work
+from harness.launch.cells.cluster import CLUSTER_CHOICES, ClusterConfig, read_tf_config
+from harness.launch.nodes.real_cluster import resolve_slurm
+from harness.launch.sweep.run_params import Work
+from harness.launch.system import isolation
+from harness.launch.system.platform import DEVICE_CHOICES, HostMachine, detect_platform, this_machine
 from harness.mnist import load_mnist
 from harness.results.collectives import topology_label
 from harness.spec.axes import AXES, REPLICAS_TO_DEVICES, REPLICAS_TO_MAX

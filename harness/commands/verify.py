@@ -1,6 +1,6 @@
 """``python -m harness verify``: do cells that must compute the same thing agree, and mixed
 precision with float32? The verdicts: :mod:`harness.analysis.verdicts` (its workers'
-``WorkerOptions.deterministic`` is set by :func:`harness.launch.runner.verify_cells`)."""
+``WorkerOptions.deterministic`` is set by :func:`harness.launch.cells.runner.verify_cells`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from harness.commands.selection import Selection, add_dry_run, add_selection_arg
 from harness.commands.shared import interrupt_on_sigterm
 from harness.contract.records import Status
 from harness.errors import EXIT_FAILURE, EXIT_OK, HarnessError
-from harness.launch.runner import verify_cells
+from harness.launch.cells.runner import verify_cells
 from harness.spec.cell import Cell
 from harness.spec.training import MIN_SAME_UPDATES, same_updates
 

@@ -1,5 +1,5 @@
 """The fork server's channel: how the parent asks a server that has imported TensorFlow for a worker
-(:mod:`harness.worker.forkserver`, :mod:`harness.launch.forks`; why: docs/explanation/measurement.md,
+(:mod:`harness.worker.forkserver`, :mod:`harness.launch.system.forks`; why: docs/explanation/measurement.md,
 "Where the time goes"). The worker runs from ``main`` on exactly what a fresh one runs.
 
 One connection per worker, one JSON object per line:

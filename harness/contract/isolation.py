@@ -1,5 +1,5 @@
 """The network namespace a local cluster's tasks share (:mod:`harness.worker.netns`, the holder and
-the join; :mod:`harness.launch.isolation`, the parent's side; why: docs/explanation/multi-worker.md,
+the join; :mod:`harness.launch.system.isolation`, the parent's side; why: docs/explanation/multi-worker.md,
 "Ports and the network"). Pure data. The holder (``python -m harness.worker.netns``) prints one
 line, ``{"ready": pid, "join": [path, ...]}``, and keeps the namespace until its stdin closes; every
 task of the cell joins it (:data:`NETNS_ENV`) before TensorFlow starts."""

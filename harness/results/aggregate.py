@@ -42,7 +42,7 @@ def aggregate(
     away); else the figure is the median of the process figures with the log-scale Student-t CI
     (:func:`harness.formulas.stats.figure`). ``jit_compile``: what the processes agree on, else null
     (:func:`agreed_jit`). ``apart``: the step breakdown measured after the turns in a process of its
-    own (:mod:`harness.launch.breakdowns`), which replaces the processes' own."""
+    own (:mod:`harness.launch.instances.breakdowns`), which replaces the processes' own."""
     rows = [r.row for r in results]
 
     def timed(row: CellRow) -> CellRow:

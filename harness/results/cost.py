@@ -38,7 +38,7 @@ class RunCost:
     turns_s: list[tuple[float, float]] = field(default_factory=list)
     """Each completed instance's window turns: their seconds, and the seconds of turns asked."""
     breakdown_s: list[float] = field(default_factory=list)
-    """Each step breakdown process's wall seconds (:mod:`harness.launch.breakdowns`)."""
+    """Each step breakdown process's wall seconds (:mod:`harness.launch.instances.breakdowns`)."""
 
     def add(
         self,

@@ -1,7 +1,7 @@
 """A run's journal: one JSON object per line, appended durably as the run goes, from which the run
 is resumed and every row rebuilt (``python -m harness run --resume RUN_ID``; results/README.md,
 "Layout"). Its first line is the plan (``kind: "plan"``), then one line per event the run's state
-depends on (what each kind holds is :mod:`harness.launch.resume`'s business). Each line is written
+depends on (what each kind holds is :mod:`harness.launch.instances.resume`'s business). Each line is written
 with one ``write`` and ``fsync``-ed before the run goes on, so after a SIGKILL, a power cut or a full
 disk the journal holds every line appended before, and at worst a last line cut short, which
 reading drops (and reopening cuts off, so the next line starts clean)."""

@@ -10,7 +10,7 @@ from harness.spec.ports import LOOPBACK, PORT_SCOPES, PortScope
 
 BUSY_SHARE = 0.5
 """A run stops when another program (or the hypervisor) has disturbed more than this share of its
-blocks after its first 8 (:mod:`harness.launch.budget`): its ratios would rest on what is left, and
+blocks after its first 8 (:mod:`harness.launch.sweep.budget`): its ratios would rest on what is left, and
 the machine is not the user's to measure on right now."""
 BUSY_MIN_BLOCKS = 8
 """Blocks a run measures before it judges the share (two instances of the default sweep)."""
@@ -30,9 +30,9 @@ class Protocol:
     independent passes, each process timing ``warmup_windows`` untimed and ``repeats`` timed windows of
     about ``window_s`` seconds (at least ``min_window_steps`` updates). ``peak``: the run's matmul peak
     in processes of its own (for mfu). ``breakdown``: the update's parts (:mod:`harness.worker.breakdown`;
-    a run in turns: after its turns, :mod:`harness.launch.breakdowns`).
+    a run in turns: after its turns, :mod:`harness.launch.instances.breakdowns`).
 
-    A local run measures in turns (:mod:`harness.launch.turns`): ``max_live`` (0: from the machine's
+    A local run measures in turns (:mod:`harness.launch.instances.turns`): ``max_live`` (0: from the machine's
     memory), ``turn_s``, ``blocks`` per instance, ``processes`` to ``max_processes`` instances a group,
     ``budget_min``. 6 blocks an instance: the spread between instances (about 3 % of log ratio here) is
     that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy precision.
@@ -53,7 +53,7 @@ class Protocol:
     breakdown: bool = True
     breakdown_named: bool = False
     """With ``breakdown`` off: time the step breakdown of the cells the answer names (each model's
-    leader and closest rival, :meth:`harness.launch.budget.TurnsRun.named`), after the turns."""
+    leader and closest rival, :meth:`harness.launch.sweep.budget.TurnsRun.named`), after the turns."""
     turn_s: float = 0.2
     blocks: int = 6
     budget_min: float = 10.0

@@ -1,6 +1,6 @@
 """``python -m harness.worker.slurm PS GPUS_PER_NODE PORT_BASE``: this Slurm task's cluster, from
 TensorFlow's own ``SlurmClusterResolver``, printed as one JSON line (the parent never imports
-TensorFlow; :func:`harness.launch.real_cluster.resolve_slurm` runs this).
+TensorFlow; :func:`harness.launch.nodes.real_cluster.resolve_slurm` runs this).
 
 The line is ``{"spec": [[type, [addresses]], ...], "task_type", "task_index", "gpu_mask"}``, or
 ``{"error": "..."}`` when the resolver refuses the job step."""

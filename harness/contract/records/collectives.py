@@ -2,7 +2,7 @@
 (``run --sweep collectives``). Pure: no pyarrow, no pandas. A flat TypedDict because its rows are
 assembled piecewise: a topology's columns (:func:`harness.results.collectives.topology_columns`),
 then each payload's figures over the processes, then the run's columns
-(:mod:`harness.launch.collectives`); every field may be absent until then. It has no ``resumes``,
+(:mod:`harness.launch.sweep.collectives`); every field may be absent until then. It has no ``resumes``,
 so it shares :class:`~harness.contract.records.shared.RunInfo`'s other columns one by one."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 pyarrow, no pandas. A flat TypedDict because its rows are assembled piecewise: the worker makes each
 window's columns (:mod:`harness.results.measured`), a co-tenant's turns tag them (``framework``,
 ``shared``), and the parent adds ``run_id``, ``pass`` and ``ab_side`` when the process reports
-(:mod:`harness.launch.runner`, :mod:`harness.launch.ab`); every field may be absent until then.
+(:mod:`harness.launch.cells.runner`, :mod:`harness.launch.versions.ab`); every field may be absent until then.
 Functional syntax: ``pass`` is a keyword."""
 
 from __future__ import annotations

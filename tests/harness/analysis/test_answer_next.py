@@ -13,17 +13,17 @@ from harness.analysis import answer
 from harness.commands import build_parser
 from harness.formulas.breakdown import BOUNDS, PROFILE_BOUNDS, Bound
 from harness.formulas.verdicts import LOWER
-from harness.launch import budget
-from harness.launch.peak import PeakLog
-from harness.launch.run_params import Hooks, Output, Work
+from harness.launch.cells.peak import PeakLog
+from harness.launch.sweep import budget
+from harness.launch.sweep.run_params import Hooks, Output, Work
 from harness.spec.axes import AXES
 from harness.spec.cell import Cell
 from harness.spec.groups import headline_groups
 from harness.spec.protocol import Platform, Protocol
 from harness.spec.sweep import Sweep, contenders, expand
 from harness.spec.sweeps import DEFAULT
-from tests.harness.launch.test_budget import Clock, _fake
-from tests.harness.launch.test_runner import harness
+from tests.harness.launch.cells.test_runner import harness
+from tests.harness.launch.sweep.test_budget import Clock, _fake
 
 pytestmark = pytest.mark.usefixtures("no_git")
 

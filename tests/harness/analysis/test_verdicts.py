@@ -263,7 +263,7 @@ def test_hierarchical_copy_on_three_replicas_is_caught_when_forced() -> None:
 
 @pytest.mark.slow  # 34 s on 2 cores (2026-11-25): the default tier keeps the forced run above, and
 # verify refusing an unsupported cell while it trains and compares the others in
-# tests/harness/launch/test_local_cluster.py (multi_worker_mirrored on 2 workers of 2 replicas)
+# tests/harness/launch/cells/test_local_cluster.py (multi_worker_mirrored on 2 workers of 2 replicas)
 @pytest.mark.process
 def test_hierarchical_copy_on_three_replicas_is_refused_then_caught() -> None:
     refused = verify(*HC3)

@@ -1,5 +1,5 @@
 """Commands run in this process by the unit tier: the machine's namespace check
-(:func:`harness.launch.isolation.check`, which starts a holder process) answers "works" there, as
+(:func:`harness.launch.system.isolation.check`, which starts a holder process) answers "works" there, as
 if this machine allowed namespaces; tests marked ``process`` get the real check."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.launch import isolation
+from harness.launch.system import isolation
 
 
 @pytest.fixture(autouse=True)

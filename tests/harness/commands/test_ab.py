@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tests.cli import cli
-from tests.harness.launch.test_runner import harness, worker_processes
+from tests.harness.launch.cells.test_runner import harness, worker_processes
 
 pytestmark = pytest.mark.process
 
@@ -109,7 +109,7 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # 12 s on 2 cores (2026-11-25): the default tier keeps the A/A note and the alternate
 # mode said before any process (below), the pairs of run_ab in alternate mode and their stored rows
-# (tests/harness/launch/test_ab.py, a fake launcher) and both sides' real processes (alternate, turns)
+# (tests/harness/launch/versions/test_ab.py, a fake launcher) and both sides' real processes (alternate, turns)
 def test_a_against_itself_is_no_regression_or_undecided(tmp_path: Path) -> None:
     proc, out = _ab(
         tmp_path,

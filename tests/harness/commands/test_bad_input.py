@@ -48,14 +48,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import harness.commands as commands
-import harness.launch.platform as platform_module
+import harness.launch.system.platform as platform_module
 import harness.results.check as check_module
 from harness.commands import COMMANDS, build_parser, main
 from harness.contract.columns import flatten, unflatten
 from harness.contract.records import CellRow
-from harness.launch import builds as builds_module
-from harness.launch.ab import MODES
-from harness.launch.platform import NvidiaGpus
+from harness.launch.system.platform import NvidiaGpus
+from harness.launch.versions import builds as builds_module
+from harness.launch.versions.ab import MODES
 from harness.results import history, store
 from harness.results.measurement import cell_row
 from harness.results.pack import FORMAT, VERSION, Manifest, stored_runs, write_pack

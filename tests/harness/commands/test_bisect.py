@@ -12,9 +12,9 @@ from harness.analysis import ab
 from harness.analysis import bisect as bs
 from harness.commands import bisect as command
 from harness.commands import build_parser, main
-from harness.launch.bisect import JOURNAL, folder_of, key_of, step_entry
+from harness.launch.versions.bisect import JOURNAL, folder_of, key_of, step_entry
 from harness.results.journal import Journal
-from tests.harness.launch.test_builds import wheel
+from tests.harness.launch.versions.test_builds import wheel
 
 CELL = ["--model", "dense", "--strategy", "mirrored", "--replicas", "2", "--batch", "64"]
 NIGHTLIES = ("20250818", "20250901", "20251002", "20251101", "20251202", "20260115", "20260203")

@@ -44,7 +44,7 @@ def test_bisect_s_budget_is_its_own_not_the_sweep_s() -> None:
 
 
 def test_the_breakdown_help_says_when_and_where_it_is_timed() -> None:
-    # launch.breakdowns: after the turns, one process per cell, alone on the machine
+    # launch.instances.breakdowns: after the turns, one process per cell, alone on the machine
     text = PARSERS["run"]._option_string_actions["--breakdown"].help
     assert "after the turns" in text and "alone on the machine" in text and "first instance" not in text
 

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from harness.commands import main
-from harness.launch import nightly as launch_nightly
-from harness.launch.ab import CellOutcome
-from harness.launch.envs import Env
-from harness.launch.nightly import NightResult
+from harness.launch.versions import nightly as launch_nightly
+from harness.launch.versions.ab import CellOutcome
+from harness.launch.versions.envs import Env
+from harness.launch.versions.nightly import NightResult
 from harness.results.store import read_cells, read_nightly
 
 FP = "f" * 16
@@ -24,13 +24,13 @@ NIGHTS = iter(range(10**6))
 
 @pytest.fixture(autouse=True)
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("harness.launch.runner.git_sha", lambda: "0123456789ab")
+    monkeypatch.setattr("harness.launch.cells.runner.git_sha", lambda: "0123456789ab")
     ref = Env(
         "tensorflow-cpu==2.20.*", "/ref/python", "TensorFlow 2.20.0, Keras 3.15.1", "a1b2c3d4e5f6", "x\n"
     )
     cand = Env("tensorflow-cpu==2.21.*", "/cand/python", "TensorFlow 2.21.0, Keras 3.15.1", "0" * 12, "y\n")
-    monkeypatch.setattr("harness.launch.envs.reference", lambda spec, envs, folder: ref)
-    monkeypatch.setattr("harness.launch.envs.candidate", lambda spec, envs: cand)
+    monkeypatch.setattr("harness.launch.versions.envs.reference", lambda spec, envs, folder: ref)
+    monkeypatch.setattr("harness.launch.versions.envs.candidate", lambda spec, envs: cand)
 
 
 def _fake_measure(
@@ -150,7 +150,7 @@ def test_a_series_is_per_reference_pin(tmp_path: Path, monkeypatch: pytest.Monke
     other = Env(
         "tensorflow-cpu==2.19.*", "/r/python", "TensorFlow 2.19.0, Keras 3.15.1", "999999999999", "z\n"
     )
-    monkeypatch.setattr("harness.launch.envs.reference", lambda spec, envs, folder: other)
+    monkeypatch.setattr("harness.launch.versions.envs.reference", lambda spec, envs, folder: other)
     night(tmp_path, "p2")
     assert read_nightly(tmp_path)["series"].nunique() == 2
 

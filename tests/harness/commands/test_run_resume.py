@@ -25,9 +25,9 @@ def _call(*argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """No git, no nvidia-smi: the suite's version and the machine without a process."""
-    monkeypatch.setattr("harness.launch.runner.git_sha", lambda: "0123456789ab")
-    monkeypatch.setattr("harness.launch.platform.gpu_models", lambda listing=None: [])
-    monkeypatch.setattr("harness.launch.platform.gpu_query", lambda: "")
+    monkeypatch.setattr("harness.launch.cells.runner.git_sha", lambda: "0123456789ab")
+    monkeypatch.setattr("harness.launch.system.platform.gpu_models", lambda listing=None: [])
+    monkeypatch.setattr("harness.launch.system.platform.gpu_query", lambda: "")
 
 
 def test_a_full_disk_says_how_to_resume(
@@ -36,7 +36,7 @@ def test_a_full_disk_says_how_to_resume(
     def full(*args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "results" / "x"))
 
-    monkeypatch.setattr("harness.launch.sweep_run.run_in_turns", full)
+    monkeypatch.setattr("harness.launch.sweep.sweep_run.run_in_turns", full)
     code, out, err = _call("run", "--sweep", "smoke", "--no-fork", "--results", str(tmp_path / "results"))
 
     first = out.splitlines()[0]
@@ -64,9 +64,9 @@ def test_resume_without_a_journal_says_where_it_looked(tmp_path: Path, no_proces
 
 
 def test_resume_dry_run_says_what_is_kept_and_what_is_left(tmp_path: Path, no_processes: None) -> None:
-    from harness.launch import resume
-    from harness.launch.platform import machine
-    from harness.launch.runner import suite_version
+    from harness.launch.cells.runner import suite_version
+    from harness.launch.instances import resume
+    from harness.launch.system.platform import machine
     from harness.results import journal
     from harness.spec.cell import Cell
     from harness.spec.protocol import Platform, Protocol
@@ -93,9 +93,9 @@ def test_resume_dry_run_says_what_is_kept_and_what_is_left(tmp_path: Path, no_pr
 
 def _journal_of(root: Path, name: str | None) -> str:
     """A journaled run of this machine (its facts; named ``name`` unless None: an older journal)."""
-    from harness.launch import resume
-    from harness.launch.platform import HostMachine, machine, machine_facts
-    from harness.launch.runner import suite_version
+    from harness.launch.cells.runner import suite_version
+    from harness.launch.instances import resume
+    from harness.launch.system.platform import HostMachine, machine, machine_facts
     from harness.results import journal
     from harness.spec.cell import Cell
     from harness.spec.protocol import Platform, Protocol
@@ -145,7 +145,7 @@ def test_a_machine_name_is_taken_by_run_and_a_resume_keeps_the_journals(
 def test_an_older_journal_resumes_under_this_hosts_name_or_the_one_given(
     tmp_path: Path, no_processes: None
 ) -> None:
-    from harness.launch.platform import machine_facts
+    from harness.launch.system.platform import machine_facts
 
     _journal_of(tmp_path, None)
     code, out, _ = _call("run", "--resume", "latest", "--results", str(tmp_path), "--dry-run")

@@ -10,7 +10,7 @@ import pytest
 from harness.contract.columns import Estimate, flatten
 from harness.contract.records import Breakdown, Status
 from harness.formulas import stats
-from harness.launch.runner import plan
+from harness.launch.cells.runner import plan
 from harness.results.aggregate import ProcessResult, aggregate, combine, not_measured_row
 from harness.results.measurement import cell_row
 from harness.results.store import CELL_SCHEMA

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.launch.process import nccl_log_env
+from harness.launch.system.process import nccl_log_env
 from harness.spec.protocol import Platform
 from harness.worker.nccl import process_transports, transports
 

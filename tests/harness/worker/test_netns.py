@@ -1,5 +1,5 @@
 """The namespace holder's and the join's own logic (:mod:`harness.worker.netns`); making and
-joining real namespaces is tested from the parent's side (tests/harness/launch/test_isolation.py)."""
+joining real namespaces is tested from the parent's side (tests/harness/launch/system/test_isolation.py)."""
 
 from __future__ import annotations
 

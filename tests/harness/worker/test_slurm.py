@@ -1,12 +1,12 @@
 """TensorFlow's SlurmClusterResolver as :func:`harness.worker.slurm.resolve` runs it, in this process:
 each Slurm task's place in the cluster (the child process that runs it for the parent:
-tests/harness/launch/test_real_cluster.py)."""
+tests/harness/launch/nodes/test_real_cluster.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.launch.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
+from harness.launch.cells.cluster import SLURM_PORT_BASE, ClusterConfig, slurm_jobs
 
 pytestmark = pytest.mark.tf
 
@@ -32,7 +32,7 @@ def test_the_resolver_places_each_task(
     monkeypatch.setenv("SLURM_STEP_TASKS_PER_NODE", "2(x2)")
     answer = resolve(slurm_jobs(4, ps), 0, SLURM_PORT_BASE)
     assert "error" not in answer, answer["error"]
-    # as harness.launch.real_cluster.resolve_slurm reads the child's line
+    # as harness.launch.nodes.real_cluster.resolve_slurm reads the child's line
     spec = tuple((k, tuple(addresses)) for k, addresses in answer["spec"])
     config = ClusterConfig(spec, answer["task_type"], answer["task_index"], answer["gpu_mask"])
     assert (config.task_type, config.task_index) == (kind, index)
