@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.analysis.ab import Rule, decide
+from harness.analysis.versions.ab import Rule, decide
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.analysis.nightly import REGRESSION, Night, Rules, judge, night_of
+from harness.analysis.versions.nightly import REGRESSION, Night, Rules, judge, night_of
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from harness.analysis import across
+from harness.analysis.comparisons import across
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.formulas.across_runs import SHIFT, Spread, Sums, between, fit

@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.ab_simulation import simulate
-from harness.analysis import ab
+from harness.analysis.versions import ab
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = int(os.environ.get("HARNESS_AB_PAIRS", "40"))

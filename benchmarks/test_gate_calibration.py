@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.analysis import across, gate
-from harness.analysis.gate import GatePolicy
+from harness.analysis.comparisons import across, gate
+from harness.analysis.comparisons.gate import GatePolicy
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
 from harness.formulas import across_runs

@@ -29,7 +29,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.nightly_calibration import Scenario, calibrate
-from harness.analysis.nightly import Rules
+from harness.analysis.versions.nightly import Rules
 from harness.results.store import NIGHTLY_FOLDER, read_cells, read_nightly
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import pytest
 
 from benchmarks import run_spread
-from harness.analysis import across
+from harness.analysis.comparisons import across
 from harness.contract.records import CellRow
 from harness.formulas import across_runs
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED

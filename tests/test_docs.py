@@ -147,7 +147,7 @@ def test_the_development_page_names_the_packages_there_are():
 
 def _answer_of(results: Path) -> list[str]:
     """The answer ``run`` ends on, for the run recorded in ``results``."""
-    from harness.analysis import answer
+    from harness.analysis.run import answer
     from harness.contract.columns import unflatten_all
     from harness.contract.records import CellRow, RatioRow
     from harness.results import history

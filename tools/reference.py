@@ -1,5 +1,5 @@
 """The generated docs pages: the command-line reference from the argparse parsers themselves, the
-glossary from :mod:`harness.analysis.glossary`, and results/README.md's column tables from the
+glossary from :mod:`harness.analysis.pages.glossary`, and results/README.md's column tables from the
 schema (:mod:`harness.results.store`, :mod:`harness.contract.outputs`).
 
 ``python -m tools.reference docs/reference/cli.md`` (from the repository root) writes one; with
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from harness.analysis import glossary
+from harness.analysis.pages import glossary
 from harness.commands import COMMANDS, build_parser
 from harness.commands.vocabulary import concept_table
 from harness.contract import outputs
@@ -306,7 +306,7 @@ def readme(path: Path) -> str:
 
 PAGES: dict[str, tuple[Callable[[Path], str], str, str]] = {
     "cli.md": (lambda _: cli_markdown(), "the parsers", REGENERATE),
-    "glossary.md": (lambda _: glossary.markdown(), "harness/analysis/glossary.py", glossary.REGENERATE),
+    "glossary.md": (lambda _: glossary.markdown(), "harness/analysis/pages/glossary.py", glossary.REGENERATE),
     "README.md": (lambda path: readme(path), "harness/contract/records", README),
 }
 """The generated pages by file name: what writes each, where it comes from, its regenerate command."""

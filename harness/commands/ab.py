@@ -1,5 +1,5 @@
 """``python -m harness ab``: is build (or setting) B slower than A on these cells, now, on this
-machine? Paired, interleaved processes and a sequential decision (:mod:`harness.analysis.ab`).
+machine? Paired, interleaved processes and a sequential decision (:mod:`harness.analysis.versions.ab`).
 Exit codes: :data:`EXITS`."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.ab import EXIT_CODES, FAILED, Rule, overall
-from harness.analysis.ab_text import HEADER, markdown, progress_line, rows
-from harness.analysis.tables import render_table
+from harness.analysis.run.tables import render_table
+from harness.analysis.versions.ab import EXIT_CODES, FAILED, Rule, overall
+from harness.analysis.versions.ab_text import HEADER, markdown, progress_line, rows
 from harness.commands.output import give
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import Selection, add_dry_run, dry_run_text, refuse_tenant_framework, select

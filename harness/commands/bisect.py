@@ -1,6 +1,6 @@
 """``python -m harness bisect``: which TensorFlow build between a good and a bad one brought a
 slowdown of one cell? The dated nightlies between them on the package index, bisected with an
-``ab`` in turns at each step (:mod:`harness.analysis.bisect`), everything but TensorFlow held
+``ab`` in turns at each step (:mod:`harness.analysis.versions.bisect`), everything but TensorFlow held
 fixed (:mod:`harness.launch.versions.builds`), journaled so that the same command resumes a bisect that
 was stopped (:mod:`harness.launch.versions.bisect`). Exit codes: :data:`EXITS`."""
 
@@ -16,10 +16,10 @@ from typing import Any
 
 from packaging.version import Version
 
-from harness.analysis import ab, ratio_figure
-from harness.analysis import bisect as bs
-from harness.analysis.bisect_text import BuildFacts, Context, answer, markdown, table
-from harness.analysis.tables import render_table
+from harness.analysis.run.tables import render_table
+from harness.analysis.versions import ab, ratio_figure
+from harness.analysis.versions import bisect as bs
+from harness.analysis.versions.bisect_text import BuildFacts, Context, answer, markdown, table
 from harness.commands.output import give
 from harness.commands.selection import Selection, refuse_tenant_framework, select
 from harness.commands.shared import (

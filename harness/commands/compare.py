@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any, cast
 
-from harness.analysis.compare import compare, series_figures, text_table, write_markdown
-from harness.analysis.cost import cost_text
-from harness.analysis.gate import GatePolicy
+from harness.analysis.comparisons.compare import compare, series_figures, text_table, write_markdown
+from harness.analysis.comparisons.gate import GatePolicy
+from harness.analysis.run.cost import cost_text
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, check_writable, check_writable_file, results_roots
 from harness.contract.outputs import CompareOutput, SeriesOutput

@@ -8,8 +8,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import hardware, hardware_figure, hardware_text, machines
-from harness.analysis.tables import render_table
+from harness.analysis.comparisons import hardware, hardware_figure, hardware_text, machines
+from harness.analysis.run.tables import render_table
 from harness.commands.output import add_json, give
 from harness.commands.paths import (
     add_results_argument,

@@ -1,5 +1,5 @@
 """``python -m harness compare-links``: what a faster link between nodes buys, per model and
-multi-node configuration (:mod:`harness.analysis.links`), beside the model of the step across
+multi-node configuration (:mod:`harness.analysis.scale.links`), beside the model of the step across
 nodes and the answer for N nodes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import links, links_figure, links_text, scale_out
-from harness.analysis.tables import render_table
+from harness.analysis.run.tables import render_table
+from harness.analysis.scale import links, links_text, scale_out, scaling_figure
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
@@ -95,7 +95,7 @@ def _compare(args: argparse.Namespace) -> dict[str, Any]:
     print(render_table(links_text.HEADER, links_text.table_rows(result), title=title))
     print(links_text.right_text(result) + "\n")
     print(links_text.nodes_text(result))
-    paths = links_figure.draw(result, folder)
+    paths = scaling_figure.draw(result, folder)
     for path in paths:
         print(f"wrote {path}")
     return links_text.to_json(result, paths)

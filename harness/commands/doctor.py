@@ -7,7 +7,7 @@ import math
 import sys
 from typing import Any
 
-from harness.analysis.doctor import render, to_json_text
+from harness.analysis.pages.doctor import render, to_json_text
 from harness.commands.selection import add_dry_run, int_list
 from harness.errors import EXIT_OK, require
 from harness.launch.cells.doctor import MWMS_WORKERS, examine

@@ -1,6 +1,6 @@
 """``python -m harness nightly``: tonight's candidate build against a pinned reference build, in
 turns, one point per cell appended to its series, both decisions of
-:mod:`harness.analysis.nightly`, a markdown summary and the dashboard. Exit codes: :data:`EXITS`
+:mod:`harness.analysis.versions.nightly`, a markdown summary and the dashboard. Exit codes: :data:`EXITS`
 (3, undecided: a cell's CI reaches below 1 - F without lying wholly below it)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import nightly
-from harness.analysis.nightly import Rules
-from harness.analysis.nightly_text import markdown, round_line, table
-from harness.analysis.tables import render_table
+from harness.analysis.run.tables import render_table
+from harness.analysis.versions import nightly
+from harness.analysis.versions.nightly import Rules
+from harness.analysis.versions.nightly_text import markdown, round_line, table
 from harness.commands.output import give
 from harness.commands.paths import check_writable_file
 from harness.commands.selection import (

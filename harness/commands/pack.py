@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from harness import __version__
-from harness.analysis.compare import machine_names
+from harness.analysis.comparisons.compare import machine_names
 from harness.commands.paths import RESULTS, check_writable_file
 from harness.errors import HarnessError
 from harness.results import history
@@ -70,7 +70,7 @@ def chosen(
     cells: pd.DataFrame, collectives: pd.DataFrame, run_ids: list[str], machine: str | None
 ) -> list[str]:
     """The runs packed: those of ``run_ids`` (oldest first) that machine ``machine`` measured (a
-    cells run's machine from :mod:`harness.analysis.machines`, a collectives run's the name on its
+    cells run's machine from :mod:`harness.analysis.comparisons.machines`, a collectives run's the name on its
     rows); without ``machine``, all of them when they are one machine's, else a HarnessError naming
     the machines to choose from."""
     named = collectives[collectives["run_id"].isin(run_ids) & collectives["machine"].notna()]

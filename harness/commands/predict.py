@@ -1,8 +1,8 @@
 """``python -m harness predict``: throughput and efficiency at n devices of one node from a measured
-1-device cell and the all-reduce cost (:mod:`harness.analysis.scaling`), beside the measured figures
-where the results hold them (across nodes: ``compare-links``). The flags become a :class:`harness.analysis.scaling.Query` (:func:`query`);
+1-device cell and the all-reduce cost (:mod:`harness.analysis.scale.scaling`), beside the measured figures
+where the results hold them (across nodes: ``compare-links``). The flags become a :class:`harness.analysis.scale.scaling.Query` (:func:`query`);
 the rows it scales and compares with are the query's baseline key's
-(:func:`harness.analysis.scaling.baseline_key`)."""
+(:func:`harness.analysis.scale.scaling.baseline_key`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis import scaling
-from harness.analysis.links_figure import prediction_figure
-from harness.analysis.tables import num, render_table
+from harness.analysis.run.tables import num, render_table
+from harness.analysis.scale import scaling
+from harness.analysis.scale.scaling_figure import prediction_figure
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
@@ -114,7 +114,7 @@ def _default_op(strategy: str) -> str:
 
 
 def query(args: argparse.Namespace) -> scaling.Query:
-    """The checked flags as :func:`harness.analysis.scaling.predictions`' query: the 1-device cell
+    """The checked flags as :func:`harness.analysis.scale.scaling.predictions`' query: the 1-device cell
     of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
     synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts and the op."""
     axis, _ = scaling.device_axes(args.strategy)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.report import write_report
+from harness.analysis.pages.report import write_report
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.results import history
 

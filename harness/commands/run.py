@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import answer
-from harness.analysis.collectives import table_lines
-from harness.analysis.ratios_text import Names, ratios_text
-from harness.analysis.tables import (
+from harness.analysis.run import answer
+from harness.analysis.run.ratios_text import Names, ratios_text
+from harness.analysis.run.tables import (
     FOOTNOTE,
     OVERSUBSCRIBED_NOTE,
     TURNS_FOOTNOTE,
@@ -25,6 +24,7 @@ from harness.analysis.tables import (
     render_table,
     summary_table,
 )
+from harness.analysis.scale.collectives import table_lines
 from harness.commands.output import add_json, give
 from harness.commands.selection import (
     Selection,

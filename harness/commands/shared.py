@@ -9,9 +9,9 @@ import argparse
 import signal
 from typing import Any
 
-from harness.analysis import across, machines
-from harness.analysis.ab import Decision, Rule
-from harness.analysis.across import MIN_EFFECT as ACROSS_MIN_EFFECT
+from harness.analysis.comparisons import across, machines
+from harness.analysis.comparisons.across import MIN_EFFECT as ACROSS_MIN_EFFECT
+from harness.analysis.versions.ab import Decision, Rule
 from harness.commands.output import add_json
 from harness.commands.selection import add_selection_args
 from harness.contract.columns import unflatten_all

@@ -1,5 +1,5 @@
 """``python -m harness verify``: do cells that must compute the same thing agree, and mixed
-precision with float32? The verdicts: :mod:`harness.analysis.verdicts` (its workers'
+precision with float32? The verdicts: :mod:`harness.analysis.run.verdicts` (its workers'
 ``WorkerOptions.deterministic`` is set by :func:`harness.launch.cells.runner.verify_cells`)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.numerics import ACROSS
-from harness.analysis.verdicts import judge, verdict_table
+from harness.analysis.run.numerics import ACROSS
+from harness.analysis.run.verdicts import judge, verdict_table
 from harness.commands.selection import Selection, add_dry_run, add_selection_args, dry_run_text, select
 from harness.commands.shared import interrupt_on_sigterm
 from harness.contract.records import Status

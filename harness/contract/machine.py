@@ -1,6 +1,6 @@
 """What a machine is, as the parent records it with every run: the facts that tell machines apart
 and the name a person calls it by (docs/explanation/statistics.md, "What is a machine"). Pure: no
-I/O (``harness.launch.system.platform.machine_facts`` reads them off the host; ``harness.analysis.machines``
+I/O (``harness.launch.system.platform.machine_facts`` reads them off the host; ``harness.analysis.comparisons.machines``
 reads them back from rows). Two VMs sold under one CPU name can differ 2x, so a machine is its facts
 and its measured peak, never its name alone."""
 

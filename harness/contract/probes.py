@@ -1,5 +1,5 @@
 """Doctor probes: ``python -m harness.worker.probe`` prints one JSON line per fact or probe; the
-parent (:mod:`harness.launch.cells.doctor`) reads them and :mod:`harness.analysis.doctor` renders them."""
+parent (:mod:`harness.launch.cells.doctor`) reads them and :mod:`harness.analysis.pages.doctor` renders them."""
 
 from __future__ import annotations
 

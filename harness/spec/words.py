@@ -1,7 +1,7 @@
 """A configuration in words and as a command line, from the axes' own words (:class:`Axis`'s
 ``say``, ``reference``): what a person reads, where ids and shorthand belong in files. Pure.
 
-A configuration here is a mapping of axis name to value (:func:`harness.analysis.answer.values`
+A configuration here is a mapping of axis name to value (:func:`harness.analysis.run.answer.values`
 for a stored row)."""
 
 from __future__ import annotations

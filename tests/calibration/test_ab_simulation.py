@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from benchmarks.ab_simulation import simulate
-from harness.analysis import ab
+from harness.analysis.versions import ab
 from harness.formulas.verdicts import HIGHER, LOWER
 
 NOISE = [1 + 0.03 * math.sin(1.7 * k) for k in range(40)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.nightly_calibration import Scenario, calibrate
-from harness.analysis.nightly import Rules
+from harness.analysis.versions.nightly import Rules
 
 RULES = Rules()
 

@@ -30,7 +30,7 @@ class ChangePoint:
 @dataclass(frozen=True, kw_only=True)
 class NightlyRow:
     """One row of the nightly table: one cell's night of ``nightly`` (a point of its series), with
-    what both decisions said that night (harness.analysis.nightly). A series is the rows with equal
+    what both decisions said that night (harness.analysis.versions.nightly). A series is the rows with equal
     ``series``: the same cell, machine and reference software (the reference's fingerprint), suite
     version and reference pin."""
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import replace
 from functools import partial
 
-from harness.analysis.doctor import SKIPPED, Report, warnings
+from harness.analysis.pages.doctor import SKIPPED, Report, warnings
 from harness.contract.machine import MachineFacts
 from harness.contract.probes import WORKER_PROBE_STRATEGY, Probe, ProbeFacts, ProbeStatus, local_probes, parse
 from harness.errors import EXIT_FAILURE, HarnessError

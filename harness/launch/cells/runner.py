@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from harness import __version__
-from harness.analysis.verdicts import Outcome, numerics_of
+from harness.analysis.run.verdicts import Outcome, numerics_of
 from harness.contract.columns import unflatten
 from harness.contract.events import Event, EventLine, Facts, ProcessRow
 from harness.contract.job import WorkerOptions

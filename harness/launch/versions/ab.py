@@ -1,6 +1,6 @@
 """``python -m harness ab``: the same cells measured in pairs of fresh processes (:data:`MODES`), one
 started from interpreter (and settings) A and one from B, until the sequential rule decides each
-cell (:mod:`harness.analysis.ab`). Where each process's row goes, and why a pair whose sides ran on
+cell (:mod:`harness.analysis.versions.ab`). Where each process's row goes, and why a pair whose sides ran on
 different hardware fails the cell: docs/how-to/compare-builds.md."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.analysis import ab
+from harness.analysis.versions import ab
 from harness.contract.events import Event
 from harness.contract.job import WorkerOptions
 from harness.contract.records import AbInfo, CellRow, RunInfo, Status, WindowRow

@@ -1,5 +1,5 @@
 """``python -m harness bisect``'s loop: install the builds each step needs, measure the step as an
-``ab`` in turns pair by pair until its rule decides (:mod:`harness.analysis.bisect`), and journal
+``ab`` in turns pair by pair until its rule decides (:mod:`harness.analysis.versions.bisect`), and journal
 everything, so that a bisect killed at any moment resumes where it stopped (docs/how-to/bisect.md).
 
 The journal (``<results>/bisect/<key>/journal.jsonl``, :class:`harness.results.journal.Journal`)
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, cast
 
-from harness.analysis import ab
-from harness.analysis import bisect as bs
+from harness.analysis.versions import ab
+from harness.analysis.versions import bisect as bs
 from harness.errors import HarnessError
 from harness.formulas.verdicts import UNDECIDED
 from harness.launch.system import forks
@@ -216,7 +216,7 @@ Report = Callable[[str], None]
 
 class Bisect:
     """One bisect, from its journal: :meth:`run` goes on until it ends or the budget is spent. A
-    rerun tries again the steps :func:`harness.analysis.bisect.reopen` reopens and the builds
+    rerun tries again the steps :func:`harness.analysis.versions.bisect.reopen` reopens and the builds
     skipped before (a network error is not forever)."""
 
     def __init__(

@@ -1,7 +1,7 @@
 """``python -m harness nightly``'s night (:func:`night`): the candidate (side B) against the pinned
 reference (side A) on every runnable cell, in rounds of pairs as ``ab --mode turns`` measures them
 until the budget is spent, then one point per cell appended to its series with both decisions
-(:mod:`harness.analysis.nightly`). The rounds, and where pairs and points go:
+(:mod:`harness.analysis.versions.nightly`). The rounds, and where pairs and points go:
 docs/how-to/nightly.md."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from harness import __version__
-from harness.analysis import ab, nightly
-from harness.analysis.nightly_page import page
+from harness.analysis.versions import ab, nightly
+from harness.analysis.versions.nightly_page import page
 from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
 from harness.launch.cells.runner import Launcher, plan, run_cell_processes, suite_version

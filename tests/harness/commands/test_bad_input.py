@@ -711,13 +711,13 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         mp.setattr(commands, "build_parser", lambda loaded=None: parser)
         mp.setattr(subprocess, "Popen", _refuse_process)
         mp.setattr(os, "system", _refuse_process)
-        import harness.analysis.compare as analysis_compare
-        import harness.analysis.hardware_figure as hardware_figure
-        import harness.analysis.links_figure as links_figure
-        import harness.analysis.report as report
+        import harness.analysis.comparisons.compare as analysis_compare
+        import harness.analysis.comparisons.hardware_figure as hardware_figure
+        import harness.analysis.pages.report as report
+        import harness.analysis.scale.scaling_figure as scaling_figure
 
         for module, name in (
-            (links_figure, "prediction_figure"),
+            (scaling_figure, "prediction_figure"),
             (analysis_compare, "series_figures"),
             (hardware_figure, "draw"),
             (report, "write_report"),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import ab
-from harness.analysis import bisect as bs
+from harness.analysis.versions import ab
+from harness.analysis.versions import bisect as bs
 from harness.commands import bisect as command
 from harness.commands import build_parser, main
 from harness.launch.versions.bisect import JOURNAL, folder_of, key_of, step_entry

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.gate import GatePolicy
+from harness.analysis.comparisons.gate import GatePolicy
 from harness.commands import COMMANDS, build_parser, main, module
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 

@@ -11,7 +11,7 @@ import pytest
 from harness.commands import main
 from harness.contract.records import CellRow
 from harness.results.store import RunFiles
-from tests.harness.analysis.test_links import ONE, cluster_rows, fast_over_slow, mwms_eps
+from tests.harness.analysis.scale.test_links import ONE, cluster_rows, fast_over_slow, mwms_eps
 
 
 def _write(out: Path, rows: list[CellRow]) -> Path:

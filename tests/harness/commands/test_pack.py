@@ -17,7 +17,7 @@ from harness.commands.pack import size_text
 from harness.results import store
 from harness.results.pack import open_pack
 from harness.results.store import RunFiles
-from tests.harness.analysis.test_links import cluster_rows, mwms_eps
+from tests.harness.analysis.scale.test_links import cluster_rows, mwms_eps
 from tests.harness.commands.test_check import _history
 from tests.harness.commands.test_compare_links import _write as write_cells
 from tests.harness.commands.test_predict import _folder as predict_folder
@@ -310,7 +310,7 @@ def test_compare_links_reads_a_pack_of_link_runs_as_their_folder(
     links = write_cells(tmp_path / "links", cluster_rows())
     packed = tmp_path / "links.tar.gz"
     assert _call("pack", "--results", str(links), "--out", str(packed))[0] == 0
-    monkeypatch.setattr("harness.commands.compare_links.links_figure.draw", lambda *a: [])
+    monkeypatch.setattr("harness.commands.compare_links.scaling_figure.draw", lambda *a: [])
     argv = ("compare-links", "--figures", str(tmp_path / "fig"))
     from_folder = _call(*argv, "--results", str(links))
     assert from_folder[0] == 0 and f"{mwms_eps(0.95):,.0f}"[:4] in from_folder[1]

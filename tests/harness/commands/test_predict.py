@@ -264,7 +264,7 @@ def test_too_few_all_reduce_times_and_no_results_name_the_command(
 def test_the_descriptors_say_which_axis_grows_and_which_op_is_priced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.analysis import scaling
+    from harness.analysis.scale import scaling
     from harness.commands import main, predict
     from harness.spec.strategies import ALLREDUCE_STRATEGIES
 

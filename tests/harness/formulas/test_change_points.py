@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.analysis import gate, nightly
+from harness.analysis.comparisons import gate
+from harness.analysis.versions import nightly
 from harness.formulas import change_points
 
 STEPS = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 90.0, 91.0, 89.5, 90.5, 90.0, 89.0]

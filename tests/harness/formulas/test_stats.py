@@ -131,7 +131,7 @@ def _reference_interval(logs: list[float], confidence: float) -> tuple[float, fl
 @pytest.mark.parametrize("n", [2, 3, 7, 30])
 @pytest.mark.parametrize("confidence", [0.95, 0.99])
 def test_one_log_t_interval_serves_figures_turns_and_ab_bit_for_bit(n: int, confidence: float) -> None:
-    from harness.analysis import ab
+    from harness.analysis.versions import ab
     from harness.formulas import turns
 
     values = np.exp(np.random.default_rng(n).normal(4.0, 0.1, n)).tolist()

@@ -16,7 +16,7 @@ from harness.spec.protocol import Protocol
 def test_the_seed_loss_is_verify_s_loss_and_bfloat16_agrees_with_float32(tmp_path: Path) -> None:
     import keras
 
-    from harness.analysis.verdicts import Outcome, judge
+    from harness.analysis.run.verdicts import Outcome, judge
     from harness.results.measurement import cell_row
     from harness.spec.training import same_updates
     from harness.worker.measure import build_cell, verify_cell

@@ -173,7 +173,7 @@ def test_where_no_namespace_can_be_made_the_worker_probe_is_not_started() -> Non
 
 
 def test_the_report_names_the_machine_and_its_facts_in_two_lines() -> None:
-    from harness.analysis.doctor import Report, render
+    from harness.analysis.pages.doctor import Report, render
     from harness.contract.machine import MachineFacts
 
     facts = MachineFacts(cpu_model="AMD EPYC", cpu_flags="avx2 fma", cores=2, cpu_quota=1.0, memory_gib=24)
@@ -191,7 +191,7 @@ def test_the_report_names_the_machine_and_its_facts_in_two_lines() -> None:
 def test_the_facts_line_reads_back_as_written_and_json_keeps_its_keys() -> None:
     from dataclasses import asdict
 
-    from harness.analysis.doctor import Report, to_json_text
+    from harness.analysis.pages.doctor import Report, to_json_text
 
     line = json.loads(json.dumps({"kind": "facts", **asdict(FACTS)}))
     assert parse([line, {"kind": "other"}]) == (FACTS, [])

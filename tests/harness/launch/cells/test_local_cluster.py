@@ -361,7 +361,7 @@ def test_parameter_server_on_one_worker_matches_one_device_in_verify() -> None:
 
 @pytest.mark.slow  # 39 s on 2 cores (2026-11-27), 17 s of it the 2-worker cell: the default tier keeps
 # the 1-worker cell above (a parameter-server cell trained and compared in verify) and the
-# verdict on asynchronous cells in tests/harness/analysis/test_verdicts.py
+# verdict on asynchronous cells in tests/harness/analysis/run/test_verdicts.py
 @pytest.mark.process
 def test_parameter_server_on_two_workers_is_run_but_not_compared_in_verify() -> None:
     lines = _verify_parameter_server("1,2")

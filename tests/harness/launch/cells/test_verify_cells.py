@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.verdicts import Numerics
+from harness.analysis.run.verdicts import Numerics
 from harness.commands.selection import Selection
 from harness.contract.events import Event, ProcessRow
 from harness.contract.job import Job, WorkerOptions

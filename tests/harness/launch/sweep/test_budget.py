@@ -688,7 +688,7 @@ def test_the_default_sweep_on_a_gpu_host_fits_its_budget_by_the_gpu_prior(gpus: 
 def test_a_stopped_run_names_the_cells_it_never_reached_in_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.analysis.ratios_text import ratios_text
+    from harness.analysis.run.ratios_text import ratios_text
 
     protocol = Protocol(processes=2, max_processes=2, budget_min=10.0, blocks=2, max_live=8, peak=False)
     clock = Clock()

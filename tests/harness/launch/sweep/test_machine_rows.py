@@ -73,7 +73,7 @@ def test_without_a_name_the_rows_carry_this_hosts_default_name(
 
 
 def test_ab_rows_carry_the_machine(tmp_path: Path) -> None:
-    from harness.analysis.ab import Rule
+    from harness.analysis.versions.ab import Rule
     from harness.contract.events import Event
 
     def launcher(cell, options, name):  # type: ignore[no-untyped-def]
@@ -134,7 +134,7 @@ def test_nightly_and_bisect_pairs_get_a_stamped_run(tmp_path: Path, monkeypatch:
 
 
 def _installed(folder: Path) -> Any:
-    from harness.analysis.bisect import Build
+    from harness.analysis.versions.bisect import Build
     from harness.launch.versions.builds import Installed
 
     return Installed(Build("tensorflow-cpu", "2.20.0", "2025-08-13"), str(folder), "2.20.0", "", "3.0")

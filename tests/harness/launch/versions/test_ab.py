@@ -23,7 +23,7 @@ def test_a_launch_and_mig_platform_survive_the_job_file() -> None:
 
 @pytest.mark.usefixtures("no_git")
 def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
-    from harness.analysis.ab import Rule
+    from harness.analysis.versions.ab import Rule
     from harness.contract.events import Event
     from harness.launch.versions.ab import Side, run_ab
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import ab
-from harness.analysis import bisect as bs
+from harness.analysis.versions import ab
+from harness.analysis.versions import bisect as bs
 from harness.errors import HarnessError
 from harness.launch.versions import bisect as lb
 from harness.launch.versions.builds import BuildError, Installed

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from packaging.tags import sys_tags
 
-from harness.analysis import ab
-from harness.analysis import bisect as bs
-from harness.analysis.bisect import Build
+from harness.analysis.versions import ab
+from harness.analysis.versions import bisect as bs
+from harness.analysis.versions.bisect import Build
 from harness.errors import HarnessError
 from harness.launch.versions import bisect as lb
 from harness.launch.versions import builds

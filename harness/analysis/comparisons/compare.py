@@ -1,0 +1,266 @@
+"""``python -m harness compare``: the nightly regression gate over the results history, one series
+per cell id x fingerprint x machine (:mod:`harness.analysis.comparisons.machines`), judged by
+:mod:`harness.analysis.comparisons.gate` (docs/explanation/statistics.md, "compare"; exit codes:
+:data:`harness.commands.compare.EXITS`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.comparisons import across, gate, machines
+from harness.analysis.comparisons.gate import GatePolicy, SeriesVerdict
+from harness.analysis.run import plots, render
+from harness.analysis.run.tables import render_table
+from harness.contract.columns import unflatten_all
+from harness.contract.records import CellRow, Status
+from harness.errors import EXIT_SHORT_HISTORY
+from harness.formulas import across_runs
+from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
+
+NOW_FAILING = "now failing"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The gate's result: verdicts per series, the runs compared, and cells that broke."""
+
+    candidate_runs: list[str]
+    baseline_runs: list[str]
+    verdicts: list[SeriesVerdict]
+    broken: list[tuple[str, str, str]] = field(default_factory=list)
+    """(cell_id, status, reason) of cells ok in the baseline and not ok in the candidate."""
+    policy: GatePolicy = GatePolicy()
+    history_runs: int = 0
+    """Runs in the whole history (every fingerprint), for the not-enough-history sentence."""
+
+    @property
+    def exit_code(self) -> int:
+        if self.broken:
+            return gate.EXIT_REGRESSION
+        return gate.exit_code(self.verdicts)
+
+    @property
+    def shortfall(self) -> str:
+        """Why no series could be judged (exit 3): how many runs there are and how many are needed."""
+        need = self.policy.min_history
+        best = max((v.history for v in self.verdicts), default=0)
+        cand = len(self.candidate_runs)
+        total = f"{self.history_runs} run" + ("" if self.history_runs == 1 else "s")
+        return (
+            f"not enough history: the results hold {total} ({cand} candidate, "
+            f"{len(self.baseline_runs)} baseline before it); judging a cell needs "
+            f"{need} baseline runs of it on the same machine fingerprint ({need + cand} runs in "
+            f"all with the candidate), and the best-covered cell has {best}. Run the suite "
+            f"{need - best} more time(s), widen --baseline or lower --min-history."
+        )
+
+
+def compare(
+    cells: pd.DataFrame,
+    candidate: list[str],
+    baseline: list[str],
+    history_runs: int,
+    policy: GatePolicy = GatePolicy(),
+) -> Comparison:
+    """Judge every series of the ``candidate`` runs against the ``baseline`` runs (ids, resolved
+    by :func:`harness.results.history.select_comparison`; ``history_runs``: runs in the whole
+    history) (see the module docstring)."""
+    names = machine_names(cells[cells["run_id"].isin([*candidate, *baseline])])
+    cand_rows = _ok_rows(cells, candidate).assign(machine=lambda d: d["run_id"].map(names))
+    base_rows = _ok_rows(cells, baseline).assign(machine=lambda d: d["run_id"].map(names))
+    series = ["cell_id", "fingerprint", "machine"]
+    keys = sorted(set(cand_rows[series].itertuples(index=False, name=None)))
+    history_of = {k: _rows_of(g) for k, g in base_rows.groupby(series)}
+    spreads = {str(m): across.spread([_rows_of(g)]) for m, g in base_rows.groupby("machine")}
+    compared = sum(1 for k in keys if k in history_of)
+    verdicts = []
+    for key, group in cand_rows.groupby(series, dropna=False):
+        cell_id, fingerprint, machine = (str(x) for x in key)
+        mine, past = _rows_of(group), history_of.get(key, [])
+        verdict = gate.judge_series(
+            cell_id,
+            fingerprint,
+            [across.run_figure(r) for r in mine],
+            [across.run_figure(r) for r in past],
+            compared,
+            policy,
+            spreads.get(machine, across_runs.CALIBRATION),
+            across.kind(mine[0]),
+        )
+        verdicts.append(replace(verdict, machine=machine))
+    cand_all = cells[cells["run_id"].isin(candidate)].assign(machine=lambda d: d["run_id"].map(names))
+    was_ok = set(base_rows[series].itertuples(index=False, name=None))
+    broken = [
+        (str(r.cell_id), str(r.status), str(r.reason or ""))
+        for r in cand_all.itertuples()
+        if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint, r.machine) in was_ok
+    ]
+    return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
+
+
+def machine_names(cells: pd.DataFrame) -> dict[str, str]:
+    """Run id -> the name of the machine that measured it (:func:`harness.analysis.comparisons.machines.identify`
+    over one row per run: a row with the float32 peak where there is one)."""
+    if cells.empty:
+        return {}
+    first = (
+        cells.sort_values("peak_dtype", key=lambda s: s != "float32", kind="stable").groupby("run_id").head(1)
+    )
+    rows = unflatten_all(CellRow, first.to_dict("records"))
+    return {run: m.name for m in machines.identify(rows) for run in m.run_ids}
+
+
+def _ok_rows(cells: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
+    """Measured rows (status ok, with a throughput) of the given runs."""
+    sel = cells[cells["run_id"].isin(run_ids)]
+    return sel[(sel["status"] == Status.OK) & sel["examples_per_sec"].notna()]
+
+
+def _rows_of(rows: pd.DataFrame) -> list[CellRow]:
+    """The rows as records, one per run, oldest first."""
+    return unflatten_all(CellRow, rows.sort_values("timestamp").to_dict("records"))
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{(x - 1) * 100:+.1f}%"
+
+
+def _rows(result: Comparison) -> list[tuple[str, ...]]:
+    order = {LOWER: 0, HIGHER: 1, UNDECIDED: 2, gate.SHORT_HISTORY: 3, gate.NEW: 4, EQUIVALENT: 5}
+    out: list[tuple[str, ...]] = []
+    for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
+        ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
+        out.append(
+            (
+                v.change,
+                v.cell_id,
+                f"{v.candidate:,.0f}",
+                "-" if v.baseline is None else f"{v.baseline:,.0f}",
+                _pct(v.ratio),
+                ci,
+                "-" if v.z is None else f"{v.z:+.1f}",
+                "-" if v.detectable is None else f"{v.detectable:.0%}",
+                f"{v.runs}/{v.history}",
+            )
+        )
+    out.extend(
+        (NOW_FAILING, cell_id, status, "-", "-", "-", "-", "-", reason[:80])
+        for cell_id, status, reason in result.broken
+    )
+    return out
+
+
+HEADER = (
+    "change",
+    "cell",
+    "examples/s",
+    "baseline",
+    "change %",
+    "CI (corrected)",
+    "robust z",
+    "detectable",
+    "runs cand/base",
+)
+
+
+def _counts(result: Comparison) -> str:
+    counts: dict[str, int] = {}
+    for v in result.verdicts:
+        counts[v.change] = counts.get(v.change, 0) + 1
+    if result.broken:
+        counts[NOW_FAILING] = len(result.broken)
+    return ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) or "nothing to compare"
+
+
+def _method(result: Comparison) -> str:
+    p = result.policy
+    return (
+        f"One observation per run: the median of its timed windows. Lower (a regression) or "
+        f"higher only when the ratio of the candidate's to the baseline's median run moves by at least "
+        f"{p.min_effect:.0%}, its bootstrap CI over runs (Bonferroni-corrected over the compared "
+        f"series, family-wise alpha {p.alpha:g}) excludes 1, and the robust z-score against the "
+        f"series' history (median/MAD, at least {p.min_history} runs) passes {p.z_threshold:g}. "
+        f"'detectable': the smallest change caught with {p.power:.0%} probability at this "
+        f"series' noise; gate on several candidate runs (--candidate last:N) to shrink it. "
+        f"Otherwise equivalent when the CI lies within {p.min_effect:.0%} of 1, else undecided."
+    )
+
+
+def text_table(result: Comparison) -> str:
+    """The printed table: changes first."""
+    return "\n".join(
+        [
+            render_table(HEADER, _rows(result)),
+            "",
+            (
+                f"candidate {', '.join(result.candidate_runs)} vs "
+                f"{len(result.baseline_runs)} baseline run(s): {_counts(result)}."
+            ),
+            _method(result),
+        ]
+    )
+
+
+def markdown(result: Comparison) -> str:
+    """A CI comment: verdict, counts, the changed series as a table, and the method."""
+    return render.markdown(
+        "compare.md",
+        result=result,
+        counts=_counts(result),
+        shortfall=result.shortfall if result.exit_code == EXIT_SHORT_HISTORY else "",
+        header=HEADER,
+        rows=[r for r in _rows(result) if r[0] not in (EQUIVALENT, UNDECIDED)],
+        method=_method(result),
+    )
+
+
+def write_markdown(result: Comparison, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown(result))
+
+
+MAX_SERIES_FIGURES = 12
+
+
+def series_figures(cells: pd.DataFrame, result: Comparison, out: Path) -> list[Path]:
+    """For each changed series of a :class:`harness.compare.Comparison` (at most 12): its run
+    medians over time with CI whiskers, the candidate highlighted, change points as dashed lines."""
+    plt = plots.pyplot()
+    changed = [v for v in result.verdicts if v.change in (LOWER, HIGHER)]
+    paths: list[Path] = []
+    for n, v in enumerate(changed[:MAX_SERIES_FIGURES]):
+        s = cells[
+            (cells["cell_id"] == v.cell_id)
+            & (cells["fingerprint"] == v.fingerprint)
+            & (cells["status"] == Status.OK)
+        ].sort_values("timestamp")
+        x = list(range(len(s)))
+        y = s["examples_per_sec"].astype(float).to_numpy()
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        ax.errorbar(
+            x,
+            y,
+            yerr=[
+                y - s["examples_per_sec_ci_low"].astype(float).to_numpy(),
+                s["examples_per_sec_ci_high"].astype(float).to_numpy() - y,
+            ],
+            fmt="o-",
+            capsize=2,
+            label="run median (95% CI)",
+        )
+        cand = [i for i, r in enumerate(s["run_id"]) if r in result.candidate_runs]
+        ax.plot(cand, y[cand], "o", color="red", markersize=9, label=f"candidate: {v.change}")
+        for k in gate.change_points(y.tolist()):
+            ax.axvline(k - 0.5, color="gray", linestyle="--", linewidth=1)
+        ax.set_xticks(x, [str(t)[:10] for t in s["timestamp"]], rotation=60, fontsize=7)
+        ax.set_ylabel("examples/s")
+        ax.set_title(
+            f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; dashed: change points",
+            fontsize=8,
+        )
+        ax.legend(fontsize=7)
+        paths += plots.save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
+    return paths

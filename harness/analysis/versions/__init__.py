@@ -1,0 +1,1 @@
+"""Builds compared: A/B pairs, the nightly series and bisect's steps, their texts, figures and pages."""
