@@ -1,2 +1,2 @@
-"""Pure statistics and rendering over result rows: metrics, the regression gate, compare, hardware
-comparison, verify's verdicts, doctor's warnings, tables, figures and the HTML report."""
+"""Statistics and rendering over result rows, in five rooms, each using only those below it:
+pages; versions and scale; comparisons; run."""
