@@ -17,7 +17,7 @@ from scipy import stats
 from harness.analysis.comparisons import across
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, Status
-from harness.formulas.across_runs import SHIFT, Spread, Sums, between, fit
+from harness.formulas.across_runs import SHIFT, RunSpread, Sums, between, fit
 from harness.results import history
 
 SET = Path(__file__).parent / "run-spread" / "set.toml"
@@ -68,19 +68,19 @@ def read(path: Path = SET) -> tuple[dict[str, list[list[CellRow]]], list[Rung]]:
     return aa, rungs
 
 
-def derive(path: Path = SET) -> Spread:
+def derive(path: Path = SET) -> RunSpread:
     """The spread fitted on the set's A/A runs, every machine pooled."""
     aa, _ = read(path)
-    return sum((fit(across.runs_of([r for run in runs for r in run])) for runs in aa.values()), Spread())
+    return sum((fit(across.runs_of([r for run in runs for r in run])) for runs in aa.values()), RunSpread())
 
 
-def literal(s: Spread) -> str:
-    """``CALIBRATION = Spread(...)``, the constant's source."""
+def literal(s: RunSpread) -> str:
+    """``CALIBRATION = RunSpread(...)``, the constant's source."""
     parts = "".join(
         f"        ({name!r}, Sums({x.ss:.6g}, {x.noise:.6g}, {x.df:.6g})),\n" for name, x in s.parts
     )
     hours = f"({s.apart[0]:.3g}, {s.apart[1]:.3g})"
-    return f"CALIBRATION = Spread(\n    (\n{parts}    ),\n    {s.pairs},\n    {s.machines},\n    {s.dates!r},\n    {hours},\n)"
+    return f"CALIBRATION = RunSpread(\n    (\n{parts}    ),\n    {s.pairs},\n    {s.machines},\n    {s.dates!r},\n    {hours},\n)"
 
 
 SCALES = (
@@ -109,7 +109,7 @@ def components() -> list[str]:
     ]
     lines.append("|---|---|---|---|---|---|")
     for low, high, name in SCALES:
-        fitted = Spread()
+        fitted = RunSpread()
         for runs in aa.values():
             for a, b in itertools.combinations(runs, 2):
                 pair = fit(across.runs_of([*a, *b]))

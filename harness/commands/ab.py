@@ -29,7 +29,7 @@ from harness.contract.outputs import AbOutput, PairedCell
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch.system import forks
 from harness.launch.system.lock import taken
-from harness.launch.versions.ab import MODES, Mode, Side, given, run_ab
+from harness.launch.versions.ab import MODES, AbSide, Mode, given, run_ab
 from harness.spec.axes import AXES
 
 NAME = "ab"
@@ -95,7 +95,7 @@ def _python(flag: str, path: str | None) -> str | None:
     return path
 
 
-def plan(args: argparse.Namespace) -> tuple[Side, Side, Rule, Mode, Selection]:
+def plan(args: argparse.Namespace) -> tuple[AbSide, AbSide, Rule, Mode, Selection]:
     """What ``ab`` compares and how: the sides, the decision rule, the mode and the cells, every
     check made before the first process (HarnessError on bad input)."""
     if args.sweep is None and not any(getattr(args, a.name) is not None for a in AXES):
@@ -104,8 +104,8 @@ def plan(args: argparse.Namespace) -> tuple[Side, Side, Rule, Mode, Selection]:
             "--strategy default --batch 64) or --sweep NAME."
         )
     env_a, env_b = side_envs(args)
-    a = Side("A", _python("--baseline", args.baseline), env_a)
-    b = Side("B", _python("--candidate", args.candidate), env_b)
+    a = AbSide("A", _python("--baseline", args.baseline), env_a)
+    b = AbSide("B", _python("--candidate", args.candidate), env_b)
     rule = pair_rule(args)
     if args.mode not in MODES:
         raise HarnessError(f"Received --mode {args.mode!r}; expected one of {sorted(MODES)}.")

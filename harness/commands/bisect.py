@@ -39,7 +39,7 @@ from harness.launch.versions.bisect import (
     JOURNAL,
     AbMeasurer,
     Bisect,
-    Identity,
+    BisectKey,
     Result,
     Settings,
     folder_of,
@@ -60,11 +60,11 @@ EXITS: dict[int, str] = {
     130: "interrupted (rerun the same command to go on)",
 }
 EXIT_BY_OUTCOME = {
-    bs.Outcome.FOUND: 0,
-    bs.Outcome.NO_SLOWDOWN: 0,
-    bs.Outcome.FAILED: 1,
-    bs.Outcome.UNDECIDED: 3,
-    bs.Outcome.UNCONFIRMED: 3,
+    bs.Ending.FOUND: 0,
+    bs.Ending.NO_SLOWDOWN: 0,
+    bs.Ending.FAILED: 1,
+    bs.Ending.UNDECIDED: 3,
+    bs.Ending.UNCONFIRMED: 3,
 }
 
 
@@ -118,7 +118,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class BisectFlags:
     """What the bisect compares, every flag checked before any install or process."""
 
     good: str
@@ -132,16 +132,16 @@ class Plan:
     def cell(self) -> Cell:
         return self.sel.cells[0]
 
-    def identity(self) -> Identity:
+    def identity(self) -> BisectKey:
         """What makes two commands the same bisect (the second goes on with the first): the builds,
         the cell and how it is timed; not the decision rule (a rerun with more pairs goes on) nor
         the budget."""
         timing = {k: v for k, v in dataclasses.asdict(self.sel.protocol).items() if k != "budget_min"}
-        return Identity(good=self.good, bad=self.bad, index=self.index.where, nightly=self.nightly,
+        return BisectKey(good=self.good, bad=self.bad, index=self.index.where, nightly=self.nightly,
                         cell=self.cell.id, timing=timing)  # fmt: skip
 
 
-def plan(args: argparse.Namespace) -> Plan:
+def plan(args: argparse.Namespace) -> BisectFlags:
     """Every check made before the first install (HarnessError on bad input)."""
     if not any(getattr(args, a.name) is not None for a in AXES) and args.sweep is None:
         raise HarnessError(
@@ -160,10 +160,10 @@ def plan(args: argparse.Namespace) -> Plan:
         )
     index = builds.Index(args.index or os.environ.get("PIP_INDEX_URL") or builds.DEFAULT_INDEX)
     good, bad = builds.requirement("--good", args.good), builds.requirement("--bad", args.bad)
-    return Plan(str(good), str(bad), index, args.nightly, rule, dataclasses.replace(sel, cells=cells))
+    return BisectFlags(str(good), str(bad), index, args.nightly, rule, dataclasses.replace(sel, cells=cells))
 
 
-def _new_plan(p: Plan) -> dict[str, Any]:
+def _new_plan(p: BisectFlags) -> dict[str, Any]:
     """The journal's plan line: the builds from the index (the candidates between good and bad)."""
     good = builds.resolve("--good", p.good, p.index)
     bad = builds.resolve("--bad", p.bad, p.index)
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     return _finish(p, folder, result)
 
 
-def _finish(p: Plan, folder: Path, result: Result) -> int:
+def _finish(p: BisectFlags, folder: Path, result: Result) -> int:
     """The answer, the table, the page and the figure; the exit code."""
     entries = read(folder / JOURNAL)
     ctx = Context(

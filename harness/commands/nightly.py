@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> int:
     interrupt_on_sigterm()
-    budget = launch_nightly.Budget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
+    budget = launch_nightly.NightBudget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
     baseline_env, candidate_env = side_envs(args)
     request = launch_nightly.NightRequest(
         args.candidate,

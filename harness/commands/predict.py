@@ -124,7 +124,7 @@ def query(args: argparse.Namespace) -> scaling.Query:
     return scaling.Query(config, counts, args.op or _default_op(args.strategy))
 
 
-def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predicted:
+def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predictions:
     """One line per n: the prediction with its interval, and the measured figure and error where a
     row exists."""
     roots = results_roots(args)
@@ -133,7 +133,7 @@ def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predic
     return scaling.predictions(rows, q, history.load_collectives(roots), where=", ".join(roots))
 
 
-def _frame(found: scaling.Predicted) -> pd.DataFrame:
+def _frame(found: scaling.Predictions) -> pd.DataFrame:
     """The lines as the table and the figure take them (one column per figure)."""
     return pd.DataFrame(
         [

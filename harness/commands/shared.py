@@ -18,7 +18,7 @@ from harness.contract.columns import unflatten_all
 from harness.contract.outputs import Paired
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
-from harness.formulas.across_runs import CALIBRATION, Spread
+from harness.formulas.across_runs import CALIBRATION, RunSpread
 from harness.results import history
 
 MIN_EFFECT = 0.02
@@ -64,7 +64,7 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
     )
 
 
-def calibration(args: argparse.Namespace) -> Spread:
+def calibration(args: argparse.Namespace) -> RunSpread:
     """The project's calibration set with ``--calibration``'s runs (each machine's, by name)."""
     if not args.calibration:
         return CALIBRATION

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.contract.tenant import TenantJob
-from harness.foreign.trainer import POOL_BATCHES, Trainer, no_gpu
+from harness.foreign.trainer import POOL_BATCHES, ForeignTrainer, no_gpu
 
 INPUT = (28, 28, 1)
 CLASSES = 10
@@ -155,7 +155,7 @@ def first_device(jax: Any, kind: str) -> Any:
         raise no_gpu("jax", str(e)) from e
 
 
-class JaxTrainer(Trainer):
+class JaxTrainer(ForeignTrainer):
     """One SGD update per :meth:`step`, jitted, its loss waited for (so a step's time is its work)."""
 
     def __init__(self, job: TenantJob) -> None:

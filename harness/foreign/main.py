@@ -18,26 +18,26 @@ from pathlib import Path
 
 from harness.contract.tenant import TENANT_FAULT_ENV, TenantFacts, TenantJob
 from harness.foreign.serve import connect, serve
-from harness.foreign.trainer import NoGpu, Trainer, check_device
+from harness.foreign.trainer import ForeignTrainer, NoGpu, check_device
 
 
-def _jax(job: TenantJob) -> Trainer:
+def _jax(job: TenantJob) -> ForeignTrainer:
     from harness.foreign.jax_models import JaxTrainer
 
     return JaxTrainer(job)
 
 
-def _torch(job: TenantJob) -> Trainer:
+def _torch(job: TenantJob) -> ForeignTrainer:
     from harness.foreign.torch_models import TorchTrainer
 
     return TorchTrainer(job)
 
 
-TRAINERS: dict[str, Callable[[TenantJob], Trainer]] = {"jax": _jax, "torch": _torch}
+TRAINERS: dict[str, Callable[[TenantJob], ForeignTrainer]] = {"jax": _jax, "torch": _torch}
 """Framework name (:data:`harness.spec.frameworks.FRAMEWORKS`) -> its trainer, imported lazily."""
 
 
-def facts_of(job: TenantJob, trainer: Trainer, compile_s: float) -> TenantFacts:
+def facts_of(job: TenantJob, trainer: ForeignTrainer, compile_s: float) -> TenantFacts:
     """What the finishing reply reports; a FLOP count that fails is said, not guessed."""
     facts: TenantFacts = {
         "framework": job.framework,

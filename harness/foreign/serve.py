@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from harness.contract.tenant import UNTIL_STOP, TenantFacts
 from harness.contract.turns import TURNS_ENV, Do, Grant, Reply
-from harness.foreign.trainer import Trainer
+from harness.foreign.trainer import ForeignTrainer
 
 CALIBRATION_STEPS = 3
 """Steps timed to size a window (after the warm-up ones)."""
@@ -95,7 +95,7 @@ def until_stopped(step: Callable[[], None], channel: Channel) -> Reply:
     return {"done": Do.WINDOW, "steps": steps, "seconds": end - t0, "cpu_s": cpu - c0}
 
 
-def serve(trainer: Trainer, channel: Channel, key: str, facts: TenantFacts) -> None:
+def serve(trainer: ForeignTrainer, channel: Channel, key: str, facts: TenantFacts) -> None:
     """Say hello as ``key``, then answer grants until the finishing one (replied with ``facts``)."""
     channel.send({"hello": key, "index": 0})
     steps = 1

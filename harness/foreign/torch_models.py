@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from harness.contract.tenant import TenantJob
-from harness.foreign.trainer import POOL_BATCHES, Trainer, no_gpu
+from harness.foreign.trainer import POOL_BATCHES, ForeignTrainer, no_gpu
 
 CLASSES = 10
 
@@ -49,7 +49,7 @@ def first_device(torch: Any, kind: str) -> Any:
     return torch.device("cuda:0")
 
 
-class TorchTrainer(Trainer):
+class TorchTrainer(ForeignTrainer):
     """One SGD update per :meth:`step` (eager), synchronised with the device."""
 
     def __init__(self, job: TenantJob) -> None:

@@ -11,7 +11,7 @@ POOL_BATCHES = 8
 input cost near zero on both sides)."""
 
 
-class Trainer(ABC):
+class ForeignTrainer(ABC):
     """A model, its optimizer (plain SGD) and its data, in one framework."""
 
     version: str
@@ -47,7 +47,7 @@ def no_gpu(framework: str, why: str) -> NoGpu:
     return NoGpu(f"{framework} found no GPU: {why} (it would run on the CPU)")
 
 
-def check_device(job: TenantJob, trainer: Trainer) -> None:
+def check_device(job: TenantJob, trainer: ForeignTrainer) -> None:
     """Raise :class:`NoGpu` when ``job`` asks for a GPU and ``trainer`` trains elsewhere."""
     if job.device == "gpu" and trainer.platform != "gpu":
         raise no_gpu(job.framework, f"it trains on {trainer.device_name()}")

@@ -65,7 +65,7 @@ class Sums:
 
 
 @dataclass(frozen=True)
-class Spread:
+class RunSpread:
     """The fitted run-to-run spread, as named components (:data:`SHIFT`, :func:`between` and
     :func:`within` of each kind of configuration), and where it was measured (``pairs``: run pairs
     of one machine; ``machines``; ``dates``, first and last; ``apart``, the shortest and longest
@@ -77,13 +77,13 @@ class Spread:
     dates: tuple[str, str] = ("", "")
     apart: tuple[float, float] = (0.0, 0.0)
 
-    def __add__(self, other: Spread) -> Spread:
+    def __add__(self, other: RunSpread) -> RunSpread:
         parts = dict(self.parts)
         for name, x in other.parts:
             parts[name] = parts.get(name, Sums()) + x
         dates = [d for d in (*self.dates, *other.dates) if d]
         hours = [h for h in (*self.apart, *other.apart) if h]
-        return Spread(
+        return RunSpread(
             tuple(sorted(parts.items())),
             self.pairs + other.pairs,
             self.machines + other.machines,
@@ -142,13 +142,13 @@ class Run:
     figures: Mapping[str, tuple[str, RunFigure]]
 
 
-def fit(runs: Sequence[Run]) -> Spread:
-    """The spread measured by ``runs`` of one machine (module doc); an empty :class:`Spread` below
+def fit(runs: Sequence[Run]) -> RunSpread:
+    """The spread measured by ``runs`` of one machine (module doc); an empty :class:`RunSpread` below
     2 runs or 2 shared configurations."""
     shared = sorted(set.intersection(*(set(r.figures) for r in runs))) if len(runs) >= 2 else []
     k, n = len(runs), len(shared)
     if n < 2:
-        return Spread()
+        return RunSpread()
     figs = [[r.figures[c][1] for c in shared] for r in runs]
     y = np.asarray([[f.centre for f in row] for row in figs])
     w = np.asarray([[f.within for f in row] for row in figs])
@@ -168,7 +168,7 @@ def fit(runs: Sequence[Run]) -> Spread:
     times = [datetime.fromisoformat(s) for s in stamps]  # ISO 8601
     hours = [(b - a).total_seconds() / 3600 for i, a in enumerate(times) for b in times[i + 1 :]]
     dates = (stamps[0][:10], stamps[-1][:10])
-    return Spread(tuple(sorted(parts.items())), k * (k - 1) // 2, 1, dates, (min(hours), max(hours)))
+    return RunSpread(tuple(sorted(parts.items())), k * (k - 1) // 2, 1, dates, (min(hours), max(hours)))
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class Side:
         return sum(t.weight * t.variance for t in self.terms)
 
 
-def side(runs: Sequence[RunFigure], spread: Spread, kind: str, instances: int = 0) -> Side:
+def side(runs: Sequence[RunFigure], spread: RunSpread, kind: str, instances: int = 0) -> Side:
     """One configuration's side from its ``runs`` under ``spread`` (its ``kind``'s components):
     the shift, and the larger of the run-by-configuration term's mean square (G with the kind's
     usual process noise, as A/A pairs show it) and G plus these runs' own process noise (their
@@ -282,12 +282,12 @@ MAX_RUNS = 10
 """Runs a side beyond which a difference is called below what runs of these machines tell apart."""
 
 
-def pooled(calibration: Spread, runs_by_machine: Sequence[Sequence[Run]]) -> Spread:
+def pooled(calibration: RunSpread, runs_by_machine: Sequence[Sequence[Run]]) -> RunSpread:
     """The calibration set's spread with the runs at hand added (machines with 2 or more runs)."""
     return sum((fit(runs) for runs in runs_by_machine if len(runs) >= 2), calibration)
 
 
-CALIBRATION = Spread(
+CALIBRATION = RunSpread(
     (
         ("process noise: one process", Sums(4.95799, 0, 644)),
         ("process noise: parameter server", Sums(0.549142, 0, 50)),
@@ -304,4 +304,4 @@ CALIBRATION = Spread(
 )
 """The project's calibration set (benchmarks/run-spread/, its README says how each run was made):
 A/A runs of one machine, fitted by :func:`fit` and written by ``python -m benchmarks.run_spread``;
-benchmarks/test_run_spread.py checks it against the set. :attr:`Spread.words` gives its provenance."""
+benchmarks/test_run_spread.py checks it against the set. :attr:`RunSpread.words` gives its provenance."""

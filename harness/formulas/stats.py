@@ -37,7 +37,7 @@ Logs = Sequence[float] | npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Interval:
     """A figure and its CI (same unit as the values), from ``n`` independent values."""
 
     value: float
@@ -94,18 +94,18 @@ def log_t_interval(logs: Logs, confidence: float = CONFIDENCE) -> tuple[float, f
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
-def figure(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+def figure(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     """Median of per-process figures, with the log-scale Student-t CI (see the module doc)."""
     x = _positive(values)
     if x.size == 0:
-        return Estimate(NAN, NAN, NAN, 0)
+        return Interval(NAN, NAN, NAN, 0)
     _, low, high = log_t_interval(np.log(x), confidence)
-    return Estimate(float(np.median(x)), low, high, int(x.size))
+    return Interval(float(np.median(x)), low, high, int(x.size))
 
 
 def figure_with_history(
     values: Sequence[float], earlier: Sequence[float], confidence: float = CONFIDENCE
-) -> tuple[Estimate, int]:
+) -> tuple[Interval, int]:
     """:func:`figure` of this run's process figures, its CI widened to the spread of run figures
     when ``earlier`` (figures of earlier runs, newest last) holds at least MIN_HISTORY_RUNS;
     returns the estimate and the earlier runs used (0: the CI covers this run's processes only)."""
@@ -119,7 +119,7 @@ def figure_with_history(
     half = t_quantile(runs.size - 1, confidence) * float(np.std(runs, ddof=1))
     if est.n >= 2:
         half = max(half, centre - math.log(est.low))
-    return Estimate(est.value, math.exp(centre - half), math.exp(centre + half), est.n), int(past.size)
+    return Interval(est.value, math.exp(centre - half), math.exp(centre + half), est.n), int(past.size)
 
 
 def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:

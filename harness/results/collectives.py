@@ -77,7 +77,7 @@ def _payload_row(cell: Cell, per_process: Sequence[Mapping[str, Any]]) -> Collec
 
 
 @dataclass(frozen=True)
-class Timed:
+class TopologyReport:
     """One process's report of a topology: how it ended, the all-reduce implementation it used,
     and one result per payload (:func:`harness.worker.collectives.measure_collectives`)."""
 
@@ -87,7 +87,9 @@ class Timed:
     payloads: tuple[Mapping[str, Any], ...] = ()
 
 
-def topology_rows(cell: Cell, processes: Sequence[Timed], facts: Facts | None) -> list[CollectiveRow]:
+def topology_rows(
+    cell: Cell, processes: Sequence[TopologyReport], facts: Facts | None
+) -> list[CollectiveRow]:
     """The rows of one topology from its processes' reports; a failed process fails the topology."""
     bad = next((p for p in processes if p.status != Status.OK), None)
     if bad is not None or not processes:

@@ -261,7 +261,7 @@ def resolve(
 
 
 @dataclass(frozen=True)
-class Selection:
+class JudgedRuns:
     """The runs a comparison judges: candidate and baseline run ids (oldest first) and the number
     of runs in the whole history."""
 
@@ -270,7 +270,7 @@ class Selection:
     history_runs: int
 
 
-def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str) -> Selection:
+def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str) -> JudgedRuns:
     """Resolve ``compare``'s references: the candidate runs, then the baseline runs before them
     (none yet: an empty baseline, which the gate reports as too short a history, exit 3)."""
     all_runs = runs(cells)
@@ -283,7 +283,7 @@ def select_comparison(cells: pd.DataFrame, baseline_ref: str, candidate_ref: str
         if e.exit_code != EXIT_SHORT_HISTORY:
             raise
         baseline = []
-    return Selection(candidate, baseline, len(all_runs))
+    return JudgedRuns(candidate, baseline, len(all_runs))
 
 
 def earlier_figures(cells: pd.DataFrame, cell_id: str, fingerprint: str | None) -> list[float]:

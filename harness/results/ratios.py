@@ -19,7 +19,7 @@ from harness.spec.groups import Comparison, Relation
 
 
 @dataclass(frozen=True)
-class Measured:
+class Evidence:
     """One comparison and its evidence: each completed instance's log ratio and block log ratios,
     the group that measured it, its wall seconds per instance and its dropped instances."""
 
@@ -39,7 +39,7 @@ class Measured:
 
 
 def ratio_rows(
-    measured: Sequence[Measured],
+    measured: Sequence[Evidence],
     run: RunInfo,
     fingerprint: str | None,
     blocks: int,

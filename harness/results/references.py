@@ -101,7 +101,7 @@ class Peak:
     with its CI over peak processes."""
 
     dtype: str
-    estimate: stats.Estimate
+    estimate: stats.Interval
 
 
 def peak_cores(row: CellRow, processes: int) -> int:

@@ -35,7 +35,7 @@ def _compare(a: Release, b: Release) -> int:
 
 
 @dataclass(frozen=True)
-class Setting:
+class EnvSetting:
     """A variable a co-tenant process gets (``name`` = ``value``, and why), for the framework's
     releases from ``since`` (inclusive) to ``until`` (exclusive); None: no bound. A version that
     cannot be read counts as the newest."""
@@ -104,7 +104,7 @@ class Framework:
     module: str
     extra: str
     distributions: tuple[str, ...]
-    settings: tuple[Setting, ...]
+    settings: tuple[EnvSetting, ...]
     unset: tuple[Unset, ...] = ()
     models: tuple[str, ...] = ("cnn", "dense")
     """The models written in this framework (the suite's MNIST models, layer for layer)."""
@@ -154,11 +154,15 @@ JAX = Framework(
     (
         # JAX preallocates 75 % of a GPU's memory at its first computation; TensorFlow (memory growth
         # on) would then find almost none
-        Setting("XLA_PYTHON_CLIENT_PREALLOCATE", "false", "allocate on demand, not 75 % of the GPU at start"),
+        EnvSetting(
+            "XLA_PYTHON_CLIENT_PREALLOCATE", "false", "allocate on demand, not 75 % of the GPU at start"
+        ),
         # on demand, its BFC allocator keeps a limit of 75 % of the GPU unless a fraction is set: one
         # name, never both (JAX's "GPU memory allocation" page)
-        Setting("XLA_CLIENT_MEM_FRACTION", "0.45", "at most 45 % of the GPU's memory", since=JAX_MEM_RENAME),
-        Setting(
+        EnvSetting(
+            "XLA_CLIENT_MEM_FRACTION", "0.45", "at most 45 % of the GPU's memory", since=JAX_MEM_RENAME
+        ),
+        EnvSetting(
             "XLA_PYTHON_CLIENT_MEM_FRACTION",
             "0.45",
             "at most 45 % of the GPU's memory (the name before jaxlib 0.4.32)",
@@ -186,7 +190,7 @@ TORCH = Framework(
         # came in 2.1 (2.0 stops at its first CUDA allocation: "Unrecognized CachingAllocator
         # option"); PYTORCH_ALLOC_CONF, the newer name, ignored it for CUDA in 2.9.1
         # (pytorch/pytorch#183387), while the old name still works everywhere (recent releases warn)
-        Setting(
+        EnvSetting(
             "PYTORCH_CUDA_ALLOC_CONF",
             "expandable_segments:True",
             "grow segments rather than cache large blocks",

@@ -16,7 +16,7 @@ from harness.analysis.run.findings import figures
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow
 from harness.formulas import across_runs
-from harness.formulas.across_runs import ONE, PS, SEVERAL, Run, RunFigure, Side, Spread
+from harness.formulas.across_runs import ONE, PS, SEVERAL, Run, RunFigure, RunSpread, Side
 from harness.formulas.stats import Ratio
 from harness.formulas.verdicts import DECIDED, judge
 from harness.spec.protocol import DEFAULT_MIN_EFFECT
@@ -61,29 +61,31 @@ def runs_of(rows: Sequence[CellRow]) -> list[Run]:
     return [Run(start[run_id], figs) for run_id, figs in out.items()]
 
 
-def spread(groups: Sequence[Sequence[CellRow]], calibration: Spread = across_runs.CALIBRATION) -> Spread:
+def spread(
+    groups: Sequence[Sequence[CellRow]], calibration: RunSpread = across_runs.CALIBRATION
+) -> RunSpread:
     """The calibration set's spread pooled with each group's own runs (its rows)."""
     return across_runs.pooled(calibration, [runs_of(g) for g in groups])
 
 
-def side(rows: Sequence[CellRow], fitted: Spread, instances: int = 0) -> Side:
+def side(rows: Sequence[CellRow], fitted: RunSpread, instances: int = 0) -> Side:
     """One configuration's side from its rows in one group (one per run) on ``instances`` host
     instances of a machine type (0: the comparison is of these instances)."""
     return across_runs.side([run_figure(r) for r in rows], fitted, kind(rows[0]), instances)
 
 
-def instance_spread(types: Sequence[Sequence[Sequence[CellRow]]]) -> Spread:
+def instance_spread(types: Sequence[Sequence[Sequence[CellRow]]]) -> RunSpread:
     """The instance-to-instance spread (:data:`across_runs.INSTANCE`) of machine types with two or
     more instances, each given as its instances' rows: each instance one pseudo-run (its runs'
     process figures together), whose fitted run-wide shift is the instances' spread (with the
     run-to-run shift it holds)."""
-    parts = Spread()
+    parts = RunSpread()
     for instances in types:
         fitted = across_runs.fit(
             [Run(min(r.run.timestamp for r in rows), _pooled(rows)) for rows in instances]
         )
         shift = fitted.part(across_runs.SHIFT)
-        parts = parts + Spread(((across_runs.INSTANCE, shift),)) if shift.df else parts
+        parts = parts + RunSpread(((across_runs.INSTANCE, shift),)) if shift.df else parts
     return parts
 
 
@@ -124,7 +126,7 @@ def versus(group: str, a: Side, b: Side, min_effect: float = MIN_EFFECT) -> Vers
     return Versus(group, r, verdict, basis, runs)
 
 
-def method(fitted: Spread, where: str) -> str:
+def method(fitted: RunSpread, where: str) -> str:
     """The method line's sentence on the spread, with its provenance."""
     shift, g = fitted.part(across_runs.SHIFT), fitted.between(ONE)
     return (

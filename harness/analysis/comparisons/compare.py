@@ -24,7 +24,7 @@ NOW_FAILING = "now failing"
 
 
 @dataclass(frozen=True)
-class Comparison:
+class GateResult:
     """The gate's result: verdicts per series, the runs compared, and cells that broke."""
 
     candidate_runs: list[str]
@@ -64,7 +64,7 @@ def compare(
     baseline: list[str],
     history_runs: int,
     policy: GatePolicy = GatePolicy(),
-) -> Comparison:
+) -> GateResult:
     """Judge every series of the ``candidate`` runs against the ``baseline`` runs (ids, resolved
     by :func:`harness.results.history.select_comparison`; ``history_runs``: runs in the whole
     history) (see the module docstring)."""
@@ -98,7 +98,7 @@ def compare(
         for r in cand_all.itertuples()
         if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint, r.machine) in was_ok
     ]
-    return Comparison(candidate, baseline, verdicts, broken, policy, history_runs)
+    return GateResult(candidate, baseline, verdicts, broken, policy, history_runs)
 
 
 def machine_names(cells: pd.DataFrame) -> dict[str, str]:
@@ -128,7 +128,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{(x - 1) * 100:+.1f}%"
 
 
-def _rows(result: Comparison) -> list[tuple[str, ...]]:
+def _rows(result: GateResult) -> list[tuple[str, ...]]:
     order = {LOWER: 0, HIGHER: 1, UNDECIDED: 2, gate.SHORT_HISTORY: 3, gate.NEW: 4, EQUIVALENT: 5}
     out: list[tuple[str, ...]] = []
     for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
@@ -166,7 +166,7 @@ HEADER = (
 )
 
 
-def _counts(result: Comparison) -> str:
+def _counts(result: GateResult) -> str:
     counts: dict[str, int] = {}
     for v in result.verdicts:
         counts[v.change] = counts.get(v.change, 0) + 1
@@ -175,7 +175,7 @@ def _counts(result: Comparison) -> str:
     return ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) or "nothing to compare"
 
 
-def _method(result: Comparison) -> str:
+def _method(result: GateResult) -> str:
     p = result.policy
     return (
         f"One observation per run: the median of its timed windows. Lower (a regression) or "
@@ -189,7 +189,7 @@ def _method(result: Comparison) -> str:
     )
 
 
-def text_table(result: Comparison) -> str:
+def text_table(result: GateResult) -> str:
     """The printed table: changes first."""
     return "\n".join(
         [
@@ -204,7 +204,7 @@ def text_table(result: Comparison) -> str:
     )
 
 
-def markdown(result: Comparison) -> str:
+def markdown(result: GateResult) -> str:
     """A CI comment: verdict, counts, the changed series as a table, and the method."""
     return render.markdown(
         "compare.md",
@@ -217,7 +217,7 @@ def markdown(result: Comparison) -> str:
     )
 
 
-def write_markdown(result: Comparison, path: Path) -> None:
+def write_markdown(result: GateResult, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(markdown(result))
 
@@ -225,8 +225,8 @@ def write_markdown(result: Comparison, path: Path) -> None:
 MAX_SERIES_FIGURES = 12
 
 
-def series_figures(cells: pd.DataFrame, result: Comparison, out: Path) -> list[Path]:
-    """For each changed series of a :class:`harness.compare.Comparison` (at most 12): its run
+def series_figures(cells: pd.DataFrame, result: GateResult, out: Path) -> list[Path]:
+    """For each changed series of a :class:`GateResult` (at most 12): its run
     medians over time with CI whiskers, the candidate highlighted, change points as dashed lines."""
     plt = plots.pyplot()
     changed = [v for v in result.verdicts if v.change in (LOWER, HIGHER)]

@@ -12,7 +12,7 @@ import numpy as np
 
 from harness.errors import EXIT_FAILURE, EXIT_OK, EXIT_SHORT_HISTORY, require
 from harness.formulas import across_runs, metrics
-from harness.formulas.across_runs import RunFigure, Side, Spread
+from harness.formulas.across_runs import RunFigure, RunSpread, Side
 from harness.formulas.change_points import segments
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED, equivalent
 
@@ -138,7 +138,7 @@ def judge_series(
     baseline: Sequence[RunFigure],
     compared: int,
     policy: GatePolicy,
-    spread: Spread = across_runs.CALIBRATION,
+    spread: RunSpread = across_runs.CALIBRATION,
     kind: str = across_runs.ONE,
 ) -> SeriesVerdict:
     """The verdict on one series. ``candidate`` and ``baseline``: one figure per run (its median
@@ -183,7 +183,7 @@ def judge_series(
     )
 
 
-def _side(runs: Sequence[RunFigure], spread: Spread, kind: str) -> Side:
+def _side(runs: Sequence[RunFigure], spread: RunSpread, kind: str) -> Side:
     """The runs' side under the variance model; its figure their median (the gate's figure)."""
     return replace(across_runs.side(runs, spread, kind), value=float(np.median([r.value for r in runs])))
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from harness.analysis.comparisons import across
 from harness.analysis.comparisons.across import MIN_EFFECT, Versus
-from harness.analysis.comparisons.machines import Machine, find, peak_of
+from harness.analysis.comparisons.machines import MachineRuns, find, peak_of
 from harness.analysis.run.answer import answers, labels
 from harness.contract.columns import Estimate
 from harness.contract.records import Axes, CellRow, RatioRow, Status
 from harness.errors import HarnessError
-from harness.formulas.across_runs import CALIBRATION, Side, Spread
+from harness.formulas.across_runs import CALIBRATION, RunSpread, Side
 from harness.formulas.stats import Ratio
 from harness.formulas.verdicts import judge
 from harness.spec.models import MODELS
@@ -73,7 +73,7 @@ class ModelAnswer:
     model: str
     title: str
     best: dict[str, Figure]
-    """Machine -> its fastest configuration's figure (machines whose runs raced the model)."""
+    """MachineRuns -> its fastest configuration's figure (machines whose runs raced the model)."""
     unraced: tuple[str, ...]
     """Machines whose runs measured the model but raced no configurations of it in turns."""
     at_best: tuple[Versus, ...]
@@ -104,7 +104,7 @@ class Row:
 
 @dataclass(frozen=True)
 class HardwareComparison:
-    machines: tuple[Machine, ...]
+    machines: tuple[MachineRuns, ...]
     baseline: str
     min_effect: float
     models: tuple[ModelAnswer, ...]
@@ -116,18 +116,18 @@ class HardwareComparison:
     peak_dtype: str
     """The compute dtype whose peaks are compared: float32 where every machine measured it, else
     the first other one every machine measured ("" where none)."""
-    spread: Spread
+    spread: RunSpread
     """The run-to-run spread every CI carries: the calibration set's with the machines' own runs."""
 
 
 def compare(
-    machines: Sequence[Machine],
+    machines: Sequence[MachineRuns],
     rows: Sequence[CellRow],
     ratios: Sequence[RatioRow],
     baseline: str | None = None,
     min_effect: float = MIN_EFFECT,
     prices: Mapping[str, float] | None = None,
-    calibration: Spread = CALIBRATION,
+    calibration: RunSpread = CALIBRATION,
 ) -> HardwareComparison:
     """The comparison of ``machines`` (two or more) on ``rows`` and ``ratios`` of their runs."""
     if len(machines) < 2:
@@ -164,7 +164,7 @@ def compare(
     return HardwareComparison(tuple(order), ref.name, min_effect, models, table, priced, peaks, dtype, fitted)
 
 
-def _check_alike(machines: Sequence[Machine]) -> None:
+def _check_alike(machines: Sequence[MachineRuns]) -> None:
     """Refuse machines whose runs' figures do not mean the same thing (protocol) or that ran other
     TensorFlow or Keras versions."""
     for what, get, fix in (
@@ -186,7 +186,7 @@ def _check_alike(machines: Sequence[Machine]) -> None:
 
 
 def _figures(
-    m: Machine, ok: Sequence[CellRow], named: Mapping[str, str], fitted: Spread
+    m: MachineRuns, ok: Sequence[CellRow], named: Mapping[str, str], fitted: RunSpread
 ) -> dict[str, Figure]:
     """Each configuration's :class:`Figure` on machine ``m`` (its rows ``ok``)."""
     out = {}
@@ -199,7 +199,7 @@ def _figures(
     return out
 
 
-def _spread(machines: Sequence[Machine], ok: Sequence[CellRow], calibration: Spread) -> Spread:
+def _spread(machines: Sequence[MachineRuns], ok: Sequence[CellRow], calibration: RunSpread) -> RunSpread:
     """The calibration set's spread pooled with each instance's own runs, and the instance-to-
     instance spread of the machines measured on two or more instances."""
     instances = [
@@ -216,9 +216,9 @@ def _versus(f: Figure, ref: Figure, min_effect: float) -> Versus:
 
 
 def _leaders(
-    machines: Sequence[Machine], ok: Sequence[CellRow], ratios: Sequence[RatioRow], model: str
+    machines: Sequence[MachineRuns], ok: Sequence[CellRow], ratios: Sequence[RatioRow], model: str
 ) -> dict[str, str]:
-    """Machine -> the cell id its newest run that raced ``model`` named fastest."""
+    """MachineRuns -> the cell id its newest run that raced ``model`` named fastest."""
     out = {}
     for m in machines:
         for run in reversed(m.run_ids):
@@ -232,7 +232,7 @@ def _leaders(
 
 def _model(
     model: str,
-    machines: Sequence[Machine],
+    machines: Sequence[MachineRuns],
     figs: Mapping[tuple[str, str], Figure],
     leaders: Mapping[str, str],
     prices: Mapping[str, float],
@@ -261,7 +261,7 @@ def _model(
     )
 
 
-def _no_bf16(m: Machine, model: str, figs: Mapping[tuple[str, str], Figure]) -> NoBf16 | None:
+def _no_bf16(m: MachineRuns, model: str, figs: Mapping[tuple[str, str], Figure]) -> NoBf16 | None:
     """:class:`NoBf16` where machine ``m`` has no GPU, trained ``model`` but never in mixed bfloat16,
     and its CPU has bfloat16 units (or its runs recorded no CPU flags); else None."""
     trained = {f.cell.precision for (n, _), f in figs.items() if n == m.name and f.cell.model == model}
@@ -272,7 +272,7 @@ def _no_bf16(m: Machine, model: str, figs: Mapping[tuple[str, str], Figure]) -> 
 
 
 def _shared_config(
-    model: str, machines: Sequence[Machine], figs: Mapping[tuple[str, str], Figure], ref_best: str | None
+    model: str, machines: Sequence[MachineRuns], figs: Mapping[tuple[str, str], Figure], ref_best: str | None
 ) -> str | None:
     """The configuration every machine measured, compared on all of them: the plain custom loop
     (the reference strategy on one device, a custom loop, no accumulation: the configuration a
@@ -307,7 +307,7 @@ def _cost(f: Figure, usd_per_hour: float, epoch_examples: int) -> Cost:
     return Cost(usd_per_hour, per(1e6), per(epoch_examples) if epoch_examples else None)
 
 
-def _peak_versus(m: Machine, ref: Machine, dtype: str, min_effect: float) -> Versus:
+def _peak_versus(m: MachineRuns, ref: MachineRuns, dtype: str, min_effect: float) -> Versus:
     """m's peak in ``dtype`` / the reference's, CI from the two 95% CIs taken as normal on the log
     scale: log-ratio +- hypot of the two CIs' log half-widths."""
     a, b = peak_of(m.peaks, dtype), peak_of(ref.peaks, dtype)

@@ -11,7 +11,7 @@ from typing import Any
 from harness.analysis.comparisons import across
 from harness.analysis.comparisons.across import Versus
 from harness.analysis.comparisons.hardware import Cost, Figure, HardwareComparison, ModelAnswer, NoBf16, Row
-from harness.analysis.comparisons.machines import Machine, peak_words
+from harness.analysis.comparisons.machines import MachineRuns, peak_words
 from harness.analysis.run import render
 from harness.contract.columns import Estimate
 from harness.formulas import across_runs
@@ -138,7 +138,7 @@ def no_bf16_words(n: NoBf16) -> str:
     return f"on {_q(n.machine)}, its best may be higher than shown: {why} ({run})"
 
 
-def facts_words(m: Machine) -> str:
+def facts_words(m: MachineRuns) -> str:
     """The machine's facts in one line (:attr:`MachineFacts.words`), or why there are none."""
     return m.facts.words if m.facts is not None else "facts not recorded (a run older than 2026-11-28)"
 

@@ -2,7 +2,7 @@
 several runs (``compare-hardware``, ``compare``, ``pack --machine``). Pure. A machine is a name, its
 facts (:class:`harness.contract.machine.MachineFacts`) and its measured matmul peaks with their CIs
 (per compute dtype); when runs are one machine: docs/explanation/statistics.md, "What is a machine"
-(:attr:`Machine.instances`, :attr:`Machine.why`). ``renames`` (run id -> name, ``--name REF=NAME``)
+(:attr:`MachineRuns.instances`, :attr:`MachineRuns.why`). ``renames`` (run id -> name, ``--name REF=NAME``)
 apply first."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class RunMachine:
 
 
 @dataclass(frozen=True)
-class Machine:
+class MachineRuns:
     """One machine: its name, facts, peaks (its first run's) and runs, oldest first."""
 
     name: str
@@ -127,14 +127,14 @@ def of_run(run_id: str, rows: Sequence[CellRow], renames: Mapping[str, str]) -> 
     )
 
 
-def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) -> list[Machine]:
+def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) -> list[MachineRuns]:
     """The machines the rows' runs measured (see the module doc), by name; HarnessError (exit 2)
     where one name stands for machines with different facts."""
     by_run: dict[str, list[CellRow]] = {}
     for r in rows:
         by_run.setdefault(r.run.run_id, []).append(r)
     runs = sorted((of_run(k, v, renames or {}) for k, v in by_run.items()), key=lambda r: (r.start, r.run_id))
-    out: list[Machine] = []
+    out: list[MachineRuns] = []
     for name in dict.fromkeys(r.name for r in runs):
         mine = [r for r in runs if r.name == name]
         known = [r for r in mine if r.facts is not None]
@@ -158,7 +158,7 @@ def overlap(a: Estimate, b: Estimate) -> bool:
     return a.low <= b.high and b.low <= a.high
 
 
-def _split_by_peak(name: str, runs: Sequence[RunMachine]) -> list[Machine]:
+def _split_by_peak(name: str, runs: Sequence[RunMachine]) -> list[MachineRuns]:
     """The runs of one name grouped by overlapping peak CIs, in order of peak."""
     clusters: list[list[RunMachine]] = []
     for r in sorted(runs, key=lambda r: r.peak.value or 0.0):
@@ -177,9 +177,9 @@ def _split_by_peak(name: str, runs: Sequence[RunMachine]) -> list[Machine]:
     return [_machine(n, sorted(c, key=lambda r: r.start), why) for n, c in named]
 
 
-def _machine(name: str, runs: Sequence[RunMachine], why: str) -> Machine:
+def _machine(name: str, runs: Sequence[RunMachine], why: str) -> MachineRuns:
     """The machine of ``runs`` (oldest first): its first run's peak, which its name may carry."""
-    return Machine(name, runs[-1].facts, runs[0].peaks, tuple(runs), why)
+    return MachineRuns(name, runs[-1].facts, runs[0].peaks, tuple(runs), why)
 
 
 def peak_words(p: Estimate) -> str:
@@ -190,7 +190,7 @@ def peak_words(p: Estimate) -> str:
     return f"{p.value / 1e9:,.0f} GFLOP/s{ci}"
 
 
-def find(machines: Sequence[Machine], name: str, flag: str) -> Machine:
+def find(machines: Sequence[MachineRuns], name: str, flag: str) -> MachineRuns:
     """The machine called ``name`` (exactly, or the one whose name starts with it); HarnessError
     naming the machines there are."""
     exact = [m for m in machines if m.name == name]

@@ -43,7 +43,7 @@ def _takes(axis: Axis, value: object) -> bool:
 
 
 @dataclass(frozen=True)
-class Versus:
+class Contender:
     """One contender against the model's leader: its row, its label in words and the ratio row
     (contender / leader throughput, measured in turns)."""
 
@@ -69,9 +69,9 @@ class Answer:
     """The leader's choices in words (every axis that differs between the contenders, said)."""
     shared: str
     """What every contender shares, in words."""
-    versus: tuple[Versus, ...]
+    versus: tuple[Contender, ...]
     """Each contender against the leader, closest first, not measured last."""
-    plain: Versus | None
+    plain: Contender | None
     """The plain custom loop (no strategy, nothing else changed) where it is not the leader."""
 
     @property
@@ -79,7 +79,7 @@ class Answer:
         return self.leader.cell.model
 
     @property
-    def rival(self) -> Versus | None:
+    def rival(self) -> Contender | None:
         """The closest measured contender."""
         return next((v for v in self.versus if v.verdict != NOT_MEASURED), None)
 
@@ -88,7 +88,7 @@ class Answer:
         """Group instances (sets of fresh processes) behind the ratios: the most of any."""
         return max((v.ratio.instances or 0 for v in self.versus), default=0)
 
-    def having(self, verdict: str) -> list[Versus]:
+    def having(self, verdict: str) -> list[Contender]:
         return [v for v in self.versus if v.verdict == verdict]
 
     @property
@@ -138,7 +138,7 @@ def _answer(leader: CellRow, raced: Sequence[tuple[CellRow, RatioRow]], named: d
     configs = [values(leader.cell), *(values(row.cell) for row, _ in raced)]
     versus = tuple(
         sorted(
-            (Versus(row, named[row.cell.cell_id], r) for row, r in raced),
+            (Contender(row, named[row.cell.cell_id], r) for row, r in raced),
             key=lambda v: -(v.ratio.ratio.value if v.ratio.ratio.value is not None else -1.0),
         )
     )
@@ -187,7 +187,7 @@ def change(value: float, low: float | None, high: float | None, than: str = "") 
     return f"{main} (between {_side(low)} and {_side(high)})"
 
 
-def gain(v: Versus, than: str = "") -> str:
+def gain(v: Contender, than: str = "") -> str:
     """The leader against contender ``v`` (1 / its ratio) in words: ``15% faster (between 11% and 20%)``."""
     r = v.ratio.ratio
     assert r.value is not None
@@ -195,7 +195,7 @@ def gain(v: Versus, than: str = "") -> str:
     return change(1 / r.value, *inverse, than=than)
 
 
-def _against(v: Versus, plain: bool) -> str:
+def _against(v: Contender, plain: bool) -> str:
     r = v.ratio
     label = v.label + (" (the plain custom loop)" if plain else "")
     if r.ratio.value is None:

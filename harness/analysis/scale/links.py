@@ -21,7 +21,7 @@ from harness.analysis.scale import scale_out, scaling
 from harness.contract.columns import Estimate
 from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
-from harness.formulas.across_runs import CALIBRATION, Side, Spread
+from harness.formulas.across_runs import CALIBRATION, RunSpread, Side
 
 ERROR_BAND = 0.15
 """A prediction within ±15% of the measured figure is called right; beyond, off."""
@@ -41,7 +41,7 @@ CLUSTER_HINT = (
 
 
 @dataclass(frozen=True)
-class Point:
+class AtLink:
     """One configuration at one link setting: its throughput over the setting's runs, the
     costs across the link timed apart and step time (s/update, median over runs; None where not
     measured), the model's figure with the rest from the other settings' runs (None where there
@@ -110,7 +110,7 @@ class Configuration:
     """The configuration in words, unique among the model's (:func:`harness.analysis.run.answer.labels`)."""
     nodes: int
     workers: int
-    points: tuple[Point, ...]
+    points: tuple[AtLink, ...]
     modelled: Modelled
     answers: tuple[scale_out.NodesAnswer, ...] = ()
     """The answer for N nodes at each link asked (none where not modelled)."""
@@ -129,7 +129,7 @@ class LinkComparison:
     error_band: float
     left_out: tuple[str, ...]
     """What was read but not compared, in words (rows without a measured link)."""
-    spread: Spread
+    spread: RunSpread
     """The run-to-run spread every CI carries: the calibration set's with each setting's runs."""
 
 
@@ -138,7 +138,7 @@ def compare(
     model: str | None = None,
     where: str = "the results",
     min_effect: float = MIN_EFFECT,
-    calibration: Spread = CALIBRATION,
+    calibration: RunSpread = CALIBRATION,
     links: Sequence[float] = (),
     counts: Sequence[int] = scale_out.NODE_COUNTS,
 ) -> LinkComparison:
@@ -200,7 +200,7 @@ def compare(
     return LinkComparison(settings, tuple(out), min_effect, ERROR_BAND, left_out, fitted)
 
 
-def _config(row: CellRow, rows: Sequence[CellRow], fitted: Spread) -> scale_out.Config | None:
+def _config(row: CellRow, rows: Sequence[CellRow], fitted: RunSpread) -> scale_out.Config | None:
     """The model's configuration of ``row``: one worker per node of a modelled strategy, with its
     one-node baseline; None otherwise."""
     if row.cell.strategy not in scale_out.ACROSS or row.cell.replicas != 1:
@@ -307,7 +307,7 @@ def _configuration(
     nodes: int,
     model: _Model,
     min_effect: float,
-    fitted: Spread,
+    fitted: RunSpread,
 ) -> Configuration:
     newest = list(runs.values())[-1]
     here = [(s, [runs[r] for r in s.run_ids if r in runs]) for s in settings]
@@ -321,7 +321,7 @@ def _configuration(
         p = predicted[s.label] if modelled.modelled else None
         fast = _figure(p)
         points.append(
-            Point(
+            AtLink(
                 s,
                 side,
                 _median([scale_out.crossing_s(r) for r in mine]),

@@ -16,7 +16,7 @@ from harness.analysis.comparisons.across import Versus
 from harness.analysis.comparisons.hardware_text import decide_words, figure_text, times, verdict_rule
 from harness.analysis.run.tables import render_table
 from harness.analysis.scale import scale_out
-from harness.analysis.scale.links import Configuration, LinkComparison, Point
+from harness.analysis.scale.links import AtLink, Configuration, LinkComparison
 from harness.analysis.scale.scale_out import NodesAnswer, NodesLine
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 from harness.spec.strategies import STRATEGIES
@@ -30,7 +30,7 @@ _SAID: dict[str, str] = {
 """A faster setting against the slowest, by verdict."""
 
 
-def _versus_words(p: Point, slowest: Point, min_effect: float) -> str:
+def _versus_words(p: AtLink, slowest: AtLink, min_effect: float) -> str:
     v = p.versus
     assert v is not None  # a faster setting
     r = v.ratio
@@ -88,7 +88,7 @@ def right(c: Configuration, band: float) -> str:
     ) + "".join(_where(p) for p, e in scored if abs(e) > band)
 
 
-def _where(p: Point) -> str:
+def _where(p: AtLink) -> str:
     """Where the model misses at ``p``: the costs across the link timed apart against its term,
     and the rest of the measured step (not timed apart) against the rest it took."""
     m = p.model
@@ -153,7 +153,7 @@ def _ratio(v: Versus | None) -> str:
     return f"{times(r.value)} [{_x(r.low)}, {_x(r.high)}] {v.verdict}"
 
 
-def _seconds(p: Point) -> str:
+def _seconds(p: AtLink) -> str:
     if p.crossing_s is None:
         return "-"
     step = f" of {p.step_s * 1e3:.3g} ms" if p.step_s is not None else ""
@@ -181,7 +181,7 @@ def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
     return out
 
 
-def _predicted(p: Point) -> str:
+def _predicted(p: AtLink) -> str:
     """The model's figure, its interval and whether the measured figure lies inside it."""
     low, high = p.interval
     where = {True: " inside", False: " outside", None: ""}[p.inside]
@@ -219,7 +219,7 @@ def _configuration(conf: Configuration, c: LinkComparison) -> dict[str, Any]:
     }
 
 
-def _point(p: Point) -> dict[str, Any]:
+def _point(p: AtLink) -> dict[str, Any]:
     e = p.estimate
     return {
         "setting": p.setting.label,

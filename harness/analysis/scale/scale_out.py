@@ -20,7 +20,7 @@ from harness.analysis.comparisons import across
 from harness.analysis.scale import scaling
 from harness.contract.records import CellRow
 from harness.formulas import prediction
-from harness.formulas.across_runs import Side, Spread, Term
+from harness.formulas.across_runs import RunSpread, Side, Term
 from harness.spec.cell import Cell
 
 WIRE_S = 8 / 1e9
@@ -163,7 +163,7 @@ def baseline_config(row: CellRow) -> Cell:
     return dataclasses.replace(scaling.config_of(row.cell), strategy="multi_worker_mirrored")
 
 
-def config_of(row: CellRow, rows: Sequence[CellRow], fitted: Spread) -> Config | None:
+def config_of(row: CellRow, rows: Sequence[CellRow], fitted: RunSpread) -> Config | None:
     """``row``'s :class:`Config`, its side from the one-node 1-worker rows of
     :func:`baseline_config` in ``rows`` (each run's newest) under ``fitted``; None without one."""
     ones = [
@@ -354,7 +354,10 @@ class Checked:
 
 
 def checks(
-    multi: Sequence[CellRow], configs: Mapping[str, Config], settings: Sequence[LinkSetting], fitted: Spread
+    multi: Sequence[CellRow],
+    configs: Mapping[str, Config],
+    settings: Sequence[LinkSetting],
+    fitted: RunSpread,
 ) -> Checked:
     """:class:`Checked` over the multi-node ``multi`` rows of ``configs`` at ``settings``."""
     found: dict[tuple[str, str], tuple[tuple[Config, LinkFit, int, float], int, float]] = {}

@@ -363,7 +363,7 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Predicted:
+class Predictions:
     """:func:`predictions`' answer: the 1-device row it scaled, the all-reduce cost it priced, one
     :class:`Line` per device count, and every check's log(measured / predicted): one per row
     measured on one node on 2 or more devices."""
@@ -402,11 +402,11 @@ def missing_baseline(config: Cell, where: str) -> str:
 
 def predictions(
     rows: Sequence[CellRow], query: Query, collectives: Any = None, where: str = "the results"
-) -> Predicted:
+) -> Predictions:
     """``query``'s prediction at each of its device counts from its 1-device row
     (:func:`find_one_device`) and :func:`cost_from_table` over ``collectives`` (a DataFrame),
     beside the newest row of the same :func:`baseline_key` at each count measured on one node
-    where there is one. Each interval's model error is from the checks (:class:`Predicted`) other
+    where there is one. Each interval's model error is from the checks (:class:`Predictions`) other
     than that point's own rows and the row shown. HarnessError without the 1-device row (naming
     ``where`` it was looked for and the command that measures it) or the all-reduce times."""
     config = query.config
@@ -440,7 +440,7 @@ def predictions(
         lines.append(
             Line(p, e, None if e is None else error(p.examples_per_sec, float(e.value or math.nan)), model)
         )
-    return Predicted(base_row, cost, tuple(lines), tuple(e for _, e in found))
+    return Predictions(base_row, cost, tuple(lines), tuple(e for _, e in found))
 
 
 def _at_counts(query: Query, rows: Sequence[CellRow]) -> list[tuple[int, CellRow]]:

@@ -12,7 +12,7 @@ from harness.spec.cell import Cell
 HEADER = ("cell", "mode", "B/A", "95% CI", "pairs", "verdict")
 
 
-class Outcome(Protocol):
+class CellPairs(Protocol):
     """What this module reads of one cell's pairs (:class:`harness.launch.versions.ab.CellOutcome`)."""
 
     @property
@@ -33,7 +33,7 @@ def _ci(d: Decision) -> str:
     return "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
 
 
-def progress_line(outcome: Outcome, order: str) -> str:
+def progress_line(outcome: CellPairs, order: str) -> str:
     """``cnn/... pair 4 (BA): B/A 0.962; so far 0.971 [0.950..0.992] undecided``."""
     d = outcome.decision
     return (
@@ -42,7 +42,7 @@ def progress_line(outcome: Outcome, order: str) -> str:
     )
 
 
-def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
+def rows(outcomes: Sequence[CellPairs]) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for o in outcomes:
         d = o.decision
@@ -55,7 +55,7 @@ def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
     return out
 
 
-def markdown(outcomes: Sequence[Outcome], verdict: str, rule: Rule) -> str:
+def markdown(outcomes: Sequence[CellPairs], verdict: str, rule: Rule) -> str:
     """The result as a CI comment: verdict, the table, the software of each side and the method."""
     software = next((o.software for o in outcomes if o.software), {})
     return render.markdown(

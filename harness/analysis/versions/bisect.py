@@ -26,7 +26,7 @@ FAST = "fast"
 
 
 @dataclass(frozen=True)
-class Build:
+class Wheel:
     """One TensorFlow wheel on the package index: its distribution, exact version and date."""
 
     dist: str
@@ -61,7 +61,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Measured:
+class StepResult:
     """A step's pairs and its decision; ``failure``: why its processes could not be compared."""
 
     step: Step
@@ -69,7 +69,7 @@ class Measured:
     failure: str = ""
 
 
-class Outcome(StrEnum):
+class Ending(StrEnum):
     FOUND = "found"
     """Two consecutive builds, the slowdown between them."""
     NO_SLOWDOWN = "no slowdown"
@@ -87,19 +87,19 @@ class Done:
     """Where the bisect ended: the builds it narrowed the slowdown to (``lo`` fast, ``hi`` slow,
     by index) and the step that says so (``last``)."""
 
-    outcome: Outcome
+    outcome: Ending
     lo: int
     hi: int
-    last: Measured
+    last: StepResult
 
 
 @dataclass(frozen=True)
 class State:
     """What is known: the builds, those skipped (index -> why) and the steps measured, in order."""
 
-    builds: tuple[Build, ...]
+    builds: tuple[Wheel, ...]
     skipped: Mapping[int, str]
-    measured: tuple[Measured, ...]
+    measured: tuple[StepResult, ...]
 
 
 def halfway(endpoints_ratio: float) -> float:
@@ -125,7 +125,7 @@ def decide(step: Step, ratios: Sequence[float], state: State, rule: ab.Rule) -> 
     return ab.decide(ratios, rule)
 
 
-def endpoints(state: State) -> Measured:
+def endpoints(state: State) -> StepResult:
     """The endpoints' step (the caller checks it was measured)."""
     return next(m for m in state.measured if m.step.kind is Kind.ENDPOINTS)
 
@@ -161,29 +161,29 @@ def next_step(state: State) -> Step | Done:
     for m in state.measured:
         if m.step.kind is Kind.MIDPOINT and (m.failure or m.decision.verdict == UNDECIDED):
             lo, hi = bounds(state)
-            return Done(Outcome.FAILED if m.failure else Outcome.UNDECIDED, lo, hi, m)
+            return Done(Ending.FAILED if m.failure else Ending.UNDECIDED, lo, hi, m)
     candidates = open_candidates(state)
     if candidates:
         return Step(Kind.MIDPOINT, 0, candidates[len(candidates) // 2])
     lo, hi = bounds(state)
     if (lo, hi) == (0, last):
-        return Done(Outcome.FOUND, lo, hi, end)
+        return Done(Ending.FOUND, lo, hi, end)
     final = next((m for m in state.measured if m.step == Step(Kind.FINAL, lo, hi)), None)
     if final is None:
         return Step(Kind.FINAL, lo, hi)
     if final.failure:
-        return Done(Outcome.FAILED, lo, hi, final)
-    return Done(Outcome.FOUND if final.decision.verdict == LOWER else Outcome.UNCONFIRMED, lo, hi, final)
+        return Done(Ending.FAILED, lo, hi, final)
+    return Done(Ending.FOUND if final.decision.verdict == LOWER else Ending.UNCONFIRMED, lo, hi, final)
 
 
-def _ended(end: Measured) -> Outcome:
+def _ended(end: StepResult) -> Ending:
     """How endpoints that are not a decided slowdown end the bisect."""
     if end.failure:
-        return Outcome.FAILED
-    return Outcome.UNDECIDED if end.decision.verdict == UNDECIDED else Outcome.NO_SLOWDOWN
+        return Ending.FAILED
+    return Ending.UNDECIDED if end.decision.verdict == UNDECIDED else Ending.NO_SLOWDOWN
 
 
-def reopen(measured: Sequence[Measured], rule: ab.Rule) -> tuple[Measured, ...]:
+def reopen(measured: Sequence[StepResult], rule: ab.Rule) -> tuple[StepResult, ...]:
     """The steps a rerun keeps as measured: a failed step is tried again, and an undecided one goes
     on when ``rule`` allows more pairs than it had (a rerun with a higher ``--max-pairs``)."""
     return tuple(

@@ -48,7 +48,7 @@ def _ratio(d: Decision) -> str:
     return f"{d.ratio:.3f} ({ci}{d.pairs} pairs in turns)"
 
 
-def _name(b: bs.Build) -> str:
+def _name(b: bs.Wheel) -> str:
     return f"{b.spec} ({b.date})"
 
 
@@ -188,11 +188,11 @@ def _commits(state: bs.State, done: bs.Done, ctx: Context) -> list[str]:
 
 
 ENDINGS = {
-    bs.Outcome.FOUND: _found,
-    bs.Outcome.UNCONFIRMED: _unconfirmed,
-    bs.Outcome.NO_SLOWDOWN: _no_slowdown,
-    bs.Outcome.UNDECIDED: _undecided,
-    bs.Outcome.FAILED: _failed,
+    bs.Ending.FOUND: _found,
+    bs.Ending.UNCONFIRMED: _unconfirmed,
+    bs.Ending.NO_SLOWDOWN: _no_slowdown,
+    bs.Ending.UNDECIDED: _undecided,
+    bs.Ending.FAILED: _failed,
 }
 """Outcome -> its words."""
 

@@ -118,7 +118,7 @@ class Change:
 
 
 @dataclass(frozen=True)
-class ChangePoint:
+class LevelShift:
     """Rule (b)'s finding: the level changes before night ``label`` (``index`` in the series),
     by ``shift`` (after / before), with permutation p-value ``p``; ``new`` unless rule (a) had
     already raised this alarm on a night since."""
@@ -135,13 +135,13 @@ class ChangePoint:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class NightVerdict:
     """One cell's night judged: rule (a)'s change and rule (b)'s change point (None: none found
     tonight)."""
 
     night: Night
     change: Change
-    change_point: ChangePoint | None = None
+    change_point: LevelShift | None = None
 
     @property
     def alarms(self) -> tuple[str, ...]:
@@ -211,14 +211,14 @@ def _baseline(series: Sequence[Night], start: int, end: int, skip: set[int], mos
 OPPOSITE = {LOWER: HIGHER, HIGHER: LOWER}
 
 
-def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
+def judge(series: Sequence[Night], rules: Rules) -> list[NightVerdict]:
     """Both rules on every night of a series, oldest first, as each night would have been judged
     (only the nights before it known); the last element is tonight's.
 
     A night that reverses the previous night's rule (a) alarm, back to equivalent (or undecided)
     from the level before it, is ``reverted``: that alarm was one night's glitch; it leaves the
     baselines, which return to the earlier level, and tonight raises no alarm of its own."""
-    verdicts: list[Verdict] = []
+    verdicts: list[NightVerdict] = []
     start_a = before_alarm = start_b = 0  # rule (a)'s baseline, the one before its alarm, rule (b)'s segment
     glitches: set[int] = set()
     for i, night in enumerate(series):
@@ -244,10 +244,10 @@ def judge(series: Sequence[Night], rules: Rules) -> list[Verdict]:
             since = max(start_b, index - 1)  # rule (a)'s alarm may land a night before the split
             seen = any(ALARMS.get(v.change.verdict) == direction for v in verdicts[since:])
             seen = seen or ALARMS.get(change.verdict) == direction
-            cp = ChangePoint(index, series[index].label, shift, p, new=not seen)
+            cp = LevelShift(index, series[index].label, shift, p, new=not seen)
             start_b = index
             start_a = max(start_a, index)
-        verdicts.append(Verdict(night, change, cp))
+        verdicts.append(NightVerdict(night, change, cp))
     return verdicts
 
 
@@ -257,7 +257,7 @@ def rules_out_regression(change: Change, min_effect: float) -> bool:
     return change.verdict == HIGHER or (math.isfinite(change.low) and change.low >= 1 - min_effect)
 
 
-def overall(verdicts: Sequence[Verdict], rules: Rules, failed: int = 0) -> str:
+def overall(verdicts: Sequence[NightVerdict], rules: Rules, failed: int = 0) -> str:
     """The night's verdict over cells, a regression gate's: a cell failed, else regression
     (a new regression alarm), else undecided (a cell whose CI reaches below 1 - F: a regression of
     F can be neither claimed nor ruled out), else no regression (a CI that straddles only 1 + F

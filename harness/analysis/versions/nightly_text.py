@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from harness.analysis.run import render
-from harness.analysis.versions.ab_text import Outcome
+from harness.analysis.versions.ab_text import CellPairs
 from harness.analysis.versions.nightly import REVERTED, Rules
 from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
@@ -42,7 +42,7 @@ def _change_point(cp: ChangePoint) -> str:
     )
 
 
-def round_line(outcomes: Sequence[Outcome], rnd: int, spent_s: float, budget_s: float) -> str:
+def round_line(outcomes: Sequence[CellPairs], rnd: int, spent_s: float, budget_s: float) -> str:
     """``round 3, 1.2 of 15 min: cnn/default/r1w1 0.981 (3 pairs), ...``: each cell's geometric
     mean so far."""
     parts = []

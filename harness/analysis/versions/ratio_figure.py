@@ -40,7 +40,7 @@ class Point:
 
 
 @dataclass(frozen=True)
-class Line:
+class Mark:
     """A level (a ratio: horizontal) or a moment (a date: vertical), ``label`` in the legend."""
 
     at: Any
@@ -52,8 +52,8 @@ class Line:
 @dataclass(frozen=True)
 class Chart:
     points: tuple[Point, ...]
-    levels: tuple[Line, ...]
-    moments: tuple[Line, ...]
+    levels: tuple[Mark, ...]
+    moments: tuple[Mark, ...]
     xlabel: str
     ylabel: str
     title: str
@@ -119,11 +119,11 @@ def bisect(state: bs.State, done: bs.Done | None) -> Chart:
     return Chart(
         tuple(points),
         (
-            Line(1.0, "#000000", "-", f"{good.spec} (the good build)"),
-            Line(line, style="--", label=f"halfway line {line:.3f}"),
+            Mark(1.0, "#000000", "-", f"{good.spec} (the good build)"),
+            Mark(line, style="--", label=f"halfway line {line:.3f}"),
         ),
         tuple(
-            Line(dt.date.fromisoformat(state.builds[i].date), style=":") for i in ends if state.builds[i].date
+            Mark(dt.date.fromisoformat(state.builds[i].date), style=":") for i in ends if state.builds[i].date
         ),
         "build date (the dotted lines: the two builds the slowdown lies between)",
         f"examples/s over {good.version}'s",
@@ -155,8 +155,8 @@ def nightly(nights: pd.DataFrame) -> Chart:
     before = [(when[i] - (when[i] - when[i - 1]) / 2 if i else when[i], labels[i]) for i in cps]
     return Chart(
         tuple(points),
-        (Line(1.0, "#000000", "-", "the reference build"),),
-        tuple(Line(at, "#6a1b9a", "--", f"change point before {night}") for at, night in before),
+        (Mark(1.0, "#000000", "-", "the reference build"),),
+        tuple(Mark(at, "#6a1b9a", "--", f"change point before {night}") for at, night in before),
         "night (UTC)",
         "candidate/reference examples/s",
         "Each night's candidate against the reference in turns (95% CI over pairs)",

@@ -35,7 +35,7 @@ from harness.launch.cells.tenants import run_tenants
 from harness.launch.system.platform import HostMachine, git_sha, this_machine
 from harness.results.aggregate import ProcessResult, aggregate, not_measured_row
 from harness.results.history import earlier_figures
-from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
+from harness.results.ratios import Evidence, ratio_rows, with_turn_ratios
 from harness.results.references import Peak, with_history, with_peak, with_ratios
 from harness.results.store import RunFiles, read_cells
 from harness.spec.cell import Cell
@@ -322,7 +322,7 @@ class RunState:
     def _aggregate(self, cell: Cell) -> CellRow:
         return aggregate(cell, self.protocol, self.evidence[cell.id], self.breakdowns.get(cell.id))
 
-    def write_rows(self, measured: Sequence[Measured] = ()) -> None:
+    def write_rows(self, measured: Sequence[Evidence] = ()) -> None:
         """Every measured cell's row (with the peak and the ratios), then the unsupported ones;
         ``measured``: the comparisons measured in turns (the ratios table; their scaling
         efficiency and co-tenancy ratio replace those of separately measured processes)."""

@@ -65,7 +65,7 @@ def plan_entry(
 
 
 @dataclass(frozen=True)
-class Plan:
+class JournaledPlan:
     """A journal's plan, read back."""
 
     run_id: str
@@ -82,7 +82,7 @@ class Plan:
     """A real cluster's run: its task counts by type (None: a local run)."""
 
     @classmethod
-    def of(cls, entry: Mapping[str, Any]) -> Plan:
+    def of(cls, entry: Mapping[str, Any]) -> JournaledPlan:
         platform = {**entry["platform"], "gpu_ids": tuple(entry["platform"].get("gpu_ids", ()))}
         return cls(
             entry["run_id"],
@@ -171,7 +171,7 @@ def differences(journaled: Mapping[str, str], here: Mapping[str, str]) -> list[s
     return found
 
 
-def host_of(plan: Plan, given: str | None, here: MachineFacts) -> HostMachine:
+def host_of(plan: JournaledPlan, given: str | None, here: MachineFacts) -> HostMachine:
     """The machine a resumed run's rows carry: the journal's name and facts (a journal of 2026-11-27
     or before: ``given``, else this host's default name, and ``here``, this host's facts, which
     :func:`load` found equal). ``given``: ``--machine`` with ``--resume``; a name other than the
@@ -324,7 +324,7 @@ def restore_peak(peaks: PeakLog, entry: Mapping[str, Any]) -> None:
 class Resumed:
     """A run to resume: its plan, its entries after the plan, its journal's path."""
 
-    plan: Plan
+    plan: JournaledPlan
     entries: list[journal.Entry]
     path: Path
 
@@ -361,7 +361,7 @@ def load(root: Path, ref: str, machine_here: Callable[[], Mapping[str, str]]) ->
     ``machine_here`` is asked only once the journal is found and read (it starts ``git``)."""
     path = journal.find(root, ref)
     entries = journal.read(path)
-    plan = Plan.of(entries[0])
+    plan = JournaledPlan.of(entries[0])
     found = differences(plan.machine, machine_here())
     if found:
         raise HarnessError(

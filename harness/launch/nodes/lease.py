@@ -74,7 +74,7 @@ class CellOrder:
 
 
 @dataclass(frozen=True)
-class Probe:
+class LinkProbe:
     """``nbytes`` raw bytes follow: answer with :class:`Probed`."""
 
     nbytes: int
@@ -109,12 +109,12 @@ class Exit:
     reason: str
 
 
-Message = Join | Welcome | CellOrder | Probe | Probed | Finished | CellFailed | Exit
+Message = Join | Welcome | CellOrder | LinkProbe | Probed | Finished | CellFailed | Exit
 MESSAGES: dict[str, type[Message]] = {
     "join": Join,
     "welcome": Welcome,
     "cell": CellOrder,
-    "probe": Probe,
+    "probe": LinkProbe,
     "probed": Probed,
     "finished": Finished,
     "failed": CellFailed,
@@ -417,7 +417,7 @@ class RunLease:
         payload = [chunk[: min(len(chunk), nbytes - sent)] for sent in range(0, nbytes, len(chunk))]
         t0 = time.perf_counter()
         try:
-            member.send(encode(Probe(nbytes)), *payload)
+            member.send(encode(LinkProbe(nbytes)), *payload)
         except OSError:
             return None
         deadline = time.monotonic() + timeout_s
@@ -554,7 +554,7 @@ class ChiefLink:
                     return
                 if isinstance(message, CellOrder):
                     self._orders.put(message)
-                elif isinstance(message, Probe):
+                elif isinstance(message, LinkProbe):
                     left = message.nbytes
                     while left > 0:
                         got = conn.reader.read(min(left, 1 << 20))

@@ -38,7 +38,7 @@ from harness.launch.system.platform import available_memory_bytes
 from harness.launch.system.process import worker_env
 from harness.results.cost import RunCost
 from harness.results.journal import Journal
-from harness.results.ratios import Measured
+from harness.results.ratios import Evidence
 from harness.spec import words
 from harness.spec.cell import Cell
 from harness.spec.frameworks import overlapping
@@ -118,7 +118,7 @@ class TurnsRun:
         self.steps: dict[str, int] = {}
         """By turn key: the window steps its first completed instance calibrated, which later
         instances reuse (a calibration costs two windows a member, a tenth of a run on 2 cores)."""
-        self.unmeasured: list[Measured] = []
+        self.unmeasured: list[Evidence] = []
         """Comparisons not measured in turns: a member failed, or the group fell back to one
         member at a time."""
         self.instances_of: dict[str, int] = {}
@@ -372,7 +372,7 @@ class TurnsRun:
         g = self.groups[index]
         note = f"not measured in turns: the group's members did not fit in memory together ({reason[:200]})"
         self.unmeasured += [
-            Measured(c, g.group.name, (), (), 0.0, g.dropped + 1, note)
+            Evidence(c, g.group.name, (), (), 0.0, g.dropped + 1, note)
             for c in (*g.group.comparisons, *(c for c, _, _ in g.race()))
         ]
         alone = [GroupRun(Group((m,), (), f"{g.group.name}.{i}")) for i, m in enumerate(g.group.members)]
@@ -392,7 +392,7 @@ class TurnsRun:
         run.result.paths.append(run.files.folder("costs"))
         run.result.cost = self.cost.text(wall)
 
-    def measured(self) -> list[Measured]:
+    def measured(self) -> list[Evidence]:
         budget = self.run.protocol.budget_min
         return [m for g in self.groups for m in g.measured(budget)] + self.unmeasured
 

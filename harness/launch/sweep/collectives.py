@@ -29,7 +29,7 @@ from harness.launch.cells.runner import (
     suite_version,
 )
 from harness.launch.system.platform import HostMachine, this_machine
-from harness.results.collectives import Timed, not_measured, topology_label, topology_rows
+from harness.results.collectives import TopologyReport, not_measured, topology_label, topology_rows
 from harness.results.store import RunFiles
 from harness.spec.cell import Cell
 from harness.spec.collectives import DEFAULT_MAX_BYTES
@@ -59,7 +59,7 @@ def run_collectives(
     )
     planned = plan(cells, platform)
     runnable = [c for c, why in planned if why is None]
-    reports: dict[str, list[Timed]] = {c.id: [] for c in runnable}
+    reports: dict[str, list[TopologyReport]] = {c.id: [] for c in runnable}
     facts: dict[str, Facts | None] = {}
     progress = progress or Progress(len(runnable) * protocol.processes)
     t0 = time.monotonic()
@@ -86,20 +86,20 @@ def run_collectives(
     return result
 
 
-def _timed(end: CellEnd) -> Timed:
+def _timed(end: CellEnd) -> TopologyReport:
     """What one process of a topology reported (a process that ended without a row: failed)."""
     row = end.row
     if end.event != Event.RECORD or row is None or row.status is None:
-        return Timed(Status.FAILED, end.reason)
+        return TopologyReport(Status.FAILED, end.reason)
     op = row.ran.effective_cross_device_ops
-    return Timed(row.status, row.reason, op, tuple(end.report.get("collectives", ())))
+    return TopologyReport(row.status, row.reason, op, tuple(end.report.get("collectives", ())))
 
 
 def _write(
     result: RunResult,
     files: RunFiles,
     planned: Sequence[tuple[Cell, str | None]],
-    reports: dict[str, list[Timed]],
+    reports: dict[str, list[TopologyReport]],
     facts: dict[str, Facts | None],
     machine: HostMachine,
 ) -> None:

@@ -14,7 +14,7 @@ from harness.formulas import turns as tstats
 from harness.formulas.turns import Turn
 from harness.launch.cells.runner import RunState
 from harness.launch.instances.turns import Instance
-from harness.results.ratios import Measured
+from harness.results.ratios import Evidence
 from harness.spec.groups import Comparison, Group, Relation, race_groups, raceable
 
 SCALING_CI_WIDTH = 0.10
@@ -114,12 +114,12 @@ class GroupRun:
                 self.logs.setdefault(i, []).append(sum(blocks) / len(blocks))
                 self.blocks.setdefault(i, []).append(tuple(blocks))
 
-    def without(self, keys: set[str]) -> list[Measured]:
+    def without(self, keys: set[str]) -> list[Evidence]:
         """The group without members ``keys`` (failed or invalid); returns their comparisons, as
         not measured in turns (the ratios table says why)."""
         note = "not measured in turns: {} failed or is invalid"
         gone = [
-            Measured(c, self.group.name, (), (), 0.0, self.dropped, note.format(k))
+            Evidence(c, self.group.name, (), (), 0.0, self.dropped, note.format(k))
             for c in self.group.comparisons
             for k in sorted({c.subject, c.reference} & keys)[:1]
         ]
@@ -133,7 +133,7 @@ class GroupRun:
             self.stopped = "every member failed"
         return gone
 
-    def measured(self, budget_min: float) -> list[Measured]:
+    def measured(self, budget_min: float) -> list[Evidence]:
         """Its comparisons as measured (a race group's against its fastest member last); a group
         the budget never reached says so in their note."""
         fixed = [
@@ -141,7 +141,7 @@ class GroupRun:
             for i, c in enumerate(self.group.comparisons)
         ]
         return [
-            Measured(
+            Evidence(
                 c,
                 self.group.name,
                 logs,

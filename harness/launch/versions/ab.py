@@ -48,7 +48,7 @@ def hardware(row: CellRow) -> dict[str, object]:
 
 
 @dataclass(frozen=True)
-class Side:
+class AbSide:
     """One side: ``name`` A or B, the interpreter its workers run under (None: this one) and the
     environment variables added to them."""
 
@@ -100,7 +100,7 @@ class CellOutcome:
     failure: str = ""
     software: dict[str, str] = field(default_factory=dict)
     a_facts: dict[str, str | None] = field(default_factory=dict)
-    """Side A's fingerprint, host_cpu and device_name (from its last ok pair)."""
+    """AbSide A's fingerprint, host_cpu and device_name (from its last ok pair)."""
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Pairs:
         folder: str,
         protocol: Protocol,
         platform: Platform,
-        sides: dict[str, Side],
+        sides: dict[str, AbSide],
         launcher: Launcher = run_cell_processes,
         machine: HostMachine | None = None,
     ) -> None:
@@ -273,8 +273,8 @@ def run_ab(
     protocol: Protocol,
     platform: Platform,
     out: Path,
-    a: Side,
-    b: Side,
+    a: AbSide,
+    b: AbSide,
     rule: ab.Rule,
     mode: Mode = MODES["turns"],
     launcher: Launcher = run_cell_processes,

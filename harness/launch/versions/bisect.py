@@ -25,7 +25,7 @@ from harness.errors import HarnessError
 from harness.formulas.verdicts import UNDECIDED
 from harness.launch.system import forks
 from harness.launch.system.platform import HostMachine, this_machine
-from harness.launch.versions.ab import CellOutcome, Pairs, Side
+from harness.launch.versions.ab import AbSide, CellOutcome, Pairs
 from harness.launch.versions.builds import BuildError, Held, Installed
 from harness.results.journal import Journal, read
 from harness.results.store import AB_FOLDER
@@ -41,7 +41,7 @@ MAX_ATTEMPTS = 2
 disturbed (no ratio): those do not count towards ``max_pairs``."""
 
 
-class Identity(TypedDict):
+class BisectKey(TypedDict):
     """What makes two commands the same bisect: builds, cell, timing (the protocol's fields but budget)."""
 
     good: str
@@ -124,7 +124,7 @@ class Measurer(Protocol):
     ) -> AbstractContextManager[Callable[[int, str], PairResult]]: ...
 
 
-Installer = Callable[[bs.Build], Installed]
+Installer = Callable[[bs.Wheel], Installed]
 
 
 @dataclass
@@ -147,9 +147,9 @@ def replay(lines: Sequence[dict[str, Any]]) -> Journaled:
     """The journal's lines (the plan, then each :data:`Entry`) as what they say (module doc). A
     step's ``step`` entry is its decision; its ``pair`` entries without one are the pairs of a step
     in progress."""
-    builds = tuple(bs.Build(**b) for b in lines[0]["builds"])
+    builds = tuple(bs.Wheel(**b) for b in lines[0]["builds"])
     skipped: dict[int, str] = {}
-    measured: dict[bs.Step, bs.Measured] = {}
+    measured: dict[bs.Step, bs.StepResult] = {}
     out = Journaled(bs.State(builds, skipped, ()))
     for e in cast(Sequence[Entry], lines[1:]):
         if e["kind"] == "installed":
@@ -168,7 +168,7 @@ def replay(lines: Sequence[dict[str, Any]]) -> Journaled:
             s = _step(e)
             d = ab.Decision(_nan(e["ratio"]), _nan(e["low"]), _nan(e["high"]), int(e["pairs"]), e["verdict"])
             measured.pop(s, None)  # a step decided again on a rerun: its latest decision
-            measured[s] = bs.Measured(s, d, e.get("failure") or "")
+            measured[s] = bs.StepResult(s, d, e.get("failure") or "")
         elif e["kind"] == "end":
             out.ended = (str(e["outcome"]), int(e["lo"]), int(e["hi"]))
     out.state = bs.State(builds, skipped, tuple(measured.values()))
@@ -179,7 +179,7 @@ def _nan_none(x: float) -> float | None:
     return x if x == x else None
 
 
-def step_entry(m: bs.Measured) -> StepEntry:
+def step_entry(m: bs.StepResult) -> StepEntry:
     d, s = m.decision, m.step
     return StepEntry(
         kind="step", step_kind=str(s.kind), a=s.a, b=s.b, ratio=_nan_none(d.ratio), low=_nan_none(d.low),
@@ -281,7 +281,7 @@ class Bisect:
             self.journal.append(step_entry(measured))
             self.state = replace(self.state, measured=(*self.state.measured, measured))
 
-    def _measure(self, step: bs.Step, a: Installed, b: Installed) -> bs.Measured | None:
+    def _measure(self, step: bs.Step, a: Installed, b: Installed) -> bs.StepResult | None:
         """The step's pairs from where the journal left it until decided, failed or max pairs;
         None when the budget ran out first (the pairs so far are journaled)."""
         rule = self.settings.rule
@@ -291,7 +291,7 @@ class Bisect:
         orders = ab.pair_orders(max(done, MAX_ATTEMPTS * rule.max_pairs), seed)
         decision = bs.decide(step, ratios, self.state, rule)
         if decision.verdict != UNDECIDED and ratios:
-            return bs.Measured(step, decision)
+            return bs.StepResult(step, decision)
         last_s = 0.0
         with self.measurer.step(a, b) as pair:
             for k in range(done, len(orders)):
@@ -308,14 +308,14 @@ class Bisect:
                 ))  # fmt: skip
                 self.known.pairs_done[step] = k + 1
                 if got.failure:
-                    return bs.Measured(step, bs.decide(step, ratios, self.state, rule), got.failure)
+                    return bs.StepResult(step, bs.decide(step, ratios, self.state, rule), got.failure)
                 if got.ratio is not None:
                     ratios.append(got.ratio)
                 decision = bs.decide(step, ratios, self.state, rule)
                 self.report(_pair_line(step, self.state, k, orders[k], got, decision))
                 if decision.verdict != UNDECIDED:
                     break
-        return bs.Measured(step, decision)
+        return bs.StepResult(step, decision)
 
 
 def _pair_line(step: bs.Step, state: bs.State, k: int, order: str, got: PairResult, d: ab.Decision) -> str:
@@ -347,7 +347,7 @@ class AbMeasurer:
 
     @contextmanager
     def step(self, a: Installed, b: Installed) -> Iterator[Callable[[int, str], PairResult]]:
-        sides = {"A": Side("A", self.held.python, a.env), "B": Side("B", self.held.python, b.env)}
+        sides = {"A": AbSide("A", self.held.python, a.env), "B": AbSide("B", self.held.python, b.env)}
         pairs = Pairs(self.results, AB_FOLDER, self.protocol, self.platform, sides, machine=self.machine)
 
         def pair(k: int, order: str) -> PairResult:
@@ -361,7 +361,7 @@ class AbMeasurer:
             yield pair
 
 
-def key_of(identity: Identity) -> str:
+def key_of(identity: BisectKey) -> str:
     """A bisect's folder name from what makes it the same bisect (a rerun resumes it)."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 

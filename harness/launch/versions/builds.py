@@ -28,7 +28,7 @@ from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from harness.analysis.versions.bisect import Build
+from harness.analysis.versions.bisect import Wheel
 from harness.errors import HarnessError
 from harness.launch.versions.envs import env_folder, freeze, make_venv, pin_of, run_checked, suite_root
 
@@ -150,7 +150,7 @@ def requirement(flag: str, spec: str) -> Requirement:
         ) from None
 
 
-def resolve(flag: str, spec: str, index: Index) -> Build:
+def resolve(flag: str, spec: str, index: Index) -> Wheel:
     """The newest version of the index that requirement ``spec`` admits (HarnessError naming
     ``flag`` and the versions there when none does)."""
     req = requirement(flag, spec)
@@ -163,20 +163,20 @@ def resolve(flag: str, spec: str, index: Index) -> Build:
             f"{index.where} matches it; expected one of its versions (the newest: {near})."
         )
     v = admitted[-1]
-    return Build(req.name, str(v), _date(v, versions[v]))
+    return Wheel(req.name, str(v), _date(v, versions[v]))
 
 
-def nightly_dist(good: Build, bad: Build) -> str:
+def nightly_dist(good: Wheel, bad: Wheel) -> str:
     """The distribution whose dated builds lie between ``good`` and ``bad``."""
     dist = canonicalize_name(bad.dist)
     return NIGHTLY_OF.get(dist, dist)
 
 
-def candidates(index: Index, dist: str, good: Build, bad: Build) -> list[Build]:
+def candidates(index: Index, dist: str, good: Wheel, bad: Wheel) -> list[Wheel]:
     """``dist``'s builds strictly between the good and the bad build's versions, oldest first."""
     lo, hi = Version(good.version), Version(bad.version)
     versions = _versions(index, dist)
-    return [Build(dist, str(v), _date(v, versions[v])) for v in sorted(versions) if lo < v < hi]
+    return [Wheel(dist, str(v), _date(v, versions[v])) for v in sorted(versions) if lo < v < hi]
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ class Held:
         return ", ".join(lines[d] for d in HELD_SHOWN if d in lines)
 
 
-def held(good: Build, envs: Path, index: Index) -> Held:
+def held(good: Wheel, envs: Path, index: Index) -> Held:
     """The held environment for the good build (module doc), built once under ``envs``: its
     dependencies resolved by pip from its index (a folder of wheels adds to pip's own)."""
     spec = good.spec
@@ -212,7 +212,7 @@ def held(good: Build, envs: Path, index: Index) -> Held:
     return Held(python, lock.read_text())
 
 
-def folder_of(build: Build, envs: Path) -> Path:
+def folder_of(build: Wheel, envs: Path) -> Path:
     return envs.resolve() / "bisect-builds" / f"{canonicalize_name(build.dist)}-{build.version}"
 
 
@@ -220,7 +220,7 @@ def folder_of(build: Build, envs: Path) -> Path:
 class Installed:
     """A build ready to run: its folder (the workers' ``PYTHONPATH``) and what it imported as."""
 
-    build: Build
+    build: Wheel
     folder: str
     tf_version: str
     git_version: str
@@ -232,7 +232,7 @@ class Installed:
         return (("PYTHONPATH", self.folder),)
 
 
-def _probe(python: str, folder: Path, build: Build) -> dict[str, str]:
+def _probe(python: str, folder: Path, build: Wheel) -> dict[str, str]:
     """What the held interpreter imports from ``folder`` (BuildError: it fails, or imports
     another TensorFlow than ``build``)."""
     env = {**os.environ, "PYTHONPATH": str(folder), "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -257,7 +257,7 @@ def _probe(python: str, folder: Path, build: Build) -> dict[str, str]:
     return probe
 
 
-def install(build: Build, envs: Path, index: Index, held_env: Held) -> Installed:
+def install(build: Wheel, envs: Path, index: Index, held_env: Held) -> Installed:
     """``build``'s wheel in its own folder, imported by the held interpreter. Cached: the wheel is
     reused, and its import probed again only when the held environment changed. BuildError when
     pip or the import fails, or the import resolves to another TensorFlow; nothing half-installed
@@ -294,5 +294,5 @@ def install(build: Build, envs: Path, index: Index, held_env: Held) -> Installed
     return _installed(build, folder, probe)
 
 
-def _installed(build: Build, folder: Path, probe: dict[str, str]) -> Installed:
+def _installed(build: Wheel, folder: Path, probe: dict[str, str]) -> Installed:
     return Installed(build, str(folder), probe["tf_version"], probe["git_version"], probe["keras_version"])

@@ -28,7 +28,7 @@ from harness.launch.system import forks
 from harness.launch.system.lock import taken
 from harness.launch.system.platform import HostMachine
 from harness.launch.versions import envs
-from harness.launch.versions.ab import CellOutcome, Pairs, Side, given
+from harness.launch.versions.ab import AbSide, CellOutcome, Pairs, given
 from harness.launch.versions.envs import Env
 from harness.results.store import NIGHTLY_FOLDER, RunFiles, read_nightly
 from harness.spec.cell import Cell
@@ -36,7 +36,7 @@ from harness.spec.protocol import Platform, Protocol
 
 
 @dataclass(frozen=True)
-class Budget:
+class NightBudget:
     """How long a night measures: rounds of pairs (:func:`due` says of which cells) until
     ``seconds`` are spent and every cell has ``min_pairs`` usable pairs (or that many tries), at
     most ``max_pairs`` pairs per cell."""
@@ -58,7 +58,7 @@ class NightResult:
     seconds: float = 0.0
 
 
-def due(outcomes: Sequence[CellOutcome], tried: Sequence[int], budget: Budget) -> list[int]:
+def due(outcomes: Sequence[CellOutcome], tried: Sequence[int], budget: NightBudget) -> list[int]:
     """The cells (indices) the next round measures: each live cell with fewer than
     ``budget.min_pairs`` usable pairs; once every one has them, those whose standard error of the
     mean log ratio is at least the median of the live cells' (the noisier half: every cell's CI
@@ -80,15 +80,15 @@ def measure(
     protocol: Protocol,
     platform: Platform,
     out: Path,
-    reference: Side,
-    candidate: Side,
-    budget: Budget,
+    reference: AbSide,
+    candidate: AbSide,
+    budget: NightBudget,
     launcher: Launcher = run_cell_processes,
     report: Callable[[Sequence[CellOutcome], int, float], None] = lambda outcomes, rnd, spent: None,
     clock: Callable[[], float] = time.monotonic,
     machine: HostMachine | None = None,
 ) -> NightResult:
-    """Rounds of pairs under ``budget`` (see :class:`Budget`), ``report`` called after each round
+    """Rounds of pairs under ``budget`` (see :class:`NightBudget`), ``report`` called after each round
     (the outcomes, the round's number from 1, seconds spent); a Ctrl-C keeps the pairs so far.
     Every pair's rows carry ``machine`` (default: this host under its default name)."""
     sides = {"A": reference, "B": candidate}
@@ -144,7 +144,7 @@ class Sides:
     label: str
 
 
-def _decided(row: NightlyRow, v: nightly.Verdict, confidence: float) -> NightlyRow:
+def _decided(row: NightlyRow, v: nightly.NightVerdict, confidence: float) -> NightlyRow:
     n, c, cp = v.night, v.change, v.change_point
     low, high = n.ci(confidence)
     return replace(
@@ -176,14 +176,14 @@ def _last_fingerprint(points: pd.DataFrame, cell_id: str, pin: str) -> str | Non
 
 def points(
     result: NightResult, sides: Sides, out: Path, rules: nightly.Rules, budget_min: float
-) -> tuple[list[NightlyRow], list[nightly.Verdict | None]]:
+) -> tuple[list[NightlyRow], list[nightly.NightVerdict | None]]:
     """Tonight's point per cell (a failed cell: a row with the reason) and its verdict (None for a
     failed cell), each judged with its series' earlier nights."""
     earlier = read_nightly(out)
     stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     suite = suite_version()
     rows: list[NightlyRow] = []
-    verdicts: list[nightly.Verdict | None] = []
+    verdicts: list[nightly.NightVerdict | None] = []
     for o in result.outcomes:
         fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, sides.reference.pin)
         key = series_key(o.cell.id, fp, __version__, sides.reference.pin)
@@ -233,18 +233,18 @@ class NightRequest:
     envs: Path
     label: str
     rules: nightly.Rules
-    budget: Budget
+    budget: NightBudget
     wait_lock: bool = False
 
 
 @dataclass(frozen=True)
-class Night:
+class NightRun:
     """What a night produced: its measurement, and unless it was interrupted its point per cell
     with its verdict (None for a failed cell), the points folder and the dashboard written."""
 
     result: NightResult
     rows: list[NightlyRow] = field(default_factory=list)
-    verdicts: list[nightly.Verdict | None] = field(default_factory=list)
+    verdicts: list[nightly.NightVerdict | None] = field(default_factory=list)
     written: Path | None = None
     dashboard: Path | None = None
 
@@ -254,7 +254,7 @@ def night(
     out: Path,
     request: NightRequest,
     report: Callable[[Sequence[CellOutcome], int, float], None] = lambda outcomes, rnd, spent: None,
-) -> Night:
+) -> NightRun:
     """One night: the reference pinned and the candidate installed (:mod:`harness.launch.versions.envs`),
     the unsupported cells named, then, holding the machine lock and the fork servers, the rounds
     of pairs (:func:`measure`, ``report`` after each); then tonight's points judged with their
@@ -277,17 +277,17 @@ def night(
             work.protocol,
             work.platform,
             out,
-            Side("A", reference.python, request.baseline_env),
-            Side("B", candidate.python, request.candidate_env),
+            AbSide("A", reference.python, request.baseline_env),
+            AbSide("B", candidate.python, request.candidate_env),
             request.budget,
             report=report,
             machine=work.machine,
         )
     if result.interrupted:
-        return Night(result)
+        return NightRun(result)
     sides = Sides(candidate, reference, request.label)
     rows, verdicts = points(result, sides, out, request.rules, work.protocol.budget_min)
     written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
     dashboard = out / NIGHTLY_FOLDER / "index.html"
     dashboard.write_text(page(read_nightly(out), f"nightly: {request.candidate} against {request.baseline}"))
-    return Night(result, rows, verdicts, written, dashboard)
+    return NightRun(result, rows, verdicts, written, dashboard)

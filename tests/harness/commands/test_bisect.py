@@ -48,8 +48,8 @@ def test_one_cell_only(argv: list[str], capsys: pytest.CaptureFixture[str]) -> N
     assert "with 2 cells that run here" in capsys.readouterr().err
 
 
-def measured(kind: bs.Kind, a: int, b: int, ratio: float, verdict: str) -> bs.Measured:
-    return bs.Measured(bs.Step(kind, a, b), ab.Decision(ratio, ratio - 0.01, ratio + 0.01, 5, verdict))
+def measured(kind: bs.Kind, a: int, b: int, ratio: float, verdict: str) -> bs.StepResult:
+    return bs.StepResult(bs.Step(kind, a, b), ab.Decision(ratio, ratio - 0.01, ratio + 0.01, 5, verdict))
 
 
 def test_an_ended_bisect_prints_its_result_again(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

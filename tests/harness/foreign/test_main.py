@@ -7,10 +7,10 @@ import pytest
 
 from harness.contract.tenant import TENANT_FAULT_ENV, TenantJob
 from harness.foreign import main as foreign_main
-from harness.foreign.trainer import Trainer
+from harness.foreign.trainer import ForeignTrainer
 
 
-class OnTheCpu(Trainer):
+class OnTheCpu(ForeignTrainer):
     """A framework that fell back to the CPU without raising."""
 
     version, platform = "0.0", "cpu"

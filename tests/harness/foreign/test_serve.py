@@ -12,12 +12,12 @@ import pytest
 
 from harness.contract.tenant import UNTIL_STOP
 from harness.foreign.serve import Channel, calibrate, serve, timed_steps, until_stopped
-from harness.foreign.trainer import Trainer
+from harness.foreign.trainer import ForeignTrainer
 
 STEP_S = 0.01
 
 
-class Sleeper(Trainer):
+class Sleeper(ForeignTrainer):
     version = "0"
 
     def __init__(self) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.formulas import across_runs
-from harness.formulas.across_runs import ONE, PS, Run, RunFigure, Spread, Sums, fit, side
+from harness.formulas.across_runs import ONE, PS, Run, RunFigure, RunSpread, Sums, fit, side
 
 
 def simulate(
@@ -34,7 +34,7 @@ def simulate(
 
 def test_the_fit_recovers_a_known_shift_and_run_by_configuration_term() -> None:
     rng = np.random.default_rng(1)
-    spread = sum((fit(simulate(rng, 4, 34, 0.04, 0.02, 0.05)) for _ in range(30)), Spread())
+    spread = sum((fit(simulate(rng, 4, 34, 0.04, 0.02, 0.05)) for _ in range(30)), RunSpread())
     shift = spread.part(across_runs.SHIFT)
     assert shift.df == 30 * 3 and spread.pairs == 30 * 6 and spread.machines == 30
     assert math.sqrt(shift.variance) == pytest.approx(0.04, rel=0.2)
@@ -49,13 +49,13 @@ def test_noise_alone_is_told_from_a_run_by_configuration_term() -> None:
     """The processes' own spread explains A/A differences: the fitted term is near 0, not the
     noise's size."""
     rng = np.random.default_rng(2)
-    spread = sum((fit(simulate(rng, 3, 34, 0.0, 0.0, 0.08)) for _ in range(20)), Spread())
+    spread = sum((fit(simulate(rng, 3, 34, 0.0, 0.0, 0.08)) for _ in range(20)), RunSpread())
     assert math.sqrt(spread.between(ONE).variance) < 0.015
 
 
 def test_a_noisier_kind_gets_its_own_term_where_an_f_test_says_so() -> None:
     rng = np.random.default_rng(3)
-    spread = sum((fit(simulate(rng, 3, 34, 0.01, 0.02, 0.02, ps=8)) for _ in range(10)), Spread())
+    spread = sum((fit(simulate(rng, 3, 34, 0.01, 0.02, 0.02, ps=8)) for _ in range(10)), RunSpread())
     ps, one = spread.between(PS), spread.between(ONE)
     assert ps.variance > 4 * one.variance and ps.df < one.df
 
@@ -67,7 +67,7 @@ def test_a_side_is_never_narrower_than_a_a_pairs_show() -> None:
         (across_runs.SHIFT, Sums(0.0, 0.0, 10)),
         (across_runs.between(ONE), Sums(0.03**2 * 40, 0.01**2 * 40, 40)),
     )
-    spread = Spread(parts, 10, 2)
+    spread = RunSpread(parts, 10, 2)
     tight = side([RunFigure(100.0, (99.9, 100.0, 100.1))], spread, ONE)
     loose = side([RunFigure(100.0, (80.0, 100.0, 125.0))], spread, ONE)
     assert tight.variance == pytest.approx(0.03**2) and loose.variance > 0.03**2
@@ -77,7 +77,7 @@ def test_coverage_of_a_a_pairs_one_run_a_side() -> None:
     """A/A: with the spread fitted on other runs of the machine, the ratio CI of two fresh runs
     holds 1 for about 95% of configurations."""
     rng = np.random.default_rng(4)
-    spread = sum((fit(simulate(rng, 3, 34, 0.03, 0.02, 0.05)) for _ in range(6)), Spread())
+    spread = sum((fit(simulate(rng, 3, 34, 0.03, 0.02, 0.05)) for _ in range(6)), RunSpread())
     held = total = 0
     for _ in range(60):
         a, b = simulate(rng, 2, 34, 0.03, 0.02, 0.05)
@@ -92,8 +92,8 @@ def test_coverage_of_a_a_pairs_one_run_a_side() -> None:
 def test_few_pairs_widen_the_interval_through_the_degrees_of_freedom() -> None:
     runs = [RunFigure(100.0, (99.0, 100.0, 101.0))]
     g = (across_runs.between(ONE), Sums(0.01, 0.0, 33))
-    few = Spread(((across_runs.SHIFT, Sums(0.0016, 0.0, 1)), g), 1, 1)
-    many = Spread(((across_runs.SHIFT, Sums(0.0016 * 40, 0.0, 40)), g), 40, 20)
+    few = RunSpread(((across_runs.SHIFT, Sums(0.0016, 0.0, 1)), g), 1, 1)
+    many = RunSpread(((across_runs.SHIFT, Sums(0.0016 * 40, 0.0, 40)), g), 40, 20)
     wide, narrow = (across_runs.ratio(side(runs, s, ONE), side(runs, s, ONE)) for s in (few, many))
     assert wide.high > narrow.high > 1
     # the shift both sides share is one component: its weight adds, its df counts once
@@ -106,7 +106,7 @@ def test_runs_to_decide_grow_as_a_difference_shrinks_and_end_below_the_band_edge
         (across_runs.SHIFT, Sums(0.03**2 * 20, 0.0, 20)),
         (across_runs.between(ONE), Sums(0.02**2 * 100, 0.0, 100)),
     )
-    s = Spread(parts, 20, 5)
+    s = RunSpread(parts, 20, 5)
     base = side([RunFigure(100.0, (97.0, 100.0, 103.0))], s, ONE)
     band = math.log1p(0.05)
 
@@ -122,8 +122,8 @@ def test_a_spread_names_where_it_was_measured() -> None:
     rng = np.random.default_rng(5)
     spread = fit(simulate(rng, 3, 5, 0.01, 0.01, 0.01))
     assert spread.words == "3 pairs of runs of 1 machine, 2026-12-07 to 2026-12-07, 1.0 h to 2.0 h apart"
-    assert Spread().words == "no pair of runs of one machine"
-    assert fit(simulate(rng, 1, 5, 0.01, 0.01, 0.01)) == Spread()
+    assert RunSpread().words == "no pair of runs of one machine"
+    assert fit(simulate(rng, 1, 5, 0.01, 0.01, 0.01)) == RunSpread()
 
 
 def test_a_run_of_one_process_takes_the_kinds_pooled_process_spread() -> None:
@@ -132,13 +132,13 @@ def test_a_run_of_one_process_takes_the_kinds_pooled_process_spread() -> None:
         (across_runs.between(ONE), Sums(0.0, 0.0, 50)),
         (across_runs.within(ONE), Sums(0.05**2 * 200, 0.0, 200)),
     )
-    one = side([RunFigure(100.0, (100.0,))], Spread(parts, 10, 2), ONE)
+    one = side([RunFigure(100.0, (100.0,))], RunSpread(parts, 10, 2), ONE)
     assert one.variance == pytest.approx(0.05**2) and across_runs.interval(one)[1] < 100
-    assert math.isnan(side([RunFigure(100.0, (100.0,))], Spread(), ONE).variance)
+    assert math.isnan(side([RunFigure(100.0, (100.0,))], RunSpread(), ONE).variance)
 
 
 def test_no_runs_or_no_figure_is_an_error() -> None:
     with pytest.raises(ValueError):
-        side([], Spread(), ONE)
+        side([], RunSpread(), ONE)
     with pytest.raises(ValueError, match="> 0"):
-        side([RunFigure(0.0, ())], Spread(), ONE)
+        side([RunFigure(0.0, ())], RunSpread(), ONE)

@@ -7,16 +7,16 @@ import pytest
 
 from harness.analysis.comparisons import gate
 from harness.analysis.comparisons.gate import GatePolicy
-from harness.formulas.across_runs import ONE, SHIFT, RunFigure, Spread, Sums, between, within
+from harness.formulas.across_runs import ONE, SHIFT, RunFigure, RunSpread, Sums, between, within
 
 
-def history_spread(history: list[float]) -> Spread:
+def history_spread(history: list[float]) -> RunSpread:
     """A machine whose runs spread as ``history`` does, all of it shared by its configurations
     (the run-wide shift), with no other part."""
     logs, k = np.log(history), len(history)
     nothing = Sums(0.0, 0.0, 1000)
     shift = Sums(float(np.var(logs, ddof=1)) * (k - 1), 0.0, k - 1) if k >= 2 else Sums()
-    return Spread(((SHIFT, shift), (between(ONE), nothing), (within(ONE), nothing)))
+    return RunSpread(((SHIFT, shift), (between(ONE), nothing), (within(ONE), nothing)))
 
 
 def _judge(

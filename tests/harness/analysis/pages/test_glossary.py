@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.pages import glossary
-from harness.analysis.pages.glossary import REGENERATE, TERMS, Term, markdown
+from harness.analysis.pages.glossary import REGENERATE, TERMS, Word, markdown
 from harness.analysis.run import render
 from harness.formulas import verdicts
 from tools.reference import main
@@ -86,7 +86,7 @@ VERDICTS = tuple(
 not measured)."""
 
 
-def _names(t: Term) -> set[str]:
+def _names(t: Word) -> set[str]:
     """What a term is printed as: its word, the word without its parenthesis, and what the
     parenthesis holds (``custom loop (ctl)``: ``custom loop``, ``ctl``)."""
     head, _, rest = t.word.partition(" (")
@@ -124,12 +124,12 @@ def test_verdict_words_are_derived_from_the_verdicts_module() -> None:
 def test_every_term_the_output_prints_has_an_entry(word: str) -> None:
     assert _is_printed(word), f"{word!r} is no longer printed: drop it from PRINTED"
     assert any(word.casefold() in {n.casefold() for n in _names(t)} for t in TERMS), (
-        f"{word!r} is printed but defined nowhere: add a Term to harness/analysis/pages/glossary.py"
+        f"{word!r} is printed but defined nowhere: add a Word to harness/analysis/pages/glossary.py"
     )
 
 
 @pytest.mark.parametrize("term", TERMS, ids=lambda t: t.word)
-def test_every_term_is_printed_somewhere(term: Term) -> None:
+def test_every_term_is_printed_somewhere(term: Word) -> None:
     assert any(_is_printed(n) for n in _names(term)), (
         f"{term.word!r} appears in no harness/ string or template: the output no longer uses it"
     )
@@ -151,14 +151,14 @@ def test_html_is_a_definition_list_that_escapes(monkeypatch: pytest.MonkeyPatch)
     out = html()
     assert out.startswith("<dl") and out.endswith("</dl>")
     assert out.count("<dt>") == len(TERMS) == out.count("<dd>")
-    monkeypatch.setattr(glossary, "TERMS", (Term("a<b>", 'x & "y" <script>'),))
+    monkeypatch.setattr(glossary, "TERMS", (Word("a<b>", 'x & "y" <script>'),))
     assert (
         html() == '<dl class="glossary"><dt>a&lt;b&gt;</dt><dd>x &amp; &#34;y&#34; &lt;script&gt;</dd></dl>'
     )
 
 
 def test_markdown_escapes_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(glossary, "TERMS", (Term("a|b", "x | y."),))
+    monkeypatch.setattr(glossary, "TERMS", (Word("a|b", "x | y."),))
     assert r"| **a\|b** | x \| y. |" in markdown()
 
 

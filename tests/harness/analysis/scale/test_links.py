@@ -203,7 +203,7 @@ def test_the_interval_carries_the_model_error_of_the_other_settings() -> None:
         for k in (1.0, 1.2)
     )
 
-    def width(p: links.Point) -> float:
+    def width(p: links.AtLink) -> float:
         return p.interval[1] / p.interval[0]
 
     assert all(p.inside and width(p) < 1.25 for p in clean)  # the model erred nowhere: the baseline CI alone

@@ -60,7 +60,7 @@ def two(run: str, eps: float, day: int = 2, workers: int = 2) -> CellRow:
     return row(replace(MWMS, workers=workers), run, eps, nodes=1, day=day)
 
 
-def predicted(rows: list[CellRow], counts: tuple[int, ...] = (2,)) -> scaling.Predicted:
+def predicted(rows: list[CellRow], counts: tuple[int, ...] = (2,)) -> scaling.Predictions:
     return scaling.predictions(rows, scaling.Query(replace(ONE), counts, "ring"), collectives())
 
 

@@ -14,14 +14,14 @@ from harness.formulas.verdicts import EQUIVALENT, LOWER, UNDECIDED
 RULE = ab.Rule(min_effect=0.02, min_pairs=4, max_pairs=12)
 
 
-def builds(n: int) -> tuple[bs.Build, ...]:
+def builds(n: int) -> tuple[bs.Wheel, ...]:
     nightlies = [
-        bs.Build("tf-nightly-cpu", f"2.21.0.dev202510{i + 1:02d}", f"2025-10-{i + 1:02d}") for i in range(n)
+        bs.Wheel("tf-nightly-cpu", f"2.21.0.dev202510{i + 1:02d}", f"2025-10-{i + 1:02d}") for i in range(n)
     ]
     return (
-        bs.Build("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        bs.Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
         *nightlies,
-        bs.Build("tensorflow-cpu", "2.21.0", "2026-03-06"),
+        bs.Wheel("tensorflow-cpu", "2.21.0", "2026-03-06"),
     )
 
 
@@ -29,11 +29,11 @@ def decision(ratio: float, verdict: str, half: float = 0.01, pairs: int = 5) -> 
     return ab.Decision(ratio, ratio - half, ratio + half, pairs, verdict)
 
 
-def measured(kind: bs.Kind, a: int, b: int, ratio: float, verdict: str) -> bs.Measured:
-    return bs.Measured(bs.Step(kind, a, b), decision(ratio, verdict))
+def measured(kind: bs.Kind, a: int, b: int, ratio: float, verdict: str) -> bs.StepResult:
+    return bs.StepResult(bs.Step(kind, a, b), decision(ratio, verdict))
 
 
-def state(n: int, *steps: bs.Measured, skipped: dict[int, str] | None = None) -> bs.State:
+def state(n: int, *steps: bs.StepResult, skipped: dict[int, str] | None = None) -> bs.State:
     return bs.State(builds(n), skipped or {}, steps)
 
 
@@ -47,12 +47,12 @@ def test_the_first_step_measures_the_endpoints() -> None:
 @pytest.mark.parametrize(
     "verdict, outcome",
     [
-        (EQUIVALENT, bs.Outcome.NO_SLOWDOWN),
-        ("higher", bs.Outcome.NO_SLOWDOWN),
-        (UNDECIDED, bs.Outcome.UNDECIDED),
+        (EQUIVALENT, bs.Ending.NO_SLOWDOWN),
+        ("higher", bs.Ending.NO_SLOWDOWN),
+        (UNDECIDED, bs.Ending.UNDECIDED),
     ],
 )
-def test_only_a_decided_slowdown_is_bisected(verdict: str, outcome: bs.Outcome) -> None:
+def test_only_a_decided_slowdown_is_bisected(verdict: str, outcome: bs.Ending) -> None:
     done = bs.next_step(state(7, measured(bs.Kind.ENDPOINTS, 0, 8, 0.99, verdict)))
     assert isinstance(done, bs.Done) and done.outcome is outcome
 
@@ -81,7 +81,7 @@ def test_consecutive_builds_end_with_a_direct_final_step() -> None:
     assert bs.next_step(s) == bs.Step(bs.Kind.FINAL, 3, 4)
     final = measured(bs.Kind.FINAL, 3, 4, 0.81, LOWER)
     done = bs.next_step(bs.State(s.builds, {}, (*s.measured, final)))
-    assert done == bs.Done(bs.Outcome.FOUND, 3, 4, final)
+    assert done == bs.Done(bs.Ending.FOUND, 3, 4, final)
 
 
 @pytest.mark.parametrize("verdict", [EQUIVALENT, UNDECIDED, "higher"])
@@ -89,12 +89,12 @@ def test_a_final_step_that_is_not_a_decided_slowdown_does_not_confirm(verdict: s
     s = state(7, ENDS, measured(bs.Kind.MIDPOINT, 0, 4, 0.8, bs.SLOW), measured(bs.Kind.MIDPOINT, 0, 3, 1.0, bs.FAST),
               measured(bs.Kind.FINAL, 3, 4, 0.99, verdict))  # fmt: skip
     done = bs.next_step(s)
-    assert isinstance(done, bs.Done) and done.outcome is bs.Outcome.UNCONFIRMED
+    assert isinstance(done, bs.Done) and done.outcome is bs.Ending.UNCONFIRMED
     assert answer(s, done, "", CTX)[0].startswith("Not confirmed: ")
 
 
 def test_a_rerun_retries_a_failed_step_and_goes_on_with_an_undecided_one_given_more_pairs() -> None:
-    failed = bs.Measured(bs.Step(bs.Kind.MIDPOINT, 0, 4), decision(0.9, UNDECIDED), "out of memory")
+    failed = bs.StepResult(bs.Step(bs.Kind.MIDPOINT, 0, 4), decision(0.9, UNDECIDED), "out of memory")
     und = measured(bs.Kind.MIDPOINT, 0, 2, 0.9, UNDECIDED)  # 5 pairs
     assert bs.reopen((ENDS, failed, und), RULE) == (ENDS,)  # RULE allows 12
     assert bs.reopen((ENDS, und), ab.Rule(max_pairs=5)) == (ENDS, und)
@@ -107,13 +107,13 @@ def test_a_skipped_build_is_passed_over() -> None:
     )
     s = state(1, measured(bs.Kind.ENDPOINTS, 0, 2, 0.8, LOWER), skipped={1: "no wheel"})
     done = bs.next_step(s)
-    assert isinstance(done, bs.Done) and (done.lo, done.hi) == (0, 2) and done.outcome is bs.Outcome.FOUND
+    assert isinstance(done, bs.Done) and (done.lo, done.hi) == (0, 2) and done.outcome is bs.Ending.FOUND
 
 
 def test_an_undecided_midpoint_ends_the_bisect_there() -> None:
     und = measured(bs.Kind.MIDPOINT, 0, 4, 0.9, UNDECIDED)
     done = bs.next_step(state(7, ENDS, und))
-    assert isinstance(done, bs.Done) and done.outcome is bs.Outcome.UNDECIDED and done.last == und
+    assert isinstance(done, bs.Done) and done.outcome is bs.Ending.UNDECIDED and done.last == und
 
 
 def test_classify_against_the_halfway_line() -> None:

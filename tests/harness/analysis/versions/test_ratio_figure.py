@@ -45,14 +45,14 @@ def test_a_nightly_series_is_its_measured_nights_by_time_with_alarms_and_change_
 
 def test_a_bisect_draws_each_build_against_the_good_one_by_date(tmp_path: Path) -> None:
     builds = (
-        bs.Build("tensorflow-cpu", "2.20.0", "2025-08-13"),
-        bs.Build("tf-nightly-cpu", "2.21.0.dev20251001", "2025-10-01"),
-        bs.Build("tensorflow-cpu", "2.21.0", "2026-03-06"),
+        bs.Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        bs.Wheel("tf-nightly-cpu", "2.21.0.dev20251001", "2025-10-01"),
+        bs.Wheel("tensorflow-cpu", "2.21.0", "2026-03-06"),
     )
     slow = ab.Decision(0.8, 0.78, 0.82, 5, LOWER)
     steps = (
-        bs.Measured(bs.Step(bs.Kind.ENDPOINTS, 0, 2), slow),
-        bs.Measured(bs.Step(bs.Kind.MIDPOINT, 0, 1), ab.Decision(0.81, 0.79, 0.83, 5, bs.SLOW)),
+        bs.StepResult(bs.Step(bs.Kind.ENDPOINTS, 0, 2), slow),
+        bs.StepResult(bs.Step(bs.Kind.MIDPOINT, 0, 1), ab.Decision(0.81, 0.79, 0.83, 5, bs.SLOW)),
     )
     chart = ratio_figure.bisect(bs.State(builds, {}, steps), None)
     assert [p.note for p in chart.points] == ["2.21.0", "2.21.0.dev20251001"]

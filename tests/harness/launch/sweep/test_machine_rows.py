@@ -19,7 +19,7 @@ from harness.launch.sweep.run_params import Hooks, Output, Work
 from harness.launch.system.platform import HostMachine, this_machine
 from harness.launch.versions import bisect as lb
 from harness.launch.versions import nightly as ln
-from harness.launch.versions.ab import MODES, Pairs, Side, run_ab
+from harness.launch.versions.ab import MODES, AbSide, Pairs, run_ab
 from harness.launch.versions.builds import Held
 from harness.results.store import read_cells, read_costs, read_ratios
 from harness.spec.cell import Cell
@@ -90,8 +90,8 @@ def test_ab_rows_carry_the_machine(tmp_path: Path) -> None:
         Protocol(),
         Platform(),
         tmp_path,
-        Side("A"),
-        Side("B"),
+        AbSide("A"),
+        AbSide("B"),
         Rule(min_pairs=2, max_pairs=2),
         MODES["alternate"],
         launcher,
@@ -125,7 +125,9 @@ def test_nightly_and_bisect_pairs_get_a_stamped_run(tmp_path: Path, monkeypatch:
     RUNS.clear()
     monkeypatch.setattr(ln, "Pairs", _Captured)
     monkeypatch.setattr(lb, "Pairs", _Captured)
-    ln.measure([], Protocol(), Platform(), tmp_path, Side("A"), Side("B"), ln.Budget(1.0), machine=LAB)
+    ln.measure(
+        [], Protocol(), Platform(), tmp_path, AbSide("A"), AbSide("B"), ln.NightBudget(1.0), machine=LAB
+    )
     _check(RUNS[-1], LAB)
 
     measurer = lb.AbMeasurer(Cell(), Protocol(fork=False), Platform(), tmp_path, Held("python", ""), LAB)
@@ -134,7 +136,7 @@ def test_nightly_and_bisect_pairs_get_a_stamped_run(tmp_path: Path, monkeypatch:
 
 
 def _installed(folder: Path) -> Any:
-    from harness.analysis.versions.bisect import Build
+    from harness.analysis.versions.bisect import Wheel
     from harness.launch.versions.builds import Installed
 
-    return Installed(Build("tensorflow-cpu", "2.20.0", "2025-08-13"), str(folder), "2.20.0", "", "3.0")
+    return Installed(Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"), str(folder), "2.20.0", "", "3.0")

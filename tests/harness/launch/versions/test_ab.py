@@ -25,7 +25,7 @@ def test_a_launch_and_mig_platform_survive_the_job_file() -> None:
 def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
     from harness.analysis.versions.ab import Rule
     from harness.contract.events import Event
-    from harness.launch.versions.ab import Side, run_ab
+    from harness.launch.versions.ab import AbSide, run_ab
 
     calls = []
 
@@ -46,8 +46,8 @@ def test_ctrl_c_keeps_the_pairs_measured_so_far(tmp_path: Path) -> None:
         Protocol(),
         Platform(),
         tmp_path,
-        Side("A"),
-        Side("B"),
+        AbSide("A"),
+        AbSide("B"),
         Rule(min_pairs=5),
         MODES["alternate"],
         launcher,

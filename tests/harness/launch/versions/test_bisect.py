@@ -23,15 +23,15 @@ SLOWDOWN = 0.85
 """The planted slowdown: builds from the bad one on train at this share of the good ones' speed."""
 
 
-def fake_builds(n: int) -> list[bs.Build]:
+def fake_builds(n: int) -> list[bs.Wheel]:
     nightlies = [
-        bs.Build("tf-nightly-cpu", f"2.21.0.dev2025{1001 + i:04d}", f"2025-10-{1 + i % 28:02d}")
+        bs.Wheel("tf-nightly-cpu", f"2.21.0.dev2025{1001 + i:04d}", f"2025-10-{1 + i % 28:02d}")
         for i in range(n)
     ]
     return [
-        bs.Build("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        bs.Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
         *nightlies,
-        bs.Build("tensorflow-cpu", "2.21.0", "2026-03-01"),
+        bs.Wheel("tensorflow-cpu", "2.21.0", "2026-03-01"),
     ]
 
 
@@ -63,8 +63,8 @@ class FakeMeasurer:
         yield pair
 
 
-def installer(builds: list[bs.Build], broken: set[int] = frozenset(), calls: list[int] | None = None):  # type: ignore[assignment]
-    def install(build: bs.Build) -> Installed:
+def installer(builds: list[bs.Wheel], broken: set[int] = frozenset(), calls: list[int] | None = None):  # type: ignore[assignment]
+    def install(build: bs.Wheel) -> Installed:
         i = builds.index(build)
         if calls is not None:
             calls.append(i)
@@ -78,7 +78,7 @@ def installer(builds: list[bs.Build], broken: set[int] = frozenset(), calls: lis
 SETTINGS = lb.Settings(ab.Rule(min_effect=0.02, min_pairs=4, max_pairs=12), seed=0, budget_s=3600)
 
 
-def journal(tmp_path: Path, builds: list[bs.Build]) -> Path:
+def journal(tmp_path: Path, builds: list[bs.Wheel]) -> Path:
     path = tmp_path / "bisect" / "k" / lb.JOURNAL
     Journal.create(path, {"builds": [asdict(b) for b in builds]}).close()
     return path
@@ -96,7 +96,7 @@ def test_a_planted_slowdown_is_found_in_about_log2_steps(tmp_path: Path, bad_fro
     builds = fake_builds(108)
     m = FakeMeasurer(bad_from)
     result = run(journal(tmp_path, builds), builds, m)
-    assert result.done is not None and result.done.outcome is bs.Outcome.FOUND
+    assert result.done is not None and result.done.outcome is bs.Ending.FOUND
     assert (result.done.lo, result.done.hi) == (bad_from - 1, bad_from)
     midpoints = [s for s in result.state.measured if s.step.kind is bs.Kind.MIDPOINT]
     assert len(midpoints) <= math.ceil(math.log2(109))
@@ -107,7 +107,7 @@ def test_a_build_that_will_not_install_is_skipped_and_named(tmp_path: Path) -> N
     builds = fake_builds(30)
     m = FakeMeasurer(bad_from=16)
     result = run(journal(tmp_path, builds), builds, m, broken={15, 16})
-    assert result.done is not None and result.done.outcome is bs.Outcome.FOUND
+    assert result.done is not None and result.done.outcome is bs.Ending.FOUND
     assert set(result.state.skipped) <= {15, 16} and result.state.skipped
     assert "no matching distribution" in next(iter(result.state.skipped.values()))
     assert result.done.lo < 16 <= result.done.hi
@@ -139,7 +139,7 @@ def test_no_slowdown_between_the_endpoints_ends_at_once(tmp_path: Path) -> None:
     builds = fake_builds(10)
     m = FakeMeasurer(bad_from=99)
     result = run(journal(tmp_path, builds), builds, m)
-    assert result.done is not None and result.done.outcome is bs.Outcome.NO_SLOWDOWN
+    assert result.done is not None and result.done.outcome is bs.Ending.NO_SLOWDOWN
     assert m.steps == [("0", "11")]
 
 
@@ -190,7 +190,7 @@ def test_replay_gives_back_a_failed_step_without_a_ratio_and_the_pairs_in_progre
     m = known.state.measured[-1]
     assert math.isnan(m.decision.ratio) and m.failure.endswith("out of memory")
     done = bs.next_step(known.state)
-    assert isinstance(done, bs.Done) and done.outcome is bs.Outcome.FAILED
+    assert isinstance(done, bs.Done) and done.outcome is bs.Ending.FAILED
 
 
 def test_a_rerun_retries_a_failed_step_and_a_skipped_build(tmp_path: Path) -> None:
@@ -205,12 +205,10 @@ def test_a_rerun_retries_a_failed_step_and_a_skipped_build(tmp_path: Path) -> No
 
     first = run(path, builds, Failing(bad_from=5), broken={8})  # 8 skipped, then 7 fails
     assert (
-        first.done is not None
-        and first.done.outcome is bs.Outcome.FAILED
-        and first.done.last.failure == "oom"
+        first.done is not None and first.done.outcome is bs.Ending.FAILED and first.done.last.failure == "oom"
     )
     again = run(path, builds, FakeMeasurer(bad_from=5))
-    assert again.done is not None and again.done.outcome is bs.Outcome.FOUND
+    assert again.done is not None and again.done.outcome is bs.Ending.FOUND
     assert (again.done.lo, again.done.hi) == (4, 5)
     entries = read(path)
     assert [e["outcome"] for e in entries if e["kind"] == "end"] == ["failed", "found"]

@@ -14,7 +14,7 @@ from packaging.tags import sys_tags
 
 from harness.analysis.versions import ab
 from harness.analysis.versions import bisect as bs
-from harness.analysis.versions.bisect import Build
+from harness.analysis.versions.bisect import Wheel
 from harness.errors import HarnessError
 from harness.launch.versions import bisect as lb
 from harness.launch.versions import builds
@@ -93,7 +93,7 @@ def test_install_puts_the_wheel_alone_in_its_folder_and_probes_it(
     index: builds.Index, tmp_path: Path
 ) -> None:
     held = builds.Held(sys.executable, "keras==3.15.1\n")
-    build = Build("tf-nightly-cpu", "2.21.0.dev20250901", "2025-09-01")
+    build = Wheel("tf-nightly-cpu", "2.21.0.dev20250901", "2025-09-01")
     probe = builds.PROBE.replace("keras.__version__", "'stub'").replace(", keras, numpy", ", numpy")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(builds, "PROBE", probe)
@@ -111,13 +111,13 @@ def test_a_build_that_will_not_install_or_import_is_a_build_error(
     held = builds.Held(sys.executable, "")
     with pytest.raises(builds.BuildError, match="exited"):
         builds.install(
-            Build("tf-nightly-cpu", "2.21.0.dev20250999", "2025-09-30"), tmp_path / "envs", index, held
+            Wheel("tf-nightly-cpu", "2.21.0.dev20250999", "2025-09-30"), tmp_path / "envs", index, held
         )
     assert index.folder is not None
     wheel(index.folder, "tf-nightly-cpu", "2.21.0.dev20251111", broken=True)
     with pytest.raises(builds.BuildError, match="cannot open shared object"):
         builds.install(
-            Build("tf-nightly-cpu", "2.21.0.dev20251111", "2025-11-11"), tmp_path / "envs", index, held
+            Wheel("tf-nightly-cpu", "2.21.0.dev20251111", "2025-11-11"), tmp_path / "envs", index, held
         )
     assert not list((tmp_path / "envs" / "bisect-builds").iterdir())  # nothing half-installed left
 
@@ -128,7 +128,7 @@ def test_a_cached_build_is_probed_again_when_the_held_environment_changed(
 ) -> None:
     probe = builds.PROBE.replace("keras.__version__", "'stub'").replace(", keras, numpy", ", numpy")
     monkeypatch.setattr(builds, "PROBE", probe)
-    build = Build("tf-nightly-cpu", "2.21.0.dev20250818", "2025-08-18")
+    build = Wheel("tf-nightly-cpu", "2.21.0.dev20250818", "2025-08-18")
     first = builds.install(build, tmp_path / "envs", index, builds.Held(sys.executable, "keras==3.15.1\n"))
     marker = Path(first.folder) / "tensorflow" / "marker"
     marker.write_text("the wheel is not installed again")
@@ -179,7 +179,7 @@ def test_a_bisect_on_a_fake_index_finds_the_planted_build_and_skips_the_broken_o
             ByDate(0),
             lambda s: None,
         ).run()
-    assert result.done is not None and result.done.outcome is bs.Outcome.FOUND
+    assert result.done is not None and result.done.outcome is bs.Ending.FOUND
     assert (everything[result.done.lo].date, everything[result.done.hi].date) == ("2025-10-22", "2025-10-23")
     assert (
         len([m for m in result.state.measured if m.step.kind is bs.Kind.MIDPOINT]) <= 6

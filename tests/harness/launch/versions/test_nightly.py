@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.launch.versions.ab import CellOutcome
-from harness.launch.versions.nightly import Budget, due, series_key
+from harness.launch.versions.nightly import NightBudget, due, series_key
 from harness.spec.cell import Cell
 
 CELLS = [Cell(model="cnn"), Cell(model="dense"), Cell(model="cnn", strategy="mirrored", replicas=2)]
@@ -19,7 +19,7 @@ def outcome(cell: Cell, sd: float, n: int, failure: str = "") -> CellOutcome:
 
 
 def test_every_cell_until_min_pairs_then_the_noisier_half() -> None:
-    budget = Budget(60, min_pairs=10, max_pairs=50)
+    budget = NightBudget(60, min_pairs=10, max_pairs=50)
     fresh = [outcome(c, 0.03, 4) for c in CELLS]
     assert due(fresh, [4, 4, 4], budget) == [0, 1, 2]
     mixed = [outcome(CELLS[0], 0.01, 12), outcome(CELLS[1], 0.05, 12), outcome(CELLS[2], 0.03, 9)]
@@ -29,7 +29,7 @@ def test_every_cell_until_min_pairs_then_the_noisier_half() -> None:
 
 
 def test_failed_cells_and_cells_at_max_pairs_are_done() -> None:
-    budget = Budget(60, min_pairs=2, max_pairs=5)
+    budget = NightBudget(60, min_pairs=2, max_pairs=5)
     done = [outcome(CELLS[0], 0.03, 5), outcome(CELLS[1], 0.03, 3, failure="worker exited 1")]
     assert due(done, [5, 3], budget) == []
 
