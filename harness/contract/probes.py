@@ -10,6 +10,27 @@ from typing import Any
 from harness.spec.axes import AXIS_BY_NAME
 from harness.spec.strategies import STRATEGIES, only_strategy
 
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on an NVIDIA GPU: GPU index, pid, memory (bytes; None if the
+    driver does not say)."""
+
+    gpu: int
+    pid: int
+    used_bytes: int | None
+
+
+@dataclass(frozen=True)
+class OsGpu:
+    """One DRM card: its sysfs name (``card0``), PCI vendor (NVIDIA, AMD, Intel, or the raw id)
+    and PCI address."""
+
+    card: str
+    vendor: str
+    pci: str
+
+
 PROBE_MODULE = "harness.worker.probe"
 
 

@@ -6,30 +6,10 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from harness.analysis.run.tables import render_table
-from harness.contract.probes import Probe, ProbeFacts, ProbeStatus
+from harness.contract.probes import GpuProcess, OsGpu, Probe, ProbeFacts, ProbeStatus
 from harness.spec.axes import AXIS_BY_NAME
 
 SKIPPED = ProbeStatus.SKIPPED
-
-
-@dataclass(frozen=True)
-class OsGpu:
-    """One DRM card: its sysfs name (``card0``), PCI vendor (NVIDIA, AMD, Intel, or the raw id)
-    and PCI address."""
-
-    card: str
-    vendor: str
-    pci: str
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """A process holding memory on an NVIDIA GPU: GPU index, pid, memory (bytes; None if the
-    driver does not say)."""
-
-    gpu: int
-    pid: int
-    used_bytes: int | None
 
 
 @dataclass(frozen=True)

@@ -17,32 +17,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from harness.analysis.versions import ab
+from harness.contract.wheels import Wheel
 from harness.formulas.verdicts import LOWER, UNDECIDED
 
 SLOW = "slow"
 """A midpoint like the bad build: its ratio's CI wholly below the halfway line."""
 FAST = "fast"
 """A midpoint like the good build: its ratio's CI wholly above the halfway line."""
-
-
-@dataclass(frozen=True)
-class Wheel:
-    """One TensorFlow wheel on the package index: its distribution, exact version and date."""
-
-    dist: str
-    version: str
-    date: str
-    """The build's day, ``YYYY-MM-DD``: a nightly's from its version (``devYYYYMMDD``), a
-    release's from its wheel's upload time."""
-
-    @property
-    def spec(self) -> str:
-        """What pip installs, e.g. ``tf-nightly-cpu==2.21.0.dev20250818``."""
-        return f"{self.dist}=={self.version}"
-
-    @property
-    def nightly(self) -> bool:
-        return ".dev" in self.version
 
 
 class Kind(StrEnum):

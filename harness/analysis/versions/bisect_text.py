@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from harness.analysis.run import render
 from harness.analysis.versions import bisect as bs
 from harness.analysis.versions.ab import Decision
+from harness.contract.wheels import Wheel
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
 VERDICT_WORDS = {
@@ -48,7 +49,7 @@ def _ratio(d: Decision) -> str:
     return f"{d.ratio:.3f} ({ci}{d.pairs} pairs in turns)"
 
 
-def _name(b: bs.Wheel) -> str:
+def _name(b: Wheel) -> str:
     return f"{b.spec} ({b.date})"
 
 

@@ -7,7 +7,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from harness.analysis.pages.doctor import GpuProcess, OsGpu
+from harness.contract.probes import GpuProcess, OsGpu
 
 PCI_VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD", "0x8086": "Intel"}
 """PCI vendor ids of GPU makers."""

@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol, TypedDict, cast
 
 from harness.analysis.versions import ab
 from harness.analysis.versions import bisect as bs
+from harness.contract.wheels import Wheel
 from harness.errors import HarnessError
 from harness.formulas.verdicts import UNDECIDED
 from harness.launch.system import forks
@@ -124,7 +125,7 @@ class Measurer(Protocol):
     ) -> AbstractContextManager[Callable[[int, str], PairResult]]: ...
 
 
-Installer = Callable[[bs.Wheel], Installed]
+Installer = Callable[[Wheel], Installed]
 
 
 @dataclass
@@ -147,7 +148,7 @@ def replay(lines: Sequence[dict[str, Any]]) -> Journaled:
     """The journal's lines (the plan, then each :data:`Entry`) as what they say (module doc). A
     step's ``step`` entry is its decision; its ``pair`` entries without one are the pairs of a step
     in progress."""
-    builds = tuple(bs.Wheel(**b) for b in lines[0]["builds"])
+    builds = tuple(Wheel(**b) for b in lines[0]["builds"])
     skipped: dict[int, str] = {}
     measured: dict[bs.Step, bs.StepResult] = {}
     out = Journaled(bs.State(builds, skipped, ()))

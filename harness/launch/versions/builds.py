@@ -28,7 +28,7 @@ from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from harness.analysis.versions.bisect import Wheel
+from harness.contract.wheels import Wheel
 from harness.errors import HarnessError
 from harness.launch.versions.envs import env_folder, freeze, make_venv, pin_of, run_checked, suite_root
 

@@ -9,19 +9,20 @@ import pytest
 from harness.analysis.versions import ab
 from harness.analysis.versions import bisect as bs
 from harness.analysis.versions.bisect_text import BuildFacts, Context, answer, markdown, table
+from harness.contract.wheels import Wheel
 from harness.formulas.verdicts import EQUIVALENT, LOWER, UNDECIDED
 
 RULE = ab.Rule(min_effect=0.02, min_pairs=4, max_pairs=12)
 
 
-def builds(n: int) -> tuple[bs.Wheel, ...]:
+def builds(n: int) -> tuple[Wheel, ...]:
     nightlies = [
-        bs.Wheel("tf-nightly-cpu", f"2.21.0.dev202510{i + 1:02d}", f"2025-10-{i + 1:02d}") for i in range(n)
+        Wheel("tf-nightly-cpu", f"2.21.0.dev202510{i + 1:02d}", f"2025-10-{i + 1:02d}") for i in range(n)
     ]
     return (
-        bs.Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
         *nightlies,
-        bs.Wheel("tensorflow-cpu", "2.21.0", "2026-03-06"),
+        Wheel("tensorflow-cpu", "2.21.0", "2026-03-06"),
     )
 
 

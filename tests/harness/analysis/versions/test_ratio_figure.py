@@ -11,6 +11,7 @@ import pandas as pd
 
 from harness.analysis.versions import ab, ratio_figure
 from harness.analysis.versions import bisect as bs
+from harness.contract.wheels import Wheel
 from harness.formulas.verdicts import LOWER
 
 
@@ -45,9 +46,9 @@ def test_a_nightly_series_is_its_measured_nights_by_time_with_alarms_and_change_
 
 def test_a_bisect_draws_each_build_against_the_good_one_by_date(tmp_path: Path) -> None:
     builds = (
-        bs.Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
-        bs.Wheel("tf-nightly-cpu", "2.21.0.dev20251001", "2025-10-01"),
-        bs.Wheel("tensorflow-cpu", "2.21.0", "2026-03-06"),
+        Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        Wheel("tf-nightly-cpu", "2.21.0.dev20251001", "2025-10-01"),
+        Wheel("tensorflow-cpu", "2.21.0", "2026-03-06"),
     )
     slow = ab.Decision(0.8, 0.78, 0.82, 5, LOWER)
     steps = (

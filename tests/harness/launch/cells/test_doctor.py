@@ -13,6 +13,8 @@ from harness.contract.probes import (
     WORKER_PROBE_STRATEGY,
     Build,
     Device,
+    GpuProcess,
+    OsGpu,
     ProbeFacts,
     ProbeStatus,
     Threads,
@@ -87,8 +89,8 @@ def test_a_probe_process_that_died_fails_the_probes_it_never_reported() -> None:
 
 
 def test_mixed_vendors_other_gpu_processes_and_memory_growth_are_warned_about() -> None:
-    os_list = [gpus.OsGpu("card0", "NVIDIA", "0000:01:00.0"), gpus.OsGpu("card1", "AMD", "0000:02:00.0")]
-    procs = [gpus.GpuProcess(0, 4242, 3 * 2**30), gpus.GpuProcess(0, 1, 2**30)]
+    os_list = [OsGpu("card0", "NVIDIA", "0000:01:00.0"), OsGpu("card1", "AMD", "0000:02:00.0")]
+    procs = [GpuProcess(0, 4242, 3 * 2**30), GpuProcess(0, 1, 2**30)]
     warnings = doctor.warnings(FACTS, os_list, procs, {1}, [])
     text = "\n".join(warnings)
     assert "mixed GPU vendors" in text and "1 AMD and 1 NVIDIA" in text and "CUDA (NVIDIA)" in text

@@ -13,6 +13,7 @@ import pytest
 
 from harness.contract.machine import PROTOCOL_VERSION, MachineFacts
 from harness.contract.records import RunInfo
+from harness.contract.wheels import Wheel
 from harness.launch.cells.peak import PeakLog
 from harness.launch.sweep import budget
 from harness.launch.sweep.run_params import Hooks, Output, Work
@@ -136,7 +137,12 @@ def test_nightly_and_bisect_pairs_get_a_stamped_run(tmp_path: Path, monkeypatch:
 
 
 def _installed(folder: Path) -> Any:
-    from harness.analysis.versions.bisect import Wheel
     from harness.launch.versions.builds import Installed
 
-    return Installed(Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"), str(folder), "2.20.0", "", "3.0")
+    return Installed(
+        Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        str(folder),
+        "2.20.0",
+        "",
+        "3.0",
+    )

@@ -14,6 +14,7 @@ import pytest
 
 from harness.analysis.versions import ab
 from harness.analysis.versions import bisect as bs
+from harness.contract.wheels import Wheel
 from harness.errors import HarnessError
 from harness.launch.versions import bisect as lb
 from harness.launch.versions.builds import BuildError, Installed
@@ -23,15 +24,15 @@ SLOWDOWN = 0.85
 """The planted slowdown: builds from the bad one on train at this share of the good ones' speed."""
 
 
-def fake_builds(n: int) -> list[bs.Wheel]:
+def fake_builds(n: int) -> list[Wheel]:
     nightlies = [
-        bs.Wheel("tf-nightly-cpu", f"2.21.0.dev2025{1001 + i:04d}", f"2025-10-{1 + i % 28:02d}")
+        Wheel("tf-nightly-cpu", f"2.21.0.dev2025{1001 + i:04d}", f"2025-10-{1 + i % 28:02d}")
         for i in range(n)
     ]
     return [
-        bs.Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
+        Wheel("tensorflow-cpu", "2.20.0", "2025-08-13"),
         *nightlies,
-        bs.Wheel("tensorflow-cpu", "2.21.0", "2026-03-01"),
+        Wheel("tensorflow-cpu", "2.21.0", "2026-03-01"),
     ]
 
 
@@ -63,8 +64,12 @@ class FakeMeasurer:
         yield pair
 
 
-def installer(builds: list[bs.Wheel], broken: set[int] = frozenset(), calls: list[int] | None = None):  # type: ignore[assignment]
-    def install(build: bs.Wheel) -> Installed:
+def installer(
+    builds: list[Wheel],
+    broken: set[int] = frozenset(),
+    calls: list[int] | None = None,
+):  # type: ignore[assignment]
+    def install(build: Wheel) -> Installed:
         i = builds.index(build)
         if calls is not None:
             calls.append(i)
@@ -78,7 +83,7 @@ def installer(builds: list[bs.Wheel], broken: set[int] = frozenset(), calls: lis
 SETTINGS = lb.Settings(ab.Rule(min_effect=0.02, min_pairs=4, max_pairs=12), seed=0, budget_s=3600)
 
 
-def journal(tmp_path: Path, builds: list[bs.Wheel]) -> Path:
+def journal(tmp_path: Path, builds: list[Wheel]) -> Path:
     path = tmp_path / "bisect" / "k" / lb.JOURNAL
     Journal.create(path, {"builds": [asdict(b) for b in builds]}).close()
     return path

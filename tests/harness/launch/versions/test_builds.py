@@ -14,7 +14,7 @@ from packaging.tags import sys_tags
 
 from harness.analysis.versions import ab
 from harness.analysis.versions import bisect as bs
-from harness.analysis.versions.bisect import Wheel
+from harness.contract.wheels import Wheel
 from harness.errors import HarnessError
 from harness.launch.versions import bisect as lb
 from harness.launch.versions import builds
@@ -111,13 +111,19 @@ def test_a_build_that_will_not_install_or_import_is_a_build_error(
     held = builds.Held(sys.executable, "")
     with pytest.raises(builds.BuildError, match="exited"):
         builds.install(
-            Wheel("tf-nightly-cpu", "2.21.0.dev20250999", "2025-09-30"), tmp_path / "envs", index, held
+            Wheel("tf-nightly-cpu", "2.21.0.dev20250999", "2025-09-30"),
+            tmp_path / "envs",
+            index,
+            held,
         )
     assert index.folder is not None
     wheel(index.folder, "tf-nightly-cpu", "2.21.0.dev20251111", broken=True)
     with pytest.raises(builds.BuildError, match="cannot open shared object"):
         builds.install(
-            Wheel("tf-nightly-cpu", "2.21.0.dev20251111", "2025-11-11"), tmp_path / "envs", index, held
+            Wheel("tf-nightly-cpu", "2.21.0.dev20251111", "2025-11-11"),
+            tmp_path / "envs",
+            index,
+            held,
         )
     assert not list((tmp_path / "envs" / "bisect-builds").iterdir())  # nothing half-installed left
 
