@@ -3,11 +3,15 @@ side learns that the other is gone, or why (docs/explanation/multi-worker.md, "T
 
 The chief's ``harness run`` process listens on :func:`lease_address` (:class:`RunLease`); every other
 task's ``harness run`` keeps a connection to it for the whole run (:class:`ChiefLink`). The wire: one
-JSON object per line, its ``kind`` one of :data:`MESSAGES`; a connection that closes without
-``finished`` (or ``exit``) means the other side is lost (:data:`LOSS_BOUND_S`)."""
+JSON object per line, its ``kind`` one of :data:`MESSAGES`, opened by one handshake on both sides
+(:func:`_handshake`: ``join``, then ``welcome``); a connection that closes without ``finished`` (or
+``exit``) means the other side is lost (:data:`LOSS_BOUND_S`). One exception: a ``probe`` line is
+followed by ``nbytes`` raw bytes, read unparsed so that the probe times the link, not the task's JSON
+parser (about 0.1 s for 64 MiB: longer than the transfer itself at 10 Gbit/s)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -19,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.launch.cells.cluster import ClusterConfig, host_of
 from harness.launch.nodes.scheduler import Seen, join_overdue
@@ -122,6 +126,7 @@ MESSAGES: dict[str, type[Message]] = {
 }
 """Each message's ``kind`` on the wire."""
 _KINDS = {cls: kind for kind, cls in MESSAGES.items()}
+M = TypeVar("M", bound=Message)
 
 
 def encode(message: Message) -> bytes:
@@ -155,8 +160,7 @@ def lease_address(config: ClusterConfig) -> tuple[str, int]:
     """(host, port) of the chief's run lease: the chief's host, and one above the highest port any
     task of the cluster uses on that host (never one of the cluster's own TensorFlow ports; with
     SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
-    kind, index = config.chief_task
-    host = host_of(config.jobs[kind][index])
+    host = task_host(config, "{} {}".format(*config.chief_task))
     addresses = [a for addresses in config.jobs.values() for a in addresses if host_of(a) == host]
     return host, max(int(a.rsplit(":", 1)[1]) for a in addresses) + 1
 
@@ -168,10 +172,7 @@ def cluster_digest(config: ClusterConfig) -> str:
 
 def task_names(config: ClusterConfig) -> list[str]:
     """``"<type> <index>"`` of every task but the chief: those that hold a lease connection."""
-    chief = config.chief_task
-    return [
-        f"{kind} {i}" for kind, addresses in config.spec for i in range(len(addresses)) if (kind, i) != chief
-    ]
+    return [f"{kind} {i}" for kind, a in config.spec for i in range(len(a)) if (kind, i) != config.chief_task]
 
 
 def task_host(config: ClusterConfig, name: str) -> str:
@@ -233,6 +234,34 @@ class _Conn:
         self.conn.close()
 
 
+def _handshake(
+    sock: socket.socket, own: Message, want: type[M], fits: Callable[[M], bool] = lambda _: True
+) -> tuple[_Conn, M]:
+    """The lease's one handshake, on either side of a new connection (``own``: this side's line): the
+    task sends its ``join`` and reads the chief's ``welcome``; the chief reads the ``join`` and only
+    then sends its ``welcome``. The other side's line must be a ``want`` that ``fits``; then the
+    connection is set for the run (blocking, :func:`_tcp_options`). OSError or ValueError with the
+    connection closed."""
+    chief = isinstance(own, Welcome)
+    sock.settimeout(LEASE_IO_TIMEOUT_S)
+    conn = _Conn(sock)
+    try:
+        if not chief:
+            conn.send(encode(own))
+        other = conn.read()
+        if not isinstance(other, want) or not fits(other):
+            refused = f"not a task of this cluster: {other}"
+            raise ValueError(refused if chief else "something else answers there, or another cluster's chief")
+        if chief:
+            conn.send(encode(own))
+        sock.settimeout(None)
+        _tcp_options(sock)
+    except (OSError, ValueError):
+        conn.close()
+        raise
+    return conn, other
+
+
 def _listen(port: int, retry_s: float = 2.0) -> socket.socket:
     """A listener on ``port``, every address. A bind refused while a local client's socket holds the
     port for a moment (its ephemeral port, or a connection to itself) is tried again for ``retry_s``."""
@@ -249,7 +278,7 @@ def _listen(port: int, retry_s: float = 2.0) -> socket.socket:
             time.sleep(0.05)
 
 
-class RunLease:
+class RunLease(contextlib.AbstractContextManager["RunLease"]):
     """The chief's side (module docstring): listens on :func:`lease_address`'s port (every interface)
     for the whole run, welcomes each task with ``welcome`` (the run's job, JSON-able) and watches its
     connection: :meth:`wait_for_tasks`, then :meth:`start_cell` per cell, :meth:`lost` and
@@ -265,12 +294,12 @@ class RunLease:
         self.config = config
         self.host, self.port = lease_address(config)
         self._digest = cluster_digest(config)
-        self._welcome = encode(Welcome(dict(welcome or {})))
+        self._welcome = Welcome(dict(welcome or {}))
         self.expected = task_names(config)
         self._linger_s = linger_s
         self._listener = _listen(self.port)
         self._listener.settimeout(LEASE_POLL_S)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._members: dict[str, _Conn] = {}
         self._seen: set[str] = set()
         self._lost: list[Lost] = []
@@ -279,23 +308,6 @@ class RunLease:
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="run-lease", daemon=True)
         self._thread.start()
-
-    def _admit(self, sock: socket.socket) -> _Conn | None:
-        """The handshake: a ``join`` of a task of this cluster, answered ``welcome`` (None: not one)."""
-        sock.settimeout(LEASE_IO_TIMEOUT_S)
-        conn = _Conn(sock)
-        try:
-            join = conn.read()
-            if not isinstance(join, Join) or join.cluster != self._digest or join.task not in self.expected:
-                raise ValueError(f"not a task of this cluster: {join}")
-            conn.send(self._welcome)
-            conn.name = join.task
-            sock.settimeout(None)
-            _tcp_options(sock)
-        except (OSError, ValueError):
-            conn.close()
-            return None
-        return conn
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -306,10 +318,13 @@ class RunLease:
             except OSError:  # closed by finish(), or a passing failure (EMFILE, ECONNABORTED)
                 time.sleep(LEASE_POLL_S)
                 continue
-            member = self._admit(conn)
-            if member is None:
+            try:
+                member, join = _handshake(
+                    conn, self._welcome, Join, lambda j: j.cluster == self._digest and j.task in self.expected
+                )
+            except (OSError, ValueError):
                 continue
-            name = member.name
+            member.name = name = join.task
             with self._lock:
                 self._seen.add(name)
                 code, old = self._code, self._members.pop(name, None)
@@ -325,8 +340,9 @@ class RunLease:
             threading.Thread(target=self._watch, args=(member,), name=f"lease-{name}", daemon=True).start()
 
     def _lose(self, name: str, why: str) -> None:
-        """Record task ``name`` lost (the caller holds the lock)."""
-        self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
+        """Record task ``name`` lost."""
+        with self._lock:
+            self._lost.append(Lost(name, task_host(self.config, name), time.time(), why))
 
     def _watch(self, member: _Conn) -> None:
         """Reads the task's messages until its connection ends; an end before :meth:`finish` is a
@@ -381,8 +397,7 @@ class RunLease:
                         time.monotonic(), started, seen(task_host(self.config, name)), timeout_s
                     )
                     if why is not None:
-                        with self._lock:
-                            self._lose(name, why)
+                        self._lose(name, why)
                 time.sleep(LEASE_POLL_S)
         except KeyboardInterrupt:
             waited = time.monotonic() - started
@@ -392,18 +407,15 @@ class RunLease:
                     self._lose(name, why)
         return self.lost()
 
-    def _send_all(self, data: bytes) -> None:
+    def start_cell(self, name: str, cell: Mapping[str, Any]) -> None:
+        """Tell every task that the cell starts (``name``: the chief's process name for it)."""
         with self._lock:
             members = list(self._members.values())
         for member in members:
             try:
-                member.send(data)
+                member.send(encode(CellOrder(name, dict(cell))))
             except OSError:
                 pass  # its watcher records the loss
-
-    def start_cell(self, name: str, cell: Mapping[str, Any]) -> None:
-        """Tell every task that the cell starts (``name``: the chief's process name for it)."""
-        self._send_all(encode(CellOrder(name, dict(cell))))
 
     def probe(self, task: str, nbytes: int = PROBE_BYTES, timeout_s: float = 60.0) -> float | None:
         """Gbit/s of ``nbytes`` sent to ``task`` and acknowledged (None: not connected, or no answer
@@ -413,8 +425,7 @@ class RunLease:
         if member is None:
             return None
         member.probed.clear()
-        chunk = bytes(1 << 20)
-        payload = [chunk[: min(len(chunk), nbytes - sent)] for sent in range(0, nbytes, len(chunk))]
+        payload = [bytes(1 << 20)] * (nbytes >> 20) + [bytes(nbytes % (1 << 20))]  # one buffer, sent again
         t0 = time.perf_counter()
         try:
             member.send(encode(LinkProbe(nbytes)), *payload)
@@ -453,9 +464,6 @@ class RunLease:
             self._closed.set()
             self._thread.join()
             self._listener.close()
-
-    def __enter__(self) -> RunLease:
-        return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
@@ -507,7 +515,7 @@ class ChiefLink:
         """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`): no lease
         after ``connect_timeout_s``, or ``over`` gave a reason to stop trying (the scheduler ended
         this task's job step)."""
-        join = encode(Join(f"{self.config.task_type} {self.config.task_index}", cluster_digest(self.config)))
+        join = Join(f"{self.config.task_type} {self.config.task_index}", cluster_digest(self.config))
         deadline = time.monotonic() + connect_timeout_s
         why = ""
         while True:
@@ -520,26 +528,15 @@ class ChiefLink:
                     )
                 time.sleep(retry_s)
             try:
-                conn = _Conn(socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S))
-            except OSError as e:
-                why = e.strerror or str(e)
-                continue
-            if conn.conn.getsockname() == conn.conn.getpeername():  # no listener: TCP joined itself
-                conn.close()
-                why = "no listener"
-                continue
-            try:
-                conn.send(join)
-                welcome = conn.read()
-                if not isinstance(welcome, Welcome):
-                    raise ValueError("something else answers there, or another cluster's chief")
-                self.welcome = welcome.job
-                conn.conn.settimeout(None)
-                _tcp_options(conn.conn)
+                sock = socket.create_connection((self.host, self.port), timeout=LEASE_IO_TIMEOUT_S)
+                if sock.getsockname() == sock.getpeername():  # no listener: TCP joined itself
+                    sock.close()
+                    raise OSError("no listener")
+                conn, welcome = _handshake(sock, join, Welcome)
             except (OSError, ValueError) as e:
                 why = getattr(e, "strerror", None) or str(e)
-                conn.close()
                 continue
+            self.welcome = welcome.job
             self._conn = conn
             threading.Thread(target=self._read, args=(conn,), name="chief-link", daemon=True).start()
             return None
@@ -562,10 +559,8 @@ class ChiefLink:
                             raise ValueError("the probe ended early")
                         left -= len(got)
                     conn.send(encode(Probed(message.nbytes)))
-        except OSError as e:
-            why = e.strerror or str(e)
-        except ValueError as e:
-            why = str(e)
+        except (OSError, ValueError) as e:
+            why = getattr(e, "strerror", None) or str(e)
         finally:
             conn.close()
         self._gone = (
