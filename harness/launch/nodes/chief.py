@@ -15,11 +15,12 @@ from pathlib import Path
 from harness.contract.events import Event
 from harness.contract.job import Job, WorkerOptions
 from harness.contract.records import Status
-from harness.launch.cells.cluster import ClusterConfig, ClusterPlace, host_of
+from harness.formulas.budget import Budget
+from harness.launch.cells.cluster import ClusterConfig, ClusterPlace
 from harness.launch.cells.progress import Progress
 from harness.launch.cells.runner import CellEnd, Launcher, RunResult, RunState, each_cell, run_date
 from harness.launch.instances.resume import decode_end, encode_end, peak_entry, restore_peak
-from harness.launch.nodes.lease import RunLease, task_host, task_names
+from harness.launch.nodes.lease import RunLease, lease_address, task_host, task_names
 from harness.launch.nodes.real_cluster import chief_launcher
 from harness.launch.system.platform import HostMachine
 from harness.results import journal
@@ -63,7 +64,7 @@ only ever slows a transfer down; on 1-core nodes single transfers of one htb set
 def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
     """The nodes the cluster spans, each task's host, and the slowest link from the chief to another
     node timed now, each the fastest of :data:`PROBES` (None on one node, or a node that answered none)."""
-    chief_host = host_of(config.jobs[config.chief_task[0]][config.chief_task[1]])
+    chief_host = lease_address(config)[0]
     one_per_node: dict[str, str] = {}
     for name in task_names(config):
         one_per_node.setdefault(task_host(config, name), name)
@@ -74,24 +75,6 @@ def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
         speeds.append(max(timed) if timed else None)
     link = None if not speeds or None in speeds else min(s for s in speeds if s is not None)
     return ClusterPlace(config.nodes, config.placement, link)
-
-
-class Budget:
-    """The chief's budget (``minutes``, 0: none): a cell starts if the run so far and its longest cell fit."""
-
-    def __init__(self, minutes: float | None, spent_s: float) -> None:
-        self.limit_s = (minutes or 0.0) * 60
-        self.t0 = time.monotonic() - spent_s
-        self.longest_s = 0.0
-
-    def spent_s(self) -> float:
-        return time.monotonic() - self.t0
-
-    def fits(self) -> bool:
-        return not self.limit_s or self.spent_s() + self.longest_s <= self.limit_s
-
-    def add(self, end: CellEnd) -> None:
-        self.longest_s = max(self.longest_s, end.wall_s)
 
 
 def measure(
@@ -115,18 +98,17 @@ def measure(
     for k, end in run.replay:  # the journaled processes kept again (their windows written anew, in order)
         state.record(end, k)
     done = {(k, end.cell.id) for k, end in run.replay}
-    since = time.monotonic() - (started if started is not None else time.monotonic())
-    budget = Budget(pr.budget_min, run.elapsed_s + since)
+    t0 = (started if started is not None else time.monotonic()) - run.elapsed_s  # the budget's clock
     order = [(k, c) for k in range(pr.processes) for c in pass_order(state.runnable, k, pr.seed)]
     todo = [(k, i, c) for i, (k, c) in enumerate(order) if (k, c.id) not in done]
     progress = Progress(len(todo))
     try:
-        _passes(state, todo, run, chief_launcher(config, lease), log, stop, budget, progress)
+        _passes(state, todo, run, chief_launcher(config, lease), log, stop, t0, progress)
         why = stop()
         if why is not None and not state.result.stopped:
             state.result.stopped, state.unreached = why, f"not started: {why}"
         if not state.result.stopped:
-            log.append({"kind": "end", "elapsed_s": budget.spent_s()})
+            log.append({"kind": "end", "elapsed_s": time.monotonic() - t0})
     except KeyboardInterrupt:
         state.result.interrupted = True
     finally:
@@ -142,39 +124,41 @@ def _passes(
     launcher: Launcher,
     log: journal.Journal,
     stop: Callable[[], str | None],
-    budget: Budget,
+    t0: float,
     progress: Progress,
 ) -> None:
     """Each (pass, position, cell) of ``todo`` in order, peaks around the passes, until ``stop`` gives
-    a reason (the next cell fails with it, where no process did) or the budget would be passed."""
+    a reason (the next cell fails with it, where no process did) or the budget would be passed: a
+    cell starts if the run so far (since ``t0``, monotonic s) and its longest cell fit."""
     pr = run.protocol
     options = WorkerOptions.of(
         pr, run.platform, state.files.root / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
     )
     if todo and stop() is None and not run.replay:
         _peak(state, log)
+    longest_s = 0.0
     for index, (k, position, cell) in enumerate(todo):
         if index and todo[index - 1][0] != k:  # between passes
             _peak(state, log)
         why = stop()
         if why is not None:
             if not any(r.row.reason.startswith(why) for e in state.evidence.values() for r in e):
-                _journaled(state, CellEnd(cell, Event.FAILED, reason=why), k, log, budget)
+                _journaled(state, CellEnd(cell, Event.FAILED, reason=why), k, log, t0)
             state.result.stopped, state.unreached = why, f"not started: {why}"
             return
-        if not budget.fits():
+        if not Budget(pr.budget_s, time.monotonic() - t0).fits(longest_s):
             return
         for end in each_cell([cell], options, launcher, progress, prefix=f"p{k}-{position:05d}-"):
-            _journaled(state, end, k, log, budget)
+            _journaled(state, end, k, log, t0)
+            longest_s = max(longest_s, end.wall_s)
     if todo and stop() is None:
         _peak(state, log)
 
 
-def _journaled(state: RunState, end: CellEnd, k: int, log: journal.Journal, budget: Budget) -> None:
-    """One process's end kept (pass ``k``) and journaled."""
+def _journaled(state: RunState, end: CellEnd, k: int, log: journal.Journal, t0: float) -> None:
+    """One process's end kept (pass ``k``) and journaled with the budget's seconds spent (since ``t0``)."""
     state.record(end, k)
-    budget.add(end)
-    log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": budget.spent_s()})
+    log.append({"kind": PROCESS, "pass": k, "end": encode_end(end), "elapsed_s": time.monotonic() - t0})
 
 
 def _peak(state: RunState, log: journal.Journal) -> None:

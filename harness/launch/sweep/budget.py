@@ -22,6 +22,7 @@ from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
 from harness.formulas import turns as tstats
 from harness.formulas.breakdown import measurable
+from harness.formulas.budget import Budget
 from harness.launch.cells.progress import Progress
 from harness.launch.cells.runner import CellEnd, Launcher, RunResult, RunState
 from harness.launch.instances import resume
@@ -29,7 +30,7 @@ from harness.launch.instances.breakdowns import Apart, measure_apart, not_measur
 from harness.launch.instances.turns import Instance, Plan, run_instance
 from harness.launch.sweep.group_run import SCALING_CI_WIDTH as SCALING_CI_WIDTH
 from harness.launch.sweep.group_run import GroupRun, _why, race_plan
-from harness.launch.sweep.limits import CLOSE_S, PRIORS, RACE_SHARE, Limits, asked_s, prior_instance_s
+from harness.launch.sweep.limits import CLOSE_S, HEADLINE_SHARE, PRIORS, RACE_SHARE, asked_s, prior_instance_s
 from harness.launch.sweep.limits import check_minimum as check_minimum
 from harness.launch.sweep.limits import minimum_s as minimum_s
 from harness.launch.sweep.run_params import NEW_RUN, REAL, Hooks, Identity, Output, Work
@@ -214,26 +215,29 @@ class TurnsRun:
         self.instances_of[cell.id] = k + 1
         self.run.record(end, k)
 
-    def limits(self, share: float = 1.0) -> Limits:
-        """The budget's limits now (``share``: of the budget the stage may spend)."""
-        due = self.breakdowns_due() * self.breakdown_s()
-        return Limits(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s(), due, share)
+    def budget(self, kept_s: float = 0.0, share: float = 1.0) -> Budget:
+        """The budget now, keeping the run's end (:meth:`_end_s`) and ``kept_s`` more seconds, for
+        work that may take ``share`` of it."""
+        return Budget(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s() + kept_s, share)
 
     def next(self, share: float = 1.0) -> int | None:
         """The group that gets the next instance (:func:`tstats.next_group`: the races ``first``,
-        ``first_while_open`` :attr:`Limits.headline_first`), or None when the stage is over. A group
-        whose next instance :meth:`Limits.refuses` is treated as at its most instances (the clock
-        only moves on), and the next choice is made."""
-        protocol, limits = self.run.protocol, self.limits(share)
-        mine = self.groups
+        while within :data:`HEADLINE_SHARE` of the stage), or None when the stage is over. One of a
+        group's minimum instances may take the budget up to the run's end; any other must end by
+        ``share`` of it less the step breakdowns due and the run's end. A group whose next instance
+        does not fit is treated as at its most instances (the clock only moves on), and the next
+        choice is made."""
+        protocol, mine, end = self.run.protocol, self.groups, self.budget()
+        stage = self.budget(self.breakdowns_due() * self.breakdown_s(), share)
         heads = {i for i, g in enumerate(mine) if g.group.race or _races(g.group)}
         states = [g.state() for g in mine]
-        pick = functools.partial(tstats.next_group, first=heads, first_while_open=limits.headline_first)
+        first_while_open = stage.spent_s < HEADLINE_SHARE * stage.until_s
+        pick = functools.partial(tstats.next_group, first=heads, first_while_open=first_while_open)
         while (
             found := pick(states, protocol.processes, protocol.max_processes, protocol.min_effect)
         ) is not None:
             g = mine[found]
-            if not limits.refuses(self.estimate_s(g), minimum=g.instances < protocol.processes):
+            if (end if g.instances < protocol.processes else stage).fits(self.estimate_s(g)):
                 return found
             states[found] = dataclasses.replace(states[found], instances=protocol.max_processes)
         return None
@@ -255,13 +259,13 @@ class TurnsRun:
         return CLOSE_S + (self.run.peaks.seconds / processes if processes else self.prior.peak_s)
 
     def seconds_left(self) -> float | None:
-        """The run's seconds left, estimated (the progress's ETA): the budget's (:attr:`Limits.left_s`;
-        none once no due instance fits), at most the groups' remaining instances, at least their remaining
-        minimum ones (each by :meth:`RunCost.instance_s`, less what the current one has run), plus the
-        breakdowns due and the closing peak; None before the first instance ends."""
+        """The run's seconds left, estimated (the progress's ETA): the budget's (less the breakdowns due
+        and the run's end; none once no due instance fits), at most the groups' remaining instances, at
+        least their remaining minimum ones (each by :meth:`RunCost.instance_s`, less what the current
+        one has run), plus the breakdowns due and the closing peak; None before the first instance ends."""
         if self.cost.instance_s(1) is None:
             return None
-        protocol, limits = self.run.protocol, self.limits()
+        protocol, due = self.run.protocol, self.breakdowns_due() * self.breakdown_s()
         running = 0.0 if self.current is None else self.clock() - self.current
 
         def left(instances: int) -> float:
@@ -271,11 +275,11 @@ class TurnsRun:
             return max(total - running, 0.0)
 
         # no instance that is due fits: the run ends now
-        budget = 0.0 if self.current is None and self.ending else limits.left_s
+        budget = 0.0 if self.current is None and self.ending else max(self.budget(due).left_s, 0.0)
         seconds = min(max(left(protocol.processes), min(budget, left(protocol.max_processes))), budget)
         assert self.run.result.time is not None
         ending = self.run.peaks.seconds / max(self.run.result.time.peak_processes, 1)
-        return seconds + ending + limits.breakdowns_s
+        return seconds + ending + due
 
     def start_races(self) -> None:
         """The second stage's groups (:func:`race_plan`) appended, where a race did not fit one
@@ -519,7 +523,7 @@ def break_down(state: TurnsRun, progress: Progress) -> None:
     state.closing = True
     for i, cell in enumerate(state.to_break_down()):
         label = f"{cell.model}: step breakdown of {words.describe(cell.to_dict())}"
-        if state.limits().refuses(state.breakdown_s(), minimum=True):
+        if not state.budget().fits(state.breakdown_s()):
             apart = Apart(cell.id, not_measured("the budget was spent before its process"), 0.0)
         else:
             progress.show(label)
@@ -533,8 +537,10 @@ def close_peak(state: TurnsRun) -> None:
     """The closing peak process, then more while a peak's CI is wider than ±5% and another fits
     before the budget's end (:meth:`harness.launch.cells.peak.PeakLog.close`)."""
     measure_peak(state)
-    budget = state.run.protocol.budget_s - CLOSE_S
-    state.run.peaks.close(lambda: measure_peak(state), lambda: budget - (state.clock() - state.t0))
+    budget_s = state.run.protocol.budget_s
+    state.run.peaks.close(
+        lambda: measure_peak(state), lambda: Budget(budget_s, state.clock() - state.t0, CLOSE_S).left_s
+    )
 
 
 def measure_peak(state: TurnsRun) -> None:

@@ -1,6 +1,6 @@
 """A run in turns' budget as pure arithmetic: what an instance costs before any has ended
 (:class:`Prior`), the least a selection needs (:func:`minimum_s`, :func:`check_minimum`), and the
-limits an instance must keep to start (:class:`Limits`)."""
+shares of the budget its stages keep to (:class:`harness.formulas.budget.Budget` says what fits)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+from harness.formulas.budget import Budget
 from harness.launch.instances.turns import Plan
 from harness.spec.groups import Group
 from harness.spec.models import ModelRef
@@ -28,54 +29,6 @@ that more instances would likely decide gets them first for the whole budget
 CLOSE_S = 15.0
 """Seconds the budget keeps for writing the rows and drawing the report (7 s for the default
 sweep's report on 2 cores, 2026-11-26), besides the closing peak process."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Where the budget stands when an instance is due, in seconds: the whole budget
-    (``--budget-min``), the seconds spent, those kept for the run's end (the closing peak process
-    and :data:`CLOSE_S`) and for the step breakdowns due after the turns, and the ``share`` of the
-    budget a stage may spend past its groups' minimum instances. :meth:`refuses` is the one answer
-    to whether another instance may start."""
-
-    budget_s: float
-    elapsed_s: float
-    end_s: float
-    breakdowns_s: float = 0.0
-    share: float = 1.0
-
-    @property
-    def reserve_s(self) -> float:
-        """Kept for after the turns: the step breakdowns and the run's end."""
-        return self.breakdowns_s + self.end_s
-
-    @property
-    def stage_s(self) -> float:
-        """When an instance past its group's minimum must have ended: ``share`` of the budget, less
-        :attr:`reserve_s`."""
-        return self.share * self.budget_s - self.reserve_s
-
-    @property
-    def left_s(self) -> float:
-        """Seconds the stage may still spend on instances (never below 0)."""
-        return max(self.stage_s - self.elapsed_s, 0.0)
-
-    @property
-    def headline_first(self) -> bool:
-        """Whether a headline group with any open comparison still comes first: within
-        :data:`HEADLINE_SHARE` of :attr:`stage_s`."""
-        return self.elapsed_s < HEADLINE_SHARE * self.stage_s
-
-    def refuses(self, seconds: float, minimum: bool = False) -> str:
-        """Why a process of ``seconds`` may not start now ("" when it may). One of a group's minimum
-        instances, or a step breakdown (``minimum``), may take the budget up to the run's end;
-        any other instance must end within :attr:`stage_s`."""
-        if minimum:
-            fits = self.elapsed_s + seconds <= self.budget_s - self.end_s
-            return "" if fits else "it would reach into the run's end (the closing peak, the rows)"
-        if self.elapsed_s + seconds <= self.stage_s:
-            return ""
-        return f"it would pass {self.share:.0%} of the budget less the step breakdowns and the run's end"
 
 
 @dataclass(frozen=True)
@@ -134,13 +87,13 @@ def check_minimum(
     """HarnessError, before any process starts, when the groups' minimum (:func:`minimum_s`)
     does not fit the budget: what it would take, and what would fit (``sweep``: the named sweep
     the selection came from, which the hint keeps)."""
-    need = minimum_s(found, protocol, plan, prior)
-    if need <= protocol.budget_s:
+    need, room = minimum_s(found, protocol, plan, prior), Budget(protocol.budget_s, 0.0)
+    if room.fits(need):
         return
     models = sorted({m.cell.model for g in found for m in g.members})
     mine = {model: [g for g in found if any(m.cell.model == model for m in g.members)] for model in models}
     alone = {model: minimum_s(groups, protocol, plan, prior) for model, groups in mine.items()}
-    fits = [model for model, s in alone.items() if s <= protocol.budget_s]
+    fits = [model for model, s in alone.items() if room.fits(s)]
     flag = f"--sweep {sweep} " if sweep else ""
     first = fits[0] if fits else ""
     typed = f"{first.source}:{first.function}" if isinstance(first, ModelRef) else first  # --model's

@@ -22,6 +22,7 @@ from harness.analysis.versions import ab, nightly
 from harness.analysis.versions.nightly_page import page
 from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
+from harness.formulas.budget import Budget
 from harness.launch.cells.runner import Launcher, plan, run_cell_processes, suite_version
 from harness.launch.sweep.run_params import Work
 from harness.launch.system import forks
@@ -101,7 +102,8 @@ def measure(
     rnd = 0
     try:
         while todo := due(result.outcomes, tried, budget):
-            if clock() - start >= budget.seconds and all(tried[i] >= budget.min_pairs for i in todo):
+            spent = Budget(budget.seconds, clock() - start).left_s <= 0
+            if spent and all(tried[i] >= budget.min_pairs for i in todo):
                 break  # spent, and every cell tried min_pairs times (disturbed pairs count as tries)
             for i in todo:
                 pairs.add_pair(result.outcomes[i], tried[i], orders[i][tried[i]])

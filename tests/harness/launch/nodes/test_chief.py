@@ -18,7 +18,7 @@ from harness.contract.records import Machine, Status
 from harness.launch.cells.cluster import ClusterConfig, ClusterPlace
 from harness.launch.cells.runner import CellEnd
 from harness.launch.nodes import chief
-from harness.launch.nodes.chief import Budget, ChiefRun, measure, place, replayed
+from harness.launch.nodes.chief import ChiefRun, measure, place, replayed
 from harness.launch.nodes.lease import Lost
 from harness.launch.sweep.sweep_run import exit_code
 from harness.results import journal
@@ -184,12 +184,11 @@ def test_where_names_every_task_and_the_slowest_link() -> None:
     assert place(one, FakeLease()) == ClusterPlace(1, "worker 0@n1, worker 1@n1", None)  # type: ignore[arg-type]
 
 
-def test_the_budget_counts_earlier_sessions_and_the_longest_cell() -> None:
-    budget = Budget(1.0, spent_s=30.0)
-    assert budget.fits()
-    budget.add(CellEnd(CELLS[0], "record", wall_s=31.0))  # type: ignore[arg-type]
-    assert not budget.fits()  # 30 s spent and a cell of 31 s: past the minute
-    assert Budget(0.0, 1e9).fits()  # none
+def test_the_budget_counts_earlier_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    protocol = Protocol(processes=2, peak=False, budget_min=1.0)
+    run = ChiefRun(CELLS, protocol, Platform(), None, None, "20261128T000000Z-abcdef", elapsed_s=61.0)
+    result, calls, _ = _measure(tmp_path, FakeLease(), monkeypatch, protocol, run)
+    assert calls == [] and {r.status for r in result.rows} == {Status.NOT_MEASURED}
 
 
 def test_resume_measures_a_process_whose_worker_recorded_a_failure_again() -> None:

@@ -601,13 +601,17 @@ def test_the_default_sweep_breaks_down_the_cells_the_answer_names_after_its_turn
     assert state.named() == set() and state.to_break_down() == []  # below its minimum: none yet
     prior = budget.PRIORS["cpu"].breakdown_s
     assert state.breakdowns_due() == 2  # the headline's leader and closest rival, once known
-    assert state.limits().reserve_s == pytest.approx(2 * prior + budget.CLOSE_S)
+    assert state.budget(state.breakdowns_due() * state.breakdown_s()).reserve_s == pytest.approx(
+        2 * prior + budget.CLOSE_S
+    )
     _measured(h0, [DIFFERENT], instances=3)
     assert {c.id for c in state.to_break_down()} == {ONE.id, TWO.id}  # TWO leads, ONE its rival
     assert not any(state._options(Member(c)).settings.breakdown for c in (DEFAULT, ONE, TWO))
     state.keep(Apart(ONE.id, BROKEN_DOWN, 4.0))  # the run's own breakdown process replaces the prior
     assert [c.id for c in state.to_break_down()] == [TWO.id]
-    assert state.limits().reserve_s == pytest.approx(4.0 + budget.CLOSE_S)
+    assert state.budget(state.breakdowns_due() * state.breakdown_s()).reserve_s == pytest.approx(
+        4.0 + budget.CLOSE_S
+    )
     every = _budget(tmp_path, dataclasses.replace(protocol, breakdown=True), Clock(), ())
     for cell in (DEFAULT, ONE):
         every.run.record(_end(cell, protocol, 1000.0), 0)
