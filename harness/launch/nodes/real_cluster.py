@@ -149,15 +149,15 @@ class TaskEnd:
     text: str
 
 
-def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOptions, Cell] | TaskEnd:
-    """This task joined to the chief's run lease, with the run's options (logs under ``log_dir``)
-    and its first cell, from the chief's welcome; or why it could not join."""
+def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOptions] | TaskEnd:
+    """This task joined to the chief's run lease, with the run's options from the chief's welcome
+    (logs under ``log_dir``); or why it could not join."""
     link = ChiefLink(config)
     failed = link.connect(over=watch_of(os.environ).over)
     if failed is not None:
         return TaskEnd(EXIT_FAILURE, failed.detail)
     job = Job.from_json(link.welcome)
-    return link, replace(job.options, log_dir=log_dir), job.cell
+    return link, replace(job.options, log_dir=log_dir)
 
 
 def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
@@ -167,7 +167,7 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
-    link, options, _ = joined
+    link, options = joined
 
     def stop() -> str | None:
         return link.over() or ("the chief has started another cell" if link.waiting() else None)
@@ -203,7 +203,7 @@ def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
-    link, options, _ = joined
+    link, options = joined
     first = link.next()
     if not isinstance(first, CellOrder):  # the run ended before any cell
         over = first if isinstance(first, ChiefEnd) else ChiefEnd(False, None, "no order")

@@ -28,11 +28,8 @@ from harness.launch.cells.runner import CellEnd, Launcher, RunResult, RunState
 from harness.launch.instances import resume
 from harness.launch.instances.breakdowns import Apart, measure_apart, not_measured
 from harness.launch.instances.turns import Instance, Plan, run_instance
-from harness.launch.sweep.group_run import SCALING_CI_WIDTH as SCALING_CI_WIDTH
 from harness.launch.sweep.group_run import GroupRun, _why, race_plan
 from harness.launch.sweep.limits import CLOSE_S, HEADLINE_SHARE, PRIORS, RACE_SHARE, asked_s, prior_instance_s
-from harness.launch.sweep.limits import check_minimum as check_minimum
-from harness.launch.sweep.limits import minimum_s as minimum_s
 from harness.launch.sweep.run_params import NEW_RUN, REAL, Hooks, Identity, Output, Work
 from harness.launch.system import xla_cache
 from harness.launch.system.platform import available_memory_bytes

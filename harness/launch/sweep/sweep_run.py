@@ -27,8 +27,9 @@ from harness.launch.nodes.chief import ChiefRun
 from harness.launch.nodes.lease import RunLease, lease_address, task_names
 from harness.launch.nodes.real_cluster import TaskEnd, follow_chief, serve_cluster_task
 from harness.launch.nodes.scheduler import watch_of
-from harness.launch.sweep.budget import PRIORS, check_minimum, max_live, minimum_s, plan_groups, run_in_turns
+from harness.launch.sweep.budget import max_live, plan_groups, run_in_turns
 from harness.launch.sweep.collectives import run_collectives
+from harness.launch.sweep.limits import PRIORS, check_minimum, minimum_s
 from harness.launch.sweep.run_params import Identity, Output, Work
 from harness.launch.system import forks
 from harness.launch.system.lock import command_line, taken

@@ -25,7 +25,7 @@ from harness.launch.cells.progress import Progress
 from harness.launch.cells.runner import CellEnd, RunState, run_cell_processes
 from harness.launch.instances.breakdowns import Apart
 from harness.launch.instances.turns import Instance
-from harness.launch.sweep import budget
+from harness.launch.sweep import budget, group_run, limits
 from harness.launch.sweep.run_params import Hooks, Output, Work
 from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
@@ -397,21 +397,21 @@ def test_a_selection_whose_minimum_cannot_fit_is_refused_with_what_would() -> No
     cells = [DEFAULT, ONE, TWO, Cell(model="cnn", strategy="default", batch=32)]
     found = budget.plan_groups(cells, (), 8)
     cpu = budget.PRIORS["cpu"]
-    need = budget.minimum_s(found, protocol, plan, cpu)
+    need = limits.minimum_s(found, protocol, plan, cpu)
     # 3 instances of a 3-member and a 1-member group, 2 peaks and the end kept
     members = 3 + 1
     turns = cpu.stretch * members * 2 * 4 * protocol.turn_s
     assert need == pytest.approx(3 * (members * cpu.member_s + turns) + 2 * cpu.peak_s + 15)
     with pytest.raises(HarnessError) as info:
-        budget.check_minimum(found, protocol, plan, cpu)
+        limits.check_minimum(found, protocol, plan, cpu)
     text = str(info.value)
     assert "--budget-min 1;" in text and f"--budget-min {math.ceil(need / 60)} or more" in text
     assert "(--model cnn: about" in text  # the model that fits alone
     with pytest.raises(HarnessError, match=r"\(--sweep default --model cnn: about"):
-        budget.check_minimum(found, protocol, plan, cpu, "default")
-    budget.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan, cpu)
+        limits.check_minimum(found, protocol, plan, cpu, "default")
+    limits.check_minimum(found, dataclasses.replace(protocol, budget_min=need / 60), plan, cpu)
     # a GPU instance costs more before any has ended (start-up and the step breakdown)
-    assert budget.minimum_s(found, protocol, plan, budget.PRIORS["gpu"]) > need
+    assert limits.minimum_s(found, protocol, plan, budget.PRIORS["gpu"]) > need
 
 
 def test_a_cell_the_budget_never_reaches_has_a_row_that_says_so(
@@ -563,7 +563,7 @@ def test_a_headline_scaling_efficiency_wants_instances_while_its_ci_is_over_a_te
     h0, g0 = state.groups
     _measured(h0, [wide], instances=4)
     _measured(g0, [DIFFERENT, DIFFERENT])
-    assert h0.state().targets == (budget.SCALING_CI_WIDTH, None) and g0.state().targets == (None, None)
+    assert h0.state().targets == (group_run.SCALING_CI_WIDTH, None) and g0.state().targets == (None, None)
     for now in (0.0, 560.0):  # the only open comparison, whatever the time
         clock.now = now
         assert state.next() == 0
@@ -575,7 +575,7 @@ def test_a_headline_scaling_efficiency_wants_instances_while_its_ci_is_over_a_te
     # first for the whole budget; out of reach, first only within HEADLINE_SHARE, then the widest
     _measured(h0, [wide], instances=4)
     _measured(g0, [WIDE, WIDE])
-    assert turns.instances_to_narrow(wide, budget.SCALING_CI_WIDTH) == 7
+    assert turns.instances_to_narrow(wide, group_run.SCALING_CI_WIDTH) == 7
     assert [state.next() for clock.now in (0.0, 560.0)] == [0, 0]
     clock.now = 0.0
     capped = _budget(tmp_path, dataclasses.replace(protocol, max_processes=6), clock, (ONE.id, TWO.id))
@@ -683,9 +683,9 @@ def test_the_default_sweep_on_a_gpu_host_fits_its_budget_by_the_gpu_prior(gpus: 
     sweep, platform = get_sweep("default"), Platform("gpu", gpus, gpu_memory_mib=81_559)
     runnable = [c for c in expand(sweep, platform) if unsupported_reason(c, platform) is None]
     found = budget.plan_groups(runnable, contenders(sweep, platform), live)
-    need = budget.minimum_s(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
+    need = limits.minimum_s(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
     assert need <= sweep.protocol.budget_s  # 521-762 s of 780
-    budget.check_minimum(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
+    limits.check_minimum(found, sweep.protocol, budget.Plan.of(sweep.protocol, 0.0), budget.PRIORS["gpu"])
     assert sum(g.race for g in found) == 2  # each model's headline raced
 
 
