@@ -133,19 +133,11 @@ def _rows(result: GateResult) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for v in sorted(result.verdicts, key=lambda v: (order[v.change], v.cell_id)):
         ci = "-" if v.ci_low is None else f"{_pct(v.ci_low)}..{_pct(v.ci_high)}"
-        out.append(
-            (
-                v.change,
-                v.cell_id,
-                f"{v.candidate:,.0f}",
-                "-" if v.baseline is None else f"{v.baseline:,.0f}",
-                _pct(v.ratio),
-                ci,
-                "-" if v.z is None else f"{v.z:+.1f}",
-                "-" if v.detectable is None else f"{v.detectable:.0%}",
-                f"{v.runs}/{v.history}",
-            )
-        )
+        base = "-" if v.baseline is None else f"{v.baseline:,.0f}"
+        z = "-" if v.z is None else f"{v.z:+.1f}"
+        detectable = "-" if v.detectable is None else f"{v.detectable:.0%}"
+        figures = (f"{v.candidate:,.0f}", base, _pct(v.ratio), ci, z, detectable, f"{v.runs}/{v.history}")
+        out.append((v.change, v.cell_id, *figures))
     out.extend(
         (NOW_FAILING, cell_id, status, "-", "-", "-", "-", "-", reason[:80])
         for cell_id, status, reason in result.broken
@@ -154,14 +146,7 @@ def _rows(result: GateResult) -> list[tuple[str, ...]]:
 
 
 HEADER = (
-    "change",
-    "cell",
-    "examples/s",
-    "baseline",
-    "change %",
-    "CI (corrected)",
-    "robust z",
-    "detectable",
+    *("change", "cell", "examples/s", "baseline", "change %", "CI (corrected)", "robust z", "detectable"),
     "runs cand/base",
 )
 
@@ -240,17 +225,8 @@ def series_figures(cells: pd.DataFrame, result: GateResult, out: Path) -> list[P
         x = list(range(len(s)))
         y = s["examples_per_sec"].astype(float).to_numpy()
         fig, ax = plt.subplots(figsize=(8, 3.6))
-        ax.errorbar(
-            x,
-            y,
-            yerr=[
-                y - s["examples_per_sec_ci_low"].astype(float).to_numpy(),
-                s["examples_per_sec_ci_high"].astype(float).to_numpy() - y,
-            ],
-            fmt="o-",
-            capsize=2,
-            label="run median (95% CI)",
-        )
+        err = plots.whiskers(s, "examples_per_sec")
+        ax.errorbar(x, y, yerr=[e.to_numpy() for e in err], fmt="o-", capsize=2, label="run median (95% CI)")
         cand = [i for i, r in enumerate(s["run_id"]) if r in result.candidate_runs]
         ax.plot(cand, y[cand], "o", color="red", markersize=9, label=f"candidate: {v.change}")
         for k in gate.change_points(y.tolist()):

@@ -205,13 +205,8 @@ def text(c: HardwareComparison) -> str:
 
 
 EVIDENCE_HEADER = (
-    "model",
-    "configuration",
-    "machine",
-    "examples/s [95% CI]",
-    "reference's examples/s [95% CI]",
-    "against the reference [95% CI]",
-    "runs",
+    *("model", "configuration", "machine", "examples/s [95% CI]", "reference's examples/s [95% CI]"),
+    *("against the reference [95% CI]", "runs"),
 )
 
 

@@ -23,6 +23,7 @@ from harness.analysis.run.tables import num
 from harness.analysis.scale import scaling
 from harness.analysis.scale.scaling_figure import predicted_vs_measured
 from harness.analysis.versions import ab
+from harness.analysis.versions.ab_text import ci
 from harness.analysis.versions.ratio_figure import ab_pairs
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow, Status
@@ -67,20 +68,13 @@ def _summary(records: Sequence[CellRow], named: dict[str, str]) -> list[tuple[ob
     """Each ok configuration's own figure, its spread, efficiency and MFU (:data:`SUMMARY`)."""
     out: list[tuple[object, ...]] = []
     for r in (r for r in records if r.status == Status.OK):
-        eps, cv = (
-            r.examples_per_sec,
-            f"{num(r.spread.cv_between_processes, '.1%')} / {num(r.spread.cv_within_process, '.1%')}",
-        )
-        out.append(
-            (r.cell.model, named[r.cell.cell_id], r.cell.global_batch, r.spread.processes)
-            + (
-                f"{eps.value:,.0f}"
-                + ("" if eps.low is None or eps.high is None else f" [{eps.low:,.0f}..{eps.high:,.0f}]"),
-                cv + (" unstable" if r.spread.unstable else ""),
-            )
-            + (_efficiency(r), num(r.peak.mfu, ".2%"), num(r.timing.compile_s, ".2f"))
-            + ("yes" if r.ran.oversubscribed else "",)
-        )
+        eps, s = r.examples_per_sec, r.spread
+        ci = "" if eps.low is None or eps.high is None else f" [{eps.low:,.0f}..{eps.high:,.0f}]"
+        cv = f"{num(s.cv_between_processes, '.1%')} / {num(s.cv_within_process, '.1%')}"
+        cv += " unstable" if s.unstable else ""
+        figures = (f"{eps.value:,.0f}{ci}", cv, _efficiency(r), num(r.peak.mfu, ".2%"))
+        more = (num(r.timing.compile_s, ".2f"), "yes" if r.ran.oversubscribed else "")
+        out.append((r.cell.model, named[r.cell.cell_id], r.cell.global_batch, s.processes, *figures, *more))
     return out
 
 
@@ -220,10 +214,9 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         rule, recorded = ab_rule(paired[paired["cell_id"] == cell_id], len(part))
         defaults |= not recorded
         d = ab.decide(list(part["ratio"]), rule)
-        ci = "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
         effect = f"{rule.min_effect:.0%}"
         lines.append(
-            (cell_id, modes.get(cell_id) or "alternate", d.pairs, f"{d.ratio:.3f}", ci, effect, d.verdict)
+            (cell_id, modes.get(cell_id) or "alternate", d.pairs, f"{d.ratio:.3f}", ci(d), effect, d.verdict)
         )
     versions = paired.groupby("ab_side")["tf_version"].first().to_dict() if "tf_version" in paired else {}
     return render.page(

@@ -77,14 +77,34 @@ def _ok(rows: pd.DataFrame, tenants: bool = False) -> pd.DataFrame:
     return ok
 
 
-def _ci_line(
-    ax: Any, s: pd.DataFrame, x: str, label: str, color: Any, fmt: str = "o-", y: str = "examples_per_sec"
-) -> None:
-    """Figure ``y`` (median examples/s) of the rows ``s`` against column ``x``, its 95% CI (columns
-    ``y``_ci_low and _ci_high) as whiskers."""
+def whiskers(s: pd.DataFrame, y: str, ci: str = "", fill: bool = False) -> list[pd.Series]:
+    """Column ``y``'s 95% CI (columns ``ci``_ci_low and _ci_high, ``ci`` defaulting to ``y``) as
+    errorbar's ``yerr``: the distances below and above ``y``; an unknown end draws no whisker, or
+    with ``fill`` a whisker of length 0."""
     v = s[y].astype(float)
-    err = [v - s[f"{y}_ci_low"].astype(float), s[f"{y}_ci_high"].astype(float) - v]
-    ax.errorbar(s[x], v, yerr=err, fmt=fmt, capsize=3, label=label, color=color)
+    low, high = (s[f"{ci or y}_ci_{end}"].astype(float) for end in ("low", "high"))
+    return [v - low.fillna(v), high.fillna(v) - v] if fill else [v - low, high - v]
+
+
+def _ci_line(
+    ax: Any,
+    s: pd.DataFrame,
+    x: str,
+    label: str,
+    color: Any,
+    fmt: str = "o-",
+    y: str = "examples_per_sec",
+    fill: bool = False,
+) -> None:
+    """Figure ``y`` (median examples/s) of the rows ``s`` against column ``x``, its 95% CI
+    (:func:`whiskers`) as whiskers."""
+    err = whiskers(s, y, fill=fill)
+    ax.errorbar(s[x], s[y].astype(float), yerr=err, fmt=fmt, capsize=3, label=label, color=color)
+
+
+def annotate(ax: Any, text: str, xy: tuple[Any, Any], fontsize: float = 8, offset: float = 6) -> None:
+    """``text`` beside the point ``xy``, ``offset`` points to its right and 4 above."""
+    ax.annotate(text, xy, textcoords="offset points", xytext=(offset, 4), fontsize=fontsize)
 
 
 def _xla(rows: pd.DataFrame) -> pd.Series:
@@ -195,9 +215,8 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for name, s in part.groupby("line"):
             s = s.sort_values("total_replicas").drop_duplicates("total_replicas")
-            y, ci = s["scaling_efficiency"], ("scaling_efficiency_ci_low", "scaling_efficiency_ci_high")
-            s = s.assign(**{c: s[c].astype(float).fillna(y.astype(float)) for c in ci})  # no CI: no whisker
-            _ci_line(ax, s, "total_replicas", str(name), colors[str(name)], y="scaling_efficiency")
+            color = colors[str(name)]  # no CI: a whisker of length 0
+            _ci_line(ax, s, "total_replicas", str(name), color, y="scaling_efficiency", fill=True)
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal")
         ax.set_xticks(sorted(part["total_replicas"].unique()))
         ax.set_ylim(0, max(1.2, float(part["scaling_efficiency_ci_high"].astype(float).max()) * 1.1))
@@ -252,12 +271,8 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
         for j, op in enumerate(ops):
             s = part[part["cross_device_ops"] == op].set_index("group").reindex(groups)
             x = [i + j * width for i in range(len(groups))]
-            y = s["scaling_efficiency"].astype(float)
-            err = [
-                y - s["scaling_efficiency_ci_low"].astype(float).fillna(y),
-                s["scaling_efficiency_ci_high"].astype(float).fillna(y) - y,
-            ]
-            ax.bar(x, y, width, yerr=err, capsize=3, label=axis.say(op))
+            err = whiskers(s, "scaling_efficiency", fill=True)
+            ax.bar(x, s["scaling_efficiency"].astype(float), width, yerr=err, capsize=3, label=axis.say(op))
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups, fontsize=8)
         ax.legend(fontsize=7, title="cross-device ops", title_fontsize=7)

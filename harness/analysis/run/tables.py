@@ -152,36 +152,17 @@ def summary_table(
     """The rows as a table (see :func:`render_table`), in the order given, each configuration in
     words (:func:`harness.analysis.run.answer.labels`)."""
     named = answer.row_labels(rows)
-    header = (
-        "model",
-        "configuration",
-        "examples/s",
-        "95% CI",
-        "processes",
-        "spread",
-        "efficiency",
-        "bound",
-        "status",
-    )
-    lines = [header]
+    header: tuple[str, ...] = ("model", "configuration", "examples/s", "95% CI", "processes", "spread")
+    header += ("efficiency", "bound", "status")
+    lines = []
     for r, label in zip(rows, named, strict=True):
         eps = r.examples_per_sec
         ci = f"{num(eps.low, ',.0f')}..{num(eps.high, ',.0f')}" if eps.value is not None else "-"
         status = str(r.status) if r.status == Status.OK else f"{r.status}: {(r.reason or '')[:60]}"
-        lines.append(
-            (
-                r.cell.model,
-                label,
-                num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else ""),
-                ci,
-                num(r.spread.processes, "d"),
-                _cvs(r),
-                _efficiency(r),
-                _bound(r),
-                status,
-            )
-        )
-    return render_table(lines[0], lines[1:], stream=stream, force_terminal=force_terminal)
+        figure = num(eps.value, ",.0f") + ("*" if r.ran.oversubscribed else "")
+        said = (num(r.spread.processes, "d"), _cvs(r), _efficiency(r), _bound(r), status)
+        lines.append((r.cell.model, label, figure, ci, *said))
+    return render_table(header, lines, stream=stream, force_terminal=force_terminal)
 
 
 def _cvs(r: CellRow) -> str:

@@ -147,6 +147,35 @@ def compare(
     ``links`` (Gbit/s; default: the measured settings'). HarnessError (exit 2), naming what is
     missing and the command that measures it: no multi-node rows under ``where``, none with a
     measured link, an unknown ``model``, one link setting only."""
+    mine, settings, unlinked = _measured(rows, model, where)
+    named = labels(list({r.cell.cell_id: r for r in [*mine, *rows]}.values()))
+    fitted = across.spread(
+        list(across.groups_of(mine, {r: s.label for s in settings for r in s.run_ids}).values()), calibration
+    )
+    by_config: dict[tuple[str, int], dict[str, CellRow]] = {}
+    for r in sorted(mine, key=lambda r: r.run.timestamp):  # a run's last row of a cell stands
+        by_config.setdefault((r.cell.cell_id, r.ran.nodes or 2), {})[r.run.run_id] = r
+    configs = {
+        cid: config
+        for (cid, _), runs in by_config.items()
+        if (config := _config(list(runs.values())[-1], rows, fitted)) is not None
+    }
+    model_of = _Model(mine, configs, scale_out.checks(mine, configs, settings, fitted))
+    asked = tuple(links) or tuple(s.gbps for s in settings)
+    out = []
+    for (cid, nodes), runs in by_config.items():
+        conf = _configuration(runs, settings, named[cid], nodes, model_of, min_effect, fitted)
+        out.append(dataclasses.replace(conf, answers=model_of.answers(cid, asked, counts, rows, named)))
+    left_out = (f"{unlinked} multi-node rows without a measured link (link_gbps null)",) if unlinked else ()
+    return LinkComparison(settings, tuple(out), min_effect, ERROR_BAND, left_out, fitted)
+
+
+def _measured(
+    rows: Sequence[CellRow], model: str | None, where: str
+) -> tuple[list[CellRow], tuple[scale_out.LinkSetting, ...], int]:
+    """The ok multi-node rows of ``model`` with a measured link, their link settings and how many
+    multi-node rows hold no measured link; HarnessError (exit 2) where there are none of these rows
+    or one setting only."""
     multi = [
         r for r in rows if r.status == Status.OK and r.examples_per_sec.value and (r.ran.nodes or 1) >= 2
     ]
@@ -177,27 +206,7 @@ def compare(
             f"the same cells again, e.g. `sudo tools/slurm-nodes.sh --link-gbps {_other(only.gbps)}` "
             "(docs/how-to/cluster.md)."
         )
-    named = labels(list({r.cell.cell_id: r for r in [*mine, *rows]}.values()))
-    fitted = across.spread(
-        list(across.groups_of(mine, {r: s.label for s in settings for r in s.run_ids}).values()), calibration
-    )
-    by_config: dict[tuple[str, int], dict[str, CellRow]] = {}
-    for r in sorted(mine, key=lambda r: r.run.timestamp):  # a run's last row of a cell stands
-        by_config.setdefault((r.cell.cell_id, r.ran.nodes or 2), {})[r.run.run_id] = r
-    configs = {
-        cid: config
-        for (cid, _), runs in by_config.items()
-        if (config := _config(list(runs.values())[-1], rows, fitted)) is not None
-    }
-    model_of = _Model(mine, configs, scale_out.checks(mine, configs, settings, fitted))
-    asked = tuple(links) or tuple(s.gbps for s in settings)
-    out = []
-    for (cid, nodes), runs in by_config.items():
-        conf = _configuration(runs, settings, named[cid], nodes, model_of, min_effect, fitted)
-        out.append(dataclasses.replace(conf, answers=model_of.answers(cid, asked, counts, rows, named)))
-    left = len(multi) - len(linked)
-    left_out = (f"{left} multi-node rows without a measured link (link_gbps null)",) if left else ()
-    return LinkComparison(settings, tuple(out), min_effect, ERROR_BAND, left_out, fitted)
+    return mine, settings, len(multi) - len(linked)
 
 
 def _config(row: CellRow, rows: Sequence[CellRow], fitted: RunSpread) -> scale_out.Config | None:

@@ -135,14 +135,8 @@ def right_text(c: LinkComparison) -> str:
 
 
 HEADER = (
-    "configuration",
-    "link setting",
-    "runs",
-    "examples/s [95% CI]",
-    "against the slowest [95% CI]",
-    "across the link (model) / step",
-    "model examples/s [95% interval]",
-    "error",
+    *("configuration", "link setting", "runs", "examples/s [95% CI]", "against the slowest [95% CI]"),
+    *("across the link (model) / step", "model examples/s [95% interval]", "error"),
 )
 
 

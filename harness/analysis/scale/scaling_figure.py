@@ -65,13 +65,7 @@ def _panel(ax: Any, conf: Configuration) -> None:
         )
         for p in conf.points:
             if p.error is not None:
-                ax.annotate(
-                    f"{p.error:+.0%}",
-                    (p.setting.gbps, p.side.value),
-                    textcoords="offset points",
-                    xytext=(6, 4),
-                    fontsize=8,
-                )
+                plots.annotate(ax, f"{p.error:+.0%}", (p.setting.gbps, p.side.value))
     else:
         ax.text(
             0.02,
@@ -123,26 +117,17 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     cut = False
     if not measured.empty:
         cut = bool((measured["measured_ci_high"].astype(float) > WHISKER_CAP * top).any())
-        value = measured["measured_examples_per_sec"].astype(float)
-        low = measured["measured_ci_low"].astype(float).fillna(value)
-        high = measured["measured_ci_high"].astype(float).fillna(value)
         ax.errorbar(
             measured["devices"],
-            value,
-            yerr=[value - low, high - value],
+            measured["measured_examples_per_sec"].astype(float),
+            yerr=plots.whiskers(measured, "measured_examples_per_sec", "measured", fill=True),
             fmt="s",
             color="#d62728",
             capsize=3,
             label="measured (95% CI" + (", whiskers cut)" if cut else ")"),
         )
         for _, r in measured.iterrows():
-            ax.annotate(
-                f"{r['error']:+.0%}",
-                (r["devices"], r["measured_examples_per_sec"]),
-                textcoords="offset points",
-                xytext=(6, 4),
-                fontsize=8,
-            )
+            plots.annotate(ax, f"{r['error']:+.0%}", (r["devices"], r["measured_examples_per_sec"]))
     _devices_axis(ax, lines["devices"])
     ax.set_ylim(0, WHISKER_CAP * top if cut else None)
     ax.set_xlabel("devices (replicas x workers)")

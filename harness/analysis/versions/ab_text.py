@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -29,8 +30,9 @@ class CellPairs(Protocol):
     def software(self) -> Mapping[str, str]: ...
 
 
-def _ci(d: Decision) -> str:
-    return "-" if d.low != d.low else f"{d.low:.3f}..{d.high:.3f}"
+def ci(d: Decision) -> str:
+    """The ratio's 95% CI as ``0.950..0.992``, ``-`` without one."""
+    return f"{d.low:.3f}..{d.high:.3f}" if math.isfinite(d.low) else "-"
 
 
 def progress_line(outcome: CellPairs, order: str) -> str:
@@ -38,7 +40,7 @@ def progress_line(outcome: CellPairs, order: str) -> str:
     d = outcome.decision
     return (
         f"{outcome.cell.id} pair {d.pairs} ({order}): B/A {outcome.ratios[-1]:.3f}; so far "
-        f"{d.ratio:.3f} [{_ci(d)}] {d.verdict}"
+        f"{d.ratio:.3f} [{ci(d)}] {d.verdict}"
     )
 
 
@@ -50,7 +52,7 @@ def rows(outcomes: Sequence[CellPairs]) -> list[tuple[str, ...]]:
             out.append((o.cell.id, o.mode, "-", "-", str(len(o.ratios)), f"failed: {o.failure[:80]}"))
         else:
             out.append(
-                (o.cell.id, o.mode, f"{d.ratio:.3f}" if d.pairs else "-", _ci(d), str(d.pairs), d.verdict)
+                (o.cell.id, o.mode, f"{d.ratio:.3f}" if d.pairs else "-", ci(d), str(d.pairs), d.verdict)
             )
     return out
 

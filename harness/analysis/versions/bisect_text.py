@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from harness.analysis.run import render
 from harness.analysis.versions import bisect as bs
 from harness.analysis.versions.ab import Decision
+from harness.analysis.versions.ab_text import ci
 from harness.contract.wheels import Wheel
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, UNDECIDED
 
@@ -218,10 +219,9 @@ def table(state: bs.State) -> tuple[list[str], list[list[str]]]:
     rows = []
     for n, m in enumerate(state.measured, 1):
         a, b, d = state.builds[m.step.a], state.builds[m.step.b], m.decision
-        ci = f"{d.low:.3f}..{d.high:.3f}" if math.isfinite(d.low) else "-"
         verdict = f"failed: {m.failure}" if m.failure else VERDICT_WORDS.get(d.verdict, d.verdict)
         ratio = f"{d.ratio:.3f}" if math.isfinite(d.ratio) else "-"
-        rows.append([str(n), b.version, b.date, a.version, ratio, ci, str(d.pairs), verdict])
+        rows.append([str(n), b.version, b.date, a.version, ratio, ci(d), str(d.pairs), verdict])
     for i, why in state.skipped.items():
         b = state.builds[i]
         rows.append(["-", b.version, b.date, "-", "-", "-", "0", f"skipped: {why}"])

@@ -6,12 +6,11 @@ page names the machine and the reference build."""
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from harness.analysis.run import render
 from harness.analysis.versions import ratio_figure
+from harness.analysis.versions.nightly_text import change_point_words, num
 from harness.contract.columns import unflatten_all
 from harness.contract.records import NightlyRow, Status
 
@@ -19,28 +18,17 @@ COLUMNS: tuple[str, ...] = ("night", "when (UTC)", "cand/ref", "95% CI", "pairs"
 COLUMNS += ("rule (b)", "candidate", "reference")
 
 
-def _f(x: float | None, fmt: str = ".3f") -> str:
-    return "-" if x is None or not math.isfinite(x) else format(x, fmt)
-
-
 def _cells(r: NightlyRow) -> list[object]:
     """One night's row of the table, in :data:`COLUMNS`' order."""
-    c = r.change_point
-    cp = (
-        f"x{_f(c.change_point_shift)} from {c.change_point} (p {_f(c.change_point_p, '.4f')}"
-        f"{', new' if c.change_point_new is True else ', confirms (a)'})"
-        if c.change_point
-        else ""
-    )
     return [
         r.label,
         r.timestamp[:16].replace("T", " "),
-        _f(r.ratio.value),
-        f"{_f(r.ratio.low)}..{_f(r.ratio.high)}",
+        num(r.ratio.value),
+        f"{num(r.ratio.low)}..{num(r.ratio.high)}",
         r.pairs,
-        _f(r.change.value),
+        num(r.change.value),
         r.verdict if r.status == Status.OK else f"{r.status}: {r.reason}",
-        cp,
+        change_point_words(r.change_point, ", confirms (a)", ""),
         r.candidate_versions,
         r.reference_versions,
     ]

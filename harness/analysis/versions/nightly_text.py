@@ -13,19 +13,11 @@ from harness.contract.columns import Estimate
 from harness.contract.records import ChangePoint, NightlyRow, Status
 from harness.formulas.verdicts import HIGHER, LOWER, UNDECIDED
 
-HEADER: tuple[str, ...] = (
-    "cell",
-    "cand/ref",
-    "95% CI",
-    "pairs",
-    "vs baseline",
-    "95% CI",
-    "verdict",
-    "change point",
-)
+HEADER = ("cell", "cand/ref", "95% CI", "pairs", "vs baseline", "95% CI", "verdict", "change point")
 
 
-def _num(value: float | None, fmt: str = ".3f") -> str:
+def num(value: float | None, fmt: str = ".3f") -> str:
+    """``value`` in ``fmt``, ``-`` where None or not finite."""
     return "-" if value is None or not math.isfinite(value) else format(value, fmt)
 
 
@@ -33,13 +25,13 @@ def _ci(e: Estimate) -> str:
     return "-" if e.low is None or e.high is None else f"{e.low:.3f}..{e.high:.3f}"
 
 
-def _change_point(cp: ChangePoint) -> str:
+def change_point_words(cp: ChangePoint, confirms: str = ", confirms rule (a)", none: str = "-") -> str:
+    """``x0.912 from n12 (p 0.0040, new)``: the level's shift, the night it starts at, its
+    permutation p and whether it is new or ``confirms`` rule (a)'s alarm; ``none`` without one."""
     if not cp.change_point:
-        return "-"
-    state = "new" if cp.change_point_new else "confirms rule (a)"
-    return (
-        f"x{_num(cp.change_point_shift)} from {cp.change_point} (p {_num(cp.change_point_p, '.4f')}, {state})"
-    )
+        return none
+    state = ", new" if cp.change_point_new else confirms
+    return f"x{num(cp.change_point_shift)} from {cp.change_point} (p {num(cp.change_point_p, '.4f')}{state})"
 
 
 def round_line(outcomes: Sequence[CellPairs], rnd: int, spent_s: float, budget_s: float) -> str:
@@ -68,13 +60,13 @@ def table(rows: Sequence[NightlyRow]) -> tuple[tuple[str, ...], list[tuple[str, 
         lines.append(
             (
                 r.cell_id,
-                _num(r.ratio.value),
+                num(r.ratio.value),
                 _ci(r.ratio),
                 str(r.pairs),
-                _num(r.change.value),
+                num(r.change.value),
                 _ci(r.change),
                 str(r.verdict) + (" (vs the reference)" if not r.baseline else ""),
-                _change_point(r.change_point),
+                change_point_words(r.change_point),
             )
         )
     return HEADER, lines
@@ -84,58 +76,30 @@ def changes(rows: Sequence[NightlyRow]) -> list[str]:
     """What changed tonight, one sentence per alarm or change point, regressions first."""
     out: list[tuple[int, str]] = []
     for r in rows:
-        cell, change, cp = r.cell_id, r.change, r.change_point
+        cell, change, cp, verdict = r.cell_id, r.change, r.change_point, r.verdict
         if r.status != Status.OK:
             out.append((0, f"**{cell}** has no point tonight: {r.reason}"))
             continue
-        verdict = r.verdict
         if verdict in (LOWER, HIGHER):
             against = f"its baseline ({r.baseline})" if r.baseline else "the reference"
             alarm = "a regression" if verdict == LOWER else "an improvement"
-            out.append(
-                (
-                    0 if verdict == LOWER else 2,
-                    (
-                        f"**{verdict}** ({alarm}) on {cell}: {_num(change.value)} x {against}, 95% CI "
-                        f"{_ci(change)}; candidate/reference {_num(r.ratio.value)}"
-                    ),
-                )
-            )
+            said = f"**{verdict}** ({alarm}) on {cell}: {num(change.value)} x {against}, 95% CI {_ci(change)}"
+            out.append((0 if verdict == LOWER else 2, f"{said}; candidate/reference {num(r.ratio.value)}"))
         if verdict == UNDECIDED and (change.low is None or change.low < 1 - (r.min_effect or 0)):
+            said = f"**undecided** on {cell}: {num(change.value)} x its baseline, 95% CI {_ci(change)}"
             out.append(
-                (
-                    2,
-                    (
-                        f"**undecided** on {cell}: {_num(change.value)} x its baseline, 95% CI "
-                        f"{_ci(change)}: a regression of "
-                        f"{r.min_effect or 0:.0%} can be neither claimed nor ruled out"
-                    ),
-                )
+                (2, f"{said}: a regression of {r.min_effect or 0:.0%} can be neither claimed nor ruled out")
             )
         if verdict == REVERTED:
-            out.append(
-                (
-                    2,
-                    (
-                        f"**reverted** on {cell}: back at the level before the previous night's alarm "
-                        f"({_num(change.value)} x {r.baseline}): that alarm was one night's glitch"
-                    ),
-                )
-            )
+            said = f"**reverted** on {cell}: back at the level before the previous night's alarm"
+            out.append((2, f"{said} ({num(change.value)} x {r.baseline}): that alarm was one night's glitch"))
         if cp.change_point:
             shift = cp.change_point_shift
             kind = "regression" if shift is not None and shift < 1 else "improvement"
             state = "a new alarm" if cp.change_point_new else "confirming rule (a)'s alarm"
-            out.append(
-                (
-                    1 if kind == "regression" else 3,
-                    (
-                        f"**change point ({kind})** on {cell}: the level moved x{_num(shift)} from night "
-                        f"{cp.change_point} on (permutation p {_num(cp.change_point_p, '.4f')}; "
-                        f"{state})"
-                    ),
-                )
-            )
+            said = f"**change point ({kind})** on {cell}: the level moved x{num(shift)} from night {cp.change_point}"
+            p = num(cp.change_point_p, ".4f")
+            out.append((1 if kind == "regression" else 3, f"{said} on (permutation p {p}; {state})"))
     return [text for _, text in sorted(out, key=lambda x: x[0])]
 
 

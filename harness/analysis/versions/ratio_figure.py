@@ -66,7 +66,7 @@ def _figure(chart: Chart) -> Any:
     for p in chart.points:
         err = [[p.ratio - p.low], [p.high - p.ratio]] if math.isfinite(p.low) else None
         axis.errorbar([p.when], [p.ratio], yerr=err, fmt=p.style[1], color=p.style[0], capsize=3)
-        axis.annotate(p.note, (p.when, p.ratio), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        plots.annotate(axis, p.note, (p.when, p.ratio), fontsize=7, offset=4)
     for h in chart.levels:
         axis.axhline(h.at, color=h.colour, linestyle=h.style, linewidth=0.8, label=h.label)
     for v in chart.moments:
