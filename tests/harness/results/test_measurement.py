@@ -156,6 +156,15 @@ def test_synchronous_multi_worker_has_no_straggler_figure():
     assert _measured(cell, m2).updates.straggler_ratio is None
 
 
+def test_the_parts_the_worker_timed_land_in_the_breakdown():
+    cell = Cell(strategy="default", batch=10)
+    m = replace(_measurement(), parts={"parts_step_s": 0.02, "compute_s": 0.015, "host_s": 0.001})
+    b = _measured(cell, m).breakdown
+    assert (b.parts_step_s, b.compute_s, b.host_s, b.allreduce_s) == (0.02, 0.015, 0.001, None)
+    failed = _measured(cell, replace(_measurement(), parts_error="compute_s exceeds the step")).breakdown
+    assert failed.bound_reason == "compute_s exceeds the step" and failed.compute_s is None
+
+
 @pytest.mark.parametrize("jit", [False, True, None])
 def test_the_row_takes_the_jit_compile_the_worker_reported(jit):
     cell = Cell(strategy="default", batch=10)
