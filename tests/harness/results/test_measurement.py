@@ -12,21 +12,13 @@ import pytest
 from harness.contract.columns import flatten
 from harness.contract.records import CellRow, Machine, Memory, Status
 from harness.formulas import stats
-from harness.results.aggregate import ProcessResult, aggregate
+from harness.results.aggregate import SHARED, ProcessResult, aggregate
 from harness.results.measurement import Measurement, axes, cell_row, machine, measured_row
 from harness.results.store import CELL_SCHEMA
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 
 PROTOCOL = Protocol(repeats=3, window_s=0.5, warmup_windows=1)
-
-
-SHARED_FIGURES = (
-    "alone_examples_per_sec",
-    "tenant_alone_examples_per_sec",
-    "tenant_together_examples_per_sec",
-    "interference_ratio",
-)
 
 
 FIGURE_COLUMNS = (
@@ -55,7 +47,7 @@ FIGURE_COLUMNS = (
     "peak_flops_per_sec_ci_high",
     *(
         f"{name}{end}"
-        for name in (*SHARED_FIGURES, "shared_ratio", "tenant_shared_ratio")
+        for name in (*SHARED, "shared_ratio", "tenant_shared_ratio")
         for end in ("", "_ci_low", "_ci_high")
     ),
 )
