@@ -6,13 +6,12 @@ tables share; the schema's one definition (:mod:`harness.contract.columns`). Fie
 Every public name is importable from here (``from harness.contract.records import CellRow``)."""
 
 from harness.contract.records.cells import AbInfo, Axes, CellRow
-from harness.contract.records.checks import Breakdown, Checks
 from harness.contract.records.collectives import CollectiveRow
 from harness.contract.records.costs import CostRow
 from harness.contract.records.efficiency import Efficiency, Flops, Updates, Utilization
 from harness.contract.records.nightly import ChangePoint, NightlyRow
 from harness.contract.records.ratios import RatioRow
-from harness.contract.records.resources import Energy, Memory
+from harness.contract.records.readings import Breakdown, Checks, Energy, Memory
 from harness.contract.records.shared import Machine, Resumes, RunInfo, Status
 from harness.contract.records.tenancy import Foreign, Tenancy
 from harness.contract.records.timing import Execution, Spread, Timing

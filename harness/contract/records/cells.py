@@ -1,8 +1,7 @@
 """The cells table's row (:class:`CellRow`): one cell of one run, a frozen dataclass of typed
 groups: the run, the ``ab`` comparison (:class:`AbInfo`), what the cell is (:class:`Axes`), its
-figure as an :class:`~harness.contract.columns.Estimate`, then the groups of the sibling modules
-(``timing``, ``efficiency``, ``tenancy``, ``resources``, ``checks``) and the machine. Pure: no
-pyarrow, no pandas."""
+figure, the groups of the modules ``timing``, ``efficiency``, ``tenancy`` and ``readings``, and the
+machine. Pure: no pyarrow, no pandas."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from harness.contract.columns import CI, Col, Estimate
-from harness.contract.records.checks import Breakdown, Checks
 from harness.contract.records.efficiency import Efficiency, Flops, Updates, Utilization
-from harness.contract.records.resources import Energy, Memory
+from harness.contract.records.readings import Breakdown, Checks, Energy, Memory
 from harness.contract.records.shared import AbSide, CellId, Machine, Reason, RunInfo, Status
 from harness.contract.records.shared import axis_column as _axis
 from harness.contract.records.tenancy import Foreign, Tenancy
