@@ -148,7 +148,7 @@ def combine(
     watts = [w for w in (r.energy.gpu_watts for r in rows) if w is not None]
     power = sum(watts) / len(watts) if len(watts) == len(rows) else None
     first = _with_jit(rows[0], rows)
-    out = replace(
+    return replace(
         first,
         examples_per_sec=Estimate(aggregate),
         spread=replace(
@@ -165,8 +165,7 @@ def combine(
             tenant_share_min=min(own) / aggregate,
         ),
         energy=Energy(gpu_watts=power, energy_j_per_example=None if power is None else power / aggregate),
-    )
-    return out, tagged
+    ), tagged
 
 
 def common_span(windows: Sequence[Sequence[WindowRow]]) -> tuple[float, float]:
