@@ -60,10 +60,10 @@ class Flops:
         Col(
             "FLOP",
             "Training FLOPs per example, what MFU divides by: forward + weight gradients + input "
-            "gradients (none for the first layer) of convolutions and matmuls, 2 FLOPs per "
-            "multiply-add (rounded to an integer); counted by the worker from the traced step "
-            "(flops_source 'counted': harness.formulas.flops), or the built-in model's analytic count "
-            "where it could not; null when neither is known (no MFU).",
+            "gradients (none for the first layer) of convolutions and matmuls, 2 FLOPs per multiply-add "
+            "(rounded); counted by the worker from the traced step (flops_source 'counted': "
+            "harness.formulas.flops), else the built-in model's analytic count; null when neither is "
+            "known (no MFU).",
         ),
     ] = None
     flops_source: Annotated[
@@ -101,13 +101,12 @@ class Updates:
         float | None,
         Col(
             "reductions",
-            "Cross-replica reductions per optimizer update, counted: every top-level "
-            "reduce/batch_reduce call of the strategy's cross-device ops traced into the training "
-            "function: the gradients' (micro-batch phase x accum_steps + apply phase), plus, in the ctl"
-            " loop, the loss's, one per call of steps_per_execution updates (so 1 + "
-            "1/steps_per_execution on several replicas without accumulation). Keras fit's own handling "
-            "of its logs is not counted. 0 where none is made: one device (default, one_device, or "
-            "mirrored with one replica, whose reduce TensorFlow skips).",
+            "Cross-replica reductions per optimizer update, counted: every top-level reduce/batch_reduce "
+            "call of the strategy's cross-device ops traced into the training function: the gradients' "
+            "(micro-batch phase x accum_steps + apply phase), plus, in the ctl loop, the loss's, one per "
+            "call of steps_per_execution updates (so 1 + 1/steps_per_execution on several replicas "
+            "without accumulation); not Keras fit's handling of its logs. 0 with one device (default, "
+            "one_device, or mirrored with one replica, whose reduce TensorFlow skips).",
         ),
     ] = None
     allreduces_per_example: Annotated[
@@ -130,19 +129,19 @@ class Updates:
         int | None,
         Col(
             "updates",
-            "Optimizer updates the loop ran in the cell (first call, seed_loss's, calibration, warm-up and timed "
-            "windows), counted by the caller of the training function (the coordinator under "
-            "parameter_server).",
+            "Optimizer updates the loop ran in the cell (first call, seed_loss's, calibration, warm-up "
+            "and timed windows), counted by the training function's caller (parameter_server: the "
+            "coordinator).",
         ),
     ] = None
     optimizer_iterations: Annotated[
         int | None,
         Col(
             "updates",
-            "optimizer.iterations after the timed windows (before the breakdown): equal to updates_run (checked) for "
-            "synchronous strategies; lower under parameter_server, where Keras 3 increments it by a "
-            "read then an assign on the ps and concurrent workers lose increments (the weight updates "
-            "themselves are atomic assign_sub ops).",
+            "optimizer.iterations after the timed windows (before the breakdown): equal to updates_run "
+            "(checked) for synchronous strategies; lower under parameter_server, where Keras 3 "
+            "increments it by a read then an assign on the ps and concurrent workers lose increments "
+            "(the weight updates themselves are atomic assign_sub ops).",
         ),
     ] = None
 

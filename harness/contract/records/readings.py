@@ -18,15 +18,14 @@ class Energy:
         float | None,
         Col(
             "J/example",
-            "Energy per example, median over processes: on GPUs, NVML total-energy counters of the "
-            "GPUs the process uses (not every GPU of the machine); on CPU hosts, the RAPL package "
-            "counters (/sys/class/powercap intel-rapl:N energy_uj, Intel and AMD), which count every "
-            "process on the packages (the machine's energy while it trains); read around the process's "
-            "own windows only (in turns, its own window turns, while the other members wait; back to "
-            "back, its warm-up and timed windows) / the examples trained in them; "
-            "co-tenants (who meter the same devices): their mean power / their aggregate "
-            "examples_per_sec. Null where no counter is readable (no NVML; no powercap, or "
-            "energy_uj readable by root only) and for multi-worker cells.",
+            "Energy per example, median over processes: the joules of NVML's total-energy counters of "
+            "the process's GPUs (not every GPU of the machine), or on CPU hosts of the RAPL package "
+            "counters (/sys/class/powercap intel-rapl:N energy_uj, Intel and AMD: every process on the "
+            "packages), read around the process's own windows only (in turns, its window turns, while "
+            "the others wait; back to back, its warm-up and timed windows), / the examples trained in "
+            "them; co-tenants (metering the same devices): their mean power / their aggregate "
+            "examples_per_sec. Null where no counter is readable (no NVML; no powercap, or energy_uj "
+            "root-only) and for multi-worker cells.",
             figure=True,
             median=True,
         ),
@@ -116,13 +115,13 @@ class Breakdown:
         float | None,
         Col(
             "s/update",
-            "The cell's own update (its training function, as in the timed windows: input, all-reduce "
-            "and optimizer step included), timed in the same process as the parts below and in the "
-            "same rounds (one window of it, then one of each part; five rounds, up to fifteen while a "
-            "part exceeds it by more than harness.formulas.breakdown.NOISE; median window), after the "
-            "timed windows (a run in turns: in a process of its own after the turns, alone on the machine): "
-            "the step whose shares the parts are, so both are "
-            "timed under the same conditions; null where the parts are not measured.",
+            "The cell's own update (its training function as in the timed windows: input, all-reduce "
+            "and optimizer step included), the step whose shares the parts below are, timed under the "
+            "same conditions: in the same process and rounds (one window of it, then one of each part; "
+            "five rounds, up to fifteen while a part exceeds it by more than "
+            "harness.formulas.breakdown.NOISE; median window), after the timed windows (a run in turns: "
+            "in a process of its own after the turns, alone on the machine); null where the parts are "
+            "not measured.",
             median=True,
         ),
     ] = None
@@ -131,11 +130,11 @@ class Breakdown:
         Col(
             "s/update",
             "The update's forward and backward passes as its training function runs them (the same "
-            "replica function: accum_steps micro-batches of per_replica_batch, gradients summed "
-            "locally, under strategy.run on every replica, one update per iteration of an in-graph "
-            "loop) with no cross-replica reduction, no optimizer step and no input pipeline (one "
-            "update's batch already on the devices), median over the processes that measured it; null "
-            "where it cannot be isolated (parameter_server).",
+            "replica function: accum_steps micro-batches of per_replica_batch, gradients summed locally, "
+            "under strategy.run on every replica, one update per in-graph loop iteration) with no "
+            "cross-replica reduction, optimizer step or input pipeline (one update's batch already on "
+            "the devices), median over the processes that measured it; null where it cannot be "
+            "isolated (parameter_server).",
             median=True,
         ),
     ] = None
@@ -200,10 +199,9 @@ class Breakdown:
             "s/update",
             "GPU cells: one window of the cell's own training function (about 0.3 s of updates, after "
             "the timed windows; a run in turns: in a process of its own after the turns) under "
-            "TensorFlow's profiler, per update; the "
-            "four parts below add up to it exactly (harness.formulas.timeline). The profiler's own "
-            "overhead is in it, so it can exceed step_s; null on CPUs and where nothing was recorded "
-            "on the GPU (bound_reason says why).",
+            "TensorFlow's profiler, per update; the four parts below add up to it exactly "
+            "(harness.formulas.timeline). It holds the profiler's overhead, so it can exceed step_s; "
+            "null on CPUs and where nothing was recorded on the GPU (bound_reason says why).",
             median=True,
         ),
     ] = None
@@ -256,13 +254,13 @@ class Breakdown:
         Col(
             "",
             "CPU cells: compute, communication, input or dispatch: the part with the largest share of "
-            "parts_step_s, where it explains the step: at least half of it and more than the time no part "
-            "explains (harness.formulas.breakdown); null when it does not, when the parts are not "
-            "measured, or when a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): a part cannot take "
-            "longer than the update it is a piece of, so no verdict is given (bound_reason says "
-            "which). GPU cells: device, communication, input or host, the largest of device_s, "
-            "collective_s, input_wait_s and host_s (host: the GPU waits for the host to launch its "
-            "kernels; raise steps_per_execution or the batch, or try --jit-compile on).",
+            "parts_step_s where it explains the step (at least half of it, and more than the time no "
+            "part explains: harness.formulas.breakdown); null when it does not, when the parts are not "
+            "measured, or when a part's share is above 100% + harness.formulas.breakdown.NOISE (10%): "
+            "no part can take longer than its update (bound_reason says which). GPU cells: device, "
+            "communication, input or host, the largest of device_s, collective_s, input_wait_s and "
+            "host_s (host: the GPU waits for the host to launch its kernels; raise steps_per_execution "
+            "or the batch, or try --jit-compile on).",
         ),
     ] = None
     bound_reason: Annotated[

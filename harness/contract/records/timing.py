@@ -151,13 +151,12 @@ class Execution:
         Col(
             "",
             "Whether the training function ran XLA-compiled, as the worker reported it: for ctl and "
-            "the parameter-server loop, the jit_compile of the tf.function of each update's step; for "
-            "fit, the jit_compile Keras resolved and built its step function with (in both, the loop "
-            "that reads the input is never compiled: XLA has no IteratorGetNext). The suite asks for "
-            "the same value for both loops (false for every cell so far; never Keras's auto, which "
-            "turns XLA on for a GPU model built outside any strategy scope and off inside one). Null "
-            "where no process reported it (an unsupported cell; a failed process reports nothing) or "
-            "the cell's processes disagree; rows from before it was reported hold false.",
+            "the parameter-server loop, the jit_compile of each update's step tf.function; for fit, the "
+            "one Keras built its step function with (the loop that reads the input is never compiled: "
+            "XLA has no IteratorGetNext). The suite asks for the same value for both loops (false so "
+            "far; never Keras's auto, which turns XLA on for a GPU model built outside any strategy "
+            "scope and off inside one). Null where no process reported it (unsupported, failed) or "
+            "they disagree; older rows hold false.",
         ),
     ] = None
     device_count: Annotated[
