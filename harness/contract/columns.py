@@ -94,7 +94,8 @@ _LEAVES: dict[type, tuple[Leaf, ...]] = {}
 
 
 def leaves(record: type) -> tuple[Leaf, ...]:
-    """Every column of a record type, in declaration order (groups inlined)."""
+    """Every column of a record type (a dataclass, or a flat TypedDict), in declaration order
+    (groups inlined)."""
     if record not in _LEAVES:
         _LEAVES[record] = _leaves(record)
     return _LEAVES[record]

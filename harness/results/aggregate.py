@@ -5,8 +5,9 @@ the row of a cell not measured."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from harness.contract.columns import Estimate, finite, flatten, leaves, unflatten, without_figures
 from harness.contract.events import Facts
@@ -147,7 +148,7 @@ def combine(
     watts = [w for w in (r.energy.gpu_watts for r in rows) if w is not None]
     power = sum(watts) / len(watts) if len(watts) == len(rows) else None
     first = _with_jit(rows[0], rows)
-    out = replace(
+    return replace(
         first,
         examples_per_sec=Estimate(aggregate),
         spread=replace(
@@ -164,8 +165,7 @@ def combine(
             tenant_share_min=min(own) / aggregate,
         ),
         energy=Energy(gpu_watts=power, energy_j_per_example=None if power is None else power / aggregate),
-    )
-    return out, tagged
+    ), tagged
 
 
 def common_span(windows: Sequence[Sequence[WindowRow]]) -> tuple[float, float]:
@@ -285,20 +285,21 @@ def shared_windows(
     return tagged
 
 
-SHARED: tuple[Callable[[Foreign], Estimate], ...] = (
-    lambda f: f.alone_examples_per_sec,
-    lambda f: f.tenant_alone_examples_per_sec,
-    lambda f: f.tenant_together_examples_per_sec,
-    lambda f: f.interference_ratio,
+SHARED = (
+    "alone_examples_per_sec",
+    "tenant_alone_examples_per_sec",
+    "tenant_together_examples_per_sec",
+    "interference_ratio",
 )
 """A cell with a co-tenant from another framework: the per-process figures (from its instance's
-turns) that its row gives as the median over processes with a CI, as examples_per_sec."""
+turns, :class:`~harness.contract.records.Foreign`'s fields) that its row gives as the median over
+processes with a CI, as examples_per_sec."""
 
 
-def _over_processes(results: Sequence[ProcessResult], figure: Callable[[Foreign], Estimate]) -> Estimate:
-    """One of :data:`SHARED` over a cell's processes: median with a 95% CI (empty unless every
-    process has it)."""
-    values = [v for r in results if (v := figure(r.row.foreign).value) is not None]
+def _over_processes(results: Sequence[ProcessResult], name: str) -> Estimate:
+    """Figure ``name`` of :data:`SHARED` over a cell's processes: median with a 95% CI (empty unless
+    every process has it)."""
+    values = [v for r in results if (v := getattr(r.row.foreign, name).value) is not None]
     if len(values) != len(results) or not values:
         return Estimate()
     est = stats.figure(values)
@@ -308,16 +309,10 @@ def _over_processes(results: Sequence[ProcessResult], figure: Callable[[Foreign]
 def shared_figures(foreign: Foreign, results: Sequence[ProcessResult]) -> Foreign:
     """``foreign`` with :data:`SHARED`'s figures over a cell's processes (unchanged for a cell
     without a co-tenant from another framework)."""
-    alone, tenant_alone, together, interference = (_over_processes(results, f) for f in SHARED)
-    if not any(e.value is not None for e in (alone, tenant_alone, together, interference)):
+    figures: dict[str, Any] = {name: _over_processes(results, name) for name in SHARED}  # by field
+    if all(e.value is None for e in figures.values()):
         return foreign
-    return replace(
-        foreign,
-        alone_examples_per_sec=alone,
-        tenant_alone_examples_per_sec=tenant_alone,
-        tenant_together_examples_per_sec=together,
-        interference_ratio=interference,
-    )
+    return replace(foreign, **figures)
 
 
 def not_measured_row(

@@ -81,9 +81,7 @@ def _journals(root: Path) -> tuple[list[Finding], int]:
         written = any((root / "cells").glob(f"*/{run_id}/*.parquet"))
         if not written or not ended:
             what = (
-                "stopped before it wrote its rows"
-                if not written
-                else "interrupted before its budget was spent"
+                "interrupted before its budget was spent" if written else "stopped before it wrote its rows"
             )
             findings.append(
                 Finding(

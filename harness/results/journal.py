@@ -8,6 +8,7 @@ reading drops (and reopening cuts off, so the next line starts clean)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -32,16 +33,12 @@ def path_of(root: Path, run_id: str) -> Path:
 
 def _fsync_dir(folder: Path) -> None:
     """Make a new file's name durable (its folder's entry), where the OS allows it."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _complete_length(data: bytes) -> int:

@@ -10,14 +10,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-from harness.contract.columns import Estimate, without_figures
+from harness.contract.columns import Estimate, flatten, unflatten, without_figures
 from harness.contract.events import Facts
 from harness.contract.job import WorkerSettings
 from harness.contract.records import (
     Axes,
+    Breakdown,
     CellRow,
     Checks,
     Energy,
+    Execution,
     Flops,
     Machine,
     Memory,
@@ -158,6 +160,7 @@ class Measurement:
     window_target_s: float | None = None
     """The window length asked for (s) where it is not the protocol's (a turn)."""
     parts: Mapping[str, float | None] = field(default_factory=dict)
+    """The step breakdown's columns the worker timed (s per update), by name."""
     parts_error: str = ""
     flops: StepFlops = field(default_factory=lambda: StepFlops())
     """The model's FLOPs counted from its traced step (:func:`harness.worker.flops.count_step`:
@@ -211,10 +214,24 @@ def _straggler_ratio(cell: Cell, m: Measurement) -> float | None:
     return metrics.straggler_ratio(m.worker_seconds)
 
 
+def _ran(ran: Execution, cell: Cell, m: Measurement) -> Execution:
+    """``ran`` with what the process ran: the all-reduce, XLA, the devices and hosts it computed on."""
+    cpu = m.device_kind == "CPU"
+    return replace(
+        ran,
+        effective_cross_device_ops=m.effective_cross_device_ops,
+        jit_compile=m.jit_compile,
+        device_count=m.hosts if cpu else m.physical_gpus or cell.devices,
+        logical_devices=(cpu and cell.devices > m.hosts)  # local workers share a CPU
+        or (m.physical_gpus is not None and m.physical_gpus < cell.replicas),  # logical GPUs
+        hosts=m.hosts,
+    )
+
+
 def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
     """``row`` (the worker's :func:`started_row`) with one process's figures (an invalid process
     reports no figure of any kind)."""
-    _examples, rates = _window_throughputs(cell, m)
+    _, rates = _window_throughputs(cell, m)
     median = metrics.median(rates)
     reductions = m.allreduces_per_update
     batch = cell.effective_batch
@@ -235,17 +252,9 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
             repeats=len(m.window_seconds),
             startup_s=m.startup_s,
             compile_s=m.compile_s,
-            window_target_s=row.timing.window_target_s if m.window_target_s is None else m.window_target_s,
+            window_target_s=m.window_target_s or row.timing.window_target_s,
         ),
-        ran=replace(
-            row.ran,
-            effective_cross_device_ops=m.effective_cross_device_ops,
-            jit_compile=m.jit_compile,
-            device_count=m.hosts if m.device_kind == "CPU" else m.physical_gpus or cell.devices,
-            logical_devices=(m.device_kind == "CPU" and cell.devices > m.hosts)  # local workers share a CPU
-            or (m.physical_gpus is not None and m.physical_gpus < cell.replicas),  # logical GPUs
-            hosts=m.hosts,
-        ),
+        ran=_ran(row.ran, cell, m),
         updates=Updates(
             optimizer_updates_per_sec=median / batch,
             allreduces_per_update=reductions,
@@ -267,22 +276,13 @@ def measured_row(row: CellRow, cell: Cell, m: Measurement) -> CellRow:
             weights_digest=m.weights_digest,
         ),
         memory=Memory(gpu_memory_peak_mib=m.gpu_memory_peak_mib, gpu_memory_limit_mib=m.gpu_memory_limit_mib),
-        breakdown=replace(
-            row.breakdown,
-            parts_step_s=m.parts.get("parts_step_s"),
-            compute_s=m.parts.get("compute_s"),
-            allreduce_s=m.parts.get("allreduce_s"),
-            input_s=m.parts.get("input_s"),
-            dispatch_s=m.parts.get("dispatch_s"),
-            reduce_s=m.parts.get("reduce_s"),
-            ps_read_s=m.parts.get("ps_read_s"),
-            ps_update_s=m.parts.get("ps_update_s"),
-            profiled_step_s=m.parts.get("profiled_step_s"),
-            device_s=m.parts.get("device_s"),
-            collective_s=m.parts.get("collective_s"),
-            input_wait_s=m.parts.get("input_wait_s"),
-            host_s=m.parts.get("host_s"),
-            bound_reason=m.parts_error or row.breakdown.bound_reason,
+        breakdown=unflatten(  # the parts the worker timed, by column
+            Breakdown,
+            {
+                **flatten(row.breakdown),
+                **m.parts,
+                "bound_reason": m.parts_error or row.breakdown.bound_reason,
+            },
         ),
         flops=counted_flops(row.flops, m.flops),
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import io
 import json
-import os
 import shutil
 import tarfile
 import tempfile
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.results import journal
-from harness.results.store import AB_FOLDER, table_files
+from harness.results.store import AB_FOLDER, atomic, table_files
 
 FORMAT = "tf-strategy-bench pack"
 """The manifest's ``format``: what tells a pack from any other ``.tar.gz``."""
@@ -116,22 +115,13 @@ def write_pack(root: Path, manifest: Manifest, out: Path) -> Packed:
     name in its folder, then renamed: a reader never sees half a pack; an existing ``out`` is
     replaced, so the caller decides whether it may be)."""
     files = [f for run_id in manifest.run_ids for f in run_files(root, run_id)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".", suffix=".tmp")
-    os.close(fd)
-    try:
-        with tarfile.open(tmp, "w:gz") as tar:
-            data = manifest.to_json()
-            info = _plain(tarfile.TarInfo(MANIFEST))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-            for f in files:
-                tar.add(f, arcname=f.relative_to(root).as_posix(), recursive=False, filter=_plain)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic(out) as tmp, tarfile.open(tmp, "w:gz") as tar:
+        data = manifest.to_json()
+        info = _plain(tarfile.TarInfo(MANIFEST))
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for f in files:
+            tar.add(f, arcname=f.relative_to(root).as_posix(), recursive=False, filter=_plain)
     return Packed(out, manifest, len(files), out.stat().st_size)
 
 

@@ -9,17 +9,17 @@ the schema applied (columns added in later versions read as null in older files)
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import UnionType
-from typing import Union, get_args, get_origin, get_type_hints
+from typing import Union, get_args, get_origin
 
 import pandas as pd
 import pyarrow as pa
@@ -62,15 +62,9 @@ def _arrow_type(hint: object) -> pa.DataType:
 
 
 def columns_of(record: type) -> tuple[Column, ...]:
-    """The documented columns of a typed record of :mod:`harness.contract.records`, in order (a
-    dataclass of groups: :func:`harness.contract.columns.leaves`)."""
-    if dataclasses.is_dataclass(record):
-        return tuple(Column(c.name, _arrow_type(c.hint), c.col.unit, c.col.doc) for c in leaves(record))
-    out = []
-    for name, hint in get_type_hints(record, include_extras=True).items():
-        base, col = get_args(hint)[:2]
-        out.append(Column(name, _arrow_type(base), col.unit, col.doc))
-    return tuple(out)
+    """The documented columns of a typed record of :mod:`harness.contract.records`, in order
+    (:func:`harness.contract.columns.leaves`)."""
+    return tuple(Column(c.name, _arrow_type(c.hint), c.col.unit, c.col.doc) for c in leaves(record))
 
 
 AB_FOLDER = "ab"
@@ -105,20 +99,29 @@ def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
 
 
-def write_atomic(table: pa.Table, path: Path) -> None:
-    """Write ``table`` to ``path`` via a temporary file in the same folder and a rename."""
+@contextmanager
+def atomic(path: Path) -> Iterator[str]:
+    """A temporary name in ``path``'s folder to write to; when the block ends, made readable by
+    everyone (mkstemp makes 0600) and renamed to ``path``, or removed if it raised: a reader never
+    sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
     os.close(fd)
     try:
-        pq.write_table(table, tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for everyone who can read the folder
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
+        yield tmp
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` (:func:`atomic`), on disk before it gets its name."""
+    with atomic(path) as tmp:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
 
 
 @dataclass(frozen=True)

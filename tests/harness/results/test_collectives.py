@@ -6,7 +6,7 @@ import pytest
 
 from harness.contract.records import Status
 from harness.formulas import stats
-from harness.results.collectives import MAX_REL_ERROR, Timed, not_measured, topology_rows
+from harness.results.collectives import MAX_REL_ERROR, TopologyReport, not_measured, topology_rows
 from harness.spec.cell import Cell
 
 CELL = Cell(strategy="mirrored", cross_device_ops="auto", replicas=2)
@@ -19,8 +19,8 @@ FACTS = {
 }
 
 
-def _process(times: tuple[float, float], error: float = 0.0) -> Timed:
-    return Timed(
+def _process(times: tuple[float, float], error: float = 0.0) -> TopologyReport:
+    return TopologyReport(
         status=Status.OK,
         effective_op="CollectiveAllReduce(RING)",
         payloads=(
@@ -68,7 +68,7 @@ def test_a_wrong_sum_makes_the_payload_invalid() -> None:
 
 
 def test_a_failed_process_fails_the_topology_and_unsupported_is_one_row() -> None:
-    failed = topology_rows(CELL, [_process((1e-4, 5e-4)), Timed(Status.FAILED, "killed")], FACTS)
+    failed = topology_rows(CELL, [_process((1e-4, 5e-4)), TopologyReport(Status.FAILED, "killed")], FACTS)
     assert len(failed) == 1 and failed[0]["status"] == "failed" and failed[0]["reason"] == "killed"
     assert topology_rows(CELL, [], FACTS)[0]["reason"] == "no process reported"
     row = not_measured(

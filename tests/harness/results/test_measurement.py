@@ -12,21 +12,13 @@ import pytest
 from harness.contract.columns import flatten
 from harness.contract.records import CellRow, Machine, Memory, Status
 from harness.formulas import stats
-from harness.results.aggregate import ProcessResult, aggregate
+from harness.results.aggregate import SHARED, ProcessResult, aggregate
 from harness.results.measurement import Measurement, axes, cell_row, machine, measured_row
 from harness.results.store import CELL_SCHEMA
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 
 PROTOCOL = Protocol(repeats=3, window_s=0.5, warmup_windows=1)
-
-
-SHARED_FIGURES = (
-    "alone_examples_per_sec",
-    "tenant_alone_examples_per_sec",
-    "tenant_together_examples_per_sec",
-    "interference_ratio",
-)
 
 
 FIGURE_COLUMNS = (
@@ -55,7 +47,7 @@ FIGURE_COLUMNS = (
     "peak_flops_per_sec_ci_high",
     *(
         f"{name}{end}"
-        for name in (*SHARED_FIGURES, "shared_ratio", "tenant_shared_ratio")
+        for name in (*SHARED, "shared_ratio", "tenant_shared_ratio")
         for end in ("", "_ci_low", "_ci_high")
     ),
 )
@@ -154,6 +146,15 @@ def test_synchronous_multi_worker_has_no_straggler_figure():
     m = _measurement()
     m2 = replace(m, worker_seconds=(m.window_seconds, (0.5, 0.5, 0.5)))
     assert _measured(cell, m2).updates.straggler_ratio is None
+
+
+def test_the_parts_the_worker_timed_land_in_the_breakdown():
+    cell = Cell(strategy="default", batch=10)
+    m = replace(_measurement(), parts={"parts_step_s": 0.02, "compute_s": 0.015, "host_s": 0.001})
+    b = _measured(cell, m).breakdown
+    assert (b.parts_step_s, b.compute_s, b.host_s, b.allreduce_s) == (0.02, 0.015, 0.001, None)
+    failed = _measured(cell, replace(_measurement(), parts_error="compute_s exceeds the step")).breakdown
+    assert failed.bound_reason == "compute_s exceeds the step" and failed.compute_s is None
 
 
 @pytest.mark.parametrize("jit", [False, True, None])

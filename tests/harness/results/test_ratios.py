@@ -11,7 +11,7 @@ from harness.contract.columns import Estimate, flatten
 from harness.contract.records import CellRow, RunInfo, Status
 from harness.errors import HarnessError
 from harness.results.measurement import cell_row
-from harness.results.ratios import Measured, ratio_rows, with_turn_ratios
+from harness.results.ratios import Evidence, ratio_rows, with_turn_ratios
 from harness.spec.cell import Cell
 from harness.spec.groups import Comparison, Relation
 from harness.spec.protocol import Protocol
@@ -33,7 +33,7 @@ def test_rows_carry_the_ratio_its_ci_and_an_fdr_verdict() -> None:
     logs = (math.log(1.8), math.log(1.82), math.log(1.79), math.log(1.81))
     same = (0.01, -0.01, 0.005, -0.004)
     rows = ratio_rows(
-        [Measured(SCALING, "g0", logs, (), 30.0), Measured(OP, "g0", same, (), 30.0)], RUN, "fp", 6, 0.2
+        [Evidence(SCALING, "g0", logs, (), 30.0), Evidence(OP, "g0", same, (), 30.0)], RUN, "fp", 6, 0.2
     )
     scaling, op = rows
     assert scaling.ratio.value == pytest.approx(0.5 * math.exp(sum(logs) / 4))
@@ -45,8 +45,8 @@ def test_rows_carry_the_ratio_its_ci_and_an_fdr_verdict() -> None:
 
 def test_the_minimum_effect_decides_what_a_verdict_calls_and_is_recorded() -> None:
     three = (math.log(1.03), math.log(1.031), math.log(1.029), math.log(1.03))  # +3 %, tight
-    (default,) = ratio_rows([Measured(OP, "g0", three, (), 30.0)], RUN, "fp", 6, 0.2)
-    (strict,) = ratio_rows([Measured(OP, "g0", three, (), 30.0)], RUN, "fp", 6, 0.2, min_effect=0.02)
+    (default,) = ratio_rows([Evidence(OP, "g0", three, (), 30.0)], RUN, "fp", 6, 0.2)
+    (strict,) = ratio_rows([Evidence(OP, "g0", three, (), 30.0)], RUN, "fp", 6, 0.2, min_effect=0.02)
     assert default.verdict == "equivalent" and default.min_effect == 0.05  # inside +-5 %
     assert strict.verdict == "higher" and strict.min_effect == 0.02  # beyond 2 %
     with pytest.raises(HarnessError, match=r"--min-effect=0\.0; expected a fraction in"):
@@ -55,17 +55,17 @@ def test_the_minimum_effect_decides_what_a_verdict_calls_and_is_recorded() -> No
 
 def test_the_ratio_rows_share_the_run_and_fingerprint_with_the_cell_rows() -> None:
     run = RunInfo(run_id="r", timestamp="t", suite_version="v", resumes=2)
-    (row,) = ratio_rows([Measured(OP, "g1", (0.01, 0.02), (), 1.0)], run, "fp", 6, 0.2)
+    (row,) = ratio_rows([Evidence(OP, "g1", (0.01, 0.02), (), 1.0)], run, "fp", 6, 0.2)
     assert row.run == run and row.fingerprint == "fp"
     columns = flatten(row)
     assert {k: columns[k] for k in (*BASE, "resumes")} == {**BASE, "resumes": 2}
-    (row,) = ratio_rows([Measured(OP, "g1", (0.01, 0.02), (), 1.0)], run, None, 6, 0.2)
+    (row,) = ratio_rows([Evidence(OP, "g1", (0.01, 0.02), (), 1.0)], run, None, 6, 0.2)
     assert row.run.run_id == "r" and row.run.resumes == 2 and row.fingerprint is None
 
 
 def test_an_undecided_ratio_says_what_would_decide_it() -> None:
     logs = (0.02, 0.09, -0.03)  # mean 2.7 %, wide: neither beyond nor within 5 %
-    (row,) = ratio_rows([Measured(OP, "g1", logs, (), 40.0)], RUN, "fp", 6, 0.2)
+    (row,) = ratio_rows([Evidence(OP, "g1", logs, (), 40.0)], RUN, "fp", 6, 0.2)
     assert not row.decided and row.verdict == "undecided"
     assert row.extra_instances > 0 and row.extra_s == pytest.approx(40.0 * row.extra_instances)
 
@@ -74,14 +74,14 @@ def test_a_ratio_the_false_discovery_control_holds_back_is_undecided_with_more_t
     clear = (0.10, 0.15, 0.05, 0.12)  # p 0.015, CI [1.04, 1.19]: decided on its own
     flat = (0.01, -0.01, 0.02, -0.02)  # five of them: p near 1
     rows = ratio_rows(
-        [Measured(OP, "g0", clear, (), 10.0)] + [Measured(OP, "g0", flat, (), 10.0)] * 5, RUN, "fp", 6, 0.2
+        [Evidence(OP, "g0", clear, (), 10.0)] + [Evidence(OP, "g0", flat, (), 10.0)] * 5, RUN, "fp", 6, 0.2
     )
     assert rows[0].ratio.low > 1.0 and rows[0].p_value > 0.05 / 6  # over BH's first step
     assert rows[0].verdict == "undecided" and rows[0].extra_instances >= 1
 
 
 def test_the_cell_row_takes_scaling_efficiency_from_turns() -> None:
-    (ratio,) = ratio_rows([Measured(SCALING, "g0", (0.6, 0.62, 0.61), (), 1.0)], RUN, "fp", 6, 0.2)
+    (ratio,) = ratio_rows([Evidence(SCALING, "g0", (0.6, 0.62, 0.61), (), 1.0)], RUN, "fp", 6, 0.2)
     ok = _cell_row("two", Status.OK)
     ok = replace(ok, efficiency=replace(ok.efficiency, scaling_efficiency=Estimate(0.1)))
     eff = with_turn_ratios(ok, [ratio]).efficiency
