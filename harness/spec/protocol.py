@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.errors import require
 from harness.spec.ports import LOOPBACK, PORT_SCOPES, PortScope
@@ -83,67 +84,43 @@ class Protocol:
         return self.budget_min * 60.0
 
     def __post_init__(self) -> None:
-        inf = float("inf")
         require(
             {
-                "--repeats": (
-                    self.repeats,
-                    self.repeats >= 2,
-                    "an integer of at least 2 (a CI needs two windows)",
-                ),
-                "--window-s": (
-                    self.window_s,
-                    0 < self.window_s < 3600,
-                    "seconds, more than 0 and less than 3600",
-                ),
-                "--warmup-windows": (self.warmup_windows, self.warmup_windows >= 0, "an integer >= 0"),
-                "--min-window-steps": (self.min_window_steps, self.min_window_steps >= 1, "an integer >= 1"),
-                "--cell-timeout-s": (self.cell_timeout_s, 0 < self.cell_timeout_s < inf, "seconds > 0"),
-                "--rendezvous-timeout-s": (
-                    self.rendezvous_timeout_s,
-                    0 < self.rendezvous_timeout_s < inf,
-                    "seconds > 0",
-                ),
-                "--seed": (self.seed, self.seed >= 0, "an integer >= 0"),
-                "--processes": (
-                    self.processes,
-                    self.processes >= 1,
-                    "an integer of at least 1 (3 or more for a CI that covers re-runs)",
-                ),
-                "--max-processes": (
-                    self.max_processes,
-                    self.max_processes >= self.processes,
-                    f"an integer of at least --processes ({self.processes})",
-                ),
-                "--turn-s": (self.turn_s, 0 < self.turn_s < 60, "seconds, more than 0 and less than 60"),
-                "--blocks": (self.blocks, self.blocks >= 1, "an integer >= 1"),
-                "--budget-min": (
-                    self.budget_min,
-                    0 < self.budget_min < inf,
-                    "minutes > 0 (every group still gets --processes instances)",
-                ),
-                "--max-live": (
-                    self.max_live,
-                    self.max_live == 0 or 2 <= self.max_live <= 64,
-                    "0 (from the machine's memory) or an integer from 2 to 64",
-                ),
-                "--worker-memory-gib": (
-                    self.worker_memory_gib,
-                    self.worker_memory_gib == 0 or 0.5 <= self.worker_memory_gib < inf,
-                    "GiB: 0 (no cap) or at least 0.5",
-                ),
-                "--min-effect": (
-                    self.min_effect,
-                    0 < self.min_effect < 1,
-                    "a fraction in (0, 1), e.g. 0.05 for 5%",
-                ),
-                "--unstable-cv": (
-                    self.unstable_cv,
-                    0 < self.unstable_cv < inf,
-                    "a coefficient of variation > 0, e.g. 0.1",
-                ),
+                "--" + name.replace("_", "-"): (
+                    getattr(self, name),
+                    rule(getattr(self, name), self),
+                    accepted.format(processes=self.processes),
+                )
+                for name, rule, accepted in _PROTOCOL_RULES
             }
         )
+
+
+_INF = float("inf")
+_PROTOCOL_RULES: tuple[tuple[str, Callable[[Any, Protocol], bool], str], ...] = (
+    ("repeats", lambda v, _: v >= 2, "an integer of at least 2 (a CI needs two windows)"),
+    ("window_s", lambda v, _: 0 < v < 3600, "seconds, more than 0 and less than 3600"),
+    ("warmup_windows", lambda v, _: v >= 0, "an integer >= 0"),
+    ("min_window_steps", lambda v, _: v >= 1, "an integer >= 1"),
+    ("cell_timeout_s", lambda v, _: 0 < v < _INF, "seconds > 0"),
+    ("rendezvous_timeout_s", lambda v, _: 0 < v < _INF, "seconds > 0"),
+    ("seed", lambda v, _: v >= 0, "an integer >= 0"),
+    ("processes", lambda v, _: v >= 1, "an integer of at least 1 (3 or more for a CI that covers re-runs)"),
+    ("max_processes", lambda v, p: v >= p.processes, "an integer of at least --processes ({processes})"),
+    ("turn_s", lambda v, _: 0 < v < 60, "seconds, more than 0 and less than 60"),
+    ("blocks", lambda v, _: v >= 1, "an integer >= 1"),
+    ("budget_min", lambda v, _: 0 < v < _INF, "minutes > 0 (every group still gets --processes instances)"),
+    (
+        "max_live",
+        lambda v, _: v == 0 or 2 <= v <= 64,
+        "0 (from the machine's memory) or an integer from 2 to 64",
+    ),
+    ("worker_memory_gib", lambda v, _: v == 0 or 0.5 <= v < _INF, "GiB: 0 (no cap) or at least 0.5"),
+    ("min_effect", lambda v, _: 0 < v < 1, "a fraction in (0, 1), e.g. 0.05 for 5%"),
+    ("unstable_cv", lambda v, _: 0 < v < _INF, "a coefficient of variation > 0, e.g. 0.1"),
+)
+"""Each :class:`Protocol` field checked, in order: (field, whether a value is accepted given the
+protocol, the accepted values in words); its ``run`` flag is the field, dashed."""
 
 
 ALWAYS, TURNS, PASSES, NEVER = "always", "turns", "passes", "never"
