@@ -139,7 +139,8 @@ class Setting:
 
     field: str
     words: str
-    flag: str
+    flag: str = ""
+    """The ``run`` flag; empty: the field, dashed (``--max-live``)."""
     unit: str = ""
     zero: str = ""
     negatable: bool = False
@@ -149,6 +150,9 @@ class Setting:
     dest: str = ""
     """The ``run`` option's destination where it is not :attr:`field` (``--no-breakdown`` turns
     ``breakdown_named`` off too)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flag", self.flag or "--" + self.field.replace("_", "-"))
 
     def value(self, protocol: Protocol) -> str:
         """The field's value in ``protocol``, with its unit."""
@@ -173,30 +177,22 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("budget_min", "time budget for the whole run", "--budget-min", unit="min", shown=TURNS),
-    Setting("processes", "fresh processes per configuration, at least", "--processes"),
-    Setting("max_processes", "fresh processes per configuration, at most", "--max-processes"),
+    Setting("budget_min", "time budget for the whole run", unit="min", shown=TURNS),
+    Setting("processes", "fresh processes per configuration, at least"),
+    Setting("max_processes", "fresh processes per configuration, at most"),
     Setting(
-        "max_live",
-        "processes alive at once in a comparison, at most",
-        "--max-live",
-        zero="from free memory",
-        shown=TURNS,
+        "max_live", "processes alive at once in a comparison, at most", zero="from free memory", shown=TURNS
     ),
-    Setting("turn_s", "one turn: a timed window with the whole machine", "--turn-s", unit="s", shown=TURNS),
-    Setting("blocks", "blocks per instance, two turns each per configuration", "--blocks", shown=TURNS),
-    Setting("window_s", "one timed window, about", "--window-s", unit="s", shown=PASSES),
-    Setting("repeats", "timed windows per process", "--repeats", shown=PASSES),
-    Setting("min_effect", "smallest difference called higher or lower", "--min-effect", unit="%"),
-    Setting("unstable_cv", "unstable when processes disagree by more than", "--unstable-cv", unit="%"),
-    Setting("cell_timeout_s", "a process is stopped after", "--cell-timeout-s", unit="s"),
+    Setting("turn_s", "one turn: a timed window with the whole machine", unit="s", shown=TURNS),
+    Setting("blocks", "blocks per instance, two turns each per configuration", shown=TURNS),
+    Setting("window_s", "one timed window, about", unit="s", shown=PASSES),
+    Setting("repeats", "timed windows per process", shown=PASSES),
+    Setting("min_effect", "smallest difference called higher or lower", unit="%"),
+    Setting("unstable_cv", "unstable when processes disagree by more than", unit="%"),
+    Setting("cell_timeout_s", "a process is stopped after", unit="s"),
     Setting("peak", "measure the machine's matmul peak (for MFU)", "--no-peak", unit="yes/no"),
     Setting(
-        "breakdown",
-        "time the parts of an update (compute, all-reduce, input)",
-        "--breakdown",
-        unit="yes/no",
-        negatable=True,
+        "breakdown", "time the parts of an update (compute, all-reduce, input)", unit="yes/no", negatable=True
     ),
     Setting(
         "breakdown_named",
@@ -205,20 +201,11 @@ SETTINGS: tuple[Setting, ...] = (
         unit="yes/no",
         dest="breakdown",
     ),
-    Setting(
-        "worker_memory_gib",
-        "memory cap of each worker process",
-        "--worker-memory-gib",
-        unit="GiB",
-        zero="no cap",
-    ),
-    Setting(
-        "busy_ok", "go on when other programs disturb most turns", "--busy-ok", unit="yes/no", shown=TURNS
-    ),
+    Setting("worker_memory_gib", "memory cap of each worker process", unit="GiB", zero="no cap"),
+    Setting("busy_ok", "go on when other programs disturb most turns", unit="yes/no", shown=TURNS),
     Setting(
         "warmup_windows",
         "untimed windows before the timed ones",
-        "--warmup-windows",
         shown=NEVER,
         why="after the first call and the calibration one warm-up window is enough; a check of the "
         "protocol, not a choice a run makes",
@@ -226,14 +213,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "min_window_steps",
         "fewest updates in a window",
-        "--min-window-steps",
         shown=NEVER,
         why="a floor for very slow updates; a window's length follows --turn-s (--window-s)",
     ),
     Setting(
         "rendezvous_timeout_s",
         "time for every worker of a multi-worker configuration to join",
-        "--rendezvous-timeout-s",
         unit="s",
         shown=NEVER,
         why="only a slow real cluster needs more than the default",
@@ -241,7 +226,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "seed",
         "seed of the weights and the data",
-        "--seed",
         shown=NEVER,
         why="speed does not depend on it; fixed so that runs train the same numbers",
     ),
