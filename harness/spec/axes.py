@@ -65,9 +65,9 @@ class Axis:
     phrase: str = "{}"
     """How an integer value reads ("on {} replicas"); ``phrase_one`` for 1 where it differs."""
     phrase_one: str = ""
-    reference: AxisValue | None = None
-    """The value a configuration is not described by (the plain choice: no accumulation, the custom
-    loop, float32); None: the value is always said where the axis applies."""
+    plain: bool = True
+    """Whether the default is the plain choice a description leaves unsaid (no accumulation, the
+    custom loop, float32: :attr:`reference`); False: the value is always said where the axis applies."""
     essential: bool = False
     """Said in a whole description even at its reference value (the choices a user makes: loop,
     batch, accumulation, precision, XLA; :func:`harness.spec.words.describe`)."""
@@ -92,6 +92,14 @@ class Axis:
     """The unit of an integer value in the cells table (``devices``, ``processes``)."""
     column: str = ""
     """The cells table's description of the column (``results/README.md``); empty: :attr:`help`."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "words", MappingProxyType(dict(self.words)))
+
+    @property
+    def reference(self) -> AxisValue | None:
+        """The value a configuration is not described by: the default where it is :attr:`plain`."""
+        return self.default if self.plain else None
 
     def next_values(self, value: AxisValue) -> tuple[AxisValue, AxisValue] | None:
         """(``value``, the value to try next) where this axis suggests one, else None."""
@@ -199,10 +207,11 @@ AXES: tuple[Axis, ...] = (
         "cnn",
         "model to train",
         MODEL_NAMES,
-        words=MappingProxyType(MODEL_TITLES),
+        words=MODEL_TITLES,
         column="The model trained; a user's own Keras model by its reference (FILE.py:function or "
         "package.module:function).",
         said_at=0,
+        plain=False,
         always_named=True,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
     ),
@@ -212,8 +221,7 @@ AXES: tuple[Axis, ...] = (
         "synthetic",
         "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
         ("synthetic", "mnist"),
-        words=MappingProxyType({"synthetic": "synthetic data", "mnist": "the MNIST file"}),
-        reference="synthetic",
+        words={"synthetic": "synthetic data", "mnist": "the MNIST file"},
         essential=True,
         said_at=16,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
@@ -225,9 +233,10 @@ AXES: tuple[Axis, ...] = (
         "mirrored",
         "tf.distribute strategy",
         STRATEGY_NAMES,
-        words=MappingProxyType({name: s.words for name, s in STRATEGIES.items()}),
+        words={name: s.words for name, s in STRATEGIES.items()},
         column="The tf.distribute strategy.",
         said_at=1,
+        plain=False,
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
     ),
@@ -239,15 +248,12 @@ AXES: tuple[Axis, ...] = (
         CROSS_DEVICE_OPS_NAMES,
         applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
         inapplicable=NO_OPTION,
-        words=MappingProxyType(
-            {
-                "auto": "its default all-reduce",
-                "nccl": "NcclAllReduce",
-                "hierarchical_copy": "HierarchicalCopyAllReduce",
-                "reduction_to_one_device": "ReductionToOneDevice",
-            }
-        ),
-        reference="auto",
+        words={
+            "auto": "its default all-reduce",
+            "nccl": "NcclAllReduce",
+            "hierarchical_copy": "HierarchicalCopyAllReduce",
+            "reduction_to_one_device": "ReductionToOneDevice",
+        },
         said_at=5,
         keys=frozenset({ALONE}),
         column="Requested all-reduce implementation of mirrored; none elsewhere.",
@@ -260,10 +266,7 @@ AXES: tuple[Axis, ...] = (
         COMMUNICATION_NAMES,
         applies_to=strategies_where(lambda s: s.option_axis == "communication"),
         inapplicable=NO_OPTION,
-        words=MappingProxyType(
-            {"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"}
-        ),
-        reference="auto",
+        words={"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"},
         said_at=6,
         keys=frozenset({ALONE}),
         column="Requested collective implementation of multi_worker_mirrored; none elsewhere.",
@@ -277,7 +280,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="on {} replicas",
         phrase_one="on 1 replica",
-        reference=1,
         said_at=2,
         always_named=True,
         keys=frozenset({ALONE}),
@@ -294,7 +296,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="on {} workers",
         phrase_one="on 1 worker",
-        reference=1,
         said_at=3,
         always_named=True,
         keys=frozenset({ALONE}),
@@ -311,6 +312,7 @@ AXES: tuple[Axis, ...] = (
         inapplicable=0,
         phrase="{} parameter servers",
         phrase_one="1 parameter server",
+        plain=False,
         said_at=4,
         keys=frozenset({ALONE}),
         column="Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).",
@@ -323,7 +325,6 @@ AXES: tuple[Axis, ...] = (
         "batch size in examples: per replica (weak scaling) or global (strong)",
         phrase="batch {} per replica",
         row_field="per_replica_batch",
-        reference=64,
         essential=True,
         step_up=4,
         said_at=8,
@@ -337,7 +338,6 @@ AXES: tuple[Axis, ...] = (
         "micro-batches whose gradients each replica sums before one all-reduce and one optimizer update",
         phrase="{} accumulation steps per update",
         phrase_one="no gradient accumulation",
-        reference=1,
         essential=True,
         step_up=4,
         said_at=9,
@@ -352,8 +352,7 @@ AXES: tuple[Axis, ...] = (
         "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
         "fit = Keras model.fit with the suite's train step",
         ("ctl", "fit"),
-        words=MappingProxyType({"ctl": "a custom training loop", "fit": "Keras Model.fit"}),
-        reference="ctl",
+        words={"ctl": "a custom training loop", "fit": "Keras Model.fit"},
         essential=True,
         said_at=7,
         keys=frozenset({BASELINE, ALONE}),
@@ -366,7 +365,6 @@ AXES: tuple[Axis, ...] = (
         "optimizer updates per tf.function call",
         phrase="{} updates per tf.function call",
         phrase_one="1 update per tf.function call",
-        reference=10,
         essential=True,
         step_up=10,
         said_at=12,
@@ -380,14 +378,11 @@ AXES: tuple[Axis, ...] = (
         "float32",
         "Keras dtype policy",
         ("float32", "mixed_bfloat16", "mixed_float16"),
-        words=MappingProxyType(
-            {
-                "float32": "float32",
-                "mixed_bfloat16": "mixed precision (bfloat16)",
-                "mixed_float16": "mixed precision (float16)",
-            }
-        ),
-        reference="float32",
+        words={
+            "float32": "float32",
+            "mixed_bfloat16": "mixed precision (bfloat16)",
+            "mixed_float16": "mixed precision (float16)",
+        },
         alternative="mixed_bfloat16",
         essential=True,
         said_at=10,
@@ -402,8 +397,7 @@ AXES: tuple[Axis, ...] = (
         "Keras's auto, which compiles fit under no strategy and not under mirrored",
         ("off", "on"),
         cli="jit-compile",
-        words=MappingProxyType({"off": "no XLA", "on": "XLA (jit_compile=True)"}),
-        reference="off",
+        words={"off": "no XLA", "on": "XLA (jit_compile=True)"},
         alternative="on",
         essential=True,
         said_at=11,
@@ -417,8 +411,7 @@ AXES: tuple[Axis, ...] = (
         "training loss: auto (one output unit: binary cross-entropy; more: sparse categorical "
         "cross-entropy; both on logits), or the one named (synthetic labels to match)",
         LOSS_NAMES,
-        words=MappingProxyType({"auto": "the model's own loss"}),
-        reference="auto",
+        words={"auto": "the model's own loss"},
         said_at=17,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="--loss as asked: auto (binary cross-entropy on one output unit, sparse categorical cross-entropy on more; both on logits) or the loss named; in the cell id after the model when not auto.",
@@ -429,8 +422,7 @@ AXES: tuple[Axis, ...] = (
         "weak",
         "weak: batch is per replica; strong: batch is global",
         ("weak", "strong"),
-        words=MappingProxyType({"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"}),
-        reference="weak",
+        words={"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"},
         said_at=13,
         keys=frozenset({ALONE}),
         column="weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
@@ -446,7 +438,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="{} processes at once, throughput summed",
         phrase_one="one process",
-        reference=1,
         said_at=14,
         always_named=True,
         keys=frozenset({BASELINE}),
@@ -462,10 +453,7 @@ AXES: tuple[Axis, ...] = (
         (NONE, *FRAMEWORKS),
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=NONE,
-        words=MappingProxyType(
-            {NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"}
-        ),
-        reference=NONE,
+        words={NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"},
         said_at=15,
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
@@ -478,8 +466,7 @@ AXES: tuple[Axis, ...] = (
         "the Keras optimizer, at the learning rate of every cell: sgd (plain SGD) or adam (Adam: "
         "two slot variables per weight to read and write in each update)",
         ("sgd", "adam"),
-        words=MappingProxyType({"sgd": "plain SGD", "adam": "Adam"}),
-        reference="sgd",
+        words={"sgd": "plain SGD", "adam": "Adam"},
         said_at=18,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="The Keras optimizer (learning_rate: its rate); rows written before 2026-11-27 hold "
