@@ -254,24 +254,13 @@ class TurnRatio:
     p_value: float
     scale: float = 1.0
 
-    def _unscaled(self) -> tuple[float, float, float] | None:
-        """(log r, log lo, log hi) of the unscaled ratio, or None without a finite CI."""
-        if not (math.isfinite(self.scale) and self.scale > 0):
-            return None
-        ends = (self.value / self.scale, self.low / self.scale, self.high / self.scale)
-        if not all(math.isfinite(v) and v > 0 for v in ends):
-            return None
-        return math.log(ends[0]), math.log(ends[1]), math.log(ends[2])
-
     def verdict(self, min_effect: float = MIN_EFFECT, significant: bool = True) -> str:
         """Higher, lower (the unscaled ratio against 1), equivalent or undecided
         (:func:`harness.formulas.verdicts.judge`); ``significant``: whether the false-discovery
         control lets a difference stand."""
-        logs = self._unscaled()
-        if logs is None:
+        if not (math.isfinite(self.scale) and self.scale > 0):
             return UNDECIDED
-        centre, low, high = (math.exp(v) for v in logs)
-        return judge(centre, low, high, min_effect, significant)
+        return judge(*(v / self.scale for v in (self.value, self.low, self.high)), min_effect, significant)
 
     def decided(self, min_effect: float = MIN_EFFECT) -> bool:
         """True when distinguishable, or when the unscaled CI lies wholly within
@@ -460,17 +449,15 @@ def next_group(
 ) -> int | None:
     """Index (into ``states``) of the group that gets the next instance.
 
-    A group below ``min_instances`` first: a group of ``first`` (the headline) before any other,
-    then the one with fewest, ties in order. Past the minimum, among the groups below
-    ``max_instances`` with an *open* comparison (undecided, or its CI wider than its precision
-    target in ``GroupState.targets``, a width (high - low) / value = 2 sinh(h), decided or not;
-    fewer than 2 instances: infinitely wide): a group of ``first`` with an open comparison that more
-    instances would likely settle (:func:`_decidable`: decide it, or narrow it to its target,
-    within the group's instances left up to ``max_instances``) before any other; else, with
-    ``first_while_open``, a group of ``first`` with an open comparison before any other; else any.
-    Among those, the one whose widest open comparison has the largest CI half-width (ties: fewer
-    instances, then order). None when no comparison is open or every group that could take one
-    is at ``max_instances``; a group is never given more than ``max_instances``."""
+    A group below ``min_instances`` first: one of ``first`` (the headline) before any other, then
+    the one with fewest, ties in order. Past the minimum, among the groups below ``max_instances``
+    with an open comparison (:func:`_open`: undecided, or its CI's :func:`relative_width` above its
+    target; below 2 instances a CI is infinitely wide): one of ``first`` whose open comparison more
+    instances would likely settle within ``max_instances`` (:func:`_decidable`); else, with
+    ``first_while_open``, any of ``first``; else any. Among those, the one whose widest open
+    comparison has the largest CI half-width (ties: fewer instances, then order). None when no
+    comparison is open or every group that could take one is at ``max_instances``, which no group
+    exceeds."""
     if min_instances < 0:
         raise ValueError(f"min_instances={min_instances}; expected >= 0")
     if max_instances is not None and max_instances < 1:
