@@ -161,12 +161,10 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
     seconds = math.fsum(t.seconds for t in hit)
     used: dict[str, float] = {}
     largest: dict[str, Turn] = {}
-    for t in hit:
-        if t.busiest:
-            name = t.busiest.split("[", 1)[0]
-            used[name] = used.get(name, 0.0) + t.busiest_cpu_s
-            if name not in largest or t.busiest_cpu_s > largest[name].busiest_cpu_s:
-                largest[name] = t
+    for t in (t for t in hit if t.busiest):
+        name = t.busiest.split("[", 1)[0]
+        used[name] = used.get(name, 0.0) + t.busiest_cpu_s
+        largest[name] = max(largest.get(name, t), t, key=lambda x: x.busiest_cpu_s)
     if not used or seconds <= 0:
         return "", 0.0
     top = max(used, key=used.__getitem__)

@@ -108,12 +108,8 @@ def contenders(sweep: Sweep, platform: Platform) -> tuple[str, ...]:
     if planned.kind != "training":
         return ()
     if not planned.headline:
-        whole = [
-            c
-            for c in expand(planned, platform)
-            if platform.device_kind != "gpu" or c.replicas <= platform.devices
-        ]
-        return tuple(c.id for c in whole)
+        cells = expand(planned, platform)
+        return tuple(c.id for c in cells if platform.device_kind != "gpu" or c.replicas <= platform.devices)
     return tuple(c.id for c in expand(dataclasses.replace(planned, grids=planned.headline), platform))
 
 
