@@ -1,16 +1,14 @@
 """Ratios measured in turns: a group's live processes take turns, and instances are the evidence.
 
-A *group* is a set of members (identified by a string key) whose processes are live at once. In
-each *block* every member runs one timed window twice, in a balanced order (ABBA for two members;
-for more, a permutation and then its reverse, drawn per block), so a drift of the machine that is
-linear over the block adds the same to every member's seconds. An *instance* is one fresh set of
-the group's processes, running B blocks, and the unit of evidence (docs/explanation/statistics.md).
-Pure; numpy and scipy.stats only.
+A *group*'s members (string keys) have their processes live at once. In each *block* every member
+runs one timed window twice, in a balanced order (ABBA for two members; for more, a permutation
+drawn per block, then its reverse), so a drift linear over the block adds the same to every
+member's seconds. An *instance*, one fresh set of the group's processes running B blocks, is the
+unit of evidence (docs/explanation/statistics.md). Pure; numpy and scipy.stats only.
 
-The formulas (block log ratio :func:`block_log_ratios`, instance log ratio
-:func:`instance_log_ratio`, ratio, CI, p-value, instances to decide) are results/README.md's
-("Ratios in turns"); with n instances, ybar = mean(y_i), s_B = sd(y_i) (ddof 1, ``sd_between``)
-and c the ``scale``, beyond them:
+The formulas (:func:`block_log_ratios`, :func:`instance_log_ratio`, ratio, CI, p-value, instances
+to decide) are results/README.md's ("Ratios in turns"); with n instances, ybar = mean(y_i) and
+s_B = sd(y_i) (ddof 1, ``sd_between``), beyond them:
 
 - p-value: with s_B = 0 it is 0 when ybar != 0 and 1 when ybar = 0 (the zero-width CI's verdict);
   the CI and p-value are NaN with n < 2.
@@ -40,7 +38,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, log_t_half_width, log_t_interval, t_quantile
-from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED, judge
+from harness.formulas.verdicts import DECIDED, NOT_MEASURED, UNDECIDED, judge
 
 
 @dataclass(frozen=True)
@@ -264,15 +262,14 @@ class TurnRatio:
         """True when distinguishable, or when the unscaled CI lies wholly within
         [1 / (1 + min_effect), 1 + min_effect] (no difference of min_effect or more): no more
         instances are needed for a verdict on this comparison alone."""
-        return self.verdict(min_effect) in (HIGHER, LOWER, EQUIVALENT)
+        return self.verdict(min_effect) in DECIDED
 
 
 def _p_value(logs: Sequence[float]) -> float:
-    """The two-sided one-sample t-test of mean 0 (scipy.stats.ttest_1samp); without spread,
-    where scipy's t is 0 / 0 or warns of precision loss, exactly 1 at mean 0 and 0 elsewhere.
-    scipy's call costs about 0.4 ms, five times the formula by hand (2-core VM); it runs per
-    comparison between a group's instances (:func:`next_group`: about 17 ms a call against 6-10
-    ms for 32 comparisons) and for the ratios table, never during a turn."""
+    """The two-sided one-sample t-test of mean 0 (scipy.stats.ttest_1samp: about 0.4 ms a call on the
+    2-core VM, five times the formula by hand, run between instances and for the ratios table, never
+    during a turn); without spread, where scipy's t is 0 / 0 or warns of precision loss, exactly 1 at
+    mean 0 and 0 elsewhere."""
     if len(logs) < 2:
         return NAN
     if min(logs) == max(logs):

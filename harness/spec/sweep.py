@@ -77,9 +77,11 @@ def make_sweep(
     return Sweep(name, description, (tuple(checked),), protocol or Protocol())
 
 
-def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep) -> Sweep:
-    """The union of several sweeps' grids, as one named sweep."""
-    return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
+def chain(
+    name: str, description: str, protocol: Protocol | None, *parts: Sweep, kind: str = "training"
+) -> Sweep:
+    """The union of several sweeps' grids, as one named sweep of ``kind`` (:attr:`Sweep.kind`)."""
+    return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol(), kind)
 
 
 def with_headline(sweep: Sweep, *parts: Sweep) -> Sweep:

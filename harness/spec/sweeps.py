@@ -227,16 +227,14 @@ def collectives_sweep(
     """The all-reduce topologies: mirrored with every cross-device op on ``replicas`` replicas, and
     multi_worker_mirrored with every communication on ``workers`` local workers (one replica each).
     ``--replicas`` and ``--workers`` set these two lists (each applies to its own strategy)."""
-    return dataclasses.replace(
-        chain(
-            "collectives",
-            "all-reduce alone (a size sweep and each model's gradient set) under every "
-            "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
-            "2-4 local workers, 3 processes each; rows in results/collectives",
-            COLLECTIVES_PROTOCOL,
-            _dense(strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=replicas),
-            _dense(strategy=("multi_worker_mirrored",), communication=COMMUNICATION_NAMES, workers=workers),
-        ),
+    return chain(
+        "collectives",
+        "all-reduce alone (a size sweep and each model's gradient set) under every "
+        "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
+        "2-4 local workers, 3 processes each; rows in results/collectives",
+        COLLECTIVES_PROTOCOL,
+        _dense(strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=replicas),
+        _dense(strategy=("multi_worker_mirrored",), communication=COMMUNICATION_NAMES, workers=workers),
         kind="collectives",
     )
 
