@@ -256,7 +256,8 @@ class TurnRatio:
         control lets a difference stand."""
         if not (math.isfinite(self.scale) and self.scale > 0):
             return UNDECIDED
-        return judge(*(v / self.scale for v in (self.value, self.low, self.high)), min_effect, significant)
+        value, low, high = (v / self.scale for v in (self.value, self.low, self.high))
+        return judge(value, low, high, min_effect, significant)
 
     def decided(self, min_effect: float = MIN_EFFECT) -> bool:
         """True when distinguishable, or when the unscaled CI lies wholly within

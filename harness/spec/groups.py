@@ -1,12 +1,9 @@
-"""Which ratios a run reports, and how its cells share live processes to measure them in turns
-(docs/explanation/measurement.md). Pure.
-
-This module decides, as data, the comparisons (:class:`Comparison`) among a selection's cells and
-the groups (:class:`Group`) that measure them: races (:func:`headline_groups`,
-:func:`race_groups`), the rest (:func:`groups`, no group of several cells above ``max_live`` live
-processes) and ``ab``'s (:func:`ab_group`); the turns' order is :func:`turn_order`. Which
-strategies a relation applies to is a question to the descriptors (:mod:`harness.spec.strategies`):
-the reference strategy, the all-reduce option axis."""
+"""Which ratios a run reports (:class:`Comparison`), and the groups of cells (:class:`Group`) whose
+live processes take turns to measure them (docs/explanation/measurement.md). Pure data: races
+(:func:`headline_groups`, :func:`race_groups`), the rest (:func:`groups`, no group of several cells
+above ``max_live`` live processes), ``ab``'s (:func:`ab_group`); the turns' order:
+:func:`turn_order`. Which strategies a relation applies to is the descriptors' to say
+(:mod:`harness.spec.strategies`: the reference strategy, the all-reduce option axis)."""
 
 from __future__ import annotations
 
