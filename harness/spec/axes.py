@@ -39,6 +39,16 @@ AxisValue = int | str
 """One value of an axis: a name, an integer, or :data:`REPLICAS_TO_MAX` on the replica axis."""
 
 
+BASELINE = "baseline"
+"""What a row shares with its 1-device baseline (scaling efficiency); the batch is matched apart
+(per replica for weak scaling, global for strong)."""
+ALONE = "alone"
+"""What a co-tenant cell shares with the same cell alone: every axis but the tenants."""
+COMPUTES = "computes"
+"""What decides the arithmetic two cells must agree on (``verify``), besides the effective batch
+and its split."""
+
+
 @dataclass(frozen=True)
 class Axis:
     """One axis of the cell grid, as the CLI and the sweeps see it.
@@ -85,9 +95,9 @@ class Axis:
     always_named: bool = False
     """Named in every label that tells configurations apart (strategy, devices, co-tenants: they
     change what a figure means), and in every command that selects one (model, strategy)."""
-    keys: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset({ALONE})
     """The identity keys the axis belongs to (:data:`BASELINE`, :data:`ALONE`, :data:`COMPUTES`):
-    what two cells must share to be compared that way."""
+    what two cells must share to be compared that way (every axis but the tenants is in ALONE)."""
     unit: str = ""
     """The unit of an integer value in the cells table (``devices``, ``processes``)."""
     column: str = ""
@@ -191,15 +201,6 @@ MAX_TASKS = 1024
 """Most workers, or parameter servers, of a cell: a bound that keeps planning (one task object per
 process) instant; a local cluster this size would already be far past one host's cores."""
 
-BASELINE = "baseline"
-"""What a row shares with its 1-device baseline (scaling efficiency); the batch is matched apart
-(per replica for weak scaling, global for strong)."""
-ALONE = "alone"
-"""What a co-tenant cell shares with the same cell alone: every axis but the tenants."""
-COMPUTES = "computes"
-"""What decides the arithmetic two cells must agree on (``verify``), besides the effective batch
-and its split."""
-
 AXES: tuple[Axis, ...] = (
     Axis(
         "model",
@@ -255,7 +256,6 @@ AXES: tuple[Axis, ...] = (
             "reduction_to_one_device": "ReductionToOneDevice",
         },
         said_at=5,
-        keys=frozenset({ALONE}),
         column="Requested all-reduce implementation of mirrored; none elsewhere.",
     ),
     Axis(
@@ -268,7 +268,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=NO_OPTION,
         words={"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"},
         said_at=6,
-        keys=frozenset({ALONE}),
         column="Requested collective implementation of multi_worker_mirrored; none elsewhere.",
     ),
     Axis(
@@ -282,7 +281,6 @@ AXES: tuple[Axis, ...] = (
         phrase_one="on 1 replica",
         said_at=2,
         always_named=True,
-        keys=frozenset({ALONE}),
         column="Replicas per worker.",
         unit="devices",
     ),
@@ -298,7 +296,6 @@ AXES: tuple[Axis, ...] = (
         phrase_one="on 1 worker",
         said_at=3,
         always_named=True,
-        keys=frozenset({ALONE}),
         column="Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the ps tasks).",
         unit="processes",
     ),
@@ -314,7 +311,6 @@ AXES: tuple[Axis, ...] = (
         phrase_one="1 parameter server",
         plain=False,
         said_at=4,
-        keys=frozenset({ALONE}),
         column="Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).",
         unit="processes",
     ),
@@ -328,7 +324,6 @@ AXES: tuple[Axis, ...] = (
         essential=True,
         step_up=4,
         said_at=8,
-        keys=frozenset({ALONE}),
         unit="examples",
     ),
     Axis(
@@ -424,7 +419,6 @@ AXES: tuple[Axis, ...] = (
         ("weak", "strong"),
         words={"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"},
         said_at=13,
-        keys=frozenset({ALONE}),
         column="weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
     ),
     Axis(
