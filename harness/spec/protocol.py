@@ -25,7 +25,8 @@ inside [1/1.05, 1.05]."""
 @dataclass(frozen=True)
 class Protocol:
     """How each cell is timed (docs/explanation/measurement.md; the statistics:
-    docs/explanation/statistics.md).
+    docs/explanation/statistics.md; each field in words, with its unit and its ``run`` flag:
+    :data:`SETTINGS`).
 
     A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
     independent passes, each process timing ``warmup_windows`` untimed and ``repeats`` timed windows of
@@ -36,9 +37,7 @@ class Protocol:
     A local run measures in turns (:mod:`harness.launch.instances.turns`): ``max_live`` (0: from the machine's
     memory), ``turn_s``, ``blocks`` per instance, ``processes`` to ``max_processes`` instances a group,
     ``budget_min``. 6 blocks an instance: the spread between instances (about 3 % of log ratio here) is
-    that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy precision.
-
-    Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
+    that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy precision."""
 
     repeats: int = 5
     window_s: float = 1.0
