@@ -71,11 +71,9 @@ def einsum_sizes(equation: str, shapes: Iterable[Shape]) -> dict[str, int]:
     inputs = equation.replace(" ", "").split("->")[0].split(",")
     sizes: dict[str, int] = {}
     for spec, shape in zip(inputs, shapes, strict=True):
-        letters = spec.replace("...", "")
-        extra = len(shape) - len(letters)
-        named = [f"...{i}" for i in range(extra)] if "..." in spec else []
-        head, _, tail = spec.partition("...")
-        for name, size in zip([*head, *named, *tail] if "..." in spec else list(spec), shape, strict=True):
+        head, dots, tail = spec.partition("...")
+        named = [f"...{i}" for i in range(len(shape) - len(head) - len(tail))] if dots else []
+        for name, size in zip([*head, *named, *tail], shape, strict=True):
             sizes[name] = max(sizes.get(name, 1), size)
     return sizes
 

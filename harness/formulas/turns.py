@@ -1,16 +1,14 @@
 """Ratios measured in turns: a group's live processes take turns, and instances are the evidence.
 
-A *group* is a set of members (identified by a string key) whose processes are live at once. In
-each *block* every member runs one timed window twice, in a balanced order (ABBA for two members;
-for more, a permutation and then its reverse, drawn per block), so a drift of the machine that is
-linear over the block adds the same to every member's seconds. An *instance* is one fresh set of
-the group's processes, running B blocks, and the unit of evidence (docs/explanation/statistics.md).
-Pure; numpy and scipy.stats only.
+A *group*'s members (string keys) have their processes live at once. In each *block* every member
+runs one timed window twice, in a balanced order (ABBA for two members; for more, a permutation
+drawn per block, then its reverse), so a drift linear over the block adds the same to every
+member's seconds. An *instance*, one fresh set of the group's processes running B blocks, is the
+unit of evidence (docs/explanation/statistics.md). Pure; numpy and scipy.stats only.
 
-The formulas (block log ratio :func:`block_log_ratios`, instance log ratio
-:func:`instance_log_ratio`, ratio, CI, p-value, instances to decide) are results/README.md's
-("Ratios in turns"); with n instances, ybar = mean(y_i), s_B = sd(y_i) (ddof 1, ``sd_between``)
-and c the ``scale``, beyond them:
+The formulas (:func:`block_log_ratios`, :func:`instance_log_ratio`, ratio, CI, p-value, instances
+to decide) are results/README.md's ("Ratios in turns"); with n instances, ybar = mean(y_i) and
+s_B = sd(y_i) (ddof 1, ``sd_between``), beyond them:
 
 - p-value: with s_B = 0 it is 0 when ybar != 0 and 1 when ybar = 0 (the zero-width CI's verdict);
   the CI and p-value are NaN with n < 2.
@@ -40,7 +38,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.formulas.stats import CONFIDENCE, MIN_EFFECT, NAN, log_t_half_width, log_t_interval, t_quantile
-from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED, judge
+from harness.formulas.verdicts import DECIDED, NOT_MEASURED, UNDECIDED, judge
 
 
 @dataclass(frozen=True)
@@ -161,12 +159,10 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
     seconds = math.fsum(t.seconds for t in hit)
     used: dict[str, float] = {}
     largest: dict[str, Turn] = {}
-    for t in hit:
-        if t.busiest:
-            name = t.busiest.split("[", 1)[0]
-            used[name] = used.get(name, 0.0) + t.busiest_cpu_s
-            if name not in largest or t.busiest_cpu_s > largest[name].busiest_cpu_s:
-                largest[name] = t
+    for t in (t for t in hit if t.busiest):
+        name = t.busiest.split("[", 1)[0]
+        used[name] = used.get(name, 0.0) + t.busiest_cpu_s
+        largest[name] = max(largest.get(name, t), t, key=lambda x: x.busiest_cpu_s)
     if not used or seconds <= 0:
         return "", 0.0
     top = max(used, key=used.__getitem__)
@@ -254,38 +250,27 @@ class TurnRatio:
     p_value: float
     scale: float = 1.0
 
-    def _unscaled(self) -> tuple[float, float, float] | None:
-        """(log r, log lo, log hi) of the unscaled ratio, or None without a finite CI."""
-        if not (math.isfinite(self.scale) and self.scale > 0):
-            return None
-        ends = (self.value / self.scale, self.low / self.scale, self.high / self.scale)
-        if not all(math.isfinite(v) and v > 0 for v in ends):
-            return None
-        return math.log(ends[0]), math.log(ends[1]), math.log(ends[2])
-
     def verdict(self, min_effect: float = MIN_EFFECT, significant: bool = True) -> str:
         """Higher, lower (the unscaled ratio against 1), equivalent or undecided
         (:func:`harness.formulas.verdicts.judge`); ``significant``: whether the false-discovery
         control lets a difference stand."""
-        logs = self._unscaled()
-        if logs is None:
+        if not (math.isfinite(self.scale) and self.scale > 0):
             return UNDECIDED
-        centre, low, high = (math.exp(v) for v in logs)
-        return judge(centre, low, high, min_effect, significant)
+        value, low, high = (v / self.scale for v in (self.value, self.low, self.high))
+        return judge(value, low, high, min_effect, significant)
 
     def decided(self, min_effect: float = MIN_EFFECT) -> bool:
         """True when distinguishable, or when the unscaled CI lies wholly within
         [1 / (1 + min_effect), 1 + min_effect] (no difference of min_effect or more): no more
         instances are needed for a verdict on this comparison alone."""
-        return self.verdict(min_effect) in (HIGHER, LOWER, EQUIVALENT)
+        return self.verdict(min_effect) in DECIDED
 
 
 def _p_value(logs: Sequence[float]) -> float:
-    """The two-sided one-sample t-test of mean 0 (scipy.stats.ttest_1samp); without spread,
-    where scipy's t is 0 / 0 or warns of precision loss, exactly 1 at mean 0 and 0 elsewhere.
-    scipy's call costs about 0.4 ms, five times the formula by hand (2-core VM); it runs per
-    comparison between a group's instances (:func:`next_group`: about 17 ms a call against 6-10
-    ms for 32 comparisons) and for the ratios table, never during a turn."""
+    """The two-sided one-sample t-test of mean 0 (scipy.stats.ttest_1samp: about 0.4 ms a call on the
+    2-core VM, five times the formula by hand, run between instances and for the ratios table, never
+    during a turn); without spread, where scipy's t is 0 / 0 or warns of precision loss, exactly 1 at
+    mean 0 and 0 elsewhere."""
     if len(logs) < 2:
         return NAN
     if min(logs) == max(logs):
@@ -460,17 +445,15 @@ def next_group(
 ) -> int | None:
     """Index (into ``states``) of the group that gets the next instance.
 
-    A group below ``min_instances`` first: a group of ``first`` (the headline) before any other,
-    then the one with fewest, ties in order. Past the minimum, among the groups below
-    ``max_instances`` with an *open* comparison (undecided, or its CI wider than its precision
-    target in ``GroupState.targets``, a width (high - low) / value = 2 sinh(h), decided or not;
-    fewer than 2 instances: infinitely wide): a group of ``first`` with an open comparison that more
-    instances would likely settle (:func:`_decidable`: decide it, or narrow it to its target,
-    within the group's instances left up to ``max_instances``) before any other; else, with
-    ``first_while_open``, a group of ``first`` with an open comparison before any other; else any.
-    Among those, the one whose widest open comparison has the largest CI half-width (ties: fewer
-    instances, then order). None when no comparison is open or every group that could take one
-    is at ``max_instances``; a group is never given more than ``max_instances``."""
+    A group below ``min_instances`` first: one of ``first`` (the headline) before any other, then
+    the one with fewest, ties in order. Past the minimum, among the groups below ``max_instances``
+    with an open comparison (:func:`_open`: undecided, or its CI's :func:`relative_width` above its
+    target; below 2 instances a CI is infinitely wide): one of ``first`` whose open comparison more
+    instances would likely settle within ``max_instances`` (:func:`_decidable`); else, with
+    ``first_while_open``, any of ``first``; else any. Among those, the one whose widest open
+    comparison has the largest CI half-width (ties: fewer instances, then order). None when no
+    comparison is open or every group that could take one is at ``max_instances``, which no group
+    exceeds."""
     if min_instances < 0:
         raise ValueError(f"min_instances={min_instances}; expected >= 0")
     if max_instances is not None and max_instances < 1:

@@ -39,6 +39,16 @@ AxisValue = int | str
 """One value of an axis: a name, an integer, or :data:`REPLICAS_TO_MAX` on the replica axis."""
 
 
+BASELINE = "baseline"
+"""What a row shares with its 1-device baseline (scaling efficiency); the batch is matched apart
+(per replica for weak scaling, global for strong)."""
+ALONE = "alone"
+"""What a co-tenant cell shares with the same cell alone: every axis but the tenants."""
+COMPUTES = "computes"
+"""What decides the arithmetic two cells must agree on (``verify``), besides the effective batch
+and its split."""
+
+
 @dataclass(frozen=True)
 class Axis:
     """One axis of the cell grid, as the CLI and the sweeps see it.
@@ -65,9 +75,9 @@ class Axis:
     phrase: str = "{}"
     """How an integer value reads ("on {} replicas"); ``phrase_one`` for 1 where it differs."""
     phrase_one: str = ""
-    reference: AxisValue | None = None
-    """The value a configuration is not described by (the plain choice: no accumulation, the custom
-    loop, float32); None: the value is always said where the axis applies."""
+    plain: bool = True
+    """Whether the default is the plain choice a description leaves unsaid (no accumulation, the
+    custom loop, float32: :attr:`reference`); False: the value is always said where the axis applies."""
     essential: bool = False
     """Said in a whole description even at its reference value (the choices a user makes: loop,
     batch, accumulation, precision, XLA; :func:`harness.spec.words.describe`)."""
@@ -85,13 +95,21 @@ class Axis:
     always_named: bool = False
     """Named in every label that tells configurations apart (strategy, devices, co-tenants: they
     change what a figure means), and in every command that selects one (model, strategy)."""
-    keys: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset({ALONE})
     """The identity keys the axis belongs to (:data:`BASELINE`, :data:`ALONE`, :data:`COMPUTES`):
-    what two cells must share to be compared that way."""
+    what two cells must share to be compared that way (every axis but the tenants is in ALONE)."""
     unit: str = ""
     """The unit of an integer value in the cells table (``devices``, ``processes``)."""
     column: str = ""
     """The cells table's description of the column (``results/README.md``); empty: :attr:`help`."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "words", MappingProxyType(dict(self.words)))
+
+    @property
+    def reference(self) -> AxisValue | None:
+        """The value a configuration is not described by: the default where it is :attr:`plain`."""
+        return self.default if self.plain else None
 
     def next_values(self, value: AxisValue) -> tuple[AxisValue, AxisValue] | None:
         """(``value``, the value to try next) where this axis suggests one, else None."""
@@ -134,12 +152,12 @@ class Axis:
         return tuple(self.check(self._convert(t)) for t in items)
 
     def _convert(self, token: str) -> AxisValue:
-        if self.kind is int and not (self.name == "replicas" and token in REPLICA_TOKENS):
-            try:
-                return int(token)
-            except ValueError:
-                raise HarnessError(f"Received {self.flag}={token!r}; {self.accepted()}") from None
-        return token
+        """An integer axis's ``token`` as an integer where it reads as one (:meth:`check` names it
+        where it does not, or takes a replica token)."""
+        try:
+            return int(token) if self.kind is int else token
+        except ValueError:
+            return token
 
     def check(self, value: object) -> AxisValue:
         """Return ``value`` if accepted, else raise HarnessError naming it and the accepted values."""
@@ -183,15 +201,6 @@ MAX_TASKS = 1024
 """Most workers, or parameter servers, of a cell: a bound that keeps planning (one task object per
 process) instant; a local cluster this size would already be far past one host's cores."""
 
-BASELINE = "baseline"
-"""What a row shares with its 1-device baseline (scaling efficiency); the batch is matched apart
-(per replica for weak scaling, global for strong)."""
-ALONE = "alone"
-"""What a co-tenant cell shares with the same cell alone: every axis but the tenants."""
-COMPUTES = "computes"
-"""What decides the arithmetic two cells must agree on (``verify``), besides the effective batch
-and its split."""
-
 AXES: tuple[Axis, ...] = (
     Axis(
         "model",
@@ -199,10 +208,11 @@ AXES: tuple[Axis, ...] = (
         "cnn",
         "model to train",
         MODEL_NAMES,
-        words=MappingProxyType(MODEL_TITLES),
+        words=MODEL_TITLES,
         column="The model trained; a user's own Keras model by its reference (FILE.py:function or "
         "package.module:function).",
         said_at=0,
+        plain=False,
         always_named=True,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
     ),
@@ -212,8 +222,7 @@ AXES: tuple[Axis, ...] = (
         "synthetic",
         "synthetic (fixed-seed MNIST-shaped pool) or the real MNIST file",
         ("synthetic", "mnist"),
-        words=MappingProxyType({"synthetic": "synthetic data", "mnist": "the MNIST file"}),
-        reference="synthetic",
+        words={"synthetic": "synthetic data", "mnist": "the MNIST file"},
         essential=True,
         said_at=16,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
@@ -225,9 +234,10 @@ AXES: tuple[Axis, ...] = (
         "mirrored",
         "tf.distribute strategy",
         STRATEGY_NAMES,
-        words=MappingProxyType({name: s.words for name, s in STRATEGIES.items()}),
+        words={name: s.words for name, s in STRATEGIES.items()},
         column="The tf.distribute strategy.",
         said_at=1,
+        plain=False,
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
     ),
@@ -239,17 +249,13 @@ AXES: tuple[Axis, ...] = (
         CROSS_DEVICE_OPS_NAMES,
         applies_to=strategies_where(lambda s: s.option_axis == "cross_device_ops"),
         inapplicable=NO_OPTION,
-        words=MappingProxyType(
-            {
-                "auto": "its default all-reduce",
-                "nccl": "NcclAllReduce",
-                "hierarchical_copy": "HierarchicalCopyAllReduce",
-                "reduction_to_one_device": "ReductionToOneDevice",
-            }
-        ),
-        reference="auto",
+        words={
+            "auto": "its default all-reduce",
+            "nccl": "NcclAllReduce",
+            "hierarchical_copy": "HierarchicalCopyAllReduce",
+            "reduction_to_one_device": "ReductionToOneDevice",
+        },
         said_at=5,
-        keys=frozenset({ALONE}),
         column="Requested all-reduce implementation of mirrored; none elsewhere.",
     ),
     Axis(
@@ -260,12 +266,8 @@ AXES: tuple[Axis, ...] = (
         COMMUNICATION_NAMES,
         applies_to=strategies_where(lambda s: s.option_axis == "communication"),
         inapplicable=NO_OPTION,
-        words=MappingProxyType(
-            {"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"}
-        ),
-        reference="auto",
+        words={"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"},
         said_at=6,
-        keys=frozenset({ALONE}),
         column="Requested collective implementation of multi_worker_mirrored; none elsewhere.",
     ),
     Axis(
@@ -277,10 +279,8 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="on {} replicas",
         phrase_one="on 1 replica",
-        reference=1,
         said_at=2,
         always_named=True,
-        keys=frozenset({ALONE}),
         column="Replicas per worker.",
         unit="devices",
     ),
@@ -294,10 +294,8 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="on {} workers",
         phrase_one="on 1 worker",
-        reference=1,
         said_at=3,
         always_named=True,
-        keys=frozenset({ALONE}),
         column="Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the ps tasks).",
         unit="processes",
     ),
@@ -311,8 +309,8 @@ AXES: tuple[Axis, ...] = (
         inapplicable=0,
         phrase="{} parameter servers",
         phrase_one="1 parameter server",
+        plain=False,
         said_at=4,
-        keys=frozenset({ALONE}),
         column="Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).",
         unit="processes",
     ),
@@ -323,11 +321,9 @@ AXES: tuple[Axis, ...] = (
         "batch size in examples: per replica (weak scaling) or global (strong)",
         phrase="batch {} per replica",
         row_field="per_replica_batch",
-        reference=64,
         essential=True,
         step_up=4,
         said_at=8,
-        keys=frozenset({ALONE}),
         unit="examples",
     ),
     Axis(
@@ -337,7 +333,6 @@ AXES: tuple[Axis, ...] = (
         "micro-batches whose gradients each replica sums before one all-reduce and one optimizer update",
         phrase="{} accumulation steps per update",
         phrase_one="no gradient accumulation",
-        reference=1,
         essential=True,
         step_up=4,
         said_at=9,
@@ -352,8 +347,7 @@ AXES: tuple[Axis, ...] = (
         "training loop: ctl = strategy.run inside an in-graph tf.function loop; "
         "fit = Keras model.fit with the suite's train step",
         ("ctl", "fit"),
-        words=MappingProxyType({"ctl": "a custom training loop", "fit": "Keras Model.fit"}),
-        reference="ctl",
+        words={"ctl": "a custom training loop", "fit": "Keras Model.fit"},
         essential=True,
         said_at=7,
         keys=frozenset({BASELINE, ALONE}),
@@ -366,7 +360,6 @@ AXES: tuple[Axis, ...] = (
         "optimizer updates per tf.function call",
         phrase="{} updates per tf.function call",
         phrase_one="1 update per tf.function call",
-        reference=10,
         essential=True,
         step_up=10,
         said_at=12,
@@ -380,14 +373,11 @@ AXES: tuple[Axis, ...] = (
         "float32",
         "Keras dtype policy",
         ("float32", "mixed_bfloat16", "mixed_float16"),
-        words=MappingProxyType(
-            {
-                "float32": "float32",
-                "mixed_bfloat16": "mixed precision (bfloat16)",
-                "mixed_float16": "mixed precision (float16)",
-            }
-        ),
-        reference="float32",
+        words={
+            "float32": "float32",
+            "mixed_bfloat16": "mixed precision (bfloat16)",
+            "mixed_float16": "mixed precision (float16)",
+        },
         alternative="mixed_bfloat16",
         essential=True,
         said_at=10,
@@ -402,8 +392,7 @@ AXES: tuple[Axis, ...] = (
         "Keras's auto, which compiles fit under no strategy and not under mirrored",
         ("off", "on"),
         cli="jit-compile",
-        words=MappingProxyType({"off": "no XLA", "on": "XLA (jit_compile=True)"}),
-        reference="off",
+        words={"off": "no XLA", "on": "XLA (jit_compile=True)"},
         alternative="on",
         essential=True,
         said_at=11,
@@ -417,8 +406,7 @@ AXES: tuple[Axis, ...] = (
         "training loss: auto (one output unit: binary cross-entropy; more: sparse categorical "
         "cross-entropy; both on logits), or the one named (synthetic labels to match)",
         LOSS_NAMES,
-        words=MappingProxyType({"auto": "the model's own loss"}),
-        reference="auto",
+        words={"auto": "the model's own loss"},
         said_at=17,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="--loss as asked: auto (binary cross-entropy on one output unit, sparse categorical cross-entropy on more; both on logits) or the loss named; in the cell id after the model when not auto.",
@@ -429,10 +417,8 @@ AXES: tuple[Axis, ...] = (
         "weak",
         "weak: batch is per replica; strong: batch is global",
         ("weak", "strong"),
-        words=MappingProxyType({"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"}),
-        reference="weak",
+        words={"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"},
         said_at=13,
-        keys=frozenset({ALONE}),
         column="weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
     ),
     Axis(
@@ -446,7 +432,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="{} processes at once, throughput summed",
         phrase_one="one process",
-        reference=1,
         said_at=14,
         always_named=True,
         keys=frozenset({BASELINE}),
@@ -462,10 +447,7 @@ AXES: tuple[Axis, ...] = (
         (NONE, *FRAMEWORKS),
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=NONE,
-        words=MappingProxyType(
-            {NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"}
-        ),
-        reference=NONE,
+        words={NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"},
         said_at=15,
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
@@ -478,8 +460,7 @@ AXES: tuple[Axis, ...] = (
         "the Keras optimizer, at the learning rate of every cell: sgd (plain SGD) or adam (Adam: "
         "two slot variables per weight to read and write in each update)",
         ("sgd", "adam"),
-        words=MappingProxyType({"sgd": "plain SGD", "adam": "Adam"}),
-        reference="sgd",
+        words={"sgd": "plain SGD", "adam": "Adam"},
         said_at=18,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="The Keras optimizer (learning_rate: its rate); rows written before 2026-11-27 hold "

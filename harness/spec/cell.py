@@ -122,10 +122,7 @@ class Cell:
         join the topology (``r1w2p1``, ``r2w1t2``), a co-tenant's framework its name (``r1w1+jax``); a loss
         other than ``auto`` and an optimizer other than ``sgd`` follow the model (``cnn+adam``); XLA marks
         the precision (``float32+xla``)."""
-        strategy = self.strategy
-        for option in (getattr(self, name) for name in OPTION_AXES):
-            if option != NO_OPTION:
-                strategy += f"[{option}]"
+        strategy = self.strategy + (f"[{self.option}]" if self.option != NO_OPTION else "")
         loss = ("" if self.loss == "auto" else f"+{self.loss}") + (
             "" if self.optimizer == "sgd" else f"+{self.optimizer}"
         )

@@ -1,12 +1,9 @@
-"""Which ratios a run reports, and how its cells share live processes to measure them in turns
-(docs/explanation/measurement.md). Pure.
-
-This module decides, as data, the comparisons (:class:`Comparison`) among a selection's cells and
-the groups (:class:`Group`) that measure them: races (:func:`headline_groups`,
-:func:`race_groups`), the rest (:func:`groups`, no group of several cells above ``max_live`` live
-processes) and ``ab``'s (:func:`ab_group`); the turns' order is :func:`turn_order`. Which
-strategies a relation applies to is a question to the descriptors (:mod:`harness.spec.strategies`):
-the reference strategy, the all-reduce option axis."""
+"""Which ratios a run reports (:class:`Comparison`), and the groups of cells (:class:`Group`) whose
+live processes take turns to measure them (docs/explanation/measurement.md). Pure data: races
+(:func:`headline_groups`, :func:`race_groups`), the rest (:func:`groups`, no group of several cells
+above ``max_live`` live processes), ``ab``'s (:func:`ab_group`); the turns' order:
+:func:`turn_order`. Which strategies a relation applies to is the descriptors' to say
+(:mod:`harness.spec.strategies`: the reference strategy, the all-reduce option axis)."""
 
 from __future__ import annotations
 
@@ -213,34 +210,21 @@ def _reference_strategy(cell: Cell) -> Cell | None:
     )
 
 
-def _unscaled(cell: Cell) -> float:
-    return 1.0
-
-
-@dataclass(frozen=True)
-class _Rule:
-    """How one relation finds a cell's reference."""
-
-    relation: Relation
-    reference: Callable[[Cell], Cell | None]
-    """The cell the subject is compared against; None, or the subject itself: no comparison."""
-    scale: Callable[[Cell], float] = _unscaled
-
-
-_RULES = (
-    _Rule(Relation.SCALING, _one_device, lambda c: 1.0 / c.devices),
-    _Rule(Relation.CROSS_DEVICE_OPS, _default_option),
-    _Rule(Relation.STRATEGY, _reference_strategy),
-    _Rule(Relation.ACCUMULATION, lambda c: _at_default(c, "accum_steps")),
-    _Rule(Relation.LOOP, lambda c: _at_default(c, "loop")),
-    _Rule(Relation.XLA, lambda c: _at_default(c, "xla")),
-    _Rule(Relation.OPTIMIZER, lambda c: _at_default(c, "optimizer")),
-    _Rule(Relation.PRECISION, lambda c: _at_default(c, "precision")),
-    _Rule(Relation.BATCH, lambda c: _at_default(c, "batch")),
-    _Rule(Relation.STEPS_PER_EXECUTION, lambda c: _at_default(c, "steps_per_execution")),
-    _Rule(Relation.COTENANCY, lambda c: _at_default(c, "tenants")),
-)
-"""The relations a run reports, in :class:`Relation`'s order."""
+_REFERENCES: dict[Relation, Callable[[Cell], Cell | None]] = {
+    Relation.SCALING: _one_device,
+    Relation.CROSS_DEVICE_OPS: _default_option,
+    Relation.STRATEGY: _reference_strategy,
+    Relation.ACCUMULATION: lambda c: _at_default(c, "accum_steps"),
+    Relation.LOOP: lambda c: _at_default(c, "loop"),
+    Relation.XLA: lambda c: _at_default(c, "xla"),
+    Relation.OPTIMIZER: lambda c: _at_default(c, "optimizer"),
+    Relation.PRECISION: lambda c: _at_default(c, "precision"),
+    Relation.BATCH: lambda c: _at_default(c, "batch"),
+    Relation.STEPS_PER_EXECUTION: lambda c: _at_default(c, "steps_per_execution"),
+    Relation.COTENANCY: lambda c: _at_default(c, "tenants"),
+}
+"""The relations a run reports, in :class:`Relation`'s order: the cell each compares a subject
+against (None, or the subject itself: no comparison)."""
 
 
 def _unique(cells: Iterable[Cell]) -> dict[str, Cell]:
@@ -257,22 +241,19 @@ def comparisons(cells: Sequence[Cell]) -> list[Comparison]:
     cell compared with its all-reduce option's default (CROSS_DEVICE_OPS) is compared with
     nothing else: the default option carries the strategy's scaling and speed-up."""
     by_id = _unique(cells)
-    found: dict[tuple[Relation, str, str], Comparison] = {}
+    found: list[Comparison] = []
     for cell in by_id.values():
         if cell.tenant_framework != NONE:  # its ratios are inside its own member
             continue
-        option = _default_option(cell)
-        rules = (
-            [r for r in _RULES if r.relation == Relation.CROSS_DEVICE_OPS]
-            if option is not None and option.id != cell.id and option.id in by_id
-            else _RULES
-        )
-        for rule in rules:
-            reference = rule.reference(cell)
+        option, rules = _default_option(cell), _REFERENCES
+        if option is not None and option.id != cell.id and option.id in by_id:
+            rules = {Relation.CROSS_DEVICE_OPS: _default_option}
+        for relation, find in rules.items():
+            reference = find(cell)
             if reference is not None and reference.id != cell.id and reference.id in by_id:
-                comparison = Comparison(rule.relation, cell.id, reference.id, rule.scale(cell))
-                found.setdefault((comparison.relation, comparison.subject, comparison.reference), comparison)
-    return list(found.values())
+                scale = 1.0 / cell.devices if relation == Relation.SCALING else 1.0
+                found.append(Comparison(relation, cell.id, reference.id, scale))
+    return found
 
 
 def shared_comparisons(member: Member) -> tuple[Comparison, ...]:
@@ -377,22 +358,15 @@ def _live_of(pack: Iterable[str], live: dict[str, int]) -> int:
     return sum(live[k] for k in pack)
 
 
-def _mergeable(packs: Sequence[Sequence[str]], live: dict[str, int], max_live: int) -> tuple[int, int] | None:
-    """The first two packs (indices) that share a cell and whose union fits ``max_live``."""
+def _merge(packs: list[list[str]], live: dict[str, int], max_live: int) -> list[list[str]]:
+    """Merge the first two packs that share a cell and whose union fits ``max_live``, until none
+    do: the shared cells are then measured once less."""
+    packs = [list(p) for p in packs]
     for i, j in itertools.combinations(range(len(packs)), 2):
         if set(packs[i]) & set(packs[j]) and _live_of(set(packs[i]) | set(packs[j]), live) <= max_live:
-            return i, j
-    return None
-
-
-def _merge(packs: list[list[str]], live: dict[str, int], max_live: int) -> list[list[str]]:
-    """Merge packs that share a cell where their union fits ``max_live``: the shared cells are then
-    measured once less."""
-    packs = [list(p) for p in packs]
-    while pair := _mergeable(packs, live, max_live):
-        i, j = pair
-        packs[i] += [k for k in packs[j] if k not in packs[i]]
-        del packs[j]
+            packs[i] += [k for k in packs[j] if k not in packs[i]]
+            del packs[j]
+            return _merge(packs, live, max_live)
     return packs
 
 

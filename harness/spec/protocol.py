@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.errors import require
 from harness.spec.ports import LOOPBACK, PORT_SCOPES, PortScope
@@ -24,7 +25,8 @@ inside [1/1.05, 1.05]."""
 @dataclass(frozen=True)
 class Protocol:
     """How each cell is timed (docs/explanation/measurement.md; the statistics:
-    docs/explanation/statistics.md).
+    docs/explanation/statistics.md; each field in words, with its unit and its ``run`` flag:
+    :data:`SETTINGS`).
 
     A run in passes (a real cluster, ``--sweep collectives``) measures a cell in ``processes``
     independent passes, each process timing ``warmup_windows`` untimed and ``repeats`` timed windows of
@@ -35,9 +37,7 @@ class Protocol:
     A local run measures in turns (:mod:`harness.launch.instances.turns`): ``max_live`` (0: from the machine's
     memory), ``turn_s``, ``blocks`` per instance, ``processes`` to ``max_processes`` instances a group,
     ``budget_min``. 6 blocks an instance: the spread between instances (about 3 % of log ratio here) is
-    that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy precision.
-
-    Each field in words, with its unit and its ``run`` flag: :data:`SETTINGS`."""
+    that of the mean of 6 blocks (4-10 % a block), so more instances, not blocks, buy precision."""
 
     repeats: int = 5
     window_s: float = 1.0
@@ -83,67 +83,43 @@ class Protocol:
         return self.budget_min * 60.0
 
     def __post_init__(self) -> None:
-        inf = float("inf")
         require(
             {
-                "--repeats": (
-                    self.repeats,
-                    self.repeats >= 2,
-                    "an integer of at least 2 (a CI needs two windows)",
-                ),
-                "--window-s": (
-                    self.window_s,
-                    0 < self.window_s < 3600,
-                    "seconds, more than 0 and less than 3600",
-                ),
-                "--warmup-windows": (self.warmup_windows, self.warmup_windows >= 0, "an integer >= 0"),
-                "--min-window-steps": (self.min_window_steps, self.min_window_steps >= 1, "an integer >= 1"),
-                "--cell-timeout-s": (self.cell_timeout_s, 0 < self.cell_timeout_s < inf, "seconds > 0"),
-                "--rendezvous-timeout-s": (
-                    self.rendezvous_timeout_s,
-                    0 < self.rendezvous_timeout_s < inf,
-                    "seconds > 0",
-                ),
-                "--seed": (self.seed, self.seed >= 0, "an integer >= 0"),
-                "--processes": (
-                    self.processes,
-                    self.processes >= 1,
-                    "an integer of at least 1 (3 or more for a CI that covers re-runs)",
-                ),
-                "--max-processes": (
-                    self.max_processes,
-                    self.max_processes >= self.processes,
-                    f"an integer of at least --processes ({self.processes})",
-                ),
-                "--turn-s": (self.turn_s, 0 < self.turn_s < 60, "seconds, more than 0 and less than 60"),
-                "--blocks": (self.blocks, self.blocks >= 1, "an integer >= 1"),
-                "--budget-min": (
-                    self.budget_min,
-                    0 < self.budget_min < inf,
-                    "minutes > 0 (every group still gets --processes instances)",
-                ),
-                "--max-live": (
-                    self.max_live,
-                    self.max_live == 0 or 2 <= self.max_live <= 64,
-                    "0 (from the machine's memory) or an integer from 2 to 64",
-                ),
-                "--worker-memory-gib": (
-                    self.worker_memory_gib,
-                    self.worker_memory_gib == 0 or 0.5 <= self.worker_memory_gib < inf,
-                    "GiB: 0 (no cap) or at least 0.5",
-                ),
-                "--min-effect": (
-                    self.min_effect,
-                    0 < self.min_effect < 1,
-                    "a fraction in (0, 1), e.g. 0.05 for 5%",
-                ),
-                "--unstable-cv": (
-                    self.unstable_cv,
-                    0 < self.unstable_cv < inf,
-                    "a coefficient of variation > 0, e.g. 0.1",
-                ),
+                "--" + name.replace("_", "-"): (
+                    getattr(self, name),
+                    rule(getattr(self, name), self),
+                    accepted.format(processes=self.processes),
+                )
+                for name, rule, accepted in _PROTOCOL_RULES
             }
         )
+
+
+_INF = float("inf")
+_PROTOCOL_RULES: tuple[tuple[str, Callable[[Any, Protocol], bool], str], ...] = (
+    ("repeats", lambda v, _: v >= 2, "an integer of at least 2 (a CI needs two windows)"),
+    ("window_s", lambda v, _: 0 < v < 3600, "seconds, more than 0 and less than 3600"),
+    ("warmup_windows", lambda v, _: v >= 0, "an integer >= 0"),
+    ("min_window_steps", lambda v, _: v >= 1, "an integer >= 1"),
+    ("cell_timeout_s", lambda v, _: 0 < v < _INF, "seconds > 0"),
+    ("rendezvous_timeout_s", lambda v, _: 0 < v < _INF, "seconds > 0"),
+    ("seed", lambda v, _: v >= 0, "an integer >= 0"),
+    ("processes", lambda v, _: v >= 1, "an integer of at least 1 (3 or more for a CI that covers re-runs)"),
+    ("max_processes", lambda v, p: v >= p.processes, "an integer of at least --processes ({processes})"),
+    ("turn_s", lambda v, _: 0 < v < 60, "seconds, more than 0 and less than 60"),
+    ("blocks", lambda v, _: v >= 1, "an integer >= 1"),
+    ("budget_min", lambda v, _: 0 < v < _INF, "minutes > 0 (every group still gets --processes instances)"),
+    (
+        "max_live",
+        lambda v, _: v == 0 or 2 <= v <= 64,
+        "0 (from the machine's memory) or an integer from 2 to 64",
+    ),
+    ("worker_memory_gib", lambda v, _: v == 0 or 0.5 <= v < _INF, "GiB: 0 (no cap) or at least 0.5"),
+    ("min_effect", lambda v, _: 0 < v < 1, "a fraction in (0, 1), e.g. 0.05 for 5%"),
+    ("unstable_cv", lambda v, _: 0 < v < _INF, "a coefficient of variation > 0, e.g. 0.1"),
+)
+"""Each :class:`Protocol` field checked, in order: (field, whether a value is accepted given the
+protocol, the accepted values in words); its ``run`` flag is the field, dashed."""
 
 
 ALWAYS, TURNS, PASSES, NEVER = "always", "turns", "passes", "never"
@@ -162,7 +138,8 @@ class Setting:
 
     field: str
     words: str
-    flag: str
+    flag: str = ""
+    """The ``run`` flag; empty: the field, dashed (``--max-live``)."""
     unit: str = ""
     zero: str = ""
     negatable: bool = False
@@ -172,6 +149,9 @@ class Setting:
     dest: str = ""
     """The ``run`` option's destination where it is not :attr:`field` (``--no-breakdown`` turns
     ``breakdown_named`` off too)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flag", self.flag or "--" + self.field.replace("_", "-"))
 
     def value(self, protocol: Protocol) -> str:
         """The field's value in ``protocol``, with its unit."""
@@ -196,30 +176,22 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("budget_min", "time budget for the whole run", "--budget-min", unit="min", shown=TURNS),
-    Setting("processes", "fresh processes per configuration, at least", "--processes"),
-    Setting("max_processes", "fresh processes per configuration, at most", "--max-processes"),
+    Setting("budget_min", "time budget for the whole run", unit="min", shown=TURNS),
+    Setting("processes", "fresh processes per configuration, at least"),
+    Setting("max_processes", "fresh processes per configuration, at most"),
     Setting(
-        "max_live",
-        "processes alive at once in a comparison, at most",
-        "--max-live",
-        zero="from free memory",
-        shown=TURNS,
+        "max_live", "processes alive at once in a comparison, at most", zero="from free memory", shown=TURNS
     ),
-    Setting("turn_s", "one turn: a timed window with the whole machine", "--turn-s", unit="s", shown=TURNS),
-    Setting("blocks", "blocks per instance, two turns each per configuration", "--blocks", shown=TURNS),
-    Setting("window_s", "one timed window, about", "--window-s", unit="s", shown=PASSES),
-    Setting("repeats", "timed windows per process", "--repeats", shown=PASSES),
-    Setting("min_effect", "smallest difference called higher or lower", "--min-effect", unit="%"),
-    Setting("unstable_cv", "unstable when processes disagree by more than", "--unstable-cv", unit="%"),
-    Setting("cell_timeout_s", "a process is stopped after", "--cell-timeout-s", unit="s"),
+    Setting("turn_s", "one turn: a timed window with the whole machine", unit="s", shown=TURNS),
+    Setting("blocks", "blocks per instance, two turns each per configuration", shown=TURNS),
+    Setting("window_s", "one timed window, about", unit="s", shown=PASSES),
+    Setting("repeats", "timed windows per process", shown=PASSES),
+    Setting("min_effect", "smallest difference called higher or lower", unit="%"),
+    Setting("unstable_cv", "unstable when processes disagree by more than", unit="%"),
+    Setting("cell_timeout_s", "a process is stopped after", unit="s"),
     Setting("peak", "measure the machine's matmul peak (for MFU)", "--no-peak", unit="yes/no"),
     Setting(
-        "breakdown",
-        "time the parts of an update (compute, all-reduce, input)",
-        "--breakdown",
-        unit="yes/no",
-        negatable=True,
+        "breakdown", "time the parts of an update (compute, all-reduce, input)", unit="yes/no", negatable=True
     ),
     Setting(
         "breakdown_named",
@@ -228,20 +200,11 @@ SETTINGS: tuple[Setting, ...] = (
         unit="yes/no",
         dest="breakdown",
     ),
-    Setting(
-        "worker_memory_gib",
-        "memory cap of each worker process",
-        "--worker-memory-gib",
-        unit="GiB",
-        zero="no cap",
-    ),
-    Setting(
-        "busy_ok", "go on when other programs disturb most turns", "--busy-ok", unit="yes/no", shown=TURNS
-    ),
+    Setting("worker_memory_gib", "memory cap of each worker process", unit="GiB", zero="no cap"),
+    Setting("busy_ok", "go on when other programs disturb most turns", unit="yes/no", shown=TURNS),
     Setting(
         "warmup_windows",
         "untimed windows before the timed ones",
-        "--warmup-windows",
         shown=NEVER,
         why="after the first call and the calibration one warm-up window is enough; a check of the "
         "protocol, not a choice a run makes",
@@ -249,14 +212,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "min_window_steps",
         "fewest updates in a window",
-        "--min-window-steps",
         shown=NEVER,
         why="a floor for very slow updates; a window's length follows --turn-s (--window-s)",
     ),
     Setting(
         "rendezvous_timeout_s",
         "time for every worker of a multi-worker configuration to join",
-        "--rendezvous-timeout-s",
         unit="s",
         shown=NEVER,
         why="only a slow real cluster needs more than the default",
@@ -264,7 +225,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "seed",
         "seed of the weights and the data",
-        "--seed",
         shown=NEVER,
         why="speed does not depend on it; fixed so that runs train the same numbers",
     ),

@@ -15,6 +15,9 @@ Rule = Callable[[Cell, Platform], "str | None"]
 
 
 def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
+    """More replicas than the machine offers a process; or, for local multi-worker GPU cells, whose
+    every training task gets its own ``replicas`` GPUs, more GPUs than the host has (a task would get
+    GPU indices that do not exist and fall back to the CPU)."""
     if cell.replicas > platform.max_replicas:
         mig = " as MIG instances, of which a process sees one" if platform.mig else ""
         split = f", up to {MAX_LOGICAL_GPUS} logical GPUs each" if platform.gpu_memory_mib and not mig else ""
@@ -24,12 +27,6 @@ def _too_many_devices(cell: Cell, platform: Platform) -> str | None:
             else f"{platform.cpu_devices} logical CPU devices (raise with --cpu-devices)"
         )
         return f"needs {cell.replicas} replicas; this machine offers {what}"
-    return None
-
-
-def _too_many_gpus_for_local_workers(cell: Cell, platform: Platform) -> str | None:
-    """Local multi-worker GPU cells give every training task its own ``replicas`` GPUs; beyond the
-    host's count a task would get GPU indices that do not exist and fall back to the CPU."""
     if platform.device_kind != "gpu" or not platform.shared_host or not cell.kind.multi_worker:
         return None
     training = sum(1 for t in cell.tasks if t.type in cell.kind.training_tasks)
@@ -54,16 +51,14 @@ def _servers_on_every_interface(cell: Cell, platform: Platform) -> str | None:
     )
 
 
-def _nccl_on_cpu(cell: Cell, platform: Platform) -> str | None:
+def _cross_device_ops(cell: Cell, platform: Platform) -> str | None:
+    """A cross-device op that fails here: NCCL on a CPU or between logical GPUs of one GPU,
+    hierarchical copy on an odd replica count."""
     if cell.cross_device_ops == "nccl" and platform.device_kind == "cpu":
         return (
             "NcclAllReduce has no CPU kernel: the first all-reduce fails with "
             "\"No OpKernel was registered to support Op 'NcclAllReduce'\""
         )
-    return None
-
-
-def _nccl_on_logical_gpus(cell: Cell, platform: Platform) -> str | None:
     if cell.cross_device_ops == "nccl" and platform.logical_gpus(cell.replicas) is not None:
         return (
             "NcclAllReduce between logical GPUs of one GPU fails inside a tf.function "
@@ -71,10 +66,6 @@ def _nccl_on_logical_gpus(cell: Cell, platform: Platform) -> str | None:
             "2026-11-26): NCCL takes one GPU per rank; auto, hierarchical_copy and "
             "reduction_to_one_device gave right sums there"
         )
-    return None
-
-
-def _hierarchical_copy_odd(cell: Cell, platform: Platform) -> str | None:
     if cell.cross_device_ops == "hierarchical_copy" and cell.replicas > 1 and cell.replicas % 2:
         return (
             f"HierarchicalCopyAllReduce returns wrong sums with an odd replica count "
@@ -206,11 +197,8 @@ UNSUPPORTED_RULES: tuple[Rule, ...] = (
     _tenant_framework,
     _mnist_mismatch,
     _too_many_devices,
-    _too_many_gpus_for_local_workers,
     _servers_on_every_interface,
-    _nccl_on_cpu,
-    _nccl_on_logical_gpus,
-    _hierarchical_copy_odd,
+    _cross_device_ops,
     _precision_unsupported,
     _strong_batch_divides,
     _fit_collective_multi_step,

@@ -1,12 +1,10 @@
-"""One descriptor per ``tf.distribute`` strategy: everything the harness needs to know about it
-without TensorFlow (how Keras's ``Distribution`` subclasses carry their own behaviour).
-
-A :class:`Strategy` says how many processes and tasks a cell needs and their roles, whether its
-updates are synchronous, which variables it must create, whether the all-reduce check applies,
-which axes mean something for it, whether it is the plain reference, and which loops and
-precisions it cannot run (with the reason). Code elsewhere asks the descriptor
-(``STRATEGIES[cell.strategy]``, :func:`strategies_where`, :func:`only_strategy`) instead of comparing
-names (a test greps for such comparisons); :mod:`harness.worker.training.strategies` builds them."""
+"""One descriptor per ``tf.distribute`` strategy: all the harness knows of it without TensorFlow, as
+Keras's ``Distribution`` subclasses carry their own behaviour: its processes and their roles,
+whether its updates are synchronous, its variables, whether the all-reduce check applies, the axes
+that mean something for it, whether it is the plain reference, the loops and precisions it cannot
+run (and why). Code elsewhere asks the descriptor (``STRATEGIES[cell.strategy]``,
+:func:`strategies_where`, :func:`only_strategy`) instead of comparing names (a test greps for such
+comparisons); :mod:`harness.worker.training.strategies` builds them."""
 
 from __future__ import annotations
 

@@ -77,9 +77,11 @@ def make_sweep(
     return Sweep(name, description, (tuple(checked),), protocol or Protocol())
 
 
-def chain(name: str, description: str, protocol: Protocol | None, *parts: Sweep) -> Sweep:
-    """The union of several sweeps' grids, as one named sweep."""
-    return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol())
+def chain(
+    name: str, description: str, protocol: Protocol | None, *parts: Sweep, kind: str = "training"
+) -> Sweep:
+    """The union of several sweeps' grids, as one named sweep of ``kind`` (:attr:`Sweep.kind`)."""
+    return Sweep(name, description, tuple(g for p in parts for g in p.grids), protocol or Protocol(), kind)
 
 
 def with_headline(sweep: Sweep, *parts: Sweep) -> Sweep:
@@ -108,12 +110,8 @@ def contenders(sweep: Sweep, platform: Platform) -> tuple[str, ...]:
     if planned.kind != "training":
         return ()
     if not planned.headline:
-        whole = [
-            c
-            for c in expand(planned, platform)
-            if platform.device_kind != "gpu" or c.replicas <= platform.devices
-        ]
-        return tuple(c.id for c in whole)
+        cells = expand(planned, platform)
+        return tuple(c.id for c in cells if platform.device_kind != "gpu" or c.replicas <= platform.devices)
     return tuple(c.id for c in expand(dataclasses.replace(planned, grids=planned.headline), platform))
 
 

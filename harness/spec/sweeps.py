@@ -30,15 +30,19 @@ def _grid(**axes: Sequence[object]) -> Sweep:
     return make_sweep("", "", None, **{**USUAL_AXES, **axes})
 
 
+def _dense(**axes: Sequence[object]) -> Sweep:
+    """:func:`_grid` of the dense model, and ``axes``."""
+    return _grid(model=("dense",), **axes)
+
+
 def _dense_mirrored_2(**axes: Sequence[object]) -> Sweep:
-    """:func:`_grid` of dense under mirrored on 2 replicas at batch 32, and ``axes``."""
-    return _grid(model=("dense",), strategy=("mirrored",), replicas=(2,), batch=(32,), **axes)
+    """:func:`_dense` under mirrored on 2 replicas at batch 32, and ``axes``."""
+    return _dense(strategy=("mirrored",), replicas=(2,), batch=(32,), **axes)
 
 
 SMOKE_PROTOCOL = Protocol(
     repeats=3,
     window_s=0.2,
-    warmup_windows=1,
     min_window_steps=5,
     cell_timeout_s=180.0,
     processes=2,
@@ -94,17 +98,7 @@ DEFAULT = with_headline(
         "one_device, two co-tenant processes of default. Batch 64 per replica, steps_per_execution 10",
         # the step breakdown of the answer's cells alone (each model's leader and closest rival):
         # every cell's cost a quarter of the run (207 of 860 s on 2 cores, 2026-11-26)
-        Protocol(
-            repeats=3,
-            window_s=0.5,
-            warmup_windows=1,
-            min_window_steps=10,
-            processes=3,
-            budget_min=13.0,
-            blocks=4,
-            breakdown=False,
-            breakdown_named=True,
-        ),
+        Protocol(repeats=3, window_s=0.5, budget_min=13.0, blocks=4, breakdown=False, breakdown_named=True),
         _ALL_REDUCES,
         *_WORKERS,
         _BIG_BATCH,
@@ -160,7 +154,7 @@ CLUSTER = chain(
     "MultiWorkerMirroredStrategy with ring and auto collectives on 1 and 2 local worker "
     "processes (TF_CONFIG on 127.0.0.1) and ParameterServerStrategy with 1 and 2 workers and one ps, "
     "both models, against mirrored on 1 and 2 replicas and default, at the same global batch",
-    Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
+    Protocol(),
     _grid(strategy=("default", "mirrored"), replicas=(1, 2)),
     _grid(strategy=("default",), batch=(128,)),
     _grid(strategy=("multi_worker_mirrored",), communication=("ring", "auto"), workers=(1, 2)),
@@ -170,7 +164,7 @@ CLUSTER = chain(
 SCALING = chain(
     "scaling",
     "mirrored (auto) on every replica count up to the machine's, four batch sizes, weak and strong scaling",
-    Protocol(repeats=5, window_s=1.0, warmup_windows=1, min_window_steps=10),
+    Protocol(),
     _grid(
         strategy=("mirrored",),
         replicas=(REPLICAS_TO_MAX,),
@@ -184,12 +178,11 @@ def _same_update_batch(examples: int, replicas: int, strategies: tuple[str, ...]
     """Grids of dense, both loops, one step per call, whose every cell updates on ``examples``
     examples: k micro-batches of examples/k."""
     return [
-        _grid(
+        _dense(
             strategy=strategies,
             replicas=(replicas,),
             batch=(examples // (replicas * k),),
             accum_steps=(k,),
-            model=("dense",),
             loop=("ctl", "fit"),
             steps_per_execution=(1,),
         )
@@ -217,20 +210,13 @@ VALIDATION = chain(
     "what `predict` is checked against: mirrored (auto) on 1 to 4 replicas (run with "
     "--cpu-devices 4 on a CPU-only machine) and multi_worker_mirrored (ring) on 1 to 4 local workers, "
     "both models, batch 64 per replica, 3 interleaved processes each",
-    Protocol(repeats=3, window_s=0.5, warmup_windows=1, min_window_steps=10, processes=3, budget_min=20.0),
+    Protocol(repeats=3, window_s=0.5, budget_min=20.0),
     _grid(strategy=("mirrored",), replicas=(1, 2, 3, 4)),
     _grid(strategy=("multi_worker_mirrored",), communication=("ring",), workers=(1, 2, 3, 4)),
 )
 
 COLLECTIVES_PROTOCOL = Protocol(
-    repeats=3,
-    window_s=0.1,
-    warmup_windows=1,
-    min_window_steps=1,
-    processes=3,
-    max_processes=3,
-    peak=False,
-    breakdown=False,
+    repeats=3, window_s=0.1, min_window_steps=1, max_processes=3, peak=False, breakdown=False
 )
 """All-reduce timing: 3 processes per topology, 3 windows of ~0.1 s per payload."""
 
@@ -241,30 +227,14 @@ def collectives_sweep(
     """The all-reduce topologies: mirrored with every cross-device op on ``replicas`` replicas, and
     multi_worker_mirrored with every communication on ``workers`` local workers (one replica each).
     ``--replicas`` and ``--workers`` set these two lists (each applies to its own strategy)."""
-    return dataclasses.replace(
-        chain(
-            "collectives",
-            "all-reduce alone (a size sweep and each model's gradient set) under every "
-            "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
-            "2-4 local workers, 3 processes each; rows in results/collectives",
-            COLLECTIVES_PROTOCOL,
-            make_sweep(
-                "",
-                "",
-                model=("dense",),
-                strategy=("mirrored",),
-                cross_device_ops=CROSS_DEVICE_OPS_NAMES,
-                replicas=replicas,
-            ),
-            make_sweep(
-                "",
-                "",
-                model=("dense",),
-                strategy=("multi_worker_mirrored",),
-                communication=COMMUNICATION_NAMES,
-                workers=workers,
-            ),
-        ),
+    return chain(
+        "collectives",
+        "all-reduce alone (a size sweep and each model's gradient set) under every "
+        "mirrored cross-device op on 2-4 replicas and every multi_worker_mirrored communication on "
+        "2-4 local workers, 3 processes each; rows in results/collectives",
+        COLLECTIVES_PROTOCOL,
+        _dense(strategy=("mirrored",), cross_device_ops=CROSS_DEVICE_OPS_NAMES, replicas=replicas),
+        _dense(strategy=("multi_worker_mirrored",), communication=COMMUNICATION_NAMES, workers=workers),
         kind="collectives",
     )
 
