@@ -11,6 +11,7 @@ from harness.analysis.comparisons.gate import GatePolicy
 from harness.analysis.run.cost import cost_text
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, check_writable, check_writable_file, results_roots
+from harness.commands.shared import ACROSS_MIN_EFFECT, add_min_effect
 from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
 from harness.results import history
@@ -49,8 +50,8 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     )
     gp = GatePolicy()
     alarm = "the probability of calling a change that is not there, over all series of the gate"
-    for flag, dest, field, what in (  # the policy's fields, each with its default
-        ("--min-effect", "min_effect", "min_effect", "smallest change called, as a fraction"),
+    add_min_effect(p, ACROSS_MIN_EFFECT, "smallest change called, as a fraction")
+    for flag, dest, field, what in (  # the policy's other fields, each with its default
         ("--z", "z_threshold", "z_threshold", "robust z-score a change must reach against the history"),
         ("--min-history", "min_history", "min_history", "baseline runs a series needs to be judged"),
         ("--false-alarm", "false_alarm", "alpha", alarm + " (family-wise, the CI test)"),

@@ -18,7 +18,7 @@ from harness.commands.paths import (
     check_writable_file,
     results_roots,
 )
-from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
+from harness.commands.shared import across_min_effect, add_across_runs, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow
 from harness.errors import HarnessError
@@ -49,8 +49,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline", default=None, metavar="NAME", help="the reference machine (default: the first by name)"
     )
-    add_across_min_effect(p)
-    add_calibration(p)
+    add_across_runs(p)
     p.add_argument(
         "--prices",
         action="append",

@@ -14,7 +14,7 @@ from harness.analysis.scale import links, links_text, scale_out, scaling_figure
 from harness.commands.output import add_json, give
 from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
 from harness.commands.selection import int_list
-from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
+from harness.commands.shared import across_min_effect, add_across_runs, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.errors import HarnessError
@@ -49,8 +49,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         metavar="LIST",
         help="links (Gbit/s) of the answer for N nodes. Default: the measured link settings",
     )
-    add_across_min_effect(p)
-    add_calibration(p)
+    add_across_runs(p)
     add_json(p)
     return p
 
