@@ -6,11 +6,18 @@ import argparse
 from pathlib import Path
 from typing import Any, cast
 
-from harness.analysis.comparisons.compare import compare, series_figures, text_table, write_markdown
+from harness.analysis.comparisons.compare import compare, markdown, series_figures, text_table
 from harness.analysis.comparisons.gate import GatePolicy
 from harness.analysis.run.cost import cost_text
 from harness.commands.output import add_json, give
-from harness.commands.paths import add_results_argument, check_writable, check_writable_file, results_roots
+from harness.commands.paths import (
+    add_markdown,
+    add_results_argument,
+    check_writable,
+    check_writable_file,
+    results_roots,
+    write_markdown,
+)
 from harness.commands.shared import ACROSS_MIN_EFFECT, add_min_effect
 from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
@@ -60,9 +67,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         p.add_argument(
             flag, type=type(default), default=default, dest=dest, help=f"{what}. Default: {default}"
         )
-    p.add_argument(
-        "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
-    )
+    add_markdown(p, "the result")
     p.add_argument(
         "--figures",
         default=None,
@@ -87,9 +92,7 @@ def run(args: argparse.Namespace) -> int:
     cost = cost_text(history.costs(roots), chosen.candidate, chosen.baseline)
     if cost:
         print(cost)
-    if args.markdown:
-        write_markdown(result, Path(args.markdown))
-        print(f"wrote {args.markdown}")
+    write_markdown(args.markdown, markdown(result))
     if args.figures:
         for path in series_figures(cells, result, Path(args.figures)):
             print(f"wrote {path}")

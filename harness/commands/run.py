@@ -288,14 +288,10 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
         print(
             ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect, [*result.rows, *result.unreached])
         )
-    note = logical_note(result.rows)
-    if note:
-        print(note)
-    if any(r.ran.oversubscribed for r in result.rows):
-        print(OVERSUBSCRIBED_NOTE)
-    where = cluster_note(result.rows)
-    if where:
-        print(where)
+    oversubscribed = OVERSUBSCRIBED_NOTE if any(r.ran.oversubscribed for r in result.rows) else ""
+    for note in (logical_note(result.rows), oversubscribed, cluster_note(result.rows)):
+        if note:
+            print(note)
     _print_counts(result.run_id, [str(r.status) for r in result.rows])
     names = Names(result.rows)
     unstable = [r.cell.cell_id for r in result.rows if r.spread.unstable]
