@@ -82,11 +82,11 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def _counts(text: str | None, flag: str) -> list[int]:
-    return int_list(flag, "1,2,3,4" if text is None else text, 1, MAX_DEVICES)
-
-
-def _check(args: argparse.Namespace) -> None:
+def query(args: argparse.Namespace) -> scaling.Query:
+    """The flags, checked (HarnessError naming a bad one), as
+    :func:`harness.analysis.scale.scaling.predictions`' query: the 1-device cell of the flags'
+    configuration (the baseline key's axes predict has no flag for at their defaults: synthetic data,
+    no XLA, the automatic loss, SGD, no co-tenants), the counts and the op."""
     for flag in ("--batch", "--accum-steps", "--steps-per-execution"):
         value = getattr(args, flag[2:].replace("-", "_"))
         require({flag: (value, value >= 1, "an integer >= 1")})
@@ -96,27 +96,20 @@ def _check(args: argparse.Namespace) -> None:
             f"Received --{other} with --strategy {args.strategy}; expected "
             f"--{axis} (the axis this strategy grows)."
         )
-    _counts(getattr(args, axis), f"--{axis}")
+    given = getattr(args, axis)
+    counts = int_list(f"--{axis}", "1,2,3,4" if given is None else given, 1, MAX_DEVICES)
     op_column = STRATEGIES[args.strategy].option_axis
     assert op_column is not None  # ALLREDUCE_STRATEGIES have an option axis
     ops = AXIS_BY_NAME[op_column].choices
     accepted = f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})"
     require({"--op": (args.op, args.op is None or args.op in ops, accepted)})
+    flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
+    config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
+    return scaling.Query(config, tuple(counts), args.op or _default_op(args.strategy))
 
 
 def _default_op(strategy: str) -> str:
     return str(STRATEGIES[strategy].predict_option)
-
-
-def query(args: argparse.Namespace) -> scaling.Query:
-    """The checked flags as :func:`harness.analysis.scale.scaling.predictions`' query: the 1-device cell
-    of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
-    synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts and the op."""
-    axis, _ = scaling.device_axes(args.strategy)
-    flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
-    config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
-    counts = tuple(_counts(getattr(args, axis), f"--{axis}"))
-    return scaling.Query(config, counts, args.op or _default_op(args.strategy))
 
 
 def _frame(found: scaling.Predictions) -> pd.DataFrame:
@@ -176,7 +169,6 @@ def _ranged(value: float | None, low: float | None, high: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check(args)
     q, roots = query(args), results_roots(args)
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))

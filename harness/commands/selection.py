@@ -396,14 +396,8 @@ DRY_RUN_CELLS = 5
 def add_dry_run(p: argparse.ArgumentParser, would: str, selection: bool = True) -> None:
     """``--dry-run``: check everything the command checks before its first process, print what it
     would do, exit 0 (2 on bad input)."""
-    what, slurm = (
-        (
-            "every flag and the selection",
-            " (with --cluster slurm the resolver process still places this task)",
-        )
-        if selection
-        else ("every flag", "")
-    )
+    what = "every flag and the selection" if selection else "every flag"
+    slurm = " (with --cluster slurm the resolver process still places this task)" if selection else ""
     p.add_argument(
         "--dry-run",
         action="store_true",
