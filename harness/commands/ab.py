@@ -14,7 +14,7 @@ from harness.analysis.run.tables import render_table
 from harness.analysis.versions.ab import EXIT_CODES, FAILED, Rule, overall
 from harness.analysis.versions.ab_text import HEADER, markdown, progress_line, rows
 from harness.commands.output import give
-from harness.commands.paths import check_writable_file
+from harness.commands.paths import add_markdown, check_writable_file, write_markdown
 from harness.commands.selection import Selection, add_dry_run, dry_run_text, refuse_tenant_framework, select
 from harness.commands.shared import (
     add_measuring,
@@ -74,9 +74,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "smallest relative change worth a verdict: a cell is slower when the 95%% CI of B/A lies below "
         "1 - F, the same when inside [1 - F, 1 + F]",
     )
-    p.add_argument(
-        "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
-    )
+    add_markdown(p, "the result")
     add_measuring(
         p, "none: give --sweep NAME or the axes of the cells to compare", "ab's rows go under RESULTS/ab"
     )
@@ -152,10 +150,7 @@ def run(args: argparse.Namespace) -> int:
         " (interrupted: the pairs so far are in the table and the history)" if result.interrupted else ""
     )
     print(f"\nab {result.ab_id}: {verdict}{stopped}")
-    if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown(result.outcomes, verdict, rule))
-        print(f"wrote {args.markdown}")
+    write_markdown(args.markdown, markdown(result.outcomes, verdict, rule))
     for path in result.paths:
         print(f"wrote {path}")
     give(
@@ -166,6 +161,4 @@ def run(args: argparse.Namespace) -> int:
             cells=[PairedCell(cell_id=o.cell.id, **paired(o.decision, o.failure)) for o in result.outcomes],
         )
     )
-    if result.interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_CODES[verdict]
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_CODES[verdict]

@@ -33,16 +33,12 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def _shown(text: str, root: Root) -> str:
-    """A finding's text with a pack's temporary folder named as the pack (``runs.tar.gz/cells/...``)."""
-    return text.replace(str(root.folder), root.given) if root.pack else text
-
-
 def _check(root: Root) -> tuple[Scan, list[Finding]]:
-    """One root scanned and its findings printed, with its summary line; (the scan, its findings as
-    shown)."""
+    """One root scanned and its findings printed (a pack's temporary folder named as the pack:
+    ``runs.tar.gz/cells/...``), with its summary line; (the scan, its findings as shown)."""
     found = scan(root.folder)
-    shown = [dataclasses.replace(f, text=_shown(f.text, root)) for f in found.findings]
+    named = root.given if root.pack else str(root.folder)
+    shown = [dataclasses.replace(f, text=f.text.replace(str(root.folder), named)) for f in found.findings]
     for f in shown:
         print(("damaged: " if f.damaged else "note: ") + f.text)
     damaged = len(found.damaged)

@@ -6,11 +6,19 @@ import argparse
 from pathlib import Path
 from typing import Any, cast
 
-from harness.analysis.comparisons.compare import compare, series_figures, text_table, write_markdown
+from harness.analysis.comparisons.compare import compare, markdown, series_figures, text_table
 from harness.analysis.comparisons.gate import GatePolicy
 from harness.analysis.run.cost import cost_text
 from harness.commands.output import add_json, give
-from harness.commands.paths import add_results_argument, check_writable, check_writable_file, results_roots
+from harness.commands.paths import (
+    add_markdown,
+    add_results_argument,
+    check_writable,
+    check_writable_file,
+    results_roots,
+    write_markdown,
+)
+from harness.commands.shared import ACROSS_MIN_EFFECT, add_min_effect
 from harness.contract.outputs import CompareOutput, SeriesOutput
 from harness.errors import EXIT_SHORT_HISTORY
 from harness.results import history
@@ -49,8 +57,8 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     )
     gp = GatePolicy()
     alarm = "the probability of calling a change that is not there, over all series of the gate"
-    for flag, dest, field, what in (  # the policy's fields, each with its default
-        ("--min-effect", "min_effect", "min_effect", "smallest change called, as a fraction"),
+    add_min_effect(p, ACROSS_MIN_EFFECT, "smallest change called, as a fraction")
+    for flag, dest, field, what in (  # the policy's other fields, each with its default
         ("--z", "z_threshold", "z_threshold", "robust z-score a change must reach against the history"),
         ("--min-history", "min_history", "min_history", "baseline runs a series needs to be judged"),
         ("--false-alarm", "false_alarm", "alpha", alarm + " (family-wise, the CI test)"),
@@ -59,9 +67,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         p.add_argument(
             flag, type=type(default), default=default, dest=dest, help=f"{what}. Default: {default}"
         )
-    p.add_argument(
-        "--markdown", default=None, metavar="FILE", help="also write the result as markdown for a CI comment"
-    )
+    add_markdown(p, "the result")
     p.add_argument(
         "--figures",
         default=None,
@@ -86,9 +92,7 @@ def run(args: argparse.Namespace) -> int:
     cost = cost_text(history.costs(roots), chosen.candidate, chosen.baseline)
     if cost:
         print(cost)
-    if args.markdown:
-        write_markdown(result, Path(args.markdown))
-        print(f"wrote {args.markdown}")
+    write_markdown(args.markdown, markdown(result))
     if args.figures:
         for path in series_figures(cells, result, Path(args.figures)):
             print(f"wrote {path}")

@@ -11,14 +11,8 @@ from typing import Any
 from harness.analysis.comparisons import hardware, hardware_figure, hardware_text, machines
 from harness.analysis.run.tables import render_table
 from harness.commands.output import add_json, give
-from harness.commands.paths import (
-    add_results_argument,
-    beside,
-    check_writable,
-    check_writable_file,
-    results_roots,
-)
-from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
+from harness.commands.paths import add_results_argument, check_writable_file, out_folder, results_roots
+from harness.commands.shared import across_min_effect, add_across_runs, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow
 from harness.errors import HarnessError
@@ -49,8 +43,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline", default=None, metavar="NAME", help="the reference machine (default: the first by name)"
     )
-    add_across_min_effect(p)
-    add_calibration(p)
+    add_across_runs(p)
     p.add_argument(
         "--prices",
         action="append",
@@ -102,17 +95,14 @@ def run(args: argparse.Namespace) -> int:
     min_effect = across_min_effect(args)
     prices = _prices(args.prices)
     roots = results_roots(args)
-    out = Path(args.report_dir) if args.report_dir else beside(roots[0], "hardware")
-    check_writable(out, "--report-dir")
+    out = out_folder(args, "--report-dir", "hardware")
     if args.csv:
         check_writable_file(args.csv, "--csv")
     cells, _ = history.load(roots)
     all_runs = history.runs(cells)
-    run_ids = (
-        [r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")] if args.runs else None
-    )
-    if run_ids is not None:
-        cells = cells[cells["run_id"].isin(run_ids)]
+    if args.runs:
+        chosen = {r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")}
+        cells = cells[cells["run_id"].isin(chosen)]
     rows = unflatten_all(CellRow, cells.to_dict("records"))
     ratio_frame = history.load_ratios(roots)
     ratios = unflatten_all(

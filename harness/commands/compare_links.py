@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Any
 
 from harness.analysis.run.tables import render_table
 from harness.analysis.scale import links, links_text, scale_out, scaling_figure
 from harness.commands.output import add_json, give
-from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
+from harness.commands.paths import add_figures, add_results_argument, out_folder, results_roots
 from harness.commands.selection import int_list
-from harness.commands.shared import across_min_effect, add_across_min_effect, add_calibration, calibration
+from harness.commands.shared import across_min_effect, add_across_runs, calibration
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
 from harness.errors import HarnessError
@@ -32,11 +31,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary)
     add_results_argument(p, "the runs at each link setting and the one-node 1-worker baselines")
     p.add_argument("--model", default=None, metavar="MODEL", help="only this model. Default: every model")
-    p.add_argument(
-        "--figures",
-        default=None,
-        help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
-    )
+    add_figures(p)
     p.add_argument(
         "--nodes",
         default=",".join(map(str, scale_out.NODE_COUNTS)),
@@ -49,8 +44,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         metavar="LIST",
         help="links (Gbit/s) of the answer for N nodes. Default: the measured link settings",
     )
-    add_across_min_effect(p)
-    add_calibration(p)
+    add_across_runs(p)
     add_json(p)
     return p
 
@@ -75,18 +69,12 @@ def _gbps(text: str | None) -> tuple[float, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    give(_compare(args))
-    return 0
-
-
-def _compare(args: argparse.Namespace) -> dict[str, Any]:
     """Print the comparison (answer, table, where the model is right, the answer for N nodes), draw
-    its figure; its JSON."""
+    its figure."""
     min_effect = across_min_effect(args)
     counts, asked = int_list("--nodes", args.nodes, 2, MAX_NODES), _gbps(args.link_gbps)
     roots = results_roots(args)
-    folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
-    check_writable(folder, "--figures")
+    folder = out_folder(args, "--figures", "figures")
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
     result = links.compare(rows, args.model, ", ".join(roots), min_effect, calibration(args), asked, counts)
@@ -98,4 +86,5 @@ def _compare(args: argparse.Namespace) -> dict[str, Any]:
     paths = scaling_figure.draw(result, folder)
     for path in paths:
         print(f"wrote {path}")
-    return links_text.to_json(result, paths)
+    give(links_text.to_json(result, paths))
+    return 0

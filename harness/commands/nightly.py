@@ -16,7 +16,7 @@ from harness.analysis.versions import nightly
 from harness.analysis.versions.nightly import Rules
 from harness.analysis.versions.nightly_text import markdown, round_line, table
 from harness.commands.output import give
-from harness.commands.paths import check_writable_file
+from harness.commands.paths import add_markdown, check_writable_file, write_markdown
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -92,9 +92,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
         "night. Default: 0.002",
     )
     add_envs(p, "the sides' venvs are built and reused")
-    p.add_argument(
-        "--markdown", default=None, metavar="FILE", help="also write the summary as markdown for a CI comment"
-    )
+    add_markdown(p, "the summary")
     add_measuring(
         p,
         "nightly; axes given alone narrow it",
@@ -194,10 +192,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     print()
     print(render_table(*table(rows)))
     print(f"\nnightly {label} ({result.night_id}): {verdict}")
-    if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown(rows, verdict, rules, cpu_model(), str(night.dashboard)))
-        print(f"wrote {args.markdown}")
+    write_markdown(args.markdown, markdown(rows, verdict, rules, cpu_model(), str(night.dashboard)))
     written = [w for w in [*result.paths, night.written, night.dashboard] if w is not None]
     for wrote in written:
         print(f"wrote {wrote}")

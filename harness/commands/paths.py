@@ -38,15 +38,26 @@ def results_roots(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.results) if args.results else (RESULTS,)
 
 
-def beside(root: str, name: str) -> Path:
-    """Where a command writes its own ``name`` folder (``report``, ``figures``) for results root
-    ``root``: inside a folder; beside a pack file, named after it (``runs.tar.gz`` ->
-    ``runs-report``), as the pack's own folder is temporary."""
-    path = Path(root)
-    if not path.is_file():
-        return path / name
-    stem = path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name
-    return path.with_name(f"{stem}-{name}")
+def add_figures(parser: argparse.ArgumentParser) -> None:
+    """``--figures DIR``: where a reading command draws its figures (:func:`out_folder`)."""
+    parser.add_argument(
+        "--figures",
+        default=None,
+        help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
+    )
+
+
+def out_folder(args: argparse.Namespace, flag: str, name: str) -> Path:
+    """The folder ``flag`` (``--figures``, ``--report-dir``) names, checked writable
+    (:func:`check_writable`); not given, the first ``--results`` root's own ``name`` folder: inside
+    a folder; beside a pack file, named after it (``runs.tar.gz`` -> ``runs-report``), as the
+    pack's own folder is temporary."""
+    given = getattr(args, flag[2:].replace("-", "_"))
+    root = Path(results_roots(args)[0])
+    stem = root.name[: -len(SUFFIX)] if root.name.endswith(SUFFIX) else root.name
+    out = Path(given) if given else root.with_name(f"{stem}-{name}") if root.is_file() else root / name
+    check_writable(out, flag)
+    return out
 
 
 def _cannot_write(folder: Path, keep: bool) -> str | None:
@@ -88,3 +99,19 @@ def check_writable_file(path: str, flag: str, keep: bool = True) -> None:
         raise HarnessError(
             f"Received {flag}={path!r}; expected a file in a folder this user can write to ({why})."
         )
+
+
+def add_markdown(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--markdown FILE``: also write ``what`` (the result, the summary) as markdown."""
+    parser.add_argument(
+        "--markdown", default=None, metavar="FILE", help=f"also write {what} as markdown for a CI comment"
+    )
+
+
+def write_markdown(path: str | None, text: str) -> None:
+    """``--markdown``'s file ``path`` (its folder made if missing), and a line saying so; nothing when
+    ``path`` is None."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+        print(f"wrote {path}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -17,7 +16,7 @@ from harness.analysis.run.tables import num, render_table
 from harness.analysis.scale import scaling
 from harness.analysis.scale.scaling_figure import prediction_figure
 from harness.commands.output import add_json, give
-from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
+from harness.commands.paths import add_figures, add_results_argument, out_folder, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow
@@ -78,20 +77,16 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
             choices=axis.choices if isinstance(default, str) else None,
             help=f"{axis.help}, as in the measured 1-device cell scaled. Default: {default}",
         )
-    p.add_argument(
-        "--figures",
-        default=None,
-        help="figure folder. Default: the first --results folder's figures/ (beside a pack file: NAME-figures)",
-    )
+    add_figures(p)
     add_json(p)
     return p
 
 
-def _counts(text: str | None, flag: str) -> list[int]:
-    return int_list(flag, "1,2,3,4" if text is None else text, 1, MAX_DEVICES)
-
-
-def _check(args: argparse.Namespace) -> None:
+def query(args: argparse.Namespace) -> scaling.Query:
+    """The flags, checked (HarnessError naming a bad one), as
+    :func:`harness.analysis.scale.scaling.predictions`' query: the 1-device cell of the flags'
+    configuration (the baseline key's axes predict has no flag for at their defaults: synthetic data,
+    no XLA, the automatic loss, SGD, no co-tenants), the counts and the op."""
     for flag in ("--batch", "--accum-steps", "--steps-per-execution"):
         value = getattr(args, flag[2:].replace("-", "_"))
         require({flag: (value, value >= 1, "an integer >= 1")})
@@ -101,36 +96,20 @@ def _check(args: argparse.Namespace) -> None:
             f"Received --{other} with --strategy {args.strategy}; expected "
             f"--{axis} (the axis this strategy grows)."
         )
-    _counts(getattr(args, axis), f"--{axis}")
+    given = getattr(args, axis)
+    counts = int_list(f"--{axis}", "1,2,3,4" if given is None else given, 1, MAX_DEVICES)
     op_column = STRATEGIES[args.strategy].option_axis
     assert op_column is not None  # ALLREDUCE_STRATEGIES have an option axis
     ops = AXIS_BY_NAME[op_column].choices
     accepted = f"one of {', '.join(ops)} ({op_column.replace('_', '-')} of {args.strategy})"
     require({"--op": (args.op, args.op is None or args.op in ops, accepted)})
+    flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
+    config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
+    return scaling.Query(config, tuple(counts), args.op or _default_op(args.strategy))
 
 
 def _default_op(strategy: str) -> str:
     return str(STRATEGIES[strategy].predict_option)
-
-
-def query(args: argparse.Namespace) -> scaling.Query:
-    """The checked flags as :func:`harness.analysis.scale.scaling.predictions`' query: the 1-device cell
-    of the flags' configuration (the baseline key's axes predict has no flag for at their defaults:
-    synthetic data, no XLA, the automatic loss, SGD, no co-tenants), the counts and the op."""
-    axis, _ = scaling.device_axes(args.strategy)
-    flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
-    config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
-    counts = tuple(_counts(getattr(args, axis), f"--{axis}"))
-    return scaling.Query(config, counts, args.op or _default_op(args.strategy))
-
-
-def predictions(cells: pd.DataFrame, args: argparse.Namespace) -> scaling.Predictions:
-    """One line per n: the prediction with its interval, and the measured figure and error where a
-    row exists."""
-    roots = results_roots(args)
-    q = query(args)
-    rows = unflatten_all(CellRow, cells.to_dict("records"))
-    return scaling.predictions(rows, q, history.load_collectives(roots), where=", ".join(roots))
 
 
 def _frame(found: scaling.Predictions) -> pd.DataFrame:
@@ -190,15 +169,14 @@ def _ranged(value: float | None, low: float | None, high: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check(args)
-    roots = results_roots(args)
+    q, roots = query(args), results_roots(args)
     cells, _ = history.load(roots)
-    found = predictions(cells, args)
+    rows = unflatten_all(CellRow, cells.to_dict("records"))
+    found = scaling.predictions(rows, q, history.load_collectives(roots), where=", ".join(roots))
     lines, cost = _frame(found), found.cost
-    folder = Path(args.figures) if args.figures else beside(roots[0], "figures")
-    check_writable(folder, "--figures")
+    folder = out_folder(args, "--figures", "figures")
     title = (
-        f"{args.model} {args.strategy} [{args.op or _default_op(args.strategy)}], batch "
+        f"{args.model} {args.strategy} [{q.op}], batch "
         f"{args.batch} per replica, {args.loop}, accum {args.accum_steps}, spe "
         f"{args.steps_per_execution}"
     )

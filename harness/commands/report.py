@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from harness.analysis.pages.report import write_report
-from harness.commands.paths import add_results_argument, beside, check_writable, results_roots
+from harness.commands.paths import add_results_argument, out_folder, results_roots
 from harness.results import history
 
 NAME = "report"
@@ -39,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
     cells, _ = history.load(roots, ab=True)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]
-    out = Path(args.report_dir) if args.report_dir else beside(roots[0], "report")
-    check_writable(out, "--report-dir")
+    out = out_folder(args, "--report-dir", "report")
     collectives = history.load_collectives(roots)
     ratios = history.load_ratios(roots)
     ratios = ratios[ratios["run_id"].isin(run_ids)]

@@ -36,7 +36,7 @@ from harness.commands.selection import (
     resumed_cluster,
     select,
 )
-from harness.commands.shared import interrupt_on_sigterm
+from harness.commands.shared import RUN_MIN_EFFECT, add_min_effect, interrupt_on_sigterm
 from harness.contract.columns import flatten
 from harness.contract.outputs import RunOutput
 from harness.contract.records import CellRow
@@ -66,12 +66,12 @@ EXITS: dict[int, str] = {
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary)
     add_selection_args(p, writes_rows=True)
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=None,
-        help="the smallest relative change a ratio's verdict calls higher or lower, and the band of "
-        "equivalence [1/(1 + F), 1 + F] (a fraction). Default: the sweep's, 0.05",
+    add_min_effect(
+        p,
+        RUN_MIN_EFFECT,
+        "the smallest relative change a ratio's verdict calls higher or lower, and the band of "
+        "equivalence [1/(1 + F), 1 + F] (a fraction)",
+        sweep_s=True,
     )
     out = p.add_argument_group("output")
     out.add_argument("--results", default="results", help="results folder written. Default: results")
@@ -288,14 +288,10 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
         print(
             ratios_text(result.ratios, pr.turn_s, pr.blocks, pr.min_effect, [*result.rows, *result.unreached])
         )
-    note = logical_note(result.rows)
-    if note:
-        print(note)
-    if any(r.ran.oversubscribed for r in result.rows):
-        print(OVERSUBSCRIBED_NOTE)
-    where = cluster_note(result.rows)
-    if where:
-        print(where)
+    oversubscribed = OVERSUBSCRIBED_NOTE if any(r.ran.oversubscribed for r in result.rows) else ""
+    for note in (logical_note(result.rows), oversubscribed, cluster_note(result.rows)):
+        if note:
+            print(note)
     _print_counts(result.run_id, [str(r.status) for r in result.rows])
     names = Names(result.rows)
     unstable = [r.cell.cell_id for r in result.rows if r.spread.unstable]

@@ -113,12 +113,8 @@ def add_selection_args(
     ``--sweep``; ``writes_rows``: the command stores rows (``--machine`` names the machine);
     ``budget``: the command's own ``--budget-min`` default and help, not the sweep's."""
     p = parser.add_argument_group("selection", "which cells: a named sweep, narrowed by axes")
-    p.add_argument(
-        "--sweep",
-        default=None,
-        help=f"named sweep: {', '.join(f'{n} ({s.description})' for n, s in SWEEPS.items())}. "
-        f"Default: {sweep_default}",
-    )
+    sweeps = ", ".join(f"{n} ({s.description})" for n, s in SWEEPS.items())
+    p.add_argument("--sweep", default=None, help=f"named sweep: {sweeps}. Default: {sweep_default}")
     for axis in AXES:
         p.add_argument(axis.flag, dest=axis.name, default=None, metavar="LIST", help=_axis_help(axis))
     p = parser.add_argument_group("protocol", "how each cell is timed")
@@ -126,13 +122,16 @@ def add_selection_args(
     for name, (kind, text) in PROTOCOL_FLAGS.items():
         default, text = own.get(name, (None, text))
         shown = "the sweep's" if default is None else f"{default:g}"
-        p.add_argument(
-            "--" + name.replace("_", "-"),
-            dest=name,
-            type=kind,
-            default=default,
-            help=f"{text} (default: {shown})",
-        )
+        flag = "--" + name.replace("_", "-")
+        p.add_argument(flag, dest=name, type=kind, default=default, help=f"{text} (default: {shown})")
+    _add_switches(p)
+    _add_machine(
+        parser.add_argument_group("machine", "the devices planned for, and the cluster"), writes_rows
+    )
+
+
+def _add_switches(p: Any) -> None:
+    """The protocol's flags besides :data:`PROTOCOL_FLAGS`, each None unless given (the sweep's)."""
     p.add_argument(
         "--no-peak",
         dest="peak",
@@ -175,7 +174,10 @@ def add_selection_args(
         help="--sweep collectives: the largest all-reduce of the size sweep, bytes per "
         f"participant (4 KiB to 256 MiB, powers of 4). Default: {DEFAULT_MAX_BYTES}",
     )
-    p = parser.add_argument_group("machine", "the devices planned for, and the cluster")
+
+
+def _add_machine(p: Any, writes_rows: bool) -> None:
+    """The flags that describe the machine and the cluster; ``--machine`` where the command writes rows."""
     p.add_argument(
         "--device",
         default="auto",
@@ -394,14 +396,8 @@ DRY_RUN_CELLS = 5
 def add_dry_run(p: argparse.ArgumentParser, would: str, selection: bool = True) -> None:
     """``--dry-run``: check everything the command checks before its first process, print what it
     would do, exit 0 (2 on bad input)."""
-    what, slurm = (
-        (
-            "every flag and the selection",
-            " (with --cluster slurm the resolver process still places this task)",
-        )
-        if selection
-        else ("every flag", "")
-    )
+    what = "every flag and the selection" if selection else "every flag"
+    slurm = " (with --cluster slurm the resolver process still places this task)" if selection else ""
     p.add_argument(
         "--dry-run",
         action="store_true",

@@ -10,7 +10,6 @@ import signal
 from typing import Any
 
 from harness.analysis.comparisons import across, machines
-from harness.analysis.comparisons.across import MIN_EFFECT as ACROSS_MIN_EFFECT
 from harness.analysis.versions.ab import Decision, Rule
 from harness.commands.output import add_json
 from harness.commands.selection import add_selection_args
@@ -20,10 +19,15 @@ from harness.contract.records import CellRow, Status
 from harness.errors import HarnessError
 from harness.formulas.across_runs import CALIBRATION, RunSpread
 from harness.results import history
+from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
-MIN_EFFECT = 0.02
-"""``--min-effect``'s default in the paired commands (a fraction): builds take turns in pairs on one
-machine, so a 2% change is decidable there."""
+PAIRED_MIN_EFFECT = Rule.min_effect
+"""``--min-effect`` of ``ab``, ``nightly`` and ``bisect`` (2%): two builds paired in turns on one machine."""
+RUN_MIN_EFFECT = DEFAULT_MIN_EFFECT
+"""``--min-effect`` of ``run`` (5%, the sweep's): ratios of a sweep's cells taken in turns in one run."""
+ACROSS_MIN_EFFECT = across.MIN_EFFECT
+"""``--min-effect`` of ``compare``, ``compare-hardware`` and ``compare-links`` (5%): runs that did not
+take turns (a night against its history, machines, link settings)."""
 ENVS = ".nightly-envs"
 """``--envs``'s default: where ``nightly`` and ``bisect`` build environments and reuse them."""
 
@@ -40,27 +44,19 @@ def side_envs(args: argparse.Namespace) -> tuple[tuple[tuple[str, str], ...], tu
     return parse_env("--baseline-env", args.baseline_env), parse_env("--candidate-env", args.candidate_env)
 
 
-def add_across_min_effect(p: argparse.ArgumentParser) -> None:
-    """``--min-effect`` of the comparisons across runs (compare-hardware, compare-links)."""
+def add_min_effect(p: argparse.ArgumentParser, default: float, rule: str, sweep_s: bool = False) -> None:
+    """``--min-effect FRACTION``, the smallest relative change a verdict calls (``rule``: how this
+    command's verdict uses it), with ``default`` its kind of verdict's. The kinds differ in what
+    the CI of a ratio can reach. Builds paired in turns (:data:`PAIRED_MIN_EFFECT`) share the
+    machine's drift within each pair and add pairs until the CI decides, so 2% is reachable. A
+    run's ratios (:data:`RUN_MIN_EFFECT`) share one time budget among every ratio of the sweep,
+    and runs that did not take turns (:data:`ACROSS_MIN_EFFECT`) carry the run-to-run spread in
+    their CI: at 2% most of their verdicts would stay undecided, so both keep the suite's 5%.
+    ``sweep_s``: no default of its own (None: the sweep's protocol's, ``run``)."""
+    shown = f"the sweep's, {default:g}" if sweep_s else f"{default:g}"
+    given = None if sweep_s else default
     p.add_argument(
-        "--min-effect",
-        type=float,
-        default=ACROSS_MIN_EFFECT,
-        metavar="FRACTION",
-        help="the smallest difference across runs called higher or lower, and the equivalence band's "
-        f"half-width (the suite's one band: the CIs carry the run-to-run spread). Default: {ACROSS_MIN_EFFECT}",
-    )
-
-
-def add_calibration(p: argparse.ArgumentParser) -> None:
-    """``--calibration``: A/A runs whose run-to-run spread joins the project's calibration set."""
-    p.add_argument(
-        "--calibration",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="a results folder or pack of repeated runs (A/A: the same sweep, twice or more, on one "
-        "machine) whose run-to-run spread joins the project's calibration set in every CI; repeatable",
+        "--min-effect", type=float, default=given, metavar="FRACTION", help=f"{rule}. Default: {shown}"
     )
 
 
@@ -74,8 +70,27 @@ def calibration(args: argparse.Namespace) -> RunSpread:
     return across.spread(list(groups.values()))
 
 
+def add_across_runs(p: argparse.ArgumentParser) -> None:
+    """``--min-effect`` and ``--calibration`` of the comparisons across runs (compare-hardware,
+    compare-links)."""
+    add_min_effect(
+        p,
+        ACROSS_MIN_EFFECT,
+        "the smallest difference across runs called higher or lower, and the equivalence band's "
+        "half-width (the suite's one band: the CIs carry the run-to-run spread)",
+    )
+    p.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a results folder or pack of repeated runs (A/A: the same sweep, twice or more, on one "
+        "machine) whose run-to-run spread joins the project's calibration set in every CI; repeatable",
+    )
+
+
 def across_min_effect(args: argparse.Namespace) -> float:
-    """``--min-effect`` of :func:`add_across_min_effect`, checked before any work."""
+    """``--min-effect`` of :func:`add_across_runs`, checked before any work."""
     if not 0 < args.min_effect < 1:
         raise HarnessError(
             f"Received --min-effect={args.min_effect}; expected a fraction in (0, 1), e.g. 0.05."
@@ -92,9 +107,7 @@ def add_pair_rule(
     p.add_argument(
         "--max-pairs", type=int, default=pairs[1], help=f"most pairs per {per}. Default: {pairs[1]}"
     )
-    p.add_argument(
-        "--min-effect", type=float, default=MIN_EFFECT, help=f"{min_effect}. Default: {MIN_EFFECT}"
-    )
+    add_min_effect(p, PAIRED_MIN_EFFECT, min_effect)
 
 
 def pair_rule(args: argparse.Namespace) -> Rule:

@@ -63,14 +63,9 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def plan(args: argparse.Namespace) -> tuple[Selection, int]:
-    """The selection and the updates per cell: every check made before the first process."""
-    sel = select(args)
-    return sel, verify_updates(args.updates, sel.cells)
-
-
 def run(args: argparse.Namespace) -> int:
-    sel, updates = plan(args)
+    sel = select(args)  # every check made before the first process
+    updates = verify_updates(args.updates, sel.cells)
     if args.dry_run:
         head = f"verify: {updates} updates per cell from seed {sel.protocol.seed}"
         print(dry_run_text(sel, head, args.include_unsupported))

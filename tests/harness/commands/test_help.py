@@ -10,7 +10,7 @@ import re
 import pytest
 
 from harness.commands import COMMANDS, build_parser
-from harness.commands.shared import ENVS, MIN_EFFECT
+from harness.commands.shared import ACROSS_MIN_EFFECT, ENVS, PAIRED_MIN_EFFECT, RUN_MIN_EFFECT
 from tools.reference import _subparsers
 
 PARSERS = _subparsers(build_parser()).choices
@@ -56,9 +56,31 @@ def test_the_paired_commands_share_their_flags(flag: str) -> None:
     actions = [PARSERS[c]._option_string_actions[flag] for c in ("ab", "nightly", "bisect")]
     assert len({(type(a), a.type, a.metavar) for a in actions}) == 1
     if flag == "--min-effect":
-        assert {a.default for a in actions} == {MIN_EFFECT}
+        assert {a.default for a in actions} == {PAIRED_MIN_EFFECT}
     if flag == "--wait-lock":
         assert len({a.help for a in actions}) == 1
+
+
+MIN_EFFECTS = {
+    "run": None,  # the sweep's protocol's, RUN_MIN_EFFECT
+    "compare": ACROSS_MIN_EFFECT,
+    "ab": PAIRED_MIN_EFFECT,
+    "nightly": PAIRED_MIN_EFFECT,
+    "bisect": PAIRED_MIN_EFFECT,
+    "compare-hardware": ACROSS_MIN_EFFECT,
+    "compare-links": ACROSS_MIN_EFFECT,
+}
+
+
+def test_min_effect_is_one_flag_with_its_kind_s_default() -> None:
+    taken = {
+        c: p._option_string_actions["--min-effect"]
+        for c, p in PARSERS.items()
+        if "--min-effect" in p._option_string_actions
+    }
+    assert {c: a.default for c, a in taken.items()} == MIN_EFFECTS
+    assert {a.metavar for a in taken.values()} == {"FRACTION"}
+    assert taken["run"].help.endswith(f"Default: the sweep's, {RUN_MIN_EFFECT:g}")
 
 
 def test_nightly_and_bisect_build_environments_in_one_folder() -> None:
