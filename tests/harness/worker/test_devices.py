@@ -130,7 +130,11 @@ def test_replicas_above_the_gpu_count_run_on_logical_gpus_with_a_share_of_the_me
     assert (kind, devices) == ("GPU", ["/device:GPU:0", "/device:GPU:1"])
     assert calls == [("split", ("PhysicalDevice(GPU:0)", 2, 36_000))]  # no memory growth beside a limit
     assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"  # the limit a cap, growing to it
-    assert _gpu_memory(devices) == {"gpu_memory_peak_mib": 5.0, "gpu_memory_limit_mib": 36_000.0}
+    assert _gpu_memory(devices) == {
+        "physical_gpus": 1,
+        "gpu_memory_peak_mib": 5.0,
+        "gpu_memory_limit_mib": 36_000.0,
+    }
 
     calls.clear()
     monkeypatch.setitem(sys.modules, "tensorflow", _fake_gpu_tf(2, calls))
