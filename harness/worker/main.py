@@ -168,7 +168,7 @@ def _collectives(
 ) -> tuple[CellRow, ProcessRow]:
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
     strategy = strategy or make_strategy(cell, devices)
-    agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)
+    agree = chief_agreement(strategy, cell.workers)
     settings = job.options.settings
     assert job.options.collectives_max_bytes is not None
     results = measure_collectives(
