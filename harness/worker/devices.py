@@ -9,6 +9,12 @@ from typing import Any
 from harness.spec.protocol import Platform
 
 
+def short_name(device: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` -> ``CPU:1`` (upper case, to compare)."""
+    tail = device.split("device:")[-1] if "device:" in device else device.rsplit("/", 1)[-1]
+    return tail.upper()
+
+
 def gpu_shortfall(seen: int, needed: int, mask: str | None, who: str) -> str | None:
     """Why a task that must compute on ``needed`` GPUs cannot (it sees ``seen``; ``mask``: its
     CUDA_VISIBLE_DEVICES), or None. Without this TensorFlow would silently place its work on the

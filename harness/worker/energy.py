@@ -19,21 +19,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.worker.devices import short_name
+
 BUS_ID = re.compile(r"pci bus id: ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)")
-
-
-def _short(name: str) -> str:
-    """``/job:localhost/replica:0/task:0/device:GPU:1`` -> ``GPU:1``."""
-    return name.rsplit("device:", 1)[-1].upper()
 
 
 def pci_bus_ids(descriptions: Mapping[str, str], used: Sequence[str]) -> list[str] | None:
     """The PCI bus ids of the ``used`` TensorFlow devices, from each device's
     ``physical_device_desc`` (by device name); None when one is missing."""
-    by_name = {_short(name): desc for name, desc in descriptions.items()}
+    by_name = {short_name(name): desc for name, desc in descriptions.items()}
     ids = []
     for name in used:
-        match = BUS_ID.search(by_name.get(_short(name), ""))
+        match = BUS_ID.search(by_name.get(short_name(name), ""))
         if match is None:
             return None
         ids.append(match.group(1))

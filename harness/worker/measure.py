@@ -23,6 +23,7 @@ from harness.spec.models import chosen_loss
 from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
 from harness.worker.checks import integrity
+from harness.worker.devices import short_name
 from harness.worker.energy import cell_energy_meter
 from harness.worker.flops import count_step
 from harness.worker.timing import Meter, Timings, measure, measure_in_turns
@@ -116,7 +117,7 @@ def _gpu_memory(devices: list[str]) -> dict[str, Any]:
     import tensorflow as tf
 
     gpus = tf.config.get_visible_devices("GPU")
-    peak = max(tf.config.experimental.get_memory_info(d.split("device:")[-1])["peak"] for d in devices)
+    peak = max(tf.config.experimental.get_memory_info(short_name(d))["peak"] for d in devices)
     configs = tf.config.get_logical_device_configuration(gpus[0]) if gpus else None
     limit = configs[0].memory_limit if configs and configs[0].memory_limit else None
     return {
