@@ -29,7 +29,7 @@ from harness.worker.flops import count_step
 from harness.worker.timing import Meter, Timings, measure, measure_in_turns
 from harness.worker.training.data import make_dataset
 from harness.worker.training.loops import LOOPS, Trainer, output_units
-from harness.worker.training.models import info_of, spec_of
+from harness.worker.training.models import builder_of, info_of
 from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.turns import TurnClient
 
@@ -84,9 +84,9 @@ def build_cell(
     keras.utils.set_random_seed(seed)
     t0 = time.perf_counter()
     strategy = strategy or make_strategy(cell, devices)
-    spec = spec_of(cell.model, cell.per_replica_batch)
+    build = builder_of(cell.model, cell.per_replica_batch)
     with strategy.scope():
-        model = spec.build()
+        model = build()
         optimizer = keras.optimizers.get(
             {"class_name": cell.optimizer, "config": {"learning_rate": LEARNING_RATE}}
         )
@@ -104,7 +104,7 @@ def build_cell(
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     startup_s = time.perf_counter() - t0
     example = model.inputs[0]
-    flops = counted_flops(spec.build, cell, tuple(example.shape[1:]), str(example.dtype))
+    flops = counted_flops(build, cell, tuple(example.shape[1:]), str(example.dtype))
     return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
 
 

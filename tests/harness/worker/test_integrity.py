@@ -28,7 +28,7 @@ def keras() -> Any:
 def test_model_built_in_scope_passes(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
-        model = MODELS["dense"].build()
+        model = MODELS["dense"]()
         optimizer = keras.optimizers.SGD(0.01)
     assert integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5) == []
 
@@ -36,7 +36,7 @@ def test_model_built_in_scope_passes(keras: Any) -> None:
 @pytest.mark.tf
 def test_model_built_outside_scope_is_flagged(keras: Any) -> None:
     strategy = _mirrored()
-    model = MODELS["dense"].build()  # on purpose: outside strategy.scope()
+    model = MODELS["dense"]()  # on purpose: outside strategy.scope()
     with strategy.scope():
         optimizer = keras.optimizers.SGD(0.01)
     problems = integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5)
@@ -49,7 +49,7 @@ def test_model_built_outside_scope_is_flagged(keras: Any) -> None:
 def test_replica_count_and_loss_are_checked(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
-        model = MODELS["dense"].build()
+        model = MODELS["dense"]()
         optimizer = keras.optimizers.SGD(0.01)
     problems = integrity.check(strategy, "mirrored", model, optimizer, 2, float("nan"))
     assert any("num_replicas_in_sync is 1, expected 2" in p for p in problems)
@@ -60,7 +60,7 @@ def test_replica_count_and_loss_are_checked(keras: Any) -> None:
 def test_iterations_must_match_the_updates_run(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
-        model = MODELS["dense"].build()
+        model = MODELS["dense"]()
         optimizer = keras.optimizers.SGD(0.01)
         optimizer.build(model.trainable_variables)
     assert integrity.check(strategy, "mirrored", model, optimizer, 1, 1.0, updates=0) == []
