@@ -104,7 +104,10 @@ def build_cell(
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     startup_s = time.perf_counter() - t0
     example = model.inputs[0]
-    flops = counted_flops(build, cell, tuple(example.shape[1:]), str(example.dtype))
+    try:
+        flops = count_step(build, cell, tuple(example.shape[1:]), str(example.dtype))
+    except Exception as e:  # noqa: BLE001 -- a count must never fail the cell: the row keeps the analytic one
+        flops = {"flops_note": f"the FLOP count failed: {type(e).__name__}: {str(e)[:300]}"}
     return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
 
 
@@ -125,17 +128,6 @@ def _gpu_memory(devices: list[str]) -> dict[str, Any]:
         "gpu_memory_peak_mib": peak / 2**20,
         "gpu_memory_limit_mib": None if limit is None else float(limit),
     }
-
-
-def counted_flops(
-    build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str
-) -> StepFlops:
-    """:func:`harness.worker.flops.count_step`, or, when the count fails, why (the row then keeps
-    the analytic count and says so)."""
-    try:
-        return count_step(build, cell, input_shape, input_dtype)
-    except Exception as e:  # noqa: BLE001 -- a count must never fail the cell
-        return {"flops_note": f"the FLOP count failed: {type(e).__name__}: {str(e)[:300]}"}
 
 
 def run_cell(
