@@ -78,20 +78,16 @@ def scope_problems(strategy_name: str, replicas: int, model: Any, optimizer: Any
                 f"{opt_bad[1]}); build both inside `with strategy.scope():`"
             )
         ]
-    out = []
-    if model_bad:
-        out.append(
-            f"the model was built outside strategy.scope(): {model_bad[0]} of "
-            f"{len(model.weights)} model variables are not {label} (e.g. {model_bad[1]}), "
-            f"so it trains on one device; {fix}"
-        )
-    if opt_bad:
-        out.append(
-            f"the optimizer was built outside strategy.scope(): {opt_bad[0]} of "
-            f"{len(opt_vars)} optimizer variables are not {label} (e.g. {opt_bad[1]}); "
-            f"{fix} (also `compile(optimizer=...)`)"
-        )
-    return out
+    found = (
+        ("model", model_bad, len(model.weights), f", so it trains on one device; {fix}"),
+        ("optimizer", opt_bad, len(opt_vars), f"; {fix} (also `compile(optimizer=...)`)"),
+    )
+    return [
+        f"the {owner} was built outside strategy.scope(): {bad[0]} of {total} {owner} variables are "
+        f"not {label} (e.g. {bad[1]}){then}"
+        for owner, bad, total, then in found
+        if bad
+    ]
 
 
 def mirroring_problems(strategy: Any, model: Any, devices: Sequence[str]) -> list[str]:

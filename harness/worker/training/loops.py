@@ -317,8 +317,7 @@ def build_ctl(
     """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
     steps_per_execution updates; only the last update's loss is reduced across replicas.
     Under a coordinated strategy (parameter_server) the same function is scheduled through a
-    ClusterCoordinator
-    (:func:`build_coordinated`)."""
+    ClusterCoordinator (:func:`build_coordinated`)."""
     import tensorflow as tf
 
     if cell.kind.coordinated:
