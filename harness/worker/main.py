@@ -187,17 +187,7 @@ def _run(
     if options.collectives_max_bytes:
         return (*_collectives(row, cell, job, strategy, devices), [])
     if options.verify_updates:
-        verified, report = verify_cell(
-            row,
-            cell,
-            options.verify_updates,
-            options.settings.seed,
-            devices,
-            options.weights_dir or ".",
-            options.mnist_path,
-            strategy,
-            save=job.launch.role == Role.CHIEF,
-        )
+        verified, report = verify_cell(row, cell, options, devices, strategy, job.launch.role == Role.CHIEF)
         return verified, {**report, "op_determinism": op_determinism_enabled()}, []
     ready = start_barrier(
         os.environ.get(TENANT_BARRIER_ENV),
@@ -209,16 +199,7 @@ def _run(
     if client is not None:
         client.on_window = lambda: _inject(job.inject_fault, cell, job.launch.index, "turn")
     measured, windows = run_cell(
-        row,
-        cell,
-        options.settings,
-        devices,
-        device_type,
-        options.mnist_path,
-        strategy,
-        job.launch.hosts,
-        ready,
-        client,
+        row, cell, options, devices, device_type, strategy, job.launch.hosts, ready, client
     )
     return measured, {}, windows
 

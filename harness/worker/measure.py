@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from harness.contract.events import ProcessRow
-from harness.contract.job import WorkerSettings
+from harness.contract.job import WorkerOptions, WorkerSettings
 from harness.contract.records import CellRow, Checks, Status, WindowRow
 from harness.contract.turns import Do
 from harness.formulas.breakdown import measurable
@@ -133,10 +133,9 @@ def _gpu_memory(devices: list[str]) -> dict[str, Any]:
 def run_cell(
     row: CellRow,
     cell: Cell,
-    settings: WorkerSettings,
+    options: WorkerOptions,
     devices: list[str],
     device_type: str,
-    mnist_path: str | None = None,
     strategy: Any = None,
     hosts: int = 1,
     ready: Callable[[], None] = lambda: None,
@@ -148,7 +147,8 @@ def run_cell(
     barrier); ``turns``: a member of a group instance, timed in the turns its coordinator grants."""
     import keras
 
-    built = build_cell(cell, devices, settings.seed, mnist_path, strategy)
+    settings = options.settings
+    built = build_cell(cell, devices, settings.seed, options.mnist_path, strategy)
     # energy only where this process drives every device of the cell (GPUs: NVML; CPU: RAPL), read
     # around its own windows (in turns the others wait meanwhile)
     meter = (
@@ -269,23 +269,23 @@ def _parts(
 def verify_cell(
     row: CellRow,
     cell: Cell,
-    updates: int,
-    seed: int,
+    options: WorkerOptions,
     devices: list[str],
-    weights_dir: str,
-    mnist_path: str | None = None,
     strategy: Any = None,
     save: bool = True,
 ) -> tuple[CellRow, ProcessRow]:
-    """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
-    and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
+    """Train ``options.verify_updates`` optimizer updates from the seed and check integrity; save the
+    weights before and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
 
-    built = build_cell(cell, devices, seed, mnist_path, strategy)
+    assert options.verify_updates, "verify trains a fixed number of updates"
+    built = build_cell(cell, devices, options.settings.seed, options.mnist_path, strategy)
     before = [w.numpy() for w in built.model.weights]
-    loss = built.trainer.run(updates)
+    loss = built.trainer.run(options.verify_updates)
     problems = built.problems(cell, loss)
-    path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
+    path = os.path.join(
+        options.weights_dir or ".", hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz"
+    )
     if save:  # (in a multi-worker cell only the chief writes)
         np.savez(
             path,

@@ -172,17 +172,9 @@ def measure_in_turns(
             turns.end(took, last)
             grant = None
         else:
-            energy = metered(turns.readings, sum(turns.seconds), steps * len(turns.seconds))
-            return Timings(
-                compile_s,
-                steps,
-                tuple(turns.seconds),
-                turns.loss,
-                tuple(turns.starts),
-                target,
-                energy,
-                seed_loss,
-            )
+            seconds, starts = tuple(turns.seconds), tuple(turns.starts)
+            energy = metered(turns.readings, sum(seconds), steps * len(seconds))
+            return Timings(compile_s, steps, seconds, turns.loss, starts, target, energy, seed_loss)
 
 
 def _calibration_turn(
