@@ -37,13 +37,6 @@ def pci_bus_ids(descriptions: Mapping[str, str], used: Sequence[str]) -> list[st
     return ids
 
 
-def device_descriptions() -> dict[str, str]:
-    """TensorFlow's local GPU devices: name -> physical_device_desc."""
-    from tensorflow.python.client import device_lib
-
-    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices() if d.device_type == "GPU"}
-
-
 def energy_meter(bus_ids: Sequence[str] | None = None, nvml: Any = None) -> Callable[[], float | None]:
     """A function returning the total energy counter of the GPUs at ``bus_ids``, in joules (None:
     unavailable). ``nvml``: the pynvml module (tests pass a fake)."""
@@ -130,7 +123,10 @@ def cell_energy_meter(devices: Sequence[str], device_type: str = "GPU") -> Calla
     if device_type != "GPU":
         return lambda: None
     try:
-        ids = pci_bus_ids(device_descriptions(), devices)
+        from tensorflow.python.client import device_lib
+
+        local = device_lib.list_local_devices()
+        ids = pci_bus_ids({d.name: d.physical_device_desc for d in local if d.device_type == "GPU"}, devices)
     except Exception:  # noqa: BLE001 - no device list: no reading
         return lambda: None
     return energy_meter(ids)
