@@ -15,7 +15,6 @@ from harness.worker.devices import (
     configure_numerics,
     gpu_shortfall,
     op_determinism_enabled,
-    set_deterministic_numerics,
 )
 
 
@@ -39,12 +38,6 @@ def _fake_tf(calls: list[tuple[str, Any]]) -> SimpleNamespace:
         enable_tensor_float_32_execution=lambda on: calls.append(("enable_tensor_float_32_execution", on)),
     )
     return SimpleNamespace(config=SimpleNamespace(experimental=experimental))
-
-
-def test_deterministic_numerics_turn_on_op_determinism_and_turn_off_tf32() -> None:
-    calls: list[tuple[str, Any]] = []
-    set_deterministic_numerics(_fake_tf(calls).config)
-    assert calls == [("enable_op_determinism", None), ("enable_tensor_float_32_execution", False)]
 
 
 def test_configure_numerics_calls_tensorflow_only_for_verify(monkeypatch: pytest.MonkeyPatch) -> None:
