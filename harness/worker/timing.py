@@ -145,7 +145,7 @@ def measure_in_turns(
 ) -> Timings:
     """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s; untimed, the
     other members may be compiling too) and the seed loss's updates, hello, then what the coordinator
-    grants, each with the whole machine: a calibration turn (:func:`_calibration_turn`), timed window
+    grants, each with the whole machine: a calibration turn (:meth:`_Turns.calibrate`), timed window
     turns, and the finishing turn, at whose grant this returns (the caller checks and replies).
     ``after_windows``: called after each timed window and the warm-up. With ``stream`` (a loop costly
     to set up: ``fit``) the window turns are served inside one running loop waiting for each grant
@@ -154,18 +154,17 @@ def measure_in_turns(
     spe = steps_per_execution
     compile_s, seed_loss = first_call(run, spe, clock)
     client.hello()
-    turns = _WindowTurns(client, clock, meter, after_windows)
+    turns = _Turns(client, windows, clock, meter, after_windows)
     steps, target = 0, None
     grant: Grant | None = None
     while True:
         grant = grant or client.grant()
         if grant["do"] == Do.CALIBRATE:
             target = grant["window_s"]
-            steps = _calibration_turn(grant, windows, spe, settings, agree, after_windows)
-            client.reply({"done": Do.CALIBRATE, "steps": steps})
+            steps = turns.calibrate(grant, spe, settings, agree)
             grant = None
         elif grant["do"] == Do.WINDOW and stream is not None:
-            grant = _serve(stream, steps, grant, turns.begin, turns.end)
+            grant = turns.serve(stream, steps, grant)
         elif grant["do"] == Do.WINDOW:
             turns.begin(grant)
             (took,), last = windows(steps, 1)
@@ -177,30 +176,13 @@ def measure_in_turns(
             return Timings(compile_s, steps, seconds, turns.loss, starts, target, energy, seed_loss)
 
 
-def _calibration_turn(
-    grant: Grant,
-    windows: Callable[[int, int], tuple[list[float], float]],
-    spe: int,
-    settings: WorkerSettings,
-    agree: Callable[[int], int],
-    after_windows: Callable[[], None],
-) -> int:
-    """Steps per window for the granted seconds: an earlier instance's (``grant["steps"]``), else
-    two windows of ``min_window_steps`` (:func:`calibrate`); then ``warmup_windows`` untimed ones."""
-    known = int(grant.get("steps") or 0)
-    steps = known or calibrate(windows, spe, dataclasses.replace(settings, window_s=grant["window_s"]), agree)
-    if settings.warmup_windows:
-        windows(steps, settings.warmup_windows)
-        after_windows()
-    return steps
-
-
 @dataclass
-class _WindowTurns:
-    """This process's timed window turns so far: each one's start (on ``clock``), seconds and energy
-    readings (around it), and the last loss; each is replied to with its seconds and CPU seconds."""
+class _Turns:
+    """This process's turns: its calibration, and its timed window turns so far (each one's start on
+    ``clock``, seconds and energy readings around it, and the last loss), each replied to."""
 
     client: TurnClient
+    windows: Callable[[int, int], tuple[list[float], float]]
     clock: Callable[[], float]
     meter: Meter
     after_windows: Callable[[], None]
@@ -210,6 +192,18 @@ class _WindowTurns:
     loss: float = float("nan")
     before: float | None = None
     cpu: float = 0.0
+
+    def calibrate(self, grant: Grant, spe: int, settings: WorkerSettings, agree: Callable[[int], int]) -> int:
+        """Steps per window for the granted seconds: an earlier instance's (``grant["steps"]``), else
+        two windows of ``min_window_steps`` (:func:`calibrate`); then ``warmup_windows`` untimed ones."""
+        known = int(grant.get("steps") or 0)
+        wanted = dataclasses.replace(settings, window_s=grant["window_s"])
+        steps = known or calibrate(self.windows, spe, wanted, agree)
+        if settings.warmup_windows:
+            self.windows(steps, settings.warmup_windows)
+            self.after_windows()
+        self.client.reply({"done": Do.CALIBRATE, "steps": steps})
+        return steps
 
     def begin(self, grant: Grant | None = None) -> Grant | None:
         """A window's start at ``grant`` (the next one when None); the grant when it is not a window."""
@@ -228,28 +222,21 @@ class _WindowTurns:
         self.loss = last_loss
         self.client.reply({"done": Do.WINDOW, "seconds": took, "cpu_s": time.process_time() - self.cpu})
 
+    def serve(self, stream: Stream, steps: int, grant: Grant) -> Grant:
+        """Window turns served inside one running loop from ``grant`` (a window's) on; returns the
+        grant that ended them (the finishing turn's)."""
+        first: list[Grant] = [grant]
+        final: list[Grant] = []
 
-def _serve(
-    stream: Stream,
-    steps: int,
-    grant: Grant,
-    begin: Callable[[Grant | None], Grant | None],
-    end: Callable[[float, float], None],
-) -> Grant:
-    """Window turns served inside one running loop from ``grant`` (a window's) on; returns the
-    grant that ended them (the finishing turn's)."""
-    first: list[Grant] = [grant]
-    final: list[Grant] = []
+        def next_window() -> bool:
+            other = self.begin(first.pop() if first else None)
+            final.extend([other] if other else [])
+            return other is None
 
-    def next_window() -> bool:
-        other = begin(first.pop() if first else None)
-        final.extend([other] if other else [])
-        return other is None
-
-    stream(steps, next_window, end)
-    if not final:
-        raise RuntimeError("the streamed loop ended before the finishing turn")
-    return final[0]
+        stream(steps, next_window, self.end)
+        if not final:
+            raise RuntimeError("the streamed loop ended before the finishing turn")
+        return final[0]
 
 
 def stopwatch(
