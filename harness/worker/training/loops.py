@@ -382,25 +382,18 @@ def build_coordinated(
     iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset))
     updates = [0]
     by_worker: list[list[int]] = []
-
-    def schedule(steps: int) -> list[Any]:
-        _check_steps(steps, spe)
-        results = [coordinator.schedule(execution, args=(iterator,)) for _ in range(steps // spe)]
-        coordinator.join()
-        updates[0] += steps
-        return results
+    calls: list[list[Any]] = []  # each run's scheduled calls since the last windows began
 
     def run(steps: int) -> float:
-        return float(schedule(steps)[-1].fetch()[0])
+        _check_steps(steps, spe)
+        calls.append([coordinator.schedule(execution, args=(iterator,)) for _ in range(steps // spe)])
+        coordinator.join()
+        updates[0] += steps
+        return float(calls[-1][-1].fetch()[0])  # the host sync that closes a window
 
     def windows(steps: int, n: int) -> tuple[list[float], float]:
-        calls: list[list[Any]] = []
-
-        def fetched(count: int) -> float:
-            calls.append(schedule(count))
-            return float(calls[-1][-1].fetch()[0])  # the host sync that closes the window
-
-        seconds, loss = timed_windows(fetched, steps, n)
+        calls.clear()
+        seconds, loss = timed_windows(run, steps, n)
         ran = [[int(r.fetch()[1]) for r in window] for window in calls]
         by_worker[:] = [
             [spe * sum(1 for w in window if w == i) for window in ran] for i in range(cell.workers)
