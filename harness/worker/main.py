@@ -133,13 +133,8 @@ def serve(cell: Cell, events: TextIO, job: Job) -> int:
     _inject(job.inject_fault, cell, job.launch.index, "start")
     _prepare_gpus(cell, job)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    server = tf.distribute.Server(
-        resolver.cluster_spec(),
-        job_name=resolver.task_type,
-        task_index=resolver.task_id,
-        protocol="grpc",
-        start=True,
-    )
+    spec, task, index = resolver.cluster_spec(), resolver.task_type, resolver.task_id
+    server = tf.distribute.Server(spec, job_name=task, task_index=index, protocol="grpc", start=True)
     _emit(events, {"event": Event.JOINED})
     _inject(job.inject_fault, cell, job.launch.index, "joined")
     server.join()  # never returns

@@ -64,13 +64,7 @@ class BuiltCell:
     def problems(self, cell: Cell, final_loss: float) -> list[str]:
         """What the integrity checks find after training (:func:`harness.worker.checks.integrity.check`)."""
         return integrity.check(
-            self.strategy,
-            cell.strategy,
-            self.model,
-            self.optimizer,
-            cell.replicas_in_sync,
-            final_loss,
-            self.trainer.updates[0],
+            self.strategy, cell, self.model, self.optimizer, final_loss, self.trainer.updates[0]
         )
 
 

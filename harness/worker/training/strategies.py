@@ -10,9 +10,7 @@ from typing import Any
 from harness.spec.cell import Cell
 
 
-def _cross_device_ops(name: str) -> Any:
-    import tensorflow as tf
-
+def _cross_device_ops(tf: Any, name: str) -> Any:
     registry: dict[str, Callable[[], Any]] = {
         "auto": lambda: None,
         "none": lambda: None,  # one replica: no reduce to choose
@@ -47,7 +45,7 @@ BUILDERS: dict[str, Builder] = {
     "default": lambda tf, cell, devices, timeout_s: tf.distribute.get_strategy(),
     "one_device": lambda tf, cell, devices, timeout_s: tf.distribute.OneDeviceStrategy(devices[0]),
     "mirrored": lambda tf, cell, devices, timeout_s: tf.distribute.MirroredStrategy(
-        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(cell.cross_device_ops)
+        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(tf, cell.cross_device_ops)
     ),
     "central_storage": lambda tf, cell, devices, timeout_s: tf.distribute.experimental.CentralStorageStrategy(
         list(devices[: cell.replicas])
