@@ -28,13 +28,8 @@ def pci_bus_ids(descriptions: Mapping[str, str], used: Sequence[str]) -> list[st
     """The PCI bus ids of the ``used`` TensorFlow devices, from each device's
     ``physical_device_desc`` (by device name); None when one is missing."""
     by_name = {short_name(name): desc for name, desc in descriptions.items()}
-    ids = []
-    for name in used:
-        match = BUS_ID.search(by_name.get(short_name(name), ""))
-        if match is None:
-            return None
-        ids.append(match.group(1))
-    return ids
+    found = [BUS_ID.search(by_name.get(short_name(name), "")) for name in used]
+    return [match.group(1) for match in found if match] if all(found) else None
 
 
 def energy_meter(bus_ids: Sequence[str] | None = None, nvml: Any = None) -> Callable[[], float | None]:
