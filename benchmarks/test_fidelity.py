@@ -32,7 +32,7 @@ def handwritten_loop(batch: int, seed: int) -> Callable[[int], float]:
     import tensorflow as tf
 
     keras.utils.set_random_seed(seed)
-    model = MODELS["cnn"].build()
+    model = MODELS["cnn"]()
     optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     iterator = iter(make_dataset("synthetic", batch, seed))

@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.contract.tenant import TenantJob
-from harness.foreign.trainer import POOL_BATCHES, ForeignTrainer, no_gpu
+from harness.foreign.trainer import CLASSES, POOL_BATCHES, ForeignTrainer, no_gpu
 
 INPUT = (28, 28, 1)
-CLASSES = 10
 
 
 def _layers(model: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -177,7 +176,7 @@ class JaxTrainer(ForeignTrainer):
             return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
 
         self._grad = jax.value_and_grad(loss_fn)
-        self._update = jax.jit(update, donate_argnums=0)
+        self._jitted = jax.jit(update, donate_argnums=0)
         with jax.default_device(self.device):
             key = jax.random.PRNGKey(job.seed + 1)
             kx, ky = jax.random.split(key)
@@ -185,17 +184,10 @@ class JaxTrainer(ForeignTrainer):
             self.xs = jax.random.uniform(kx, shape)
             self.ys = jax.random.randint(ky, (POOL_BATCHES, job.batch), 0, CLASSES)
             self.params = init(jax, model, job.seed)
-        self._i = 0
-        self._loss: Any = None
 
-    def step(self) -> None:
-        i = self._i
-        self.params, self._loss = self._update(self.params, self.xs[i], self.ys[i])
-        self._loss.block_until_ready()
-        self._i = (i + 1) % POOL_BATCHES
-
-    def loss(self) -> float:
-        return float(self._loss) if self._loss is not None else math.nan
+    def _update(self, batch: int) -> Any:
+        self.params, loss = self._jitted(self.params, self.xs[batch], self.ys[batch])
+        return loss.block_until_ready()
 
     def device_name(self) -> str:
         return f"{self.device.platform}:{self.device.id} {getattr(self.device, 'device_kind', '')}".strip()

@@ -9,6 +9,7 @@ with a CPU figure for a GPU cell."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import sys
 import time
@@ -20,20 +21,10 @@ from harness.contract.tenant import TENANT_FAULT_ENV, TenantFacts, TenantJob
 from harness.foreign.serve import connect, serve
 from harness.foreign.trainer import ForeignTrainer, NoGpu, check_device
 
-
-def _jax(job: TenantJob) -> ForeignTrainer:
-    from harness.foreign.jax_models import JaxTrainer
-
-    return JaxTrainer(job)
-
-
-def _torch(job: TenantJob) -> ForeignTrainer:
-    from harness.foreign.torch_models import TorchTrainer
-
-    return TorchTrainer(job)
-
-
-TRAINERS: dict[str, Callable[[TenantJob], ForeignTrainer]] = {"jax": _jax, "torch": _torch}
+TRAINERS: dict[str, Callable[[TenantJob], ForeignTrainer]] = {
+    "jax": lambda job: importlib.import_module("harness.foreign.jax_models").JaxTrainer(job),
+    "torch": lambda job: importlib.import_module("harness.foreign.torch_models").TorchTrainer(job),
+}
 """Framework name (:data:`harness.spec.frameworks.FRAMEWORKS`) -> its trainer, imported lazily."""
 
 

@@ -7,14 +7,11 @@ convolutions, the TensorFlow side's convention)."""
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from harness.contract.tenant import TenantJob
-from harness.foreign.trainer import POOL_BATCHES, ForeignTrainer, no_gpu
-
-CLASSES = 10
+from harness.foreign.trainer import CLASSES, POOL_BATCHES, ForeignTrainer, no_gpu
 
 
 def build_model(nn: Any, model: str) -> Any:
@@ -69,24 +66,15 @@ class TorchTrainer(ForeignTrainer):
         generator = torch.Generator().manual_seed(job.seed + 1)
         self.xs = torch.rand((POOL_BATCHES, job.batch, 1, 28, 28), generator=generator).to(self.device)
         self.ys = torch.randint(0, CLASSES, (POOL_BATCHES, job.batch), generator=generator).to(self.device)
-        self._i = 0
-        self._loss: Any = None
 
-    def _update(self, i: int) -> Any:
+    def _update(self, batch: int) -> Any:
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(self.xs[i]), self.ys[i])
+        loss = self.loss_fn(self.model(self.xs[batch]), self.ys[batch])
         loss.backward()
         self.optimizer.step()
-        return loss
-
-    def step(self) -> None:
-        self._loss = self._update(self._i)
         if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
-        self._i = (self._i + 1) % POOL_BATCHES
-
-    def loss(self) -> float:
-        return float(self._loss.item()) if self._loss is not None else math.nan
+        return loss
 
     def device_name(self) -> str:
         if self.device.type == "cuda":
@@ -98,5 +86,5 @@ class TorchTrainer(ForeignTrainer):
 
         counter = FlopCounterMode(display=False)
         with counter:
-            self._update(self._i)
+            self._update(self._batch)
         return int(counter.get_total_flops()) // self.job.batch

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from typing import Any
 
 from harness.contract.tenant import TenantJob
 
 POOL_BATCHES = 8
 """Synthetic batches made once on the device and cycled (the TensorFlow side repeats a fixed pool too:
 input cost near zero on both sides)."""
+
+CLASSES = 10
+"""MNIST's classes: the models' outputs and the synthetic labels' range."""
 
 
 class ForeignTrainer(ABC):
@@ -18,14 +23,22 @@ class ForeignTrainer(ABC):
     """The framework's version."""
     platform: str
     """The kind of device it trains on: ``gpu`` or ``cpu``."""
+    _batch: int = 0
+    _loss: Any = None
 
-    @abstractmethod
     def step(self) -> None:
-        """One optimizer update on the next batch, returning once the device has finished it."""
+        """One optimizer update on the next batch of the pool."""
+        self._loss = self._update(self._batch)
+        self._batch = (self._batch + 1) % POOL_BATCHES
+
+    def loss(self) -> float:
+        """The last update's loss (NaN before the first)."""
+        return math.nan if self._loss is None else float(self._loss)
 
     @abstractmethod
-    def loss(self) -> float:
-        """The last update's loss."""
+    def _update(self, batch: int) -> Any:
+        """One optimizer update on batch ``batch`` of the pool, returning once the device has
+        finished it; its loss (a scalar of the framework)."""
 
     @abstractmethod
     def device_name(self) -> str:

@@ -79,13 +79,10 @@ def measure_payload(
         ctx = tf.distribute.get_replica_context()
         return ctx.all_reduce(tf.distribute.ReduceOp.SUM, [v.read_value() for v in variables])
 
-    def reduce_into_sink() -> None:
-        sink.assign_add(first_elements(reduce()))
-
     @tf.function(jit_compile=False)
     def calls(count: Any) -> Any:
         for _ in tf.range(count):
-            strategy.run(reduce_into_sink)
+            strategy.run(lambda: sink.assign_add(first_elements(reduce())))
         return local_sum(strategy, sink)
 
     @tf.function(jit_compile=False)

@@ -4,9 +4,14 @@ numerics (op determinism on, TensorFloat-32 off)."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from harness.spec.protocol import Platform
+
+
+def short_name(device: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` -> ``CPU:1`` (upper case, to compare)."""
+    tail = device.split("device:")[-1] if "device:" in device else device.rsplit("/", 1)[-1]
+    return tail.upper()
 
 
 def gpu_shortfall(seen: int, needed: int, mask: str | None, who: str) -> str | None:
@@ -72,35 +77,27 @@ def configure_devices(platform: Platform, replicas: int) -> tuple[str, list[str]
         kind = "CPU"
     devices = [d.name for d in tf.config.list_logical_devices(kind)][:replicas]
     if len(devices) < replicas:
+        hint = " (a CPU-only TensorFlow build? install the CUDA build, or run with --device cpu)"
         raise RuntimeError(
             f"TensorFlow sees {len(devices)} {kind} device(s), the cell needs {replicas}"
-            + (
-                " (a CPU-only TensorFlow build? install the CUDA build, or run with --device cpu)"
-                if kind == "GPU"
-                else ""
-            )
+            + (hint if kind == "GPU" else "")
         )
     return kind, devices
 
 
-def set_deterministic_numerics(config: Any) -> None:
-    """On ``config`` (``tf.config``): op determinism on (deterministic kernels, cuDNN algorithms and
-    ``tf.data`` order; an op without a deterministic kernel raises UnimplementedError, an unseeded
-    random op RuntimeError) and TensorFloat-32 off (float32 matmuls and convolutions keep 23 mantissa
-    bits on Ampere and later, not TF32's 10). Process-wide flags that start no runtime; on a CPU TF32
-    does not exist."""
-    config.experimental.enable_op_determinism()
-    config.experimental.enable_tensor_float_32_execution(False)
-
-
 def configure_numerics(deterministic: bool) -> None:
-    """:func:`set_deterministic_numerics` on TensorFlow when ``deterministic``
-    (``WorkerOptions.deterministic``: verify's workers); else TensorFlow's defaults, untouched."""
+    """When ``deterministic`` (``WorkerOptions.deterministic``: verify's workers), op determinism on
+    (deterministic kernels, cuDNN algorithms and ``tf.data`` order; an op without a deterministic
+    kernel raises UnimplementedError, an unseeded random op RuntimeError) and TensorFloat-32 off
+    (float32 matmuls and convolutions keep 23 mantissa bits on Ampere and later, not TF32's 10):
+    process-wide flags that start no runtime (on a CPU TF32 does not exist). Else TensorFlow's
+    defaults, untouched."""
     if not deterministic:
         return
     import tensorflow as tf
 
-    set_deterministic_numerics(tf.config)
+    tf.config.experimental.enable_op_determinism()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
 
 
 def op_determinism_enabled() -> bool:

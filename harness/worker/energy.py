@@ -19,32 +19,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.worker.devices import short_name
+
 BUS_ID = re.compile(r"pci bus id: ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)")
-
-
-def _short(name: str) -> str:
-    """``/job:localhost/replica:0/task:0/device:GPU:1`` -> ``GPU:1``."""
-    return name.rsplit("device:", 1)[-1].upper()
 
 
 def pci_bus_ids(descriptions: Mapping[str, str], used: Sequence[str]) -> list[str] | None:
     """The PCI bus ids of the ``used`` TensorFlow devices, from each device's
     ``physical_device_desc`` (by device name); None when one is missing."""
-    by_name = {_short(name): desc for name, desc in descriptions.items()}
-    ids = []
-    for name in used:
-        match = BUS_ID.search(by_name.get(_short(name), ""))
-        if match is None:
-            return None
-        ids.append(match.group(1))
-    return ids
-
-
-def device_descriptions() -> dict[str, str]:
-    """TensorFlow's local GPU devices: name -> physical_device_desc."""
-    from tensorflow.python.client import device_lib
-
-    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices() if d.device_type == "GPU"}
+    by_name = {short_name(name): desc for name, desc in descriptions.items()}
+    found = [BUS_ID.search(by_name.get(short_name(name), "")) for name in used]
+    return [match.group(1) for match in found if match] if all(found) else None
 
 
 def energy_meter(bus_ids: Sequence[str] | None = None, nvml: Any = None) -> Callable[[], float | None]:
@@ -133,7 +118,10 @@ def cell_energy_meter(devices: Sequence[str], device_type: str = "GPU") -> Calla
     if device_type != "GPU":
         return lambda: None
     try:
-        ids = pci_bus_ids(device_descriptions(), devices)
+        from tensorflow.python.client import device_lib
+
+        local = device_lib.list_local_devices()
+        ids = pci_bus_ids({d.name: d.physical_device_desc for d in local if d.device_type == "GPU"}, devices)
     except Exception:  # noqa: BLE001 - no device list: no reading
         return lambda: None
     return energy_meter(ids)

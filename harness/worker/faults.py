@@ -66,18 +66,13 @@ def _inject(fault: str | None, cell: Cell, worker: int, point: str) -> None:
     the process to core 0 beside a busy loop: a straggler). Several faults, each its own cell's,
     are separated by ``;``."""
     for one in (fault or "").split(";"):
-        if one:
-            _inject_one(one, cell, worker, point)
-
-
-def _inject_one(fault: str, cell: Cell, worker: int, point: str) -> None:
-    kind, _, target = fault.partition(":")
-    kind, _, at = kind.partition("@")
-    at, _, delay = at.partition("+")
-    expected = ("joined", int(at)) if at.isdigit() else ((at, worker) if at else ("start", worker))
-    if target != cell.id or (point, worker) != expected:
-        return
-    if delay:
-        threading.Timer(float(delay), _misbehave, (kind,)).start()
-    else:
-        _misbehave(kind)
+        kind, _, target = one.partition(":")
+        kind, _, at = kind.partition("@")
+        at, _, delay = at.partition("+")
+        expected = ("joined", int(at)) if at.isdigit() else ((at, worker) if at else ("start", worker))
+        if not one or target != cell.id or (point, worker) != expected:
+            continue
+        if delay:
+            threading.Timer(float(delay), _misbehave, (kind,)).start()
+        else:
+            _misbehave(kind)

@@ -99,7 +99,7 @@ def collect(device_type: str) -> Facts:
         "intra_op_threads": effective_threads(
             tf.config.threading.get_intra_op_parallelism_threads(),
             os.environ.get("TF_NUM_INTRAOP_THREADS"),
-            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+            len(os.sched_getaffinity(0)),
         ),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env": env,

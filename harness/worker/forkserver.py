@@ -20,8 +20,7 @@ import traceback
 from typing import Any
 
 from harness.contract.forks import FORKED_ENV, PROGRAMS, Spawn
-from harness.contract.isolation import NETNS_ENV, join_paths
-from harness.worker.netns import join
+from harness.worker.netns import join_from
 
 PR_SET_PDEATHSIG = 1
 
@@ -74,7 +73,7 @@ def _child(request: Spawn, server_pid: int, sockets: list[socket.socket], fds: t
             os._exit(1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         _redirect(request)
-        join(join_paths(request["env"].get(NETNS_ENV)))  # one thread still: a user namespace lets it in
+        join_from(request["env"])  # one thread still: a user namespace lets it in
         os.environ.clear()
         os.environ.update({**request["env"], FORKED_ENV: str(server_pid)})
         os.chdir(request["cwd"])

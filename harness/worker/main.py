@@ -133,13 +133,8 @@ def serve(cell: Cell, events: TextIO, job: Job) -> int:
     _inject(job.inject_fault, cell, job.launch.index, "start")
     _prepare_gpus(cell, job)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    server = tf.distribute.Server(
-        resolver.cluster_spec(),
-        job_name=resolver.task_type,
-        task_index=resolver.task_id,
-        protocol="grpc",
-        start=True,
-    )
+    spec, task, index = resolver.cluster_spec(), resolver.task_type, resolver.task_id
+    server = tf.distribute.Server(spec, job_name=task, task_index=index, protocol="grpc", start=True)
     _emit(events, {"event": Event.JOINED})
     _inject(job.inject_fault, cell, job.launch.index, "joined")
     server.join()  # never returns
@@ -168,7 +163,7 @@ def _collectives(
 ) -> tuple[CellRow, ProcessRow]:
     """Time the all-reduce payloads of this cell's topology (:mod:`harness.worker.collectives`)."""
     strategy = strategy or make_strategy(cell, devices)
-    agree = chief_agreement(strategy) if cell.workers > 1 else (lambda n: n)
+    agree = chief_agreement(strategy, cell.workers)
     settings = job.options.settings
     assert job.options.collectives_max_bytes is not None
     results = measure_collectives(
@@ -187,17 +182,7 @@ def _run(
     if options.collectives_max_bytes:
         return (*_collectives(row, cell, job, strategy, devices), [])
     if options.verify_updates:
-        verified, report = verify_cell(
-            row,
-            cell,
-            options.verify_updates,
-            options.settings.seed,
-            devices,
-            options.weights_dir or ".",
-            options.mnist_path,
-            strategy,
-            save=job.launch.role == Role.CHIEF,
-        )
+        verified, report = verify_cell(row, cell, options, devices, strategy, job.launch.role == Role.CHIEF)
         return verified, {**report, "op_determinism": op_determinism_enabled()}, []
     ready = start_barrier(
         os.environ.get(TENANT_BARRIER_ENV),
@@ -209,16 +194,7 @@ def _run(
     if client is not None:
         client.on_window = lambda: _inject(job.inject_fault, cell, job.launch.index, "turn")
     measured, windows = run_cell(
-        row,
-        cell,
-        options.settings,
-        devices,
-        device_type,
-        options.mnist_path,
-        strategy,
-        job.launch.hosts,
-        ready,
-        client,
+        row, cell, options, devices, device_type, strategy, job.launch.hosts, ready, client
     )
     return measured, {}, windows
 

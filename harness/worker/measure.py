@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from harness.contract.events import ProcessRow
-from harness.contract.job import WorkerSettings
+from harness.contract.job import WorkerOptions, WorkerSettings
 from harness.contract.records import CellRow, Checks, Status, WindowRow
 from harness.contract.turns import Do
 from harness.formulas.breakdown import measurable
@@ -23,12 +23,13 @@ from harness.spec.models import chosen_loss
 from harness.spec.training import LEARNING_RATE
 from harness.worker import breakdown, profile
 from harness.worker.checks import integrity
+from harness.worker.devices import short_name
 from harness.worker.energy import cell_energy_meter
 from harness.worker.flops import count_step
 from harness.worker.timing import Meter, Timings, measure, measure_in_turns
 from harness.worker.training.data import make_dataset
 from harness.worker.training.loops import LOOPS, Trainer, output_units
-from harness.worker.training.models import info_of, spec_of
+from harness.worker.training.models import builder_of, info_of
 from harness.worker.training.strategies import effective_cross_device_ops, make_strategy
 from harness.worker.turns import TurnClient
 
@@ -63,13 +64,7 @@ class BuiltCell:
     def problems(self, cell: Cell, final_loss: float) -> list[str]:
         """What the integrity checks find after training (:func:`harness.worker.checks.integrity.check`)."""
         return integrity.check(
-            self.strategy,
-            cell.strategy,
-            self.model,
-            self.optimizer,
-            cell.replicas_in_sync,
-            final_loss,
-            self.trainer.updates[0],
+            self.strategy, cell, self.model, self.optimizer, final_loss, self.trainer.updates[0]
         )
 
 
@@ -83,9 +78,9 @@ def build_cell(
     keras.utils.set_random_seed(seed)
     t0 = time.perf_counter()
     strategy = strategy or make_strategy(cell, devices)
-    spec = spec_of(cell.model, cell.per_replica_batch)
+    build = builder_of(cell.model, cell.per_replica_batch)
     with strategy.scope():
-        model = spec.build()
+        model = build()
         optimizer = keras.optimizers.get(
             {"class_name": cell.optimizer, "config": {"learning_rate": LEARNING_RATE}}
         )
@@ -103,55 +98,38 @@ def build_cell(
     trainer = LOOPS[cell.loop](strategy, model, optimizer, input_fn, cell)
     startup_s = time.perf_counter() - t0
     example = model.inputs[0]
-    flops = counted_flops(spec.build, cell, tuple(example.shape[1:]), str(example.dtype))
+    try:
+        flops = count_step(build, cell, tuple(example.shape[1:]), str(example.dtype))
+    except Exception as e:  # noqa: BLE001 -- a count must never fail the cell: the row keeps the analytic one
+        flops = {"flops_note": f"the FLOP count failed: {type(e).__name__}: {str(e)[:300]}"}
     return BuiltCell(strategy, model, optimizer, trainer, startup_s, input_fn, flops)
 
 
-def _physical_gpus() -> int:
-    """The physical GPUs this process computes on (fewer than its GPU devices where they are
-    split into logical ones: :meth:`harness.spec.protocol.Platform.logical_gpus`)."""
+def _gpu_memory(devices: list[str]) -> dict[str, Any]:
+    """``physical_gpus``: the GPUs this process computes on (fewer than ``devices`` where they are
+    split into logical ones: :meth:`harness.spec.protocol.Platform.logical_gpus`);
+    ``gpu_memory_peak_mib``: the most TensorFlow's allocator held on any of ``devices`` so far
+    (``get_memory_info``'s peak); ``gpu_memory_limit_mib``: each logical GPU's limit where the GPUs
+    were split (:func:`harness.worker.devices.configure_devices`), else None."""
     import tensorflow as tf
 
-    return len(tf.config.get_visible_devices("GPU"))
-
-
-MIB = 2**20
-
-
-def _gpu_memory(devices: list[str]) -> dict[str, float | None]:
-    """``gpu_memory_peak_mib``: the most TensorFlow's allocator held on any of ``devices`` so far
-    (``get_memory_info``'s peak); ``gpu_memory_limit_mib``: each logical GPU's limit where the
-    GPUs were split (:func:`harness.worker.devices.configure_devices`), else None."""
-    import tensorflow as tf
-
-    peak = max(tf.config.experimental.get_memory_info(d.split("device:")[-1])["peak"] for d in devices)
     gpus = tf.config.get_visible_devices("GPU")
+    peak = max(tf.config.experimental.get_memory_info(short_name(d))["peak"] for d in devices)
     configs = tf.config.get_logical_device_configuration(gpus[0]) if gpus else None
     limit = configs[0].memory_limit if configs and configs[0].memory_limit else None
     return {
-        "gpu_memory_peak_mib": peak / MIB,
+        "physical_gpus": len(gpus),
+        "gpu_memory_peak_mib": peak / 2**20,
         "gpu_memory_limit_mib": None if limit is None else float(limit),
     }
-
-
-def counted_flops(
-    build: Callable[[], Any], cell: Cell, input_shape: tuple[int, ...], input_dtype: str
-) -> StepFlops:
-    """:func:`harness.worker.flops.count_step`, or, when the count fails, why (the row then keeps
-    the analytic count and says so)."""
-    try:
-        return count_step(build, cell, input_shape, input_dtype)
-    except Exception as e:  # noqa: BLE001 -- a count must never fail the cell
-        return {"flops_note": f"the FLOP count failed: {type(e).__name__}: {str(e)[:300]}"}
 
 
 def run_cell(
     row: CellRow,
     cell: Cell,
-    settings: WorkerSettings,
+    options: WorkerOptions,
     devices: list[str],
     device_type: str,
-    mnist_path: str | None = None,
     strategy: Any = None,
     hosts: int = 1,
     ready: Callable[[], None] = lambda: None,
@@ -163,31 +141,43 @@ def run_cell(
     barrier); ``turns``: a member of a group instance, timed in the turns its coordinator grants."""
     import keras
 
-    built = build_cell(cell, devices, settings.seed, mnist_path, strategy)
+    settings = options.settings
+    built = build_cell(cell, devices, settings.seed, options.mnist_path, strategy)
     # energy only where this process drives every device of the cell (GPUs: NVML; CPU: RAPL), read
     # around its own windows (in turns the others wait meanwhile)
     meter = (
         cell_energy_meter(devices[: cell.replicas], device_type) if cell.processes == 1 else (lambda: None)
     )
-    per_worker: list[list[float]] = []
-    updates_by_worker: list[list[int]] = []
-    timings = _timings(built, cell, settings, ready, turns, per_worker, updates_by_worker, meter)
+    timings, own, counts = _timings(built, cell, settings, ready, turns, meter)
     problems = built.problems(cell, timings.final_loss)
     # Everything the timed windows left, read before the parts: timing them trains more updates
     # (parts_step_s) and re-runs the trainer's windows.
-    iterations = int(built.optimizer.iterations.numpy())
-    skip = settings.warmup_windows
-    own = [w[skip:] for w in per_worker] or [list(timings.window_seconds)]
-    counts = [w[skip:] for w in updates_by_worker]
-    updates_run, digest = built.trainer.updates[0], weights_digest(built.model)
-    reductions = built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution)
+    m = _measurement(built, cell, timings, problems, own, counts, device_type, hosts)
     parts, parts_error = _parts(built, cell, settings, device_type, timings) if not problems else ({}, "")
     keras.mixed_precision.set_dtype_policy("float32")
     KEPT.append(built)
     if turns is not None:  # the finishing turn is over: the others may go on
         turns.reply({"done": Do.FINISH})
         turns.close()
-    m = Measurement(
+    gpu = _gpu_memory(devices[: cell.replicas]) if device_type == "GPU" else {}
+    m = replace(m, parts=parts, parts_error=parts_error, jit_compile=built.trainer.jit_compile(), **gpu)
+    return measured_row(row, cell, m), window_rows(cell, m)
+
+
+def _measurement(
+    built: BuiltCell,
+    cell: Cell,
+    timings: Timings,
+    problems: list[str],
+    own: list[list[float]],
+    counts: list[list[int]],
+    device_type: str,
+    hosts: int,
+) -> Measurement:
+    """The cell's measurement as its timed windows left it (no parts yet); ``own`` and ``counts``:
+    each worker's own seconds and updates of each timed window."""
+    energy = timings.energy
+    return Measurement(
         window_seconds=tuple(timings.window_seconds),
         window_starts=timings.window_starts,
         window_target_s=timings.target_s,
@@ -198,25 +188,19 @@ def run_cell(
         seed_loss=timings.seed_loss,
         problems=tuple(problems + integrity.idle_workers(counts)),
         effective_cross_device_ops=effective_cross_device_ops(built.strategy),
-        allreduces_per_update=reductions,
-        weights_digest=digest,
+        allreduces_per_update=built.trainer.counter.per_update(cell.accum_steps, cell.steps_per_execution),
+        weights_digest=weights_digest(built.model),
         device_kind=device_type,
-        physical_gpus=_physical_gpus() if device_type == "GPU" else None,
-        **(_gpu_memory(devices[: cell.replicas]) if device_type == "GPU" else {}),
         hosts=hosts,
         worker_seconds=tuple(map(tuple, own)),
         worker_updates=tuple(map(tuple, counts)),
-        updates_run=updates_run,
-        optimizer_iterations=iterations,
-        joules=None if timings.energy is None else timings.energy.joules,
-        joules_s=None if timings.energy is None else timings.energy.seconds,
-        joules_updates=None if timings.energy is None else timings.energy.updates,
-        parts=parts,
-        parts_error=parts_error,
+        updates_run=built.trainer.updates[0],
+        optimizer_iterations=int(built.optimizer.iterations.numpy()),
+        joules=None if energy is None else energy.joules,
+        joules_s=None if energy is None else energy.seconds,
+        joules_updates=None if energy is None else energy.updates,
         flops=built.flops,
-        jit_compile=built.trainer.jit_compile(),
     )
-    return measured_row(row, cell, m), window_rows(cell, m)
 
 
 def _append(into: list[list[T]], rows: list[list[T]]) -> None:
@@ -232,14 +216,14 @@ def _timings(
     settings: WorkerSettings,
     ready: Callable[[], None],
     turns: TurnClient | None,
-    per_worker: list[list[float]],
-    updates_by_worker: list[list[int]],
     meter: Meter,
-) -> Timings:
+) -> tuple[Timings, list[list[float]], list[list[int]]]:
     """Time the cell's windows back to back (:func:`measure`) or in granted turns
-    (:func:`measure_in_turns`); ``per_worker`` and ``updates_by_worker`` receive each worker's
-    own seconds and updates of every window from the warm-up on."""
+    (:func:`measure_in_turns`): (the timings, each worker's own seconds and updates of each timed
+    window; without per-worker seconds, the windows')."""
     trainer = built.trainer
+    per_worker: list[list[float]] = []
+    updates_by_worker: list[list[int]] = []
 
     def keep() -> None:
         _append(per_worker, trainer.per_worker)
@@ -249,8 +233,11 @@ def _timings(
     if turns is None:
         timings = measure(*loop, trainer.agree, ready, meter)
         keep()
-        return timings
-    return measure_in_turns(*loop, turns, trainer.agree, keep, trainer.stream, meter)
+    else:
+        timings = measure_in_turns(*loop, turns, trainer.agree, keep, trainer.stream, meter)
+    skip = settings.warmup_windows
+    own = [w[skip:] for w in per_worker] or [list(timings.window_seconds)]
+    return timings, own, [w[skip:] for w in updates_by_worker]
 
 
 def _parts(
@@ -276,23 +263,23 @@ def _parts(
 def verify_cell(
     row: CellRow,
     cell: Cell,
-    updates: int,
-    seed: int,
+    options: WorkerOptions,
     devices: list[str],
-    weights_dir: str,
-    mnist_path: str | None = None,
     strategy: Any = None,
     save: bool = True,
 ) -> tuple[CellRow, ProcessRow]:
-    """Train ``updates`` optimizer updates from ``seed`` and check integrity; save the weights before
-    and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
+    """Train ``options.verify_updates`` optimizer updates from the seed and check integrity; save the
+    weights before and after to ``weights_dir/<hash of cell id>.npz`` (arrays before_i, after_i)."""
     import numpy as np
 
-    built = build_cell(cell, devices, seed, mnist_path, strategy)
+    assert options.verify_updates, "verify trains a fixed number of updates"
+    built = build_cell(cell, devices, options.settings.seed, options.mnist_path, strategy)
     before = [w.numpy() for w in built.model.weights]
-    loss = built.trainer.run(updates)
+    loss = built.trainer.run(options.verify_updates)
     problems = built.problems(cell, loss)
-    path = os.path.join(weights_dir, hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz")
+    path = os.path.join(
+        options.weights_dir or ".", hashlib.sha256(cell.id.encode()).hexdigest()[:16] + ".npz"
+    )
     if save:  # (in a multi-worker cell only the chief writes)
         np.savez(
             path,

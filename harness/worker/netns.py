@@ -19,6 +19,7 @@ import runpy
 import socket
 import struct
 import sys
+from collections.abc import Mapping
 
 from harness.contract.isolation import NETNS_ENV, NO_NAMESPACE_FAULT, join_paths
 
@@ -52,9 +53,9 @@ def join(paths: list[str]) -> None:
             os.close(fd)
 
 
-def join_from_env() -> None:
-    """Join the namespaces :data:`NETNS_ENV` names (nothing where it is unset or empty)."""
-    join(join_paths(os.environ.get(NETNS_ENV)))
+def join_from(env: Mapping[str, str]) -> None:
+    """Join the namespaces :data:`NETNS_ENV` names in ``env`` (nothing where it is unset or empty)."""
+    join(join_paths(env.get(NETNS_ENV)))
 
 
 def loopback_up() -> None:
@@ -109,7 +110,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["hold"]:
         return hold()
     if argv[:1] == ["join"] and len(argv) >= 2:
-        join_from_env()
+        join_from(os.environ)
         sys.argv = [argv[1], *argv[2:]]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         return 0

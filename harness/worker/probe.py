@@ -86,7 +86,7 @@ def facts(device_type: str, replicas: int) -> None:
         tf.config.threading.get_intra_op_parallelism_threads(),
         tf.config.threading.get_inter_op_parallelism_threads(),
         os.cpu_count() or 0,
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0,
+        len(os.sched_getaffinity(0)),
     )
     steering = "TF_FORCE_GPU_ALLOW_GROWTH TF_GPU_ALLOCATOR CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES"
     steering += " TF_NUM_INTRAOP_THREADS TF_NUM_INTEROP_THREADS OMP_NUM_THREADS"
@@ -112,13 +112,6 @@ def where(platform: Platform, replicas: int) -> str:
     if split is None:
         return ""
     return f"{replicas} logical GPUs on {-(-replicas // split.per_gpu)} GPU(s), {split.memory_mib} MiB each: "
-
-
-def probe_cell(strategy: str, op: str, replicas: int) -> Cell:
-    """The cell whose strategy a probe builds (through the same builders as every measured cell)."""
-    if op == "-":
-        return Cell(strategy=strategy, replicas=replicas)
-    return Cell(strategy=strategy, replicas=replicas, cross_device_ops=op)
 
 
 def classify(error: BaseException) -> tuple[str, str]:
@@ -170,21 +163,25 @@ def probe(
 
 
 def local(device_type: str, replicas: int, gpu_count: int = 0, memory_mib: int = 0) -> None:
-    """Every single-process strategy and cross-device op on ``replicas`` devices."""
+    """Every single-process strategy and cross-device op (``-``: none to choose) on ``replicas``
+    devices, each built by the builders of every measured cell."""
     platform = platform_of(device_type, replicas, gpu_count, memory_mib)
     _, names = configure_devices(platform, replicas)
     on = where(platform, replicas)
     wanted = local_probes(replicas)
     for name, op in LOCAL_PROBES:
         if (name, op) in wanted:
-            probe(name, op, partial(make_strategy, probe_cell(name, op, replicas), names), replicas, on=on)
+            cell = Cell(
+                strategy=name, replicas=replicas, cross_device_ops=Cell.cross_device_ops if op == "-" else op
+            )
+            probe(name, op, partial(make_strategy, cell, names), replicas, on=on)
 
 
 def worker(device_type: str, communication: str, workers: int) -> None:
     """One task of a MultiWorkerMirroredStrategy probe (TF_CONFIG names the cluster, the
     environment's device mask its devices, so ``device_type`` is not needed here). The strategy is
-    built before anything else touches
-    TensorFlow's context: collectives must be configured at program start-up."""
+    built before anything else touches TensorFlow's context: collectives must be configured at
+    program start-up."""
     cell = Cell(strategy=WORKER_PROBE_STRATEGY, communication=communication, workers=workers)
     probe(
         WORKER_PROBE_STRATEGY,

@@ -10,7 +10,7 @@ import glob
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.formulas.timeline import GpuTimeline, Interval, Trace, split
@@ -46,21 +46,21 @@ class NoDeviceTrace(RuntimeError):
     """The profiler recorded nothing on any GPU (CUPTI not loadable, or no GPU work)."""
 
 
-def _interval(base_ns: int, event: Any) -> Interval:
-    start = base_ns + event.offset_ps / 1e3
-    return (start, start + event.duration_ps / 1e3)
+def _events(plane: Any, skipped: frozenset[str] = frozenset()) -> Iterator[tuple[str, Interval]]:
+    """(name, interval in ns) of every event on ``plane``'s lines but the ``skipped`` ones."""
+    for line in plane.lines:
+        if line.name in skipped:
+            continue
+        for event in line.events:
+            start = line.timestamp_ns + event.offset_ps / 1e3
+            yield plane.event_metadata[event.metadata_id].name, (start, start + event.duration_ps / 1e3)
 
 
 def _gpu(plane: Any) -> GpuTimeline | None:
     busy: list[Interval] = []
     collectives: list[Interval] = []
-    for line in plane.lines:
-        if line.name in DERIVED_LINES:
-            continue
-        for event in line.events:
-            name = plane.event_metadata[event.metadata_id].name.lower()
-            into = collectives if any(c in name for c in COLLECTIVES) else busy
-            into.append(_interval(line.timestamp_ns, event))
+    for name, interval in _events(plane, DERIVED_LINES):
+        (collectives if any(c in name.lower() for c in COLLECTIVES) else busy).append(interval)
     return GpuTimeline(busy, collectives) if busy or collectives else None
 
 
@@ -77,13 +77,11 @@ def read_trace(space: Any) -> Trace:
             if timeline is not None:
                 gpus[plane.name] = timeline
         elif plane.name.startswith("/host:CPU"):
-            for line in plane.lines:
-                for event in line.events:
-                    name = plane.event_metadata[event.metadata_id].name
-                    if name == MARK:
-                        window = _interval(line.timestamp_ns, event)
-                    elif any(w in name for w in INPUT_WAITS):
-                        waits.append(_interval(line.timestamp_ns, event))
+            for name, interval in _events(plane):
+                if name == MARK:
+                    window = interval
+                elif any(w in name for w in INPUT_WAITS):
+                    waits.append(interval)
     if window is None:
         raise ValueError(f"the profile holds no {MARK!r} event")
     return Trace(window=window, gpus=gpus, input_waits=waits)

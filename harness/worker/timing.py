@@ -8,7 +8,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.contract.job import WorkerSettings
 from harness.contract.turns import Do, Grant
@@ -145,85 +145,98 @@ def measure_in_turns(
 ) -> Timings:
     """Time a loop in turns (:mod:`harness.contract.turns`): the first call (compile_s; untimed, the
     other members may be compiling too) and the seed loss's updates, hello, then what the coordinator
-    grants, each with the whole machine: a calibration turn (two windows of ``min_window_steps``, the
-    window for the granted seconds, ``warmup_windows`` untimed windows), timed window turns, and the
-    finishing turn, at whose grant this returns (the caller checks and replies). ``after_windows``:
-    called after each timed window and the warm-up. With ``stream`` (a loop costly to set up: ``fit``)
-    the window turns are served inside one running loop waiting for each grant between two windows
-    (one untimed window in the first turn, then one timed per turn). ``meter`` is read around each
-    timed window: energy covers this process's own turns only."""
+    grants, each with the whole machine: a calibration turn (:meth:`_Turns.calibrate`), timed window
+    turns, and the finishing turn, at whose grant this returns (the caller checks and replies).
+    ``after_windows``: called after each timed window and the warm-up. With ``stream`` (a loop costly
+    to set up: ``fit``) the window turns are served inside one running loop waiting for each grant
+    between two windows (one untimed window in the first turn, then one timed per turn). ``meter``
+    is read around each timed window: energy covers this process's own turns only."""
     spe = steps_per_execution
     compile_s, seed_loss = first_call(run, spe, clock)
     client.hello()
-    steps, seconds, starts, target = 0, [], [], None
-    loss, cpu = [float("nan")], [0.0]
-    readings: list[tuple[float | None, float | None]] = []
-    before: list[float | None] = [None]
-
-    def begin(grant: Grant | None = None) -> Grant | None:
-        """A window's start at ``grant`` (the next one when None); the grant when it is not a window."""
-        grant = grant or client.grant()
-        if grant["do"] != Do.WINDOW:
-            return grant
-        before[0] = meter()
-        starts.append(clock())
-        cpu[0] = time.process_time()
-        return None
-
-    def end(took: float, last_loss: float) -> None:
-        readings.append((before[0], meter()))
-        after_windows()
-        seconds.append(took)
-        loss[0] = last_loss
-        client.reply({"done": Do.WINDOW, "seconds": took, "cpu_s": time.process_time() - cpu[0]})
-
+    turns = _Turns(client, windows, clock, meter, after_windows)
+    steps, target = 0, None
     grant: Grant | None = None
     while True:
         grant = grant or client.grant()
         if grant["do"] == Do.CALIBRATE:
             target = grant["window_s"]
-            known = int(grant.get("steps") or 0)  # an earlier instance's: no calibration
-            steps = known or calibrate(windows, spe, dataclasses.replace(settings, window_s=target), agree)
-            if settings.warmup_windows:
-                windows(steps, settings.warmup_windows)
-                after_windows()
-            client.reply({"done": Do.CALIBRATE, "steps": steps})
+            steps = turns.calibrate(grant, spe, settings, agree)
             grant = None
         elif grant["do"] == Do.WINDOW and stream is not None:
-            grant = _serve(stream, steps, grant, begin, end)
+            grant = turns.serve(stream, steps, grant)
         elif grant["do"] == Do.WINDOW:
-            begin(grant)
+            turns.begin(grant)
             (took,), last = windows(steps, 1)
-            end(took, last)
+            turns.end(took, last)
             grant = None
         else:
-            energy = metered(readings, sum(seconds), steps * len(seconds))
-            return Timings(
-                compile_s, steps, tuple(seconds), loss[0], tuple(starts), target, energy, seed_loss
-            )
+            seconds, starts = tuple(turns.seconds), tuple(turns.starts)
+            energy = metered(turns.readings, sum(seconds), steps * len(seconds))
+            return Timings(compile_s, steps, seconds, turns.loss, starts, target, energy, seed_loss)
 
 
-def _serve(
-    stream: Stream,
-    steps: int,
-    grant: Grant,
-    begin: Callable[[Grant | None], Grant | None],
-    end: Callable[[float, float], None],
-) -> Grant:
-    """Window turns served inside one running loop from ``grant`` (a window's) on; returns the
-    grant that ended them (the finishing turn's)."""
-    first: list[Grant] = [grant]
-    final: list[Grant] = []
+@dataclass
+class _Turns:
+    """This process's turns: its calibration, and its timed window turns so far (each one's start on
+    ``clock``, seconds and energy readings around it, and the last loss), each replied to."""
 
-    def next_window() -> bool:
-        other = begin(first.pop() if first else None)
-        final.extend([other] if other else [])
-        return other is None
+    client: TurnClient
+    windows: Callable[[int, int], tuple[list[float], float]]
+    clock: Callable[[], float]
+    meter: Meter
+    after_windows: Callable[[], None]
+    seconds: list[float] = field(default_factory=list)
+    starts: list[float] = field(default_factory=list)
+    readings: list[tuple[float | None, float | None]] = field(default_factory=list)
+    loss: float = float("nan")
+    before: float | None = None
+    cpu: float = 0.0
 
-    stream(steps, next_window, end)
-    if not final:
-        raise RuntimeError("the streamed loop ended before the finishing turn")
-    return final[0]
+    def calibrate(self, grant: Grant, spe: int, settings: WorkerSettings, agree: Callable[[int], int]) -> int:
+        """Steps per window for the granted seconds: an earlier instance's (``grant["steps"]``), else
+        two windows of ``min_window_steps`` (:func:`calibrate`); then ``warmup_windows`` untimed ones."""
+        known = int(grant.get("steps") or 0)
+        wanted = dataclasses.replace(settings, window_s=grant["window_s"])
+        steps = known or calibrate(self.windows, spe, wanted, agree)
+        if settings.warmup_windows:
+            self.windows(steps, settings.warmup_windows)
+            self.after_windows()
+        self.client.reply({"done": Do.CALIBRATE, "steps": steps})
+        return steps
+
+    def begin(self, grant: Grant | None = None) -> Grant | None:
+        """A window's start at ``grant`` (the next one when None); the grant when it is not a window."""
+        grant = grant or self.client.grant()
+        if grant["do"] != Do.WINDOW:
+            return grant
+        self.before = self.meter()
+        self.starts.append(self.clock())
+        self.cpu = time.process_time()
+        return None
+
+    def end(self, took: float, last_loss: float) -> None:
+        self.readings.append((self.before, self.meter()))
+        self.after_windows()
+        self.seconds.append(took)
+        self.loss = last_loss
+        self.client.reply({"done": Do.WINDOW, "seconds": took, "cpu_s": time.process_time() - self.cpu})
+
+    def serve(self, stream: Stream, steps: int, grant: Grant) -> Grant:
+        """Window turns served inside one running loop from ``grant`` (a window's) on; returns the
+        grant that ended them (the finishing turn's)."""
+        first: list[Grant] = [grant]
+        final: list[Grant] = []
+
+        def next_window() -> bool:
+            other = self.begin(first.pop() if first else None)
+            final.extend([other] if other else [])
+            return other is None
+
+        stream(steps, next_window, self.end)
+        if not final:
+            raise RuntimeError("the streamed loop ended before the finishing turn")
+        return final[0]
 
 
 def stopwatch(

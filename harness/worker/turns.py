@@ -24,11 +24,11 @@ class TurnClient:
     sock: socket.socket
     member: str
     index: int
+    on_window: Callable[[], None] = lambda: None
+    """Called at each window grant before the window (the test hook's ``@turn`` faults)."""
 
     def __post_init__(self) -> None:
         self._reader = self.sock.makefile("r", encoding="utf-8")
-        self.on_window: Callable[[], None] = lambda: None
-        """Called at each window grant before the window (the test hook's ``@turn`` faults)."""
 
     def _send(self, message: Hello | Reply) -> None:
         self.sock.sendall((json.dumps(message) + "\n").encode())

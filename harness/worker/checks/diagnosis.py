@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness.spec.strategies import STRATEGIES, Variables
+from harness.worker.devices import short_name
 
 Test = Callable[[Any], bool]
 
@@ -77,29 +78,25 @@ def scope_problems(strategy_name: str, replicas: int, model: Any, optimizer: Any
                 f"{opt_bad[1]}); build both inside `with strategy.scope():`"
             )
         ]
-    out = []
-    if model_bad:
-        out.append(
-            f"the model was built outside strategy.scope(): {model_bad[0]} of "
-            f"{len(model.weights)} model variables are not {label} (e.g. {model_bad[1]}), "
-            f"so it trains on one device; {fix}"
-        )
-    if opt_bad:
-        out.append(
-            f"the optimizer was built outside strategy.scope(): {opt_bad[0]} of "
-            f"{len(opt_vars)} optimizer variables are not {label} (e.g. {opt_bad[1]}); "
-            f"{fix} (also `compile(optimizer=...)`)"
-        )
-    return out
+    found = (
+        ("model", model_bad, len(model.weights), f", so it trains on one device; {fix}"),
+        ("optimizer", opt_bad, len(opt_vars), f"; {fix} (also `compile(optimizer=...)`)"),
+    )
+    return [
+        f"the {owner} was built outside strategy.scope(): {bad[0]} of {total} {owner} variables are "
+        f"not {label} (e.g. {bad[1]}){then}"
+        for owner, bad, total, then in found
+        if bad
+    ]
 
 
 def mirroring_problems(strategy: Any, model: Any, devices: Sequence[str]) -> list[str]:
     """Each model variable must have one copy per replica device (``devices``: the strategy's
     replica devices), each on its own device."""
-    want = {_canonical(d) for d in devices}
+    want = {short_name(d) for d in devices}
     for v in model.weights:
         copies = strategy.experimental_local_results(tf_variable(v))
-        places = [_canonical(c.device) for c in copies]
+        places = [short_name(c.device) for c in copies]
         if len(copies) != len(devices) or set(places) != want:
             return [
                 (
@@ -149,8 +146,8 @@ def idle_replica_problems(
         x = tf.ones((8, 8))
         return tf.matmul(x, x)
 
-    got = [_canonical(t.device) for t in strategy.experimental_local_results(strategy.run(fn))]
-    want = [_canonical(d) for d in devices]
+    got = [short_name(t.device) for t in strategy.experimental_local_results(strategy.run(fn))]
+    want = [short_name(d) for d in devices]
     out = []
     missing = sorted(set(want) - set(got))
     if missing:
@@ -158,7 +155,7 @@ def idle_replica_problems(
             f"replica device(s) {', '.join(missing)} did no work: the per-replica results "
             f"came from {sorted(set(got))}"
         )
-    gpus = [_canonical(d) for d in devices if "GPU" in d.upper()]
+    gpus = [short_name(d) for d in devices if "GPU" in d.upper()]
     if gpus and model is not None:
         peaks = {d: _peak_bytes(d) for d in gpus}
         resident = variable_bytes(list(model.weights) + list(getattr(optimizer, "variables", [])))
@@ -173,12 +170,6 @@ def _peak_bytes(device: str) -> int | None:
         return int(tf.config.experimental.get_memory_info(device)["peak"])
     except (ValueError, tf.errors.OpError):
         return None
-
-
-def _canonical(device: str) -> str:
-    """``/job:localhost/replica:0/task:0/device:CPU:1`` -> ``CPU:1`` (case-insensitive match)."""
-    tail = device.split("device:")[-1] if "device:" in device else device.rsplit("/", 1)[-1]
-    return tail.upper()
 
 
 def diagnose(strategy: Any, strategy_name: str, model: Any, optimizer: Any, replicas: int) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.spec.cell import Cell
 from harness.spec.strategies import STRATEGIES
 from harness.worker.checks.diagnosis import diagnose, tf_variable
 
@@ -91,16 +92,11 @@ def copies_agree(arrays: list[Any], rule: Difference | None) -> bool:
 
 
 def check(
-    strategy: Any,
-    strategy_name: str,
-    model: Any,
-    optimizer: Any,
-    replicas: int,
-    final_loss: float,
-    updates: int | None = None,
+    strategy: Any, cell: Cell, model: Any, optimizer: Any, final_loss: float, updates: int | None = None
 ) -> list[str]:
-    """Every problem found, in words; empty when the cell is trustworthy. ``replicas``: replicas in
-    sync expected; ``updates``: optimizer updates the loop ran (None: do not check)."""
+    """Every problem found, in words; empty when ``cell`` (its strategy, its replicas in sync) is
+    trustworthy. ``updates``: optimizer updates the loop ran (None: do not check)."""
+    strategy_name, replicas = cell.strategy, cell.replicas_in_sync
     problems: list[str] = []
     n = strategy.num_replicas_in_sync
     if n != replicas:
@@ -110,8 +106,7 @@ def check(
     variables = [("model", v) for v in model.weights] + [("optimizer", v) for v in optimizer.variables]
     allowed = allowed_differences(model)
     for owner, v in variables:
-        tv = tf_variable(v)
-        arrays = [np.asarray(c.numpy()) for c in strategy.experimental_local_results(tv)]
+        arrays = [np.asarray(c.numpy()) for c in strategy.experimental_local_results(tf_variable(v))]
         if not copies_agree(arrays, allowed.get(id(v))):
             problems.append(f"replica copies of {owner} variable {v.path} differ")
             break

@@ -228,10 +228,13 @@ def worker_rank(strategy: Any) -> int:
     return resolver.task_id + (1 if has_chief else 0)
 
 
-def chief_agreement(strategy: Any) -> Callable[[int], int]:
-    """A function giving every worker of a MultiWorkerMirrored cluster the chief's copy of an
-    integer (a cross-worker sum of the chief's value and the others' zeros): workers must agree on
-    a window length, since their collectives must match."""
+def chief_agreement(strategy: Any, workers: int) -> Callable[[int], int]:
+    """A function giving every worker of a MultiWorkerMirrored cluster of ``workers`` the chief's
+    copy of an integer (a cross-worker sum of the chief's value and the others' zeros; with one
+    worker, the integer itself): workers must agree on a window length, since their collectives
+    must match."""
+    if workers == 1:
+        return lambda value: value
 
     def chiefs(value: int) -> int:
         mine = float(value) if worker_rank(strategy) == 0 else 0.0
@@ -314,8 +317,7 @@ def build_ctl(
     """Custom loop: ``strategy.run`` inside one ``tf.function`` holding an in-graph loop of
     steps_per_execution updates; only the last update's loss is reduced across replicas.
     Under a coordinated strategy (parameter_server) the same function is scheduled through a
-    ClusterCoordinator
-    (:func:`build_coordinated`)."""
+    ClusterCoordinator (:func:`build_coordinated`)."""
     import tensorflow as tf
 
     if cell.kind.coordinated:
@@ -348,7 +350,7 @@ def build_ctl(
             return timed_windows(run, steps, n)
         return cluster_windows(strategy, run, steps, n, cell.workers, per_worker)
 
-    agree = chief_agreement(strategy) if cell.workers > 1 else (lambda value: value)
+    agree = chief_agreement(strategy, cell.workers)
     return Trainer(run, windows, counter, per_worker, agree, updates, jit_compile=lambda: jit)
 
 
@@ -380,26 +382,18 @@ def build_coordinated(
     iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset))
     updates = [0]
     by_worker: list[list[int]] = []
-
-    def schedule(steps: int) -> list[Any]:
-        _check_steps(steps, spe)
-        results = [coordinator.schedule(execution, args=(iterator,)) for _ in range(steps // spe)]
-        coordinator.join()
-        updates[0] += steps
-        return results
+    calls: list[list[Any]] = []  # each run's scheduled calls since the last windows began
 
     def run(steps: int) -> float:
-        return float(schedule(steps)[-1].fetch()[0])
+        _check_steps(steps, spe)
+        calls.append([coordinator.schedule(execution, args=(iterator,)) for _ in range(steps // spe)])
+        coordinator.join()
+        updates[0] += steps
+        return float(calls[-1][-1].fetch()[0])  # the host sync that closes a window
 
     def windows(steps: int, n: int) -> tuple[list[float], float]:
-        seconds: list[float] = []
-        calls: list[list[Any]] = []
-        loss = float("nan")  # no window (n = 0): no loss
-        for _ in range(n):
-            t0 = time.perf_counter()
-            calls.append(schedule(steps))
-            loss = float(calls[-1][-1].fetch()[0])  # the host sync that closes the window
-            seconds.append(time.perf_counter() - t0)
+        calls.clear()
+        seconds, loss = timed_windows(run, steps, n)
         ran = [[int(r.fetch()[1]) for r in window] for window in calls]
         by_worker[:] = [
             [spe * sum(1 for w in window if w == i) for window in ran] for i in range(cell.workers)
@@ -462,21 +456,39 @@ returns, deallocating its iterator waits for the input pipeline's threads, 3-11 
 mirrored 2-replica cell after a streamed fit (the finishing turn was that late)."""
 
 
-def _window_clock() -> Any:
-    """A Keras callback stamping each epoch's end (s, perf_counter) after fetching its loss."""
+def _epoch_clock(
+    begin: Callable[[], bool] | None = None, end: Callable[[float, float], None] | None = None
+) -> Any:
+    """A Keras callback stamping each epoch's end (s, perf_counter) after fetching its loss to the
+    host (the sync closing a window). With ``begin`` and ``end`` it serves windows inside one ``fit``
+    call: at each epoch's end it reports the epoch it timed to ``end``, then waits in ``begin()``
+    for the next window (False: fit stops after this epoch)."""
     import keras
 
-    class WindowClock(keras.callbacks.Callback):
+    class EpochClock(keras.callbacks.Callback):
         def __init__(self) -> None:
             super().__init__()
             self.stamps: list[float] = []
             self.loss = float("nan")
+            self.start: float | None = None
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            self.loss = float((logs or {})["update_loss"])  # the host sync closing the window
+            self.loss = float((logs or {})["update_loss"])
             self.stamps.append(time.perf_counter())
+            if begin is None or end is None:
+                return
+            if self.start is not None:
+                end(self.stamps[-1] - self.start, self.loss)
+            if begin():
+                self.start = time.perf_counter()
+            else:
+                self.model.stop_training = True
 
-    return WindowClock()
+    return EpochClock()
+
+
+STREAM_EPOCHS = 10**9
+"""Epochs of a streamed ``fit`` call: more than any run asks; the stream ends it (stop_training)."""
 
 
 def build_fit(
@@ -494,68 +506,32 @@ def build_fit(
     dataset = input_fn(cell.effective_batch)
     updates = [0]
 
-    def fit(steps: int, epochs: int) -> Any:
+    def fit(steps: int, epochs: int, clock: Any) -> Any:
         _check_steps(steps, spe)
-        clock = _window_clock()
         wrapped.fit(
             dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[clock], shuffle=False
         )
-        updates[0] += steps * epochs
+        updates[0] += steps * len(clock.stamps)
         return clock
 
     def windows(steps: int, n: int) -> tuple[list[float], float]:
         # One extra leading epoch: its end bounds the first window, so fit's own set-up (iterator,
         # callbacks) is in no timed window.
-        clock = fit(steps, n + 1)
+        clock = fit(steps, n + 1, _epoch_clock())
         return [b - a for a, b in pairwise(clock.stamps)], clock.loss
 
     def run(steps: int) -> float:
-        return fit(steps, 1).loss
+        return fit(steps, 1, _epoch_clock()).loss
 
     def stream(steps: int, begin: Callable[[], bool], end: Callable[[float, float], None]) -> None:
         # One fit call: its first epoch untimed (fit's set-up), then one epoch per window begun.
-        _check_steps(steps, spe)
-        turns = _turn_clock(begin, end)
-        wrapped.fit(
-            dataset, epochs=STREAM_EPOCHS, steps_per_epoch=steps, verbose=0, callbacks=[turns], shuffle=False
-        )
-        updates[0] += steps * turns.epochs
+        fit(steps, STREAM_EPOCHS, _epoch_clock(begin, end))
 
     def jit_compile() -> bool:
         built = wrapped.built_jit_compile
         return bool(wrapped.jit_compile) if built is None else built
 
     return Trainer(run, windows, counter, updates=updates, stream=stream, jit_compile=jit_compile)
-
-
-STREAM_EPOCHS = 10**9
-"""Epochs of a streamed ``fit`` call: more than any run asks; the stream ends it (stop_training)."""
-
-
-def _turn_clock(begin: Callable[[], bool], end: Callable[[float, float], None]) -> Any:
-    """A Keras callback serving windows inside one ``fit`` call: at each epoch's end (after its
-    loss is fetched to the host: the sync closing the window) it reports the epoch it timed, then
-    waits in ``begin()`` for the next window (False: fit stops after this epoch)."""
-    import keras
-
-    class TurnClock(keras.callbacks.Callback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.start: float | None = None
-            self.epochs = 0
-
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            loss = float((logs or {})["update_loss"])
-            now = time.perf_counter()
-            self.epochs += 1
-            if self.start is not None:
-                end(now - self.start, loss)
-            if begin():
-                self.start = time.perf_counter()
-            else:
-                self.model.stop_training = True
-
-    return TurnClock()
 
 
 LOOPS: dict[str, Callable[[Any, Any, Any, Callable[[int], Any], Cell], Trainer]] = {

@@ -1,5 +1,5 @@
-"""MODELS registry: name -> Keras builder (call inside ``strategy.scope()``) and its FLOP-bearing layers
-(:mod:`harness.spec.models` counts the FLOPs)."""
+"""MODELS registry: name -> Keras builder (call inside ``strategy.scope()``); a user's model's builder
+(:mod:`harness.spec.models` describes the built-in ones and counts their FLOPs)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,10 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.spec.models import (
-    INPUT_SHAPE,
-    NUM_CLASSES,
-    Layer,
-    ModelInfo,
-    ModelRef,
-    training_flops,
-)
+from harness.spec.models import INPUT_SHAPE, NUM_CLASSES, ModelInfo, ModelRef
 from harness.spec.models import MODELS as INFO
 
 
@@ -110,21 +102,7 @@ def build_transformer() -> Any:
     return keras.Model(ids, keras.layers.Dense(info.classes)(pooled), name="transformer")
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """How to build a model (call inside ``strategy.scope()``), and its FLOP-bearing layers where an
-    analytic count is kept."""
-
-    build: Callable[[], Any]
-    layers: Callable[[], list[Layer]] | None = None
-
-    @property
-    def flops_per_example(self) -> int | None:
-        """Analytic training FLOPs per example (:mod:`harness.spec.models`), None without one."""
-        return None if self.layers is None else training_flops(self.layers())
-
-
-BUILDERS: dict[str, Callable[[], Any]] = {
+MODELS: dict[str, Callable[[], Any]] = {
     "cnn": build_cnn,
     "dense": build_dense,
     "resnet50": keras_application("resnet50", "ResNet50"),
@@ -133,10 +111,6 @@ BUILDERS: dict[str, Callable[[], Any]] = {
 }
 """Built-in model name -> its builder; :data:`harness.spec.models.MODELS` is the one registry of
 names, descriptions and FLOP-bearing layers."""
-
-MODELS: dict[str, ModelSpec] = {name: ModelSpec(BUILDERS[name], info.layers) for name, info in INFO.items()}
-"""Built-in model name -> how to build it and its analytic layers (a KeyError here, at import, when a
-model of the registry has no builder)."""
 
 
 def _user_function(ref: ModelRef) -> Callable[..., Any]:
@@ -194,10 +168,10 @@ def user_builder(ref: ModelRef, batch: int) -> Callable[[], Any]:
     return build
 
 
-def spec_of(model: str, batch: int) -> ModelSpec:
+def builder_of(model: str, batch: int) -> Callable[[], Any]:
     """The builder of a cell's model (:attr:`harness.spec.cell.Cell.model`): a built-in one, or a
     user's (:func:`user_builder`)."""
-    return ModelSpec(user_builder(model, batch)) if isinstance(model, ModelRef) else MODELS[model]
+    return user_builder(model, batch) if isinstance(model, ModelRef) else MODELS[model]
 
 
 def info_of(model: str, built: Any) -> ModelInfo:

@@ -10,9 +10,7 @@ from typing import Any
 from harness.spec.cell import Cell
 
 
-def _cross_device_ops(name: str) -> Any:
-    import tensorflow as tf
-
+def _cross_device_ops(tf: Any, name: str) -> Any:
     registry: dict[str, Callable[[], Any]] = {
         "auto": lambda: None,
         "none": lambda: None,  # one replica: no reduce to choose
@@ -23,65 +21,41 @@ def _cross_device_ops(name: str) -> Any:
     return registry[name]()
 
 
-def _default(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
-    import tensorflow as tf
-
-    return tf.distribute.get_strategy()
-
-
-def _one_device(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
-    import tensorflow as tf
-
-    return tf.distribute.OneDeviceStrategy(devices[0])
-
-
-def _mirrored(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
-    import tensorflow as tf
-
-    return tf.distribute.MirroredStrategy(
-        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(cell.cross_device_ops)
-    )
-
-
-def _central_storage(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
-    import tensorflow as tf
-
-    return tf.distribute.experimental.CentralStorageStrategy(list(devices[: cell.replicas]))
-
-
-def _multi_worker_mirrored(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
+def _multi_worker_mirrored(tf: Any, cell: Cell, timeout_s: float | None) -> Any:
     """Joins the cluster in TF_CONFIG (set by the launcher); blocks until every peer has joined.
     ``timeout_s``: a collective that takes longer fails (None: no limit)."""
-    import tensorflow as tf
-
-    implementation = {
-        "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
-        "none": tf.distribute.experimental.CommunicationImplementation.AUTO,  # one device
-        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
-        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+    implementation = tf.distribute.experimental.CommunicationImplementation
+    chosen = {
+        "auto": implementation.AUTO,
+        "none": implementation.AUTO,  # one device
+        "ring": implementation.RING,
+        "nccl": implementation.NCCL,
     }[cell.communication]
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
-            implementation=implementation, timeout_seconds=timeout_s
+            implementation=chosen, timeout_seconds=timeout_s
         )
     )
 
 
-def _parameter_server(cell: Cell, devices: Sequence[str], timeout_s: float | None) -> Any:
-    """The coordinator's strategy over the cluster in TF_CONFIG (chief, workers and ps tasks, each a
-    ``tf.distribute.Server``); variables live on the ps tasks, each worker updates them on its own."""
-    import tensorflow as tf
+Builder = Callable[[Any, Cell, Sequence[str], float | None], Any]
+"""``(tf, cell, devices, collective_timeout_s)`` -> the cell's strategy (:func:`make_strategy`)."""
 
-    return tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
-
-
-BUILDERS: dict[str, Callable[[Cell, Sequence[str], float | None], Any]] = {
-    "default": _default,
-    "one_device": _one_device,
-    "mirrored": _mirrored,
-    "central_storage": _central_storage,
-    "multi_worker_mirrored": _multi_worker_mirrored,
-    "parameter_server": _parameter_server,
+BUILDERS: dict[str, Builder] = {
+    "default": lambda tf, cell, devices, timeout_s: tf.distribute.get_strategy(),
+    "one_device": lambda tf, cell, devices, timeout_s: tf.distribute.OneDeviceStrategy(devices[0]),
+    "mirrored": lambda tf, cell, devices, timeout_s: tf.distribute.MirroredStrategy(
+        list(devices[: cell.replicas]), cross_device_ops=_cross_device_ops(tf, cell.cross_device_ops)
+    ),
+    "central_storage": lambda tf, cell, devices, timeout_s: tf.distribute.experimental.CentralStorageStrategy(
+        list(devices[: cell.replicas])
+    ),
+    "multi_worker_mirrored": lambda tf, cell, devices, timeout_s: _multi_worker_mirrored(tf, cell, timeout_s),
+    # the coordinator's strategy over the cluster in TF_CONFIG (chief, workers and ps tasks, each a
+    # tf.distribute.Server); variables live on the ps tasks, each worker updates them on its own
+    "parameter_server": lambda tf, cell, devices, timeout_s: tf.distribute.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    ),
 }
 
 
@@ -115,7 +89,9 @@ def make_strategy(cell: Cell, devices: Sequence[str], collective_timeout_s: floa
     """The cell's strategy over the first ``cell.replicas`` of ``devices`` (TF device names).
     ``collective_timeout_s``: cross-worker collectives fail after this many seconds (None: no limit;
     the doctor's probes set one, measured cells rely on the launcher's deadlines)."""
-    return BUILDERS[cell.strategy](cell, devices, collective_timeout_s)
+    import tensorflow as tf
+
+    return BUILDERS[cell.strategy](tf, cell, devices, collective_timeout_s)
 
 
 def effective_cross_device_ops(strategy: Any) -> str:

@@ -20,14 +20,11 @@ STEP_S = 0.01
 class Sleeper(ForeignTrainer):
     version = "0"
 
-    def __init__(self) -> None:
-        self.steps = 0
+    steps = 0
 
-    def step(self) -> None:
+    def _update(self, batch: int) -> float:
         time.sleep(STEP_S)
         self.steps += 1
-
-    def loss(self) -> float:
         return 1.5
 
     def device_name(self) -> str:

@@ -15,7 +15,6 @@ from harness.worker.devices import (
     configure_numerics,
     gpu_shortfall,
     op_determinism_enabled,
-    set_deterministic_numerics,
 )
 
 
@@ -39,12 +38,6 @@ def _fake_tf(calls: list[tuple[str, Any]]) -> SimpleNamespace:
         enable_tensor_float_32_execution=lambda on: calls.append(("enable_tensor_float_32_execution", on)),
     )
     return SimpleNamespace(config=SimpleNamespace(experimental=experimental))
-
-
-def test_deterministic_numerics_turn_on_op_determinism_and_turn_off_tf32() -> None:
-    calls: list[tuple[str, Any]] = []
-    set_deterministic_numerics(_fake_tf(calls).config)
-    assert calls == [("enable_op_determinism", None), ("enable_tensor_float_32_execution", False)]
 
 
 def test_configure_numerics_calls_tensorflow_only_for_verify(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,7 +123,11 @@ def test_replicas_above_the_gpu_count_run_on_logical_gpus_with_a_share_of_the_me
     assert (kind, devices) == ("GPU", ["/device:GPU:0", "/device:GPU:1"])
     assert calls == [("split", ("PhysicalDevice(GPU:0)", 2, 36_000))]  # no memory growth beside a limit
     assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"  # the limit a cap, growing to it
-    assert _gpu_memory(devices) == {"gpu_memory_peak_mib": 5.0, "gpu_memory_limit_mib": 36_000.0}
+    assert _gpu_memory(devices) == {
+        "physical_gpus": 1,
+        "gpu_memory_peak_mib": 5.0,
+        "gpu_memory_limit_mib": 36_000.0,
+    }
 
     calls.clear()
     monkeypatch.setitem(sys.modules, "tensorflow", _fake_gpu_tf(2, calls))

@@ -16,7 +16,7 @@ def _planted(model_inside: bool, optimizer_inside: bool) -> list[str]:
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     built = {}
     for name, inside, make in (
-        ("model", model_inside, MODELS["dense"].build),
+        ("model", model_inside, MODELS["dense"]),
         ("optimizer", optimizer_inside, lambda: keras.optimizers.Adam(1e-3)),
     ):
         if inside:
@@ -58,7 +58,7 @@ def test_single_device_strategies_have_no_scope_to_check() -> None:
     import tensorflow as tf
 
     strategy = tf.distribute.get_strategy()
-    model = MODELS["dense"].build()
+    model = MODELS["dense"]()
     assert diagnosis.diagnose(strategy, "default", model, keras.optimizers.SGD(), 1) == []
 
 

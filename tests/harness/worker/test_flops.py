@@ -41,7 +41,7 @@ def test_the_count_of_a_built_in_model_is_its_analytic_count(name: str, precisio
 
     keras.mixed_precision.set_dtype_policy(precision)
     try:
-        found = count_step(MODELS[name].build, Cell(model=name, batch=32, precision=precision), INPUT_SHAPE)
+        found = count_step(MODELS[name], Cell(model=name, batch=32, precision=precision), INPUT_SHAPE)
     finally:
         keras.mixed_precision.set_dtype_policy("float32")
 

@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
+from harness.spec.cell import Cell
 from harness.worker.checks import integrity
 from harness.worker.training.models import MODELS
+
+ONE_REPLICA = Cell(strategy="mirrored", replicas=1)
+"""The cell the strategy under test serves (a mirrored one on one device)."""
 
 
 def _mirrored() -> object:
@@ -28,18 +32,18 @@ def keras() -> Any:
 def test_model_built_in_scope_passes(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
-        model = MODELS["dense"].build()
+        model = MODELS["dense"]()
         optimizer = keras.optimizers.SGD(0.01)
-    assert integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5) == []
+    assert integrity.check(strategy, ONE_REPLICA, model, optimizer, 0.5) == []
 
 
 @pytest.mark.tf
 def test_model_built_outside_scope_is_flagged(keras: Any) -> None:
     strategy = _mirrored()
-    model = MODELS["dense"].build()  # on purpose: outside strategy.scope()
+    model = MODELS["dense"]()  # on purpose: outside strategy.scope()
     with strategy.scope():
         optimizer = keras.optimizers.SGD(0.01)
-    problems = integrity.check(strategy, "mirrored", model, optimizer, 1, 0.5)
+    problems = integrity.check(strategy, ONE_REPLICA, model, optimizer, 0.5)
     assert len(problems) == 1
     assert "not MirroredVariable" in problems[0] and "outside strategy.scope()" in problems[0]
     assert "model variable" in problems[0] and "ResourceVariable" in problems[0]
@@ -49,9 +53,11 @@ def test_model_built_outside_scope_is_flagged(keras: Any) -> None:
 def test_replica_count_and_loss_are_checked(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
-        model = MODELS["dense"].build()
+        model = MODELS["dense"]()
         optimizer = keras.optimizers.SGD(0.01)
-    problems = integrity.check(strategy, "mirrored", model, optimizer, 2, float("nan"))
+    problems = integrity.check(
+        strategy, Cell(strategy="mirrored", replicas=2), model, optimizer, float("nan")
+    )
     assert any("num_replicas_in_sync is 1, expected 2" in p for p in problems)
     assert any("final loss is nan" in p for p in problems)
 
@@ -60,11 +66,11 @@ def test_replica_count_and_loss_are_checked(keras: Any) -> None:
 def test_iterations_must_match_the_updates_run(keras: Any) -> None:
     strategy = _mirrored()
     with strategy.scope():
-        model = MODELS["dense"].build()
+        model = MODELS["dense"]()
         optimizer = keras.optimizers.SGD(0.01)
         optimizer.build(model.trainable_variables)
-    assert integrity.check(strategy, "mirrored", model, optimizer, 1, 1.0, updates=0) == []
-    problems = integrity.check(strategy, "mirrored", model, optimizer, 1, 1.0, updates=3)
+    assert integrity.check(strategy, ONE_REPLICA, model, optimizer, 1.0, updates=0) == []
+    problems = integrity.check(strategy, ONE_REPLICA, model, optimizer, 1.0, updates=3)
     assert problems == ["optimizer.iterations is 0 after 3 updates"]
 
 

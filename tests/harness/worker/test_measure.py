@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract.job import WorkerOptions
 from harness.spec.cell import Cell
-from harness.spec.protocol import Protocol
+from harness.spec.protocol import Platform, Protocol
 
 
 @pytest.mark.tf
@@ -29,7 +30,10 @@ def test_the_seed_loss_is_verify_s_loss_and_bfloat16_agrees_with_float32(tmp_pat
     updates = same_updates(2)
     outcomes = []
     for cell in (f32, bf16):
-        row, report = verify_cell(cell_row(cell, Protocol()), cell, updates, 0, ["/cpu:0"], str(tmp_path))
+        options = WorkerOptions.of(
+            Protocol(), Platform(), tmp_path, verify_updates=updates, weights_dir=str(tmp_path)
+        )
+        row, report = verify_cell(cell_row(cell, Protocol()), cell, options, ["/cpu:0"])
         outcomes.append(
             Outcome(cell, str(row.status), row.reason, row.checks.final_loss, "", report["weights_path"])
         )

@@ -37,9 +37,9 @@ def test_dense_layers():
 def test_training_flops():
     # forward + weight gradient for the first layer (2x), plus the input gradient elsewhere (3x)
     # cnn: 2 * 389376 + 3 * (4460544 + 32000) = 778752 + 13477632 = 14256384
-    assert MODELS["cnn"].flops_per_example == 14256384
+    assert models.training_flops(models.cnn_layers()) == 14256384
     # dense: 2 * 200704 + 3 * 2560 = 401408 + 7680 = 409088
-    assert MODELS["dense"].flops_per_example == 409088
+    assert models.training_flops(models.dense_layers()) == 409088
     assert models.training_flops([models.Layer("a", 10), models.Layer("b", 1)]) == 23
     assert models.training_flops([]) == 0
 
@@ -48,7 +48,7 @@ def test_registry_names():
     from harness.spec.models import MODELS as INFO
 
     assert set(MODELS) == set(INFO) == {"cnn", "dense", "resnet50", "mobilenetv2", "transformer"}
-    assert {n for n, m in MODELS.items() if m.flops_per_example is not None} == {"cnn", "dense"}
+    assert {n for n, m in INFO.items() if m.layers is not None} == {"cnn", "dense"}
 
 
 # Parameters by hand:
@@ -63,7 +63,7 @@ def test_registry_names():
 )
 @pytest.mark.tf
 def test_keras_model_matches_analytic_architecture(name, params, layer_params):
-    model = MODELS[name].build()
+    model = MODELS[name]()
     assert model.name == name
     assert model.count_params() == params
     assert [layer.count_params() for layer in model.layers] == layer_params
@@ -71,12 +71,12 @@ def test_keras_model_matches_analytic_architecture(name, params, layer_params):
     assert tuple(model.output_shape) == (None, models.NUM_CLASSES)
     # the FLOP-bearing Keras layers are exactly the analytic ones, in order
     bearing = [layer for layer in model.layers if layer.count_params()]
-    assert len(bearing) == len(MODELS[name].layers())
+    assert len(bearing) == len(models.MODELS[name].layers())
 
 
 @pytest.mark.tf
 def test_cnn_keras_shapes_match_flop_arithmetic():
-    model = MODELS["cnn"].build()
+    model = MODELS["cnn"]()
     shapes = [tuple(layer.output.shape) for layer in model.layers]
     # the output sizes used in cnn_layers(): 26x26x32, 13x13, 11x11x64, 5x5, 1600, 10
     assert shapes == [
@@ -94,5 +94,5 @@ def test_cnn_keras_shapes_match_flop_arithmetic():
 def test_collectives_gradient_shapes_are_the_models_trainable_variables(name):
     from harness.spec.collectives import GRADIENT_SHAPES
 
-    model = MODELS[name].build()
+    model = MODELS[name]()
     assert tuple(tuple(v.shape) for v in model.trainable_variables) == GRADIENT_SHAPES[name]
