@@ -1,8 +1,6 @@
-"""The chief of a real cluster (``--cluster tf_config|slurm``): it holds the run lease
-(:mod:`harness.launch.nodes.lease`) for the whole run and drives every other task through it: joins,
-link timing, passes over the runnable cells (:func:`harness.spec.schedule.pass_order`), each
-process journaled at once, a lost task, ``finished`` (docs/explanation/multi-worker.md, "The chief's
-run lease")."""
+"""The chief of a real cluster: it holds the run lease (:mod:`harness.launch.nodes.lease`) and drives
+every other task through it: joins, link timing, passes over the runnable cells, each process
+journaled at once, a lost task, ``finished`` (docs/explanation/multi-worker.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.contract.events import Event
-from harness.contract.job import Job, WorkerOptions
+from harness.contract.job import WorkerOptions
 from harness.contract.records import Status
 from harness.formulas.budget import Budget
 from harness.launch.cells.cluster import ClusterConfig, ClusterPlace
@@ -35,8 +33,8 @@ PEAK = "peak"
 
 @dataclass(frozen=True)
 class ChiefRun:
-    """What the chief measures (cells, protocol, platform), the machine its rows name, the MNIST
-    file, its run id; resumed: ``replay`` (journaled process ends), ``elapsed_s`` (earlier sessions')."""
+    """What the chief measures, the machine its rows name, the MNIST file, its run id; resumed:
+    ``replay`` (journaled process ends), ``elapsed_s`` (earlier sessions', s)."""
 
     cells: tuple[Cell, ...]
     protocol: Protocol
@@ -50,20 +48,13 @@ class ChiefRun:
     resumes: int = 0
 
 
-def welcome(run: ChiefRun, runnable: Sequence[Cell], options: WorkerOptions) -> dict[str, object]:
-    """What every task is told when it joins: the run's options and first cell (a server's start)."""
-    first = runnable[0] if runnable else run.cells[0]
-    return Job(first, options).to_json()
-
-
 PROBES = 3
-"""Transfers timed per node: a link's Gbit/s is the fastest of them (what else runs on the nodes
-only ever slows a transfer down; on 1-core nodes single transfers of one htb setting spread 1.5x)."""
+"""Transfers timed per node: a link's Gbit/s is the fastest of them (other load only slows one down)."""
 
 
 def place(config: ClusterConfig, lease: RunLease) -> ClusterPlace:
-    """The nodes the cluster spans, each task's host, and the slowest link from the chief to another
-    node timed now, each the fastest of :data:`PROBES` (None on one node, or a node that answered none)."""
+    """The nodes the cluster spans and the slowest link from the chief to another node, each the
+    fastest of :data:`PROBES` (None on one node, or where a node answered none)."""
     chief_host = lease_address(config)[0]
     one_per_node: dict[str, str] = {}
     for name in task_names(config):
@@ -86,8 +77,8 @@ def measure(
     stop: Callable[[], str | None],
     started: float | None = None,
 ) -> RunResult:
-    """The passes (module docstring, 2-4), every row written under ``out``; ``stop``: why to start no
-    more cells (a task lost); ``started``: this session's start (monotonic s; the budget's clock)."""
+    """The passes, every row written under ``out``; ``stop``: why to start no more cells (a task
+    lost); ``started``: this session's start (monotonic s; the budget's clock)."""
     pr = run.protocol
     state = RunState(list(run.cells), pr, run.platform, out, None, run.run_id, run.resumes, run.machine)
     state.place = place(config, lease) if stop() is None else ClusterPlace(config.nodes, config.placement)
@@ -127,9 +118,9 @@ def _passes(
     t0: float,
     progress: Progress,
 ) -> None:
-    """Each (pass, position, cell) of ``todo`` in order, peaks around the passes, until ``stop`` gives
-    a reason (the next cell fails with it, where no process did) or the budget would be passed: a
-    cell starts if the run so far (since ``t0``, monotonic s) and its longest cell fit."""
+    """Each (pass, position, cell) of ``todo``, peaks around the passes, until ``stop`` gives a reason
+    (the next cell fails with it, where no process did) or the run so far (since ``t0``, monotonic s)
+    and its longest cell would not fit the budget."""
     pr = run.protocol
     options = WorkerOptions.of(
         pr, run.platform, state.files.root / "logs" / run_date(run.run_id) / run.run_id, run.mnist_path
@@ -170,8 +161,8 @@ def _peak(state: RunState, log: journal.Journal) -> None:
 def replayed(
     entries: Sequence[journal.Entry], cells: Sequence[Cell]
 ) -> tuple[tuple[tuple[int, CellEnd], ...], dict[str, object] | None]:
-    """A journal's measured process results (pass, end) in order, and its last peak entry; a
-    process that failed (a task lost, a deadline) is not kept: the resumed run measures it again."""
+    """A journal's measured process results (pass, end) in order, and its last peak entry; a failed
+    process is left out (the resumed run measures it again)."""
     by_id = {c.id: c for c in cells}
     ends = tuple(
         (int(e["pass"]), decode_end(e["end"], by_id))

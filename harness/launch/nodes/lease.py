@@ -1,13 +1,12 @@
 """The chief's run lease: how the chief of a real cluster drives its other tasks, and how either
 side learns that the other is gone, or why (docs/explanation/multi-worker.md, "The chief's run lease").
 
-The chief's ``harness run`` process listens on :func:`lease_address` (:class:`RunLease`); every other
-task's ``harness run`` keeps a connection to it for the whole run (:class:`ChiefLink`). The wire: one
-JSON object per line, its ``kind`` one of :data:`MESSAGES`, opened by one handshake on both sides
-(:func:`_handshake`: ``join``, then ``welcome``); a connection that closes without ``finished`` (or
-``exit``) means the other side is lost (:data:`LOSS_BOUND_S`). One exception: a ``probe`` line is
-followed by ``nbytes`` raw bytes, read unparsed so that the probe times the link, not the task's JSON
-parser (about 0.1 s for 64 MiB: longer than the transfer itself at 10 Gbit/s)."""
+The chief listens on :func:`lease_address` (:class:`RunLease`); every other task keeps a connection
+to it for the whole run (:class:`ChiefLink`). The wire: one JSON object per line, its ``kind`` one of
+:data:`MESSAGES`, opened by :func:`_handshake` (``join``, then ``welcome``); a connection that closes
+without ``finished`` (or ``exit``) means the other side is lost (:data:`LOSS_BOUND_S`). A ``probe``
+line is followed by ``nbytes`` raw bytes, read unparsed so that the probe times the link, not JSON
+parsing (0.1 s for 64 MiB)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ from harness.launch.nodes.scheduler import Seen, join_overdue
 LEASE_LINE_MAX = 1 << 20
 """Longest lease line, in bytes (a cell's JSON is about 1 KiB)."""
 LEASE_CONNECT_TIMEOUT_S = 600.0
-"""Seconds a task keeps trying to reach the chief's lease before it gives up: the chief's start-up,
-which on Kubernetes can include scheduling its pod and pulling its image."""
+"""Seconds a task keeps trying to reach the chief's lease (the chief's start-up may include
+scheduling its pod and pulling its image)."""
 LEASE_JOIN_TIMEOUT_S = 300.0
 """Seconds the chief waits for a task to join when its scheduler says nothing about it."""
 LEASE_RETRY_S = 1.0
@@ -44,12 +43,10 @@ LEASE_IO_TIMEOUT_S = 10.0
 LEASE_POLL_S = 0.2
 """Seconds between the chief's checks for new connections and for the end of its linger."""
 LEASE_KEEPALIVE_S = (5, 2, 3)
-"""TCP keepalive of every lease connection: idle seconds before the first probe, seconds between
-probes, probes."""
+"""TCP keepalive: idle seconds before the first probe, seconds between probes, probes."""
 LOSS_BOUND_S = 15
-"""Seconds within which either side notices a vanished peer host (keepalive: 5 + 3 x 2 s; and
-``TCP_USER_TIMEOUT`` for data left unacknowledged): the cell is then stopped (1 s grace) and its
-row written well within 30 s of the loss."""
+"""Seconds within which either side notices a vanished peer host (keepalive 5 + 3 x 2 s, and
+``TCP_USER_TIMEOUT`` for unacknowledged data): the cell's row is written within 30 s of the loss."""
 PROBE_BYTES = 64 << 20
 """Bytes the chief sends to time the link to another node (0.5 s at 1 Gbit/s)."""
 
@@ -136,8 +133,7 @@ def encode(message: Message) -> bytes:
 
 
 def decode(line: bytes) -> Message:
-    """The message of one lease line; ValueError naming what is wrong (not one JSON object ending in
-    a newline, an unknown ``kind`` or fields that do not fit it)."""
+    """The message of one lease line; ValueError naming what is wrong with it."""
     if not line.endswith(b"\n"):
         raise ValueError(f"incomplete lease line {line[:80]!r}")
     try:
@@ -158,8 +154,7 @@ def decode(line: bytes) -> Message:
 
 def lease_address(config: ClusterConfig) -> tuple[str, int]:
     """(host, port) of the chief's run lease: the chief's host, and one above the highest port any
-    task of the cluster uses on that host (never one of the cluster's own TensorFlow ports; with
-    SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
+    task uses on that host (with SlurmClusterResolver: 8888 + the tasks on the chief's node)."""
     host = task_host(config, "{} {}".format(*config.chief_task))
     addresses = [a for addresses in config.jobs.values() for a in addresses if host_of(a) == host]
     return host, max(int(a.rsplit(":", 1)[1]) for a in addresses) + 1
@@ -206,8 +201,8 @@ class Lost:
 
 
 class _Conn:
-    """One lease connection (a task's, named ``name``, on the chief's side): whole sends (no other
-    message between a send's parts), reads of one message, and its close."""
+    """One lease connection (task ``name``'s, on the chief's side): whole sends, reads of one
+    message, and its close."""
 
     def __init__(self, conn: socket.socket, name: str = "") -> None:
         self.conn, self.reader, self.name = conn, conn.makefile("rb"), name
@@ -237,11 +232,8 @@ class _Conn:
 def _handshake(
     sock: socket.socket, own: Message, want: type[M], fits: Callable[[M], bool] = lambda _: True
 ) -> tuple[_Conn, M]:
-    """The lease's one handshake, on either side of a new connection (``own``: this side's line): the
-    task sends its ``join`` and reads the chief's ``welcome``; the chief reads the ``join`` and only
-    then sends its ``welcome``. The other side's line must be a ``want`` that ``fits``; then the
-    connection is set for the run (blocking, :func:`_tcp_options`). OSError or ValueError with the
-    connection closed."""
+    """The handshake on either side of a new connection (``own``: this side's line, ``join`` first):
+    the other side's line must be a ``want`` that ``fits``; else OSError or ValueError, closed."""
     chief = isinstance(own, Welcome)
     sock.settimeout(LEASE_IO_TIMEOUT_S)
     conn = _Conn(sock)
@@ -263,8 +255,8 @@ def _handshake(
 
 
 def _listen(port: int, retry_s: float = 2.0) -> socket.socket:
-    """A listener on ``port``, every address. A bind refused while a local client's socket holds the
-    port for a moment (its ephemeral port, or a connection to itself) is tried again for ``retry_s``."""
+    """A listener on ``port``, every address; a bind refused while a local socket holds the port for
+    a moment is tried again for ``retry_s`` seconds."""
     dual = socket.has_dualstack_ipv6()
     deadline = time.monotonic() + retry_s
     while True:
@@ -279,11 +271,9 @@ def _listen(port: int, retry_s: float = 2.0) -> socket.socket:
 
 
 class RunLease(contextlib.AbstractContextManager["RunLease"]):
-    """The chief's side (module docstring): listens on :func:`lease_address`'s port (every interface)
-    for the whole run, welcomes each task with ``welcome`` (the run's job, JSON-able) and watches its
-    connection: :meth:`wait_for_tasks`, then :meth:`start_cell` per cell, :meth:`lost` and
-    :meth:`failed` at any time, :meth:`probe`, :meth:`finish`. Left without :meth:`finish` (a context
-    manager) it finishes with 1. OSError when the port is busy; its sockets are not inherited."""
+    """The chief's side: listens on :func:`lease_address`'s port, welcomes each task with ``welcome``
+    (the run's job) and watches it: :meth:`wait_for_tasks`, :meth:`start_cell`, :meth:`lost`,
+    :meth:`failed`, :meth:`probe`, :meth:`finish` (1 when left as a context manager); OSError: port busy."""
 
     def __init__(
         self,
@@ -381,10 +371,9 @@ class RunLease(contextlib.AbstractContextManager["RunLease"]):
     def wait_for_tasks(
         self, seen: Callable[[str], Seen | None] = lambda host: None, timeout_s: float = LEASE_JOIN_TIMEOUT_S
     ) -> Lost | None:
-        """Wait until every other task has joined; the first one lost meanwhile, or that never
-        joined in time (:func:`harness.launch.nodes.scheduler.join_overdue`; ``seen``: what the scheduler
-        reports about a host), else None. Interrupted (SIGTERM: Slurm cancels the step when a node
-        fails), every task still missing is lost, so that the rows name it before the kill."""
+        """Wait until every other task has joined; the first one lost meanwhile or never joined
+        (:func:`harness.launch.nodes.scheduler.join_overdue`; ``seen``: what the scheduler reports
+        about a host), else None. Interrupted, every task still missing is lost."""
         started = time.monotonic()
         try:
             while self.lost() is None:
@@ -440,9 +429,8 @@ class RunLease(contextlib.AbstractContextManager["RunLease"]):
         return nbytes * 8 / (time.perf_counter() - t0) / 1e9
 
     def finish(self, code: int) -> list[str]:
-        """Tell every task the run is over with ``code`` (the chief's exit code) and close the
-        lease; returns the tasks that never connected (after up to ``linger_s`` seconds; none for a
-        task already lost)."""
+        """Tell every task the run is over with ``code`` (the chief's exit code) and close the lease;
+        returns the tasks that never connected (within ``linger_s`` seconds), lost ones aside."""
         with self._lock:
             if self._code is not None:
                 return []
@@ -491,10 +479,9 @@ class ChiefEnd:
 
 
 class ChiefLink:
-    """A task's side (see the module docstring): :meth:`connect` (retrying while the lease is not
-    there yet), then :meth:`next` for each order of the chief until a :class:`ChiefEnd`;
-    :meth:`over` says why the run is over (None while it goes on); :meth:`tell` sends the chief a
-    cell's failure or this task's exit. Probes are answered by the reading thread."""
+    """A task's side: :meth:`connect`, then :meth:`next` for each order of the chief until a
+    :class:`ChiefEnd`; :meth:`over` says why the run is over; :meth:`tell` sends the chief a cell's
+    failure or this task's exit. Probes are answered by the reading thread."""
 
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
@@ -513,8 +500,7 @@ class ChiefLink:
         over: Callable[[], str | None] = lambda: None,
     ) -> ChiefEnd | None:
         """Join the chief's lease; None once joined, else why not (a :class:`ChiefEnd`): no lease
-        after ``connect_timeout_s``, or ``over`` gave a reason to stop trying (the scheduler ended
-        this task's job step)."""
+        after ``connect_timeout_s`` seconds, or ``over`` gave a reason to stop trying."""
         join = Join(f"{self.config.task_type} {self.config.task_index}", cluster_digest(self.config))
         deadline = time.monotonic() + connect_timeout_s
         why = ""
@@ -572,7 +558,7 @@ class ChiefLink:
 
     def tell(self, message: CellFailed | Exit) -> None:
         """Send the chief a cell's failure, or this task's exit (then the connection closes); a lost
-        lease is no error here (the chief has its own account of it)."""
+        lease is no error here."""
         if self._conn is None:
             return
         try:

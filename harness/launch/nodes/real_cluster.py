@@ -1,6 +1,5 @@
-"""Real clusters (``--cluster tf_config|slurm``: the scheduler starts every task, each with its
-``TF_CONFIG``, or TensorFlow's ``SlurmClusterResolver`` reads the Slurm job step): this task's part
-of a run, in its role (:attr:`ClusterConfig.role`, :class:`harness.spec.strategies.Role`;
+"""Real clusters (``--cluster tf_config|slurm``: each task started with its ``TF_CONFIG``, or read
+from the Slurm job step): this task's part of a run in its role (:attr:`ClusterConfig.role`;
 docs/how-to/cluster.md). Each cell runs in a fresh worker process; peers and servers follow the
 chief's run lease (:mod:`harness.launch.nodes.lease`) until the run is over."""
 
@@ -33,8 +32,7 @@ RESOLVER_TIMEOUT_S = 180.0
 
 
 def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE) -> ClusterConfig:
-    """This process's cluster from the Slurm job step, through TensorFlow's SlurmClusterResolver
-    (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), run in a
+    """This process's cluster from the Slurm job step, through TensorFlow's SlurmClusterResolver in a
     child process (:mod:`harness.worker.slurm`). Tasks on a node get ports ``port_base``,
     ``port_base + 1``, ...; with GPUs, the resolver's GPU split."""
     needed = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
@@ -69,8 +67,8 @@ def resolve_slurm(ps: int, gpus_per_node: int, port_base: int = SLURM_PORT_BASE)
 
 def task_launch(config: ClusterConfig, platform: Platform, host_cores: int) -> Launch:
     """How this task's worker of each cell starts: its TF_CONFIG, the host's cores split between its
-    tasks (an inter-op pool of at least the strategy's ``min_inter_op_threads``), and its device mask
-    (the resolver's GPU split; none for a coordinator, a ps task or a CPU run; else as inherited)."""
+    tasks (inter-op pool at least ``min_inter_op_threads``), its device mask (none where it trains
+    nothing or on CPU)."""
     sharing = config.tasks_on_my_host
     cores = max(1, host_cores // sharing)
     env = {
@@ -100,23 +98,20 @@ def run_cluster_task(
     config: ClusterConfig,
     abort: Callable[[], str | None] = lambda: None,
 ) -> Iterator[EventLine]:
-    """This task's part of a cell on a real cluster: one worker process joined to the cluster in
-    ``config``, with the start-up, rendezvous and cell deadlines of :func:`run_worker`, stopped as
-    soon as ``abort`` gives a reason (a task of the cluster lost)."""
+    """This task's part of a cell: one worker process joined to the cluster (:func:`run_worker`),
+    stopped as soon as ``abort`` gives a reason (a task of the cluster lost)."""
     launch = task_launch(config, options.platform, usable_cores())
     return run_worker(cell, options, name, launch, joins=True, abort=abort)
 
 
 PEER_WORD_S = 3.0
-"""Seconds the chief's failed part of a cell waits for another task's word (its own part failed,
-or it was lost): a collective fails on every task at once, and the word names the cause."""
+"""Seconds the chief's failed part of a cell waits for another task's word, which names the cause."""
 
 
 def chief_launcher(config: ClusterConfig, lease: RunLease) -> Launcher:
-    """The chief's launcher of every cell (see :data:`harness.launch.cells.runner.Launcher`): each cell
-    is announced to the other tasks through the run lease, then the chief's own part starts; a
-    task lost meanwhile, or one that says its part failed, fails the cell at once, its row's reason
-    naming the task first (the chief's worker's own error after it)."""
+    """The chief's :data:`~harness.launch.cells.runner.Launcher`: each cell announced to the other
+    tasks through the run lease, then the chief's own part started; a task lost meanwhile, or one
+    whose part failed, fails the cell, its reason named first (the chief's worker's after it)."""
 
     def launch(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
         def why() -> str | None:
@@ -150,8 +145,7 @@ class TaskEnd:
 
 
 def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOptions] | TaskEnd:
-    """This task joined to the chief's run lease, with the run's options from the chief's welcome
-    (logs under ``log_dir``); or why it could not join."""
+    """This task joined to the chief's run lease with the run's options (logs under ``log_dir``), or why not."""
     link = ChiefLink(config)
     failed = link.connect(over=watch_of(os.environ).over)
     if failed is not None:
@@ -161,9 +155,9 @@ def _joined(config: ClusterConfig, log_dir: Path) -> tuple[ChiefLink, WorkerOpti
 
 
 def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
-    """A MultiWorkerMirrored peer: its part of each cell the chief starts, at once, until the run is
-    over (exit 1 when the chief is lost); a newer cell stops the running one. A part that fails on
-    its own is told to the chief (``failed``). One line per cell; no results."""
+    """A MultiWorkerMirrored peer: its part of each cell the chief starts until the run is over (exit
+    1 when the chief is lost); a newer cell stops the running one; a failed part is told to the
+    chief. One line per cell; no results."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined
@@ -197,9 +191,8 @@ def follow_chief(config: ClusterConfig, log_dir: Path) -> TaskEnd:
 
 def serve_cluster_task(config: ClusterConfig, log_dir: Path) -> TaskEnd:
     """A parameter-server cluster's worker or ps task: one ``tf.distribute.Server`` from the chief's
-    first cell (after the link is timed) until the run is over, then stopped; exit 0, or 1 when the
-    chief was lost or never reached, or the server process exited by itself (the chief told why:
-    ``exit``). The server is stopped when this process is interrupted too."""
+    first cell until the run is over (or this process is interrupted); exit 0, or 1 when the chief
+    was lost or never reached, or the server exited by itself (the chief is told why)."""
     joined = _joined(config, log_dir)
     if isinstance(joined, TaskEnd):
         return joined

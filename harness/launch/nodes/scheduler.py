@@ -1,7 +1,6 @@
-"""What a real cluster's scheduler says about its tasks, for the chief (since when a task not yet
-joined is known to run, or its node down: :func:`join_overdue`) and for a task still trying to
-join (whether its job step is over). Slurm's ``scontrol`` only; other schedulers say nothing
-(:data:`QUIET`). Pure but for :func:`scontrol`."""
+"""What a real cluster's scheduler says about its tasks: to the chief, since when a task not yet
+joined runs or its node is down (:func:`join_overdue`); to a task still joining, whether its job
+step is over. Slurm's ``scontrol`` only; other schedulers say nothing (:data:`QUIET`)."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ class Seen:
 
 def join_overdue(now: float, started: float, seen: Seen | None, timeout_s: float) -> str | None:
     """Why a task not joined by ``now`` (monotonic s; waited for since ``started``) is lost: its
-    grace past ``seen``, or ``timeout_s`` past ``started`` where the scheduler said nothing (a
-    task not known to run is a slow start, not a loss); None: wait on."""
+    grace past ``seen``, or ``timeout_s`` past ``started``; None: wait on."""
     if seen is not None and now - seen.since >= seen.grace_s:
         within = f" within {seen.grace_s:g} s of" if seen.grace_s else ";"
         return f"it never joined the chief's run lease{within} {seen.what}"
@@ -82,9 +80,8 @@ QUIET = Watch()
 
 class SlurmWatch(Watch):
     """Slurm job step ``JOB.STEP`` and its nodes, asked through ``ask`` at most every
-    :data:`ASK_EVERY_S` per question; a host is seen from the first answer that the step runs (the
-    chief's own start-up is no part of a task's grace), or that the host is down (then also after
-    the step was seen running)."""
+    :data:`ASK_EVERY_S` s per question; a host is seen from the first answer that the step runs, or
+    that the host is down."""
 
     def __init__(self, step: str, ask: Callable[..., Answer] = scontrol) -> None:
         self.step, self._ask = step, ask

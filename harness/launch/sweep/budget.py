@@ -1,15 +1,13 @@
 """A local run in turns, spending a budget (docs/explanation/measurement.md, "A ratio: processes
-taking turns"): headline groups (:attr:`Group.race`, :func:`harness.spec.groups.headline_groups`)
-and the other cells' groups (:func:`harness.spec.groups.groups`), each ``protocol.processes``
-instances (:func:`harness.launch.instances.turns.run_instance`); then the budget goes, one instance at a time,
-to :meth:`TurnsRun.next`. A race split over groups (:func:`harness.spec.groups.split_race`) stops
-its first stage at ``RACE_SHARE`` of the budget (:func:`harness.launch.sweep.group_run.race_plan`). A
-member that fails or is invalid leaves its group; a group dropped :data:`MAX_DROPS` times stops."""
+taking turns"): every group (headline groups first: :func:`plan_groups`) gets ``protocol.processes``
+instances (:func:`harness.launch.instances.turns.run_instance`), then the budget goes one instance
+at a time to :meth:`TurnsRun.next`. A race split over groups stops its first stage at
+``RACE_SHARE`` of the budget (:func:`harness.launch.sweep.group_run.race_plan`). A member that fails
+or is invalid leaves its group; a group dropped :data:`MAX_DROPS` times stops."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import functools
 import signal
@@ -43,7 +41,6 @@ from harness.spec.frameworks import overlapping
 from harness.spec.groups import (
     PROCESS_BYTES,
     Group,
-    Member,
     Relation,
     default_max_live,
     groups,
@@ -64,15 +61,13 @@ def max_live(protocol: Protocol) -> int:
 
 
 def _title(group: Group) -> str:
-    """A group as the progress line names it: its models and how many configurations it compares
-    live (``cnn: 7 configurations raced (h0)`` for a headline group)."""
+    """A group on the progress line, e.g. ``cnn: 7 configurations raced (h0)``."""
     models = ", ".join(dict.fromkeys(str(m.cell.model) for m in group.members))
     return f"{models}: {len(group.members)} configurations{' raced' if group.race else ''} ({group.name})"
 
 
 class MachineBusy(Exception):
-    """Another program disturbed more than the protocol's share of the run's blocks: the run stops
-    (its rows are written; the message says which program and how to go on)."""
+    """Another program disturbed more than the protocol's share of the run's blocks: the run stops."""
 
 
 OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
@@ -80,8 +75,7 @@ OUT_OF_MEMORY = ("ResourceExhausted", "OOM when allocating", "out of memory", "C
 
 
 def _culprits(instance: Instance) -> dict[str, CellEnd]:
-    """The member whose own failure ended a dropped instance (not those stopped because of it),
-    with its end; empty when no one member is to blame."""
+    """The member whose own failure ended a dropped instance, with its end (empty: none to blame)."""
     key = instance.culprit
     if key is None or key not in instance.ends:
         return {}
@@ -89,8 +83,8 @@ def _culprits(instance: Instance) -> dict[str, CellEnd]:
 
 
 class TurnsRun:
-    """The state of one run in turns: the run's rows and files (:class:`RunState`), each group's
-    instances, the cells whose step breakdown is done, the budget's clock."""
+    """The state of one run in turns: its rows and files (:class:`RunState`), each group's instances,
+    the step breakdowns, the budget's clock."""
 
     def __init__(
         self,
@@ -102,33 +96,29 @@ class TurnsRun:
         contenders: Collection[str] = (),
     ) -> None:
         self.run, self.options, self.launcher, self.clock = run, options, launcher, clock
-        self.journal = journal
-        self.contenders = contenders
+        self.journal, self.contenders = journal, contenders
+        # no step breakdown inside an instance: it comes after the turns, in a process of its own
+        self.member_options = replace(options, settings=replace(options.settings, breakdown=False))
         live = max_live(run.protocol)
         self.groups = [GroupRun(g) for g in plan_groups(run.runnable, contenders, live)]
-        self.staged = split_race(
-            run.runnable, contenders, [g.group for g in self.groups if g.group.race], live
-        )
+        races = [g.group for g in self.groups if g.group.race]
+        self.staged = split_race(run.runnable, contenders, races, live)
         """Some model's race did not fit one group: a second stage races its leader against the rest."""
         self.plan = Plan.of(run.protocol, options.startup_timeout_s)
         self.prior = PRIORS[run.platform.device_kind]
         self._named_cache: tuple[tuple[int, ...], set[str]] = ((), set())
         self.steps: dict[str, int] = {}
-        """By turn key: the window steps its first completed instance calibrated, which later
-        instances reuse (a calibration costs two windows a member, a tenth of a run on 2 cores)."""
+        """By turn key: the window steps its first completed instance calibrated, reused later."""
         self.unmeasured: list[Evidence] = []
-        """Comparisons not measured in turns: a member failed, or the group fell back to one
-        member at a time."""
+        """Comparisons not measured in turns (a member failed, or the group was split up)."""
         self.instances_of: dict[str, int] = {}
         self.cost = RunCost()
-        self.blocks = 0
-        self.busy_blocks = 0
+        self.blocks = self.busy_blocks = 0
         """Blocks measured so far, and of them those another program disturbed (:meth:`check_busy`)."""
         self.current: float | None = None
         """When the instance under way started (None between instances)."""
         self.ending = False
-        """No instance that is due fits any more (set after each instance, on the run's thread,
-        for the ETA, which a terminal's progress bar reads from its own thread)."""
+        """No instance that is due fits any more (set after each instance for the progress bar's ETA)."""
         self.closing = False
         """The instances are over: the step breakdowns (or the closing peak) began."""
         self.raced = False
@@ -136,16 +126,14 @@ class TurnsRun:
         self.t0 = clock()
 
     def note(self, kind: str, **fields: object) -> None:
-        """Append an entry to the run's journal (:mod:`harness.launch.instances.resume`), with the run's
-        seconds spent so far."""
+        """Journal an entry (:mod:`harness.launch.instances.resume`) with the run's seconds spent so far."""
         if self.journal is not None:
             self.journal.append({"kind": kind, "elapsed_s": self.clock() - self.t0, **fields})
 
     def to_break_down(self) -> list[Cell]:
-        """The cells whose step breakdown is still to be timed after the turns
-        (:mod:`harness.launch.instances.breakdowns`): every cell measured ok so far (``protocol.breakdown``)
-        or, with ``protocol.breakdown_named``, those the answer names (:meth:`named`); only those
-        whose parts can be isolated (:func:`harness.formulas.breakdown.measurable`)."""
+        """The cells whose step breakdown is still to be timed after the turns: every cell measured ok
+        so far (``protocol.breakdown``) or those the answer names (``protocol.breakdown_named``:
+        :meth:`named`), whose parts can be isolated (:func:`harness.formulas.breakdown.measurable`)."""
         protocol = self.run.protocol
         named = self._named_now() if protocol.breakdown_named else set()
         return [
@@ -159,9 +147,8 @@ class TurnsRun:
         ]
 
     def breakdowns_due(self) -> int:
-        """Step breakdown processes the run's end will start, as far as known now: those of
-        :meth:`to_break_down`; with ``protocol.breakdown_named``, at least two per headline group
-        (its leader and closest rival) not yet broken down."""
+        """Step breakdown processes the run's end will start, as known now (with
+        ``protocol.breakdown_named``, at least two per headline group not yet broken down)."""
         due = len(self.to_break_down())
         if self.run.protocol.breakdown_named:
             races = sum(1 for g in self.groups if g.group.race)
@@ -174,17 +161,16 @@ class TurnsRun:
         return self.prior.breakdown_s if found is None else found
 
     def _named_now(self) -> set[str]:
-        """:meth:`named`, computed again only when a group's instances changed: the progress bar's
-        ETA asks for it many times a second, during the turns, from its own thread."""
+        """:meth:`named`, computed again only when a group's instances changed (the progress bar's
+        ETA asks many times a second)."""
         key = tuple(g.instances for g in self.groups)
         if self._named_cache[0] != key:
             self._named_cache = (key, self.named())
         return self._named_cache[1]
 
     def named(self) -> set[str]:
-        """The cells the answer names so far: each race group's leader and its closest rival (the
-        contender with the highest mean instance log ratio against it), once the group has its
-        minimum instances (before that the two change often)."""
+        """The cells the answer names so far: each race group's leader and closest rival (highest mean
+        instance log ratio against it), once the group has its minimum instances."""
         out: set[str] = set()
         for g in self.groups:
             if g.instances < self.run.protocol.processes:
@@ -201,12 +187,6 @@ class TurnsRun:
         if apart.seconds:
             self.cost.breakdown_s.append(apart.seconds)
 
-    def _options(self, member: Member) -> WorkerOptions:
-        """A member's worker options: no step breakdown inside an instance (it comes after the
-        turns, in a process of its own)."""
-        settings = dataclasses.replace(self.options.settings, breakdown=False)
-        return dataclasses.replace(self.options, settings=settings)
-
     def _record(self, cell: Cell, end: CellEnd) -> None:
         k = self.instances_of.get(cell.id, 0)
         self.instances_of[cell.id] = k + 1
@@ -218,15 +198,15 @@ class TurnsRun:
         return Budget(self.run.protocol.budget_s, self.clock() - self.t0, self._end_s() + kept_s, share)
 
     def next(self, share: float = 1.0) -> int | None:
-        """The group that gets the next instance (:func:`tstats.next_group`: the races ``first``,
-        while within :data:`HEADLINE_SHARE` of the stage), or None when the stage is over. One of a
-        group's minimum instances may take the budget up to the run's end; any other must end by
-        ``share`` of it less the step breakdowns due and the run's end. A group whose next instance
-        does not fit is treated as at its most instances (the clock only moves on), and the next
-        choice is made."""
+        """The group that gets the next instance (:func:`tstats.next_group`: the races first within
+        :data:`HEADLINE_SHARE` of the stage), or None when the stage is over. A minimum instance may
+        take the budget up to the run's end, any other ``share`` of it less the breakdowns due and
+        the run's end; a group whose next instance does not fit counts as at its most instances."""
         protocol, mine, end = self.run.protocol, self.groups, self.budget()
         stage = self.budget(self.breakdowns_due() * self.breakdown_s(), share)
-        heads = {i for i, g in enumerate(mine) if g.group.race or _races(g.group)}
+        # the headline groups and the second stage's (their comparisons against the model's leader)
+        fastest = [any(c.relation == Relation.FASTEST for c in g.group.comparisons) for g in mine]
+        heads = {i for i, g in enumerate(mine) if g.group.race or fastest[i]}
         states = [g.state() for g in mine]
         first_while_open = stage.spent_s < HEADLINE_SHARE * stage.until_s
         pick = functools.partial(tstats.next_group, first=heads, first_while_open=first_while_open)
@@ -236,12 +216,12 @@ class TurnsRun:
             g = mine[found]
             if (end if g.instances < protocol.processes else stage).fits(self.estimate_s(g)):
                 return found
-            states[found] = dataclasses.replace(states[found], instances=protocol.max_processes)
+            states[found] = replace(states[found], instances=protocol.max_processes)
         return None
 
     def estimate_s(self, g: GroupRun) -> float:
-        """The seconds of ``g``'s next instance: the mean of its own, else from the run's instances
-        so far (:meth:`RunCost.instance_s`), else :func:`prior_instance_s`."""
+        """Seconds of ``g``'s next instance: its own mean, else the run's (:meth:`RunCost.instance_s`),
+        else :func:`prior_instance_s`."""
         if g.instances:
             return g.per_s
         found = self.cost.instance_s(len(g.group.members), asked_s(g.group, self.plan))
@@ -256,10 +236,10 @@ class TurnsRun:
         return CLOSE_S + (self.run.peaks.seconds / processes if processes else self.prior.peak_s)
 
     def seconds_left(self) -> float | None:
-        """The run's seconds left, estimated (the progress's ETA): the budget's (less the breakdowns due
-        and the run's end; none once no due instance fits), at most the groups' remaining instances, at
-        least their remaining minimum ones (each by :meth:`RunCost.instance_s`, less what the current
-        one has run), plus the breakdowns due and the closing peak; None before the first instance ends."""
+        """The run's seconds left (the progress's ETA): the budget's less the breakdowns due and the
+        run's end (none once no due instance fits), at most the groups' remaining instances, at least
+        their remaining minimum ones (less what the current one has run), plus the breakdowns due and
+        the closing peak; None before the first instance ends."""
         if self.cost.instance_s(1) is None:
             return None
         protocol, due = self.run.protocol, self.breakdowns_due() * self.breakdown_s()
@@ -279,8 +259,7 @@ class TurnsRun:
         return seconds + ending + due
 
     def start_races(self) -> None:
-        """The second stage's groups (:func:`race_plan`) appended, where a race did not fit one
-        group; every group goes on beside them."""
+        """The second stage's groups (:func:`race_plan`) appended where a race did not fit one group."""
         if self.staged:
             found = race_plan(self.run, self.groups, self.contenders, max_live(self.run.protocol))
             self.groups += [GroupRun(g) for g in found]
@@ -294,7 +273,7 @@ class TurnsRun:
         try:
             number, prefix = g.instances + g.dropped, f"{g.group.name}-"
             instance = run_instance(
-                g.group, number, self.plan, self._options, self.launcher, prefix, self.steps
+                g.group, number, self.plan, lambda _: self.member_options, self.launcher, prefix, self.steps
             )
         finally:
             self.current = None
@@ -303,9 +282,8 @@ class TurnsRun:
         self.check_busy(instance)
 
     def check_busy(self, instance: Instance) -> None:
-        """Count the instance's blocks; MachineBusy once more than the protocol's share of the
-        run's blocks (after its first :data:`BUSY_MIN_BLOCKS`) were disturbed by another program
-        or the hypervisor."""
+        """Count the instance's blocks; MachineBusy once another program (or the hypervisor) disturbed
+        more than ``protocol.busy_share`` of the run's blocks (after the first :data:`BUSY_MIN_BLOCKS`)."""
         ids = {t.block for t in instance.turns}
         self.blocks += len(ids)
         self.busy_blocks += len({t.block for t in instance.turns if tstats.by_other_program(t)})
@@ -321,8 +299,7 @@ class TurnsRun:
             )
 
     def apply(self, index: int, instance: Instance, progress: Progress | None = None) -> None:
-        """Keep one instance of group ``index`` (measured now, or read from the journal): its
-        members' processes recorded, its ratios and costs kept."""
+        """Keep one instance of group ``index`` (measured now, or journaled): processes, ratios, costs."""
         g = self.groups[index]
 
         def say(label: str, status: str) -> None:
@@ -344,9 +321,9 @@ class TurnsRun:
             for key, end in culprits.items():
                 if end.event == Event.RECORD and end.row is not None and end.row.status == Status.OK:
                     # it passed a deadline
-                    end = dataclasses.replace(end, event=Event.FAILED, reason=instance.dropped)
+                    end = replace(end, event=Event.FAILED, reason=instance.dropped)
                 elif instance.dropped not in end.reason:  # the coordinator's words, then the worker's
-                    end = dataclasses.replace(end, reason=f"{instance.dropped}; {end.reason}")
+                    end = replace(end, reason=f"{instance.dropped}; {end.reason}")
                 self._record(g.group.member(key).cell, end)
             g.dropped += 0 if culprits else 1
             self.unmeasured += g.without(set(culprits))
@@ -366,10 +343,8 @@ class TurnsRun:
         say(f"{_title(g.group)}, round {g.instances}", f"{instance.wall_s:.0f} s{disturbed}")
 
     def sequential(self, index: int, reason: str) -> None:
-        """Group ``index``'s members did not fit in the devices' memory together: each gets a
-        group of its own (its instances one after another), and the group's comparisons are
-        reported as not measured in turns (the cell rows' ratios then come from separately
-        measured processes)."""
+        """Group ``index``'s members did not fit in memory together: each gets a group of its own,
+        and the group's comparisons are reported as not measured in turns."""
         g = self.groups[index]
         note = f"not measured in turns: the group's members did not fit in memory together ({reason[:200]})"
         self.unmeasured += [
@@ -398,11 +373,6 @@ class TurnsRun:
         return [m for g in self.groups for m in g.measured(budget)] + self.unmeasured
 
 
-def _races(group: Group) -> bool:
-    """A second-stage group: its comparisons are against its model's leader."""
-    return any(c.relation == Relation.FASTEST for c in group.comparisons)
-
-
 def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int) -> list[Group]:
     """The run's groups: the headline groups of ``contenders`` (:func:`headline_groups`), then
     those that measure every other comparison (:func:`groups`)."""
@@ -411,9 +381,8 @@ def plan_groups(runnable: Sequence[Cell], contenders: Collection[str], live: int
 
 
 def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
-    """A resumed run's state rebuilt from its journal: every instance kept as when it was measured
-    (its windows rewritten to the same files), the peak samples, the second stage's groups; the
-    budget's clock set to the seconds already spent."""
+    """A resumed run's state rebuilt from its journal (instances, their windows rewritten, peaks,
+    stages, breakdowns), its budget's clock set to the seconds already spent."""
     cells = {c.id: c for c in state.run.runnable}
     for entry in resumed.entries:
         if entry["kind"] == "instance":
@@ -434,11 +403,9 @@ def replay(state: TurnsRun, resumed: resume.Resumed) -> None:
 
 
 def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks: Hooks = REAL) -> RunResult:
-    """Measure every runnable cell of ``work`` in group instances under its budget (module docstring);
-    write every cell row (unsupported ones too) and the ratios under ``output.results``, journaling
-    each instance, peak and stage to ``output.journal`` as it ends. ``identity``: a new run, or one
-    killed before its rows whose journaled instances are kept and whose budget goes on; and when the
-    command started on ``hooks.clock`` (the budget counts from there)."""
+    """Measure every runnable cell of ``work`` in group instances under its budget; write every row
+    and the ratios under ``output.results``, journaling each instance, peak and stage as it ends.
+    ``identity``: a new run, or a killed one whose journaled instances are kept."""
     protocol, resumed = work.protocol, identity.resumed
     run = RunState(
         list(work.cells),
@@ -466,8 +433,13 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
     try:
         if run.runnable and not run.peaks.samples and not run.peaks.failures:
             measure_peak(state)
-        if not state.closing:
-            _stages(state, progress)
+        if not state.closing and not state.raced:  # the first stage, then the races
+            while (index := state.next(RACE_SHARE if state.staged else 1.0)) is not None:
+                state.measure(index, progress)
+            state.start_races()
+            state.note("races")
+        while not state.closing and (index := state.next()) is not None:
+            state.measure(index, progress)
         break_down(state, progress)
         if resumed is None or not resumed.ended:
             close_peak(state)
@@ -488,8 +460,7 @@ def run_in_turns(work: Work, output: Output, identity: Identity = NEW_RUN, hooks
 
 @contextlib.contextmanager
 def held_signals() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM recorded (in the list it yields) instead of acted on while the block
-    runs, on the main thread (elsewhere nothing is held)."""
+    """SIGINT and SIGTERM recorded (in the list it yields) instead of acted on, on the main thread."""
     caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield caught
@@ -502,21 +473,9 @@ def held_signals() -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
-def _stages(state: TurnsRun, progress: Progress) -> None:
-    """The instances: the first stage and the races (one stage with headline groups)."""
-    if not state.raced:
-        while (index := state.next(RACE_SHARE if state.staged else 1.0)) is not None:
-            state.measure(index, progress)
-        state.start_races()
-        state.note("races")
-    while (index := state.next()) is not None:
-        state.measure(index, progress)
-
-
 def break_down(state: TurnsRun, progress: Progress) -> None:
-    """The step breakdowns after the turns, one process per cell (:meth:`TurnsRun.to_break_down`,
-    :mod:`harness.launch.instances.breakdowns`), each journaled; one whose process no longer fits the budget
-    is not started, and its row says so."""
+    """The step breakdowns after the turns, one journaled process per cell
+    (:meth:`TurnsRun.to_break_down`); one that no longer fits the budget is not started, its row says so."""
     state.closing = True
     for i, cell in enumerate(state.to_break_down()):
         label = f"{cell.model}: step breakdown of {words.describe(cell.to_dict())}"
@@ -532,7 +491,7 @@ def break_down(state: TurnsRun, progress: Progress) -> None:
 
 def close_peak(state: TurnsRun) -> None:
     """The closing peak process, then more while a peak's CI is wider than ±5% and another fits
-    before the budget's end (:meth:`harness.launch.cells.peak.PeakLog.close`)."""
+    (:meth:`harness.launch.cells.peak.PeakLog.close`)."""
     measure_peak(state)
     budget_s = state.run.protocol.budget_s
     state.run.peaks.close(
@@ -541,8 +500,7 @@ def close_peak(state: TurnsRun) -> None:
 
 
 def measure_peak(state: TurnsRun) -> None:
-    """One peak process, journaled; with the workers' environment, so that it is forked from
-    their fork server."""
+    """One peak process, journaled, in the workers' environment (forked from their fork server)."""
     state.run.measure_peak(worker_env(state.options, state.options.log_dir))
     if state.run.peaks.dtypes:
         state.note("peak", **resume.peak_entry(state.run.peaks))

@@ -1,10 +1,6 @@
-"""``--sweep collectives``: each topology timed in ``protocol.processes`` fresh processes, passes
-interleaved over the run (as training cells are), rows written under ``results/collectives``.
-
-A topology is a :class:`harness.spec.cell.Cell` of the collectives sweep; its processes are started
-by the same launchers as a training cell's (one worker, or a local cluster with TF_CONFIG), with
-``WorkerOptions.collectives_max_bytes`` set, so the worker times all-reduces instead of training
-(:mod:`harness.worker.collectives`). Rows: :mod:`harness.results.collectives`."""
+"""``--sweep collectives``: each topology (a cell) timed in ``protocol.processes`` fresh processes,
+passes interleaved, rows under ``results/collectives``. Its processes start as a training cell's,
+with ``WorkerOptions.collectives_max_bytes`` set: the worker times all-reduces."""
 
 from __future__ import annotations
 
@@ -48,10 +44,9 @@ def run_collectives(
     run_id: str | None = None,
     machine: HostMachine | None = None,
 ) -> RunResult:
-    """Time every runnable topology's payloads in interleaved passes; write every row (unsupported
-    topologies too) under ``out/collectives``. A topology whose process fails is not run again.
-    ``run_id``: the run's id (default: a new one); ``machine``: what the rows name (default: this
-    host under its default name)."""
+    """Time every runnable topology's payloads in interleaved passes (one whose process fails is not
+    run again); write every row under ``out/collectives``. ``run_id``: default a new one;
+    ``machine``: what the rows name (default: this host)."""
     result = RunResult(run_id or new_run_id(dt.datetime.now(dt.UTC)))
     files = RunFiles(out, run_date(result.run_id), result.run_id)
     options = WorkerOptions.of(

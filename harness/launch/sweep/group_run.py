@@ -1,6 +1,5 @@
-"""One group's instances in a run in turns (:class:`GroupRun`: its comparisons' log ratios, its
-race's leader, why a comparison has none) and the second stage of a race that did not fit one group
-(:func:`race_plan`: each model's leader against the contenders outside its group)."""
+"""One group's instances in a run in turns (:class:`GroupRun`) and the second stage of a race that
+did not fit one group (:func:`race_plan`)."""
 
 from __future__ import annotations
 
@@ -18,17 +17,15 @@ from harness.results.ratios import Evidence
 from harness.spec.groups import Comparison, Group, Relation, race_groups, raceable
 
 SCALING_CI_WIDTH = 0.10
-"""The precision target of a headline group's scaling comparisons (Relation.SCALING in a race
-group): the widest 95% CI, as a fraction of the efficiency's value ((high - low) / value =
-2 sinh(h), about 2 h, for a half-width h on the log scale), at which it stops wanting instances;
-wider, it stays open for the budget even when its verdict is decided (0.405 [0.374, 0.438] is
-0.158 wide). Like any open comparison it takes at most ``protocol.max_processes`` instances."""
+"""The precision target of a race group's scaling comparisons: the widest 95% CI, as a fraction of
+the efficiency ((high - low) / value), at which it stops wanting instances; wider, it stays open
+even when its verdict is decided, up to ``protocol.max_processes`` instances."""
 
 
 @dataclass
 class GroupRun:
-    """One group's instances so far: the group (members leave it when they fail), each comparison's
-    instance and block log ratios, wall seconds, dropped instances."""
+    """One group's instances so far: the group (failed members leave it), each comparison's instance
+    and block log ratios, wall seconds, dropped instances."""
 
     group: Group
     logs: dict[int, list[float]] = field(default_factory=dict)
@@ -38,16 +35,15 @@ class GroupRun:
     dropped: int = 0
     stopped: str = ""
     disturbed: int = 0
-    """Blocks left out because another process (or the hypervisor) used the CPUs in a turn."""
+    """Blocks left out because something else used the CPUs in a turn."""
     why: str = ""
-    """Why the last instance with a disturbed block had it (:func:`_why`), "" before any."""
+    """Why the last disturbed instance was (:func:`_why`)."""
     turns: list[list[Turn]] = field(default_factory=list)
-    """A race group's (:attr:`Group.race`) undisturbed turns, per completed instance."""
+    """A race group's undisturbed turns, per completed instance."""
 
     def state(self) -> tstats.GroupState:
         """Where the group stands for the budget: its comparisons (then its race's) with their
-        precision targets (:data:`SCALING_CI_WIDTH` for a race group's scaling comparisons, else
-        None); a stopped group has none and takes no instance."""
+        precision targets (:data:`SCALING_CI_WIDTH` or None); a stopped group has none."""
         if self.stopped:
             return tstats.GroupState(self.group.name, 10**9, self.per_s, ())
         raced = tuple(logs for _, logs, _ in self.race())
@@ -62,8 +58,8 @@ class GroupRun:
         return self.seconds / self.instances if self.instances else 0.0
 
     def leader(self) -> str | None:
-        """A race group's fastest member so far: the highest mean instance log ratio against its
-        first member (None before an undisturbed block, or when the group is no race)."""
+        """A race group's fastest member so far by mean instance log ratio against its first member
+        (None before an undisturbed block, or for another group)."""
         members = [m.key for m in self.group.members]
         if not self.group.race or not self.turns or len(members) < 2:
             return None
@@ -82,9 +78,8 @@ class GroupRun:
         return max(members, key=means.__getitem__)
 
     def race(self) -> list[tuple[Comparison, tuple[float, ...], tuple[tuple[float, ...], ...]]]:
-        """A race group's comparisons of each member against its :meth:`leader` (Relation.FASTEST),
-        with each instance's log ratio and block log ratios; before the leader is known, each
-        against the first member with no evidence (their note says why); empty for another group."""
+        """A race group's comparisons of each member against its :meth:`leader` (Relation.FASTEST) with
+        their instance and block log ratios (before a leader, against the first member, no evidence)."""
         if not self.group.race or len(self.group.members) < 2:
             return []
         lead = self.leader()
@@ -115,8 +110,8 @@ class GroupRun:
                 self.blocks.setdefault(i, []).append(tuple(blocks))
 
     def without(self, keys: set[str]) -> list[Evidence]:
-        """The group without members ``keys`` (failed or invalid); returns their comparisons, as
-        not measured in turns (the ratios table says why)."""
+        """The group without members ``keys`` (failed or invalid); returns their comparisons, as not
+        measured in turns."""
         note = "not measured in turns: {} failed or is invalid"
         gone = [
             Evidence(c, self.group.name, (), (), 0.0, self.dropped, note.format(k))
@@ -140,23 +135,14 @@ class GroupRun:
             (c, tuple(self.logs.get(i, ())), tuple(self.blocks.get(i, ())))
             for i, c in enumerate(self.group.comparisons)
         ]
+        name, per_s, dropped, disturbed = self.group.name, self.per_s, self.dropped, self.disturbed
         return [
-            Evidence(
-                c,
-                self.group.name,
-                logs,
-                blocks,
-                self.per_s,
-                self.dropped,
-                self._why_not(bool(logs), budget_min),
-                disturbed_blocks=self.disturbed,
-            )
+            Evidence(c, name, logs, blocks, per_s, dropped, self._why_not(bool(logs), budget_min), disturbed)
             for c, logs, blocks in [*fixed, *self.race()]
         ]
 
     def _why_not(self, measured: bool, budget_min: float) -> str:
-        """Why a comparison (``measured``: it has an instance) has none, or why the group
-        stopped, else ""."""
+        """Why a comparison (``measured``: it has an instance) has none, or the group stopped, else ""."""
         if self.stopped or measured:
             return self.stopped
         if not self.instances:
@@ -168,8 +154,7 @@ class GroupRun:
 
 
 def _why(turns: Sequence[Turn]) -> str:
-    """ "; busiest other program: NAME, x CPUs", or "; no spare CPU: x CPUs used besides the
-    member" (the run's other processes and the kernel on a machine with under a CPU idle)."""
+    """ "; busiest other program: NAME, x CPUs", or "; no spare CPU: x CPUs used besides the member"."""
     name, cpus = tstats.busiest_other(turns)
     if name:
         return f"; busiest other program: {name}, {cpus:.2f} CPUs"
@@ -185,10 +170,9 @@ def _figure(run: RunState, cell_id: str) -> float:
 def race_plan(
     run: RunState, heads: Sequence[GroupRun], contenders: Collection[str], live: int
 ) -> list[Group]:
-    """Second stage: for each model whose contenders did not fit one race group (or share no group
-    at all), its leader (of its race groups' leaders, the fastest by figure; with no race group, the
-    fastest contender by figure) raced in turns against every contender measured ok outside the
-    leader's group (groups r0, r1, ...; a contender that cannot share a group with it is left out)."""
+    """Second stage: for each model whose contenders did not fit one race group, its leader (the
+    fastest by figure of its race groups' leaders, else of its contenders) raced against every
+    contender measured ok outside the leader's group (groups r0, r1, ...)."""
     cells = {c.id: c for c in run.runnable}
     found: list[Group] = []
     for model in sorted({c.model for c in run.runnable}):

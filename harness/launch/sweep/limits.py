@@ -1,6 +1,5 @@
 """A run in turns' budget as pure arithmetic: what an instance costs before any has ended
-(:class:`Prior`), the least a selection needs (:func:`minimum_s`, :func:`check_minimum`), and the
-shares of the budget its stages keep to (:class:`harness.formulas.budget.Budget` says what fits)."""
+(:class:`Prior`), the least a selection needs (:func:`minimum_s`), and its stages' shares."""
 
 from __future__ import annotations
 
@@ -16,25 +15,21 @@ from harness.spec.models import ModelRef
 from harness.spec.protocol import Protocol
 
 RACE_SHARE = 0.7
-"""The share of the budget the first stage may spend (past its minimum instances) before the
-second stage races each model's leader against the contenders outside its race group (only where
-a race did not fit one group; otherwise the first stage goes on to the whole budget)."""
+"""The share of the budget the first stage may spend before the second stage races each model's
+leader against the contenders outside its race group (only where a race did not fit one group)."""
 
 HEADLINE_SHARE = 0.85
-"""The share of the budget during which a headline group (each model's contenders) with any open
-comparison gets its extra instances before any other group's. One with an undecided comparison
-that more instances would likely decide gets them first for the whole budget
-(:func:`harness.formulas.turns.next_group`)."""
+"""The share of the budget during which a headline group with an open comparison gets its extra
+instances before any other group's (:func:`harness.formulas.turns.next_group`)."""
 
 CLOSE_S = 15.0
-"""Seconds the budget keeps for writing the rows and drawing the report (7 s for the default
-sweep's report on 2 cores, 2026-11-26), besides the closing peak process."""
+"""Seconds the budget keeps for the rows and the report (7 s on 2 cores), besides the closing peak."""
 
 
 @dataclass(frozen=True)
 class Prior:
-    """What an instance costs before any has ended, on one kind of device; the run corrects it
-    from its own instances as they end (:meth:`harness.launch.sweep.budget.TurnsRun.estimate_s`)."""
+    """What an instance costs before any has ended, on one kind of device (then the run's own:
+    :meth:`harness.launch.sweep.budget.TurnsRun.estimate_s`)."""
 
     member_s: float
     """Seconds per member: start-up, calibration, checks, exit."""
@@ -84,9 +79,8 @@ def minimum_s(found: Sequence[Group], protocol: Protocol, plan: Plan, prior: Pri
 def check_minimum(
     found: Sequence[Group], protocol: Protocol, plan: Plan, prior: Prior, sweep: str = ""
 ) -> None:
-    """HarnessError, before any process starts, when the groups' minimum (:func:`minimum_s`)
-    does not fit the budget: what it would take, and what would fit (``sweep``: the named sweep
-    the selection came from, which the hint keeps)."""
+    """HarnessError when the groups' minimum (:func:`minimum_s`) does not fit the budget: what it
+    would take, and what would fit (``sweep``: the named sweep, which the hint keeps)."""
     need, room = minimum_s(found, protocol, plan, prior), Budget(protocol.budget_s, 0.0)
     if room.fits(need):
         return

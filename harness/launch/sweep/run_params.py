@@ -1,7 +1,6 @@
-"""A measuring run's parameters, grouped by what they say: what it measures (:class:`Work`), where
-it writes (:class:`Output`), which run it is (:class:`Identity`: a new one, or one resumed from its
-journal) and the hooks a test injects (:class:`Hooks`). :func:`harness.launch.sweep.budget.run_in_turns`
-takes them, and :mod:`harness.launch.sweep.sweep_run` builds them for ``run``."""
+"""A measuring run's parameters for :func:`harness.launch.sweep.budget.run_in_turns`: what it
+measures (:class:`Work`), where it writes (:class:`Output`), which run it is (:class:`Identity`)
+and the hooks a test injects (:class:`Hooks`)."""
 
 from __future__ import annotations
 
@@ -22,11 +21,9 @@ from harness.spec.protocol import Platform, Protocol
 
 @dataclass(frozen=True)
 class Work:
-    """What a run measures: its cells, how each is timed (``protocol``, the budget included), what
-    the machine offers (``platform``), the MNIST file of the cells that train on it,
-    ``contenders``: the ids of the cells raced for each model's fastest first
-    (:func:`harness.spec.groups.headline_groups`), and ``machine``: the name and facts every row
-    carries (``--machine``; a resumed run: its journal's; None: this host under its default name)."""
+    """What a run measures: its cells, ``protocol`` (the budget included), ``platform``, the MNIST
+    file, ``contenders`` (the cells raced first for each model's fastest) and ``machine``: the name
+    and facts every row carries (None: this host under its default name)."""
 
     cells: tuple[Cell, ...]
     protocol: Protocol
@@ -38,8 +35,7 @@ class Work:
 
 @dataclass(frozen=True)
 class Output:
-    """Where a run writes: its results folder (rows, windows, ratios, costs, logs), and its
-    journal, where every instance, peak and stage is appended as it ends (None: not journaled)."""
+    """Where a run writes: its results folder, and its journal (None: not journaled)."""
 
     results: Path
     journal: Journal | None = None
@@ -47,9 +43,8 @@ class Output:
 
 @dataclass(frozen=True)
 class Identity:
-    """Which run this is: its id (None: a new one), the journaled run it resumes (None: a new run;
-    else ``run_id`` and the journal are that run's), and when its command started on the hooks'
-    clock (the budget counts from there; None: when the run starts)."""
+    """Which run this is: its id (None: a new one), the journaled run it resumes (None: none), and
+    when its command started on the hooks' clock (s; None: when the run starts)."""
 
     run_id: str | None = None
     resumed: Resumed | None = None
@@ -58,9 +53,8 @@ class Identity:
 
 @dataclass(frozen=True)
 class Hooks:
-    """What a test replaces: how a cell's processes start (``launcher``), the budget's ``clock``,
-    the ``progress`` line (None: one on stdout) and the run's ``peaks`` (None: a
-    :class:`~harness.launch.cells.peak.PeakLog` of the cells' dtypes, measured in its own processes)."""
+    """What a test replaces: ``launcher``, the budget's ``clock``, the ``progress`` line (None: one on
+    stdout) and the run's ``peaks`` (None: measured in their own processes)."""
 
     launcher: Launcher = run_cell_processes
     clock: Callable[[], float] = time.monotonic

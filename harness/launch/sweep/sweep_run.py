@@ -1,7 +1,6 @@
-"""``run``'s measuring, from its checked parameters to its result. :mod:`harness.commands.run`
-parses and checks the flags, builds the :class:`~harness.launch.sweep.run_params.Work` and the
-:class:`Request`, calls one function here and prints what it returns. Each function that measures
-holds the machine-wide lock (:mod:`harness.launch.system.lock`) while it does."""
+"""``run``'s measuring, from its checked parameters (:mod:`harness.commands.run` builds the
+:class:`~harness.launch.sweep.run_params.Work` and the :class:`Request`) to its result. Each
+function that measures holds the machine-wide lock (:mod:`harness.launch.system.lock`)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.contract.job import WorkerOptions
+from harness.contract.job import Job, WorkerOptions
 from harness.contract.records import CellRow, Status
 from harness.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, HarnessError
 from harness.launch.cells.cluster import ClusterConfig
@@ -44,8 +43,8 @@ from harness.spec.strategies import Role
 class Request:
     """How ``run`` asks for a run: the ``results`` folder; ``wait_lock``: wait for another run's machine
     lock (else a HarnessError names its holder); ``what``: the run in words, after its id; ``sweep``:
-    the named sweep ("" for axes given alone; a too small budget's hint keeps it); ``started``: when
-    the command started, on the monotonic clock (a local run's budget counts from there)."""
+    the named sweep ("" for axes given alone; a too small budget's hint keeps it); ``started``: the
+    command's start, monotonic s (a local run's budget counts from there)."""
 
     results: Path
     wait_lock: bool = False
@@ -56,9 +55,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Outline:
-    """What a local run would do, before its first process: its sets of configurations compared
-    live (``races`` of them each model's contenders raced), at most ``live`` processes at once,
-    and the minimum its budget must hold (seconds, by the prior estimate)."""
+    """What a local run would do: its sets of configurations compared live (``races`` of them
+    raced), at most ``live`` processes at once, and its budget's minimum (seconds, by the prior)."""
 
     sets: int
     races: int
@@ -104,9 +102,8 @@ def _new_run(work: Work, request: Request, **extra: object) -> tuple[str, HostMa
 
 
 def measure_local(work: Work, request: Request) -> RunResult:
-    """A new local run in turns (:func:`harness.launch.sweep.budget.run_in_turns`), journaled from its
-    first line so that a killed run can go on (:func:`measure_resumed`). Its minimum is checked
-    against the budget before its id, its journal or any process."""
+    """A new local run in turns (:func:`harness.launch.sweep.budget.run_in_turns`), journaled so that
+    a killed run can go on (:func:`measure_resumed`); its minimum checked against the budget first."""
     out, pr = request.results, work.protocol
     with taken(out, request.wait_lock):
         check_minimum(_groups(work), pr, Plan.of(pr, 0.0), PRIORS[work.platform.device_kind], request.sweep)
@@ -118,14 +115,13 @@ def measure_local(work: Work, request: Request) -> RunResult:
 
 def load_journal(out: Path, ref: str) -> Resumed:
     """The journaled run ``ref`` (its id, or latest) under ``out``, checked against this machine and
-    software (a HarnessError naming what differs)."""
+    software."""
     return load(out, ref, lambda: machine(suite_version()))
 
 
 def measure_resumed(resumed: Resumed, request: Request, host: HostMachine | None = None) -> RunResult:
-    """The run of ``resumed`` goes on where it stopped: its cells, protocol and budget, its
-    journaled instances kept; its rows carry ``host`` (:func:`harness.launch.instances.resume.host_of`: the
-    journal's machine name and facts; None: the journal's, or this host's where it has none)."""
+    """The run of ``resumed`` goes on where it stopped, its journaled instances kept; its rows carry
+    ``host`` (None: :func:`harness.launch.instances.resume.host_of` the journal)."""
     plan, out = resumed.plan, request.results
     if plan.cluster is not None:
         raise HarnessError(
@@ -153,8 +149,8 @@ def _in_turns(work: Work, output: Output, identity: Identity) -> RunResult:
 
 @contextlib.contextmanager
 def _full_disk(out: Path, resume: str, who: str = "") -> Iterator[None]:
-    """A full disk (ENOSPC) under ``out`` becomes a HarnessError (exit 1) that says how to resume:
-    ``python -m harness run`` + ``resume``, run ``who`` (e.g. "from every task")."""
+    """A full disk (ENOSPC) under ``out`` becomes a HarnessError (exit 1) saying how to resume
+    (``resume``'s flags, run ``who``: e.g. " from every task")."""
     try:
         yield
     except OSError as e:
@@ -168,8 +164,7 @@ def _full_disk(out: Path, resume: str, who: str = "") -> Iterator[None]:
 
 
 def measure_as_chief(work: Work, request: Request, config: ClusterConfig) -> RunResult:
-    """The chief of a real cluster: a new journaled run it drives through its run lease
-    (:mod:`harness.launch.nodes.chief`); every row written here."""
+    """The chief of a real cluster: a new journaled run it drives (:mod:`harness.launch.nodes.chief`)."""
     with taken(request.results, request.wait_lock):
         run_id, host, log = _new_run(work, request, cluster=cluster_shape(config))
         run = ChiefRun(work.cells, work.protocol, work.platform, host, work.mnist_path, run_id)
@@ -179,13 +174,12 @@ def measure_as_chief(work: Work, request: Request, config: ClusterConfig) -> Run
 def resume_as_chief(
     resumed: Resumed, request: Request, config: ClusterConfig, host: HostMachine
 ) -> RunResult:
-    """The chief goes on with a journaled cluster run: the processes its journal holds are kept,
-    only the missing ones run (on a cluster of the same shape: a HarnessError otherwise)."""
+    """The chief goes on with a journaled cluster run of the same shape: only the processes its
+    journal lacks run."""
     plan = resumed.plan
-    shape = plan.cluster
-    if shape != cluster_shape(config):
+    if plan.cluster != cluster_shape(config):
         raise HarnessError(
-            f"run {plan.run_id} was measured on a cluster of {_shape_words(shape)}; this job step "
+            f"run {plan.run_id} was measured on a cluster of {_shape_words(plan.cluster)}; this job step "
             f"is {_shape_words(cluster_shape(config))}. Resume it on a cluster of the same shape."
         )
     ends, peak = chief.replayed(resumed.entries, plan.cells)
@@ -221,8 +215,8 @@ def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.
     """The run lease held for the whole run, every other task waited for, then the passes."""
     runnable = [c for c in run.cells if unsupported_reason(c, run.platform) is None]
     options = WorkerOptions.of(run.protocol, run.platform, request.results / "logs", run.mnist_path)
-    try:
-        lease = RunLease(config, chief.welcome(run, runnable, options))
+    try:  # every task is told the run's options and first cell (a server's start) when it joins
+        lease = RunLease(config, Job((runnable or run.cells)[0], options).to_json())
     except OSError as e:
         raise HarnessError(
             f"the chief's run lease needs TCP port {lease_address(config)[1]} on this host (the "
@@ -250,9 +244,8 @@ def _drive(run: ChiefRun, request: Request, config: ClusterConfig, log: journal.
 
 
 def take_part(out: Path, config: ClusterConfig) -> TaskEnd:
-    """A task of a real cluster other than the chief: a peer runs its part of each cell the chief
-    starts, a server serves the whole run; both until the chief's run lease ends, and neither writes
-    results (logs go under ``out/logs``). KeyboardInterrupt when interrupted."""
+    """A task of a real cluster other than the chief, until the chief's run lease ends: a peer runs
+    its part of each cell, a server serves the run; no results (logs under ``out/logs``)."""
     task = f"{config.task_type}{config.task_index}"
     stamp = dt.datetime.now(dt.UTC)
     log_dir = out / "logs" / stamp.strftime("%Y-%m-%d") / f"{stamp:%Y%m%dT%H%M%SZ}-{task}"
@@ -284,15 +277,14 @@ def measure_collectives(work: Work, request: Request, max_bytes: int) -> RunResu
 
 
 def failed_cells(rows: Sequence[CellRow]) -> list[str]:
-    """The ids of the rows whose cell failed or ran wrongly (``failed``, ``invalid``): what makes a
-    run end non-zero. ``unsupported`` (TensorFlow cannot run it, known before) and ``not
-    measured`` (the budget) are not failures."""
+    """The ids of the rows whose cell failed or ran wrongly (``failed``, ``invalid``), which make a
+    run end non-zero (``unsupported`` and ``not measured`` do not)."""
     return [r.cell.cell_id for r in rows if r.status in (Status.FAILED, Status.INVALID)]
 
 
 def exit_code(result: RunResult) -> int:
-    """1 when the run stopped on its own (another program disturbed it), 130 when it was
-    interrupted, 1 when a cell failed or ran wrongly (:func:`failed_cells`), else 0."""
+    """1 when the run stopped on its own or a cell failed (:func:`failed_cells`), 130 when it was
+    interrupted, else 0."""
     if result.stopped:
         return EXIT_FAILURE
     if result.interrupted:

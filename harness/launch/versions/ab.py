@@ -1,7 +1,6 @@
 """``python -m harness ab``: the same cells measured in pairs of fresh processes (:data:`MODES`), one
-started from interpreter (and settings) A and one from B, until the sequential rule decides each
-cell (:mod:`harness.analysis.versions.ab`). Where each process's row goes, and why a pair whose sides ran on
-different hardware fails the cell: docs/how-to/compare-builds.md."""
+from interpreter (and settings) A and one from B, until the sequential rule decides each cell
+(:mod:`harness.analysis.versions.ab`; docs/how-to/compare-builds.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from harness.analysis.versions import ab
 from harness.contract.events import Event
@@ -36,7 +36,7 @@ from harness.spec.groups import ab_group
 from harness.spec.protocol import Platform, Protocol
 
 
-def _machine(row: CellRow, *names: str) -> dict[str, object]:
+def _machine(row: CellRow, *names: str) -> dict[str, Any]:
     """The row's machine columns ``names`` (None each where the row has no machine)."""
     return {n: getattr(row.machine, n, None) for n in names}
 
@@ -49,8 +49,7 @@ def hardware(row: CellRow) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class AbSide:
-    """One side: ``name`` A or B, the interpreter its workers run under (None: this one) and the
-    environment variables added to them."""
+    """One side: ``name`` A or B, its workers' interpreter (None: this one) and added variables."""
 
     name: str
     python: str | None = None
@@ -85,13 +84,12 @@ MODES = {
         ),
     )
 }
-"""``ab --mode``: turns is the default (each side gets the whole machine in its turn, so a change
-in threads or parallelism shows; its instances vary little: docs/how-to/compare-builds.md)."""
+"""``ab --mode``: turns is the default (a change in threads or parallelism shows; its instances vary little)."""
 
 
 @dataclass
 class CellOutcome:
-    """One cell's pairs: the ratios B/A so far, the decision, and why it stopped early (if)."""
+    """One cell's pairs: the ratios B/A so far, the decision, and why it stopped early."""
 
     cell: Cell
     mode: str = "alternate"
@@ -112,9 +110,8 @@ class AbResult:
 
 
 class Pairs:
-    """Runs one cell's pairs and writes every process's row: a new measurement, its id
-    (``run.run_id``) a new run id of now, its rows under ``out/folder`` (apart from the run history)
-    stamped with ``machine`` (default: this host), its workers' logs under ``out/logs``."""
+    """Runs cells' pairs as a new measurement (``run.run_id``), every process's row under
+    ``out/folder`` stamped with ``machine`` (default: this host), its workers' logs under ``out/logs``."""
 
     def __init__(
         self,
@@ -179,8 +176,7 @@ class Pairs:
         return row
 
     def _turns(self, cell: Cell, pair: int, order: str, mode: Mode) -> dict[str, CellRow]:
-        """Both sides live, in turns (``order`` decides which side gets the first turn of the
-        first block); the pair's ratio is kept in :attr:`turn_ratio`."""
+        """Both sides live, in turns (``order``: who gets the first turn); the ratio in :attr:`turn_ratio`."""
         group = ab_group(cell)
         if order == "BA":
             group = dataclasses.replace(group, members=group.members[::-1])
@@ -211,9 +207,8 @@ class Pairs:
         return {s: self._store(self._end(cell, s, pair), s, pair, mode) for s in order}
 
     def add_pair(self, outcome: CellOutcome, pair: int, order: str) -> bool:
-        """One more pair of ``outcome.cell`` in ``order``: its ratio B/A appended to
-        ``outcome.ratios`` (none when every block was disturbed); False when the cell failed (the
-        reason in ``outcome.failure``)."""
+        """One more pair of ``outcome.cell`` in ``order``, its ratio B/A appended to ``outcome.ratios``
+        (none when every block was disturbed); False when the cell failed (``outcome.failure``)."""
         rows = self.pair(outcome.cell, pair, order, MODES[outcome.mode])
         bad = next(((s, r) for s, r in rows.items() if r.status != Status.OK), None)
         if bad is not None:
@@ -225,10 +220,11 @@ class Pairs:
         if differs:
             outcome.failure = f"the sides ran on different hardware ({differs})"
             return False
-        outcome.software = {s: _software(r) for s, r in rows.items()}
-        outcome.a_facts = {
-            n: getattr(rows["A"].machine, n, None) for n in ("fingerprint", "host_cpu", "device_name")
+        software = "TensorFlow {tf_version}, Keras {keras_version}"
+        outcome.software = {
+            s: software.format(**_machine(r, "tf_version", "keras_version")) for s, r in rows.items()
         }
+        outcome.a_facts = _machine(rows["A"], "fingerprint", "host_cpu", "device_name")
         ratio = self.turn_ratio if outcome.mode == "turns" else _figure(rows["B"]) / _figure(rows["A"])
         if math.isfinite(ratio):  # else every block was disturbed: the pair says nothing
             outcome.ratios.append(ratio)
@@ -256,11 +252,6 @@ class Pairs:
                 break
 
 
-def _software(row: CellRow) -> str:
-    m = _machine(row, "tf_version", "keras_version")
-    return f"TensorFlow {m['tf_version']}, Keras {m['keras_version']}"
-
-
 def _figure(row: CellRow) -> float:
     """An ok side's examples/s (an ok row always has one)."""
     value = row.examples_per_sec.value
@@ -281,10 +272,9 @@ def run_ab(
     report: Callable[[CellOutcome, str], None] = lambda outcome, order: None,
     machine: HostMachine | None = None,
 ) -> AbResult:
-    """Pairs of A and B processes per runnable cell, in ``mode``, until decided or
-    ``rule.max_pairs``; every process's row stored under ``out/ab`` (run_id = ab_id), apart from the
-    run history that ``compare`` judges, stamped with ``machine`` (default: this host). Unsupported
-    cells are skipped (``list`` shows them). ``launcher`` starts alternate pairs' processes."""
+    """Pairs of A and B processes per runnable cell, in ``mode``, until decided or ``rule.max_pairs``;
+    every row under ``out/ab`` (run_id = ab_id), stamped with ``machine`` (default: this host).
+    Unsupported cells are skipped. ``launcher`` starts alternate pairs' processes."""
     pairs = Pairs(out, AB_FOLDER, protocol, platform, {"A": a, "B": b}, launcher, machine)
     result = AbResult(pairs.run.run_id)
     runnable = [c for c, why in plan(cells, platform) if why is None]

@@ -1,12 +1,11 @@
 """``python -m harness bisect``'s loop: install the builds each step needs, measure the step as an
-``ab`` in turns pair by pair until its rule decides (:mod:`harness.analysis.versions.bisect`), and journal
-everything, so that a bisect killed at any moment resumes where it stopped (docs/how-to/bisect.md).
+``ab`` in turns pair by pair until its rule decides (:mod:`harness.analysis.versions.bisect`), and
+journal everything, so that a killed bisect resumes where it stopped (docs/how-to/bisect.md).
 
-The journal (``<results>/bisect/<key>/journal.jsonl``, :class:`harness.results.journal.Journal`)
-starts with the plan (the builds, the cell, the rule) and then holds, in order: each build
-``installed`` (what it imported as) or ``skipped`` (why), each ``pair`` as it ends (its ratio B/A,
-or none when every block was disturbed) and each ``step`` as it is decided; ``end`` once the bisect
-is over. A resumed step goes on from its next pair."""
+The journal (``<results>/bisect/<key>/journal.jsonl``) starts with the plan (builds, cell, rule),
+then holds each build ``installed`` or ``skipped``, each ``pair`` as it ends (its ratio B/A, None
+when every block was disturbed), each ``step`` as it is decided, and ``end``. A resumed step goes on
+from its next pair."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ FOLDER = "bisect"
 """The bisects' folder under a results root."""
 JOURNAL = "journal.jsonl"
 MAX_ATTEMPTS = 2
-"""A step's pairs may reach this many times ``max_pairs`` when pairs come back with every block
-disturbed (no ratio): those do not count towards ``max_pairs``."""
+"""A step's pairs may reach this many times ``max_pairs``, counting those with every block disturbed."""
 
 
 class BisectKey(TypedDict):
@@ -54,8 +52,7 @@ class BisectKey(TypedDict):
 
 
 class StepFields(TypedDict):
-    """A journal entry's step: its kind and the indices of the builds it compares. The entries
-    after the plan (module doc) follow, one per ``kind``."""
+    """A journal entry's step: its kind and the indices of the builds it compares."""
 
     step_kind: str
     a: int
@@ -117,8 +114,7 @@ class PairResult:
 
 
 class Measurer(Protocol):
-    """Measures a step's pairs: :meth:`step` opens a step of B against A, yielding a function
-    that measures its pair ``k`` in order ``AB`` or ``BA``."""
+    """:meth:`step` opens a step of B against A, yielding what measures its pair ``k`` in ``AB`` or ``BA``."""
 
     def step(
         self, a: Installed, b: Installed
@@ -130,8 +126,8 @@ Installer = Callable[[Wheel], Installed]
 
 @dataclass
 class Journaled:
-    """What a journal says: the state, the builds installed, every step's pair ratios and pairs
-    run (decided or not), and the last ``end`` entry (outcome, lo, hi)."""
+    """What a journal says: the state, the builds installed, each step's pair ratios and pairs run,
+    and the last ``end`` (outcome, lo, hi)."""
 
     state: bs.State
     installed: dict[int, Installed] = field(default_factory=dict)
@@ -145,9 +141,8 @@ def _step(entry: StepFields) -> bs.Step:
 
 
 def replay(lines: Sequence[dict[str, Any]]) -> Journaled:
-    """The journal's lines (the plan, then each :data:`Entry`) as what they say (module doc). A
-    step's ``step`` entry is its decision; its ``pair`` entries without one are the pairs of a step
-    in progress."""
+    """The journal's lines (the plan, then each :data:`Entry`) as what they say; ``pair`` entries
+    without their ``step`` entry are a step in progress."""
     builds = tuple(Wheel(**b) for b in lines[0]["builds"])
     skipped: dict[int, str] = {}
     measured: dict[bs.Step, bs.StepResult] = {}
@@ -194,8 +189,8 @@ def _nan(x: float | None) -> float:
 
 @dataclass
 class Result:
-    """Where a bisect stands when :func:`run_bisect` returns: ended (``done``), or stopped by the
-    budget (``stopped``) with the state so far."""
+    """Where a bisect stands when :meth:`Bisect.run` returns: ended (``done``), or stopped by the
+    budget (``stopped``)."""
 
     state: bs.State
     installed: dict[int, Installed]
@@ -217,8 +212,8 @@ Report = Callable[[str], None]
 
 class Bisect:
     """One bisect, from its journal: :meth:`run` goes on until it ends or the budget is spent. A
-    rerun tries again the steps :func:`harness.analysis.versions.bisect.reopen` reopens and the builds
-    skipped before (a network error is not forever)."""
+    rerun retries the steps :func:`harness.analysis.versions.bisect.reopen` reopens and the builds
+    skipped before."""
 
     def __init__(
         self, journal: Journal, settings: Settings, install: Installer, measurer: Measurer, report: Report
@@ -329,8 +324,8 @@ def _pair_line(step: bs.Step, state: bs.State, k: int, order: str, got: PairResu
 
 
 class AbMeasurer:
-    """Steps measured as ``ab`` in turns: both builds run by the held interpreter, each with its
-    own folder on ``PYTHONPATH``; every process's row stored under ``<results>/ab``."""
+    """Steps measured as ``ab`` in turns by the held interpreter, each build's folder on
+    ``PYTHONPATH``; rows under ``<results>/ab``, carrying ``machine`` (default: this host's)."""
 
     def __init__(
         self,
@@ -341,7 +336,6 @@ class AbMeasurer:
         held: Held,
         machine: HostMachine | None = None,
     ):
-        """``machine``: the name and facts every row carries (default: this host's, read now)."""
         self.cell, self.protocol, self.platform = cell, protocol, platform
         self.results, self.held = results, held
         self.machine = machine or this_machine()

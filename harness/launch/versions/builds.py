@@ -1,14 +1,12 @@
 """TensorFlow builds for ``bisect``: which ones the package index offers, each installed on its own
-beside one environment that holds everything else fixed (docs/how-to/bisect.md, "What it holds
-fixed").
+beside one environment that holds everything else fixed (docs/how-to/bisect.md).
 
-- **The index**: a simple repository (PEP 691 JSON, default ``https://pypi.org/simple``) or a folder
-  of wheels (as ``pip --find-links`` reads it); only wheels this interpreter can install count
-  (their tags against :func:`packaging.tags.sys_tags`).
+- **The index**: a simple repository (PEP 691 JSON) or a folder of wheels (``pip --find-links``);
+  only wheels this interpreter can install count (:func:`packaging.tags.sys_tags`).
 - **The held environment** (``<envs>/bisect-held-<good spec>``): its ``pip freeze`` (``held.txt``)
-  is hashed into a pin, as ``nightly`` pins its reference.
-- **A build** (``<envs>/bisect-builds/<dist>-<version>``): complete once its ``probe.json`` (what it
-  imported as) is written; a killed install leaves a ``.partial`` folder the next try removes."""
+  is hashed into a pin.
+- **A build** (``<envs>/bisect-builds/<dist>-<version>``): complete once its ``probe.json`` is
+  written; a killed install leaves a ``.partial`` folder the next try removes."""
 
 from __future__ import annotations
 
@@ -30,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.contract.wheels import Wheel
 from harness.errors import HarnessError
-from harness.launch.versions.envs import env_folder, freeze, make_venv, pin_of, run_checked, suite_root
+from harness.launch.versions.envs import env_folder, freeze, make_venv, pin_of, pip, suite_root
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tf-nightly", "tf-nightly-cpu")
@@ -151,8 +149,7 @@ def requirement(flag: str, spec: str) -> Requirement:
 
 
 def resolve(flag: str, spec: str, index: Index) -> Wheel:
-    """The newest version of the index that requirement ``spec`` admits (HarnessError naming
-    ``flag`` and the versions there when none does)."""
+    """The newest version on the index that ``spec`` admits (HarnessError naming ``flag`` if none)."""
     req = requirement(flag, spec)
     versions = _versions(index, req.name)
     admitted = sorted(req.specifier.filter(versions))
@@ -197,17 +194,17 @@ class Held:
 
 
 def held(good: Wheel, envs: Path, index: Index) -> Held:
-    """The held environment for the good build (module doc), built once under ``envs``: its
-    dependencies resolved by pip from its index (a folder of wheels adds to pip's own)."""
+    """The held environment for the good build, built once under ``envs`` (a folder of wheels adds
+    to pip's own index)."""
     spec = good.spec
     folder = env_folder(envs.resolve(), "bisect-held", spec)
     lock = folder / "held.txt"
     what = f"cannot build the environment the builds share (from {spec!r})"
     python = make_venv(folder, what)
     if not lock.is_file():
-        where = [a for a in index.pip_args() if a != "--no-index"]  # a folder adds to pip's own index
-        run_checked([python, "-m", "pip", "install", "-q", *where, "-e", str(suite_root()), spec], what)
-        run_checked([python, "-m", "pip", "uninstall", "-y", "-q", *TF_DISTS], what, 600)
+        where = [a for a in index.pip_args() if a != "--no-index"]
+        pip(python, what, "install", "-q", *where, "-e", str(suite_root()), spec)
+        pip(python, what, "uninstall", "-y", "-q", *TF_DISTS, timeout=600)
         lock.write_text(freeze(python))
     return Held(python, lock.read_text())
 
@@ -233,8 +230,7 @@ class Installed:
 
 
 def _probe(python: str, folder: Path, build: Wheel) -> dict[str, str]:
-    """What the held interpreter imports from ``folder`` (BuildError: it fails, or imports
-    another TensorFlow than ``build``)."""
+    """What the held interpreter imports from ``folder`` (BuildError: not ``build``'s TensorFlow)."""
     env = {**os.environ, "PYTHONPATH": str(folder), "TF_CPP_MIN_LOG_LEVEL": "3"}
     try:
         proc = subprocess.run(
@@ -258,10 +254,9 @@ def _probe(python: str, folder: Path, build: Wheel) -> dict[str, str]:
 
 
 def install(build: Wheel, envs: Path, index: Index, held_env: Held) -> Installed:
-    """``build``'s wheel in its own folder, imported by the held interpreter. Cached: the wheel is
-    reused, and its import probed again only when the held environment changed. BuildError when
-    pip or the import fails, or the import resolves to another TensorFlow; nothing half-installed
-    is left behind."""
+    """``build``'s wheel in its own folder, imported by the held interpreter (cached; probed again
+    when the held environment changed). BuildError when pip or the import fails, or the import
+    resolves to another TensorFlow; nothing half-installed is left behind."""
     folder = folder_of(build, envs)
     probe_path = folder / PROBE_FILE
     try:  # {} where there is no probe file, or only part of one
@@ -274,11 +269,9 @@ def install(build: Wheel, envs: Path, index: Index, held_env: Held) -> Installed
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
-        args = ["install", "-q", "--no-deps", "--no-compile", "--target", str(partial)]
+        args = ["install", "-q", "--no-deps", "--no-compile", "--target", str(partial), *index.pip_args()]
         try:
-            run_checked(
-                [held_env.python, "-m", "pip", *args, *index.pip_args(), build.spec], f"pip {build.spec}"
-            )
+            pip(held_env.python, f"pip {build.spec}", *args, build.spec)
         except HarnessError as e:
             shutil.rmtree(partial, ignore_errors=True)
             raise BuildError(str(e)) from None

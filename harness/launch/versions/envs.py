@@ -1,7 +1,6 @@
-"""A side's Python environment for ``nightly`` (the one place it runs pip): an interpreter path as
-given, or a requirement spec installed with this suite into a venv of its own. The reference is
-pinned exactly (docs/how-to/nightly.md, "Environments"; ``pin``: the first 12 hex digits of its
-freeze's sha256, in ``<results>/nightly/pins.json``); an interpreter path's freeze is hashed too."""
+"""A side's Python environment for ``nightly``: an interpreter path as given, or a requirement spec
+installed with this suite into a venv of its own. The reference is pinned (docs/how-to/nightly.md,
+"Environments"; a pin: 12 hex digits of its freeze's sha256, in ``<results>/nightly/pins.json``)."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ def is_interpreter(value: str) -> bool:
 
 
 def check_side(flag: str, value: str) -> None:
-    """A side's value before any work: an executable, or something that reads as a spec, not as a
-    missing path (HarnessError naming it)."""
+    """HarnessError naming ``flag`` unless ``value`` is an executable or reads as a spec."""
     if not value.strip():
         raise HarnessError(f"Received {flag}=''; expected a requirement spec or a Python interpreter.")
     if not is_interpreter(value) and (os.sep in value or value.startswith(".") or value.endswith("python")):
@@ -51,7 +49,7 @@ def check_side(flag: str, value: str) -> None:
 
 def suite_root() -> Path:
     """The checkout this suite runs from (installed into each side's environment)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if not (root / "pyproject.toml").is_file():
         raise HarnessError(
             f"nightly builds each side's environment from a checkout of this suite; {root} is not "
@@ -72,10 +70,14 @@ def run_checked(cmd: list[str], what: str, timeout: float = PIP_TIMEOUT_S) -> st
     return proc.stdout
 
 
+def pip(python: str, what: str, *args: str, timeout: float = PIP_TIMEOUT_S) -> str:
+    """``python -m pip ARGS``'s stdout (:func:`run_checked`)."""
+    return run_checked([python, "-m", "pip", *args], what, timeout)
+
+
 def freeze(python: str) -> str:
-    """The environment's installed distributions, ``pip freeze`` sorted (editable installs left
-    out: the suite itself)."""
-    out = run_checked([python, "-m", "pip", "freeze", "--exclude-editable"], f"pip freeze in {python}", 300)
+    """``pip freeze`` sorted, editable installs (the suite) left out."""
+    out = pip(python, f"pip freeze in {python}", "freeze", "--exclude-editable", timeout=300)
     return "\n".join(sorted(line for line in out.splitlines() if line and not line.startswith("#"))) + "\n"
 
 
@@ -121,28 +123,30 @@ def make_venv(folder: Path, what: str) -> str:
     return str(python)
 
 
-def _install(python: str, args: list[str], what: str) -> None:
-    run_checked([python, "-m", "pip", "install", "-q", "-e", str(suite_root()), *args], what)
+def _install(python: str, what: str, *args: str) -> None:
+    pip(python, what, "install", "-q", "-e", str(suite_root()), *args)
+
+
+def _env(given: str, python: str, text: str) -> Env:
+    """The side ``given`` run by ``python``, whose freeze is ``text``."""
+    return Env(given, python, versions(python), pin_of(text), text)
 
 
 def candidate(spec: str, envs: Path) -> Env:
     """The candidate: an interpreter as given, or ``spec`` installed (upgraded) into its venv."""
     if is_interpreter(spec):
-        text = freeze(spec)
-        return Env(spec, spec, versions(spec), pin_of(text), text)
+        return _env(spec, spec, freeze(spec))
     what = f"cannot install the candidate {spec!r}"
     python = make_venv(env_folder(envs, "candidate", spec), what)
-    _install(python, ["--upgrade", spec], what)
-    text = freeze(python)
-    return Env(spec, python, versions(python), pin_of(text), text)
+    _install(python, what, "--upgrade", spec)
+    return _env(spec, python, freeze(python))
 
 
 def reference(spec: str, envs: Path, nightly: Path) -> Env:
     """The reference, pinned (module doc): installed from its lock file when ``nightly`` holds one
     for ``spec``, else from ``spec`` with the lock written."""
     if is_interpreter(spec):
-        text = freeze(spec)
-        return Env(spec, spec, versions(spec), pin_of(text), text)
+        return _env(spec, spec, freeze(spec))
     what = f"cannot install the reference {spec!r}"
     path, pins = nightly / "pins.json", {}
     if path.is_file():
@@ -157,9 +161,9 @@ def reference(spec: str, envs: Path, nightly: Path) -> Env:
     if spec in pins:
         lock = nightly / f"reference-{pins[spec]}.txt"
         if not lock.is_file():
-            raise HarnessError(f"{what}: its lock file {lock} is missing (named in {nightly / 'pins.json'}).")
+            raise HarnessError(f"{what}: its lock file {lock} is missing (named in {path}).")
         if freeze(python) != lock.read_text() or suite_at(python) != str(suite_root()):
-            _install(python, ["-r", str(lock)], f"{what} from its lock file {lock}")
+            _install(python, f"{what} from its lock file {lock}", "-r", str(lock))
         text = freeze(python)
         if pin_of(text) != pins[spec]:
             raise HarnessError(
@@ -167,9 +171,9 @@ def reference(spec: str, envs: Path, nightly: Path) -> Env:
                 f"(pin {pin_of(text)}, expected {pins[spec]}); remove {Path(python).parents[1]} and rerun."
             )
     else:
-        _install(python, [spec], what)
+        _install(python, what, spec)
         text = freeze(python)
         nightly.mkdir(parents=True, exist_ok=True)
         (nightly / f"reference-{pin_of(text)}.txt").write_text(text)
-        (nightly / "pins.json").write_text(json.dumps({**pins, spec: pin_of(text)}, indent=1) + "\n")
-    return Env(spec, python, versions(python), pin_of(text), text)
+        path.write_text(json.dumps({**pins, spec: pin_of(text)}, indent=1) + "\n")
+    return _env(spec, python, text)

@@ -1,8 +1,6 @@
-"""``python -m harness nightly``'s night (:func:`night`): the candidate (side B) against the pinned
-reference (side A) on every runnable cell, in rounds of pairs as ``ab --mode turns`` measures them
-until the budget is spent, then one point per cell appended to its series with both decisions
-(:mod:`harness.analysis.versions.nightly`). The rounds, and where pairs and points go:
-docs/how-to/nightly.md."""
+"""``python -m harness nightly``'s night (:func:`night`): the candidate (B) against the pinned
+reference (A) on every runnable cell in rounds of ``ab --mode turns`` pairs until the budget is
+spent, then one point per cell appended to its series (docs/how-to/nightly.md)."""
 
 from __future__ import annotations
 
@@ -38,9 +36,8 @@ from harness.spec.protocol import Platform, Protocol
 
 @dataclass(frozen=True)
 class NightBudget:
-    """How long a night measures: rounds of pairs (:func:`due` says of which cells) until
-    ``seconds`` are spent and every cell has ``min_pairs`` usable pairs (or that many tries), at
-    most ``max_pairs`` pairs per cell."""
+    """How long a night measures: rounds of pairs (:func:`due`) until ``seconds`` are spent and every
+    cell has ``min_pairs`` usable pairs (or tries), at most ``max_pairs`` pairs per cell."""
 
     seconds: float
     min_pairs: int = 10
@@ -61,9 +58,8 @@ class NightResult:
 
 def due(outcomes: Sequence[CellOutcome], tried: Sequence[int], budget: NightBudget) -> list[int]:
     """The cells (indices) the next round measures: each live cell with fewer than
-    ``budget.min_pairs`` usable pairs; once every one has them, those whose standard error of the
-    mean log ratio is at least the median of the live cells' (the noisier half: every cell's CI
-    narrows alike, so each can catch the same step). None past ``budget.max_pairs`` tries."""
+    ``budget.min_pairs`` usable pairs; once every one has them, the noisier half (standard error of
+    the mean log ratio at least the median), so every CI narrows alike. None past ``max_pairs`` tries."""
     live = [i for i, o in enumerate(outcomes) if not o.failure and tried[i] < budget.max_pairs]
     short = [i for i in live if len(outcomes[i].ratios) < budget.min_pairs]
     if short or not live:
@@ -89,11 +85,11 @@ def measure(
     clock: Callable[[], float] = time.monotonic,
     machine: HostMachine | None = None,
 ) -> NightResult:
-    """Rounds of pairs under ``budget`` (see :class:`NightBudget`), ``report`` called after each round
-    (the outcomes, the round's number from 1, seconds spent); a Ctrl-C keeps the pairs so far.
-    Every pair's rows carry ``machine`` (default: this host under its default name)."""
-    sides = {"A": reference, "B": candidate}
-    pairs = Pairs(out, NIGHTLY_FOLDER, protocol, platform, sides, launcher, machine)
+    """Rounds of pairs under ``budget``, ``report`` after each (outcomes, round from 1, seconds
+    spent); a Ctrl-C keeps the pairs so far. Rows carry ``machine`` (default: this host)."""
+    pairs = Pairs(
+        out, NIGHTLY_FOLDER, protocol, platform, {"A": reference, "B": candidate}, launcher, machine
+    )
     result = NightResult(pairs.run.run_id, pairs.files.date)
     result.outcomes = [CellOutcome(c, "turns") for c, why in plan(cells, platform) if why is None]
     orders = [ab.pair_orders(budget.max_pairs, protocol.seed + i) for i in range(len(result.outcomes))]
@@ -118,9 +114,8 @@ def measure(
 
 
 def series_key(cell_id: str, fingerprint: str | None, suite: str, pin: str) -> str:
-    """A series' key: the cell on one machine and reference software, suite version (the
-    package's ``__version__``, bumped when what is measured changes: not every commit, or a series
-    would restart with each) and reference pin."""
+    """A series' key: the cell, machine fingerprint, suite version (``__version__``, bumped when what
+    is measured changes) and reference pin."""
     blob = "|".join((cell_id, fingerprint or "", suite, pin)).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -135,15 +130,6 @@ def history(points: pd.DataFrame, key: str) -> list[nightly.Night]:
         for r in rows.to_dict("records")
         if pd.notna(r["ratio"]) and pd.notna(r["log_ratio_se"])
     ]
-
-
-@dataclass(frozen=True)
-class Sides:
-    """Both environments of a night and its label."""
-
-    candidate: Env
-    reference: Env
-    label: str
 
 
 def _decided(row: NightlyRow, v: nightly.NightVerdict, confidence: float) -> NightlyRow:
@@ -177,34 +163,35 @@ def _last_fingerprint(points: pd.DataFrame, cell_id: str, pin: str) -> str | Non
 
 
 def points(
-    result: NightResult, sides: Sides, out: Path, rules: nightly.Rules, budget_min: float
+    result: NightResult, candidate: Env, reference: Env, request: NightRequest, out: Path, budget_min: float
 ) -> tuple[list[NightlyRow], list[nightly.NightVerdict | None]]:
     """Tonight's point per cell (a failed cell: a row with the reason) and its verdict (None for a
-    failed cell), each judged with its series' earlier nights."""
+    failed cell), each judged with its series' earlier nights by ``request.rules``."""
+    rules, label = request.rules, request.label
     earlier = read_nightly(out)
     stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     suite = suite_version()
     rows: list[NightlyRow] = []
     verdicts: list[nightly.NightVerdict | None] = []
     for o in result.outcomes:
-        fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, sides.reference.pin)
-        key = series_key(o.cell.id, fp, __version__, sides.reference.pin)
+        fp = o.a_facts.get("fingerprint") or _last_fingerprint(earlier, o.cell.id, reference.pin)
+        key = series_key(o.cell.id, fp, __version__, reference.pin)
         why = o.failure or f"{len(o.ratios)} usable pairs (every block of the others disturbed); 2 needed"
         row = NightlyRow(
             night_id=result.night_id,
             timestamp=stamp,
-            label=sides.label,
+            label=label,
             cell_id=o.cell.id,
             series=key,
             suite_version=suite,
             fingerprint=fp,
             host_cpu=o.a_facts.get("host_cpu"),
             device_name=o.a_facts.get("device_name"),
-            candidate=sides.candidate.given,
-            reference=sides.reference.given,
-            candidate_versions=sides.candidate.versions,
-            reference_versions=sides.reference.versions,
-            reference_pin=sides.reference.pin,
+            candidate=candidate.given,
+            reference=reference.given,
+            candidate_versions=candidate.versions,
+            reference_versions=reference.versions,
+            reference_pin=reference.pin,
             status=Status.FAILED,
             reason=why,
             pairs=len(o.ratios),
@@ -213,7 +200,7 @@ def points(
         )
         verdict = None
         if not o.failure and len(o.ratios) >= 2:
-            series = [*history(earlier, key), nightly.night_of(sides.label, o.ratios)]
+            series = [*history(earlier, key), nightly.night_of(label, o.ratios)]
             verdict = nightly.judge(series, rules)[-1]
             row = _decided(replace(row, reason=None), verdict, rules.confidence)
         rows.append(row)
@@ -223,10 +210,9 @@ def points(
 
 @dataclass(frozen=True)
 class NightRequest:
-    """A night as ``nightly`` asks for it: each side as given (a requirement spec or an
-    interpreter) with the variables of its workers' environment, the folder of the sides' venvs,
-    the night's label, the decision rules, its budget, and whether to wait for another run's
-    machine lock (else a HarnessError names its holder)."""
+    """A night as ``nightly`` asks for it: each side as given (a spec or an interpreter) with its
+    workers' environment variables, the sides' venvs folder, the label, the rules, the budget, and
+    whether to wait for another run's machine lock."""
 
     candidate: str
     baseline: str
@@ -241,8 +227,8 @@ class NightRequest:
 
 @dataclass(frozen=True)
 class NightRun:
-    """What a night produced: its measurement, and unless it was interrupted its point per cell
-    with its verdict (None for a failed cell), the points folder and the dashboard written."""
+    """What a night produced: its measurement and, unless interrupted, its point and verdict per
+    cell, the points folder and the dashboard written."""
 
     result: NightResult
     rows: list[NightlyRow] = field(default_factory=list)
@@ -257,11 +243,9 @@ def night(
     request: NightRequest,
     report: Callable[[Sequence[CellOutcome], int, float], None] = lambda outcomes, rnd, spent: None,
 ) -> NightRun:
-    """One night: the reference pinned and the candidate installed (:mod:`harness.launch.versions.envs`),
-    the unsupported cells named, then, holding the machine lock and the fork servers, the rounds
-    of pairs (:func:`measure`, ``report`` after each); then tonight's points judged with their
-    series (:func:`points`) and written, and the dashboard drawn again. An interrupted night
-    appends no point."""
+    """One night: the sides' environments (:mod:`harness.launch.versions.envs`), the unsupported cells
+    named, the rounds of pairs under the machine lock (:func:`measure`), then tonight's points
+    (:func:`points`) written and the dashboard drawn again. An interrupted night appends no point."""
     print(f"preparing the baseline {request.baseline!r} and the candidate {request.candidate!r}", flush=True)
     reference = envs.reference(request.baseline, request.envs, out / NIGHTLY_FOLDER)
     candidate = envs.candidate(request.candidate, request.envs)
@@ -287,8 +271,7 @@ def night(
         )
     if result.interrupted:
         return NightRun(result)
-    sides = Sides(candidate, reference, request.label)
-    rows, verdicts = points(result, sides, out, request.rules, work.protocol.budget_min)
+    rows, verdicts = points(result, candidate, reference, request, out, work.protocol.budget_min)
     written = RunFiles(out / NIGHTLY_FOLDER, result.date, result.night_id).write_points(rows)
     dashboard = out / NIGHTLY_FOLDER / "index.html"
     dashboard.write_text(page(read_nightly(out), f"nightly: {request.candidate} against {request.baseline}"))

@@ -29,7 +29,6 @@ from harness.launch.sweep import budget, group_run, limits
 from harness.launch.sweep.run_params import Hooks, Output, Work
 from harness.results.measurement import cell_row
 from harness.spec.cell import Cell
-from harness.spec.groups import Member
 from harness.spec.protocol import Platform, Protocol
 
 pytestmark = pytest.mark.usefixtures("no_git")
@@ -606,7 +605,7 @@ def test_the_default_sweep_breaks_down_the_cells_the_answer_names_after_its_turn
     )
     _measured(h0, [DIFFERENT], instances=3)
     assert {c.id for c in state.to_break_down()} == {ONE.id, TWO.id}  # TWO leads, ONE its rival
-    assert not any(state._options(Member(c)).settings.breakdown for c in (DEFAULT, ONE, TWO))
+    assert not state.member_options.settings.breakdown
     state.keep(Apart(ONE.id, BROKEN_DOWN, 4.0))  # the run's own breakdown process replaces the prior
     assert [c.id for c in state.to_break_down()] == [TWO.id]
     assert state.budget(state.breakdowns_due() * state.breakdown_s()).reserve_s == pytest.approx(
