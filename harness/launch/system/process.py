@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, cast
 
+import harness
 from harness.contract.events import EventLine
 from harness.contract.isolation import joined_argv
 from harness.contract.job import WORKER_ENV, Job, WorkerOptions
@@ -31,7 +32,7 @@ from harness.spec.protocol import Platform
 
 KILL_GRACE_S = 5.0
 """Seconds between SIGTERM and SIGKILL."""
-HARNESS_ROOT = Path(__file__).resolve().parents[2]
+HARNESS_ROOT = Path(harness.__file__).resolve().parents[1]
 """The folder holding the ``harness`` package (put on PYTHONPATH for another interpreter)."""
 POLL_S = 0.1
 """Seconds between two looks at a child's events and exit status."""

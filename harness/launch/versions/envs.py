@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.launch.system.process import HARNESS_ROOT
 
 VERSIONS = "import tensorflow as tf, keras; print(f'TensorFlow {tf.__version__}, Keras {keras.__version__}')"
 """Prints what an environment resolved to."""
@@ -49,7 +50,7 @@ def check_side(flag: str, value: str) -> None:
 
 def suite_root() -> Path:
     """The checkout this suite runs from (installed into each side's environment)."""
-    root = Path(__file__).resolve().parents[3]
+    root = HARNESS_ROOT
     if not (root / "pyproject.toml").is_file():
         raise HarnessError(
             f"nightly builds each side's environment from a checkout of this suite; {root} is not "
