@@ -1,8 +1,9 @@
 """The command line: ``python -m harness COMMAND ...``, one module per command.
 
 Each command module has ``NAME``, ``EXITS`` (exit code -> what it means: ``--help`` and
-docs/reference/cli.md list them), ``add_parser(subparsers, summary)`` and ``run(args) -> exit
-code``; :data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
+docs/reference/cli.md list them), ``add_parser(subparsers, summary)`` and ``run(args) ->``
+:class:`~harness.commands.output.Outcome` (its exit code and ``--json`` object, which :func:`main`
+prints); :data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
 its ``--help`` is asked for). Every command validates its input before any expensive work and
 never imports TensorFlow (worker processes do). A :class:`~harness.errors.HarnessError`
 raised anywhere below a command is printed here, once, and becomes the exit code it carries."""
@@ -20,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from harness import __version__
-from harness.commands import output
+from harness.commands.output import Outcome
 from harness.contract.outputs import OUTPUTS, dumps
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
@@ -146,14 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(arg for arg in argv[:1] if arg in COMMANDS)  # the command given, alone
     args = parser.parse_args(_no_bare_dashes(parser, argv))
-    if not (getattr(args, "json", False) and args.command in OUTPUTS):
-        return _run(args)
-    errors: list[str] = []
-    with contextlib.redirect_stdout(sys.stderr):  # --json: stdout holds the object alone
-        code = _run(args, errors)
-    obj = {"command": args.command, "exit_code": code, **output.take()}
-    print(dumps({**obj, "error": errors[0]} if errors else obj))
-    return code
+    as_json = getattr(args, "json", False) and args.command in OUTPUTS
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():  # the object alone
+        ended = _run(args)
+    if as_json:
+        print(dumps({"command": args.command, "exit_code": ended.code, **ended.output}))
+    return ended.code
 
 
 def _no_bare_dashes(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
@@ -165,13 +164,11 @@ def _no_bare_dashes(parser: argparse.ArgumentParser, argv: list[str]) -> list[st
     return argv
 
 
-def _run(args: argparse.Namespace, errors: list[str] | None = None) -> int:
-    """The command's exit code; a HarnessError printed (and appended to ``errors``) as its code."""
+def _run(args: argparse.Namespace) -> Outcome:
+    """The command's outcome; a HarnessError printed, its outcome its exit code and ``error``."""
     try:
-        return int(module(args.command).run(args))
+        return module(args.command).run(args)
     except HarnessError as e:
         label = "not enough history" if e.exit_code == EXIT_SHORT_HISTORY else "error"
         print(f"{label}: {e}", file=sys.stderr)
-        if errors is not None:
-            errors.append(str(e))
-        return e.exit_code
+        return Outcome(e.exit_code, {"error": str(e)})

@@ -20,7 +20,7 @@ from harness.analysis.run.tables import render_table
 from harness.analysis.versions import ab, ratio_figure
 from harness.analysis.versions import bisect as bs
 from harness.analysis.versions.bisect_text import BuildFacts, Context, answer, markdown, table
-from harness.commands.output import give
+from harness.commands.output import Outcome
 from harness.commands.selection import Selection, refuse_tenant_framework, select
 from harness.commands.shared import (
     add_envs,
@@ -187,7 +187,7 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     p = plan(args)
     folder = folder_of(Path(args.results), key_of(p.identity()))
     journal_path = folder / JOURNAL
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         for b in state.builds:
             _say(f"  {b.spec}  {b.date}")
         _say("dry run: nothing started.")
-        return 0
+        return Outcome(0)
     if again:
         known = replay(read(journal_path))
         kept = bs.State(known.state.builds, known.state.skipped, bs.reopen(known.state.measured, p.rule))
@@ -243,13 +243,13 @@ def run(args: argparse.Namespace) -> int:
                 _say(
                     f"\nbisect: interrupted; every pair so far is in {journal_path}: rerun the same command to go on"
                 )
-                _finish(p, folder, Result(bisect.state, bisect.known.installed, stopped="interrupted"))
-                return EXIT_INTERRUPTED
+                so_far = Result(bisect.state, bisect.known.installed, stopped="interrupted")
+                return dataclasses.replace(_finish(p, folder, so_far), code=EXIT_INTERRUPTED)
     return _finish(p, folder, result)
 
 
-def _finish(p: BisectFlags, folder: Path, result: Result) -> int:
-    """The answer, the table, the page and the figure; the exit code."""
+def _finish(p: BisectFlags, folder: Path, result: Result) -> Outcome:
+    """The answer, the table, the page and the figure; the exit code and the ``--json`` object."""
     entries = read(folder / JOURNAL)
     ctx = Context(
         f"{AXIS_BY_NAME['model'].say(p.cell.model)} with {words.describe(p.cell.to_dict(), always=True)}",
@@ -267,9 +267,9 @@ def _finish(p: BisectFlags, folder: Path, result: Result) -> int:
     page.write_text(markdown(lines, result.state, figure[0].name if figure else None))
     for path in [page, *figure, folder / JOURNAL]:
         _say(f"wrote {path}")
-    code = 3 if result.done is None else EXIT_BY_OUTCOME[result.done.outcome]
-    give(_output(result, folder))
-    return code
+    return Outcome(
+        3 if result.done is None else EXIT_BY_OUTCOME[result.done.outcome], _output(result, folder)
+    )
 
 
 def _output(result: Result, folder: Path) -> BisectOutput:

@@ -1,14 +1,23 @@
-"""``--json``: a command's one JSON object on stdout (:mod:`harness.contract.outputs`), the text it
-prints for people on stderr meanwhile. A command that offers it calls :func:`add_json` on its
-parser and :func:`give` with its object before it returns; :func:`harness.commands.main` does the
-rest."""
+"""What a command's ``run(args)`` returns (:class:`Outcome`), and ``--json``: the command's one
+object on stdout (:mod:`harness.contract.outputs`), the text it prints for people on stderr
+meanwhile. A command that offers it calls :func:`add_json` on its parser and returns its object in
+its outcome; :func:`harness.commands.main` does the rest."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
-_given: dict[str, Any] = {}
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """A command's exit code and its ``--json`` object (a :mod:`harness.contract.outputs` type;
+    empty for a command without one, or one that stopped before it had it)."""
+
+    code: int
+    output: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -19,16 +28,3 @@ def add_json(p: argparse.ArgumentParser) -> None:
         help="print one JSON object on stdout (its keys: results/README.md, 'JSON output'); what "
         "the command prints for people goes to stderr",
     )
-
-
-def give(obj: Any) -> None:
-    """The command's object for ``--json`` (a :mod:`harness.contract.outputs` type)."""
-    _given.clear()
-    _given.update(obj)
-
-
-def take() -> dict[str, Any]:
-    """The object given since the last take, emptied."""
-    out = dict(_given)
-    _given.clear()
-    return out

@@ -25,7 +25,7 @@ from harness.analysis.run.tables import (
     summary_table,
 )
 from harness.analysis.scale.collectives import table_lines
-from harness.commands.output import add_json, give
+from harness.commands.output import Outcome, add_json
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -111,7 +111,7 @@ KEPT_WITH_RESUME = {
 journal (``--machine`` is checked against the journal's name)."""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     if args.resume is not None:
         return _resume(args)
     sel = select(args)  # every check made before the first process
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.results)
     if args.dry_run:
         print(dry_run_text(sel, _plan_head(sel, out)))
-        return EXIT_OK
+        return Outcome(EXIT_OK)
     interrupt_on_sigterm()
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:  # its chief holds its machine's lock
@@ -165,18 +165,18 @@ def _bf16(sel: Selection) -> str:
     )
 
 
-def _take_part(config: ClusterConfig, out: Path) -> int:
+def _take_part(config: ClusterConfig, out: Path) -> Outcome:
     """A peer's or a server's part of a real-cluster run (:func:`harness.launch.sweep.sweep_run.take_part`)."""
     try:
         end = sweep_run.take_part(out, config)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return Outcome(EXIT_INTERRUPTED)
     print(end.text, flush=True)
-    return end.code
+    return Outcome(end.code)
 
 
-def _resume(args: argparse.Namespace) -> int:
+def _resume(args: argparse.Namespace) -> Outcome:
     """``run --resume RUN_ID``: the journal read and checked against this machine (its software and
     facts; ``--machine``, if given, against its name), then the run goes on where it stopped, its
     rows named as the journal's machine."""
@@ -207,7 +207,7 @@ def _resume(args: argparse.Namespace) -> int:
             f"instances already measured, {resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} "
             f"min of its budget spent; machine {host.name!r}; results -> {out}"
         )
-        return EXIT_OK
+        return Outcome(EXIT_OK)
     interrupt_on_sigterm()
     request = Request(out, args.wait_lock)
     if config is not None:
@@ -276,9 +276,9 @@ def cluster_note(rows: Sequence[CellRow]) -> str:
     return f"cluster: {r.ran.nodes} nodes ({r.ran.placement}); {link}."
 
 
-def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
+def _summary(result: RunResult, pr: Protocol, local: bool) -> Outcome:
     """The run's table, footnotes, ratios, counts, unstable cells and costs, then the answer in
-    words (the run's last screen); its exit code."""
+    words (the run's last screen); its exit code and ``--json`` object."""
     print()
     print(summary_table(result.rows))
     print()
@@ -308,7 +308,12 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
     elif result.time is not None and result.time.processes:
         print(result.time.text())
     failed = failed_cells(result.rows)
-    give(
+    code = _ending(result, "cells", failed)
+    if result.ratios:
+        print()
+        print(answer.text(answer.answers(result.rows, result.ratios), result.rows))
+    return Outcome(
+        code,
         RunOutput(
             run_id=result.run_id,
             written=[str(p) for p in result.paths],
@@ -316,16 +321,11 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> int:
             failed=failed,
             cells=[flatten(r) for r in result.rows],
             ratios=[flatten(r) for r in result.ratios],
-        )
+        ),
     )
-    code = _ending(result, "cells", failed)
-    if result.ratios:
-        print()
-        print(answer.text(answer.answers(result.rows, result.ratios), result.rows))
-    return code
 
 
-def _collectives_summary(result: RunResult, pr: Protocol) -> int:
+def _collectives_summary(result: RunResult, pr: Protocol) -> Outcome:
     """--sweep collectives: the all-reduce table, what its columns are, the counts; the exit code."""
     print()
     print(render_table(*table_lines(result.collectives)))
@@ -336,7 +336,7 @@ def _collectives_summary(result: RunResult, pr: Protocol) -> int:
         "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1"
     )
     _print_counts(result.run_id, [str(r.get("status")) for r in result.collectives])
-    return _ending(result, "topologies")
+    return Outcome(_ending(result, "topologies"))
 
 
 def _print_counts(run_id: str, statuses: Sequence[str]) -> None:
