@@ -293,8 +293,9 @@ def config_of(a: Axes) -> Cell:
 
 
 def one_node(row: CellRow) -> bool:
-    """Whether the row was measured on one machine (``nodes`` 1: a local run)."""
-    return row.ran.nodes == 1
+    """Whether the row was measured on one machine (``nodes`` 1: a local run; null: a row made
+    elsewhere than a run's cells, e.g. ``ab``'s)."""
+    return (row.ran.nodes or 1) <= 1
 
 
 def same_config(rows: Sequence[CellRow], config: Cell) -> list[CellRow]:
