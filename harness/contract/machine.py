@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from harness.spec.protocol import bf16_units
 
@@ -17,7 +17,7 @@ PROTOCOL_VERSION = 1
 measured (windows, processes, turns, the peak), so that runs of suite versions whose figures do
 not mean the same thing are never compared across machines. Version 1: per-process figures of
 ~0.2 s windows in turns, medians over fresh processes, the float32 matmul peak (every run of the
-suite since 2026-11-26 is version 1, whether or not its rows record it)."""
+suite is version 1; rows that do not record it read as 1: :mod:`harness.results.layouts`)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,10 @@ class MachineFacts:
     """The smallest GPU's memory, MiB (0: no GPU or unknown)."""
     gpu_driver: str = ""
     """The NVIDIA driver's version."""
+    partial: bool = False
+    """True: a run from before the suite recorded its machine facts, read back with the CPU model,
+    cores and GPU its rows hold (:mod:`harness.results.layouts`); the rest, CPU flags included,
+    unknown. Not a fact: left out of :attr:`short_id` and, where False, of :meth:`to_json`."""
 
     @property
     def bf16_units(self) -> tuple[str, ...]:
@@ -57,7 +61,7 @@ class MachineFacts:
     @property
     def short_id(self) -> str:
         """6 hex digits of a hash of every fact: equal facts, equal id."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:6]
+        return hashlib.sha256(replace(self, partial=False).to_json().encode()).hexdigest()[:6]
 
     @property
     def default_name(self) -> str:
@@ -103,7 +107,10 @@ class MachineFacts:
         return out
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        if not self.partial:
+            del data["partial"]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> MachineFacts:

@@ -5,7 +5,7 @@ append, and reading back (a damaged file named and left out, the rest read).
 Layout (append-only; one folder per table, date and run), and why a reader never sees half a file:
 results/README.md, "Layout". Every file carries the full schema below, so
 ``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
-the schema applied (columns added in later versions read as null in older files)."""
+the schema applied and files of an older layout read as today's (:mod:`harness.results.layouts`)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from harness.contract.columns import flatten, leaves
 from harness.contract.records import CellRow, CollectiveRow, CostRow, NightlyRow, RatioRow, Status, WindowRow
+from harness.results.layouts import LAYOUT, LAYOUT_KEY, upgrade
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ NIGHTLY_COLUMNS = columns_of(NightlyRow)
 
 
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
-    return pa.schema([pa.field(c.name, c.type) for c in columns])
+    """The columns' schema, today's layout in its metadata (:data:`harness.results.layouts.LAYOUT`)."""
+    return pa.schema([pa.field(c.name, c.type) for c in columns], metadata={LAYOUT_KEY: str(LAYOUT).encode()})
 
 
 CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
@@ -203,12 +205,18 @@ def read_file(path: Path, schema: pa.Schema) -> pa.Table:
     return ds.dataset([str(path)], schema=schema, format="parquet").to_table()
 
 
-def _read(root: Path, schema: pa.Schema) -> pd.DataFrame:
-    """Every file of a table folder at once; when one cannot be read, file by file, every damaged
-    one named (:func:`damage_text`) and left out, the others' rows kept."""
-    files = table_files(root)
-    if not files:
-        return schema.empty_table().to_pandas(types_mapper=_NULLABLE.get)
+def _layout(path: Path) -> int:
+    """The layout a table file was written in (0: none recorded; a file that cannot be read: today's,
+    for :func:`_read_files` to name)."""
+    try:
+        return int((pq.read_schema(path).metadata or {}).get(LAYOUT_KEY, b"0"))
+    except READ_ERRORS:
+        return LAYOUT
+
+
+def _read_files(files: Sequence[Path], schema: pa.Schema) -> pd.DataFrame:
+    """``files`` at once; when one cannot be read, file by file, every damaged one named
+    (:func:`damage_text`) and left out, the others' rows kept."""
     try:
         table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table()
     except READ_ERRORS:
@@ -224,34 +232,45 @@ def _read(root: Path, schema: pa.Schema) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
+def _read(root: Path, table: str) -> pd.DataFrame:
+    """Every file of a table folder (``table``: its name in :data:`TABLES`), those of layout 0
+    first, upgraded (:func:`harness.results.layouts.upgrade`)."""
+    files, schema = table_files(root), TABLES[table]
+    old = [f for f in files if _layout(f) == 0]
+    frames = [upgrade(table, _read_files(old, schema))] if old else []
+    if len(old) < len(files) or not files:
+        frames.append(_read_files([f for f in files if f not in old], schema))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
 def read_cells(results: str | Path) -> pd.DataFrame:
     """Every cell row under ``results/cells`` as a pandas DataFrame (documented schema)."""
-    return _read(Path(results) / "cells", CELL_SCHEMA)
+    return _read(Path(results) / "cells", "cells")
 
 
 def read_windows(results: str | Path) -> pd.DataFrame:
     """Every window row under ``results/windows`` as a pandas DataFrame."""
-    return _read(Path(results) / "windows", WINDOW_SCHEMA)
+    return _read(Path(results) / "windows", "windows")
 
 
 def read_collectives(results: str | Path) -> pd.DataFrame:
     """Every collectives row under ``results/collectives`` as a pandas DataFrame."""
-    return _read(Path(results) / "collectives", COLLECTIVE_SCHEMA)
+    return _read(Path(results) / "collectives", "collectives")
 
 
 def read_ratios(results: str | Path) -> pd.DataFrame:
     """Every ratios row under ``results/ratios`` as a pandas DataFrame."""
-    return _read(Path(results) / "ratios", RATIO_SCHEMA)
+    return _read(Path(results) / "ratios", "ratios")
 
 
 def read_costs(results: str | Path) -> pd.DataFrame:
     """Every costs row under ``results/costs`` (one per local run) as a pandas DataFrame."""
-    return _read(Path(results) / "costs", COST_SCHEMA)
+    return _read(Path(results) / "costs", "costs")
 
 
 def read_nightly(results: str | Path) -> pd.DataFrame:
     """Every nightly point under ``results/nightly/points`` as a pandas DataFrame."""
-    return _read(Path(results) / NIGHTLY_FOLDER / "points", NIGHTLY_SCHEMA)
+    return _read(Path(results) / NIGHTLY_FOLDER / "points", "points")
 
 
 TABLES = {

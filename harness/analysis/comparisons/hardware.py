@@ -60,8 +60,8 @@ class NoBf16:
 
     machine: str
     units: tuple[str, ...] | None
-    """Its CPU flags that show bfloat16 units (:attr:`MachineFacts.bf16_units`); None: its runs
-    recorded no CPU flags (older than 2026-11-28)."""
+    """Its CPU flags that show bfloat16 units (:attr:`MachineFacts.bf16_units`); None: its runs are
+    from before the suite recorded its machine facts."""
     trained: tuple[str, ...]
     """The precisions its runs trained the model in (float32, mixed_float16)."""
 
@@ -263,10 +263,10 @@ def _model(
 
 def _no_bf16(m: MachineRuns, model: str, figs: Mapping[tuple[str, str], Figure]) -> NoBf16 | None:
     """:class:`NoBf16` where machine ``m`` has no GPU, trained ``model`` but never in mixed bfloat16,
-    and its CPU has bfloat16 units (or its runs recorded no CPU flags); else None."""
+    and its CPU has bfloat16 units (or its runs recorded no machine facts); else None."""
     trained = {f.cell.precision for (n, _), f in figs.items() if n == m.name and f.cell.model == model}
-    units = None if m.facts is None else m.facts.bf16_units
-    if not trained or "mixed_bfloat16" in trained or units == () or (m.facts and m.facts.gpus):
+    units = None if m.facts.partial else m.facts.bf16_units
+    if not trained or "mixed_bfloat16" in trained or units == () or m.facts.gpus:
         return None
     return NoBf16(m.name, units, tuple(sorted(trained)))
 

@@ -132,7 +132,7 @@ def no_bf16_words(n: NoBf16) -> str:
     if n.units:
         why = f"its CPU has bfloat16 units ({', '.join(n.units)}) but {trained}"
     else:
-        why = f"{trained} and recorded no CPU flags (older than 2026-11-28): its CPU may have bfloat16 units"
+        why = f"{trained} and are from before the suite recorded its machine facts: its CPU may have bfloat16 units"
     where = "" if n.units else " where the CPU has them"
     run = f"`python -m harness run --sweep default` on it races mixed bfloat16{where}"
     return f"on {_q(n.machine)}, its best may be higher than shown: {why} ({run})"
@@ -140,7 +140,11 @@ def no_bf16_words(n: NoBf16) -> str:
 
 def facts_words(m: MachineRuns) -> str:
     """The machine's facts in one line (:attr:`MachineFacts.words`), or why there are none."""
-    return m.facts.words if m.facts is not None else "facts not recorded (a run older than 2026-11-28)"
+    return (
+        "facts not recorded (a run from before the suite recorded its machine facts)"
+        if m.facts.partial
+        else m.facts.words
+    )
 
 
 def machine_lines(c: HardwareComparison) -> list[str]:

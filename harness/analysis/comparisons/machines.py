@@ -38,8 +38,7 @@ class RunMachine:
     start: str
     """The run's first row's timestamp (ISO 8601 UTC)."""
     name: str
-    facts: MachineFacts | None
-    """None: a run older than the facts (its rows hold only the CPU model and core count)."""
+    facts: MachineFacts
     peaks: tuple[HostPeak, ...]
     """Its matmul peak in each compute dtype it trained in, float32 first (:func:`host_peaks`)."""
     protocol: int
@@ -60,7 +59,7 @@ class MachineRuns:
     """One machine: its name, facts, peaks (its first run's) and runs, oldest first."""
 
     name: str
-    facts: MachineFacts | None
+    facts: MachineFacts
     peaks: tuple[HostPeak, ...]
     runs: tuple[RunMachine, ...]
     why: str = ""
@@ -78,16 +77,6 @@ class MachineRuns:
             if r.instance:
                 out[r.instance] = (*out.get(r.instance, ()), r.run_id)
         return out
-
-
-def legacy_facts(row: CellRow) -> MachineFacts:
-    """The facts a row older than the facts columns holds: the CPU model, its core count, and the
-    GPU it ran on."""
-    m = row.machine
-    if m is None:
-        return MachineFacts()
-    gpus = (m.device_name or "",) if m.device_kind == "GPU" else ()
-    return MachineFacts(cpu_model=m.host_cpu or "", cores=m.host_cores or 0, gpus=gpus)
 
 
 def host_peaks(rows: Sequence[CellRow]) -> tuple[HostPeak, ...]:
@@ -110,8 +99,8 @@ def host_peaks(rows: Sequence[CellRow]) -> tuple[HostPeak, ...]:
 def of_run(run_id: str, rows: Sequence[CellRow], renames: Mapping[str, str]) -> RunMachine:
     """:class:`RunMachine` of one run's rows (all of one run id)."""
     first = rows[0]
-    facts = MachineFacts.from_json(first.run.machine_facts) if first.run.machine_facts else None
-    name = renames.get(run_id) or first.run.machine or (facts or legacy_facts(first)).default_name
+    facts = MachineFacts.from_json(first.run.machine_facts or "{}")
+    name = renames.get(run_id) or first.run.machine or facts.default_name
     m = next((r.machine for r in rows if r.machine is not None), None)
     software = f"{m.tf_version or '?'} / {m.keras_version or '?'}" if m else "? / ?"
     return RunMachine(
@@ -137,9 +126,8 @@ def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) 
     out: list[MachineRuns] = []
     for name in dict.fromkeys(r.name for r in runs):
         mine = [r for r in runs if r.name == name]
-        known = [r for r in mine if r.facts is not None]
+        known = [r for r in mine if not r.facts.partial]
         for other in known[1:]:
-            assert other.facts is not None and known[0].facts is not None
             diff = known[0].facts.differences(other.facts)
             if diff:
                 raise HarnessError(
@@ -147,7 +135,7 @@ def identify(rows: Sequence[CellRow], renames: Mapping[str, str] | None = None) 
                     f"differ ({'; '.join(diff[:3])}); give one of them its own name with --name "
                     f"{other.run_id}=NAME (or `run --machine NAME` when measuring)."
                 )
-        out += [_machine(name, mine, "")] if all(r.facts for r in mine) else _split_by_peak(name, mine)
+        out += [_machine(name, mine, "")] if len(known) == len(mine) else _split_by_peak(name, mine)
     return sorted(out, key=lambda m: m.name)
 
 

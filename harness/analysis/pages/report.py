@@ -155,8 +155,8 @@ def build_html(
 
 
 def _min_effect(ratios: Sequence[RatioRow]) -> float:
-    """The run's --min-effect as its ratio rows record it (the default before they did)."""
-    return next((r.min_effect for r in ratios if r.min_effect), stats.MIN_EFFECT)
+    """The run's --min-effect as its ratio rows record it (the default where it has none)."""
+    return ratios[0].min_effect if ratios else stats.MIN_EFFECT
 
 
 ANSWER_FIGURE = "answer"
@@ -191,28 +191,20 @@ def _predicted(rows: pd.DataFrame, collectives: pd.DataFrame | None) -> str | No
     )
 
 
-def ab_rule(cell: pd.DataFrame, pairs: int) -> tuple[ab.Rule, bool]:
-    """The rule ``ab`` judged a cell's ``pairs`` with, from its rows (``cell``); rows written before
-    they recorded it get ``ab``'s defaults (the bool: recorded). No more pairs asked than the rows
-    hold: only an interrupted cell holds fewer than its --min-pairs."""
-    recorded = "ab_min_effect" in cell and bool(cell["ab_min_effect"].notna().any())
-    rule = (
-        ab.Rule(cell["ab_min_effect"].dropna().iloc[0], min_pairs=int(cell["ab_min_pairs"].dropna().iloc[0]))
-        if recorded
-        else ab.Rule()
-    )
-    least = max(2, min(pairs, rule.min_pairs))
-    return ab.Rule(min_effect=rule.min_effect, min_pairs=least, max_pairs=max(pairs, least)), recorded
+def ab_rule(cell: pd.DataFrame, pairs: int) -> ab.Rule:
+    """The rule ``ab`` judged a cell's ``pairs`` with, from its rows (``cell``). No more pairs asked
+    than the rows hold: only an interrupted cell holds fewer than its --min-pairs."""
+    least = max(2, min(pairs, int(cell["ab_min_pairs"].iloc[0])))
+    return ab.Rule(float(cell["ab_min_effect"].iloc[0]), min_pairs=least, max_pairs=max(pairs, least))
 
 
 def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
     """The page of an ``ab`` comparison: per cell the pairs' B/A with its verdict under the rule its
     run used (:func:`ab_rule`), and the pairs' figure."""
-    lines, defaults = [], False
+    lines = []
     modes = paired.groupby("cell_id")["ab_mode"].first().to_dict() if "ab_mode" in paired else {}
     for cell_id, part in ab.pair_ratios(paired).groupby("cell_id"):
-        rule, recorded = ab_rule(paired[paired["cell_id"] == cell_id], len(part))
-        defaults |= not recorded
+        rule = ab_rule(paired[paired["cell_id"] == cell_id], len(part))
         d = ab.decide(list(part["ratio"]), rule)
         effect = f"{rule.min_effect:.0%}"
         lines.append(
@@ -223,7 +215,6 @@ def ab_html(paired: pd.DataFrame, figures: Sequence[Path], title: str) -> str:
         "report_ab.html",
         title=title,
         sides=", ".join(f"{k}: TensorFlow {v}" for k, v in sorted(versions.items())),
-        defaults=defaults,
         lines=lines,
         figures=[(p.stem, _png(p)) for p in figures if p.suffix == ".png"],
     )

@@ -16,30 +16,19 @@ from harness.analysis.run import render
 from harness.analysis.run.numerics import numerics_line
 from harness.contract.machine import MachineFacts
 from harness.contract.records import Axes, Breakdown, CellRow, RatioRow
-from harness.errors import HarnessError
 from harness.formulas import breakdown
 from harness.formulas.verdicts import EQUIVALENT, HIGHER, LOWER, NOT_MEASURED, UNDECIDED
 from harness.spec import words
-from harness.spec.axes import AXES, AXIS_BY_NAME, Axis, AxisValue
+from harness.spec.axes import AXES, AXIS_BY_NAME, AxisValue
 from harness.spec.groups import Relation
 from harness.spec.protocol import bf16_reason
 from harness.spec.strategies import STRATEGIES
 
 
 def values(cell: Axes) -> dict[str, AxisValue]:
-    """A stored row's configuration: axis name -> value (:mod:`harness.spec.words`). A column
-    whose stored value the axis does not take (a row written before the axis existed, when the
-    column held something else) is left out: the description does not say it."""
-    return {a.name: v for a in AXES if (v := getattr(cell, a.row_column, None)) is not None and _takes(a, v)}
-
-
-def _takes(axis: Axis, value: object) -> bool:
-    """Whether ``axis`` takes ``value``, or ``value`` is the axis's inapplicable one."""
-    try:
-        axis.check(value)
-    except HarnessError:
-        return value == axis.inapplicable
-    return True
+    """A stored row's configuration: axis name -> value (:mod:`harness.spec.words`); an axis the
+    row holds no value of (a figure's partial row) is left out."""
+    return {a.name: v for a in AXES if (v := getattr(cell, a.row_column, None)) is not None}
 
 
 @dataclass(frozen=True)

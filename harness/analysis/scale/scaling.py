@@ -274,16 +274,14 @@ def baseline_key(a: Axes | Cell) -> tuple[object, ...]:
     (:func:`harness.results.references.find_baseline`): its values of the axes of identity key
     ``baseline`` (:func:`harness.spec.axes.key_axes`: model, data, strategy, accumulation, loop,
     steps per execution, precision, XLA, loss, co-tenants, optimizer), then the per-replica batch
-    (weak scaling). A stored row's null (a row written before the axis) reads as the axis's default."""
-    if isinstance(a, Cell):
-        return (*(getattr(a, axis.name) for axis in key_axes(BASELINE)), a.per_replica_batch)
+    (weak scaling)."""
     return (*_key_values(a).values(), a.per_replica_batch)
 
 
-def _key_values(a: Axes) -> dict[str, object]:
-    """A stored row's values of the baseline key's axes, by axis name (null: the axis's default)."""
+def _key_values(a: Axes | Cell) -> dict[str, object]:
+    """A cell's or a stored row's values of the baseline key's axes, by axis name."""
     return {
-        axis.name: axis.default if (v := getattr(a, axis.row_column)) is None else v
+        axis.name: getattr(a, axis.name if isinstance(a, Cell) else axis.row_column)
         for axis in key_axes(BASELINE)
     }
 
@@ -295,8 +293,8 @@ def config_of(a: Axes) -> Cell:
 
 
 def one_node(row: CellRow) -> bool:
-    """Whether the row was measured on one machine (``nodes`` 1, or null: a local run, or a row
-    written before the column)."""
+    """Whether the row was measured on one machine (``nodes`` 1: a local run; null: a row made
+    elsewhere than a run's cells, e.g. ``ab``'s)."""
     return (row.ran.nodes or 1) <= 1
 
 

@@ -47,7 +47,7 @@ class AbInfo:
             "",
             "`ab`: turns (the pair's processes live at once, each side's windows timed in turns "
             "with the whole machine) or alternate (one after the other, each with the whole host); "
-            "duet in rows before 2026-11-28 (the pair's processes at once, pinned to the same CPUs).",
+            "duet in older rows (the pair's processes at once, pinned to the same CPUs).",
         ),
     ] = None
     ab_turn_ratio: Annotated[
@@ -63,7 +63,7 @@ class AbInfo:
         str | None,
         Col(
             "",
-            "`ab` duet, in rows before 2026-11-28: the host CPUs this process and its partner were "
+            "`ab` duet, in older rows: the host CPUs this process and its partner were "
             'pinned to, e.g. "0,1" (null: not pinned).',
         ),
     ] = None

@@ -38,15 +38,15 @@ class CostRow:
     turns_s: Annotated[float, Col("s", "Window turns, wall time (the timed windows and the hand-overs).")]
     windows_s: Annotated[float, Col("s", "Timed windows inside the window turns: the measurement itself.")]
     finish_s: Annotated[
-        float, Col("s", "Finishing turns: integrity checks (the step breakdown before 2026-11-27 too).")
+        float, Col("s", "Finishing turns: integrity checks (the step breakdown too in older rows).")
     ]
     exit_s: Annotated[float, Col("s", "From the last finishing turn to every process of the instance gone.")]
     breakdown_s: Annotated[
         float | None,
         Col(
             "s",
-            "Step breakdown processes after the turns, one per cell broken down, wall time; null "
-            "before 2026-11-27, when the breakdown ran in the finishing turns.",
+            "Step breakdown processes after the turns, one per cell broken down, wall time (0 in "
+            "older rows, whose breakdowns ran in the finishing turns).",
         ),
     ] = None
     breakdowns: Annotated[int | None, Col("processes", "Step breakdown processes after the turns.")] = None

@@ -96,8 +96,7 @@ class NightlyRow:
             "",
             "Rule (a), in the suite's four verdicts: lower (a regression alarm) or higher (an "
             "improvement: the CI wholly beyond min_effect of 1), equivalent (wholly within), "
-            "undecided; or reverted (back at the level before the previous night's alarm). Rows "
-            "written before 2026-11-26 say regression, improvement, no change.",
+            "undecided; or reverted (back at the level before the previous night's alarm).",
         ),
     ] = None
     baseline: Annotated[

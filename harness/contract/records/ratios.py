@@ -9,6 +9,7 @@ from typing import Annotated
 from harness.contract.columns import CI, Col, Estimate
 from harness.contract.records.shared import RunFingerprint, RunInfo
 from harness.spec.groups import Relation
+from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
 _RELATION = "What the ratio compares: " + ", ".join(f"{r.value} ({r.compares})" for r in Relation) + "."
 """The ``relation`` column's description: every :class:`Relation` and what it compares."""
@@ -43,12 +44,8 @@ class RatioRow:
     blocks: Annotated[int, Col("blocks", "Blocks of turns per instance.")]
     turn_s: Annotated[float, Col("s", "Target length of one turn (a timed window).")]
     min_effect: Annotated[
-        float | None,
-        Col(
-            "1",
-            "The smallest change the verdict calls (run --min-effect; ab --min-effect); null before 2026-11-26: 0.05.",
-        ),
-    ] = None
+        float, Col("1", "The smallest change the verdict calls (run --min-effect; ab --min-effect).")
+    ] = DEFAULT_MIN_EFFECT
     sd_between: Annotated[
         float | None, Col("log", "Standard deviation of the instance log ratios (ddof 1).")
     ] = None

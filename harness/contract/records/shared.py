@@ -76,7 +76,7 @@ MachineName = Annotated[
     Col(
         "",
         "The machine's name: `run --machine NAME`, else `<CPU model> <N> cores` or the GPU's name, "
-        "plus machine_id (null: a run older than 2026-11-28).",
+        "plus machine_id.",
     ),
 ]
 
@@ -94,7 +94,7 @@ class RunInfo:
         str | None,
         Col(
             "",
-            "6 hex digits of a hash of machine_facts: runs with equal facts have equal ids (null: an older run).",
+            "6 hex digits of a hash of machine_facts: runs with equal facts have equal ids (null in older rows).",
         ),
     ] = None
     instance_id: Annotated[
@@ -112,7 +112,7 @@ class RunInfo:
             "JSON",
             "The facts that tell machines apart (harness.contract.machine.MachineFacts): CPU model, "
             "family/model/stepping, flags, usable cores, cgroup CPU quota, caches, memory; GPU names, "
-            "memory, driver. Null: a run older than 2026-11-28, told apart by its measured peak.",
+            "memory, driver; older rows read with the CPU model, cores and GPU they hold, marked partial.",
         ),
     ] = None
     protocol_version: Annotated[
@@ -120,7 +120,7 @@ class RunInfo:
         Col(
             "",
             "Measurement-protocol version (harness.contract.machine.PROTOCOL_VERSION): runs compare "
-            "across machines only when it agrees; null: an older run, version 1.",
+            "across machines only when it agrees.",
         ),
     ] = None
 

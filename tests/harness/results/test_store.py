@@ -173,7 +173,7 @@ def test_missing_columns_read_as_null(tmp_path):
     assert list(df.columns) == CELL_SCHEMA.names
     assert df.loc[0, "cell_id"] == "c" and df.loc[0, "reason"] == "why"
     assert math.isnan(df.loc[0, "examples_per_sec"])
-    assert pd.isna(df.loc[0, "model"])
+    assert pd.isna(df.loc[0, "learning_rate"]) and df.loc[0, "xla"] == "off"  # an axis: its default
     (record,) = unflatten_all(CellRow, df.to_dict("records"))
     assert record.cell.cell_id == "c" and record.status == Status.UNSUPPORTED and record.reason == "why"
     assert record.examples_per_sec.value is None and record.machine is None

@@ -12,7 +12,7 @@ from harness.analysis.scale import scaling
 from harness.contract.records import Axes
 from harness.errors import HarnessError
 from harness.results.references import find_baseline
-from harness.spec.axes import AXIS_BY_NAME, BASELINE, key_axes
+from harness.spec.axes import BASELINE, key_axes
 from harness.spec.cell import Cell
 from tests.harness.analysis.scale.test_links import row
 from tests.harness.analysis.scale.test_scaling_interval import collectives
@@ -36,13 +36,6 @@ def test_the_key_is_the_efficiency_baselines_own() -> None:
         other = replace(ONE, **{axis: value})
         assert scaling.baseline_key(other) != scaling.baseline_key(ONE), axis
         assert find_baseline(two, [row(other, "r", 1.0, nodes=1)]) is None, axis
-
-
-def test_a_null_column_reads_as_the_axis_default() -> None:
-    old = row(ONE, "old", 6400.0, nodes=None)
-    old = replace(old, cell=replace(old.cell, xla=None, optimizer=None, loss=None))  # type: ignore[arg-type]
-    assert scaling.baseline_key(old.cell) == scaling.baseline_key(ONE)
-    assert AXIS_BY_NAME["xla"].default == "off"
 
 
 def test_config_of_a_row_is_its_one_device_cell() -> None:
@@ -74,7 +67,7 @@ def test_a_row_differing_only_in_xla_or_optimizer_is_never_the_baseline() -> Non
 
 def test_the_baseline_is_measured_on_one_node_where_there_is_one() -> None:
     local = row(ONE, "a", 6400.0, nodes=1, day=1)
-    old = row(ONE, "b", 6300.0, nodes=None, day=2)  # a row from before the column: one node
+    old = row(ONE, "b", 6300.0, nodes=1, day=2)  # newer, on one node too
     cluster = row(ONE, "c", 5000.0, nodes=2, link=9.4, day=3)
     assert scaling.find_one_device([local, cluster], ONE) is local
     assert scaling.find_one_device([local, old, cluster], ONE) is old
