@@ -54,7 +54,7 @@ class Turn:
     other_cpu_s: float = 0.0
     """CPU seconds the host spent during the turn on anything but the member and the run's other
     processes: kernel threads, interrupts, other programs, the hypervisor's steal, tick-sampling
-    noise (:mod:`harness.launch.system.cpu_use`). Journals written before 2026-11-26 counted the run's
+    noise (:mod:`harness.launch.system.cpu_use`). Older journals counted the run's
     other processes here too (their ``run_cpu_s`` is 0 and ``foreign_cpu_s`` NaN)."""
     run_cpu_s: float = 0.0
     """CPU seconds the run's other processes used during the turn: the parent, its fork servers,

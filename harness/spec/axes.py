@@ -397,7 +397,7 @@ AXES: tuple[Axis, ...] = (
         essential=True,
         said_at=11,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
-        column="--jit-compile: off, or on (the training step asked to be XLA-compiled; jit_compile says what ran). Null in rows written before 2026-11-26, which ran with it off.",
+        column="--jit-compile: off, or on (the training step asked to be XLA-compiled; jit_compile says what ran).",
     ),
     Axis(
         "loss",
@@ -463,8 +463,7 @@ AXES: tuple[Axis, ...] = (
         words={"sgd": "plain SGD", "adam": "Adam"},
         said_at=18,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
-        column="The Keras optimizer (learning_rate: its rate); rows written before 2026-11-27 hold "
-        "SGD(learning_rate=0.01), the only one then.",
+        column="The Keras optimizer (learning_rate: its rate).",
     ),
 )
 

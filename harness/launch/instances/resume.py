@@ -2,7 +2,7 @@
 Its entries, in the order a run appends them:
 
 - ``plan`` (first line): run id and date, cells, protocol, platform, MNIST file, the machine
-  (:func:`harness.launch.system.platform.machine`; ``facts`` and ``name`` since 2026-11-28), command line;
+  (:func:`harness.launch.system.platform.machine`; ``facts`` and ``name`` in newer journals), command line;
 - ``peak``: the run's peak log after each peak process;
 - ``instance``: one group instance as it ended, each member's end and its turns (all that
   :class:`harness.launch.sweep.budget.TurnsRun` keeps of it);
@@ -77,7 +77,7 @@ class JournaledPlan:
     machine: dict[str, str]
     command: str
     contenders: tuple[str, ...] = ()
-    """The headline cells' ids (:func:`harness.spec.groups.headline_groups`); none before 2026-11-26."""
+    """The headline cells' ids (:func:`harness.spec.groups.headline_groups`); none in older journals."""
     cluster: dict[str, int] | None = None
     """A real cluster's run: its task counts by type (None: a local run)."""
 
