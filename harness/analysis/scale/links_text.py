@@ -107,7 +107,7 @@ def method(c: LinkComparison) -> str:
     return (
         "How: a run's link is the Gbit/s its chief measured to the slowest other node at the start "
         f"(link_gbps); runs within ±25% of their median are one setting. {across.method(c.spread, 'Runs at two links')}. "
-        f"{verdict_rule(c.min_effect)}. The model (harness.analysis.scale.scale_out): the one-node 1-worker "
+        f"{verdict_rule(c.min_effect)}. The model (docs/how-to/cluster.md): the one-node 1-worker "
         "step, plus each cost across the link the step breakdown timed apart (the gradient all-reduce "
         "and the scalar reductions; a parameter server's reads and updates of the variables), fitted "
         "over every setting to a latency, a wire time at the measured link and a CPU time per byte, "
