@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from harness import __version__
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.contract.outputs import OUTPUTS, dumps
 from harness.errors import EXIT_SHORT_HISTORY, HarnessError
 
@@ -164,11 +164,11 @@ def _no_bare_dashes(parser: argparse.ArgumentParser, argv: list[str]) -> list[st
     return argv
 
 
-def _run(args: argparse.Namespace) -> Outcome:
+def _run(args: argparse.Namespace) -> CommandResult:
     """The command's outcome; a HarnessError printed, its outcome its exit code and ``error``."""
     try:
         return module(args.command).run(args)
     except HarnessError as e:
         label = "not enough history" if e.exit_code == EXIT_SHORT_HISTORY else "error"
         print(f"{label}: {e}", file=sys.stderr)
-        return Outcome(e.exit_code, {"error": str(e)})
+        return CommandResult(e.exit_code, {"error": str(e)})

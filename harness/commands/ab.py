@@ -13,7 +13,7 @@ from typing import Any
 from harness.analysis.run.tables import render_table
 from harness.analysis.versions.ab import EXIT_CODES, FAILED, Rule, overall
 from harness.analysis.versions.ab_text import HEADER, markdown, progress_line, rows
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.paths import add_markdown, check_writable_file, write_markdown
 from harness.commands.selection import Selection, add_dry_run, dry_run_text, refuse_tenant_framework, select
 from harness.commands.shared import (
@@ -113,7 +113,7 @@ def plan(args: argparse.Namespace) -> tuple[AbSide, AbSide, Rule, Mode, Selectio
     return a, b, rule, mode, refuse_tenant_framework(select(args), "ab")
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     a, b, rule, mode, sel = plan(args)
     if a.python == b.python and a.env == b.env:
         print("note: A and B are the same interpreter and settings (an A/A check)", flush=True)
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> Outcome:
     )
     if args.dry_run:
         print(dry_run_text(sel, f"{head}\nmode {mode.name}: {mode.text}"))
-        return Outcome(EXIT_OK)
+        return CommandResult(EXIT_OK)
     interrupt_on_sigterm()
     lock = taken(Path(args.results), args.wait_lock)
     print(head, flush=True)
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> Outcome:
     write_markdown(args.markdown, markdown(result.outcomes, verdict, rule))
     for path in result.paths:
         print(f"wrote {path}")
-    return Outcome(
+    return CommandResult(
         EXIT_INTERRUPTED if result.interrupted else EXIT_CODES[verdict],
         AbOutput(
             ab_id=result.ab_id,

@@ -20,7 +20,7 @@ from harness.analysis.run.tables import render_table
 from harness.analysis.versions import ab, ratio_figure
 from harness.analysis.versions import bisect as bs
 from harness.analysis.versions.bisect_text import BuildFacts, Context, answer, markdown, table
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.selection import Selection, refuse_tenant_framework, select
 from harness.commands.shared import (
     add_envs,
@@ -187,7 +187,7 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     p = plan(args)
     folder = folder_of(Path(args.results), key_of(p.identity()))
     journal_path = folder / JOURNAL
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> Outcome:
         for b in state.builds:
             _say(f"  {b.spec}  {b.date}")
         _say("dry run: nothing started.")
-        return Outcome(0)
+        return CommandResult(0)
     if again:
         known = replay(read(journal_path))
         kept = bs.State(known.state.builds, known.state.skipped, bs.reopen(known.state.measured, p.rule))
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> Outcome:
     return _finish(p, folder, result)
 
 
-def _finish(p: BisectFlags, folder: Path, result: Result) -> Outcome:
+def _finish(p: BisectFlags, folder: Path, result: Result) -> CommandResult:
     """The answer, the table, the page and the figure; the exit code and the ``--json`` object."""
     entries = read(folder / JOURNAL)
     ctx = Context(
@@ -267,7 +267,7 @@ def _finish(p: BisectFlags, folder: Path, result: Result) -> Outcome:
     page.write_text(markdown(lines, result.state, figure[0].name if figure else None))
     for path in [page, *figure, folder / JOURNAL]:
         _say(f"wrote {path}")
-    return Outcome(
+    return CommandResult(
         3 if result.done is None else EXIT_BY_OUTCOME[result.done.outcome], _output(result, folder)
     )
 

@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.paths import add_results_argument, results_roots
 from harness.contract.outputs import CheckOutput
 from harness.errors import EXIT_FAILURE, EXIT_OK
@@ -50,13 +50,13 @@ def _check(root: Root) -> tuple[Scan, list[Finding]]:
     return found, shown
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     roots = history.open_roots(results_roots(args))
     for root in roots:  # every root checked before any is read: a bad one stops the command at once
         require_folder(root.folder, root.given)
     checked = [_check(root) for root in roots]
     findings = [f for _, shown in checked for f in shown]
-    return Outcome(
+    return CommandResult(
         EXIT_FAILURE if any(f.damaged for f in findings) else EXIT_OK,
         CheckOutput(
             results=", ".join(r.given for r in roots),

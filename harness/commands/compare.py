@@ -9,7 +9,7 @@ from typing import Any, cast
 from harness.analysis.comparisons.compare import compare, markdown, series_figures, text_table
 from harness.analysis.comparisons.gate import GatePolicy
 from harness.analysis.run.cost import cost_text
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.paths import (
     add_markdown,
     add_results_argument,
@@ -78,7 +78,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     policy = GatePolicy(args.min_effect, args.z_threshold, args.min_history, args.false_alarm)
     roots = results_roots(args)
     cells, _ = history.load(roots)
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> Outcome:
     series = [
         cast(SeriesOutput, {k: getattr(v, k) for k in SeriesOutput.__annotations__}) for v in result.verdicts
     ]
-    return Outcome(
+    return CommandResult(
         result.exit_code,
         CompareOutput(
             candidate_runs=result.candidate_runs, baseline_runs=result.baseline_runs, series=series

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.analysis.comparisons import hardware, hardware_figure, hardware_text, machines
 from harness.analysis.run.tables import render_table
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.paths import add_results_argument, check_writable_file, out_folder, results_roots
 from harness.commands.shared import across_min_effect, add_across_runs, calibration
 from harness.contract.columns import unflatten_all
@@ -91,7 +91,7 @@ def _renames(items: list[str], all_runs: Any) -> dict[str, str]:
     return out
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     min_effect = across_min_effect(args)
     prices = _prices(args.prices)
     roots = results_roots(args)
@@ -125,4 +125,4 @@ def run(args: argparse.Namespace) -> Outcome:
             w.writerow(hardware_text.EVIDENCE_HEADER)
             w.writerows(evidence)
         print(f"wrote {args.csv}")
-    return Outcome(0, hardware_text.to_json(result))
+    return CommandResult(0, hardware_text.to_json(result))

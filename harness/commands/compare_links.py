@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.analysis.run.tables import render_table
 from harness.analysis.scale import links, links_text, scale_out, scaling_figure
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.paths import add_figures, add_results_argument, out_folder, results_roots
 from harness.commands.selection import int_list
 from harness.commands.shared import across_min_effect, add_across_runs, calibration
@@ -68,7 +68,7 @@ def _gbps(text: str | None) -> tuple[float, ...]:
     return values
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     """Print the comparison (answer, table, where the model is right, the answer for N nodes), draw
     its figure."""
     min_effect = across_min_effect(args)
@@ -86,4 +86,4 @@ def run(args: argparse.Namespace) -> Outcome:
     paths = scaling_figure.draw(result, folder)
     for path in paths:
         print(f"wrote {path}")
-    return Outcome(0, links_text.to_json(result, paths))
+    return CommandResult(0, links_text.to_json(result, paths))

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from harness.analysis.pages.doctor import render, to_json_text
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.selection import add_dry_run, int_list
 from harness.errors import EXIT_OK, require
 from harness.launch.cells.doctor import MWMS_WORKERS, examine
@@ -74,7 +74,7 @@ def plan(args: argparse.Namespace) -> list[int] | None:
     return counts
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     counts = plan(args)
     if args.dry_run:
         which = (
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> Outcome:
             f"allows one; each process may take {args.timeout:g} s.\n"
             "dry run: nothing started."
         )
-        return Outcome(EXIT_OK)
+        return CommandResult(EXIT_OK)
     if not args.json:
         print(
             "probing (one process per replica count, then two local workers per "
@@ -98,4 +98,4 @@ def run(args: argparse.Namespace) -> Outcome:
         )
     report = examine(args.device, counts, args.timeout, args.open_ports)
     print(to_json_text(report) if args.json else render(report))
-    return Outcome(0)
+    return CommandResult(0)

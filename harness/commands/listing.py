@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.selection import add_selection_args, how_it_measures, platform_text, select
 from harness.contract.outputs import ListedCell, ListOutput
 from harness.results.collectives import topology_label
@@ -23,7 +23,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     sel = select(args)
     name = topology_label if sel.sweep.kind == "collectives" else (lambda c: c.id)
     planned = [(c, unsupported_reason(c, sel.platform)) for c in sel.cells]
@@ -37,4 +37,6 @@ def run(args: argparse.Namespace) -> Outcome:
     )
     print("\n".join(how_it_measures(sel)))
     listed = [ListedCell(cell_id=name(c), unsupported=why) for c, why in planned]
-    return Outcome(0, ListOutput(sweep=sel.sweep.name, platform=platform_text(sel.platform), cells=listed))
+    return CommandResult(
+        0, ListOutput(sweep=sel.sweep.name, platform=platform_text(sel.platform), cells=listed)
+    )

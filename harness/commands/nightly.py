@@ -15,7 +15,7 @@ from harness.analysis.run.tables import render_table
 from harness.analysis.versions import nightly
 from harness.analysis.versions.nightly import Rules
 from harness.analysis.versions.nightly_text import markdown, round_line, table
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.paths import add_markdown, check_writable_file, write_markdown
 from harness.commands.selection import (
     Selection,
@@ -142,7 +142,7 @@ def _side_plan(role: str, value: str, envs: str) -> str:
     return f"{role}: {value!r} installed into {env_folder(Path(envs), role, value)}{pinned}"
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     sel, rules, label = plan(args)
     budget_min = sel.protocol.budget_min
     head = (
@@ -154,11 +154,11 @@ def run(args: argparse.Namespace) -> Outcome:
         candidate = _side_plan("candidate", args.candidate, args.envs)
         reference = _side_plan("reference", args.baseline, args.envs)
         print(dry_run_text(sel, f"{head}\n{candidate}\n{reference}"))
-        return Outcome(EXIT_OK)
+        return CommandResult(EXIT_OK)
     return _night(args, sel, rules, label)
 
 
-def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> Outcome:
+def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -> CommandResult:
     interrupt_on_sigterm()
     budget = launch_nightly.NightBudget(sel.protocol.budget_min * 60, args.min_pairs, args.max_pairs)
     baseline_env, candidate_env = side_envs(args)
@@ -186,7 +186,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
         print(f"\nnightly {label} ({result.night_id}): interrupted; no point appended to the series")
         for path in result.paths:
             print(f"wrote {path} (the pairs measured so far)")
-        return Outcome(EXIT_INTERRUPTED)
+        return CommandResult(EXIT_INTERRUPTED)
     failed = sum(v is None for v in night.verdicts)
     verdict = nightly.overall([v for v in night.verdicts if v is not None], rules, failed)
     print()
@@ -197,7 +197,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     for wrote in written:
         print(f"wrote {wrote}")
     sys.stdout.flush()
-    return Outcome(
+    return CommandResult(
         nightly.EXIT_CODES[verdict],
         NightlyOutput(
             night_id=result.night_id,

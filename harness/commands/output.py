@@ -1,4 +1,4 @@
-"""What a command's ``run(args)`` returns (:class:`Outcome`), and ``--json``: the command's one
+"""What a command's ``run(args)`` returns (:class:`CommandResult`), and ``--json``: the command's one
 object on stdout (:mod:`harness.contract.outputs`), the text it prints for people on stderr
 meanwhile. A command that offers it calls :func:`add_json` on its parser and returns its object in
 its outcome; :func:`harness.commands.main` does the rest."""
@@ -12,7 +12,7 @@ from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
-class Outcome:
+class CommandResult:
     """A command's exit code and its ``--json`` object (a :mod:`harness.contract.outputs` type;
     empty for a command without one, or one that stopped before it had it)."""
 

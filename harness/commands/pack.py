@@ -13,7 +13,7 @@ import pandas as pd
 
 from harness import __version__
 from harness.analysis.comparisons.compare import machine_names
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.paths import RESULTS, check_writable_file
 from harness.errors import HarnessError
 from harness.results import history
@@ -110,7 +110,7 @@ def size_text(size: int) -> str:
     return f"{size} B" if not power else f"{size / 1024**power:.1f} {('KiB', 'MiB', 'GiB')[power - 1]}"
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     if args.out is not None and not (args.out.endswith(SUFFIX) and len(Path(args.out).name) > len(SUFFIX)):
         raise HarnessError(f"Received --out={args.out!r}; expected a file name ending {SUFFIX}.")
     root = Path(args.results)
@@ -135,4 +135,4 @@ def run(args: argparse.Namespace) -> Outcome:
         f"wrote {out}: {runs}, {rows[0]} cell rows, {rows[1]} collectives rows, {packed.files} files, "
         f"{size_text(packed.size)}"
     )
-    return Outcome(0)
+    return CommandResult(0)

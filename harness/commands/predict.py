@@ -15,7 +15,7 @@ import pandas as pd
 from harness.analysis.run.tables import num, render_table
 from harness.analysis.scale import scaling
 from harness.analysis.scale.scaling_figure import prediction_figure
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.paths import add_figures, add_results_argument, out_folder, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
@@ -168,7 +168,7 @@ def _ranged(value: float | None, low: float | None, high: float | None) -> str:
     return num(value, ",.0f") + (f" [{num(low, ',.0f')}..{num(high, ',.0f')}]" if known else "")
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     q, roots = query(args), results_roots(args)
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
@@ -192,4 +192,4 @@ def run(args: argparse.Namespace) -> Outcome:
     for path in paths:
         print(f"wrote {path}")
     figures = [str(p) for p in paths]
-    return Outcome(0, {"lines": lines.to_dict("records"), "method": found.method, "figures": figures})
+    return CommandResult(0, {"lines": lines.to_dict("records"), "method": found.method, "figures": figures})

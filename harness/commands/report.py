@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from harness.analysis.pages.report import write_report
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.paths import add_results_argument, out_folder, results_roots
 from harness.results import history
 
@@ -34,7 +34,7 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     roots = results_roots(args)
     cells, _ = history.load(roots, ab=True)
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
@@ -48,4 +48,4 @@ def run(args: argparse.Namespace) -> Outcome:
     page = next((p for p in written if p.suffix == ".html"), None)
     figures = [p for p in written if p.suffix == ".png"]
     print(f"report: {page} (open it in a browser; {len(figures)} figures, PNG and SVG, in {out / 'figures'})")
-    return Outcome(0)
+    return CommandResult(0)

@@ -25,7 +25,7 @@ from harness.analysis.run.tables import (
     summary_table,
 )
 from harness.analysis.scale.collectives import table_lines
-from harness.commands.output import Outcome, add_json
+from harness.commands.output import CommandResult, add_json
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -111,7 +111,7 @@ KEPT_WITH_RESUME = {
 journal (``--machine`` is checked against the journal's name)."""
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     if args.resume is not None:
         return _resume(args)
     sel = select(args)  # every check made before the first process
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> Outcome:
     out = Path(args.results)
     if args.dry_run:
         print(dry_run_text(sel, _plan_head(sel, out)))
-        return Outcome(EXIT_OK)
+        return CommandResult(EXIT_OK)
     interrupt_on_sigterm()
     config = sel.cluster
     if config is not None and config.role != Role.CHIEF:  # its chief holds its machine's lock
@@ -165,18 +165,18 @@ def _bf16(sel: Selection) -> str:
     )
 
 
-def _take_part(config: ClusterConfig, out: Path) -> Outcome:
+def _take_part(config: ClusterConfig, out: Path) -> CommandResult:
     """A peer's or a server's part of a real-cluster run (:func:`harness.launch.sweep.sweep_run.take_part`)."""
     try:
         end = sweep_run.take_part(out, config)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return Outcome(EXIT_INTERRUPTED)
+        return CommandResult(EXIT_INTERRUPTED)
     print(end.text, flush=True)
-    return Outcome(end.code)
+    return CommandResult(end.code)
 
 
-def _resume(args: argparse.Namespace) -> Outcome:
+def _resume(args: argparse.Namespace) -> CommandResult:
     """``run --resume RUN_ID``: the journal read and checked against this machine (its software and
     facts; ``--machine``, if given, against its name), then the run goes on where it stopped, its
     rows named as the journal's machine."""
@@ -207,7 +207,7 @@ def _resume(args: argparse.Namespace) -> Outcome:
             f"instances already measured, {resumed.elapsed_s / 60:.1f} of {plan.protocol.budget_min:g} "
             f"min of its budget spent; machine {host.name!r}; results -> {out}"
         )
-        return Outcome(EXIT_OK)
+        return CommandResult(EXIT_OK)
     interrupt_on_sigterm()
     request = Request(out, args.wait_lock)
     if config is not None:
@@ -276,7 +276,7 @@ def cluster_note(rows: Sequence[CellRow]) -> str:
     return f"cluster: {r.ran.nodes} nodes ({r.ran.placement}); {link}."
 
 
-def _summary(result: RunResult, pr: Protocol, local: bool) -> Outcome:
+def _summary(result: RunResult, pr: Protocol, local: bool) -> CommandResult:
     """The run's table, footnotes, ratios, counts, unstable cells and costs, then the answer in
     words (the run's last screen); its exit code and ``--json`` object."""
     print()
@@ -312,7 +312,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> Outcome:
     if result.ratios:
         print()
         print(answer.text(answer.answers(result.rows, result.ratios), result.rows))
-    return Outcome(
+    return CommandResult(
         code,
         RunOutput(
             run_id=result.run_id,
@@ -325,7 +325,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> Outcome:
     )
 
 
-def _collectives_summary(result: RunResult, pr: Protocol) -> Outcome:
+def _collectives_summary(result: RunResult, pr: Protocol) -> CommandResult:
     """--sweep collectives: the all-reduce table, what its columns are, the counts; the exit code."""
     print()
     print(render_table(*table_lines(result.collectives)))
@@ -336,7 +336,7 @@ def _collectives_summary(result: RunResult, pr: Protocol) -> Outcome:
         "busbw = bytes / time x 2(n-1)/n (nccl-tests); check: the sum of participant k's k+1"
     )
     _print_counts(result.run_id, [str(r.get("status")) for r in result.collectives])
-    return Outcome(_ending(result, "topologies"))
+    return CommandResult(_ending(result, "topologies"))
 
 
 def _print_counts(run_id: str, statuses: Sequence[str]) -> None:

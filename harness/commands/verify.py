@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.analysis.run.numerics import ACROSS
 from harness.analysis.run.verdicts import judge, verdict_table
-from harness.commands.output import Outcome
+from harness.commands.output import CommandResult
 from harness.commands.selection import Selection, add_dry_run, add_selection_args, dry_run_text, select
 from harness.commands.shared import interrupt_on_sigterm
 from harness.contract.records import Status
@@ -64,15 +64,15 @@ def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     sel = select(args)  # every check made before the first process
     updates = verify_updates(args.updates, sel.cells)
     if args.dry_run:
         head = f"verify: {updates} updates per cell from seed {sel.protocol.seed}"
         print(dry_run_text(sel, head, args.include_unsupported))
-        return Outcome(EXIT_OK)
+        return CommandResult(EXIT_OK)
     interrupt_on_sigterm()
-    return Outcome(verify(sel, updates, args.include_unsupported))
+    return CommandResult(verify(sel, updates, args.include_unsupported))
 
 
 def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
