@@ -202,11 +202,6 @@ def markdown(result: GateResult) -> str:
     )
 
 
-def write_markdown(result: GateResult, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(result))
-
-
 MAX_SERIES_FIGURES = 12
 
 
