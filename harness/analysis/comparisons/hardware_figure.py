@@ -53,8 +53,7 @@ def _throughput(ax: Any, c: HardwareComparison, a: ModelAnswer, colour: dict[str
         ax.errorbar(xs, ys, xerr=err, fmt="o", color=colour[m.name], label=m.name, capsize=2, ms=4)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel("examples/s (log scale)")
+    ax.set(xscale="log", xlabel="examples/s (log scale)")
     ax.set_title(f"{a.title}", fontsize=9, loc="left")
     ax.legend(fontsize=7, loc="lower right")
 

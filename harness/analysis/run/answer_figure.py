@@ -152,8 +152,7 @@ def _panel(ax: Any, panel: Panel, min_effect: float) -> None:
         else:  # the words in place of a point, at the left of the panel (x in axes fractions, y in rows)
             grey = {"fontsize": 8, "color": "#606060", "style": "italic"}
             ax.text(0.01, y, NOT_MEASURED, transform=ax.get_yaxis_transform(), va="center", **grey)
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
+    ax.set(xscale="log", xlim=(lo, hi))
     marks = ticks(lo, hi)
     ax.set_xticks(marks, [percent(t, digits=0) for t in marks])
     ax.minorticks_off()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -59,11 +59,9 @@ def ci_bars(est: Sequence[Estimate]) -> tuple[list[float], list[list[float]]]:
 def save(fig: Any, out: Path, name: str) -> list[Path]:
     """``out/name.png`` and ``out/name.svg`` (creating ``out``); closes the figure."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in FORMATS:
-        path = out / f"{name}.{ext}"
+    paths = [out / f"{name}.{ext}" for ext in FORMATS]
+    for path in paths:
         fig.savefig(path, bbox_inches="tight", dpi=110)
-        paths.append(path)
     pyplot().close(fig)
     return paths
 
@@ -150,7 +148,7 @@ def _facet_models(
 
 
 def _lines(
-    ok: pd.DataFrame, x: str, unsaid: Sequence[str], how: str = "nunique"
+    ok: pd.DataFrame, x: str, unsaid: Sequence[str], how: Literal["nunique", "max"] = "nunique"
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The rows ``ok`` with column ``series`` (their configuration in words but for ``unsaid``),
     only the series whose ``how`` (``nunique`` or ``max``) of column ``x`` is over 1 within their
@@ -307,20 +305,13 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for cell, s in part.sort_values("tenants").groupby("series"):
-            c = colors[str(cell)]
-            y = s["examples_per_sec"].astype(float)
+            c, t, y = colors[str(cell)], s["tenants"].astype(float), s["examples_per_sec"].astype(float)
             _ci_line(ax, s, "tenants", f"{cell}: aggregate", c)
-            lo = s["tenant_examples_per_sec_min"].astype(float)
-            hi = s["tenant_examples_per_sec_max"].astype(float)
-            ax.fill_between(
-                s["tenants"], lo, hi, color=c, alpha=0.25, label=f"{cell}: slowest..fastest tenant"
-            )
-            ax.plot(
-                s["tenants"], y / s["tenants"], "s--", color=c, label=f"{cell}: per tenant (aggregate / T)"
-            )
+            band = (s[f"tenant_examples_per_sec_{end}"].astype(float) for end in ("min", "max"))
+            ax.fill_between(t, *band, color=c, alpha=0.25, label=f"{cell}: slowest..fastest tenant")
+            ax.plot(t, y / t, "s--", color=c, label=f"{cell}: per tenant (aggregate / T)")
             alone = s[s["tenants"] == 1]["examples_per_sec"]
             if len(alone):
-                t = s["tenants"].astype(float)
                 ax.plot(t, float(alone.iloc[0]) / t, ":", color=c, label=f"{cell}: alone / T")
         _from_zero(ax, part["tenants"])
 

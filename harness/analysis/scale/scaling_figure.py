@@ -66,8 +66,7 @@ def _panel(ax: Any, conf: Configuration) -> None:
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))  # 1, 10, 25: not powers of ten
     ax.set_ylim(0, None)
-    ax.set_xlabel("measured link, Gbit/s (log scale)")
-    ax.set_ylabel("examples/s")
+    ax.set(xlabel="measured link, Gbit/s (log scale)", ylabel="examples/s")
     ax.set_title(textwrap.fill(conf.title, 60), fontsize=8, loc="left")
     ax.legend(fontsize=7, loc="lower right")
 
@@ -111,8 +110,7 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
             plots.annotate(ax, f"{r['error']:+.0%}", (r["devices"], r["measured_examples_per_sec"]))
     _devices_axis(ax, lines["devices"])
     ax.set_ylim(0, WHISKER_CAP * top if cut else None)
-    ax.set_xlabel("devices (replicas x workers)")
-    ax.set_ylabel("examples/s")
+    ax.set(xlabel="devices (replicas x workers)", ylabel="examples/s")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return plots.save(fig, stem.parent, stem.name)
