@@ -81,10 +81,8 @@ def instance_spread(types: Sequence[Sequence[Sequence[CellRow]]]) -> RunSpread:
     run-to-run shift it holds)."""
     parts = RunSpread()
     for instances in types:
-        fitted = across_runs.fit(
-            [Run(min(r.run.timestamp for r in rows), _pooled(rows)) for rows in instances]
-        )
-        shift = fitted.part(across_runs.SHIFT)
+        pseudo = [Run(min(r.run.timestamp for r in rows), _pooled(rows)) for rows in instances]
+        shift = across_runs.fit(pseudo).part(across_runs.SHIFT)
         parts = parts + RunSpread(((across_runs.INSTANCE, shift),)) if shift.df else parts
     return parts
 

@@ -202,11 +202,6 @@ def markdown(result: GateResult) -> str:
     )
 
 
-def write_markdown(result: GateResult, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(result))
-
-
 MAX_SERIES_FIGURES = 12
 
 
@@ -233,10 +228,8 @@ def series_figures(cells: pd.DataFrame, result: GateResult, out: Path) -> list[P
             ax.axvline(k - 0.5, color="gray", linestyle="--", linewidth=1)
         ax.set_xticks(x, [str(t)[:10] for t in s["timestamp"]], rotation=60, fontsize=7)
         ax.set_ylabel("examples/s")
-        ax.set_title(
-            f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; dashed: change points",
-            fontsize=8,
-        )
+        said = f"{v.cell_id}\n{v.change}: {(v.ratio or 1) - 1:+.1%}, z {v.z:+.1f}; dashed: change points"
+        ax.set_title(said, fontsize=8)
         ax.legend(fontsize=7)
         paths += plots.save(fig, out, f"series_{n:02d}_{v.change.replace(' ', '_')}")
     return paths

@@ -167,19 +167,9 @@ def judge_series(
         change = LOWER
     elif lo > 1 and ratio >= 1 + policy.min_effect and z >= policy.z_threshold:
         change = HIGHER
+    detectable = detectable_effect(baseline_v, len(candidate), policy, scale)
     return SeriesVerdict(
-        cell_id,
-        fingerprint,
-        center,
-        base,
-        ratio,
-        lo,
-        hi,
-        z,
-        n,
-        change,
-        len(candidate),
-        detectable_effect(baseline_v, len(candidate), policy, scale),
+        cell_id, fingerprint, center, base, ratio, lo, hi, z, n, change, len(candidate), detectable
     )
 
 

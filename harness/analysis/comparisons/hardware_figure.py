@@ -21,19 +21,16 @@ def draw(c: HardwareComparison, out: Path) -> list[Path]:
     """The figure ``out/hardware.{png,svg}`` (none without rows)."""
     if not c.rows:
         return []
-    plt = plots.pyplot()
     models = [a for a in c.models if any(r.model == a.model for r in c.rows)]
     heights = [
         max(2.0, ROW_INCHES * len({r.label for r in c.rows if r.model == a.model}) * len(c.machines))
         for a in models
     ]
     priced = bool(c.prices)
-    fig, axes = plt.subplots(
-        len(models),
-        2 if priced else 1,
-        figsize=(12 if priced else 8, sum(heights) + 1),
-        gridspec_kw={"height_ratios": heights, **({"width_ratios": [3, 1]} if priced else {})},
-        squeeze=False,
+    size = (12 if priced else 8, sum(heights) + 1)
+    grid = {"height_ratios": heights, **({"width_ratios": [3, 1]} if priced else {})}
+    fig, axes = plots.pyplot().subplots(
+        len(models), 2 if priced else 1, figsize=size, gridspec_kw=grid, squeeze=False
     )
     colour = {m.name: COLOURS[i % len(COLOURS)] for i, m in enumerate(c.machines)}
     for row_axes, a in zip(axes, models, strict=True):
@@ -56,8 +53,7 @@ def _throughput(ax: Any, c: HardwareComparison, a: ModelAnswer, colour: dict[str
         ax.errorbar(xs, ys, xerr=err, fmt="o", color=colour[m.name], label=m.name, capsize=2, ms=4)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel("examples/s (log scale)")
+    ax.set(xscale="log", xlabel="examples/s (log scale)")
     ax.set_title(f"{a.title}", fontsize=9, loc="left")
     ax.legend(fontsize=7, loc="lower right")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from harness.analysis.run.tables import render_table
@@ -36,10 +37,7 @@ class Report:
 
 def _vendor_warnings(facts: ProbeFacts, os_list: list[OsGpu]) -> list[str]:
     out = []
-    os_vendors: dict[str, int] = {}
-    for g in os_list:
-        if g.vendor in ("NVIDIA", "AMD"):
-            os_vendors[g.vendor] = os_vendors.get(g.vendor, 0) + 1
+    os_vendors = Counter(g.vendor for g in os_list if g.vendor in ("NVIDIA", "AMD"))
     drives = (
         "ROCm (AMD)"
         if facts.build.is_rocm_build
@@ -89,13 +87,10 @@ def _gpu_warnings(facts: ProbeFacts, procs: list[GpuProcess], own_pids: set[int]
 
 def _thread_warnings(facts: ProbeFacts) -> list[str]:
     t = facts.threads
-    out = []
-    if t.affinity < t.cores:
-        out.append(
-            f"this process may run on {t.affinity} of the host's {t.cores} cores "
-            "(CPU affinity, e.g. taskset or a container's cpuset)"
-        )
-    return out
+    if t.affinity >= t.cores:
+        return []
+    cores = f"{t.affinity} of the host's {t.cores} cores"
+    return [f"this process may run on {cores} (CPU affinity, e.g. taskset or a container's cpuset)"]
 
 
 def _probe_warnings(probes: list[Probe], gpu_count: int) -> list[str]:
@@ -122,12 +117,11 @@ def warnings(
     facts: ProbeFacts, os_list: list[OsGpu], procs: list[GpuProcess], own_pids: set[int], probes: list[Probe]
 ) -> list[str]:
     """Every warning, in words: vendors, GPU sharing and memory growth, threads, probe results."""
-    gpu_count = facts.gpu_count
     return (
         _vendor_warnings(facts, os_list)
         + _gpu_warnings(facts, procs, own_pids)
         + _thread_warnings(facts)
-        + _probe_warnings(probes, gpu_count)
+        + _probe_warnings(probes, facts.gpu_count)
     )
 
 

@@ -127,14 +127,10 @@ def _point(ax: Any, y: int, b: Bar) -> None:
     ax.errorbar([ratio], [y], xerr=err, fmt=marker, color=color, markersize=7, capsize=3, elinewidth=1.6)
     if b.verdict == LEADER:
         return
+    box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5}
+    at = (ratio + err[1][0] if err else ratio, y)
     ax.annotate(
-        percent(ratio),
-        (ratio + err[1][0] if err else ratio, y),
-        xytext=(5, 0),
-        textcoords="offset points",
-        va="center",
-        fontsize=8,
-        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5},
+        percent(ratio), at, xytext=(5, 0), textcoords="offset points", va="center", fontsize=8, bbox=box
     )
 
 
@@ -153,20 +149,10 @@ def _panel(ax: Any, panel: Panel, min_effect: float) -> None:
     for y, b in enumerate(bars):
         if b.measured:
             _point(ax, y, b)
-        else:  # the words in place of a point, at the left of the panel
-            where = ax.get_yaxis_transform()  # x in axes fractions, y in rows
-            ax.text(
-                0.01,
-                y,
-                NOT_MEASURED,
-                transform=where,
-                va="center",
-                fontsize=8,
-                color="#606060",
-                style="italic",
-            )
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
+        else:  # the words in place of a point, at the left of the panel (x in axes fractions, y in rows)
+            grey = {"fontsize": 8, "color": "#606060", "style": "italic"}
+            ax.text(0.01, y, NOT_MEASURED, transform=ax.get_yaxis_transform(), va="center", **grey)
+    ax.set(xscale="log", xlim=(lo, hi))
     marks = ticks(lo, hi)
     ax.set_xticks(marks, [percent(t, digits=0) for t in marks])
     ax.minorticks_off()
@@ -193,15 +179,9 @@ def _legend(fig: Any, panels: Sequence[Panel], min_effect: float) -> None:
         if v in present
     ]
     handles.append(Patch(color="#0072B2", alpha=0.12, label=f"equivalent (±{round(min_effect * 100, 2):g}%)"))
-    fig.legend(
-        handles=handles,
-        loc="outside upper center",
-        ncol=3,
-        fontsize=8,
-        frameon=False,
-        title=TITLE,
-        title_fontproperties={"size": 10, "weight": "bold"},
-    )
+    bold = {"size": 10, "weight": "bold"}
+    where = {"loc": "outside upper center", "ncol": 3, "frameon": False}
+    fig.legend(handles=handles, fontsize=8, title=TITLE, title_fontproperties=bold, **where)
 
 
 def draw(panels: Sequence[Panel], min_effect: float, out: Path, stem: str = "answer") -> list[Path]:
@@ -214,13 +194,9 @@ def draw(panels: Sequence[Panel], min_effect: float, out: Path, stem: str = "ans
         return []
     plt = plots.pyplot()
     rows = [len(p.bars) + 1.6 for p in shown]
+    size = (9.5, ROW_INCHES * sum(rows) + 1.0)
     fig, axes = plt.subplots(
-        len(shown),
-        1,
-        figsize=(9.5, ROW_INCHES * sum(rows) + 1.0),
-        height_ratios=rows,
-        squeeze=False,
-        layout="constrained",
+        len(shown), 1, figsize=size, height_ratios=rows, squeeze=False, layout="constrained"
     )
     for ax, panel in zip(axes[:, 0], shown, strict=True):
         _panel(ax, panel, min_effect)

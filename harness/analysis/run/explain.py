@@ -43,8 +43,9 @@ def devices_working(rows: Sequence[CellRow]) -> list[str]:
     if not multi:
         return ["No cell of this run has more than one device."]
     ok = [r for r in multi if r.status == Status.OK]
+    invalid = [r for r in multi if r.status == Status.INVALID]
     named = answer.labels(rows)
-    others = len(multi) - len(ok) - sum(1 for r in multi if r.status == Status.INVALID)
+    others = len(multi) - len(ok) - len(invalid)
     out = [
         (
             f"{len(ok)} of {len(multi)} multi-device cells were measured and passed every integrity "
@@ -55,11 +56,7 @@ def devices_working(rows: Sequence[CellRow]) -> list[str]:
             "reason only one device works, fails these checks."
         )
     ]
-    out += [
-        f"{r.cell.model}, {named[r.cell.cell_id]}: {r.status}: {r.reason}"
-        for r in multi
-        if r.status == Status.INVALID
-    ]
+    out += [f"{r.cell.model}, {named[r.cell.cell_id]}: {r.status}: {r.reason}" for r in invalid]
     if any(r.ran.logical_devices for r in ok):
         out.append(
             "Here the replicas are logical CPU devices or local processes sharing one "

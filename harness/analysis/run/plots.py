@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -59,11 +59,9 @@ def ci_bars(est: Sequence[Estimate]) -> tuple[list[float], list[list[float]]]:
 def save(fig: Any, out: Path, name: str) -> list[Path]:
     """``out/name.png`` and ``out/name.svg`` (creating ``out``); closes the figure."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in FORMATS:
-        path = out / f"{name}.{ext}"
+    paths = [out / f"{name}.{ext}" for ext in FORMATS]
+    for path in paths:
         fig.savefig(path, bbox_inches="tight", dpi=110)
-        paths.append(path)
     pyplot().close(fig)
     return paths
 
@@ -137,18 +135,27 @@ def _facet_models(
     name: str,
     width: float = 6.0,
 ) -> list[Path]:
-    """``out/name``: one panel per model, each drawn by ``draw``, under ``title``."""
-    plt = pyplot()
+    """``out/name``: one panel per model, each drawn by ``draw``, under ``title`` (and what the
+    devices were, :func:`_device_note`)."""
     models = sorted(rows["model"].unique())
-    fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(models), figsize=(width * len(models), 4.4), squeeze=False)
     for ax, model in zip(axes[0], models, strict=True):
         draw(ax, rows[rows["model"] == model])
-        ax.set_title(model)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-    fig.suptitle(title)
+        ax.set(title=model, xlabel=xlabel, ylabel=ylabel)
+    fig.suptitle(title + _device_note(rows))
     fig.tight_layout()
     return save(fig, out, name)
+
+
+def _lines(
+    ok: pd.DataFrame, x: str, unsaid: Sequence[str], how: Literal["nunique", "max"] = "nunique"
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows ``ok`` with column ``series`` (their configuration in words but for ``unsaid``),
+    only the series whose ``how`` (``nunique`` or ``max``) of column ``x`` is over 1 within their
+    model, and each series' colour (:func:`distinct_colors`)."""
+    ok = ok.assign(series=labels(ok, unsaid))
+    ok = ok[ok.groupby(["model", "series"])[x].transform(how) > 1]
+    return ok, distinct_colors(sorted(ok["series"].unique()))
 
 
 def _from_zero(ax: Any, ticks: pd.Series | None = None) -> None:
@@ -171,28 +178,20 @@ def throughput_vs_batch(rows: pd.DataFrame, out: Path) -> list[Path]:
         & (ok["precision"] == "float32")
         & (_xla(ok) == "off")
     ]
-    ok["series"] = labels(ok, ["batch"])
-    ok = ok[ok.groupby(["model", "series"])["global_batch"].transform("nunique") > 1]
+    ok, colors = _lines(ok, "global_batch", ["batch"])
     if ok.empty:
         return []
-    colors = distinct_colors(sorted(ok["series"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for series, s in part.sort_values("global_batch").groupby("series"):
             _ci_line(ax, s, "global_batch", str(series), colors[str(series)])
-            if len(s) > 1:
-                ax.fill_between(
-                    s["global_batch"],
-                    s["examples_per_sec_ci_low"].astype(float),
-                    s["examples_per_sec_ci_high"].astype(float),
-                    alpha=0.15,
-                    color=colors[str(series)],
-                )
+            band = (s[f"examples_per_sec_ci_{end}"].astype(float) for end in ("low", "high"))
+            ax.fill_between(s["global_batch"], *band, alpha=0.15, color=colors[str(series)])
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(part["global_batch"].unique()), sorted(part["global_batch"].unique()))
         _from_zero(ax)
 
-    title = "Throughput vs global batch (median of timed windows, 95% CI)" + _device_note(ok)
+    title = "Throughput vs global batch (median of timed windows, 95% CI)"
     return _facet_models(
         ok, draw, title, "examples/s", "global batch (examples)", out, "throughput_vs_batch", 7.5
     )
@@ -203,17 +202,13 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
     instances when measured in turns), the ideal at 1.0; one line per strategy (and batch)."""
     ok = _ok(rows)
     ok = ok[ok["scaling_efficiency"].notna() & (ok["accum_steps"] == 1) & (ok["loop"] == "ctl")]
-    if ok.empty or ok["total_replicas"].max() < 2:
-        return []
-    ok["line"] = labels(ok, [*DEVICE_AXES, *OPTION_AXES])
     # one line per strategy measured on several devices; its 1-device point (1.0) starts it
-    ok = ok[ok.groupby(["model", "line"])["total_replicas"].transform("max") > 1]
+    ok, colors = _lines(ok, "total_replicas", [*DEVICE_AXES, *OPTION_AXES], how="max")
     if ok.empty:
         return []
-    colors = distinct_colors(sorted(ok["line"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        for name, s in part.groupby("line"):
+        for name, s in part.groupby("series"):
             s = s.sort_values("total_replicas").drop_duplicates("total_replicas")
             color = colors[str(name)]  # no CI: a whisker of length 0
             _ci_line(ax, s, "total_replicas", str(name), color, y="scaling_efficiency", fill=True)
@@ -222,7 +217,7 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_ylim(0, max(1.2, float(part["scaling_efficiency_ci_high"].astype(float).max()) * 1.1))
         ax.legend(fontsize=7)
 
-    title = "Scaling efficiency = throughput / (N x 1-device throughput), 95% CI" + _device_note(ok)
+    title = "Scaling efficiency = throughput / (N x 1-device throughput), 95% CI"
     return _facet_models(
         ok, draw, title, "scaling efficiency", "replicas x workers", out, "scaling_efficiency"
     )
@@ -231,23 +226,17 @@ def scaling_efficiency(rows: pd.DataFrame, out: Path) -> list[Path]:
 def accumulation(rows: pd.DataFrame, out: Path) -> list[Path]:
     """Median examples/s (95% CI whiskers) against accumulation steps, one line per strategy,
     topology, loop and steps_per_execution; the y axis starts at 0."""
-
-    ok = _ok(rows)
-    if ok.empty or ok["accum_steps"].nunique() < 2:
-        return []
-    ok["config"] = labels(ok, ["accum_steps"])
-    ok = ok[ok.groupby(["model", "config"])["accum_steps"].transform("nunique") > 1]
+    ok, colors = _lines(_ok(rows), "accum_steps", ["accum_steps"])
     if ok.empty:
         return []
-    colors = distinct_colors(sorted(ok["config"].unique()))
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        for config, s in part.sort_values("accum_steps").groupby("config"):
+        for config, s in part.sort_values("accum_steps").groupby("series"):
             _ci_line(ax, s, "accum_steps", str(config), colors[str(config)])
         _from_zero(ax, part["accum_steps"])
 
     title = "Gradient accumulation: examples/s vs micro-batches per update (one all-reduce per update; "
-    title += "median, 95% CI)" + _device_note(ok)
+    title += "median, 95% CI)"
     return _facet_models(ok, draw, title, "examples/s", "accumulation steps (k)", out, "accumulation", 7.5)
 
 
@@ -278,7 +267,6 @@ def cross_device_ops(rows: pd.DataFrame, out: Path) -> list[Path]:
         ax.legend(fontsize=7, title="cross-device ops", title_fontsize=7)
 
     title = "MirroredStrategy cross-device ops: efficiency against the same 1-replica cell (95% CI)"
-    title += _device_note(ok)
     return _facet_models(ok, draw, title, "scaling efficiency", "", out, "cross_device_ops")
 
 
@@ -309,36 +297,25 @@ def cotenancy(rows: pd.DataFrame, out: Path) -> list[Path]:
     and each tenant's own median (band from the slowest to the fastest tenant), against T; the
     dotted line is the cell alone divided by T (a fair split of the same total)."""
     ok = _ok(rows, tenants=True)
-    if ok.empty or "tenants" not in ok or ok["tenants"].nunique() < 2:
+    if "tenants" not in ok:
         return []
-    ok["cell"] = labels(ok, ["tenants"])
-    ok = ok[ok.groupby(["model", "cell"])["tenants"].transform("nunique") > 1]
+    ok, colors = _lines(ok, "tenants", ["tenants"])
     if ok.empty:
         return []
-    plt = pyplot()
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        for n, (cell, s) in enumerate(part.sort_values("tenants").groupby("cell")):
-            c = colors[n % len(colors)]
-            y = s["examples_per_sec"].astype(float)
+        for cell, s in part.sort_values("tenants").groupby("series"):
+            c, t, y = colors[str(cell)], s["tenants"].astype(float), s["examples_per_sec"].astype(float)
             _ci_line(ax, s, "tenants", f"{cell}: aggregate", c)
-            lo = s["tenant_examples_per_sec_min"].astype(float)
-            hi = s["tenant_examples_per_sec_max"].astype(float)
-            ax.fill_between(
-                s["tenants"], lo, hi, color=c, alpha=0.25, label=f"{cell}: slowest..fastest tenant"
-            )
-            ax.plot(
-                s["tenants"], y / s["tenants"], "s--", color=c, label=f"{cell}: per tenant (aggregate / T)"
-            )
+            band = (s[f"tenant_examples_per_sec_{end}"].astype(float) for end in ("min", "max"))
+            ax.fill_between(t, *band, color=c, alpha=0.25, label=f"{cell}: slowest..fastest tenant")
+            ax.plot(t, y / t, "s--", color=c, label=f"{cell}: per tenant (aggregate / T)")
             alone = s[s["tenants"] == 1]["examples_per_sec"]
             if len(alone):
-                t = s["tenants"].astype(float)
                 ax.plot(t, float(alone.iloc[0]) / t, ":", color=c, label=f"{cell}: alone / T")
         _from_zero(ax, part["tenants"])
 
     title = "Co-tenancy: T training processes sharing the same devices (median of timed windows, 95% CI)"
-    title += _device_note(ok)
     return _facet_models(ok, draw, title, "examples/s", "tenants (processes at once)", out, "cotenancy", 7.5)
 
 

@@ -123,8 +123,7 @@ class Verdict:
 
 def relative_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
     """||a - b||_2 / ||b||_2 over all arrays concatenated."""
-    fa = np.concatenate([np.ravel(x).astype(np.float64) for x in a])
-    fb = np.concatenate([np.ravel(x).astype(np.float64) for x in b])
+    fa, fb = (np.concatenate([np.ravel(x).astype(np.float64) for x in xs]) for xs in (a, b))
     return float(np.linalg.norm(fa - fb)) / max(float(np.linalg.norm(fb)), 1e-30)
 
 

@@ -29,18 +29,16 @@ def _time(r: CollectiveRow) -> str:
 def table_lines(rows: Sequence[CollectiveRow]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """(header, lines) of the collectives rows, for :func:`harness.analysis.run.tables.render_table`."""
     header = ("strategy[op]", "n", "payload", "bytes", "time us [95% CI]", "busbw GB/s", "check")
-    lines: list[tuple[str, ...]] = []
-    for r in rows:
-        check = "ok" if r.get("status") == Status.OK else f"{r.get('status')}: {(r.get('reason') or '')[:70]}"
-        lines.append(
-            (
-                f"{r['strategy']}[{r['op']}]",
-                f"{r['replicas']}x{r['workers']}",
-                r.get("payload") or "-",
-                _size(r.get("bytes")),
-                _time(r),
-                f"{r['busbw_gbps']:.3g}" if r.get("busbw_gbps") else "-",
-                check,
-            )
+    lines: list[tuple[str, ...]] = [
+        (
+            f"{r['strategy']}[{r['op']}]",
+            f"{r['replicas']}x{r['workers']}",
+            r.get("payload") or "-",
+            _size(r.get("bytes")),
+            _time(r),
+            f"{r['busbw_gbps']:.3g}" if r.get("busbw_gbps") else "-",
+            "ok" if r.get("status") == Status.OK else f"{r.get('status')}: {(r.get('reason') or '')[:70]}",
         )
+        for r in rows
+    ]
     return header, lines

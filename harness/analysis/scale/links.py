@@ -324,11 +324,10 @@ def _configuration(
     modelled = model.modelled(newest, [s.gbps for s, _ in measured])
     sides = [across.side(mine, fitted) for _, mine in measured]
     predicted = {s.label: model.checked.points.get((newest.cell.cell_id, s.label)) for s, _ in measured}
-    slow = _figure(predicted[measured[0][0].label])
+    slow = predicted[measured[0][0].label]
     points = []
     for i, ((s, mine), side) in enumerate(zip(measured, sides, strict=True)):
         p = predicted[s.label] if modelled.modelled else None
-        fast = _figure(p)
         points.append(
             AtLink(
                 s,
@@ -337,7 +336,7 @@ def _configuration(
                 _median([r.breakdown.step_s for r in mine]),
                 p,
                 across.versus(s.label, side, sides[0], min_effect) if i else None,
-                None if not i or fast is None or slow is None else fast / slow,
+                None if not i or p is None or slow is None else p.value / slow.value,
             )
         )
     c = newest.cell
@@ -347,7 +346,3 @@ def _configuration(
 def _median(values: Sequence[float | None]) -> float | None:
     held = [v for v in values if v is not None and math.isfinite(v)]
     return statistics.median(held) if held else None
-
-
-def _figure(p: scale_out.Predicted | None) -> float | None:
-    return None if p is None else p.value

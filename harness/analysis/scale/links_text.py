@@ -157,22 +157,20 @@ def _seconds(p: AtLink) -> str:
 
 def table_rows(c: LinkComparison) -> list[tuple[str, ...]]:
     """One row per configuration and link setting it was measured at."""
-    out: list[tuple[str, ...]] = []
-    for conf in c.configurations:
-        for p in conf.points:
-            out.append(
-                (
-                    conf.title,
-                    p.setting.label,
-                    str(p.side.runs),
-                    figure_text(p.estimate),
-                    _ratio(p.versus),
-                    _seconds(p),
-                    _predicted(p) if p.predicted is not None else conf.modelled.short,
-                    f"{p.error:+.0%}" if p.error is not None else "-",
-                )
-            )
-    return out
+    return [
+        (
+            conf.title,
+            p.setting.label,
+            str(p.side.runs),
+            figure_text(p.estimate),
+            _ratio(p.versus),
+            _seconds(p),
+            _predicted(p) if p.predicted is not None else conf.modelled.short,
+            f"{p.error:+.0%}" if p.error is not None else "-",
+        )
+        for conf in c.configurations
+        for p in conf.points
+    ]
 
 
 def _predicted(p: AtLink) -> str:
@@ -189,27 +187,26 @@ def to_json(c: LinkComparison, figures: Sequence[Path] = ()) -> dict[str, Any]:
             {"label": s.label, "gbps": s.gbps, "runs": list(s.run_ids), "links": list(s.links)}
             for s in c.settings
         ],
-        "configurations": [_configuration(conf, c) for conf in c.configurations],
+        "configurations": [
+            {
+                "cell_id": conf.cell_id,
+                "model": conf.model,
+                "strategy": conf.strategy,
+                "title": conf.title,
+                "nodes": conf.nodes,
+                "workers": conf.workers,
+                "answer": answer(conf, c.min_effect),
+                "right": right(conf, c.error_band),
+                "prediction": {"note": conf.modelled.note},
+                "nodes_answer": [dataclasses.asdict(a) for a in conf.answers],
+                "points": [_point(p) for p in conf.points],
+            }
+            for conf in c.configurations
+        ],
         "min_effect": c.min_effect,
         "error_band": c.error_band,
         "left_out": list(c.left_out),
         "figures": [str(p) for p in figures],
-    }
-
-
-def _configuration(conf: Configuration, c: LinkComparison) -> dict[str, Any]:
-    return {
-        "cell_id": conf.cell_id,
-        "model": conf.model,
-        "strategy": conf.strategy,
-        "title": conf.title,
-        "nodes": conf.nodes,
-        "workers": conf.workers,
-        "answer": answer(conf, c.min_effect),
-        "right": right(conf, c.error_band),
-        "prediction": {"note": conf.modelled.note},
-        "nodes_answer": [dataclasses.asdict(a) for a in conf.answers],
-        "points": [_point(p) for p in conf.points],
     }
 
 
@@ -273,20 +270,12 @@ def _nodes_cell(line: NodesLine) -> str:
 
 
 def _nodes_words(conf: Configuration, a: NodesAnswer) -> str:
-    bound = (
-        f"the link bounds the step from {a.link_bound_from} nodes on"
-        if a.link_bound_from
-        else f"the link bounds the step at none of {a.lines[0].nodes} to {a.lines[-1].nodes} nodes"
-    )
+    nodes = f"{a.lines[0].nodes} to {a.lines[-1].nodes}"
+    bound = f"from {a.link_bound_from} nodes on" if a.link_bound_from else f"at none of {nodes} nodes"
     pays = f"2 nodes beat one node's best ({a.best_label}, {a.best_examples_per_sec:,.0f} examples/s) " + (
         f"from {a.paying_gbps:g} Gbit/s on" if a.paying_gbps else "at no link up to 1,000 Gbit/s"
     )
-    fewest = (
-        f"at this link {a.fewest} nodes are the fewest that do"
-        if a.fewest
-        else "at this link none of these counts does"
-    )
-    pays += f"; {fewest}"
+    fewest = f"{a.fewest} nodes are the fewest that do" if a.fewest else "none of these counts does"
     measured = [str(x.nodes) for x in a.lines if x.measured]
     said = f"measured at this link: {', '.join(measured)} nodes" if measured else "none measured at this link"
     ps = (
@@ -296,7 +285,8 @@ def _nodes_words(conf: Configuration, a: NodesAnswer) -> str:
         if scale_out.ACROSS[conf.strategy].served
         else " Past the measured counts the ring and the workers' wait (held at its 2-node value) are extrapolated."
     )
-    return f"{_strategy(conf)} at {a.gbps:.3g} Gbit/s: {bound}; {pays}; {said}.{ps}"
+    head = f"{_strategy(conf)} at {a.gbps:.3g} Gbit/s: the link bounds the step {bound}"
+    return f"{head}; {pays}; at this link {fewest}; {said}.{ps}"
 
 
 def _strategy(conf: Configuration) -> str:

@@ -28,13 +28,11 @@ def draw(c: LinkComparison, out: Path) -> list[Path]:
     """The figure ``out/compare_links.{png,svg}`` (none without configurations)."""
     if not c.configurations:
         return []
-    plt = plots.pyplot()
     n = len(c.configurations)
     cols = min(n, 2)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(PANEL_INCHES[0] * cols, PANEL_INCHES[1] * rows), squeeze=False
-    )
+    size = (PANEL_INCHES[0] * cols, PANEL_INCHES[1] * rows)
+    fig, axes = plots.pyplot().subplots(rows, cols, figsize=size, squeeze=False)
     for ax, conf in zip(axes.flat, c.configurations, strict=False):
         _panel(ax, conf)
     for ax in list(axes.flat)[n:]:
@@ -53,34 +51,22 @@ def _panel(ax: Any, conf: Configuration) -> None:
         ax.plot(gx, gy, "--", color="#0072B2", label="model")
         checked = [(p.setting.gbps * 1.06, p.model) for p in conf.points if p.model is not None]
         my, merr = plots.ci_bars([Estimate(m.value, m.low, m.high) for _, m in checked])
-        ax.errorbar(
-            [x for x, _ in checked],
-            my,
-            yerr=merr,
-            fmt="o",
-            mfc="none",
-            color="#0072B2",
-            capsize=3,
-            label="model, setting left out (95% interval)",
-        )
+        label = "model, setting left out (95% interval)"
+        style = {"fmt": "o", "mfc": "none", "color": "#0072B2", "capsize": 3}
+        ax.errorbar([x for x, _ in checked], my, yerr=merr, label=label, **style)
         for p in conf.points:
             if p.error is not None:
                 plots.annotate(ax, f"{p.error:+.0%}", (p.setting.gbps, p.side.value))
     else:
         ax.text(
-            0.02,
-            0.02,
-            textwrap.fill(f"model: {conf.modelled.short}", 40),
-            transform=ax.transAxes,
-            fontsize=7,
+            0.02, 0.02, textwrap.fill(f"model: {conf.modelled.short}", 40), transform=ax.transAxes, fontsize=7
         )
     ax.set_xscale("log")
     from matplotlib.ticker import FuncFormatter
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))  # 1, 10, 25: not powers of ten
     ax.set_ylim(0, None)
-    ax.set_xlabel("measured link, Gbit/s (log scale)")
-    ax.set_ylabel("examples/s")
+    ax.set(xlabel="measured link, Gbit/s (log scale)", ylabel="examples/s")
     ax.set_title(textwrap.fill(conf.title, 60), fontsize=8, loc="left")
     ax.legend(fontsize=7, loc="lower right")
 
@@ -103,8 +89,7 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     """``predict``'s figure: predicted examples/s against devices (line) with its 95% interval
     (band), measured figures with their 95% CI (points with whiskers, cut at :data:`WHISKER_CAP` x
     the largest point) and each one's prediction error."""
-    plt = plots.pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plots.pyplot().subplots(figsize=(6.5, 4))
     ax.plot(lines["devices"], lines["predicted_examples_per_sec"], "o--", color="#1f77b4", label="predicted")
     band = [lines[k].astype(float) for k in ("devices", "predicted_low", "predicted_high")]
     ax.fill_between(*band, color="#1f77b4", alpha=0.15, label="predicted, 95% interval")
@@ -117,21 +102,15 @@ def prediction_figure(lines: pd.DataFrame, stem: Path, title: str) -> list[Path]
     cut = False
     if not measured.empty:
         cut = bool((measured["measured_ci_high"].astype(float) > WHISKER_CAP * top).any())
-        ax.errorbar(
-            measured["devices"],
-            measured["measured_examples_per_sec"].astype(float),
-            yerr=plots.whiskers(measured, "measured_examples_per_sec", "measured", fill=True),
-            fmt="s",
-            color="#d62728",
-            capsize=3,
-            label="measured (95% CI" + (", whiskers cut)" if cut else ")"),
-        )
+        label = "measured (95% CI" + (", whiskers cut)" if cut else ")")
+        err = plots.whiskers(measured, "measured_examples_per_sec", "measured", fill=True)
+        y = measured["measured_examples_per_sec"].astype(float)
+        ax.errorbar(measured["devices"], y, yerr=err, fmt="s", color="#d62728", capsize=3, label=label)
         for _, r in measured.iterrows():
             plots.annotate(ax, f"{r['error']:+.0%}", (r["devices"], r["measured_examples_per_sec"]))
     _devices_axis(ax, lines["devices"])
     ax.set_ylim(0, WHISKER_CAP * top if cut else None)
-    ax.set_xlabel("devices (replicas x workers)")
-    ax.set_ylabel("examples/s")
+    ax.set(xlabel="devices (replicas x workers)", ylabel="examples/s")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return plots.save(fig, stem.parent, stem.name)
@@ -153,13 +132,9 @@ def predicted_vs_measured(lines: pd.DataFrame, out: Path) -> list[Path]:
 
     def draw(ax: Any, part: pd.DataFrame) -> None:
         for label, s in part.sort_values("devices").groupby("label"):
-            color = colors[str(label)]
+            color, said = colors[str(label)], f"{label} predicted (from 1 device)"
             ax.plot(
-                [1, *s["devices"]],
-                [s["baseline"].iloc[0], *s["predicted"]],
-                "x--",
-                color=color,
-                label=f"{label} predicted (from 1 device)",
+                [1, *s["devices"]], [s["baseline"].iloc[0], *s["predicted"]], "x--", color=color, label=said
             )
             plots._ci_line(ax, s, "devices", f"{label} measured (95% CI)", color, fmt="o", y="measured")
         _devices_axis(ax, pd.concat([pd.Series([1]), part["devices"]]))

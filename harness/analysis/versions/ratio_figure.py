@@ -170,14 +170,12 @@ def ab_pairs(rows: pd.DataFrame, out: Path) -> list[Path]:
     ratios = ab.pair_ratios(rows)
     if ratios.empty:
         return []
-    plt = plots.pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plots.pyplot().subplots(figsize=(7, 4))
     colors = plots.distinct_colors(sorted(ratios["cell_id"].unique()))
     for cell_id, part in ratios.groupby("cell_id"):
         ax.plot(part["ab_pair"], part["ratio"], "o-", color=colors[str(cell_id)], label=cell_id)
     ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("pair")
-    ax.set_ylabel("B / A examples/s")
+    ax.set(xlabel="pair", ylabel="B / A examples/s")
     ax.set_title("ab: each pair's throughput ratio (below 1: B slower)", fontsize=9)
     ax.legend(fontsize=6)
     return plots.save(fig, out, "ab_pairs")
