@@ -107,13 +107,9 @@ def _redirect(request: Spawn) -> None:
 
 def _read_request(conn: socket.socket) -> Spawn | None:
     """The request line on a new connection (None when it closed first)."""
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None
-        data += chunk
-    request: Spawn = json.loads(data)
+    with conn.makefile("rb") as reader:
+        line = reader.readline()
+    request: Spawn | None = json.loads(line) if line.endswith(b"\n") else None
     return request
 
 
