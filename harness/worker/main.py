@@ -48,11 +48,8 @@ ERROR_TAIL_CHARS = 1500
 def summarize_error(e: BaseException, limit: int = ERROR_TAIL_CHARS) -> str:
     """``Type: message`` without TensorFlow's "Detected at node ... defined at" stack dumps."""
     text = getattr(e, "message", None) or str(e)
-    kept = [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.strip().startswith(("File ", "Detected at node"))
-    ]
+    lines = (line.strip() for line in text.splitlines())
+    kept = [line for line in lines if line and not line.startswith(("File ", "Detected at node"))]
     summary = " ".join(dict.fromkeys(kept))  # TF repeats the same lines per replica
     return f"{type(e).__name__}{oom_text(summary)}: {summary}"[:limit]
 

@@ -42,7 +42,7 @@ def tf_variable(v: Any) -> Any:
     return getattr(v, "value", v)
 
 
-def _outside(owner: str, variables: Sequence[Any], label: str, ok: Test) -> tuple[int, str] | None:
+def _outside(owner: str, variables: Sequence[Any], ok: Test) -> tuple[int, str] | None:
     """(count, example) of ``variables`` that fail ``ok``; None when all pass."""
     wrong = [v for v in variables if not ok(tf_variable(v))]
     if not wrong:
@@ -60,8 +60,8 @@ def scope_problems(strategy_name: str, replicas: int, model: Any, optimizer: Any
         return []
     label, ok = expected
     opt_vars = list(optimizer.variables) or [optimizer.iterations]
-    model_bad = _outside("model", list(model.weights), label, ok)
-    opt_bad = _outside("optimizer", opt_vars, label, ok)
+    model_bad = _outside("model", list(model.weights), ok)
+    opt_bad = _outside("optimizer", opt_vars, ok)
     fix = "build it inside `with strategy.scope():`"
     if model_bad and opt_bad:
         return [
