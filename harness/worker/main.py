@@ -3,10 +3,8 @@
 Started by :mod:`harness.launch` as ``python -m harness.worker JOB EVENTS``, one process per cell
 (and task). JOB is a JSON :class:`~harness.contract.job.Job`; EVENTS the JSON-lines file this
 process appends to (:mod:`harness.contract.events`). A cell that raises becomes a ``failed`` record
-carrying the error, and the worker exits 1. A ``verify`` worker (``WorkerOptions.deterministic``)
-turns on TensorFlow's op determinism and turns off TensorFloat-32 before anything else touches
-TensorFlow; an op that then has no deterministic kernel fails its cell with a reason that says so
-(:func:`failure_reason`)."""
+carrying the error, and the worker exits 1. A ``verify`` worker sets its numerics before anything
+else touches TensorFlow (:func:`~harness.worker.devices.configure_numerics`; :func:`failure_reason`)."""
 
 from __future__ import annotations
 
@@ -87,9 +85,8 @@ def cap_memory(gib: float) -> None:
         return
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     cap = int(gib * 2**30)
-    resource.setrlimit(
-        resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
-    )
+    soft = cap if hard == resource.RLIM_INFINITY else min(cap, hard)  # RLIM_INFINITY: -1
+    resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
 def _emit(stream: TextIO, event: EventLine) -> None:
@@ -144,7 +141,7 @@ def _set_up(events: TextIO, job: Job) -> tuple[Any, str, list[str], Facts]:
         import tensorflow as tf
 
         strategy = _join(events, job, lambda: make_strategy(cell, []))
-        device_type = "GPU" if job.options.platform.device_kind == "gpu" else "CPU"
+        device_type = job.options.platform.device_kind.upper()
         devices = [d.name for d in tf.config.list_logical_devices(device_type)]
     else:
         strategy = None

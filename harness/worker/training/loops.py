@@ -107,14 +107,13 @@ def make_gradients(
 
     loss_fn = LOSSES[chosen_loss(cell.loss, output_units(model))](keras)
     k = cell.accum_steps
-    effective_batch = cell.effective_batch
     variables = model.trainable_variables
 
     def micro(x: Any, y: Any) -> tuple[Any, list[Any]]:
         counter.phase = "micro"
         with tf.GradientTape() as tape:
             logits = tf.cast(model(x, training=True), tf.float32)
-            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=effective_batch)
+            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=cell.effective_batch)
             scaled = optimizer.scale_loss(loss)
         return loss, tape.gradient(scaled, variables)
 
