@@ -32,7 +32,7 @@ def _layers(model: str) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def _glorot(jax: Any, key: Any, shape: tuple[int, ...]) -> Any:
-    receptive = math.prod(shape[:-2]) if len(shape) > 2 else 1
+    receptive = math.prod(shape[:-2])  # 1 for a dense kernel
     fan_in, fan_out = shape[-2] * receptive, shape[-1] * receptive
     limit = math.sqrt(6.0 / (fan_in + fan_out))
     return jax.random.uniform(key, shape, minval=-limit, maxval=limit)
@@ -178,10 +178,8 @@ class JaxTrainer(ForeignTrainer):
         self._grad = jax.value_and_grad(loss_fn)
         self._jitted = jax.jit(update, donate_argnums=0)
         with jax.default_device(self.device):
-            key = jax.random.PRNGKey(job.seed + 1)
-            kx, ky = jax.random.split(key)
-            shape = (POOL_BATCHES, job.batch, *INPUT)
-            self.xs = jax.random.uniform(kx, shape)
+            kx, ky = jax.random.split(jax.random.PRNGKey(job.seed + 1))
+            self.xs = jax.random.uniform(kx, (POOL_BATCHES, job.batch, *INPUT))
             self.ys = jax.random.randint(ky, (POOL_BATCHES, job.batch), 0, CLASSES)
             self.params = init(jax, model, job.seed)
 

@@ -46,7 +46,8 @@ def facts_of(job: TenantJob, trainer: ForeignTrainer, compile_s: float) -> Tenan
 
 def main(argv: Sequence[str]) -> int:
     job = TenantJob.from_json(Path(argv[0]).read_text(encoding="utf-8"))
-    if os.environ.get(TENANT_FAULT_ENV) == "gpu":
+    fault = os.environ.get(TENANT_FAULT_ENV)
+    if fault == "gpu":
         job = dataclasses.replace(job, device="gpu")
     try:
         trainer = TRAINERS[job.framework](job)
@@ -54,7 +55,7 @@ def main(argv: Sequence[str]) -> int:
         t0 = time.perf_counter()
         trainer.step()
         compile_s = time.perf_counter() - t0
-        if os.environ.get(TENANT_FAULT_ENV) == "startup":
+        if fault == "startup":
             raise RuntimeError(f"planted co-tenant failure ({TENANT_FAULT_ENV}=startup)")
         facts = facts_of(job, trainer, compile_s)
         serve(trainer, connect(), job.tenant_key, facts)

@@ -31,30 +31,26 @@ class Channel:
     def send(self, message: object) -> None:
         self.sock.sendall((json.dumps(message) + "\n").encode())
 
-    def _fill(self, timeout_s: float | None) -> bool:
-        """Read what is there (waiting up to ``timeout_s``; None: until something comes); False
-        when nothing came in time. ConnectionError when the coordinator closed the channel."""
-        if timeout_s is not None and not select.select([self.sock], [], [], timeout_s)[0]:
-            return False
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("the turns coordinator closed the channel (the group instance was dropped)")
-        self.buffer += chunk
-        return True
-
     def receive(self, timeout_s: float | None = None) -> Grant | None:
-        """The next grant (None when none came within ``timeout_s``)."""
+        """The next grant: waiting up to ``timeout_s`` for each part of it (None: until it comes);
+        None when nothing came in time. ConnectionError when the coordinator closed the channel."""
         while b"\n" not in self.buffer:
-            if not self._fill(timeout_s):
+            if timeout_s is not None and not select.select([self.sock], [], [], timeout_s)[0]:
                 return None
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError(
+                    "the turns coordinator closed the channel (the group instance was dropped)"
+                )
+            self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
         grant: Grant = json.loads(line)
         return grant
 
 
-def connect(environ: dict[str, str] | None = None) -> Channel:
+def connect() -> Channel:
     """The channel to the coordinator whose socket :data:`TURNS_ENV` names."""
-    path = (environ or dict(os.environ)).get(TURNS_ENV)
+    path = os.environ.get(TURNS_ENV)
     if not path:
         raise RuntimeError(f"{TURNS_ENV} is not set: a co-tenant runs only inside a group instance")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

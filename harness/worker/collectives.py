@@ -95,14 +95,13 @@ def measure_payload(
         )
 
     seconds, count = per_repetition(lambda k: calls(tf.constant(k)).numpy(), window_s, agree, windows=repeats)
-    error = float(worst_error().numpy()) / expected
     return {
         "payload": payload.name,
         "tensors": len(payload.shapes),
         "bytes": payload.bytes,
         "time_s": seconds,
         "calls": count,
-        "max_rel_error": error,
+        "max_rel_error": float(worst_error().numpy()) / expected,
     }
 
 

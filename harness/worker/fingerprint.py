@@ -79,10 +79,11 @@ def collect(device_type: str) -> Facts:
     details = [tf.config.experimental.get_device_details(g) for g in gpus]
     build = tf.sysconfig.get_build_info()
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
-    facts: Facts = {
-        "host_cpu": host_cpu(),
+    cpu, gpu_names = host_cpu(), [d.get("device_name", "") for d in details]
+    return {
+        "host_cpu": cpu,
         "host_cores": os.cpu_count() or 0,
-        "gpu_names": [d.get("device_name", "") for d in details],
+        "gpu_names": gpu_names,
         "gpu_compute_capability": [list(d.get("compute_capability", ())) for d in details],
         "nvidia_driver": _nvidia_driver(),
         "tf_version": tf.__version__,
@@ -93,20 +94,19 @@ def collect(device_type: str) -> Facts:
         "rocm_version": str(build.get("rocm_version", "")),
         "tensor_float_32": tf32_active(
             tf.config.experimental.tensor_float_32_execution_enabled(),
-            os.environ.get(TF32_OVERRIDE_ENV),
+            env.get(TF32_OVERRIDE_ENV),
             tuple(details[0].get("compute_capability", ())) if details else None,
         ),
         "intra_op_threads": effective_threads(
             tf.config.threading.get_intra_op_parallelism_threads(),
-            os.environ.get("TF_NUM_INTRAOP_THREADS"),
+            env.get("TF_NUM_INTRAOP_THREADS"),
             len(os.sched_getaffinity(0)),
         ),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env": env,
+        "device_type": device_type,
+        "device_name": gpu_names[0] if device_type == "GPU" and gpus else cpu,
     }
-    facts["device_type"] = device_type
-    facts["device_name"] = facts["gpu_names"][0] if device_type == "GPU" and gpus else facts["host_cpu"]
-    return facts
 
 
 def fingerprint(facts: Facts) -> str:

@@ -48,14 +48,6 @@ def needed_ops(outputs: list[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def traced_ops(concrete: Any) -> list[OpShapes]:
-    """Every op the concrete function's outputs depend on, as shapes and attributes."""
-    return [
-        OpShapes(op.type, tuple(map(_shape, op.inputs)), tuple(map(_shape, op.outputs)), _attrs(op))
-        for op in needed_ops(list(concrete.outputs))
-    ]
-
-
 NESTED = ("PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile", "If", "StatelessIf")
 """Ops whose bodies are functions of their own: their FLOPs are not in the count."""
 
@@ -82,7 +74,10 @@ def count_step(
         else tf.TensorSpec([batch, units], tf.float32)
     )
     concrete = step.get_concrete_function(tf.TensorSpec([batch, *input_shape], input_dtype), labels)
-    ops = traced_ops(concrete)
+    ops = [  # every op the step's outputs depend on, as shapes and attributes
+        OpShapes(op.type, tuple(map(_shape, op.inputs)), tuple(map(_shape, op.outputs)), _attrs(op))
+        for op in needed_ops(list(concrete.outputs))
+    ]
     found = count(ops)
     nested = sorted({op.type for op in ops if op.type in NESTED})
     missing = [*found.unknown, *nested]

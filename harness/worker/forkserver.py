@@ -36,23 +36,14 @@ def die_with_parent() -> None:
 
 
 def preload() -> None:
-    """Import what every worker imports (lazily imported modules included), then check that
-    TensorFlow's runtime has not started."""
+    """Import what every program it forks imports (TensorFlow, Keras, and through :data:`PROGRAMS`
+    every worker module), then check that TensorFlow's runtime has not started."""
     import keras  # noqa: F401
     import tensorflow  # noqa: F401
     from tensorflow.python.eager import context
 
-    import harness.worker.breakdown
-    import harness.worker.checks.diagnosis
-    import harness.worker.checks.integrity
-    import harness.worker.collectives
-    import harness.worker.main
-    import harness.worker.peak
-    import harness.worker.training.data
-    import harness.worker.training.loops
-    import harness.worker.training.models
-    import harness.worker.training.strategies  # noqa: F401
-
+    for module in PROGRAMS.values():
+        importlib.import_module(module)
     if context.context()._context_handle is not None:
         raise RuntimeError("TensorFlow's runtime started while importing: a fork would copy it")
 
@@ -107,13 +98,9 @@ def _redirect(request: Spawn) -> None:
 
 def _read_request(conn: socket.socket) -> Spawn | None:
     """The request line on a new connection (None when it closed first)."""
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None
-        data += chunk
-    request: Spawn = json.loads(data)
+    with conn.makefile("rb") as reader:
+        line = reader.readline()
+    request: Spawn | None = json.loads(line) if line.endswith(b"\n") else None
     return request
 
 

@@ -13,20 +13,14 @@ from pathlib import Path
 LOG_FILE_ENV = "NCCL_DEBUG_FILE"
 """NCCL writes its log there; ``%p`` in the name is the process id."""
 
-_VIA = re.compile(r"NCCL INFO Channel .* via (\S+)")
+_VIA = re.compile(r"NCCL INFO Channel .* via ((?:P2P|NET)/[^/\s]+|[^/\s]+)")
 
 
 def transports(log: str) -> list[str]:
     """The distinct transports in NCCL INFO channel lines, e.g. ``... 0[0] -> 1[1] via
     P2P/CUMEM/read`` -> P2P/CUMEM, ``via SHM/direct/direct`` -> SHM, ``via NET/Socket/0`` ->
     NET/Socket; in order of first appearance."""
-    found: list[str] = []
-    for match in _VIA.finditer(log):
-        parts = match.group(1).split("/")
-        name = "/".join(parts[:2]) if parts[0] in ("P2P", "NET") and len(parts) > 1 else parts[0]
-        if name not in found:
-            found.append(name)
-    return found
+    return list(dict.fromkeys(_VIA.findall(log)))
 
 
 def process_transports(pattern: str | None, pid: int) -> str | None:

@@ -79,16 +79,14 @@ def measure(device_kind: str, dtypes: list[str], repeats: int = REPEATS) -> list
     with the TF32 state and NVIDIA_TF32_OVERRIDE."""
     import tensorflow as tf
 
-    device_type = "GPU" if device_kind == "gpu" else "CPU"
+    device_type = device_kind.upper()
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
     device = tf.config.list_logical_devices(device_type)[0].name
-    capability = (
-        tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
-        if device_type == "GPU" and gpus
-        else None
-    )
+    capability = None
+    if device_type == "GPU" and gpus:
+        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
     override = os.environ.get(TF32_OVERRIDE_ENV)
     tf32 = tf32_active(tf.config.experimental.tensor_float_32_execution_enabled(), override, capability)
     out = []

@@ -56,14 +56,6 @@ def _events(plane: Any, skipped: frozenset[str] = frozenset()) -> Iterator[tuple
             yield plane.event_metadata[event.metadata_id].name, (start, start + event.duration_ps / 1e3)
 
 
-def _gpu(plane: Any) -> GpuTimeline | None:
-    busy: list[Interval] = []
-    collectives: list[Interval] = []
-    for name, interval in _events(plane, DERIVED_LINES):
-        (collectives if any(c in name.lower() for c in COLLECTIVES) else busy).append(interval)
-    return GpuTimeline(busy, collectives) if busy or collectives else None
-
-
 def read_trace(space: Any) -> Trace:
     """The :class:`~harness.formulas.timeline.Trace` in an ``XSpace`` (the profiler's xplane
     proto, or anything shaped like it): GPU planes (``/device:GPU:N``) give each GPU's kernels and
@@ -73,9 +65,12 @@ def read_trace(space: Any) -> Trace:
     waits: list[Interval] = []
     for plane in space.planes:
         if plane.name.startswith("/device:GPU:"):
-            timeline = _gpu(plane)
-            if timeline is not None:
-                gpus[plane.name] = timeline
+            busy: list[Interval] = []
+            collectives: list[Interval] = []
+            for name, interval in _events(plane, DERIVED_LINES):
+                (collectives if any(c in name.lower() for c in COLLECTIVES) else busy).append(interval)
+            if busy or collectives:
+                gpus[plane.name] = GpuTimeline(busy, collectives)
         elif plane.name.startswith("/host:CPU"):
             for name, interval in _events(plane):
                 if name == MARK:

@@ -43,12 +43,11 @@ def resolve(jobs: dict[str, int], gpus_per_node: int, port_base: int) -> Resolve
         spec = resolver.cluster_spec().as_dict()
     except RuntimeError as e:
         return {"error": f"SlurmClusterResolver: {e}"}
-    mask = os.environ.get("CUDA_VISIBLE_DEVICES") if gpus_per_node > 0 else None
     return {
         "spec": [(k, list(spec[k])) for k in TASK_TYPES if k in spec],
         "task_type": resolver.task_type,
         "task_index": resolver.task_id,
-        "gpu_mask": mask,
+        "gpu_mask": os.environ.get("CUDA_VISIBLE_DEVICES") if gpus_per_node > 0 else None,
     }
 
 

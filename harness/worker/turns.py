@@ -57,13 +57,12 @@ class TurnClient:
         self.sock.close()
 
 
-def connect(index: int, environ: dict[str, str] | None = None) -> TurnClient | None:
+def connect(index: int) -> TurnClient | None:
     """The client of this process (process ``index`` of its member) when the launcher made it part
     of a group instance (:data:`TURNS_ENV` set), else None."""
-    env = os.environ if environ is None else environ
-    path = env.get(TURNS_ENV)
+    path = os.environ.get(TURNS_ENV)
     if not path:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
-    return TurnClient(sock, env.get(MEMBER_ENV, ""), index)
+    return TurnClient(sock, os.environ.get(MEMBER_ENV, ""), index)

@@ -26,21 +26,15 @@ def expected_variables(strategy_name: str, replicas: int) -> tuple[str, Test] | 
     import tensorflow as tf
     from tensorflow.python.distribute import ps_values
 
-    registry: dict[Variables, tuple[str, Test]] = {
-        Variables.MIRRORED: (
-            "MirroredVariable (DistributedValues)",
-            lambda v: isinstance(v, tf.distribute.DistributedValues),
-        ),
-        Variables.AGGREGATING: (
-            "AggregatingVariable",
-            lambda v: isinstance(v, ps_values.AggregatingVariable),
-        ),
-        Variables.ON_PS: ("placed on a ps task", lambda v: "/job:ps/" in v.device),
-    }
     kind = STRATEGIES[strategy_name].variables
-    if kind == Variables.AGGREGATING and replicas == 1:
-        return None
-    return registry.get(kind)
+    if kind == Variables.MIRRORED:
+        mirrored = tf.distribute.DistributedValues
+        return "MirroredVariable (DistributedValues)", lambda v: isinstance(v, mirrored)
+    if kind == Variables.AGGREGATING and replicas > 1:
+        return "AggregatingVariable", lambda v: isinstance(v, ps_values.AggregatingVariable)
+    if kind == Variables.ON_PS:
+        return "placed on a ps task", lambda v: "/job:ps/" in v.device
+    return None
 
 
 def tf_variable(v: Any) -> Any:
@@ -48,7 +42,7 @@ def tf_variable(v: Any) -> Any:
     return getattr(v, "value", v)
 
 
-def _outside(owner: str, variables: Sequence[Any], label: str, ok: Test) -> tuple[int, str] | None:
+def _outside(owner: str, variables: Sequence[Any], ok: Test) -> tuple[int, str] | None:
     """(count, example) of ``variables`` that fail ``ok``; None when all pass."""
     wrong = [v for v in variables if not ok(tf_variable(v))]
     if not wrong:
@@ -66,8 +60,8 @@ def scope_problems(strategy_name: str, replicas: int, model: Any, optimizer: Any
         return []
     label, ok = expected
     opt_vars = list(optimizer.variables) or [optimizer.iterations]
-    model_bad = _outside("model", list(model.weights), label, ok)
-    opt_bad = _outside("optimizer", opt_vars, label, ok)
+    model_bad = _outside("model", list(model.weights), ok)
+    opt_bad = _outside("optimizer", opt_vars, ok)
     fix = "build it inside `with strategy.scope():`"
     if model_bad and opt_bad:
         return [
@@ -109,11 +103,7 @@ def mirroring_problems(strategy: Any, model: Any, devices: Sequence[str]) -> lis
 
 def variable_bytes(variables: Sequence[Any]) -> int:
     """Bytes one replica's copy of ``variables`` holds (Keras or tf variables)."""
-    total = 0
-    for v in variables:
-        tv = tf_variable(v)
-        total += int(np.prod(tv.shape)) * tv.dtype.size
-    return total
+    return sum(int(np.prod(tf_variable(v).shape)) * tf_variable(v).dtype.size for v in variables)
 
 
 def idle_gpus(peaks: dict[str, int | None], resident_bytes: int, gradient_bytes: int) -> list[str]:

@@ -71,14 +71,14 @@ MAY_DIFFER: tuple[Difference, ...] = (
 
 def allowed_differences(model: Any) -> dict[int, Difference]:
     """id(variable) -> why its replica copies may differ, for every such variable of ``model``."""
-    found: dict[int, Difference] = {}
-    for layer in model._flatten_layers(include_self=False, recursive=True):
-        for rule in MAY_DIFFER:
-            if type(layer).__name__ == rule.layer:
-                for v in layer.weights:
-                    if v.name in rule.variables:
-                        found[id(v)] = rule
-    return found
+    return {
+        id(v): rule
+        for layer in model._flatten_layers(include_self=False, recursive=True)
+        for rule in MAY_DIFFER
+        if type(layer).__name__ == rule.layer
+        for v in layer.weights
+        if v.name in rule.variables
+    }
 
 
 def copies_agree(arrays: list[Any], rule: Difference | None) -> bool:

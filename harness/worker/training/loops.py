@@ -107,14 +107,13 @@ def make_gradients(
 
     loss_fn = LOSSES[chosen_loss(cell.loss, output_units(model))](keras)
     k = cell.accum_steps
-    effective_batch = cell.effective_batch
     variables = model.trainable_variables
 
     def micro(x: Any, y: Any) -> tuple[Any, list[Any]]:
         counter.phase = "micro"
         with tf.GradientTape() as tape:
             logits = tf.cast(model(x, training=True), tf.float32)
-            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=effective_batch)
+            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=cell.effective_batch)
             scaled = optimizer.scale_loss(loss)
         return loss, tape.gradient(scaled, variables)
 
@@ -222,10 +221,9 @@ def worker_rank(strategy: Any) -> int:
     """This worker's rank among a MultiWorkerMirrored cluster's training tasks: a ``chief`` task (if
     the cluster has one) is 0 and worker i is i + 1; otherwise worker i is i."""
     resolver = strategy.cluster_resolver
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
     if resolver.task_type == "chief":
         return 0
-    return resolver.task_id + (1 if has_chief else 0)
+    return resolver.task_id + int("chief" in resolver.cluster_spec().as_dict())
 
 
 def chief_agreement(strategy: Any, workers: int) -> Callable[[int], int]:
@@ -258,18 +256,15 @@ def cluster_windows(
     its own sync) is gathered from every worker into ``per_worker``."""
     import numpy as np
 
-    def barrier() -> None:
-        _cross_worker_sum(strategy, [1.0])
-
     common: list[float] = []
     own: list[float] = []
     loss = float("nan")
     for _ in range(n):
-        barrier()
+        _cross_worker_sum(strategy, [1.0])  # the barrier every worker starts the window at
         t0 = clock()
         loss = run(steps)
         own.append(clock() - t0)
-        barrier()
+        _cross_worker_sum(strategy, [1.0])  # the window ends when the slowest worker's sync is done
         common.append(clock() - t0)
     index = worker_rank(strategy)
     slots = np.zeros(workers * n, np.float32)
@@ -395,9 +390,7 @@ def build_coordinated(
         calls.clear()
         seconds, loss = timed_windows(run, steps, n)
         ran = [[int(r.fetch()[1]) for r in window] for window in calls]
-        by_worker[:] = [
-            [spe * sum(1 for w in window if w == i) for window in ran] for i in range(cell.workers)
-        ]
+        by_worker[:] = [[spe * window.count(i) for window in ran] for i in range(cell.workers)]
         return seconds, loss
 
     return Trainer(

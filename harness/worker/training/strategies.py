@@ -24,13 +24,8 @@ def _cross_device_ops(tf: Any, name: str) -> Any:
 def _multi_worker_mirrored(tf: Any, cell: Cell, timeout_s: float | None) -> Any:
     """Joins the cluster in TF_CONFIG (set by the launcher); blocks until every peer has joined.
     ``timeout_s``: a collective that takes longer fails (None: no limit)."""
-    implementation = tf.distribute.experimental.CommunicationImplementation
-    chosen = {
-        "auto": implementation.AUTO,
-        "none": implementation.AUTO,  # one device
-        "ring": implementation.RING,
-        "nccl": implementation.NCCL,
-    }[cell.communication]
+    name = "AUTO" if cell.communication == "none" else cell.communication.upper()  # none: one device
+    chosen = getattr(tf.distribute.experimental.CommunicationImplementation, name)  # AUTO, RING, NCCL
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=chosen, timeout_seconds=timeout_s
@@ -72,13 +67,10 @@ def distribute(strategy: Any, dataset: Any, cell: Cell) -> Any:
 
     def worker_slice(context: Any) -> Any:
         first = context.input_pipeline_id * cell.replicas * per_replica
+        mine, shape = slice(first, first + cell.replicas * per_replica), [cell.replicas, per_replica]
 
         def take(x: Any, y: Any) -> Any:
-            x = tf.reshape(
-                x[first : first + cell.replicas * per_replica], [cell.replicas, per_replica, *x.shape[1:]]
-            )
-            y = tf.reshape(y[first : first + cell.replicas * per_replica], [cell.replicas, per_replica])
-            return x, y
+            return tf.reshape(x[mine], [*shape, *x.shape[1:]]), tf.reshape(y[mine], shape)
 
         return dataset.map(take).unbatch()  # one element per local replica, in replica order
 
