@@ -110,7 +110,9 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         raise HarnessError(
             "Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto."
         )
-    frameworks = installed_frameworks()
+    # the co-tenant frameworks this interpreter can import: looked up, not imported (importing JAX
+    # or PyTorch would cost seconds and memory in the parent)
+    frameworks = tuple(name for name, f in FRAMEWORKS.items() if importlib.util.find_spec(f.module))
     bf16 = bf16_units(parse_cpuinfo(_read(Path("/proc/cpuinfo")) or "").flags)
     if not found.ids:
         return Platform("cpu", 0, cpu_devices, frameworks=frameworks, cpu_bf16=bf16)
@@ -125,12 +127,6 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         gpu_memory_mib=memory,
         cpu_bf16=bf16,
     )
-
-
-def installed_frameworks() -> tuple[str, ...]:
-    """The co-tenant frameworks this interpreter can import (looked up, not imported: importing JAX
-    or PyTorch would cost seconds and memory in the parent)."""
-    return tuple(name for name, f in FRAMEWORKS.items() if importlib.util.find_spec(f.module) is not None)
 
 
 def git_sha() -> str:
@@ -271,13 +267,7 @@ def parse_cpu_max(text: str) -> float:
     """CPUs of a cgroup v2 ``cpu.max`` (``QUOTA PERIOD`` in microseconds), CPUs; 0.0: no quota
     (``max``) or unreadable."""
     parts = text.split()
-    if not parts or parts[0] == "max":
-        return 0.0
-    try:
-        quota, period = float(parts[0]), float(parts[1]) if len(parts) > 1 else 100_000.0
-    except ValueError:
-        return 0.0
-    return quota / period if quota > 0 and period > 0 else 0.0
+    return parse_cfs_quota(parts[0], parts[1] if len(parts) > 1 else "100000") if parts else 0.0
 
 
 def parse_cfs_quota(quota: str, period: str) -> float:
@@ -366,17 +356,6 @@ def read_caches(folder: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> st
     return caches_text(entries)
 
 
-def parse_mem_total_gib(text: str) -> int:
-    """``MemTotal`` of ``/proc/meminfo`` (kB), rounded to GiB; 0 when absent."""
-    for line in text.splitlines():
-        if line.startswith("MemTotal:"):
-            try:
-                return round(int(line.split()[1]) / (1024 * 1024))
-            except (IndexError, ValueError):
-                return 0
-    return 0
-
-
 @dataclass(frozen=True)
 class GpuFacts:
     """Each GPU's name, the smallest GPU's memory (MiB; 0: none or unknown), the driver."""
@@ -441,7 +420,7 @@ def machine_facts(
         cores=usable_cores() if cores is None else cores,
         cpu_quota=cpu_quota(parse_cgroups(_read(cgroup) or ""), cgroup_root),
         caches=read_caches(caches),
-        memory_gib=parse_mem_total_gib(_read(meminfo) or ""),
+        memory_gib=round((proc_bytes(str(meminfo), "MemTotal") or 0) / 2**30),
         gpus=gpu.names,
         gpu_memory_mib=gpu.memory_mib,
         gpu_driver=gpu.driver,
