@@ -146,12 +146,7 @@ class _Cluster:
         return None
 
     def _who_is_missing(self) -> str:
-        everyone = range(len(self.tasks))
-        absent = [
-            self.tasks[i].label
-            for i in everyone
-            if i not in self.procs or Event.START not in self.seen.get(i, ())
-        ]
+        absent = [t.label for i, t in enumerate(self.tasks) if Event.START not in self.seen.get(i, ())]
         waiting = [self.tasks[i].label for i in self.procs if Event.JOINED not in self.seen.get(i, ())]
         if absent:
             return f" ({', '.join(absent)} not there)"

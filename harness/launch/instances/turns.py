@@ -116,10 +116,7 @@ class Coordinator:
         self._buffers: dict[socket.socket, bytes] = {}
 
     def close(self) -> None:
-        """Close every channel (waiting workers fail at once) and the socket."""
-        for conns in self.conns.values():
-            for c in conns:
-                c.close()
+        """Close every channel accepted (waiting workers fail at once) and the socket."""
         for c in self._buffers:
             c.close()
         self.server.close()

@@ -1,13 +1,10 @@
 """Facts about the host known without TensorFlow: GPUs and MIG instances (``nvidia-smi -L``), the
-platform to plan for, the suite's git commit, and the machine's facts that every run's rows carry
-(:func:`machine_facts`: small pure parsers of ``/proc``, ``/sys`` and ``nvidia-smi`` text, each
-reading one file or output it is handed, and one function that reads them off this host).
-
-GPUs are found by parsing ``nvidia-smi``'s text rather than through NVML (``pynvml``) because
-``nvidia-smi`` comes with every NVIDIA driver and lists MIG instances by the UUIDs
-``CUDA_VISIBLE_DEVICES`` takes, while ``nvidia-ml-py`` is only in the ``cuda`` extra, so a CPU
-install, where :func:`detect_platform` must still run, lacks it; ``/proc/cpuinfo`` and
-``/proc/meminfo`` are read by hand for the reason :mod:`harness.launch.system.cpu_use` gives."""
+platform to plan for, the suite's git commit, and the machine's facts every row carries
+(:func:`machine_facts`: small pure parsers of ``/proc``, ``/sys`` and ``nvidia-smi`` text, and one
+function that reads them off this host). ``nvidia-smi``, not NVML (``pynvml``): it comes with every
+driver and lists MIG instances by the UUIDs ``CUDA_VISIBLE_DEVICES`` takes, while ``nvidia-ml-py``
+is only in the ``cuda`` extra, which a CPU install (where :func:`detect_platform` must still run)
+lacks; ``/proc`` is read by hand for the reason :mod:`harness.launch.system.cpu_use` gives."""
 
 from __future__ import annotations
 
@@ -88,15 +85,6 @@ def parse_memory_mib(text: str, ids: tuple[str, ...]) -> int:
     return min(found) if found and len(found) == len(ids) else 0
 
 
-def gpu_memory_mib(ids: tuple[str, ...]) -> int:
-    """:func:`parse_memory_mib` of this host's ``nvidia-smi`` (0 without the tool)."""
-    if not ids:
-        return 0
-    return parse_memory_mib(
-        nvidia_smi("--query-gpu=index,memory.total", "--format=csv,noheader,nounits"), ids
-    )
-
-
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
 
 
@@ -116,7 +104,8 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
     bf16 = bf16_units(parse_cpuinfo(_read(Path("/proc/cpuinfo")) or "").flags)
     if not found.ids:
         return Platform("cpu", 0, cpu_devices, frameworks=frameworks, cpu_bf16=bf16)
-    memory = 0 if found.mig else gpu_memory_mib(found.ids)
+    query = ("--query-gpu=index,memory.total", "--format=csv,noheader,nounits")
+    memory = 0 if found.mig else parse_memory_mib(nvidia_smi(*query), found.ids)
     return Platform(
         "gpu",
         len(found.ids),
