@@ -9,7 +9,6 @@ wait for turns forever) and the row carries the co-tenant's own error."""
 from __future__ import annotations
 
 import os
-import signal
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -22,14 +21,13 @@ from harness.contract.turns import MEMBER_ENV, TURNS_ENV
 from harness.launch.cells.single import run_worker
 from harness.launch.system.platform import installed_version
 from harness.launch.system.process import (
-    LIVE,
-    LIVE_LOCK,
     POLL_S,
     Deadline,
     Phase,
     Process,
     harness_path,
     instance_processes,
+    kill_live,
 )
 from harness.spec.cell import Cell
 from harness.spec.frameworks import Framework, TenantEnv, framework, tenant_key
@@ -51,16 +49,12 @@ def tenant_job(cell: Cell, options: WorkerOptions, member: str) -> TenantJob:
     )
 
 
-def framework_version(f: Framework) -> str:
-    """The installed version of ``f`` in this interpreter (the co-tenant runs under it), from its
-    distributions' metadata, never by importing it; "" when none is found."""
-    return next((v for d in f.distributions if (v := installed_version(d))), "")
-
-
 def tenant_env(f: Framework) -> TenantEnv:
-    """The co-tenant's environment relative to ours: the settings its installed release accepts, and
+    """The co-tenant's environment relative to ours: the settings its installed release accepts (its
+    version from its distributions' metadata, never by importing it; "" when none is found), and
     the inherited variables it must not get (TensorFlow's ``XLA_FLAGS`` for JAX)."""
-    return f.process_env(framework_version(f), os.environ)
+    version = next((v for d in f.distributions if (v := installed_version(d))), "")
+    return f.process_env(version, os.environ)
 
 
 def start_tenant(job: TenantJob, options: WorkerOptions, folder: Path, name: str) -> Process:
@@ -89,13 +83,7 @@ def _stop_partner(tenant: Process, stopped: set[int]) -> None:
     ``stopped`` (then added), so that a cell whose co-tenant failed ends now rather than at the
     TensorFlow worker's deadline."""
     member = instance_processes(tenant.env.get(TURNS_ENV, "")).get(tenant.env.get(MEMBER_ENV, ""), [])
-    with LIVE_LOCK:
-        partners = [
-            LIVE[pid] for pid in member if pid not in stopped and pid != tenant.proc.pid and pid in LIVE
-        ]
-    for p in partners:
-        p.send(signal.SIGKILL)
-        stopped.add(p.proc.pid)
+    stopped.update(kill_live([pid for pid in member if pid not in stopped and pid != tenant.proc.pid]))
 
 
 def _watch(tenant: Process, done: threading.Event) -> None:

@@ -40,14 +40,6 @@ def free_ports(n: int) -> list[int]:
             sock.close()
 
 
-def cluster_spec(tasks: Sequence[Task], addresses: list[str]) -> dict[str, list[str]]:
-    """TF_CONFIG's ``cluster``: each task type's addresses, in task-index order."""
-    spec: dict[str, list[str]] = {}
-    for task, address in zip(tasks, addresses, strict=True):
-        spec.setdefault(task.type, []).append(address)
-    return spec
-
-
 def cores_per_task(cell: Cell, host_cores: int) -> int:
     """Threads for each worker (and ps task) of a local cell: the host's cores split evenly
     between the processes that compute or apply updates (never below 1)."""
@@ -66,10 +58,11 @@ def cluster_env(
     """Environment of local task ``tasks[position]``: TF_CONFIG, its thread counts, its device mask
     (compute task c gets GPUs c*replicas .. c*replicas + replicas - 1; other tasks none)."""
     task = tasks[position]
+    spec: dict[str, list[str]] = {}  # each task type's addresses, in task-index order
+    for t, address in zip(tasks, addresses, strict=True):
+        spec.setdefault(t.type, []).append(address)
     env = {
-        "TF_CONFIG": json.dumps(
-            {"cluster": cluster_spec(tasks, addresses), "task": {"type": task.type, "index": task.index}}
-        ),
+        "TF_CONFIG": json.dumps({"cluster": spec, "task": {"type": task.type, "index": task.index}}),
         "TF_NUM_INTRAOP_THREADS": str(cores),
         "OMP_NUM_THREADS": str(cores),
     }
@@ -153,12 +146,7 @@ class _Cluster:
         return None
 
     def _who_is_missing(self) -> str:
-        everyone = range(len(self.tasks))
-        absent = [
-            self.tasks[i].label
-            for i in everyone
-            if i not in self.procs or Event.START not in self.seen.get(i, ())
-        ]
+        absent = [t.label for i, t in enumerate(self.tasks) if Event.START not in self.seen.get(i, ())]
         waiting = [self.tasks[i].label for i in self.procs if Event.JOINED not in self.seen.get(i, ())]
         if absent:
             return f" ({', '.join(absent)} not there)"
@@ -179,19 +167,7 @@ def run_cluster(cell: Cell, options: WorkerOptions, name: str = "cell") -> Itera
         except NoNamespace as e:
             yield {"event": Event.FAILED, "cell_id": cell.id, "facts": None, "reason": no_namespace_text(e)}
             return
-        yield from _run_tasks(cluster, options, name, isolated)
-
-
-def no_namespace_text(error: OSError) -> str:
-    """A failed row's reason where a cell's namespace could not be made after the run's check."""
-    return f"its network namespace could not be made ({error}), so its TensorFlow servers were not started"
-
-
-def _run_tasks(
-    cluster: _Cluster, options: WorkerOptions, name: str, isolated: dict[str, str]
-) -> Iterator[EventLine]:
-    """:func:`run_cluster` once the cell's namespace (``isolated``: the variables that join it) is held."""
-    with tempfile.TemporaryDirectory(prefix="harness-") as tmpdir:
+        tmpdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-"))
         try:
             _start_tasks(cluster, options, name, Path(tmpdir), isolated)
             while True:
@@ -208,7 +184,12 @@ def _run_tasks(
     if culprit.startswith("deadline"):
         culprit += "; stopped with " + ", ".join(f"{cluster.tasks[i].label}: {h}" for i, h in hows.items())
     reason = culprit or "the chief exited without a record"
-    yield {"event": Event.FAILED, "cell_id": cluster.cell.id, "facts": cluster.facts, "reason": reason}
+    yield {"event": Event.FAILED, "cell_id": cell.id, "facts": cluster.facts, "reason": reason}
+
+
+def no_namespace_text(error: OSError) -> str:
+    """A failed row's reason where a cell's namespace could not be made after the run's check."""
+    return f"its network namespace could not be made ({error}), so its TensorFlow servers were not started"
 
 
 def _start_tasks(

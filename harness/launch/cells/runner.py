@@ -319,9 +319,6 @@ class RunState:
             self.earlier, row.cell.cell_id, row.machine.fingerprint if row.machine else None
         )
 
-    def _aggregate(self, cell: Cell) -> CellRow:
-        return aggregate(cell, self.protocol, self.evidence[cell.id], self.breakdowns.get(cell.id))
-
     def write_rows(self, measured: Sequence[Evidence] = ()) -> None:
         """Every measured cell's row (with the peak and the ratios), then the unsupported ones;
         ``measured``: the comparisons measured in turns (the ratios table; their scaling
@@ -329,9 +326,11 @@ class RunState:
         peaks = {d: Peak(d, stats.figure(v)) for d, v in self.peaks.samples.items()}
         run = replace(self.run, timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         rows = [
-            with_peak(replace(self._aggregate(c), run=run), peaks, c)
+            with_peak(
+                replace(aggregate(c, self.protocol, done, self.breakdowns.get(c.id)), run=run), peaks, c
+            )
             for c in self.runnable
-            if self.evidence[c.id]
+            if (done := self.evidence[c.id])
         ]
         rows = [with_ratios(r, rows) for r in rows]
         fingerprint = (self.facts or {}).get("fingerprint")
@@ -339,18 +338,13 @@ class RunState:
         ratios = ratio_rows(measured, run, fingerprint, pr.blocks, pr.turn_s, pr.min_effect)
         rows = [with_turn_ratios(r, ratios) for r in rows]
         rows = [with_history(r, self._earlier(r)) for r in rows]
-        rows += [
-            replace(not_measured_row(c, self.protocol, Status.UNSUPPORTED, why, self.facts), run=run)
-            for c, why in self.planned
-            if why is not None
-        ]
-        unreached = [
-            replace(
-                not_measured_row(c, self.protocol, Status.NOT_MEASURED, self.unreached, self.facts), run=run
-            )
-            for c in self.runnable
-            if not self.evidence[c.id]
-        ]
+
+        def unmeasured(cell: Cell, status: Status, why: str) -> CellRow:
+            return replace(not_measured_row(cell, self.protocol, status, why, self.facts), run=run)
+
+        rows += [unmeasured(c, Status.UNSUPPORTED, why) for c, why in self.planned if why is not None]
+        todo = [c for c in self.runnable if not self.evidence[c.id]]
+        unreached = [unmeasured(c, Status.NOT_MEASURED, self.unreached) for c in todo]
         if self.result.interrupted:  # a stopped run resumes: their rows are not written
             self.result.unreached, unreached = unreached, []
         rows += unreached
@@ -360,7 +354,7 @@ class RunState:
             row = replace(row, ran=ran)
             self.files.write_row(len(self.result.rows), row)
             self.result.rows.append(row)
-        self.result.not_run = sum(1 for c in self.runnable if not self.evidence[c.id])
+        self.result.not_run = len(todo)
         self.result.ratios = ratios
         if self.result.rows:
             self.result.paths = [self.files.folder("cells"), self.files.folder("windows")]

@@ -48,9 +48,9 @@ def run_worker(
                 if kind == Event.READY:
                     facts = ev["facts"]
                 elif kind == Event.START and joins:
-                    proc.enter(Phase.JOIN, options.settings.rendezvous_timeout_s)
+                    proc.deadline.enter(Phase.JOIN, options.settings.rendezvous_timeout_s)
                 elif kind == Event.START or (kind == Event.JOINED and joins):
-                    proc.enter(Phase.CELL, options.cell_timeout_s, cell.id)
+                    proc.deadline.enter(Phase.CELL, options.cell_timeout_s, cell.id)
                 elif kind in (Event.RECORD, Event.FINISHED):
                     done = True
                 yield {**ev, "facts": facts}

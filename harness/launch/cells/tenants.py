@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from functools import partial
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.contract.columns import flatten, unflatten
@@ -19,38 +18,29 @@ from harness.spec.cell import Cell
 from harness.spec.strategies import Role
 
 
-def meet_together(barrier: str, parts: Sequence[Callable[[], None]]) -> None:
-    """Run ``parts`` at once, each on its own thread (each launches one process that meets the
-    others at the start barrier in folder ``barrier``, as ``Launch.index`` i); when part i returns,
-    mark ``ended-<i>`` there so that partners still waiting stop at once. Returns when all have."""
-
-    def part(i: int) -> None:
-        try:
-            parts[i]()
-        finally:
-            Path(barrier, f"ended-{i}").touch()
-
-    threads = [threading.Thread(target=part, args=(i,), daemon=True) for i in range(len(parts))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        while t.is_alive():
-            t.join(POLL_S)
-
-
 def run_tenants(cell: Cell, options: WorkerOptions, name: str) -> Iterator[EventLine]:
     """Start ``cell.tenants`` worker processes of the cell at once (each with every device of the
     cell and the host's cores; GPU memory growth is on in every worker), let them meet at a file
     barrier after their first call, and yield tenant 0's start, then one record that
-    :func:`harness.results.aggregate.combine` makes of all of them (or the first tenant's failure)."""
+    :func:`harness.results.aggregate.combine` makes of all of them (or the first tenant's failure).
+    Each tenant's process is launched on a thread of its own; when one's ends, ``ended-<i>`` in the
+    barrier's folder tells partners still waiting there to stop at once."""
     with tempfile.TemporaryDirectory(prefix="harness-tenants-") as barrier:
         streams: list[list[EventLine]] = [[] for _ in range(cell.tenants)]
 
         def follow(i: int) -> None:
             launch = Launch(((TENANT_BARRIER_ENV, barrier),), Role.CHIEF, i, None, 1, True, meet=cell.tenants)
-            streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
+            try:
+                streams[i].extend(run_worker(cell, options, f"{name}-tenant{i}", launch))
+            finally:
+                Path(barrier, f"ended-{i}").touch()
 
-        meet_together(barrier, [partial(follow, i) for i in range(cell.tenants)])
+        threads = [threading.Thread(target=follow, args=(i,), daemon=True) for i in range(cell.tenants)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(POLL_S)
     facts = next((ev.get("facts") for ev in streams[0] if ev.get("facts")), None)
     yield {"event": Event.START, "cell_id": cell.id, "facts": facts}
     for i, events in enumerate(streams):

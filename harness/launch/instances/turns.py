@@ -11,7 +11,6 @@ import dataclasses
 import json
 import os
 import select
-import signal
 import socket
 import tempfile
 import threading
@@ -29,7 +28,7 @@ from harness.formulas.turns import Turn
 from harness.launch.cells.runner import CellEnd, Launcher, each_cell, run_cell_processes
 from harness.launch.system.cpu_use import Snapshot, attribute
 from harness.launch.system.platform import usable_cores
-from harness.launch.system.process import LIVE, LIVE_LOCK, POLL_S, instance_processes
+from harness.launch.system.process import POLL_S, instance_processes, kill_live
 from harness.results.aggregate import shared_windows, with_shared
 from harness.spec.frameworks import NONE, member_of, tenant_key, together_key
 from harness.spec.groups import Group, Member, turn_order
@@ -117,10 +116,7 @@ class Coordinator:
         self._buffers: dict[socket.socket, bytes] = {}
 
     def close(self) -> None:
-        """Close every channel (waiting workers fail at once) and the socket."""
-        for conns in self.conns.values():
-            for c in conns:
-                c.close()
+        """Close every channel accepted (waiting workers fail at once) and the socket."""
         for c in self._buffers:
             c.close()
         self.server.close()
@@ -218,18 +214,10 @@ def _member_options(options: WorkerOptions, member: Member, path: str, members: 
 
 
 def stop_instance(path: str) -> int:
-    """SIGKILL the process group of every process of the instance whose channel is ``path``
-    (:func:`instance_processes`); returns how many. A dropped instance's members are stopped at
-    once rather than at their launchers' deadlines (a hung one ignores SIGTERM); their launchers
-    then see them exit."""
-    stopped = 0
-    pids = [pid for found in instance_processes(path).values() for pid in found]
-    with LIVE_LOCK:
-        procs = [LIVE[pid] for pid in pids if pid in LIVE]
-    for proc in procs:
-        proc.send(signal.SIGKILL)
-        stopped += 1
-    return stopped
+    """SIGKILL every process of the instance whose channel is ``path`` (:func:`instance_processes`);
+    returns how many. A dropped instance's members are stopped at once rather than at their
+    launchers' deadlines (a hung one ignores SIGTERM); their launchers then see them exit."""
+    return len(kill_live([pid for found in instance_processes(path).values() for pid in found]))
 
 
 def run_instance(
@@ -388,11 +376,13 @@ class TurnUnit:
         """Grant this turn and wait for it: each side's timed part."""
         m, grant = self.member, Grant(do=Do.WINDOW, block=block)
         batch = m.cell.effective_batch
-        if self.kind == "tenant":
-            key = _channel_keys(m)[1]
-            reply = coordinator.ask(key, grant, timeout_s)[0]
-            return [(key, float(reply.get("seconds") or 0.0), int(reply.get("steps") or 0) * batch, 0.0)]
         tenant = _channel_keys(m)[-1]
+
+        def theirs(key: str, reply: Reply) -> Timed:  # the co-tenant reports no CPU seconds
+            return (key, float(reply.get("seconds") or 0.0), int(reply.get("steps") or 0) * batch, 0.0)
+
+        if self.kind == "tenant":
+            return [theirs(tenant, coordinator.ask(tenant, grant, timeout_s)[0])]
         if self.kind == "together":
             coordinator.send(tenant, Grant(do=Do.WINDOW, block=block, until=UNTIL_STOP))
         replies = coordinator.ask(m.key, grant, timeout_s)
@@ -402,13 +392,7 @@ class TurnUnit:
         if self.kind != "together":
             return [ours]
         reply = coordinator.ask(tenant, Grant(do=Do.STOP), timeout_s)[0]
-        theirs = (
-            together_key(tenant),
-            float(reply.get("seconds") or 0.0),
-            int(reply.get("steps") or 0) * batch,
-            0.0,
-        )
-        return [(together_key(m.key), *ours[1:]), theirs]
+        return [(together_key(m.key), *ours[1:]), theirs(together_key(tenant), reply)]
 
 
 def turn_units(member: Member) -> list[TurnUnit]:

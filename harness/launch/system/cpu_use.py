@@ -154,25 +154,20 @@ class CpuUse:
     """Wall seconds between the two host readings."""
 
 
-def _same(a: ProcessCpu, b: ProcessCpu) -> bool:
-    """Whether two readings are one process (same start time: a pid reused, or a renamed process,
-    is told apart by it)."""
-    return a.start == b.start
-
-
 def _delta(before: Mapping[int, ProcessCpu], after: Mapping[int, ProcessCpu], pid: int) -> float:
-    """CPU seconds ``pid`` used between the snapshots (from 0 for a process born in between; a
-    process gone by the second snapshot: 0, its time falls to ``other_s``)."""
+    """CPU seconds ``pid`` used between the snapshots (from 0 for a process born in between, told
+    from an earlier one of the same pid by its start time; a process gone by the second snapshot:
+    0, its time falls to ``other_s``)."""
     if pid not in after:
         return 0.0
-    start = before[pid].cpu_s if pid in before and _same(before[pid], after[pid]) else 0.0
+    start = before[pid].cpu_s if pid in before and before[pid].start == after[pid].start else 0.0
     return max(after[pid].cpu_s - start, 0.0)
 
 
 def _reaped(before: Mapping[int, ProcessCpu], after: Mapping[int, ProcessCpu], pid: int) -> float:
     """CPU seconds of children ``pid`` waited for between the snapshots (a short-lived program's
     time, e.g. a build's compilers under ``make``); 0 for a process born in between."""
-    if pid not in after or pid not in before or not _same(before[pid], after[pid]):
+    if pid not in after or pid not in before or before[pid].start != after[pid].start:
         return 0.0
     return max(after[pid].children_s - before[pid].children_s, 0.0)
 

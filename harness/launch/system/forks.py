@@ -22,11 +22,10 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.contract.forks import PROGRAMS, SERVER_MODULE, WORKER_MODULE, Spawn, server_env
+from harness.contract.forks import PROGRAMS, SERVER_MODULE, Spawn, server_env
 
 READY_TIMEOUT_S = 300.0
 """Seconds a server may take to import TensorFlow and listen."""
@@ -157,10 +156,10 @@ class ForkServers:
         return None
 
     def spawn(
-        self, argv: list[str], env: dict[str, str], log_path: Path, python: str, program: Program
+        self, module: str, argv: list[str], env: dict[str, str], log_path: Path, python: str, out: Path | None
     ) -> Forked | None:
-        """A process (``python -m`` ``program.module`` + ``argv``, whole environment ``env``)
-        forked by its server, or None (the caller starts a fresh interpreter)."""
+        """A process (``python -m module`` + ``argv``, whole environment ``env``) forked by its
+        server, or None (the caller starts a fresh interpreter)."""
         shared = server_env(env)
         key = (python, tuple(sorted(shared.items())))
         with self._lock:
@@ -170,11 +169,11 @@ class ForkServers:
         if server is None:
             return None
         request: Spawn = {
-            "module": program.module,
+            "module": module,
             "argv": argv,
             "env": env,
             "log": str(log_path),
-            "out": str(program.out or log_path),
+            "out": str(out or log_path),
             "cwd": os.getcwd(),
         }
         return server.spawn(request)
@@ -210,21 +209,13 @@ def serving(enabled: bool = True) -> Iterator[ForkServers | None]:
                 print(f"warning: {failure}", file=sys.stderr)
 
 
-@dataclass(frozen=True)
-class Program:
-    """What a forked process runs: ``python -m`` ``module`` (one of
-    :data:`harness.contract.forks.PROGRAMS`), its stdout to ``out`` (None: its log)."""
-
-    module: str = WORKER_MODULE
-    out: Path | None = None
-
-
 def spawn(
-    argv: list[str], env: dict[str, str], log_path: Path, python: str, program: Program = Program()
+    module: str, argv: list[str], env: dict[str, str], log_path: Path, python: str, out: Path | None = None
 ) -> Forked | None:
-    """A forked process while :func:`serving` is active and ``program`` is one a server forks,
+    """``python -m module`` + ``argv`` forked while :func:`serving` is active and ``module`` is one a
+    server forks (:data:`harness.contract.forks.PROGRAMS`; its stdout to ``out``, None: its log),
     else None."""
     servers = _current
-    if servers is None or program.module not in PROGRAMS:
+    if servers is None or module not in PROGRAMS:
         return None
-    return servers.spawn(argv, env, log_path, python, program)
+    return servers.spawn(module, argv, env, log_path, python, out)

@@ -1,13 +1,10 @@
 """Facts about the host known without TensorFlow: GPUs and MIG instances (``nvidia-smi -L``), the
-platform to plan for, the suite's git commit, and the machine's facts that every run's rows carry
-(:func:`machine_facts`: small pure parsers of ``/proc``, ``/sys`` and ``nvidia-smi`` text, each
-reading one file or output it is handed, and one function that reads them off this host).
-
-GPUs are found by parsing ``nvidia-smi``'s text rather than through NVML (``pynvml``) because
-``nvidia-smi`` comes with every NVIDIA driver and lists MIG instances by the UUIDs
-``CUDA_VISIBLE_DEVICES`` takes, while ``nvidia-ml-py`` is only in the ``cuda`` extra, so a CPU
-install, where :func:`detect_platform` must still run, lacks it; ``/proc/cpuinfo`` and
-``/proc/meminfo`` are read by hand for the reason :mod:`harness.launch.system.cpu_use` gives."""
+platform to plan for, the suite's git commit, and the machine's facts every row carries
+(:func:`machine_facts`: small pure parsers of ``/proc``, ``/sys`` and ``nvidia-smi`` text, and one
+function that reads them off this host). ``nvidia-smi``, not NVML (``pynvml``): it comes with every
+driver and lists MIG instances by the UUIDs ``CUDA_VISIBLE_DEVICES`` takes, while ``nvidia-ml-py``
+is only in the ``cuda`` extra, which a CPU install (where :func:`detect_platform` must still run)
+lacks; ``/proc`` is read by hand for the reason :mod:`harness.launch.system.cpu_use` gives."""
 
 from __future__ import annotations
 
@@ -88,15 +85,6 @@ def parse_memory_mib(text: str, ids: tuple[str, ...]) -> int:
     return min(found) if found and len(found) == len(ids) else 0
 
 
-def gpu_memory_mib(ids: tuple[str, ...]) -> int:
-    """:func:`parse_memory_mib` of this host's ``nvidia-smi`` (0 without the tool)."""
-    if not ids:
-        return 0
-    return parse_memory_mib(
-        nvidia_smi("--query-gpu=index,memory.total", "--format=csv,noheader,nounits"), ids
-    )
-
-
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
 
 
@@ -110,11 +98,14 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         raise HarnessError(
             "Received --device=gpu, but nvidia-smi lists no GPU; expected --device cpu or auto."
         )
-    frameworks = installed_frameworks()
+    # the co-tenant frameworks this interpreter can import: looked up, not imported (importing JAX
+    # or PyTorch would cost seconds and memory in the parent)
+    frameworks = tuple(name for name, f in FRAMEWORKS.items() if importlib.util.find_spec(f.module))
     bf16 = bf16_units(parse_cpuinfo(_read(Path("/proc/cpuinfo")) or "").flags)
     if not found.ids:
         return Platform("cpu", 0, cpu_devices, frameworks=frameworks, cpu_bf16=bf16)
-    memory = 0 if found.mig else gpu_memory_mib(found.ids)
+    query = ("--query-gpu=index,memory.total", "--format=csv,noheader,nounits")
+    memory = 0 if found.mig else parse_memory_mib(nvidia_smi(*query), found.ids)
     return Platform(
         "gpu",
         len(found.ids),
@@ -125,12 +116,6 @@ def detect_platform(device: str = "auto", cpu_devices: int = 2) -> Platform:
         gpu_memory_mib=memory,
         cpu_bf16=bf16,
     )
-
-
-def installed_frameworks() -> tuple[str, ...]:
-    """The co-tenant frameworks this interpreter can import (looked up, not imported: importing JAX
-    or PyTorch would cost seconds and memory in the parent)."""
-    return tuple(name for name, f in FRAMEWORKS.items() if importlib.util.find_spec(f.module) is not None)
 
 
 def git_sha() -> str:
@@ -271,13 +256,7 @@ def parse_cpu_max(text: str) -> float:
     """CPUs of a cgroup v2 ``cpu.max`` (``QUOTA PERIOD`` in microseconds), CPUs; 0.0: no quota
     (``max``) or unreadable."""
     parts = text.split()
-    if not parts or parts[0] == "max":
-        return 0.0
-    try:
-        quota, period = float(parts[0]), float(parts[1]) if len(parts) > 1 else 100_000.0
-    except ValueError:
-        return 0.0
-    return quota / period if quota > 0 and period > 0 else 0.0
+    return parse_cfs_quota(parts[0], parts[1] if len(parts) > 1 else "100000") if parts else 0.0
 
 
 def parse_cfs_quota(quota: str, period: str) -> float:
@@ -366,17 +345,6 @@ def read_caches(folder: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> st
     return caches_text(entries)
 
 
-def parse_mem_total_gib(text: str) -> int:
-    """``MemTotal`` of ``/proc/meminfo`` (kB), rounded to GiB; 0 when absent."""
-    for line in text.splitlines():
-        if line.startswith("MemTotal:"):
-            try:
-                return round(int(line.split()[1]) / (1024 * 1024))
-            except (IndexError, ValueError):
-                return 0
-    return 0
-
-
 @dataclass(frozen=True)
 class GpuFacts:
     """Each GPU's name, the smallest GPU's memory (MiB; 0: none or unknown), the driver."""
@@ -441,7 +409,7 @@ def machine_facts(
         cores=usable_cores() if cores is None else cores,
         cpu_quota=cpu_quota(parse_cgroups(_read(cgroup) or ""), cgroup_root),
         caches=read_caches(caches),
-        memory_gib=parse_mem_total_gib(_read(meminfo) or ""),
+        memory_gib=round((proc_bytes(str(meminfo), "MemTotal") or 0) / 2**30),
         gpus=gpu.names,
         gpu_memory_mib=gpu.memory_mib,
         gpu_driver=gpu.driver,

@@ -118,8 +118,8 @@ class Process:
         self._offset, self._partial = 0, ""
         self.env = {k: v for k, v in {**os.environ, **WORKER_ENV, **env}.items() if k not in unset}
         python = python or sys.executable
-        program = forks.Program(argv[1], events_path if events_on_stdout else None)
-        forked = forks.spawn(argv[2:], self.env, log_path, python, program) if fork else None
+        stdout = events_path if events_on_stdout else None
+        forked = forks.spawn(argv[1], argv[2:], self.env, log_path, python, stdout) if fork else None
         self.proc: subprocess.Popen[bytes] | forks.Forked
         if forked is not None:
             self.proc = forked
@@ -162,15 +162,12 @@ class Process:
             now = time.monotonic()
             if now - self._sampled >= MEMORY_SAMPLE_S:
                 self._sampled = now
-                self.peak_rss = max(self.peak_rss, resident_peak_bytes(self.proc.pid) or 0)
+                self.peak_rss = max(self.peak_rss, proc_bytes(f"/proc/{self.proc.pid}/status", "VmHWM") or 0)
         return alive
 
     @property
     def returncode(self) -> int | None:
         return self.proc.poll()
-
-    def enter(self, phase: Phase, limit_s: float, detail: str = "") -> None:
-        self.deadline.enter(phase, limit_s, detail)
 
     def wait(self, timeout_s: float | None = None) -> int | None:
         """Wait for the exit (at most ``timeout_s``); its return code, or None if still running."""
@@ -229,12 +226,6 @@ class Process:
 
 MEMORY_SAMPLE_S = 0.5
 """Seconds between two readings of a live child's resident memory."""
-
-
-def resident_peak_bytes(pid: int, proc: str = "/proc") -> int | None:
-    """A process's resident high-water mark (``VmHWM`` of /proc/PID/status), bytes; None when
-    unknown (gone, or not Linux)."""
-    return proc_bytes(f"{proc}/{pid}/status", "VmHWM")
 
 
 def killed_text(peak_rss: int) -> str:
@@ -321,3 +312,12 @@ def instance_processes(path: str, live: Mapping[int, Process] | None = None) -> 
         if proc.env.get(TURNS_ENV) == path:
             found.setdefault(proc.env.get(MEMBER_ENV, ""), []).append(pid)
     return found
+
+
+def kill_live(pids: Collection[int]) -> list[int]:
+    """SIGKILL the process group of each of ``pids`` not yet stopped (:data:`LIVE`); returns theirs."""
+    with LIVE_LOCK:
+        procs = [LIVE[pid] for pid in pids if pid in LIVE]
+    for proc in procs:
+        proc.send(signal.SIGKILL)
+    return [proc.proc.pid for proc in procs]

@@ -59,7 +59,6 @@ def test_the_installed_release_read_from_metadata_picks_one_memory_name(monkeypa
     }
     assert set(env.removed) == {"XLA_FLAGS", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
     monkeypatch.setattr(foreign, "installed_version", _versions(jax="0.4.30"))  # jaxlib's not found
-    assert foreign.framework_version(framework("jax")) == "0.4.30"
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in foreign.tenant_env(framework("jax")).variables
 
 

@@ -51,12 +51,12 @@ def test_only_the_programs_a_server_forks_are_asked_of_it(monkeypatch: pytest.Mo
     asked: list[str] = []
 
     class Servers:
-        def spawn(self, argv, env, log_path, python, program):  # type: ignore[no-untyped-def]
-            asked.append(program.module)
+        def spawn(self, module, argv, env, log_path, python, out):  # type: ignore[no-untyped-def]
+            asked.append(module)
 
     monkeypatch.setattr(forks, "_current", Servers())
     for module in ("harness.worker", "harness.worker.peak", "harness.worker.probe"):
-        forks.spawn([], {}, Path("log"), sys.executable, forks.Program(module))
+        forks.spawn(module, [], {}, Path("log"), sys.executable)
     assert asked == ["harness.worker", "harness.worker.peak"] == list(PROGRAMS)  # the probe starts fresh
 
 

@@ -188,9 +188,9 @@ def test_caches_read_as_one_line_in_level_order(tmp_path: Path) -> None:
     assert plat.parse_cache_size_kib("?") == 0
 
 
-def test_memory_is_memtotal_rounded_to_gib() -> None:
-    assert plat.parse_mem_total_gib(MEMINFO) == 24  # 23.5 GiB
-    assert plat.parse_mem_total_gib("MemFree: 1 kB\n") == 0
+def test_memory_without_memtotal_is_unknown(tmp_path: Path) -> None:
+    _write(tmp_path, {"meminfo": "MemFree: 1 kB\n"})
+    assert plat.machine_facts(meminfo=tmp_path / "meminfo", cores=1, gpus="").memory_gib == 0
 
 
 def test_gpus_from_the_query_their_smallest_memory_and_driver() -> None:
@@ -234,7 +234,7 @@ def test_machine_facts_read_off_a_fake_host(tmp_path: Path) -> None:
         cores=2,
         cpu_quota=1.0,
         caches="L1d 32 KiB",
-        memory_gib=24,
+        memory_gib=24,  # 23.5 GiB, rounded
         gpus=("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"),
         gpu_memory_mib=81559,
         gpu_driver="550.54.15",

@@ -44,7 +44,7 @@ def test_events_arrive_whole_lines_only(tmp_path: Path) -> None:
 
 def test_a_passed_deadline_is_reported_with_phase_and_how_it_was_stopped(tmp_path: Path) -> None:
     proc = _child(tmp_path, 60, Deadline(Phase.STARTUP, 0.2))
-    proc.enter(Phase.CELL, 0.2, "cnn/default")
+    proc.deadline.enter(Phase.CELL, 0.2, "cnn/default")
     time.sleep(0.4)
     assert proc.running and proc.deadline.overdue
     how = proc.stop(grace_s=2)
@@ -86,13 +86,14 @@ def test_signal_text() -> None:
 
 
 def test_a_kill_the_harness_did_not_send_names_the_memory_last_seen(tmp_path: Path) -> None:
-    from harness.launch.system.process import killed_text, resident_peak_bytes
+    from harness.launch.system.platform import proc_bytes
+    from harness.launch.system.process import killed_text
 
     (tmp_path / "42").mkdir()
     (tmp_path / "42" / "status").write_text("Name:\tpython\nVmPeak:\t 9999 kB\nVmHWM:\t 3145728 kB\n")
 
-    assert resident_peak_bytes(42, str(tmp_path)) == 3 * 2**30
-    assert resident_peak_bytes(43, str(tmp_path)) is None
+    assert proc_bytes(f"{tmp_path}/42/status", "VmHWM") == 3 * 2**30  # what a process's peak_rss reads
+    assert proc_bytes(f"{tmp_path}/43/status", "VmHWM") is None
     text = killed_text(3 * 2**30)
     assert "out-of-memory killer" in text and "up to 3.00 GiB" in text and "--max-live" in text
     assert "GiB" not in killed_text(0)
