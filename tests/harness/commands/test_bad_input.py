@@ -21,16 +21,18 @@ nothing is started. The property:
 
 The platform (what ``nvidia-smi`` lists) and ``TF_CONFIG`` are drawn too, so the GPU and cluster
 checks are tried without a GPU or a cluster. stdout is strict UTF-8, as on a terminal. What runs
-after every check is stubbed where it is slow: the figure writers; re-reading the sandbox's
-results folder (its tables, and each of its files ``check`` reads) gives the first answer again. Examples are derandomized (settings profile ``bad-input``: CI sees the same ones
-every run); ``BAD_INPUT_EXAMPLES`` changes their number per command, ``BAD_INPUT_MESSAGES=FILE``
-collects every error line for reading.
+after every check is made cheaper where it is slow: figures are built but not rendered (their
+files written empty); re-reading the sandbox's results folder (its tables, and each of its files
+``check`` reads) gives the first answer again. Examples are derandomized (settings profile
+``bad-input``: CI sees the same ones every run); ``BAD_INPUT_EXAMPLES`` changes their number per
+command, ``BAD_INPUT_MESSAGES=FILE`` collects every error line for reading.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -50,15 +52,17 @@ from hypothesis import strategies as st
 import harness.commands as commands
 import harness.launch.system.platform as platform_module
 import harness.results.check as check_module
+from harness.analysis.comparisons import hardware_figure
+from harness.analysis.run import plots
 from harness.commands import COMMANDS, build_parser, main
 from harness.contract.columns import flatten, unflatten
 from harness.contract.records import CellRow
 from harness.launch.system.platform import NvidiaGpus
 from harness.launch.versions import builds as builds_module
 from harness.launch.versions.ab import MODES
-from harness.results import history, store
+from harness.results import store
 from harness.results.measurement import cell_row
-from harness.results.pack import FORMAT, VERSION, Manifest, stored_runs, write_pack
+from harness.results.pack import FORMAT, VERSION, Manifest, open_pack, stored_runs, write_pack
 from harness.results.store import RunFiles
 from harness.spec.axes import (
     AXES,
@@ -241,9 +245,10 @@ def numbers(kind: type) -> Domain:
     return Domain(st.sampled_from(small), st.sampled_from(NUMBERS + WORDS))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sandbox:
-    """The folders and files the drawn paths point at."""
+    """The folders and files the drawn paths point at (hashed by identity: :func:`domain` is
+    cached per sandbox)."""
 
     root: Path
     empty: Path
@@ -346,9 +351,11 @@ BAD_REFS = (
 some are out of range or malformed."""
 
 
+@functools.cache
 def domain(action: argparse.Action, box: Sandbox, command: str) -> Domain:
     """What may follow ``action``'s flag, from what the parser says about it (a new option falls
-    through to its choices, its type, or every known word)."""
+    through to its choices, its type, or every known word). Built once per option: building
+    Hypothesis strategies anew in every example cost more than drawing from them."""
     if action.dest in AXIS_BY_NAME and action.type is None and not action.choices:
         return axis_domain(action.dest)
     if action.dest in PATH_DESTS:
@@ -643,22 +650,21 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
     }
 
 
-def _read_once(read: Any, results: Path) -> Any:
-    """``read`` (history.load, store.read_collectives), reading the sandbox's own results folder
-    once (it never changes; 30 ms a read is most of a reading command's example): copies of
-    the first answer. Any other folder is read every time. (The folder as given or relative to the
-    sandbox, the working directory: ``results``, every reading command's default, is it too.)"""
-    cache: dict[tuple[Any, ...], Any] = {}
+def _read_once(read: Any, folders: tuple[Path, ...]) -> Any:
+    """``store._read(table_folder, schema)``, the one reader of every results table, reading each
+    table of the sandbox's own results ``folders`` (the folder and its pack as extracted; they never
+    change) once: copies of the first answer. Reading a table and making its DataFrame is most of a
+    reading command's example (tens of ms, several tables a command). Any other folder is read
+    every time."""
+    cache: dict[tuple[Path, Any], Any] = {}
 
-    def cached(folder: Any, *args: Any, **kwargs: Any) -> Any:
-        roots = [folder] if isinstance(folder, str | Path) else list(folder)  # history.Roots
-        if [Path(r).absolute() for r in roots] != [results]:
-            return read(folder, *args, **kwargs)
-        key = (*args, *sorted(kwargs.items()))
-        if key not in cache:
-            cache[key] = read(folder, *args, **kwargs)
-        answer = cache[key]
-        return tuple(x.copy() for x in answer) if isinstance(answer, tuple) else answer.copy()
+    def cached(table: Path, schema: Any) -> Any:
+        where = Path(table).absolute()
+        if not any(f in where.parents for f in folders):
+            return read(table, schema)
+        if (where, schema) not in cache:
+            cache[where, schema] = read(table, schema)
+        return cache[where, schema].copy()
 
     return cached
 
@@ -686,10 +692,21 @@ def _read_file_once(read_file: Any, results: Path) -> Any:
     return cached
 
 
+def _save_unrendered(fig: Any, out: Path, name: str) -> list[Path]:
+    """:func:`harness.analysis.run.plots.save` without the rendering (most of a drawing command's
+    example): the folder made and each file written, empty, as the real one would, the figure closed."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.{ext}" for ext in plots.FORMATS]
+    for path in paths:
+        path.write_bytes(b"")
+    plots.pyplot().close(fig)
+    return paths
+
+
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     """The sandbox every example runs in: its own working directory, fake GPUs, no TF_CONFIG or
-    Slurm, subprocesses refused, the figure writers stubbed (they draw after every check)."""
+    Slurm, subprocesses refused, figures built but not rendered (they draw after every check)."""
     root = tmp_path_factory.mktemp("bad-input")
     results = root / "results"
     _write_results(results)
@@ -711,20 +728,9 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         mp.setattr(commands, "build_parser", lambda loaded=None: parser)
         mp.setattr(subprocess, "Popen", _refuse_process)
         mp.setattr(os, "system", _refuse_process)
-        import harness.analysis.comparisons.compare as analysis_compare
-        import harness.analysis.comparisons.hardware_figure as hardware_figure
-        import harness.analysis.pages.report as report
-        import harness.analysis.scale.scaling_figure as scaling_figure
-
-        for module, name in (
-            (scaling_figure, "prediction_figure"),
-            (analysis_compare, "series_figures"),
-            (hardware_figure, "draw"),
-            (report, "write_report"),
-        ):
-            mp.setattr(module, name, lambda *args, **kwargs: [])
-        for module, name in ((history, "load"), (store, "read_collectives")):
-            mp.setattr(module, name, _read_once(getattr(module, name), results))
+        mp.setattr(plots, "save", _save_unrendered)
+        mp.setattr(hardware_figure, "draw", lambda *args, **kwargs: [])  # building it is most of an example
+        mp.setattr(store, "_read", _read_once(store._read, (results, open_pack(pack).folder)))
         mp.setattr(check_module, "read_file", _read_file_once(check_module.read_file, results))
         yield sandbox
 
