@@ -15,17 +15,17 @@ resumed run's budget goes on from the last one (the seconds between it and the k
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
-from harness.contract.columns import flatten, unflatten
-from harness.contract.events import Event, ProcessRow
+from harness.contract.columns import Columns, flatten, unflatten
+from harness.contract.events import Event, Facts, ProcessRow
 from harness.contract.machine import MachineFacts
-from harness.contract.records import Breakdown, CellRow
+from harness.contract.records import Breakdown, CellRow, WindowRow
+from harness.contract.tenant import TenantFacts
 from harness.errors import HarnessError
 from harness.formulas.turns import Turn
 from harness.launch.cells.peak import PeakLog
@@ -186,8 +186,55 @@ def host_of(plan: JournaledPlan, given: str | None, here: MachineFacts) -> HostM
     return HostMachine(name or given or facts.default_name, facts, instance_id())
 
 
-def encode_end(end: CellEnd) -> dict[str, Any]:
+class CellEndEntry(TypedDict):
     """A member's :class:`CellEnd` as journaled: its cell's id, its row's columns (None: no row)."""
+
+    cell_id: str
+    event: str
+    row: Columns | None
+    report: ProcessRow
+    windows: list[WindowRow]
+    reason: str
+    facts: Facts | None
+    wall_s: float
+    launch_s: float
+
+
+class InstanceEntry(TypedDict):
+    """What :meth:`harness.launch.sweep.budget.TurnsRun.apply` uses of an :class:`Instance`: its group's
+    name, its members' ends by key, its turns' fields."""
+
+    group: str
+    index: int
+    ends: dict[str, CellEndEntry]
+    turns: list[dict[str, float | str]]
+    steps: dict[str, int]
+    wall_s: float
+    dropped: str
+    culprit: str | None
+    phases: dict[str, float]
+    processes: int
+    tenant_facts: dict[str, TenantFacts]
+
+
+class ApartEntry(TypedDict):
+    """A cell's :class:`Apart` step breakdown: its id, the breakdown's fields, its seconds."""
+
+    cell: str
+    breakdown: dict[str, float | str | None]
+    seconds: float
+
+
+class PeakEntry(TypedDict):
+    """The run's :class:`PeakLog` so far."""
+
+    samples: dict[str, list[float]]
+    tensor_float_32: bool
+    failures: list[str]
+    seconds: float
+
+
+def encode_end(end: CellEnd) -> CellEndEntry:
     return {
         "cell_id": end.cell.id,
         "event": end.event.value,
@@ -215,16 +262,20 @@ def decode_end(data: Mapping[str, Any], cells: Mapping[str, Cell]) -> CellEnd:
     )
 
 
-def encode_instance(instance: Instance) -> dict[str, Any]:
-    """What :meth:`harness.launch.sweep.budget.TurnsRun.apply` uses of an instance, as JSON: its
-    fields in order, its group by name."""
-    data = {f.name: getattr(instance, f.name) for f in fields(Instance) if not f.name.startswith("_")}
-    ends = {k: encode_end(e) for k, e in instance.ends.items()}
+def encode_instance(instance: Instance) -> InstanceEntry:
+    """What :meth:`harness.launch.sweep.budget.TurnsRun.apply` uses of an instance, as JSON."""
     return {
-        **data,
         "group": instance.group.name,
-        "ends": ends,
+        "index": instance.index,
+        "ends": {k: encode_end(e) for k, e in instance.ends.items()},
         "turns": [dataclasses.asdict(t) for t in instance.turns],
+        "steps": instance.steps,
+        "wall_s": instance.wall_s,
+        "dropped": instance.dropped,
+        "culprit": instance.culprit,
+        "phases": instance.phases,
+        "processes": instance.processes,
+        "tenant_facts": instance.tenant_facts,
     }
 
 
@@ -244,8 +295,7 @@ def decode_instance(data: Mapping[str, Any], group: Group, cells: Mapping[str, C
     )
 
 
-def encode_apart(apart: Apart) -> dict[str, Any]:
-    """A cell's :class:`Apart` step breakdown: its id, the breakdown's fields, its seconds."""
+def encode_apart(apart: Apart) -> ApartEntry:
     return {"cell": apart.cell_id, "breakdown": dataclasses.asdict(apart.breakdown), "seconds": apart.seconds}
 
 
@@ -253,19 +303,21 @@ def decode_apart(data: Mapping[str, Any]) -> Apart:
     return Apart(str(data["cell"]), Breakdown(**data["breakdown"]), float(data["seconds"]))
 
 
-PEAK_KEYS = ("samples", "tensor_float_32", "failures", "seconds")
-"""The fields of the run's :class:`PeakLog` a ``peak`` entry journals."""
-
-
-def peak_entry(peaks: PeakLog) -> dict[str, Any]:
-    """The run's :class:`PeakLog` so far."""
-    return {key: getattr(peaks, key) for key in PEAK_KEYS}
+def peak_entry(peaks: PeakLog) -> PeakEntry:
+    return {
+        "samples": peaks.samples,
+        "tensor_float_32": peaks.tensor_float_32,
+        "failures": peaks.failures,
+        "seconds": peaks.seconds,
+    }
 
 
 def restore_peak(peaks: PeakLog, entry: Mapping[str, Any]) -> None:
-    """The peak log as journaled (its samples, seconds and failures so far; copies of the entry's)."""
-    for key in PEAK_KEYS:
-        setattr(peaks, key, copy.deepcopy(entry[key]))
+    """The peak log as journaled (its samples, seconds and failures so far)."""
+    peaks.samples = {d: list(v) for d, v in entry["samples"].items()}
+    peaks.tensor_float_32 = bool(entry["tensor_float_32"])
+    peaks.failures = list(entry["failures"])
+    peaks.seconds = float(entry["seconds"])
 
 
 @dataclass(frozen=True)
