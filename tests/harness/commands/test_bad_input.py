@@ -644,7 +644,7 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
 
 
 def _read_once(read: Any, results: Path) -> Any:
-    """``read`` (history.load, store.read_collectives), reading the sandbox's own results folder
+    """``read`` (history.load, store.read), reading the sandbox's own results folder
     once (it never changes; 30 ms a read is most of a reading command's example): copies of
     the first answer. Any other folder is read every time. (The folder as given or relative to the
     sandbox, the working directory: ``results``, every reading command's default, is it too.)"""
@@ -723,7 +723,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
             (report, "write_report"),
         ):
             mp.setattr(module, name, lambda *args, **kwargs: [])
-        for module, name in ((history, "load"), (store, "read_collectives")):
+        for module, name in ((history, "load"), (store, "read")):
             mp.setattr(module, name, _read_once(getattr(module, name), results))
         mp.setattr(check_module, "read_file", _read_file_once(check_module.read_file, results))
         yield sandbox

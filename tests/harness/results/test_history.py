@@ -161,7 +161,7 @@ def test_the_same_folder_twice_is_refused_before_any_row_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     here, _ = _two_folders(tmp_path)
-    monkeypatch.setattr(history, "read_cells", lambda root: pytest.fail("read before the refusal"))
+    monkeypatch.setattr(history, "read", lambda root, table: pytest.fail("read before the refusal"))
     assert f"both hold run {RUN_A}" in _refused([here, here])
 
 
