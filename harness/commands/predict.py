@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     q, roots = query(args), results_roots(args)
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    found = scaling.predictions(rows, q, history.load_collectives(roots), where=", ".join(roots))
+    found = scaling.predictions(rows, q, history.load_table(roots, "collectives"), where=", ".join(roots))
     lines, cost = _frame(found), found.cost
     folder = out_folder(args, "--figures", "figures")
     title = (

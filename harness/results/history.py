@@ -156,19 +156,11 @@ def load_runs(roots: Roots, flag: str = "--results") -> tuple[pd.DataFrame, pd.D
     return cells, collectives
 
 
-def _each(roots: Roots, table: str) -> pd.DataFrame:
-    """Every ``table`` row under ``roots`` (read as :func:`load` takes them), one after the other."""
+def load_table(roots: Roots, table: str) -> pd.DataFrame:
+    """Every row of ``table`` (``ratios``, ``collectives``: a name in
+    :data:`harness.results.store.TABLES`) under ``roots`` (as :func:`load` takes them), one after
+    the other."""
     return _concat([read(r.folder, table) for r in open_roots(roots)])
-
-
-def load_ratios(roots: Roots) -> pd.DataFrame:
-    """Every ratios row under ``roots``."""
-    return _each(roots, "ratios")
-
-
-def load_collectives(roots: Roots) -> pd.DataFrame:
-    """Every collectives row under ``roots``."""
-    return _each(roots, "collectives")
 
 
 def _costs_or_none(folder: Path) -> pd.DataFrame:
