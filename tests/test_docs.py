@@ -154,7 +154,7 @@ def _answer_of(results: Path) -> list[str]:
 
     cells, _ = history.load([results])
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    ratios = unflatten_all(RatioRow, history.load_ratios([results]).to_dict("records"))
+    ratios = unflatten_all(RatioRow, history.load_table([results], "ratios").to_dict("records"))
     return answer.text(answer.answers(rows, ratios), rows).splitlines()
 
 

@@ -21,14 +21,7 @@ from harness.analysis.pages import glossary
 from harness.commands import COMMANDS, build_parser
 from harness.commands.vocabulary import concept_table
 from harness.contract import outputs
-from harness.results.store import (
-    CELL_COLUMNS,
-    COLLECTIVE_COLUMNS,
-    COST_COLUMNS,
-    NIGHTLY_COLUMNS,
-    RATIO_COLUMNS,
-    WINDOW_COLUMNS,
-)
+from harness.results.store import TABLES
 from harness.spec.axes import REPLICAS_TO_MAX
 from harness.spec.protocol import Platform
 from harness.spec.sweep import Sweep, expand
@@ -248,16 +241,9 @@ def cli_markdown() -> str:
 def schema_markdown() -> str:
     """The column tables of results/README.md, generated from the schema above."""
     out = []
-    for title, cols in (
-        ("cells", CELL_COLUMNS),
-        ("windows", WINDOW_COLUMNS),
-        ("collectives", COLLECTIVE_COLUMNS),
-        ("ratios", RATIO_COLUMNS),
-        ("costs", COST_COLUMNS),
-        ("nightly/points", NIGHTLY_COLUMNS),
-    ):
-        out.append(f"### `{title}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
-        out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in cols)
+    for table in TABLES.values():
+        out.append(f"### `{table.folder}` table\n\n| column | type | unit | meaning |\n|---|---|---|---|")
+        out.extend(f"| `{c.name}` | {c.type} | {c.unit} | {c.doc} |" for c in table.columns)
         out.append("")
     return "\n".join([*out, json_markdown()])
 

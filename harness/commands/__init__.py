@@ -2,7 +2,7 @@
 
 Each command module has ``NAME``, ``EXITS`` (exit code -> what it means: ``--help`` and
 docs/reference/cli.md list them), ``add_parser(subparsers, summary)`` and ``run(args) ->``
-:class:`~harness.commands.output.Outcome` (its exit code and ``--json`` object, which :func:`main`
+:class:`~harness.commands.output.CommandResult` (its exit code and ``--json`` object, which :func:`main`
 prints); :data:`COMMANDS` names them, and a command's module is imported only when that command runs (or
 its ``--help`` is asked for). Every command validates its input before any expensive work and
 never imports TensorFlow (worker processes do). A :class:`~harness.errors.HarnessError`

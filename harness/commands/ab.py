@@ -13,7 +13,7 @@ from typing import Any
 from harness.analysis.run.tables import render_table
 from harness.analysis.versions.ab import EXIT_CODES, FAILED, Rule, overall
 from harness.analysis.versions.ab_text import HEADER, markdown, progress_line, rows
-from harness.commands.output import CommandResult
+from harness.commands.output import CommandResult, say_wrote
 from harness.commands.paths import add_markdown, check_writable_file, write_markdown
 from harness.commands.selection import Selection, add_dry_run, dry_run_text, refuse_tenant_framework, select
 from harness.commands.shared import (
@@ -151,8 +151,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     )
     print(f"\nab {result.ab_id}: {verdict}{stopped}")
     write_markdown(args.markdown, markdown(result.outcomes, verdict, rule))
-    for path in result.paths:
-        print(f"wrote {path}")
+    say_wrote(result.paths)
     return CommandResult(
         EXIT_INTERRUPTED if result.interrupted else EXIT_CODES[verdict],
         AbOutput(

@@ -20,7 +20,7 @@ from harness.analysis.run.tables import render_table
 from harness.analysis.versions import ab, ratio_figure
 from harness.analysis.versions import bisect as bs
 from harness.analysis.versions.bisect_text import BuildFacts, Context, answer, markdown, table
-from harness.commands.output import CommandResult
+from harness.commands.output import CommandResult, say_wrote
 from harness.commands.selection import Selection, refuse_tenant_framework, select
 from harness.commands.shared import (
     add_envs,
@@ -265,8 +265,7 @@ def _finish(p: BisectFlags, folder: Path, result: Result) -> CommandResult:
     figure = ratio_figure.draw(ratio_figure.bisect(result.state, result.done), folder, ratio_figure.BISECT)
     page = folder / "bisect.md"
     page.write_text(markdown(lines, result.state, figure[0].name if figure else None))
-    for path in [page, *figure, folder / JOURNAL]:
-        _say(f"wrote {path}")
+    say_wrote([page, *figure, folder / JOURNAL])
     return CommandResult(
         3 if result.done is None else EXIT_BY_OUTCOME[result.done.outcome], _output(result, folder)
     )

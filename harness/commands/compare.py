@@ -9,7 +9,7 @@ from typing import Any, cast
 from harness.analysis.comparisons.compare import compare, markdown, series_figures, text_table
 from harness.analysis.comparisons.gate import GatePolicy
 from harness.analysis.run.cost import cost_text
-from harness.commands.output import CommandResult, add_json
+from harness.commands.output import CommandResult, add_json, say_wrote
 from harness.commands.paths import (
     add_markdown,
     add_results_argument,
@@ -94,8 +94,7 @@ def run(args: argparse.Namespace) -> CommandResult:
         print(cost)
     write_markdown(args.markdown, markdown(result))
     if args.figures:
-        for path in series_figures(cells, result, Path(args.figures)):
-            print(f"wrote {path}")
+        say_wrote(series_figures(cells, result, Path(args.figures)))
     if result.exit_code == EXIT_SHORT_HISTORY:
         print(result.shortfall)
     series = [

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> CommandResult:
         chosen = {r for ref in args.runs for r in history.resolve(ref, all_runs, flag="--runs")}
         cells = cells[cells["run_id"].isin(chosen)]
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    ratio_frame = history.load_ratios(roots)
+    ratio_frame = history.load_table(roots, "ratios")
     ratios = unflatten_all(
         RatioRow, ratio_frame[ratio_frame["run_id"].isin(set(cells["run_id"]))].to_dict("records")
     )

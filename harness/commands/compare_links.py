@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.analysis.run.tables import render_table
 from harness.analysis.scale import links, links_text, scale_out, scaling_figure
-from harness.commands.output import CommandResult, add_json
+from harness.commands.output import CommandResult, add_json, say_wrote
 from harness.commands.paths import add_figures, add_results_argument, out_folder, results_roots
 from harness.commands.selection import int_list
 from harness.commands.shared import across_min_effect, add_across_runs, calibration
@@ -84,6 +84,5 @@ def run(args: argparse.Namespace) -> CommandResult:
     print(links_text.right_text(result) + "\n")
     print(links_text.nodes_text(result))
     paths = scaling_figure.draw(result, folder)
-    for path in paths:
-        print(f"wrote {path}")
+    say_wrote(paths)
     return CommandResult(0, links_text.to_json(result, paths))

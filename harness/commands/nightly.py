@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from harness.analysis.run.tables import render_table
 from harness.analysis.versions import nightly
 from harness.analysis.versions.nightly import Rules
 from harness.analysis.versions.nightly_text import markdown, round_line, table
-from harness.commands.output import CommandResult
+from harness.commands.output import CommandResult, say_wrote
 from harness.commands.paths import add_markdown, check_writable_file, write_markdown
 from harness.commands.selection import (
     Selection,
@@ -184,8 +183,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     result, rows = night.result, night.rows
     if result.interrupted:
         print(f"\nnightly {label} ({result.night_id}): interrupted; no point appended to the series")
-        for path in result.paths:
-            print(f"wrote {path} (the pairs measured so far)")
+        say_wrote(result.paths, " (the pairs measured so far)")
         return CommandResult(EXIT_INTERRUPTED)
     failed = sum(v is None for v in night.verdicts)
     verdict = nightly.overall([v for v in night.verdicts if v is not None], rules, failed)
@@ -194,9 +192,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
     print(f"\nnightly {label} ({result.night_id}): {verdict}")
     write_markdown(args.markdown, markdown(rows, verdict, rules, cpu_model(), str(night.dashboard)))
     written = [w for w in [*result.paths, night.written, night.dashboard] if w is not None]
-    for wrote in written:
-        print(f"wrote {wrote}")
-    sys.stdout.flush()
+    say_wrote(written)
     return CommandResult(
         nightly.EXIT_CODES[verdict],
         NightlyOutput(

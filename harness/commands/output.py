@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -28,3 +28,9 @@ def add_json(p: argparse.ArgumentParser) -> None:
         help="print one JSON object on stdout (its keys: results/README.md, 'JSON output'); what "
         "the command prints for people goes to stderr",
     )
+
+
+def say_wrote(paths: Iterable[object], note: str = "") -> None:
+    """``wrote PATH`` for each file or folder written (``note`` after each), flushed."""
+    for path in paths:
+        print(f"wrote {path}{note}", flush=True)

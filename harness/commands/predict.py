@@ -15,7 +15,7 @@ import pandas as pd
 from harness.analysis.run.tables import num, render_table
 from harness.analysis.scale import scaling
 from harness.analysis.scale.scaling_figure import prediction_figure
-from harness.commands.output import CommandResult, add_json
+from harness.commands.output import CommandResult, add_json, say_wrote
 from harness.commands.paths import add_figures, add_results_argument, out_folder, results_roots
 from harness.commands.selection import int_list
 from harness.contract.columns import unflatten_all
@@ -105,11 +105,7 @@ def query(args: argparse.Namespace) -> scaling.Query:
     require({"--op": (args.op, args.op is None or args.op in ops, accepted)})
     flags = {name: getattr(args, name) for name in CELL_DEFAULTS}
     config = Cell(model=args.model, strategy=args.strategy, batch=args.batch, **flags)
-    return scaling.Query(config, tuple(counts), args.op or _default_op(args.strategy))
-
-
-def _default_op(strategy: str) -> str:
-    return str(STRATEGIES[strategy].predict_option)
+    return scaling.Query(config, tuple(counts), args.op or str(STRATEGIES[args.strategy].predict_option))
 
 
 def _frame(found: scaling.Predictions) -> pd.DataFrame:
@@ -172,7 +168,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     q, roots = query(args), results_roots(args)
     cells, _ = history.load(roots)
     rows = unflatten_all(CellRow, cells.to_dict("records"))
-    found = scaling.predictions(rows, q, history.load_collectives(roots), where=", ".join(roots))
+    found = scaling.predictions(rows, q, history.load_table(roots, "collectives"), where=", ".join(roots))
     lines, cost = _frame(found), found.cost
     folder = out_folder(args, "--figures", "figures")
     title = (
@@ -189,7 +185,6 @@ def run(args: argparse.Namespace) -> CommandResult:
     )
     print(found.method)
     paths = prediction_figure(lines, folder / (f"predict_{args.model}_{args.strategy}"), title)
-    for path in paths:
-        print(f"wrote {path}")
+    say_wrote(paths)
     figures = [str(p) for p in paths]
     return CommandResult(0, {"lines": lines.to_dict("records"), "method": found.method, "figures": figures})

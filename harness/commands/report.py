@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> CommandResult:
     run_ids = history.resolve(args.run, history.runs(cells), flag="--run")
     rows = cells[cells["run_id"].isin(run_ids)]
     out = out_folder(args, "--report-dir", "report")
-    collectives = history.load_collectives(roots)
-    ratios = history.load_ratios(roots)
+    collectives = history.load_table(roots, "collectives")
+    ratios = history.load_table(roots, "ratios")
     ratios = ratios[ratios["run_id"].isin(run_ids)]
     title = f"tf-strategy-bench: {', '.join(run_ids)}"
     written = write_report(rows, out, title, collectives, ratios)

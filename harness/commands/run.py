@@ -25,7 +25,7 @@ from harness.analysis.run.tables import (
     summary_table,
 )
 from harness.analysis.scale.collectives import table_lines
-from harness.commands.output import CommandResult, add_json
+from harness.commands.output import CommandResult, add_json, say_wrote
 from harness.commands.selection import (
     Selection,
     add_dry_run,
@@ -348,8 +348,7 @@ def _print_counts(run_id: str, statuses: Sequence[str]) -> None:
 def _ending(result: RunResult, what: str, failed: Sequence[str] = ()) -> int:
     """The folders written, and why the run ends non-zero (stderr: interrupted, naming what was not
     run; stopped on its own; a cell failed, naming them); the exit code (:func:`exit_code`)."""
-    for p in result.paths:
-        print(f"wrote {p}")
+    say_wrote(result.paths)
     if result.stopped:
         print(f"error: {result.stopped}; every row measured before is kept.", file=sys.stderr)
     elif result.interrupted:

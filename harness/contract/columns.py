@@ -86,10 +86,6 @@ def _strip_none(hint: object) -> tuple[object, bool]:
     return hint, False
 
 
-def _is_group(hint: object) -> bool:
-    return isinstance(hint, type) and dataclasses.is_dataclass(hint) and hint is not Estimate
-
-
 _LEAVES: dict[type, tuple[Leaf, ...]] = {}
 
 
@@ -109,8 +105,7 @@ def _leaves(record: type) -> tuple[Leaf, ...]:
             hint, *rest = get_args(hint)
             meta = tuple(rest)
         base, _ = _strip_none(hint)
-        if _is_group(base):
-            assert isinstance(base, type)
+        if isinstance(base, type) and dataclasses.is_dataclass(base) and base is not Estimate:  # a group
             out += [dataclasses.replace(leaf, path=(name, *leaf.path)) for leaf in leaves(base)]
             continue
         col = next(m for m in meta if isinstance(m, Col))

@@ -125,9 +125,7 @@ def parse(lines: list[dict[str, Any]]) -> tuple[ProbeFacts | None, list[Probe]]:
         return None, probes
     plain = {k: v for k, v in f.items() if k not in ("kind", "physical", "build", "threads")}
     physical = [Device(**d) for d in f["physical"]]
-    return ProbeFacts(
-        physical=physical, build=Build(**f["build"]), threads=Threads(**f["threads"]), **plain
-    ), probes
+    return ProbeFacts(physical, build=Build(**f["build"]), threads=Threads(**f["threads"]), **plain), probes
 
 
 LOCAL_PROBES: tuple[tuple[str, str], ...] = (

@@ -51,11 +51,11 @@ class Scan:
 def _tables(root: Path) -> tuple[list[Finding], int]:
     findings, files = [], 0
     for base in (root, root / AB_FOLDER, root / NIGHTLY_FOLDER):
-        for table, schema in TABLES.items():
+        for table, layout in TABLES.items():
             for path in table_files(base / table):
                 files += 1
                 try:
-                    read_file(path, schema)
+                    read_file(path, layout.schema)
                 except READ_ERRORS as e:
                     findings.append(Finding(path, damage_text(path, error_text(e)), True))
             leftovers = sorted((base / table).rglob(".*.tmp")) if (base / table).is_dir() else []

@@ -1,5 +1,5 @@
 """The collectives table's rows (results/collectives; columns in
-:data:`harness.results.store.COLLECTIVE_COLUMNS`), from the processes of one topology. Pure.
+:data:`harness.results.store.TABLES`), from the processes of one topology. Pure.
 Each figure and status as results/README.md ("The collectives table") defines it, the row
 ``invalid`` above :data:`MAX_REL_ERROR`."""
 

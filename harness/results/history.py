@@ -9,7 +9,7 @@ ordered by their first row's timestamp. The history may be read from several roo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,15 +18,7 @@ import pandas as pd
 from harness.contract.records import Status
 from harness.errors import EXIT_SHORT_HISTORY, EXIT_USAGE, HarnessError
 from harness.results.pack import Manifest, NotAPack, not_a_pack, open_pack, stored_runs
-from harness.results.store import (
-    AB_FOLDER,
-    READ_ERRORS,
-    read_cells,
-    read_collectives,
-    read_costs,
-    read_ratios,
-    read_windows,
-)
+from harness.results.store import AB_FOLDER, READ_ERRORS, read
 
 
 def _runs_text(n: int) -> str:
@@ -111,11 +103,11 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 def _load_one(root: Path, ab: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(cells, windows) of one results folder, ``ab`` rows kept or left out as :func:`load` says."""
-    cells, windows = read_cells(root), read_windows(root)
+    cells, windows = read(root, "cells"), read(root, "windows")
     paired = cells["ab_id"].notna()
     if ab:
-        cells = _concat([cells, read_cells(root / AB_FOLDER)])
-        windows = _concat([windows, read_windows(root / AB_FOLDER)])
+        cells = _concat([cells, read(root / AB_FOLDER, "cells")])
+        windows = _concat([windows, read(root / AB_FOLDER, "windows")])
     else:
         windows = windows[~windows["run_id"].isin(set(cells.loc[paired, "run_id"]))]
         cells = cells[~paired]
@@ -158,38 +150,30 @@ def load_runs(roots: Roots, flag: str = "--results") -> tuple[pd.DataFrame, pd.D
     run's are collectives alone), read as :func:`load` does; HarnessError when neither has a row."""
     opened = _folders(roots, flag)
     cells = _concat([_load_one(r.folder, False)[0] for r in opened])
-    collectives = _concat([read_collectives(r.folder) for r in opened])
+    collectives = _concat([read(r.folder, "collectives") for r in opened])
     if cells.empty and collectives.empty:
         raise _no_results(opened)
     return cells, collectives
 
 
-def _each(roots: Roots, read: Callable[[Path], pd.DataFrame]) -> pd.DataFrame:
-    """``read`` of every root's folder (as :func:`load` takes them), one after the other."""
-    return _concat([read(r.folder) for r in open_roots(roots)])
-
-
-def load_ratios(roots: Roots) -> pd.DataFrame:
-    """Every ratios row under ``roots``."""
-    return _each(roots, read_ratios)
-
-
-def load_collectives(roots: Roots) -> pd.DataFrame:
-    """Every collectives row under ``roots``."""
-    return _each(roots, read_collectives)
+def load_table(roots: Roots, table: str) -> pd.DataFrame:
+    """Every row of ``table`` (``ratios``, ``collectives``: a name in
+    :data:`harness.results.store.TABLES`) under ``roots`` (as :func:`load` takes them), one after
+    the other."""
+    return _concat([read(r.folder, table) for r in open_roots(roots)])
 
 
 def _costs_or_none(folder: Path) -> pd.DataFrame:
     try:
-        return read_costs(folder)
+        return read(folder, "costs")
     except READ_ERRORS:
-        return read_costs(folder / "missing")
+        return read(folder / "missing", "costs")
 
 
 def costs(roots: Roots) -> pd.DataFrame:
     """Every run's costs row under ``roots`` (empty when there are none or they cannot be read:
     the suite's own cost is reported, never a reason to fail)."""
-    return _each(roots, _costs_or_none)
+    return _concat([_costs_or_none(r.folder) for r in open_roots(roots)])
 
 
 def runs(*tables: pd.DataFrame) -> pd.DataFrame:

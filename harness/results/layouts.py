@@ -30,16 +30,11 @@ VERDICTS_THEN = {"regression": "lower", "improvement": "higher", "no change": "e
 """A nightly point's rule (a) verdict as the suite said it before its four verdicts."""
 
 
-def _takes(axis: Axis, value: object) -> bool:
-    """Whether a stored value is one the axis takes (a string axis's column once held other
-    words: ``optimizer`` held ``SGD(learning_rate=0.01)``, the only one then)."""
-    return axis.kind is not str or value in axis.choices or axis.name == "model"
-
-
 def _axis_value(axis: Axis, value: Any, strategy: object) -> object:
-    """A row's value of ``axis``: the stored one, or for a row written before the axis (null or a
-    value it does not take) what the row ran then, the axis's default (where it applies)."""
-    if not pd.isna(value) and _takes(axis, value):
+    """A row's value of ``axis``: the stored one, or for a row written before the axis (null, or a
+    word a string axis does not take: ``optimizer`` held ``SGD(learning_rate=0.01)``, the only one
+    then) what the row ran then, the axis's default (where it applies)."""
+    if not pd.isna(value) and (axis.kind is not str or value in axis.choices or axis.name == "model"):
         return value
     return axis.default if not axis.applies_to or strategy in axis.applies_to else axis.inapplicable
 
@@ -67,10 +62,8 @@ def _cells(frame: pd.DataFrame) -> pd.DataFrame:
         values = [_axis_value(axis, v, s) for v, s in zip(out[axis.row_column], out["strategy"], strict=True)]
         out[axis.row_column] = pd.Series(values, index=out.index, dtype=out[axis.row_column].dtype)
     if len(out):
-        derived = out.apply(_facts, axis=1)
-        facts = out["machine_facts"].fillna(derived)
-        out["machine_facts"] = facts
-        names = facts.map(lambda f: MachineFacts.from_json(f).default_name)
+        out["machine_facts"] = out["machine_facts"].fillna(out.apply(_facts, axis=1))
+        names = out["machine_facts"].map(lambda f: MachineFacts.from_json(f).default_name)
         out["machine"] = out["machine"].fillna(names)
     paired = out["ab_id"].notna()
     for column, then in AB_RULE_THEN.items():

@@ -4,7 +4,7 @@ append, and reading back (a damaged file named and left out, the rest read).
 
 Layout (append-only; one folder per table, date and run), and why a reader never sees half a file:
 results/README.md, "Layout". Every file carries the full schema below, so
-``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read_cells` does the same with
+``pandas.read_parquet("results/cells")`` reads all runs at once; :func:`read` does the same with
 the schema applied and files of an older layout read as today's (:mod:`harness.results.layouts`)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from types import UnionType
 from typing import Union, get_args, get_origin
@@ -62,36 +63,42 @@ def _arrow_type(hint: object) -> pa.DataType:
     return _ARROW[hint]
 
 
-def columns_of(record: type) -> tuple[Column, ...]:
-    """The documented columns of a typed record of :mod:`harness.contract.records`, in order
-    (:func:`harness.contract.columns.leaves`)."""
-    return tuple(Column(c.name, _arrow_type(c.hint), c.col.unit, c.col.doc) for c in leaves(record))
-
-
 AB_FOLDER = "ab"
 """``ab``'s tables live under ``<results>/ab``: its pairs are not runs of the history."""
 NIGHTLY_FOLDER = "nightly"
 """``nightly``'s folder: its pair rows (the same tables as a run's) and its ``points`` table."""
 
-CELL_COLUMNS = columns_of(CellRow)
-WINDOW_COLUMNS = columns_of(WindowRow)
-COLLECTIVE_COLUMNS = columns_of(CollectiveRow)
-RATIO_COLUMNS = columns_of(RatioRow)
-COST_COLUMNS = columns_of(CostRow)
-NIGHTLY_COLUMNS = columns_of(NightlyRow)
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a results folder: where it lives under the root, its typed record, documented
+    columns and parquet schema."""
+
+    folder: str
+    record: type
+    columns: tuple[Column, ...]
+    schema: pa.Schema
 
 
-def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
-    """The columns' schema, today's layout in its metadata (:data:`harness.results.layouts.LAYOUT`)."""
-    return pa.schema([pa.field(c.name, c.type) for c in columns], metadata={LAYOUT_KEY: str(LAYOUT).encode()})
+def _table_of(folder: str, record: type) -> Table:
+    """``record``'s table: its columns (:func:`harness.contract.columns.leaves`, in order), their
+    schema with today's layout in its metadata (:data:`harness.results.layouts.LAYOUT`)."""
+    columns = tuple(Column(c.name, _arrow_type(c.hint), c.col.unit, c.col.doc) for c in leaves(record))
+    schema = pa.schema(
+        [pa.field(c.name, c.type) for c in columns], metadata={LAYOUT_KEY: str(LAYOUT).encode()}
+    )
+    return Table(folder, record, columns, schema)
 
 
-CELL_SCHEMA = arrow_schema(CELL_COLUMNS)
-WINDOW_SCHEMA = arrow_schema(WINDOW_COLUMNS)
-COLLECTIVE_SCHEMA = arrow_schema(COLLECTIVE_COLUMNS)
-RATIO_SCHEMA = arrow_schema(RATIO_COLUMNS)
-COST_SCHEMA = arrow_schema(COST_COLUMNS)
-NIGHTLY_SCHEMA = arrow_schema(NIGHTLY_COLUMNS)
+TABLES = {
+    "cells": _table_of("cells", CellRow),
+    "windows": _table_of("windows", WindowRow),
+    "collectives": _table_of("collectives", CollectiveRow),
+    "ratios": _table_of("ratios", RatioRow),
+    "costs": _table_of("costs", CostRow),
+    "points": _table_of(f"{NIGHTLY_FOLDER}/points", NightlyRow),
+}
+"""Every table of a results folder (also under ``ab/`` and ``nightly/``), by its folder's name."""
 
 
 def _table(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
@@ -140,7 +147,7 @@ class RunFiles:
     def _write(self, table: str, name: str, rows: Sequence[Mapping[str, object]]) -> Path:
         """Write flat ``rows`` as file ``name`` of ``table`` (its schema: :data:`TABLES`)."""
         path = self.folder(table) / f"{name}.parquet"
-        write_atomic(_table(rows, TABLES[table]), path)
+        write_atomic(_table(rows, TABLES[table].schema), path)
         return path
 
     def write_windows(self, seq: int, windows: Sequence[WindowRow]) -> Path | None:
@@ -232,10 +239,11 @@ def _read_files(files: Sequence[Path], schema: pa.Schema) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
-def _read(root: Path, table: str) -> pd.DataFrame:
-    """Every file of a table folder (``table``: its name in :data:`TABLES`), those of layout 0
-    first, upgraded (:func:`harness.results.layouts.upgrade`)."""
-    files, schema = table_files(root), TABLES[table]
+def read(results: str | Path, table: str) -> pd.DataFrame:
+    """Every row of ``table`` (its name in :data:`TABLES`) under ``results`` as a pandas DataFrame
+    (documented schema), the files of layout 0 first, upgraded
+    (:func:`harness.results.layouts.upgrade`)."""
+    files, schema = table_files(Path(results) / TABLES[table].folder), TABLES[table].schema
     old = [f for f in files if _layout(f) == 0]
     frames = [upgrade(table, _read_files(old, schema))] if old else []
     if len(old) < len(files) or not files:
@@ -243,42 +251,7 @@ def _read(root: Path, table: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-def read_cells(results: str | Path) -> pd.DataFrame:
-    """Every cell row under ``results/cells`` as a pandas DataFrame (documented schema)."""
-    return _read(Path(results) / "cells", "cells")
-
-
-def read_windows(results: str | Path) -> pd.DataFrame:
-    """Every window row under ``results/windows`` as a pandas DataFrame."""
-    return _read(Path(results) / "windows", "windows")
-
-
-def read_collectives(results: str | Path) -> pd.DataFrame:
-    """Every collectives row under ``results/collectives`` as a pandas DataFrame."""
-    return _read(Path(results) / "collectives", "collectives")
-
-
-def read_ratios(results: str | Path) -> pd.DataFrame:
-    """Every ratios row under ``results/ratios`` as a pandas DataFrame."""
-    return _read(Path(results) / "ratios", "ratios")
-
-
-def read_costs(results: str | Path) -> pd.DataFrame:
-    """Every costs row under ``results/costs`` (one per local run) as a pandas DataFrame."""
-    return _read(Path(results) / "costs", "costs")
-
-
-def read_nightly(results: str | Path) -> pd.DataFrame:
-    """Every nightly point under ``results/nightly/points`` as a pandas DataFrame."""
-    return _read(Path(results) / NIGHTLY_FOLDER / "points", "points")
-
-
-TABLES = {
-    "cells": CELL_SCHEMA,
-    "windows": WINDOW_SCHEMA,
-    "collectives": COLLECTIVE_SCHEMA,
-    "ratios": RATIO_SCHEMA,
-    "costs": COST_SCHEMA,
-    "points": NIGHTLY_SCHEMA,
-}
-"""Every table of a results folder (also under ``ab/`` and ``nightly/``), by folder name."""
+read_cells = partial(read, table="cells")
+"""For :mod:`harness.launch`: :func:`read` of ``cells``."""
+read_nightly = partial(read, table="points")
+"""For :mod:`harness.launch`: :func:`read` of the nightly ``points``."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands import COMMANDS, build_parser
-from harness.results.store import CELL_COLUMNS, WINDOW_COLUMNS
+from harness.results.store import TABLES
 from harness.spec.sweeps import SWEEPS
 from tools.reference import REGENERATE, _options, _subparsers, _usage, cli_markdown, main, schema_markdown
 
@@ -115,7 +115,7 @@ def test_check_fails_on_a_stale_page_and_names_the_command(tmp_path, capsys):
 def test_schema_markdown_lists_every_column():
     md = schema_markdown()
     assert "### `cells` table" in md and "### `windows` table" in md
-    for col in (*CELL_COLUMNS, *WINDOW_COLUMNS):
+    for col in (*TABLES["cells"].columns, *TABLES["windows"].columns):
         assert f"| `{col.name}` | {col.type} |" in md
 
 

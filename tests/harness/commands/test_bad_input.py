@@ -651,19 +651,19 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
 
 
 def _read_once(read: Any, folders: tuple[Path, ...]) -> Any:
-    """``store._read(table_folder, schema)``, the one reader of every results table, reading each
-    table of the sandbox's own results ``folders`` (the folder and its pack as extracted; they never
+    """``store._read_files(files, schema)``, through which every results table is read, reading the
+    files of the sandbox's own results ``folders`` (the folder and its pack as extracted; they never
     change) once: copies of the first answer. Reading a table and making its DataFrame is most of a
-    reading command's example (tens of ms, several tables a command). Any other folder is read
+    reading command's example (tens of ms, several tables a command). Any other file is read
     every time."""
-    cache: dict[tuple[Path, Any], Any] = {}
+    cache: dict[tuple[tuple[Path, ...], Any], Any] = {}
 
-    def cached(table: Path, schema: Any) -> Any:
-        where = Path(table).absolute()
-        if not any(f in where.parents for f in folders):
-            return read(table, schema)
+    def cached(files: Any, schema: Any) -> Any:
+        where = tuple(Path(f).absolute() for f in files)
+        if not where or not all(any(d in f.parents for d in folders) for f in where):
+            return read(files, schema)
         if (where, schema) not in cache:
-            cache[where, schema] = read(table, schema)
+            cache[where, schema] = read(files, schema)
         return cache[where, schema].copy()
 
     return cached
@@ -730,7 +730,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         mp.setattr(os, "system", _refuse_process)
         mp.setattr(plots, "save", _save_unrendered)
         mp.setattr(hardware_figure, "draw", lambda *args, **kwargs: [])  # building it is most of an example
-        mp.setattr(store, "_read", _read_once(store._read, (results, open_pack(pack).folder)))
+        mp.setattr(store, "_read_files", _read_once(store._read_files, (results, open_pack(pack).folder)))
         mp.setattr(check_module, "read_file", _read_file_once(check_module.read_file, results))
         yield sandbox
 

@@ -269,12 +269,12 @@ def test_the_descriptors_say_which_axis_grows_and_which_op_is_priced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from harness.analysis.scale import scaling
-    from harness.commands import main, predict
-    from harness.spec.strategies import ALLREDUCE_STRATEGIES
+    from harness.commands import main
+    from harness.spec.strategies import ALLREDUCE_STRATEGIES, STRATEGIES
 
     assert scaling.device_axes("mirrored") == ("replicas", "workers")
     assert scaling.device_axes("multi_worker_mirrored") == ("workers", "replicas")
-    assert [predict._default_op(s) for s in ALLREDUCE_STRATEGIES] == ["auto", "ring"]
+    assert [str(STRATEGIES[s].predict_option) for s in ALLREDUCE_STRATEGIES] == ["auto", "ring"]
     code = main(
         [
             "predict",

@@ -13,7 +13,7 @@ from harness.formulas import stats
 from harness.launch.cells.runner import plan
 from harness.results.aggregate import ProcessResult, aggregate, combine, not_measured_row
 from harness.results.measurement import cell_row
-from harness.results.store import CELL_SCHEMA
+from harness.results.store import TABLES
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform
 from tests.harness.results.test_measurement import FIGURE_COLUMNS, PROTOCOL
@@ -152,7 +152,7 @@ def test_co_tenants_that_disagree_on_jit_compile_give_null():
 def test_not_measured_row():
     cell = Cell(cross_device_ops="nccl", replicas=2)
     r = not_measured_row(cell, PROTOCOL, Status.UNSUPPORTED, "no CPU kernel", None)
-    assert set(flatten(r)) <= set(CELL_SCHEMA.names)
+    assert set(flatten(r)) <= set(TABLES["cells"].schema.names)
     assert r.status == "unsupported" and r.reason == "no CPU kernel"
     assert r.cell.cell_id == cell.id and r.examples_per_sec == Estimate()
     assert flatten(r)["examples_per_sec"] is None and r.machine is None

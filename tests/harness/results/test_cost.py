@@ -7,7 +7,7 @@ import pytest
 from harness.contract.columns import flatten
 from harness.contract.records import RunInfo
 from harness.results.cost import PHASES, RunCost
-from harness.results.store import COST_SCHEMA, _table
+from harness.results.store import TABLES, _table
 
 
 def test_phases_add_up_and_the_fixed_cost_is_a_median_over_completed_instances() -> None:
@@ -25,7 +25,7 @@ def test_phases_add_up_and_the_fixed_cost_is_a_median_over_completed_instances()
     assert cost.fixed_s_per_process == pytest.approx(3.0)  # median of 11/8, 3.0, 3.0
     run = RunInfo(run_id="r", timestamp="t", suite_version="v")
     row = cost.row(run, None, wall_s=80.0, budget_s=600.0, forked=True)
-    _table([flatten(row)], COST_SCHEMA)
+    _table([flatten(row)], TABLES["costs"].schema)
     assert row.parent_s == pytest.approx(80.0 - 63.0 - 5.0)
     assert sum(getattr(row, f"{p}_s") for p in PHASES) + row.peak_s + row.parent_s == pytest.approx(80.0)
     text = cost.text(80.0)

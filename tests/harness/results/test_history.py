@@ -16,9 +16,8 @@ from harness.results.history import (
     costs,
     earlier_figures,
     load,
-    load_collectives,
-    load_ratios,
     load_runs,
+    load_table,
     open_roots,
     runs,
 )
@@ -76,8 +75,9 @@ def test_several_roots_are_read_one_after_the_other_every_table(tmp_path: Path) 
     assert list(cells["run_id"]) == [RUN_A, RUN_A, RUN_B, RUN_B]
     assert list(windows["run_id"]) == [RUN_A, RUN_A, RUN_B, RUN_B]
     assert list(runs(cells)["run_id"]) == [RUN_A, RUN_B]
-    for read in (load_ratios, load_collectives, costs):
-        assert list(read([here, there])["run_id"]) == [RUN_A, RUN_B]
+    for table in ("ratios", "collectives"):
+        assert list(load_table([here, there], table)["run_id"]) == [RUN_A, RUN_B]
+    assert list(costs([here, there])["run_id"]) == [RUN_A, RUN_B]
     assert list(costs([there, here])["run_id"]) == [RUN_B, RUN_A]  # in the order given
 
 
@@ -98,7 +98,7 @@ def test_a_pack_reads_as_the_folder_it_was_packed_from(tmp_path: Path) -> None:
     from_folder, from_pack = load([here, there]), load([here, str(pack)])
     pd.testing.assert_frame_equal(from_folder[0], from_pack[0])
     pd.testing.assert_frame_equal(from_folder[1], from_pack[1])
-    assert list(load_ratios([here, pack])["run_id"]) == [RUN_A, RUN_B]
+    assert list(load_table([here, pack], "ratios")["run_id"]) == [RUN_A, RUN_B]
     (root,) = open_roots(pack)
     assert root.given == str(pack) and root.pack == manifest(RUN_B) and root.runs == {RUN_B}
 
@@ -161,7 +161,7 @@ def test_the_same_folder_twice_is_refused_before_any_row_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     here, _ = _two_folders(tmp_path)
-    monkeypatch.setattr(history, "read_cells", lambda root: pytest.fail("read before the refusal"))
+    monkeypatch.setattr(history, "read", lambda root, table: pytest.fail("read before the refusal"))
     assert f"both hold run {RUN_A}" in _refused([here, here])
 
 

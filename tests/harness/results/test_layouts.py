@@ -60,10 +60,10 @@ def test_an_old_ab_row_gets_the_rule_ab_judged_with_then(tmp_path: Path) -> None
 
 def test_old_ratios_costs_and_nightly_rows_read_as_today_s(tmp_path: Path) -> None:
     _old(tmp_path, "ratios", {"run_id": RUN.run_id, "relation": "scaling", "subject": "a", "reference": "b"})
-    (ratio,) = unflatten_all(RatioRow, store.read_ratios(tmp_path).to_dict("records"))
+    (ratio,) = unflatten_all(RatioRow, store.read(tmp_path, "ratios").to_dict("records"))
     assert ratio.min_effect == 0.05 and ratio.run.protocol_version == 1
     _old(tmp_path, "costs", {"run_id": RUN.run_id, "wall_s": 10.0})
-    (cost,) = unflatten_all(CostRow, store.read_costs(tmp_path).to_dict("records"))
+    (cost,) = unflatten_all(CostRow, store.read(tmp_path, "costs").to_dict("records"))
     assert cost.breakdown_s == 0.0 and cost.breakdowns == 0
     points = tmp_path / NIGHTLY_FOLDER / "points"
     for i, word in enumerate(("regression", "improvement", "no change", "undecided")):
@@ -74,7 +74,7 @@ def test_old_ratios_costs_and_nightly_rows_read_as_today_s(tmp_path: Path) -> No
 
 def test_today_s_files_carry_their_layout_and_read_as_written(tmp_path: Path) -> None:
     path = RunFiles(tmp_path, RUN.date, RUN.run_id).folder("cells") / "00000.parquet"
-    store.write_atomic(pa.Table.from_pylist([{"cell_id": "new"}], schema=store.CELL_SCHEMA), path)
+    store.write_atomic(pa.Table.from_pylist([{"cell_id": "new"}], schema=store.TABLES["cells"].schema), path)
     assert pq.read_schema(path).metadata[LAYOUT_KEY] == str(LAYOUT).encode()
     _old(tmp_path, "cells", OLD_CELL, tmp_path / "cells" / "old")
     df = store.read_cells(tmp_path)

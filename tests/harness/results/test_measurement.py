@@ -14,7 +14,7 @@ from harness.contract.records import CellRow, Machine, Memory, Status
 from harness.formulas import stats
 from harness.results.aggregate import SHARED, ProcessResult, aggregate
 from harness.results.measurement import Measurement, axes, cell_row, machine, measured_row
-from harness.results.store import CELL_SCHEMA
+from harness.results.store import TABLES
 from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 
@@ -57,7 +57,7 @@ FIGURE_COLUMNS = (
 def test_cell_row():
     cell = Cell(model="dense", replicas=2, batch=32, precision="mixed_bfloat16")
     r = cell_row(cell, PROTOCOL)
-    assert set(flatten(r)) <= set(CELL_SCHEMA.names)
+    assert set(flatten(r)) <= set(TABLES["cells"].schema.names)
     assert r.cell == axes(cell) and r.cell.cell_id == cell.id
     assert r.cell.per_replica_batch == 32 and r.cell.global_batch == 64
     assert r.flops.flops_per_example == 409088
@@ -87,7 +87,7 @@ def test_machine():
     }
     m = machine(facts)
     assert m is not None
-    assert {f.name for f in fields(Machine)} <= set(CELL_SCHEMA.names)
+    assert {f.name for f in fields(Machine)} <= set(TABLES["cells"].schema.names)
     assert m.device_kind == "CPU" and m.fingerprint == "abc"
     assert m.build_info is not None and json.loads(m.build_info) == {
         "cuda_version": None,

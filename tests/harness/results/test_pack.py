@@ -84,9 +84,9 @@ def test_a_pack_holds_its_runs_files_and_journal_and_reads_back_as_a_folder(tmp_
     opened = open_pack(tmp_path / "a.tar.gz")
     assert opened.manifest == manifest(RUN_A)
     assert stored_runs(opened.folder) == {RUN_A}
-    assert len(store.read_cells(opened.folder)) == 2 and len(store.read_windows(opened.folder)) == 2
-    for read in (store.read_ratios, store.read_costs, store.read_collectives):
-        assert list(read(opened.folder)["run_id"]) == [RUN_A]
+    assert len(store.read_cells(opened.folder)) == 2 and len(store.read(opened.folder, "windows")) == 2
+    for table in ("ratios", "costs", "collectives"):
+        assert list(store.read(opened.folder, table)["run_id"]) == [RUN_A]
     assert journal.read(journal.path_of(opened.folder, RUN_A))[0]["kind"] == "plan"
     assert open_pack(tmp_path / "a.tar.gz") == opened  # extracted once per process
 

@@ -16,7 +16,7 @@ from harness.contract.records import CellRow, NightlyRow, RatioRow, RunInfo, Sta
 from harness.results import store
 from harness.results.cost import RunCost
 from harness.results.measurement import cell_row
-from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA, RunFiles
+from harness.results.store import TABLES, RunFiles
 from harness.spec.cell import Cell
 from harness.spec.groups import Relation
 from harness.spec.protocol import Protocol
@@ -42,7 +42,7 @@ def _value(field: pa.Field, i: int):
 
 def _cell_row(i: int) -> CellRow:
     """A row with every column set (each to a value distinct from the other rows')."""
-    return unflatten(CellRow, {f.name: _value(f, i) for f in CELL_SCHEMA})
+    return unflatten(CellRow, {f.name: _value(f, i) for f in TABLES["cells"].schema})
 
 
 def _window_rows(i: int, n: int = 3) -> list[dict]:
@@ -73,7 +73,7 @@ def written(tmp_path):
 
 
 def _assert_dtype(series: pd.Series, field: pa.Field) -> None:
-    # read_cells/read_windows use nullable dtypes, so columns stay typed when some rows hold nulls
+    # read uses nullable dtypes, so columns stay typed when some rows hold nulls
     if field.type == pa.int64():
         assert series.dtype == pd.Int64Dtype(), field.name
     elif field.type == pa.float64():
@@ -87,9 +87,9 @@ def _assert_dtype(series: pd.Series, field: pa.Field) -> None:
 
 
 def test_schema_names_unique_and_documented():
-    assert len(set(CELL_SCHEMA.names)) == len(CELL_SCHEMA.names)
-    assert len(set(WINDOW_SCHEMA.names)) == len(WINDOW_SCHEMA.names)
-    for col in (*store.CELL_COLUMNS, *store.WINDOW_COLUMNS):
+    assert len(set(TABLES["cells"].schema.names)) == len(TABLES["cells"].schema.names)
+    assert len(set(TABLES["windows"].schema.names)) == len(TABLES["windows"].schema.names)
+    for col in (*store.TABLES["cells"].columns, *store.TABLES["windows"].columns):
         assert col.doc.strip(), col.name
 
 
@@ -107,10 +107,10 @@ def test_write_paths_and_layout(written):
 def test_read_cells_round_trip(written):
     root, _, rows, _ = written
     df = store.read_cells(root)
-    assert list(df.columns) == CELL_SCHEMA.names
+    assert list(df.columns) == TABLES["cells"].schema.names
     assert len(df) == 3
     df = df.sort_values("run_id").reset_index(drop=True)
-    for field in CELL_SCHEMA:
+    for field in TABLES["cells"].schema:
         _assert_dtype(df[field.name], field)
         got = [list(v) if field.type == pa.list_(pa.float64()) else v for v in df[field.name]]
         assert got == [flatten(r)[field.name] for r in rows], field.name
@@ -127,10 +127,10 @@ def test_cell_records_round_trip(written):
 
 def test_read_windows_round_trip(written):
     root, _, _, _ = written
-    df = store.read_windows(root)
-    assert list(df.columns) == WINDOW_SCHEMA.names
+    df = store.read(root, "windows")
+    assert list(df.columns) == TABLES["windows"].schema.names
     assert len(df) == 9
-    for field in WINDOW_SCHEMA:
+    for field in TABLES["windows"].schema:
         _assert_dtype(df[field.name], field)
     first = df[df["cell_id"] == "cell_id-0"].sort_values("repeat")
     assert first["repeat"].tolist() == [0, 1, 2]
@@ -141,7 +141,7 @@ def test_read_windows_round_trip(written):
 def test_pandas_reads_the_folder_directly(written):
     root, _, rows, _ = written
     df = pd.read_parquet(root / "cells")
-    assert set(CELL_SCHEMA.names) <= set(df.columns)
+    assert set(TABLES["cells"].schema.names) <= set(df.columns)
     assert len(df) == 3
     assert sorted(df["cell_id"]) == sorted(r.cell.cell_id for r in rows)
     assert sorted(df["examples_per_sec"]) == sorted(r.examples_per_sec.value for r in rows)
@@ -154,7 +154,7 @@ def test_unset_figures_read_as_null(tmp_path):
     row = replace(cell_row(cell, Protocol()), status=Status.UNSUPPORTED, reason="why")
     files.write_row(0, row)
     df = store.read_cells(tmp_path)
-    assert list(df.columns) == CELL_SCHEMA.names
+    assert list(df.columns) == TABLES["cells"].schema.names
     assert df.loc[0, "cell_id"] == cell.id and df.loc[0, "reason"] == "why"
     assert df.loc[0, "status"] == "unsupported" and df.loc[0, "model"] == "cnn"
     assert math.isnan(df.loc[0, "examples_per_sec"])
@@ -162,7 +162,7 @@ def test_unset_figures_read_as_null(tmp_path):
     assert unflatten_all(CellRow, df.to_dict("records")) == [row]
     # a row without windows writes no windows file
     assert not files.folder("windows").exists()
-    assert len(store.read_windows(tmp_path)) == 0
+    assert len(store.read(tmp_path, "windows")) == 0
 
 
 def test_missing_columns_read_as_null(tmp_path):
@@ -170,7 +170,7 @@ def test_missing_columns_read_as_null(tmp_path):
     old = pa.Table.from_pylist([{"cell_id": "c", "status": "unsupported", "reason": "why"}])
     store.write_atomic(old, RunFiles(tmp_path, "2025-01-02", "run").folder("cells") / "00000.parquet")
     df = store.read_cells(tmp_path)
-    assert list(df.columns) == CELL_SCHEMA.names
+    assert list(df.columns) == TABLES["cells"].schema.names
     assert df.loc[0, "cell_id"] == "c" and df.loc[0, "reason"] == "why"
     assert math.isnan(df.loc[0, "examples_per_sec"])
     assert pd.isna(df.loc[0, "learning_rate"]) and df.loc[0, "xla"] == "off"  # an axis: its default
@@ -181,9 +181,9 @@ def test_missing_columns_read_as_null(tmp_path):
 
 def test_empty_results_read_as_empty_frames(tmp_path):
     cells = store.read_cells(tmp_path)
-    windows = store.read_windows(tmp_path)
-    assert len(cells) == 0 and list(cells.columns) == CELL_SCHEMA.names
-    assert len(windows) == 0 and list(windows.columns) == WINDOW_SCHEMA.names
+    windows = store.read(tmp_path, "windows")
+    assert len(cells) == 0 and list(cells.columns) == TABLES["cells"].schema.names
+    assert len(windows) == 0 and list(windows.columns) == TABLES["windows"].schema.names
 
 
 def test_unknown_columns_raise_key_error(tmp_path):
@@ -191,7 +191,7 @@ def test_unknown_columns_raise_key_error(tmp_path):
     with pytest.raises(KeyError, match="not_a_column"):
         unflatten(CellRow, {**flatten(_cell_row(0)), "not_a_column": 1})
     with pytest.raises(KeyError, match="not_a_column"):
-        store._table([{**flatten(_cell_row(0)), "not_a_column": 1}], CELL_SCHEMA)
+        store._table([{**flatten(_cell_row(0)), "not_a_column": 1}], TABLES["cells"].schema)
     with pytest.raises(KeyError, match="bogus"):
         files.write_windows(1, [{**_window_rows(1)[0], "bogus": 2}])
     assert len(store.read_cells(tmp_path)) == 0
@@ -266,15 +266,15 @@ def test_a_row_of_each_table_is_written_with_the_documented_columns(tmp_path):
         values = {f.name: _value(f, 1) for f in schema}
         return unflatten(record, {**values, **({"relation": Relation.AB} if "relation" in values else {})})
 
-    window = {f.name: _value(f, 1) for f in WINDOW_SCHEMA}
-    collective = {f.name: _value(f, 1) for f in store.COLLECTIVE_SCHEMA}
+    window = {f.name: _value(f, 1) for f in TABLES["windows"].schema}
+    collective = {f.name: _value(f, 1) for f in store.TABLES["collectives"].schema}
     written = {
-        "cells": files.write_row(0, full(CellRow, CELL_SCHEMA)),
+        "cells": files.write_row(0, full(CellRow, TABLES["cells"].schema)),
         "windows": files.write_windows(0, [window]),
         "collectives": files.write_collective(0, collective),
-        "ratios": files.write_ratios([full(RatioRow, store.RATIO_SCHEMA)]),
+        "ratios": files.write_ratios([full(RatioRow, store.TABLES["ratios"].schema)]),
         "costs": files.write_cost(RunCost().row(RunInfo(run_id="run"), None, 1.0, 60.0, False)),
-        "nightly/points": files.write_points([full(NightlyRow, store.NIGHTLY_SCHEMA)]),
+        "nightly/points": files.write_points([full(NightlyRow, store.TABLES["points"].schema)]),
     }
     for table, path in written.items():
         assert path is not None

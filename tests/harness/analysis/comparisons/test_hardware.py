@@ -34,7 +34,7 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[CellRow], list[R
             tar.extractall(root, filter="data")
         roots.append(next(root.rglob("cells")).parent)
     cells, _ = history.load(roots)
-    ratios = history.load_ratios(roots)
+    ratios = history.load_table(roots, "ratios")
     return unflatten_all(CellRow, cells.to_dict("records")), unflatten_all(
         RatioRow, ratios.to_dict("records")
     )

@@ -21,14 +21,14 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[CellRow]
 
     from harness.analysis.pages.report import write_report
     from harness.results.history import load
-    from harness.results.store import read_ratios
+    from harness.results.store import read
 
     root = tmp_path_factory.mktemp("run")
     with tarfile.open(RUN) as tar:
         tar.extractall(root, filter="data")
     results = next(root.rglob("cells")).parent
     cells, _ = load(results)
-    ratios = read_ratios(results)
+    ratios = read(results, "ratios")
     written = write_report(cells, root / "report", "a run", None, ratios)
     page = next(p for p in written if p.name == "report.html").read_text()
     rows = unflatten_all(CellRow, cells.to_dict("records"))

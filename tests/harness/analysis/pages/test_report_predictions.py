@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.analysis.pages.report import write_report
-from harness.results.store import read_cells, read_collectives
+from harness.results.store import read, read_cells
 from tests.harness.commands.test_predict import _folder
 
 
@@ -13,7 +13,7 @@ def test_the_report_sets_measured_beside_predicted_when_collectives_exist(tmp_pa
     results = _folder(tmp_path)
     cells = read_cells(results)
     cells.loc[cells["replicas"] == 2, "baseline_cell_id"] = "cnn/mirrored/r1w1"
-    written = write_report(cells, tmp_path / "report", "t", read_collectives(results))
+    written = write_report(cells, tmp_path / "report", "t", read(results, "collectives"))
     names = [p.name for p in written]
     assert "predicted_vs_measured.png" in names and "predicted_vs_measured.svg" in names
     page = (tmp_path / "report" / "report.html").read_text()

@@ -26,7 +26,7 @@ RUN = EVIDENCE / "2026-11-27-answer-first" / "results.tgz"
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[CellRow], list[RatioRow]]:
     from harness.results.history import load
-    from harness.results.store import read_ratios
+    from harness.results.store import read
 
     root = tmp_path_factory.mktemp("run")
     with tarfile.open(RUN) as tar:
@@ -34,7 +34,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[CellRow], lis
     results = next(root.rglob("cells")).parent
     cells, _ = load(results)
     return unflatten_all(CellRow, cells.to_dict("records")), unflatten_all(
-        RatioRow, read_ratios(results).to_dict("records")
+        RatioRow, read(results, "ratios").to_dict("records")
     )
 
 

@@ -150,7 +150,7 @@ def _check_both_sides(tmp_path: Path, framework: str) -> None:
     tagged = windows.groupby(["framework", "shared"]).size()
     for side in ("tensorflow", framework):  # every side has windows alone and together
         assert tagged.get((side, False), 0) > 0 and tagged.get((side, True), 0) > 0, tagged
-    ratios = store.read_ratios(out)
+    ratios = store.read(out, "ratios")
     cell = row["cell_id"]
     shared = ratios[ratios["relation"] == "shared"].set_index("subject")
     assert shared.loc[together_key(cell), "reference"] == cell

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.formulas import breakdown
-from harness.results.store import CELL_SCHEMA, WINDOW_SCHEMA
+from harness.results.store import TABLES
 
 ROOT = Path(__file__).resolve().parents[4]
 FAST = [
@@ -104,8 +104,8 @@ def test_smoke_sweep_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = pd.read_parquet(out / "cells")
     windows = pd.read_parquet(out / "windows")
-    assert set(CELL_SCHEMA.names) <= set(cells.columns)
-    assert set(WINDOW_SCHEMA.names) <= set(windows.columns)
+    assert set(TABLES["cells"].schema.names) <= set(cells.columns)
+    assert set(TABLES["windows"].schema.names) <= set(windows.columns)
     assert len(cells) == 11 and cells["run_id"].nunique() == 1
     ok = cells[cells.status == "ok"]
     assert len(ok) == 9, cells[["cell_id", "status", "reason"]].to_string()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results.store import COLLECTIVE_SCHEMA, read_collectives
+from harness.results.store import TABLES, read
 from tests.cli import cli
 from tests.harness.launch.cells.test_runner import harness, worker_processes
 
@@ -37,8 +37,8 @@ def test_collectives_sweep_end_to_end(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert worker_processes(str(tmp_path)) == []
-    rows = read_collectives(out)
-    assert set(COLLECTIVE_SCHEMA.names) <= set(rows.columns)
+    rows = read(out, "collectives")
+    assert set(TABLES["collectives"].schema.names) <= set(rows.columns)
     ok = rows[rows.status == "ok"]
     # per topology: 4 KiB, then the cnn and dense gradient sets
     assert sorted(ok.groupby(["strategy", "op"]).size().items()) == [

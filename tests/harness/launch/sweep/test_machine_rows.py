@@ -22,7 +22,7 @@ from harness.launch.versions import bisect as lb
 from harness.launch.versions import nightly as ln
 from harness.launch.versions.ab import MODES, AbSide, Pairs, run_ab
 from harness.launch.versions.builds import Held
-from harness.results.store import read_cells, read_costs, read_ratios
+from harness.results.store import read, read_cells
 from harness.spec.cell import Cell
 from harness.spec.protocol import Platform, Protocol
 from tests.harness.launch.sweep.test_budget import DEFAULT, ONE, TWO, Clock, _fake
@@ -60,8 +60,8 @@ def test_a_run_in_turns_stamps_its_cells_ratios_and_costs_with_the_machine(
     cells = read_cells(tmp_path)
     assert "unsupported" in set(cells["status"])  # rows of cells never measured carry it too
     _stamped(cells, LAB)
-    _stamped(read_ratios(tmp_path), LAB)
-    _stamped(read_costs(tmp_path), LAB)
+    _stamped(read(tmp_path, "ratios"), LAB)
+    _stamped(read(tmp_path, "costs"), LAB)
 
 
 def test_without_a_name_the_rows_carry_this_hosts_default_name(
