@@ -325,12 +325,12 @@ def next_step(bound: breakdown.Bound, config: words.Values) -> Para | None:
 
 def _precision(a: Answer) -> list[Para]:
     """On a CPU, why mixed bfloat16 was raced or not (its facts' bfloat16 units); nothing on a GPU
-    or for rows without facts."""
-    facts = a.leader.run.machine_facts
-    if not facts or (a.leader.machine is not None and a.leader.machine.device_kind == "GPU"):
+    or for a run that recorded no CPU flags (:attr:`MachineFacts.partial`)."""
+    facts = MachineFacts.from_json(a.leader.run.machine_facts or '{"partial": true}')
+    if facts.partial or (a.leader.machine is not None and a.leader.machine.device_kind == "GPU"):
         return []
     raced = any(r.cell.precision == "mixed_bfloat16" for r in (a.leader, *(v.row for v in a.versus)))
-    return [Para(f"Precision: {bf16_reason(MachineFacts.from_json(facts).bf16_units, raced)}.")]
+    return [Para(f"Precision: {bf16_reason(facts.bf16_units, raced)}.")]
 
 
 def logical_kind(rows: Sequence[CellRow]) -> str | None:
