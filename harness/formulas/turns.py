@@ -172,8 +172,11 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
 def crowded_besides(turns: Sequence[Turn], limit: float = DISTURBED) -> float:
     """The median CPUs' worth used besides the member over the turns disturbed for want of a spare
     CPU (not by another program); NaN when there are none."""
-    hit = [t.besides for t in turns if is_disturbed(t, limit) and not by_other_program(t, limit)]
-    return float(np.median(hit)) if hit else NAN
+    return _median([t.besides for t in turns if is_disturbed(t, limit) and not by_other_program(t, limit)])
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(np.median(values)) if values else NAN
 
 
 def _side(turns: Sequence[Turn], member: str, block: int) -> float:
@@ -353,10 +356,13 @@ def instances_to_decide(
         return n_now
     z = float(sps.norm.ppf((1 + confidence) / 2))
     guess = (z * sd / d) ** 2
-    if not guess < 2**53:
-        return None
-    n = max(n_now, 2, math.ceil(guess))
-    while t_quantile(n - 1, confidence) * sd / math.sqrt(n) > d:
+    return _instances_for(sd, d, max(n_now, 2, math.ceil(guess)), confidence) if guess < 2**53 else None
+
+
+def _instances_for(sd: float, half: float, n: int, confidence: float, most: float = math.inf) -> int:
+    """The fewest instances from ``n`` (up to ``most``) whose CI half-width on the log scale,
+    t(n - 1) sd / sqrt(n), is at most ``half`` at the spread ``sd``."""
+    while n < most and t_quantile(n - 1, confidence) * sd / math.sqrt(n) > half:
         n += 1
     return n
 
@@ -427,11 +433,8 @@ def instances_to_narrow(logs: Sequence[float], target: float, confidence: float 
     finite = _finite(logs)
     if len(finite) < 2:
         return None
-    sd, half = float(np.std(finite, ddof=1)), math.asinh(target / 2)
-    n = len(finite)
-    while n < MAX_NARROW and t_quantile(n - 1, confidence) * sd / math.sqrt(n) > half:
-        n += 1
-    return n
+    sd = float(np.std(finite, ddof=1))
+    return _instances_for(sd, math.asinh(target / 2), len(finite), confidence, MAX_NARROW)
 
 
 def next_group(
@@ -500,14 +503,10 @@ def summarize(instances: Sequence[Sequence[Turn]], limit: float = DISTURBED) -> 
         blocks += len(ids)
         kept += len(ids) - disturbed_blocks(turns, limit)
     flat = [t for turns in instances for t in turns]
-
-    def median(values: list[float]) -> float:
-        return float(np.median(values)) if values else NAN
-
     return TurnsSummary(
         blocks,
         kept,
-        median([t.disturbance for t in flat]),
-        median([t.besides for t in flat]),
-        median([t.crowding for t in flat]),
+        _median([t.disturbance for t in flat]),
+        _median([t.besides for t in flat]),
+        _median([t.crowding for t in flat]),
     )

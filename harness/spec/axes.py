@@ -447,12 +447,14 @@ AXES: tuple[Axis, ...] = (
 
 AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}
 
-SENTENCE_AXES: tuple[str, ...] = tuple(
-    "strategy replicas workers ps cross_device_ops communication loop batch accum_steps precision "
-    "xla steps_per_execution scaling tenants tenant_framework data loss optimizer".split()
+SENTENCE_AXES: tuple[str, ...] = (
+    ("strategy", "replicas", "workers", "ps", "cross_device_ops", "communication")
+    + ("loop", "batch", "accum_steps", "precision", "xla", "steps_per_execution", "scaling")
+    + ("tenants", "tenant_framework", "data", "loss", "optimizer")
 )
-"""The axes in the order a description (:func:`harness.spec.words.describe`) says them: every
-axis but the model, which heads what is said about it."""
+"""The axes in the order a description (:func:`harness.spec.words.describe`) says them: the
+strategy and its devices, the training choices, what else sets the cell apart. Every axis but the
+model, which heads what is said about it."""
 
 OPTION_AXES: tuple[str, ...] = tuple(
     dict.fromkeys(s.option_axis for s in STRATEGIES.values() if s.option_axis is not None)

@@ -71,7 +71,9 @@ def test_no_module_keeps_its_own_list_of_axes() -> None:
         if path.relative_to(HARNESS).as_posix() not in HOME
         for hit in _literal_axis_lists(path.read_text(), path.relative_to(HARNESS).as_posix())
     ]
-    assert not found, "derive these from harness.spec.axes (Axis.keys, SENTENCE_AXES, ...):\n" + "\n".join(found)
+    assert not found, "derive these from harness.spec.axes (Axis.keys, SENTENCE_AXES, ...):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_scan_finds_a_planted_list() -> None:
