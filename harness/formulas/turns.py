@@ -78,7 +78,7 @@ class Turn:
         """Examples per second of the window (examples / seconds)."""
         return self.examples / self.seconds
 
-    def _rate(self, cpu_s: float) -> float:
+    def rate(self, cpu_s: float) -> float:
         """CPU seconds as CPUs' worth over the turn's measured span (or its window's seconds)."""
         span = self.seconds if math.isnan(self.span_s) else self.span_s
         return cpu_s / span if span > 0 else 0.0
@@ -87,18 +87,13 @@ class Turn:
     def disturbance(self) -> float:
         """CPUs' worth (1.0: one whole CPU, averaged over the turn) that another program or the
         hypervisor used: ``foreign_cpu_s``, or where it was not recorded ``other_cpu_s``."""
-        return self._rate(self.other_cpu_s if math.isnan(self.foreign_cpu_s) else self.foreign_cpu_s)
+        return self.rate(self.other_cpu_s if math.isnan(self.foreign_cpu_s) else self.foreign_cpu_s)
 
     @property
     def besides(self) -> float:
         """CPUs' worth used by anything but the member (the run's other processes, the kernel,
         other programs, steal): ``run_cpu_s + other_cpu_s`` over the turn."""
-        return self._rate(self.run_cpu_s + self.other_cpu_s)
-
-    @property
-    def crowding(self) -> float:
-        """CPUs' worth the run's other processes used during the turn."""
-        return self._rate(self.run_cpu_s)
+        return self.rate(self.run_cpu_s + self.other_cpu_s)
 
 
 DISTURBED = 0.25
@@ -508,5 +503,5 @@ def summarize(instances: Sequence[Sequence[Turn]], limit: float = DISTURBED) -> 
         kept,
         _median([t.disturbance for t in flat]),
         _median([t.besides for t in flat]),
-        _median([t.crowding for t in flat]),
+        _median([t.rate(t.run_cpu_s) for t in flat]),
     )
