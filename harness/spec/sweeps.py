@@ -288,20 +288,11 @@ GPU = chain(
 """The knobs that matter on a GPU (XLA, logical replicas, batch, steps per execution, precision),
 sparse: each varies alone against a shared core, so a comparison names one knob."""
 
+COLLECTIVES = collectives_sweep()
+
 SWEEPS: dict[str, Sweep] = {
     s.name: s
-    for s in (
-        SMOKE,
-        DEFAULT,
-        MODELS,
-        NIGHTLY,
-        SCALING,
-        CLUSTER,
-        EQUIVALENCE,
-        VALIDATION,
-        GPU,
-        collectives_sweep(),
-    )
+    for s in (SMOKE, DEFAULT, MODELS, NIGHTLY, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, GPU, COLLECTIVES)
 }
 
 
