@@ -464,17 +464,8 @@ def next_group(
     heads = [i for i in wanting if i in first]
     decidable = [i for i in heads if _decidable(states[i], max_instances, min_effect, confidence)]
     pool = decidable or (heads if first_while_open else []) or list(wanting)
-    if not pool:
-        return None
-
-    def key(i: int) -> tuple[float, int, int]:
-        return (
-            max(log_t_half_width(_finite(logs), confidence) for logs in wanting[i]),
-            -states[i].instances,
-            -i,
-        )
-
-    return max(pool, key=key)
+    widest = {i: max(log_t_half_width(_finite(logs), confidence) for logs in wanting[i]) for i in pool}
+    return max(pool, key=lambda i: (widest[i], -states[i].instances, -i)) if pool else None
 
 
 @dataclass(frozen=True)
