@@ -137,9 +137,7 @@ def reference_step(b: Breakdown) -> float | None:
     """The step (s per update) a row's parts are shares of: ``parts_step_s``; for rows stored before
     that column existed, ``step_s`` (what their verdict was computed against); None if neither."""
     step = _num(b.parts_step_s)
-    if step is None:
-        step = _num(b.step_s)
-    return step if step else None
+    return (_num(b.step_s) if step is None else step) or None
 
 
 def parts_of(b: Breakdown, columns: tuple[str, ...] = PARTS) -> dict[str, float] | None:

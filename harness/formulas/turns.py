@@ -73,11 +73,6 @@ class Turn:
     """Wall seconds over which the coordinator measured the turn's CPU (the window and its grant's
     round trip; NaN: not recorded, ``seconds`` is used)."""
 
-    @property
-    def throughput(self) -> float:
-        """Examples per second of the window (examples / seconds)."""
-        return self.examples / self.seconds
-
     def rate(self, cpu_s: float) -> float:
         """CPU seconds as CPUs' worth over the turn's measured span (or its window's seconds)."""
         span = self.seconds if math.isnan(self.span_s) else self.span_s
