@@ -225,7 +225,7 @@ def side(runs: Sequence[RunFigure], spread: RunSpread, kind: str, instances: int
 
 def interval(s: Side, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """The side's figure and its CI, exp(centre +- t sqrt(variance)), examples/s."""
-    half = t_quantile(_df(s.terms), confidence) * math.sqrt(s.variance)
+    half = _half((s,), confidence)
     return s.value, math.exp(s.centre - half), math.exp(s.centre + half)
 
 
@@ -234,20 +234,25 @@ def ratio(a: Side, b: Side, confidence: float = CONFIDENCE) -> Ratio:
     sides share (the fitted shift and terms) counts once in the degrees of freedom."""
     if not (a.value > 0 and b.value > 0):
         return Ratio(NAN, NAN, NAN, a.runs, b.runs)
-    half = t_quantile(_df(combined(a, b)), confidence) * math.sqrt(a.variance + b.variance)
+    half = _half((a, b), confidence)
     diff = a.centre - b.centre
     return Ratio(a.value / b.value, math.exp(diff - half), math.exp(diff + half), a.runs, b.runs)
 
 
-def combined(a: Side, b: Side) -> tuple[Term, ...]:
-    """The terms of a - b: the fitted components (same name and estimate) with their weights
-    added, each side's processes apart."""
+def combined(*sides: Side) -> tuple[Term, ...]:
+    """The terms of a - b (of one side: its own): the fitted components (same name and estimate)
+    with their weights added, each side's processes apart."""
     out: dict[tuple[str, float, float], float] = {}
-    for i, s in enumerate((a, b)):
+    for i, s in enumerate(sides):
         for t in s.terms:
             key = (t.name + (f" {i}" if t.name == PROCESSES else ""), t.variance, t.df)
             out[key] = out.get(key, 0.0) + t.weight
     return tuple(Term(name, w, v, df) for (name, v, df), w in out.items())
+
+
+def _half(sides: Sequence[Side], confidence: float) -> float:
+    """t sqrt(v) of one side's centre or of two sides' difference, v their variances summed."""
+    return t_quantile(_df(combined(*sides)), confidence) * math.sqrt(sum(s.variance for s in sides))
 
 
 def _df(terms: Sequence[Term]) -> float:
@@ -266,8 +271,7 @@ def decide_runs(a: Side, b: Side, band: float, confidence: float = CONFIDENCE) -
     d = abs(a.centre - b.centre)
     target = d if d >= band else band - d
     for k in range(max(a.runs, b.runs) + 1, MAX_RUNS + 1):
-        ka, kb = like_k(a, k), like_k(b, k)
-        if t_quantile(_df(combined(ka, kb)), confidence) * math.sqrt(ka.variance + kb.variance) < target:
+        if _half((like_k(a, k), like_k(b, k)), confidence) < target:
             return k
     return None
 

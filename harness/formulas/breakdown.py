@@ -24,9 +24,6 @@ PARTS = ("compute_s", "allreduce_s", "input_s", "dispatch_s")
 REFERENCE = "parts_step_s"
 """The update timed alongside the parts (s per update): the denominator of their shares."""
 
-PROFILE_PARTS = ("device_s", "collective_s", "input_wait_s", "host_s")
-"""The parts of a profiled GPU update (s per update); they add up to ``profiled_step_s``."""
-
 NOISE = 0.10
 """How far a part's share may exceed 100% of the step before the breakdown is called inconsistent.
 
@@ -140,20 +137,14 @@ def reference_step(b: Breakdown) -> float | None:
     """The step (s per update) a row's parts are shares of: ``parts_step_s``; for rows stored before
     that column existed, ``step_s`` (what their verdict was computed against); None if neither."""
     step = _num(b.parts_step_s)
-    if step is None:
-        step = _num(b.step_s)
-    return step if step else None
+    return (_num(b.step_s) if step is None else step) or None
 
 
-def _known(b: Breakdown, columns: tuple[str, ...]) -> dict[str, float] | None:
-    """The row's parts in ``columns`` (s per update), by column name, when every one is known."""
+def parts_of(b: Breakdown, columns: tuple[str, ...] = PARTS) -> dict[str, float] | None:
+    """The row's parts in ``columns`` (s per update; default: the four timed alone, :data:`PARTS`),
+    by column name, when every one is known, else None."""
     parts = {c: _num(getattr(b, c)) for c in columns}
     return {k: v for k, v in parts.items() if v is not None} if None not in parts.values() else None
-
-
-def parts_of(b: Breakdown) -> dict[str, float] | None:
-    """The row's four parts timed alone (:data:`PARTS`), when every one is known, else None."""
-    return _known(b, PARTS)
 
 
 def shares(step_s: float, parts: Mapping[str, float], bounds: tuple[Bound, ...] = BOUNDS) -> dict[str, float]:
@@ -235,7 +226,8 @@ class Measured:
 def measured(b: Breakdown) -> Measured | None:
     """The row's profiled GPU parts with ``profiled_step_s`` where all are known, else its parts
     timed alone with :func:`reference_step`, else None."""
-    profiled, profiled_step = _known(b, PROFILE_PARTS), _num(b.profiled_step_s)
+    profiled = parts_of(b, tuple(x.part for x in PROFILE_BOUNDS))  # they add up to profiled_step_s
+    profiled_step = _num(b.profiled_step_s)
     if profiled is not None and profiled_step:
         return Measured(profiled_step, profiled, PROFILE_BOUNDS)
     parts, reference = parts_of(b), reference_step(b)

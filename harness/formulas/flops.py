@@ -34,10 +34,6 @@ class OpShapes:
     attrs: Mapping[str, object] = field(default_factory=dict)
 
 
-def _n(shape: Shape) -> int:
-    return math.prod(shape)
-
-
 def _known(shape: Shape | None) -> Shape:
     assert shape is not None  # count() skips the ops with an unknown shape
     return shape
@@ -48,7 +44,7 @@ def _matmul(op: OpShapes) -> int:
     contracted dimension (the first operand's last, or second-to-last when transposed)."""
     a, out = _known(op.inputs[0]), _known(op.outputs[0])
     k = a[-2] if op.attrs.get("transpose_a") or op.attrs.get("adj_x") else a[-1]
-    return 2 * _n(out) * k
+    return 2 * math.prod(out) * k
 
 
 def _conv(part: str, depthwise: bool = False) -> Callable[[OpShapes], int]:
@@ -60,7 +56,7 @@ def _conv(part: str, depthwise: bool = False) -> Callable[[OpShapes], int]:
     def flops(op: OpShapes) -> int:
         elements = _known(op.outputs[0] if part == "forward" else op.inputs[2])
         kernel = _known(op.outputs[0] if part == "filter" else op.inputs[1])
-        return 2 * _n(elements) * (kernel[0] * kernel[1] if depthwise else _n(kernel[:-1]))
+        return 2 * math.prod(elements) * (kernel[0] * kernel[1] if depthwise else math.prod(kernel[:-1]))
 
     return flops
 

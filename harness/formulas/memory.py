@@ -25,16 +25,11 @@ DTYPE_BYTES = {
 OOM = re.compile(r"OOM when allocating tensor with shape\[([\d,\s]*)\] and type (\w+)")
 
 
-def requested_bytes(message: str) -> int | None:
-    """Bytes of the tensor an OOM message names, or None when it names none (or an unknown type)."""
+def oom_text(message: str) -> str:
+    """`` (N GiB asked)`` after an OOM message that names its tensor (of a type in
+    :data:`DTYPE_BYTES`): the tensor's bytes, in GiB; else ""."""
     found = OOM.search(message)
     if found is None or found[2] not in DTYPE_BYTES:
-        return None
+        return ""
     dims = [int(d) for d in found[1].replace(" ", "").split(",") if d]
-    return math.prod(dims) * DTYPE_BYTES[found[2]]
-
-
-def oom_text(message: str) -> str:
-    """`` (N GiB asked)`` after an OOM message that names its tensor, else ""."""
-    asked = requested_bytes(message)
-    return "" if asked is None else f" ({asked / 2**30:.2f} GiB asked)"
+    return f" ({math.prod(dims) * DTYPE_BYTES[found[2]] / 2**30:.2f} GiB asked)"

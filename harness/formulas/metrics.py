@@ -16,11 +16,6 @@ def throughput(examples: float, seconds: float) -> float:
     return examples / seconds
 
 
-def window_throughputs(window_seconds: Sequence[float], examples_per_window: float) -> list[float]:
-    """Throughput of each window, examples/s."""
-    return [throughput(examples_per_window, s) for s in window_seconds]
-
-
 def median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float)))
 

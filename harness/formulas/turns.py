@@ -73,12 +73,7 @@ class Turn:
     """Wall seconds over which the coordinator measured the turn's CPU (the window and its grant's
     round trip; NaN: not recorded, ``seconds`` is used)."""
 
-    @property
-    def throughput(self) -> float:
-        """Examples per second of the window (examples / seconds)."""
-        return self.examples / self.seconds
-
-    def _rate(self, cpu_s: float) -> float:
+    def rate(self, cpu_s: float) -> float:
         """CPU seconds as CPUs' worth over the turn's measured span (or its window's seconds)."""
         span = self.seconds if math.isnan(self.span_s) else self.span_s
         return cpu_s / span if span > 0 else 0.0
@@ -87,18 +82,13 @@ class Turn:
     def disturbance(self) -> float:
         """CPUs' worth (1.0: one whole CPU, averaged over the turn) that another program or the
         hypervisor used: ``foreign_cpu_s``, or where it was not recorded ``other_cpu_s``."""
-        return self._rate(self.other_cpu_s if math.isnan(self.foreign_cpu_s) else self.foreign_cpu_s)
+        return self.rate(self.other_cpu_s if math.isnan(self.foreign_cpu_s) else self.foreign_cpu_s)
 
     @property
     def besides(self) -> float:
         """CPUs' worth used by anything but the member (the run's other processes, the kernel,
         other programs, steal): ``run_cpu_s + other_cpu_s`` over the turn."""
-        return self._rate(self.run_cpu_s + self.other_cpu_s)
-
-    @property
-    def crowding(self) -> float:
-        """CPUs' worth the run's other processes used during the turn."""
-        return self._rate(self.run_cpu_s)
+        return self.rate(self.run_cpu_s + self.other_cpu_s)
 
 
 DISTURBED = 0.25
@@ -172,8 +162,11 @@ def busiest_other(turns: Sequence[Turn], limit: float = DISTURBED) -> tuple[str,
 def crowded_besides(turns: Sequence[Turn], limit: float = DISTURBED) -> float:
     """The median CPUs' worth used besides the member over the turns disturbed for want of a spare
     CPU (not by another program); NaN when there are none."""
-    hit = [t.besides for t in turns if is_disturbed(t, limit) and not by_other_program(t, limit)]
-    return float(np.median(hit)) if hit else NAN
+    return _median([t.besides for t in turns if is_disturbed(t, limit) and not by_other_program(t, limit)])
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(np.median(values)) if values else NAN
 
 
 def _side(turns: Sequence[Turn], member: str, block: int) -> float:
@@ -353,10 +346,13 @@ def instances_to_decide(
         return n_now
     z = float(sps.norm.ppf((1 + confidence) / 2))
     guess = (z * sd / d) ** 2
-    if not guess < 2**53:
-        return None
-    n = max(n_now, 2, math.ceil(guess))
-    while t_quantile(n - 1, confidence) * sd / math.sqrt(n) > d:
+    return _instances_for(sd, d, max(n_now, 2, math.ceil(guess)), confidence) if guess < 2**53 else None
+
+
+def _instances_for(sd: float, half: float, n: int, confidence: float, most: float = math.inf) -> int:
+    """The fewest instances from ``n`` (up to ``most``) whose CI half-width on the log scale,
+    t(n - 1) sd / sqrt(n), is at most ``half`` at the spread ``sd``."""
+    while n < most and t_quantile(n - 1, confidence) * sd / math.sqrt(n) > half:
         n += 1
     return n
 
@@ -427,11 +423,8 @@ def instances_to_narrow(logs: Sequence[float], target: float, confidence: float 
     finite = _finite(logs)
     if len(finite) < 2:
         return None
-    sd, half = float(np.std(finite, ddof=1)), math.asinh(target / 2)
-    n = len(finite)
-    while n < MAX_NARROW and t_quantile(n - 1, confidence) * sd / math.sqrt(n) > half:
-        n += 1
-    return n
+    sd = float(np.std(finite, ddof=1))
+    return _instances_for(sd, math.asinh(target / 2), len(finite), confidence, MAX_NARROW)
 
 
 def next_group(
@@ -466,17 +459,8 @@ def next_group(
     heads = [i for i in wanting if i in first]
     decidable = [i for i in heads if _decidable(states[i], max_instances, min_effect, confidence)]
     pool = decidable or (heads if first_while_open else []) or list(wanting)
-    if not pool:
-        return None
-
-    def key(i: int) -> tuple[float, int, int]:
-        return (
-            max(log_t_half_width(_finite(logs), confidence) for logs in wanting[i]),
-            -states[i].instances,
-            -i,
-        )
-
-    return max(pool, key=key)
+    widest = {i: max(log_t_half_width(_finite(logs), confidence) for logs in wanting[i]) for i in pool}
+    return max(pool, key=lambda i: (widest[i], -states[i].instances, -i)) if pool else None
 
 
 @dataclass(frozen=True)
@@ -500,14 +484,10 @@ def summarize(instances: Sequence[Sequence[Turn]], limit: float = DISTURBED) -> 
         blocks += len(ids)
         kept += len(ids) - disturbed_blocks(turns, limit)
     flat = [t for turns in instances for t in turns]
-
-    def median(values: list[float]) -> float:
-        return float(np.median(values)) if values else NAN
-
     return TurnsSummary(
         blocks,
         kept,
-        median([t.disturbance for t in flat]),
-        median([t.besides for t in flat]),
-        median([t.crowding for t in flat]),
+        _median([t.disturbance for t in flat]),
+        _median([t.besides for t in flat]),
+        _median([t.rate(t.run_cpu_s) for t in flat]),
     )

@@ -201,7 +201,7 @@ def counted_flops(flops: Flops, counted: StepFlops) -> Flops:
 def _window_throughputs(cell: Cell, m: Measurement) -> tuple[int, list[float]]:
     """(examples per window, each timed window's examples/s)."""
     examples = m.window_steps * cell.effective_batch
-    return examples, metrics.window_throughputs(m.window_seconds, examples)
+    return examples, [metrics.throughput(examples, s) for s in m.window_seconds]
 
 
 def _straggler_ratio(cell: Cell, m: Measurement) -> float | None:

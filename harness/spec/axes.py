@@ -89,9 +89,6 @@ class Axis:
     next knob to try (0: not a knob to suggest)."""
     alternative: str = ""
     """The value a string axis suggests trying next from its reference ("" : none)."""
-    said_at: int = 0
-    """Where a description says the axis (:func:`harness.spec.words.describe`: lowest first);
-    0: said apart (the model, which heads what is said about it)."""
     always_named: bool = False
     """Named in every label that tells configurations apart (strategy, devices, co-tenants: they
     change what a figure means), and in every command that selects one (model, strategy)."""
@@ -211,7 +208,6 @@ AXES: tuple[Axis, ...] = (
         words=MODEL_TITLES,
         column="The model trained; a user's own Keras model by its reference (FILE.py:function or "
         "package.module:function).",
-        said_at=0,
         plain=False,
         always_named=True,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
@@ -224,7 +220,6 @@ AXES: tuple[Axis, ...] = (
         ("synthetic", "mnist"),
         words={"synthetic": "synthetic data", "mnist": "the MNIST file"},
         essential=True,
-        said_at=16,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="synthetic: a fixed-seed pool, pre-batched and repeated; mnist: the real training split.",
     ),
@@ -236,7 +231,6 @@ AXES: tuple[Axis, ...] = (
         STRATEGY_NAMES,
         words={name: s.words for name, s in STRATEGIES.items()},
         column="The tf.distribute strategy.",
-        said_at=1,
         plain=False,
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
@@ -255,7 +249,6 @@ AXES: tuple[Axis, ...] = (
             "hierarchical_copy": "HierarchicalCopyAllReduce",
             "reduction_to_one_device": "ReductionToOneDevice",
         },
-        said_at=5,
         column="Requested all-reduce implementation of mirrored; none elsewhere.",
     ),
     Axis(
@@ -267,7 +260,6 @@ AXES: tuple[Axis, ...] = (
         applies_to=strategies_where(lambda s: s.option_axis == "communication"),
         inapplicable=NO_OPTION,
         words={"auto": "automatic collectives", "ring": "ring all-reduce", "nccl": "NCCL all-reduce"},
-        said_at=6,
         column="Requested collective implementation of multi_worker_mirrored; none elsewhere.",
     ),
     Axis(
@@ -279,7 +271,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="on {} replicas",
         phrase_one="on 1 replica",
-        said_at=2,
         always_named=True,
         column="Replicas per worker.",
         unit="devices",
@@ -294,7 +285,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="on {} workers",
         phrase_one="on 1 worker",
-        said_at=3,
         always_named=True,
         column="Worker processes (each a TF_CONFIG task; parameter_server: besides the coordinator and the ps tasks).",
         unit="processes",
@@ -310,7 +300,6 @@ AXES: tuple[Axis, ...] = (
         phrase="{} parameter servers",
         phrase_one="1 parameter server",
         plain=False,
-        said_at=4,
         column="Parameter-server tasks holding the variables (parameter_server; 0 elsewhere).",
         unit="processes",
     ),
@@ -323,7 +312,6 @@ AXES: tuple[Axis, ...] = (
         row_field="per_replica_batch",
         essential=True,
         step_up=4,
-        said_at=8,
         unit="examples",
     ),
     Axis(
@@ -335,7 +323,6 @@ AXES: tuple[Axis, ...] = (
         phrase_one="no gradient accumulation",
         essential=True,
         step_up=4,
-        said_at=9,
         keys=frozenset({BASELINE, ALONE}),
         column="Micro-batches per optimizer update: each replica sums their gradients locally, then one cross-replica reduction and one optimizer step.",
         unit="micro-batches",
@@ -349,7 +336,6 @@ AXES: tuple[Axis, ...] = (
         ("ctl", "fit"),
         words={"ctl": "a custom training loop", "fit": "Keras Model.fit"},
         essential=True,
-        said_at=7,
         keys=frozenset({BASELINE, ALONE}),
         column="ctl: strategy.run inside one tf.function holding an in-graph loop of steps_per_execution updates; fit: Keras model.fit(steps_per_execution=...) with the suite's train step (same update as ctl).",
     ),
@@ -362,7 +348,6 @@ AXES: tuple[Axis, ...] = (
         phrase_one="1 update per tf.function call",
         essential=True,
         step_up=10,
-        said_at=12,
         keys=frozenset({BASELINE, ALONE}),
         column="Optimizer updates per tf.function call (per train_function call in fit).",
         unit="updates",
@@ -380,7 +365,6 @@ AXES: tuple[Axis, ...] = (
         },
         alternative="mixed_bfloat16",
         essential=True,
-        said_at=10,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
     ),
     Axis(
@@ -395,7 +379,6 @@ AXES: tuple[Axis, ...] = (
         words={"off": "no XLA", "on": "XLA (jit_compile=True)"},
         alternative="on",
         essential=True,
-        said_at=11,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="--jit-compile: off, or on (the training step asked to be XLA-compiled; jit_compile says what ran).",
     ),
@@ -407,7 +390,6 @@ AXES: tuple[Axis, ...] = (
         "cross-entropy; both on logits), or the one named (synthetic labels to match)",
         LOSS_NAMES,
         words={"auto": "the model's own loss"},
-        said_at=17,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="--loss as asked: auto (binary cross-entropy on one output unit, sparse categorical cross-entropy on more; both on logits) or the loss named; in the cell id after the model when not auto.",
     ),
@@ -418,7 +400,6 @@ AXES: tuple[Axis, ...] = (
         "weak: batch is per replica; strong: batch is global",
         ("weak", "strong"),
         words={"weak": "weak scaling", "strong": "a fixed global batch (strong scaling)"},
-        said_at=13,
         column="weak (per-replica batch fixed) or strong (global batch fixed); decides the efficiency baseline.",
     ),
     Axis(
@@ -432,7 +413,6 @@ AXES: tuple[Axis, ...] = (
         inapplicable=1,
         phrase="{} processes at once, throughput summed",
         phrase_one="one process",
-        said_at=14,
         always_named=True,
         keys=frozenset({BASELINE}),
         column="Independent training processes of this cell run at once on the same devices (co-tenancy; 1 = alone). With more than one, examples_per_sec is their aggregate.",
@@ -448,7 +428,6 @@ AXES: tuple[Axis, ...] = (
         applies_to=SINGLE_PROCESS_STRATEGIES,
         inapplicable=NONE,
         words={NONE: "alone", "jax": "beside a JAX process", "torch": "beside a PyTorch process"},
-        said_at=15,
         always_named=True,
         keys=frozenset({BASELINE, ALONE}),
         column="A co-tenant from another framework (jax, torch; none: no such co-tenant): one process training the same model at effective_batch examples per step (plain SGD, synthetic data) on the same devices, taking turns with the TensorFlow process alone, and both at once. Then examples_per_sec is the TensorFlow side's throughput while both trained.",
@@ -461,7 +440,6 @@ AXES: tuple[Axis, ...] = (
         "two slot variables per weight to read and write in each update)",
         ("sgd", "adam"),
         words={"sgd": "plain SGD", "adam": "Adam"},
-        said_at=18,
         keys=frozenset({BASELINE, ALONE, COMPUTES}),
         column="The Keras optimizer (learning_rate: its rate).",
     ),
@@ -469,8 +447,14 @@ AXES: tuple[Axis, ...] = (
 
 AXIS_BY_NAME: dict[str, Axis] = {a.name: a for a in AXES}
 
-SAID_ORDER: tuple[Axis, ...] = tuple(sorted(AXES, key=lambda a: a.said_at))
-"""The axes in the order a description says them (model first)."""
+SENTENCE_AXES: tuple[str, ...] = (
+    ("strategy", "replicas", "workers", "ps", "cross_device_ops", "communication")
+    + ("loop", "batch", "accum_steps", "precision", "xla", "steps_per_execution", "scaling")
+    + ("tenants", "tenant_framework", "data", "loss", "optimizer")
+)
+"""The axes in the order a description (:func:`harness.spec.words.describe`) says them: the
+strategy and its devices, the training choices, what else sets the cell apart. Every axis but the
+model, which heads what is said about it."""
 
 OPTION_AXES: tuple[str, ...] = tuple(
     dict.fromkeys(s.option_axis for s in STRATEGIES.values() if s.option_axis is not None)

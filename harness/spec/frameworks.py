@@ -109,10 +109,6 @@ class Framework:
     models: tuple[str, ...] = ("cnn", "dense")
     """The models written in this framework (the suite's MNIST models, layer for layer)."""
 
-    def install_hint(self) -> str:
-        """What a user types to install it."""
-        return f"pip install -e '.[{self.extra}]' (or pip install {self.module})"
-
     def env(self, version: str) -> dict[str, str]:
         """The variables a process of installed ``version`` gets (only those its release accepts)."""
         found = release(version)

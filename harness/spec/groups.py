@@ -82,11 +82,6 @@ class Relation(StrEnum):
     FASTEST = "fastest"
     """Second stage: a configuration against its model's fastest (:func:`race_groups`)."""
 
-    @property
-    def compares(self) -> str:
-        """What it compares, in a few words (the ratios table's ``relation`` column says each)."""
-        return _COMPARES[self]
-
 
 def _others_against_reference(axis: str) -> str:
     """``fit against ctl``: an axis's other values against its reference."""
@@ -94,10 +89,13 @@ def _others_against_reference(axis: str) -> str:
     return f"{', '.join(v for v in a.choices if v != a.reference)} against {a.reference}"
 
 
-_COMPARES: dict[Relation, str] = {
+_REFERENCE_STRATEGY = only_strategy(lambda s: s.reference).name
+"""The plain way to train (``default``): STRATEGY's reference."""
+
+COMPARES: dict[Relation, str] = {
     Relation.SCALING: "a cell against its 1-device baseline; the ratio is the scaling efficiency",
     Relation.CROSS_DEVICE_OPS: f"an op against {AXIS_BY_NAME['cross_device_ops'].reference}",
-    Relation.STRATEGY: f"against {only_strategy(lambda s: s.reference).name}",
+    Relation.STRATEGY: f"against {_REFERENCE_STRATEGY}",
     Relation.ACCUMULATION: f"k against {AXIS_BY_NAME['accum_steps'].reference}",
     Relation.LOOP: _others_against_reference("loop"),
     Relation.XLA: f"{AXIS_BY_NAME['xla'].flag} {_others_against_reference('xla')}",
@@ -110,6 +108,7 @@ _COMPARES: dict[Relation, str] = {
     Relation.AB: "side B against side A",
     Relation.FASTEST: "a configuration against its model's fastest",
 }
+"""What each relation compares, in a few words (the ratios table's ``relation`` column says each)."""
 
 
 @dataclass(frozen=True)
@@ -170,9 +169,6 @@ class Group:
 
 
 # Comparisons ---------------------------------------------------------------------------------------
-
-_REFERENCE_STRATEGY = only_strategy(lambda s: s.reference).name
-"""The plain way to train (``default``): STRATEGY's reference."""
 
 
 def _at_default(cell: Cell, axis: str) -> Cell:

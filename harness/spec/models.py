@@ -26,46 +26,29 @@ class Layer:
     parameters: int = 0
 
 
-def conv2d_flops(h: int, w: int, c_in: int, c_out: int, k: int) -> tuple[int, int, int]:
-    """FLOPs per example of a 'valid' stride-1 k x k convolution, and its output height and width."""
+def conv2d(name: str, h: int, w: int, c_in: int, c_out: int, k: int) -> tuple[Layer, int, int]:
+    """A 'valid' stride-1 k x k convolution (FLOPs per example; kernel k x k x c_in x c_out and bias
+    c_out), and its output height and width."""
     h_out, w_out = h - k + 1, w - k + 1
-    return 2 * k * k * c_in * c_out * h_out * w_out, h_out, w_out
+    flops = 2 * k * k * c_in * c_out * h_out * w_out
+    return Layer(name, flops, k * k * c_in * c_out + c_out), h_out, w_out
 
 
-def conv2d_parameters(c_in: int, c_out: int, k: int) -> int:
-    """Kernel (k x k x c_in x c_out) and bias (c_out) of a convolution."""
-    return k * k * c_in * c_out + c_out
-
-
-def dense_parameters(n_in: int, n_out: int) -> int:
-    """Kernel (n_in x n_out) and bias (n_out) of a dense layer."""
-    return n_in * n_out + n_out
-
-
-def dense_flops(n_in: int, n_out: int) -> int:
-    """FLOPs per example of a dense layer (a matmul of one example)."""
-    return 2 * n_in * n_out
+def dense(name: str, n_in: int, n_out: int) -> Layer:
+    """A dense layer: FLOPs per example of a matmul of one example; kernel n_in x n_out and bias n_out."""
+    return Layer(name, 2 * n_in * n_out, n_in * n_out + n_out)
 
 
 def cnn_layers() -> list[Layer]:
     """Conv32(3x3)-Pool(2)-Conv64(3x3)-Pool(2)-Flatten-Dense10 on 28x28x1."""
-    f1, h, w = conv2d_flops(28, 28, 1, 32, 3)
-    h, w = h // 2, w // 2
-    f2, h, w = conv2d_flops(h, w, 32, 64, 3)
-    h, w = h // 2, w // 2
-    return [
-        Layer("conv32", f1, conv2d_parameters(1, 32, 3)),
-        Layer("conv64", f2, conv2d_parameters(32, 64, 3)),
-        Layer("dense10", dense_flops(h * w * 64, 10), dense_parameters(h * w * 64, 10)),
-    ]
+    conv32, h, w = conv2d("conv32", 28, 28, 1, 32, 3)
+    conv64, h, w = conv2d("conv64", h // 2, w // 2, 32, 64, 3)
+    return [conv32, conv64, dense("dense10", (h // 2) * (w // 2) * 64, 10)]
 
 
 def dense_layers() -> list[Layer]:
     """Flatten-Dense128-Dense10 on 784 inputs."""
-    return [
-        Layer("dense128", dense_flops(784, 128), dense_parameters(784, 128)),
-        Layer("dense10", dense_flops(128, 10), dense_parameters(128, 10)),
-    ]
+    return [dense("dense128", 784, 128), dense("dense10", 128, 10)]
 
 
 def training_flops(layers: list[Layer]) -> int:

@@ -73,11 +73,6 @@ class Protocol:
     False: it stops at once, saying which program, with every row measured before kept."""
 
     @property
-    def busy_share(self) -> float:
-        """The share of blocks another program may disturb before the run stops (1: never)."""
-        return 1.0 if self.busy_ok else BUSY_SHARE
-
-    @property
     def budget_s(self) -> float:
         """The run's budget in seconds."""
         return self.budget_min * 60.0

@@ -143,7 +143,10 @@ def _tenant_framework(cell: Cell, platform: Platform) -> str | None:
         return None
     f = framework(cell.tenant_framework)
     if f.name not in platform.frameworks:
-        return f"{f.label} is not installed here, so it cannot be the co-tenant: {f.install_hint()}"
+        return (
+            f"{f.label} is not installed here, so it cannot be the co-tenant: "
+            f"pip install -e '.[{f.extra}]' (or pip install {f.module})"
+        )
     if cell.model not in f.models:
         return f"the {f.label} co-tenant is written for {', '.join(f.models)}, not {cell.model}"
     if cell.tenants > 1:

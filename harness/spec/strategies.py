@@ -91,7 +91,8 @@ class Strategy:
     variables: Variables
     layout: TaskLayout = one_process
     option_axis: str | None = None
-    """The axis naming its all-reduce implementation: cross_device_ops or communication."""
+    """The axis naming the implementation of the all-reduce that sums its gradients: cross_device_ops
+    or communication (None: central storage, which aggregates on one device, and one device)."""
     predict_option: str | None = None
     """The value of its option axis that ``predict`` prices when ``--op`` names none (mirrored:
     auto; multi_worker_mirrored: ring, the all-reduce the scaling model describes)."""
@@ -127,7 +128,7 @@ class Strategy:
     @property
     def ps_tasks(self) -> bool:
         """Whether its cells have parameter-server tasks (the ps axis applies)."""
-        return any(t.type == "ps" for t in self.tasks(1, 1))
+        return any(t.type == "ps" for t in self.layout(1, 1))
 
     @property
     def coordinated(self) -> bool:
@@ -141,13 +142,6 @@ class Strategy:
         cell (not where workers never all-reduce with each other, and the coordinator cannot run
         replica functions)."""
         return self.synchronous
-
-    @property
-    def has_allreduce_option(self) -> bool:
-        """Whether its gradients are summed by an all-reduce whose implementation an option axis
-        picks: the all-reduce the collectives sweep times and the scaling model (``predict``, the
-        report's predictions) prices (not central storage, which aggregates on one device)."""
-        return self.option_axis is not None
 
     @property
     def mirrors_variables(self) -> bool:
@@ -269,7 +263,7 @@ def only_strategy(test: Callable[[Strategy], bool]) -> Strategy:
     return found[0]
 
 
-ALLREDUCE_STRATEGIES = strategies_where(lambda s: s.has_allreduce_option)
+ALLREDUCE_STRATEGIES = strategies_where(lambda s: s.option_axis is not None)
 """Strategies whose all-reduce implementation an option axis picks (what ``predict``, the
 collectives table and the scaling model cover)."""
 

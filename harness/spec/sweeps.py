@@ -112,16 +112,6 @@ DEFAULT = with_headline(
     _grid(strategy=("multi_worker_mirrored",), communication=("ring",), workers=(2,)),
 )
 
-_GPU_CONTENDERS = (
-    # each model's plain custom loop and its batch 256, mixed precision, XLA, Keras fit
-    _grid(strategy=("default",), batch=(64, 256)),
-    _grid(strategy=("default",), precision=("mixed_float16",)),
-    _grid(strategy=("default",), xla=("on",)),
-    _FIT,
-    # MirroredStrategy on 1, 2, 4, ... whole GPUs: never on logical ones
-    _grid(strategy=("mirrored",), replicas=(REPLICAS_TO_DEVICES,)),
-)
-
 DEFAULT = dataclasses.replace(
     DEFAULT,
     # a CPU with bfloat16 units (Platform.cpu_bf16): the plain loop and 4 accumulation steps in
@@ -144,7 +134,13 @@ DEFAULT = dataclasses.replace(
             *_WORKERS,
             _COTENANTS,
         ),
-        *_GPU_CONTENDERS,
+        # each model's plain custom loop and its batch 256, mixed precision, XLA, Keras fit
+        _grid(strategy=("default",), batch=(64, 256)),
+        _grid(strategy=("default",), precision=("mixed_float16",)),
+        _grid(strategy=("default",), xla=("on",)),
+        _FIT,
+        # MirroredStrategy on 1, 2, 4, ... whole GPUs: never on logical ones
+        _grid(strategy=("mirrored",), replicas=(REPLICAS_TO_DEVICES,)),
     ),
 )
 """``default`` on a GPU host (:attr:`Sweep.on_gpu`): the same two models and protocol."""
@@ -292,20 +288,11 @@ GPU = chain(
 """The knobs that matter on a GPU (XLA, logical replicas, batch, steps per execution, precision),
 sparse: each varies alone against a shared core, so a comparison names one knob."""
 
+COLLECTIVES = collectives_sweep()
+
 SWEEPS: dict[str, Sweep] = {
     s.name: s
-    for s in (
-        SMOKE,
-        DEFAULT,
-        MODELS,
-        NIGHTLY,
-        SCALING,
-        CLUSTER,
-        EQUIVALENCE,
-        VALIDATION,
-        GPU,
-        collectives_sweep(),
-    )
+    for s in (SMOKE, DEFAULT, MODELS, NIGHTLY, SCALING, CLUSTER, EQUIVALENCE, VALIDATION, GPU, COLLECTIVES)
 }
 
 

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.spec.axes import AXES, AXIS_BY_NAME, SAID_ORDER, Axis, AxisValue
+from harness.spec.axes import AXES, AXIS_BY_NAME, SENTENCE_AXES, Axis, AxisValue
 from harness.spec.strategies import STRATEGIES
 
 Values = Mapping[str, AxisValue]
 """A configuration: axis name -> value."""
 
-SENTENCE_AXES = tuple(a.name for a in SAID_ORDER if a.said_at)
-"""The axes a description says, in order (:attr:`Axis.said_at`; the model apart)."""
-
-NAMED = tuple(a.name for a in SAID_ORDER if a.said_at and a.always_named)
+NAMED = tuple(n for n in SENTENCE_AXES if AXIS_BY_NAME[n].always_named)
 """The axes every label says where they apply (:attr:`Axis.always_named`)."""
 
 

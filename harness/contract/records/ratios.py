@@ -8,10 +8,12 @@ from typing import Annotated
 
 from harness.contract.columns import CI, Col, Estimate
 from harness.contract.records.shared import RunFingerprint, RunInfo
-from harness.spec.groups import Relation
+from harness.spec.groups import COMPARES, Relation
 from harness.spec.protocol import DEFAULT_MIN_EFFECT
 
-_RELATION = "What the ratio compares: " + ", ".join(f"{r.value} ({r.compares})" for r in Relation) + "."
+_RELATION = (
+    "What the ratio compares: " + ", ".join(f"{r.value} ({text})" for r, text in COMPARES.items()) + "."
+)
 """The ``relation`` column's description: every :class:`Relation` and what it compares."""
 
 

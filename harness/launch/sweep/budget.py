@@ -47,7 +47,7 @@ from harness.spec.groups import (
     headline_groups,
     split_race,
 )
-from harness.spec.protocol import BUSY_MIN_BLOCKS, Protocol
+from harness.spec.protocol import BUSY_MIN_BLOCKS, BUSY_SHARE, Protocol
 
 MAX_DROPS = 3
 """Dropped instances (no member to blame: a deadline, a lost channel) after which a group stops."""
@@ -283,11 +283,12 @@ class TurnsRun:
 
     def check_busy(self, instance: Instance) -> None:
         """Count the instance's blocks; MachineBusy once another program (or the hypervisor) disturbed
-        more than ``protocol.busy_share`` of the run's blocks (after the first :data:`BUSY_MIN_BLOCKS`)."""
+        more than :data:`BUSY_SHARE` of the run's blocks (after the first :data:`BUSY_MIN_BLOCKS`), unless
+        the protocol's ``busy_ok``."""
         ids = {t.block for t in instance.turns}
         self.blocks += len(ids)
         self.busy_blocks += len({t.block for t in instance.turns if tstats.by_other_program(t)})
-        share = self.run.protocol.busy_share
+        share = 1.0 if self.run.protocol.busy_ok else BUSY_SHARE
         if self.blocks >= BUSY_MIN_BLOCKS and self.busy_blocks > share * self.blocks:
             name, cpus = tstats.busiest_other(instance.turns)
             who = f"{name} used {cpus:.2f} CPUs in the disturbed turns" if name else "no program was named"

@@ -20,14 +20,6 @@ def test_throughput_rejects_non_positive_seconds(seconds):
         metrics.throughput(100, seconds)
 
 
-def test_window_throughputs():
-    # 1280 examples per window: 1280/1.0, 1280/2.0, 1280/0.5
-    assert metrics.window_throughputs([1.0, 2.0, 0.5], 1280) == [1280.0, 640.0, 2560.0]
-    assert metrics.window_throughputs([], 1280) == []
-    with pytest.raises(ValueError):
-        metrics.window_throughputs([1.0, 0.0], 1280)
-
-
 def test_median():
     assert metrics.median([3.0, 1.0, 2.0]) == 2.0
     assert metrics.median([4, 1, 3, 2]) == 2.5  # even count: mean of the middle two

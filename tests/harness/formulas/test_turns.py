@@ -48,10 +48,6 @@ TURNS = [
 ]
 
 
-def test_turn_throughput_is_examples_per_second() -> None:
-    assert Turn(0, "A", 2.0, 250.0).throughput == 125.0
-
-
 def test_block_log_ratios_by_hand() -> None:
     logs = turns.block_log_ratios(TURNS, "B", "A")
     assert logs == pytest.approx([-0.182322, 0.510826, 0.105361], abs=1e-6)

@@ -23,7 +23,7 @@ from harness.spec.axes import (
     COMPUTES,
     DEVICE_AXES,
     OPTION_AXES,
-    SAID_ORDER,
+    SENTENCE_AXES,
     key_axes,
 )
 from harness.spec.cell import Cell
@@ -71,7 +71,9 @@ def test_no_module_keeps_its_own_list_of_axes() -> None:
         if path.relative_to(HARNESS).as_posix() not in HOME
         for hit in _literal_axis_lists(path.read_text(), path.relative_to(HARNESS).as_posix())
     ]
-    assert not found, "derive these from harness.spec.axes (Axis.keys, said_at, ...):\n" + "\n".join(found)
+    assert not found, "derive these from harness.spec.axes (Axis.keys, SENTENCE_AXES, ...):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_scan_finds_a_planted_list() -> None:
@@ -95,9 +97,8 @@ def test_every_axis_says_itself(axis) -> None:
     assert axis.say(value)
 
 
-def test_said_order_is_a_permutation_with_the_model_first() -> None:
-    assert SAID_ORDER[0] is AXIS_BY_NAME["model"]
-    assert sorted(a.said_at for a in AXES) == list(range(len(AXES)))
+def test_sentence_axes_are_every_axis_but_the_model() -> None:
+    assert sorted(("model", *SENTENCE_AXES)) == sorted(a.name for a in AXES)
 
 
 def test_identity_keys() -> None:

@@ -119,7 +119,6 @@ def test_the_default_strategy_is_the_one_reference() -> None:
 
 def test_strategies_with_an_allreduce_option() -> None:
     assert ALLREDUCE_STRATEGIES == ("mirrored", "multi_worker_mirrored")
-    assert strategies_where(lambda s: s.has_allreduce_option) == ALLREDUCE_STRATEGIES
 
 
 def test_mirrored_variables() -> None:
