@@ -157,8 +157,8 @@ def fact_differences(journaled: MachineFacts, here: MachineFacts) -> list[str]:
 
 def differences(journaled: Mapping[str, str], here: Mapping[str, str]) -> list[str]:
     """What differs between the machine a run was measured on and this one, in words (empty: the
-    run may be resumed here). The facts are compared where both sides have them (a journal of
-    2026-11-27 or before has none); the name never is."""
+    run may be resumed here). The facts are compared where both sides have them (an older journal
+    has none); the name never is."""
     found = [
         f"{MACHINE_WORDS.get(k, k)}: {journaled.get(k) or 'none'!s} in the journal, {here.get(k) or 'none'!s} here"
         for k in sorted(set(journaled) | set(here))
@@ -172,8 +172,8 @@ def differences(journaled: Mapping[str, str], here: Mapping[str, str]) -> list[s
 
 
 def host_of(plan: JournaledPlan, given: str | None, here: MachineFacts) -> HostMachine:
-    """The machine a resumed run's rows carry: the journal's name and facts (a journal of 2026-11-27
-    or before: ``given``, else this host's default name, and ``here``, this host's facts, which
+    """The machine a resumed run's rows carry: the journal's name and facts (an older journal:
+    ``given``, else this host's default name, and ``here``, this host's facts, which
     :func:`load` found equal). ``given``: ``--machine`` with ``--resume``; a name other than the
     journal's is a HarnessError naming the run's."""
     name = plan.machine.get("name")
@@ -252,7 +252,7 @@ def decode_end(data: Mapping[str, Any], cells: Mapping[str, Cell]) -> CellEnd:
     return CellEnd(
         cells[data["cell_id"]],
         Event(data["event"]),
-        unflatten(CellRow, data["row"]) if data["row"] else None,  # {}: a journal of 2026-11-26 or before
+        unflatten(CellRow, data["row"]) if data["row"] else None,  # {}: an older journal's
         cast(ProcessRow, data.get("report") or {}),
         data["windows"],
         data["reason"],
