@@ -33,8 +33,11 @@ VERDICTS_THEN = {"regression": "lower", "improvement": "higher", "no change": "e
 def _axis_value(axis: Axis, value: Any, strategy: object) -> object:
     """A row's value of ``axis``: the stored one, or for a row written before the axis (null, or a
     word a string axis does not take: ``optimizer`` held ``SGD(learning_rate=0.01)``, the only one
-    then) what the row ran then, the axis's default (where it applies)."""
-    if not pd.isna(value) and (axis.kind is not str or value in axis.choices or axis.name == "model"):
+    then) what the row ran then, the axis's default (where it applies). The axis's inapplicable
+    value (``none``: no cross-device op on one device) stays."""
+    if not pd.isna(value) and (
+        axis.kind is not str or value in (*axis.choices, axis.inapplicable) or axis.name == "model"
+    ):
         return value
     return axis.default if not axis.applies_to or strategy in axis.applies_to else axis.inapplicable
 

@@ -79,3 +79,10 @@ def test_today_s_files_carry_their_layout_and_read_as_written(tmp_path: Path) ->
     _old(tmp_path, "cells", OLD_CELL, tmp_path / "cells" / "old")
     df = store.read_cells(tmp_path)
     assert len(df) == 2 and df["nodes"].isna().sum() == 1  # today's row: nodes as written
+
+
+def test_an_old_row_keeps_its_values_and_its_inapplicable_one(tmp_path: Path) -> None:
+    # mirrored on one replica stored cross_device_ops "none": no op on one device, kept as stored
+    _old(tmp_path, "cells", {**OLD_CELL, "strategy": "mirrored", "cross_device_ops": "none", "xla": "on"})
+    (row,) = unflatten_all(CellRow, store.read_cells(tmp_path).to_dict("records"))
+    assert row.cell.cross_device_ops == "none" and row.cell.xla == "on"
