@@ -50,6 +50,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import harness.commands as commands
+import harness.commands.report as report_command
 import harness.launch.system.platform as platform_module
 import harness.results.check as check_module
 from harness.analysis.comparisons import hardware_figure
@@ -706,7 +707,8 @@ def _save_unrendered(fig: Any, out: Path, name: str) -> list[Path]:
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     """The sandbox every example runs in: its own working directory, fake GPUs, no TF_CONFIG or
-    Slurm, subprocesses refused, figures built but not rendered (they draw after every check)."""
+    Slurm, subprocesses refused, figures built but not rendered (they draw after every check), the
+    report's page not built."""
     root = tmp_path_factory.mktemp("bad-input")
     results = root / "results"
     _write_results(results)
@@ -730,6 +732,8 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         mp.setattr(os, "system", _refuse_process)
         mp.setattr(plots, "save", _save_unrendered)
         mp.setattr(hardware_figure, "draw", lambda *args, **kwargs: [])  # building it is most of an example
+        # the page is tests/harness/analysis/pages' to check; here only what report accepts
+        mp.setattr(report_command, "write_report", lambda rows, out, *args: [out / "report.html"])
         mp.setattr(store, "_read_files", _read_once(store._read_files, (results, open_pack(pack).folder)))
         mp.setattr(check_module, "read_file", _read_file_once(check_module.read_file, results))
         yield sandbox
