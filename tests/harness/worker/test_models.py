@@ -10,9 +10,10 @@ from harness.worker.training.models import MODELS
 
 def test_conv2d_and_dense_flops():
     # 3x3 conv, 1 -> 32 channels on 28x28: output 26x26, 2 * 9 * 1 * 32 * 676 = 389376
-    assert models.conv2d_flops(28, 28, 1, 32, 3) == (389376, 26, 26)
-    # 784 -> 128 dense: 2 * 784 * 128 = 200704
-    assert models.dense_flops(784, 128) == 200704
+    # kernel 3x3x1x32 plus bias 32: 320 parameters
+    assert models.conv2d("c", 28, 28, 1, 32, 3) == (models.Layer("c", 389376, 320), 26, 26)
+    # 784 -> 128 dense: 2 * 784 * 128 = 200704; kernel 784x128 plus bias 128: 100480 parameters
+    assert models.dense("d", 784, 128) == models.Layer("d", 200704, 100480)
 
 
 def test_cnn_layers():
