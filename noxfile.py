@@ -85,10 +85,11 @@ NO_TF = "import importlib.util as u, sys; sys.exit(u.find_spec('tensorflow') and
 @nox.session
 def unit(session: nox.Session) -> None:
     """The fast tier: ``-m "not slow and not tf and not process"`` in an environment without
-    TensorFlow (``-- ARGS`` are added to pytest's, e.g. ``-- -x`` or a test path)."""
+    TensorFlow, spread over the machine's cores by pytest-xdist (its tests share no state and time
+    nothing); ``-- ARGS`` are added to pytest's, e.g. ``-- -x``, a test path or ``-- -n 0``."""
     session.install("-e", ".[test]")
     session.run("python", "-c", NO_TF, silent=True)
-    session.run("python", "-m", "pytest", "-m", UNIT, *session.posargs)
+    session.run("python", "-m", "pytest", "-m", UNIT, "-n", "auto", *session.posargs)
 
 
 @nox.session

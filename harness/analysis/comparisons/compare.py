@@ -68,21 +68,31 @@ def compare(
     """Judge every series of the ``candidate`` runs against the ``baseline`` runs (ids, resolved
     by :func:`harness.results.history.select_comparison`; ``history_runs``: runs in the whole
     history) (see the module docstring)."""
-    names = machine_names(cells[cells["run_id"].isin([*candidate, *baseline])])
-    cand_rows = _ok_rows(cells, candidate).assign(machine=lambda d: d["run_id"].map(names))
-    base_rows = _ok_rows(cells, baseline).assign(machine=lambda d: d["run_id"].map(names))
-    series = ["cell_id", "fingerprint", "machine"]
-    keys = sorted(set(cand_rows[series].itertuples(index=False, name=None)))
-    history_of = {k: _rows_of(g) for k, g in base_rows.groupby(series)}
-    spreads = {str(m): across.spread([_rows_of(g)]) for m, g in base_rows.groupby("machine")}
-    compared = sum(1 for k in keys if k in history_of)
+    chosen = cells[cells["run_id"].isin([*candidate, *baseline])].sort_values("timestamp")
+    rows = unflatten_all(CellRow, chosen.to_dict("records"))  # oldest first
+    names = {run: m.name for m in machines.identify(_first_rows(rows)) for run in m.run_ids}
+
+    def series(r: CellRow) -> tuple[str, str | None, str]:
+        return r.cell.cell_id, r.machine.fingerprint if r.machine else None, names[r.run.run_id]
+
+    mine_by: dict[tuple[str, str | None, str], list[CellRow]] = {}
+    history_of: dict[tuple[str, str | None, str], list[CellRow]] = {}  # series with a fingerprint
+    by_machine: dict[str, list[CellRow]] = {}
+    for r in (r for r in rows if r.status == Status.OK and r.examples_per_sec.value is not None):
+        key = series(r)
+        if r.run.run_id in candidate:
+            mine_by.setdefault(key, []).append(r)
+        elif key[1]:
+            history_of.setdefault(key, []).append(r)
+            by_machine.setdefault(key[2], []).append(r)
+    spreads = {m: across.spread([past]) for m, past in by_machine.items()}
+    compared = sum(1 for k in mine_by if k in history_of)
     verdicts = []
-    for key, group in cand_rows.groupby(series, dropna=False):
-        cell_id, fingerprint, machine = (str(x) for x in key)
-        mine, past = _rows_of(group), history_of.get(key, [])
+    for key, mine in sorted(mine_by.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        (cell_id, fingerprint, machine), past = key, history_of.get(key, [])
         verdict = gate.judge_series(
             cell_id,
-            fingerprint,
+            fingerprint or "",
             [across.run_figure(r) for r in mine],
             [across.run_figure(r) for r in past],
             compared,
@@ -91,37 +101,29 @@ def compare(
             across.kind(mine[0]),
         )
         verdicts.append(replace(verdict, machine=machine))
-    cand_all = cells[cells["run_id"].isin(candidate)].assign(machine=lambda d: d["run_id"].map(names))
-    was_ok = set(base_rows[series].itertuples(index=False, name=None))
     broken = [
-        (str(r.cell_id), str(r.status), str(r.reason or ""))
-        for r in cand_all.itertuples()
-        if r.status in (Status.FAILED, Status.INVALID) and (r.cell_id, r.fingerprint, r.machine) in was_ok
+        (r.cell.cell_id, str(r.status), r.reason or "")
+        for r in rows
+        if r.run.run_id in candidate
+        and r.status in (Status.FAILED, Status.INVALID)
+        and series(r) in history_of
     ]
     return GateResult(candidate, baseline, verdicts, broken, policy, history_runs)
+
+
+def _first_rows(rows: list[CellRow]) -> list[CellRow]:
+    """One row per run for :func:`machines.identify`: one with the float32 peak where there is one."""
+    first: dict[str, CellRow] = {}
+    for r in sorted(rows, key=lambda r: r.peak.peak_dtype != "float32"):
+        first.setdefault(r.run.run_id, r)
+    return list(first.values())
 
 
 def machine_names(cells: pd.DataFrame) -> dict[str, str]:
     """Run id -> the name of the machine that measured it (:func:`harness.analysis.comparisons.machines.identify`
     over one row per run: a row with the float32 peak where there is one)."""
-    if cells.empty:
-        return {}
-    first = (
-        cells.sort_values("peak_dtype", key=lambda s: s != "float32", kind="stable").groupby("run_id").head(1)
-    )
-    rows = unflatten_all(CellRow, first.to_dict("records"))
+    rows = _first_rows(unflatten_all(CellRow, cells.to_dict("records")))
     return {run: m.name for m in machines.identify(rows) for run in m.run_ids}
-
-
-def _ok_rows(cells: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
-    """Measured rows (status ok, with a throughput) of the given runs."""
-    sel = cells[cells["run_id"].isin(run_ids)]
-    return sel[(sel["status"] == Status.OK) & sel["examples_per_sec"].notna()]
-
-
-def _rows_of(rows: pd.DataFrame) -> list[CellRow]:
-    """The rows as records, one per run, oldest first."""
-    return unflatten_all(CellRow, rows.sort_values("timestamp").to_dict("records"))
 
 
 def _pct(x: float | None) -> str:

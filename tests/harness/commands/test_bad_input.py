@@ -22,7 +22,7 @@ nothing is started. The property:
 The platform (what ``nvidia-smi`` lists) and ``TF_CONFIG`` are drawn too, so the GPU and cluster
 checks are tried without a GPU or a cluster. stdout is strict UTF-8, as on a terminal. What runs
 after every check is made cheaper where it is slow: figures are built but not rendered (their
-files written empty); re-reading the sandbox's results folder (its tables, and each of its files
+files hold placeholder bytes); re-reading the sandbox's results folder (its tables, and each of its files
 ``check`` reads) gives the first answer again. Examples are derandomized (settings profile
 ``bad-input``: CI sees the same ones every run); ``BAD_INPUT_EXAMPLES`` changes their number per
 command, ``BAD_INPUT_MESSAGES=FILE`` collects every error line for reading.
@@ -61,7 +61,7 @@ from harness.contract.records import CellRow
 from harness.launch.system.platform import NvidiaGpus
 from harness.launch.versions import builds as builds_module
 from harness.launch.versions.ab import MODES
-from harness.results import store
+from harness.results import history, store
 from harness.results.measurement import cell_row
 from harness.results.pack import FORMAT, VERSION, Manifest, open_pack, stored_runs, write_pack
 from harness.results.store import RunFiles
@@ -76,6 +76,7 @@ from harness.spec.cell import Cell
 from harness.spec.protocol import Protocol
 from harness.spec.sweeps import SWEEPS
 from tests.harness.commands.test_predict import BASE as PREDICT_BASE
+from tests.support.figures import save_unrendered
 
 EXAMPLES = int(os.environ.get("BAD_INPUT_EXAMPLES", "150"))
 settings.register_profile(
@@ -652,20 +653,20 @@ def _inputs(root: Path) -> dict[str, tuple[str, ...]]:
 
 
 def _read_once(read: Any, folders: tuple[Path, ...]) -> Any:
-    """``store._read_files(files, schema)``, through which every results table is read, reading the
-    files of the sandbox's own results ``folders`` (the folder and its pack as extracted; they never
-    change) once: copies of the first answer. Reading a table and making its DataFrame is most of a
-    reading command's example (tens of ms, several tables a command). Any other file is read
-    every time."""
-    cache: dict[tuple[tuple[Path, ...], Any], Any] = {}
+    """``read(root, table)`` (:func:`harness.results.store.read`, through which every reading
+    command reads a results table), reading the sandbox's own results ``folders`` (the folder and
+    its pack as extracted; their tables never change) once: copies of the first answer. Reading
+    the tables is most of a reading command's example (tens of ms, several tables a command). Any
+    other folder is read every time."""
+    cache: dict[tuple[Path, str], Any] = {}
 
-    def cached(files: Any, schema: Any) -> Any:
-        where = tuple(Path(f).absolute() for f in files)
-        if not where or not all(any(d in f.parents for d in folders) for f in where):
-            return read(files, schema)
-        if (where, schema) not in cache:
-            cache[where, schema] = read(files, schema)
-        return cache[where, schema].copy()
+    def cached(root: Any, table: str) -> Any:
+        where = Path(root).absolute()
+        if not any(d == where or d in where.parents for d in folders):
+            return read(root, table)
+        if (where, table) not in cache:
+            cache[where, table] = read(root, table)
+        return cache[where, table].copy()
 
     return cached
 
@@ -691,17 +692,6 @@ def _read_file_once(read_file: Any, results: Path) -> Any:
         return cache[key]
 
     return cached
-
-
-def _save_unrendered(fig: Any, out: Path, name: str) -> list[Path]:
-    """:func:`harness.analysis.run.plots.save` without the rendering (most of a drawing command's
-    example): the folder made and each file written, empty, as the real one would, the figure closed."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.{ext}" for ext in plots.FORMATS]
-    for path in paths:
-        path.write_bytes(b"")
-    plots.pyplot().close(fig)
-    return paths
 
 
 @pytest.fixture(scope="module")
@@ -730,11 +720,11 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         mp.setattr(commands, "build_parser", lambda loaded=None: parser)
         mp.setattr(subprocess, "Popen", _refuse_process)
         mp.setattr(os, "system", _refuse_process)
-        mp.setattr(plots, "save", _save_unrendered)
+        mp.setattr(plots, "save", save_unrendered)
         mp.setattr(hardware_figure, "draw", lambda *args, **kwargs: [])  # building it is most of an example
         # the page is tests/harness/analysis/pages' to check; here only what report accepts
         mp.setattr(report_command, "write_report", lambda rows, out, *args: [out / "report.html"])
-        mp.setattr(store, "_read_files", _read_once(store._read_files, (results, open_pack(pack).folder)))
+        mp.setattr(history, "read", _read_once(store.read, (results, open_pack(pack).folder)))
         mp.setattr(check_module, "read_file", _read_file_once(check_module.read_file, results))
         yield sandbox
 

@@ -9,10 +9,11 @@ import re
 
 import pytest
 
-from harness.analysis.run import answer
+from harness.analysis.run import answer, plots
 from harness.contract.columns import unflatten_all
 from harness.contract.records import CellRow, RatioRow
 from tests.harness.analysis.run.test_answer import ID, NUMBER, RUN, _matches, _values
+from tests.support.figures import save_unrendered
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[CellRow]
     results = next(root.rglob("cells")).parent
     cells, _ = load(results)
     ratios = read(results, "ratios")
-    written = write_report(cells, root / "report", "a run", None, ratios)
+    with pytest.MonkeyPatch.context() as mp:  # the pictures are test_report_figures'
+        mp.setattr(plots, "save", save_unrendered)
+        written = write_report(cells, root / "report", "a run", None, ratios)
     page = next(p for p in written if p.name == "report.html").read_text()
     rows = unflatten_all(CellRow, cells.to_dict("records"))
     return page, rows, unflatten_all(RatioRow, ratios.to_dict("records"))
