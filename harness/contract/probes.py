@@ -138,7 +138,7 @@ LOCAL_PROBES: tuple[tuple[str, str], ...] = (
 )
 """(strategy, cross-device op) of the single-process probes, in the order a probe process runs them."""
 
-WORKER_PROBE_STRATEGY: str = only_strategy(lambda s: s.multi_worker and s.allreduce_check).name
+WORKER_PROBE_STRATEGY: str = only_strategy(lambda s: s.multi_worker and s.synchronous).name
 """The strategy of the multi-worker probes: the multi-worker one whose all-reduce can be checked
 (multi_worker_mirrored; parameter_server's coordinator runs no replica functions, and it needs a
 cluster of servers)."""

@@ -74,7 +74,7 @@ class Cell:
     @property
     def tasks(self) -> tuple[Task, ...]:
         """The processes the cell runs as, chief first (one for a single-process strategy)."""
-        return self.kind.tasks(self.workers, self.ps)
+        return self.kind.layout(self.workers, self.ps)
 
     @property
     def jit_compile(self) -> bool:

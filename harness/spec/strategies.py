@@ -102,7 +102,10 @@ class Strategy:
     multi_device: bool = True
     """Whether the replicas axis applies (more than one device per process)."""
     synchronous: bool = True
-    """All replicas share every update (False: each worker applies its own, asynchronously)."""
+    """All replicas share every update, and an all-reduce of known values through the strategy
+    must sum right after the cell (False: each worker applies its own update, asynchronously, in
+    steps scheduled from a coordinator process onto worker servers, which never all-reduce with
+    each other)."""
     training_tasks: tuple[str, ...] = ("local",)
     """TF_CONFIG task types that run training steps (get cores and devices)."""
     unsupported_loops: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -131,25 +134,6 @@ class Strategy:
         return any(t.type == "ps" for t in self.layout(1, 1))
 
     @property
-    def coordinated(self) -> bool:
-        """Steps are scheduled from a coordinator process onto worker servers
-        (``tf.distribute.coordinator.ClusterCoordinator``), not run in every process."""
-        return not self.synchronous
-
-    @property
-    def allreduce_check(self) -> bool:
-        """Whether an all-reduce of known values through the strategy must sum right after the
-        cell (not where workers never all-reduce with each other, and the coordinator cannot run
-        replica functions)."""
-        return self.synchronous
-
-    @property
-    def mirrors_variables(self) -> bool:
-        """Whether every variable has one copy per replica (``MirroredVariable``), so the
-        diagnosis's mirroring and idle-replica checks apply."""
-        return self.variables == Variables.MIRRORED
-
-    @property
     def device_axis(self) -> str | None:
         """The axis that adds all-reduce participants when ``predict`` or the collectives sweep
         scales it: ``workers`` (one replica each) for a multi-worker strategy, ``replicas`` (of one
@@ -162,9 +146,6 @@ class Strategy:
         """The value of its option axis in ``values`` (a cell's fields or a results row):
         :data:`NO_OPTION` where it has no option axis."""
         return str(values[self.option_axis]) if self.option_axis else NO_OPTION
-
-    def tasks(self, workers: int, ps: int) -> tuple[Task, ...]:
-        return self.layout(workers, ps)
 
     def synchronous_at(self, workers: int) -> bool:
         """Whether training is deterministic SGD on the effective batch: a parameter-server cell

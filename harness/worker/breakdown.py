@@ -80,7 +80,7 @@ def measure_parts(
         return {}
     spe = cell.steps_per_execution
     update = Timed(lambda n: built.trainer.windows(n, 1)[0][0], unit=spe, warm=True)
-    if cell.kind.coordinated:
+    if not cell.kind.synchronous:
         return dict(interleaved({REFERENCE: update, **_ps_windows(built, spe)}, window_s, agree, rounds))
 
     def inconsistent(seconds: dict[str, float]) -> bool:

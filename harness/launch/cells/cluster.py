@@ -68,7 +68,7 @@ class ClusterConfig:
         """chief (the chief task, or worker 0 without one), else what the strategy's other tasks are."""
         if (self.task_type, self.task_index) == self.chief_task:
             return Role.CHIEF
-        return next(t.role for t in self.kind.tasks(2, 1) if t.role != Role.CHIEF)
+        return next(t.role for t in self.kind.layout(2, 1) if t.role != Role.CHIEF)
 
     @property
     def address(self) -> str:

@@ -166,7 +166,7 @@ def diagnose(strategy: Any, strategy_name: str, model: Any, optimizer: Any, repl
     """Every misconfiguration found, in words (empty when none): scope, mirroring, idle replicas.
     ``replicas``: replicas in sync the cell asked for."""
     problems = scope_problems(strategy_name, replicas, model, optimizer)
-    if STRATEGIES[strategy_name].mirrors_variables and not problems:
+    if STRATEGIES[strategy_name].variables == Variables.MIRRORED and not problems:
         devices = list(strategy.extended.worker_devices)
         problems += mirroring_problems(strategy, model, devices)
         problems += idle_replica_problems(strategy, devices, model, optimizer)

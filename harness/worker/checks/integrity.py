@@ -5,8 +5,8 @@
 3. All replica copies of each variable are bitwise equal, except as :data:`MAY_DIFFER` says
    (docs/explanation/mfu.md: BatchNorm's moving statistics; an Embedding's table within
    :data:`SPARSE_RTOL` of its largest magnitude).
-4. An all-reduce of (replica id + 1) gives n(n+1)/2 on every replica where the descriptor's
-   ``allreduce_check`` holds (not parameter_server, whose workers do not all-reduce).
+4. An all-reduce of (replica id + 1) gives n(n+1)/2 on every replica where the strategy is
+   synchronous (not parameter_server, whose workers do not all-reduce).
 5. The final loss and every weight are finite.
 6. Synchronous strategies: ``optimizer.iterations`` equals the updates run (not parameter_server:
    docs/explanation/multi-worker.md)."""
@@ -114,7 +114,7 @@ def check(
             problems.append(f"{owner} variable {v.path} holds non-finite values")
             break
 
-    if STRATEGIES[strategy_name].allreduce_check:
+    if STRATEGIES[strategy_name].synchronous:
         sums = allreduce_sums(strategy)
         want = n * (n + 1) / 2
         if any(s != want for s in sums):

@@ -315,7 +315,7 @@ def build_ctl(
     ClusterCoordinator (:func:`build_coordinated`)."""
     import tensorflow as tf
 
-    if cell.kind.coordinated:
+    if not cell.kind.synchronous:
         return build_coordinated(strategy, model, optimizer, input_fn, cell)
     counter, update = make_update(strategy, model, optimizer, cell)
     spe = cell.steps_per_execution

@@ -52,10 +52,10 @@ def test_multi_worker_layouts_and_roles() -> None:
 
 def test_synchronous_and_checks() -> None:
     ps = STRATEGIES["parameter_server"]
-    assert not ps.synchronous and ps.coordinated and not ps.allreduce_check
+    assert not ps.synchronous
     assert ps.synchronous_at(1) and not ps.synchronous_at(2)
     assert "chief" not in ps.training_tasks
-    assert STRATEGIES["mirrored"].allreduce_check and STRATEGIES["mirrored"].synchronous_at(4)
+    assert STRATEGIES["mirrored"].synchronous and STRATEGIES["mirrored"].synchronous_at(4)
     assert STRATEGIES["central_storage"].variables == Variables.AGGREGATING
     assert STRATEGIES["parameter_server"].variables == Variables.ON_PS
 
@@ -122,7 +122,10 @@ def test_strategies_with_an_allreduce_option() -> None:
 
 
 def test_mirrored_variables() -> None:
-    assert strategies_where(lambda s: s.mirrors_variables) == ("mirrored", "multi_worker_mirrored")
+    assert strategies_where(lambda s: s.variables == Variables.MIRRORED) == (
+        "mirrored",
+        "multi_worker_mirrored",
+    )
 
 
 def test_the_axis_that_adds_devices() -> None:
