@@ -296,18 +296,15 @@ def _ps_costs(b: Breakdown) -> str | None:
 
 
 def _why(a: Answer) -> Para:
-    items = []
-    for name, row in (("the leader", a.leader), ("its closest rival", a.rival.row if a.rival else None)):
-        if row is None:
-            continue
-        label = a.label if row is a.leader else a.rival.label if a.rival else ""
-        found = _verdict(row)[1] or _ps_costs(row.breakdown)
-        items.append(
-            f"{name}, {label}: {found}"
-            if found
-            else f"{name}, {label}: where its update's time goes was not measured in this run"
-        )
-    return Para("Why: where an update's time goes, each part as a share of the update:", tuple(items))
+    said = [("the leader", a.label, a.leader)]
+    if a.rival:
+        said.append(("its closest rival", a.rival.label, a.rival.row))
+    unmeasured = "where its update's time goes was not measured in this run"
+    items = tuple(
+        f"{name}, {label}: {_verdict(row)[1] or _ps_costs(row.breakdown) or unmeasured}"
+        for name, label, row in said
+    )
+    return Para("Why: where an update's time goes, each part as a share of the update:", items)
 
 
 def next_step(bound: breakdown.Bound, config: words.Values) -> Para | None:

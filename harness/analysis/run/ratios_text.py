@@ -28,9 +28,7 @@ TURNS_NOTE = (
 
 def _ci(row: RatioRow) -> str:
     low, high = row.ratio.low, row.ratio.high
-    if low is None or high is None:
-        return "-"
-    return f"[{low:.3f}, {high:.3f}]"
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
 def _ratio(row: RatioRow) -> str:
@@ -54,22 +52,19 @@ def ratio_table(rows: Sequence[RatioRow], names: Names | None = None) -> tuple[l
     """(header, lines): one line per comparison, its verdict (for a scaling efficiency, said of
     the speed-up) or why it was not measured."""
     names = names or Names(())
-    lines = []
-    for r in rows:
-        scaled = (r.scale or 1.0) != 1.0
-        verdict = r.note or phrase(r.verdict or "", scaled)
-        lines.append(
-            [
-                names.model.get(r.reference, "-"),
-                RELATION_WORDS[r.relation],
-                names(r.subject),
-                names(r.reference),
-                _ratio(r),
-                _ci(r),
-                str(r.instances or 0),
-                verdict,
-            ]
-        )
+    lines = [
+        [
+            names.model.get(r.reference, "-"),
+            RELATION_WORDS[r.relation],
+            names(r.subject),
+            names(r.reference),
+            _ratio(r),
+            _ci(r),
+            str(r.instances or 0),
+            r.note or phrase(r.verdict or "", (r.scale or 1.0) != 1.0),
+        ]
+        for r in rows
+    ]
     return list(HEADER), lines
 
 
@@ -114,6 +109,6 @@ def ratios_text(
         parts += [
             "",
             f"undecided: {len(pending)} of {len(rows)} comparisons; a larger --budget-min would likely decide:",
+            *pending,
         ]
-        parts += pending
     return "\n".join(parts)
