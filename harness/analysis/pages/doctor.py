@@ -30,11 +30,6 @@ class Report:
     in one line each."""
 
 
-# ------------------------------------------------------------------------------------------------
-# Warnings: pure functions of what was found
-# ------------------------------------------------------------------------------------------------
-
-
 def _vendor_warnings(facts: ProbeFacts, os_list: list[OsGpu]) -> list[str]:
     out = []
     os_vendors = Counter(g.vendor for g in os_list if g.vendor in ("NVIDIA", "AMD"))
