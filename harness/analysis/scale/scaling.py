@@ -239,12 +239,8 @@ def cost_from_table(
     if cell is not None:
         here = same_machine(rows, cell)
         if here.empty:
-            theirs = sorted(
-                {
-                    f"{name} ({cores} cores)"
-                    for name, cores in zip(rows["device_name"], rows["host_cores"], strict=True)
-                }
-            )
+            pairs = zip(rows["device_name"], rows["host_cores"], strict=True)
+            theirs = sorted({f"{name} ({cores} cores)" for name, cores in pairs})
             raise HarnessError(
                 f"the all-reduce times of {strategy} [{op}] were measured on {', '.join(theirs)}, "
                 f"not on the 1-device cell's machine ({machine_keys(cell)['device_name']}, "
