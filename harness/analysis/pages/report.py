@@ -226,8 +226,7 @@ def newest_per_cell(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return rows
     rows = rows[rows["status"] != Status.NOT_MEASURED]  # a later run that never reached it hides nothing
-    order = rows.sort_values("timestamp")
-    return order.drop_duplicates(["cell_id", "fingerprint"], keep="last").sort_index()
+    return rows.sort_values("timestamp").drop_duplicates(["cell_id", "fingerprint"], keep="last").sort_index()
 
 
 def write_report(

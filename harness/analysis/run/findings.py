@@ -19,9 +19,7 @@ from harness.spec.groups import Relation
 def figures(row: CellRow) -> list[float]:
     """The row's process figures, examples/s (its single figure for rows from before processes)."""
     values = row.spread.process_examples_per_sec
-    if not values:
-        return [float(row.examples_per_sec.value or math.nan)]
-    return [float(v) for v in values]
+    return [float(v) for v in values] if values else [float(row.examples_per_sec.value or math.nan)]
 
 
 RELATION_TITLES: dict[Relation, str] = {

@@ -74,8 +74,7 @@ def numerics_of(row: CellRow, report: ProcessRow) -> Numerics | None:
     machine = row.machine
     if machine is None or not machine.device_kind:
         return None
-    build = json.loads(machine.build_info or "{}")
-    tf32 = build.get("tensor_float_32")
+    tf32 = json.loads(machine.build_info or "{}").get("tensor_float_32")
     return Numerics(
         f"{machine.device_kind} {machine.device_name or ''}".strip(),
         report.get("op_determinism"),
