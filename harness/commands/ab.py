@@ -142,8 +142,7 @@ def run(args: argparse.Namespace) -> CommandResult:
             report=lambda outcome, order: print(progress_line(outcome, order), flush=True),
             machine=sel.machine,
         )
-    print()
-    print(render_table(HEADER, rows(result.outcomes)))
+    print("\n" + render_table(HEADER, rows(result.outcomes)))
     failed = any(o.failure for o in result.outcomes)
     verdict = FAILED if failed else overall([o.decision for o in result.outcomes])
     stopped = (

@@ -260,8 +260,7 @@ def _finish(p: BisectFlags, folder: Path, result: Result) -> CommandResult:
     print()
     for line in lines:
         _say(line)
-    print()
-    print(render_table(*table(result.state)))
+    print("\n" + render_table(*table(result.state)))
     figure = ratio_figure.draw(ratio_figure.bisect(result.state, result.done), folder, ratio_figure.BISECT)
     page = folder / "bisect.md"
     page.write_text(markdown(lines, result.state, figure[0].name if figure else None))

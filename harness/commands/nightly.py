@@ -187,8 +187,7 @@ def _night(args: argparse.Namespace, sel: Selection, rules: Rules, label: str) -
         return CommandResult(EXIT_INTERRUPTED)
     failed = sum(v is None for v in night.verdicts)
     verdict = nightly.overall([v for v in night.verdicts if v is not None], rules, failed)
-    print()
-    print(render_table(*table(rows)))
+    print("\n" + render_table(*table(rows)))
     print(f"\nnightly {label} ({result.night_id}): {verdict}")
     write_markdown(args.markdown, markdown(rows, verdict, rules, cpu_model(), str(night.dashboard)))
     written = [w for w in [*result.paths, night.written, night.dashboard] if w is not None]

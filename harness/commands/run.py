@@ -212,8 +212,7 @@ def _resume(args: argparse.Namespace) -> CommandResult:
     request = Request(out, args.wait_lock)
     if config is not None:
         return _summary(sweep_run.resume_as_chief(resumed, request, config, host), plan.protocol, False)
-    result = sweep_run.measure_resumed(resumed, request, host)
-    return _summary(result, plan.protocol, True)
+    return _summary(sweep_run.measure_resumed(resumed, request, host), plan.protocol, True)
 
 
 def _plan_head(sel: Selection, out: Path) -> str:
@@ -279,9 +278,7 @@ def cluster_note(rows: Sequence[CellRow]) -> str:
 def _summary(result: RunResult, pr: Protocol, local: bool) -> CommandResult:
     """The run's table, footnotes, ratios, counts, unstable cells and costs, then the answer in
     words (the run's last screen); its exit code and ``--json`` object."""
-    print()
-    print(summary_table(result.rows))
-    print()
+    print(f"\n{summary_table(result.rows)}\n")
     print((TURNS_FOOTNOTE if local else FOOTNOTE).format(**vars(pr)))  # it names Protocol's fields
     if result.ratios:
         print()
@@ -310,8 +307,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> CommandResult:
     failed = failed_cells(result.rows)
     code = _ending(result, "cells", failed)
     if result.ratios:
-        print()
-        print(answer.text(answer.answers(result.rows, result.ratios), result.rows))
+        print("\n" + answer.text(answer.answers(result.rows, result.ratios), result.rows))
     return CommandResult(
         code,
         RunOutput(
@@ -327,9 +323,7 @@ def _summary(result: RunResult, pr: Protocol, local: bool) -> CommandResult:
 
 def _collectives_summary(result: RunResult, pr: Protocol) -> CommandResult:
     """--sweep collectives: the all-reduce table, what its columns are, the counts; the exit code."""
-    print()
-    print(render_table(*table_lines(result.collectives)))
-    print()
+    print(f"\n{render_table(*table_lines(result.collectives))}\n")
     print(
         "time: median over processes of one all-reduce (each process: the median of "
         f"{pr.repeats} windows of ~{pr.window_s:g} s of in-graph calls / calls); "

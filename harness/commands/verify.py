@@ -87,8 +87,7 @@ def verify(sel: Selection, updates: int, include_unsupported: bool) -> int:
             sel.cells, updates, sel.platform, sel.worker_options(Path(work)), include_unsupported
         )
         verdicts = judge(outcomes)
-    print()
-    print(verdict_table(verdicts))
+    print("\n" + verdict_table(verdicts))
     bad = [v for v in verdicts if v.agrees is False or v.outcome.status in (Status.FAILED, Status.INVALID)]
     compared = sum(v.agrees is not None for v in verdicts)
     if bad:

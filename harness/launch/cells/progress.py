@@ -142,9 +142,7 @@ class Progress:
         self.done += 1
         self.t_last = self.clock()
         if self.tty:
-            if self._bar is None:
-                self._start(current)
-            self._update(description=current)
+            self.show(current)
             return
         cell = " ".join(s for s in (current, status) if s)
         clock = self.clock_text() if self.budget_s is not None else f"ETA {self.eta_text()}"

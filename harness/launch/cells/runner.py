@@ -76,6 +76,12 @@ class CellEnd:
     wall_s: float = 0.0
     launch_s: float = 0.0
 
+    def measured(self, protocol: Protocol, facts: Facts | None) -> CellRow:
+        """The record's row, or a failed row saying why there is none (``facts``: the worker's)."""
+        if self.event == Event.RECORD and self.row is not None:
+            return self.row
+        return not_measured_row(self.cell, protocol, Status.FAILED, self.reason, facts)
+
 
 TERMINAL = (Event.RECORD, Event.FINISHED, Event.FAILED)
 
@@ -283,11 +289,7 @@ class RunState:
     def record(self, end: CellEnd, pass_index: int) -> None:
         """Keep one process's result; its windows are written at once."""
         self.facts = end.facts or self.facts
-        row = (
-            end.row
-            if end.event == Event.RECORD and end.row is not None
-            else not_measured_row(end.cell, self.protocol, Status.FAILED, end.reason, self.facts)
-        )
+        row = end.measured(self.protocol, self.facts)
         windows: list[WindowRow] = [
             {**w, "run_id": self.result.run_id, "pass": pass_index} for w in end.windows
         ]

@@ -338,9 +338,8 @@ def read_caches(folder: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> st
     """:func:`caches_text` of ``folder``'s ``index*`` folders ("" where there are none)."""
     entries = []
     for index in sorted(folder.glob("index*")):
-        parts = [_read(index / name) for name in ("level", "type", "size")]
-        if all(p is not None for p in parts):
-            level, kind, size = (p or "" for p in parts)
+        level, kind, size = (_read(index / name) for name in ("level", "type", "size"))
+        if level is not None and kind is not None and size is not None:
             entries.append((level, kind, size))
     return caches_text(entries)
 

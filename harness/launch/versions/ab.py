@@ -29,7 +29,7 @@ from harness.launch.cells.runner import (
 )
 from harness.launch.instances.turns import Plan, run_instance
 from harness.launch.system.platform import HostMachine, this_machine
-from harness.results.aggregate import ProcessResult, aggregate, not_measured_row
+from harness.results.aggregate import ProcessResult, aggregate
 from harness.results.store import AB_FOLDER, RunFiles
 from harness.spec.cell import Cell
 from harness.spec.groups import ab_group
@@ -148,12 +148,7 @@ class Pairs:
         self, end: CellEnd, side: str, pair: int, mode: Mode, turn_ratio: float | None = None
     ) -> CellRow:
         """The process's row (aggregated as a one-process cell), stored at once with its windows."""
-        cell = end.cell
-        row = (
-            end.row
-            if end.event == Event.RECORD and end.row is not None
-            else not_measured_row(cell, self.protocol, Status.FAILED, end.reason, end.facts)
-        )
+        cell, row = end.cell, end.measured(self.protocol, end.facts)
         row = replace(
             aggregate(cell, self.protocol, [ProcessResult(row, end.windows, 0, end.wall_s, end.launch_s)]),
             run=replace(self.run, timestamp=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
