@@ -19,13 +19,13 @@ from pathlib import Path
 
 from harness.analysis.pages import glossary
 from harness.commands import COMMANDS, build_parser
-from harness.commands.vocabulary import concept_table
 from harness.contract import outputs
 from harness.results.store import TABLES
 from harness.spec.axes import REPLICAS_TO_MAX
 from harness.spec.protocol import Platform
 from harness.spec.sweep import Sweep, expand
 from harness.spec.sweeps import SWEEPS
+from tools.vocabulary import concept_table
 
 WIDTH = 100
 """Columns the usage lines are wrapped at (argparse would otherwise take the terminal's)."""

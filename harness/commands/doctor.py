@@ -26,12 +26,7 @@ EXITS: dict[int, str] = {
 
 
 def add_parser(sub: Any, summary: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        NAME,
-        help=summary,
-        description="Exit 0 when the probes ran (whatever they found), 1 when TensorFlow could not "
-        "report its devices, 2 on bad input.",
-    )
+    p = sub.add_parser(NAME, help=summary)
     p.add_argument(
         "--device",
         default="auto",

@@ -10,8 +10,8 @@ import io
 import pytest
 
 from harness.commands import COMMANDS, build_parser, module
-from harness.commands.vocabulary import CONCEPTS
 from tools.reference import cli_markdown
+from tools.vocabulary import CONCEPTS
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
