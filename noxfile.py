@@ -68,16 +68,24 @@ def report(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "report", *session.posargs)
 
 
-@nox.session
-def tests(session: nox.Session) -> None:
-    """The test suite (``-- ARGS`` go to pytest, e.g. ``-- -m slow``), with JAX's CPU build for
-    the co-tenant tests (``--tenant-framework jax``); PyTorch's tests skip where it is missing."""
-    _install(session, "test", "jax")
-    session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow"]))
-
-
 UNIT = "not slow and not tf and not process"
 """The unit tier: what needs neither TensorFlow nor a process (markers checked by tests/conftest.py)."""
+ONE_AT_A_TIME = "not slow and (tf or process)"
+"""The rest of the default tier: tests that train or start processes, many of them timed."""
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The default tier (``-m "not slow"``): the unit tier on every core, then the tests that train or
+    start processes one at a time (they time things: a test beside them would slow them). With
+    JAX's CPU build for the co-tenant tests (``--tenant-framework jax``); PyTorch's tests skip where
+    it is missing. ``-- ARGS`` go to one pytest run instead, e.g. ``-- -m slow``."""
+    _install(session, "test", "jax")
+    if session.posargs:
+        session.run("python", "-m", "pytest", *session.posargs)
+        return
+    session.run("python", "-m", "pytest", "-m", UNIT, "-n", "auto")
+    session.run("python", "-m", "pytest", "-m", ONE_AT_A_TIME)
 NO_TF = "import importlib.util as u, sys; sys.exit(u.find_spec('tensorflow') and 'TensorFlow is installed')"
 """Fails the unit session where a dependency has pulled TensorFlow in."""
 
