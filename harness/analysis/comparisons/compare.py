@@ -70,7 +70,7 @@ def compare(
     history) (see the module docstring)."""
     chosen = cells[cells["run_id"].isin([*candidate, *baseline])].sort_values("timestamp")
     rows = unflatten_all(CellRow, chosen.to_dict("records"))  # oldest first
-    names = {run: m.name for m in machines.identify(_first_rows(rows)) for run in m.run_ids}
+    names = _names(rows)
 
     def series(r: CellRow) -> tuple[str, str | None, str]:
         return r.cell.cell_id, r.machine.fingerprint if r.machine else None, names[r.run.run_id]
@@ -111,19 +111,18 @@ def compare(
     return GateResult(candidate, baseline, verdicts, broken, policy, history_runs)
 
 
-def _first_rows(rows: list[CellRow]) -> list[CellRow]:
-    """One row per run for :func:`machines.identify`: one with the float32 peak where there is one."""
+def _names(rows: list[CellRow]) -> dict[str, str]:
+    """Run id -> the name of the machine that measured it (:func:`machines.identify` over one row
+    per run: a row with the float32 peak where there is one)."""
     first: dict[str, CellRow] = {}
     for r in sorted(rows, key=lambda r: r.peak.peak_dtype != "float32"):
         first.setdefault(r.run.run_id, r)
-    return list(first.values())
+    return {run: m.name for m in machines.identify(list(first.values())) for run in m.run_ids}
 
 
 def machine_names(cells: pd.DataFrame) -> dict[str, str]:
-    """Run id -> the name of the machine that measured it (:func:`harness.analysis.comparisons.machines.identify`
-    over one row per run: a row with the float32 peak where there is one)."""
-    rows = _first_rows(unflatten_all(CellRow, cells.to_dict("records")))
-    return {run: m.name for m in machines.identify(rows) for run in m.run_ids}
+    """:func:`_names` of the table's rows."""
+    return _names(unflatten_all(CellRow, cells.to_dict("records")))
 
 
 def _pct(x: float | None) -> str:
